@@ -1,0 +1,184 @@
+"""Wiring of a single-process crawl: builds every stage from the settings and runs it.
+
+This is the one place where objects are constructed and handed their collaborators.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from gossamer.crawldb import CrawlDB
+from gossamer.engine import Crawler, EngineConfig, RobotsFetch, robots_check
+from gossamer.fetch.http import FetchConfig, Fetcher
+from gossamer.frontier.local import LocalFrontier
+from gossamer.frontier.politeness import PolitenessPolicy
+from gossamer.frontier.robots import RobotsCache
+from gossamer.outcomes import RetryPolicy
+from gossamer.progress import progress_line
+from gossamer.settings import CrawlSettings, SettingsError, read_seeds
+from gossamer.sinks.jsonl import JsonlSink, repair_jsonl
+from gossamer.sinks.sqlite import SQLiteSink
+from gossamer.stats import CrawlStats
+from gossamer.urls import InvalidURL, Scope, canonicalize
+
+_OUTPUTS = ("crawl.db", "crawl.db-wal", "crawl.db-shm", "pages.jsonl", "stats.json")
+
+
+def prepare_out_dir(settings: CrawlSettings) -> None:
+    """Create --out; refuse to mix a new crawl into an old one unless asked."""
+    out = settings.out
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SettingsError(f"invalid setting 'out': {exc.strerror}: {out}") from exc
+    if settings.resume:
+        return
+    if settings.overwrite:
+        for name in _OUTPUTS:
+            (out / name).unlink(missing_ok=True)
+    elif (out / "crawl.db").exists():
+        raise SettingsError(
+            f"invalid setting 'out': {out} holds a crawl already; use --resume or --overwrite"
+        )
+
+
+def canonical_seeds(settings: CrawlSettings) -> list[str]:
+    """The seeds, canonical; a malformed seed is a settings error."""
+    seeds = []
+    for seed in read_seeds(settings):
+        try:
+            seeds.append(canonicalize(seed))
+        except InvalidURL as exc:
+            raise SettingsError(f"invalid setting 'seeds': {exc}") from None
+    if not seeds and not settings.resume:
+        raise SettingsError("invalid setting 'seeds': give at least one seed URL")
+    return seeds
+
+
+@asynccontextmanager
+async def build_crawler(settings: CrawlSettings, seeds: list[str]) -> AsyncIterator[Crawler]:
+    """Construct the crawler and its stages; close them all on exit."""
+    out = settings.out
+    db = CrawlDB(out / "crawl.db")
+    jsonl_path = out / "pages.jsonl"
+    committed = repair_jsonl(jsonl_path)
+    jsonl = JsonlSink(jsonl_path)
+    jsonl.write(SQLiteSink(db).records_after(committed))
+    fetcher = Fetcher(_fetch_config(settings))
+    robots_fetch = RobotsFetch(fetcher)
+    robots = RobotsCache(
+        fetch=robots_fetch, token=settings.robots_token, retry_interval=settings.robots_retry
+    )
+    scope = Scope.for_seeds(
+        seeds or _stored_seeds(db),
+        settings.allow_domains,
+        max_depth=settings.max_depth,
+        max_url_length=settings.max_url_length,
+        max_repeated_segments=settings.max_repeated_segments,
+    )
+    politeness = PolitenessPolicy(
+        per_host=settings.per_host,
+        delay=settings.delay,
+        slow_latency=settings.adaptive_latency,
+        max_delay=settings.max_host_delay,
+    )
+    frontier = LocalFrontier(
+        scope, politeness, db, robots_check=robots_check(robots, settings.robots)
+    )
+    if settings.resume:
+        frontier.restore()
+    db.set_meta("seeds", "\n".join(seeds or _stored_seeds(db)))
+    crawler = Crawler(_engine_config(settings), frontier, fetcher, robots, robots_fetch, db, jsonl)
+    if settings.resume:
+        crawler.restore_counts()
+    try:
+        yield crawler
+    finally:
+        await fetcher.close()
+        jsonl.close()
+        db.close()
+
+
+def _stored_seeds(db: CrawlDB) -> list[str]:
+    stored = db.get_meta("seeds")
+    return stored.split("\n") if stored else []
+
+
+def _fetch_config(settings: CrawlSettings) -> FetchConfig:
+    return FetchConfig(
+        user_agent=settings.user_agent,
+        connect_timeout=settings.connect_timeout,
+        read_timeout=settings.read_timeout,
+        total_timeout=settings.total_timeout,
+        max_body_bytes=settings.max_body_bytes,
+        concurrency=settings.concurrency,
+        resolve=tuple(settings.resolve),
+    )
+
+
+def _engine_config(settings: CrawlSettings) -> EngineConfig:
+    return EngineConfig(
+        concurrency=settings.concurrency,
+        max_pages=settings.max_pages,
+        obey_robots=settings.robots,
+        robots_retry=settings.robots_retry,
+        follow_nofollow=settings.follow_nofollow,
+        max_redirects=settings.max_redirects,
+        checkpoint_interval=settings.checkpoint_interval,
+        retry=RetryPolicy(
+            max_retries=settings.max_retries,
+            backoff=settings.retry_backoff,
+            max_retry_after=settings.max_retry_after,
+        ),
+    )
+
+
+async def run_crawl(settings: CrawlSettings) -> CrawlStats:
+    """Run a whole crawl: signals, progress line, stats.json. Raises SettingsError."""
+    seeds = canonical_seeds(settings)
+    prepare_out_dir(settings)
+    async with build_crawler(settings, seeds) as crawler:
+        _install_signal_handlers(crawler)
+        show = not settings.quiet and sys.stderr.isatty()
+        async with progress_line(crawler.stats, enabled=show):
+            stats = await crawler.run(seeds)
+        stats.write(settings.out / "stats.json")
+    return stats
+
+
+def _install_signal_handlers(crawler: Crawler) -> None:
+    loop = asyncio.get_running_loop()
+    received: list[int] = []
+
+    def on_signal(signum: int) -> None:
+        if received:
+            os._exit(128 + signum)
+        received.append(signum)
+        print(
+            "\nstopping: finishing in-flight URLs (again to quit now)",
+            file=sys.stderr,
+            flush=True,
+        )
+        crawler.stop()
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, on_signal, signum)
+
+
+def summary(stats: CrawlStats, out: Path) -> str:
+    """The end-of-crawl summary printed to stdout."""
+    statuses = ", ".join(f"{k}: {v}" for k, v in sorted(stats.status_counts.items()))
+    return (
+        f"crawled {stats.pages} pages in {stats.elapsed:.1f}s "
+        f"({stats.pages_per_second:.1f} pages/s), ok {stats.ok}, errors {stats.errors}, "
+        f"robots-blocked {stats.robots_blocked}, retries {stats.retries}, "
+        f"duplicates skipped {stats.duplicates}, peak RSS {stats.peak_rss_mb} MB\n"
+        f"statuses: {statuses}\n"
+        f"output: {out / 'pages.jsonl'}, {out / 'crawl.db'}, {out / 'stats.json'}"
+    )

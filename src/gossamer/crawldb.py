@@ -1,0 +1,103 @@
+"""The embedded crawl database, ``crawl.db``: frontier state and page records in one SQLite file.
+
+Writers *stage* statements; :meth:`CrawlDB.commit` runs everything staged in one transaction
+on a worker thread, so the frontier's state and the records it refers to always change
+together (the basis of ``--resume`` after ``kill -9``).
+
+Tables:
+
+* ``urls(fp, url, depth, hops, attempts, state, seq)``: every URL ever accepted; ``state`` 0 is
+  queued (or in flight), 1 is finished.
+* ``pages(id, ...)``: one row per finished URL, in the order the records were produced; the
+  JSONL file mirrors it line for line.
+* ``meta(key, value)``: small facts about the crawl.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+_SCHEMA = """
+PRAGMA journal_mode=WAL;
+CREATE TABLE IF NOT EXISTS urls (
+    fp INTEGER PRIMARY KEY,
+    url TEXT NOT NULL,
+    depth INTEGER NOT NULL,
+    hops INTEGER NOT NULL DEFAULT 0,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    state INTEGER NOT NULL DEFAULT 0,
+    seq INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS pages (
+    id INTEGER PRIMARY KEY,
+    url TEXT NOT NULL,
+    status INTEGER,
+    depth INTEGER NOT NULL,
+    content_type TEXT,
+    bytes INTEGER NOT NULL,
+    fetched_at REAL,
+    elapsed_ms REAL,
+    title TEXT,
+    outlinks INTEGER NOT NULL,
+    redirect_to TEXT,
+    error TEXT,
+    attempts INTEGER NOT NULL,
+    truncated INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+Row = Sequence[Any]
+
+
+class CrawlDB:
+    """One crawl.db connection, used from a single worker thread at a time."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._conn.executescript(_SCHEMA)
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._staged: list[tuple[str, list[Row]]] = []
+        self._lock = asyncio.Lock()
+
+    def stage(self, sql: str, rows: Iterable[Row]) -> None:
+        """Queue a statement with its parameter rows for the next commit."""
+        batch = list(rows)
+        if batch:
+            self._staged.append((sql, batch))
+
+    async def commit(self) -> None:
+        """Write everything staged so far in one transaction (off the event loop)."""
+        staged, self._staged = self._staged, []
+        if not staged:
+            return
+        async with self._lock:
+            await asyncio.to_thread(self._write, staged)
+
+    def _write(self, staged: list[tuple[str, list[Row]]]) -> None:
+        with self._conn:
+            self._conn.execute("BEGIN")
+            for sql, rows in staged:
+                self._conn.executemany(sql, rows)
+
+    def query(self, sql: str, params: Row = ()) -> list[tuple[Any, ...]]:
+        """Run a read query synchronously (start-up and shutdown only)."""
+        return self._conn.execute(sql, params).fetchall()
+
+    def get_meta(self, key: str) -> str | None:
+        """A value of the meta table."""
+        rows = self.query("SELECT value FROM meta WHERE key = ?", (key,))
+        return str(rows[0][0]) if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Stage a meta value."""
+        self.stage("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", [(key, value)])
+
+    def close(self) -> None:
+        """Close the connection (everything staged must have been committed)."""
+        self._conn.close()

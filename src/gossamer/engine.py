@@ -1,0 +1,389 @@
+"""The crawl loop: leases URLs from the frontier, fetches, parses and hands records to sinks.
+
+One task runs per leased URL; the loop keeps at most ``concurrency`` of them in flight and
+sleeps until a task ends or the frontier says a host becomes due. A checkpoint task commits
+crawl.db (frontier state and records in one transaction) and then appends the same records to
+pages.jsonl.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+from urllib.parse import urljoin
+
+from gossamer.crawldb import CrawlDB
+from gossamer.frontier.base import Candidate, Feedback, Frontier, Lease
+from gossamer.frontier.robots import RobotsCache, RobotsPolicy
+from gossamer.outcomes import Action, RetryPolicy, classify, is_failure
+from gossamer.parse.links import parse_html
+from gossamer.sinks.base import PageRecord
+from gossamer.sinks.jsonl import JsonlSink
+from gossamer.sinks.sqlite import SQLiteSink
+from gossamer.stats import CrawlStats, peak_rss_mb
+from gossamer.urls import InvalidURL, canonicalize, host_key
+
+_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+_GRACE_SECONDS = 5.0
+
+
+class FetchResultLike(Protocol):
+    """The parts of a fetch result the engine reads."""
+
+    @property
+    def status(self) -> int | None: ...
+    @property
+    def body(self) -> bytes: ...
+    @property
+    def content_type(self) -> str | None: ...
+    @property
+    def charset(self) -> str | None: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def location(self) -> str | None: ...
+    @property
+    def retry_after(self) -> float | None: ...
+    @property
+    def started_at(self) -> float: ...
+    @property
+    def fetched_at(self) -> float: ...
+    @property
+    def elapsed(self) -> float: ...
+    @property
+    def truncated(self) -> bool: ...
+
+
+class Fetch(Protocol):
+    """Anything that fetches one URL without following redirects and never raises."""
+
+    async def fetch(self, url: str) -> FetchResultLike: ...
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    """The knobs of the crawl loop."""
+
+    concurrency: int = 64
+    max_pages: int | None = None
+    obey_robots: bool = True
+    robots_retry: float = 30.0
+    follow_nofollow: bool = False
+    max_redirects: int = 10
+    checkpoint_interval: float = 0.5
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+
+class Crawler:
+    """Runs one crawl to its end (or until asked to stop)."""
+
+    def __init__(
+        self,
+        config: EngineConfig,
+        frontier: Frontier,
+        fetcher: Fetch,
+        robots: RobotsCache,
+        robots_fetch: RobotsFetch,
+        db: CrawlDB,
+        jsonl: JsonlSink,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._config = config
+        self._frontier = frontier
+        self._fetcher = fetcher
+        self._robots = robots
+        self._robots_fetch = robots_fetch
+        self._db = db
+        self._sqlite = SQLiteSink(db)
+        self._jsonl = jsonl
+        self._clock = clock
+        self._rng = rng or random.Random()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._pending: list[PageRecord] = []
+        self._failure: BaseException | None = None
+        self._counts: Counter[str] = Counter()
+        self._statuses: Counter[str] = Counter()
+        self._started = clock()
+        self._prior_pages = 0
+
+    # -- public ----------------------------------------------------------------------------
+
+    def restore_counts(self) -> None:
+        """Start the counters from the records of a previous run (``--resume``)."""
+        rows = self._db.query("SELECT status, error, COUNT(*) FROM pages GROUP BY status, error")
+        for status, error, count in rows:
+            self._tally(status, error, count)
+        self._prior_pages = self._counts["pages"]
+
+    async def run(self, seeds: list[str]) -> CrawlStats:
+        """Crawl from the seeds (plus whatever a resumed frontier holds) until done."""
+        await self._frontier.add([Candidate(url) for url in seeds])
+        checkpointer = asyncio.create_task(self._checkpoint_loop())
+        try:
+            await self._loop()
+            await self._drain()
+        finally:
+            checkpointer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await checkpointer
+            await self.checkpoint()
+        if self._failure is not None:
+            raise self._failure
+        return self.stats()
+
+    def stop(self) -> None:
+        """Stop leasing; in-flight URLs finish (or go back to the queue after a grace time)."""
+        self._stopping = True
+        self._wake.set()
+
+    def stats(self) -> CrawlStats:
+        """A frozen snapshot of the crawl so far."""
+        elapsed = self._clock() - self._started
+        front = self._frontier.stats()
+        fetched = self._counts["pages"] - self._prior_pages
+        return CrawlStats(
+            pages=self._counts["pages"],
+            ok=self._counts["ok"],
+            errors=self._counts["errors"],
+            robots_blocked=self._counts["robots_blocked"],
+            retries=self._counts["retries"],
+            requests=self._counts["requests"] + self._robots_fetch.requests,
+            duplicates=front.duplicates,
+            rejected=dict(front.rejected),
+            status_counts=dict(self._statuses),
+            queued=front.queued + front.delayed,
+            in_flight=len(self._tasks),
+            elapsed=elapsed,
+            pages_per_second=fetched / elapsed if elapsed > 0 else 0.0,
+            peak_rss_mb=peak_rss_mb(),
+        )
+
+    async def checkpoint(self) -> None:
+        """Commit crawl.db (state and records together), then append the records to JSONL."""
+        records, self._pending = self._pending, []
+        self._sqlite.stage(records)
+        await self._db.commit()
+        self._jsonl.write(records)
+
+    # -- the loop --------------------------------------------------------------------------
+
+    async def _loop(self) -> None:
+        frontier = self._frontier
+        limit = self._config.concurrency
+        while not self._stopping:
+            free = min(limit - len(self._tasks), self._budget())
+            if free > 0:
+                for lease in await frontier.lease(free):
+                    self._spawn(lease)
+            if not self._tasks and (frontier.done() or self._budget() <= 0):
+                return
+            wait = frontier.next_ready()
+            timeout = 1.0 if wait is None or free <= 0 else min(max(wait, 0.001), 1.0)
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout)
+
+    def _budget(self) -> int:
+        if self._config.max_pages is None:
+            return 1 << 30
+        return self._config.max_pages - self._counts["pages"] - len(self._tasks)
+
+    def _spawn(self, lease: Lease) -> None:
+        task = asyncio.create_task(self._process(lease))
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._wake.set()
+        if not task.cancelled() and task.exception() is not None and self._failure is None:
+            self._failure = task.exception()
+            self.stop()
+
+    async def _drain(self) -> None:
+        """Let in-flight URLs finish for a grace time, then put the rest back."""
+        if not self._tasks:
+            return
+        _, pending = await asyncio.wait(set(self._tasks), timeout=_GRACE_SECONDS)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+
+    async def _checkpoint_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._config.checkpoint_interval)
+            await self.checkpoint()
+
+    # -- one URL ---------------------------------------------------------------------------
+
+    async def _process(self, lease: Lease) -> None:
+        try:
+            await self._process_lease(lease)
+        except asyncio.CancelledError:
+            await self._frontier.release(lease, None)
+            raise
+
+    async def _process_lease(self, lease: Lease) -> None:
+        if lease.robots_blocked:
+            self._record(PageRecord(lease.url, None, lease.depth, error="robots"), lease)
+            await self._frontier.ack(lease, None)
+            return
+        policy = None
+        if self._config.obey_robots:
+            policy = self._robots.known(lease.url)
+            if policy is None:
+                await self._fetch_robots(lease)
+                return
+            if policy.status == "unreachable":
+                await self._robots_unreachable(lease)
+                return
+        result = await self._fetcher.fetch(lease.url)
+        self._counts["requests"] += 1
+        feedback = Feedback(
+            started_at=result.started_at,
+            elapsed=result.elapsed,
+            failed=is_failure(result.status, result.error),
+            retry_after=result.retry_after,
+            crawl_delay=policy.crawl_delay if policy is not None else None,
+        )
+        action = classify(result.status, result.error, result.location)
+        decision = self._config.retry.decide(
+            action, lease.attempts, result.retry_after, self._rng, result.error
+        )
+        if decision.action is Action.RETRY:
+            self._counts["retries"] += 1
+            await self._frontier.retry(lease, decision.after, feedback)
+            return
+        record = await self._finish(lease, result, decision.action, decision.error)
+        self._record(record, lease)
+        await self._frontier.ack(lease, feedback)
+
+    async def _fetch_robots(self, lease: Lease) -> None:
+        """The host's first request is its robots.txt; the URL waits for its next slot."""
+        policy = await self._robots.get(lease.url)
+        started = self._robots_fetch.started.get(lease.host)
+        await self._frontier.release(
+            lease, Feedback(started_at=started, crawl_delay=policy.crawl_delay)
+        )
+
+    async def _robots_unreachable(self, lease: Lease) -> None:
+        if lease.attempts >= self._config.retry.max_retries:
+            record = PageRecord(
+                lease.url, None, lease.depth, error="robots-unreachable", attempts=lease.attempts
+            )
+            self._record(record, lease)
+            await self._frontier.ack(lease, None)
+            return
+        self._counts["retries"] += 1
+        await self._frontier.retry(lease, self._config.robots_retry, None)
+
+    async def _finish(
+        self, lease: Lease, result: FetchResultLike, action: Action, error: str | None
+    ) -> PageRecord:
+        title = None
+        outlinks = 0
+        redirect_to = None
+        if action is Action.STORE and _is_html(result):
+            title, outlinks = await self._follow_links(lease, result)
+        elif action is Action.REDIRECT and result.location is not None:
+            redirect_to, error = await self._follow_redirect(lease, result.location)
+        return PageRecord(
+            url=lease.url,
+            status=result.status,
+            depth=lease.depth,
+            content_type=result.content_type,
+            bytes=len(result.body),
+            fetched_at=round(result.fetched_at, 3),
+            elapsed_ms=round(result.elapsed * 1000, 1),
+            title=title,
+            outlinks=outlinks,
+            redirect_to=redirect_to,
+            error=error or result.error,
+            attempts=lease.attempts + 1,
+            truncated=result.truncated,
+        )
+
+    async def _follow_links(self, lease: Lease, result: FetchResultLike) -> tuple[str | None, int]:
+        page = parse_html(
+            result.body,
+            lease.url,
+            header_charset=result.charset,
+            follow_nofollow=self._config.follow_nofollow,
+        )
+        depth = lease.depth + 1
+        await self._frontier.add([Candidate(link, depth) for link in page.links])
+        return page.title, len(page.links)
+
+    async def _follow_redirect(self, lease: Lease, location: str) -> tuple[str | None, str | None]:
+        try:
+            target = canonicalize(urljoin(lease.url, location))
+        except (InvalidURL, ValueError):
+            return None, "bad-redirect"
+        if lease.hops + 1 > self._config.max_redirects:
+            return target, "too-many-redirects"
+        await self._frontier.add([Candidate(target, lease.depth, lease.hops + 1)])
+        return target, None
+
+    def _record(self, record: PageRecord, lease: Lease) -> None:
+        """Hand a record to the sinks; the caller acks right after, with no await between."""
+        self._pending.append(record)
+        self._tally(record.status, record.error, 1)
+
+    def _tally(self, status: int | None, error: str | None, count: int) -> None:
+        self._counts["pages"] += count
+        self._statuses[str(status) if status is not None else "none"] += count
+        if error == "robots":
+            self._counts["robots_blocked"] += count
+        elif error is not None or status is None:
+            self._counts["errors"] += count
+        if status is not None and 200 <= status < 300:
+            self._counts["ok"] += count
+
+
+class RobotsFetch:
+    """The fetch function handed to the robots cache; remembers when each host's started."""
+
+    def __init__(self, fetcher: Fetch) -> None:
+        self._fetcher = fetcher
+        self.started: dict[str, float] = {}
+        self.requests = 0
+
+    async def __call__(self, url: str) -> FetchResultLike:
+        result = await self._fetcher.fetch(url)
+        self.requests += 1
+        self.started[host_key(url)] = result.started_at
+        return result
+
+
+def robots_check(robots: RobotsCache, obey: bool) -> Callable[[str], bool | None]:
+    """For the frontier: allowed or forbidden by a cached robots.txt; None when not known."""
+
+    def check(url: str) -> bool | None:
+        if not obey:
+            return True
+        policy = robots.known(url)
+        if policy is None or policy.status == "unreachable":
+            return None
+        return bool(policy.allowed(url))
+
+    return check
+
+
+def _is_html(result: FetchResultLike) -> bool:
+    if result.content_type is not None:
+        return result.content_type in _HTML_TYPES
+    head = result.body[:256].lstrip().lower()
+    return head.startswith((b"<!doctype html", b"<html"))
+
+
+__all__ = ["Crawler", "EngineConfig", "RobotsFetch", "RobotsPolicy", "robots_check"]

@@ -1,0 +1,713 @@
+"""HTTP fetching: one pooled aiohttp session, capped content decoding, a fetch that never raises.
+
+`Fetcher.fetch` sends one GET, never follows redirects (the crawler sends each target back
+through its pipeline) and turns every network, protocol and HTTP problem into a `FetchResult`
+whose ``error`` is one short reason:
+
+- ``invalid-url``: unparsable URL, no host, a scheme other than http/https
+- ``dns``: the host name did not resolve (or its look-up timed out)
+- ``connection-refused``: nothing listens on the port
+- ``connect-timeout``: the TCP connect took longer than ``connect_timeout``
+- ``connect-error``: any other failure to connect (unreachable network, ...)
+- ``tls``: TLS handshake or certificate failure
+- ``read-timeout``: no byte arrived for ``read_timeout`` (response head or body)
+- ``timeout``: the whole request exceeded ``total_timeout``
+- ``server-disconnected``: the connection closed before a complete response head
+- ``connection-reset``: the peer reset the connection
+- ``incomplete-body``: the connection closed before the announced end of the body
+- ``protocol-error``: malformed status line, headers or chunked framing
+- ``unsupported-encoding``: a Content-Encoding we cannot decode; the raw body is returned
+- ``decode-error``: corrupt gzip/deflate/br data; the body decoded so far is returned
+- ``decompression-bomb``: decoding hit ``max_decoded_bytes`` at a ratio over `BOMB_RATIO`
+- ``connection-error``: any other socket error
+- ``client-error``: any other aiohttp error
+- ``unexpected-error``: a bug; logged with its traceback
+
+An error after the status line keeps ``status``, ``headers`` and the partial body, with
+``truncated=True``. Bodies are capped twice: at most ``max_body_bytes`` are taken from the
+wire, and decoding stops once ``max_decoded_bytes`` are produced, so a gzip or brotli bomb
+never allocates much more than the cap; either cut sets ``truncated=True`` and closes the
+connection instead of draining it. A compressed stream that ends early is also flagged
+``truncated``. Codings: identity, gzip, x-gzip, deflate (zlib-wrapped or raw) and br, one at
+a time (a stacked ``gzip, br`` counts as unsupported); bytes after the end of the first
+compressed stream (such as further gzip members) are ignored.
+
+``started_at`` comes from aiohttp's ``on_request_headers_sent`` trace signal: the moment the
+request head goes to the socket, after DNS, connect and TLS, which is when the host sees the
+request and so what the scheduler's per-host spacing should measure from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import errno
+import functools
+import logging
+import time
+import weakref
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC
+from types import MappingProxyType, SimpleNamespace
+from typing import Protocol
+
+import aiohttp
+import brotli
+from aiohttp.abc import AbstractResolver
+from aiohttp.client_proto import ResponseHandler
+from aiohttp.http_exceptions import ContentLengthError, HttpProcessingError, TransferEncodingError
+from multidict import CIMultiDictProxy
+
+from gossamer.fetch.dns import CachingResolver, parse_resolve_overrides
+
+__all__ = [
+    "BOMB_RATIO",
+    "DEFAULT_HEADERS",
+    "FetchConfig",
+    "FetchResult",
+    "FetchStats",
+    "Fetcher",
+    "parse_content_type",
+    "parse_retry_after",
+]
+
+log = logging.getLogger(__name__)
+Clock = Callable[[], float]
+
+_BROTLI_STEP = 64 * 1024
+
+#: A capped decode is a ``decompression-bomb`` when decoded/consumed compressed bytes exceed this.
+BOMB_RATIO = 100
+
+DEFAULT_HEADERS: Mapping[str, str] = MappingProxyType(
+    {
+        "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+        "Accept-Encoding": "gzip, deflate, br",
+        "Accept-Language": "en;q=0.9,*;q=0.5",
+    }
+)
+_NO_HEADERS: Mapping[str, str] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResult:
+    """The outcome of one GET; see the module doc for the ``error`` reasons.
+
+    ``headers`` has lower-cased names; repeated headers are joined with ``", "`` (RFC 9110
+    5.3), except ``set-cookie`` whose values are joined with ``"\\n"``. ``body`` is
+    content-decoded. ``started_at`` (injected monotonic clock) is when the request head was
+    handed to the socket, or when `Fetcher.fetch` began if it never got that far; ``elapsed``
+    runs from then to the end of the body or the error. ``fetched_at`` is wall-clock unix
+    time at the end. ``wire_bytes`` counts body bytes received from the network, before
+    content decoding. ``retry_after`` is in seconds; ``location`` is set for 3xx only.
+    """
+
+    url: str
+    status: int | None
+    headers: Mapping[str, str]
+    body: bytes
+    content_type: str | None
+    charset: str | None
+    truncated: bool
+    error: str | None
+    started_at: float
+    fetched_at: float
+    elapsed: float
+    wire_bytes: int
+    retry_after: float | None
+    location: str | None
+
+    @property
+    def ok(self) -> bool:
+        """True for a complete 2xx response without error."""
+        return self.error is None and self.status is not None and 200 <= self.status < 300
+
+    @property
+    def is_redirect(self) -> bool:
+        """True for a 3xx response that names a Location."""
+        return self.status is not None and 300 <= self.status < 400 and bool(self.location)
+
+
+@dataclass(frozen=True)
+class FetchConfig:
+    """Fetcher settings; sizes in bytes, times in seconds.
+
+    ``read_timeout`` is the longest gap between two reads (waiting for the response head
+    counts); ``total_timeout`` bounds the whole request once it holds a pool slot.
+    ``max_decoded_bytes`` defaults to ``max_body_bytes``. ``concurrency`` is the number of
+    connections (and of concurrent fetches; callers beyond it wait for a slot, outside the
+    timeouts). ``resolve`` holds ``HOST=IP`` overrides (see `parse_resolve_overrides`).
+    ``headers`` are sent with every request, under any per-request headers. ``dns_*`` and
+    ``use_aiodns`` configure the `CachingResolver`; ``verify_tls=False`` accepts any
+    certificate. Idle keep-alive connections close after ``keepalive_timeout``.
+    """
+
+    user_agent: str = "gossamer/0.1"
+    connect_timeout: float = 10.0
+    read_timeout: float = 30.0
+    total_timeout: float = 60.0
+    max_body_bytes: int = 10 * 1024 * 1024
+    max_decoded_bytes: int | None = None
+    concurrency: int = 100
+    resolve: tuple[str, ...] = ()
+    headers: Mapping[str, str] = field(default_factory=lambda: DEFAULT_HEADERS)
+    dns_ttl: float = 300.0
+    dns_negative_ttl: float = 10.0
+    use_aiodns: bool = False
+    keepalive_timeout: float = 15.0
+    verify_tls: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("connect_timeout", "read_timeout", "total_timeout", "keepalive_timeout"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0")
+        if self.max_body_bytes < 1 or self.decoded_cap < 1 or self.concurrency < 1:
+            raise ValueError("max_body_bytes, max_decoded_bytes and concurrency must be >= 1")
+        parse_resolve_overrides(self.resolve)
+
+    @property
+    def decoded_cap(self) -> int:
+        """The effective cap on decoded body bytes."""
+        return self.max_body_bytes if self.max_decoded_bytes is None else self.max_decoded_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class FetchStats:
+    """A snapshot of a `Fetcher`'s counters.
+
+    ``responses`` counts by status class (``"2xx"``...), ``errors`` by reason; a response
+    whose body failed counts in both. ``wire_bytes``/``body_bytes`` are body bytes before and
+    after content decoding. ``waiting`` fetches wait for a pool slot, ``in_flight`` hold one.
+    """
+
+    requests: int
+    in_flight: int
+    waiting: int
+    responses: Mapping[str, int]
+    errors: Mapping[str, int]
+    truncated: int
+    wire_bytes: int
+    body_bytes: int
+
+
+class Fetcher:
+    """Fetches URLs over one pooled aiohttp session (see the module doc for the contract).
+
+    ``resolver`` replaces the `CachingResolver` built from the config (the caller then owns
+    and closes it). ``clock`` (monotonic) stamps ``started_at``/``elapsed``; ``wall_clock``
+    stamps ``fetched_at`` and dates ``Retry-After``. Use as an async context manager or call
+    `close`. The session is created on first use, inside the running loop.
+    """
+
+    def __init__(
+        self,
+        config: FetchConfig | None = None,
+        *,
+        resolver: AbstractResolver | None = None,
+        clock: Clock = time.monotonic,
+        wall_clock: Clock = time.time,
+    ) -> None:
+        self._config = config = config or FetchConfig()
+        self._resolver = resolver
+        self._owns_resolver = resolver is None
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._session: aiohttp.ClientSession | None = None
+        self._slots = asyncio.Semaphore(config.concurrency)
+        self._requests = self._waiting = self._in_flight = self._truncated = 0
+        self._wire_bytes = self._body_bytes = 0
+        self._by_class = [0] * 6
+        self._errors: dict[str, int] = {}
+        self._guard = _StuckBodyGuard()
+
+    @property
+    def resolver(self) -> AbstractResolver | None:
+        """The resolver in use (None until the session exists, unless injected)."""
+        return self._resolver
+
+    async def __aenter__(self) -> Fetcher:
+        self._open()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the pool (and the resolver, unless it was injected); a later fetch reopens."""
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+        if self._owns_resolver and self._resolver is not None:
+            await self._resolver.close()
+            self._resolver = None
+
+    async def fetch(self, url: str, *, headers: Mapping[str, str] | None = None) -> FetchResult:
+        """GET ``url`` without following redirects; never raises for network/HTTP problems."""
+        self._requests += 1
+        self._waiting += 1
+        try:
+            await self._slots.acquire()
+        finally:
+            self._waiting -= 1
+        self._in_flight += 1
+        try:
+            result = await self._fetch(url, headers)
+        finally:
+            self._in_flight -= 1
+            self._slots.release()
+        self._count(result)
+        return result
+
+    def stats(self) -> FetchStats:
+        """Return a snapshot of the counters."""
+        return FetchStats(
+            requests=self._requests,
+            in_flight=self._in_flight,
+            waiting=self._waiting,
+            responses=MappingProxyType(
+                {f"{i}xx": n for i, n in enumerate(self._by_class) if n and i}
+                | ({"other": self._by_class[0]} if self._by_class[0] else {})
+            ),
+            errors=MappingProxyType(dict(self._errors)),
+            truncated=self._truncated,
+            wire_bytes=self._wire_bytes,
+            body_bytes=self._body_bytes,
+        )
+
+    def _count(self, result: FetchResult) -> None:
+        if result.status is not None:
+            cls = result.status // 100
+            self._by_class[cls if 1 <= cls <= 5 else 0] += 1
+        if result.error is not None:
+            self._errors[result.error] = self._errors.get(result.error, 0) + 1
+        self._truncated += result.truncated
+        self._wire_bytes += result.wire_bytes
+        self._body_bytes += len(result.body)
+
+    def _open(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = self._new_session()
+        return self._session
+
+    def _new_session(self) -> aiohttp.ClientSession:
+        config = self._config
+        if self._resolver is None:
+            self._resolver = CachingResolver(
+                overrides=config.resolve,
+                ttl=config.dns_ttl,
+                negative_ttl=config.dns_negative_ttl,
+                timeout=config.connect_timeout,
+                use_aiodns=config.use_aiodns,
+            )
+        connector = aiohttp.TCPConnector(
+            limit=config.concurrency,
+            limit_per_host=0,
+            resolver=self._resolver,
+            use_dns_cache=False,
+            keepalive_timeout=config.keepalive_timeout,
+            ssl=config.verify_tls,
+        )
+        trace = aiohttp.TraceConfig()
+        trace.on_request_headers_sent.append(self._on_headers_sent)
+        trace.freeze()
+        return aiohttp.ClientSession(
+            connector=connector,
+            headers={**config.headers, "User-Agent": config.user_agent},
+            timeout=aiohttp.ClientTimeout(
+                total=config.total_timeout,
+                sock_connect=config.connect_timeout,
+                sock_read=config.read_timeout,
+            ),
+            auto_decompress=False,
+            cookie_jar=aiohttp.DummyCookieJar(),
+            trace_configs=[trace],
+        )
+
+    async def _on_headers_sent(
+        self,
+        session: aiohttp.ClientSession,
+        context: SimpleNamespace,
+        params: aiohttp.TraceRequestHeadersSentParams,
+    ) -> None:
+        probe = context.trace_request_ctx
+        if isinstance(probe, _Probe):
+            probe.started_at = self._clock()
+
+    async def _fetch(self, url: str, headers: Mapping[str, str] | None) -> FetchResult:
+        probe = _Probe(self._clock())
+        try:
+            response = await self._open().get(
+                url, headers=headers, allow_redirects=False, trace_request_ctx=probe
+            )
+        except Exception as exc:
+            return self._failure(url, probe.started_at, exc)
+        try:
+            return await self._read(url, probe, response)
+        finally:
+            response.release()
+
+    async def _read(self, url: str, probe: _Probe, response: aiohttp.ClientResponse) -> FetchResult:
+        config = self._config
+        raw = response.headers
+        body = _Body(raw.get("Content-Encoding"), config.max_body_bytes, config.decoded_cap)
+        error = body.error
+        protocol = self._guard.watch(response)
+        try:
+            content = response.content
+            while chunk := await content.readany():
+                if not body.feed(chunk):
+                    response.close()
+                    break
+            else:
+                body.finish()
+            error = body.error
+        except Exception as exc:
+            error = _reason(exc, url)
+            body.truncated = True
+            response.close()
+        finally:
+            self._guard.unwatch(protocol)
+        status = response.status
+        content_type, charset = parse_content_type(raw.get("Content-Type"))
+        now = self._wall_clock()
+        return FetchResult(
+            url=url,
+            status=status,
+            headers=_header_map(raw),
+            body=body.value(),
+            content_type=content_type,
+            charset=charset,
+            truncated=body.truncated,
+            error=error,
+            started_at=probe.started_at,
+            fetched_at=now,
+            elapsed=self._clock() - probe.started_at,
+            wire_bytes=body.wire,
+            retry_after=parse_retry_after(raw.get("Retry-After"), now, raw.get("Date")),
+            location=raw.get("Location") if 300 <= status < 400 else None,
+        )
+
+    def _failure(self, url: str, started_at: float, exc: Exception) -> FetchResult:
+        return FetchResult(
+            url=url,
+            status=None,
+            headers=_NO_HEADERS,
+            body=b"",
+            content_type=None,
+            charset=None,
+            truncated=False,
+            error=_reason(exc, url),
+            started_at=started_at,
+            fetched_at=self._wall_clock(),
+            elapsed=self._clock() - started_at,
+            wire_bytes=0,
+            retry_after=None,
+            location=None,
+        )
+
+
+class _Probe:
+    """Carries the headers-sent time from the trace callback back to `Fetcher._fetch`."""
+
+    __slots__ = ("started_at",)
+
+    def __init__(self, started_at: float) -> None:
+        self.started_at = started_at
+
+
+class _StuckBodyGuard:
+    """Wakes body readers that aiohttp's C parser leaves waiting on a closed connection.
+
+    On malformed chunked framing mid-body, aiohttp 3.14's C parser drops the body reader
+    without feeding it EOF or an error, and stops the read timeout, so reading would hang
+    until the total timeout. So: when a connection closes while a body read from it has
+    neither EOF nor an error, that body gets a `ClientPayloadError` (a protocol error).
+    """
+
+    def __init__(self) -> None:
+        self._reading: weakref.WeakKeyDictionary[ResponseHandler, aiohttp.StreamReader] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._hooked: weakref.WeakSet[ResponseHandler] = weakref.WeakSet()
+
+    def watch(self, response: aiohttp.ClientResponse) -> ResponseHandler | None:
+        """Start guarding ``response``'s body; pass the result to `unwatch` when done."""
+        connection = response.connection
+        protocol = connection.protocol if connection is not None else None
+        if protocol is None:  # the whole body is already buffered
+            return None
+        closed = protocol.closed
+        if closed is None:  # the connection is already gone
+            _unstick(protocol, response.content)
+            return None
+        if protocol not in self._hooked:
+            self._hooked.add(protocol)
+            closed.add_done_callback(functools.partial(self._on_closed, protocol))
+        self._reading[protocol] = response.content
+        return protocol
+
+    def unwatch(self, protocol: ResponseHandler | None) -> None:
+        """Stop guarding the body read from ``protocol``."""
+        if protocol is not None:
+            self._reading.pop(protocol, None)
+
+    def _on_closed(self, protocol: ResponseHandler, closed: asyncio.Future[None]) -> None:
+        if not closed.cancelled():
+            closed.exception()  # mark it retrieved; the reader reports the failure
+        content = self._reading.pop(protocol, None)
+        if content is not None:
+            _unstick(protocol, content)
+
+
+def _unstick(protocol: ResponseHandler, content: aiohttp.StreamReader) -> None:
+    if not content.is_eof() and content.exception() is None:
+        error = aiohttp.ClientPayloadError("connection closed inside a malformed body")
+        error.__cause__ = protocol.exception()
+        content.set_exception(error)
+
+
+class _Decoder(Protocol):
+    capped: bool
+    consumed: int
+
+    def feed(self, data: bytes) -> bytes: ...
+
+    @property
+    def complete(self) -> bool: ...
+
+
+class _ZlibDecoder:
+    """gzip, x-gzip and deflate (zlib-wrapped or raw, told apart by the first two bytes)."""
+
+    def __init__(self, cap: int) -> None:
+        self._room = cap
+        self._obj: zlib._Decompress | None = None
+        self._head = b""
+        self.capped = False
+        self.consumed = 0
+
+    def feed(self, data: bytes) -> bytes:
+        if self._obj is None:
+            data = self._head + data
+            if len(data) < 2:
+                self._head = data
+                return b""
+            self._obj = zlib.decompressobj(_wbits(data))
+        # asking for one byte more than the room tells "exactly full" from "overflowing"
+        out = self._obj.decompress(data, self._room + 1)
+        self.consumed += len(data) - len(self._obj.unconsumed_tail)
+        if len(out) > self._room:
+            out = out[: self._room]
+            self.capped = True
+        self._room -= len(out)
+        return out
+
+    @property
+    def complete(self) -> bool:
+        return self._obj is not None and self._obj.eof
+
+
+def _wbits(head: bytes) -> int:
+    if head[0] == 0x1F and head[1] == 0x8B:
+        return 16 + zlib.MAX_WBITS
+    if head[0] & 0x0F == 8 and ((head[0] << 8) | head[1]) % 31 == 0:
+        return zlib.MAX_WBITS
+    return -zlib.MAX_WBITS
+
+
+class _BrotliDecoder:
+    """br. Brotli may overshoot output_buffer_limit up to ~2x, so output is asked for in
+    steps of at most `_BROTLI_STEP` bytes: memory stays within the cap plus one step."""
+
+    def __init__(self, cap: int) -> None:
+        self._room = cap
+        self._obj = brotli.Decompressor()
+        self.capped = False
+        self.consumed = 0
+
+    def feed(self, data: bytes) -> bytes:
+        self.consumed += len(data)  # an upper bound: brotli may still hold some of it
+        parts = []
+        while True:
+            limit = min(self._room + 1, _BROTLI_STEP)
+            out: bytes = self._obj.process(data, output_buffer_limit=limit)
+            if len(out) > self._room:
+                out = out[: self._room]
+                self.capped = True
+            self._room -= len(out)
+            parts.append(out)
+            # after a limited call, brotli takes only empty input until it can accept more
+            if self.capped or not out or self._obj.can_accept_more_data():
+                return b"".join(parts)
+            data = b""
+
+    @property
+    def complete(self) -> bool:
+        return bool(self._obj.is_finished())
+
+
+_DECODERS: dict[str, Callable[[int], _Decoder]] = {
+    "gzip": _ZlibDecoder,
+    "x-gzip": _ZlibDecoder,
+    "deflate": _ZlibDecoder,
+    "br": _BrotliDecoder,
+}
+
+
+class _Body:
+    """Accumulates one response body under the wire cap and the decoded cap."""
+
+    __slots__ = ("_chunks", "_decoder", "_wire_cap", "decoded", "error", "truncated", "wire")
+
+    def __init__(self, encoding: str | None, wire_cap: int, decoded_cap: int) -> None:
+        self._chunks: list[bytes] = []
+        self._decoder: _Decoder | None = None
+        self._wire_cap = wire_cap
+        self.decoded = 0
+        self.wire = 0
+        self.truncated = False
+        self.error: str | None = None
+        coding = (encoding or "identity").strip().lower()
+        if coding in _DECODERS:
+            self._decoder = _DECODERS[coding](decoded_cap)
+        elif coding == "identity":
+            self._wire_cap = min(wire_cap, decoded_cap)
+        else:
+            self.error = "unsupported-encoding"
+
+    def feed(self, chunk: bytes) -> bool:
+        """Take one chunk from the wire; False means stop reading (cap reached or bad data)."""
+        self.wire += len(chunk)
+        over = self.wire - self._wire_cap
+        if over > 0:
+            chunk = chunk[: len(chunk) - over]
+            self.truncated = True
+        if self._decoder is not None:
+            try:
+                chunk = self._decoder.feed(chunk)
+            except (zlib.error, brotli.error):
+                self.error = "decode-error"
+                self.truncated = True
+                return False
+            if self._decoder.capped:
+                self.truncated = True
+                if self.decoded + len(chunk) > BOMB_RATIO * self._decoder.consumed:
+                    self.error = "decompression-bomb"
+        self._chunks.append(chunk)
+        self.decoded += len(chunk)
+        return not self.truncated
+
+    def finish(self) -> None:
+        """Mark a compressed stream that ended early as truncated."""
+        if self._decoder is not None and self.wire and not self._decoder.complete:
+            self.truncated = True
+
+    def value(self) -> bytes:
+        """The body decoded so far."""
+        chunks = self._chunks
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def parse_content_type(value: str | None) -> tuple[str | None, str | None]:
+    """Split a Content-Type header into (lower-case mime type, lower-case charset)."""
+    if not value:
+        return None, None
+    mime, _, params = value.partition(";")
+    charset = None
+    for param in params.split(";"):
+        key, _, val = param.partition("=")
+        if key.strip().lower() == "charset":
+            charset = val.strip().strip("\"'").strip().lower() or None
+            break
+    return mime.strip().lower() or None, charset
+
+
+def parse_retry_after(value: str | None, now: float, date: str | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header (delta-seconds or HTTP-date), or None.
+
+    An HTTP-date is measured against the response's ``Date`` header when it parses (so
+    clock skew between us and the server does not matter), else against ``now`` (unix time).
+    Dates in the past give 0.
+    """
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isascii() and value.isdigit():
+        return float(value)
+    when = _http_date(value)
+    if when is None:
+        return None
+    reference = _http_date(date) if date else None
+    return max(0.0, when - (now if reference is None else reference))
+
+
+def _http_date(value: str) -> float | None:
+    try:
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()
+
+
+def _header_map(raw: CIMultiDictProxy[str]) -> Mapping[str, str]:
+    headers: dict[str, str] = {}
+    for name, value in raw.items():
+        key = name.lower()
+        previous = headers.get(key)
+        if previous is None:
+            headers[key] = value
+        else:
+            headers[key] = f"{previous}{chr(10) if key == 'set-cookie' else ', '}{value}"
+    return MappingProxyType(headers)
+
+
+def _reason(exc: BaseException, url: str) -> str:
+    """Map an exception raised while fetching to a short reason (see the module doc)."""
+    match exc:
+        case aiohttp.InvalidURL() | aiohttp.NonHttpUrlClientError():
+            return "invalid-url"
+        case aiohttp.ConnectionTimeoutError():
+            return "connect-timeout"
+        case aiohttp.ServerTimeoutError():
+            return "read-timeout"
+        case TimeoutError():
+            return "timeout"
+        case aiohttp.ClientConnectorDNSError():
+            return "dns"
+        case aiohttp.ClientSSLError() | aiohttp.ClientConnectorCertificateError():
+            return "tls"
+        case aiohttp.ClientConnectorError():
+            refused = exc.os_error.errno == errno.ECONNREFUSED
+            return "connection-refused" if refused else "connect-error"
+        case aiohttp.ServerDisconnectedError():
+            return "server-disconnected"
+        case aiohttp.ClientPayloadError() | HttpProcessingError():
+            return _body_reason(exc)
+        case aiohttp.ClientResponseError():
+            return "protocol-error"
+        case ConnectionResetError():
+            return "connection-reset"
+        case OSError() if exc.errno == errno.ECONNRESET:
+            return "connection-reset"
+        case OSError():
+            return "connection-error"
+        case aiohttp.ClientError():
+            return "client-error"
+    log.warning("unexpected error fetching %s", url, exc_info=exc)
+    return "unexpected-error"
+
+
+def _body_reason(exc: Exception) -> str:
+    # aiohttp records a reset that cut a body only in the payload error's message
+    if "ConnectionResetError" in str(exc):
+        return "connection-reset"
+    cause = exc if isinstance(exc, HttpProcessingError) else exc.__cause__
+    if isinstance(cause, ContentLengthError) or (
+        isinstance(cause, TransferEncodingError) and "Not enough data" in cause.message
+    ):
+        return "incomplete-body"
+    return "protocol-error"

@@ -1,0 +1,285 @@
+"""The embedded frontier: in-memory host queues with a write-ahead log in crawl.db.
+
+Hosts wait in a heap keyed by the time their politeness slot is next free; each host keeps its
+URLs in a FIFO (breadth first inside the host). Every change of durable state (a URL accepted,
+finished or retried) is staged in :class:`~gossamer.crawldb.CrawlDB` and committed by the
+engine's checkpoint together with the records it refers to, so ``--resume`` after a crash
+continues where the last checkpoint left off.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from gossamer.crawldb import CrawlDB
+from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease
+from gossamer.frontier.politeness import HostSlot, PolitenessPolicy
+from gossamer.urls import InvalidURL, Scope, canonicalize, fingerprint, host_key
+
+RobotsCheck = Callable[[str], bool | None]
+"""True allowed, False forbidden, None not known yet."""
+
+_INSERT_URL = (
+    "INSERT OR IGNORE INTO urls (fp, url, depth, hops, attempts, state, seq) "
+    "VALUES (?, ?, ?, ?, 0, 0, ?)"
+)
+_FINISH_URL = "UPDATE urls SET state = 1 WHERE fp = ?"
+_COUNT_ATTEMPT = "UPDATE urls SET attempts = ? WHERE fp = ?"
+
+
+@dataclass(slots=True)
+class _Entry:
+    url: str
+    fp: int
+    depth: int
+    hops: int
+    attempts: int = 0
+
+
+@dataclass(slots=True)
+class _Host:
+    slot: HostSlot = field(default_factory=HostSlot)
+    queue: deque[_Entry] = field(default_factory=deque)
+    heap_time: float | None = None
+    """The time of this host's live entry in the ready heap, if any."""
+
+
+class LocalFrontier:
+    """Frontier contract (see :mod:`gossamer.frontier.base`) for one process."""
+
+    def __init__(
+        self,
+        scope: Scope,
+        policy: PolitenessPolicy,
+        db: CrawlDB | None = None,
+        *,
+        robots_check: RobotsCheck | None = None,
+        lease_timeout: float = 600.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._scope = scope
+        self._policy = policy
+        self._db = db
+        self._robots_check = robots_check
+        self._lease_timeout = lease_timeout
+        self._clock = clock
+        self._hosts: dict[str, _Host] = {}
+        self._ready: list[tuple[float, str]] = []
+        self._delayed: list[tuple[float, int, str, _Entry]] = []
+        self._leases: dict[int, tuple[Lease, _Entry]] = {}
+        self._seen: set[int] = set()
+        self._tokens = itertools.count(1)
+        self._seq = itertools.count()
+        self._queued = 0
+        self._duplicates = 0
+        self._rejected: dict[str, int] = {}
+        self._next_reclaim = 0.0
+
+    # -- loading ---------------------------------------------------------------------------
+
+    def restore(self) -> tuple[int, int]:
+        """Load the state of a previous run from crawl.db: returns (queued, finished)."""
+        if self._db is None:
+            return (0, 0)
+        rows = self._db.query("SELECT fp, url, depth, hops, attempts, state, seq FROM urls")
+        rows.sort(key=lambda r: (r[2], r[6]))
+        finished = 0
+        for fp, url, depth, hops, attempts, state, _seq in rows:
+            self._seen.add(fp)
+            if state == 0:
+                self._enqueue(_Entry(url, fp, depth, hops, attempts), front=False)
+            else:
+                finished += 1
+        if rows:
+            self._seq = itertools.count(max(r[6] for r in rows) + 1)
+        return (self._queued, finished)
+
+    # -- the contract ----------------------------------------------------------------------
+
+    async def add(self, candidates: list[Candidate]) -> AddResult:
+        """Canonicalize, scope, dedup and queue candidates."""
+        added = duplicates = 0
+        rejected: dict[str, int] = {}
+        rows = []
+        for cand in candidates:
+            try:
+                url = canonicalize(cand.url)
+            except InvalidURL:
+                rejected["invalid-url"] = rejected.get("invalid-url", 0) + 1
+                continue
+            reason = self._scope.reject_reason(url, cand.depth)
+            if reason is not None:
+                rejected[reason] = rejected.get(reason, 0) + 1
+                continue
+            fp = fingerprint(url)
+            if fp in self._seen:
+                duplicates += 1
+                continue
+            self._seen.add(fp)
+            self._enqueue(_Entry(url, fp, cand.depth, cand.hops), front=False)
+            rows.append((fp, url, cand.depth, cand.hops, next(self._seq)))
+            added += 1
+        if self._db is not None:
+            self._db.stage(_INSERT_URL, rows)
+        self._duplicates += duplicates
+        for reason, count in rejected.items():
+            self._rejected[reason] = self._rejected.get(reason, 0) + count
+        return AddResult(added, duplicates, rejected)
+
+    async def lease(self, n: int) -> list[Lease]:
+        """Up to ``n`` URLs of due hosts, plus robots-blocked URLs met on the way."""
+        now = self._clock()
+        self._reclaim_expired(now)
+        self._promote_delayed(now)
+        out: list[Lease] = []
+        fetches = 0
+        ready = self._ready
+        while fetches < n and ready and ready[0][0] <= now:
+            when, key = heapq.heappop(ready)
+            host = self._hosts[key]
+            if host.heap_time != when:
+                continue
+            host.heap_time = None
+            if self._policy.ready_at(host.slot) > now:
+                self._schedule(key, host)
+                continue
+            lease = self._take(key, host, now, out)
+            if lease is not None:
+                out.append(lease)
+                fetches += 1
+            self._schedule(key, host)
+        return out
+
+    async def ack(self, lease: Lease, feedback: Feedback | None) -> None:
+        """Finish a lease; its URL is marked finished at the next checkpoint."""
+        if self._finish(lease, feedback) is None:
+            return
+        if self._db is not None:
+            self._db.stage(_FINISH_URL, [(lease.fp,)])
+
+    async def retry(self, lease: Lease, after: float, feedback: Feedback | None) -> None:
+        """Queue the URL again after ``after`` seconds, counting one more attempt."""
+        entry = self._finish(lease, feedback)
+        if entry is None:
+            return
+        entry.attempts += 1
+        if self._db is not None:
+            self._db.stage(_COUNT_ATTEMPT, [(entry.attempts, entry.fp)])
+        heapq.heappush(self._delayed, (self._clock() + after, next(self._seq), lease.host, entry))
+
+    async def release(self, lease: Lease, feedback: Feedback | None) -> None:
+        """Queue the URL again at the front of its host, no attempt counted."""
+        entry = self._finish(lease, feedback)
+        if entry is not None:
+            self._enqueue(entry, front=True, key=lease.host)
+
+    def next_ready(self) -> float | None:
+        """Seconds until the earliest host or delayed retry is due; None when nothing waits."""
+        times = []
+        while self._ready and self._hosts[self._ready[0][1]].heap_time != self._ready[0][0]:
+            heapq.heappop(self._ready)
+        if self._ready:
+            times.append(self._ready[0][0])
+        if self._delayed:
+            times.append(self._delayed[0][0])
+        if not times:
+            return None
+        return max(0.0, min(times) - self._clock())
+
+    def done(self) -> bool:
+        """Nothing queued, leased or waiting for a retry."""
+        return self._queued == 0 and not self._leases and not self._delayed
+
+    def stats(self) -> FrontierStats:
+        """A frozen snapshot."""
+        return FrontierStats(
+            queued=self._queued,
+            leased=len(self._leases),
+            delayed=len(self._delayed),
+            hosts=len(self._hosts),
+            seen=len(self._seen),
+            duplicates=self._duplicates,
+            rejected=dict(self._rejected),
+        )
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _take(self, key: str, host: _Host, now: float, out: list[Lease]) -> Lease | None:
+        """Pop the host's next fetchable URL; robots-blocked ones go straight to ``out``."""
+        check = self._robots_check
+        while host.queue:
+            entry = host.queue.popleft()
+            self._queued -= 1
+            blocked = check is not None and check(entry.url) is False
+            lease = Lease(
+                url=entry.url,
+                fp=entry.fp,
+                host=key,
+                depth=entry.depth,
+                hops=entry.hops,
+                attempts=entry.attempts,
+                deadline=now + self._lease_timeout,
+                token=next(self._tokens),
+                robots_blocked=blocked,
+            )
+            self._leases[lease.token] = (lease, entry)
+            if blocked:
+                out.append(lease)
+                continue
+            self._policy.on_lease(host.slot, now)
+            return lease
+        return None
+
+    def _finish(self, lease: Lease, feedback: Feedback | None) -> _Entry | None:
+        held = self._leases.pop(lease.token, None)
+        if held is None:
+            return None
+        host = self._hosts[lease.host]
+        if not lease.robots_blocked:
+            self._policy.on_finish(host.slot, feedback, self._clock())
+        self._schedule(lease.host, host)
+        return held[1]
+
+    def _enqueue(self, entry: _Entry, *, front: bool, key: str | None = None) -> None:
+        key = key or host_key(entry.url)
+        host = self._hosts.get(key)
+        if host is None:
+            host = self._hosts[key] = _Host()
+        if front:
+            host.queue.appendleft(entry)
+        else:
+            host.queue.append(entry)
+        self._queued += 1
+        self._schedule(key, host)
+
+    def _schedule(self, key: str, host: _Host) -> None:
+        """Make sure a host with queued URLs and a free slot is in the ready heap."""
+        if not host.queue:
+            return
+        when = self._policy.ready_at(host.slot)
+        if when == float("inf"):
+            return
+        if host.heap_time is not None and host.heap_time <= when:
+            return
+        host.heap_time = when
+        heapq.heappush(self._ready, (when, key))
+
+    def _promote_delayed(self, now: float) -> None:
+        while self._delayed and self._delayed[0][0] <= now:
+            _, _, key, entry = heapq.heappop(self._delayed)
+            self._enqueue(entry, front=True, key=key)
+
+    def _reclaim_expired(self, now: float) -> None:
+        if now < self._next_reclaim or not self._leases:
+            return
+        self._next_reclaim = now + min(1.0, self._lease_timeout / 10)
+        expired = [lease for lease, _ in self._leases.values() if lease.deadline <= now]
+        for lease in expired:
+            entry = self._finish(lease, None)
+            if entry is not None:
+                self._enqueue(entry, front=True, key=lease.host)

@@ -1,0 +1,385 @@
+"""robots.txt per host: fetched once, cached, and asked whether a URL may be crawled.
+
+Follows RFC 9309 (the Robots Exclusion Protocol); protego parses the file and matches rules
+(longest match wins, Allow wins a tie, ``*`` and ``$`` wildcards, groups merged per user agent).
+
+Outcomes of a fetch (``RobotsPolicy.status``):
+
+- ``ok``: a 2xx answer, parsed (only its first 500 KiB, §2.5).
+- ``missing``: 4xx, "unavailable" (§2.3.1.3): everything is allowed. So is a redirect with no
+  usable ``Location``.
+- ``redirect-loop``: no robots.txt within five redirects, or a redirect loop; treated as
+  unavailable, everything allowed (§2.3.1.2).
+- ``unreachable``: 5xx, 429 or a network error (§2.3.1.4): everything is disallowed, and the
+  answer is cached only for the short retry interval. 429 is a 4xx code, but a server that asks
+  us to slow down has not said "no robots.txt here"; Google treats it the same way.
+
+Everything else is cached for ``ttl`` (24 hours by default; §2.4 says not to use a cached copy
+for longer). The cache key is the origin, ``scheme://host[:port]`` with the default port left
+out, the form of :func:`gossamer.urls.host_key`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+from urllib.parse import urljoin
+
+from protego import Protego
+
+__all__ = [
+    "DEFAULT_TOKEN",
+    "MAX_REDIRECTS",
+    "MAX_ROBOTS_BYTES",
+    "FetchRobots",
+    "RobotsCache",
+    "RobotsPolicy",
+    "RobotsReply",
+    "RobotsResponse",
+    "RobotsStats",
+    "RobotsStatus",
+    "VerdictCounts",
+    "robots_origin",
+]
+
+DEFAULT_TOKEN = "gossamer"
+MAX_ROBOTS_BYTES = 500 * 1024
+"""Parsing limit (RFC 9309 §2.5: at least 500 kibibytes). Fetchers may stop reading here."""
+MAX_REDIRECTS = 5
+"""Redirects followed to reach robots.txt (RFC 9309 §2.3.1.2: at least five)."""
+_PARSE_IN_THREAD_BYTES = 64 * 1024
+
+RobotsStatus = Literal["ok", "missing", "unreachable", "redirect-loop"]
+
+_ORIGIN = re.compile(
+    r"(https?)://(?:[^/?#]*@)?(\[[0-9A-Fa-f:.]+\]|[^/?#@:\[\]]+)(?::(\d*))?(?=[/?#]|\Z)",
+    re.IGNORECASE,
+)
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+class RobotsResponse(Protocol):
+    """What the cache needs from one HTTP GET that does not follow redirects.
+
+    ``status`` is ``None`` when no response arrived; ``error`` is set on network errors;
+    ``location`` is the raw ``Location`` header of a 3xx. The fetcher's ``FetchResult`` fits.
+    """
+
+    @property
+    def status(self) -> int | None: ...
+    @property
+    def body(self) -> bytes: ...
+    @property
+    def location(self) -> str | None: ...
+    @property
+    def error(self) -> str | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsReply:
+    """A plain :class:`RobotsResponse`."""
+
+    status: int | None
+    body: bytes = b""
+    location: str | None = None
+    error: str | None = None
+
+
+FetchRobots = Callable[[str], Awaitable[RobotsResponse]]
+"""GET one absolute URL without following redirects. Exceptions count as network errors."""
+
+
+class VerdictCounts:
+    """How many checks the policies of one cache allowed and disallowed."""
+
+    __slots__ = ("allowed", "disallowed")
+
+    def __init__(self) -> None:
+        self.allowed = 0
+        self.disallowed = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsPolicy:
+    """The rules of one host for one product token; build with the class methods.
+
+    ``crawl_delay`` comes from the group that applies to the token: the token's own group if
+    the file has one (then ``None`` if that group sets no delay, as RFC 9309 applies one group
+    only), else the ``*`` group.
+    """
+
+    status: RobotsStatus
+    token: str = DEFAULT_TOKEN
+    crawl_delay: float | None = None
+    sitemaps: tuple[str, ...] = ()
+    rules: Protego | None = field(default=None, repr=False, compare=False)
+    """Parsed robots.txt; ``None`` means every URL gets ``default_allowed``."""
+    default_allowed: bool = True
+    verdicts: VerdictCounts | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def parse(
+        cls,
+        body: bytes,
+        token: str = DEFAULT_TOKEN,
+        *,
+        verdicts: VerdictCounts | None = None,
+    ) -> RobotsPolicy:
+        """Parse a robots.txt body (UTF-8, undecodable bytes tolerated, first 500 KiB)."""
+        return cls.from_rules(Protego.parse(_robots_text(body)), token, verdicts=verdicts)
+
+    @classmethod
+    def from_rules(
+        cls, rules: Protego, token: str = DEFAULT_TOKEN, *, verdicts: VerdictCounts | None = None
+    ) -> RobotsPolicy:
+        """Wrap an already parsed protego object."""
+        return cls(
+            status="ok",
+            token=token,
+            crawl_delay=rules.crawl_delay(token),
+            sitemaps=tuple(rules.sitemaps),
+            rules=rules,
+            verdicts=verdicts,
+        )
+
+    @classmethod
+    def allow_all(
+        cls,
+        status: RobotsStatus = "missing",
+        token: str = DEFAULT_TOKEN,
+        *,
+        verdicts: VerdictCounts | None = None,
+    ) -> RobotsPolicy:
+        """Every URL allowed (no robots.txt)."""
+        return cls(status=status, token=token, default_allowed=True, verdicts=verdicts)
+
+    @classmethod
+    def disallow_all(
+        cls,
+        status: RobotsStatus = "unreachable",
+        token: str = DEFAULT_TOKEN,
+        *,
+        verdicts: VerdictCounts | None = None,
+    ) -> RobotsPolicy:
+        """Every URL forbidden (robots.txt unreachable)."""
+        return cls(status=status, token=token, default_allowed=False, verdicts=verdicts)
+
+    def allowed(self, url: str) -> bool:
+        """May ``url`` (on this policy's host) be crawled by ``token``?"""
+        rules = self.rules
+        verdict = self.default_allowed if rules is None else rules.can_fetch(url, self.token)
+        if self.verdicts is not None:
+            if verdict:
+                self.verdicts.allowed += 1
+            else:
+                self.verdicts.disallowed += 1
+        return verdict
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsStats:
+    """A snapshot of a :class:`RobotsCache`."""
+
+    hosts_cached: int
+    in_flight: int
+    fetches: int
+    """robots.txt look-ups started (one per host and TTL)."""
+    requests: int
+    """HTTP requests made, redirects included."""
+    coalesced: int
+    """``get()`` calls that joined a look-up already in flight."""
+    allowed: int
+    disallowed: int
+    unreachable: int
+    """Look-ups that ended unreachable (5xx, 429, network error)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    policy: RobotsPolicy
+    expires: float
+
+
+class RobotsCache:
+    """Per-origin robots.txt policies, fetched on demand and kept for a while.
+
+    ``known()`` answers from memory and is the hot path; ``get()`` fetches when needed, once
+    per origin however many callers wait. ``clock`` is a monotonic clock in seconds. At most
+    ``max_hosts`` origins are kept; the least recently fetched go first.
+    """
+
+    def __init__(
+        self,
+        fetch: FetchRobots,
+        *,
+        token: str = DEFAULT_TOKEN,
+        ttl: float = 24 * 3600.0,
+        retry_interval: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+        max_hosts: int = 100_000,
+    ) -> None:
+        self._fetch = fetch
+        self._token = token
+        self._ttl = ttl
+        self._retry_interval = retry_interval
+        self._clock = clock
+        self._max_hosts = max_hosts
+        self._entries: dict[str, _Entry] = {}
+        self._in_flight: dict[str, asyncio.Task[RobotsPolicy]] = {}
+        self._verdicts = VerdictCounts()
+        self._fetches = 0
+        self._requests = 0
+        self._coalesced = 0
+        self._unreachable = 0
+
+    def known(self, url: str) -> RobotsPolicy | None:
+        """The fresh cached policy for ``url``'s origin, or ``None``; never does I/O.
+
+        Raises ``ValueError`` if ``url`` is not an http(s) URL.
+        """
+        entry = self._entries.get(robots_origin(url))
+        if entry is None or entry.expires <= self._clock():
+            return None
+        return entry.policy
+
+    async def get(self, url: str) -> RobotsPolicy:
+        """The policy for ``url``'s origin, fetching its robots.txt if not cached and fresh."""
+        key = robots_origin(url)
+        entry = self._entries.get(key)
+        if entry is not None and entry.expires > self._clock():
+            return entry.policy
+        task = self._in_flight.get(key)
+        if task is None:
+            self._fetches += 1
+            task = asyncio.create_task(self._load(key), name=f"robots.txt {key}")
+            self._in_flight[key] = task
+        else:
+            self._coalesced += 1
+        # A caller that gives up must not cancel the look-up the others wait for.
+        return await asyncio.shield(task)
+
+    async def allowed(self, url: str) -> bool:
+        """Fetch the policy if needed and check ``url`` against it."""
+        return (await self.get(url)).allowed(url)
+
+    def stats(self) -> RobotsStats:
+        """A snapshot of the cache's counters."""
+        return RobotsStats(
+            hosts_cached=len(self._entries),
+            in_flight=len(self._in_flight),
+            fetches=self._fetches,
+            requests=self._requests,
+            coalesced=self._coalesced,
+            allowed=self._verdicts.allowed,
+            disallowed=self._verdicts.disallowed,
+            unreachable=self._unreachable,
+        )
+
+    async def aclose(self) -> None:
+        """Cancel look-ups in flight."""
+        tasks = list(self._in_flight.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _load(self, key: str) -> RobotsPolicy:
+        try:
+            policy = await self._download(key + "/robots.txt")
+            lifetime = self._ttl
+            if policy.status == "unreachable":
+                self._unreachable += 1
+                lifetime = self._retry_interval
+            self._entries.pop(key, None)  # re-insert at the end: eviction goes oldest first
+            self._entries[key] = _Entry(policy, self._clock() + lifetime)
+            while len(self._entries) > self._max_hosts:
+                del self._entries[next(iter(self._entries))]
+            return policy
+        finally:
+            del self._in_flight[key]
+
+    async def _download(self, url: str) -> RobotsPolicy:
+        """Fetch ``url``, following up to ``MAX_REDIRECTS`` redirects (RFC 9309 §2.3.1.2:
+        "crawlers SHOULD follow at least five consecutive redirects ... If there are more than
+        five consecutive redirects, crawlers MAY assume that the robots.txt file is
+        unavailable"). The rules found apply to the original origin."""
+        seen = {url}
+        for _ in range(MAX_REDIRECTS + 1):
+            response = await self._get_once(url)
+            status = response.status if response is not None else None
+            if response is None or status is None or response.error is not None:
+                return self._policy_without_rules("unreachable")
+            if 200 <= status < 300:
+                return await self._parse(response.body)
+            if 300 <= status < 400:
+                target = _redirect_target(url, response.location)
+                if target is None:
+                    return self._policy_without_rules("missing")
+                if target in seen:
+                    return self._policy_without_rules("redirect-loop")
+                seen.add(target)
+                url = target
+                continue
+            if 400 <= status < 500 and status != 429:
+                return self._policy_without_rules("missing")
+            return self._policy_without_rules("unreachable")
+        return self._policy_without_rules("redirect-loop")
+
+    async def _get_once(self, url: str) -> RobotsResponse | None:
+        self._requests += 1
+        try:
+            return await self._fetch(url)
+        except Exception:  # any failure to get an answer is "unreachable" (§2.3.1.4)
+            return None
+
+    async def _parse(self, body: bytes) -> RobotsPolicy:
+        text = _robots_text(body)
+        if len(text) > _PARSE_IN_THREAD_BYTES:  # large files take protego a while
+            rules = await asyncio.to_thread(Protego.parse, text)
+        else:
+            rules = Protego.parse(text)
+        return RobotsPolicy.from_rules(rules, self._token, verdicts=self._verdicts)
+
+    def _policy_without_rules(self, status: RobotsStatus) -> RobotsPolicy:
+        if status == "unreachable":
+            return RobotsPolicy.disallow_all(status, self._token, verdicts=self._verdicts)
+        return RobotsPolicy.allow_all(status, self._token, verdicts=self._verdicts)
+
+
+def robots_origin(url: str) -> str:
+    """The cache key of ``url``: ``scheme://host[:port]``, lower case, default port dropped.
+
+    Raises ``ValueError`` if ``url`` is not an absolute http(s) URL.
+    """
+    match = _ORIGIN.match(url)
+    if match is None:
+        raise ValueError(f"not an http(s) URL: {url[:200]!r}")
+    scheme = match[1].lower()
+    host = match[2].lower()
+    port = int(match[3]) if match[3] and len(match[3]) <= 5 else None
+    if match[3] and (port is None or port > 65535):
+        raise ValueError(f"bad port in URL: {url[:200]!r}")
+    if port is None or port == _DEFAULT_PORTS[scheme]:
+        return f"{scheme}://{host}"
+    return f"{scheme}://{host}:{port}"
+
+
+def _redirect_target(url: str, location: str | None) -> str | None:
+    if not location:
+        return None
+    try:
+        target = urljoin(url, location.strip())
+    except ValueError:
+        return None
+    return target if _ORIGIN.match(target) else None
+
+
+def _robots_text(body: bytes) -> str:
+    """Decode the first ``MAX_ROBOTS_BYTES`` as UTF-8, dropping a line cut by the limit."""
+    if len(body) > MAX_ROBOTS_BYTES:
+        body = body[:MAX_ROBOTS_BYTES]
+        body = body[: body.rfind(b"\n") + 1]
+    return body.decode("utf-8", "replace").removeprefix("\ufeff")

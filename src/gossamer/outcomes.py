@@ -1,0 +1,83 @@
+"""What to do with a fetch result (P5's retry rules by status).
+
+2xx: store. 3xx with a Location: record and send the target back through the pipeline.
+404/410 and other 4xx: record and drop. 429, 5xx, timeouts and connection errors: retry with
+exponential backoff and jitter (or the server's Retry-After) up to a limit, then record.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+from dataclasses import dataclass
+
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504, 507, 509, 520, 521, 522, 523, 524})
+_MAX_BACKOFF = 300.0
+
+
+class Action(enum.Enum):
+    """The fate of one fetched URL."""
+
+    STORE = "store"
+    REDIRECT = "redirect"
+    DROP = "drop"
+    RETRY = "retry"
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The action, and for retries how long to wait; ``error`` names a final failure."""
+
+    action: Action
+    after: float = 0.0
+    error: str | None = None
+
+
+def classify(status: int | None, error: str | None, location: str | None) -> Action:
+    """The action a response (or its absence) calls for, before retry limits."""
+    if status is None:
+        return Action.RETRY if error != "invalid-url" else Action.DROP
+    if 200 <= status < 300:
+        return Action.STORE
+    if status in _REDIRECTS and location:
+        return Action.REDIRECT
+    if status in _RETRY_STATUSES:
+        return Action.RETRY
+    return Action.DROP
+
+
+def is_failure(status: int | None, error: str | None) -> bool:
+    """Whether the host misbehaved (for adaptive politeness)."""
+    if status is None:
+        return error != "invalid-url"
+    return status in _RETRY_STATUSES
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How many times and how long to wait before trying a URL again."""
+
+    max_retries: int = 3
+    backoff: float = 1.0
+    max_retry_after: float = 600.0
+
+    def decide(
+        self,
+        action: Action,
+        attempts: int,
+        retry_after: float | None,
+        rng: random.Random,
+        error: str | None = None,
+    ) -> Decision:
+        """Turn a RETRY into a wait or a final failure; other actions pass through."""
+        if action is not Action.RETRY:
+            return Decision(action)
+        if attempts >= self.max_retries:
+            return Decision(Action.DROP, error=error or "retries-exhausted")
+        if retry_after is not None:
+            if retry_after > self.max_retry_after:
+                return Decision(Action.DROP, error="retry-after-too-long")
+            return Decision(Action.RETRY, after=retry_after)
+        base = min(self.backoff * (2**attempts), _MAX_BACKOFF)
+        return Decision(Action.RETRY, after=base * rng.uniform(0.5, 1.5))

@@ -1,0 +1,181 @@
+"""Pick the character encoding of a fetched HTML body, in the order a browser does.
+
+The order follows the HTML Standard's "encoding sniffing algorithm": a byte order mark, then the
+charset of the HTTP ``Content-Type`` header, then a ``<meta charset>`` or ``<meta http-equiv=
+"content-type">`` declaration near the start of the document, then a guess from the bytes, then
+a default. w3lib implements the declaration steps; this module adds the guess and keeps every
+answer inside the set of encodings the Encoding Standard knows, so a header such as
+``charset=base64`` can neither crash the decoder nor smuggle in a non-text codec.
+
+Guessing an undeclared encoding: text that is valid UTF-8 is UTF-8 (pure ASCII included). Other
+bytes are handed to ``charset_normalizer`` when it is installed. It is not a dependency of
+gossamer, so without it undeclared legacy text (windows-1251, Shift_JIS, GBK, ...) falls back to
+windows-1252, the default most browser locales use; decoding still never fails, but such pages
+come out as mojibake.
+"""
+
+from __future__ import annotations
+
+import codecs
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from w3lib.encoding import (
+    html_body_declared_encoding,
+    http_content_type_encoding,
+    read_bom,
+    resolve_encoding,
+    to_unicode,
+)
+
+__all__ = [
+    "DEFAULT_ENCODING",
+    "DetectedEncoding",
+    "EncodingSource",
+    "decode_body",
+    "detect_encoding",
+    "sniff_encoding",
+]
+
+DEFAULT_ENCODING = "cp1252"
+"""The encoding of a document that declares none and is not UTF-8 (WHATWG windows-1252)."""
+
+SNIFF_BYTES = 64 * 1024
+"""How much of an undeclared body is inspected to guess its encoding."""
+
+EncodingSource = Literal["bom", "header", "meta", "sniffed", "default"]
+
+# Python codec names of the encodings in the WHATWG Encoding Standard (as w3lib resolves their
+# labels), plus the UTF-32 byte order marks w3lib recognises. Anything else is ignored like an
+# unknown label. ISO-2022-KR, HZ and friends are "replacement" encodings there, so not listed.
+_WEB_ENCODINGS = frozenset(
+    {
+        "utf-8", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be",
+        "cp866", "iso8859-2", "iso8859-3", "iso8859-4", "iso8859-5", "iso8859-6", "iso8859-7",
+        "iso8859-8", "iso8859-10", "iso8859-13", "iso8859-14", "iso8859-15", "iso8859-16",
+        "koi8-r", "koi8-u", "mac-roman", "mac-cyrillic", "cp874",
+        "cp1250", "cp1251", "cp1252", "cp1253", "cp1254", "cp1255", "cp1256", "cp1257", "cp1258",
+        "gb18030", "big5hkscs", "euc_jp", "iso2022_jp", "cp932", "cp949",
+    }
+)  # fmt: skip
+
+# WHATWG labels that w3lib does not resolve.
+_EXTRA_LABELS = {
+    "iso-8859-8-i": "iso8859-8",
+    "csiso88598i": "iso8859-8",
+    "logical": "iso8859-8",
+    "x-mac-cyrillic": "mac-cyrillic",
+    "x-mac-ukrainian": "mac-cyrillic",
+    "unicode-1-1-utf-8": "utf-8",
+    "unicode11utf8": "utf-8",
+    "unicode20utf8": "utf-8",
+    "x-unicode20utf8": "utf-8",
+    "cseuckr": "cp949",
+    "windows-949": "cp949",
+    "x-cp1250": "cp1250",
+    "x-cp1251": "cp1251",
+    "x-user-defined": "cp1252",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class DetectedEncoding:
+    """The encoding chosen for a body, where the choice came from, and the BOM to skip."""
+
+    encoding: str
+    """Python codec name, e.g. ``"utf-8"``, ``"cp1251"``, ``"cp932"`` (Shift_JIS)."""
+    source: EncodingSource
+    bom_length: int = 0
+
+
+def web_encoding(label: str | None) -> str | None:
+    """Map an encoding label to a Python codec name, or ``None`` if browsers do not know it."""
+    if not label:
+        return None
+    label = label.strip().strip("\"'").lower()
+    name = _EXTRA_LABELS.get(label) or resolve_encoding(label)
+    if name == "utf-16":  # the "utf-16" label is UTF-16LE in the Encoding Standard
+        name = "utf-16-le"
+    return name if name in _WEB_ENCODINGS else None
+
+
+def _looks_like_utf8(sample: bytes) -> bool:
+    if sample.isascii():
+        return True
+    try:
+        # final=False: a sample cut inside a multi-byte character is still UTF-8.
+        codecs.getincrementaldecoder("utf-8")().decode(sample, final=False)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _load_detector() -> Callable[[bytes], str | None] | None:
+    try:
+        module = importlib.import_module("charset_normalizer")
+    except ImportError:
+        return None
+    from_bytes = module.from_bytes
+
+    def detect(sample: bytes) -> str | None:
+        best = from_bytes(sample).best()
+        return None if best is None else str(best.encoding)
+
+    return detect
+
+
+_detector = _load_detector()
+
+
+def sniff_encoding(body: bytes) -> tuple[str, EncodingSource]:
+    """Guess the encoding of an undeclared body: UTF-8 if valid, else charset_normalizer's
+    guess when it is installed, else windows-1252."""
+    sample = body[:SNIFF_BYTES]
+    if _looks_like_utf8(sample):
+        return "utf-8", "sniffed"
+    if _detector is not None:
+        try:
+            guess = web_encoding(_detector(sample))
+        except Exception:  # a detector bug must not lose the page
+            guess = None
+        if guess is not None:
+            return guess, "sniffed"
+    return DEFAULT_ENCODING, "default"
+
+
+def detect_encoding(
+    body: bytes, header_charset: str | None = None, content_type: str | None = None
+) -> DetectedEncoding:
+    """Choose the encoding of an HTML body: BOM, then the HTTP charset (``header_charset``, or
+    the one in the raw ``content_type`` header), then ``<meta>`` in the first 4 KiB, then a
+    guess (see :func:`sniff_encoding`)."""
+    bom_encoding, bom = read_bom(body)
+    if bom_encoding is not None and bom is not None:
+        return DetectedEncoding(bom_encoding, "bom", len(bom))
+    declared = web_encoding(header_charset)
+    if declared is None and content_type:
+        declared = web_encoding(http_content_type_encoding(content_type))
+    if declared is not None:
+        return DetectedEncoding(declared, "header")
+    declared = web_encoding(html_body_declared_encoding(body))
+    if declared is not None:
+        # A <meta> read as ASCII cannot truthfully declare UTF-16 (HTML Standard, prescan).
+        if declared.startswith(("utf-16", "utf-32")):
+            declared = "utf-8"
+        return DetectedEncoding(declared, "meta")
+    encoding, source = sniff_encoding(body)
+    return DetectedEncoding(encoding, source)
+
+
+def decode_body(
+    body: bytes, header_charset: str | None, content_type: str | None
+) -> tuple[str, str]:
+    """Decode an HTML body to text; returns ``(text, encoding used)``.
+
+    Never raises: undecodable bytes become U+FFFD and NUL bytes are kept as they are.
+    """
+    detected = detect_encoding(body, header_charset, content_type)
+    payload = body[detected.bom_length :] if detected.bom_length else body
+    return to_unicode(payload, detected.encoding), detected.encoding

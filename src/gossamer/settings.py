@@ -1,0 +1,161 @@
+"""One typed settings model for a crawl.
+
+Values come, lowest precedence first, from the defaults below, a TOML file (``--config``;
+top-level keys or a ``[crawl]`` table), ``GOSSAMER_<FIELD>`` environment variables and command
+line flags. Invalid values raise :class:`SettingsError` naming the field.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from gossamer import __version__
+
+
+class SettingsError(ValueError):
+    """Bad configuration; the message names the offending field."""
+
+
+class CrawlSettings(BaseModel):
+    """Everything a crawl can be told. Every field is documented; defaults live here only."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+    seeds: list[str] = Field(default_factory=list, description="Start URLs.")
+    seeds_file: Path | None = Field(None, description="File with one seed URL per line.")
+    out: Path = Field(Path("crawl-out"), description="Output directory.")
+    allow_domains: list[str] = Field(
+        default_factory=list,
+        description="Domains allowed with all their subdomains, besides the seeds' hosts.",
+    )
+    max_pages: int | None = Field(None, ge=1, description="Stop after this many records.")
+    max_depth: int | None = Field(
+        25, ge=0, description="Links deeper than this are skipped (a guard against traps)."
+    )
+    concurrency: int = Field(64, ge=1, le=100_000, description="Requests in flight, in all.")
+    per_host: int = Field(2, ge=1, le=1000, description="Requests in flight per host.")
+    delay: float = Field(
+        0.0, ge=0, le=3600, description="Seconds between request starts on one host (minimum)."
+    )
+    user_agent: str = Field(f"gossamer/{__version__}", min_length=1, description="User-Agent.")
+    robots_token: str = Field("gossamer", min_length=1, description="robots.txt product token.")
+    robots: bool = Field(True, description="Obey robots.txt (disable with --no-robots).")
+    robots_retry: float = Field(
+        30.0, gt=0, description="Seconds before retrying an unreachable robots.txt."
+    )
+    resolve: list[str] = Field(
+        default_factory=list, description="HOST=IP overrides (wildcards like *.test allowed)."
+    )
+    resume: bool = Field(False, description="Continue the crawl stored in --out.")
+    overwrite: bool = Field(False, description="Discard a previous crawl stored in --out.")
+    quiet: bool = Field(False, description="No progress line or summary.")
+    follow_nofollow: bool = Field(False, description="Follow rel=nofollow links too.")
+    max_redirects: int = Field(10, ge=0, le=100, description="Redirect hops per URL chain.")
+    max_retries: int = Field(3, ge=0, le=100, description="Retries of a failing URL.")
+    retry_backoff: float = Field(
+        1.0, gt=0, description="First retry delay in seconds; doubles per attempt, jittered."
+    )
+    max_retry_after: float = Field(
+        600.0, gt=0, description="Longest Retry-After honoured; longer ones give up the URL."
+    )
+    connect_timeout: float = Field(10.0, gt=0, description="TCP connect timeout, seconds.")
+    read_timeout: float = Field(30.0, gt=0, description="Longest wait between body bytes.")
+    total_timeout: float = Field(60.0, gt=0, description="Longest a request may take.")
+    max_body_bytes: int = Field(
+        10 * 1024 * 1024, ge=1024, description="Bodies past this are truncated and flagged."
+    )
+    max_url_length: int = Field(2048, ge=64, description="Longer URLs are skipped (trap).")
+    max_repeated_segments: int = Field(
+        3, ge=1, description="Paths repeating one segment more often are skipped (trap)."
+    )
+    adaptive_latency: float = Field(
+        2.0, gt=0, description="Mean latency (s) above which a host is slowed down."
+    )
+    max_host_delay: float = Field(
+        60.0, gt=0, description="Cap of the adaptive per-host delay, seconds."
+    )
+    checkpoint_interval: float = Field(
+        0.5, gt=0, description="Seconds between durable checkpoints of crawl.db."
+    )
+
+    @field_validator("seeds", "allow_domains", "resolve", mode="before")
+    @classmethod
+    def _split_strings(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(",") if v.strip()]
+        return value
+
+    @field_validator("user_agent", "robots_token")
+    @classmethod
+    def _printable(cls, value: str) -> str:
+        if any(ord(c) < 32 for c in value):
+            raise ValueError("must not contain control characters")
+        return value
+
+
+_ENV_PREFIX = "GOSSAMER_"
+
+
+def _from_toml(path: Path) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SettingsError(f"config: cannot read {path}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"config: {path} is not valid TOML: {exc}") from exc
+    section = data.get("crawl", data)
+    if not isinstance(section, dict):
+        raise SettingsError("config: [crawl] must be a table")
+    return {k.replace("-", "_"): v for k, v in section.items()}
+
+
+def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
+    fields = CrawlSettings.model_fields
+    values: dict[str, Any] = {}
+    for key, value in env.items():
+        if key.startswith(_ENV_PREFIX):
+            name = key[len(_ENV_PREFIX) :].lower()
+            if name in fields:
+                values[name] = value
+    return values
+
+
+def _describe(error: ValidationError) -> str:
+    first = error.errors()[0]
+    field = ".".join(str(p) for p in first["loc"]) or "settings"
+    return f"invalid setting '{field}': {first['msg']}"
+
+
+def load_settings(
+    flags: Mapping[str, Any] | None = None,
+    config: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> CrawlSettings:
+    """Merge defaults < TOML < environment < flags and validate. Raises SettingsError."""
+    merged: dict[str, Any] = {}
+    if config is not None:
+        merged.update(_from_toml(config))
+    merged.update(_from_env(os.environ if env is None else env))
+    merged.update({k: v for k, v in (flags or {}).items() if v is not None})
+    try:
+        return CrawlSettings.model_validate(merged)
+    except ValidationError as exc:
+        raise SettingsError(_describe(exc)) from None
+
+
+def read_seeds(settings: CrawlSettings) -> list[str]:
+    """The seeds given directly plus those of ``seeds_file`` (blank and # lines skipped)."""
+    seeds = list(settings.seeds)
+    if settings.seeds_file is not None:
+        try:
+            text = settings.seeds_file.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise SettingsError(f"invalid setting 'seeds_file': {exc.strerror}") from exc
+        seeds.extend(line.strip() for line in text.splitlines() if line.strip() and line[0] != "#")
+    return seeds

@@ -1,0 +1,47 @@
+"""pages.jsonl: one JSON object per finished URL, appended after each checkpoint commit."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from gossamer.sinks.base import PageRecord
+
+
+class JsonlSink:
+    """Appends records to a JSON-lines file, line for line in crawl.db's order."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file = path.open("ab")
+
+    def write(self, records: list[PageRecord]) -> None:
+        """Append and flush to the OS (a killed process loses nothing written here)."""
+        if records:
+            self._file.write("".join(r.to_json() + "\n" for r in records).encode("utf-8"))
+            self._file.flush()
+
+    def close(self) -> None:
+        """Flush and close."""
+        self._file.close()
+
+
+def repair_jsonl(path: Path, chunk: int = 1 << 20) -> int:
+    """Cut a torn last line left by a crash; return the number of complete lines."""
+    if not path.exists():
+        return 0
+    lines = 0
+    end = 0
+    with path.open("rb+") as handle:
+        offset = 0
+        while block := handle.read(chunk):
+            count = block.count(b"\n")
+            if count:
+                lines += count
+                end = offset + block.rfind(b"\n") + 1
+            offset += len(block)
+        if end != offset:
+            handle.truncate(end)
+            handle.flush()
+            os.fsync(handle.fileno())
+    return lines

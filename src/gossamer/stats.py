@@ -1,0 +1,53 @@
+"""The crawl's frozen statistics snapshot, as shown live and written to stats.json."""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process, MiB."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    divisor = 1024 * 1024 if sys.platform == "darwin" else 1024
+    return round(peak / divisor, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlStats:
+    """Counters of one crawl (cumulative over ``--resume`` runs for record counts)."""
+
+    pages: int
+    """Records written: one per finished URL."""
+    ok: int
+    errors: int
+    robots_blocked: int
+    retries: int
+    requests: int
+    """HTTP requests made by this run, robots.txt included."""
+    duplicates: int
+    rejected: dict[str, int]
+    status_counts: dict[str, int]
+    queued: int
+    in_flight: int
+    elapsed: float
+    pages_per_second: float
+    """Records of this run per second of this run."""
+    peak_rss_mb: float
+
+    def write(self, path: Path) -> None:
+        """Write as stats.json."""
+        data = asdict(self)
+        data["elapsed"] = round(self.elapsed, 3)
+        data["pages_per_second"] = round(self.pages_per_second, 2)
+        path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+    def progress_line(self) -> str:
+        """The one-line live summary."""
+        return (
+            f"pages {self.pages}  {self.pages_per_second:.1f}/s  queued {self.queued}  "
+            f"in flight {self.in_flight}  errors {self.errors}  blocked {self.robots_blocked}"
+        )

@@ -1,0 +1,189 @@
+"""URL canonicalization, fingerprints and crawl scope.
+
+Every stage of gossamer compares URLs through :func:`canonicalize` and :func:`fingerprint`;
+there is no second way to normalise a URL.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from urllib.parse import SplitResult, quote, urlsplit, urlunsplit
+
+import xxhash
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_PCT_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+_LONE_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+# Characters left as they are in each component (RFC 3986 sub-delims, ':' '@' and, for the
+# path, '/'). Everything else outside the unreserved set is percent-encoded.
+_PATH_SAFE = "/:@!$&'()*+,;=-._~"
+_QUERY_SAFE = "/?:@!$&'()*+,;=-._~"
+_PLAIN = re.compile(r"[A-Za-z0-9\-._~/:@!$&'()*+,;=?]*")
+
+
+class InvalidURL(ValueError):
+    """A URL gossamer cannot crawl: malformed, or not http(s)."""
+
+
+def _unescape_unreserved(match: re.Match[str]) -> str:
+    char = chr(int(match.group(1), 16))
+    return char if char in _UNRESERVED else "%" + match.group(1).upper()
+
+
+def _normalize_component(text: str, safe: str) -> str:
+    """Uppercase escapes, decode escaped unreserved characters, encode the rest."""
+    if _PLAIN.fullmatch(text):
+        return text
+    if "%" in text:
+        text = _LONE_PERCENT.sub("%25", text)
+        text = _PCT_ESCAPE.sub(_unescape_unreserved, text)
+    return quote(text, safe=safe + "%", encoding="utf-8", errors="surrogatepass")
+
+
+def _remove_dot_segments(path: str) -> str:
+    """RFC 3986 section 5.2.4, for absolute paths."""
+    if "." not in path:
+        return path
+    segments = path.split("/")
+    output: list[str] = []
+    for segment in segments[1:]:
+        if segment == "..":
+            if output:
+                output.pop()
+        elif segment != ".":
+            output.append(segment)
+    if segments[-1] in (".", ".."):
+        output.append("")
+    return "/" + "/".join(output)
+
+
+def _canonical_host(parts: SplitResult) -> str:
+    host = parts.hostname
+    if not host:
+        raise InvalidURL("URL has no host")
+    if not host.isascii():
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError as exc:
+            raise InvalidURL(f"bad international host name: {host!r}") from exc
+    host = host.rstrip(".")
+    if ":" in host:
+        return f"[{host}]"
+    return host
+
+
+def canonicalize(url: str) -> str:
+    """Return the canonical form of an absolute http(s) URL.
+
+    Lower-cases scheme and host, drops the default port, removes dot segments, normalises
+    percent-encoding (upper-case hex, unreserved characters decoded, unsafe ones encoded),
+    drops the fragment, keeps the query (order included). Raises :class:`InvalidURL`.
+    """
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError as exc:
+        raise InvalidURL(f"malformed URL: {url[:200]!r}") from exc
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS:
+        raise InvalidURL(f"not an http(s) URL: {url[:200]!r}")
+    host = _canonical_host(parts)
+    netloc = host if port is None or port == _DEFAULT_PORTS[scheme] else f"{host}:{port}"
+    userinfo = parts.netloc.rpartition("@")[0] if "@" in parts.netloc else ""
+    if userinfo:
+        netloc = f"{userinfo}@{netloc}"
+    path = _remove_dot_segments(_normalize_component(parts.path or "/", _PATH_SAFE))
+    query = _normalize_component(parts.query, _QUERY_SAFE) if parts.query else ""
+    return urlunsplit((scheme, netloc, path, query, ""))
+
+
+def fingerprint(canonical_url: str) -> int:
+    """64-bit fingerprint of a canonical URL, as a signed integer (fits SQLite INTEGER)."""
+    value = xxhash.xxh3_64_intdigest(canonical_url.encode("utf-8", "surrogatepass"))
+    return value - (1 << 64) if value >= (1 << 63) else value
+
+
+def host_key(canonical_url: str) -> str:
+    """The politeness key of a canonical URL: ``scheme://host[:port]``."""
+    scheme, _, rest = canonical_url.partition("://")
+    return scheme + "://" + rest.split("/", 1)[0]
+
+
+def host_of(canonical_url: str) -> str:
+    """The bare host name of a canonical URL (no port, no user info)."""
+    netloc = canonical_url.partition("://")[2].split("/", 1)[0]
+    netloc = netloc.rpartition("@")[2]
+    if netloc.startswith("["):
+        return netloc[1 : netloc.index("]")]
+    return netloc.split(":", 1)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Which canonical URLs a crawl may enqueue.
+
+    ``domains`` are allowed together with their subdomains; ``hosts`` only exactly. Trap guards
+    bound the URL length, the depth and how often one path segment may repeat.
+    """
+
+    hosts: frozenset[str] = frozenset()
+    domains: frozenset[str] = frozenset()
+    max_depth: int | None = None
+    max_url_length: int = 2048
+    max_repeated_segments: int = 3
+
+    @classmethod
+    def for_seeds(
+        cls,
+        seeds: Iterable[str],
+        allow_domains: Iterable[str] = (),
+        *,
+        max_depth: int | None = None,
+        max_url_length: int = 2048,
+        max_repeated_segments: int = 3,
+    ) -> Scope:
+        """Scope of the seeds' hosts plus the allowed domains (and their subdomains)."""
+        return cls(
+            hosts=frozenset(host_of(s) for s in seeds),
+            domains=frozenset(d.lower().strip(".") for d in allow_domains),
+            max_depth=max_depth,
+            max_url_length=max_url_length,
+            max_repeated_segments=max_repeated_segments,
+        )
+
+    def host_allowed(self, host: str) -> bool:
+        """Whether a bare host name is inside the crawl."""
+        if host in self.hosts:
+            return True
+        if not self.domains:
+            return False
+        labels = host.split(".")
+        return any(".".join(labels[i:]) in self.domains for i in range(len(labels)))
+
+    def reject_reason(self, canonical_url: str, depth: int) -> str | None:
+        """None when the URL is in scope, else a short reason ("offsite", "depth", ...)."""
+        if len(canonical_url) > self.max_url_length:
+            return "url-too-long"
+        if self.max_depth is not None and depth > self.max_depth:
+            return "depth"
+        if not self.host_allowed(host_of(canonical_url)):
+            return "offsite"
+        if _repeats_segments(canonical_url, self.max_repeated_segments):
+            return "repeated-segments"
+        return None
+
+
+def _repeats_segments(canonical_url: str, limit: int) -> bool:
+    path = canonical_url.partition("://")[2].partition("/")[2].partition("?")[0]
+    segments = [s for s in path.split("/") if s]
+    if len(segments) <= limit:
+        return False
+    counts: dict[str, int] = {}
+    for segment in segments:
+        counts[segment] = counts.get(segment, 0) + 1
+        if counts[segment] > limit:
+            return True
+    return False

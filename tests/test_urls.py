@@ -1,0 +1,81 @@
+"""Canonicalization, fingerprints and scope."""
+
+import pytest
+
+from gossamer.urls import InvalidURL, Scope, canonicalize, fingerprint, host_key, host_of
+
+
+@pytest.mark.parametrize(
+    ("raw", "canonical"),
+    [
+        ("HTTP://Example.COM/", "http://example.com/"),
+        ("http://example.com", "http://example.com/"),
+        ("http://example.com:80/a", "http://example.com/a"),
+        ("https://example.com:443/a", "https://example.com/a"),
+        ("https://example.com:8443/a", "https://example.com:8443/a"),
+        ("http://example.com/a/./b/../c", "http://example.com/a/c"),
+        ("http://example.com/a/b/..", "http://example.com/a/"),
+        ("http://example.com/../../x", "http://example.com/x"),
+        ("http://example.com/a#frag", "http://example.com/a"),
+        ("http://example.com/%7euser", "http://example.com/~user"),
+        ("http://example.com/%7Euser/%41", "http://example.com/~user/A"),
+        ("http://example.com/a%2fb", "http://example.com/a%2Fb"),
+        ("http://example.com/a b", "http://example.com/a%20b"),
+        ("http://example.com/ü", "http://example.com/%C3%BC"),
+        ("http://example.com/%zz", "http://example.com/%25zz"),
+        ("http://example.com/?b=2&a=1", "http://example.com/?b=2&a=1"),
+        ("http://example.com/p?q=a%20b#x", "http://example.com/p?q=a%20b"),
+        ("http://example.com/?", "http://example.com/"),
+        ("http://EXAMPLE.com./x", "http://example.com/x"),
+        ("http://[::1]:8080/x", "http://[::1]:8080/x"),
+        ("http://münchen.de/", "http://xn--mnchen-3ya.de/"),
+        ("  http://example.com/x  ", "http://example.com/x"),
+    ],
+)
+def test_canonicalize(raw: str, canonical: str) -> None:
+    assert canonicalize(raw) == canonical
+
+
+def test_canonical_is_idempotent() -> None:
+    for raw in ["http://a.b/%7e/ü?x=%41%2f", "HTTP://A.B:80/./x/../y#z"]:
+        once = canonicalize(raw)
+        assert canonicalize(once) == once
+
+
+@pytest.mark.parametrize(
+    "bad", ["ftp://example.com/", "mailto:a@b.c", "http://", "http://[::1/x", "/relative", ""]
+)
+def test_invalid_urls_raise(bad: str) -> None:
+    with pytest.raises(InvalidURL):
+        canonicalize(bad)
+
+
+def test_fingerprint_is_signed_64_bit_and_stable() -> None:
+    a = fingerprint("http://example.com/")
+    assert a == fingerprint("http://example.com/")
+    assert a != fingerprint("http://example.com/x")
+    assert -(2**63) <= a < 2**63
+
+
+def test_host_helpers() -> None:
+    assert host_key("http://example.com:8080/a/b") == "http://example.com:8080"
+    assert host_of("http://user@example.com:8080/a") == "example.com"
+    assert host_of("http://[::1]:80/") == "::1"
+
+
+def test_scope_hosts_and_domains() -> None:
+    scope = Scope.for_seeds(["http://a.example.org/"], ["test"])
+    assert scope.reject_reason("http://a.example.org/x", 1) is None
+    assert scope.reject_reason("http://b.example.org/x", 1) == "offsite"
+    assert scope.reject_reason("http://site1.test:8080/x", 1) is None
+    assert scope.reject_reason("http://deep.site1.test/x", 1) is None
+    assert scope.reject_reason("http://nottest/x", 1) == "offsite"
+    assert scope.reject_reason("http://attest/x", 1) == "offsite"
+
+
+def test_scope_trap_guards() -> None:
+    scope = Scope.for_seeds(["http://h/"], max_depth=2, max_url_length=40, max_repeated_segments=2)
+    assert scope.reject_reason("http://h/a", 3) == "depth"
+    assert scope.reject_reason("http://h/" + "x" * 50, 0) == "url-too-long"
+    assert scope.reject_reason("http://h/a/b/a/c/a", 0) == "repeated-segments"
+    assert scope.reject_reason("http://h/a/b/a", 0) is None
