@@ -23,19 +23,31 @@ def test_delay_is_largest_of_configured_crawl_delay_and_adaptive() -> None:
     assert policy.delay_of(slot) == 2.0
 
 
-def test_failures_slow_a_host_down_and_successes_recover() -> None:
-    policy = PolitenessPolicy(max_delay=8.0)
+def _finish(policy: PolitenessPolicy, slot: HostSlot, failed: bool) -> float:
+    policy.on_lease(slot, 0.0)
+    policy.on_finish(slot, Feedback(started_at=0.0, elapsed=0.01, failed=failed), 0.0)
+    return policy.delay_of(slot)
+
+
+def test_delay_follows_the_error_rate() -> None:
+    policy = PolitenessPolicy(failure_delay=0.5, max_delay=8.0)
     slot = HostSlot()
-    delays = []
-    for _ in range(5):
-        policy.on_lease(slot, 0.0)
-        policy.on_finish(slot, Feedback(started_at=0.0, failed=True), 0.0)
-        delays.append(policy.delay_of(slot))
-    assert delays == [1.0, 2.0, 4.0, 8.0, 8.0]
-    for _ in range(12):
-        policy.on_lease(slot, 0.0)
-        policy.on_finish(slot, Feedback(started_at=0.0, elapsed=0.01), 0.0)
-    assert policy.delay_of(slot) == 0.0
+    delays = [_finish(policy, slot, failed=True) for _ in range(30)]
+    assert delays == sorted(delays) and delays[0] > 0
+    assert delays[-1] == 8.0  # capped
+    for _ in range(40):
+        last = _finish(policy, slot, failed=False)
+    assert last == 0.0
+
+
+def test_occasional_failures_barely_slow_a_host() -> None:
+    policy = PolitenessPolicy(failure_delay=0.5)
+    slot = HostSlot()
+    delays = [_finish(policy, slot, failed=i % 10 == 0) for i in range(100)]
+    assert max(delays) < 0.2
+    half = HostSlot()
+    rates = [_finish(policy, half, failed=i % 2 == 0) for i in range(200)]
+    assert 0.3 < rates[-1] < 0.8  # about failure_delay at a 50% error rate
 
 
 def test_slow_host_gets_one_request_per_latency() -> None:
@@ -56,3 +68,12 @@ def test_retry_after_pauses_the_host() -> None:
     policy.on_lease(slot, 10.0)
     policy.on_finish(slot, Feedback(started_at=10.0, failed=True, retry_after=30.0), 10.5)
     assert policy.ready_at(slot) == 40.5
+
+
+def test_a_delayed_host_runs_one_request_at_a_time() -> None:
+    policy = PolitenessPolicy(per_host=4)
+    slot = HostSlot()
+    policy.on_lease(slot, 0.0)
+    assert policy.ready_at(slot) == 0.0  # no delay: up to per_host at once
+    slot.crawl_delay = 1.0
+    assert policy.ready_at(slot) == math.inf

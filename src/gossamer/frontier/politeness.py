@@ -1,8 +1,11 @@
 """Per-host politeness slots: how many requests in flight, and when the next may start.
 
 The delay between two request starts on one host is the largest of the configured delay, the
-host's robots.txt Crawl-delay, and an adaptive delay that grows while the host fails or slows
-down and decays while it answers well. A Retry-After pauses the whole host.
+host's robots.txt Crawl-delay, and an adaptive delay. The adaptive delay follows the host's
+error rate (an exponentially weighted mean of failures: ``failure_delay * rate / (1 - rate)``,
+so 50% failures wait ``failure_delay``, 90% nine times that) and its latency (a host whose mean
+response time passes ``slow_latency`` gets one request per response time). A Retry-After
+pauses the whole host.
 """
 
 from __future__ import annotations
@@ -12,10 +15,8 @@ from dataclasses import dataclass
 
 from gossamer.frontier.base import Feedback
 
-_EWMA_ALPHA = 0.3
-_FAILURE_DELAY = 1.0
-"""Adaptive delay after a first failure; it doubles with each further failure."""
-_DECAY = 0.5
+_LATENCY_ALPHA = 0.3
+_ERROR_ALPHA = 0.2
 _NEGLIGIBLE = 0.01
 
 
@@ -26,7 +27,8 @@ class HostSlot:
     active: int = 0
     next_start: float = 0.0
     crawl_delay: float = 0.0
-    adaptive_delay: float = 0.0
+    error_rate: float = 0.0
+    """Exponentially weighted mean of failures (1) and successes (0)."""
     latency: float | None = None
     """Exponentially weighted mean response time, seconds."""
     requests: int = 0
@@ -41,19 +43,29 @@ class PolitenessPolicy:
     delay: float = 0.0
     slow_latency: float = 2.0
     """Mean latency above which the host gets one request per latency period."""
+    failure_delay: float = 0.5
+    """Adaptive delay at a 50% error rate."""
     max_delay: float = 60.0
 
     def delay_of(self, slot: HostSlot) -> float:
         """Current spacing of request starts on the host."""
-        latency_delay = 0.0
+        adaptive = 0.0
         if slot.latency is not None and slot.latency > self.slow_latency:
-            latency_delay = slot.latency
-        adaptive = min(max(slot.adaptive_delay, latency_delay), self.max_delay)
-        return max(self.delay, slot.crawl_delay, adaptive)
+            adaptive = slot.latency
+        if slot.error_rate > _NEGLIGIBLE:
+            odds = slot.error_rate / max(1.0 - slot.error_rate, 1e-6)
+            adaptive = max(adaptive, self.failure_delay * odds)
+        return max(self.delay, slot.crawl_delay, min(adaptive, self.max_delay))
 
     def ready_at(self, slot: HostSlot) -> float:
-        """When the host may start its next request (infinity while it is full)."""
-        if slot.active >= self.per_host:
+        """When the host may start its next request (infinity while it is full).
+
+        While the host has a delay, requests run one at a time, so each start is spaced from
+        the real start of the one before (a lease and its request start are not the same
+        instant); without a delay up to ``per_host`` run at once.
+        """
+        limit = 1 if self.delay_of(slot) > 0 else self.per_host
+        if slot.active >= limit:
             return math.inf
         return slot.next_start
 
@@ -77,14 +89,10 @@ class PolitenessPolicy:
 
     def _learn(self, slot: HostSlot, feedback: Feedback) -> None:
         slot.requests += 1
-        if feedback.failed:
-            slot.failures += 1
-            slot.adaptive_delay = min(max(_FAILURE_DELAY, slot.adaptive_delay * 2), self.max_delay)
-        else:
-            slot.adaptive_delay *= _DECAY
-            if slot.adaptive_delay < _NEGLIGIBLE:
-                slot.adaptive_delay = 0.0
+        slot.failures += feedback.failed
+        slot.error_rate += _ERROR_ALPHA * (feedback.failed - slot.error_rate)
+        if not feedback.failed:
             if slot.latency is None:
                 slot.latency = feedback.elapsed
             else:
-                slot.latency += _EWMA_ALPHA * (feedback.elapsed - slot.latency)
+                slot.latency += _LATENCY_ALPHA * (feedback.elapsed - slot.latency)

@@ -23,13 +23,16 @@ from w3lib.encoding import to_unicode
 
 from gossamer.parse.charset import detect_encoding
 
-__all__ = ["MAX_HREF_CHARS", "MAX_TITLE_CHARS", "ParsedPage", "parse_html"]
+__all__ = ["MAX_DEPTH", "MAX_HREF_CHARS", "MAX_TITLE_CHARS", "ParsedPage", "parse_html"]
 
 MAX_TITLE_CHARS = 512
 """Titles are cut to this many characters after whitespace is collapsed."""
 
 MAX_HREF_CHARS = 16_384
 """Longer ``href`` values are dropped unread (huge ``data:`` URLs, traps)."""
+
+MAX_DEPTH = 512
+"""A document is cut where its elements would nest deeper than this (see ``_guard``)."""
 
 _LINK_SELECTOR = "a[href], area[href], link[href]"
 _TITLE_SELECTOR = "title:not(svg title)"
@@ -87,11 +90,14 @@ def parse_html(
     page = _Resolver(url)
     detected = detect_encoding(body, header_charset)
     payload = body[detected.bom_length :] if detected.bom_length else body
+    # Lexbor reads bytes as UTF-8 (invalid sequences become U+FFFD), so UTF-8 skips a decode.
+    document: str | bytes = payload
+    if detected.encoding != "utf-8":
+        document = to_unicode(payload, detected.encoding)
+    if _needs_guard(document):
+        document = _guard(document)
     try:
-        # Lexbor reads bytes as UTF-8 (invalid sequences become U+FFFD), so UTF-8 skips a decode.
-        tree = LexborHTMLParser(
-            payload if detected.encoding == "utf-8" else to_unicode(payload, detected.encoding)
-        )
+        tree = LexborHTMLParser(document)
     except SelectolaxError:
         return ParsedPage(None, [], 0, False, False, page.document, detected.encoding)
     noindex, nofollow = _meta_robots(tree)
@@ -279,3 +285,107 @@ def _remove_dot_segments(path: str) -> str:
     if last in _SINGLE_DOTS or last in _DOUBLE_DOTS:
         output.append("")
     return "/" + "/".join(output)
+
+
+# Lexbor's tree builder is quadratic in a few shapes of input: elements nested thousands
+# deep (most start tags scan the stack of open elements), and tags carrying thousands of
+# distinct attributes. 5 MB of "<div>" takes it hours. Documents that could hold such shapes
+# (many tags, or a very long tag) are scanned first and cut where the nesting, estimated with
+# a simplified tree builder, exceeds MAX_DEPTH (browsers cap it at 512 too) or a tag has too
+# many attributes. Below the thresholds the worst case costs lexbor about 0.1 s.
+_GUARD_MIN_CHARS = 16 * 1024
+_GUARD_MIN_TAGS = 4096
+_LONG_TAG_CHARS = 4096
+_MAX_TAG_ATTRIBUTES = 512
+_LONG_TAG_TEXT = re.compile(f"<[^>]{{{_LONG_TAG_CHARS}}}")
+_LONG_TAG_BYTES = re.compile(_LONG_TAG_TEXT.pattern.encode())
+_MARKUP = re.compile(r"<(?:(!--)|[!?]|(/?)([A-Za-z][^\s/>]*))")
+_ATTRIBUTE = re.compile(r"""[^\s/>=]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>]*))?""")
+_VOID = frozenset(
+    {
+        "area", "base", "basefont", "bgsound", "br", "col", "embed", "frame", "hr", "image",
+        "img", "input", "keygen", "link", "meta", "param", "source", "track", "wbr",
+    }
+)  # fmt: skip
+_RAW_TEXT_END = {
+    name: re.compile(f"</{name}", re.IGNORECASE)
+    for name in (
+        "script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes",
+        "plaintext",
+    )
+}  # fmt: skip
+_SELF_CLOSING_SIBLINGS = frozenset(
+    {"p", "li", "dt", "dd", "option", "optgroup", "tr", "td", "th", "rb", "rt", "rp"}
+)
+_END_TAG_REACH = 64
+
+
+def _needs_guard(document: str | bytes) -> bool:
+    if len(document) <= _GUARD_MIN_CHARS:
+        return False
+    if isinstance(document, bytes):
+        return document.count(b"<") > _GUARD_MIN_TAGS or bool(_LONG_TAG_BYTES.search(document))
+    return document.count("<") > _GUARD_MIN_TAGS or bool(_LONG_TAG_TEXT.search(document))
+
+
+def _guard(document: str | bytes) -> str:
+    """Return the document cut before the first tag that nests too deep or has too many
+    attributes (unchanged if there is none)."""
+    text = document if isinstance(document, str) else document.decode("utf-8", "replace")
+    cut = _first_excess(text)
+    return text if cut is None else text[:cut]
+
+
+def _first_excess(text: str) -> int | None:
+    stack: list[str] = []
+    open_count: dict[str, int] = {}
+    position = 0
+    while (match := _MARKUP.search(text, position)) is not None:
+        if match[1]:  # comment
+            end = text.find("-->", match.end())
+            position = len(text) if end < 0 else end + 3
+            continue
+        tag_end = text.find(">", match.end())
+        if tag_end < 0:
+            return None
+        position = tag_end + 1
+        name = match[3].lower() if match[3] else ""
+        if not name:  # <!doctype>, <?...>
+            continue
+        if match[2]:  # end tag
+            if open_count.get(name):
+                _pop_through(stack, open_count, name, _END_TAG_REACH)
+            continue
+        attributes = text[match.end() : tag_end]
+        if (
+            len(attributes) > _LONG_TAG_CHARS
+            and len(_ATTRIBUTE.findall(attributes)) > _MAX_TAG_ATTRIBUTES
+        ):
+            return match.start()
+        if name in _RAW_TEXT_END:
+            end_match = _RAW_TEXT_END[name].search(text, position)
+            if end_match is None:
+                return None
+            position = end_match.start()
+            continue
+        if name in _VOID or (
+            attributes.endswith("/") and (open_count.get("svg") or open_count.get("math"))
+        ):
+            continue
+        if name in _SELF_CLOSING_SIBLINGS and open_count.get(name):
+            _pop_through(stack, open_count, name, 8)
+        stack.append(name)
+        open_count[name] = open_count.get(name, 0) + 1
+        if len(stack) > MAX_DEPTH:
+            return match.start()
+    return None
+
+
+def _pop_through(stack: list[str], open_count: dict[str, int], name: str, reach: int) -> None:
+    """Close the nearest open ``name`` within ``reach`` of the top, and all above it."""
+    for index in range(len(stack) - 1, max(len(stack) - 1 - reach, -1), -1):
+        if stack[index] == name:
+            for closed in stack[index:]:
+                open_count[closed] -= 1
+            del stack[index:]
+            return

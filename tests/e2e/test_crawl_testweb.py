@@ -1,0 +1,130 @@
+"""`gossamer crawl` as a subprocess against the generated test web served in this process.
+
+The web's own ground truth (``Web.reachable``) says which normal pages a correct crawler
+fetches; the server's request log says what the crawler really asked for, and when.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+
+from gossamer.testweb import CHARSET_SAMPLES, TestWebServer, generate
+from gossamer.urls import canonicalize
+
+from .harness import load_records, run_crawl
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(150)]
+
+# Arrival times are stamped by the in-process test server after it parses each request, so
+# they carry its event-loop jitter: a few milliseconds of slack on spacing checks.
+JITTER = 0.005
+FAST = [
+    "--robots-retry",
+    "0.3",
+    "--retry-backoff",
+    "0.05",
+    "--total-timeout",
+    "1.5",
+    "--read-timeout",
+    "1",
+    "--connect-timeout",
+    "1",
+]
+
+
+async def test_full_crawl_matches_ground_truth(tmp_path: Path) -> None:
+    web = generate(7, hosts=5, pages_per_host=30, crawl_delay=0.2)
+    async with TestWebServer(web, flaky_failures=2) as server:
+        seed = server.url(0)
+        code, _ = await run_crawl(tmp_path, server, [seed, *FAST, "--concurrency", "16"])
+        assert code == 0
+        log = list(server.log)
+    records = load_records(tmp_path)
+    by_url = {r["url"]: r for r in records}
+    assert len(by_url) == len(records), "a URL was recorded twice"
+
+    truth = web.reachable([seed], port=server.port)
+    ok = {r["url"] for r in records if r["status"] == 200}
+    normal = web.page_urls(server.port)
+    assert truth <= ok, f"missed {sorted(truth - ok)[:5]}"
+    assert (ok & normal) <= truth, f"fetched pages it must not: {sorted((ok & normal) - truth)[:5]}"
+
+    # robots.txt: nothing forbidden was requested; forbidden URLs met are recorded as such.
+    requested = {canonicalize(e.url) for e in log}
+    forbidden = web.disallowed_links(server.port)
+    assert not requested & forbidden
+    assert any(r["error"] == "robots" for r in records)
+    robots_hits = Counter(e.host for e in log if e.path == "/robots.txt")
+    assert all(n == 1 for host, n in robots_hits.items() if host != "site3.test")
+
+    # Every URL but robots.txt and the retried ones was requested once.
+    counts = Counter(canonicalize(e.url) for e in log if e.path != "/robots.txt")
+    retried = {u for u, r in by_url.items() if r["attempts"] > 1}
+    twice = {u for u, n in counts.items() if n > 1 and u not in retried}
+    assert not twice, f"fetched twice: {sorted(twice)[:5]}"
+
+    # Crawl-delay of host 1 holds between consecutive request starts (robots.txt included).
+    starts = sorted(e.monotonic for e in log if e.host == "site1.test")
+    assert len(starts) > 5
+    assert min(b - a for a, b in itertools.pairwise(starts)) >= 0.2 - JITTER
+
+    # Outcomes.
+    def rec(path: str) -> dict[str, object]:
+        """The record of a special endpoint, on whichever host links it."""
+        found = [r for u, r in by_url.items() if u.split("/", 3)[3] == path.lstrip("/")]
+        assert found, f"no record of {path}"
+        return found[0]
+
+    assert rec("/status/404")["status"] == 404 and rec("/status/404")["attempts"] == 1
+    assert rec("/status/410")["status"] == 410
+    assert rec("/status/500")["attempts"] == 4 and rec("/status/500")["error"]
+    for flaky in ("/flaky/429", "/flaky/500", "/flaky/503"):
+        assert rec(flaky)["status"] == 200 and rec(flaky)["attempts"] == 3
+    assert str(rec("/redirect/301")["redirect_to"]).endswith(f":{server.port}/")
+    assert rec("/redirect/chain/12")["error"] is None
+    assert any(r["error"] == "too-many-redirects" for r in records)
+    assert rec("/redirect/loop/a")["status"] in (301, 302, 307, 308)
+    assert rec("/redirect/loop/b")["status"] in (301, 302, 307, 308)
+    assert rec("/gzip-bomb")["truncated"] is True
+    assert rec("/huge")["truncated"] is True
+    assert rec("/hang")["error"] in ("timeout", "read-timeout")
+    assert rec("/drop")["status"] is None and rec("/drop")["error"]
+    assert rec("/broken-chunked")["error"]
+    assert rec("/files/doc.pdf")["content_type"] == "application/pdf"
+    assert rec("/encoded/br")["status"] == 200 and rec("/encoded/br")["outlinks"] > 0
+    for name, sample in CHARSET_SAMPLES.items():
+        assert rec(f"/charset/{name}")["title"] == sample[:12]
+    # Traps end: bounded by depth, URL length and repeated segments.
+    assert sum("/calendar/" in u for u in by_url) <= 2 * 26
+    assert sum("/repeat/" in u for u in by_url) <= 4
+    assert max(len(u) for u in by_url) <= 2048
+
+    # Every finished URL is exactly one record; stats.json agrees.
+    stats = json.loads((tmp_path / "out" / "stats.json").read_text())
+    assert stats["pages"] == len(records)
+    assert stats["ok"] == sum(1 for r in records if r["status"] and 200 <= r["status"] < 300)
+    assert stats["robots_blocked"] == sum(1 for r in records if r["error"] == "robots")
+    assert stats["duplicates"] > 0 and stats["peak_rss_mb"] > 0
+    assert stats["queued"] == 0
+
+
+async def test_per_host_limit_and_delay_hold(tmp_path: Path) -> None:
+    web = generate(3, hosts=3, pages_per_host=25, specials=())
+    async with TestWebServer(web) as server:
+        args = [server.url(0), "--per-host", "1", "--delay", "0.05", "--concurrency", "8"]
+        code, _ = await run_crawl(tmp_path, server, args)
+        assert code == 0
+        log = list(server.log)
+    by_host: defaultdict[str, list[float]] = defaultdict(list)
+    for entry in log:
+        by_host[entry.host].append(entry.monotonic)
+    assert len(by_host) >= 2
+    for host, starts in by_host.items():
+        starts.sort()
+        gaps = [b - a for a, b in itertools.pairwise(starts)]
+        assert min(gaps) >= 0.05 - JITTER, host
