@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint typecheck pytest clean
+.PHONY: install demo test lint typecheck pytest system-deps clean
 
 install: $(STAMP)
 
@@ -28,7 +28,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP)
+system-deps:
+	@bash scripts/system-deps.sh
+
+pytest: $(STAMP) system-deps
 	$(BIN)/pytest -q
 
 test: lint typecheck pytest

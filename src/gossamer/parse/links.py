@@ -287,36 +287,50 @@ def _remove_dot_segments(path: str) -> str:
     return "/" + "/".join(output)
 
 
-# Lexbor's tree builder is quadratic in a few shapes of input: elements nested thousands
-# deep (most start tags scan the stack of open elements), and tags carrying thousands of
-# distinct attributes. 5 MB of "<div>" takes it hours. Documents that could hold such shapes
-# (many tags, or a very long tag) are scanned first and cut where the nesting, estimated with
-# a simplified tree builder, exceeds MAX_DEPTH (browsers cap it at 512 too) or a tag has too
-# many attributes. Below the thresholds the worst case costs lexbor about 0.1 s.
+# Lexbor's tree builder is quadratic in a few shapes of input: elements nested thousands deep
+# (most start tags scan the stack of open elements), tags with thousands of attributes, and
+# documents with tens of thousands of distinct attribute names. 5 MB of "<div>" would take it
+# hours. A document that could hold such shapes (many tags, or a very long tag) is scanned
+# first and cut before the tag where the nesting, estimated with a simplified tree builder,
+# exceeds MAX_DEPTH (Chromium flattens the tree at 512 too), or the attributes exceed their
+# limits. Below the thresholds the worst case costs lexbor about 0.1 s.
 _GUARD_MIN_CHARS = 16 * 1024
 _GUARD_MIN_TAGS = 4096
 _LONG_TAG_CHARS = 4096
 _MAX_TAG_ATTRIBUTES = 512
+_MAX_ATTRIBUTE_NAMES = 16_384
 _LONG_TAG_TEXT = re.compile(f"<[^>]{{{_LONG_TAG_CHARS}}}")
 _LONG_TAG_BYTES = re.compile(_LONG_TAG_TEXT.pattern.encode())
-_MARKUP = re.compile(r"<(?:(!--)|[!?]|(/?)([A-Za-z][^\s/>]*))")
-_ATTRIBUTE = re.compile(r"""[^\s/>=]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>]*))?""")
+_TOKEN = re.compile(
+    r"<!--.*?(?:-->|\Z)"
+    r"|<(script|style|textarea|title|xmp|iframe|noembed|noframes|plaintext)\b.*?(?:</\1|\Z)"
+    r"|<[!?][^>]*"
+    r"|<(/?)([A-Za-z][^\s/>]*)([^>]*)",
+    re.DOTALL | re.IGNORECASE,
+)
+_ATTRIBUTE_NAME = re.compile(r"""([^\s/>="']+)(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>]*))?""")
 _VOID = frozenset(
     {
         "area", "base", "basefont", "bgsound", "br", "col", "embed", "frame", "hr", "image",
         "img", "input", "keygen", "link", "meta", "param", "source", "track", "wbr",
     }
 )  # fmt: skip
-_RAW_TEXT_END = {
-    name: re.compile(f"</{name}", re.IGNORECASE)
-    for name in (
-        "script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes",
-        "plaintext",
-    )
-}  # fmt: skip
-_SELF_CLOSING_SIBLINGS = frozenset(
-    {"p", "li", "dt", "dd", "option", "optgroup", "tr", "td", "th", "rb", "rt", "rp"}
-)
+# A start tag of these closes an open element of the same kind, looking down the stack no
+# further than the first of the listed elements (the HTML Standard's scopes, simplified).
+_LIST_SCOPE = frozenset({"ul", "ol", "dl", "menu", "table", "td", "th", "template"})
+_TABLE_SCOPE = frozenset({"table", "template"})
+_CLOSES_SIBLING = {
+    "li": _LIST_SCOPE,
+    "dt": _LIST_SCOPE,
+    "dd": _LIST_SCOPE,
+    "p": frozenset({"table", "td", "th", "caption", "button", "template", "object"}),
+    "tr": _TABLE_SCOPE,
+    "td": _TABLE_SCOPE,
+    "th": _TABLE_SCOPE,
+    "option": frozenset({"select", "datalist"}),
+    "optgroup": frozenset({"select", "datalist"}),
+}
+_NO_SCOPE: frozenset[str] = frozenset()
 _END_TAG_REACH = 64
 
 
@@ -329,63 +343,78 @@ def _needs_guard(document: str | bytes) -> bool:
 
 
 def _guard(document: str | bytes) -> str:
-    """Return the document cut before the first tag that nests too deep or has too many
-    attributes (unchanged if there is none)."""
+    """The document cut before the first tag that nests too deep or brings too many
+    attributes (all of it if there is none)."""
     text = document if isinstance(document, str) else document.decode("utf-8", "replace")
     cut = _first_excess(text)
     return text if cut is None else text[:cut]
 
 
 def _first_excess(text: str) -> int | None:
+    """Offset of the first tag that nests too deep or brings too many attributes."""
     stack: list[str] = []
     open_count: dict[str, int] = {}
-    position = 0
-    while (match := _MARKUP.search(text, position)) is not None:
-        if match[1]:  # comment
-            end = text.find("-->", match.end())
-            position = len(text) if end < 0 else end + 3
+    attributes_seen: list[str] = []
+    for token in _TOKEN.finditer(text):
+        _, closing, name, attributes = token.groups()
+        if not name:  # comment, raw text element, doctype
             continue
-        tag_end = text.find(">", match.end())
-        if tag_end < 0:
-            return None
-        position = tag_end + 1
-        name = match[3].lower() if match[3] else ""
-        if not name:  # <!doctype>, <?...>
+        name = name.lower()
+        if closing:
+            if stack and stack[-1] == name:
+                stack.pop()
+                open_count[name] -= 1
+            elif open_count.get(name):
+                _pop_through(stack, open_count, name, _NO_SCOPE)
             continue
-        if match[2]:  # end tag
-            if open_count.get(name):
-                _pop_through(stack, open_count, name, _END_TAG_REACH)
+        if attributes:
+            attributes_seen.append(attributes)
+            if len(attributes) > _LONG_TAG_CHARS and _too_many_attributes(attributes_seen):
+                return token.start()
+            if attributes[-1] == "/" and (open_count.get("svg") or open_count.get("math")):
+                continue
+        if name in _VOID:
             continue
-        attributes = text[match.end() : tag_end]
-        if (
-            len(attributes) > _LONG_TAG_CHARS
-            and len(_ATTRIBUTE.findall(attributes)) > _MAX_TAG_ATTRIBUTES
-        ):
-            return match.start()
-        if name in _RAW_TEXT_END:
-            end_match = _RAW_TEXT_END[name].search(text, position)
-            if end_match is None:
-                return None
-            position = end_match.start()
-            continue
-        if name in _VOID or (
-            attributes.endswith("/") and (open_count.get("svg") or open_count.get("math"))
-        ):
-            continue
-        if name in _SELF_CLOSING_SIBLINGS and open_count.get(name):
-            _pop_through(stack, open_count, name, 8)
+        if name in _CLOSES_SIBLING and open_count.get(name):
+            _pop_through(stack, open_count, name, _CLOSES_SIBLING[name])
         stack.append(name)
         open_count[name] = open_count.get(name, 0) + 1
         if len(stack) > MAX_DEPTH:
-            return match.start()
+            return token.start()
+    if len(attributes_seen) > _MAX_ATTRIBUTE_NAMES and _too_many_attributes(attributes_seen):
+        return _first_excess_attributes(text)
     return None
 
 
-def _pop_through(stack: list[str], open_count: dict[str, int], name: str, reach: int) -> None:
-    """Close the nearest open ``name`` within ``reach`` of the top, and all above it."""
-    for index in range(len(stack) - 1, max(len(stack) - 1 - reach, -1), -1):
+def _too_many_attributes(attributes_seen: list[str]) -> bool:
+    """Does the last tag have too many attributes, or all tags too many distinct names?"""
+    if len(_ATTRIBUTE_NAME.findall(attributes_seen[-1])) > _MAX_TAG_ATTRIBUTES:
+        return True
+    names = set(_ATTRIBUTE_NAME.findall("\n".join(attributes_seen)))
+    return len(names) > _MAX_ATTRIBUTE_NAMES
+
+
+def _first_excess_attributes(text: str) -> int | None:
+    names: set[str] = set()
+    for token in _TOKEN.finditer(text):
+        _, closing, name, attributes = token.groups()
+        if name and not closing and attributes:
+            names.update(_ATTRIBUTE_NAME.findall(attributes))
+            if len(names) > _MAX_ATTRIBUTE_NAMES:
+                return token.start()
+    return None
+
+
+def _pop_through(
+    stack: list[str], open_count: dict[str, int], name: str, stop: frozenset[str]
+) -> None:
+    """Close the nearest open ``name`` near the top of the stack and not below an element in
+    ``stop``, with every element above it."""
+    for index in range(len(stack) - 1, max(len(stack) - 1 - _END_TAG_REACH, -1), -1):
         if stack[index] == name:
             for closed in stack[index:]:
                 open_count[closed] -= 1
             del stack[index:]
+            return
+        if stack[index] in stop:
             return

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Debian packages the test suite uses: nginx and python3-doc (a real documentation site) and
+# wget (the reference crawler). Installed with apt-get when missing and running as root.
+set -euo pipefail
+missing=()
+[ -x /usr/sbin/nginx ] || command -v nginx >/dev/null || missing+=(nginx-light)
+[ -d /usr/share/doc/python3-doc/html ] || missing+=(python3-doc)
+command -v wget >/dev/null || missing+=(wget)
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+    echo "system-deps: missing ${missing[*]} (not root: the tests that need them are skipped)"
+    exit 0
+fi
+echo "system-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# The nginx package starts a server on port 80 that the tests do not use.
+if command -v systemctl >/dev/null && systemctl is-active --quiet nginx 2>/dev/null; then
+    systemctl stop nginx || true
+elif [ -f /run/nginx.pid ]; then
+    kill "$(cat /run/nginx.pid)" 2>/dev/null || true
+fi
