@@ -67,3 +67,11 @@ def test_cli_exits_2_with_one_line(
     err = capsys.readouterr().err
     assert message in err
     assert err.count("\n") == 1
+
+
+def test_malformed_flag_value_exits_2_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["crawl", "--max-pages", "abc", "http://a.test/"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "--max-pages" in err and err.count("\n") == 1

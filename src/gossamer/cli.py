@@ -7,7 +7,7 @@ import asyncio
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, NoReturn, get_args
 
 from gossamer import __version__
 from gossamer.settings import CrawlSettings, SettingsError, load_settings
@@ -75,11 +75,18 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
             parser.add_argument(flag, dest=name, type=_FLAG_TYPES[kinds[0]], help=info.description)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (exit status 2), like invalid settings."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_CONFIG, f"gossamer: invalid flag: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
-    parser = argparse.ArgumentParser(prog="gossamer", description=__doc__)
+    parser = _Parser(prog="gossamer", description=__doc__)
     parser.add_argument("--version", action="version", version=f"gossamer {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _crawl_parser(sub)
     return parser
 

@@ -10,6 +10,7 @@ Tables:
   queued (or in flight), 1 is finished.
 * ``pages(id, ...)``: one row per finished URL, in the order the records were produced; the
   JSONL file mirrors it line for line.
+* ``sitemaps(host, url)``: ``Sitemap:`` lines of the robots.txt files met.
 * ``meta(key, value)``: small facts about the crawl.
 """
 
@@ -47,6 +48,9 @@ CREATE TABLE IF NOT EXISTS pages (
     error TEXT,
     attempts INTEGER NOT NULL,
     truncated INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sitemaps (
+    host TEXT NOT NULL, url TEXT NOT NULL, PRIMARY KEY (host, url)
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """

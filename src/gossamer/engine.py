@@ -31,6 +31,7 @@ from gossamer.urls import InvalidURL, canonicalize, host_key
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _GRACE_SECONDS = 5.0
+_INSERT_SITEMAP = "INSERT OR IGNORE INTO sitemaps (host, url) VALUES (?, ?)"
 
 
 class FetchResultLike(Protocol):
@@ -271,6 +272,7 @@ class Crawler:
     async def _fetch_robots(self, lease: Lease) -> None:
         """The host's first request is its robots.txt; the URL waits for its next slot."""
         policy = await self._robots.get(lease.url)
+        self._db.stage(_INSERT_SITEMAP, [(lease.host, url) for url in policy.sitemaps])
         started = self._robots_fetch.started.get(lease.host)
         await self._frontier.release(
             lease, Feedback(started_at=started, crawl_delay=policy.crawl_delay)

@@ -40,12 +40,12 @@ async def start_crawl(
 
 
 async def run_crawl(
-    tmp_path: Path, server: TestWebServer, args: list[str], timeout: float = 90
+    tmp_path: Path, server: TestWebServer, args: list[str], limit: float = 90
 ) -> tuple[int, str]:
     """Run a crawl to its end; returns the exit code and the crawl's combined output."""
     proc = await start_crawl(tmp_path, server, args)
     try:
-        code = await asyncio.wait_for(proc.wait(), timeout)
+        code = await asyncio.wait_for(proc.wait(), limit)
     except TimeoutError:
         proc.send_signal(signal.SIGKILL)
         await proc.wait()
@@ -59,13 +59,13 @@ def load_records(tmp_path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines()]
 
 
-async def wait_for_records(tmp_path: Path, count: int, timeout: float = 30) -> None:
+async def wait_for_records(tmp_path: Path, count: int, limit: float = 30) -> None:
     """Wait until pages.jsonl holds at least ``count`` lines."""
     path = tmp_path / "out" / "pages.jsonl"
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
+    deadline = loop.time() + limit
     while loop.time() < deadline:
         if path.exists() and path.read_bytes().count(b"\n") >= count:
             return
         await asyncio.sleep(0.02)
-    raise TimeoutError(f"fewer than {count} records after {timeout}s")
+    raise TimeoutError(f"fewer than {count} records after {limit}s")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import sqlite3
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -103,6 +104,11 @@ async def test_full_crawl_matches_ground_truth(tmp_path: Path) -> None:
     assert sum("/calendar/" in u for u in by_url) <= 2 * 26
     assert sum("/repeat/" in u for u in by_url) <= 4
     assert max(len(u) for u in by_url) <= 2048
+
+    # Sitemap: lines of robots.txt are recorded in crawl.db.
+    with sqlite3.connect(tmp_path / "out" / "crawl.db") as conn:
+        sitemaps = {row[0] for row in conn.execute("SELECT url FROM sitemaps")}
+    assert any(url.endswith("/sitemap.xml") for url in sitemaps)
 
     # Every finished URL is exactly one record; stats.json agrees.
     stats = json.loads((tmp_path / "out" / "stats.json").read_text())

@@ -96,8 +96,18 @@ def test_area_and_link_rel_next_alternate() -> None:
     [
         ("/other/", "x", "http://example.com/other/", "http://example.com/other/x"),
         ("../b/", "x", "http://example.com/b/", "http://example.com/b/x"),
-        ("https://cdn.example.org/s/", "x", "https://cdn.example.org/s/", "https://cdn.example.org/s/x"),
-        ("https://cdn.example.org/s/", "/abs", "https://cdn.example.org/s/", "https://cdn.example.org/abs"),
+        (
+            "https://cdn.example.org/s/",
+            "x",
+            "https://cdn.example.org/s/",
+            "https://cdn.example.org/s/x",
+        ),
+        (
+            "https://cdn.example.org/s/",
+            "/abs",
+            "https://cdn.example.org/s/",
+            "https://cdn.example.org/abs",
+        ),
         ("javascript:alert(1)", "x", PAGE, "http://example.com/dir/x"),
         ("ftp://files.example.com/", "x", PAGE, "http://example.com/dir/x"),
     ],
@@ -155,7 +165,7 @@ def test_rel_nofollow_token() -> None:
     ],
 )
 def test_meta_robots(content: str, noindex: bool, nofollow: bool) -> None:
-    body = f'<head><meta name="Robots" content="{content}"></head><a href="/a">a</a><a href="/b">b</a>'
+    body = f'<meta name="Robots" content="{content}"><a href="/a">a</a><a href="/b">b</a>'
     page = parse(body)
     assert (page.meta_noindex, page.meta_nofollow) == (noindex, nofollow)
     if nofollow:

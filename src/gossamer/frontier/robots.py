@@ -10,12 +10,13 @@ Outcomes of a fetch (``RobotsPolicy.status``):
   usable ``Location``.
 - ``redirect-loop``: no robots.txt within five redirects, or a redirect loop; treated as
   unavailable, everything allowed (§2.3.1.2).
-- ``unreachable``: 5xx, 429 or a network error (§2.3.1.4): everything is disallowed, and the
-  answer is cached only for the short retry interval. 429 is a 4xx code, but a server that asks
-  us to slow down has not said "no robots.txt here"; Google treats it the same way.
+- ``unreachable``: 5xx, 429, no response, or a 2xx whose body broke off (§2.3.1.4):
+  everything is disallowed, and the answer is cached only for the short retry interval. 429 is
+  a 4xx code, but a server that asks us to slow down has not said "no robots.txt here"; Google
+  treats it the same way.
 
-Everything else is cached for ``ttl`` (24 hours by default; §2.4 says not to use a cached copy
-for longer). The cache key is the origin, ``scheme://host[:port]`` with the default port left
+The other outcomes are cached for ``ttl`` (24 hours by default; §2.4 says not to use a cached
+copy for longer). The cache key is the origin, ``scheme://host[:port]`` with the default port left
 out, the form of :func:`gossamer.urls.host_key`.
 """
 
@@ -65,8 +66,9 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 class RobotsResponse(Protocol):
     """What the cache needs from one HTTP GET that does not follow redirects.
 
-    ``status`` is ``None`` when no response arrived; ``error`` is set on network errors;
-    ``location`` is the raw ``Location`` header of a 3xx. The fetcher's ``FetchResult`` fits.
+    ``status`` is ``None`` when no response arrived; ``error`` is set on network errors, also
+    after the status line (then the body is partial); ``location`` is the raw ``Location``
+    header of a 3xx. The fetcher's ``FetchResult`` fits.
     """
 
     @property
@@ -195,7 +197,7 @@ class RobotsStats:
     allowed: int
     disallowed: int
     unreachable: int
-    """Look-ups that ended unreachable (5xx, 429, network error)."""
+    """Look-ups that ended unreachable (5xx, 429, no response, broken 2xx body)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,9 +312,11 @@ class RobotsCache:
         for _ in range(MAX_REDIRECTS + 1):
             response = await self._get_once(url)
             status = response.status if response is not None else None
-            if response is None or status is None or response.error is not None:
+            if response is None or status is None:
                 return self._policy_without_rules("unreachable")
             if 200 <= status < 300:
+                if response.error is not None:  # a cut file could miss some Disallow lines
+                    return self._policy_without_rules("unreachable")
                 return await self._parse(response.body)
             if 300 <= status < 400:
                 target = _redirect_target(url, response.location)

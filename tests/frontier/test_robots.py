@@ -1,0 +1,478 @@
+"""robots.txt fetching, caching and matching (RFC 9309) against real local HTTP servers."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+
+import aiohttp
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from gossamer.frontier.robots import (
+    MAX_ROBOTS_BYTES,
+    RobotsCache,
+    RobotsPolicy,
+    RobotsReply,
+    RobotsResponse,
+    robots_origin,
+)
+
+DAY = 24 * 3600.0
+
+
+@dataclass
+class Route:
+    status: int = 200
+    body: bytes = b""
+    location: str | None = None
+    delay: float = 0.0
+
+
+@dataclass
+class Site:
+    """A real HTTP server whose responses a test sets per path; counts requests per path."""
+
+    server: TestServer
+    routes: dict[str, Route] = field(default_factory=dict)
+    hits: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def origin(self) -> str:
+        return str(self.server.make_url("")).rstrip("/")
+
+    def url(self, path: str) -> str:
+        return self.origin + path
+
+    def robots(self, text: str, status: int = 200) -> None:
+        self.routes["/robots.txt"] = Route(status, text.encode())
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def _start_site() -> Site:
+    site: Site
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        site.hits[request.path] += 1
+        route = site.routes.get(request.path, Route(404, b"not found"))
+        if route.delay:
+            await asyncio.sleep(route.delay)
+        headers = {"Location": route.location} if route.location else None
+        return web.Response(status=route.status, body=route.body, headers=headers)
+
+    app = web.Application()
+    app.router.add_route("GET", "/{tail:.*}", handle)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    site = Site(server)
+    return site
+
+
+@pytest.fixture
+async def site() -> AsyncIterator[Site]:
+    started = await _start_site()
+    yield started
+    await started.server.close()
+
+
+@pytest.fixture
+async def other_site() -> AsyncIterator[Site]:
+    started = await _start_site()
+    yield started
+    await started.server.close()
+
+
+@pytest.fixture
+async def fetch() -> AsyncIterator[Callable[[str], Awaitable[RobotsResponse]]]:
+    """A fetch function like the crawler's: one GET, no redirects followed, errors raised."""
+    async with aiohttp.ClientSession() as session:
+
+        async def get(url: str) -> RobotsResponse:
+            async with session.get(url, allow_redirects=False) as response:
+                body = b""
+                async for chunk in response.content.iter_chunked(64 * 1024):
+                    body += chunk
+                    if len(body) > MAX_ROBOTS_BYTES:
+                        break
+                return RobotsReply(response.status, body, response.headers.get("Location"))
+
+        yield get
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def cache(fetch: Callable[[str], Awaitable[RobotsResponse]], clock: FakeClock) -> RobotsCache:
+    return RobotsCache(fetch, clock=clock, retry_interval=60.0)
+
+
+RULES = """\
+User-agent: *
+Disallow: /private/
+Allow: /private/public/
+Disallow: /*.gif$
+Disallow: /search*q=
+Allow: /docs/
+Disallow: /docs/internal
+"""
+
+
+@pytest.mark.parametrize(
+    ("path", "allowed"),
+    [
+        ("/", True),
+        ("/index.html", True),
+        ("/private/", False),
+        ("/private/secret.html", False),
+        ("/private/public/", True),
+        ("/private/public/page", True),
+        ("/image.gif", False),
+        ("/dir/image.gif", False),
+        ("/image.gif?size=2", True),
+        ("/image.gifs", True),
+        ("/search?lang=en&q=x", False),
+        ("/search?lang=en", True),
+        ("/docs/", True),
+        ("/docs/internal/x", False),
+        ("/robots.txt", True),
+    ],
+)
+async def test_rules_longest_match_and_wildcards(
+    site: Site, cache: RobotsCache, path: str, allowed: bool
+) -> None:
+    site.robots(RULES)
+    policy = await cache.get(site.url("/"))
+    assert policy.status == "ok"
+    assert policy.allowed(site.url(path)) is allowed
+
+
+GROUPS = """\
+User-agent: *
+Disallow: /
+Crawl-delay: 7
+
+User-agent: Gossamer
+Disallow: /not-for-gossamer
+Crawl-delay: 2.5
+
+Sitemap: http://example.com/sitemap.xml
+Sitemap: http://example.com/news.xml
+"""
+
+
+async def test_product_token_group_beats_star_group(site: Site, cache: RobotsCache) -> None:
+    site.robots(GROUPS)
+    policy = await cache.get(site.url("/"))
+    assert policy.allowed(site.url("/page"))
+    assert not policy.allowed(site.url("/not-for-gossamer/x"))
+    assert policy.crawl_delay == 2.5
+    assert policy.sitemaps == ("http://example.com/sitemap.xml", "http://example.com/news.xml")
+
+
+async def test_other_token_falls_back_to_star_group(
+    site: Site, fetch: Callable[[str], Awaitable[RobotsResponse]]
+) -> None:
+    site.robots(GROUPS)
+    policy = await RobotsCache(fetch, token="otherbot").get(site.url("/"))
+    assert policy.token == "otherbot"
+    assert not policy.allowed(site.url("/page"))
+    assert policy.crawl_delay == 7.0
+
+
+async def test_token_group_without_crawl_delay_does_not_inherit_star_delay(
+    site: Site, cache: RobotsCache
+) -> None:
+    site.robots("User-agent: *\nCrawl-delay: 9\n\nUser-agent: gossamer\nDisallow: /x\n")
+    policy = await cache.get(site.url("/"))
+    assert policy.crawl_delay is None  # one group applies (RFC 9309 §2.2.1)
+    assert not policy.allowed(site.url("/x"))
+
+
+async def test_token_matching_is_case_insensitive_and_whole_token(
+    site: Site, fetch: Callable[[str], Awaitable[RobotsResponse]]
+) -> None:
+    site.robots("User-agent: GOSSAMER\nDisallow: /a\n\nUser-agent: gossamerbot\nDisallow: /b\n")
+    policy = await RobotsCache(fetch, token="gossamer").get(site.url("/"))
+    assert not policy.allowed(site.url("/a"))
+    assert policy.allowed(site.url("/b"))
+
+
+@pytest.mark.parametrize("status", [401, 403, 404, 410])
+async def test_4xx_means_allow_all(site: Site, cache: RobotsCache, status: int) -> None:
+    site.robots("User-agent: *\nDisallow: /\n", status=status)
+    policy = await cache.get(site.url("/"))
+    assert policy.status == "missing"
+    assert policy.allowed(site.url("/anything"))
+    assert policy.crawl_delay is None
+
+
+@pytest.mark.parametrize("status", [429, 500, 503])
+async def test_5xx_and_429_mean_disallow_all_then_retry(
+    site: Site, cache: RobotsCache, clock: FakeClock, status: int
+) -> None:
+    site.robots("User-agent: *\nDisallow: /\n", status=status)
+    policy = await cache.get(site.url("/page"))
+    assert policy.status == "unreachable"
+    assert not policy.allowed(site.url("/page"))
+    clock.now += 59
+    assert cache.known(site.url("/other")) is policy
+    assert site.hits["/robots.txt"] == 1
+    clock.now += 2
+    assert cache.known(site.url("/other")) is None
+    site.robots("User-agent: *\nDisallow: /private\n")
+    retried = await cache.get(site.url("/page"))
+    assert retried.status == "ok"
+    assert retried.allowed(site.url("/page"))
+    assert site.hits["/robots.txt"] == 2
+    assert cache.stats().unreachable == 1
+
+
+async def test_connection_refused_means_unreachable(cache: RobotsCache) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    policy = await cache.get(f"http://127.0.0.1:{port}/page")
+    assert policy.status == "unreachable"
+    assert not policy.allowed(f"http://127.0.0.1:{port}/page")
+    assert cache.stats().unreachable == 1
+
+
+async def test_fetch_reporting_an_error_means_unreachable() -> None:
+    async def failing(url: str) -> RobotsResponse:
+        return RobotsReply(None, error="timeout")
+
+    policy = await RobotsCache(failing).get("http://example.com/")
+    assert policy.status == "unreachable"
+
+
+@pytest.mark.parametrize(
+    ("reply", "status"),
+    [
+        (RobotsReply(200, b"User-agent: *\nDisallow: /a", error="incomplete-body"), "unreachable"),
+        (RobotsReply(404, b"", error="incomplete-body"), "missing"),
+        (RobotsReply(503, b"", error="read-timeout"), "unreachable"),
+    ],
+)
+async def test_errors_after_the_status_line(reply: RobotsReply, status: str) -> None:
+    async def answer(url: str) -> RobotsResponse:
+        return reply
+
+    assert (await RobotsCache(answer).get("http://example.com/")).status == status
+
+
+async def test_redirect_chain_of_five_is_followed(
+    site: Site, other_site: Site, cache: RobotsCache
+) -> None:
+    site.routes["/robots.txt"] = Route(301, location="/r1")
+    site.routes["/r1"] = Route(302, location="r2")  # relative to /r1
+    site.routes["/r2"] = Route(307, location=other_site.url("/x/r3"))
+    other_site.routes["/x/r3"] = Route(308, location="../r4")
+    other_site.routes["/r4"] = Route(303, location=site.url("/final.txt"))
+    site.routes["/final.txt"] = Route(200, b"User-agent: *\nDisallow: /blocked\n")
+    policy = await cache.get(site.url("/"))
+    assert policy.status == "ok"
+    # the rules apply to the original origin
+    assert not policy.allowed(site.url("/blocked"))
+    assert cache.known(site.url("/")) is policy
+    assert cache.known(other_site.url("/")) is None
+    assert cache.stats().requests == 6
+
+
+async def test_more_than_five_redirects_means_allow_all(site: Site, cache: RobotsCache) -> None:
+    site.routes["/robots.txt"] = Route(301, location="/r1")
+    for hop in range(1, 7):
+        site.routes[f"/r{hop}"] = Route(301, location=f"/r{hop + 1}")
+    site.routes["/r7"] = Route(200, b"User-agent: *\nDisallow: /\n")
+    policy = await cache.get(site.url("/"))
+    assert policy.status == "redirect-loop"
+    assert policy.allowed(site.url("/anything"))
+    assert site.hits["/r5"] == 1
+    assert site.hits["/r6"] == 0
+
+
+async def test_redirect_loop_means_allow_all(site: Site, cache: RobotsCache) -> None:
+    site.routes["/robots.txt"] = Route(302, location="/a")
+    site.routes["/a"] = Route(302, location="/robots.txt")
+    policy = await cache.get(site.url("/"))
+    assert policy.status == "redirect-loop"
+    assert policy.allowed(site.url("/x"))
+    assert sum(site.hits.values()) == 2
+
+
+async def test_redirect_without_location_means_allow_all(site: Site, cache: RobotsCache) -> None:
+    site.routes["/robots.txt"] = Route(302)
+    assert (await cache.get(site.url("/"))).status == "missing"
+
+
+async def test_concurrent_callers_share_one_fetch(site: Site, cache: RobotsCache) -> None:
+    site.routes["/robots.txt"] = Route(200, b"User-agent: *\nDisallow: /x\n", delay=0.1)
+    policies = await asyncio.gather(*(cache.get(site.url(f"/p{i}")) for i in range(10)))
+    assert site.hits["/robots.txt"] == 1
+    assert all(policy is policies[0] for policy in policies)
+    stats = cache.stats()
+    assert (stats.fetches, stats.coalesced, stats.requests) == (1, 9, 1)
+    assert stats.in_flight == 0
+
+
+async def test_cancelled_caller_does_not_cancel_the_shared_fetch(
+    site: Site, cache: RobotsCache
+) -> None:
+    site.routes["/robots.txt"] = Route(200, b"User-agent: *\nDisallow: /x\n", delay=0.1)
+    first = asyncio.create_task(cache.get(site.url("/")))
+    second = asyncio.create_task(cache.get(site.url("/")))
+    await asyncio.sleep(0.02)
+    first.cancel()
+    policy = await second
+    assert first.cancelled()
+    assert policy.status == "ok"
+    assert site.hits["/robots.txt"] == 1
+
+
+async def test_ttl_expiry_refetches(site: Site, cache: RobotsCache, clock: FakeClock) -> None:
+    site.robots("User-agent: *\nDisallow: /old\n")
+    first = await cache.get(site.url("/"))
+    clock.now += DAY - 1
+    assert cache.known(site.url("/a")) is first
+    assert await cache.get(site.url("/a")) is first
+    clock.now += 1
+    assert cache.known(site.url("/a")) is None
+    site.robots("User-agent: *\nDisallow: /new\n")
+    second = await cache.get(site.url("/a"))
+    assert second.allowed(site.url("/old"))
+    assert not second.allowed(site.url("/new"))
+    assert site.hits["/robots.txt"] == 2
+
+
+async def test_missing_is_cached_for_the_full_ttl(
+    site: Site, cache: RobotsCache, clock: FakeClock
+) -> None:
+    await cache.get(site.url("/"))
+    clock.now += DAY / 2
+    assert cache.known(site.url("/")) is not None
+    assert site.hits["/robots.txt"] == 1
+
+
+async def test_body_is_parsed_only_up_to_500_kib(site: Site, cache: RobotsCache) -> None:
+    head = b"User-agent: *\nDisallow: /early\n"
+    filler = b"# " + b"x" * 98 + b"\n"
+    body = head + filler * ((MAX_ROBOTS_BYTES - len(head)) // len(filler) - 1)
+    # a rule cut by the limit is dropped rather than read as a shorter prefix
+    straddling = b"Disallow: /abcdef\n"
+    body += b"#" * (MAX_ROBOTS_BYTES - len(body) - 15) + b"\n" + straddling
+    body += b"Disallow: /late\n" + filler * 2000
+    assert body[:MAX_ROBOTS_BYTES].endswith(b"\nDisallow: /abc")
+    site.routes["/robots.txt"] = Route(200, body)
+    policy = await cache.get(site.url("/"))
+    assert not policy.allowed(site.url("/early"))
+    assert policy.allowed(site.url("/abc"))
+    assert policy.allowed(site.url("/late"))
+
+
+async def test_large_rule_set_is_parsed(site: Site, cache: RobotsCache) -> None:
+    rules = "".join(f"Disallow: /dir{i}/\n" for i in range(20_000))
+    site.robots("User-agent: *\n" + rules)
+    policy = await cache.get(site.url("/"))
+    assert not policy.allowed(site.url("/dir19999/x"))
+    assert policy.allowed(site.url("/dir20000/x"))
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"\xef\xbb\xbfUser-agent: *\nDisallow: /bom\n",
+        b"User-agent: *\r\nDisallow: /bom\r\n",
+        b"User-agent: *\nDisallow: /bom\n\xff\xfe\x00garbage\x00\nAllow: /\xc3(\n",
+        b"User-agent: *\n<html>not robots</html>\nDisallow: /bom # comment\n",
+    ],
+)
+async def test_bom_crlf_and_garbage_are_tolerated(
+    site: Site, cache: RobotsCache, body: bytes
+) -> None:
+    site.routes["/robots.txt"] = Route(200, body)
+    policy = await cache.get(site.url("/"))
+    assert policy.status == "ok"
+    assert not policy.allowed(site.url("/bom"))
+    assert policy.allowed(site.url("/other"))
+
+
+def test_binary_garbage_parses_to_allow_all() -> None:
+    policy = RobotsPolicy.parse(bytes(range(256)) * 100)
+    assert policy.allowed("http://example.com/x")
+
+
+async def test_stats_count_checks_and_hosts(site: Site, cache: RobotsCache) -> None:
+    site.robots("User-agent: *\nDisallow: /no\n")
+    assert await cache.allowed(site.url("/yes"))
+    assert not await cache.allowed(site.url("/no"))
+    policy = cache.known(site.url("/"))
+    assert policy is not None
+    assert policy.allowed(site.url("/yes/2"))
+    stats = cache.stats()
+    assert (stats.allowed, stats.disallowed) == (2, 1)
+    assert (stats.hosts_cached, stats.fetches, stats.unreachable) == (1, 1, 0)
+    with pytest.raises(AttributeError):
+        stats.allowed = 0  # type: ignore[misc]
+
+
+async def test_oldest_hosts_are_evicted(
+    site: Site, other_site: Site, fetch: Callable[[str], Awaitable[RobotsResponse]]
+) -> None:
+    cache = RobotsCache(fetch, max_hosts=1)
+    await cache.get(site.url("/"))
+    await cache.get(other_site.url("/"))
+    assert cache.known(site.url("/")) is None
+    assert cache.known(other_site.url("/")) is not None
+    assert cache.stats().hosts_cached == 1
+
+
+async def test_close_cancels_fetches_in_flight(site: Site, cache: RobotsCache) -> None:
+    site.routes["/robots.txt"] = Route(200, b"", delay=5)
+    waiter = asyncio.create_task(cache.get(site.url("/")))
+    await asyncio.sleep(0.05)
+    await cache.aclose()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert cache.stats().in_flight == 0
+
+
+def test_policies_without_rules() -> None:
+    assert RobotsPolicy.allow_all().allowed("http://example.com/x")
+    assert not RobotsPolicy.disallow_all().allowed("http://example.com/x")
+
+
+@pytest.mark.parametrize(
+    ("url", "origin"),
+    [
+        ("http://example.com/a?b#c", "http://example.com"),
+        ("HTTP://Example.COM:80/x", "http://example.com"),
+        ("https://example.com:443", "https://example.com"),
+        ("https://example.com:8443/x", "https://example.com:8443"),
+        ("http://user:pw@example.com/x", "http://example.com"),
+        ("http://[::1]:8080/x", "http://[::1]:8080"),
+        ("http://example.com?q", "http://example.com"),
+    ],
+)
+def test_origin_key(url: str, origin: str) -> None:
+    assert robots_origin(url) == origin
+
+
+@pytest.mark.parametrize(
+    "url", ["ftp://example.com/", "example.com/x", "http://", "http://host:99999/", "http://[::1/"]
+)
+def test_origin_key_rejects_non_http_urls(url: str) -> None:
+    with pytest.raises(ValueError):
+        robots_origin(url)

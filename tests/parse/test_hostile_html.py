@@ -1,0 +1,97 @@
+"""parse_html on malformed and hostile documents: no exception, no hang."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+
+import pytest
+
+from gossamer.parse.links import MAX_DEPTH, parse_html
+
+URL = "http://example.com/"
+MB = 1024 * 1024
+# Generous: these take milliseconds alone, but CI machines are shared. Unguarded, lexbor needs
+# hours for the nested cases.
+BUDGET_SECONDS = 5.0
+
+HOSTILE: dict[str, Callable[[], bytes]] = {
+    "5 MB of nested divs": lambda: b"<div>" * (5 * MB // 5),
+    "nested divs with stray end tags": lambda: b"<div></span>" * (2 * MB // 12),
+    "self-closing divs": lambda: b"<div/>" * (2 * MB // 6),
+    "nested lists": lambda: b"<ul><li>" * (2 * MB // 8),
+    "nested tables": lambda: b"<table><tr><td>" * 100_000,
+    "anchors around divs": lambda: b"<a><div>" * 250_000,
+    "formatting elements with distinct attributes": lambda: b"".join(
+        b'<i class="c%d">' % i for i in range(100_000)
+    ),
+    "one tag with 200k attributes": lambda: (
+        b"<a " + b" ".join(b"a%d=1" % i for i in range(200_000)) + b">"
+    ),
+    "one tag with 300k valueless attributes": lambda: (
+        b"<a " + b" ".join(b"a%d" % i for i in range(300_000)) + b">"
+    ),
+    "160k distinct attribute names": lambda: b"".join(b"<br a%d=1>" % i for i in range(160_000)),
+    "8 MB href": lambda: b'<a href="/' + b"x" * (8 * MB) + b'">x</a>',
+    "unclosed title": lambda: b"<title>" + b"a " * (3 * MB),
+    "unclosed comment": lambda: b"<!-- " + b"<a href='/c'>" * 100_000,
+    "unclosed attribute quote": lambda: b'<a href="/x' + b" y" * MB,
+    "NUL bytes": lambda: b"\x00" * MB + b"<a href='/n\x00'>x</a>\x00",
+    "random bytes": lambda: random.Random(7).randbytes(3 * MB),
+    "nested svg": lambda: b"<svg>" * 100_000,
+    "nested formatting": lambda: b"<b>" * 300_000,
+    "empty": lambda: b"",
+    "only whitespace": lambda: b" \t\r\n" * 1000,
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE))
+def test_hostile_document_parses_quickly(name: str) -> None:
+    body = HOSTILE[name]()
+    started = time.perf_counter()
+    page = parse_html(body, URL)
+    assert time.perf_counter() - started < BUDGET_SECONDS
+    assert all(link.startswith("http://example.com/") for link in page.links)
+
+
+def test_links_before_deep_nesting_are_kept() -> None:
+    body = b'<a href="/before">b</a>' + b"<div>" * MB + b'<a href="/after">a</a>'
+    page = parse_html(body, URL)
+    assert page.links == ["http://example.com/before"]
+
+
+def test_nesting_up_to_the_limit_is_not_cut() -> None:
+    depth = MAX_DEPTH - 10
+    body = b"<div>" * depth + b'<a href="/deep">d</a>' + b"</div>" * depth + b"<p>" * 5000
+    assert parse_html(body, URL).links == ["http://example.com/deep"]
+
+
+def test_large_ordinary_page_is_not_cut() -> None:
+    rows = b"".join(
+        b'<li class="item"><div><a href="/p/%d" data-id="%d">item %d</a></div>' % (i, i, i)
+        for i in range(20_000)
+    )
+    body = b"<html><head><title>Big</title></head><body><ul>" + rows + b"</ul></body></html>"
+    page = parse_html(body, URL)
+    assert page.title == "Big"
+    assert len(page.links) == 20_000
+    assert page.links[-1] == "http://example.com/p/19999"
+
+
+def test_unclosed_tags_and_misnesting() -> None:
+    body = b"<html><body><p><a href='/1'>one<p><b><a href=/2>two<table><td><a href=/3>3</table"
+    page = parse_html(body, URL)
+    assert page.links == [
+        "http://example.com/1",
+        "http://example.com/2",
+        "http://example.com/3",
+    ]
+
+
+def test_links_inside_script_and_comments_are_ignored() -> None:
+    body = (
+        b"<script>var s = '<a href=\"/script\">';</script><!-- <a href='/comment'> -->"
+        b"<template><a href='/template'>t</a></template><a href='/real'>r</a>"
+    )
+    assert parse_html(body, URL).links == ["http://example.com/real"]
