@@ -89,7 +89,11 @@ async def build_crawler(settings: CrawlSettings, seeds: list[str]) -> AsyncItera
         max_delay=settings.max_host_delay,
     )
     frontier = LocalFrontier(
-        scope, politeness, db, robots_check=robots_check(robots, settings.robots)
+        scope,
+        politeness,
+        db,
+        robots_check=robots_check(robots, settings.robots),
+        memory_budget=settings.queue_memory,
     )
     if settings.resume:
         frontier.restore()

@@ -6,8 +6,9 @@ together (the basis of ``--resume`` after ``kill -9``).
 
 Tables:
 
-* ``urls(fp, url, depth, hops, attempts, state, seq)``: every URL ever accepted; ``state`` 0 is
-  queued (or in flight), 1 is finished.
+* ``urls(fp, url, host, depth, hops, attempts, state, seq)``: every URL ever accepted;
+  ``state`` 0 is queued (or in flight), 1 is finished. The partial index ``urls_queued`` on
+  (host, seq) of queued rows lets the frontier read back URLs it spilled out of memory.
 * ``pages(id, ...)``: one row per finished URL, in the order the records were produced; the
   JSONL file mirrors it line for line.
 * ``sitemaps(host, url)``: ``Sitemap:`` lines of the robots.txt files met.
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +28,14 @@ PRAGMA journal_mode=WAL;
 CREATE TABLE IF NOT EXISTS urls (
     fp INTEGER PRIMARY KEY,
     url TEXT NOT NULL,
+    host TEXT NOT NULL,
     depth INTEGER NOT NULL,
     hops INTEGER NOT NULL DEFAULT 0,
     attempts INTEGER NOT NULL DEFAULT 0,
     state INTEGER NOT NULL DEFAULT 0,
     seq INTEGER NOT NULL
 );
+CREATE INDEX IF NOT EXISTS urls_queued ON urls (host, seq) WHERE state = 0;
 CREATE TABLE IF NOT EXISTS pages (
     id INTEGER PRIMARY KEY,
     url TEXT NOT NULL,
@@ -72,7 +75,11 @@ class CrawlDB:
     def stage(self, sql: str, rows: Iterable[Row]) -> None:
         """Queue a statement with its parameter rows for the next commit."""
         batch = list(rows)
-        if batch:
+        if not batch:
+            return
+        if self._staged and self._staged[-1][0] is sql:
+            self._staged[-1][1].extend(batch)
+        else:
             self._staged.append((sql, batch))
 
     async def commit(self) -> None:
@@ -92,6 +99,16 @@ class CrawlDB:
     def query(self, sql: str, params: Row = ()) -> list[tuple[Any, ...]]:
         """Run a read query synchronously (start-up and shutdown only)."""
         return self._conn.execute(sql, params).fetchall()
+
+    def iterate(self, sql: str, params: Row = ()) -> Iterator[tuple[Any, ...]]:
+        """Stream the rows of a read query (start-up only: millions of rows, little memory)."""
+        yield from self._conn.execute(sql, params)
+
+    async def read(self, sql: str, params: Row = ()) -> list[tuple[Any, ...]]:
+        """Commit what is staged, then run a read query off the event loop."""
+        await self.commit()
+        async with self._lock:
+            return await asyncio.to_thread(self.query, sql, params)
 
     def get_meta(self, key: str) -> str | None:
         """A value of the meta table."""

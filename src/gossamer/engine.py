@@ -170,9 +170,11 @@ class Crawler:
         )
 
     async def checkpoint(self) -> None:
-        """Commit crawl.db (state and records together), then append the records to JSONL."""
+        """Commit crawl.db (state and records together), then append the records to JSONL.
+
+        pages.jsonl is always a prefix of crawl.db's pages table; ``--resume`` appends the rest.
+        """
         records, self._pending = self._pending, []
-        self._sqlite.stage(records)
         await self._db.commit()
         self._jsonl.write(records)
 
@@ -337,7 +339,10 @@ class Crawler:
         return target, None
 
     def _record(self, record: PageRecord, lease: Lease) -> None:
-        """Hand a record to the sinks; the caller acks right after, with no await between."""
+        """Stage a record in crawl.db before the caller acks its lease (with no await between),
+        so whichever commit makes the ack durable makes the record durable too. pages.jsonl
+        gets the record after the next checkpoint's commit."""
+        self._sqlite.stage([record])
         self._pending.append(record)
         self._tally(record.status, record.error, 1)
 

@@ -80,6 +80,9 @@ class CrawlSettings(BaseModel):
     max_host_delay: float = Field(
         60.0, gt=0, description="Cap of the adaptive per-host delay, seconds."
     )
+    queue_memory: int = Field(
+        100_000, ge=100, description="Queued URLs held in memory; the rest wait in crawl.db."
+    )
     checkpoint_interval: float = Field(
         0.5, gt=0, description="Seconds between durable checkpoints of crawl.db."
     )

@@ -31,6 +31,8 @@ ARGS = [
     "0.05",
     "--robots-retry",
     "0.2",
+    "--queue-memory",
+    "100",  # smaller than the web: the queue spills to crawl.db and is read back
 ]
 
 

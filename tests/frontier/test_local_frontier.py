@@ -163,3 +163,51 @@ async def test_restore_from_crawl_db(tmp_path: Path) -> None:
             await restored.ack(lease, None)
     assert urls == ["http://a.test/1", "http://a.test/2", "http://a.test/3"]
     db2.close()
+
+
+async def _drain(frontier: LocalFrontier) -> list[str]:
+    urls = []
+    for _ in range(10_000):
+        if frontier.done():
+            break
+        for lease in await frontier.lease(7):
+            urls.append(lease.url)
+            await frontier.ack(lease, None)
+    return urls
+
+
+async def test_queue_spills_past_the_memory_budget_and_reads_back_in_order(
+    tmp_path: Path,
+) -> None:
+    clock = Clock()
+    db = CrawlDB(tmp_path / "crawl.db")
+    frontier = make(clock, db, per_host=3, memory_budget=50)
+    expected = {host: [f"http://{host}.test/{i}" for i in range(120)] for host in ("a", "b", "c")}
+    for i in range(120):
+        await frontier.add([Candidate(urls[i]) for urls in expected.values()])
+    assert frontier.stats().queued == 360
+    assert frontier._in_memory <= 50
+    urls = await _drain(frontier)
+    assert sorted(urls) == sorted(u for us in expected.values() for u in us)
+    for host, want in expected.items():
+        assert [u for u in urls if f"//{host}.test/" in u] == want  # FIFO per host
+    db.close()
+
+
+async def test_resume_with_a_spilled_queue(tmp_path: Path) -> None:
+    clock = Clock()
+    db = CrawlDB(tmp_path / "crawl.db")
+    frontier = make(clock, db, memory_budget=10)
+    await frontier.add([Candidate(f"http://a.test/{i}") for i in range(100)])
+    (lease,) = await frontier.lease(1)
+    await frontier.ack(lease, None)
+    await db.commit()
+    db.close()
+
+    db2 = CrawlDB(tmp_path / "crawl.db")
+    restored = make(clock, db2, memory_budget=10)
+    assert restored.restore() == (99, 1)
+    assert restored._in_memory == 10
+    urls = await _drain(restored)
+    assert urls == [f"http://a.test/{i}" for i in range(1, 100)]
+    db2.close()

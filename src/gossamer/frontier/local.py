@@ -5,6 +5,11 @@ URLs in a FIFO (breadth first inside the host). Every change of durable state (a
 finished or retried) is staged in :class:`~gossamer.crawldb.CrawlDB` and committed by the
 engine's checkpoint together with the records it refers to, so ``--resume`` after a crash
 continues where the last checkpoint left off.
+
+At most ``memory_budget`` queued URLs are held in memory. Past that, a host's new URLs stay in
+crawl.db only (``spilled``), and are read back in order, a batch at a time, when the host's
+in-memory queue runs dry; ``--resume`` loads the same way, so a queue of millions of URLs
+costs memory only for the seen-set and the hosts.
 """
 
 from __future__ import annotations
@@ -25,9 +30,15 @@ RobotsCheck = Callable[[str], bool | None]
 """True allowed, False forbidden, None not known yet."""
 
 _INSERT_URL = (
-    "INSERT OR IGNORE INTO urls (fp, url, depth, hops, attempts, state, seq) "
-    "VALUES (?, ?, ?, ?, 0, 0, ?)"
+    "INSERT OR IGNORE INTO urls (fp, url, host, depth, hops, attempts, state, seq) "
+    "VALUES (?, ?, ?, ?, ?, 0, 0, ?)"
 )
+_READ_SPILLED = (
+    "SELECT fp, url, depth, hops, attempts, seq FROM urls "
+    "WHERE host = ? AND state = 0 AND seq > ? ORDER BY seq LIMIT ?"
+)
+_REFILL_BATCH = 1000
+_MIN_REFILL = 16
 _FINISH_URL = "UPDATE urls SET state = 1 WHERE fp = ?"
 _COUNT_ATTEMPT = "UPDATE urls SET attempts = ? WHERE fp = ?"
 
@@ -47,6 +58,14 @@ class _Host:
     queue: deque[_Entry] = field(default_factory=deque)
     heap_time: float | None = None
     """The time of this host's live entry in the ready heap, if any."""
+    spilled: int = 0
+    """Queued URLs of this host held only in crawl.db."""
+    loaded_seq: int = -1
+    """Highest seq of this host's URLs ever held in memory; spilled ones come after it."""
+
+    @property
+    def waiting(self) -> bool:
+        return bool(self.queue) or self.spilled > 0
 
 
 class LocalFrontier:
@@ -60,6 +79,7 @@ class LocalFrontier:
         *,
         robots_check: RobotsCheck | None = None,
         lease_timeout: float = 600.0,
+        memory_budget: int = 100_000,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._scope = scope
@@ -67,6 +87,7 @@ class LocalFrontier:
         self._db = db
         self._robots_check = robots_check
         self._lease_timeout = lease_timeout
+        self._memory_budget = memory_budget if db is not None else 1 << 62
         self._clock = clock
         self._hosts: dict[str, _Host] = {}
         self._ready: list[tuple[float, str]] = []
@@ -76,6 +97,7 @@ class LocalFrontier:
         self._tokens = itertools.count(1)
         self._seq = itertools.count()
         self._queued = 0
+        self._in_memory = 0
         self._duplicates = 0
         self._rejected: dict[str, int] = {}
         self._next_reclaim = 0.0
@@ -83,20 +105,24 @@ class LocalFrontier:
     # -- loading ---------------------------------------------------------------------------
 
     def restore(self) -> tuple[int, int]:
-        """Load the state of a previous run from crawl.db: returns (queued, finished)."""
+        """Load the state of a previous run from crawl.db: returns (queued, finished).
+
+        Rows are streamed in seq order; past the memory budget they stay in crawl.db.
+        """
         if self._db is None:
             return (0, 0)
-        rows = self._db.query("SELECT fp, url, depth, hops, attempts, state, seq FROM urls")
-        rows.sort(key=lambda r: (r[2], r[6]))
         finished = 0
-        for fp, url, depth, hops, attempts, state, _seq in rows:
+        last_seq = -1
+        for fp, url, key, depth, hops, attempts, state, seq in self._db.iterate(
+            "SELECT fp, url, host, depth, hops, attempts, state, seq FROM urls ORDER BY seq"
+        ):
             self._seen.add(fp)
+            last_seq = seq
             if state == 0:
-                self._enqueue(_Entry(url, fp, depth, hops, attempts), front=False)
+                self._enqueue(_Entry(url, fp, depth, hops, attempts), key=key, seq=seq)
             else:
                 finished += 1
-        if rows:
-            self._seq = itertools.count(max(r[6] for r in rows) + 1)
+        self._seq = itertools.count(last_seq + 1)
         return (self._queued, finished)
 
     # -- the contract ----------------------------------------------------------------------
@@ -121,8 +147,10 @@ class LocalFrontier:
                 duplicates += 1
                 continue
             self._seen.add(fp)
-            self._enqueue(_Entry(url, fp, cand.depth, cand.hops), front=False)
-            rows.append((fp, url, cand.depth, cand.hops, next(self._seq)))
+            key = host_key(url)
+            seq = next(self._seq)
+            self._enqueue(_Entry(url, fp, cand.depth, cand.hops), key=key, seq=seq)
+            rows.append((fp, url, key, cand.depth, cand.hops, seq))
             added += 1
         if self._db is not None:
             self._db.stage(_INSERT_URL, rows)
@@ -137,6 +165,7 @@ class LocalFrontier:
         self._reclaim_expired(now)
         self._promote_delayed(now)
         out: list[Lease] = []
+        dry: list[str] = []
         fetches = 0
         ready = self._ready
         while fetches < n and ready and ready[0][0] <= now:
@@ -148,11 +177,16 @@ class LocalFrontier:
             if self._policy.ready_at(host.slot) > now:
                 self._schedule(key, host)
                 continue
+            if not host.queue:
+                dry.append(key)
+                continue
             lease = self._take(key, host, now, out)
             if lease is not None:
                 out.append(lease)
                 fetches += 1
             self._schedule(key, host)
+        for key in dry:
+            await self._refill(key, self._hosts[key])
         return out
 
     async def ack(self, lease: Lease, feedback: Feedback | None) -> None:
@@ -176,7 +210,7 @@ class LocalFrontier:
         """Queue the URL again at the front of its host, no attempt counted."""
         entry = self._finish(lease, feedback)
         if entry is not None:
-            self._enqueue(entry, front=True, key=lease.host)
+            self._requeue(entry, lease.host)
 
     def next_ready(self) -> float | None:
         """Seconds until the earliest host or delayed retry is due; None when nothing waits."""
@@ -215,6 +249,7 @@ class LocalFrontier:
         while host.queue:
             entry = host.queue.popleft()
             self._queued -= 1
+            self._in_memory -= 1
             blocked = check is not None and check(entry.url) is False
             lease = Lease(
                 url=entry.url,
@@ -245,21 +280,50 @@ class LocalFrontier:
         self._schedule(lease.host, host)
         return held[1]
 
-    def _enqueue(self, entry: _Entry, *, front: bool, key: str | None = None) -> None:
-        key = key or host_key(entry.url)
+    def _host(self, key: str) -> _Host:
         host = self._hosts.get(key)
         if host is None:
             host = self._hosts[key] = _Host()
-        if front:
-            host.queue.appendleft(entry)
+        return host
+
+    def _enqueue(self, entry: _Entry, *, key: str, seq: int) -> None:
+        """Queue a URL at the back of its host, in memory while the budget allows."""
+        host = self._host(key)
+        self._queued += 1
+        if host.spilled or self._in_memory >= self._memory_budget:
+            host.spilled += 1
         else:
             host.queue.append(entry)
+            host.loaded_seq = seq
+            self._in_memory += 1
+        self._schedule(key, host)
+
+    def _requeue(self, entry: _Entry, key: str) -> None:
+        """Put a leased URL back at the front of its host (it is in memory already)."""
+        host = self._host(key)
+        host.queue.appendleft(entry)
         self._queued += 1
+        self._in_memory += 1
+        self._schedule(key, host)
+
+    async def _refill(self, key: str, host: _Host) -> None:
+        """Read a batch of a host's spilled URLs back from crawl.db."""
+        # The budget is soft by a few URLs, so a dry host never waits for others to drain.
+        room = max(self._memory_budget - self._in_memory, _MIN_REFILL)
+        if host.spilled and self._db is not None:
+            rows = await self._db.read(
+                _READ_SPILLED, (key, host.loaded_seq, min(room, _REFILL_BATCH, host.spilled))
+            )
+            for fp, url, depth, hops, attempts, seq in rows:
+                host.queue.append(_Entry(url, fp, depth, hops, attempts))
+                host.loaded_seq = seq
+            host.spilled -= len(rows)
+            self._in_memory += len(rows)
         self._schedule(key, host)
 
     def _schedule(self, key: str, host: _Host) -> None:
         """Make sure a host with queued URLs and a free slot is in the ready heap."""
-        if not host.queue:
+        if not host.waiting:
             return
         when = self._policy.ready_at(host.slot)
         if when == float("inf"):
@@ -272,7 +336,7 @@ class LocalFrontier:
     def _promote_delayed(self, now: float) -> None:
         while self._delayed and self._delayed[0][0] <= now:
             _, _, key, entry = heapq.heappop(self._delayed)
-            self._enqueue(entry, front=True, key=key)
+            self._requeue(entry, key)
 
     def _reclaim_expired(self, now: float) -> None:
         if now < self._next_reclaim or not self._leases:
@@ -282,4 +346,4 @@ class LocalFrontier:
         for lease in expired:
             entry = self._finish(lease, None)
             if entry is not None:
-                self._enqueue(entry, front=True, key=lease.host)
+                self._requeue(entry, lease.host)
