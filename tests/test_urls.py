@@ -79,3 +79,22 @@ def test_scope_trap_guards() -> None:
     assert scope.reject_reason("http://h/" + "x" * 50, 0) == "url-too-long"
     assert scope.reject_reason("http://h/a/b/a/c/a", 0) == "repeated-segments"
     assert scope.reject_reason("http://h/a/b/a", 0) is None
+
+
+def test_fast_path_agrees_with_full_canonicalization() -> None:
+    import random
+
+    from gossamer.urls import _canonicalize, is_plainly_canonical
+
+    rng = random.Random(5)
+    pieces = ["a", "Z", "0", "-", ".", "..", "/", "~", "%41", "%7e", "?", "=", "&", "#", ":", "@"]
+    pieces += ["é", " ", "!", "'", "(", "*", ";", ",", "+", "$", "_", "%2F", "%zz"]
+    hosts = ["a.test", "a.test:80", "a.test:8080", "A.test", "a.test.", "a.test:0", "1.2.3.4"]
+    accepted = 0
+    for _ in range(20_000):
+        path = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 12)))
+        url = f"{rng.choice(['http', 'https'])}://{rng.choice(hosts)}/{path}"
+        if is_plainly_canonical(url):
+            accepted += 1
+            assert _canonicalize(url) == url, url
+    assert accepted > 1000

@@ -22,6 +22,14 @@ _LONE_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _PATH_SAFE = "/:@!$&'()*+,;=-._~"
 _QUERY_SAFE = "/?:@!$&'()*+,;=-._~"
 _PLAIN = re.compile(r"[A-Za-z0-9\-._~/:@!$&'()*+,;=?]*")
+# A URL already in canonical form (the common case for links a parser resolved): lower-case
+# http(s) scheme and host, no user info, a path of safe characters without dot segments, a
+# query of safe characters, no fragment. Default ports are ruled out separately.
+_CANONICAL = re.compile(
+    r"https?://[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?(?::[1-9][0-9]{0,4})?"
+    r"/(?:[A-Za-z0-9\-_~!$&'()*+,;=:@/]|\.(?![./]|$|\?))*"
+    r"(?:\?[A-Za-z0-9\-._~!$&'()*+,;=:@/?]+)?"
+)
 
 
 class InvalidURL(ValueError):
@@ -82,6 +90,17 @@ def canonicalize(url: str) -> str:
     percent-encoding (upper-case hex, unreserved characters decoded, unsafe ones encoded),
     drops the fragment, keeps the query (order included). Raises :class:`InvalidURL`.
     """
+    if is_plainly_canonical(url):
+        return url
+    return _canonicalize(url)
+
+
+def is_plainly_canonical(url: str) -> bool:
+    """A cheap test that a URL is already canonical (most resolved links are)."""
+    return bool(_CANONICAL.fullmatch(url)) and "/." not in url and not _has_default_port(url)
+
+
+def _canonicalize(url: str) -> str:
     try:
         parts = urlsplit(url.strip())
         port = parts.port
@@ -98,6 +117,11 @@ def canonicalize(url: str) -> str:
     path = _remove_dot_segments(_normalize_component(parts.path or "/", _PATH_SAFE))
     query = _normalize_component(parts.query, _QUERY_SAFE) if parts.query else ""
     return urlunsplit((scheme, netloc, path, query, ""))
+
+
+def _has_default_port(url: str) -> bool:
+    authority = url.partition("//")[2].partition("/")[0]
+    return authority.endswith(":80" if url[4] == ":" else ":443")
 
 
 def fingerprint(canonical_url: str) -> int:

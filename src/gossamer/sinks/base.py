@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields
+import operator
+from dataclasses import dataclass, fields
 from typing import Any
 
 
@@ -28,11 +29,11 @@ class PageRecord:
 
     def to_json(self) -> str:
         """One JSON line (no newline)."""
-        return json.dumps(asdict(self), ensure_ascii=False, separators=(",", ":"))
+        return _ENCODER.encode(dict(zip(FIELD_NAMES, _values(self), strict=True)))
 
     def as_row(self) -> tuple[Any, ...]:
         """The values in field order (SQLite rows)."""
-        return tuple(getattr(self, f.name) for f in fields(self))
+        return _values(self)
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> PageRecord:
@@ -43,3 +44,5 @@ class PageRecord:
 
 
 FIELD_NAMES = tuple(f.name for f in fields(PageRecord))
+_values = operator.attrgetter(*FIELD_NAMES)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
