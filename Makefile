@@ -38,3 +38,28 @@ test: lint typecheck pytest
 
 clean:
 	rm -rf $(VENV) crawl-out demo-out .mypy_cache .pytest_cache .ruff_cache
+
+# make bench: gossamer vs Scrapy on a generated local web served by nginx (benchmarks/).
+# BENCH_ARGS passes options, e.g. make bench BENCH_ARGS=--quick
+SCRAPY_VENV := benchmarks/.venv-scrapy
+SCRAPY_STAMP := $(SCRAPY_VENV)/.installed
+NGINX_BIN ?= /usr/sbin/nginx
+BENCH_ARGS ?=
+
+.PHONY: bench bench-nginx
+
+$(SCRAPY_STAMP): benchmarks/requirements-scrapy.txt
+	$(PYTHON) -m venv $(SCRAPY_VENV)
+	$(SCRAPY_VENV)/bin/python -m pip install -q --upgrade pip
+	$(SCRAPY_VENV)/bin/python -m pip install -q -r benchmarks/requirements-scrapy.txt
+	@touch $(SCRAPY_STAMP)
+
+bench-nginx:
+	@[ -x $(NGINX_BIN) ] || { \
+		echo "nginx missing; installing nginx-light with apt-get"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -qq --no-install-recommends nginx-light >/dev/null || exit 1; \
+		if [ -f /run/nginx.pid ]; then kill "$$(cat /run/nginx.pid)" 2>/dev/null || true; fi; }
+
+bench: $(STAMP) $(SCRAPY_STAMP) bench-nginx
+	$(BIN)/python benchmarks/bench_crawl.py $(BENCH_ARGS)

@@ -24,11 +24,10 @@ _QUERY_SAFE = "/?:@!$&'()*+,;=-._~"
 _PLAIN = re.compile(r"[A-Za-z0-9\-._~/:@!$&'()*+,;=?]*")
 # A URL already in canonical form (the common case for links a parser resolved): lower-case
 # http(s) scheme and host, no user info, a path of safe characters without dot segments, a
-# query of safe characters, no fragment. Default ports are ruled out separately.
+# query of safe characters, no fragment. Dot segments and default ports are ruled out apart.
 _CANONICAL = re.compile(
     r"https?://[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?(?::[1-9][0-9]{0,4})?"
-    r"/(?:[A-Za-z0-9\-_~!$&'()*+,;=:@/]|\.(?![./]|$|\?))*"
-    r"(?:\?[A-Za-z0-9\-._~!$&'()*+,;=:@/?]+)?"
+    r"/[A-Za-z0-9\-._~!$&'()*+,;=:@/]*(?:\?[A-Za-z0-9\-._~!$&'()*+,;=:@/?]+)?"
 )
 
 
@@ -189,18 +188,24 @@ class Scope:
 
     def reject_reason(self, canonical_url: str, depth: int) -> str | None:
         """None when the URL is in scope, else a short reason ("offsite", "depth", ...)."""
+        if not self.host_allowed(host_of(canonical_url)):
+            return "offsite"
+        return self.trap_reason(canonical_url, depth)
+
+    def trap_reason(self, canonical_url: str, depth: int) -> str | None:
+        """The checks that do not depend on the host: URL length, depth, repeated segments."""
         if len(canonical_url) > self.max_url_length:
             return "url-too-long"
         if self.max_depth is not None and depth > self.max_depth:
             return "depth"
-        if not self.host_allowed(host_of(canonical_url)):
-            return "offsite"
         if _repeats_segments(canonical_url, self.max_repeated_segments):
             return "repeated-segments"
         return None
 
 
 def _repeats_segments(canonical_url: str, limit: int) -> bool:
+    if canonical_url.count("/") <= limit + 3:  # scheme's two, the host's one, then segments
+        return False
     path = canonical_url.partition("://")[2].partition("/")[2].partition("?")[0]
     segments = [s for s in path.split("/") if s]
     if len(segments) <= limit:

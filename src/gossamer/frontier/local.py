@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from gossamer.crawldb import CrawlDB
 from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease
 from gossamer.frontier.politeness import HostSlot, PolitenessPolicy
-from gossamer.urls import InvalidURL, Scope, canonicalize, fingerprint, host_key
+from gossamer.urls import InvalidURL, Scope, canonicalize, fingerprint, host_key, host_of
 
 RobotsCheck = Callable[[str], bool | None]
 """True allowed, False forbidden, None not known yet."""
@@ -101,6 +101,7 @@ class LocalFrontier:
         self._duplicates = 0
         self._rejected: dict[str, int] = {}
         self._next_reclaim = 0.0
+        self._host_allowed: dict[str, bool] = {}
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -138,7 +139,11 @@ class LocalFrontier:
             except InvalidURL:
                 rejected["invalid-url"] = rejected.get("invalid-url", 0) + 1
                 continue
-            reason = self._scope.reject_reason(url, cand.depth)
+            key = host_key(url)
+            allowed = self._host_allowed.get(key)
+            if allowed is None:
+                allowed = self._host_allowed[key] = self._scope.host_allowed(host_of(url))
+            reason = "offsite" if not allowed else self._scope.trap_reason(url, cand.depth)
             if reason is not None:
                 rejected[reason] = rejected.get(reason, 0) + 1
                 continue
@@ -147,7 +152,6 @@ class LocalFrontier:
                 duplicates += 1
                 continue
             self._seen.add(fp)
-            key = host_key(url)
             seq = next(self._seq)
             self._enqueue(_Entry(url, fp, cand.depth, cand.hops), key=key, seq=seq)
             rows.append((fp, url, key, cand.depth, cand.hops, seq))

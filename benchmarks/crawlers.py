@@ -1,0 +1,176 @@
+"""The two crawlers under test: how to start each, and how to read what it fetched.
+
+Both get the same seeds (every host's ``/``), total concurrency, per-host limit, no delay and
+robots.txt obeyed. gossamer's counts come from its ``pages.jsonl``, Scrapy's from the result
+file written by ``scrapy_spider.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SCRAPY_PYTHON = HERE / ".venv-scrapy" / "bin" / "python"
+GOSSAMER = Path(sys.executable).parent / "gossamer"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The crawl settings both crawlers are given."""
+
+    concurrency: int
+    per_host: int
+
+
+@dataclass(frozen=True)
+class Counts:
+    """What a crawler reports having fetched."""
+
+    ok: int
+    not_found: int
+    robots_blocked: int
+    elapsed: float | None
+    """The crawler's own measure of its crawl time (no interpreter start-up), if it has one."""
+
+
+class Crawler(ABC):
+    """One crawler: a command line for a run directory, and a reader of its results."""
+
+    name = ""
+
+    @abstractmethod
+    def command(self, seeds: Path, work: Path, settings: Settings) -> list[str]:
+        """The command that crawls the seeds, leaving its results in ``work``."""
+
+    @abstractmethod
+    def counts(self, work: Path) -> Counts:
+        """What the run in ``work`` fetched."""
+
+    @abstractmethod
+    def ok_urls(self, work: Path) -> set[str]:
+        """The URLs the run in ``work`` fetched with status 200, without fragments."""
+
+    def missing(self) -> str | None:
+        """Why this crawler cannot run here, or None."""
+        return None
+
+    def version(self, work: Path) -> str:
+        """The crawler's version, as its run in ``work`` reported it."""
+        return "unknown"
+
+
+class Gossamer(Crawler):
+    """``gossamer crawl`` from the gossamer virtualenv."""
+
+    name = "gossamer"
+
+    def command(self, seeds: Path, work: Path, settings: Settings) -> list[str]:
+        """``gossamer crawl --seeds-file ... --delay 0 --quiet`` into ``work/out``."""
+        return [
+            str(GOSSAMER),
+            "crawl",
+            "--seeds-file",
+            str(seeds),
+            "--out",
+            str(work / "out"),
+            "--overwrite",
+            "--concurrency",
+            str(settings.concurrency),
+            "--per-host",
+            str(settings.per_host),
+            "--delay",
+            "0",
+            "--quiet",
+        ]
+
+    def counts(self, work: Path) -> Counts:
+        """Statuses of the records in ``pages.jsonl``; elapsed from ``stats.json``."""
+        ok = not_found = blocked = 0
+        pages = work / "out" / "pages.jsonl"
+        if pages.exists():
+            for line in pages.read_text(encoding="utf-8").splitlines():
+                record = json.loads(line)
+                status = record.get("status")
+                ok += status == 200
+                not_found += status == 404
+                blocked += record.get("error") == "robots"
+        stats = work / "out" / "stats.json"
+        elapsed = json.loads(stats.read_text())["elapsed"] if stats.exists() else None
+        return Counts(ok, not_found, blocked, elapsed)
+
+    def ok_urls(self, work: Path) -> set[str]:
+        """URLs of the records with status 200."""
+        pages = work / "out" / "pages.jsonl"
+        lines = pages.read_text(encoding="utf-8").splitlines() if pages.exists() else []
+        records = (json.loads(line) for line in lines)
+        return {r["url"].partition("#")[0] for r in records if r.get("status") == 200}
+
+    def version(self, work: Path) -> str:
+        """The installed gossamer's version."""
+        return metadata.version("gossamer")
+
+    def missing(self) -> str | None:
+        """Set when the gossamer virtualenv has no ``gossamer`` command."""
+        return None if GOSSAMER.exists() else f"{GOSSAMER} is missing: run make install"
+
+
+class Scrapy(Crawler):
+    """``scrapy_spider.py`` in the Scrapy virtualenv."""
+
+    name = "scrapy"
+
+    def command(self, seeds: Path, work: Path, settings: Settings) -> list[str]:
+        """The benchmark spider, writing ``work/scrapy.json``."""
+        return [
+            str(SCRAPY_PYTHON),
+            str(HERE / "scrapy_spider.py"),
+            "--seeds-file",
+            str(seeds),
+            "--concurrency",
+            str(settings.concurrency),
+            "--per-host",
+            str(settings.per_host),
+            "--out",
+            str(work / "scrapy.json"),
+            "--urls",
+            str(work / "urls.txt"),
+        ]
+
+    def counts(self, work: Path) -> Counts:
+        """The spider's count of 200s; 404s and robots refusals from Scrapy's stats."""
+        path = work / "scrapy.json"
+        if not path.exists():
+            return Counts(0, 0, 0, None)
+        result = json.loads(path.read_text(encoding="utf-8"))
+        stats = result["stats"]
+        return Counts(
+            ok=result["pages_200"],
+            not_found=stats.get("downloader/response_status_count/404", 0)
+            - stats.get("robotstxt/response_status_count/404", 0),
+            robots_blocked=stats.get("robotstxt/forbidden", 0),
+            elapsed=stats.get("elapsed_time_seconds"),
+        )
+
+    def ok_urls(self, work: Path) -> set[str]:
+        """The URLs the spider listed in ``urls.txt``."""
+        path = work / "urls.txt"
+        lines = path.read_text(encoding="utf-8").split() if path.exists() else []
+        return {url.partition("#")[0] for url in lines}
+
+    def version(self, work: Path) -> str:
+        """The version ``scrapy_spider.py`` wrote into its result."""
+        path = work / "scrapy.json"
+        if not path.exists():
+            return "unknown"
+        return str(json.loads(path.read_text(encoding="utf-8")).get("scrapy_version"))
+
+    def missing(self) -> str | None:
+        """Set when the Scrapy virtualenv is absent."""
+        if SCRAPY_PYTHON.exists():
+            return None
+        return f"{SCRAPY_PYTHON} is missing: run make bench (it creates the Scrapy virtualenv)"

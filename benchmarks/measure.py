@@ -1,0 +1,111 @@
+"""Run one command pinned to a core and measure it: wall time, CPU time, peak RSS.
+
+CPU time and peak RSS come from ``os.wait4`` on the child itself (the crawlers here are one
+process each; ``taskset`` execs the command, so the child is the crawler). A watchdog kills
+the child's process group when it outruns its time limit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What one run of a command cost."""
+
+    wall: float
+    """Seconds from start to exit."""
+    user: float
+    system: float
+    peak_rss_mb: float
+    minor_faults: int
+    """Page faults served without I/O: heap growth and shrink churn shows here."""
+    returncode: int
+    timed_out: bool
+    core_busy: float | None
+    """CPU seconds the pinned core spent on anything during the run (``/proc/stat``)."""
+
+    @property
+    def cpu(self) -> float:
+        """User plus system CPU seconds."""
+        return self.user + self.system
+
+    @property
+    def others(self) -> float | None:
+        """CPU seconds other processes took on the pinned core during the run."""
+        return None if self.core_busy is None else max(0.0, self.core_busy - self.cpu)
+
+
+def core_busy_seconds(cpu: int | None) -> float | None:
+    """Busy (not idle, not iowait) seconds of one core since boot; None when unknown."""
+    if cpu is None:
+        return None
+    try:
+        lines = Path("/proc/stat").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        name, *ticks = line.split()
+        if name == f"cpu{cpu}":
+            values = [int(t) for t in ticks]
+            busy = sum(values[:8]) - values[3] - values[4]
+            return busy / os.sysconf("SC_CLK_TCK")
+    return None
+
+
+def pinned(command: Sequence[str], cpu: int | None) -> list[str]:
+    """``command`` under ``taskset -c cpu`` (unchanged when ``cpu`` is None)."""
+    return ["taskset", "-c", str(cpu), *command] if cpu is not None else list(command)
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def run_measured(
+    command: Sequence[str], log: Path, *, cpu: int | None, timeout: float
+) -> Measurement:
+    """Run ``command`` with output to ``log``; kill it after ``timeout`` seconds."""
+    busy_before = core_busy_seconds(cpu)
+    with log.open("wb") as out:
+        started = time.perf_counter()
+        process = subprocess.Popen(
+            pinned(command, cpu),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        watchdog = threading.Timer(timeout, _kill_group, (process.pid,))
+        watchdog.start()
+        try:
+            _, status, usage = os.wait4(process.pid, 0)
+        except BaseException:
+            _kill_group(process.pid)
+            process.wait()
+            raise
+        finally:
+            watchdog.cancel()
+        wall = time.perf_counter() - started
+    busy_after = core_busy_seconds(cpu)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return Measurement(
+        wall=wall,
+        user=usage.ru_utime,
+        system=usage.ru_stime,
+        peak_rss_mb=usage.ru_maxrss / 1024,
+        minor_faults=usage.ru_minflt,
+        returncode=process.returncode,
+        timed_out=wall >= timeout,
+        core_busy=None if busy_before is None or busy_after is None else busy_after - busy_before,
+    )

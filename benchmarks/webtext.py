@@ -1,0 +1,137 @@
+"""Text and HTML templates of the benchmark web: pages that look like a news or docs site.
+
+A page has a head with metadata, a header with navigation, a breadcrumb, an article of
+headings and paragraphs with inline links, lists of related links, a sidebar and a footer.
+The text is drawn from a pool of paragraphs made once per web, so writing 200,000 pages stays
+fast while pages still differ.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+_VOCABULARY = (
+    "the of and to in is was for on that with as by at from his her an which you were are "
+    "this be or have had not but one all their there been has when who will more no if out "
+    "so said what up its about into than them can only other new some could time these two "
+    "may then do first any my now such like our over man me even most made after also did "
+    "many before must through back years where much your way well down should because each "
+    "just those people how too little state good very make world still own see men work long "
+    "get here between both life being under never day same another know while last might us "
+    "great old year off come since against go came right used take three network protocol "
+    "server client request response header cache index crawler frontier queue host page link "
+    "document archive library museum garden river mountain harbour station market council "
+    "café naïve façade résumé Zürich São Paulo Łódź Málaga Ærø crème brûlée déjà vu"
+)
+_WORDS = _VOCABULARY.split()
+_PUNCT = (".", ".", ".", ".", "?", "!", ";", ":")
+Link = tuple[str, str]
+"""An ``(href, text)`` pair, the href as written in the page."""
+
+
+class TextPool:
+    """Sentences and paragraphs drawn from one seeded generator."""
+
+    def __init__(self, rng: random.Random, paragraphs: int = 400) -> None:
+        self._rng = rng
+        self.paragraphs = [self._paragraph() for _ in range(paragraphs)]
+
+    def words(self, low: int, high: int) -> str:
+        """Between ``low`` and ``high`` words, the first capitalised."""
+        chosen = self._rng.choices(_WORDS, k=self._rng.randint(low, high))
+        return " ".join(chosen).capitalize()
+
+    def _sentence(self) -> str:
+        text = self.words(6, 22)
+        if self._rng.random() < 0.1:
+            text += " &amp; " + self.words(2, 6).lower()
+        if self._rng.random() < 0.1:
+            text = f"{text} <em>{self.words(1, 3).lower()}</em>"
+        return text + self._rng.choice(_PUNCT)
+
+    def _paragraph(self) -> str:
+        return " ".join(self._sentence() for _ in range(self._rng.randint(2, 8)))
+
+    def paragraph(self) -> str:
+        """One paragraph of the pool."""
+        return self._rng.choice(self.paragraphs)
+
+
+def _anchor(link: Link) -> str:
+    return f'<a href="{link[0]}">{link[1]}</a>'
+
+
+def _items(links: Sequence[Link]) -> str:
+    return "".join(f"<li>{_anchor(link)}</li>\n" for link in links)
+
+
+def _inline(pool: TextPool, rng: random.Random, links: Sequence[Link]) -> str:
+    """A paragraph with the links placed between its sentences."""
+    parts = pool.paragraph().split(". ")
+    for link in links:
+        parts.insert(rng.randint(0, len(parts)), f"See {_anchor(link)}")
+    return "<p>" + ". ".join(parts) + "</p>\n"
+
+
+def _article(pool: TextPool, rng: random.Random, body: Sequence[Link], size: int) -> list[str]:
+    """Headings, paragraphs with inline links and related lists, grown to about ``size``."""
+    chunks: list[str] = []
+    inline = int(len(body) * 0.35)
+    rest = list(body[inline:])
+    at = 0
+    while at < inline or rest:
+        chunks.append(f'<h2 id="part-{len(chunks)}">{pool.words(2, 7)}</h2>\n')
+        for _ in range(rng.randint(1, 3)):
+            take = rng.randint(1, 3)
+            chunks.append(_inline(pool, rng, body[at : min(at + take, inline)]))
+            at = min(at + take, inline)
+        if rest:
+            cut = rng.randint(8, 20)
+            listed, rest = rest[:cut], rest[cut:]
+            chunks.append(f'<ul class="related">\n{_items(listed)}</ul>\n')
+    length = sum(map(len, chunks))
+    while length < size:
+        chunk = f"<p>{pool.paragraph()}</p>\n"
+        if rng.random() < 0.15:
+            chunk = f"<h3>{pool.words(2, 6)}</h3>\n" + chunk
+        chunks.append(chunk)
+        length += len(chunk)
+    return chunks
+
+
+def render_page(
+    title: str,
+    canonical: str,
+    nav: Sequence[Link],
+    body: Sequence[Link],
+    size: int,
+    pool: TextPool,
+    rng: random.Random,
+) -> str:
+    """A whole HTML page of roughly ``size`` characters carrying every link given."""
+    site = canonical.split("/")[2]
+    side = rng.randint(0, min(12, len(body) // 4))
+    head = (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{title}</title>\n"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f'<meta name="description" content="{pool.words(8, 16)}">\n'
+        f'<link rel="canonical" href="{canonical}">\n'
+        '<link rel="stylesheet" href="/static/site.css">\n'
+        "<script>window.dataLayer = window.dataLayer || [];"
+        "function gtag(){dataLayer.push(arguments);}</script>\n</head>\n"
+        f'<body id="top">\n<header class="site-header"><div class="logo">'
+        f'<a href="/">{site}</a></div>\n<nav class="main-nav"><ul>\n{_items(nav)}</ul></nav>'
+        "</header>\n<main>\n<article>\n"
+        f'<h1>{title}</h1>\n<p class="byline">By {pool.words(2, 3)} &middot; 5 min read</p>\n'
+    )
+    article = _article(pool, rng, body[side:], size - len(head) - 600)
+    tail = (
+        "</article>\n"
+        f'<aside class="sidebar"><h3>Popular</h3>\n<ul>\n{_items(body[:side])}</ul></aside>\n'
+        '</main>\n<footer><p>&copy; 2024 <a href="mailto:editor@example.org">Editor</a> '
+        '&middot; <a href="javascript:void(0)">Cookie settings</a> '
+        '&middot; <a href="#top">Back to top</a></p></footer>\n</body>\n</html>\n'
+    )
+    return head + "".join(article) + tail
