@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from gossamer.crawldb import CrawlDB
 from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease
+from gossamer.frontier.dedup import SeenSet
 from gossamer.frontier.politeness import HostSlot, PolitenessPolicy
 from gossamer.urls import InvalidURL, Scope, canonicalize, fingerprint, host_key, host_of
 
@@ -93,7 +94,7 @@ class LocalFrontier:
         self._ready: list[tuple[float, str]] = []
         self._delayed: list[tuple[float, int, str, _Entry]] = []
         self._leases: dict[int, tuple[Lease, _Entry]] = {}
-        self._seen: set[int] = set()
+        self._seen = SeenSet()
         self._tokens = itertools.count(1)
         self._seq = itertools.count()
         self._queued = 0
@@ -112,12 +113,14 @@ class LocalFrontier:
         """
         if self._db is None:
             return (0, 0)
+        self._seen = SeenSet.from_fingerprints(
+            fp for (fp,) in self._db.iterate("SELECT fp FROM urls")
+        )
         finished = 0
         last_seq = -1
         for fp, url, key, depth, hops, attempts, state, seq in self._db.iterate(
             "SELECT fp, url, host, depth, hops, attempts, state, seq FROM urls ORDER BY seq"
         ):
-            self._seen.add(fp)
             last_seq = seq
             if state == 0:
                 self._enqueue(_Entry(url, fp, depth, hops, attempts), key=key, seq=seq)
@@ -130,9 +133,8 @@ class LocalFrontier:
 
     async def add(self, candidates: list[Candidate]) -> AddResult:
         """Canonicalize, scope, dedup and queue candidates."""
-        added = duplicates = 0
         rejected: dict[str, int] = {}
-        rows = []
+        accepted: list[tuple[str, str, Candidate]] = []
         for cand in candidates:
             try:
                 url = canonicalize(cand.url)
@@ -147,17 +149,17 @@ class LocalFrontier:
             if reason is not None:
                 rejected[reason] = rejected.get(reason, 0) + 1
                 continue
-            fp = fingerprint(url)
-            if fp in self._seen:
-                duplicates += 1
-                continue
-            self._seen.add(fp)
-            seq = next(self._seq)
-            self._enqueue(_Entry(url, fp, cand.depth, cand.hops), key=key, seq=seq)
-            rows.append((fp, url, key, cand.depth, cand.hops, seq))
-            added += 1
+            accepted.append((url, key, cand))
+        fps = [fingerprint(url) for url, _, _ in accepted]
+        rows = []
+        for (url, key, cand), fp, new in zip(accepted, fps, self._seen.add_many(fps), strict=True):
+            if new:
+                seq = next(self._seq)
+                self._enqueue(_Entry(url, fp, cand.depth, cand.hops), key=key, seq=seq)
+                rows.append((fp, url, key, cand.depth, cand.hops, seq))
         if self._db is not None:
             self._db.stage(_INSERT_URL, rows)
+        added, duplicates = len(rows), len(accepted) - len(rows)
         self._duplicates += duplicates
         for reason, count in rejected.items():
             self._rejected[reason] = self._rejected.get(reason, 0) + count
