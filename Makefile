@@ -39,14 +39,15 @@ test: lint typecheck pytest
 clean:
 	rm -rf $(VENV) crawl-out demo-out .mypy_cache .pytest_cache .ruff_cache
 
-# make bench: gossamer vs Scrapy on a generated local web served by nginx (benchmarks/).
-# BENCH_ARGS passes options, e.g. make bench BENCH_ARGS=--quick
+# make bench: every figure of the Performance section of the README (benchmarks/), starting
+# with gossamer vs Scrapy on a generated local web served by nginx. BENCH_ARGS passes options
+# to that first one, e.g. make bench BENCH_ARGS=--quick; make bench-crawl runs only it.
 SCRAPY_VENV := benchmarks/.venv-scrapy
 SCRAPY_STAMP := $(SCRAPY_VENV)/.installed
 NGINX_BIN ?= /usr/sbin/nginx
 BENCH_ARGS ?=
 
-.PHONY: bench bench-nginx
+.PHONY: bench bench-crawl bench-nginx
 
 $(SCRAPY_STAMP): benchmarks/requirements-scrapy.txt
 	$(PYTHON) -m venv $(SCRAPY_VENV)
@@ -61,5 +62,10 @@ bench-nginx:
 			apt-get install -y -qq --no-install-recommends nginx-light >/dev/null || exit 1; \
 		if [ -f /run/nginx.pid ]; then kill "$$(cat /run/nginx.pid)" 2>/dev/null || true; fi; }
 
-bench: $(STAMP) $(SCRAPY_STAMP) bench-nginx
+bench-crawl: $(STAMP) $(SCRAPY_STAMP) bench-nginx
 	$(BIN)/python benchmarks/bench_crawl.py $(BENCH_ARGS)
+
+bench: bench-crawl
+	$(BIN)/python benchmarks/bench_seen.py
+	$(BIN)/python benchmarks/bench_frontier.py
+	$(BIN)/python benchmarks/bench_scale.py
