@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Debian packages the test suite uses: nginx and python3-doc (a real documentation site) and
-# wget (the reference crawler). Installed with apt-get when missing and running as root.
+# Debian packages the test suite uses: nginx and python3-doc (a real documentation site),
+# wget (the reference crawler) and redis-server (the cluster backend). Installed with apt-get
+# when missing and running as root.
 set -euo pipefail
 missing=()
 [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null || missing+=(nginx-light)
 [ -d /usr/share/doc/python3-doc/html ] || missing+=(python3-doc)
 command -v wget >/dev/null || missing+=(wget)
+command -v redis-server >/dev/null || missing+=(redis-server)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then
     echo "system-deps: missing ${missing[*]} (not root: the tests that need them are skipped)"
@@ -15,7 +17,13 @@ echo "system-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-# The nginx package starts a server on port 80 that the tests do not use.
+# The packages start servers (nginx on port 80, redis on 6379) that the tests do not use.
+for service in redis-server; do
+    if command -v systemctl >/dev/null && systemctl is-active --quiet "$service" 2>/dev/null; then
+        systemctl stop "$service" || true
+    fi
+done
+pkill -x redis-server 2>/dev/null || true
 if command -v systemctl >/dev/null && systemctl is-active --quiet nginx 2>/dev/null; then
     systemctl stop nginx || true
 elif [ -f /run/nginx.pid ]; then

@@ -1,0 +1,22 @@
+-- gossamer frontier v1: claim up to ARGV[1] entries from the front of a partition's queue.
+-- KEYS[1] queue (LIST), KEYS[2] claimed (HASH), KEYS[3] deadlines (ZSET), KEYS[4] counts (HASH)
+-- ARGV[1] most entries to claim, ARGV[2] wall-clock deadline of the claims
+-- Returns {last_token, entries left in the queue, entry...}; the i-th of n entries claimed has
+-- token last_token - n + i.
+local entries = redis.call('LPOP', KEYS[1], ARGV[1])
+if not entries then
+  return {0, 0}
+end
+local n = #entries
+local last = redis.call('HINCRBY', KEYS[4], 'token', n)
+local out = {last, 0}
+for i = 1, n do
+  local token = last - n + i
+  redis.call('HSET', KEYS[2], token, entries[i])
+  redis.call('ZADD', KEYS[3], ARGV[2], token)
+  out[i + 2] = entries[i]
+end
+redis.call('HINCRBY', KEYS[4], 'queued', -n)
+redis.call('HINCRBY', KEYS[4], 'claimed', n)
+out[2] = redis.call('LLEN', KEYS[1])
+return out

@@ -1,0 +1,20 @@
+-- gossamer frontier v1: return expired claims (their worker died) to the queue's front.
+-- KEYS[1] claimed (HASH), KEYS[2] deadlines (ZSET), KEYS[3] queue (LIST), KEYS[4] counts (HASH)
+-- ARGV[1] wall-clock now, ARGV[2] most claims to return in this call
+-- Returns how many claims were returned.
+local tokens = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
+local n = 0
+for i = #tokens, 1, -1 do
+  local entry = redis.call('HGET', KEYS[1], tokens[i])
+  redis.call('HDEL', KEYS[1], tokens[i])
+  redis.call('ZREM', KEYS[2], tokens[i])
+  if entry then
+    redis.call('LPUSH', KEYS[3], entry)
+    n = n + 1
+  end
+end
+if n > 0 then
+  redis.call('HINCRBY', KEYS[4], 'claimed', -n)
+  redis.call('HINCRBY', KEYS[4], 'queued', n)
+end
+return n

@@ -1,0 +1,18 @@
+-- gossamer frontier v1: give held claims back to the front of their partition's queue.
+-- KEYS[1] claimed (HASH), KEYS[2] deadlines (ZSET), KEYS[3] queue (LIST), KEYS[4] counts (HASH)
+-- ARGV: token1, entry1, token2, entry2, ... in queue order (entry1 ends up first).
+-- Claims no longer held (reclaimed by another worker) are skipped: their entry is queued
+-- already. Returns how many entries were given back.
+local n = 0
+for i = #ARGV - 1, 1, -2 do
+  if redis.call('HDEL', KEYS[1], ARGV[i]) == 1 then
+    redis.call('ZREM', KEYS[2], ARGV[i])
+    redis.call('LPUSH', KEYS[3], ARGV[i + 1])
+    n = n + 1
+  end
+end
+if n > 0 then
+  redis.call('HINCRBY', KEYS[4], 'claimed', -n)
+  redis.call('HINCRBY', KEYS[4], 'queued', n)
+end
+return n
