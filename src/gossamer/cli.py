@@ -10,13 +10,21 @@ from pathlib import Path
 from typing import Any, NoReturn, get_args
 
 from gossamer import __version__
+from gossamer.cluster.errors import ClusterError
 from gossamer.settings import CrawlSettings, SettingsError, load_settings
 
 EXIT_BAD_CONFIG = 2
+EXIT_FAILURE = 1
 
 
 def _crawl_parser(sub: Any) -> None:
     crawl = sub.add_parser("crawl", help="crawl from seed URLs on this machine")
+    _add_crawl_flags(crawl)
+    crawl.set_defaults(handler=_crawl)
+
+
+def _add_crawl_flags(crawl: argparse.ArgumentParser) -> None:
+    """Seeds and every crawl setting as a flag (``crawl`` and ``cluster submit``)."""
     crawl.add_argument("seeds", nargs="*", metavar="SEED", help="start URLs")
     crawl.add_argument("--seeds-file", type=Path, help="file with one seed URL per line")
     crawl.add_argument("--config", type=Path, help="TOML settings file")
@@ -53,7 +61,6 @@ def _crawl_parser(sub: Any) -> None:
         "--quiet", action="store_const", const=True, help="no progress line or summary"
     )
     _add_setting_flags(crawl)
-    crawl.set_defaults(handler=_crawl)
 
 
 _FLAG_TYPES: dict[Any, Any] = {int: int, float: float, str: str, Path: Path}
@@ -88,16 +95,25 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gossamer {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _crawl_parser(sub)
+    from gossamer.cluster.cli import add_cluster_parser
+
+    add_cluster_parser(sub, _add_crawl_flags)
     return parser
+
+
+def crawl_settings(args: argparse.Namespace, skip: tuple[str, ...] = ()) -> CrawlSettings:
+    """The settings given by the crawl flags of ``args`` (plus --config and environment)."""
+    ignored = ("command", "handler", "config", "cluster_command", *skip)
+    flags = {k: v for k, v in vars(args).items() if k not in ignored}
+    if not flags["seeds"]:
+        flags["seeds"] = None
+    return load_settings(flags, config=args.config)
 
 
 def _crawl(args: argparse.Namespace) -> int:
     from gossamer.crawl import run_crawl, summary
 
-    flags = {k: v for k, v in vars(args).items() if k not in ("command", "handler", "config")}
-    if not flags["seeds"]:
-        flags["seeds"] = None
-    settings = load_settings(flags, config=args.config)
+    settings = crawl_settings(args)
     stats = asyncio.run(run_crawl(settings))
     if not settings.quiet:
         print(summary(stats, settings.out))
@@ -112,6 +128,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"gossamer: {exc}", file=sys.stderr)
         return EXIT_BAD_CONFIG
+    except ClusterError as exc:
+        print(f"gossamer: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
     return code
 
 

@@ -11,11 +11,13 @@ import signal
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from gossamer.crawldb import CrawlDB
-from gossamer.engine import Crawler, EngineConfig, RobotsFetch, robots_check
+from gossamer.engine import CommitHook, Crawler, EngineConfig, RobotsFetch, robots_check
 from gossamer.fetch.http import FetchConfig, Fetcher
+from gossamer.frontier.base import Frontier
 from gossamer.frontier.local import LocalFrontier
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.robots import RobotsCache
@@ -61,9 +63,36 @@ def canonical_seeds(settings: CrawlSettings) -> list[str]:
     return seeds
 
 
+@dataclass(frozen=True, slots=True)
+class Stages:
+    """The stages every crawl process has, whatever its frontier."""
+
+    db: CrawlDB
+    jsonl: JsonlSink
+    fetcher: Fetcher
+    robots_fetch: RobotsFetch
+    robots: RobotsCache
+    politeness: PolitenessPolicy
+
+    def crawler(
+        self, settings: CrawlSettings, frontier: Frontier, on_commit: CommitHook | None = None
+    ) -> Crawler:
+        """The crawl loop over these stages and ``frontier``."""
+        return Crawler(
+            _engine_config(settings),
+            frontier,
+            self.fetcher,
+            self.robots,
+            self.robots_fetch,
+            self.db,
+            self.jsonl,
+            on_commit=on_commit,
+        )
+
+
 @asynccontextmanager
-async def build_crawler(settings: CrawlSettings, seeds: list[str]) -> AsyncIterator[Crawler]:
-    """Construct the crawler and its stages; close them all on exit."""
+async def open_stages(settings: CrawlSettings) -> AsyncIterator[Stages]:
+    """crawl.db, pages.jsonl (repaired after a crash), fetcher, robots cache, politeness."""
     out = settings.out
     db = CrawlDB(out / "crawl.db")
     jsonl_path = out / "pages.jsonl"
@@ -75,38 +104,51 @@ async def build_crawler(settings: CrawlSettings, seeds: list[str]) -> AsyncItera
     robots = RobotsCache(
         fetch=robots_fetch, token=settings.robots_token, retry_interval=settings.robots_retry
     )
-    scope = Scope.for_seeds(
-        seeds or _stored_seeds(db),
-        settings.allow_domains,
-        max_depth=settings.max_depth,
-        max_url_length=settings.max_url_length,
-        max_repeated_segments=settings.max_repeated_segments,
-    )
     politeness = PolitenessPolicy(
         per_host=settings.per_host,
         delay=settings.delay,
         slow_latency=settings.adaptive_latency,
         max_delay=settings.max_host_delay,
     )
-    frontier = LocalFrontier(
-        scope,
-        politeness,
-        db,
-        robots_check=robots_check(robots, settings.robots),
-        memory_budget=settings.queue_memory,
-    )
-    if settings.resume:
-        frontier.restore()
-    db.set_meta("seeds", "\n".join(seeds or _stored_seeds(db)))
-    crawler = Crawler(_engine_config(settings), frontier, fetcher, robots, robots_fetch, db, jsonl)
-    if settings.resume:
-        crawler.restore_counts()
     try:
-        yield crawler
+        yield Stages(db, jsonl, fetcher, robots_fetch, robots, politeness)
     finally:
         await fetcher.close()
         jsonl.close()
         db.close()
+
+
+def crawl_scope(settings: CrawlSettings, seeds: list[str]) -> Scope:
+    """The scope of a crawl: the seeds' hosts, allowed domains and trap guards."""
+    return Scope.for_seeds(
+        seeds,
+        settings.allow_domains,
+        max_depth=settings.max_depth,
+        max_url_length=settings.max_url_length,
+        max_repeated_segments=settings.max_repeated_segments,
+    )
+
+
+@asynccontextmanager
+async def build_crawler(settings: CrawlSettings, seeds: list[str]) -> AsyncIterator[Crawler]:
+    """Construct the crawler and its stages over the embedded frontier; close them on exit."""
+    async with open_stages(settings) as stages:
+        db = stages.db
+        seeds = seeds or _stored_seeds(db)
+        frontier = LocalFrontier(
+            crawl_scope(settings, seeds),
+            stages.politeness,
+            db,
+            robots_check=robots_check(stages.robots, settings.robots),
+            memory_budget=settings.queue_memory,
+        )
+        if settings.resume:
+            frontier.restore()
+        db.set_meta("seeds", "\n".join(seeds))
+        crawler = stages.crawler(settings, frontier)
+        if settings.resume:
+            crawler.restore_counts()
+        yield crawler
 
 
 def _stored_seeds(db: CrawlDB) -> list[str]:
@@ -148,7 +190,7 @@ async def run_crawl(settings: CrawlSettings) -> CrawlStats:
     seeds = canonical_seeds(settings)
     prepare_out_dir(settings)
     async with build_crawler(settings, seeds) as crawler:
-        _install_signal_handlers(crawler)
+        install_signal_handlers(crawler)
         show = not settings.quiet and sys.stderr.isatty()
         async with progress_line(crawler.stats, enabled=show):
             stats = await crawler.run(seeds)
@@ -156,7 +198,8 @@ async def run_crawl(settings: CrawlSettings) -> CrawlStats:
     return stats
 
 
-def _install_signal_handlers(crawler: Crawler) -> None:
+def install_signal_handlers(crawler: Crawler) -> None:
+    """SIGINT/SIGTERM stop the crawler gracefully; a second one exits at once."""
     loop = asyncio.get_running_loop()
     received: list[int] = []
 

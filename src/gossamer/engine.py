@@ -13,7 +13,7 @@ import contextlib
 import random
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import urljoin
@@ -32,6 +32,10 @@ from gossamer.urls import InvalidURL, canonicalize, host_key
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _GRACE_SECONDS = 5.0
 _INSERT_SITEMAP = "INSERT OR IGNORE INTO sitemaps (host, url) VALUES (?, ?)"
+
+CommitHook = Callable[[], Callable[[], Awaitable[None]]]
+"""Called as a checkpoint starts; what it returns is awaited once the checkpoint is durable
+(e.g. sending a cluster frontier's acks only after their records are committed)."""
 
 
 class FetchResultLike(Protocol):
@@ -96,6 +100,7 @@ class Crawler:
         *,
         clock: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
+        on_commit: CommitHook | None = None,
     ) -> None:
         self._config = config
         self._frontier = frontier
@@ -107,6 +112,7 @@ class Crawler:
         self._jsonl = jsonl
         self._clock = clock
         self._rng = rng or random.Random()
+        self._on_commit = on_commit
         self._tasks: set[asyncio.Task[None]] = set()
         self._wake = asyncio.Event()
         self._stopping = False
@@ -129,12 +135,13 @@ class Crawler:
     async def run(self, seeds: list[str]) -> CrawlStats:
         """Crawl from the seeds (plus whatever a resumed frontier holds) until done."""
         await self._frontier.add([Candidate(url) for url in seeds])
-        checkpointer = asyncio.create_task(self._checkpoint_loop())
+        finished = asyncio.Event()
+        checkpointer = asyncio.create_task(self._checkpoint_loop(finished))
         try:
             await self._loop()
             await self._drain()
         finally:
-            checkpointer.cancel()
+            finished.set()  # a checkpoint under way completes: its records reach pages.jsonl
             with contextlib.suppress(asyncio.CancelledError):
                 await checkpointer
             await self.checkpoint()
@@ -175,8 +182,11 @@ class Crawler:
         pages.jsonl is always a prefix of crawl.db's pages table; ``--resume`` appends the rest.
         """
         records, self._pending = self._pending, []
+        after = self._on_commit() if self._on_commit is not None else None
         await self._db.commit()
         self._jsonl.write(records)
+        if after is not None:
+            await after()
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -222,10 +232,12 @@ class Crawler:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
 
-    async def _checkpoint_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self._config.checkpoint_interval)
-            await self.checkpoint()
+    async def _checkpoint_loop(self, finished: asyncio.Event) -> None:
+        while not finished.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(finished.wait(), self._config.checkpoint_interval)
+            if not finished.is_set():
+                await self.checkpoint()
 
     # -- one URL ---------------------------------------------------------------------------
 
@@ -393,4 +405,4 @@ def _is_html(result: FetchResultLike) -> bool:
     return head.startswith((b"<!doctype html", b"<html"))
 
 
-__all__ = ["Crawler", "EngineConfig", "RobotsFetch", "RobotsPolicy", "robots_check"]
+__all__ = ["CommitHook", "Crawler", "EngineConfig", "RobotsFetch", "RobotsPolicy", "robots_check"]

@@ -86,6 +86,18 @@ class CrawlSettings(BaseModel):
     checkpoint_interval: float = Field(
         0.5, gt=0, description="Seconds between durable checkpoints of crawl.db."
     )
+    partitions: int = Field(
+        4096, ge=1, le=65_536, description="Cluster mode: virtual partitions hosts map to."
+    )
+    heartbeat_ttl: float = Field(
+        10.0, ge=0.5, le=3600, description="Cluster mode: seconds a silent worker counts alive."
+    )
+    claim_timeout: float = Field(
+        60.0,
+        ge=1,
+        le=86_400,
+        description="Cluster mode: seconds a dead worker's URLs stay claimed.",
+    )
 
     @field_validator("seeds", "allow_domains", "resolve", mode="before")
     @classmethod

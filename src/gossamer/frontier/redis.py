@@ -44,7 +44,7 @@ import heapq
 import itertools
 import time
 from collections import deque
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
@@ -152,6 +152,7 @@ class RedisFrontier:
         claim_batch: int = 256,
         memory_budget: int = 10_000,
         refresh_interval: float = 1.0,
+        defer_acks: bool = False,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
@@ -168,6 +169,9 @@ class RedisFrontier:
         self._claim_batch = claim_batch
         self._memory_budget = memory_budget
         self._refresh_interval = refresh_interval
+        self._defer_acks = defer_acks
+        self._unsent: list[_Entry] = []
+        """Acked entries whose ack has not gone to Redis yet (``defer_acks``)."""
         self._clock = clock
         self._wall = wall_clock
         self._scripts: dict[str, AsyncScript] = {
@@ -271,11 +275,35 @@ class RedisFrontier:
         entry = self._finish(lease, feedback)
         if entry is None:
             return
-        keys = self._part_keys(entry.part)
-        await self._scripts["ack"](
-            keys=[keys["claimed"], keys["deadlines"], keys["counts"]], args=[entry.claim]
-        )
-        self._forget(entry)
+        if self._defer_acks:
+            self._unsent.append(entry)  # its claim stays held (and renewed) until sent
+            return
+        await self._send_acks([entry])
+
+    def take_acks(self) -> Callable[[], Awaitable[None]]:
+        """With ``defer_acks``: the acks made so far, as a function sending them to Redis.
+
+        Take them just before the commit that makes their records durable and call the
+        function after it: a worker killed in between loses no record (its claims expire and
+        the URLs are fetched again).
+        """
+        entries, self._unsent = self._unsent, []
+        return lambda: self._send_acks(entries)
+
+    async def _send_acks(self, entries: list[_Entry]) -> None:
+        if not entries:
+            return
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for entry in entries:
+                keys = self._part_keys(entry.part)
+                await self._scripts["ack"](
+                    keys=[keys["claimed"], keys["deadlines"], keys["counts"]],
+                    args=[entry.claim],
+                    client=pipe,
+                )
+            await pipe.execute()
+        for entry in entries:
+            self._forget(entry)
 
     async def retry(self, lease: Lease, after: float, feedback: Feedback | None) -> None:
         """Count an attempt, store it with a not-before time in the claim; wait in memory."""

@@ -1,0 +1,1 @@
+"""Cluster mode: many workers crawl one job together through Redis."""

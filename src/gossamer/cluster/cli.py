@@ -1,0 +1,149 @@
+"""``gossamer cluster submit|worker|status|wait|up``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+from redis.exceptions import RedisError
+
+from gossamer.cluster.errors import ClusterError
+from gossamer.cluster.worker import DEFAULT_JOB
+
+T = TypeVar("T")
+
+
+def add_cluster_parser(
+    sub: Any, add_crawl_flags: Callable[[argparse.ArgumentParser], None]
+) -> None:
+    """The ``cluster`` command and its subcommands."""
+    cluster = sub.add_parser("cluster", help="crawl one job with many workers through Redis")
+    commands = cluster.add_subparsers(dest="cluster_command", required=True)
+
+    submit = commands.add_parser("submit", help="store a job's settings and queue its seeds")
+    _redis_flags(submit)
+    add_crawl_flags(submit)
+    submit.set_defaults(handler=_submit)
+
+    worker = commands.add_parser("worker", help="crawl a share of the job until it is done")
+    _redis_flags(worker)
+    worker.add_argument("--name", help="worker name, unique in the job (default host-pid)")
+    worker.add_argument("--out", type=Path, help="this worker's output directory")
+    worker.add_argument("--concurrency", type=int, help="requests in flight in this worker")
+    worker.add_argument("--heartbeat-ttl", type=float, help="seconds a silent worker lives")
+    worker.add_argument(
+        "--job-timeout", type=float, default=600.0, help="seconds to wait for a submit (600)"
+    )
+    worker.add_argument("--quiet", action="store_true", help="no summary")
+    worker.set_defaults(handler=_worker)
+
+    status = commands.add_parser("status", help="workers and totals of the job")
+    _redis_flags(status)
+    status.add_argument("--json", action="store_true", help="machine-readable output")
+    status.set_defaults(handler=_status)
+
+    wait = commands.add_parser("wait", help="exit 0 once the job is finished, 1 on timeout")
+    _redis_flags(wait)
+    wait.add_argument("--timeout", type=float, help="give up after this many seconds")
+    wait.set_defaults(handler=_wait)
+
+    up = commands.add_parser("up", help="local demo: redis-server + N workers crawl the seeds")
+    up.add_argument("-n", "--workers", type=int, default=3, help="workers to start (3)")
+    up.add_argument("--job", default=DEFAULT_JOB, help=f"job name ({DEFAULT_JOB})")
+    add_crawl_flags(up)
+    up.set_defaults(handler=_up)
+
+
+def _redis_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--redis", required=True, metavar="URL", help="redis://host:port/db")
+    parser.add_argument("--job", default=DEFAULT_JOB, help=f"job name ({DEFAULT_JOB})")
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a cluster coroutine; a lost Redis becomes a one-line ClusterError."""
+    try:
+        return asyncio.run(coro)
+    except (RedisError, OSError) as exc:
+        raise ClusterError(f"Redis failed: {exc}") from None
+
+
+def _submit(args: argparse.Namespace) -> int:
+    from gossamer.cli import crawl_settings
+    from gossamer.cluster.worker import submit
+
+    settings = crawl_settings(args, skip=("redis", "job"))
+    added = run(submit(settings, args.redis, args.job))
+    if not settings.quiet:
+        print(f"submitted job {args.job!r}: {added} seed(s) queued at {args.redis}")
+    return 0
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from gossamer.cluster.worker import WorkerOptions, run_worker
+    from gossamer.crawl import summary
+
+    options = WorkerOptions(
+        redis_url=args.redis,
+        job=args.job,
+        name=args.name,
+        out=args.out,
+        concurrency=args.concurrency,
+        heartbeat_ttl=args.heartbeat_ttl,
+        job_timeout=args.job_timeout,
+    )
+    stats = run(run_worker(options))
+    if not args.quiet:
+        print(summary(stats, args.out or Path("crawl-out")))
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from gossamer.cluster.worker import status
+
+    state = run(status(args.redis, args.job))
+    if args.json:
+        print(json.dumps(state, indent=2, sort_keys=True))
+        return 0
+    print(format_status(state))
+    return 0
+
+
+def format_status(state: dict[str, Any]) -> str:
+    """The human form of ``cluster status``."""
+    if not state["submitted"]:
+        return f"job {state['job']!r}: not submitted"
+    t = state["totals"]
+    lines = [
+        f"job {state['job']!r}: {'finished' if state['done'] else 'running'}, "
+        f"seen {t['seen']}, finished {t['finished']}, queued {t['queued']}, "
+        f"claimed {t['claimed']}, {state['pages_per_second']} pages/s, "
+        f"leader {state['leader']}, assignment v{state['assignment_version']}"
+    ]
+    for w in state["workers"]:
+        lines.append(
+            f"  {w['name']:<24} {'alive' if w['alive'] else 'gone ':<5} "
+            f"partitions {w['partitions']:<6} pages {w['pages']:<8} {w['pages_per_second']}/s"
+        )
+    return "\n".join(lines)
+
+
+def _wait(args: argparse.Namespace) -> int:
+    from gossamer.cluster.worker import wait
+
+    if run(wait(args.redis, args.job, args.timeout)):
+        return 0
+    print(f"gossamer: job {args.job!r} not finished after {args.timeout:g}s", file=sys.stderr)
+    return 1
+
+
+def _up(args: argparse.Namespace) -> int:
+    from gossamer.cli import crawl_settings
+    from gossamer.cluster.local import up
+
+    settings = crawl_settings(args, skip=("job", "workers"))
+    return up(settings, args.workers, args.job)

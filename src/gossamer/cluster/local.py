@@ -1,0 +1,111 @@
+"""``gossamer cluster up``: a local demo cluster (redis-server plus N worker processes)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import socket
+import sys
+import time
+from asyncio.subprocess import DEVNULL, Process
+from pathlib import Path
+
+from redis.exceptions import RedisError
+
+from gossamer.cluster.cli import format_status, run
+from gossamer.cluster.errors import ClusterError
+from gossamer.cluster.worker import connect, status, submit
+from gossamer.settings import CrawlSettings, SettingsError
+
+_START_TIMEOUT = 10.0
+
+
+def up(settings: CrawlSettings, workers: int, job: str) -> int:
+    """Start redis-server in ``out/redis``, submit, run ``workers`` workers to the end."""
+    if workers < 1:
+        raise SettingsError("invalid setting 'workers': give at least 1")
+    binary = shutil.which("redis-server") or "/usr/bin/redis-server"
+    if not Path(binary).exists():
+        raise ClusterError("redis-server is not installed (apt-get install redis-server)")
+    out = settings.out.resolve()
+    try:
+        (out / "redis").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SettingsError(f"invalid setting 'out': {exc.strerror}: {out}") from exc
+    return run(_up(settings.model_copy(update={"out": out}), workers, job, binary))
+
+
+async def _up(settings: CrawlSettings, workers: int, job: str, binary: str) -> int:
+    out = settings.out
+    started = time.monotonic()
+    url, proc = await _start_redis(binary, out / "redis")
+    procs: list[Process] = []
+    try:
+        await submit(settings, url, job)
+        for i in range(workers):
+            procs.append(await _start_worker(url, job, out, i))
+        codes = await asyncio.gather(*(p.wait() for p in procs))
+        state = await status(url, job)
+        print(format_status(state))
+        print(
+            f"{state['totals']['finished']} URLs finished by {workers} workers in "
+            f"{time.monotonic() - started:.1f}s; pages in {out}/worker-*/pages.jsonl"
+        )
+        return 0 if all(code == 0 for code in codes) and state["done"] else 1
+    finally:
+        for p in procs:
+            if p.returncode is None:
+                p.terminate()
+        await asyncio.gather(*(p.wait() for p in procs))
+        proc.terminate()
+        await proc.wait()
+
+
+async def _start_redis(binary: str, directory: Path) -> tuple[str, Process]:
+    """redis-server on a free loopback port, data in ``directory`` (absolute)."""
+    port = _free_port()
+    proc = await asyncio.create_subprocess_exec(
+        binary,
+        *("--port", str(port), "--bind", "127.0.0.1", "--dir", str(directory)),
+        *("--appendonly", "yes", "--save", "", "--daemonize", "no"),
+        *("--logfile", str(directory / "redis.log")),
+        stdout=DEVNULL,
+        stderr=DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    client = connect(url)
+    deadline = time.monotonic() + _START_TIMEOUT
+    try:
+        while True:
+            with contextlib.suppress(RedisError, OSError):
+                await client.ping()
+                return url, proc
+            if proc.returncode is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise ClusterError(f"redis-server did not start; see {directory}/redis.log")
+            await asyncio.sleep(0.05)
+    finally:
+        await client.aclose()
+
+
+async def _start_worker(url: str, job: str, out: Path, i: int) -> Process:
+    name = f"worker-{i}"
+    log = (out / f"{name}.log").open("ab")
+    try:
+        return await asyncio.create_subprocess_exec(
+            sys.executable,
+            *("-m", "gossamer.cli", "cluster", "worker", "--redis", url, "--job", job),
+            *("--name", name, "--out", str(out / name), "--quiet"),
+            stdout=log,
+            stderr=log,
+        )
+    finally:
+        log.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port

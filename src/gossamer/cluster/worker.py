@@ -1,0 +1,357 @@
+"""A cluster worker: the normal crawl engine over the Redis frontier, plus its duties.
+
+Duties run as background tasks next to the crawl loop: the heartbeat, the leader's work
+(taking the lease, publishing the assignment, returning dead workers' expired claims) and
+following the assignment (dropping lost partitions, claiming gained ones). Acks reach Redis
+only after the checkpoint that makes their records durable in this worker's crawl.db.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from gossamer.cluster.control import Control, JobTotals
+from gossamer.cluster.errors import ClusterError
+from gossamer.crawl import canonical_seeds, crawl_scope, install_signal_handlers, open_stages
+from gossamer.engine import Crawler, robots_check
+from gossamer.frontier.base import Candidate
+from gossamer.frontier.politeness import PolitenessPolicy
+from gossamer.frontier.redis import RedisFrontier
+from gossamer.settings import CrawlSettings, SettingsError
+from gossamer.stats import CrawlStats
+
+DEFAULT_JOB = "gossamer"
+_CONNECT_TIMEOUT = 3.0
+_POLL = 0.5
+
+
+def connect(url: str) -> Redis:
+    """A client for ``url``; a malformed URL is a settings error."""
+    try:
+        return Redis.from_url(url, socket_connect_timeout=_CONNECT_TIMEOUT, socket_timeout=30)
+    except ValueError as exc:
+        raise SettingsError(f"invalid setting 'redis': {exc}") from None
+
+
+async def open_control(url: str, job: str) -> Control:
+    """A control handle on ``job`` once Redis at ``url`` answers."""
+    redis = connect(url)
+    try:
+        await redis.ping()
+        return Control(redis, job)
+    except ValueError as exc:
+        await redis.aclose()
+        raise SettingsError(f"invalid setting 'job': {exc}") from None
+    except (RedisError, OSError) as exc:
+        await redis.aclose()
+        raise ClusterError(f"cannot reach Redis at {url}: {exc}") from None
+
+
+def parse_job(raw: str, job: str) -> CrawlSettings:
+    """The stored settings of ``job``; malformed ones are a settings error."""
+    try:
+        return CrawlSettings.model_validate_json(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "settings"
+        raise SettingsError(f"stored job {job!r} is malformed: {where}: {first['msg']}") from None
+
+
+async def load_job(control: Control) -> CrawlSettings | None:
+    """The job's settings, or None before submit."""
+    raw = await control.load_job()
+    return None if raw is None else parse_job(raw, control.job)
+
+
+# -- submit ---------------------------------------------------------------------------------
+
+
+async def submit(settings: CrawlSettings, url: str, job: str) -> int:
+    """Store the job's settings and queue its seeds; returns how many seeds were queued."""
+    seeds = canonical_seeds(settings)
+    settings = settings.model_copy(update={"seeds": seeds, "seeds_file": None, "resume": False})
+    control = await open_control(url, job)
+    try:
+        if await control.load_job() is not None:
+            raise SettingsError(f"job {job!r} exists already at {url}; choose another --job")
+        frontier = RedisFrontier(
+            control.redis,
+            job,
+            crawl_scope(settings, seeds),
+            PolitenessPolicy(),
+            partitions=settings.partitions,
+        )
+        added = await frontier.add([Candidate(seed) for seed in seeds])
+        # Seeds first: a worker that sees the job must not find it finished already.
+        await control.store_job(settings.model_dump_json())
+        return added.added
+    finally:
+        await control.redis.aclose()
+
+
+# -- status and wait ------------------------------------------------------------------------
+
+
+async def status(url: str, job: str) -> dict[str, Any]:
+    """The job's state as ``cluster status --json`` prints it."""
+    control = await open_control(url, job)
+    try:
+        settings = await load_job(control)
+        totals = await control.totals(settings.partitions) if settings else None
+        workers = [
+            {
+                "name": w.name,
+                "alive": w.alive,
+                "partitions": w.figures.get("partitions", 0),
+                "pages": w.figures.get("pages", 0),
+                "pages_per_second": w.figures.get("pages_per_second", 0.0),
+                "started": w.figures.get("started"),
+            }
+            for w in await control.workers()
+        ]
+        return {
+            "job": job,
+            "submitted": settings is not None,
+            "done": bool(totals and totals.done),
+            "leader": await control.leader(),
+            "assignment_version": await control.version(),
+            "totals": _totals(totals),
+            "pages_per_second": round(sum(w["pages_per_second"] for w in workers if w["alive"]), 2),
+            "workers": workers,
+        }
+    finally:
+        await control.redis.aclose()
+
+
+def _totals(totals: JobTotals | None) -> dict[str, int]:
+    if totals is None:
+        return {"queued": 0, "claimed": 0, "seen": 0, "finished": 0}
+    return {
+        "queued": totals.queued,
+        "claimed": totals.claimed,
+        "seen": totals.seen,
+        "finished": totals.finished,
+    }
+
+
+async def wait(url: str, job: str, limit: float | None) -> bool:
+    """Wait until the job is finished (True) or ``limit`` seconds pass (False)."""
+    control = await open_control(url, job)
+    deadline = None if limit is None else time.monotonic() + limit
+    try:
+        while True:
+            settings = await load_job(control)
+            if settings is not None and (await control.totals(settings.partitions)).done:
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(_POLL)
+    finally:
+        await control.redis.aclose()
+
+
+# -- the worker -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerOptions:
+    """What ``cluster worker`` is told on its command line."""
+
+    redis_url: str
+    job: str = DEFAULT_JOB
+    name: str | None = None
+    out: Path | None = None
+    concurrency: int | None = None
+    heartbeat_ttl: float | None = None
+    job_timeout: float = 600.0
+    """Seconds to wait for a job to be submitted."""
+
+
+def default_name() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+async def run_worker(options: WorkerOptions) -> CrawlStats:
+    """Join the job, crawl its share until the job is finished (or SIGTERM), write stats.json."""
+    control = await open_control(options.redis_url, options.job)
+    try:
+        settings = await _wait_for_job(control, options)
+        return await _work(control, settings, options.name or default_name())
+    finally:
+        await control.redis.aclose()
+
+
+async def _wait_for_job(control: Control, options: WorkerOptions) -> CrawlSettings:
+    deadline = time.monotonic() + options.job_timeout
+    told = False
+    while (settings := await load_job(control)) is None:
+        if time.monotonic() >= deadline:
+            raise ClusterError(
+                f"no job {options.job!r} submitted at {options.redis_url} "
+                f"after {options.job_timeout:g}s"
+            )
+        if not told:
+            print(f"waiting for job {options.job!r} to be submitted", file=sys.stderr)
+            told = True
+        await asyncio.sleep(_POLL)
+    update: dict[str, Any] = {"resume": True, "quiet": True}
+    if options.out is not None:
+        update["out"] = options.out
+    if options.concurrency is not None:
+        update["concurrency"] = options.concurrency
+    if options.heartbeat_ttl is not None:
+        update["heartbeat_ttl"] = options.heartbeat_ttl
+    try:
+        return CrawlSettings.model_validate(settings.model_dump() | update)
+    except ValidationError as exc:
+        raise SettingsError(f"invalid worker option: {exc.errors()[0]['msg']}") from None
+
+
+async def _work(control: Control, settings: CrawlSettings, name: str) -> CrawlStats:
+    try:
+        settings.out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SettingsError(f"invalid setting 'out': {exc.strerror}: {settings.out}") from exc
+    duties = Duties(control, name, settings)
+    async with open_stages(settings) as stages:
+        frontier = RedisFrontier(
+            control.redis,
+            control.job,
+            crawl_scope(settings, settings.seeds),
+            stages.politeness,
+            partitions=settings.partitions,
+            owned=duties.owned,
+            robots_check=robots_check(stages.robots, settings.robots),
+            lease_timeout=settings.claim_timeout,
+            memory_budget=settings.queue_memory,
+            defer_acks=True,
+        )
+        crawler = stages.crawler(settings, frontier, on_commit=frontier.take_acks)
+        crawler.restore_counts()
+        install_signal_handlers(crawler)
+        await duties.start(frontier, crawler)
+        try:
+            stats = await crawler.run([])
+        finally:
+            await duties.stop()
+            with contextlib.suppress(RedisError, OSError):
+                await frontier.close()
+                await control.leave(name, duties.figures())
+        duties.raise_failure()
+        stats.write(settings.out / "stats.json")
+    return stats
+
+
+class Duties:
+    """A worker's background tasks: heartbeat, leadership, assignment, claim renewal."""
+
+    def __init__(self, control: Control, name: str, settings: CrawlSettings) -> None:
+        self._control = control
+        self._name = name
+        self._settings = settings
+        self._ttl = settings.heartbeat_ttl
+        self._owned: frozenset[int] = frozenset()
+        self._version = -1
+        self._started = time.time()
+        self._crawler: Crawler | None = None
+        self._frontier: RedisFrontier | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._failure: BaseException | None = None
+
+    def owned(self) -> frozenset[int]:
+        """The partitions this worker owns now (the frontier's ``owned`` callable)."""
+        return self._owned
+
+    def figures(self) -> dict[str, Any]:
+        """What the heartbeat publishes."""
+        stats = self._crawler.stats() if self._crawler is not None else None
+        return {
+            "pages": stats.pages if stats else 0,
+            "pages_per_second": round(stats.pages_per_second, 2) if stats else 0.0,
+            "started": round(self._started, 3),
+            "partitions": len(self._owned),
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+        }
+
+    async def start(self, frontier: RedisFrontier, crawler: Crawler) -> None:
+        self._frontier = frontier
+        self._crawler = crawler
+        await self._control.heartbeat(self._name, self.figures(), self._ttl)
+        await self._follow()  # the first leader publishes a tick later: workers started
+        # together are all in its first assignment
+        beat = self._ttl / 3
+        renew = self._settings.claim_timeout / 3
+        reclaim = max(1.0, min(self._settings.claim_timeout / 4, 10.0))
+        for every, duty in (
+            (beat, self._beat),
+            (min(1.0, beat), self._lead),
+            (min(1.0, beat), self._follow),
+            (renew, frontier.renew),
+            (reclaim, self._reclaim),
+        ):
+            task = asyncio.create_task(self._every(every, duty))
+            task.add_done_callback(self._task_done)
+            self._tasks.append(task)
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def raise_failure(self) -> None:
+        if self._failure is not None:
+            raise self._failure
+
+    async def _every(self, seconds: float, duty: Callable[[], Awaitable[Any]]) -> None:
+        while True:
+            await asyncio.sleep(seconds)
+            await duty()
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled() or task.exception() is None:
+            return
+        if self._failure is None:
+            self._failure = task.exception()
+        if self._crawler is not None:
+            self._crawler.stop()
+
+    async def _beat(self) -> None:
+        await self._control.heartbeat(self._name, self.figures(), self._ttl)
+
+    async def _lead(self) -> None:
+        if await self._control.lead(self._name, self._ttl):
+            await self._control.rebalance(self._name, self._settings.partitions)
+
+    async def _reclaim(self) -> None:
+        if self._frontier is not None and await self._control.leader() == self._name:
+            await self._frontier.reclaim_expired()
+
+    async def _follow(self) -> None:
+        """On a new assignment version: drop lost partitions, claim from gained ones."""
+        version, owned = await self._control.owned_by(self._name)
+        if version == self._version:
+            return
+        self._version = version
+        lost = self._owned - owned
+        gained = owned - self._owned
+        self._owned = owned
+        if self._frontier is None:
+            return
+        if lost:
+            await self._frontier.drop_partitions(lost)
+        if gained:
+            await self._frontier.refresh()
