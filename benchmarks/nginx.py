@@ -31,14 +31,18 @@ def render_config(prefix: Path, www: Path, ips: Sequence[str], port: int) -> str
         f"    server {{ listen {ip}:{port}; server_name {ip}; root {www / ip}; }}\n" for ip in ips
     )
     return (
-        f"{user}daemon off;\nworker_processes 1;\npid {prefix / 'nginx.pid'};\n"
+        f"{user}daemon off;\nworker_processes 1;\nworker_rlimit_nofile 16384;\n"
+        f"pid {prefix / 'nginx.pid'};\n"
         f"error_log {prefix / 'error.log'} warn;\n"
         "events { worker_connections 4096; }\n"
         "http {\n"
         "    access_log off;\n    log_not_found off;\n"
         "    sendfile on;\n    tcp_nopush on;\n    tcp_nodelay on;\n"
+        # Files are read in nginx's thread pool: this machine keeps little page cache, and a
+        # big web read from disk would otherwise stall the one worker on every file.
+        "    aio threads;\n"
         "    keepalive_requests 1000000;\n    keepalive_timeout 120s;\n"
-        "    open_file_cache max=250000 inactive=120s;\n"
+        "    open_file_cache max=4000 inactive=120s;\n"
         "    types { text/html html; text/plain txt; }\n"
         "    default_type application/octet-stream;\n    charset utf-8;\n"
         "    index index.html;\n"

@@ -88,7 +88,14 @@ class CrawlDB:
         if not staged:
             return
         async with self._lock:
-            await asyncio.to_thread(self._write, staged)
+            write = asyncio.ensure_future(asyncio.to_thread(self._write, staged))
+            try:
+                await asyncio.shield(write)
+            except asyncio.CancelledError:
+                # The thread is writing: hold the lock until it is done, so a cancelled
+                # commit never overlaps the next one or close().
+                await write
+                raise
 
     def _write(self, staged: list[tuple[str, list[Row]]]) -> None:
         with self._conn:

@@ -204,7 +204,8 @@ class Crawler:
             timeout = 1.0 if wait is None or free <= 0 else min(max(wait, 0.001), 1.0)
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._wake.wait()
 
     def _budget(self) -> int:
         if self._config.max_pages is None:

@@ -25,7 +25,13 @@ from redis.exceptions import RedisError
 
 from gossamer.cluster.control import Control, JobTotals
 from gossamer.cluster.errors import ClusterError
-from gossamer.crawl import canonical_seeds, crawl_scope, install_signal_handlers, open_stages
+from gossamer.crawl import (
+    canonical_seeds,
+    crawl_scope,
+    install_signal_handlers,
+    open_stages,
+    tune_gc,
+)
 from gossamer.engine import Crawler, robots_check
 from gossamer.frontier.base import Candidate
 from gossamer.frontier.politeness import PolitenessPolicy
@@ -189,6 +195,7 @@ async def run_worker(options: WorkerOptions) -> CrawlStats:
     control = await open_control(options.redis_url, options.job)
     try:
         settings = await _wait_for_job(control, options)
+        tune_gc()
         return await _work(control, settings, options.name or default_name())
     finally:
         await control.redis.aclose()
