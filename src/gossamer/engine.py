@@ -250,12 +250,8 @@ class Crawler:
             raise
 
     async def _process_lease(self, lease: Lease) -> None:
-        if lease.robots_blocked:
-            self._record(PageRecord(lease.url, None, lease.depth, error="robots"), lease)
-            await self._frontier.ack(lease, None)
-            return
         policy = None
-        if self._config.obey_robots:
+        if self._config.obey_robots and not lease.robots_blocked:
             policy = self._robots.known(lease.url)
             if policy is None:
                 await self._fetch_robots(lease)
@@ -263,6 +259,12 @@ class Crawler:
             if policy.status == "unreachable":
                 await self._robots_unreachable(lease)
                 return
+        # The frontier checks robots.txt when it leases, but the host's robots.txt may have
+        # arrived (through another lease) only since: check again before fetching.
+        if lease.robots_blocked or (policy is not None and not policy.allowed(lease.url)):
+            self._record(PageRecord(lease.url, None, lease.depth, error="robots"), lease)
+            await self._frontier.ack(lease, None)
+            return
         result = await self._fetcher.fetch(lease.url)
         self._counts["requests"] += 1
         feedback = Feedback(
