@@ -7,7 +7,7 @@ import asyncio
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn, get_args
+from typing import Any, Literal, NoReturn, get_args, get_origin
 
 from gossamer import __version__
 from gossamer.cluster.errors import ClusterError
@@ -73,11 +73,16 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
         if name in taken:
             continue
         flag = "--" + name.replace("_", "-")
-        kinds = [a for a in get_args(info.annotation) if a is not type(None)] or [info.annotation]
+        kinds = [info.annotation]
+        if get_origin(info.annotation) is not Literal:
+            kinds = [a for a in get_args(info.annotation) if a is not type(None)] or kinds
         if kinds[0] is bool:
             parser.add_argument(
                 flag, dest=name, action="store_const", const=True, help=info.description
             )
+        elif get_origin(kinds[0]) is Literal:
+            choices = list(get_args(kinds[0]))
+            parser.add_argument(flag, dest=name, choices=choices, help=info.description)
         elif kinds[0] in _FLAG_TYPES:
             parser.add_argument(flag, dest=name, type=_FLAG_TYPES[kinds[0]], help=info.description)
 

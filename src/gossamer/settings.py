@@ -11,7 +11,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -97,6 +97,22 @@ class CrawlSettings(BaseModel):
         ge=1,
         le=86_400,
         description="Cluster mode: seconds a dead worker's URLs stay claimed.",
+    )
+
+    partition_by: Literal["host", "url"] = Field(
+        "host",
+        description="Cluster mode: partition by host (one owner per host) or by URL (one "
+        "host's URLs spread over every worker; per-host limits kept through Redis).",
+    )
+    allocator: Literal["equal", "weighted", "bpnn-pso", "first-fit"] = Field(
+        "equal", description="Cluster mode: how partitions are shared among the workers."
+    )
+    max_bandwidth: int | None = Field(
+        None, ge=1024, description="Most bytes per second this process downloads (all hosts)."
+    )
+    store: str | None = Field(
+        None,
+        description="Also write page records to this database (postgres://user@host/db).",
     )
 
     @field_validator("seeds", "allow_domains", "resolve", mode="before")
