@@ -1,0 +1,1 @@
+"""Load balancing across unequal workers: capability figures, runtime model, allocators."""
