@@ -103,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     from gossamer.cluster.cli import add_cluster_parser
 
     add_cluster_parser(sub, _add_crawl_flags)
+    from gossamer.balance.plan import add_plan_parser
+
+    add_plan_parser(sub)
     return parser
 
 

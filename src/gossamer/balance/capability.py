@@ -52,6 +52,8 @@ class Live:
     queue_depth: int = 0
     """URLs held in the worker's memory, waiting to be fetched."""
     errors: int = 0
+    bandwidth_bps: float = 0.0
+    """Bytes per second downloaded over the last few seconds."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,0 +1,123 @@
+"""The allocators behind ``allocate``: shares, partitions, bad input and re-planning."""
+
+from __future__ import annotations
+
+import pytest
+
+from gossamer.balance.allocate import KINDS, Kind, allocate, assign_partitions, equal_split
+from gossamer.balance.capability import Capability, Live, WorkerState
+from gossamer.balance.model import LinearRuntimeModel
+from gossamer.cluster import control
+
+P = 512
+QUEUED = {p: (p * 7) % 23 for p in range(P)}  # some partitions empty, the rest 1..22 URLs
+TOTAL = sum(QUEUED.values())
+
+
+def worker(name: str, pages: float = 0.0, **capability: float) -> WorkerState:
+    figures = {"concurrency": 64, "bandwidth_bps": 1e6, **capability}
+    return WorkerState(name, Capability(**figures), Live(pages_per_second=pages))  # type: ignore[arg-type]
+
+
+def urls(parts: frozenset[int]) -> int:
+    return sum(QUEUED[p] for p in parts)
+
+
+def check_complete(assignment: dict[str, frozenset[int]]) -> None:
+    owned = [p for parts in assignment.values() for p in parts]
+    assert sorted(owned) == list(range(P)), "every partition has exactly one owner"
+
+
+def moved(before: dict[str, frozenset[int]], after: dict[str, frozenset[int]]) -> int:
+    return sum(len(parts - after.get(name, frozenset())) for name, parts in before.items())
+
+
+def test_equal_reproduces_control_equal_split() -> None:
+    names = ["c", "a", "b"]
+    workers = [worker(n) for n in names]
+    first = allocate("equal", workers, QUEUED, P)
+    assert first == control.equal_split(P, names)
+    joined = allocate("equal", [*workers, worker("d")], QUEUED, P, first)
+    assert joined == control.equal_split(P, [*names, "d"], first)
+    assert equal_split(10, []) == {}
+
+
+def test_weighted_follows_throughput() -> None:
+    workers = [worker("a", pages=10), worker("b", pages=30)]
+    split = allocate("weighted", workers, QUEUED, P)
+    check_complete(split)
+    assert urls(split["b"]) == pytest.approx(0.75 * TOTAL, rel=0.02)
+    # without live figures: bandwidth (and concurrency) decide
+    slow, fast = worker("a", bandwidth_bps=5e5), worker("b", bandwidth_bps=1.5e6)
+    split = allocate("weighted", [slow, fast], QUEUED, P)
+    assert urls(split["b"]) == pytest.approx(0.75 * TOTAL, rel=0.02)
+
+
+def test_bpnn_pso_gives_the_faster_worker_more() -> None:
+    workers = [worker("a", bandwidth_bps=5e5), worker("b", bandwidth_bps=1.5e6)]
+    for solver in ("greedy", "pso"):
+        split = allocate("bpnn-pso", workers, QUEUED, P, model=LinearRuntimeModel(), solver=solver)
+        check_complete(split)
+        assert urls(split["b"]) == pytest.approx(0.75 * TOTAL, rel=0.03)
+
+
+def test_first_fit_packs_busy_workers_first() -> None:
+    # a small job fits the first worker alone (P2: few nodes in use)
+    small = {p: 1 for p in range(10)}
+    workers = [worker("a", pages=50), worker("b", pages=50)]
+    split = allocate("first-fit", workers, small, P)
+    check_complete(split)
+    assert split["a"] >= set(range(10)) and not split.get("b")
+    # a job bigger than the cluster's capacity per round: everything assigned, both busy
+    big = {p: 400 for p in range(P)}
+    split = allocate("first-fit", workers, big, P)
+    check_complete(split)
+    assert sum(big[p] for p in split["b"]) > 0.3 * 400 * P
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_bad_input(kind: Kind) -> None:
+    assert allocate(kind, [], QUEUED, P) == {}
+    dead = worker("dead", concurrency=0)
+    split = allocate(kind, [worker("a"), dead, worker("b")], QUEUED, P)
+    check_complete(split)
+    assert not split.get("dead")
+    only_dead = allocate(kind, [dead, worker("zero", cores=0)], QUEUED, P)
+    assert only_dead == control.equal_split(P, ["dead", "zero"])  # all zero: equal
+    huge = {p: 10**6 for p in range(P)}  # far beyond what the cluster does in any horizon
+    check_complete(allocate(kind, [worker("a"), worker("b")], huge, P))
+    check_complete(allocate(kind, [worker("a")], {}, P))  # nothing queued yet
+    with pytest.raises(ValueError):
+        allocate("random", [worker("a")], QUEUED, P)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kind", ["weighted", "bpnn-pso", "first-fit"])
+def test_hysteresis(kind: Kind) -> None:
+    figures = {"a": 1e6, "b": 2e6, "c": 3e6}
+    workers = [worker(n, bandwidth_bps=bw) for n, bw in figures.items()]
+    first = allocate(kind, workers, QUEUED, P)
+    check_complete(first)
+    nudged = [worker(n, bandwidth_bps=bw * 1.04) for n, bw in figures.items() if n != "c"]
+    nudged.append(worker("c", bandwidth_bps=3e6 * 0.97))
+    assert allocate(kind, nudged, QUEUED, P, first) == first  # small change: nothing moves
+    changed = [worker("a", bandwidth_bps=6e6), *workers[1:]]
+    second = allocate(kind, changed, QUEUED, P, first)
+    check_complete(second)
+    assert urls(second["a"]) > 1.5 * urls(first["a"])
+    if kind != "first-fit":  # first-fit packs the whole job onto a: everything moves there
+        # moving the fewest URLs: a's gain is about a third of the URLs, and little else moves
+        assert sum(urls(first[n] - second[n]) for n in first) < 0.4 * TOTAL
+    gone = allocate(kind, changed[1:], QUEUED, P, second)  # a leaves
+    check_complete(gone)
+    assert all(second.get(n, frozenset()) <= gone[n] for n in ("b", "c"))  # survivors keep
+
+
+def test_assign_partitions_keeps_previous_and_cleans_it() -> None:
+    targets = {"a": 0.5, "b": 0.5}
+    first = assign_partitions(targets, QUEUED, P)
+    check_complete(first)
+    assert assign_partitions(targets, QUEUED, P, first) == first
+    # a partition claimed twice and one out of range: cleaned, still complete
+    messy = {"a": first["a"] | {next(iter(first["b"])), P + 5}, "b": first["b"]}
+    check_complete(assign_partitions(targets, QUEUED, P, messy))
+    assert assign_partitions({"a": 0.0}, QUEUED, P) == {}
