@@ -42,12 +42,15 @@ clean:
 # make bench: every figure of the Performance section of the README (benchmarks/), starting
 # with gossamer vs Scrapy on a generated local web served by nginx. BENCH_ARGS passes options
 # to that first one, e.g. make bench BENCH_ARGS=--quick; make bench-crawl runs only it.
+# make bench-cluster runs only the cluster scaling table (1, 2, 4, 8 workers on one Redis;
+# redis-server from Debian), CLUSTER_ARGS its options, e.g. CLUSTER_ARGS=--quick.
 SCRAPY_VENV := benchmarks/.venv-scrapy
 SCRAPY_STAMP := $(SCRAPY_VENV)/.installed
 NGINX_BIN ?= /usr/sbin/nginx
 BENCH_ARGS ?=
+CLUSTER_ARGS ?=
 
-.PHONY: bench bench-crawl bench-nginx
+.PHONY: bench bench-crawl bench-nginx bench-cluster
 
 $(SCRAPY_STAMP): benchmarks/requirements-scrapy.txt
 	$(PYTHON) -m venv $(SCRAPY_VENV)
@@ -65,8 +68,12 @@ bench-nginx:
 bench-crawl: $(STAMP) $(SCRAPY_STAMP) bench-nginx
 	$(BIN)/python benchmarks/bench_crawl.py $(BENCH_ARGS)
 
-bench: bench-crawl
+bench-cluster: $(STAMP) system-deps
+	$(BIN)/python benchmarks/bench_cluster.py $(CLUSTER_ARGS)
+
+bench: bench-crawl system-deps
 	$(BIN)/python benchmarks/bench_seen.py
 	$(BIN)/python benchmarks/bench_frontier.py
 	$(BIN)/python benchmarks/bench_scale.py
 	$(BIN)/python benchmarks/bench_latency.py
+	$(BIN)/python benchmarks/bench_cluster.py $(CLUSTER_ARGS)

@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # Debian packages the test suite uses: nginx and python3-doc (a real documentation site),
-# wget (the reference crawler) and redis-server (the cluster backend). Installed with apt-get
-# when missing and running as root.
+# wget (the reference crawler), redis-server (the cluster backend) and postgresql (the shared
+# page store). Installed with apt-get when missing and running as root.
 set -euo pipefail
 missing=()
 [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null || missing+=(nginx-light)
 [ -d /usr/share/doc/python3-doc/html ] || missing+=(python3-doc)
 command -v wget >/dev/null || missing+=(wget)
 command -v redis-server >/dev/null || missing+=(redis-server)
+# Debian keeps initdb and pg_ctl in /usr/lib/postgresql/<version>/bin, off PATH.
+have_postgres() {
+    command -v initdb >/dev/null && return 0
+    compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null
+}
+have_postgres || missing+=(postgresql)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then
     echo "system-deps: missing ${missing[*]} (not root: the tests that need them are skipped)"
@@ -17,13 +23,21 @@ echo "system-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-# The packages start servers (nginx on port 80, redis on 6379) that the tests do not use.
-for service in redis-server; do
+# The packages start servers (nginx on port 80, redis on 6379, PostgreSQL on 5432) that the
+# tests do not use: each test starts its own.
+for service in redis-server postgresql; do
     if command -v systemctl >/dev/null && systemctl is-active --quiet "$service" 2>/dev/null; then
         systemctl stop "$service" || true
     fi
 done
 pkill -x redis-server 2>/dev/null || true
+if command -v pg_lsclusters >/dev/null; then
+    pg_lsclusters -h 2>/dev/null | while read -r version cluster _ state _; do
+        if [ "$state" = online ]; then
+            pg_ctlcluster "$version" "$cluster" stop || true
+        fi
+    done
+fi
 if command -v systemctl >/dev/null && systemctl is-active --quiet nginx 2>/dev/null; then
     systemctl stop nginx || true
 elif [ -f /run/nginx.pid ]; then

@@ -9,14 +9,23 @@ import asyncio
 import gc
 import os
 import signal
+import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from gossamer.balance.probe import BandwidthMeter
 from gossamer.crawldb import CrawlDB
-from gossamer.engine import CommitHook, Crawler, EngineConfig, RobotsFetch, robots_check
+from gossamer.engine import (
+    CommitHook,
+    Crawler,
+    EngineConfig,
+    RecordStore,
+    RobotsFetch,
+    robots_check,
+)
 from gossamer.fetch.http import FetchConfig, Fetcher
 from gossamer.frontier.base import Frontier
 from gossamer.frontier.local import LocalFrontier
@@ -26,6 +35,7 @@ from gossamer.outcomes import RetryPolicy
 from gossamer.progress import progress_line
 from gossamer.settings import CrawlSettings, SettingsError, read_seeds
 from gossamer.sinks.jsonl import JsonlSink, repair_jsonl
+from gossamer.sinks.postgres import PostgresSink, StoreExport
 from gossamer.sinks.sqlite import SQLiteSink
 from gossamer.stats import CrawlStats
 from gossamer.urls import InvalidURL, Scope, canonicalize
@@ -74,6 +84,9 @@ class Stages:
     robots_fetch: RobotsFetch
     robots: RobotsCache
     politeness: PolitenessPolicy
+    store: RecordStore | None = None
+    meter: BandwidthMeter | None = None
+    """Fed by the fetcher with every body chunk received (a worker's bandwidth figures)."""
 
     def crawler(
         self, settings: CrawlSettings, frontier: Frontier, on_commit: CommitHook | None = None
@@ -88,19 +101,23 @@ class Stages:
             self.db,
             self.jsonl,
             on_commit=on_commit,
+            store=self.store,
         )
 
 
 @asynccontextmanager
-async def open_stages(settings: CrawlSettings) -> AsyncIterator[Stages]:
-    """crawl.db, pages.jsonl (repaired after a crash), fetcher, robots cache, politeness."""
+async def open_stages(settings: CrawlSettings, worker: str | None = None) -> AsyncIterator[Stages]:
+    """crawl.db, pages.jsonl (repaired after a crash), fetcher, robots cache, politeness and,
+    with ``--store``, the shared page store (rows signed by ``worker``, default host-pid)."""
     out = settings.out
+    sink = await _open_store(settings, worker)  # first: a bad store fails before crawl.db exists
     db = CrawlDB(out / "crawl.db")
     jsonl_path = out / "pages.jsonl"
     committed = repair_jsonl(jsonl_path)
     jsonl = JsonlSink(jsonl_path)
     jsonl.write(SQLiteSink(db).records_after(committed))
-    fetcher = Fetcher(_fetch_config(settings))
+    meter = BandwidthMeter()
+    fetcher = Fetcher(_fetch_config(settings), meter=meter)
     robots_fetch = RobotsFetch(fetcher)
     robots = RobotsCache(
         fetch=robots_fetch, token=settings.robots_token, retry_interval=settings.robots_retry
@@ -112,11 +129,30 @@ async def open_stages(settings: CrawlSettings) -> AsyncIterator[Stages]:
         max_delay=settings.max_host_delay,
     )
     try:
-        yield Stages(db, jsonl, fetcher, robots_fetch, robots, politeness)
+        store = await _catch_up(sink, db)
+        yield Stages(db, jsonl, fetcher, robots_fetch, robots, politeness, store, meter=meter)
     finally:
         await fetcher.close()
         jsonl.close()
         db.close()
+        if sink is not None:
+            await sink.close()
+
+
+async def _open_store(settings: CrawlSettings, worker: str | None) -> PostgresSink | None:
+    if settings.store is None:
+        return None
+    name = worker or f"{socket.gethostname()}-{os.getpid()}"
+    return await PostgresSink.open(settings.store, name)
+
+
+async def _catch_up(sink: PostgresSink | None, db: CrawlDB) -> StoreExport | None:
+    """The store's view of crawl.db, after sending the records a lost server missed."""
+    if sink is None:
+        return None
+    store = StoreExport(sink, db)
+    await store.catch_up()
+    return store
 
 
 def crawl_scope(settings: CrawlSettings, seeds: list[str]) -> Scope:
@@ -166,6 +202,7 @@ def _fetch_config(settings: CrawlSettings) -> FetchConfig:
         max_body_bytes=settings.max_body_bytes,
         concurrency=settings.concurrency,
         resolve=tuple(settings.resolve),
+        max_bandwidth=settings.max_bandwidth,
     )
 
 
@@ -209,7 +246,8 @@ async def run_crawl(settings: CrawlSettings) -> CrawlStats:
 
 
 def install_signal_handlers(crawler: Crawler) -> None:
-    """SIGINT/SIGTERM stop the crawler gracefully; a second one exits at once."""
+    """SIGINT/SIGTERM stop the crawler gracefully; a second one exits at once. SIGUSR1 prints
+    the asyncio tasks (:func:`dump_tasks`)."""
     loop = asyncio.get_running_loop()
     received: list[int] = []
 
@@ -226,6 +264,16 @@ def install_signal_handlers(crawler: Crawler) -> None:
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, on_signal, signum)
+    loop.add_signal_handler(signal.SIGUSR1, dump_tasks)
+
+
+def dump_tasks() -> None:
+    """SIGUSR1: print every asyncio task and where it waits, to find a stuck crawl."""
+    tasks = asyncio.all_tasks()
+    print(f"\n{len(tasks)} asyncio tasks:", file=sys.stderr)
+    for task in tasks:
+        task.print_stack(limit=8, file=sys.stderr)
+    sys.stderr.flush()
 
 
 def summary(stats: CrawlStats, out: Path) -> str:

@@ -3,7 +3,7 @@
 One task runs per leased URL; the loop keeps at most ``concurrency`` of them in flight and
 sleeps until a task ends or the frontier says a host becomes due. A checkpoint task commits
 crawl.db (frontier state and records in one transaction) and then appends the same records to
-pages.jsonl.
+pages.jsonl and, with a store, upserts them into it before the checkpoint's acks are sent.
 """
 
 from __future__ import annotations
@@ -65,6 +65,12 @@ class FetchResultLike(Protocol):
     def truncated(self) -> bool: ...
 
 
+class RecordStore(Protocol):
+    """A shared page store the checkpoint writes to (``--store``); raises to stop the crawl."""
+
+    async def write(self, records: list[PageRecord]) -> None: ...
+
+
 class Fetch(Protocol):
     """Anything that fetches one URL without following redirects and never raises."""
 
@@ -101,6 +107,7 @@ class Crawler:
         clock: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
         on_commit: CommitHook | None = None,
+        store: RecordStore | None = None,
     ) -> None:
         self._config = config
         self._frontier = frontier
@@ -113,6 +120,7 @@ class Crawler:
         self._clock = clock
         self._rng = rng or random.Random()
         self._on_commit = on_commit
+        self._store = store
         self._tasks: set[asyncio.Task[None]] = set()
         self._wake = asyncio.Event()
         self._stopping = False
@@ -177,7 +185,8 @@ class Crawler:
         )
 
     async def checkpoint(self) -> None:
-        """Commit crawl.db (state and records together), then append the records to JSONL.
+        """Commit crawl.db (state and records together), append the records to JSONL, write
+        them to the store, then run the commit hook's follow-up (the acks).
 
         pages.jsonl is always a prefix of crawl.db's pages table; ``--resume`` appends the rest.
         """
@@ -185,6 +194,8 @@ class Crawler:
         after = self._on_commit() if self._on_commit is not None else None
         await self._db.commit()
         self._jsonl.write(records)
+        if self._store is not None:
+            await self._store.write(records)
         if after is not None:
             await after()
 
@@ -220,8 +231,13 @@ class Crawler:
     def _task_done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
         self._wake.set()
-        if not task.cancelled() and task.exception() is not None and self._failure is None:
-            self._failure = task.exception()
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            self._fail(exc)
+
+    def _fail(self, exc: BaseException) -> None:
+        """Stop the crawl; ``run`` raises the first failure once the crawl has wound down."""
+        if self._failure is None:
+            self._failure = exc
             self.stop()
 
     async def _drain(self) -> None:
@@ -238,7 +254,11 @@ class Crawler:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(finished.wait(), self._config.checkpoint_interval)
             if not finished.is_set():
-                await self.checkpoint()
+                try:
+                    await self.checkpoint()
+                except Exception as exc:
+                    self._fail(exc)
+                    return
 
     # -- one URL ---------------------------------------------------------------------------
 
@@ -290,6 +310,11 @@ class Crawler:
         """The host's first request is its robots.txt; the URL waits for its next slot."""
         policy = await self._robots.get(lease.url)
         self._db.stage(_INSERT_SITEMAP, [(lease.host, url) for url in policy.sitemaps])
+        if policy.status == "unreachable":
+            # Counted as an attempt: with a host delay longer than --robots-retry, a release
+            # would find the verdict expired at every lease and fetch robots.txt forever.
+            await self._robots_unreachable(lease)
+            return
         started = self._robots_fetch.started.get(lease.host)
         await self._frontier.release(
             lease, Feedback(started_at=started, crawl_delay=policy.crawl_delay)
@@ -408,4 +433,12 @@ def _is_html(result: FetchResultLike) -> bool:
     return head.startswith((b"<!doctype html", b"<html"))
 
 
-__all__ = ["CommitHook", "Crawler", "EngineConfig", "RobotsFetch", "RobotsPolicy", "robots_check"]
+__all__ = [
+    "CommitHook",
+    "Crawler",
+    "EngineConfig",
+    "RecordStore",
+    "RobotsFetch",
+    "RobotsPolicy",
+    "robots_check",
+]

@@ -1,4 +1,6 @@
-"""The frontier contract, run on every backend: embedded (with crawl.db) and Redis.
+"""The frontier contract, run on every backend: embedded (with crawl.db) and Redis, the latter
+on a one-node Redis Cluster through a plain client and on a 3-master Redis Cluster through a
+cluster client (partitions on different nodes).
 
 ``settled(frontier)`` reads ``done()`` the way the engine does: the Redis backend's ``done()``
 answers from the snapshot its ``lease()`` loop refreshes, so the suite refreshes it first.
@@ -13,13 +15,14 @@ from typing import Any, Protocol
 
 import pytest
 from redis.asyncio import Redis
-from tests.redis_server import RedisServer
+from redis.asyncio.cluster import RedisCluster
+from tests.redis_server import RedisClusterServer, RedisServer
 
 from gossamer.crawldb import CrawlDB
 from gossamer.frontier.base import Candidate, Feedback, Frontier
 from gossamer.frontier.local import LocalFrontier
 from gossamer.frontier.politeness import PolitenessPolicy
-from gossamer.frontier.redis import RedisFrontier
+from gossamer.frontier.redis import RedisClient, RedisFrontier
 from gossamer.urls import Scope
 
 _jobs = itertools.count()
@@ -45,13 +48,22 @@ def redis_server() -> Iterator[RedisServer]:
         yield server
 
 
-@pytest.fixture(params=["local", "redis"])
+@pytest.fixture(scope="module")
+def redis_cluster() -> Iterator[RedisClusterServer]:
+    with RedisClusterServer() as cluster:
+        yield cluster
+
+
+@pytest.fixture(params=["local", "redis", "redis-cluster"])
 async def make(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Make]:
     dbs: list[CrawlDB] = []
-    client: Redis | None = None
+    client: RedisClient | None = None
     if request.param == "redis":
         server: RedisServer = request.getfixturevalue("redis_server")
         client = Redis.from_url(server.url)
+    elif request.param == "redis-cluster":
+        cluster: RedisClusterServer = request.getfixturevalue("redis_cluster")
+        client = RedisCluster.from_url(cluster.url)
 
     def make_local(clock: Clock, *, per_host: int = 1, delay: float = 0.0, **kw: Any) -> Frontier:
         db = CrawlDB(tmp_path / f"crawl{len(dbs)}.db")

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from redis.exceptions import RedisError
 
 from gossamer.cluster.errors import ClusterError
+from gossamer.cluster.resilient import DEFAULT_BUDGET, RedisUnavailable
 from gossamer.cluster.worker import DEFAULT_JOB
 
 T = TypeVar("T")
@@ -35,9 +36,19 @@ def add_cluster_parser(
     worker.add_argument("--name", help="worker name, unique in the job (default host-pid)")
     worker.add_argument("--out", type=Path, help="this worker's output directory")
     worker.add_argument("--concurrency", type=int, help="requests in flight in this worker")
+    worker.add_argument(
+        "--max-bandwidth", type=int, metavar="BYTES", help="bytes per second this worker reads"
+    )
     worker.add_argument("--heartbeat-ttl", type=float, help="seconds a silent worker lives")
     worker.add_argument(
         "--job-timeout", type=float, default=600.0, help="seconds to wait for a submit (600)"
+    )
+    worker.add_argument(
+        "--redis-timeout",
+        type=float,
+        default=DEFAULT_BUDGET,
+        metavar="SECONDS",
+        help=f"wait this long for an unreachable Redis, then exit ({DEFAULT_BUDGET:g})",
     )
     worker.add_argument("--quiet", action="store_true", help="no summary")
     worker.set_defaults(handler=_worker)
@@ -68,6 +79,8 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
     """Run a cluster coroutine; a lost Redis becomes a one-line ClusterError."""
     try:
         return asyncio.run(coro)
+    except RedisUnavailable as exc:
+        raise ClusterError(str(exc)) from None
     except (RedisError, OSError) as exc:
         raise ClusterError(f"Redis failed: {exc}") from None
 
@@ -93,8 +106,10 @@ def _worker(args: argparse.Namespace) -> int:
         name=args.name,
         out=args.out,
         concurrency=args.concurrency,
+        max_bandwidth=args.max_bandwidth,
         heartbeat_ttl=args.heartbeat_ttl,
         job_timeout=args.job_timeout,
+        redis_timeout=args.redis_timeout,
     )
     stats = run(run_worker(options))
     if not args.quiet:
@@ -124,6 +139,9 @@ def format_status(state: dict[str, Any]) -> str:
         f"claimed {t['claimed']}, {state['pages_per_second']} pages/s, "
         f"leader {state['leader']}, assignment v{state['assignment_version']}"
     ]
+    model = state.get("runtime_model")
+    if model:
+        lines.append(f"  allocator {state.get('allocator')}; {model['summary']}")
     for w in state["workers"]:
         lines.append(
             f"  {w['name']:<24} {'alive' if w['alive'] else 'gone ':<5} "

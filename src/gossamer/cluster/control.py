@@ -1,7 +1,8 @@
 """The control plane of a cluster job: the stored job, membership, leader lease, assignment.
 
 Job-level keys carry the hash tag ``{J}`` (``J`` the job), never a partition's ``{J:p}``, so
-they share one Redis Cluster slot and the scripts below touch one slot only::
+they share one Redis Cluster slot and the scripts and transactions below touch one slot only
+(a Redis Cluster client runs a MULTI/EXEC transaction only within one slot)::
 
     gs:{J}:job                 STRING  the job's CrawlSettings as JSON (written by submit)
     gs:{J}:worker:<name>       STRING  a live worker's figures as JSON; TTL = heartbeat TTL
@@ -9,6 +10,7 @@ they share one Redis Cluster slot and the scripts below touch one slot only::
     gs:{J}:leader              STRING  the leader's name; PX TTL, renewed by the holder
     gs:{J}:assignment          HASH    name -> owned partition ranges, e.g. ``0-99,200-249``
     gs:{J}:assignment:version  STRING  incremented on every published assignment
+    gs:{J}:wake:<name>         SET     partitions of worker <name> others just filled
 
 The leader splits partitions ``0..P-1`` equally over the live workers (sorted by name), moving
 as few partitions as it can from the previous assignment. Workers poll the version.
@@ -21,9 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from redis.asyncio import Redis
-
-from gossamer.frontier.redis import partition_keys
+from gossamer.frontier.redis import RedisClient, partition_keys
 
 _RENEW = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -57,6 +57,7 @@ def job_keys(job: str) -> dict[str, str]:
     names = ("job", "figures", "leader", "assignment", "assignment:version")
     keys = {name: tag + name for name in names}
     keys["worker"] = tag + "worker:"
+    keys["wake"] = tag + "wake:"
     return keys
 
 
@@ -141,7 +142,7 @@ class JobTotals:
 class Control:
     """One process' handle on a job's control keys (worker, leader and observer alike)."""
 
-    def __init__(self, redis: Redis, job: str) -> None:
+    def __init__(self, redis: RedisClient, job: str) -> None:
         self.redis = redis
         self.job = job
         self.keys = job_keys(job)
@@ -240,6 +241,18 @@ class Control:
             pipe.hget(self.keys["assignment"], name)
             version, ranges = await pipe.execute()
         return int(version or 0), parse_ranges(_text(ranges or b""))
+
+    async def wake(self, owners: Mapping[str, Iterable[int]]) -> None:
+        """Tell each owner which of its partitions just got new entries (one pipeline)."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for name, parts in owners.items():
+                pipe.sadd(self.keys["wake"] + name, *parts)
+            await pipe.execute()
+
+    async def woken(self, name: str, most: int = 100_000) -> set[int]:
+        """Take the partitions others named for ``name`` since the last call."""
+        raw = await self.redis.spop(self.keys["wake"] + name, most)
+        return {int(p) for p in raw or ()}
 
     async def publish(self, leader: str, assignment: Mapping[str, Iterable[int]]) -> int:
         """Publish a new assignment if ``leader`` still holds the lease; its version or -1."""

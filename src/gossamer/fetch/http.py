@@ -35,6 +35,12 @@ compressed stream (such as further gzip members) are ignored.
 ``started_at`` comes from aiohttp's ``on_request_headers_sent`` trace signal: the moment the
 request head goes to the socket, after DNS, connect and TLS, which is when the host sees the
 request and so what the scheduler's per-host spacing should measure from.
+
+``max_bandwidth`` paces body bytes (as received, before decoding) through one
+`TokenBucket` shared by every request of the fetcher; a ``meter`` is told of every chunk.
+Time a body read spends waiting for the cap is left out of ``elapsed`` (and reported as
+``paced``), so the cap does not make hosts look slow to the politeness policy; it still counts
+towards ``total_timeout``.
 """
 
 from __future__ import annotations
@@ -59,6 +65,7 @@ from multidict import CIMultiDictProxy
 
 from gossamer.fetch.decoding import BOMB_RATIO, Body
 from gossamer.fetch.dns import CachingResolver, parse_resolve_overrides
+from gossamer.fetch.ratelimit import ByteMeter, TokenBucket
 
 __all__ = [
     "BOMB_RATIO",
@@ -93,9 +100,10 @@ class FetchResult:
     5.3), except ``set-cookie`` whose values are joined with ``"\\n"``. ``body`` is
     content-decoded. ``started_at`` (injected monotonic clock) is when the request head was
     handed to the socket, or when `Fetcher.fetch` began if it never got that far; ``elapsed``
-    runs from then to the end of the body or the error. ``fetched_at`` is wall-clock unix
-    time at the end. ``wire_bytes`` counts body bytes received from the network, before
-    content decoding. ``retry_after`` is in seconds; ``location`` is set for 3xx only.
+    runs from then to the end of the body or the error, less ``paced``, the seconds the body
+    read waited for the bandwidth cap. ``fetched_at`` is wall-clock unix time at the end.
+    ``wire_bytes`` counts body bytes received from the network, before content decoding.
+    ``retry_after`` is in seconds; ``location`` is set for 3xx only.
     """
 
     url: str
@@ -112,6 +120,7 @@ class FetchResult:
     wire_bytes: int
     retry_after: float | None
     location: str | None
+    paced: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -136,6 +145,7 @@ class FetchConfig:
     ``headers`` are sent with every request, under any per-request headers. ``dns_*`` and
     ``use_aiodns`` configure the `CachingResolver`; ``verify_tls=False`` accepts any
     certificate. Idle keep-alive connections close after ``keepalive_timeout``.
+    ``max_bandwidth`` caps the body bytes per second of all requests together (None: no cap).
     """
 
     user_agent: str = "gossamer/0.1"
@@ -152,6 +162,7 @@ class FetchConfig:
     use_aiodns: bool = False
     keepalive_timeout: float = 15.0
     verify_tls: bool = True
+    max_bandwidth: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout", "read_timeout", "total_timeout", "keepalive_timeout"):
@@ -159,6 +170,8 @@ class FetchConfig:
                 raise ValueError(f"{name} must be > 0")
         if self.max_body_bytes < 1 or self.decoded_cap < 1 or self.concurrency < 1:
             raise ValueError("max_body_bytes, max_decoded_bytes and concurrency must be >= 1")
+        if self.max_bandwidth is not None and self.max_bandwidth < 1:
+            raise ValueError("max_bandwidth must be >= 1")
         parse_resolve_overrides(self.resolve)
 
     @property
@@ -174,6 +187,8 @@ class FetchStats:
     ``responses`` counts by status class (``"2xx"``...), ``errors`` by reason; a response
     whose body failed counts in both. ``wire_bytes``/``body_bytes`` are body bytes before and
     after content decoding. ``waiting`` fetches wait for a pool slot, ``in_flight`` hold one.
+    ``latency`` sums the ``elapsed`` of the fetches that got a response, ``paced`` the seconds
+    bodies waited for the bandwidth cap.
     """
 
     requests: int
@@ -184,6 +199,14 @@ class FetchStats:
     truncated: int
     wire_bytes: int
     body_bytes: int
+    latency: float = 0.0
+    paced: float = 0.0
+
+    @property
+    def mean_latency(self) -> float:
+        """Mean ``elapsed`` of the fetches that got a response (0 before the first)."""
+        answered = sum(self.responses.values())
+        return self.latency / answered if answered else 0.0
 
 
 class Fetcher:
@@ -191,8 +214,9 @@ class Fetcher:
 
     ``resolver`` replaces the `CachingResolver` built from the config (the caller then owns
     and closes it). ``clock`` (monotonic) stamps ``started_at``/``elapsed``; ``wall_clock``
-    stamps ``fetched_at`` and dates ``Retry-After``. Use as an async context manager or call
-    `close`. The session is created on first use, inside the running loop.
+    stamps ``fetched_at`` and dates ``Retry-After``; ``clock`` also drives the bandwidth cap.
+    ``meter`` is told the size of every body chunk received. Use as an async context manager
+    or call `close`. The session is created on first use, inside the running loop.
     """
 
     def __init__(
@@ -202,6 +226,7 @@ class Fetcher:
         resolver: AbstractResolver | None = None,
         clock: Clock = time.monotonic,
         wall_clock: Clock = time.time,
+        meter: ByteMeter | None = None,
     ) -> None:
         self._config = config = config or FetchConfig()
         self._resolver = resolver
@@ -212,9 +237,20 @@ class Fetcher:
         self._slots = asyncio.Semaphore(config.concurrency)
         self._requests = self._waiting = self._in_flight = self._truncated = 0
         self._wire_bytes = self._body_bytes = 0
+        self._latency = self._paced = 0.0
         self._by_class = [0] * 6
         self._errors: dict[str, int] = {}
         self._guard = _StuckBodyGuard()
+        self._meter = meter
+        self._bucket = (
+            None if config.max_bandwidth is None else TokenBucket(config.max_bandwidth, clock=clock)
+        )
+        self._pacing = meter is not None or self._bucket is not None
+
+    @property
+    def meter(self) -> ByteMeter | None:
+        """The meter told of every body chunk, if any."""
+        return self._meter
 
     @property
     def resolver(self) -> AbstractResolver | None:
@@ -268,17 +304,21 @@ class Fetcher:
             truncated=self._truncated,
             wire_bytes=self._wire_bytes,
             body_bytes=self._body_bytes,
+            latency=self._latency,
+            paced=self._paced,
         )
 
     def _count(self, result: FetchResult) -> None:
         if result.status is not None:
             cls = result.status // 100
             self._by_class[cls if 1 <= cls <= 5 else 0] += 1
+            self._latency += result.elapsed
         if result.error is not None:
             self._errors[result.error] = self._errors.get(result.error, 0) + 1
         self._truncated += result.truncated
         self._wire_bytes += result.wire_bytes
         self._body_bytes += len(result.body)
+        self._paced += result.paced
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -347,10 +387,13 @@ class Fetcher:
         raw = response.headers
         body = Body(raw.get("Content-Encoding"), config.max_body_bytes, config.decoded_cap)
         error = body.error
+        paced = 0.0
         protocol = self._guard.watch(response)
         try:
             content = response.content
             while chunk := await content.readany():
+                if self._pacing:
+                    paced += await self._pace(len(chunk))
                 if not body.feed(chunk):
                     response.close()
                     break
@@ -377,11 +420,18 @@ class Fetcher:
             error=error,
             started_at=probe.started_at,
             fetched_at=now,
-            elapsed=self._clock() - probe.started_at,
+            elapsed=self._clock() - probe.started_at - paced,
             wire_bytes=body.wire,
             retry_after=parse_retry_after(raw.get("Retry-After"), now, raw.get("Date")),
             location=raw.get("Location") if 300 <= status < 400 else None,
+            paced=paced,
         )
+
+    async def _pace(self, size: int) -> float:
+        """Tell the meter of a chunk and wait for the cap; returns the seconds waited."""
+        if self._meter is not None:
+            self._meter.add(size)
+        return 0.0 if self._bucket is None else await self._bucket.pay(size)
 
     def _failure(self, url: str, started_at: float, exc: Exception) -> FetchResult:
         return FetchResult(

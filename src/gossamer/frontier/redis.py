@@ -1,18 +1,20 @@
 """The Redis frontier: one crawl job's URLs in partitioned Redis queues shared by many workers.
 
 Hosts map to ``P`` virtual partitions (``xxh3_64(host_key) % P``, stable across machines and
-Python versions). A worker leases only URLs of the partitions it owns (``owned()``), so exactly
-one worker enforces each host's politeness. It *claims* batches of entries from its partitions'
-Redis queues into in-memory per-host queues (the same ready heap and
-:class:`~gossamer.frontier.politeness.HostSlot` logic as the embedded frontier) and leases from
-those. A claim stays in Redis, with a wall-clock deadline renewed while the worker holds it,
-until the URL is acked; if the worker dies its claims expire and any worker's
+Python versions; by URL instead, see below). A worker leases only URLs of the partitions it
+owns (``owned()``), so exactly one worker enforces each host's politeness. It *claims* batches
+of entries from its partitions' Redis queues into in-memory per-host queues (the same ready
+heap and :class:`~gossamer.frontier.politeness.HostSlot` logic as the embedded frontier) and
+leases from those. A claim stays in Redis, with a wall-clock deadline renewed while the worker
+holds it, until the URL is acked; if the worker dies its claims expire and any worker's
 :meth:`RedisFrontier.reclaim_expired` puts them back in their queue. Nothing leaves Redis
 before its ack, so a kill -9 loses no URL (URLs it had leased are leased again).
 
 Key layout (``J`` the job, ``p`` a partition). Every key of partition ``p`` carries the hash
 tag ``{J:p}``, so a partition lives in one Redis Cluster slot and each Lua script (in
-``frontier/lua/*.lua``, run with EVALSHA) touches one slot only::
+``frontier/lua/*.lua``, run with EVALSHA) touches one slot only. The frontier takes a client
+of one server or of a Redis Cluster (:data:`RedisClient`); a cluster client splits each
+pipeline per node, so partitions spread over the cluster's masters::
 
     gs:{J:p}:seen       SET    fingerprints ever added (exact: a false positive would skip a
                                page; integers, so small partitions use Redis' compact intset)
@@ -26,12 +28,42 @@ An entry is ``fp|depth|hops|attempts|not_before|url``: ``not_before`` is the wal
 before which a retried URL may not be fetched; a worker claiming it early keeps it in memory
 until then (its claim renewed), so ``claimed`` covers URLs waiting for a retry too.
 
+With ``partition_by="url"`` a URL's partition is its fingerprint modulo ``P``, so one host's
+URLs spread over every worker (a crawl of few hosts uses many workers); claims, acks, reclaims
+and ``done()`` work as above. No worker owns a host then, so on top of its local
+:class:`~gossamer.frontier.politeness.HostSlot` each worker takes a slot of the host from a
+shared limiter before leasing a URL of it (``host_acquire.lua``, one pipeline for every due
+host of a ``lease()`` call) and gives it back on ack, retry or release (``host_release.lua``,
+in the acks' pipeline when acks are not deferred). Every host ``h`` (its host key's xxh3_64, in
+hex) has its own hash tag ``{J:h:h}``, so each call touches one slot::
+
+    gs:{J:h:h}:slots    ZSET   holder (worker id:counter) -> deadline; at most per_host, or
+                               one while the host has a delay or none has been reported yet
+    gs:{J:h:h}:pace     HASH   next (earliest next request start), delay (the last delay a
+                               worker reported: its policy's, robots Crawl-delay included)
+
+Times there are the Redis server's (``TIME``), so workers' clocks need not agree. A worker
+reports when its request really started (the engine's ``Feedback.started_at``, when the
+headers were sent) as an offset from now, and the next start becomes that start plus the delay
+(or a Retry-After's end), so the gap the server sees holds; an acquire also pushes it a delay
+ahead, in case the holder dies. A slot lasts ``lease_timeout`` unless given back, as long as
+the worker's own lease of the URL: a killed worker's slots expire with its leases. A host the
+limiter refuses waits in this worker's ready heap until the limiter says a slot may be free.
+Both keys of an idle host expire after an hour.
+
 ``done()`` is synchronous, so it reads a snapshot of every partition's counts taken by
 :meth:`RedisFrontier.refresh`; ``lease()`` refreshes it when this worker holds nothing in
 memory (at once after a local change, else every ``refresh_interval``). ``done()`` is True only
 when nothing is held here and the snapshot, taken after this worker's last change, shows
 nothing queued or claimed in any partition. The engine adds a page's outlinks before acking
 it, so a claim always covers URLs still to come.
+
+A worker learns that a partition it owns has new entries from its own adds, from the
+refresh, and, with ``notify``/``hints`` (the cluster worker's), at once from the others: after
+an add, ``notify`` names the partitions owned elsewhere that got fresh entries, and every
+``_HINT_POLL`` seconds ``lease()`` asks ``hints`` for the partitions others named for it. With
+hints a busy worker refreshes every five ``refresh_interval`` only, as a safety net for a hint
+lost in a hand-over.
 
 Known limits: a partition's queue is one FIFO, so one host's long backlog delays the other
 hosts of its partition until it is claimed into memory (bounded by ``memory_budget``);
@@ -43,29 +75,43 @@ from __future__ import annotations
 import heapq
 import itertools
 import time
+import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 import xxhash
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 from redis.commands.core import AsyncScript
+from redis.exceptions import NoScriptError
 
 from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease
 from gossamer.frontier.dedup import SeenSet
 from gossamer.frontier.politeness import HostSlot, PolitenessPolicy
 from gossamer.urls import InvalidURL, Scope, canonicalize, fingerprint, host_key, host_of
 
+RedisClient = Redis | RedisCluster
+"""A client of one Redis server or of a Redis Cluster (see
+:func:`gossamer.cluster.worker.connect`); the frontier and control plane take either."""
+
 RobotsCheck = Callable[[str], bool | None]
 """True allowed, False forbidden, None not known yet."""
 
-SCRIPTS = ("add", "claim", "ack", "update", "unclaim", "reclaim")
+ScriptCall = tuple[AsyncScript, list[str], list[Any]]
+"""A script with its keys and arguments, for :func:`run_scripts`."""
+
+SCRIPTS = ("add", "claim", "ack", "update", "unclaim", "reclaim", "host_acquire", "host_release")
 _COUNT_FIELDS = ("queued", "claimed", "seen")
 _RECLAIM_LIMIT = 1000
+_HINT_POLL = 0.05
+"""Seconds between looks at the partitions other workers filled for this one (``hints``)."""
 _POLL = 0.2
 """Seconds between looks at Redis while this worker holds nothing but the job is not done."""
+_BUSY_RETRY = 0.05
+"""Seconds before asking the limiter again for a host whose slots are all held."""
 
 
 def partition_of(key: str, partitions: int) -> int:
@@ -79,8 +125,47 @@ def partition_keys(job: str, part: int) -> dict[str, str]:
     return {name: tag + name for name in ("seen", "queue", "claimed", "deadlines", "counts")}
 
 
+def host_keys(job: str, key: str) -> dict[str, str]:
+    """The Redis keys of one host's shared limiter (url mode), with the hash tag ``{job:h:…}``."""
+    digest = xxhash.xxh3_64_hexdigest(key.encode("utf-8", "surrogatepass"))
+    tag = f"gs:{{{job}:h:{digest}}}:"
+    return {name: tag + name for name in ("slots", "pace")}
+
+
 def _load_script(name: str) -> str:
     return (resources.files("gossamer.frontier") / "lua" / f"{name}.lua").read_text("utf-8")
+
+
+async def run_scripts(redis: RedisClient, calls: list[ScriptCall]) -> list[Any]:
+    """Run script calls in one pipeline (a Redis Cluster client splits it per node); results
+    in order, the first error raised.
+
+    A call answered NOSCRIPT (first use, a restarted server, a replica promoted by failover)
+    ran nothing: its script is loaded (on every primary of a cluster) and only those calls
+    run again.
+    """
+    results = await _pipeline_scripts(redis, calls)
+    missing = [i for i, result in enumerate(results) if isinstance(result, NoScriptError)]
+    if missing:
+        for script in {calls[i][0] for i in missing}:
+            await redis.script_load(script.script)
+        again = await _pipeline_scripts(redis, [calls[i] for i in missing])
+        for i, result in zip(missing, again, strict=True):
+            results[i] = result
+    for result in results:
+        if isinstance(result, Exception):
+            raise result
+    return results
+
+
+async def _pipeline_scripts(redis: RedisClient, calls: list[ScriptCall]) -> list[Any]:
+    # EVALSHA by execute_command: redis-py's cluster pipeline blocks its evalsha() method but
+    # routes the raw command to the node owning its keys' slot.
+    async with redis.pipeline(transaction=False) as pipe:
+        for script, keys, args in calls:
+            pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+        results: list[Any] = await pipe.execute(raise_on_error=False)
+    return results
 
 
 def _text(value: bytes | str) -> str:
@@ -114,9 +199,12 @@ class _Entry:
 @dataclass(slots=True)
 class _Host:
     part: int
+    """The partition of the host's URLs (host mode; by URL, of the first one held)."""
     slot: HostSlot = field(default_factory=HostSlot)
     queue: deque[_Entry] = field(default_factory=deque)
     heap_time: float | None = None
+    limiter_at: float = float("-inf")
+    """Url mode: not before this time may the shared limiter have a slot for the host."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +220,63 @@ class _Snapshot:
     """Partitions with claims."""
 
 
+class _HostLimiter:
+    """The shared per-host limiter of url mode: the script calls that take and give back host
+    slots (see the module docstring); the frontier runs them in its own pipelines."""
+
+    def __init__(
+        self,
+        job: str,
+        scripts: dict[str, AsyncScript],
+        policy: PolitenessPolicy,
+        slot_timeout: float,
+    ) -> None:
+        self._job = job
+        self._acquire = scripts["host_acquire"]
+        self._release = scripts["host_release"]
+        self._policy = policy
+        self._slot_timeout = slot_timeout
+        self._id = uuid.uuid4().hex[:12]
+        """This frontier's name among the holders (workers never share one)."""
+        self._holders = itertools.count(1)
+        self._keys: dict[str, list[str]] = {}
+
+    def acquire(self, key: str, slot: HostSlot, want: int) -> tuple[ScriptCall, list[str]]:
+        """A call asking for ``want`` slots of host ``key``, and the holder names it offers.
+
+        It answers ``[granted, wait_ms]``: the first ``granted`` holders hold a slot; the rest
+        may ask again in ``wait_ms`` milliseconds.
+        """
+        holders = [f"{self._id}:{next(self._holders)}" for _ in range(want)]
+        args: list[Any] = [
+            self._policy.per_host,
+            repr(self._policy.delay_of(slot)),
+            repr(self._slot_timeout),
+            repr(_BUSY_RETRY),
+            *holders,
+        ]
+        return (self._acquire, self._keys_of(key), args), holders
+
+    def release(
+        self, key: str, holders: list[str], told: HostSlot | None, now: float
+    ) -> ScriptCall:
+        """A call giving ``holders`` of host ``key`` back.
+
+        ``told`` is the host's local slot after the request's feedback (its next start is then
+        spaced from the request's real start), None when no request told anything.
+        """
+        next_in = "" if told is None else repr(told.next_start - now)
+        delay = "" if told is None else repr(self._policy.delay_of(told))
+        return (self._release, self._keys_of(key), [next_in, delay, *holders])
+
+    def _keys_of(self, key: str) -> list[str]:
+        keys = self._keys.get(key)
+        if keys is None:
+            named = host_keys(self._job, key)
+            keys = self._keys[key] = [named["slots"], named["pace"]]
+        return keys
+
+
 class RedisFrontier:
     """Frontier contract (see :mod:`gossamer.frontier.base`) over partitioned Redis queues.
 
@@ -140,7 +285,7 @@ class RedisFrontier:
 
     def __init__(
         self,
-        redis: Redis,
+        redis: RedisClient,
         job: str,
         scope: Scope,
         policy: PolitenessPolicy,
@@ -153,6 +298,9 @@ class RedisFrontier:
         memory_budget: int = 10_000,
         refresh_interval: float = 1.0,
         defer_acks: bool = False,
+        partition_by: Literal["host", "url"] = "host",
+        notify: Callable[[Collection[int]], Awaitable[None]] | None = None,
+        hints: Callable[[], Awaitable[Collection[int]]] | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
@@ -177,6 +325,15 @@ class RedisFrontier:
         self._scripts: dict[str, AsyncScript] = {
             name: redis.register_script(_load_script(name)) for name in SCRIPTS
         }
+        self._by_url = partition_by == "url"
+        self._notify = notify
+        self._hints = hints
+        self._next_hint = float("-inf")
+        self._limiter = (
+            _HostLimiter(job, self._scripts, policy, lease_timeout) if self._by_url else None
+        )
+        self._slots: dict[int, str] = {}
+        """Lease token -> the limiter holder name its host slot is held under (url mode)."""
         self._keys: dict[int, dict[str, str]] = {}
         self._hosts: dict[str, _Host] = {}
         self._ready: list[tuple[float, str]] = []
@@ -216,24 +373,30 @@ class RedisFrontier:
                 continue
             batch_fps.add(fp)
             entry = f"{fp}|{cand.depth}|{cand.hops}|0|0.0|{url}"
-            batches.setdefault(partition_of(key, self._partitions), []).append((fp, entry))
+            part = fp % self._partitions if self._by_url else partition_of(key, self._partitions)
+            batches.setdefault(part, []).append((fp, entry))
         added = 0
         if batches:
-            async with self._redis.pipeline(transaction=False) as pipe:
-                for part, rows in batches.items():
-                    keys = self._part_keys(part)
-                    args = [x for fp, entry in rows for x in (fp, entry)]
-                    await self._scripts["add"](
-                        keys=[keys["seen"], keys["queue"], keys["counts"]], args=args, client=pipe
-                    )
-                results = await pipe.execute()
+            calls: list[ScriptCall] = []
+            for part, rows in batches.items():
+                keys = self._part_keys(part)
+                args = [x for fp, entry in rows for x in (fp, entry)]
+                calls.append(
+                    (self._scripts["add"], [keys["seen"], keys["queue"], keys["counts"]], args)
+                )
+            results = await run_scripts(self._redis, calls)
             self._sent.add_many(list(batch_fps))  # only once Redis has them
             owned = set(self._owned())
+            foreign = []
             for part, flags in zip(batches, results, strict=True):
                 fresh = sum(int(flag) for flag in flags)
                 added += fresh
                 if fresh and part in owned:
                     self._waiting.add(part)
+                elif fresh:
+                    foreign.append(part)
+            if foreign and self._notify is not None:
+                await self._notify(foreign)
             duplicates += sum(len(rows) for rows in batches.values()) - added
             self._changes += 1
         self._duplicates += duplicates
@@ -245,24 +408,19 @@ class RedisFrontier:
         """Up to ``n`` URLs of due hosts, plus robots-blocked URLs met on the way.
 
         Also the worker's housekeeping: renews claims, refreshes the ``done()`` snapshot and
-        claims more entries from owned partitions when memory runs low.
+        claims more entries from owned partitions when memory runs low. By URL, each lease
+        also holds a slot of its host from the shared limiter.
         """
         now = self._clock()
         await self._housekeep(now)
         await self._reclaim_leases(now)
         self._promote_delayed(now)
+        if self._limiter is not None:
+            return await self._lease_limited(n, now)
         out: list[Lease] = []
         fetches = 0
-        ready = self._ready
-        while fetches < n and ready and ready[0][0] <= now:
-            when, key = heapq.heappop(ready)
-            host = self._hosts[key]
-            if host.heap_time != when:
-                continue
-            host.heap_time = None
-            if self._policy.ready_at(host.slot) > now:
-                self._schedule(key, host)
-                continue
+        while fetches < n and (due := self._pop_due(now)) is not None:
+            key, host = due
             lease = self._take(key, host, now, out)
             if lease is not None:
                 out.append(lease)
@@ -275,10 +433,12 @@ class RedisFrontier:
         entry = self._finish(lease, feedback)
         if entry is None:
             return
+        slot = self._slot_release(lease, feedback)
         if self._defer_acks:
             self._unsent.append(entry)  # its claim stays held (and renewed) until sent
+            await self._run(slot)  # but the host's slot goes back at once
             return
-        await self._send_acks([entry])
+        await self._send_acks([entry], slot)
 
     def take_acks(self) -> Callable[[], Awaitable[None]]:
         """With ``defer_acks``: the acks made so far, as a function sending them to Redis.
@@ -290,26 +450,32 @@ class RedisFrontier:
         entries, self._unsent = self._unsent, []
         return lambda: self._send_acks(entries)
 
-    async def _send_acks(self, entries: list[_Entry]) -> None:
-        if not entries:
-            return
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for entry in entries:
-                keys = self._part_keys(entry.part)
-                await self._scripts["ack"](
-                    keys=[keys["claimed"], keys["deadlines"], keys["counts"]],
-                    args=[entry.claim],
-                    client=pipe,
+    async def _send_acks(self, entries: list[_Entry], extra: Iterable[ScriptCall] = ()) -> None:
+        """Acks (and ``extra`` calls, in the same pipeline) to Redis."""
+        calls: list[ScriptCall] = list(extra)
+        for entry in entries:
+            keys = self._part_keys(entry.part)
+            calls.append(
+                (
+                    self._scripts["ack"],
+                    [keys["claimed"], keys["deadlines"], keys["counts"]],
+                    [entry.claim],
                 )
-            await pipe.execute()
+            )
+        await self._run(calls)
         for entry in entries:
             self._forget(entry)
+
+    async def _run(self, calls: list[ScriptCall]) -> None:
+        if calls:
+            await run_scripts(self._redis, calls)
 
     async def retry(self, lease: Lease, after: float, feedback: Feedback | None) -> None:
         """Count an attempt, store it with a not-before time in the claim; wait in memory."""
         entry = self._finish(lease, feedback)
         if entry is None:
             return
+        await self._run(self._slot_release(lease, feedback))
         entry.attempts += 1
         entry.not_before = self._wall() + after
         if entry.orphan:
@@ -329,6 +495,7 @@ class RedisFrontier:
         entry = self._finish(lease, feedback)
         if entry is None:
             return
+        await self._run(self._slot_release(lease, feedback))
         if entry.orphan:
             await self._give_back(entry.part, [entry])
         else:
@@ -337,7 +504,7 @@ class RedisFrontier:
     def next_ready(self) -> float | None:
         """Seconds until a held URL may be leasable; a short poll while others hold work."""
         times = []
-        while self._ready and self._hosts[self._ready[0][1]].heap_time != self._ready[0][0]:
+        while self._ready and self._stale(*self._ready[0]):
             heapq.heappop(self._ready)
         if self._ready:
             times.append(self._ready[0][0])
@@ -356,6 +523,11 @@ class RedisFrontier:
             and snap.queued == 0
             and snap.claimed == 0
         )
+
+    @property
+    def in_memory(self) -> int:
+        """URLs this worker holds in memory waiting to be leased (its queue depth)."""
+        return self._in_memory
 
     def stats(self) -> FrontierStats:
         """A frozen snapshot: ``queued`` and ``seen`` are job-wide (last refresh) plus the
@@ -420,15 +592,17 @@ class RedisFrontier:
         if not parts:
             return 0
         now = self._wall()
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for part in parts:
-                keys = self._part_keys(part)
-                await self._scripts["reclaim"](
-                    keys=[keys["claimed"], keys["deadlines"], keys["queue"], keys["counts"]],
-                    args=[repr(now), limit],
-                    client=pipe,
+        calls: list[ScriptCall] = []
+        for part in parts:
+            keys = self._part_keys(part)
+            calls.append(
+                (
+                    self._scripts["reclaim"],
+                    [keys["claimed"], keys["deadlines"], keys["queue"], keys["counts"]],
+                    [repr(now), limit],
                 )
-            counts: list[int] = await pipe.execute()
+            )
+        counts: list[int] = await run_scripts(self._redis, calls)
         owned = set(self._owned())
         self._waiting.update(p for p, c in zip(parts, counts, strict=True) if c and p in owned)
         if any(counts):
@@ -444,10 +618,14 @@ class RedisFrontier:
         dropped = set(parts)
         back: dict[int, list[_Entry]] = {}
         for key, host in list(self._hosts.items()):
-            if host.part in dropped:
-                back.setdefault(host.part, []).extend(host.queue)
-                self._in_memory -= len(host.queue)
-                del self._hosts[key]
+            for entry in host.queue:
+                if entry.part in dropped:
+                    back.setdefault(entry.part, []).append(entry)
+            kept = deque(entry for entry in host.queue if entry.part not in dropped)
+            self._in_memory -= len(host.queue) - len(kept)
+            host.queue = kept
+            if not self._by_url and host.part in dropped:
+                del self._hosts[key]  # the host's new owner keeps its politeness now
         keep = []
         for item in self._delayed:
             if item[3].part in dropped:
@@ -508,6 +686,13 @@ class RedisFrontier:
         # is when done() could be True or memory is low enough to claim more.
         idle = not self._held
         low = self._in_memory < self._memory_budget // 2
+        if self._hints is not None and now >= self._next_hint:
+            # Other workers name the partitions of ours they filled: claim at once, instead
+            # of a refresh of every partition each second while busy.
+            self._next_hint = now + _HINT_POLL
+            owned = set(self._owned())
+            self._waiting.update(p for p in await self._hints() if p in owned)
+            low = low and (idle or now >= self._next_refresh + 4 * self._refresh_interval)
         if (now >= self._next_refresh and (idle or low)) or (
             idle and self._snapshot_changes != self._changes
         ):
@@ -525,15 +710,17 @@ class RedisFrontier:
         room = self._memory_budget - self._in_memory
         parts = parts[: max(1, room // self._claim_batch)]
         deadline = self._wall() + self._lease_timeout
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for part in parts:
-                keys = self._part_keys(part)
-                await self._scripts["claim"](
-                    keys=[keys["queue"], keys["claimed"], keys["deadlines"], keys["counts"]],
-                    args=[self._claim_batch, repr(deadline)],
-                    client=pipe,
+        calls: list[ScriptCall] = []
+        for part in parts:
+            keys = self._part_keys(part)
+            calls.append(
+                (
+                    self._scripts["claim"],
+                    [keys["queue"], keys["claimed"], keys["deadlines"], keys["counts"]],
+                    [self._claim_batch, repr(deadline)],
                 )
-            results: list[list[Any]] = await pipe.execute()
+            )
+        results: list[list[Any]] = await run_scripts(self._redis, calls)
         for part, (last, left, *raws) in zip(parts, results, strict=True):
             if not left:
                 self._waiting.discard(part)
@@ -579,31 +766,121 @@ class RedisFrontier:
                 self._forget(entry)
         return given
 
+    def _pop_due(self, now: float) -> tuple[str, _Host] | None:
+        """Take the next host whose slot is free now off the ready heap; None when none is."""
+        ready = self._ready
+        while ready and ready[0][0] <= now:
+            when, key = heapq.heappop(ready)
+            if self._stale(when, key):
+                continue
+            host = self._hosts[key]
+            host.heap_time = None
+            if self._ready_at(host) > now:
+                self._schedule(key, host)
+                continue
+            return key, host
+        return None
+
+    def _stale(self, when: float, key: str) -> bool:
+        """A heap item superseded by a later one, or of a host dropped since."""
+        host = self._hosts.get(key)
+        return host is None or host.heap_time != when
+
     def _take(self, key: str, host: _Host, now: float, out: list[Lease]) -> Lease | None:
         """Pop the host's next fetchable URL; robots-blocked ones go straight to ``out``."""
+        self._take_blocked(key, host, now, out)
+        if not host.queue:
+            return None
+        lease = self._new_lease(key, host.queue.popleft(), now, blocked=False)
+        self._policy.on_lease(host.slot, now)
+        return lease
+
+    def _take_blocked(self, key: str, host: _Host, now: float, out: list[Lease]) -> None:
+        """Robots-blocked URLs at the front of the host's queue go to ``out`` (they use no
+        slot)."""
         check = self._robots_check
-        while host.queue:
-            entry = host.queue.popleft()
-            self._in_memory -= 1
-            blocked = check is not None and check(entry.url) is False
-            lease = Lease(
-                url=entry.url,
-                fp=entry.fp,
-                host=key,
-                depth=entry.depth,
-                hops=entry.hops,
-                attempts=entry.attempts,
-                deadline=now + self._lease_timeout,
-                token=next(self._tokens),
-                robots_blocked=blocked,
-            )
-            self._leases[lease.token] = (lease, entry)
-            if blocked:
-                out.append(lease)
-                continue
-            self._policy.on_lease(host.slot, now)
-            return lease
-        return None
+        while host.queue and check is not None and check(host.queue[0].url) is False:
+            out.append(self._new_lease(key, host.queue.popleft(), now, blocked=True))
+
+    def _new_lease(self, key: str, entry: _Entry, now: float, *, blocked: bool) -> Lease:
+        self._in_memory -= 1
+        lease = Lease(
+            url=entry.url,
+            fp=entry.fp,
+            host=key,
+            depth=entry.depth,
+            hops=entry.hops,
+            attempts=entry.attempts,
+            deadline=now + self._lease_timeout,
+            token=next(self._tokens),
+            robots_blocked=blocked,
+        )
+        self._leases[lease.token] = (lease, entry)
+        return lease
+
+    # -- the shared host limiter (url mode) ---------------------------------------------------
+
+    async def _lease_limited(self, n: int, now: float) -> list[Lease]:
+        """Up to ``n`` URLs of due hosts, their slots taken from the limiter in one pipeline."""
+        assert self._limiter is not None
+        out: list[Lease] = []
+        wanted: list[tuple[str, _Host, int]] = []
+        total = 0
+        while total < n and (due := self._pop_due(now)) is not None:
+            key, host = due
+            self._take_blocked(key, host, now, out)
+            want = min(self._room(host.slot), len(host.queue), n - total)
+            if want > 0:
+                wanted.append((key, host, want))
+                total += want
+            else:
+                self._schedule(key, host)
+        if not wanted:
+            return out
+        asks = [self._limiter.acquire(key, host.slot, want) for key, host, want in wanted]
+        answers = await run_scripts(self._redis, [call for call, _ in asks])
+        now = self._clock()
+        unused: list[ScriptCall] = []
+        for (key, host, want), (_, holders), (granted, wait_ms) in zip(
+            wanted, asks, answers, strict=True
+        ):
+            taken = self._take_granted(key, host, holders[:granted], now, out)
+            if taken < granted:  # robots.txt arrived meanwhile and blocks the rest
+                unused.append(self._limiter.release(key, holders[taken:granted], None, now))
+            if granted < want:
+                host.limiter_at = now + wait_ms / 1000
+            self._schedule(key, host)
+        await self._run(unused)
+        return out
+
+    def _take_granted(
+        self, key: str, host: _Host, holders: list[str], now: float, out: list[Lease]
+    ) -> int:
+        """Lease one URL of the host per granted slot; returns how many slots were used."""
+        taken = 0
+        for holder in holders:
+            lease = self._take(key, host, now, out)
+            if lease is None:
+                break
+            out.append(lease)
+            self._slots[lease.token] = holder
+            taken += 1
+        return taken
+
+    def _room(self, slot: HostSlot) -> int:
+        """Leases the host's local slot allows now (the limit of ``PolitenessPolicy.ready_at``:
+        one at a time while the host has a delay)."""
+        limit = 1 if self._policy.delay_of(slot) > 0 else self._policy.per_host
+        return limit - slot.active
+
+    def _slot_release(self, lease: Lease, feedback: Feedback | None) -> list[ScriptCall]:
+        """The call giving a finished lease's host slot back (none in host mode)."""
+        holder = self._slots.pop(lease.token, None)
+        if holder is None or self._limiter is None:
+            return []
+        host = self._hosts.get(lease.host)
+        told = host.slot if host is not None and feedback is not None else None
+        return [self._limiter.release(lease.host, [holder], told, self._clock())]
 
     def _finish(self, lease: Lease, feedback: Feedback | None) -> _Entry | None:
         held = self._leases.pop(lease.token, None)
@@ -629,13 +906,16 @@ class RedisFrontier:
         """Make sure a host with queued URLs and a free slot is in the ready heap."""
         if not host.queue:
             return
-        when = self._policy.ready_at(host.slot)
+        when = self._ready_at(host)
         if when == float("inf"):
             return
         if host.heap_time is not None and host.heap_time <= when:
             return
         host.heap_time = when
         heapq.heappush(self._ready, (when, key))
+
+    def _ready_at(self, host: _Host) -> float:
+        return max(self._policy.ready_at(host.slot), host.limiter_at)
 
     def _promote_delayed(self, now: float) -> None:
         while self._delayed and self._delayed[0][0] <= now:

@@ -1,4 +1,4 @@
-"""Where finished pages go: JSONL, SQLite (crawl.db) and, later, PostgreSQL and WARC."""
+"""Where finished pages go: JSONL, SQLite (crawl.db), PostgreSQL (``--store``) and, later, WARC."""
 
 from gossamer.sinks.base import PageRecord
 

@@ -1,0 +1,165 @@
+"""Riding out a Redis outage: a worker keeps its state and waits for Redis to come back.
+
+A :class:`RedisGuard` is the worker's redis-py retry policy (``client.set_retry(guard)``):
+every command, pipeline and connect that fails with a connection error (a restarted server, a
+refused connection, ``LOADING`` while the server reads its AOF) is repeated with capped,
+jittered exponential backoff. The outage is one state shared by every connection: it starts at
+the first failure and ends at the first success. Once it has lasted ``budget`` seconds the
+guard gives up: that call and every later one fail at once with :class:`RedisUnavailable`
+("Redis at URL unreachable for 60 s: ..."), so the worker stops, commits what it fetched and
+exits. A restarted server has lost its script cache: the frontier's ``run_scripts`` and
+redis-py's ``AsyncScript`` load a script again when Redis answers ``NOSCRIPT``, so the guard
+needs to repeat connection errors only.
+
+A repeated call may follow one whose reply was lost after Redis ran it. That is safe for
+every call a worker makes (see ``frontier/lua``):
+
+- ``add``: the seen set guards the queue, so a repeated add queues nothing twice (the URLs
+  are then counted as duplicates).
+- ``claim``: the entries of a claim whose reply was lost stay in ``claimed`` with a deadline
+  nobody renews; they expire and ``reclaim`` queues them again: late, never lost.
+- ``ack``, ``update`` and ``unclaim`` do nothing to a claim that is no longer held, so the
+  second run of one is a no-op; ``reclaim`` only moves expired claims, which the first run
+  moved already.
+- Renewing deadlines (``ZADD XX``), heartbeats and reads repeat harmlessly; a repeated
+  ``SET NX`` of the leader lease answers "taken" and the holder's renewal takes it next round;
+  a repeated assignment publish only bumps the version.
+
+Claims are not renewed while Redis is away, so an outage longer than a claim's remaining time
+lets their deadlines pass; see :class:`gossamer.cluster.worker.Duties` for how the leader
+waits before it reclaims.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from gossamer.frontier.redis import RedisClient
+
+T = TypeVar("T")
+
+DEFAULT_BUDGET = 60.0
+"""Seconds a worker waits for an unreachable Redis before it gives up."""
+_BASE = 0.05
+_CAP = 1.0
+
+
+class RedisUnavailable(RedisConnectionError):
+    """Redis did not answer for the whole budget; the message is the one line to print."""
+
+
+def redact(url: str) -> str:
+    """``url`` without its password, fit for an error message."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+class RedisGuard(Retry):
+    """A redis-py retry policy with a time budget for the whole outage (see the module).
+
+    ``clock``, ``sleep`` and ``rng`` are injectable so tests run in no time.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        budget: float = DEFAULT_BUDGET,
+        *,
+        base: float = _BASE,
+        cap: float = _CAP,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        super().__init__(NoBackoff(), -1)
+        self.url = redact(url)
+        self.budget = budget
+        self.cap = cap
+        self._base = base
+        self._clock = clock
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self._since: float | None = None
+        self._last_failure = float("-inf")
+        self._verdict: str | None = None
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> RedisGuard:
+        # Each new connection deep-copies its retry policy; the outage is one shared state.
+        return self
+
+    @property
+    def gave_up(self) -> bool:
+        """True once an outage outlasted the budget (every call now fails at once)."""
+        return self._verdict is not None
+
+    def steady_for(self) -> float:
+        """Seconds since the last failed call (infinite if none failed)."""
+        return self._clock() - self._last_failure
+
+    def delay(self, failures: int) -> float:
+        """Backoff before repeat number ``failures``: exponential, capped, half jittered."""
+        ceiling = min(self.cap, self._base * 2.0 ** min(failures - 1, 30))
+        return ceiling / 2 + self._rng.uniform(0, ceiling / 2)
+
+    async def call_with_retry(
+        self,
+        do: Callable[[], Awaitable[T]],
+        fail: Callable[..., Any],
+        is_retryable: Callable[[Exception], bool] | None = None,
+        with_failure_count: bool = False,
+    ) -> T:
+        """Run ``do`` until it succeeds or the outage outlasts the budget."""
+        failures = 0
+        while True:
+            if self._verdict is not None:
+                raise RedisUnavailable(self._verdict)
+            try:
+                result = await do()
+            except self._supported_errors as error:
+                if is_retryable is not None and not is_retryable(error):
+                    raise
+                failures += 1
+                await (fail(error, failures) if with_failure_count else fail(error))
+                await self._sleep(self._backoff_after(error, failures))
+            else:
+                self._since = None
+                return result
+
+    def _backoff_after(self, error: Exception, failures: int) -> float:
+        """Note a failure; the seconds to wait before the next attempt, or give up."""
+        now = self._clock()
+        self._last_failure = now
+        if self._since is None:
+            self._since = now
+        left = self._since + self.budget - now
+        if left <= 0:
+            if self._verdict is None:
+                self._verdict = f"Redis at {self.url} unreachable for {self.budget:g} s: {error}"
+            raise RedisUnavailable(self._verdict) from None
+        return min(self.delay(failures), left)
+
+
+def install_guard(client: RedisClient, url: str, budget: float = DEFAULT_BUDGET) -> RedisGuard:
+    """A guard for ``client`` (connected to ``url``), installed as its retry policy.
+
+    Only a single-server client takes it: a Redis Cluster client counts its attempts itself
+    (with a policy of unlimited attempts it would make none), so it keeps its own policy.
+    """
+    guard = RedisGuard(url, budget)
+    if isinstance(client, Redis):
+        client.set_retry(guard)
+    return guard

@@ -1,0 +1,165 @@
+"""gossamer on a 3-master Redis Cluster: the user gives one node's URL, as to ``redis-cli -c``.
+
+The same end-to-end checks as test_cluster.py (whose helpers this module imports), with the
+job's partitions spread over three masters: the workers' union holds exactly the URL set of a
+single ``gossamer crawl``, each URL once, also after a kill -9.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+from tests.cluster.test_cluster import (
+    FAST,
+    WEB_ARGS,
+    _busiest,
+    _output,
+    _records,
+    _reference,
+    _run,
+    _start,
+    _status,
+    _wait_alive,
+    _web,
+    _worker,
+)
+from tests.redis_server import RedisClusterServer, RedisServer
+
+from gossamer.cluster.worker import DEFAULT_JOB, open_control, status
+from gossamer.frontier.base import Candidate
+from gossamer.frontier.politeness import PolitenessPolicy
+from gossamer.frontier.redis import RedisFrontier
+from gossamer.testweb import TestWebServer
+from gossamer.urls import Scope
+
+
+@pytest.fixture
+def redis_cluster() -> Iterator[RedisClusterServer]:
+    with RedisClusterServer() as cluster:
+        yield cluster
+
+
+async def _keys_per_node(cluster: RedisClusterServer) -> list[int]:
+    sizes = []
+    for url in cluster.urls:
+        node = Redis.from_url(url)
+        sizes.append(int(await node.dbsize()))
+        await node.aclose()
+    return sizes
+
+
+async def test_one_node_url_reaches_the_whole_cluster(redis_cluster: RedisClusterServer) -> None:
+    with RedisServer() as single:
+        control = await open_control(single.url, "j")
+        assert type(control.redis) is Redis
+        await control.redis.aclose()
+    control = await open_control(redis_cluster.urls[1], "j")
+    assert isinstance(control.redis, RedisCluster)
+    try:
+        scope = Scope.for_seeds([], ["test"], max_depth=5)
+        frontier = RedisFrontier(control.redis, "j", scope, PolitenessPolicy(), partitions=64)
+        urls = [f"http://h{h}.test/{i}" for h in range(60) for i in range(2)]
+        assert (await frontier.add([Candidate(u) for u in urls])).added == len(urls)
+        assert min(await _keys_per_node(redis_cluster)) > 0  # partitions on every master
+        # A restarted or promoted node has no scripts: the pipeline loads them and goes on.
+        await control.redis.script_flush()
+        leased = []
+        for _ in range(50):
+            batch = await frontier.lease(100)
+            for lease in batch:
+                await frontier.ack(lease, None)
+            leased += [lease.url for lease in batch]
+            await frontier.refresh()
+            if frontier.done():
+                break
+        assert sorted(leased) == sorted(urls)
+        totals = await control.totals(64)
+        assert (totals.finished, totals.queued, totals.claimed) == (len(urls), 0, 0)
+        await control.heartbeat("w", {"pages": 1}, 5.0)  # a MULTI/EXEC in the {j} slot
+        assert [(w.name, w.alive) for w in await control.workers()] == [("w", True)]
+    finally:
+        await control.redis.aclose()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(90)
+async def test_three_workers_crawl_the_web_once(
+    tmp_path: Path, redis_cluster: RedisClusterServer
+) -> None:
+    args = [*FAST, "--concurrency", "8", "--per-host", "1", "--delay", "0.03"]
+    url = redis_cluster.url
+    async with TestWebServer(_web(), flaky_failures=0) as server:
+        seed = server.url(0)
+        expected = await _reference(tmp_path, seed, args)
+        workers = [
+            await _start(tmp_path / f"w{i}.log", *_worker(url, tmp_path, i)) for i in range(3)
+        ]
+        submit = ["cluster", "submit", "--redis", url, seed, *args, *WEB_ARGS, "--partitions", "64"]
+        assert await _run(tmp_path / "submit.log", *submit) == 0
+        # No wait for all three alive: on a busy machine a small crawl may be over first.
+        code, _, err = await _output("cluster", "wait", "--redis", url, "--timeout", "45", limit=50)
+        assert code == 0, err
+        codes = await asyncio.wait_for(asyncio.gather(*(w.wait() for w in workers)), 30)
+        assert codes == [0, 0, 0], [(tmp_path / f"w{i}.log").read_text() for i in range(3)]
+        state = await _status(redis_cluster.urls[2])  # any node's URL will do
+
+    counts = Counter(r["url"] for i in range(3) for r in _records(tmp_path / f"w{i}"))
+    assert set(counts) == expected, (
+        sorted(expected - set(counts))[:5],
+        sorted(set(counts) - expected)[:5],
+    )
+    assert max(counts.values()) == 1, [u for u, n in counts.items() if n > 1][:5]
+    assert state["done"] and sorted(w["name"] for w in state["workers"]) == ["w0", "w1", "w2"]
+    assert state["totals"]["queued"] == state["totals"]["claimed"] == 0
+    assert state["totals"]["finished"] == len(expected)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(90)
+async def test_kill_9_a_worker_survivors_finish(
+    tmp_path: Path, redis_cluster: RedisClusterServer
+) -> None:
+    concurrency = 4
+    slow = [*FAST, "--per-host", "1", "--delay", "0.08", "--concurrency", str(concurrency)]
+    url = redis_cluster.url
+    async with TestWebServer(_web(), flaky_failures=0) as server:
+        seed = server.url(0)
+        expected = await _reference(tmp_path, seed, [*FAST, "--concurrency", "16"])
+        submit = ["cluster", "submit", "--redis", url, seed, *slow, *WEB_ARGS, "--partitions", "64",
+                  "--heartbeat-ttl", "2", "--claim-timeout", "2"]  # fmt: skip
+        assert await _run(tmp_path / "submit.log", *submit) == 0
+        workers = [
+            await _start(tmp_path / f"w{i}.log", *_worker(url, tmp_path, i)) for i in range(3)
+        ]
+        await _wait_alive(url, 3, limit=30)
+        deadline = time.monotonic() + 20
+        while (v := _busiest(tmp_path)) is None:
+            assert time.monotonic() < deadline, "no worker fetched anything"
+            await asyncio.sleep(0.05)
+        victim = workers[v]
+        victim.send_signal(signal.SIGKILL)
+        await victim.wait()
+        # In-process: a `cluster status` subprocess starts too slowly on a busy machine.
+        assert not (await status(url, DEFAULT_JOB))["done"], "the kill came too late"
+        code, _, err = await _output("cluster", "wait", "--redis", url, "--timeout", "50", limit=55)
+        assert code == 0, err
+        survivors = [w for i, w in enumerate(workers) if i != v]
+        codes = await asyncio.wait_for(asyncio.gather(*(w.wait() for w in survivors)), 30)
+        assert codes == [0, 0]
+        state = await _status(url)
+
+    victim_urls = {r["url"] for r in _records(tmp_path / f"w{v}")}
+    counts = Counter(r["url"] for i in range(3) for r in _records(tmp_path / f"w{i}"))
+    assert set(counts) == expected, sorted(expected - set(counts))[:5]
+    twice = {u for u, n in counts.items() if n > 1}
+    assert twice <= victim_urls
+    assert len(twice) <= 2 * concurrency, sorted(twice)
+    assert {w["name"]: w["alive"] for w in state["workers"]}[f"w{v}"] is False

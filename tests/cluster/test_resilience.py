@@ -1,0 +1,469 @@
+"""Cluster workers through joins, clean leaves, a killed leader and Redis going away.
+
+The end-to-end tests run real worker subprocesses against a real redis-server and the
+in-process test web, like test_cluster.py (whose helpers they import), and compare the union
+of the workers' pages.jsonl with a single ``gossamer crawl`` of the same web. The first tests
+drive :class:`~gossamer.cluster.resilient.RedisGuard` directly, with a fake clock or a real
+redis-server that is stopped and started again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import signal
+import sqlite3
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from tests.cluster.test_cluster import (
+    FAST,
+    GOSSAMER,
+    WEB_ARGS,
+    _output,
+    _records,
+    _reference,
+    _run,
+    _start,
+    _status,
+    _wait_alive,
+    _worker,
+)
+from tests.redis_server import RedisServer
+
+from gossamer.cluster.control import Control
+from gossamer.cluster.resilient import RedisGuard, RedisUnavailable, install_guard, redact
+from gossamer.frontier.base import Candidate
+from gossamer.frontier.politeness import PolitenessPolicy
+from gossamer.frontier.redis import RedisFrontier
+from gossamer.testweb import TestWebServer, Web, generate
+from gossamer.urls import Scope
+
+END_TO_END = [pytest.mark.slow, pytest.mark.timeout(90)]
+PARTITIONS = ["--partitions", "64"]
+SLOW = [*FAST, "--per-host", "1", "--delay", "0.5", "--concurrency", "6", "--robots-retry", "2"]
+"""A crawl of ``_web()`` that takes at least 10 s however fast the workers are: ~20 pages a
+host, one request at a time, half a second apart (so a disturbance lands mid-crawl even on a
+loaded machine). An unreachable robots.txt is cached longer than the delay: with a shorter
+retry the engine would fetch it again at each lease of the host and never give up."""
+
+
+def _web() -> Web:
+    return generate(7, hosts=12, pages_per_host=25, specials=(), crawl_delay=None)
+
+
+@pytest.fixture
+def redis_server() -> Iterator[RedisServer]:
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture
+def redis_aof() -> Iterator[RedisServer]:
+    with RedisServer(appendonly=True) as server:
+        yield server
+
+
+# -- the guard ------------------------------------------------------------------------------
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def _guard(clock: _Clock, budget: float = 10.0) -> RedisGuard:
+    return RedisGuard("redis://:secret@db.example:6379/0", budget, clock=clock, sleep=clock.sleep)
+
+
+async def _noop(*_: Any) -> None:
+    return None
+
+
+async def test_guard_backs_off_exponentially_capped_and_jittered() -> None:
+    clock = _Clock()
+    guard = _guard(clock)
+    calls = 0
+
+    async def flaky() -> str:
+        nonlocal calls
+        calls += 1
+        if calls <= 8:
+            raise RedisConnectionError("Connection refused")
+        return "ok"
+
+    assert await guard.call_with_retry(flaky, _noop) == "ok"
+    assert calls == 9
+    # Ceilings 0.05, 0.1, 0.2, 0.4, 0.8, then 1.0 (the cap); each wait is half to all of it.
+    ceilings = [0.05, 0.1, 0.2, 0.4, 0.8, 1.0, 1.0, 1.0]
+    assert all(c / 2 <= s <= c for s, c in zip(clock.slept, ceilings, strict=True)), clock.slept
+    assert len(set(clock.slept)) > 1
+    assert guard.steady_for() == pytest.approx(clock.slept[-1])  # since the last failure
+    clock.now += 5
+    assert guard.steady_for() == pytest.approx(clock.slept[-1] + 5)
+
+
+async def test_guard_gives_up_after_its_budget_then_fails_at_once() -> None:
+    clock = _Clock()
+    guard = _guard(clock, budget=10.0)
+    failed: list[int] = []
+
+    async def down() -> None:
+        raise RedisConnectionError("Error 111 connecting to db.example:6379. Connection refused.")
+
+    async def fail(_: Exception, count: int) -> None:
+        failed.append(count)
+
+    with pytest.raises(RedisUnavailable) as caught:
+        await guard.call_with_retry(down, fail, with_failure_count=True)
+    message = str(caught.value)
+    assert message.startswith("Redis at redis://:***@db.example:6379/0 unreachable for 10 s: ")
+    assert "Connection refused" in message and "secret" not in message
+    assert 10.0 <= clock.now <= 10.5
+    assert failed == list(range(1, len(failed) + 1)) and len(failed) > 10
+    assert guard.gave_up
+    # Every later call fails at once, without trying Redis.
+    tried = []
+
+    async def record() -> None:
+        tried.append(1)
+
+    started = clock.now
+    with pytest.raises(RedisUnavailable):
+        await guard.call_with_retry(record, _noop)
+    assert (tried, clock.now) == ([], started)
+
+
+async def test_guard_budget_is_per_outage_and_shared_by_calls() -> None:
+    clock = _Clock()
+    guard = _guard(clock, budget=10.0)
+    answers = iter([RedisConnectionError("down")] * 3 + ["up"])
+
+    async def flaky() -> str:
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    clock.now = 100.0
+    assert await guard.call_with_retry(flaky, _noop) == "up"
+    # A success ended that outage: a later one has the whole budget again.
+    clock.now = 200.0
+
+    async def down() -> None:
+        raise RedisConnectionError("down")
+
+    with pytest.raises(RedisUnavailable):
+        await guard.call_with_retry(down, _noop)
+    assert 210.0 <= clock.now <= 210.5
+    # A copy (each new connection deep-copies its retry policy) is the same guard.
+    assert copy.deepcopy(guard) is guard
+
+
+def test_redact_hides_only_the_password() -> None:
+    assert redact("redis://127.0.0.1:6379/0") == "redis://127.0.0.1:6379/0"
+    assert redact("redis://user:pw@h:1/2") == "redis://user:***@h:1/2"
+    assert redact("rediss://:pw@h/0") == "rediss://:***@h/0"
+
+
+async def test_a_client_rides_out_a_restart_and_its_scripts_load_again(
+    redis_aof: RedisServer,
+) -> None:
+    client = Redis.from_url(redis_aof.url, socket_connect_timeout=1)
+    install_guard(client, redis_aof.url, budget=20)
+    scope = Scope.for_seeds(["http://a.test/"], ["test"])
+    frontier = RedisFrontier(client, "job", scope, PolitenessPolicy(), partitions=8)
+    try:
+        first = await frontier.add([Candidate(f"http://a.test/{i}") for i in range(20)])
+        assert first.added == 20
+        await client.set("before", "restart")
+        down = asyncio.create_task(asyncio.to_thread(redis_aof.restart, 1.0))
+        await asyncio.sleep(0.3)  # redis-server is stopped now: the calls below wait for it
+        started = time.monotonic()
+        # A pipeline of scripts the restarted server has never loaded (NOSCRIPT), and commands.
+        again = await frontier.add([Candidate(f"http://a.test/{i}") for i in range(10, 40)])
+        assert time.monotonic() - started >= 0.3
+        await down
+        assert (again.added, again.duplicates) == (20, 10)
+        assert await client.get("before") == b"restart"  # the AOF kept it
+        await frontier.refresh()
+        assert frontier.stats().seen == 40
+    finally:
+        await client.aclose()
+
+
+async def _versions_until_done(url: str, limit: float = 50) -> set[int]:
+    """The assignment versions published until the job is done (workers leave only then)."""
+    client = Redis.from_url(url)
+    control = Control(client, "gossamer")
+    deadline = time.monotonic() + limit
+    seen: set[int] = set()
+    try:
+        while True:
+            version = await control.version()
+            if (await control.totals(64)).done:
+                return seen
+            seen.add(version)
+            assert time.monotonic() < deadline, seen
+            await asyncio.sleep(0.1)
+    finally:
+        await client.aclose()
+
+
+# -- end to end -----------------------------------------------------------------------------
+
+
+def _submit(url: str, seed: str, *extra: str) -> list[str]:
+    return ["cluster", "submit", "--redis", url, seed, *SLOW, *WEB_ARGS, *PARTITIONS, *extra]
+
+
+async def _until_records(tmp_path: Path, names: range, least: int, limit: float = 20) -> int:
+    """The first worker with ``least`` records (so a disturbance lands mid-crawl)."""
+    deadline = time.monotonic() + limit
+    while True:
+        for i in names:
+            if len(_records(tmp_path / f"w{i}")) >= least:
+                return i
+        assert time.monotonic() < deadline, "no worker fetched anything"
+        await asyncio.sleep(0.05)
+
+
+async def _cluster_wait(url: str, limit: float = 50) -> None:
+    code, _, err = await _output(
+        "cluster", "wait", "--redis", url, "--timeout", str(limit), limit=limit + 5
+    )
+    assert code == 0, err
+
+
+def _counts(tmp_path: Path, workers: int) -> Counter[str]:
+    return Counter(r["url"] for i in range(workers) for r in _records(tmp_path / f"w{i}"))
+
+
+def _same_set(counts: Counter[str], expected: set[str]) -> None:
+    assert set(counts) == expected, (
+        sorted(expected - set(counts))[:5],
+        sorted(set(counts) - expected)[:5],
+    )
+
+
+def _logs(tmp_path: Path, workers: int) -> list[str]:
+    return [(tmp_path / f"w{i}.log").read_text() for i in range(workers)]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(90)
+async def test_a_worker_joining_mid_crawl_takes_partitions(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    url = redis_server.url
+    async with TestWebServer(_web(), flaky_failures=0) as server:
+        seed = server.url(0)
+        expected = await _reference(tmp_path, seed, [*FAST, "--concurrency", "16"])
+        submit = _submit(url, seed, "--heartbeat-ttl", "3")
+        assert await _run(tmp_path / "submit.log", *submit) == 0
+        first = await _start(tmp_path / "w0.log", *_worker(url, tmp_path, 0))
+        await _until_records(tmp_path, range(1), 1)
+        second = await _start(tmp_path / "w1.log", *_worker(url, tmp_path, 1))
+        state = await _wait_alive(url, 2)
+        assert not state["done"], "the join came too late to test anything"
+        deadline = time.monotonic() + 15
+        while (parts := _partitions(await _status(url))) != {"w0": 32, "w1": 32}:
+            assert time.monotonic() < deadline, parts
+            await asyncio.sleep(0.2)
+        await _cluster_wait(url)
+        codes = await asyncio.wait_for(asyncio.gather(first.wait(), second.wait()), 30)
+        assert codes == [0, 0], _logs(tmp_path, 2)
+
+    counts = _counts(tmp_path, 2)
+    _same_set(counts, expected)
+    assert max(counts.values()) == 1, [u for u, n in counts.items() if n > 1][:5]
+    assert _records(tmp_path / "w1"), "the joining worker fetched nothing"
+
+
+def _partitions(state: dict[str, Any]) -> dict[str, int]:
+    return {w["name"]: w["partitions"] for w in state["workers"] if w["alive"]}
+
+
+async def _assignment(url: str) -> dict[str, frozenset[int]]:
+    """The published assignment, read from Redis."""
+    client = Redis.from_url(url)
+    try:
+        return await Control(client, "gossamer").assignment()
+    finally:
+        await client.aclose()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(90)
+async def test_sigterm_hands_partitions_back_and_loses_nothing(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    url = redis_server.url
+    async with TestWebServer(_web(), flaky_failures=0) as server:
+        seed = server.url(0)
+        expected = await _reference(tmp_path, seed, [*FAST, "--concurrency", "16"])
+        # Heartbeats (30 s) outlive the checks below and claims (120 s) `cluster wait` (50 s):
+        # its partitions move soon and the job finishes only if the leaver handed them back.
+        submit = _submit(url, seed, "--heartbeat-ttl", "30", "--claim-timeout", "120")
+        assert await _run(tmp_path / "submit.log", *submit) == 0
+        workers = [
+            await _start(tmp_path / f"w{i}.log", *_worker(url, tmp_path, i)) for i in range(3)
+        ]
+        await _wait_alive(url, 3)
+        v = await _until_records(tmp_path, range(3), 10)
+        workers[v].send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(workers[v].wait(), 15) == 0, _logs(tmp_path, 3)[v]
+        state = await _status(url)
+        assert not state["done"], "the leave came too late to test anything"
+        # It left: the others own every partition within seconds.
+        survivors_names = {f"w{i}" for i in range(3) if i != v}
+        deadline = time.monotonic() + 10
+        while set(assignment := await _assignment(url)) != survivors_names:
+            assert time.monotonic() < deadline, assignment
+            await asyncio.sleep(0.2)
+        assert sorted(p for parts in assignment.values() for p in parts) == list(range(64))
+        await _cluster_wait(url)
+        survivors = [w for i, w in enumerate(workers) if i != v]
+        codes = await asyncio.wait_for(asyncio.gather(*(w.wait() for w in survivors)), 30)
+        assert codes == [0, 0], _logs(tmp_path, 3)
+
+    counts = _counts(tmp_path, 3)
+    _same_set(counts, expected)
+    # A clean leave loses no lease and leaves nothing in flight: no URL is fetched twice.
+    assert max(counts.values()) == 1, [u for u, n in counts.items() if n > 1][:5]
+    assert (tmp_path / f"w{v}" / "stats.json").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(90)
+async def test_killing_the_leader_moves_the_lease(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    url = redis_server.url
+    ttl = 2.0
+    async with TestWebServer(_web(), flaky_failures=0) as server:
+        seed = server.url(0)
+        expected = await _reference(tmp_path, seed, [*FAST, "--concurrency", "16"])
+        submit = _submit(url, seed, "--heartbeat-ttl", str(ttl), "--claim-timeout", "2")
+        assert await _run(tmp_path / "submit.log", *submit) == 0
+        workers = [
+            await _start(tmp_path / f"w{i}.log", *_worker(url, tmp_path, i)) for i in range(3)
+        ]
+        await _wait_alive(url, 3)
+        await _until_records(tmp_path, range(3), 10)
+        leader = (await _status(url))["leader"]
+        assert leader in {"w0", "w1", "w2"}
+        v = int(leader[1:])
+        workers[v].send_signal(signal.SIGKILL)
+        await workers[v].wait()
+        killed_at = time.monotonic()
+        deadline = killed_at + 15
+        while (state := await _status(url))["leader"] in (None, leader):
+            assert time.monotonic() < deadline, state
+            await asyncio.sleep(0.1)
+        moved_in = time.monotonic() - killed_at
+        assert not state["done"], "the kill came too late to test anything"
+        await _cluster_wait(url)
+        survivors = [w for i, w in enumerate(workers) if i != v]
+        codes = await asyncio.wait_for(asyncio.gather(*(w.wait() for w in survivors)), 30)
+        assert codes == [0, 0], _logs(tmp_path, 3)
+        state = await _status(url)
+
+    # The lease lives one TTL after its last renewal; a survivor takes it within a second.
+    assert moved_in < ttl + 2.5, moved_in
+    assert state["leader"] is None or state["leader"] != leader
+    counts = _counts(tmp_path, 3)
+    _same_set(counts, expected)
+    twice = {u for u, n in counts.items() if n > 1}
+    assert twice <= {r["url"] for r in _records(tmp_path / leader)}
+    alive = {w["name"]: w["alive"] for w in state["workers"]}
+    assert alive[leader] is False
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(90)
+async def test_redis_restart_mid_crawl_loses_nothing(
+    tmp_path: Path, redis_aof: RedisServer
+) -> None:
+    url = redis_aof.url
+    async with TestWebServer(_web(), flaky_failures=0) as server:
+        seed = server.url(0)
+        expected = await _reference(tmp_path, seed, [*FAST, "--concurrency", "16"])
+        # Heartbeats (2 s) expire while Redis is down; claims (10 s) do not.
+        submit = _submit(url, seed, "--heartbeat-ttl", "2", "--claim-timeout", "10")
+        assert await _run(tmp_path / "submit.log", *submit) == 0
+        workers = [
+            await _start(tmp_path / f"w{i}.log", *_worker(url, tmp_path, i)) for i in range(2)
+        ]
+        await _wait_alive(url, 2)
+        # `cluster wait` runs through the restart too.
+        waiter = asyncio.create_task(_cluster_wait(url))
+        await _until_records(tmp_path, range(2), 10)
+        before = sum(_counts(tmp_path, 2).values())
+        version = (await _status(url))["assignment_version"]
+        await asyncio.to_thread(redis_aof.restart, 2.0)
+        state = await _status(url)
+        assert not state["done"], "the restart came too late to test anything"
+        versions = await _versions_until_done(url)
+        await asyncio.wait_for(waiter, 55)
+        codes = await asyncio.wait_for(asyncio.gather(*(w.wait() for w in workers)), 30)
+        logs = _logs(tmp_path, 2)
+        assert codes == [0, 0], logs
+        state = await _status(url)
+
+    assert before < len(expected) / 2
+    counts = _counts(tmp_path, 2)
+    _same_set(counts, expected)
+    # Every claim outlived the outage and was renewed after it: none was fetched twice.
+    assert max(counts.values()) == 1, [u for u, n in counts.items() if n > 1][:5]
+    assert state["done"] and state["totals"]["queued"] == state["totals"]["claimed"] == 0
+    # The leader waited for the workers to beat again: no partition moved while the job ran.
+    assert versions == {version}
+    assert not any("Traceback" in log for log in logs), logs
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(90)
+async def test_redis_gone_for_good_is_one_line_exit_1(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    url = redis_server.url
+    budget = 3.0
+    async with TestWebServer(_web(), flaky_failures=0) as server:
+        seed = server.url(0)
+        assert await _run(tmp_path / "submit.log", *_submit(url, seed)) == 0
+        args = _worker(url, tmp_path, 0, "--redis-timeout", str(budget))
+        worker = await asyncio.create_subprocess_exec(
+            *GOSSAMER, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        )
+        await _until_records(tmp_path, range(1), 10)
+        halted_at = time.monotonic()
+        await asyncio.to_thread(redis_server.halt)
+        out, err = await asyncio.wait_for(worker.communicate(), budget + 20)
+        gone_for = time.monotonic() - halted_at
+
+    stderr = err.decode()
+    assert worker.returncode == 1, stderr
+    assert budget <= gone_for < budget + 10, gone_for
+    assert stderr.count("\n") == 1 and "Traceback" not in stderr, stderr
+    assert f"Redis at {url} unreachable for 3 s: " in stderr, stderr
+    # Its last checkpoint ran before it exited: pages.jsonl holds every record of crawl.db.
+    records = _records(tmp_path / "w0")
+    with sqlite3.connect(tmp_path / "w0" / "crawl.db") as db:
+        (stored,) = db.execute("SELECT COUNT(*) FROM pages").fetchone()
+    assert len(records) == stored > 0
+    assert out == b""  # --quiet: no summary
