@@ -50,7 +50,7 @@ NGINX_BIN ?= /usr/sbin/nginx
 BENCH_ARGS ?=
 CLUSTER_ARGS ?=
 
-.PHONY: bench bench-crawl bench-nginx bench-cluster
+.PHONY: bench bench-crawl bench-nginx bench-cluster bench-balance
 
 $(SCRAPY_STAMP): benchmarks/requirements-scrapy.txt
 	$(PYTHON) -m venv $(SCRAPY_VENV)
@@ -71,9 +71,14 @@ bench-crawl: $(STAMP) $(SCRAPY_STAMP) bench-nginx
 bench-cluster: $(STAMP) system-deps
 	$(BIN)/python benchmarks/bench_cluster.py $(CLUSTER_ARGS)
 
+# make bench-balance: P1's experiment (5 unequal workers, every allocator; docs/load-balancing.md).
+bench-balance: $(STAMP) system-deps
+	$(BIN)/python benchmarks/bench_balance.py --plot docs/load-balancing-finish-times.png
+
 bench: bench-crawl system-deps
 	$(BIN)/python benchmarks/bench_seen.py
 	$(BIN)/python benchmarks/bench_frontier.py
 	$(BIN)/python benchmarks/bench_scale.py
 	$(BIN)/python benchmarks/bench_latency.py
 	$(BIN)/python benchmarks/bench_cluster.py $(CLUSTER_ARGS)
+	$(BIN)/python benchmarks/bench_balance.py --plot docs/load-balancing-finish-times.png

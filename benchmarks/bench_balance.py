@@ -206,9 +206,9 @@ async def run_job(
         submit += ["--per-host", str(per_host), "--max-depth", "1000", "--heartbeat-ttl", "3"]
         submit += ["--resolve", f"*.{DOMAIN}=127.0.0.1", "--allow-domain", DOMAIN]
         submit += ["--claim-timeout", "20", *web_.seeds()]
-        started = time.time()
         if await _gossamer(*submit, log=log) != 0:
             raise RuntimeError(f"submit failed: see {log}")
+        started = time.time()  # the job exists from here (as P1's master assigns)
         wait = ["cluster", "wait", "--redis", redis, "--job", job, "--timeout", str(args.limit)]
         if await _gossamer(*wait, log=log) != 0:
             raise RuntimeError(f"job {job} not finished after {args.limit}s: see {log}")
@@ -264,6 +264,30 @@ def verdicts(results: Sequence[Result], allocator: str) -> list[str]:
     return lines
 
 
+def plot(results: Sequence[Result], specs: Sequence[WorkerSpec], path: Path) -> None:
+    """Per job, each allocator's worker finish times as grouped bars, and the lower bound."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    jobs = list(dict.fromkeys(r.job for r in results))
+    figure = Figure(figsize=(6 * len(jobs), 4))
+    FigureCanvasAgg(figure)
+    for i, job in enumerate(jobs):
+        axes = figure.add_subplot(1, len(jobs), i + 1)
+        runs = [r for r in results if r.job == job]
+        width = 0.8 / len(specs)
+        for k, spec in enumerate(specs):
+            xs = [j + (k - (len(specs) - 1) / 2) * width for j in range(len(runs))]
+            axes.bar(xs, [r.finish[spec.name] for r in runs], width, label=spec.name)
+        axes.axhline(runs[0].bound, color="black", linestyle="--", label="lower bound")
+        axes.set_xticks(range(len(runs)), [r.allocator for r in runs])
+        axes.set_ylabel("finish time from submit, s")
+        axes.set_title(f"{job} job: per-worker finish times")
+        axes.legend(fontsize="small")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+
+
 async def model_report(redis: str) -> str:
     from redis.asyncio import Redis
 
@@ -302,6 +326,7 @@ async def main_async(args: argparse.Namespace) -> int:
                     result = await run_job(args, redis.url, web_, specs, kind, allocator)
                     results.append(result)
                     print(table([result], specs), flush=True)
+                    print(await model_report(redis.url), flush=True)
             finally:
                 await runner.cleanup()
         report = await model_report(redis.url)
@@ -313,10 +338,13 @@ async def main_async(args: argparse.Namespace) -> int:
         )
         + f"; pages {args.page_kb} KB, latency {args.latency} s"
     )
-    print("cells: pages fetched / finish time from submit\n")
+    print("cells: pages fetched / finish time from the end of submit\n")
     print(table(results, specs))
     print()
     print(report)
+    if args.plot is not None:
+        plot(results, specs, args.plot)
+        print(f"plot: {args.plot}")
     lines = verdicts(results, args.target)
     for line in lines:
         print(line)
@@ -335,6 +363,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--target", default="bpnn-pso", help="allocator held to the targets")
     parser.add_argument("--limit", type=float, default=400.0, help="seconds per run (400)")
     parser.add_argument("--quick", action="store_true", help="small jobs: a smoke test")
+    parser.add_argument("--plot", type=Path, help="write the finish times as a PNG here")
     parser.add_argument("--out", type=Path, default=HERE.parent / "bench-out" / "balance")
     args = parser.parse_args(argv)
     if args.quick:

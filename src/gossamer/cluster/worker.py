@@ -53,6 +53,8 @@ from gossamer.stats import CrawlStats
 DEFAULT_JOB = "gossamer"
 _CONNECT_TIMEOUT = 3.0
 _POLL = 0.5
+_JOB_POLL = 0.1
+"""Seconds between looks for a job not submitted yet: a waiting worker starts at once."""
 
 
 def connect(url: str, *, cluster: bool = False) -> RedisClient:
@@ -250,7 +252,7 @@ async def _wait_for_job(control: Control, options: WorkerOptions) -> CrawlSettin
         if not told:
             print(f"waiting for job {options.job!r} to be submitted", file=sys.stderr)
             told = True
-        await asyncio.sleep(_POLL)
+        await asyncio.sleep(_JOB_POLL)
     update: dict[str, Any] = {"resume": True, "quiet": True}
     if options.out is not None:
         update["out"] = options.out
@@ -396,8 +398,8 @@ class Duties:
         reclaim = max(1.0, min(self._settings.claim_timeout / 4, 10.0))
         for every, duty in (
             (beat, self._beat),
-            (min(1.0, beat), self._lead),
-            (min(1.0, beat), self._follow),
+            (min(0.5, beat), self._lead),
+            (min(0.25, beat), self._follow),
             (renew, frontier.renew),
             (reclaim, self._reclaim),
             (1.0, self._observe),
