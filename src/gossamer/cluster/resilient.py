@@ -132,6 +132,9 @@ class RedisGuard(Retry):
             except self._supported_errors as error:
                 if is_retryable is not None and not is_retryable(error):
                     raise
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise asyncio.CancelledError from error  # a cancel a timeout swallowed
                 failures += 1
                 await (fail(error, failures) if with_failure_count else fail(error))
                 await self._sleep(self._backoff_after(error, failures))

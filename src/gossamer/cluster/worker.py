@@ -409,9 +409,14 @@ class Duties:
             self._tasks.append(task)
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        """Cancel the duties; one that does not end within a second is cancelled again."""
+        pending = set(self._tasks)
+        for _ in range(10):
+            for task in pending:
+                task.cancel()
+            _, pending = await asyncio.wait(pending, timeout=1.0)
+            if not pending:
+                return
 
     def raise_failure(self) -> None:
         if self._failure is not None:
@@ -422,10 +427,15 @@ class Duties:
         Redis error (``NOSCRIPT`` from a restarted server, say) is tolerated, the next round
         running the duty again, until such errors have lasted the guard's budget."""
         failing_since: float | None = None
+        task = asyncio.current_task()
         while True:
             await asyncio.sleep(seconds)
             try:
                 await duty()
+                if task is not None and task.cancelling():
+                    # A cancel that a library turned into an error it then retried (asyncio
+                    # timeouts can do that on 3.11) must still stop the loop.
+                    raise asyncio.CancelledError
             except RedisUnavailable:
                 raise
             except RedisError:
