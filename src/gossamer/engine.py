@@ -58,6 +58,8 @@ class FetchResultLike(Protocol):
     @property
     def started_at(self) -> float: ...
     @property
+    def sent_by(self) -> float: ...
+    @property
     def fetched_at(self) -> float: ...
     @property
     def elapsed(self) -> float: ...
@@ -288,7 +290,7 @@ class Crawler:
         result = await self._fetcher.fetch(lease.url)
         self._counts["requests"] += 1
         feedback = Feedback(
-            started_at=result.started_at,
+            started_at=result.sent_by,
             elapsed=result.elapsed,
             failed=is_failure(result.status, result.error),
             retry_after=result.retry_after,
@@ -408,7 +410,7 @@ class RobotsFetch:
     async def __call__(self, url: str) -> FetchResultLike:
         result = await self._fetcher.fetch(url)
         self.requests += 1
-        self.started[host_key(url)] = result.started_at
+        self.started[host_key(url)] = result.sent_by
         return result
 
 

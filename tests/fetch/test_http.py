@@ -733,6 +733,13 @@ async def test_injected_clock_stamps_started_at_and_elapsed(
     assert result.started_at > 100.0
     assert result.elapsed == float(int(result.elapsed)) >= 1.0
     assert refused.elapsed == 1.0
+    # Politeness spaces from a time the request had surely been sent by: its answer's start,
+    # or the end of a fetch that got none.
+    assert result.answered_at is not None
+    assert result.started_at < result.sent_by == result.answered_at
+    assert result.sent_by <= result.started_at + result.elapsed
+    assert refused.answered_at is None
+    assert refused.sent_by == refused.started_at + refused.elapsed
 
 
 # --- config ------------------------------------------------------------------------------

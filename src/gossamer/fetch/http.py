@@ -32,9 +32,11 @@ connection instead of draining it. A compressed stream that ends early is also f
 a time (a stacked ``gzip, br`` counts as unsupported); bytes after the end of the first
 compressed stream (such as further gzip members) are ignored.
 
-``started_at`` comes from aiohttp's ``on_request_headers_sent`` trace signal: the moment the
-request head goes to the socket, after DNS, connect and TLS, which is when the host sees the
-request and so what the scheduler's per-host spacing should measure from.
+``started_at`` comes from aiohttp's ``on_request_headers_sent`` trace signal, after DNS,
+connect and TLS; aiohttp fires it before it writes the head, which goes out on a later turn of
+the event loop (milliseconds later on a busy loop). ``answered_at`` is when the response head
+arrived, by which time the request had surely been sent: ``sent_by`` is what the scheduler's
+per-host spacing measures from, so the gap the host sees is never short.
 
 ``max_bandwidth`` paces body bytes (as received, before decoding) through one
 `TokenBucket` shared by every request of the fetcher; a ``meter`` is told of every chunk.
@@ -121,6 +123,18 @@ class FetchResult:
     retry_after: float | None
     location: str | None
     paced: float = 0.0
+    answered_at: float | None = None
+    """When the response head arrived (injected monotonic clock); None without a response."""
+
+    @property
+    def sent_by(self) -> float:
+        """A time by which the request had surely reached the socket: when its answer began,
+        else when the fetch ended. ``started_at`` can be early: aiohttp signals the head as
+        sent before it writes it (on the event loop's next turns, later under load), so
+        politeness spaces requests from this time instead."""
+        if self.answered_at is not None:
+            return self.answered_at
+        return self.started_at + self.elapsed + self.paced
 
     @property
     def ok(self) -> bool:
@@ -377,6 +391,7 @@ class Fetcher:
             )
         except Exception as exc:
             return self._failure(url, probe.started_at, exc)
+        probe.answered_at = self._clock()
         try:
             return await self._read(url, probe, response)
         finally:
@@ -419,6 +434,7 @@ class Fetcher:
             truncated=body.truncated,
             error=error,
             started_at=probe.started_at,
+            answered_at=probe.answered_at,
             fetched_at=now,
             elapsed=self._clock() - probe.started_at - paced,
             wire_bytes=body.wire,
@@ -455,10 +471,11 @@ class Fetcher:
 class _Probe:
     """Carries the headers-sent time from the trace callback back to `Fetcher._fetch`."""
 
-    __slots__ = ("started_at",)
+    __slots__ = ("answered_at", "started_at")
 
     def __init__(self, started_at: float) -> None:
         self.started_at = started_at
+        self.answered_at: float | None = None
 
 
 class _StuckBodyGuard:
