@@ -7,7 +7,6 @@ import pytest
 from gossamer.balance.allocate import KINDS, Kind, allocate, assign_partitions, equal_split
 from gossamer.balance.capability import Capability, Live, WorkerState
 from gossamer.balance.model import LinearRuntimeModel
-from gossamer.cluster import control
 
 P = 512
 QUEUED = {p: (p * 7) % 23 for p in range(P)}  # some partitions empty, the rest 1..22 URLs
@@ -32,13 +31,13 @@ def moved(before: dict[str, frozenset[int]], after: dict[str, frozenset[int]]) -
     return sum(len(parts - after.get(name, frozenset())) for name, parts in before.items())
 
 
-def test_equal_reproduces_control_equal_split() -> None:
+def test_equal_is_the_hash_split() -> None:
     names = ["c", "a", "b"]
     workers = [worker(n) for n in names]
     first = allocate("equal", workers, QUEUED, P)
-    assert first == control.equal_split(P, names)
+    assert first == equal_split(P, names)
     joined = allocate("equal", [*workers, worker("d")], QUEUED, P, first)
-    assert joined == control.equal_split(P, [*names, "d"], first)
+    assert joined == equal_split(P, [*names, "d"], first)
     assert equal_split(10, []) == {}
 
 
@@ -83,7 +82,7 @@ def test_bad_input(kind: Kind) -> None:
     check_complete(split)
     assert not split.get("dead")
     only_dead = allocate(kind, [dead, worker("zero", cores=0)], QUEUED, P)
-    assert only_dead == control.equal_split(P, ["dead", "zero"])  # all zero: equal
+    assert only_dead == equal_split(P, ["dead", "zero"])  # all zero: equal
     huge = {p: 10**6 for p in range(P)}  # far beyond what the cluster does in any horizon
     check_complete(allocate(kind, [worker("a"), worker("b")], huge, P))
     check_complete(allocate(kind, [worker("a")], {}, P))  # nothing queued yet

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from gossamer.cluster.control import equal_split, format_ranges, parse_ranges
+from gossamer.balance.allocate import equal_split
+from gossamer.cluster.control import format_ranges, parse_ranges
 
 
 def test_split_is_equal_and_complete() -> None:

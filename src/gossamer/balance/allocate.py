@@ -85,8 +85,7 @@ def equal_split(
     """Partitions ``0..partitions-1`` split equally over ``workers`` (sorted by name).
 
     The first ``partitions % n`` workers get one more. Each worker keeps what it owned in
-    ``previous`` up to its share, so a join or leave moves as few partitions as it can. (The
-    same as :func:`gossamer.cluster.control.equal_split`, here so balance needs no Redis.)
+    ``previous`` up to its share, so a join or leave moves as few partitions as it can.
     """
     names = sorted(set(workers))
     if not names:

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gossamer.balance.allocate import Kind, allocate
+from gossamer.balance.allocate import Kind, allocate, equal_split
 from gossamer.balance.capability import Capability, worker_state
 from gossamer.balance.model import (
     FitReport,
@@ -39,7 +39,7 @@ from gossamer.balance.model import (
     model_from_json,
     model_to_json,
 )
-from gossamer.cluster.control import Control, equal_split
+from gossamer.cluster.control import Control
 from gossamer.frontier.redis import partition_keys
 
 _TAG = "gs:{gossamer-balance}:"

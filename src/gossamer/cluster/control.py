@@ -12,8 +12,8 @@ they share one Redis Cluster slot and the scripts and transactions below touch o
     gs:{J}:assignment:version  STRING  incremented on every published assignment
     gs:{J}:wake:<name>         SET     partitions of worker <name> others just filled
 
-The leader splits partitions ``0..P-1`` equally over the live workers (sorted by name), moving
-as few partitions as it can from the previous assignment. Workers poll the version.
+The leader's :class:`~gossamer.cluster.balancer.Balancer` decides the assignment and publishes
+it here; workers poll the version.
 """
 
 from __future__ import annotations
@@ -62,32 +62,6 @@ def job_keys(job: str) -> dict[str, str]:
 
 
 # -- assignment -----------------------------------------------------------------------------
-
-
-def equal_split(
-    partitions: int, workers: Iterable[str], previous: Mapping[str, Iterable[int]] | None = None
-) -> dict[str, frozenset[int]]:
-    """Partitions ``0..partitions-1`` split equally over ``workers`` (sorted by name).
-
-    The first ``partitions % n`` workers get one more. Each worker keeps what it owned in
-    ``previous`` up to its share, so a join or leave moves as few partitions as it can.
-    """
-    names = sorted(set(workers))
-    if not names:
-        return {}
-    base, extra = divmod(partitions, len(names))
-    share = {name: base + (1 if i < extra else 0) for i, name in enumerate(names)}
-    owned: dict[str, list[int]] = {name: [] for name in names}
-    taken: set[int] = set()
-    for name in names:
-        kept = sorted(p for p in (previous or {}).get(name, ()) if 0 <= p < partitions)
-        owned[name] = kept[: share[name]]
-        taken.update(owned[name])
-    free = iter(p for p in range(partitions) if p not in taken)
-    for name in names:
-        need = share[name] - len(owned[name])
-        owned[name].extend(next(free) for _ in range(need))
-    return {name: frozenset(parts) for name, parts in owned.items()}
 
 
 def format_ranges(parts: Iterable[int]) -> str:
@@ -261,15 +235,6 @@ class Control:
             args += [name, format_ranges(parts)]
         keys = [self.keys["leader"], self.keys["assignment"], self.keys["assignment:version"]]
         return int(await self._publish(keys=keys, args=args))
-
-    async def rebalance(self, leader: str, partitions: int) -> int | None:
-        """As leader: a fresh equal split over the live workers, published if it changed."""
-        live = await self.live_workers()
-        current = await self.assignment()
-        wanted = equal_split(partitions, live, current)
-        if wanted == current or not wanted:
-            return None
-        return await self.publish(leader, wanted)
 
 
 def _text(value: bytes | str) -> str:
