@@ -1,9 +1,13 @@
 """The crawl loop: leases URLs from the frontier, fetches, parses and hands records to sinks.
 
-One task runs per leased URL; the loop keeps at most ``concurrency`` of them in flight and
-sleeps until a task ends or the frontier says a host becomes due. A checkpoint task commits
-crawl.db (frontier state and records in one transaction) and then appends the same records to
-pages.jsonl and, with a store, upserts them into it before the checkpoint's acks are sent.
+One task runs per leased URL; the loop keeps at most ``concurrency`` of them fetching (a
+task's slot frees once its response is in) and at most as many more parsing, queueing
+outlinks and acking, so a frontier round trip after a fetch (the Redis frontier's) holds no
+fetch slot. It sleeps until a task ends or the frontier says a host becomes due. A checkpoint
+task commits crawl.db (frontier state and records in one transaction) and then appends the
+same records to pages.jsonl and, with a store, upserts them into it before the checkpoint's
+acks are sent; it runs every ``checkpoint_interval`` and as soon as no task is left, when
+there is nothing more to batch.
 """
 
 from __future__ import annotations
@@ -124,6 +128,10 @@ class Crawler:
         self._on_commit = on_commit
         self._store = store
         self._tasks: set[asyncio.Task[None]] = set()
+        self._fetching: set[asyncio.Task[None]] = set()
+        """Tasks that have not had their response yet (they hold a fetch slot)."""
+        self._flush = asyncio.Event()
+        """Set to checkpoint now instead of at the next interval."""
         self._wake = asyncio.Event()
         self._stopping = False
         self._pending: list[PageRecord] = []
@@ -152,6 +160,7 @@ class Crawler:
             await self._drain()
         finally:
             finished.set()  # a checkpoint under way completes: its records reach pages.jsonl
+            self._flush.set()
             with contextlib.suppress(asyncio.CancelledError):
                 await checkpointer
             await self.checkpoint()
@@ -207,12 +216,15 @@ class Crawler:
         frontier = self._frontier
         limit = self._config.concurrency
         while not self._stopping:
-            free = min(limit - len(self._tasks), self._budget())
+            free = min(limit - len(self._fetching), 2 * limit - len(self._tasks), self._budget())
             if free > 0:
                 for lease in await frontier.lease(free):
                     self._spawn(lease)
-            if not self._tasks and (frontier.done() or self._budget() <= 0):
-                return
+            if not self._tasks:
+                if frontier.done() or self._budget() <= 0:
+                    return
+                if self._pending:
+                    self._flush.set()  # idle: nothing to batch the records with
             wait = frontier.next_ready()
             timeout = 1.0 if wait is None or free <= 0 else min(max(wait, 0.001), 1.0)
             self._wake.clear()
@@ -228,10 +240,12 @@ class Crawler:
     def _spawn(self, lease: Lease) -> None:
         task = asyncio.create_task(self._process(lease))
         self._tasks.add(task)
+        self._fetching.add(task)
         task.add_done_callback(self._task_done)
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
+        self._fetching.discard(task)
         self._wake.set()
         if not task.cancelled() and (exc := task.exception()) is not None:
             self._fail(exc)
@@ -254,13 +268,15 @@ class Crawler:
     async def _checkpoint_loop(self, finished: asyncio.Event) -> None:
         while not finished.is_set():
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(finished.wait(), self._config.checkpoint_interval)
+                await asyncio.wait_for(self._flush.wait(), self._config.checkpoint_interval)
+            self._flush.clear()
             if not finished.is_set():
                 try:
                     await self.checkpoint()
                 except Exception as exc:
                     self._fail(exc)
                     return
+                self._wake.set()  # its acks may have finished the crawl
 
     # -- one URL ---------------------------------------------------------------------------
 
@@ -288,6 +304,7 @@ class Crawler:
             await self._frontier.ack(lease, None)
             return
         result = await self._fetcher.fetch(lease.url)
+        self._fetched()
         self._counts["requests"] += 1
         feedback = Feedback(
             started_at=result.sent_by,
@@ -308,9 +325,17 @@ class Crawler:
         self._record(record, lease)
         await self._frontier.ack(lease, feedback)
 
+    def _fetched(self) -> None:
+        """The current task's response is in: its fetch slot is free for the next URL."""
+        task = asyncio.current_task()
+        if task in self._fetching:
+            self._fetching.discard(task)
+            self._wake.set()
+
     async def _fetch_robots(self, lease: Lease) -> None:
         """The host's first request is its robots.txt; the URL waits for its next slot."""
         policy = await self._robots.get(lease.url)
+        self._fetched()
         self._db.stage(_INSERT_SITEMAP, [(lease.host, url) for url in policy.sitemaps])
         if policy.status == "unreachable":
             # Counted as an attempt: with a host delay longer than --robots-retry, a release

@@ -3,6 +3,7 @@ waiting for its periodic refresh of every partition."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Collection, Iterator
 
 import pytest
@@ -93,3 +94,70 @@ async def test_a_hint_lets_the_owner_claim_before_its_refresh(
         clock.now += 1.0
         assert [g.url for g in await b.lease(10)] == [f"{host}/page"]
     await a.ack(lease, None)
+
+
+async def test_a_busy_worker_with_hints_refreshes_every_fifth_interval(
+    control: Control,
+) -> None:
+    """Hints stand in for the refresh of every partition while the worker holds work: lease
+    calls more often than hints are polled still refresh only every five intervals."""
+    clock = Clock()
+    b = _worker(control, "b", set(range(P)), {}, clock)
+    await b.add([Candidate(f"http://h{i}.test/{j}") for i in range(20) for j in range(20)])
+    refreshes: list[float] = []
+    refresh = b.refresh
+
+    async def counted() -> None:
+        refreshes.append(clock.now)
+        await refresh()
+
+    b.refresh = counted  # type: ignore[method-assign]
+    leased = 0
+    while leased < 400:  # 8 s in steps of 20 ms: faster than hints are polled
+        for lease in await b.lease(1):
+            await b.ack(lease, None)
+            leased += 1
+        await asyncio.sleep(0)  # let background housekeeping run
+        clock.now += 0.02
+        assert clock.now < 1_010.0
+    # the first lease's (nothing held yet), then one 5 s later, not one a second
+    assert len(refreshes) <= 2, refreshes
+
+
+async def test_lease_hands_out_held_urls_while_housekeeping_waits_on_redis(
+    control: Control,
+) -> None:
+    """URLs held in memory are leased at once; only a worker with nothing to lease waits for
+    its housekeeping (here a hints call that does not answer until released)."""
+    clock = Clock()
+    answer = asyncio.Event()
+    asked = asyncio.Event()
+
+    async def hints() -> set[int]:
+        asked.set()
+        await answer.wait()
+        return set()
+
+    frontier = RedisFrontier(
+        control.redis,
+        control.job,
+        Scope.for_seeds([], ["test"], max_depth=5),
+        PolitenessPolicy(),
+        partitions=P,
+        clock=clock,
+        wall_clock=clock,
+        hints=hints,
+    )
+    await frontier.add([Candidate(f"http://h{i}.test/") for i in range(4)])
+    answer.set()
+    assert len(await frontier.lease(2)) == 2  # claims (awaited: nothing was held)
+    answer.clear()
+    clock.now += 1.0
+    got = await asyncio.wait_for(frontier.lease(2), 1.0)  # hints are stuck, still leases
+    assert len(got) == 2 and asked.is_set()
+    waiting = asyncio.create_task(frontier.lease(2))  # nothing left to lease: it waits
+    await asyncio.sleep(0.2)
+    assert not waiting.done()
+    answer.set()
+    assert await asyncio.wait_for(waiting, 1.0) == []
+    await frontier.close()

@@ -58,6 +58,11 @@ when nothing is held here and the snapshot, taken after this worker's last chang
 nothing queued or claimed in any partition. The engine adds a page's outlinks before acking
 it, so a claim always covers URLs still to come.
 
+``lease()`` also does the worker's housekeeping (claim renewals, hints, the refresh, reclaims
+and claims of more entries). While some held host is due it runs in a background task and
+``lease()`` hands out what is held at once, so no Redis round trip keeps a fetch slot empty;
+with nothing to hand out, ``lease()`` waits for it. Claim renewals are always awaited.
+
 A worker learns that a partition it owns has new entries from its own adds, from the
 refresh, and, with ``notify``/``hints`` (the cluster worker's), at once from the others: after
 an add, ``notify`` names the partitions owned elsewhere that got fresh entries, and every
@@ -72,6 +77,8 @@ canonicalize-and-scope is duplicated from :mod:`gossamer.frontier.local` for now
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import heapq
 import itertools
 import time
@@ -358,6 +365,8 @@ class RedisFrontier:
         self._next_lease_check = float("-inf")
         self._waiting: set[int] = set()
         """Owned partitions believed to have queued entries in Redis."""
+        self._keeper: asyncio.Task[None] | None = None
+        """The housekeeping under way (see ``_housekeeping``)."""
 
     # -- the contract ----------------------------------------------------------------------
 
@@ -412,7 +421,7 @@ class RedisFrontier:
         also holds a slot of its host from the shared limiter.
         """
         now = self._clock()
-        await self._housekeep(now)
+        await self._housekeeping(now)
         await self._reclaim_leases(now)
         self._promote_delayed(now)
         if self._limiter is not None:
@@ -647,6 +656,12 @@ class RedisFrontier:
 
     async def close(self) -> None:
         """Give back every held claim that is not leased; the Redis client stays open."""
+        keeper, self._keeper = self._keeper, None
+        if keeper is not None:
+            # Its claims must be held here to be given back. A failure of it was or will be
+            # met again by the calls below.
+            with contextlib.suppress(Exception):
+                await keeper
         await self.drop_partitions(set(self._held))
 
     # -- internals -------------------------------------------------------------------------
@@ -679,20 +694,47 @@ class RedisFrontier:
             keys = self._keys[part] = partition_keys(self._job, part)
         return keys
 
-    async def _housekeep(self, now: float) -> None:
+    async def _housekeeping(self, now: float) -> None:
+        """Run the housekeeping: in the background while a host is due (the URLs held now
+        are leased at once, the Redis round trips overlap the fetches), else awaited (there
+        is nothing to lease before it). Claims are renewed before anything is leased, so no
+        deadline slips behind a slow round trip."""
         if now >= self._next_renew:
             await self.renew()
-        # A refresh reads all P partitions (~100 ms for 4096): only when it can matter, that
-        # is when done() could be True or memory is low enough to claim more.
+        task = self._keeper
+        if task is not None and task.done():
+            self._keeper = None
+            task.result()  # a failure in the background surfaces here
+            task = None
+        if task is None:
+            if not self._housekeeping_due(now):
+                return
+            task = self._keeper = asyncio.create_task(self._housekeep(now))
+        if not (self._ready and self._ready[0][0] <= now):
+            await asyncio.shield(task)
+
+    def _housekeeping_due(self, now: float) -> bool:
+        return (
+            (self._hints is not None and now >= self._next_hint)
+            or now >= self._next_refresh
+            or (not self._held and self._snapshot_changes != self._changes)
+            or now >= self._next_reclaim
+            or (self._in_memory < self._memory_budget // 2 and bool(self._waiting))
+        )
+
+    async def _housekeep(self, now: float) -> None:
+        # A refresh reads all P partitions (~150 ms of CPU for 4096): only when it can
+        # matter, that is when done() could be True or memory is low enough to claim more.
         idle = not self._held
         low = self._in_memory < self._memory_budget // 2
-        if self._hints is not None and now >= self._next_hint:
-            # Other workers name the partitions of ours they filled: claim at once, instead
-            # of a refresh of every partition each second while busy.
-            self._next_hint = now + _HINT_POLL
-            owned = set(self._owned())
-            self._waiting.update(p for p in await self._hints() if p in owned)
+        if self._hints is not None:
+            # Other workers name the partitions of ours they filled: claim at once, and
+            # refresh every partition only every five refresh intervals while busy.
             low = low and (idle or now >= self._next_refresh + 4 * self._refresh_interval)
+            if now >= self._next_hint:
+                self._next_hint = now + _HINT_POLL
+                owned = set(self._owned())
+                self._waiting.update(p for p in await self._hints() if p in owned)
         if (now >= self._next_refresh and (idle or low)) or (
             idle and self._snapshot_changes != self._changes
         ):

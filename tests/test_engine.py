@@ -1,0 +1,169 @@
+"""The crawl loop against a real HTTP server on loopback: what a fetch slot covers, and when
+records are checkpointed."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from gossamer.crawl import crawl_scope, open_stages
+from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease
+from gossamer.frontier.local import LocalFrontier
+from gossamer.settings import CrawlSettings, load_settings
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class Site:
+    """``/p0.html`` .. ``/p{n-1}.html``, each linking to ``/``, answered after ``delay`` s; it
+    counts requests and the most in flight at once. ``on_request`` runs as each arrives."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self.requests: list[str] = []
+        self.active = 0
+        self.most = 0
+        self.on_request: Callable[[str], object] = lambda path: None
+        self.port = 0
+
+    async def handle(self, request: web.Request) -> web.Response:
+        if request.path == "/robots.txt":
+            return web.Response(status=404)
+        self.on_request(request.path)
+        self.requests.append(request.path)
+        self.active += 1
+        self.most = max(self.most, self.active)
+        try:
+            await asyncio.sleep(self.delay)
+        finally:
+            self.active -= 1
+        body = '<html><body><a href="/">home</a></body></html>'
+        return web.Response(text=body, content_type="text/html")
+
+    def url(self, path: str) -> str:
+        return f"http://site.test:{self.port}{path}"
+
+
+@asynccontextmanager
+async def serving(site: Site) -> AsyncIterator[Site]:
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", site.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    tcp = web.TCPSite(runner, "127.0.0.1", 0)
+    await tcp.start()
+    site.port = tcp._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield site
+    finally:
+        await runner.cleanup()
+
+
+def settings_for(out: Path, **flags: Any) -> CrawlSettings:
+    base = {
+        "out": out,
+        "resolve": ["*.test=127.0.0.1"],
+        "allow_domains": ["test"],
+        "robots": False,
+        "delay": 0.0,
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    return load_settings(base | flags, env={})
+
+
+class GatedAdd:
+    """A frontier whose ``add`` of URLs waits until ``gate`` is open (a slow frontier round
+    trip)."""
+
+    def __init__(self, inner: LocalFrontier) -> None:
+        self.inner = inner
+        self.gate = asyncio.Event()
+        self.waiting = 0
+
+    async def add(self, candidates: list[Candidate]) -> AddResult:
+        if not candidates:
+            return await self.inner.add(candidates)
+        self.waiting += 1
+        await self.gate.wait()
+        self.waiting -= 1
+        return await self.inner.add(candidates)
+
+    async def lease(self, n: int) -> list[Lease]:
+        return await self.inner.lease(n)
+
+    async def ack(self, lease: Lease, feedback: Feedback | None) -> None:
+        await self.inner.ack(lease, feedback)
+
+    async def retry(self, lease: Lease, after: float, feedback: Feedback | None) -> None:
+        await self.inner.retry(lease, after, feedback)
+
+    async def release(self, lease: Lease, feedback: Feedback | None) -> None:
+        await self.inner.release(lease, feedback)
+
+    def next_ready(self) -> float | None:
+        return self.inner.next_ready()
+
+    def done(self) -> bool:
+        return self.inner.done()
+
+    def stats(self) -> FrontierStats:
+        return self.inner.stats()
+
+
+async def wait_until(condition: Any, limit: float = 10.0) -> None:
+    deadline = asyncio.get_running_loop().time() + limit
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "condition not reached"
+        await asyncio.sleep(0.01)
+
+
+async def test_a_fetch_slot_frees_when_the_response_is_in(tmp_path: Path) -> None:
+    """Concurrency 2: while the frontier keeps every page's outlinks waiting, two more pages
+    are fetched (a fetch slot covers the request only) and no more (at most as many tasks
+    again may be past their fetch); never more than 2 requests at once."""
+    seeds_count = 10
+    async with serving(Site(delay=0.05)) as site:
+        seeds = [site.url(f"/p{i}.html") for i in range(seeds_count)]
+        settings = settings_for(tmp_path / "out", seeds=seeds, concurrency=2, per_host=4)
+        async with open_stages(settings) as stages:
+            local = LocalFrontier(crawl_scope(settings, seeds), stages.politeness, stages.db)
+            frontier = GatedAdd(local)
+            crawler = stages.crawler(settings, frontier)
+            await local.add([Candidate(url) for url in seeds])
+            run = asyncio.create_task(crawler.run([]))
+            await wait_until(lambda: frontier.waiting == 4)
+            await asyncio.sleep(0.3)  # six rounds of the server's delay: nothing more starts
+            assert len(site.requests) == 4
+            assert frontier.waiting == 4
+            frontier.gate.set()
+            stats = await asyncio.wait_for(run, 20)
+    assert stats.pages == seeds_count + 1  # and "/"
+    assert sorted(site.requests) == sorted(["/", *(f"/p{i}.html" for i in range(seeds_count))])
+    assert site.most == 2
+
+
+async def test_records_are_committed_as_soon_as_the_crawl_is_idle(tmp_path: Path) -> None:
+    """With an hour between checkpoints, a page's record is in pages.jsonl before the host's
+    delay lets the next request start: an idle crawl has nothing to batch it with."""
+    jsonl = tmp_path / "out" / "pages.jsonl"
+    lines_at: list[int] = []
+    async with serving(Site(delay=0.0)) as site:
+        site.on_request = lambda path: lines_at.append(
+            len(jsonl.read_text().splitlines()) if jsonl.exists() else 0
+        )
+        seeds = [site.url("/p0.html"), site.url("/p1.html")]
+        settings = settings_for(
+            tmp_path / "out", seeds=seeds, delay=1.0, checkpoint_interval=3600.0
+        )
+        async with open_stages(settings) as stages:
+            local = LocalFrontier(crawl_scope(settings, seeds), stages.politeness, stages.db)
+            crawler = stages.crawler(settings, local)
+            stats = await asyncio.wait_for(crawler.run(seeds), 30)
+    assert stats.pages == 3
+    assert lines_at == [0, 1, 2]
