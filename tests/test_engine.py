@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from gossamer.crawl import crawl_scope, open_stages
+from gossamer.crawl import open_stages
 from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease
 from gossamer.frontier.local import LocalFrontier
-from gossamer.settings import CrawlSettings, load_settings
+from gossamer.settings import CrawlSettings, crawl_scope, load_settings
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -33,12 +33,16 @@ from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.robots import RobotsCache
 from gossamer.outcomes import RetryPolicy
 from gossamer.progress import progress_line
-from gossamer.settings import CrawlSettings, SettingsError, read_seeds
+from gossamer.settings import (
+    CrawlSettings,
+    SettingsError,
+    canonical_seeds,
+    crawl_scope,
+)
 from gossamer.sinks.jsonl import JsonlSink, repair_jsonl
 from gossamer.sinks.postgres import PostgresSink, StoreExport
 from gossamer.sinks.sqlite import SQLiteSink
 from gossamer.stats import CrawlStats
-from gossamer.urls import InvalidURL, Scope, canonicalize
 
 _OUTPUTS = ("crawl.db", "crawl.db-wal", "crawl.db-shm", "pages.jsonl", "stats.json")
 
@@ -59,19 +63,6 @@ def prepare_out_dir(settings: CrawlSettings) -> None:
         raise SettingsError(
             f"invalid setting 'out': {out} holds a crawl already; use --resume or --overwrite"
         )
-
-
-def canonical_seeds(settings: CrawlSettings) -> list[str]:
-    """The seeds, canonical; a malformed seed is a settings error."""
-    seeds = []
-    for seed in read_seeds(settings):
-        try:
-            seeds.append(canonicalize(seed))
-        except InvalidURL as exc:
-            raise SettingsError(f"invalid setting 'seeds': {exc}") from None
-    if not seeds and not settings.resume:
-        raise SettingsError("invalid setting 'seeds': give at least one seed URL")
-    return seeds
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,17 +144,6 @@ async def _catch_up(sink: PostgresSink | None, db: CrawlDB) -> StoreExport | Non
     store = StoreExport(sink, db)
     await store.catch_up()
     return store
-
-
-def crawl_scope(settings: CrawlSettings, seeds: list[str]) -> Scope:
-    """The scope of a crawl: the seeds' hosts, allowed domains and trap guards."""
-    return Scope.for_seeds(
-        seeds,
-        settings.allow_domains,
-        max_depth=settings.max_depth,
-        max_url_length=settings.max_url_length,
-        max_repeated_segments=settings.max_repeated_segments,
-    )
 
 
 @asynccontextmanager

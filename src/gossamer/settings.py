@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from gossamer import __version__
+from gossamer.urls import InvalidURL, Scope, canonicalize
 
 
 class SettingsError(ValueError):
@@ -190,3 +191,27 @@ def read_seeds(settings: CrawlSettings) -> list[str]:
             raise SettingsError(f"invalid setting 'seeds_file': {exc.strerror}") from exc
         seeds.extend(line.strip() for line in text.splitlines() if line.strip() and line[0] != "#")
     return seeds
+
+
+def canonical_seeds(settings: CrawlSettings) -> list[str]:
+    """The seeds, canonical; a malformed seed is a settings error."""
+    seeds = []
+    for seed in read_seeds(settings):
+        try:
+            seeds.append(canonicalize(seed))
+        except InvalidURL as exc:
+            raise SettingsError(f"invalid setting 'seeds': {exc}") from None
+    if not seeds and not settings.resume:
+        raise SettingsError("invalid setting 'seeds': give at least one seed URL")
+    return seeds
+
+
+def crawl_scope(settings: CrawlSettings, seeds: list[str]) -> Scope:
+    """The scope of a crawl: the seeds' hosts, allowed domains and trap guards."""
+    return Scope.for_seeds(
+        seeds,
+        settings.allow_domains,
+        max_depth=settings.max_depth,
+        max_url_length=settings.max_url_length,
+        max_repeated_segments=settings.max_repeated_segments,
+    )

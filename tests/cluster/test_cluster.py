@@ -17,8 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from redis.asyncio import Redis
 from tests.redis_server import RedisServer
 
+from gossamer.cluster import DEFAULT_JOB
+from gossamer.cluster.control import Control
 from gossamer.testweb import TestWebServer, Web, generate
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
@@ -95,6 +98,21 @@ async def _wait_alive(url: str, count: int, limit: float = 20) -> dict[str, Any]
         await asyncio.sleep(0.2)
 
 
+async def _first_assignment(url: str, limit: float = 20) -> dict[str, frozenset[int]]:
+    """The first published assignment (version 1), read from Redis as soon as it is there."""
+    control = Control(Redis.from_url(url), DEFAULT_JOB)
+    deadline = time.monotonic() + limit
+    try:
+        while (version := await control.version()) < 1:
+            assert time.monotonic() < deadline, "no assignment published"
+            await asyncio.sleep(0.01)
+        assignment = await control.assignment()
+        assert version == await control.version() == 1, "a second assignment came first"
+        return assignment
+    finally:
+        await control.redis.aclose()
+
+
 def _busiest(tmp_path: Path, least: int = 5) -> int | None:
     """A worker with at least ``least`` records (the kill must land mid-crawl)."""
     for i in range(3):
@@ -115,14 +133,15 @@ async def test_three_workers_crawl_the_web_once(tmp_path: Path, redis_server: Re
     async with TestWebServer(_web(), flaky_failures=0) as server:
         seed = server.url(0)
         expected = await _reference(tmp_path, seed, args)
-        # Workers started before the submit wait for the job.
+        # Workers started before the submit wait for the job, beating meanwhile.
         workers = [
             await _start(tmp_path / f"w{i}.log", *_worker(url, tmp_path, i)) for i in range(3)
         ]
+        state = await _wait_alive(url, 3)
+        assert not state["submitted"]
         submit = ["cluster", "submit", "--redis", url, seed, *args, *WEB_ARGS, "--partitions", "64"]
         assert await _run(tmp_path / "submit.log", *submit) == 0
-        state = await _wait_alive(url, 3)
-        assert state["submitted"]
+        first = await _first_assignment(url)
         code, _, err = await _output("cluster", "wait", "--redis", url, "--timeout", "45", limit=50)
         assert code == 0, err
         codes = await asyncio.wait_for(asyncio.gather(*(w.wait() for w in workers)), 30)
@@ -142,6 +161,8 @@ async def test_three_workers_crawl_the_web_once(tmp_path: Path, redis_server: Re
     assert state["done"]
     assert sorted(w["name"] for w in state["workers"]) == ["w0", "w1", "w2"]
     assert state["totals"]["queued"] == state["totals"]["claimed"] == 0
+    # The first leader's first assignment had all three waiting workers: none joined late.
+    assert sorted(first) == ["w0", "w1", "w2"] and all(first.values())
 
 
 async def test_kill_9_a_worker_survivors_finish(tmp_path: Path, redis_server: RedisServer) -> None:

@@ -33,7 +33,8 @@ from tests.cluster.test_cluster import (
 )
 from tests.redis_server import RedisClusterServer, RedisServer
 
-from gossamer.cluster.worker import DEFAULT_JOB, open_control, status
+from gossamer.cluster import DEFAULT_JOB
+from gossamer.cluster.jobs import open_control, status
 from gossamer.frontier.base import Candidate
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import RedisFrontier

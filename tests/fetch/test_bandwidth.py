@@ -13,10 +13,10 @@ import pytest
 from aiohttp import web
 
 from gossamer.balance.probe import BandwidthMeter
-from gossamer.crawl import build_crawler, canonical_seeds, prepare_out_dir
+from gossamer.crawl import build_crawler, prepare_out_dir
 from gossamer.fetch import FetchConfig, Fetcher
 from gossamer.fetch.ratelimit import BURST_SECONDS, TokenBucket
-from gossamer.settings import CrawlSettings
+from gossamer.settings import CrawlSettings, canonical_seeds
 
 CAP = 1 << 20  # bytes per second
 BIG = 640 * 1024

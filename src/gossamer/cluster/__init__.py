@@ -1,1 +1,4 @@
 """Cluster mode: many workers crawl one job together through Redis."""
+
+DEFAULT_JOB = "gossamer"
+"""The job name when ``--job`` is not given."""

@@ -40,7 +40,7 @@ from gossamer.balance.model import (
     model_to_json,
 )
 from gossamer.cluster.control import Control
-from gossamer.frontier.redis import partition_keys
+from gossamer.frontier.redis import read_counts
 
 _TAG = "gs:{gossamer-balance}:"
 KEYS = {name: _TAG + name for name in ("observations", "model", "report")}
@@ -50,17 +50,9 @@ WINDOWS = (4.0, 7.0, 10.0, 14.0)
 
 
 async def partition_load(control: Control, partitions: int) -> dict[int, int]:
-    """Queued plus claimed URLs of every partition with any (one pipeline)."""
-    async with control.redis.pipeline(transaction=False) as pipe:
-        for part in range(partitions):
-            pipe.hmget(partition_keys(control.job, part)["counts"], ("queued", "claimed"))
-        rows: list[list[Any]] = await pipe.execute()
-    load = {}
-    for part, (queued, claimed) in enumerate(rows):
-        count = int(queued or 0) + int(claimed or 0)
-        if count > 0:
-            load[part] = count
-    return load
+    """Queued plus claimed URLs of every partition with any."""
+    counts = await read_counts(control.redis, control.job, partitions)
+    return {part: queued + claimed for part, (queued, claimed) in counts.busy.items()}
 
 
 async def record(control: Control, observation: Observation) -> None:

@@ -12,9 +12,9 @@ from typing import Any, TypeVar
 
 from redis.exceptions import RedisError
 
+from gossamer.cluster import DEFAULT_JOB
 from gossamer.cluster.errors import ClusterError
 from gossamer.cluster.resilient import DEFAULT_BUDGET, RedisUnavailable
-from gossamer.cluster.worker import DEFAULT_JOB
 
 T = TypeVar("T")
 
@@ -87,7 +87,7 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 
 def _submit(args: argparse.Namespace) -> int:
     from gossamer.cli import crawl_settings
-    from gossamer.cluster.worker import submit
+    from gossamer.cluster.jobs import submit
 
     settings = crawl_settings(args, skip=("redis", "job"))
     added = run(submit(settings, args.redis, args.job))
@@ -118,7 +118,7 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from gossamer.cluster.worker import status
+    from gossamer.cluster.jobs import status
 
     state = run(status(args.redis, args.job))
     if args.json:
@@ -151,7 +151,7 @@ def format_status(state: dict[str, Any]) -> str:
 
 
 def _wait(args: argparse.Namespace) -> int:
-    from gossamer.cluster.worker import wait
+    from gossamer.cluster.jobs import wait
 
     if run(wait(args.redis, args.job, args.timeout)):
         return 0

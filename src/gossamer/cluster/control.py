@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gossamer.frontier.redis import RedisClient, partition_keys
+from gossamer.frontier.redis import RedisClient, read_counts
 
 _RENEW = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -137,13 +137,8 @@ class Control:
 
     async def totals(self, partitions: int) -> JobTotals:
         """Queued, claimed, seen and finished URLs summed over every partition."""
-        fields = ("queued", "claimed", "seen", "finished")
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for part in range(partitions):
-                pipe.hmget(partition_keys(self.job, part)["counts"], fields)
-            rows: list[list[Any]] = await pipe.execute()
-        sums = [sum(int(row[i] or 0) for row in rows) for i in range(len(fields))]
-        return JobTotals(*sums)
+        counts = await read_counts(self.redis, self.job, partitions)
+        return JobTotals(counts.queued, counts.claimed, counts.seen, counts.finished)
 
     # membership
 

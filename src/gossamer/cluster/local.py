@@ -14,15 +14,16 @@ from pathlib import Path
 from redis.exceptions import RedisError
 
 from gossamer.cluster.cli import format_status, run
+from gossamer.cluster.control import Control
 from gossamer.cluster.errors import ClusterError
-from gossamer.cluster.worker import connect, status, submit
+from gossamer.cluster.jobs import connect, status, submit
 from gossamer.settings import CrawlSettings, SettingsError
 
 _START_TIMEOUT = 10.0
 
 
 def up(settings: CrawlSettings, workers: int, job: str) -> int:
-    """Start redis-server in ``out/redis``, submit, run ``workers`` workers to the end."""
+    """Start redis-server in ``out/redis`` and ``workers`` workers, submit, run to the end."""
     if workers < 1:
         raise SettingsError("invalid setting 'workers': give at least 1")
     binary = shutil.which("redis-server") or "/usr/bin/redis-server"
@@ -42,9 +43,10 @@ async def _up(settings: CrawlSettings, workers: int, job: str, binary: str) -> i
     url, proc = await _start_redis(binary, out / "redis")
     procs: list[Process] = []
     try:
-        await submit(settings, url, job)
         for i in range(workers):
             procs.append(await _start_worker(url, job, out, i))
+        await _await_workers(url, job, procs)  # all in the first assignment: none moves
+        await submit(settings, url, job)
         codes = await asyncio.gather(*(p.wait() for p in procs))
         state = await status(url, job)
         print(format_status(state))
@@ -60,6 +62,20 @@ async def _up(settings: CrawlSettings, workers: int, job: str, binary: str) -> i
         await asyncio.gather(*(p.wait() for p in procs))
         proc.terminate()
         await proc.wait()
+
+
+async def _await_workers(url: str, job: str, procs: list[Process]) -> None:
+    """Wait until every worker beats while it waits for the job (or one exits, or time
+    passes: the job is submitted anyway and late workers join it)."""
+    control = Control(connect(url), job)
+    deadline = time.monotonic() + _START_TIMEOUT
+    try:
+        while time.monotonic() < deadline and all(p.returncode is None for p in procs):
+            if sum(w.alive for w in await control.workers()) >= len(procs):
+                return
+            await asyncio.sleep(0.05)
+    finally:
+        await control.redis.aclose()
 
 
 async def _start_redis(binary: str, directory: Path) -> tuple[str, Process]:

@@ -20,15 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from redis.asyncio import Redis
-from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisError
 
 from gossamer.balance.capability import Capability
 from gossamer.balance.probe import capability_figures, live_figures, probe_capability
-from gossamer.cluster.balancer import Balancer, Observer, model_report, record
-from gossamer.cluster.control import Control, JobTotals
+from gossamer.cluster import DEFAULT_JOB
+from gossamer.cluster.balancer import Balancer, Observer, record
+from gossamer.cluster.control import Control
 from gossamer.cluster.errors import ClusterError
+from gossamer.cluster.jobs import load_job, open_control
 from gossamer.cluster.resilient import (
     DEFAULT_BUDGET,
     RedisGuard,
@@ -37,169 +37,19 @@ from gossamer.cluster.resilient import (
 )
 from gossamer.crawl import (
     Stages,
-    canonical_seeds,
-    crawl_scope,
     install_signal_handlers,
     open_stages,
     tune_gc,
 )
 from gossamer.engine import Crawler, robots_check
-from gossamer.frontier.base import Candidate
-from gossamer.frontier.politeness import PolitenessPolicy
-from gossamer.frontier.redis import RedisClient, RedisFrontier
-from gossamer.settings import CrawlSettings, SettingsError
+from gossamer.frontier.redis import RedisFrontier
+from gossamer.settings import CrawlSettings, SettingsError, crawl_scope
 from gossamer.stats import CrawlStats
 
-DEFAULT_JOB = "gossamer"
-_CONNECT_TIMEOUT = 3.0
-_POLL = 0.5
 _JOB_POLL = 0.1
 """Seconds between looks for a job not submitted yet: a waiting worker starts at once."""
-
-
-def connect(url: str, *, cluster: bool = False) -> RedisClient:
-    """A client for ``url`` (``redis://`` or ``rediss://``): of that one server, or with
-    ``cluster`` of the Redis Cluster that server belongs to. A malformed URL is a settings error.
-    """
-    kind = RedisCluster if cluster else Redis
-    try:
-        return kind.from_url(url, socket_connect_timeout=_CONNECT_TIMEOUT, socket_timeout=30)
-    except ValueError as exc:
-        raise SettingsError(f"invalid setting 'redis': {exc}") from None
-
-
-async def open_control(url: str, job: str) -> Control:
-    """A control handle on ``job`` once Redis at ``url`` answers.
-
-    For a Redis Cluster give any one node's URL, as to ``redis-cli -c``: the node is asked
-    once whether it runs in cluster mode, and if so a cluster client finds the other nodes
-    and sends each key to the node owning its slot.
-    """
-    redis = connect(url)
-    try:
-        if (await redis.info("cluster")).get("cluster_enabled"):
-            await redis.aclose()
-            redis = connect(url, cluster=True)
-        await redis.ping()
-        return Control(redis, job)
-    except ValueError as exc:
-        await redis.aclose()
-        raise SettingsError(f"invalid setting 'job': {exc}") from None
-    except (RedisError, OSError) as exc:
-        await redis.aclose()
-        raise ClusterError(f"cannot reach Redis at {url}: {exc}") from None
-
-
-def parse_job(raw: str, job: str) -> CrawlSettings:
-    """The stored settings of ``job``; malformed ones are a settings error."""
-    try:
-        return CrawlSettings.model_validate_json(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "settings"
-        raise SettingsError(f"stored job {job!r} is malformed: {where}: {first['msg']}") from None
-
-
-async def load_job(control: Control) -> CrawlSettings | None:
-    """The job's settings, or None before submit."""
-    raw = await control.load_job()
-    return None if raw is None else parse_job(raw, control.job)
-
-
-# -- submit ---------------------------------------------------------------------------------
-
-
-async def submit(settings: CrawlSettings, url: str, job: str) -> int:
-    """Store the job's settings and queue its seeds; returns how many seeds were queued."""
-    seeds = canonical_seeds(settings)
-    settings = settings.model_copy(update={"seeds": seeds, "seeds_file": None, "resume": False})
-    control = await open_control(url, job)
-    try:
-        if await control.load_job() is not None:
-            raise SettingsError(f"job {job!r} exists already at {url}; choose another --job")
-        frontier = RedisFrontier(
-            control.redis,
-            job,
-            crawl_scope(settings, seeds),
-            PolitenessPolicy(),
-            partitions=settings.partitions,
-            partition_by=settings.partition_by,
-        )
-        added = await frontier.add([Candidate(seed) for seed in seeds])
-        # Seeds first: a worker that sees the job must not find it finished already.
-        await control.store_job(settings.model_dump_json())
-        return added.added
-    finally:
-        await control.redis.aclose()
-
-
-# -- status and wait ------------------------------------------------------------------------
-
-
-async def status(url: str, job: str) -> dict[str, Any]:
-    """The job's state as ``cluster status --json`` prints it."""
-    control = await open_control(url, job)
-    try:
-        settings = await load_job(control)
-        totals = await control.totals(settings.partitions) if settings else None
-        workers = [
-            {
-                "name": w.name,
-                "alive": w.alive,
-                "partitions": w.figures.get("partitions", 0),
-                "pages": w.figures.get("pages", 0),
-                "pages_per_second": w.figures.get("pages_per_second", 0.0),
-                "started": w.figures.get("started"),
-                "capability": w.figures.get("capability", {}),
-                "live": w.figures.get("live", {}),
-            }
-            for w in await control.workers()
-        ]
-        return {
-            "job": job,
-            "submitted": settings is not None,
-            "done": bool(totals and totals.done),
-            "leader": await control.leader(),
-            "assignment_version": await control.version(),
-            "totals": _totals(totals),
-            "pages_per_second": round(sum(w["pages_per_second"] for w in workers if w["alive"]), 2),
-            "workers": workers,
-            "allocator": settings.allocator if settings else None,
-            "runtime_model": await model_report(control),
-        }
-    finally:
-        await control.redis.aclose()
-
-
-def _totals(totals: JobTotals | None) -> dict[str, int]:
-    if totals is None:
-        return {"queued": 0, "claimed": 0, "seen": 0, "finished": 0}
-    return {
-        "queued": totals.queued,
-        "claimed": totals.claimed,
-        "seen": totals.seen,
-        "finished": totals.finished,
-    }
-
-
-async def wait(url: str, job: str, limit: float | None) -> bool:
-    """Wait until the job is finished (True) or ``limit`` seconds pass (False); a Redis
-    restart meanwhile is waited out like in a worker (within ``limit``)."""
-    control = await open_control(url, job)
-    install_guard(
-        control.redis, url, DEFAULT_BUDGET if limit is None else min(limit, DEFAULT_BUDGET)
-    )
-    deadline = None if limit is None else time.monotonic() + limit
-    try:
-        while True:
-            settings = await load_job(control)
-            if settings is not None and (await control.totals(settings.partitions)).done:
-                return True
-            if deadline is not None and time.monotonic() >= deadline:
-                return False
-            await asyncio.sleep(_POLL)
-    finally:
-        await control.redis.aclose()
+_FOLLOW = 0.1
+"""Seconds between looks at the assignment's version (one GET)."""
 
 
 # -- the worker -----------------------------------------------------------------------------
@@ -232,19 +82,32 @@ async def run_worker(options: WorkerOptions) -> CrawlStats:
         raise SettingsError("invalid worker option 'redis-timeout': give a positive number")
     control = await open_control(options.redis_url, options.job)
     guard = install_guard(control.redis, options.redis_url, options.redis_timeout)
+    name = options.name or default_name()
     try:
-        settings = await _wait_for_job(control, options)
+        settings = await _wait_for_job(control, options, name)
         tune_gc()
-        return await _work(control, settings, options.name or default_name(), guard)
+        return await _work(control, settings, name, guard)
     finally:
         await control.redis.aclose()
 
 
-async def _wait_for_job(control: Control, options: WorkerOptions) -> CrawlSettings:
+async def _wait_for_job(control: Control, options: WorkerOptions, name: str) -> CrawlSettings:
+    """The job's settings with this worker's options, once it is submitted. Meanwhile the
+    worker beats, so the first leader's first assignment includes every waiting worker."""
     deadline = time.monotonic() + options.job_timeout
+    ttl = options.heartbeat_ttl or CrawlSettings.model_fields["heartbeat_ttl"].default
+    figures = {"pages": 0, "partitions": 0, "pid": os.getpid(), "host": socket.gethostname()}
+    figures["started"] = round(time.time(), 3)
+    next_beat = 0.0
     told = False
     while (settings := await load_job(control)) is None:
-        if time.monotonic() >= deadline:
+        now = time.monotonic()
+        if now >= next_beat:
+            await control.heartbeat(name, figures, ttl)
+            next_beat = now + ttl / 3
+        if now >= deadline:
+            with contextlib.suppress(RedisError):
+                await control.leave(name, figures)
             raise ClusterError(
                 f"no job {options.job!r} submitted at {options.redis_url} "
                 f"after {options.job_timeout:g}s"
@@ -391,15 +254,17 @@ class Duties:
         self._crawler = crawler
         self._stages = stages
         await self._control.heartbeat(self._name, self.figures(), self._ttl)
-        await self._follow()  # the first leader publishes a tick later: workers started
-        # together are all in its first assignment
+        # Lead at once: workers that waited for the job have beaten already, so they are in
+        # the first assignment; one starting later joins the next.
+        await self._lead()
+        await self._follow()
         beat = self._ttl / 3
         renew = self._settings.claim_timeout / 3
         reclaim = max(1.0, min(self._settings.claim_timeout / 4, 10.0))
         for every, duty in (
             (beat, self._beat),
             (min(0.5, beat), self._lead),
-            (min(0.25, beat), self._follow),
+            (min(_FOLLOW, beat), self._follow),
             (renew, frontier.renew),
             (reclaim, self._reclaim),
             (1.0, self._observe),
@@ -459,7 +324,8 @@ class Duties:
 
     async def _lead(self) -> None:
         if await self._control.lead(self._name, self._ttl) and self._settled():
-            await self._balancer.rebalance(self._name)
+            if await self._balancer.rebalance(self._name) is not None:
+                await self._follow()  # the leader's own share at once
             if self._settings.allocator == "bpnn-pso":
                 await self._balancer.train()
 
@@ -486,6 +352,8 @@ class Duties:
 
     async def _follow(self) -> None:
         """On a new assignment version: drop lost partitions, claim from gained ones."""
+        if await self._control.version() == self._version:
+            return
         version, owned = await self._control.owned_by(self._name)
         if version == self._version:
             return
