@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gossamer.balance.allocate import KINDS, Kind, allocate, assign_partitions, equal_split
+from gossamer.balance.allocate import KINDS, Kind, allocate, assign_partitions
 from gossamer.balance.capability import Capability, Live, WorkerState
 from gossamer.balance.model import LinearRuntimeModel
 
@@ -31,14 +31,20 @@ def moved(before: dict[str, frozenset[int]], after: dict[str, frozenset[int]]) -
     return sum(len(parts - after.get(name, frozenset())) for name, parts in before.items())
 
 
-def test_equal_is_the_hash_split() -> None:
-    names = ["c", "a", "b"]
-    workers = [worker(n) for n in names]
+def test_equal_gives_every_worker_the_same_queued_urls() -> None:
+    """Whatever their speeds: equal shares of the queued URLs and of the empty partitions."""
+    workers = [worker("c", pages=1.0), worker("a", pages=50.0), worker("b")]
     first = allocate("equal", workers, QUEUED, P)
-    assert first == equal_split(P, names)
+    check_complete(first)
+    empty = {p for p in range(P) if not QUEUED[p]}
+    for parts in first.values():
+        assert abs(urls(parts) - TOTAL / 3) <= 22  # within one partition's URLs
+        assert abs(len(parts & empty) - len(empty) / 3) < 1
     joined = allocate("equal", [*workers, worker("d")], QUEUED, P, first)
-    assert joined == equal_split(P, [*names, "d"], first)
-    assert equal_split(10, []) == {}
+    check_complete(joined)
+    assert all(abs(urls(parts) - TOTAL / 4) <= 22 for parts in joined.values())
+    # the newcomer's share comes from the others; they keep the rest
+    assert moved(first, joined) == len(joined["d"])
 
 
 def test_weighted_follows_throughput() -> None:
@@ -82,7 +88,7 @@ def test_bad_input(kind: Kind) -> None:
     check_complete(split)
     assert not split.get("dead")
     only_dead = allocate(kind, [dead, worker("zero", cores=0)], QUEUED, P)
-    assert only_dead == equal_split(P, ["dead", "zero"])  # all zero: equal
+    assert only_dead == allocate("equal", [dead, worker("zero", cores=0)], QUEUED, P)  # all zero
     huge = {p: 10**6 for p in range(P)}  # far beyond what the cluster does in any horizon
     check_complete(allocate(kind, [worker("a"), worker("b")], huge, P))
     check_complete(allocate(kind, [worker("a")], {}, P))  # nothing queued yet

@@ -3,7 +3,8 @@
 :func:`allocate` is the one entry point. Each kind first decides every worker's share of the
 queued URLs:
 
-- ``equal``: P1's baseline, the hash split of :func:`equal_split` (partition counts, not URLs);
+- ``equal``: P1's baseline, the same share for every worker (by queued URLs; the cluster
+  re-plans it only when workers join or leave);
 - ``weighted``: shares proportional to measured throughput (live pages/s, else what the
   bandwidth and concurrency allow, :func:`~gossamer.balance.model.nominal_rate`);
 - ``bpnn-pso``: P1: the runtime model's predicted times, shares from a solver of
@@ -68,7 +69,8 @@ def allocate(
         return {}
     if kind == "equal" or not able:
         names = [w.name for w in able] or list(states)
-        return equal_split(partitions, names, previous)
+        shares = dict.fromkeys(names, 1.0 / len(names))
+        return assign_partitions(shares, queued, partitions, previous, tolerance)
     total = sum(max(queued.get(p, 0), 0) for p in range(partitions))
     if kind == "weighted":
         targets = weighted_shares(able)
@@ -77,32 +79,6 @@ def allocate(
     else:
         targets = first_fit_shares(able, queued, partitions)
     return assign_partitions(targets, queued, partitions, previous, tolerance)
-
-
-def equal_split(
-    partitions: int, workers: Iterable[str], previous: Mapping[str, Iterable[int]] | None = None
-) -> dict[str, frozenset[int]]:
-    """Partitions ``0..partitions-1`` split equally over ``workers`` (sorted by name).
-
-    The first ``partitions % n`` workers get one more. Each worker keeps what it owned in
-    ``previous`` up to its share, so a join or leave moves as few partitions as it can.
-    """
-    names = sorted(set(workers))
-    if not names:
-        return {}
-    base, extra = divmod(partitions, len(names))
-    share = {name: base + (1 if i < extra else 0) for i, name in enumerate(names)}
-    owned: dict[str, list[int]] = {name: [] for name in names}
-    taken: set[int] = set()
-    for name in names:
-        kept = sorted(p for p in (previous or {}).get(name, ()) if 0 <= p < partitions)
-        owned[name] = kept[: share[name]]
-        taken.update(owned[name])
-    free = iter(p for p in range(partitions) if p not in taken)
-    for name in names:
-        need = share[name] - len(owned[name])
-        owned[name].extend(next(free) for _ in range(need))
-    return {name: frozenset(parts) for name, parts in owned.items()}
 
 
 # -- shares -----------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gossamer.balance.allocate import Kind, allocate, equal_split
+from gossamer.balance.allocate import Kind, allocate
 from gossamer.balance.capability import Capability, worker_state
 from gossamer.balance.model import (
     FitReport,
@@ -138,9 +138,9 @@ class Balancer:
         names = sorted(w.name for w in infos)
         members_changed = set(names) != {n for n, parts in current.items() if parts}
         now = self._clock()
-        if self._allocator == "equal" or not names:
-            wanted = equal_split(self._partitions, names, current)
-        elif members_changed or now >= self._next_plan:
+        if not names or (self._allocator == "equal" and not members_changed):
+            return None
+        if members_changed or now >= self._next_plan:
             self._next_plan = now + self._plan_every
             states = [worker_state(w.name, w.figures) for w in infos]
             load = await partition_load(self._control, self._partitions)
