@@ -21,9 +21,9 @@ worker is latency-bound and 2 workers (640 pages/s, with Redis and the server) s
 cores: the 1.8x target measures the cluster, not the CPU. 4 and 8 workers ask for 1,280 and
 2,560 pages/s, past what 2 cores parse: their rows show where one machine runs out. 600 hosts
 x 2 per host allow 1,200 requests at once, more than 8 x 32. 600 hosts x 21 pages (``/`` and
-``/p0.html``..``/p19.html``) = 12,600 pages: about a minute for 1 worker, so the workers taking
-up the job (about 3 s from submit to the first request) and noticing its end (1-2 s) weigh
-little against the run, and the four runs take about four minutes. ``--quick``: 300 hosts x
+``/p0.html``..``/p19.html``) = 12,600 pages: about 45 s for 1 worker, so the workers taking
+up the job (under 1 s from submit to the first request) and noticing its end (about 0.3 s)
+weigh little against the run, and the four runs take about three minutes. ``--quick``: 300 hosts x
 11 pages, 1 and 2 workers, well under a minute.
 
 Exit status 0 when every run finished (all workers exit 0, the same pages in every run) and 2
