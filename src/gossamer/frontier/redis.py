@@ -23,6 +23,7 @@ pipeline per node, so partitions spread over the cluster's masters::
     gs:{J:p}:claimed    HASH   claim token -> entry held by some worker
     gs:{J:p}:deadlines  ZSET   claim token -> wall-clock deadline (renewed while held)
     gs:{J:p}:counts     HASH   queued, claimed, seen, finished; token (last claim token issued)
+    gs:{J:p}:fence      HASH   worker -> Redis-clock ms before which a new owner may not claim
 
 An entry is ``fp|depth|hops|attempts|not_before|url``: ``not_before`` is the wall-clock time
 before which a retried URL may not be fetched; a worker claiming it early keeps it in memory
@@ -70,6 +71,13 @@ an add, ``notify`` names the partitions owned elsewhere that got fresh entries, 
 hints a busy worker refreshes every five ``refresh_interval`` only, as a safety net for a hint
 lost in a hand-over.
 
+A hand-over in host mode (``drop_partitions``) fences the partition for its new owner: the
+claim script returns nothing while the old owner still has requests to the partition's hosts
+in flight (a fence of ``lease_timeout``, so it lapses if that worker dies) and, once the last
+ends, until those hosts' next start is due by the old owner's politeness. Each worker's fence
+is its own field of ``gs:{J:p}:fence`` (HASH holder -> Redis-clock ms), so a partition moved on
+again keeps every previous owner's fence.
+
 Known limits: a partition's queue is one FIFO, so one host's long backlog delays the other
 hosts of its partition until it is claimed into memory (bounded by ``memory_budget``);
 canonicalize-and-scope is duplicated from :mod:`gossamer.frontier.local` for now.
@@ -81,6 +89,7 @@ import asyncio
 import contextlib
 import heapq
 import itertools
+import math
 import time
 import uuid
 import weakref
@@ -111,13 +120,26 @@ RobotsCheck = Callable[[str], bool | None]
 ScriptCall = tuple[AsyncScript, list[str], list[Any]]
 """A script with its keys and arguments, for :func:`run_scripts`."""
 
-SCRIPTS = ("add", "claim", "ack", "update", "unclaim", "reclaim", "host_acquire", "host_release")
+SCRIPTS = (
+    "add",
+    "claim",
+    "ack",
+    "update",
+    "unclaim",
+    "reclaim",
+    "fence",
+    "host_acquire",
+    "host_release",
+)
 _COUNT_FIELDS = ("queued", "claimed", "seen", "finished")
 _RECLAIM_LIMIT = 1000
 _HINT_POLL = 0.05
 """Seconds between looks at the partitions other workers filled for this one (``hints``)."""
 _POLL = 0.2
 """Seconds between looks at Redis while this worker holds nothing but the job is not done."""
+_FENCE_POLL = 0.25
+"""Seconds before asking again for a partition its previous owner fences (the fence of
+requests still in flight ends when they do, earlier than it says)."""
 _BUSY_RETRY = 0.05
 """Seconds before asking the limiter again for a host whose slots are all held."""
 
@@ -130,7 +152,8 @@ def partition_of(key: str, partitions: int) -> int:
 def partition_keys(job: str, part: int) -> dict[str, str]:
     """The Redis keys of one partition, all with the hash tag ``{job:part}``."""
     tag = f"gs:{{{job}:{part}}}:"
-    return {name: tag + name for name in ("seen", "queue", "claimed", "deadlines", "counts")}
+    names = ("seen", "queue", "claimed", "deadlines", "counts", "fence")
+    return {name: tag + name for name in names}
 
 
 def host_keys(job: str, key: str) -> dict[str, str]:
@@ -216,6 +239,15 @@ class _Host:
     heap_time: float | None = None
     limiter_at: float = float("-inf")
     """Url mode: not before this time may the shared limiter have a slot for the host."""
+
+
+@dataclass(slots=True)
+class _Leaving:
+    """A partition given away with requests to its hosts still in flight (host mode)."""
+
+    in_flight: int
+    hosts: dict[str, _Host]
+    """Its hosts' politeness, kept until the last request ends."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -421,6 +453,14 @@ class RedisFrontier:
         """Owned partitions believed to have queued entries in Redis."""
         self._keeper: asyncio.Task[None] | None = None
         """The housekeeping under way (see ``_housekeeping``)."""
+        self._id = uuid.uuid4().hex[:12]
+        """This frontier's name in the fences of partitions it gave away."""
+        self._leaving: dict[int, _Leaving] = {}
+        """Host mode: partitions given away while requests to their hosts were in flight."""
+        self._fences: list[ScriptCall] = []
+        """Fences to lift or shorten with the next call to Redis (see ``_finish``)."""
+        self._claim_after: dict[int, float] = {}
+        """Partitions another worker still fences: not claimed from before this time."""
 
     # -- the contract ----------------------------------------------------------------------
 
@@ -496,7 +536,7 @@ class RedisFrontier:
         entry = self._finish(lease, feedback)
         if entry is None:
             return
-        slot = self._slot_release(lease, feedback)
+        slot = self._slot_release(lease, feedback) + self._take_fences()
         if self._defer_acks:
             self._unsent.append(entry)  # its claim stays held (and renewed) until sent
             await self._run(slot)  # but the host's slot goes back at once
@@ -538,7 +578,7 @@ class RedisFrontier:
         entry = self._finish(lease, feedback)
         if entry is None:
             return
-        await self._run(self._slot_release(lease, feedback))
+        await self._run(self._slot_release(lease, feedback) + self._take_fences())
         entry.attempts += 1
         entry.not_before = self._wall() + after
         if entry.orphan:
@@ -558,7 +598,7 @@ class RedisFrontier:
         entry = self._finish(lease, feedback)
         if entry is None:
             return
-        await self._run(self._slot_release(lease, feedback))
+        await self._run(self._slot_release(lease, feedback) + self._take_fences())
         if entry.orphan:
             await self._give_back(entry.part, [entry])
         else:
@@ -613,6 +653,7 @@ class RedisFrontier:
         self._snapshot = await read_counts(self._redis, self._job, self._partitions)
         self._snapshot_changes = changes
         self._waiting = set(self._snapshot.waiting & set(self._owned()))
+        self._claim_after.clear()  # a fresh look at every partition, fenced ones too
         self._next_refresh = self._clock() + self._refresh_interval
 
     async def renew(self) -> None:
@@ -663,9 +704,14 @@ class RedisFrontier:
 
         Leased entries go back when their ack, retry or release arrives (an ack still finishes
         the URL). Returns how many entries were given back now.
+
+        By host, the partitions are fenced for their new owner (``fence.lua``) while this
+        worker still has requests to their hosts in flight and then until those hosts' next
+        start is due: a host never sees both owners at once, nor a gap shorter than its delay.
         """
         dropped = set(parts)
         back: dict[int, list[_Entry]] = {}
+        leaving: dict[int, dict[str, _Host]] = {}
         for key, host in list(self._hosts.items()):
             for entry in host.queue:
                 if entry.part in dropped:
@@ -675,6 +721,7 @@ class RedisFrontier:
             host.queue = kept
             if not self._by_url and host.part in dropped:
                 del self._hosts[key]  # the host's new owner keeps its politeness now
+                leaving.setdefault(host.part, {})[key] = host
         keep = []
         for item in self._delayed:
             if item[3].part in dropped:
@@ -683,10 +730,19 @@ class RedisFrontier:
                 keep.append(item)
         self._delayed = keep
         heapq.heapify(self._delayed)
+        in_flight: dict[int, int] = {}
         for _, entry in self._leases.values():
             if entry.part in dropped:
                 entry.orphan = True
+                in_flight[entry.part] = in_flight.get(entry.part, 0) + 1
         self._waiting -= dropped
+        for part, hosts in leaving.items():
+            if in_flight.get(part):
+                self._leaving[part] = _Leaving(in_flight[part], hosts)
+                self._fence(part, self._lease_timeout)  # until the last request ends
+            else:
+                self._fence(part, self._due_in(hosts.values()))
+        await self._run(self._take_fences())
         total = 0
         for part, entries in back.items():
             total += await self._give_back(part, entries)
@@ -759,7 +815,7 @@ class RedisFrontier:
             or now >= self._next_refresh
             or (not self._held and self._snapshot_changes != self._changes)
             or now >= self._next_reclaim
-            or (self._in_memory < self._memory_budget // 2 and bool(self._waiting))
+            or (self._in_memory < self._memory_budget // 2 and bool(self._claimable(now)))
         )
 
     async def _housekeep(self, now: float) -> None:
@@ -783,28 +839,28 @@ class RedisFrontier:
         if now >= self._next_reclaim:
             self._next_reclaim = now + min(self._lease_timeout / 4, 30.0)
             await self._reclaim()
-        if self._in_memory < self._memory_budget // 2 and self._waiting:
+        if self._in_memory < self._memory_budget // 2 and self._claimable(now):
             await self._claim()
 
     async def _claim(self) -> None:
         """Move entries from owned partitions' queues into memory, up to the memory budget."""
-        owned = set(self._owned())
-        parts = sorted(self._waiting & owned)
+        now = self._clock()
+        parts = self._claimable(now)
         room = self._memory_budget - self._in_memory
         parts = parts[: max(1, room // self._claim_batch)]
         deadline = self._wall() + self._lease_timeout
+        names = ("queue", "claimed", "deadlines", "counts", "fence")
         calls: list[ScriptCall] = []
         for part in parts:
             keys = self._part_keys(part)
-            calls.append(
-                (
-                    self._scripts["claim"],
-                    [keys["queue"], keys["claimed"], keys["deadlines"], keys["counts"]],
-                    [self._claim_batch, repr(deadline)],
-                )
-            )
+            args = [self._claim_batch, repr(deadline)]
+            calls.append((self._scripts["claim"], [keys[name] for name in names], args))
         results: list[list[Any]] = await run_scripts(self._redis, calls)
         for part, (last, left, *raws) in zip(parts, results, strict=True):
+            if int(last) < 0:  # fenced by its previous owner for ``left`` ms more (or less)
+                self._claim_after[part] = now + min(int(left) / 1000, _FENCE_POLL)
+                continue
+            self._claim_after.pop(part, None)
             if not left:
                 self._waiting.discard(part)
             first = int(last) - len(raws) + 1
@@ -812,6 +868,12 @@ class RedisFrontier:
                 self._hold(_Entry.decode(raw, part, first + i))
         if any(len(r) > 2 for r in results):
             self._changes += 1
+
+    def _claimable(self, now: float) -> list[int]:
+        """Owned partitions believed to have queued entries and not fenced now."""
+        owned = self._owned()
+        after = self._claim_after
+        return sorted(p for p in self._waiting if p in owned and after.get(p, now) <= now)
 
     def _hold(self, entry: _Entry) -> None:
         """Keep a newly claimed entry: in its host's queue, or delayed until not_before."""
@@ -969,12 +1031,36 @@ class RedisFrontier:
         held = self._leases.pop(lease.token, None)
         if held is None:
             return None
+        entry = held[1]
         host = self._hosts.get(lease.host)
         if host is not None:
             if not lease.robots_blocked:
                 self._policy.on_finish(host.slot, feedback, self._clock())
             self._schedule(lease.host, host)
-        return held[1]
+        elif entry.orphan and (leaving := self._leaving.get(entry.part)) is not None:
+            gone = leaving.hosts.get(lease.host)
+            if gone is not None and not lease.robots_blocked:
+                self._policy.on_finish(gone.slot, feedback, self._clock())
+            leaving.in_flight -= 1
+            if leaving.in_flight <= 0:  # the last request there ended: fence its delay only
+                del self._leaving[entry.part]
+                self._fence(entry.part, self._due_in(leaving.hosts.values()))
+        return entry
+
+    def _due_in(self, hosts: Iterable[_Host]) -> float:
+        """Seconds until every one of ``hosts`` may be requested again (0 if all may now)."""
+        now = self._clock()
+        due = max((self._policy.ready_at(host.slot) for host in hosts), default=now)
+        return min(max(due - now, 0.0), self._lease_timeout)
+
+    def _fence(self, part: int, seconds: float) -> None:
+        """Queue a call fencing ``part`` for ``seconds`` (lifting this worker's fence if 0)."""
+        keys = [self._part_keys(part)["fence"]]
+        self._fences.append((self._scripts["fence"], keys, [self._id, math.ceil(seconds * 1000)]))
+
+    def _take_fences(self) -> list[ScriptCall]:
+        calls, self._fences = self._fences, []
+        return calls
 
     def _requeue(self, entry: _Entry, key: str) -> None:
         """Put a held URL back at the front of its host."""

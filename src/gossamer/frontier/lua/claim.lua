@@ -1,8 +1,21 @@
 -- gossamer frontier v1: claim up to ARGV[1] entries from the front of a partition's queue.
--- KEYS[1] queue (LIST), KEYS[2] claimed (HASH), KEYS[3] deadlines (ZSET), KEYS[4] counts (HASH)
+-- KEYS[1] queue (LIST), KEYS[2] claimed (HASH), KEYS[3] deadlines (ZSET), KEYS[4] counts (HASH),
+-- KEYS[5] fence (HASH, see fence.lua)
 -- ARGV[1] most entries to claim, ARGV[2] wall-clock deadline of the claims
 -- Returns {last_token, entries left in the queue, entry...}; the i-th of n entries claimed has
--- token last_token - n + i.
+-- token last_token - n + i. While the previous owner's fence stands: {-1, ms it has left}.
+local fences = redis.call('HVALS', KEYS[5])
+if #fences > 0 then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local fenced = 0
+  for _, until_ms in ipairs(fences) do
+    fenced = math.max(fenced, tonumber(until_ms) - now)
+  end
+  if fenced > 0 then
+    return {-1, fenced}
+  end
+end
 local entries = redis.call('LPOP', KEYS[1], ARGV[1])
 if not entries then
   return {0, 0}

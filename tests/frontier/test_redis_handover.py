@@ -1,0 +1,104 @@
+"""Handing a partition over (host mode): the new owner claims none of its URLs while the old
+owner still has a request to one of its hosts in flight, nor before that host's delay has
+passed since the request started; a dead old owner's fence lapses with its leases."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+from redis.asyncio import Redis
+from tests.redis_server import RedisServer
+
+from gossamer.frontier.base import Candidate, Feedback, Lease
+from gossamer.frontier.politeness import PolitenessPolicy
+from gossamer.frontier.redis import RedisFrontier
+from gossamer.urls import Scope
+
+DELAY = 0.3
+HOST = "http://slow.test"
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[RedisServer]:
+    with RedisServer(cluster=True) as server:
+        yield server
+
+
+@pytest.fixture
+async def client(redis_server: RedisServer) -> AsyncIterator[Redis]:
+    redis = Redis.from_url(redis_server.url)
+    yield redis
+    await redis.flushall()
+    await redis.aclose()
+
+
+def frontier(client: Redis, owned: set[int], lease_timeout: float = 30.0) -> RedisFrontier:
+    return RedisFrontier(
+        client,
+        "handover",
+        Scope.for_seeds([], ["test"], max_depth=5),
+        PolitenessPolicy(per_host=1, delay=DELAY),
+        partitions=8,
+        owned=lambda: owned,
+        lease_timeout=lease_timeout,
+    )
+
+
+async def first_lease(new: RedisFrontier, limit: float = 3.0) -> tuple[Lease, float]:
+    """Lease from ``new`` every 10 ms until it gets a URL; the URL and when."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        got = await new.lease(1)
+        if got:
+            return got[0], time.monotonic()
+        await asyncio.sleep(0.01)
+    raise AssertionError("the new owner never got a URL")
+
+
+async def test_new_owner_waits_for_the_request_in_flight_and_the_delay(client: Redis) -> None:
+    old_owned, new_owned = set(range(8)), set[int]()
+    old, new = frontier(client, old_owned), frontier(client, new_owned)
+    await old.add([Candidate(f"{HOST}/{i}") for i in range(3)])
+    (in_flight,) = await old.lease(5)  # one at a time: the host has a delay
+    started = time.monotonic()
+    new_owned.update(old_owned)
+    old_owned.clear()
+    assert await old.drop_partitions(range(8)) == 2
+    for _ in range(4):  # the request is still in flight: nothing for the new owner
+        assert await new.lease(5) == []
+        await asyncio.sleep(0.1)
+    await old.ack(in_flight, Feedback(started_at=started))
+    lease, at = await first_lease(new)
+    assert lease.url != in_flight.url
+    assert at - started >= DELAY - 0.005  # the fence is kept in whole milliseconds
+    assert at - started < DELAY + 0.5
+
+
+async def test_a_host_fetched_just_before_the_hand_over_keeps_its_delay(client: Redis) -> None:
+    old_owned, new_owned = set(range(8)), set[int]()
+    old, new = frontier(client, old_owned), frontier(client, new_owned)
+    await old.add([Candidate(f"{HOST}/{i}") for i in range(2)])
+    (done,) = await old.lease(5)
+    started = time.monotonic()
+    await old.ack(done, Feedback(started_at=started))
+    new_owned.update(old_owned)
+    old_owned.clear()
+    assert await old.drop_partitions(range(8)) == 1
+    _, at = await first_lease(new)
+    assert at - started >= DELAY - 0.005
+
+
+async def test_a_dead_old_owners_fence_lapses_with_its_leases(client: Redis) -> None:
+    old_owned, new_owned = set(range(8)), set[int]()
+    old, new = frontier(client, old_owned, lease_timeout=0.6), frontier(client, new_owned)
+    await old.add([Candidate(f"{HOST}/{i}") for i in range(2)])
+    assert len(await old.lease(5)) == 1
+    dropped = time.monotonic()
+    new_owned.update(old_owned)
+    old_owned.clear()
+    await old.drop_partitions(range(8))  # and then it dies: no ack ever comes
+    _, at = await first_lease(new)
+    assert 0.6 - 0.005 <= at - dropped < 0.6 + 0.5
