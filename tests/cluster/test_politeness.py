@@ -12,30 +12,33 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
-import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.cluster.harness import (
+    FAST,
+    WEB_ARGS,
+    read_records,
+    run,
+    small_web,
+    worker_args,
+    worker_logs,
+)
 from tests.redis_server import RedisServer
 
-from gossamer.testweb import TestWebServer, Web, generate
+from gossamer.testweb import TestWebServer, Web
 from gossamer.testweb.protocol import Reply, Request
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
-GOSSAMER = [sys.executable, "-m", "gossamer.cli"]
-WEB_ARGS = ["--resolve", "*.test=127.0.0.1", "--allow-domain", "test", "--quiet"]
 PER_HOST = 2
 CRAWL_DELAY = 0.1
 HOLD = 0.04
 """Seconds the server holds every answer, so requests last long enough to overlap."""
-ARGS = ["--robots-retry", "0.3", "--retry-backoff", "0.05", "--total-timeout", "2",
-        "--concurrency", "8", "--per-host", str(PER_HOST)]  # fmt: skip
+ARGS = [*FAST, "--concurrency", "8", "--per-host", str(PER_HOST)]
 # The server stamps a request's arrival in this process' event loop after reading its head, so
 # a stamp lags the real arrival by that loop's wake-up latency, which varies by milliseconds on
 # a busy 2-core machine (gaps 1.2 ms short of the delay were seen by host, with one owner); a
@@ -43,6 +46,8 @@ ARGS = ["--robots-retry", "0.3", "--retry-backoff", "0.05", "--total-timeout", "
 # makes gaps of a few milliseconds, far below the delay minus this slack.
 JITTER = 0.01
 WORKERS = 3
+RUN_LIMIT = 45
+"""Seconds each gossamer subprocess may run."""
 
 
 class HoldingServer(TestWebServer):
@@ -65,40 +70,6 @@ class HoldingServer(TestWebServer):
             self.spans.append((req.host, began, time.monotonic()))
 
 
-@pytest.fixture
-def redis_server() -> Iterator[RedisServer]:
-    with RedisServer() as server:
-        yield server
-
-
-def _web() -> Web:
-    return generate(8, hosts=2, pages_per_host=30, specials=(), crawl_delay=CRAWL_DELAY)
-
-
-async def _run(log: Path, *args: str, limit: float = 45) -> int:
-    with log.open("ab") as out:
-        proc = await asyncio.create_subprocess_exec(*GOSSAMER, *args, stdout=out, stderr=out)
-    try:
-        return await asyncio.wait_for(proc.wait(), limit)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        raise
-
-
-def _worker(url: str, tmp_path: Path, i: int) -> list[str]:
-    name = f"w{i}"
-    return ["cluster", "worker", "--redis", url, "--name", name,
-            "--out", str(tmp_path / name), "--quiet"]  # fmt: skip
-
-
-def _records(out: Path) -> list[dict[str, Any]]:
-    path = out / "pages.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text("utf-8").splitlines()]
-
-
 def _most_overlapping(spans: list[tuple[float, float]]) -> int:
     """The most spans open at one moment (one ending as another starts do not overlap)."""
     events = sorted([(end, -1) for _, end in spans] + [(start, 1) for start, _ in spans])
@@ -109,26 +80,28 @@ async def _crawl(tmp_path: Path, server: HoldingServer, url: str, by: str) -> No
     """The reference crawl, then the same crawl by three workers."""
     seed = server.url(0)
     reference = ["crawl", seed, *ARGS, *WEB_ARGS, "--out", str(tmp_path / "ref")]
-    assert await _run(tmp_path / "ref.log", *reference) == 0
+    assert await run(tmp_path / "ref.log", *reference, limit=RUN_LIMIT) == 0
     server.log.clear()
     server.spans.clear()
     # Workers started before the submit are all in the first assignment.
     workers = [
-        asyncio.create_task(_run(tmp_path / f"w{i}.log", *_worker(url, tmp_path, i)))
+        asyncio.create_task(
+            run(tmp_path / f"w{i}.log", *worker_args(url, tmp_path, i), limit=RUN_LIMIT)
+        )
         for i in range(WORKERS)
     ]
     submit = ["cluster", "submit", "--redis", url, seed, *ARGS, *WEB_ARGS,
               "--partitions", "64", "--partition-by", by]  # fmt: skip
-    assert await _run(tmp_path / "submit.log", *submit) == 0
+    assert await run(tmp_path / "submit.log", *submit, limit=RUN_LIMIT) == 0
     codes = await asyncio.wait_for(asyncio.gather(*workers), 60)
-    assert codes == [0] * WORKERS, [(tmp_path / f"w{i}.log").read_text() for i in range(WORKERS)]
+    assert codes == [0] * WORKERS, worker_logs(tmp_path, WORKERS)
 
 
 @pytest.mark.parametrize("by", ["host", "url"])
 async def test_politeness_holds_across_workers(
     tmp_path: Path, redis_server: RedisServer, by: str
 ) -> None:
-    async with HoldingServer(_web()) as server:
+    async with HoldingServer(small_web(8, hosts=2, crawl_delay=CRAWL_DELAY)) as server:
         await _crawl(tmp_path, server, redis_server.url, by)
         log = list(server.log)
         spans = list(server.spans)
@@ -145,8 +118,8 @@ async def test_politeness_holds_across_workers(
     assert open_at_once[names[1]] == 1
     assert open_at_once[names[0]] <= PER_HOST, open_at_once
 
-    expected = {r["url"] for r in _records(tmp_path / "ref")}
-    per_worker = [_records(tmp_path / f"w{i}") for i in range(WORKERS)]
+    expected = {r["url"] for r in read_records(tmp_path / "ref")}
+    per_worker = [read_records(tmp_path / f"w{i}") for i in range(WORKERS)]
     counts = Counter(r["url"] for records in per_worker for r in records)
     assert set(counts) == expected, sorted(expected ^ set(counts))[:5]
     assert max(counts.values()) == 1, [u for u, n in counts.items() if n > 1][:5]

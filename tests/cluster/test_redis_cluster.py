@@ -1,35 +1,36 @@
 """gossamer on a 3-master Redis Cluster: the user gives one node's URL, as to ``redis-cli -c``.
 
-The same end-to-end checks as test_cluster.py (whose helpers this module imports), with the
-job's partitions spread over three masters: the workers' union holds exactly the URL set of a
-single ``gossamer crawl``, each URL once, also after a kill -9.
+The same end-to-end checks as test_cluster.py, with the job's partitions spread over three
+masters: the workers' union holds exactly the URL set of a single ``gossamer crawl``, each URL
+once, also after a kill -9.
 """
 
 from __future__ import annotations
 
 import asyncio
 import signal
-import time
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
-from tests.cluster.test_cluster import (
+from tests.cluster.harness import (
     FAST,
     WEB_ARGS,
-    _busiest,
-    _output,
-    _records,
-    _reference,
-    _run,
-    _start,
-    _status,
-    _wait_alive,
-    _web,
-    _worker,
+    assert_same_urls,
+    cluster_status,
+    cluster_wait,
+    read_records,
+    reference,
+    run,
+    small_web,
+    start,
+    url_counts,
+    wait_alive,
+    wait_for_records,
+    worker_args,
+    worker_logs,
 )
 from tests.redis_server import RedisClusterServer, RedisServer
 
@@ -97,26 +98,22 @@ async def test_three_workers_crawl_the_web_once(
 ) -> None:
     args = [*FAST, "--concurrency", "8", "--per-host", "1", "--delay", "0.03"]
     url = redis_cluster.url
-    async with TestWebServer(_web(), flaky_failures=0) as server:
+    async with TestWebServer(small_web(), flaky_failures=0) as server:
         seed = server.url(0)
-        expected = await _reference(tmp_path, seed, args)
+        expected = await reference(tmp_path, seed, args)
         workers = [
-            await _start(tmp_path / f"w{i}.log", *_worker(url, tmp_path, i)) for i in range(3)
+            await start(tmp_path / f"w{i}.log", *worker_args(url, tmp_path, i)) for i in range(3)
         ]
         submit = ["cluster", "submit", "--redis", url, seed, *args, *WEB_ARGS, "--partitions", "64"]
-        assert await _run(tmp_path / "submit.log", *submit) == 0
+        assert await run(tmp_path / "submit.log", *submit) == 0
         # No wait for all three alive: on a busy machine a small crawl may be over first.
-        code, _, err = await _output("cluster", "wait", "--redis", url, "--timeout", "45", limit=50)
-        assert code == 0, err
+        await cluster_wait(url, 45)
         codes = await asyncio.wait_for(asyncio.gather(*(w.wait() for w in workers)), 30)
-        assert codes == [0, 0, 0], [(tmp_path / f"w{i}.log").read_text() for i in range(3)]
-        state = await _status(redis_cluster.urls[2])  # any node's URL will do
+        assert codes == [0, 0, 0], worker_logs(tmp_path, 3)
+        state = await cluster_status(redis_cluster.urls[2])  # any node's URL will do
 
-    counts = Counter(r["url"] for i in range(3) for r in _records(tmp_path / f"w{i}"))
-    assert set(counts) == expected, (
-        sorted(expected - set(counts))[:5],
-        sorted(set(counts) - expected)[:5],
-    )
+    counts = url_counts(tmp_path, 3)
+    assert_same_urls(counts, expected)
     assert max(counts.values()) == 1, [u for u, n in counts.items() if n > 1][:5]
     assert state["done"] and sorted(w["name"] for w in state["workers"]) == ["w0", "w1", "w2"]
     assert state["totals"]["queued"] == state["totals"]["claimed"] == 0
@@ -131,34 +128,30 @@ async def test_kill_9_a_worker_survivors_finish(
     concurrency = 4
     slow = [*FAST, "--per-host", "1", "--delay", "0.08", "--concurrency", str(concurrency)]
     url = redis_cluster.url
-    async with TestWebServer(_web(), flaky_failures=0) as server:
+    async with TestWebServer(small_web(), flaky_failures=0) as server:
         seed = server.url(0)
-        expected = await _reference(tmp_path, seed, [*FAST, "--concurrency", "16"])
+        expected = await reference(tmp_path, seed, [*FAST, "--concurrency", "16"])
         submit = ["cluster", "submit", "--redis", url, seed, *slow, *WEB_ARGS, "--partitions", "64",
                   "--heartbeat-ttl", "2", "--claim-timeout", "2"]  # fmt: skip
-        assert await _run(tmp_path / "submit.log", *submit) == 0
+        assert await run(tmp_path / "submit.log", *submit) == 0
         workers = [
-            await _start(tmp_path / f"w{i}.log", *_worker(url, tmp_path, i)) for i in range(3)
+            await start(tmp_path / f"w{i}.log", *worker_args(url, tmp_path, i)) for i in range(3)
         ]
-        await _wait_alive(url, 3, limit=30)
-        deadline = time.monotonic() + 20
-        while (v := _busiest(tmp_path)) is None:
-            assert time.monotonic() < deadline, "no worker fetched anything"
-            await asyncio.sleep(0.05)
+        await wait_alive(url, 3, limit=30)
+        v = await wait_for_records(tmp_path, range(3), 5)
         victim = workers[v]
         victim.send_signal(signal.SIGKILL)
         await victim.wait()
         # In-process: a `cluster status` subprocess starts too slowly on a busy machine.
         assert not (await status(url, DEFAULT_JOB))["done"], "the kill came too late"
-        code, _, err = await _output("cluster", "wait", "--redis", url, "--timeout", "50", limit=55)
-        assert code == 0, err
+        await cluster_wait(url, 50)
         survivors = [w for i, w in enumerate(workers) if i != v]
         codes = await asyncio.wait_for(asyncio.gather(*(w.wait() for w in survivors)), 30)
         assert codes == [0, 0]
-        state = await _status(url)
+        state = await cluster_status(url)
 
-    victim_urls = {r["url"] for r in _records(tmp_path / f"w{v}")}
-    counts = Counter(r["url"] for i in range(3) for r in _records(tmp_path / f"w{i}"))
+    victim_urls = {r["url"] for r in read_records(tmp_path / f"w{v}")}
+    counts = url_counts(tmp_path, 3)
     assert set(counts) == expected, sorted(expected - set(counts))[:5]
     twice = {u for u, n in counts.items() if n > 1}
     assert twice <= victim_urls

@@ -1,9 +1,9 @@
 """Cluster workers through joins, clean leaves, a killed leader and Redis going away.
 
 The end-to-end tests run real worker subprocesses against a real redis-server and the
-in-process test web, like test_cluster.py (whose helpers they import), and compare the union
-of the workers' pages.jsonl with a single ``gossamer crawl`` of the same web. The first tests
-drive :class:`~gossamer.cluster.resilient.RedisGuard` directly, with a fake clock or a real
+in-process test web, like test_cluster.py, and compare the union of the workers' pages.jsonl
+with a single ``gossamer crawl`` of the same web. The first tests drive
+:class:`~gossamer.cluster.resilient.RedisGuard` directly, with a fake clock or a real
 redis-server that is stopped and started again.
 """
 
@@ -14,7 +14,6 @@ import copy
 import signal
 import sqlite3
 import time
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,18 +21,23 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
-from tests.cluster.test_cluster import (
+from tests.cluster.harness import (
     FAST,
     GOSSAMER,
     WEB_ARGS,
-    _output,
-    _records,
-    _reference,
-    _run,
-    _start,
-    _status,
-    _wait_alive,
-    _worker,
+    assert_same_urls,
+    cluster_status,
+    cluster_wait,
+    read_records,
+    reference,
+    run,
+    small_web,
+    start,
+    url_counts,
+    wait_alive,
+    wait_for_records,
+    worker_args,
+    worker_logs,
 )
 from tests.redis_server import RedisServer
 
@@ -42,7 +46,7 @@ from gossamer.cluster.resilient import RedisGuard, RedisUnavailable, install_gua
 from gossamer.frontier.base import Candidate
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import RedisFrontier
-from gossamer.testweb import TestWebServer, Web, generate
+from gossamer.testweb import TestWebServer, Web
 from gossamer.urls import Scope
 
 END_TO_END = [pytest.mark.slow, pytest.mark.timeout(90)]
@@ -55,13 +59,7 @@ retry the engine would fetch it again at each lease of the host and never give u
 
 
 def _web() -> Web:
-    return generate(7, hosts=12, pages_per_host=25, specials=(), crawl_delay=None)
-
-
-@pytest.fixture
-def redis_server() -> Iterator[RedisServer]:
-    with RedisServer() as server:
-        yield server
+    return small_web(7, hosts=12, pages_per_host=25)
 
 
 @pytest.fixture
@@ -231,39 +229,6 @@ def _submit(url: str, seed: str, *extra: str) -> list[str]:
     return ["cluster", "submit", "--redis", url, seed, *SLOW, *WEB_ARGS, *PARTITIONS, *extra]
 
 
-async def _until_records(tmp_path: Path, names: range, least: int, limit: float = 20) -> int:
-    """The first worker with ``least`` records (so a disturbance lands mid-crawl)."""
-    deadline = time.monotonic() + limit
-    while True:
-        for i in names:
-            if len(_records(tmp_path / f"w{i}")) >= least:
-                return i
-        assert time.monotonic() < deadline, "no worker fetched anything"
-        await asyncio.sleep(0.05)
-
-
-async def _cluster_wait(url: str, limit: float = 50) -> None:
-    code, _, err = await _output(
-        "cluster", "wait", "--redis", url, "--timeout", str(limit), limit=limit + 5
-    )
-    assert code == 0, err
-
-
-def _counts(tmp_path: Path, workers: int) -> Counter[str]:
-    return Counter(r["url"] for i in range(workers) for r in _records(tmp_path / f"w{i}"))
-
-
-def _same_set(counts: Counter[str], expected: set[str]) -> None:
-    assert set(counts) == expected, (
-        sorted(expected - set(counts))[:5],
-        sorted(set(counts) - expected)[:5],
-    )
-
-
-def _logs(tmp_path: Path, workers: int) -> list[str]:
-    return [(tmp_path / f"w{i}.log").read_text() for i in range(workers)]
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(90)
 async def test_a_worker_joining_mid_crawl_takes_partitions(
@@ -272,26 +237,32 @@ async def test_a_worker_joining_mid_crawl_takes_partitions(
     url = redis_server.url
     async with TestWebServer(_web(), flaky_failures=0) as server:
         seed = server.url(0)
-        expected = await _reference(tmp_path, seed, [*FAST, "--concurrency", "16"])
+        expected = await reference(tmp_path, seed, [*FAST, "--concurrency", "16"])
         submit = _submit(url, seed, "--heartbeat-ttl", "3")
-        assert await _run(tmp_path / "submit.log", *submit) == 0
-        first = await _start(tmp_path / "w0.log", *_worker(url, tmp_path, 0))
-        await _until_records(tmp_path, range(1), 1)
-        second = await _start(tmp_path / "w1.log", *_worker(url, tmp_path, 1))
-        state = await _wait_alive(url, 2)
+        assert await run(tmp_path / "submit.log", *submit) == 0
+        first = await start(tmp_path / "w0.log", *worker_args(url, tmp_path, 0))
+        await wait_for_records(tmp_path, range(1), 1)
+        second = await start(tmp_path / "w1.log", *worker_args(url, tmp_path, 1))
+        state = await wait_alive(url, 2)
         assert not state["done"], "the join came too late to test anything"
+        # equal shares of the queued URLs (and of the empty partitions): about half each
         deadline = time.monotonic() + 15
-        while (parts := _partitions(await _status(url))) != {"w0": 32, "w1": 32}:
+        while not _split(parts := _partitions(await cluster_status(url))):
             assert time.monotonic() < deadline, parts
             await asyncio.sleep(0.2)
-        await _cluster_wait(url)
+        await cluster_wait(url)
         codes = await asyncio.wait_for(asyncio.gather(first.wait(), second.wait()), 30)
-        assert codes == [0, 0], _logs(tmp_path, 2)
+        assert list(codes) == [0, 0], worker_logs(tmp_path, 2)
 
-    counts = _counts(tmp_path, 2)
-    _same_set(counts, expected)
+    counts = url_counts(tmp_path, 2)
+    assert_same_urls(counts, expected)
     assert max(counts.values()) == 1, [u for u, n in counts.items() if n > 1][:5]
-    assert _records(tmp_path / "w1"), "the joining worker fetched nothing"
+    assert read_records(tmp_path / "w1"), "the joining worker fetched nothing"
+
+
+def _split(parts: dict[str, int]) -> bool:
+    """Both workers own partitions, together all 64, neither less than a quarter."""
+    return set(parts) == {"w0", "w1"} and sum(parts.values()) == 64 and min(parts.values()) >= 16
 
 
 def _partitions(state: dict[str, Any]) -> dict[str, int]:
@@ -315,19 +286,19 @@ async def test_sigterm_hands_partitions_back_and_loses_nothing(
     url = redis_server.url
     async with TestWebServer(_web(), flaky_failures=0) as server:
         seed = server.url(0)
-        expected = await _reference(tmp_path, seed, [*FAST, "--concurrency", "16"])
+        expected = await reference(tmp_path, seed, [*FAST, "--concurrency", "16"])
         # Heartbeats (30 s) outlive the checks below and claims (120 s) `cluster wait` (50 s):
         # its partitions move soon and the job finishes only if the leaver handed them back.
         submit = _submit(url, seed, "--heartbeat-ttl", "30", "--claim-timeout", "120")
-        assert await _run(tmp_path / "submit.log", *submit) == 0
+        assert await run(tmp_path / "submit.log", *submit) == 0
         workers = [
-            await _start(tmp_path / f"w{i}.log", *_worker(url, tmp_path, i)) for i in range(3)
+            await start(tmp_path / f"w{i}.log", *worker_args(url, tmp_path, i)) for i in range(3)
         ]
-        await _wait_alive(url, 3)
-        v = await _until_records(tmp_path, range(3), 10)
+        await wait_alive(url, 3)
+        v = await wait_for_records(tmp_path, range(3), 10)
         workers[v].send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(workers[v].wait(), 15) == 0, _logs(tmp_path, 3)[v]
-        state = await _status(url)
+        assert await asyncio.wait_for(workers[v].wait(), 15) == 0, worker_logs(tmp_path, 3)[v]
+        state = await cluster_status(url)
         assert not state["done"], "the leave came too late to test anything"
         # It left: the others own every partition within seconds.
         survivors_names = {f"w{i}" for i in range(3) if i != v}
@@ -336,13 +307,13 @@ async def test_sigterm_hands_partitions_back_and_loses_nothing(
             assert time.monotonic() < deadline, assignment
             await asyncio.sleep(0.2)
         assert sorted(p for parts in assignment.values() for p in parts) == list(range(64))
-        await _cluster_wait(url)
+        await cluster_wait(url)
         survivors = [w for i, w in enumerate(workers) if i != v]
         codes = await asyncio.wait_for(asyncio.gather(*(w.wait() for w in survivors)), 30)
-        assert codes == [0, 0], _logs(tmp_path, 3)
+        assert codes == [0, 0], worker_logs(tmp_path, 3)
 
-    counts = _counts(tmp_path, 3)
-    _same_set(counts, expected)
+    counts = url_counts(tmp_path, 3)
+    assert_same_urls(counts, expected)
     # A clean leave loses no lease and leaves nothing in flight: no URL is fetched twice.
     assert max(counts.values()) == 1, [u for u, n in counts.items() if n > 1][:5]
     assert (tmp_path / f"w{v}" / "stats.json").exists()
@@ -357,39 +328,39 @@ async def test_killing_the_leader_moves_the_lease(
     ttl = 2.0
     async with TestWebServer(_web(), flaky_failures=0) as server:
         seed = server.url(0)
-        expected = await _reference(tmp_path, seed, [*FAST, "--concurrency", "16"])
+        expected = await reference(tmp_path, seed, [*FAST, "--concurrency", "16"])
         submit = _submit(url, seed, "--heartbeat-ttl", str(ttl), "--claim-timeout", "2")
-        assert await _run(tmp_path / "submit.log", *submit) == 0
+        assert await run(tmp_path / "submit.log", *submit) == 0
         workers = [
-            await _start(tmp_path / f"w{i}.log", *_worker(url, tmp_path, i)) for i in range(3)
+            await start(tmp_path / f"w{i}.log", *worker_args(url, tmp_path, i)) for i in range(3)
         ]
-        await _wait_alive(url, 3)
-        await _until_records(tmp_path, range(3), 10)
-        leader = (await _status(url))["leader"]
+        await wait_alive(url, 3)
+        await wait_for_records(tmp_path, range(3), 10)
+        leader = (await cluster_status(url))["leader"]
         assert leader in {"w0", "w1", "w2"}
         v = int(leader[1:])
         workers[v].send_signal(signal.SIGKILL)
         await workers[v].wait()
         killed_at = time.monotonic()
         deadline = killed_at + 15
-        while (state := await _status(url))["leader"] in (None, leader):
+        while (state := await cluster_status(url))["leader"] in (None, leader):
             assert time.monotonic() < deadline, state
             await asyncio.sleep(0.1)
         moved_in = time.monotonic() - killed_at
         assert not state["done"], "the kill came too late to test anything"
-        await _cluster_wait(url)
+        await cluster_wait(url)
         survivors = [w for i, w in enumerate(workers) if i != v]
         codes = await asyncio.wait_for(asyncio.gather(*(w.wait() for w in survivors)), 30)
-        assert codes == [0, 0], _logs(tmp_path, 3)
-        state = await _status(url)
+        assert codes == [0, 0], worker_logs(tmp_path, 3)
+        state = await cluster_status(url)
 
     # The lease lives one TTL after its last renewal; a survivor takes it within a second.
     assert moved_in < ttl + 2.5, moved_in
     assert state["leader"] is None or state["leader"] != leader
-    counts = _counts(tmp_path, 3)
-    _same_set(counts, expected)
+    counts = url_counts(tmp_path, 3)
+    assert_same_urls(counts, expected)
     twice = {u for u, n in counts.items() if n > 1}
-    assert twice <= {r["url"] for r in _records(tmp_path / leader)}
+    assert twice <= {r["url"] for r in read_records(tmp_path / leader)}
     alive = {w["name"]: w["alive"] for w in state["workers"]}
     assert alive[leader] is False
 
@@ -402,32 +373,32 @@ async def test_redis_restart_mid_crawl_loses_nothing(
     url = redis_aof.url
     async with TestWebServer(_web(), flaky_failures=0) as server:
         seed = server.url(0)
-        expected = await _reference(tmp_path, seed, [*FAST, "--concurrency", "16"])
+        expected = await reference(tmp_path, seed, [*FAST, "--concurrency", "16"])
         # Heartbeats (2 s) expire while Redis is down; claims (10 s) do not.
         submit = _submit(url, seed, "--heartbeat-ttl", "2", "--claim-timeout", "10")
-        assert await _run(tmp_path / "submit.log", *submit) == 0
+        assert await run(tmp_path / "submit.log", *submit) == 0
         workers = [
-            await _start(tmp_path / f"w{i}.log", *_worker(url, tmp_path, i)) for i in range(2)
+            await start(tmp_path / f"w{i}.log", *worker_args(url, tmp_path, i)) for i in range(2)
         ]
-        await _wait_alive(url, 2)
+        await wait_alive(url, 2)
         # `cluster wait` runs through the restart too.
-        waiter = asyncio.create_task(_cluster_wait(url))
-        await _until_records(tmp_path, range(2), 10)
-        before = sum(_counts(tmp_path, 2).values())
-        version = (await _status(url))["assignment_version"]
+        waiter = asyncio.create_task(cluster_wait(url))
+        await wait_for_records(tmp_path, range(2), 10)
+        before = sum(url_counts(tmp_path, 2).values())
+        version = (await cluster_status(url))["assignment_version"]
         await asyncio.to_thread(redis_aof.restart, 2.0)
-        state = await _status(url)
+        state = await cluster_status(url)
         assert not state["done"], "the restart came too late to test anything"
         versions = await _versions_until_done(url)
         await asyncio.wait_for(waiter, 55)
         codes = await asyncio.wait_for(asyncio.gather(*(w.wait() for w in workers)), 30)
-        logs = _logs(tmp_path, 2)
+        logs = worker_logs(tmp_path, 2)
         assert codes == [0, 0], logs
-        state = await _status(url)
+        state = await cluster_status(url)
 
     assert before < len(expected) / 2
-    counts = _counts(tmp_path, 2)
-    _same_set(counts, expected)
+    counts = url_counts(tmp_path, 2)
+    assert_same_urls(counts, expected)
     # Every claim outlived the outage and was renewed after it: none was fetched twice.
     assert max(counts.values()) == 1, [u for u, n in counts.items() if n > 1][:5]
     assert state["done"] and state["totals"]["queued"] == state["totals"]["claimed"] == 0
@@ -445,12 +416,12 @@ async def test_redis_gone_for_good_is_one_line_exit_1(
     budget = 3.0
     async with TestWebServer(_web(), flaky_failures=0) as server:
         seed = server.url(0)
-        assert await _run(tmp_path / "submit.log", *_submit(url, seed)) == 0
-        args = _worker(url, tmp_path, 0, "--redis-timeout", str(budget))
+        assert await run(tmp_path / "submit.log", *_submit(url, seed)) == 0
+        args = worker_args(url, tmp_path, 0, "--redis-timeout", str(budget))
         worker = await asyncio.create_subprocess_exec(
             *GOSSAMER, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
         )
-        await _until_records(tmp_path, range(1), 10)
+        await wait_for_records(tmp_path, range(1), 10)
         halted_at = time.monotonic()
         await asyncio.to_thread(redis_server.halt)
         out, err = await asyncio.wait_for(worker.communicate(), budget + 20)
@@ -462,7 +433,7 @@ async def test_redis_gone_for_good_is_one_line_exit_1(
     assert stderr.count("\n") == 1 and "Traceback" not in stderr, stderr
     assert f"Redis at {url} unreachable for 3 s: " in stderr, stderr
     # Its last checkpoint ran before it exited: pages.jsonl holds every record of crawl.db.
-    records = _records(tmp_path / "w0")
+    records = read_records(tmp_path / "w0")
     with sqlite3.connect(tmp_path / "w0" / "crawl.db") as db:
         (stored,) = db.execute("SELECT COUNT(*) FROM pages").fetchone()
     assert len(records) == stored > 0

@@ -7,72 +7,41 @@ table must hold exactly the union of the workers' pages.jsonl, one row per URL.
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
-import sys
-import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.cluster.harness import (
+    FAST,
+    GOSSAMER,
+    WEB_ARGS,
+    read_records,
+    run,
+    small_web,
+    start,
+    wait_for_records,
+    worker_args,
+    worker_logs,
+)
 from tests.pg_server import PostgresServer, table_rows
 from tests.redis_server import RedisServer
 
 from gossamer.sinks.base import FIELD_NAMES
-from gossamer.testweb import TestWebServer, Web, generate
+from gossamer.testweb import TestWebServer
 from gossamer.urls import fingerprint
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
-GOSSAMER = [sys.executable, "-m", "gossamer.cli"]
-WEB_ARGS = ["--resolve", "*.test=127.0.0.1", "--allow-domain", "test", "--quiet"]
-FAST = ["--robots-retry", "0.3", "--retry-backoff", "0.05", "--total-timeout", "2"]
 WORKERS = 3
-
-
-@pytest.fixture
-def redis_server() -> Iterator[RedisServer]:
-    with RedisServer() as server:
-        yield server
 
 
 @pytest.fixture(scope="module")
 def pg() -> Iterator[PostgresServer]:
     with PostgresServer() as server:
         yield server
-
-
-def _web() -> Web:
-    return generate(5, hosts=6, pages_per_host=30, specials=(), crawl_delay=None)
-
-
-async def _start(log: Path, *args: str) -> asyncio.subprocess.Process:
-    with log.open("ab") as out:
-        return await asyncio.create_subprocess_exec(*GOSSAMER, *args, stdout=out, stderr=out)
-
-
-async def _run(log: Path, *args: str, limit: float = 60) -> int:
-    proc = await _start(log, *args)
-    try:
-        return await asyncio.wait_for(proc.wait(), limit)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        raise
-
-
-def _records(out: Path) -> list[dict[str, Any]]:
-    path = out / "pages.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text("utf-8").splitlines()]
-
-
-def _worker(url: str, tmp_path: Path, i: int) -> list[str]:
-    return ["cluster", "worker", "--redis", url, "--name", f"w{i}",
-            "--out", str(tmp_path / f"w{i}"), "--quiet"]  # fmt: skip
 
 
 def _submit(url: str, seed: str, store: str, *args: str) -> list[str]:
@@ -82,10 +51,9 @@ def _submit(url: str, seed: str, store: str, *args: str) -> list[str]:
 
 async def _finish(tmp_path: Path, url: str, workers: list[asyncio.subprocess.Process]) -> None:
     wait = ["cluster", "wait", "--redis", url, "--timeout", "50"]
-    assert await _run(tmp_path / "wait.log", *wait) == 0, (tmp_path / "wait.log").read_text()
+    assert await run(tmp_path / "wait.log", *wait) == 0, (tmp_path / "wait.log").read_text()
     codes = await asyncio.wait_for(asyncio.gather(*(w.wait() for w in workers)), 30)
-    logs = [(tmp_path / f"w{i}.log").read_text() for i in range(len(workers))]
-    assert codes == [0] * len(workers), logs
+    assert codes == [0] * len(workers), worker_logs(tmp_path, len(workers))
 
 
 def _table_records(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -100,18 +68,19 @@ async def test_workers_fill_one_table_with_the_union_of_their_records(
     tmp_path: Path, redis_server: RedisServer, pg: PostgresServer
 ) -> None:
     url = redis_server.url
-    web = _web()
+    web = small_web()
     async with TestWebServer(web, flaky_failures=0) as server:
         seed = server.url(0)
         workers = [
-            await _start(tmp_path / f"w{i}.log", *_worker(url, tmp_path, i)) for i in range(WORKERS)
+            await start(tmp_path / f"w{i}.log", *worker_args(url, tmp_path, i))
+            for i in range(WORKERS)
         ]
         submit = _submit(url, seed, pg.table_url("union"), "--concurrency", "8", "--per-host", "1")
-        assert await _run(tmp_path / "submit.log", *submit) == 0
+        assert await run(tmp_path / "submit.log", *submit) == 0
         await _finish(tmp_path, url, workers)
         reachable = web.reachable([seed], port=server.port)
 
-    per_worker = [_records(tmp_path / f"w{i}") for i in range(WORKERS)]
+    per_worker = [read_records(tmp_path / f"w{i}") for i in range(WORKERS)]
     union = [r for records in per_worker for r in records]
     assert sum(bool(records) for records in per_worker) >= 2, "one worker crawled everything"
     rows = await table_rows(pg.url, "union")
@@ -132,23 +101,20 @@ async def test_a_killed_worker_s_records_are_upserted_not_duplicated(
 ) -> None:
     url = redis_server.url
     slow = ["--per-host", "1", "--delay", "0.08", "--concurrency", "4"]
-    async with TestWebServer(_web(), flaky_failures=0) as server:
+    async with TestWebServer(small_web(), flaky_failures=0) as server:
         submit = _submit(url, server.url(0), pg.table_url("killed"), *slow,
                          "--heartbeat-ttl", "2", "--claim-timeout", "2")  # fmt: skip
-        assert await _run(tmp_path / "submit.log", *submit) == 0
+        assert await run(tmp_path / "submit.log", *submit) == 0
         workers = [
-            await _start(tmp_path / f"w{i}.log", *_worker(url, tmp_path, i)) for i in range(WORKERS)
+            await start(tmp_path / f"w{i}.log", *worker_args(url, tmp_path, i))
+            for i in range(WORKERS)
         ]
-        deadline = time.monotonic() + 30
-        while not any(len(_records(tmp_path / f"w{i}")) >= 5 for i in range(WORKERS)):
-            assert time.monotonic() < deadline, "no worker fetched anything"
-            await asyncio.sleep(0.05)
-        victim = next(i for i in range(WORKERS) if len(_records(tmp_path / f"w{i}")) >= 5)
+        victim = await wait_for_records(tmp_path, range(WORKERS), 5, limit=30)
         workers[victim].send_signal(signal.SIGKILL)
         await workers[victim].wait()
         await _finish(tmp_path, url, [w for i, w in enumerate(workers) if i != victim])
 
-    per_worker = [_records(tmp_path / f"w{i}") for i in range(WORKERS)]
+    per_worker = [read_records(tmp_path / f"w{i}") for i in range(WORKERS)]
     counts = Counter(r["url"] for records in per_worker for r in records)
     table = _table_records(await table_rows(pg.url, "killed"))
     assert set(table) == set(counts)
@@ -168,9 +134,9 @@ async def test_worker_with_unreachable_store_is_one_line_exit_1(
     with PostgresServer() as down:
         store = down.url
     submit = _submit(redis_server.url, "http://site0.test/", store)
-    assert await _run(tmp_path / "submit.log", *submit) == 0
+    assert await run(tmp_path / "submit.log", *submit) == 0
     proc = await asyncio.create_subprocess_exec(
-        *GOSSAMER, *_worker(redis_server.url, tmp_path, 0),
+        *GOSSAMER, *worker_args(redis_server.url, tmp_path, 0),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     _, err = await asyncio.wait_for(proc.communicate(), 30)

@@ -1,0 +1,158 @@
+"""Helpers for the cluster tests that run `gossamer` subprocesses against the test web.
+
+Workers are numbered: worker ``i`` is named ``w{i}``, writes to ``tmp_path / f"w{i}"`` and logs
+to ``tmp_path / f"w{i}.log"``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from redis.asyncio import Redis
+
+from gossamer.cluster import DEFAULT_JOB
+from gossamer.cluster.control import Control
+from gossamer.testweb import Web, generate
+
+GOSSAMER = [sys.executable, "-m", "gossamer.cli"]
+"""The command line that runs the gossamer CLI of this checkout."""
+WEB_ARGS = ["--resolve", "*.test=127.0.0.1", "--allow-domain", "test", "--quiet"]
+"""Crawl options that point the ``*.test`` hosts at the in-process test web."""
+FAST = ["--robots-retry", "0.3", "--retry-backoff", "0.05", "--total-timeout", "2"]
+"""Crawl options that keep retries and timeouts short."""
+
+
+def small_web(
+    seed: int = 5, hosts: int = 6, pages_per_host: int = 30, crawl_delay: float | None = None
+) -> Web:
+    """A test web without special pages, small enough for a crawl of a few seconds."""
+    return generate(
+        seed, hosts=hosts, pages_per_host=pages_per_host, specials=(), crawl_delay=crawl_delay
+    )
+
+
+async def start(log: Path, *args: str) -> asyncio.subprocess.Process:
+    """Start ``gossamer *args``, its stdout and stderr appended to ``log``."""
+    with log.open("ab") as out:
+        return await asyncio.create_subprocess_exec(*GOSSAMER, *args, stdout=out, stderr=out)
+
+
+async def run(log: Path, *args: str, limit: float = 60) -> int:
+    """Run ``gossamer *args`` to its end, logging to ``log``; its exit code."""
+    proc = await start(log, *args)
+    try:
+        return await asyncio.wait_for(proc.wait(), limit)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise
+
+
+async def output(*args: str, limit: float = 30) -> tuple[int, str, str]:
+    """Run ``gossamer *args`` to its end; its exit code, stdout and stderr."""
+    proc = await asyncio.create_subprocess_exec(
+        *GOSSAMER, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), limit)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+def read_records(out: Path) -> list[dict[str, Any]]:
+    """The records of the pages.jsonl in the output folder ``out`` (none before it exists)."""
+    path = out / "pages.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+
+
+def url_counts(tmp_path: Path, workers: int) -> Counter[str]:
+    """How many times each URL stands in the pages.jsonl of workers 0 to ``workers - 1``."""
+    return Counter(r["url"] for i in range(workers) for r in read_records(tmp_path / f"w{i}"))
+
+
+def assert_same_urls(counts: Counter[str], expected: set[str]) -> None:
+    """Assert that the workers fetched exactly the ``expected`` URLs, showing a few that differ."""
+    assert set(counts) == expected, (
+        sorted(expected - set(counts))[:5],
+        sorted(set(counts) - expected)[:5],
+    )
+
+
+def worker_logs(tmp_path: Path, workers: int) -> list[str]:
+    """The logs of workers 0 to ``workers - 1``."""
+    return [(tmp_path / f"w{i}.log").read_text() for i in range(workers)]
+
+
+async def reference(tmp_path: Path, seed: str, args: list[str]) -> set[str]:
+    """The URL set of a single `gossamer crawl` from ``seed`` with ``args``."""
+    out = tmp_path / "reference"
+    code = await run(tmp_path / "reference.log", "crawl", seed, *args, *WEB_ARGS, "--out", str(out))
+    assert code == 0, (tmp_path / "reference.log").read_text()
+    return {r["url"] for r in read_records(out)}
+
+
+def worker_args(url: str, tmp_path: Path, i: int, *extra: str) -> list[str]:
+    """The arguments of a quiet `gossamer cluster worker` number ``i`` on the Redis at ``url``."""
+    name = f"w{i}"
+    return ["cluster", "worker", "--redis", url, "--name", name,
+            "--out", str(tmp_path / name), "--quiet", *extra]  # fmt: skip
+
+
+async def cluster_status(url: str) -> dict[str, Any]:
+    """The job's state, as `gossamer cluster status --json` prints it."""
+    code, out, err = await output("cluster", "status", "--redis", url, "--json")
+    assert code == 0, err
+    state: dict[str, Any] = json.loads(out)
+    return state
+
+
+async def cluster_wait(url: str, limit: int = 50) -> None:
+    """Run `gossamer cluster wait` with a timeout of ``limit`` seconds; assert the job finished."""
+    code, _, err = await output(
+        "cluster", "wait", "--redis", url, "--timeout", str(limit), limit=limit + 5
+    )
+    assert code == 0, err
+
+
+async def wait_alive(url: str, count: int, limit: float = 20) -> dict[str, Any]:
+    """The job's state once at least ``count`` workers are alive."""
+    deadline = time.monotonic() + limit
+    while True:
+        state = await cluster_status(url)
+        if sum(w["alive"] for w in state["workers"]) >= count:
+            return state
+        assert time.monotonic() < deadline, state
+        await asyncio.sleep(0.2)
+
+
+async def wait_for_records(tmp_path: Path, workers: range, least: int, limit: float = 20) -> int:
+    """The first of ``workers`` with ``least`` records (so a disturbance lands mid-crawl)."""
+    deadline = time.monotonic() + limit
+    while True:
+        for i in workers:
+            if len(read_records(tmp_path / f"w{i}")) >= least:
+                return i
+        assert time.monotonic() < deadline, "no worker fetched anything"
+        await asyncio.sleep(0.05)
+
+
+async def first_assignment(url: str, limit: float = 20) -> dict[str, frozenset[int]]:
+    """The first published assignment (version 1), read from Redis as soon as it is there."""
+    control = Control(Redis.from_url(url), DEFAULT_JOB)
+    deadline = time.monotonic() + limit
+    try:
+        while (version := await control.version()) < 1:
+            assert time.monotonic() < deadline, "no assignment published"
+            await asyncio.sleep(0.01)
+        assignment = await control.assignment()
+        assert version == await control.version() == 1, "a second assignment came first"
+        return assignment
+    finally:
+        await control.redis.aclose()
