@@ -27,7 +27,7 @@ from tests.cluster.harness import (
     worker_args,
     worker_logs,
 )
-from tests.redis_server import RedisServer
+from tests.redis_server import RedisClusterServer, RedisServer
 
 from gossamer.testweb import TestWebServer, Web
 from gossamer.testweb.protocol import Reply, Request
@@ -99,10 +99,10 @@ async def _crawl(tmp_path: Path, server: HoldingServer, url: str, by: str) -> No
 
 @pytest.mark.parametrize("by", ["host", "url"])
 async def test_politeness_holds_across_workers(
-    tmp_path: Path, redis_server: RedisServer, by: str
+    tmp_path: Path, any_redis: RedisServer | RedisClusterServer, by: str
 ) -> None:
     async with HoldingServer(small_web(8, hosts=2, crawl_delay=CRAWL_DELAY)) as server:
-        await _crawl(tmp_path, server, redis_server.url, by)
+        await _crawl(tmp_path, server, any_redis.url, by)
         log = list(server.log)
         spans = list(server.spans)
         names = server.web.host_names

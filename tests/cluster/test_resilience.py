@@ -39,9 +39,11 @@ from tests.cluster.harness import (
     worker_args,
     worker_logs,
 )
-from tests.redis_server import RedisServer
+from tests.redis_server import RedisClusterServer, RedisServer
 
+from gossamer.cluster import DEFAULT_JOB
 from gossamer.cluster.control import Control
+from gossamer.cluster.jobs import open_control
 from gossamer.cluster.resilient import RedisGuard, RedisUnavailable, install_guard, redact
 from gossamer.frontier.base import Candidate
 from gossamer.frontier.politeness import PolitenessPolicy
@@ -232,9 +234,9 @@ def _submit(url: str, seed: str, *extra: str) -> list[str]:
 @pytest.mark.slow
 @pytest.mark.timeout(90)
 async def test_a_worker_joining_mid_crawl_takes_partitions(
-    tmp_path: Path, redis_server: RedisServer
+    tmp_path: Path, any_redis: RedisServer | RedisClusterServer
 ) -> None:
-    url = redis_server.url
+    url = any_redis.url
     async with TestWebServer(_web(), flaky_failures=0) as server:
         seed = server.url(0)
         expected = await reference(tmp_path, seed, [*FAST, "--concurrency", "16"])
@@ -270,20 +272,20 @@ def _partitions(state: dict[str, Any]) -> dict[str, int]:
 
 
 async def _assignment(url: str) -> dict[str, frozenset[int]]:
-    """The published assignment, read from Redis."""
-    client = Redis.from_url(url)
+    """The published assignment, read from Redis (a Redis Cluster too)."""
+    control = await open_control(url, DEFAULT_JOB)
     try:
-        return await Control(client, "gossamer").assignment()
+        return await control.assignment()
     finally:
-        await client.aclose()
+        await control.redis.aclose()
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(90)
 async def test_sigterm_hands_partitions_back_and_loses_nothing(
-    tmp_path: Path, redis_server: RedisServer
+    tmp_path: Path, any_redis: RedisServer | RedisClusterServer
 ) -> None:
-    url = redis_server.url
+    url = any_redis.url
     async with TestWebServer(_web(), flaky_failures=0) as server:
         seed = server.url(0)
         expected = await reference(tmp_path, seed, [*FAST, "--concurrency", "16"])
@@ -322,9 +324,9 @@ async def test_sigterm_hands_partitions_back_and_loses_nothing(
 @pytest.mark.slow
 @pytest.mark.timeout(90)
 async def test_killing_the_leader_moves_the_lease(
-    tmp_path: Path, redis_server: RedisServer
+    tmp_path: Path, any_redis: RedisServer | RedisClusterServer
 ) -> None:
-    url = redis_server.url
+    url = any_redis.url
     ttl = 2.0
     async with TestWebServer(_web(), flaky_failures=0) as server:
         seed = server.url(0)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator
+from importlib import resources
 
 import pytest
 from redis.asyncio import Redis
@@ -14,7 +15,7 @@ from tests.redis_server import RedisServer
 
 from gossamer.frontier.base import Candidate, Feedback, Lease
 from gossamer.frontier.politeness import PolitenessPolicy
-from gossamer.frontier.redis import RedisFrontier
+from gossamer.frontier.redis import RedisFrontier, partition_keys, partition_of, run_scripts
 from gossamer.urls import Scope
 
 DELAY = 0.3
@@ -102,3 +103,40 @@ async def test_a_dead_old_owners_fence_lapses_with_its_leases(client: Redis) -> 
     await old.drop_partitions(range(8))  # and then it dies: no ack ever comes
     _, at = await first_lease(new)
     assert 0.6 - 0.005 <= at - dropped < 0.6 + 0.5
+
+
+async def test_a_partition_back_before_its_request_ended_is_fenced_until_then(
+    client: Redis,
+) -> None:
+    """Given away and handed back (assignments in quick succession while workers join): the
+    request still in flight lifts the worker's own fence when it ends, as for anyone."""
+    owned = set(range(8))
+    worker = frontier(client, owned)
+    await worker.add([Candidate(f"{HOST}/{i}") for i in range(2)])
+    (in_flight,) = await worker.lease(5)
+    started = time.monotonic()
+    owned.clear()
+    await worker.drop_partitions(range(8))
+    owned.update(range(8))  # back at once
+    await worker.refresh()
+    assert await worker.lease(5) == []  # its own request is still in flight
+    await worker.ack(in_flight, Feedback(started_at=started))
+    _, at = await first_lease(worker)
+    assert DELAY - 0.005 <= at - started < DELAY + 0.5
+
+
+async def test_a_late_fence_call_never_undoes_a_later_one(client: Redis) -> None:
+    """Fence calls of one worker can reach Redis out of order (two connections, a retried
+    call): the lift numbered after the fence wins even when it arrives first."""
+    owned = set(range(8))
+    new = frontier(client, owned)
+    await new.add([Candidate(f"{HOST}/0")])
+    fence = partition_keys("handover", partition_of(HOST, 8))["fence"]
+    script = client.register_script(
+        (resources.files("gossamer.frontier") / "lua" / "fence.lua").read_text("utf-8")
+    )
+    lift, hold = [0, 2, 60_000], [30_000, 1, 60_000]  # ms, sequence, keep
+    assert await run_scripts(client, [(script, [fence], ["old", *lift])]) == [1]
+    assert await run_scripts(client, [(script, [fence], ["old", *hold])]) == [0]
+    assert await client.hget(fence, "old") == b"0:2"
+    assert len(await new.lease(5)) == 1

@@ -23,7 +23,8 @@ pipeline per node, so partitions spread over the cluster's masters::
     gs:{J:p}:claimed    HASH   claim token -> entry held by some worker
     gs:{J:p}:deadlines  ZSET   claim token -> wall-clock deadline (renewed while held)
     gs:{J:p}:counts     HASH   queued, claimed, seen, finished; token (last claim token issued)
-    gs:{J:p}:fence      HASH   worker -> Redis-clock ms before which a new owner may not claim
+    gs:{J:p}:fence      HASH   worker -> "ms:seq": Redis-clock ms before which no new owner
+                               may claim, and the sequence of the worker's last fence call
 
 An entry is ``fp|depth|hops|attempts|not_before|url``: ``not_before`` is the wall-clock time
 before which a retried URL may not be fetched; a worker claiming it early keeps it in memory
@@ -75,8 +76,9 @@ A hand-over in host mode (``drop_partitions``) fences the partition for its new 
 claim script returns nothing while the old owner still has requests to the partition's hosts
 in flight (a fence of ``lease_timeout``, so it lapses if that worker dies) and, once the last
 ends, until those hosts' next start is due by the old owner's politeness. Each worker's fence
-is its own field of ``gs:{J:p}:fence`` (HASH holder -> Redis-clock ms), so a partition moved on
-again keeps every previous owner's fence.
+is its own field of ``gs:{J:p}:fence``, so a partition moved on again keeps every previous
+owner's fence; a worker numbers its fence calls, so a late one (another connection, a retry)
+never undoes a later one.
 
 Known limits: a partition's queue is one FIFO, so one host's long backlog delays the other
 hosts of its partition until it is claimed into memory (bounded by ``memory_budget``);
@@ -457,6 +459,7 @@ class RedisFrontier:
         """This frontier's name in the fences of partitions it gave away."""
         self._leaving: dict[int, _Leaving] = {}
         """Host mode: partitions given away while requests to their hosts were in flight."""
+        self._fence_seq = itertools.count(1)
         self._fences: list[ScriptCall] = []
         """Fences to lift or shorten with the next call to Redis (see ``_finish``)."""
         self._claim_after: dict[int, float] = {}
@@ -1033,11 +1036,8 @@ class RedisFrontier:
             return None
         entry = held[1]
         host = self._hosts.get(lease.host)
-        if host is not None:
-            if not lease.robots_blocked:
-                self._policy.on_finish(host.slot, feedback, self._clock())
-            self._schedule(lease.host, host)
-        elif entry.orphan and (leaving := self._leaving.get(entry.part)) is not None:
+        if entry.orphan and (leaving := self._leaving.get(entry.part)) is not None:
+            # Its partition was given away (and may be back already, its host anew).
             gone = leaving.hosts.get(lease.host)
             if gone is not None and not lease.robots_blocked:
                 self._policy.on_finish(gone.slot, feedback, self._clock())
@@ -1045,6 +1045,10 @@ class RedisFrontier:
             if leaving.in_flight <= 0:  # the last request there ended: fence its delay only
                 del self._leaving[entry.part]
                 self._fence(entry.part, self._due_in(leaving.hosts.values()))
+        elif host is not None:
+            if not lease.robots_blocked:
+                self._policy.on_finish(host.slot, feedback, self._clock())
+            self._schedule(lease.host, host)
         return entry
 
     def _due_in(self, hosts: Iterable[_Host]) -> float:
@@ -1056,7 +1060,9 @@ class RedisFrontier:
     def _fence(self, part: int, seconds: float) -> None:
         """Queue a call fencing ``part`` for ``seconds`` (lifting this worker's fence if 0)."""
         keys = [self._part_keys(part)["fence"]]
-        self._fences.append((self._scripts["fence"], keys, [self._id, math.ceil(seconds * 1000)]))
+        keep = math.ceil(self._lease_timeout * 1000)
+        args = [self._id, math.ceil(seconds * 1000), next(self._fence_seq), keep]
+        self._fences.append((self._scripts["fence"], keys, args))
 
     def _take_fences(self) -> list[ScriptCall]:
         calls, self._fences = self._fences, []

@@ -9,8 +9,8 @@ if #fences > 0 then
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local fenced = 0
-  for _, until_ms in ipairs(fences) do
-    fenced = math.max(fenced, tonumber(until_ms) - now)
+  for _, fence in ipairs(fences) do
+    fenced = math.max(fenced, tonumber(string.match(fence, '^(%d+)')) - now)
   end
   if fenced > 0 then
     return {-1, fenced}
