@@ -97,7 +97,11 @@ async def _crawl(tmp_path: Path, server: HoldingServer, url: str, by: str) -> No
     assert codes == [0] * WORKERS, worker_logs(tmp_path, WORKERS)
 
 
-@pytest.mark.parametrize("by", ["host", "url"])
+@pytest.mark.parametrize(
+    ("any_redis", "by"),
+    [("one-server", "host"), ("one-server", "url"), ("3-masters", "url")],
+    indirect=["any_redis"],
+)
 async def test_politeness_holds_across_workers(
     tmp_path: Path, any_redis: RedisServer | RedisClusterServer, by: str
 ) -> None:

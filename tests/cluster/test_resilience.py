@@ -234,9 +234,9 @@ def _submit(url: str, seed: str, *extra: str) -> list[str]:
 @pytest.mark.slow
 @pytest.mark.timeout(90)
 async def test_a_worker_joining_mid_crawl_takes_partitions(
-    tmp_path: Path, any_redis: RedisServer | RedisClusterServer
+    tmp_path: Path, redis_server: RedisServer
 ) -> None:
-    url = any_redis.url
+    url = redis_server.url
     async with TestWebServer(_web(), flaky_failures=0) as server:
         seed = server.url(0)
         expected = await reference(tmp_path, seed, [*FAST, "--concurrency", "16"])
@@ -324,9 +324,9 @@ async def test_sigterm_hands_partitions_back_and_loses_nothing(
 @pytest.mark.slow
 @pytest.mark.timeout(90)
 async def test_killing_the_leader_moves_the_lease(
-    tmp_path: Path, any_redis: RedisServer | RedisClusterServer
+    tmp_path: Path, redis_server: RedisServer
 ) -> None:
-    url = any_redis.url
+    url = redis_server.url
     ttl = 2.0
     async with TestWebServer(_web(), flaky_failures=0) as server:
         seed = server.url(0)
