@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gossamer.balance.probe import BandwidthMeter
 from gossamer.crawldb import CrawlDB
@@ -40,9 +41,11 @@ from gossamer.settings import (
     crawl_scope,
 )
 from gossamer.sinks.jsonl import JsonlSink, repair_jsonl
-from gossamer.sinks.postgres import PostgresSink, StoreExport
 from gossamer.sinks.sqlite import SQLiteSink
 from gossamer.stats import CrawlStats
+
+if TYPE_CHECKING:
+    from gossamer.sinks.postgres import PostgresSink, StoreExport
 
 _OUTPUTS = ("crawl.db", "crawl.db-wal", "crawl.db-shm", "pages.jsonl", "stats.json")
 
@@ -133,6 +136,9 @@ async def open_stages(settings: CrawlSettings, worker: str | None = None) -> Asy
 async def _open_store(settings: CrawlSettings, worker: str | None) -> PostgresSink | None:
     if settings.store is None:
         return None
+    # Imported only for a store: asyncpg adds 13 MB to every process that loads it.
+    from gossamer.sinks.postgres import PostgresSink
+
     name = worker or f"{socket.gethostname()}-{os.getpid()}"
     return await PostgresSink.open(settings.store, name)
 
@@ -141,6 +147,8 @@ async def _catch_up(sink: PostgresSink | None, db: CrawlDB) -> StoreExport | Non
     """The store's view of crawl.db, after sending the records a lost server missed."""
     if sink is None:
         return None
+    from gossamer.sinks.postgres import StoreExport
+
     store = StoreExport(sink, db)
     await store.catch_up()
     return store

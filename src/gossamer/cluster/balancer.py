@@ -5,9 +5,9 @@ to workers joining and leaving (P1's baseline: the same share of the queued URLs
 worker). With the other allocators (:mod:`gossamer.balance.allocate`) it also re-plans every
 ``plan_every`` seconds from the workers' heartbeat figures and each partition's load (queued
 plus claimed URLs), so the shares follow the figures as they change; the allocators'
-hysteresis keeps partitions still while every worker is near its target. A partition moves whole, and its old owner fences it until
-its requests there have ended (see :mod:`gossamer.frontier.redis`), so a host never has two
-owners at once.
+hysteresis keeps partitions still while every worker is near its target. A partition moves
+whole, and its old owner fences it until its requests there have ended (see
+:mod:`gossamer.frontier.redis`), so a host never has two owners at once.
 
 Every worker feeds the runtime model (P1): an :class:`Observer` cuts its crawl into windows
 and, for each window in which it was busy throughout (URLs waiting in memory at every
