@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 from collections.abc import Iterator
 
 import pytest
+from tests.cluster.harness import STARTED
 from tests.redis_server import RedisClusterServer, RedisServer
+
+
+@pytest.fixture(autouse=True)
+def no_process_outlives_its_test() -> Iterator[None]:
+    """A test that fails midway leaves no worker running into the next tests."""
+    yield
+    while STARTED:
+        proc = STARTED.pop()
+        if proc.returncode is None:  # not reaped: its pid is still its own
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGKILL)
 
 
 @pytest.fixture

@@ -37,10 +37,16 @@ def small_web(
     )
 
 
+STARTED: list[asyncio.subprocess.Process] = []
+"""The processes ``start`` started; ``conftest.py`` kills those left at a test's end."""
+
+
 async def start(log: Path, *args: str) -> asyncio.subprocess.Process:
     """Start ``gossamer *args``, its stdout and stderr appended to ``log``."""
     with log.open("ab") as out:
-        return await asyncio.create_subprocess_exec(*GOSSAMER, *args, stdout=out, stderr=out)
+        proc = await asyncio.create_subprocess_exec(*GOSSAMER, *args, stdout=out, stderr=out)
+    STARTED.append(proc)
+    return proc
 
 
 async def run(log: Path, *args: str, limit: float = 60) -> int:
