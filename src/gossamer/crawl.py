@@ -136,7 +136,7 @@ async def open_stages(settings: CrawlSettings, worker: str | None = None) -> Asy
 async def _open_store(settings: CrawlSettings, worker: str | None) -> PostgresSink | None:
     if settings.store is None:
         return None
-    # Imported only for a store: asyncpg adds 13 MB to every process that loads it.
+    # Imported only for a store: asyncpg costs import time and memory in every process.
     from gossamer.sinks.postgres import PostgresSink
 
     name = worker or f"{socket.gethostname()}-{os.getpid()}"

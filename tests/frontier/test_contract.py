@@ -43,12 +43,6 @@ class Make(Protocol):
 
 
 @pytest.fixture(scope="module")
-def redis_server() -> Iterator[RedisServer]:
-    with RedisServer(cluster=True) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def redis_cluster() -> Iterator[RedisClusterServer]:
     with RedisClusterServer() as cluster:
         yield cluster

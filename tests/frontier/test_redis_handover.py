@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from importlib import resources
 
 import pytest
@@ -20,12 +20,6 @@ from gossamer.urls import Scope
 
 DELAY = 0.3
 HOST = "http://slow.test"
-
-
-@pytest.fixture(scope="module")
-def redis_server() -> Iterator[RedisServer]:
-    with RedisServer(cluster=True) as server:
-        yield server
 
 
 @pytest.fixture

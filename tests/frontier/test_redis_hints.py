@@ -4,7 +4,7 @@ waiting for its periodic refresh of every partition."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Collection, Iterator
+from collections.abc import AsyncIterator, Collection
 
 import pytest
 from redis.asyncio import Redis
@@ -25,12 +25,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-@pytest.fixture(scope="module")
-def redis_server() -> Iterator[RedisServer]:
-    with RedisServer(cluster=True) as server:
-        yield server
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import asyncio
 import itertools
 import re
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 from redis.asyncio import Redis
@@ -27,12 +27,6 @@ P = 16
 HOST = "http://a.test"
 EVENS, ODDS = frozenset(range(0, P, 2)), frozenset(range(1, P, 2))
 _jobs = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def redis_server() -> Iterator[RedisServer]:
-    with RedisServer(cluster=True) as server:
-        yield server
 
 
 @pytest.fixture

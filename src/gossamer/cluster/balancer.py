@@ -140,18 +140,14 @@ class Balancer:
         names = sorted(w.name for w in infos)
         members_changed = set(names) != {n for n, parts in current.items() if parts}
         now = self._clock()
-        if not names or (self._allocator == "equal" and not members_changed):
+        replan = self._allocator != "equal" and now >= self._next_plan
+        if not names or not (members_changed or replan):
             return None
-        if members_changed or now >= self._next_plan:
-            self._next_plan = now + self._plan_every
-            states = [worker_state(w.name, w.figures) for w in infos]
-            load = await partition_load(self._control, self._partitions)
-            model = await self._current_model() if self._allocator == "bpnn-pso" else None
-            wanted = allocate(
-                self._allocator, states, load, self._partitions, current or None, model
-            )
-        else:
-            return None
+        self._next_plan = now + self._plan_every
+        states = [worker_state(w.name, w.figures) for w in infos]
+        load = await partition_load(self._control, self._partitions)
+        model = await self._current_model() if self._allocator == "bpnn-pso" else None
+        wanted = allocate(self._allocator, states, load, self._partitions, current or None, model)
         if not wanted or wanted == current:
             return None
         return await self._control.publish(leader, wanted)

@@ -96,7 +96,7 @@ import time
 import uuid
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable, Collection, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Literal
@@ -815,40 +815,47 @@ class RedisFrontier:
     def _housekeeping_due(self, now: float) -> bool:
         return (
             (self._hints is not None and now >= self._next_hint)
-            or now >= self._next_refresh
-            or (not self._held and self._snapshot_changes != self._changes)
+            or self._refresh_due(now)
             or now >= self._next_reclaim
-            or (self._in_memory < self._memory_budget // 2 and bool(self._claimable(now)))
+            or self._claim_due(now)
         )
 
-    async def _housekeep(self, now: float) -> None:
-        # A refresh reads all P partitions (on a Redis Cluster ~150 ms of CPU for 4096): only
-        # when it can matter, that is when done() could be True or memory is low enough to
-        # claim more.
+    def _refresh_due(self, now: float) -> bool:
+        """A refresh reads all P partitions (on a Redis Cluster ~150 ms of CPU for 4096): only
+        when it can matter, that is when done() could be True or memory is low enough to
+        claim more. With hints (other workers name the partitions of ours they filled) a busy
+        worker refreshes only every five refresh intervals."""
         idle = not self._held
+        if idle and self._snapshot_changes != self._changes:
+            return True
+        if now < self._next_refresh:
+            return False
+        if idle:
+            return True
+        wait = 4 * self._refresh_interval if self._hints is not None else 0.0
+        return self._in_memory < self._memory_budget // 2 and now >= self._next_refresh + wait
+
+    def _claim_due(self, now: float) -> bool:
         low = self._in_memory < self._memory_budget // 2
-        if self._hints is not None:
-            # Other workers name the partitions of ours they filled: claim at once, and
-            # refresh every partition only every five refresh intervals while busy.
-            low = low and (idle or now >= self._next_refresh + 4 * self._refresh_interval)
-            if now >= self._next_hint:
-                self._next_hint = now + _HINT_POLL
-                owned = set(self._owned())
-                self._waiting.update(p for p in await self._hints() if p in owned)
-        if (now >= self._next_refresh and (idle or low)) or (
-            idle and self._snapshot_changes != self._changes
-        ):
+        return low and next(self._claimable(now), None) is not None
+
+    async def _housekeep(self, now: float) -> None:
+        if self._hints is not None and now >= self._next_hint:
+            self._next_hint = now + _HINT_POLL
+            owned = set(self._owned())
+            self._waiting.update(p for p in await self._hints() if p in owned)
+        if self._refresh_due(now):
             await self.refresh()
         if now >= self._next_reclaim:
             self._next_reclaim = now + min(self._lease_timeout / 4, 30.0)
             await self._reclaim()
-        if self._in_memory < self._memory_budget // 2 and self._claimable(now):
+        if self._claim_due(now):
             await self._claim()
 
     async def _claim(self) -> None:
         """Move entries from owned partitions' queues into memory, up to the memory budget."""
         now = self._clock()
-        parts = self._claimable(now)
+        parts = sorted(self._claimable(now))
         room = self._memory_budget - self._in_memory
         parts = parts[: max(1, room // self._claim_batch)]
         deadline = self._wall() + self._lease_timeout
@@ -872,11 +879,11 @@ class RedisFrontier:
         if any(len(r) > 2 for r in results):
             self._changes += 1
 
-    def _claimable(self, now: float) -> list[int]:
+    def _claimable(self, now: float) -> Iterator[int]:
         """Owned partitions believed to have queued entries and not fenced now."""
         owned = self._owned()
         after = self._claim_after
-        return sorted(p for p in self._waiting if p in owned and after.get(p, now) <= now)
+        return (p for p in self._waiting if p in owned and after.get(p, now) <= now)
 
     def _hold(self, entry: _Entry) -> None:
         """Keep a newly claimed entry: in its host's queue, or delayed until not_before."""
