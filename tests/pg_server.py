@@ -8,6 +8,7 @@ system user that the Debian package creates (or ``nobody``), owning the temp dir
 from __future__ import annotations
 
 import glob
+import json
 import os
 import pwd
 import shutil
@@ -170,6 +171,9 @@ async def table_rows(url: str, table: str) -> list[dict[str, Any]]:
 
     conn = await asyncpg.connect(url, timeout=10)
     try:
+        await conn.set_type_codec(
+            "jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog"
+        )
         rows = await conn.fetch(f'SELECT * FROM "{table}" ORDER BY url')
     finally:
         await conn.close()

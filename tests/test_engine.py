@@ -131,7 +131,7 @@ async def test_a_fetch_slot_frees_when_the_response_is_in(tmp_path: Path) -> Non
     async with serving(Site(delay=0.05)) as site:
         seeds = [site.url(f"/p{i}.html") for i in range(seeds_count)]
         settings = settings_for(tmp_path / "out", seeds=seeds, concurrency=2, per_host=4)
-        async with open_stages(settings) as stages:
+        async with open_stages(settings, seeds) as stages:
             local = LocalFrontier(crawl_scope(settings, seeds), stages.politeness, stages.db)
             frontier = GatedAdd(local)
             crawler = stages.crawler(settings, frontier)
@@ -161,7 +161,7 @@ async def test_records_are_committed_as_soon_as_the_crawl_is_idle(tmp_path: Path
         settings = settings_for(
             tmp_path / "out", seeds=seeds, delay=1.0, checkpoint_interval=3600.0
         )
-        async with open_stages(settings) as stages:
+        async with open_stages(settings, seeds) as stages:
             local = LocalFrontier(crawl_scope(settings, seeds), stages.politeness, stages.db)
             crawler = stages.crawler(settings, local)
             stats = await asyncio.wait_for(crawler.run(seeds), 30)

@@ -6,6 +6,7 @@ This is the one place where objects are constructed and handed their collaborato
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import os
 import signal
@@ -27,6 +28,7 @@ from gossamer.engine import (
     RobotsFetch,
     robots_check,
 )
+from gossamer.fetch.guard import AddressGuard
 from gossamer.fetch.http import FetchConfig, Fetcher
 from gossamer.frontier.base import Frontier
 from gossamer.frontier.local import LocalFrontier
@@ -43,6 +45,7 @@ from gossamer.settings import (
 from gossamer.sinks.jsonl import JsonlSink, repair_jsonl
 from gossamer.sinks.sqlite import SQLiteSink
 from gossamer.stats import CrawlStats
+from gossamer.urls import InvalidURL, Scope, canonicalize, host_key, host_of
 
 if TYPE_CHECKING:
     from gossamer.sinks.postgres import PostgresSink, StoreExport
@@ -100,9 +103,13 @@ class Stages:
 
 
 @asynccontextmanager
-async def open_stages(settings: CrawlSettings, worker: str | None = None) -> AsyncIterator[Stages]:
+async def open_stages(
+    settings: CrawlSettings, seeds: list[str], worker: str | None = None
+) -> AsyncIterator[Stages]:
     """crawl.db, pages.jsonl (repaired after a crash), fetcher, robots cache, politeness and,
-    with ``--store``, the shared page store (rows signed by ``worker``, default host-pid)."""
+    with ``--store``, the shared page store (rows signed by ``worker``, default host-pid).
+    ``seeds`` (canonical) name the hosts the address guard lets reach private addresses and,
+    with the settings, the scope robots.txt redirects must stay in."""
     out = settings.out
     sink = await _open_store(settings, worker)  # first: a bad store fails before crawl.db exists
     db = CrawlDB(out / "crawl.db")
@@ -111,16 +118,21 @@ async def open_stages(settings: CrawlSettings, worker: str | None = None) -> Asy
     jsonl = JsonlSink(jsonl_path)
     jsonl.write(SQLiteSink(db).records_after(committed))
     meter = BandwidthMeter()
-    fetcher = Fetcher(_fetch_config(settings), meter=meter)
+    fetcher = Fetcher(_fetch_config(settings), meter=meter, guard=address_guard(settings, seeds))
     robots_fetch = RobotsFetch(fetcher)
+    scope = crawl_scope(settings, seeds)
     robots = RobotsCache(
-        fetch=robots_fetch, token=settings.robots_token, retry_interval=settings.robots_retry
+        fetch=robots_fetch,
+        token=settings.robots_token,
+        retry_interval=settings.robots_retry,
+        may_follow=functools.partial(in_scope, scope),
     )
     politeness = PolitenessPolicy(
         per_host=settings.per_host,
         delay=settings.delay,
         slow_latency=settings.adaptive_latency,
         max_delay=settings.max_host_delay,
+        max_pause=settings.max_retry_after,
     )
     try:
         store = await _catch_up(sink, db)
@@ -157,11 +169,13 @@ async def _catch_up(sink: PostgresSink | None, db: CrawlDB) -> StoreExport | Non
 @asynccontextmanager
 async def build_crawler(settings: CrawlSettings, seeds: list[str]) -> AsyncIterator[Crawler]:
     """Construct the crawler and its stages over the embedded frontier; close them on exit."""
-    async with open_stages(settings) as stages:
+    # The scope and the address guard need only the seeds' origins: 200,000, not 1,000,000.
+    origins = sorted({host_key(seed) + "/" for seed in seeds})
+    origins = origins or _stored_seeds(settings.out / "crawl.db")
+    async with open_stages(settings, origins) as stages:
         db = stages.db
-        seeds = seeds or _stored_seeds(db)
         frontier = LocalFrontier(
-            crawl_scope(settings, seeds),
+            crawl_scope(settings, origins),
             stages.politeness,
             db,
             robots_check=robots_check(stages.robots, settings.robots),
@@ -169,16 +183,42 @@ async def build_crawler(settings: CrawlSettings, seeds: list[str]) -> AsyncItera
         )
         if settings.resume:
             frontier.restore()
-        db.set_meta("seeds", "\n".join(seeds))
+        db.set_meta("seeds", "\n".join(origins))
         crawler = stages.crawler(settings, frontier)
         if settings.resume:
             crawler.restore_counts()
         yield crawler
 
 
-def _stored_seeds(db: CrawlDB) -> list[str]:
-    stored = db.get_meta("seeds")
+def _stored_seeds(path: Path) -> list[str]:
+    """The seeds of the crawl stored at ``path`` (``--resume`` without seeds)."""
+    if not path.exists():
+        return []
+    db = CrawlDB(path)
+    try:
+        stored = db.get_meta("seeds")
+    finally:
+        db.close()
     return stored.split("\n") if stored else []
+
+
+def in_scope(scope: Scope, url: str) -> bool:
+    """Whether the crawl may visit ``url`` (any form), by its host and port."""
+    try:
+        return scope.reject_reason(canonicalize(url), 0) is None
+    except InvalidURL:
+        return False
+
+
+def address_guard(settings: CrawlSettings, seeds: list[str]) -> AddressGuard:
+    """The address guard of a crawl: the hosts its user named are the seeds' hosts, the
+    allowed domains and the names of ``--resolve`` overrides."""
+    return AddressGuard.for_crawl(
+        {host_of(seed) for seed in seeds},
+        settings.allow_domains,
+        settings.resolve,
+        allow_private=settings.allow_private,
+    )
 
 
 def _fetch_config(settings: CrawlSettings) -> FetchConfig:

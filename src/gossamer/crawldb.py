@@ -50,13 +50,17 @@ CREATE TABLE IF NOT EXISTS pages (
     redirect_to TEXT,
     error TEXT,
     attempts INTEGER NOT NULL,
-    truncated INTEGER NOT NULL
+    truncated INTEGER NOT NULL,
+    flags TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS sitemaps (
     host TEXT NOT NULL, url TEXT NOT NULL, PRIMARY KEY (host, url)
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+
+_ADDED_COLUMNS = (("flags", "TEXT NOT NULL DEFAULT ''"),)
+"""Columns of ``pages`` added after its first version, with their definitions."""
 
 Row = Sequence[Any]
 
@@ -68,9 +72,17 @@ class CrawlDB:
         self.path = path
         self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._conn.executescript(_SCHEMA)
+        self._add_missing_columns()
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._staged: list[tuple[str, list[Row]]] = []
         self._lock = asyncio.Lock()
+
+    def _add_missing_columns(self) -> None:
+        """Bring a crawl.db of an earlier version up to the schema (``--resume``)."""
+        have = {row[1] for row in self._conn.execute("PRAGMA table_info(pages)")}
+        for name, definition in _ADDED_COLUMNS:
+            if name not in have:
+                self._conn.execute(f"ALTER TABLE pages ADD COLUMN {name} {definition}")
 
     def stage(self, sql: str, rows: Iterable[Row]) -> None:
         """Queue a statement with its parameter rows for the next commit."""

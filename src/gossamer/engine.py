@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import logging
 import random
 import time
 from collections import Counter
@@ -26,15 +28,19 @@ from gossamer.crawldb import CrawlDB
 from gossamer.frontier.base import Candidate, Feedback, Frontier, Lease
 from gossamer.frontier.robots import RobotsCache, RobotsPolicy
 from gossamer.outcomes import Action, RetryPolicy, classify, is_failure
-from gossamer.parse.links import parse_html
+from gossamer.parse.links import ParsedPage, parse_html
 from gossamer.sinks.base import PageRecord
 from gossamer.sinks.jsonl import JsonlSink
 from gossamer.sinks.sqlite import SQLiteSink
 from gossamer.stats import CrawlStats, peak_rss_mb
 from gossamer.urls import InvalidURL, canonicalize, host_key
 
+log = logging.getLogger(__name__)
+_PARSE_IN_THREAD_BYTES = 512 * 1024
+"""Bodies from this size on are parsed off the event loop (a worst case takes about X s)."""
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _GRACE_SECONDS = 5.0
+_SEED_BATCH = 10_000
 _INSERT_SITEMAP = "INSERT OR IGNORE INTO sitemaps (host, url) VALUES (?, ?)"
 
 CommitHook = Callable[[], Callable[[], Awaitable[None]]]
@@ -69,6 +75,8 @@ class FetchResultLike(Protocol):
     def elapsed(self) -> float: ...
     @property
     def truncated(self) -> bool: ...
+    @property
+    def flags(self) -> tuple[str, ...]: ...
 
 
 class RecordStore(Protocol):
@@ -128,6 +136,7 @@ class Crawler:
         self._on_commit = on_commit
         self._store = store
         self._tasks: set[asyncio.Task[None]] = set()
+        self._seeding: asyncio.Task[None] | None = None
         self._fetching: set[asyncio.Task[None]] = set()
         """Tasks that have not had their response yet (they hold a fetch slot)."""
         self._flush = asyncio.Event()
@@ -151,14 +160,20 @@ class Crawler:
         self._prior_pages = self._counts["pages"]
 
     async def run(self, seeds: list[str]) -> CrawlStats:
-        """Crawl from the seeds (plus whatever a resumed frontier holds) until done."""
-        await self._frontier.add([Candidate(url) for url in seeds])
+        """Crawl from the seeds (plus whatever a resumed frontier holds) until done.
+
+        The seeds are queued while the crawl starts, and ``seeds`` is emptied once they are.
+        """
+        seeding = self._seeding = asyncio.create_task(self._seed(seeds))
+        seeding.add_done_callback(self._task_done)
         finished = asyncio.Event()
         checkpointer = asyncio.create_task(self._checkpoint_loop(finished))
         try:
             await self._loop()
             await self._drain()
         finally:
+            with contextlib.suppress(Exception):
+                await seeding  # every seed is queued (durably, below) even when stopping
             finished.set()  # a checkpoint under way completes: its records reach pages.jsonl
             self._flush.set()
             with contextlib.suppress(asyncio.CancelledError):
@@ -167,6 +182,15 @@ class Crawler:
         if self._failure is not None:
             raise self._failure
         return self.stats()
+
+    async def _seed(self, seeds: list[str]) -> None:
+        """Queue the seeds in batches, each committed, while the crawl starts: a million
+        seeds are neither staged in memory at once nor wait for before the first fetch."""
+        for start in range(0, len(seeds), _SEED_BATCH):
+            await self._frontier.add([Candidate(url) for url in seeds[start : start + _SEED_BATCH]])
+            await self._db.commit()
+            self._wake.set()
+        seeds.clear()  # queued and durable: not kept for the rest of the crawl
 
     def stop(self) -> None:
         """Stop leasing; in-flight URLs finish (or go back to the queue after a grace time)."""
@@ -193,6 +217,7 @@ class Crawler:
             elapsed=elapsed,
             pages_per_second=fetched / elapsed if elapsed > 0 else 0.0,
             peak_rss_mb=peak_rss_mb(),
+            internal_errors=self._counts["internal_errors"],
         )
 
     async def checkpoint(self) -> None:
@@ -221,7 +246,7 @@ class Crawler:
                 for lease in await frontier.lease(free):
                     self._spawn(lease)
             if not self._tasks:
-                if frontier.done() or self._budget() <= 0:
+                if (frontier.done() and self._seeded()) or self._budget() <= 0:
                     return
                 if self._pending:
                     self._flush.set()  # idle: nothing to batch the records with
@@ -231,6 +256,9 @@ class Crawler:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout):
                     await self._wake.wait()
+
+    def _seeded(self) -> bool:
+        return self._seeding is None or self._seeding.done()
 
     def _budget(self) -> int:
         if self._config.max_pages is None:
@@ -244,6 +272,7 @@ class Crawler:
         task.add_done_callback(self._task_done)
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
+        """A URL's task or the seeding ended: wake the loop; a failure stops the crawl."""
         self._tasks.discard(task)
         self._fetching.discard(task)
         self._wake.set()
@@ -313,15 +342,45 @@ class Crawler:
             retry_after=result.retry_after,
             crawl_delay=policy.crawl_delay if policy is not None else None,
         )
-        action = classify(result.status, result.error, result.location)
-        decision = self._config.retry.decide(
-            action, lease.attempts, result.retry_after, self._rng, result.error
-        )
+        try:
+            action = classify(result.status, result.error, result.location)
+            decision = self._config.retry.decide(
+                action, lease.attempts, result.retry_after, self._rng, result.error
+            )
+        except Exception:
+            await self._contain(lease, result, feedback)
+            return
         if decision.action is Action.RETRY:
             self._counts["retries"] += 1
             await self._frontier.retry(lease, decision.after, feedback)
             return
-        record = await self._finish(lease, result, decision.action, decision.error)
+        try:
+            record, links = await self._finish(lease, result, decision.action, decision.error)
+        except Exception:
+            await self._contain(lease, result, feedback)
+            return
+        if links:
+            await self._frontier.add(links)
+        self._record(record, lease)
+        await self._frontier.ack(lease, feedback)
+
+    async def _contain(
+        self, lease: Lease, result: FetchResultLike, feedback: Feedback | None
+    ) -> None:
+        """A failure while handling one URL's answer (a bug that input revealed) ends that URL
+        with an ``internal-error`` record instead of the crawl; it is not tried again."""
+        log.exception("internal error handling %s; recorded, crawl goes on", lease.url)
+        record = PageRecord(
+            lease.url,
+            result.status,
+            lease.depth,
+            bytes=len(result.body),
+            fetched_at=round(result.fetched_at, 3),
+            elapsed_ms=round(result.elapsed * 1000, 1),
+            error="internal-error",
+            attempts=lease.attempts + 1,
+            truncated=result.truncated,
+        )
         self._record(record, lease)
         await self._frontier.ack(lease, feedback)
 
@@ -360,15 +419,22 @@ class Crawler:
 
     async def _finish(
         self, lease: Lease, result: FetchResultLike, action: Action, error: str | None
-    ) -> PageRecord:
+    ) -> tuple[PageRecord, list[Candidate]]:
+        """The URL's record and the candidates it leads to (outlinks or a redirect target)."""
         title = None
-        outlinks = 0
+        links: list[Candidate] = []
         redirect_to = None
+        flags = result.flags
         if action is Action.STORE and _is_html(result):
-            title, outlinks = await self._follow_links(lease, result)
+            page = await self._parse(lease, result)
+            title = page.title
+            links = [Candidate(link, lease.depth + 1) for link in page.links]
+            flags += page.flags
         elif action is Action.REDIRECT and result.location is not None:
-            redirect_to, error = await self._follow_redirect(lease, result.location)
-        return PageRecord(
+            redirect_to, error = self._follow_redirect(lease, result.location)
+            if redirect_to is not None and error is None:
+                links = [Candidate(redirect_to, lease.depth, lease.hops + 1)]
+        record = PageRecord(
             url=lease.url,
             status=result.status,
             depth=lease.depth,
@@ -377,32 +443,36 @@ class Crawler:
             fetched_at=round(result.fetched_at, 3),
             elapsed_ms=round(result.elapsed * 1000, 1),
             title=title,
-            outlinks=outlinks,
+            outlinks=len(links) if action is Action.STORE else 0,
             redirect_to=redirect_to,
             error=error or result.error,
             attempts=lease.attempts + 1,
             truncated=result.truncated,
+            flags=flags,
         )
+        return record, links
 
-    async def _follow_links(self, lease: Lease, result: FetchResultLike) -> tuple[str | None, int]:
-        page = parse_html(
+    async def _parse(self, lease: Lease, result: FetchResultLike) -> ParsedPage:
+        """Parse an HTML body; a large one in a worker thread, so the event loop (and with it
+        a cluster worker's claim renewals) keeps running while it is parsed."""
+        parse = functools.partial(
+            parse_html,
             result.body,
             lease.url,
             header_charset=result.charset,
             follow_nofollow=self._config.follow_nofollow,
         )
-        depth = lease.depth + 1
-        await self._frontier.add([Candidate(link, depth) for link in page.links])
-        return page.title, len(page.links)
+        if len(result.body) < _PARSE_IN_THREAD_BYTES:
+            return parse()
+        return await asyncio.to_thread(parse)
 
-    async def _follow_redirect(self, lease: Lease, location: str) -> tuple[str | None, str | None]:
+    def _follow_redirect(self, lease: Lease, location: str) -> tuple[str | None, str | None]:
         try:
             target = canonicalize(urljoin(lease.url, location))
         except (InvalidURL, ValueError):
             return None, "bad-redirect"
         if lease.hops + 1 > self._config.max_redirects:
             return target, "too-many-redirects"
-        await self._frontier.add([Candidate(target, lease.depth, lease.hops + 1)])
         return target, None
 
     def _record(self, record: PageRecord, lease: Lease) -> None:
@@ -418,6 +488,9 @@ class Crawler:
         self._statuses[str(status) if status is not None else "none"] += count
         if error == "robots":
             self._counts["robots_blocked"] += count
+        elif error == "internal-error":
+            self._counts["internal_errors"] += count
+            self._counts["errors"] += count
         elif error is not None or status is None:
             self._counts["errors"] += count
         if status is not None and 200 <= status < 300:

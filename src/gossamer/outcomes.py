@@ -34,10 +34,14 @@ class Decision:
     error: str | None = None
 
 
+_PERMANENT_ERRORS = frozenset({"invalid-url", "blocked-address"})
+"""Failures without a response that trying again cannot change."""
+
+
 def classify(status: int | None, error: str | None, location: str | None) -> Action:
     """The action a response (or its absence) calls for, before retry limits."""
     if status is None:
-        return Action.RETRY if error != "invalid-url" else Action.DROP
+        return Action.DROP if error in _PERMANENT_ERRORS else Action.RETRY
     if 200 <= status < 300:
         return Action.STORE
     if status in _REDIRECTS and location:
@@ -50,7 +54,7 @@ def classify(status: int | None, error: str | None, location: str | None) -> Act
 def is_failure(status: int | None, error: str | None) -> bool:
     """Whether the host misbehaved (for adaptive politeness)."""
     if status is None:
-        return error != "invalid-url"
+        return error not in _PERMANENT_ERRORS
     return status in _RETRY_STATUSES
 
 

@@ -53,6 +53,11 @@ class CrawlSettings(BaseModel):
     resolve: list[str] = Field(
         default_factory=list, description="HOST=IP overrides (wildcards like *.test allowed)."
     )
+    allow_private: bool = Field(
+        False,
+        description="Let every host reach loopback and private addresses (by default only "
+        "the seeds' hosts, --allow-domain domains and --resolve names may).",
+    )
     resume: bool = Field(False, description="Continue the crawl stored in --out.")
     overwrite: bool = Field(False, description="Discard a previous crawl stored in --out.")
     quiet: bool = Field(False, description="No progress line or summary.")

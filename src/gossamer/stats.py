@@ -37,6 +37,9 @@ class CrawlStats:
     pages_per_second: float
     """Records of this run per second of this run."""
     peak_rss_mb: float
+    internal_errors: int = 0
+    """URLs ended by a failure inside gossamer while handling their answer (recorded with the
+    error ``internal-error``; each one is a bug worth reporting)."""
 
     def write(self, path: Path) -> None:
         """Write as stats.json."""

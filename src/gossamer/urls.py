@@ -21,6 +21,7 @@ _LONE_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 # path, '/'). Everything else outside the unreserved set is percent-encoded.
 _PATH_SAFE = "/:@!$&'()*+,;=-._~"
 _QUERY_SAFE = "/?:@!$&'()*+,;=-._~"
+_USERINFO_SAFE = ":!$&'()*+,;=-._~"
 _PLAIN = re.compile(r"[A-Za-z0-9\-._~/:@!$&'()*+,;=?]*")
 # A URL already in canonical form (the common case for links a parser resolved): lower-case
 # http(s) scheme and host, no user info, a path of safe characters without dot segments, a
@@ -101,6 +102,15 @@ def is_plainly_canonical(url: str) -> bool:
 
 def _canonicalize(url: str) -> str:
     try:
+        return _canonical_form(url)
+    except InvalidURL:
+        raise
+    except (ValueError, UnicodeError) as exc:  # whatever a hostile URL makes the parsers say
+        raise InvalidURL(f"malformed URL: {url[:200]!r}") from exc
+
+
+def _canonical_form(url: str) -> str:
+    try:
         parts = urlsplit(url.strip())
         port = parts.port
     except ValueError as exc:
@@ -112,7 +122,7 @@ def _canonicalize(url: str) -> str:
     netloc = host if port is None or port == _DEFAULT_PORTS[scheme] else f"{host}:{port}"
     userinfo = parts.netloc.rpartition("@")[0] if "@" in parts.netloc else ""
     if userinfo:
-        netloc = f"{userinfo}@{netloc}"
+        netloc = f"{_normalize_component(userinfo, _USERINFO_SAFE)}@{netloc}"
     path = _remove_dot_segments(_normalize_component(parts.path or "/", _PATH_SAFE))
     query = _normalize_component(parts.query, _QUERY_SAFE) if parts.query else ""
     return urlunsplit((scheme, netloc, path, query, ""))

@@ -11,6 +11,7 @@ import json
 import sqlite3
 from collections import Counter, defaultdict
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,11 +38,13 @@ FAST = [
     "1",
     "--connect-timeout",
     "1",
+    "--max-retry-after",
+    "2",
 ]
 
 
 async def test_full_crawl_matches_ground_truth(tmp_path: Path) -> None:
-    web = generate(7, hosts=5, pages_per_host=30, crawl_delay=0.2)
+    web = generate(7, hosts=6, pages_per_host=30, crawl_delay=0.2)
     async with TestWebServer(web, flaky_failures=2) as server:
         seed = server.url(0)
         code, _ = await run_crawl(tmp_path, server, [seed, *FAST, "--concurrency", "16"])
@@ -102,6 +105,21 @@ async def test_full_crawl_matches_ground_truth(tmp_path: Path) -> None:
     assert rec("/encoded/br")["status"] == 200 and rec("/encoded/br")["outlinks"] > 0
     for name, sample in CHARSET_SAMPLES.items():
         assert rec(f"/charset/{name}")["title"] == sample[:12]
+    # Hostile answers (testweb/attacks.py): one clean record each, the crawl goes on.
+    assert rec("/poison/content-type")["status"] == 200
+    assert rec("/poison/content-type")["content_type"] is None  # not a well-formed type
+    assert rec("/poison/charset")["title"] == "Bad charset"
+    assert str(rec("/poison/title")["title"]).startswith("caf")  # sniffed, valid text
+    assert str(rec("/poison/location")["redirect_to"]).endswith("/poison/landed%FF%FE")
+    assert rec("/poison/landed%FF%FE")["status"] == 200
+    assert rec("/poison/retry-after")["error"] == "retry-after-too-long"
+    assert rec("/poison/offsite-links")["outlinks"] == 5  # 4 elsewhere, 1 home
+    # Nothing outside the scope was asked for: no other port (nothing listens there, so it
+    # would show as a record), no IP-address host (the robots.txt of site5 redirects there).
+    assert all(u.split("/")[2].endswith(f".test:{server.port}") for u in by_url)
+    assert not [e for e in log if not e.host.endswith(".test")]
+    assert stats_of(tmp_path)["internal_errors"] == 0
+
     # Traps end: bounded by depth, URL length and repeated segments.
     assert sum("/calendar/" in u for u in by_url) <= 2 * 26
     assert sum("/repeat/" in u for u in by_url) <= 4
@@ -113,7 +131,7 @@ async def test_full_crawl_matches_ground_truth(tmp_path: Path) -> None:
     assert any(url.endswith("/sitemap.xml") for url in sitemaps)
 
     # Every finished URL is exactly one record; stats.json agrees.
-    stats = json.loads((tmp_path / "out" / "stats.json").read_text())
+    stats = stats_of(tmp_path)
     assert stats["pages"] == len(records)
     assert stats["ok"] == sum(1 for r in records if r["status"] and 200 <= r["status"] < 300)
     assert stats["robots_blocked"] == sum(1 for r in records if r["error"] == "robots")
@@ -136,3 +154,8 @@ async def test_per_host_limit_and_delay_hold(tmp_path: Path) -> None:
         starts.sort()
         gaps = [b - a for a, b in itertools.pairwise(starts)]
         assert min(gaps) >= 0.05 - JITTER, host
+
+
+def stats_of(tmp_path: Path) -> dict[str, Any]:
+    """The crawl's stats.json."""
+    return dict(json.loads((tmp_path / "out" / "stats.json").read_text()))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import sys
 import time
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ import pytest
 from tests.pg_server import PostgresServer, table_rows
 
 from gossamer.settings import SettingsError
-from gossamer.sinks.base import FIELD_NAMES, PageRecord
+from gossamer.sinks.base import PageRecord
 from gossamer.sinks.postgres import PostgresSink, StoreError, parse_store_url
 from gossamer.urls import fingerprint
 
@@ -34,10 +35,7 @@ RECORDS = [
 
 
 def _as_dicts(records: list[PageRecord], worker: str) -> list[dict[str, object]]:
-    rows = [
-        {"fp": fingerprint(r.url), **dict(zip(FIELD_NAMES, r.as_row(), strict=True))}
-        for r in records
-    ]
+    rows = [{"fp": fingerprint(r.url), **json.loads(r.to_json())} for r in records]
     return sorted(({**row, "worker": worker} for row in rows), key=lambda row: str(row["url"]))
 
 

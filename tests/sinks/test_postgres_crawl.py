@@ -15,7 +15,7 @@ from tests.pg_server import PostgresServer, table_rows
 from gossamer.crawl import build_crawler, prepare_out_dir
 from gossamer.settings import load_settings
 from gossamer.sinks import postgres
-from gossamer.sinks.base import FIELD_NAMES
+from gossamer.sinks.base import FIELD_NAMES, PageRecord
 from gossamer.sinks.postgres import StoreError
 from gossamer.testweb import TestWebServer, generate
 from gossamer.urls import fingerprint
@@ -74,9 +74,7 @@ def _settings(out: Path, store: str, *, resume: bool = False, seed: str = "") ->
 def _crawl_db_records(out: Path) -> list[dict[str, Any]]:
     with sqlite3.connect(out / "crawl.db") as conn:
         rows = conn.execute(f"SELECT {', '.join(FIELD_NAMES)} FROM pages ORDER BY id").fetchall()
-    return [
-        {**dict(zip(FIELD_NAMES, row, strict=True)), "truncated": bool(row[-1])} for row in rows
-    ]
+    return [json.loads(PageRecord.from_row(row).to_json()) for row in rows]
 
 
 async def test_store_lost_mid_crawl_stops_it_and_resume_re_exports(

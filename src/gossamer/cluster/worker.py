@@ -139,7 +139,7 @@ async def _work(
     except OSError as exc:
         raise SettingsError(f"invalid setting 'out': {exc.strerror}: {settings.out}") from exc
     duties = Duties(control, name, settings, guard)
-    async with open_stages(settings, worker=name) as stages:
+    async with open_stages(settings, settings.seeds, worker=name) as stages:
         duties.capability = await probe_capability(
             settings.out, settings.concurrency, settings.max_bandwidth
         )

@@ -6,6 +6,8 @@ whose ``error`` is one short reason:
 
 - ``invalid-url``: unparsable URL, no host, a scheme other than http/https
 - ``dns``: the host name did not resolve (or its look-up timed out)
+- ``blocked-address``: the address guard (`gossamer.fetch.guard`) forbids every address of
+  the host; no connection was attempted
 - ``connection-refused``: nothing listens on the port
 - ``connect-timeout``: the TCP connect took longer than ``connect_timeout``
 - ``connect-error``: any other failure to connect (unreachable network, ...)
@@ -52,6 +54,7 @@ import email.utils
 import errno
 import functools
 import logging
+import re
 import time
 import weakref
 from collections.abc import Callable, Mapping
@@ -67,7 +70,9 @@ from multidict import CIMultiDictProxy
 
 from gossamer.fetch.decoding import BOMB_RATIO, Body
 from gossamer.fetch.dns import CachingResolver, parse_resolve_overrides
+from gossamer.fetch.guard import AddressGuard, BlockedAddress, GuardedResolver
 from gossamer.fetch.ratelimit import ByteMeter, TokenBucket
+from gossamer.safe import safe_location, safe_text
 
 __all__ = [
     "BOMB_RATIO",
@@ -81,6 +86,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+_TOKEN_CHARS = r"[!#$%&'*+.^_`|~0-9a-z-]"
+_MIME = re.compile(f"{_TOKEN_CHARS}{{1,127}}/{_TOKEN_CHARS}{{1,127}}")
+_CHARSET = re.compile(f"{_TOKEN_CHARS}{{1,64}}")
 Clock = Callable[[], float]
 
 
@@ -125,6 +133,8 @@ class FetchResult:
     paced: float = 0.0
     answered_at: float | None = None
     """When the response head arrived (injected monotonic clock); None without a response."""
+    flags: tuple[str, ...] = ()
+    """Decoding fallbacks and repairs made on the body (see the module doc)."""
 
     @property
     def sent_by(self) -> float:
@@ -241,8 +251,10 @@ class Fetcher:
         clock: Clock = time.monotonic,
         wall_clock: Clock = time.time,
         meter: ByteMeter | None = None,
+        guard: AddressGuard | None = None,
     ) -> None:
         self._config = config = config or FetchConfig()
+        self._address_guard = guard
         self._resolver = resolver
         self._owns_resolver = resolver is None
         self._clock = clock
@@ -349,10 +361,13 @@ class Fetcher:
                 timeout=config.connect_timeout,
                 use_aiodns=config.use_aiodns,
             )
+        resolver: AbstractResolver = self._resolver
+        if self._address_guard is not None:
+            resolver = GuardedResolver(resolver, self._address_guard)
         connector = aiohttp.TCPConnector(
             limit=config.concurrency,
             limit_per_host=0,
-            resolver=self._resolver,
+            resolver=resolver,
             use_dns_cache=False,
             keepalive_timeout=config.keepalive_timeout,
             ssl=config.verify_tls,
@@ -385,6 +400,8 @@ class Fetcher:
 
     async def _fetch(self, url: str, headers: Mapping[str, str] | None) -> FetchResult:
         probe = _Probe(self._clock())
+        if self._address_guard is not None and self._address_guard.check_url(url) is not None:
+            return self._failure(url, probe.started_at, BlockedAddress(url))
         try:
             response = await self._open().get(
                 url, headers=headers, allow_redirects=False, trace_request_ctx=probe
@@ -422,12 +439,14 @@ class Fetcher:
         finally:
             self._guard.unwatch(protocol)
         status = response.status
-        content_type, charset = parse_content_type(raw.get("Content-Type"))
+        headers = _header_map(raw)
+        content_type, charset = parse_content_type(headers.get("content-type"))
+        location = headers.get("location") if 300 <= status < 400 else None
         now = self._wall_clock()
         return FetchResult(
             url=url,
             status=status,
-            headers=_header_map(raw),
+            headers=headers,
             body=body.value(),
             content_type=content_type,
             charset=charset,
@@ -439,7 +458,7 @@ class Fetcher:
             elapsed=self._clock() - probe.started_at - paced,
             wire_bytes=body.wire,
             retry_after=parse_retry_after(raw.get("Retry-After"), now, raw.get("Date")),
-            location=raw.get("Location") if 300 <= status < 400 else None,
+            location=safe_location(raw.getone("Location")) if location is not None else None,
             paced=paced,
         )
 
@@ -530,7 +549,12 @@ def _unstick(protocol: ResponseHandler, content: aiohttp.StreamReader) -> None:
 
 
 def parse_content_type(value: str | None) -> tuple[str | None, str | None]:
-    """Split a Content-Type header into (lower-case mime type, lower-case charset)."""
+    """Split a Content-Type header into (lower-case mime type, lower-case charset).
+
+    Either is None unless it is well formed (``type/subtype`` of RFC 9110 token characters; a
+    charset of token characters, at most 64): a hostile header yields no value, never an odd
+    one.
+    """
     if not value:
         return None, None
     mime, _, params = value.partition(";")
@@ -540,7 +564,10 @@ def parse_content_type(value: str | None) -> tuple[str | None, str | None]:
         if key.strip().lower() == "charset":
             charset = val.strip().strip("\"'").strip().lower() or None
             break
-    return mime.strip().lower() or None, charset
+    mime = mime.strip().lower()
+    if charset is not None and not _CHARSET.fullmatch(charset):
+        charset = None
+    return (mime if _MIME.fullmatch(mime) else None), charset
 
 
 def parse_retry_after(value: str | None, now: float, date: str | None = None) -> float | None:
@@ -573,9 +600,11 @@ def _http_date(value: str) -> float | None:
 
 
 def _header_map(raw: CIMultiDictProxy[str]) -> Mapping[str, str]:
+    """The headers, names lower-cased, names and values made valid text (`safe_text`)."""
     headers: dict[str, str] = {}
     for name, value in raw.items():
-        key = name.lower()
+        key = safe_text(name.lower())
+        value = safe_text(value)
         previous = headers.get(key)
         if previous is None:
             headers[key] = value
@@ -595,6 +624,10 @@ def _reason(exc: BaseException, url: str) -> str:
             return "read-timeout"
         case TimeoutError():
             return "timeout"
+        case BlockedAddress():
+            return "blocked-address"
+        case aiohttp.ClientConnectorDNSError() if isinstance(exc.os_error, BlockedAddress):
+            return "blocked-address"
         case aiohttp.ClientConnectorDNSError():
             return "dns"
         case aiohttp.ClientSSLError() | aiohttp.ClientConnectorCertificateError():

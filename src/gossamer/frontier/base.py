@@ -85,6 +85,8 @@ class FrontierStats:
     seen: int
     duplicates: int
     rejected: dict[str, int]
+    active_hosts: int = 0
+    """Hosts in the working set, scheduled now (the embedded frontier; see its doc)."""
 
 
 class Frontier(Protocol):

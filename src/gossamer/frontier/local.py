@@ -10,6 +10,15 @@ At most ``memory_budget`` queued URLs are held in memory. Past that, a host's ne
 crawl.db only (``spilled``), and are read back in order, a batch at a time, when the host's
 in-memory queue runs dry; ``--resume`` loads the same way, so a queue of millions of URLs
 costs memory only for the seen-set and the hosts.
+
+Only a working set of at most ``max_active`` hosts is scheduled; the others wait in line, in
+the order their first URL arrived, and join the set only when the set's hosts cannot fill a
+lease (none is due), so the set grows just as far as politeness makes it necessary to keep
+the crawl busy. A host leaves the set when it has nothing queued or leased. Without this, a
+crawl starting on 200,000 hosts would fetch every host's robots.txt before the first page
+(new hosts are due at once, a host whose robots.txt just came is due only after its delay),
+and a robots.txt cache smaller than the hosts in play would forget rules before they were
+used. A working set smaller than the robots.txt cache keeps every active host's rules known.
 """
 
 from __future__ import annotations
@@ -56,17 +65,30 @@ class _Entry:
 @dataclass(slots=True)
 class _Host:
     slot: HostSlot = field(default_factory=HostSlot)
-    queue: deque[_Entry] = field(default_factory=deque)
+    queue: deque[_Entry] | None = None
+    """Queued URLs in memory; None when there are none (an empty deque costs 760 bytes, and
+    most of a big crawl's hosts have their URLs in crawl.db only)."""
     heap_time: float | None = None
     """The time of this host's live entry in the ready heap, if any."""
     spilled: int = 0
     """Queued URLs of this host held only in crawl.db."""
     loaded_seq: int = -1
     """Highest seq of this host's URLs ever held in memory; spilled ones come after it."""
+    active: bool = False
+    """In the working set: its URLs are scheduled (see the module doc)."""
+    pending: bool = False
+    """In the line of hosts waiting to join the working set."""
+    leased: int = 0
 
     @property
     def waiting(self) -> bool:
         return bool(self.queue) or self.spilled > 0
+
+    def memory_queue(self) -> deque[_Entry]:
+        """The in-memory queue, created when first needed."""
+        if self.queue is None:
+            self.queue = deque()
+        return self.queue
 
 
 class LocalFrontier:
@@ -81,6 +103,7 @@ class LocalFrontier:
         robots_check: RobotsCheck | None = None,
         lease_timeout: float = 600.0,
         memory_budget: int = 100_000,
+        max_active: int = 10_000,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._scope = scope
@@ -103,6 +126,10 @@ class LocalFrontier:
         self._rejected: dict[str, int] = {}
         self._next_reclaim = 0.0
         self._host_allowed: dict[str, bool] = {}
+        self._max_active = max_active
+        self._active = 0
+        self._line: deque[str] = deque()
+        """Hosts with queued URLs waiting to join the working set, oldest first."""
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -174,31 +201,52 @@ class LocalFrontier:
         dry: list[str] = []
         fetches = 0
         ready = self._ready
-        while fetches < n and ready and ready[0][0] <= now:
-            when, key = heapq.heappop(ready)
-            host = self._hosts[key]
-            if host.heap_time != when:
-                continue
-            host.heap_time = None
-            if self._policy.ready_at(host.slot) > now:
-                self._schedule(key, host)
-                continue
-            if not host.queue:
-                dry.append(key)
-                continue
-            lease = self._take(key, host, now, out)
-            if lease is not None:
-                out.append(lease)
-                fetches += 1
-            self._schedule(key, host)
+        line = self._line
+        while fetches < n:
+            if ready and ready[0][0] <= now:
+                when, key = heapq.heappop(ready)
+                host = self._hosts[key]
+                if host.heap_time != when:
+                    continue
+                host.heap_time = None
+            elif line and self._active < self._max_active:
+                key = line.popleft()
+                host = self._hosts[key]
+                host.pending = False
+                if not host.waiting or host.active:
+                    continue
+                host.active = True
+                self._active += 1
+            else:
+                break
+            fetches += self._lease_host(key, host, now, out, dry)
         for key in dry:
             await self._refill(key, self._hosts[key])
         return out
+
+    def _lease_host(
+        self, key: str, host: _Host, now: float, out: list[Lease], dry: list[str]
+    ) -> int:
+        """Lease the next URL of a host out of the heap if it is due: 1 if one went to ``out``
+        for fetching, else 0 (robots-blocked ones go to ``out`` too; a host whose URLs are all
+        in crawl.db goes to ``dry``)."""
+        if self._policy.ready_at(host.slot) > now:
+            self._schedule(key, host)
+            return 0
+        if not host.queue:
+            dry.append(key)
+            return 0
+        lease = self._take(key, host, now, out)
+        if lease is not None:
+            out.append(lease)
+        self._schedule(key, host)
+        return 0 if lease is None else 1
 
     async def ack(self, lease: Lease, feedback: Feedback | None) -> None:
         """Finish a lease; its URL is marked finished at the next checkpoint."""
         if self._finish(lease, feedback) is None:
             return
+        self._schedule(lease.host, self._hosts[lease.host])
         if self._db is not None:
             self._db.stage(_FINISH_URL, [(lease.fp,)])
 
@@ -207,6 +255,7 @@ class LocalFrontier:
         entry = self._finish(lease, feedback)
         if entry is None:
             return
+        self._schedule(lease.host, self._hosts[lease.host])
         entry.attempts += 1
         if self._db is not None:
             self._db.stage(_COUNT_ATTEMPT, [(entry.attempts, entry.fp)])
@@ -227,6 +276,8 @@ class LocalFrontier:
             times.append(self._ready[0][0])
         if self._delayed:
             times.append(self._delayed[0][0])
+        if self._line and self._active < self._max_active:
+            times.append(self._clock())
         if not times:
             return None
         return max(0.0, min(times) - self._clock())
@@ -242,6 +293,7 @@ class LocalFrontier:
             leased=len(self._leases),
             delayed=len(self._delayed),
             hosts=len(self._hosts),
+            active_hosts=self._active,
             seen=len(self._seen),
             duplicates=self._duplicates,
             rejected=dict(self._rejected),
@@ -252,8 +304,11 @@ class LocalFrontier:
     def _take(self, key: str, host: _Host, now: float, out: list[Lease]) -> Lease | None:
         """Pop the host's next fetchable URL; robots-blocked ones go straight to ``out``."""
         check = self._robots_check
-        while host.queue:
-            entry = host.queue.popleft()
+        queue = host.queue
+        while queue:
+            entry = queue.popleft()
+            if not queue:
+                host.queue = None
             self._queued -= 1
             self._in_memory -= 1
             blocked = check is not None and check(entry.url) is False
@@ -269,6 +324,7 @@ class LocalFrontier:
                 robots_blocked=blocked,
             )
             self._leases[lease.token] = (lease, entry)
+            host.leased += 1
             if blocked:
                 out.append(lease)
                 continue
@@ -281,9 +337,9 @@ class LocalFrontier:
         if held is None:
             return None
         host = self._hosts[lease.host]
+        host.leased -= 1
         if not lease.robots_blocked:
             self._policy.on_finish(host.slot, feedback, self._clock())
-        self._schedule(lease.host, host)
         return held[1]
 
     def _host(self, key: str) -> _Host:
@@ -299,7 +355,7 @@ class LocalFrontier:
         if host.spilled or self._in_memory >= self._memory_budget:
             host.spilled += 1
         else:
-            host.queue.append(entry)
+            host.memory_queue().append(entry)
             host.loaded_seq = seq
             self._in_memory += 1
         self._schedule(key, host)
@@ -307,10 +363,10 @@ class LocalFrontier:
     def _requeue(self, entry: _Entry, key: str) -> None:
         """Put a leased URL back at the front of its host (it is in memory already)."""
         host = self._host(key)
-        host.queue.appendleft(entry)
+        host.memory_queue().appendleft(entry)
         self._queued += 1
         self._in_memory += 1
-        self._schedule(key, host)
+        self._schedule(key, host, front=True)
 
     async def _refill(self, key: str, host: _Host) -> None:
         """Read a batch of a host's spilled URLs back from crawl.db."""
@@ -320,16 +376,33 @@ class LocalFrontier:
             rows = await self._db.read(
                 _READ_SPILLED, (key, host.loaded_seq, min(room, _REFILL_BATCH, host.spilled))
             )
-            for fp, url, depth, hops, attempts, seq in rows:
-                host.queue.append(_Entry(url, fp, depth, hops, attempts))
-                host.loaded_seq = seq
+            if rows:
+                queue = host.memory_queue()
+                queue.extend(
+                    _Entry(url, fp, depth, hops, attempts)
+                    for fp, url, depth, hops, attempts, _ in rows
+                )
+                host.loaded_seq = rows[-1][-1]
             host.spilled -= len(rows)
             self._in_memory += len(rows)
         self._schedule(key, host)
 
-    def _schedule(self, key: str, host: _Host) -> None:
-        """Make sure a host with queued URLs and a free slot is in the ready heap."""
+    def _schedule(self, key: str, host: _Host, *, front: bool = False) -> None:
+        """Make sure a host of the working set with queued URLs and a free slot is in the
+        ready heap, and a host out of it in line (at the ``front`` for a URL coming back from
+        a lease); a host with nothing left leaves the set."""
         if not host.waiting:
+            if host.active and not host.leased:
+                host.active = False
+                self._active -= 1
+            return
+        if not host.active:
+            if not host.pending:
+                host.pending = True
+                if front:
+                    self._line.appendleft(key)
+                else:
+                    self._line.append(key)
             return
         when = self._policy.ready_at(host.slot)
         if when == float("inf"):

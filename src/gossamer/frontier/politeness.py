@@ -46,6 +46,8 @@ class PolitenessPolicy:
     failure_delay: float = 0.5
     """Adaptive delay at a 50% error rate."""
     max_delay: float = 60.0
+    max_pause: float = 600.0
+    """Longest pause a ``Retry-After`` imposes on a host (a server may ask for years)."""
 
     def delay_of(self, slot: HostSlot) -> float:
         """Current spacing of request starts on the host."""
@@ -85,7 +87,7 @@ class PolitenessPolicy:
             self._learn(slot, feedback)
             slot.next_start = max(slot.next_start, feedback.started_at + self.delay_of(slot))
         if feedback.retry_after is not None:
-            slot.next_start = max(slot.next_start, now + feedback.retry_after)
+            slot.next_start = max(slot.next_start, now + min(feedback.retry_after, self.max_pause))
 
     def _learn(self, slot: HostSlot, feedback: Feedback) -> None:
         slot.requests += 1

@@ -10,6 +10,11 @@ Outcomes of a fetch (``RobotsPolicy.status``):
   usable ``Location``.
 - ``redirect-loop``: no robots.txt within five redirects, or a redirect loop; treated as
   unavailable, everything allowed (§2.3.1.2).
+- ``redirect-offsite``: a redirect to a URL outside the crawl's scope (``may_follow`` says
+  no: another host or port than the crawl may visit), not followed, so robots.txt can never
+  take the crawler where its links could not; treated as unavailable, everything allowed.
+- ``invalid``: a body the parser fails on; no rules apply (§2.2: unparsable lines are
+  ignored), everything allowed.
 - ``unreachable``: 5xx, 429, no response, or a 2xx whose body broke off (§2.3.1.4):
   everything is disallowed, and the answer is cached only for the short retry interval. 429 is
   a 4xx code, but a server that asks us to slow down has not said "no robots.txt here"; Google
@@ -23,6 +28,7 @@ out, the form of :func:`gossamer.urls.host_key`.
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -47,6 +53,7 @@ __all__ = [
     "robots_origin",
 ]
 
+log = logging.getLogger(__name__)
 DEFAULT_TOKEN = "gossamer"
 MAX_ROBOTS_BYTES = 500 * 1024
 """Parsing limit (RFC 9309 §2.5: at least 500 kibibytes). Fetchers may stop reading here."""
@@ -54,7 +61,9 @@ MAX_REDIRECTS = 5
 """Redirects followed to reach robots.txt (RFC 9309 §2.3.1.2: at least five)."""
 _PARSE_IN_THREAD_BYTES = 64 * 1024
 
-RobotsStatus = Literal["ok", "missing", "unreachable", "redirect-loop"]
+RobotsStatus = Literal[
+    "ok", "missing", "unreachable", "redirect-loop", "redirect-offsite", "invalid"
+]
 
 _ORIGIN = re.compile(
     r"(https?)://(?:[^/?#]*@)?(\[[0-9A-Fa-f:.]+\]|[^/?#@:\[\]]+)(?::(\d*))?(?=[/?#]|\Z)",
@@ -211,7 +220,8 @@ class RobotsCache:
 
     ``known()`` answers from memory and is the hot path; ``get()`` fetches when needed, once
     per origin however many callers wait. ``clock`` is a monotonic clock in seconds. At most
-    ``max_hosts`` origins are kept; the least recently fetched go first.
+    ``max_hosts`` origins are kept; the least recently used go first (the embedded frontier
+    schedules fewer hosts at a time than that, so the rules of hosts in play stay known).
     """
 
     def __init__(
@@ -223,8 +233,10 @@ class RobotsCache:
         retry_interval: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
         max_hosts: int = 100_000,
+        may_follow: Callable[[str], bool] | None = None,
     ) -> None:
         self._fetch = fetch
+        self._may_follow = may_follow
         self._token = token
         self._ttl = ttl
         self._retry_interval = retry_interval
@@ -243,9 +255,13 @@ class RobotsCache:
 
         Raises ``ValueError`` if ``url`` is not an http(s) URL.
         """
-        entry = self._entries.get(robots_origin(url))
+        key = robots_origin(url)
+        entries = self._entries
+        entry = entries.get(key)
         if entry is None or entry.expires <= self._clock():
             return None
+        if next(reversed(entries)) != key:  # least recently used go first
+            entries[key] = entries.pop(key)
         return entry.policy
 
     async def get(self, url: str) -> RobotsPolicy:
@@ -322,6 +338,8 @@ class RobotsCache:
                 target = _redirect_target(url, response.location)
                 if target is None:
                     return self._policy_without_rules("missing")
+                if self._may_follow is not None and not self._may_follow(target):
+                    return self._policy_without_rules("redirect-offsite")
                 if target in seen:
                     return self._policy_without_rules("redirect-loop")
                 seen.add(target)
@@ -341,11 +359,15 @@ class RobotsCache:
 
     async def _parse(self, body: bytes) -> RobotsPolicy:
         text = _robots_text(body)
-        if len(text) > _PARSE_IN_THREAD_BYTES:  # large files take protego a while
-            rules = await asyncio.to_thread(Protego.parse, text)
-        else:
-            rules = Protego.parse(text)
-        return RobotsPolicy.from_rules(rules, self._token, verdicts=self._verdicts)
+        try:
+            if len(text) > _PARSE_IN_THREAD_BYTES:  # large files take protego a while
+                rules = await asyncio.to_thread(Protego.parse, text)
+            else:
+                rules = Protego.parse(text)
+            return RobotsPolicy.from_rules(rules, self._token, verdicts=self._verdicts)
+        except Exception:  # §2.2: rules that cannot be parsed are not rules
+            log.warning("robots.txt that protego cannot parse; no rules apply", exc_info=True)
+            return self._policy_without_rules("invalid")
 
     def _policy_without_rules(self, status: RobotsStatus) -> RobotsPolicy:
         if status == "unreachable":

@@ -73,6 +73,8 @@ class ParsedPage:
     """The URL relative links were resolved against (``<base href>`` or the page URL)."""
     text_encoding: str
     """Python codec name the body was decoded with."""
+    flags: tuple[str, ...] = ()
+    """What was cut or repaired before the document could be parsed safely."""
 
 
 def parse_html(

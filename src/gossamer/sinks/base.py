@@ -1,4 +1,10 @@
-"""The page record every sink stores: one per finished URL."""
+"""The page record every sink stores: one per finished URL.
+
+Every text a record holds is made safe when the record is built (:func:`safe_text`): values
+taken from the network (headers, titles, URLs) may carry lone surrogates (aiohttp decodes
+header bytes with ``surrogateescape``) that no UTF-8 sink could write, so no value one page
+sends can make a sink fail.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,10 @@ import json
 import operator
 from dataclasses import dataclass, fields
 from typing import Any
+
+from gossamer.safe import safe_text
+
+_TEXT_FIELDS = ("url", "content_type", "title", "redirect_to", "error")
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,23 +36,40 @@ class PageRecord:
     error: str | None = None
     attempts: int = 1
     truncated: bool = False
+    flags: tuple[str, ...] = ()
+    """What was cut, repaired or fallen back on while handling the page (e.g.
+    ``deflate-raw-fallback``, ``html-flattened``); empty when nothing was."""
+
+    def __post_init__(self) -> None:
+        for name in _TEXT_FIELDS:
+            value = getattr(self, name)
+            if value is not None and not value.isascii():
+                object.__setattr__(self, name, safe_text(value))
 
     def to_json(self) -> str:
         """One JSON line (no newline)."""
         return _ENCODER.encode(dict(zip(FIELD_NAMES, _values(self), strict=True)))
 
-    def as_row(self) -> tuple[Any, ...]:
-        """The values in field order (SQLite rows)."""
+    def values(self) -> tuple[Any, ...]:
+        """The values in field order, as they are (``flags`` a tuple)."""
         return _values(self)
+
+    def as_row(self) -> tuple[Any, ...]:
+        """The values in field order for SQLite (``flags`` as one space-separated text)."""
+        values = _values(self)
+        return (*values[:-1], " ".join(self.flags))
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> PageRecord:
         """Inverse of :meth:`as_row`."""
         values = dict(zip(FIELD_NAMES, row, strict=True))
         values["truncated"] = bool(values["truncated"])
+        values["flags"] = tuple((values["flags"] or "").split())
         return cls(**values)
 
 
 FIELD_NAMES = tuple(f.name for f in fields(PageRecord))
 _values = operator.attrgetter(*FIELD_NAMES)
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+__all__ = ["FIELD_NAMES", "PageRecord", "safe_text"]

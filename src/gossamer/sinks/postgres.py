@@ -127,6 +127,8 @@ def _column_type(kind: Any) -> str:
 _HINTS = get_type_hints(PageRecord)
 _FIELD_TYPES = [(name, _column_type(_HINTS[name])) for name in FIELD_NAMES]
 _JSON_FIELDS = frozenset(i for i, (_, sql) in enumerate(_FIELD_TYPES) if sql.startswith("jsonb"))
+_ADDED_COLUMNS = {"flags": "jsonb NOT NULL DEFAULT '[]'::jsonb"}
+"""Fields added after the table's first version: added to an existing table when it opens."""
 COLUMNS = ("fp", *FIELD_NAMES, "worker")
 """The columns a write fills (``written_at`` takes the server's clock)."""
 
@@ -159,7 +161,7 @@ def _incoming_sql(table: str) -> str:
 
 def record_row(record: PageRecord, worker: str) -> tuple[Any, ...]:
     """The row of ``record`` in the table's column order."""
-    values = list(record.as_row())
+    values = list(record.values())
     for i, value in enumerate(values):
         if i in _JSON_FIELDS and value is not None:
             values[i] = json.dumps(value, ensure_ascii=False)
@@ -288,7 +290,13 @@ class PostgresSink:
                 table,
             )
         }
-        missing = [c for c in COLUMNS if c not in have]
+        missing = [c for c in COLUMNS if c not in have and c not in _ADDED_COLUMNS]
+        if not missing:
+            for name in _ADDED_COLUMNS.keys() - have:
+                await conn.execute(
+                    f'ALTER TABLE "{table}" ADD COLUMN IF NOT EXISTS "{name}" '
+                    f"{_ADDED_COLUMNS[name]}"
+                )
         if missing:
             raise StoreError(
                 f"table {table!r} at {self.target.shown} is not a gossamer page table "

@@ -41,6 +41,12 @@ SPECIALS: dict[str, str] = {
     "calendar": "/calendar/2024/01",
     "repeat": "/repeat/a/",
     "long-url": "/long/x",
+    "poison-content-type": "/poison/content-type",
+    "poison-charset": "/poison/charset",
+    "poison-title": "/poison/title",
+    "poison-location": "/poison/location",
+    "poison-retry-after": "/poison/retry-after",
+    "poison-offsite-links": "/poison/offsite-links",
 }
 
 TRAPS = frozenset({"calendar", "repeat", "long-url"})

@@ -51,6 +51,7 @@ class RobotsKind(StrEnum):
     MISSING = "missing"  # 404: everything allowed
     ERROR = "error"  # 500: RFC 9309 says assume everything disallowed
     REDIRECT = "redirect"  # 301 to /robots-real.txt, which holds the rules
+    OFFSITE = "offsite"  # 302 out of the web (the server's IP address): followed by no one
 
 
 ROBOTS_REDIRECT_PATH = "/robots-real.txt"
@@ -118,7 +119,7 @@ class Robots:
 
     def allows(self, path: str, user_agent: str, *, error_disallows: bool = True) -> bool:
         """Whether ``path`` may be fetched; a 5xx robots.txt disallows all by default."""
-        if self.kind is RobotsKind.MISSING:
+        if self.kind in (RobotsKind.MISSING, RobotsKind.OFFSITE):
             return True
         if self.kind is RobotsKind.ERROR:
             return not error_disallows

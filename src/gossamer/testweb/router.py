@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter, OrderedDict
 
-from gossamer.testweb import hostile, payloads, render, specials
+from gossamer.testweb import attacks, hostile, payloads, render, specials
 from gossamer.testweb.model import ROBOTS_REDIRECT_PATH, Host, RobotsKind
 from gossamer.testweb.protocol import HTML, Reply, Request, html, page, redirect
 from gossamer.testweb.specials import Context, Handler
@@ -36,6 +36,7 @@ PREFIXES: tuple[tuple[str, Handler], ...] = (
     ("/calendar/", specials.calendar),
     ("/repeat/", specials.repeat),
     ("/long/", specials.long_url),
+    ("/poison/", attacks.poison),
 )
 
 
@@ -107,8 +108,10 @@ class Router:
             return page(500, "Internal Server Error")
         if kind is RobotsKind.REDIRECT and path == "/robots.txt":
             return redirect(301, ROBOTS_REDIRECT_PATH)
+        if kind is RobotsKind.OFFSITE and path == "/robots.txt":
+            return redirect(302, f"http://127.0.0.1:{self.port}/robots.txt?escape={host.name}")
         wanted = "/robots.txt" if kind is RobotsKind.RULES else ROBOTS_REDIRECT_PATH
-        if kind is RobotsKind.MISSING or path != wanted:
+        if kind in (RobotsKind.MISSING, RobotsKind.OFFSITE) or path != wanted:
             return page(404, "Not Found")
         body = host.robots.render(host.name, self.port).encode()
         return Reply(200, (("Content-Type", TEXT),), body)

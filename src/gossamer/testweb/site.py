@@ -261,6 +261,8 @@ def _robots(index: int, crawl_delay: float | None) -> Robots:
         return Robots(RobotsKind.ERROR)
     if index == 4:
         return Robots(RobotsKind.REDIRECT, (RobotsGroup(("*",), (*private, "/shop/")),))
+    if index == 5:
+        return Robots(RobotsKind.OFFSITE)
     return Robots(RobotsKind.RULES, (RobotsGroup(("*",), private),))
 
 
