@@ -110,7 +110,7 @@ from redis.exceptions import ClusterCrossSlotError, NoScriptError
 from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease
 from gossamer.frontier.dedup import SeenSet
 from gossamer.frontier.politeness import HostSlot, PolitenessPolicy
-from gossamer.urls import InvalidURL, Scope, canonicalize, fingerprint, host_key, host_of
+from gossamer.urls import InvalidURL, OriginCache, Scope, canonicalize, fingerprint, host_key
 
 RedisClient = Redis | RedisCluster
 """A client of one Redis server or of a Redis Cluster (see
@@ -443,7 +443,7 @@ class RedisFrontier:
         self._in_memory = 0
         self._duplicates = 0
         self._rejected: dict[str, int] = {}
-        self._host_allowed: dict[str, bool] = {}
+        self._origins = OriginCache(scope)
         self._snapshot = PartitionCounts()
         self._changes = 0
         self._snapshot_changes = -1
@@ -777,10 +777,7 @@ class RedisFrontier:
                 rejected["invalid-url"] = rejected.get("invalid-url", 0) + 1
                 continue
             key = host_key(url)
-            allowed = self._host_allowed.get(key)
-            if allowed is None:
-                allowed = self._host_allowed[key] = self._scope.host_allowed(host_of(url))
-            reason = "offsite" if not allowed else self._scope.trap_reason(url, cand.depth)
+            reason = self._origins.reason(key) or self._scope.trap_reason(url, cand.depth)
             if reason is not None:
                 rejected[reason] = rejected.get(reason, 0) + 1
                 continue
