@@ -121,6 +121,7 @@ async def open_stages(settings: CrawlSettings, worker: str | None = None) -> Asy
         delay=settings.delay,
         slow_latency=settings.adaptive_latency,
         max_delay=settings.max_host_delay,
+        max_crawl_delay=settings.max_crawl_delay,
     )
     try:
         store = await _catch_up(sink, db)

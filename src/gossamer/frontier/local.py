@@ -279,7 +279,7 @@ class LocalFrontier:
             return None
         host = self._hosts[lease.host]
         if not lease.robots_blocked:
-            self._policy.on_finish(host.slot, feedback, self._clock())
+            self._policy.on_finish(host.slot, feedback, self._clock(), lease.host)
         self._schedule(lease.host, host)
         return held[1]
 

@@ -1044,14 +1044,14 @@ class RedisFrontier:
             # Its partition was given away (and may be back already, its host anew).
             gone = leaving.hosts.get(lease.host)
             if gone is not None and not lease.robots_blocked:
-                self._policy.on_finish(gone.slot, feedback, self._clock())
+                self._policy.on_finish(gone.slot, feedback, self._clock(), lease.host)
             leaving.in_flight -= 1
             if leaving.in_flight <= 0:  # the last request there ended: fence its delay only
                 del self._leaving[entry.part]
                 self._fence(entry.part, self._due_in(leaving.hosts.values()))
         elif host is not None:
             if not lease.robots_blocked:
-                self._policy.on_finish(host.slot, feedback, self._clock())
+                self._policy.on_finish(host.slot, feedback, self._clock(), lease.host)
             self._schedule(lease.host, host)
         return entry
 
