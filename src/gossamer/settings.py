@@ -11,9 +11,8 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Iterator, Mapping
-from functools import partial
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -150,6 +149,9 @@ class CrawlSettings(BaseModel):
 _ENV_PREFIX = "GOSSAMER_"
 _MAX_CONFIG_BYTES = 1 << 20
 _MAX_SEED_LINE = 64 * 1024
+_SEEDS_CHUNK = 1 << 20
+_TOO_LONG = "is longer than 64 KiB"
+_NOT_TEXT = "is not text (a NUL byte)"
 
 
 def _from_toml(path: Path) -> dict[str, Any]:
@@ -229,31 +231,50 @@ def read_seeds(settings: CrawlSettings) -> list[str]:
 
 
 def _seed_lines(path: Path) -> Iterator[str]:
-    """The seed lines of a file, read a line at a time: a line longer than 64 KiB (``/dev/zero``
-    has no end of line) or one that is not UTF-8 text (a NUL byte) is a settings error."""
+    """The seed lines of a file, read a block of whole lines at a time: a line longer than
+    64 KiB (``/dev/zero`` has no end of line) or a file that is not UTF-8 text is a settings
+    error naming the line."""
     try:
         with path.open("rb") as file:
-            for number, raw in enumerate(iter(partial(file.readline, _MAX_SEED_LINE + 1), b""), 1):
-                line = _seed_line(raw, number)
-                if line and line[0] != "#":
-                    yield line
+            before = 0  # lines before the block
+            rest = b""
+            while chunk := file.read(_SEEDS_CHUNK):
+                block = rest + chunk
+                end = block.rfind(b"\n") + 1
+                rest = block[end:]
+                if len(rest) > _MAX_SEED_LINE:
+                    line = before + block.count(b"\n", 0, end) + 1
+                    _seeds_error(line, _NOT_TEXT if b"\0" in rest else _TOO_LONG)
+                if end:
+                    yield from _block_lines(block[:end], before)
+                    before += block.count(b"\n", 0, end)
+            yield from _block_lines(rest, before)
     except OSError as exc:
         raise SettingsError(f"invalid setting 'seeds_file': {exc.strerror}: {path}") from None
 
 
-def _seed_line(raw: bytes, number: int) -> str:
-    if b"\0" in raw:
-        raise SettingsError(f"invalid setting 'seeds_file': line {number} is not text (NUL byte)")
-    if len(raw) > _MAX_SEED_LINE:
-        raise SettingsError(
-            f"invalid setting 'seeds_file': line {number} is longer than {_MAX_SEED_LINE} bytes"
-        )
+def _block_lines(block: bytes, before: int) -> Iterator[str]:
+    """The seeds of whole lines; ``before`` lines of the file came before them."""
+    if b"\0" in block:
+        _seeds_error(before + block.count(b"\n", 0, block.index(b"\0")) + 1, _NOT_TEXT)
     try:
-        return raw.decode("utf-8-sig" if number == 1 else "utf-8").strip()
-    except UnicodeDecodeError:
-        raise SettingsError(
-            f"invalid setting 'seeds_file': line {number} is not UTF-8 text"
-        ) from None
+        text = block.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        _seeds_error(before + block.count(b"\n", 0, exc.start) + 1, "is not UTF-8 text")
+    if before == 0:
+        text = text.removeprefix("\ufeff")
+    lines = text.splitlines()
+    if lines and max(map(len, lines)) > _MAX_SEED_LINE:
+        first = next(i for i, line in enumerate(lines) if len(line) > _MAX_SEED_LINE)
+        _seeds_error(before + first + 1, _TOO_LONG)
+    for line in lines:
+        seed = line.strip()
+        if seed and seed[0] != "#":
+            yield seed
+
+
+def _seeds_error(line: int, problem: str) -> NoReturn:
+    raise SettingsError(f"invalid setting 'seeds_file': line {line} {problem}")
 
 
 def canonical_seeds(settings: CrawlSettings) -> list[str]:
