@@ -194,3 +194,14 @@ def test_seeds_file_larger_than_a_read_block(tmp_path: Path) -> None:
     seeds.write_bytes(b"\n".join(lines))
     with pytest.raises(SettingsError, match="line 25001 is not UTF-8 text"):
         read_seeds(load_settings({"seeds_file": seeds}, env={}))
+
+
+def test_config_that_is_not_toml_text(tmp_path: Path) -> None:
+    config = tmp_path / "crawl.toml"
+    config.write_bytes(b"\xff\xfe\x00binary")
+    with pytest.raises(SettingsError, match="is not UTF-8 text"):
+        load_settings({}, config=config, env={})
+    with pytest.raises(SettingsError, match="/dev/zero is larger than"):
+        load_settings({}, config=Path("/dev/zero"), env={})
+    with pytest.raises(SettingsError, match="cannot read"):
+        load_settings({}, config=tmp_path, env={})
