@@ -1,11 +1,13 @@
 """Settings: TOML < environment < flags, and clear errors naming the field."""
 
+import os
+import threading
 from pathlib import Path
 
 import pytest
 
 from gossamer.cli import main
-from gossamer.settings import SettingsError, load_settings
+from gossamer.settings import SettingsError, load_settings, read_seeds
 
 
 def test_precedence_toml_env_flags(tmp_path: Path) -> None:
@@ -75,3 +77,131 @@ def test_malformed_flag_value_exits_2_with_one_line(capsys: pytest.CaptureFixtur
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert "--max-pages" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_floats_must_be_finite_from_every_source(value: str, tmp_path: Path) -> None:
+    config = tmp_path / "crawl.toml"
+    config.write_text(f"max_crawl_delay = {value}\n")
+    with pytest.raises(SettingsError, match=r"'max_crawl_delay': .*finite number"):
+        load_settings({}, config=config, env={})
+    with pytest.raises(SettingsError, match=r"'delay': .*finite number"):
+        load_settings({}, env={"GOSSAMER_DELAY": value})
+    with pytest.raises(SettingsError, match=r"'retry_backoff': .*finite number"):
+        load_settings({"retry_backoff": float(value)}, env={})
+
+
+def test_cli_rejects_a_nan_delay(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    argv = ["crawl", "--delay", "nan", "http://a.test/", "--out", str(tmp_path)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err == "gossamer: invalid setting 'delay': Input should be a finite number\n"
+
+
+def test_new_settings_from_toml_env_and_flags(tmp_path: Path) -> None:
+    config = tmp_path / "crawl.toml"
+    config.write_text("allow_ports = [8081]\nmax_crawl_delay = 5\n")
+    settings = load_settings({}, config=config, env={})
+    assert (settings.allow_ports, settings.max_crawl_delay) == ([8081], 5.0)
+    assert load_settings({}, env={"GOSSAMER_ALLOW_PORTS": "81, 82"}).allow_ports == [81, 82]
+    assert load_settings({}, env={}).max_crawl_delay == 60.0
+    with pytest.raises(SettingsError, match=r"'allow_ports\.0'"):
+        load_settings({"allow_ports": [0]}, env={})
+    with pytest.raises(SettingsError, match="'max_crawl_delay'"):
+        load_settings({"max_crawl_delay": 0}, env={})
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("delay = 1\n[crawl]\nconcurrency = 2\nx = 3\n", r"keys outside \[crawl\] .*: delay$"),
+        ("a = 1\nb = 2\n[crawl]\n[other]\n", r"keys outside \[crawl\] .*: a, b, other$"),
+        ("delay = 1\n[crawler]\nconcurrency = 2\n", r"unknown table \[crawler\]"),
+        ("crawl = 3\n", r"\[crawl\] must be a table"),
+        ("[crawl]\ndelay = nan\n", "'delay': .*finite"),
+    ],
+)
+def test_toml_never_ignores_a_key(tmp_path: Path, text: str, message: str) -> None:
+    config = tmp_path / "crawl.toml"
+    config.write_text(text)
+    with pytest.raises(SettingsError, match=message):
+        load_settings({}, config=config, env={})
+
+
+def test_toml_of_top_level_keys_only_or_crawl_only(tmp_path: Path) -> None:
+    config = tmp_path / "crawl.toml"
+    config.write_text("per-host = 3\n")
+    assert load_settings({}, config=config, env={}).per_host == 3
+    config.write_text("[crawl]\nper_host = 4\n")
+    assert load_settings({}, config=config, env={}).per_host == 4
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"\xff\xd8\xff\xe0 binary", "line 1 is not UTF-8 text"),
+        (b"http://a.test/\nhttp://b.test/\x00\n", "line 2 is not text"),
+        (b"http://a.test/\n" + b"x" * 70_000 + b"\n", "line 2 is longer than 64 KiB"),
+    ],
+)
+def test_seeds_file_must_be_text(content: bytes, message: str, tmp_path: Path) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_bytes(content)
+    with pytest.raises(SettingsError, match=f"'seeds_file': {message}"):
+        read_seeds(load_settings({"seeds_file": seeds}, env={}))
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        ("/dev/zero", "line 1 is not text"),
+        ("/nonexistent/seeds.txt", "No such file"),
+        ("/", "Is a directory"),
+    ],
+)
+def test_unreadable_seeds_files(
+    path: str, message: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    argv = ["crawl", "--seeds-file", path, "--out", str(tmp_path / "out")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"invalid setting 'seeds_file': {message}" in err
+    assert err.count("\n") == 1
+
+
+def test_seeds_file_lines_and_fifo(tmp_path: Path) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_bytes(b"\xef\xbb\xbfhttp://a.test/\r\n\n  # comment\n  http://b.test/x  \n")
+    assert read_seeds(load_settings({"seeds_file": seeds}, env={})) == [
+        "http://a.test/",
+        "http://b.test/x",
+    ]
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=fifo.write_text, args=("http://c.test/\n",))
+    writer.start()
+    assert read_seeds(load_settings({"seeds_file": fifo}, env={})) == ["http://c.test/"]
+    writer.join()
+
+
+def test_seeds_file_larger_than_a_read_block(tmp_path: Path) -> None:
+    lines = [f"http://h{i}.test/{'p' * 40}/{i}".encode() for i in range(40_000)]
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_bytes(b"\n".join(lines))
+    read = read_seeds(load_settings({"seeds_file": seeds}, env={}))
+    assert read == [line.decode() for line in lines]
+    lines[25_000] += b"\xff"
+    seeds.write_bytes(b"\n".join(lines))
+    with pytest.raises(SettingsError, match="line 25001 is not UTF-8 text"):
+        read_seeds(load_settings({"seeds_file": seeds}, env={}))
+
+
+def test_config_that_is_not_toml_text(tmp_path: Path) -> None:
+    config = tmp_path / "crawl.toml"
+    config.write_bytes(b"\xff\xfe\x00binary")
+    with pytest.raises(SettingsError, match="is not UTF-8 text"):
+        load_settings({}, config=config, env={})
+    with pytest.raises(SettingsError, match="/dev/zero is larger than"):
+        load_settings({}, config=Path("/dev/zero"), env={})
+    with pytest.raises(SettingsError, match="cannot read"):
+        load_settings({}, config=tmp_path, env={})

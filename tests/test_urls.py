@@ -2,7 +2,16 @@
 
 import pytest
 
-from gossamer.urls import InvalidURL, Scope, canonicalize, fingerprint, host_key, host_of
+from gossamer.urls import (
+    InvalidURL,
+    OriginCache,
+    Scope,
+    canonicalize,
+    explicit_port,
+    fingerprint,
+    host_key,
+    host_of,
+)
 
 
 @pytest.mark.parametrize(
@@ -67,10 +76,37 @@ def test_scope_hosts_and_domains() -> None:
     scope = Scope.for_seeds(["http://a.example.org/"], ["test"])
     assert scope.reject_reason("http://a.example.org/x", 1) is None
     assert scope.reject_reason("http://b.example.org/x", 1) == "offsite"
-    assert scope.reject_reason("http://site1.test:8080/x", 1) is None
+    assert scope.reject_reason("http://site1.test/x", 1) is None
     assert scope.reject_reason("http://deep.site1.test/x", 1) is None
     assert scope.reject_reason("http://nottest/x", 1) == "offsite"
     assert scope.reject_reason("http://attest/x", 1) == "offsite"
+
+
+def test_scope_ports_are_the_seeds_the_defaults_and_the_allowed() -> None:
+    scope = Scope.for_seeds(["http://127.0.0.1:8080/", "http://site0.test:8080/"], ["test"])
+    assert scope.reject_reason("http://127.0.0.1:8080/x", 1) is None
+    assert scope.reject_reason("http://127.0.0.1:6379/", 1) == "offsite-port"
+    assert scope.reject_reason("http://site1.test:8080/x", 1) is None
+    assert scope.reject_reason("http://site1.test:6379/", 1) == "offsite-port"
+    # No explicit port: the scheme's default, so a seed's http -> https redirect stays in.
+    assert scope.reject_reason("https://127.0.0.1/x", 1) is None
+    assert scope.reject_reason("http://site1.test/x", 1) is None
+    assert scope.reject_reason("http://site1.test:443/x", 1) == "offsite-port"
+    assert scope.reject_reason("http://elsewhere.org:8080/", 1) == "offsite"
+    wider = Scope.for_seeds(["http://[::1]:8080/"], allow_ports=[6379])
+    assert wider.reject_reason("http://[::1]:6379/", 1) is None
+    assert wider.reject_reason("http://[::1]:6380/", 1) == "offsite-port"
+    assert explicit_port("http://user@[::1]:6379") == 6379
+    assert explicit_port("https://h.test/a:1") is None
+
+
+def test_origin_cache_stays_bounded() -> None:
+    cache = OriginCache(Scope.for_seeds(["http://a.test/"]), limit=1000)
+    for i in range(220_000):
+        assert cache.reason(f"http://h{i}.example") == "offsite"
+        assert len(cache) <= 1000
+    assert cache.reason("http://a.test") is None
+    assert cache.reason("http://a.test:6379") == "offsite-port"
 
 
 def test_scope_trap_guards() -> None:

@@ -36,6 +36,15 @@ def _add_crawl_flags(crawl: argparse.ArgumentParser) -> None:
         metavar="DOMAIN",
         help="also crawl this domain and its subdomains (repeatable)",
     )
+    crawl.add_argument(
+        "--allow-port",
+        dest="allow_ports",
+        action="append",
+        type=int,
+        metavar="PORT",
+        help="also crawl this port of allowed hosts (repeatable; the seeds' ports, 80 and 443 "
+        "are allowed)",
+    )
     crawl.add_argument("--max-pages", type=int, help="stop after this many records")
     crawl.add_argument("--max-depth", type=int, help="skip links deeper than this")
     crawl.add_argument("--concurrency", type=int, help="requests in flight in all (64)")

@@ -133,6 +133,7 @@ async def open_stages(
         slow_latency=settings.adaptive_latency,
         max_delay=settings.max_host_delay,
         max_pause=settings.max_retry_after,
+        max_crawl_delay=settings.max_crawl_delay,
     )
     try:
         store = await _catch_up(sink, db)

@@ -1,17 +1,18 @@
 """One typed settings model for a crawl.
 
 Values come, lowest precedence first, from the defaults below, a TOML file (``--config``;
-top-level keys or a ``[crawl]`` table), ``GOSSAMER_<FIELD>`` environment variables and command
-line flags. Invalid values raise :class:`SettingsError` naming the field.
+top-level keys or a ``[crawl]`` table, not both), ``GOSSAMER_<FIELD>`` environment variables
+and command line flags. Invalid values raise :class:`SettingsError` naming the field; so does
+a seeds file that is not text.
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -26,7 +27,11 @@ class SettingsError(ValueError):
 class CrawlSettings(BaseModel):
     """Everything a crawl can be told. Every field is documented; defaults live here only."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    # allow_inf_nan: a nan slips through every bound (nan <= 3600 is false, so is nan >= 0)
+    # and an inf delay never ends; every float field must be a finite number.
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False
+    )
 
     seeds: list[str] = Field(default_factory=list, description="Start URLs.")
     seeds_file: Path | None = Field(None, description="File with one seed URL per line.")
@@ -34,6 +39,10 @@ class CrawlSettings(BaseModel):
     allow_domains: list[str] = Field(
         default_factory=list,
         description="Domains allowed with all their subdomains, besides the seeds' hosts.",
+    )
+    allow_ports: list[Annotated[int, Field(ge=1, le=65_535)]] = Field(
+        default_factory=list,
+        description="Ports allowed besides the seeds' ports and the defaults (80, 443).",
     )
     max_pages: int | None = Field(None, ge=1, description="Stop after this many records.")
     max_depth: int | None = Field(
@@ -86,6 +95,12 @@ class CrawlSettings(BaseModel):
     max_host_delay: float = Field(
         60.0, gt=0, description="Cap of the adaptive per-host delay, seconds."
     )
+    max_crawl_delay: float = Field(
+        60.0,
+        gt=0,
+        description="Cap of a robots.txt Crawl-delay, seconds; a host asking for more is "
+        "fetched at the cap.",
+    )
     queue_memory: int = Field(
         100_000, ge=100, description="Queued URLs held in memory; the rest wait in crawl.db."
     )
@@ -121,7 +136,7 @@ class CrawlSettings(BaseModel):
         description="Also write page records to this database (postgres://user@host/db).",
     )
 
-    @field_validator("seeds", "allow_domains", "resolve", mode="before")
+    @field_validator("seeds", "allow_domains", "allow_ports", "resolve", mode="before")
     @classmethod
     def _split_strings(cls, value: Any) -> Any:
         if isinstance(value, str):
@@ -137,19 +152,45 @@ class CrawlSettings(BaseModel):
 
 
 _ENV_PREFIX = "GOSSAMER_"
+_MAX_CONFIG_BYTES = 1 << 20
+_MAX_SEED_LINE = 64 * 1024
+_SEEDS_CHUNK = 1 << 20
+_TOO_LONG = "is longer than 64 KiB"
+_NOT_TEXT = "is not text (a NUL byte)"
 
 
 def _from_toml(path: Path) -> dict[str, Any]:
+    """The settings of a TOML file: its top-level keys or its ``[crawl]`` table, not both."""
+    data = _read_toml(path)
+    if "crawl" in data:
+        section = data.pop("crawl")
+        if not isinstance(section, dict):
+            raise SettingsError("config: [crawl] must be a table")
+        if data:
+            stray = ", ".join(sorted(data))
+            raise SettingsError(f"config: keys outside [crawl] in {path}: {stray}")
+    else:
+        section = data
+        tables = [key for key, value in data.items() if isinstance(value, dict)]
+        if tables:
+            raise SettingsError(f"config: unknown table [{tables[0]}] in {path}")
+    return {k.replace("-", "_"): v for k, v in section.items()}
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        with path.open("rb") as file:
+            raw = file.read(_MAX_CONFIG_BYTES + 1)
     except OSError as exc:
         raise SettingsError(f"config: cannot read {path}: {exc.strerror}") from exc
+    if len(raw) > _MAX_CONFIG_BYTES:
+        raise SettingsError(f"config: {path} is larger than {_MAX_CONFIG_BYTES} bytes")
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise SettingsError(f"config: {path} is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
-        raise SettingsError(f"config: {path} is not valid TOML: {exc}") from exc
-    section = data.get("crawl", data)
-    if not isinstance(section, dict):
-        raise SettingsError("config: [crawl] must be a table")
-    return {k.replace("-", "_"): v for k, v in section.items()}
+        raise SettingsError(f"config: {path} is not valid TOML: {exc}") from None
 
 
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
@@ -190,12 +231,55 @@ def read_seeds(settings: CrawlSettings) -> list[str]:
     """The seeds given directly plus those of ``seeds_file`` (blank and # lines skipped)."""
     seeds = list(settings.seeds)
     if settings.seeds_file is not None:
-        try:
-            text = settings.seeds_file.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise SettingsError(f"invalid setting 'seeds_file': {exc.strerror}") from exc
-        seeds.extend(line.strip() for line in text.splitlines() if line.strip() and line[0] != "#")
+        seeds.extend(_seed_lines(settings.seeds_file))
     return seeds
+
+
+def _seed_lines(path: Path) -> Iterator[str]:
+    """The seed lines of a file, read a block of whole lines at a time: a line longer than
+    64 KiB (``/dev/zero`` has no end of line) or a file that is not UTF-8 text is a settings
+    error naming the line."""
+    try:
+        with path.open("rb") as file:
+            before = 0  # lines before the block
+            rest = b""
+            while chunk := file.read(_SEEDS_CHUNK):
+                block = rest + chunk
+                end = block.rfind(b"\n") + 1
+                rest = block[end:]
+                if len(rest) > _MAX_SEED_LINE:
+                    line = before + block.count(b"\n", 0, end) + 1
+                    _seeds_error(line, _NOT_TEXT if b"\0" in rest else _TOO_LONG)
+                if end:
+                    yield from _block_lines(block[:end], before)
+                    before += block.count(b"\n", 0, end)
+            yield from _block_lines(rest, before)
+    except OSError as exc:
+        raise SettingsError(f"invalid setting 'seeds_file': {exc.strerror}: {path}") from None
+
+
+def _block_lines(block: bytes, before: int) -> Iterator[str]:
+    """The seeds of whole lines; ``before`` lines of the file came before them."""
+    if b"\0" in block:
+        _seeds_error(before + block.count(b"\n", 0, block.index(b"\0")) + 1, _NOT_TEXT)
+    try:
+        text = block.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        _seeds_error(before + block.count(b"\n", 0, exc.start) + 1, "is not UTF-8 text")
+    if before == 0:
+        text = text.removeprefix("\ufeff")
+    lines = text.splitlines()
+    if lines and max(map(len, lines)) > _MAX_SEED_LINE:
+        first = next(i for i, line in enumerate(lines) if len(line) > _MAX_SEED_LINE)
+        _seeds_error(before + first + 1, _TOO_LONG)
+    for line in lines:
+        seed = line.strip()
+        if seed and seed[0] != "#":
+            yield seed
+
+
+def _seeds_error(line: int, problem: str) -> NoReturn:
+    raise SettingsError(f"invalid setting 'seeds_file': line {line} {problem}")
 
 
 def canonical_seeds(settings: CrawlSettings) -> list[str]:
@@ -212,10 +296,12 @@ def canonical_seeds(settings: CrawlSettings) -> list[str]:
 
 
 def crawl_scope(settings: CrawlSettings, seeds: list[str]) -> Scope:
-    """The scope of a crawl: the seeds' hosts, allowed domains and trap guards."""
+    """The scope of a crawl: the seeds' hosts and ports, allowed domains and ports, and trap
+    guards."""
     return Scope.for_seeds(
         seeds,
         settings.allow_domains,
+        settings.allow_ports,
         max_depth=settings.max_depth,
         max_url_length=settings.max_url_length,
         max_repeated_segments=settings.max_repeated_segments,

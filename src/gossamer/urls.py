@@ -154,16 +154,33 @@ def host_of(canonical_url: str) -> str:
     return netloc.split(":", 1)[0]
 
 
+def explicit_port(canonical_url: str) -> int | None:
+    """The port written in a canonical URL (or host key); None for the scheme's default,
+    which canonical URLs leave out."""
+    netloc = canonical_url.partition("://")[2].split("/", 1)[0]
+    netloc = netloc.rpartition("@")[2]
+    if netloc.startswith("["):
+        netloc = netloc[netloc.index("]") + 1 :]
+    port = netloc.partition(":")[2]
+    return int(port) if port else None
+
+
 @dataclass(frozen=True, slots=True)
 class Scope:
     """Which canonical URLs a crawl may enqueue.
 
-    ``domains`` are allowed together with their subdomains; ``hosts`` only exactly. Trap guards
-    bound the URL length, the depth and how often one path segment may repeat.
+    A URL is in scope when both its host and its port are allowed. ``domains`` are allowed
+    together with their subdomains; ``hosts`` only exactly. ``ports`` are the explicit ports
+    allowed; a URL without one (its scheme's default, 80 for http, 443 for https) is always
+    allowed, so the redirect of a seed from http to https, the most common one there is, stays
+    in scope. Any other port of an allowed host (a Redis on 6379, an admin page on 8081) is
+    out of scope, unless given. Trap guards bound the URL length, the depth and how often one
+    path segment may repeat.
     """
 
     hosts: frozenset[str] = frozenset()
     domains: frozenset[str] = frozenset()
+    ports: frozenset[int] = frozenset()
     max_depth: int | None = None
     max_url_length: int = 2048
     max_repeated_segments: int = 3
@@ -173,15 +190,20 @@ class Scope:
         cls,
         seeds: Iterable[str],
         allow_domains: Iterable[str] = (),
+        allow_ports: Iterable[int] = (),
         *,
         max_depth: int | None = None,
         max_url_length: int = 2048,
         max_repeated_segments: int = 3,
     ) -> Scope:
-        """Scope of the seeds' hosts plus the allowed domains (and their subdomains)."""
+        """Scope of the seeds' hosts plus the allowed domains (and their subdomains), on the
+        seeds' ports plus the allowed ones (and the schemes' defaults)."""
+        seeds = list(seeds)
+        seed_ports = {p for s in seeds if (p := explicit_port(s)) is not None}
         return cls(
             hosts=frozenset(host_of(s) for s in seeds),
             domains=frozenset(d.lower().strip(".") for d in allow_domains),
+            ports=frozenset(seed_ports.union(allow_ports)),
             max_depth=max_depth,
             max_url_length=max_url_length,
             max_repeated_segments=max_repeated_segments,
@@ -196,11 +218,19 @@ class Scope:
         labels = host.split(".")
         return any(".".join(labels[i:]) in self.domains for i in range(len(labels)))
 
-    def reject_reason(self, canonical_url: str, depth: int) -> str | None:
-        """None when the URL is in scope, else a short reason ("offsite", "depth", ...)."""
+    def origin_reason(self, canonical_url: str) -> str | None:
+        """None when the URL's host and port are allowed, else "offsite" or "offsite-port".
+        Depends on the host key only (:func:`host_key`), so it may be cached per key."""
         if not self.host_allowed(host_of(canonical_url)):
             return "offsite"
-        return self.trap_reason(canonical_url, depth)
+        port = explicit_port(canonical_url)
+        if port is not None and port not in self.ports:
+            return "offsite-port"
+        return None
+
+    def reject_reason(self, canonical_url: str, depth: int) -> str | None:
+        """None when the URL is in scope, else a short reason ("offsite", "depth", ...)."""
+        return self.origin_reason(canonical_url) or self.trap_reason(canonical_url, depth)
 
     def trap_reason(self, canonical_url: str, depth: int) -> str | None:
         """The checks that do not depend on the host: URL length, depth, repeated segments."""
@@ -211,6 +241,35 @@ class Scope:
         if _repeats_segments(canonical_url, self.max_repeated_segments):
             return "repeated-segments"
         return None
+
+
+class OriginCache:
+    """:meth:`Scope.origin_reason` remembered per host key, for the frontiers' hot path.
+
+    Bounded: a page can link to hundreds of thousands of distinct offsite hosts, so the cache
+    is emptied when it passes ``limit`` keys (a miss costs one scope check, no I/O).
+    """
+
+    __slots__ = ("_limit", "_reasons", "_scope")
+
+    def __init__(self, scope: Scope, limit: int = 10_000) -> None:
+        self._scope = scope
+        self._limit = limit
+        self._reasons: dict[str, str | None] = {}
+
+    def reason(self, key: str) -> str | None:
+        """None when the host key's host and port are in scope, else why not."""
+        try:
+            return self._reasons[key]
+        except KeyError:
+            pass
+        if len(self._reasons) >= self._limit:
+            self._reasons.clear()
+        reason = self._reasons[key] = self._scope.origin_reason(key)
+        return reason
+
+    def __len__(self) -> int:
+        return len(self._reasons)
 
 
 def _repeats_segments(canonical_url: str, limit: int) -> bool:

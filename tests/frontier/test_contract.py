@@ -99,17 +99,29 @@ async def test_dedup_and_scope(make: Make) -> None:
             Candidate("http://a.test/x"),
             Candidate("HTTP://A.TEST:80/./x#frag"),
             Candidate("http://elsewhere.org/"),
+            Candidate("http://a.test:6379/"),
             Candidate("mailto:x@y"),
             Candidate("http://a.test/deep", depth=6),
         ]
     )
     assert result.added == 1
     assert result.duplicates == 1
-    assert result.rejected == {"offsite": 1, "invalid-url": 1, "depth": 1}
+    rejected = {"offsite": 1, "offsite-port": 1, "invalid-url": 1, "depth": 1}
+    assert result.rejected == rejected
     again = await frontier.add([Candidate("http://a.test/x")])
     assert again.added == 0 and again.duplicates == 1
     stats = frontier.stats()
-    assert (stats.duplicates, stats.rejected) == (2, {"offsite": 1, "invalid-url": 1, "depth": 1})
+    assert (stats.duplicates, stats.rejected) == (2, rejected)
+
+
+async def test_offsite_hosts_leave_no_state(make: Make) -> None:
+    """One page linking to 220,000 offsite hosts: the per-host scope cache stays bounded."""
+    frontier = make(Clock())
+    for start in range(0, 220_000, 20_000):
+        batch = [Candidate(f"http://h{i}.example/") for i in range(start, start + 20_000)]
+        assert (await frontier.add(batch)).rejected == {"offsite": 20_000}
+        assert len(frontier._origins) <= 10_000  # type: ignore[attr-defined]
+    assert frontier.stats().hosts == 0
 
 
 async def test_per_host_limit_and_fifo(make: Make) -> None:

@@ -1,6 +1,9 @@
 """Politeness slots: delays, Crawl-delay, adaptive slow-down, Retry-After."""
 
+import itertools
 import math
+
+import pytest
 
 from gossamer.frontier.base import Feedback
 from gossamer.frontier.politeness import HostSlot, PolitenessPolicy
@@ -77,3 +80,33 @@ def test_a_delayed_host_runs_one_request_at_a_time() -> None:
     assert policy.ready_at(slot) == 0.0  # no delay: up to per_host at once
     slot.crawl_delay = 1.0
     assert policy.ready_at(slot) == math.inf
+
+
+def test_crawl_delay_is_capped_and_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    policy = PolitenessPolicy(max_crawl_delay=0.2)
+    slot = HostSlot()
+    now = 0.0
+    starts = []
+    for _ in range(3):
+        assert policy.ready_at(slot) <= now + 0.2
+        now = policy.ready_at(slot)
+        starts.append(now)
+        policy.on_lease(slot, now)
+        feedback = Feedback(started_at=now, elapsed=0.01, crawl_delay=86_400)
+        policy.on_finish(slot, feedback, now + 0.01, "http://slow.test")
+    assert policy.delay_of(slot) == 0.2
+    assert [round(b - a, 6) for a, b in itertools.pairwise(starts)] == [0.2, 0.2]
+    capped = [r.getMessage() for r in caplog.records if "Crawl-delay" in r.getMessage()]
+    assert capped == [
+        "http://slow.test asks for a Crawl-delay of 86400s; fetching it every 0.2s "
+        "(--max-crawl-delay)"
+    ]
+
+
+def test_crawl_delay_under_the_cap_is_obeyed() -> None:
+    policy = PolitenessPolicy(max_crawl_delay=60.0)
+    slot = HostSlot()
+    policy.on_lease(slot, 0.0)
+    policy.on_finish(slot, Feedback(started_at=0.0, crawl_delay=30.0), 0.1)
+    assert policy.delay_of(slot) == 30.0
+    assert policy.ready_at(slot) == 30.0

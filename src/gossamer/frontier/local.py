@@ -34,7 +34,7 @@ from gossamer.crawldb import CrawlDB
 from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease
 from gossamer.frontier.dedup import SeenSet
 from gossamer.frontier.politeness import HostSlot, PolitenessPolicy
-from gossamer.urls import InvalidURL, Scope, canonicalize, fingerprint, host_key, host_of
+from gossamer.urls import InvalidURL, OriginCache, Scope, canonicalize, fingerprint, host_key
 
 RobotsCheck = Callable[[str], bool | None]
 """True allowed, False forbidden, None not known yet."""
@@ -125,7 +125,7 @@ class LocalFrontier:
         self._duplicates = 0
         self._rejected: dict[str, int] = {}
         self._next_reclaim = 0.0
-        self._host_allowed: dict[str, bool] = {}
+        self._origins = OriginCache(scope)
         self._max_active = max_active
         self._active = 0
         self._line: deque[str] = deque()
@@ -169,10 +169,7 @@ class LocalFrontier:
                 rejected["invalid-url"] = rejected.get("invalid-url", 0) + 1
                 continue
             key = host_key(url)
-            allowed = self._host_allowed.get(key)
-            if allowed is None:
-                allowed = self._host_allowed[key] = self._scope.host_allowed(host_of(url))
-            reason = "offsite" if not allowed else self._scope.trap_reason(url, cand.depth)
+            reason = self._origins.reason(key) or self._scope.trap_reason(url, cand.depth)
             if reason is not None:
                 rejected[reason] = rejected.get(reason, 0) + 1
                 continue
@@ -339,7 +336,7 @@ class LocalFrontier:
         host = self._hosts[lease.host]
         host.leased -= 1
         if not lease.robots_blocked:
-            self._policy.on_finish(host.slot, feedback, self._clock())
+            self._policy.on_finish(host.slot, feedback, self._clock(), lease.host)
         return held[1]
 
     def _host(self, key: str) -> _Host:

@@ -6,10 +6,16 @@ error rate (an exponentially weighted mean of failures: ``failure_delay * rate /
 so 50% failures wait ``failure_delay``, 90% nine times that) and its latency (a host whose mean
 response time passes ``slow_latency`` gets one request per response time). A Retry-After
 pauses the whole host.
+
+A Crawl-delay is capped at ``max_crawl_delay`` (60 s by default): a host asking for more
+(``Crawl-delay: 86400`` would take a day per page, so a crawl would never end) is fetched at
+the cap, and the cap is logged once for the host. Fetching at the cap rather than giving the
+host up keeps its pages in the crawl, at a pace most sites that set a delay accept.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 
@@ -18,6 +24,8 @@ from gossamer.frontier.base import Feedback
 _LATENCY_ALPHA = 0.3
 _ERROR_ALPHA = 0.2
 _NEGLIGIBLE = 0.01
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -46,6 +54,9 @@ class PolitenessPolicy:
     failure_delay: float = 0.5
     """Adaptive delay at a 50% error rate."""
     max_delay: float = 60.0
+    """Cap of the adaptive delay."""
+    max_crawl_delay: float = 60.0
+    """Cap of a robots.txt Crawl-delay; a host asking for more is fetched at the cap."""
     max_pause: float = 600.0
     """Longest pause a ``Retry-After`` imposes on a host (a server may ask for years)."""
 
@@ -76,18 +87,32 @@ class PolitenessPolicy:
         slot.active += 1
         slot.next_start = max(slot.next_start, now) + self.delay_of(slot)
 
-    def on_finish(self, slot: HostSlot, feedback: Feedback | None, now: float) -> None:
-        """A leased request ended; learn from what it told about the host."""
+    def on_finish(
+        self, slot: HostSlot, feedback: Feedback | None, now: float, host: str = "a host"
+    ) -> None:
+        """A leased request ended; learn from what it told about the host (named ``host`` in
+        the log)."""
         slot.active = max(0, slot.active - 1)
         if feedback is None:
             return
         if feedback.crawl_delay is not None:
-            slot.crawl_delay = feedback.crawl_delay
+            self._set_crawl_delay(slot, feedback.crawl_delay, host)
         if feedback.started_at is not None:
             self._learn(slot, feedback)
             slot.next_start = max(slot.next_start, feedback.started_at + self.delay_of(slot))
         if feedback.retry_after is not None:
             slot.next_start = max(slot.next_start, now + min(feedback.retry_after, self.max_pause))
+
+    def _set_crawl_delay(self, slot: HostSlot, asked: float, host: str) -> None:
+        delay = min(asked, self.max_crawl_delay)
+        if asked > delay and slot.crawl_delay != delay:
+            log.warning(
+                "%s asks for a Crawl-delay of %gs; fetching it every %gs (--max-crawl-delay)",
+                host,
+                asked,
+                delay,
+            )
+        slot.crawl_delay = delay
 
     def _learn(self, slot: HostSlot, feedback: Feedback) -> None:
         slot.requests += 1

@@ -110,7 +110,7 @@ from redis.exceptions import ClusterCrossSlotError, NoScriptError
 from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease
 from gossamer.frontier.dedup import SeenSet
 from gossamer.frontier.politeness import HostSlot, PolitenessPolicy
-from gossamer.urls import InvalidURL, Scope, canonicalize, fingerprint, host_key, host_of
+from gossamer.urls import InvalidURL, OriginCache, Scope, canonicalize, fingerprint, host_key
 
 RedisClient = Redis | RedisCluster
 """A client of one Redis server or of a Redis Cluster (see
@@ -443,7 +443,7 @@ class RedisFrontier:
         self._in_memory = 0
         self._duplicates = 0
         self._rejected: dict[str, int] = {}
-        self._host_allowed: dict[str, bool] = {}
+        self._origins = OriginCache(scope)
         self._snapshot = PartitionCounts()
         self._changes = 0
         self._snapshot_changes = -1
@@ -777,10 +777,7 @@ class RedisFrontier:
                 rejected["invalid-url"] = rejected.get("invalid-url", 0) + 1
                 continue
             key = host_key(url)
-            allowed = self._host_allowed.get(key)
-            if allowed is None:
-                allowed = self._host_allowed[key] = self._scope.host_allowed(host_of(url))
-            reason = "offsite" if not allowed else self._scope.trap_reason(url, cand.depth)
+            reason = self._origins.reason(key) or self._scope.trap_reason(url, cand.depth)
             if reason is not None:
                 rejected[reason] = rejected.get(reason, 0) + 1
                 continue
@@ -1047,14 +1044,14 @@ class RedisFrontier:
             # Its partition was given away (and may be back already, its host anew).
             gone = leaving.hosts.get(lease.host)
             if gone is not None and not lease.robots_blocked:
-                self._policy.on_finish(gone.slot, feedback, self._clock())
+                self._policy.on_finish(gone.slot, feedback, self._clock(), lease.host)
             leaving.in_flight -= 1
             if leaving.in_flight <= 0:  # the last request there ended: fence its delay only
                 del self._leaving[entry.part]
                 self._fence(entry.part, self._due_in(leaving.hosts.values()))
         elif host is not None:
             if not lease.robots_blocked:
-                self._policy.on_finish(host.slot, feedback, self._clock())
+                self._policy.on_finish(host.slot, feedback, self._clock(), lease.host)
             self._schedule(lease.host, host)
         return entry
 

@@ -120,7 +120,9 @@ class RobotsPolicy:
 
     ``crawl_delay`` comes from the group that applies to the token: the token's own group if
     the file has one (then ``None`` if that group sets no delay, as RFC 9309 applies one group
-    only), else the ``*`` group.
+    only), else the ``*`` group. It is the file's value (protego drops negative and non-finite
+    ones); the politeness policy caps it at ``--max-crawl-delay`` and fetches a host asking for
+    more at the cap (see :mod:`gossamer.frontier.politeness`).
     """
 
     status: RobotsStatus
