@@ -70,6 +70,30 @@ def compress(data: bytes, coding: str) -> bytes:
     raise ValueError(f"unknown content coding {coding!r}")
 
 
+def gzip_members(data: bytes, members: int = 2) -> bytes:
+    """``data`` as a gzip body of ``members`` concatenated members (RFC 1952 allows it)."""
+    step = -(-len(data) // members)
+    return b"".join(
+        gzip.compress(data[start : start + step], mtime=0) for start in range(0, len(data), step)
+    )
+
+
+_LOOKALIKE_FIRST = 29  # 0x08 0x1D: a stored block header that reads as a zlib header
+
+
+def raw_deflate_lookalike(data: bytes) -> bytes:
+    """``data`` (at least 29 bytes) as raw deflate whose first two bytes pass zlib's header
+    check: a stored block of 29 bytes whose header byte has a padding bit set (deflate
+    ignores it) and whose length reads as the header's second byte, then ordinary blocks.
+    Read as zlib it fails at once ("invalid stored block lengths"); read raw it is ``data``."""
+    if len(data) < _LOOKALIKE_FIRST:
+        raise ValueError("raw_deflate_lookalike needs at least 29 bytes")
+    first = _LOOKALIKE_FIRST
+    head = b"\x08" + struct.pack("<HH", first, first ^ 0xFFFF) + data[:first]
+    rest = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    return head + rest.compress(data[first:]) + rest.flush()
+
+
 def pdf(text: str = PDF_TEXT) -> bytes:
     """A one-page PDF showing ``text``, with a correct xref table."""
     content = f"BT /F1 18 Tf 20 80 Td ({text}) Tj ET".encode()
