@@ -94,6 +94,29 @@ def raw_deflate_lookalike(data: bytes) -> bytes:
     return head + rest.compress(data[first:]) + rest.flush()
 
 
+def attr_bomb(tags: int = 2000, attributes: int = 500) -> bytes:
+    """A page of ``tags`` tags with ``attributes`` attributes each (about 10 MB by default),
+    then one link, ``/``."""
+    tag = b"<div " + b" ".join(b'x%03d="ab"' % i for i in range(attributes)) + b">x</div>\n"
+    return b"<!DOCTYPE html><html><body>" + tag * tags + b'<a href="/">home</a></body></html>'
+
+
+def deep(depth: int = 100_000) -> bytes:
+    """``depth`` unclosed ``<div>`` tags with a link before and after them: ``/`` and
+    ``/status/200``."""
+    return (
+        b'<!DOCTYPE html><html><body><a href="/">home</a>'
+        + b"<div>" * depth
+        + b'<a href="/status/200">after</a></body></html>'
+    )
+
+
+def unclosed_links(count: int = 5001) -> bytes:
+    """``count`` unclosed ``<a href>`` siblings, to ``/status/200?i=0`` and onwards."""
+    links = b"".join(b'<a href="/status/200?i=%d">link %d\n' % (i, i) for i in range(count))
+    return b"<!DOCTYPE html><html><body>" + links + b"</body></html>"
+
+
 def pdf(text: str = PDF_TEXT) -> bytes:
     """A one-page PDF showing ``text``, with a correct xref table."""
     content = f"BT /F1 18 Tf 20 80 Td ({text}) Tj ET".encode()
