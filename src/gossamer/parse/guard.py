@@ -29,13 +29,14 @@ attribute values holding ``>``, raw text elements outside SVG/MathML, tags cut b
 the document), so lexbor never sees a tag the guard did not. Its errors lean towards more
 depth: 5,001 unclosed ``<a href>`` siblings stay flat and whole.
 
-Bounds (measured on the development machine, 2 cores): every step is linear in the document.
-The guard's pass costs at most about 0.5 s per MB (a token every 3 bytes) and nothing on
-documents under 16 KiB or with under 4,096 ``<``; each token costs it a bounded scan of at
-most `_REACH` stack entries. Lexbor then costs about 0.05 s per MB on ordinary pages and at
-most about 0.7 s per MB on the worst shapes left (a flat run of sibling-closing tags at depth
-`MAX_DEPTH`), since each token costs it at most one scan of a stack of `MAX_DEPTH` entries and
-one scan of a tag's `MAX_TAG_ATTRIBUTES` attributes.
+Bounds (measured on the development machine, 2 shared cores): every step is linear in the
+document. The guard's pass costs at most about 0.5 s per MB (0.2 s per MB for a 10 MB
+attribute bomb, 0.45 s per MB for 10 MB of nested ``<table><tr><td>``, a token every 5
+bytes) and nothing on documents under 16 KiB or with under 4,096 ``<``; each token costs it a
+bounded scan of at most `_REACH` stack entries. Lexbor then costs about 0.05 s per MB on
+ordinary pages and at most about 0.7 s per MB on the worst shapes left (a flat run of
+sibling-closing tags at depth `MAX_DEPTH`), since each token costs it at most one scan of a
+stack of `MAX_DEPTH` entries and one scan of a tag's `MAX_TAG_ATTRIBUTES` attributes.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ _LONG_TAG_TEXT = re.compile(f"<[^>]{{{_LONG_TAG_CHARS}}}")
 _LONG_TAG_BYTES = re.compile(_LONG_TAG_TEXT.pattern.encode())
 # Nearest-element searches look this far down the stack at most; past it, an element is
 # taken to stay open (more depth, never less).
-_REACH = 64
+_REACH = 32
 _DEEP = 64
 
 _SPACE = r"\t\n\f\r "
@@ -210,6 +211,8 @@ class _Guard:
     def run(self) -> Guarded:
         text = self.text
         search = _TOKEN.search
+        stack = self.stack
+        open_count = self.open_count
         position = 0
         while (token := search(text, position)) is not None:
             position = token.end()
@@ -224,7 +227,18 @@ class _Guard:
             tag = None
             if len(attributes) > 1:
                 tag = self._attributes(raw_name, attributes)
-            position = self._start_tag(name, token, tag, attributes)
+            if tag is not None or name in _SPECIAL_START or attributes.endswith("/"):
+                position = self._start_tag(name, token, tag, attributes)
+                continue
+            # the common case, inline: an ordinary element, unchanged unless too deep
+            if name in _CLOSING_START:
+                self._close_for(name)
+            if len(stack) < MAX_DEPTH:
+                stack.append(name)
+                open_count[name] = open_count.get(name, 0) + 1
+            else:
+                self.flags.add(FLATTENED)
+                self._replace(token, token[0] + "</a>" if name == "a" else "")
         if not self.changed:
             return Guarded(text, tuple(sorted(self.flags)))
         self.pieces.append(text[self.copied :])
@@ -326,6 +340,10 @@ class _Guard:
         """Index of the nearest open element named in ``names``, within `_REACH` of the top
         and with no element of ``stop`` above it; -1 if there is none."""
         stack = self.stack
+        if stack and stack[-1] in names:
+            return len(stack) - 1
+        if len(stack) > 1 and stack[-2] in names and stack[-1] not in stop:
+            return len(stack) - 2
         window = stack[-_REACH:][::-1]
         found = len(window)
         for name in names:
