@@ -26,7 +26,9 @@ from aiohttp import web
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from gossamer.fetch import CachingResolver, FetchConfig, Fetcher, FetchResult
+from gossamer.fetch.decoding import Body
 from gossamer.fetch.http import parse_content_type, parse_retry_after
+from gossamer.testweb import payloads
 
 PAGE = b"<html><head><title>t</title></head><body>" + b"<p>gossamer</p>" * 2000 + b"</body></html>"
 FAST = {"connect_timeout": 2.0, "read_timeout": 2.0, "total_timeout": 5.0}
@@ -64,7 +66,14 @@ def _app(peers: set[object]) -> web.Application:
 
     async def encoded(request: web.Request) -> web.Response:
         coding = request.match_info["coding"]
-        header = {"deflate-raw": "deflate", "gzip-corrupt": "gzip"}.get(coding, coding)
+        header = {
+            "deflate-raw": "deflate",
+            "deflate-lookalike": "deflate",
+            "deflate-garbage": "deflate",
+            "gzip-corrupt": "gzip",
+            "gzip-multi": "gzip",
+            "gzip-trailing": "gzip",
+        }.get(coding, coding)
         payload = request.app[BODIES][coding]
         return web.Response(body=payload, headers={"Content-Encoding": header})
 
@@ -96,6 +105,10 @@ def _bodies() -> dict[str, bytes]:
         "br": brotli.compress(PAGE),
         "zstd": b"\x28\xb5\x2f\xfd-not-really",
         "gzip-corrupt": gzip.compress(PAGE)[:40] + b"\xff" * 200,
+        "gzip-multi": payloads.gzip_members(PAGE, 3),
+        "gzip-trailing": gzip.compress(PAGE) + b"\x00\x00not gzip",
+        "deflate-lookalike": payloads.raw_deflate_lookalike(PAGE),
+        "deflate-garbage": b"\x78\x9c" + b"\xff" * 200,
     }
 
 
@@ -336,6 +349,53 @@ async def test_content_decoding(site: tuple[str, set[object]], coding: str) -> N
     assert not result.truncated
     assert result.body == PAGE
     assert result.wire_bytes == len(_bodies()[coding]) < len(PAGE)
+
+
+async def test_every_gzip_member_is_decoded(site: tuple[str, set[object]]) -> None:
+    base, _ = site
+    async with fetcher() as f:
+        result = await f.fetch(f"{base}/enc/gzip-multi")
+    assert (result.error, result.truncated, result.flags) == (None, False, ())
+    assert result.body == PAGE
+
+
+async def test_bytes_after_gzip_data_are_flagged_and_the_body_kept(
+    site: tuple[str, set[object]],
+) -> None:
+    base, _ = site
+    async with fetcher() as f:
+        result = await f.fetch(f"{base}/enc/gzip-trailing")
+    assert (result.error, result.truncated, result.flags) == (None, False, ("trailing-garbage",))
+    assert result.body == PAGE
+
+
+async def test_raw_deflate_that_looks_zlib_wrapped_falls_back(
+    site: tuple[str, set[object]],
+) -> None:
+    lookalike = _bodies()["deflate-lookalike"]
+    assert (lookalike[0] << 8 | lookalike[1]) % 31 == 0 and lookalike[0] & 0x0F == 8
+    with pytest.raises(zlib.error):
+        zlib.decompress(lookalike)
+    base, _ = site
+    async with fetcher() as f:
+        result = await f.fetch(f"{base}/enc/deflate-lookalike")
+        plain = await f.fetch(f"{base}/enc/deflate")
+    assert (result.error, result.truncated) == (None, False)
+    assert result.flags == ("deflate-raw-fallback",)
+    assert result.body == PAGE
+    assert (plain.error, plain.flags, plain.body) == (None, (), PAGE)
+
+
+async def test_deflate_garbage_is_a_decode_error(site: tuple[str, set[object]]) -> None:
+    base, _ = site
+    async with fetcher() as f:
+        result = await f.fetch(f"{base}/enc/deflate-garbage")
+    assert (result.error, result.truncated, result.body, result.flags) == (
+        "decode-error",
+        True,
+        b"",
+        (),
+    )
 
 
 async def test_unsupported_encoding_returns_raw_body(site: tuple[str, set[object]]) -> None:
@@ -780,3 +840,25 @@ def test_result_is_frozen() -> None:
     assert result.ok
     with pytest.raises(AttributeError):
         result.status = 404  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("coding", ["gzip-multi", "deflate-lookalike", "gzip-trailing"])
+def test_decoding_does_not_depend_on_chunk_boundaries(coding: str) -> None:
+    encoded = _bodies()[coding]
+    whole = Body("gzip", 10 * len(encoded), 10 * len(PAGE))
+    whole.feed(encoded)
+    whole.finish()
+    bytewise = Body("gzip", 10 * len(encoded), 10 * len(PAGE))
+    for index in range(len(encoded)):
+        if not bytewise.feed(encoded[index : index + 1]):
+            break
+    bytewise.finish()
+    assert bytewise.value() == whole.value() == PAGE
+    assert bytewise.flags == whole.flags
+    assert not bytewise.truncated and not whole.truncated
+
+
+def test_decoded_cap_spans_gzip_members() -> None:
+    body = Body("gzip", 1 << 20, len(PAGE) // 2)
+    assert not body.feed(payloads.gzip_members(PAGE, 4))
+    assert body.truncated and body.value() == PAGE[: len(PAGE) // 2]

@@ -55,10 +55,11 @@ def test_hostile_document_parses_quickly(name: str) -> None:
     assert all(link.startswith("http://example.com/") for link in page.links)
 
 
-def test_links_before_deep_nesting_are_kept() -> None:
+def test_deep_nesting_is_flattened_and_links_after_it_are_kept() -> None:
     body = b'<a href="/before">b</a>' + b"<div>" * MB + b'<a href="/after">a</a>'
     page = parse_html(body, URL)
-    assert page.links == ["http://example.com/before"]
+    assert page.links == ["http://example.com/before", "http://example.com/after"]
+    assert page.flags == ("html-flattened",)
 
 
 def test_nesting_up_to_the_limit_is_not_cut() -> None:

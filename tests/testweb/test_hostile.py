@@ -104,3 +104,18 @@ async def test_huge_body_streamed(server: TestWebServer, session: aiohttp.Client
     assert total == 20 * MIB and last.endswith(b"</html>\n")
     async with session.get(server.url(0, "/huge?mb=1")) as response:
         assert len(await response.read()) == MIB
+
+
+async def test_hostile_html_pages(server: TestWebServer, session: aiohttp.ClientSession) -> None:
+    async with session.get(server.url(0, "/hostile/attr-bomb?tags=20&attrs=500")) as r:
+        body = await r.read()
+    assert body.count(b"<div ") == 20 and body.count(b'="ab"') == 20 * 500
+    assert body.count(b"<a href=") == 1
+    async with session.get(server.url(0, "/hostile/deep?depth=1000")) as r:
+        body = await r.read()
+    assert body.count(b"<div>") == 1000 and b"</div>" not in body
+    assert body.count(b"<a href=") == 2
+    async with session.get(server.url(0, "/hostile/unclosed-links?n=5001")) as r:
+        body = await r.read()
+    assert body.count(b"<a href=") == 5001 and b"</a>" not in body
+    assert b'href="/status/200?i=5000"' in body

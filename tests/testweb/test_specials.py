@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import re
 import zlib
 
@@ -9,7 +10,9 @@ import aiohttp
 import pytest
 
 from gossamer.testweb import CHARSET_SAMPLES, TestWebServer
-from gossamer.testweb.payloads import ENCODED_MARKER, MALFORMED_MARKER, PDF_TEXT
+from gossamer.testweb.payloads import ENCODED_MARKER, MALFORMED_MARKER, PDF_TEXT, encoded_page
+
+from .support import client
 
 
 async def fetch(session: aiohttp.ClientSession, url: str) -> tuple[aiohttp.ClientResponse, bytes]:
@@ -173,3 +176,21 @@ async def test_encoded_pages(
         assert int(r.headers["Content-Length"]) < 1000
         text = await r.text()
     assert text.count(ENCODED_MARKER) == 40
+
+
+async def test_unusual_encodings_decode_to_the_page(server: TestWebServer) -> None:
+    page = encoded_page()
+    async with client(auto_decompress=False) as session:
+        async with session.get(server.url(0, "/encoded/gzip-multi")) as r:
+            assert r.headers["Content-Encoding"] == "gzip"
+            multi = await r.read()
+        async with session.get(server.url(0, "/encoded/deflate-raw-lookalike")) as r:
+            assert r.headers["Content-Encoding"] == "deflate"
+            lookalike = await r.read()
+    first = zlib.decompressobj(31)
+    assert first.decompress(multi) != page and first.unused_data[:2] == b"\x1f\x8b"
+    assert gzip.decompress(multi) == page  # gzip.decompress reads every member
+    assert (lookalike[0] << 8 | lookalike[1]) % 31 == 0
+    with pytest.raises(zlib.error):
+        zlib.decompress(lookalike)
+    assert zlib.decompress(lookalike, -zlib.MAX_WBITS) == page

@@ -2,6 +2,13 @@
 
 Decoding stops once ``decoded_cap`` bytes are produced, so a decompression bomb never
 allocates much more than the cap; at most ``wire_cap`` bytes are taken from the wire.
+
+As curl and browsers do, every member of a multi-member gzip body is decoded, in turn, under
+the same caps. Bytes after the end of the compressed data that are not another gzip member
+stop the reading: what was decoded is kept and `Body.flags` says ``trailing-garbage``. Whatever
+the coding's name, the first bytes choose between gzip, zlib-wrapped and raw deflate; a raw
+deflate stream whose first two bytes happen to pass the zlib header check fails as zlib before
+any output, and is then read again as raw deflate (``deflate-raw-fallback``).
 """
 
 from __future__ import annotations
@@ -23,11 +30,15 @@ BOMB_RATIO = 100
 class _Decoder(Protocol):
     capped: bool
     consumed: int
+    flags: list[str]
 
     def feed(self, data: bytes) -> bytes: ...
 
     @property
     def complete(self) -> bool: ...
+
+    @property
+    def stopped(self) -> bool: ...
 
 
 class _ZlibDecoder:
@@ -36,37 +47,106 @@ class _ZlibDecoder:
     def __init__(self, cap: int) -> None:
         self._room = cap
         self._obj: zlib._Decompress | None = None
-        self._head = b""
+        self._wbits = 0
+        self._head = b""  # the first bytes of a stream, until its format can be told
+        self._kept = b""  # a stream's input until it yields output, to read it again
+        self._produced = False
+        self._members = 0
+        self._stopped = False
+        self._fallback_pending = False
         self.capped = False
         self.consumed = 0
+        self.flags: list[str] = []
 
     def feed(self, data: bytes) -> bytes:
-        if self._obj is None:
-            data = self._head + data
-            if len(data) < 2:
-                self._head = data
-                return b""
-            self._obj = zlib.decompressobj(_wbits(data))
-        # asking for one byte more than the room tells "exactly full" from "overflowing"
-        out = self._obj.decompress(data, self._room + 1)
-        self.consumed += len(data) - len(self._obj.unconsumed_tail)
+        parts: list[bytes] = []
+        while data and not self._stopped and not self.capped:
+            if self._obj is None:
+                data = self._head + data
+                if len(data) < 2:
+                    self._head = data
+                    break
+                self._head = b""
+                if not self._open(data):
+                    break
+            data = self._decompress(data, parts)
+        return b"".join(parts)
+
+    @property
+    def complete(self) -> bool:
+        """The data so far ends at the end of a stream (or stopped at trailing garbage)."""
+        if self._stopped:
+            return True
+        return self._members > 0 and self._obj is None and not self._head
+
+    @property
+    def stopped(self) -> bool:
+        """Trailing garbage was met: the rest of the body is not worth reading."""
+        return self._stopped
+
+    def _open(self, head: bytes) -> bool:
+        """Start the next stream; False (and stop) if ``head`` cannot start one."""
+        wbits = _wbits(head)
+        if self._members and (wbits != _GZIP or self._wbits != _GZIP):
+            self._stopped = True
+            self.flags.append("trailing-garbage")
+            return False
+        self._obj = zlib.decompressobj(wbits)
+        self._wbits = wbits
+        self._kept = b""
+        self._produced = False
+        return True
+
+    def _decompress(self, data: bytes, parts: list[bytes]) -> bytes:
+        """Feed ``data`` to the current stream; returns what follows the stream's end."""
+        obj = self._obj
+        assert obj is not None
+        try:
+            # asking for one byte more than the room tells "exactly full" from "overflowing"
+            out = obj.decompress(data, self._room + 1)
+        except zlib.error:
+            if self._produced or self._wbits != _ZLIB or self._members:
+                raise
+            if len(self._kept) >= _RETRY_LIMIT:
+                raise
+            data, self._kept = self._kept + data, b""
+            self._obj = zlib.decompressobj(_RAW)
+            self._wbits = _RAW
+            self._fallback_pending = True
+            return data
+        if not self._produced and len(self._kept) < _RETRY_LIMIT:
+            self._kept += data
+        self.consumed += len(data) - len(obj.unconsumed_tail) - len(obj.unused_data)
+        if out:
+            self._produced = True
+            self._kept = b""
+            if self._fallback_pending:
+                self._fallback_pending = False
+                self.flags.append("deflate-raw-fallback")
         if len(out) > self._room:
             out = out[: self._room]
             self.capped = True
         self._room -= len(out)
-        return out
+        parts.append(out)
+        if not obj.eof:
+            return b""
+        self._members += 1
+        self._obj = None
+        return obj.unused_data
 
-    @property
-    def complete(self) -> bool:
-        return self._obj is not None and self._obj.eof
+
+_GZIP = 16 + zlib.MAX_WBITS
+_ZLIB = zlib.MAX_WBITS
+_RAW = -zlib.MAX_WBITS
+_RETRY_LIMIT = 64 * 1024
 
 
 def _wbits(head: bytes) -> int:
     if head[0] == 0x1F and head[1] == 0x8B:
-        return 16 + zlib.MAX_WBITS
+        return _GZIP
     if head[0] & 0x0F == 8 and ((head[0] << 8) | head[1]) % 31 == 0:
-        return zlib.MAX_WBITS
-    return -zlib.MAX_WBITS
+        return _ZLIB
+    return _RAW
 
 
 class _BrotliDecoder:
@@ -78,6 +158,7 @@ class _BrotliDecoder:
         self._obj = brotli.Decompressor()
         self.capped = False
         self.consumed = 0
+        self.flags: list[str] = []
 
     def feed(self, data: bytes) -> bytes:
         self.consumed += len(data)  # an upper bound: brotli may still hold some of it
@@ -98,6 +179,10 @@ class _BrotliDecoder:
     @property
     def complete(self) -> bool:
         return bool(self._obj.is_finished())
+
+    @property
+    def stopped(self) -> bool:
+        return False
 
 
 _DECODERS: dict[str, Callable[[int], _Decoder]] = {
@@ -149,12 +234,21 @@ class Body:
                     self.error = "decompression-bomb"
         self._chunks.append(chunk)
         self.decoded += len(chunk)
+        if self._decoder is not None and self._decoder.stopped:
+            return False
         return not self.truncated
 
     def finish(self) -> None:
         """Mark a compressed stream that ended early as truncated."""
         if self._decoder is not None and self.wire and not self._decoder.complete:
             self.truncated = True
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        """Decoding fallbacks taken: ``deflate-raw-fallback`` (a deflate body that looked
+        zlib-wrapped was raw), ``trailing-garbage`` (bytes after the compressed data, neither
+        empty nor a gzip member, were left unread)."""
+        return () if self._decoder is None else tuple(self._decoder.flags)
 
     def value(self) -> bytes:
         """The body decoded so far."""

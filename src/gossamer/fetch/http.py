@@ -31,8 +31,10 @@ wire, and decoding stops once ``max_decoded_bytes`` are produced, so a gzip or b
 never allocates much more than the cap; either cut sets ``truncated=True`` and closes the
 connection instead of draining it. A compressed stream that ends early is also flagged
 ``truncated``. Codings: identity, gzip, x-gzip, deflate (zlib-wrapped or raw) and br, one at
-a time (a stacked ``gzip, br`` counts as unsupported); bytes after the end of the first
-compressed stream (such as further gzip members) are ignored.
+a time (a stacked ``gzip, br`` counts as unsupported); every member of a multi-member gzip
+body is decoded. A decoding fallback is named in ``flags``: ``deflate-raw-fallback`` (raw
+deflate that looked zlib-wrapped) and ``trailing-garbage`` (bytes after the compressed data
+that are not a further gzip member, left unread; the body decoded before them is kept).
 
 ``started_at`` comes from aiohttp's ``on_request_headers_sent`` trace signal, after DNS,
 connect and TLS; aiohttp fires it before it writes the head, which goes out on a later turn of
@@ -134,7 +136,7 @@ class FetchResult:
     answered_at: float | None = None
     """When the response head arrived (injected monotonic clock); None without a response."""
     flags: tuple[str, ...] = ()
-    """Decoding fallbacks and repairs made on the body (see the module doc)."""
+    """Decoding fallbacks taken (see the module doc); empty for most responses."""
 
     @property
     def sent_by(self) -> float:
@@ -460,6 +462,7 @@ class Fetcher:
             retry_after=parse_retry_after(raw.get("Retry-After"), now, raw.get("Date")),
             location=safe_location(raw.getone("Location")) if location is not None else None,
             paced=paced,
+            flags=body.flags,
         )
 
     async def _pace(self, size: int) -> float:

@@ -12,7 +12,9 @@ canonicalised beyond that (the crawler does it centrally), only checked to be ``
 URLs with a plausible host and port.
 
 Documents that could drive lexbor into its quadratic cases (very deep nesting, huge numbers of
-attributes) are first cut to a safe prefix; see ``_guard``."""
+attributes) are first flattened and stripped of excess attributes by
+:func:`gossamer.parse.guard.guard`, which keeps their links and says what it changed in
+``ParsedPage.flags``; its module doc states the time bounds."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
 from w3lib.encoding import to_unicode
 
 from gossamer.parse.charset import detect_encoding
+from gossamer.parse.guard import MAX_DEPTH, guard
 
 __all__ = ["MAX_DEPTH", "MAX_HREF_CHARS", "MAX_TITLE_CHARS", "ParsedPage", "parse_html"]
 
@@ -32,9 +35,6 @@ MAX_TITLE_CHARS = 512
 
 MAX_HREF_CHARS = 16_384
 """Longer ``href`` values are dropped unread (huge ``data:`` URLs, traps)."""
-
-MAX_DEPTH = 512
-"""A document is cut where its elements would nest deeper than this (see ``_guard``)."""
 
 _LINK_SELECTOR = "a[href], area[href], link[href]"
 _TITLE_SELECTOR = "title:not(svg title)"
@@ -74,7 +74,9 @@ class ParsedPage:
     text_encoding: str
     """Python codec name the body was decoded with."""
     flags: tuple[str, ...] = ()
-    """What was cut or repaired before the document could be parsed safely."""
+    """What parsing had to give up, sorted: ``html-flattened`` (start tags past `MAX_DEPTH`
+    dropped), ``html-cut-attributes`` (excess attributes dropped), ``html-parse-error``
+    (lexbor refused the document: no links)."""
 
 
 def parse_html(
@@ -98,12 +100,12 @@ def parse_html(
     document: str | bytes = payload
     if detected.encoding != "utf-8":
         document = to_unicode(payload, detected.encoding)
-    if _needs_guard(document):
-        document = _guard(document)
+    guarded = guard(document)
     try:
-        tree = LexborHTMLParser(document)
+        tree = LexborHTMLParser(guarded.document)
     except SelectolaxError:
-        return ParsedPage(None, [], 0, False, False, page.document, detected.encoding)
+        flags = (*guarded.flags, "html-parse-error")
+        return ParsedPage(None, [], 0, False, False, page.document, detected.encoding, flags)
     noindex, nofollow = _meta_robots(tree)
     base = _base_resolver(tree, page)
     links, skipped = _extract_links(
@@ -121,6 +123,7 @@ def parse_html(
         meta_noindex=noindex,
         base_url=base.document,
         text_encoding=detected.encoding,
+        flags=guarded.flags,
     )
 
 
@@ -294,143 +297,3 @@ def _remove_dot_segments(path: str) -> str:
     if last in _SINGLE_DOTS or last in _DOUBLE_DOTS:
         output.append("")
     return "/" + "/".join(output)
-
-
-# Lexbor's tree builder is quadratic in a few shapes of input: elements nested thousands deep
-# (most start tags scan the stack of open elements), tags with thousands of attributes, and
-# documents with tens of thousands of distinct attribute names. 5 MB of "<div>" would take it
-# hours. A document that could hold such shapes (many tags, or a very long tag) is scanned
-# first and cut before the tag where the nesting, estimated with a simplified tree builder,
-# exceeds MAX_DEPTH (Chromium flattens the tree at 512 too), or the attributes exceed their
-# limits. Below the thresholds (16 KiB, 4096 tags; a 4 KiB tag is only looked for past 64 KiB)
-# the worst case costs lexbor about 0.2 s.
-_GUARD_MIN_CHARS = 16 * 1024
-_GUARD_MIN_TAGS = 4096
-_LONG_TAG_CHARS = 4096
-_LONG_TAG_MIN_CHARS = 64 * 1024
-_MAX_TAG_ATTRIBUTES = 512
-_MAX_ATTRIBUTE_NAMES = 16_384
-_LONG_TAG_TEXT = re.compile(f"<[^>]{{{_LONG_TAG_CHARS}}}")
-_LONG_TAG_BYTES = re.compile(_LONG_TAG_TEXT.pattern.encode())
-_TOKEN = re.compile(
-    r"<!--.*?(?:-->|\Z)"
-    r"|<(script|style|textarea|title|xmp|iframe|noembed|noframes|plaintext)\b.*?(?:</\1|\Z)"
-    r"|<[!?][^>]*"
-    r"|<(/?)([A-Za-z][^\s/>]*)([^>]*)",
-    re.DOTALL | re.IGNORECASE,
-)
-_ATTRIBUTE_NAME = re.compile(r"""([^\s/>="']+)(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>]*))?""")
-_VOID = frozenset(
-    {
-        "area", "base", "basefont", "bgsound", "br", "col", "embed", "frame", "hr", "image",
-        "img", "input", "keygen", "link", "meta", "param", "source", "track", "wbr",
-    }
-)  # fmt: skip
-# A start tag of these closes an open element of the same kind, looking down the stack no
-# further than the first of the listed elements (the HTML Standard's scopes, simplified).
-_LIST_SCOPE = frozenset({"ul", "ol", "dl", "menu", "table", "td", "th", "template"})
-_TABLE_SCOPE = frozenset({"table", "template"})
-_CLOSES_SIBLING = {
-    "li": _LIST_SCOPE,
-    "dt": _LIST_SCOPE,
-    "dd": _LIST_SCOPE,
-    "p": frozenset({"table", "td", "th", "caption", "button", "template", "object"}),
-    "tr": _TABLE_SCOPE,
-    "td": _TABLE_SCOPE,
-    "th": _TABLE_SCOPE,
-    "option": frozenset({"select", "datalist"}),
-    "optgroup": frozenset({"select", "datalist"}),
-}
-_NO_SCOPE: frozenset[str] = frozenset()
-_END_TAG_REACH = 64
-
-
-def _needs_guard(document: str | bytes) -> bool:
-    size = len(document)
-    if size <= _GUARD_MIN_CHARS:
-        return False
-    if isinstance(document, bytes):
-        if document.count(b"<") > _GUARD_MIN_TAGS:
-            return True
-        return size > _LONG_TAG_MIN_CHARS and _LONG_TAG_BYTES.search(document) is not None
-    if document.count("<") > _GUARD_MIN_TAGS:
-        return True
-    return size > _LONG_TAG_MIN_CHARS and _LONG_TAG_TEXT.search(document) is not None
-
-
-def _guard(document: str | bytes) -> str:
-    """The document cut before the first tag that nests too deep or brings too many
-    attributes (all of it if there is none)."""
-    text = document if isinstance(document, str) else document.decode("utf-8", "replace")
-    cut = _first_excess(text)
-    return text if cut is None else text[:cut]
-
-
-def _first_excess(text: str) -> int | None:
-    """Offset of the first tag that nests too deep or brings too many attributes."""
-    stack: list[str] = []
-    open_count: dict[str, int] = {}
-    attributes_seen: list[str] = []
-    for token in _TOKEN.finditer(text):
-        _, closing, name, attributes = token.groups()
-        if not name:  # comment, raw text element, doctype
-            continue
-        name = name.lower()
-        if closing:
-            if stack and stack[-1] == name:
-                stack.pop()
-                open_count[name] -= 1
-            elif open_count.get(name):
-                _pop_through(stack, open_count, name, _NO_SCOPE)
-            continue
-        if attributes:
-            attributes_seen.append(attributes)
-            if len(attributes) > _LONG_TAG_CHARS and _too_many_attributes(attributes_seen):
-                return token.start()
-            if attributes[-1] == "/" and (open_count.get("svg") or open_count.get("math")):
-                continue
-        if name in _VOID:
-            continue
-        if name in _CLOSES_SIBLING and open_count.get(name):
-            _pop_through(stack, open_count, name, _CLOSES_SIBLING[name])
-        stack.append(name)
-        open_count[name] = open_count.get(name, 0) + 1
-        if len(stack) > MAX_DEPTH:
-            return token.start()
-    if len(attributes_seen) > _MAX_ATTRIBUTE_NAMES and _too_many_attributes(attributes_seen):
-        return _first_excess_attributes(text)
-    return None
-
-
-def _too_many_attributes(attributes_seen: list[str]) -> bool:
-    """Does the last tag have too many attributes, or all tags too many distinct names?"""
-    if len(_ATTRIBUTE_NAME.findall(attributes_seen[-1])) > _MAX_TAG_ATTRIBUTES:
-        return True
-    names = set(_ATTRIBUTE_NAME.findall("\n".join(attributes_seen)))
-    return len(names) > _MAX_ATTRIBUTE_NAMES
-
-
-def _first_excess_attributes(text: str) -> int | None:
-    names: set[str] = set()
-    for token in _TOKEN.finditer(text):
-        _, closing, name, attributes = token.groups()
-        if name and not closing and attributes:
-            names.update(_ATTRIBUTE_NAME.findall(attributes))
-            if len(names) > _MAX_ATTRIBUTE_NAMES:
-                return token.start()
-    return None
-
-
-def _pop_through(
-    stack: list[str], open_count: dict[str, int], name: str, stop: frozenset[str]
-) -> None:
-    """Close the nearest open ``name`` near the top of the stack and not below an element in
-    ``stop``, with every element above it."""
-    for index in range(len(stack) - 1, max(len(stack) - 1 - _END_TAG_REACH, -1), -1):
-        if stack[index] == name:
-            for closed in stack[index:]:
-                open_count[closed] -= 1
-            del stack[index:]
-            return
-        if stack[index] in stop:
-            return

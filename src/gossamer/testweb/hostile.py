@@ -12,6 +12,12 @@
   spaces once decoded (at most 4096).
 * ``/huge?mb=20``: an HTML body of exactly ``mb`` MiB (at most 1024), streamed in 64 KiB
   pieces with Content-Length.
+* ``/hostile/attr-bomb?tags=2000&attrs=500``: ``tags`` tags of ``attrs`` attributes each
+  (about 10 MB; at most 20,000 tags, 5,000 attributes), then one link to ``/``.
+* ``/hostile/deep?depth=100000``: a link to ``/``, ``depth`` unclosed ``<div>`` (at most
+  2,000,000), a link to ``/status/200``.
+* ``/hostile/unclosed-links?n=5001``: ``n`` unclosed ``<a href>`` siblings (at most
+  200,000), to ``/status/200?i=0`` ... ``?i=n-1``.
 """
 
 from __future__ import annotations
@@ -98,3 +104,23 @@ async def huge(req: Request, ctx: Context) -> Reply:
 
     headers = (("Content-Type", HTML), ("Content-Length", str(total)))
     return Reply(200, headers, stream=pieces)
+
+
+async def attr_bomb(req: Request, ctx: Context) -> Reply:
+    """Tags with hundreds of attributes each (built off the loop)."""
+    tags = query_int(req, "tags", 2000, 1, 20_000)
+    attributes = query_int(req, "attrs", 500, 1, 5000)
+    body = await asyncio.to_thread(payloads.attr_bomb, tags, attributes)
+    return Reply(200, (("Content-Type", HTML),), body)
+
+
+async def deep(req: Request, ctx: Context) -> Reply:
+    """Elements nested far deeper than any parser keeps."""
+    depth = query_int(req, "depth", 100_000, 1, 2_000_000)
+    return Reply(200, (("Content-Type", HTML),), payloads.deep(depth))
+
+
+async def unclosed_links(req: Request, ctx: Context) -> Reply:
+    """Many ``<a href>`` never closed: siblings, not nesting, to an HTML parser."""
+    count = query_int(req, "n", 5001, 0, 200_000)
+    return Reply(200, (("Content-Type", HTML),), payloads.unclosed_links(count))

@@ -70,6 +70,53 @@ def compress(data: bytes, coding: str) -> bytes:
     raise ValueError(f"unknown content coding {coding!r}")
 
 
+def gzip_members(data: bytes, members: int = 2) -> bytes:
+    """``data`` as a gzip body of ``members`` concatenated members (RFC 1952 allows it)."""
+    step = -(-len(data) // members)
+    return b"".join(
+        gzip.compress(data[start : start + step], mtime=0) for start in range(0, len(data), step)
+    )
+
+
+_LOOKALIKE_FIRST = 29  # 0x08 0x1D: a stored block header that reads as a zlib header
+
+
+def raw_deflate_lookalike(data: bytes) -> bytes:
+    """``data`` (at least 29 bytes) as raw deflate whose first two bytes pass zlib's header
+    check: a stored block of 29 bytes whose header byte has a padding bit set (deflate
+    ignores it) and whose length reads as the header's second byte, then ordinary blocks.
+    Read as zlib it fails at once ("invalid stored block lengths"); read raw it is ``data``."""
+    if len(data) < _LOOKALIKE_FIRST:
+        raise ValueError("raw_deflate_lookalike needs at least 29 bytes")
+    first = _LOOKALIKE_FIRST
+    head = b"\x08" + struct.pack("<HH", first, first ^ 0xFFFF) + data[:first]
+    rest = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    return head + rest.compress(data[first:]) + rest.flush()
+
+
+def attr_bomb(tags: int = 2000, attributes: int = 500) -> bytes:
+    """A page of ``tags`` tags with ``attributes`` attributes each (about 10 MB by default),
+    then one link, ``/``."""
+    tag = b"<div " + b" ".join(b'x%03d="ab"' % i for i in range(attributes)) + b">x</div>\n"
+    return b"<!DOCTYPE html><html><body>" + tag * tags + b'<a href="/">home</a></body></html>'
+
+
+def deep(depth: int = 100_000) -> bytes:
+    """``depth`` unclosed ``<div>`` tags with a link before and after them: ``/`` and
+    ``/status/200``."""
+    return (
+        b'<!DOCTYPE html><html><body><a href="/">home</a>'
+        + b"<div>" * depth
+        + b'<a href="/status/200">after</a></body></html>'
+    )
+
+
+def unclosed_links(count: int = 5001) -> bytes:
+    """``count`` unclosed ``<a href>`` siblings, to ``/status/200?i=0`` and onwards."""
+    links = b"".join(b'<a href="/status/200?i=%d">link %d\n' % (i, i) for i in range(count))
+    return b"<!DOCTYPE html><html><body>" + links + b"</body></html>"
+
+
 def pdf(text: str = PDF_TEXT) -> bytes:
     """A one-page PDF showing ``text``, with a correct xref table."""
     content = f"BT /F1 18 Tf 20 80 Td ({text}) Tj ET".encode()

@@ -15,6 +15,10 @@ Every host serves all of them (``hostile.py`` has the slow and broken ones):
 * ``/files/doc.pdf``, ``/files/image.png``, ``/malformed``, ``/charset/{windows-1251,
   iso-8859-1,shift_jis}``, ``/encoded/{gzip,deflate,br}`` (encoded whatever the client
   accepts).
+* ``/encoded/gzip-multi``: the same page as a gzip body of three members
+  (``Content-Encoding: gzip``); ``/encoded/deflate-raw-lookalike``: as raw deflate whose
+  first two bytes pass the zlib header check (``Content-Encoding: deflate``); both decode to
+  the page, the second only when read as raw deflate once the zlib reading fails.
 """
 
 from __future__ import annotations
@@ -172,9 +176,16 @@ async def charset(req: Request, ctx: Context) -> Reply:
 
 
 async def encoded(req: Request, ctx: Context) -> Reply:
-    """The same page, compressed with gzip, deflate or br regardless of Accept-Encoding."""
+    """The same page, compressed with gzip, deflate or br regardless of Accept-Encoding, or
+    in one of the unusual forms of the module doc."""
     coding = req.path.removeprefix("/encoded/")
-    if coding not in ("gzip", "deflate", "br"):
+    page_bytes = payloads.encoded_page()
+    if coding == "gzip-multi":
+        body, coding = payloads.gzip_members(page_bytes, 3), "gzip"
+    elif coding == "deflate-raw-lookalike":
+        body, coding = payloads.raw_deflate_lookalike(page_bytes), "deflate"
+    elif coding in ("gzip", "deflate", "br"):
+        body = payloads.compress(page_bytes, coding)
+    else:
         return not_found()
-    body = payloads.compress(payloads.encoded_page(), coding)
     return Reply(200, (("Content-Type", HTML), ("Content-Encoding", coding)), body)
