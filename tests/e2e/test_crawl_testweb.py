@@ -119,6 +119,14 @@ async def test_full_crawl_matches_ground_truth(tmp_path: Path) -> None:
     assert all(u.split("/")[2].endswith(f".test:{server.port}") for u in by_url)
     assert not [e for e in log if not e.host.endswith(".test")]
     assert stats_of(tmp_path)["internal_errors"] == 0
+    # Pathological markup and encodings: parsed in bounded time, links kept, repairs flagged.
+    assert rec("/hostile/attr-bomb")["flags"] == ["html-cut-attributes"]
+    assert rec("/hostile/deep")["flags"] == ["html-flattened"]
+    assert rec("/hostile/deep")["outlinks"] == 2
+    assert rec("/hostile/unclosed-links?n=600")["outlinks"] == 600
+    assert rec("/hostile/unclosed-links?n=600")["flags"] == []
+    assert rec("/encoded/gzip-multi")["flags"] == [] and rec("/encoded/gzip-multi")["outlinks"]
+    assert rec("/encoded/deflate-raw-lookalike")["flags"] == ["deflate-raw-fallback"]
 
     # Traps end: bounded by depth, URL length and repeated segments.
     assert sum("/calendar/" in u for u in by_url) <= 2 * 26

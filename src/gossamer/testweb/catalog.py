@@ -47,12 +47,17 @@ SPECIALS: dict[str, str] = {
     "poison-location": "/poison/location",
     "poison-retry-after": "/poison/retry-after",
     "poison-offsite-links": "/poison/offsite-links",
+    "attr-bomb": "/hostile/attr-bomb",
+    "deep": "/hostile/deep",
+    "unclosed-links": "/hostile/unclosed-links?n=600",
+    "gzip-multi": "/encoded/gzip-multi",
+    "deflate-lookalike": "/encoded/deflate-raw-lookalike",
 }
 
 TRAPS = frozenset({"calendar", "repeat", "long-url"})
 """Endpoints that generate new URLs forever."""
 
-SLOW = frozenset({"slow", "hang", "trickle", "huge", "gzip-bomb"})
+SLOW = frozenset({"slow", "hang", "trickle", "huge", "gzip-bomb", "attr-bomb"})
 """Endpoints that take long, never finish, or send very large bodies."""
 
 QUICK_SPECIALS = frozenset(SPECIALS) - TRAPS - SLOW
