@@ -79,6 +79,7 @@ bench: bench-crawl system-deps
 	$(BIN)/python benchmarks/bench_seen.py
 	$(BIN)/python benchmarks/bench_frontier.py
 	$(BIN)/python benchmarks/bench_scale.py
+	$(BIN)/python benchmarks/bench_seeds.py
 	$(BIN)/python benchmarks/bench_latency.py
 	$(BIN)/python benchmarks/bench_cluster.py $(CLUSTER_ARGS)
 	$(BIN)/python benchmarks/bench_balance.py --plot docs/load-balancing-finish-times.png

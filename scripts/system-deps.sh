@@ -21,25 +21,15 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "system-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# The packages would start servers (nginx on port 80, redis on 6379, PostgreSQL on 5432) that
+# the tests do not use (each test starts its own). Debian's policy-rc.d keeps them from
+# starting at all, so nothing needs stopping afterwards and a server the machine was already
+# running is never touched.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' >"$policy"
+    chmod +x "$policy"
+    trap 'rm -f "$policy"' EXIT
+fi
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-# The packages start servers (nginx on port 80, redis on 6379, PostgreSQL on 5432) that the
-# tests do not use: each test starts its own.
-for service in redis-server postgresql; do
-    if command -v systemctl >/dev/null && systemctl is-active --quiet "$service" 2>/dev/null; then
-        systemctl stop "$service" || true
-    fi
-done
-pkill -x redis-server 2>/dev/null || true
-if command -v pg_lsclusters >/dev/null; then
-    pg_lsclusters -h 2>/dev/null | while read -r version cluster _ state _; do
-        if [ "$state" = online ]; then
-            pg_ctlcluster "$version" "$cluster" stop || true
-        fi
-    done
-fi
-if command -v systemctl >/dev/null && systemctl is-active --quiet nginx 2>/dev/null; then
-    systemctl stop nginx || true
-elif [ -f /run/nginx.pid ]; then
-    kill "$(cat /run/nginx.pid)" 2>/dev/null || true
-fi
