@@ -58,7 +58,9 @@ class PolitenessPolicy:
     max_crawl_delay: float = 60.0
     """Cap of a robots.txt Crawl-delay; a host asking for more is fetched at the cap."""
     max_pause: float = 600.0
-    """Longest pause a ``Retry-After`` imposes on a host (a server may ask for years)."""
+    """Longest ``Retry-After`` honoured as a pause of the host. A server may ask for years;
+    a longer one gives the URL up (``retry-after-too-long``) and the host is slowed down as
+    for any failure instead."""
 
     def delay_of(self, slot: HostSlot) -> float:
         """Current spacing of request starts on the host."""
@@ -101,7 +103,8 @@ class PolitenessPolicy:
             self._learn(slot, feedback)
             slot.next_start = max(slot.next_start, feedback.started_at + self.delay_of(slot))
         if feedback.retry_after is not None:
-            slot.next_start = max(slot.next_start, now + min(feedback.retry_after, self.max_pause))
+            if feedback.retry_after <= self.max_pause:
+                slot.next_start = max(slot.next_start, now + feedback.retry_after)
 
     def _set_crawl_delay(self, slot: HostSlot, asked: float, host: str) -> None:
         delay = min(asked, self.max_crawl_delay)
