@@ -22,15 +22,22 @@ def safe_text(value: str) -> str:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        return value.encode(
-            "utf-8", "surrogateescape" if _escaped_only(value) else "replace"
-        ).decode("utf-8", "replace")
+        return _utf8(value).decode("utf-8", "replace")
     return value
 
 
-def _escaped_only(value: str) -> bool:
-    """Whether every surrogate in ``value`` stands for one byte (U+DC80-U+DCFF)."""
-    return all(not 0xD800 <= ord(c) <= 0xDFFF or 0xDC80 <= ord(c) <= 0xDCFF for c in value)
+def _utf8(value: str) -> bytes:
+    """The bytes ``value`` stands for: UTF-8, with each escaped byte (U+DC80-U+DCFF, from
+    ``surrogateescape``) as that byte and any other surrogate as U+FFFD (the ``replace``
+    error handler of ``encode`` would write ``?``, a URL's query delimiter)."""
+    if any(map(_lone, value)):
+        value = "".join("\ufffd" if _lone(c) else c for c in value)
+    return value.encode("utf-8", "surrogateescape")
+
+
+def _lone(char: str) -> bool:
+    """A surrogate that does not stand for an escaped byte."""
+    return 0xD800 <= ord(char) <= 0xDFFF and not 0xDC80 <= ord(char) <= 0xDCFF
 
 
 def safe_location(value: str) -> str:
@@ -39,8 +46,4 @@ def safe_location(value: str) -> str:
     do; control characters are encoded too."""
     if value.isascii() and value.isprintable():
         return value
-    try:
-        raw = value.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:
-        raw = value.encode("utf-8", "replace")
-    return quote(raw, safe=_LOCATION_SAFE)
+    return quote(_utf8(value), safe=_LOCATION_SAFE)

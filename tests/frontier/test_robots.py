@@ -12,6 +12,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
+from protego import Protego
 
 from gossamer.frontier.robots import (
     MAX_ROBOTS_BYTES,
@@ -476,3 +477,82 @@ def test_origin_key(url: str, origin: str) -> None:
 def test_origin_key_rejects_non_http_urls(url: str) -> None:
     with pytest.raises(ValueError):
         robots_origin(url)
+
+
+async def test_redirect_the_crawl_may_not_follow_is_not_requested(
+    site: Site, other_site: Site, fetch: Callable[[str], Awaitable[RobotsResponse]]
+) -> None:
+    site.routes["/robots.txt"] = Route(301, location=other_site.url("/robots.txt"))
+    other_site.robots("User-agent: *\nDisallow: /\n")
+    refused: list[str] = []
+
+    def may_follow(url: str) -> bool:
+        if url.startswith(site.origin + "/"):
+            return True
+        refused.append(url)
+        return False
+
+    policy = await RobotsCache(fetch, may_follow=may_follow).get(site.url("/"))
+    assert policy.status == "redirect-offsite"
+    assert policy.allowed(site.url("/anything"))
+    assert refused == [other_site.url("/robots.txt")]
+    assert other_site.hits == {}
+    # the contrast: a cache that may follow it gets the other site's rules
+    followed = await RobotsCache(fetch, may_follow=lambda url: True).get(site.url("/"))
+    assert followed.status == "ok" and not followed.allowed(site.url("/anything"))
+    assert other_site.hits["/robots.txt"] == 1
+
+
+async def test_a_body_the_parser_fails_on_means_invalid_and_allow_all(
+    site: Site, cache: RobotsCache, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Protego.parse`` is made to raise: no real input that crashes it is known."""
+
+    def crash(text: str) -> Protego:
+        raise RecursionError("parser bug")
+
+    monkeypatch.setattr(Protego, "parse", crash)
+    site.robots("User-agent: *\nDisallow: /\n")
+    policy = await cache.get(site.url("/"))
+    assert policy.status == "invalid"
+    assert policy.allowed(site.url("/private"))
+
+
+async def test_known_keeps_the_recently_used_origins() -> None:
+    """LRU by use: with room for three, using A before D is loaded evicts B, not A."""
+
+    async def missing(url: str) -> RobotsResponse:
+        return RobotsReply(404)
+
+    cache = RobotsCache(missing, max_hosts=3)
+    for name in "abc":
+        await cache.get(f"http://{name}.test/")
+    assert cache.known("http://a.test/page") is not None  # A used
+    await cache.get("http://d.test/")
+    assert cache.known("http://b.test/") is None
+    for name in "acd":
+        assert cache.known(f"http://{name}.test/") is not None, name
+    assert cache.stats().hosts_cached == 3
+
+
+async def test_a_host_the_address_guard_blocks_is_allowed_and_soon_asked_again(
+    clock: FakeClock,
+) -> None:
+    """Every page fetch of such a host is refused the same way and ends as its own record;
+    disallowing would keep its URLs waiting for robots.txt retries."""
+    answers = {"http://blocked.test/robots.txt": RobotsReply(None, error="blocked-address")}
+    answers["http://redirect.test/robots.txt"] = RobotsReply(
+        301, location="http://blocked.test/robots.txt"
+    )
+
+    async def fetch(url: str) -> RobotsResponse:
+        return answers[url]
+
+    cache = RobotsCache(fetch, clock=clock, retry_interval=60.0)
+    policy = await cache.get("http://blocked.test/")
+    assert policy.status == "blocked"
+    assert policy.allowed("http://blocked.test/page")
+    clock.now += 61
+    assert cache.known("http://blocked.test/") is None
+    # the host asked did answer; only the place it sends us to is blocked
+    assert (await cache.get("http://redirect.test/")).status == "unreachable"

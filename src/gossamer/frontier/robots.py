@@ -15,6 +15,11 @@ Outcomes of a fetch (``RobotsPolicy.status``):
   take the crawler where its links could not; treated as unavailable, everything allowed.
 - ``invalid``: a body the parser fails on; no rules apply (§2.2: unparsable lines are
   ignored), everything allowed.
+- ``blocked``: no request could be made, the address guard (:mod:`gossamer.fetch.guard`)
+  forbids every address of the host; everything allowed, as the fetch of any of its pages is
+  refused the same way and ends as its own ``blocked-address`` record at once (disallowing
+  would keep the URLs waiting for robots.txt retries that can never succeed). Cached only for
+  the short retry interval, like ``unreachable``.
 - ``unreachable``: 5xx, 429, no response, or a 2xx whose body broke off (§2.3.1.4):
   everything is disallowed, and the answer is cached only for the short retry interval. 429 is
   a 4xx code, but a server that asks us to slow down has not said "no robots.txt here"; Google
@@ -60,9 +65,12 @@ MAX_ROBOTS_BYTES = 500 * 1024
 MAX_REDIRECTS = 5
 """Redirects followed to reach robots.txt (RFC 9309 §2.3.1.2: at least five)."""
 _PARSE_IN_THREAD_BYTES = 64 * 1024
+_BLOCKED = "blocked-address"
+"""The fetcher's error for a host the address guard forbids (``blocked``; on a redirect's
+target it counts as unreachable, since the host's own server did answer)."""
 
 RobotsStatus = Literal[
-    "ok", "missing", "unreachable", "redirect-loop", "redirect-offsite", "invalid"
+    "ok", "missing", "unreachable", "redirect-loop", "redirect-offsite", "invalid", "blocked"
 ]
 
 _ORIGIN = re.compile(
@@ -312,6 +320,7 @@ class RobotsCache:
             lifetime = self._ttl
             if policy.status == "unreachable":
                 self._unreachable += 1
+            if policy.status in ("unreachable", "blocked"):
                 lifetime = self._retry_interval
             self._entries.pop(key, None)  # re-insert at the end: eviction goes oldest first
             self._entries[key] = _Entry(policy, self._clock() + lifetime)
@@ -327,9 +336,11 @@ class RobotsCache:
         five consecutive redirects, crawlers MAY assume that the robots.txt file is
         unavailable"). The rules found apply to the original origin."""
         seen = {url}
-        for _ in range(MAX_REDIRECTS + 1):
+        for hop in range(MAX_REDIRECTS + 1):
             response = await self._get_once(url)
             status = response.status if response is not None else None
+            if hop == 0 and response is not None and status is None and response.error == _BLOCKED:
+                return self._policy_without_rules("blocked")
             if response is None or status is None:
                 return self._policy_without_rules("unreachable")
             if 200 <= status < 300:

@@ -1,0 +1,123 @@
+"""Whole crawls in process against a real aiohttp server on loopback: a failure while
+handling one URL's answer ends that URL only, and seeds queued in the background are all
+durable when the crawl stops early."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from gossamer import engine
+from gossamer.crawl import run_crawl
+from gossamer.parse.links import ParsedPage
+from gossamer.settings import load_settings
+from gossamer.stats import CrawlStats
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class Site:
+    """``/`` links to ``/a``, ``/b`` and ``/bad``; every other path is a page without links.
+    Requests are logged by path."""
+
+    def __init__(self) -> None:
+        self.requests: list[str] = []
+        self.port = 0
+
+    async def handle(self, request: web.Request) -> web.Response:
+        self.requests.append(request.path)
+        links = '<a href="/a">a</a><a href="/b">b</a><a href="/bad">bad</a>'
+        body = f"<html><body>{links if request.path == '/' else 'leaf'}</body></html>"
+        return web.Response(text=body, content_type="text/html")
+
+    def url(self, path: str) -> str:
+        return f"http://site.test:{self.port}{path}"
+
+
+@asynccontextmanager
+async def serving() -> AsyncIterator[Site]:
+    site = Site()
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", site.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    tcp = web.TCPSite(runner, "127.0.0.1", 0)
+    await tcp.start()
+    site.port = tcp._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield site
+    finally:
+        await runner.cleanup()
+
+
+async def crawl(out: Path, **flags: Any) -> CrawlStats:
+    base = {"out": out, "resolve": ["site.test=127.0.0.1"], "robots": False, "quiet": True}
+    return await asyncio.wait_for(run_crawl(load_settings(base | flags, env={})), 30)
+
+
+def records(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / "pages.jsonl").read_text().splitlines()]
+
+
+async def test_a_bug_handling_one_url_ends_that_url_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``parse_html`` raising for one URL stands for a bug nobody knows yet."""
+    real = engine.parse_html
+
+    def parse_html(body: bytes, url: str, **kwargs: Any) -> ParsedPage:
+        if url.endswith("/bad"):
+            raise ValueError("a bug this page revealed")
+        return real(body, url, **kwargs)
+
+    monkeypatch.setattr(engine, "parse_html", parse_html)
+    out = tmp_path / "out"
+    async with serving() as site:
+        stats = await crawl(out, seeds=[site.url("/")])
+        by_url = {r["url"]: r for r in records(out)}
+        assert sorted(by_url) == sorted(site.url(p) for p in ("/", "/a", "/b", "/bad"))
+        bad = by_url[site.url("/bad")]
+        assert (bad["status"], bad["error"], bad["attempts"]) == (200, "internal-error", 1)
+        assert all(r["error"] is None for url, r in by_url.items() if url != site.url("/bad"))
+        assert stats.internal_errors == 1 and stats.pages == 4
+        assert json.loads((out / "stats.json").read_text())["internal_errors"] == 1
+        assert site.requests.count("/bad") == 1
+
+        resumed = await crawl(out, resume=True, seeds=[site.url("/")])
+        assert site.requests.count("/bad") == 1  # finished: not fetched again
+        assert resumed.internal_errors == 1
+        assert len(records(out)) == 4
+
+
+async def test_every_seed_is_queued_durably_when_the_crawl_stops_early(tmp_path: Path) -> None:
+    """25,000 seeds are queued in batches in the background; with ``max_pages=20`` the crawl
+    ends long before it could fetch them, yet crawl.db holds them all, and ``--resume``
+    continues from them."""
+    out = tmp_path / "out"
+    async with serving() as site:
+        seeds = [site.url(f"/p{i}") for i in range(25_000)]
+        stats = await crawl(out, seeds=seeds, max_pages=20, concurrency=4)
+        assert stats.pages == 20
+        conn = sqlite3.connect(out / "crawl.db")
+        try:
+            (queued,), (finished,) = conn.execute(
+                "SELECT COUNT(*) FROM urls GROUP BY state ORDER BY state"
+            ).fetchall()
+        finally:
+            conn.close()
+        assert (queued, finished) == (25_000 - 20, 20)
+        first = list(site.requests)
+
+        resumed = await crawl(out, resume=True, max_pages=40, concurrency=4)
+        assert resumed.pages == 40
+        again = site.requests[len(first) :]
+        assert len(again) == 20 and not set(again) & set(first)
+        assert {path for path in site.requests} <= {f"/p{i}" for i in range(25_000)}
