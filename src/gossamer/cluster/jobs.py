@@ -21,6 +21,7 @@ from gossamer.cluster.resilient import DEFAULT_BUDGET, install_guard
 from gossamer.frontier.base import Candidate
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import RedisClient, RedisFrontier
+from gossamer.redact import redact_text, redact_url, strip_password
 from gossamer.settings import CrawlSettings, SettingsError, canonical_seeds, crawl_scope
 
 _CONNECT_TIMEOUT = 3.0
@@ -38,7 +39,7 @@ def connect(url: str, *, cluster: bool = False) -> RedisClient:
     try:
         return kind.from_url(url, socket_connect_timeout=_CONNECT_TIMEOUT, socket_timeout=30)
     except ValueError as exc:
-        raise SettingsError(f"invalid setting 'redis': {exc}") from None
+        raise SettingsError(f"invalid setting 'redis': {redact_text(str(exc))}") from None
 
 
 async def open_control(url: str, job: str) -> Control:
@@ -60,7 +61,8 @@ async def open_control(url: str, job: str) -> Control:
         raise SettingsError(f"invalid setting 'job': {exc}") from None
     except (RedisError, OSError) as exc:
         await redis.aclose()
-        raise ClusterError(f"cannot reach Redis at {url}: {exc}") from None
+        reason = redact_text(str(exc))
+        raise ClusterError(f"cannot reach Redis at {redact_url(url)}: {reason}") from None
 
 
 def parse_job(raw: str, job: str) -> CrawlSettings:
@@ -83,13 +85,19 @@ async def load_job(control: Control) -> CrawlSettings | None:
 
 
 async def submit(settings: CrawlSettings, url: str, job: str) -> int:
-    """Store the job's settings and queue its seeds; returns how many seeds were queued."""
+    """Store the job's settings and queue its seeds; returns how many seeds were queued.
+
+    The stored job holds no credential: the page store's DSN is stored without its password
+    (see :func:`job_settings`).
+    """
     seeds = canonical_seeds(settings)
-    settings = settings.model_copy(update={"seeds": seeds, "seeds_file": None, "resume": False})
+    settings = job_settings(settings, seeds)
     control = await open_control(url, job)
     try:
         if await control.load_job() is not None:
-            raise SettingsError(f"job {job!r} exists already at {url}; choose another --job")
+            raise SettingsError(
+                f"job {job!r} exists already at {redact_url(url)}; choose another --job"
+            )
         frontier = RedisFrontier(
             control.redis,
             job,
@@ -104,6 +112,19 @@ async def submit(settings: CrawlSettings, url: str, job: str) -> int:
         return added.added
     finally:
         await control.redis.aclose()
+
+
+def job_settings(settings: CrawlSettings, seeds: list[str]) -> CrawlSettings:
+    """The settings as a job stores them: canonical seeds, and ``store`` without its password.
+
+    Everyone who can read the job's Redis can read the job, so it holds no credential. Each
+    worker supplies the store's password itself: its own ``--store`` (or ``GOSSAMER_STORE``)
+    replaces the job's, or libpq's ``PGPASSWORD`` / ``~/.pgpass`` complete the stored DSN.
+    """
+    update: dict[str, Any] = {"seeds": seeds, "seeds_file": None, "resume": False}
+    if settings.store is not None:
+        update["store"] = strip_password(settings.store)
+    return settings.model_copy(update=update)
 
 
 # -- status and wait ------------------------------------------------------------------------
