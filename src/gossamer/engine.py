@@ -193,6 +193,7 @@ class Crawler:
             elapsed=elapsed,
             pages_per_second=fetched / elapsed if elapsed > 0 else 0.0,
             peak_rss_mb=peak_rss_mb(),
+            set_aside=front.set_aside,
         )
 
     async def checkpoint(self) -> None:

@@ -37,6 +37,8 @@ class CrawlStats:
     pages_per_second: float
     """Records of this run per second of this run."""
     peak_rss_mb: float
+    set_aside: int = 0
+    """Malformed queue entries moved aside (cluster mode: see ``frontier/redis.py``)."""
 
     def write(self, path: Path) -> None:
         """Write as stats.json."""

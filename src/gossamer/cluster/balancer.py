@@ -89,9 +89,15 @@ async def load_model(control: Control) -> RuntimeModel | None:
 
 
 async def model_report(control: Control) -> dict[str, Any] | None:
-    """What the last fit reported (``cluster status`` shows it)."""
+    """What the last fit reported (``cluster status`` shows it); None if none or unreadable."""
     raw = await control.redis.get(KEYS["report"])
-    return None if raw is None else dict(json.loads(raw))
+    try:
+        report = None if raw is None else json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(report, dict) or not isinstance(report.get("summary"), str):
+        return None
+    return report
 
 
 def report_json(report: FitReport) -> dict[str, Any]:

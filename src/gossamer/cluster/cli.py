@@ -154,6 +154,8 @@ def format_status(state: dict[str, Any]) -> str:
         f"claimed {t['claimed']}, {state['pages_per_second']} pages/s, "
         f"leader {state['leader']}, assignment v{state['assignment_version']}"
     ]
+    if t.get("set_aside"):
+        lines[0] += f", {t['set_aside']} malformed entries set aside"
     model = state.get("runtime_model")
     if model:
         lines.append(f"  allocator {state.get('allocator')}; {model['summary']}")

@@ -6,6 +6,7 @@ engine (about half a second less per command).
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from typing import Any
 
@@ -14,8 +15,9 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisError
 
+from gossamer.balance.capability import Capability, Live
 from gossamer.cluster.balancer import model_report
-from gossamer.cluster.control import Control, JobTotals
+from gossamer.cluster.control import Control, JobTotals, WorkerInfo
 from gossamer.cluster.errors import ClusterError
 from gossamer.cluster.resilient import DEFAULT_BUDGET, install_guard
 from gossamer.frontier.base import Candidate
@@ -136,19 +138,7 @@ async def status(url: str, job: str) -> dict[str, Any]:
     try:
         settings = await load_job(control)
         totals = await control.totals(settings.partitions) if settings else None
-        workers = [
-            {
-                "name": w.name,
-                "alive": w.alive,
-                "partitions": w.figures.get("partitions", 0),
-                "pages": w.figures.get("pages", 0),
-                "pages_per_second": w.figures.get("pages_per_second", 0.0),
-                "started": w.figures.get("started"),
-                "capability": w.figures.get("capability", {}),
-                "live": w.figures.get("live", {}),
-            }
-            for w in await control.workers()
-        ]
+        workers = [_worker_status(w) for w in await control.workers()]
         return {
             "job": job,
             "submitted": settings is not None,
@@ -165,14 +155,36 @@ async def status(url: str, job: str) -> dict[str, Any]:
         await control.redis.aclose()
 
 
+def _worker_status(worker: WorkerInfo) -> dict[str, Any]:
+    """One worker as ``status`` shows it; figures that are not what a worker writes (they
+    come from Redis) show as 0 or empty."""
+    figures = worker.figures
+    return {
+        "name": worker.name,
+        "alive": worker.alive,
+        "partitions": _number(figures.get("partitions"), 0),
+        "pages": _number(figures.get("pages"), 0),
+        "pages_per_second": _number(figures.get("pages_per_second"), 0.0),
+        "started": _number(figures.get("started"), None),
+        "capability": Capability.from_json(figures.get("capability")).to_json(),
+        "live": Live.from_json(figures.get("live")).to_json(),
+    }
+
+
+def _number(value: Any, default: float | None) -> Any:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return value if ok else default
+
+
 def _totals(totals: JobTotals | None) -> dict[str, int]:
     if totals is None:
-        return {"queued": 0, "claimed": 0, "seen": 0, "finished": 0}
+        return {"queued": 0, "claimed": 0, "seen": 0, "finished": 0, "set_aside": 0}
     return {
         "queued": totals.queued,
         "claimed": totals.claimed,
         "seen": totals.seen,
         "finished": totals.finished,
+        "set_aside": totals.set_aside,
     }
 
 

@@ -85,6 +85,8 @@ class FrontierStats:
     seen: int
     duplicates: int
     rejected: dict[str, int]
+    set_aside: int = 0
+    """Malformed entries this frontier met in its durable queue and moved aside."""
 
 
 class Frontier(Protocol):
