@@ -11,7 +11,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
 
 from gossamer.cluster import DEFAULT_JOB
 from gossamer.cluster.errors import ClusterError
@@ -89,7 +89,7 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run(coro)
     except RedisUnavailable as exc:
         raise ClusterError(redact_text(str(exc))) from None
-    except (RedisError, OSError) as exc:
+    except (RedisError, RedisClusterException, OSError) as exc:
         raise ClusterError(f"Redis failed: {redact_text(str(exc))}") from None
 
 

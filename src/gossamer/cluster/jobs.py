@@ -13,10 +13,12 @@ from typing import Any
 from pydantic import ValidationError
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
-from redis.exceptions import RedisError
+from redis.asyncio.connection import parse_url
+from redis.exceptions import RedisClusterException, RedisError
 
 from gossamer.balance.capability import Capability, Live
 from gossamer.cluster.balancer import model_report
+from gossamer.cluster.bounded import bounded_parser
 from gossamer.cluster.control import Control, JobTotals, WorkerInfo
 from gossamer.cluster.errors import ClusterError
 from gossamer.cluster.resilient import DEFAULT_BUDGET, install_guard
@@ -36,12 +38,23 @@ _FAST_RATE = 5_000.0
 def connect(url: str, *, cluster: bool = False) -> RedisClient:
     """A client for ``url`` (``redis://`` or ``rediss://``): of that one server, or with
     ``cluster`` of the Redis Cluster that server belongs to. A malformed URL is a settings error.
+
+    Its replies are read with gossamer's bounds (:mod:`gossamer.cluster.bounded`).
     """
-    kind = RedisCluster if cluster else Redis
+    timeouts: dict[str, Any] = {"socket_connect_timeout": _CONNECT_TIMEOUT, "socket_timeout": 30}
     try:
-        return kind.from_url(url, socket_connect_timeout=_CONNECT_TIMEOUT, socket_timeout=30)
+        parser = bounded_parser(parse_url(url).get("protocol"))
+        if not cluster:
+            return Redis.from_url(url, parser_class=parser, **timeouts)
+        client = RedisCluster.from_url(url, **timeouts)
     except ValueError as exc:
         raise SettingsError(f"invalid setting 'redis': {redact_text(str(exc))}") from None
+    # A cluster client takes no parser argument: every node's connections are made from
+    # these keyword arguments (those of nodes found later from the client's).
+    client.connection_kwargs["parser_class"] = parser
+    for node in client.nodes_manager.startup_nodes.values():
+        node.connection_kwargs["parser_class"] = parser
+    return client
 
 
 async def open_control(url: str, job: str) -> Control:
@@ -61,7 +74,7 @@ async def open_control(url: str, job: str) -> Control:
     except ValueError as exc:
         await redis.aclose()
         raise SettingsError(f"invalid setting 'job': {exc}") from None
-    except (RedisError, OSError) as exc:
+    except (RedisError, RedisClusterException, OSError) as exc:
         await redis.aclose()
         reason = redact_text(str(exc))
         raise ClusterError(f"cannot reach Redis at {redact_url(url)}: {reason}") from None
