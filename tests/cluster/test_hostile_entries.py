@@ -17,6 +17,7 @@ import gossamer.frontier.redis as frontier_redis
 from gossamer.cli import main
 from gossamer.cluster import DEFAULT_JOB
 from gossamer.cluster.balancer import KEYS as BALANCE_KEYS
+from gossamer.cluster.balancer import load_model, observations
 from gossamer.cluster.cli import format_status
 from gossamer.cluster.control import Control, MalformedReply, job_keys, parse_ranges
 from gossamer.cluster.jobs import status, submit
@@ -119,7 +120,14 @@ async def test_garbled_control_values_are_skipped(redis_server: RedisServer) -> 
         await redis.set(BALANCE_KEYS["report"], b"{not json")
         await redis.sadd(keys["wake"] + "w3", "5", "x", "-")
         await redis.set(bad_keys(DEFAULT_JOB)["count"], "lots")
+        observed = ['{"n": 3, "seconds": 2.0, "capability": {"cores": "x"}}', "[]", b"\xff",
+                    '{"n": 1e400, "seconds": 1, "capability": {}}',
+                    '{"n": 3, "seconds": NaN, "capability": {}}']  # fmt: skip
+        await redis.rpush(BALANCE_KEYS["observations"], *observed)
+        await redis.set(BALANCE_KEYS["model"], '{"kind": "linear", "a": "x"}')
         control = Control(redis, DEFAULT_JOB)
+        assert [o.n for o in await observations(control)] == [3]
+        assert await load_model(control) is None
         assert await control.assignment() == {"w3": frozenset(range(4))}
         assert await control.owned_by("w1") == (0, frozenset())
         assert await control.woken("w3") == {5}

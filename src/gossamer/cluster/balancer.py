@@ -84,8 +84,8 @@ async def load_model(control: Control) -> RuntimeModel | None:
         return None
     try:
         return model_from_json(raw.decode() if isinstance(raw, bytes) else raw)
-    except ValueError:
-        return None
+    except (ValueError, TypeError, KeyError, IndexError, OverflowError):
+        return None  # not a model gossamer wrote
 
 
 async def model_report(control: Control) -> dict[str, Any] | None:
