@@ -39,8 +39,8 @@ def strip_password(url: str) -> str:
 
 
 def has_password(url: str) -> bool:
-    """True when ``url`` holds a password that :func:`strip_password` would drop."""
-    return strip_password(url) != url
+    """True when ``url`` holds a password."""
+    return redact_url(url) != url
 
 
 def _mask_userinfo(match: re.Match[str]) -> str:
