@@ -37,6 +37,7 @@ class RedisServer:
     owns every slot, so a script or command whose keys span two slots fails with CROSSSLOT, as
     on a real cluster; a plain client still talks to it. ``slots`` narrows the node to a range
     of slots (it then waits for no cluster state: see :class:`RedisClusterServer`).
+    ``password`` starts it with ``--requirepass`` (its ``url`` then carries the password).
     """
 
     def __init__(
@@ -45,8 +46,10 @@ class RedisServer:
         appendonly: bool = False,
         cluster: bool = False,
         slots: tuple[int, int] = (0, _SLOTS - 1),
+        password: str | None = None,
     ) -> None:
         self.appendonly = appendonly
+        self.password = password
         self.cluster = cluster
         self.slots = slots
         self.bus_port = 0
@@ -56,7 +59,8 @@ class RedisServer:
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
         if not os.path.exists(REDIS_SERVER):
@@ -69,7 +73,7 @@ class RedisServer:
             args += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"]
             args += ["--cluster-port", str(self.bus_port)]
         self._proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self._wait_for(b"PING\r\n", b"+PONG")
+        self._wait_for(self._auth() + b"PING\r\n", b"+PONG")
         if self.cluster:
             low, high = self.slots
             _command(self.port, f"CLUSTER ADDSLOTSRANGE {low} {high}\r\n".encode())
@@ -89,7 +93,11 @@ class RedisServer:
             "--daemonize", "no",
             "--loglevel", "warning",
             "--logfile", str(Path(self._dir.name) / "redis.log"),
+            *(["--requirepass", self.password] if self.password else []),
         ]  # fmt: skip
+
+    def _auth(self) -> bytes:
+        return f"AUTH {self.password}\r\n".encode() if self.password else b""
 
     def halt(self) -> None:
         """Stop redis-server with SIGTERM (it writes its AOF out first, with ``appendonly``),
@@ -105,7 +113,7 @@ class RedisServer:
         self._proc = subprocess.Popen(
             self._args(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
-        self._wait_for(b"PING\r\n", b"+PONG")
+        self._wait_for(self._auth() + b"PING\r\n", b"+PONG")
 
     def restart(self, down: float = 0.0) -> None:
         """:meth:`halt`, stay down ``down`` seconds, :meth:`resume` (this blocks: call it in a

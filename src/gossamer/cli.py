@@ -11,6 +11,7 @@ from typing import Any, Literal, NoReturn, get_args, get_origin
 
 from gossamer import __version__
 from gossamer.cluster.errors import ClusterError
+from gossamer.redact import redact_text
 from gossamer.settings import CrawlSettings, SettingsError, load_settings
 
 EXIT_BAD_CONFIG = 2
@@ -143,10 +144,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.handler(args)
     except SettingsError as exc:
-        print(f"gossamer: {exc}", file=sys.stderr)
+        print(f"gossamer: {redact_text(str(exc))}", file=sys.stderr)
         return EXIT_BAD_CONFIG
     except ClusterError as exc:
-        print(f"gossamer: {exc}", file=sys.stderr)
+        print(f"gossamer: {redact_text(str(exc))}", file=sys.stderr)
         return EXIT_FAILURE
     return code
 

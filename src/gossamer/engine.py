@@ -219,6 +219,7 @@ class Crawler:
             pages_per_second=fetched / elapsed if elapsed > 0 else 0.0,
             peak_rss_mb=peak_rss_mb(),
             internal_errors=self._counts["internal_errors"],
+            set_aside=front.set_aside,
         )
 
     async def checkpoint(self) -> None:

@@ -40,6 +40,8 @@ class CrawlStats:
     internal_errors: int = 0
     """URLs ended by a failure inside gossamer while handling their answer (recorded with the
     error ``internal-error``; each one is a bug worth reporting)."""
+    set_aside: int = 0
+    """Malformed queue entries moved aside (cluster mode: see ``frontier/redis.py``)."""
 
     def write(self, path: Path) -> None:
         """Write as stats.json."""

@@ -44,10 +44,11 @@ from tests.redis_server import RedisClusterServer, RedisServer
 from gossamer.cluster import DEFAULT_JOB
 from gossamer.cluster.control import Control
 from gossamer.cluster.jobs import open_control
-from gossamer.cluster.resilient import RedisGuard, RedisUnavailable, install_guard, redact
+from gossamer.cluster.resilient import RedisGuard, RedisUnavailable, install_guard
 from gossamer.frontier.base import Candidate
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import RedisFrontier
+from gossamer.redact import redact_url as redact
 from gossamer.testweb import TestWebServer, Web
 from gossamer.urls import Scope
 

@@ -8,6 +8,7 @@ figures. Both travel as JSON in the heartbeat (``figures["capability"]``,
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
@@ -36,10 +37,10 @@ class Capability:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Capability:
-        """Unknown keys are ignored and missing ones take their defaults."""
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+    def from_json(cls, data: object) -> Capability:
+        """Unknown keys are ignored; missing ones, and values that are not finite numbers,
+        take their defaults (the figures come from Redis: anything may stand there)."""
+        return cls(**_numbers(cls, data))
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,9 +60,24 @@ class Live:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Live:
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+    def from_json(cls, data: object) -> Live:
+        """As :meth:`Capability.from_json`."""
+        return cls(**_numbers(cls, data))
+
+
+def _numbers(cls: type[Capability] | type[Live], data: object) -> dict[str, Any]:
+    """The fields of ``cls`` that ``data`` gives as finite numbers (bools are not numbers)."""
+    if not isinstance(data, Mapping):
+        return {}
+    names = {f.name for f in fields(cls)}
+    return {
+        k: v
+        for k, v in data.items()
+        if k in names
+        and isinstance(v, int | float)
+        and not isinstance(v, bool)
+        and math.isfinite(v)
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +93,6 @@ def worker_state(name: str, figures: Mapping[str, Any]) -> WorkerState:
     """Rebuild a worker's state from its heartbeat figures (missing parts default)."""
     return WorkerState(
         name,
-        Capability.from_json(figures.get("capability") or {}),
-        Live.from_json(figures.get("live") or {}),
+        Capability.from_json(figures.get("capability")),
+        Live.from_json(figures.get("live")),
     )

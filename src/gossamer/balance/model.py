@@ -60,7 +60,11 @@ class Observation:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Observation:
-        return cls(Capability.from_json(data["capability"]), int(data["n"]), float(data["seconds"]))
+        """ValueError (or KeyError, TypeError) unless ``data`` is one (it comes from Redis)."""
+        n, seconds = data["n"], float(data["seconds"])
+        if not isinstance(n, int) or n < 1 or not math.isfinite(seconds) or seconds <= 0:
+            raise ValueError(f"not an observation: n={n!r}, seconds={seconds!r}")
+        return cls(Capability.from_json(data["capability"]), n, seconds)
 
 
 class RuntimeModel(Protocol):

@@ -84,14 +84,20 @@ async def load_model(control: Control) -> RuntimeModel | None:
         return None
     try:
         return model_from_json(raw.decode() if isinstance(raw, bytes) else raw)
-    except ValueError:
-        return None
+    except (ValueError, TypeError, KeyError, IndexError, OverflowError):
+        return None  # not a model gossamer wrote
 
 
 async def model_report(control: Control) -> dict[str, Any] | None:
-    """What the last fit reported (``cluster status`` shows it)."""
+    """What the last fit reported (``cluster status`` shows it); None if none or unreadable."""
     raw = await control.redis.get(KEYS["report"])
-    return None if raw is None else dict(json.loads(raw))
+    try:
+        report = None if raw is None else json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(report, dict) or not isinstance(report.get("summary"), str):
+        return None
+    return report
 
 
 def report_json(report: FitReport) -> dict[str, Any]:

@@ -5,16 +5,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
 
 from gossamer.cluster import DEFAULT_JOB
 from gossamer.cluster.errors import ClusterError
 from gossamer.cluster.resilient import DEFAULT_BUDGET, RedisUnavailable
+from gossamer.redact import has_password, redact_text, redact_url
 
 T = TypeVar("T")
 
@@ -40,6 +42,12 @@ def add_cluster_parser(
         "--max-bandwidth", type=int, metavar="BYTES", help="bytes per second this worker reads"
     )
     worker.add_argument("--heartbeat-ttl", type=float, help="seconds a silent worker lives")
+    worker.add_argument(
+        "--store",
+        metavar="DSN",
+        help="this worker's page store, password included (default $GOSSAMER_STORE, else "
+        "the job's store, which holds no password: PGPASSWORD or ~/.pgpass supply it)",
+    )
     worker.add_argument(
         "--job-timeout", type=float, default=600.0, help="seconds to wait for a submit (600)"
     )
@@ -80,9 +88,9 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
     try:
         return asyncio.run(coro)
     except RedisUnavailable as exc:
-        raise ClusterError(str(exc)) from None
-    except (RedisError, OSError) as exc:
-        raise ClusterError(f"Redis failed: {exc}") from None
+        raise ClusterError(redact_text(str(exc))) from None
+    except (RedisError, RedisClusterException, OSError) as exc:
+        raise ClusterError(f"Redis failed: {redact_text(str(exc))}") from None
 
 
 def _submit(args: argparse.Namespace) -> int:
@@ -92,7 +100,13 @@ def _submit(args: argparse.Namespace) -> int:
     settings = crawl_settings(args, skip=("redis", "job"))
     added = run(submit(settings, args.redis, args.job))
     if not settings.quiet:
-        print(f"submitted job {args.job!r}: {added} seed(s) queued at {args.redis}")
+        print(f"submitted job {args.job!r}: {added} seed(s) queued at {redact_url(args.redis)}")
+        if settings.store is not None and has_password(settings.store):
+            print(
+                "the store's password is not stored with the job: give each worker --store "
+                "(or GOSSAMER_STORE), or PGPASSWORD / ~/.pgpass",
+                file=sys.stderr,
+            )
     return 0
 
 
@@ -108,6 +122,7 @@ def _worker(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         max_bandwidth=args.max_bandwidth,
         heartbeat_ttl=args.heartbeat_ttl,
+        store=args.store or os.environ.get("GOSSAMER_STORE") or None,
         job_timeout=args.job_timeout,
         redis_timeout=args.redis_timeout,
     )
@@ -139,6 +154,8 @@ def format_status(state: dict[str, Any]) -> str:
         f"claimed {t['claimed']}, {state['pages_per_second']} pages/s, "
         f"leader {state['leader']}, assignment v{state['assignment_version']}"
     ]
+    if t.get("set_aside"):
+        lines[0] += f", {t['set_aside']} malformed entries set aside"
     model = state.get("runtime_model")
     if model:
         lines.append(f"  allocator {state.get('allocator')}; {model['summary']}")

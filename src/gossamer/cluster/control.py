@@ -14,16 +14,36 @@ they share one Redis Cluster slot and the scripts and transactions below touch o
 
 The leader's :class:`~gossamer.cluster.balancer.Balancer` decides the assignment and publishes
 it here; workers poll the version.
+
+What Redis answers is read as hostile: a worker name, a figures row or an assignment row that
+does not decode is skipped with a warning; a malformed assignment version raises
+:class:`MalformedReply` (a Redis error: a clear one-line message, never a traceback).
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gossamer.frontier.redis import RedisClient, read_counts
+from redis.exceptions import RedisError
+
+from gossamer.frontier.redis import RedisClient, bad_keys, read_counts
+
+log = logging.getLogger(__name__)
+
+MAX_PARTITIONS = 65_536
+"""No partition number reaches this (the ``partitions`` setting's bound)."""
+_RANGE = re.compile(r"(\d{1,5})(?:-(\d{1,5}))?")
+_INTEGER = re.compile(rb"-?\d{1,19}")
+
+
+class MalformedReply(RedisError):
+    """Redis holds a control value gossamer never wrote (one line, shown as a Redis failure)."""
+
 
 _RENEW = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -79,11 +99,18 @@ def format_ranges(parts: Iterable[int]) -> str:
 
 
 def parse_ranges(text: str) -> frozenset[int]:
-    """``"0-2,7"`` -> ``{0, 1, 2, 7}``."""
+    """``"0-2,7"`` -> ``{0, 1, 2, 7}``; ValueError unless every item is a partition or an
+    ascending range of partitions below :data:`MAX_PARTITIONS`."""
     parts: set[int] = set()
     for item in filter(None, text.split(",")):
-        low, _, high = item.partition("-")
-        parts.update(range(int(low), int(high or low) + 1))
+        match = _RANGE.fullmatch(item)
+        if match is None:
+            raise ValueError(f"{item[:40]!r} is not a partition range")
+        low = int(match[1])
+        high = int(match[2] or low)
+        if not low <= high < MAX_PARTITIONS:
+            raise ValueError(f"{item!r} is not a partition range below {MAX_PARTITIONS}")
+        parts.update(range(low, high + 1))
     return frozenset(parts)
 
 
@@ -107,6 +134,8 @@ class JobTotals:
     claimed: int
     seen: int
     finished: int
+    set_aside: int = 0
+    """Malformed entries moved aside (``gs:{J}:bad``, see :mod:`gossamer.frontier.redis`)."""
 
     @property
     def done(self) -> bool:
@@ -133,12 +162,16 @@ class Control:
     async def load_job(self) -> str | None:
         """The stored settings JSON, or None before submit."""
         raw = await self.redis.get(self.keys["job"])
-        return None if raw is None else _text(raw)
+        try:
+            return None if raw is None else _text(raw)
+        except UnicodeDecodeError:
+            raise MalformedReply("malformed reply: the stored job is not UTF-8") from None
 
     async def totals(self, partitions: int) -> JobTotals:
         """Queued, claimed, seen and finished URLs summed over every partition."""
         counts = await read_counts(self.redis, self.job, partitions)
-        return JobTotals(counts.queued, counts.claimed, counts.seen, counts.finished)
+        bad = _count(await self.redis.get(bad_keys(self.job)["count"]))
+        return JobTotals(counts.queued, counts.claimed, counts.seen, counts.finished, bad)
 
     # membership
 
@@ -160,15 +193,22 @@ class Control:
         await self._resign(keys=[self.keys["leader"]], args=[name])
 
     async def workers(self) -> list[WorkerInfo]:
-        """Every worker that ever joined, alive or not, by name."""
+        """Every worker that ever joined, alive or not, by name (malformed rows skipped)."""
         raw = await self.redis.hgetall(self.keys["figures"])
-        figures = {_text(k): json.loads(_text(v)) for k, v in raw.items()}
+        figures: dict[str, dict[str, Any]] = {}
+        for key, value in raw.items():
+            name, data = _name(key), _figures(value)
+            if name is None or data is None:
+                log.warning("job %s: skipped malformed worker figures %.80r", self.job, key)
+                continue
+            figures[name] = data
         live = await self._live(sorted(figures))
         return [WorkerInfo(name, name in live, figures[name]) for name in sorted(figures)]
 
     async def live_workers(self) -> list[str]:
         """Names whose heartbeat key exists."""
-        names = sorted(_text(k) for k in await self.redis.hkeys(self.keys["figures"]))
+        raw = await self.redis.hkeys(self.keys["figures"])
+        names = sorted(name for name in map(_name, raw) if name is not None)
         return sorted(await self._live(names))
 
     async def _live(self, names: list[str]) -> set[str]:
@@ -190,18 +230,27 @@ class Control:
         return bool(await self.redis.set(self.keys["leader"], name, nx=True, px=px))
 
     async def leader(self) -> str | None:
+        """The leader's name (undecodable bytes shown as U+FFFD), None without a leader."""
         raw = await self.redis.get(self.keys["leader"])
-        return None if raw is None else _text(raw)
+        if isinstance(raw, bytes):
+            return raw.decode("utf-8", "replace")
+        return raw
 
     # assignment
 
     async def assignment(self) -> dict[str, frozenset[int]]:
-        """The published assignment, name -> partitions."""
+        """The published assignment, name -> partitions (malformed rows skipped)."""
         raw = await self.redis.hgetall(self.keys["assignment"])
-        return {_text(k): parse_ranges(_text(v)) for k, v in raw.items()}
+        out: dict[str, frozenset[int]] = {}
+        for key, value in raw.items():
+            name, parts = _name(key), self._ranges(value)
+            if name is not None and parts is not None:
+                out[name] = parts
+        return out
 
     async def version(self) -> int:
-        return int(await self.redis.get(self.keys["assignment:version"]) or 0)
+        """The assignment's version (0 before the first); :class:`MalformedReply` if garbled."""
+        return _integer(await self.redis.get(self.keys["assignment:version"]), "assignment version")
 
     async def owned_by(self, name: str) -> tuple[int, frozenset[int]]:
         """The assignment version and ``name``'s partitions in it."""
@@ -209,7 +258,17 @@ class Control:
             pipe.get(self.keys["assignment:version"])
             pipe.hget(self.keys["assignment"], name)
             version, ranges = await pipe.execute()
-        return int(version or 0), parse_ranges(_text(ranges or b""))
+        return _integer(version, "assignment version"), self._ranges(ranges) or frozenset()
+
+    def _ranges(self, raw: bytes | str | None) -> frozenset[int] | None:
+        """An assignment row's partitions; None (and a warning) when it does not decode."""
+        if raw is None:
+            return frozenset()
+        try:
+            return parse_ranges(raw.decode("ascii") if isinstance(raw, bytes) else raw)
+        except ValueError as exc:
+            log.warning("job %s: skipped a malformed assignment row: %s", self.job, exc)
+            return None
 
     async def wake(self, owners: Mapping[str, Iterable[int]]) -> None:
         """Tell each owner which of its partitions just got new entries (one pipeline)."""
@@ -221,7 +280,8 @@ class Control:
     async def woken(self, name: str, most: int = 100_000) -> set[int]:
         """Take the partitions others named for ``name`` since the last call."""
         raw = await self.redis.spop(self.keys["wake"] + name, most)
-        return {int(p) for p in raw or ()}
+        items = [p for p in raw or () if isinstance(p, bytes | str)]
+        return {int(p) for p in items if _INTEGER.fullmatch(_bytes(p))}  # garbage skipped
 
     async def publish(self, leader: str, assignment: Mapping[str, Iterable[int]]) -> int:
         """Publish a new assignment if ``leader`` still holds the lease; its version or -1."""
@@ -232,5 +292,44 @@ class Control:
         return int(await self._publish(keys=keys, args=args))
 
 
+def _bytes(value: bytes | str) -> bytes:
+    return value if isinstance(value, bytes) else value.encode("utf-8", "surrogatepass")
+
+
 def _text(value: bytes | str) -> str:
     return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
+
+
+def _name(raw: bytes | str) -> str | None:
+    """A worker name from Redis; None unless it is UTF-8 (gossamer writes no other)."""
+    try:
+        return raw.decode("utf-8") if isinstance(raw, bytes) else raw
+    except UnicodeDecodeError:
+        return None
+
+
+def _figures(raw: bytes | str) -> dict[str, Any] | None:
+    """A worker's figures from Redis; None unless they are a JSON object."""
+    try:
+        data = json.loads(raw)
+    except ValueError:  # JSONDecodeError and UnicodeDecodeError alike
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _integer(raw: bytes | str | int | None, what: str) -> int:
+    """An integer Redis holds for us (0 when absent); :class:`MalformedReply` if it is not."""
+    if raw is None or isinstance(raw, int):
+        return raw or 0
+    if not _INTEGER.fullmatch(_bytes(raw)):
+        raise MalformedReply(f"malformed reply: the {what} is {_bytes(raw)[:40]!r}")
+    return int(raw)
+
+
+def _count(raw: bytes | str | None) -> int:
+    """A counter Redis holds for us; 0 (and a warning) when it is not an integer."""
+    try:
+        return _integer(raw, "counter")
+    except MalformedReply as exc:
+        log.warning("%s", exc)
+        return 0

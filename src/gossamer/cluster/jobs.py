@@ -6,21 +6,26 @@ engine (about half a second less per command).
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from typing import Any
 
 from pydantic import ValidationError
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
-from redis.exceptions import RedisError
+from redis.asyncio.connection import parse_url
+from redis.exceptions import RedisClusterException, RedisError
 
+from gossamer.balance.capability import Capability, Live
 from gossamer.cluster.balancer import model_report
-from gossamer.cluster.control import Control, JobTotals
+from gossamer.cluster.bounded import bounded_parser
+from gossamer.cluster.control import Control, JobTotals, WorkerInfo
 from gossamer.cluster.errors import ClusterError
 from gossamer.cluster.resilient import DEFAULT_BUDGET, install_guard
 from gossamer.frontier.base import Candidate
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import RedisClient, RedisFrontier
+from gossamer.redact import redact_text, redact_url, strip_password
 from gossamer.settings import CrawlSettings, SettingsError, canonical_seeds, crawl_scope
 
 _CONNECT_TIMEOUT = 3.0
@@ -33,12 +38,23 @@ _FAST_RATE = 5_000.0
 def connect(url: str, *, cluster: bool = False) -> RedisClient:
     """A client for ``url`` (``redis://`` or ``rediss://``): of that one server, or with
     ``cluster`` of the Redis Cluster that server belongs to. A malformed URL is a settings error.
+
+    Its replies are read with gossamer's bounds (:mod:`gossamer.cluster.bounded`).
     """
-    kind = RedisCluster if cluster else Redis
+    timeouts: dict[str, Any] = {"socket_connect_timeout": _CONNECT_TIMEOUT, "socket_timeout": 30}
     try:
-        return kind.from_url(url, socket_connect_timeout=_CONNECT_TIMEOUT, socket_timeout=30)
+        parser = bounded_parser(parse_url(url).get("protocol"))
+        if not cluster:
+            return Redis.from_url(url, parser_class=parser, **timeouts)
+        client = RedisCluster.from_url(url, **timeouts)
     except ValueError as exc:
-        raise SettingsError(f"invalid setting 'redis': {exc}") from None
+        raise SettingsError(f"invalid setting 'redis': {redact_text(str(exc))}") from None
+    # A cluster client takes no parser argument: every node's connections are made from
+    # these keyword arguments (those of nodes found later from the client's).
+    client.connection_kwargs["parser_class"] = parser
+    for node in client.nodes_manager.startup_nodes.values():
+        node.connection_kwargs["parser_class"] = parser
+    return client
 
 
 async def open_control(url: str, job: str) -> Control:
@@ -58,9 +74,10 @@ async def open_control(url: str, job: str) -> Control:
     except ValueError as exc:
         await redis.aclose()
         raise SettingsError(f"invalid setting 'job': {exc}") from None
-    except (RedisError, OSError) as exc:
+    except (RedisError, RedisClusterException, OSError) as exc:
         await redis.aclose()
-        raise ClusterError(f"cannot reach Redis at {url}: {exc}") from None
+        reason = redact_text(str(exc))
+        raise ClusterError(f"cannot reach Redis at {redact_url(url)}: {reason}") from None
 
 
 def parse_job(raw: str, job: str) -> CrawlSettings:
@@ -83,13 +100,19 @@ async def load_job(control: Control) -> CrawlSettings | None:
 
 
 async def submit(settings: CrawlSettings, url: str, job: str) -> int:
-    """Store the job's settings and queue its seeds; returns how many seeds were queued."""
+    """Store the job's settings and queue its seeds; returns how many seeds were queued.
+
+    The stored job holds no credential: the page store's DSN is stored without its password
+    (see :func:`job_settings`).
+    """
     seeds = canonical_seeds(settings)
-    settings = settings.model_copy(update={"seeds": seeds, "seeds_file": None, "resume": False})
+    settings = job_settings(settings, seeds)
     control = await open_control(url, job)
     try:
         if await control.load_job() is not None:
-            raise SettingsError(f"job {job!r} exists already at {url}; choose another --job")
+            raise SettingsError(
+                f"job {job!r} exists already at {redact_url(url)}; choose another --job"
+            )
         frontier = RedisFrontier(
             control.redis,
             job,
@@ -106,6 +129,19 @@ async def submit(settings: CrawlSettings, url: str, job: str) -> int:
         await control.redis.aclose()
 
 
+def job_settings(settings: CrawlSettings, seeds: list[str]) -> CrawlSettings:
+    """The settings as a job stores them: canonical seeds, and ``store`` without its password.
+
+    Everyone who can read the job's Redis can read the job, so it holds no credential. Each
+    worker supplies the store's password itself: its own ``--store`` (or ``GOSSAMER_STORE``)
+    replaces the job's, or libpq's ``PGPASSWORD`` / ``~/.pgpass`` complete the stored DSN.
+    """
+    update: dict[str, Any] = {"seeds": seeds, "seeds_file": None, "resume": False}
+    if settings.store is not None:
+        update["store"] = strip_password(settings.store)
+    return settings.model_copy(update=update)
+
+
 # -- status and wait ------------------------------------------------------------------------
 
 
@@ -115,19 +151,7 @@ async def status(url: str, job: str) -> dict[str, Any]:
     try:
         settings = await load_job(control)
         totals = await control.totals(settings.partitions) if settings else None
-        workers = [
-            {
-                "name": w.name,
-                "alive": w.alive,
-                "partitions": w.figures.get("partitions", 0),
-                "pages": w.figures.get("pages", 0),
-                "pages_per_second": w.figures.get("pages_per_second", 0.0),
-                "started": w.figures.get("started"),
-                "capability": w.figures.get("capability", {}),
-                "live": w.figures.get("live", {}),
-            }
-            for w in await control.workers()
-        ]
+        workers = [_worker_status(w) for w in await control.workers()]
         return {
             "job": job,
             "submitted": settings is not None,
@@ -144,14 +168,36 @@ async def status(url: str, job: str) -> dict[str, Any]:
         await control.redis.aclose()
 
 
+def _worker_status(worker: WorkerInfo) -> dict[str, Any]:
+    """One worker as ``status`` shows it; figures that are not what a worker writes (they
+    come from Redis) show as 0 or empty."""
+    figures = worker.figures
+    return {
+        "name": worker.name,
+        "alive": worker.alive,
+        "partitions": _number(figures.get("partitions"), 0),
+        "pages": _number(figures.get("pages"), 0),
+        "pages_per_second": _number(figures.get("pages_per_second"), 0.0),
+        "started": _number(figures.get("started"), None),
+        "capability": Capability.from_json(figures.get("capability")).to_json(),
+        "live": Live.from_json(figures.get("live")).to_json(),
+    }
+
+
+def _number(value: Any, default: float | None) -> Any:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return value if ok else default
+
+
 def _totals(totals: JobTotals | None) -> dict[str, int]:
     if totals is None:
-        return {"queued": 0, "claimed": 0, "seen": 0, "finished": 0}
+        return {"queued": 0, "claimed": 0, "seen": 0, "finished": 0, "set_aside": 0}
     return {
         "queued": totals.queued,
         "claimed": totals.claimed,
         "seen": totals.seen,
         "finished": totals.finished,
+        "set_aside": totals.set_aside,
     }
 
 

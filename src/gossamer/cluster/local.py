@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shutil
 import socket
 import sys
@@ -44,7 +45,7 @@ async def _up(settings: CrawlSettings, workers: int, job: str, binary: str) -> i
     procs: list[Process] = []
     try:
         for i in range(workers):
-            procs.append(await _start_worker(url, job, out, i))
+            procs.append(await _start_worker(url, job, out, i, settings.store))
         await _await_workers(url, job, procs)  # all in the first assignment: none moves
         await submit(settings, url, job)
         codes = await asyncio.gather(*(p.wait() for p in procs))
@@ -105,8 +106,13 @@ async def _start_redis(binary: str, directory: Path) -> tuple[str, Process]:
         await client.aclose()
 
 
-async def _start_worker(url: str, job: str, out: Path, i: int) -> Process:
+async def _start_worker(url: str, job: str, out: Path, i: int, store: str | None) -> Process:
+    """A worker process; the store's DSN (password included, the job holds none) goes in its
+    environment, never on its command line where ``ps`` shows it."""
     name = f"worker-{i}"
+    env = dict(os.environ)
+    if store is not None:
+        env["GOSSAMER_STORE"] = store
     log = (out / f"{name}.log").open("ab")
     try:
         return await asyncio.create_subprocess_exec(
@@ -115,6 +121,7 @@ async def _start_worker(url: str, job: str, out: Path, i: int) -> Process:
             *("--name", name, "--out", str(out / name), "--quiet"),
             stdout=log,
             stderr=log,
+            env=env,
         )
     finally:
         log.close()

@@ -37,7 +37,6 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
@@ -45,6 +44,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from gossamer.frontier.redis import RedisClient
+from gossamer.redact import redact_text, redact_url
 
 T = TypeVar("T")
 
@@ -56,16 +56,6 @@ _CAP = 1.0
 
 class RedisUnavailable(RedisConnectionError):
     """Redis did not answer for the whole budget; the message is the one line to print."""
-
-
-def redact(url: str) -> str:
-    """``url`` without its password, fit for an error message."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
 class RedisGuard(Retry):
@@ -86,7 +76,7 @@ class RedisGuard(Retry):
         rng: random.Random | None = None,
     ) -> None:
         super().__init__(NoBackoff(), -1)
-        self.url = redact(url)
+        self.url = redact_url(url)
         self.budget = budget
         self.cap = cap
         self._base = base
@@ -151,7 +141,8 @@ class RedisGuard(Retry):
         left = self._since + self.budget - now
         if left <= 0:
             if self._verdict is None:
-                self._verdict = f"Redis at {self.url} unreachable for {self.budget:g} s: {error}"
+                reason = redact_text(str(error))
+                self._verdict = f"Redis at {self.url} unreachable for {self.budget:g} s: {reason}"
             raise RedisUnavailable(self._verdict) from None
         return min(self.delay(failures), left)
 

@@ -43,6 +43,7 @@ from gossamer.crawl import (
 )
 from gossamer.engine import Crawler, robots_check
 from gossamer.frontier.redis import RedisFrontier
+from gossamer.redact import redact_url
 from gossamer.settings import CrawlSettings, SettingsError, crawl_scope
 from gossamer.stats import CrawlStats
 
@@ -66,6 +67,9 @@ class WorkerOptions:
     concurrency: int | None = None
     max_bandwidth: int | None = None
     heartbeat_ttl: float | None = None
+    store: str | None = None
+    """This worker's page store DSN, password included: it replaces the job's, which is
+    stored without a password (``--store`` or ``GOSSAMER_STORE``; see ``jobs.job_settings``)."""
     job_timeout: float = 600.0
     """Seconds to wait for a job to be submitted."""
     redis_timeout: float = DEFAULT_BUDGET
@@ -109,7 +113,7 @@ async def _wait_for_job(control: Control, options: WorkerOptions, name: str) -> 
             with contextlib.suppress(RedisError):
                 await control.leave(name, figures)
             raise ClusterError(
-                f"no job {options.job!r} submitted at {options.redis_url} "
+                f"no job {options.job!r} submitted at {redact_url(options.redis_url)} "
                 f"after {options.job_timeout:g}s"
             )
         if not told:
@@ -125,6 +129,8 @@ async def _wait_for_job(control: Control, options: WorkerOptions, name: str) -> 
         update["max_bandwidth"] = options.max_bandwidth
     if options.heartbeat_ttl is not None:
         update["heartbeat_ttl"] = options.heartbeat_ttl
+    if options.store is not None:
+        update["store"] = options.store
     try:
         return CrawlSettings.model_validate(settings.model_dump() | update)
     except ValidationError as exc:

@@ -87,6 +87,8 @@ class FrontierStats:
     rejected: dict[str, int]
     active_hosts: int = 0
     """Hosts in the working set, scheduled now (the embedded frontier; see its doc)."""
+    set_aside: int = 0
+    """Malformed entries this frontier met in its durable queue and moved aside."""
 
 
 class Frontier(Protocol):

@@ -30,6 +30,17 @@ An entry is ``fp|depth|hops|attempts|not_before|url``: ``not_before`` is the wal
 before which a retried URL may not be fetched; a worker claiming it early keeps it in memory
 until then (its claim renewed), so ``claimed`` covers URLs waiting for a retry too.
 
+A claimed entry that does not decode (see :meth:`_Entry.decode`: wrong field count, numbers
+that are not, a URL that is not a canonical http(s) one) is set aside with a warning, never
+crashing the worker nor staying claimed: it goes to the job's list of bad entries, then leaves
+its partition's claims (``set_aside.lua``; ``claimed`` counts it no more), in that order, so a
+worker killed in between loses nothing (the claim expires and comes back, to be set aside
+again). Job-level keys, tagged ``{J}`` like the control plane's::
+
+    gs:{J}:bad          LIST   bad entries as JSON {partition, reason, entry}, newest first,
+                               the last 10,000 kept (the entry cut at 8 KiB)
+    gs:{J}:bad:count    STRING how many entries were ever set aside
+
 With ``partition_by="url"`` a URL's partition is its fingerprint modulo ``P``, so one host's
 URLs spread over every worker (a crawl of few hosts uses many workers); claims, acks, reclaims
 and ``done()`` work as above. No worker owns a host then, so on top of its local
@@ -91,7 +102,10 @@ import asyncio
 import contextlib
 import heapq
 import itertools
+import json
+import logging
 import math
+import re
 import time
 import uuid
 import weakref
@@ -132,6 +146,7 @@ SCRIPTS = (
     "fence",
     "host_acquire",
     "host_release",
+    "set_aside",
 )
 _COUNT_FIELDS = ("queued", "claimed", "seen", "finished")
 _RECLAIM_LIMIT = 1000
@@ -144,6 +159,16 @@ _FENCE_POLL = 0.25
 requests still in flight ends when they do, earlier than it says)."""
 _BUSY_RETRY = 0.05
 """Seconds before asking the limiter again for a host whose slots are all held."""
+BAD_KEPT = 10_000
+"""Bad entries kept in ``gs:{J}:bad`` (the newest)."""
+_BAD_SHOWN = 8192
+"""Characters of a bad entry kept in ``gs:{J}:bad``."""
+_MAX_URL = 1 << 20
+"""Characters of an entry's URL beyond which it is bad, whatever the job's max URL length."""
+_FINGERPRINT = re.compile(r"-?\d{1,19}")
+_COUNT = re.compile(r"\d{1,9}")
+
+log = logging.getLogger(__name__)
 
 
 def partition_of(key: str, partitions: int) -> int:
@@ -156,6 +181,11 @@ def partition_keys(job: str, part: int) -> dict[str, str]:
     tag = f"gs:{{{job}:{part}}}:"
     names = ("seen", "queue", "claimed", "deadlines", "counts", "fence")
     return {name: tag + name for name in names}
+
+
+def bad_keys(job: str) -> dict[str, str]:
+    """The job's keys of set-aside entries (``entries`` LIST, ``count`` STRING), tag ``{job}``."""
+    return {"entries": f"gs:{{{job}}}:bad", "count": f"gs:{{{job}}}:bad:count"}
 
 
 def host_keys(job: str, key: str) -> dict[str, str]:
@@ -208,6 +238,21 @@ def _text(value: bytes | str) -> str:
     return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
 
 
+def _count(value: bytes | str | None) -> int:
+    """A partition count as ``counts.lua`` reads it: an integer, else 0."""
+    try:
+        return int(value or 0)
+    except ValueError:
+        return 0
+
+
+def _bad_json(part: int, raw: bytes | str, reason: str) -> str:
+    """A set-aside entry as stored in ``gs:{J}:bad`` (cut at ``_BAD_SHOWN`` characters)."""
+    text = raw.decode("utf-8", "backslashreplace") if isinstance(raw, bytes) else raw
+    entry = text[:_BAD_SHOWN].encode("utf-8", "backslashreplace").decode("utf-8")
+    return json.dumps({"partition": part, "reason": reason, "entry": entry})
+
+
 @dataclass(slots=True)
 class _Entry:
     url: str
@@ -226,10 +271,46 @@ class _Entry:
 
     @classmethod
     def decode(cls, raw: bytes | str, part: int, claim: int) -> _Entry:
-        fp, depth, hops, attempts, not_before, url = _text(raw).split("|", 5)
-        return cls(
-            url, int(fp), int(depth), int(hops), int(attempts), float(not_before), part, claim
-        )
+        """The entry ``raw`` from Redis; :class:`BadEntry` saying why when it is malformed."""
+        try:
+            text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        except UnicodeDecodeError:
+            raise BadEntry("not UTF-8") from None
+        fields = text.split("|", 5)
+        if len(fields) != 6:
+            raise BadEntry(f"{len(fields)} fields, not 6")
+        fp, *counts, not_before, url = fields
+        if not _FINGERPRINT.fullmatch(fp) or not -(1 << 63) <= int(fp) < 1 << 63:
+            raise BadEntry("the fingerprint is not a 64-bit integer")
+        if not all(_COUNT.fullmatch(n) for n in counts):
+            raise BadEntry("depth, hops or attempts is not a small count")
+        try:
+            when = float(not_before)
+        except ValueError:
+            raise BadEntry("not_before is not a number") from None
+        if not math.isfinite(when):
+            raise BadEntry("not_before is not finite")
+        _check_url(url)
+        if int(fp) != fingerprint(url):
+            raise BadEntry("the fingerprint is not the URL's")
+        depth, hops, attempts = map(int, counts)
+        return cls(url, int(fp), depth, hops, attempts, when, part, claim)
+
+
+class BadEntry(ValueError):
+    """A queue entry from Redis that does not decode; it is set aside (module docstring)."""
+
+
+def _check_url(url: str) -> None:
+    """Raise :class:`BadEntry` unless ``url`` looks like a canonical http(s) URL."""
+    if len(url) > _MAX_URL:
+        raise BadEntry(f"URL of {len(url)} characters")
+    if not url.startswith(("http://", "https://")):
+        raise BadEntry("not an http(s) URL")
+    if not url.isascii() or not url.isprintable() or " " in url:
+        raise BadEntry("URL with characters a canonical URL never has")
+    if not host_key(url).partition("://")[2]:
+        raise BadEntry("URL without a host")
 
 
 @dataclass(slots=True)
@@ -307,7 +388,7 @@ async def read_counts(redis: RedisClient, job: str, partitions: int) -> Partitio
             pipe.hmget(key, _COUNT_FIELDS)
         rows: list[list[Any]] = await pipe.execute()
     for part, row in enumerate(rows):
-        values = [int(value or 0) for value in row]
+        values = [_count(value) for value in row]
         sums = [total + value for total, value in zip(sums, values, strict=True)]
         if values[0] or values[1]:
             busy[part] = (values[0], values[1])
@@ -442,6 +523,7 @@ class RedisFrontier:
         self._seq = itertools.count()
         self._in_memory = 0
         self._duplicates = 0
+        self._set_aside_count = 0
         self._rejected: dict[str, int] = {}
         self._origins = OriginCache(scope)
         self._snapshot = PartitionCounts()
@@ -646,6 +728,7 @@ class RedisFrontier:
             seen=max(self._snapshot.seen, len(self._sent)),
             duplicates=self._duplicates,
             rejected=dict(self._rejected),
+            set_aside=self._set_aside_count,
         )
 
     # -- cluster operations ------------------------------------------------------------------
@@ -858,6 +941,7 @@ class RedisFrontier:
         deadline = self._wall() + self._lease_timeout
         names = ("queue", "claimed", "deadlines", "counts", "fence")
         calls: list[ScriptCall] = []
+        bad: list[tuple[int, int, bytes | str, str]] = []
         for part in parts:
             keys = self._part_keys(part)
             args = [self._claim_batch, repr(deadline)]
@@ -872,9 +956,38 @@ class RedisFrontier:
                 self._waiting.discard(part)
             first = int(last) - len(raws) + 1
             for i, raw in enumerate(raws):
-                self._hold(_Entry.decode(raw, part, first + i))
+                try:
+                    self._hold(_Entry.decode(raw, part, first + i))
+                except BadEntry as exc:
+                    bad.append((part, first + i, raw, str(exc)))
         if any(len(r) > 2 for r in results):
             self._changes += 1
+        await self._set_aside(bad)
+
+    async def _set_aside(self, bad: list[tuple[int, int, bytes | str, str]]) -> None:
+        """Move claimed entries that do not decode to the job's bad entries (see the module
+        docstring): first into ``gs:{J}:bad``, then out of their partition's claims."""
+        if not bad:
+            return
+        keys = bad_keys(self._job)
+        async with self._redis.pipeline(transaction=True) as pipe:
+            for part, _, raw, reason in bad:
+                log.warning(
+                    "job %s: set aside a malformed entry of partition %d (%s): %.200r",
+                    self._job, part, reason, raw,
+                )  # fmt: skip
+                pipe.lpush(keys["entries"], _bad_json(part, raw, reason))
+            pipe.ltrim(keys["entries"], 0, BAD_KEPT - 1)
+            pipe.incrby(keys["count"], len(bad))
+            await pipe.execute()
+        calls: list[ScriptCall] = []
+        for part, claim, _, _ in bad:
+            names = self._part_keys(part)
+            keys_of = [names["claimed"], names["deadlines"], names["counts"]]
+            calls.append((self._scripts["set_aside"], keys_of, [claim]))
+        await self._run(calls)
+        self._set_aside_count += len(bad)
+        self._changes += 1
 
     def _claimable(self, now: float) -> Iterator[int]:
         """Owned partitions believed to have queued entries and not fenced now."""

@@ -32,6 +32,7 @@ import asyncpg
 
 from gossamer.cluster.errors import ClusterError
 from gossamer.crawldb import CrawlDB
+from gossamer.redact import redact_text, redact_url
 from gossamer.settings import SettingsError
 from gossamer.sinks.base import FIELD_NAMES, PageRecord
 from gossamer.sinks.sqlite import SQLiteSink
@@ -75,7 +76,7 @@ class StoreTarget:
 def parse_store_url(url: str) -> StoreTarget:
     """Split ``postgres://user@host:port/db?table=name``; raises SettingsError when malformed."""
     parts = urlsplit(url)
-    shown = _without_password(url)
+    shown = redact_url(url)
     if parts.scheme not in ("postgres", "postgresql"):
         raise SettingsError(
             f"invalid setting 'store': expected postgres://user@host/database, got {shown!r}"
@@ -93,14 +94,6 @@ def parse_store_url(url: str) -> StoreTarget:
         )
     rest = urlencode([(k, v) for k, v in query if k != "table"])
     return StoreTarget(urlunsplit(parts._replace(query=rest)), table, shown)
-
-
-def _without_password(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 # -- the table ------------------------------------------------------------------------------
@@ -347,5 +340,5 @@ class StoreExport:
 
 
 def _say(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
+    text = redact_text(str(exc)).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
