@@ -69,6 +69,8 @@ class AddressGuard:
     named_domains: frozenset[str] = frozenset()
     """Domains whose subdomains the user named too; ``""`` names every host."""
     allow_private: bool = False
+    named_subdomains: frozenset[str] = frozenset()
+    """Domains whose subdomains only the user named (``--resolve '*.test=...'``)."""
 
     @classmethod
     def for_crawl(
@@ -83,15 +85,16 @@ class AddressGuard:
         names the domain ``test``, a bare ``*`` every host)."""
         hosts = {h.lower().strip("[]").rstrip(".") for h in seed_hosts}
         domains = {d.lower().strip(".") for d in allow_domains}
+        subdomains: set[str] = set()
         for item in resolve:
             name = item.partition("=")[0].strip().lower().rstrip(".")
             if name == "*":
                 domains.add("")
             elif name.startswith("*."):
-                domains.add(name[2:])
+                subdomains.add(name[2:])
             elif name:
                 hosts.add(name)
-        return cls(frozenset(hosts), frozenset(domains), allow_private)
+        return cls(frozenset(hosts), frozenset(domains), allow_private, frozenset(subdomains))
 
     def named(self, host: str) -> bool:
         """Whether the user named ``host`` (a seed host, an allowed domain, a --resolve)."""
@@ -99,6 +102,8 @@ class AddressGuard:
         if host in self.named_hosts or "" in self.named_domains:
             return True
         labels = host.split(".")
+        if any(".".join(labels[i:]) in self.named_subdomains for i in range(1, len(labels))):
+            return True
         return any(".".join(labels[i:]) in self.named_domains for i in range(len(labels)))
 
     def verdict(self, host: str, address: str | IPAddress) -> str | None:

@@ -102,9 +102,8 @@ class PolitenessPolicy:
         if feedback.started_at is not None:
             self._learn(slot, feedback)
             slot.next_start = max(slot.next_start, feedback.started_at + self.delay_of(slot))
-        if feedback.retry_after is not None:
-            if feedback.retry_after <= self.max_pause:
-                slot.next_start = max(slot.next_start, now + feedback.retry_after)
+        if feedback.retry_after is not None and feedback.retry_after <= self.max_pause:
+            slot.next_start = max(slot.next_start, now + feedback.retry_after)
 
     def _set_crawl_delay(self, slot: HostSlot, asked: float, host: str) -> None:
         delay = min(asked, self.max_crawl_delay)

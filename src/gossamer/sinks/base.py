@@ -13,6 +13,7 @@ import operator
 from dataclasses import dataclass, fields
 from typing import Any
 
+from gossamer.redact import redact_url
 from gossamer.safe import safe_text
 
 _TEXT_FIELDS = ("url", "content_type", "title", "redirect_to", "error")
@@ -41,6 +42,10 @@ class PageRecord:
     ``deflate-raw-fallback``, ``html-flattened``); empty when nothing was."""
 
     def __post_init__(self) -> None:
+        for name in ("url", "redirect_to"):  # credentials in a URL are shown as ***
+            value = getattr(self, name)
+            if value is not None and "@" in value.partition("://")[2].partition("/")[0]:
+                object.__setattr__(self, name, redact_url(value))
         for name in _TEXT_FIELDS:
             value = getattr(self, name)
             if value is not None and not value.isascii():
