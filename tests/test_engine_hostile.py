@@ -18,7 +18,7 @@ from aiohttp import web
 from gossamer import engine
 from gossamer.crawl import run_crawl
 from gossamer.parse.links import ParsedPage
-from gossamer.settings import load_settings
+from gossamer.settings import SettingsError, load_settings
 from gossamer.stats import CrawlStats
 
 pytestmark = pytest.mark.timeout(60)
@@ -121,3 +121,22 @@ async def test_every_seed_is_queued_durably_when_the_crawl_stops_early(tmp_path:
         again = site.requests[len(first) :]
         assert len(again) == 20 and not set(again) & set(first)
         assert {path for path in site.requests} <= {f"/p{i}" for i in range(25_000)}
+
+
+async def test_a_crawl_stopped_while_seeding_asks_for_its_seeds_on_resume(tmp_path: Path) -> None:
+    """A crawl killed before its seeds were all queued (``seeding`` still ``started``) cannot
+    resume from crawl.db alone: it says so instead of silently crawling part of them; given
+    the seeds again, it resumes."""
+    out = tmp_path / "out"
+    async with serving() as site:
+        seeds = [site.url(f"/p{i}") for i in range(30)]
+        await crawl(out, seeds=list(seeds), max_pages=5)
+        conn = sqlite3.connect(out / "crawl.db")
+        with conn:
+            conn.execute("UPDATE meta SET value = 'started' WHERE key = 'seeding'")
+            conn.execute("DELETE FROM urls WHERE state = 0 AND url LIKE '%/p2_'")
+        conn.close()
+        with pytest.raises(SettingsError, match="before all its seeds were queued"):
+            await crawl(out, resume=True)
+        stats = await crawl(out, resume=True, seeds=list(seeds))
+        assert stats.pages == 30 and stats.queued == 0

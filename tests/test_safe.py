@@ -100,3 +100,9 @@ def test_flags_round_trip_through_a_row_and_json() -> None:
     assert plain.as_row()[-1] == ""
     assert PageRecord.from_row(plain.as_row()).flags == ()
     assert PageRecord.from_row((*plain.as_row()[:-1], None)).flags == ()
+
+
+def test_a_record_masks_the_password_of_its_url_only() -> None:
+    record = PageRecord("https://u:pw@social.test/@alice?x=a@b", 200, 0)
+    assert record.url == "https://u:***@social.test/@alice?x=a@b"
+    assert PageRecord("https://social.test/@alice", 200, 0).url == "https://social.test/@alice"

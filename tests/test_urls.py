@@ -134,3 +134,16 @@ def test_fast_path_agrees_with_full_canonicalization() -> None:
             accepted += 1
             assert _canonicalize(url) == url, url
     assert accepted > 1000
+
+
+@pytest.mark.parametrize(
+    "url", ["http://[fe80::1%25eth0]/", "http://[::1%eth0]/", "http://a b/", "http://x%41.test/"]
+)
+def test_hosts_no_server_can_have_are_invalid(url: str) -> None:
+    with pytest.raises(InvalidURL):
+        canonicalize(url)
+
+
+def test_user_info_is_not_part_of_the_politeness_key() -> None:
+    assert host_key(canonicalize("http://a:b@h.test:81/x")) == "http://h.test:81"
+    assert host_key("http://a@h.test/") == host_key("http://b@h.test/") == "http://h.test"

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from gossamer.balance.probe import BandwidthMeter
 from gossamer.crawldb import CrawlDB
 from gossamer.engine import (
+    SEEDING_META,
     CommitHook,
     Crawler,
     EngineConfig,
@@ -172,7 +173,8 @@ async def build_crawler(settings: CrawlSettings, seeds: list[str]) -> AsyncItera
     """Construct the crawler and its stages over the embedded frontier; close them on exit."""
     # The scope and the address guard need only the seeds' origins: 200,000, not 1,000,000.
     origins = sorted({host_key(seed) + "/" for seed in seeds})
-    origins = origins or _stored_seeds(settings.out / "crawl.db")
+    if not origins and settings.resume:
+        origins = _stored_seeds(settings.out / "crawl.db")
     async with open_stages(settings, origins) as stages:
         db = stages.db
         frontier = LocalFrontier(
@@ -198,8 +200,14 @@ def _stored_seeds(path: Path) -> list[str]:
     db = CrawlDB(path)
     try:
         stored = db.get_meta("seeds")
+        seeding = db.get_meta(SEEDING_META)
     finally:
         db.close()
+    if seeding == "started":
+        raise SettingsError(
+            "invalid setting 'seeds': the crawl stopped before all its seeds were queued; "
+            "resume with the same seeds (or --seeds-file) and --resume"
+        )
     return stored.split("\n") if stored else []
 
 

@@ -29,6 +29,7 @@ from gossamer.frontier.base import Candidate, Feedback, Frontier, Lease
 from gossamer.frontier.robots import RobotsCache, RobotsPolicy
 from gossamer.outcomes import Action, RetryPolicy, classify, is_failure
 from gossamer.parse.links import ParsedPage, parse_html
+from gossamer.redact import redact_url
 from gossamer.sinks.base import PageRecord
 from gossamer.sinks.jsonl import JsonlSink
 from gossamer.sinks.sqlite import SQLiteSink
@@ -42,6 +43,8 @@ parser a few seconds, and lexbor lets the loop run meanwhile (it releases the GI
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _GRACE_SECONDS = 5.0
 _SEED_BATCH = 10_000
+SEEDING_META = "seeding"
+"""crawl.db meta: ``started`` while seeds are being queued, ``done`` once all are durable."""
 _INSERT_SITEMAP = "INSERT OR IGNORE INTO sitemaps (host, url) VALUES (?, ?)"
 
 CommitHook = Callable[[], Callable[[], Awaitable[None]]]
@@ -187,10 +190,15 @@ class Crawler:
     async def _seed(self, seeds: list[str]) -> None:
         """Queue the seeds in batches, each committed, while the crawl starts: a million
         seeds are neither staged in memory at once nor wait for before the first fetch."""
+        if not seeds:
+            return
+        self._db.set_meta(SEEDING_META, "started")
         for start in range(0, len(seeds), _SEED_BATCH):
             await self._frontier.add([Candidate(url) for url in seeds[start : start + _SEED_BATCH]])
             await self._db.commit()
             self._wake.set()
+        self._db.set_meta(SEEDING_META, "done")
+        await self._db.commit()
         seeds.clear()  # queued and durable: not kept for the rest of the crawl
 
     def stop(self) -> None:
@@ -371,7 +379,7 @@ class Crawler:
     ) -> None:
         """A failure while handling one URL's answer (a bug that input revealed) ends that URL
         with an ``internal-error`` record instead of the crawl; it is not tried again."""
-        log.exception("internal error handling %s; recorded, crawl goes on", lease.url)
+        log.exception("internal error handling %s; recorded, crawl goes on", redact_url(lease.url))
         record = PageRecord(
             lease.url,
             result.status,

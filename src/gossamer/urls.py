@@ -21,6 +21,9 @@ _LONE_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 # path, '/'). Everything else outside the unreserved set is percent-encoded.
 _PATH_SAFE = "/:@!$&'()*+,;=-._~"
 _QUERY_SAFE = "/?:@!$&'()*+,;=-._~"
+_IPV6 = re.compile(r"[0-9a-f:.]+")
+_FORBIDDEN_HOST = re.compile(r"[\x00-\x20#/:<>?@\[\\\]^|%\x7f]")
+"""WHATWG's forbidden domain code points: no such host can be looked up."""
 _USERINFO_SAFE = ":!$&'()*+,;=-._~"
 _PLAIN = re.compile(r"[A-Za-z0-9\-._~/:@!$&'()*+,;=?]*")
 # A URL already in canonical form (the common case for links a parser resolved): lower-case
@@ -79,7 +82,11 @@ def _canonical_host(parts: SplitResult) -> str:
             raise InvalidURL(f"bad international host name: {host!r}") from exc
     host = host.rstrip(".")
     if ":" in host:
+        if not _IPV6.fullmatch(host):  # zone ids (fe80::1%eth0) and junk
+            raise InvalidURL(f"bad IPv6 host: {host[:100]!r}")
         return f"[{host}]"
+    if not host or _FORBIDDEN_HOST.search(host):
+        raise InvalidURL(f"bad host name: {host[:100]!r}")
     return host
 
 
@@ -140,9 +147,13 @@ def fingerprint(canonical_url: str) -> int:
 
 
 def host_key(canonical_url: str) -> str:
-    """The politeness key of a canonical URL: ``scheme://host[:port]``."""
+    """The politeness key of a canonical URL: ``scheme://host[:port]``, without user info
+    (``http://a@h/`` and ``http://b@h/`` are the same server to be polite to)."""
     scheme, _, rest = canonical_url.partition("://")
-    return scheme + "://" + rest.split("/", 1)[0]
+    authority = rest.split("/", 1)[0]
+    if "@" in authority:
+        authority = authority.rpartition("@")[2]
+    return scheme + "://" + authority
 
 
 def host_of(canonical_url: str) -> str:

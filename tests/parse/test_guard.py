@@ -146,3 +146,13 @@ def test_worst_case_pages_parse_in_bounded_time(name: str) -> None:
     started = time.perf_counter()
     parse_html(body, URL)
     assert time.perf_counter() - started < WORST_BUDGET_SECONDS
+
+
+def test_attribute_names_with_odd_whitespace_past_the_limit() -> None:
+    """Names past the attribute limit holding characters ``str.split`` splits on (vertical
+    tab, U+2028 ...) must not shift which attribute is kept."""
+    many = " ".join(f"b{i}=1" for i in range(4 * MAX_TAG_ATTRIBUTES))
+    tag = f"<a {many} c\x0bd=1 e\u2028f=2 href=/x>x</a>"
+    page = parse_html(("<p>pad</p>" * 8000 + tag).encode(), "http://a.test/")
+    assert page.links == ["http://a.test/x"]
+    assert page.flags == ("html-cut-attributes",)

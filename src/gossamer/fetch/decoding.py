@@ -59,6 +59,13 @@ class _ZlibDecoder:
         self.flags: list[str] = []
 
     def feed(self, data: bytes) -> bytes:
+        if len(data) <= _SLICE:
+            return self._feed(data)
+        # A stream ends with its remaining input copied (``unused_data``): fed in slices, a
+        # body of many tiny gzip members costs linear time, not quadratic.
+        return b"".join(self._feed(data[i : i + _SLICE]) for i in range(0, len(data), _SLICE))
+
+    def _feed(self, data: bytes) -> bytes:
         parts: list[bytes] = []
         while data and not self._stopped and not self.capped:
             if self._obj is None:
@@ -132,6 +139,10 @@ class _ZlibDecoder:
             return b""
         self._members += 1
         self._obj = None
+        if self._members >= MAX_MEMBERS and obj.unused_data:
+            self.capped = True  # the body is cut here: flagged truncated
+            self.flags.append("gzip-members-cut")
+            return b""
         return obj.unused_data
 
 
@@ -139,6 +150,9 @@ _GZIP = 16 + zlib.MAX_WBITS
 _ZLIB = zlib.MAX_WBITS
 _RAW = -zlib.MAX_WBITS
 _RETRY_LIMIT = 64 * 1024
+_SLICE = 4096
+MAX_MEMBERS = 10_000
+"""gzip members decoded in one body; a body of more is cut there (``gzip-members-cut``)."""
 
 
 def _wbits(head: bytes) -> int:

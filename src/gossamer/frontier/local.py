@@ -103,7 +103,7 @@ class LocalFrontier:
         robots_check: RobotsCheck | None = None,
         lease_timeout: float = 600.0,
         memory_budget: int = 100_000,
-        max_active: int = 10_000,
+        max_active: int = 50_000,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._scope = scope

@@ -396,9 +396,9 @@ class _Guard:
                 known.add(name)
             wanted.discard(lowered)
             kept.append(attribute)
-        # past the limit, only the first of each attribute links need (names hold no spaces)
-        rest = " ".join(names[MAX_TAG_ATTRIBUTES:]).lower().split()
-        for index, name in enumerate(rest):
+        # past the limit, only the first of each attribute links need
+        for index, raw in enumerate(names[MAX_TAG_ATTRIBUTES:]):
+            name = raw.lower()
             if name in wanted:
                 wanted.discard(name)
                 kept.append(pairs[MAX_TAG_ATTRIBUTES + index][0])

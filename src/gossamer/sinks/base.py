@@ -45,7 +45,7 @@ class PageRecord:
         for name in ("url", "redirect_to"):  # credentials in a URL are shown as ***
             value = getattr(self, name)
             if value is not None and "@" in value.partition("://")[2].partition("/")[0]:
-                object.__setattr__(self, name, redact_url(value))
+                object.__setattr__(self, name, _redact_authority(value))
         for name in _TEXT_FIELDS:
             value = getattr(self, name)
             if value is not None and not value.isascii():
@@ -71,6 +71,14 @@ class PageRecord:
         values["truncated"] = bool(values["truncated"])
         values["flags"] = tuple((values["flags"] or "").split())
         return cls(**values)
+
+
+def _redact_authority(url: str) -> str:
+    """``url`` with the password of its user info masked; the path, which may hold an ``@``
+    of its own, is left alone."""
+    scheme, _, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    return redact_url(f"{scheme}://{authority}") + slash + path
 
 
 FIELD_NAMES = tuple(f.name for f in fields(PageRecord))
