@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from tests.local_app import serve
 
 from gossamer.crawl import open_stages
 from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease
@@ -52,17 +53,9 @@ class Site:
 
 @asynccontextmanager
 async def serving(site: Site) -> AsyncIterator[Site]:
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", site.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    tcp = web.TCPSite(runner, "127.0.0.1", 0)
-    await tcp.start()
-    site.port = tcp._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
+    async with serve(site.handle) as port:
+        site.port = port
         yield site
-    finally:
-        await runner.cleanup()
 
 
 def settings_for(out: Path, **flags: Any) -> CrawlSettings:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from tests.local_app import serve
 
 from gossamer import engine
 from gossamer.crawl import run_crawl
@@ -45,17 +46,9 @@ class Site:
 @asynccontextmanager
 async def serving() -> AsyncIterator[Site]:
     site = Site()
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", site.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    tcp = web.TCPSite(runner, "127.0.0.1", 0)
-    await tcp.start()
-    site.port = tcp._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
+    async with serve(site.handle) as port:
+        site.port = port
         yield site
-    finally:
-        await runner.cleanup()
 
 
 async def crawl(out: Path, **flags: Any) -> CrawlStats:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
+from tests.local_app import serve
 
 from .harness import load_records
 
@@ -43,17 +44,9 @@ class Server:
 
 @asynccontextmanager
 async def serving(server: Server) -> AsyncIterator[Server]:
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", server.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    server.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
+    async with serve(server.handle) as port:
+        server.port = port
         yield server
-    finally:
-        await runner.cleanup()
 
 
 def html(*links: str) -> Page:
