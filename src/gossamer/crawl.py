@@ -127,6 +127,9 @@ async def open_stages(
         token=settings.robots_token,
         retry_interval=settings.robots_retry,
         may_follow=functools.partial(in_scope, scope),
+        # More than the hosts a frontier schedules at once (the embedded one's working set,
+        # a cluster worker's claimed URLs), so their rules are never evicted before use.
+        max_hosts=max(100_000, 2 * settings.queue_memory),
     )
     politeness = PolitenessPolicy(
         per_host=settings.per_host,
