@@ -21,6 +21,7 @@ from gossamer.crawl import run_crawl
 from gossamer.parse.links import ParsedPage
 from gossamer.settings import SettingsError, load_settings
 from gossamer.stats import CrawlStats
+from gossamer.testweb import payloads
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -133,3 +134,36 @@ async def test_a_crawl_stopped_while_seeding_asks_for_its_seeds_on_resume(tmp_pa
             await crawl(out, resume=True)
         stats = await crawl(out, resume=True, seeds=list(seeds))
         assert stats.pages == 30 and stats.queued == 0
+
+
+async def test_the_event_loop_keeps_running_while_a_worst_case_page_is_parsed(
+    tmp_path: Path,
+) -> None:
+    """A 10 MB page of 2,000 tags with 500 attributes each is parsed off the event loop: a
+    task beating every 10 ms meanwhile (as a cluster worker's claim renewals do) is never
+    held up for long."""
+    bomb = payloads.attr_bomb(2000, 500)
+
+    async def handle(request: web.Request) -> web.Response:
+        return web.Response(body=bomb, content_type="text/html")
+
+    gaps: list[float] = []
+
+    async def beat() -> None:
+        loop = asyncio.get_running_loop()
+        last = loop.time()
+        while True:
+            await asyncio.sleep(0.01)
+            now = loop.time()
+            gaps.append(now - last)
+            last = now
+
+    async with serve(handle) as port:
+        beating = asyncio.create_task(beat())
+        try:
+            out = tmp_path / "out"
+            stats = await crawl(out, seeds=[f"http://site.test:{port}/"])
+        finally:
+            beating.cancel()
+    assert stats.pages == 1 and records(out)[0]["flags"] == ["html-cut-attributes"]
+    assert len(bomb) > 9_000_000 and max(gaps) < 0.5, max(gaps)
