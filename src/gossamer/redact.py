@@ -15,7 +15,11 @@ MASK = "***"
 _USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^\s'\"<>]*)@")
 """A URL's scheme and user info: up to the last ``@`` before a space or a quote (an
 unescaped ``/`` or ``@`` in a password stays inside it)."""
-_PARAM = re.compile(r"(?i)(?P<lead>^|[?&;\s])(?P<key>[\w.-]*password)=(?P<value>[^&#;\s]*)")
+_PARAM = re.compile(
+    r"(?i)(?P<lead>^|[?&;\s])(?P<key>[\w.-]*password)\s*=\s*"
+    r"(?P<value>'(?:[^'\\]|\\.)*'?|[^&#;\s]*)"
+)
+"""A ``...password=`` parameter; a libpq value may be quoted (``password='a b'``)."""
 
 
 def redact_text(text: str) -> str:

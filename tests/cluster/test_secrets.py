@@ -103,6 +103,12 @@ def test_redact_text_masks_urls_inside_messages() -> None:
     assert "redis://:***@h:1/0" in redacted and "http://u:***@proxy" in redacted
 
 
+def test_a_quoted_libpq_password_is_masked_whole() -> None:
+    dsn = "host=h password = 'pw a\\' b' user=u"
+    assert redact_text(dsn) == "host=h password=*** user=u"
+    assert strip_password(dsn) == "host=h  user=u"
+
+
 # -- in process: errors and the guard -------------------------------------------------------
 
 
