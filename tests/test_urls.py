@@ -147,3 +147,16 @@ def test_hosts_no_server_can_have_are_invalid(url: str) -> None:
 def test_user_info_is_not_part_of_the_politeness_key() -> None:
     assert host_key(canonicalize("http://a:b@h.test:81/x")) == "http://h.test:81"
     assert host_key("http://a@h.test/") == host_key("http://b@h.test/") == "http://h.test"
+
+
+def test_a_seed_port_is_allowed_for_its_own_host_and_the_allowed_domains() -> None:
+    scope = Scope.for_seeds(["http://a.test:8080/", "http://b.test:9090/"])
+    assert scope.reject_reason("http://a.test:8080/x", 0) is None
+    assert scope.reject_reason("http://a.test:9090/x", 0) == "offsite-port"
+    assert scope.reject_reason("http://b.test/x", 0) is None  # default port
+    pooled = Scope.for_seeds(["http://a.test:8080/", "http://b.test:9090/"], ["test"])
+    assert pooled.reject_reason("http://a.test:9090/x", 0) is None  # one web on both ports
+    assert pooled.reject_reason("http://c.test:8080/x", 0) is None
+    assert pooled.reject_reason("http://c.test:6379/x", 0) == "offsite-port"
+    given = Scope.for_seeds(["http://a.test:8080/"], allow_ports=[6379])
+    assert given.reject_reason("http://a.test:6379/x", 0) is None

@@ -181,17 +181,21 @@ class Scope:
     """Which canonical URLs a crawl may enqueue.
 
     A URL is in scope when both its host and its port are allowed. ``domains`` are allowed
-    together with their subdomains; ``hosts`` only exactly. ``ports`` are the explicit ports
-    allowed; a URL without one (its scheme's default, 80 for http, 443 for https) is always
-    allowed, so the redirect of a seed from http to https, the most common one there is, stays
-    in scope. Any other port of an allowed host (a Redis on 6379, an admin page on 8081) is
-    out of scope, unless given. Trap guards bound the URL length, the depth and how often one
-    path segment may repeat.
+    together with their subdomains; ``hosts`` only exactly. A URL without an explicit port
+    (its scheme's default, 80 for http, 443 for https) is always allowed, so the redirect of a
+    seed from http to https, the most common one there is, stays in scope. An explicit port is
+    allowed for a seed's own host when a seed names it (``origins``), for hosts of the allowed
+    domains when any seed names it (``ports``: a multi-host web on one port), and everywhere
+    when given (``allow_ports``). Any other port of an allowed host (a Redis on 6379, an admin
+    page on 8081) is out of scope. Trap guards bound the URL length, the depth and how often
+    one path segment may repeat.
     """
 
     hosts: frozenset[str] = frozenset()
     domains: frozenset[str] = frozenset()
     ports: frozenset[int] = frozenset()
+    origins: frozenset[tuple[str, int]] = frozenset()
+    allow_ports: frozenset[int] = frozenset()
     max_depth: int | None = None
     max_url_length: int = 2048
     max_repeated_segments: int = 3
@@ -210,11 +214,13 @@ class Scope:
         """Scope of the seeds' hosts plus the allowed domains (and their subdomains), on the
         seeds' ports plus the allowed ones (and the schemes' defaults)."""
         seeds = list(seeds)
-        seed_ports = {p for s in seeds if (p := explicit_port(s)) is not None}
+        origins = {(host_of(s), p) for s in seeds if (p := explicit_port(s)) is not None}
         return cls(
             hosts=frozenset(host_of(s) for s in seeds),
             domains=frozenset(d.lower().strip(".") for d in allow_domains),
-            ports=frozenset(seed_ports.union(allow_ports)),
+            ports=frozenset(port for _, port in origins),
+            origins=frozenset(origins),
+            allow_ports=frozenset(allow_ports),
             max_depth=max_depth,
             max_url_length=max_url_length,
             max_repeated_segments=max_repeated_segments,
@@ -222,8 +228,9 @@ class Scope:
 
     def host_allowed(self, host: str) -> bool:
         """Whether a bare host name is inside the crawl."""
-        if host in self.hosts:
-            return True
+        return host in self.hosts or self._in_domains(host)
+
+    def _in_domains(self, host: str) -> bool:
         if not self.domains:
             return False
         labels = host.split(".")
@@ -232,12 +239,15 @@ class Scope:
     def origin_reason(self, canonical_url: str) -> str | None:
         """None when the URL's host and port are allowed, else "offsite" or "offsite-port".
         Depends on the host key only (:func:`host_key`), so it may be cached per key."""
-        if not self.host_allowed(host_of(canonical_url)):
+        host = host_of(canonical_url)
+        if not self.host_allowed(host):
             return "offsite"
         port = explicit_port(canonical_url)
-        if port is not None and port not in self.ports:
-            return "offsite-port"
-        return None
+        if port is None or port in self.allow_ports or (host, port) in self.origins:
+            return None
+        if port in self.ports and self._in_domains(host):
+            return None
+        return "offsite-port"
 
     def reject_reason(self, canonical_url: str, depth: int) -> str | None:
         """None when the URL is in scope, else a short reason ("offsite", "depth", ...)."""
