@@ -35,6 +35,7 @@ from gossamer.frontier.base import Frontier
 from gossamer.frontier.local import LocalFrontier
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.robots import RobotsCache
+from gossamer.hooks import load_hook
 from gossamer.outcomes import RetryPolicy
 from gossamer.progress import progress_line
 from gossamer.settings import (
@@ -247,7 +248,14 @@ def _fetch_config(settings: CrawlSettings) -> FetchConfig:
 
 
 def _engine_config(settings: CrawlSettings) -> EngineConfig:
+    hook = None
+    if settings.hook is not None:
+        try:
+            hook = load_hook(settings.hook)
+        except ValueError as exc:
+            raise SettingsError(f"invalid setting 'hook': {exc}") from None
     return EngineConfig(
+        hook=hook,
         concurrency=settings.concurrency,
         max_pages=settings.max_pages,
         obey_robots=settings.robots,
@@ -274,6 +282,7 @@ def tune_gc() -> None:
 async def run_crawl(settings: CrawlSettings) -> CrawlStats:
     """Run a whole crawl: signals, progress line, stats.json. Raises SettingsError."""
     seeds = canonical_seeds(settings)
+    _engine_config(settings)  # a bad --hook fails before anything is written
     prepare_out_dir(settings)
     async with build_crawler(settings, seeds) as crawler:
         tune_gc()

@@ -19,14 +19,15 @@ import logging
 import random
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import urljoin
 
 from gossamer.crawldb import CrawlDB
 from gossamer.frontier.base import Candidate, Feedback, Frontier, Lease
 from gossamer.frontier.robots import RobotsCache, RobotsPolicy
+from gossamer.hooks import Hook, HookError, Page, run_hook
 from gossamer.outcomes import Action, RetryPolicy, classify, is_failure
 from gossamer.parse.links import ParsedPage, parse_html
 from gossamer.redact import redact_url
@@ -81,6 +82,8 @@ class FetchResultLike(Protocol):
     def truncated(self) -> bool: ...
     @property
     def flags(self) -> tuple[str, ...]: ...
+    @property
+    def headers(self) -> Mapping[str, str]: ...
 
 
 class RecordStore(Protocol):
@@ -107,6 +110,8 @@ class EngineConfig:
     max_redirects: int = 10
     checkpoint_interval: float = 0.5
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    hook: Hook | None = None
+    """The user's ``--hook`` (see :mod:`gossamer.hooks`), called on every 2xx page."""
 
 
 class Crawler:
@@ -227,6 +232,7 @@ class Crawler:
             pages_per_second=fetched / elapsed if elapsed > 0 else 0.0,
             peak_rss_mb=peak_rss_mb(),
             internal_errors=self._counts["internal_errors"],
+            hook_errors=self._counts["hook_errors"],
             set_aside=front.set_aside,
         )
 
@@ -435,11 +441,17 @@ class Crawler:
         links: list[Candidate] = []
         redirect_to = None
         flags = result.flags
-        if action is Action.STORE and _is_html(result):
-            page = await self._parse(lease, result)
-            title = page.title
-            links = [Candidate(link, lease.depth + 1) for link in page.links]
-            flags += page.flags
+        extra = None
+        if action is Action.STORE:
+            page = await self._parse(lease, result) if _is_html(result) else None
+            found = page.links if page is not None else []
+            if page is not None:
+                title = page.title
+                flags += page.flags
+            if self._config.hook is not None:
+                extra, found, hook_error = self._run_hook(lease, result, page, found)
+                error = error or hook_error
+            links = [Candidate(link, lease.depth + 1) for link in found]
         elif action is Action.REDIRECT and result.location is not None:
             redirect_to, error = self._follow_redirect(lease, result.location)
             if redirect_to is not None and error is None:
@@ -459,8 +471,32 @@ class Crawler:
             attempts=lease.attempts + 1,
             truncated=result.truncated,
             flags=flags,
+            extra=extra,
         )
         return record, links
+
+    def _run_hook(
+        self, lease: Lease, result: FetchResultLike, parsed: ParsedPage | None, links: list[str]
+    ) -> tuple[dict[str, Any] | None, list[str], str | None]:
+        """The user's ``--hook`` on a 2xx page: (its fields, the links to follow, an error)."""
+        assert self._config.hook is not None
+        page = Page(
+            url=lease.url,
+            status=result.status or 0,
+            headers=result.headers,
+            body=result.body,
+            content_type=result.content_type,
+            encoding=parsed.text_encoding if parsed is not None else None,
+            tree=parsed.tree if parsed is not None else None,
+            links=tuple(links),
+            title=parsed.title if parsed is not None else None,
+        )
+        try:
+            extra, replaced = run_hook(self._config.hook, page)
+        except HookError as exc:
+            log.warning("%s on %s", exc.__cause__ or exc, redact_url(lease.url))
+            return None, links, str(exc)
+        return extra, (links if replaced is None else replaced), None
 
     async def _parse(self, lease: Lease, result: FetchResultLike) -> ParsedPage:
         """Parse an HTML body; a large one in a worker thread, so the event loop (and with it
@@ -500,6 +536,9 @@ class Crawler:
             self._counts["robots_blocked"] += count
         elif error == "internal-error":
             self._counts["internal_errors"] += count
+            self._counts["errors"] += count
+        elif error is not None and error.startswith("hook-error"):
+            self._counts["hook_errors"] += count
             self._counts["errors"] += count
         elif error is not None or status is None:
             self._counts["errors"] += count

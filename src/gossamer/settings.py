@@ -131,6 +131,11 @@ class CrawlSettings(BaseModel):
     max_bandwidth: int | None = Field(
         None, ge=1024, description="Most bytes per second this process downloads (all hosts)."
     )
+    hook: str | None = Field(
+        None,
+        description="Python function called on every fetched page, as module:function "
+        "(see gossamer.hooks): it may add fields to the record and choose the links to follow.",
+    )
     store: str | None = Field(
         None,
         description="Also write page records to this database (postgres://user@host/db).",

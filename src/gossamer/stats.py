@@ -37,6 +37,8 @@ class CrawlStats:
     pages_per_second: float
     """Records of this run per second of this run."""
     peak_rss_mb: float
+    hook_errors: int = 0
+    """Pages whose ``--hook`` raised or returned what a record cannot hold."""
     internal_errors: int = 0
     """URLs ended by a failure inside gossamer while handling their answer (recorded with the
     error ``internal-error``; each one is a bug worth reporting)."""

@@ -31,6 +31,8 @@ RECORDS = [
                attempts=4),
     PageRecord("http://a.test/moved", 301, 3, redirect_to="http://b.test/", fetched_at=2.0),
     PageRecord("http://a.test/private", None, 1, error="robots"),
+    PageRecord("http://a.test/hooked", 200, 1, flags=("html-flattened",),
+               extra={"prices": [1.5, "ü"], "nested": {"a": None}}),
 ]  # fmt: skip
 
 

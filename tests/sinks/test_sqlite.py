@@ -48,8 +48,8 @@ async def test_an_old_crawl_db_gains_the_flags_column(tmp_path: Path) -> None:
     path = tmp_path / "crawl.db"
     old_crawl_db(path)
     db = CrawlDB(path)
-    columns = [row[1] for row in db.query("PRAGMA table_info(pages)")]
-    assert columns[-1] == "flags"
+    columns: list[str] = [row[1] for row in db.query("PRAGMA table_info(pages)")]
+    assert columns[-2:] == ["flags", "extra"]
     sink = SQLiteSink(db)
     [old] = sink.records_after(0)
     assert old == PageRecord(

@@ -19,7 +19,7 @@ attributes) are first flattened and stripped of excess attributes by
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urljoin
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
@@ -73,6 +73,9 @@ class ParsedPage:
     """The URL relative links were resolved against (``<base href>`` or the page URL)."""
     text_encoding: str
     """Python codec name the body was decoded with."""
+    tree: LexborHTMLParser | None = field(default=None, repr=False, compare=False)
+    """The parsed document, for later stages (extraction, hooks) to read without parsing
+    again; None when lexbor refused it."""
     flags: tuple[str, ...] = ()
     """What parsing had to give up, sorted: ``html-flattened`` (start tags past `MAX_DEPTH`
     dropped), ``html-cut-attributes`` (excess attributes dropped), ``html-parse-error``
@@ -105,7 +108,7 @@ def parse_html(
         tree = LexborHTMLParser(guarded.document)
     except SelectolaxError:
         flags = (*guarded.flags, "html-parse-error")
-        return ParsedPage(None, [], 0, False, False, page.document, detected.encoding, flags)
+        return ParsedPage(None, [], 0, False, False, page.document, detected.encoding, flags=flags)
     noindex, nofollow = _meta_robots(tree)
     base = _base_resolver(tree, page)
     links, skipped = _extract_links(
@@ -123,6 +126,7 @@ def parse_html(
         meta_noindex=noindex,
         base_url=base.document,
         text_encoding=detected.encoding,
+        tree=tree,
         flags=guarded.flags,
     )
 

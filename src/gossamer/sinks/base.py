@@ -40,6 +40,8 @@ class PageRecord:
     flags: tuple[str, ...] = ()
     """What was cut, repaired or fallen back on while handling the page (e.g.
     ``deflate-raw-fallback``, ``html-flattened``); empty when nothing was."""
+    extra: dict[str, Any] | None = None
+    """The fields a ``--hook`` added (JSON), or None."""
 
     def __post_init__(self) -> None:
         for name in ("url", "redirect_to"):  # credentials in a URL are shown as ***
@@ -60,9 +62,9 @@ class PageRecord:
         return _values(self)
 
     def as_row(self) -> tuple[Any, ...]:
-        """The values in field order for SQLite (``flags`` as one space-separated text)."""
-        values = _values(self)
-        return (*values[:-1], " ".join(self.flags))
+        """The values in field order for SQLite (``flags`` as one space-separated text,
+        ``extra`` as JSON text)."""
+        return tuple(map(_sqlite_value, _values(self)))
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> PageRecord:
@@ -70,7 +72,17 @@ class PageRecord:
         values = dict(zip(FIELD_NAMES, row, strict=True))
         values["truncated"] = bool(values["truncated"])
         values["flags"] = tuple((values["flags"] or "").split())
+        if values["extra"] is not None:
+            values["extra"] = json.loads(values["extra"])
         return cls(**values)
+
+
+def _sqlite_value(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return " ".join(value)
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return value
 
 
 def _redact_authority(url: str) -> str:

@@ -1,0 +1,160 @@
+"""The Python extension point: ``--hook module:function``, called once per fetched page.
+
+The function takes a read-only :class:`Page` and returns either nothing, a mapping of extra
+fields for the page's record (they land in the record's ``extra`` object, in every sink), or a
+:class:`HookResult` that can also replace the links the crawl follows from the page::
+
+    from gossamer.hooks import HookResult, Page
+
+    def prices(page: Page) -> HookResult | None:
+        if page.tree is None:
+            return None
+        found = [n.text(strip=True) for n in page.tree.css("span.price")]
+        return HookResult(fields={"prices": found}, links=[l for l in page.links if "/shop/" in l])
+
+It runs for every page answered 2xx, on the event loop (keep it quick: a slow hook slows the
+whole crawl). What it returns must be JSON (str, int, float, bool, None, lists and string-keyed
+mappings of those), at most ``MAX_EXTRA_BYTES`` once encoded. An exception in the hook, or a
+value that breaks those rules, is recorded on that page's record (``error``:
+``hook-error: <ExceptionType>``), counted in the stats, and the crawl goes on; the page's
+default links are followed then. ``examples/hook_words.py`` is a complete example.
+
+This module imports nothing of the crawl's other stages: a hook module may import it freely.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from selectolax.lexbor import LexborHTMLParser
+
+__all__ = ["MAX_EXTRA_BYTES", "Hook", "HookError", "HookResult", "Page", "load_hook", "run_hook"]
+
+MAX_EXTRA_BYTES = 1 << 20
+"""The most a hook's fields may take, encoded as JSON."""
+
+
+class HookError(Exception):
+    """A hook failed, or returned what a record cannot hold; the message says which."""
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """What a hook sees of one fetched page (read-only)."""
+
+    url: str
+    status: int
+    headers: Mapping[str, str]
+    """Response headers, names lower-cased, repeated ones joined."""
+    body: bytes
+    """The body as decoded from its Content-Encoding (bytes, before any charset)."""
+    content_type: str | None
+    encoding: str | None
+    """The Python codec the HTML was read with (None for a page that is not HTML)."""
+    tree: LexborHTMLParser | None = field(repr=False)
+    """The parsed HTML (selectolax lexbor), or None for a page that is not HTML."""
+    links: tuple[str, ...] = ()
+    """The absolute links the crawl would follow from the page."""
+    title: str | None = None
+
+    @property
+    def html(self) -> str | None:
+        """The HTML as text (decoded with :attr:`encoding`), or None for a page not HTML."""
+        if self.encoding is None:
+            return None
+        return self.body.decode(self.encoding, "replace")
+
+
+@dataclass(frozen=True, slots=True)
+class HookResult:
+    """Extra record fields and, unless None, the links to follow instead of the page's own."""
+
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    links: Sequence[str] | None = None
+
+
+Hook = Callable[[Page], "Mapping[str, Any] | HookResult | None"]
+
+
+def load_hook(spec: str) -> Hook:
+    """Import ``module:function`` (a module on the path or in the working directory) or
+    ``path/to/file.py:function``; raises ``ValueError`` with a clear message."""
+    module_name, sep, name = spec.rpartition(":")
+    if not sep or not module_name or not name.isidentifier():
+        raise ValueError(f"hook {spec!r} is not of the form module:function")
+    try:
+        module = _import(module_name)
+    except Exception as exc:
+        raise ValueError(f"hook module {module_name!r} cannot be imported: {exc}") from None
+    function = getattr(module, name, None)
+    if not callable(function):
+        raise ValueError(f"hook {spec!r}: {module_name} has no function {name!r}")
+    hook: Hook = function
+    return hook
+
+
+def _import(module_name: str) -> ModuleType:
+    if module_name.endswith(".py"):
+        path = Path(module_name).resolve()
+        loaded = sys.modules.get(f"gossamer_hook_{path.stem}")
+        if loaded is not None and getattr(loaded, "__file__", None) == str(path):
+            return loaded
+        spec = importlib.util.spec_from_file_location(f"gossamer_hook_{path.stem}", path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"no Python file at {module_name}")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[spec.name] = module
+        return module
+    if os.getcwd() not in sys.path:  # as `python -m` does: the user's own modules import
+        sys.path.append(os.getcwd())
+    return importlib.import_module(module_name)
+
+
+def run_hook(hook: Hook, page: Page) -> tuple[dict[str, Any] | None, list[str] | None]:
+    """Call the hook: (extra fields or None, replacement links or None). Raises `HookError`."""
+    try:
+        returned = hook(page)
+    except Exception as exc:
+        raise HookError(f"hook-error: {type(exc).__name__}") from exc
+    if returned is None:
+        return None, None
+    if isinstance(returned, HookResult):
+        fields, links = returned.fields, returned.links
+    elif isinstance(returned, Mapping):
+        fields, links = returned, None
+    else:
+        raise HookError("hook-error: returned neither a mapping nor a HookResult")
+    extra = _json_fields(fields)
+    if links is not None and (
+        isinstance(links, str) or not all(isinstance(link, str) for link in links)
+    ):
+        raise HookError("hook-error: links must be a list of strings")
+    return extra, (list(links) if links is not None else None)
+
+
+def _json_fields(fields: Mapping[str, Any]) -> dict[str, Any] | None:
+    if not fields:
+        return None
+    try:
+        text = json.dumps(dict(fields), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise HookError("hook-error: fields are not JSON") from exc
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_EXTRA_BYTES:
+        raise HookError("hook-error: fields over 1 MiB")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise HookError("hook-error: fields hold invalid text") from None
+    decoded: dict[str, Any] = json.loads(text)
+    return decoded
