@@ -1,0 +1,15 @@
+"""Content extraction from parsed HTML pages: the main text and the page's metadata.
+
+`extract` takes a page already parsed by lexbor (or its markup) and returns a frozen `Content`:
+the main text chosen by an extractor (``density``, gossamer's own text-density model, by
+default; ``trafilatura``, ``readability`` and ``resiliparse`` when those libraries are
+installed) plus language, description, canonical URL, publication date, authors and the images
+of the main content.
+
+This package may import the standard library, selectolax, w3lib and `gossamer.parse`; the
+third-party extractors are imported lazily, only when chosen. Nothing here does I/O.
+"""
+
+from gossamer.extract.text import DEFAULT_EXTRACTOR, EXTRACTORS, Content, extract
+
+__all__ = ["DEFAULT_EXTRACTOR", "EXTRACTORS", "Content", "extract"]
