@@ -22,8 +22,9 @@ from gossamer.parse.guard import guard
 
 __all__ = ["DEFAULT_EXTRACTOR", "EXTRACTORS", "Content", "extract"]
 
-Extractor = Callable[[LexborHTMLParser], tuple[str, list[LexborNode]]]
-"""Main text (blocks separated by blank lines) and the image nodes inside it."""
+Extractor = Callable[[LexborHTMLParser, str | None], tuple[str, list[LexborNode]]]
+"""From the tree and the markup if the caller had it as text: the main text (blocks separated
+by blank lines) and the image nodes inside it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +63,7 @@ class Content:
         }
 
 
-def _density(tree: LexborHTMLParser) -> tuple[str, list[LexborNode]]:
+def _density(tree: LexborHTMLParser, markup: str | None) -> tuple[str, list[LexborNode]]:
     out: list[str] = []
     images: list[LexborNode] = []
     previous = ""
@@ -75,24 +76,26 @@ def _density(tree: LexborHTMLParser) -> tuple[str, list[LexborNode]]:
     return "".join(out), images
 
 
-def _trafilatura(tree: LexborHTMLParser) -> tuple[str, list[LexborNode]]:
+def _trafilatura(tree: LexborHTMLParser, markup: str | None) -> tuple[str, list[LexborNode]]:
     import trafilatura
 
-    text = trafilatura.extract(tree.html or "", include_comments=False, include_tables=True)
+    text = trafilatura.extract(
+        markup or tree.html or "", include_comments=False, include_tables=True
+    )
     return _paragraphs(text or ""), []
 
 
-def _readability(tree: LexborHTMLParser) -> tuple[str, list[LexborNode]]:
+def _readability(tree: LexborHTMLParser, markup: str | None) -> tuple[str, list[LexborNode]]:
     from readability import Document  # type: ignore[import-untyped]
 
-    summary = LexborHTMLParser(Document(tree.html or "").summary(html_partial=True))
+    summary = LexborHTMLParser(Document(markup or tree.html or "").summary(html_partial=True))
     return _block_text(summary), summary.css("img")
 
 
-def _resiliparse(tree: LexborHTMLParser) -> tuple[str, list[LexborNode]]:
+def _resiliparse(tree: LexborHTMLParser, markup: str | None) -> tuple[str, list[LexborNode]]:
     from resiliparse.extract.html2text import extract_plain_text
 
-    text = extract_plain_text(tree.html or "", main_content=True, alt_texts=False)
+    text = extract_plain_text(markup or tree.html or "", main_content=True, alt_texts=False)
     return _paragraphs(text), []
 
 
@@ -129,7 +132,7 @@ def extract(
     tree = page if isinstance(page, LexborHTMLParser) else _parse(page)
     if tree is None:
         return Content(text="")
-    text, image_nodes = run(tree)
+    text, image_nodes = run(tree, page if isinstance(page, str) else None)
     return Content(
         text=text,
         lang=meta.language(tree),
