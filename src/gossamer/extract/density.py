@@ -33,6 +33,9 @@ TAG_PENALTY = 4.0
 """Characters one tag inside a block costs its score."""
 LINK_DENSITY_MAX = 0.5
 """Blocks of the main run with more of their text in links than this are left out."""
+MAX_BOILERPLATE_SHARE = 0.4
+"""A boilerplate container holding more of the body's text than this is read anyway."""
+MAX_BOILERPLATE_NODES = 500
 _KERNEL = (0.1, 0.2, 0.4, 0.2, 0.1)  # Gaussian, sigma ~1 block, radius 2, sums to 1
 
 _SKIP_TAGS = frozenset(
@@ -54,12 +57,7 @@ _SKIP_TAGS = frozenset(
         "button",
         "input",
         "textarea",
-        "nav",
-        "aside",
-        "footer",
-        "form",
         "dialog",
-        "menu",
         "head",
         "title",
         "-comment",
@@ -108,6 +106,11 @@ HEADINGS = frozenset(["h1", "h2", "h3", "h4", "h5", "h6"])
 # case sensitive in CSS; the common spellings are listed.
 _BOILERPLATE_SELECTOR = ", ".join(
     [
+        "nav",
+        "aside",
+        "footer",
+        "form",
+        "menu",
         "[role=navigation]",
         "[role=banner]",
         "[role=contentinfo]",
@@ -174,20 +177,28 @@ def main_blocks(tree: LexborHTMLParser) -> list[Block]:
     root = tree.body
     if root is None:
         return []
-    blocks = _Walker(_boilerplate_ids(tree)).run(root)
+    blocks = _Walker(_boilerplate_ids(tree, root)).run(root)
     if not blocks:
         return []
-    start, end = _best_run(_smooth([b.score() for b in blocks]))
+    smoothed = _smooth([b.score() for b in blocks])
+    # A short page whose best block is under THRESHOLD still has a main text: its best run.
+    start, end = _best_run(smoothed, min(THRESHOLD, 0.5 * max(smoothed)))
     if start > end:
         return []
     return [b for b in blocks[start : end + 1] if b.link_density() <= LINK_DENSITY_MAX]
 
 
-def _boilerplate_ids(tree: LexborHTMLParser) -> set[int]:
+def _boilerplate_ids(tree: LexborHTMLParser, body: LexborNode) -> set[int]:
+    """Boilerplate containers, less those holding most of the page's text: a class such as
+    ``with-sidebar`` or a page-wide ``<form>`` must not hide the article."""
     try:
-        return {node.mem_id for node in tree.css(_BOILERPLATE_SELECTOR)}
+        nodes = tree.css(_BOILERPLATE_SELECTOR)
     except Exception:  # a selector lexbor cannot run must not stop the extraction
         return set()
+    limit = MAX_BOILERPLATE_SHARE * len(body.text(deep=True))
+    return {
+        node.mem_id for node in nodes[:MAX_BOILERPLATE_NODES] if len(node.text(deep=True)) <= limit
+    }
 
 
 class _Walker:
@@ -258,14 +269,14 @@ def _smooth(scores: list[float]) -> list[float]:
     return out
 
 
-def _best_run(scores: list[float]) -> tuple[int, int]:
-    """Kadane: the run of ``scores`` whose sum minus `THRESHOLD` each is largest."""
+def _best_run(scores: list[float], threshold: float) -> tuple[int, int]:
+    """Kadane: the run of ``scores`` whose sum minus ``threshold`` each is largest."""
     best, best_start, best_end = 0.0, 0, -1
     total, start = 0.0, 0
     for i, score in enumerate(scores):
         if total <= 0:
             total, start = 0.0, i
-        total += score - THRESHOLD
+        total += score - threshold
         if total > best:
             best, best_start, best_end = total, start, i
     return best_start, best_end

@@ -2,9 +2,10 @@
 
 An extractor turns a parsed page into its main text and the ``<img>`` nodes of that text;
 `EXTRACTORS` names them. ``density`` (gossamer's text-density model, `gossamer.extract.density`)
-is the default: on the benchmark in ``benchmarks/bench_extract.py`` it is the fastest and as
-accurate as the libraries. The others wrap well-kept libraries, imported only when chosen, and
-are there for comparison and for sites where they do better.
+is the default because it needs no dependency and reads the crawler's tree without parsing
+again (about 3 ms a page); on ``benchmarks/bench_extract.py`` it is still less accurate than
+the libraries (token F1 0.81 against 0.96 for ``readability``, 0.93 for ``trafilatura``,
+0.89 for ``resiliparse``), which are imported only when chosen.
 """
 
 from __future__ import annotations
