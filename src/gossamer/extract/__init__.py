@@ -1,4 +1,17 @@
-"""Content extraction stages: what a crawl keeps of a page beyond its links (PDF text here).
+"""Content extraction from parsed HTML pages: the main text and the page's metadata.
 
-May import the standard library and parsing libraries; never the engine, frontier or sinks.
+`extract` takes a page already parsed by lexbor (or its markup) and returns a frozen `Content`:
+the main text chosen by an extractor (``density``, gossamer's own text-density model, by
+default; ``trafilatura``, ``readability`` and ``resiliparse`` when those libraries are
+installed) plus language, description, canonical URL, publication date, authors and the images
+of the main content. `pdf.PdfPool` extracts the text of PDF documents in worker processes
+with a time and a memory limit (``pypdf`` is imported in the workers only).
+
+This package may import the standard library, selectolax, w3lib and `gossamer.parse`; the
+third-party extractors are imported lazily, only when chosen. Nothing here does I/O but the
+PDF pool's pipes to its workers.
 """
+
+from gossamer.extract.text import DEFAULT_EXTRACTOR, EXTRACTORS, Content, extract
+
+__all__ = ["DEFAULT_EXTRACTOR", "EXTRACTORS", "Content", "extract"]

@@ -1,0 +1,249 @@
+"""Page metadata: language, description, canonical URL, publication date, authors, images.
+
+Values come from the markup in a fixed order of trust: ``<meta>`` and ``<link>`` tags, then
+JSON-LD, then microdata and ``<time>``. Everything is bounded: strings are cut to
+`MAX_VALUE_CHARS`, at most `MAX_JSON_LD` scripts of at most `MAX_JSON_LD_CHARS` each are
+parsed, JSON-LD is walked through at most `MAX_JSON_NODES` values, and nothing raises on
+malformed markup or JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import date, datetime
+from urllib.parse import urljoin
+
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+__all__ = [
+    "MAX_IMAGES",
+    "Image",
+    "authors",
+    "canonical",
+    "description",
+    "images",
+    "language",
+    "published",
+]
+
+MAX_IMAGES = 50
+MAX_AUTHORS = 20
+MAX_VALUE_CHARS = 2048
+MAX_URL_CHARS = 4096
+MAX_JSON_LD = 8
+MAX_JSON_LD_CHARS = 256 * 1024
+MAX_JSON_NODES = 5000
+
+_PUBLISHED_META = (
+    "article:published_time",
+    "og:published_time",
+    "datepublished",
+    "date",
+    "dc.date",
+    "dc.date.issued",
+    "dcterms.created",
+    "pubdate",
+    "publishdate",
+    "sailthru.date",
+    "parsely-pub-date",
+)
+_AUTHOR_META = ("author", "article:author", "dc.creator", "parsely-author", "sailthru.author")
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    src: str
+    alt: str | None
+
+
+def _clean(value: str | None, limit: int = MAX_VALUE_CHARS) -> str | None:
+    if not value:
+        return None
+    value = " ".join(value[: limit * 2].split())[:limit]
+    return value or None
+
+
+def _metas(tree: LexborHTMLParser) -> dict[str, str]:
+    """``name``/``property``/``itemprop``/``http-equiv`` (lower case) -> first ``content``."""
+    found: dict[str, str] = {}
+    for node in tree.css("meta[content]")[:1000]:
+        attrs = node.attributes
+        content = attrs.get("content")
+        if not content:
+            continue
+        for key in ("property", "name", "itemprop", "http-equiv"):
+            name = attrs.get(key)
+            if name:
+                found.setdefault(name.strip().lower()[:100], content)
+    return found
+
+
+def language(tree: LexborHTMLParser) -> str | None:
+    """ISO 639-1 code from ``<html lang>``, ``og:locale``, ``content-language`` or
+    ``<meta name=language>``."""
+    html = tree.css_first("html")
+    candidates = [html.attributes.get("lang") if html is not None else None]
+    metas = _metas(tree)
+    candidates += [metas.get(k) for k in ("content-language", "og:locale", "language", "lang")]
+    for value in candidates:
+        code = _iso639_1(value)
+        if code:
+            return code
+    return None
+
+
+def _iso639_1(value: str | None) -> str | None:
+    if not value:
+        return None
+    code = value.strip().split(",")[0].replace("_", "-").split("-")[0].lower()
+    return code if len(code) == 2 and code.isascii() and code.isalpha() else None
+
+
+def description(tree: LexborHTMLParser) -> str | None:
+    metas = _metas(tree)
+    for key in ("description", "og:description", "twitter:description", "dc.description"):
+        value = _clean(metas.get(key))
+        if value:
+            return value
+    return None
+
+
+def canonical(tree: LexborHTMLParser, url: str) -> str | None:
+    for node in tree.css("link[rel][href]")[:200]:
+        rels = (node.attributes.get("rel") or "").lower().split()
+        if "canonical" in rels:
+            return absolute(node.attributes.get("href"), url)
+    return None
+
+
+def absolute(href: str | None, base: str) -> str | None:
+    """``href`` resolved against ``base`` if it makes an http(s) URL of sane length."""
+    if not href:
+        return None
+    href = href.strip()
+    if not href or len(href) > MAX_URL_CHARS or href.startswith("data:"):
+        return None
+    try:
+        resolved = urljoin(base, href)
+    except ValueError:
+        return None
+    if not resolved.startswith(("http://", "https://")):
+        return None
+    return resolved.split("#", 1)[0]
+
+
+def published(tree: LexborHTMLParser) -> str | None:
+    """The stated publication date, ISO 8601, from meta tags, JSON-LD, microdata or
+    ``<time datetime>``."""
+    metas = _metas(tree)
+    candidates: list[object] = [metas.get(key) for key in _PUBLISHED_META]
+    candidates += _json_ld_values(tree, "datePublished")
+    for node in tree.css("[itemprop=datePublished]")[:5]:
+        attrs = node.attributes
+        candidates.append(attrs.get("datetime") or attrs.get("content") or node.text())
+    for node in tree.css("time[datetime]")[:5]:
+        candidates.append(node.attributes.get("datetime"))
+    for value in candidates:
+        iso = iso8601(value)
+        if iso:
+            return iso
+    return None
+
+
+def iso8601(value: object) -> str | None:
+    """``value`` as an ISO 8601 date or date-time, or ``None`` if it does not read as one."""
+    if not isinstance(value, str):
+        return None
+    text = value.strip()[:64]
+    if len(text) < 10:
+        return None
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(text.replace(" ", "T", 1))
+    except ValueError:
+        try:
+            return date.fromisoformat(text[:10]).isoformat()
+        except ValueError:
+            return None
+    if not 1990 <= parsed.year <= 2100:
+        return None
+    if len(text) == 10:
+        return parsed.date().isoformat()
+    return parsed.isoformat()
+
+
+def authors(tree: LexborHTMLParser) -> tuple[str, ...]:
+    """Author names from meta tags, JSON-LD ``author`` and ``rel=author`` / microdata."""
+    metas = _metas(tree)
+    names: list[str] = []
+    for key in _AUTHOR_META:
+        value = metas.get(key)
+        if value and not value.startswith(("http://", "https://")):
+            names.append(value)
+    for author in _json_ld_values(tree, "author"):
+        names.extend(_person_names(author))
+    for node in tree.css("[rel~=author], [itemprop=author] [itemprop=name], [itemprop=author]"):
+        names.append(node.text(deep=True))
+        if len(names) > MAX_AUTHORS * 4:
+            break
+    seen: dict[str, None] = {}
+    for name in names:
+        clean = _clean(name, 200)
+        if clean and clean.lower() not in {n.lower() for n in seen}:
+            seen[clean] = None
+    return tuple(seen)[:MAX_AUTHORS]
+
+
+def _person_names(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        name = value.get("name")
+        return [name] if isinstance(name, str) else []
+    if isinstance(value, list):
+        return [n for item in value[:MAX_AUTHORS] for n in _person_names(item)]
+    return []
+
+
+def _json_ld_values(tree: LexborHTMLParser, key: str) -> list[object]:
+    """Values of ``key`` anywhere in the page's JSON-LD, in document order."""
+    found: list[object] = []
+    for script in tree.css('script[type="application/ld+json"]')[:MAX_JSON_LD]:
+        raw = script.text(deep=True)
+        if not raw or len(raw) > MAX_JSON_LD_CHARS:
+            continue
+        try:
+            data = json.loads(raw)
+        except (ValueError, RecursionError):
+            continue
+        _find_key(data, key, found)
+    return found
+
+
+def _find_key(data: object, key: str, found: list[object]) -> None:
+    stack = [data]
+    visited = 0
+    while stack and visited < MAX_JSON_NODES:
+        item = stack.pop()
+        visited += 1
+        if isinstance(item, dict):
+            if key in item:
+                found.append(item[key])
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+
+
+def images(nodes: list[LexborNode], url: str) -> tuple[Image, ...]:
+    """``{src, alt}`` of the image nodes, absolute, duplicates dropped, at most `MAX_IMAGES`."""
+    out: dict[str, Image] = {}
+    for node in nodes:
+        attrs = node.attributes
+        src = absolute(attrs.get("src") or attrs.get("data-src"), url)
+        if src and src not in out:
+            out[src] = Image(src, _clean(attrs.get("alt"), 500))
+            if len(out) >= MAX_IMAGES:
+                break
+    return tuple(out.values())

@@ -1,0 +1,120 @@
+"""Metadata fields, each on a page made for it; nulls on pages without them; hostile input."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from gossamer.extract import extract
+
+URL = "https://news.example/2024/story"
+
+
+def page(head: str = "", body: str = "<p>Text.</p>", lang: str = "") -> str:
+    return f"<html{lang}><head>{head}</head><body>{body}</body></html>"
+
+
+def test_lang_from_html_attribute_then_meta() -> None:
+    assert extract(page(lang=' lang="de-AT"'), URL).lang == "de"
+    head = '<meta http-equiv="content-language" content="fr">'
+    assert extract(page(head), URL).lang == "fr"
+    assert extract(page('<meta property="og:locale" content="pt_BR">'), URL).lang == "pt"
+    assert extract(page(lang=' lang="x-klingon"'), URL).lang is None
+
+
+def test_description_meta_then_open_graph() -> None:
+    head = '<meta property="og:description" content="OG"><meta name="description" content=" A  b ">'
+    assert extract(page(head), URL).description == "A b"
+    assert extract(page('<meta property="og:description" content="OG">'), URL).description == "OG"
+
+
+def test_canonical_is_absolute() -> None:
+    content = extract(page('<link rel="canonical" href="/2024/story?id=1#top">'), URL)
+    assert content.canonical == "https://news.example/2024/story?id=1"
+    assert extract(page('<link rel="canonical" href="javascript:x">'), URL).canonical is None
+
+
+@pytest.mark.parametrize(
+    ("head", "body", "expected"),
+    [
+        (
+            '<meta property="article:published_time" content="2024-03-05T10:00:00Z">',
+            "",
+            "2024-03-05T10:00:00+00:00",
+        ),
+        (
+            '<script type="application/ld+json">{"@graph": [{"@type": "NewsArticle",'
+            ' "datePublished": "2023-11-06"}]}</script>',
+            "",
+            "2023-11-06",
+        ),
+        (
+            "",
+            '<span itemprop="datePublished" content="2022-01-02T03:04:05+01:00"></span>',
+            "2022-01-02T03:04:05+01:00",
+        ),
+        ("", '<p>On <time datetime="2021-07-08 09:10">8 July</time></p>', "2021-07-08T09:10:00"),
+    ],
+)
+def test_published_sources(head: str, body: str, expected: str) -> None:
+    assert extract(page(head, body), URL).published == expected
+
+
+def test_authors_from_meta_json_ld_and_rel() -> None:
+    head = (
+        '<meta name="author" content="Ann Lee">'
+        '<script type="application/ld+json">{"author": [{"@type": "Person", "name": "Bo Chen"},'
+        ' {"name": "ann lee"}]}</script>'
+    )
+    body = '<p>By <a rel="author" href="/c">Cy Dee</a></p>'
+    assert extract(page(head, body), URL).authors == ("Ann Lee", "Bo Chen", "Cy Dee")
+
+
+def test_images_of_main_content_absolute_and_capped() -> None:
+    text = "A sentence long enough to count as article prose in the density model. " * 4
+    figures = "".join(f'<p>{text}<img src="/i/{n}.jpg" alt="pic {n}"></p>' for n in range(60))
+    body = f'<nav><img src="/logo.png"></nav><article>{figures}</article>'
+    images = extract(page(body=body), URL).images
+    assert len(images) == 50
+    assert images[0].src == "https://news.example/i/0.jpg"
+    assert images[0].alt == "pic 0"
+    assert all("logo" not in image.src for image in images)
+
+
+def test_page_without_metadata_has_nulls() -> None:
+    content = extract("<p>Just text.</p>", URL)
+    assert content.lang is None
+    assert content.description is None
+    assert content.canonical is None
+    assert content.published is None
+    assert content.authors == ()
+    assert content.images == ()
+    record = content.as_record()
+    assert record["authors"] == [] and record["images"] == []
+
+
+def test_broken_json_ld_is_ignored() -> None:
+    head = (
+        '<script type="application/ld+json">{"datePublished": </script>'
+        '<script type="application/ld+json">' + "[" * 100_000 + "</script>"
+        '<script type="application/ld+json">{"datePublished": "not a date", "author": 7}</script>'
+    )
+    content = extract(page(head), URL)
+    assert content.published is None
+    assert content.authors == ()
+
+
+def test_hostile_pages_are_bounded() -> None:
+    deep = "<div>" * 50_000 + "<p>deep text</p>" + "</div>" * 50_000
+    huge = "<p>" + "word " * 2_000_000 + "</p>"
+    for markup in (deep, huge, "<<<>>><p", "", "\x00\x00<html lang=\x00>"):
+        start = time.process_time()
+        extract(markup, URL)
+        assert time.process_time() - start < 10
+
+
+def test_non_utf8_bytes() -> None:
+    body = '<html><head><meta charset="windows-1252"></head><body><p>caf\xe9 cr\xe8me</p>'
+    content = extract(body.encode("cp1252") + b"\xff\xfe\x81", URL)
+    assert "café crème" in content.text
