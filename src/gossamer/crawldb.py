@@ -51,7 +51,10 @@ CREATE TABLE IF NOT EXISTS pages (
     error TEXT,
     attempts INTEGER NOT NULL,
     truncated INTEGER NOT NULL,
-    flags TEXT NOT NULL DEFAULT ''
+    flags TEXT NOT NULL DEFAULT '',
+    warc_file TEXT,
+    warc_offset INTEGER,
+    warc_length INTEGER
 );
 CREATE TABLE IF NOT EXISTS sitemaps (
     host TEXT NOT NULL, url TEXT NOT NULL, PRIMARY KEY (host, url)
@@ -59,7 +62,12 @@ CREATE TABLE IF NOT EXISTS sitemaps (
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
-_ADDED_COLUMNS = (("flags", "TEXT NOT NULL DEFAULT ''"),)
+_ADDED_COLUMNS = (
+    ("flags", "TEXT NOT NULL DEFAULT ''"),
+    ("warc_file", "TEXT"),
+    ("warc_offset", "INTEGER"),
+    ("warc_length", "INTEGER"),
+)
 """Columns of ``pages`` added after its first version, with their definitions."""
 
 Row = Sequence[Any]

@@ -40,6 +40,12 @@ class PageRecord:
     flags: tuple[str, ...] = ()
     """What was cut, repaired or fallen back on while handling the page (e.g.
     ``deflate-raw-fallback``, ``html-flattened``); empty when nothing was."""
+    warc_file: str | None = None
+    """With ``--warc``: the file under ``OUT/warc/`` holding the response record."""
+    warc_offset: int | None = None
+    """The offset of the response record's gzip member in ``warc_file``."""
+    warc_length: int | None = None
+    """The length in bytes of that gzip member."""
 
     def __post_init__(self) -> None:
         for name in ("url", "redirect_to"):  # credentials in a URL are shown as ***
@@ -61,8 +67,9 @@ class PageRecord:
 
     def as_row(self) -> tuple[Any, ...]:
         """The values in field order for SQLite (``flags`` as one space-separated text)."""
-        values = _values(self)
-        return (*values[:-1], " ".join(self.flags))
+        values = list(_values(self))
+        values[_FLAGS] = " ".join(self.flags)
+        return tuple(values)
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> PageRecord:
@@ -83,6 +90,7 @@ def _redact_authority(url: str) -> str:
 
 FIELD_NAMES = tuple(f.name for f in fields(PageRecord))
 _values = operator.attrgetter(*FIELD_NAMES)
+_FLAGS = FIELD_NAMES.index("flags")
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 __all__ = ["FIELD_NAMES", "PageRecord", "safe_text"]
