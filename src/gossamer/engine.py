@@ -352,7 +352,7 @@ class Crawler:
         result = await self._fetcher.fetch(lease.url)
         self._fetched()
         self._counts["requests"] += 1
-        archived = self._warc.write(result) if self._warc is not None else None
+        archived = await self._warc.write(result) if self._warc is not None else None
         feedback = Feedback(
             started_at=result.sent_by,
             elapsed=result.elapsed,
@@ -532,7 +532,7 @@ class RobotsFetch:
         result = await self._fetcher.fetch(url)
         self.requests += 1
         if self._warc is not None:
-            self._warc.write(result)
+            await self._warc.write(result)
         self.started[host_key(url)] = result.sent_by
         return result
 

@@ -54,6 +54,7 @@ RESPONSES = {
     "/chunked": _head("200 OK", "Transfer-Encoding: chunked", "Connection: close")
     + b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
     "/big": _head("200 OK", "Content-Length: 200000", "Connection: close") + b"x" * 200_000,
+    "/large": _head("200 OK", "Content-Length: 700000", "Connection: close") + b"z" * 700_000,
     "/moved": _head("301 Moved", "Location: /plain", "Content-Length: 0", "Connection: close"),
 }
 
@@ -125,8 +126,12 @@ def at(directory: Path, location: WarcLocation) -> Any:
     with (directory / location.file).open("rb") as handle:
         handle.seek(location.offset)
         member = handle.read(location.length)
-    [record] = list(ArchiveIterator(io.BytesIO(member), check_digests="raise"))
-    return record
+    found = []
+    for record in ArchiveIterator(io.BytesIO(member), check_digests="raise"):
+        record.body = record.raw_stream.read()  # the payload as stored
+        found.append(record)
+    [only] = found
+    return only
 
 
 async def test_fetch_without_keep_wire_carries_no_exchange() -> None:
@@ -141,7 +146,7 @@ async def test_exchange_is_stored_as_received_and_read_back(tmp_path: Path) -> N
     async with wire_server() as base:
         results = await fetch_all(base, paths, keep_wire=True, max_body_bytes=50_000)
     writer = WarcWriter(tmp_path, max_bytes=1 << 30)
-    locations = [writer.write(result) for result in results]
+    locations = [await writer.write(result) for result in results]
     writer.close()
     [name] = writer.files
     assert name.startswith("gossamer-") and name.endswith("-00001.warc.gz")
@@ -206,7 +211,7 @@ async def test_fastwarc_reads_the_file_and_checks_both_digests(tmp_path: Path) -
         results = await fetch_all(base, ["/plain", "/gz", "/chunked"], keep_wire=True)
     writer = WarcWriter(tmp_path)
     for result in results:
-        writer.write(result)
+        await writer.write(result)
     writer.close()
     path = tmp_path / writer.files[0]
     with path.open("rb") as handle:
@@ -221,11 +226,24 @@ async def test_fastwarc_reads_the_file_and_checks_both_digests(tmp_path: Path) -
     assert checks == [True] * 6
 
 
+async def test_a_large_body_is_compressed_off_the_loop_and_kept_whole(tmp_path: Path) -> None:
+    async with wire_server() as base:
+        results = await fetch_all(base, ["/large", "/plain"], keep_wire=True)
+    writer = WarcWriter(tmp_path)
+    large, plain = await asyncio.gather(*(writer.write(result) for result in results))
+    writer.close()
+    assert large is not None and plain is not None
+    assert plain.offset < large.offset  # appended once compressed, in the order they finish
+    record = at(tmp_path, large)
+    assert record.body == b"z" * 700_000
+    assert record.rec_headers.get_header("WARC-Truncated") is None
+
+
 async def test_files_rotate_at_max_bytes_each_with_its_warcinfo(tmp_path: Path) -> None:
     async with wire_server() as base:
         results = await fetch_all(base, ["/plain"] * 6, keep_wire=True)
     writer = WarcWriter(tmp_path, max_bytes=1024)
-    locations = [writer.write(result) for result in results]
+    locations = [await writer.write(result) for result in results]
     writer.close()
     assert len(writer.files) == 6  # every pair overflows 1 KB: one file each
     assert names(tmp_path) == sorted(writer.files)
@@ -241,12 +259,12 @@ async def test_a_new_writer_starts_a_new_file_and_leaves_old_ones_alone(tmp_path
     async with wire_server() as base:
         [result] = await fetch_all(base, ["/plain"], keep_wire=True)
     first = WarcWriter(tmp_path)
-    first.write(result)
+    await first.write(result)
     first.flush()  # a crash now: the file is left as it is
     size = (tmp_path / first.files[0]).stat().st_size
     tear(tmp_path / first.files[0])
     second = WarcWriter(tmp_path)
-    location = second.write(result)
+    location = await second.write(result)
     second.close()
     first.close()
     assert location is not None
@@ -256,7 +274,7 @@ async def test_a_new_writer_starts_a_new_file_and_leaves_old_ones_alone(tmp_path
     assert at(tmp_path, location).rec_headers.get_header("WARC-Target-URI") == result.url
 
 
-def test_a_fetch_without_response_writes_nothing(tmp_path: Path) -> None:
+async def test_a_fetch_without_response_writes_nothing(tmp_path: Path) -> None:
     writer = WarcWriter(tmp_path / "warc")
     failed = FetchResult(
         url="http://a.test/",
@@ -274,7 +292,7 @@ def test_a_fetch_without_response_writes_nothing(tmp_path: Path) -> None:
         retry_after=None,
         location=None,
     )
-    assert writer.write(failed) is None
+    assert await writer.write(failed) is None
     writer.close()
     assert writer.files == []
     assert list((tmp_path / "warc").iterdir()) == []
