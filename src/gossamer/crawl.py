@@ -46,6 +46,7 @@ from gossamer.settings import (
 )
 from gossamer.sinks.jsonl import JsonlSink, repair_jsonl
 from gossamer.sinks.sqlite import SQLiteSink
+from gossamer.sinks.warc import WarcWriter
 from gossamer.stats import CrawlStats
 from gossamer.urls import InvalidURL, Scope, canonicalize, host_key, host_of
 
@@ -67,6 +68,8 @@ def prepare_out_dir(settings: CrawlSettings) -> None:
     if settings.overwrite:
         for name in _OUTPUTS:
             (out / name).unlink(missing_ok=True)
+        for path in (out / "warc").glob("*.warc.gz"):
+            path.unlink()
     elif (out / "crawl.db").exists():
         raise SettingsError(
             f"invalid setting 'out': {out} holds a crawl already; use --resume or --overwrite"
@@ -86,6 +89,8 @@ class Stages:
     store: RecordStore | None = None
     meter: BandwidthMeter | None = None
     """Fed by the fetcher with every body chunk received (a worker's bandwidth figures)."""
+    warc: WarcWriter | None = None
+    """With ``--warc``: where every fetch is archived."""
 
     def crawler(
         self, settings: CrawlSettings, frontier: Frontier, on_commit: CommitHook | None = None
@@ -101,6 +106,7 @@ class Stages:
             self.jsonl,
             on_commit=on_commit,
             store=self.store,
+            warc=self.warc,
         )
 
 
@@ -108,8 +114,9 @@ class Stages:
 async def open_stages(
     settings: CrawlSettings, seeds: list[str], worker: str | None = None
 ) -> AsyncIterator[Stages]:
-    """crawl.db, pages.jsonl (repaired after a crash), fetcher, robots cache, politeness and,
-    with ``--store``, the shared page store (rows signed by ``worker``, default host-pid).
+    """crawl.db, pages.jsonl (repaired after a crash), fetcher, robots cache, politeness,
+    with ``--warc`` the WARC writer (a new file, even when resuming) and, with ``--store``,
+    the shared page store (rows signed by ``worker``, default host-pid).
     ``seeds`` (canonical) name the hosts the address guard lets reach private addresses and,
     with the settings, the scope robots.txt redirects must stay in."""
     out = settings.out
@@ -121,7 +128,8 @@ async def open_stages(
     jsonl.write(SQLiteSink(db).records_after(committed))
     meter = BandwidthMeter()
     fetcher = Fetcher(_fetch_config(settings), meter=meter, guard=address_guard(settings, seeds))
-    robots_fetch = RobotsFetch(fetcher)
+    warc = _warc_writer(settings)
+    robots_fetch = RobotsFetch(fetcher, warc)
     scope = crawl_scope(settings, seeds)
     robots = RobotsCache(
         fetch=robots_fetch,
@@ -142,13 +150,30 @@ async def open_stages(
     )
     try:
         store = await _catch_up(sink, db)
-        yield Stages(db, jsonl, fetcher, robots_fetch, robots, politeness, store, meter=meter)
+        yield Stages(
+            db, jsonl, fetcher, robots_fetch, robots, politeness, store, meter=meter, warc=warc
+        )
     finally:
         await fetcher.close()
+        if warc is not None:
+            warc.close()
         jsonl.close()
         db.close()
         if sink is not None:
             await sink.close()
+
+
+def _warc_writer(settings: CrawlSettings) -> WarcWriter | None:
+    if not settings.warc:
+        return None
+    return WarcWriter(
+        settings.out / "warc",
+        max_bytes=settings.warc_max_bytes,
+        info={
+            "http-header-user-agent": settings.user_agent,
+            "robots": "obey" if settings.robots else "ignore",
+        },
+    )
 
 
 async def _open_store(settings: CrawlSettings, worker: str | None) -> PostgresSink | None:
@@ -244,6 +269,7 @@ def _fetch_config(settings: CrawlSettings) -> FetchConfig:
         concurrency=settings.concurrency,
         resolve=tuple(settings.resolve),
         max_bandwidth=settings.max_bandwidth,
+        keep_wire=settings.warc,
     )
 
 

@@ -52,7 +52,10 @@ CREATE TABLE IF NOT EXISTS pages (
     attempts INTEGER NOT NULL,
     truncated INTEGER NOT NULL,
     flags TEXT NOT NULL DEFAULT '',
-    extra TEXT
+    extra TEXT,
+    warc_file TEXT,
+    warc_offset INTEGER,
+    warc_length INTEGER
 );
 CREATE TABLE IF NOT EXISTS sitemaps (
     host TEXT NOT NULL, url TEXT NOT NULL, PRIMARY KEY (host, url)
@@ -60,7 +63,13 @@ CREATE TABLE IF NOT EXISTS sitemaps (
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
-_ADDED_COLUMNS = (("flags", "TEXT NOT NULL DEFAULT ''"), ("extra", "TEXT"))
+_ADDED_COLUMNS = (
+    ("flags", "TEXT NOT NULL DEFAULT ''"),
+    ("extra", "TEXT"),
+    ("warc_file", "TEXT"),
+    ("warc_offset", "INTEGER"),
+    ("warc_length", "INTEGER"),
+)
 """Columns of ``pages`` added after its first version, with their definitions."""
 
 Row = Sequence[Any]

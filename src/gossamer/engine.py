@@ -7,7 +7,9 @@ fetch slot. It sleeps until a task ends or the frontier says a host becomes due.
 task commits crawl.db (frontier state and records in one transaction) and then appends the
 same records to pages.jsonl and, with a store, upserts them into it before the checkpoint's
 acks are sent; it runs every ``checkpoint_interval`` and as soon as no task is left, when
-there is nothing more to batch.
+there is nothing more to batch. With a WARC writer, every fetch (robots.txt, redirects and
+retried answers too) is archived as it arrives, and the record names where its response
+lies; each checkpoint flushes the WARC file before crawl.db commits.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 from urllib.parse import urljoin
 
@@ -34,6 +36,7 @@ from gossamer.redact import redact_url
 from gossamer.sinks.base import PageRecord
 from gossamer.sinks.jsonl import JsonlSink
 from gossamer.sinks.sqlite import SQLiteSink
+from gossamer.sinks.warc import Archivable, WarcLocation, WarcWriter
 from gossamer.stats import CrawlStats, peak_rss_mb
 from gossamer.urls import InvalidURL, canonicalize, host_key
 
@@ -53,7 +56,7 @@ CommitHook = Callable[[], Callable[[], Awaitable[None]]]
 (e.g. sending a cluster frontier's acks only after their records are committed)."""
 
 
-class FetchResultLike(Protocol):
+class FetchResultLike(Archivable, Protocol):
     """The parts of a fetch result the engine reads."""
 
     @property
@@ -131,8 +134,10 @@ class Crawler:
         rng: random.Random | None = None,
         on_commit: CommitHook | None = None,
         store: RecordStore | None = None,
+        warc: WarcWriter | None = None,
     ) -> None:
         self._config = config
+        self._warc = warc
         self._frontier = frontier
         self._fetcher = fetcher
         self._robots = robots
@@ -244,6 +249,8 @@ class Crawler:
         """
         records, self._pending = self._pending, []
         after = self._on_commit() if self._on_commit is not None else None
+        if self._warc is not None:
+            self._warc.flush()  # before the commit: a committed record's response is on disk
         await self._db.commit()
         self._jsonl.write(records)
         if self._store is not None:
@@ -351,6 +358,7 @@ class Crawler:
         result = await self._fetcher.fetch(lease.url)
         self._fetched()
         self._counts["requests"] += 1
+        archived = await self._warc.write(result) if self._warc is not None else None
         feedback = Feedback(
             started_at=result.sent_by,
             elapsed=result.elapsed,
@@ -364,7 +372,7 @@ class Crawler:
                 action, lease.attempts, result.retry_after, self._rng, result.error
             )
         except Exception:
-            await self._contain(lease, result, feedback)
+            await self._contain(lease, result, feedback, archived)
             return
         if decision.action is Action.RETRY:
             self._counts["retries"] += 1
@@ -373,15 +381,19 @@ class Crawler:
         try:
             record, links = await self._finish(lease, result, decision.action, decision.error)
         except Exception:
-            await self._contain(lease, result, feedback)
+            await self._contain(lease, result, feedback, archived)
             return
         if links:
             await self._frontier.add(links)
-        self._record(record, lease)
+        self._record(_with_warc(record, archived), lease)
         await self._frontier.ack(lease, feedback)
 
     async def _contain(
-        self, lease: Lease, result: FetchResultLike, feedback: Feedback | None
+        self,
+        lease: Lease,
+        result: FetchResultLike,
+        feedback: Feedback | None,
+        archived: WarcLocation | None = None,
     ) -> None:
         """A failure while handling one URL's answer (a bug that input revealed) ends that URL
         with an ``internal-error`` record instead of the crawl; it is not tried again."""
@@ -397,7 +409,7 @@ class Crawler:
             attempts=lease.attempts + 1,
             truncated=result.truncated,
         )
-        self._record(record, lease)
+        self._record(_with_warc(record, archived), lease)
         await self._frontier.ack(lease, feedback)
 
     def _fetched(self) -> None:
@@ -549,14 +561,17 @@ class Crawler:
 class RobotsFetch:
     """The fetch function handed to the robots cache; remembers when each host's started."""
 
-    def __init__(self, fetcher: Fetch) -> None:
+    def __init__(self, fetcher: Fetch, warc: WarcWriter | None = None) -> None:
         self._fetcher = fetcher
+        self._warc = warc
         self.started: dict[str, float] = {}
         self.requests = 0
 
     async def __call__(self, url: str) -> FetchResultLike:
         result = await self._fetcher.fetch(url)
         self.requests += 1
+        if self._warc is not None:
+            await self._warc.write(result)
         self.started[host_key(url)] = result.sent_by
         return result
 
@@ -573,6 +588,17 @@ def robots_check(robots: RobotsCache, obey: bool) -> Callable[[str], bool | None
         return bool(policy.allowed(url))
 
     return check
+
+
+def _with_warc(record: PageRecord, archived: WarcLocation | None) -> PageRecord:
+    if archived is None:
+        return record
+    return replace(
+        record,
+        warc_file=archived.file,
+        warc_offset=archived.offset,
+        warc_length=archived.length,
+    )
 
 
 def _is_html(result: FetchResultLike) -> bool:

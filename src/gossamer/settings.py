@@ -140,6 +140,14 @@ class CrawlSettings(BaseModel):
         None,
         description="Also write page records to this database (postgres://user@host/db).",
     )
+    warc: bool = Field(
+        False,
+        description="Write every request and response to gzip-compressed WARC files in "
+        "OUT/warc/; records name where their response lies.",
+    )
+    warc_max_bytes: int = Field(
+        1 << 30, ge=1024, description="Start a new WARC file once one reaches this size."
+    )
 
     @field_validator("seeds", "allow_domains", "allow_ports", "resolve", mode="before")
     @classmethod

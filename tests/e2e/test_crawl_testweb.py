@@ -53,6 +53,9 @@ async def test_full_crawl_matches_ground_truth(tmp_path: Path) -> None:
     records = load_records(tmp_path)
     by_url = {r["url"]: r for r in records}
     assert len(by_url) == len(records), "a URL was recorded twice"
+    # Without --warc: no WARC directory, no locations, and the fetcher keeps no exchange.
+    assert not (tmp_path / "out" / "warc").exists()
+    assert all(r["warc_file"] is None and r["warc_offset"] is None for r in records)
 
     truth = web.reachable([seed], port=server.port)
     ok = {r["url"] for r in records if r["status"] == 200}

@@ -33,6 +33,8 @@ RECORDS = [
     PageRecord("http://a.test/private", None, 1, error="robots"),
     PageRecord("http://a.test/hooked", 200, 1, flags=("html-flattened",),
                extra={"prices": [1.5, "ü"], "nested": {"a": None}}),
+    PageRecord("http://a.test/kept", 200, 1, warc_file="gossamer-20260101000000000-00001.warc.gz",
+               warc_offset=5_000_000_000, warc_length=1234),
 ]  # fmt: skip
 
 
@@ -150,6 +152,23 @@ async def test_a_foreign_table_of_that_name_is_refused(pg: PostgresServer, table
         await conn.close()
     with pytest.raises(StoreError, match=f"table '{table}' .* is not a gossamer page table"):
         await PostgresSink.open(pg.table_url(table), "w0")
+
+
+async def test_an_older_table_gains_the_added_columns(pg: PostgresServer, table: str) -> None:
+    sink = await PostgresSink.open(pg.table_url(table), "w0")
+    await sink.close()
+    conn = await asyncpg.connect(pg.url)
+    try:
+        for name in ("flags", "warc_file", "warc_offset", "warc_length"):
+            await conn.execute(f'ALTER TABLE {table} DROP COLUMN "{name}"')
+    finally:
+        await conn.close()
+    sink = await PostgresSink.open(pg.table_url(table), "w0")
+    try:
+        await sink.write(RECORDS[-1:])
+    finally:
+        await sink.close()
+    assert await table_rows(pg.url, table) == _as_dicts(RECORDS[-1:], "w0")
 
 
 # -- failures at start ----------------------------------------------------------------------

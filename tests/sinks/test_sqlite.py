@@ -44,12 +44,12 @@ def old_crawl_db(path: Path) -> None:
     conn.close()
 
 
-async def test_an_old_crawl_db_gains_the_flags_column(tmp_path: Path) -> None:
+async def test_an_old_crawl_db_gains_the_added_columns(tmp_path: Path) -> None:
     path = tmp_path / "crawl.db"
     old_crawl_db(path)
     db = CrawlDB(path)
     columns: list[str] = [row[1] for row in db.query("PRAGMA table_info(pages)")]
-    assert columns[-2:] == ["flags", "extra"]
+    assert columns[-5:] == ["flags", "extra", "warc_file", "warc_offset", "warc_length"]
     sink = SQLiteSink(db)
     [old] = sink.records_after(0)
     assert old == PageRecord(
@@ -64,7 +64,16 @@ async def test_an_old_crawl_db_gains_the_flags_column(tmp_path: Path) -> None:
         outlinks=3,
     )
     assert old.flags == ()
-    new = PageRecord("http://h.test/x", 200, 1, flags=("html-flattened",))
+    assert old.warc_file is None and old.warc_offset is None and old.warc_length is None
+    new = PageRecord(
+        "http://h.test/x",
+        200,
+        1,
+        flags=("html-flattened",),
+        warc_file="gossamer-20260101000000000-00001.warc.gz",
+        warc_offset=512,
+        warc_length=2048,
+    )
     sink.stage([new])
     await db.commit()
     assert sink.records_after(1) == [new]

@@ -210,10 +210,22 @@ _DECODERS: dict[str, Callable[[int], _Decoder]] = {
 class Body:
     """Accumulates one response body under the wire cap and the decoded cap."""
 
-    __slots__ = ("_chunks", "_decoder", "_wire_cap", "decoded", "error", "truncated", "wire")
+    __slots__ = (
+        "_chunks",
+        "_decoder",
+        "_raw",
+        "_wire_cap",
+        "decoded",
+        "error",
+        "truncated",
+        "wire",
+    )
 
-    def __init__(self, encoding: str | None, wire_cap: int, decoded_cap: int) -> None:
+    def __init__(
+        self, encoding: str | None, wire_cap: int, decoded_cap: int, *, keep_raw: bool = False
+    ) -> None:
         self._chunks: list[bytes] = []
+        self._raw: list[bytes] | None = [] if keep_raw else None
         self._decoder: _Decoder | None = None
         self._wire_cap = wire_cap
         self.decoded = 0
@@ -235,6 +247,8 @@ class Body:
         if over > 0:
             chunk = chunk[: len(chunk) - over]
             self.truncated = True
+        if self._raw is not None:
+            self._raw.append(chunk)
         if self._decoder is not None:
             try:
                 chunk = self._decoder.feed(chunk)
@@ -263,6 +277,10 @@ class Body:
         zlib-wrapped was raw), ``trailing-garbage`` (bytes after the compressed data, neither
         empty nor a gzip member, were left unread)."""
         return () if self._decoder is None else tuple(self._decoder.flags)
+
+    def raw(self) -> bytes | None:
+        """The body as taken from the wire (before decoding, up to the wire cap), if kept."""
+        return None if self._raw is None else b"".join(self._raw)
 
     def value(self) -> bytes:
         """The body decoded so far."""

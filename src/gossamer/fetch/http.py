@@ -72,6 +72,7 @@ from multidict import CIMultiDictProxy
 
 from gossamer.fetch.decoding import BOMB_RATIO, Body
 from gossamer.fetch.dns import CachingResolver, parse_resolve_overrides
+from gossamer.fetch.exchange import Exchange, PeerResponse, capture, cut_by
 from gossamer.fetch.guard import AddressGuard, BlockedAddress, GuardedResolver
 from gossamer.fetch.ratelimit import ByteMeter, TokenBucket
 from gossamer.safe import safe_location, safe_text
@@ -137,6 +138,8 @@ class FetchResult:
     """When the response head arrived (injected monotonic clock); None without a response."""
     flags: tuple[str, ...] = ()
     """Decoding fallbacks taken (see the module doc); empty for most responses."""
+    exchange: Exchange | None = None
+    """The exchange as sent and received, with ``keep_wire`` and a response; else None."""
 
     @property
     def sent_by(self) -> float:
@@ -172,6 +175,7 @@ class FetchConfig:
     ``use_aiodns`` configure the `CachingResolver`; ``verify_tls=False`` accepts any
     certificate. Idle keep-alive connections close after ``keepalive_timeout``.
     ``max_bandwidth`` caps the body bytes per second of all requests together (None: no cap).
+    ``keep_wire`` makes every result with a response carry its `Exchange` (for ``--warc``).
     """
 
     user_agent: str = "gossamer/0.1"
@@ -189,6 +193,7 @@ class FetchConfig:
     keepalive_timeout: float = 15.0
     verify_tls: bool = True
     max_bandwidth: int | None = None
+    keep_wire: bool = False
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout", "read_timeout", "total_timeout", "keepalive_timeout"):
@@ -388,6 +393,7 @@ class Fetcher:
             auto_decompress=False,
             cookie_jar=aiohttp.DummyCookieJar(),
             trace_configs=[trace],
+            response_class=PeerResponse if config.keep_wire else aiohttp.ClientResponse,
         )
 
     async def _on_headers_sent(
@@ -419,9 +425,13 @@ class Fetcher:
     async def _read(self, url: str, probe: _Probe, response: aiohttp.ClientResponse) -> FetchResult:
         config = self._config
         raw = response.headers
-        body = Body(raw.get("Content-Encoding"), config.max_body_bytes, config.decoded_cap)
+        keep = config.keep_wire
+        body = Body(
+            raw.get("Content-Encoding"), config.max_body_bytes, config.decoded_cap, keep_raw=keep
+        )
         error = body.error
         paced = 0.0
+        stopped = False  # bytes were left unread: the wire body is cut
         protocol = self._guard.watch(response)
         try:
             content = response.content
@@ -430,13 +440,14 @@ class Fetcher:
                     paced += await self._pace(len(chunk))
                 if not body.feed(chunk):
                     response.close()
+                    stopped = True
                     break
             else:
                 body.finish()
             error = body.error
         except Exception as exc:
             error = _reason(exc, url)
-            body.truncated = True
+            body.truncated = stopped = True
             response.close()
         finally:
             self._guard.unwatch(protocol)
@@ -445,6 +456,10 @@ class Fetcher:
         content_type, charset = parse_content_type(headers.get("content-type"))
         location = headers.get("location") if 300 <= status < 400 else None
         now = self._wall_clock()
+        exchange = None
+        if keep:
+            cut = cut_by(error, body.truncated) if stopped else None
+            exchange = capture(response, body.raw() or b"", cut)
         return FetchResult(
             url=url,
             status=status,
@@ -463,6 +478,7 @@ class Fetcher:
             location=safe_location(raw.getone("Location")) if location is not None else None,
             paced=paced,
             flags=body.flags,
+            exchange=exchange,
         )
 
     async def _pace(self, size: int) -> float:

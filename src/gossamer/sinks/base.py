@@ -42,6 +42,12 @@ class PageRecord:
     ``deflate-raw-fallback``, ``html-flattened``); empty when nothing was."""
     extra: dict[str, Any] | None = None
     """The fields a ``--hook`` added (JSON), or None."""
+    warc_file: str | None = None
+    """With ``--warc``: the file under ``OUT/warc/`` holding the response record."""
+    warc_offset: int | None = None
+    """The offset of the response record's gzip member in ``warc_file``."""
+    warc_length: int | None = None
+    """The length in bytes of that gzip member."""
 
     def __post_init__(self) -> None:
         for name in ("url", "redirect_to"):  # credentials in a URL are shown as ***

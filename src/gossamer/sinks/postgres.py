@@ -120,7 +120,13 @@ def _column_type(kind: Any) -> str:
 _HINTS = get_type_hints(PageRecord)
 _FIELD_TYPES = [(name, _column_type(_HINTS[name])) for name in FIELD_NAMES]
 _JSON_FIELDS = frozenset(i for i, (_, sql) in enumerate(_FIELD_TYPES) if sql.startswith("jsonb"))
-_ADDED_COLUMNS = {"flags": "jsonb NOT NULL DEFAULT '[]'::jsonb", "extra": "jsonb"}
+_ADDED_COLUMNS = {
+    "flags": "jsonb NOT NULL DEFAULT '[]'::jsonb",
+    "extra": "jsonb",
+    "warc_file": "text",
+    "warc_offset": "bigint",
+    "warc_length": "bigint",
+}
 """Fields added after the table's first version: added to an existing table when it opens."""
 COLUMNS = ("fp", *FIELD_NAMES, "worker")
 """The columns a write fills (``written_at`` takes the server's clock)."""

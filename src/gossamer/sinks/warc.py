@@ -1,0 +1,244 @@
+"""WARC output (``--warc``): every fetch as a ``request`` and a ``response`` record.
+
+Files are gzip-compressed WARC/1.1, named ``PREFIX-TIMESTAMP-SERIAL.warc.gz``, each opening with
+a ``warcinfo`` record; a file is closed and the next one opened once it reaches ``max_bytes``.
+Every record is its own gzip member, so the offset and length `WarcWriter.write` returns for a
+response can be read on their own (``seek``, then decompress ``length`` bytes).
+
+The response record holds the exchange as received (`gossamer.fetch.exchange.Exchange`): the
+status line, the headers as they came (names, case and order kept) and the body before
+content decoding, so ``Content-Encoding: gzip`` bodies stay compressed and
+``WARC-Payload-Digest`` is taken over those bytes. aiohttp removes the chunked transfer coding
+before the body reaches us, so a ``Transfer-Encoding`` header is stored renamed to
+``X-Crawler-Transfer-Encoding`` (as Nutch and StormCrawler do): readers must not de-chunk the
+body again. A body cut short (size cap, timeout, reset) carries ``WARC-Truncated``.
+
+Records are serialised by FastWARC (block digests), one gzip member at a time; the file is
+buffered: `WarcWriter.flush` (at each checkpoint, before crawl.db commits) hands it to the OS.
+A new writer always starts a new file (the next serial), so ``--resume`` never appends to a
+file a crash may have torn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import io
+import logging
+import re
+import socket
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import BinaryIO, Protocol
+
+from fastwarc.stream_io import GzipWriter
+from fastwarc.warc import WarcRecord, WarcRecordType
+
+from gossamer import __version__
+from gossamer.fetch.exchange import Exchange
+
+__all__ = ["WarcLocation", "WarcWriter", "request_block", "response_block"]
+
+log = logging.getLogger(__name__)
+_SERIAL = re.compile(r"-(\d{5,})\.warc\.gz$")
+_BUFFER = 1 << 20
+_COMPRESS_IN_THREAD_BYTES = 512 * 1024
+_RENAMED = {b"transfer-encoding": b"X-Crawler-Transfer-Encoding"}
+
+
+class Archivable(Protocol):
+    """The parts of a fetch result the writer reads."""
+
+    @property
+    def url(self) -> str: ...
+    @property
+    def fetched_at(self) -> float: ...
+    @property
+    def exchange(self) -> Exchange | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class WarcLocation:
+    """Where a response record lies: its file (name only, under ``OUT/warc/``), the offset of
+    its gzip member and the member's length in bytes."""
+
+    file: str
+    offset: int
+    length: int
+
+
+class WarcWriter:
+    """Writes fetches to rotating ``.warc.gz`` files in ``directory`` (created if needed).
+
+    ``info`` adds fields to every file's ``warcinfo`` record. ``clock`` (unix time) names
+    the files. Not thread-safe: one event loop writes.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        max_bytes: int = 1 << 30,
+        prefix: str = "gossamer",
+        info: Mapping[str, str] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.directory = directory
+        self._max_bytes = max_bytes
+        self._prefix = prefix
+        self._info = dict(info or {})
+        self._clock = clock
+        directory.mkdir(parents=True, exist_ok=True)
+        self._serial = _last_serial(directory)
+        self._file: BinaryIO | None = None
+        self._name = ""
+        self._size = 0
+        self.files: list[str] = []
+        """The files this writer opened, in order."""
+
+    async def write(self, result: Archivable) -> WarcLocation | None:
+        """Append the fetch's response and request records; where the response lies, or None
+        for a fetch that got no response (nothing to archive). A large body is compressed in
+        a worker thread (10 MB take 0.15 s), so the event loop keeps running meanwhile."""
+        exchange = result.exchange
+        if exchange is None:
+            return None
+        if len(exchange.body) < _COMPRESS_IN_THREAD_BYTES:
+            response, request = _members(result.url, result.fetched_at, exchange)
+        else:
+            response, request = await asyncio.to_thread(
+                _members, result.url, result.fetched_at, exchange
+            )
+        if self._file is None or self._size >= self._max_bytes:
+            self._rotate()
+        location = self._append(response)
+        self._append(request)
+        return location
+
+    def flush(self) -> None:
+        """Hand what is buffered to the OS (a killed process loses nothing written)."""
+        if self._file is not None:
+            self._file.flush()
+
+    def close(self) -> None:
+        """Flush and close the current file."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def _rotate(self) -> None:
+        self.close()
+        self._serial += 1
+        stamp = datetime.fromtimestamp(self._clock(), UTC).strftime("%Y%m%d%H%M%S%f")[:17]
+        self._name = f"{self._prefix}-{stamp}-{self._serial:05d}.warc.gz"
+        self._file = (self.directory / self._name).open("xb", buffering=_BUFFER)
+        self._size = 0
+        self.files.append(self._name)
+        log.info("writing WARC file %s", self.directory / self._name)
+        info = WarcRecord()
+        info.init_headers(record_type=WarcRecordType.warcinfo)
+        info.headers["WARC-Filename"] = self._name
+        info.headers["Content-Type"] = "application/warc-fields"
+        fields = {
+            "software": f"gossamer/{__version__}",
+            "format": "WARC File Format 1.1",
+            "conformsTo": "https://iipc.github.io/warc-specifications/specifications/"
+            "warc-format/warc-1.1/",
+            "hostname": socket.gethostname(),
+            **self._info,
+        }
+        info.set_bytes_content(
+            "".join(f"{k}: {_one_line(v)}\r\n" for k, v in fields.items()).encode()
+        )
+        self._append(_member(info, None))
+
+    def _append(self, member: bytes) -> WarcLocation:
+        """Write one gzip member; where it lies."""
+        assert self._file is not None
+        self._file.write(member)
+        location = WarcLocation(self._name, self._size, len(member))
+        self._size += len(member)
+        return location
+
+
+def _members(url: str, fetched_at: float, exchange: Exchange) -> tuple[bytes, bytes]:
+    """The response and request records of ``exchange``, each a gzip member."""
+    date = _warc_date(fetched_at)
+    response = _record(WarcRecordType.response, url, date, exchange.peer)
+    response.headers["Content-Type"] = "application/http; msgtype=response"
+    if exchange.cut is not None:
+        response.headers["WARC-Truncated"] = exchange.cut
+    response.set_bytes_content(response_block(exchange))
+    request = _record(WarcRecordType.request, url, date, exchange.peer)
+    request.headers["Content-Type"] = "application/http; msgtype=request"
+    request.headers["WARC-Concurrent-To"] = _record_id(response)
+    request.set_bytes_content(request_block(exchange))
+    return _member(response, _sha1(exchange.body)), _member(request, _sha1(b""))
+
+
+def _record(kind: WarcRecordType, url: str, date: str, peer: str | None) -> WarcRecord:
+    record = WarcRecord()
+    record.init_headers(record_type=kind)
+    record.headers["WARC-Date"] = date
+    record.headers["WARC-Target-URI"] = url
+    if peer is not None:
+        record.headers["WARC-IP-Address"] = peer
+    return record
+
+
+def _member(record: WarcRecord, payload_digest: bytes | None) -> bytes:
+    """``record`` serialised (block digest added) as one gzip member."""
+    member = io.BytesIO()
+    stream = GzipWriter(member)
+    record.write(stream, checksum_data=True, payload_digest=payload_digest)
+    stream.close()
+    return member.getvalue()
+
+
+def response_block(exchange: Exchange) -> bytes:
+    """The HTTP response as received: status line, raw headers, wire body."""
+    lines = [f"{exchange.version} {exchange.status} {exchange.reason}".encode(errors="replace")]
+    for name, value in exchange.response_headers:
+        name = _RENAMED.get(name.lower(), name)
+        lines.append(_clean(name) + b": " + _clean(value))
+    return b"\r\n".join(lines) + b"\r\n\r\n" + exchange.body
+
+
+def request_block(exchange: Exchange) -> bytes:
+    """The HTTP request head as sent (a GET has no body)."""
+    lines = [f"{exchange.method} {exchange.target} HTTP/1.1"]
+    lines += [f"{name}: {value}" for name, value in exchange.request_headers]
+    text = "".join(_one_line(line) + "\r\n" for line in lines) + "\r\n"
+    return text.encode("utf-8", "surrogateescape")
+
+
+def _clean(data: bytes) -> bytes:
+    """No header line may carry a line break of its own (a record would not parse)."""
+    return data.replace(b"\r", b" ").replace(b"\n", b" ")
+
+
+def _record_id(record: WarcRecord) -> str:
+    record_id = record.record_id
+    assert record_id is not None  # init_headers gives every record one
+    return record_id
+
+
+def _one_line(value: str) -> str:
+    return value.replace("\r", " ").replace("\n", " ")
+
+
+def _sha1(data: bytes) -> bytes:
+    return hashlib.sha1(data).digest()
+
+
+def _warc_date(when: float) -> str:
+    moment = datetime.fromtimestamp(when, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _last_serial(directory: Path) -> int:
+    serials = [int(m.group(1)) for p in directory.iterdir() if (m := _SERIAL.search(p.name))]
+    return max(serials, default=0)
