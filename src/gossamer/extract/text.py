@@ -87,7 +87,7 @@ def _trafilatura(tree: LexborHTMLParser, markup: str | None) -> tuple[str, list[
 
 
 def _readability(tree: LexborHTMLParser, markup: str | None) -> tuple[str, list[LexborNode]]:
-    from readability import Document  # type: ignore[import-untyped]
+    from readability import Document
 
     summary = LexborHTMLParser(Document(markup or tree.html or "").summary(html_partial=True))
     return _block_text(summary), summary.css("img")
@@ -108,6 +108,23 @@ def _block_text(tree: LexborHTMLParser) -> str:
 def _paragraphs(text: str) -> str:
     lines = (" ".join(line.split()) for line in text.splitlines())
     return "\n\n".join(line for line in lines if line)
+
+
+def plain_text(text: str) -> str:
+    """A ``text/plain`` document as main text: paragraphs (runs of non-blank lines, spaces
+    collapsed) separated by one blank line."""
+    paragraphs: list[str] = []
+    lines: list[str] = []
+    for line in text.splitlines():
+        cleaned = " ".join(line.split())
+        if cleaned:
+            lines.append(cleaned)
+        elif lines:
+            paragraphs.append("\n".join(lines))
+            lines = []
+    if lines:
+        paragraphs.append("\n".join(lines))
+    return "\n\n".join(paragraphs)
 
 
 EXTRACTORS: dict[str, Extractor] = {
