@@ -86,6 +86,7 @@ class Gossamer(Crawler):
             "--delay",
             "0",
             "--quiet",
+            "--no-text",  # like the Scrapy spider here, which keeps no text either
         ]
 
     def counts(self, work: Path) -> Counts:

@@ -87,8 +87,10 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
         if get_origin(info.annotation) is not Literal:
             kinds = [a for a in get_args(info.annotation) if a is not type(None)] or kinds
         if kinds[0] is bool:
+            on = info.default is not True  # a setting on by default gets a --no-NAME flag
+            flag = flag if on else "--no-" + name.replace("_", "-")
             parser.add_argument(
-                flag, dest=name, action="store_const", const=True, help=info.description
+                flag, dest=name, action="store_const", const=on, help=info.description
             )
         elif get_origin(kinds[0]) is Literal:
             choices = list(get_args(kinds[0]))

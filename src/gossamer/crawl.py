@@ -29,6 +29,7 @@ from gossamer.engine import (
     RobotsFetch,
     robots_check,
 )
+from gossamer.extract.pdf import PdfPool
 from gossamer.fetch.guard import AddressGuard
 from gossamer.fetch.http import FetchConfig, Fetcher
 from gossamer.frontier.base import Frontier
@@ -91,6 +92,8 @@ class Stages:
     """Fed by the fetcher with every body chunk received (a worker's bandwidth figures)."""
     warc: WarcWriter | None = None
     """With ``--warc``: where every fetch is archived."""
+    pdf: PdfPool | None = None
+    """Worker processes for PDF text (started at the first PDF), unless ``--no-text``."""
 
     def crawler(
         self, settings: CrawlSettings, frontier: Frontier, on_commit: CommitHook | None = None
@@ -107,6 +110,7 @@ class Stages:
             on_commit=on_commit,
             store=self.store,
             warc=self.warc,
+            pdf=self.pdf,
         )
 
 
@@ -148,12 +152,24 @@ async def open_stages(
         max_pause=settings.max_retry_after,
         max_crawl_delay=settings.max_crawl_delay,
     )
+    pdf = PdfPool(workers=2) if settings.text else None
     try:
         store = await _catch_up(sink, db)
         yield Stages(
-            db, jsonl, fetcher, robots_fetch, robots, politeness, store, meter=meter, warc=warc
+            db,
+            jsonl,
+            fetcher,
+            robots_fetch,
+            robots,
+            politeness,
+            store,
+            meter=meter,
+            warc=warc,
+            pdf=pdf,
         )
     finally:
+        if pdf is not None:
+            await pdf.close()
         await fetcher.close()
         if warc is not None:
             warc.close()
@@ -282,6 +298,9 @@ def _engine_config(settings: CrawlSettings) -> EngineConfig:
             raise SettingsError(f"invalid setting 'hook': {exc}") from None
     return EngineConfig(
         hook=hook,
+        text=settings.text,
+        extractor=settings.extractor,
+        max_text_chars=settings.max_text_chars,
         concurrency=settings.concurrency,
         max_pages=settings.max_pages,
         obey_robots=settings.robots,

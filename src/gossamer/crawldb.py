@@ -55,7 +55,15 @@ CREATE TABLE IF NOT EXISTS pages (
     extra TEXT,
     warc_file TEXT,
     warc_offset INTEGER,
-    warc_length INTEGER
+    warc_length INTEGER,
+    text TEXT,
+    lang TEXT,
+    description TEXT,
+    canonical TEXT,
+    published TEXT,
+    authors TEXT,
+    images TEXT,
+    text_chars INTEGER
 );
 CREATE TABLE IF NOT EXISTS sitemaps (
     host TEXT NOT NULL, url TEXT NOT NULL, PRIMARY KEY (host, url)
@@ -69,6 +77,14 @@ _ADDED_COLUMNS = (
     ("warc_file", "TEXT"),
     ("warc_offset", "INTEGER"),
     ("warc_length", "INTEGER"),
+    ("text", "TEXT"),
+    ("lang", "TEXT"),
+    ("description", "TEXT"),
+    ("canonical", "TEXT"),
+    ("published", "TEXT"),
+    ("authors", "TEXT"),
+    ("images", "TEXT"),
+    ("text_chars", "INTEGER"),
 )
 """Columns of ``pages`` added after its first version, with their definitions."""
 

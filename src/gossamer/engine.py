@@ -27,10 +27,14 @@ from typing import Any, Protocol
 from urllib.parse import urljoin
 
 from gossamer.crawldb import CrawlDB
+from gossamer.extract import DEFAULT_EXTRACTOR, Content, extract
+from gossamer.extract.pdf import PdfPool
+from gossamer.extract.text import plain_text
 from gossamer.frontier.base import Candidate, Feedback, Frontier, Lease
 from gossamer.frontier.robots import RobotsCache, RobotsPolicy
 from gossamer.hooks import Hook, HookError, Page, run_hook
 from gossamer.outcomes import Action, RetryPolicy, classify, is_failure
+from gossamer.parse.charset import detect_encoding
 from gossamer.parse.links import ParsedPage, parse_html
 from gossamer.redact import redact_url
 from gossamer.sinks.base import PageRecord
@@ -115,6 +119,10 @@ class EngineConfig:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     hook: Hook | None = None
     """The user's ``--hook`` (see :mod:`gossamer.hooks`), called on every 2xx page."""
+    text: bool = True
+    """Extract the main text and metadata of HTML, plain-text and PDF pages."""
+    extractor: str = DEFAULT_EXTRACTOR
+    max_text_chars: int = 1_000_000
 
 
 class Crawler:
@@ -135,9 +143,11 @@ class Crawler:
         on_commit: CommitHook | None = None,
         store: RecordStore | None = None,
         warc: WarcWriter | None = None,
+        pdf: PdfPool | None = None,
     ) -> None:
         self._config = config
         self._warc = warc
+        self._pdf = pdf
         self._frontier = frontier
         self._fetcher = fetcher
         self._robots = robots
@@ -454,12 +464,19 @@ class Crawler:
         redirect_to = None
         flags = result.flags
         extra = None
+        content: dict[str, Any] = {}
         if action is Action.STORE:
-            page = await self._parse(lease, result) if _is_html(result) else None
+            page, found_content = await self._read(lease, result)
             found = page.links if page is not None else []
             if page is not None:
                 title = page.title
                 flags += page.flags
+            if found_content is not None:
+                content, cut = self._content_fields(found_content)
+                flags += cut
+            elif self._config.text and result.content_type == "application/pdf":
+                content, pdf_error = await self._pdf_text(result)
+                error = error or pdf_error
             if self._config.hook is not None:
                 extra, found, hook_error = self._run_hook(lease, result, page, found)
                 error = error or hook_error
@@ -484,8 +501,47 @@ class Crawler:
             truncated=result.truncated,
             flags=flags,
             extra=extra,
+            **content,
         )
         return record, links
+
+    async def _read(
+        self, lease: Lease, result: FetchResultLike
+    ) -> tuple[ParsedPage | None, Content | None]:
+        """The parsed page and its content (HTML), or the content alone (plain text)."""
+        if _is_html(result):
+            return await self._parse(lease, result)
+        if self._config.text and result.content_type == "text/plain":
+            detected = detect_encoding(result.body, result.charset)
+            body = result.body[detected.bom_length :]
+            return None, Content(text=plain_text(body.decode(detected.encoding, "replace")))
+        return None, None
+
+    def _content_fields(self, content: Content) -> tuple[dict[str, Any], tuple[str, ...]]:
+        """The record's content fields, and ``("text-cut",)`` if the text was cut."""
+        text = content.text
+        limit = self._config.max_text_chars
+        cut: tuple[str, ...] = ("text-cut",) if len(text) > limit else ()
+        fields = {
+            "text": text[:limit],
+            "lang": content.lang,
+            "description": content.description,
+            "canonical": content.canonical,
+            "published": content.published,
+            "authors": tuple(content.authors),
+            "images": tuple({"src": i.src, "alt": i.alt} for i in content.images),
+            "text_chars": len(text),
+        }
+        return fields, cut
+
+    async def _pdf_text(self, result: FetchResultLike) -> tuple[dict[str, Any], str | None]:
+        """A PDF's text from the worker pool: (fields, None) or ({}, the error)."""
+        if self._pdf is None or result.truncated:
+            return {}, "pdf-truncated" if result.truncated else None
+        extracted = await self._pdf.text(result.body, self._config.max_text_chars)
+        if extracted.text is None:
+            return {}, extracted.error
+        return {"text": extracted.text, "text_chars": len(extracted.text)}, None
 
     def _run_hook(
         self, lease: Lease, result: FetchResultLike, parsed: ParsedPage | None, links: list[str]
@@ -510,19 +566,27 @@ class Crawler:
             return None, links, str(exc)
         return extra, (links if replaced is None else replaced), None
 
-    async def _parse(self, lease: Lease, result: FetchResultLike) -> ParsedPage:
-        """Parse an HTML body; a large one in a worker thread, so the event loop (and with it
-        a cluster worker's claim renewals) keeps running while it is parsed."""
-        parse = functools.partial(
-            parse_html,
-            result.body,
-            lease.url,
-            header_charset=result.charset,
-            follow_nofollow=self._config.follow_nofollow,
-        )
+    async def _parse(
+        self, lease: Lease, result: FetchResultLike
+    ) -> tuple[ParsedPage, Content | None]:
+        """Parse an HTML body and extract its content; a large one in a worker thread, so the
+        event loop (and with it a cluster worker's claim renewals) keeps running meanwhile."""
+        parse = functools.partial(self._parse_now, lease.url, result.body, result.charset)
         if len(result.body) < _PARSE_IN_THREAD_BYTES:
             return parse()
         return await asyncio.to_thread(parse)
+
+    def _parse_now(
+        self, url: str, body: bytes, charset: str | None
+    ) -> tuple[ParsedPage, Content | None]:
+        page = parse_html(
+            body, url, header_charset=charset, follow_nofollow=self._config.follow_nofollow
+        )
+        if not self._config.text:
+            return page, None
+        if page.tree is None:
+            return page, Content(text="")
+        return page, extract(page.tree, url, self._config.extractor)
 
     def _follow_redirect(self, lease: Lease, location: str) -> tuple[str | None, str | None]:
         try:

@@ -131,6 +131,19 @@ class CrawlSettings(BaseModel):
     max_bandwidth: int | None = Field(
         None, ge=1024, description="Most bytes per second this process downloads (all hosts)."
     )
+    text: bool = Field(
+        True,
+        description="Keep the main text and metadata of HTML, plain-text and PDF pages in "
+        "their records (disable with --no-text).",
+    )
+    extractor: Literal["density", "trafilatura", "readability", "resiliparse"] = Field(
+        "density",
+        description="Main-text extractor: density (gossamer's own, fast), or trafilatura, "
+        "readability, resiliparse when those libraries are installed.",
+    )
+    max_text_chars: int = Field(
+        1_000_000, ge=0, description="Longest main text kept in a record (cut: flag text-cut)."
+    )
     hook: str | None = Field(
         None,
         description="Python function called on every fetched page, as module:function "

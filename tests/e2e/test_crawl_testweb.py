@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from gossamer.testweb import CHARSET_SAMPLES, TestWebServer, generate
+from gossamer.testweb.payloads import PDF_TEXT
 from gossamer.urls import canonicalize
 
 from .harness import load_records, run_crawl
@@ -105,6 +106,8 @@ async def test_full_crawl_matches_ground_truth(tmp_path: Path) -> None:
     assert rec("/drop")["status"] is None and rec("/drop")["error"]
     assert rec("/broken-chunked")["error"]
     assert rec("/files/doc.pdf")["content_type"] == "application/pdf"
+    assert rec("/files/doc.pdf")["text"] == PDF_TEXT  # from the PDF worker
+    assert all(r["text"] for r in records if r["status"] == 200 and r["url"] in normal)
     assert rec("/encoded/br")["status"] == 200 and rec("/encoded/br")["outlinks"] > 0
     for name, sample in CHARSET_SAMPLES.items():
         assert rec(f"/charset/{name}")["title"] == sample[:12]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from gossamer import crawldb
 from gossamer.crawldb import CrawlDB
 from gossamer.sinks.base import PageRecord
 from gossamer.sinks.sqlite import SQLiteSink
@@ -49,7 +50,9 @@ async def test_an_old_crawl_db_gains_the_added_columns(tmp_path: Path) -> None:
     old_crawl_db(path)
     db = CrawlDB(path)
     columns: list[str] = [row[1] for row in db.query("PRAGMA table_info(pages)")]
-    assert columns[-5:] == ["flags", "extra", "warc_file", "warc_offset", "warc_length"]
+    added = [name for name, _ in crawldb._ADDED_COLUMNS]
+    assert columns[-len(added) :] == added
+    assert added[:5] == ["flags", "extra", "warc_file", "warc_offset", "warc_length"]
     sink = SQLiteSink(db)
     [old] = sink.records_after(0)
     assert old == PageRecord(

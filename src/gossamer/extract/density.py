@@ -218,9 +218,11 @@ class _Walker:
     def _close(self, next_tag: str) -> None:
         block = self.current
         block.finish()
+        self.current = Block(next_tag)
         if block.text:
             self.blocks.append(block)
-        self.current = Block(next_tag)
+        elif block.images:  # an image between paragraphs belongs with the text after it
+            self.current.images.extend(block.images)
 
     def _visit(self, node: LexborNode, depth: int, in_link: bool) -> None:
         if depth > MAX_DEPTH:

@@ -16,7 +16,10 @@ from typing import Any
 from gossamer.redact import redact_url
 from gossamer.safe import safe_text
 
-_TEXT_FIELDS = ("url", "content_type", "title", "redirect_to", "error")
+_TEXT_FIELDS = (
+    "url", "content_type", "title", "redirect_to", "error", "text", "lang", "description",
+    "canonical", "published",
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +51,21 @@ class PageRecord:
     """The offset of the response record's gzip member in ``warc_file``."""
     warc_length: int | None = None
     """The length in bytes of that gzip member."""
+    text: str | None = None
+    """The main text of an HTML, plain-text or PDF page (``--no-text``: None): paragraphs
+    separated by blank lines, boilerplate left out."""
+    lang: str | None = None
+    """ISO 639-1 language code, from the markup."""
+    description: str | None = None
+    canonical: str | None = None
+    """The page's ``<link rel=canonical>``, absolute."""
+    published: str | None = None
+    """ISO 8601 publication date or date-time the page states."""
+    authors: tuple[str, ...] = ()
+    images: tuple[dict[str, str | None], ...] = ()
+    """``{src, alt}`` of the images in the main content, absolute, at most 50."""
+    text_chars: int | None = None
+    """Characters of ``text`` (before ``--max-text-chars`` cut it, flagged ``text-cut``)."""
 
     def __post_init__(self) -> None:
         for name in ("url", "redirect_to"):  # credentials in a URL are shown as ***
@@ -70,7 +88,9 @@ class PageRecord:
     def as_row(self) -> tuple[Any, ...]:
         """The values in field order for SQLite (``flags`` as one space-separated text,
         ``extra`` as JSON text)."""
-        return tuple(map(_sqlite_value, _values(self)))
+        values = list(map(_sqlite_value, _values(self)))
+        values[_FLAGS] = " ".join(self.flags)
+        return tuple(values)
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> PageRecord:
@@ -80,13 +100,13 @@ class PageRecord:
         values["flags"] = tuple((values["flags"] or "").split())
         if values["extra"] is not None:
             values["extra"] = json.loads(values["extra"])
+        values["authors"] = tuple(json.loads(values["authors"] or "[]"))
+        values["images"] = tuple(json.loads(values["images"] or "[]"))
         return cls(**values)
 
 
 def _sqlite_value(value: Any) -> Any:
-    if isinstance(value, tuple):
-        return " ".join(value)
-    if isinstance(value, dict):
+    if isinstance(value, tuple | dict):
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     return value
 
@@ -101,6 +121,7 @@ def _redact_authority(url: str) -> str:
 
 FIELD_NAMES = tuple(f.name for f in fields(PageRecord))
 _values = operator.attrgetter(*FIELD_NAMES)
+_FLAGS = FIELD_NAMES.index("flags")
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 __all__ = ["FIELD_NAMES", "PageRecord", "safe_text"]

@@ -126,6 +126,14 @@ _ADDED_COLUMNS = {
     "warc_file": "text",
     "warc_offset": "bigint",
     "warc_length": "bigint",
+    "text": "text",
+    "lang": "text",
+    "description": "text",
+    "canonical": "text",
+    "published": "text",
+    "authors": "jsonb NOT NULL DEFAULT '[]'::jsonb",
+    "images": "jsonb NOT NULL DEFAULT '[]'::jsonb",
+    "text_chars": "bigint",
 }
 """Fields added after the table's first version: added to an existing table when it opens."""
 COLUMNS = ("fp", *FIELD_NAMES, "worker")
