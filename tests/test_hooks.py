@@ -45,6 +45,9 @@ def headings(page: Page) -> dict[str, Any] | HookResult:
     if page.url.endswith("/boom"):
         raise ZeroDivisionError("the hook's own bug")
     assert page.tree is not None and page.status == 200 and page.html is not None
+    assert page.content is not None and page.content.text.startswith(
+        page.tree.css_first("h1").text()
+    )
     fields = {"h1": page.tree.css_first("h1").text(), "links": len(page.links)}
     if page.url.endswith("/b"):
         return HookResult(fields=fields, links=[])

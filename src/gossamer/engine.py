@@ -478,7 +478,7 @@ class Crawler:
                 content, pdf_error = await self._pdf_text(result)
                 error = error or pdf_error
             if self._config.hook is not None:
-                extra, found, hook_error = self._run_hook(lease, result, page, found)
+                extra, found, hook_error = self._run_hook(lease, result, page, found, found_content)
                 error = error or hook_error
             links = [Candidate(link, lease.depth + 1) for link in found]
         elif action is Action.REDIRECT and result.location is not None:
@@ -544,7 +544,12 @@ class Crawler:
         return {"text": extracted.text, "text_chars": len(extracted.text)}, None
 
     def _run_hook(
-        self, lease: Lease, result: FetchResultLike, parsed: ParsedPage | None, links: list[str]
+        self,
+        lease: Lease,
+        result: FetchResultLike,
+        parsed: ParsedPage | None,
+        links: list[str],
+        content: Content | None,
     ) -> tuple[dict[str, Any] | None, list[str], str | None]:
         """The user's ``--hook`` on a 2xx page: (its fields, the links to follow, an error)."""
         assert self._config.hook is not None
@@ -558,6 +563,7 @@ class Crawler:
             tree=parsed.tree if parsed is not None else None,
             links=tuple(links),
             title=parsed.title if parsed is not None else None,
+            content=content,
         )
         try:
             extra, replaced = run_hook(self._config.hook, page)

@@ -38,6 +38,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from selectolax.lexbor import LexborHTMLParser
 
+    from gossamer.extract import Content
+
 __all__ = ["MAX_EXTRA_BYTES", "Hook", "HookError", "HookResult", "Page", "load_hook", "run_hook"]
 
 MAX_EXTRA_BYTES = 1 << 20
@@ -66,6 +68,9 @@ class Page:
     links: tuple[str, ...] = ()
     """The absolute links the crawl would follow from the page."""
     title: str | None = None
+    content: Content | None = field(default=None, repr=False)
+    """The extracted main text and metadata (:class:`gossamer.extract.Content`), or None
+    with ``--no-text`` or for a page without text."""
 
     @property
     def html(self) -> str | None:
