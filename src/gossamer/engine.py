@@ -213,13 +213,13 @@ class Crawler:
         if not seeds:
             return
         self._db.set_meta(SEEDING_META, "started")
-        for start in range(0, len(seeds), _SEED_BATCH):
-            await self._frontier.add([Candidate(url) for url in seeds[start : start + _SEED_BATCH]])
+        while seeds:
+            await self._frontier.add([Candidate(url) for url in seeds[:_SEED_BATCH]])
+            del seeds[:_SEED_BATCH]  # queued: its memory serves the crawl from now on
             await self._db.commit()
             self._wake.set()
         self._db.set_meta(SEEDING_META, "done")
         await self._db.commit()
-        seeds.clear()  # queued and durable: not kept for the rest of the crawl
 
     def stop(self) -> None:
         """Stop leasing; in-flight URLs finish (or go back to the queue after a grace time)."""

@@ -7,6 +7,7 @@ there is no second way to normalise a URL.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import SplitResult, quote, urlsplit, urlunsplit
@@ -194,7 +195,9 @@ class Scope:
     hosts: frozenset[str] = frozenset()
     domains: frozenset[str] = frozenset()
     ports: frozenset[int] = frozenset()
-    origins: frozenset[tuple[str, int]] = frozenset()
+    origins: tuple[tuple[int, frozenset[str]], ...] = ()
+    """For each explicit port of the seeds, the seed hosts naming it (a few ports, each with
+    its hosts: 200,000 seed hosts cost a set, not 200,000 pairs)."""
     allow_ports: frozenset[int] = frozenset()
     max_depth: int | None = None
     max_url_length: int = 2048
@@ -213,13 +216,18 @@ class Scope:
     ) -> Scope:
         """Scope of the seeds' hosts plus the allowed domains (and their subdomains), on the
         seeds' ports plus the allowed ones (and the schemes' defaults)."""
-        seeds = list(seeds)
-        origins = {(host_of(s), p) for s in seeds if (p := explicit_port(s)) is not None}
+        hosts: set[str] = set()
+        by_port: dict[int, set[str]] = {}
+        for seed in seeds:
+            host = sys.intern(host_of(seed))  # one string in both sets
+            hosts.add(host)
+            if (port := explicit_port(seed)) is not None:
+                by_port.setdefault(port, set()).add(host)
         return cls(
-            hosts=frozenset(host_of(s) for s in seeds),
+            hosts=frozenset(hosts),
             domains=frozenset(d.lower().strip(".") for d in allow_domains),
-            ports=frozenset(port for _, port in origins),
-            origins=frozenset(origins),
+            ports=frozenset(by_port),
+            origins=tuple((port, frozenset(named)) for port, named in sorted(by_port.items())),
             allow_ports=frozenset(allow_ports),
             max_depth=max_depth,
             max_url_length=max_url_length,
@@ -243,7 +251,9 @@ class Scope:
         if not self.host_allowed(host):
             return "offsite"
         port = explicit_port(canonical_url)
-        if port is None or port in self.allow_ports or (host, port) in self.origins:
+        if port is None or port in self.allow_ports:
+            return None
+        if any(port == named and host in hosts for named, hosts in self.origins):
             return None
         if port in self.ports and self._in_domains(host):
             return None
