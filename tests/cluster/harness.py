@@ -49,6 +49,16 @@ async def start(log: Path, *args: str) -> asyncio.subprocess.Process:
     return proc
 
 
+async def until_waiting(logs: list[Path], limit: float = 30) -> None:
+    """Until every worker logging to ``logs`` has registered and waits for a job (so a job
+    submitted next is shared by all of them, however slowly each started)."""
+    for _ in range(int(limit / 0.05)):
+        if all(log.exists() and b"waiting for job" in log.read_bytes() for log in logs):
+            return
+        await asyncio.sleep(0.05)
+    raise TimeoutError(f"workers not waiting for a job after {limit:g}s")
+
+
 async def run(log: Path, *args: str, limit: float = 60) -> int:
     """Run ``gossamer *args`` to its end, logging to ``log``; its exit code."""
     proc = await start(log, *args)

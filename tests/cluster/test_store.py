@@ -22,6 +22,7 @@ from tests.cluster.harness import (
     run,
     small_web,
     start,
+    until_waiting,
     wait_for_records,
     worker_args,
     worker_logs,
@@ -75,6 +76,7 @@ async def test_workers_fill_one_table_with_the_union_of_their_records(
             await start(tmp_path / f"w{i}.log", *worker_args(url, tmp_path, i))
             for i in range(WORKERS)
         ]
+        await until_waiting([tmp_path / f"w{i}.log" for i in range(WORKERS)])
         submit = _submit(url, seed, pg.table_url("union"), "--concurrency", "8", "--per-host", "1")
         assert await run(tmp_path / "submit.log", *submit) == 0
         await _finish(tmp_path, url, workers)
