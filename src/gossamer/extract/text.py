@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
 from w3lib.encoding import to_unicode
 
-from gossamer.extract import meta
-from gossamer.extract.density import HEADINGS, main_blocks
+from gossamer.extract import density, meta, tree
+from gossamer.extract.density import HEADINGS
 from gossamer.parse.charset import detect_encoding
 from gossamer.parse.guard import guard
 
@@ -64,11 +64,19 @@ class Content:
         }
 
 
-def _density(tree: LexborHTMLParser, markup: str | None) -> tuple[str, list[LexborNode]]:
+def _density(page: LexborHTMLParser, markup: str | None) -> tuple[str, list[LexborNode]]:
+    return _join(density.main_blocks(page))
+
+
+def _tree(page: LexborHTMLParser, markup: str | None) -> tuple[str, list[LexborNode]]:
+    return _join(tree.main_blocks(page))
+
+
+def _join(blocks: list[density.Block] | list[tree.Block]) -> tuple[str, list[LexborNode]]:
     out: list[str] = []
     images: list[LexborNode] = []
     previous = ""
-    for block in main_blocks(tree):
+    for block in blocks:
         if out:
             out.append("\n" if block.tag == previous == "li" else "\n\n")
         out.append(block.text)
@@ -128,12 +136,13 @@ def plain_text(text: str) -> str:
 
 
 EXTRACTORS: dict[str, Extractor] = {
+    "tree": _tree,
     "density": _density,
     "trafilatura": _trafilatura,
     "readability": _readability,
     "resiliparse": _resiliparse,
 }
-DEFAULT_EXTRACTOR = "density"
+DEFAULT_EXTRACTOR = "tree"
 
 
 def extract(

@@ -1,0 +1,567 @@
+"""The tree model: score the page's boxes by the prose they hold, keep the best box's text.
+
+One depth-first pass over the parsed page (bounded by `MAX_DEPTH` and `MAX_NODES`) records
+every block-level element as a *box* (its tag, its parent box, what its ``class``, ``id`` and
+``role`` say) and cuts the text into *blocks*: the text between block-level tags, each knowing
+its innermost box, how much of it sits in links and which images it holds.
+
+Then, as Arc90's readability does on a tree it rewrites, but here on those few small records:
+
+1. Every block of prose (at least `MIN_PARAGRAPH` characters, mostly outside links) scores
+   ``1 + commas + min(chars / 100, 3)``; the score goes to its box's parent in full, the
+   grandparent by half and the next ancestor by a sixth. A box's own score starts from its tag
+   (a ``div`` is a likely container, a list or a heading is not) and its class and id
+   (``article``, ``content``, ``post`` count for it; ``comment``, ``share``, ``sidebar``
+   against it), and is scaled by the share of its text outside links.
+2. The best box wins. It moves up the tree when several near-best boxes share an ancestor (an
+   article cut into sections) or when it is its parent's only child.
+3. Its siblings join when they score near it, or when they are paragraphs of linkless prose
+   (an article whose paragraphs sit loose next to its first section).
+4. Inside what was kept, boilerplate is left out: boxes that are navigation, headers, footers,
+   asides, forms, banners, comment sections and share or related-link boxes by tag, role or
+   name, boxes that are mostly links, and blocks that are mostly links.
+
+A page with no prose at all (a list of links, a table of figures) keeps the body's text less
+its boilerplate. The text-density model (`gossamer.extract.density`) reads the same blocks as
+a flat sequence instead.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+__all__ = ["MAX_DEPTH", "MAX_NODES", "MIN_PARAGRAPH", "Block", "main_blocks"]
+
+MAX_DEPTH = 256
+"""Content nested deeper than this is not read."""
+MAX_NODES = 200_000
+"""The walk stops after this many nodes."""
+MIN_PARAGRAPH = 25
+"""Characters a block needs to count as prose."""
+MIN_TEXT = 250
+"""A main text shorter than this is looked for again, inside boilerplate too."""
+LINK_DENSITY_MAX = 0.5
+"""Kept blocks and boxes with more of their text in links than this are left out."""
+MAX_BOILERPLATE_SHARE = 0.4
+"""A box named like boilerplate that holds more of the page's text than this is kept."""
+SIBLING_MIN = 10.0
+SIBLING_SHARE = 0.2
+"""A sibling of the best box joins when it scores at least max(SIBLING_MIN, SIBLING_SHARE x
+the best score)."""
+RIVAL_SHARE = 0.2
+RIVAL_STEPS = 2
+MAX_PARTS = 8
+
+_SKIP_TAGS = frozenset(
+    [
+        "script",
+        "style",
+        "noscript",
+        "template",
+        "iframe",
+        "svg",
+        "math",
+        "canvas",
+        "object",
+        "embed",
+        "video",
+        "audio",
+        "select",
+        "option",
+        "button",
+        "input",
+        "textarea",
+        "dialog",
+        "head",
+        "title",
+        "-comment",
+    ]
+)
+_BOX_TAGS = frozenset(
+    [
+        "body",
+        "p",
+        "div",
+        "section",
+        "article",
+        "main",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "li",
+        "ul",
+        "ol",
+        "dl",
+        "dt",
+        "dd",
+        "pre",
+        "blockquote",
+        "table",
+        "tr",
+        "td",
+        "th",
+        "tbody",
+        "thead",
+        "tfoot",
+        "caption",
+        "figure",
+        "figcaption",
+        "address",
+        "hr",
+        "center",
+        "details",
+        "summary",
+        "header",
+        "footer",
+        "nav",
+        "aside",
+        "form",
+        "fieldset",
+        "menu",
+    ]
+)
+HEADINGS = frozenset(["h1", "h2", "h3", "h4", "h5", "h6"])
+_BOILERPLATE_TAGS = frozenset(["nav", "aside", "footer", "form", "menu", "fieldset"])
+_BOILERPLATE_ROLES = frozenset(
+    ["navigation", "banner", "contentinfo", "complementary", "menu", "menubar", "search"]
+)
+_TAG_SCORE = {
+    "div": 5.0,
+    "article": 5.0,
+    "main": 5.0,
+    "section": 2.0,
+    "pre": 3.0,
+    "td": 3.0,
+    "blockquote": 3.0,
+    "ol": -3.0,
+    "ul": -3.0,
+    "dl": -3.0,
+    "dd": -3.0,
+    "dt": -3.0,
+    "li": -3.0,
+    "address": -3.0,
+    "form": -3.0,
+    "h1": -5.0,
+    "h2": -5.0,
+    "h3": -5.0,
+    "h4": -5.0,
+    "h5": -5.0,
+    "h6": -5.0,
+    "th": -5.0,
+}
+# What class and id names say, read word by word (``article-body__text`` is three words;
+# camelCase stays one word), each word as a substring: readability's lists, with the names of
+# consent banners, paywalls and newsletters added.
+_NEGATIVE = re.compile(
+    r"hidden|banner|combx|comment|contact|foot|masthead|media|meta|outbrain|promo|related|"
+    r"scroll|share|shoutbox|sidebar|skyscraper|sponsor|shopping|tags|tool|widget"
+)
+_POSITIVE = re.compile(r"article|body|content|entry|hentry|main|page|post|text|blog|story")
+_UNLIKELY = re.compile(
+    r"agegate|banner|breadcrumb|combx|comment|community|consent|cookie|disqus|extra|footer|"
+    r"gdpr|header|legends|menu|newsletter|pager|pagination|popup|promo|related|remark|"
+    r"replies|rss|share|shoutbox|sidebar|skyscraper|social|sponsor|subscribe|supplemental"
+)
+_MAYBE = re.compile(r"and|article|body|column|content|main|shadow")
+_AD_WORDS = frozenset(["ad", "ads", "advert", "advertisement", "hid"])
+_WORD = re.compile(r"[a-z0-9]+")
+_NEG, _POS, _UNL, _MAY = 1, 2, 4, 8
+_COMMAS = re.compile("[,\u060c\uff0c\u3001]")
+_SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f]\s*$")
+
+
+@dataclass(slots=True)
+class Box:
+    """A block-level element: where it sits, what its name says, what it holds."""
+
+    tag: str
+    parent: int
+    names: str
+    weight: float
+    boilerplate: bool
+    chars: int = 0
+    link_chars: int = 0
+    commas: int = 0
+    paragraphs: int = 0
+    items: int = 0
+    images: int = 0
+
+    def link_density(self) -> float:
+        return min(self.link_chars, self.chars) / self.chars if self.chars else 0.0
+
+
+@dataclass(slots=True)
+class Block:
+    """The text between two block-level tags, in its innermost box."""
+
+    tag: str
+    box: int
+    text: str
+    link_chars: int
+    images: list[LexborNode]
+
+    def link_density(self) -> float:
+        return min(self.link_chars, len(self.text)) / len(self.text) if self.text else 0.0
+
+
+def main_blocks(tree: LexborHTMLParser) -> list[Block]:
+    """The blocks of the main text of ``tree``, in document order (maybe none)."""
+    body = tree.body
+    if body is None:
+        return []
+    walker = _Walker()
+    walker.run(body)
+    boxes, blocks = walker.boxes, walker.blocks
+    if not blocks:
+        return []
+    _total(boxes, blocks)
+    _unflag_big_boilerplate(boxes)
+    found = _select(boxes, blocks, strict=True)
+    if sum(len(block.text) for block in found) < MIN_TEXT:
+        # the article may sit in a box named or tagged like boilerplate (an <aside>, a
+        # "teaser" section): score every box
+        again = _select(boxes, blocks, strict=False)
+        if sum(len(b.text) for b in again) > sum(len(b.text) for b in found):
+            return again
+    return found
+
+
+def _select(boxes: list[Box], blocks: list[Block], *, strict: bool) -> list[Block]:
+    chosen, parent = _choose(boxes, blocks, strict=strict)
+    kept = _keep(boxes, chosen)
+    return [
+        block
+        for block in blocks
+        if block.link_density() <= LINK_DENSITY_MAX
+        and (kept[block.box] or (block.box == parent and _is_prose_text(block)))
+    ]
+
+
+class _Walker:
+    """One depth-first pass recording boxes and blocks."""
+
+    def __init__(self) -> None:
+        self.boxes: list[Box] = []
+        self.blocks: list[Block] = []
+        self.nodes = 0
+        # the block being read
+        self.tag = "div"
+        self.box = 0
+        self.parts: list[str] = []
+        self.link_chars = 0
+        self.images: list[LexborNode] = []
+        self.quiet = False  # inside boilerplate
+
+    def run(self, body: LexborNode) -> None:
+        self.boxes.append(Box("body", -1, "", 0.0, False))
+        self._visit(body, 0, 0, False, False)
+        self._close("div", 0)
+
+    def _close(self, next_tag: str, box: int) -> None:
+        parts, images = self.parts, self.images
+        text = " ".join("".join(parts).split()) if parts else ""
+        if text:
+            self.blocks.append(Block(self.tag, self.box, text, self.link_chars, images))
+            self.images = []
+        elif images and self.quiet:  # a logo or an icon
+            self.images = []
+        # else an image between paragraphs belongs with the text after it
+        self.tag, self.box, self.parts, self.link_chars = next_tag, box, [], 0
+
+    def _open(self, node: LexborNode, tag: str, parent: int, in_article: bool) -> int:
+        attributes = node.attributes
+        weight = 0.0
+        boilerplate = tag in _BOILERPLATE_TAGS or (tag == "header" and not in_article)
+        names = attributes.get("class") or ""
+        if (name := attributes.get("id")) is not None:
+            names = f"{names} {name}"
+        if names:
+            weight, unlikely = _read_names(names)
+            boilerplate = boilerplate or unlikely
+        if attributes.get("role") in _BOILERPLATE_ROLES:
+            boilerplate = True
+        if "hidden" in attributes or attributes.get("aria-hidden") == "true":
+            boilerplate = True
+        self.boxes.append(Box(tag, parent, names, weight, boilerplate))
+        return len(self.boxes) - 1
+
+    def _visit(
+        self, node: LexborNode, depth: int, box: int, in_link: bool, in_article: bool
+    ) -> None:
+        if depth > MAX_DEPTH:
+            return
+        for child in node.iter(include_text=True):
+            self.nodes += 1
+            if self.nodes > MAX_NODES:
+                return
+            tag = child.tag
+            if tag == "-text":
+                text = child.text_content
+                if text:
+                    self.parts.append(text)
+                    if in_link:
+                        self.link_chars += len(text.strip())
+                continue
+            if tag in _SKIP_TAGS:
+                continue
+            if tag in _BOX_TAGS:
+                inner = self._open(child, tag, box, in_article)
+                if self.parts or self.images:
+                    self._close(tag, inner)
+                else:
+                    self.tag, self.box = tag, inner
+                quiet = self.quiet
+                self.quiet = quiet or self.boxes[inner].boilerplate
+                self._visit(
+                    child, depth + 1, inner, in_link, in_article or tag in ("article", "main")
+                )
+                if self.parts or self.images:
+                    self._close("div", box)
+                else:
+                    self.tag, self.box = "div", box
+                self.quiet = quiet
+                continue
+            if tag == "img":
+                self.images.append(child)
+            elif tag == "br":
+                self.parts.append(" ")
+            self._visit(child, depth + 1, box, in_link or tag == "a", in_article)
+
+
+_WORDS: dict[str, int] = {}
+_NAMES: dict[str, tuple[float, bool]] = {}
+_CACHE_MAX = 50_000
+
+
+def _read_names(names: str) -> tuple[float, bool]:
+    """What a box's class and id say: its weight, and whether it is unlikely to be content.
+    Remembered by name and by word, as a site repeats its names on every page."""
+    known = _NAMES.get(names)
+    if known is not None:
+        return known
+    flags = 0
+    for word in _WORD.findall(names.lower()):
+        mask = _WORDS.get(word)
+        if mask is None:
+            mask = _read_word(word)
+            if len(_WORDS) >= _CACHE_MAX:
+                _WORDS.clear()
+            _WORDS[word] = mask
+        flags |= mask
+    weight = (25.0 if flags & _POS else 0.0) - (25.0 if flags & _NEG else 0.0)
+    known = (weight, bool(flags & _UNL) and not flags & _MAY)
+    if len(_NAMES) >= _CACHE_MAX:
+        _NAMES.clear()
+    _NAMES[names] = known
+    return known
+
+
+def _read_word(word: str) -> int:
+    if word in _AD_WORDS:
+        return _NEG | _UNL
+    mask = _NEG if _NEGATIVE.search(word) else 0
+    if _POSITIVE.search(word):
+        mask |= _POS
+    if _UNLIKELY.search(word):
+        mask |= _UNL
+    if _MAYBE.search(word):
+        mask |= _MAY
+    return mask
+
+
+def _total(boxes: list[Box], blocks: list[Block]) -> None:
+    """Each box's totals: its own blocks', then its descendants' (boxes are in pre-order, so a
+    reverse pass adds every box into its parent after its children were added into it)."""
+    for block in blocks:
+        box = boxes[block.box]
+        box.chars += len(block.text)
+        box.link_chars += min(block.link_chars, len(block.text))
+        box.commas += len(_COMMAS.findall(block.text))
+        box.images += len(block.images)
+    for box in boxes:
+        if box.tag == "p":
+            box.paragraphs = 1
+        elif box.tag == "li":
+            box.items = 1
+    for index in range(len(boxes) - 1, 0, -1):
+        box = boxes[index]
+        parent = boxes[box.parent]
+        parent.chars += box.chars
+        parent.link_chars += box.link_chars
+        parent.commas += box.commas
+        parent.paragraphs += box.paragraphs
+        parent.items += box.items
+        parent.images += box.images
+
+
+def _unflag_big_boilerplate(boxes: list[Box]) -> None:
+    """A class such as ``with-sidebar`` or a page-wide ``<form>`` must not hide the article."""
+    limit = MAX_BOILERPLATE_SHARE * boxes[0].chars
+    for box in boxes:
+        if box.boilerplate and box.chars > limit:
+            box.boilerplate = False
+
+
+def _in_boilerplate(boxes: list[Box], index: int) -> bool:
+    while index >= 0:
+        box = boxes[index]
+        if box.boilerplate:
+            return True
+        index = box.parent
+    return False
+
+
+def _choose(boxes: list[Box], blocks: list[Block], *, strict: bool) -> tuple[set[int], int]:
+    """The boxes whose text is the main text: the best-scoring box and the siblings that join
+    it (the body when no block is prose); and their parent, whose loose prose joins too.
+    ``strict``: prose inside boilerplate does not count."""
+    flagged: dict[int, bool] = {}
+    scores: dict[int, float] = {}
+    for block in blocks:
+        chars = len(block.text)
+        if chars < MIN_PARAGRAPH or block.link_density() > LINK_DENSITY_MAX:
+            continue
+        if strict:
+            inside = flagged.get(block.box)
+            if inside is None:
+                inside = flagged[block.box] = _in_boilerplate(boxes, block.box)
+            if inside:
+                continue
+        score = 1.0 + len(_COMMAS.findall(block.text)) + min(chars // 100, 3)
+        index = boxes[block.box].parent
+        for divider in (1.0, 2.0, 6.0):
+            if index < 0:
+                break
+            box = boxes[index]
+            known = scores.get(index)
+            if known is None:
+                known = _TAG_SCORE.get(box.tag, 0.0) + box.weight
+            scores[index] = known + score / divider
+            index = box.parent
+    if not scores:
+        return {0}, -1
+    final = {i: score * (1.0 - boxes[i].link_density()) for i, score in scores.items()}
+    ranked = sorted(final, key=final.__getitem__, reverse=True)
+    top = _climb(boxes, ranked, final)
+    if top == 0:
+        return {0}, -1
+    parent = boxes[top].parent
+    threshold = max(SIBLING_MIN, SIBLING_SHARE * final.get(top, 0.0))
+    chosen = {top}
+    for index, box in enumerate(boxes):
+        if box.parent != parent or index == top or box.boilerplate:
+            continue
+        score = final.get(index, 0.0)
+        if box.weight and box.weight == boxes[top].weight:
+            score += 0.2 * final.get(top, 0.0)
+        if score >= threshold or _is_prose(box):
+            chosen.add(index)
+    return chosen, parent
+
+
+def _climb(boxes: list[Box], ranked: list[int], final: dict[int, float]) -> int:
+    """The best box, moved up to take in its parts: the best boxes of other branches that have
+    its tag and class, score at least `RIVAL_SHARE` of it and meet it at most `RIVAL_STEPS`
+    levels up (an article cut into parts by pictures and advertisements); and past wrappers
+    holding nothing else."""
+    best = ranked[0]
+    top = _unwrap(boxes, best)
+    rivals: list[int] = []
+    kind = (boxes[best].tag, boxes[best].names)
+    for index in ranked[1:]:
+        if final[index] < RIVAL_SHARE * final[best] or len(rivals) == MAX_PARTS:
+            break
+        if (boxes[index].tag, boxes[index].names) != kind or any(
+            _descends(boxes, index, r) or _descends(boxes, r, index) for r in [best, *rivals]
+        ):
+            continue
+        rivals.append(index)
+    for rival in rivals:
+        if _descends(boxes, rival, top):
+            continue
+        ancestor, steps = _meet(boxes, top, rival)
+        if ancestor > 0 and steps <= RIVAL_STEPS and boxes[ancestor].link_density() <= 0.3:
+            top = _unwrap(boxes, ancestor)
+    return top
+
+
+def _unwrap(boxes: list[Box], index: int) -> int:
+    while index > 0:
+        parent = boxes[index].parent
+        if parent <= 0 or boxes[parent].chars > boxes[index].chars:
+            break
+        index = parent
+    return index
+
+
+def _meet(boxes: list[Box], top: int, other: int) -> tuple[int, int]:
+    """The nearest common ancestor of ``top`` and ``other``, and how many levels up from
+    ``top`` it is, counting only levels that add text."""
+    ancestors = set()
+    index = other
+    while index >= 0:
+        ancestors.add(index)
+        index = boxes[index].parent
+    steps = 0
+    index = top
+    while index not in ancestors:
+        parent = boxes[index].parent
+        if parent < 0:
+            return 0, steps
+        if boxes[parent].chars > boxes[index].chars:
+            steps += 1
+        index = parent
+    return index, steps
+
+
+def _descends(boxes: list[Box], index: int, ancestor: int) -> bool:
+    while index >= 0:
+        if index == ancestor:
+            return True
+        index = boxes[index].parent
+    return False
+
+
+def _is_prose(box: Box) -> bool:
+    return box.tag == "p" and box.chars > 80 and box.link_density() < 0.25
+
+
+def _is_prose_text(block: Block) -> bool:
+    chars = len(block.text)
+    density = block.link_density()
+    return (chars > 80 and density < 0.25) or (
+        density == 0 and _SENTENCE_END.search(block.text) is not None
+    )
+
+
+def _keep(boxes: list[Box], chosen: set[int]) -> list[bool]:
+    """For each box, whether its own blocks are main text: it is inside a chosen box, and
+    neither it nor a box between is boilerplate or a link list."""
+    kept = [False] * len(boxes)
+    for index, box in enumerate(boxes):
+        parent = box.parent
+        if index in chosen:
+            kept[index] = True
+        elif parent >= 0 and kept[parent]:
+            kept[index] = not box.boilerplate and not _clutter(box)
+    return kept
+
+
+def _clutter(box: Box) -> bool:
+    """A box inside the main text that is a link list, a gallery or a widget, not prose."""
+    if box.tag not in ("div", "section", "ul", "ol", "dl", "table", "figure"):
+        return False
+    if box.commas >= 10 or not box.chars:
+        return False
+    density = box.link_density()
+    if density > (0.5 if box.weight >= 25 else 0.25 if box.weight >= 0 else 0.2):
+        return True
+    if box.weight < 0 and box.chars < 200:
+        return True
+    return box.tag not in ("ul", "ol") and box.items > box.paragraphs + 10
