@@ -127,7 +127,31 @@ _BOX_TAGS = frozenset(
     ]
 )
 HEADINGS = frozenset(["h1", "h2", "h3", "h4", "h5", "h6"])
-_BOILERPLATE_TAGS = frozenset(["nav", "aside", "footer", "form", "menu", "fieldset"])
+# A caption annotates an image (its alt text in `images`), it is not a paragraph.
+_BOILERPLATE_TAGS = frozenset(["nav", "aside", "footer", "form", "menu", "fieldset", "figcaption"])
+_NAMED_TAGS = frozenset(
+    [
+        "div",
+        "section",
+        "article",
+        "main",
+        "aside",
+        "header",
+        "footer",
+        "nav",
+        "ul",
+        "ol",
+        "dl",
+        "table",
+        "form",
+        "figure",
+        "p",
+        "li",
+        "center",
+        "details",
+    ]
+)
+"""Boxes whose class, id and role are read."""
 _BOILERPLATE_ROLES = frozenset(
     ["navigation", "banner", "contentinfo", "complementary", "menu", "menubar", "search"]
 )
@@ -172,6 +196,7 @@ _MAYBE = re.compile(r"and|article|body|column|content|main|shadow")
 _AD_WORDS = frozenset(["ad", "ads", "advert", "advertisement", "hid"])
 _WORD = re.compile(r"[a-z0-9]+")
 _NEG, _POS, _UNL, _MAY = 1, 2, 4, 8
+_CELLS = frozenset(["td", "th", "pre"])
 _COMMAS = re.compile("[,\u060c\uff0c\u3001]")
 _SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f]\s*$")
 
@@ -188,6 +213,7 @@ class Box:
     chars: int = 0
     link_chars: int = 0
     commas: int = 0
+    blocks: int = 0
     paragraphs: int = 0
     items: int = 0
     images: int = 0
@@ -240,6 +266,7 @@ def _select(boxes: list[Box], blocks: list[Block], *, strict: bool) -> list[Bloc
         for block in blocks
         if block.link_density() <= LINK_DENSITY_MAX
         and (kept[block.box] or (block.box == parent and _is_prose_text(block)))
+        and (_has_word(block.text) or boxes[block.box].tag in _CELLS)
     ]
 
 
@@ -275,9 +302,12 @@ class _Walker:
         self.tag, self.box, self.parts, self.link_chars = next_tag, box, [], 0
 
     def _open(self, node: LexborNode, tag: str, parent: int, in_article: bool) -> int:
+        boilerplate = tag in _BOILERPLATE_TAGS or (tag == "header" and not in_article)
+        if tag not in _NAMED_TAGS:  # paragraphs, items, cells: their names rarely tell
+            self.boxes.append(Box(tag, parent, "", 0.0, boilerplate))
+            return len(self.boxes) - 1
         attributes = node.attributes
         weight = 0.0
-        boilerplate = tag in _BOILERPLATE_TAGS or (tag == "header" and not in_article)
         names = attributes.get("class") or ""
         if (name := attributes.get("id")) is not None:
             names = f"{names} {name}"
@@ -384,6 +414,7 @@ def _total(boxes: list[Box], blocks: list[Block]) -> None:
         box.link_chars += min(block.link_chars, len(block.text))
         box.commas += len(_COMMAS.findall(block.text))
         box.images += len(block.images)
+        box.blocks += 1
     for box in boxes:
         if box.tag == "p":
             box.paragraphs = 1
@@ -396,6 +427,7 @@ def _total(boxes: list[Box], blocks: list[Block]) -> None:
         parent.link_chars += box.link_chars
         parent.commas += box.commas
         parent.paragraphs += box.paragraphs
+        parent.blocks += box.blocks
         parent.items += box.items
         parent.images += box.images
 
@@ -528,6 +560,11 @@ def _descends(boxes: list[Box], index: int, ancestor: int) -> bool:
     return False
 
 
+def _has_word(text: str) -> bool:
+    """Whether ``text`` has a letter: pager digits, arrows and bullets have none."""
+    return any(c.isalpha() for c in text)
+
+
 def _is_prose(box: Box) -> bool:
     return box.tag == "p" and box.chars > 80 and box.link_density() < 0.25
 
@@ -559,9 +596,13 @@ def _clutter(box: Box) -> bool:
         return False
     if box.commas >= 10 or not box.chars:
         return False
+    if box.images > 1 and 2 * box.paragraphs < box.images:
+        return True  # a gallery, a carousel: captions and their controls
     density = box.link_density()
     if density > (0.5 if box.weight >= 25 else 0.25 if box.weight >= 0 else 0.2):
         return True
     if box.weight < 0 and box.chars < 200:
         return True
+    if box.paragraphs == 0 and box.blocks >= 8 and box.chars < 40 * box.blocks:
+        return box.tag in ("div", "section")  # cards, teasers, a playlist: many short lines
     return box.tag not in ("ul", "ol") and box.items > box.paragraphs + 10
