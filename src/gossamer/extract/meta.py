@@ -1,7 +1,8 @@
 """Page metadata: language, description, canonical URL, publication date, authors, images.
 
 Values come from the markup in a fixed order of trust: ``<meta>`` and ``<link>`` tags, then
-JSON-LD, then microdata and ``<time>``. Everything is bounded: strings are cut to
+JSON-LD, then microdata and ``<time>``. `gather` finds all those elements in one query; each
+field is then read from them. Everything is bounded: strings are cut to
 `MAX_VALUE_CHARS`, at most `MAX_JSON_LD` scripts of at most `MAX_JSON_LD_CHARS` each are
 parsed, JSON-LD is walked through at most `MAX_JSON_NODES` values, and nothing raises on
 malformed markup or JSON.
@@ -9,6 +10,7 @@ malformed markup or JSON.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -19,9 +21,11 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 __all__ = [
     "MAX_IMAGES",
     "Image",
+    "Marks",
     "authors",
     "canonical",
     "description",
+    "gather",
     "images",
     "language",
     "published",
@@ -64,27 +68,90 @@ def _clean(value: str | None, limit: int = MAX_VALUE_CHARS) -> str | None:
     return value or None
 
 
-def _metas(tree: LexborHTMLParser) -> dict[str, str]:
+_MARKS = ", ".join(
+    [
+        "meta[content]",
+        "link[rel][href]",
+        'script[type="application/ld+json"]',
+        "[itemprop=datePublished]",
+        "time[datetime]",
+        "[rel~=author]",
+        "[itemprop=author]",
+    ]
+)
+MAX_MARKS = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class Marks:
+    """The elements of a page that state its metadata, found in one query."""
+
+    lang: str | None
+    """``<html lang>``."""
+    metas: dict[str, str]
     """``name``/``property``/``itemprop``/``http-equiv`` (lower case) -> first ``content``."""
-    found: dict[str, str] = {}
-    for node in tree.css("meta[content]")[:1000]:
+    links: list[LexborNode]
+    json_ld: list[object]
+    """The parsed JSON-LD documents."""
+    dated: list[LexborNode]
+    times: list[LexborNode]
+    bylines: list[LexborNode]
+
+
+def gather(tree: LexborHTMLParser) -> Marks:
+    """The metadata elements of ``tree`` (at most `MAX_MARKS`), sorted by kind."""
+    html = tree.css_first("html")
+    metas: dict[str, str] = {}
+    links: list[LexborNode] = []
+    json_ld: list[object] = []
+    dated: list[LexborNode] = []
+    times: list[LexborNode] = []
+    bylines: list[LexborNode] = []
+    scripts = 0
+    for node in tree.css(_MARKS)[:MAX_MARKS]:
+        tag = node.tag
         attrs = node.attributes
-        content = attrs.get("content")
-        if not content:
+        if tag == "meta":
+            content = attrs.get("content")
+            if content:
+                for key in ("property", "name", "itemprop", "http-equiv"):
+                    name = attrs.get(key)
+                    if name:
+                        metas.setdefault(name.strip().lower()[:100], content)
             continue
-        for key in ("property", "name", "itemprop", "http-equiv"):
-            name = attrs.get(key)
-            if name:
-                found.setdefault(name.strip().lower()[:100], content)
-    return found
+        if tag == "link" and "href" in attrs:
+            links.append(node)
+        elif tag == "script":
+            scripts += 1
+            if scripts <= MAX_JSON_LD:
+                raw = node.text(deep=True)
+                if raw and len(raw) <= MAX_JSON_LD_CHARS:
+                    with contextlib.suppress(ValueError, RecursionError):
+                        json_ld.append(json.loads(raw))
+            continue
+        if tag == "time" and "datetime" in attrs:
+            times.append(node)
+        itemprop = (attrs.get("itemprop") or "").split()
+        if "datePublished" in itemprop:
+            dated.append(node)
+        if "author" in itemprop or "author" in (attrs.get("rel") or "").lower().split():
+            bylines.append(node)
+    return Marks(
+        html.attributes.get("lang") if html is not None else None,
+        metas,
+        links,
+        json_ld,
+        dated,
+        times,
+        bylines,
+    )
 
 
-def language(tree: LexborHTMLParser) -> str | None:
+def language(marks: Marks) -> str | None:
     """ISO 639-1 code from ``<html lang>``, ``og:locale``, ``content-language`` or
     ``<meta name=language>``."""
-    html = tree.css_first("html")
-    candidates = [html.attributes.get("lang") if html is not None else None]
-    metas = _metas(tree)
+    metas = marks.metas
+    candidates = [marks.lang]
     candidates += [metas.get(k) for k in ("content-language", "og:locale", "language", "lang")]
     for value in candidates:
         code = _iso639_1(value)
@@ -100,8 +167,8 @@ def _iso639_1(value: str | None) -> str | None:
     return code if len(code) == 2 and code.isascii() and code.isalpha() else None
 
 
-def description(tree: LexborHTMLParser) -> str | None:
-    metas = _metas(tree)
+def description(marks: Marks) -> str | None:
+    metas = marks.metas
     for key in ("description", "og:description", "twitter:description", "dc.description"):
         value = _clean(metas.get(key))
         if value:
@@ -109,8 +176,8 @@ def description(tree: LexborHTMLParser) -> str | None:
     return None
 
 
-def canonical(tree: LexborHTMLParser, url: str) -> str | None:
-    for node in tree.css("link[rel][href]")[:200]:
+def canonical(marks: Marks, url: str) -> str | None:
+    for node in marks.links[:200]:
         rels = (node.attributes.get("rel") or "").lower().split()
         if "canonical" in rels:
             return absolute(node.attributes.get("href"), url)
@@ -133,16 +200,16 @@ def absolute(href: str | None, base: str) -> str | None:
     return resolved.split("#", 1)[0]
 
 
-def published(tree: LexborHTMLParser) -> str | None:
+def published(marks: Marks) -> str | None:
     """The stated publication date, ISO 8601, from meta tags, JSON-LD, microdata or
     ``<time datetime>``."""
-    metas = _metas(tree)
+    metas = marks.metas
     candidates: list[object] = [metas.get(key) for key in _PUBLISHED_META]
-    candidates += _json_ld_values(tree, "datePublished")
-    for node in tree.css("[itemprop=datePublished]")[:5]:
+    candidates += _json_ld_values(marks, "datePublished")
+    for node in marks.dated[:5]:
         attrs = node.attributes
         candidates.append(attrs.get("datetime") or attrs.get("content") or node.text())
-    for node in tree.css("time[datetime]")[:5]:
+    for node in marks.times[:5]:
         candidates.append(node.attributes.get("datetime"))
     for value in candidates:
         iso = iso8601(value)
@@ -174,18 +241,19 @@ def iso8601(value: object) -> str | None:
     return parsed.isoformat()
 
 
-def authors(tree: LexborHTMLParser) -> tuple[str, ...]:
+def authors(marks: Marks) -> tuple[str, ...]:
     """Author names from meta tags, JSON-LD ``author`` and ``rel=author`` / microdata."""
-    metas = _metas(tree)
+    metas = marks.metas
     names: list[str] = []
     for key in _AUTHOR_META:
         value = metas.get(key)
         if value and not value.startswith(("http://", "https://")):
             names.append(value)
-    for author in _json_ld_values(tree, "author"):
+    for author in _json_ld_values(marks, "author"):
         names.extend(_person_names(author))
-    for node in tree.css("[rel~=author], [itemprop=author] [itemprop=name], [itemprop=author]"):
-        names.append(node.text(deep=True))
+    for node in marks.bylines:
+        named = node.css_first("[itemprop=name]") if node.attributes.get("itemprop") else None
+        names.append((named or node).text(deep=True))
         if len(names) > MAX_AUTHORS * 4:
             break
     seen: dict[str, None] = {}
@@ -207,17 +275,10 @@ def _person_names(value: object) -> list[str]:
     return []
 
 
-def _json_ld_values(tree: LexborHTMLParser, key: str) -> list[object]:
+def _json_ld_values(marks: Marks, key: str) -> list[object]:
     """Values of ``key`` anywhere in the page's JSON-LD, in document order."""
     found: list[object] = []
-    for script in tree.css('script[type="application/ld+json"]')[:MAX_JSON_LD]:
-        raw = script.text(deep=True)
-        if not raw or len(raw) > MAX_JSON_LD_CHARS:
-            continue
-        try:
-            data = json.loads(raw)
-        except (ValueError, RecursionError):
-            continue
+    for data in marks.json_ld:
         _find_key(data, key, found)
     return found
 

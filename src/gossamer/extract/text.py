@@ -160,13 +160,14 @@ def extract(
     if tree is None:
         return Content(text="")
     text, image_nodes = run(tree, page if isinstance(page, str) else None)
+    marks = meta.gather(tree)
     return Content(
         text=text,
-        lang=meta.language(tree),
-        description=meta.description(tree),
-        canonical=meta.canonical(tree, url),
-        published=meta.published(tree),
-        authors=meta.authors(tree),
+        lang=meta.language(marks),
+        description=meta.description(marks),
+        canonical=meta.canonical(marks, url),
+        published=meta.published(marks),
+        authors=meta.authors(marks),
         images=meta.images(image_nodes, url),
     )
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-__all__ = ["MAX_DEPTH", "MAX_NODES", "MIN_PARAGRAPH", "Block", "main_blocks"]
+__all__ = ["MAX_DEPTH", "MAX_NODES", "MIN_PARAGRAPH", "Block", "forget_names", "main_blocks"]
 
 MAX_DEPTH = 256
 """Content nested deeper than this is not read."""
@@ -197,6 +197,7 @@ _AD_WORDS = frozenset(["ad", "ads", "advert", "advertisement", "hid"])
 _WORD = re.compile(r"[a-z0-9]+")
 _NEG, _POS, _UNL, _MAY = 1, 2, 4, 8
 _CELLS = frozenset(["td", "th", "pre"])
+_ARTICLE_TAGS = frozenset(["article", "main"])
 _COMMAS = re.compile("[,\u060c\uff0c\u3001]")
 _SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f]\s*$")
 
@@ -292,14 +293,18 @@ class _Walker:
 
     def _close(self, next_tag: str, box: int) -> None:
         parts, images = self.parts, self.images
-        text = " ".join("".join(parts).split()) if parts else ""
-        if text:
-            self.blocks.append(Block(self.tag, self.box, text, self.link_chars, images))
-            self.images = []
+        if parts:
+            text = " ".join("".join(parts).split())
+            parts.clear()  # in place: the walk holds this list
+            if text:
+                self.blocks.append(Block(self.tag, self.box, text, self.link_chars, images))
+                self.images = []
+            elif images and self.quiet:
+                images.clear()
         elif images and self.quiet:  # a logo or an icon
-            self.images = []
+            images.clear()
         # else an image between paragraphs belongs with the text after it
-        self.tag, self.box, self.parts, self.link_chars = next_tag, box, [], 0
+        self.tag, self.box, self.link_chars = next_tag, box, 0
 
     def _open(self, node: LexborNode, tag: str, parent: int, in_article: bool) -> int:
         boilerplate = tag in _BOILERPLATE_TAGS or (tag == "header" and not in_article)
@@ -326,47 +331,53 @@ class _Walker:
     ) -> None:
         if depth > MAX_DEPTH:
             return
+        parts = self.parts
         for child in node.iter(include_text=True):
-            self.nodes += 1
-            if self.nodes > MAX_NODES:
-                return
             tag = child.tag
             if tag == "-text":
                 text = child.text_content
                 if text:
-                    self.parts.append(text)
+                    parts.append(text)
                     if in_link:
                         self.link_chars += len(text.strip())
                 continue
+            self.nodes += 1
+            if self.nodes > MAX_NODES:
+                return
             if tag in _SKIP_TAGS:
                 continue
-            if tag in _BOX_TAGS:
-                inner = self._open(child, tag, box, in_article)
-                if self.parts or self.images:
-                    self._close(tag, inner)
-                else:
-                    self.tag, self.box = tag, inner
-                quiet = self.quiet
-                self.quiet = quiet or self.boxes[inner].boilerplate
-                self._visit(
-                    child, depth + 1, inner, in_link, in_article or tag in ("article", "main")
-                )
-                if self.parts or self.images:
-                    self._close("div", box)
-                else:
-                    self.tag, self.box = "div", box
-                self.quiet = quiet
+            if tag not in _BOX_TAGS:
+                if tag == "img":
+                    self.images.append(child)
+                elif tag == "br":
+                    parts.append(" ")
+                self._visit(child, depth + 1, box, in_link or tag == "a", in_article)
                 continue
-            if tag == "img":
-                self.images.append(child)
-            elif tag == "br":
-                self.parts.append(" ")
-            self._visit(child, depth + 1, box, in_link or tag == "a", in_article)
+            inner = self._open(child, tag, box, in_article)
+            if parts or self.images:
+                self._close(tag, inner)
+            else:
+                self.tag, self.box = tag, inner
+            quiet = self.quiet
+            self.quiet = quiet or self.boxes[inner].boilerplate
+            self._visit(child, depth + 1, inner, in_link, in_article or tag in _ARTICLE_TAGS)
+            if parts or self.images:
+                self._close("div", box)
+            else:
+                self.tag, self.box = "div", box
+            self.quiet = quiet
 
 
 _WORDS: dict[str, int] = {}
 _NAMES: dict[str, tuple[float, bool]] = {}
 _CACHE_MAX = 50_000
+
+
+def forget_names() -> None:
+    """Forget the class and id names read so far, so that the next page is read as a crawl's
+    first page of a site is (benchmarks time it so)."""
+    _WORDS.clear()
+    _NAMES.clear()
 
 
 def _read_names(names: str) -> tuple[float, bool]:
