@@ -197,6 +197,8 @@ _AD_WORDS = frozenset(["ad", "ads", "advert", "advertisement", "hid"])
 _WORD = re.compile(r"[a-z0-9]+")
 _NEG, _POS, _UNL, _MAY = 1, 2, 4, 8
 _CELLS = frozenset(["td", "th", "pre"])
+_LABELLED = _CELLS | HEADINGS | {"li", "dt", "dd", "caption", "summary"}
+MAX_LABEL = 20
 _ARTICLE_TAGS = frozenset(["article", "main"])
 _COMMAS = re.compile("[,\u060c\uff0c\u3001]")
 _SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f]\s*$")
@@ -268,6 +270,7 @@ def _select(boxes: list[Box], blocks: list[Block], *, strict: bool) -> list[Bloc
         if block.link_density() <= LINK_DENSITY_MAX
         and (kept[block.box] or (block.box == parent and _is_prose_text(block)))
         and (_has_word(block.text) or boxes[block.box].tag in _CELLS)
+        and not _label(block, boxes[block.box].tag)
     ]
 
 
@@ -574,6 +577,17 @@ def _descends(boxes: list[Box], index: int, ancestor: int) -> bool:
 def _has_word(text: str) -> bool:
     """Whether ``text`` has a letter: pager digits, arrows and bullets have none."""
     return any(c.isalpha() for c in text)
+
+
+def _label(block: Block, tag: str) -> bool:
+    """A lone word that is not a heading, an item or a cell: "Advertisement", "Share"."""
+    text = block.text
+    return (
+        len(text) <= MAX_LABEL
+        and " " not in text
+        and tag not in _LABELLED
+        and _SENTENCE_END.search(text) is None
+    )
 
 
 def _is_prose(box: Box) -> bool:

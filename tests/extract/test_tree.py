@@ -1,0 +1,133 @@
+"""The tree model (the default extractor) on pages built for each of its rules."""
+
+from __future__ import annotations
+
+import time
+
+from selectolax.lexbor import LexborHTMLParser
+
+from gossamer.extract import DEFAULT_EXTRACTOR, extract
+from gossamer.extract.tree import MAX_NODES, forget_names
+
+URL = "https://news.example/2024/story"
+NAV = """<header><a href="/">Example News</a><nav><ul><li><a href="/world">World</a></li>
+<li><a href="/business">Business</a></li><li><a href="/culture">Culture</a></li></ul></nav>
+</header>"""
+FOOTER = "<footer><p>Copyright Example News, all rights reserved, since 1999.</p></footer>"
+
+
+def sentences(topic: str, count: int) -> list[str]:
+    return [
+        f"The {topic} report, part {n}, says that the results were better than expected, "
+        f"and that the next steps will be decided at the meeting in the spring of {2000 + n}."
+        for n in range(count)
+    ]
+
+
+def text_of(body: str) -> str:
+    page = f"<html><head><title>t</title></head><body>{NAV}{body}{FOOTER}</body></html>"
+    return extract(LexborHTMLParser(page), URL).text
+
+
+def test_tree_is_the_default() -> None:
+    assert DEFAULT_EXTRACTOR == "tree"
+
+
+def test_article_cut_into_parts_by_advertisements_and_pictures() -> None:
+    parts = [sentences(f"part{k}", 3) for k in range(3)]
+    body = "<main><article><h1>Title</h1><div class='story'>"
+    for k, paragraphs in enumerate(parts):
+        body += "<div class='story-body-part'>"
+        body += "".join(f"<p>{p}</p>" for p in paragraphs) + "</div>"
+        if k < 2:
+            body += (
+                "<div class='slot'><span>Advertisement</span></div>"
+                "<figure><img src='/p.jpg' alt='A picture'>"
+                "<figcaption>A caption under the picture, with its credit.</figcaption></figure>"
+            )
+    body += "</div></article></main>"
+    text = text_of(body)
+    for paragraphs in parts:
+        for paragraph in paragraphs:
+            assert paragraph in text
+    assert "Advertisement" not in text
+    assert "caption under the picture" not in text
+    assert "World" not in text and "rights reserved" not in text
+
+
+def test_article_in_a_box_tagged_like_boilerplate_is_still_found() -> None:
+    paragraphs = sentences("aside", 4)
+    body = "<main><aside><section>" + "".join(f"<p>{p}</p>" for p in paragraphs)
+    body += "</section></aside></main>"
+    text = text_of(body)
+    assert all(p in text for p in paragraphs)
+
+
+def test_link_lists_and_galleries_inside_the_article_are_left_out() -> None:
+    paragraphs = sentences("budget", 4)
+    links = "".join(
+        f"<li><a href='/s/{n}'>Another story number {n} to read</a></li>" for n in range(6)
+    )
+    gallery = "".join(
+        f"<div><img src='/g/{n}.jpg' alt='g{n}'><span>Photo {n} of the day</span></div>"
+        for n in range(5)
+    )
+    body = (
+        f"<article><div class='content'><p>{paragraphs[0]}</p><p>{paragraphs[1]}</p>"
+        f"<div class='more'><h3>Read more</h3><ul>{links}</ul></div>"
+        f"<div class='gallery'>{gallery}</div>"
+        f"<p>{paragraphs[2]}</p><p>{paragraphs[3]}</p></div></article>"
+    )
+    text = text_of(body)
+    assert all(p in text for p in paragraphs)
+    assert "Another story" not in text
+    assert "Photo 3 of the day" not in text
+
+
+def test_lists_headings_and_data_tables_of_the_article_are_kept() -> None:
+    paragraphs = sentences("table", 3)
+    body = (
+        f"<article><p>{paragraphs[0]}</p><h2>The figures</h2>"
+        "<table><tr><th>Year</th><th>Riders</th></tr><tr><td>2023</td><td>41000</td></tr></table>"
+        f"<p>{paragraphs[1]}</p><ol><li>First, the northern routes open.</li>"
+        f"<li>Then the eastern ones follow.</li></ol><p>{paragraphs[2]}</p></article>"
+    )
+    text = text_of(body)
+    assert "The figures" in text
+    assert "41000" in text
+    assert "First, the northern routes open.\nThen the eastern ones follow." in text
+    assert all(p in text for p in paragraphs)
+
+
+def test_boilerplate_by_name_role_and_hidden() -> None:
+    paragraphs = sentences("names", 3)
+    body = (
+        "<div id='cookie-consent'><p>We use cookies, and by using this site you agree to them"
+        " and to our partners' use of them.</p></div>"
+        f"<div class='post-content'>{''.join(f'<p>{p}</p>' for p in paragraphs)}"
+        "<div class='share-tools'><p>Share this story with your friends, family and"
+        " colleagues.</p></div>"
+        "<div hidden><p>A hidden paragraph that a reader never sees on the page.</p></div>"
+        "<div role='complementary'><p>A complementary box with a long sentence in it.</p></div>"
+        "</div><div id='comments'><p>I disagree with this article, and here is why, at"
+        " length.</p></div>"
+    )
+    text = text_of(body)
+    assert all(p in text for p in paragraphs)
+    for noise in ("cookies", "Share this", "hidden paragraph", "complementary", "disagree"):
+        assert noise not in text
+
+
+def test_short_page_keeps_its_text() -> None:
+    text = text_of("<div><p>Opening hours: 9 to 5, Monday to Friday.</p></div>")
+    assert text == "Opening hours: 9 to 5, Monday to Friday."
+
+
+def test_deep_and_huge_markup_costs_bounded_time() -> None:
+    deep = "<div>" * 5000 + "<p>deep text</p>" + "</div>" * 5000
+    wide = "<p><span>x</span></p>" * (MAX_NODES // 2 + 1000)
+    for body in (deep, wide):
+        forget_names()
+        start = time.process_time()
+        text_of(body)
+        assert time.process_time() - start < 5
