@@ -13,17 +13,23 @@ Then, as Arc90's readability does on a tree it rewrites, but here on those few s
    (a ``div`` is a likely container, a list or a heading is not) and its class and id
    (``article``, ``content``, ``post`` count for it; ``comment``, ``share``, ``sidebar``
    against it), and is scaled by the share of its text outside links.
-2. The best box wins. It moves up the tree when several near-best boxes share an ancestor (an
-   article cut into sections) or when it is its parent's only child.
-3. Its siblings join when they score near it, or when they are paragraphs of linkless prose
-   (an article whose paragraphs sit loose next to its first section).
+2. The best box wins. It moves up the tree when boxes of its tag and class in other branches
+   score near it (an article cut into parts by pictures and advertisements) or when it is its
+   parent's only child. It gives way to the box whose prose, discounted by the square of the
+   share of its text that is prose, is worth twice as much (an article of many small
+   sections, each too small to score).
+3. Its siblings join when they score near it, hold prose worth a fifth of its own with few
+   links, or are paragraphs of linkless prose (an article whose paragraphs sit loose next to
+   its first section).
 4. Inside what was kept, boilerplate is left out: boxes that are navigation, headers, footers,
-   asides, forms, banners, comment sections and share or related-link boxes by tag, role or
-   name, boxes that are mostly links, and blocks that are mostly links.
+   asides, forms, captions, banners, comment sections and share or related-link boxes by tag,
+   role or name; boxes that are mostly links, galleries or lists of short cards; blocks that
+   are mostly links, have no letter (pagers, arrows) or are a lone label ("Advertisement").
 
-A page with no prose at all (a list of links, a table of figures) keeps the body's text less
-its boilerplate. The text-density model (`gossamer.extract.density`) reads the same blocks as
-a flat sequence instead.
+When that finds less than `MIN_TEXT` characters, it is done again counting prose inside
+boilerplate too (an article inside an ``<aside>``). A page with no prose at all (a list of
+links, a table of figures) keeps the body's text less its boilerplate. The text-density model
+(`gossamer.extract.density`) reads the page as a flat sequence of blocks instead.
 """
 
 from __future__ import annotations
@@ -51,6 +57,13 @@ SIBLING_MIN = 10.0
 SIBLING_SHARE = 0.2
 """A sibling of the best box joins when it scores at least max(SIBLING_MIN, SIBLING_SHARE x
 the best score)."""
+MASS_MIN = 5.0
+"""...or when the prose they hold scores at least max(MASS_MIN, SIBLING_SHARE x the best
+box's) with few links (a page of sections)."""
+PROSE_LINK_DENSITY = 0.25
+COMPACT_GAIN = 2.0
+"""The box holding the most prose for its size replaces the best-scoring box when it is worth this
+much more (an article of many small sections)."""
 RIVAL_SHARE = 0.2
 RIVAL_STEPS = 2
 MAX_PARTS = 8
@@ -469,6 +482,8 @@ def _choose(boxes: list[Box], blocks: list[Block], *, strict: bool) -> tuple[set
     ``strict``: prose inside boilerplate does not count."""
     flagged: dict[int, bool] = {}
     scores: dict[int, float] = {}
+    mass = [0.0] * len(boxes)  # the prose scores of all a box holds, undivided
+    prose = [0] * len(boxes)  # and the characters of that prose
     for block in blocks:
         chars = len(block.text)
         if chars < MIN_PARAGRAPH or block.link_density() > LINK_DENSITY_MAX:
@@ -480,6 +495,8 @@ def _choose(boxes: list[Box], blocks: list[Block], *, strict: bool) -> tuple[set
             if inside:
                 continue
         score = 1.0 + len(_COMMAS.findall(block.text)) + min(chars // 100, 3)
+        mass[block.box] += score
+        prose[block.box] += chars
         index = boxes[block.box].parent
         for divider in (1.0, 2.0, 6.0):
             if index < 0:
@@ -495,10 +512,20 @@ def _choose(boxes: list[Box], blocks: list[Block], *, strict: bool) -> tuple[set
     final = {i: score * (1.0 - boxes[i].link_density()) for i, score in scores.items()}
     ranked = sorted(final, key=final.__getitem__, reverse=True)
     top = _climb(boxes, ranked, final)
+    for index in range(len(boxes) - 1, 0, -1):
+        parent = boxes[index].parent
+        mass[parent] += mass[index]
+        prose[parent] += prose[index]
+    dense = _densest(boxes, mass, prose)
+    if dense > 0 and _worth(boxes, dense, mass, prose) >= COMPACT_GAIN * _worth(
+        boxes, top, mass, prose
+    ):
+        top = _unwrap(boxes, dense)
     if top == 0:
         return {0}, -1
     parent = boxes[top].parent
     threshold = max(SIBLING_MIN, SIBLING_SHARE * final.get(top, 0.0))
+    enough = max(MASS_MIN, SIBLING_SHARE * mass[top])
     chosen = {top}
     for index, box in enumerate(boxes):
         if box.parent != parent or index == top or box.boilerplate:
@@ -506,9 +533,31 @@ def _choose(boxes: list[Box], blocks: list[Block], *, strict: bool) -> tuple[set
         score = final.get(index, 0.0)
         if box.weight and box.weight == boxes[top].weight:
             score += 0.2 * final.get(top, 0.0)
-        if score >= threshold or _is_prose(box):
+        if (
+            score >= threshold
+            or _is_prose(box)
+            or (mass[index] >= enough and box.link_density() < PROSE_LINK_DENSITY)
+        ):
             chosen.add(index)
     return chosen, parent
+
+
+def _worth(boxes: list[Box], index: int, mass: list[float], prose: list[int]) -> float:
+    """The prose a box holds, discounted by the share of its text that is not prose."""
+    box = boxes[index]
+    if not box.chars:
+        return 0.0
+    return mass[index] * (prose[index] / box.chars) ** 2
+
+
+def _densest(boxes: list[Box], mass: list[float], prose: list[int]) -> int:
+    best, best_worth = 0, 0.0
+    for index in range(1, len(boxes)):
+        if mass[index] > best_worth:  # worth <= mass: most boxes are passed over at once
+            worth = _worth(boxes, index, mass, prose)
+            if worth > best_worth:
+                best, best_worth = index, worth
+    return best
 
 
 def _climb(boxes: list[Box], ranked: list[int], final: dict[int, float]) -> int:
