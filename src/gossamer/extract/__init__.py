@@ -1,9 +1,9 @@
 """Content extraction from parsed HTML pages: the main text and the page's metadata.
 
 `extract` takes a page already parsed by lexbor (or its markup) and returns a frozen `Content`:
-the main text chosen by an extractor (``density``, gossamer's own text-density model, by
-default; ``trafilatura``, ``readability`` and ``resiliparse`` when those libraries are
-installed) plus language, description, canonical URL, publication date, authors and the images
+the main text chosen by an extractor (``tree``, gossamer's own model of prose in the page's
+boxes, by default; ``density``, P4's text-density model; ``trafilatura``, ``readability`` and
+``resiliparse`` when those libraries are installed) plus language, description, canonical URL, publication date, authors and the images
 of the main content. `pdf.PdfPool` extracts the text of PDF documents in worker processes
 with a time and a memory limit (``pypdf`` is imported in the workers only).
 

@@ -1,11 +1,11 @@
 """`Content`, the record of what a page says, and `extract`, which fills it.
 
 An extractor turns a parsed page into its main text and the ``<img>`` nodes of that text;
-`EXTRACTORS` names them. ``density`` (gossamer's text-density model, `gossamer.extract.density`)
-is the default because it needs no dependency and reads the crawler's tree without parsing
-again (about 3 ms a page); on ``benchmarks/bench_extract.py`` it is still less accurate than
-the libraries (token F1 0.81 against 0.96 for ``readability``, 0.93 for ``trafilatura``,
-0.89 for ``resiliparse``), which are imported only when chosen.
+`EXTRACTORS` names them. ``tree`` (`gossamer.extract.tree`: prose scored onto the page's
+block-level boxes) is the default: on ``benchmarks/bench_extract.py`` it is as accurate as the
+best library and about ten times cheaper, as it reads the tree the crawler parsed anyway.
+``density`` is P4's text-density model (`gossamer.extract.density`); ``trafilatura``,
+``readability`` and ``resiliparse`` are imported only when chosen.
 """
 
 from __future__ import annotations
