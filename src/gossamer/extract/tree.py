@@ -202,8 +202,9 @@ _NEGATIVE = re.compile(
 _POSITIVE = re.compile(r"article|body|content|entry|hentry|main|page|post|text|blog|story")
 _UNLIKELY = re.compile(
     r"agegate|banner|breadcrumb|combx|comment|community|consent|cookie|disqus|extra|footer|"
-    r"gdpr|header|legends|menu|newsletter|pager|pagination|popup|promo|related|remark|"
-    r"replies|rss|share|shoutbox|sidebar|skyscraper|social|sponsor|subscribe|supplemental"
+    r"gdpr|header|legends|menu|navigation|navbar|newsletter|pager|pagination|popup|promo|"
+    r"related|remark|replies|rss|share|shoutbox|sidebar|skyscraper|social|sponsor|subscribe|"
+    r"supplemental|^nav$"
 )
 _MAYBE = re.compile(r"and|article|body|column|content|main|shadow")
 _AD_WORDS = frozenset(["ad", "ads", "advert", "advertisement", "hid"])
