@@ -8,8 +8,9 @@ of the main content. `pdf.PdfPool` extracts the text of PDF documents in worker 
 with a time and a memory limit (``pypdf`` is imported in the workers only).
 
 This package may import the standard library, selectolax, w3lib and `gossamer.parse`; the
-third-party extractors are imported lazily, only when chosen. Nothing here does I/O but the
-PDF pool's pipes to its workers.
+third-party extractors are imported lazily, only when chosen, and so is fastText, whose model
+(`lang`) detects the language of a text whose markup does not state it. Nothing here does I/O
+but the PDF pool's pipes to its workers and the model's one read.
 """
 
 from gossamer.extract.text import DEFAULT_EXTRACTOR, EXTRACTORS, Content, extract

@@ -18,6 +18,7 @@ from w3lib.encoding import to_unicode
 
 from gossamer.extract import meta
 from gossamer.extract.density import HEADINGS, main_blocks
+from gossamer.extract.lang import detect_language
 from gossamer.parse.charset import detect_encoding
 from gossamer.parse.guard import guard
 
@@ -36,7 +37,7 @@ class Content:
     """Main text: paragraphs separated by blank lines, headings and list items kept,
     boilerplate left out."""
     lang: str | None = None
-    """ISO 639-1 code, lower case, from the markup."""
+    """ISO 639-1 code, lower case, from the markup, else detected from the text."""
     description: str | None = None
     canonical: str | None = None
     """Absolute http(s) URL from ``<link rel=canonical>``."""
@@ -153,7 +154,7 @@ def extract(
     text, image_nodes = run(tree, page if isinstance(page, str) else None)
     return Content(
         text=text,
-        lang=meta.language(tree),
+        lang=meta.language(tree) or detect_language(text),
         description=meta.description(tree),
         canonical=meta.canonical(tree, url),
         published=meta.published(tree),
