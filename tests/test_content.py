@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from tests.content_site import PDF_TEXT, crawl
 
-from gossamer.extract import EXTRACTORS
+from gossamer.extract import EXTRACTORS, lang
 from gossamer.settings import SettingsError
 from gossamer.sinks.base import FIELD_NAMES, PageRecord
 
@@ -113,4 +113,17 @@ async def test_an_extractor_not_installed_is_a_settings_error(
     monkeypatch.setitem(sys.modules, "trafilatura", None)  # import trafilatura fails
     with pytest.raises(SettingsError, match=r"extractor.*trafilatura.*not installed"):
         await crawl(tmp_path / "out", extractor="trafilatura")
+    assert not (tmp_path / "out" / "pages.jsonl").exists()
+
+
+async def test_a_missing_language_model_is_a_settings_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "fasttext", None)
+    lang.load_model.cache_clear()
+    try:
+        with pytest.raises(SettingsError, match=r"fasttext.*--no-text"):
+            await crawl(tmp_path / "out")
+    finally:
+        lang.load_model.cache_clear()
     assert not (tmp_path / "out" / "pages.jsonl").exists()

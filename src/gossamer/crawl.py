@@ -186,7 +186,10 @@ async def open_stages(
 def _check_extraction(extractor: str) -> None:
     """Load the language model and the extractor's library now: one missing fails the crawl
     at its start, not every page with an internal error."""
-    load_language_model()
+    try:
+        load_language_model()
+    except ImportError as exc:
+        raise SettingsError(f"{exc}; reinstall gossamer, or crawl with --no-text") from None
     try:
         extract("<p>x</p>", "http://gossamer.invalid/", extractor)
     except ImportError as exc:
