@@ -20,5 +20,20 @@ echo "crawling: gossamer crawl http://site0.test:$PORT/ --allow-domain test --re
 "$BIN/gossamer" crawl "http://site0.test:$PORT/" --allow-domain test \
     --resolve '*.test=127.0.0.1' --out "$OUT" --overwrite --robots-retry 1
 echo
-echo "first records of $OUT/pages.jsonl:"
-head -n 3 "$OUT/pages.jsonl"
+echo "one record of $OUT/pages.jsonl, its text shortened:"
+"$BIN/python" - "$OUT/pages.jsonl" <<'EOF'
+import json
+import sys
+import textwrap
+
+with open(sys.argv[1], encoding="utf-8") as lines:
+    records = (json.loads(line) for line in lines)
+    record = next(r for r in records if r["status"] == 200 and r["text"])
+text = record["text"]
+record["text"] = text[:160] + ("..." if len(text) > 160 else "")
+print(json.dumps(record, ensure_ascii=False, indent=1))
+print(f"\nits text ({len(text)} characters, language {record['lang']}):")
+for paragraph in text[:700].split("\n\n")[:4]:
+    print(textwrap.fill(paragraph, 96, initial_indent="  ", subsequent_indent="  "), end="\n\n")
+print("  ...")
+EOF

@@ -1,71 +1,40 @@
 """What a crawl keeps of each page: main text and metadata of HTML, plain text, PDF text, in
-every embedded sink; ``--no-text`` and ``--max-text-chars``. Real server on loopback."""
+every embedded sink; the language from the markup or detected; every field in every record;
+``--no-text``, ``--max-text-chars`` and ``--extractor``. Real server on loopback."""
 
 from __future__ import annotations
 
-import asyncio
-import json
 import sqlite3
+import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
-from aiohttp import web
-from tests.local_app import serve
+from tests.content_site import PDF_TEXT, crawl
 
-from gossamer.crawl import run_crawl
-from gossamer.settings import load_settings
+from gossamer.extract import EXTRACTORS, lang
+from gossamer.settings import SettingsError
 from gossamer.sinks.base import FIELD_NAMES, PageRecord
-from gossamer.testweb import payloads
 
 pytestmark = pytest.mark.timeout(60)
 
-ARTICLE = """<!doctype html><html lang="en-GB"><head><title>Rivers</title>
-<meta name="description" content="All about rivers.">
-<meta name="author" content="Ada Lovelace">
-<meta property="article:published_time" content="2024-05-01T10:00:00Z">
-<link rel="canonical" href="/rivers">
-</head><body>
-<nav><a href="/">Home</a> <a href="/a">About</a> <a href="/c">Contact</a></nav>
-<article><h1>Rivers of the world</h1>
-<p>Rivers carry water from the mountains to the sea, shaping valleys and plains along the
-way, and people have settled on their banks for as long as there have been people.</p>
-<img src="/img/delta.jpg" alt="A delta">
-<p>The longest rivers cross whole continents; their basins feed billions, and their floods
-have been feared and welcomed in turn by every civilisation that grew beside them.</p>
-<ul><li>The Nile</li><li>The Amazon</li></ul></article>
-<footer>Copyright 2024 River Facts. All rights reserved.</footer>
-<a href="/plain.txt">plain</a> <a href="/doc.pdf">pdf</a> <a href="/bare">bare</a>
-</body></html>"""
-
-PLAIN = "Первый абзац\nстрока два\n\n\nВторой"
-PAGES: dict[str, tuple[str, bytes]] = {
-    "/": ("text/html; charset=utf-8", ARTICLE.encode()),
-    "/plain.txt": ("text/plain; charset=windows-1251", PLAIN.encode("cp1251")),
-    "/doc.pdf": ("application/pdf", payloads.pdf("text of the pdf")),
-    "/bare": ("text/html", b"<html><body><p>bare</p></body></html>"),
-}  # fmt: skip
+CONTENT_FIELDS = {
+    "text": None,
+    "lang": None,
+    "description": None,
+    "canonical": None,
+    "published": None,
+    "authors": [],
+    "images": [],
+    "text_chars": None,
+}
+"""The content fields of a record without content: null or an empty list, never missing."""
 
 
-async def handle(request: web.Request) -> web.Response:
-    found = PAGES.get(request.path)
-    if found is None:
-        return web.Response(status=404)
-    return web.Response(body=found[1], headers={"Content-Type": found[0]})
-
-
-async def crawl(out: Path, **flags: Any) -> dict[str, dict[str, Any]]:
-    async with serve(handle) as port:
-        base = {
-            "seeds": [f"http://site.test:{port}/"],
-            "out": out,
-            "resolve": ["site.test=127.0.0.1"],
-            "robots": False,
-            "quiet": True,
-        }
-        await asyncio.wait_for(run_crawl(load_settings(base | flags, env={})), 30)
-    lines = (out / "pages.jsonl").read_text().splitlines()
-    return {"/" + r["url"].split("/", 3)[3]: r for r in map(json.loads, lines)}
+def stored(out: Path) -> dict[str, PageRecord]:
+    """crawl.db's records by path."""
+    with sqlite3.connect(out / "crawl.db") as conn:
+        rows = conn.execute(f"SELECT {', '.join(FIELD_NAMES)} FROM pages").fetchall()
+    return {"/" + r.url.split("/", 3)[3]: r for r in map(PageRecord.from_row, rows)}
 
 
 async def test_each_page_keeps_its_text_and_metadata(tmp_path: Path) -> None:
@@ -79,20 +48,82 @@ async def test_each_page_keeps_its_text_and_metadata(tmp_path: Path) -> None:
     assert home["published"].startswith("2024-05-01") and home["authors"] == ["Ada Lovelace"]
     assert [i["alt"] for i in home["images"]] == ["A delta"]
     assert home["images"][0]["src"].endswith("/img/delta.jpg")
-    assert records["/plain.txt"]["text"] == "Первый абзац\nстрока два\n\nВторой"
-    assert records["/doc.pdf"]["text"] == "text of the pdf"
+    assert records["/plain.txt"]["text"] == (
+        "Первый абзац о реках\nстрока два: Волга впадает в Каспийское море\n\nВторой абзац"
+    )
+    assert records["/doc.pdf"]["text"] == PDF_TEXT
     bare = records["/bare"]
-    assert bare["text"] == "bare" and bare["lang"] is None and bare["authors"] == []
-    assert bare["images"] == [] and bare["published"] is None
-    with sqlite3.connect(tmp_path / "out" / "crawl.db") as conn:
-        rows = conn.execute(f"SELECT {', '.join(FIELD_NAMES)} FROM pages").fetchall()
-    stored = {r.url.rsplit("/", 1)[1]: r for r in map(PageRecord.from_row, rows)}
-    assert stored[""].authors == ("Ada Lovelace",) and stored[""].text == home["text"]
+    assert bare["text"] == "bare" and bare["text_chars"] == 4
+    assert {k: bare[k] for k in CONTENT_FIELDS if k not in ("text", "text_chars")} == {
+        k: v for k, v in CONTENT_FIELDS.items() if k not in ("text", "text_chars")
+    }
+    db = stored(tmp_path / "out")
+    assert db["/"].authors == ("Ada Lovelace",) and db["/"].text == home["text"]
+    assert db["/"].images == ({"src": home["images"][0]["src"], "alt": "A delta"},)
+
+
+async def test_language_from_the_markup_else_detected_from_the_text(tmp_path: Path) -> None:
+    records = await crawl(tmp_path / "out")
+    assert records["/"]["lang"] == "en"  # <html lang="en-GB">
+    assert records["/stated"]["lang"] == "de"  # the markup wins over the English text
+    assert records["/de"]["lang"] == "de"  # no markup: detected
+    assert records["/klingon"]["lang"] == "fr"  # unusable markup: detected
+    assert records["/plain.txt"]["lang"] == "ru"
+    assert records["/doc.pdf"]["lang"] == "en"
+    assert records["/bare"]["lang"] is None  # one word: unsure
+    assert stored(tmp_path / "out")["/de"].lang == "de"
+
+
+async def test_every_record_has_every_field(tmp_path: Path) -> None:
+    records = await crawl(tmp_path / "out")
+    assert records["/missing"]["status"] == 404 and records["/moved"]["status"] == 301
+    for path, record in records.items():
+        assert list(record) == list(FIELD_NAMES), path
+    for path in ("/missing", "/moved"):
+        assert {k: records[path][k] for k in CONTENT_FIELDS} == CONTENT_FIELDS, path
+    db = stored(tmp_path / "out")
+    assert db["/missing"].authors == () and db["/missing"].images == ()
+    assert db["/missing"].text is None and db["/missing"].text_chars is None
 
 
 async def test_no_text_and_a_text_limit(tmp_path: Path) -> None:
     records = await crawl(tmp_path / "none", text=False)
-    assert all(r["text"] is None and r["text_chars"] is None for r in records.values())
+    for path, record in records.items():
+        assert {k: record[k] for k in CONTENT_FIELDS} == CONTENT_FIELDS, path
+    assert records["/"]["title"] == "Rivers" and records["/"]["outlinks"] > 0
     cut = await crawl(tmp_path / "cut", max_text_chars=20)
     assert len(cut["/"]["text"]) == 20 and "text-cut" in cut["/"]["flags"]
     assert cut["/"]["text_chars"] > 20
+    assert len(cut["/doc.pdf"]["text"]) == 20
+
+
+@pytest.mark.parametrize("extractor", sorted(EXTRACTORS))
+async def test_each_extractor_keeps_the_article(tmp_path: Path, extractor: str) -> None:
+    if extractor not in ("tree", "density"):  # optional (benchmarks/requirements-extract.txt)
+        pytest.importorskip(extractor)
+    records = await crawl(tmp_path / "out", extractor=extractor)
+    assert "Rivers carry water" in records["/"]["text"]
+    assert "Copyright" not in records["/"]["text"]
+    assert records["/de"]["lang"] == "de" and records["/"]["authors"] == ["Ada Lovelace"]
+
+
+async def test_an_extractor_not_installed_is_a_settings_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "trafilatura", None)  # import trafilatura fails
+    with pytest.raises(SettingsError, match=r"extractor.*trafilatura.*not installed"):
+        await crawl(tmp_path / "out", extractor="trafilatura")
+    assert not (tmp_path / "out" / "pages.jsonl").exists()
+
+
+async def test_a_missing_language_model_is_a_settings_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "fasttext", None)
+    lang.load_model.cache_clear()
+    try:
+        with pytest.raises(SettingsError, match=r"fasttext.*--no-text"):
+            await crawl(tmp_path / "out")
+    finally:
+        lang.load_model.cache_clear()
+    assert not (tmp_path / "out" / "pages.jsonl").exists()

@@ -29,6 +29,8 @@ from gossamer.engine import (
     RobotsFetch,
     robots_check,
 )
+from gossamer.extract import extract
+from gossamer.extract.lang import load_model as load_language_model
 from gossamer.extract.pdf import PdfPool
 from gossamer.fetch.guard import AddressGuard
 from gossamer.fetch.http import FetchConfig, Fetcher
@@ -124,6 +126,8 @@ async def open_stages(
     ``seeds`` (canonical) name the hosts the address guard lets reach private addresses and,
     with the settings, the scope robots.txt redirects must stay in."""
     out = settings.out
+    if settings.text:
+        _check_extraction(settings.extractor)
     sink = await _open_store(settings, worker)  # first: a bad store fails before crawl.db exists
     db = CrawlDB(out / "crawl.db")
     jsonl_path = out / "pages.jsonl"
@@ -177,6 +181,22 @@ async def open_stages(
         db.close()
         if sink is not None:
             await sink.close()
+
+
+def _check_extraction(extractor: str) -> None:
+    """Load the language model and the extractor's library now: one missing fails the crawl
+    at its start, not every page with an internal error."""
+    try:
+        load_language_model()
+    except ImportError as exc:
+        raise SettingsError(f"{exc}; reinstall gossamer, or crawl with --no-text") from None
+    try:
+        extract("<p>x</p>", "http://gossamer.invalid/", extractor)
+    except ImportError as exc:
+        raise SettingsError(
+            f"invalid setting 'extractor': {extractor} needs the {exc.name or extractor} "
+            "package, which is not installed (see benchmarks/requirements-extract.txt)"
+        ) from None
 
 
 def _warc_writer(settings: CrawlSettings) -> WarcWriter | None:

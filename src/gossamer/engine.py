@@ -28,6 +28,7 @@ from urllib.parse import urljoin
 
 from gossamer.crawldb import CrawlDB
 from gossamer.extract import DEFAULT_EXTRACTOR, Content, extract
+from gossamer.extract.lang import detect_language
 from gossamer.extract.pdf import PdfPool
 from gossamer.extract.text import plain_text
 from gossamer.frontier.base import Candidate, Feedback, Frontier, Lease
@@ -514,7 +515,8 @@ class Crawler:
         if self._config.text and result.content_type == "text/plain":
             detected = detect_encoding(result.body, result.charset)
             body = result.body[detected.bom_length :]
-            return None, Content(text=plain_text(body.decode(detected.encoding, "replace")))
+            text = plain_text(body.decode(detected.encoding, "replace"))
+            return None, Content(text=text, lang=detect_language(text))
         return None, None
 
     def _content_fields(self, content: Content) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -541,7 +543,8 @@ class Crawler:
         extracted = await self._pdf.text(result.body, self._config.max_text_chars)
         if extracted.text is None:
             return {}, extracted.error
-        return {"text": extracted.text, "text_chars": len(extracted.text)}, None
+        text = extracted.text
+        return {"text": text, "text_chars": len(text), "lang": detect_language(text)}, None
 
     def _run_hook(
         self,

@@ -1,4 +1,4 @@
-"""`gossamer crawl --store postgres://...` of the test web: the table holds pages.jsonl."""
+"""`gossamer crawl --store postgres://...`: the table holds pages.jsonl, content included."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
+from tests.content_site import PDF_TEXT, crawl
 from tests.e2e.harness import load_records, run_crawl, wait_for_records
 from tests.pg_server import PostgresServer, table_rows
 
@@ -109,3 +111,47 @@ async def test_store_lost_mid_crawl_stops_it_and_resume_re_exports(
         records = load_records(tmp_path)
         assert len(records) > len(stopped)
         assert _records_of(await table_rows(pg.url, "pages")) == _sorted(records)
+
+
+async def test_the_table_holds_the_content_fields(
+    tmp_path: Path, pg: PostgresServer, table: str
+) -> None:
+    records = await crawl(tmp_path / "out", store=pg.table_url(table))
+    rows = await table_rows(pg.url, table)
+    assert _records_of(rows) == _sorted(list(records.values()))
+    by_path = {"/" + row["url"].split("/", 3)[3]: row for row in rows}
+    home = by_path["/"]
+    assert home["authors"] == ["Ada Lovelace"] and home["lang"] == "en"
+    assert home["images"] == records["/"]["images"] and len(home["images"]) == 1
+    assert home["text"] == records["/"]["text"] and home["text_chars"] == len(home["text"])
+    assert (home["description"], home["published"]) == (
+        "All about rivers.",
+        "2024-05-01T10:00:00+00:00",
+    )
+    assert by_path["/de"]["lang"] == "de" and by_path["/plain.txt"]["lang"] == "ru"
+    assert by_path["/doc.pdf"]["text"] == PDF_TEXT
+    missing = by_path["/missing"]  # no content: null and empty arrays, as in pages.jsonl
+    assert (missing["text"], missing["lang"], missing["authors"], missing["images"]) == (
+        None,
+        None,
+        [],
+        [],
+    )
+    conn = await asyncpg.connect(pg.url)
+    try:
+        types = dict(
+            await conn.fetch(
+                "SELECT column_name, data_type FROM information_schema.columns"
+                " WHERE table_name = $1",
+                table,
+            )
+        )
+    finally:
+        await conn.close()
+    assert {k: types[k] for k in ("text", "lang", "authors", "images", "text_chars")} == {
+        "text": "text",
+        "lang": "text",
+        "authors": "jsonb",
+        "images": "jsonb",
+        "text_chars": "bigint",
+    }

@@ -3,13 +3,15 @@
 `extract` takes a page already parsed by lexbor (or its markup) and returns a frozen `Content`:
 the main text chosen by an extractor (``tree``, gossamer's own model of prose in the page's
 boxes, by default; ``density``, P4's text-density model; ``trafilatura``, ``readability`` and
-``resiliparse`` when those libraries are installed) plus language, description, canonical URL, publication date, authors and the images
-of the main content. `pdf.PdfPool` extracts the text of PDF documents in worker processes
-with a time and a memory limit (``pypdf`` is imported in the workers only).
+``resiliparse`` when those libraries are installed) plus language, description, canonical
+URL, publication date, authors and the images of the main content. `pdf.PdfPool` extracts
+the text of PDF documents in worker processes with a time and a memory limit (``pypdf`` is
+imported in the workers only).
 
 This package may import the standard library, selectolax, w3lib and `gossamer.parse`; the
-third-party extractors are imported lazily, only when chosen. Nothing here does I/O but the
-PDF pool's pipes to its workers.
+third-party extractors are imported lazily, only when chosen, and so is fastText, whose model
+(`lang`) detects the language of a text whose markup does not state it. Nothing here does I/O
+but the PDF pool's pipes to its workers and the model's one read.
 """
 
 from gossamer.extract.text import DEFAULT_EXTRACTOR, EXTRACTORS, Content, extract

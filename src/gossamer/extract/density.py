@@ -21,10 +21,13 @@ from dataclasses import dataclass, field
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from gossamer.parse.guard import MAX_DEPTH as GUARD_DEPTH
+
 __all__ = ["MAX_DEPTH", "MAX_NODES", "THRESHOLD", "Block", "main_blocks"]
 
-MAX_DEPTH = 256
-"""Content nested deeper than this is not read."""
+MAX_DEPTH = GUARD_DEPTH + 16
+"""Content nested deeper than this is not read: deeper than the parser guard lets a crawled
+page be (`gossamer.parse.guard.MAX_DEPTH`, plus the document's own levels)."""
 MAX_NODES = 200_000
 """The walk stops after this many nodes."""
 THRESHOLD = 40.0

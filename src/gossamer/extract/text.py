@@ -18,6 +18,7 @@ from w3lib.encoding import to_unicode
 
 from gossamer.extract import density, meta, tree
 from gossamer.extract.density import HEADINGS
+from gossamer.extract.lang import detect_language
 from gossamer.parse.charset import detect_encoding
 from gossamer.parse.guard import guard
 
@@ -36,7 +37,7 @@ class Content:
     """Main text: paragraphs separated by blank lines, headings and list items kept,
     boilerplate left out."""
     lang: str | None = None
-    """ISO 639-1 code, lower case, from the markup."""
+    """ISO 639-1 code, lower case, from the markup, else detected from the text."""
     description: str | None = None
     canonical: str | None = None
     """Absolute http(s) URL from ``<link rel=canonical>``."""
@@ -163,7 +164,7 @@ def extract(
     marks = meta.gather(tree)
     return Content(
         text=text,
-        lang=meta.language(marks),
+        lang=meta.language(marks) or detect_language(text),
         description=meta.description(marks),
         canonical=meta.canonical(marks, url),
         published=meta.published(marks),

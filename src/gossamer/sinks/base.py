@@ -55,7 +55,8 @@ class PageRecord:
     """The main text of an HTML, plain-text or PDF page (``--no-text``: None): paragraphs
     separated by blank lines, boilerplate left out."""
     lang: str | None = None
-    """ISO 639-1 language code, from the markup."""
+    """ISO 639-1 language code: from the markup, else detected from the text (None when
+    unsure)."""
     description: str | None = None
     canonical: str | None = None
     """The page's ``<link rel=canonical>``, absolute."""
