@@ -136,10 +136,11 @@ class CrawlSettings(BaseModel):
         description="Keep the main text and metadata of HTML, plain-text and PDF pages in "
         "their records (disable with --no-text).",
     )
-    extractor: Literal["density", "trafilatura", "readability", "resiliparse"] = Field(
-        "density",
-        description="Main-text extractor: density (gossamer's own, fast), or trafilatura, "
-        "readability, resiliparse when those libraries are installed.",
+    extractor: Literal["tree", "density", "trafilatura", "readability", "resiliparse"] = Field(
+        "tree",
+        description="Main-text extractor: tree (gossamer's own, fast and accurate), density "
+        "(P4's text-density model), or trafilatura, readability, resiliparse when those "
+        "libraries are installed.",
     )
     max_text_chars: int = Field(
         1_000_000, ge=0, description="Longest main text kept in a record (cut: flag text-cut)."

@@ -131,3 +131,9 @@ def test_deep_and_huge_markup_costs_bounded_time() -> None:
         start = time.process_time()
         text_of(body)
         assert time.process_time() - start < 5
+
+
+def test_crawl_settings_default_to_the_default_extractor() -> None:
+    from gossamer.settings import CrawlSettings
+
+    assert CrawlSettings.model_fields["extractor"].default == DEFAULT_EXTRACTOR

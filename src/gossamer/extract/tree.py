@@ -234,6 +234,7 @@ class Box:
     link_chars: int = 0
     commas: int = 0
     blocks: int = 0
+    ends_sentence: bool = False
     paragraphs: int = 0
     items: int = 0
     images: int = 0
@@ -281,14 +282,15 @@ def main_blocks(tree: LexborHTMLParser) -> list[Block]:
 def _select(boxes: list[Box], blocks: list[Block], *, strict: bool) -> list[Block]:
     chosen, parent = _choose(boxes, blocks, strict=strict)
     kept = _keep(boxes, chosen)
-    return [
+    found = [
         block
         for block in blocks
         if block.link_density() <= LINK_DENSITY_MAX
         and (kept[block.box] or (block.box == parent and _is_prose_text(block)))
         and (_has_word(block.text) or boxes[block.box].tag in _CELLS)
-        and not _label(block, boxes[block.box].tag)
     ]
+    said = [block for block in found if not _label(block, boxes[block.box].tag)]
+    return said or found  # a page of one word keeps it
 
 
 class _Walker:
@@ -446,6 +448,7 @@ def _total(boxes: list[Box], blocks: list[Block]) -> None:
         box.commas += len(_COMMAS.findall(block.text))
         box.images += len(block.images)
         box.blocks += 1
+        box.ends_sentence = _SENTENCE_END.search(block.text) is not None
     for box in boxes:
         if box.tag == "p":
             box.paragraphs = 1
@@ -644,7 +647,10 @@ def _label(block: Block, tag: str) -> bool:
 
 
 def _is_prose(box: Box) -> bool:
-    return box.tag == "p" and box.chars > 80 and box.link_density() < 0.25
+    if box.tag != "p" or not box.chars:
+        return False
+    density = box.link_density()
+    return (box.chars > 80 and density < 0.25) or (density == 0 and box.ends_sentence)
 
 
 def _is_prose_text(block: Block) -> bool:
