@@ -137,3 +137,16 @@ def test_crawl_settings_default_to_the_default_extractor() -> None:
     from gossamer.settings import CrawlSettings
 
     assert CrawlSettings.model_fields["extractor"].default == DEFAULT_EXTRACTOR
+
+
+def test_huge_class_names_are_read_in_bounded_time() -> None:
+    paragraphs = sentences("names", 2)
+    body = "".join(
+        f"<div class='{'x' * 100_000}{n} sidebar'><p>{p}</p></div>"
+        for n, p in enumerate(paragraphs)
+    )
+    forget_names()
+    start = time.process_time()
+    text = text_of(f"<article>{body}</article>")
+    assert time.process_time() - start < 1
+    assert all(p in text for p in paragraphs)  # "sidebar" is past what is read

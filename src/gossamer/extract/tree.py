@@ -393,6 +393,8 @@ class _Walker:
 _WORDS: dict[str, int] = {}
 _NAMES: dict[str, tuple[float, bool]] = {}
 _CACHE_MAX = 50_000
+MAX_NAMES_CHARS = 256
+MAX_WORD_CHARS = 40
 
 
 def forget_names() -> None:
@@ -404,12 +406,15 @@ def forget_names() -> None:
 
 def _read_names(names: str) -> tuple[float, bool]:
     """What a box's class and id say: its weight, and whether it is unlikely to be content.
-    Remembered by name and by word, as a site repeats its names on every page."""
+    Remembered by name and by word, as a site repeats its names on every page; only the first
+    `MAX_NAMES_CHARS` characters and words of at most `MAX_WORD_CHARS` are read."""
+    names = names[:MAX_NAMES_CHARS]
     known = _NAMES.get(names)
     if known is not None:
         return known
     flags = 0
     for word in _WORD.findall(names.lower()):
+        word = word[:MAX_WORD_CHARS]
         mask = _WORDS.get(word)
         if mask is None:
             mask = _read_word(word)
