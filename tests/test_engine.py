@@ -14,7 +14,7 @@ from aiohttp import web
 from tests.local_app import serve
 
 from gossamer.crawl import open_stages
-from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease
+from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease, Rules
 from gossamer.frontier.local import LocalFrontier
 from gossamer.settings import CrawlSettings, crawl_scope, load_settings
 
@@ -98,6 +98,9 @@ class GatedAdd:
 
     async def release(self, lease: Lease, feedback: Feedback | None) -> None:
         await self.inner.release(lease, feedback)
+
+    async def rules(self, lease: Lease, rules: Rules, feedback: Feedback | None) -> None:
+        await self.inner.rules(lease, rules, feedback)
 
     def next_ready(self) -> float | None:
         return self.inner.next_ready()

@@ -23,6 +23,7 @@ from gossamer.frontier.base import Candidate, Feedback, Frontier
 from gossamer.frontier.local import LocalFrontier
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import RedisClient, RedisFrontier
+from gossamer.frontier.robots import RobotsPolicy
 from gossamer.urls import Scope
 
 _jobs = itertools.count()
@@ -80,6 +81,12 @@ async def make(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
         await client.aclose()
 
 
+def rules_of(body: bytes) -> Callable[[str], RobotsPolicy]:
+    """A rules lookup that knows every host's robots.txt: ``body``."""
+    policy = RobotsPolicy.parse(body)
+    return lambda key: policy
+
+
 def _scope() -> Scope:
     return Scope.for_seeds([], ["test"], max_depth=5)
 
@@ -120,7 +127,7 @@ async def test_offsite_hosts_leave_no_state(make: Make) -> None:
     for start in range(0, 220_000, 20_000):
         batch = [Candidate(f"http://h{i}.example/") for i in range(start, start + 20_000)]
         assert (await frontier.add(batch)).rejected == {"offsite": 20_000}
-        assert len(frontier._origins) <= 10_000  # type: ignore[attr-defined]
+        assert frontier._admission.origins_cached <= 10_000  # type: ignore[attr-defined]
     assert frontier.stats().hosts == 0
 
 
@@ -180,7 +187,7 @@ async def test_crawl_delay_retry_after_and_release_to_the_front(make: Make) -> N
 
 async def test_robots_blocked_urls_use_no_slot(make: Make) -> None:
     clock = Clock()
-    frontier = make(clock, robots_check=lambda url: "private" not in url)
+    frontier = make(clock, rules=rules_of(b"User-agent: *\nDisallow: /private\n"))
     await frontier.add([Candidate("http://a.test/private/1"), Candidate("http://a.test/ok")])
     leases = await frontier.lease(1)
     assert [(lease.url, lease.robots_blocked) for lease in leases] == [

@@ -74,7 +74,7 @@ async def test_queue_spills_past_the_memory_budget_and_reads_back_in_order(
     for i in range(120):
         await frontier.add([Candidate(urls[i]) for urls in expected.values()])
     assert frontier.stats().queued == 360
-    assert frontier._in_memory <= 50
+    assert frontier.in_memory <= 50
     urls = await _drain(frontier)
     assert sorted(urls) == sorted(u for us in expected.values() for u in us)
     for host, want in expected.items():
@@ -95,7 +95,7 @@ async def test_resume_with_a_spilled_queue(tmp_path: Path) -> None:
     db2 = CrawlDB(tmp_path / "crawl.db")
     restored = make(clock, db2, memory_budget=10)
     assert restored.restore() == (99, 1)
-    assert restored._in_memory == 10
+    assert restored.in_memory == 10
     urls = await _drain(restored)
     assert urls == [f"http://a.test/{i}" for i in range(1, 100)]
     db2.close()
