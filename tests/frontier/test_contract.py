@@ -199,6 +199,43 @@ async def test_robots_blocked_urls_use_no_slot(make: Make) -> None:
     assert await settled(frontier)
 
 
+async def test_a_hosts_urls_wait_for_its_robots_lease(make: Make) -> None:
+    clock = Clock()
+    known: dict[str, RobotsPolicy] = {}
+    frontier = make(clock, per_host=2, rules=known.get)
+    await frontier.add([Candidate("http://a.test/private/1"), Candidate("http://a.test/ok")])
+    (robots,) = await frontier.lease(5)
+    assert (robots.kind, robots.url) == ("robots", "http://a.test/robots.txt")
+    assert await frontier.lease(5) == []  # one robots lease, nothing else of the host
+    known["http://a.test"] = RobotsPolicy.parse(b"User-agent: *\nDisallow: /private\n")
+    await frontier.rules(robots, known["http://a.test"], Feedback(started_at=clock.now))
+    leases = await frontier.lease(5)
+    assert [(lease.kind, lease.url) for lease in leases] == [
+        ("blocked", "http://a.test/private/1"),
+        ("page", "http://a.test/ok"),
+    ]
+    for lease in leases:
+        await frontier.ack(lease, None)
+    assert await settled(frontier)
+
+
+async def test_urls_of_a_host_with_unreachable_robots_go_out_unreachable(make: Make) -> None:
+    clock = Clock()
+    frontier = make(clock, delay=10.0, rules={}.get)
+    await frontier.add([Candidate(f"http://a.test/{i}") for i in range(3)])
+    (robots,) = await frontier.lease(5)
+    await frontier.rules(robots, RobotsPolicy.disallow_all(), Feedback(started_at=clock.now))
+    clock.now += 10.0
+    leases = await frontier.lease(1)
+    assert [lease.kind for lease in leases] == ["unreachable"] * 3
+    for lease in leases:
+        await frontier.retry(lease, 30.0, None)
+    assert not await settled(frontier)
+    clock.now += 30.0
+    (again,) = await frontier.lease(5)  # the verdict has lapsed: robots.txt again
+    assert again.kind == "robots"
+
+
 async def test_expired_leases_are_reclaimed(make: Make) -> None:
     clock = Clock()
     frontier = make(clock, lease_timeout=10.0)
