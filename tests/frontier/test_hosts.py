@@ -7,13 +7,12 @@ working set, the robots.txt stage and the two-step lease of the Redis frontier b
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from gossamer.frontier.base import Feedback, Lease
-from gossamer.frontier.hosts import HostScheduler
+from gossamer.frontier.hosts import HostScheduler, Queued
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.robots import RobotsPolicy
 from gossamer.urls import host_key
@@ -29,24 +28,20 @@ class Clock:
         return self.now
 
 
-@dataclass(slots=True)
-class Item:
-    url: str
-    fp: int = 0
-    depth: int = 0
-    hops: int = 0
-    attempts: int = 0
-    priority: float = 0.0
+def queued(url: str, priority: float = 0.0) -> Queued:
+    return Queued(url, 0, 0, 0, priority=priority)
 
 
-def make(clock: Clock, *, per_host: int = 1, delay: float = 0.0, **kw: Any) -> HostScheduler[Item]:
+def make(
+    clock: Clock, *, per_host: int = 1, delay: float = 0.0, **kw: Any
+) -> HostScheduler[Queued]:
     policy = PolitenessPolicy(per_host=per_host, delay=delay)
     return HostScheduler(policy, clock=clock, **kw)
 
 
-def push(hosts: HostScheduler[Item], *urls: str, priority: float = 0.0) -> None:
+def push(hosts: HostScheduler[Queued], *urls: str, priority: float = 0.0) -> None:
     for url in urls:
-        hosts.push(host_key(url), Item(url, priority=priority))
+        hosts.push(host_key(url), queued(url, priority=priority))
 
 
 def urls(leases: list[Lease]) -> list[str]:
@@ -88,7 +83,7 @@ def test_the_per_host_limit_frees_a_slot_per_finished_lease() -> None:
     first, _ = hosts.lease(10).leases
     assert hosts.lease(10).leases == []
     assert hosts.next_ready() is None  # full: nothing is due until a lease ends
-    assert hosts.finish(first, started(clock)) == Item(f"{A}/0")
+    assert hosts.finish(first, started(clock)) == queued(f"{A}/0")
     assert urls(hosts.lease(10).leases) == [f"{A}/2"]
 
 
@@ -233,7 +228,7 @@ def test_hosts_join_the_working_set_in_arrival_order_only_when_needed() -> None:
     assert urls(hosts.lease(10).leases) == [f"{A}/1"]
 
 
-def hosts_out(hosts: HostScheduler[Item]) -> list[Lease]:
+def hosts_out(hosts: HostScheduler[Queued]) -> list[Lease]:
     return [lease for lease, _ in hosts.out()]
 
 
@@ -259,7 +254,7 @@ def test_a_due_host_with_its_urls_in_storage_is_handed_back_dry() -> None:
     assert (hosts.stored, hosts.stored_of(A), hosts.queued) == (2, 2, 0)
     batch = hosts.lease(5)
     assert (batch.leases, batch.dry) == ([], [A])
-    hosts.refill(A, [Item(f"{A}/0"), Item(f"{A}/1")])
+    hosts.refill(A, [queued(f"{A}/0"), queued(f"{A}/1")])
     assert (hosts.stored, hosts.queued) == (0, 2)
     assert urls(hosts.lease(5).leases) == [f"{A}/0"]
 
@@ -269,13 +264,13 @@ def test_remove_and_forget_take_entries_and_hosts_out() -> None:
     hosts = make(clock, per_host=2)
     push(hosts, f"{A}/0", f"{A}/1", f"{B}/0")
     (lease,) = hosts.lease(1).leases
-    hosts.delay(B, Item(f"{B}/later"), clock.now + 5)
+    hosts.delay(B, queued(f"{B}/later"), clock.now + 5)
     gone = hosts.remove(lambda item: item.url.startswith(A) or "later" in item.url)
     assert sorted(item.url for item in gone) == [f"{A}/1", f"{B}/later"]
     assert (hosts.queued, hosts.delayed) == (1, 0)
     host = hosts.forget(A)
     assert host is not None and host.slot.active == 1
-    assert hosts.finish(lease, started(clock)) == Item(f"{A}/0")  # ends on the old slot
+    assert hosts.finish(lease, started(clock)) == queued(f"{A}/0")  # ends on the old slot
     assert host.slot.active == 0
     assert urls(hosts.lease(5).leases) == [f"{B}/0"]
 

@@ -32,7 +32,6 @@ Lease rules:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -107,11 +106,6 @@ class Rules(Protocol):
     def allowed(self, url: str) -> bool:
         """May ``url`` (on this host) be fetched?"""
         ...
-
-
-RulesLookup = Callable[[str], Rules | None]
-"""The robots.txt rules cached for a host key (``scheme://host[:port]``), None when not known;
-no I/O (:meth:`~gossamer.frontier.robots.RobotsCache.known`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,26 +60,41 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, TypeVar
 
-from gossamer.frontier.base import Feedback, Lease, LeaseKind, Rules, RulesLookup
+from gossamer.frontier.base import Feedback, Lease, LeaseKind, Rules
 from gossamer.frontier.politeness import HostSlot, PolitenessPolicy
 
-__all__ = ["Batch", "Entry", "Host", "HostQueue", "HostScheduler", "Round", "Want"]
+__all__ = [
+    "Batch",
+    "Host",
+    "HostQueue",
+    "HostScheduler",
+    "Queued",
+    "Round",
+    "RulesLookup",
+    "Want",
+]
+
+RulesLookup = Callable[[str], Rules | None]
+"""The robots.txt rules cached for a host key (``scheme://host[:port]``), None when not known;
+no I/O (:meth:`~gossamer.frontier.robots.RobotsCache.known`)."""
 
 
-class Entry(Protocol):
-    """A queued URL as a backend keeps it (its own dataclass, with its storage fields)."""
+@dataclass(slots=True)
+class Queued:
+    """A queued URL as the scheduler reads it; a backend's entries add their storage fields."""
 
     url: str
     fp: int
     depth: int
     hops: int
-    attempts: int
-    priority: float
+    attempts: int = 0
+    priority: float = 0.0
+    """Order inside its host: higher first, arrival order among equals."""
 
 
-E = TypeVar("E", bound=Entry)
+E = TypeVar("E", bound=Queued)
 
 _order = itertools.count()
 """Arrival order inside a priority, shared by every queue (only its order matters)."""
@@ -107,23 +122,19 @@ class HostQueue(Generic[E]):
             return iter(self._fifo)
         return (entry for _, _, entry in self._heap)
 
-    def push(self, entry: E) -> None:
-        """Queue ``entry`` after those of its priority."""
+    def push(self, entry: E, *, front: bool = False) -> None:
+        """Queue ``entry`` after those of its priority (before them with ``front``)."""
         if self._fifo is not None:
-            if not entry.priority:
-                self._fifo.append(entry)
-                return
-            self._to_heap()
-        heapq.heappush(self._heap, (-entry.priority, next(_order), entry))
-
-    def push_front(self, entry: E) -> None:
-        """Queue ``entry`` before those of its priority."""
-        if self._fifo is not None:
-            if not entry.priority:
+            if entry.priority:
+                self._to_heap()
+            elif front:
                 self._fifo.appendleft(entry)
                 return
-            self._to_heap()
-        heapq.heappush(self._heap, (-entry.priority, -next(_order), entry))
+            else:
+                self._fifo.append(entry)
+                return
+        order = next(_order)
+        heapq.heappush(self._heap, (-entry.priority, -order if front else order, entry))
 
     def peek(self) -> E:
         """The next entry (the queue must not be empty)."""
@@ -213,17 +224,22 @@ class Round(Generic[E]):
     dry: list[str]
 
 
-class _Anything:
-    """The rules of a crawl that ignores robots.txt."""
+@dataclass(frozen=True, slots=True)
+class _Verdict:
+    """Rules of the scheduler's own: one answer for every URL."""
 
-    status = "ignored"
-    crawl_delay = None
+    status: str
+    allows: bool
+    crawl_delay: float | None = None
 
     def allowed(self, url: str) -> bool:
-        return True
+        return self.allows
 
 
-_ANYTHING = _Anything()
+_ANYTHING = _Verdict("ignored", allows=True)
+"""The rules of a crawl that ignores robots.txt."""
+_ROBOTS = _Verdict("unknown", allows=False)
+"""What :meth:`HostScheduler._look` returns when robots.txt must come first."""
 _SLOTTED: frozenset[LeaseKind] = frozenset({"page", "robots"})
 
 
@@ -278,7 +294,7 @@ class HostScheduler(Generic[E]):
         host = self._host(key)
         if host.queue is None:
             host.queue = HostQueue()
-        host.queue.push_front(entry)
+        host.queue.push(entry, front=True)
         self.queued += 1
         self._schedule(key, host, front=True)
 
@@ -322,11 +338,8 @@ class HostScheduler(Generic[E]):
         out: list[Lease] = []
         dry: list[str] = []
         slotted = 0
-        while slotted < n and (due := self._pop(now)) is not None:
-            key, host = due
-            rules = self._look(key, host, now, out, dry)
-            if rules is None:
-                continue
+        while slotted < n and (due := self._next_due(now, out, dry)) is not None:
+            key, host, rules = due
             if rules is _ROBOTS:
                 out.append(self._robots_lease(key, host, now))
                 slotted += 1
@@ -345,11 +358,8 @@ class HostScheduler(Generic[E]):
         dry: list[str] = []
         wants: list[Want[E]] = []
         total = 0
-        while total < n and (due := self._pop(now)) is not None:
-            key, host = due
-            rules = self._look(key, host, now, out, dry)
-            if rules is None:
-                continue
+        while total < n and (due := self._next_due(now, out, dry)) is not None:
+            key, host, rules = due
             if rules is _ROBOTS:
                 wants.append(Want(key, host, 1, None))
                 total += 1
@@ -562,6 +572,17 @@ class HostScheduler(Generic[E]):
             return key, host
         return None
 
+    def _next_due(
+        self, now: float, out: list[Lease], dry: list[str]
+    ) -> tuple[str, Host[E], Rules] | None:
+        """The next due host with the rules its URLs go out by (see :meth:`_look`)."""
+        while (due := self._pop(now)) is not None:
+            key, host = due
+            rules = self._look(key, host, now, out, dry)
+            if rules is not None:
+                return key, host, rules
+        return None
+
     def _look(
         self, key: str, host: Host[E], now: float, out: list[Lease], dry: list[str]
     ) -> Rules | None:
@@ -620,29 +641,20 @@ class HostScheduler(Generic[E]):
     def _robots_lease(self, key: str, host: Host[E], now: float) -> Lease:
         host.robots_out = True
         self._policy.on_lease(host.slot, now)
-        lease = Lease(
-            url=key + "/robots.txt",
-            fp=0,
-            host=key,
-            depth=0,
-            hops=0,
-            attempts=0,
-            deadline=now + self._lease_timeout,
-            token=next(self._tokens),
-            kind="robots",
-        )
-        self._leases[lease.token] = (lease, None, host)
-        host.leased += 1
-        return lease
+        return self._new_lease(key, host, None, now, "robots")
 
-    def _new_lease(self, key: str, host: Host[E], entry: E, now: float, kind: LeaseKind) -> Lease:
+    def _new_lease(
+        self, key: str, host: Host[E], entry: E | None, now: float, kind: LeaseKind
+    ) -> Lease:
+        """A lease of ``entry`` (None: of the host's robots.txt), held until it ends."""
+        what = entry if entry is not None else Queued(key + "/robots.txt", 0, 0, 0)
         lease = Lease(
-            url=entry.url,
-            fp=entry.fp,
+            url=what.url,
+            fp=what.fp,
             host=key,
-            depth=entry.depth,
-            hops=entry.hops,
-            attempts=entry.attempts,
+            depth=what.depth,
+            hops=what.hops,
+            attempts=what.attempts,
             deadline=now + self._lease_timeout,
             token=next(self._tokens),
             kind=kind,
@@ -688,16 +700,3 @@ class HostScheduler(Generic[E]):
         while delayed and delayed[0][0] <= now:
             _, _, key, entry = heapq.heappop(delayed)
             self.push_front(key, entry)
-
-
-class _RobotsFirst:
-    """The marker :meth:`HostScheduler._look` returns when robots.txt must come first."""
-
-    status = "unknown"
-    crawl_delay = None
-
-    def allowed(self, url: str) -> bool:
-        return False
-
-
-_ROBOTS = _RobotsFirst()

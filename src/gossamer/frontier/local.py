@@ -20,21 +20,12 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from gossamer.crawldb import CrawlDB
 from gossamer.frontier.admission import Admission
-from gossamer.frontier.base import (
-    AddResult,
-    Candidate,
-    Feedback,
-    FrontierStats,
-    Lease,
-    Rules,
-    RulesLookup,
-)
+from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease, Rules
 from gossamer.frontier.dedup import SeenSet
-from gossamer.frontier.hosts import HostScheduler
+from gossamer.frontier.hosts import HostScheduler, Queued, RulesLookup
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.urls import Scope
 
@@ -50,16 +41,6 @@ _REFILL_BATCH = 1000
 _MIN_REFILL = 16
 _FINISH_URL = "UPDATE urls SET state = 1 WHERE fp = ?"
 _COUNT_ATTEMPT = "UPDATE urls SET attempts = ? WHERE fp = ?"
-
-
-@dataclass(slots=True)
-class _Entry:
-    url: str
-    fp: int
-    depth: int
-    hops: int
-    attempts: int = 0
-    priority: float = 0.0
 
 
 class LocalFrontier:
@@ -80,7 +61,7 @@ class LocalFrontier:
         self._admission = Admission(scope)
         self._db = db
         self._memory_budget = memory_budget if db is not None else 1 << 62
-        self._hosts: HostScheduler[_Entry] = HostScheduler(
+        self._hosts: HostScheduler[Queued] = HostScheduler(
             policy, rules=rules, lease_timeout=lease_timeout, max_active=max_active, clock=clock
         )
         self._clock = clock
@@ -110,7 +91,7 @@ class LocalFrontier:
         ):
             last_seq = seq
             if state == 0:
-                self._enqueue(_Entry(url, fp, depth, hops, attempts), key=key, seq=seq)
+                self._enqueue(Queued(url, fp, depth, hops, attempts), key=key, seq=seq)
             else:
                 finished += 1
         self._seq = itertools.count(last_seq + 1)
@@ -126,7 +107,7 @@ class LocalFrontier:
         for (url, key, fp, cand), new in zip(admitted, news, strict=True):
             if new:
                 seq = next(self._seq)
-                entry = _Entry(url, fp, cand.depth, cand.hops, 0, cand.priority)
+                entry = Queued(url, fp, cand.depth, cand.hops, 0, cand.priority)
                 self._enqueue(entry, key=key, seq=seq)
                 rows.append((fp, url, key, cand.depth, cand.hops, seq))
         if self._db is not None:
@@ -203,7 +184,7 @@ class LocalFrontier:
     def _queued(self) -> int:
         return self._hosts.queued + self._hosts.stored
 
-    def _enqueue(self, entry: _Entry, *, key: str, seq: int) -> None:
+    def _enqueue(self, entry: Queued, *, key: str, seq: int) -> None:
         """Queue a URL at the back of its host, in memory while the budget allows."""
         hosts = self._hosts
         if hosts.stored_of(key) or hosts.queued >= self._memory_budget:
@@ -224,7 +205,7 @@ class LocalFrontier:
         if rows:
             self._loaded[key] = rows[-1][-1]
         self._hosts.refill(
-            key, [_Entry(url, fp, depth, hops, tries) for fp, url, depth, hops, tries, _ in rows]
+            key, [Queued(url, fp, depth, hops, tries) for fp, url, depth, hops, tries, _ in rows]
         )
         if not self._hosts.stored_of(key):
             self._loaded.pop(key, None)

@@ -121,17 +121,9 @@ from redis.commands.core import AsyncScript
 from redis.exceptions import ClusterCrossSlotError, NoScriptError
 
 from gossamer.frontier.admission import Admission
-from gossamer.frontier.base import (
-    AddResult,
-    Candidate,
-    Feedback,
-    FrontierStats,
-    Lease,
-    Rules,
-    RulesLookup,
-)
+from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease, Rules
 from gossamer.frontier.dedup import SeenSet
-from gossamer.frontier.hosts import Host, HostScheduler
+from gossamer.frontier.hosts import Host, HostScheduler, Queued, RulesLookup
 from gossamer.frontier.politeness import HostSlot, PolitenessPolicy
 from gossamer.urls import Scope, fingerprint, host_key
 
@@ -259,19 +251,15 @@ def _bad_json(part: int, raw: bytes | str, reason: str) -> str:
     return json.dumps({"partition": part, "reason": reason, "entry": entry})
 
 
-@dataclass(slots=True)
-class _Entry:
-    url: str
-    fp: int
-    depth: int
-    hops: int
-    attempts: int
+@dataclass(slots=True, kw_only=True)
+class _Entry(Queued):
+    """A claimed entry: where it came from in Redis, and when it may be fetched."""
+
     not_before: float
     part: int
     claim: int
     orphan: bool = False
     """Its partition was dropped while it was leased: it goes back to Redis when it returns."""
-    priority: float = 0.0
 
     def encode(self) -> str:
         return f"{self.fp}|{self.depth}|{self.hops}|{self.attempts}|{self.not_before!r}|{self.url}"
@@ -301,7 +289,7 @@ class _Entry:
         if int(fp) != fingerprint(url):
             raise BadEntry("the fingerprint is not the URL's")
         depth, hops, attempts = map(int, counts)
-        return cls(url, int(fp), depth, hops, attempts, when, part, claim)
+        return cls(url, int(fp), depth, hops, attempts, not_before=when, part=part, claim=claim)
 
 
 class BadEntry(ValueError):
