@@ -537,7 +537,8 @@ class HostScheduler(Generic[E]):
         return host is None or host.heap_time != when
 
     def _ready_at(self, host: Host[E]) -> float:
-        return max(self._policy.ready_at(host.slot), host.not_before)
+        when = self._policy.ready_at(host.slot)
+        return when if when >= host.not_before else host.not_before
 
     def _pop(self, now: float) -> tuple[str, Host[E]] | None:
         """The next host of the working set that is due now, else the next host in line if

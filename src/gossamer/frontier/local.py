@@ -187,7 +187,7 @@ class LocalFrontier:
     def _enqueue(self, entry: Queued, *, key: str, seq: int) -> None:
         """Queue a URL at the back of its host, in memory while the budget allows."""
         hosts = self._hosts
-        if hosts.stored_of(key) or hosts.queued >= self._memory_budget:
+        if hosts.queued >= self._memory_budget or (hosts.stored and hosts.stored_of(key)):
             self._loaded.setdefault(key, seq - 1)
             hosts.store(key)
         else:

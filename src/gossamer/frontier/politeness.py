@@ -79,9 +79,8 @@ class PolitenessPolicy:
         the real start of the one before (a lease and its request start are not the same
         instant); without a delay up to ``per_host`` run at once.
         """
-        if self.room(slot) <= 0:
-            return math.inf
-        return slot.next_start
+        limit = 1 if self.delay_of(slot) > 0 else self.per_host
+        return math.inf if slot.active >= limit else slot.next_start
 
     def room(self, slot: HostSlot) -> int:
         """Requests the host may still start at once: ``per_host``, or one while it has a
