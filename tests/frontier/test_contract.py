@@ -185,6 +185,28 @@ async def test_crawl_delay_retry_after_and_release_to_the_front(make: Make) -> N
     assert lease.url == "http://a.test/0" and lease.attempts == 1
 
 
+async def test_higher_priorities_first_inside_a_host(make: Make) -> None:
+    clock = Clock()
+    frontier = make(clock)
+    await frontier.add(
+        [
+            Candidate("http://a.test/0"),
+            Candidate("http://a.test/hot", priority=2.5),
+            Candidate("http://a.test/1"),
+            Candidate("http://a.test/cold", priority=-1),
+        ]
+    )
+    await frontier.add([Candidate("http://a.test/warm", priority=1)])
+    order: list[str] = []
+    for _ in range(20):
+        if await settled(frontier):
+            break
+        for lease in await frontier.lease(1):
+            order.append(lease.url.rsplit("/", 1)[1])
+            await frontier.ack(lease, None)
+    assert order == ["hot", "warm", "0", "1", "cold"]
+
+
 async def test_robots_blocked_urls_use_no_slot(make: Make) -> None:
     clock = Clock()
     frontier = make(clock, rules=rules_of(b"User-agent: *\nDisallow: /private\n"))

@@ -30,11 +30,11 @@ from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.urls import Scope
 
 _INSERT_URL = (
-    "INSERT OR IGNORE INTO urls (fp, url, host, depth, hops, attempts, state, seq) "
-    "VALUES (?, ?, ?, ?, ?, 0, 0, ?)"
+    "INSERT OR IGNORE INTO urls (fp, url, host, depth, hops, attempts, state, seq, priority) "
+    "VALUES (?, ?, ?, ?, ?, 0, 0, ?, ?)"
 )
-_READ_SPILLED = (
-    "SELECT fp, url, depth, hops, attempts, seq FROM urls "
+_READ_SPILLED = (  # the fields of Queued, then seq
+    "SELECT url, fp, depth, hops, attempts, priority, seq FROM urls "
     "WHERE host = ? AND state = 0 AND seq > ? ORDER BY seq LIMIT ?"
 )
 _REFILL_BATCH = 1000
@@ -86,12 +86,14 @@ class LocalFrontier:
         )
         finished = 0
         last_seq = -1
-        for fp, url, key, depth, hops, attempts, state, seq in self._db.iterate(
-            "SELECT fp, url, host, depth, hops, attempts, state, seq FROM urls ORDER BY seq"
+        for fp, url, key, depth, hops, attempts, priority, state, seq in self._db.iterate(
+            "SELECT fp, url, host, depth, hops, attempts, priority, state, seq FROM urls "
+            "ORDER BY seq"
         ):
             last_seq = seq
             if state == 0:
-                self._enqueue(Queued(url, fp, depth, hops, attempts), key=key, seq=seq)
+                entry = Queued(url, fp, depth, hops, attempts, priority)
+                self._enqueue(entry, key=key, seq=seq)
             else:
                 finished += 1
         self._seq = itertools.count(last_seq + 1)
@@ -109,7 +111,7 @@ class LocalFrontier:
                 seq = next(self._seq)
                 entry = Queued(url, fp, cand.depth, cand.hops, 0, cand.priority)
                 self._enqueue(entry, key=key, seq=seq)
-                rows.append((fp, url, key, cand.depth, cand.hops, seq))
+                rows.append((fp, url, key, cand.depth, cand.hops, seq, cand.priority))
         if self._db is not None:
             self._db.stage(_INSERT_URL, rows)
         added, duplicates = len(rows), len(admitted) - len(rows)
@@ -204,8 +206,6 @@ class LocalFrontier:
             rows = await self._db.read(_READ_SPILLED, (key, self._loaded[key], batch))
         if rows:
             self._loaded[key] = rows[-1][-1]
-        self._hosts.refill(
-            key, [Queued(url, fp, depth, hops, tries) for fp, url, depth, hops, tries, _ in rows]
-        )
+        self._hosts.refill(key, [Queued(*row[:-1]) for row in rows])
         if not self._hosts.stored_of(key):
             self._loaded.pop(key, None)

@@ -27,9 +27,11 @@ pipeline per node, so partitions spread over the cluster's masters::
     gs:{J:p}:fence      HASH   worker -> "ms:seq": Redis-clock ms before which no new owner
                                may claim, and the sequence of the worker's last fence call
 
-An entry is ``fp|depth|hops|attempts|not_before|url``: ``not_before`` is the wall-clock time
-before which a retried URL may not be fetched; a worker claiming it early keeps it in memory
-until then (its claim renewed), so ``claimed`` covers URLs waiting for a retry too.
+An entry is ``fp|depth|hops|attempts|not_before|url``, or with a priority other than 0
+``fp|depth|hops|attempts|not_before|priority|url`` (a URL starts with ``http``, a number never
+does): ``not_before`` is the wall-clock time before which a retried URL may not be fetched; a
+worker claiming it early keeps it in memory until then (its claim renewed), so ``claimed``
+covers URLs waiting for a retry too.
 
 A claimed entry that does not decode (see :meth:`_Entry.decode`: wrong field count, numbers
 that are not, a URL that is not a canonical http(s) one) is set aside with a warning, never
@@ -262,7 +264,7 @@ class _Entry(Queued):
     """Its partition was dropped while it was leased: it goes back to Redis when it returns."""
 
     def encode(self) -> str:
-        return f"{self.fp}|{self.depth}|{self.hops}|{self.attempts}|{self.not_before!r}|{self.url}"
+        return _encode(self, self.not_before)
 
     @classmethod
     def decode(cls, raw: bytes | str, part: int, claim: int) -> _Entry:
@@ -275,21 +277,41 @@ class _Entry(Queued):
         if len(fields) != 6:
             raise BadEntry(f"{len(fields)} fields, not 6")
         fp, *counts, not_before, url = fields
+        priority = 0.0
+        if not url.startswith("http"):
+            number, _, url = url.partition("|")
+            priority = _number(number, "priority")
         if not _FINGERPRINT.fullmatch(fp) or not -(1 << 63) <= int(fp) < 1 << 63:
             raise BadEntry("the fingerprint is not a 64-bit integer")
         if not all(_COUNT.fullmatch(n) for n in counts):
             raise BadEntry("depth, hops or attempts is not a small count")
-        try:
-            when = float(not_before)
-        except ValueError:
-            raise BadEntry("not_before is not a number") from None
-        if not math.isfinite(when):
-            raise BadEntry("not_before is not finite")
+        when = _number(not_before, "not_before")
         _check_url(url)
         if int(fp) != fingerprint(url):
             raise BadEntry("the fingerprint is not the URL's")
         depth, hops, attempts = map(int, counts)
-        return cls(url, int(fp), depth, hops, attempts, not_before=when, part=part, claim=claim)
+        return cls(
+            url, int(fp), depth, hops, attempts, priority, not_before=when, part=part, claim=claim
+        )
+
+
+def _encode(entry: Queued, not_before: float) -> str:
+    """An entry as Redis keeps it (see the module docstring)."""
+    head = f"{entry.fp}|{entry.depth}|{entry.hops}|{entry.attempts}|{not_before!r}"
+    if entry.priority:
+        return f"{head}|{entry.priority!r}|{entry.url}"
+    return f"{head}|{entry.url}"
+
+
+def _number(text: str, name: str) -> float:
+    """A finite float of an entry; :class:`BadEntry` saying which field otherwise."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise BadEntry(f"{name} is not a number") from None
+    if not math.isfinite(value):
+        raise BadEntry(f"{name} is not finite")
+    return value
 
 
 class BadEntry(ValueError):
@@ -538,7 +560,7 @@ class RedisFrontier:
                 duplicates += 1
                 continue
             batch_fps.add(fp)
-            entry = f"{fp}|{cand.depth}|{cand.hops}|0|0.0|{url}"
+            entry = _encode(Queued(url, fp, cand.depth, cand.hops, 0, cand.priority), 0.0)
             part = fp % self._partitions if self._by_url else partition_of(key, self._partitions)
             batches.setdefault(part, []).append((fp, entry))
         added = 0
