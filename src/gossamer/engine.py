@@ -113,8 +113,7 @@ class EngineConfig:
     concurrency: int = 64
     max_pages: int | None = None
     robots_retry: float = 30.0
-    """Seconds before a URL of a host whose robots.txt was unreachable is tried again (robots.txt
-    itself is obeyed, or not, by the frontier's rules)."""
+    """Seconds before a URL of a host whose robots.txt was unreachable is tried again."""
     follow_nofollow: bool = False
     max_redirects: int = 10
     checkpoint_interval: float = 0.5

@@ -97,7 +97,8 @@ class Rules(Protocol):
 
     @property
     def status(self) -> str:
-        """``unreachable`` when robots.txt could not be fetched (everything waits)."""
+        """``unreachable`` when robots.txt could not be fetched (the host's URLs go out as
+        ``unreachable`` leases)."""
         ...
 
     @property
