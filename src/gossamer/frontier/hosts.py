@@ -307,7 +307,8 @@ class HostScheduler(Generic[E]):
         host = self._host(key)
         host.stored += 1
         self.stored += 1
-        self._schedule(key, host)
+        if host.stored == 1:  # a host with stored URLs already is scheduled already
+            self._schedule(key, host)
 
     def stored_of(self, key: str) -> int:
         """URLs of host ``key`` queued in storage only."""
