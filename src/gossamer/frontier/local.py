@@ -1,7 +1,7 @@
 """The embedded frontier: the shared host scheduler with a write-ahead log in crawl.db.
 
 Scheduling (the ready heap of hosts, per-host queues, politeness, leases, the robots.txt stage
-and the working set of at most ``max_active`` hosts) is :mod:`gossamer.frontier.hosts`'; this
+and the working set of at most ``max_active`` hosts) is :mod:`gossamer.frontier.hosts`; this
 module keeps the storage around it. Every change of durable state (a URL accepted, finished or
 retried) is staged in :class:`~gossamer.crawldb.CrawlDB` and committed by the engine's
 checkpoint together with the records it refers to, so ``--resume`` after a crash continues

@@ -48,9 +48,10 @@ With ``partition_by="url"`` a URL's partition is its fingerprint modulo ``P``, s
 URLs spread over every worker (a crawl of few hosts uses many workers); claims, acks, reclaims
 and ``done()`` work as above. No worker owns a host then, so on top of its local
 :class:`~gossamer.frontier.politeness.HostSlot` each worker takes a slot of the host from a
-shared limiter before leasing a URL of it (``host_acquire.lua``, one pipeline for every due
-host of a ``lease()`` call) and gives it back on ack, retry or release (``host_release.lua``,
-in the acks' pipeline when acks are not deferred). Every host ``h`` (its host key's xxh3_64, in
+shared limiter before leasing a URL or the robots.txt of it (``host_acquire.lua``, one
+pipeline for every due host of a ``lease()`` call: the scheduler's ``due``, then ``take`` of
+what was granted) and gives it back when the lease ends (``host_release.lua``, in the acks'
+pipeline when acks are not deferred). Every host ``h`` (its host key's xxh3_64, in
 hex) has its own hash tag ``{J:h:h}``, so each call touches one slot::
 
     gs:{J:h:h}:slots    ZSET   holder (worker id:counter) -> deadline; at most per_host, or
@@ -1015,7 +1016,7 @@ class RedisFrontier:
             out += leases
             slotted = (lease.token for lease in leases if lease.kind in ("page", "robots"))
             self._slots.update(zip(slotted, holders[:used], strict=True))
-            if used < granted:  # robots.txt arrived meanwhile and blocks the rest
+            if used < granted:  # blocked by robots.txt, or given away meanwhile
                 unused.append(self._limiter.release(want.key, holders[used:granted], None, now))
         await self._run(unused)
         return out
