@@ -212,9 +212,9 @@ async def test_robots_blocked_urls_use_no_slot(make: Make) -> None:
     frontier = make(clock, rules=rules_of(b"User-agent: *\nDisallow: /private\n"))
     await frontier.add([Candidate("http://a.test/private/1"), Candidate("http://a.test/ok")])
     leases = await frontier.lease(1)
-    assert [(lease.url, lease.robots_blocked) for lease in leases] == [
-        ("http://a.test/private/1", True),
-        ("http://a.test/ok", False),
+    assert [(lease.url, lease.kind) for lease in leases] == [
+        ("http://a.test/private/1", "blocked"),
+        ("http://a.test/ok", "page"),
     ]
     await frontier.ack(leases[0], None)
     await frontier.ack(leases[1], Feedback(started_at=clock.now))

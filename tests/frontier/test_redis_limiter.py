@@ -178,8 +178,8 @@ async def test_robots_blocked_urls_take_no_slot(client: Redis, job: str) -> None
     await frontier.add([Candidate(f"{HOST}/private/{i}") for i in range(3)])
     await frontier.add([Candidate(f"{HOST}/open")])
     leases = await frontier.lease(5)
-    assert sum(lease.robots_blocked for lease in leases) == 3
-    assert [lease.url for lease in leases if not lease.robots_blocked] == [f"{HOST}/open"]
+    assert [lease.kind for lease in leases].count("blocked") == 3
+    assert [lease.url for lease in leases if lease.kind == "page"] == [f"{HOST}/open"]
     assert await holders(client, job) == 1
     for lease in leases:
         await frontier.ack(lease, None)

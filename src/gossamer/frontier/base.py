@@ -70,11 +70,6 @@ class Lease:
     token: int
     kind: LeaseKind = "page"
 
-    @property
-    def robots_blocked(self) -> bool:
-        """robots.txt forbids this URL: record it and ack with no feedback; no slot is used."""
-        return self.kind == "blocked"
-
 
 @dataclass(frozen=True, slots=True)
 class Feedback:

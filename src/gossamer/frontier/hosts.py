@@ -116,12 +116,6 @@ class HostQueue(Generic[E]):
     def __len__(self) -> int:
         return len(self._fifo) if self._fifo is not None else len(self._heap)
 
-    def __iter__(self) -> Iterator[E]:
-        """The entries, not in order."""
-        if self._fifo is not None:
-            return iter(self._fifo)
-        return (entry for _, _, entry in self._heap)
-
     def push(self, entry: E, *, front: bool = False) -> None:
         """Queue ``entry`` after those of its priority (before them with ``front``)."""
         if self._fifo is not None:
