@@ -63,6 +63,7 @@ async def run(urls: int, hosts: int, budget: int, batch: int) -> int:
         filled = time.perf_counter() - started
         stats = frontier.stats()
         leased = 0
+        started = time.perf_counter()
         for _ in range(2_000):
             for lease in await frontier.lease(64):
                 await frontier.ack(lease, None)
@@ -70,13 +71,14 @@ async def run(urls: int, hosts: int, budget: int, batch: int) -> int:
             if leased >= 5_000:
                 break
         await db.commit()
+        drained = time.perf_counter() - started
         db.close()
     peak = peak_mb()
     print(f"queued URLs        {stats.queued:,} over {stats.hosts:,} hosts")
     print(f"memory budget      {budget:,} URLs held in memory, the rest in crawl.db")
     print(f"fill time          {filled:.1f} s ({urls / filled:,.0f} URLs/s added)")
     print(f"RSS before / peak  {start_rss:.0f} MB / {peak:.0f} MB (target < {TARGET_MB} MB)")
-    print(f"leased and acked   {leased:,} after the fill")
+    print(f"leased and acked   {leased:,} after the fill ({leased / drained:,.0f} URLs/s)")
     return 0 if peak < TARGET_MB else 1
 
 

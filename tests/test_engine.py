@@ -4,6 +4,7 @@ records are checkpointed."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -14,7 +15,7 @@ from aiohttp import web
 from tests.local_app import serve
 
 from gossamer.crawl import open_stages
-from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease
+from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease, Rules
 from gossamer.frontier.local import LocalFrontier
 from gossamer.settings import CrawlSettings, crawl_scope, load_settings
 
@@ -99,6 +100,9 @@ class GatedAdd:
     async def release(self, lease: Lease, feedback: Feedback | None) -> None:
         await self.inner.release(lease, feedback)
 
+    async def rules(self, lease: Lease, rules: Rules, feedback: Feedback | None) -> None:
+        await self.inner.rules(lease, rules, feedback)
+
     def next_ready(self) -> float | None:
         return self.inner.next_ready()
 
@@ -160,3 +164,62 @@ async def test_records_are_committed_as_soon_as_the_crawl_is_idle(tmp_path: Path
             stats = await asyncio.wait_for(crawler.run(seeds), 30)
     assert stats.pages == 3
     assert lines_at == [0, 1, 2]
+
+
+class RobotsSite:
+    """``/`` links to ``/a`` and ``/private/x``; robots.txt answers 503 ``failures`` times,
+    then forbids ``/private``. Logs every request's path."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.log: list[str] = []
+        self.port = 0
+
+    async def handle(self, request: web.Request) -> web.Response:
+        self.log.append(request.path)
+        if request.path == "/robots.txt":
+            if self.log.count("/robots.txt") <= self.failures:
+                return web.Response(status=503)
+            return web.Response(text="User-agent: *\nDisallow: /private\n")
+        body = '<html><body><a href="/a">a</a><a href="/private/x">x</a></body></html>'
+        return web.Response(text=body, content_type="text/html")
+
+
+async def crawl_robots_site(tmp_path: Path, failures: int) -> tuple[RobotsSite, dict[str, Any]]:
+    site = RobotsSite(failures)
+    async with serve(site.handle) as port:
+        seeds = [f"http://site.test:{port}/"]
+        settings = settings_for(
+            tmp_path / "out", seeds=seeds, robots=True, robots_retry=0.1, max_retries=3
+        )
+        async with open_stages(settings, seeds) as stages:
+            rules = stages.robots.known
+            frontier = LocalFrontier(
+                crawl_scope(settings, seeds), stages.politeness, stages.db, rules=rules
+            )
+            await asyncio.wait_for(stages.crawler(settings, frontier).run(seeds), 20)
+    lines = (tmp_path / "out" / "pages.jsonl").read_text().splitlines()
+    records = {record["url"].split(str(port))[1]: record for record in map(json.loads, lines)}
+    return site, records
+
+
+async def test_a_hosts_urls_wait_for_robots_txt_and_forbidden_ones_are_never_asked(
+    tmp_path: Path,
+) -> None:
+    """robots.txt unreachable twice: the seed waits (two attempts counted) and robots.txt is
+    asked again after --robots-retry; then every page follows it, nothing forbidden asked."""
+    site, records = await crawl_robots_site(tmp_path, failures=2)
+    assert site.log[:3] == ["/robots.txt"] * 3
+    assert sorted(site.log[3:]) == ["/", "/a"]
+    assert (records["/"]["status"], records["/"]["attempts"]) == (200, 3)
+    assert records["/private/x"]["error"] == "robots"
+    assert records["/a"]["status"] == 200
+
+
+async def test_urls_of_a_host_whose_robots_txt_stays_unreachable_are_recorded(
+    tmp_path: Path,
+) -> None:
+    site, records = await crawl_robots_site(tmp_path, failures=100)
+    assert set(site.log) == {"/robots.txt"}
+    assert list(records) == ["/"]
+    assert (records["/"]["error"], records["/"]["attempts"]) == ("robots-unreachable", 3)

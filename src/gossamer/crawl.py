@@ -27,7 +27,6 @@ from gossamer.engine import (
     EngineConfig,
     RecordStore,
     RobotsFetch,
-    robots_check,
 )
 from gossamer.extract import extract
 from gossamer.extract.lang import load_model as load_language_model
@@ -246,7 +245,7 @@ async def build_crawler(settings: CrawlSettings, seeds: list[str]) -> AsyncItera
             crawl_scope(settings, origins),
             stages.politeness,
             db,
-            robots_check=robots_check(stages.robots, settings.robots),
+            rules=stages.robots.known if settings.robots else None,
             memory_budget=settings.queue_memory,
         )
         if settings.resume:
@@ -323,7 +322,6 @@ def _engine_config(settings: CrawlSettings) -> EngineConfig:
         max_text_chars=settings.max_text_chars,
         concurrency=settings.concurrency,
         max_pages=settings.max_pages,
-        obey_robots=settings.robots,
         robots_retry=settings.robots_retry,
         follow_nofollow=settings.follow_nofollow,
         max_redirects=settings.max_redirects,

@@ -6,9 +6,10 @@ together (the basis of ``--resume`` after ``kill -9``).
 
 Tables:
 
-* ``urls(fp, url, host, depth, hops, attempts, state, seq)``: every URL ever accepted;
-  ``state`` 0 is queued (or in flight), 1 is finished. The partial index ``urls_queued`` on
-  (host, seq) of queued rows lets the frontier read back URLs it spilled out of memory.
+* ``urls(fp, url, host, depth, hops, attempts, state, seq, priority)``: every URL ever
+  accepted; ``state`` 0 is queued (or in flight), 1 is finished. The partial index
+  ``urls_queued`` on (host, seq) of queued rows lets the frontier read back URLs it spilled
+  out of memory.
 * ``pages(id, ...)``: one row per finished URL, in the order the records were produced; the
   JSONL file mirrors it line for line.
 * ``sitemaps(host, url)``: ``Sitemap:`` lines of the robots.txt files met.
@@ -33,7 +34,8 @@ CREATE TABLE IF NOT EXISTS urls (
     hops INTEGER NOT NULL DEFAULT 0,
     attempts INTEGER NOT NULL DEFAULT 0,
     state INTEGER NOT NULL DEFAULT 0,
-    seq INTEGER NOT NULL
+    seq INTEGER NOT NULL,
+    priority REAL NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS urls_queued ON urls (host, seq) WHERE state = 0;
 CREATE TABLE IF NOT EXISTS pages (
@@ -71,6 +73,8 @@ CREATE TABLE IF NOT EXISTS sitemaps (
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
+_ADDED_URL_COLUMNS = (("priority", "REAL NOT NULL DEFAULT 0"),)
+"""Columns of ``urls`` added after its first version, with their definitions."""
 _ADDED_COLUMNS = (
     ("flags", "TEXT NOT NULL DEFAULT ''"),
     ("extra", "TEXT"),
@@ -105,10 +109,11 @@ class CrawlDB:
 
     def _add_missing_columns(self) -> None:
         """Bring a crawl.db of an earlier version up to the schema (``--resume``)."""
-        have = {row[1] for row in self._conn.execute("PRAGMA table_info(pages)")}
-        for name, definition in _ADDED_COLUMNS:
-            if name not in have:
-                self._conn.execute(f"ALTER TABLE pages ADD COLUMN {name} {definition}")
+        for table, added in (("urls", _ADDED_URL_COLUMNS), ("pages", _ADDED_COLUMNS)):
+            have = {row[1] for row in self._conn.execute(f"PRAGMA table_info({table})")}
+            for name, definition in added:
+                if name not in have:
+                    self._conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {definition}")
 
     def stage(self, sql: str, rows: Iterable[Row]) -> None:
         """Queue a statement with its parameter rows for the next commit."""

@@ -112,8 +112,8 @@ class EngineConfig:
 
     concurrency: int = 64
     max_pages: int | None = None
-    obey_robots: bool = True
     robots_retry: float = 30.0
+    """Seconds before a URL of a host whose robots.txt was unreachable is tried again."""
     follow_nofollow: bool = False
     max_redirects: int = 10
     checkpoint_interval: float = 0.5
@@ -351,18 +351,13 @@ class Crawler:
             raise
 
     async def _process_lease(self, lease: Lease) -> None:
-        policy = None
-        if self._config.obey_robots and not lease.robots_blocked:
-            policy = self._robots.known(lease.url)
-            if policy is None:
-                await self._fetch_robots(lease)
-                return
-            if policy.status == "unreachable":
-                await self._robots_unreachable(lease)
-                return
-        # The frontier checks robots.txt when it leases, but the host's robots.txt may have
-        # arrived (through another lease) only since: check again before fetching.
-        if lease.robots_blocked or (policy is not None and not policy.allowed(lease.url)):
+        if lease.kind == "robots":
+            await self._fetch_robots(lease)
+            return
+        if lease.kind == "unreachable":
+            await self._robots_unreachable(lease)
+            return
+        if lease.kind == "blocked":
             self._record(PageRecord(lease.url, None, lease.depth, error="robots"), lease)
             await self._frontier.ack(lease, None)
             return
@@ -375,7 +370,6 @@ class Crawler:
             elapsed=result.elapsed,
             failed=is_failure(result.status, result.error),
             retry_after=result.retry_after,
-            crawl_delay=policy.crawl_delay if policy is not None else None,
         )
         try:
             action = classify(result.status, result.error, result.location)
@@ -431,21 +425,18 @@ class Crawler:
             self._wake.set()
 
     async def _fetch_robots(self, lease: Lease) -> None:
-        """The host's first request is its robots.txt; the URL waits for its next slot."""
+        """A ``robots`` lease: fetch the host's robots.txt into the cache (unless it is there)
+        and report its rules, which free the host's URLs."""
         policy = await self._robots.get(lease.url)
         self._fetched()
         self._db.stage(_INSERT_SITEMAP, [(lease.host, url) for url in policy.sitemaps])
-        if policy.status == "unreachable":
-            # Counted as an attempt: with a host delay longer than --robots-retry, a release
-            # would find the verdict expired at every lease and fetch robots.txt forever.
-            await self._robots_unreachable(lease)
-            return
         started = self._robots_fetch.started.get(lease.host)
-        await self._frontier.release(
-            lease, Feedback(started_at=started, crawl_delay=policy.crawl_delay)
-        )
+        feedback = Feedback(started_at=started, crawl_delay=policy.crawl_delay)
+        await self._frontier.rules(lease, policy, feedback)
 
     async def _robots_unreachable(self, lease: Lease) -> None:
+        """A URL of a host whose robots.txt could not be fetched: tried again after
+        ``robots_retry`` (an attempt), recorded once the attempts run out."""
         if lease.attempts >= self._config.retry.max_retries:
             record = PageRecord(
                 lease.url, None, lease.depth, error="robots-unreachable", attempts=lease.attempts
@@ -649,20 +640,6 @@ class RobotsFetch:
         return result
 
 
-def robots_check(robots: RobotsCache, obey: bool) -> Callable[[str], bool | None]:
-    """For the frontier: allowed or forbidden by a cached robots.txt; None when not known."""
-
-    def check(url: str) -> bool | None:
-        if not obey:
-            return True
-        policy = robots.known(url)
-        if policy is None or policy.status == "unreachable":
-            return None
-        return bool(policy.allowed(url))
-
-    return check
-
-
 def _with_warc(record: PageRecord, archived: WarcLocation | None) -> PageRecord:
     if archived is None:
         return record
@@ -688,5 +665,4 @@ __all__ = [
     "RecordStore",
     "RobotsFetch",
     "RobotsPolicy",
-    "robots_check",
 ]

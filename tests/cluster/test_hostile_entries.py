@@ -39,6 +39,8 @@ BAD: list[bytes] = [
     b"1|0|0|0|nan|http://a.test/x",
     b"1|0|0|0|inf|http://a.test/x",
     b"1|0|0|0|soon|http://a.test/x",
+    b"1|0|0|0|0.0|high|http://a.test/x",
+    b"1|0|0|0|0.0|nan|http://a.test/x",
     b"1|0|0|0|0.0|ftp://a.test/x",
     b"1|0|0|0|0.0|http:///x",
     b"1|0|0|0|0.0|http://a.test/ x",

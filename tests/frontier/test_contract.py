@@ -23,6 +23,7 @@ from gossamer.frontier.base import Candidate, Feedback, Frontier
 from gossamer.frontier.local import LocalFrontier
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import RedisClient, RedisFrontier
+from gossamer.frontier.robots import RobotsPolicy
 from gossamer.urls import Scope
 
 _jobs = itertools.count()
@@ -80,6 +81,12 @@ async def make(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
         await client.aclose()
 
 
+def rules_of(body: bytes) -> Callable[[str], RobotsPolicy]:
+    """A rules lookup that knows every host's robots.txt: ``body``."""
+    policy = RobotsPolicy.parse(body)
+    return lambda key: policy
+
+
 def _scope() -> Scope:
     return Scope.for_seeds([], ["test"], max_depth=5)
 
@@ -120,7 +127,7 @@ async def test_offsite_hosts_leave_no_state(make: Make) -> None:
     for start in range(0, 220_000, 20_000):
         batch = [Candidate(f"http://h{i}.example/") for i in range(start, start + 20_000)]
         assert (await frontier.add(batch)).rejected == {"offsite": 20_000}
-        assert len(frontier._origins) <= 10_000  # type: ignore[attr-defined]
+        assert frontier._admission.origins_cached <= 10_000  # type: ignore[attr-defined]
     assert frontier.stats().hosts == 0
 
 
@@ -178,18 +185,77 @@ async def test_crawl_delay_retry_after_and_release_to_the_front(make: Make) -> N
     assert lease.url == "http://a.test/0" and lease.attempts == 1
 
 
+async def test_higher_priorities_first_inside_a_host(make: Make) -> None:
+    clock = Clock()
+    frontier = make(clock)
+    await frontier.add(
+        [
+            Candidate("http://a.test/0"),
+            Candidate("http://a.test/hot", priority=2.5),
+            Candidate("http://a.test/1"),
+            Candidate("http://a.test/cold", priority=-1),
+        ]
+    )
+    await frontier.add([Candidate("http://a.test/warm", priority=1)])
+    order: list[str] = []
+    for _ in range(20):
+        if await settled(frontier):
+            break
+        for lease in await frontier.lease(1):
+            order.append(lease.url.rsplit("/", 1)[1])
+            await frontier.ack(lease, None)
+    assert order == ["hot", "warm", "0", "1", "cold"]
+
+
 async def test_robots_blocked_urls_use_no_slot(make: Make) -> None:
     clock = Clock()
-    frontier = make(clock, robots_check=lambda url: "private" not in url)
+    frontier = make(clock, rules=rules_of(b"User-agent: *\nDisallow: /private\n"))
     await frontier.add([Candidate("http://a.test/private/1"), Candidate("http://a.test/ok")])
     leases = await frontier.lease(1)
-    assert [(lease.url, lease.robots_blocked) for lease in leases] == [
-        ("http://a.test/private/1", True),
-        ("http://a.test/ok", False),
+    assert [(lease.url, lease.kind) for lease in leases] == [
+        ("http://a.test/private/1", "blocked"),
+        ("http://a.test/ok", "page"),
     ]
     await frontier.ack(leases[0], None)
     await frontier.ack(leases[1], Feedback(started_at=clock.now))
     assert await settled(frontier)
+
+
+async def test_a_hosts_urls_wait_for_its_robots_lease(make: Make) -> None:
+    clock = Clock()
+    known: dict[str, RobotsPolicy] = {}
+    frontier = make(clock, per_host=2, rules=known.get)
+    await frontier.add([Candidate("http://a.test/private/1"), Candidate("http://a.test/ok")])
+    (robots,) = await frontier.lease(5)
+    assert (robots.kind, robots.url) == ("robots", "http://a.test/robots.txt")
+    assert await frontier.lease(5) == []  # one robots lease, nothing else of the host
+    known["http://a.test"] = RobotsPolicy.parse(b"User-agent: *\nDisallow: /private\n")
+    await frontier.rules(robots, known["http://a.test"], Feedback(started_at=clock.now))
+    leases = await frontier.lease(5)
+    assert [(lease.kind, lease.url) for lease in leases] == [
+        ("blocked", "http://a.test/private/1"),
+        ("page", "http://a.test/ok"),
+    ]
+    for lease in leases:
+        await frontier.ack(lease, None)
+    assert await settled(frontier)
+
+
+async def test_urls_of_a_host_with_unreachable_robots_go_out_unreachable(make: Make) -> None:
+    clock = Clock()
+    frontier = make(clock, delay=10.0, rules={}.get)
+    await frontier.add([Candidate(f"http://a.test/{i}") for i in range(3)])
+    (robots,) = await frontier.lease(5)
+    await frontier.rules(robots, RobotsPolicy.disallow_all(), Feedback(started_at=clock.now))
+    clock.now += 10.0
+    leases = await frontier.lease(1)
+    assert [lease.kind for lease in leases] == ["unreachable"] * 3
+    for lease in leases:
+        await frontier.retry(lease, 30.0, None)
+    assert not await settled(frontier)
+    clock.now += 30.0
+    (again,) = await frontier.lease(5)  # the verdict has lapsed: robots.txt again
+    assert again.kind == "robots"
 
 
 async def test_expired_leases_are_reclaimed(make: Make) -> None:

@@ -3,6 +3,7 @@
 The contract every backend shares (dedup, scope, slots, delays, retries) is in test_contract.py.
 """
 
+import sqlite3
 from pathlib import Path
 
 from gossamer.crawldb import CrawlDB
@@ -53,6 +54,37 @@ async def test_restore_from_crawl_db(tmp_path: Path) -> None:
     db2.close()
 
 
+async def test_priorities_are_kept_in_crawl_db(tmp_path: Path) -> None:
+    clock = Clock()
+    db = CrawlDB(tmp_path / "crawl.db")
+    frontier = make(clock, db, memory_budget=1)
+    await frontier.add([Candidate("http://a.test/0"), Candidate("http://a.test/hot", priority=3)])
+    await db.commit()
+    db.close()
+
+    db2 = CrawlDB(tmp_path / "crawl.db")
+    restored = make(clock, db2)
+    restored.restore()
+    assert [lease.url for lease in await restored.lease(1)] == ["http://a.test/hot"]
+    db2.close()
+
+
+def test_a_crawl_db_without_priorities_gets_the_column(tmp_path: Path) -> None:
+    path = tmp_path / "crawl.db"
+    with sqlite3.connect(path) as old:
+        old.execute(
+            "CREATE TABLE urls (fp INTEGER PRIMARY KEY, url TEXT NOT NULL, host TEXT NOT NULL, "
+            "depth INTEGER NOT NULL, hops INTEGER NOT NULL DEFAULT 0, "
+            "attempts INTEGER NOT NULL DEFAULT 0, state INTEGER NOT NULL DEFAULT 0, "
+            "seq INTEGER NOT NULL)"
+        )
+        old.execute("INSERT INTO urls VALUES (1, 'http://a.test/', 'http://a.test', 0, 0, 0, 0, 0)")
+    old.close()
+    db = CrawlDB(path)
+    assert db.query("SELECT priority FROM urls") == [(0.0,)]
+    db.close()
+
+
 async def _drain(frontier: LocalFrontier) -> list[str]:
     urls = []
     for _ in range(10_000):
@@ -74,7 +106,7 @@ async def test_queue_spills_past_the_memory_budget_and_reads_back_in_order(
     for i in range(120):
         await frontier.add([Candidate(urls[i]) for urls in expected.values()])
     assert frontier.stats().queued == 360
-    assert frontier._in_memory <= 50
+    assert frontier.in_memory <= 50
     urls = await _drain(frontier)
     assert sorted(urls) == sorted(u for us in expected.values() for u in us)
     for host, want in expected.items():
@@ -95,7 +127,7 @@ async def test_resume_with_a_spilled_queue(tmp_path: Path) -> None:
     db2 = CrawlDB(tmp_path / "crawl.db")
     restored = make(clock, db2, memory_budget=10)
     assert restored.restore() == (99, 1)
-    assert restored._in_memory == 10
+    assert restored.in_memory == 10
     urls = await _drain(restored)
     assert urls == [f"http://a.test/{i}" for i in range(1, 100)]
     db2.close()

@@ -21,6 +21,7 @@ from tests.redis_server import RedisServer
 from gossamer.frontier.base import Candidate, Feedback, Lease
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import RedisFrontier, host_keys, partition_of
+from gossamer.frontier.robots import RobotsPolicy
 from gossamer.urls import Scope
 
 P = 16
@@ -172,12 +173,13 @@ async def test_dead_holders_slot_expires(client: Redis, job: str) -> None:
 
 
 async def test_robots_blocked_urls_take_no_slot(client: Redis, job: str) -> None:
-    frontier = make(client, job, robots_check=lambda url: "/private/" not in url)
+    policy = RobotsPolicy.parse(b"User-agent: *\nDisallow: /private/\n")
+    frontier = make(client, job, rules=lambda key: policy)
     await frontier.add([Candidate(f"{HOST}/private/{i}") for i in range(3)])
     await frontier.add([Candidate(f"{HOST}/open")])
     leases = await frontier.lease(5)
-    assert sum(lease.robots_blocked for lease in leases) == 3
-    assert [lease.url for lease in leases if not lease.robots_blocked] == [f"{HOST}/open"]
+    assert [lease.kind for lease in leases].count("blocked") == 3
+    assert [lease.url for lease in leases if lease.kind == "page"] == [f"{HOST}/open"]
     assert await holders(client, job) == 1
     for lease in leases:
         await frontier.ack(lease, None)

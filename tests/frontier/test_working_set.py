@@ -95,7 +95,7 @@ async def test_active_hosts_that_are_due_fill_a_lease_before_new_hosts_join() ->
 
 
 async def test_a_released_host_is_leased_again_before_any_new_host_joins() -> None:
-    """The engine releases a host's first URL once its robots.txt is in."""
+    """A URL released (at shutdown, say) puts its host at the front of the line."""
     clock = Clock()
     frontier = make(clock, max_active=10)
     await add(frontier, urls(1000, 3))
@@ -175,7 +175,7 @@ async def test_spilled_hosts_join_and_finish_like_the_others(tmp_path: Path) -> 
     everything = urls(200, 3)
     await add(frontier, everything)
     await db.commit()
-    assert frontier._in_memory <= 20
+    assert frontier.in_memory <= 20
     leased = await drain(frontier, clock, max_active=10)
     assert sorted(lease.url for _, lease in leased) == sorted(everything)
     by_host: dict[str, list[str]] = {}

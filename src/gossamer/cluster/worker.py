@@ -41,7 +41,7 @@ from gossamer.crawl import (
     open_stages,
     tune_gc,
 )
-from gossamer.engine import Crawler, robots_check
+from gossamer.engine import Crawler
 from gossamer.frontier.redis import RedisFrontier
 from gossamer.redact import redact_url
 from gossamer.settings import CrawlSettings, SettingsError, crawl_scope
@@ -156,7 +156,7 @@ async def _work(
             stages.politeness,
             partitions=settings.partitions,
             owned=duties.owned,
-            robots_check=robots_check(stages.robots, settings.robots),
+            rules=stages.robots.known if settings.robots else None,
             lease_timeout=settings.claim_timeout,
             memory_budget=settings.queue_memory,
             defer_acks=True,

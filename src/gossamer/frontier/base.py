@@ -2,16 +2,29 @@
 
 Lease rules:
 
-* ``add`` canonicalizes, scopes and deduplicates URLs, then queues the new ones per host.
-* ``lease(n)`` hands out at most ``n`` URLs whose host is due: fewer than ``per_host`` of the
-  host's URLs are leased, and the host's next request start (configured delay, robots
-  Crawl-delay, adaptive slow-down, Retry-After) has come. Each lease has a deadline; a lease
-  whose deadline passes is reclaimed by the backend and queued again.
-* Every lease ends in exactly one of ``ack`` (finished: its record is written),
+* ``add`` admits URLs (canonicalize, scope, fingerprint: :mod:`gossamer.frontier.admission`),
+  drops the ones seen before, then queues the new ones per host: the highest ``priority``
+  first, in arrival order among equals (all 0 by default: breadth first inside a host).
+* ``lease(n)`` hands out at most ``n`` leases that use a slot of their host (``page`` and
+  ``robots`` ones) whose host is due: fewer than ``per_host`` of the host's requests are out,
+  and the host's next request start (configured delay, robots Crawl-delay, adaptive
+  slow-down, Retry-After) has come. It may add any number of ``blocked`` and
+  ``unreachable`` leases, which use no slot. Each lease has a deadline; a lease whose
+  deadline passes is reclaimed by the backend and queued again.
+* robots.txt is one stage of the frontier: a host's URLs are held until its rules are known.
+  While they are not, the host's next slot goes to one ``robots`` lease (the host's
+  ``/robots.txt``, never more than one at a time); the engine fetches it into the robots.txt
+  cache and ends the lease with ``rules``, with the rules found (an ``unreachable`` status
+  when there was no usable answer). Then the host's URLs go out as ``page`` leases, those the
+  rules forbid as ``blocked`` ones (recorded, no request); while the rules are unreachable,
+  as ``unreachable`` ones (retried after ``--robots-retry`` or recorded). No page lease needs
+  a second look at robots.txt.
+* Every lease of a URL ends in exactly one of ``ack`` (finished: its record is written),
   ``retry`` (queued again, one more attempt, not before a delay) or ``release`` (queued again
-  at the front of its host with no attempt counted, e.g. after the host's robots.txt was
-  fetched or at shutdown). Each takes the :class:`Feedback` of the request made, if any, so
-  the host's politeness slot can schedule the next start from the real start time.
+  at the front of its host with no attempt counted, e.g. at shutdown). Each takes the
+  :class:`Feedback` of the request made, if any, so the host's politeness slot can schedule
+  the next start from the real start time. A ``robots`` lease ends with ``rules`` (or
+  ``release``, its rules still unknown).
 * Nothing leaves durable state before its ack: a crash loses no URL; URLs leased at a crash
   are leased again.
 * ``done()``: nothing queued, nothing leased, nothing waiting for a retry.
@@ -20,7 +33,7 @@ Lease rules:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,11 +44,20 @@ class Candidate:
     depth: int = 0
     hops: int = 0
     """Redirect hops that led to this URL."""
+    priority: float = 0.0
+    """Order inside its host: higher first, arrival order among equals."""
+
+
+LeaseKind = Literal["page", "robots", "blocked", "unreachable"]
+"""What a lease asks of the engine: ``page`` fetch the URL; ``robots`` fetch the host's
+robots.txt and end the lease with ``rules``; ``blocked`` robots.txt forbids the URL: record
+it and ack with no feedback; ``unreachable`` the host's robots.txt could not be fetched:
+retry the URL or record it. Only ``page`` and ``robots`` leases use a slot of their host."""
 
 
 @dataclass(frozen=True, slots=True)
 class Lease:
-    """A URL handed to a fetcher until ack, retry, release or the deadline."""
+    """A URL (or a host's robots.txt) handed to a fetcher until it ends or its deadline."""
 
     url: str
     fp: int
@@ -46,8 +68,7 @@ class Lease:
     """Attempts already made before this lease."""
     deadline: float
     token: int
-    robots_blocked: bool = False
-    """robots.txt forbids this URL: record it and ack with no feedback; no slot is used."""
+    kind: LeaseKind = "page"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +84,24 @@ class Feedback:
     """Seconds the server asked the whole host to pause (429/503 Retry-After)."""
     crawl_delay: float | None = None
     """The host's robots.txt Crawl-delay, when known."""
+
+
+class Rules(Protocol):
+    """A host's robots.txt rules as the frontier applies them
+    (:class:`~gossamer.frontier.robots.RobotsPolicy` is one)."""
+
+    @property
+    def status(self) -> str:
+        """``unreachable`` when robots.txt could not be fetched (the host's URLs go out as
+        ``unreachable`` leases)."""
+        ...
+
+    @property
+    def crawl_delay(self) -> float | None: ...
+
+    def allowed(self, url: str) -> bool:
+        """May ``url`` (on this host) be fetched?"""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +138,7 @@ class Frontier(Protocol):
         ...
 
     async def lease(self, n: int) -> list[Lease]:
-        """Up to ``n`` ready URLs (plus any robots-blocked ones met on the way)."""
+        """Up to ``n`` leases that use a slot, plus any that do not met on the way."""
         ...
 
     async def ack(self, lease: Lease, feedback: Feedback | None) -> None:
@@ -111,7 +150,12 @@ class Frontier(Protocol):
         ...
 
     async def release(self, lease: Lease, feedback: Feedback | None) -> None:
-        """Queue the URL again at the front of its host, no attempt counted."""
+        """Queue the URL again at the front of its host, no attempt counted (a ``robots``
+        lease: its host's rules are still unknown)."""
+        ...
+
+    async def rules(self, lease: Lease, rules: Rules, feedback: Feedback | None) -> None:
+        """End a ``robots`` lease with the rules its host's robots.txt gave."""
         ...
 
     def next_ready(self) -> float | None:

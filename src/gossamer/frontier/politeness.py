@@ -80,9 +80,13 @@ class PolitenessPolicy:
         instant); without a delay up to ``per_host`` run at once.
         """
         limit = 1 if self.delay_of(slot) > 0 else self.per_host
-        if slot.active >= limit:
-            return math.inf
-        return slot.next_start
+        return math.inf if slot.active >= limit else slot.next_start
+
+    def room(self, slot: HostSlot) -> int:
+        """Requests the host may still start at once: ``per_host``, or one while it has a
+        delay, less those in flight."""
+        limit = 1 if self.delay_of(slot) > 0 else self.per_host
+        return limit - slot.active
 
     def on_lease(self, slot: HostSlot, now: float) -> None:
         """A request is about to start on the host."""
@@ -98,16 +102,20 @@ class PolitenessPolicy:
         if feedback is None:
             return
         if feedback.crawl_delay is not None:
-            self._set_crawl_delay(slot, feedback.crawl_delay, host)
+            self.set_crawl_delay(slot, feedback.crawl_delay, host)
         if feedback.started_at is not None:
             self._learn(slot, feedback)
             slot.next_start = max(slot.next_start, feedback.started_at + self.delay_of(slot))
         if feedback.retry_after is not None and feedback.retry_after <= self.max_pause:
             slot.next_start = max(slot.next_start, now + feedback.retry_after)
 
-    def _set_crawl_delay(self, slot: HostSlot, asked: float, host: str) -> None:
-        delay = min(asked, self.max_crawl_delay)
-        if asked > delay and slot.crawl_delay != delay:
+    def set_crawl_delay(self, slot: HostSlot, asked: float | None, host: str) -> None:
+        """The host's robots.txt asks for ``asked`` seconds between requests (None: nothing);
+        capped at ``max_crawl_delay``, the cap logged once for the host."""
+        delay = min(asked or 0.0, self.max_crawl_delay)
+        if delay == slot.crawl_delay:
+            return
+        if asked is not None and asked > delay:
             log.warning(
                 "%s asks for a Crawl-delay of %gs; fetching it every %gs (--max-crawl-delay)",
                 host,

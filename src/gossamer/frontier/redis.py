@@ -3,12 +3,13 @@
 Hosts map to ``P`` virtual partitions (``xxh3_64(host_key) % P``, stable across machines and
 Python versions; by URL instead, see below). A worker leases only URLs of the partitions it
 owns (``owned()``), so exactly one worker enforces each host's politeness. It *claims* batches
-of entries from its partitions' Redis queues into in-memory per-host queues (the same ready
-heap and :class:`~gossamer.frontier.politeness.HostSlot` logic as the embedded frontier) and
-leases from those. A claim stays in Redis, with a wall-clock deadline renewed while the worker
-holds it, until the URL is acked; if the worker dies its claims expire and any worker's
-:meth:`RedisFrontier.reclaim_expired` puts them back in their queue. Nothing leaves Redis
-before its ack, so a kill -9 loses no URL (URLs it had leased are leased again).
+of entries from its partitions' Redis queues into the host scheduler the embedded frontier
+uses too (:mod:`gossamer.frontier.hosts`: per-host queues, ready heap, politeness slots,
+leases, the robots.txt stage) and leases from that. A claim stays in Redis, with a wall-clock
+deadline renewed while the worker holds it, until the URL is acked; if the worker dies its
+claims expire and any worker's :meth:`RedisFrontier.reclaim_expired` puts them back in their
+queue. Nothing leaves Redis before its ack, so a kill -9 loses no URL (URLs it had leased are
+leased again).
 
 Key layout (``J`` the job, ``p`` a partition). Every key of partition ``p`` carries the hash
 tag ``{J:p}``, so a partition lives in one Redis Cluster slot and each Lua script (in
@@ -26,9 +27,11 @@ pipeline per node, so partitions spread over the cluster's masters::
     gs:{J:p}:fence      HASH   worker -> "ms:seq": Redis-clock ms before which no new owner
                                may claim, and the sequence of the worker's last fence call
 
-An entry is ``fp|depth|hops|attempts|not_before|url``: ``not_before`` is the wall-clock time
-before which a retried URL may not be fetched; a worker claiming it early keeps it in memory
-until then (its claim renewed), so ``claimed`` covers URLs waiting for a retry too.
+An entry is ``fp|depth|hops|attempts|not_before|url``, or with a priority other than 0
+``fp|depth|hops|attempts|not_before|priority|url`` (a URL starts with ``http``, a number never
+does): ``not_before`` is the wall-clock time before which a retried URL may not be fetched; a
+worker claiming it early keeps it in memory until then (its claim renewed), so ``claimed``
+covers URLs waiting for a retry too.
 
 A claimed entry that does not decode (see :meth:`_Entry.decode`: wrong field count, numbers
 that are not, a URL that is not a canonical http(s) one) is set aside with a warning, never
@@ -45,9 +48,10 @@ With ``partition_by="url"`` a URL's partition is its fingerprint modulo ``P``, s
 URLs spread over every worker (a crawl of few hosts uses many workers); claims, acks, reclaims
 and ``done()`` work as above. No worker owns a host then, so on top of its local
 :class:`~gossamer.frontier.politeness.HostSlot` each worker takes a slot of the host from a
-shared limiter before leasing a URL of it (``host_acquire.lua``, one pipeline for every due
-host of a ``lease()`` call) and gives it back on ack, retry or release (``host_release.lua``,
-in the acks' pipeline when acks are not deferred). Every host ``h`` (its host key's xxh3_64, in
+shared limiter before leasing a URL or the robots.txt of it (``host_acquire.lua``, one
+pipeline for every due host of a ``lease()`` call: the scheduler's ``due``, then ``take`` of
+what was granted) and gives it back when the lease ends (``host_release.lua``, in the acks'
+pipeline when acks are not deferred). Every host ``h`` (its host key's xxh3_64, in
 hex) has its own hash tag ``{J:h:h}``, so each call touches one slot::
 
     gs:{J:h:h}:slots    ZSET   holder (worker id:counter) -> deadline; at most per_host, or
@@ -92,15 +96,14 @@ owner's fence; a worker numbers its fence calls, so a late one (another connecti
 never undoes a later one.
 
 Known limits: a partition's queue is one FIFO, so one host's long backlog delays the other
-hosts of its partition until it is claimed into memory (bounded by ``memory_budget``);
-canonicalize-and-scope is duplicated from :mod:`gossamer.frontier.local` for now.
+hosts of its partition until it is claimed into memory (bounded by ``memory_budget``), and a
+URL's priority orders it among the URLs of its host held in memory only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import heapq
 import itertools
 import json
 import logging
@@ -109,7 +112,6 @@ import re
 import time
 import uuid
 import weakref
-from collections import deque
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib import resources
@@ -121,17 +123,16 @@ from redis.asyncio.cluster import RedisCluster
 from redis.commands.core import AsyncScript
 from redis.exceptions import ClusterCrossSlotError, NoScriptError
 
-from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease
+from gossamer.frontier.admission import Admission
+from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease, Rules
 from gossamer.frontier.dedup import SeenSet
+from gossamer.frontier.hosts import Host, HostScheduler, Queued, RulesLookup
 from gossamer.frontier.politeness import HostSlot, PolitenessPolicy
-from gossamer.urls import InvalidURL, OriginCache, Scope, canonicalize, fingerprint, host_key
+from gossamer.urls import Scope, fingerprint, host_key
 
 RedisClient = Redis | RedisCluster
 """A client of one Redis server or of a Redis Cluster (see
 :func:`gossamer.cluster.jobs.connect`); the frontier and control plane take either."""
-
-RobotsCheck = Callable[[str], bool | None]
-"""True allowed, False forbidden, None not known yet."""
 
 ScriptCall = tuple[AsyncScript, list[str], list[Any]]
 """A script with its keys and arguments, for :func:`run_scripts`."""
@@ -253,13 +254,10 @@ def _bad_json(part: int, raw: bytes | str, reason: str) -> str:
     return json.dumps({"partition": part, "reason": reason, "entry": entry})
 
 
-@dataclass(slots=True)
-class _Entry:
-    url: str
-    fp: int
-    depth: int
-    hops: int
-    attempts: int
+@dataclass(slots=True, kw_only=True)
+class _Entry(Queued):
+    """A claimed entry: where it came from in Redis, and when it may be fetched."""
+
     not_before: float
     part: int
     claim: int
@@ -267,7 +265,7 @@ class _Entry:
     """Its partition was dropped while it was leased: it goes back to Redis when it returns."""
 
     def encode(self) -> str:
-        return f"{self.fp}|{self.depth}|{self.hops}|{self.attempts}|{self.not_before!r}|{self.url}"
+        return _encode(self, self.not_before)
 
     @classmethod
     def decode(cls, raw: bytes | str, part: int, claim: int) -> _Entry:
@@ -280,21 +278,41 @@ class _Entry:
         if len(fields) != 6:
             raise BadEntry(f"{len(fields)} fields, not 6")
         fp, *counts, not_before, url = fields
+        priority = 0.0
+        if not url.startswith("http"):
+            number, _, url = url.partition("|")
+            priority = _number(number, "priority")
         if not _FINGERPRINT.fullmatch(fp) or not -(1 << 63) <= int(fp) < 1 << 63:
             raise BadEntry("the fingerprint is not a 64-bit integer")
         if not all(_COUNT.fullmatch(n) for n in counts):
             raise BadEntry("depth, hops or attempts is not a small count")
-        try:
-            when = float(not_before)
-        except ValueError:
-            raise BadEntry("not_before is not a number") from None
-        if not math.isfinite(when):
-            raise BadEntry("not_before is not finite")
+        when = _number(not_before, "not_before")
         _check_url(url)
         if int(fp) != fingerprint(url):
             raise BadEntry("the fingerprint is not the URL's")
         depth, hops, attempts = map(int, counts)
-        return cls(url, int(fp), depth, hops, attempts, when, part, claim)
+        return cls(
+            url, int(fp), depth, hops, attempts, priority, not_before=when, part=part, claim=claim
+        )
+
+
+def _encode(entry: Queued, not_before: float) -> str:
+    """An entry as Redis keeps it (see the module docstring)."""
+    head = f"{entry.fp}|{entry.depth}|{entry.hops}|{entry.attempts}|{not_before!r}"
+    if entry.priority:
+        return f"{head}|{entry.priority!r}|{entry.url}"
+    return f"{head}|{entry.url}"
+
+
+def _number(text: str, name: str) -> float:
+    """A finite float of an entry; :class:`BadEntry` saying which field otherwise."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise BadEntry(f"{name} is not a number") from None
+    if not math.isfinite(value):
+        raise BadEntry(f"{name} is not finite")
+    return value
 
 
 class BadEntry(ValueError):
@@ -314,22 +332,11 @@ def _check_url(url: str) -> None:
 
 
 @dataclass(slots=True)
-class _Host:
-    part: int
-    """The partition of the host's URLs (host mode; by URL, of the first one held)."""
-    slot: HostSlot = field(default_factory=HostSlot)
-    queue: deque[_Entry] = field(default_factory=deque)
-    heap_time: float | None = None
-    limiter_at: float = float("-inf")
-    """Url mode: not before this time may the shared limiter have a slot for the host."""
-
-
-@dataclass(slots=True)
 class _Leaving:
     """A partition given away with requests to its hosts still in flight (host mode)."""
 
     in_flight: int
-    hosts: dict[str, _Host]
+    hosts: dict[str, Host[_Entry]]
     """Its hosts' politeness, kept until the last request ends."""
 
 
@@ -468,7 +475,7 @@ class RedisFrontier:
         *,
         partitions: int = 4096,
         owned: Callable[[], Collection[int]] | None = None,
-        robots_check: RobotsCheck | None = None,
+        rules: RulesLookup | None = None,
         lease_timeout: float = 600.0,
         claim_batch: int = 256,
         memory_budget: int = 10_000,
@@ -484,11 +491,10 @@ class RedisFrontier:
             raise ValueError(f"job name {job!r} must be non-empty and free of braces")
         self._redis = redis
         self._job = job
-        self._scope = scope
+        self._admission = Admission(scope)
         self._policy = policy
         self._partitions = partitions
         self._owned = owned or (lambda: range(partitions))
-        self._robots_check = robots_check
         self._lease_timeout = lease_timeout
         self._claim_batch = claim_batch
         self._memory_budget = memory_budget
@@ -511,28 +517,21 @@ class RedisFrontier:
         self._slots: dict[int, str] = {}
         """Lease token -> the limiter holder name its host slot is held under (url mode)."""
         self._keys: dict[int, dict[str, str]] = {}
-        self._hosts: dict[str, _Host] = {}
-        self._ready: list[tuple[float, str]] = []
-        self._delayed: list[tuple[float, int, str, _Entry]] = []
-        self._leases: dict[int, tuple[Lease, _Entry]] = {}
+        self._hosts: HostScheduler[_Entry] = HostScheduler(
+            policy, rules=rules, lease_timeout=lease_timeout, clock=clock
+        )
         self._held: dict[int, dict[int, _Entry]] = {}
         """Every claim this worker holds, by partition and claim token."""
         self._sent = SeenSet()
         """Fingerprints this worker has sent to Redis: known seen, no round trip needed."""
-        self._tokens = itertools.count(1)
-        self._seq = itertools.count()
-        self._in_memory = 0
         self._duplicates = 0
         self._set_aside_count = 0
-        self._rejected: dict[str, int] = {}
-        self._origins = OriginCache(scope)
         self._snapshot = PartitionCounts()
         self._changes = 0
         self._snapshot_changes = -1
         self._next_refresh = float("-inf")
         self._next_renew = float("-inf")
         self._next_reclaim = float("-inf")
-        self._next_lease_check = float("-inf")
         self._waiting: set[int] = set()
         """Owned partitions believed to have queued entries in Redis."""
         self._keeper: asyncio.Task[None] | None = None
@@ -541,6 +540,8 @@ class RedisFrontier:
         """This frontier's name in the fences of partitions it gave away."""
         self._leaving: dict[int, _Leaving] = {}
         """Host mode: partitions given away while requests to their hosts were in flight."""
+        self._orphans: dict[int, int] = {}
+        """Lease token -> partition, for leases out when their partition was given away."""
         self._fence_seq = itertools.count(1)
         self._fences: list[ScriptCall] = []
         """Fences to lift or shorten with the next call to Redis (see ``_finish``)."""
@@ -551,16 +552,16 @@ class RedisFrontier:
 
     async def add(self, candidates: list[Candidate]) -> AddResult:
         """Canonicalize, scope and dedup candidates; queue the new ones in their partitions."""
-        rejected: dict[str, int] = {}
+        admitted, rejected = self._admission.admit(candidates)
         batches: dict[int, list[tuple[int, str]]] = {}
         duplicates = 0
         batch_fps: set[int] = set()
-        for fp, url, key, cand in self._accept(candidates, rejected):
+        for url, key, fp, cand in admitted:
             if fp in batch_fps or fp in self._sent:
                 duplicates += 1
                 continue
             batch_fps.add(fp)
-            entry = f"{fp}|{cand.depth}|{cand.hops}|0|0.0|{url}"
+            entry = _encode(Queued(url, fp, cand.depth, cand.hops, 0, cand.priority), 0.0)
             part = fp % self._partitions if self._by_url else partition_of(key, self._partitions)
             batches.setdefault(part, []).append((fp, entry))
         added = 0
@@ -588,40 +589,29 @@ class RedisFrontier:
             duplicates += sum(len(rows) for rows in batches.values()) - added
             self._changes += 1
         self._duplicates += duplicates
-        for reason, count in rejected.items():
-            self._rejected[reason] = self._rejected.get(reason, 0) + count
         return AddResult(added, duplicates, rejected)
 
     async def lease(self, n: int) -> list[Lease]:
-        """Up to ``n`` URLs of due hosts, plus robots-blocked URLs met on the way.
+        """Up to ``n`` leases that use a slot of a due host, plus those that need none.
 
         Also the worker's housekeeping: renews claims, refreshes the ``done()`` snapshot and
         claims more entries from owned partitions when memory runs low. By URL, each lease
-        also holds a slot of its host from the shared limiter.
+        that uses a slot also holds one of its host from the shared limiter.
         """
-        now = self._clock()
-        await self._housekeeping(now)
-        await self._reclaim_leases(now)
-        self._promote_delayed(now)
+        await self._housekeeping(self._clock())
+        for lease in self._hosts.expired():  # a stuck fetch: back to its host's front
+            await self.release(lease, None)
         if self._limiter is not None:
-            return await self._lease_limited(n, now)
-        out: list[Lease] = []
-        fetches = 0
-        while fetches < n and (due := self._pop_due(now)) is not None:
-            key, host = due
-            lease = self._take(key, host, now, out)
-            if lease is not None:
-                out.append(lease)
-                fetches += 1
-            self._schedule(key, host)
-        return out
+            return await self._lease_limited(n)
+        return self._hosts.lease(n).leases
 
     async def ack(self, lease: Lease, feedback: Feedback | None) -> None:
         """Finish a lease: its claim is removed and the URL counted finished (once)."""
         entry = self._finish(lease, feedback)
-        if entry is None:
-            return
         slot = self._slot_release(lease, feedback) + self._take_fences()
+        if entry is None:
+            await self._run(slot)
+            return
         if self._defer_acks:
             self._unsent.append(entry)  # its claim stays held (and renewed) until sent
             await self._run(slot)  # but the host's slot goes back at once
@@ -661,9 +651,9 @@ class RedisFrontier:
     async def retry(self, lease: Lease, after: float, feedback: Feedback | None) -> None:
         """Count an attempt, store it with a not-before time in the claim; wait in memory."""
         entry = self._finish(lease, feedback)
+        await self._run(self._slot_release(lease, feedback) + self._take_fences())
         if entry is None:
             return
-        await self._run(self._slot_release(lease, feedback) + self._take_fences())
         entry.attempts += 1
         entry.not_before = self._wall() + after
         if entry.orphan:
@@ -676,30 +666,29 @@ class RedisFrontier:
         if not held:
             self._forget(entry)  # reclaimed meanwhile: it is queued in Redis again
             return
-        heapq.heappush(self._delayed, (self._clock() + after, next(self._seq), lease.host, entry))
+        self._hosts.delay(lease.host, entry, self._clock() + after)
 
     async def release(self, lease: Lease, feedback: Feedback | None) -> None:
         """Queue the URL again at the front of its host, no attempt counted (claim kept)."""
         entry = self._finish(lease, feedback)
+        await self._run(self._slot_release(lease, feedback) + self._take_fences())
         if entry is None:
             return
-        await self._run(self._slot_release(lease, feedback) + self._take_fences())
         if entry.orphan:
             await self._give_back(entry.part, [entry])
         else:
-            self._requeue(entry, lease.host)
+            self._hosts.push_front(lease.host, entry)
+
+    async def rules(self, lease: Lease, rules: Rules, feedback: Feedback | None) -> None:
+        """End a ``robots`` lease with its host's rules."""
+        self._finish(lease, feedback, rules)
+        await self._run(self._slot_release(lease, feedback) + self._take_fences())
 
     def next_ready(self) -> float | None:
         """Seconds until a held URL may be leasable; a short poll while others hold work."""
-        times = []
-        while self._ready and self._stale(*self._ready[0]):
-            heapq.heappop(self._ready)
-        if self._ready:
-            times.append(self._ready[0][0])
-        if self._delayed:
-            times.append(self._delayed[0][0])
-        if times:
-            return max(0.0, min(times) - self._clock())
+        wait = self._hosts.next_ready()
+        if wait is not None:
+            return wait
         return None if self.done() else _POLL
 
     def done(self) -> bool:
@@ -715,19 +704,19 @@ class RedisFrontier:
     @property
     def in_memory(self) -> int:
         """URLs this worker holds in memory waiting to be leased (its queue depth)."""
-        return self._in_memory
+        return self._hosts.queued
 
     def stats(self) -> FrontierStats:
         """A frozen snapshot: ``queued`` and ``seen`` are job-wide (last refresh) plus the
         URLs this worker holds in memory; the rest is this worker's."""
         return FrontierStats(
-            queued=self._snapshot.queued + self._in_memory,
-            leased=len(self._leases),
-            delayed=len(self._delayed),
-            hosts=len(self._hosts),
+            queued=self._snapshot.queued + self._hosts.queued,
+            leased=self._hosts.leased,
+            delayed=self._hosts.delayed,
+            hosts=self._hosts.hosts,
             seen=max(self._snapshot.seen, len(self._sent)),
             duplicates=self._duplicates,
-            rejected=dict(self._rejected),
+            rejected=self._admission.rejected,
             set_aside=self._set_aside_count,
         )
 
@@ -797,30 +786,28 @@ class RedisFrontier:
         """
         dropped = set(parts)
         back: dict[int, list[_Entry]] = {}
-        leaving: dict[int, dict[str, _Host]] = {}
-        for key, host in list(self._hosts.items()):
-            for entry in host.queue:
-                if entry.part in dropped:
-                    back.setdefault(entry.part, []).append(entry)
-            kept = deque(entry for entry in host.queue if entry.part not in dropped)
-            self._in_memory -= len(host.queue) - len(kept)
-            host.queue = kept
-            if not self._by_url and host.part in dropped:
-                del self._hosts[key]  # the host's new owner keeps its politeness now
-                leaving.setdefault(host.part, {})[key] = host
-        keep = []
-        for item in self._delayed:
-            if item[3].part in dropped:
-                back.setdefault(item[3].part, []).append(item[3])
-            else:
-                keep.append(item)
-        self._delayed = keep
-        heapq.heapify(self._delayed)
+        for queued in self._hosts.remove(lambda entry: entry.part in dropped):
+            back.setdefault(queued.part, []).append(queued)
+        leaving: dict[int, dict[str, Host[_Entry]]] = {}
+        if not self._by_url:
+            for key in self._hosts.host_keys():
+                part = partition_of(key, self._partitions)
+                host = self._hosts.forget(key) if part in dropped else None
+                if host is not None:  # the host's new owner keeps its politeness now
+                    leaving.setdefault(part, {})[key] = host
         in_flight: dict[int, int] = {}
-        for _, entry in self._leases.values():
-            if entry.part in dropped:
-                entry.orphan = True
-                in_flight[entry.part] = in_flight.get(entry.part, 0) + 1
+        for lease, leased in self._hosts.out():
+            if leased is not None:
+                at = leased.part
+            elif self._by_url:
+                continue
+            else:  # its host's robots.txt, in flight to a host of the partition
+                at = partition_of(lease.host, self._partitions)
+            if at in dropped:
+                if leased is not None:
+                    leased.orphan = True
+                self._orphans[lease.token] = at
+                in_flight[at] = in_flight.get(at, 0) + 1
         self._waiting -= dropped
         for part, hosts in leaving.items():
             if in_flight.get(part):
@@ -848,25 +835,6 @@ class RedisFrontier:
 
     # -- internals -------------------------------------------------------------------------
 
-    def _accept(
-        self, candidates: list[Candidate], rejected: dict[str, int]
-    ) -> list[tuple[int, str, str, Candidate]]:
-        """Canonicalize and scope (the same steps as the embedded frontier)."""
-        accepted = []
-        for cand in candidates:
-            try:
-                url = canonicalize(cand.url)
-            except InvalidURL:
-                rejected["invalid-url"] = rejected.get("invalid-url", 0) + 1
-                continue
-            key = host_key(url)
-            reason = self._origins.reason(key) or self._scope.trap_reason(url, cand.depth)
-            if reason is not None:
-                rejected[reason] = rejected.get(reason, 0) + 1
-                continue
-            accepted.append((fingerprint(url), url, key, cand))
-        return accepted
-
     def _part_keys(self, part: int) -> dict[str, str]:
         keys = self._keys.get(part)
         if keys is None:
@@ -889,7 +857,8 @@ class RedisFrontier:
             if not self._housekeeping_due(now):
                 return
             task = self._keeper = asyncio.create_task(self._housekeep(now))
-        if not (self._ready and self._ready[0][0] <= now):
+        wait = self._hosts.next_ready()
+        if wait is None or wait > 0:
             await asyncio.shield(task)
 
     def _housekeeping_due(self, now: float) -> bool:
@@ -913,10 +882,10 @@ class RedisFrontier:
         if idle:
             return True
         wait = 4 * self._refresh_interval if self._hints is not None else 0.0
-        return self._in_memory < self._memory_budget // 2 and now >= self._next_refresh + wait
+        return self._hosts.queued < self._memory_budget // 2 and now >= self._next_refresh + wait
 
     def _claim_due(self, now: float) -> bool:
-        low = self._in_memory < self._memory_budget // 2
+        low = self._hosts.queued < self._memory_budget // 2
         return low and next(self._claimable(now), None) is not None
 
     async def _housekeep(self, now: float) -> None:
@@ -936,7 +905,7 @@ class RedisFrontier:
         """Move entries from owned partitions' queues into memory, up to the memory budget."""
         now = self._clock()
         parts = sorted(self._claimable(now))
-        room = self._memory_budget - self._in_memory
+        room = self._memory_budget - self._hosts.queued
         parts = parts[: max(1, room // self._claim_batch)]
         deadline = self._wall() + self._lease_timeout
         names = ("queue", "claimed", "deadlines", "counts", "fence")
@@ -999,16 +968,11 @@ class RedisFrontier:
         """Keep a newly claimed entry: in its host's queue, or delayed until not_before."""
         self._held.setdefault(entry.part, {})[entry.claim] = entry
         key = host_key(entry.url)
-        if key not in self._hosts:
-            self._hosts[key] = _Host(entry.part)
         wait = entry.not_before - self._wall()
         if wait > 0:
-            heapq.heappush(self._delayed, (self._clock() + wait, next(self._seq), key, entry))
-            return
-        host = self._hosts[key]
-        host.queue.append(entry)
-        self._in_memory += 1
-        self._schedule(key, host)
+            self._hosts.delay(key, entry, self._clock() + wait)
+        else:
+            self._hosts.push(key, entry)
 
     def _forget(self, entry: _Entry) -> None:
         held = self._held.get(entry.part)
@@ -1031,144 +995,61 @@ class RedisFrontier:
                 self._forget(entry)
         return given
 
-    def _pop_due(self, now: float) -> tuple[str, _Host] | None:
-        """Take the next host whose slot is free now off the ready heap; None when none is."""
-        ready = self._ready
-        while ready and ready[0][0] <= now:
-            when, key = heapq.heappop(ready)
-            if self._stale(when, key):
-                continue
-            host = self._hosts[key]
-            host.heap_time = None
-            if self._ready_at(host) > now:
-                self._schedule(key, host)
-                continue
-            return key, host
-        return None
-
-    def _stale(self, when: float, key: str) -> bool:
-        """A heap item superseded by a later one, or of a host dropped since."""
-        host = self._hosts.get(key)
-        return host is None or host.heap_time != when
-
-    def _take(self, key: str, host: _Host, now: float, out: list[Lease]) -> Lease | None:
-        """Pop the host's next fetchable URL; robots-blocked ones go straight to ``out``."""
-        self._take_blocked(key, host, now, out)
-        if not host.queue:
-            return None
-        lease = self._new_lease(key, host.queue.popleft(), now, blocked=False)
-        self._policy.on_lease(host.slot, now)
-        return lease
-
-    def _take_blocked(self, key: str, host: _Host, now: float, out: list[Lease]) -> None:
-        """Robots-blocked URLs at the front of the host's queue go to ``out`` (they use no
-        slot)."""
-        check = self._robots_check
-        while host.queue and check is not None and check(host.queue[0].url) is False:
-            out.append(self._new_lease(key, host.queue.popleft(), now, blocked=True))
-
-    def _new_lease(self, key: str, entry: _Entry, now: float, *, blocked: bool) -> Lease:
-        self._in_memory -= 1
-        lease = Lease(
-            url=entry.url,
-            fp=entry.fp,
-            host=key,
-            depth=entry.depth,
-            hops=entry.hops,
-            attempts=entry.attempts,
-            deadline=now + self._lease_timeout,
-            token=next(self._tokens),
-            robots_blocked=blocked,
-        )
-        self._leases[lease.token] = (lease, entry)
-        return lease
-
     # -- the shared host limiter (url mode) ---------------------------------------------------
 
-    async def _lease_limited(self, n: int, now: float) -> list[Lease]:
-        """Up to ``n`` URLs of due hosts, their slots taken from the limiter in one pipeline."""
+    async def _lease_limited(self, n: int) -> list[Lease]:
+        """Up to ``n`` leases that use a slot of a due host, each slot also taken from the
+        limiter (one pipeline for every due host), plus those that need none."""
         assert self._limiter is not None
-        out: list[Lease] = []
-        wanted: list[tuple[str, _Host, int]] = []
-        total = 0
-        while total < n and (due := self._pop_due(now)) is not None:
-            key, host = due
-            self._take_blocked(key, host, now, out)
-            want = min(self._room(host.slot), len(host.queue), n - total)
-            if want > 0:
-                wanted.append((key, host, want))
-                total += want
-            else:
-                self._schedule(key, host)
-        if not wanted:
+        due = self._hosts.due(n)
+        out = due.leases
+        if not due.wants:
             return out
-        asks = [self._limiter.acquire(key, host.slot, want) for key, host, want in wanted]
+        asks = [self._limiter.acquire(want.key, want.host.slot, want.count) for want in due.wants]
         answers = await run_scripts(self._redis, [call for call, _ in asks])
         now = self._clock()
         unused: list[ScriptCall] = []
-        for (key, host, want), (_, holders), (granted, wait_ms) in zip(
-            wanted, asks, answers, strict=True
-        ):
-            taken = self._take_granted(key, host, holders[:granted], now, out)
-            if taken < granted:  # robots.txt arrived meanwhile and blocks the rest
-                unused.append(self._limiter.release(key, holders[taken:granted], None, now))
-            if granted < want:
-                host.limiter_at = now + wait_ms / 1000
-            self._schedule(key, host)
+        for want, (_, holders), (granted, wait_ms) in zip(due.wants, asks, answers, strict=True):
+            if granted < want.count:
+                self._hosts.defer(want.key, now + wait_ms / 1000)
+            leases, used = self._hosts.take(want, granted)
+            out += leases
+            slotted = (lease.token for lease in leases if lease.kind in ("page", "robots"))
+            self._slots.update(zip(slotted, holders[:used], strict=True))
+            if used < granted:  # blocked by robots.txt, or given away meanwhile
+                unused.append(self._limiter.release(want.key, holders[used:granted], None, now))
         await self._run(unused)
         return out
-
-    def _take_granted(
-        self, key: str, host: _Host, holders: list[str], now: float, out: list[Lease]
-    ) -> int:
-        """Lease one URL of the host per granted slot; returns how many slots were used."""
-        taken = 0
-        for holder in holders:
-            lease = self._take(key, host, now, out)
-            if lease is None:
-                break
-            out.append(lease)
-            self._slots[lease.token] = holder
-            taken += 1
-        return taken
-
-    def _room(self, slot: HostSlot) -> int:
-        """Leases the host's local slot allows now (the limit of ``PolitenessPolicy.ready_at``:
-        one at a time while the host has a delay)."""
-        limit = 1 if self._policy.delay_of(slot) > 0 else self._policy.per_host
-        return limit - slot.active
 
     def _slot_release(self, lease: Lease, feedback: Feedback | None) -> list[ScriptCall]:
         """The call giving a finished lease's host slot back (none in host mode)."""
         holder = self._slots.pop(lease.token, None)
         if holder is None or self._limiter is None:
             return []
-        host = self._hosts.get(lease.host)
-        told = host.slot if host is not None and feedback is not None else None
+        told = self._hosts.slot(lease.host) if feedback is not None else None
         return [self._limiter.release(lease.host, [holder], told, self._clock())]
 
-    def _finish(self, lease: Lease, feedback: Feedback | None) -> _Entry | None:
-        held = self._leases.pop(lease.token, None)
-        if held is None:
-            return None
-        entry = held[1]
-        host = self._hosts.get(lease.host)
-        if entry.orphan and (leaving := self._leaving.get(entry.part)) is not None:
-            # Its partition was given away (and may be back already, its host anew).
-            gone = leaving.hosts.get(lease.host)
-            if gone is not None and not lease.robots_blocked:
-                self._policy.on_finish(gone.slot, feedback, self._clock(), lease.host)
+    def _finish(
+        self, lease: Lease, feedback: Feedback | None, rules: Rules | None = None
+    ) -> _Entry | None:
+        """End a lease in the scheduler (a ``robots`` one with ``rules``): its entry, None for
+        a ``robots`` lease or one ended already. The last request to a partition given away
+        lifts its fence down to the delay its hosts still need."""
+        if lease.kind == "robots":
+            self._hosts.rules(lease, rules, feedback)
+            entry = None
+        else:
+            entry = self._hosts.finish(lease, feedback)
+        part = self._orphans.pop(lease.token, None)
+        leaving = self._leaving.get(part) if part is not None else None
+        if part is not None and leaving is not None:
             leaving.in_flight -= 1
             if leaving.in_flight <= 0:  # the last request there ended: fence its delay only
-                del self._leaving[entry.part]
-                self._fence(entry.part, self._due_in(leaving.hosts.values()))
-        elif host is not None:
-            if not lease.robots_blocked:
-                self._policy.on_finish(host.slot, feedback, self._clock(), lease.host)
-            self._schedule(lease.host, host)
+                del self._leaving[part]
+                self._fence(part, self._due_in(leaving.hosts.values()))
         return entry
 
-    def _due_in(self, hosts: Iterable[_Host]) -> float:
+    def _due_in(self, hosts: Iterable[Host[_Entry]]) -> float:
         """Seconds until every one of ``hosts`` may be requested again (0 if all may now)."""
         now = self._clock()
         due = max((self._policy.ready_at(host.slot) for host in hosts), default=now)
@@ -1184,41 +1065,3 @@ class RedisFrontier:
     def _take_fences(self) -> list[ScriptCall]:
         calls, self._fences = self._fences, []
         return calls
-
-    def _requeue(self, entry: _Entry, key: str) -> None:
-        """Put a held URL back at the front of its host."""
-        host = self._hosts.get(key)
-        if host is None:
-            host = self._hosts[key] = _Host(entry.part)
-        host.queue.appendleft(entry)
-        self._in_memory += 1
-        self._schedule(key, host)
-
-    def _schedule(self, key: str, host: _Host) -> None:
-        """Make sure a host with queued URLs and a free slot is in the ready heap."""
-        if not host.queue:
-            return
-        when = self._ready_at(host)
-        if when == float("inf"):
-            return
-        if host.heap_time is not None and host.heap_time <= when:
-            return
-        host.heap_time = when
-        heapq.heappush(self._ready, (when, key))
-
-    def _ready_at(self, host: _Host) -> float:
-        return max(self._policy.ready_at(host.slot), host.limiter_at)
-
-    def _promote_delayed(self, now: float) -> None:
-        while self._delayed and self._delayed[0][0] <= now:
-            _, _, key, entry = heapq.heappop(self._delayed)
-            self._requeue(entry, key)
-
-    async def _reclaim_leases(self, now: float) -> None:
-        """Leases past their deadline (a stuck fetch) go back to their host's front."""
-        if now < self._next_lease_check or not self._leases:
-            return
-        self._next_lease_check = now + min(1.0, self._lease_timeout / 10)
-        expired = [lease for lease, _ in self._leases.values() if lease.deadline <= now]
-        for lease in expired:
-            await self.release(lease, None)

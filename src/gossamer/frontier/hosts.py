@@ -1,0 +1,698 @@
+"""The host scheduler both frontier backends share: which URL goes out next, and when.
+
+It is synchronous, does no I/O and reads time from an injected clock. The backends keep their
+storage around it: the embedded frontier its crawl.db staging, spill and refill; the Redis
+frontier its claims, acks, renewals, partitions and shared host limiter. They hand it the
+entries they hold in memory and take leases from it.
+
+Each host (``scheme://host[:port]``) has
+
+* a queue of URLs, the highest ``priority`` first and in arrival order among equals (all 0 by
+  default, which is breadth first inside the host, as URLs arrive in depth order); a URL
+  coming back from a lease (released, reclaimed, due after a retry's delay) goes to the front
+  of its priority;
+* a politeness slot (:mod:`gossamer.frontier.politeness`): how many of its requests are out
+  and when the next may start;
+* a count of its URLs held in storage only (``stored``: the embedded frontier's spill). A due
+  host whose queue in memory is empty is handed back as ``dry`` for the backend to read more
+  (:meth:`HostScheduler.refill`);
+* the state of its robots.txt rules (below).
+
+Hosts with queued URLs and a free slot wait in a ready heap keyed by the time their slot is
+next free, or later when :meth:`HostScheduler.defer` says so (the Redis frontier's shared
+limiter refused a slot).
+
+**Working set** (``max_active``; None schedules every host at once). Only a working set of at
+most ``max_active`` hosts is scheduled; the others wait in line, in the order their first URL
+arrived, and join the set only when the set's hosts cannot fill a lease (none is due), so the
+set grows just as far as politeness makes it necessary to keep the crawl busy. A host leaves
+the set when it has nothing queued or leased; a URL coming back from a lease puts its host at
+the front of the line. Without this, a crawl starting on 200,000 hosts would fetch every
+host's robots.txt before the first page (new hosts are due at once, a host whose robots.txt
+just came is due only after its delay), and a robots.txt cache smaller than the hosts in play
+would forget rules before they were used.
+
+**robots.txt** (with a ``rules`` lookup: the robots.txt cache, by host key). A due host's
+rules are looked up before any of its URLs goes out:
+
+* not known: its next slot goes to one ``robots`` lease, and its URLs wait. The backend ends
+  that lease with :meth:`HostScheduler.rules`; the rules reported are used at the next look
+  at the host even if the cache has let them go meanwhile (an unreachable verdict cached for
+  less than the host's delay would otherwise be fetched forever, nothing else going out);
+* known: URLs the rules forbid go out as ``blocked`` leases (no slot), and the host's
+  Crawl-delay goes to its slot;
+* ``unreachable``: its queued URLs go out as ``unreachable`` leases (no slot); when the
+  cache's verdict lapses the next look asks for robots.txt again.
+
+**Leases** carry a token and a deadline; :meth:`HostScheduler.expired` lists those past it for
+the backend to release. :meth:`HostScheduler.lease` hands out leases in one step. The Redis
+frontier by URL asks its shared limiter between two: :meth:`HostScheduler.due` names the due
+hosts and how many slots each could use, :meth:`HostScheduler.take` leases what the limiter
+granted, and :meth:`HostScheduler.defer` holds back a host it refused.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from gossamer.frontier.base import Feedback, Lease, LeaseKind, Rules
+from gossamer.frontier.politeness import HostSlot, PolitenessPolicy
+
+__all__ = [
+    "Batch",
+    "Host",
+    "HostQueue",
+    "HostScheduler",
+    "Queued",
+    "Round",
+    "RulesLookup",
+    "Want",
+]
+
+RulesLookup = Callable[[str], Rules | None]
+"""The robots.txt rules cached for a host key (``scheme://host[:port]``), None when not known;
+no I/O (:meth:`~gossamer.frontier.robots.RobotsCache.known`)."""
+
+
+@dataclass(slots=True)
+class Queued:
+    """A queued URL as the scheduler reads it; a backend's entries add their storage fields."""
+
+    url: str
+    fp: int
+    depth: int
+    hops: int
+    attempts: int = 0
+    priority: float = 0.0
+    """Order inside its host: higher first, arrival order among equals."""
+
+
+E = TypeVar("E", bound=Queued)
+
+_order = itertools.count()
+"""Arrival order inside a priority, shared by every queue (only its order matters)."""
+
+
+class HostQueue(Generic[E]):
+    """One host's queued entries: the highest priority first, arrival order among equals.
+
+    A deque while every entry has the default priority 0 (the common case), a heap of
+    ``(-priority, order, entry)`` once one has another.
+    """
+
+    __slots__ = ("_fifo", "_heap")
+
+    def __init__(self) -> None:
+        self._fifo: deque[E] | None = deque()
+        self._heap: list[tuple[float, int, E]] = []
+
+    def __len__(self) -> int:
+        return len(self._fifo) if self._fifo is not None else len(self._heap)
+
+    def push(self, entry: E, *, front: bool = False) -> None:
+        """Queue ``entry`` after those of its priority (before them with ``front``)."""
+        if self._fifo is not None:
+            if entry.priority:
+                self._to_heap()
+            elif front:
+                self._fifo.appendleft(entry)
+                return
+            else:
+                self._fifo.append(entry)
+                return
+        order = next(_order)
+        heapq.heappush(self._heap, (-entry.priority, -order if front else order, entry))
+
+    def peek(self) -> E:
+        """The next entry (the queue must not be empty)."""
+        return self._fifo[0] if self._fifo is not None else self._heap[0][2]
+
+    def pop(self) -> E:
+        """Take the next entry (the queue must not be empty)."""
+        return self._fifo.popleft() if self._fifo is not None else heapq.heappop(self._heap)[2]
+
+    def remove(self, drop: Callable[[E], bool]) -> list[E]:
+        """Take out the entries ``drop`` selects, in queue order for a deque."""
+        if self._fifo is not None:
+            gone = [entry for entry in self._fifo if drop(entry)]
+            if gone:
+                self._fifo = deque(entry for entry in self._fifo if not drop(entry))
+            return gone
+        gone = [entry for _, _, entry in sorted(self._heap) if drop(entry)]
+        if gone:
+            self._heap = [item for item in self._heap if not drop(item[2])]
+            heapq.heapify(self._heap)
+        return gone
+
+    def _to_heap(self) -> None:
+        assert self._fifo is not None
+        self._heap = [(-entry.priority, next(_order), entry) for entry in self._fifo]
+        heapq.heapify(self._heap)
+        self._fifo = None
+
+
+@dataclass(slots=True, eq=False)
+class Host(Generic[E]):
+    """The scheduling state of one host."""
+
+    slot: HostSlot = field(default_factory=HostSlot)
+    queue: HostQueue[E] | None = None
+    """Queued URLs in memory; None when there are none (most of a big crawl's hosts have their
+    URLs in storage only, and an empty queue costs memory)."""
+    stored: int = 0
+    """Queued URLs of this host held in storage only."""
+    heap_time: float | None = None
+    """The time of this host's live entry in the ready heap, if any."""
+    leased: int = 0
+    active: bool = False
+    """In the working set: its URLs are scheduled."""
+    pending: bool = False
+    """In the line of hosts waiting to join the working set."""
+    not_before: float = -math.inf
+    """Not due before this time whatever its slot says (a limiter's refusal)."""
+    robots_out: bool = False
+    """Its ``robots`` lease is out: nothing of it is scheduled until that ends."""
+    reported: Rules | None = None
+    """Rules its last ``robots`` lease brought, until the next look at the host."""
+
+    @property
+    def waiting(self) -> bool:
+        """Something of it is queued, in memory or in storage."""
+        return bool(self.queue) or self.stored > 0
+
+
+@dataclass(slots=True)
+class Batch:
+    """What :meth:`HostScheduler.lease` handed out."""
+
+    leases: list[Lease]
+    dry: list[str]
+    """Due hosts whose queued URLs are all in storage: refill them."""
+
+
+@dataclass(slots=True)
+class Want(Generic[E]):
+    """A due host and how many slots it could use now (:meth:`HostScheduler.due`)."""
+
+    key: str
+    host: Host[E]
+    count: int
+    rules: Rules | None
+    """The rules its URLs go out by; None when the slot is for its ``robots`` lease."""
+
+
+@dataclass(slots=True)
+class Round(Generic[E]):
+    """What :meth:`HostScheduler.due` found."""
+
+    leases: list[Lease]
+    """Leases that need no slot (``blocked``, ``unreachable``), handed out already."""
+    wants: list[Want[E]]
+    dry: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class _Verdict:
+    """Rules of the scheduler's own: one answer for every URL."""
+
+    status: str
+    allows: bool
+    crawl_delay: float | None = None
+
+    def allowed(self, url: str) -> bool:
+        return self.allows
+
+
+_ANYTHING = _Verdict("ignored", allows=True)
+"""The rules of a crawl that ignores robots.txt."""
+_ROBOTS = _Verdict("unknown", allows=False)
+"""What :meth:`HostScheduler._look` returns when robots.txt must come first."""
+_SLOTTED: frozenset[LeaseKind] = frozenset({"page", "robots"})
+
+
+class HostScheduler(Generic[E]):
+    """Ready heap, per-host queues, delays, leases and the robots.txt stage of a frontier;
+    see the module docstring."""
+
+    def __init__(
+        self,
+        policy: PolitenessPolicy,
+        *,
+        rules: RulesLookup | None = None,
+        lease_timeout: float = 600.0,
+        max_active: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._policy = policy
+        self._lookup = rules
+        self._lease_timeout = lease_timeout
+        self._max_active = max_active
+        self._clock = clock
+        self._hosts: dict[str, Host[E]] = {}
+        self._ready: list[tuple[float, str]] = []
+        self._line: deque[str] = deque()
+        """Hosts with queued URLs waiting to join the working set, oldest first."""
+        self._delayed: list[tuple[float, int, str, E]] = []
+        self._leases: dict[int, tuple[Lease, E | None, Host[E]]] = {}
+        self._tokens = itertools.count(1)
+        self._seq = itertools.count()
+        self._next_reclaim = -math.inf
+        self.queued = 0
+        """URLs queued in memory."""
+        self.stored = 0
+        """URLs queued in storage only."""
+        self.active = 0
+        """Hosts in the working set."""
+
+    # -- URLs in ---------------------------------------------------------------------------
+
+    def push(self, key: str, entry: E) -> None:
+        """Queue ``entry`` in memory at the back of its priority in host ``key``."""
+        host = self._host(key)
+        if host.queue is None:
+            host.queue = HostQueue()
+        host.queue.push(entry)
+        self.queued += 1
+        self._schedule(key, host)
+
+    def push_front(self, key: str, entry: E) -> None:
+        """Queue ``entry`` (back from a lease) at the front of its priority, its host at the
+        front of the line."""
+        host = self._host(key)
+        if host.queue is None:
+            host.queue = HostQueue()
+        host.queue.push(entry, front=True)
+        self.queued += 1
+        self._schedule(key, host, front=True)
+
+    def delay(self, key: str, entry: E, until: float) -> None:
+        """Queue ``entry`` at the front of host ``key`` once the clock reaches ``until``."""
+        heapq.heappush(self._delayed, (until, next(self._seq), key, entry))
+
+    def store(self, key: str) -> None:
+        """Count one more URL of host ``key`` queued in storage only."""
+        host = self._host(key)
+        host.stored += 1
+        self.stored += 1
+        if host.stored == 1:  # a host with stored URLs already is scheduled already
+            self._schedule(key, host)
+
+    def stored_of(self, key: str) -> int:
+        """URLs of host ``key`` queued in storage only."""
+        host = self._hosts.get(key)
+        return 0 if host is None else host.stored
+
+    def refill(self, key: str, entries: list[E]) -> None:
+        """Entries of host ``key`` read back from storage, in order (none: it is scheduled
+        again as it is)."""
+        host = self._host(key)
+        for entry in entries:
+            if host.queue is None:
+                host.queue = HostQueue()
+            host.queue.push(entry)
+        read = min(len(entries), host.stored)
+        host.stored -= read
+        self.stored -= read
+        self.queued += len(entries)
+        self._schedule(key, host)
+
+    # -- leasing ---------------------------------------------------------------------------
+
+    def lease(self, n: int) -> Batch:
+        """Up to ``n`` leases that use a slot, one per due host in turn, plus those that need
+        none met on the way."""
+        now = self._clock()
+        self._promote(now)
+        out: list[Lease] = []
+        dry: list[str] = []
+        slotted = 0
+        while slotted < n and (due := self._next_due(now, out, dry)) is not None:
+            key, host, rules = due
+            if rules is _ROBOTS:
+                out.append(self._robots_lease(key, host, now))
+                slotted += 1
+            elif (lease := self._take_one(key, host, rules, now, out)) is not None:
+                out.append(lease)
+                slotted += 1
+            self._schedule(key, host)
+        return Batch(out, dry)
+
+    def due(self, n: int) -> Round[E]:
+        """Due hosts, up to ``n`` slots over all, each with as many as it could use now; the
+        backend leases them with :meth:`take` once it has the slots."""
+        now = self._clock()
+        self._promote(now)
+        out: list[Lease] = []
+        dry: list[str] = []
+        wants: list[Want[E]] = []
+        total = 0
+        while total < n and (due := self._next_due(now, out, dry)) is not None:
+            key, host, rules = due
+            if rules is _ROBOTS:
+                wants.append(Want(key, host, 1, None))
+                total += 1
+                continue
+            self._take_blocked(key, host, rules, now, out)
+            count = min(self._policy.room(host.slot), len(host.queue or ()), n - total)
+            if count > 0:
+                wants.append(Want(key, host, count, rules))
+                total += count
+            else:
+                self._schedule(key, host)
+        return Round(out, wants, dry)
+
+    def take(self, want: Want[E], granted: int) -> tuple[list[Lease], int]:
+        """Lease up to ``granted`` of what ``want`` asked for (plus ``blocked`` leases met on
+        the way); returns the leases and how many slots they use."""
+        key, host = want.key, want.host
+        out: list[Lease] = []
+        used = 0
+        if self._hosts.get(key) is not host:  # dropped meanwhile
+            return out, used
+        now = self._clock()
+        if want.rules is None:
+            if granted > 0 and not host.robots_out:
+                out.append(self._robots_lease(key, host, now))
+                used = 1
+        else:
+            while used < granted:
+                lease = self._take_one(key, host, want.rules, now, out)
+                if lease is None:
+                    break
+                out.append(lease)
+                used += 1
+        self._schedule(key, host)
+        return out, used
+
+    def defer(self, key: str, until: float) -> None:
+        """Hold host ``key`` back until ``until`` whatever its slot says."""
+        host = self._hosts.get(key)
+        if host is not None:
+            host.not_before = until
+            self._schedule(key, host)
+
+    # -- leases end ------------------------------------------------------------------------
+
+    def finish(self, lease: Lease, feedback: Feedback | None) -> E | None:
+        """End a lease: its host's slot learns from ``feedback``. Returns its entry; None for
+        a lease already ended (reclaimed) or a ``robots`` lease."""
+        held = self._leases.pop(lease.token, None)
+        if held is None:
+            return None
+        _, entry, host = held
+        host.leased -= 1
+        if lease.kind in _SLOTTED:
+            self._policy.on_finish(host.slot, feedback, self._clock(), lease.host)
+        if lease.kind == "robots":
+            host.robots_out = False
+        if self._hosts.get(lease.host) is host:
+            self._schedule(lease.host, host)
+        return entry
+
+    def rules(self, lease: Lease, rules: Rules | None, feedback: Feedback | None) -> bool:
+        """End a ``robots`` lease with the rules it brought (None: none, ask again); False
+        when it had ended already."""
+        held = self._leases.get(lease.token)
+        if held is None or lease.kind != "robots":
+            return False
+        held[2].reported = rules
+        self.finish(lease, feedback)
+        return True
+
+    def expired(self) -> list[Lease]:
+        """Leases past their deadline, for the backend to release (looked for at most once a
+        second, or a tenth of the lease timeout)."""
+        now = self._clock()
+        if now < self._next_reclaim or not self._leases:
+            return []
+        self._next_reclaim = now + min(1.0, self._lease_timeout / 10)
+        return [lease for lease, _, _ in self._leases.values() if lease.deadline <= now]
+
+    # -- for the backends' storage ---------------------------------------------------------
+
+    def remove(self, drop: Callable[[E], bool]) -> list[E]:
+        """Take the queued and delayed entries ``drop`` selects out of the scheduler."""
+        gone: list[E] = []
+        for key, host in list(self._hosts.items()):
+            if host.queue:
+                out = host.queue.remove(drop)
+                if out:
+                    gone += out
+                    self.queued -= len(out)
+                    if not host.queue:
+                        host.queue = None
+                    self._schedule(key, host)
+        kept = [item for item in self._delayed if not drop(item[3])]
+        if len(kept) < len(self._delayed):
+            gone += [item[3] for item in self._delayed if drop(item[3])]
+            heapq.heapify(kept)
+            self._delayed = kept
+        return gone
+
+    def forget(self, key: str) -> Host[E] | None:
+        """Drop host ``key`` (its queue emptied already): its leases still end here, on the
+        returned host's slot."""
+        host = self._hosts.pop(key, None)
+        if host is None:
+            return None
+        if host.active:
+            self.active -= 1
+        self.queued -= len(host.queue or ())
+        self.stored -= host.stored
+        return host
+
+    def host_keys(self) -> list[str]:
+        """Every host key known."""
+        return list(self._hosts)
+
+    def out(self) -> Iterator[tuple[Lease, E | None]]:
+        """The leases out, each with its entry (None for a ``robots`` lease)."""
+        return ((lease, entry) for lease, entry, _ in self._leases.values())
+
+    def slot(self, key: str) -> HostSlot | None:
+        """The politeness slot of host ``key``, if known."""
+        host = self._hosts.get(key)
+        return None if host is None else host.slot
+
+    # -- state -----------------------------------------------------------------------------
+
+    def next_ready(self) -> float | None:
+        """Seconds until some host or delayed entry is due; None when nothing waits."""
+        now = self._clock()
+        ready = self._ready
+        while ready and self._stale(*ready[0]):
+            heapq.heappop(ready)
+        times = []
+        if ready:
+            times.append(ready[0][0])
+        if self._delayed:
+            times.append(self._delayed[0][0])
+        if self._line and self._has_room():
+            times.append(now)
+        if not times:
+            return None
+        return max(0.0, min(times) - now)
+
+    @property
+    def leased(self) -> int:
+        """Leases out."""
+        return len(self._leases)
+
+    @property
+    def delayed(self) -> int:
+        """Entries waiting for a time (retries)."""
+        return len(self._delayed)
+
+    @property
+    def hosts(self) -> int:
+        """Hosts known."""
+        return len(self._hosts)
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _host(self, key: str) -> Host[E]:
+        host = self._hosts.get(key)
+        if host is None:
+            host = self._hosts[key] = Host()
+        return host
+
+    def _has_room(self) -> bool:
+        return self._max_active is None or self.active < self._max_active
+
+    def _stale(self, when: float, key: str) -> bool:
+        """A heap item superseded by a later one, or of a host dropped since."""
+        host = self._hosts.get(key)
+        return host is None or host.heap_time != when
+
+    def _ready_at(self, host: Host[E]) -> float:
+        when = self._policy.ready_at(host.slot)
+        return when if when >= host.not_before else host.not_before
+
+    def _pop(self, now: float) -> tuple[str, Host[E]] | None:
+        """The next host of the working set that is due now, else the next host in line if
+        the set has room; None when neither."""
+        ready, hosts = self._ready, self._hosts
+        while ready and ready[0][0] <= now:
+            when, key = heapq.heappop(ready)
+            host = hosts.get(key)
+            if host is None or host.heap_time != when:
+                continue
+            host.heap_time = None
+            if host.robots_out:
+                continue
+            if self._ready_at(host) > now:
+                self._schedule(key, host)
+                continue
+            return key, host
+        line = self._line
+        while line and self._has_room():
+            key = line.popleft()
+            host = hosts.get(key)
+            if host is None:
+                continue
+            host.pending = False
+            if not host.waiting or host.active:
+                continue
+            host.active = True
+            self.active += 1
+            if self._ready_at(host) > now:
+                self._schedule(key, host)
+                continue
+            return key, host
+        return None
+
+    def _next_due(
+        self, now: float, out: list[Lease], dry: list[str]
+    ) -> tuple[str, Host[E], Rules] | None:
+        """The next due host with the rules its URLs go out by (see :meth:`_look`)."""
+        while (due := self._pop(now)) is not None:
+            key, host = due
+            rules = self._look(key, host, now, out, dry)
+            if rules is not None:
+                return key, host, rules
+        return None
+
+    def _look(
+        self, key: str, host: Host[E], now: float, out: list[Lease], dry: list[str]
+    ) -> Rules | None:
+        """The rules a due host's URLs go out by, or ``_ROBOTS`` when its robots.txt must be
+        fetched first; None when nothing of it can go now (its queue in memory is empty, or
+        its URLs went out as ``unreachable`` leases)."""
+        if host.queue is None:
+            if host.stored:
+                dry.append(key)  # rescheduled by refill()
+            else:
+                self._schedule(key, host)
+            return None
+        if self._lookup is None:
+            return _ANYTHING
+        reported, host.reported = host.reported, None
+        rules = self._lookup(key) or reported
+        if rules is None:
+            return _ROBOTS
+        self._policy.set_crawl_delay(host.slot, rules.crawl_delay, key)
+        if rules.status == "unreachable":
+            while host.queue:
+                out.append(self._new_lease(key, host, self._pop_entry(host), now, "unreachable"))
+            self._schedule(key, host)
+            return None
+        return rules
+
+    def _take_one(
+        self, key: str, host: Host[E], rules: Rules, now: float, out: list[Lease]
+    ) -> Lease | None:
+        """Lease the host's next URL the rules allow (those they forbid go to ``out``)."""
+        while host.queue:
+            entry = self._pop_entry(host)
+            if not rules.allowed(entry.url):
+                out.append(self._new_lease(key, host, entry, now, "blocked"))
+                continue
+            self._policy.on_lease(host.slot, now)
+            return self._new_lease(key, host, entry, now, "page")
+        return None
+
+    def _take_blocked(
+        self, key: str, host: Host[E], rules: Rules, now: float, out: list[Lease]
+    ) -> None:
+        """URLs the rules forbid at the front of the host's queue go to ``out``."""
+        while host.queue and not rules.allowed(host.queue.peek().url):
+            out.append(self._new_lease(key, host, self._pop_entry(host), now, "blocked"))
+
+    def _pop_entry(self, host: Host[E]) -> E:
+        queue = host.queue
+        assert queue is not None
+        entry = queue.pop()
+        if not queue:
+            host.queue = None
+        self.queued -= 1
+        return entry
+
+    def _robots_lease(self, key: str, host: Host[E], now: float) -> Lease:
+        host.robots_out = True
+        self._policy.on_lease(host.slot, now)
+        return self._new_lease(key, host, None, now, "robots")
+
+    def _new_lease(
+        self, key: str, host: Host[E], entry: E | None, now: float, kind: LeaseKind
+    ) -> Lease:
+        """A lease of ``entry`` (None: of the host's robots.txt), held until it ends."""
+        what = entry if entry is not None else Queued(key + "/robots.txt", 0, 0, 0)
+        lease = Lease(
+            url=what.url,
+            fp=what.fp,
+            host=key,
+            depth=what.depth,
+            hops=what.hops,
+            attempts=what.attempts,
+            deadline=now + self._lease_timeout,
+            token=next(self._tokens),
+            kind=kind,
+        )
+        self._leases[lease.token] = (lease, entry, host)
+        host.leased += 1
+        return lease
+
+    def _schedule(self, key: str, host: Host[E], *, front: bool = False) -> None:
+        """Make sure a host of the working set with queued URLs and a free slot is in the
+        ready heap, and a host out of it in line (at the ``front`` for a URL coming back from
+        a lease); a host with nothing left leaves the set."""
+        if not host.waiting:
+            if host.active and not host.leased:
+                host.active = False
+                self.active -= 1
+            return
+        if not host.active:
+            if self._max_active is None:
+                host.active = True
+                self.active += 1
+            else:
+                if not host.pending:
+                    host.pending = True
+                    if front:
+                        self._line.appendleft(key)
+                    else:
+                        self._line.append(key)
+                return
+        if host.robots_out:
+            return
+        when = self._ready_at(host)
+        if when == math.inf:
+            return
+        if host.heap_time is not None and host.heap_time <= when:
+            return
+        host.heap_time = when
+        heapq.heappush(self._ready, (when, key))
+
+    def _promote(self, now: float) -> None:
+        """Delayed entries whose time has come go to the front of their host."""
+        delayed = self._delayed
+        while delayed and delayed[0][0] <= now:
+            _, _, key, entry = heapq.heappop(delayed)
+            self.push_front(key, entry)
