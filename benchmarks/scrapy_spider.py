@@ -11,9 +11,9 @@ feed export writes the items to a JSON lines file. Without it, it only counts pa
 
 Settings mirror gossamer's crawl: the same total and per-host concurrency (Scrapy's per-domain
 slot key is the URL's host name, here the host's IP address), robots.txt obeyed, no delay, no
-depth limit, three retries, no cache, no output but a count. Pages answered 200 are counted in
-the callbacks; the result file holds that count and Scrapy's own stats, and ``--urls`` lists
-the pages (the benchmark compares them with gossamer's).
+depth limit, three retries, no cache, no output but a count (and the feed with ``--items``).
+Pages answered 200 are counted in the callbacks; the result file holds that count and Scrapy's
+own stats, and ``--urls`` lists the pages (the benchmark compares them with gossamer's).
 
 A Scrapy 2.19 quirk shows here: while a host's robots.txt is being fetched, requests to that
 host wait on one Deferred through ``asFuture``, which consumes its result, so only the first
