@@ -142,12 +142,10 @@ def crawl_rounds(
                 print(report.round_table(number, args.rounds, mode, done), flush=True)
                 print(report.round_ratio(done, pair[0].name, pair[1].name), flush=True)
                 runs += done
-                work = {c.name: args.out / "runs" / c.name for c in pair}
-                urls = {c.name: c.ok_urls(work[c.name]) for c in pair}
+                urls = {c.name: c.ok_urls(args.out / "runs" / c.name) for c in pair}
                 notes += report.url_notes(number, urls, allowed)
                 if mode == "content":
-                    ours, theirs = (c.texts(work[c.name]) for c in pair)
-                    agreement[str(number)] = report.text_agreement(ours, theirs)
+                    agreement[str(number)] = report.score_apart(pair, args.out / "runs")
                     print(report.agreement_text(agreement[str(number)]), flush=True)
     return runs, notes, agreement
 

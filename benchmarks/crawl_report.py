@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from bench_extract import prf
-from crawlers import Counts
+from crawlers import Counts, Crawler
 from measure import Measurement
 from parsefloor import Floor
 
@@ -139,6 +141,22 @@ def text_agreement(ours: dict[str, str], theirs: dict[str, str]) -> Agreement:
         f1=statistics.fmean(s[2] for s in scores) if scores else 0.0,
         f1_under_0_8=sum(s[2] < 0.8 for s in scores),
     )
+
+
+def score_apart(pair: tuple[Crawler, Crawler], runs: Path) -> Agreement:
+    """`text_agreement` of the pair's last runs (under ``runs/<name>``), in a fresh process.
+
+    The texts of a few thousand pages take a few hundred MB, which this process's heap keeps
+    once freed; Linux carries a parent's RSS into the peak RSS (``ru_maxrss``) of every child
+    forked from it after, so each crawler measured later would report at least that much.
+    """
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(_score, (pair, runs))
+
+
+def _score(pair: tuple[Crawler, Crawler], runs: Path) -> Agreement:
+    ours, theirs = (crawler.texts(runs / crawler.name) for crawler in pair)
+    return text_agreement(ours, theirs)
 
 
 def median_agreement(rounds: Sequence[Agreement]) -> Agreement:
