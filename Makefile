@@ -40,8 +40,10 @@ clean:
 	rm -rf $(VENV) crawl-out demo-out .mypy_cache .pytest_cache .ruff_cache
 
 # make bench: every figure of the Performance section of the README (benchmarks/), starting
-# with gossamer vs Scrapy on a generated local web served by nginx. BENCH_ARGS passes options
-# to that first one, e.g. make bench BENCH_ARGS=--quick; make bench-crawl runs only it.
+# with gossamer vs Scrapy on a generated local web served by nginx: the whole job (text and
+# WARC vs trafilatura and a feed export), then links only. BENCH_ARGS passes options to that
+# first one, e.g. make bench BENCH_ARGS=--quick or BENCH_ARGS="--only content"; make
+# bench-crawl runs only it.
 # make bench-cluster runs only the cluster scaling table (1, 2, 4, 8 workers on one Redis;
 # redis-server from Debian), CLUSTER_ARGS its options, e.g. CLUSTER_ARGS=--quick.
 SCRAPY_VENV := benchmarks/.venv-scrapy

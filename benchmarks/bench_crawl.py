@@ -1,17 +1,31 @@
 """``make bench``: gossamer and Scrapy crawl the same local web served by nginx, compared.
 
-1. Generate a static web (``webgen.py``; cached under ``bench-out/webs/`` by seed and size):
-   many loopback hosts, 10-60 KB pages with 30-300 links, a few robots.txt rules.
+1. Generate a static web (``webgen.py``; cached under ``bench-out/webs/`` by seed, size and
+   page layout): many loopback hosts, 10-60 KB article pages with 30-300 links, navigation,
+   related links, sidebar, footer and other boilerplate, a few robots.txt rules.
 2. Serve it with nginx pinned to one core, and crawl it with gossamer and with a Scrapy
    spider (``scrapy_spider.py``) pinned to another core, one after the other, for several
    rounds (the order alternates), with the same concurrency, per-host limit, no delay and
-   robots.txt obeyed.
-3. Print each round, then the medians: pages/s, pages per CPU-second, peak RSS and the
-   gossamer/Scrapy ratios; and the parse floor (``parsefloor.py``). The summary also goes to
+   robots.txt obeyed. Two comparisons (``crawlers.py``), each run every round:
+
+   - ``content``, the headline: the whole job of keeping what pages say. gossamer as it
+     runs by default (main text and metadata of every page in its records) with ``--warc``
+     (every response archived); the spider as a Scrapy user writes it for the same job,
+     ``trafilatura.extract`` in the parse callback and a JSON lines feed export. The two
+     outputs' main texts are scored against each other per page (token-bag precision, recall
+     and F1 of gossamer's text with trafilatura's as the reference, ``bench_extract.prf``),
+     so a fast but empty extraction would show.
+   - ``links``: following links only (gossamer ``--no-text``, the spider counting pages),
+     the crawl itself without extraction. It costs a quarter of the run time and tells how
+     much of either side's cost is the crawling and how much the text.
+
+3. Print each round with its gossamer/Scrapy ratio of pages per CPU-second, then the medians
+   per comparison: pages/s, pages per CPU-second, peak RSS and the ratios; the text scores;
+   and the parse floor (``parsefloor.py``). The summary also goes to
    ``bench-out/crawl-bench.json``. Page counts are checked against the web's expected crawl.
 
 Usage: ``.venv/bin/python benchmarks/bench_crawl.py [--pages N] [--hosts H] [--rounds R]
-[--concurrency C] [--per-host P] [--seed S] [--quick]``.
+[--concurrency C] [--per-host P] [--seed S] [--only content|links] [--quick]``.
 """
 
 from __future__ import annotations
@@ -37,7 +51,13 @@ from webgen import Expected, WebSpec, ensure_web, robots_allows, seeds
 from weblinks import host_ip
 
 ROOT = Path(__file__).resolve().parent.parent
-CRAWLERS: tuple[Crawler, ...] = (Gossamer(), Scrapy())
+PAIRS: dict[str, tuple[Crawler, Crawler]] = {
+    "content": (Gossamer(content=True), Scrapy(content=True)),
+    "links": (Gossamer(), Scrapy()),
+}
+"""Each comparison: (gossamer, Scrapy), the headline first."""
+TARGET_RATIO = 8.0
+"""The content comparison's target: gossamer's pages per CPU-second over Scrapy's."""
 FLOOR_SAMPLE = 5000
 DEFAULTS = {"pages": 3000, "hosts": 20, "rounds": 3}
 QUICK = {"pages": 1000, "hosts": 10, "rounds": 1}
@@ -55,6 +75,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=WebSpec.port, help="port of every host")
     parser.add_argument("--out", type=Path, default=ROOT / "bench-out", help="work directory")
     parser.add_argument("--timeout", type=float, help="seconds per crawl (scales with pages)")
+    parser.add_argument("--only", choices=sorted(PAIRS), help="run one comparison, not both")
     parser.add_argument("--quick", action="store_true", help="1000 pages, 10 hosts, 1 round")
     args = parser.parse_args(argv)
     for key, value in (QUICK if args.quick else DEFAULTS).items():
@@ -62,6 +83,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             setattr(args, key, value)
     if not 1 <= args.hosts <= 250 or args.pages < 3 * args.hosts or args.rounds < 1:
         parser.error("need 1 <= --hosts <= 250, --pages >= 3 * hosts and --rounds >= 1")
+    args.pairs = {k: v for k, v in PAIRS.items() if args.only in (None, k)}
     return args
 
 
@@ -98,8 +120,9 @@ def run_one(
 
 def crawl_rounds(
     args: argparse.Namespace, spec: WebSpec, web: Path
-) -> tuple[list[report.Run], list[str]]:
-    """Serve the web with nginx and run every crawler once per round; runs and notes."""
+) -> tuple[list[report.Run], list[str], dict[str, report.Agreement]]:
+    """Serve the web with nginx and run every crawler once per round; runs, notes and the
+    content comparison's text agreement in each round."""
     server_cpu, crawler_cpu = choose_cpus()
     print(f"cores: nginx on {server_cpu}, crawlers on {crawler_cpu} (taskset)")
     seeds_file = args.out / "seeds.txt"
@@ -108,17 +131,23 @@ def crawl_rounds(
     ips = [host_ip(i) for i in range(spec.hosts)]
     runs: list[report.Run] = []
     notes: list[str] = []
+    agreement: dict[str, report.Agreement] = {}
     allowed = robots_allows(web)
     with nginx.serve(args.out / "nginx", web / "www", ips, spec.port, cpu=server_cpu) as server:
         for number in range(1, args.rounds + 1):
-            order = CRAWLERS if number % 2 else CRAWLERS[::-1]
-            cores = (server_cpu, crawler_cpu)
-            done = [run_one(c, number, args, cores, server) for c in order]
-            print(report.round_table(number, args.rounds, done), flush=True)
-            runs += done
-            urls = {c.name: c.ok_urls(args.out / "runs" / c.name) for c in CRAWLERS}
-            notes += report.url_notes(number, urls, allowed)
-    return runs, notes
+            for mode, pair in args.pairs.items():
+                order = pair if number % 2 else pair[::-1]
+                cores = (server_cpu, crawler_cpu)
+                done = [run_one(c, number, args, cores, server) for c in order]
+                print(report.round_table(number, args.rounds, mode, done), flush=True)
+                print(report.round_ratio(done, pair[0].name, pair[1].name), flush=True)
+                runs += done
+                urls = {c.name: c.ok_urls(args.out / "runs" / c.name) for c in pair}
+                notes += report.url_notes(number, urls, allowed)
+                if mode == "content":
+                    agreement[str(number)] = report.score_apart(pair, args.out / "runs")
+                    print(report.agreement_text(agreement[str(number)]), flush=True)
+    return runs, notes, agreement
 
 
 def parse_floor(spec: WebSpec, web: Path) -> dict[str, parsefloor.Floor]:
@@ -155,18 +184,40 @@ def conclude(
     expected: Expected,
     runs: list[report.Run],
     notes: list[str],
+    agreement: dict[str, report.Agreement],
 ) -> dict[str, Any]:
-    """Print the summary, parse floor and checks; return the JSON record."""
-    names = [c.name for c in CRAWLERS]
-    summary = report.summarise(runs, names)
+    """Print the summaries, text scores, parse floor and checks; return the JSON record."""
+    pairs: dict[str, Any] = {}
+    flags: list[str] = []
+    for mode, (ours, theirs) in args.pairs.items():
+        mine = [r for r in runs if r.crawler in (ours.name, theirs.name)]
+        summary = report.summarise(mine, [ours.name, theirs.name])
+        print(f"{mode}: " + report.summary_text(summary, ours.name, theirs.name, args.rounds))
+        flags += report.count_flags(mine, expected.ok)
+        pairs[mode] = {
+            "crawlers": [ours.name, theirs.name],
+            "summary": summary,
+            "ratios": report.ratios(summary, ours.name, theirs.name),
+            "versions": {c.name: c.version(args.out / "runs" / c.name) for c in (ours, theirs)},
+        }
+    if "content" in pairs:
+        ratio = pairs["content"]["ratios"]["pages_per_cpu_second"]
+        verdict = "met" if ratio >= TARGET_RATIO else "MISSED"
+        print(
+            f"target: content pages per CPU-second {ratio:.2f}x, "
+            f"at least {TARGET_RATIO:g}x: {verdict}"
+        )
+    if agreement:
+        print(report.agreement_text(report.median_agreement(list(agreement.values())), "median"))
+    floor_mode = "links" if "links" in pairs else "content"
+    ours_summary = pairs[floor_mode]["summary"][pairs[floor_mode]["crawlers"][0]]
+    cpu_per_page_ms = (
+        1000 * ours_summary["cpu"] / ours_summary["pages_ok"] if ours_summary["pages_ok"] else 0.0
+    )
     floors = parse_floor(spec, web)
     sampled = len(parsefloor.sample(web, FLOOR_SAMPLE))
-    ours = summary[names[0]]
-    cpu_per_page_ms = 1000 * ours["cpu"] / ours["pages_ok"] if ours["pages_ok"] else 0.0
-    flags = report.count_flags(runs, expected.ok)
     busy = report.contention_flags(runs)
-    print(report.summary_text(summary, names[0], names[1], args.rounds))
-    print(report.floor_text(floors, sampled, cpu_per_page_ms))
+    print(report.floor_text(floors, sampled, cpu_per_page_ms, floor_mode))
     print("\n".join(f"FLAG {flag}" for flag in flags) or "check: page counts agree (within 1%)")
     print("\n".join(f"FLAG {flag}" for flag in busy) or "check: no other load on the two cores")
     print("\n".join(f"note: {note}" for note in notes) or "check: both fetched the same URLs")
@@ -175,14 +226,18 @@ def conclude(
         "settings": {"concurrency": args.concurrency, "per_host": args.per_host, "delay": 0},
         "expected": asdict(expected),
         "runs": [run.as_dict() for run in runs],
-        "summary": summary,
-        "ratios": report.ratios(summary, names[0], names[1]),
+        "pairs": pairs,
+        "text_agreement": {k: asdict(v) for k, v in agreement.items()},
         "parse_floor": {
             k: {**asdict(v), "pages_per_second": v.pages_per_second} for k, v in floors.items()
         },
         "parse_floor_pages": sampled,
-        "gossamer_cpu_ms_per_page": cpu_per_page_ms,
-        "versions": {c.name: c.version(args.out / "runs" / c.name) for c in CRAWLERS},
+        "gossamer_cpu_ms_per_page": {
+            mode: 1000
+            * pair["summary"][pair["crawlers"][0]]["cpu"]
+            / max(1.0, pair["summary"][pair["crawlers"][0]]["pages_ok"])
+            for mode, pair in pairs.items()
+        },
         "flags": flags + busy,
         "notes": notes,
     }
@@ -191,17 +246,17 @@ def conclude(
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; exit 1 when a crawler failed or timed out, 2 when it cannot run."""
     args = parse_args(argv)
-    for crawler in CRAWLERS:
+    for crawler in (c for pair in args.pairs.values() for c in pair):
         if (why := crawler.missing()) is not None:
             print(f"bench: {why}", file=sys.stderr)
             return 2
     spec, web, expected = prepare(args)
     try:
-        runs, notes = crawl_rounds(args, spec, web)
+        runs, notes, agreement = crawl_rounds(args, spec, web)
     except nginx.NginxError as exc:
         print(f"bench: {exc}", file=sys.stderr)
         return 2
-    record = conclude(args, spec, web, expected, runs, notes)
+    record = conclude(args, spec, web, expected, runs, notes, agreement)
     result = args.out / "crawl-bench.json"
     result.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     print(f"written: {result}")

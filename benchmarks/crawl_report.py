@@ -1,18 +1,23 @@
-"""Tables, summary, count checks and the JSON record of the crawl benchmark (bench_crawl)."""
+"""Tables, summary, count checks, text agreement and the JSON record of the crawl benchmark."""
 
 from __future__ import annotations
 
+import multiprocessing
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
-from crawlers import Counts
+from bench_extract import prf
+from crawlers import Counts, Crawler
 from measure import Measurement
 from parsefloor import Floor
 
 TOLERANCE = 0.01
 """Page counts further apart than this fraction are flagged."""
+NAME = 13
+"""Width of a crawler's name in the tables."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +69,7 @@ class Run:
 
 
 _HEADER = (
-    f"  {'crawler':<9} {'ok':>6} {'404':>5} {'robots':>6} {'wall s':>7} {'CPU s':>7} "
+    f"  {'crawler':<{NAME}} {'ok':>6} {'404':>5} {'robots':>6} {'wall s':>7} {'CPU s':>7} "
     f"{'pages/s':>8} {'pages/CPU-s':>11} {'crawl pages/s':>13} {'peak RSS MB':>11} "
     f"{'nginx s':>7} {'others s':>8}"
 )
@@ -79,7 +84,7 @@ def run_line(run: Run) -> str:
     crawl = run.crawl_pages_per_second
     others = run.cost.others
     return (
-        f"  {run.crawler:<9} {run.counts.ok:>6} {run.counts.not_found:>5} "
+        f"  {run.crawler:<{NAME}} {run.counts.ok:>6} {run.counts.not_found:>5} "
         f"{run.counts.robots_blocked:>6} {run.cost.wall:>7.2f} {run.cost.cpu:>7.2f} "
         f"{run.pages_per_second:>8.1f} {run.pages_per_cpu_second:>11.1f} "
         f"{(f'{crawl:.1f}' if crawl else '-'):>13} {run.cost.peak_rss_mb:>11.1f} "
@@ -89,9 +94,89 @@ def run_line(run: Run) -> str:
     )
 
 
-def round_table(number: int, rounds: int, runs: Sequence[Run]) -> str:
-    """The table of one round."""
-    return "\n".join([f"round {number}/{rounds}", _HEADER, *(run_line(r) for r in runs)])
+def round_table(number: int, rounds: int, mode: str, runs: Sequence[Run]) -> str:
+    """The table of one comparison in one round."""
+    title = f"round {number}/{rounds}, {mode}"
+    return "\n".join([title, _HEADER, *(run_line(r) for r in runs)])
+
+
+def round_ratio(runs: Sequence[Run], ours: str, theirs: str) -> str:
+    """The round's ratio of pages per CPU-second, ours over theirs."""
+    by_name = {r.crawler: r.pages_per_cpu_second for r in runs}
+    a, b = by_name[ours], by_name[theirs]
+    ratio = f"{a / b:.2f}x" if b else "-"
+    return f"  pages per CPU-second: {ours} {a:.1f} / {theirs} {b:.1f} = {ratio}"
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """How close gossamer's main text is to the reference's (trafilatura's) over the pages
+    both kept, token bags per page, averaged over pages."""
+
+    pages: int
+    """Pages both outputs hold."""
+    only_ours: int
+    only_theirs: int
+    empty_ours: int
+    empty_theirs: int
+    precision: float
+    recall: float
+    f1: float
+    f1_under_0_8: int
+    """Pages whose F1 is under 0.8."""
+
+
+def text_agreement(ours: dict[str, str], theirs: dict[str, str]) -> Agreement:
+    """Score ``ours`` against ``theirs`` (URL -> text) on the URLs both have."""
+    shared = sorted(ours.keys() & theirs.keys())
+    scores = [prf(ours[url], theirs[url]) for url in shared]
+    return Agreement(
+        pages=len(shared),
+        only_ours=len(ours.keys() - theirs.keys()),
+        only_theirs=len(theirs.keys() - ours.keys()),
+        empty_ours=sum(not ours[url].strip() for url in shared),
+        empty_theirs=sum(not theirs[url].strip() for url in shared),
+        precision=statistics.fmean(s[0] for s in scores) if scores else 0.0,
+        recall=statistics.fmean(s[1] for s in scores) if scores else 0.0,
+        f1=statistics.fmean(s[2] for s in scores) if scores else 0.0,
+        f1_under_0_8=sum(s[2] < 0.8 for s in scores),
+    )
+
+
+def score_apart(pair: tuple[Crawler, Crawler], runs: Path) -> Agreement:
+    """`text_agreement` of the pair's last runs (under ``runs/<name>``), in a fresh process.
+
+    The texts of a few thousand pages take a few hundred MB, which this process's heap keeps
+    once freed; Linux carries a parent's RSS into the peak RSS (``ru_maxrss``) of every child
+    forked from it after, so each crawler measured later would report at least that much.
+    """
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(_score, (pair, runs))
+
+
+def _score(pair: tuple[Crawler, Crawler], runs: Path) -> Agreement:
+    ours, theirs = (crawler.texts(runs / crawler.name) for crawler in pair)
+    return text_agreement(ours, theirs)
+
+
+def median_agreement(rounds: Sequence[Agreement]) -> Agreement:
+    """Field by field median over rounds."""
+    fields = asdict(rounds[0]).keys()
+    values = {k: statistics.median(asdict(a)[k] for a in rounds) for k in fields}
+    ints = {k: int(v) for k, v in values.items() if isinstance(getattr(rounds[0], k), int)}
+    return Agreement(**(values | ints))
+
+
+def agreement_text(agreement: Agreement, label: str = "this round") -> str:
+    """One paragraph on the main texts' agreement."""
+    a = agreement
+    return (
+        f"  main text, gossamer vs trafilatura in Scrapy ({label}): {a.pages} pages in both, "
+        f"token-bag P {a.precision:.3f} R {a.recall:.3f} F1 {a.f1:.3f} (macro), "
+        f"{a.f1_under_0_8} pages under F1 0.8; empty: gossamer {a.empty_ours}, "
+        f"trafilatura {a.empty_theirs}; text from one side only: gossamer {a.only_ours}, "
+        f"Scrapy {a.only_theirs}"
+    )
 
 
 def _median(values: Sequence[float | None]) -> float:
@@ -188,25 +273,28 @@ def summary_text(summary: dict[str, dict[str, float]], ours: str, theirs: str, r
     ]
     lines = [
         f"summary: median of {rounds} round(s)",
-        f"  {'':<22} {ours:>10} {theirs:>10} {ours + '/' + theirs:>16}",
+        f"  {'':<22} {ours:>{NAME}} {theirs:>{NAME}} {'ratio':>8}",
     ]
     for label, key, fmt, rfmt in rows:
         lines.append(
-            f"  {label:<22} {summary[ours][key]:>10{fmt}} {summary[theirs][key]:>10{fmt}} "
-            f"{format(ratio[key], rfmt) + 'x':>16}"
+            f"  {label:<22} {summary[ours][key]:>{NAME}{fmt}} {summary[theirs][key]:>{NAME}{fmt}} "
+            f"{format(ratio[key], rfmt) + 'x':>8}"
         )
     return "\n".join(lines)
 
 
-def floor_text(floors: dict[str, Floor], pages: int, cpu_per_page_ms: float) -> str:
-    """The parse floor table and how far gossamer's CPU per page is above each floor."""
+def floor_text(
+    floors: dict[str, Floor], pages: int, cpu_per_page_ms: float, mode: str = "links"
+) -> str:
+    """The parse floor table and how far gossamer's CPU per page (in the ``mode`` comparison)
+    is above each floor."""
     labels = {
         "lexbor_hrefs": "lexbor parse + hrefs",
         "lexbor_hrefs_urljoin": "lexbor parse + hrefs + urljoin",
     }
     lines = [
         f"parse floor: {pages} pages, one core, fastest of the passes per page; "
-        f"gossamer spends {cpu_per_page_ms:.3f} ms CPU per page",
+        f"gossamer ({mode}) spends {cpu_per_page_ms:.3f} ms CPU per page",
         f"  {'':<48} {'median ms':>9} {'mean ms':>8} {'pages/CPU-s':>11} {'gossamer/floor':>14}",
     ]
     for key, floor in floors.items():

@@ -3,6 +3,11 @@
 Both get the same seeds (every host's ``/``), total concurrency, per-host limit, no delay and
 robots.txt obeyed. gossamer's counts come from its ``pages.jsonl``, Scrapy's from the result
 file written by ``scrapy_spider.py``.
+
+Each crawler runs in one of two modes. ``content=True`` is the whole job: gossamer with its
+defaults (main text and metadata of every page) plus ``--warc``; the Scrapy spider with
+``trafilatura.extract`` in its callback and a JSON lines feed. ``content=False`` only follows
+links: gossamer with ``--no-text``, the spider counting pages.
 """
 
 from __future__ import annotations
@@ -10,9 +15,11 @@ from __future__ import annotations
 import json
 import sys
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 SCRAPY_PYTHON = HERE / ".venv-scrapy" / "bin" / "python"
@@ -63,14 +70,28 @@ class Crawler(ABC):
         """The crawler's version, as its run in ``work`` reported it."""
         return "unknown"
 
+    def texts(self, work: Path) -> dict[str, str]:
+        """Main text by URL (without fragment) of the pages the run in ``work`` kept text of."""
+        return {}
+
+
+def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    if path.exists():
+        with path.open(encoding="utf-8") as lines:
+            yield from (json.loads(line) for line in lines)
+
 
 class Gossamer(Crawler):
     """``gossamer crawl`` from the gossamer virtualenv."""
 
-    name = "gossamer"
+    def __init__(self, content: bool = False) -> None:
+        self.content = content
+        self.name = "gossamer-text" if content else "gossamer"
 
     def command(self, seeds: Path, work: Path, settings: Settings) -> list[str]:
-        """``gossamer crawl --seeds-file ... --delay 0 --quiet`` into ``work/out``."""
+        """``gossamer crawl --seeds-file ... --delay 0 --quiet`` into ``work/out``; with
+        content on, gossamer's default text extraction and ``--warc``, else ``--no-text``."""
+        mode = ["--warc"] if self.content else ["--no-text"]
         return [
             str(GOSSAMER),
             "crawl",
@@ -86,30 +107,34 @@ class Gossamer(Crawler):
             "--delay",
             "0",
             "--quiet",
-            "--no-text",  # like the Scrapy spider here, which keeps no text either
+            *mode,
         ]
 
     def counts(self, work: Path) -> Counts:
         """Statuses of the records in ``pages.jsonl``; elapsed from ``stats.json``."""
         ok = not_found = blocked = 0
-        pages = work / "out" / "pages.jsonl"
-        if pages.exists():
-            for line in pages.read_text(encoding="utf-8").splitlines():
-                record = json.loads(line)
-                status = record.get("status")
-                ok += status == 200
-                not_found += status == 404
-                blocked += record.get("error") == "robots"
+        for record in _jsonl(work / "out" / "pages.jsonl"):
+            status = record.get("status")
+            ok += status == 200
+            not_found += status == 404
+            blocked += record.get("error") == "robots"
         stats = work / "out" / "stats.json"
         elapsed = json.loads(stats.read_text())["elapsed"] if stats.exists() else None
         return Counts(ok, not_found, blocked, elapsed)
 
     def ok_urls(self, work: Path) -> set[str]:
         """URLs of the records with status 200."""
-        pages = work / "out" / "pages.jsonl"
-        lines = pages.read_text(encoding="utf-8").splitlines() if pages.exists() else []
-        records = (json.loads(line) for line in lines)
+        records = _jsonl(work / "out" / "pages.jsonl")
         return {r["url"].partition("#")[0] for r in records if r.get("status") == 200}
+
+    def texts(self, work: Path) -> dict[str, str]:
+        """``text`` of the records with status 200 that have one."""
+        records = _jsonl(work / "out" / "pages.jsonl")
+        return {
+            r["url"].partition("#")[0]: r["text"]
+            for r in records
+            if r.get("status") == 200 and r.get("text") is not None
+        }
 
     def version(self, work: Path) -> str:
         """The installed gossamer's version."""
@@ -123,10 +148,14 @@ class Gossamer(Crawler):
 class Scrapy(Crawler):
     """``scrapy_spider.py`` in the Scrapy virtualenv."""
 
-    name = "scrapy"
+    def __init__(self, content: bool = False) -> None:
+        self.content = content
+        self.name = "scrapy-text" if content else "scrapy"
 
     def command(self, seeds: Path, work: Path, settings: Settings) -> list[str]:
-        """The benchmark spider, writing ``work/scrapy.json``."""
+        """The benchmark spider, writing ``work/scrapy.json``; with content on, its items
+        (trafilatura's text of each page) go to ``work/items.jsonl``."""
+        items = ["--items", str(work / "items.jsonl")] if self.content else []
         return [
             str(SCRAPY_PYTHON),
             str(HERE / "scrapy_spider.py"),
@@ -140,6 +169,7 @@ class Scrapy(Crawler):
             str(work / "scrapy.json"),
             "--urls",
             str(work / "urls.txt"),
+            *items,
         ]
 
     def counts(self, work: Path) -> Counts:
@@ -162,6 +192,12 @@ class Scrapy(Crawler):
         path = work / "urls.txt"
         lines = path.read_text(encoding="utf-8").split() if path.exists() else []
         return {url.partition("#")[0] for url in lines}
+
+    def texts(self, work: Path) -> dict[str, str]:
+        """The items' texts by URL."""
+        return {
+            item["url"].partition("#")[0]: item["text"] for item in _jsonl(work / "items.jsonl")
+        }
 
     def version(self, work: Path) -> str:
         """The version ``scrapy_spider.py`` wrote into its result."""

@@ -72,10 +72,33 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+def _sample_rss(pid: int, path: Path, stop: threading.Event, every: float = 1.0) -> None:
+    """Append ``seconds<TAB>RSS MB`` of process ``pid`` to ``path`` every ``every`` seconds."""
+    started = time.perf_counter()
+    with path.open("w", encoding="utf-8") as out:
+        while not stop.wait(every):
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                return
+            kb = next(
+                (int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")),
+                0,
+            )
+            out.write(f"{time.perf_counter() - started:.1f}\t{kb / 1024:.1f}\n")
+            out.flush()
+
+
 def run_measured(
-    command: Sequence[str], log: Path, *, cpu: int | None, timeout: float
+    command: Sequence[str],
+    log: Path,
+    *,
+    cpu: int | None,
+    timeout: float,
+    rss_log: Path | None = None,
 ) -> Measurement:
-    """Run ``command`` with output to ``log``; kill it after ``timeout`` seconds."""
+    """Run ``command`` with output to ``log``; kill it after ``timeout`` seconds. With
+    ``rss_log``, the command's RSS is sampled into that file every second."""
     busy_before = core_busy_seconds(cpu)
     with log.open("wb") as out:
         started = time.perf_counter()
@@ -88,6 +111,10 @@ def run_measured(
         )
         watchdog = threading.Timer(timeout, _kill_group, (process.pid,))
         watchdog.start()
+        stop = threading.Event()
+        if rss_log is not None:
+            args = (process.pid, rss_log, stop)
+            threading.Thread(target=_sample_rss, args=args, daemon=True).start()
         try:
             _, status, usage = os.wait4(process.pid, 0)
         except BaseException:
@@ -96,6 +123,7 @@ def run_measured(
             raise
         finally:
             watchdog.cancel()
+            stop.set()
         wall = time.perf_counter() - started
     busy_after = core_busy_seconds(cpu)
     process.returncode = os.waitstatus_to_exitcode(status)

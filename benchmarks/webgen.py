@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 from protego import Protego
 
 from weblinks import Graph, Host, Linker, host_ip
-from webtext import TextPool, render_page
+from webtext import LAYOUT, TextPool, render_page
 
 PAGES_PER_SECTION = 100
 MAX_SECTIONS = 250
@@ -42,7 +42,7 @@ ROBOTS_AGENT = "benchbot"
 @dataclass(frozen=True)
 class WebSpec:
     """What to generate (``pages`` is approximate: content pages plus indexes); every field is
-    part of the cache key."""
+    part of the cache key, and so is the page layout (`webtext.LAYOUT`)."""
 
     pages: int = 3000
     hosts: int = 20
@@ -51,7 +51,7 @@ class WebSpec:
 
     def key(self) -> str:
         """A directory name unique to this spec."""
-        return f"web-s{self.seed}-n{self.pages}-h{self.hosts}-p{self.port}"
+        return f"web-v{LAYOUT}-s{self.seed}-n{self.pages}-h{self.hosts}-p{self.port}"
 
 
 @dataclass

@@ -1,9 +1,11 @@
 """Text and HTML templates of the benchmark web: pages that look like a news or docs site.
 
-A page has a head with metadata, a header with navigation, a breadcrumb, an article of
-headings and paragraphs with inline links, lists of related links, a sidebar and a footer.
-The text is drawn from a pool of paragraphs made once per web, so writing 200,000 pages stays
-fast while pages still differ.
+A page has a head with metadata, a cookie notice, a header with navigation, an article of
+headings and paragraphs with inline links and lists of related links, then the boilerplate a
+main-text extractor has to leave out: a share bar, an author box, a newsletter sign-up, a
+sidebar of teasers (title and snippet) and a footer with link columns and an about text. The
+text is drawn from a pool of paragraphs made once per web, so writing 200,000 pages stays fast
+while pages still differ. `LAYOUT` numbers this layout; it is part of the web's cache key.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ _VOCABULARY = (
     "café naïve façade résumé Zürich São Paulo Łódź Málaga Ærø crème brûlée déjà vu"
 )
 _WORDS = _VOCABULARY.split()
+LAYOUT = 2
+"""Bumped whenever the pages change, so a web cached with an older layout is not reused."""
 _PUNCT = (".", ".", ".", ".", "?", "!", ";", ":")
 Link = tuple[str, str]
 """An ``(href, text)`` pair, the href as written in the page."""
@@ -100,6 +104,40 @@ def _article(pool: TextPool, rng: random.Random, body: Sequence[Link], size: int
     return chunks
 
 
+def _boilerplate(site: str, nav: Sequence[Link], pool: TextPool, rng: random.Random) -> str:
+    """Share bar, author box and newsletter sign-up after the article: text, not main text."""
+    return (
+        '<div class="share"><span>Share this article</span> <a href="#top">Facebook</a> '
+        '<a href="#top">X</a> <a href="#top">LinkedIn</a> <a href="#top">Email</a></div>\n'
+        f'<div class="author-box"><h4>About the author</h4><p>{pool.words(12, 24)}.</p></div>\n'
+        f'<form class="newsletter"><h4>Get the {site} newsletter</h4>'
+        f"<p>{pool.words(10, 18)}. Unsubscribe at any time.</p>"
+        '<input type="email" placeholder="Your email"><button>Sign up</button></form>\n'
+    )
+
+
+def _teasers(links: Sequence[Link], pool: TextPool) -> str:
+    return "".join(
+        f'<li><a href="{href}">{text}</a><p class="teaser">{pool.words(8, 16)}.</p></li>\n'
+        for href, text in links
+    )
+
+
+def _footer(site: str, nav: Sequence[Link], pool: TextPool) -> str:
+    """Footer: the navigation again in two columns, an about text, legal links."""
+    half = (len(nav) + 1) // 2
+    columns = "".join(
+        f'<ul class="col">\n{_items(part)}</ul>\n' for part in (nav[:half], nav[half:])
+    )
+    return (
+        f'<footer>\n<div class="about"><h4>About {site}</h4><p>{pool.words(15, 30)}.</p></div>\n'
+        f"{columns}"
+        '<p class="legal">&copy; 2024 <a href="mailto:editor@example.org">Editor</a> '
+        '&middot; <a href="javascript:void(0)">Cookie settings</a> '
+        '&middot; <a href="#top">Back to top</a></p></footer>\n'
+    )
+
+
 def render_page(
     title: str,
     canonical: str,
@@ -121,17 +159,18 @@ def render_page(
         '<link rel="stylesheet" href="/static/site.css">\n'
         "<script>window.dataLayer = window.dataLayer || [];"
         "function gtag(){dataLayer.push(arguments);}</script>\n</head>\n"
-        f'<body id="top">\n<header class="site-header"><div class="logo">'
+        f'<body id="top">\n<div class="cookie-notice"><p>{pool.words(12, 20)}.</p>'
+        "<button>Accept all</button> <button>Settings</button></div>\n"
+        f'<header class="site-header"><div class="logo">'
         f'<a href="/">{site}</a></div>\n<nav class="main-nav"><ul>\n{_items(nav)}</ul></nav>'
         "</header>\n<main>\n<article>\n"
         f'<h1>{title}</h1>\n<p class="byline">By {pool.words(2, 3)} &middot; 5 min read</p>\n'
     )
-    article = _article(pool, rng, body[side:], size - len(head) - 600)
     tail = (
         "</article>\n"
-        f'<aside class="sidebar"><h3>Popular</h3>\n<ul>\n{_items(body[:side])}</ul></aside>\n'
-        '</main>\n<footer><p>&copy; 2024 <a href="mailto:editor@example.org">Editor</a> '
-        '&middot; <a href="javascript:void(0)">Cookie settings</a> '
-        '&middot; <a href="#top">Back to top</a></p></footer>\n</body>\n</html>\n'
+        + _boilerplate(site, nav, pool, rng)
+        + f'<aside class="sidebar"><h3>Popular</h3>\n<ul>\n{_teasers(body[:side], pool)}</ul>'
+        "</aside>\n</main>\n" + _footer(site, nav, pool) + "</body>\n</html>\n"
     )
+    article = _article(pool, rng, body[side:], size - len(head) - len(tail))
     return head + "".join(article) + tail
