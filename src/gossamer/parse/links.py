@@ -4,20 +4,20 @@ Links are resolved by :class:`gossamer.urls.Resolver` (the WHATWG URL Standard's
 by ada), against the first ``<base href>`` or the page URL; they come out in WHATWG's
 serialisation, which the frontier's admission takes as canonical at the cost of a regex match.
 
-Documents that could drive lexbor into its quadratic cases (very deep nesting, huge numbers of
-attributes) are first flattened and stripped of excess attributes by
-:func:`gossamer.parse.guard.guard`, which keeps their links and says what it changed in
-``ParsedPage.flags``; its module doc states the time bounds."""
+Documents are parsed by :func:`gossamer.parse.guard.parse`: those that could drive lexbor into
+its quadratic cases (very deep nesting, huge numbers of attributes) are first flattened and
+stripped of excess attributes, keeping their links, and ``ParsedPage.flags`` says what was
+changed; the guard's module doc states the time bounds."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 from w3lib.encoding import to_unicode
 
 from gossamer.parse.charset import detect_encoding
-from gossamer.parse.guard import MAX_DEPTH, guard
+from gossamer.parse.guard import MAX_DEPTH, parse
 from gossamer.urls import MAX_REFERENCE_CHARS, Resolver
 
 __all__ = ["MAX_DEPTH", "MAX_HREF_CHARS", "MAX_TITLE_CHARS", "ParsedPage", "parse_html"]
@@ -82,12 +82,12 @@ def parse_html(
     document: str | bytes = payload
     if detected.encoding != "utf-8":
         document = to_unicode(payload, detected.encoding)
-    guarded = guard(document)
-    try:
-        tree = LexborHTMLParser(guarded.document)
-    except SelectolaxError:
-        flags = (*guarded.flags, "html-parse-error")
-        return ParsedPage(None, [], 0, False, False, page.document, detected.encoding, flags=flags)
+    parsed = parse(document)
+    tree = parsed.tree
+    if tree is None:
+        return ParsedPage(
+            None, [], 0, False, False, page.document, detected.encoding, flags=parsed.flags
+        )
     noindex, nofollow = _meta_robots(tree)
     base = _base_resolver(tree, page)
     links, skipped = _extract_links(
@@ -106,7 +106,7 @@ def parse_html(
         base_url=base.document,
         text_encoding=detected.encoding,
         tree=tree,
-        flags=guarded.flags,
+        flags=parsed.flags,
     )
 
 
