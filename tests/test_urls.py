@@ -196,3 +196,10 @@ def test_resolved_links_are_canonical_after_one_regex_match() -> None:
         resolved = resolver.resolve(href)
         assert resolved is not None and is_plainly_canonical(resolved)
         assert canonicalize(resolved) == resolved
+
+
+def test_repeated_segments_ignore_empty_ones() -> None:
+    scope = Scope.for_seeds(["http://h/"], max_repeated_segments=2)
+    assert scope.reject_reason("http://h/a//b//c//d//e", 0) is None
+    assert scope.reject_reason("http://h/x/y/x/z/x", 0) == "repeated-segments"
+    assert scope.reject_reason("http://h/" + "/".join(f"s{i}" for i in range(400)), 0) is None

@@ -382,12 +382,13 @@ def _repeats_segments(canonical_url: str, limit: int) -> bool:
     if canonical_url.count("/") <= limit + 3:  # scheme's two, the host's one, then segments
         return False
     path = canonical_url.partition("://")[2].partition("/")[2].partition("?")[0]
-    segments = [s for s in path.split("/") if s]
-    if len(segments) <= limit:
+    segments = path.split("/")
+    if len(segments) - len(set(segments)) < limit:  # no segment can be there limit + 1 times
         return False
     counts: dict[str, int] = {}
     for segment in segments:
-        counts[segment] = counts.get(segment, 0) + 1
-        if counts[segment] > limit:
-            return True
+        if segment:
+            count = counts[segment] = counts.get(segment, 0) + 1
+            if count > limit:
+                return True
     return False
