@@ -5,12 +5,14 @@ import pytest
 from gossamer.urls import (
     InvalidURL,
     OriginCache,
+    Resolver,
     Scope,
     canonicalize,
     explicit_port,
     fingerprint,
     host_key,
     host_of,
+    is_plainly_canonical,
 )
 
 
@@ -160,3 +162,44 @@ def test_a_seed_port_is_allowed_for_its_own_host_and_the_allowed_domains() -> No
     assert pooled.reject_reason("http://c.test:6379/x", 0) == "offsite-port"
     given = Scope.for_seeds(["http://a.test:8080/"], allow_ports=[6379])
     assert given.reject_reason("http://a.test:6379/x", 0) is None
+
+
+@pytest.mark.parametrize(
+    ("base", "reference", "resolved"),
+    [
+        ("http://h.test/d/p.html?q", "x.html", "http://h.test/d/x.html"),
+        ("http://h.test/d/p.html?q", "../../x", "http://h.test/x"),
+        ("http://h.test/d/p.html?q", "/a/./b/../c", "http://h.test/a/c"),
+        ("http://h.test/d/p.html?q", "?r", "http://h.test/d/p.html?r"),
+        ("http://h.test/d/p.html?q", "#f", "http://h.test/d/p.html?q"),
+        ("http://h.test/d/p.html?q", "//O.test:80/x", "http://o.test/x"),
+        ("https://h.test/d/", "//o.test/x", "https://o.test/x"),
+        ("http://h.test/d/", "http:x", "http://h.test/d/x"),
+        ("http://h.test/d/", "http:/x", "http://h.test/x"),
+        ("http://h.test/d/p", "http:", "http://h.test/d/p"),
+        ("http://h.test/d/", "https:x", "https://x/"),
+        ("http://h.test/d/", "HTTP://X.test/%7e", "http://x.test/%7e"),
+        ("http://h.test/d/", " \tx\n y ", "http://h.test/d/x%20y"),
+        ("http://u:p@h.test/d/", "/x", "http://u:p@h.test/x"),
+        ("http://h.test/d/", "mailto:a@h.test", None),
+        ("http://h.test/d/", "http://[::1", None),
+        ("http://h.test/d/", "http://h.test:65536/", None),
+    ],
+)
+def test_resolver(base: str, reference: str, resolved: str | None) -> None:
+    assert Resolver(base).resolve(reference) == resolved
+
+
+def test_resolved_links_are_canonical_after_one_regex_match() -> None:
+    resolver = Resolver("http://h.test/docs/library/os.html")
+    for href in ["../glossary.html#term", "os.path.html", "/3/x?y=1", "#top", "../_static/a.js"]:
+        resolved = resolver.resolve(href)
+        assert resolved is not None and is_plainly_canonical(resolved)
+        assert canonicalize(resolved) == resolved
+
+
+def test_repeated_segments_ignore_empty_ones() -> None:
+    scope = Scope.for_seeds(["http://h/"], max_repeated_segments=2)
+    assert scope.reject_reason("http://h/a//b//c//d//e", 0) is None
+    assert scope.reject_reason("http://h/x/y/x/z/x", 0) == "repeated-segments"
+    assert scope.reject_reason("http://h/" + "/".join(f"s{i}" for i in range(400)), 0) is None

@@ -24,7 +24,6 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
-from urllib.parse import urljoin
 
 from gossamer.crawldb import CrawlDB
 from gossamer.extract import DEFAULT_EXTRACTOR, Content, extract
@@ -43,7 +42,7 @@ from gossamer.sinks.jsonl import JsonlSink
 from gossamer.sinks.sqlite import SQLiteSink
 from gossamer.sinks.warc import Archivable, WarcLocation, WarcWriter
 from gossamer.stats import CrawlStats, peak_rss_mb
-from gossamer.urls import InvalidURL, canonicalize, host_key
+from gossamer.urls import Resolver, canonicalize, host_key
 
 log = logging.getLogger(__name__)
 _PARSE_IN_THREAD_BYTES = 512 * 1024
@@ -590,8 +589,11 @@ class Crawler:
 
     def _follow_redirect(self, lease: Lease, location: str) -> tuple[str | None, str | None]:
         try:
-            target = canonicalize(urljoin(lease.url, location))
-        except (InvalidURL, ValueError):
+            resolved = Resolver(lease.url).resolve(location)
+            target = canonicalize(resolved) if resolved is not None else None
+        except ValueError:  # InvalidURL, or a lease URL no resolver takes
+            target = None
+        if target is None:
             return None, "bad-redirect"
         if lease.hops + 1 > self._config.max_redirects:
             return target, "too-many-redirects"

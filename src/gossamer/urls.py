@@ -1,7 +1,10 @@
-"""URL canonicalization, fingerprints and crawl scope.
+"""URL resolution, canonicalization, fingerprints and crawl scope.
 
 Every stage of gossamer compares URLs through :func:`canonicalize` and :func:`fingerprint`;
-there is no second way to normalise a URL.
+there is no second way to normalise a URL. URLs are parsed by one library, ada (the WHATWG URL
+Standard's parser, through ``can_ada``): :class:`Resolver` resolves the links of a page with
+it, :func:`canonicalize` parses what it cannot take as canonical already with it, and adds
+gossamer's own rules on top (see its doc).
 """
 
 from __future__ import annotations
@@ -10,11 +13,21 @@ import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
-from urllib.parse import SplitResult, quote, urlsplit, urlunsplit
+from urllib.parse import quote
 
+import can_ada
 import xxhash
 
-_DEFAULT_PORTS = {"http": 80, "https": 443}
+_SCHEMES = frozenset({"http:", "https:"})
+_C0_AND_SPACE = "".join(map(chr, range(0x21)))
+_NO_TAB_NEWLINE = str.maketrans("", "", "\t\n\r")
+_AUTHORITY_END = re.compile(r"[/\\?#]")
+_SLASHES = ("/", "\\")
+_ABSOLUTE_PREFIXES = ("http://", "https://")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
+
+MAX_REFERENCE_CHARS = 16_384
+"""Longer references are not resolved (huge ``data:`` URLs, traps)."""
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _PCT_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
 _LONE_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
@@ -22,16 +35,14 @@ _LONE_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 # path, '/'). Everything else outside the unreserved set is percent-encoded.
 _PATH_SAFE = "/:@!$&'()*+,;=-._~"
 _QUERY_SAFE = "/?:@!$&'()*+,;=-._~"
-_IPV6 = re.compile(r"[0-9a-f:.]+")
-_FORBIDDEN_HOST = re.compile(r"[\x00-\x20#/:<>?@\[\\\]^|%\x7f]")
-"""WHATWG's forbidden domain code points: no such host can be looked up."""
 _USERINFO_SAFE = ":!$&'()*+,;=-._~"
 _PLAIN = re.compile(r"[A-Za-z0-9\-._~/:@!$&'()*+,;=?]*")
 # A URL already in canonical form (the common case for links a parser resolved): lower-case
-# http(s) scheme and host, no user info, a path of safe characters without dot segments, a
-# query of safe characters, no fragment. Dot segments and default ports are ruled out apart.
+# http(s) scheme and host, no user info, no default port, a path of safe characters, a query
+# of safe characters, no fragment. Dot segments are ruled out apart.
+_HOST = r"[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?"
 _CANONICAL = re.compile(
-    r"https?://[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?(?::[1-9][0-9]{0,4})?"
+    rf"(?:http://{_HOST}(?::(?!80/)[1-9][0-9]{{0,4}})?|https://{_HOST}(?::(?!443/)[1-9][0-9]{{0,4}})?)"
     r"/[A-Za-z0-9\-._~!$&'()*+,;=:@/]*(?:\?[A-Za-z0-9\-._~!$&'()*+,;=:@/?]+)?"
 )
 
@@ -55,42 +66,6 @@ def _normalize_component(text: str, safe: str) -> str:
     return quote(text, safe=safe + "%", encoding="utf-8", errors="surrogatepass")
 
 
-def _remove_dot_segments(path: str) -> str:
-    """RFC 3986 section 5.2.4, for absolute paths."""
-    if "." not in path:
-        return path
-    segments = path.split("/")
-    output: list[str] = []
-    for segment in segments[1:]:
-        if segment == "..":
-            if output:
-                output.pop()
-        elif segment != ".":
-            output.append(segment)
-    if segments[-1] in (".", ".."):
-        output.append("")
-    return "/" + "/".join(output)
-
-
-def _canonical_host(parts: SplitResult) -> str:
-    host = parts.hostname
-    if not host:
-        raise InvalidURL("URL has no host")
-    if not host.isascii():
-        try:
-            host = host.encode("idna").decode("ascii")
-        except UnicodeError as exc:
-            raise InvalidURL(f"bad international host name: {host!r}") from exc
-    host = host.rstrip(".")
-    if ":" in host:
-        if not _IPV6.fullmatch(host):  # zone ids (fe80::1%eth0) and junk
-            raise InvalidURL(f"bad IPv6 host: {host[:100]!r}")
-        return f"[{host}]"
-    if not host or _FORBIDDEN_HOST.search(host):
-        raise InvalidURL(f"bad host name: {host[:100]!r}")
-    return host
-
-
 def canonicalize(url: str) -> str:
     """Return the canonical form of an absolute http(s) URL.
 
@@ -105,7 +80,7 @@ def canonicalize(url: str) -> str:
 
 def is_plainly_canonical(url: str) -> bool:
     """A cheap test that a URL is already canonical (most resolved links are)."""
-    return bool(_CANONICAL.fullmatch(url)) and "/." not in url and not _has_default_port(url)
+    return "/." not in url and _CANONICAL.fullmatch(url) is not None
 
 
 def _canonicalize(url: str) -> str:
@@ -119,26 +94,126 @@ def _canonicalize(url: str) -> str:
 
 def _canonical_form(url: str) -> str:
     try:
-        parts = urlsplit(url.strip())
-        port = parts.port
+        parsed = can_ada.parse(url)
     except ValueError as exc:
         raise InvalidURL(f"malformed URL: {url[:200]!r}") from exc
-    scheme = parts.scheme.lower()
-    if scheme not in _DEFAULT_PORTS:
+    scheme = parsed.protocol
+    if scheme not in _SCHEMES:
         raise InvalidURL(f"not an http(s) URL: {url[:200]!r}")
-    host = _canonical_host(parts)
-    netloc = host if port is None or port == _DEFAULT_PORTS[scheme] else f"{host}:{port}"
-    userinfo = parts.netloc.rpartition("@")[0] if "@" in parts.netloc else ""
-    if userinfo:
+    host = parsed.hostname.rstrip(".")
+    if not host or ("%" in url and "%" in _written_host(url)):
+        # WHATWG decodes escapes in host names; gossamer takes them for a hostile host
+        raise InvalidURL(f"bad host name: {url[:200]!r}")
+    port = parsed.port
+    netloc = f"{host}:{port}" if port else host
+    if parsed.has_credentials():
+        userinfo = _written_authority(url).rpartition("@")[0]
         netloc = f"{_normalize_component(userinfo, _USERINFO_SAFE)}@{netloc}"
-    path = _remove_dot_segments(_normalize_component(parts.path or "/", _PATH_SAFE))
-    query = _normalize_component(parts.query, _QUERY_SAFE) if parts.query else ""
-    return urlunsplit((scheme, netloc, path, query, ""))
+    path = _normalize_component(parsed.pathname, _PATH_SAFE)
+    query = parsed.search[1:]
+    if "%27" in query:  # WHATWG escapes ' in queries; gossamer keeps it as written
+        query = _written_query(url)
+    query = _normalize_component(query, _QUERY_SAFE) if query else ""
+    return f"{scheme}//{netloc}{path}?{query}" if query else f"{scheme}//{netloc}{path}"
 
 
-def _has_default_port(url: str) -> bool:
-    authority = url.partition("//")[2].partition("/")[0]
-    return authority.endswith(":80" if url[4] == ":" else ":443")
+def _written_authority(url: str) -> str:
+    """The authority of an absolute URL as written (tabs and newlines removed)."""
+    rest = _clean(url).partition(":")[2].lstrip("/\\")
+    return _AUTHORITY_END.split(rest, 1)[0]
+
+
+def _written_host(url: str) -> str:
+    return _written_authority(url).rpartition("@")[2]
+
+
+def _written_query(url: str) -> str:
+    return _clean(url).partition("#")[0].partition("?")[2]
+
+
+def _clean(url: str) -> str:
+    """What WHATWG parses of a URL: leading and trailing C0 controls and spaces stripped,
+    tabs and newlines removed."""
+    url = url.strip(_C0_AND_SPACE)
+    if "\t" in url or "\n" in url or "\r" in url:
+        url = url.translate(_NO_TAB_NEWLINE)
+    return url
+
+
+class Resolver:
+    """Resolves the references of one document (``href`` values, ``Location`` headers) into
+    absolute http(s) URLs, as the WHATWG URL Standard does, without fragment.
+
+    The base is parsed once; a reference is joined to it with string operations chosen by
+    its first characters (absolute, ``//host``, ``/path``, ``?query``, ``path``) and the
+    result parsed by ada, which removes dot segments, percent-encodes and checks the host and
+    port. Results are WHATWG's serialisation: mostly canonical already, so
+    :func:`canonicalize` takes them at the cost of one regex match.
+    """
+
+    __slots__ = ("directory", "document", "origin", "path_url", "scheme")
+
+    def __init__(self, base: str) -> None:
+        try:
+            parsed = can_ada.parse(base)
+        except ValueError as exc:
+            raise ValueError(f"not an absolute http(s) URL: {base[:200]!r}") from exc
+        if parsed.protocol not in _SCHEMES:
+            raise ValueError(f"not an absolute http(s) URL: {base[:200]!r}")
+        href = parsed.href
+        path, search, fragment = parsed.pathname, parsed.search, parsed.hash
+        self.scheme = parsed.protocol
+        self.origin = href[: len(href) - len(path) - len(search) - len(fragment)]
+        self.path_url = self.origin + path
+        self.document = self.path_url + search
+        self.directory = self.origin + path[: path.rfind("/") + 1]
+
+    def resolve(self, reference: str) -> str | None:
+        """The absolute http(s) URL ``reference`` points to, without fragment; None if it
+        points elsewhere (``mailto:``, ``javascript:``) or is malformed."""
+        if len(reference) > MAX_REFERENCE_CHARS:
+            return None
+        reference = reference.strip(_C0_AND_SPACE)
+        if "\t" in reference or "\n" in reference or "\r" in reference:
+            reference = reference.translate(_NO_TAB_NEWLINE)
+        reference = reference.partition("#")[0]
+        if not reference:
+            return self.document
+        url: str | None
+        first = reference[0]
+        if first == "/" or first == "\\":
+            scheme_relative = reference[1:2] in _SLASHES
+            url = (self.scheme if scheme_relative else self.origin) + reference
+        elif first == "?":
+            url = self.path_url + reference
+        elif reference.startswith(_ABSOLUTE_PREFIXES):
+            url = reference
+        else:
+            scheme = _SCHEME.match(reference) if ":" in reference else None
+            url = self.directory + reference if scheme is None else self._with_scheme(reference)
+        if url is None:
+            return None
+        try:
+            return can_ada.parse(url).href
+        except ValueError:
+            return None
+
+    def _with_scheme(self, reference: str) -> str | None:
+        scheme, _, rest = reference.partition(":")
+        scheme = scheme.lower() + ":"
+        if scheme not in _SCHEMES:
+            return None
+        if not rest and scheme == self.scheme:
+            return self.document
+        if scheme != self.scheme or (rest[:1] in _SLASHES and rest[1:2] in _SLASHES):
+            # "https:x" from an http page names a host, as does "http://x" anywhere
+            return scheme + rest
+        # "http:x" from an http page is relative to it
+        if rest[:1] in _SLASHES:
+            return self.origin + rest
+        if rest[:1] == "?":
+            return self.path_url + rest
+        return self.directory + rest
 
 
 def fingerprint(canonical_url: str) -> int:
@@ -307,12 +382,13 @@ def _repeats_segments(canonical_url: str, limit: int) -> bool:
     if canonical_url.count("/") <= limit + 3:  # scheme's two, the host's one, then segments
         return False
     path = canonical_url.partition("://")[2].partition("/")[2].partition("?")[0]
-    segments = [s for s in path.split("/") if s]
-    if len(segments) <= limit:
+    segments = path.split("/")
+    if len(segments) - len(set(segments)) < limit:  # no segment can be there limit + 1 times
         return False
     counts: dict[str, int] = {}
     for segment in segments:
-        counts[segment] = counts.get(segment, 0) + 1
-        if counts[segment] > limit:
-            return True
+        if segment:
+            count = counts[segment] = counts.get(segment, 0) + 1
+            if count > limit:
+                return True
     return False

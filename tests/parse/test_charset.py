@@ -176,4 +176,4 @@ def test_parse_html_header_charset_and_non_ascii_links() -> None:
     page = parse_html(body, "http://example.jp/", header_charset="Shift_JIS")
     assert page.text_encoding == "cp932"
     assert page.title == "日本"
-    assert page.links == ["http://example.jp/ページ"]
+    assert page.links == ["http://example.jp/%E3%83%9A%E3%83%BC%E3%82%B8"]  # ページ

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 from selectolax.lexbor import LexborHTMLParser
 
-from gossamer.parse.guard import MAX_DEPTH, MAX_TAG_ATTRIBUTES, guard
+from gossamer.parse.guard import MAX_DEPTH, MAX_TAG_ATTRIBUTES, _ordinary, _tag_count, guard, parse
 from gossamer.parse.links import parse_html
 
 URL = "http://example.com/"
@@ -155,4 +155,39 @@ def test_attribute_names_with_odd_whitespace_past_the_limit() -> None:
     tag = f"<a {many} c\x0bd=1 e\u2028f=2 href=/x>x</a>"
     page = parse_html(("<p>pad</p>" * 8000 + tag).encode(), "http://a.test/")
     assert page.links == ["http://a.test/x"]
+    assert page.flags == ("html-cut-attributes",)
+
+
+def test_ordinary_pages_are_parsed_as_they_are() -> None:
+    rows = b"".join(
+        b'<li><a class="ref" href="/p/%d">item <code>%d</code></a><br></li>\n' % (i, i)
+        for i in range(2000)
+    )
+    body = b"<html><head><title>t</title></head><body><ul>" + rows + b"</ul></body></html>"
+    assert _ordinary(body, _tag_count(body))
+    parsed = parse(body)
+    assert parsed.flags == () and parsed.tree is not None
+    assert len(parsed.tree.css("a[href]")) == 2000
+
+
+@pytest.mark.parametrize(
+    "shape", [b"<span></i>", b"<span><div></span></div>", b"<div><table></div></table>"]
+)
+def test_balanced_but_deep_pages_are_checked_and_flattened(shape: bytes) -> None:
+    body = shape * (15_000 // shape.count(b"<")) + b'<a href="/after">after</a>'
+    assert _ordinary(body, _tag_count(body))
+    started = time.perf_counter()
+    parsed = parse(body)
+    assert time.perf_counter() - started < 5.0
+    assert parsed.flags == ("html-flattened",) and parsed.tree is not None
+    assert lexbor_depth(parsed.tree.html or "") <= 2 * MAX_DEPTH
+    assert parse_html(body, URL).links == ["http://example.com/after"]
+
+
+def test_attributes_behind_a_quoted_angle_bracket_are_cut() -> None:
+    names = b" ".join(b'x%d="v>w"' % i for i in range(2 * MAX_TAG_ATTRIBUTES))
+    body = b"<a " + names + b' href="/kept">k</a>' + b"<p>filler</p>" * 6000
+    assert not _ordinary(body, _tag_count(body))
+    page = parse_html(body, URL)
+    assert page.links == ["http://example.com/kept"]
     assert page.flags == ("html-cut-attributes",)

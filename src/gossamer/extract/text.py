@@ -13,14 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 from w3lib.encoding import to_unicode
 
 from gossamer.extract import density, meta, tree
 from gossamer.extract.density import HEADINGS
 from gossamer.extract.lang import detect_language
 from gossamer.parse.charset import detect_encoding
-from gossamer.parse.guard import guard
+from gossamer.parse.guard import parse
 
 __all__ = ["DEFAULT_EXTRACTOR", "EXTRACTORS", "Content", "extract"]
 
@@ -177,7 +177,4 @@ def _parse(markup: str | bytes) -> LexborHTMLParser | None:
     if isinstance(markup, bytes):
         detected = detect_encoding(markup, None)
         markup = to_unicode(markup[detected.bom_length :], detected.encoding)
-    try:
-        return LexborHTMLParser(guard(markup).document)
-    except SelectolaxError:
-        return None
+    return parse(markup).tree

@@ -29,14 +29,34 @@ attribute values holding ``>``, raw text elements outside SVG/MathML, tags cut b
 the document), so lexbor never sees a tag the guard did not. Its errors lean towards more
 depth: 5,001 unclosed ``<a href>`` siblings stay flat and whole.
 
-Bounds (measured on the development machine, 2 shared cores): every step is linear in the
-document. The guard's pass costs at most about 0.5 s per MB (0.2 s per MB for a 10 MB
-attribute bomb, 0.45 s per MB for 10 MB of nested ``<table><tr><td>``, a token every 5
-bytes) and nothing on documents under 16 KiB or with under 4,096 ``<``; each token costs it a
-bounded scan of at most `_REACH` stack entries. Lexbor then costs about 0.05 s per MB on
-ordinary pages and at most about 0.7 s per MB on the worst shapes left (a flat run of
-sibling-closing tags at depth `MAX_DEPTH`), since each token costs it at most one scan of a
-stack of `MAX_DEPTH` entries and one scan of a tag's `MAX_TAG_ATTRIBUTES` attributes.
+Most pages need none of this, and the pass costs several times lexbor's own parse, so
+:func:`parse` runs it only on documents that could be hostile. A document is parsed as it is
+when it is small (under 16 KiB or 4,096 ``<``) or *ordinary*: at most `_ORDINARY_MAX_TAGS`
+``<``, not many more start tags than end tags (``<`` minus twice ``</`` at most a quarter of
+the ``<``), and no tag that could hold `MAX_TAG_ATTRIBUTES` attributes (`_ODD_TAG`: a tag
+of `_LONG_TAG_CHARS` characters, also behind quoted values holding ``>``). These are two
+counts and one regex search, about a tenth of the parse. An ordinary document's tree is then
+checked, by one CSS match in lexbor, for an element nested deeper than `MAX_DEPTH` below
+``<body>``; if there is one (start and end tags can balance and still nest: ``<span></i>``),
+the document is guarded and parsed again. An ordinary document that is hostile all the same
+costs lexbor at most about 0.2 s: its quadratic cases need a deep stack and a token scanning
+it, and the document has at most `_ORDINARY_MAX_TAGS` tags, half of them end tags (measured
+at the limit: ``<div></x>`` repeated, 0.19 s; ``<span></i>``, 0.13 s; a quarter of the tags
+unclosed ``<div>`` then ``<p></p>``, 0.16 s).
+
+Bounds of the guard (measured on the development machine, 2 shared cores): every step is
+linear in the document. The guard's pass costs at most about 0.5 s per MB (0.2 s per MB for
+a 10 MB attribute bomb, 0.45 s per MB for 10 MB of nested ``<table><tr><td>``, a token every
+5 bytes); each token costs it a bounded scan of at most `_REACH` stack entries. Lexbor then
+costs about 0.05 s per MB on ordinary pages and at most about 0.7 s per MB on the worst
+shapes left (a flat run of sibling-closing tags at depth `MAX_DEPTH`), since each token costs
+it at most one scan of a stack of `MAX_DEPTH` entries and one scan of a tag's
+`MAX_TAG_ATTRIBUTES` attributes.
+
+Not covered: formatting elements with distinct attributes closed by a block and reopened
+(``<p><b c=1>x</p>`` repeated) make lexbor rebuild them all at every reopening, as the
+Standard says (the "reconstruct the active formatting elements" step); neither the guard's
+estimate nor the checks above see it, and 150 KB of it cost lexbor about a minute.
 """
 
 from __future__ import annotations
@@ -44,14 +64,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from selectolax.lexbor import LexborHTMLParser, SelectolaxError
+
 __all__ = [
     "CUT_ATTRIBUTES",
     "FLATTENED",
     "MAX_ATTRIBUTE_NAMES",
     "MAX_DEPTH",
     "MAX_TAG_ATTRIBUTES",
+    "PARSE_ERROR",
     "Guarded",
+    "Parsed",
     "guard",
+    "parse",
 ]
 
 MAX_DEPTH = 512
@@ -63,6 +88,7 @@ MAX_ATTRIBUTE_NAMES = 16_384
 
 FLATTENED = "html-flattened"
 CUT_ATTRIBUTES = "html-cut-attributes"
+PARSE_ERROR = "html-parse-error"
 
 # Below these sizes the worst case costs lexbor about 0.2 s, so the document is left alone.
 _GUARD_MIN_CHARS = 16 * 1024
@@ -77,6 +103,20 @@ _REACH = 32
 _DEEP = 64
 
 _SPACE = r"\t\n\f\r "
+# Ordinary documents (see the module doc) have no tag of _LONG_TAG_CHARS characters. A tag
+# whose quoted values hold ">" is long if, after one of them, _LONG_TAG_CHARS characters
+# follow in which ">" appears only inside quotes (where the regex's quotes are off the
+# tokenizer's, it sees quoted text that is not, and finds tags longer than they are).
+_ODD_TAG = re.compile(
+    f"<[^>]{{{_LONG_TAG_CHARS}}}"
+    f"|=[{_SPACE}]*(?:\"[^\"]*>[^\"]*\"|'[^']*>[^']*')"
+    f"(?:[^>\"']|\"[^\"]*\"|'[^']*'){{{_LONG_TAG_CHARS}}}"
+)
+_ODD_TAG_BYTES = re.compile(_ODD_TAG.pattern.encode())
+_ORDINARY_MAX_TAGS = 16_384
+_ORDINARY_MIN_UNCLOSED = 512
+# Matches an element deeper than MAX_DEPTH below <body> (html and body are the first two).
+_TOO_DEEP = " > ".join(["*"] * (MAX_DEPTH + 3))
 # One alternative per tokenizer state that can hide markup; every alternative that starts
 # matching succeeds, so a failed attempt never rescans the document, and possessive
 # quantifiers keep the regex engine from saving backtracking points per attribute. Groups:
@@ -173,36 +213,95 @@ class Guarded:
     flags: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """A document parsed by lexbor, and what had to be dropped to parse it safely."""
+
+    tree: LexborHTMLParser | None
+    """None when lexbor refused the document (flagged ``html-parse-error``)."""
+    flags: tuple[str, ...] = ()
+
+
+def parse(document: str | bytes) -> Parsed:
+    """lexbor's tree of ``document``, guarded only if it could be hostile (see the module
+    doc); bytes are read as UTF-8."""
+    tags = _tag_count(document)
+    if not _needs_guard(document, tags):
+        return _lexbor(document, ())
+    if _ordinary(document, tags):
+        parsed = _lexbor(document, ())
+        if parsed.tree is None or parsed.tree.css_first(_TOO_DEEP) is None:
+            return parsed
+    guarded = _guard(document)
+    return _lexbor(guarded.document, guarded.flags)
+
+
 def guard(document: str | bytes) -> Guarded:
     """``document`` rewritten as the module doc says, or unchanged if it cannot be hostile
     (bytes are read as UTF-8, invalid sequences replaced)."""
-    if not _needs_guard(document):
+    if not _needs_guard(document, _tag_count(document)):
         return Guarded(document)
+    return _guard(document)
+
+
+def _guard(document: str | bytes) -> Guarded:
     text = document if isinstance(document, str) else document.decode("utf-8", "replace")
     return _Guard(text).run()
 
 
-def _needs_guard(document: str | bytes) -> bool:
+def _lexbor(document: str | bytes, flags: tuple[str, ...]) -> Parsed:
+    try:
+        return Parsed(LexborHTMLParser(document), flags)
+    except SelectolaxError:
+        return Parsed(None, (*flags, PARSE_ERROR))
+
+
+def _tag_count(document: str | bytes) -> int:
+    if isinstance(document, bytes):
+        return document.count(b"<")
+    return document.count("<")
+
+
+def _needs_guard(document: str | bytes, tags: int) -> bool:
     size = len(document)
     if size <= _GUARD_MIN_CHARS:
         return False
-    if isinstance(document, bytes):
-        if document.count(b"<") > _GUARD_MIN_TAGS:
-            return True
-        return size > _LONG_TAG_MIN_CHARS and _LONG_TAG_BYTES.search(document) is not None
-    if document.count("<") > _GUARD_MIN_TAGS:
+    if tags > _GUARD_MIN_TAGS:
         return True
-    return size > _LONG_TAG_MIN_CHARS and _LONG_TAG_TEXT.search(document) is not None
+    if size <= _LONG_TAG_MIN_CHARS:
+        return False
+    if isinstance(document, bytes):
+        return _LONG_TAG_BYTES.search(document) is not None
+    return _LONG_TAG_TEXT.search(document) is not None
+
+
+def _ordinary(document: str | bytes, tags: int) -> bool:
+    """Whether lexbor may parse ``document`` before it is checked (see the module doc)."""
+    if tags > _ORDINARY_MAX_TAGS:
+        return False
+    most_unclosed = max(_ORDINARY_MIN_UNCLOSED, tags // 4)
+    if isinstance(document, bytes):
+        if tags - 2 * document.count(b"</") > most_unclosed:
+            return False
+        return _ODD_TAG_BYTES.search(document) is None
+    if tags - 2 * document.count("</") > most_unclosed:
+        return False
+    return _ODD_TAG.search(document) is None
 
 
 class _Guard:
     """One pass over one document: the estimated stack of open elements and the rewrite."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, *, names_as_they_come: bool = False) -> None:
         self.text = text
         self.stack: list[str] = []
         self.open_count: dict[str, int] = {}
         self.names: set[str] = set(_KEPT_ATTRIBUTES)
+        self.names_as_they_come = names_as_they_come
+        """Count attribute names tag by tag; else short tags' names are counted at the end,
+        at once, and the pass is run again this way if they are too many (they never are on
+        ordinary pages)."""
+        self.unread: list[str] = []
         self.pieces: list[str] = []
         self.copied = 0
         self.changed = False
@@ -213,6 +312,7 @@ class _Guard:
         search = _TOKEN.search
         stack = self.stack
         open_count = self.open_count
+        unread = self.unread
         position = 0
         while (token := search(text, position)) is not None:
             position = token.end()
@@ -221,12 +321,18 @@ class _Guard:
                 continue
             name = raw_name.lower()
             if closing:
-                if not self._end_tag(name):
+                if stack and stack[-1] == name:  # the common case, inline
+                    stack.pop()
+                    open_count[name] -= 1
+                elif not self._end_tag(name):
                     self._replace(token, "")
                 continue
             tag = None
             if len(attributes) > 1:
-                tag = self._attributes(raw_name, attributes)
+                if len(attributes) < _LONG_TAG_CHARS and not self.names_as_they_come:
+                    unread.append(attributes)  # too short to hold MAX_TAG_ATTRIBUTES
+                else:
+                    tag = self._attributes(raw_name, attributes)
             if tag is not None or name in _SPECIAL_START or attributes.endswith("/"):
                 position = self._start_tag(name, token, tag, attributes)
                 continue
@@ -239,10 +345,21 @@ class _Guard:
             else:
                 self.flags.add(FLATTENED)
                 self._replace(token, token[0] + "</a>" if name == "a" else "")
+        if unread and self._too_many_names():
+            return _Guard(text, names_as_they_come=True).run()
         if not self.changed:
             return Guarded(text, tuple(sorted(self.flags)))
         self.pieces.append(text[self.copied :])
         return Guarded("".join(self.pieces), tuple(sorted(self.flags)))
+
+    def _too_many_names(self) -> bool:
+        """Whether the unread attributes bring the document past `MAX_ATTRIBUTE_NAMES`
+        distinct names (every name takes two characters at least)."""
+        room = MAX_ATTRIBUTE_NAMES - len(self.names)
+        if sum(map(len, self.unread)) < 2 * room:
+            return False
+        names = _ATTRIBUTE.findall(" ".join(self.unread))
+        return len(self.names.union(names)) > MAX_ATTRIBUTE_NAMES
 
     def _replace(self, token: re.Match[str], replacement: str) -> None:
         start, end = token.span()
