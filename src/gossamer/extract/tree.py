@@ -198,27 +198,107 @@ _TAG_SCORE = {
 # What class and id names say, read word by word (``article-body__text`` is three words;
 # camelCase stays one word), each word as a substring: readability's lists, with the names of
 # consent banners, paywalls and newsletters added.
-_NEGATIVE = re.compile(
-    r"hidden|banner|combx|comment|contact|foot|masthead|media|meta|outbrain|promo|related|"
-    r"scroll|share|shoutbox|sidebar|skyscraper|sponsor|shopping|tags|tool|widget"
-)
-_POSITIVE = re.compile(r"article|body|content|entry|hentry|main|page|post|text|blog|story")
-_UNLIKELY = re.compile(
-    r"agegate|banner|breadcrumb|combx|comment|community|consent|cookie|disqus|extra|footer|"
-    r"gdpr|header|legends|menu|navigation|navbar|newsletter|pager|pagination|popup|promo|"
-    r"related|remark|replies|rss|share|shoutbox|sidebar|skyscraper|social|sponsor|subscribe|"
-    r"supplemental|^nav$"
-)
-_MAYBE = re.compile(r"and|article|body|column|content|main|shadow")
-_AD_WORDS = frozenset(["ad", "ads", "advert", "advertisement", "hid"])
+_NEGATIVE = [
+    "hidden",
+    "banner",
+    "combx",
+    "comment",
+    "contact",
+    "foot",
+    "masthead",
+    "media",
+    "meta",
+    "outbrain",
+    "promo",
+    "related",
+    "scroll",
+    "share",
+    "shoutbox",
+    "sidebar",
+    "skyscraper",
+    "sponsor",
+    "shopping",
+    "tags",
+    "tool",
+    "widget",
+]
+_POSITIVE = [
+    "article",
+    "body",
+    "content",
+    "entry",
+    "hentry",
+    "main",
+    "page",
+    "post",
+    "text",
+    "blog",
+    "story",
+]
+_UNLIKELY = [
+    "agegate",
+    "banner",
+    "breadcrumb",
+    "combx",
+    "comment",
+    "community",
+    "consent",
+    "cookie",
+    "disqus",
+    "extra",
+    "footer",
+    "gdpr",
+    "header",
+    "legends",
+    "menu",
+    "navigation",
+    "navbar",
+    "newsletter",
+    "pager",
+    "pagination",
+    "popup",
+    "promo",
+    "related",
+    "remark",
+    "replies",
+    "rss",
+    "share",
+    "shoutbox",
+    "sidebar",
+    "skyscraper",
+    "social",
+    "sponsor",
+    "subscribe",
+    "supplemental",
+]
+_MAYBE = ["and", "article", "body", "column", "content", "main", "shadow"]
 _WORD = re.compile(r"[a-z0-9]+")
 _NEG, _POS, _UNL, _MAY = 1, 2, 4, 8
+_EXACT = {
+    "ad": _NEG | _UNL,
+    "ads": _NEG | _UNL,
+    "advert": _NEG | _UNL,
+    "advertisement": _NEG | _UNL,
+    "hid": _NEG | _UNL,
+    "nav": _UNL,
+}
+"""Words that say something only on their own (``ad`` is in ``header``)."""
+_MASKS = {
+    key: sum(
+        flag
+        for flag, words in ((_NEG, _NEGATIVE), (_POS, _POSITIVE), (_UNL, _UNLIKELY), (_MAY, _MAYBE))
+        if any(word in key for word in words)
+    )
+    for key in {*_NEGATIVE, *_POSITIVE, *_UNLIKELY, *_MAYBE}
+}
+"""Each keyword's flags, with those of the keywords inside it (``footer`` is ``foot`` too)."""
+_KEYWORDS = re.compile("|".join(sorted(_MASKS, key=len, reverse=True)))
 _CELLS = frozenset(["td", "th", "pre"])
 _LABELLED = _CELLS | HEADINGS | {"li", "dt", "dd", "caption", "summary"}
 MAX_LABEL = 20
 _ARTICLE_TAGS = frozenset(["article", "main"])
-_COMMAS = re.compile("[,\u060c\uff0c\u3001]")
-_SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f]\s*$")
+_STOPS = frozenset(".!?\u3002\uff01\uff1f")
+"""Full stops of a sentence (blocks end without spaces)."""
 
 
 @dataclass(slots=True)
@@ -431,15 +511,12 @@ def _read_names(names: str) -> tuple[float, bool]:
 
 
 def _read_word(word: str) -> int:
-    if word in _AD_WORDS:
-        return _NEG | _UNL
-    mask = _NEG if _NEGATIVE.search(word) else 0
-    if _POSITIVE.search(word):
-        mask |= _POS
-    if _UNLIKELY.search(word):
-        mask |= _UNL
-    if _MAYBE.search(word):
-        mask |= _MAY
+    exact = _EXACT.get(word)
+    if exact is not None:
+        return exact
+    mask = 0
+    for key in _KEYWORDS.findall(word):
+        mask |= _MASKS[key]
     return mask
 
 
@@ -450,10 +527,10 @@ def _total(boxes: list[Box], blocks: list[Block]) -> None:
         box = boxes[block.box]
         box.chars += len(block.text)
         box.link_chars += min(block.link_chars, len(block.text))
-        box.commas += len(_COMMAS.findall(block.text))
+        box.commas += _commas(block.text)
         box.images += len(block.images)
         box.blocks += 1
-        box.ends_sentence = _SENTENCE_END.search(block.text) is not None
+        box.ends_sentence = block.text[-1] in _STOPS
     for box in boxes:
         if box.tag == "p":
             box.paragraphs = 1
@@ -506,7 +583,7 @@ def _choose(boxes: list[Box], blocks: list[Block], *, strict: bool) -> tuple[set
                 inside = flagged[block.box] = _in_boilerplate(boxes, block.box)
             if inside:
                 continue
-        score = 1.0 + len(_COMMAS.findall(block.text)) + min(chars // 100, 3)
+        score = 1.0 + _commas(block.text) + min(chars // 100, 3)
         mass[block.box] += score
         prose[block.box] += chars
         index = boxes[block.box].parent
@@ -635,6 +712,14 @@ def _descends(boxes: list[Box], index: int, ancestor: int) -> bool:
     return False
 
 
+def _commas(text: str) -> int:
+    """Commas, Arabic, full-width and ideographic ones too."""
+    count = text.count(",")
+    if not text.isascii():
+        count += text.count("\u060c") + text.count("\uff0c") + text.count("\u3001")
+    return count
+
+
 def _has_word(text: str) -> bool:
     """Whether ``text`` has a letter: pager digits, arrows and bullets have none."""
     return any(c.isalpha() for c in text)
@@ -647,7 +732,7 @@ def _label(block: Block, tag: str) -> bool:
         len(text) <= MAX_LABEL
         and " " not in text
         and tag not in _LABELLED
-        and _SENTENCE_END.search(text) is None
+        and text[-1] not in _STOPS
     )
 
 
@@ -661,9 +746,7 @@ def _is_prose(box: Box) -> bool:
 def _is_prose_text(block: Block) -> bool:
     chars = len(block.text)
     density = block.link_density()
-    return (chars > 80 and density < 0.25) or (
-        density == 0 and _SENTENCE_END.search(block.text) is not None
-    )
+    return (chars > 80 and density < 0.25) or (density == 0 and block.text[-1] in _STOPS)
 
 
 def _keep(boxes: list[Box], chosen: set[int]) -> list[bool]:
