@@ -3,34 +3,27 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
-from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
-
-from redis.exceptions import RedisClusterException, RedisError
+from typing import Any
 
 from gossamer.cluster import DEFAULT_JOB
-from gossamer.cluster.errors import ClusterError
-from gossamer.cluster.resilient import DEFAULT_BUDGET, RedisUnavailable
-from gossamer.redact import has_password, redact_text, redact_url
+from gossamer.cluster.resilient import DEFAULT_BUDGET, run
+from gossamer.flags import add_crawl_flags, settings_from_args
+from gossamer.redact import has_password, redact_url
+from gossamer.settings import JobSettings
 
-T = TypeVar("T")
 
-
-def add_cluster_parser(
-    sub: Any, add_crawl_flags: Callable[[argparse.ArgumentParser], None]
-) -> None:
+def add_cluster_parser(sub: Any) -> None:
     """The ``cluster`` command and its subcommands."""
     cluster = sub.add_parser("cluster", help="crawl one job with many workers through Redis")
     commands = cluster.add_subparsers(dest="cluster_command", required=True)
 
     submit = commands.add_parser("submit", help="store a job's settings and queue its seeds")
     _redis_flags(submit)
-    add_crawl_flags(submit)
+    add_crawl_flags(submit, cluster=True)
     submit.set_defaults(handler=_submit)
 
     worker = commands.add_parser("worker", help="crawl a share of the job until it is done")
@@ -74,7 +67,7 @@ def add_cluster_parser(
     up = commands.add_parser("up", help="local demo: redis-server + N workers crawl the seeds")
     up.add_argument("-n", "--workers", type=int, default=3, help="workers to start (3)")
     up.add_argument("--job", default=DEFAULT_JOB, help=f"job name ({DEFAULT_JOB})")
-    add_crawl_flags(up)
+    add_crawl_flags(up, cluster=True)
     up.set_defaults(handler=_up)
 
 
@@ -83,21 +76,10 @@ def _redis_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--job", default=DEFAULT_JOB, help=f"job name ({DEFAULT_JOB})")
 
 
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a cluster coroutine; a lost Redis becomes a one-line ClusterError."""
-    try:
-        return asyncio.run(coro)
-    except RedisUnavailable as exc:
-        raise ClusterError(redact_text(str(exc))) from None
-    except (RedisError, RedisClusterException, OSError) as exc:
-        raise ClusterError(f"Redis failed: {redact_text(str(exc))}") from None
-
-
 def _submit(args: argparse.Namespace) -> int:
-    from gossamer.cli import crawl_settings
     from gossamer.cluster.jobs import submit
 
-    settings = crawl_settings(args, skip=("redis", "job"))
+    settings = settings_from_args(args, JobSettings, skip=("redis", "job"))
     added = run(submit(settings, args.redis, args.job))
     if not settings.quiet:
         print(f"submitted job {args.job!r}: {added} seed(s) queued at {redact_url(args.redis)}")
@@ -133,7 +115,7 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from gossamer.cluster.jobs import status
+    from gossamer.cluster.jobs import format_status, status
 
     state = run(status(args.redis, args.job))
     if args.json:
@@ -141,30 +123,6 @@ def _status(args: argparse.Namespace) -> int:
         return 0
     print(format_status(state))
     return 0
-
-
-def format_status(state: dict[str, Any]) -> str:
-    """The human form of ``cluster status``."""
-    if not state["submitted"]:
-        return f"job {state['job']!r}: not submitted"
-    t = state["totals"]
-    lines = [
-        f"job {state['job']!r}: {'finished' if state['done'] else 'running'}, "
-        f"seen {t['seen']}, finished {t['finished']}, queued {t['queued']}, "
-        f"claimed {t['claimed']}, {state['pages_per_second']} pages/s, "
-        f"leader {state['leader']}, assignment v{state['assignment_version']}"
-    ]
-    if t.get("set_aside"):
-        lines[0] += f", {t['set_aside']} malformed entries set aside"
-    model = state.get("runtime_model")
-    if model:
-        lines.append(f"  allocator {state.get('allocator')}; {model['summary']}")
-    for w in state["workers"]:
-        lines.append(
-            f"  {w['name']:<24} {'alive' if w['alive'] else 'gone ':<5} "
-            f"partitions {w['partitions']:<6} pages {w['pages']:<8} {w['pages_per_second']}/s"
-        )
-    return "\n".join(lines)
 
 
 def _wait(args: argparse.Namespace) -> int:
@@ -177,8 +135,7 @@ def _wait(args: argparse.Namespace) -> int:
 
 
 def _up(args: argparse.Namespace) -> int:
-    from gossamer.cli import crawl_settings
     from gossamer.cluster.local import up
 
-    settings = crawl_settings(args, skip=("job", "workers"))
+    settings = settings_from_args(args, JobSettings, skip=("job", "workers"))
     return up(settings, args.workers, args.job)

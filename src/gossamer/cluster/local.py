@@ -14,16 +14,16 @@ from pathlib import Path
 
 from redis.exceptions import RedisError
 
-from gossamer.cluster.cli import format_status, run
 from gossamer.cluster.control import Control
 from gossamer.cluster.errors import ClusterError
-from gossamer.cluster.jobs import connect, status, submit
-from gossamer.settings import CrawlSettings, SettingsError
+from gossamer.cluster.jobs import connect, format_status, status, submit
+from gossamer.cluster.resilient import run
+from gossamer.settings import JobSettings, SettingsError
 
 _START_TIMEOUT = 10.0
 
 
-def up(settings: CrawlSettings, workers: int, job: str) -> int:
+def up(settings: JobSettings, workers: int, job: str) -> int:
     """Start redis-server in ``out/redis`` and ``workers`` workers, submit, run to the end."""
     if workers < 1:
         raise SettingsError("invalid setting 'workers': give at least 1")
@@ -38,7 +38,7 @@ def up(settings: CrawlSettings, workers: int, job: str) -> int:
     return run(_up(settings.model_copy(update={"out": out}), workers, job, binary))
 
 
-async def _up(settings: CrawlSettings, workers: int, job: str, binary: str) -> int:
+async def _up(settings: JobSettings, workers: int, job: str, binary: str) -> int:
     out = settings.out
     started = time.monotonic()
     url, proc = await _start_redis(binary, out / "redis")

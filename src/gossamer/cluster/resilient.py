@@ -35,14 +35,16 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisClusterException, RedisError
 
+from gossamer.cluster.errors import ClusterError
 from gossamer.frontier.redis import RedisClient
 from gossamer.redact import redact_text, redact_url
 
@@ -157,3 +159,13 @@ def install_guard(client: RedisClient, url: str, budget: float = DEFAULT_BUDGET)
     if isinstance(client, Redis):
         client.set_retry(guard)
     return guard
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a cluster command's coroutine; a lost Redis becomes a one-line ClusterError."""
+    try:
+        return asyncio.run(coro)
+    except RedisUnavailable as exc:
+        raise ClusterError(redact_text(str(exc))) from None
+    except (RedisError, RedisClusterException, OSError) as exc:
+        raise ClusterError(f"Redis failed: {redact_text(str(exc))}") from None

@@ -44,7 +44,7 @@ from gossamer.crawl import (
 from gossamer.engine import Crawler
 from gossamer.frontier.redis import RedisFrontier
 from gossamer.redact import redact_url
-from gossamer.settings import CrawlSettings, SettingsError, crawl_scope
+from gossamer.settings import ClusterSettings, JobSettings, SettingsError, crawl_scope
 from gossamer.stats import CrawlStats
 
 _JOB_POLL = 0.1
@@ -95,11 +95,11 @@ async def run_worker(options: WorkerOptions) -> CrawlStats:
         await control.redis.aclose()
 
 
-async def _wait_for_job(control: Control, options: WorkerOptions, name: str) -> CrawlSettings:
+async def _wait_for_job(control: Control, options: WorkerOptions, name: str) -> JobSettings:
     """The job's settings with this worker's options, once it is submitted. Meanwhile the
     worker beats, so the first leader's first assignment includes every waiting worker."""
     deadline = time.monotonic() + options.job_timeout
-    ttl = options.heartbeat_ttl or CrawlSettings.model_fields["heartbeat_ttl"].default
+    ttl = options.heartbeat_ttl or ClusterSettings.model_fields["heartbeat_ttl"].default
     figures = {"pages": 0, "partitions": 0, "pid": os.getpid(), "host": socket.gethostname()}
     figures["started"] = round(time.time(), 3)
     next_beat = 0.0
@@ -132,13 +132,13 @@ async def _wait_for_job(control: Control, options: WorkerOptions, name: str) -> 
     if options.store is not None:
         update["store"] = options.store
     try:
-        return CrawlSettings.model_validate(settings.model_dump() | update)
+        return JobSettings.model_validate(settings.model_dump() | update)
     except ValidationError as exc:
         raise SettingsError(f"invalid worker option: {exc.errors()[0]['msg']}") from None
 
 
 async def _work(
-    control: Control, settings: CrawlSettings, name: str, guard: RedisGuard
+    control: Control, settings: JobSettings, name: str, guard: RedisGuard
 ) -> CrawlStats:
     try:
         settings.out.mkdir(parents=True, exist_ok=True)
@@ -190,7 +190,7 @@ class Duties:
     """
 
     def __init__(
-        self, control: Control, name: str, settings: CrawlSettings, guard: RedisGuard
+        self, control: Control, name: str, settings: JobSettings, guard: RedisGuard
     ) -> None:
         self._control = control
         self._name = name
