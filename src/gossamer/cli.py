@@ -12,6 +12,7 @@ from gossamer import __version__
 from gossamer.cluster.cli import add_cluster_parser
 from gossamer.cluster.errors import ClusterError
 from gossamer.flags import add_crawl_flags, settings_from_args
+from gossamer.logs import DEFAULT_LEVEL, logging_to_stderr
 from gossamer.redact import redact_text
 from gossamer.settings import CrawlSettings, SettingsError
 
@@ -58,8 +59,10 @@ def _crawl(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``gossamer`` console script."""
     args = build_parser().parse_args(argv)
+    level = getattr(args, "log_level", DEFAULT_LEVEL)
     try:
-        code: int = args.handler(args)
+        with logging_to_stderr(level, getattr(args, "log_json", False)):
+            code: int = args.handler(args)
     except SettingsError as exc:
         print(f"gossamer: {redact_text(str(exc))}", file=sys.stderr)
         return EXIT_BAD_CONFIG

@@ -11,6 +11,7 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel
 
+from gossamer.logs import DEFAULT_LEVEL, LEVELS
 from gossamer.settings import ClusterSettings, CrawlSettings, Settings, load_model
 
 _FLAG_TYPES: dict[Any, Any] = {int: int, float: float, str: str, Path: Path}
@@ -66,9 +67,26 @@ def add_crawl_flags(parser: argparse.ArgumentParser, *, cluster: bool = False) -
         "--quiet", action="store_const", const=True, help="no progress line or summary"
     )
     add_setting_flags(parser, CrawlSettings)
+    add_log_flags(parser)
     if cluster:
         group = parser.add_argument_group("cluster settings (stored with the job)")
         add_setting_flags(group, ClusterSettings, taken=parser)
+
+
+def add_log_flags(parser: argparse.ArgumentParser) -> None:
+    """``--log-level`` and ``--log-json`` (see :mod:`gossamer.logs`)."""
+    parser.add_argument(
+        "--log-level",
+        choices=LEVELS,
+        default=DEFAULT_LEVEL,
+        help=f"least important log records shown on stderr ({DEFAULT_LEVEL}; info adds leader "
+        "changes, partition moves, reclaims, hosts slowed down...)",
+    )
+    parser.add_argument(
+        "--log-json",
+        action="store_true",
+        help="log one JSON object per line (time, level, logger, message, event fields)",
+    )
 
 
 def add_setting_flags(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import signal
 import sqlite3
 import time
@@ -24,10 +25,13 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from tests.cluster.harness import (
     FAST,
     GOSSAMER,
+    LOG_ARGS,
     WEB_ARGS,
     assert_same_urls,
     cluster_status,
     cluster_wait,
+    event_names,
+    log_events,
     read_records,
     reference,
     run,
@@ -335,7 +339,8 @@ async def test_killing_the_leader_moves_the_lease(
         submit = _submit(url, seed, "--heartbeat-ttl", str(ttl), "--claim-timeout", "2")
         assert await run(tmp_path / "submit.log", *submit) == 0
         workers = [
-            await start(tmp_path / f"w{i}.log", *worker_args(url, tmp_path, i)) for i in range(3)
+            await start(tmp_path / f"w{i}.log", *worker_args(url, tmp_path, i, *LOG_ARGS))
+            for i in range(3)
         ]
         await wait_alive(url, 3)
         await wait_for_records(tmp_path, range(3), 10)
@@ -366,6 +371,17 @@ async def test_killing_the_leader_moves_the_lease(
     assert twice <= {r["url"] for r in read_records(tmp_path / leader)}
     alive = {w["name"]: w["alive"] for w in state["workers"]}
     assert alive[leader] is False
+    # The workers' logs tell the story: a new leader, its assignment, the dead one's claims.
+    logs = worker_logs(tmp_path, 3)
+    assert "leader-acquired" in event_names(logs[v])
+    survivors_events = [event_names(log) for i, log in enumerate(logs) if i != v]
+    assert any("leader-acquired" in events for events in survivors_events), logs
+    assert any("assignment-published" in events for events in survivors_events), logs
+    assert all("partitions-moved" in events for events in survivors_events), logs
+    assert any("claims-reclaimed" in events for events in survivors_events), logs
+    reclaims = [e for i, log in enumerate(logs) if i != v for e in log_events(log)
+                if e.get("event") == "claims-reclaimed"]  # fmt: skip
+    assert all(e["claims"] > 0 and e["logger"] == "gossamer.frontier.redis" for e in reclaims)
 
 
 @pytest.mark.slow
@@ -381,7 +397,8 @@ async def test_redis_restart_mid_crawl_loses_nothing(
         submit = _submit(url, seed, "--heartbeat-ttl", "2", "--claim-timeout", "10")
         assert await run(tmp_path / "submit.log", *submit) == 0
         workers = [
-            await start(tmp_path / f"w{i}.log", *worker_args(url, tmp_path, i)) for i in range(2)
+            await start(tmp_path / f"w{i}.log", *worker_args(url, tmp_path, i, *LOG_ARGS))
+            for i in range(2)
         ]
         await wait_alive(url, 2)
         # `cluster wait` runs through the restart too.
@@ -408,6 +425,10 @@ async def test_redis_restart_mid_crawl_loses_nothing(
     # The leader waited for the workers to beat again: no partition moved while the job ran.
     assert versions == {version}
     assert not any("Traceback" in log for log in logs), logs
+    # Each worker logged the outage and its end.
+    for log in logs:
+        assert {"redis-unreachable", "redis-recovered"} <= event_names(log), log
+        assert redis_aof.url in log
 
 
 @pytest.mark.slow
@@ -420,7 +441,7 @@ async def test_redis_gone_for_good_is_one_line_exit_1(
     async with TestWebServer(_web(), flaky_failures=0) as server:
         seed = server.url(0)
         assert await run(tmp_path / "submit.log", *_submit(url, seed)) == 0
-        args = worker_args(url, tmp_path, 0, "--redis-timeout", str(budget))
+        args = worker_args(url, tmp_path, 0, "--redis-timeout", str(budget), "--log-json")
         worker = await asyncio.create_subprocess_exec(
             *GOSSAMER, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
         )
@@ -433,8 +454,11 @@ async def test_redis_gone_for_good_is_one_line_exit_1(
     stderr = err.decode()
     assert worker.returncode == 1, stderr
     assert budget <= gone_for < budget + 10, gone_for
-    assert stderr.count("\n") == 1 and "Traceback" not in stderr, stderr
-    assert f"Redis at {url} unreachable for 3 s: " in stderr, stderr
+    # One line says why it stopped; before it, the outage's start, logged as JSON.
+    *logged, last = stderr.splitlines()
+    assert "Traceback" not in stderr, stderr
+    assert last.startswith(f"gossamer: Redis at {url} unreachable for 3 s: "), stderr
+    assert logged and {json.loads(line)["event"] for line in logged} == {"redis-unreachable"}
     # Its last checkpoint ran before it exited: pages.jsonl holds every record of crawl.db.
     records = read_records(tmp_path / "w0")
     with sqlite3.connect(tmp_path / "w0" / "crawl.db") as db:

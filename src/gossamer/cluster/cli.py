@@ -11,7 +11,7 @@ from typing import Any
 
 from gossamer.cluster import DEFAULT_JOB
 from gossamer.cluster.resilient import DEFAULT_BUDGET, run
-from gossamer.flags import add_crawl_flags, settings_from_args
+from gossamer.flags import add_crawl_flags, add_log_flags, settings_from_args
 from gossamer.redact import has_password, redact_url
 from gossamer.settings import JobSettings
 
@@ -52,16 +52,19 @@ def add_cluster_parser(sub: Any) -> None:
         help=f"wait this long for an unreachable Redis, then exit ({DEFAULT_BUDGET:g})",
     )
     worker.add_argument("--quiet", action="store_true", help="no summary")
+    add_log_flags(worker)
     worker.set_defaults(handler=_worker)
 
     status = commands.add_parser("status", help="workers and totals of the job")
     _redis_flags(status)
     status.add_argument("--json", action="store_true", help="machine-readable output")
+    add_log_flags(status)
     status.set_defaults(handler=_status)
 
     wait = commands.add_parser("wait", help="exit 0 once the job is finished, 1 on timeout")
     _redis_flags(wait)
     wait.add_argument("--timeout", type=float, help="give up after this many seconds")
+    add_log_flags(wait)
     wait.set_defaults(handler=_wait)
 
     up = commands.add_parser("up", help="local demo: redis-server + N workers crawl the seeds")
@@ -138,4 +141,5 @@ def _up(args: argparse.Namespace) -> int:
     from gossamer.cluster.local import up
 
     settings = settings_from_args(args, JobSettings, skip=("job", "workers"))
-    return up(settings, args.workers, args.job)
+    log_flags = ["--log-level", args.log_level, *(["--log-json"] if args.log_json else [])]
+    return up(settings, args.workers, args.job, log_flags)
