@@ -135,3 +135,33 @@ def test_single_process_modules_do_not_import_cluster_code() -> None:
     graph = import_graph()
     for module in ("gossamer.crawl", "gossamer.engine", "gossamer.settings", "gossamer.flags"):
         assert not {m for m in graph[module] if m.startswith("gossamer.cluster")}, module
+
+
+UPPER = ("gossamer.engine", "gossamer.crawl", "gossamer.cluster", "gossamer.cli", "gossamer.flags")
+"""The layers above the stages (see the package docstring)."""
+STAGES = ("parse", "extract", "fetch", "frontier", "sinks", "hooks", "balance", "testweb")
+
+
+def test_stages_never_import_the_layers_above_them() -> None:
+    graph = import_graph()
+    for module, imported in graph.items():
+        if module.count(".") and module.split(".")[1] in STAGES:
+            above = {
+                m for m in imported if m in UPPER or m.startswith(tuple(u + "." for u in UPPER))
+            }
+            assert not above, (module, above)
+
+
+def test_the_test_web_shares_no_code_with_the_crawler() -> None:
+    for module, imported in import_graph().items():
+        if module.startswith("gossamer.testweb"):
+            assert all(m.startswith("gossamer.testweb") for m in imported), module
+
+
+def test_every_package_says_what_it_holds_and_may_import() -> None:
+    for module, path in module_files().items():
+        if path.name == "__init__.py" and module.count(".") == 1:
+            doc = ast.get_docstring(ast.parse(path.read_text("utf-8"))) or ""
+            if module in ("gossamer.frontier", "gossamer.parse"):
+                continue  # their owners are reshaping them
+            assert "may import" in doc, module

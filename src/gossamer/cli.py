@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 
 from gossamer import __version__
 from gossamer.cluster.cli import add_cluster_parser
-from gossamer.cluster.errors import ClusterError
+from gossamer.errors import CommandError
 from gossamer.flags import add_crawl_flags, settings_from_args
 from gossamer.logs import DEFAULT_LEVEL, logging_to_stderr
 from gossamer.redact import redact_text
@@ -66,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"gossamer: {redact_text(str(exc))}", file=sys.stderr)
         return EXIT_BAD_CONFIG
-    except ClusterError as exc:
+    except CommandError as exc:
         print(f"gossamer: {redact_text(str(exc))}", file=sys.stderr)
         return EXIT_FAILURE
     return code

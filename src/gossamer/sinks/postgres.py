@@ -32,8 +32,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import asyncpg
 
-from gossamer.cluster.errors import ClusterError
 from gossamer.crawldb import CrawlDB
+from gossamer.errors import CommandError
 from gossamer.redact import redact_text, redact_url
 from gossamer.retry import Backoff, Outage, retry
 from gossamer.settings import SettingsError
@@ -62,7 +62,7 @@ _TRANSIENT = (
 """Errors of a lost or restarting server (retried); anything else is a rejection."""
 
 
-class StoreError(ClusterError):
+class StoreError(CommandError):
     """The page store is unreachable or refuses the records: one line, exit status 1."""
 
 
