@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
+from tests.clock import SleepClock
 from tests.cluster.harness import (
     FAST,
     GOSSAMER,
@@ -78,20 +79,7 @@ def redis_aof() -> Iterator[RedisServer]:
 # -- the guard ------------------------------------------------------------------------------
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.slept: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
-
-
-def _guard(clock: _Clock, budget: float = 10.0) -> RedisGuard:
+def _guard(clock: SleepClock, budget: float = 10.0) -> RedisGuard:
     return RedisGuard("redis://:secret@db.example:6379/0", budget, clock=clock, sleep=clock.sleep)
 
 
@@ -100,7 +88,7 @@ async def _noop(*_: Any) -> None:
 
 
 async def test_guard_backs_off_exponentially_capped_and_jittered() -> None:
-    clock = _Clock()
+    clock = SleepClock()
     guard = _guard(clock)
     calls = 0
 
@@ -123,7 +111,7 @@ async def test_guard_backs_off_exponentially_capped_and_jittered() -> None:
 
 
 async def test_guard_gives_up_after_its_budget_then_fails_at_once() -> None:
-    clock = _Clock()
+    clock = SleepClock()
     guard = _guard(clock, budget=10.0)
     failed: list[int] = []
 
@@ -154,7 +142,7 @@ async def test_guard_gives_up_after_its_budget_then_fails_at_once() -> None:
 
 
 async def test_guard_budget_is_per_outage_and_shared_by_calls() -> None:
-    clock = _Clock()
+    clock = SleepClock()
     guard = _guard(clock, budget=10.0)
     answers = iter([RedisConnectionError("down")] * 3 + ["up"])
 
