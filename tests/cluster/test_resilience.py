@@ -359,17 +359,48 @@ async def test_killing_the_leader_moves_the_lease(
     assert twice <= {r["url"] for r in read_records(tmp_path / leader)}
     alive = {w["name"]: w["alive"] for w in state["workers"]}
     assert alive[leader] is False
-    # The workers' logs tell the story: a new leader, its assignment, the dead one's claims.
+    # The logs say so: the killed worker led, then a survivor did and published the next plan.
     logs = worker_logs(tmp_path, 3)
     assert "leader-acquired" in event_names(logs[v])
     survivors_events = [event_names(log) for i, log in enumerate(logs) if i != v]
     assert any("leader-acquired" in events for events in survivors_events), logs
     assert any("assignment-published" in events for events in survivors_events), logs
-    assert all("partitions-moved" in events for events in survivors_events), logs
-    assert any("claims-reclaimed" in events for events in survivors_events), logs
-    reclaims = [e for i, log in enumerate(logs) if i != v for e in log_events(log)
-                if e.get("event") == "claims-reclaimed"]  # fmt: skip
-    assert all(e["claims"] > 0 and e["logger"] == "gossamer.frontier.redis" for e in reclaims)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(90)
+async def test_worker_logs_follow_leadership_assignment_and_reclaims(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    """w0 crawls alone and is killed holding claims; w1, started then, leads, takes every
+    partition and returns w0's expired claims: each step is an event in the JSON logs."""
+    url = redis_server.url
+    async with TestWebServer(_web(), flaky_failures=0) as server:
+        submit = _submit(url, server.url(0), "--heartbeat-ttl", "2", "--claim-timeout", "2")
+        assert await run(tmp_path / "submit.log", *submit) == 0
+        first = await start(tmp_path / "w0.log", *worker_args(url, tmp_path, 0, *LOG_ARGS))
+        await wait_for_records(tmp_path, range(1), 3)
+        assert (await cluster_status(url))["totals"]["claimed"] > 0
+        first.send_signal(signal.SIGKILL)
+        await first.wait()
+        second = await start(tmp_path / "w1.log", *worker_args(url, tmp_path, 1, *LOG_ARGS))
+        await cluster_wait(url)
+        assert await asyncio.wait_for(second.wait(), 30) == 0, worker_logs(tmp_path, 2)[1]
+
+    killed, survivor = (log_events(log) for log in worker_logs(tmp_path, 2))
+    assert {"worker-started", "leader-acquired", "partitions-moved"} <= {
+        e.get("event") for e in killed
+    }
+    events = {e.get("event"): e for e in survivor}
+    assert {"worker-started", "leader-acquired", "assignment-published", "partitions-moved",
+            "claims-reclaimed", "worker-stopped"} <= set(events), survivor  # fmt: skip
+    assert events["leader-acquired"]["worker"] == "w1"
+    assert events["assignment-published"]["leader"] == "w1"
+    moved = [e for e in survivor if e.get("event") == "partitions-moved"]
+    assert moved[-1]["partitions"] == 64 and moved[-1]["worker"] == "w1"
+    reclaimed = events["claims-reclaimed"]
+    assert reclaimed["claims"] > 0 and reclaimed["logger"] == "gossamer.frontier.redis"
+    assert all({"time", "level", "logger", "message"} <= set(e) for e in killed + survivor)
 
 
 @pytest.mark.slow
