@@ -42,6 +42,7 @@ from pathlib import Path
 from aiohttp import web
 
 from cluster_procs import LocalRedis, free_port, reap
+from gossamer.balance.plan import PlanError, check_plotting
 
 HERE = Path(__file__).resolve().parent
 GOSSAMER = [sys.executable, "-m", "gossamer.cli"]
@@ -373,6 +374,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.plot is not None:
+        try:
+            check_plotting()
+        except PlanError as exc:
+            print(f"bench_balance: {exc}", file=sys.stderr)
+            return 2
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         return asyncio.run(main_async(args))

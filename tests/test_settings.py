@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from gossamer.cli import main
-from gossamer.settings import SettingsError, load_settings, read_seeds
+from gossamer.cli import build_parser, main
+from gossamer.flags import settings_from_args
+from gossamer.settings import JobSettings, SettingsError, load_model, load_settings, read_seeds
 
 
 def test_precedence_toml_env_flags(tmp_path: Path) -> None:
@@ -205,3 +206,73 @@ def test_config_that_is_not_toml_text(tmp_path: Path) -> None:
         load_settings({}, config=Path("/dev/zero"), env={})
     with pytest.raises(SettingsError, match="cannot read"):
         load_settings({}, config=tmp_path, env={})
+
+
+CLUSTER_FLAGS = ("--partitions", "--allocator", "--heartbeat-ttl", "--claim-timeout",
+                 "--partition-by")  # fmt: skip
+
+
+def help_of(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, "--help"])
+    assert exited.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_crawl_help_offers_no_cluster_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    text = help_of(["crawl"], capsys)
+    assert "--max-crawl-delay" in text
+    assert not [flag for flag in CLUSTER_FLAGS if flag in text]
+
+
+@pytest.mark.parametrize("command", ["submit", "up"])
+def test_cluster_commands_offer_the_cluster_flags(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = help_of(["cluster", command], capsys)
+    assert "cluster settings" in text and "--max-crawl-delay" in text
+    assert [flag for flag in CLUSTER_FLAGS if flag in text] == list(CLUSTER_FLAGS)
+
+
+def test_crawl_refuses_a_cluster_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["crawl", "--partitions", "8", "http://a.test/"])
+    assert exited.value.code == 2
+    assert "--partitions" in capsys.readouterr().err
+
+
+def test_cluster_submit_takes_cluster_and_crawl_flags() -> None:
+    argv = ["cluster", "submit", "--redis", "redis://127.0.0.1:1/0", "http://a.test/",
+            "--partitions", "8", "--allocator", "weighted", "--heartbeat-ttl", "2",
+            "--claim-timeout", "3", "--partition-by", "url", "--delay", "0.5"]  # fmt: skip
+    args = build_parser().parse_args(argv)
+    settings = settings_from_args(args, JobSettings, skip=("redis", "job"))
+    assert (settings.partitions, settings.allocator, settings.partition_by) == (
+        8,
+        "weighted",
+        "url",
+    )
+    assert (settings.heartbeat_ttl, settings.claim_timeout, settings.delay) == (2.0, 3.0, 0.5)
+    assert settings.seeds == ["http://a.test/"]
+
+
+@pytest.mark.parametrize(
+    "text", ["partitions = 64\ndelay = 1\n", "[crawl]\npartitions = 64\ndelay = 1\n"]
+)
+def test_one_toml_file_serves_crawl_and_cluster(tmp_path: Path, text: str) -> None:
+    config = tmp_path / "crawl.toml"
+    config.write_text(text)
+    job = load_model(JobSettings, config=config, env={})
+    assert (job.partitions, job.delay) == (64, 1.0)
+    crawl = load_settings({}, config=config, env={})
+    assert crawl.delay == 1.0 and not hasattr(crawl, "partitions")
+    config.write_text(text.replace("64", "0"))
+    with pytest.raises(SettingsError, match="'partitions'"):
+        load_settings({}, config=config, env={})  # checked, though a crawl does not use it
+
+
+def test_cluster_settings_from_the_environment_reach_jobs_only() -> None:
+    env = {"GOSSAMER_PARTITIONS": "16", "GOSSAMER_ALLOCATOR": "first-fit"}
+    job = load_model(JobSettings, env=env)
+    assert (job.partitions, job.allocator) == (16, "first-fit")
+    assert not hasattr(load_settings({}, env=env), "allocator")

@@ -25,7 +25,6 @@ from gossamer.engine import (
     CommitHook,
     Crawler,
     EngineConfig,
-    RecordStore,
     RobotsFetch,
 )
 from gossamer.extract import extract
@@ -46,6 +45,7 @@ from gossamer.settings import (
     canonical_seeds,
     crawl_scope,
 )
+from gossamer.sinks.base import RecordSink
 from gossamer.sinks.jsonl import JsonlSink, repair_jsonl
 from gossamer.sinks.sqlite import SQLiteSink
 from gossamer.sinks.warc import WarcWriter
@@ -88,7 +88,8 @@ class Stages:
     robots_fetch: RobotsFetch
     robots: RobotsCache
     politeness: PolitenessPolicy
-    store: RecordStore | None = None
+    store: RecordSink | None = None
+    """With ``--store``: the shared page store, after pages.jsonl."""
     meter: BandwidthMeter | None = None
     """Fed by the fetcher with every body chunk received (a worker's bandwidth figures)."""
     warc: WarcWriter | None = None
@@ -99,18 +100,21 @@ class Stages:
     def crawler(
         self, settings: CrawlSettings, frontier: Frontier, on_commit: CommitHook | None = None
     ) -> Crawler:
-        """The crawl loop over these stages and ``frontier``."""
+        """The crawl loop over these stages and ``frontier``: crawl.db is its journal,
+        pages.jsonl and the store (if any) its record sinks, in that order."""
+        sinks: list[RecordSink] = [self.jsonl]
+        if self.store is not None:
+            sinks.append(self.store)
         return Crawler(
             _engine_config(settings),
             frontier,
             self.fetcher,
             self.robots,
             self.robots_fetch,
-            self.db,
-            self.jsonl,
+            SQLiteSink(self.db),
+            sinks,
             on_commit=on_commit,
-            store=self.store,
-            warc=self.warc,
+            archive=self.warc,
             pdf=self.pdf,
         )
 
@@ -132,7 +136,7 @@ async def open_stages(
     jsonl_path = out / "pages.jsonl"
     committed = repair_jsonl(jsonl_path)
     jsonl = JsonlSink(jsonl_path)
-    jsonl.write(SQLiteSink(db).records_after(committed))
+    await jsonl.write(SQLiteSink(db).records_after(committed))
     meter = BandwidthMeter()
     fetcher = Fetcher(_fetch_config(settings), meter=meter, guard=address_guard(settings, seeds))
     warc = _warc_writer(settings)

@@ -4,12 +4,15 @@ One task runs per leased URL; the loop keeps at most ``concurrency`` of them fet
 task's slot frees once its response is in) and at most as many more parsing, queueing
 outlinks and acking, so a frontier round trip after a fetch (the Redis frontier's) holds no
 fetch slot. It sleeps until a task ends or the frontier says a host becomes due. A checkpoint
-task commits crawl.db (frontier state and records in one transaction) and then appends the
-same records to pages.jsonl and, with a store, upserts them into it before the checkpoint's
-acks are sent; it runs every ``checkpoint_interval`` and as soon as no task is left, when
-there is nothing more to batch. With a WARC writer, every fetch (robots.txt, redirects and
-retried answers too) is archived as it arrives, and the record names where its response
-lies; each checkpoint flushes the WARC file before crawl.db commits.
+task commits the journal (crawl.db: frontier state and records in one transaction) and then
+hands the same records to each record sink in turn (pages.jsonl, then the store) before the
+checkpoint's acks are sent; it runs every ``checkpoint_interval`` and as soon as no task is
+left, when there is nothing more to batch. With an archive (WARC), every fetch (robots.txt,
+redirects and retried answers too) is archived as it arrives, and the record names where its
+response lies; each checkpoint flushes the archive before the journal commits.
+
+The engine knows its sinks by their protocols (:mod:`gossamer.sinks.base`) only; ``crawl.py``
+builds them.
 """
 
 from __future__ import annotations
@@ -21,11 +24,10 @@ import logging
 import random
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from gossamer.crawldb import CrawlDB
 from gossamer.extract import DEFAULT_EXTRACTOR, Content, extract
 from gossamer.extract.lang import detect_language
 from gossamer.extract.pdf import PdfPool
@@ -37,10 +39,14 @@ from gossamer.outcomes import Action, RetryPolicy, classify, is_failure
 from gossamer.parse.charset import detect_encoding
 from gossamer.parse.links import ParsedPage, parse_html
 from gossamer.redact import redact_url
-from gossamer.sinks.base import PageRecord
-from gossamer.sinks.jsonl import JsonlSink
-from gossamer.sinks.sqlite import SQLiteSink
-from gossamer.sinks.warc import Archivable, WarcLocation, WarcWriter
+from gossamer.sinks.base import (
+    Archivable,
+    Archive,
+    Journal,
+    PageRecord,
+    RecordSink,
+    WarcLocation,
+)
 from gossamer.stats import CrawlStats, peak_rss_mb
 from gossamer.urls import Resolver, canonicalize, host_key
 
@@ -52,8 +58,7 @@ _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _GRACE_SECONDS = 5.0
 _SEED_BATCH = 10_000
 SEEDING_META = "seeding"
-"""crawl.db meta: ``started`` while seeds are being queued, ``done`` once all are durable."""
-_INSERT_SITEMAP = "INSERT OR IGNORE INTO sitemaps (host, url) VALUES (?, ?)"
+"""Journal meta: ``started`` while seeds are being queued, ``done`` once all are durable."""
 
 CommitHook = Callable[[], Callable[[], Awaitable[None]]]
 """Called as a checkpoint starts; what it returns is awaited once the checkpoint is durable
@@ -93,12 +98,6 @@ class FetchResultLike(Archivable, Protocol):
     def headers(self) -> Mapping[str, str]: ...
 
 
-class RecordStore(Protocol):
-    """A shared page store the checkpoint writes to (``--store``); raises to stop the crawl."""
-
-    async def write(self, records: list[PageRecord]) -> None: ...
-
-
 class Fetch(Protocol):
     """Anything that fetches one URL without following redirects and never raises."""
 
@@ -135,30 +134,27 @@ class Crawler:
         fetcher: Fetch,
         robots: RobotsCache,
         robots_fetch: RobotsFetch,
-        db: CrawlDB,
-        jsonl: JsonlSink,
+        journal: Journal,
+        sinks: Sequence[RecordSink] = (),
         *,
         clock: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
         on_commit: CommitHook | None = None,
-        store: RecordStore | None = None,
-        warc: WarcWriter | None = None,
+        archive: Archive | None = None,
         pdf: PdfPool | None = None,
     ) -> None:
         self._config = config
-        self._warc = warc
+        self._archive = archive
         self._pdf = pdf
         self._frontier = frontier
         self._fetcher = fetcher
         self._robots = robots
         self._robots_fetch = robots_fetch
-        self._db = db
-        self._sqlite = SQLiteSink(db)
-        self._jsonl = jsonl
+        self._journal = journal
+        self._sinks = tuple(sinks)
         self._clock = clock
         self._rng = rng or random.Random()
         self._on_commit = on_commit
-        self._store = store
         self._tasks: set[asyncio.Task[None]] = set()
         self._seeding: asyncio.Task[None] | None = None
         self._fetching: set[asyncio.Task[None]] = set()
@@ -178,8 +174,7 @@ class Crawler:
 
     def restore_counts(self) -> None:
         """Start the counters from the records of a previous run (``--resume``)."""
-        rows = self._db.query("SELECT status, error, COUNT(*) FROM pages GROUP BY status, error")
-        for status, error, count in rows:
+        for status, error, count in self._journal.outcome_counts():
             self._tally(status, error, count)
         self._prior_pages = self._counts["pages"]
 
@@ -212,14 +207,14 @@ class Crawler:
         seeds are neither staged in memory at once nor wait for before the first fetch."""
         if not seeds:
             return
-        self._db.set_meta(SEEDING_META, "started")
+        self._journal.set_meta(SEEDING_META, "started")
         while seeds:
             await self._frontier.add([Candidate(url) for url in seeds[:_SEED_BATCH]])
             del seeds[:_SEED_BATCH]  # queued: its memory serves the crawl from now on
-            await self._db.commit()
+            await self._journal.commit()
             self._wake.set()
-        self._db.set_meta(SEEDING_META, "done")
-        await self._db.commit()
+        self._journal.set_meta(SEEDING_META, "done")
+        await self._journal.commit()
 
     def stop(self) -> None:
         """Stop leasing; in-flight URLs finish (or go back to the queue after a grace time)."""
@@ -252,19 +247,18 @@ class Crawler:
         )
 
     async def checkpoint(self) -> None:
-        """Commit crawl.db (state and records together), append the records to JSONL, write
-        them to the store, then run the commit hook's follow-up (the acks).
+        """Commit the journal (state and records together), hand the records to each sink in
+        turn, then run the commit hook's follow-up (the acks).
 
-        pages.jsonl is always a prefix of crawl.db's pages table; ``--resume`` appends the rest.
+        A sink's records are always a prefix of the journal's; ``--resume`` sends it the rest.
         """
         records, self._pending = self._pending, []
         after = self._on_commit() if self._on_commit is not None else None
-        if self._warc is not None:
-            self._warc.flush()  # before the commit: a committed record's response is on disk
-        await self._db.commit()
-        self._jsonl.write(records)
-        if self._store is not None:
-            await self._store.write(records)
+        if self._archive is not None:
+            self._archive.flush()  # before the commit: a committed record's response is on disk
+        await self._journal.commit()
+        for sink in self._sinks:
+            await sink.write(records)
         if after is not None:
             await after()
 
@@ -363,7 +357,7 @@ class Crawler:
         result = await self._fetcher.fetch(lease.url)
         self._fetched()
         self._counts["requests"] += 1
-        archived = await self._warc.write(result) if self._warc is not None else None
+        archived = await self._archive.write(result) if self._archive is not None else None
         feedback = Feedback(
             started_at=result.sent_by,
             elapsed=result.elapsed,
@@ -428,7 +422,7 @@ class Crawler:
         and report its rules, which free the host's URLs."""
         policy = await self._robots.get(lease.url)
         self._fetched()
-        self._db.stage(_INSERT_SITEMAP, [(lease.host, url) for url in policy.sitemaps])
+        self._journal.stage_sitemaps(lease.host, policy.sitemaps)
         started = self._robots_fetch.started.get(lease.host)
         feedback = Feedback(started_at=started, crawl_delay=policy.crawl_delay)
         await self._frontier.rules(lease, policy, feedback)
@@ -600,10 +594,10 @@ class Crawler:
         return target, None
 
     def _record(self, record: PageRecord, lease: Lease) -> None:
-        """Stage a record in crawl.db before the caller acks its lease (with no await between),
-        so whichever commit makes the ack durable makes the record durable too. pages.jsonl
-        gets the record after the next checkpoint's commit."""
-        self._sqlite.stage([record])
+        """Stage a record in the journal before the caller acks its lease (with no await
+        between), so whichever commit makes the ack durable makes the record durable too. The
+        sinks get the record after the next checkpoint's commit."""
+        self._journal.stage([record])
         self._pending.append(record)
         self._tally(record.status, record.error, 1)
 
@@ -627,17 +621,17 @@ class Crawler:
 class RobotsFetch:
     """The fetch function handed to the robots cache; remembers when each host's started."""
 
-    def __init__(self, fetcher: Fetch, warc: WarcWriter | None = None) -> None:
+    def __init__(self, fetcher: Fetch, archive: Archive | None = None) -> None:
         self._fetcher = fetcher
-        self._warc = warc
+        self._archive = archive
         self.started: dict[str, float] = {}
         self.requests = 0
 
     async def __call__(self, url: str) -> FetchResultLike:
         result = await self._fetcher.fetch(url)
         self.requests += 1
-        if self._warc is not None:
-            await self._warc.write(result)
+        if self._archive is not None:
+            await self._archive.write(result)
         self.started[host_key(url)] = result.sent_by
         return result
 
@@ -664,7 +658,6 @@ __all__ = [
     "CommitHook",
     "Crawler",
     "EngineConfig",
-    "RecordStore",
     "RobotsFetch",
     "RobotsPolicy",
 ]

@@ -1,9 +1,12 @@
-"""One typed settings model for a crawl.
+"""The typed settings models: :class:`CrawlSettings` (what any crawl can be told),
+:class:`ClusterSettings` (what only a cluster job adds) and :class:`JobSettings` (both: what
+``cluster submit`` stores and every worker of the job reads).
 
 Values come, lowest precedence first, from the defaults below, a TOML file (``--config``;
 top-level keys or a ``[crawl]`` table, not both), ``GOSSAMER_<FIELD>`` environment variables
 and command line flags. Invalid values raise :class:`SettingsError` naming the field; so does
-a seeds file that is not text.
+a seeds file that is not text. One TOML file serves both: a single-process crawl checks its
+cluster keys and does not use them.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import os
 import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, NoReturn
+from typing import Annotated, Any, Literal, NoReturn, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -24,14 +27,39 @@ class SettingsError(ValueError):
     """Bad configuration; the message names the offending field."""
 
 
+_CONFIG = ConfigDict(extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False)
+"""Of every model. allow_inf_nan: a nan slips through every bound (nan <= 3600 is false, so is
+nan >= 0) and an inf delay never ends; every float field must be a finite number."""
+
+
+class ClusterSettings(BaseModel):
+    """What a cluster job adds to a crawl's settings (``cluster submit``, ``cluster up``)."""
+
+    model_config = _CONFIG
+
+    partitions: int = Field(
+        4096, ge=1, le=65_536, description="Virtual partitions the job's hosts map to."
+    )
+    heartbeat_ttl: float = Field(
+        10.0, ge=0.5, le=3600, description="Seconds a silent worker counts alive."
+    )
+    claim_timeout: float = Field(
+        60.0, ge=1, le=86_400, description="Seconds a dead worker's URLs stay claimed."
+    )
+    partition_by: Literal["host", "url"] = Field(
+        "host",
+        description="Partition by host (one owner per host) or by URL (one host's URLs "
+        "spread over every worker; per-host limits kept through Redis).",
+    )
+    allocator: Literal["equal", "weighted", "bpnn-pso", "first-fit"] = Field(
+        "equal", description="How partitions are shared among the workers."
+    )
+
+
 class CrawlSettings(BaseModel):
     """Everything a crawl can be told. Every field is documented; defaults live here only."""
 
-    # allow_inf_nan: a nan slips through every bound (nan <= 3600 is false, so is nan >= 0)
-    # and an inf delay never ends; every float field must be a finite number.
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False
-    )
+    model_config = _CONFIG
 
     seeds: list[str] = Field(default_factory=list, description="Start URLs.")
     seeds_file: Path | None = Field(None, description="File with one seed URL per line.")
@@ -107,27 +135,6 @@ class CrawlSettings(BaseModel):
     checkpoint_interval: float = Field(
         0.5, gt=0, description="Seconds between durable checkpoints of crawl.db."
     )
-    partitions: int = Field(
-        4096, ge=1, le=65_536, description="Cluster mode: virtual partitions hosts map to."
-    )
-    heartbeat_ttl: float = Field(
-        10.0, ge=0.5, le=3600, description="Cluster mode: seconds a silent worker counts alive."
-    )
-    claim_timeout: float = Field(
-        60.0,
-        ge=1,
-        le=86_400,
-        description="Cluster mode: seconds a dead worker's URLs stay claimed.",
-    )
-
-    partition_by: Literal["host", "url"] = Field(
-        "host",
-        description="Cluster mode: partition by host (one owner per host) or by URL (one "
-        "host's URLs spread over every worker; per-host limits kept through Redis).",
-    )
-    allocator: Literal["equal", "weighted", "bpnn-pso", "first-fit"] = Field(
-        "equal", description="Cluster mode: how partitions are shared among the workers."
-    )
     max_bandwidth: int | None = Field(
         None, ge=1024, description="Most bytes per second this process downloads (all hosts)."
     )
@@ -178,6 +185,13 @@ class CrawlSettings(BaseModel):
         return value
 
 
+class JobSettings(CrawlSettings, ClusterSettings):
+    """A cluster job: every crawl setting and every cluster setting, flat (the JSON a job
+    stores in Redis)."""
+
+
+Settings = TypeVar("Settings", bound=BaseModel)
+
 _ENV_PREFIX = "GOSSAMER_"
 _MAX_CONFIG_BYTES = 1 << 20
 _MAX_SEED_LINE = 64 * 1024
@@ -220,8 +234,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise SettingsError(f"config: {path} is not valid TOML: {exc}") from None
 
 
-def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
-    fields = CrawlSettings.model_fields
+def _from_env(env: Mapping[str, str], model: type[BaseModel]) -> dict[str, Any]:
+    fields = model.model_fields
     values: dict[str, Any] = {}
     for key, value in env.items():
         if key.startswith(_ENV_PREFIX):
@@ -243,13 +257,37 @@ def load_settings(
     env: Mapping[str, str] | None = None,
 ) -> CrawlSettings:
     """Merge defaults < TOML < environment < flags and validate. Raises SettingsError."""
+    return load_model(CrawlSettings, flags, config, env)
+
+
+def load_model(
+    model: type[Settings],
+    flags: Mapping[str, Any] | None = None,
+    config: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Settings:
+    """Like :func:`load_settings`, for any settings model (:class:`JobSettings`...)."""
     merged: dict[str, Any] = {}
     if config is not None:
-        merged.update(_from_toml(config))
-    merged.update(_from_env(os.environ if env is None else env))
+        merged.update(_without_cluster_keys(_from_toml(config), model))
+    merged.update(_from_env(os.environ if env is None else env, model))
     merged.update({k: v for k, v in (flags or {}).items() if v is not None})
+    return _validate(model, merged)
+
+
+def _without_cluster_keys(values: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
+    """A config file's values for ``model``: its cluster keys, when ``model`` has none, are
+    checked (a bad one is still an error) and left out."""
+    if issubclass(model, ClusterSettings):
+        return values
+    cluster = {k: values.pop(k) for k in list(values) if k in ClusterSettings.model_fields}
+    _validate(ClusterSettings, cluster)
+    return values
+
+
+def _validate(model: type[Settings], values: Mapping[str, Any]) -> Settings:
     try:
-        return CrawlSettings.model_validate(merged)
+        return model.model_validate(values)
     except ValidationError as exc:
         raise SettingsError(_describe(exc)) from None
 

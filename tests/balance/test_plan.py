@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,22 @@ def test_plan_plot_writes_png(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     data = png.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and b"IEND" in data[-12:]
     assert len(data) > 5_000
+
+
+def test_plot_without_matplotlib_exits_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("matplotlib", "matplotlib.backends", "matplotlib.backends.backend_agg"):
+        monkeypatch.setitem(sys.modules, name, None)  # what an install without [plot] has
+    png = tmp_path / "curve.png"
+    argv = ["plan", "--workers", str(WORKERS), "--demand", str(DEMAND), "--plot", str(png)]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert err == (
+        "gossamer: plan: --plot needs matplotlib, which is not installed: "
+        "pip install 'gossamer[plot]'\n"
+    )
+    assert out == "" and not png.exists()
 
 
 @pytest.mark.parametrize(

@@ -106,6 +106,20 @@ def worker_logs(tmp_path: Path, workers: int) -> list[str]:
     return [(tmp_path / f"w{i}.log").read_text() for i in range(workers)]
 
 
+LOG_ARGS = ["--log-level", "info", "--log-json"]
+"""Worker options that log every event as one JSON object per line."""
+
+
+def log_events(log: str) -> list[dict[str, Any]]:
+    """The JSON log records of a worker's log (its other lines skipped)."""
+    return [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+
+
+def event_names(log: str) -> set[str]:
+    """The names of the events in a worker's log."""
+    return {entry["event"] for entry in log_events(log) if "event" in entry}
+
+
 async def reference(tmp_path: Path, seed: str, args: list[str]) -> set[str]:
     """The URL set of a single `gossamer crawl` from ``seed`` with ``args``."""
     out = tmp_path / "reference"

@@ -18,13 +18,12 @@ from gossamer.cli import main
 from gossamer.cluster import DEFAULT_JOB
 from gossamer.cluster.balancer import KEYS as BALANCE_KEYS
 from gossamer.cluster.balancer import load_model, observations
-from gossamer.cluster.cli import format_status
 from gossamer.cluster.control import Control, MalformedReply, job_keys, parse_ranges
-from gossamer.cluster.jobs import status, submit
+from gossamer.cluster.jobs import format_status, status, submit
 from gossamer.frontier.base import Candidate
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import RedisFrontier, bad_keys, partition_keys
-from gossamer.settings import CrawlSettings
+from gossamer.settings import JobSettings
 from gossamer.testweb import TestWebServer
 from gossamer.urls import Scope
 
@@ -106,7 +105,7 @@ def test_parse_ranges_refuses_garbage_and_huge_ranges() -> None:
 
 
 async def test_garbled_control_values_are_skipped(redis_server: RedisServer) -> None:
-    settings = CrawlSettings(seeds=["http://a.test/"], partitions=8)
+    settings = JobSettings(seeds=["http://a.test/"], partitions=8)
     await submit(settings, redis_server.url, DEFAULT_JOB)
     keys = job_keys(DEFAULT_JOB)
     redis = Redis.from_url(redis_server.url)

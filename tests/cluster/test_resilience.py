@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import signal
 import sqlite3
 import time
@@ -21,13 +22,17 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
+from tests.clock import SleepClock
 from tests.cluster.harness import (
     FAST,
     GOSSAMER,
+    LOG_ARGS,
     WEB_ARGS,
     assert_same_urls,
     cluster_status,
     cluster_wait,
+    event_names,
+    log_events,
     read_records,
     reference,
     run,
@@ -74,20 +79,7 @@ def redis_aof() -> Iterator[RedisServer]:
 # -- the guard ------------------------------------------------------------------------------
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.slept: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
-
-
-def _guard(clock: _Clock, budget: float = 10.0) -> RedisGuard:
+def _guard(clock: SleepClock, budget: float = 10.0) -> RedisGuard:
     return RedisGuard("redis://:secret@db.example:6379/0", budget, clock=clock, sleep=clock.sleep)
 
 
@@ -96,7 +88,7 @@ async def _noop(*_: Any) -> None:
 
 
 async def test_guard_backs_off_exponentially_capped_and_jittered() -> None:
-    clock = _Clock()
+    clock = SleepClock()
     guard = _guard(clock)
     calls = 0
 
@@ -119,7 +111,7 @@ async def test_guard_backs_off_exponentially_capped_and_jittered() -> None:
 
 
 async def test_guard_gives_up_after_its_budget_then_fails_at_once() -> None:
-    clock = _Clock()
+    clock = SleepClock()
     guard = _guard(clock, budget=10.0)
     failed: list[int] = []
 
@@ -150,7 +142,7 @@ async def test_guard_gives_up_after_its_budget_then_fails_at_once() -> None:
 
 
 async def test_guard_budget_is_per_outage_and_shared_by_calls() -> None:
-    clock = _Clock()
+    clock = SleepClock()
     guard = _guard(clock, budget=10.0)
     answers = iter([RedisConnectionError("down")] * 3 + ["up"])
 
@@ -335,7 +327,8 @@ async def test_killing_the_leader_moves_the_lease(
         submit = _submit(url, seed, "--heartbeat-ttl", str(ttl), "--claim-timeout", "2")
         assert await run(tmp_path / "submit.log", *submit) == 0
         workers = [
-            await start(tmp_path / f"w{i}.log", *worker_args(url, tmp_path, i)) for i in range(3)
+            await start(tmp_path / f"w{i}.log", *worker_args(url, tmp_path, i, *LOG_ARGS))
+            for i in range(3)
         ]
         await wait_alive(url, 3)
         await wait_for_records(tmp_path, range(3), 10)
@@ -366,6 +359,48 @@ async def test_killing_the_leader_moves_the_lease(
     assert twice <= {r["url"] for r in read_records(tmp_path / leader)}
     alive = {w["name"]: w["alive"] for w in state["workers"]}
     assert alive[leader] is False
+    # The logs say so: the killed worker led, then a survivor did and published the next plan.
+    logs = worker_logs(tmp_path, 3)
+    assert "leader-acquired" in event_names(logs[v])
+    survivors_events = [event_names(log) for i, log in enumerate(logs) if i != v]
+    assert any("leader-acquired" in events for events in survivors_events), logs
+    assert any("assignment-published" in events for events in survivors_events), logs
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(90)
+async def test_worker_logs_follow_leadership_assignment_and_reclaims(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    """w0 crawls alone and is killed holding claims; w1, started then, leads, takes every
+    partition and returns w0's expired claims: each step is an event in the JSON logs."""
+    url = redis_server.url
+    async with TestWebServer(_web(), flaky_failures=0) as server:
+        submit = _submit(url, server.url(0), "--heartbeat-ttl", "2", "--claim-timeout", "2")
+        assert await run(tmp_path / "submit.log", *submit) == 0
+        first = await start(tmp_path / "w0.log", *worker_args(url, tmp_path, 0, *LOG_ARGS))
+        await wait_for_records(tmp_path, range(1), 3)
+        assert (await cluster_status(url))["totals"]["claimed"] > 0
+        first.send_signal(signal.SIGKILL)
+        await first.wait()
+        second = await start(tmp_path / "w1.log", *worker_args(url, tmp_path, 1, *LOG_ARGS))
+        await cluster_wait(url)
+        assert await asyncio.wait_for(second.wait(), 30) == 0, worker_logs(tmp_path, 2)[1]
+
+    killed, survivor = (log_events(log) for log in worker_logs(tmp_path, 2))
+    assert {"worker-started", "leader-acquired", "partitions-moved"} <= {
+        e.get("event") for e in killed
+    }
+    events = {e.get("event"): e for e in survivor}
+    assert {"worker-started", "leader-acquired", "assignment-published", "partitions-moved",
+            "claims-reclaimed", "worker-stopped"} <= set(events), survivor  # fmt: skip
+    assert events["leader-acquired"]["worker"] == "w1"
+    assert events["assignment-published"]["leader"] == "w1"
+    moved = [e for e in survivor if e.get("event") == "partitions-moved"]
+    assert moved[-1]["partitions"] == 64 and moved[-1]["worker"] == "w1"
+    reclaimed = events["claims-reclaimed"]
+    assert reclaimed["claims"] > 0 and reclaimed["logger"] == "gossamer.frontier.redis"
+    assert all({"time", "level", "logger", "message"} <= set(e) for e in killed + survivor)
 
 
 @pytest.mark.slow
@@ -381,7 +416,8 @@ async def test_redis_restart_mid_crawl_loses_nothing(
         submit = _submit(url, seed, "--heartbeat-ttl", "2", "--claim-timeout", "10")
         assert await run(tmp_path / "submit.log", *submit) == 0
         workers = [
-            await start(tmp_path / f"w{i}.log", *worker_args(url, tmp_path, i)) for i in range(2)
+            await start(tmp_path / f"w{i}.log", *worker_args(url, tmp_path, i, *LOG_ARGS))
+            for i in range(2)
         ]
         await wait_alive(url, 2)
         # `cluster wait` runs through the restart too.
@@ -408,6 +444,10 @@ async def test_redis_restart_mid_crawl_loses_nothing(
     # The leader waited for the workers to beat again: no partition moved while the job ran.
     assert versions == {version}
     assert not any("Traceback" in log for log in logs), logs
+    # Each worker logged the outage and its end.
+    for log in logs:
+        assert {"redis-unreachable", "redis-recovered"} <= event_names(log), log
+        assert redis_aof.url in log
 
 
 @pytest.mark.slow
@@ -420,7 +460,7 @@ async def test_redis_gone_for_good_is_one_line_exit_1(
     async with TestWebServer(_web(), flaky_failures=0) as server:
         seed = server.url(0)
         assert await run(tmp_path / "submit.log", *_submit(url, seed)) == 0
-        args = worker_args(url, tmp_path, 0, "--redis-timeout", str(budget))
+        args = worker_args(url, tmp_path, 0, "--redis-timeout", str(budget), "--log-json")
         worker = await asyncio.create_subprocess_exec(
             *GOSSAMER, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
         )
@@ -433,8 +473,11 @@ async def test_redis_gone_for_good_is_one_line_exit_1(
     stderr = err.decode()
     assert worker.returncode == 1, stderr
     assert budget <= gone_for < budget + 10, gone_for
-    assert stderr.count("\n") == 1 and "Traceback" not in stderr, stderr
-    assert f"Redis at {url} unreachable for 3 s: " in stderr, stderr
+    # One line says why it stopped; before it, the outage's start, logged as JSON.
+    *logged, last = stderr.splitlines()
+    assert "Traceback" not in stderr, stderr
+    assert last.startswith(f"gossamer: Redis at {url} unreachable for 3 s: "), stderr
+    assert logged and {json.loads(line)["event"] for line in logged} == {"redis-unreachable"}
     # Its last checkpoint ran before it exited: pages.jsonl holds every record of crawl.db.
     records = read_records(tmp_path / "w0")
     with sqlite3.connect(tmp_path / "w0" / "crawl.db") as db:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
+from tests.clock import SleepClock
 
 from gossamer.balance.probe import BandwidthMeter
 from gossamer.crawl import build_crawler, prepare_out_dir
@@ -23,26 +24,11 @@ BIG = 640 * 1024
 BIG_PAGES = 4  # 2.5 MiB: about 2.4 s at the cap
 
 
-class FakeClock:
-    """A monotonic clock that only moves when something sleeps on it."""
-
-    def __init__(self) -> None:
-        self.now = 100.0
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-
 # --- the bucket on a fake clock -----------------------------------------------------------
 
 
 def test_a_fresh_bucket_holds_its_burst() -> None:
-    clock = FakeClock()
+    clock = SleepClock(now=100.0)
     bucket = TokenBucket(1000, clock=clock)
     assert bucket.burst == 1000 * BURST_SECONDS
     assert bucket.take(100) == 0.0
@@ -51,7 +37,7 @@ def test_a_fresh_bucket_holds_its_burst() -> None:
 
 
 def test_debts_queue_up_in_arrival_order() -> None:
-    clock = FakeClock()
+    clock = SleepClock(now=100.0)
     bucket = TokenBucket(1000, burst=0, clock=clock)
     assert [bucket.take(500) for _ in range(4)] == [0.5, 1.0, 1.5, 2.0]
     clock.now += 1.0
@@ -60,7 +46,7 @@ def test_debts_queue_up_in_arrival_order() -> None:
 
 
 def test_idle_time_refills_only_up_to_the_burst() -> None:
-    clock = FakeClock()
+    clock = SleepClock(now=100.0)
     bucket = TokenBucket(1000, burst=300, clock=clock)
     bucket.take(1300)
     clock.now += 1.0
@@ -72,21 +58,21 @@ def test_idle_time_refills_only_up_to_the_burst() -> None:
 
 
 async def test_a_paced_reader_takes_exactly_bytes_over_rate_less_the_burst() -> None:
-    clock = FakeClock()
+    clock = SleepClock(now=100.0)
     bucket = TokenBucket(10_000, burst=2_000, clock=clock, sleep=clock.sleep)
     start = clock.now
     slept = [await bucket.pay(1_000) for _ in range(100)]
     assert clock.now - start == pytest.approx((100_000 - 2_000) / 10_000, abs=1e-9)
     assert slept[:2] == [0.0, 0.0]
     assert sum(slept) == pytest.approx(9.8, abs=1e-9)
-    assert clock.sleeps == [s for s in slept if s > 0]
+    assert clock.slept == [s for s in slept if s > 0]
 
 
 async def test_pay_within_the_balance_does_not_sleep() -> None:
-    clock = FakeClock()
+    clock = SleepClock(now=100.0)
     bucket = TokenBucket(1000, burst=1000, clock=clock, sleep=clock.sleep)
     assert await bucket.pay(1000) == 0.0
-    assert clock.sleeps == []
+    assert clock.slept == []
 
 
 @pytest.mark.parametrize(("rate", "burst"), [(0, None), (-5, None), (100, -1)])

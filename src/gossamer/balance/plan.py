@@ -63,6 +63,8 @@ def add_plan_parser(sub: Any) -> None:
 def run_plan(args: argparse.Namespace) -> int:
     """Print the assignment, its cost and the cost curve; exit 2 on bad input."""
     try:
+        if args.plot:
+            check_plotting()
         types = load_types(args.workers)
         demands = load_demand(args.demand, args.tasks)
         curve = cost_curve(types, demands)
@@ -215,8 +217,19 @@ def format_curve(curve: Sequence[Plan]) -> str:
     return "\n".join(lines)
 
 
+def check_plotting() -> None:
+    """PlanError unless matplotlib, the optional ``plot`` extra, can be imported."""
+    try:
+        import matplotlib.backends.backend_agg  # noqa: F401
+    except ImportError:
+        raise PlanError(
+            "--plot needs matplotlib, which is not installed: pip install 'gossamer[plot]'"
+        ) from None
+
+
 def plot_curve(curve: Sequence[Plan], path: Path) -> None:
-    """The cost curve as a PNG: stacked reservation/usage/extra bars and the total."""
+    """The cost curve as a PNG: stacked reservation/usage/extra bars and the total (needs
+    matplotlib: see :func:`check_plotting`)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 

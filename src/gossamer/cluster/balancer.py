@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ from gossamer.balance.model import (
 from gossamer.cluster.control import Control
 from gossamer.frontier.redis import read_counts
 
+log = logging.getLogger(__name__)
 _TAG = "gs:{gossamer-balance}:"
 KEYS = {name: _TAG + name for name in ("observations", "model", "report")}
 MAX_OBSERVATIONS = 5000
@@ -156,7 +158,21 @@ class Balancer:
         wanted = allocate(self._allocator, states, load, self._partitions, current or None, model)
         if not wanted or wanted == current:
             return None
-        return await self._control.publish(leader, wanted)
+        version = await self._control.publish(leader, wanted)
+        if version >= 0:
+            moved = sum(
+                len(parts - current.get(name, frozenset())) for name, parts in wanted.items()
+            )
+            log.info(
+                "assignment v%d published by %s: %d partitions moved over %d workers (%s)",
+                version, leader, moved, len(wanted), "members" if members_changed else "re-plan",
+                extra={
+                    "event": "assignment-published", "leader": leader, "version": version,
+                    "workers": len(wanted), "moved": moved, "allocator": self._allocator,
+                    "reason": "members" if members_changed else "replan",
+                },
+            )  # fmt: skip
+        return version
 
     async def train(self) -> FitReport | None:
         """Refit the model from the stored observations when new ones arrived."""

@@ -3,34 +3,27 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
-from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
-
-from redis.exceptions import RedisClusterException, RedisError
+from typing import Any
 
 from gossamer.cluster import DEFAULT_JOB
-from gossamer.cluster.errors import ClusterError
-from gossamer.cluster.resilient import DEFAULT_BUDGET, RedisUnavailable
-from gossamer.redact import has_password, redact_text, redact_url
+from gossamer.cluster.resilient import DEFAULT_BUDGET, run
+from gossamer.flags import add_crawl_flags, add_log_flags, settings_from_args
+from gossamer.redact import has_password, redact_url
+from gossamer.settings import JobSettings
 
-T = TypeVar("T")
 
-
-def add_cluster_parser(
-    sub: Any, add_crawl_flags: Callable[[argparse.ArgumentParser], None]
-) -> None:
+def add_cluster_parser(sub: Any) -> None:
     """The ``cluster`` command and its subcommands."""
     cluster = sub.add_parser("cluster", help="crawl one job with many workers through Redis")
     commands = cluster.add_subparsers(dest="cluster_command", required=True)
 
     submit = commands.add_parser("submit", help="store a job's settings and queue its seeds")
     _redis_flags(submit)
-    add_crawl_flags(submit)
+    add_crawl_flags(submit, cluster=True)
     submit.set_defaults(handler=_submit)
 
     worker = commands.add_parser("worker", help="crawl a share of the job until it is done")
@@ -59,22 +52,25 @@ def add_cluster_parser(
         help=f"wait this long for an unreachable Redis, then exit ({DEFAULT_BUDGET:g})",
     )
     worker.add_argument("--quiet", action="store_true", help="no summary")
+    add_log_flags(worker)
     worker.set_defaults(handler=_worker)
 
     status = commands.add_parser("status", help="workers and totals of the job")
     _redis_flags(status)
     status.add_argument("--json", action="store_true", help="machine-readable output")
+    add_log_flags(status)
     status.set_defaults(handler=_status)
 
     wait = commands.add_parser("wait", help="exit 0 once the job is finished, 1 on timeout")
     _redis_flags(wait)
     wait.add_argument("--timeout", type=float, help="give up after this many seconds")
+    add_log_flags(wait)
     wait.set_defaults(handler=_wait)
 
     up = commands.add_parser("up", help="local demo: redis-server + N workers crawl the seeds")
     up.add_argument("-n", "--workers", type=int, default=3, help="workers to start (3)")
     up.add_argument("--job", default=DEFAULT_JOB, help=f"job name ({DEFAULT_JOB})")
-    add_crawl_flags(up)
+    add_crawl_flags(up, cluster=True)
     up.set_defaults(handler=_up)
 
 
@@ -83,21 +79,10 @@ def _redis_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--job", default=DEFAULT_JOB, help=f"job name ({DEFAULT_JOB})")
 
 
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a cluster coroutine; a lost Redis becomes a one-line ClusterError."""
-    try:
-        return asyncio.run(coro)
-    except RedisUnavailable as exc:
-        raise ClusterError(redact_text(str(exc))) from None
-    except (RedisError, RedisClusterException, OSError) as exc:
-        raise ClusterError(f"Redis failed: {redact_text(str(exc))}") from None
-
-
 def _submit(args: argparse.Namespace) -> int:
-    from gossamer.cli import crawl_settings
     from gossamer.cluster.jobs import submit
 
-    settings = crawl_settings(args, skip=("redis", "job"))
+    settings = settings_from_args(args, JobSettings, skip=("redis", "job"))
     added = run(submit(settings, args.redis, args.job))
     if not settings.quiet:
         print(f"submitted job {args.job!r}: {added} seed(s) queued at {redact_url(args.redis)}")
@@ -133,7 +118,7 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from gossamer.cluster.jobs import status
+    from gossamer.cluster.jobs import format_status, status
 
     state = run(status(args.redis, args.job))
     if args.json:
@@ -141,30 +126,6 @@ def _status(args: argparse.Namespace) -> int:
         return 0
     print(format_status(state))
     return 0
-
-
-def format_status(state: dict[str, Any]) -> str:
-    """The human form of ``cluster status``."""
-    if not state["submitted"]:
-        return f"job {state['job']!r}: not submitted"
-    t = state["totals"]
-    lines = [
-        f"job {state['job']!r}: {'finished' if state['done'] else 'running'}, "
-        f"seen {t['seen']}, finished {t['finished']}, queued {t['queued']}, "
-        f"claimed {t['claimed']}, {state['pages_per_second']} pages/s, "
-        f"leader {state['leader']}, assignment v{state['assignment_version']}"
-    ]
-    if t.get("set_aside"):
-        lines[0] += f", {t['set_aside']} malformed entries set aside"
-    model = state.get("runtime_model")
-    if model:
-        lines.append(f"  allocator {state.get('allocator')}; {model['summary']}")
-    for w in state["workers"]:
-        lines.append(
-            f"  {w['name']:<24} {'alive' if w['alive'] else 'gone ':<5} "
-            f"partitions {w['partitions']:<6} pages {w['pages']:<8} {w['pages_per_second']}/s"
-        )
-    return "\n".join(lines)
 
 
 def _wait(args: argparse.Namespace) -> int:
@@ -177,8 +138,8 @@ def _wait(args: argparse.Namespace) -> int:
 
 
 def _up(args: argparse.Namespace) -> int:
-    from gossamer.cli import crawl_settings
     from gossamer.cluster.local import up
 
-    settings = crawl_settings(args, skip=("job", "workers"))
-    return up(settings, args.workers, args.job)
+    settings = settings_from_args(args, JobSettings, skip=("job", "workers"))
+    log_flags = ["--log-level", args.log_level, *(["--log-json"] if args.log_json else [])]
+    return up(settings, args.workers, args.job, log_flags)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from gossamer.errors import CommandError
 
-class ClusterError(RuntimeError):
+
+class ClusterError(CommandError):
     """Redis unreachable, no job, a timeout: printed as one line, exit status 1."""

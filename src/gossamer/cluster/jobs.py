@@ -26,7 +26,7 @@ from gossamer.frontier.base import Candidate
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import RedisClient, RedisFrontier
 from gossamer.redact import redact_text, redact_url, strip_password
-from gossamer.settings import CrawlSettings, SettingsError, canonical_seeds, crawl_scope
+from gossamer.settings import JobSettings, SettingsError, canonical_seeds, crawl_scope
 
 _CONNECT_TIMEOUT = 3.0
 _POLL = (0.1, 1.0)
@@ -80,17 +80,17 @@ async def open_control(url: str, job: str) -> Control:
         raise ClusterError(f"cannot reach Redis at {redact_url(url)}: {reason}") from None
 
 
-def parse_job(raw: str, job: str) -> CrawlSettings:
+def parse_job(raw: str, job: str) -> JobSettings:
     """The stored settings of ``job``; malformed ones are a settings error."""
     try:
-        return CrawlSettings.model_validate_json(raw)
+        return JobSettings.model_validate_json(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "settings"
         raise SettingsError(f"stored job {job!r} is malformed: {where}: {first['msg']}") from None
 
 
-async def load_job(control: Control) -> CrawlSettings | None:
+async def load_job(control: Control) -> JobSettings | None:
     """The job's settings, or None before submit."""
     raw = await control.load_job()
     return None if raw is None else parse_job(raw, control.job)
@@ -99,7 +99,7 @@ async def load_job(control: Control) -> CrawlSettings | None:
 # -- submit ---------------------------------------------------------------------------------
 
 
-async def submit(settings: CrawlSettings, url: str, job: str) -> int:
+async def submit(settings: JobSettings, url: str, job: str) -> int:
     """Store the job's settings and queue its seeds; returns how many seeds were queued.
 
     The stored job holds no credential: the page store's DSN is stored without its password
@@ -129,7 +129,7 @@ async def submit(settings: CrawlSettings, url: str, job: str) -> int:
         await control.redis.aclose()
 
 
-def job_settings(settings: CrawlSettings, seeds: list[str]) -> CrawlSettings:
+def job_settings(settings: JobSettings, seeds: list[str]) -> JobSettings:
     """The settings as a job stores them: canonical seeds, and ``store`` without its password.
 
     Everyone who can read the job's Redis can read the job, so it holds no credential. Each
@@ -222,3 +222,27 @@ async def wait(url: str, job: str, limit: float | None) -> bool:
             await asyncio.sleep(min(max(left / _FAST_RATE, _POLL[0]), _POLL[1]))
     finally:
         await control.redis.aclose()
+
+
+def format_status(state: dict[str, Any]) -> str:
+    """The human form of ``cluster status``."""
+    if not state["submitted"]:
+        return f"job {state['job']!r}: not submitted"
+    t = state["totals"]
+    lines = [
+        f"job {state['job']!r}: {'finished' if state['done'] else 'running'}, "
+        f"seen {t['seen']}, finished {t['finished']}, queued {t['queued']}, "
+        f"claimed {t['claimed']}, {state['pages_per_second']} pages/s, "
+        f"leader {state['leader']}, assignment v{state['assignment_version']}"
+    ]
+    if t.get("set_aside"):
+        lines[0] += f", {t['set_aside']} malformed entries set aside"
+    model = state.get("runtime_model")
+    if model:
+        lines.append(f"  allocator {state.get('allocator')}; {model['summary']}")
+    for w in state["workers"]:
+        lines.append(
+            f"  {w['name']:<24} {'alive' if w['alive'] else 'gone ':<5} "
+            f"partitions {w['partitions']:<6} pages {w['pages']:<8} {w['pages_per_second']}/s"
+        )
+    return "\n".join(lines)

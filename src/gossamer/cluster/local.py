@@ -3,28 +3,31 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shutil
 import socket
 import sys
 import time
 from asyncio.subprocess import DEVNULL, Process
+from collections.abc import Sequence
 from pathlib import Path
 
 from redis.exceptions import RedisError
 
-from gossamer.cluster.cli import format_status, run
 from gossamer.cluster.control import Control
 from gossamer.cluster.errors import ClusterError
-from gossamer.cluster.jobs import connect, status, submit
-from gossamer.settings import CrawlSettings, SettingsError
+from gossamer.cluster.jobs import connect, format_status, status, submit
+from gossamer.cluster.resilient import run
+from gossamer.retry import Backoff, Outage, retry
+from gossamer.settings import JobSettings, SettingsError
 
 _START_TIMEOUT = 10.0
+_PING_EVERY = Backoff(0.05, 0.05)
 
 
-def up(settings: CrawlSettings, workers: int, job: str) -> int:
-    """Start redis-server in ``out/redis`` and ``workers`` workers, submit, run to the end."""
+def up(settings: JobSettings, workers: int, job: str, log_flags: Sequence[str] = ()) -> int:
+    """Start redis-server in ``out/redis`` and ``workers`` workers (each given ``log_flags``,
+    logging to ``out/worker-N.log``), submit, run to the end."""
     if workers < 1:
         raise SettingsError("invalid setting 'workers': give at least 1")
     binary = shutil.which("redis-server") or "/usr/bin/redis-server"
@@ -35,17 +38,19 @@ def up(settings: CrawlSettings, workers: int, job: str) -> int:
         (out / "redis").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise SettingsError(f"invalid setting 'out': {exc.strerror}: {out}") from exc
-    return run(_up(settings.model_copy(update={"out": out}), workers, job, binary))
+    return run(_up(settings.model_copy(update={"out": out}), workers, job, binary, log_flags))
 
 
-async def _up(settings: CrawlSettings, workers: int, job: str, binary: str) -> int:
+async def _up(
+    settings: JobSettings, workers: int, job: str, binary: str, log_flags: Sequence[str]
+) -> int:
     out = settings.out
     started = time.monotonic()
     url, proc = await _start_redis(binary, out / "redis")
     procs: list[Process] = []
     try:
         for i in range(workers):
-            procs.append(await _start_worker(url, job, out, i, settings.store))
+            procs.append(await _start_worker(url, job, out, i, settings.store, log_flags))
         await _await_workers(url, job, procs)  # all in the first assignment: none moves
         await submit(settings, url, job)
         codes = await asyncio.gather(*(p.wait() for p in procs))
@@ -92,21 +97,33 @@ async def _start_redis(binary: str, directory: Path) -> tuple[str, Process]:
     )
     url = f"redis://127.0.0.1:{port}/0"
     client = connect(url)
-    deadline = time.monotonic() + _START_TIMEOUT
+    failed = ClusterError(f"redis-server did not start; see {directory}/redis.log")
+
+    async def exited(error: BaseException, failures: int) -> None:
+        if proc.returncode is not None:
+            raise failed
+
     try:
-        while True:
-            with contextlib.suppress(RedisError, OSError):
-                await client.ping()
-                return url, proc
-            if proc.returncode is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise ClusterError(f"redis-server did not start; see {directory}/redis.log")
-            await asyncio.sleep(0.05)
+        await retry(
+            client.ping,
+            errors=(RedisError, OSError),
+            outage=Outage(_START_TIMEOUT, started=True),
+            backoff=_PING_EVERY,
+            give_up=lambda error: failed,
+            failed=exited,
+        )
+        return url, proc
+    except ClusterError:
+        if proc.returncode is None:
+            proc.kill()
+        raise
     finally:
         await client.aclose()
 
 
-async def _start_worker(url: str, job: str, out: Path, i: int, store: str | None) -> Process:
+async def _start_worker(
+    url: str, job: str, out: Path, i: int, store: str | None, log_flags: Sequence[str]
+) -> Process:
     """A worker process; the store's DSN (password included, the job holds none) goes in its
     environment, never on its command line where ``ps`` shows it."""
     name = f"worker-{i}"
@@ -118,7 +135,7 @@ async def _start_worker(url: str, job: str, out: Path, i: int, store: str | None
         return await asyncio.create_subprocess_exec(
             sys.executable,
             *("-m", "gossamer.cli", "cluster", "worker", "--redis", url, "--job", job),
-            *("--name", name, "--out", str(out / name), "--quiet"),
+            *("--name", name, "--out", str(out / name), "--quiet", *log_flags),
             stdout=log,
             stderr=log,
             env=env,

@@ -33,20 +33,25 @@ waits before it reclaims.
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisClusterException, RedisError
 
+from gossamer.cluster.errors import ClusterError
 from gossamer.frontier.redis import RedisClient
 from gossamer.redact import redact_text, redact_url
+from gossamer.retry import Backoff, Outage, retry
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 DEFAULT_BUDGET = 60.0
 """Seconds a worker waits for an unreachable Redis before it gives up."""
@@ -59,7 +64,8 @@ class RedisUnavailable(RedisConnectionError):
 
 
 class RedisGuard(Retry):
-    """A redis-py retry policy with a time budget for the whole outage (see the module).
+    """A redis-py retry policy with a time budget for the whole outage (see the module):
+    every call retries through one shared :class:`~gossamer.retry.Outage`.
 
     ``clock``, ``sleep`` and ``rng`` are injectable so tests run in no time.
     """
@@ -79,13 +85,10 @@ class RedisGuard(Retry):
         self.url = redact_url(url)
         self.budget = budget
         self.cap = cap
-        self._base = base
-        self._clock = clock
+        self._delays = Backoff(base, cap, jitter=0.5)
+        self._outage = Outage(budget, clock=clock, on_start=self._down, on_end=self._back)
         self._sleep = sleep
         self._rng = rng or random.Random()
-        self._since: float | None = None
-        self._last_failure = float("-inf")
-        self._verdict: str | None = None
 
     def __deepcopy__(self, memo: dict[int, Any]) -> RedisGuard:
         # Each new connection deep-copies its retry policy; the outage is one shared state.
@@ -94,16 +97,15 @@ class RedisGuard(Retry):
     @property
     def gave_up(self) -> bool:
         """True once an outage outlasted the budget (every call now fails at once)."""
-        return self._verdict is not None
+        return self._outage.final is not None
 
     def steady_for(self) -> float:
         """Seconds since the last failed call (infinite if none failed)."""
-        return self._clock() - self._last_failure
+        return self._outage.steady_for()
 
     def delay(self, failures: int) -> float:
         """Backoff before repeat number ``failures``: exponential, capped, half jittered."""
-        ceiling = min(self.cap, self._base * 2.0 ** min(failures - 1, 30))
-        return ceiling / 2 + self._rng.uniform(0, ceiling / 2)
+        return self._delays.delay(failures, self._rng)
 
     async def call_with_retry(
         self,
@@ -113,38 +115,47 @@ class RedisGuard(Retry):
         with_failure_count: bool = False,
     ) -> T:
         """Run ``do`` until it succeeds or the outage outlasts the budget."""
-        failures = 0
-        while True:
-            if self._verdict is not None:
-                raise RedisUnavailable(self._verdict)
-            try:
-                result = await do()
-            except self._supported_errors as error:
-                if is_retryable is not None and not is_retryable(error):
-                    raise
-                task = asyncio.current_task()
-                if task is not None and task.cancelling():
-                    raise asyncio.CancelledError from error  # a cancel a timeout swallowed
-                failures += 1
-                await (fail(error, failures) if with_failure_count else fail(error))
-                await self._sleep(self._backoff_after(error, failures))
-            else:
-                self._since = None
-                return result
 
-    def _backoff_after(self, error: Exception, failures: int) -> float:
-        """Note a failure; the seconds to wait before the next attempt, or give up."""
-        now = self._clock()
-        self._last_failure = now
-        if self._since is None:
-            self._since = now
-        left = self._since + self.budget - now
-        if left <= 0:
-            if self._verdict is None:
-                reason = redact_text(str(error))
-                self._verdict = f"Redis at {self.url} unreachable for {self.budget:g} s: {reason}"
-            raise RedisUnavailable(self._verdict) from None
-        return min(self.delay(failures), left)
+        async def failed(error: BaseException, failures: int) -> None:
+            assert isinstance(error, Exception)
+            if is_retryable is not None and not is_retryable(error):
+                raise error
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise asyncio.CancelledError from error  # a cancel a timeout swallowed
+            await (fail(error, failures) if with_failure_count else fail(error))
+
+        return await retry(
+            do,
+            errors=self._supported_errors,
+            outage=self._outage,
+            backoff=self._delays,
+            give_up=self._verdict,
+            failed=failed,
+            sleep=self._sleep,
+            rng=self._rng,
+        )
+
+    def _verdict(self, error: BaseException) -> RedisUnavailable:
+        reason = redact_text(str(error))
+        return RedisUnavailable(f"Redis at {self.url} unreachable for {self.budget:g} s: {reason}")
+
+    def _down(self, error: BaseException) -> None:
+        log.warning(
+            "Redis at %s unreachable (%s); retrying for up to %gs",
+            self.url,
+            redact_text(str(error)),
+            self.budget,
+            extra={"event": "redis-unreachable", "redis": self.url, "budget": self.budget},
+        )
+
+    def _back(self, seconds: float) -> None:
+        log.info(
+            "Redis at %s answers again after %.1fs",
+            self.url,
+            seconds,
+            extra={"event": "redis-recovered", "redis": self.url, "outage_seconds": seconds},
+        )
 
 
 def install_guard(client: RedisClient, url: str, budget: float = DEFAULT_BUDGET) -> RedisGuard:
@@ -157,3 +168,13 @@ def install_guard(client: RedisClient, url: str, budget: float = DEFAULT_BUDGET)
     if isinstance(client, Redis):
         client.set_retry(guard)
     return guard
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a cluster command's coroutine; a lost Redis becomes a one-line ClusterError."""
+    try:
+        return asyncio.run(coro)
+    except RedisUnavailable as exc:
+        raise ClusterError(redact_text(str(exc))) from None
+    except (RedisError, RedisClusterException, OSError) as exc:
+        raise ClusterError(f"Redis failed: {redact_text(str(exc))}") from None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import socket
 import sys
@@ -43,10 +44,12 @@ from gossamer.crawl import (
 )
 from gossamer.engine import Crawler
 from gossamer.frontier.redis import RedisFrontier
-from gossamer.redact import redact_url
-from gossamer.settings import CrawlSettings, SettingsError, crawl_scope
+from gossamer.redact import redact_text, redact_url
+from gossamer.retry import Outage
+from gossamer.settings import ClusterSettings, JobSettings, SettingsError, crawl_scope
 from gossamer.stats import CrawlStats
 
+log = logging.getLogger(__name__)
 _JOB_POLL = 0.1
 """Seconds between looks for a job not submitted yet: a waiting worker starts at once."""
 _FOLLOW = 0.1
@@ -95,11 +98,11 @@ async def run_worker(options: WorkerOptions) -> CrawlStats:
         await control.redis.aclose()
 
 
-async def _wait_for_job(control: Control, options: WorkerOptions, name: str) -> CrawlSettings:
+async def _wait_for_job(control: Control, options: WorkerOptions, name: str) -> JobSettings:
     """The job's settings with this worker's options, once it is submitted. Meanwhile the
     worker beats, so the first leader's first assignment includes every waiting worker."""
     deadline = time.monotonic() + options.job_timeout
-    ttl = options.heartbeat_ttl or CrawlSettings.model_fields["heartbeat_ttl"].default
+    ttl = options.heartbeat_ttl or ClusterSettings.model_fields["heartbeat_ttl"].default
     figures = {"pages": 0, "partitions": 0, "pid": os.getpid(), "host": socket.gethostname()}
     figures["started"] = round(time.time(), 3)
     next_beat = 0.0
@@ -132,13 +135,13 @@ async def _wait_for_job(control: Control, options: WorkerOptions, name: str) -> 
     if options.store is not None:
         update["store"] = options.store
     try:
-        return CrawlSettings.model_validate(settings.model_dump() | update)
+        return JobSettings.model_validate(settings.model_dump() | update)
     except ValidationError as exc:
         raise SettingsError(f"invalid worker option: {exc.errors()[0]['msg']}") from None
 
 
 async def _work(
-    control: Control, settings: CrawlSettings, name: str, guard: RedisGuard
+    control: Control, settings: JobSettings, name: str, guard: RedisGuard
 ) -> CrawlStats:
     try:
         settings.out.mkdir(parents=True, exist_ok=True)
@@ -168,6 +171,10 @@ async def _work(
         crawler.restore_counts()
         install_signal_handlers(crawler)
         await duties.start(frontier, crawler, stages)
+        log.info(
+            "%s crawls job %s into %s", name, control.job, settings.out,
+            extra={"event": "worker-started", "worker": name, "job": control.job},
+        )  # fmt: skip
         try:
             stats = await crawler.run([])
         finally:
@@ -177,6 +184,10 @@ async def _work(
                 await control.leave(name, duties.figures())
         duties.raise_failure()
         stats.write(settings.out / "stats.json")
+        log.info(
+            "%s stopped after %d pages", name, stats.pages,
+            extra={"event": "worker-stopped", "worker": name, "pages": stats.pages},
+        )  # fmt: skip
     return stats
 
 
@@ -190,7 +201,7 @@ class Duties:
     """
 
     def __init__(
-        self, control: Control, name: str, settings: CrawlSettings, guard: RedisGuard
+        self, control: Control, name: str, settings: JobSettings, guard: RedisGuard
     ) -> None:
         self._control = control
         self._name = name
@@ -201,6 +212,7 @@ class Duties:
         self._owned: frozenset[int] = frozenset()
         self._owners: dict[int, str] = {}
         self._version = -1
+        self._leading = False
         self._started = time.time()
         self._crawler: Crawler | None = None
         self._frontier: RedisFrontier | None = None
@@ -297,7 +309,17 @@ class Duties:
         """Run ``duty`` every ``seconds``. The guard waits out connection errors; any other
         Redis error (``NOSCRIPT`` from a restarted server, say) is tolerated, the next round
         running the duty again, until such errors have lasted the guard's budget."""
-        failing_since: float | None = None
+        name = getattr(duty, "__name__", "duty").lstrip("_")
+        errors = Outage(
+            self._guard.budget,
+            on_start=lambda error: log.warning(
+                "%s failed (%s); trying again every %gs",
+                name,
+                redact_text(str(error)),
+                seconds,
+                extra={"event": "duty-failing", "duty": name},
+            ),
+        )
         task = asyncio.current_task()
         while True:
             await asyncio.sleep(seconds)
@@ -309,13 +331,11 @@ class Duties:
                     raise asyncio.CancelledError
             except RedisUnavailable:
                 raise
-            except RedisError:
-                now = time.monotonic()
-                failing_since = now if failing_since is None else failing_since
-                if now - failing_since >= self._guard.budget:
+            except RedisError as error:
+                if errors.failed(error) <= 0:
                     raise
             else:
-                failing_since = None
+                errors.recovered()
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
         if task.cancelled() or task.exception() is None:
@@ -329,7 +349,11 @@ class Duties:
         await self._control.heartbeat(self._name, self.figures(), self._ttl)
 
     async def _lead(self) -> None:
-        if await self._control.lead(self._name, self._ttl) and self._settled():
+        leading = await self._control.lead(self._name, self._ttl)
+        if leading != self._leading:
+            self._leading = leading
+            self._log_leadership(leading)
+        if leading and self._settled():
             if await self._balancer.rebalance(self._name) is not None:
                 await self._follow()  # the leader's own share at once
             if self._settings.allocator == "bpnn-pso":
@@ -352,6 +376,19 @@ class Duties:
         if await self._control.leader() == self._name:
             await self._frontier.reclaim_expired()
 
+    def _log_leadership(self, leading: bool) -> None:
+        fields = {"worker": self._name, "job": self._control.job}
+        if leading:
+            log.info(
+                "%s leads job %s now", self._name, self._control.job,
+                extra={"event": "leader-acquired", **fields},
+            )  # fmt: skip
+        else:
+            log.info(
+                "%s no longer leads job %s", self._name, self._control.job,
+                extra={"event": "leader-lost", **fields},
+            )  # fmt: skip
+
     def _settled(self) -> bool:
         """Steady long enough since the last Redis failure to act as leader (see the class)."""
         return self._guard.steady_for() >= self._settle
@@ -369,9 +406,19 @@ class Duties:
         lost = self._owned - owned
         gained = owned - self._owned
         self._owned = owned
-        if self._frontier is None:
-            return
-        if lost:
-            await self._frontier.drop_partitions(lost)
-        if gained:
-            await self._frontier.refresh()
+        given_back = 0
+        if self._frontier is not None:
+            if lost:
+                given_back = await self._frontier.drop_partitions(lost)
+            if gained:
+                await self._frontier.refresh()
+        if lost or gained:
+            log.info(
+                "assignment v%d: %s owns %d partitions (%d gained, %d lost, %d URLs given back)",
+                version, self._name, len(owned), len(gained), len(lost), given_back,
+                extra={
+                    "event": "partitions-moved", "worker": self._name, "version": version,
+                    "partitions": len(owned), "gained": len(gained), "lost": len(lost),
+                    "given_back": given_back,
+                },
+            )  # fmt: skip

@@ -1,4 +1,10 @@
-"""The fetch stage: DNS caching and overrides, pooled HTTP with capped decoding."""
+"""The fetch stage: DNS caching and overrides (``dns``), the address guard (``guard``), pooled
+HTTP with capped decoding (``http``, ``decoding``), the bandwidth cap (``ratelimit``) and the
+wire capture for WARC (``exchange``).
+
+This package may import the standard library, aiohttp, aiodns, brotli, ``gossamer.redact`` and
+``gossamer.safe``; it knows no other stage (the engine hands it URLs and reads its results).
+"""
 
 from gossamer.fetch.dns import (
     CachingResolver,

@@ -75,6 +75,7 @@ from gossamer.fetch.dns import CachingResolver, parse_resolve_overrides
 from gossamer.fetch.exchange import Exchange, PeerResponse, capture, cut_by
 from gossamer.fetch.guard import AddressGuard, BlockedAddress, GuardedResolver
 from gossamer.fetch.ratelimit import ByteMeter, TokenBucket
+from gossamer.redact import redact_url
 from gossamer.safe import safe_location, safe_text
 
 __all__ = [
@@ -668,7 +669,12 @@ def _reason(exc: BaseException, url: str) -> str:
             return "connection-error"
         case aiohttp.ClientError():
             return "client-error"
-    log.warning("unexpected error fetching %s", url, exc_info=exc)
+    log.warning(
+        "unexpected error fetching %s",
+        redact_url(url),
+        exc_info=exc,
+        extra={"event": "fetch-unexpected-error", "url": redact_url(url)},
+    )
     return "unexpected-error"
 
 

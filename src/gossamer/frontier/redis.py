@@ -772,6 +772,12 @@ class RedisFrontier:
         self._waiting.update(p for p, c in zip(parts, counts, strict=True) if c and p in owned)
         if any(counts):
             self._changes += 1
+            log.info(
+                "job %s: returned %d expired claims of %d partitions to their queues",
+                self._job, sum(counts), sum(1 for c in counts if c),
+                extra={"event": "claims-reclaimed", "job": self._job, "claims": sum(counts),
+                       "partitions": sum(1 for c in counts if c)},
+            )  # fmt: skip
         return sum(counts)
 
     async def drop_partitions(self, parts: Iterable[int]) -> int:
@@ -944,6 +950,7 @@ class RedisFrontier:
                 log.warning(
                     "job %s: set aside a malformed entry of partition %d (%s): %.200r",
                     self._job, part, reason, raw,
+                    extra={"event": "entry-set-aside", "job": self._job, "partition": part},
                 )  # fmt: skip
                 pipe.lpush(keys["entries"], _bad_json(part, raw, reason))
             pipe.ltrim(keys["entries"], 0, BAD_KEPT - 1)

@@ -320,6 +320,12 @@ class RobotsCache:
             lifetime = self._ttl
             if policy.status == "unreachable":
                 self._unreachable += 1
+                log.info(
+                    "robots.txt of %s unreachable; its URLs wait, asked again in %gs",
+                    key, self._retry_interval,
+                    extra={"event": "robots-unreachable", "origin": key,
+                           "retry_in": self._retry_interval},
+                )  # fmt: skip
             if policy.status in ("unreachable", "blocked"):
                 lifetime = self._retry_interval
             self._entries.pop(key, None)  # re-insert at the end: eviction goes oldest first
@@ -379,7 +385,11 @@ class RobotsCache:
                 rules = Protego.parse(text)
             return RobotsPolicy.from_rules(rules, self._token, verdicts=self._verdicts)
         except Exception:  # §2.2: rules that cannot be parsed are not rules
-            log.warning("robots.txt that protego cannot parse; no rules apply", exc_info=True)
+            log.warning(
+                "robots.txt that protego cannot parse; no rules apply",
+                exc_info=True,
+                extra={"event": "robots-invalid"},
+            )
             return self._policy_without_rules("invalid")
 
     def _policy_without_rules(self, status: RobotsStatus) -> RobotsPolicy:

@@ -1,4 +1,11 @@
-"""The page record every sink stores: one per finished URL.
+"""The contract of the sinks: the page record every sink stores (one per finished URL) and the
+protocols the engine writes through.
+
+A checkpoint stages records in the crawl's :class:`Journal` (crawl.db) with the frontier's
+state, commits both in one transaction, then hands the same records to each
+:class:`RecordSink` in turn (pages.jsonl, the ``--store`` table); an :class:`Archive` (WARC)
+receives every fetch as it arrives and is flushed before the journal commits. The engine knows
+these protocols only; ``crawl.py`` builds the concrete sinks and passes them in.
 
 Every text a record holds is made safe when the record is built (:func:`safe_text`): values
 taken from the network (headers, titles, URLs) may carry lone surrogates (aiohttp decodes
@@ -10,11 +17,15 @@ from __future__ import annotations
 
 import json
 import operator
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gossamer.redact import redact_url
 from gossamer.safe import safe_text
+
+if TYPE_CHECKING:
+    from gossamer.fetch.exchange import Exchange
 
 _TEXT_FIELDS = (
     "url", "content_type", "title", "redirect_to", "error", "text", "lang", "description",
@@ -125,4 +136,81 @@ _values = operator.attrgetter(*FIELD_NAMES)
 _FLAGS = FIELD_NAMES.index("flags")
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
-__all__ = ["FIELD_NAMES", "PageRecord", "safe_text"]
+
+class Journal(Protocol):
+    """The crawl's own durable store (crawl.db): records are staged next to the frontier's
+    state and committed with it in one transaction, so a resumed crawl finds both or neither."""
+
+    def stage(self, records: list[PageRecord]) -> None:
+        """Stage records for the next commit."""
+        ...
+
+    def stage_sitemaps(self, host: str, urls: Sequence[str]) -> None:
+        """Stage the ``Sitemap:`` lines of ``host``'s robots.txt."""
+        ...
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Stage a small fact about the crawl."""
+        ...
+
+    async def commit(self) -> None:
+        """Make everything staged durable, the frontier's state included."""
+        ...
+
+    def outcome_counts(self) -> list[tuple[int | None, str | None, int]]:
+        """``(status, error, records)`` over the committed records (``--resume``)."""
+        ...
+
+
+class RecordSink(Protocol):
+    """Where a checkpoint's records go once the journal has committed them, in its order.
+    Raising stops the crawl (every record stays in the journal)."""
+
+    async def write(self, records: list[PageRecord]) -> None:
+        """Take the records of one checkpoint."""
+        ...
+
+
+class Archivable(Protocol):
+    """The parts of a fetch result an archive reads."""
+
+    @property
+    def url(self) -> str: ...
+    @property
+    def fetched_at(self) -> float: ...
+    @property
+    def exchange(self) -> Exchange | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class WarcLocation:
+    """Where a response record lies: its file (name only, under ``OUT/warc/``), the offset of
+    its gzip member and the member's length in bytes."""
+
+    file: str
+    offset: int
+    length: int
+
+
+class Archive(Protocol):
+    """Where every fetch is archived as it arrives (``--warc``)."""
+
+    async def write(self, result: Archivable) -> WarcLocation | None:
+        """Archive one fetch; where its response lies, or None when there was no response."""
+        ...
+
+    def flush(self) -> None:
+        """Hand what is buffered to the OS (before the journal commits)."""
+        ...
+
+
+__all__ = [
+    "FIELD_NAMES",
+    "Archivable",
+    "Archive",
+    "Journal",
+    "PageRecord",
+    "RecordSink",
+    "WarcLocation",
+    "safe_text",
+]

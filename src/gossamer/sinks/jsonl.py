@@ -15,7 +15,7 @@ class JsonlSink:
         self.path = path
         self._file = path.open("ab")
 
-    def write(self, records: list[PageRecord]) -> None:
+    async def write(self, records: list[PageRecord]) -> None:
         """Append and flush to the OS (a killed process loses nothing written here)."""
         if records:
             self._file.write("".join(r.to_json() + "\n" for r in records).encode("utf-8"))

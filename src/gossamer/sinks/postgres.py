@@ -19,7 +19,9 @@ the crawl again with ``--resume`` (a cluster worker: starting it again with the 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import logging
 import re
 import time
 from collections.abc import Callable
@@ -30,20 +32,22 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import asyncpg
 
-from gossamer.cluster.errors import ClusterError
 from gossamer.crawldb import CrawlDB
+from gossamer.errors import CommandError
 from gossamer.redact import redact_text, redact_url
+from gossamer.retry import Backoff, Outage, retry
 from gossamer.settings import SettingsError
 from gossamer.sinks.base import FIELD_NAMES, PageRecord
 from gossamer.sinks.sqlite import SQLiteSink
 from gossamer.urls import fingerprint
 
+log = logging.getLogger(__name__)
 DEFAULT_TABLE = "pages"
 RETRY_FOR = 60.0
 """Seconds a lost server is retried mid-crawl before the crawl stops."""
 CONNECT_TIMEOUT = 5.0
 WRITE_TIMEOUT = 30.0
-_MAX_BACKOFF = 5.0
+_BACKOFF = Backoff(0.1, 5.0)
 _CATCH_UP_BATCH = 1000
 _TABLE_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _INCOMING = "gossamer_incoming"
@@ -58,7 +62,7 @@ _TRANSIENT = (
 """Errors of a lost or restarting server (retried); anything else is a rejection."""
 
 
-class StoreError(ClusterError):
+class StoreError(CommandError):
     """The page store is unreachable or refuses the records: one line, exit status 1."""
 
 
@@ -241,23 +245,45 @@ class PostgresSink:
                 conn.terminate()
 
     async def _write_retrying(self, rows: list[tuple[Any, ...]]) -> None:
-        deadline = self._clock() + self._retry_for
-        backoff = 0.1
-        while True:
-            try:
-                await self._write_once(rows)
-                return
-            except _TRANSIENT as exc:
-                await self._drop()
-                left = deadline - self._clock()
-                if left <= 0:
-                    raise StoreError(self._lost_message(exc)) from None
-                await asyncio.sleep(min(backoff, left))
-                backoff = min(backoff * 2, _MAX_BACKOFF)
-            except asyncpg.PostgresError as exc:
-                raise StoreError(
-                    f"PostgreSQL at {self.target.shown} refused the page records: {_say(exc)}"
-                ) from None
+        """Write ``rows``, trying again while the server is away, ``retry_for`` seconds from
+        the first attempt."""
+        outage = Outage(
+            self._retry_for, clock=self._clock, started=True, on_start=self._down, on_end=self._back
+        )
+
+        async def dropped(error: BaseException, failures: int) -> None:
+            await self._drop()
+
+        try:
+            await retry(
+                functools.partial(self._write_once, rows),
+                errors=_TRANSIENT,
+                outage=outage,
+                backoff=_BACKOFF,
+                give_up=lambda exc: StoreError(self._lost_message(exc)),
+                failed=dropped,
+            )
+        except asyncpg.PostgresError as exc:
+            raise StoreError(
+                f"PostgreSQL at {self.target.shown} refused the page records: {_say(exc)}"
+            ) from None
+
+    def _down(self, error: BaseException) -> None:
+        log.warning(
+            "lost PostgreSQL at %s (%s); retrying for up to %gs",
+            self.target.shown,
+            _say(error),
+            self._retry_for,
+            extra={"event": "store-unreachable", "store": self.target.shown},
+        )
+
+    def _back(self, seconds: float) -> None:
+        log.info(
+            "PostgreSQL at %s answers again after %.1fs",
+            self.target.shown,
+            seconds,
+            extra={"event": "store-recovered", "store": self.target.shown},
+        )
 
     async def _write_once(self, rows: list[tuple[Any, ...]]) -> None:
         async with asyncio.timeout(WRITE_TIMEOUT):

@@ -32,16 +32,16 @@ import re
 import socket
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import BinaryIO
 
 from fastwarc.stream_io import GzipWriter
 from fastwarc.warc import WarcRecord, WarcRecordType
 
 from gossamer import __version__
 from gossamer.fetch.exchange import Exchange
+from gossamer.sinks.base import Archivable, WarcLocation
 
 __all__ = ["WarcLocation", "WarcWriter", "request_block", "response_block"]
 
@@ -51,27 +51,6 @@ _BUFFER = 1 << 20
 _COMPRESS_IN_THREAD_BYTES = 512 * 1024
 _GZIP_LEVEL = 6
 _RENAMED = {b"transfer-encoding": b"X-Crawler-Transfer-Encoding"}
-
-
-class Archivable(Protocol):
-    """The parts of a fetch result the writer reads."""
-
-    @property
-    def url(self) -> str: ...
-    @property
-    def fetched_at(self) -> float: ...
-    @property
-    def exchange(self) -> Exchange | None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class WarcLocation:
-    """Where a response record lies: its file (name only, under ``OUT/warc/``), the offset of
-    its gzip member and the member's length in bytes."""
-
-    file: str
-    offset: int
-    length: int
 
 
 class WarcWriter:

@@ -3,6 +3,9 @@
 ``generate(seed)`` builds the pages (pure data); ``TestWebServer(web)`` serves every host
 from one port, dispatching on the Host header; ``web.reachable(seeds)`` is the ground truth a
 correct crawl is compared with. Run ``python -m gossamer.testweb`` to serve one by hand.
+
+This package may import the standard library and brotli only: it is the crawler's opponent,
+so it shares none of its code.
 """
 
 from gossamer.testweb.catalog import ALL_SPECIALS, QUICK_SPECIALS, SLOW, SPECIALS, TRAPS

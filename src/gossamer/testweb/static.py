@@ -9,18 +9,16 @@ Pages are written with identity encoding whatever their ``encoding`` field says.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gossamer.testweb import render
-from gossamer.testweb.model import ROBOTS_REDIRECT_PATH, RobotsKind
-
-if TYPE_CHECKING:
-    from gossamer.testweb.web import Web
+from gossamer.testweb.model import ROBOTS_REDIRECT_PATH, Host, RobotsKind
 
 
-def write_static(web: Web, root: Path, port: int) -> list[Path]:
-    """Write every host's static files under ``root``; returns the files written."""
+def write_static(hosts: Iterable[Host], root: Path, port: int) -> list[Path]:
+    """Write the static files of ``hosts`` (a web's) under ``root``; returns the files
+    written."""
     written: list[Path] = []
 
     def put(path: Path, content: str) -> None:
@@ -28,7 +26,7 @@ def write_static(web: Web, root: Path, port: int) -> list[Path]:
         path.write_text(content, encoding="utf-8")
         written.append(path)
 
-    for host in web.hosts.values():
+    for host in hosts:
         base = root / host.name
         for page in host.pages.values():
             put(base / page.path.strip("/") / "index.html", render.render_page(host, page, port))

@@ -110,4 +110,4 @@ class Web:
 
     def write_static(self, root: str | Path, port: int) -> list[Path]:
         """Write normal pages, robots and sitemaps under ``root/<host>/``; see ``static``."""
-        return static.write_static(self, Path(root), port)
+        return static.write_static(self.hosts.values(), Path(root), port)

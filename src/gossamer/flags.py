@@ -1,0 +1,130 @@
+"""Command-line flags of the settings models, shared by ``gossamer crawl`` and the cluster
+commands: every field of a model becomes a ``--field-name`` flag, and the flags given become
+settings (merged with ``--config`` and the environment by :func:`gossamer.settings.load_model`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, Literal, get_args, get_origin
+
+from pydantic import BaseModel
+
+from gossamer.logs import DEFAULT_LEVEL, LEVELS
+from gossamer.settings import ClusterSettings, CrawlSettings, Settings, load_model
+
+_FLAG_TYPES: dict[Any, Any] = {int: int, float: float, str: str, Path: Path}
+_NOT_SETTINGS = ("command", "handler", "config", "cluster_command", "log_level", "log_json")
+"""Parsed arguments that are no settings: the command's own, and the logging flags."""
+
+
+def add_crawl_flags(parser: argparse.ArgumentParser, *, cluster: bool = False) -> None:
+    """Seeds and every crawl setting as a flag; with ``cluster`` every cluster setting too,
+    in a group of its own (``cluster submit``, ``cluster up``)."""
+    parser.add_argument("seeds", nargs="*", metavar="SEED", help="start URLs")
+    parser.add_argument("--seeds-file", type=Path, help="file with one seed URL per line")
+    parser.add_argument("--config", type=Path, help="TOML settings file")
+    parser.add_argument("--out", type=Path, help="output directory (default ./crawl-out)")
+    parser.add_argument(
+        "--allow-domain",
+        dest="allow_domains",
+        action="append",
+        metavar="DOMAIN",
+        help="also crawl this domain and its subdomains (repeatable)",
+    )
+    parser.add_argument(
+        "--allow-port",
+        dest="allow_ports",
+        action="append",
+        type=int,
+        metavar="PORT",
+        help="also crawl this port of allowed hosts (repeatable; the seeds' ports, 80 and 443 "
+        "are allowed)",
+    )
+    parser.add_argument("--max-pages", type=int, help="stop after this many records")
+    parser.add_argument("--max-depth", type=int, help="skip links deeper than this")
+    parser.add_argument("--concurrency", type=int, help="requests in flight in all (64)")
+    parser.add_argument("--per-host", type=int, help="requests in flight per host (2)")
+    parser.add_argument("--delay", type=float, help="minimum seconds between starts per host")
+    parser.add_argument("--user-agent", help="User-Agent header")
+    parser.add_argument(
+        "--no-robots", dest="robots", action="store_const", const=False, help="ignore robots.txt"
+    )
+    parser.add_argument(
+        "--resolve",
+        action="append",
+        metavar="HOST=IP",
+        help="map a host (or *.domain) to an address, like curl (repeatable)",
+    )
+    parser.add_argument(
+        "--resume", action="store_const", const=True, help="continue the crawl in --out"
+    )
+    parser.add_argument(
+        "--overwrite", action="store_const", const=True, help="discard a crawl in --out"
+    )
+    parser.add_argument(
+        "--quiet", action="store_const", const=True, help="no progress line or summary"
+    )
+    add_setting_flags(parser, CrawlSettings)
+    add_log_flags(parser)
+    if cluster:
+        group = parser.add_argument_group("cluster settings (stored with the job)")
+        add_setting_flags(group, ClusterSettings, taken=parser)
+
+
+def add_log_flags(parser: argparse.ArgumentParser) -> None:
+    """``--log-level`` and ``--log-json`` (see :mod:`gossamer.logs`)."""
+    parser.add_argument(
+        "--log-level",
+        choices=LEVELS,
+        default=DEFAULT_LEVEL,
+        help=f"least important log records shown on stderr ({DEFAULT_LEVEL}; info adds leader "
+        "changes, partition moves, reclaims, hosts slowed down...)",
+    )
+    parser.add_argument(
+        "--log-json",
+        action="store_true",
+        help="log one JSON object per line (time, level, logger, message, event fields)",
+    )
+
+
+def add_setting_flags(
+    parser: argparse._ActionsContainer,
+    model: type[BaseModel],
+    taken: argparse.ArgumentParser | None = None,
+) -> None:
+    """A ``--field-name`` flag for every scalar field of ``model`` that has no flag yet in
+    ``taken`` (default: ``parser`` itself)."""
+    owner = taken if taken is not None else parser
+    have = {action.dest for action in owner._actions}
+    for name, info in model.model_fields.items():
+        if name in have:
+            continue
+        flag = "--" + name.replace("_", "-")
+        kinds = [info.annotation]
+        if get_origin(info.annotation) is not Literal:
+            kinds = [a for a in get_args(info.annotation) if a is not type(None)] or kinds
+        if kinds[0] is bool:
+            on = info.default is not True  # a setting on by default gets a --no-NAME flag
+            flag = flag if on else "--no-" + name.replace("_", "-")
+            parser.add_argument(
+                flag, dest=name, action="store_const", const=on, help=info.description
+            )
+        elif get_origin(kinds[0]) is Literal:
+            choices = list(get_args(kinds[0]))
+            parser.add_argument(flag, dest=name, choices=choices, help=info.description)
+        elif kinds[0] in _FLAG_TYPES:
+            parser.add_argument(flag, dest=name, type=_FLAG_TYPES[kinds[0]], help=info.description)
+
+
+def settings_from_args(
+    args: argparse.Namespace, model: type[Settings], skip: tuple[str, ...] = ()
+) -> Settings:
+    """The ``model`` settings given by the flags of ``args`` (plus --config and environment);
+    ``skip`` names the command's own arguments that are no settings."""
+    ignored = (*_NOT_SETTINGS, *skip)
+    flags = {k: v for k, v in vars(args).items() if k not in ignored}
+    if not flags["seeds"]:
+        flags["seeds"] = None
+    return load_model(model, flags, config=args.config)

@@ -1,0 +1,98 @@
+"""Logs: the standard :mod:`logging`, one logger per module, set up once per command.
+
+Every module logs through ``logging.getLogger(__name__)``. A state change an operator cares
+about (a leader change, a partition move, a reclaim, a Redis outage and its end, a robots.txt
+that cannot be fetched, a host slowed down) is one record whose ``extra`` holds ``event`` (its
+name, e.g. ``leader-acquired``) and the values that explain it. ``--log-level`` chooses what is
+shown (``warning`` by default: trouble only; ``info`` adds the state changes); ``--log-json``
+writes one JSON object per line: ``time`` (UTC, ISO 8601), ``level``, ``logger``, ``message``,
+then the event's fields. Everything written passes through
+:func:`~gossamer.redact.redact_text`, so no password in a URL or DSN reaches a log.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+from gossamer.redact import redact_text
+
+LEVELS = ("debug", "info", "warning", "error")
+DEFAULT_LEVEL = "warning"
+_PACKAGE = "gossamer"
+_STANDARD = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
+"""Attributes every log record has: the others came in through ``extra``."""
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record: time, level, logger, message, then the event's fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": _iso_time(record.created),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": redact_text(record.getMessage()),
+        }
+        for key, value in vars(record).items():
+            if key not in _STANDARD and key not in entry:
+                entry[key] = _safe(value)
+        if record.exc_info:
+            entry["exception"] = redact_text(self.formatException(record.exc_info))
+        return json.dumps(entry, ensure_ascii=False, default=lambda v: redact_text(str(v)))
+
+
+class TextFormatter(logging.Formatter):
+    """``2025-01-31 12:00:00,123 WARNING gossamer.cluster.resilient: message``, redacted."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact_text(super().format(record))
+
+
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is at the time (as :data:`logging.lastResort`)."""
+
+    def __init__(self) -> None:
+        logging.Handler.__init__(self)
+
+    @property
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+
+@contextmanager
+def logging_to_stderr(level: str = DEFAULT_LEVEL, json_lines: bool = False) -> Iterator[None]:
+    """While the block runs, gossamer's records of ``level`` and above go to stderr, as text
+    or (``json_lines``) one JSON object per line; then the loggers are as they were."""
+    logger = logging.getLogger(_PACKAGE)
+    handler = _Stderr()
+    handler.setFormatter(JsonFormatter() if json_lines else TextFormatter())
+    saved = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(level.upper())
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved)
+
+
+def _iso_time(created: float) -> str:
+    moment = datetime.fromtimestamp(created, UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _safe(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact_text(value)
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return redact_text(str(value))

@@ -1,0 +1,167 @@
+"""The package's layering: no import cycles between gossamer's modules, and the engine knows
+its sinks by their protocols only.
+
+The import graph is read from the source (every ``import`` statement: at module level, in a
+function, under ``TYPE_CHECKING``), so a cycle hidden in a function-level import is caught
+too. Importing ``a.b.c`` runs the ``__init__`` of ``a.b`` first, so it counts as an import of
+each package on the way that the importer is not inside already.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import gossamer
+
+ROOT = Path(gossamer.__file__).parent
+
+
+def module_files() -> dict[str, Path]:
+    """Every gossamer module by dotted name (a package by its own name)."""
+    modules = {}
+    for path in ROOT.rglob("*.py"):
+        parts = ["gossamer", *path.relative_to(ROOT).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    return modules
+
+
+def imported_names(module: str, path: Path) -> Iterator[str]:
+    """The dotted names ``module`` imports (absolute; for ``from x import y`` both ``x.y``
+    and ``x``, the caller keeps those that are modules)."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            yield base
+            yield from (f"{base}.{alias.name}" for alias in node.names)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the gossamer modules whose import it runs."""
+    modules = module_files()
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        edges = set()
+        for name in imported_names(module, path):
+            while name and name not in modules:  # ``from pkg.mod import function``
+                name = name.rpartition(".")[0]
+            while name.startswith("gossamer.") and not module.startswith(name + "."):
+                edges.add(name)  # the module and each package on its way in
+                name = name.rpartition(".")[0]
+        edges.discard(module)
+        graph[module] = edges
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            step = next(edges, None)
+            if step is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+            elif step not in index:
+                index[step] = low[step] = len(index)
+                stack.append(step)
+                on_stack.add(step)
+                work.append((step, iter(sorted(graph[step]))))
+            elif step in on_stack:
+                low[node] = min(low[node], index[step])
+    return found
+
+
+def test_the_graph_sees_every_kind_of_import() -> None:
+    graph = import_graph()
+    assert "gossamer.cluster.cli" in graph["gossamer.cli"]  # module level
+    assert "gossamer.balance.plan" in graph["gossamer.cli"]  # in a function
+    assert "gossamer.fetch.exchange" in graph["gossamer.sinks.base"]  # under TYPE_CHECKING
+    assert "gossamer.fetch" in graph["gossamer.sinks.warc"]  # the package's __init__ runs
+    assert "gossamer.fetch" not in graph["gossamer.fetch.http"]  # its own package: no
+
+
+def test_cycle_finder_finds_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+
+
+def test_no_import_cycles() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_engine_knows_sinks_by_their_protocols() -> None:
+    """The engine imports no concrete sink and no crawl.db: crawl.py builds those."""
+    engine = import_graph()["gossamer.engine"]
+    sinks = {name for name in engine if name.startswith("gossamer.sinks.")}
+    assert sinks == {"gossamer.sinks.base"}
+    assert "gossamer.crawldb" not in engine
+    assert "sqlite3" not in (ROOT / "engine.py").read_text()
+
+
+def test_single_process_modules_do_not_import_cluster_code() -> None:
+    """``gossamer crawl`` wiring stands on its own: the cluster builds on it, not the reverse."""
+    graph = import_graph()
+    for module in ("gossamer.crawl", "gossamer.engine", "gossamer.settings", "gossamer.flags"):
+        assert not {m for m in graph[module] if m.startswith("gossamer.cluster")}, module
+
+
+UPPER = ("gossamer.engine", "gossamer.crawl", "gossamer.cluster", "gossamer.cli", "gossamer.flags")
+"""The layers above the stages (see the package docstring)."""
+STAGES = ("parse", "extract", "fetch", "frontier", "sinks", "hooks", "balance", "testweb")
+
+
+def test_stages_never_import_the_layers_above_them() -> None:
+    graph = import_graph()
+    for module, imported in graph.items():
+        if module.count(".") and module.split(".")[1] in STAGES:
+            above = {
+                m for m in imported if m in UPPER or m.startswith(tuple(u + "." for u in UPPER))
+            }
+            assert not above, (module, above)
+
+
+def test_the_test_web_shares_no_code_with_the_crawler() -> None:
+    for module, imported in import_graph().items():
+        if module.startswith("gossamer.testweb"):
+            assert all(m.startswith("gossamer.testweb") for m in imported), module
+
+
+def test_every_package_says_what_it_holds_and_may_import() -> None:
+    for module, path in module_files().items():
+        if path.name == "__init__.py" and module.count(".") == 1:
+            doc = ast.get_docstring(ast.parse(path.read_text("utf-8"))) or ""
+            if module in ("gossamer.frontier", "gossamer.parse"):
+                continue  # their owners are reshaping them
+            assert "may import" in doc, module

@@ -1,0 +1,125 @@
+"""Logs: one JSON object per line with ``--log-json``, the events a crawl logs, no credential."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from tests.local_app import serve
+
+from gossamer.logs import JsonFormatter, TextFormatter, logging_to_stderr
+
+GOSSAMER = [sys.executable, "-m", "gossamer.cli"]
+
+
+def record(message: str, *args: Any, **extra: Any) -> logging.LogRecord:
+    entry = logging.makeLogRecord({"name": "gossamer.test", "levelno": logging.INFO,
+                                   "levelname": "INFO", "msg": message, "args": args})  # fmt: skip
+    entry.__dict__.update(extra)
+    return entry
+
+
+def test_json_lines_hold_time_level_logger_message_and_the_event() -> None:
+    line = JsonFormatter().format(
+        record(
+            "Redis at %s unreachable",
+            "redis://:pw@h:1/0",
+            event="redis-unreachable",
+            redis="redis://u:pw@h:1/0",
+            budget=60.0,
+            parts=[1, 2],
+        )
+    )
+    assert "\n" not in line
+    entry = json.loads(line)
+    assert entry["time"].endswith("Z") and entry["time"][10] == "T"
+    assert (entry["level"], entry["logger"]) == ("info", "gossamer.test")
+    assert entry["message"] == "Redis at redis://:***@h:1/0 unreachable"
+    assert entry["event"] == "redis-unreachable" and entry["budget"] == 60.0
+    assert entry["redis"] == "redis://u:***@h:1/0"
+    assert entry["parts"] == "[1, 2]"
+    assert "pw" not in line
+
+
+def test_json_lines_carry_the_exception_redacted() -> None:
+    try:
+        raise ValueError("cannot reach postgres://u:hunter2@db/x")
+    except ValueError:
+        entry = record("failed")
+        entry.exc_info = sys.exc_info()
+    data = json.loads(JsonFormatter().format(entry))
+    assert "ValueError" in data["exception"] and "hunter2" not in data["exception"]
+
+
+def test_text_lines_are_redacted() -> None:
+    line = TextFormatter().format(record("lost %s", "postgres://u:hunter2@db/x"))
+    assert line.endswith("INFO gossamer.test: lost postgres://u:***@db/x")
+
+
+def test_logging_to_stderr_sets_up_and_restores(capsys: pytest.CaptureFixture[str]) -> None:
+    logger = logging.getLogger("gossamer.cluster.worker")
+    package = logging.getLogger("gossamer")
+    before = (package.level, list(package.handlers))
+    with logging_to_stderr("info", json_lines=True):
+        logger.info("leads", extra={"event": "leader-acquired"})
+        logger.debug("not shown")
+    logger.warning("after the block: not ours")
+    assert (package.level, list(package.handlers)) == before
+    lines = capsys.readouterr().err.splitlines()
+    events = [json.loads(line)["event"] for line in lines if line.startswith("{")]
+    assert events == ["leader-acquired"]
+
+
+# -- a crawl --------------------------------------------------------------------------------
+
+
+async def handler(request: web.Request) -> web.Response:
+    """``broken.test`` cannot serve its robots.txt; ``busy.test`` answers 503 to pages."""
+    host = request.host.partition(":")[0]
+    if request.path == "/robots.txt":
+        return web.Response(status=500 if host == "broken.test" else 404)
+    if host == "busy.test":
+        return web.Response(status=503, text="busy")
+    return web.Response(text="<p>fine</p>", content_type="text/html")
+
+
+async def crawl(tmp_path: Path, port: int, *flags: str) -> tuple[int, str]:
+    seeds = [f"http://broken.test:{port}/", f"http://user:hunter2@busy.test:{port}/"]
+    proc = await asyncio.create_subprocess_exec(
+        *GOSSAMER, "crawl", *seeds, "--out", str(tmp_path / "out"),
+        "--resolve", "*.test=127.0.0.1", "--max-retries", "1", "--retry-backoff", "0.05",
+        "--robots-retry", "0.2", "--quiet", *flags,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode is not None
+    return proc.returncode, err.decode()
+
+
+@pytest.mark.slow
+async def test_a_crawl_logs_json_events(tmp_path: Path) -> None:
+    async with serve(handler) as port:
+        code, err = await crawl(tmp_path, port, "--log-json", "--log-level", "info")
+    assert code == 0, err
+    entries = [json.loads(line) for line in err.splitlines()]  # every line is one object
+    assert all({"time", "level", "logger", "message"} <= set(e) for e in entries), entries
+    events = {e.get("event"): e for e in entries}
+    robots = events["robots-unreachable"]
+    assert robots["origin"] == f"http://broken.test:{port}"
+    assert robots["logger"] == "gossamer.frontier.robots" and robots["level"] == "info"
+    slowed = events["host-slowed"]
+    assert slowed["host"] == f"http://busy.test:{port}" and slowed["delay"] > 0
+    assert "hunter2" not in err
+
+
+@pytest.mark.slow
+async def test_a_crawl_at_the_default_level_logs_no_state_changes(tmp_path: Path) -> None:
+    async with serve(handler) as port:
+        code, err = await crawl(tmp_path, port)
+    assert (code, err) == (0, "")
