@@ -297,6 +297,12 @@ _CELLS = frozenset(["td", "th", "pre"])
 _LABELLED = _CELLS | HEADINGS | {"li", "dt", "dd", "caption", "summary"}
 MAX_LABEL = 20
 _ARTICLE_TAGS = frozenset(["article", "main"])
+_TEXT_ID = 2
+"""lexbor's id of a text node (``-text``)."""
+_STANDARD_IDS = 1 << 16
+"""lexbor numbers the tags it knows below this; other tags get an id per document."""
+_TAG_NAMES: dict[int, str] = {}
+"""Names of the standard tags by id, learnt as met: ``tag_id`` costs less than ``tag``."""
 _STOPS = frozenset(".!?\u3002\uff01\uff1f")
 """Full stops of a sentence (blocks end without spaces)."""
 
@@ -331,10 +337,14 @@ class Block:
     box: int
     text: str
     link_chars: int
+    """Characters of the text inside links (at most all of them)."""
     images: list[LexborNode]
+    density: float
+    """Share of the text inside links."""
+    commas: int
 
     def link_density(self) -> float:
-        return min(self.link_chars, len(self.text)) / len(self.text) if self.text else 0.0
+        return self.density
 
 
 def main_blocks(tree: LexborHTMLParser) -> list[Block]:
@@ -365,7 +375,7 @@ def _select(boxes: list[Box], blocks: list[Block], *, strict: bool) -> list[Bloc
     found = [
         block
         for block in blocks
-        if block.link_density() <= LINK_DENSITY_MAX
+        if block.density <= LINK_DENSITY_MAX
         and (kept[block.box] or (block.box == parent and _is_prose_text(block)))
         and (_has_word(block.text) or boxes[block.box].tag in _CELLS)
     ]
@@ -396,10 +406,15 @@ class _Walker:
     def _close(self, next_tag: str, box: int) -> None:
         parts, images = self.parts, self.images
         if parts:
-            text = " ".join("".join(parts).split())
+            text = " ".join((parts[0] if len(parts) == 1 else "".join(parts)).split())
             parts.clear()  # in place: the walk holds this list
             if text:
-                self.blocks.append(Block(self.tag, self.box, text, self.link_chars, images))
+                links = min(self.link_chars, len(text))
+                self.blocks.append(
+                    Block(
+                        self.tag, self.box, text, links, images, links / len(text), _commas(text)
+                    )
+                )
                 self.images = []
             elif images and self.quiet:
                 images.clear()
@@ -434,9 +449,10 @@ class _Walker:
         if depth > MAX_DEPTH:
             return
         parts = self.parts
+        names = _TAG_NAMES
         for child in node.iter(include_text=True):
-            tag = child.tag
-            if tag == "-text":
+            tag_id = child.tag_id
+            if tag_id == _TEXT_ID:
                 text = child.text_content
                 if text:
                     parts.append(text)
@@ -446,13 +462,30 @@ class _Walker:
             self.nodes += 1
             if self.nodes > MAX_NODES:
                 return
+            tag = names.get(tag_id)
+            if tag is None:
+                tag = child.tag
+                if tag_id < _STANDARD_IDS:
+                    names[tag_id] = tag
             if tag in _SKIP_TAGS:
                 continue
             if tag not in _BOX_TAGS:
                 if tag == "img":
                     self.images.append(child)
-                elif tag == "br":
+                    continue
+                if tag == "br":
                     parts.append(" ")
+                    continue
+                first = child.first_child
+                if first is None:
+                    continue
+                if first.next is None and first.tag == "-text":  # <a>words</a>: no walk
+                    text = first.text_content
+                    if text:
+                        parts.append(text)
+                        if in_link or tag == "a":
+                            self.link_chars += len(text.strip())
+                    continue
                 self._visit(child, depth + 1, box, in_link or tag == "a", in_article)
                 continue
             inner = self._open(child, tag, box, in_article)
@@ -526,8 +559,8 @@ def _total(boxes: list[Box], blocks: list[Block]) -> None:
     for block in blocks:
         box = boxes[block.box]
         box.chars += len(block.text)
-        box.link_chars += min(block.link_chars, len(block.text))
-        box.commas += _commas(block.text)
+        box.link_chars += block.link_chars
+        box.commas += block.commas
         box.images += len(block.images)
         box.blocks += 1
         box.ends_sentence = block.text[-1] in _STOPS
@@ -575,7 +608,7 @@ def _choose(boxes: list[Box], blocks: list[Block], *, strict: bool) -> tuple[set
     prose = [0] * len(boxes)  # and the characters of that prose
     for block in blocks:
         chars = len(block.text)
-        if chars < MIN_PARAGRAPH or block.link_density() > LINK_DENSITY_MAX:
+        if chars < MIN_PARAGRAPH or block.density > LINK_DENSITY_MAX:
             continue
         if strict:
             inside = flagged.get(block.box)
@@ -583,7 +616,7 @@ def _choose(boxes: list[Box], blocks: list[Block], *, strict: bool) -> tuple[set
                 inside = flagged[block.box] = _in_boilerplate(boxes, block.box)
             if inside:
                 continue
-        score = 1.0 + _commas(block.text) + min(chars // 100, 3)
+        score = 1.0 + block.commas + min(chars // 100, 3)
         mass[block.box] += score
         prose[block.box] += chars
         index = boxes[block.box].parent
