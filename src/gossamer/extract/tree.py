@@ -50,6 +50,8 @@ MAX_NODES = 200_000
 """The walk stops after this many nodes."""
 MIN_PARAGRAPH = 25
 """Characters a block needs to count as prose."""
+SKIMMED_LINK_SHARE = 0.5
+"""Share of a skimmed box's text counted as links (boilerplate is mostly links)."""
 MIN_TEXT = 250
 """A main text shorter than this is looked for again, inside boilerplate too."""
 LINK_DENSITY_MAX = 0.5
@@ -316,6 +318,8 @@ class Box:
     names: str
     weight: float
     boilerplate: bool
+    skimmed: bool = False
+    """Only the length of its text was read (see `_read`)."""
     chars: int = 0
     link_chars: int = 0
     commas: int = 0
@@ -352,21 +356,33 @@ def main_blocks(tree: LexborHTMLParser) -> list[Block]:
     body = tree.body
     if body is None:
         return []
-    walker = _Walker()
-    walker.run(body)
-    boxes, blocks = walker.boxes, walker.blocks
-    if not blocks:
-        return []
-    _total(boxes, blocks)
-    _unflag_big_boilerplate(boxes)
-    found = _select(boxes, blocks, strict=True)
+    boxes, blocks = _read(body, skim=True)
+    if any(box.skimmed for box in boxes if box.boilerplate):
+        # a box named like boilerplate that holds most of the text is read after all
+        limit = MAX_BOILERPLATE_SHARE * boxes[0].chars
+        if any(box.skimmed and box.chars > limit for box in boxes):
+            boxes, blocks = _read(body, skim=False)
+    found = _select(boxes, blocks, strict=True) if blocks else []
     if sum(len(block.text) for block in found) < MIN_TEXT:
         # the article may sit in a box named or tagged like boilerplate (an <aside>, a
-        # "teaser" section): score every box
-        again = _select(boxes, blocks, strict=False)
+        # "teaser" section): read and score every box
+        if any(box.skimmed for box in boxes):
+            boxes, blocks = _read(body, skim=False)
+        again = _select(boxes, blocks, strict=False) if blocks else []
         if sum(len(b.text) for b in again) > sum(len(b.text) for b in found):
             return again
     return found
+
+
+def _read(body: LexborNode, *, skim: bool) -> tuple[list[Box], list[Block]]:
+    """The boxes and blocks of ``body``, totalled. With ``skim``, the text of a box that is
+    boilerplate is only measured, not cut into blocks (most of a page's markup can be menus
+    and footers)."""
+    walker = _Walker(skim)
+    walker.run(body)
+    _total(walker.boxes, walker.blocks)
+    _unflag_big_boilerplate(walker.boxes)
+    return walker.boxes, walker.blocks
 
 
 def _select(boxes: list[Box], blocks: list[Block], *, strict: bool) -> list[Block]:
@@ -386,7 +402,8 @@ def _select(boxes: list[Box], blocks: list[Block], *, strict: bool) -> list[Bloc
 class _Walker:
     """One depth-first pass recording boxes and blocks."""
 
-    def __init__(self) -> None:
+    def __init__(self, skim: bool) -> None:
+        self.skim = skim
         self.boxes: list[Box] = []
         self.blocks: list[Block] = []
         self.nodes = 0
@@ -411,9 +428,7 @@ class _Walker:
             if text:
                 links = min(self.link_chars, len(text))
                 self.blocks.append(
-                    Block(
-                        self.tag, self.box, text, links, images, links / len(text), _commas(text)
-                    )
+                    Block(self.tag, self.box, text, links, images, links / len(text), _commas(text))
                 )
                 self.images = []
             elif images and self.quiet:
@@ -462,11 +477,12 @@ class _Walker:
             self.nodes += 1
             if self.nodes > MAX_NODES:
                 return
-            tag = names.get(tag_id)
-            if tag is None:
-                tag = child.tag
+            known = names.get(tag_id)
+            if known is None:
+                known = child.tag or ""
                 if tag_id < _STANDARD_IDS:
-                    names[tag_id] = tag
+                    names[tag_id] = known
+            tag = known
             if tag in _SKIP_TAGS:
                 continue
             if tag not in _BOX_TAGS:
@@ -494,7 +510,17 @@ class _Walker:
             else:
                 self.tag, self.box = tag, inner
             quiet = self.quiet
-            self.quiet = quiet or self.boxes[inner].boilerplate
+            opened = self.boxes[inner]
+            if opened.boilerplate and self.skim:
+                opened.skimmed = True
+                opened.chars = len(" ".join(child.text(deep=True).split()))
+                opened.link_chars = int(opened.chars * SKIMMED_LINK_SHARE)
+                if parts or self.images:
+                    self._close("div", box)
+                else:
+                    self.tag, self.box = "div", box
+                continue
+            self.quiet = quiet or opened.boilerplate
             self._visit(child, depth + 1, inner, in_link, in_article or tag in _ARTICLE_TAGS)
             if parts or self.images:
                 self._close("div", box)
