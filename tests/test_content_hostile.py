@@ -17,7 +17,7 @@ from tests.pdfs import bomb, cyclic_page_tree, encrypted, many_pages
 from gossamer import crawl as crawl_module
 from gossamer.extract.pdf import PdfPool
 from gossamer.parse.charset import sniff_encoding
-from gossamer.parse.guard import FLATTENED
+from gossamer.parse.guard import CUT_FORMATTING, FLATTENED
 from gossamer.sinks.base import FIELD_NAMES
 from gossamer.testweb import payloads
 
@@ -117,6 +117,34 @@ async def test_100_000_nested_divs_are_flattened_and_their_page_extracted(tmp_pa
 async def test_text_nested_100_000_deep_is_kept(tmp_path: Path) -> None:
     records = await crawl(tmp_path / "out", deep)
     assert " ".join(DEEP_TEXT.split()) in records["/deep"]["text"]
+
+
+BOLD = "Bold words."
+
+
+def formatting_page(size: int) -> tuple[bytes, int]:
+    """About ``size`` bytes of ``<p><b c=N>`` closed by ``</p>`` alone, and how many
+    paragraphs: lexbor rebuilds every ``<b>`` so far at each paragraph (quadratic: this page
+    cost 7 s of CPU before the guard capped them)."""
+    paragraphs = [f"<p><b c={n}>{BOLD}</p>" for n in range(size // 28)]
+    return html("".join(paragraphs), "<title>Bold</title>").encode(), len(paragraphs)
+
+
+async def test_formatting_elements_reopened_at_every_paragraph_are_capped(tmp_path: Path) -> None:
+    body, paragraphs = formatting_page(150_000)
+    pages = {"/": ("text/html", links("/bold")), "/bold": ("text/html", body)}
+
+    async def handle(request: web.Request) -> web.Response:
+        return await respond(request, pages)
+
+    start = time.process_time()
+    records = await crawl(tmp_path / "out", handle)
+    assert time.process_time() - start < 5
+    page = records["/bold"]
+    assert (page["status"], page["error"], page["title"]) == (200, None, "Bold")
+    assert CUT_FORMATTING in page["flags"]
+    assert page["text"] == "\n\n".join([BOLD] * paragraphs)
+    assert records["/after"]["text"] == AFTER
 
 
 # -- PDF -----------------------------------------------------------------------------------------

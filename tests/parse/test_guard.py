@@ -8,7 +8,15 @@ from collections.abc import Callable
 import pytest
 from selectolax.lexbor import LexborHTMLParser
 
-from gossamer.parse.guard import MAX_DEPTH, MAX_TAG_ATTRIBUTES, _ordinary, _tag_count, guard, parse
+from gossamer.parse.guard import (
+    MAX_ACTIVE_FORMATTING,
+    MAX_DEPTH,
+    MAX_TAG_ATTRIBUTES,
+    _ordinary,
+    _tag_count,
+    guard,
+    parse,
+)
 from gossamer.parse.links import parse_html
 
 URL = "http://example.com/"
@@ -191,3 +199,75 @@ def test_attributes_behind_a_quoted_angle_bracket_are_cut() -> None:
     page = parse_html(body, URL)
     assert page.links == ["http://example.com/kept"]
     assert page.flags == ("html-cut-attributes",)
+
+
+def lexbor_elements(document: str | bytes) -> int:
+    return len(LexborHTMLParser(document).css("*"))
+
+
+# Formatting elements a block closes, each with attributes of its own: lexbor rebuilds all of
+# them at every paragraph unless the guard caps them.
+REOPENED = {
+    "closed by </p>": "<p><b c={n}>x</p>",
+    "closed by <p>": "<p><i class=c{n}>x",
+    "balanced by stray end tags of another name": "<p><font color={n}>x</p></i>",
+    "closed by </div>": "<div><em id={n}>x</div>",
+    "formatting of every kind": "<p><code a={n}><big b={n}><nobr c={n}><tt d={n}>x</p>",
+}
+
+
+@pytest.mark.parametrize("name", list(REOPENED))
+def test_formatting_elements_reopened_at_every_paragraph_are_capped(name: str) -> None:
+    body = "".join(REOPENED[name].format(n=n) for n in range(10_000))
+    started = time.process_time()
+    parsed = parse(body)
+    assert time.process_time() - started < 2.0
+    assert parsed.flags == ("html-cut-formatting",) and parsed.tree is not None
+    assert parsed.tree.body is not None and parsed.tree.body.text() == "x" * 10_000
+    # lexbor builds at most the capped list again per paragraph
+    assert lexbor_elements(parsed.tree.html or "") < 10_000 * (MAX_ACTIVE_FORMATTING + 6)
+
+
+def test_formatting_past_the_cap_is_dropped_and_the_rest_kept() -> None:
+    body = "<p>" + "".join(f"<b c={n}>{n} " for n in range(3 * MAX_ACTIVE_FORMATTING))
+    body += '<a href="/x">link</a></p>' + "<p>filler</p>" * 6000
+    guarded = guard(body)
+    assert guarded.flags == ("html-cut-formatting",)
+    document = str(guarded.document)
+    assert document.count("<b ") == MAX_ACTIVE_FORMATTING
+    kept = "".join(f"<b c={n}>{n} " for n in range(MAX_ACTIVE_FORMATTING))
+    assert document.replace("<p>", "").startswith(kept)
+    assert '<a href="/x">link</a>' in document
+    words = " ".join(map(str, range(3 * MAX_ACTIVE_FORMATTING)))
+    assert LexborHTMLParser(document).text().startswith(words)
+
+
+# Formatting the Standard keeps off the list (closed, collapsed by the Noah's Ark clause,
+# cleared at the end of a cell, an <a> replacing the last, removed by a stray end tag).
+@pytest.mark.parametrize(
+    "shape",
+    [
+        "<p><b c={n}>x</b> <i class=c{n}>y</i></p>",
+        "<p><b>x</p><p><font color=red>y</p>",
+        "<tr><td><font face=f{n}>x<td><b c={n}>y</tr>",  # in one <table>
+        '<p><a href="/{n}">x</p>',
+        "<p><b c={n}>x</p></b>",
+    ],
+)
+def test_formatting_the_list_does_not_keep_is_left_whole(shape: str) -> None:
+    body = "<table>" * shape.startswith("<tr>") + "".join(shape.format(n=n) for n in range(5000))
+    guarded = guard(body)
+    assert guarded.flags == () and guarded.document == body
+    assert parse(body).flags == ()
+
+
+def test_an_ordinary_page_reopening_formatting_is_bounded_by_its_size() -> None:
+    # start and end tags balance (the </i> close nothing), so lexbor parses it unguarded and
+    # rebuilds thousands of <b> at every paragraph; its tree is then too deep, and guarded
+    body = "".join(f"<p><b c={n}>x</p></i>" for n in range(4096))
+    assert _ordinary(body, _tag_count(body))
+    started = time.process_time()
+    parsed = parse(body)
+    assert time.process_time() - started < 8.0
+    assert parsed.flags == ("html-cut-formatting",) and parsed.tree is not None
+    assert parsed.tree.body is not None and parsed.tree.body.text() == "x" * 4096

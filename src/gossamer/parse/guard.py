@@ -14,6 +14,15 @@ that could hold such shapes so that lexbor never sees:
   distinct attribute names in the document: the excess attributes are dropped (``href``,
   ``rel`` and the few others links and robots directives need are always kept); flagged
   ``html-cut-attributes``;
+- more than `MAX_ACTIVE_FORMATTING` elements in the list of active formatting elements
+  since its last marker: a formatting start tag (``<b>``, ``<font>``, ``<i>`` ..., any but
+  ``<a>``) that would add one more is dropped, keeping its text; flagged
+  ``html-cut-formatting``. Lexbor rebuilds every element of that list that a block closed at
+  the next text, as the Standard says ("reconstruct the active formatting elements"), so
+  ``<p><b c=1>x</p>`` repeated, a different attribute on each ``<b>`` so that the Noah's Ark
+  clause never collapses them, is quadratic (150 KB: 42 s; 500 KB: past 23 GB of memory),
+  and even a short list is built again for every paragraph (64 elements and 500 KB of
+  ``<p>x``: 6 s);
 - end tags that close nothing, once elements nest deeper than `_DEEP`: lexbor would ignore
   them, after scanning the whole stack for each.
 
@@ -24,6 +33,12 @@ nested: an ``<a>`` or ``<nobr>`` start tag closes an open one (the adoption agen
 and the block start tags close an open ``<p>`` in button scope, ``<li>``, ``<dd>``/``<dt>``,
 ``<button>``, ``<option>``, table rows and cells close their open sibling, a heading closes
 a heading that is the current node, html/head/body and nested ``<form>`` tags open nothing.
+Its list of active formatting elements follows the Standard too: a formatting start tag adds
+one (unless three identical ones are in the list since the last marker: same name and the
+same attributes, written alike), an ``<a>`` start tag first removes the list's ``<a>``, a
+formatting end tag removes the last one of its name, ``<td>``, ``<th>``, ``<caption>``,
+``<applet>``, ``<object>``, ``<marquee>`` and ``<template>`` add a marker, removed with all
+that follows it when the element closes; block end tags leave the list alone.
 It tokenizes like the Standard too (comments including ``<!-->``, bogus comments, quoted
 attribute values holding ``>``, raw text elements outside SVG/MathML, tags cut by the end of
 the document), so lexbor never sees a tag the guard did not. Its errors lean towards more
@@ -39,10 +54,19 @@ counts and one regex search, about a tenth of the parse. An ordinary document's 
 checked, by one CSS match in lexbor, for an element nested deeper than `MAX_DEPTH` below
 ``<body>``; if there is one (start and end tags can balance and still nest: ``<span></i>``),
 the document is guarded and parsed again. An ordinary document that is hostile all the same
-costs lexbor at most about 0.2 s: its quadratic cases need a deep stack and a token scanning
-it, and the document has at most `_ORDINARY_MAX_TAGS` tags, half of them end tags (measured
-at the limit: ``<div></x>`` repeated, 0.19 s; ``<span></i>``, 0.13 s; a quarter of the tags
-unclosed ``<div>`` then ``<p></p>``, 0.16 s).
+costs lexbor at most about 0.2 s in its stack's quadratic cases: they need a deep stack and a
+token scanning it, and the document has at most `_ORDINARY_MAX_TAGS` tags, half of them end
+tags (measured at the limit: ``<div></x>`` repeated, 0.19 s; ``<span></i>``, 0.13 s; a
+quarter of the tags unclosed ``<div>`` then ``<p></p>``, 0.16 s).
+
+The list of active formatting elements is not bounded so cheaply: no count sees which end
+tags close nothing (``</i>`` after ``</p>``, ``</b>`` in a comment), and counting the
+formatting tags alone (a regex over the document) would add a fifth to the cost of parsing an
+ordinary page. So it is bounded by the checks above, at about 2.3 s of lexbor's time: an
+ordinary document at the limit (``<p><b c=N>x</p></i>``, 4,096 times) makes lexbor build a
+list of 4,096 elements and rebuild it at every paragraph, nesting past `MAX_DEPTH`, so that
+its tree is then guarded and parsed again. A document left alone for its size costs at most
+0.2 s (16 KiB of ``<p><b c=N>x``) or 0.4 s (4,096 ``<``).
 
 Bounds of the guard (measured on the development machine, 2 shared cores): every step is
 linear in the document. The guard's pass costs at most about 0.5 s per MB (0.2 s per MB for
@@ -52,11 +76,6 @@ costs about 0.05 s per MB on ordinary pages and at most about 0.7 s per MB on th
 shapes left (a flat run of sibling-closing tags at depth `MAX_DEPTH`), since each token costs
 it at most one scan of a stack of `MAX_DEPTH` entries and one scan of a tag's
 `MAX_TAG_ATTRIBUTES` attributes.
-
-Not covered: formatting elements with distinct attributes closed by a block and reopened
-(``<p><b c=1>x</p>`` repeated) make lexbor rebuild them all at every reopening, as the
-Standard says (the "reconstruct the active formatting elements" step); neither the guard's
-estimate nor the checks above see it, and 150 KB of it cost lexbor about a minute.
 """
 
 from __future__ import annotations
@@ -68,7 +87,9 @@ from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
 __all__ = [
     "CUT_ATTRIBUTES",
+    "CUT_FORMATTING",
     "FLATTENED",
+    "MAX_ACTIVE_FORMATTING",
     "MAX_ATTRIBUTE_NAMES",
     "MAX_DEPTH",
     "MAX_TAG_ATTRIBUTES",
@@ -85,12 +106,17 @@ MAX_TAG_ATTRIBUTES = 256
 """Attributes of one tag past this many are dropped."""
 MAX_ATTRIBUTE_NAMES = 16_384
 """Attributes with a new name once the document has this many distinct names are dropped."""
+MAX_ACTIVE_FORMATTING = 16
+"""Formatting start tags that would make the list of active formatting elements (since its
+last marker) longer than this are dropped: lexbor rebuilds the list's closed elements at every
+paragraph (500 KB of ``<p>x`` after 16 of them cost it 0.4 s, after 64, 6 s)."""
 
 FLATTENED = "html-flattened"
 CUT_ATTRIBUTES = "html-cut-attributes"
+CUT_FORMATTING = "html-cut-formatting"
 PARSE_ERROR = "html-parse-error"
 
-# Below these sizes the worst case costs lexbor about 0.2 s, so the document is left alone.
+# Below these sizes the worst case costs lexbor about 0.4 s, so the document is left alone.
 _GUARD_MIN_CHARS = 16 * 1024
 _GUARD_MIN_TAGS = 4096
 _LONG_TAG_CHARS = 2 * MAX_TAG_ATTRIBUTES
@@ -103,6 +129,7 @@ _REACH = 32
 _DEEP = 64
 
 _SPACE = r"\t\n\f\r "
+_SPACE_CHARS = "\t\n\f\r /"
 # Ordinary documents (see the module doc) have no tag of _LONG_TAG_CHARS characters. A tag
 # whose quoted values hold ">" is long if, after one of them, _LONG_TAG_CHARS characters
 # follow in which ">" appears only inside quotes (where the regex's quotes are off the
@@ -174,6 +201,7 @@ _DEFAULT_SCOPE = frozenset(
 )  # fmt: skip
 _BUTTON_SCOPE = _DEFAULT_SCOPE | {"button"}
 _MARKERS = frozenset({"applet", "object", "marquee", "template", "td", "th", "caption"})
+_LISTED = _FORMATTING | _MARKERS
 _TABLE_SCOPE = frozenset({"table", "template", "html"})
 _LIST_ITEM_STOP = _SPECIAL - {"address", "div", "p"}
 # Start tags that close an open <p> in button scope (<table> only in no-quirks mode, which
@@ -302,6 +330,10 @@ class _Guard:
         at once, and the pass is run again this way if they are too many (they never are on
         ordinary pages)."""
         self.unread: list[str] = []
+        self.formatting: list[tuple[str, str]] = []
+        """The list of active formatting elements: names and attributes, markers apart."""
+        self.markers: list[int] = []
+        """Where each marker stands in `formatting`."""
         self.pieces: list[str] = []
         self.copied = 0
         self.changed = False
@@ -321,9 +353,13 @@ class _Guard:
                 continue
             name = raw_name.lower()
             if closing:
+                if name in _FORMATTING:
+                    self._unlist(name)
                 if stack and stack[-1] == name:  # the common case, inline
                     stack.pop()
                     open_count[name] -= 1
+                    if name in _MARKERS:
+                        self._clear_to_marker()
                 elif not self._end_tag(name):
                     self._replace(token, "")
                 continue
@@ -340,6 +376,9 @@ class _Guard:
             if name in _CLOSING_START:
                 self._close_for(name)
             if len(stack) < MAX_DEPTH:
+                if name in _LISTED and not self._list(name, attributes):
+                    self._replace(token, "")
+                    continue
                 stack.append(name)
                 open_count[name] = open_count.get(name, 0) + 1
             else:
@@ -403,12 +442,57 @@ class _Guard:
             else:
                 self._replace(token, "")
             return token.end()
+        if name in _LISTED and not self._list(name, attributes):
+            self._replace(token, "")
+            return token.end()
         stack.append(name)
         open_count = self.open_count
         open_count[name] = open_count.get(name, 0) + 1
         if tag is not None:
             self._replace(token, tag)
         return token.end()
+
+    def _list(self, name: str, attributes: str) -> bool:
+        """Add the element about to open to the list of active formatting elements, or a
+        marker; False if the list is full and its start tag is to be dropped."""
+        formatting = self.formatting
+        if name in _MARKERS:
+            self.markers.append(len(formatting))
+            return True
+        if name == "a":  # never dropped: the Standard keeps one <a> at most after a marker
+            markers = self.markers
+            if not (
+                formatting
+                and formatting[-1][0] == "a"
+                and (not markers or markers[-1] < len(formatting))
+            ):
+                self._unlist("a")
+                formatting.append(("a", ""))
+            return True
+        entry = (name, attributes.strip(_SPACE_CHARS))
+        start = self.markers[-1] if self.markers else 0
+        section = formatting[start:]
+        if section.count(entry) >= 3:  # the Noah's Ark clause
+            del formatting[start + section.index(entry)]
+        elif len(section) >= MAX_ACTIVE_FORMATTING:
+            self.flags.add(CUT_FORMATTING)
+            return False
+        formatting.append(entry)
+        return True
+
+    def _unlist(self, name: str) -> None:
+        """Remove the last element named ``name`` from the list, as far back as its last
+        marker."""
+        formatting = self.formatting
+        start = self.markers[-1] if self.markers else 0
+        for index in range(len(formatting) - 1, start - 1, -1):
+            if formatting[index][0] == name:
+                del formatting[index]
+                return
+
+    def _clear_to_marker(self) -> None:
+        if self.markers:
+            del self.formatting[self.markers.pop() :]
 
     def _foreign(self) -> bool:
         return bool(self.open_count.get("svg") or self.open_count.get("math"))
@@ -491,6 +575,8 @@ class _Guard:
         open_count = self.open_count
         for name in self.stack[index:]:
             open_count[name] -= 1
+            if name in _MARKERS:
+                self._clear_to_marker()
         del self.stack[index:]
 
     def _attributes(self, raw_name: str, attributes: str) -> str | None:

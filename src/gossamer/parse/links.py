@@ -57,8 +57,9 @@ class ParsedPage:
     again; None when lexbor refused it."""
     flags: tuple[str, ...] = ()
     """What parsing had to give up, sorted: ``html-flattened`` (start tags past `MAX_DEPTH`
-    dropped), ``html-cut-attributes`` (excess attributes dropped), ``html-parse-error``
-    (lexbor refused the document: no links)."""
+    dropped), ``html-cut-attributes`` (excess attributes dropped), ``html-cut-formatting``
+    (formatting start tags past the guard's `MAX_ACTIVE_FORMATTING` active ones dropped),
+    ``html-parse-error`` (lexbor refused the document: no links)."""
 
 
 def parse_html(
