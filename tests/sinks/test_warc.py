@@ -8,7 +8,6 @@ import base64
 import contextlib
 import gzip
 import hashlib
-import io
 import socket
 import struct
 from collections.abc import AsyncIterator
@@ -18,6 +17,7 @@ from typing import Any
 import pytest
 from fastwarc.warc import ArchiveIterator as FastIterator
 from fastwarc.warc import WarcRecordType
+from tests.warc_check import seek
 from warcio.archiveiterator import ArchiveIterator
 
 from gossamer.fetch import FetchConfig, Fetcher, FetchResult
@@ -123,15 +123,8 @@ def sha1(data: bytes) -> str:
 
 def at(directory: Path, location: WarcLocation) -> Any:
     """The one record found by seeking to ``location`` and reading only its bytes."""
-    with (directory / location.file).open("rb") as handle:
-        handle.seek(location.offset)
-        member = handle.read(location.length)
-    found = []
-    for record in ArchiveIterator(io.BytesIO(member), check_digests="raise"):
-        record.body = record.raw_stream.read()  # the payload as stored
-        found.append(record)
-    [only] = found
-    return only
+    where = {"warc_file": location.file, "warc_offset": location.offset}
+    return seek(directory, where | {"warc_length": location.length})
 
 
 async def test_fetch_without_keep_wire_carries_no_exchange() -> None:

@@ -23,7 +23,16 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from gossamer.parse.guard import MAX_DEPTH as GUARD_DEPTH
 
-__all__ = ["MAX_DEPTH", "MAX_NODES", "THRESHOLD", "Block", "main_blocks"]
+__all__ = [
+    "BLOCK_TAGS",
+    "HEADINGS",
+    "MAX_DEPTH",
+    "MAX_NODES",
+    "SKIP_TAGS",
+    "THRESHOLD",
+    "Block",
+    "main_blocks",
+]
 
 MAX_DEPTH = GUARD_DEPTH + 16
 """Content nested deeper than this is not read: deeper than the parser guard lets a crawled
@@ -41,7 +50,7 @@ MAX_BOILERPLATE_SHARE = 0.4
 MAX_BOILERPLATE_NODES = 500
 _KERNEL = (0.1, 0.2, 0.4, 0.2, 0.1)  # Gaussian, sigma ~1 block, radius 2, sums to 1
 
-_SKIP_TAGS = frozenset(
+SKIP_TAGS = frozenset(
     [
         "script",
         "style",
@@ -66,7 +75,7 @@ _SKIP_TAGS = frozenset(
         "-comment",
     ]
 )
-_BLOCK_TAGS = frozenset(
+BLOCK_TAGS = frozenset(
     [
         "p",
         "div",
@@ -242,9 +251,9 @@ class _Walker:
                 if in_link:
                     self.current.link_chars += len(text.strip())
                 continue
-            if tag in _SKIP_TAGS or child.mem_id in skip_ids:
+            if tag in SKIP_TAGS or child.mem_id in skip_ids:
                 continue
-            if tag in _BLOCK_TAGS:
+            if tag in BLOCK_TAGS:
                 self._close(tag)
                 self._visit(child, depth + 1, in_link)
                 self._close("div")

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from gossamer.extract.density import BLOCK_TAGS, HEADINGS, SKIP_TAGS
 from gossamer.parse.guard import MAX_DEPTH as GUARD_DEPTH
 
 __all__ = ["MAX_DEPTH", "MAX_NODES", "MIN_PARAGRAPH", "Block", "forget_names", "main_blocks"]
@@ -73,78 +74,7 @@ RIVAL_SHARE = 0.2
 RIVAL_STEPS = 2
 MAX_PARTS = 8
 
-_SKIP_TAGS = frozenset(
-    [
-        "script",
-        "style",
-        "noscript",
-        "template",
-        "iframe",
-        "svg",
-        "math",
-        "canvas",
-        "object",
-        "embed",
-        "video",
-        "audio",
-        "select",
-        "option",
-        "button",
-        "input",
-        "textarea",
-        "dialog",
-        "head",
-        "title",
-        "-comment",
-    ]
-)
-_BOX_TAGS = frozenset(
-    [
-        "body",
-        "p",
-        "div",
-        "section",
-        "article",
-        "main",
-        "h1",
-        "h2",
-        "h3",
-        "h4",
-        "h5",
-        "h6",
-        "li",
-        "ul",
-        "ol",
-        "dl",
-        "dt",
-        "dd",
-        "pre",
-        "blockquote",
-        "table",
-        "tr",
-        "td",
-        "th",
-        "tbody",
-        "thead",
-        "tfoot",
-        "caption",
-        "figure",
-        "figcaption",
-        "address",
-        "hr",
-        "center",
-        "details",
-        "summary",
-        "header",
-        "footer",
-        "nav",
-        "aside",
-        "form",
-        "fieldset",
-        "menu",
-    ]
-)
-HEADINGS = frozenset(["h1", "h2", "h3", "h4", "h5", "h6"])
+_BOX_TAGS = BLOCK_TAGS | {"body", "tfoot", "footer", "nav", "aside", "form", "fieldset", "menu"}
 # A caption annotates an image (its alt text in `images`), it is not a paragraph.
 _BOILERPLATE_TAGS = frozenset(["nav", "aside", "footer", "form", "menu", "fieldset", "figcaption"])
 _NAMED_TAGS = frozenset(
@@ -483,7 +413,7 @@ class _Walker:
                 if tag_id < _STANDARD_IDS:
                     names[tag_id] = known
             tag = known
-            if tag in _SKIP_TAGS:
+            if tag in SKIP_TAGS:
                 continue
             if tag not in _BOX_TAGS:
                 if tag == "img":
