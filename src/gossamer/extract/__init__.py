@@ -8,10 +8,15 @@ URL, publication date, authors and the images of the main content. `pdf.PdfPool`
 the text of PDF documents in worker processes with a time and a memory limit (``pypdf`` is
 imported in the workers only).
 
-This package may import the standard library, selectolax, w3lib and `gossamer.parse`; the
-third-party extractors are imported lazily, only when chosen, and so is fastText, whose model
-(`lang`) detects the language of a text whose markup does not state it. Nothing here does I/O
-but the PDF pool's pipes to its workers and the model's one read.
+`rules` holds P4's rule parser: rule documents (CSS, XPath, regex, JSON-LD and meta fields,
+record containers, link rules) checked once and evaluated on the parsed page.
+
+This package may import the standard library, selectolax, w3lib, pydantic, `gossamer.parse`,
+`gossamer.urls`, `gossamer.safe` and `gossamer.hooks` (how rule documents' registered
+functions are imported); the third-party extractors are imported lazily, only when chosen, and
+so are lxml (for rules with XPath) and fastText, whose model (`lang`) detects the language of a
+text whose markup does not state it. Nothing here does I/O but the PDF pool's pipes to its
+workers, the model's one read and the reading of rule documents.
 """
 
 from gossamer.extract.text import DEFAULT_EXTRACTOR, EXTRACTORS, Content, extract
