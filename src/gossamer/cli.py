@@ -43,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     from gossamer.balance.plan import add_plan_parser
 
     add_plan_parser(sub)
+    from gossamer.rules_cli import add_rules_parser
+
+    add_rules_parser(sub)
     return parser
 
 

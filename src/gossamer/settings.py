@@ -157,6 +157,12 @@ class CrawlSettings(BaseModel):
         description="Python function called on every fetched page, as module:function "
         "(see gossamer.hooks): it may add fields to the record and choose the links to follow.",
     )
+    rule_functions: dict[str, str] = Field(
+        default_factory=dict,
+        description="Python functions rule documents may call by name ({call = NAME} in a "
+        "field's process list), as NAME=module:function pairs (a [rule_functions] table, or "
+        "comma-separated on the command line); a rule document itself never holds code.",
+    )
     store: str | None = Field(
         None,
         description="Also write page records to this database (postgres://user@host/db).",
@@ -177,6 +183,27 @@ class CrawlSettings(BaseModel):
             return [v.strip() for v in value.split(",") if v.strip()]
         return value
 
+    @field_validator("rule_functions", mode="before")
+    @classmethod
+    def _function_pairs(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            pairs = [pair.strip() for pair in value.split(",") if pair.strip()]
+            if not all("=" in pair for pair in pairs):
+                raise ValueError("expected NAME=module:function pairs, comma-separated")
+            return {n.strip(): f.strip() for n, _, f in (p.partition("=") for p in pairs)}
+        return value
+
+    @field_validator("rule_functions")
+    @classmethod
+    def _function_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, spec in value.items():
+            if not name.isidentifier():
+                raise ValueError(f"{name!r} is not a name (letters, digits, _)")
+            module, _, function = spec.rpartition(":")
+            if not module or not function.isidentifier():
+                raise ValueError(f"{name} = {spec!r} is not module:function")
+        return value
+
     @field_validator("user_agent", "robots_token")
     @classmethod
     def _printable(cls, value: str) -> str:
@@ -193,6 +220,8 @@ class JobSettings(CrawlSettings, ClusterSettings):
 Settings = TypeVar("Settings", bound=BaseModel)
 
 _ENV_PREFIX = "GOSSAMER_"
+_TABLE_FIELDS = frozenset({"rule_functions"})
+"""Settings whose value is a table: top-level tables of a config file without [crawl]."""
 _MAX_CONFIG_BYTES = 1 << 20
 _MAX_SEED_LINE = 64 * 1024
 _SEEDS_CHUNK = 1 << 20
@@ -212,7 +241,7 @@ def _from_toml(path: Path) -> dict[str, Any]:
             raise SettingsError(f"config: keys outside [crawl] in {path}: {stray}")
     else:
         section = data
-        tables = [key for key, value in data.items() if isinstance(value, dict)]
+        tables = [k for k, v in data.items() if isinstance(v, dict) and k not in _TABLE_FIELDS]
         if tables:
             raise SettingsError(f"config: unknown table [{tables[0]}] in {path}")
     return {k.replace("-", "_"): v for k, v in section.items()}

@@ -1,0 +1,224 @@
+"""``gossamer rules``: check rule documents, test them on their saved samples, try them on a
+page. All three read pages through :func:`gossamer.extract.rules.evaluate_body`, the code
+path the crawl uses.
+
+- ``rules check PATH...``: exit 0, or 2 with one line per problem (file, rule, field).
+- ``rules test PATH... [--update]``: each ``[[rule.sample]]`` page evaluated and compared with
+  its ``expect`` JSON (exit 1 with a diff when they differ; ``--update`` writes them).
+- ``rules try PATH PAGE --url URL``: the JSON of one saved page (``{"url", "rule", "items",
+  "links", "errors"}``).
+
+The functions rule documents may call come from the settings' ``rule_functions`` (``--config``,
+``GOSSAMER_RULE_FUNCTIONS``) and ``--function NAME=module:function`` flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from gossamer.errors import CommandError
+from gossamer.extract.rules import RuleError, RuleSet, evaluate_body, load_rules
+from gossamer.extract.rules.schema import Rule, Sample
+from gossamer.settings import SettingsError, load_settings
+
+__all__ = ["add_rules_parser", "sample_output"]
+
+EXIT_PROBLEMS = 2
+EXIT_FAILED = 1
+MAX_PAGE_BYTES = 50 << 20
+"""The largest saved page ``rules try`` and ``rules test`` read."""
+
+
+def add_rules_parser(sub: Any) -> None:
+    """``gossamer rules check|test|try``."""
+    rules = sub.add_parser("rules", help="check, test and try rule documents (P4 rule parser)")
+    commands = rules.add_subparsers(dest="rules_command", required=True)
+    check = commands.add_parser("check", help="check rule documents; one line per problem")
+    _documents(check)
+    check.set_defaults(handler=_check)
+    test = commands.add_parser("test", help="compare each rule's samples with their JSON")
+    _documents(test)
+    test.add_argument("--update", action="store_true", help="write the samples' JSON")
+    test.set_defaults(handler=_test)
+    attempt = commands.add_parser("try", help="print the items a saved page gives")
+    attempt.add_argument("path", type=Path, metavar="PATH", help="rule document or directory")
+    attempt.add_argument("page", metavar="PAGE", help="a saved HTML file")
+    attempt.add_argument("--url", help="the URL the page was fetched from (picks the rule)")
+    attempt.add_argument("--charset", help="the charset of the page's Content-Type header")
+    _common(attempt)
+    attempt.set_defaults(handler=_try)
+
+
+def _documents(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "paths", type=Path, nargs="+", metavar="PATH", help="rule documents or directories"
+    )
+    _common(parser)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, help="TOML settings file (its rule_functions)")
+    parser.add_argument(
+        "--function",
+        action="append",
+        default=[],
+        metavar="NAME=module:function",
+        help="a function rule documents may call by NAME (repeatable)",
+    )
+
+
+def _load(args: argparse.Namespace, paths: list[Path]) -> RuleSet:
+    """The rule set, or exit status 2 with its problems on stderr."""
+    flags = {"rule_functions": ",".join(args.function)} if args.function else {}
+    try:
+        functions = load_settings(flags, config=args.config).rule_functions
+    except SettingsError as exc:
+        raise _Problems([str(exc)]) from None
+    try:
+        return load_rules(paths, functions)
+    except RuleError as exc:
+        raise _Problems(exc.problems) from None
+
+
+class _Problems(Exception):
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+def _reporting(handler: Any) -> Any:
+    def run(args: argparse.Namespace) -> int:
+        try:
+            code: int = handler(args)
+        except _Problems as exc:
+            for problem in exc.problems:
+                print(problem, file=sys.stderr)
+            return EXIT_PROBLEMS
+        return code
+
+    return run
+
+
+@_reporting
+def _check(args: argparse.Namespace) -> int:
+    rules = _load(args, args.paths)
+    samples = sum(len(rule.samples) for rule in rules.rules)
+    print(
+        f"ok: {len(rules.rules)} rules in {len(rules.documents)} documents, {samples} samples "
+        f"(sha256 {rules.digest[:16]})"
+    )
+    return 0
+
+
+@_reporting
+def _try(args: argparse.Namespace) -> int:
+    rules = _load(args, [args.path])
+    if args.page.startswith(("http://", "https://")):
+        raise CommandError(
+            "rules try reads a saved page: save it first (curl -o page.html URL) and give --url URL"
+        )
+    if args.url is None:
+        raise CommandError("rules try: give --url, the URL the page was fetched from")
+    body = _read_page(Path(args.page))
+    output = sample_output(rules, args.url, body, args.charset)
+    if output["rule"] is None:
+        raise CommandError(f"no rule is for {args.url}")
+    print(json.dumps(output, ensure_ascii=False, indent=2))
+    return 0
+
+
+def _read_page(path: Path) -> bytes:
+    try:
+        with path.open("rb") as file:
+            body = file.read(MAX_PAGE_BYTES + 1)
+    except OSError as exc:
+        raise CommandError(f"cannot read {path}: {exc.strerror}") from None
+    if len(body) > MAX_PAGE_BYTES:
+        raise CommandError(f"{path} is larger than {MAX_PAGE_BYTES} bytes")
+    return body
+
+
+def sample_output(
+    rules: RuleSet, url: str, body: bytes, charset: str | None = None
+) -> dict[str, Any]:
+    """The JSON of a page: what ``rules try`` prints and ``rules test`` compares."""
+    try:
+        _page, found = evaluate_body(rules, url, body, charset=charset)
+    except ValueError as exc:  # the URL is not an absolute http(s) URL
+        raise CommandError(f"bad --url {url!r}: {exc}") from None
+    if found is None:
+        return {"url": url, "rule": None, "items": [], "links": None, "errors": []}
+    return found.as_json(url)
+
+
+@_reporting
+def _test(args: argparse.Namespace) -> int:
+    rules = _load(args, args.paths)
+    failed = passed = 0
+    for rule in rules.rules:
+        for number, sample in enumerate(rule.samples, 1):
+            problem = _run_sample(rules, rule, sample, update=args.update)
+            label = f"{rule.document}: rule {rule.name!r}: sample #{number} ({sample.html.name})"
+            if problem is None:
+                passed += 1
+                print(f"ok    {label}")
+            else:
+                failed += 1
+                print(f"FAIL  {label}: {problem}")
+    verb = "written" if args.update else "passed"
+    print(f"{passed} samples {verb}, {failed} failed")
+    return EXIT_FAILED if failed else 0
+
+
+def _run_sample(rules: RuleSet, rule: Rule, sample: Sample, *, update: bool) -> str | None:
+    """None when the sample gives its expected JSON (or it was written), else what differs."""
+    try:
+        output = sample_output(rules, sample.url, _read_page(sample.html))
+    except CommandError as exc:
+        return str(exc)
+    if output["rule"] != rule.name:
+        other = output["rule"]
+        return f"{sample.url} is read by {'no rule' if other is None else f'rule {other!r}'}"
+    if update:
+        try:
+            sample.expect.parent.mkdir(parents=True, exist_ok=True)
+            sample.expect.write_text(_pretty(output), "utf-8")
+        except OSError as exc:
+            return f"cannot write {sample.expect}: {exc.strerror}"
+        return None
+    try:
+        expected = json.loads(sample.expect.read_text("utf-8"))
+    except FileNotFoundError:
+        return f"no {sample.expect} yet (run with --update to write it)"
+    except (OSError, ValueError) as exc:
+        return f"cannot read {sample.expect}: {exc}"
+    return _difference(expected, output)
+
+
+def _difference(expected: Any, output: dict[str, Any]) -> str | None:
+    """A unified diff of what differs (a list expected: the items; an object: its keys)."""
+    if isinstance(expected, list):
+        expected, actual = {"items": expected}, {"items": output["items"]}
+    elif isinstance(expected, dict):
+        actual = {key: output.get(key) for key in expected}
+    else:
+        return "the expected JSON is neither a list of items nor an object"
+    if expected == actual:
+        return None
+    lines = difflib.unified_diff(
+        _pretty(expected).splitlines(),
+        _pretty(actual).splitlines(),
+        "expected",
+        "got",
+        lineterm="",
+    )
+    return "\n" + "\n".join(lines)
+
+
+def _pretty(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=2) + "\n"
