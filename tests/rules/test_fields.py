@@ -8,7 +8,6 @@ import json
 from tests.rules.conftest import Load, Run
 
 from gossamer.extract.rules import evaluate_body
-
 from gossamer.extract.rules.evaluate import MAX_ERRORS, MAX_VALUE_CHARS
 
 RULE = """
@@ -29,7 +28,8 @@ PAGE = """<html><head><title>T</title>
    "keywords": ["a", "b"], "wordCount": 120}
 ]}
 </script>
-<script type="application/LD+JSON; charset=utf-8">{"@type": "Product", "offers": {"price": "9.50"}}</script>
+<script type="application/LD+JSON; charset=utf-8">
+{"@type": "Product", "offers": {"price": "9.50"}}</script>
 <script type="application/ld+json">{not json</script>
 </head><body>
 <h1 class="title">  Hello
@@ -112,7 +112,9 @@ def test_jsonld_paths(run: Run) -> None:
 
 
 def test_a_jsonld_script_that_is_not_json_is_reported_once(run: Run) -> None:
-    found = run(RULE + field(name="a", jsonld="Article.headline") + field(name="b", jsonld="*"), PAGE)
+    found = run(
+        RULE + field(name="a", jsonld="Article.headline") + field(name="b", jsonld="*"), PAGE
+    )
     assert found.errors == ["jsonld: a script is not JSON"]
 
 
@@ -128,7 +130,9 @@ def test_meta_by_name_or_property(run: Run) -> None:
 
 
 def test_required_field_missing_drops_the_item_and_says_so(run: Run) -> None:
-    found = run(RULE + field(name="t", css="h1") + field(name="x", css="table", required=True), PAGE)
+    found = run(
+        RULE + field(name="t", css="h1") + field(name="x", css="table", required=True), PAGE
+    )
     assert found.items == []
     assert found.dropped == 1
     assert found.errors == ["required field 'x' missing: item dropped"]

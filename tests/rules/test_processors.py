@@ -154,11 +154,13 @@ def test_every_processor_is_documented() -> None:
     from gossamer.extract.rules import processors
 
     doc = processors.__doc__ or ""
-    assert all(f"``{name}``" in doc or f"``{name}``/" in doc or f"/``{name}``" in doc
-               for name in PROCESSORS)
+    assert all(
+        f"``{name}``" in doc or f"``{name}``/" in doc or f"/``{name}``" in doc
+        for name in PROCESSORS
+    )
 
 
-FUNCTIONS = '''
+FUNCTIONS = """
 def price(value):
     return None if value is None else round(float(value.split()[-1]) * 100)
 
@@ -167,7 +169,7 @@ def boom(value):
 
 def not_json(value):
     return {1, 2}
-'''
+"""
 
 
 def test_call_runs_a_registered_function(run: Run, tmp_path: Path) -> None:

@@ -95,7 +95,8 @@ def problems(tmp_path: Path, text: str, name: str = "r.toml") -> list[str]:
             "process[0]: bad regex '(': missing )",
         ),
         (
-            HEAD + '[[rule.field]]\nname = "f"\ncss = "a"\nprocess = [{regex = "(a)", group = 2}]\n',
+            HEAD
+            + '[[rule.field]]\nname = "f"\ncss = "a"\nprocess = [{regex = "(a)", group = 2}]\n',
             "process[0]: regex: no group 2 in '(a)'",
         ),
         (
@@ -129,7 +130,7 @@ def problems(tmp_path: Path, text: str, name: str = "r.toml") -> list[str]:
         (HEAD + '[[rule.link]]\ncss = "a["\n', "rule 'r': link #1: bad CSS selector 'a['"),
         (HEAD + '[[rule.link]]\ndeny = ["("]\n', "rule 'r': link #1: deny: bad regex '('"),
         (HEAD + '[[rule.link]]\nallow = "x"\n', "rule 'r': link #1: 'allow' must be a list"),
-        (HEAD + '[[rule.link]]\nfollow = true\n', "rule 'r': link #1: unknown key 'follow'"),
+        (HEAD + "[[rule.link]]\nfollow = true\n", "rule 'r': link #1: unknown key 'follow'"),
         (
             HEAD + '[[rule.sample]]\nhtml = "x.html"\nexpect = "x.json"\n',
             "rule 'r': sample #1: missing key 'url'",
@@ -242,7 +243,11 @@ def test_a_json_document_means_what_the_same_toml_means(tmp_path: Path) -> None:
         results.append(found)
     assert results[0] == results[1]
     assert results[0].items == [
-        {"rule": "sql-command", "command": "SELECT", "refs": ["https://docs.example.org/sql-from.html"]}
+        {
+            "rule": "sql-command",
+            "command": "SELECT",
+            "refs": ["https://docs.example.org/sql-from.html"],
+        }
     ]
     assert results[0].links == ["https://docs.example.org/sql-select.html"]
     assert results[0].dropped == 1
@@ -254,5 +259,7 @@ def test_json_and_toml_problems_match(tmp_path: Path) -> None:
     json_problems = problems(tmp_path, json.dumps(tomllib.loads(bad)), "r.json")
     assert toml_problems == json_problems == ["rule 'sql-command': 'priority' must be an integer"]
     bad = DOCUMENT.replace('".//h1"', '".//h1["')
-    assert problems(tmp_path, bad) == ["rule 'sql-command': field 'command': bad XPath './/h1[': Invalid expression"]
+    assert problems(tmp_path, bad) == [
+        "rule 'sql-command': field 'command': bad XPath './/h1[': Invalid expression"
+    ]
     assert problems(tmp_path, bad) == problems(tmp_path, json.dumps(tomllib.loads(bad)), "r.json")
