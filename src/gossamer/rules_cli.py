@@ -6,7 +6,9 @@ path the crawl uses.
 - ``rules test PATH... [--update]``: each ``[[rule.sample]]`` page evaluated and compared with
   its ``expect`` JSON (exit 1 with a diff when they differ; ``--update`` writes them).
 - ``rules try PATH PAGE --url URL``: the JSON of one saved page (``{"url", "rule", "items",
-  "links", "errors"}``).
+  "links", "errors"}``); ``rules try PATH URL`` fetches the page first, as the crawl would
+  (its fetcher and address guard, robots.txt obeyed unless ``--no-robots``, redirects
+  followed, each target checked again).
 
 The functions rule documents may call come from the settings' ``rule_functions`` (``--config``,
 ``GOSSAMER_RULE_FUNCTIONS``) and ``--function NAME=module:function`` flags.
@@ -15,18 +17,23 @@ The functions rule documents may call come from the settings' ``rule_functions``
 from __future__ import annotations
 
 import argparse
+import asyncio
 import difflib
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from gossamer.crawl import address_guard
 from gossamer.errors import CommandError
 from gossamer.extract.rules import RuleError, RuleSet, evaluate_body, load_rules
 from gossamer.extract.rules.schema import Rule, Sample
-from gossamer.settings import SettingsError, load_settings
+from gossamer.fetch.http import FetchConfig, Fetcher
+from gossamer.frontier.robots import RobotsCache
+from gossamer.settings import CrawlSettings, SettingsError, load_settings
+from gossamer.urls import InvalidURL, Resolver, canonicalize
 
-__all__ = ["add_rules_parser", "sample_output"]
+__all__ = ["add_rules_parser", "fetch_page", "sample_output"]
 
 EXIT_PROBLEMS = 2
 EXIT_FAILED = 1
@@ -47,9 +54,16 @@ def add_rules_parser(sub: Any) -> None:
     test.set_defaults(handler=_test)
     attempt = commands.add_parser("try", help="print the items a saved page gives")
     attempt.add_argument("path", type=Path, metavar="PATH", help="rule document or directory")
-    attempt.add_argument("page", metavar="PAGE", help="a saved HTML file")
+    attempt.add_argument("page", metavar="PAGE", help="a saved HTML file, or a URL to fetch")
     attempt.add_argument("--url", help="the URL the page was fetched from (picks the rule)")
     attempt.add_argument("--charset", help="the charset of the page's Content-Type header")
+    attempt.add_argument(
+        "--resolve", action="append", default=[], metavar="HOST=IP", help="as crawl's --resolve"
+    )
+    attempt.add_argument(
+        "--no-robots", dest="robots", action="store_false", help="ignore robots.txt"
+    )
+    attempt.add_argument("--user-agent", help="User-Agent header of the fetch")
     _common(attempt)
     attempt.set_defaults(handler=_try)
 
@@ -119,17 +133,58 @@ def _check(args: argparse.Namespace) -> int:
 def _try(args: argparse.Namespace) -> int:
     rules = _load(args, [args.path])
     if args.page.startswith(("http://", "https://")):
-        raise CommandError(
-            "rules try reads a saved page: save it first (curl -o page.html URL) and give --url URL"
-        )
-    if args.url is None:
+        flags = {"resolve": args.resolve, "robots": args.robots, "user_agent": args.user_agent}
+        try:
+            settings = load_settings(flags, config=args.config)
+        except SettingsError as exc:
+            raise _Problems([str(exc)]) from None
+        url, body, charset = asyncio.run(fetch_page(settings, args.page))
+    elif args.url is None:
         raise CommandError("rules try: give --url, the URL the page was fetched from")
-    body = _read_page(Path(args.page))
-    output = sample_output(rules, args.url, body, args.charset)
+    else:
+        url, body, charset = args.url, _read_page(Path(args.page)), args.charset
+    output = sample_output(rules, url, body, charset)
     if output["rule"] is None:
-        raise CommandError(f"no rule is for {args.url}")
+        raise CommandError(f"no rule is for {url}")
     print(json.dumps(output, ensure_ascii=False, indent=2))
     return 0
+
+
+async def fetch_page(settings: CrawlSettings, url: str) -> tuple[str, bytes, str | None]:
+    """(final URL, body, charset) of ``url`` fetched as the crawl fetches: its address guard
+    (``url``'s host and ``--resolve`` names may reach private addresses), robots.txt unless
+    ``settings.robots`` is off, redirects followed up to ``max_redirects``."""
+    try:
+        target = canonicalize(url)
+    except InvalidURL as exc:
+        raise CommandError(f"bad URL {url!r}: {exc}") from None
+    config = FetchConfig(
+        user_agent=settings.user_agent,
+        connect_timeout=settings.connect_timeout,
+        read_timeout=settings.read_timeout,
+        total_timeout=settings.total_timeout,
+        max_body_bytes=settings.max_body_bytes,
+        concurrency=2,
+        resolve=tuple(settings.resolve),
+    )
+    async with Fetcher(config, guard=address_guard(settings, [target])) as fetcher:
+        robots = (
+            RobotsCache(fetcher.fetch, token=settings.robots_token) if settings.robots else None
+        )
+        for _hop in range(settings.max_redirects + 1):
+            if robots is not None and not await robots.allowed(target):
+                raise CommandError(f"robots.txt disallows {target} (--no-robots to fetch it)")
+            result = await fetcher.fetch(target)
+            if result.is_redirect and result.location is not None:
+                resolved = Resolver(target).resolve(result.location)
+                if resolved is None:
+                    raise CommandError(f"{target}: bad redirect to {result.location!r}")
+                target = canonicalize(resolved)
+                continue
+            if not result.ok:
+                raise CommandError(f"{target}: {result.error or f'status {result.status}'}")
+            return target, result.body, result.charset
+    raise CommandError(f"{url}: more than {settings.max_redirects} redirects")
 
 
 def _read_page(path: Path) -> bytes:

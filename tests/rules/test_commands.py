@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import http.server
 import json
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -160,3 +163,63 @@ def test_try_refuses_what_it_cannot_read(site: Path, capsys: pytest.CaptureFixtu
         == 1
     )
     assert "cannot read missing.html: No such file" in capsys.readouterr().err
+
+
+LIVE_RULES = """
+[[rule]]
+name = "live"
+url = '^http://127\\.0\\.0\\.1:\\d+/(p|private)/'
+[[rule.field]]
+name = "title"
+css = "h1"
+"""
+
+LIVE = {
+    "/robots.txt": (200, {"Content-Type": "text/plain"}, b"User-agent: *\nDisallow: /private\n"),
+    "/p/1": (301, {"Location": "/p/2"}, b""),
+    "/p/2": (200, {"Content-Type": "text/html; charset=utf-8"}, b"<h1>Two</h1>"),
+    "/private/3": (200, {"Content-Type": "text/html"}, b"<h1>Secret</h1>"),
+}
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        status, headers, body = LIVE.get(self.path, (404, {}, b""))
+        self.send_response(status)
+        for name, value in {**headers, "Content-Length": str(len(body))}.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def live_site() -> Iterator[str]:
+    """A real HTTP server on loopback (its own thread: the command runs its own loop)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_try_fetches_a_url_as_the_crawl_would(
+    live_site: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rules = tmp_path / "live.toml"
+    rules.write_text(LIVE_RULES, "utf-8")
+    assert main(["rules", "try", str(rules), f"{live_site}/p/1"]) == 0
+    output = json.loads(capsys.readouterr().out)
+    assert output["url"] == f"{live_site}/p/2"  # the redirect followed
+    assert output["items"] == [{"rule": "live", "title": "Two"}]
+    assert main(["rules", "try", str(rules), f"{live_site}/private/3"]) == 1
+    assert "robots.txt disallows" in capsys.readouterr().err
+    assert main(["rules", "try", str(rules), f"{live_site}/private/3", "--no-robots"]) == 0
+    assert json.loads(capsys.readouterr().out)["items"] == [{"rule": "live", "title": "Secret"}]
+    assert main(["rules", "try", str(rules), f"{live_site}/p/404"]) == 1
+    assert "status 404" in capsys.readouterr().err
