@@ -229,3 +229,15 @@ def test_lone_surrogates_in_jsonld_become_replacement_characters(run: Run) -> No
     page = '<script type="application/ld+json">{"@type": "A", "n": "x\\ud800y"}</script>'
     found = run(RULE + field(name="n", jsonld="A.n"), page)
     assert found.items[0]["n"] == "x\ufffdy"
+
+
+def test_hostile_json_ld_is_a_page_error_not_a_crash(run: Run) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    wide = json.dumps({"@type": "A", "n": [{"@type": "B", "m": i} for i in range(30_000)]})
+    page = (
+        f'<script type="application/ld+json">{deep}</script>'
+        f'<script type="application/ld+json">{wide}</script>'
+    )
+    found = run(RULE + field(name="m", jsonld="B.m", multiple=True), page)
+    assert found.errors == ["jsonld: a script is not JSON"]
+    assert 0 < len(found.items[0]["m"]) < 30_000  # the walk is bounded
