@@ -8,6 +8,7 @@ partitions live on different nodes.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import re
 import time
@@ -251,3 +252,21 @@ async def test_refresh_over_4096_partitions_is_fast(client: Redis, job: str) -> 
     await frontier.refresh()
     assert time.perf_counter() - started < 1.0
     assert frontier.stats().queued == 100 and not await frontier.done()
+
+
+async def test_a_claim_answered_after_its_partitions_went_is_given_back(
+    client: Redis, job: str
+) -> None:
+    """The keeper hands over a new ownership while ``lease()`` waits for a claim: what the
+    claim brings of partitions no longer owned goes straight back, never leased here."""
+    clock = Clock()
+    a = make(client, job, clock)
+    everything = urls(hosts=4, per_host=2)
+    await a.add([Candidate(u) for u in everything])
+    leasing = asyncio.create_task(a.lease(10))
+    await asyncio.sleep(0)  # the claim is on its way to Redis
+    await a.own(Ownership(frozenset()))
+    assert await leasing == []
+    totals = await counts(client, job)
+    assert (totals["queued"], totals["claimed"]) == (len(everything), 0)
+    assert await a.done() is False and a.stats().leased == 0

@@ -318,12 +318,19 @@ class RedisFrontier:
     async def _claim(self, parts: list[int]) -> None:
         """Move entries from ``parts`` into memory, up to the memory budget."""
         room = self._memory_budget - self._hosts.queued
-        for entry in await self._claims.claim(parts[: max(1, room // self._claims.batch)]):
+        claimed = await self._claims.claim(parts[: max(1, room // self._claims.batch)])
+        lost: dict[int, list[Entry]] = {}
+        for entry in claimed:
+            if entry.part not in self._claims.owned:  # given away while the claim was out
+                lost.setdefault(entry.part, []).append(entry)
+                continue
             wait = entry.not_before - self._wall()
             if wait > 0:
                 self._hosts.delay(host_key(entry.url), entry, self._clock() + wait)
             else:
                 self._hosts.push(host_key(entry.url), entry)
+        for part, entries in lost.items():
+            await self._claims.give_back(part, entries)
 
     async def _give_away(self, parts: set[int]) -> int:
         back = self._handover.give_away(parts, self._hosts)
