@@ -265,6 +265,10 @@ class RedisFrontier:
         given = await self._give_away(lost) if lost else 0
         if gained:
             await self.refresh()
+        log.debug(
+            "job %s: owns %d partitions (%d gained, %d lost, %d entries given back)",
+            self._job, len(ownership.partitions), len(gained), len(lost), given,
+        )  # fmt: skip
         return given
 
     async def refresh(self) -> None:
