@@ -106,8 +106,8 @@ class GatedAdd:
     def next_ready(self) -> float | None:
         return self.inner.next_ready()
 
-    def done(self) -> bool:
-        return self.inner.done()
+    async def done(self) -> bool:
+        return await self.inner.done()
 
     def stats(self) -> FrontierStats:
         return self.inner.stats()

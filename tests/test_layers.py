@@ -195,3 +195,24 @@ def test_stage_packages_import_only_what_their_docstring_states() -> None:
 
 def test_stated_imports_reads_the_docstring() -> None:
     assert stated_imports("gossamer.parse") == {"gossamer.urls"}
+
+
+def test_the_redis_frontier_stands_below_the_cluster() -> None:
+    """``gossamer.frontier.redis`` holds one concern per module and imports no cluster code,
+    no engine and nothing of the embedded frontier (see its package docstring)."""
+    graph = import_graph()
+    modules = [m for m in graph if m.startswith("gossamer.frontier.redis")]
+    assert {m.rpartition(".")[2] for m in modules} >= {
+        "keys", "scripts", "counts", "claims", "limiter", "fences", "frontier"
+    }  # fmt: skip
+    banned = ("gossamer.cluster", "gossamer.engine", "gossamer.crawl", "gossamer.frontier.local")
+    for module in modules:
+        assert not {m for m in graph[module] if m.startswith(banned)}, module
+        assert len((module_files()[module]).read_text("utf-8").splitlines()) <= 400, module
+
+
+def test_every_subpackage_says_what_it_holds_and_may_import() -> None:
+    for module, path in module_files().items():
+        if path.name == "__init__.py" and module.count(".") >= 2:
+            doc = ast.get_docstring(ast.parse(path.read_text("utf-8"))) or ""
+            assert "may import" in doc, module

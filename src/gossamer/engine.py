@@ -273,7 +273,7 @@ class Crawler:
                 for lease in await frontier.lease(free):
                     self._spawn(lease)
             if not self._tasks:
-                if (frontier.done() and self._seeded()) or self._budget() <= 0:
+                if self._budget() <= 0 or (self._seeded() and await frontier.done()):
                     return
                 if self._pending:
                     self._flush.set()  # idle: nothing to batch the records with

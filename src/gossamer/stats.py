@@ -43,7 +43,8 @@ class CrawlStats:
     """URLs ended by a failure inside gossamer while handling their answer (recorded with the
     error ``internal-error``; each one is a bug worth reporting)."""
     set_aside: int = 0
-    """Malformed queue entries moved aside (cluster mode: see ``frontier/redis.py``)."""
+    """Malformed queue entries moved aside (cluster mode: see
+    :mod:`gossamer.frontier.redis.claims`)."""
 
     def write(self, path: Path) -> None:
         """Write as stats.json."""

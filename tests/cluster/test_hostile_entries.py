@@ -13,7 +13,7 @@ from redis.asyncio import Redis
 from tests.cluster.harness import FAST, WEB_ARGS, output, run, small_web, worker_args
 from tests.redis_server import RedisServer
 
-import gossamer.frontier.redis as frontier_redis
+import gossamer.frontier.redis.claims as claims
 from gossamer.cli import main
 from gossamer.cluster import DEFAULT_JOB
 from gossamer.cluster.balancer import KEYS as BALANCE_KEYS
@@ -60,10 +60,12 @@ async def _queue_raw(redis: Redis, job: str, part: int, entries: list[bytes]) ->
 async def test_malformed_entries_are_set_aside_and_leave_the_claims(
     redis_server: RedisServer, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(frontier_redis, "BAD_KEPT", 5)
+    monkeypatch.setattr(claims, "BAD_KEPT", 5)
     redis = Redis.from_url(redis_server.url)
     scope = Scope.for_seeds([], ["test"], max_depth=5)
-    frontier = RedisFrontier(redis, "j", scope, PolitenessPolicy(), partitions=1)
+    frontier = RedisFrontier(
+        redis, "j", scope, PolitenessPolicy(), partitions=1, refresh_interval=0.0
+    )
     try:
         await _queue_raw(redis, "j", 0, BAD[:8])
         assert (await frontier.add([Candidate(GOOD)])).added == 1
@@ -74,10 +76,10 @@ async def test_malformed_entries_are_set_aside_and_leave_the_claims(
                 for lease in await frontier.lease(10):
                     leased.append(lease.url)
                     await frontier.ack(lease, None)
-                if frontier.done():
+                if await frontier.done():
                     break
         assert leased == [GOOD]
-        assert frontier.done()
+        assert await frontier.done()
         keys = partition_keys("j", 0)
         assert await redis.hlen(keys["claimed"]) == 0
         assert await redis.zcard(keys["deadlines"]) == 0

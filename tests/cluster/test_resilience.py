@@ -399,7 +399,7 @@ async def test_worker_logs_follow_leadership_assignment_and_reclaims(
     moved = [e for e in survivor if e.get("event") == "partitions-moved"]
     assert moved[-1]["partitions"] == 64 and moved[-1]["worker"] == "w1"
     reclaimed = events["claims-reclaimed"]
-    assert reclaimed["claims"] > 0 and reclaimed["logger"] == "gossamer.frontier.redis"
+    assert reclaimed["claims"] > 0 and reclaimed["logger"] == "gossamer.frontier.redis.claims"
     assert all({"time", "level", "logger", "message"} <= set(e) for e in killed + survivor)
 
 

@@ -46,7 +46,7 @@ async def test_restore_from_crawl_db(tmp_path: Path) -> None:
     assert restored.restore() == (3, 1)
     assert (await restored.add([Candidate("http://a.test/0")])).duplicates == 1
     urls = []
-    while not restored.done():
+    while not await restored.done():
         for lease in await restored.lease(10):
             urls.append(lease.url)
             await restored.ack(lease, None)
@@ -88,7 +88,7 @@ def test_a_crawl_db_without_priorities_gets_the_column(tmp_path: Path) -> None:
 async def _drain(frontier: LocalFrontier) -> list[str]:
     urls = []
     for _ in range(10_000):
-        if frontier.done():
+        if await frontier.done():
             break
         for lease in await frontier.lease(7):
             urls.append(lease.url)

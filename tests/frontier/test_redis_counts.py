@@ -11,7 +11,8 @@ import pytest
 from redis.asyncio import Redis
 from tests.redis_server import RedisServer
 
-from gossamer.frontier.redis import _SLOTLESS, partition_keys, read_counts
+from gossamer.frontier.redis import partition_keys, read_counts
+from gossamer.frontier.redis.counts import _SLOTLESS
 
 PARTITIONS = 2_500  # three chunks of the script, the last one short
 

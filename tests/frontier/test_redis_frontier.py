@@ -8,6 +8,7 @@ partitions live on different nodes.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import re
 import time
@@ -21,7 +22,13 @@ from tests.redis_server import RedisClusterServer, RedisServer
 
 from gossamer.frontier.base import Candidate, Lease
 from gossamer.frontier.politeness import PolitenessPolicy
-from gossamer.frontier.redis import RedisClient, RedisFrontier, partition_keys, partition_of
+from gossamer.frontier.redis import (
+    Ownership,
+    RedisClient,
+    RedisFrontier,
+    partition_keys,
+    partition_of,
+)
 from gossamer.urls import Scope
 
 P = 16
@@ -68,10 +75,11 @@ def make(
         scope,
         PolitenessPolicy(per_host=2),
         partitions=P,
-        owned=None if owned is None else (lambda: owned),
+        ownership=None if owned is None else Ownership(frozenset(owned)),
         clock=clock,
         wall_clock=clock,
         claim_batch=8,
+        refresh_interval=0.0,
         **kw,  # type: ignore[arg-type]
     )
 
@@ -92,9 +100,7 @@ async def drain(*frontiers: RedisFrontier, rounds: int = 200) -> dict[int, list[
             for lease in await frontier.lease(10):
                 got[i].append(lease)
                 await frontier.ack(lease, None)
-        for frontier in frontiers:
-            await frontier.refresh()
-        if all(frontier.done() for frontier in frontiers):
+        if all([await frontier.done() for frontier in frontiers]):
             return got
     raise AssertionError("frontiers never finished")
 
@@ -181,8 +187,7 @@ async def test_ack_after_reclaim_counts_once(client: Redis, job: str) -> None:
         "token": 2,
     }
     for frontier in (slow, other):
-        await frontier.refresh()
-        assert frontier.done()
+        assert await frontier.done()
 
 
 async def test_live_claims_are_renewed(client: Redis, job: str) -> None:
@@ -193,7 +198,7 @@ async def test_live_claims_are_renewed(client: Redis, job: str) -> None:
     assert (await counts(client, job))["claimed"] == 4
     for _ in range(5):
         clock.now += 4  # well past the first deadline; renewed every lease_timeout / 3
-        await alive.lease(0)
+        await alive.renew()
     other = make(client, job, clock, lease_timeout=10.0)
     assert await other.reclaim_expired() == 0
     got = await drain(alive)
@@ -202,18 +207,17 @@ async def test_live_claims_are_renewed(client: Redis, job: str) -> None:
 
 async def test_drop_partitions_hands_entries_back(client: Redis, job: str) -> None:
     clock = Clock()
-    owned_a: set[int] = set(range(P))
-    a = make(client, job, clock, owned_a)
+    a = make(client, job, clock)
     everything = urls(hosts=6, per_host=4)
     await a.add([Candidate(u) for u in everything])
     in_flight = await a.lease(3)
     assert len(in_flight) == 3
-    owned_a.clear()
-    given = await a.drop_partitions(range(P))
+    given = await a.own(Ownership(frozenset()))
     assert given == len(everything) - 3
     assert (await counts(client, job))["queued"] == given
 
     b = make(client, job, clock)
+    await b.refresh()  # what the keeper does: b finds the entries a gave back
     first = await b.lease(10)
     for lease in first:
         await b.ack(lease, None)
@@ -225,8 +229,7 @@ async def test_drop_partitions_hands_entries_back(client: Redis, job: str) -> No
     assert sorted([*all_b, in_flight[0].url]) == sorted(everything)
     retried = next(lease for lease in rest if lease.url == in_flight[2].url)
     assert retried.attempts == 1
-    await a.refresh()
-    assert a.done()
+    assert await a.done()
     totals = await counts(client, job)
     assert (totals["finished"], totals["queued"], totals["claimed"]) == (len(everything), 0, 0)
 
@@ -243,9 +246,27 @@ async def test_close_gives_back_held_entries(client: Redis, job: str) -> None:
 
 async def test_refresh_over_4096_partitions_is_fast(client: Redis, job: str) -> None:
     scope = Scope.for_seeds([], ["test"], max_depth=5)
-    frontier = RedisFrontier(client, job, scope, PolitenessPolicy())
+    frontier = RedisFrontier(client, job, scope, PolitenessPolicy(), refresh_interval=0.0)
     await frontier.add([Candidate(u) for u in urls(hosts=50, per_host=2)])
     started = time.perf_counter()
     await frontier.refresh()
     assert time.perf_counter() - started < 1.0
-    assert frontier.stats().queued == 100 and not frontier.done()
+    assert frontier.stats().queued == 100 and not await frontier.done()
+
+
+async def test_a_claim_answered_after_its_partitions_went_is_given_back(
+    client: Redis, job: str
+) -> None:
+    """The keeper hands over a new ownership while ``lease()`` waits for a claim: what the
+    claim brings of partitions no longer owned goes straight back, never leased here."""
+    clock = Clock()
+    a = make(client, job, clock)
+    everything = urls(hosts=4, per_host=2)
+    await a.add([Candidate(u) for u in everything])
+    leasing = asyncio.create_task(a.lease(10))
+    await asyncio.sleep(0)  # the claim is on its way to Redis
+    await a.own(Ownership(frozenset()))
+    assert await leasing == []
+    totals = await counts(client, job)
+    assert (totals["queued"], totals["claimed"]) == (len(everything), 0)
+    assert await a.done() is False and a.stats().leased == 0

@@ -15,7 +15,13 @@ from tests.redis_server import RedisServer
 
 from gossamer.frontier.base import Candidate, Feedback, Lease
 from gossamer.frontier.politeness import PolitenessPolicy
-from gossamer.frontier.redis import RedisFrontier, partition_keys, partition_of, run_scripts
+from gossamer.frontier.redis import (
+    Ownership,
+    RedisFrontier,
+    partition_keys,
+    partition_of,
+    run_scripts,
+)
 from gossamer.urls import Scope
 
 DELAY = 0.3
@@ -30,14 +36,17 @@ async def client(redis_server: RedisServer) -> AsyncIterator[Redis]:
     await redis.aclose()
 
 
-def frontier(client: Redis, owned: set[int], lease_timeout: float = 30.0) -> RedisFrontier:
+EVERY, NONE = Ownership(frozenset(range(8))), Ownership(frozenset())
+
+
+def frontier(client: Redis, owned: Ownership, lease_timeout: float = 30.0) -> RedisFrontier:
     return RedisFrontier(
         client,
         "handover",
         Scope.for_seeds([], ["test"], max_depth=5),
         PolitenessPolicy(per_host=1, delay=DELAY),
         partitions=8,
-        owned=lambda: owned,
+        ownership=owned,
         lease_timeout=lease_timeout,
     )
 
@@ -54,14 +63,12 @@ async def first_lease(new: RedisFrontier, limit: float = 3.0) -> tuple[Lease, fl
 
 
 async def test_new_owner_waits_for_the_request_in_flight_and_the_delay(client: Redis) -> None:
-    old_owned, new_owned = set(range(8)), set[int]()
-    old, new = frontier(client, old_owned), frontier(client, new_owned)
+    old, new = frontier(client, EVERY), frontier(client, NONE)
     await old.add([Candidate(f"{HOST}/{i}") for i in range(3)])
     (in_flight,) = await old.lease(5)  # one at a time: the host has a delay
     started = time.monotonic()
-    new_owned.update(old_owned)
-    old_owned.clear()
-    assert await old.drop_partitions(range(8)) == 2
+    assert await old.own(NONE) == 2
+    await new.own(EVERY)
     for _ in range(4):  # the request is still in flight: nothing for the new owner
         assert await new.lease(5) == []
         await asyncio.sleep(0.1)
@@ -73,28 +80,24 @@ async def test_new_owner_waits_for_the_request_in_flight_and_the_delay(client: R
 
 
 async def test_a_host_fetched_just_before_the_hand_over_keeps_its_delay(client: Redis) -> None:
-    old_owned, new_owned = set(range(8)), set[int]()
-    old, new = frontier(client, old_owned), frontier(client, new_owned)
+    old, new = frontier(client, EVERY), frontier(client, NONE)
     await old.add([Candidate(f"{HOST}/{i}") for i in range(2)])
     (done,) = await old.lease(5)
     started = time.monotonic()
     await old.ack(done, Feedback(started_at=started))
-    new_owned.update(old_owned)
-    old_owned.clear()
-    assert await old.drop_partitions(range(8)) == 1
+    assert await old.own(NONE) == 1
+    await new.own(EVERY)
     _, at = await first_lease(new)
     assert at - started >= DELAY - 0.005
 
 
 async def test_a_dead_old_owners_fence_lapses_with_its_leases(client: Redis) -> None:
-    old_owned, new_owned = set(range(8)), set[int]()
-    old, new = frontier(client, old_owned, lease_timeout=0.6), frontier(client, new_owned)
+    old, new = frontier(client, EVERY, lease_timeout=0.6), frontier(client, NONE)
     await old.add([Candidate(f"{HOST}/{i}") for i in range(2)])
     assert len(await old.lease(5)) == 1
     dropped = time.monotonic()
-    new_owned.update(old_owned)
-    old_owned.clear()
-    await old.drop_partitions(range(8))  # and then it dies: no ack ever comes
+    await old.own(NONE)  # and then it dies: no ack ever comes
+    await new.own(EVERY)
     _, at = await first_lease(new)
     assert 0.6 - 0.005 <= at - dropped < 0.6 + 0.5
 
@@ -104,15 +107,12 @@ async def test_a_partition_back_before_its_request_ended_is_fenced_until_then(
 ) -> None:
     """Given away and handed back (assignments in quick succession while workers join): the
     request still in flight lifts the worker's own fence when it ends, as for anyone."""
-    owned = set(range(8))
-    worker = frontier(client, owned)
+    worker = frontier(client, EVERY)
     await worker.add([Candidate(f"{HOST}/{i}") for i in range(2)])
     (in_flight,) = await worker.lease(5)
     started = time.monotonic()
-    owned.clear()
-    await worker.drop_partitions(range(8))
-    owned.update(range(8))  # back at once
-    await worker.refresh()
+    await worker.own(NONE)
+    await worker.own(EVERY)  # back at once
     assert await worker.lease(5) == []  # its own request is still in flight
     await worker.ack(in_flight, Feedback(started_at=started))
     _, at = await first_lease(worker)
@@ -122,8 +122,7 @@ async def test_a_partition_back_before_its_request_ended_is_fenced_until_then(
 async def test_a_late_fence_call_never_undoes_a_later_one(client: Redis) -> None:
     """Fence calls of one worker can reach Redis out of order (two connections, a retried
     call): the lift numbered after the fence wins even when it arrives first."""
-    owned = set(range(8))
-    new = frontier(client, owned)
+    new = frontier(client, EVERY)
     await new.add([Candidate(f"{HOST}/0")])
     fence = partition_keys("handover", partition_of(HOST, 8))["fence"]
     script = client.register_script(

@@ -1,19 +1,24 @@
 """Wake hints: a worker claims URLs another worker queued in its partitions at once, without
-waiting for its periodic refresh of every partition."""
+waiting for its next look at every partition; and ``lease()`` does no upkeep of its own.
+
+The hints travel as the cluster keeper carries them: the adding frontier's ``filled()``, the
+owners by the assignment, ``Control.wake`` / ``woken``, the owner frontier's ``wake()``.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator
 
 import pytest
 from redis.asyncio import Redis
 from tests.redis_server import RedisServer
 
+from gossamer.cluster.assignment import Assignment
 from gossamer.cluster.control import Control
 from gossamer.frontier.base import Candidate
 from gossamer.frontier.politeness import PolitenessPolicy
-from gossamer.frontier.redis import RedisFrontier, partition_of
+from gossamer.frontier.redis import Ownership, RedisFrontier, partition_of
 from gossamer.urls import Scope
 
 P = 16
@@ -35,123 +40,81 @@ async def control(redis_server: RedisServer) -> AsyncIterator[Control]:
     await redis.aclose()
 
 
-def _worker(
-    control: Control, name: str, owned: set[int], owners: dict[int, str], clock: Clock
-) -> RedisFrontier:
-    async def notify(parts: Collection[int]) -> None:
-        targets: dict[str, list[int]] = {}
-        for part in parts:
-            targets.setdefault(owners[part], []).append(part)
-        await control.wake(targets)
-
-    async def hints() -> set[int]:
-        return await control.woken(name)
-
+def _worker(control: Control, owned: set[int], clock: Clock) -> RedisFrontier:
     return RedisFrontier(
         control.redis,
         control.job,
         Scope.for_seeds([], ["test"], max_depth=5),
         PolitenessPolicy(),
         partitions=P,
-        owned=lambda: owned,
+        ownership=Ownership(frozenset(owned)),
         clock=clock,
         wall_clock=clock,
-        refresh_interval=1.0,
-        notify=notify if name == "a" else None,
-        hints=hints if name == "b" else None,
     )
 
 
+async def _carry(control: Control, assignment: Assignment, a: RedisFrontier) -> None:
+    """What the keepers do: a's keeper wakes the owners of what a filled."""
+    owners = assignment.owners(a.filled())
+    if owners:
+        await control.wake(owners)
+
+
 @pytest.mark.parametrize("hinted", [True, False])
-async def test_a_hint_lets_the_owner_claim_before_its_refresh(
+async def test_a_hint_lets_the_owner_claim_before_its_next_look(
     control: Control, hinted: bool
 ) -> None:
     host = "http://h1.test"
     b_part = partition_of(host, P)
-    owners = {p: ("b" if p == b_part else "a") for p in range(P)}
+    a_parts = {p for p in range(P) if p != b_part}
+    assert await control.lead("a", 10.0)
+    assert await control.publish("a", {"a": a_parts, "b": {b_part}}) >= 0
+    assignment = Assignment(control, "a")
+    assert (await assignment.follow()) == Ownership(frozenset(a_parts), 1)
     clock = Clock()
-    a = _worker(control, "a", {p for p in range(P) if p != b_part}, owners, clock)
-    b = _worker(control, "b", {b_part}, owners, clock)
+    a, b = _worker(control, a_parts, clock), _worker(control, {b_part}, clock)
     a_seed = next(
         f"http://h{i}.test/" for i in range(2, 99) if partition_of(f"http://h{i}.test", P) != b_part
     )
     await a.add([Candidate(a_seed)])
-    await b.lease(10)  # b refreshes once: nothing for it yet
+    await b.refresh()  # nothing for b yet
     [lease] = await a.lease(10)
-    clock.now += 0.1  # well inside b's refresh interval
     await a.add([Candidate(f"{host}/page")])
-    if not hinted:
-        await control.woken("b")  # the hint is lost: b must wait for its refresh
+    await _carry(control, assignment, a)
+    woken = await control.woken("b")
+    if hinted:
+        b.wake(woken)  # else the hint is lost: b waits for its next look
     got = await b.lease(10)
     assert [g.url for g in got] == ([f"{host}/page"] if hinted else [])
-    if not hinted:  # the refresh is the safety net
-        clock.now += 1.0
+    if not hinted:  # the look is the safety net
+        await b.refresh()
         assert [g.url for g in await b.lease(10)] == [f"{host}/page"]
     await a.ack(lease, None)
 
 
-async def test_a_busy_worker_with_hints_refreshes_every_fifth_interval(
-    control: Control,
-) -> None:
-    """Hints stand in for the refresh of every partition while the worker holds work: lease
-    calls more often than hints are polled still refresh only every five intervals."""
+async def test_lease_does_no_upkeep_and_starts_no_task(control: Control) -> None:
+    """``lease()`` claims what it hands out and nothing more: it never looks at every
+    partition, renews or reclaims, and leaves no task behind."""
     clock = Clock()
-    b = _worker(control, "b", set(range(P)), {}, clock)
+    b = _worker(control, set(range(P)), clock)
     await b.add([Candidate(f"http://h{i}.test/{j}") for i in range(20) for j in range(20)])
-    refreshes: list[float] = []
-    refresh = b.refresh
+    upkeep: list[str] = []
+    for name in ("refresh", "renew", "reclaim_expired"):
+        method = getattr(b, name)
 
-    async def counted() -> None:
-        refreshes.append(clock.now)
-        await refresh()
+        async def counted(*args: object, name: str = name, method: object = method) -> None:
+            upkeep.append(name)
+            await method(*args)  # type: ignore[operator]
 
-    b.refresh = counted  # type: ignore[method-assign]
+        setattr(b, name, counted)
+    tasks = asyncio.all_tasks()
     leased = 0
-    while leased < 400:  # 8 s in steps of 20 ms: faster than hints are polled
+    while leased < 400:
         for lease in await b.lease(1):
             await b.ack(lease, None)
             leased += 1
-        await asyncio.sleep(0)  # let background housekeeping run
         clock.now += 0.02
         assert clock.now < 1_010.0
-    # the first lease's (nothing held yet), then one 5 s later, not one a second
-    assert len(refreshes) <= 2, refreshes
-
-
-async def test_lease_hands_out_held_urls_while_housekeeping_waits_on_redis(
-    control: Control,
-) -> None:
-    """URLs held in memory are leased at once; only a worker with nothing to lease waits for
-    its housekeeping (here a hints call that does not answer until released)."""
-    clock = Clock()
-    answer = asyncio.Event()
-    asked = asyncio.Event()
-
-    async def hints() -> set[int]:
-        asked.set()
-        await answer.wait()
-        return set()
-
-    frontier = RedisFrontier(
-        control.redis,
-        control.job,
-        Scope.for_seeds([], ["test"], max_depth=5),
-        PolitenessPolicy(),
-        partitions=P,
-        clock=clock,
-        wall_clock=clock,
-        hints=hints,
-    )
-    await frontier.add([Candidate(f"http://h{i}.test/") for i in range(4)])
-    answer.set()
-    assert len(await frontier.lease(2)) == 2  # claims (awaited: nothing was held)
-    answer.clear()
-    clock.now += 1.0
-    got = await asyncio.wait_for(frontier.lease(2), 1.0)  # hints are stuck, still leases
-    assert len(got) == 2 and asked.is_set()
-    waiting = asyncio.create_task(frontier.lease(2))  # nothing left to lease: it waits
-    await asyncio.sleep(0.2)
-    assert not waiting.done()
-    answer.set()
-    assert await asyncio.wait_for(waiting, 1.0) == []
-    await frontier.close()
+    assert asyncio.all_tasks() == tasks
+    assert upkeep == []
+    assert await b.done()

@@ -20,7 +20,7 @@ from tests.redis_server import RedisServer
 
 from gossamer.frontier.base import Candidate, Feedback, Lease
 from gossamer.frontier.politeness import PolitenessPolicy
-from gossamer.frontier.redis import RedisFrontier, host_keys, partition_of
+from gossamer.frontier.redis import Ownership, RedisFrontier, host_keys, partition_of
 from gossamer.frontier.robots import RobotsPolicy
 from gossamer.urls import Scope
 
@@ -58,7 +58,7 @@ def make(
         Scope.for_seeds([], ["test"], max_depth=5),
         PolitenessPolicy(per_host=per_host, delay=delay),
         partitions=P,
-        owned=None if owned is None else (lambda: owned),
+        ownership=None if owned is None else Ownership(owned),
         partition_by=partition_by,  # type: ignore[arg-type]
         **kw,  # type: ignore[arg-type]
     )
@@ -94,6 +94,7 @@ def test_limiter_keys_share_one_hash_tag_per_host() -> None:
 async def test_url_mode_spreads_one_host_over_two_owners(client: Redis, job: str) -> None:
     by_url = [make(client, job, EVENS), make(client, job, ODDS)]
     await by_url[0].add(pages(40))
+    by_url[1].wake(by_url[0].filled())  # the keeper's hint
     got: list[list[str]] = [[], []]
     for _ in range(200):
         for i, frontier in enumerate(by_url):
@@ -108,6 +109,7 @@ async def test_url_mode_spreads_one_host_over_two_owners(client: Redis, job: str
     # By host (the default) the same URLs all belong to one owner.
     by_host = [make(client, job + "h", own, partition_by="host") for own in (EVENS, ODDS)]
     await by_host[0].add(pages(40))
+    by_host[1].wake(by_host[0].filled())
     owner = 0 if partition_of(HOST, P) in EVENS else 1
     assert len(await by_host[owner].lease(40)) == 2  # per_host, no limiter
     assert await by_host[1 - owner].lease(40) == []
@@ -116,6 +118,7 @@ async def test_url_mode_spreads_one_host_over_two_owners(client: Redis, job: str
 async def test_per_host_never_exceeded_by_two_frontiers(client: Redis, job: str) -> None:
     frontiers = [make(client, job, EVENS, per_host=2), make(client, job, ODDS, per_host=2)]
     await frontiers[0].add(pages(30))
+    frontiers[1].wake(frontiers[0].filled())
     flying: list[tuple[RedisFrontier, Lease]] = []
     fetched: list[str] = []
     most = 0
@@ -140,6 +143,7 @@ async def test_per_host_never_exceeded_by_two_frontiers(client: Redis, job: str)
 async def test_delay_held_from_real_start_across_frontiers(client: Redis, job: str) -> None:
     a, b = make(client, job, EVENS), make(client, job, ODDS)
     await a.add(pages(30))
+    b.wake(a.filled())
     first = await lease_when_free(a)
     assert await b.lease(5) == []  # nobody reported the host's delay yet: one at a time
     await asyncio.sleep(0.1)
@@ -166,6 +170,7 @@ async def test_dead_holders_slot_expires(client: Redis, job: str) -> None:
     assert len(await dead.lease(1)) == 1
     del dead  # kill -9: no ack, its slot stays in Redis until it expires
     heir = make(client, job, ODDS, lease_timeout=0.5)
+    heir.wake(range(P))
     assert await heir.lease(5) == []
     await lease_when_free(heir)
     assert time.monotonic() - leased_at >= 0.5
@@ -190,6 +195,6 @@ async def test_dropped_hosts_leave_no_stale_heap_items(client: Redis, job: str) 
     frontier = make(client, job, partition_by="host", per_host=1)
     await frontier.add([Candidate(f"http://h{h}.test/{i}") for h in range(4) for i in range(3)])
     assert len(await frontier.lease(2)) == 2
-    await frontier.drop_partitions(range(P))
+    await frontier.own(Ownership(frozenset()))
     assert frontier.next_ready() is not None  # no KeyError on a dropped host's heap item
     assert await frontier.lease(10) == []

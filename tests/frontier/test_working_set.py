@@ -63,7 +63,7 @@ async def drain(
     """Lease and ack until done, checking the working set's size after every call."""
     leased: list[tuple[float, Lease]] = []
     for _ in range(100_000):
-        if frontier.done():
+        if await frontier.done():
             return leased
         batch = await frontier.lease(n)
         assert frontier.stats().active_hosts <= max_active
@@ -153,7 +153,7 @@ async def test_a_retried_last_url_puts_its_host_at_the_front_of_the_line() -> No
     await frontier.retry(a, 1.5, Feedback(started_at=clock.now))
     assert frontier.stats().active_hosts == 0  # nothing queued or leased: it left the set
     for _ in range(20):
-        if frontier.done():
+        if await frontier.done():
             break
         for lease in await frontier.lease(1):
             order.append(lease.url)

@@ -1,5 +1,7 @@
-"""Cluster mode: many workers crawl one job together through Redis: the worker and its duties
-(``worker``), the control plane (``control``: membership, leader lease, assignment), the
+"""Cluster mode: many workers crawl one job together through Redis: the worker's wiring
+(``worker``), its one housekeeping task (``keeper``) and the objects it runs: this worker in
+the registry (``membership``), the leader lease and the leader's work (``leadership``), this
+worker's share of the partitions (``assignment``); the control plane's keys (``control``), the
 leader's balancer (``balancer``), jobs seen from outside (``jobs``: submit, status, wait),
 riding out Redis outages (``resilient``), bounded Redis replies (``bounded``), the local demo
 (``local``) and the ``gossamer cluster`` commands (``cli``).

@@ -7,7 +7,7 @@ worker). With the other allocators (:mod:`gossamer.balance.allocate`) it also re
 plus claimed URLs), so the shares follow the figures as they change; the allocators'
 hysteresis keeps partitions still while every worker is near its target. A partition moves
 whole, and its old owner fences it until its requests there have ended (see
-:mod:`gossamer.frontier.redis`), so a host never has two owners at once.
+:mod:`gossamer.frontier.redis.fences`), so a host never has two owners at once.
 
 Every worker feeds the runtime model (P1): an :class:`Observer` cuts its crawl into windows
 and, for each window in which it was busy throughout (URLs waiting in memory at every

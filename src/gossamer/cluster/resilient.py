@@ -26,7 +26,7 @@ every call a worker makes (see ``frontier/lua``):
   a repeated assignment publish only bumps the version.
 
 Claims are not renewed while Redis is away, so an outage longer than a claim's remaining time
-lets their deadlines pass; see :class:`gossamer.cluster.worker.Duties` for how the leader
+lets their deadlines pass; see :mod:`gossamer.cluster.leadership` for how the leader
 waits before it reclaims.
 """
 

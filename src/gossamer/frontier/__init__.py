@@ -8,11 +8,12 @@ scheduler: ready heap of hosts, per-host queues by priority, politeness slots an
 (``politeness``), retries, leases, the working set of active hosts and the robots.txt stage
 (``robots``: a host's URLs wait until its rules are known). Two backends keep only their
 storage around the scheduler: ``local`` (the embedded frontier, its write-ahead log in
-crawl.db) and ``redis`` (one job's URLs in partitioned Redis queues shared by many workers,
-its Lua scripts in ``lua/``).
+crawl.db) and ``redis``, a package (one job's URLs in partitioned Redis queues shared by
+many workers: key layout, scripts, claims, the shared host limiter, hand-over fences, the
+contract's methods; its Lua scripts in ``lua/``).
 
 This package may import the standard library, numpy (the seen set), protego, redis, xxhash,
 ``gossamer.crawldb`` (the embedded frontier's storage), ``gossamer.logs``, ``gossamer.retry``
 and ``gossamer.urls``; never the engine, the fetcher, the sinks or the cluster, which hands
-the Redis frontier its partitions as a value.
+the Redis frontier its partitions as a value (``Ownership``) and runs its upkeep.
 """

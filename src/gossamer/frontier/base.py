@@ -27,7 +27,15 @@ Lease rules:
   ``release``, its rules still unknown).
 * Nothing leaves durable state before its ack: a crash loses no URL; URLs leased at a crash
   are leased again.
-* ``done()``: nothing queued, nothing leased, nothing waiting for a retry.
+* ``done()``: nothing queued, nothing leased, nothing waiting for a retry. It may await its
+  backend's storage and may answer False for a while after the last URL ended (a shared
+  backend looks at the whole job at most so often), never True early.
+* What ``lease()`` may do: end leases whose deadline passed, and await I/O of its backend's
+  own storage to get URLs to hand out (read queued URLs back from crawl.db, claim entries from
+  Redis, take host slots from a shared limiter). It starts no task and leaves no I/O running
+  when it returns, and does no periodic upkeep: renewing, reclaiming and refreshing a shared
+  backend's state is its owner's job, through the backend's own methods (for the Redis
+  frontier, the cluster worker's keeper).
 """
 
 from __future__ import annotations
@@ -138,7 +146,8 @@ class Frontier(Protocol):
         ...
 
     async def lease(self, n: int) -> list[Lease]:
-        """Up to ``n`` leases that use a slot, plus any that do not met on the way."""
+        """Up to ``n`` leases that use a slot, plus any that do not met on the way. May await
+        the backend's storage I/O; starts no task (see the module docstring)."""
         ...
 
     async def ack(self, lease: Lease, feedback: Feedback | None) -> None:
@@ -162,8 +171,8 @@ class Frontier(Protocol):
         """Seconds until some URL may be leasable; None when nothing is queued."""
         ...
 
-    def done(self) -> bool:
-        """Nothing queued, leased or waiting."""
+    async def done(self) -> bool:
+        """Nothing queued, leased or waiting (see the module docstring)."""
         ...
 
     def stats(self) -> FrontierStats:

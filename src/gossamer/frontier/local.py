@@ -157,7 +157,7 @@ class LocalFrontier:
         """Seconds until the earliest host or delayed retry is due; None when nothing waits."""
         return self._hosts.next_ready()
 
-    def done(self) -> bool:
+    async def done(self) -> bool:
         """Nothing queued, leased or waiting for a retry."""
         hosts = self._hosts
         return not (hosts.queued or hosts.stored or hosts.leased or hosts.delayed)

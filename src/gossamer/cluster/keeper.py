@@ -1,0 +1,226 @@
+"""The keeper: a cluster worker's one housekeeping task, next to the crawl loop.
+
+It runs every periodic duty of the worker in turn, each at its own pace: the heartbeat
+(:class:`~.membership.Membership`), the leader lease and the leader's work
+(:class:`~.leadership.Leadership`), following the assignment (:class:`~.assignment.Assignment`,
+each new share handed to the frontier with :meth:`RedisFrontier.own`), the wake hints between
+workers, and the frontier's upkeep: renewing its claims, reclaiming dead workers' expired
+claims (as leader) and refreshing its look at every partition. The frontier does none of this
+itself: its ``lease()`` only awaits the I/O of getting URLs to hand out.
+
+A duty failing with a Redis error is tried again at its next turn until such errors have
+lasted the guard's budget (connection errors the guard waits out itself); then, or on any
+other error, the keeper stops the crawl and :meth:`Keeper.raise_failure` raises it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from redis.exceptions import RedisError
+
+from gossamer.cluster.assignment import Assignment
+from gossamer.cluster.control import Control
+from gossamer.cluster.leadership import Leadership
+from gossamer.cluster.membership import Membership
+from gossamer.cluster.resilient import RedisGuard, RedisUnavailable
+from gossamer.engine import Crawler
+from gossamer.frontier.redis import Ownership, RedisFrontier
+from gossamer.redact import redact_text
+from gossamer.retry import Outage
+
+log = logging.getLogger(__name__)
+_FOLLOW = 0.1
+"""Seconds between looks at the assignment's version (one GET)."""
+_HINTS = 0.05
+"""Seconds between looks at the partitions other workers filled for this one."""
+_REFRESHES_PER_LOOK = 5
+"""Refresh intervals between the keeper's looks at every partition: hints tell of new entries
+at once, the look is the safety net for a hint lost in a hand-over."""
+
+
+@dataclass(frozen=True, slots=True)
+class Pace:
+    """How often the keeper runs each duty, from the job's settings."""
+
+    heartbeat_ttl: float
+    claim_timeout: float
+    refresh_interval: float = 1.0
+
+
+@dataclass(slots=True)
+class _Duty:
+    name: str
+    every: float
+    run: Callable[[], Awaitable[object]]
+    errors: Outage
+    due: float = 0.0
+
+
+class Keeper:
+    """Runs the worker's duties in one task (see the module docstring)."""
+
+    def __init__(
+        self,
+        control: Control,
+        name: str,
+        frontier: RedisFrontier,
+        crawler: Crawler,
+        *,
+        membership: Membership,
+        leadership: Leadership,
+        assignment: Assignment,
+        guard: RedisGuard,
+        pace: Pace,
+    ) -> None:
+        self._control = control
+        self._name = name
+        self._frontier = frontier
+        self._crawler = crawler
+        self._membership = membership
+        self._leadership = leadership
+        self._assignment = assignment
+        beat = pace.heartbeat_ttl / 3
+        every = {
+            "beat": (beat, self._beat),
+            "lead": (min(0.5, beat), self._lead),
+            "follow": (min(_FOLLOW, beat), self._follow),
+            "hints": (_HINTS, self._hints),
+            "renew": (pace.claim_timeout / 3, frontier.renew),
+            "reclaim": (max(1.0, min(pace.claim_timeout / 4, 10.0)), self._reclaim),
+            "refresh": (_REFRESHES_PER_LOOK * pace.refresh_interval, frontier.refresh),
+            "observe": (1.0, membership.observe),
+        }
+        self._duties = [
+            _Duty(name, seconds, run, _outage(name, seconds, guard.budget))
+            for name, (seconds, run) in every.items()
+        ]
+        self._task: asyncio.Task[None] | None = None
+        self._failure: BaseException | None = None
+
+    async def start(self) -> None:
+        """Beat, lead and follow once (a worker that waited for the job is in the first
+        assignment, and starts with its share), then run the duties in the background."""
+        await self._beat()
+        await self._lead()
+        await self._follow()
+        now = time.monotonic()
+        for duty in self._duties:
+            duty.due = now + duty.every
+        self._task = asyncio.create_task(self._run())
+        self._task.add_done_callback(self._ended)
+
+    async def stop(self) -> None:
+        """Cancel the task; if it does not end within a second it is cancelled again."""
+        task = self._task
+        if task is None:
+            return
+        for _ in range(10):
+            task.cancel()
+            await asyncio.wait({task}, timeout=1.0)
+            if task.done():
+                return
+
+    async def leave(self) -> None:
+        """Leave the job's registry."""
+        await self._membership.leave(len(self._assignment.ownership.partitions))
+
+    def raise_failure(self) -> None:
+        if self._failure is not None:
+            raise self._failure
+
+    async def _run(self) -> None:
+        task = asyncio.current_task()
+        while True:
+            await asyncio.sleep(max(0.0, min(d.due for d in self._duties) - time.monotonic()))
+            for duty in self._duties:
+                now = time.monotonic()
+                if now < duty.due:
+                    continue
+                duty.due = now + duty.every
+                await self._attempt(duty)
+                if task is not None and task.cancelling():
+                    # A cancel that a library turned into an error it then retried (asyncio
+                    # timeouts can do that on 3.11) must still stop the loop.
+                    raise asyncio.CancelledError
+
+    @staticmethod
+    async def _attempt(duty: _Duty) -> None:
+        """Run one duty. The guard waits out connection errors; any other Redis error
+        (``NOSCRIPT`` from a restarted server, say) is tolerated, the next turn running the
+        duty again, until such errors have lasted the guard's budget."""
+        try:
+            await duty.run()
+        except RedisUnavailable:
+            raise
+        except RedisError as error:
+            if duty.errors.failed(error) <= 0:
+                raise
+        else:
+            duty.errors.recovered()
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled() or task.exception() is None:
+            return
+        if self._failure is None:
+            self._failure = task.exception()
+        self._crawler.stop()
+
+    async def _beat(self) -> None:
+        await self._membership.beat(len(self._assignment.ownership.partitions))
+
+    async def _lead(self) -> None:
+        if await self._leadership.lead():
+            await self._follow()  # the leader's own share at once
+        await self._leadership.train()
+
+    async def _follow(self) -> None:
+        """On a new assignment version: hand the new share to the frontier."""
+        before = self._assignment.ownership
+        after = await self._assignment.follow()
+        if after is not None:
+            given_back = await self._frontier.own(after)
+            self._log_move(before, after, given_back)
+
+    async def _hints(self) -> None:
+        """Wake the owners of partitions this worker filled; take the hints others left."""
+        owners = self._assignment.owners(self._frontier.filled())
+        if owners:
+            await self._control.wake(owners)
+        self._frontier.wake(await self._control.woken(self._name))
+
+    async def _reclaim(self) -> None:
+        await self._leadership.reclaim(self._frontier)
+
+    def _log_move(self, before: Ownership, after: Ownership, given_back: int) -> None:
+        gained = after.partitions - before.partitions
+        lost = before.partitions - after.partitions
+        if not gained and not lost:
+            return
+        owned, version = len(after.partitions), after.version
+        log.info(
+            "assignment v%d: %s owns %d partitions (%d gained, %d lost, %d URLs given back)",
+            version, self._name, owned, len(gained), len(lost), given_back,
+            extra={
+                "event": "partitions-moved", "worker": self._name, "version": version,
+                "partitions": owned, "gained": len(gained), "lost": len(lost),
+                "given_back": given_back,
+            },
+        )  # fmt: skip
+
+
+def _outage(name: str, seconds: float, budget: float) -> Outage:
+    return Outage(
+        budget,
+        on_start=lambda error: log.warning(
+            "%s failed (%s); trying again every %gs",
+            name,
+            redact_text(str(error)),
+            seconds,
+            extra={"event": "duty-failing", "duty": name},
+        ),
+    )

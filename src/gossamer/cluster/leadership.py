@@ -1,0 +1,91 @@
+"""Leadership: the leader lease, and the leader's work.
+
+One worker at a time holds the lease (a key with a TTL it renews). The leader publishes the
+assignment of partitions to workers (:class:`~gossamer.cluster.balancer.Balancer`), trains the
+balancer's model with ``bpnn-pso``, and returns dead workers' expired claims to their queues.
+
+After a Redis outage the leader waits until it has been steady for one heartbeat TTL and one
+claim renewal period before it rebalances or reclaims: by then every live worker has beaten
+again (its heartbeat key may have expired during the outage) and pushed its claims' deadlines
+past the outage, so neither a live worker's partitions nor its claims move.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from gossamer.cluster.balancer import Balancer
+from gossamer.cluster.control import Control
+from gossamer.cluster.resilient import RedisGuard
+from gossamer.frontier.redis import RedisFrontier
+
+log = logging.getLogger(__name__)
+
+
+class Leadership:
+    """Takes and keeps the leader lease; while it holds it, does the leader's work."""
+
+    def __init__(
+        self,
+        control: Control,
+        name: str,
+        ttl: float,
+        balancer: Balancer,
+        guard: RedisGuard,
+        *,
+        settle: float,
+        train: bool,
+    ) -> None:
+        self._control = control
+        self._name = name
+        self._ttl = ttl
+        self._balancer = balancer
+        self._guard = guard
+        self._settle = settle
+        self._train = train
+        self._leading = False
+
+    @property
+    def leading(self) -> bool:
+        """This worker held the lease at its last :meth:`lead`."""
+        return self._leading
+
+    async def lead(self) -> bool:
+        """Take or renew the lease; as leader, publish a new assignment when it should change.
+        True when one was published."""
+        leading = await self._control.lead(self._name, self._ttl)
+        if leading != self._leading:
+            self._leading = leading
+            self._log_change(leading)
+        if not leading or not self._settled():
+            return False
+        return await self._balancer.rebalance(self._name) is not None
+
+    async def train(self) -> None:
+        """As leader with ``bpnn-pso``, refit the balancer's model when new observations came."""
+        if self._train and self._leading and self._settled():
+            await self._balancer.train()
+
+    async def reclaim(self, frontier: RedisFrontier) -> int:
+        """As leader, return dead workers' expired claims to their queues; how many."""
+        if not self._settled() or await self._control.leader() != self._name:
+            return 0
+        return await frontier.reclaim_expired()
+
+    def _settled(self) -> bool:
+        """Steady long enough since the last Redis failure to act as leader (see module)."""
+        return self._guard.steady_for() >= self._settle
+
+    def _log_change(self, leading: bool) -> None:
+        job = self._control.job
+        fields = {"worker": self._name, "job": job}
+        if leading:
+            log.info(
+                "%s leads job %s now", self._name, job,
+                extra={"event": "leader-acquired", **fields},
+            )  # fmt: skip
+        else:
+            log.info(
+                "%s no longer leads job %s", self._name, job,
+                extra={"event": "leader-lost", **fields},
+            )  # fmt: skip

@@ -1,0 +1,56 @@
+"""The Redis frontier: one crawl job's URLs in partitioned Redis queues shared by many workers.
+
+Hosts map to ``P`` virtual partitions (``xxh3_64(host_key) % P``, stable across machines and
+Python versions; with ``partition_by="url"`` a URL's fingerprint modulo ``P``, its host's
+politeness then kept by a shared limiter). A worker leases only URLs of the partitions it owns
+(an :class:`Ownership` its owner hands to :meth:`RedisFrontier.own`), so in host mode exactly
+one worker enforces each host's politeness. It claims batches of entries from its partitions'
+queues into memory and leases from there; a claim stays in Redis until the URL is acked, so a
+kill -9 loses no URL. The frontier takes a client of one server or of a Redis Cluster; every
+key of a partition shares one hash tag, so each script touches one slot.
+
+One module per concern:
+
+* ``keys``: the key layout, the queue entry's codec (hostile entries stop there), ``Ownership``
+* ``scripts``: loading the Lua scripts (``frontier/lua/*.lua``) and running them in pipelines
+* ``counts``: a look at every partition's counts
+* ``claims``: claims taken, renewed, ended, reclaimed, returned; malformed entries set aside
+* ``limiter``: the shared per-host limiter of ``partition_by="url"``
+* ``fences``: hand-over fences for a partition's new owner
+* ``frontier``: :class:`RedisFrontier`, the contract's methods and the upkeep its owner calls
+
+Known limits: a partition's queue is one FIFO, so one host's long backlog delays the other
+hosts of its partition until it is claimed into memory (bounded by ``memory_budget``), and a
+URL's priority orders it among the URLs of its host held in memory only.
+
+This package may import ``gossamer.frontier.base``, ``admission``, ``hosts``, ``politeness``,
+``dedup``, ``gossamer.urls``, redis-py and xxhash; never ``gossamer.cluster`` (which builds on
+it), the engine, nor ``gossamer.frontier.local``.
+"""
+
+from gossamer.frontier.redis.counts import PartitionCounts, read_counts
+from gossamer.frontier.redis.frontier import RedisFrontier
+from gossamer.frontier.redis.keys import (
+    BadEntry,
+    Ownership,
+    bad_keys,
+    host_keys,
+    partition_keys,
+    partition_of,
+)
+from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, run_scripts
+
+__all__ = [
+    "BadEntry",
+    "Ownership",
+    "PartitionCounts",
+    "RedisClient",
+    "RedisFrontier",
+    "ScriptCall",
+    "bad_keys",
+    "host_keys",
+    "partition_keys",
+    "partition_of",
+    "read_counts",
+    "run_scripts",
+]

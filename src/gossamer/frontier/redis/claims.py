@@ -1,0 +1,216 @@
+"""Claims: the entries a worker has taken from its partitions' Redis queues.
+
+A claim stays in Redis (``claimed``, with a wall-clock deadline in ``deadlines``) until the URL
+is acked; while the worker lives its owner renews the deadlines (:meth:`Claims.renew`). If the
+worker dies its claims expire, and :meth:`Claims.reclaim` (the cluster leader's) puts them back
+in their queue. Nothing leaves Redis before its ack, so a kill -9 loses no URL.
+
+A claimed entry that does not decode (:class:`~.keys.BadEntry`) is set aside with a warning,
+never crashing the worker nor staying claimed: it goes to the job's list of bad entries
+(``gs:{J}:bad``, the last :data:`BAD_KEPT` kept, each cut at 8 KiB), then leaves its
+partition's claims (``set_aside.lua``), in that order, so a worker killed in between loses
+nothing (the claim expires and comes back, to be set aside again).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from redis.commands.core import AsyncScript
+
+from gossamer.frontier.redis.keys import BadEntry, Entry, PartitionKeys, bad_keys
+from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, run_scripts
+
+BAD_KEPT = 10_000
+"""Bad entries kept in ``gs:{J}:bad`` (the newest)."""
+_BAD_SHOWN = 8192
+"""Characters of a bad entry kept in ``gs:{J}:bad``."""
+_FENCE_POLL = 0.25
+"""Seconds before asking again for a partition its previous owner fences (the fence of
+requests still in flight ends when they do, earlier than it says)."""
+RECLAIM_LIMIT = 1000
+"""Expired claims returned per partition and call, at most."""
+
+log = logging.getLogger(__name__)
+
+Bad = tuple[int, int, bytes | str, str]
+"""A claimed entry that does not decode: (partition, claim token, raw entry, reason)."""
+
+
+class Claims:
+    """The claims this worker holds, the owned partitions believed to have queued entries, and
+    the script calls that take, keep, end and return claims."""
+
+    def __init__(
+        self,
+        redis: RedisClient,
+        keys: PartitionKeys,
+        scripts: dict[str, AsyncScript],
+        *,
+        owned: frozenset[int],
+        lease_timeout: float,
+        claim_batch: int,
+        clock: Callable[[], float],
+        wall_clock: Callable[[], float],
+    ) -> None:
+        self._redis = redis
+        self._keys = keys
+        self._scripts = scripts
+        self._lease_timeout = lease_timeout
+        self.batch = claim_batch
+        """Entries claimed per partition and call, at most."""
+        self._clock = clock
+        self._wall = wall_clock
+        self.owned = owned
+        """The partitions this worker owns (see :meth:`RedisFrontier.own`)."""
+        self.held: dict[int, dict[int, Entry]] = {}
+        """Every claim this worker holds, by partition and claim token."""
+        self.set_aside = 0
+        """Entries this worker set aside."""
+        self._waiting: set[int] = set()
+        self._claim_after: dict[int, float] = {}
+        """Partitions another worker still fences: not claimed from before this time."""
+
+    def note(self, parts: Iterable[int]) -> None:
+        """``parts`` have entries queued in Redis (those this worker owns are claimed)."""
+        self._waiting.update(part for part in parts if part in self.owned)
+
+    def looked(self, waiting: Iterable[int]) -> None:
+        """A fresh look at every partition found ``waiting`` ones with queued entries."""
+        self.note(waiting)
+        self._claim_after.clear()  # fenced ones are asked again too
+
+    def disown(self, parts: set[int]) -> None:
+        self._waiting -= parts
+
+    def claimable(self, now: float) -> list[int]:
+        """Owned partitions believed to have queued entries and not fenced now."""
+        after = self._claim_after
+        return sorted(p for p in self._waiting if p in self.owned and after.get(p, now) <= now)
+
+    async def claim(self, parts: list[int]) -> list[Entry]:
+        """Claim up to a batch of entries from each of ``parts``; the entries now held (those
+        that do not decode are set aside)."""
+        now = self._clock()
+        deadline = self._wall() + self._lease_timeout
+        names = ("queue", "claimed", "deadlines", "counts", "fence")
+        args = [self.batch, repr(deadline)]
+        calls = [(self._scripts["claim"], self._keys.of(part, *names), args) for part in parts]
+        results: list[list[Any]] = await run_scripts(self._redis, calls)
+        entries: list[Entry] = []
+        bad: list[Bad] = []
+        for part, (last, left, *raws) in zip(parts, results, strict=True):
+            if int(last) < 0:  # fenced by its previous owner for ``left`` ms more (or less)
+                self._claim_after[part] = now + min(int(left) / 1000, _FENCE_POLL)
+                continue
+            self._claim_after.pop(part, None)
+            if not left:
+                self._waiting.discard(part)
+            first = int(last) - len(raws) + 1
+            for i, raw in enumerate(raws):
+                try:
+                    entry = Entry.decode(raw, part, first + i)
+                except BadEntry as exc:
+                    bad.append((part, first + i, raw, str(exc)))
+                else:
+                    self.held.setdefault(part, {})[entry.claim] = entry
+                    entries.append(entry)
+        await self._set_aside(bad)
+        return entries
+
+    def forget(self, entry: Entry) -> None:
+        """``entry`` is no longer claimed by this worker."""
+        held = self.held.get(entry.part)
+        if held is not None:
+            held.pop(entry.claim, None)
+            if not held:
+                del self.held[entry.part]
+
+    async def renew(self) -> None:
+        """Push the deadline of every claim this worker holds ``lease_timeout`` ahead."""
+        if not self.held:
+            return
+        deadline = self._wall() + self._lease_timeout
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for part, held in self.held.items():
+                mapping = dict.fromkeys(map(str, held), deadline)
+                pipe.zadd(self._keys(part)["deadlines"], mapping, xx=True)
+            await pipe.execute()
+
+    async def reclaim(self, parts: list[int], limit: int = RECLAIM_LIMIT) -> int:
+        """Return the expired claims of ``parts`` (their worker died) to their queues, at most
+        ``limit`` per partition; how many were returned."""
+        if not parts:
+            return 0
+        names = ("claimed", "deadlines", "queue", "counts")
+        args = [repr(self._wall()), limit]
+        calls = [(self._scripts["reclaim"], self._keys.of(part, *names), args) for part in parts]
+        counts: list[int] = await run_scripts(self._redis, calls)
+        self.note(part for part, count in zip(parts, counts, strict=True) if count)
+        if any(counts):
+            job = self._keys.job
+            log.info(
+                "job %s: returned %d expired claims of %d partitions to their queues",
+                job, sum(counts), sum(1 for c in counts if c),
+                extra={"event": "claims-reclaimed", "job": job, "claims": sum(counts),
+                       "partitions": sum(1 for c in counts if c)},
+            )  # fmt: skip
+        return sum(counts)
+
+    async def give_back(self, part: int, entries: list[Entry]) -> int:
+        """Return held entries of ``part`` to the front of its queue; how many went back."""
+        if not entries:
+            return 0
+        args = [x for e in entries for x in (e.claim, e.encode())]
+        keys = self._keys.of(part, "claimed", "deadlines", "queue", "counts")
+        given: int = await self._scripts["unclaim"](keys=keys, args=args)
+        for entry in entries:
+            self.forget(entry)
+        return given
+
+    def ack(self, entry: Entry) -> ScriptCall:
+        """The call finishing ``entry``: its claim removed, the URL counted finished once."""
+        keys = self._keys.of(entry.part, "claimed", "deadlines", "counts")
+        return (self._scripts["ack"], keys, [entry.claim])
+
+    async def update(self, entry: Entry) -> bool:
+        """Store ``entry`` (a retry: attempts and not-before) in its claim; False when the
+        claim was reclaimed meanwhile (the URL is queued in Redis again)."""
+        keys = self._keys.of(entry.part, "claimed")
+        held: int = await self._scripts["update"](keys=keys, args=[entry.claim, entry.encode()])
+        if not held:
+            self.forget(entry)
+        return bool(held)
+
+    async def _set_aside(self, bad: list[Bad]) -> None:
+        """Move claimed entries that do not decode to the job's bad entries: first into
+        ``gs:{J}:bad``, then out of their partition's claims."""
+        if not bad:
+            return
+        job = self._keys.job
+        keys = bad_keys(job)
+        async with self._redis.pipeline(transaction=True) as pipe:
+            for part, _, raw, reason in bad:
+                log.warning(
+                    "job %s: set aside a malformed entry of partition %d (%s): %.200r",
+                    job, part, reason, raw,
+                    extra={"event": "entry-set-aside", "job": job, "partition": part},
+                )  # fmt: skip
+                pipe.lpush(keys["entries"], _bad_json(part, raw, reason))
+            pipe.ltrim(keys["entries"], 0, BAD_KEPT - 1)
+            pipe.incrby(keys["count"], len(bad))
+            await pipe.execute()
+        names = ("claimed", "deadlines", "counts")
+        calls = [(self._scripts["set_aside"], self._keys.of(p, *names), [c]) for p, c, _, _ in bad]
+        await run_scripts(self._redis, calls)
+        self.set_aside += len(bad)
+
+
+def _bad_json(part: int, raw: bytes | str, reason: str) -> str:
+    """A set-aside entry as stored in ``gs:{J}:bad`` (cut at ``_BAD_SHOWN`` characters)."""
+    text = raw.decode("utf-8", "backslashreplace") if isinstance(raw, bytes) else raw
+    entry = text[:_BAD_SHOWN].encode("utf-8", "backslashreplace").decode("utf-8")
+    return json.dumps({"partition": part, "reason": reason, "entry": entry})

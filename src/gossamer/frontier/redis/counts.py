@@ -1,0 +1,99 @@
+"""A look at a whole job: every partition's counts (queued, claimed, seen, finished).
+
+The frontier reads them to tell whether the job is finished and which of its partitions have
+entries waiting; the control plane and the balancer read them for the job's totals.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import ClusterCrossSlotError
+
+from gossamer.frontier.redis.keys import partition_keys
+from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, load_script, run_scripts
+
+_COUNT_FIELDS = ("queued", "claimed", "seen", "finished")
+_COUNTS_SCRIPT = load_script("counts")
+_COUNTS_CHUNK = 1024
+"""Partitions per ``counts.lua`` call: Redis serves other clients between chunks."""
+_SLOTLESS: weakref.WeakKeyDictionary[Redis, bool] = weakref.WeakKeyDictionary()
+"""False for a client whose server turned out to be in cluster mode."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionCounts:
+    """The counts of every partition of a job (:func:`read_counts`)."""
+
+    queued: int = 0
+    claimed: int = 0
+    seen: int = 0
+    finished: int = 0
+    busy: dict[int, tuple[int, int]] = field(default_factory=dict)
+    """(queued, claimed) of every partition with either."""
+
+    @property
+    def waiting(self) -> frozenset[int]:
+        """Partitions with queued entries."""
+        return frozenset(part for part, (queued, _) in self.busy.items() if queued)
+
+    @property
+    def holding(self) -> frozenset[int]:
+        """Partitions with claims."""
+        return frozenset(part for part, (_, claimed) in self.busy.items() if claimed)
+
+
+async def read_counts(redis: RedisClient, job: str, partitions: int) -> PartitionCounts:
+    """Every partition's counts. On one server ``counts.lua`` sums them there (a pipeline of a
+    few calls); a server in cluster mode keeps each partition in its own slot, so there it is
+    one HMGET per partition (about 150 ms of client CPU for 4,096)."""
+    keys = [partition_keys(job, part)["counts"] for part in range(partitions)]
+    if not isinstance(redis, RedisCluster) and _SLOTLESS.get(redis, True):
+        try:
+            return await _summed_by_script(redis, keys)
+        except ClusterCrossSlotError:
+            _SLOTLESS[redis] = False  # a plain client of a one-node cluster
+    return await _summed_here(redis, keys)
+
+
+async def _summed_by_script(redis: Redis, keys: list[str]) -> PartitionCounts:
+    script = redis.register_script(_COUNTS_SCRIPT)
+    starts = range(0, len(keys), _COUNTS_CHUNK)
+    calls: list[ScriptCall] = [(script, keys[i : i + _COUNTS_CHUNK], []) for i in starts]
+    results = await run_scripts(redis, calls)
+    sums = [0, 0, 0, 0]
+    busy: dict[int, tuple[int, int]] = {}
+    for start, (*chunk, flat) in zip(starts, results, strict=True):
+        sums = [total + int(value) for total, value in zip(sums, chunk, strict=True)]
+        for i in range(0, len(flat), 3):
+            busy[start + int(flat[i])] = (int(flat[i + 1]), int(flat[i + 2]))
+    queued, claimed, seen, finished = sums
+    return PartitionCounts(queued, claimed, seen, finished, busy)
+
+
+async def _summed_here(redis: RedisClient, keys: list[str]) -> PartitionCounts:
+    async with redis.pipeline(transaction=False) as pipe:
+        for key in keys:
+            pipe.hmget(key, _COUNT_FIELDS)
+        rows: list[list[Any]] = await pipe.execute()
+    sums = [0, 0, 0, 0]
+    busy: dict[int, tuple[int, int]] = {}
+    for part, row in enumerate(rows):
+        values = [_count(value) for value in row]
+        sums = [total + value for total, value in zip(sums, values, strict=True)]
+        if values[0] or values[1]:
+            busy[part] = (values[0], values[1])
+    queued, claimed, seen, finished = sums
+    return PartitionCounts(queued, claimed, seen, finished, busy)
+
+
+def _count(value: bytes | str | None) -> int:
+    """A partition count as ``counts.lua`` reads it: an integer, else 0."""
+    try:
+        return int(value or 0)
+    except ValueError:
+        return 0

@@ -1,0 +1,133 @@
+"""Hand-over fences: a partition given away is not claimed by its new owner too early.
+
+A hand-over in host mode (:meth:`RedisFrontier.own` losing partitions) fences each partition
+for its new owner: the claim script returns nothing while the old owner still has requests to
+the partition's hosts in flight (a fence of ``lease_timeout``, so it lapses if that worker
+dies) and, once the last ends, until those hosts' next start is due by the old owner's
+politeness. A host never sees both owners at once, nor a gap shorter than its delay.
+
+Each worker's fence is its own field of ``gs:{J:p}:fence``, so a partition moved on again keeps
+every previous owner's fence; a worker numbers its fence calls, so a late one (another
+connection, a retry) never undoes a later one. In url mode no worker owns a host (the shared
+limiter keeps their politeness) and nothing is fenced.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from redis.commands.core import AsyncScript
+
+from gossamer.frontier.base import Lease
+from gossamer.frontier.hosts import Host, HostScheduler
+from gossamer.frontier.politeness import PolitenessPolicy
+from gossamer.frontier.redis.keys import Entry, PartitionKeys, partition_of
+from gossamer.frontier.redis.scripts import ScriptCall
+
+
+@dataclass(slots=True)
+class _Leaving:
+    """A partition given away with requests to its hosts still in flight (host mode)."""
+
+    in_flight: int
+    hosts: dict[str, Host[Entry]]
+    """Its hosts' politeness, kept until the last request ends."""
+
+
+class Handover:
+    """Takes given-away partitions out of the scheduler and fences them for their new owner;
+    the fence calls wait in :meth:`take` for the frontier's next pipeline."""
+
+    def __init__(
+        self,
+        keys: PartitionKeys,
+        scripts: dict[str, AsyncScript],
+        policy: PolitenessPolicy,
+        *,
+        partitions: int,
+        by_url: bool,
+        lease_timeout: float,
+        clock: Callable[[], float],
+    ) -> None:
+        self._keys = keys
+        self._fence_script = scripts["fence"]
+        self._policy = policy
+        self._partitions = partitions
+        self._by_url = by_url
+        self._lease_timeout = lease_timeout
+        self._clock = clock
+        self._id = uuid.uuid4().hex[:12]
+        """This frontier's name in the fences of partitions it gave away."""
+        self._leaving: dict[int, _Leaving] = {}
+        """Host mode: partitions given away while requests to their hosts were in flight."""
+        self._orphans: dict[int, int] = {}
+        """Lease token -> partition, for leases out when their partition was given away."""
+        self._seq = itertools.count(1)
+        self._fences: list[ScriptCall] = []
+
+    def give_away(self, dropped: set[int], hosts: HostScheduler[Entry]) -> dict[int, list[Entry]]:
+        """Take the partitions ``dropped`` out of ``hosts``: their queued entries (returned by
+        partition, to go back to Redis), their hosts' politeness, and their leases out (each
+        entry marked orphan, to go back when its lease ends); fence them."""
+        back: dict[int, list[Entry]] = {}
+        for queued in hosts.remove(lambda entry: entry.part in dropped):
+            back.setdefault(queued.part, []).append(queued)
+        leaving: dict[int, dict[str, Host[Entry]]] = {}
+        if not self._by_url:
+            for key in hosts.host_keys():
+                part = partition_of(key, self._partitions)
+                host = hosts.forget(key) if part in dropped else None
+                if host is not None:  # the host's new owner keeps its politeness now
+                    leaving.setdefault(part, {})[key] = host
+        in_flight: dict[int, int] = {}
+        for lease, leased in hosts.out():
+            if leased is not None:
+                at = leased.part
+            elif self._by_url:
+                continue
+            else:  # its host's robots.txt, in flight to a host of the partition
+                at = partition_of(lease.host, self._partitions)
+            if at in dropped:
+                if leased is not None:
+                    leased.orphan = True
+                self._orphans[lease.token] = at
+                in_flight[at] = in_flight.get(at, 0) + 1
+        for part, held in leaving.items():
+            if in_flight.get(part):
+                self._leaving[part] = _Leaving(in_flight[part], held)
+                self._fence(part, self._lease_timeout)  # until the last request ends
+            else:
+                self._fence(part, self._due_in(held.values()))
+        return back
+
+    def ended(self, lease: Lease) -> None:
+        """A lease ended: the last request to a partition given away lifts its fence down to
+        the delay its hosts still need."""
+        part = self._orphans.pop(lease.token, None)
+        leaving = self._leaving.get(part) if part is not None else None
+        if part is not None and leaving is not None:
+            leaving.in_flight -= 1
+            if leaving.in_flight <= 0:
+                del self._leaving[part]
+                self._fence(part, self._due_in(leaving.hosts.values()))
+
+    def take(self) -> list[ScriptCall]:
+        """The fence calls to send with the next call to Redis."""
+        calls, self._fences = self._fences, []
+        return calls
+
+    def _due_in(self, hosts: Iterable[Host[Entry]]) -> float:
+        """Seconds until every one of ``hosts`` may be requested again (0 if all may now)."""
+        now = self._clock()
+        due = max((self._policy.ready_at(host.slot) for host in hosts), default=now)
+        return min(max(due - now, 0.0), self._lease_timeout)
+
+    def _fence(self, part: int, seconds: float) -> None:
+        """Queue a call fencing ``part`` for ``seconds`` (lifting this worker's fence if 0)."""
+        keep = math.ceil(self._lease_timeout * 1000)
+        args = [self._id, math.ceil(seconds * 1000), next(self._seq), keep]
+        self._fences.append((self._fence_script, self._keys.of(part, "fence"), args))

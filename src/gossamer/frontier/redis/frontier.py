@@ -1,0 +1,372 @@
+"""The Redis frontier: the contract's methods, and the upkeep its owner calls.
+
+The frontier holds claimed entries in the host scheduler the embedded frontier uses too
+(:mod:`gossamer.frontier.hosts`: per-host queues, ready heap, politeness slots, leases, the
+robots.txt stage) and leases from that. Its Redis I/O is always awaited by the caller of one of
+its methods; it starts no task of its own:
+
+* ``lease()`` claims more entries from owned partitions believed to have some when fewer than
+  half ``memory_budget`` URLs are held (one pipeline), and in url mode takes host slots from
+  the shared limiter (one pipeline). Entries held for a retry wait in memory until their
+  not-before time, their claim renewed.
+* ``done()`` is True when this worker holds nothing and a look at every partition's counts
+  (at most one per ``refresh_interval``; False in between) finds nothing queued or claimed.
+  The engine adds a page's outlinks before acking it, so a claim always covers URLs still to
+  come.
+* The upkeep is its owner's (the cluster worker's keeper, or a test): :meth:`renew` before
+  claims expire, :meth:`reclaim_expired` for dead workers' claims, :meth:`refresh` to find
+  owned partitions others filled, :meth:`wake` with the partitions others say they filled,
+  :meth:`filled` for the partitions this worker filled for others, and :meth:`own` with each
+  new :class:`~.keys.Ownership`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Literal
+
+from gossamer.frontier.admission import Admission
+from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease, Rules
+from gossamer.frontier.dedup import SeenSet
+from gossamer.frontier.hosts import HostScheduler, Queued, RulesLookup
+from gossamer.frontier.politeness import PolitenessPolicy
+from gossamer.frontier.redis.claims import RECLAIM_LIMIT, Claims
+from gossamer.frontier.redis.counts import PartitionCounts, read_counts
+from gossamer.frontier.redis.fences import Handover
+from gossamer.frontier.redis.keys import Entry, Ownership, PartitionKeys, encode, partition_of
+from gossamer.frontier.redis.limiter import HostLimiter
+from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, register, run_scripts
+from gossamer.urls import Scope, host_key
+
+_POLL = 0.2
+"""Seconds between looks at Redis while this worker holds nothing but the job is not done."""
+
+log = logging.getLogger(__name__)
+
+
+class RedisFrontier:
+    """Frontier contract (see :mod:`gossamer.frontier.base`) over partitioned Redis queues.
+
+    See :mod:`gossamer.frontier.redis` for the layout and this module for what each method
+    does with Redis.
+    """
+
+    def __init__(
+        self,
+        redis: RedisClient,
+        job: str,
+        scope: Scope,
+        policy: PolitenessPolicy,
+        *,
+        partitions: int = 4096,
+        ownership: Ownership | None = None,
+        rules: RulesLookup | None = None,
+        lease_timeout: float = 600.0,
+        claim_batch: int = 256,
+        memory_budget: int = 10_000,
+        refresh_interval: float = 1.0,
+        defer_acks: bool = False,
+        partition_by: Literal["host", "url"] = "host",
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        keys = PartitionKeys(job)
+        scripts = register(redis)
+        self._redis = redis
+        self._job = job
+        self._admission = Admission(scope)
+        self._partitions = partitions
+        self._memory_budget = memory_budget
+        self._refresh_interval = refresh_interval
+        self._defer_acks = defer_acks
+        self._by_url = partition_by == "url"
+        self._clock = clock
+        self._wall = wall_clock
+        self._add_script = scripts["add"]
+        self._keys = keys
+        owned = (ownership or Ownership.every(partitions)).partitions
+        self._claims = Claims(
+            redis, keys, scripts, owned=owned, lease_timeout=lease_timeout,
+            claim_batch=claim_batch, clock=clock, wall_clock=wall_clock,
+        )  # fmt: skip
+        self._limiter = (
+            HostLimiter(redis, job, scripts, policy, slot_timeout=lease_timeout, clock=clock)
+            if self._by_url
+            else None
+        )
+        self._handover = Handover(
+            keys, scripts, policy, partitions=partitions, by_url=self._by_url,
+            lease_timeout=lease_timeout, clock=clock,
+        )  # fmt: skip
+        self._hosts: HostScheduler[Entry] = HostScheduler(
+            policy, rules=rules, lease_timeout=lease_timeout, clock=clock
+        )
+        self._unsent: list[Entry] = []
+        """Acked entries whose ack has not gone to Redis yet (``defer_acks``)."""
+        self._sent = SeenSet()
+        """Fingerprints this worker has sent to Redis: known seen, no round trip needed."""
+        self._duplicates = 0
+        self._counts = PartitionCounts()
+        """The last look at every partition (``stats()``)."""
+        self._finished = False
+        """The last look found nothing queued or claimed, and nothing was added since."""
+        self._next_look = float("-inf")
+        """When ``done()`` may look at every partition again (its own looks only: others'
+        would put it off for good)."""
+        self._filled: set[int] = set()
+
+    # -- the contract ----------------------------------------------------------------------
+
+    async def add(self, candidates: list[Candidate]) -> AddResult:
+        """Canonicalize, scope and dedup candidates; queue the new ones in their partitions."""
+        admitted, rejected = self._admission.admit(candidates)
+        batches: dict[int, list[tuple[int, str]]] = {}
+        duplicates = 0
+        batch_fps: set[int] = set()
+        for url, key, fp, cand in admitted:
+            if fp in batch_fps or fp in self._sent:
+                duplicates += 1
+                continue
+            batch_fps.add(fp)
+            entry = encode(Queued(url, fp, cand.depth, cand.hops, 0, cand.priority), 0.0)
+            part = fp % self._partitions if self._by_url else partition_of(key, self._partitions)
+            batches.setdefault(part, []).append((fp, entry))
+        added = 0
+        if batches:
+            calls: list[ScriptCall] = []
+            for part, rows in batches.items():
+                args = [x for fp, entry in rows for x in (fp, entry)]
+                calls.append(
+                    (self._add_script, self._keys.of(part, "seen", "queue", "counts"), args)
+                )
+            results = await run_scripts(self._redis, calls)
+            self._sent.add_many(list(batch_fps))  # only once Redis has them
+            for part, flags in zip(batches, results, strict=True):
+                fresh = sum(int(flag) for flag in flags)
+                added += fresh
+                if fresh and part in self._claims.owned:
+                    self._claims.note([part])
+                elif fresh:
+                    self._filled.add(part)
+            duplicates += sum(len(rows) for rows in batches.values()) - added
+            self._finished = self._finished and not added
+        self._duplicates += duplicates
+        return AddResult(added, duplicates, rejected)
+
+    async def lease(self, n: int) -> list[Lease]:
+        """Up to ``n`` leases that use a slot of a due host, plus those that need none.
+
+        Awaits a claim of more entries when fewer than half ``memory_budget`` are held and an
+        owned partition is believed to have some; by URL, each lease that uses a slot also
+        holds one of its host from the shared limiter. Starts no task.
+        """
+        for lease in self._hosts.expired():  # a stuck fetch: back to its host's front
+            await self.release(lease, None)
+        if self._hosts.queued < self._memory_budget // 2:
+            parts = self._claims.claimable(self._clock())
+            if parts:
+                await self._claim(parts)
+        if self._limiter is not None:
+            return await self._limiter.lease(self._hosts, n)
+        return self._hosts.lease(n).leases
+
+    async def ack(self, lease: Lease, feedback: Feedback | None) -> None:
+        """Finish a lease: its claim is removed and the URL counted finished (once)."""
+        entry = self._finish(lease, feedback)
+        slot = self._slot_release(lease, feedback)
+        if entry is None or self._defer_acks:
+            if entry is not None:
+                self._unsent.append(entry)  # its claim stays held (and renewed) until sent
+            await run_scripts(self._redis, slot)  # the host's slot goes back at once
+            return
+        await self._send_acks([entry], slot)
+
+    async def retry(self, lease: Lease, after: float, feedback: Feedback | None) -> None:
+        """Count an attempt, store it with a not-before time in the claim; wait in memory."""
+        entry = self._finish(lease, feedback)
+        await run_scripts(self._redis, self._slot_release(lease, feedback))
+        if entry is None:
+            return
+        entry.attempts += 1
+        entry.not_before = self._wall() + after
+        if entry.orphan:
+            await self._claims.give_back(entry.part, [entry])
+        elif await self._claims.update(entry):  # else reclaimed meanwhile: queued in Redis
+            self._hosts.delay(lease.host, entry, self._clock() + after)
+
+    async def release(self, lease: Lease, feedback: Feedback | None) -> None:
+        """Queue the URL again at the front of its host, no attempt counted (claim kept)."""
+        entry = self._finish(lease, feedback)
+        await run_scripts(self._redis, self._slot_release(lease, feedback))
+        if entry is None:
+            return
+        if entry.orphan:
+            await self._claims.give_back(entry.part, [entry])
+        else:
+            self._hosts.push_front(lease.host, entry)
+
+    async def rules(self, lease: Lease, rules: Rules, feedback: Feedback | None) -> None:
+        """End a ``robots`` lease with its host's rules."""
+        self._finish(lease, feedback, rules)
+        await run_scripts(self._redis, self._slot_release(lease, feedback))
+
+    def next_ready(self) -> float | None:
+        """Seconds until a held URL may be leasable; a short poll while others hold work, None
+        when the last look found the job finished."""
+        wait = self._hosts.next_ready()
+        if wait is not None:
+            return wait
+        return None if self._finished and not self._claims.held else _POLL
+
+    async def done(self) -> bool:
+        """Nothing held here, and a look at every partition (at most one per
+        ``refresh_interval``, False in between) finds nothing queued or claimed."""
+        now = self._clock()
+        if self._claims.held or now < self._next_look:
+            return False
+        self._next_look = now + self._refresh_interval
+        await self.refresh()
+        return self._finished and not self._claims.held
+
+    @property
+    def in_memory(self) -> int:
+        """URLs this worker holds in memory waiting to be leased (its queue depth)."""
+        return self._hosts.queued
+
+    def stats(self) -> FrontierStats:
+        """A frozen snapshot: ``queued`` and ``seen`` are job-wide (last look) plus the URLs
+        this worker holds in memory; the rest is this worker's."""
+        return FrontierStats(
+            queued=self._counts.queued + self._hosts.queued,
+            leased=self._hosts.leased,
+            delayed=self._hosts.delayed,
+            hosts=self._hosts.hosts,
+            seen=max(self._counts.seen, len(self._sent)),
+            duplicates=self._duplicates,
+            rejected=self._admission.rejected,
+            set_aside=self._claims.set_aside,
+        )
+
+    # -- upkeep, called by the frontier's owner ----------------------------------------------
+
+    async def own(self, ownership: Ownership) -> int:
+        """Own ``ownership``'s partitions from now on; returns how many held entries went back
+        to Redis now.
+
+        Entries of partitions lost go back to the front of their queues (leased ones when
+        their ack, retry or release arrives: an ack still finishes the URL), fenced for their
+        new owner (see :mod:`.fences`); partitions gained are looked at at once.
+        """
+        lost = set(self._claims.owned - ownership.partitions)
+        gained = ownership.partitions - self._claims.owned
+        self._claims.owned = ownership.partitions
+        given = await self._give_away(lost) if lost else 0
+        if gained:
+            await self.refresh()
+        log.debug(
+            "job %s: owns %d partitions (%d gained, %d lost, %d entries given back)",
+            self._job, len(ownership.partitions), len(gained), len(lost), given,
+        )  # fmt: skip
+        return given
+
+    async def refresh(self) -> None:
+        """Look at every partition's counts: for ``done()``, ``stats()``, and the owned
+        partitions with entries to claim."""
+        counts = await read_counts(self._redis, self._job, self._partitions)
+        self._counts = counts
+        self._claims.looked(counts.waiting)
+        self._finished = counts.queued == 0 and counts.claimed == 0
+
+    async def renew(self) -> None:
+        """Push the deadline of every claim this worker holds ``lease_timeout`` ahead (call it
+        at least every ``lease_timeout / 3``)."""
+        await self._claims.renew()
+
+    async def reclaim_expired(self, limit: int = RECLAIM_LIMIT) -> int:
+        """Return expired claims (their worker died) to their queues; any worker may call it.
+
+        Looks at every partition first, then at those holding claims, at most ``limit`` claims
+        per partition; returns how many were returned.
+        """
+        await self.refresh()
+        return await self._claims.reclaim(sorted(self._counts.holding), limit)
+
+    def wake(self, parts: Iterable[int]) -> None:
+        """Others filled ``parts``: those this worker owns are claimed from at the next
+        ``lease()``."""
+        self._claims.note(parts)
+
+    def filled(self) -> set[int]:
+        """The partitions owned elsewhere this worker's adds filled since the last call."""
+        parts, self._filled = self._filled, set()
+        return parts
+
+    def take_acks(self) -> Callable[[], Awaitable[None]]:
+        """With ``defer_acks``: the acks made so far, as a function sending them to Redis.
+
+        Take them just before the commit that makes their records durable and call the
+        function after it: a worker killed in between loses no record (its claims expire and
+        the URLs are fetched again).
+        """
+        entries, self._unsent = self._unsent, []
+        return lambda: self._send_acks(entries)
+
+    async def close(self) -> None:
+        """Give back every held claim that is not leased; the Redis client stays open."""
+        await self._give_away(set(self._claims.held))
+
+    # -- internals -------------------------------------------------------------------------
+
+    async def _claim(self, parts: list[int]) -> None:
+        """Move entries from ``parts`` into memory, up to the memory budget."""
+        room = self._memory_budget - self._hosts.queued
+        claimed = await self._claims.claim(parts[: max(1, room // self._claims.batch)])
+        lost: dict[int, list[Entry]] = {}
+        for entry in claimed:
+            if entry.part not in self._claims.owned:  # given away while the claim was out
+                lost.setdefault(entry.part, []).append(entry)
+                continue
+            wait = entry.not_before - self._wall()
+            if wait > 0:
+                self._hosts.delay(host_key(entry.url), entry, self._clock() + wait)
+            else:
+                self._hosts.push(host_key(entry.url), entry)
+        for part, entries in lost.items():
+            await self._claims.give_back(part, entries)
+
+    async def _give_away(self, parts: set[int]) -> int:
+        back = self._handover.give_away(parts, self._hosts)
+        self._claims.disown(parts)
+        await run_scripts(self._redis, self._handover.take())
+        given = 0
+        for part, entries in back.items():
+            given += await self._claims.give_back(part, entries)
+        return given
+
+    async def _send_acks(self, entries: list[Entry], extra: Iterable[ScriptCall] = ()) -> None:
+        """Acks (and ``extra`` calls, in the same pipeline) to Redis."""
+        calls = [*extra, *(self._claims.ack(entry) for entry in entries)]
+        await run_scripts(self._redis, calls)
+        for entry in entries:
+            self._claims.forget(entry)
+
+    def _slot_release(self, lease: Lease, feedback: Feedback | None) -> list[ScriptCall]:
+        """The calls to send as a lease ends: its host slot back (url mode), and the fences of
+        partitions given away."""
+        calls = [] if self._limiter is None else self._limiter.release(lease, feedback, self._hosts)
+        return calls + self._handover.take()
+
+    def _finish(
+        self, lease: Lease, feedback: Feedback | None, rules: Rules | None = None
+    ) -> Entry | None:
+        """End a lease in the scheduler (a ``robots`` one with ``rules``): its entry, None for
+        a ``robots`` lease or one ended already."""
+        if lease.kind == "robots":
+            self._hosts.rules(lease, rules, feedback)
+            entry = None
+        else:
+            entry = self._hosts.finish(lease, feedback)
+        self._handover.ended(lease)
+        return entry

@@ -1,0 +1,82 @@
+"""The Redis frontier's atomic operations: Lua scripts in ``frontier/lua/*.lua``, loaded once
+per client and run with EVALSHA in pipelines.
+
+Each script touches the keys of one partition (or of one host of the shared limiter), that is
+one Redis Cluster slot. A client of one server or of a Redis Cluster runs them alike: a cluster
+client splits each pipeline per node.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+from redis.commands.core import AsyncScript
+from redis.exceptions import NoScriptError
+
+RedisClient = Redis | RedisCluster
+"""A client of one Redis server or of a Redis Cluster (see
+:func:`gossamer.cluster.jobs.connect`); the frontier and control plane take either."""
+
+ScriptCall = tuple[AsyncScript, list[str], list[Any]]
+"""A script with its keys and arguments, for :func:`run_scripts`."""
+
+SCRIPTS = (
+    "add",
+    "claim",
+    "ack",
+    "update",
+    "unclaim",
+    "reclaim",
+    "fence",
+    "host_acquire",
+    "host_release",
+    "set_aside",
+)
+"""The scripts a frontier registers (``counts`` is read by :mod:`.counts` alone)."""
+
+
+def load_script(name: str) -> str:
+    """The source of ``frontier/lua/<name>.lua``."""
+    return (resources.files("gossamer.frontier") / "lua" / f"{name}.lua").read_text("utf-8")
+
+
+def register(redis: RedisClient) -> dict[str, AsyncScript]:
+    """Every script of :data:`SCRIPTS` registered on ``redis``, by name."""
+    return {name: redis.register_script(load_script(name)) for name in SCRIPTS}
+
+
+async def run_scripts(redis: RedisClient, calls: list[ScriptCall]) -> list[Any]:
+    """Run script calls in one pipeline (a Redis Cluster client splits it per node); results
+    in order, the first error raised.
+
+    A call answered NOSCRIPT (first use, a restarted server, a replica promoted by failover)
+    ran nothing: its script is loaded (on every primary of a cluster) and only those calls
+    run again.
+    """
+    if not calls:
+        return []
+    results = await _pipeline_scripts(redis, calls)
+    missing = [i for i, result in enumerate(results) if isinstance(result, NoScriptError)]
+    if missing:
+        for script in {calls[i][0] for i in missing}:
+            await redis.script_load(script.script)
+        again = await _pipeline_scripts(redis, [calls[i] for i in missing])
+        for i, result in zip(missing, again, strict=True):
+            results[i] = result
+    for result in results:
+        if isinstance(result, Exception):
+            raise result
+    return results
+
+
+async def _pipeline_scripts(redis: RedisClient, calls: list[ScriptCall]) -> list[Any]:
+    # EVALSHA by execute_command: redis-py's cluster pipeline blocks its evalsha() method but
+    # routes the raw command to the node owning its keys' slot.
+    async with redis.pipeline(transaction=False) as pipe:
+        for script, keys, args in calls:
+            pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+        results: list[Any] = await pipe.execute(raise_on_error=False)
+    return results
