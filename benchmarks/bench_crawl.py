@@ -4,10 +4,10 @@
    page layout): many loopback hosts, 10-60 KB article pages with 30-300 links, navigation,
    related links, sidebar, footer and other boilerplate, a few robots.txt rules; and its
    twin of API reference pages for the ``reference`` comparison (below).
-2. Serve each web in turn with nginx pinned to one core, and crawl it with gossamer and with a Scrapy
-   spider (``scrapy_spider.py``) pinned to another core, one after the other, for several
-   rounds (the order alternates), with the same concurrency, per-host limit, no delay and
-   robots.txt obeyed. Three comparisons (``crawlers.py``), each run every round:
+2. Serve each web in turn with nginx pinned to one core, and crawl it with gossamer and
+   with a Scrapy spider (``scrapy_spider.py``) pinned to another core, one after the other,
+   for several rounds (the order alternates), with the same concurrency, per-host limit,
+   no delay and robots.txt obeyed. Three comparisons (``crawlers.py``), each run every round:
 
    - ``content``, the headline: the whole job of keeping what pages say. gossamer as it
      runs by default (main text and metadata of every page in its records) with ``--warc``

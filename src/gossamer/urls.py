@@ -9,6 +9,7 @@ gossamer's own rules on top (see its doc).
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from collections.abc import Iterable
@@ -148,10 +149,13 @@ class Resolver:
     its first characters (absolute, ``//host``, ``/path``, ``?query``, ``path``) and the
     result parsed by ada, which removes dot segments, percent-encodes and checks the host and
     port. Results are WHATWG's serialisation: mostly canonical already, so
-    :func:`canonicalize` takes them at the cost of one regex match.
+    :func:`canonicalize` takes them at the cost of one regex match. They are remembered (a
+    bounded cache per process) by what they depend on: the reference alone when absolute, the
+    origin for ``/path``, the directory for ``path``, so the links a site repeats on every
+    page are resolved once.
     """
 
-    __slots__ = ("directory", "document", "origin", "path_url", "scheme")
+    __slots__ = ("directory", "document", "origin", "path_url", "root", "scheme")
 
     def __init__(self, base: str) -> None:
         try:
@@ -167,12 +171,33 @@ class Resolver:
         self.path_url = self.origin + path
         self.document = self.path_url + search
         self.directory = self.origin + path[: path.rfind("/") + 1]
+        self.root = self.origin + "/"
+
+    @classmethod
+    def _for_directory(cls, directory: str) -> Resolver:
+        """A resolver for the references whose target depends on the directory alone."""
+        resolver = cls.__new__(cls)
+        resolver.scheme = directory[: directory.index(":") + 1]
+        resolver.origin = directory[: directory.index("/", len(resolver.scheme) + 2)]
+        resolver.directory = resolver.path_url = resolver.document = directory
+        resolver.root = resolver.origin + "/"
+        return resolver
 
     def resolve(self, reference: str) -> str | None:
         """The absolute http(s) URL ``reference`` points to, without fragment; None if it
         points elsewhere (``mailto:``, ``javascript:``) or is malformed."""
         if len(reference) > MAX_REFERENCE_CHARS:
             return None
+        if reference.startswith(_ABSOLUTE_PREFIXES):
+            return _resolve_absolute(reference)
+        first = reference[:1]
+        base = self.root if first == "/" or first == "\\" else self.directory
+        resolved = _resolve_in(base, reference)
+        if resolved is _DOCUMENT_RELATIVE:
+            return self._resolve(reference)
+        return resolved
+
+    def _resolve(self, reference: str) -> str | None:
         reference = reference.strip(_C0_AND_SPACE)
         if "\t" in reference or "\n" in reference or "\r" in reference:
             reference = reference.translate(_NO_TAB_NEWLINE)
@@ -214,6 +239,50 @@ class Resolver:
         if rest[:1] == "?":
             return self.path_url + rest
         return self.directory + rest
+
+
+_DOCUMENT_RELATIVE = "\0"
+"""What `_resolve_in` returns for a reference whose target depends on the document."""
+_RELATIVE_CACHE = 16_384
+"""References `_resolve_in` remembers (about 300 bytes each): a site's pages repeat most of
+their links, navigation and sidebars on every page."""
+_ABSOLUTE_CACHE = 8192
+"""References `_resolve_absolute` remembers."""
+
+
+@functools.lru_cache(maxsize=_RELATIVE_CACHE)
+def _resolve_in(directory: str, reference: str) -> str | None:
+    """What ``reference`` points to from any document in ``directory`` (the document's URL
+    up to the last ``/`` of its path; its root for a reference starting with a slash), or
+    `_DOCUMENT_RELATIVE` when that depends on the document's own path or query (an empty
+    reference, ``?query``, ``http:``)."""
+    if _needs_document(reference):
+        return _DOCUMENT_RELATIVE
+    return Resolver._for_directory(directory)._resolve(reference)
+
+
+@functools.lru_cache(maxsize=_ABSOLUTE_CACHE)
+def _resolve_absolute(reference: str) -> str | None:
+    """What a reference starting with ``http://`` or ``https://`` points to, from anywhere."""
+    return _ANYWHERE._resolve(reference)
+
+
+_ANYWHERE = Resolver._for_directory("http://absolute.invalid/")
+
+
+def _needs_document(reference: str) -> bool:
+    """Whether `Resolver.resolve` reads the document's path or query for ``reference``
+    (more often than not it reads only the directory, origin and scheme)."""
+    reference = _clean(reference).partition("#")[0]
+    if not reference or reference[0] == "?":
+        return True
+    if reference[0] in _SLASHES or reference.startswith(_ABSOLUTE_PREFIXES):
+        return False
+    scheme = _SCHEME.match(reference)
+    if scheme is None:
+        return False
+    rest = reference[scheme.end() :]
+    return not rest or rest[0] == "?"
 
 
 def fingerprint(canonical_url: str) -> int:
