@@ -9,7 +9,6 @@ gossamer's own rules on top (see its doc).
 
 from __future__ import annotations
 
-import functools
 import re
 import sys
 from collections.abc import Iterable
@@ -150,12 +149,19 @@ class Resolver:
     result parsed by ada, which removes dot segments, percent-encodes and checks the host and
     port. Results are WHATWG's serialisation: mostly canonical already, so
     :func:`canonicalize` takes them at the cost of one regex match. They are remembered (a
-    bounded cache per process) by what they depend on: the reference alone when absolute, the
-    origin for ``/path``, the directory for ``path``, so the links a site repeats on every
-    page are resolved once.
+    bounded cache per process, `_Remembered`) by what they depend on, so the links a site
+    repeats on every page are resolved once.
     """
 
-    __slots__ = ("directory", "document", "origin", "path_url", "root", "scheme")
+    __slots__ = (
+        "_by_directory",
+        "_by_root",
+        "directory",
+        "document",
+        "origin",
+        "path_url",
+        "scheme",
+    )
 
     def __init__(self, base: str) -> None:
         try:
@@ -171,17 +177,8 @@ class Resolver:
         self.path_url = self.origin + path
         self.document = self.path_url + search
         self.directory = self.origin + path[: path.rfind("/") + 1]
-        self.root = self.origin + "/"
-
-    @classmethod
-    def _for_directory(cls, directory: str) -> Resolver:
-        """A resolver for the references whose target depends on the directory alone."""
-        resolver = cls.__new__(cls)
-        resolver.scheme = directory[: directory.index(":") + 1]
-        resolver.origin = directory[: directory.index("/", len(resolver.scheme) + 2)]
-        resolver.directory = resolver.path_url = resolver.document = directory
-        resolver.root = resolver.origin + "/"
-        return resolver
+        self._by_root = _REMEMBERED.table(self.origin + "/")
+        self._by_directory = _REMEMBERED.table(self.directory)
 
     def resolve(self, reference: str) -> str | None:
         """The absolute http(s) URL ``reference`` points to, without fragment; None if it
@@ -189,12 +186,19 @@ class Resolver:
         if len(reference) > MAX_REFERENCE_CHARS:
             return None
         if reference.startswith(_ABSOLUTE_PREFIXES):
-            return _resolve_absolute(reference)
-        first = reference[:1]
-        base = self.root if first == "/" or first == "\\" else self.directory
-        resolved = _resolve_in(base, reference)
-        if resolved is _DOCUMENT_RELATIVE:
-            return self._resolve(reference)
+            table = _REMEMBERED.absolute
+        elif reference[:1] in _SLASHES:
+            table = self._by_root
+        else:
+            table = self._by_directory
+        try:
+            return table[reference]
+        except KeyError:
+            pass
+        resolved = self._resolve(reference)
+        if not _needs_document(reference):
+            table[reference] = resolved
+            _REMEMBERED.added()
         return resolved
 
     def _resolve(self, reference: str) -> str | None:
@@ -241,33 +245,42 @@ class Resolver:
         return self.directory + rest
 
 
-_DOCUMENT_RELATIVE = "\0"
-"""What `_resolve_in` returns for a reference whose target depends on the document."""
-_RELATIVE_CACHE = 16_384
-"""References `_resolve_in` remembers (about 300 bytes each): a site's pages repeat most of
-their links, navigation and sidebars on every page."""
-_ABSOLUTE_CACHE = 8192
-"""References `_resolve_absolute` remembers."""
+_REMEMBERED_LIMIT = 24_576
+"""Resolutions remembered at most (about 250 bytes each), all forgotten when one more comes."""
 
 
-@functools.lru_cache(maxsize=_RELATIVE_CACHE)
-def _resolve_in(directory: str, reference: str) -> str | None:
-    """What ``reference`` points to from any document in ``directory`` (the document's URL
-    up to the last ``/`` of its path; its root for a reference starting with a slash), or
-    `_DOCUMENT_RELATIVE` when that depends on the document's own path or query (an empty
-    reference, ``?query``, ``http:``)."""
-    if _needs_document(reference):
-        return _DOCUMENT_RELATIVE
-    return Resolver._for_directory(directory)._resolve(reference)
+class _Remembered:
+    """Resolutions of references by what they depend on: absolute ones by the reference
+    alone, ``/path`` ones by the origin (its root, ``scheme://host/``), the others by the
+    directory (the document's URL up to the last ``/`` of its path). The references that
+    depend on the document's own path or query (``?q``, an empty one) are not remembered.
+    A site's pages repeat most of their links (navigation, sidebars, footers), so most are
+    resolved once per process."""
+
+    __slots__ = ("absolute", "by_base", "size")
+
+    def __init__(self) -> None:
+        self.absolute: dict[str, str | None] = {}
+        self.by_base: dict[str, dict[str, str | None]] = {}
+        self.size = 0
+
+    def table(self, base: str) -> dict[str, str | None]:
+        """The resolutions of references that depend on ``base`` only."""
+        table = self.by_base.get(base)
+        if table is None:
+            table = self.by_base[base] = {}
+        return table
+
+    def added(self) -> None:
+        """One more was remembered; past the limit, all are forgotten."""
+        self.size += 1
+        if self.size > _REMEMBERED_LIMIT:
+            self.absolute.clear()
+            self.by_base.clear()
+            self.size = 0
 
 
-@functools.lru_cache(maxsize=_ABSOLUTE_CACHE)
-def _resolve_absolute(reference: str) -> str | None:
-    """What a reference starting with ``http://`` or ``https://`` points to, from anywhere."""
-    return _ANYWHERE._resolve(reference)
-
-
-_ANYWHERE = Resolver._for_directory("http://absolute.invalid/")
+_REMEMBERED = _Remembered()
 
 
 def _needs_document(reference: str) -> bool:
