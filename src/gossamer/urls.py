@@ -187,7 +187,7 @@ class Resolver:
             return None
         if reference.startswith(_ABSOLUTE_PREFIXES):
             table = _REMEMBERED.absolute
-        elif reference[:1] in _SLASHES:
+        elif reference.startswith(_SLASHES):
             table = self._by_root
         else:
             table = self._by_directory

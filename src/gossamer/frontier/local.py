@@ -111,7 +111,10 @@ class LocalFrontier:
     async def add(self, candidates: list[Candidate]) -> AddResult:
         """Admit candidates, drop those seen before and queue the rest."""
         recent = self._recent
-        fresh = [c for c in candidates if c.url not in recent or self._too_deep(c)]
+        if self._max_depth is None:
+            fresh = [c for c in candidates if c.url not in recent]
+        else:
+            fresh = [c for c in candidates if c.url not in recent or self._too_deep(c)]
         admitted, rejected = self._admission.admit(fresh)
         rows = []
         news = self._seen.add_many([fp for _, _, fp, _ in admitted])
