@@ -18,6 +18,7 @@ A working set smaller than the robots.txt cache keeps every active host's rules 
 from __future__ import annotations
 
 import itertools
+import sys
 import time
 from collections.abc import Callable
 
@@ -77,7 +78,7 @@ class LocalFrontier:
         """Candidate URLs admitted lately, which are in the seen-set: the same spelling again
         is a duplicate without admission's work (navigation, sidebars and footers repeat
         most links of a site on every page). Emptied when it reaches `_RECENT_URLS`."""
-        self._max_depth = scope.max_depth
+        self._deepest = scope.max_depth if scope.max_depth is not None else sys.maxsize
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -110,11 +111,9 @@ class LocalFrontier:
 
     async def add(self, candidates: list[Candidate]) -> AddResult:
         """Admit candidates, drop those seen before and queue the rest."""
-        recent = self._recent
-        if self._max_depth is None:
-            fresh = [c for c in candidates if c.url not in recent]
-        else:
-            fresh = [c for c in candidates if c.url not in recent or self._too_deep(c)]
+        recent, deepest = self._recent, self._deepest
+        # past the depth limit, admission turns a URL away ("depth"), seen or not
+        fresh = [c for c in candidates if c.url not in recent or c.depth > deepest]
         admitted, rejected = self._admission.admit(fresh)
         rows = []
         news = self._seen.add_many([fp for _, _, fp, _ in admitted])
@@ -133,10 +132,6 @@ class LocalFrontier:
         duplicates = len(candidates) - len(fresh) + len(admitted) - added
         self._duplicates += duplicates
         return AddResult(added, duplicates, rejected)
-
-    def _too_deep(self, candidate: Candidate) -> bool:
-        """Past the depth limit: admission turns it away (``depth``), seen or not."""
-        return self._max_depth is not None and candidate.depth > self._max_depth
 
     async def lease(self, n: int) -> list[Lease]:
         """Up to ``n`` leases that use a slot of a due host, plus those that need none."""
