@@ -2,11 +2,12 @@
 
 1. Generate a static web (``webgen.py``; cached under ``bench-out/webs/`` by seed, size and
    page layout): many loopback hosts, 10-60 KB article pages with 30-300 links, navigation,
-   related links, sidebar, footer and other boilerplate, a few robots.txt rules.
-2. Serve it with nginx pinned to one core, and crawl it with gossamer and with a Scrapy
-   spider (``scrapy_spider.py``) pinned to another core, one after the other, for several
-   rounds (the order alternates), with the same concurrency, per-host limit, no delay and
-   robots.txt obeyed. Two comparisons (``crawlers.py``), each run every round:
+   related links, sidebar, footer and other boilerplate, a few robots.txt rules; and its
+   twin of API reference pages for the ``reference`` comparison (below).
+2. Serve each web in turn with nginx pinned to one core, and crawl it with gossamer and
+   with a Scrapy spider (``scrapy_spider.py``) pinned to another core, one after the other,
+   for several rounds (the order alternates), with the same concurrency, per-host limit,
+   no delay and robots.txt obeyed. Three comparisons (``crawlers.py``), each run every round:
 
    - ``content``, the headline: the whole job of keeping what pages say. gossamer as it
      runs by default (main text and metadata of every page in its records) with ``--warc``
@@ -18,14 +19,19 @@
    - ``links``: following links only (gossamer ``--no-text``, the spider counting pages),
      the crawl itself without extraction. It costs a quarter of the run time and tells how
      much of either side's cost is the crawling and how much the text.
+   - ``reference``: the same links-only pair on a second web of the same size whose pages
+     are API reference documentation (``webgen.py --layout reference``: 150-300 links a page,
+     a long sidebar index, a table of contents, permalinks, cross-references with
+     fragments), where link handling is most of the work.
 
 3. Print each round with its gossamer/Scrapy ratio of pages per CPU-second, then the medians
-   per comparison: pages/s, pages per CPU-second, peak RSS and the ratios; the text scores;
-   and the parse floor (``parsefloor.py``). The summary also goes to
+   per comparison: pages/s, pages per CPU-second, peak RSS and the ratios against their
+   targets (`TARGETS`); the text scores; and per web the parse floor (``parsefloor.py``) with
+   gossamer's CPU per page over it (target `FLOOR_TARGET`). The summary also goes to
    ``bench-out/crawl-bench.json``. Page counts are checked against the web's expected crawl.
 
 Usage: ``.venv/bin/python benchmarks/bench_crawl.py [--pages N] [--hosts H] [--rounds R]
-[--concurrency C] [--per-host P] [--seed S] [--only content|links] [--quick]``.
+[--concurrency C] [--per-host P] [--seed S] [--only content|links|reference] [--quick]``.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,10 +60,17 @@ ROOT = Path(__file__).resolve().parent.parent
 PAIRS: dict[str, tuple[Crawler, Crawler]] = {
     "content": (Gossamer(content=True), Scrapy(content=True)),
     "links": (Gossamer(), Scrapy()),
+    "reference": (Gossamer(), Scrapy()),
 }
 """Each comparison: (gossamer, Scrapy), the headline first."""
-TARGET_RATIO = 8.0
-"""The content comparison's target: gossamer's pages per CPU-second over Scrapy's."""
+LAYOUTS = {"content": "article", "links": "article", "reference": "reference"}
+"""The web (page layout, ``webgen.WebSpec.layout``) each comparison crawls."""
+TARGETS = {"content": 8.0, "links": 20.0, "reference": 16.0}
+"""Each comparison's target: gossamer's pages per CPU-second over Scrapy's."""
+FLOOR_TARGET = 1.5
+"""gossamer's CPU per page (links only) over the parse + urljoin floor, at most."""
+FLOOR_KEY = "lexbor_hrefs_urljoin_top_pad"
+"""The floor the target is measured against: parse, hrefs and urljoin, padded malloc."""
 FLOOR_SAMPLE = 5000
 DEFAULTS = {"pages": 3000, "hosts": 20, "rounds": 3}
 QUICK = {"pages": 1000, "hosts": 10, "rounds": 1}
@@ -75,7 +88,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=WebSpec.port, help="port of every host")
     parser.add_argument("--out", type=Path, default=ROOT / "bench-out", help="work directory")
     parser.add_argument("--timeout", type=float, help="seconds per crawl (scales with pages)")
-    parser.add_argument("--only", choices=sorted(PAIRS), help="run one comparison, not both")
+    parser.add_argument("--only", choices=sorted(PAIRS), help="run one comparison, not all")
     parser.add_argument("--quick", action="store_true", help="1000 pages, 10 hosts, 1 round")
     args = parser.parse_args(argv)
     for key, value in (QUICK if args.quick else DEFAULTS).items():
@@ -95,9 +108,26 @@ def choose_cpus() -> tuple[int | None, int | None]:
     return cores[0], cores[1 if len(cores) > 1 else 0]
 
 
+@dataclass(frozen=True)
+class Web:
+    """One generated web of the run and the comparisons that crawl it."""
+
+    spec: WebSpec
+    path: Path
+    expected: Expected
+    modes: tuple[str, ...]
+
+    @property
+    def floor_mode(self) -> str:
+        """The comparison whose CPU per page is set against this web's parse floor: the
+        links-only one when it runs."""
+        return next((m for m in self.modes if m != "content"), self.modes[0])
+
+
 def run_one(
     crawler: Crawler,
     number: int,
+    mode: str,
     args: argparse.Namespace,
     cores: tuple[int | None, int | None],
     server: subprocess.Popen[bytes],
@@ -115,16 +145,17 @@ def run_one(
     others = None
     if busy is not None and server_busy is not None and cores[0] != cores[1]:
         others = max(0.0, server_busy - busy - nginx_cpu)
-    return report.Run(crawler.name, number, cost, crawler.counts(work), nginx_cpu, others)
+    return report.Run(crawler.name, number, cost, crawler.counts(work), nginx_cpu, others, mode)
 
 
 def crawl_rounds(
-    args: argparse.Namespace, spec: WebSpec, web: Path
+    args: argparse.Namespace, web: Web
 ) -> tuple[list[report.Run], list[str], dict[str, report.Agreement]]:
-    """Serve the web with nginx and run every crawler once per round; runs, notes and the
-    content comparison's text agreement in each round."""
+    """Serve the web with nginx and run every crawler of its comparisons once per round;
+    runs, notes and the content comparison's text agreement in each round."""
     server_cpu, crawler_cpu = choose_cpus()
     print(f"cores: nginx on {server_cpu}, crawlers on {crawler_cpu} (taskset)")
+    spec = web.spec
     seeds_file = args.out / "seeds.txt"
     seeds_file.write_text("".join(f"{url}\n" for url in seeds(spec)), encoding="utf-8")
     args.timeout = args.timeout or max(300.0, args.pages * 0.2)
@@ -132,18 +163,20 @@ def crawl_rounds(
     runs: list[report.Run] = []
     notes: list[str] = []
     agreement: dict[str, report.Agreement] = {}
-    allowed = robots_allows(web)
-    with nginx.serve(args.out / "nginx", web / "www", ips, spec.port, cpu=server_cpu) as server:
+    allowed = robots_allows(web.path)
+    www = web.path / "www"
+    with nginx.serve(args.out / "nginx", www, ips, spec.port, cpu=server_cpu) as server:
         for number in range(1, args.rounds + 1):
-            for mode, pair in args.pairs.items():
+            for mode in web.modes:
+                pair = args.pairs[mode]
                 order = pair if number % 2 else pair[::-1]
                 cores = (server_cpu, crawler_cpu)
-                done = [run_one(c, number, args, cores, server) for c in order]
+                done = [run_one(c, number, mode, args, cores, server) for c in order]
                 print(report.round_table(number, args.rounds, mode, done), flush=True)
                 print(report.round_ratio(done, pair[0].name, pair[1].name), flush=True)
                 runs += done
                 urls = {c.name: c.ok_urls(args.out / "runs" / c.name) for c in pair}
-                notes += report.url_notes(number, urls, allowed)
+                notes += report.url_notes(number, urls, allowed, mode)
                 if mode == "content":
                     agreement[str(number)] = report.score_apart(pair, args.out / "runs")
                     print(report.agreement_text(agreement[str(number)]), flush=True)
@@ -158,86 +191,118 @@ def parse_floor(spec: WebSpec, web: Path) -> dict[str, parsefloor.Floor]:
     return floors | {f"{key}_top_pad": floor for key, floor in padded.items()}
 
 
-def prepare(args: argparse.Namespace) -> tuple[WebSpec, Path, Expected]:
-    """Generate (or find) the web and say what is about to run."""
+def prepare(args: argparse.Namespace) -> list[Web]:
+    """Generate (or find) the webs of the comparisons to run and say what is about to run."""
     args.out.mkdir(parents=True, exist_ok=True)
-    spec = WebSpec(args.pages, args.hosts, args.seed, args.port)
-    started = time.perf_counter()
-    web, expected = ensure_web(spec, args.out / "webs")
-    print(
-        f"web: {web} ({time.perf_counter() - started:.1f}s): {expected.files} pages, "
-        f"{expected.bytes / expected.files / 1024:.1f} KB average, {spec.hosts} hosts; "
-        f"expected crawl: {expected.ok} pages 200, {expected.not_found} 404, "
-        f"{expected.robots_blocked} blocked by robots.txt"
-    )
+    webs = []
+    for layout in dict.fromkeys(LAYOUTS[mode] for mode in args.pairs):
+        spec = WebSpec(args.pages, args.hosts, args.seed, args.port, layout)
+        started = time.perf_counter()
+        path, expected = ensure_web(spec, args.out / "webs")
+        modes = tuple(mode for mode in args.pairs if LAYOUTS[mode] == layout)
+        webs.append(Web(spec, path, expected, modes))
+        print(
+            f"web ({layout}: {', '.join(modes)}): {path} ({time.perf_counter() - started:.1f}s): "
+            f"{expected.files} pages, {expected.bytes / expected.files / 1024:.1f} KB average, "
+            f"{spec.hosts} hosts; expected crawl: {expected.ok} pages 200, "
+            f"{expected.not_found} 404, {expected.robots_blocked} blocked by robots.txt"
+        )
     print(
         f"settings: concurrency {args.concurrency}, per host {args.per_host}, delay 0, "
         f"robots.txt obeyed, {args.rounds} round(s)"
     )
-    return spec, web, expected
+    return webs
+
+
+def _cpu_ms_per_page(pair: dict[str, Any]) -> float:
+    ours = pair["summary"][pair["crawlers"][0]]
+    return float(1000 * ours["cpu"] / ours["pages_ok"]) if ours["pages_ok"] else 0.0
+
+
+def summarise_pairs(
+    args: argparse.Namespace, webs: list[Web], runs: list[report.Run]
+) -> tuple[dict[str, Any], list[str]]:
+    """Print each comparison's summary and its target; return the pairs' records and the
+    page count flags."""
+    pairs: dict[str, Any] = {}
+    flags: list[str] = []
+    for web in webs:
+        for mode in web.modes:
+            ours, theirs = args.pairs[mode]
+            mine = [r for r in runs if r.comparison == mode]
+            summary = report.summarise(mine, [ours.name, theirs.name])
+            print(f"{mode}: " + report.summary_text(summary, ours.name, theirs.name, args.rounds))
+            flags += report.count_flags(mine, web.expected.ok)
+            pairs[mode] = {
+                "crawlers": [ours.name, theirs.name],
+                "web": web.spec.layout,
+                "summary": summary,
+                "ratios": report.ratios(summary, ours.name, theirs.name),
+                "target": TARGETS[mode],
+                "versions": {c.name: c.version(args.out / "runs" / c.name) for c in (ours, theirs)},
+            }
+    for mode, pair in pairs.items():
+        ratio = pair["ratios"]["pages_per_cpu_second"]
+        verdict = "met" if ratio >= TARGETS[mode] else "MISSED"
+        print(
+            f"target: {mode} pages per CPU-second {ratio:.2f}x, "
+            f"at least {TARGETS[mode]:g}x: {verdict}"
+        )
+    return pairs, flags
 
 
 def conclude(
     args: argparse.Namespace,
-    spec: WebSpec,
-    web: Path,
-    expected: Expected,
+    webs: list[Web],
     runs: list[report.Run],
     notes: list[str],
     agreement: dict[str, report.Agreement],
 ) -> dict[str, Any]:
-    """Print the summaries, text scores, parse floor and checks; return the JSON record."""
-    pairs: dict[str, Any] = {}
-    flags: list[str] = []
-    for mode, (ours, theirs) in args.pairs.items():
-        mine = [r for r in runs if r.crawler in (ours.name, theirs.name)]
-        summary = report.summarise(mine, [ours.name, theirs.name])
-        print(f"{mode}: " + report.summary_text(summary, ours.name, theirs.name, args.rounds))
-        flags += report.count_flags(mine, expected.ok)
-        pairs[mode] = {
-            "crawlers": [ours.name, theirs.name],
-            "summary": summary,
-            "ratios": report.ratios(summary, ours.name, theirs.name),
-            "versions": {c.name: c.version(args.out / "runs" / c.name) for c in (ours, theirs)},
-        }
-    if "content" in pairs:
-        ratio = pairs["content"]["ratios"]["pages_per_cpu_second"]
-        verdict = "met" if ratio >= TARGET_RATIO else "MISSED"
-        print(
-            f"target: content pages per CPU-second {ratio:.2f}x, "
-            f"at least {TARGET_RATIO:g}x: {verdict}"
-        )
+    """Print the summaries, targets, text scores, parse floors and checks; return the JSON
+    record (``spec``, ``expected`` and ``parse_floor`` are the first web's, ``webs`` has
+    every web's)."""
+    pairs, flags = summarise_pairs(args, webs, runs)
     if agreement:
         print(report.agreement_text(report.median_agreement(list(agreement.values())), "median"))
-    floor_mode = "links" if "links" in pairs else "content"
-    ours_summary = pairs[floor_mode]["summary"][pairs[floor_mode]["crawlers"][0]]
-    cpu_per_page_ms = (
-        1000 * ours_summary["cpu"] / ours_summary["pages_ok"] if ours_summary["pages_ok"] else 0.0
-    )
-    floors = parse_floor(spec, web)
-    sampled = len(parsefloor.sample(web, FLOOR_SAMPLE))
+    records: dict[str, Any] = {}
+    for web in webs:
+        floors = parse_floor(web.spec, web.path)
+        sampled = len(parsefloor.sample(web.path, FLOOR_SAMPLE))
+        cpu_ms = _cpu_ms_per_page(pairs[web.floor_mode])
+        ratio = cpu_ms / floors[FLOOR_KEY].mean_ms
+        print(report.floor_text(floors, sampled, cpu_ms, web.floor_mode))
+        verdict = "met" if ratio <= FLOOR_TARGET else "MISSED"
+        print(
+            f"target: {web.floor_mode} CPU per page {ratio:.2f}x the parse + urljoin floor "
+            f"(MALLOC_TOP_PAD_), at most {FLOOR_TARGET:g}x: {verdict}"
+        )
+        records[web.spec.layout] = {
+            "spec": asdict(web.spec),
+            "expected": asdict(web.expected),
+            "parse_floor": {
+                k: {**asdict(v), "pages_per_second": v.pages_per_second} for k, v in floors.items()
+            },
+            "parse_floor_pages": sampled,
+            "floor_mode": web.floor_mode,
+            "floor_ratio": ratio,
+            "floor_target": FLOOR_TARGET,
+        }
     busy = report.contention_flags(runs)
-    print(report.floor_text(floors, sampled, cpu_per_page_ms, floor_mode))
     print("\n".join(f"FLAG {flag}" for flag in flags) or "check: page counts agree (within 1%)")
     print("\n".join(f"FLAG {flag}" for flag in busy) or "check: no other load on the two cores")
     print("\n".join(f"note: {note}" for note in notes) or "check: both fetched the same URLs")
+    first = records[webs[0].spec.layout]
     return {
-        "spec": asdict(spec),
+        "spec": first["spec"],
         "settings": {"concurrency": args.concurrency, "per_host": args.per_host, "delay": 0},
-        "expected": asdict(expected),
+        "expected": first["expected"],
         "runs": [run.as_dict() for run in runs],
         "pairs": pairs,
         "text_agreement": {k: asdict(v) for k, v in agreement.items()},
-        "parse_floor": {
-            k: {**asdict(v), "pages_per_second": v.pages_per_second} for k, v in floors.items()
-        },
-        "parse_floor_pages": sampled,
-        "gossamer_cpu_ms_per_page": {
-            mode: 1000
-            * pair["summary"][pair["crawlers"][0]]["cpu"]
-            / max(1.0, pair["summary"][pair["crawlers"][0]]["pages_ok"])
-            for mode, pair in pairs.items()
-        },
+        "parse_floor": first["parse_floor"],
+        "parse_floor_pages": first["parse_floor_pages"],
+        "webs": records,
+        "gossamer_cpu_ms_per_page": {mode: _cpu_ms_per_page(pair) for mode, pair in pairs.items()},
         "flags": flags + busy,
         "notes": notes,
     }
@@ -250,13 +315,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if (why := crawler.missing()) is not None:
             print(f"bench: {why}", file=sys.stderr)
             return 2
-    spec, web, expected = prepare(args)
+    webs = prepare(args)
+    runs: list[report.Run] = []
+    notes: list[str] = []
+    agreement: dict[str, report.Agreement] = {}
     try:
-        runs, notes, agreement = crawl_rounds(args, spec, web)
+        for web in webs:
+            found = crawl_rounds(args, web)
+            runs, notes, agreement = runs + found[0], notes + found[1], agreement | found[2]
     except nginx.NginxError as exc:
         print(f"bench: {exc}", file=sys.stderr)
         return 2
-    record = conclude(args, spec, web, expected, runs, notes, agreement)
+    record = conclude(args, webs, runs, notes, agreement)
     result = args.out / "crawl-bench.json"
     result.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     print(f"written: {result}")

@@ -32,6 +32,8 @@ class Run:
     """CPU seconds nginx spent serving this run."""
     server_others: float | None = None
     """CPU seconds other processes took on nginx's core during this run."""
+    comparison: str = ""
+    """The comparison the run belongs to (``content``, ``links``, ``reference``)."""
 
     @property
     def pages_per_second(self) -> float:
@@ -54,6 +56,7 @@ class Run:
         counts = asdict(self.counts)
         return {
             "crawler": self.crawler,
+            "comparison": self.comparison,
             "round": self.round,
             **asdict(self.cost),
             "cpu": self.cost.cpu,
@@ -243,7 +246,11 @@ def count_flags(runs: Sequence[Run], expected_ok: int) -> list[str]:
 
 
 def url_notes(
-    number: int, urls: dict[str, set[str]], allowed: Callable[[str], bool], limit: int = 5
+    number: int,
+    urls: dict[str, set[str]],
+    allowed: Callable[[str], bool],
+    mode: str = "",
+    limit: int = 5,
 ) -> list[str]:
     """Pages only one crawler fetched in a round, and whether robots.txt allows them."""
     (first, mine), (second, theirs) = urls.items()
@@ -255,7 +262,8 @@ def url_notes(
                 for url in sorted(only)[:limit]
             )
             more = f" and {len(only) - limit} more" if len(only) > limit else ""
-            notes.append(f"round {number}: {len(only)} page(s) only {name} fetched: {shown}{more}")
+            where = f"round {number}" + (f" {mode}" if mode else "")
+            notes.append(f"{where}: {len(only)} page(s) only {name} fetched: {shown}{more}")
     return notes
 
 

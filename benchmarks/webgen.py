@@ -12,7 +12,11 @@ The expected crawl (pages answered 200, 404s, URLs blocked by robots.txt) is fou
 breadth-first walk of the same link graph with protego, the robots.txt parser both crawlers
 use. Everything is deterministic from the seed.
 
-Run alone: ``python benchmarks/webgen.py DIR --pages 3000 --hosts 20 --seed 1``.
+With ``layout="reference"`` the content pages are API reference pages instead, 150-300 links
+each (`WebSpec`).
+
+Run alone: ``python benchmarks/webgen.py DIR --pages 3000 --hosts 20 --seed 1
+[--layout reference]``.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from urllib.parse import urlsplit
 from protego import Protego
 
 from weblinks import Graph, Host, Linker, host_ip
-from webtext import LAYOUT, TextPool, render_page
+from webtext import LAYOUT, REFERENCE_LAYOUT, TextPool, render_page, render_reference
 
 PAGES_PER_SECTION = 100
 MAX_SECTIONS = 250
@@ -39,19 +43,30 @@ MANIFEST = "manifest.json"
 ROBOTS_AGENT = "benchbot"
 
 
+LAYOUTS = ("article", "reference")
+
+
 @dataclass(frozen=True)
 class WebSpec:
     """What to generate (``pages`` is approximate: content pages plus indexes); every field is
-    part of the cache key, and so is the page layout (`webtext.LAYOUT`)."""
+    part of the cache key, and so is the version of the page layout (`webtext.LAYOUT`).
+
+    ``layout`` is ``article`` (news or docs articles, 30-300 links a page) or ``reference``
+    (API reference pages of 150-300 links: a sidebar index of the section, a table of
+    contents and a permalink per symbol, cross-references with fragments)."""
 
     pages: int = 3000
     hosts: int = 20
     seed: int = 1
     port: int = 18473
+    layout: str = "article"
 
     def key(self) -> str:
         """A directory name unique to this spec."""
-        return f"web-v{LAYOUT}-s{self.seed}-n{self.pages}-h{self.hosts}-p{self.port}"
+        rest = f"s{self.seed}-n{self.pages}-h{self.hosts}-p{self.port}"
+        if self.layout == "article":
+            return f"web-v{LAYOUT}-{rest}"
+        return f"web-{self.layout}-v{REFERENCE_LAYOUT}-{rest}"
 
 
 @dataclass
@@ -154,10 +169,7 @@ def generate(spec: WebSpec, out: Path) -> Expected:
     for node, path in enumerate(graph.paths):
         if not graph.exists[node]:
             continue
-        plan = linker.plan(node)
-        graph.links[node] = plan.targets
-        size = int(rng.triangular(10_000, 60_000, 24_000))
-        html = render_page(plan.title, plan.url, plan.nav, plan.body, size, pool, rng)
+        graph.links[node], html = _render(spec, linker, node, pool, rng)
         relative = path.lstrip("/")
         if not relative or relative.endswith("/"):
             relative += "index.html"
@@ -173,6 +185,21 @@ def generate(spec: WebSpec, out: Path) -> Expected:
     walked = _walk(spec, hosts, graph)
     walked.files, walked.bytes = expected.files, expected.bytes
     return walked
+
+
+def _render(
+    spec: WebSpec, linker: Linker, node: int, pool: TextPool, rng: random.Random
+) -> tuple[list[int], str]:
+    """The target ids and HTML of page ``node`` in the spec's layout."""
+    size = int(rng.triangular(10_000, 60_000, 24_000))
+    if spec.layout == "article":
+        plan = linker.plan(node)
+        return plan.targets, render_page(plan.title, plan.url, plan.nav, plan.body, size, pool, rng)
+    plan = linker.plan_reference(node)
+    html = render_reference(
+        plan.title, plan.url, plan.nav, plan.sidebar, plan.symbols, plan.body, size, pool, rng
+    )
+    return plan.targets, html
 
 
 def ensure_web(spec: WebSpec, root: Path) -> tuple[Path, Expected]:
@@ -214,8 +241,9 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=WebSpec.hosts)
     parser.add_argument("--seed", type=int, default=WebSpec.seed)
     parser.add_argument("--port", type=int, default=WebSpec.port)
+    parser.add_argument("--layout", choices=LAYOUTS, default=WebSpec.layout)
     args = parser.parse_args()
-    spec = WebSpec(args.pages, args.hosts, args.seed, args.port)
+    spec = WebSpec(args.pages, args.hosts, args.seed, args.port, args.layout)
     web, expected = ensure_web(spec, args.root)
     print(web, json.dumps(asdict(expected)))
 

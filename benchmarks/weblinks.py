@@ -54,13 +54,17 @@ class Graph:
 
 @dataclass(frozen=True)
 class PagePlan:
-    """What one page shows: title, canonical URL, navigation and body links, target ids."""
+    """What one page shows: title, canonical URL, navigation and body links, target ids; a
+    reference page also has a sidebar index and its symbols (anchor ids, linked from the
+    page's own table of contents)."""
 
     title: str
     url: str
     nav: list[Link]
     body: list[Link]
     targets: list[int]
+    sidebar: list[Link] = field(default_factory=list)
+    symbols: list[str] = field(default_factory=list)
 
 
 class Linker:
@@ -125,6 +129,43 @@ class Linker:
             if target is not None:
                 targets.append(target)
         return PagePlan(title, self.url(node), nav, body, targets)
+
+    def plan_reference(self, node: int) -> PagePlan:
+        """The links of page ``node`` in API reference style: 150-300 in all on content pages
+        (navigation, a sidebar index of the section's pages, a table of contents and a
+        permalink per symbol, cross-references with fragments); indexes as :meth:`plan`."""
+        path = self._graph.paths[node]
+        if path.endswith("/"):
+            return self.plan(node)
+        rng = self._rng
+        host = self._hosts[self._graph.hosts[node]]
+        nav_ids = [host.home, *host.sections[:NAV_SECTIONS]]
+        nav = [
+            (self.spell(node, t), f"Section {i - 1}" if i else "Home")
+            for i, t in enumerate(nav_ids)
+        ]
+        section = int(path.split("/")[1][1:])
+        start = section * host.per_section
+        siblings = host.pages[start : start + host.per_section]
+        window = siblings[: rng.randint(50, 110)]
+        sidebar = [(self.spell(node, t), self._pool.words(1, 3)) for t in window]
+        symbols = [f"sym-{i}" for i in range(rng.randint(12, 30))]
+        targets = [*nav_ids, host.sections[section], *window]
+        body: list[Link] = [(self.spell(node, host.sections[section]), "Up")]
+        if rng.random() < 0.03:
+            missing = rng.choice(host.missing)
+            body.append((self.spell(node, missing), "Old page"))
+            targets.append(missing)
+        total = rng.randint(150, 298) - 2 * len(symbols) - 2  # the page's own "#" links too
+        while len(nav) + len(sidebar) + len(body) < total:
+            link, target = self._random_link(node, host, body)
+            if target is not None and "#" not in link[0] and rng.random() < 0.6:
+                link = (f"{link[0]}#sym-{rng.randint(0, 11)}", link[1])
+            body.append(link)
+            if target is not None:
+                targets.append(target)
+        title = self._pool.words(1, 3).replace(" ", ".").lower()
+        return PagePlan(title, self.url(node), nav, body, targets, sidebar, symbols)
 
     def _random_link(self, node: int, host: Host, earlier: list[Link]) -> tuple[Link, int | None]:
         """Mostly same-host pages; some cross-host, duplicate, fragment and out-of-scope."""

@@ -29,6 +29,8 @@ _VOCABULARY = (
 _WORDS = _VOCABULARY.split()
 LAYOUT = 2
 """Bumped whenever the pages change, so a web cached with an older layout is not reused."""
+REFERENCE_LAYOUT = 1
+"""The same for the pages of :func:`render_reference`."""
 _PUNCT = (".", ".", ".", ".", "?", "!", ";", ":")
 Link = tuple[str, str]
 """An ``(href, text)`` pair, the href as written in the page."""
@@ -174,3 +176,64 @@ def render_page(
     )
     article = _article(pool, rng, body[side:], size - len(head) - len(tail))
     return head + "".join(article) + tail
+
+
+def _symbol(name: str, refs: Sequence[Link], pool: TextPool, rng: random.Random) -> str:
+    """One documented symbol: signature, permalink, a docstring citing ``refs``."""
+    cited = "".join(f' <a class="reference" href="{h}"><code>{t}</code></a>,' for h, t in refs)
+    params = ", ".join(rng.choices(_WORDS[:60], k=rng.randint(0, 4)))
+    return (
+        f'<dl class="api">\n<dt id="{name}"><code class="sig">{pool.words(1, 1).lower()}'
+        f'({params})</code><a class="headerlink" href="#{name}" title="Permalink">&para;</a>'
+        f"</dt>\n<dd><p>{pool.words(8, 24)}.</p>\n"
+        + (f"<p>See also:{cited.rstrip(',')}.</p>\n" if refs else "")
+        + "</dd>\n</dl>\n"
+    )
+
+
+def render_reference(
+    title: str,
+    canonical: str,
+    nav: Sequence[Link],
+    sidebar: Sequence[Link],
+    symbols: Sequence[str],
+    body: Sequence[Link],
+    size: int,
+    pool: TextPool,
+    rng: random.Random,
+) -> str:
+    """An API reference page of roughly ``size`` characters: navigation, a sidebar index, a
+    table of contents of the page's symbols, each symbol with a permalink and its
+    cross-references (``body``), then prose; an index page lists ``body`` instead."""
+    site = canonical.split("/")[2]
+    head = (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{title} &mdash; {site} API reference</title>\n"
+        f'<link rel="canonical" href="{canonical}">\n'
+        '<link rel="stylesheet" href="/_static/docs.css">\n'
+        '<link rel="index" title="Index" href="/genindex.html">\n</head>\n'
+        f'<body>\n<header><nav class="related"><ul>\n{_items(nav)}</ul></nav></header>\n'
+        f'<div class="document">\n<nav class="sphinxsidebar"><h3>{pool.words(1, 2)}</h3>'
+        f"<ul>\n{_items(sidebar)}</ul></nav>\n<main>\n"
+        f'<h1>{title}<a class="headerlink" href="#" title="Permalink">&para;</a></h1>\n'
+    )
+    toc = "".join(f'<li><a href="#{s}"><code>{s}</code></a></li>\n' for s in symbols)
+    chunks = [f'<nav class="toc"><h2>Contents</h2><ul>\n{toc}</ul></nav>\n'] if toc else []
+    if symbols:
+        share = -(-len(body) // len(symbols))
+        chunks += [
+            _symbol(name, body[i * share : (i + 1) * share], pool, rng)
+            for i, name in enumerate(symbols)
+        ]
+    else:
+        chunks.append(f'<ul class="index">\n{_items(body)}</ul>\n')
+    tail = (
+        "</main>\n</div>\n<footer><p>&copy; 2024 The authors. "
+        '<a href="#">Back to top</a></p></footer>\n</body>\n</html>\n'
+    )
+    length = len(head) + sum(map(len, chunks)) + len(tail)
+    while length < size:
+        chunk = f"<p>{pool.paragraph()}</p>\n"
+        chunks.append(chunk)
+        length += len(chunk)
+    return head + "".join(chunks) + tail

@@ -203,3 +203,23 @@ def test_repeated_segments_ignore_empty_ones() -> None:
     assert scope.reject_reason("http://h/a//b//c//d//e", 0) is None
     assert scope.reject_reason("http://h/x/y/x/z/x", 0) == "repeated-segments"
     assert scope.reject_reason("http://h/" + "/".join(f"s{i}" for i in range(400)), 0) is None
+
+
+def test_remembered_resolutions_depend_on_what_they_read() -> None:
+    """Each reference resolves against every base as a fresh resolution would, whatever was
+    resolved before (resolutions are remembered by origin and directory)."""
+    bases = [
+        "http://h.test/a/b.html?q=1",
+        "http://h.test/a/c.html",
+        "http://h.test/a/",
+        "https://h.test/a/b.html",
+        "http://g.test/a/b.html",
+        "http://h.test/",
+    ]
+    references = ["", "?x", "#f", "c.html", "../d", "/e", "//g.test/f", "http:", "http:?y",
+                  "http:z", "https://k.test/./l", " c.html ", "http://H.test/a"]  # fmt: skip
+    for _ in range(2):
+        for base in bases:
+            resolver = Resolver(base)
+            for reference in references:
+                assert resolver.resolve(reference) == resolver._resolve(reference)

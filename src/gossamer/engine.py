@@ -465,7 +465,8 @@ class Crawler:
             if self._config.hook is not None:
                 extra, found, hook_error = self._run_hook(lease, result, page, found, found_content)
                 error = error or hook_error
-            links = [Candidate(link, lease.depth + 1) for link in found]
+            depth = lease.depth + 1
+            links = [Candidate(link, depth) for link in found]
         elif action is Action.REDIRECT and result.location is not None:
             redirect_to, error = self._follow_redirect(lease, result.location)
             if redirect_to is not None and error is None:

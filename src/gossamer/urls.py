@@ -148,10 +148,20 @@ class Resolver:
     its first characters (absolute, ``//host``, ``/path``, ``?query``, ``path``) and the
     result parsed by ada, which removes dot segments, percent-encodes and checks the host and
     port. Results are WHATWG's serialisation: mostly canonical already, so
-    :func:`canonicalize` takes them at the cost of one regex match.
+    :func:`canonicalize` takes them at the cost of one regex match. They are remembered (a
+    bounded cache per process, `_Remembered`) by what they depend on, so the links a site
+    repeats on every page are resolved once.
     """
 
-    __slots__ = ("directory", "document", "origin", "path_url", "scheme")
+    __slots__ = (
+        "_by_directory",
+        "_by_root",
+        "directory",
+        "document",
+        "origin",
+        "path_url",
+        "scheme",
+    )
 
     def __init__(self, base: str) -> None:
         try:
@@ -167,12 +177,31 @@ class Resolver:
         self.path_url = self.origin + path
         self.document = self.path_url + search
         self.directory = self.origin + path[: path.rfind("/") + 1]
+        self._by_root = _REMEMBERED.table(self.origin + "/")
+        self._by_directory = _REMEMBERED.table(self.directory)
 
     def resolve(self, reference: str) -> str | None:
         """The absolute http(s) URL ``reference`` points to, without fragment; None if it
         points elsewhere (``mailto:``, ``javascript:``) or is malformed."""
         if len(reference) > MAX_REFERENCE_CHARS:
             return None
+        if reference.startswith(_ABSOLUTE_PREFIXES):
+            table = _REMEMBERED.absolute
+        elif reference.startswith(_SLASHES):
+            table = self._by_root
+        else:
+            table = self._by_directory
+        try:
+            return table[reference]
+        except KeyError:
+            pass
+        resolved = self._resolve(reference)
+        if not _needs_document(reference):
+            table[reference] = resolved
+            _REMEMBERED.added()
+        return resolved
+
+    def _resolve(self, reference: str) -> str | None:
         reference = reference.strip(_C0_AND_SPACE)
         if "\t" in reference or "\n" in reference or "\r" in reference:
             reference = reference.translate(_NO_TAB_NEWLINE)
@@ -214,6 +243,59 @@ class Resolver:
         if rest[:1] == "?":
             return self.path_url + rest
         return self.directory + rest
+
+
+_REMEMBERED_LIMIT = 24_576
+"""Resolutions remembered at most (about 250 bytes each), all forgotten when one more comes."""
+
+
+class _Remembered:
+    """Resolutions of references by what they depend on: absolute ones by the reference
+    alone, ``/path`` ones by the origin (its root, ``scheme://host/``), the others by the
+    directory (the document's URL up to the last ``/`` of its path). The references that
+    depend on the document's own path or query (``?q``, an empty one) are not remembered.
+    A site's pages repeat most of their links (navigation, sidebars, footers), so most are
+    resolved once per process."""
+
+    __slots__ = ("absolute", "by_base", "size")
+
+    def __init__(self) -> None:
+        self.absolute: dict[str, str | None] = {}
+        self.by_base: dict[str, dict[str, str | None]] = {}
+        self.size = 0
+
+    def table(self, base: str) -> dict[str, str | None]:
+        """The resolutions of references that depend on ``base`` only."""
+        table = self.by_base.get(base)
+        if table is None:
+            table = self.by_base[base] = {}
+        return table
+
+    def added(self) -> None:
+        """One more was remembered; past the limit, all are forgotten."""
+        self.size += 1
+        if self.size > _REMEMBERED_LIMIT:
+            self.absolute.clear()
+            self.by_base.clear()
+            self.size = 0
+
+
+_REMEMBERED = _Remembered()
+
+
+def _needs_document(reference: str) -> bool:
+    """Whether `Resolver.resolve` reads the document's path or query for ``reference``
+    (more often than not it reads only the directory, origin and scheme)."""
+    reference = _clean(reference).partition("#")[0]
+    if not reference or reference[0] == "?":
+        return True
+    if reference[0] in _SLASHES or reference.startswith(_ABSOLUTE_PREFIXES):
+        return False
+    scheme = _SCHEME.match(reference)
+    if scheme is None:
+        return False
+    rest = reference[scheme.end() :]
+    return not rest or rest[0] == "?"
 
 
 def fingerprint(canonical_url: str) -> int:

@@ -131,3 +131,14 @@ async def test_resume_with_a_spilled_queue(tmp_path: Path) -> None:
     urls = await _drain(restored)
     assert urls == [f"http://a.test/{i}" for i in range(1, 100)]
     db2.close()
+
+
+async def test_recent_urls_count_as_duplicates_and_depth_still_applies() -> None:
+    frontier = make(Clock())
+    first = await frontier.add([Candidate("http://a.test/x", depth=1)])
+    again = await frontier.add(
+        [Candidate("http://a.test/x", depth=2), Candidate("http://a.test/x", depth=6)]
+    )
+    assert (first.added, first.duplicates) == (1, 0)
+    assert (again.added, again.duplicates, again.rejected) == (0, 1, {"depth": 1})
+    assert frontier.stats().duplicates == 1

@@ -27,7 +27,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from aiohttp.abc import AbstractResolver, ResolveResult
@@ -42,6 +42,8 @@ def _networks(*cidrs: str) -> tuple[_Network, ...]:
     return tuple(ipaddress.ip_network(c) for c in cidrs)
 
 
+_VERDICTS = 4096
+"""Verdicts `AddressGuard.check_url` remembers (emptied when full)."""
 _NEVER = _networks(
     "0.0.0.0/8", "169.254.0.0/16", "224.0.0.0/4", "240.0.0.0/4", "255.255.255.255/32",
     "100.100.100.200/32", "192.0.0.192/32",
@@ -71,6 +73,9 @@ class AddressGuard:
     allow_private: bool = False
     named_subdomains: frozenset[str] = frozenset()
     """Domains whose subdomains only the user named (``--resolve '*.test=...'``)."""
+    _verdicts: dict[str, str | None] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @classmethod
     def for_crawl(
@@ -124,7 +129,21 @@ class AddressGuard:
 
     def check_url(self, url: str) -> str | None:
         """The verdict on a URL whose host is an IP literal (None for host names, which the
-        resolver's answers are checked for)."""
+        resolver's answers are checked for); remembered by the URL's start up to its path
+        (which fixes the host), as the fetcher asks once per request."""
+        end = url.find("/", url.find("//") + 2)
+        start = url if end < 0 else url[:end]
+        verdicts = self._verdicts
+        try:
+            return verdicts[start]
+        except KeyError:
+            pass
+        if len(verdicts) >= _VERDICTS:
+            verdicts.clear()
+        verdict = verdicts[start] = self._check_url(url)
+        return verdict
+
+    def _check_url(self, url: str) -> str | None:
         try:
             host = urlsplit(url).hostname
         except ValueError:

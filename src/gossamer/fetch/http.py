@@ -65,6 +65,7 @@ from datetime import UTC
 from types import MappingProxyType, SimpleNamespace
 
 import aiohttp
+import yarl
 from aiohttp.abc import AbstractResolver
 from aiohttp.client_proto import ResponseHandler
 from aiohttp.http_exceptions import ContentLengthError, HttpProcessingError, TransferEncodingError
@@ -77,6 +78,7 @@ from gossamer.fetch.guard import AddressGuard, BlockedAddress, GuardedResolver
 from gossamer.fetch.ratelimit import ByteMeter, TokenBucket
 from gossamer.redact import redact_url
 from gossamer.safe import safe_location, safe_text
+from gossamer.urls import is_plainly_canonical
 
 __all__ = [
     "BOMB_RATIO",
@@ -413,7 +415,7 @@ class Fetcher:
             return self._failure(url, probe.started_at, BlockedAddress(url))
         try:
             response = await self._open().get(
-                url, headers=headers, allow_redirects=False, trace_request_ctx=probe
+                _request_url(url), headers=headers, allow_redirects=False, trace_request_ctx=probe
             )
         except Exception as exc:
             return self._failure(url, probe.started_at, exc)
@@ -505,6 +507,13 @@ class Fetcher:
             retry_after=None,
             location=None,
         )
+
+
+def _request_url(url: str) -> str | yarl.URL:
+    """The URL for aiohttp: a plainly canonical one (:func:`is_plainly_canonical`: safe
+    characters only, nothing to encode or remove) as a ready `yarl.URL`, which skips yarl's
+    parse and encoding pass, a tenth of aiohttp's work per request; any other as it is."""
+    return yarl.URL(url, encoded=True) if is_plainly_canonical(url) else url
 
 
 class _Probe:

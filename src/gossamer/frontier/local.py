@@ -18,6 +18,7 @@ A working set smaller than the robots.txt cache keeps every active host's rules 
 from __future__ import annotations
 
 import itertools
+import sys
 import time
 from collections.abc import Callable
 
@@ -39,6 +40,8 @@ _READ_SPILLED = (  # the fields of Queued, then seq
 )
 _REFILL_BATCH = 1000
 _MIN_REFILL = 16
+_RECENT_URLS = 16_384
+"""URLs remembered as seen, as candidates spelled them (see `LocalFrontier.add`)."""
 _FINISH_URL = "UPDATE urls SET state = 1 WHERE fp = ?"
 _COUNT_ATTEMPT = "UPDATE urls SET attempts = ? WHERE fp = ?"
 
@@ -71,6 +74,11 @@ class LocalFrontier:
         """Hosts with URLs in crawl.db only: the highest seq of theirs held in memory so far
         (the spilled ones come after it)."""
         self._duplicates = 0
+        self._recent: dict[str, None] = {}
+        """Candidate URLs admitted lately, which are in the seen-set: the same spelling again
+        is a duplicate without admission's work (navigation, sidebars and footers repeat
+        most links of a site on every page). Emptied when it reaches `_RECENT_URLS`."""
+        self._deepest = scope.max_depth if scope.max_depth is not None else sys.maxsize
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -103,10 +111,16 @@ class LocalFrontier:
 
     async def add(self, candidates: list[Candidate]) -> AddResult:
         """Admit candidates, drop those seen before and queue the rest."""
-        admitted, rejected = self._admission.admit(candidates)
+        recent, deepest = self._recent, self._deepest
+        # past the depth limit, admission turns a URL away ("depth"), seen or not
+        fresh = [c for c in candidates if c.url not in recent or c.depth > deepest]
+        admitted, rejected = self._admission.admit(fresh)
         rows = []
         news = self._seen.add_many([fp for _, _, fp, _ in admitted])
+        if len(recent) + len(admitted) > _RECENT_URLS:
+            recent.clear()
         for (url, key, fp, cand), new in zip(admitted, news, strict=True):
+            recent[cand.url] = None
             if new:
                 seq = next(self._seq)
                 entry = Queued(url, fp, cand.depth, cand.hops, 0, cand.priority)
@@ -114,7 +128,8 @@ class LocalFrontier:
                 rows.append((fp, url, key, cand.depth, cand.hops, seq, cand.priority))
         if self._db is not None:
             self._db.stage(_INSERT_URL, rows)
-        added, duplicates = len(rows), len(admitted) - len(rows)
+        added = len(rows)
+        duplicates = len(candidates) - len(fresh) + len(admitted) - added
         self._duplicates += duplicates
         return AddResult(added, duplicates, rejected)
 

@@ -153,6 +153,7 @@ def _extract_links(
 ) -> tuple[list[str], int]:
     links: list[str] = []
     seen = {own_url}
+    hrefs: set[str] = set()  # as written: a page repeats many (navigation, footer)
     skipped = 0
     for node in nodes:
         attributes = node.attributes
@@ -165,7 +166,11 @@ def _extract_links(
         if honour_nofollow and (meta_nofollow or "nofollow" in tokens):
             skipped += 1
             continue
-        resolved = base.resolve(attributes.get("href") or "")
+        href = attributes.get("href") or ""
+        if href in hrefs:
+            continue
+        hrefs.add(href)
+        resolved = base.resolve(href)
         if resolved is not None and resolved not in seen:
             seen.add(resolved)
             links.append(resolved)

@@ -100,8 +100,10 @@ class PageRecord:
     def as_row(self) -> tuple[Any, ...]:
         """The values in field order for SQLite (``flags`` as one space-separated text,
         ``extra`` as JSON text)."""
-        values = list(map(_sqlite_value, _values(self)))
+        values = list(_values(self))
         values[_FLAGS] = " ".join(self.flags)
+        for i in _JSON_FIELDS:
+            values[i] = _sqlite_value(values[i])
         return tuple(values)
 
     @classmethod
@@ -118,9 +120,11 @@ class PageRecord:
 
 
 def _sqlite_value(value: Any) -> Any:
-    if isinstance(value, tuple | dict):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return value
+    if not isinstance(value, tuple | dict):
+        return value
+    if not value:
+        return "[]" if isinstance(value, tuple) else "{}"
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _redact_authority(url: str) -> str:
@@ -134,6 +138,12 @@ def _redact_authority(url: str) -> str:
 FIELD_NAMES = tuple(f.name for f in fields(PageRecord))
 _values = operator.attrgetter(*FIELD_NAMES)
 _FLAGS = FIELD_NAMES.index("flags")
+_JSON_FIELDS = tuple(
+    i
+    for i, f in enumerate(fields(PageRecord))
+    if f.name != "flags" and str(f.type).startswith(("tuple", "dict"))
+)
+"""The fields stored as JSON text (tuples and dicts), ``flags`` aside."""
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
