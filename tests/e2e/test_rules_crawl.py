@@ -67,12 +67,12 @@ attr = "href"
 required = true
 """
 
-FUNCTIONS = '''
+FUNCTIONS = """
 def odd_only(value):
     if value is not None and value % 2 == 0:
         raise ValueError("an even page")
     return value
-'''
+"""
 
 ITEMS = """
 [[rule]]
