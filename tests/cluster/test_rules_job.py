@@ -131,8 +131,8 @@ async def test_submit_refuses_bad_rules_with_every_problem(
 ) -> None:
     rules = tmp_path / "bad.toml"
     rules.write_text(RULES.replace('css = "h1"', 'css = "h1[["').replace("'.'", "'(a+)+'"))
-    code, _, err = await output("cluster", "submit", "--redis", redis_server.url,
-                                "http://site0.test:1/", *WEB_ARGS, "--rules", str(rules))  # fmt: skip
+    submit = ["cluster", "submit", "--redis", redis_server.url, "http://site0.test:1/"]
+    code, _, err = await output(*submit, *WEB_ARGS, "--rules", str(rules))
     assert code == 2
     assert err.startswith("gossamer: invalid setting 'rules':\n")
     assert "bad.toml: rule 'headings': field 'heading'" in err

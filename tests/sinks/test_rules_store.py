@@ -37,8 +37,8 @@ async def _items(url: str, table: str) -> list[dict[str, Any]]:
     conn = await asyncpg.connect(url, timeout=10)
     try:
         rows = await conn.fetch(
-            f'SELECT url, rule, idx, fetched_at, fields::text AS fields FROM "{items_table(table)}" '
-            "ORDER BY url, idx"
+            "SELECT url, rule, idx, fetched_at, fields::text AS fields "
+            f'FROM "{items_table(table)}" ORDER BY url, idx'
         )
     finally:
         await conn.close()
