@@ -128,7 +128,8 @@ def crawl_once(port: int, hosts: int, work: Path, rules: Path | None) -> dict[st
     out = work / ("rules" if rules else "plain")
     command = [sys.executable, "-m", "gossamer.cli", "crawl", f"http://site0.test:{port}/",
                "--allow-domain", "test", "--resolve", "*.test=127.0.0.1", "--out", str(out),
-               "--overwrite", "--quiet", "--concurrency", "32", "--per-host", "4"]  # fmt: skip
+               "--overwrite", "--quiet", "--concurrency", "32", "--per-host", "4",
+               "--robots-retry", "0.2"]  # fmt: skip
     if rules is not None:
         command += ["--rules", str(rules)]
     measured = run_measured(command, work / "crawl.log", cpu=None, timeout=600)
