@@ -8,7 +8,14 @@ import pytest
 
 from gossamer.cli import build_parser, main
 from gossamer.flags import settings_from_args
-from gossamer.settings import JobSettings, SettingsError, load_model, load_settings, read_seeds
+from gossamer.settings import (
+    CrawlSettings,
+    JobSettings,
+    SettingsError,
+    load_model,
+    load_settings,
+    read_seeds,
+)
 
 
 def test_precedence_toml_env_flags(tmp_path: Path) -> None:
@@ -276,3 +283,13 @@ def test_cluster_settings_from_the_environment_reach_jobs_only() -> None:
     job = load_model(JobSettings, env=env)
     assert (job.partitions, job.allocator) == (16, "first-fit")
     assert not hasattr(load_settings({}, env=env), "allocator")
+
+
+def test_rules_from_toml_env_and_repeated_flags(tmp_path: Path) -> None:
+    config = tmp_path / "g.toml"
+    config.write_text('[crawl]\nrules = ["rules/site.toml", "more"]\n')
+    assert load_settings({}, config, env={}).rules == [Path("rules/site.toml"), Path("more")]
+    from_env = load_settings({}, env={"GOSSAMER_RULES": "a.toml, b"})
+    assert from_env.rules == [Path("a.toml"), Path("b")]
+    args = build_parser().parse_args(["crawl", "--rules", "a.toml", "--rules", "dir"])
+    assert settings_from_args(args, CrawlSettings).rules == [Path("a.toml"), Path("dir")]

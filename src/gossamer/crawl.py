@@ -30,6 +30,8 @@ from gossamer.engine import (
 from gossamer.extract import extract
 from gossamer.extract.lang import load_model as load_language_model
 from gossamer.extract.pdf import PdfPool
+from gossamer.extract.rules import Document, RuleError, RuleSet, digest_of, load_rules
+from gossamer.extract.rules import rules_from_documents as compile_documents
 from gossamer.fetch.guard import AddressGuard
 from gossamer.fetch.http import FetchConfig, Fetcher
 from gossamer.frontier.base import Frontier
@@ -46,7 +48,7 @@ from gossamer.settings import (
     crawl_scope,
 )
 from gossamer.sinks.base import RecordSink
-from gossamer.sinks.jsonl import JsonlSink, repair_jsonl
+from gossamer.sinks.jsonl import ItemJsonlSink, JsonlSink, repair_jsonl
 from gossamer.sinks.sqlite import SQLiteSink
 from gossamer.sinks.warc import WarcWriter
 from gossamer.stats import CrawlStats
@@ -55,7 +57,11 @@ from gossamer.urls import InvalidURL, Scope, canonicalize, host_key, host_of
 if TYPE_CHECKING:
     from gossamer.sinks.postgres import PostgresSink, StoreExport
 
-_OUTPUTS = ("crawl.db", "crawl.db-wal", "crawl.db-shm", "pages.jsonl", "stats.json")
+_OUTPUTS = (
+    "crawl.db", "crawl.db-wal", "crawl.db-shm", "pages.jsonl", "items.jsonl", "stats.json",
+)  # fmt: skip
+_FROM_SETTINGS: RuleSet | None = RuleSet(())
+"""``open_stages`` without rules given: it reads those of the settings."""
 
 
 def prepare_out_dir(settings: CrawlSettings) -> None:
@@ -96,17 +102,24 @@ class Stages:
     """With ``--warc``: where every fetch is archived."""
     pdf: PdfPool | None = None
     """Worker processes for PDF text (started at the first PDF), unless ``--no-text``."""
+    rules: RuleSet | None = None
+    """With ``--rules`` (or a job's rules): the rule documents, compiled."""
+    items: ItemJsonlSink | None = None
+    """With rules: items.jsonl (repaired after a crash)."""
 
     def crawler(
         self, settings: CrawlSettings, frontier: Frontier, on_commit: CommitHook | None = None
     ) -> Crawler:
         """The crawl loop over these stages and ``frontier``: crawl.db is its journal,
-        pages.jsonl and the store (if any) its record sinks, in that order."""
+        pages.jsonl, items.jsonl (with rules) and the store (if any) its record sinks, in
+        that order."""
         sinks: list[RecordSink] = [self.jsonl]
+        if self.items is not None:
+            sinks.append(self.items)
         if self.store is not None:
             sinks.append(self.store)
         return Crawler(
-            _engine_config(settings),
+            _engine_config(settings, self.rules),
             frontier,
             self.fetcher,
             self.robots,
@@ -121,14 +134,21 @@ class Stages:
 
 @asynccontextmanager
 async def open_stages(
-    settings: CrawlSettings, seeds: list[str], worker: str | None = None
+    settings: CrawlSettings,
+    seeds: list[str],
+    worker: str | None = None,
+    *,
+    rules: RuleSet | None = _FROM_SETTINGS,
 ) -> AsyncIterator[Stages]:
     """crawl.db, pages.jsonl (repaired after a crash), fetcher, robots cache, politeness,
-    with ``--warc`` the WARC writer (a new file, even when resuming) and, with ``--store``,
-    the shared page store (rows signed by ``worker``, default host-pid).
+    with ``--warc`` the WARC writer (a new file, even when resuming), with ``--store`` the
+    shared page store (rows signed by ``worker``, default host-pid) and with rules (``rules``,
+    by default read from the settings by :func:`load_ruleset`) items.jsonl.
     ``seeds`` (canonical) name the hosts the address guard lets reach private addresses and,
     with the settings, the scope robots.txt redirects must stay in."""
     out = settings.out
+    if rules is _FROM_SETTINGS:
+        rules = load_ruleset(settings)
     if settings.text:
         _check_extraction(settings.extractor)
     sink = await _open_store(settings, worker)  # first: a bad store fails before crawl.db exists
@@ -137,6 +157,7 @@ async def open_stages(
     committed = repair_jsonl(jsonl_path)
     jsonl = JsonlSink(jsonl_path)
     await jsonl.write(SQLiteSink(db).records_after(committed))
+    items = _item_sink(out / "items.jsonl", db) if rules is not None else None
     meter = BandwidthMeter()
     fetcher = Fetcher(_fetch_config(settings), meter=meter, guard=address_guard(settings, seeds))
     warc = _warc_writer(settings)
@@ -173,6 +194,8 @@ async def open_stages(
             meter=meter,
             warc=warc,
             pdf=pdf,
+            rules=rules,
+            items=items,
         )
     finally:
         if pdf is not None:
@@ -181,9 +204,40 @@ async def open_stages(
         if warc is not None:
             warc.close()
         jsonl.close()
+        if items is not None:
+            items.close()
         db.close()
         if sink is not None:
             await sink.close()
+
+
+def load_ruleset(settings: CrawlSettings) -> RuleSet | None:
+    """The crawl's rules: a cluster job's documents (``shipped_rules``, their digest checked
+    first) or the ``rules`` files; None without either. Raises SettingsError with a line per
+    problem of the documents."""
+    shipped = settings.shipped_rules
+    if shipped is None and not settings.rules:
+        return None
+    try:
+        if shipped is None:
+            return load_rules(settings.rules, settings.rule_functions)
+        documents = [Document(d.name, d.text) for d in shipped.documents]
+        if (digest := digest_of(documents)) != shipped.digest:
+            raise SettingsError(
+                "invalid setting 'rules': the job's rule documents do not match their digest "
+                f"(stored {shipped.digest[:16]}, computed {digest[:16]}); submit the job again"
+            )
+        return compile_documents(documents, settings.rule_functions)
+    except RuleError as exc:
+        raise SettingsError("invalid setting 'rules':\n" + "\n".join(exc.problems)) from None
+
+
+def _item_sink(path: Path, db: CrawlDB) -> ItemJsonlSink:
+    """items.jsonl, its torn last line cut and the committed items it lacks appended."""
+    committed = repair_jsonl(path)
+    sink = ItemJsonlSink(path)
+    sink.write_items(SQLiteSink(db).items_after(committed))
+    return sink
 
 
 def _check_extraction(extractor: str) -> None:
@@ -237,13 +291,15 @@ async def _catch_up(sink: PostgresSink | None, db: CrawlDB) -> StoreExport | Non
 
 
 @asynccontextmanager
-async def build_crawler(settings: CrawlSettings, seeds: list[str]) -> AsyncIterator[Crawler]:
+async def build_crawler(
+    settings: CrawlSettings, seeds: list[str], rules: RuleSet | None = _FROM_SETTINGS
+) -> AsyncIterator[Crawler]:
     """Construct the crawler and its stages over the embedded frontier; close them on exit."""
     # The scope and the address guard need only the seeds' origins: 200,000, not 1,000,000.
     origins = sorted({host_key(seed) + "/" for seed in seeds})
     if not origins and settings.resume:
         origins = _stored_seeds(settings.out / "crawl.db")
-    async with open_stages(settings, origins) as stages:
+    async with open_stages(settings, origins, rules=rules) as stages:
         db = stages.db
         frontier = LocalFrontier(
             crawl_scope(settings, origins),
@@ -312,7 +368,7 @@ def _fetch_config(settings: CrawlSettings) -> FetchConfig:
     )
 
 
-def _engine_config(settings: CrawlSettings) -> EngineConfig:
+def _engine_config(settings: CrawlSettings, rules: RuleSet | None = None) -> EngineConfig:
     hook = None
     if settings.hook is not None:
         try:
@@ -321,6 +377,7 @@ def _engine_config(settings: CrawlSettings) -> EngineConfig:
             raise SettingsError(f"invalid setting 'hook': {exc}") from None
     return EngineConfig(
         hook=hook,
+        rules=rules,
         text=settings.text,
         extractor=settings.extractor,
         max_text_chars=settings.max_text_chars,
@@ -350,8 +407,9 @@ async def run_crawl(settings: CrawlSettings) -> CrawlStats:
     """Run a whole crawl: signals, progress line, stats.json. Raises SettingsError."""
     seeds = canonical_seeds(settings)
     _engine_config(settings)  # a bad --hook fails before anything is written
+    rules = load_ruleset(settings)  # and so do bad rule documents
     prepare_out_dir(settings)
-    async with build_crawler(settings, seeds) as crawler:
+    async with build_crawler(settings, seeds, rules) as crawler:
         tune_gc()
         install_signal_handlers(crawler)
         show = not settings.quiet and sys.stderr.isatty()
@@ -395,11 +453,19 @@ def dump_tasks() -> None:
 def summary(stats: CrawlStats, out: Path) -> str:
     """The end-of-crawl summary printed to stdout."""
     statuses = ", ".join(f"{k}: {v}" for k, v in sorted(stats.status_counts.items()))
+    items = out / "items.jsonl"
+    rules = (
+        f"rules: {stats.rule_pages} pages matched, {stats.items} items, "
+        f"{stats.items_dropped} dropped, {stats.rule_errors} rule errors\n"
+        if items.exists()
+        else ""
+    )
     return (
         f"crawled {stats.pages} pages in {stats.elapsed:.1f}s "
         f"({stats.pages_per_second:.1f} pages/s), ok {stats.ok}, errors {stats.errors}, "
         f"robots-blocked {stats.robots_blocked}, retries {stats.retries}, "
         f"duplicates skipped {stats.duplicates}, peak RSS {stats.peak_rss_mb} MB\n"
-        f"statuses: {statuses}\n"
-        f"output: {out / 'pages.jsonl'}, {out / 'crawl.db'}, {out / 'stats.json'}"
+        f"statuses: {statuses}\n{rules}"
+        f"output: {out / 'pages.jsonl'}, {f'{items}, ' if rules else ''}{out / 'crawl.db'}, "
+        f"{out / 'stats.json'}"
     )

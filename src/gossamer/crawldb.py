@@ -12,6 +12,9 @@ Tables:
   out of memory.
 * ``pages(id, ...)``: one row per finished URL, in the order the records were produced; the
   JSONL file mirrors it line for line.
+* ``items(id, page, url, rule, idx, fetched_at, fields)``: the items rules read, committed
+  with their page's row (``page`` is its id; ``idx`` the item's place on the page, from 0),
+  in order; items.jsonl mirrors it line for line.
 * ``sitemaps(host, url)``: ``Sitemap:`` lines of the robots.txt files met.
 * ``meta(key, value)``: small facts about the crawl.
 """
@@ -65,8 +68,21 @@ CREATE TABLE IF NOT EXISTS pages (
     published TEXT,
     authors TEXT,
     images TEXT,
-    text_chars INTEGER
+    text_chars INTEGER,
+    rule TEXT,
+    items INTEGER NOT NULL DEFAULT 0,
+    rule_errors TEXT
 );
+CREATE TABLE IF NOT EXISTS items (
+    id INTEGER PRIMARY KEY,
+    page INTEGER NOT NULL,
+    url TEXT NOT NULL,
+    rule TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    fetched_at REAL,
+    fields TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS items_page ON items (page);
 CREATE TABLE IF NOT EXISTS sitemaps (
     host TEXT NOT NULL, url TEXT NOT NULL, PRIMARY KEY (host, url)
 );
@@ -89,6 +105,9 @@ _ADDED_COLUMNS = (
     ("authors", "TEXT"),
     ("images", "TEXT"),
     ("text_chars", "INTEGER"),
+    ("rule", "TEXT"),
+    ("items", "INTEGER NOT NULL DEFAULT 0"),
+    ("rule_errors", "TEXT"),
 )
 """Columns of ``pages`` added after its first version, with their definitions."""
 

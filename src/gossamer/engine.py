@@ -31,6 +31,7 @@ from typing import Any, Protocol
 from gossamer.extract import DEFAULT_EXTRACTOR, Content, extract
 from gossamer.extract.lang import detect_language
 from gossamer.extract.pdf import PdfPool
+from gossamer.extract.rules import PageItems, RuleSet, evaluate
 from gossamer.extract.text import plain_text
 from gossamer.frontier.base import Candidate, Feedback, Frontier, Lease
 from gossamer.frontier.robots import RobotsCache, RobotsPolicy
@@ -42,6 +43,7 @@ from gossamer.redact import redact_url
 from gossamer.sinks.base import (
     Archivable,
     Archive,
+    Item,
     Journal,
     PageRecord,
     RecordSink,
@@ -122,6 +124,8 @@ class EngineConfig:
     """Extract the main text and metadata of HTML, plain-text and PDF pages."""
     extractor: str = DEFAULT_EXTRACTOR
     max_text_chars: int = 1_000_000
+    rules: RuleSet | None = None
+    """The rule documents (``--rules``) read on every 2xx HTML page, before the hook."""
 
 
 class Crawler:
@@ -177,6 +181,9 @@ class Crawler:
         for status, error, count in self._journal.outcome_counts():
             self._tally(status, error, count)
         self._prior_pages = self._counts["pages"]
+        if self._config.rules is not None:
+            counts = zip(_RULE_COUNTERS, self._journal.rule_counts(), strict=True)
+            self._counts.update(dict(counts))
 
     async def run(self, seeds: list[str]) -> CrawlStats:
         """Crawl from the seeds (plus whatever a resumed frontier holds) until done.
@@ -244,6 +251,7 @@ class Crawler:
             internal_errors=self._counts["internal_errors"],
             hook_errors=self._counts["hook_errors"],
             set_aside=front.set_aside,
+            **{name: self._counts[name] for name in _RULE_COUNTERS},
         )
 
     async def checkpoint(self) -> None:
@@ -450,9 +458,12 @@ class Crawler:
         flags = result.flags
         extra = None
         content: dict[str, Any] = {}
+        ruled: dict[str, Any] = {}
         if action is Action.STORE:
             page, found_content = await self._read(lease, result)
             found = page.links if page is not None else []
+            if page is not None and self._config.rules is not None:
+                ruled, found = await self._apply_rules(lease.url, result, page, found)
             if page is not None:
                 title = page.title
                 flags += page.flags
@@ -488,6 +499,7 @@ class Crawler:
             flags=flags,
             extra=extra,
             **content,
+            **ruled,
         )
         return record, links
 
@@ -582,6 +594,36 @@ class Crawler:
             return page, Content(text="")
         return page, extract(page.tree, url, self._config.extractor)
 
+    async def _apply_rules(
+        self, url: str, result: FetchResultLike, page: ParsedPage, links: list[str]
+    ) -> tuple[dict[str, Any], list[str]]:
+        """The record's rule fields and the links to follow: the rule's own, when it has link
+        rules. A failure becomes the page's rule error, never the crawl's."""
+        assert self._config.rules is not None
+        read = functools.partial(evaluate, self._config.rules, url, page, result.body)
+        try:
+            if len(result.body) < _PARSE_IN_THREAD_BYTES:
+                found = read()
+            else:
+                found = await asyncio.to_thread(read)
+        except Exception as exc:
+            log.exception("rules failed on %s; recorded, crawl goes on", redact_url(url))
+            rule = self._config.rules.select(url)
+            found = PageItems(rule.name if rule else "", [], None, [f"internal error: {exc!r}"])
+        if found is None:
+            return {}, links
+        self._counts.update(
+            rule_pages=1, items=len(found.items), items_dropped=found.dropped,
+            rule_errors=len(found.errors),
+        )  # fmt: skip
+        fetched_at = round(result.fetched_at, 3)
+        items = tuple(
+            Item(url, found.rule, i, fetched_at, {k: v for k, v in item.items() if k != "rule"})
+            for i, item in enumerate(found.items)
+        )
+        fields = {"rule": found.rule, "items": len(items), "rule_errors": tuple(found.errors)}
+        return fields | {"found": items}, (links if found.links is None else found.links)
+
     def _follow_redirect(self, lease: Lease, location: str) -> tuple[str | None, str | None]:
         try:
             resolved = Resolver(lease.url).resolve(location)
@@ -617,6 +659,9 @@ class Crawler:
             self._counts["errors"] += count
         if status is not None and 200 <= status < 300:
             self._counts["ok"] += count
+
+
+_RULE_COUNTERS = ("rule_pages", "items", "items_dropped", "rule_errors")
 
 
 class RobotsFetch:

@@ -42,6 +42,14 @@ def add_crawl_flags(parser: argparse.ArgumentParser, *, cluster: bool = False) -
         help="also crawl this port of allowed hosts (repeatable; the seeds' ports, 80 and 443 "
         "are allowed)",
     )
+    parser.add_argument(
+        "--rules",
+        action="append",
+        type=Path,
+        metavar="PATH",
+        help="rule documents: a file, or a directory of *.toml and *.json (repeatable); "
+        "items go to OUT/items.jsonl (see docs/rules.md)",
+    )
     parser.add_argument("--max-pages", type=int, help="stop after this many records")
     parser.add_argument("--max-depth", type=int, help="skip links deeper than this")
     parser.add_argument("--concurrency", type=int, help="requests in flight in all (64)")

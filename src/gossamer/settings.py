@@ -56,6 +56,27 @@ class ClusterSettings(BaseModel):
     )
 
 
+class ShippedDocument(BaseModel):
+    """A rule document as a cluster job carries it: its file name and text."""
+
+    model_config = _CONFIG
+
+    name: str = Field(description="The document's file name.")
+    text: str = Field(description="The document's text (TOML or JSON, by the name's suffix).")
+
+
+class ShippedRules(BaseModel):
+    """The rule documents of a cluster job, with their digest: every worker compiles these
+    texts, not files of its own, and checks the digest first."""
+
+    model_config = _CONFIG
+
+    documents: list[ShippedDocument] = Field(description="The documents, in order.")
+    digest: str = Field(
+        pattern="^[0-9a-f]{64}$", description="SHA-256 of the documents' names and texts."
+    )
+
+
 class CrawlSettings(BaseModel):
     """Everything a crawl can be told. Every field is documented; defaults live here only."""
 
@@ -163,6 +184,17 @@ class CrawlSettings(BaseModel):
         "field's process list), as NAME=module:function pairs (a [rule_functions] table, or "
         "comma-separated on the command line); a rule document itself never holds code.",
     )
+    rules: list[Path] = Field(
+        default_factory=list,
+        description="Rule documents (files, or directories of *.toml and *.json; see "
+        "docs/rules.md) read on every fetched HTML page: their items go to OUT/items.jsonl, "
+        "crawl.db and the store, and their link rules choose the links followed.",
+    )
+    shipped_rules: ShippedRules | None = Field(
+        None,
+        description="The rule documents' texts and digest as a cluster job stores them "
+        "(cluster submit reads them from rules); a worker uses these, not files.",
+    )
     store: str | None = Field(
         None,
         description="Also write page records to this database (postgres://user@host/db).",
@@ -176,7 +208,7 @@ class CrawlSettings(BaseModel):
         1 << 30, ge=1024, description="Start a new WARC file once one reaches this size."
     )
 
-    @field_validator("seeds", "allow_domains", "allow_ports", "resolve", mode="before")
+    @field_validator("seeds", "allow_domains", "allow_ports", "resolve", "rules", mode="before")
     @classmethod
     def _split_strings(cls, value: Any) -> Any:
         if isinstance(value, str):

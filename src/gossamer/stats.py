@@ -45,6 +45,14 @@ class CrawlStats:
     set_aside: int = 0
     """Malformed queue entries moved aside (cluster mode: see
     :mod:`gossamer.frontier.redis.claims`)."""
+    rule_pages: int = 0
+    """Pages a rule (``--rules``) matched."""
+    items: int = 0
+    """Items the rules read (the lines of items.jsonl)."""
+    items_dropped: int = 0
+    """Items left out because a required field was missing."""
+    rule_errors: int = 0
+    """Error lines the rules recorded in page records (at most 50 per page)."""
 
     def write(self, path: Path) -> None:
         """Write as stats.json."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -26,7 +27,14 @@ from gossamer.frontier.base import Candidate
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import RedisClient, RedisFrontier
 from gossamer.redact import redact_text, redact_url, strip_password
-from gossamer.settings import JobSettings, SettingsError, canonical_seeds, crawl_scope
+from gossamer.settings import (
+    JobSettings,
+    SettingsError,
+    ShippedDocument,
+    ShippedRules,
+    canonical_seeds,
+    crawl_scope,
+)
 
 _CONNECT_TIMEOUT = 3.0
 _POLL = (0.1, 1.0)
@@ -130,16 +138,35 @@ async def submit(settings: JobSettings, url: str, job: str) -> int:
 
 
 def job_settings(settings: JobSettings, seeds: list[str]) -> JobSettings:
-    """The settings as a job stores them: canonical seeds, and ``store`` without its password.
+    """The settings as a job stores them: canonical seeds, ``store`` without its password,
+    and the rule documents' texts with their digest instead of their paths.
 
     Everyone who can read the job's Redis can read the job, so it holds no credential. Each
     worker supplies the store's password itself: its own ``--store`` (or ``GOSSAMER_STORE``)
     replaces the job's, or libpq's ``PGPASSWORD`` / ``~/.pgpass`` complete the stored DSN.
+    The rules travel with the job, so every worker reads the same version of them.
     """
     update: dict[str, Any] = {"seeds": seeds, "seeds_file": None, "resume": False}
     if settings.store is not None:
         update["store"] = strip_password(settings.store)
+    if settings.rules:
+        update["shipped_rules"] = ship_rules(settings)
+        update["rules"] = []
     return settings.model_copy(update=update)
+
+
+def ship_rules(settings: JobSettings) -> ShippedRules:
+    """The rule documents of ``settings.rules`` as a job carries them, checked (with the
+    submitter's ``rule_functions``) first: bad documents fail the submit, not the workers."""
+    # Imported here: the rule parser is of no use to status and wait.
+    from gossamer.extract.rules import RuleError, load_rules
+
+    try:
+        rules = load_rules(settings.rules, settings.rule_functions)
+    except RuleError as exc:
+        raise SettingsError("invalid setting 'rules':\n" + "\n".join(exc.problems)) from None
+    documents = [ShippedDocument(name=Path(d.name).name, text=d.text) for d in rules.documents]
+    return ShippedRules(documents=documents, digest=rules.digest)
 
 
 # -- status and wait ------------------------------------------------------------------------

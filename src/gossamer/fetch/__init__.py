@@ -2,8 +2,9 @@
 HTTP with capped decoding (``http``, ``decoding``), the bandwidth cap (``ratelimit``) and the
 wire capture for WARC (``exchange``).
 
-This package may import the standard library, aiohttp, aiodns, brotli, ``gossamer.redact`` and
-``gossamer.safe``; it knows no other stage (the engine hands it URLs and reads its results).
+This package may import the standard library, aiohttp, aiodns, brotli, ``gossamer.redact``,
+``gossamer.safe`` and ``gossamer.urls``; it knows no other stage (the engine hands it URLs
+and reads its results).
 """
 
 from gossamer.fetch.dns import (

@@ -3,7 +3,9 @@ protocols the engine writes through.
 
 A checkpoint stages records in the crawl's :class:`Journal` (crawl.db) with the frontier's
 state, commits both in one transaction, then hands the same records to each
-:class:`RecordSink` in turn (pages.jsonl, the ``--store`` table); an :class:`Archive` (WARC)
+:class:`RecordSink` in turn (pages.jsonl, items.jsonl, the ``--store`` table). The
+:class:`Item` values a rule read from a page travel in its record (``found``), so they are
+committed, and reach each sink, in the same step as the record; an :class:`Archive` (WARC)
 receives every fetch as it arrives and is flushed before the journal commits. The engine knows
 these protocols only; ``crawl.py`` builds the concrete sinks and passes them in.
 
@@ -18,7 +20,7 @@ from __future__ import annotations
 import json
 import operator
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gossamer.redact import redact_url
@@ -29,8 +31,49 @@ if TYPE_CHECKING:
 
 _TEXT_FIELDS = (
     "url", "content_type", "title", "redirect_to", "error", "text", "lang", "description",
-    "canonical", "published",
+    "canonical", "published", "rule",
 )  # fmt: skip
+
+
+_NOT_STORED = {"stored": False}
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One item a rule read from a page: the ``index``-th of the page's items."""
+
+    url: str
+    rule: str
+    index: int
+    fetched_at: float | None
+    fields: dict[str, Any]
+    """The item's fields in document order (JSON values), made safe when the item is built."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fields", _safe_json(self.fields))
+        if not self.url.isascii():
+            object.__setattr__(self, "url", safe_text(self.url))
+
+    def as_json(self) -> dict[str, Any]:
+        """The line of items.jsonl, as a dict."""
+        return {"url": self.url, "rule": self.rule, "fetched_at": self.fetched_at,
+                "fields": self.fields}  # fmt: skip
+
+    def to_json(self) -> str:
+        """One JSON line (no newline)."""
+        return _ENCODER.encode(self.as_json())
+
+
+def _safe_json(value: Any) -> Any:
+    """A JSON value with every text safe to write (:func:`safe_text`); a JSON-LD string may
+    hold lone surrogates (``"\\ud800"``)."""
+    if isinstance(value, str):
+        return value if value.isascii() else safe_text(value)
+    if isinstance(value, dict):
+        return {_safe_json(str(k)): _safe_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_safe_json(v) for v in value]
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +121,15 @@ class PageRecord:
     """``{src, alt}`` of the images in the main content, absolute, at most 50."""
     text_chars: int | None = None
     """Characters of ``text`` (before ``--max-text-chars`` cut it, flagged ``text-cut``)."""
+    rule: str | None = None
+    """With ``--rules``: the name of the rule read on the page, or None when none matched."""
+    items: int = 0
+    """How many items the rule read (each one in ``found``)."""
+    rule_errors: tuple[str, ...] = ()
+    """What went wrong reading the rule on the page (short lines; empty when nothing did)."""
+    found: tuple[Item, ...] = field(default=(), compare=False, repr=False, metadata=_NOT_STORED)
+    """The items themselves: not a field of the record's row or line, they travel with the
+    record to the sinks, which keep them in their items table or file."""
 
     def __post_init__(self) -> None:
         for name in ("url", "redirect_to"):  # credentials in a URL are shown as ***
@@ -88,6 +140,8 @@ class PageRecord:
             value = getattr(self, name)
             if value is not None and not value.isascii():
                 object.__setattr__(self, name, safe_text(value))
+        if self.rule_errors:
+            object.__setattr__(self, "rule_errors", tuple(_safe_json(self.rule_errors)))
 
     def to_json(self) -> str:
         """One JSON line (no newline)."""
@@ -116,6 +170,8 @@ class PageRecord:
             values["extra"] = json.loads(values["extra"])
         values["authors"] = tuple(json.loads(values["authors"] or "[]"))
         values["images"] = tuple(json.loads(values["images"] or "[]"))
+        values["rule_errors"] = tuple(json.loads(values["rule_errors"] or "[]"))
+        values["items"] = values["items"] or 0
         return cls(**values)
 
 
@@ -135,12 +191,13 @@ def _redact_authority(url: str) -> str:
     return redact_url(f"{scheme}://{authority}") + slash + path
 
 
-FIELD_NAMES = tuple(f.name for f in fields(PageRecord))
+FIELD_NAMES = tuple(f.name for f in fields(PageRecord) if f.metadata.get("stored", True))
+"""The fields a record's row and line hold (not ``found``: items are kept apart)."""
 _values = operator.attrgetter(*FIELD_NAMES)
 _FLAGS = FIELD_NAMES.index("flags")
 _JSON_FIELDS = tuple(
     i
-    for i, f in enumerate(fields(PageRecord))
+    for i, f in enumerate(f for f in fields(PageRecord) if f.name in FIELD_NAMES)
     if f.name != "flags" and str(f.type).startswith(("tuple", "dict"))
 )
 """The fields stored as JSON text (tuples and dicts), ``flags`` aside."""
@@ -152,7 +209,7 @@ class Journal(Protocol):
     state and committed with it in one transaction, so a resumed crawl finds both or neither."""
 
     def stage(self, records: list[PageRecord]) -> None:
-        """Stage records for the next commit."""
+        """Stage records, and the items each one carries (``found``), for the next commit."""
         ...
 
     def stage_sitemaps(self, host: str, urls: Sequence[str]) -> None:
@@ -171,10 +228,16 @@ class Journal(Protocol):
         """``(status, error, records)`` over the committed records (``--resume``)."""
         ...
 
+    def rule_counts(self) -> tuple[int, int, int, int]:
+        """``(pages a rule matched, items, items dropped, rule errors)`` over the committed
+        records (``--resume`` with ``--rules``)."""
+        ...
+
 
 class RecordSink(Protocol):
     """Where a checkpoint's records go once the journal has committed them, in its order.
-    Raising stops the crawl (every record stays in the journal)."""
+    Raising stops the crawl (every record stays in the journal). A sink keeps a record's
+    items (``found``) with the record, or writes none of them (pages.jsonl)."""
 
     async def write(self, records: list[PageRecord]) -> None:
         """Take the records of one checkpoint."""
@@ -218,6 +281,7 @@ __all__ = [
     "FIELD_NAMES",
     "Archivable",
     "Archive",
+    "Item",
     "Journal",
     "PageRecord",
     "RecordSink",

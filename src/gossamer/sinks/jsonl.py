@@ -1,11 +1,16 @@
-"""pages.jsonl: one JSON object per finished URL, appended after each checkpoint commit."""
+"""pages.jsonl: one JSON object per finished URL, and items.jsonl: one per item a rule read,
+appended after each checkpoint commit.
+
+Each file mirrors a crawl.db table line for line (``pages``, ``items``), so after a crash the
+lines it lacks are the rows past its line count (see ``crawl.open_stages``)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
-from gossamer.sinks.base import PageRecord
+from gossamer.sinks.base import Item, PageRecord
 
 
 class JsonlSink:
@@ -19,6 +24,29 @@ class JsonlSink:
         """Append and flush to the OS (a killed process loses nothing written here)."""
         if records:
             self._file.write("".join(r.to_json() + "\n" for r in records).encode("utf-8"))
+            self._file.flush()
+
+    def close(self) -> None:
+        """Flush and close."""
+        self._file.close()
+
+
+class ItemJsonlSink:
+    """Appends the items records carry (``found``) to items.jsonl, in crawl.db's order."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file = path.open("ab")
+
+    async def write(self, records: list[PageRecord]) -> None:
+        """Append the records' items and flush to the OS."""
+        self.write_items(item for record in records for item in record.found)
+
+    def write_items(self, items: Iterable[Item]) -> None:
+        """Append items (the catch-up after a crash) and flush to the OS."""
+        lines = "".join(item.to_json() + "\n" for item in items)
+        if lines:
+            self._file.write(lines.encode("utf-8"))
             self._file.flush()
 
     def close(self) -> None:

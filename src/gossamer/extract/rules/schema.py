@@ -298,10 +298,12 @@ def rules_from_documents(
             rules.append(rule)
     if problems:
         raise RuleError(problems)
-    return RuleSet(tuple(rules), tuple(documents), _digest(documents))
+    return RuleSet(tuple(rules), tuple(documents), digest_of(documents))
 
 
-def _digest(documents: Sequence[Document]) -> str:
+def digest_of(documents: Sequence[Document]) -> str:
+    """The digest of ``documents`` (:attr:`RuleSet.digest`): SHA-256 over their file names
+    and texts, in order, so a set shipped elsewhere can be checked before it is compiled."""
     digest = hashlib.sha256()
     for document in documents:
         for part in (Path(document.name).name, document.text):
