@@ -6,10 +6,6 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 
-from rich.console import Console
-from rich.live import Live
-from rich.text import Text
-
 from gossamer.stats import CrawlStats
 
 
@@ -25,6 +21,10 @@ async def progress_line(
     if not enabled:
         yield
         return
+    from rich.console import Console  # only on a terminal: a quiet start skips its import
+    from rich.live import Live
+    from rich.text import Text
+
     live = Live(console=Console(stderr=True), auto_refresh=False, transient=True)
 
     async def redraw() -> None:

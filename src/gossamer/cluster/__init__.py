@@ -13,3 +13,5 @@ This package stands on the single-process crawl: it may import ``gossamer.crawl`
 
 DEFAULT_JOB = "gossamer"
 """The job name when ``--job`` is not given."""
+DEFAULT_BUDGET = 60.0
+"""Seconds a worker waits for an unreachable Redis before it gives up."""

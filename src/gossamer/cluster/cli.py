@@ -1,4 +1,7 @@
-"""``gossamer cluster submit|worker|status|wait|up``."""
+"""``gossamer cluster submit|worker|status|wait|up``.
+
+Building the parser imports nothing of Redis or the worker: ``gossamer crawl`` parses its
+command line with this parser too, and starts without loading cluster code."""
 
 from __future__ import annotations
 
@@ -9,8 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gossamer.cluster import DEFAULT_JOB
-from gossamer.cluster.resilient import DEFAULT_BUDGET, run
+from gossamer.cluster import DEFAULT_BUDGET, DEFAULT_JOB
 from gossamer.flags import add_crawl_flags, add_log_flags, settings_from_args
 from gossamer.redact import has_password, redact_url
 from gossamer.settings import JobSettings
@@ -81,6 +83,7 @@ def _redis_flags(parser: argparse.ArgumentParser) -> None:
 
 def _submit(args: argparse.Namespace) -> int:
     from gossamer.cluster.jobs import submit
+    from gossamer.cluster.resilient import run
 
     settings = settings_from_args(args, JobSettings, skip=("redis", "job"))
     added = run(submit(settings, args.redis, args.job))
@@ -96,6 +99,7 @@ def _submit(args: argparse.Namespace) -> int:
 
 
 def _worker(args: argparse.Namespace) -> int:
+    from gossamer.cluster.resilient import run
     from gossamer.cluster.worker import WorkerOptions, run_worker
     from gossamer.crawl import summary
 
@@ -119,6 +123,7 @@ def _worker(args: argparse.Namespace) -> int:
 
 def _status(args: argparse.Namespace) -> int:
     from gossamer.cluster.jobs import format_status, status
+    from gossamer.cluster.resilient import run
 
     state = run(status(args.redis, args.job))
     if args.json:
@@ -130,6 +135,7 @@ def _status(args: argparse.Namespace) -> int:
 
 def _wait(args: argparse.Namespace) -> int:
     from gossamer.cluster.jobs import wait
+    from gossamer.cluster.resilient import run
 
     if run(wait(args.redis, args.job, args.timeout)):
         return 0

@@ -18,11 +18,12 @@ from redis.asyncio.connection import parse_url
 from redis.exceptions import RedisClusterException, RedisError
 
 from gossamer.balance.capability import Capability, Live
+from gossamer.cluster import DEFAULT_BUDGET
 from gossamer.cluster.balancer import model_report
 from gossamer.cluster.bounded import bounded_parser
 from gossamer.cluster.control import Control, JobTotals, WorkerInfo
 from gossamer.cluster.errors import ClusterError
-from gossamer.cluster.resilient import DEFAULT_BUDGET, install_guard
+from gossamer.cluster.resilient import install_guard
 from gossamer.frontier.base import Candidate
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import RedisClient, RedisFrontier

@@ -45,6 +45,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisClusterException, RedisError
 
+from gossamer.cluster import DEFAULT_BUDGET
 from gossamer.cluster.errors import ClusterError
 from gossamer.frontier.redis import RedisClient
 from gossamer.redact import redact_text, redact_url
@@ -53,8 +54,6 @@ from gossamer.retry import Backoff, Outage, retry
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
-DEFAULT_BUDGET = 60.0
-"""Seconds a worker waits for an unreachable Redis before it gives up."""
 _BASE = 0.05
 _CAP = 1.0
 

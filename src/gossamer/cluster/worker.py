@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from redis.exceptions import RedisError
 
 from gossamer.balance.probe import probe_capability
-from gossamer.cluster import DEFAULT_JOB
+from gossamer.cluster import DEFAULT_BUDGET, DEFAULT_JOB
 from gossamer.cluster.assignment import Assignment
 from gossamer.cluster.balancer import Balancer
 from gossamer.cluster.control import Control
@@ -33,7 +33,7 @@ from gossamer.cluster.jobs import load_job, open_control
 from gossamer.cluster.keeper import Keeper, Pace
 from gossamer.cluster.leadership import Leadership
 from gossamer.cluster.membership import Membership, Report
-from gossamer.cluster.resilient import DEFAULT_BUDGET, RedisGuard, install_guard
+from gossamer.cluster.resilient import RedisGuard, install_guard
 from gossamer.crawl import install_signal_handlers, open_stages, tune_gc
 from gossamer.frontier.redis import RedisFrontier
 from gossamer.redact import redact_url

@@ -21,7 +21,6 @@ import codecs
 from dataclasses import dataclass
 from typing import Literal
 
-from charset_normalizer import from_bytes
 from w3lib.encoding import (
     html_body_declared_encoding,
     http_content_type_encoding,
@@ -128,6 +127,8 @@ def _detect_legacy(sample: bytes) -> str | None:
     windows-1250 first for plain French or German); windows-1252, the browsers' default, wins
     such ties.
     """
+    from charset_normalizer import from_bytes  # imported by the first page that needs a guess
+
     matches = from_bytes(sample, cp_isolation=_DETECTOR_CANDIDATES)
     best = matches.best()
     if best is None:
