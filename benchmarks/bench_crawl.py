@@ -51,7 +51,7 @@ from typing import Any
 import crawl_report as report
 import nginx
 import parsefloor
-from crawlers import Crawler, Gossamer, Scrapy, Settings
+from crawlers import Crawler, Gossamer, Scrapy, Settings, compile_gossamer
 from measure import core_busy_seconds, run_measured
 from webgen import Expected, WebSpec, ensure_web, robots_allows, seeds
 from weblinks import host_ip
@@ -315,6 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if (why := crawler.missing()) is not None:
             print(f"bench: {why}", file=sys.stderr)
             return 2
+    compile_gossamer()
     webs = prepare(args)
     runs: list[report.Run] = []
     notes: list[str] = []
