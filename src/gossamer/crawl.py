@@ -52,7 +52,7 @@ from gossamer.sinks.jsonl import ItemJsonlSink, JsonlSink, repair_jsonl
 from gossamer.sinks.sqlite import SQLiteSink
 from gossamer.sinks.warc import WarcWriter
 from gossamer.stats import CrawlStats
-from gossamer.urls import InvalidURL, Scope, canonicalize, host_key, host_of
+from gossamer.urls import InvalidURL, Scope, canonicalize, host_key
 
 if TYPE_CHECKING:
     from gossamer.sinks.postgres import PostgresSink, StoreExport
@@ -94,6 +94,8 @@ class Stages:
     robots_fetch: RobotsFetch
     robots: RobotsCache
     politeness: PolitenessPolicy
+    scope: Scope
+    """What the crawl may visit (robots.txt redirects and the embedded frontier's links)."""
     store: RecordSink | None = None
     """With ``--store``: the shared page store, after pages.jsonl."""
     meter: BandwidthMeter | None = None
@@ -145,7 +147,7 @@ async def open_stages(
     shared page store (rows signed by ``worker``, default host-pid) and with rules (``rules``,
     by default read from the settings by :func:`load_ruleset`) items.jsonl.
     ``seeds`` (canonical) name the hosts the address guard lets reach private addresses and,
-    with the settings, the scope robots.txt redirects must stay in."""
+    with the settings, the scope robots.txt redirects must stay in (``Stages.scope``)."""
     out = settings.out
     if rules is _FROM_SETTINGS:
         rules = load_ruleset(settings)
@@ -158,11 +160,12 @@ async def open_stages(
     jsonl = JsonlSink(jsonl_path)
     await jsonl.write(SQLiteSink(db).records_after(committed))
     items = _item_sink(out / "items.jsonl", db) if rules is not None else None
+    scope = crawl_scope(settings, seeds)
+    del seeds  # 200,000 seed origins cost 16 MB: the scope holds what the crawl needs of them
     meter = BandwidthMeter()
-    fetcher = Fetcher(_fetch_config(settings), meter=meter, guard=address_guard(settings, seeds))
+    fetcher = Fetcher(_fetch_config(settings), meter=meter, guard=address_guard(settings, scope))
     warc = _warc_writer(settings)
     robots_fetch = RobotsFetch(fetcher, warc)
-    scope = crawl_scope(settings, seeds)
     robots = RobotsCache(
         fetch=robots_fetch,
         token=settings.robots_token,
@@ -190,6 +193,7 @@ async def open_stages(
             robots_fetch,
             robots,
             politeness,
+            scope,
             store,
             meter=meter,
             warc=warc,
@@ -301,8 +305,10 @@ async def build_crawler(
         origins = _stored_seeds(settings.out / "crawl.db")
     async with open_stages(settings, origins, rules=rules) as stages:
         db = stages.db
+        db.set_meta("seeds", "\n".join(origins))
+        del origins  # kept by the scope as far as the crawl needs them
         frontier = LocalFrontier(
-            crawl_scope(settings, origins),
+            stages.scope,
             stages.politeness,
             db,
             rules=stages.robots.known if settings.robots else None,
@@ -310,7 +316,6 @@ async def build_crawler(
         )
         if settings.resume:
             frontier.restore()
-        db.set_meta("seeds", "\n".join(origins))
         crawler = stages.crawler(settings, frontier)
         if settings.resume:
             crawler.restore_counts()
@@ -343,11 +348,11 @@ def in_scope(scope: Scope, url: str) -> bool:
         return False
 
 
-def address_guard(settings: CrawlSettings, seeds: list[str]) -> AddressGuard:
-    """The address guard of a crawl: the hosts its user named are the seeds' hosts, the
-    allowed domains and the names of ``--resolve`` overrides."""
+def address_guard(settings: CrawlSettings, scope: Scope) -> AddressGuard:
+    """The address guard of a crawl: the hosts its user named are the seeds' hosts (those of
+    its scope), the allowed domains and the names of ``--resolve`` overrides."""
     return AddressGuard.for_crawl(
-        {host_of(seed) for seed in seeds},
+        scope.hosts,
         settings.allow_domains,
         settings.resolve,
         allow_private=settings.allow_private,

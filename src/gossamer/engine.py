@@ -431,7 +431,7 @@ class Crawler:
         policy = await self._robots.get(lease.url)
         self._fetched()
         self._journal.stage_sitemaps(lease.host, policy.sitemaps)
-        started = self._robots_fetch.started.get(lease.host)
+        started = self._robots_fetch.started.pop(lease.host, None)
         feedback = Feedback(started_at=started, crawl_delay=policy.crawl_delay)
         await self._frontier.rules(lease, policy, feedback)
 
@@ -665,7 +665,8 @@ _RULE_COUNTERS = ("rule_pages", "items", "items_dropped", "rule_errors")
 
 
 class RobotsFetch:
-    """The fetch function handed to the robots cache; remembers when each host's started."""
+    """The fetch function handed to the robots cache; remembers when each host's started,
+    until the host's rules are reported."""
 
     def __init__(self, fetcher: Fetch, archive: Archive | None = None) -> None:
         self._fetcher = fetcher

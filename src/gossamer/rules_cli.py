@@ -30,7 +30,7 @@ from gossamer.extract.rules import RuleError, RuleSet, evaluate_body, load_rules
 from gossamer.extract.rules.schema import Rule, Sample
 from gossamer.fetch.http import FetchConfig, Fetcher
 from gossamer.frontier.robots import RobotsCache
-from gossamer.settings import CrawlSettings, SettingsError, load_settings
+from gossamer.settings import CrawlSettings, SettingsError, crawl_scope, load_settings
 from gossamer.urls import InvalidURL, Resolver, canonicalize
 
 __all__ = ["add_rules_parser", "fetch_page", "sample_output"]
@@ -167,7 +167,8 @@ async def fetch_page(settings: CrawlSettings, url: str) -> tuple[str, bytes, str
         concurrency=2,
         resolve=tuple(settings.resolve),
     )
-    async with Fetcher(config, guard=address_guard(settings, [target])) as fetcher:
+    guard = address_guard(settings, crawl_scope(settings, [target]))
+    async with Fetcher(config, guard=guard) as fetcher:
         robots = (
             RobotsCache(fetcher.fetch, token=settings.robots_token) if settings.robots else None
         )

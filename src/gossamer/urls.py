@@ -380,11 +380,16 @@ class Scope:
             hosts.add(host)
             if (port := explicit_port(seed)) is not None:
                 by_port.setdefault(port, set()).add(host)
+        frozen = frozenset(hosts)
         return cls(
-            hosts=frozenset(hosts),
+            hosts=frozen,
             domains=frozenset(d.lower().strip(".") for d in allow_domains),
             ports=frozenset(by_port),
-            origins=tuple((port, frozenset(named)) for port, named in sorted(by_port.items())),
+            # Seeds all on one port (the usual case) name every host there: one set, not two.
+            origins=tuple(
+                (port, frozen if named == hosts else frozenset(named))
+                for port, named in sorted(by_port.items())
+            ),
             allow_ports=frozenset(allow_ports),
             max_depth=max_depth,
             max_url_length=max_url_length,

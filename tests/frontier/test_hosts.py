@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from gossamer.frontier.base import Feedback, Lease
-from gossamer.frontier.hosts import HostScheduler, Queued
+from gossamer.frontier.hosts import HostQueue, HostScheduler, Queued
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.robots import RobotsPolicy
 from gossamer.urls import host_key
@@ -206,6 +206,25 @@ def test_an_entry_back_from_a_lease_goes_first_among_its_priority() -> None:
         order.append(lease.url)
         hosts.finish(lease, None)
     assert order == [f"{A}/hot2", f"{A}/0", f"{A}/1"]
+
+
+@pytest.mark.parametrize("length", [1, 15, 16, 17, 40])
+def test_a_queue_keeps_its_order_whatever_its_length(length: int) -> None:
+    """Short queues are lists, long ones deques: the same order either way, front pushes,
+    removals and a priority arriving late included."""
+    queue: HostQueue[Queued] = HostQueue()
+    for i in range(length):
+        queue.push(queued(f"{A}/{i}"))
+    queue.push(queued(f"{A}/back"), front=True)
+    assert queue.remove(lambda entry: entry.url == f"{A}/0") == [queued(f"{A}/0")]
+    assert len(queue) == length
+    assert queue.peek().url == f"{A}/back"
+    taken = [queue.pop().url]
+    queue.push(queued(f"{A}/again"), front=True)
+    queue.push(queued(f"{A}/hot", priority=1))
+    taken += [queue.pop().url for _ in range(len(queue))]
+    rest = [f"{A}/{i}" for i in range(1, length)]
+    assert taken == [f"{A}/back", f"{A}/hot", f"{A}/again", *rest]
 
 
 # -- the working set ----------------------------------------------------------------------

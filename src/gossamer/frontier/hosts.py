@@ -59,7 +59,7 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from gossamer.frontier.base import Feedback, Lease, LeaseKind, Rules
@@ -98,58 +98,75 @@ E = TypeVar("E", bound=Queued)
 
 _order = itertools.count()
 """Arrival order inside a priority, shared by every queue (only its order matters)."""
+_SHORT = 16
+"""Longest queue kept in a list: taking its first entry moves the others, a few pointers."""
 
 
 class HostQueue(Generic[E]):
     """One host's queued entries: the highest priority first, arrival order among equals.
 
-    A deque while every entry has the default priority 0 (the common case), a heap of
-    ``(-priority, order, entry)`` once one has another.
+    While every entry has the default priority 0 (the common case) a list, or a deque once
+    it holds more than `_SHORT` (a deque costs 600 bytes however short, and most hosts
+    hold a few URLs); a heap of ``(-priority, order, entry)`` once one has another priority.
     """
 
     __slots__ = ("_fifo", "_heap")
 
     def __init__(self) -> None:
-        self._fifo: deque[E] | None = deque()
-        self._heap: list[tuple[float, int, E]] = []
+        self._fifo: list[E] | deque[E] | None = []
+        self._heap: list[tuple[float, int, E]] | None = None
 
     def __len__(self) -> int:
-        return len(self._fifo) if self._fifo is not None else len(self._heap)
+        return len(self._fifo) if self._fifo is not None else len(self._items())
 
     def push(self, entry: E, *, front: bool = False) -> None:
         """Queue ``entry`` after those of its priority (before them with ``front``)."""
-        if self._fifo is not None:
+        fifo = self._fifo
+        if fifo is not None:
             if entry.priority:
                 self._to_heap()
-            elif front:
-                self._fifo.appendleft(entry)
-                return
             else:
-                self._fifo.append(entry)
+                if len(fifo) >= _SHORT and isinstance(fifo, list):
+                    fifo = self._fifo = deque(fifo)
+                if not front:
+                    fifo.append(entry)
+                elif isinstance(fifo, list):
+                    fifo.insert(0, entry)
+                else:
+                    fifo.appendleft(entry)
                 return
         order = next(_order)
-        heapq.heappush(self._heap, (-entry.priority, -order if front else order, entry))
+        heapq.heappush(self._items(), (-entry.priority, -order if front else order, entry))
 
     def peek(self) -> E:
         """The next entry (the queue must not be empty)."""
-        return self._fifo[0] if self._fifo is not None else self._heap[0][2]
+        return self._fifo[0] if self._fifo is not None else self._items()[0][2]
 
     def pop(self) -> E:
         """Take the next entry (the queue must not be empty)."""
-        return self._fifo.popleft() if self._fifo is not None else heapq.heappop(self._heap)[2]
+        fifo = self._fifo
+        if fifo is None:
+            return heapq.heappop(self._items())[2]
+        return fifo.pop(0) if isinstance(fifo, list) else fifo.popleft()
 
     def remove(self, drop: Callable[[E], bool]) -> list[E]:
-        """Take out the entries ``drop`` selects, in queue order for a deque."""
+        """Take out the entries ``drop`` selects, in queue order for a list or deque."""
         if self._fifo is not None:
             gone = [entry for entry in self._fifo if drop(entry)]
             if gone:
-                self._fifo = deque(entry for entry in self._fifo if not drop(entry))
+                kept = [entry for entry in self._fifo if not drop(entry)]
+                self._fifo = kept if len(kept) <= _SHORT else deque(kept)
             return gone
-        gone = [entry for _, _, entry in sorted(self._heap) if drop(entry)]
+        heap = self._items()
+        gone = [entry for _, _, entry in sorted(heap) if drop(entry)]
         if gone:
-            self._heap = [item for item in self._heap if not drop(item[2])]
+            self._heap = [item for item in heap if not drop(item[2])]
             heapq.heapify(self._heap)
         return gone
+
+    def _items(self) -> list[tuple[float, int, E]]:
+        assert self._heap is not None
+        return self._heap
 
     def _to_heap(self) -> None:
         assert self._fifo is not None
@@ -162,7 +179,6 @@ class HostQueue(Generic[E]):
 class Host(Generic[E]):
     """The scheduling state of one host."""
 
-    slot: HostSlot = field(default_factory=HostSlot)
     queue: HostQueue[E] | None = None
     """Queued URLs in memory; None when there are none (most of a big crawl's hosts have their
     URLs in storage only, and an empty queue costs memory)."""
@@ -181,6 +197,15 @@ class Host(Generic[E]):
     """Its ``robots`` lease is out: nothing of it is scheduled until that ends."""
     reported: Rules | None = None
     """Rules its last ``robots`` lease brought, until the next look at the host."""
+    _slot: HostSlot | None = None
+
+    @property
+    def slot(self) -> HostSlot:
+        """Its politeness slot, made when first asked for (most of a big crawl's hosts wait
+        in line, never scheduled yet)."""
+        if self._slot is None:
+            self._slot = HostSlot()
+        return self._slot
 
     @property
     def waiting(self) -> bool:
@@ -303,6 +328,10 @@ class HostScheduler(Generic[E]):
         self.stored += 1
         if host.stored == 1:  # a host with stored URLs already is scheduled already
             self._schedule(key, host)
+
+    def known(self, key: str) -> bool:
+        """Whether host ``key`` has had a URL here (queued, leased, delayed or stored)."""
+        return key in self._hosts
 
     def stored_of(self, key: str) -> int:
         """URLs of host ``key`` queued in storage only."""

@@ -71,8 +71,9 @@ class LocalFrontier:
         self._seen = SeenSet()
         self._seq = itertools.count()
         self._loaded: dict[str, int] = {}
-        """Hosts with URLs in crawl.db only: the highest seq of theirs held in memory so far
-        (the spilled ones come after it)."""
+        """Hosts with URLs in crawl.db only that have had some in memory: the highest seq of
+        theirs held in memory so far (the spilled ones come after it). A host all of whose
+        URLs were spilled has no entry: a million seeds spill most hosts whole."""
         self._duplicates = 0
         self._recent: dict[str, None] = {}
         """Candidate URLs admitted lately, which are in the seen-set: the same spelling again
@@ -205,7 +206,8 @@ class LocalFrontier:
         """Queue a URL at the back of its host, in memory while the budget allows."""
         hosts = self._hosts
         if hosts.queued >= self._memory_budget or (hosts.stored and hosts.stored_of(key)):
-            self._loaded.setdefault(key, seq - 1)
+            if hosts.known(key) and not hosts.stored_of(key):
+                self._loaded.setdefault(key, seq - 1)
             hosts.store(key)
         else:
             hosts.push(key, entry)
@@ -218,7 +220,8 @@ class LocalFrontier:
         rows = []
         if stored and self._db is not None:
             batch = min(room, _REFILL_BATCH, stored)
-            rows = await self._db.read(_READ_SPILLED, (key, self._loaded[key], batch))
+            after = self._loaded.get(key, -1)
+            rows = await self._db.read(_READ_SPILLED, (key, after, batch))
         if rows:
             self._loaded[key] = rows[-1][-1]
         self._hosts.refill(key, [Queued(*row[:-1]) for row in rows])

@@ -12,6 +12,9 @@ from pathlib import Path
 
 from gossamer.sinks.base import Item, PageRecord
 
+_WRITE_CHARS = 1 << 20
+"""Characters of JSON lines encoded and handed to the file at a time."""
+
 
 class JsonlSink:
     """Appends records to a JSON-lines file, line for line in crawl.db's order."""
@@ -21,10 +24,29 @@ class JsonlSink:
         self._file = path.open("ab")
 
     async def write(self, records: list[PageRecord]) -> None:
-        """Append and flush to the OS (a killed process loses nothing written here)."""
-        if records:
-            self._file.write("".join(r.to_json() + "\n" for r in records).encode("utf-8"))
-            self._file.flush()
+        """Append and flush to the OS (a killed process loses nothing written here).
+
+        Written a megabyte at a time: a checkpoint after a slow commit holds thousands of
+        records, and their text joined at once would cost the process that much memory thrice
+        (the lines, the joined text and its bytes)."""
+        if not records:
+            return
+        lines: list[str] = []
+        size = 0
+        for record in records:
+            line = record.to_json()
+            lines.append(line)
+            size += len(line)
+            if size >= _WRITE_CHARS:
+                self._write_lines(lines)
+                lines, size = [], 0
+        self._write_lines(lines)
+        self._file.flush()
+
+    def _write_lines(self, lines: list[str]) -> None:
+        if lines:
+            lines.append("")  # the last line's newline
+            self._file.write("\n".join(lines).encode("utf-8"))
 
     def close(self) -> None:
         """Flush and close."""
