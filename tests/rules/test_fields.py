@@ -55,8 +55,8 @@ def one(run: Run, **keys: object) -> object:
 def test_items_hold_the_rule_name_then_the_fields_in_order(run: Run) -> None:
     found = run(RULE + field(name="b", css="p") + field(name="a", css="h1"), PAGE)
     assert found.rule == "page"
-    assert list(found.items[0]) == ["rule", "b", "a"]
-    assert found.items[0]["rule"] == "page"
+    assert list(found.items[0]) == ["b", "a"]
+    assert found.rule == "page"
 
 
 def test_css_text_is_whitespace_normalised(run: Run) -> None:
@@ -137,7 +137,7 @@ def test_required_field_missing_drops_the_item_and_says_so(run: Run) -> None:
     assert found.dropped == 1
     assert found.errors == ["required field 'x' missing: item dropped"]
     found = run(RULE + field(name="t", css="h1", required=True), PAGE)
-    assert found.items == [{"rule": "page", "t": "Hello world"}] and found.dropped == 0
+    assert found.items == [{"t": "Hello world"}] and found.dropped == 0
 
 
 def test_a_rule_without_fields_gives_no_items(run: Run) -> None:
@@ -163,10 +163,10 @@ def test_record_fields_missing_in_one_container_stay_null_in_its_item(run: Run) 
     )
     found = run(rules, PRODUCTS)
     assert found.items == [
-        {"rule": "page", "name": "One", "price": 1, "link": "https://site.test/p/1"},
-        {"rule": "page", "name": "Two", "price": None, "link": "https://site.test/p/2"},
-        {"rule": "page", "name": None, "price": 3, "link": None},
-        {"rule": "page", "name": "Four", "price": 4, "link": None},
+        {"name": "One", "price": 1, "link": "https://site.test/p/1"},
+        {"name": "Two", "price": None, "link": "https://site.test/p/2"},
+        {"name": None, "price": 3, "link": None},
+        {"name": "Four", "price": 4, "link": None},
     ]
 
 
@@ -196,7 +196,7 @@ def test_a_record_with_no_container_gives_no_items(run: Run) -> None:
 
 def test_an_xpath_failing_on_the_page_is_a_page_error(run: Run) -> None:
     found = run(RULE + field(name="x", xpath="foo(1)") + field(name="y", css="h1"), PAGE)
-    assert found.items == [{"rule": "page", "x": None, "y": "Hello world"}]
+    assert found.items == [{"x": None, "y": "Hello world"}]
     assert found.errors == ["field 'x': xpath: Unregistered function"]
 
 
@@ -222,7 +222,7 @@ def test_pages_are_read_with_their_charset(load: Load) -> None:
     body = "<html><body><h1>Привет</h1><p>мир</p></body></html>".encode("cp1251")
     _page, found = evaluate_body(rules, "https://site.test/", body, charset="windows-1251")
     assert found is not None
-    assert found.items == [{"rule": "page", "h": "Привет", "r": "мир"}]
+    assert found.items == [{"h": "Привет", "r": "мир"}]
 
 
 def test_lone_surrogates_in_jsonld_become_replacement_characters(run: Run) -> None:

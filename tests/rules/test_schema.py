@@ -76,7 +76,6 @@ def problems(tmp_path: Path, text: str, name: str = "r.toml") -> list[str]:
             "attr applies to css and xpath fields, not meta",
         ),
         (HEAD + '[[rule.field]]\nname = "f"\ncss = "a"\nattr = "a b"\n', "attr 'a b' is not"),
-        (HEAD + '[[rule.field]]\nname = "rule"\ncss = "a"\n', "field 'rule': 'rule' is reserved"),
         (HEAD + '[[rule.field]]\nname = "1st"\ncss = "a"\n', "field '1st': a name is a letter"),
         (
             HEAD + '[[rule.field]]\nname = "f"\ncss = "a"\n' * 2,
@@ -244,7 +243,6 @@ def test_a_json_document_means_what_the_same_toml_means(tmp_path: Path) -> None:
     assert results[0] == results[1]
     assert results[0].items == [
         {
-            "rule": "sql-command",
             "command": "SELECT",
             "refs": ["https://docs.example.org/sql-from.html"],
         }

@@ -56,8 +56,6 @@ __all__ = [
 ]
 
 MAX_DOCUMENT_BYTES = 1 << 20
-RESERVED_NAMES = frozenset({"rule"})
-"""Item keys the evaluation writes itself; no field may take them."""
 SOURCES = ("css", "xpath", "regex", "jsonld", "meta")
 
 _FIELD_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
@@ -511,8 +509,6 @@ def _fields(
         part = f"field {field_spec.name!r}" if field_spec.name else f"field #{index + 1}"
         if not _FIELD_NAME.fullmatch(field_spec.name):
             where.add("a name is a letter or _, then letters, digits, _ or - (64 at most)", part)
-        elif field_spec.name in RESERVED_NAMES:
-            where.add(f"{field_spec.name!r} is reserved (every item holds its rule's name)", part)
         elif field_spec.name in seen:
             where.add("duplicate field name", part)
         seen.add(field_spec.name)
