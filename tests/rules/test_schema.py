@@ -128,6 +128,18 @@ def problems(tmp_path: Path, text: str, name: str = "r.toml") -> list[str]:
         ),
         (HEAD + '[[rule.link]]\ncss = "a["\n', "rule 'r': link #1: bad CSS selector 'a['"),
         (HEAD + '[[rule.link]]\ndeny = ["("]\n', "rule 'r': link #1: deny: bad regex '('"),
+        (
+            "[[rule]]\nname = \"r\"\nurl = '^http://x/(\\w+)+$'\n",
+            "rule 'r': url: regex '^http://x/(\\\\w+)+$' repeats a repetition",
+        ),
+        (
+            HEAD + "exclude = ['(a|a+)*!']\n",
+            "rule 'r': exclude: regex '(a|a+)*!' repeats a repetition",
+        ),
+        (
+            HEAD + "[[rule.link]]\nallow = ['(.+/)*x']\n",
+            "rule 'r': link #1: allow: regex '(.+/)*x' repeats a repetition",
+        ),
         (HEAD + '[[rule.link]]\nallow = "x"\n', "rule 'r': link #1: 'allow' must be a list"),
         (HEAD + "[[rule.link]]\nfollow = true\n", "rule 'r': link #1: unknown key 'follow'"),
         (
@@ -261,3 +273,19 @@ def test_json_and_toml_problems_match(tmp_path: Path) -> None:
         "rule 'sql-command': field 'command': bad XPath './/h1[': Invalid expression"
     ]
     assert problems(tmp_path, bad) == problems(tmp_path, json.dumps(tomllib.loads(bad)), "r.json")
+
+
+def test_repetitions_that_split_a_text_one_way_are_accepted(tmp_path: Path) -> None:
+    """A round ending in a character its repetition cannot match cannot backtrack without
+    end: such patterns load, and a long hostile URL is matched at once."""
+    rule = (
+        "[[rule]]\nname = \"r\"\nurl = '^https?://[^/]+/(\\w+/)*page$'\n"
+        "[[rule.field]]\nname = \"n\"\nregex = '((?:\\d+,)*\\d+)'\n"
+        "[[rule.field]]\nname = \"p\"\nregex = '(a++)+b'\n"
+    )
+    path = tmp_path / "r.toml"
+    path.write_text(rule, "utf-8")
+    rules = load_rules([path])
+    assert rules.select("https://x.test/" + "a" * 5000 + "!") is None
+    _page, found = evaluate_body(rules, "https://x.test/a/b/page", b"<p>1,234,567 and 8</p>")
+    assert found is not None and found.items == [{"n": "1,234,567", "p": None}]
