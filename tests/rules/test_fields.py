@@ -189,6 +189,45 @@ def test_xpath_records_are_relative_too(run: Run) -> None:
     assert found.errors == ["item 3: required field 'name' missing: item dropped"]
 
 
+TABLE = """<html><body><table>
+<tr class="row"><td class="n">One</td><td><a href="/1">x</a></td></tr>
+<tr class="row"><td class="n">Two</td><td></td></tr>
+</table></body></html>"""
+
+
+def test_xpath_fields_read_inside_css_containers(run: Run) -> None:
+    rules = (
+        RULE
+        + '[rule.record]\ncss = "tr.row"\n'
+        + field(name="n", xpath="./td[1]")
+        + field(name="href", xpath=".//a/@href")
+        + field(name="css", css="td.n")
+    )
+    found = run(rules, TABLE)
+    assert found.items == [
+        {"n": "One", "href": "/1", "css": "One"},
+        {"n": "Two", "href": None, "css": "Two"},
+    ]
+    assert found.errors == []
+
+
+def test_css_fields_read_inside_xpath_containers(run: Run) -> None:
+    cells = RULE + '[rule.record]\nxpath = "//td"\n' + field(name="a", css="a", attr="href")
+    assert [item["a"] for item in run(cells, TABLE).items] == [None, "/1", None, None]
+    products = (
+        RULE
+        + "[rule.record]\nxpath = \"//div[@class='product']\"\n"
+        + field(name="name", css="h2")
+        + field(name="price", css="span.price", process=["int"])
+    )
+    assert run(products, PRODUCTS).items == [
+        {"name": "One", "price": 1},
+        {"name": "Two", "price": None},
+        {"name": None, "price": 3},
+        {"name": "Four", "price": 4},
+    ]
+
+
 def test_a_record_with_no_container_gives_no_items(run: Run) -> None:
     found = run(RULE + '[rule.record]\ncss = "ul.none"\n' + field(name="x", css="li"), PRODUCTS)
     assert found.items == [] and found.errors == []

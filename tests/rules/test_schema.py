@@ -115,12 +115,8 @@ def problems(tmp_path: Path, text: str, name: str = "r.toml") -> list[str]:
             "process[0]: a processor is a name or an inline table",
         ),
         (
-            HEAD + '[rule.record]\ncss = "div"\n[[rule.field]]\nname = "f"\nxpath = ".//a"\n',
-            "field 'f': an xpath field inside a css record: use css (or an xpath record)",
-        ),
-        (
-            HEAD + '[rule.record]\nxpath = "//div"\n[[rule.field]]\nname = "f"\ncss = "a"\n',
-            "field 'f': a css field inside an xpath record: use xpath (or a css record)",
+            HEAD + '[rule.record]\ncss = "div"\n[[rule.field]]\nname = "f"\nxpath = "//a"\n',
+            "field 'f': xpath '//a' inside a record must be relative to it",
         ),
         (
             HEAD + '[rule.record]\nxpath = "//div"\n[[rule.field]]\nname = "f"\nxpath = "//a"\n',

@@ -549,13 +549,9 @@ def _field(
 def _source(kind: str, value: str, attr: str, record: _RecordSpec | None) -> Source:
     """The compiled source; raises ``ValueError``."""
     if kind == "css":
-        if record is not None and record.xpath is not None:
-            raise ValueError("a css field inside an xpath record: use xpath (or a css record)")
         _raise(_check_css(value))
         return CssSource(value, attr)
     if kind == "xpath":
-        if record is not None and record.css is not None:
-            raise ValueError("an xpath field inside a css record: use css (or an xpath record)")
         if record is not None and value.lstrip().startswith("/"):
             raise ValueError(
                 f"xpath {value!r} inside a record must be relative to it ('.//h2', not '//h2')"
