@@ -92,6 +92,12 @@ def test_xpath_elements_text_attributes_and_numbers(run: Run) -> None:
     assert one(run, xpath="boolean(//table)") is False
 
 
+def test_an_attribute_of_what_is_not_an_element_is_a_page_error(run: Run) -> None:
+    found = run(RULE + field(name="v", xpath="count(//p)", attr="href"), PAGE)
+    assert found.items == [{"v": None}]
+    assert found.errors == ["xpath 'count(//p)': attr 'href' of a non-element"]
+
+
 def test_regex_takes_the_first_group_or_the_whole_match(run: Run) -> None:
     assert one(run, regex=r"Price: ([\d,]+)") == "1,234"
     assert one(run, regex=r"\d,\d+") == "1,234"

@@ -262,10 +262,15 @@ class CssSource:
         return found
 
 
+_NO_ATTRIBUTE = object()
+"""What an attribute name reads from text, a number or a boolean an XPath selects."""
+
+
 @dataclass(frozen=True, slots=True)
 class XPathSource:
     """An XPath 1.0 expression: elements (their text, HTML or an attribute), or the text,
-    attribute values, numbers and booleans it selects directly."""
+    attribute values, numbers and booleans it selects directly (with ``attr`` text or html;
+    an attribute name reads nothing from those, which the page's errors say)."""
 
     expression: str
     attr: str = "text"
@@ -288,6 +293,9 @@ class XPathSource:
         found: list[Any] = []
         for item in result if isinstance(result, list) else [result]:
             value = self._value(item, etree)
+            if value is _NO_ATTRIBUTE:
+                page.note(f"xpath {self.expression!r}: attr {self.attr!r} of a non-element")
+                continue
             if value is not None:
                 found.append(value)
                 if first or len(found) >= MAX_VALUES:
@@ -302,6 +310,8 @@ class XPathSource:
                 return str(etree.tostring(item, method="html", encoding="unicode", with_tail=False))
             value = item.get(self.attr)
             return None if value is None else str(value)
+        if self.attr not in ("text", "html"):
+            return _NO_ATTRIBUTE
         if isinstance(item, str):
             return str(item)  # lxml's string results hold their whole tree
         if isinstance(item, bool):
