@@ -155,6 +155,21 @@ def test_each_problem_is_named(tmp_path: Path, text: str, expected: str) -> None
     assert expected in found[0], found
 
 
+def test_a_schema_problem_hides_none_of_the_others(tmp_path: Path) -> None:
+    text = (
+        HEAD + "colour = 1\n"
+        '[[rule.field]]\nname = "a"\ncss = "b"\nselector = "x"\n'
+        '[[rule.field]]\nname = "c"\nregex = "(x"\n'
+        '[[rule.link]]\ncss = "a["\n'
+    )
+    assert problems(tmp_path, text) == [
+        "rule 'r': field 'a': unknown key 'selector'",
+        "rule 'r': unknown key 'colour'",
+        "rule 'r': field 'c': bad regex '(x': missing ), unterminated subpattern at position 0",
+        "rule 'r': link #1: bad CSS selector 'a['",
+    ]
+
+
 def test_every_problem_of_a_document_is_listed(tmp_path: Path) -> None:
     text = (
         '[[rule]]\nname = "a"\nurl = "("\n[[rule.field]]\nname = "f"\ncss = "a["\n'
@@ -263,7 +278,14 @@ def test_json_and_toml_problems_match(tmp_path: Path) -> None:
     bad = DOCUMENT.replace('".//h1"', '".//h1["').replace("priority = 2", 'priority = "2"')
     toml_problems = problems(tmp_path, bad)
     json_problems = problems(tmp_path, json.dumps(tomllib.loads(bad)), "r.json")
-    assert toml_problems == json_problems == ["rule 'sql-command': 'priority' must be an integer"]
+    assert (
+        toml_problems
+        == json_problems
+        == [
+            "rule 'sql-command': 'priority' must be an integer",
+            "rule 'sql-command': field 'command': bad XPath './/h1[': Invalid expression",
+        ]
+    )
     bad = DOCUMENT.replace('".//h1"', '".//h1["')
     assert problems(tmp_path, bad) == [
         "rule 'sql-command': field 'command': bad XPath './/h1[': Invalid expression"

@@ -396,7 +396,47 @@ def _compile_rule(
         for error in exc.errors():
             part, message = _describe(error, raw)
             where.add(message, part)
+        salvaged = _valid_parts(raw)
+        if salvaged is not None:
+            _build(salvaged, where, functions, order)  # the other parts' problems too
         return None
+    return _build(spec, where, functions, order)
+
+
+def _valid_parts(raw: dict[str, Any]) -> _RuleSpec | None:
+    """The rule without the parts its schema refused (None if even that fails), so the
+    problems of the rest are listed with those of the schema."""
+    parts = {key: value for key, value in raw.items() if key in _RuleSpec.model_fields}
+    models: dict[str, type[BaseModel]] = {
+        "field": _FieldSpec, "link": _LinkSpec, "sample": _SampleSpec
+    }  # fmt: skip
+    for kind, model in models.items():
+        if isinstance(parts.get(kind), list):
+            parts[kind] = [item for item in parts[kind] if _conforms(model, item)]
+    for key in ("name", "url"):
+        if not isinstance(parts.get(key), str):
+            parts[key] = "_" if key == "name" else ""
+    for key in ("exclude", "priority", "record", "field", "link", "sample"):
+        if key in parts and not _conforms(_RuleSpec, {"name": "_", "url": "", key: parts[key]}):
+            del parts[key]
+    try:
+        return _RuleSpec.model_validate(parts)
+    except ValidationError:
+        return None
+
+
+def _conforms(model: type[BaseModel], value: Any) -> bool:
+    try:
+        model.model_validate(value)
+    except ValidationError:
+        return False
+    return True
+
+
+def _build(
+    spec: _RuleSpec, where: _Where, functions: Mapping[str, RuleFunction], order: int
+) -> Rule | None:
+    """The compiled rule of a ``spec`` its schema accepted; None when it has problems."""
     before = len(where.problems)
     rule = Rule(
         name=spec.name,
