@@ -618,8 +618,7 @@ class Crawler:
         )  # fmt: skip
         fetched_at = round(result.fetched_at, 3)
         items = tuple(
-            Item(url, found.rule, i, fetched_at, {k: v for k, v in item.items() if k != "rule"})
-            for i, item in enumerate(found.items)
+            Item(url, found.rule, i, fetched_at, item) for i, item in enumerate(found.items)
         )
         fields = {"rule": found.rule, "items": len(items), "rule_errors": tuple(found.errors)}
         return fields | {"found": items}, (links if found.links is None else found.links)

@@ -6,7 +6,8 @@ path the crawl uses.
 - ``rules test PATH... [--update]``: each ``[[rule.sample]]`` page evaluated and compared with
   its ``expect`` JSON (exit 1 with a diff when they differ; ``--update`` writes them).
 - ``rules try PATH PAGE --url URL``: the JSON of one saved page (``{"url", "rule", "items",
-  "links", "errors"}``); ``rules try PATH URL`` fetches the page first, as the crawl would
+  "links", "errors"}``, each item its fields by name; ``rule`` null when no rule is for the
+  URL); ``rules try PATH URL`` fetches the page first, as the crawl would
   (its fetcher and address guard, robots.txt obeyed unless ``--no-robots``, redirects
   followed, each target checked again).
 
@@ -145,7 +146,7 @@ def _try(args: argparse.Namespace) -> int:
         url, body, charset = args.url, _read_page(Path(args.page)), args.charset
     output = sample_output(rules, url, body, charset)
     if output["rule"] is None:
-        raise CommandError(f"no rule is for {url}")
+        print(f"gossamer: no rule is for {url}: no items, the page's links", file=sys.stderr)
     print(json.dumps(output, ensure_ascii=False, indent=2))
     return 0
 
@@ -257,9 +258,11 @@ def _run_sample(rules: RuleSet, rule: Rule, sample: Sample, *, update: bool) -> 
 
 
 def _difference(expected: Any, output: dict[str, Any]) -> str | None:
-    """A unified diff of what differs (a list expected: the items; an object: its keys)."""
+    """A unified diff of what differs (a list expected: the items, each its fields or an
+    items.jsonl line; an object: its keys)."""
+    actual: dict[str, Any]
     if isinstance(expected, list):
-        expected, actual = {"items": expected}, {"items": output["items"]}
+        expected, actual = {"items": expected}, {"items": _as_expected(expected, output)}
     elif isinstance(expected, dict):
         actual = {key: output.get(key) for key in expected}
     else:
@@ -274,6 +277,28 @@ def _difference(expected: Any, output: dict[str, Any]) -> str | None:
         lineterm="",
     )
     return "\n" + "\n".join(lines)
+
+
+_LINE_KEYS = frozenset({"url", "rule", "fetched_at", "fields"})
+
+
+def _as_expected(expected: list[Any], output: dict[str, Any]) -> list[Any]:
+    """The sample's items as ``expected`` writes them: their fields or, when every expected
+    item is an items.jsonl line (``fields`` and some of ``url``, ``rule``, ``fetched_at``),
+    lines with the keys each expected line has (``fetched_at`` is the expected one's: a saved
+    page has no fetch time)."""
+    lines = bool(expected) and all(
+        isinstance(item, dict) and "fields" in item and set(item) <= _LINE_KEYS for item in expected
+    )
+    if not lines:
+        return list(output["items"])
+    actual = []
+    for index, fields in enumerate(output["items"]):
+        keys = expected[index] if index < len(expected) else dict.fromkeys(_LINE_KEYS)
+        line = {"url": output["url"], "rule": output["rule"], "fields": fields}
+        line["fetched_at"] = keys.get("fetched_at")
+        actual.append({key: line[key] for key in keys})
+    return actual
 
 
 def _pretty(value: Any) -> str:

@@ -55,8 +55,8 @@ def one(run: Run, **keys: object) -> object:
 def test_items_hold_the_rule_name_then_the_fields_in_order(run: Run) -> None:
     found = run(RULE + field(name="b", css="p") + field(name="a", css="h1"), PAGE)
     assert found.rule == "page"
-    assert list(found.items[0]) == ["rule", "b", "a"]
-    assert found.items[0]["rule"] == "page"
+    assert list(found.items[0]) == ["b", "a"]
+    assert found.rule == "page"
 
 
 def test_css_text_is_whitespace_normalised(run: Run) -> None:
@@ -90,6 +90,12 @@ def test_xpath_elements_text_attributes_and_numbers(run: Run) -> None:
     assert one(run, xpath="count(//p)") == 2
     assert one(run, xpath="string(//h1/b)") == "world"
     assert one(run, xpath="boolean(//table)") is False
+
+
+def test_an_attribute_of_what_is_not_an_element_is_a_page_error(run: Run) -> None:
+    found = run(RULE + field(name="v", xpath="count(//p)", attr="href"), PAGE)
+    assert found.items == [{"v": None}]
+    assert found.errors == ["xpath 'count(//p)': attr 'href' of a non-element"]
 
 
 def test_regex_takes_the_first_group_or_the_whole_match(run: Run) -> None:
@@ -137,7 +143,7 @@ def test_required_field_missing_drops_the_item_and_says_so(run: Run) -> None:
     assert found.dropped == 1
     assert found.errors == ["required field 'x' missing: item dropped"]
     found = run(RULE + field(name="t", css="h1", required=True), PAGE)
-    assert found.items == [{"rule": "page", "t": "Hello world"}] and found.dropped == 0
+    assert found.items == [{"t": "Hello world"}] and found.dropped == 0
 
 
 def test_a_rule_without_fields_gives_no_items(run: Run) -> None:
@@ -163,10 +169,10 @@ def test_record_fields_missing_in_one_container_stay_null_in_its_item(run: Run) 
     )
     found = run(rules, PRODUCTS)
     assert found.items == [
-        {"rule": "page", "name": "One", "price": 1, "link": "https://site.test/p/1"},
-        {"rule": "page", "name": "Two", "price": None, "link": "https://site.test/p/2"},
-        {"rule": "page", "name": None, "price": 3, "link": None},
-        {"rule": "page", "name": "Four", "price": 4, "link": None},
+        {"name": "One", "price": 1, "link": "https://site.test/p/1"},
+        {"name": "Two", "price": None, "link": "https://site.test/p/2"},
+        {"name": None, "price": 3, "link": None},
+        {"name": "Four", "price": 4, "link": None},
     ]
 
 
@@ -189,6 +195,45 @@ def test_xpath_records_are_relative_too(run: Run) -> None:
     assert found.errors == ["item 3: required field 'name' missing: item dropped"]
 
 
+TABLE = """<html><body><table>
+<tr class="row"><td class="n">One</td><td><a href="/1">x</a></td></tr>
+<tr class="row"><td class="n">Two</td><td></td></tr>
+</table></body></html>"""
+
+
+def test_xpath_fields_read_inside_css_containers(run: Run) -> None:
+    rules = (
+        RULE
+        + '[rule.record]\ncss = "tr.row"\n'
+        + field(name="n", xpath="./td[1]")
+        + field(name="href", xpath=".//a/@href")
+        + field(name="css", css="td.n")
+    )
+    found = run(rules, TABLE)
+    assert found.items == [
+        {"n": "One", "href": "/1", "css": "One"},
+        {"n": "Two", "href": None, "css": "Two"},
+    ]
+    assert found.errors == []
+
+
+def test_css_fields_read_inside_xpath_containers(run: Run) -> None:
+    cells = RULE + '[rule.record]\nxpath = "//td"\n' + field(name="a", css="a", attr="href")
+    assert [item["a"] for item in run(cells, TABLE).items] == [None, "/1", None, None]
+    products = (
+        RULE
+        + "[rule.record]\nxpath = \"//div[@class='product']\"\n"
+        + field(name="name", css="h2")
+        + field(name="price", css="span.price", process=["int"])
+    )
+    assert run(products, PRODUCTS).items == [
+        {"name": "One", "price": 1},
+        {"name": "Two", "price": None},
+        {"name": None, "price": 3},
+        {"name": "Four", "price": 4},
+    ]
+
+
 def test_a_record_with_no_container_gives_no_items(run: Run) -> None:
     found = run(RULE + '[rule.record]\ncss = "ul.none"\n' + field(name="x", css="li"), PRODUCTS)
     assert found.items == [] and found.errors == []
@@ -196,7 +241,7 @@ def test_a_record_with_no_container_gives_no_items(run: Run) -> None:
 
 def test_an_xpath_failing_on_the_page_is_a_page_error(run: Run) -> None:
     found = run(RULE + field(name="x", xpath="foo(1)") + field(name="y", css="h1"), PAGE)
-    assert found.items == [{"rule": "page", "x": None, "y": "Hello world"}]
+    assert found.items == [{"x": None, "y": "Hello world"}]
     assert found.errors == ["field 'x': xpath: Unregistered function"]
 
 
@@ -222,7 +267,7 @@ def test_pages_are_read_with_their_charset(load: Load) -> None:
     body = "<html><body><h1>Привет</h1><p>мир</p></body></html>".encode("cp1251")
     _page, found = evaluate_body(rules, "https://site.test/", body, charset="windows-1251")
     assert found is not None
-    assert found.items == [{"rule": "page", "h": "Привет", "r": "мир"}]
+    assert found.items == [{"h": "Привет", "r": "мир"}]
 
 
 def test_lone_surrogates_in_jsonld_become_replacement_characters(run: Run) -> None:

@@ -22,6 +22,7 @@ PAGE = """<html><head><base href="https://site.test/dir/"></head><body>
 <p class="v">  Mixed   Case\tText  </p>
 <ul><li>b</li><li> a </li><li>c</li></ul>
 <span class="n"> -42 </span><span class="f">3.25</span><span class="bad">12abc</span>
+<s class="k">1,234</s><s class="kf">-1,234,567.5</s><s class="kbad">12,34</s>
 <time>Wed, 01 May 2024 10:00:00 GMT</time><i class="d1">2024-05-01</i><i class="d2">1 May 2024</i>
 <i class="d3">May 1, 2024</i><i class="d4">01/05/2024</i><i class="d5">2024-05-01T10:00:00Z</i>
 <a href="../x?q=1#frag">x</a><a href="mailto:a@b">m</a>
@@ -108,6 +109,9 @@ def test_numbers(run: Run) -> None:
     )
     assert value(run, ["int"], css="span.f") == (None, ["field 'v': int cannot read '3.25'"])
     assert value(run, ["int"], css="table") == (None, [])  # null stays null
+    assert value(run, ["int"], css="s.k") == (1234, [])
+    assert value(run, ["float"], css="s.kf") == (-1234567.5, [])
+    assert value(run, ["int"], css="s.kbad") == (None, ["field 'v': int cannot read '12,34'"])
 
 
 def test_numbers_from_json_ld_pass_through(run: Run) -> None:
@@ -187,7 +191,7 @@ def test_call_runs_a_registered_function(run: Run, tmp_path: Path) -> None:
         boom=f"{module}:boom",
         not_json=f"{module}:not_json",
     )
-    assert found.items == [{"rule": "p", "cents": 325, "b": None, "j": None}]
+    assert found.items == [{"cents": 325, "b": None, "j": None}]
     assert found.errors == [
         "field 'b': call 'boom' raised KeyError",
         "field 'j': call 'not_json' returned set, not JSON",

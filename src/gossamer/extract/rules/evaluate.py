@@ -11,9 +11,10 @@ how many more there were).
 Items: without a ``record``, one item per page; with one, an item per container element, its
 CSS and XPath fields read inside that element only (its regex fields read the element's HTML;
 jsonld and meta fields read the page), so a field missing from one container is null in that
-item, never taken from the next. Every item holds ``rule`` (the rule's name) and then the
-fields in document order. An item whose required field is null, ``""`` or ``[]`` is dropped
-(counted in :attr:`PageItems.dropped`). At most `MAX_ITEMS` items per page.
+item, never taken from the next. An item is its fields by name, in document order (what
+items.jsonl holds as ``fields``; the rule's name is :attr:`PageItems.rule`). An item whose
+required field is null, ``""`` or ``[]`` is dropped (counted in :attr:`PageItems.dropped`).
+At most `MAX_ITEMS` items per page.
 
 Links: a rule without link rules leaves the page's own links (``links`` is None); with link
 rules, only the links they select are followed: for each, the page's links inside its CSS
@@ -58,6 +59,7 @@ class PageItems:
     rule: str
     """The rule's name."""
     items: list[dict[str, Any]]
+    """Each item's fields by name (what items.jsonl holds as ``fields``)."""
     links: list[str] | None
     """The links to follow; None: the rule has no link rules, follow the page's own."""
     errors: list[str]
@@ -153,7 +155,7 @@ def _items(rule: Rule, view: PageView, errors: _Errors) -> tuple[list[dict[str, 
     dropped = 0
     containers = _containers(rule, view, errors)
     for number, scope in enumerate(containers, 1):
-        item: dict[str, Any] = {"rule": rule.name}
+        item: dict[str, Any] = {}
         missing = []
         for field in rule.fields:
             value = _value(field, view, scope, errors)

@@ -16,8 +16,9 @@ its name and whose other keys are its options (``{regex = '(\\d+)', group = 1}``
                     ``"join"`` joins with one space); nulls are left out
 ``split``           text as a list split on the separator (``{split = ","}``; ``"split"``
                     splits on whitespace), each part stripped, empty parts left out
-``int``             an integer from text such as ``"42"`` or ``" -7 "``
-``float``           a finite number from text such as ``"3.5"``, ``"-1e3"``
+``int``             an integer from text such as ``"42"``, ``" -7 "`` or ``"1,234"`` (commas
+                    between thousands)
+``float``           a finite number from text such as ``"3.5"``, ``"-1e3"``, ``"1,234.5"``
 ``date``            a date (``2024-05-01``) or date-time (``2024-05-01T10:00:00+00:00``) in ISO
                     8601, from ISO 8601, RFC 2822 (``Wed, 01 May 2024 10:00:00 GMT``) or
                     ``1 May 2024`` / ``May 1, 2024`` (English month names);
@@ -113,6 +114,15 @@ def _short(value: Any) -> str:
 
 _INT = re.compile(r"[+-]?\d{1,100}")
 _FLOAT = re.compile(r"[+-]?(?:\d{1,100}(?:\.\d{0,100})?|\.\d{1,100})(?:[eE][+-]?\d{1,4})?")
+_GROUPED = re.compile(r"([+-]?\d{1,3}(?:,\d{3}){1,30})(\.\d{0,100})?")
+"""A number with commas between its thousands (``1,234``, ``-12,345.5``)."""
+
+
+def _number_text(text: str) -> str:
+    """``text`` stripped, without the commas of thousands grouping."""
+    text = text.strip()
+    grouped = _GROUPED.fullmatch(text)
+    return text.replace(",", "") if grouped else text
 
 
 def _to_int(value: Any, base_url: str) -> Any:
@@ -125,8 +135,8 @@ def _to_int(value: Any, base_url: str) -> Any:
             return item
         if isinstance(item, float) and item.is_integer():
             return int(item)
-        if isinstance(item, str) and _INT.fullmatch(item.strip()):
-            return int(item.strip())
+        if isinstance(item, str) and _INT.fullmatch(_number_text(item)):
+            return int(_number_text(item))
         raise ProcessorError(f"int cannot read {_short(item)}")
 
     return [one(item) for item in value] if isinstance(value, list) else one(value)
@@ -139,8 +149,8 @@ def _to_float(value: Any, base_url: str) -> Any:
         if isinstance(item, (int, float)) and not isinstance(item, bool):
             if math.isfinite(item):
                 return float(item)
-        elif isinstance(item, str) and _FLOAT.fullmatch(item.strip()):
-            number = float(item.strip())
+        elif isinstance(item, str) and _FLOAT.fullmatch(_number_text(item)):
+            number = float(_number_text(item))
             if math.isfinite(number):
                 return number
         raise ProcessorError(f"float cannot read {_short(item)}")

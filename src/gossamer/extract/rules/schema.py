@@ -56,8 +56,6 @@ __all__ = [
 ]
 
 MAX_DOCUMENT_BYTES = 1 << 20
-RESERVED_NAMES = frozenset({"rule"})
-"""Item keys the evaluation writes itself; no field may take them."""
 SOURCES = ("css", "xpath", "regex", "jsonld", "meta")
 
 _FIELD_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
@@ -398,7 +396,47 @@ def _compile_rule(
         for error in exc.errors():
             part, message = _describe(error, raw)
             where.add(message, part)
+        salvaged = _valid_parts(raw)
+        if salvaged is not None:
+            _build(salvaged, where, functions, order)  # the other parts' problems too
         return None
+    return _build(spec, where, functions, order)
+
+
+def _valid_parts(raw: dict[str, Any]) -> _RuleSpec | None:
+    """The rule without the parts its schema refused (None if even that fails), so the
+    problems of the rest are listed with those of the schema."""
+    parts = {key: value for key, value in raw.items() if key in _RuleSpec.model_fields}
+    models: dict[str, type[BaseModel]] = {
+        "field": _FieldSpec, "link": _LinkSpec, "sample": _SampleSpec
+    }  # fmt: skip
+    for kind, model in models.items():
+        if isinstance(parts.get(kind), list):
+            parts[kind] = [item for item in parts[kind] if _conforms(model, item)]
+    for key in ("name", "url"):
+        if not isinstance(parts.get(key), str):
+            parts[key] = "_" if key == "name" else ""
+    for key in ("exclude", "priority", "record", "field", "link", "sample"):
+        if key in parts and not _conforms(_RuleSpec, {"name": "_", "url": "", key: parts[key]}):
+            del parts[key]
+    try:
+        return _RuleSpec.model_validate(parts)
+    except ValidationError:
+        return None
+
+
+def _conforms(model: type[BaseModel], value: Any) -> bool:
+    try:
+        model.model_validate(value)
+    except ValidationError:
+        return False
+    return True
+
+
+def _build(
+    spec: _RuleSpec, where: _Where, functions: Mapping[str, RuleFunction], order: int
+) -> Rule | None:
+    """The compiled rule of a ``spec`` its schema accepted; None when it has problems."""
     before = len(where.problems)
     rule = Rule(
         name=spec.name,
@@ -511,8 +549,6 @@ def _fields(
         part = f"field {field_spec.name!r}" if field_spec.name else f"field #{index + 1}"
         if not _FIELD_NAME.fullmatch(field_spec.name):
             where.add("a name is a letter or _, then letters, digits, _ or - (64 at most)", part)
-        elif field_spec.name in RESERVED_NAMES:
-            where.add(f"{field_spec.name!r} is reserved (every item holds its rule's name)", part)
         elif field_spec.name in seen:
             where.add("duplicate field name", part)
         seen.add(field_spec.name)
@@ -553,13 +589,9 @@ def _field(
 def _source(kind: str, value: str, attr: str, record: _RecordSpec | None) -> Source:
     """The compiled source; raises ``ValueError``."""
     if kind == "css":
-        if record is not None and record.xpath is not None:
-            raise ValueError("a css field inside an xpath record: use xpath (or a css record)")
         _raise(_check_css(value))
         return CssSource(value, attr)
     if kind == "xpath":
-        if record is not None and record.css is not None:
-            raise ValueError("an xpath field inside a css record: use css (or an xpath record)")
         if record is not None and value.lstrip().startswith("/"):
             raise ValueError(
                 f"xpath {value!r} inside a record must be relative to it ('.//h2', not '//h2')"

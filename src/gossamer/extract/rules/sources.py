@@ -2,7 +2,9 @@
 
 Each source reads a :class:`PageView` (one page: the lexbor tree the crawler built, and what
 only some sources need, made once when first asked for) within a scope: the whole page, or one
-record container (a lexbor node for a CSS container, an lxml element for an XPath one). A
+record container (a lexbor node for a CSS container, an lxml element for an XPath one; an
+xpath field in a CSS container reads the container's HTML parsed by lxml, a css field in an
+XPath container the container's HTML parsed by lexbor). A
 source returns the values it found in document order; what cannot be read raises
 :class:`SourceError`, which the evaluation records for the page.
 
@@ -24,7 +26,7 @@ import math
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
@@ -85,6 +87,23 @@ class PageView:
         self.notes: list[str] = []
         """Page-level problems met while reading (an XPath page cut, a JSON-LD script that
         is not JSON), each once."""
+
+    def lxml_scope(self, node: LexborNode) -> Any:
+        """The lxml element of a CSS record's container (its HTML parsed again, once), for
+        the xpath fields read in it; None if it cannot be parsed."""
+        return self._converted(node, lambda: _lxml_element(node.html or ""))
+
+    def lexbor_scope(self, element: Any) -> LexborNode | None:
+        """The lexbor node of an XPath record's container (its HTML parsed again, once), for
+        the css fields read in it."""
+        return cast(LexborNode | None, self._converted(element, lambda: _lexbor_node(element)))
+
+    def _converted(self, scope: Any, convert: Any) -> Any:
+        cache: dict[int, tuple[Any, Any]] = self.__dict__.setdefault("_scopes", {})
+        key = id(scope)
+        if key not in cache:
+            cache[key] = (scope, convert())  # the scope kept: its id stays its own
+        return cache[key][1]
 
     def note(self, message: str) -> None:
         if message not in self.notes:
@@ -169,6 +188,35 @@ class PageView:
         return found
 
 
+_TABLE_PARTS = {"tr": "<table>", "td": "<table><tr>", "th": "<table><tr>", "tbody": "<table>",
+                "thead": "<table>", "tfoot": "<table>", "caption": "<table>"}  # fmt: skip
+"""The context a container of these tags needs for lexbor to keep it when parsed alone."""
+
+
+def _lxml_element(html: str) -> Any:
+    from lxml import etree
+
+    try:
+        root = etree.fromstring(html.encode("utf-8", "replace"), lxml_html_parser())
+    except (etree.LxmlError, ValueError):
+        return None
+    body = root.find("body") if root is not None else None
+    if body is not None and len(body):
+        return body[0]
+    return root
+
+
+def _lexbor_node(element: Any) -> LexborNode | None:
+    from lxml import etree
+
+    tag = element.tag if isinstance(element.tag, str) else ""
+    html = etree.tostring(element, method="html", encoding="unicode", with_tail=False)
+    tree = LexborHTMLParser(_TABLE_PARTS.get(tag.lower(), "") + html)
+    if tag.lower() in ("html", "head", "body"):
+        return tree.css_first(tag.lower())
+    return tree.body.css_first(tag) if tree.body is not None and tag else None
+
+
 def _types(item: dict[str, Any]) -> set[str]:
     """An object's ``@type`` names, without a vocabulary prefix (``schema:``, a URL)."""
     declared = item.get("@type")
@@ -189,6 +237,10 @@ class CssSource:
     kind = "css"
 
     def values(self, page: PageView, scope: Any, first: bool) -> list[Any]:
+        if scope is not None and not isinstance(scope, LexborNode):
+            scope = page.lexbor_scope(scope)
+            if scope is None:
+                raise SourceError("css: the record's container could not be read")
         root: LexborHTMLParser | LexborNode = page.tree if scope is None else scope
         if first and self.attr in ("text", "html"):
             node = root.css_first(self.selector)
@@ -210,10 +262,15 @@ class CssSource:
         return found
 
 
+_NO_ATTRIBUTE = object()
+"""What an attribute name reads from text, a number or a boolean an XPath selects."""
+
+
 @dataclass(frozen=True, slots=True)
 class XPathSource:
     """An XPath 1.0 expression: elements (their text, HTML or an attribute), or the text,
-    attribute values, numbers and booleans it selects directly."""
+    attribute values, numbers and booleans it selects directly (with ``attr`` text or html;
+    an attribute name reads nothing from those, which the page's errors say)."""
 
     expression: str
     attr: str = "text"
@@ -222,6 +279,10 @@ class XPathSource:
     def values(self, page: PageView, scope: Any, first: bool) -> list[Any]:
         from lxml import etree
 
+        if isinstance(scope, LexborNode):
+            scope = page.lxml_scope(scope)
+            if scope is None:
+                raise SourceError("xpath: the record's container could not be read")
         root = page.lxml_root if scope is None else scope
         if root is None:
             raise SourceError("xpath: the page could not be parsed")
@@ -232,6 +293,9 @@ class XPathSource:
         found: list[Any] = []
         for item in result if isinstance(result, list) else [result]:
             value = self._value(item, etree)
+            if value is _NO_ATTRIBUTE:
+                page.note(f"xpath {self.expression!r}: attr {self.attr!r} of a non-element")
+                continue
             if value is not None:
                 found.append(value)
                 if first or len(found) >= MAX_VALUES:
@@ -246,6 +310,8 @@ class XPathSource:
                 return str(etree.tostring(item, method="html", encoding="unicode", with_tail=False))
             value = item.get(self.attr)
             return None if value is None else str(value)
+        if self.attr not in ("text", "html"):
+            return _NO_ATTRIBUTE
         if isinstance(item, str):
             return str(item)  # lxml's string results hold their whole tree
         if isinstance(item, bool):
