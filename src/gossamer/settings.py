@@ -12,12 +12,13 @@ cluster keys and does not use them.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, NoReturn, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gossamer import __version__
 from gossamer.urls import InvalidURL, Scope, canonicalize
@@ -75,6 +76,109 @@ class ShippedRules(BaseModel):
     digest: str = Field(
         pattern="^[0-9a-f]{64}$", description="SHA-256 of the documents' names and texts."
     )
+
+
+
+AuthType = Literal["basic", "bearer", "cookies", "form", "oauth2"]
+_SECRETS: dict[str, tuple[str, ...]] = {
+    "basic": ("username", "password"),
+    "bearer": ("token",),
+    "cookies": (),
+    "form": (),
+    "oauth2": ("client_id", "client_secret"),
+}
+"""The secrets each kind of login needs (each as ``NAME_env`` or ``NAME_file``)."""
+_DOMAIN = re.compile(r"(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?\.)*[a-z0-9_-]{1,63}")
+
+
+class AuthSettings(BaseModel):
+    """How the crawl logs in to one domain (an ``[[auth]]`` table of the config file).
+
+    Secrets are named, never given: each as ``NAME_env`` (an environment variable) or
+    ``NAME_file`` (a file whose text, less its final newline, is the secret), read once when
+    the crawl starts (:func:`read_secret`). The settings themselves hold no secret, so a
+    cluster job may store them."""
+
+    model_config = _CONFIG
+
+    domain: str = Field(description="The host whose requests carry the login, and its subdomains.")
+    type: AuthType = Field(description="basic | bearer | cookies | form | oauth2.")
+    username_env: str | None = Field(None, description="Variable holding the user name.")
+    username_file: Path | None = Field(None, description="File holding the user name.")
+    password_env: str | None = Field(None, description="Variable holding the password.")
+    password_file: Path | None = Field(None, description="File holding the password.")
+    token_env: str | None = Field(None, description="Variable holding the bearer token.")
+    token_file: Path | None = Field(None, description="File holding the bearer token.")
+    cookies_file: Path | None = Field(
+        None, description="Cookies in Netscape format (cookies.txt), for type cookies."
+    )
+    login_url: str | None = Field(None, description="Form login: the URL the form posts to.")
+    username_field: str = Field("username", description="Form login: the user name's field.")
+    password_field: str = Field("password", description="Form login: the password's field.")
+    fields: dict[str, str] = Field(
+        default_factory=dict, description="Form login: further fields posted as they are."
+    )
+    logged_out_status: list[Annotated[int, Field(ge=100, le=599)]] = Field(
+        default_factory=lambda: [401, 403],
+        description="Form login: statuses that mean the session has ended.",
+    )
+    logged_out_selector: str | None = Field(
+        None, description="Form login: a CSS selector found only on logged-out pages."
+    )
+    login_hook: str | None = Field(
+        None,
+        description="Form login: module:function that logs in instead of posting the form "
+        "(see gossamer.fetch.auth.UserLogin).",
+    )
+    token_url: str | None = Field(None, description="OAuth 2.0: the token endpoint.")
+    client_id_env: str | None = Field(None, description="OAuth 2.0: variable of the client id.")
+    client_id_file: Path | None = Field(None, description="OAuth 2.0: file of the client id.")
+    client_secret_env: str | None = Field(None, description="OAuth 2.0: variable of the secret.")
+    client_secret_file: Path | None = Field(None, description="OAuth 2.0: file of the secret.")
+    scope: str | None = Field(None, description="OAuth 2.0: the scope asked for.")
+    token_cache: Path | None = Field(
+        None,
+        description="OAuth 2.0: file the token is cached in (mode 0600) until it expires; "
+        "default ~/.cache/gossamer/oauth-<digest of the token URL and client>.json.",
+    )
+    refresh_margin: float = Field(
+        60.0, ge=0, le=86_400, description="OAuth 2.0: seconds before expiry a token is renewed."
+    )
+
+    @field_validator("domain")
+    @classmethod
+    def _domain(cls, value: str) -> str:
+        value = value.strip().lower().rstrip(".")
+        if not _DOMAIN.fullmatch(value):
+            raise ValueError(f"{value!r} is not a host name (no scheme, port or path)")
+        return value
+
+    @field_validator("login_url", "token_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.lower().startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL")
+        return value
+
+    @model_validator(mode="after")
+    def _complete(self) -> AuthSettings:
+        for name in ("username", "password", "token", "client_id", "client_secret"):
+            env, file = getattr(self, f"{name}_env"), getattr(self, f"{name}_file")
+            if env is not None and file is not None:
+                raise ValueError(f"give {name}_env or {name}_file, not both")
+        needed = _SECRETS[self.type]
+        if self.type == "form" and self.login_hook is None:
+            needed = ("username", "password")
+            if self.login_url is None:
+                raise ValueError("type form needs login_url (or login_hook)")
+        for name in needed:
+            if getattr(self, f"{name}_env") is None and getattr(self, f"{name}_file") is None:
+                raise ValueError(f"type {self.type} needs {name}_env or {name}_file")
+        if self.type == "cookies" and self.cookies_file is None:
+            raise ValueError("type cookies needs cookies_file")
+        if self.type == "oauth2" and self.token_url is None:
+            raise ValueError("type oauth2 needs token_url")
+        return self
 
 
 class CrawlSettings(BaseModel):
@@ -208,6 +312,20 @@ class CrawlSettings(BaseModel):
         1 << 30, ge=1024, description="Start a new WARC file once one reaches this size."
     )
 
+    auth: list[AuthSettings] = Field(
+        default_factory=list,
+        description="Logins per domain ([[auth]] tables of the config file; never flags).",
+    )
+
+    @field_validator("auth")
+    @classmethod
+    def _one_login_per_domain(cls, value: list[AuthSettings]) -> list[AuthSettings]:
+        domains = [a.domain for a in value]
+        for domain in domains:
+            if domains.count(domain) > 1:
+                raise ValueError(f"two [[auth]] tables for {domain}")
+        return value
+
     @field_validator("seeds", "allow_domains", "allow_ports", "resolve", "rules", mode="before")
     @classmethod
     def _split_strings(cls, value: Any) -> Any:
@@ -268,6 +386,8 @@ def _from_toml(path: Path) -> dict[str, Any]:
         section = data.pop("crawl")
         if not isinstance(section, dict):
             raise SettingsError("config: [crawl] must be a table")
+        if "auth" in data and "auth" not in section:  # [[auth]] beside [crawl]
+            section["auth"] = data.pop("auth")
         if data:
             stray = ", ".join(sorted(data))
             raise SettingsError(f"config: keys outside [crawl] in {path}: {stray}")
@@ -351,6 +471,33 @@ def _validate(model: type[Settings], values: Mapping[str, Any]) -> Settings:
         return model.model_validate(values)
     except ValidationError as exc:
         raise SettingsError(_describe(exc)) from None
+
+
+def read_secret(auth: AuthSettings, index: int, name: str, env: Mapping[str, str]) -> str:
+    """The secret ``name`` (``password``...) of ``auth``, the ``index``-th [[auth]] table,
+    from its variable or file. A missing one raises SettingsError naming the variable or
+    file, never a value."""
+    variable, path = getattr(auth, f"{name}_env"), getattr(auth, f"{name}_file")
+    where = f"invalid setting 'auth.{index}.{name}"
+    if variable is not None:
+        value = env.get(variable)
+        if not value:
+            raise SettingsError(f"{where}_env': environment variable {variable} is not set")
+        return value
+    if path is None:
+        raise SettingsError(f"{where}': give {name}_env or {name}_file")
+    try:
+        with Path(path).open("rb") as file:
+            raw = file.read(64 * 1024 + 1)
+    except OSError as exc:
+        raise SettingsError(f"{where}_file': {exc.strerror}: {path}") from None
+    try:
+        value = raw.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError:
+        raise SettingsError(f"{where}_file': {path} is not UTF-8 text") from None
+    if not value or len(raw) > 64 * 1024:
+        raise SettingsError(f"{where}_file': {path} is empty or larger than 64 KiB")
+    return value
 
 
 def read_seeds(settings: CrawlSettings) -> list[str]:
