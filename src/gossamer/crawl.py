@@ -12,11 +12,11 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from gossamer.balance.probe import BandwidthMeter
 from gossamer.crawldb import CrawlDB
@@ -32,6 +32,7 @@ from gossamer.extract.lang import load_model as load_language_model
 from gossamer.extract.pdf import PdfPool
 from gossamer.extract.rules import Document, RuleError, RuleSet, digest_of, load_rules
 from gossamer.extract.rules import rules_from_documents as compile_documents
+from gossamer.fetch.auth import Authenticator, CookieJar, Login, Secret, UserLogin, read_cookies_txt
 from gossamer.fetch.guard import AddressGuard
 from gossamer.fetch.http import FetchConfig, Fetcher
 from gossamer.frontier.base import Frontier
@@ -42,10 +43,12 @@ from gossamer.hooks import load_hook
 from gossamer.outcomes import RetryPolicy
 from gossamer.progress import progress_line
 from gossamer.settings import (
+    AuthSettings,
     CrawlSettings,
     SettingsError,
     canonical_seeds,
     crawl_scope,
+    read_secret,
 )
 from gossamer.sinks.base import RecordSink
 from gossamer.sinks.jsonl import ItemJsonlSink, JsonlSink, repair_jsonl
@@ -108,6 +111,8 @@ class Stages:
     """With ``--rules`` (or a job's rules): the rule documents, compiled."""
     items: ItemJsonlSink | None = None
     """With rules: items.jsonl (repaired after a crash)."""
+    auth: Authenticator | None = None
+    """With [[auth]] tables: the logins the fetcher attaches, their cookies in crawl.db."""
 
     def crawler(
         self, settings: CrawlSettings, frontier: Frontier, on_commit: CommitHook | None = None
@@ -163,7 +168,10 @@ async def open_stages(
     scope = crawl_scope(settings, seeds)
     del seeds  # 200,000 seed origins cost 16 MB: the scope holds what the crawl needs of them
     meter = BandwidthMeter()
-    fetcher = Fetcher(_fetch_config(settings), meter=meter, guard=address_guard(settings, scope))
+    auth = authenticator(settings, db)
+    fetcher = Fetcher(
+        _fetch_config(settings), meter=meter, guard=address_guard(settings, scope), auth=auth
+    )
     warc = _warc_writer(settings)
     robots_fetch = RobotsFetch(fetcher, warc)
     robots = RobotsCache(
@@ -200,6 +208,7 @@ async def open_stages(
             pdf=pdf,
             rules=rules,
             items=items,
+            auth=auth,
         )
     finally:
         if pdf is not None:
@@ -213,6 +222,64 @@ async def open_stages(
         db.close()
         if sink is not None:
             await sink.close()
+
+
+def auth_logins(settings: CrawlSettings, env: Mapping[str, str] | None = None) -> list[Login]:
+    """The [[auth]] logins with their secrets read (from ``env``, default the process's);
+    a missing variable or unreadable file raises SettingsError naming it."""
+    env = os.environ if env is None else env
+    return [_login(auth, index, env) for index, auth in enumerate(settings.auth)]
+
+
+def authenticator(settings: CrawlSettings, db: CrawlDB | None) -> Authenticator | None:
+    """The crawl's logins, their cookies kept in ``db`` (and read back from it when
+    resuming); None without [[auth]] tables."""
+    if not settings.auth:
+        return None
+    jar = CookieJar(db.cookies(), on_change=db.save_cookies) if db is not None else None
+    return Authenticator(auth_logins(settings), jar)
+
+
+def _login(auth: AuthSettings, index: int, env: Mapping[str, str]) -> Login:
+    def secret(name: str) -> Secret | None:
+        if getattr(auth, f"{name}_env") is None and getattr(auth, f"{name}_file") is None:
+            return None
+        return Secret(read_secret(auth, index, name, env))
+
+    cookies: tuple[tuple[str, str, str, str, bool, float | None], ...] = ()
+    if auth.cookies_file is not None:
+        try:
+            cookies = read_cookies_txt(auth.cookies_file, auth.domain)
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) else str(exc)
+            raise SettingsError(f"invalid setting 'auth.{index}.cookies_file': {why}") from None
+    user_login = None
+    if auth.login_hook is not None:
+        try:
+            user_login = cast(UserLogin, load_hook(auth.login_hook))
+        except ValueError as exc:
+            raise SettingsError(f"invalid setting 'auth.{index}.login_hook': {exc}") from None
+    return Login(
+        domain=auth.domain,
+        kind=auth.type,
+        username=secret("username"),
+        password=secret("password"),
+        token=secret("token"),
+        cookies=cookies,
+        login_url=auth.login_url,
+        username_field=auth.username_field,
+        password_field=auth.password_field,
+        fields=dict(auth.fields),
+        logged_out_status=frozenset(auth.logged_out_status),
+        logged_out_selector=auth.logged_out_selector,
+        user_login=user_login,
+        token_url=auth.token_url,
+        client_id=secret("client_id"),
+        client_secret=secret("client_secret"),
+        scope=auth.scope,
+        token_cache=auth.token_cache,
+        refresh_margin=auth.refresh_margin,
+    )
 
 
 def load_ruleset(settings: CrawlSettings) -> RuleSet | None:
@@ -413,6 +480,7 @@ async def run_crawl(settings: CrawlSettings) -> CrawlStats:
     seeds = canonical_seeds(settings)
     _engine_config(settings)  # a bad --hook fails before anything is written
     rules = load_ruleset(settings)  # and so do bad rule documents
+    auth_logins(settings)  # and a missing secret
     prepare_out_dir(settings)
     async with build_crawler(settings, seeds, rules) as crawler:
         tune_gc()

@@ -17,11 +17,17 @@ Tables:
   in order; items.jsonl mirrors it line for line.
 * ``sitemaps(host, url)``: ``Sitemap:`` lines of the robots.txt files met.
 * ``meta(key, value)``: small facts about the crawl.
+* ``cookies(domain, path, name, value, secure, expires)``: the cookie jar of the login
+  domains (``gossamer.fetch.auth``), rewritten whole at each change, so ``--resume``
+  continues their sessions. They are credentials: once it holds cookies, crawl.db (with
+  its -wal and -shm files) is readable by its owner only.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -87,7 +93,13 @@ CREATE TABLE IF NOT EXISTS sitemaps (
     host TEXT NOT NULL, url TEXT NOT NULL, PRIMARY KEY (host, url)
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS cookies (
+    domain TEXT NOT NULL, path TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL,
+    secure INTEGER NOT NULL, expires REAL, PRIMARY KEY (domain, path, name)
+);
 """
+_CLEAR_COOKIES = "DELETE FROM cookies"
+_ADD_COOKIE = "INSERT OR REPLACE INTO cookies VALUES (?, ?, ?, ?, ?, ?)"
 
 _ADDED_URL_COLUMNS = (("priority", "REAL NOT NULL DEFAULT 0"),)
 """Columns of ``urls`` added after its first version, with their definitions."""
@@ -125,6 +137,7 @@ class CrawlDB:
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._staged: list[tuple[str, list[Row]]] = []
         self._lock = asyncio.Lock()
+        self._private = False
 
     def _add_missing_columns(self) -> None:
         """Bring a crawl.db of an earlier version up to the schema (``--resume``)."""
@@ -187,6 +200,21 @@ class CrawlDB:
     def set_meta(self, key: str, value: str) -> None:
         """Stage a meta value."""
         self.stage("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", [(key, value)])
+
+    def cookies(self) -> list[tuple[str, str, str, str, bool, float | None]]:
+        """The stored cookie jar: (domain, path, name, value, secure, expires) rows."""
+        rows = self.query("SELECT domain, path, name, value, secure, expires FROM cookies")
+        return [(d, p, n, v, bool(s), e) for d, p, n, v, s, e in rows]
+
+    def save_cookies(self, rows: Sequence[Row]) -> None:
+        """Stage the whole cookie jar, replacing the stored one at the next commit."""
+        if not self._private:
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(OSError):
+                    os.chmod(f"{self.path}{suffix}", 0o600)
+            self._private = True
+        self.stage(_CLEAR_COOKIES, [()])
+        self.stage(_ADD_COOKIE, rows)
 
     def close(self) -> None:
         """Close the connection (everything staged must have been committed)."""

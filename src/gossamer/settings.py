@@ -78,7 +78,6 @@ class ShippedRules(BaseModel):
     )
 
 
-
 AuthType = Literal["basic", "bearer", "cookies", "form", "oauth2"]
 _SECRETS: dict[str, tuple[str, ...]] = {
     "basic": ("username", "password"),

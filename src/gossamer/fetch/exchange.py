@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import aiohttp
 from aiohttp.connector import Connection
 
+from gossamer.redact import MASK
+
 __all__ = ["Exchange", "PeerResponse", "capture", "cut_by"]
 
 
@@ -69,6 +71,11 @@ def cut_by(error: str | None, truncated: bool) -> str:
     return "unspecified"
 
 
+_CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
+"""Request headers whose values an archive shows as ``***``: a credential never reaches a
+WARC file."""
+
+
 def capture(response: aiohttp.ClientResponse, body: bytes, cut: str | None) -> Exchange:
     """The `Exchange` of ``response`` whose wire body was ``body`` (``cut`` for why not all)."""
     info = response.request_info
@@ -76,7 +83,10 @@ def capture(response: aiohttp.ClientResponse, body: bytes, cut: str | None) -> E
     return Exchange(
         method=info.method,
         target=info.url.raw_path_qs or "/",
-        request_headers=tuple(info.headers.items()),
+        request_headers=tuple(
+            (name, MASK if name.lower() in _CREDENTIAL_HEADERS else value)
+            for name, value in info.headers.items()
+        ),
         version=f"HTTP/{version.major}.{version.minor}" if version else "HTTP/1.1",
         status=response.status,
         reason=response.reason or "",

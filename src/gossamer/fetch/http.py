@@ -71,6 +71,7 @@ from aiohttp.client_proto import ResponseHandler
 from aiohttp.http_exceptions import ContentLengthError, HttpProcessingError, TransferEncodingError
 from multidict import CIMultiDictProxy
 
+from gossamer.fetch.auth import RequestAuth
 from gossamer.fetch.decoding import BOMB_RATIO, Body
 from gossamer.fetch.dns import CachingResolver, parse_resolve_overrides
 from gossamer.fetch.exchange import Exchange, PeerResponse, capture, cut_by
@@ -249,7 +250,9 @@ class Fetcher:
     ``resolver`` replaces the `CachingResolver` built from the config (the caller then owns
     and closes it). ``clock`` (monotonic) stamps ``started_at``/``elapsed``; ``wall_clock``
     stamps ``fetched_at`` and dates ``Retry-After``; ``clock`` also drives the bandwidth cap.
-    ``meter`` is told the size of every body chunk received. Use as an async context manager
+    ``meter`` is told the size of every body chunk received. ``auth`` (`gossamer.fetch.auth`)
+    gives each request the headers of its own URL's login and may have a page that looked
+    logged out fetched once more after a new login. Use as an async context manager
     or call `close`. The session is created on first use, inside the running loop.
     """
 
@@ -262,8 +265,10 @@ class Fetcher:
         wall_clock: Clock = time.time,
         meter: ByteMeter | None = None,
         guard: AddressGuard | None = None,
+        auth: RequestAuth | None = None,
     ) -> None:
         self._config = config = config or FetchConfig()
+        self._auth = auth
         self._address_guard = guard
         self._resolver = resolver
         self._owns_resolver = resolver is None
@@ -319,7 +324,10 @@ class Fetcher:
             self._waiting -= 1
         self._in_flight += 1
         try:
-            result = await self._fetch(url, headers)
+            if self._auth is None:
+                result = await self._fetch(url, headers)
+            else:
+                result = await self._fetch_with_auth(self._auth, url, headers)
         finally:
             self._in_flight -= 1
             self._slots.release()
@@ -408,6 +416,18 @@ class Fetcher:
         probe = context.trace_request_ctx
         if isinstance(probe, _Probe):
             probe.started_at = self._clock()
+
+    async def _fetch_with_auth(
+        self, auth: RequestAuth, url: str, headers: Mapping[str, str] | None
+    ) -> FetchResult:
+        session = self._open()
+        result = await self._fetch(url, {**(headers or {}), **await auth.prepare(url, session)})
+        if await auth.check(url, result.status, result.headers, result.body, session):
+            self._count(result)  # the logged-out answer counts as a request of its own
+            self._requests += 1
+            result = await self._fetch(url, {**(headers or {}), **await auth.prepare(url, session)})
+            await auth.check(url, result.status, result.headers, result.body, session)
+        return result
 
     async def _fetch(self, url: str, headers: Mapping[str, str] | None) -> FetchResult:
         probe = _Probe(self._clock())

@@ -1,0 +1,628 @@
+"""Logins per domain: what a request carries (basic, bearer, cookies, an OAuth 2.0 token) and
+what to do when a response shows the session has ended.
+
+An `Authenticator` holds one `Login` per domain; a login applies to requests whose URL host
+is its domain or a subdomain of it, and to no other: the `Fetcher` asks `Authenticator.prepare`
+for the headers of every request by the request's own URL (redirects are new requests, so a
+redirect to another domain carries nothing), then hands the response to
+`Authenticator.check`, which keeps the cookies it sets and says whether the page should be
+fetched again after a fresh login.
+
+- ``basic``/``bearer``: an ``Authorization`` header.
+- ``cookies``: the cookies of a Netscape ``cookies.txt`` file (those within the domain).
+- ``form``: a POST of the login form (or a `UserLogin` hook) when the domain is first met
+  and again when a page looks logged out (a status of ``logged_out_status``, a redirect to
+  the login URL, or ``logged_out_selector`` matching); the page is then fetched once more.
+- ``oauth2``: the client-credentials grant; the token is cached in a file (mode 0600) until
+  ``refresh_margin`` seconds before it expires, shared by every request of the process (and
+  by later processes through the file); a 401 renews it and fetches the page again.
+
+Every domain's cookies live in one `CookieJar`; its ``on_change`` callback is how the crawl
+keeps them (in crawl.db, for ``--resume``). Secrets are `Secret` values, shown as ``***``;
+no log line, error or stats snapshot holds one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import email.utils
+import hashlib
+import http.cookies
+import json
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import urljoin, urlsplit
+
+import aiohttp
+from selectolax.lexbor import LexborHTMLParser
+
+from gossamer.redact import redact_url
+
+__all__ = [
+    "AuthStats",
+    "Authenticator",
+    "CookieJar",
+    "Login",
+    "LoginContext",
+    "RequestAuth",
+    "Secret",
+    "UserLogin",
+    "read_cookies_txt",
+]
+
+log = logging.getLogger(__name__)
+Clock = Callable[[], float]
+MAX_LOGIN_BODY = 1 << 20
+"""The most of a login or token response read."""
+CookieRow = tuple[str, str, str, str, bool, float | None]
+"""A stored cookie: (domain, path, name, value, secure, expires or None for the session)."""
+
+
+class Secret:
+    """A credential: ``str()`` and ``repr()`` show ``***``; `reveal` gives the value."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        """The secret itself: only for the request that sends it."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+
+@dataclass(frozen=True)
+class Login:
+    """One domain's login, its secrets read (see the module doc for the kinds)."""
+
+    domain: str
+    kind: str
+    username: Secret | None = None
+    password: Secret | None = None
+    token: Secret | None = None
+    cookies: tuple[CookieRow, ...] = ()
+    """For ``cookies``: the cookies of the file."""
+    login_url: str | None = None
+    username_field: str = "username"
+    password_field: str = "password"
+    fields: Mapping[str, str] = field(default_factory=dict)
+    logged_out_status: frozenset[int] = frozenset({401, 403})
+    logged_out_selector: str | None = None
+    user_login: UserLogin | None = None
+    token_url: str | None = None
+    client_id: Secret | None = None
+    client_secret: Secret | None = None
+    scope: str | None = None
+    token_cache: Path | None = None
+    refresh_margin: float = 60.0
+
+    def covers(self, host: str) -> bool:
+        """Whether requests to ``host`` carry this login (the domain or a subdomain)."""
+        return host == self.domain or host.endswith("." + self.domain)
+
+
+@dataclass(frozen=True, slots=True)
+class LoginContext:
+    """What a `UserLogin` hook gets: the domain's session to log in with and its secrets."""
+
+    session: aiohttp.ClientSession
+    domain: str
+    login_url: str | None
+    username: Secret | None
+    password: Secret | None
+
+
+UserLogin = Callable[[LoginContext], Awaitable[Mapping[str, str] | None]]
+"""A ``user_login`` hook: logs in (with ``context.session``, which keeps no cookies) and
+returns the session cookies (name -> value) for the domain; None or raising means failure."""
+
+
+@dataclass(frozen=True, slots=True)
+class AuthStats:
+    """A snapshot of an `Authenticator`'s counters (no secret, no cookie value)."""
+
+    domains: int
+    logins: int
+    relogins: int
+    token_refreshes: int
+    failures: int
+    cookies: int
+
+
+class RequestAuth(Protocol):
+    """What the `Fetcher` asks of the authentication middleware."""
+
+    async def prepare(self, url: str, session: aiohttp.ClientSession) -> Mapping[str, str]:
+        """The headers ``url``'s request carries (none for a domain without a login)."""
+
+    async def check(
+        self,
+        url: str,
+        status: int | None,
+        headers: Mapping[str, str],
+        body: bytes,
+        session: aiohttp.ClientSession,
+    ) -> bool:
+        """Keep the response's cookies; True when the page should be fetched again after a
+        new login (it looked logged out and the login succeeded)."""
+
+
+class CookieJar:
+    """The crawl's cookies of the login domains, by (domain, path, name).
+
+    A cookie is sent to hosts that domain-match it (RFC 6265 5.1.3), on paths under its
+    path, over https only when secure; `Authenticator` only stores and asks for cookies of
+    hosts within a login's domain. ``on_change`` gets every cookie row after each change.
+    """
+
+    def __init__(
+        self,
+        rows: Iterable[CookieRow] = (),
+        *,
+        clock: Clock = time.time,
+        on_change: Callable[[list[CookieRow]], None] | None = None,
+    ) -> None:
+        self._cookies: dict[tuple[str, str, str], CookieRow] = {}
+        self._clock = clock
+        self._on_change = on_change
+        for row in rows:
+            self._cookies[row[0], row[1], row[2]] = row
+
+    def __len__(self) -> int:
+        return len(self._cookies)
+
+    def rows(self) -> list[CookieRow]:
+        """Every cookie not yet expired."""
+        now = self._clock()
+        return [r for r in self._cookies.values() if r[5] is None or r[5] > now]
+
+    def header(self, url: str) -> str | None:
+        """The ``Cookie`` header for ``url``, or None."""
+        parts = urlsplit(url)
+        host, path = (parts.hostname or "").lower(), parts.path or "/"
+        secure = parts.scheme == "https"
+        now = self._clock()
+        pairs = [
+            f"{name}={value}"
+            for domain, cpath, name, value, only_https, expires in self._cookies.values()
+            if _domain_match(host, domain)
+            and _path_match(path, cpath)
+            and (secure or not only_https)
+            and (expires is None or expires > now)
+        ]
+        return "; ".join(pairs) or None
+
+    def add(self, rows: Iterable[CookieRow]) -> None:
+        """Store ``rows`` (an expired one removes its cookie)."""
+        now = self._clock()
+        changed = False
+        for row in rows:
+            key = row[0], row[1], row[2]
+            if row[5] is not None and row[5] <= now:
+                changed |= self._cookies.pop(key, None) is not None
+            elif self._cookies.get(key) != row:
+                self._cookies[key] = row
+                changed = True
+        if changed and self._on_change is not None:
+            self._on_change(self.rows())
+
+    def clear(self, within: str) -> None:
+        """Forget the cookies of ``within`` and its subdomains."""
+        keys = [k for k in self._cookies if k[0] == within or k[0].endswith("." + within)]
+        for key in keys:
+            del self._cookies[key]
+        if keys and self._on_change is not None:
+            self._on_change(self.rows())
+
+    def parse(self, url: str, set_cookies: Iterable[str], login: Login) -> list[CookieRow]:
+        """The cookies ``Set-Cookie`` values set for ``url``, keeping only those whose
+        domain lies within ``login``'s domain (a cookie for a wider domain is narrowed to the
+        host)."""
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+        default_path = parts.path.rsplit("/", 1)[0] or "/"
+        rows = []
+        now = self._clock()
+        for line in set_cookies:
+            jar = http.cookies.SimpleCookie()
+            try:
+                jar.load(line)
+            except http.cookies.CookieError:
+                continue
+            for name, morsel in jar.items():
+                domain = morsel["domain"].lstrip(".").lower() or host
+                if not _domain_match(host, domain) or not login.covers(domain):
+                    domain = host
+                path = morsel["path"] if morsel["path"].startswith("/") else default_path
+                rows.append(
+                    (domain, path, name, morsel.value, bool(morsel["secure"]),
+                     _expiry(morsel, now))
+                )  # fmt: skip
+        return rows
+
+
+def _expiry(morsel: http.cookies.Morsel[str], now: float) -> float | None:
+    if morsel["max-age"]:
+        try:
+            return now + int(morsel["max-age"])
+        except ValueError:
+            return None
+    if morsel["expires"]:
+        try:
+            return email.utils.parsedate_to_datetime(morsel["expires"]).timestamp()
+        except (TypeError, ValueError, IndexError):
+            return None
+    return None
+
+
+def _domain_match(host: str, domain: str) -> bool:
+    return host == domain or host.endswith("." + domain)
+
+
+def _path_match(path: str, cookie_path: str) -> bool:
+    return (
+        path == cookie_path or path.startswith(cookie_path.rstrip("/") + "/") or cookie_path == "/"
+    )
+
+
+def read_cookies_txt(path: Path, within: str) -> tuple[CookieRow, ...]:
+    """The cookies of a Netscape ``cookies.txt`` file whose domain lies within ``within``.
+    Raises ValueError naming the line of a malformed entry (never its value)."""
+    rows = []
+    text = path.read_text("utf-8")
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith("#HttpOnly_"):
+            line = line[len("#HttpOnly_") :]
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split("\t")
+        if len(fields) != 7:
+            raise ValueError(f"{path} line {number}: expected 7 tab-separated fields")
+        domain, _, cpath, secure, expires, name, value = fields
+        domain = domain.lstrip(".").lower()
+        if not _domain_match(domain, within):
+            continue
+        try:
+            when = float(expires)
+        except ValueError:
+            raise ValueError(f"{path} line {number}: expiry is not a number") from None
+        rows.append((domain, cpath or "/", name, value, secure.upper() == "TRUE", when or None))
+    return tuple(rows)
+
+
+class _Session:
+    """One domain's state: its lock and how many logins it has had."""
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.generation = 0
+        self.failed_at: float | None = None
+        self.token: str | None = None
+        self.expires_at = 0.0
+
+
+class Authenticator:
+    """Attaches each domain's login to its requests and logs in again when a session ends
+    (see the module doc). ``clock`` is wall-clock time (token expiry, cookie expiry)."""
+
+    def __init__(
+        self, logins: Sequence[Login], jar: CookieJar | None = None, *, clock: Clock = time.time
+    ) -> None:
+        self._logins = sorted(logins, key=lambda login: -len(login.domain))
+        self._jar = jar if jar is not None else CookieJar(clock=clock)
+        self._clock = clock
+        self._sessions = {login.domain: _Session() for login in logins}
+        self.logins = self.relogins = self.token_refreshes = self.failures = 0
+        for login in logins:
+            if login.kind == "cookies":
+                self._jar.add(login.cookies)
+
+    @property
+    def jar(self) -> CookieJar:
+        """The cookies of every login domain."""
+        return self._jar
+
+    def login_for(self, url: str) -> Login | None:
+        """The login whose domain covers ``url``'s host, the most specific one; else None."""
+        host = (urlsplit(url).hostname or "").lower().rstrip(".")
+        return next((login for login in self._logins if login.covers(host)), None)
+
+    def stats(self) -> AuthStats:
+        """Return a snapshot of the counters."""
+        return AuthStats(
+            domains=len(self._logins),
+            logins=self.logins,
+            relogins=self.relogins,
+            token_refreshes=self.token_refreshes,
+            failures=self.failures,
+            cookies=len(self._jar),
+        )
+
+    async def prepare(self, url: str, session: aiohttp.ClientSession) -> Mapping[str, str]:
+        """The headers of ``url``'s request: its domain's login, never another's."""
+        login = self.login_for(url)
+        if login is None:
+            return {}
+        state = self._sessions[login.domain]
+        headers: dict[str, str] = {}
+        if login.kind == "basic" and login.username is not None and login.password is not None:
+            pair = f"{login.username.reveal()}:{login.password.reveal()}".encode()
+            headers["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
+        elif login.kind == "bearer" and login.token is not None:
+            headers["Authorization"] = "Bearer " + login.token.reveal()
+        elif login.kind == "oauth2":
+            token = await self._token(login, state, session)
+            if token is not None:
+                headers["Authorization"] = "Bearer " + token
+        elif login.kind == "form" and self._needs_first_login(login, state, url):
+            await self._login(login, state, session, 0)
+        cookie = self._jar.header(url)
+        if cookie is not None:
+            headers["Cookie"] = cookie
+        return headers
+
+    async def check(
+        self,
+        url: str,
+        status: int | None,
+        headers: Mapping[str, str],
+        body: bytes,
+        session: aiohttp.ClientSession,
+    ) -> bool:
+        """Keep the cookies the response sets; True when it looked logged out and a new login
+        (or token) succeeded, so the page should be fetched again."""
+        login = self.login_for(url)
+        if login is None or status is None:
+            return False
+        set_cookie = headers.get("set-cookie")
+        if set_cookie:
+            self._jar.add(self._jar.parse(url, set_cookie.split("\n"), login))
+        state = self._sessions[login.domain]
+        if login.kind == "oauth2" and status == 401:
+            seen = state.generation
+            async with state.lock:
+                if state.generation == seen:
+                    state.token = None
+                    state.expires_at = 0.0
+                    _forget_cache(login)
+            return await self._token(login, state, session) is not None
+        if login.kind != "form" or _same_page(url, login.login_url):
+            return False
+        if not self._logged_out(login, url, status, headers, body):
+            return False
+        log.info(
+            "logged out of %s at %s: logging in again",
+            login.domain,
+            redact_url(url),
+            extra={"event": "auth-logged-out", "domain": login.domain},
+        )
+        return await self._login(login, state, session, state.generation)
+
+    def _needs_first_login(self, login: Login, state: _Session, url: str) -> bool:
+        """A form login's domain is logged in to when first met, unless a resumed crawl's
+        cookies hold its session already (or the page is the login page)."""
+        if state.generation or _same_page(url, login.login_url):
+            return False
+        return not any(login.covers(row[0]) for row in self._jar.rows())
+
+    def _logged_out(
+        self, login: Login, url: str, status: int, headers: Mapping[str, str], body: bytes
+    ) -> bool:
+        if status in login.logged_out_status:
+            return True
+        location = headers.get("location")
+        if 300 <= status < 400 and location and _same_page(urljoin(url, location), login.login_url):
+            return True
+        if login.logged_out_selector and body:
+            try:
+                tree = LexborHTMLParser(body)
+                return tree.css_first(login.logged_out_selector) is not None
+            except Exception:  # a hostile page must not break the crawl
+                return False
+        return False
+
+    async def _login(
+        self, login: Login, state: _Session, session: aiohttp.ClientSession, seen: int
+    ) -> bool:
+        """Log in unless another request did since it saw generation ``seen``."""
+        async with state.lock:
+            if state.generation != seen:
+                return True
+            if state.failed_at is not None and self._clock() - state.failed_at < 5.0:
+                return False  # a failing login is not hammered by every waiting page
+            ok = await self._do_login(login, session)
+            if not ok:
+                self.failures += 1
+                state.failed_at = self._clock()
+                return False
+            state.failed_at = None
+            if state.generation:
+                self.relogins += 1
+            else:
+                self.logins += 1
+            state.generation += 1
+            log.info(
+                "logged in to %s",
+                login.domain,
+                extra={"event": "auth-login", "domain": login.domain},
+            )
+            return True
+
+    async def _do_login(self, login: Login, session: aiohttp.ClientSession) -> bool:
+        try:
+            if login.user_login is not None:
+                context = LoginContext(
+                    session, login.domain, login.login_url, login.username, login.password
+                )
+                cookies = await login.user_login(context)
+                if cookies is None:
+                    return self._failed(login, "the login hook returned None")
+                self._jar.clear(login.domain)
+                self._jar.add((login.domain, "/", k, v, False, None) for k, v in cookies.items())
+                return True
+            return await self._post_form(login, session)
+        except Exception as exc:  # the message could hold anything: only its type is logged
+            return self._failed(login, type(exc).__name__)
+
+    async def _post_form(self, login: Login, session: aiohttp.ClientSession) -> bool:
+        assert login.login_url is not None and login.username is not None
+        assert login.password is not None
+        data = {
+            **login.fields,
+            login.username_field: login.username.reveal(),
+            login.password_field: login.password.reveal(),
+        }
+        self._jar.clear(login.domain)  # the ended session's cookies
+        async with session.post(login.login_url, data=data, allow_redirects=False) as response:
+            await response.content.read(MAX_LOGIN_BODY)
+            if response.status >= 400:
+                return self._failed(login, f"status {response.status}")
+            self._jar.add(
+                self._jar.parse(login.login_url, response.headers.getall("Set-Cookie", []), login)
+            )
+        location = response.headers.get("Location")
+        if location and _same_page(urljoin(login.login_url, location), login.login_url):
+            return self._failed(login, "sent back to the login page")
+        return True
+
+    def _failed(self, login: Login, why: str) -> bool:
+        log.warning(
+            "login to %s failed: %s",
+            login.domain,
+            why,
+            extra={"event": "auth-login-failed", "domain": login.domain},
+        )
+        return False
+
+    async def _token(
+        self, login: Login, state: _Session, session: aiohttp.ClientSession
+    ) -> str | None:
+        if state.token is not None and state.expires_at - login.refresh_margin > self._clock():
+            return state.token
+        async with state.lock:
+            now = self._clock()
+            if state.token is not None and state.expires_at - login.refresh_margin > now:
+                return state.token
+            cached = _read_cache(login)
+            if cached is not None and cached[1] - login.refresh_margin > now:
+                state.token, state.expires_at = cached
+                return state.token
+            if state.failed_at is not None and now - state.failed_at < 5.0:
+                return None
+            try:
+                token, expires_at = await self._fetch_token(login, session)
+            except Exception as exc:
+                self.failures += 1
+                state.failed_at = now
+                self._failed(login, f"token request: {type(exc).__name__}")
+                return None
+            state.failed_at = None
+            state.token, state.expires_at = token, expires_at
+            state.generation += 1
+            self.token_refreshes += 1
+            _write_cache(login, token, expires_at)
+            log.info(
+                "new OAuth token for %s",
+                login.domain,
+                extra={"event": "auth-token", "domain": login.domain},
+            )
+            return token
+
+    async def _fetch_token(self, login: Login, session: aiohttp.ClientSession) -> tuple[str, float]:
+        assert login.token_url is not None
+        assert login.client_id is not None and login.client_secret is not None
+        data = {"grant_type": "client_credentials"}
+        if login.scope:
+            data["scope"] = login.scope
+        auth = aiohttp.BasicAuth(login.client_id.reveal(), login.client_secret.reveal())
+        async with session.post(
+            login.token_url, data=data, auth=auth, allow_redirects=False
+        ) as response:
+            body = await response.content.read(MAX_LOGIN_BODY)
+            if response.status != 200:
+                raise _TokenError(f"status {response.status}")
+        reply = json.loads(body)
+        token = reply.get("access_token") if isinstance(reply, dict) else None
+        if not isinstance(token, str) or not token:
+            raise _TokenError("no access_token")
+        lifetime = reply.get("expires_in", 3600)
+        if not isinstance(lifetime, int | float) or lifetime <= 0:
+            lifetime = 3600
+        return token, self._clock() + float(lifetime)
+
+
+class _TokenError(Exception):
+    pass
+
+
+def _same_page(url: str, other: str | None) -> bool:
+    if other is None:
+        return False
+    a, b = urlsplit(url), urlsplit(other)
+    return (a.hostname, a.port, a.path or "/") == (b.hostname, b.port, b.path or "/")
+
+
+def cache_path(login: Login) -> Path:
+    """Where ``login``'s OAuth token is cached: ``token_cache``, or a file per token URL
+    and client under ``$XDG_CACHE_HOME/gossamer`` (``~/.cache/gossamer``)."""
+    if login.token_cache is not None:
+        return login.token_cache
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gossamer"
+    return base / f"oauth-{_client_digest(login)[:16]}.json"
+
+
+def _client_digest(login: Login) -> str:
+    client = login.client_id.reveal() if login.client_id is not None else ""
+    key = f"{login.token_url}\n{client}\n{login.scope or ''}"
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def _read_cache(login: Login) -> tuple[str, float] | None:
+    try:
+        data: Any = json.loads(cache_path(login).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("client") != _client_digest(login):
+        return None
+    token, expires_at = data.get("access_token"), data.get("expires_at")
+    if isinstance(token, str) and isinstance(expires_at, int | float):
+        return token, float(expires_at)
+    return None
+
+
+def _write_cache(login: Login, token: str, expires_at: float) -> None:
+    path = cache_path(login)
+    text = json.dumps(
+        {"client": _client_digest(login), "access_token": token, "expires_at": expires_at}
+    )
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.chmod(temporary, 0o600)
+        os.replace(temporary, path)
+    except OSError as exc:
+        log.warning(
+            "cannot cache the OAuth token of %s in %s: %s",
+            login.domain,
+            path,
+            exc.strerror,
+            extra={"event": "auth-token-cache-failed", "domain": login.domain},
+        )
+
+
+def _forget_cache(login: Login) -> None:
+    cache_path(login).unlink(missing_ok=True)
