@@ -357,8 +357,7 @@ class Authenticator:
         state = self._sessions[login.domain]
         headers: dict[str, str] = {}
         if login.kind == "basic" and login.username is not None and login.password is not None:
-            pair = f"{login.username.reveal()}:{login.password.reveal()}".encode()
-            headers["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
+            headers["Authorization"] = _basic(login.username, login.password)
         elif login.kind == "bearer" and login.token is not None:
             headers["Authorization"] = "Bearer " + login.token.reveal()
         elif login.kind == "oauth2":
@@ -545,9 +544,9 @@ class Authenticator:
         data = {"grant_type": "client_credentials"}
         if login.scope:
             data["scope"] = login.scope
-        auth = aiohttp.BasicAuth(login.client_id.reveal(), login.client_secret.reveal())
+        headers = {"Authorization": _basic(login.client_id, login.client_secret)}
         async with session.post(
-            login.token_url, data=data, auth=auth, allow_redirects=False
+            login.token_url, data=data, headers=headers, allow_redirects=False
         ) as response:
             body = await response.content.read(MAX_LOGIN_BODY)
             if response.status != 200:
@@ -564,6 +563,11 @@ class Authenticator:
 
 class _TokenError(Exception):
     pass
+
+
+def _basic(user: Secret, password: Secret) -> str:
+    pair = f"{user.reveal()}:{password.reveal()}".encode()
+    return "Basic " + base64.b64encode(pair).decode("ascii")
 
 
 def _same_page(url: str, other: str | None) -> bool:
