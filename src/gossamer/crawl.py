@@ -136,6 +136,7 @@ class Stages:
             on_commit=on_commit,
             archive=self.warc,
             pdf=self.pdf,
+            auth_stats=None if self.auth is None else self.auth.stats_counts,
         )
 
 

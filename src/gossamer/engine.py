@@ -146,8 +146,10 @@ class Crawler:
         on_commit: CommitHook | None = None,
         archive: Archive | None = None,
         pdf: PdfPool | None = None,
+        auth_stats: Callable[[], Mapping[str, int]] | None = None,
     ) -> None:
         self._config = config
+        self._auth_stats = auth_stats
         self._archive = archive
         self._pdf = pdf
         self._frontier = frontier
@@ -251,6 +253,7 @@ class Crawler:
             internal_errors=self._counts["internal_errors"],
             hook_errors=self._counts["hook_errors"],
             set_aside=front.set_aside,
+            auth={} if self._auth_stats is None else dict(self._auth_stats()),
             **{name: self._counts[name] for name in _RULE_COUNTERS},
         )
 

@@ -377,3 +377,19 @@ def _no_secret_in(*texts: str) -> None:
     for text in texts:
         for secret in (*SECRETS, CLIENT_SECRET):
             assert secret not in text
+
+
+async def test_an_archived_request_shows_no_credential(site: tuple[Server, int]) -> None:
+    port = site[1]
+    rows = [("intranet.test", "/", "sid", "cookie-value", False, None)]
+    auth = Authenticator(
+        [Login(domain="intranet.test", kind="bearer", token=Secret(TOKEN))], CookieJar(rows)
+    )
+    resolve = ("intranet.test=127.0.0.1",)
+    config = FetchConfig(resolve=resolve, keep_wire=True, **FAST)  # type: ignore[arg-type]
+    async with Fetcher(config, auth=auth) as f:
+        result = await f.fetch(f"http://intranet.test:{port}/echo")
+    assert json.loads(result.body)["Authorization"] == f"Bearer {TOKEN}"
+    assert result.exchange is not None
+    sent = dict(result.exchange.request_headers)
+    assert sent["Authorization"] == sent["Cookie"] == "***"

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import email.utils
 import hashlib
 import http.cookies
@@ -348,6 +349,10 @@ class Authenticator:
             failures=self.failures,
             cookies=len(self._jar),
         )
+
+    def stats_counts(self) -> dict[str, int]:
+        """`stats` as a mapping (what stats.json shows)."""
+        return dataclasses.asdict(self.stats())
 
     async def prepare(self, url: str, session: aiohttp.ClientSession) -> Mapping[str, str]:
         """The headers of ``url``'s request: its domain's login, never another's."""
