@@ -162,6 +162,21 @@ def oauth_login(port: int, cache: Path, margin: float = 60.0) -> Login:
     )
 
 
+def test_a_login_covers_its_domain_and_subdomains_only() -> None:
+    login = Login(domain="intranet.test", kind="bearer", token=Secret(TOKEN))
+    assert login.covers("intranet.test") and login.covers("a.b.intranet.test")
+    assert not login.covers("evilintranet.test") and not login.covers("intranet.test.evil")
+
+
+def test_the_jar_is_bounded() -> None:
+    jar = CookieJar()
+    jar.add(("a.test", "/", f"c{i}", "v", False, None) for i in range(1000))
+    jar.add([("a.test", "/", "big", "v" * 5000, False, None)])
+    assert len(jar) == 200
+    jar.add([("a.test", "/", "c0", "new", False, None), ("a.test", "/", "c1", "", False, 1.0)])
+    assert len(jar) == 199 and "c0=new" in (jar.header("http://a.test/") or "")
+
+
 def test_secrets_never_show() -> None:
     login = Login(domain="a.test", kind="basic", username=Secret(USER), password=Secret(PASSWORD))
     assert PASSWORD not in repr(login) and PASSWORD not in str(login)

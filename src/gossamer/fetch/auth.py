@@ -61,6 +61,10 @@ log = logging.getLogger(__name__)
 Clock = Callable[[], float]
 MAX_LOGIN_BODY = 1 << 20
 """The most of a login or token response read."""
+MAX_COOKIES = 200
+"""The most cookies the jar holds: a hostile site cannot grow it (or crawl.db) without end."""
+MAX_COOKIE_BYTES = 4096
+"""The longest cookie (name and value) kept (RFC 6265 6.1's minimum a client supports)."""
 CookieRow = tuple[str, str, str, str, bool, float | None]
 """A stored cookie: (domain, path, name, value, secure, expires or None for the session)."""
 
@@ -165,6 +169,7 @@ class CookieJar:
     A cookie is sent to hosts that domain-match it (RFC 6265 5.1.3), on paths under its
     path, over https only when secure; `Authenticator` only stores and asks for cookies of
     hosts within a login's domain. ``on_change`` gets every cookie row after each change.
+    At most `MAX_COOKIES` cookies of at most `MAX_COOKIE_BYTES` each are kept.
     """
 
     def __init__(
@@ -212,7 +217,11 @@ class CookieJar:
             key = row[0], row[1], row[2]
             if row[5] is not None and row[5] <= now:
                 changed |= self._cookies.pop(key, None) is not None
-            elif self._cookies.get(key) != row:
+            elif len(row[2]) + len(row[3]) > MAX_COOKIE_BYTES:
+                continue
+            elif self._cookies.get(key) != row and (
+                key in self._cookies or len(self._cookies) < MAX_COOKIES
+            ):
                 self._cookies[key] = row
                 changed = True
         if changed and self._on_change is not None:
