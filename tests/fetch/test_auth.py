@@ -19,6 +19,7 @@ import pytest
 from aiohttp import web
 
 from gossamer.fetch.auth import (
+    RELOGIN_INTERVAL,
     Authenticator,
     CookieJar,
     Login,
@@ -129,6 +130,19 @@ async def site() -> AsyncIterator[tuple[Server, int]]:
     state = Server()
     async with serve(state) as port:
         yield state, port
+
+
+class Clock:
+    """Wall-clock time that a test moves on (past `RELOGIN_INTERVAL`)."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.offset
+
+    def later(self) -> None:
+        self.offset += RELOGIN_INTERVAL + 1
 
 
 def fetcher(auth: Authenticator) -> Fetcher:
@@ -262,13 +276,15 @@ async def test_form_login_then_relogin_after_the_session_ends(
     state, port = site
     caplog.set_level(logging.DEBUG)
     changes: list[list[object]] = []
-    jar = CookieJar(on_change=lambda rows: changes.append(list(rows)))
-    auth = Authenticator([form_login(port)], jar)
+    clock = Clock()
+    jar = CookieJar(on_change=lambda rows: changes.append(list(rows)), clock=clock)
+    auth = Authenticator([form_login(port)], jar, clock=clock)
     async with fetcher(auth) as f:
         first = await f.fetch(f"http://intranet.test:{port}/private")
         assert first.ok and b"members only" in first.body
         assert state.logins == 1
         state.sessions.clear()  # the server ends the session
+        clock.later()
         again = await f.fetch(f"http://intranet.test:{port}/private")
         assert again.ok and b"members only" in again.body
         other = await f.fetch(f"http://other.test:{port}/echo")
@@ -285,7 +301,8 @@ async def test_logged_out_selector_and_concurrent_pages_log_in_once(
     site: tuple[Server, int],
 ) -> None:
     state, port = site
-    auth = Authenticator([form_login(port, logged_out_selector="form#login")])
+    clock = Clock()
+    auth = Authenticator([form_login(port, logged_out_selector="form#login")], clock=clock)
     async with fetcher(auth) as f:
         pages = await asyncio.gather(
             *(f.fetch(f"http://intranet.test:{port}/soft") for _ in range(5))
@@ -293,6 +310,7 @@ async def test_logged_out_selector_and_concurrent_pages_log_in_once(
         assert all(b"soft members" in p.body for p in pages)
         assert state.logins == 1
         state.sessions.clear()
+        clock.later()
         pages = await asyncio.gather(
             *(f.fetch(f"http://intranet.test:{port}/soft") for _ in range(5))
         )
@@ -328,10 +346,12 @@ async def test_user_login_hook(site: tuple[Server, int]) -> None:
         ) as response:
             return {c.key: c.value for c in response.cookies.values()}
 
-    auth = Authenticator([form_login(port, user_login=hook)])
+    clock = Clock()
+    auth = Authenticator([form_login(port, user_login=hook)], clock=clock)
     async with fetcher(auth) as f:
         page = await f.fetch(f"http://intranet.test:{port}/private")
         state.sessions.clear()
+        clock.later()
         again = await f.fetch(f"http://intranet.test:{port}/private")
     assert page.ok and again.ok
     assert calls == ["intranet.test", "intranet.test"]
@@ -408,3 +428,20 @@ async def test_an_archived_request_shows_no_credential(site: tuple[Server, int])
     assert result.exchange is not None
     sent = dict(result.exchange.request_headers)
     assert sent["Authorization"] == sent["Cookie"] == "***"
+
+
+async def test_a_page_refused_with_a_fresh_session_costs_no_new_login(
+    site: tuple[Server, int],
+) -> None:
+    state, port = site
+    clock = Clock()
+    auth = Authenticator([form_login(port, logged_out_status=frozenset({404}))], clock=clock)
+    async with fetcher(auth) as f:
+        first = await f.fetch(f"http://intranet.test:{port}/missing")
+        second = await f.fetch(f"http://intranet.test:{port}/missing")
+        assert first.status == second.status == 404
+        assert state.logins == 1  # the first login, no storm of re-logins
+        clock.later()
+        third = await f.fetch(f"http://intranet.test:{port}/missing")
+    assert third.status == 404 and state.logins == 2  # one login, then the page is kept
+    assert auth.stats().relogins == 1

@@ -46,6 +46,7 @@ from selectolax.lexbor import LexborHTMLParser
 from gossamer.redact import redact_url
 
 __all__ = [
+    "AuthHeaders",
     "AuthStats",
     "Authenticator",
     "CookieJar",
@@ -61,6 +62,9 @@ log = logging.getLogger(__name__)
 Clock = Callable[[], float]
 MAX_LOGIN_BODY = 1 << 20
 """The most of a login or token response read."""
+RELOGIN_INTERVAL = 5.0
+"""Seconds after a login (or token request) before the next: a page refused with a fresh
+session is refused for good, and a failing login is not tried by every waiting page."""
 MAX_COOKIES = 200
 """The most cookies the jar holds: a hostile site cannot grow it (or crawl.db) without end."""
 MAX_COOKIE_BYTES = 4096
@@ -154,13 +158,18 @@ class RequestAuth(Protocol):
     async def check(
         self,
         url: str,
+        sent: Mapping[str, str],
         status: int | None,
         headers: Mapping[str, str],
         body: bytes,
         session: aiohttp.ClientSession,
+        *,
+        retried: bool = False,
     ) -> bool:
-        """Keep the response's cookies; True when the page should be fetched again after a
-        new login (it looked logged out and the login succeeded)."""
+        """Keep the response's cookies; True when the page should be fetched again (it
+        looked logged out and a new login succeeded, or one happened since it was sent).
+        ``sent`` is what `prepare` returned for the request; ``retried``: the request was
+        that second fetch already."""
 
 
 class CookieJar:
@@ -311,13 +320,22 @@ def read_cookies_txt(path: Path, within: str) -> tuple[CookieRow, ...]:
     return tuple(rows)
 
 
+class AuthHeaders(dict[str, str]):
+    """The headers `Authenticator.prepare` gives a request, and the generation of its
+    domain's session they belong to (so `Authenticator.check` knows whether a login came
+    since)."""
+
+    generation: int = 0
+
+
 class _Session:
-    """One domain's state: its lock and how many logins it has had."""
+    """One domain's state: its lock, how many logins (tokens) it has had, the last one's
+    time (wall clock) and its OAuth token."""
 
     def __init__(self) -> None:
         self.lock = asyncio.Lock()
         self.generation = 0
-        self.failed_at: float | None = None
+        self.renewed_at = -float("inf")
         self.token: str | None = None
         self.expires_at = 0.0
 
@@ -363,13 +381,13 @@ class Authenticator:
         """`stats` as a mapping (what stats.json shows)."""
         return dataclasses.asdict(self.stats())
 
-    async def prepare(self, url: str, session: aiohttp.ClientSession) -> Mapping[str, str]:
+    async def prepare(self, url: str, session: aiohttp.ClientSession) -> AuthHeaders:
         """The headers of ``url``'s request: its domain's login, never another's."""
         login = self.login_for(url)
         if login is None:
-            return {}
+            return AuthHeaders()
         state = self._sessions[login.domain]
-        headers: dict[str, str] = {}
+        headers = AuthHeaders()
         if login.kind == "basic" and login.username is not None and login.password is not None:
             headers["Authorization"] = _basic(login.username, login.password)
         elif login.kind == "bearer" and login.token is not None:
@@ -383,44 +401,47 @@ class Authenticator:
         cookie = self._jar.header(url)
         if cookie is not None:
             headers["Cookie"] = cookie
+        headers.generation = state.generation
         return headers
 
     async def check(
         self,
         url: str,
+        sent: Mapping[str, str],
         status: int | None,
         headers: Mapping[str, str],
         body: bytes,
         session: aiohttp.ClientSession,
+        *,
+        retried: bool = False,
     ) -> bool:
         """Keep the cookies the response sets; True when it looked logged out and a new login
-        (or token) succeeded, so the page should be fetched again."""
+        (or token) is there, so the page should be fetched again. A page refused again with
+        a login younger than `RELOGIN_INTERVAL` is refused for good, not logged out: no new
+        login for it."""
         login = self.login_for(url)
         if login is None or status is None:
             return False
         set_cookie = headers.get("set-cookie")
         if set_cookie:
             self._jar.add(self._jar.parse(url, set_cookie.split("\n"), login))
+        if retried:
+            return False
         state = self._sessions[login.domain]
+        seen = sent.generation if isinstance(sent, AuthHeaders) else state.generation
         if login.kind == "oauth2" and status == 401:
-            seen = state.generation
-            async with state.lock:
-                if state.generation == seen:
-                    state.token = None
-                    state.expires_at = 0.0
-                    _forget_cache(login)
-            return await self._token(login, state, session) is not None
+            return await self._renew(login, state, session, seen)
         if login.kind != "form" or _same_page(url, login.login_url):
             return False
         if not self._logged_out(login, url, status, headers, body):
             return False
         log.info(
-            "logged out of %s at %s: logging in again",
+            "logged out of %s at %s",
             login.domain,
             redact_url(url),
             extra={"event": "auth-logged-out", "domain": login.domain},
         )
-        return await self._login(login, state, session, state.generation)
+        return await self._login(login, state, session, seen)
 
     def _needs_first_login(self, login: Login, state: _Session, url: str) -> bool:
         """A form login's domain is logged in to when first met, unless a resumed crawl's
@@ -452,14 +473,13 @@ class Authenticator:
         async with state.lock:
             if state.generation != seen:
                 return True
-            if state.failed_at is not None and self._clock() - state.failed_at < 5.0:
-                return False  # a failing login is not hammered by every waiting page
+            if self._clock() - state.renewed_at < RELOGIN_INTERVAL:
+                return False  # refused with a fresh login, or a login that fails
             ok = await self._do_login(login, session)
+            state.renewed_at = self._clock()
             if not ok:
                 self.failures += 1
-                state.failed_at = self._clock()
                 return False
-            state.failed_at = None
             if state.generation:
                 self.relogins += 1
             else:
@@ -524,33 +544,52 @@ class Authenticator:
         if state.token is not None and state.expires_at - login.refresh_margin > self._clock():
             return state.token
         async with state.lock:
-            now = self._clock()
-            if state.token is not None and state.expires_at - login.refresh_margin > now:
-                return state.token
-            cached = _read_cache(login)
-            if cached is not None and cached[1] - login.refresh_margin > now:
-                state.token, state.expires_at = cached
-                return state.token
-            if state.failed_at is not None and now - state.failed_at < 5.0:
-                return None
-            try:
-                token, expires_at = await self._fetch_token(login, session)
-            except Exception as exc:
-                self.failures += 1
-                state.failed_at = now
-                self._failed(login, f"token request: {type(exc).__name__}")
-                return None
-            state.failed_at = None
-            state.token, state.expires_at = token, expires_at
+            return await self._locked_token(login, state, session)
+
+    async def _renew(
+        self, login: Login, state: _Session, session: aiohttp.ClientSession, seen: int
+    ) -> bool:
+        """After a 401: a new token unless one came since generation ``seen``."""
+        async with state.lock:
+            if state.generation != seen:
+                return state.token is not None
+            if self._clock() - state.renewed_at < RELOGIN_INTERVAL:
+                return False
+            state.token = None
+            _forget_cache(login)
+            return await self._locked_token(login, state, session) is not None
+
+    async def _locked_token(
+        self, login: Login, state: _Session, session: aiohttp.ClientSession
+    ) -> str | None:
+        now = self._clock()
+        if state.token is not None and state.expires_at - login.refresh_margin > now:
+            return state.token
+        cached = _read_cache(login)
+        if cached is not None and cached[1] - login.refresh_margin > now:
+            state.token, state.expires_at = cached
             state.generation += 1
-            self.token_refreshes += 1
-            _write_cache(login, token, expires_at)
-            log.info(
-                "new OAuth token for %s",
-                login.domain,
-                extra={"event": "auth-token", "domain": login.domain},
-            )
-            return token
+            return state.token
+        if now - state.renewed_at < RELOGIN_INTERVAL and state.token is None:
+            return None  # the last request failed: not one per page
+        state.renewed_at = now
+        try:
+            token, expires_at = await self._fetch_token(login, session)
+        except Exception as exc:
+            self.failures += 1
+            state.token = None
+            self._failed(login, f"token request: {type(exc).__name__}")
+            return None
+        state.token, state.expires_at = token, expires_at
+        state.generation += 1
+        self.token_refreshes += 1
+        _write_cache(login, token, expires_at)
+        log.info(
+            "new OAuth token for %s",
+            login.domain,
+            extra={"event": "auth-token", "domain": login.domain},
+        )
+        return token
 
     async def _fetch_token(self, login: Login, session: aiohttp.ClientSession) -> tuple[str, float]:
         assert login.token_url is not None

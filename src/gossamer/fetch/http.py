@@ -426,12 +426,16 @@ class Fetcher:
         self, auth: RequestAuth, url: str, headers: Mapping[str, str] | None
     ) -> FetchResult:
         session = self._open()
-        result = await self._fetch(url, {**(headers or {}), **await auth.prepare(url, session)})
-        if await auth.check(url, result.status, result.headers, result.body, session):
+        sent = await auth.prepare(url, session)
+        result = await self._fetch(url, {**(headers or {}), **sent})
+        if await auth.check(url, sent, result.status, result.headers, result.body, session):
             self._count(result)  # the logged-out answer counts as a request of its own
             self._requests += 1
-            result = await self._fetch(url, {**(headers or {}), **await auth.prepare(url, session)})
-            await auth.check(url, result.status, result.headers, result.body, session)
+            sent = await auth.prepare(url, session)
+            result = await self._fetch(url, {**(headers or {}), **sent})
+            await auth.check(
+                url, sent, result.status, result.headers, result.body, session, retried=True
+            )
         return result
 
     async def _fetch(self, url: str, headers: Mapping[str, str] | None) -> FetchResult:
