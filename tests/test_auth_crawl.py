@@ -116,13 +116,22 @@ class Site:
     sessions: set[str] = field(default_factory=set)
     logins: int = 0
     issued: int = 0
+    csrf: bool = False
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         if request.path == "/robots.txt":
             return web.Response(status=404)
+        if request.path == "/login" and request.method == "GET":
+            response = web.Response(
+                text='<form><input name="csrf" value="c-123"></form>', content_type="text/html"
+            )
+            response.set_cookie("pre", "p1", path="/")
+            return response
         if request.path == "/login" and request.method == "POST":
             form = await request.post()
             if (form.get("user"), form.get("pass")) != (USER, PASSWORD):
+                return web.Response(status=403)
+            if self.csrf and (form.get("csrf"), request.cookies.get("pre")) != ("c-123", "p1"):
                 return web.Response(status=403)
             self.logins += 1
             self.sessions.add(f"s{self.logins}")
@@ -245,3 +254,24 @@ def _no_secret_in(out: Path) -> None:
         text = (out / name).read_text()
         for secret in (PASSWORD, CLIENT_SECRET):
             assert secret not in text
+
+
+@pytest.mark.usefixtures("secrets")
+async def test_the_example_login_hook(tmp_path: Path) -> None:
+    hook = Path(__file__).parents[1] / "examples" / "login_hook.py"
+    async with serving() as site:
+        site.csrf = True
+        auth = [form_auth(site)[0] | {"login_hook": f"{hook}:login"}]
+        seed = f"http://intranet.test:{site.port}/"
+        stats = await crawl(tmp_path / "out", seeds=[seed], auth=auth)
+    assert stats.ok == PAGES and site.logins == 1
+    assert stats.auth["logins"] == 1 and stats.auth["failures"] == 0
+
+
+def test_a_login_hook_that_cannot_load_exits_early(tmp_path: Path) -> None:
+    settings = load_settings(
+        {"auth": [{"domain": "a.test", "type": "form", "login_hook": "no_such_module_x:login"}]},
+        env={},
+    )
+    with pytest.raises(SettingsError, match=r"'auth\.0\.login_hook'.*cannot be imported"):
+        auth_logins(settings, {})

@@ -33,6 +33,7 @@ import http.cookies
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -59,6 +60,11 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+_B64TOKEN = re.compile(r"[A-Za-z0-9._~+/-]{1,4096}=*")
+"""An OAuth access token as a header may carry it (RFC 6750 2.1)."""
+_COOKIE_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}")
+_COOKIE_VALUE = re.compile(r"[\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]{0,4096}")
+"""RFC 6265 4.1.1 cookie-octets: what a hook's cookie may hold."""
 Clock = Callable[[], float]
 MAX_LOGIN_BODY = 1 << 20
 """The most of a login or token response read."""
@@ -100,8 +106,8 @@ class Login:
     username: Secret | None = None
     password: Secret | None = None
     token: Secret | None = None
-    cookies: tuple[CookieRow, ...] = ()
-    """For ``cookies``: the cookies of the file."""
+    cookies: tuple[CookieRow, ...] = field(default=(), repr=False)
+    """For ``cookies``: the cookies of the file (credentials: never shown)."""
     login_url: str | None = None
     username_field: str = "username"
     password_field: str = "password"
@@ -501,6 +507,8 @@ class Authenticator:
                 cookies = await login.user_login(context)
                 if cookies is None:
                     return self._failed(login, "the login hook returned None")
+                if not all(_cookie_pair(k, v) for k, v in cookies.items()):
+                    return self._failed(login, "the login hook returned a bad cookie")
                 self._jar.clear(login.domain)
                 self._jar.add((login.domain, "/", k, v, False, None) for k, v in cookies.items())
                 return True
@@ -606,8 +614,8 @@ class Authenticator:
                 raise _TokenError(f"status {response.status}")
         reply = json.loads(body)
         token = reply.get("access_token") if isinstance(reply, dict) else None
-        if not isinstance(token, str) or not token:
-            raise _TokenError("no access_token")
+        if not isinstance(token, str) or not _B64TOKEN.fullmatch(token):
+            raise _TokenError("no access_token, or one that is not a b64token")
         lifetime = reply.get("expires_in", 3600)
         if not isinstance(lifetime, int | float) or lifetime <= 0:
             lifetime = 3600
@@ -616,6 +624,15 @@ class Authenticator:
 
 class _TokenError(Exception):
     pass
+
+
+def _cookie_pair(name: object, value: object) -> bool:
+    return (
+        isinstance(name, str)
+        and isinstance(value, str)
+        and _COOKIE_NAME.fullmatch(name) is not None
+        and _COOKIE_VALUE.fullmatch(value) is not None
+    )
 
 
 def _basic(user: Secret, password: Secret) -> str:
