@@ -19,7 +19,7 @@ from aiohttp import web
 
 from gossamer.cli import main
 from gossamer.crawl import auth_logins, run_crawl
-from gossamer.settings import SettingsError, load_settings
+from gossamer.settings import JobSettings, SettingsError, load_model, load_settings
 from gossamer.stats import CrawlStats
 
 USER, PASSWORD = "bob", "form-pass-987"
@@ -275,3 +275,18 @@ def test_a_login_hook_that_cannot_load_exits_early(tmp_path: Path) -> None:
     )
     with pytest.raises(SettingsError, match=r"'auth\.0\.login_hook'.*cannot be imported"):
         auth_logins(settings, {})
+
+
+def test_a_cluster_job_stores_the_tables_and_no_secret(tmp_path: Path) -> None:
+    text = (
+        '[[auth]]\ndomain = "a.test"\ntype = "oauth2"\ntoken_url = "https://a.test/token"\n'
+        'client_id_env = "CID"\nclient_secret_file = "/run/secrets/cs"\n'
+        f'token_cache = "{tmp_path / "t.json"}"\n'
+    )
+    settings = load_model(JobSettings, {"seeds": ["http://a.test/"]}, _write(tmp_path, text), {})
+    stored = settings.model_dump_json()
+    assert CLIENT_SECRET not in stored and "/run/secrets/cs" in stored
+    again = JobSettings.model_validate_json(stored)
+    assert again.auth == settings.auth
+    with pytest.raises(SettingsError, match=r"'auth\.0\.client_secret_file'"):
+        auth_logins(again, {"CID": CLIENT})  # each worker reads the secrets itself
