@@ -47,6 +47,7 @@ class _Server:
         self.targets: list[str] = []
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
 
     async def start(self) -> _Server:
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
@@ -56,8 +57,8 @@ class _Server:
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
-            for task in list(self._tasks):
-                task.cancel()
+            for writer in list(self._writers):
+                writer.transport.abort()  # ends the handlers' reads: connections drop
             await asyncio.gather(*self._tasks, return_exceptions=True)
             await self._server.wait_closed()
             self._server = None
@@ -66,12 +67,14 @@ class _Server:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
+        self._writers.add(writer)
         try:
             await self.handle(reader, writer)
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             pass
         finally:
             self._tasks.discard(task)
+            self._writers.discard(writer)
             with contextlib.suppress(ConnectionError, OSError):
                 writer.close()
 
