@@ -98,6 +98,8 @@ class FetchResultLike(Archivable, Protocol):
     def flags(self) -> tuple[str, ...]: ...
     @property
     def headers(self) -> Mapping[str, str]: ...
+    @property
+    def proxy(self) -> str | None: ...
 
 
 class Fetch(Protocol):
@@ -146,8 +148,10 @@ class Crawler:
         on_commit: CommitHook | None = None,
         archive: Archive | None = None,
         pdf: PdfPool | None = None,
+        proxy_stats: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         self._config = config
+        self._proxy_stats = proxy_stats
         self._archive = archive
         self._pdf = pdf
         self._frontier = frontier
@@ -251,6 +255,7 @@ class Crawler:
             internal_errors=self._counts["internal_errors"],
             hook_errors=self._counts["hook_errors"],
             set_aside=front.set_aside,
+            proxies=None if self._proxy_stats is None else self._proxy_stats(),
             **{name: self._counts[name] for name in _RULE_COUNTERS},
         )
 
@@ -414,6 +419,7 @@ class Crawler:
             error="internal-error",
             attempts=lease.attempts + 1,
             truncated=result.truncated,
+            proxy=result.proxy,
         )
         self._record(_with_warc(record, archived), lease)
         await self._frontier.ack(lease, feedback)
@@ -498,6 +504,7 @@ class Crawler:
             truncated=result.truncated,
             flags=flags,
             extra=extra,
+            proxy=result.proxy,
             **content,
             **ruled,
         )

@@ -7,6 +7,7 @@ import resource
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 
 def peak_rss_mb() -> float:
@@ -53,6 +54,9 @@ class CrawlStats:
     """Items left out because a required field was missing."""
     rule_errors: int = 0
     """Error lines the rules recorded in page records (at most 50 per page)."""
+    proxies: dict[str, Any] | None = None
+    """With a proxy pool: its live count, retries, and per proxy (``scheme://host:port``)
+    requests, failures, mean latency, checked response time and state."""
 
     def write(self, path: Path) -> None:
         """Write as stats.json."""

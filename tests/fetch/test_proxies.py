@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
+from tests.clock import SleepClock
+from tests.fetch.proxy_servers import HttpProxy, Socks5Proxy, dead_port
+from tests.local_app import serve
 
 from gossamer.fetch.http import FetchConfig, Fetcher
 from gossamer.fetch.proxies import Proxy, ProxyError, ProxyPool, parse_proxy, read_proxies_file
 from gossamer.outcomes import is_failure
-from tests.clock import SleepClock
-from tests.fetch.proxy_servers import HttpProxy, Socks5Proxy, dead_port
-from tests.local_app import serve
 
 FAST = {"connect_timeout": 1.0, "read_timeout": 1.0, "total_timeout": 3.0}
 

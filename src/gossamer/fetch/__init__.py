@@ -1,8 +1,9 @@
 """The fetch stage: DNS caching and overrides (``dns``), the address guard (``guard``), pooled
-HTTP with capped decoding (``http``, ``decoding``), the bandwidth cap (``ratelimit``) and the
-wire capture for WARC (``exchange``).
+HTTP with capped decoding (``http``, ``decoding``), the bandwidth cap (``ratelimit``), the
+wire capture for WARC (``exchange``) and the proxy pool (``proxies``).
 
-This package may import the standard library, aiohttp, aiodns, brotli, ``gossamer.redact``,
+This package may import the standard library, aiohttp, aiodns, brotli, aiohttp-socks and
+python-socks (SOCKS5 proxies), ``gossamer.redact``,
 ``gossamer.safe`` and ``gossamer.urls``; it knows no other stage (the engine hands it URLs
 and reads its results).
 """

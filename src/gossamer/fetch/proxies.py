@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
 from gossamer.redact import redact_url
@@ -171,7 +171,7 @@ class PoolStats:
         """Proxies in the ring."""
         return sum(p.state == "live" for p in self.proxies)
 
-    def as_json(self) -> dict[str, object]:
+    def as_json(self) -> dict[str, Any]:
         """The snapshot as stats.json holds it."""
         return {
             "live": self.live,
@@ -317,6 +317,10 @@ class ProxyPool:
         return PoolStats(
             tuple(e.stats() for e in (*ring, *rest)), retries=self.retries, unserved=self.unserved
         )
+
+    def json_stats(self) -> dict[str, Any]:
+        """`stats` as stats.json holds it."""
+        return self.stats().as_json()
 
     def states(self) -> MappingProxyType[str, State]:
         """Each proxy's state, by label."""
