@@ -73,3 +73,12 @@ def test_a_bad_proxy_is_a_settings_error() -> None:
     assert "hunter2" not in str(info.value)
     settings = load_settings({}, env={"GOSSAMER_PROXIES": "http://p:1,socks5://q:2"})
     assert settings.proxies == ["http://p:1", "socks5://q:2"]
+
+
+def test_a_cluster_job_stores_its_proxies_without_passwords() -> None:
+    from gossamer.cluster.jobs import job_settings
+    from gossamer.settings import JobSettings
+
+    settings = JobSettings(seeds=["http://a.example/"], proxies=["http://u:pw@p.example:3128"])
+    stored = job_settings(settings, ["http://a.example/"])
+    assert stored.proxies == ["http://u@p.example:3128"]
