@@ -1,9 +1,16 @@
 """Real proxy servers on 127.0.0.1 for tests: an HTTP forward proxy (absolute-form requests
 and CONNECT) that can be slow, corrupt its answers, ask for credentials, stop and start
-again; and a SOCKS5 server (RFC 1928, with RFC 1929 user name and password)."""
+again; and a SOCKS5 server (RFC 1928, with RFC 1929 user name and password).
+
+Run as a program, it serves an HTTP proxy until interrupted (the README's example)::
+
+    PYTHONPATH=. .venv/bin/python -m tests.fetch.proxy_servers --port 3128 \
+        --resolve '*.test=127.0.0.1' [--delay 0.2] [--user U --password P]
+"""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import base64
 import contextlib
@@ -92,8 +99,11 @@ class HttpProxy(_Server):
         delay: float = 0.0,
         corrupt: bool = False,
         credentials: tuple[str, str] | None = None,
+        resolve: dict[str, str] | None = None,
     ) -> None:
         super().__init__()
+        self.resolve = resolve or {}
+        """``*.test`` or ``host`` -> address: names this proxy resolves itself."""
         self.delay = delay
         self.corrupt = corrupt
         self.credentials = credentials
@@ -132,12 +142,14 @@ class HttpProxy(_Server):
             return
         if method == "CONNECT":
             host, _, port = target.rpartition(":")
-            origin = await asyncio.open_connection(host, int(port))
+            origin = await asyncio.open_connection(self._address(host), int(port))
             writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
             await _splice((reader, writer), origin)
             return
         parts = urlsplit(target)
-        origin = await asyncio.open_connection(parts.hostname, parts.port or 80)
+        origin = await asyncio.open_connection(
+            self._address(parts.hostname or ""), parts.port or 80
+        )
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         kept = [
             h
@@ -152,6 +164,12 @@ class HttpProxy(_Server):
         await origin[1].drain()
         await _pipe(origin[0], writer)
         origin[1].close()
+
+    def _address(self, host: str) -> str:
+        for name, address in self.resolve.items():
+            if host == name or (name.startswith("*.") and host.endswith(name[1:])):
+                return address
+        return host
 
 
 class Socks5Proxy(_Server):
@@ -206,3 +224,24 @@ class Socks5Proxy(_Server):
             return
         writer.write(b"\x05\x00\x00\x01" + bytes(6))
         await _splice((reader, writer), origin)
+
+
+async def _main() -> None:
+    parser = argparse.ArgumentParser(description="an HTTP forward proxy on 127.0.0.1")
+    parser.add_argument("--port", type=int, default=3128)
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds before each answer")
+    parser.add_argument("--resolve", action="append", default=[], metavar="HOST=IP")
+    parser.add_argument("--user")
+    parser.add_argument("--password")
+    args = parser.parse_args()
+    resolve = dict(item.split("=", 1) for item in args.resolve)
+    credentials = (args.user, args.password) if args.user else None
+    proxy = HttpProxy(delay=args.delay, credentials=credentials, resolve=resolve)
+    proxy.port = args.port
+    await proxy.start()
+    print(f"proxy on 127.0.0.1:{proxy.port}", flush=True)
+    await asyncio.Event().wait()
+
+
+if __name__ == "__main__":
+    asyncio.run(_main())

@@ -444,7 +444,7 @@ class ProxyPool:
         entry.due = now + self._revalidate
         self._ring_stale = True
         log.warning(
-            "proxy %s dead after %d failures in a row (last: %s); checked again in %.0fs",
+            "proxy %s dead (%d failure(s) in a row, last: %s); checked again in %.0fs",
             entry.proxy.label,
             entry.streak,
             reason,
