@@ -15,6 +15,7 @@ import asyncio
 import base64
 import contextlib
 import socket
+import ssl
 import struct
 from urllib.parse import urlsplit
 
@@ -55,9 +56,11 @@ class _Server:
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
+        self.tls: ssl.SSLContext | None = None
+        """Serve over TLS with this context (an HTTPS proxy)."""
 
     async def start(self) -> _Server:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port, ssl=self.tls)
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 
@@ -110,10 +113,11 @@ class HttpProxy(_Server):
 
     @property
     def url(self) -> str:
+        scheme = "http" if self.tls is None else "https"
         if self.credentials is None:
-            return f"http://127.0.0.1:{self.port}"
+            return f"{scheme}://127.0.0.1:{self.port}"
         user, password = self.credentials
-        return f"http://{user}:{password}@127.0.0.1:{self.port}"
+        return f"{scheme}://{user}:{password}@127.0.0.1:{self.port}"
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = await reader.readuntil(b"\r\n\r\n")

@@ -7,6 +7,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
+import ssl
+import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -270,6 +273,43 @@ async def test_proxy_credentials_are_sent_and_never_shown(
         await guarded.stop()
     assert "hunter2" not in caplog.text
     assert "wrong-pw" not in caplog.text
+
+
+@pytest.fixture(scope="module")
+def tls_context(tmp_path_factory: pytest.TempPathFactory) -> ssl.SSLContext:
+    """A server context with a fresh self-signed certificate for 127.0.0.1 (openssl)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    return context
+
+
+async def test_https_proxy_with_credentials(origin: str, tls_context: ssl.SSLContext) -> None:
+    proxy = HttpProxy(credentials=("dave", "tls-pw"))
+    proxy.tls = tls_context
+    await proxy.start()
+    pool = ProxyPool([parse_proxy(proxy.url)])
+    config = FetchConfig(**FAST, proxy_check_url=f"{origin}/check", verify_tls=False)
+    fetcher = Fetcher(config, proxies=pool)
+    try:
+        await pool.check_due()
+        result = await fetcher.fetch(f"{origin}/t")
+        assert result.ok
+        assert result.body == b"<p>page /t</p>"
+        assert result.proxy == f"https://127.0.0.1:{proxy.port}"
+    finally:
+        await fetcher.close()
+        await proxy.stop()
 
 
 async def test_socks5_proxy_with_credentials(origin: str) -> None:
