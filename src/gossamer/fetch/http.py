@@ -379,15 +379,13 @@ class Fetcher:
         self, url: str, headers: Mapping[str, str] | None, pool: ProxyPool
     ) -> FetchResult:
         """``url`` through the pool's proxies for its host, the next one after a proxy fails."""
-        domain = (urlsplit(url).hostname or "") if "://" in url else ""
+        domain = _domain(url)
         tried: list[Proxy] = []
         result = None
         for _ in range(self._config.proxy_retries + 1):
             proxy = pool.pick(domain, tried)
             if proxy is None:
                 break
-            if tried:
-                pool.retries += 1
             result = await self._fetch(url, headers, proxy)
             reason = _proxy_fault(result)
             if reason is None:
@@ -396,7 +394,6 @@ class Fetcher:
             pool.failed(proxy, reason)
             tried.append(proxy)
         if result is None:
-            pool.unserved += 1
             return self._failure(url, self._clock(), _NoProxy())
         return replace(result, error="proxy-error")
 
@@ -610,6 +607,14 @@ class _NoProxy(Exception):
 
 
 _NOT_PROXY_FAULTS = frozenset({"invalid-url", "blocked-address"})
+
+
+def _domain(url: str) -> str:
+    """The host name of ``url`` (lower case), or "" if it has none."""
+    try:
+        return urlsplit(url).hostname or ""
+    except ValueError:
+        return ""
 
 
 def _proxy_fault(result: FetchResult) -> str | None:

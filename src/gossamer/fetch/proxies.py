@@ -266,9 +266,9 @@ class ProxyPool:
         self._ring_stale = True
         self._cursors: dict[str, int] = {}
         self._task: asyncio.Task[None] | None = None
-        self.retries = 0
-        """Requests tried again through another proxy (the fetcher counts them)."""
-        self.unserved = 0
+        self._retries = 0
+        """Proxies picked after another failed the same request."""
+        self._unserved = 0
         """Requests that found no live proxy."""
         self._set_proxies(self._given)
 
@@ -280,13 +280,16 @@ class ProxyPool:
         return len(self._entries)
 
     def pick(self, domain: str, exclude: Iterable[Proxy] = ()) -> Proxy | None:
-        """The next live proxy for ``domain`` (its step on the ring), skipping ``exclude``;
-        None when no live proxy is left."""
+        """The next live proxy for ``domain`` (its step on the ring), skipping ``exclude``
+        (the proxies a request failed through already: this pick is a retry); None when no
+        live proxy is left."""
         ring = self._live_ring()
         skip = {p.url for p in exclude}
         choices = [e for e in ring if e.proxy.url not in skip] if skip else ring
         if not choices:
+            self._unserved += not skip
             return None
+        self._retries += bool(skip)
         if len(self._cursors) >= _MAX_DOMAINS and domain not in self._cursors:
             self._cursors.clear()
         step = self._cursors.get(domain, 0)
@@ -315,7 +318,9 @@ class ProxyPool:
         ring = self._live_ring()
         rest = [e for e in self._entries.values() if e.state != "live"]
         return PoolStats(
-            tuple(e.stats() for e in (*ring, *rest)), retries=self.retries, unserved=self.unserved
+            tuple(e.stats() for e in (*ring, *rest)),
+            retries=self._retries,
+            unserved=self._unserved,
         )
 
     def json_stats(self) -> dict[str, Any]:
