@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
+from urllib.parse import urlsplit
 
 from gossamer.balance.probe import BandwidthMeter
 from gossamer.crawldb import CrawlDB
@@ -35,6 +36,7 @@ from gossamer.extract.rules import rules_from_documents as compile_documents
 from gossamer.fetch.auth import Authenticator, CookieJar, Login, Secret, UserLogin, read_cookies_txt
 from gossamer.fetch.guard import AddressGuard
 from gossamer.fetch.http import FetchConfig, Fetcher
+from gossamer.fetch.proxies import ProxyError, ProxyPool, parse_proxy, read_proxies_file
 from gossamer.frontier.base import Frontier
 from gossamer.frontier.local import LocalFrontier
 from gossamer.frontier.politeness import PolitenessPolicy
@@ -111,6 +113,8 @@ class Stages:
     """With ``--rules`` (or a job's rules): the rule documents, compiled."""
     items: ItemJsonlSink | None = None
     """With rules: items.jsonl (repaired after a crash)."""
+    proxies: ProxyPool | None = None
+    """With ``--proxy`` or ``--proxies-file``: the pool the fetcher sends requests through."""
     auth: Authenticator | None = None
     """With [[auth]] tables: the logins the fetcher attaches, their cookies in crawl.db."""
 
@@ -136,6 +140,7 @@ class Stages:
             on_commit=on_commit,
             archive=self.warc,
             pdf=self.pdf,
+            proxy_stats=None if self.proxies is None else self.proxies.json_stats,
             auth_stats=None if self.auth is None else self.auth.stats_counts,
         )
 
@@ -167,11 +172,17 @@ async def open_stages(
     await jsonl.write(SQLiteSink(db).records_after(committed))
     items = _item_sink(out / "items.jsonl", db) if rules is not None else None
     scope = crawl_scope(settings, seeds)
+    check_url = proxy_check_url(settings, seeds)
     del seeds  # 200,000 seed origins cost 16 MB: the scope holds what the crawl needs of them
+    proxies = proxy_pool(settings)
     meter = BandwidthMeter()
     auth = authenticator(settings, db)
     fetcher = Fetcher(
-        _fetch_config(settings), meter=meter, guard=address_guard(settings, scope), auth=auth
+        _fetch_config(settings, check_url),
+        meter=meter,
+        guard=address_guard(settings, scope, check_url),
+        proxies=proxies,
+        auth=auth,
     )
     warc = _warc_writer(settings)
     robots_fetch = RobotsFetch(fetcher, warc)
@@ -194,6 +205,8 @@ async def open_stages(
     )
     pdf = PdfPool(workers=2) if settings.text else None
     try:
+        if proxies is not None:
+            await proxies.start()  # every proxy checked once before the first request
         store = await _catch_up(sink, db)
         yield Stages(
             db,
@@ -209,9 +222,12 @@ async def open_stages(
             pdf=pdf,
             rules=rules,
             items=items,
+            proxies=proxies,
             auth=auth,
         )
     finally:
+        if proxies is not None:
+            await proxies.close()
         if pdf is not None:
             await pdf.close()
         await fetcher.close()
@@ -416,18 +432,69 @@ def in_scope(scope: Scope, url: str) -> bool:
         return False
 
 
-def address_guard(settings: CrawlSettings, scope: Scope) -> AddressGuard:
+def address_guard(
+    settings: CrawlSettings, scope: Scope, proxy_check: str | None = None
+) -> AddressGuard:
     """The address guard of a crawl: the hosts its user named are the seeds' hosts (those of
-    its scope), the allowed domains and the names of ``--resolve`` overrides."""
+    its scope), the allowed domains, the names of ``--resolve`` overrides and, with proxies,
+    the proxies' hosts and that of the URL that checks them (``proxy_check``)."""
+    named = _proxy_hosts(settings, proxy_check)
     return AddressGuard.for_crawl(
-        scope.hosts,
+        scope.hosts | named if named else scope.hosts,
         settings.allow_domains,
         settings.resolve,
         allow_private=settings.allow_private,
     )
 
 
-def _fetch_config(settings: CrawlSettings) -> FetchConfig:
+def proxy_pool(settings: CrawlSettings) -> ProxyPool | None:
+    """The crawl's proxy pool (None without proxies). Raises SettingsError for a proxies
+    file that cannot be read or holds a bad line."""
+    if not settings.proxies and settings.proxies_file is None:
+        return None
+    if settings.proxies_file is not None:
+        try:
+            read_proxies_file(settings.proxies_file)
+        except ProxyError as exc:
+            raise SettingsError(f"invalid setting 'proxies_file': {exc}") from None
+        except OSError as exc:
+            raise SettingsError(
+                f"invalid setting 'proxies_file': {exc.strerror}: {settings.proxies_file}"
+            ) from None
+    return ProxyPool(
+        [parse_proxy(url) for url in settings.proxies],
+        file=settings.proxies_file,
+        max_failures=settings.proxy_max_failures,
+        check_interval=settings.proxy_check_interval,
+        revalidate=settings.proxy_revalidate,
+    )
+
+
+def proxy_check_url(settings: CrawlSettings, seeds: list[str]) -> str | None:
+    """The URL proxies are checked with: ``--proxy-check-url``, else the first seed; None
+    without proxies. Raises SettingsError when proxies have none."""
+    if not settings.proxies and settings.proxies_file is None:
+        return None
+    if settings.proxy_check_url is not None:
+        try:
+            return canonicalize(settings.proxy_check_url)
+        except InvalidURL as exc:
+            raise SettingsError(f"invalid setting 'proxy_check_url': {exc}") from None
+    if not seeds:
+        raise SettingsError("invalid setting 'proxy_check_url': no seed to check proxies with")
+    return seeds[0]
+
+
+def _proxy_hosts(settings: CrawlSettings, check_url: str | None) -> frozenset[str]:
+    """The proxies' hosts (given directly) and the check URL's: hosts the user named."""
+    hosts = {parse_proxy(url).host for url in settings.proxies}
+    if check_url is not None:
+        hosts.add(urlsplit(check_url).hostname or "")
+    hosts.discard("")
+    return frozenset(hosts)
+
+
+def _fetch_config(settings: CrawlSettings, proxy_check: str | None = None) -> FetchConfig:
     return FetchConfig(
         user_agent=settings.user_agent,
         connect_timeout=settings.connect_timeout,
@@ -438,6 +505,8 @@ def _fetch_config(settings: CrawlSettings) -> FetchConfig:
         resolve=tuple(settings.resolve),
         max_bandwidth=settings.max_bandwidth,
         keep_wire=settings.warc,
+        proxy_retries=settings.proxy_retries,
+        proxy_check_url=proxy_check,
     )
 
 

@@ -77,7 +77,8 @@ CREATE TABLE IF NOT EXISTS pages (
     text_chars INTEGER,
     rule TEXT,
     items INTEGER NOT NULL DEFAULT 0,
-    rule_errors TEXT
+    rule_errors TEXT,
+    proxy TEXT
 );
 CREATE TABLE IF NOT EXISTS items (
     id INTEGER PRIMARY KEY,
@@ -120,6 +121,7 @@ _ADDED_COLUMNS = (
     ("rule", "TEXT"),
     ("items", "INTEGER NOT NULL DEFAULT 0"),
     ("rule_errors", "TEXT"),
+    ("proxy", "TEXT"),
 )
 """Columns of ``pages`` added after its first version, with their definitions."""
 

@@ -98,6 +98,8 @@ class FetchResultLike(Archivable, Protocol):
     def flags(self) -> tuple[str, ...]: ...
     @property
     def headers(self) -> Mapping[str, str]: ...
+    @property
+    def proxy(self) -> str | None: ...
 
 
 class Fetch(Protocol):
@@ -146,9 +148,11 @@ class Crawler:
         on_commit: CommitHook | None = None,
         archive: Archive | None = None,
         pdf: PdfPool | None = None,
+        proxy_stats: Callable[[], dict[str, Any]] | None = None,
         auth_stats: Callable[[], Mapping[str, int]] | None = None,
     ) -> None:
         self._config = config
+        self._proxy_stats = proxy_stats
         self._auth_stats = auth_stats
         self._archive = archive
         self._pdf = pdf
@@ -253,7 +257,8 @@ class Crawler:
             internal_errors=self._counts["internal_errors"],
             hook_errors=self._counts["hook_errors"],
             set_aside=front.set_aside,
-            auth={} if self._auth_stats is None else dict(self._auth_stats()),
+            proxies=None if self._proxy_stats is None else self._proxy_stats(),
+            auth=None if self._auth_stats is None else dict(self._auth_stats()),
             **{name: self._counts[name] for name in _RULE_COUNTERS},
         )
 
@@ -417,6 +422,7 @@ class Crawler:
             error="internal-error",
             attempts=lease.attempts + 1,
             truncated=result.truncated,
+            proxy=result.proxy,
         )
         self._record(_with_warc(record, archived), lease)
         await self._frontier.ack(lease, feedback)
@@ -501,6 +507,7 @@ class Crawler:
             truncated=result.truncated,
             flags=flags,
             extra=extra,
+            proxy=result.proxy,
             **content,
             **ruled,
         )

@@ -66,6 +66,15 @@ def add_crawl_flags(parser: argparse.ArgumentParser, *, cluster: bool = False) -
         help="map a host (or *.domain) to an address, like curl (repeatable)",
     )
     parser.add_argument(
+        "--proxy",
+        dest="proxies",
+        action="append",
+        metavar="URL",
+        help="send requests through this proxy: http://, https:// or socks5://, with "
+        "user:password@ if needed (repeatable; credentials are safer in --proxies-file or "
+        "GOSSAMER_PROXIES, which ps does not show)",
+    )
+    parser.add_argument(
         "--resume", action="store_const", const=True, help="continue the crawl in --out"
     )
     parser.add_argument(

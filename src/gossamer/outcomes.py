@@ -36,6 +36,8 @@ class Decision:
 
 _PERMANENT_ERRORS = frozenset({"invalid-url", "blocked-address"})
 """Failures without a response that trying again cannot change."""
+_PROXY_ERRORS = frozenset({"proxy-error", "no-proxy"})
+"""Failures of the proxy pool (retried), not of the host."""
 
 
 def classify(status: int | None, error: str | None, location: str | None) -> Action:
@@ -54,7 +56,7 @@ def classify(status: int | None, error: str | None, location: str | None) -> Act
 def is_failure(status: int | None, error: str | None) -> bool:
     """Whether the host misbehaved (for adaptive politeness)."""
     if status is None:
-        return error not in _PERMANENT_ERRORS
+        return error not in _PERMANENT_ERRORS and error not in _PROXY_ERRORS
     return status in _RETRY_STATUSES
 
 

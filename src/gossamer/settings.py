@@ -310,6 +310,38 @@ class CrawlSettings(BaseModel):
     warc_max_bytes: int = Field(
         1 << 30, ge=1024, description="Start a new WARC file once one reaches this size."
     )
+    proxies: list[str] = Field(
+        default_factory=list,
+        description="Proxies requests go through (http://, https:// or socks5:// URLs, with "
+        "user:password@ if needed; --proxy, repeatable): the fastest live ones first, each "
+        "domain's requests spread over them.",
+    )
+    proxies_file: Path | None = Field(
+        None,
+        description="File with one proxy URL per line (# comments), read again whenever it "
+        "changes; its proxies join --proxy ones.",
+    )
+    proxy_check_url: str | None = Field(
+        None,
+        description="URL fetched through each proxy to check it (default: the first seed); "
+        "a complete 2xx answer passes.",
+    )
+    proxy_check_interval: float = Field(
+        300.0, gt=0, le=86_400, description="Seconds between checks of a live proxy."
+    )
+    proxy_revalidate: float = Field(
+        60.0, gt=0, le=86_400, description="Seconds before a dead proxy is checked again."
+    )
+    proxy_max_failures: int = Field(
+        3, ge=1, le=1000, description="Failures in a row after which a live proxy is dead."
+    )
+    proxy_retries: int = Field(
+        2,
+        ge=0,
+        le=100,
+        description="Further proxies a request tries after its proxy failed (a proxy's "
+        "failure does not count against the site).",
+    )
 
     auth: list[AuthSettings] = Field(
         default_factory=list,
@@ -325,7 +357,9 @@ class CrawlSettings(BaseModel):
                 raise ValueError(f"two [[auth]] tables for {domain}")
         return value
 
-    @field_validator("seeds", "allow_domains", "allow_ports", "resolve", "rules", mode="before")
+    @field_validator(
+        "seeds", "allow_domains", "allow_ports", "resolve", "rules", "proxies", mode="before"
+    )
     @classmethod
     def _split_strings(cls, value: Any) -> Any:
         if isinstance(value, str):
@@ -351,6 +385,18 @@ class CrawlSettings(BaseModel):
             module, _, function = spec.rpartition(":")
             if not module or not function.isidentifier():
                 raise ValueError(f"{name} = {spec!r} is not module:function")
+        return value
+
+    @field_validator("proxies")
+    @classmethod
+    def _proxy_urls(cls, value: list[str]) -> list[str]:
+        from gossamer.fetch.proxies import ProxyError, parse_proxy
+
+        for url in value:
+            try:
+                parse_proxy(url)
+            except ProxyError as exc:
+                raise ValueError(str(exc)) from None
         return value
 
     @field_validator("user_agent", "robots_token")

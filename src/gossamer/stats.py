@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import resource
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 
 def peak_rss_mb() -> float:
@@ -53,17 +54,18 @@ class CrawlStats:
     """Items left out because a required field was missing."""
     rule_errors: int = 0
     """Error lines the rules recorded in page records (at most 50 per page)."""
-    auth: dict[str, int] = field(default_factory=dict)
+    proxies: dict[str, Any] | None = None
+    """With a proxy pool: its live count, retries, and per proxy (``scheme://host:port``)
+    requests, failures, mean latency, checked response time and state."""
+    auth: dict[str, int] | None = None
     """With [[auth]] logins: logins, re-logins, token refreshes, failures, domains, cookies
-    (counts only; in stats.json only when there are logins)."""
+    (counts only)."""
 
     def write(self, path: Path) -> None:
         """Write as stats.json."""
         data = asdict(self)
         data["elapsed"] = round(self.elapsed, 3)
         data["pages_per_second"] = round(self.pages_per_second, 2)
-        if not self.auth:
-            del data["auth"]
         path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
     def progress_line(self) -> str:

@@ -44,6 +44,18 @@ def add_cluster_parser(sub: Any) -> None:
         "the job's store, which holds no password: PGPASSWORD or ~/.pgpass supply it)",
     )
     worker.add_argument(
+        "--proxy",
+        dest="proxies",
+        action="append",
+        metavar="URL",
+        help="this worker's proxy, password included (repeatable; default $GOSSAMER_PROXIES, "
+        "comma-separated; with --proxies-file these replace the job's proxies, which hold no "
+        "password)",
+    )
+    worker.add_argument(
+        "--proxies-file", type=Path, help="this worker's proxies file (see crawl --help)"
+    )
+    worker.add_argument(
         "--job-timeout", type=float, default=600.0, help="seconds to wait for a submit (600)"
     )
     worker.add_argument(
@@ -89,6 +101,12 @@ def _submit(args: argparse.Namespace) -> int:
     added = run(submit(settings, args.redis, args.job))
     if not settings.quiet:
         print(f"submitted job {args.job!r}: {added} seed(s) queued at {redact_url(args.redis)}")
+        if any(has_password(url) for url in settings.proxies):
+            print(
+                "the proxies' passwords are not stored with the job: give each worker --proxy "
+                "or --proxies-file (or GOSSAMER_PROXIES)",
+                file=sys.stderr,
+            )
         if settings.store is not None and has_password(settings.store):
             print(
                 "the store's password is not stored with the job: give each worker --store "
@@ -112,6 +130,8 @@ def _worker(args: argparse.Namespace) -> int:
         max_bandwidth=args.max_bandwidth,
         heartbeat_ttl=args.heartbeat_ttl,
         store=args.store or os.environ.get("GOSSAMER_STORE") or None,
+        proxies=tuple(args.proxies or _split(os.environ.get("GOSSAMER_PROXIES", ""))),
+        proxies_file=args.proxies_file,
         job_timeout=args.job_timeout,
         redis_timeout=args.redis_timeout,
     )
@@ -119,6 +139,10 @@ def _worker(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(summary(stats, args.out or Path("crawl-out")))
     return 0
+
+
+def _split(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
 
 
 def _status(args: argparse.Namespace) -> int:

@@ -139,17 +139,21 @@ async def submit(settings: JobSettings, url: str, job: str) -> int:
 
 
 def job_settings(settings: JobSettings, seeds: list[str]) -> JobSettings:
-    """The settings as a job stores them: canonical seeds, ``store`` without its password,
-    and the rule documents' texts with their digest instead of their paths.
+    """The settings as a job stores them: canonical seeds, ``store`` and ``proxies`` without
+    their passwords, and the rule documents' texts with their digest instead of their paths.
 
     Everyone who can read the job's Redis can read the job, so it holds no credential. Each
     worker supplies the store's password itself: its own ``--store`` (or ``GOSSAMER_STORE``)
-    replaces the job's, or libpq's ``PGPASSWORD`` / ``~/.pgpass`` complete the stored DSN.
+    replaces the job's, or libpq's ``PGPASSWORD`` / ``~/.pgpass`` complete the stored DSN;
+    likewise its own ``--proxy`` or ``--proxies-file`` (or ``GOSSAMER_PROXIES``) replace the
+    job's proxies.
     The rules travel with the job, so every worker reads the same version of them.
     """
     update: dict[str, Any] = {"seeds": seeds, "seeds_file": None, "resume": False}
     if settings.store is not None:
         update["store"] = strip_password(settings.store)
+    if settings.proxies:
+        update["proxies"] = [strip_password(url) for url in settings.proxies]
     if settings.rules:
         update["shipped_rules"] = ship_rules(settings)
         update["rules"] = []

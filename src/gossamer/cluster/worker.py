@@ -62,6 +62,10 @@ class WorkerOptions:
     store: str | None = None
     """This worker's page store DSN, password included: it replaces the job's, which is
     stored without a password (``--store`` or ``GOSSAMER_STORE``; see ``jobs.job_settings``)."""
+    proxies: tuple[str, ...] = ()
+    """This worker's proxies, passwords included: with ``proxies_file``, they replace the
+    job's, which are stored without passwords (``--proxy`` or ``GOSSAMER_PROXIES``)."""
+    proxies_file: Path | None = None
     job_timeout: float = 600.0
     """Seconds to wait for a job to be submitted."""
     redis_timeout: float = DEFAULT_BUDGET
@@ -123,6 +127,9 @@ async def _wait_for_job(control: Control, options: WorkerOptions, name: str) -> 
         update["heartbeat_ttl"] = options.heartbeat_ttl
     if options.store is not None:
         update["store"] = options.store
+    if options.proxies or options.proxies_file is not None:
+        update["proxies"] = list(options.proxies)
+        update["proxies_file"] = options.proxies_file
     try:
         return JobSettings.model_validate(settings.model_dump() | update)
     except ValidationError as exc:

@@ -24,6 +24,9 @@ whose ``error`` is one short reason:
 - ``connection-error``: any other socket error
 - ``client-error``: any other aiohttp error
 - ``unexpected-error``: a bug; logged with its traceback
+- ``socks-error``: a SOCKS5 proxy refused or failed the request
+- ``no-proxy``: a proxy pool is set and none of its proxies is live
+- ``proxy-error``: every proxy tried failed (see below)
 
 An error after the status line keeps ``status``, ``headers`` and the partial body, with
 ``truncated=True``. Bodies are capped twice: at most ``max_body_bytes`` are taken from the
@@ -47,6 +50,12 @@ per-host spacing measures from, so the gap the host sees is never short.
 Time a body read spends waiting for the cap is left out of ``elapsed`` (and reported as
 ``paced``), so the cap does not make hosts look slow to the politeness policy; it still counts
 towards ``total_timeout``.
+
+With a `ProxyPool` (``proxies``), each request goes through the proxy the pool picks for its
+host. A request that fails at the proxy (no response at all, or a 407) is tried again through
+the next proxy, at most ``proxy_retries`` times; the pool is told of each success and
+failure. When every try failed the result's error is ``proxy-error``: the site was not at
+fault. ``FetchResult.proxy`` names the proxy of the answer (``scheme://host:port``).
 """
 
 from __future__ import annotations
@@ -60,9 +69,11 @@ import re
 import time
 import weakref
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC
 from types import MappingProxyType, SimpleNamespace
+from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import yarl
@@ -70,12 +81,14 @@ from aiohttp.abc import AbstractResolver
 from aiohttp.client_proto import ResponseHandler
 from aiohttp.http_exceptions import ContentLengthError, HttpProcessingError, TransferEncodingError
 from multidict import CIMultiDictProxy
+from python_socks import ProxyError as SocksError
 
 from gossamer.fetch.auth import RequestAuth
 from gossamer.fetch.decoding import BOMB_RATIO, Body
 from gossamer.fetch.dns import CachingResolver, parse_resolve_overrides
 from gossamer.fetch.exchange import Exchange, PeerResponse, capture, cut_by
 from gossamer.fetch.guard import AddressGuard, BlockedAddress, GuardedResolver
+from gossamer.fetch.proxies import Proxy, ProxyPool
 from gossamer.fetch.ratelimit import ByteMeter, TokenBucket
 from gossamer.redact import redact_url
 from gossamer.safe import safe_location, safe_text
@@ -144,6 +157,8 @@ class FetchResult:
     """Decoding fallbacks taken (see the module doc); empty for most responses."""
     exchange: Exchange | None = None
     """The exchange as sent and received, with ``keep_wire`` and a response; else None."""
+    proxy: str | None = None
+    """The proxy the request went through (``scheme://host:port``, no credentials), or None."""
 
     @property
     def sent_by(self) -> float:
@@ -180,6 +195,8 @@ class FetchConfig:
     certificate. Idle keep-alive connections close after ``keepalive_timeout``.
     ``max_bandwidth`` caps the body bytes per second of all requests together (None: no cap).
     ``keep_wire`` makes every result with a response carry its `Exchange` (for ``--warc``).
+    With a proxy pool, ``proxy_retries`` bounds the tries through further proxies after a
+    proxy failed, and ``proxy_check_url`` is what `Fetcher.check_proxy` fetches.
     """
 
     user_agent: str = "gossamer/0.1"
@@ -198,6 +215,8 @@ class FetchConfig:
     verify_tls: bool = True
     max_bandwidth: int | None = None
     keep_wire: bool = False
+    proxy_retries: int = 2
+    proxy_check_url: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout", "read_timeout", "total_timeout", "keepalive_timeout"):
@@ -207,6 +226,8 @@ class FetchConfig:
             raise ValueError("max_body_bytes, max_decoded_bytes and concurrency must be >= 1")
         if self.max_bandwidth is not None and self.max_bandwidth < 1:
             raise ValueError("max_bandwidth must be >= 1")
+        if self.proxy_retries < 0:
+            raise ValueError("proxy_retries must be >= 0")
         parse_resolve_overrides(self.resolve)
 
     @property
@@ -250,10 +271,13 @@ class Fetcher:
     ``resolver`` replaces the `CachingResolver` built from the config (the caller then owns
     and closes it). ``clock`` (monotonic) stamps ``started_at``/``elapsed``; ``wall_clock``
     stamps ``fetched_at`` and dates ``Retry-After``; ``clock`` also drives the bandwidth cap.
-    ``meter`` is told the size of every body chunk received. ``auth`` (`gossamer.fetch.auth`)
-    gives each request the headers of its own URL's login and may have a page that looked
-    logged out fetched once more after a new login. Use as an async context manager
-    or call `close`. The session is created on first use, inside the running loop.
+    ``meter`` is told the size of every body chunk received. ``proxies`` sends requests
+    through a proxy pool (see the module doc), whose checks the fetcher then makes
+    (`check_proxy`). ``auth`` (`gossamer.fetch.auth`) gives each request the headers of its
+    own URL's login and may have a page that looked logged out fetched once more after a new
+    login (logins and token requests go direct, not through the pool). Use as an async
+    context manager or call `close`. The session is created on first use, inside the
+    running loop.
     """
 
     def __init__(
@@ -265,10 +289,15 @@ class Fetcher:
         wall_clock: Clock = time.time,
         meter: ByteMeter | None = None,
         guard: AddressGuard | None = None,
+        proxies: ProxyPool | None = None,
         auth: RequestAuth | None = None,
     ) -> None:
         self._config = config = config or FetchConfig()
+        self._proxies = proxies
         self._auth = auth
+        self._socks: dict[str, aiohttp.ClientSession] = {}
+        if proxies is not None:
+            proxies.set_checker(self.check_proxy)
         self._address_guard = guard
         self._resolver = resolver
         self._owns_resolver = resolver is None
@@ -310,11 +339,19 @@ class Fetcher:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
+    @property
+    def proxies(self) -> ProxyPool | None:
+        """The proxy pool requests go through, if any."""
+        return self._proxies
+
     async def close(self) -> None:
         """Close the pool (and the resolver, unless it was injected); a later fetch reopens."""
         if self._session is not None:
             await self._session.close()
             self._session = None
+        for session in self._socks.values():
+            await session.close()
+        self._socks.clear()
         if self._owns_resolver and self._resolver is not None:
             await self._resolver.close()
             self._resolver = None
@@ -330,7 +367,7 @@ class Fetcher:
         self._in_flight += 1
         try:
             if self._auth is None:
-                result = await self._fetch(url, headers)
+                result = await self._send(url, headers)
             else:
                 result = await self._fetch_with_auth(self._auth, url, headers)
         finally:
@@ -338,6 +375,38 @@ class Fetcher:
             self._slots.release()
         self._count(result)
         return result
+
+    async def check_proxy(self, proxy: Proxy) -> float | None:
+        """Fetch ``proxy_check_url`` through ``proxy``: the seconds its complete 2xx answer
+        took, or None (no check URL counts as a failed check)."""
+        url = self._config.proxy_check_url
+        if url is None:
+            return None
+        started = self._clock()
+        result = await self._fetch(url, None, proxy)
+        return self._clock() - started if result.ok else None
+
+    async def _fetch_proxied(
+        self, url: str, headers: Mapping[str, str] | None, pool: ProxyPool
+    ) -> FetchResult:
+        """``url`` through the pool's proxies for its host, the next one after a proxy fails."""
+        domain = _domain(url)
+        tried: list[Proxy] = []
+        result = None
+        for _ in range(self._config.proxy_retries + 1):
+            proxy = pool.pick(domain, tried)
+            if proxy is None:
+                break
+            result = await self._fetch(url, headers, proxy)
+            reason = _proxy_fault(result)
+            if reason is None:
+                pool.succeeded(proxy, result.elapsed)
+                return result
+            pool.failed(proxy, reason)
+            tried.append(proxy)
+        if result is None:
+            return self._failure(url, self._clock(), _NoProxy())
+        return replace(result, error="proxy-error")
 
     def stats(self) -> FetchStats:
         """Return a snapshot of the counters."""
@@ -374,7 +443,7 @@ class Fetcher:
             self._session = self._new_session()
         return self._session
 
-    def _new_session(self) -> aiohttp.ClientSession:
+    def _new_session(self, proxy: Proxy | None = None) -> aiohttp.ClientSession:
         config = self._config
         if self._resolver is None:
             self._resolver = CachingResolver(
@@ -387,14 +456,15 @@ class Fetcher:
         resolver: AbstractResolver = self._resolver
         if self._address_guard is not None:
             resolver = GuardedResolver(resolver, self._address_guard)
-        connector = aiohttp.TCPConnector(
-            limit=config.concurrency,
-            limit_per_host=0,
-            resolver=resolver,
-            use_dns_cache=False,
-            keepalive_timeout=config.keepalive_timeout,
-            ssl=config.verify_tls,
-        )
+        options: dict[str, Any] = {
+            "limit": config.concurrency,
+            "limit_per_host": 0,
+            "resolver": resolver,
+            "use_dns_cache": False,
+            "keepalive_timeout": config.keepalive_timeout,
+            "ssl": config.verify_tls,
+        }
+        connector = aiohttp.TCPConnector(**options) if proxy is None else _socks(proxy, options)
         trace = aiohttp.TraceConfig()
         trace.on_request_headers_sent.append(self._on_headers_sent)
         trace.freeze()
@@ -427,32 +497,58 @@ class Fetcher:
     ) -> FetchResult:
         session = self._open()
         sent = await auth.prepare(url, session)
-        result = await self._fetch(url, {**(headers or {}), **sent})
+        result = await self._send(url, {**(headers or {}), **sent})
         if await auth.check(url, sent, result.status, result.headers, result.body, session):
             self._count(result)  # the logged-out answer counts as a request of its own
             self._requests += 1
             sent = await auth.prepare(url, session)
-            result = await self._fetch(url, {**(headers or {}), **sent})
+            result = await self._send(url, {**(headers or {}), **sent})
             await auth.check(
                 url, sent, result.status, result.headers, result.body, session, retried=True
             )
         return result
 
-    async def _fetch(self, url: str, headers: Mapping[str, str] | None) -> FetchResult:
+    async def _send(self, url: str, headers: Mapping[str, str] | None) -> FetchResult:
+        if self._proxies is None:
+            return await self._fetch(url, headers)
+        return await self._fetch_proxied(url, headers, self._proxies)
+
+    async def _fetch(
+        self, url: str, headers: Mapping[str, str] | None, proxy: Proxy | None = None
+    ) -> FetchResult:
         probe = _Probe(self._clock())
         if self._address_guard is not None and self._address_guard.check_url(url) is not None:
             return self._failure(url, probe.started_at, BlockedAddress(url))
+        session, via = self._route(proxy)
         try:
-            response = await self._open().get(
-                _request_url(url), headers=headers, allow_redirects=False, trace_request_ctx=probe
+            response = await session.get(
+                _request_url(url),
+                headers=headers,
+                allow_redirects=False,
+                trace_request_ctx=probe,
+                **via,
             )
         except Exception as exc:
-            return self._failure(url, probe.started_at, exc)
-        probe.answered_at = self._clock()
-        try:
-            return await self._read(url, probe, response)
-        finally:
-            response.release()
+            result = self._failure(url, probe.started_at, exc)
+        else:
+            probe.answered_at = self._clock()
+            try:
+                result = await self._read(url, probe, response)
+            finally:
+                response.release()
+        return result if proxy is None else replace(result, proxy=proxy.label)
+
+    def _route(self, proxy: Proxy | None) -> tuple[aiohttp.ClientSession, dict[str, Any]]:
+        """The session for a request through ``proxy`` and the arguments naming it: an HTTP(S)
+        proxy is an argument of the shared session, a SOCKS5 one has a session of its own."""
+        if proxy is None:
+            return self._open(), {}
+        if proxy.scheme != "socks5":
+            return self._open(), {"proxy": proxy.url}
+        session = self._socks.get(proxy.url)
+        if session is None:
+            session = self._socks[proxy.url] = self._new_session(proxy)
+        return session, {}
 
     async def _read(self, url: str, probe: _Probe, response: aiohttp.ClientResponse) -> FetchResult:
         config = self._config
@@ -536,6 +632,44 @@ class Fetcher:
             retry_after=None,
             location=None,
         )
+
+
+class _NoProxy(Exception):
+    """No live proxy for a request (the error ``no-proxy``)."""
+
+
+_NOT_PROXY_FAULTS = frozenset({"invalid-url", "blocked-address"})
+
+
+def _domain(url: str) -> str:
+    """The host name of ``url`` (lower case), or "" if it has none."""
+    try:
+        return urlsplit(url).hostname or ""
+    except ValueError:
+        return ""
+
+
+def _proxy_fault(result: FetchResult) -> str | None:
+    """Why ``result`` counts as its proxy's failure, or None: no response at all (but for
+    faults of the URL itself), or the proxy refused the request (407)."""
+    if result.status is None:
+        return None if result.error in _NOT_PROXY_FAULTS else result.error
+    return "proxy-auth" if result.status == 407 else None
+
+
+def _socks(proxy: Proxy, options: dict[str, Any]) -> aiohttp.TCPConnector:
+    """A connector through a SOCKS5 proxy; the proxy resolves the sites' names."""
+    from aiohttp_socks import ProxyConnector, ProxyType
+
+    return ProxyConnector(
+        host=proxy.host,
+        port=proxy.port,
+        proxy_type=ProxyType.SOCKS5,
+        username=proxy.login,
+        password=proxy.password,
+        rdns=True,
+        **options,
+    )
 
 
 def _request_url(url: str) -> str | yarl.URL:
@@ -707,6 +841,10 @@ def _reason(exc: BaseException, url: str) -> str:
             return "connection-error"
         case aiohttp.ClientError():
             return "client-error"
+        case SocksError():
+            return "socks-error"
+        case _NoProxy():
+            return "no-proxy"
     log.warning(
         "unexpected error fetching %s",
         redact_url(url),

@@ -127,6 +127,9 @@ class PageRecord:
     """How many items the rule read (each one in ``found``)."""
     rule_errors: tuple[str, ...] = ()
     """What went wrong reading the rule on the page (short lines; empty when nothing did)."""
+    proxy: str | None = None
+    """With proxies: the proxy that fetched the page, ``scheme://host:port`` (no
+    credentials)."""
     found: tuple[Item, ...] = field(default=(), compare=False, repr=False, metadata=_NOT_STORED)
     """The items themselves: not a field of the record's row or line, they travel with the
     record to the sinks, which keep them in their items table or file."""

@@ -1,0 +1,466 @@
+"""The proxy pool (P4): the proxies a crawl sends its requests through, checked and ranked.
+
+Three parts, as P4 has them:
+
+- **collector**: the proxies come from ``--proxy`` URLs and a ``--proxies-file`` (one URL a
+  line, ``#`` comments), which is re-read whenever its modification time changes (another
+  program, the collector proper, keeps it up to date); proxies gone from the file leave the
+  pool. `parse_proxy` validates a URL: http, https or socks5, a host, a port, optional
+  credentials, nothing else.
+- **manager** (`ProxyPool.maintain`): checks each proxy by fetching a check URL through it
+  before first use and every ``check_interval`` seconds while live, and records its response
+  time. A proxy that fails ``max_failures`` times in a row (checks or requests) is dead; a
+  dead proxy is checked again ``revalidate`` seconds later and comes back when that passes.
+- **pool** (`ProxyPool.pick`): the live proxies in a ring ordered by response time, fastest
+  first. Each domain walks the ring from the head, one step per request: good proxies serve
+  first and one domain's requests spread over several proxies.
+
+A proxy is shown (logs, records, stats) by its `Proxy.label`, ``scheme://host:port``: its
+credentials appear nowhere but in the requests to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal
+from urllib.parse import unquote, urlsplit
+
+from gossamer.redact import redact_url
+
+__all__ = [
+    "PoolStats",
+    "Proxy",
+    "ProxyError",
+    "ProxyPool",
+    "ProxyStats",
+    "parse_proxy",
+    "read_proxies_file",
+]
+
+log = logging.getLogger(__name__)
+
+SCHEMES = ("http", "https", "socks5")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_MAX_FILE_BYTES = 1 << 20
+_MAX_DOMAINS = 100_000
+"""Domains whose place in the ring is remembered (forgotten all at once when full)."""
+_LATENCY_WEIGHT = 0.3
+"""Weight of the newest check in a proxy's response time (an exponential average)."""
+
+State = Literal["unchecked", "live", "dead"]
+Clock = Callable[[], float]
+
+
+class ProxyError(ValueError):
+    """A proxy URL that cannot be used; the message never holds its password."""
+
+
+@dataclass(frozen=True, slots=True)
+class Proxy:
+    """One proxy: its URL as given (credentials included) and how to show it."""
+
+    url: str
+    scheme: str
+    host: str
+    port: int
+    login: str | None = None
+    password: str | None = None
+
+    @property
+    def label(self) -> str:
+        """``scheme://host:port``: the proxy without its credentials, for every output."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.scheme}://{host}:{self.port}"
+
+    def __repr__(self) -> str:
+        return f"Proxy({self.label})"
+
+
+def parse_proxy(text: str) -> Proxy:
+    """A `Proxy` from a URL such as ``http://user:pw@proxy.example:3128``; raises `ProxyError`
+    naming what is wrong (and the URL, its password masked)."""
+    url = text.strip()
+    shown = redact_url(url)
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise ProxyError(f"proxy {shown}: {_no_secret(str(exc), _password_of(url))}") from None
+    scheme = parts.scheme.lower()
+    if scheme not in SCHEMES:
+        raise ProxyError(f"proxy {shown}: the scheme must be one of {', '.join(SCHEMES)}")
+    if not parts.hostname:
+        raise ProxyError(f"proxy {shown}: no host")
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise ProxyError(f"proxy {shown}: a proxy URL has no path, query or fragment")
+    if port is None:
+        port = _DEFAULT_PORTS.get(scheme)
+        if port is None:
+            raise ProxyError(f"proxy {shown}: a {scheme} proxy needs a port")
+    login = unquote(parts.username) if parts.username else None
+    password = unquote(parts.password) if parts.password is not None else None
+    if password is not None and login is None:
+        raise ProxyError(f"proxy {shown}: a password without a user name")
+    return Proxy(url, scheme, parts.hostname, port, login, password)
+
+
+def _password_of(url: str) -> str | None:
+    """The password of ``url``'s user info, or None (to keep it out of messages)."""
+    authority = url.partition("://")[2].partition("/")[0]
+    userinfo = authority.rpartition("@")[0]
+    return userinfo.partition(":")[2] or None if userinfo else None
+
+
+def _no_secret(message: str, secret: str | None) -> str:
+    return message.replace(secret, "***") if secret else message
+
+
+def read_proxies_file(path: Path) -> list[Proxy]:
+    """The proxies of a file, one URL a line (blank and ``#`` lines skipped); raises
+    `ProxyError` naming the line of a bad one, or OSError."""
+    with path.open("rb") as file:
+        raw = file.read(_MAX_FILE_BYTES + 1)
+    if len(raw) > _MAX_FILE_BYTES:
+        raise ProxyError(f"proxies file {path} is larger than {_MAX_FILE_BYTES} bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProxyError(f"proxies file {path} is not UTF-8 text") from None
+    proxies = []
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if line and not line.startswith("#"):
+            try:
+                proxies.append(parse_proxy(line))
+            except ProxyError as exc:
+                raise ProxyError(f"{path}, line {number}: {exc}") from None
+    return proxies
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyStats:
+    """One proxy's figures: requests sent through it and those that failed at the proxy,
+    the mean time of its answered requests, its checked response time and its state."""
+
+    proxy: str
+    state: State
+    requests: int
+    failures: int
+    mean_latency: float
+    response_time: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class PoolStats:
+    """A snapshot of the pool: its proxies, and requests that found no live proxy or were
+    tried again through another proxy."""
+
+    proxies: tuple[ProxyStats, ...]
+    retries: int
+    unserved: int
+
+    @property
+    def live(self) -> int:
+        """Proxies in the ring."""
+        return sum(p.state == "live" for p in self.proxies)
+
+    def as_json(self) -> dict[str, Any]:
+        """The snapshot as stats.json holds it."""
+        return {
+            "live": self.live,
+            "retries": self.retries,
+            "unserved": self.unserved,
+            "proxies": [
+                {
+                    "proxy": p.proxy,
+                    "state": p.state,
+                    "requests": p.requests,
+                    "failures": p.failures,
+                    "mean_latency": round(p.mean_latency, 4),
+                    "response_time": None if p.response_time is None else round(p.response_time, 4),
+                }
+                for p in self.proxies
+            ],
+        }
+
+
+class _Entry:
+    """A proxy's mutable record in the pool."""
+
+    __slots__ = (
+        "due",
+        "failures",
+        "latency",
+        "proxy",
+        "requests",
+        "response_time",
+        "state",
+        "streak",
+        "timed",
+    )
+
+    def __init__(self, proxy: Proxy) -> None:
+        self.proxy = proxy
+        self.state: State = "unchecked"
+        self.requests = self.failures = self.streak = self.timed = 0
+        self.latency = 0.0
+        self.response_time: float | None = None
+        self.due = 0.0
+        """When the manager checks it next (monotonic)."""
+
+    def stats(self) -> ProxyStats:
+        mean = self.latency / self.timed if self.timed else 0.0
+        return ProxyStats(
+            self.proxy.label,
+            self.state,
+            self.requests,
+            self.failures,
+            mean,
+            self.response_time,
+        )
+
+
+Checker = Callable[[Proxy], Awaitable[float | None]]
+"""Fetches the check URL through a proxy: its response time in seconds, or None if it
+failed (the fetcher provides it: `gossamer.fetch.http.Fetcher.check_proxy`)."""
+
+
+class ProxyPool:
+    """The proxies of a crawl, ranked and checked (see the module doc).
+
+    ``proxies`` are the ones given directly, ``file`` the collector's list. The pool is fed
+    by the fetcher: `succeeded` and `failed` after each request through a proxy. ``checker``
+    may be set later (`set_checker`), before `maintain` runs.
+    """
+
+    def __init__(
+        self,
+        proxies: Iterable[Proxy] = (),
+        *,
+        file: Path | None = None,
+        max_failures: int = 3,
+        check_interval: float = 300.0,
+        revalidate: float = 60.0,
+        checker: Checker | None = None,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        if max_failures < 1 or check_interval <= 0 or revalidate <= 0:
+            raise ValueError("max_failures must be >= 1, the intervals > 0")
+        self._given = list(proxies)
+        self._file = file
+        self._mtime: float | None = None
+        self._max_failures = max_failures
+        self._check_interval = check_interval
+        self._revalidate = revalidate
+        self._checker = checker
+        self._clock = clock
+        self._entries: dict[str, _Entry] = {}
+        self._ring: list[_Entry] = []
+        self._ring_stale = True
+        self._cursors: dict[str, int] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._retries = 0
+        """Proxies picked after another failed the same request."""
+        self._unserved = 0
+        """Requests that found no live proxy."""
+        self._set_proxies(self._given)
+
+    def set_checker(self, checker: Checker) -> None:
+        """The function the manager checks proxies with."""
+        self._checker = checker
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def pick(self, domain: str, exclude: Iterable[Proxy] = ()) -> Proxy | None:
+        """The next live proxy for ``domain`` (its step on the ring), skipping ``exclude``
+        (the proxies a request failed through already: this pick is a retry); None when no
+        live proxy is left."""
+        ring = self._live_ring()
+        skip = {p.url for p in exclude}
+        choices = [e for e in ring if e.proxy.url not in skip] if skip else ring
+        if not choices:
+            self._unserved += not skip
+            return None
+        self._retries += bool(skip)
+        if len(self._cursors) >= _MAX_DOMAINS and domain not in self._cursors:
+            self._cursors.clear()
+        step = self._cursors.get(domain, 0)
+        self._cursors[domain] = step + 1
+        return choices[step % len(choices)].proxy
+
+    def succeeded(self, proxy: Proxy, elapsed: float) -> None:
+        """A request through ``proxy`` got an answer after ``elapsed`` seconds."""
+        entry = self._entries.get(proxy.url)
+        if entry is not None:
+            entry.requests += 1
+            entry.timed += 1
+            entry.latency += elapsed
+            entry.streak = 0
+
+    def failed(self, proxy: Proxy, reason: str) -> None:
+        """A request through ``proxy`` failed at the proxy (``reason``, a fetch error)."""
+        entry = self._entries.get(proxy.url)
+        if entry is not None:
+            entry.requests += 1
+            entry.failures += 1
+            self._failure(entry, reason)
+
+    def stats(self) -> PoolStats:
+        """A frozen snapshot (ring order first, then the others)."""
+        ring = self._live_ring()
+        rest = [e for e in self._entries.values() if e.state != "live"]
+        return PoolStats(
+            tuple(e.stats() for e in (*ring, *rest)),
+            retries=self._retries,
+            unserved=self._unserved,
+        )
+
+    def json_stats(self) -> dict[str, Any]:
+        """`stats` as stats.json holds it."""
+        return self.stats().as_json()
+
+    def states(self) -> MappingProxyType[str, State]:
+        """Each proxy's state, by label."""
+        return MappingProxyType({e.proxy.label: e.state for e in self._entries.values()})
+
+    async def check_due(self) -> None:
+        """Re-read the file if it changed, then check every proxy whose check is due, all at
+        once (the manager's one round)."""
+        self.reload()
+        now = self._clock()
+        due = [e for e in self._entries.values() if e.due <= now]
+        if due:
+            await asyncio.gather(*(self._check(e) for e in due))
+
+    async def start(self, tick: float = 1.0) -> None:
+        """Check every proxy once (before the first request), then run `maintain` in the
+        background until `close`."""
+        if self._task is None:
+            await self.check_due()
+            self._task = asyncio.create_task(self.maintain(tick), name="proxy-manager")
+
+    async def close(self) -> None:
+        """Stop the manager."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def maintain(self, tick: float = 1.0) -> None:
+        """The manager: a round of `check_due` every ``tick`` seconds, until cancelled."""
+        while True:
+            try:
+                await self.check_due()
+            except Exception:
+                log.exception("proxy check round failed; trying again")
+            await asyncio.sleep(tick)
+
+    def reload(self) -> bool:
+        """Re-read the proxies file if its modification time changed; True if it was read.
+        A file that cannot be read or holds a bad line leaves the pool as it was."""
+        if self._file is None:
+            return False
+        try:
+            mtime = self._file.stat().st_mtime
+        except OSError as exc:
+            if self._mtime is not None:
+                log.warning("proxies file %s unreadable: %s", self._file, exc.strerror)
+                self._mtime = None
+            return False
+        if mtime == self._mtime:
+            return False
+        self._mtime = mtime
+        try:
+            listed = read_proxies_file(self._file)
+        except (OSError, ProxyError) as exc:
+            log.warning("proxies file not used: %s", exc, extra={"event": "proxies-file-bad"})
+            return False
+        self._set_proxies([*self._given, *listed])
+        log.info(
+            "proxies file %s read: %d proxies",
+            self._file,
+            len(listed),
+            extra={"event": "proxies-file-read", "proxies": len(listed)},
+        )
+        return True
+
+    def _set_proxies(self, proxies: Iterable[Proxy]) -> None:
+        entries = {}
+        for proxy in proxies:
+            entries[proxy.url] = self._entries.get(proxy.url) or _Entry(proxy)
+        self._entries = entries
+        self._ring_stale = True
+
+    async def _check(self, entry: _Entry) -> None:
+        if self._checker is None:
+            return
+        entry.due = float("inf")  # not again while this check runs
+        try:
+            seconds = await self._checker(entry.proxy)
+        except Exception:
+            log.exception("checking proxy %s failed", entry.proxy.label)
+            seconds = None
+        if entry.proxy.url not in self._entries:
+            return  # left the pool meanwhile
+        now = self._clock()
+        if seconds is None:
+            self._failure(entry, "check failed")
+            if entry.state == "live":
+                entry.due = now + min(self._check_interval, self._revalidate)
+            return
+        previous = entry.response_time
+        entry.response_time = (
+            seconds
+            if previous is None
+            else (1 - _LATENCY_WEIGHT) * previous + _LATENCY_WEIGHT * seconds
+        )
+        entry.streak = 0
+        entry.due = now + self._check_interval
+        if entry.state != "live":
+            log.info(
+                "proxy %s live (%.3fs)",
+                entry.proxy.label,
+                seconds,
+                extra={"event": "proxy-live", "proxy": entry.proxy.label},
+            )
+            entry.state = "live"
+        self._ring_stale = True
+
+    def _failure(self, entry: _Entry, reason: str) -> None:
+        """One more failure in a row: a live proxy dies after ``max_failures``, an unchecked
+        one at once (it failed its first check); a dead one waits for its next check."""
+        entry.streak += 1
+        now = self._clock()
+        if entry.state == "dead":
+            entry.due = now + self._revalidate
+            return
+        if entry.state == "live" and entry.streak < self._max_failures:
+            return
+        entry.state = "dead"
+        entry.due = now + self._revalidate
+        self._ring_stale = True
+        log.warning(
+            "proxy %s dead (%d failure(s) in a row, last: %s); checked again in %.0fs",
+            entry.proxy.label,
+            entry.streak,
+            reason,
+            self._revalidate,
+            extra={"event": "proxy-dead", "proxy": entry.proxy.label, "reason": reason},
+        )
+
+    def _live_ring(self) -> list[_Entry]:
+        if self._ring_stale:
+            live = [e for e in self._entries.values() if e.state == "live"]
+            live.sort(key=lambda e: e.response_time or 0.0)
+            self._ring = live
+            self._ring_stale = False
+        return self._ring
