@@ -323,11 +323,6 @@ class Fetcher:
         return self._meter
 
     @property
-    def auth(self) -> RequestAuth | None:
-        """The logins attached to requests, if any."""
-        return self._auth
-
-    @property
     def resolver(self) -> AbstractResolver | None:
         """The resolver in use (None until the session exists, unless injected)."""
         return self._resolver
