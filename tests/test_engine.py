@@ -14,6 +14,7 @@ import pytest
 from aiohttp import web
 from tests.local_app import serve
 
+from gossamer import engine
 from gossamer.crawl import open_stages
 from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease, Rules
 from gossamer.frontier.local import LocalFrontier
@@ -223,3 +224,42 @@ async def test_urls_of_a_host_whose_robots_txt_stays_unreachable_are_recorded(
     assert set(site.log) == {"/robots.txt"}
     assert list(records) == ["/"]
     assert (records["/"]["error"], records["/"]["attempts"]) == ("robots-unreachable", 3)
+
+
+async def test_fetching_waits_for_a_slow_commit_past_the_pending_records_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While crawl.db's commit is held (a busy disk), the crawl fetches only until
+    ``MAX_PENDING_RECORDS`` records wait for it, plus the tasks already under way, instead
+    of piling every page's record up in memory; once the commit goes through, the crawl ends
+    with every page."""
+    monkeypatch.setattr(engine, "MAX_PENDING_RECORDS", 3)
+    seeds_count = 30
+    async with serving(Site(delay=0.0)) as site:
+        seeds = [site.url(f"/p{i}.html") for i in range(seeds_count)]
+        settings = settings_for(
+            tmp_path / "out", seeds=seeds, concurrency=2, per_host=2, checkpoint_interval=0.01
+        )
+        async with open_stages(settings, seeds) as stages:
+            local = LocalFrontier(crawl_scope(settings, seeds), stages.politeness, stages.db)
+            await local.add([Candidate(url) for url in seeds])
+            await stages.db.commit()
+            gate = asyncio.Event()
+            commit = stages.db.commit
+
+            async def held_commit() -> None:
+                await gate.wait()
+                await commit()
+
+            monkeypatch.setattr(stages.db, "commit", held_commit)
+            crawler = stages.crawler(settings, local)
+            run = asyncio.create_task(crawler.run([]))
+            await wait_until(lambda: len(site.requests) >= 3)
+            await asyncio.sleep(0.3)
+            held = len(site.requests)
+            await asyncio.sleep(0.3)
+            assert len(site.requests) == held  # nothing more while the commit is held
+            assert held <= 3 + 2 * 2  # the bound, and the tasks that were under way
+            gate.set()
+            stats = await asyncio.wait_for(run, 20)
+    assert stats.pages == seeds_count + 1  # and "/"

@@ -58,6 +58,10 @@ _PARSE_IN_THREAD_BYTES = 512 * 1024
 parser a few seconds, and lexbor lets the loop run meanwhile (it releases the GIL)."""
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _GRACE_SECONDS = 5.0
+MAX_PENDING_RECORDS = 1000
+"""Records waiting for the next checkpoint past which no new URL is leased: while a commit
+is slow (a busy disk), fetching goes on only as far as this, so records (each with its text)
+do not pile up in memory."""
 _SEED_BATCH = 10_000
 SEEDING_META = "seeding"
 """Journal meta: ``started`` while seeds are being queued, ``done`` once all are durable."""
@@ -285,6 +289,9 @@ class Crawler:
         limit = self._config.concurrency
         while not self._stopping:
             free = min(limit - len(self._fetching), 2 * limit - len(self._tasks), self._budget())
+            if len(self._pending) >= MAX_PENDING_RECORDS:
+                free = 0  # the checkpoint wakes the loop once the records are written
+                self._flush.set()
             if free > 0:
                 for lease in await frontier.lease(free):
                     self._spawn(lease)
