@@ -15,7 +15,7 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,plot]'
+	$(BIN)/python -m pip install -q -e '.[dev,plot,render]'
 	@touch $(STAMP)
 
 demo: $(STAMP)
