@@ -254,12 +254,14 @@ async def test_fetching_waits_for_a_slow_commit_past_the_pending_records_bound(
             monkeypatch.setattr(stages.db, "commit", held_commit)
             crawler = stages.crawler(settings, local)
             run = asyncio.create_task(crawler.run([]))
-            await wait_until(lambda: len(site.requests) >= 3)
-            await asyncio.sleep(0.3)
-            held = len(site.requests)
-            await asyncio.sleep(0.3)
-            assert len(site.requests) == held  # nothing more while the commit is held
-            assert held <= 3 + 2 * 2  # the bound, and the tasks that were under way
-            gate.set()
+            try:
+                await wait_until(lambda: len(site.requests) >= 3)
+                await asyncio.sleep(0.3)
+                held = len(site.requests)
+                await asyncio.sleep(0.3)
+                assert len(site.requests) == held  # nothing more while the commit is held
+                assert held <= 3 + 2 * 2  # the bound, and the tasks that were under way
+            finally:
+                gate.set()  # a failed check must not leave the crawl waiting on the commit
             stats = await asyncio.wait_for(run, 20)
     assert stats.pages == seeds_count + 1  # and "/"

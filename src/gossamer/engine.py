@@ -178,6 +178,7 @@ class Crawler:
         self._wake = asyncio.Event()
         self._stopping = False
         self._pending: list[PageRecord] = []
+        self._committing = 0  # records of the checkpoint under way, not yet in every sink
         self._failure: BaseException | None = None
         self._counts: Counter[str] = Counter()
         self._statuses: Counter[str] = Counter()
@@ -273,12 +274,16 @@ class Crawler:
         A sink's records are always a prefix of the journal's; ``--resume`` sends it the rest.
         """
         records, self._pending = self._pending, []
-        after = self._on_commit() if self._on_commit is not None else None
-        if self._archive is not None:
-            self._archive.flush()  # before the commit: a committed record's response is on disk
-        await self._journal.commit()
-        for sink in self._sinks:
-            await sink.write(records)
+        self._committing = len(records)
+        try:
+            after = self._on_commit() if self._on_commit is not None else None
+            if self._archive is not None:
+                self._archive.flush()  # before the commit: a committed record's response is on disk
+            await self._journal.commit()
+            for sink in self._sinks:
+                await sink.write(records)
+        finally:
+            self._committing = 0
         if after is not None:
             await after()
 
@@ -289,7 +294,7 @@ class Crawler:
         limit = self._config.concurrency
         while not self._stopping:
             free = min(limit - len(self._fetching), 2 * limit - len(self._tasks), self._budget())
-            if len(self._pending) >= MAX_PENDING_RECORDS:
+            if len(self._pending) + self._committing >= MAX_PENDING_RECORDS:
                 free = 0  # the checkpoint wakes the loop once the records are written
                 self._flush.set()
             if free > 0:
