@@ -298,6 +298,11 @@ def _needs_document(reference: str) -> bool:
     return not rest or rest[0] == "?"
 
 
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+"""The range of a fingerprint (a signed 64-bit integer)."""
+
+
 def fingerprint(canonical_url: str) -> int:
     """64-bit fingerprint of a canonical URL, as a signed integer (fits SQLite INTEGER)."""
     value = xxhash.xxh3_64_intdigest(canonical_url.encode("utf-8", "surrogatepass"))
