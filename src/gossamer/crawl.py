@@ -126,7 +126,7 @@ class Stages:
         return Sources(
             crawl=crawler.stats,
             fetch=self.fetcher.stats,
-            frontier=frontier.stats,
+            waiting_hosts=frontier.waiting_hosts,
             loop=crawler.loop_state,
             proxies=None if self.proxies is None else self.proxies.stats,
         )

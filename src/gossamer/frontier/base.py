@@ -183,3 +183,9 @@ class Frontier(Protocol):
     def stats(self) -> FrontierStats:
         """A frozen snapshot."""
         ...
+
+    def waiting_hosts(self) -> tuple[int, int]:
+        """Hosts with URLs waiting for their time: (at their polite pace, backing off:
+        slowed down by errors or latency, or paused). Costs a walk over the scheduled
+        hosts: for a metrics scrape, not for every snapshot."""
+        ...

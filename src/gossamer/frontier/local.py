@@ -183,6 +183,11 @@ class LocalFrontier:
         """Queued URLs held in memory (at most about ``memory_budget``)."""
         return self._hosts.queued
 
+    def waiting_hosts(self) -> tuple[int, int]:
+        """Hosts waiting for their time: (at their polite pace, backing off); see
+        :meth:`HostScheduler.waiting`."""
+        return self._hosts.waiting()
+
     def stats(self) -> FrontierStats:
         """A frozen snapshot."""
         hosts = self._hosts

@@ -45,7 +45,6 @@ from prometheus_client.registry import Collector
 from gossamer.engine import LoopState
 from gossamer.fetch.http import DURATION_BUCKETS, FetchStats
 from gossamer.fetch.proxies import PoolStats
-from gossamer.frontier.base import FrontierStats
 from gossamer.settings import SettingsError
 from gossamer.stats import CrawlStats
 
@@ -79,7 +78,8 @@ class Sources:
 
     crawl: Callable[[], CrawlStats]
     fetch: Callable[[], FetchStats]
-    frontier: Callable[[], FrontierStats]
+    waiting_hosts: Callable[[], tuple[int, int]]
+    """Hosts waiting (at their polite pace, backing off): the frontier's, at scrape time."""
     loop: Callable[[], LoopState]
     proxies: Callable[[], PoolStats] | None = None
     extra: Mapping[str, Snapshot] = field(default_factory=dict)
@@ -113,14 +113,14 @@ class CrawlCollector(Collector):
         if self._sources is None:
             return
         sources = self._sources
-        yield from self._crawl(sources.crawl(), sources.frontier())
+        yield from self._crawl(sources.crawl(), sources.waiting_hosts())
         yield from self._fetch(sources.fetch())
         if sources.proxies is not None:
             yield from self._proxies(sources.proxies())
         for section, snapshot in sources.extra.items():
             yield from self._generic(section, snapshot())
 
-    def _crawl(self, stats: CrawlStats, front: FrontierStats) -> Iterator[Metric]:
+    def _crawl(self, stats: CrawlStats, waiting: tuple[int, int]) -> Iterator[Metric]:
         lab = self._labels
         other = stats.pages - stats.ok - stats.errors - stats.robots_blocked
         yield _counter(
@@ -173,8 +173,8 @@ class CrawlCollector(Collector):
             "(slowed down by errors or latency, paused by Retry-After).",
             labels=[*_LABELS, "reason"],
         )
-        hosts.add_metric([*lab, "politeness"], front.hosts_polite)
-        hosts.add_metric([*lab, "backoff"], front.hosts_backing_off)
+        hosts.add_metric([*lab, "politeness"], waiting[0])
+        hosts.add_metric([*lab, "backoff"], waiting[1])
         yield hosts
 
     def _fetch(self, fetch: FetchStats) -> Iterator[Metric]:

@@ -235,6 +235,11 @@ class RedisFrontier:
         """URLs this worker holds in memory waiting to be leased (its queue depth)."""
         return self._hosts.queued
 
+    def waiting_hosts(self) -> tuple[int, int]:
+        """Hosts waiting for their time: (at their polite pace, backing off); see
+        :meth:`HostScheduler.waiting`."""
+        return self._hosts.waiting()
+
     def stats(self) -> FrontierStats:
         """A frozen snapshot: ``queued`` and ``seen`` are job-wide (last look) plus the URLs
         this worker holds in memory; the rest is this worker's."""
