@@ -21,13 +21,15 @@ outcome, status class, error reason); never a host or a URL.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import math
 import os
 import re
 import signal
 import socket
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import TYPE_CHECKING, Any
@@ -45,10 +47,12 @@ from prometheus_client.registry import Collector
 from gossamer.engine import LoopState
 from gossamer.fetch.http import DURATION_BUCKETS, FetchStats
 from gossamer.fetch.proxies import PoolStats
+from gossamer.redact import redact_text
 from gossamer.settings import SettingsError
 from gossamer.stats import CrawlStats
 
 if TYPE_CHECKING:
+    from gossamer.balance.capability import Live
     from gossamer.cluster.control import Control
 
 log = logging.getLogger(__name__)
@@ -62,6 +66,52 @@ _MAX_REASONS = 64
 """Distinct error reasons exported; any more are summed as ``other``."""
 _NAME = re.compile(r"[^a-zA-Z0-9_]")
 _LABELS = ["job", "worker"]
+COUNTER, GAUGE = "counter", "gauge"
+
+HELP = {
+    # one crawl process (labels job, worker)
+    "gossamer_pages_total": "Records written (one per finished URL), by outcome: ok (2xx), "
+    "error, robots_blocked, other (redirects and non-2xx answers without an error).",
+    "gossamer_requests_total": "HTTP requests made, robots.txt included.",
+    "gossamer_retries_total": "URLs queued again for another attempt.",
+    "gossamer_duplicates_total": "Links dropped as seen already.",
+    "gossamer_internal_errors_total": "URLs ended by a failure inside gossamer.",
+    "gossamer_rejected_urls_total": "Links out of scope, by reason.",
+    "gossamer_queued_urls": "URLs queued (a cluster worker: its job's at the last look).",
+    "gossamer_in_flight_urls": "URLs being fetched or handled now.",
+    "gossamer_hosts_waiting": "Hosts with URLs waiting for their time, by reason: politeness "
+    "(their pace), backoff (slowed down by errors or latency, or paused by a Retry-After).",
+    "gossamer_responses_total": "HTTP responses by status class.",
+    "gossamer_fetch_errors_total": "Failed fetches by reason.",
+    "gossamer_received_bytes_total": "Body bytes received, by encoding: wire (as sent) and "
+    "decoded.",
+    "gossamer_fetch_duration_seconds": "Seconds from a request's start to its whole body "
+    "(or its failure).",
+    "gossamer_proxies": "Proxies of the pool by state.",
+    "gossamer_proxy_requests_total": "Requests sent through a proxy.",
+    "gossamer_proxy_failures_total": "Requests that failed at their proxy.",
+    "gossamer_proxy_retries_total": "Requests tried again through another proxy.",
+    "gossamer_proxy_unserved_total": "Requests that found no live proxy.",
+    # a cluster job (gossamer cluster metrics; label job, and worker for gossamer_worker_*)
+    "gossamer_job_queued_urls": "URLs still to crawl: queued in the job's partitions or "
+    "claimed by a worker and not finished (what an autoscaler scales on).",
+    "gossamer_job_claimed_urls": "Of those, URLs claimed by workers now.",
+    "gossamer_job_workers": "Live workers (heartbeat not expired).",
+    "gossamer_job_pages_per_second": "Pages per second of the live workers together.",
+    "gossamer_job_done": "1 once the job has seen URLs and none is queued or claimed.",
+    "gossamer_job_submitted": "1 once the job is submitted.",
+    "gossamer_job_seen_urls_total": "URLs the job has queued (each once).",
+    "gossamer_job_finished_urls_total": "URLs the job has finished.",
+    "gossamer_job_set_aside_total": "Malformed queue entries moved aside.",
+    "gossamer_worker_pages_total": "Records a live worker has written.",
+    "gossamer_worker_errors_total": "Records of a live worker with an error.",
+    "gossamer_worker_pages_per_second": "A live worker's pages per second.",
+    "gossamer_worker_partitions": "Partitions a live worker owns.",
+    "gossamer_worker_queued_urls": "URLs a live worker holds in memory.",
+    "gossamer_worker_fetch_latency_seconds": "A live worker's mean fetch time.",
+    "gossamer_worker_received_bytes_per_second": "A live worker's recent download rate.",
+}
+"""Every metric gossamer exports, with its help text (docs/metrics.md lists the same)."""
 
 Snapshot = Callable[[], object]
 
@@ -73,7 +123,7 @@ class Sources:
     ``extra`` holds further stages by section name (``{"render": renderer.stats}``): each
     numeric field of its snapshot (a dataclass or a mapping; None: no series) becomes
     ``gossamer_<section>_<field>``, a counter if the field's name ends in ``_total``, else
-    a gauge.
+    a gauge (help text: the section and the field).
     """
 
     crawl: Callable[[], CrawlStats]
@@ -99,151 +149,98 @@ class CrawlCollector(Collector):
 
     def __init__(self, job: str, worker: str) -> None:
         self._labels = [job, worker]
-        self._sources: Sources | None = None
+        self.sources: Sources | None = None
 
     def attach(self, sources: Sources) -> None:
         """Read the crawl's figures from ``sources`` from now on."""
-        self._sources = sources
-
-    @property
-    def sources(self) -> Sources | None:
-        return self._sources
+        self.sources = sources
 
     def collect(self) -> Iterator[Metric]:
-        if self._sources is None:
+        sources = self.sources
+        if sources is None:
             return
-        sources = self._sources
         yield from self._crawl(sources.crawl(), sources.waiting_hosts())
         yield from self._fetch(sources.fetch())
         if sources.proxies is not None:
             yield from self._proxies(sources.proxies())
         for section, snapshot in sources.extra.items():
-            yield from self._generic(section, snapshot())
+            prefix = "gossamer_" + _NAME.sub("_", section)
+            for name, value in _numbers(snapshot()):
+                kind = COUNTER if name.endswith("_total") else GAUGE
+                name = f"{prefix}_{name}"
+                yield _family(kind, name, self._labels, value, help_text=f"{section}: {name}.")
 
     def _crawl(self, stats: CrawlStats, waiting: tuple[int, int]) -> Iterator[Metric]:
         lab = self._labels
-        other = stats.pages - stats.ok - stats.errors - stats.robots_blocked
-        yield _counter(
-            "gossamer_pages",
-            "Records written (one per finished URL), by outcome: ok (2xx), error, "
-            "robots_blocked, other (redirects and other non-2xx answers without an error).",
-            lab,
-            "outcome",
-            {
-                "ok": stats.ok,
-                "error": stats.errors,
-                "robots_blocked": stats.robots_blocked,
-                "other": max(0, other),
-            },
-        )
-        yield _counter(
-            "gossamer_requests",
-            "HTTP requests made, robots.txt included.",
-            lab,
-            value=stats.requests,
-        )
-        yield _counter(
-            "gossamer_retries", "URLs queued again for another attempt.", lab, value=stats.retries
-        )
-        yield _counter(
-            "gossamer_duplicates", "Links dropped as already seen.", lab, value=stats.duplicates
-        )
-        yield _counter(
-            "gossamer_internal_errors",
-            "URLs ended by a failure inside gossamer.",
-            lab,
-            value=stats.internal_errors,
-        )
-        yield _counter(
-            "gossamer_rejected_urls", "Links out of scope, by reason.", lab, "reason",
-            _bounded(stats.rejected),
-        )  # fmt: skip
-        yield _gauge(
-            "gossamer_queued_urls",
-            "URLs queued (in memory, on disk or delayed).",
-            lab,
-            stats.queued,
-        )
-        yield _gauge(
-            "gossamer_in_flight_urls", "URLs being fetched or handled now.", lab, stats.in_flight
-        )
-        hosts = GaugeMetricFamily(
-            "gossamer_hosts_waiting",
-            "Hosts with URLs waiting for their time: at their polite pace, or backing off "
-            "(slowed down by errors or latency, paused by Retry-After).",
-            labels=[*_LABELS, "reason"],
-        )
-        hosts.add_metric([*lab, "politeness"], waiting[0])
-        hosts.add_metric([*lab, "backoff"], waiting[1])
-        yield hosts
+        other = max(0, stats.pages - stats.ok - stats.errors - stats.robots_blocked)
+        outcomes = {"ok": stats.ok, "error": stats.errors, "robots_blocked": stats.robots_blocked}
+        yield _family(COUNTER, "gossamer_pages_total", lab, outcomes | {"other": other}, "outcome")
+        yield _family(COUNTER, "gossamer_requests_total", lab, stats.requests)
+        yield _family(COUNTER, "gossamer_retries_total", lab, stats.retries)
+        yield _family(COUNTER, "gossamer_duplicates_total", lab, stats.duplicates)
+        yield _family(COUNTER, "gossamer_internal_errors_total", lab, stats.internal_errors)
+        rejected = _bounded(stats.rejected)
+        yield _family(COUNTER, "gossamer_rejected_urls_total", lab, rejected, "reason")
+        yield _family(GAUGE, "gossamer_queued_urls", lab, stats.queued)
+        yield _family(GAUGE, "gossamer_in_flight_urls", lab, stats.in_flight)
+        hosts = {"politeness": waiting[0], "backoff": waiting[1]}
+        yield _family(GAUGE, "gossamer_hosts_waiting", lab, hosts, "reason")
 
     def _fetch(self, fetch: FetchStats) -> Iterator[Metric]:
         lab = self._labels
-        yield _counter(
-            "gossamer_responses", "HTTP responses by status class.", lab, "status_class",
-            dict(fetch.responses),
-        )  # fmt: skip
-        yield _counter(
-            "gossamer_fetch_errors", "Failed fetches by reason (a response whose body failed "
-            "counts here and in gossamer_responses_total).", lab, "reason", _bounded(fetch.errors),
-        )  # fmt: skip
-        received = CounterMetricFamily(
-            "gossamer_received_bytes",
-            "Body bytes received: as sent (wire) and after content decoding (decoded).",
-            labels=[*_LABELS, "encoding"],
-        )
-        received.add_metric([*lab, "wire"], fetch.wire_bytes)
-        received.add_metric([*lab, "decoded"], fetch.body_bytes)
-        yield received
+        responses = dict(fetch.responses)
+        yield _family(COUNTER, "gossamer_responses_total", lab, responses, "status_class")
+        yield _family(COUNTER, "gossamer_fetch_errors_total", lab, _bounded(fetch.errors), "reason")
+        received = {"wire": fetch.wire_bytes, "decoded": fetch.body_bytes}
+        yield _family(COUNTER, "gossamer_received_bytes_total", lab, received, "encoding")
         if fetch.durations:
-            histogram = HistogramMetricFamily(
-                "gossamer_fetch_duration_seconds",
-                "Time from a request's start to its whole body (or its failure).",
-                labels=_LABELS,
-            )
-            buckets: list[tuple[str, float]] = []
-            total = 0
-            for bound, count in zip((*DURATION_BUCKETS, math.inf), fetch.durations, strict=True):
-                total += count
-                buckets.append(("+Inf" if bound == math.inf else repr(bound), total))
+            name = "gossamer_fetch_duration_seconds"
+            histogram = HistogramMetricFamily(name, HELP[name], labels=_LABELS)
+            bounds = [repr(bound) for bound in DURATION_BUCKETS] + ["+Inf"]
+            buckets = list(zip(bounds, itertools.accumulate(fetch.durations), strict=True))
             histogram.add_metric(lab, buckets, fetch.duration_sum)
             yield histogram
 
     def _proxies(self, pool: PoolStats) -> Iterator[Metric]:
         lab = self._labels
-        states: dict[str, int] = {"live": 0, "dead": 0}
-        for proxy in pool.proxies:
-            states[proxy.state] = states.get(proxy.state, 0) + 1
-        yield _gauge_by("gossamer_proxies", "Proxies of the pool by state.", lab, "state", states)
-        yield _counter(
-            "gossamer_proxy_requests", "Requests sent through a proxy.", lab,
-            value=sum(p.requests for p in pool.proxies),
-        )  # fmt: skip
-        yield _counter(
-            "gossamer_proxy_failures", "Requests that failed at their proxy.", lab,
-            value=sum(p.failures for p in pool.proxies),
-        )  # fmt: skip
-        yield _counter(
-            "gossamer_proxy_retries",
-            "Requests tried again through another proxy.",
-            lab,
-            value=pool.retries,
-        )
-        yield _counter(
-            "gossamer_proxy_unserved",
-            "Requests that found no live proxy.",
-            lab,
-            value=pool.unserved,
-        )
+        states = {"live": 0, "dead": 0} | Counter(p.state for p in pool.proxies)
+        yield _family(GAUGE, "gossamer_proxies", lab, states, "state")
+        requests = sum(p.requests for p in pool.proxies)
+        yield _family(COUNTER, "gossamer_proxy_requests_total", lab, requests)
+        failures = sum(p.failures for p in pool.proxies)
+        yield _family(COUNTER, "gossamer_proxy_failures_total", lab, failures)
+        yield _family(COUNTER, "gossamer_proxy_retries_total", lab, pool.retries)
+        yield _family(COUNTER, "gossamer_proxy_unserved_total", lab, pool.unserved)
 
-    def _generic(self, section: str, snapshot: object) -> Iterator[Metric]:
-        prefix = "gossamer_" + _NAME.sub("_", section)
-        for name, value in _numbers(snapshot):
-            if name.endswith("_total"):
-                base = name.removesuffix("_total")
-                yield _counter(f"{prefix}_{base}", f"{section} {base}.", self._labels, value=value)
-            else:
-                yield _gauge(f"{prefix}_{name}", f"{section} {name}.", self._labels, value)
+
+def _family(
+    kind: str,
+    name: str,
+    labels: list[str],
+    values: float | Mapping[str, float],
+    dimension: str | None = None,
+    *,
+    help_text: str | None = None,
+) -> Metric:
+    """A counter or gauge family ``name`` (a counter's ends in ``_total``): one series of
+    ``labels``, or with a ``dimension`` one per key of ``values``."""
+    text = HELP[name] if help_text is None else help_text
+    names = [*labels_of(labels), *([dimension] if dimension else [])]
+    if kind == COUNTER:
+        family: Metric = CounterMetricFamily(name.removesuffix("_total"), text, labels=names)
+    else:
+        family = GaugeMetricFamily(name, text, labels=names)
+    if isinstance(values, Mapping):
+        for key, value in sorted(values.items()):
+            family.add_metric([*labels, key], value)  # type: ignore[attr-defined]
+    else:
+        family.add_metric(labels, values)  # type: ignore[attr-defined]
+    return family
+
+
+def labels_of(values: list[str]) -> list[str]:
+    """The label names of ``values``: ``job``, then ``worker`` if given."""
+    return _LABELS[: len(values)]
 
 
 def _numbers(snapshot: object) -> Iterator[tuple[str, float]]:
@@ -261,40 +258,6 @@ def _numbers(snapshot: object) -> Iterator[tuple[str, float]]:
     for name, value in items:
         if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
             yield _NAME.sub("_", str(name))[:100], value
-
-
-def _counter(
-    name: str,
-    doc: str,
-    labels: list[str],
-    dimension: str | None = None,
-    values: Mapping[str, float] | None = None,
-    *,
-    value: float = 0,
-) -> CounterMetricFamily:
-    """A counter family ``name`` + ``_total``: one series, or one per ``values`` key."""
-    family = CounterMetricFamily(name, doc, labels=[*_LABELS, *([dimension] if dimension else [])])
-    if dimension is None:
-        family.add_metric(labels, value)
-    else:
-        for key, count in sorted((values or {}).items()):
-            family.add_metric([*labels, key], count)
-    return family
-
-
-def _gauge(name: str, doc: str, labels: list[str], value: float) -> GaugeMetricFamily:
-    family = GaugeMetricFamily(name, doc, labels=_LABELS)
-    family.add_metric(labels, value)
-    return family
-
-
-def _gauge_by(
-    name: str, doc: str, labels: list[str], dimension: str, values: Mapping[str, float]
-) -> GaugeMetricFamily:
-    family = GaugeMetricFamily(name, doc, labels=[*_LABELS, dimension])
-    for key, value in sorted(values.items()):
-        family.add_metric([*labels, key], value)
-    return family
 
 
 def _bounded(counts: Mapping[str, int]) -> dict[str, int]:
@@ -346,18 +309,7 @@ class MetricsServer:
 
     async def start(self, bind: str, port: int) -> None:
         """Listen on ``bind``:``port``; a port that cannot be had is a settings error."""
-        runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
-        await runner.setup()
-        site = web.TCPSite(runner, bind, port, reuse_address=True)
-        try:
-            await site.start()
-        except OSError as exc:
-            await runner.cleanup()
-            why = exc.strerror or str(exc)
-            raise SettingsError(
-                f"invalid setting 'metrics_port': cannot listen on {bind}:{port}: {why}"
-            ) from None
-        self._runner = runner
+        self._runner = runner = await _listen(self.app(), bind, port)
         self.port = runner.addresses[0][1] if runner.addresses else port
         log.info(
             "metrics on http://%s:%d/metrics", bind, port,
@@ -399,22 +351,9 @@ async def serve_metrics(
 
 
 @dataclass(frozen=True, slots=True)
-class WorkerFigures:
-    """A live worker's figures, as its heartbeat gave them (validated)."""
-
-    name: str
-    partitions: float
-    pages: float
-    pages_per_second: float
-    errors: float
-    queue_depth: float
-    mean_latency: float
-    bandwidth_bps: float
-
-
-@dataclass(frozen=True, slots=True)
 class JobView:
-    """A job as one scrape sees it: its totals and its live workers."""
+    """A job as one scrape sees it: its totals, and its live workers' figures (from their
+    heartbeats, validated: :class:`~gossamer.balance.capability.Live` plus partitions)."""
 
     job: str
     submitted: bool
@@ -423,7 +362,8 @@ class JobView:
     seen: int = 0
     finished: int = 0
     set_aside: int = 0
-    workers: tuple[WorkerFigures, ...] = ()
+    workers: tuple[tuple[str, int, Live], ...] = ()
+    """(name, partitions, live figures) of each live worker."""
 
     @property
     def done(self) -> bool:
@@ -431,7 +371,7 @@ class JobView:
 
 
 async def read_job(control: Control) -> JobView:
-    """The job's totals and live workers, read from Redis now (figures validated)."""
+    """The job's totals and live workers, read from Redis now."""
     from gossamer.balance.capability import Live
     from gossamer.cluster.jobs import load_job
 
@@ -441,35 +381,19 @@ async def read_job(control: Control) -> JobView:
     totals = await control.totals(settings.partitions)
     workers = []
     for info in await control.workers():
-        if not info.alive:
-            continue
-        live = Live.from_json(info.figures.get("live"))
-        workers.append(
-            WorkerFigures(
-                info.name,
-                partitions=_finite(info.figures.get("partitions")),
-                pages=live.pages or _finite(info.figures.get("pages")),
-                pages_per_second=live.pages_per_second
-                or _finite(info.figures.get("pages_per_second")),
-                errors=live.errors,
-                queue_depth=live.queue_depth,
-                mean_latency=live.mean_latency,
-                bandwidth_bps=live.bandwidth_bps,
-            )
-        )
+        if info.alive:
+            parts = info.figures.get("partitions")
+            count = parts if type(parts) is int and 0 <= parts < 1 << 20 else 0
+            workers.append((info.name, count, Live.from_json(info.figures.get("live"))))
     return JobView(
         control.job, True, totals.queued, totals.claimed, totals.seen, totals.finished,
         totals.set_aside, tuple(workers),
     )  # fmt: skip
 
 
-def _finite(value: object) -> float:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    return float(value) if ok and value >= 0 else 0.0  # type: ignore[arg-type,operator]
-
-
 class JobCollector(Collector):
-    """The metric families of one :class:`JobView`."""
+    """The metric families of one :class:`JobView`: job totals (label ``job``) and a series
+    per live worker (``job``, ``worker``); a worker that left has none."""
 
     def __init__(self, view: JobView) -> None:
         self._view = view
@@ -477,71 +401,39 @@ class JobCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         view = self._view
         job = [view.job]
-        for name, doc, value in (
-            (
-                "gossamer_job_queued_urls",
-                "URLs queued in the job's partitions (for autoscalers).",
-                view.queued,
-            ),
-            ("gossamer_job_claimed_urls", "URLs claimed by workers now.", view.claimed),
-            ("gossamer_job_workers", "Live workers (heartbeat not expired).", len(view.workers)),
-            (
-                "gossamer_job_pages_per_second",
-                "Pages per second of the live workers.",
-                sum(w.pages_per_second for w in view.workers),
-            ),
-            ("gossamer_job_done", "1 once nothing is queued or claimed.", int(view.done)),
-            ("gossamer_job_submitted", "1 once the job is submitted.", int(view.submitted)),
-        ):
-            family = GaugeMetricFamily(name, doc, labels=["job"])
-            family.add_metric(job, value)
-            yield family
-        for name, doc, value in (
-            ("gossamer_job_seen_urls", "URLs the job has seen (queued once).", view.seen),
-            ("gossamer_job_finished_urls", "URLs the job has finished.", view.finished),
-            ("gossamer_job_set_aside", "Malformed queue entries moved aside.", view.set_aside),
-        ):
-            counter = CounterMetricFamily(name, doc, labels=["job"])
-            counter.add_metric(job, value)
-            yield counter
-        per_worker = (
-            ("gossamer_worker_pages", "counter", "Records the worker has written.", "pages"),
-            ("gossamer_worker_errors", "counter", "Records of the worker with an error.", "errors"),
-            (
-                "gossamer_worker_pages_per_second",
-                "gauge",
-                "The worker's pages per second.",
-                "pages_per_second",
-            ),
-            ("gossamer_worker_partitions", "gauge", "Partitions the worker owns.", "partitions"),
-            (
-                "gossamer_worker_queued_urls",
-                "gauge",
-                "URLs the worker holds in memory.",
-                "queue_depth",
-            ),
-            (
-                "gossamer_worker_fetch_latency_seconds",
-                "gauge",
-                "The worker's mean fetch time.",
-                "mean_latency",
-            ),
-            (
-                "gossamer_worker_received_bytes_per_second",
-                "gauge",
-                "The worker's recent download rate.",
-                "bandwidth_bps",
-            ),
-        )
-        for name, kind, doc, attr in per_worker:
-            metric: Metric = (
-                CounterMetricFamily(name, doc, labels=_LABELS)
-                if kind == "counter"
-                else GaugeMetricFamily(name, doc, labels=_LABELS)
-            )
-            for worker in view.workers:
-                metric.add_metric([view.job, worker.name], getattr(worker, attr))  # type: ignore[attr-defined]
-            yield metric
+        backlog = view.queued + view.claimed
+        yield _family(GAUGE, "gossamer_job_queued_urls", job, backlog)
+        yield _family(GAUGE, "gossamer_job_claimed_urls", job, view.claimed)
+        yield _family(GAUGE, "gossamer_job_workers", job, len(view.workers))
+        rate = round(sum(live.pages_per_second for _, _, live in view.workers), 3)
+        yield _family(GAUGE, "gossamer_job_pages_per_second", job, rate)
+        yield _family(GAUGE, "gossamer_job_done", job, int(view.done))
+        yield _family(GAUGE, "gossamer_job_submitted", job, int(view.submitted))
+        yield _family(COUNTER, "gossamer_job_seen_urls_total", job, view.seen)
+        yield _family(COUNTER, "gossamer_job_finished_urls_total", job, view.finished)
+        yield _family(COUNTER, "gossamer_job_set_aside_total", job, view.set_aside)
+        for kind, name, figure in _PER_WORKER:
+            yield _per_worker(kind, name, view, figure)
+
+
+_PER_WORKER: tuple[tuple[str, str, Callable[[int, Live], float]], ...] = (
+    (COUNTER, "gossamer_worker_pages_total", lambda _, live: live.pages),
+    (COUNTER, "gossamer_worker_errors_total", lambda _, live: live.errors),
+    (GAUGE, "gossamer_worker_pages_per_second", lambda _, live: live.pages_per_second),
+    (GAUGE, "gossamer_worker_partitions", lambda parts, _: parts),
+    (GAUGE, "gossamer_worker_queued_urls", lambda _, live: live.queue_depth),
+    (GAUGE, "gossamer_worker_fetch_latency_seconds", lambda _, live: live.mean_latency),
+    (GAUGE, "gossamer_worker_received_bytes_per_second", lambda _, live: live.bandwidth_bps),
+)
+
+
+def _per_worker(
+    kind: str, name: str, view: JobView, figure: Callable[[int, Live], float]
+) -> Metric:
+    family = _family(kind, name, [view.job, ""], {})
+    for worker, parts, live in view.workers:
+        family.add_metric([view.job, worker], figure(parts, live))  # type: ignore[attr-defined]
+    return family
 
 
 async def job_metrics(control: Control) -> bytes:
@@ -551,7 +443,7 @@ async def job_metrics(control: Control) -> bytes:
     return generate_latest(registry)
 
 
-def cluster_handler(control: Control) -> Callable[[web.Request], Any]:
+def cluster_handler(control: Control) -> Callable[[web.Request], Awaitable[web.Response]]:
     """An aiohttp handler serving ``control``'s job metrics (mount it at ``/metrics``); a
     Redis failure answers 503 with one line."""
     from redis.exceptions import RedisError
@@ -560,17 +452,16 @@ def cluster_handler(control: Control) -> Callable[[web.Request], Any]:
         try:
             body = await job_metrics(control)
         except (RedisError, OSError, SettingsError) as exc:
-            log.warning("job %s: metrics not read: %s", control.job, exc)
-            return web.Response(
-                status=503, text=f"cannot read job {control.job!r}: {type(exc).__name__}\n"
-            )
+            log.warning("job %s: metrics not read: %s", control.job, redact_text(str(exc)))
+            return web.Response(status=503, text=f"cannot read job {control.job!r} from Redis\n")
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     return handle
 
 
-def queued_handler(control: Control) -> Callable[[web.Request], Any]:
-    """An aiohttp handler answering ``{"job": J, "queued": N}`` (KEDA's metrics-api scaler)."""
+def queued_handler(control: Control) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """An aiohttp handler answering ``{"job": J, "queued": N, "claimed": M}``, ``queued``
+    as ``gossamer_job_queued_urls`` (for KEDA's metrics-api scaler)."""
     from redis.exceptions import RedisError
 
     async def handle(request: web.Request) -> web.Response:
@@ -578,27 +469,21 @@ def queued_handler(control: Control) -> Callable[[web.Request], Any]:
             view = await read_job(control)
         except (RedisError, OSError, SettingsError):
             return web.json_response({"job": control.job, "error": "redis"}, status=503)
-        return web.json_response({"job": view.job, "queued": view.queued, "claimed": view.claimed})
+        queued = view.queued + view.claimed
+        return web.json_response({"job": view.job, "queued": queued, "claimed": view.claimed})
 
     return handle
 
 
 async def serve_job(control: Control, bind: str, port: int) -> None:
-    """``gossamer cluster metrics``: serve the job's metrics until cancelled (SIGTERM)."""
+    """``gossamer cluster metrics``: serve the job's ``/metrics``, ``/queued`` and
+    ``/healthz`` until SIGINT or SIGTERM."""
     app = web.Application()
     app.router.add_get("/metrics", cluster_handler(control))
     app.router.add_get("/queued", queued_handler(control))
     app.router.add_get("/healthz", _alive)
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
-    await runner.setup()
+    runner = await _listen(app, bind, port)
     try:
-        try:
-            await web.TCPSite(runner, bind, port, reuse_address=True).start()
-        except OSError as exc:
-            why = exc.strerror or str(exc)
-            raise SettingsError(
-                f"invalid setting 'metrics_port': cannot listen on {bind}:{port}: {why}"
-            ) from None
         print(f"serving job {control.job!r} metrics on http://{bind}:{port}/metrics", flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -611,3 +496,18 @@ async def serve_job(control: Control, bind: str, port: int) -> None:
 
 async def _alive(request: web.Request) -> web.Response:
     return web.Response(text="ok\n")
+
+
+async def _listen(app: web.Application, bind: str, port: int) -> web.AppRunner:
+    """``app`` listening on ``bind``:``port``; one that cannot be had is a settings error."""
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, bind, port, reuse_address=True).start()
+    except OSError as exc:
+        await runner.cleanup()
+        why = exc.strerror or str(exc)
+        raise SettingsError(
+            f"invalid setting 'metrics_port': cannot listen on {bind}:{port}: {why}"
+        ) from None
+    return runner
