@@ -6,20 +6,27 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 from aiohttp import web
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from tests.local_app import serve
 
 from gossamer.cli import main
 from gossamer.crawl import build_crawler
 from gossamer.engine import LoopState
+from gossamer.fetch.http import Fetcher
+from gossamer.fetch.proxies import PoolStats, ProxyStats
 from gossamer.settings import canonical_seeds, load_settings
-from gossamer.ui.metrics import MetricsServer, health
+from gossamer.stats import CrawlStats
+from gossamer.ui.metrics import HELP, CrawlCollector, MetricsServer, Sources, health
+
+ROOT = Path(__file__).parents[2]
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -99,8 +106,9 @@ async def test_a_crawl_s_metrics_agree_with_its_stats(tmp_path: Path) -> None:
     assert status == 200 and kind.startswith("text/plain; version=")
     stored: dict[str, Any] = json.loads((tmp_path / "stats.json").read_text())
     scrape = samples(text)
+    assert names_of(text) <= HELP.keys()
     for (name, labels), _ in scrape.items():
-        assert name.startswith("gossamer_"), name
+        assert name.startswith(("gossamer_", "process_")), name
         assert {k for k, _ in labels} <= {
             "job",
             "worker",
@@ -182,3 +190,107 @@ def test_the_port_comes_from_the_environment_and_toml(tmp_path: Path) -> None:
     assert (settings.metrics_port, settings.metrics_bind) == (9100, "0.0.0.0")
     settings = load_settings({}, env={"GOSSAMER_METRICS_PORT": "9200"})
     assert settings.metrics_port == 9200
+
+
+def names_of(text: str) -> set[str]:
+    """The metric names of a scrape as HELP knows them (counters with ``_total``)."""
+    return {
+        family.name + ("_total" if family.type == "counter" else "")
+        for family in text_string_to_metric_families(text)
+        if not family.name.startswith("process_")
+    }
+
+
+@dataclass(frozen=True)
+class RenderStats:
+    """A stage's snapshot as a future one may look: numbers, and things that are not."""
+
+    pages_total: int
+    browsers: int
+    mean_seconds: float
+    crashed: bool
+    engine: str
+
+
+def test_proxies_and_further_sections() -> None:
+    collector = CrawlCollector("j", "w")
+    assert list(collector.collect()) == []  # nothing before the crawl is attached
+    stats = CrawlStats(
+        pages=3, ok=2, errors=1, robots_blocked=0, retries=0, requests=3, duplicates=0,
+        rejected={f"reason-{i}": 1 for i in range(70)}, status_counts={}, queued=0,
+        in_flight=0, elapsed=1.0, pages_per_second=3.0, peak_rss_mb=1.0,
+    )  # fmt: skip
+    pool = PoolStats(
+        (
+            ProxyStats("http://p1:3128", "live", 5, 1, 0.1, 0.05),
+            ProxyStats("http://p2:3128", "dead", 2, 2, 0.0, None),
+        ),
+        retries=3,
+        unserved=1,
+    )
+    collector.attach(
+        Sources(
+            crawl=lambda: stats,
+            fetch=Fetcher().stats,
+            waiting_hosts=lambda: (1, 2),
+            loop=lambda: LoopState("running", 0.0),
+            proxies=lambda: pool,
+            extra={
+                "render": lambda: RenderStats(4, 2, 0.5, False, "chromium"),
+                "none": lambda: None,
+            },
+        )
+    )
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    text = generate_latest(registry).decode()
+    scrape = samples(text)
+    labels = {"job": "j", "worker": "w"}
+    assert scrape["gossamer_proxies", frozenset({**labels, "state": "live"}.items())] == 1
+    assert scrape["gossamer_proxies", frozenset({**labels, "state": "dead"}.items())] == 1
+    assert scrape["gossamer_proxy_requests_total", frozenset(labels.items())] == 7
+    assert scrape["gossamer_proxy_failures_total", frozenset(labels.items())] == 3
+    assert scrape["gossamer_proxy_retries_total", frozenset(labels.items())] == 3
+    assert scrape["gossamer_proxy_unserved_total", frozenset(labels.items())] == 1
+    assert scrape["gossamer_render_pages_total", frozenset(labels.items())] == 4
+    assert scrape["gossamer_render_browsers", frozenset(labels.items())] == 2
+    assert scrape["gossamer_render_mean_seconds", frozenset(labels.items())] == 0.5
+    assert not any(name.startswith("gossamer_render_crashed") for name, _ in scrape)
+    hosts = {"politeness": 1, "backoff": 2}
+    for reason, count in hosts.items():
+        assert (
+            scrape["gossamer_hosts_waiting", frozenset({**labels, "reason": reason}.items())]
+            == count
+        )
+    rejected = [v for (n, _), v in scrape.items() if n == "gossamer_rejected_urls_total"]
+    assert len(rejected) == 65 and sum(rejected) == 70  # 64 reasons and "other"
+    assert names_of(text) - HELP.keys() == {
+        "gossamer_render_pages_total",
+        "gossamer_render_browsers",
+        "gossamer_render_mean_seconds",
+    }
+
+
+def test_the_docs_name_every_metric() -> None:
+    docs = (ROOT / "docs" / "metrics.md").read_text()
+    readme = (ROOT / "README.md").read_text()
+    assert [name for name in HELP if f"`{name}`" not in docs] == []
+    assert "docs/metrics.md" in readme and "--metrics-port" in readme
+
+
+def test_worker_and_exporter_flags_are_checked(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    worker = ["cluster", "worker", "--redis", "redis://127.0.0.1:9/0"]
+    with pytest.raises(SystemExit) as exit_info:
+        main([*worker, "--metrics-port", "99999"])
+    assert exit_info.value.code == 2
+    assert "not a port number" in capsys.readouterr().err
+    monkeypatch.setenv("GOSSAMER_METRICS_PORT", "http")
+    assert main(worker) == 2
+    assert "invalid setting 'metrics_port'" in capsys.readouterr().err
+    monkeypatch.delenv("GOSSAMER_METRICS_PORT")
+    assert main([*worker, "--metrics-port", "9100", "--metrics-bind", "a b"]) == 2
+    assert "invalid setting 'metrics_bind'" in capsys.readouterr().err
+    assert main(["cluster", "metrics", "--redis", "redis://127.0.0.1:9/0"]) == 2
+    assert "give --metrics-port" in capsys.readouterr().err

@@ -35,7 +35,12 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    ProcessCollector,
+    generate_latest,
+)
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -293,6 +298,7 @@ class MetricsServer:
         self.collector = CrawlCollector(job, worker)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self.collector)
+        ProcessCollector(registry=self.registry)  # process_cpu_seconds_total and the like
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
 
