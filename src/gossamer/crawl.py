@@ -583,19 +583,15 @@ async def run_crawl(settings: CrawlSettings) -> CrawlStats:
 
 
 @asynccontextmanager
-async def _metrics_server(
-    settings: CrawlSettings, job: str | None = None, worker: str | None = None
-) -> AsyncIterator[MetricsServer | None]:
+async def _metrics_server(settings: CrawlSettings) -> AsyncIterator[MetricsServer | None]:
     """With ``metrics_port``: ``/metrics`` and ``/healthz`` served while the block runs."""
     if settings.metrics_port is None:
         yield None
         return
     from gossamer.ui.metrics import LOCAL_JOB, default_worker, serve_metrics
 
-    name = worker or default_worker()
-    async with serve_metrics(
-        settings.metrics_bind, settings.metrics_port, job or LOCAL_JOB, name
-    ) as server:
+    port, bind = settings.metrics_port, settings.metrics_bind
+    async with serve_metrics(bind, port, LOCAL_JOB, default_worker()) as server:
         yield server
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 from tests.cluster.harness import FAST, WEB_ARGS, run, small_web, start, until_waiting, worker_args
 from tests.redis_server import RedisServer
@@ -123,3 +124,49 @@ async def test_a_worker_that_leaves_has_no_series(
         assert not any(name.startswith("gossamer_worker_") for name, _ in scrape)
         exporter.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(exporter.wait(), 10) == 0
+
+
+async def test_hostile_figures_and_a_lost_redis(redis_server: RedisServer) -> None:
+    """Figures in Redis are read as hostile: strings, NaN and odd names become safe series;
+    with Redis gone a scrape answers 503 and the exporter keeps running."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from gossamer.cluster.jobs import open_control
+    from gossamer.settings import JobSettings
+    from gossamer.ui.metrics import cluster_handler, queued_handler
+
+    control = await open_control(redis_server.url, "j")
+    try:
+        await control.store_job(JobSettings(partitions=8).model_dump_json())
+        odd = 'w"1\n} x{'
+        await control.heartbeat(
+            odd,
+            {"partitions": "all", "live": {"pages": float("nan"), "errors": 3, "queue_depth": "9"}},
+            30,
+        )
+        await control.heartbeat(
+            "w2", {"partitions": 4, "live": {"pages": 12, "pages_per_second": 1e308}}, 30
+        )
+        await control.redis.hset(control.keys["figures"], "bad", b"\xff not json")
+        app = web.Application()
+        app.router.add_get("/metrics", cluster_handler(control))
+        app.router.add_get("/queued", queued_handler(control))
+        async with TestClient(TestServer(app)) as client:
+            response = await client.get("/metrics")
+            assert response.status == 200
+            scrape = series(await response.text())
+            assert workers_in(scrape) == {odd, "w2"}
+            job = frozenset({("job", "j")})
+            assert scrape[("gossamer_worker_pages_total", job | {("worker", odd)})] == 0
+            assert scrape[("gossamer_worker_errors_total", job | {("worker", odd)})] == 3
+            assert scrape[("gossamer_worker_partitions", job | {("worker", odd)})] == 0
+            assert scrape[("gossamer_worker_partitions", job | {("worker", "w2")})] == 4
+            assert scrape[("gossamer_job_workers", job)] == 2
+            redis_server.stop()
+            response = await client.get("/metrics")
+            assert response.status == 503
+            assert await response.text() == "cannot read job 'j' from Redis\n"
+            response = await client.get("/queued")
+            assert response.status == 503
+    finally:
+        await control.redis.aclose()
