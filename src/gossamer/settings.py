@@ -353,7 +353,7 @@ class CrawlSettings(BaseModel):
     )
     metrics_bind: str = Field(
         "127.0.0.1",
-        description="Address the metrics port listens on (0.0.0.0 in a container).",
+        description="Address the metrics port listens on (127.0.0.1; 0.0.0.0 in a container).",
     )
 
     auth: list[AuthSettings] = Field(

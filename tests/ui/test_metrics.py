@@ -19,7 +19,7 @@ from tests.local_app import serve
 
 from gossamer.cli import main
 from gossamer.crawl import build_crawler
-from gossamer.engine import LoopState
+from gossamer.engine import Crawler, LoopState
 from gossamer.fetch.http import Fetcher
 from gossamer.fetch.proxies import PoolStats, ProxyStats
 from gossamer.settings import canonical_seeds, load_settings
@@ -294,3 +294,34 @@ def test_worker_and_exporter_flags_are_checked(
     assert "invalid setting 'metrics_bind'" in capsys.readouterr().err
     assert main(["cluster", "metrics", "--redis", "redis://127.0.0.1:9/0"]) == 2
     assert "give --metrics-port" in capsys.readouterr().err
+
+
+async def test_healthz_says_stopping_once_the_crawl_is_asked_to_stop(tmp_path: Path) -> None:
+    server = MetricsServer("local", "w")
+    await server.start("127.0.0.1", 0)
+    assert server.port
+    crawlers: list[Crawler] = []
+    answers: list[tuple[int, str, str]] = []
+
+    async def page(request: web.Request) -> web.Response:
+        if request.path == "/p1":
+            assert server.port
+            answers.append(await get(server.port, "/healthz"))
+            crawlers[0].stop()  # as SIGTERM does
+            answers.append(await get(server.port, "/healthz"))
+        links = "".join(f'<a href="/p{i}">{i}</a>' for i in range(PAGES))
+        return web.Response(text=f"<html><body>{links}</body></html>", content_type="text/html")
+
+    try:
+        async with serve(page) as port:
+            flags = {"seeds": [f"http://127.0.0.1:{port}/"], "out": tmp_path, "quiet": True,
+                     "text": False, "robots": False}  # fmt: skip
+            settings = load_settings(flags, env={})
+            seeds = canonical_seeds(settings)
+            async with build_crawler(settings, seeds, None, server) as crawler:
+                crawlers.append(crawler)
+                await asyncio.wait_for(crawler.run(seeds), 30)
+    finally:
+        await server.close()
+    assert [status for status, _, _ in answers] == [200, 503]
+    assert answers[1][2] == "stopping\n"
