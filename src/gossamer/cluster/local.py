@@ -128,6 +128,7 @@ async def _start_worker(
     environment, never on its command line where ``ps`` shows it."""
     name = f"worker-{i}"
     env = dict(os.environ)
+    env.pop("GOSSAMER_METRICS_PORT", None)  # one port, N workers: none would get it but one
     if store is not None:
         env["GOSSAMER_STORE"] = store
     log = (out / f"{name}.log").open("ab")

@@ -183,15 +183,23 @@ class LocalFrontier:
         """Queued URLs held in memory (at most about ``memory_budget``)."""
         return self._hosts.queued
 
+    def waiting_hosts(self) -> tuple[int, int]:
+        """Hosts waiting for their time: (at their polite pace, backing off); see
+        :meth:`HostScheduler.waiting`."""
+        return self._hosts.waiting()
+
     def stats(self) -> FrontierStats:
         """A frozen snapshot."""
         hosts = self._hosts
+        polite, backing_off = hosts.waiting()
         return FrontierStats(
             queued=self._queued(),
             leased=hosts.leased,
             delayed=hosts.delayed,
             hosts=hosts.hosts,
             active_hosts=hosts.active,
+            hosts_polite=polite,
+            hosts_backing_off=backing_off,
             seen=len(self._seen),
             duplicates=self._duplicates,
             rejected=self._admission.rejected,

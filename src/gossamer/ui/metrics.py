@@ -1,0 +1,519 @@
+"""Prometheus metrics: ``/metrics`` and ``/healthz`` of a crawl process, and a cluster job's
+view read from Redis.
+
+Nothing is counted for Prometheus on the hot path: a scrape reads the stages' frozen
+``stats()`` snapshots (:class:`Sources`) and turns them into metric families
+(:class:`CrawlCollector`). The server (:class:`MetricsServer`) runs on the crawl's own event
+loop (aiohttp.web), so the snapshots are taken on the loop that owns the counters.
+
+``/healthz`` answers 200 ``ok`` while the crawl loop goes round (or the process waits for its
+crawl to start: a worker waiting for its job), and 503 once the crawl is stopping, has
+stopped, or its loop has not gone round for :data:`STALL_SECONDS` (stuck).
+
+A job's cluster-wide view (:func:`cluster_handler`, served by ``gossamer cluster metrics``)
+reads the job's live workers and their heartbeat figures and the job's partition counts on
+every scrape: a worker that left (its heartbeat expired or it left cleanly) has no series.
+
+Labels are ``job`` and ``worker`` (plus one bounded dimension where a family needs one:
+outcome, status class, error reason); never a host or a URL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import math
+import os
+import re
+import signal
+import socket
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    ProcessCollector,
+    generate_latest,
+)
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from gossamer.engine import LoopState
+from gossamer.fetch.http import DURATION_BUCKETS, FetchStats
+from gossamer.fetch.proxies import PoolStats
+from gossamer.redact import redact_text
+from gossamer.settings import SettingsError
+from gossamer.stats import CrawlStats
+
+if TYPE_CHECKING:
+    from gossamer.balance.capability import Live
+    from gossamer.cluster.control import Control
+
+log = logging.getLogger(__name__)
+
+STALL_SECONDS = 60.0
+"""``/healthz`` says ``stuck`` once the crawl loop has not gone round for this long (it goes
+round at least once a second while it runs; a Redis outage is waited out for up to 60 s)."""
+LOCAL_JOB = "local"
+"""The ``job`` label of a ``gossamer crawl`` (a cluster worker's is its job's name)."""
+_MAX_REASONS = 64
+"""Distinct error reasons exported; any more are summed as ``other``."""
+_NAME = re.compile(r"[^a-zA-Z0-9_]")
+_LABELS = ["job", "worker"]
+COUNTER, GAUGE = "counter", "gauge"
+
+HELP = {
+    # one crawl process (labels job, worker)
+    "gossamer_pages_total": "Records written (one per finished URL), by outcome: ok (2xx), "
+    "error, robots_blocked, other (redirects and non-2xx answers without an error).",
+    "gossamer_requests_total": "HTTP requests made, robots.txt included.",
+    "gossamer_retries_total": "URLs queued again for another attempt.",
+    "gossamer_duplicates_total": "Links dropped as seen already.",
+    "gossamer_internal_errors_total": "URLs ended by a failure inside gossamer.",
+    "gossamer_rejected_urls_total": "Links out of scope, by reason.",
+    "gossamer_queued_urls": "URLs queued (a cluster worker: its job's at the last look).",
+    "gossamer_in_flight_urls": "URLs being fetched or handled now.",
+    "gossamer_hosts_waiting": "Hosts with URLs waiting for their time, by reason: politeness "
+    "(their pace), backoff (slowed down by errors or latency, or paused by a Retry-After).",
+    "gossamer_responses_total": "HTTP responses by status class.",
+    "gossamer_fetch_errors_total": "Failed fetches by reason.",
+    "gossamer_received_bytes_total": "Body bytes received, by encoding: wire (as sent) and "
+    "decoded.",
+    "gossamer_fetch_duration_seconds": "Seconds from a request's start to its whole body "
+    "(or its failure).",
+    "gossamer_proxies": "Proxies of the pool by state.",
+    "gossamer_proxy_requests_total": "Requests sent through a proxy.",
+    "gossamer_proxy_failures_total": "Requests that failed at their proxy.",
+    "gossamer_proxy_retries_total": "Requests tried again through another proxy.",
+    "gossamer_proxy_unserved_total": "Requests that found no live proxy.",
+    # a cluster job (gossamer cluster metrics; label job, and worker for gossamer_worker_*)
+    "gossamer_job_queued_urls": "URLs still to crawl: queued in the job's partitions or "
+    "claimed by a worker and not finished (what an autoscaler scales on).",
+    "gossamer_job_claimed_urls": "Of those, URLs claimed by workers now.",
+    "gossamer_job_workers": "Live workers (heartbeat not expired).",
+    "gossamer_job_pages_per_second": "Pages per second of the live workers together.",
+    "gossamer_job_done": "1 once the job has seen URLs and none is queued or claimed.",
+    "gossamer_job_submitted": "1 once the job is submitted.",
+    "gossamer_job_seen_urls_total": "URLs the job has queued (each once).",
+    "gossamer_job_finished_urls_total": "URLs the job has finished.",
+    "gossamer_job_set_aside_total": "Malformed queue entries moved aside.",
+    "gossamer_worker_pages_total": "Records a live worker has written.",
+    "gossamer_worker_errors_total": "Records of a live worker with an error.",
+    "gossamer_worker_pages_per_second": "A live worker's pages per second.",
+    "gossamer_worker_partitions": "Partitions a live worker owns.",
+    "gossamer_worker_queued_urls": "URLs a live worker holds in memory.",
+    "gossamer_worker_fetch_latency_seconds": "A live worker's mean fetch time.",
+    "gossamer_worker_received_bytes_per_second": "A live worker's recent download rate.",
+}
+"""Every metric gossamer exports, with its help text (docs/metrics.md lists the same)."""
+
+Snapshot = Callable[[], object]
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Where a crawl process' figures come from: each a function returning a frozen snapshot.
+
+    ``extra`` holds further stages by section name (``{"render": renderer.stats}``): each
+    numeric field of its snapshot (a dataclass or a mapping; None: no series) becomes
+    ``gossamer_<section>_<field>``, a counter if the field's name ends in ``_total``, else
+    a gauge (help text: the section and the field).
+    """
+
+    crawl: Callable[[], CrawlStats]
+    fetch: Callable[[], FetchStats]
+    waiting_hosts: Callable[[], tuple[int, int]]
+    """Hosts waiting (at their polite pace, backing off): the frontier's, at scrape time."""
+    loop: Callable[[], LoopState]
+    proxies: Callable[[], PoolStats] | None = None
+    extra: Mapping[str, Snapshot] = field(default_factory=dict)
+
+
+def default_worker() -> str:
+    """The ``worker`` label of a process with no worker name: host-pid."""
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+# -- one crawl process ---------------------------------------------------------------------
+
+
+class CrawlCollector(Collector):
+    """The metric families of one crawl process, read from its :class:`Sources` at scrape
+    time (none before :meth:`attach`)."""
+
+    def __init__(self, job: str, worker: str) -> None:
+        self._labels = [job, worker]
+        self.sources: Sources | None = None
+
+    def attach(self, sources: Sources) -> None:
+        """Read the crawl's figures from ``sources`` from now on."""
+        self.sources = sources
+
+    def collect(self) -> Iterator[Metric]:
+        sources = self.sources
+        if sources is None:
+            return
+        yield from self._crawl(sources.crawl(), sources.waiting_hosts())
+        yield from self._fetch(sources.fetch())
+        if sources.proxies is not None:
+            yield from self._proxies(sources.proxies())
+        for section, snapshot in sources.extra.items():
+            prefix = "gossamer_" + _NAME.sub("_", section)
+            for name, value in _numbers(snapshot()):
+                kind = COUNTER if name.endswith("_total") else GAUGE
+                name = f"{prefix}_{name}"
+                yield _family(kind, name, self._labels, value, help_text=f"{section}: {name}.")
+
+    def _crawl(self, stats: CrawlStats, waiting: tuple[int, int]) -> Iterator[Metric]:
+        lab = self._labels
+        other = max(0, stats.pages - stats.ok - stats.errors - stats.robots_blocked)
+        outcomes = {"ok": stats.ok, "error": stats.errors, "robots_blocked": stats.robots_blocked}
+        yield _family(COUNTER, "gossamer_pages_total", lab, outcomes | {"other": other}, "outcome")
+        yield _family(COUNTER, "gossamer_requests_total", lab, stats.requests)
+        yield _family(COUNTER, "gossamer_retries_total", lab, stats.retries)
+        yield _family(COUNTER, "gossamer_duplicates_total", lab, stats.duplicates)
+        yield _family(COUNTER, "gossamer_internal_errors_total", lab, stats.internal_errors)
+        rejected = _bounded(stats.rejected)
+        yield _family(COUNTER, "gossamer_rejected_urls_total", lab, rejected, "reason")
+        yield _family(GAUGE, "gossamer_queued_urls", lab, stats.queued)
+        yield _family(GAUGE, "gossamer_in_flight_urls", lab, stats.in_flight)
+        hosts = {"politeness": waiting[0], "backoff": waiting[1]}
+        yield _family(GAUGE, "gossamer_hosts_waiting", lab, hosts, "reason")
+
+    def _fetch(self, fetch: FetchStats) -> Iterator[Metric]:
+        lab = self._labels
+        responses = dict(fetch.responses)
+        yield _family(COUNTER, "gossamer_responses_total", lab, responses, "status_class")
+        yield _family(COUNTER, "gossamer_fetch_errors_total", lab, _bounded(fetch.errors), "reason")
+        received = {"wire": fetch.wire_bytes, "decoded": fetch.body_bytes}
+        yield _family(COUNTER, "gossamer_received_bytes_total", lab, received, "encoding")
+        if fetch.durations:
+            name = "gossamer_fetch_duration_seconds"
+            histogram = HistogramMetricFamily(name, HELP[name], labels=_LABELS)
+            bounds = [repr(bound) for bound in DURATION_BUCKETS] + ["+Inf"]
+            buckets = list(zip(bounds, itertools.accumulate(fetch.durations), strict=True))
+            histogram.add_metric(lab, buckets, fetch.duration_sum)
+            yield histogram
+
+    def _proxies(self, pool: PoolStats) -> Iterator[Metric]:
+        lab = self._labels
+        states = {"live": 0, "dead": 0} | Counter(p.state for p in pool.proxies)
+        yield _family(GAUGE, "gossamer_proxies", lab, states, "state")
+        requests = sum(p.requests for p in pool.proxies)
+        yield _family(COUNTER, "gossamer_proxy_requests_total", lab, requests)
+        failures = sum(p.failures for p in pool.proxies)
+        yield _family(COUNTER, "gossamer_proxy_failures_total", lab, failures)
+        yield _family(COUNTER, "gossamer_proxy_retries_total", lab, pool.retries)
+        yield _family(COUNTER, "gossamer_proxy_unserved_total", lab, pool.unserved)
+
+
+def _family(
+    kind: str,
+    name: str,
+    labels: list[str],
+    values: float | Mapping[str, float],
+    dimension: str | None = None,
+    *,
+    help_text: str | None = None,
+) -> Metric:
+    """A counter or gauge family ``name`` (a counter's ends in ``_total``): one series of
+    ``labels``, or with a ``dimension`` one per key of ``values``."""
+    text = HELP[name] if help_text is None else help_text
+    names = [*labels_of(labels), *([dimension] if dimension else [])]
+    if kind == COUNTER:
+        family: Metric = CounterMetricFamily(name.removesuffix("_total"), text, labels=names)
+    else:
+        family = GaugeMetricFamily(name, text, labels=names)
+    if isinstance(values, Mapping):
+        for key, value in sorted(values.items()):
+            family.add_metric([*labels, key], value)  # type: ignore[attr-defined]
+    else:
+        family.add_metric(labels, values)  # type: ignore[attr-defined]
+    return family
+
+
+def labels_of(values: list[str]) -> list[str]:
+    """The label names of ``values``: ``job``, then ``worker`` if given."""
+    return _LABELS[: len(values)]
+
+
+def _numbers(snapshot: object) -> Iterator[tuple[str, float]]:
+    """The finite numeric fields of a dataclass or mapping snapshot, names made safe."""
+    if snapshot is None:
+        return
+    if is_dataclass(snapshot) and not isinstance(snapshot, type):
+        items: Iterable[tuple[str, Any]] = (
+            (f.name, getattr(snapshot, f.name)) for f in fields(snapshot)
+        )
+    elif isinstance(snapshot, Mapping):
+        items = snapshot.items()
+    else:
+        return
+    for name, value in items:
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+            yield _NAME.sub("_", str(name))[:100], value
+
+
+def _bounded(counts: Mapping[str, int]) -> dict[str, int]:
+    """``counts`` with at most :data:`_MAX_REASONS` keys (the rest summed as ``other``)."""
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    out = {str(k)[:64]: v for k, v in ranked[:_MAX_REASONS]}
+    rest = sum(v for _, v in ranked[_MAX_REASONS:])
+    if rest:
+        out["other"] = out.get("other", 0) + rest
+    return out
+
+
+def health(state: LoopState | None, stall: float = STALL_SECONDS) -> tuple[int, str]:
+    """``/healthz``'s status and text for the crawl loop's ``state`` (None: no crawl yet)."""
+    if state is None:
+        return 200, "ok: waiting for the crawl to start\n"
+    if state.phase == "starting":
+        return 200, "ok: starting\n"
+    if state.phase != "running":
+        return 503, f"{state.phase}\n"
+    if state.silent > stall:
+        return 503, f"stuck: the crawl loop has not gone round for {state.silent:.0f}s\n"
+    return 200, "ok\n"
+
+
+# -- the server ----------------------------------------------------------------------------
+
+
+class MetricsServer:
+    """``/metrics`` and ``/healthz`` of one crawl process, on the running event loop."""
+
+    def __init__(self, job: str, worker: str) -> None:
+        self.collector = CrawlCollector(job, worker)
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(self.collector)
+        ProcessCollector(registry=self.registry)  # process_cpu_seconds_total and the like
+        self._runner: web.AppRunner | None = None
+        self.port: int | None = None
+
+    def attach(self, sources: Sources) -> None:
+        """Serve the crawl's figures from ``sources`` from now on."""
+        self.collector.attach(sources)
+
+    def app(self) -> web.Application:
+        """The aiohttp application (mountable elsewhere)."""
+        app = web.Application()
+        app.router.add_get("/metrics", self._metrics)
+        app.router.add_get("/healthz", self._healthz)
+        return app
+
+    async def start(self, bind: str, port: int) -> None:
+        """Listen on ``bind``:``port``; a port that cannot be had is a settings error."""
+        self._runner = runner = await _listen(self.app(), bind, port)
+        self.port = runner.addresses[0][1] if runner.addresses else port
+        log.info(
+            "metrics on http://%s:%d/metrics", bind, port,
+            extra={"event": "metrics-listening", "bind": bind, "port": port},
+        )  # fmt: skip
+
+    async def close(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        body = generate_latest(self.registry)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        sources = self.collector.sources
+        status, text = health(None if sources is None else sources.loop())
+        return web.Response(status=status, text=text)
+
+
+@asynccontextmanager
+async def serve_metrics(
+    bind: str, port: int | None, job: str, worker: str
+) -> AsyncIterator[MetricsServer | None]:
+    """A :class:`MetricsServer` listening while the block runs; None without a port."""
+    if port is None:
+        yield None
+        return
+    server = MetricsServer(job, worker)
+    await server.start(bind, port)
+    try:
+        yield server
+    finally:
+        await server.close()
+
+
+# -- a cluster job -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class JobView:
+    """A job as one scrape sees it: its totals, and its live workers' figures (from their
+    heartbeats, validated: :class:`~gossamer.balance.capability.Live` plus partitions)."""
+
+    job: str
+    submitted: bool
+    queued: int = 0
+    claimed: int = 0
+    seen: int = 0
+    finished: int = 0
+    set_aside: int = 0
+    workers: tuple[tuple[str, int, Live], ...] = ()
+    """(name, partitions, live figures) of each live worker."""
+
+    @property
+    def done(self) -> bool:
+        return self.seen > 0 and self.queued == 0 and self.claimed == 0
+
+
+async def read_job(control: Control) -> JobView:
+    """The job's totals and live workers, read from Redis now."""
+    from gossamer.balance.capability import Live
+    from gossamer.cluster.jobs import load_job
+
+    settings = await load_job(control)
+    if settings is None:
+        return JobView(control.job, submitted=False)
+    totals = await control.totals(settings.partitions)
+    workers = []
+    for info in await control.workers():
+        if info.alive:
+            parts = info.figures.get("partitions")
+            count = parts if type(parts) is int and 0 <= parts < 1 << 20 else 0
+            workers.append((info.name, count, Live.from_json(info.figures.get("live"))))
+    return JobView(
+        control.job, True, totals.queued, totals.claimed, totals.seen, totals.finished,
+        totals.set_aside, tuple(workers),
+    )  # fmt: skip
+
+
+class JobCollector(Collector):
+    """The metric families of one :class:`JobView`: job totals (label ``job``) and a series
+    per live worker (``job``, ``worker``); a worker that left has none."""
+
+    def __init__(self, view: JobView) -> None:
+        self._view = view
+
+    def collect(self) -> Iterator[Metric]:
+        view = self._view
+        job = [view.job]
+        backlog = view.queued + view.claimed
+        yield _family(GAUGE, "gossamer_job_queued_urls", job, backlog)
+        yield _family(GAUGE, "gossamer_job_claimed_urls", job, view.claimed)
+        yield _family(GAUGE, "gossamer_job_workers", job, len(view.workers))
+        rate = round(sum(live.pages_per_second for _, _, live in view.workers), 3)
+        yield _family(GAUGE, "gossamer_job_pages_per_second", job, rate)
+        yield _family(GAUGE, "gossamer_job_done", job, int(view.done))
+        yield _family(GAUGE, "gossamer_job_submitted", job, int(view.submitted))
+        yield _family(COUNTER, "gossamer_job_seen_urls_total", job, view.seen)
+        yield _family(COUNTER, "gossamer_job_finished_urls_total", job, view.finished)
+        yield _family(COUNTER, "gossamer_job_set_aside_total", job, view.set_aside)
+        for kind, name, figure in _PER_WORKER:
+            yield _per_worker(kind, name, view, figure)
+
+
+_PER_WORKER: tuple[tuple[str, str, Callable[[int, Live], float]], ...] = (
+    (COUNTER, "gossamer_worker_pages_total", lambda _, live: live.pages),
+    (COUNTER, "gossamer_worker_errors_total", lambda _, live: live.errors),
+    (GAUGE, "gossamer_worker_pages_per_second", lambda _, live: live.pages_per_second),
+    (GAUGE, "gossamer_worker_partitions", lambda parts, _: parts),
+    (GAUGE, "gossamer_worker_queued_urls", lambda _, live: live.queue_depth),
+    (GAUGE, "gossamer_worker_fetch_latency_seconds", lambda _, live: live.mean_latency),
+    (GAUGE, "gossamer_worker_received_bytes_per_second", lambda _, live: live.bandwidth_bps),
+)
+
+
+def _per_worker(
+    kind: str, name: str, view: JobView, figure: Callable[[int, Live], float]
+) -> Metric:
+    family = _family(kind, name, [view.job, ""], {})
+    for worker, parts, live in view.workers:
+        family.add_metric([view.job, worker], figure(parts, live))  # type: ignore[attr-defined]
+    return family
+
+
+async def job_metrics(control: Control) -> bytes:
+    """The job's metrics in the Prometheus text format, read from Redis now."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(JobCollector(await read_job(control)))
+    return generate_latest(registry)
+
+
+def cluster_handler(control: Control) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """An aiohttp handler serving ``control``'s job metrics (mount it at ``/metrics``); a
+    Redis failure answers 503 with one line."""
+    from redis.exceptions import RedisError
+
+    async def handle(request: web.Request) -> web.Response:
+        try:
+            body = await job_metrics(control)
+        except (RedisError, OSError, SettingsError) as exc:
+            log.warning("job %s: metrics not read: %s", control.job, redact_text(str(exc)))
+            return web.Response(status=503, text=f"cannot read job {control.job!r} from Redis\n")
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    return handle
+
+
+def queued_handler(control: Control) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """An aiohttp handler answering ``{"job": J, "queued": N, "claimed": M}``, ``queued``
+    as ``gossamer_job_queued_urls`` (for KEDA's metrics-api scaler)."""
+    from redis.exceptions import RedisError
+
+    async def handle(request: web.Request) -> web.Response:
+        try:
+            view = await read_job(control)
+        except (RedisError, OSError, SettingsError):
+            return web.json_response({"job": control.job, "error": "redis"}, status=503)
+        queued = view.queued + view.claimed
+        return web.json_response({"job": view.job, "queued": queued, "claimed": view.claimed})
+
+    return handle
+
+
+async def serve_job(control: Control, bind: str, port: int) -> None:
+    """``gossamer cluster metrics``: serve the job's ``/metrics``, ``/queued`` and
+    ``/healthz`` until SIGINT or SIGTERM."""
+    app = web.Application()
+    app.router.add_get("/metrics", cluster_handler(control))
+    app.router.add_get("/queued", queued_handler(control))
+    app.router.add_get("/healthz", _alive)
+    runner = await _listen(app, bind, port)
+    try:
+        print(f"serving job {control.job!r} metrics on http://{bind}:{port}/metrics", flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+
+
+async def _alive(request: web.Request) -> web.Response:
+    return web.Response(text="ok\n")
+
+
+async def _listen(app: web.Application, bind: str, port: int) -> web.AppRunner:
+    """``app`` listening on ``bind``:``port``; one that cannot be had is a settings error."""
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, bind, port, reuse_address=True).start()
+    except OSError as exc:
+        await runner.cleanup()
+        why = exc.strerror or str(exc)
+        raise SettingsError(
+            f"invalid setting 'metrics_port': cannot listen on {bind}:{port}: {why}"
+        ) from None
+    return runner
