@@ -61,6 +61,7 @@ from gossamer.urls import InvalidURL, Scope, canonicalize, host_key
 
 if TYPE_CHECKING:
     from gossamer.sinks.postgres import PostgresSink, StoreExport
+    from gossamer.ui.metrics import MetricsServer, Sources
 
 _OUTPUTS = (
     "crawl.db", "crawl.db-wal", "crawl.db-shm", "pages.jsonl", "items.jsonl", "stats.json",
@@ -117,6 +118,18 @@ class Stages:
     """With ``--proxy`` or ``--proxies-file``: the pool the fetcher sends requests through."""
     auth: Authenticator | None = None
     """With [[auth]] tables: the logins the fetcher attaches, their cookies in crawl.db."""
+
+    def metric_sources(self, crawler: Crawler, frontier: Frontier) -> Sources:
+        """Where ``/metrics`` reads this crawl's figures (the stages' snapshots)."""
+        from gossamer.ui.metrics import Sources
+
+        return Sources(
+            crawl=crawler.stats,
+            fetch=self.fetcher.stats,
+            frontier=frontier.stats,
+            loop=crawler.loop_state,
+            proxies=None if self.proxies is None else self.proxies.stats,
+        )
 
     def crawler(
         self, settings: CrawlSettings, frontier: Frontier, on_commit: CommitHook | None = None
@@ -380,9 +393,13 @@ async def _catch_up(sink: PostgresSink | None, db: CrawlDB) -> StoreExport | Non
 
 @asynccontextmanager
 async def build_crawler(
-    settings: CrawlSettings, seeds: list[str], rules: RuleSet | None = _FROM_SETTINGS
+    settings: CrawlSettings,
+    seeds: list[str],
+    rules: RuleSet | None = _FROM_SETTINGS,
+    metrics: MetricsServer | None = None,
 ) -> AsyncIterator[Crawler]:
-    """Construct the crawler and its stages over the embedded frontier; close them on exit."""
+    """Construct the crawler and its stages over the embedded frontier (``metrics`` reads
+    their figures); close them on exit."""
     # The scope and the address guard need only the seeds' origins: 200,000, not 1,000,000.
     origins = sorted({host_key(seed) + "/" for seed in seeds})
     if not origins and settings.resume:
@@ -403,6 +420,8 @@ async def build_crawler(
         crawler = stages.crawler(settings, frontier)
         if settings.resume:
             crawler.restore_counts()
+        if metrics is not None:
+            metrics.attach(stages.metric_sources(crawler, frontier))
         yield crawler
 
 
@@ -551,15 +570,33 @@ async def run_crawl(settings: CrawlSettings) -> CrawlStats:
     _engine_config(settings)  # a bad --hook fails before anything is written
     rules = load_ruleset(settings)  # and so do bad rule documents
     auth_logins(settings)  # and a missing secret
-    prepare_out_dir(settings)
-    async with build_crawler(settings, seeds, rules) as crawler:
-        tune_gc()
-        install_signal_handlers(crawler)
-        show = not settings.quiet and sys.stderr.isatty()
-        async with progress_line(crawler.stats, enabled=show):
-            stats = await crawler.run(seeds)
-        stats.write(settings.out / "stats.json")
+    async with _metrics_server(settings) as metrics:  # a port in use fails before the crawl
+        prepare_out_dir(settings)
+        async with build_crawler(settings, seeds, rules, metrics) as crawler:
+            tune_gc()
+            install_signal_handlers(crawler)
+            show = not settings.quiet and sys.stderr.isatty()
+            async with progress_line(crawler.stats, enabled=show):
+                stats = await crawler.run(seeds)
+            stats.write(settings.out / "stats.json")
     return stats
+
+
+@asynccontextmanager
+async def _metrics_server(
+    settings: CrawlSettings, job: str | None = None, worker: str | None = None
+) -> AsyncIterator[MetricsServer | None]:
+    """With ``metrics_port``: ``/metrics`` and ``/healthz`` served while the block runs."""
+    if settings.metrics_port is None:
+        yield None
+        return
+    from gossamer.ui.metrics import LOCAL_JOB, default_worker, serve_metrics
+
+    name = worker or default_worker()
+    async with serve_metrics(
+        settings.metrics_bind, settings.metrics_port, job or LOCAL_JOB, name
+    ) as server:
+        yield server
 
 
 def install_signal_handlers(crawler: Crawler) -> None:

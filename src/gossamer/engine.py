@@ -134,6 +134,16 @@ class EngineConfig:
     """The rule documents (``--rules``) read on every 2xx HTML page, before the hook."""
 
 
+@dataclass(frozen=True, slots=True)
+class LoopState:
+    """Whether the crawl loop runs: its phase (``starting``, ``running``, ``stopping``,
+    ``stopped``, ``failed``) and the seconds since it last went round (at least once a
+    second while it runs)."""
+
+    phase: str
+    silent: float
+
+
 class Crawler:
     """Runs one crawl to its end (or until asked to stop)."""
 
@@ -183,6 +193,9 @@ class Crawler:
         self._statuses: Counter[str] = Counter()
         self._started = clock()
         self._prior_pages = 0
+        self._phase = "starting"
+        self._turned = self._started
+        """When the crawl loop last went round."""
 
     # -- public ----------------------------------------------------------------------------
 
@@ -204,10 +217,12 @@ class Crawler:
         seeding.add_done_callback(self._task_done)
         finished = asyncio.Event()
         checkpointer = asyncio.create_task(self._checkpoint_loop(finished))
+        self._phase = "running"
         try:
             await self._loop()
             await self._drain()
         finally:
+            self._phase = "stopping"
             with contextlib.suppress(Exception):
                 await seeding  # every seed is queued (durably, below) even when stopping
             finished.set()  # a checkpoint under way completes: its records reach pages.jsonl
@@ -215,6 +230,7 @@ class Crawler:
             with contextlib.suppress(asyncio.CancelledError):
                 await checkpointer
             await self.checkpoint()
+            self._phase = "stopped" if self._failure is None else "failed"
         if self._failure is not None:
             raise self._failure
         return self.stats()
@@ -237,6 +253,11 @@ class Crawler:
         """Stop leasing; in-flight URLs finish (or go back to the queue after a grace time)."""
         self._stopping = True
         self._wake.set()
+
+    def loop_state(self) -> LoopState:
+        """Is the crawl loop alive? (what ``/healthz`` answers from)."""
+        phase = "stopping" if self._stopping and self._phase == "running" else self._phase
+        return LoopState(phase, self._clock() - self._turned)
 
     def stats(self) -> CrawlStats:
         """A frozen snapshot of the crawl so far."""
@@ -288,6 +309,7 @@ class Crawler:
         frontier = self._frontier
         limit = self._config.concurrency
         while not self._stopping:
+            self._turned = self._clock()
             free = min(limit - len(self._fetching), 2 * limit - len(self._tasks), self._budget())
             if len(self._pending) >= MAX_PENDING_RECORDS:
                 free = 0  # the checkpoint wakes the loop once the records are written
@@ -721,6 +743,7 @@ __all__ = [
     "CommitHook",
     "Crawler",
     "EngineConfig",
+    "LoopState",
     "RobotsFetch",
     "RobotsPolicy",
 ]

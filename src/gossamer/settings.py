@@ -87,6 +87,8 @@ _SECRETS: dict[str, tuple[str, ...]] = {
     "oauth2": ("client_id", "client_secret"),
 }
 """The secrets each kind of login needs (each as ``NAME_env`` or ``NAME_file``)."""
+_BIND = re.compile(r"[A-Za-z0-9.:_-]{1,253}")
+"""A listening address: an IPv4 or IPv6 address or a host name (the bind reports the rest)."""
 _DOMAIN = re.compile(r"(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?\.)*[a-z0-9_-]{1,63}")
 
 
@@ -343,6 +345,17 @@ class CrawlSettings(BaseModel):
         "failure does not count against the site).",
     )
 
+    metrics_port: int | None = Field(
+        None,
+        ge=1,
+        le=65_535,
+        description="Serve Prometheus /metrics and /healthz on this port (see README, Metrics).",
+    )
+    metrics_bind: str = Field(
+        "127.0.0.1",
+        description="Address the metrics port listens on (0.0.0.0 in a container).",
+    )
+
     auth: list[AuthSettings] = Field(
         default_factory=list,
         description="Logins per domain ([[auth]] tables of the config file; never flags).",
@@ -397,6 +410,13 @@ class CrawlSettings(BaseModel):
                 parse_proxy(url)
             except ProxyError as exc:
                 raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("metrics_bind")
+    @classmethod
+    def _bind_address(cls, value: str) -> str:
+        if not _BIND.fullmatch(value):
+            raise ValueError("must be an IP address or a host name, e.g. 0.0.0.0")
         return value
 
     @field_validator("user_agent", "robots_token")

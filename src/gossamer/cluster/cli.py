@@ -1,4 +1,4 @@
-"""``gossamer cluster submit|worker|status|wait|up``.
+"""``gossamer cluster submit|worker|status|wait|metrics|up``.
 
 Building the parser imports nothing of Redis or the worker: ``gossamer crawl`` parses its
 command line with this parser too, and starts without loading cluster code."""
@@ -6,16 +6,19 @@ command line with this parser too, and starts without loading cluster code."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from gossamer.cluster import DEFAULT_BUDGET, DEFAULT_JOB
 from gossamer.flags import add_crawl_flags, add_log_flags, settings_from_args
 from gossamer.redact import has_password, redact_url
-from gossamer.settings import JobSettings
+from gossamer.settings import CrawlSettings, JobSettings, SettingsError
 
 
 def add_cluster_parser(sub: Any) -> None:
@@ -65,9 +68,18 @@ def add_cluster_parser(sub: Any) -> None:
         metavar="SECONDS",
         help=f"wait this long for an unreachable Redis, then exit ({DEFAULT_BUDGET:g})",
     )
+    _metrics_flags(worker, "this worker's")
     worker.add_argument("--quiet", action="store_true", help="no summary")
     add_log_flags(worker)
     worker.set_defaults(handler=_worker)
+
+    metrics = commands.add_parser(
+        "metrics", help="serve the job's metrics (live workers and totals) for Prometheus"
+    )
+    _redis_flags(metrics)
+    _metrics_flags(metrics, "the job's")
+    add_log_flags(metrics)
+    metrics.set_defaults(handler=_metrics)
 
     status = commands.add_parser("status", help="workers and totals of the job")
     _redis_flags(status)
@@ -86,6 +98,45 @@ def add_cluster_parser(sub: Any) -> None:
     up.add_argument("--job", default=DEFAULT_JOB, help=f"job name ({DEFAULT_JOB})")
     add_crawl_flags(up, cluster=True)
     up.set_defaults(handler=_up)
+
+
+def _metrics_flags(parser: argparse.ArgumentParser, whose: str) -> None:
+    parser.add_argument(
+        "--metrics-port",
+        type=_port,
+        metavar="PORT",
+        help=f"serve {whose} Prometheus /metrics and /healthz on this port "
+        "(default $GOSSAMER_METRICS_PORT)",
+    )
+    parser.add_argument(
+        "--metrics-bind",
+        metavar="ADDRESS",
+        help="address the metrics port listens on (default $GOSSAMER_METRICS_BIND, else "
+        "127.0.0.1; 0.0.0.0 in a container)",
+    )
+
+
+def _port(text: str) -> int:
+    """A TCP port number 1-65535 (argparse type)."""
+    if not text.isdigit() or not 1 <= int(text) <= 65_535:
+        raise argparse.ArgumentTypeError(f"{text[:20]!r} is not a port number (1-65535)")
+    return int(text)
+
+
+def _metrics_options(args: argparse.Namespace) -> tuple[int | None, str]:
+    """The metrics port and address: the flags, else the GOSSAMER_METRICS_* environment,
+    checked as the crawl's settings are."""
+    port = args.metrics_port
+    bind = args.metrics_bind or os.environ.get("GOSSAMER_METRICS_BIND") or "127.0.0.1"
+    raw = os.environ.get("GOSSAMER_METRICS_PORT")
+    values: dict[str, Any] = {"metrics_bind": bind}
+    values["metrics_port"] = port if port is not None else raw or None
+    try:
+        checked = CrawlSettings.model_validate(values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise SettingsError(f"invalid setting '{first['loc'][0]}': {first['msg']}") from None
+    return checked.metrics_port, checked.metrics_bind
 
 
 def _redis_flags(parser: argparse.ArgumentParser) -> None:
@@ -121,6 +172,7 @@ def _worker(args: argparse.Namespace) -> int:
     from gossamer.cluster.worker import WorkerOptions, run_worker
     from gossamer.crawl import summary
 
+    port, bind = _metrics_options(args)
     options = WorkerOptions(
         redis_url=args.redis,
         job=args.job,
@@ -134,10 +186,33 @@ def _worker(args: argparse.Namespace) -> int:
         proxies_file=args.proxies_file,
         job_timeout=args.job_timeout,
         redis_timeout=args.redis_timeout,
+        metrics_port=port,
+        metrics_bind=bind,
     )
     stats = run(run_worker(options))
     if not args.quiet:
         print(summary(stats, args.out or Path("crawl-out")))
+    return 0
+
+
+def _metrics(args: argparse.Namespace) -> int:
+    from gossamer.cluster.jobs import open_control
+    from gossamer.cluster.resilient import run
+    from gossamer.ui.metrics import serve_job
+
+    port, bind = _metrics_options(args)
+    if port is None:
+        raise SettingsError("invalid setting 'metrics_port': give --metrics-port")
+
+    async def serve() -> None:
+        control = await open_control(args.redis, args.job)
+        try:
+            await serve_job(control, bind, port)
+        finally:
+            await control.redis.aclose()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        run(serve())
     return 0
 
 

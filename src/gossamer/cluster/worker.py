@@ -18,7 +18,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from redis.exceptions import RedisError
@@ -39,6 +39,9 @@ from gossamer.frontier.redis import RedisFrontier
 from gossamer.redact import redact_url
 from gossamer.settings import ClusterSettings, JobSettings, SettingsError, crawl_scope
 from gossamer.stats import CrawlStats
+
+if TYPE_CHECKING:
+    from gossamer.ui.metrics import MetricsServer
 
 log = logging.getLogger(__name__)
 _JOB_POLL = 0.1
@@ -70,6 +73,10 @@ class WorkerOptions:
     """Seconds to wait for a job to be submitted."""
     redis_timeout: float = DEFAULT_BUDGET
     """Seconds an unreachable Redis is waited for before the worker gives up."""
+    metrics_port: int | None = None
+    """Serve ``/metrics`` and ``/healthz`` on this port (from the start: while waiting for
+    the job too); the job's own ``metrics_port`` is not used by workers."""
+    metrics_bind: str = "127.0.0.1"
 
 
 def default_name() -> str:
@@ -80,15 +87,19 @@ async def run_worker(options: WorkerOptions) -> CrawlStats:
     """Join the job, crawl its share until the job is finished (or SIGTERM), write stats.json."""
     if options.redis_timeout <= 0:
         raise SettingsError("invalid worker option 'redis-timeout': give a positive number")
-    control = await open_control(options.redis_url, options.job)
-    guard = install_guard(control.redis, options.redis_url, options.redis_timeout)
+    from gossamer.ui.metrics import serve_metrics
+
     name = options.name or default_name()
-    try:
-        settings = await _wait_for_job(control, options, name)
-        tune_gc()
-        return await _work(control, settings, name, guard)
-    finally:
-        await control.redis.aclose()
+    port, bind = options.metrics_port, options.metrics_bind
+    async with serve_metrics(bind, port, options.job, name) as metrics:
+        control = await open_control(options.redis_url, options.job)
+        guard = install_guard(control.redis, options.redis_url, options.redis_timeout)
+        try:
+            settings = await _wait_for_job(control, options, name)
+            tune_gc()
+            return await _work(control, settings, name, guard, metrics)
+        finally:
+            await control.redis.aclose()
 
 
 async def _wait_for_job(control: Control, options: WorkerOptions, name: str) -> JobSettings:
@@ -116,7 +127,7 @@ async def _wait_for_job(control: Control, options: WorkerOptions, name: str) -> 
             print(f"waiting for job {options.job!r} to be submitted", file=sys.stderr)
             told = True
         await asyncio.sleep(_JOB_POLL)
-    update: dict[str, Any] = {"resume": True, "quiet": True}
+    update: dict[str, Any] = {"resume": True, "quiet": True, "metrics_port": None}
     if options.out is not None:
         update["out"] = options.out
     if options.concurrency is not None:
@@ -137,7 +148,11 @@ async def _wait_for_job(control: Control, options: WorkerOptions, name: str) -> 
 
 
 async def _work(
-    control: Control, settings: JobSettings, name: str, guard: RedisGuard
+    control: Control,
+    settings: JobSettings,
+    name: str,
+    guard: RedisGuard,
+    metrics: MetricsServer | None = None,
 ) -> CrawlStats:
     """Build the worker's parts from the job's settings (the one wiring place), crawl, stop."""
     try:
@@ -164,6 +179,8 @@ async def _work(
         )
         crawler = stages.crawler(settings, frontier, on_commit=frontier.take_acks)
         crawler.restore_counts()
+        if metrics is not None:
+            metrics.attach(stages.metric_sources(crawler, frontier))
         install_signal_handlers(crawler)
         report = Report(crawler, stages, capability, frontier)
         keeper = Keeper(

@@ -61,6 +61,7 @@ fault. ``FetchResult.proxy`` names the proxy of the answer (``scheme://host:port
 from __future__ import annotations
 
 import asyncio
+import bisect
 import email.utils
 import errno
 import functools
@@ -236,6 +237,10 @@ class FetchConfig:
         return self.max_body_bytes if self.max_decoded_bytes is None else self.max_decoded_bytes
 
 
+DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+"""Upper bounds (seconds) of the fetch-time histogram in :attr:`FetchStats.durations`."""
+
+
 @dataclass(frozen=True, slots=True)
 class FetchStats:
     """A snapshot of a `Fetcher`'s counters.
@@ -257,6 +262,11 @@ class FetchStats:
     body_bytes: int
     latency: float = 0.0
     paced: float = 0.0
+    durations: tuple[int, ...] = ()
+    """Fetches by ``elapsed``: one count per bound of :data:`DURATION_BUCKETS` (at most that
+    many seconds, not cumulative), the last for the slower ones."""
+    duration_sum: float = 0.0
+    """The ``elapsed`` of every fetch, summed (``latency`` counts answered ones only)."""
 
     @property
     def mean_latency(self) -> float:
@@ -307,8 +317,9 @@ class Fetcher:
         self._slots = asyncio.Semaphore(config.concurrency)
         self._requests = self._waiting = self._in_flight = self._truncated = 0
         self._wire_bytes = self._body_bytes = 0
-        self._latency = self._paced = 0.0
+        self._latency = self._paced = self._duration_sum = 0.0
         self._by_class = [0] * 6
+        self._durations = [0] * (len(DURATION_BUCKETS) + 1)
         self._errors: dict[str, int] = {}
         self._guard = _StuckBodyGuard()
         self._meter = meter
@@ -419,6 +430,8 @@ class Fetcher:
             body_bytes=self._body_bytes,
             latency=self._latency,
             paced=self._paced,
+            durations=tuple(self._durations),
+            duration_sum=self._duration_sum,
         )
 
     def _count(self, result: FetchResult) -> None:
@@ -432,6 +445,8 @@ class Fetcher:
         self._wire_bytes += result.wire_bytes
         self._body_bytes += len(result.body)
         self._paced += result.paced
+        self._durations[bisect.bisect_left(DURATION_BUCKETS, result.elapsed)] += 1
+        self._duration_sum += result.elapsed
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None:

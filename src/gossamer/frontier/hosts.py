@@ -529,6 +529,25 @@ class HostScheduler(Generic[E]):
             return None
         return max(0.0, min(times) - now)
 
+    def waiting(self) -> tuple[int, int]:
+        """Hosts of the working set with URLs that wait for their time: (at their polite
+        pace, backing off: slowed down by errors or latency, or paused by a Retry-After or
+        a limiter). Walks the ready heap: for a snapshot now and then, not for every lease."""
+        now = self._clock()
+        policy = self._policy
+        polite = backing_off = 0
+        for when, key in self._ready:
+            host = self._hosts.get(key)
+            if host is None or host.heap_time != when or when <= now:
+                continue
+            slot = host.slot
+            pace = policy.delay_of(slot)
+            if pace > max(policy.delay, slot.crawl_delay) or when - now > pace + 0.001:
+                backing_off += 1
+            else:
+                polite += 1
+        return polite, backing_off
+
     @property
     def leased(self) -> int:
         """Leases out."""

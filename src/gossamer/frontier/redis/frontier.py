@@ -238,6 +238,7 @@ class RedisFrontier:
     def stats(self) -> FrontierStats:
         """A frozen snapshot: ``queued`` and ``seen`` are job-wide (last look) plus the URLs
         this worker holds in memory; the rest is this worker's."""
+        polite, backing_off = self._hosts.waiting()
         return FrontierStats(
             queued=self._counts.queued + self._hosts.queued,
             leased=self._hosts.leased,
@@ -247,6 +248,8 @@ class RedisFrontier:
             duplicates=self._duplicates,
             rejected=self._admission.rejected,
             set_aside=self._claims.set_aside,
+            hosts_polite=polite,
+            hosts_backing_off=backing_off,
         )
 
     # -- upkeep, called by the frontier's owner ----------------------------------------------

@@ -1,0 +1,184 @@
+"""``/metrics`` and ``/healthz`` of a real crawl of a local site, read with Prometheus' own
+parser: names, labels (never a host or a URL), values equal to stats.json's."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+from prometheus_client.parser import text_string_to_metric_families
+from tests.local_app import serve
+
+from gossamer.cli import main
+from gossamer.crawl import build_crawler
+from gossamer.engine import LoopState
+from gossamer.settings import canonical_seeds, load_settings
+from gossamer.ui.metrics import MetricsServer, health
+
+pytestmark = pytest.mark.timeout(60)
+
+PAGES = 8
+
+
+def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """Every sample of a scrape, by name and labels."""
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out[sample.name, frozenset(sample.labels.items())] = sample.value
+    return out
+
+
+def value(
+    scrape: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str, **labels: str
+) -> float:
+    want = {"job": "local", "worker": "w", **labels}
+    return scrape[name, frozenset(want.items())]
+
+
+async def get(port: int, path: str) -> tuple[int, str, str]:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"http://127.0.0.1:{port}{path}") as response,
+    ):
+        return response.status, response.headers["Content-Type"], await response.text()
+
+
+async def test_a_crawl_s_metrics_agree_with_its_stats(tmp_path: Path) -> None:
+    server = MetricsServer("local", "w")
+    await server.start("127.0.0.1", 0)
+    assert server.port
+    mid_crawl: list[tuple[int, str, str]] = []
+
+    async def page(request: web.Request) -> web.Response:
+        if request.path in ("/missing", "/robots.txt"):
+            return web.Response(status=404, text="gone")
+        if request.path == "/p3":  # scraped while the crawl runs
+            assert server.port
+            mid_crawl.append(await get(server.port, "/healthz"))
+            mid_crawl.append(await get(server.port, "/metrics"))
+        links = "".join(f'<a href="/p{i}">{i}</a>' for i in range(PAGES))
+        links += '<a href="/missing">x</a><a href="/p1">dup</a>'
+        return web.Response(text=f"<html><body>{links}</body></html>", content_type="text/html")
+
+    try:
+        assert await get(server.port, "/healthz") == (
+            200,
+            "text/plain; charset=utf-8",
+            "ok: waiting for the crawl to start\n",
+        )
+        async with serve(page) as port:
+            settings = load_settings(
+                {
+                    "seeds": [f"http://127.0.0.1:{port}/"],
+                    "out": tmp_path,
+                    "quiet": True,
+                    "text": False,
+                },
+                env={},
+            )
+            seeds = canonical_seeds(settings)
+            async with build_crawler(settings, seeds, None, server) as crawler:
+                stats = await asyncio.wait_for(crawler.run(seeds), 30)
+                status, kind, text = await get(server.port, "/metrics")
+                health_after = await get(server.port, "/healthz")
+                stats.write(tmp_path / "stats.json")
+    finally:
+        await server.close()
+
+    assert mid_crawl[0][0] == 200 and mid_crawl[0][2] == "ok\n"
+    during = samples(mid_crawl[1][2])
+    assert value(during, "gossamer_in_flight_urls") >= 1
+    assert health_after[0] == 503 and health_after[2] == "stopped\n"
+    assert status == 200 and kind.startswith("text/plain; version=")
+    stored: dict[str, Any] = json.loads((tmp_path / "stats.json").read_text())
+    scrape = samples(text)
+    for (name, labels), _ in scrape.items():
+        assert name.startswith("gossamer_"), name
+        assert {k for k, _ in labels} <= {
+            "job",
+            "worker",
+            "outcome",
+            "status_class",
+            "reason",
+            "encoding",
+            "le",
+        }, name
+        assert all("127.0.0.1" not in v and "/" not in v for _, v in labels), (name, labels)
+    assert value(scrape, "gossamer_pages_total", outcome="ok") == stored["ok"] == PAGES + 1
+    assert value(scrape, "gossamer_pages_total", outcome="error") == stored["errors"] == 0
+    assert value(scrape, "gossamer_pages_total", outcome="other") == 1  # the 404
+    assert (
+        value(scrape, "gossamer_pages_total", outcome="robots_blocked") == stored["robots_blocked"]
+    )
+    pages = sum(v for (n, _), v in scrape.items() if n == "gossamer_pages_total")
+    assert pages == stored["pages"]
+    assert value(scrape, "gossamer_requests_total") == stored["requests"]
+    assert value(scrape, "gossamer_retries_total") == stored["retries"]
+    assert value(scrape, "gossamer_duplicates_total") == stored["duplicates"] > 0
+    assert value(scrape, "gossamer_queued_urls") == stored["queued"] == 0
+    assert value(scrape, "gossamer_in_flight_urls") == stored["in_flight"] == 0
+    # robots.txt (404 here) counts as a response too
+    assert (
+        value(scrape, "gossamer_responses_total", status_class="2xx")
+        == stored["status_counts"]["200"]
+    )
+    assert value(scrape, "gossamer_responses_total", status_class="4xx") == 2
+    assert value(scrape, "gossamer_fetch_duration_seconds_count") == stored["requests"]
+    assert value(scrape, "gossamer_fetch_duration_seconds_bucket", le="+Inf") == stored["requests"]
+    assert value(scrape, "gossamer_fetch_duration_seconds_sum") > 0
+    assert value(scrape, "gossamer_received_bytes_total", encoding="wire") > 0
+    assert value(scrape, "gossamer_hosts_waiting", reason="politeness") == 0
+
+
+def test_health_answers() -> None:
+    assert health(None)[0] == 200
+    assert health(LoopState("starting", 0.0)) == (200, "ok: starting\n")
+    assert health(LoopState("running", 0.5)) == (200, "ok\n")
+    assert health(LoopState("running", 61.0))[0] == 503
+    assert "stuck" in health(LoopState("running", 61.0))[1]
+    assert health(LoopState("stopping", 0.5)) == (503, "stopping\n")
+    assert health(LoopState("failed", 0.5)) == (503, "failed\n")
+
+
+def test_a_port_in_use_is_a_clear_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code = main(["crawl", "http://127.0.0.1:9/", "--out", str(tmp_path / "o"), "--quiet",
+                     "--metrics-port", str(port)])  # fmt: skip
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"invalid setting 'metrics_port': cannot listen on 127.0.0.1:{port}" in err
+    assert not (tmp_path / "o" / "crawl.db").exists()
+
+
+@pytest.mark.parametrize("port", ["0", "70000", "http"])
+def test_an_invalid_port_is_exit_2(
+    tmp_path: Path, port: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        code = main(
+            ["crawl", "http://127.0.0.1:9/", "--out", str(tmp_path), "--metrics-port", port]
+        )
+        raise SystemExit(code)
+    assert exit_info.value.code == 2
+    assert "metrics" in capsys.readouterr().err
+
+
+def test_the_port_comes_from_the_environment_and_toml(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text('metrics_port = 9100\nmetrics_bind = "0.0.0.0"\n')
+    settings = load_settings({}, config=config, env={})
+    assert (settings.metrics_port, settings.metrics_bind) == (9100, "0.0.0.0")
+    settings = load_settings({}, env={"GOSSAMER_METRICS_PORT": "9200"})
+    assert settings.metrics_port == 9200
