@@ -186,7 +186,10 @@ def test_overlays_choose_their_autoscaler() -> None:
     assert {"ScaledObject", "ServiceMonitor"} <= production
     assert "HorizontalPodAutoscaler" not in production
     (scaled,) = [m for m in render("overlays/production") if m["kind"] == "ScaledObject"]
-    assert "gossamer_job_queued_urls" in scaled["spec"]["triggers"][0]["metadata"]["query"]
+    trigger = scaled["spec"]["triggers"][0]
+    assert trigger["type"] == "metrics-api"
+    assert trigger["metadata"]["url"].endswith(":9100/queued")
+    assert trigger["metadata"]["valueLocation"] == "queued"
     assert scaled["spec"]["minReplicaCount"] >= 1
 
 
