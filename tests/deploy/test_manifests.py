@@ -190,7 +190,7 @@ def test_overlays_choose_their_autoscaler() -> None:
     assert trigger["type"] == "metrics-api"
     assert trigger["metadata"]["url"].endswith(":9100/queued")
     assert trigger["metadata"]["valueLocation"] == "queued"
-    assert scaled["spec"]["minReplicaCount"] >= 1
+    assert scaled["spec"]["minReplicaCount"] == 0 and scaled["spec"]["cooldownPeriod"] >= 300
 
 
 def test_renderer_prints_yaml() -> None:
