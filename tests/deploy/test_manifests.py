@@ -171,7 +171,10 @@ def test_worker_is_built_for_a_graceful_hand_back(name: str) -> None:
     assert anti[0]["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
     annotations = worker["spec"]["template"]["metadata"]["annotations"]
     assert annotations["prometheus.io/scrape"] == "true"
-    assert container["image"].startswith("ghcr.io/example/gossamer:")
+    image = "gossamer" if name == "base" else "ghcr.io/example/gossamer:0.1.0"
+    assert {c["image"] for m in manifests for c in containers(m)} - {"redis:7.4-bookworm"} == {
+        image
+    }
     redis = workload(manifests, "StatefulSet", "gossamer-redis")
     args = redis["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[args.index("--appendonly") + 1] == "yes"
