@@ -254,7 +254,7 @@ def test_compose_validates() -> None:
     assert redis[redis.index("--appendonly") + 1] == "yes"
     assert redis[redis.index("--requirepass") + 1] == "r3dis"
     assert "postgres-data:/var/lib/postgresql/data" in services["postgres"]["volumes"]
-    assert services["worker"]["deploy"]["replicas"] == "3"
+    assert services["worker"]["deploy"]["replicas"] == 3
     assert services["submit"]["restart"] == "no"
     assert services["submit"]["command"][-1] == "https://example.org/"
     assert services["ui"]["environment"]["GOSSAMER_UI_TOKEN"] == "tok"
@@ -291,7 +291,7 @@ def test_dockerfile_passes_hadolint() -> None:
 
 def test_dockerfile_runs_install_script_and_tini() -> None:
     text = (DEPLOY / "Dockerfile").read_text()
-    assert "FROM ${PYTHON_IMAGE} AS build" in text
+    assert "FROM python:3.11-slim AS build" in text
     assert text.count("RUN sh deploy/install.sh /opt/gossamer") == 2
     assert 'ENTRYPOINT ["/usr/bin/tini", "-g", "--", "gossamer"]' in text
     assert "USER 10001" in text and "HEALTHCHECK" in text and "/healthz" in text
