@@ -208,6 +208,24 @@ def test_renderer_prints_yaml() -> None:
     assert {"Namespace", "StatefulSet", "Deployment", "Job", "HorizontalPodAutoscaler"} <= kinds
 
 
+@pytest.mark.parametrize("name", KUSTOMIZATIONS)
+def test_renderer_matches_kustomize(name: str) -> None:
+    """Where kubectl is installed, its kustomize renders exactly what the test renderer does."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed: the test renderer alone is checked")
+    result = subprocess.run(
+        [kubectl, "kustomize", str(K8S / name)], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    real = [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+
+    def by_name(docs: list[Manifest]) -> dict[tuple[str, str], Manifest]:
+        return {(doc["kind"], doc["metadata"]["name"]): doc for doc in docs}
+
+    assert by_name(real) == by_name(render(name))
+
+
 # -- Compose ---------------------------------------------------------------------------------
 
 COMPOSE_ENV = {
