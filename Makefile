@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint typecheck pytest system-deps clean
+.PHONY: install demo test lint typecheck pytest system-deps clean deploy-check
 
 install: $(STAMP)
 
@@ -35,6 +35,11 @@ pytest: $(STAMP) system-deps
 	$(BIN)/pytest -q
 
 test: lint typecheck pytest
+
+# make deploy-check: only deploy/'s checks (tests/deploy: schemas, hadolint, the install steps,
+# the manifests' cluster on one machine; docs/deploy.md). make test runs them too.
+deploy-check: $(STAMP) system-deps
+	$(BIN)/pytest -q tests/deploy
 
 clean:
 	rm -rf $(VENV) crawl-out demo-out .mypy_cache .pytest_cache .ruff_cache
