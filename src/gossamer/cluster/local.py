@@ -17,6 +17,7 @@ from redis.exceptions import RedisError
 from gossamer.cluster.control import Control
 from gossamer.cluster.errors import ClusterError
 from gossamer.cluster.jobs import connect, format_status, status, submit
+from gossamer.cluster.redisurl import PASSWORD_ENV
 from gossamer.cluster.resilient import run
 from gossamer.retry import Backoff, Outage, retry
 from gossamer.settings import JobSettings, SettingsError
@@ -128,6 +129,7 @@ async def _start_worker(
     environment, never on its command line where ``ps`` shows it."""
     name = f"worker-{i}"
     env = dict(os.environ)
+    env.pop(PASSWORD_ENV, None)  # the demo's own redis-server wants no password
     if store is not None:
         env["GOSSAMER_STORE"] = store
     log = (out / f"{name}.log").open("ab")
