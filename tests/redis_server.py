@@ -11,6 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
+from urllib.parse import quote
 
 import pytest
 from tests.tls_certs import TlsFiles
@@ -57,7 +58,8 @@ class RedisServer:
     ``password`` starts it with ``--requirepass`` (its ``url`` then carries the password).
     ``tls`` serves TLS only (``--port 0 --tls-port``, client certificates required; between
     cluster nodes too): ``url`` is then ``rediss://`` with the CA and client certificate as
-    query parameters. ``config`` adds lines to the command line (``("--user", "...")``).
+    query parameters. ``config`` adds arguments, one word each
+    (``("--user", "NAME", "on", ">PW", ...)``).
     """
 
     def __init__(
@@ -83,7 +85,7 @@ class RedisServer:
 
     @property
     def url(self) -> str:
-        auth = f":{self.password}@" if self.password else ""
+        auth = f":{quote(self.password, safe='')}@" if self.password else ""
         if self.tls is None:
             return f"redis://{auth}127.0.0.1:{self.port}/0"
         return f"rediss://{auth}127.0.0.1:{self.port}/0?{tls_query(self.tls)}"
@@ -209,11 +211,17 @@ class RedisClusterServer:
 
     Three cluster-mode redis-servers on free loopback ports, each owning a third of the 16384
     slots, joined with CLUSTER MEET; no replicas. ``url`` is one node's URL (what a user gives
-    gossamer, as to ``redis-cli -c``), ``urls`` every node's.
+    gossamer, as to ``redis-cli -c``), ``urls`` every node's. ``tls``, ``password`` and
+    ``config`` are each node's (see :class:`RedisServer`).
     """
 
     def __init__(
-        self, masters: int = 3, *, tls: TlsFiles | None = None, password: str | None = None
+        self,
+        masters: int = 3,
+        *,
+        tls: TlsFiles | None = None,
+        password: str | None = None,
+        config: tuple[str, ...] = (),
     ) -> None:
         bounds = [_SLOTS * i // masters for i in range(masters + 1)]
         self.nodes = [
@@ -222,7 +230,7 @@ class RedisClusterServer:
                 slots=(bounds[i], bounds[i + 1] - 1),
                 tls=tls,
                 password=password,
-                config=("--masterauth", password) if password else (),
+                config=config,
             )
             for i in range(masters)
         ]

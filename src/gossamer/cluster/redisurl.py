@@ -66,6 +66,13 @@ def check_redis_url(url: str) -> None:
     """Raise SettingsError unless ``url`` is a Redis URL gossamer can connect with."""
     shown = redact_url(url)
     parts = urlsplit(url)
+    if parts.fragment or "@" in parts.path or "@" in parts.query:
+        # A password's unescaped @ / ? or # cuts the URL elsewhere: show none of it.
+        raise SettingsError(
+            "invalid setting 'redis': the URL does not parse; percent-escape the characters "
+            "@ / ? # : % in its user and password (%40 for @), or give the password with "
+            f"--redis-password-file or ${PASSWORD_ENV}"
+        )
     if parts.scheme not in ("redis", "rediss") or not parts.hostname:
         raise SettingsError(
             "invalid setting 'redis': expected redis://[USER[:PASSWORD]@]HOST[:PORT][/DB] "
