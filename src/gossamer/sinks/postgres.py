@@ -28,6 +28,7 @@ import functools
 import json
 import logging
 import re
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -282,6 +283,18 @@ class PostgresSink:
         sink = cls(parse_store_url(url), worker, retry_for=retry_for)
         try:
             sink._conn = await sink._connect()
+        except asyncpg.InvalidAuthorizationSpecificationError as exc:
+            raise SettingsError(
+                f"PostgreSQL at {sink.target.shown} refused the connection ({_say(exc)}): check "
+                "the user and password (in the URL, PGPASSWORD or the passfile: PGPASSFILE, "
+                "~/.pgpass) and the sslmode pg_hba.conf asks for"
+            ) from None
+        except ssl.SSLError as exc:
+            raise SettingsError(
+                f"TLS with PostgreSQL at {sink.target.shown} failed ({_say(exc)}): check the "
+                "URL's sslrootcert (the CA that signed the server's certificate), sslcert and "
+                "sslkey"
+            ) from None
         except (asyncpg.PostgresError, *_TRANSIENT) as exc:
             raise StoreError(f"cannot use PostgreSQL at {sink.target.shown}: {_say(exc)}") from None
         return sink
@@ -378,8 +391,10 @@ class PostgresSink:
     async def _connect(self) -> asyncpg.Connection:
         try:
             conn = await asyncpg.connect(self.target.dsn, timeout=CONNECT_TIMEOUT)
+        except ssl.SSLError:  # a certificate verification error is a ValueError too
+            raise
         except ValueError as exc:  # asyncpg's ClientConfigurationError: a bad DSN parameter
-            raise SettingsError(f"invalid setting 'store': {exc}") from None
+            raise SettingsError(f"invalid setting 'store': {redact_text(str(exc))}") from None
         try:
             if not self._created:
                 await self._create_table(conn)
