@@ -274,3 +274,27 @@ async def test_refusals_are_one_line_exit_2_without_secrets(
         )  # fmt: skip
         assert code == 2 and "docs/security.md" in out, out
         _clean(out)
+
+
+@pytest.mark.slow
+async def test_a_missing_acl_rule_stops_the_worker_with_one_line(tmp_path: Path) -> None:
+    """The rule is missing inside a script, where Redis answers with a plain error."""
+    partial = tuple(rule for rule in GOSSAMER_ACL if rule != "+zrem")
+    config = (
+        *acl_user("crawler", PASSWORD, *GOSSAMER_ACL),
+        *acl_user("partial", PASSWORD, *partial),
+    )
+    with RedisServer(password=ADMIN, config=config) as server:
+        env = {PASSWORD_ENV: PASSWORD}
+        async with TestWebServer(small_web(hosts=1, pages_per_host=2), flaky_failures=0) as web:
+            job = [web.url(0), *FAST, *WEB_ARGS, "--partitions", "4"]
+            url = f"redis://crawler@127.0.0.1:{server.port}/0"
+            code, said = await _gossamer("cluster", "submit", "--redis", url, *job, env=env)
+            assert code == 0, said
+            url = f"redis://partial@127.0.0.1:{server.port}/0"
+            code, said = await _gossamer(
+                "cluster", "worker", "--redis", url, "--out", str(tmp_path / "w"), env=env
+            )
+    assert code == 2 and "lacks a rule gossamer needs" in said, said
+    assert len(said.strip().splitlines()) == 1, said
+    _clean(said)

@@ -18,7 +18,6 @@ from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.connection import parse_url
 from redis.exceptions import (
     AuthenticationError,
-    NoPermissionError,
     RedisClusterException,
     RedisError,
 )
@@ -30,7 +29,7 @@ from gossamer.cluster.bounded import bounded_parser
 from gossamer.cluster.control import Control, JobTotals, WorkerInfo
 from gossamer.cluster.errors import ClusterError
 from gossamer.cluster.redisurl import PASSWORD_ENV
-from gossamer.cluster.resilient import install_guard
+from gossamer.cluster.resilient import forbidden, install_guard
 from gossamer.frontier.base import Candidate
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import RedisClient, RedisFrontier
@@ -108,7 +107,7 @@ def refusal(error: BaseException, url: str) -> ClusterError | SettingsError:
             f"Redis at {shown} refused the credentials ({reason}): check the user and password "
             f"(in the URL, --redis-password-file or ${PASSWORD_ENV})"
         )
-    if isinstance(error, NoPermissionError):
+    if forbidden(error):
         return SettingsError(
             f"Redis at {shown} does not let the user run a command gossamer needs ({reason}); "
             "see docs/security.md for the ACL rules gossamer needs"
