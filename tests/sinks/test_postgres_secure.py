@@ -9,16 +9,22 @@ untrusted server certificate are one line and exit status 2.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import asyncpg
 import pytest
+from redis.asyncio import Redis
 from tests.cluster.harness import GOSSAMER, WEB_ARGS, small_web
 from tests.pg_server import PostgresServer, table_rows
+from tests.redis_server import RedisServer
 from tests.tls_certs import TlsFiles
 
+from gossamer.cluster import DEFAULT_JOB
+from gossamer.cluster.control import job_keys
 from gossamer.testweb import TestWebServer
 
 pytestmark = [pytest.mark.slow]
@@ -64,29 +70,36 @@ def _store(server: PostgresServer, table: str, query: str = "", password: str = 
     return f"postgresql://crawler{auth}@127.0.0.1:{server.port}/postgres?table={table}{query}"
 
 
-async def _crawl(tmp_path: Path, store: str, env: dict[str, str]) -> tuple[int, str]:
-    """``gossamer crawl --store store`` of a small web, with ``env`` added to a clean
-    environment (no libpq variables of the caller's)."""
+async def _gossamer(tmp_path: Path, *args: str, env: dict[str, str]) -> tuple[int, str]:
+    """``gossamer *args`` with ``env`` added to a clean environment (no libpq variables of
+    the caller's, no ~/.pgpass but the test's own); its exit code and output."""
     environ = {k: v for k, v in os.environ.items() if k not in _PG_ENV}
-    environ["HOME"] = str(tmp_path)  # no ~/.pgpass but the test's own
-    async with TestWebServer(small_web(hosts=1, pages_per_host=PAGES), flaky_failures=0) as web:
-        proc = await asyncio.create_subprocess_exec(
-            *GOSSAMER, "crawl", web.url(0), *FAST, *WEB_ARGS[:-1],
-            "--out", str(tmp_path / "out"), "--store", store,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-            env={**environ, **env},
-        )  # fmt: skip
-        try:
-            out, _ = await asyncio.wait_for(proc.communicate(), 50)
-        except TimeoutError:
-            proc.kill()
-            await proc.wait()
-            raise
+    environ["HOME"] = str(tmp_path)
+    proc = await asyncio.create_subprocess_exec(
+        *GOSSAMER, *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        env={**environ, **env},
+    )  # fmt: skip
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), 50)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise
     assert proc.returncode is not None
     said = out.decode()
     for secret in SECRETS:
         assert secret not in said, said
     return proc.returncode, said
+
+
+async def _crawl(tmp_path: Path, store: str, env: dict[str, str]) -> tuple[int, str]:
+    """``gossamer crawl --store store`` of a small web."""
+    async with TestWebServer(small_web(hosts=1, pages_per_host=PAGES), flaky_failures=0) as web:
+        return await _gossamer(
+            tmp_path, "crawl", web.url(0), *FAST, *WEB_ARGS[:-1],
+            "--out", str(tmp_path / "out"), "--store", store, env=env,
+        )  # fmt: skip
 
 
 def _files_clean(folder: Path) -> None:
@@ -150,3 +163,31 @@ async def test_refusals_are_one_line_exit_2(
         lines = said.strip().splitlines()
         assert code == 2 and problem in said, (store, said)
         assert len(lines) == 1 and "Traceback" not in said, said
+
+
+async def test_cluster_workers_bring_their_own_password(
+    tmp_path: Path, pg_tls: PostgresServer
+) -> None:
+    """The job keeps the store's TLS parameters but not its password: each worker's
+    PGPASSWORD completes the DSN."""
+    store = _store(pg_tls, "cluster", "&" + pg_tls.tls_query(), password=quote(PASSWORD, safe=""))
+    with RedisServer() as redis:
+        async with TestWebServer(small_web(hosts=1, pages_per_host=PAGES), flaky_failures=0) as web:
+            job = [web.url(0), *FAST, *WEB_ARGS[:-1], "--partitions", "4", "--store", store]
+            code, said = await _gossamer(
+                tmp_path, "cluster", "submit", "--redis", redis.url, *job, env={}
+            )
+            assert code == 0 and "not stored with the job" in said, said
+            code, said = await _gossamer(
+                tmp_path, "cluster", "worker", "--redis", redis.url, "--out", str(tmp_path / "out"),
+                env={"PGPASSWORD": PASSWORD},
+            )  # fmt: skip
+            assert code == 0, said
+        client = Redis.from_url(redis.url)
+        try:
+            stored = await client.get(job_keys(DEFAULT_JOB)["job"])
+        finally:
+            await client.aclose()
+    assert stored is not None and PASSWORD.encode() not in stored
+    assert "sslmode=verify-full" in json.loads(stored)["store"]
+    await _assert_stored(tmp_path, pg_tls, "cluster")
