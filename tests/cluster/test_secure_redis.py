@@ -274,6 +274,9 @@ async def test_refusals_are_one_line_exit_2_without_secrets(
         )  # fmt: skip
         assert code == 2 and "docs/security.md" in out, out
         _clean(out)
+        # Plain Redis protocol on the TLS port: unreachable (exit 1), with a hint.
+        code, out = await _gossamer("cluster", "status", "--redis", f"redis://{base}")
+        assert code == 1 and "use rediss://" in out, out
 
 
 @pytest.mark.slow

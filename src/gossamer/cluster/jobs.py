@@ -118,7 +118,12 @@ def refusal(error: BaseException, url: str) -> ClusterError | SettingsError:
             f"TLS with Redis at {shown} failed ({reason}): check the URL's ssl_ca_certs "
             "(the CA that signed the server's certificate), ssl_certfile and ssl_keyfile"
         )
-    return ClusterError(f"cannot reach Redis at {shown}: {reason}")
+    hint = ""
+    if url.startswith("redis://") and "reset by peer" in reason:
+        hint = " (if the server speaks TLS, use rediss://)"
+    elif url.startswith("rediss://") and "Timeout" in reason:
+        hint = " (if the server does not speak TLS, use redis://)"
+    return ClusterError(f"cannot reach Redis at {shown}: {reason}{hint}")
 
 
 def parse_job(raw: str, job: str) -> JobSettings:
