@@ -175,6 +175,7 @@ def test_an_empty_or_missing_password_file_is_a_settings_error(tmp_path: Path) -
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(120)
 async def test_requirepass_job_takes_its_password_from_env_and_file(tmp_path: Path) -> None:
     secret = tmp_path / "redis-password"
     secret.write_text(PASSWORD + "\n")
@@ -187,6 +188,7 @@ async def test_requirepass_job_takes_its_password_from_env_and_file(tmp_path: Pa
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(120)
 @pytest.mark.parametrize("partition_by", ["host", "url"])
 async def test_job_as_an_acl_user_with_the_documented_rules(
     tmp_path: Path, partition_by: str
@@ -202,6 +204,7 @@ async def test_job_as_an_acl_user_with_the_documented_rules(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(120)
 async def test_job_over_tls_with_a_client_certificate(tmp_path: Path, tls_files: TlsFiles) -> None:
     secret = tmp_path / "redis-password"
     secret.write_text(PASSWORD)
@@ -212,7 +215,7 @@ async def test_job_over_tls_with_a_client_certificate(tmp_path: Path, tls_files:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(90)
+@pytest.mark.timeout(120)
 async def test_redis_cluster_over_tls_as_an_acl_user(tmp_path: Path, tls_files: TlsFiles) -> None:
     config = acl_user("crawler", PASSWORD, *GOSSAMER_ACL, *CLUSTER_ACL)
     with RedisClusterServer(tls=tls_files, password=ADMIN, config=config) as cluster:
@@ -225,6 +228,7 @@ async def test_redis_cluster_over_tls_as_an_acl_user(tmp_path: Path, tls_files: 
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(120)
 async def test_refusals_are_one_line_exit_2_without_secrets(
     tmp_path: Path, tls_files: TlsFiles
 ) -> None:
@@ -236,47 +240,29 @@ async def test_refusals_are_one_line_exit_2_without_secrets(
         base = f"127.0.0.1:{server.port}/0"
         good = tls_query(tls_files)
         escaped = quote(PASSWORD, safe="")
-        cases = {
-            "refused the credentials": [
-                f"rediss://crawler:{WRONG}@{base}?{good}",
-                f"rediss://nobody:{escaped}@{base}?{good}",
-                f"rediss://:{WRONG}@{base}?{good}",
-            ],
-            "TLS with Redis": [
-                f"rediss://crawler:{escaped}@{base}?{tls_query(tls_files, tls_files.other_ca)}",
-                f"rediss://crawler:{escaped}@{base}",
-            ],
-            "needs a TLS URL": [f"redis://crawler:{escaped}@{base}?{good}"],
-            "percent-escape": [f"rediss://crawler:{PASSWORD}@{base}?{good}"],
-        }
-        # Each URL with status, the first of each kind with a worker too (in parallel).
-        runs = [
-            (problem, url, command)
-            for problem, urls in cases.items()
-            for n, url in enumerate(urls)
-            for command in (("status",), ("worker", "--redis-timeout", "1"))[: 1 if n else 2]
+        other_ca = tls_query(tls_files, tls_files.other_ca)
+        by_env = {PASSWORD_ENV: PASSWORD}
+        status, worker = ("status",), ("worker", "--redis-timeout", "1")
+        # (command, URL, environment, exit status, what the line says); run in parallel.
+        cases = [
+            (status, f"rediss://crawler:{WRONG}@{base}?{good}", {}, 2, "refused the credentials"),
+            (worker, f"rediss://nobody@{base}?{good}", by_env, 2, "refused the credentials"),
+            (status, f"rediss://default@{base}?{good}", {PASSWORD_ENV: WRONG}, 2, "refused the"),
+            (worker, f"rediss://crawler@{base}?{other_ca}", by_env, 2, "TLS with Redis"),
+            (status, f"rediss://crawler:{escaped}@{base}", {}, 2, "TLS with Redis"),
+            (status, f"rediss://reader@{base}?{good}", by_env, 2, "docs/security.md"),
+            (status, f"redis://crawler:{escaped}@{base}?{good}", {}, 2, "needs a TLS URL"),
+            (status, f"rediss://crawler:{PASSWORD}@{base}?{good}", {}, 2, "percent-escape"),
+            (status, f"redis://{base}", by_env, 1, "use rediss://"),
         ]
-        said = await asyncio.gather(*(_gossamer("cluster", *c, "--redis", u) for _, u, c in runs))
-        for (problem, url, _), (code, out) in zip(runs, said, strict=True):
-            assert code == 2 and problem in out, (url, out)
-            assert len(out.strip().splitlines()) == 1, out
-            _clean(out)
-        # A wrong password from the environment; a user without the rules gossamer needs.
-        code, out = await _gossamer(
-            "cluster", "status", "--redis", f"rediss://default@{base}?{good}",
-            env={PASSWORD_ENV: WRONG},
+        said = await asyncio.gather(
+            *(_gossamer("cluster", *command, "--redis", url, env=env)
+              for command, url, env, _, _ in cases)
         )  # fmt: skip
-        assert code == 2 and "refused the credentials" in out, out
+    for (_, url, _, status_code, problem), (code, out) in zip(cases, said, strict=True):
+        assert code == status_code and problem in out, (url, out)
+        assert len(out.strip().splitlines()) == 1, out
         _clean(out)
-        code, out = await _gossamer(
-            "cluster", "status", "--redis", f"rediss://reader@{base}?{good}",
-            env={PASSWORD_ENV: PASSWORD},
-        )  # fmt: skip
-        assert code == 2 and "docs/security.md" in out, out
-        _clean(out)
-        # Plain Redis protocol on the TLS port: unreachable (exit 1), with a hint.
-        code, out = await _gossamer("cluster", "status", "--redis", f"redis://{base}")
-        assert code == 1 and "use rediss://" in out, out
 
 
 @pytest.mark.slow

@@ -27,7 +27,7 @@ from gossamer.cluster import DEFAULT_JOB
 from gossamer.cluster.control import job_keys
 from gossamer.testweb import TestWebServer
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 ADMIN = "Pg-adm1n-s3cret-Kq"
 PASSWORD = "Pg-cr@wl/s3cret#7"
