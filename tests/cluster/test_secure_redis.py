@@ -90,7 +90,8 @@ async def _crawl_job(
         runs = [
             _gossamer(
                 *("cluster", "worker", "--redis", url, "--name", f"w{i}"),
-                *("--out", str(tmp_path / f"w{i}"), *(by_file if i % 2 else ())),
+                *("--out", str(tmp_path / f"w{i}"), "--log-level", "info"),
+                *(by_file if i % 2 else ()),
                 env=None if i % 2 and by_file else env,
             )
             for i in range(workers)
