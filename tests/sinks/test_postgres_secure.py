@@ -121,6 +121,19 @@ async def test_password_from_pgpassword(tmp_path: Path, pg_password: PostgresSer
     await _assert_stored(tmp_path, pg_password, "by_env")
 
 
+async def test_a_password_in_the_dsn_reaches_no_file(
+    tmp_path: Path, pg_tls: PostgresServer
+) -> None:
+    password = quote(PASSWORD, safe="")
+    store = _store(pg_tls, "in_dsn", "&" + pg_tls.tls_query(), password=password)
+    code, said = await _crawl(tmp_path, store, {})
+    assert code == 0, said
+    await _assert_stored(tmp_path, pg_tls, "in_dsn")
+    assert password not in said
+    for path in (tmp_path / "out").rglob("*"):
+        assert not path.is_file() or password.encode() not in path.read_bytes(), path
+
+
 @pytest.mark.parametrize("how", ["PGPASSFILE", "~/.pgpass", "passfile="])
 async def test_password_from_a_passfile(
     tmp_path: Path, pg_password: PostgresServer, how: str
