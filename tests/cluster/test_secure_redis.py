@@ -155,6 +155,7 @@ def test_password_from_file_or_environment_completes_the_url(tmp_path: Path) -> 
         ("rediss://h/0?ssl_ca_certs=/nonexistent/ca.pem", "no readable file"),
         ("rediss://h/0?ssl_cert_reqs=maybe", "must be one of"),
         ("redis://h/0?sockettimeout=1", "unknown URL parameter"),
+        ("redis://h/0?timeout=1", "unknown URL parameter"),
         ("redis://u:p@ss/word@h/0", "percent-escape"),
         ("redis://u:pa#ss@h/0", "percent-escape"),
     ],
