@@ -25,6 +25,8 @@ from tests.tls_certs import TlsFiles
 
 from gossamer.cluster import DEFAULT_JOB
 from gossamer.cluster.control import job_keys
+from gossamer.settings import SettingsError
+from gossamer.sinks.postgres import parse_store_url
 from gossamer.testweb import TestWebServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
@@ -204,3 +206,12 @@ async def test_cluster_workers_bring_their_own_password(
     assert stored is not None and PASSWORD.encode() not in stored
     assert "sslmode=verify-full" in json.loads(stored)["store"]
     await _assert_stored(tmp_path, pg_tls, "cluster")
+
+
+def test_tls_files_are_checked_where_the_url_comes_in(tmp_path: Path, tls_files: TlsFiles) -> None:
+    base = "postgresql://crawler@db:5432/pages?sslmode=verify-full"
+    ok = f"{base}&sslrootcert={tls_files.ca}&sslcert={tls_files.client_cert}"
+    assert parse_store_url(ok).dsn.startswith("postgresql://crawler@db:5432/pages?sslmode=")
+    for key in ("sslrootcert", "sslcert", "sslkey", "passfile"):
+        with pytest.raises(SettingsError, match=f"{key}: no readable file"):
+            parse_store_url(f"{base}&{key}={tmp_path / 'missing.pem'}")
