@@ -16,11 +16,7 @@ from pydantic import ValidationError
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.connection import parse_url
-from redis.exceptions import (
-    AuthenticationError,
-    RedisClusterException,
-    RedisError,
-)
+from redis.exceptions import AuthenticationError, RedisClusterException, RedisError
 
 from gossamer.balance.capability import Capability, Live
 from gossamer.cluster import DEFAULT_BUDGET

@@ -57,7 +57,7 @@ CONNECT_TIMEOUT = 5.0
 WRITE_TIMEOUT = 30.0
 _BACKOFF = Backoff(0.1, 5.0)
 _CATCH_UP_BATCH = 1000
-_TLS_FILES = ("sslrootcert", "sslcert", "sslkey", "sslcrl", "passfile")
+_FILE_PARAMETERS = ("sslrootcert", "sslcert", "sslkey", "sslcrl", "passfile")
 """DSN parameters naming files: checked where the URL comes in, not at the first connect."""
 _TABLE_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _INCOMING = "gossamer_incoming"
@@ -110,7 +110,7 @@ def parse_store_url(url: str) -> StoreTarget:
         )
     for key, value in query:
         path = Path(value)
-        if key in _TLS_FILES and not (path.is_file() and os.access(path, os.R_OK)):
+        if key in _FILE_PARAMETERS and not (path.is_file() and os.access(path, os.R_OK)):
             raise SettingsError(f"invalid setting 'store': {key}: no readable file {value!r}")
     rest = urlencode([(k, v) for k, v in query if k != "table"])
     return StoreTarget(urlunsplit(parts._replace(query=rest)), table, shown)
