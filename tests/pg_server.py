@@ -1,5 +1,5 @@
 """A private PostgreSQL cluster for tests: initdb into a temp dir, a free loopback port, trust
-authentication, stopped and removed on exit.
+authentication (or a password, TLS), stopped and removed on exit.
 
 PostgreSQL refuses to run as root: as root (CI), initdb and the server run as the ``postgres``
 system user that the Debian package creates (or ``nobody``), owning the temp dir.
@@ -18,8 +18,10 @@ import tempfile
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+from urllib.parse import quote
 
 import pytest
+from tests.tls_certs import TlsFiles
 
 _UNPRIVILEGED = ("postgres", "nobody")
 
@@ -60,9 +62,16 @@ class PostgresServer:
 
     :meth:`stop` keeps the data directory, so :meth:`start` brings the same cluster back on
     the same port (a server that goes away mid-crawl and returns); :meth:`close` removes it.
+
+    ``password``: TCP connections authenticate with SCRAM-SHA-256 (``postgres`` has this
+    password). ``tls``: the server speaks TLS with the test CA's server certificate and takes
+    TCP connections over TLS only, from clients whose certificate the CA signed; ``url`` then
+    asks for ``sslmode=verify-full`` with the client certificate.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, password: str | None = None, tls: TlsFiles | None = None) -> None:
+        self.password = password
+        self.tls = tls
         self.port = 0
         self._bin: Path | None = None
         self._user: pwd.struct_passwd | None = None
@@ -70,11 +79,21 @@ class PostgresServer:
 
     @property
     def url(self) -> str:
-        return f"postgres://postgres@127.0.0.1:{self.port}/postgres"
+        auth = f":{quote(self.password, safe='')}" if self.password else ""
+        url = f"postgres://postgres{auth}@127.0.0.1:{self.port}/postgres"
+        return url + (f"?{self.tls_query()}" if self.tls else "")
+
+    def tls_query(self, mode: str = "verify-full", ca: Path | None = None) -> str:
+        """The DSN parameters of a TLS connection trusting ``ca`` (default the test CA)."""
+        assert self.tls is not None
+        return (
+            f"sslmode={mode}&sslrootcert={ca or self.tls.ca}"
+            f"&sslcert={self.tls.client_cert}&sslkey={self.tls.client_key}"
+        )
 
     def table_url(self, table: str) -> str:
         """The store URL writing to ``table``."""
-        return f"{self.url}?table={table}"
+        return f"{self.url}{'&' if '?' in self.url else '?'}table={table}"
 
     def init(self) -> None:
         """Create the cluster (skips the test when PostgreSQL is not installed)."""
@@ -86,10 +105,32 @@ class PostgresServer:
         if self._user is not None:
             os.chown(self._dir, self._user.pw_uid, self._user.pw_gid)
         self.port = _free_port()
+        auth = ["-A", "trust"]
+        if self.password:
+            pwfile = self._own(self._dir / "pwfile", self.password)
+            auth = ["--auth-local", "trust", "--auth-host", "scram-sha-256", f"--pwfile={pwfile}"]
         self._run(
-            "initdb", "-D", str(self._data), "-U", "postgres", "-A", "trust",
+            "initdb", "-D", str(self._data), "-U", "postgres", *auth,
             "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions",
         )  # fmt: skip
+        if self.tls:
+            self._own(self._dir / "server.crt", self.tls.server_cert.read_text())
+            self._own(self._dir / "server.key", self.tls.server_key.read_text())
+            self._own(self._dir / "ca.crt", self.tls.ca.read_text())
+            method = "scram-sha-256" if self.password else "trust"
+            self._own(
+                self._data / "pg_hba.conf",
+                "local all all trust\nhostnossl all all all reject\n"
+                f"hostssl all all all {method} clientcert=verify-ca\n",
+            )
+
+    def _own(self, path: Path, text: str) -> Path:
+        """Write ``text`` to ``path``, readable by the server's user only."""
+        path.write_text(text)
+        path.chmod(0o600)
+        if self._user is not None:
+            os.chown(path, self._user.pw_uid, self._user.pw_gid)
+        return path
 
     @property
     def _data(self) -> Path:
@@ -106,6 +147,11 @@ class PostgresServer:
             f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self._dir} "
             "-c fsync=off -c full_page_writes=off"
         )
+        if self.tls:
+            options += (
+                f" -c ssl=on -c ssl_cert_file={self._dir}/server.crt"
+                f" -c ssl_key_file={self._dir}/server.key -c ssl_ca_file={self._dir}/ca.crt"
+            )
         log = str(self._data.parent / "server.log")
         self._run("pg_ctl", "start", "-w", "-t", "30", "-D", str(self._data), "-l", log,
                   "-o", options)  # fmt: skip

@@ -5,13 +5,16 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
+from urllib.parse import quote
 
 import pytest
+from tests.tls_certs import TlsFiles
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 _SLOTS = 16384
@@ -24,10 +27,25 @@ def _free_port() -> int:
         return port
 
 
-def _command(port: int, line: bytes) -> bytes:
-    with socket.create_connection(("127.0.0.1", port), timeout=1.0) as sock:
-        sock.sendall(line)
-        return sock.recv(65536)
+def _command(port: int, line: bytes, tls: TlsFiles | None = None) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=1.0) as raw:
+        if tls is None:
+            raw.sendall(line)
+            return _replies(raw, line)
+        context = ssl.create_default_context(cafile=tls.ca)
+        context.load_cert_chain(tls.client_cert, tls.client_key)
+        with context.wrap_socket(raw, server_hostname="127.0.0.1") as sock:
+            sock.sendall(line)
+            return _replies(sock, line)
+
+
+def _replies(sock: socket.socket, line: bytes) -> bytes:
+    """What the server answers to ``line``: after an ``AUTH``, the next reply too (each may
+    come in a TLS record of its own)."""
+    answer = sock.recv(65536)
+    if line.startswith(b"AUTH ") and answer == b"+OK\r\n":
+        answer += sock.recv(65536)
+    return answer
 
 
 class RedisServer:
@@ -38,6 +56,10 @@ class RedisServer:
     on a real cluster; a plain client still talks to it. ``slots`` narrows the node to a range
     of slots (it then waits for no cluster state: see :class:`RedisClusterServer`).
     ``password`` starts it with ``--requirepass`` (its ``url`` then carries the password).
+    ``tls`` serves TLS only (``--port 0 --tls-port``, client certificates required; between
+    cluster nodes too): ``url`` is then ``rediss://`` with the CA and client certificate as
+    query parameters. ``config`` adds arguments, one word each
+    (``("--user", "NAME", "on", ">PW", ...)``).
     """
 
     def __init__(
@@ -47,9 +69,13 @@ class RedisServer:
         cluster: bool = False,
         slots: tuple[int, int] = (0, _SLOTS - 1),
         password: str | None = None,
+        tls: TlsFiles | None = None,
+        config: tuple[str, ...] = (),
     ) -> None:
         self.appendonly = appendonly
         self.password = password
+        self.tls = tls
+        self.config = config
         self.cluster = cluster
         self.slots = slots
         self.bus_port = 0
@@ -59,8 +85,10 @@ class RedisServer:
 
     @property
     def url(self) -> str:
-        auth = f":{self.password}@" if self.password else ""
-        return f"redis://{auth}127.0.0.1:{self.port}/0"
+        auth = f":{quote(self.password, safe='')}@" if self.password else ""
+        if self.tls is None:
+            return f"redis://{auth}127.0.0.1:{self.port}/0"
+        return f"rediss://{auth}127.0.0.1:{self.port}/0?{tls_query(self.tls)}"
 
     def start(self) -> None:
         if not os.path.exists(REDIS_SERVER):
@@ -76,9 +104,10 @@ class RedisServer:
         self._wait_for(self._auth() + b"PING\r\n", b"+PONG")
         if self.cluster:
             low, high = self.slots
-            _command(self.port, f"CLUSTER ADDSLOTSRANGE {low} {high}\r\n".encode())
+            line = f"CLUSTER ADDSLOTSRANGE {low} {high}\r\n".encode()
+            _command(self.port, self._auth() + line, self.tls)
             if self.slots == (0, _SLOTS - 1):
-                self._wait_for(b"CLUSTER INFO\r\n", b"cluster_state:ok")
+                self._wait_for(self._auth() + b"CLUSTER INFO\r\n", b"cluster_state:ok")
 
     def _args(self) -> list[str]:
         """The command line of a single (not cluster) server on ``port`` in its directory."""
@@ -94,6 +123,20 @@ class RedisServer:
             "--loglevel", "warning",
             "--logfile", str(Path(self._dir.name) / "redis.log"),
             *(["--requirepass", self.password] if self.password else []),
+            *(self._tls_args() if self.tls else []),
+            *self.config,
+        ]  # fmt: skip
+
+    def _tls_args(self) -> list[str]:
+        assert self.tls is not None
+        return [
+            "--port", "0",
+            "--tls-port", str(self.port),
+            "--tls-cert-file", str(self.tls.server_cert),
+            "--tls-key-file", str(self.tls.server_key),
+            "--tls-ca-cert-file", str(self.tls.ca),
+            "--tls-auth-clients", "yes",
+            *(["--tls-cluster", "yes", "--tls-replication", "yes"] if self.cluster else []),
         ]  # fmt: skip
 
     def _auth(self) -> bytes:
@@ -129,7 +172,7 @@ class RedisServer:
             if self._proc.poll() is not None:
                 raise RuntimeError(f"redis-server exited with {self._proc.returncode}")
             try:
-                if answer in _command(self.port, line):
+                if answer in _command(self.port, line, self.tls):
                     return
             except OSError:
                 pass
@@ -168,13 +211,28 @@ class RedisClusterServer:
 
     Three cluster-mode redis-servers on free loopback ports, each owning a third of the 16384
     slots, joined with CLUSTER MEET; no replicas. ``url`` is one node's URL (what a user gives
-    gossamer, as to ``redis-cli -c``), ``urls`` every node's.
+    gossamer, as to ``redis-cli -c``), ``urls`` every node's. ``tls``, ``password`` and
+    ``config`` are each node's (see :class:`RedisServer`).
     """
 
-    def __init__(self, masters: int = 3) -> None:
+    def __init__(
+        self,
+        masters: int = 3,
+        *,
+        tls: TlsFiles | None = None,
+        password: str | None = None,
+        config: tuple[str, ...] = (),
+    ) -> None:
         bounds = [_SLOTS * i // masters for i in range(masters + 1)]
         self.nodes = [
-            RedisServer(cluster=True, slots=(bounds[i], bounds[i + 1] - 1)) for i in range(masters)
+            RedisServer(
+                cluster=True,
+                slots=(bounds[i], bounds[i + 1] - 1),
+                tls=tls,
+                password=password,
+                config=config,
+            )
+            for i in range(masters)
         ]
 
     @property
@@ -192,13 +250,14 @@ class RedisClusterServer:
             first = self.nodes[0]
             for node in self.nodes[1:]:
                 meet = f"CLUSTER MEET 127.0.0.1 {node.port} {node.bus_port}\r\n"
-                answer = _command(first.port, meet.encode())
+                answer = _command(first.port, first._auth() + meet.encode(), first.tls)
                 if not answer.startswith(b"+OK"):
                     raise RuntimeError(f"CLUSTER MEET answered {answer!r}")
             known = b"cluster_known_nodes:%d" % len(self.nodes)
             for node in self.nodes:  # a new master waits 2 s before it says ok
-                node._wait_for(b"CLUSTER INFO\r\n", b"cluster_state:ok", timeout=30.0)
-                node._wait_for(b"CLUSTER INFO\r\n", known, timeout=30.0)
+                info = node._auth() + b"CLUSTER INFO\r\n"
+                node._wait_for(info, b"cluster_state:ok", timeout=30.0)
+                node._wait_for(info, known, timeout=30.0)
         except BaseException:
             self.stop()
             raise
@@ -218,3 +277,12 @@ class RedisClusterServer:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def tls_query(tls: TlsFiles, ca: Path | None = None) -> str:
+    """The query string of a ``rediss://`` URL trusting ``ca`` (default: the test CA) and
+    presenting the client certificate."""
+    return (
+        f"ssl_ca_certs={ca or tls.ca}&ssl_certfile={tls.client_cert}"
+        f"&ssl_keyfile={tls.client_key}&ssl_cert_reqs=required"
+    )

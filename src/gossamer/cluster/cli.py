@@ -140,16 +140,36 @@ def _metrics_options(args: argparse.Namespace) -> tuple[int | None, str]:
 
 
 def _redis_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--redis", required=True, metavar="URL", help="redis://host:port/db")
+    parser.add_argument(
+        "--redis",
+        required=True,
+        metavar="URL",
+        help="redis://[USER@]HOST:PORT/DB, or rediss://...?ssl_ca_certs=CA.pem for TLS "
+        "(see docs/security.md)",
+    )
+    parser.add_argument(
+        "--redis-password-file",
+        type=Path,
+        metavar="PATH",
+        help="read the Redis password from this file's first line (default "
+        "$GOSSAMER_REDIS_PASSWORD) when the URL has none, so that ps does not show it",
+    )
     parser.add_argument("--job", default=DEFAULT_JOB, help=f"job name ({DEFAULT_JOB})")
+
+
+def _redis_url(args: argparse.Namespace) -> str:
+    """The ``--redis`` URL, checked, its password completed from the file or environment."""
+    from gossamer.cluster.redisurl import resolve_redis_url
+
+    return resolve_redis_url(args.redis, password_file=args.redis_password_file)
 
 
 def _submit(args: argparse.Namespace) -> int:
     from gossamer.cluster.jobs import submit
     from gossamer.cluster.resilient import run
 
-    settings = settings_from_args(args, JobSettings, skip=("redis", "job"))
-    added = run(submit(settings, args.redis, args.job))
+    settings = settings_from_args(args, JobSettings, skip=("redis", "redis_password_file", "job"))
+    added = run(submit(settings, _redis_url(args), args.job))
     if not settings.quiet:
         print(f"submitted job {args.job!r}: {added} seed(s) queued at {redact_url(args.redis)}")
         if any(has_password(url) for url in settings.proxies):
@@ -174,7 +194,7 @@ def _worker(args: argparse.Namespace) -> int:
 
     port, bind = _metrics_options(args)
     options = WorkerOptions(
-        redis_url=args.redis,
+        redis_url=_redis_url(args),
         job=args.job,
         name=args.name,
         out=args.out,
@@ -224,7 +244,7 @@ def _status(args: argparse.Namespace) -> int:
     from gossamer.cluster.jobs import format_status, status
     from gossamer.cluster.resilient import run
 
-    state = run(status(args.redis, args.job))
+    state = run(status(_redis_url(args), args.job))
     if args.json:
         print(json.dumps(state, indent=2, sort_keys=True))
         return 0
@@ -236,7 +256,7 @@ def _wait(args: argparse.Namespace) -> int:
     from gossamer.cluster.jobs import wait
     from gossamer.cluster.resilient import run
 
-    if run(wait(args.redis, args.job, args.timeout)):
+    if run(wait(_redis_url(args), args.job, args.timeout)):
         return 0
     print(f"gossamer: job {args.job!r} not finished after {args.timeout:g}s", file=sys.stderr)
     return 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import ssl
 import time
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from pydantic import ValidationError
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.connection import parse_url
-from redis.exceptions import RedisClusterException, RedisError
+from redis.exceptions import AuthenticationError, RedisClusterException, RedisError
 
 from gossamer.balance.capability import Capability, Live
 from gossamer.cluster import DEFAULT_BUDGET
@@ -23,7 +24,8 @@ from gossamer.cluster.balancer import model_report
 from gossamer.cluster.bounded import bounded_parser
 from gossamer.cluster.control import Control, JobTotals, WorkerInfo
 from gossamer.cluster.errors import ClusterError
-from gossamer.cluster.resilient import install_guard
+from gossamer.cluster.redisurl import PASSWORD_ENV
+from gossamer.cluster.resilient import forbidden, install_guard
 from gossamer.frontier.base import Candidate
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import RedisClient, RedisFrontier
@@ -85,8 +87,39 @@ async def open_control(url: str, job: str) -> Control:
         raise SettingsError(f"invalid setting 'job': {exc}") from None
     except (RedisError, RedisClusterException, OSError) as exc:
         await redis.aclose()
-        reason = redact_text(str(exc))
-        raise ClusterError(f"cannot reach Redis at {redact_url(url)}: {reason}") from None
+        raise refusal(exc, url) from None
+
+
+def refusal(error: BaseException, url: str) -> ClusterError | SettingsError:
+    """The one-line error for a Redis that ``url`` does not reach or that refuses it.
+
+    A wrong password or user, a command the ACL forbids and a failed TLS handshake are
+    settings errors (exit status 2: trying again will not help); the URL shows redacted.
+    """
+    shown = redact_url(url)
+    reason = redact_text(str(error)).strip().rstrip(".")
+    if isinstance(error, AuthenticationError):
+        return SettingsError(
+            f"Redis at {shown} refused the credentials ({reason}): check the user and password "
+            f"(in the URL, --redis-password-file or ${PASSWORD_ENV})"
+        )
+    if forbidden(error):
+        return SettingsError(
+            f"Redis at {shown} does not let the user run a command gossamer needs ({reason}); "
+            "see docs/security.md for the ACL rules gossamer needs"
+        )
+    cause = error.__cause__ or error.__context__
+    if isinstance(error, ssl.SSLError) or isinstance(cause, ssl.SSLError):
+        return SettingsError(
+            f"TLS with Redis at {shown} failed ({reason}): check the URL's ssl_ca_certs "
+            "(the CA that signed the server's certificate), ssl_certfile and ssl_keyfile"
+        )
+    hint = ""
+    if url.startswith("redis://") and "reset by peer" in reason:
+        hint = " (if the server speaks TLS, use rediss://)"
+    elif url.startswith("rediss://") and "Timeout" in reason:
+        hint = " (if the server does not speak TLS, use redis://)"
+    return ClusterError(f"cannot reach Redis at {shown}: {reason}{hint}")
 
 
 def parse_job(raw: str, job: str) -> JobSettings:

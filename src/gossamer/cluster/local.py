@@ -17,6 +17,7 @@ from redis.exceptions import RedisError
 from gossamer.cluster.control import Control
 from gossamer.cluster.errors import ClusterError
 from gossamer.cluster.jobs import connect, format_status, status, submit
+from gossamer.cluster.redisurl import PASSWORD_ENV
 from gossamer.cluster.resilient import run
 from gossamer.retry import Backoff, Outage, retry
 from gossamer.settings import JobSettings, SettingsError
@@ -129,6 +130,7 @@ async def _start_worker(
     name = f"worker-{i}"
     env = dict(os.environ)
     env.pop("GOSSAMER_METRICS_PORT", None)  # one port, N workers: none would get it but one
+    env.pop(PASSWORD_ENV, None)  # the demo's own redis-server wants no password
     if store is not None:
         env["GOSSAMER_STORE"] = store
     log = (out / f"{name}.log").open("ab")

@@ -43,13 +43,14 @@ from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisClusterException, RedisError
+from redis.exceptions import NoPermissionError, RedisClusterException, RedisError, ResponseError
 
 from gossamer.cluster import DEFAULT_BUDGET
 from gossamer.cluster.errors import ClusterError
 from gossamer.frontier.redis import RedisClient
 from gossamer.redact import redact_text, redact_url
 from gossamer.retry import Backoff, Outage, retry
+from gossamer.settings import SettingsError
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -175,5 +176,22 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run(coro)
     except RedisUnavailable as exc:
         raise ClusterError(redact_text(str(exc))) from None
+    except ResponseError as exc:
+        if not forbidden(exc):
+            raise ClusterError(f"Redis failed: {redact_text(str(exc))}") from None
+        raise SettingsError(
+            f"Redis refused a command ({redact_text(str(exc))}): the Redis user lacks a rule "
+            "gossamer needs; see docs/security.md for the ACL rules"
+        ) from None
     except (RedisError, RedisClusterException, OSError) as exc:
         raise ClusterError(f"Redis failed: {redact_text(str(exc))}") from None
+
+
+def forbidden(error: BaseException) -> bool:
+    """True when Redis refused a command to the user (its ACL lacks a rule), also inside a
+    script (where Redis answers with a plain error)."""
+    text = str(error)
+    return isinstance(error, NoPermissionError) or (
+        isinstance(error, ResponseError)
+        and ("can't run this command" in text or "no permissions" in text)
+    )

@@ -27,10 +27,13 @@ import asyncio
 import functools
 import json
 import logging
+import os
 import re
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from types import NoneType, UnionType
 from typing import Any, Union, get_args, get_origin, get_type_hints
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -54,6 +57,8 @@ CONNECT_TIMEOUT = 5.0
 WRITE_TIMEOUT = 30.0
 _BACKOFF = Backoff(0.1, 5.0)
 _CATCH_UP_BATCH = 1000
+_FILE_PARAMETERS = ("sslrootcert", "sslcert", "sslkey", "sslcrl", "passfile")
+"""DSN parameters naming files: checked where the URL comes in, not at the first connect."""
 _TABLE_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _INCOMING = "gossamer_incoming"
 _INCOMING_ITEMS = "gossamer_incoming_items"
@@ -103,6 +108,10 @@ def parse_store_url(url: str) -> StoreTarget:
             f"invalid setting 'store': table {table!r} must be a lowercase SQL name "
             "(a-z, 0-9, _; at most 63 characters, not starting with a digit)"
         )
+    for key, value in query:
+        path = Path(value)
+        if key in _FILE_PARAMETERS and not (path.is_file() and os.access(path, os.R_OK)):
+            raise SettingsError(f"invalid setting 'store': {key}: no readable file {value!r}")
     rest = urlencode([(k, v) for k, v in query if k != "table"])
     return StoreTarget(urlunsplit(parts._replace(query=rest)), table, shown)
 
@@ -282,6 +291,19 @@ class PostgresSink:
         sink = cls(parse_store_url(url), worker, retry_for=retry_for)
         try:
             sink._conn = await sink._connect()
+        except asyncpg.InvalidAuthorizationSpecificationError as exc:
+            raise SettingsError(
+                f"PostgreSQL at {sink.target.shown} refused the connection ({_say(exc)}): check "
+                "the user and password (in the URL, PGPASSWORD or the passfile: PGPASSFILE, "
+                "~/.pgpass), the client certificate (sslcert, sslkey) and the sslmode pg_hba.conf "
+                "asks for"
+            ) from None
+        except ssl.SSLError as exc:
+            raise SettingsError(
+                f"TLS with PostgreSQL at {sink.target.shown} failed ({_say(exc)}): check the "
+                "URL's sslrootcert (the CA that signed the server's certificate), sslcert and "
+                "sslkey"
+            ) from None
         except (asyncpg.PostgresError, *_TRANSIENT) as exc:
             raise StoreError(f"cannot use PostgreSQL at {sink.target.shown}: {_say(exc)}") from None
         return sink
@@ -378,8 +400,11 @@ class PostgresSink:
     async def _connect(self) -> asyncpg.Connection:
         try:
             conn = await asyncpg.connect(self.target.dsn, timeout=CONNECT_TIMEOUT)
+        except ssl.SSLError:  # a certificate verification error is a ValueError too
+            raise
         except ValueError as exc:  # asyncpg's ClientConfigurationError: a bad DSN parameter
-            raise SettingsError(f"invalid setting 'store': {exc}") from None
+            reason = " ".join(redact_text(str(exc)).split())  # asyncpg adds a HINT line
+            raise SettingsError(f"invalid setting 'store': {reason}") from None
         try:
             if not self._created:
                 await self._create_table(conn)
