@@ -14,7 +14,7 @@ import argparse
 import asyncio
 import json
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from aiohttp import web
@@ -23,6 +23,8 @@ ROBOTS = "User-agent: *\nDisallow: /private/\n"
 SCROLL_PAGES = 3
 APP_PAGES = 6
 """Pages of the JS-only section /app/ (each links the next by script)."""
+DUD_PAGES = 12
+"""Pages of /dud/: they look empty and ship a script, which adds nothing."""
 
 
 def _page(body: str, script: str = "", head: str = "") -> str:
@@ -91,10 +93,20 @@ PAGES: dict[str, str] = {
         ".then(d => { document.getElementById('root').innerHTML ="
         " d.links.map(u => '<a href=\"' + u + '\">x</a>').join(''); });",
     ),
+    "/js/crash": _page(
+        '<div id="root"></div>',
+        "fetch('/api/hang').then(r => r.text()).then(t => {"
+        " document.getElementById('root').innerHTML = t; });",
+    ),
     "/js/image": _page('<div id="root"></div><img src="/img/pic.png">', "1;"),
 }
 for _n in range(8):
     PAGES[f"/static/{_n}"] = _static(_n)
+for _n in range(DUD_PAGES):
+    PAGES[f"/dud/{_n}"] = _page(
+        f'<div id="root"></div><a href="/dud/{_n + 1}">next</a>' if _n + 1 < DUD_PAGES else "",
+        "console.log('analytics');",
+    )
 for _n in range(APP_PAGES):
     _next = f"/app/{_n + 1}" if _n + 1 < APP_PAGES else "/static/0"
     PAGES[f"/app/{_n}"] = _page(
@@ -110,6 +122,10 @@ class RenderSite:
     def __init__(self) -> None:
         self.hits: Counter[str] = Counter()
         self.user_agents: set[str] = set()
+        self.on_hang: Callable[[], None] | None = None
+        """Called at the first request of /api/hang, which then answers only after 10 s
+        (the test kills the browser meanwhile) unless its client leaves; later requests
+        are answered at once."""
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         path = request.path
@@ -123,6 +139,11 @@ class RenderSite:
         if path == "/api/scroll":
             n = request.query.get("n", "0")
             return web.Response(text=f'<a href="/found/scroll-{n}">more {n}</a>')
+        if path == "/api/hang":
+            if self.hits[path] == 1 and self.on_hang is not None:
+                self.on_hang()
+                await asyncio.sleep(10)
+            return web.Response(text='<a href="/found/after-crash">after</a>')
         if path == "/api/poll":
             return web.Response(text=str(self.hits[path]))
         if path.startswith("/found/"):
@@ -138,7 +159,7 @@ async def serve_site(site: RenderSite | None = None) -> AsyncIterator[tuple[Rend
     site = site or RenderSite()
     app = web.Application()
     app.router.add_get("/{tail:.*}", site.handle)
-    runner = web.AppRunner(app, access_log=None)
+    runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
     await runner.setup()
     tcp = web.TCPSite(runner, "127.0.0.1", 0)
     await tcp.start()

@@ -10,7 +10,8 @@ aborted; the rest are fetched by gossamer's fetcher (its proxies, logins, addres
 size caps) and fulfilled with its answer.
 
 Waiting: ``load`` (capped at ``load_timeout``), then until neither the DOM (a
-MutationObserver) nor the network (requests in flight) has changed for ``settle`` seconds,
+MutationObserver) nor the network (requests in flight) has changed for ``settle`` seconds
+and no short ``setTimeout`` callback is pending,
 optionally scrolling to the end ``scroll`` times; all within ``timeout``. At the deadline the
 DOM is taken as it is.
 """
@@ -41,15 +42,34 @@ _SETTLE_SCRIPT = """
   const all = {subtree: true, childList: true, attributes: true, characterData: true};
   new MutationObserver(() => { window.__gossamerChanged = performance.now(); })
     .observe(document, all);
+  const pending = new Set();
+  const setTimer = window.setTimeout, clearTimer = window.clearTimeout;
+  window.setTimeout = function (callback, delay, ...rest) {
+    if (typeof callback !== 'function' || Number(delay) > %d) {
+      return setTimer.call(this, callback, delay, ...rest);
+    }
+    const id = setTimer.call(this, function (...args) {
+      pending.delete(id);
+      return callback.apply(this, args);
+    }, delay, ...rest);
+    pending.add(id);
+    return id;
+  };
+  window.clearTimeout = function (id) { pending.delete(id); return clearTimer.call(this, id); };
+  window.__gossamerTimers = () => pending.size;
 })();
 """
 _QUIET_JS = """() => [
-  performance.now() - (window.__gossamerChanged || 0),
+  (window.__gossamerTimers && window.__gossamerTimers()) ? 0
+    : performance.now() - (window.__gossamerChanged || 0),
   document.documentElement ? document.documentElement.scrollHeight : 0,
   document.getElementsByTagName('*').length,
 ]"""
 _SCROLL_JS = "() => window.scrollTo(0, document.documentElement.scrollHeight)"
 _POLL_SECONDS = 0.05
+_TIMER_CAP_MS = 5000
+"""Pending ``setTimeout`` callbacks due within this many ms keep a page unsettled (longer
+ones, and ``setInterval`` polls, do not)."""
 _CONTENT_SECONDS = 3.0
 _DROP_HEADERS = frozenset(
     {"content-encoding", "content-length", "transfer-encoding", "connection", "keep-alive"}
@@ -135,10 +155,14 @@ class PageRenderer:
                 page = await context.new_page()
                 crashed = asyncio.Event()
                 page.on("crash", lambda _: crashed.set())
-                await page.add_init_script(_SETTLE_SCRIPT)
+                await page.add_init_script(_SETTLE_SCRIPT % _TIMER_CAP_MS)
                 handler = _Handler(self, url, document, deadline)
-                await page.route("**/*", handler.route)
-                outcome = await self._run(page, url, handler, deadline, crashed)
+                try:
+                    await page.route("**/*", handler.route)
+                    outcome = await self._run(page, url, handler, deadline, crashed)
+                finally:
+                    for fetch in list(handler.fetches):
+                        fetch.cancel()
         except PlaywrightError as exc:
             log.info("render of %s failed: %s", redact_url(url), _first_line(exc))
             outcome = Rendered(None, "crashed" if _crash(exc) else "failed")
@@ -219,6 +243,8 @@ class _Handler:
         self._deadline = deadline
         self.in_flight = 0
         self.last_activity = time.monotonic()
+        self.fetches: set[asyncio.Future[Any]] = set()
+        """Subrequests being fetched: cancelled when the page ends."""
 
     async def route(self, route: Route) -> None:
         request = route.request
@@ -249,16 +275,20 @@ class _Handler:
             return
         self.in_flight += 1
         self.last_activity = time.monotonic()
+        headers = {k: v for k in _FORWARD_HEADERS if (v := request.headers.get(k))}
+        fetch = asyncio.ensure_future(renderer._fetcher.fetch(url, headers=headers))
+        self.fetches.add(fetch)
         try:
-            headers = {k: v for k in _FORWARD_HEADERS if (v := request.headers.get(k))}
-            remaining = max(0.1, self._deadline - time.monotonic())
-            async with asyncio.timeout(remaining):
-                answer = await renderer._fetcher.fetch(url, headers=headers)
-        except TimeoutError:
-            answer = None
+            await asyncio.wait({fetch}, timeout=max(0.1, self._deadline - time.monotonic()))
         finally:
+            self.fetches.discard(fetch)
             self.in_flight -= 1
             self.last_activity = time.monotonic()
+        if not fetch.done() or fetch.cancelled():
+            fetch.cancel()
+            answer = None
+        else:
+            answer = fetch.result()
         if answer is None or answer.status is None:
             renderer.subrequests["failed"] += 1
             await route.abort("failed")
