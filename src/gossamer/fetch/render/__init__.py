@@ -3,7 +3,9 @@ Playwright: the browser pool (``browser``), one page's render with its subreques
 through gossamer's fetcher (``page``), the ``auto`` mode's choice (``auto``) and the fetch
 middleware the engine calls (``middleware``).
 
-Importing this package does not import Playwright; starting the pool does.
+This package may import what the fetch stage may (``gossamer.redact``, ``gossamer.urls``,
+``gossamer.fetch.http`` for the results it hands on), selectolax, psutil and playwright:
+importing it does not import Playwright; starting the pool does.
 """
 
 from gossamer.fetch.render.auto import HostLearner, Signals, Verdict, read_signals
