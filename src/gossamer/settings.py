@@ -373,7 +373,7 @@ class CrawlSettings(BaseModel):
         5.0, gt=0, le=600, description="Longest wait for a rendered page's load event, seconds."
     )
     render_settle: float = Field(
-        0.5,
+        0.3,
         gt=0,
         le=60,
         description="Seconds without DOM changes and requests in flight after which a "

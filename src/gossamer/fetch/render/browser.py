@@ -82,10 +82,12 @@ def check_available(executable: Path) -> None:
 
 
 def default_concurrency(memory_per_page_mb: int = 400) -> int:
-    """Renders at once: one per core, as far as the memory available holds them."""
+    """Renders at once: two per core (a render mostly waits for its page to settle; measured
+    in benchmarks/bench_render.py), at most 16, as far as the memory available holds them at
+    ``memory_per_page_mb`` each."""
     cores = os.cpu_count() or 1
     free_mb = psutil.virtual_memory().available // (1024 * 1024)
-    return max(1, min(cores, 8, int(free_mb // memory_per_page_mb)))
+    return max(1, min(2 * cores, 16, int(free_mb // memory_per_page_mb)))
 
 
 def real_binary(executable: Path) -> Path:

@@ -101,7 +101,7 @@ class PageOptions:
     user_agent: str = "gossamer"
     timeout: float = 15.0
     load_timeout: float = 5.0
-    settle: float = 0.5
+    settle: float = 0.3
     scroll: int = 0
     block: frozenset[str] = frozenset({"image", "font", "media"})
 
