@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gossamer.fetch.http import Fetcher, FetchResult
-from gossamer.fetch.render.auto import HostLearner, proved_useful, read_signals
+from gossamer.fetch.render.auto import HostLearner, Signals, proved_useful, read_signals
 from gossamer.fetch.render.browser import BrowserPool
 from gossamer.fetch.render.page import PageRenderer, Rendered
 from gossamer.redact import redact_url
@@ -27,6 +27,7 @@ from gossamer.urls import host_key
 log = logging.getLogger(__name__)
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _CRASH_RETRY_WAIT = 0.2
+_READ_IN_THREAD = 512 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +94,7 @@ class RenderingFetcher:
         if self._mode != "auto":
             return raw
         self._counts["considered"] += 1
-        signals = read_signals(raw.body, url)
+        signals = await _signals(raw.body, url)
         host = host_key(url)
         if not self._learner.should_render(host, signals):
             self._counts["skipped"] += 1
@@ -117,7 +118,8 @@ class RenderingFetcher:
         self._counts["rendered"] += 1
         if learn is not None:
             host, signals = learn
-            self._learner.observe(host, proved_useful(signals, read_signals(outcome.html, url)))
+            rendered = await _signals(outcome.html or "", url)
+            self._learner.observe(host, proved_useful(signals, rendered))
         return _rendered_result(raw, outcome)
 
     def stats(self) -> RenderStats:
@@ -159,6 +161,13 @@ class RenderingFetcher:
     def browser_peak_mb(self) -> float:
         """The browser tree's peak resident memory so far, MiB."""
         return round(self._pool.peak_rss_bytes / (1 << 20), 1)
+
+
+async def _signals(html: bytes | str, url: str) -> Signals:
+    """The page's signals; a large page read off the event loop (lexbor lets it run)."""
+    if len(html) < _READ_IN_THREAD:
+        return read_signals(html, url)
+    return await asyncio.to_thread(read_signals, html, url)
 
 
 def _renderable(result: FetchResult) -> bool:
