@@ -195,3 +195,13 @@ async def test_the_browser_is_restarted_after_its_page_budget(tmp_path: Path) ->
     render = saved["render"]
     assert render["restarts"] == 2 and render["crashes"] == 0
     assert render["render_failures"] == 0
+
+
+async def test_the_browser_is_restarted_past_its_memory_budget(tmp_path: Path) -> None:
+    async with serve_site() as (_, port):
+        _, records, saved = await crawl(
+            tmp_path, port, ["/js/built"], render="always", render_memory_mb=64
+        )
+    assert records["/js/built"]["rendered"] is True and records["/found/built"]["rendered"]
+    render = saved["render"]
+    assert render["restarts"] >= 1 and render["crashes"] == 0  # a browser holds > 64 MiB
