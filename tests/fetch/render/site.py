@@ -107,11 +107,12 @@ for _n in range(DUD_PAGES):
         f'<div id="root"></div><a href="/dud/{_n + 1}">next</a>' if _n + 1 < DUD_PAGES else "",
         "console.log('analytics');",
     )
+_APP_PROSE = "This part of the site is written by JavaScript in the browser. " * 5
 for _n in range(APP_PAGES):
     _next = f"/app/{_n + 1}" if _n + 1 < APP_PAGES else "/static/0"
     PAGES[f"/app/{_n}"] = _page(
         '<div id="root"></div><noscript>This app needs JavaScript.</noscript>',
-        f"document.getElementById('root').innerHTML = '<h1>App {_n}</h1>"
+        f"document.getElementById('root').innerHTML = '<h1>App {_n}</h1><p>{_APP_PROSE}</p>"
         f'<a href="{_next}">next</a>\';',
     )
 

@@ -13,7 +13,8 @@ from typing import Any
 import psutil  # type: ignore[import-untyped]
 import pytest
 from tests.fetch.proxy_servers import HttpProxy
-from tests.fetch.render.site import APP_PAGES, SCROLL_PAGES, RenderSite, serve_site
+from tests.fetch.render.site import APP_PAGES, PAGES, SCROLL_PAGES, RenderSite, serve_site
+from tests.warc_check import check_archive, payload
 
 from gossamer import __version__
 from gossamer.crawl import run_crawl
@@ -120,12 +121,13 @@ def kill_browsers() -> None:
 
 async def test_auto_renders_only_pages_that_need_it(tmp_path: Path) -> None:
     async with serve_site() as (_, port):
-        _, records, saved = await crawl(tmp_path, port, ["/static/0"], render="auto")
+        _, records, saved = await crawl(tmp_path, port, ["/static/0"], render="auto", text=True)
     statics = [p for p in records if p.startswith("/static/")]
     apps = [p for p in records if p.startswith("/app/")]
     assert len(statics) == 8 and len(apps) == APP_PAGES
     assert not any(records[p]["rendered"] for p in statics)
     assert all(records[p]["rendered"] for p in apps)
+    assert "written by JavaScript" in records["/app/3"]["text"]  # the text scripts wrote
     auto = saved["render"]["auto"]
     assert auto["hosts_needed"] == 1
     assert saved["render"]["pages_rendered"] == APP_PAGES
@@ -205,3 +207,14 @@ async def test_the_browser_is_restarted_past_its_memory_budget(tmp_path: Path) -
     assert records["/js/built"]["rendered"] is True and records["/found/built"]["rendered"]
     render = saved["render"]
     assert render["restarts"] >= 1 and render["crashes"] == 0  # a browser holds > 64 MiB
+
+
+async def test_the_warc_keeps_the_raw_response_of_a_rendered_page(tmp_path: Path) -> None:
+    async with serve_site() as (_, port):
+        _, records, _ = await crawl(tmp_path, port, ["/js/built"], render="always", warc=True)
+    out = tmp_path / "out"
+    ordered = [json.loads(line) for line in (out / "pages.jsonl").read_text().splitlines()]
+    check_archive(out, ordered)
+    page = records["/js/built"]
+    assert page["rendered"] is True and "/found/built" in records
+    assert payload(out / "warc", page) == PAGES["/js/built"].encode()  # as the server sent it
