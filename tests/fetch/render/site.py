@@ -98,6 +98,7 @@ PAGES: dict[str, str] = {
         "fetch('/api/hang').then(r => r.text()).then(t => {"
         " document.getElementById('root').innerHTML = t; });",
     ),
+    "/js/spin": _page('<div id="root"></div>', "while (true) {}"),
     "/js/image": _page('<div id="root"></div><img src="/img/pic.png">', "1;"),
 }
 for _n in range(8):

@@ -85,18 +85,20 @@ async def test_a_page_that_never_settles_meets_the_deadline(tmp_path: Path) -> N
     assert took < 15
 
 
-async def test_a_page_that_eats_memory_fails_cleanly(tmp_path: Path) -> None:
+async def test_pages_that_eat_memory_or_spin_fail_cleanly(tmp_path: Path) -> None:
     async with serve_site() as (_, port):
         _, records, saved = await crawl(
-            tmp_path, port, ["/js/hog", "/js/built"], render="always", render_js_heap_mb=32
-        )
-    hog = records["/js/hog"]
-    assert hog["rendered"] is False and hog["status"] == 200
-    assert "render-failed" in hog["flags"]
+            tmp_path, port, ["/js/hog", "/js/spin", "/js/built"], render="always",
+            render_js_heap_mb=32, render_timeout=1.0,
+        )  # fmt: skip
+    for path in ("/js/hog", "/js/spin"):  # out of heap (crashed, retried once); never idle
+        page = records[path]
+        assert page["rendered"] is False and page["status"] == 200
+        assert "render-failed" in page["flags"]
     assert records["/js/built"]["rendered"] is True
     assert "/found/built" in records
     render = saved["render"]
-    assert render["render_failures"] == 1 and render["retries"] == 1
+    assert render["render_failures"] == 2 and render["retries"] == 1
 
 
 async def test_a_killed_browser_is_restarted_and_the_render_retried(tmp_path: Path) -> None:

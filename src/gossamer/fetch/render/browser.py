@@ -47,6 +47,7 @@ BROWSER_ARGS = (
 )
 """Every launch's flags: no name resolves but loopback, no background traffic."""
 _SAMPLE_SECONDS = 1.0
+_CLOSE_SECONDS = 10.0
 
 
 class RenderUnavailable(RuntimeError):
@@ -230,7 +231,8 @@ class BrowserPool:
                     yield context
                 finally:
                     with contextlib.suppress(Exception):
-                        await context.close()
+                        async with asyncio.timeout(_CLOSE_SECONDS):
+                            await context.close()
             finally:
                 generation.active -= 1
                 generation.pages += 1
@@ -323,7 +325,7 @@ class BrowserPool:
     async def _shut(self, generation: _Generation) -> None:
         generation.retiring = True
         with contextlib.suppress(Exception):
-            async with asyncio.timeout(10):
+            async with asyncio.timeout(_CLOSE_SECONDS):
                 await generation.browser.close()
         if generation.pid is not None:
             _kill_tree(generation.pid)
