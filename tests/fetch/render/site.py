@@ -98,6 +98,17 @@ PAGES: dict[str, str] = {
         "fetch('/api/hang').then(r => r.text()).then(t => {"
         " document.getElementById('root').innerHTML = t; });",
     ),
+    "/js/moved": _page(
+        '<div id="root"></div>',
+        "fetch('/api/moved').then(r => r.json()).then(d => {"
+        " document.getElementById('root').innerHTML ="
+        " d.links.map(u => '<a href=\"' + u + '\">x</a>').join(''); });",
+    ),
+    "/js/socket": _page(
+        '<div id="root"></div>',
+        "const s = new WebSocket('ws://' + location.host + '/ws');"
+        " document.getElementById('root').innerHTML = '<a href=\"/found/socket\">s</a>';",
+    ),
     "/js/spin": _page('<div id="root"></div>', "while (true) {}"),
     "/js/image": _page('<div id="root"></div><img src="/img/pic.png">', "1;"),
 }
@@ -124,6 +135,8 @@ class RenderSite:
     def __init__(self) -> None:
         self.hits: Counter[str] = Counter()
         self.user_agents: set[str] = set()
+        self.from_browser: Counter[str] = Counter()
+        """Requests the browser made itself (none should reach the site)."""
         self.on_hang: Callable[[], None] | None = None
         """Called at the first request of /api/hang, which then answers only after 10 s
         (the test kills the browser meanwhile) unless its client leaves; later requests
@@ -133,11 +146,15 @@ class RenderSite:
         path = request.path
         self.hits[path] += 1
         self.user_agents.add(request.headers.get("User-Agent", ""))
+        if "Sec-Fetch-Mode" in request.headers:  # sent by browsers, not by gossamer's fetcher
+            self.from_browser[path] += 1
         if path == "/robots.txt":
             return web.Response(text=ROBOTS)
         if path == "/api/links":
             links = ["/found/xhr-1", "/found/xhr-2"]
             return web.Response(text=json.dumps({"links": links}), content_type="application/json")
+        if path == "/api/moved":
+            raise web.HTTPFound("/api/links")
         if path == "/api/scroll":
             n = request.query.get("n", "0")
             return web.Response(text=f'<a href="/found/scroll-{n}">more {n}</a>')

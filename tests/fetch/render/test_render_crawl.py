@@ -68,6 +68,7 @@ async def test_links_built_by_scripts_are_followed(tmp_path: Path) -> None:
     assert render["browser_peak_rss_mb"] > 0
     assert saved["peak_rss_mb"] > render["browser_peak_rss_mb"]
     assert site.user_agents == {f"gossamer/{__version__}"}  # the browser's requests too
+    assert not site.from_browser  # gossamer fetched everything the browser asked for
 
 
 async def test_a_page_that_never_settles_meets_the_deadline(tmp_path: Path) -> None:
@@ -156,16 +157,21 @@ async def test_render_url_patterns_force_rendering(tmp_path: Path) -> None:
 
 
 async def test_subrequests_keep_to_robots_txt_and_blocked_kinds(tmp_path: Path) -> None:
+    seeds = ["/js/robots", "/js/image", "/js/moved", "/js/socket"]
     async with serve_site() as (site, port):
-        _, records, saved = await crawl(
-            tmp_path, port, ["/js/robots", "/js/image"], render="always"
-        )
+        _, records, saved = await crawl(tmp_path, port, seeds, render="always")
     assert site.hits["/private/data"] == 0
     assert site.hits["/img/pic.png"] == 0
-    assert "/found/xhr-1" in records
+    assert site.hits["/ws"] == 0
+    assert {"/found/xhr-1", "/found/socket"} <= set(records)
+    assert records["/js/moved"]["outlinks"] == 2  # its XHR redirected to /api/links
     subrequests = saved["render"]["subrequests"]
     assert subrequests["blocked-robots"] == 1
     assert subrequests["blocked-image"] == 1
+    assert subrequests["blocked-websocket"] == 1
+    assert subrequests["allowed"] == 2  # /api/links twice (once redirected), through gossamer
+    assert site.hits["/api/moved"] == 1 and site.hits["/api/links"] == 2
+    assert not site.from_browser
 
 
 async def test_rendering_through_a_proxy(tmp_path: Path) -> None:

@@ -7,7 +7,9 @@ politeness slot, proxy, login, robots.txt as for any page); other navigations of
 frame are aborted; subrequests of a blocked kind (images, fonts, media by default), other
 methods than GET and HEAD, URLs out of the crawl's scope and URLs robots.txt disallows are
 aborted; the rest are fetched by gossamer's fetcher (its proxies, logins, address guard and
-size caps) and fulfilled with its answer.
+size caps) and fulfilled with its answer, redirects followed here (each target checked like
+the first URL), since a browser handed a redirect fetches its target itself. WebSockets are
+closed before they connect.
 
 Waiting: ``load`` (capped at ``load_timeout``), then until neither the DOM (a
 MutationObserver) nor the network (requests in flight) has changed for ``settle`` seconds
@@ -21,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
@@ -28,9 +31,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gossamer.redact import redact_url
+from gossamer.urls import Resolver
 
 if TYPE_CHECKING:
-    from playwright.async_api import Page, Request, Route
+    from playwright.async_api import Page, Request, Route, WebSocketRoute
 
     from gossamer.fetch.render.browser import BrowserPool
 
@@ -67,6 +71,8 @@ _QUIET_JS = """() => [
 ]"""
 _SCROLL_JS = "() => window.scrollTo(0, document.documentElement.scrollHeight)"
 _POLL_SECONDS = 0.05
+_MAX_REDIRECTS = 5
+_ANY = re.compile(".*")
 _TIMER_CAP_MS = 5000
 """Pending ``setTimeout`` callbacks due within this many ms keep a page unsettled (longer
 ones, and ``setInterval`` polls, do not)."""
@@ -159,6 +165,7 @@ class PageRenderer:
                 handler = _Handler(self, url, document, deadline)
                 try:
                     await page.route("**/*", handler.route)
+                    await page.route_web_socket(_ANY, handler.websocket)
                     outcome = await self._run(page, url, handler, deadline, crashed)
                 finally:
                     for fetch in list(handler.fetches):
@@ -253,6 +260,12 @@ class _Handler:
         except Exception as exc:  # the page closed meanwhile, or the browser died
             log.debug("route of %s ended: %s", redact_url(request.url), _first_line(exc))
 
+    async def websocket(self, socket: WebSocketRoute) -> None:
+        """A WebSocket never reaches a server (gossamer cannot fetch it for the page)."""
+        self._renderer.subrequests["blocked-websocket"] += 1
+        with contextlib.suppress(Exception):
+            await socket.close()
+
     async def _route(self, route: Route, request: Request) -> None:
         renderer = self._renderer
         if request.is_navigation_request() and request.frame.parent_frame is None:
@@ -266,48 +279,84 @@ class _Handler:
                 body=document.body,
             )
             return
-        url = request.url
-        why = self._refusal(request)
-        if why is None and renderer._allowed is not None and not await renderer._allowed(url):
-            why = "robots"
+        why = self._refusal(request) or await self._url_refusal(request.url)
         if why is not None:
             await self._block(route, why)
             return
+        headers = {k: v for k in _FORWARD_HEADERS if (v := request.headers.get(k))}
         self.in_flight += 1
         self.last_activity = time.monotonic()
-        headers = {k: v for k in _FORWARD_HEADERS if (v := request.headers.get(k))}
-        fetch = asyncio.ensure_future(renderer._fetcher.fetch(url, headers=headers))
+        try:
+            answer, why = await self._follow(request.url, headers)
+        finally:
+            self.in_flight -= 1
+            self.last_activity = time.monotonic()
+        if why is not None:
+            await self._block(route, why)
+        elif answer is None:
+            renderer.subrequests["failed"] += 1
+            await route.abort("failed")
+        else:
+            renderer.subrequests["allowed"] += 1
+            await route.fulfill(
+                status=answer.status or 200, headers=_headers(answer.headers), body=answer.body
+            )
+
+    async def _follow(
+        self, url: str, headers: Mapping[str, str]
+    ) -> tuple[Answer | None, str | None]:
+        """The answer to ``url`` after its redirects, each target checked as the first URL
+        was (the browser, handed a redirect, would fetch its target itself); or why not."""
+        for _ in range(_MAX_REDIRECTS + 1):
+            answer = await self._fetch(url, headers)
+            if answer is None or answer.status is None:
+                return None, None
+            location = answer.headers.get("location")
+            if not 300 <= answer.status < 400 or not location:
+                return answer, None
+            try:
+                target = Resolver(url).resolve(location)
+            except ValueError:
+                target = None
+            if target is None:
+                return None, None
+            why = await self._url_refusal(target)
+            if why is not None:
+                return None, why
+            url = target
+        return None, None
+
+    async def _fetch(self, url: str, headers: Mapping[str, str]) -> Answer | None:
+        """gossamer's answer to ``url``, or None when the page's deadline came first."""
+        fetch = asyncio.ensure_future(self._renderer._fetcher.fetch(url, headers=headers))
         self.fetches.add(fetch)
         try:
             await asyncio.wait({fetch}, timeout=max(0.1, self._deadline - time.monotonic()))
         finally:
             self.fetches.discard(fetch)
-            self.in_flight -= 1
-            self.last_activity = time.monotonic()
         if not fetch.done() or fetch.cancelled():
             fetch.cancel()
-            answer = None
-        else:
-            answer = fetch.result()
-        if answer is None or answer.status is None:
-            renderer.subrequests["failed"] += 1
-            await route.abort("failed")
-            return
-        renderer.subrequests["allowed"] += 1
-        await route.fulfill(
-            status=answer.status, headers=_headers(answer.headers), body=answer.body
-        )
+            return None
+        answer: Answer = fetch.result()
+        return answer
 
     def _refusal(self, request: Request) -> str | None:
-        renderer = self._renderer
-        if request.resource_type in renderer._options.block:
-            return request.resource_type
+        """Why the request's kind or method is not given to the page, or None."""
+        if request.resource_type in self._renderer._options.block:
+            return str(request.resource_type)
         if request.method not in ("GET", "HEAD"):
             return "method"
-        if not request.url.startswith(("http://", "https://")):
+        return None
+
+    async def _url_refusal(self, url: str) -> str | None:
+        """Why ``url`` is not fetched for the page (scheme, scope, robots.txt), or None."""
+        renderer = self._renderer
+        if not url.startswith(("http://", "https://")):
             return "scheme"
-        if not renderer._in_scope(request.url):
+        if not renderer._in_scope(url):
             return "scope"
+        if renderer._allowed is not None and not await renderer._allowed(url):
+            return "robots"
         return None
 
     async def _block(self, route: Route, why: str) -> None:
