@@ -53,7 +53,7 @@ async def test_no_browser_outlives_the_crawler(tmp_path: Path, signum: int) -> N
     async with serve_site() as (_, port):
         crawler = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "gossamer.cli", "crawl", f"http://127.0.0.1:{port}/js/poll",
-            "--out", str(tmp_path / "out"), "--render", "always", "--render-timeout", "30",
+            "--out", str(tmp_path / "out"), "--render", "always", "--render-timeout", "3",
             "--quiet", "--no-text",
             env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )  # fmt: skip
