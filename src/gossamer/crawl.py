@@ -314,7 +314,9 @@ def rendering_fetcher(
     )
     patterns = tuple(re.compile(p) for p in settings.render_url)
     mode = settings.render
-    return RenderingFetcher(fetcher, renderer, pool, mode, patterns, HostLearner())
+    return RenderingFetcher(
+        fetcher, renderer, pool, mode, patterns, HostLearner(), max_bytes=settings.max_body_bytes
+    )
 
 
 async def _start_renderer(renderer: RenderingFetcher) -> None:

@@ -109,6 +109,11 @@ PAGES: dict[str, str] = {
         "const s = new WebSocket('ws://' + location.host + '/ws');"
         " document.getElementById('root').innerHTML = '<a href=\"/found/socket\">s</a>';",
     ),
+    "/js/huge": _page(
+        '<div id="root"></div>',
+        "document.getElementById('root').innerHTML = '<a href=\"/found/huge\">h</a>' +"
+        " '<p>' + 'x'.repeat(3000000) + '</p>';",
+    ),
     "/js/spin": _page('<div id="root"></div>', "while (true) {}"),
     "/js/image": _page('<div id="root"></div><img src="/img/pic.png">', "1;"),
 }

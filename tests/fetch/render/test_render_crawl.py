@@ -226,3 +226,14 @@ async def test_the_warc_keeps_the_raw_response_of_a_rendered_page(tmp_path: Path
     page = records["/js/built"]
     assert page["rendered"] is True and "/found/built" in records
     assert payload(out / "warc", page) == PAGES["/js/built"].encode()  # as the server sent it
+
+
+async def test_a_dom_past_the_body_cap_is_cut(tmp_path: Path) -> None:
+    async with serve_site() as (_, port):
+        _, records, _ = await crawl(
+            tmp_path, port, ["/js/huge"], render="always", max_body_bytes=1024 * 1024
+        )
+    page = records["/js/huge"]
+    assert page["rendered"] is True and "render-cut" in page["flags"]
+    assert page["bytes"] == 1024 * 1024
+    assert "/found/huge" in records  # the link came before the cut

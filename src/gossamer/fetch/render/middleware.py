@@ -6,7 +6,8 @@ plain HTTP result with the rendered HTML as its body, ``rendered`` set, and its 
 exchange (what WARC archives) untouched: the archive keeps the raw HTTP response. A render
 that fails (a crash, retried once; a page whose DOM could not be read in time) leaves the raw
 result, flagged ``render-failed``; a page that had not settled by the deadline is flagged
-``render-deadline``.
+``render-deadline``, and a DOM larger than the body cap (``--max-body-bytes``) is cut there,
+flagged ``render-cut``.
 """
 
 from __future__ import annotations
@@ -63,7 +64,9 @@ class RenderingFetcher:
         mode: str,
         patterns: tuple[re.Pattern[str], ...] = (),
         learner: HostLearner | None = None,
+        max_bytes: int = 10 * 1024 * 1024,
     ) -> None:
+        self._max_bytes = max_bytes
         self._fetcher = fetcher
         self._renderer = renderer
         self._pool = pool
@@ -120,7 +123,7 @@ class RenderingFetcher:
             host, signals = learn
             rendered = await _signals(outcome.html or "", url)
             self._learner.observe(host, proved_useful(signals, rendered))
-        return _rendered_result(raw, outcome)
+        return _rendered_result(raw, outcome, self._max_bytes)
 
     def stats(self) -> RenderStats:
         """A frozen snapshot."""
@@ -180,11 +183,16 @@ def _renderable(result: FetchResult) -> bool:
     return head.startswith((b"<!doctype html", b"<html"))
 
 
-def _rendered_result(raw: FetchResult, outcome: Rendered) -> FetchResult:
+def _rendered_result(raw: FetchResult, outcome: Rendered, max_bytes: int) -> FetchResult:
+    """``raw`` with the rendered DOM as its body, cut at ``max_bytes`` (flag ``render-cut``)."""
     flags = (*raw.flags, "render-deadline") if outcome.deadline else raw.flags
+    body = outcome.html.encode("utf-8") if outcome.html is not None else raw.body
+    if len(body) > max_bytes:
+        body = body[:max_bytes]
+        flags = (*flags, "render-cut")
     return replace(
         raw,
-        body=outcome.html.encode("utf-8") if outcome.html is not None else raw.body,
+        body=body,
         content_type="text/html",
         charset="utf-8",
         rendered=True,
