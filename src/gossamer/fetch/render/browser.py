@@ -148,6 +148,11 @@ class _Generation:
     def __init__(self, browser: Browser, pid: int | None, number: int) -> None:
         self.browser = browser
         self.pid = pid
+        self.created: float | None = None
+        """The browser process's start time: its pid is only killed while it still names it."""
+        if pid is not None:
+            with contextlib.suppress(psutil.Error):
+                self.created = psutil.Process(pid).create_time()
         self.number = number
         self.active = 0
         self.pages = 0
@@ -327,8 +332,8 @@ class BrowserPool:
         with contextlib.suppress(Exception):
             async with asyncio.timeout(_CLOSE_SECONDS):
                 await generation.browser.close()
-        if generation.pid is not None:
-            _kill_tree(generation.pid)
+        if generation.pid is not None and generation.created is not None:
+            _kill_tree(generation.pid, generation.created)
 
     async def _sample(self) -> None:
         """Measure the browser tree's memory every second (for the budget and the stats)."""
@@ -341,10 +346,13 @@ class BrowserPool:
             await asyncio.sleep(_SAMPLE_SECONDS)
 
 
-def _kill_tree(pid: int) -> None:
-    """Kill what is left of a closed browser's process tree."""
+def _kill_tree(pid: int, created: float) -> None:
+    """Kill what is left of a closed browser's process tree (unless ``pid`` is another
+    process's by now)."""
     try:
         root = psutil.Process(pid)
+        if root.create_time() != created:
+            return
         processes = [*root.children(recursive=True), root]
     except psutil.Error:
         return
