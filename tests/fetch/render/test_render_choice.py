@@ -70,6 +70,8 @@ LINKS = "".join(f'<a href="/p{i}">p{i}</a>' for i in range(5))
         ("<noscript>Please enable JavaScript.</noscript><p>Loading</p>", True, True),
         ("<p>Loading</p>", True, True),  # little text, no links
         ('<div id="root"></div>', False, False),  # no script: rendering changes nothing
+        ('<div id="root"></div><script type="application/ld+json">{}</script>', False, False),
+        ('<div id="root"></div><script type="module">x()</script>', False, True),
         (PROSE + LINKS, True, False),  # server-rendered text with links
         ('<div id="root">' + PROSE + LINKS + "</div>", True, False),  # hydrated markup
         ('<div id="__next"></div>' + PROSE + LINKS, True, False),  # server data with links

@@ -70,8 +70,10 @@ class Signals:
 def read_signals(html: bytes | str, url: str) -> Signals:
     """The signals of an HTML document fetched from ``url``."""
     raw = html.encode("utf-8", "replace") if isinstance(html, str) else html
-    scripts = _SCRIPT.search(raw) is not None
     tree = LexborHTMLParser(raw)
+    scripts = _SCRIPT.search(raw) is not None and any(
+        _runs((node.attributes.get("type") or "").strip().lower()) for node in tree.css("script")
+    )
     site = _site(url)
     resolver = Resolver(url)
     links = set()
@@ -98,6 +100,11 @@ def read_signals(html: bytes | str, url: str) -> Signals:
         body.strip_tags(list(_INVISIBLE))
         text = len(" ".join(body.text(separator=" ").split()))
     return Signals(scripts, text, frozenset(links), empty_mount, noscript)
+
+
+def _runs(kind: str) -> bool:
+    """Whether a ``<script type>`` is one a browser runs (JSON-LD and templates are not)."""
+    return kind in ("", "module") or "javascript" in kind or "ecmascript" in kind
 
 
 def _site(url: str) -> str:
