@@ -1,9 +1,9 @@
 """``--render auto``: which pages to render, read from the plain HTTP answer and learnt per host.
 
 A page is a candidate when it ships scripts a browser runs (not JSON-LD, not templates) and
-looks empty without them: an empty
-application mount point (``<div id="root"></div>``, ``#app``, ``#__next``...), a
-``<noscript>`` notice, or little visible text with almost no same-site links. A page that
+looks empty without them: an empty application mount point (``<div id="root"></div>``,
+``#app``, ``#__next``...), a ``<noscript>`` notice, or little visible text with almost no
+same-site links. A page that
 carries server-rendered text with links is not, whatever its scripts (nor is a page without
 scripts: rendering cannot change it).
 
