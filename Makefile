@@ -89,5 +89,6 @@ bench: bench-crawl system-deps
 	$(BIN)/python benchmarks/bench_seeds.py
 	$(BIN)/python benchmarks/bench_latency.py
 	$(BIN)/python benchmarks/bench_rules.py
+	$(BIN)/python benchmarks/bench_render.py
 	$(BIN)/python benchmarks/bench_cluster.py $(CLUSTER_ARGS)
 	$(BIN)/python benchmarks/bench_balance.py --plot docs/load-balancing-finish-times.png

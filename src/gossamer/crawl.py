@@ -9,6 +9,7 @@ import asyncio
 import functools
 import gc
 import os
+import re
 import signal
 import socket
 import sys
@@ -37,6 +38,17 @@ from gossamer.fetch.auth import Authenticator, CookieJar, Login, Secret, UserLog
 from gossamer.fetch.guard import AddressGuard
 from gossamer.fetch.http import FetchConfig, Fetcher
 from gossamer.fetch.proxies import ProxyError, ProxyPool, parse_proxy, read_proxies_file
+from gossamer.fetch.render import (
+    BrowserConfig,
+    BrowserPool,
+    HostLearner,
+    PageOptions,
+    PageRenderer,
+    RenderingFetcher,
+    RenderUnavailable,
+    check_available,
+    default_concurrency,
+)
 from gossamer.frontier.base import Frontier
 from gossamer.frontier.local import LocalFrontier
 from gossamer.frontier.politeness import PolitenessPolicy
@@ -118,6 +130,9 @@ class Stages:
     """With ``--proxy`` or ``--proxies-file``: the pool the fetcher sends requests through."""
     auth: Authenticator | None = None
     """With [[auth]] tables: the logins the fetcher attaches, their cookies in crawl.db."""
+    renderer: RenderingFetcher | None = None
+    """With ``--render auto|always`` or ``--render-url``: the fetcher the engine calls,
+    rendering pages in headless Chromium over ``fetcher``."""
 
     def metric_sources(self, crawler: Crawler, frontier: Frontier) -> Sources:
         """Where ``/metrics`` reads this crawl's figures (the stages' snapshots)."""
@@ -129,6 +144,7 @@ class Stages:
             waiting_hosts=frontier.waiting_hosts,
             loop=crawler.loop_state,
             proxies=None if self.proxies is None else self.proxies.stats,
+            extra={} if self.renderer is None else {"render": self.renderer.stats},
         )
 
     def crawler(
@@ -145,7 +161,7 @@ class Stages:
         return Crawler(
             _engine_config(settings, self.rules),
             frontier,
-            self.fetcher,
+            self.renderer if self.renderer is not None else self.fetcher,
             self.robots,
             self.robots_fetch,
             SQLiteSink(self.db),
@@ -155,6 +171,7 @@ class Stages:
             pdf=self.pdf,
             proxy_stats=None if self.proxies is None else self.proxies.json_stats,
             auth_stats=None if self.auth is None else self.auth.stats_counts,
+            render_stats=None if self.renderer is None else self.renderer.json_stats,
         )
 
 
@@ -217,9 +234,12 @@ async def open_stages(
         max_crawl_delay=settings.max_crawl_delay,
     )
     pdf = PdfPool(workers=2) if settings.text else None
+    renderer = rendering_fetcher(settings, fetcher, scope, robots)
     try:
         if proxies is not None:
             await proxies.start()  # every proxy checked once before the first request
+        if renderer is not None:
+            await _start_renderer(renderer)
         store = await _catch_up(sink, db)
         yield Stages(
             db,
@@ -237,8 +257,11 @@ async def open_stages(
             items=items,
             proxies=proxies,
             auth=auth,
+            renderer=renderer,
         )
     finally:
+        if renderer is not None:
+            await renderer.close()
         if proxies is not None:
             await proxies.close()
         if pdf is not None:
@@ -252,6 +275,77 @@ async def open_stages(
         db.close()
         if sink is not None:
             await sink.close()
+
+
+def renders(settings: CrawlSettings) -> bool:
+    """Whether the crawl renders any page (``--render auto|always`` or ``--render-url``)."""
+    return settings.render != "never" or bool(settings.render_url)
+
+
+def check_rendering(settings: CrawlSettings) -> None:
+    """When the crawl renders: Playwright and the browser must be there (a SettingsError,
+    exit status 2, says what to install). Imports Playwright only then."""
+    if not renders(settings):
+        return
+    try:
+        check_available(settings.render_browser)
+    except RenderUnavailable as exc:
+        raise SettingsError(f"invalid setting 'render': {exc}") from None
+
+
+def rendering_fetcher(
+    settings: CrawlSettings, fetcher: Fetcher, scope: Scope, robots: RobotsCache
+) -> RenderingFetcher | None:
+    """The rendering middleware over ``fetcher`` (None when the crawl renders nothing): its
+    browser's subrequests keep to ``scope`` and, unless ``--no-robots``, to robots.txt."""
+    if not renders(settings):
+        return None
+    check_rendering(settings)
+    concurrency = settings.render_concurrency or default_concurrency()
+    pool = BrowserPool(
+        BrowserConfig(
+            executable=settings.render_browser,
+            js_heap_mb=settings.render_js_heap_mb,
+            restart_pages=settings.render_restart_pages,
+            memory_mb=settings.render_memory_mb,
+        ),
+        concurrency,
+    )
+    options = PageOptions(
+        user_agent=settings.user_agent,
+        timeout=settings.render_timeout,
+        load_timeout=settings.render_load_timeout,
+        settle=settings.render_settle,
+        scroll=settings.render_scroll,
+        block=frozenset(settings.render_block),
+    )
+    renderer = PageRenderer(
+        pool,
+        fetcher,
+        options,
+        in_scope=functools.partial(in_scope, scope),
+        allowed=robots.allowed if settings.robots else None,
+    )
+    patterns = tuple(re.compile(p) for p in settings.render_url)
+    mode = settings.render
+    return RenderingFetcher(
+        fetcher, renderer, pool, mode, patterns, HostLearner(), max_bytes=settings.max_body_bytes
+    )
+
+
+async def _start_renderer(renderer: RenderingFetcher) -> None:
+    """Launch the browser; one that cannot start is a settings error (exit status 2)."""
+    try:
+        await renderer.start()
+    except RenderUnavailable as exc:
+        raise SettingsError(f"invalid setting 'render': {exc}") from None
+    except Exception as exc:
+        if type(exc).__module__.startswith("playwright"):
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise SettingsError(
+                f"invalid setting 'render': the browser did not start: {first}"
+            ) from None
+        raise
 
 
 def auth_logins(settings: CrawlSettings, env: Mapping[str, str] | None = None) -> list[Login]:
@@ -570,6 +664,7 @@ async def run_crawl(settings: CrawlSettings) -> CrawlStats:
     _engine_config(settings)  # a bad --hook fails before anything is written
     rules = load_ruleset(settings)  # and so do bad rule documents
     auth_logins(settings)  # and a missing secret
+    check_rendering(settings)  # and --render without Playwright or the browser
     async with _metrics_server(settings) as metrics:  # a port in use fails before the crawl
         prepare_out_dir(settings)
         async with build_crawler(settings, seeds, rules, metrics) as crawler:

@@ -104,6 +104,8 @@ class FetchResultLike(Archivable, Protocol):
     def headers(self) -> Mapping[str, str]: ...
     @property
     def proxy(self) -> str | None: ...
+    @property
+    def rendered(self) -> bool: ...
 
 
 class Fetch(Protocol):
@@ -164,8 +166,10 @@ class Crawler:
         pdf: PdfPool | None = None,
         proxy_stats: Callable[[], dict[str, Any]] | None = None,
         auth_stats: Callable[[], Mapping[str, int]] | None = None,
+        render_stats: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         self._config = config
+        self._render_stats = render_stats
         self._proxy_stats = proxy_stats
         self._auth_stats = auth_stats
         self._archive = archive
@@ -265,6 +269,8 @@ class Crawler:
         elapsed = self._clock() - self._started
         front = self._frontier.stats()
         fetched = self._counts["pages"] - self._prior_pages
+        render = None if self._render_stats is None else self._render_stats()
+        browser_peak = 0.0 if render is None else float(render["browser_peak_rss_mb"])
         return CrawlStats(
             pages=self._counts["pages"],
             ok=self._counts["ok"],
@@ -279,12 +285,13 @@ class Crawler:
             in_flight=len(self._tasks),
             elapsed=elapsed,
             pages_per_second=fetched / elapsed if elapsed > 0 else 0.0,
-            peak_rss_mb=peak_rss_mb(),
+            peak_rss_mb=round(peak_rss_mb() + browser_peak, 1),
             internal_errors=self._counts["internal_errors"],
             hook_errors=self._counts["hook_errors"],
             set_aside=front.set_aside,
             proxies=None if self._proxy_stats is None else self._proxy_stats(),
             auth=None if self._auth_stats is None else dict(self._auth_stats()),
+            render=render,
             **{name: self._counts[name] for name in _RULE_COUNTERS},
         )
 
@@ -542,6 +549,7 @@ class Crawler:
             flags=flags,
             extra=extra,
             proxy=result.proxy,
+            rendered=result.rendered,
             **content,
             **ruled,
         )

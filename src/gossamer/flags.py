@@ -75,6 +75,14 @@ def add_crawl_flags(parser: argparse.ArgumentParser, *, cluster: bool = False) -
         "GOSSAMER_PROXIES, which ps does not show)",
     )
     parser.add_argument(
+        "--render-url",
+        dest="render_url",
+        action="append",
+        metavar="REGEX",
+        help="always render URLs matching this regular expression in headless Chromium "
+        "(repeatable; see --render)",
+    )
+    parser.add_argument(
         "--resume", action="store_const", const=True, help="continue the crawl in --out"
     )
     parser.add_argument(

@@ -78,6 +78,8 @@ class ShippedRules(BaseModel):
     )
 
 
+RenderBlock = Literal["image", "font", "media", "stylesheet"]
+"""Kinds of subrequests ``render_block`` may name."""
 AuthType = Literal["basic", "bearer", "cookies", "form", "oauth2"]
 _SECRETS: dict[str, tuple[str, ...]] = {
     "basic": ("username", "password"),
@@ -356,6 +358,57 @@ class CrawlSettings(BaseModel):
         description="Address the metrics port listens on (127.0.0.1; 0.0.0.0 in a container).",
     )
 
+    render: Literal["never", "auto", "always"] = Field(
+        "never",
+        description="Render pages in headless Chromium so links and text built by JavaScript "
+        "are found: never, auto (pages that ship scripts and look empty without them, learnt "
+        "per host) or always (see gossamer.fetch.render).",
+    )
+    render_url: list[str] = Field(
+        default_factory=list,
+        description="Always render URLs matching this regular expression (--render-url, "
+        "repeatable), whatever --render says.",
+    )
+    render_browser: Path = Field(
+        Path("/usr/bin/chromium-headless-shell"),
+        description="The Chromium (headless shell) rendering runs; never downloaded.",
+    )
+    render_concurrency: int | None = Field(
+        None,
+        ge=1,
+        le=64,
+        description="Pages rendered at once (default: from the cores and the memory free).",
+    )
+    render_timeout: float = Field(
+        15.0, gt=0, le=600, description="Hard deadline of one page's rendering, seconds."
+    )
+    render_load_timeout: float = Field(
+        5.0, gt=0, le=600, description="Longest wait for a rendered page's load event, seconds."
+    )
+    render_settle: float = Field(
+        0.3,
+        gt=0,
+        le=60,
+        description="Seconds without DOM changes and requests in flight after which a "
+        "rendered page counts as settled.",
+    )
+    render_scroll: int = Field(
+        0, ge=0, le=100, description="Scroll a rendered page to its end up to this many times."
+    )
+    render_js_heap_mb: int = Field(
+        512, ge=16, le=16_384, description="JavaScript heap cap of a rendered page, MiB."
+    )
+    render_restart_pages: int = Field(
+        500, ge=1, description="Restart the browser after this many rendered pages."
+    )
+    render_memory_mb: int = Field(
+        2048, ge=64, description="Restart the browser once its processes hold this much, MiB."
+    )
+    render_block: list[RenderBlock] = Field(
+        default_factory=lambda: list[RenderBlock](("image", "font", "media")),
+        description="Kinds of subrequests a rendered page is not given (comma-separated).",
+    )
+
     auth: list[AuthSettings] = Field(
         default_factory=list,
         description="Logins per domain ([[auth]] tables of the config file; never flags).",
@@ -371,7 +424,14 @@ class CrawlSettings(BaseModel):
         return value
 
     @field_validator(
-        "seeds", "allow_domains", "allow_ports", "resolve", "rules", "proxies", mode="before"
+        "seeds",
+        "allow_domains",
+        "allow_ports",
+        "resolve",
+        "rules",
+        "proxies",
+        "render_block",
+        mode="before",
     )
     @classmethod
     def _split_strings(cls, value: Any) -> Any:
@@ -398,6 +458,22 @@ class CrawlSettings(BaseModel):
             module, _, function = spec.rpartition(":")
             if not module or not function.isidentifier():
                 raise ValueError(f"{name} = {spec!r} is not module:function")
+        return value
+
+    @field_validator("render_url", mode="before")
+    @classmethod
+    def _one_pattern(cls, value: Any) -> Any:
+        # a regular expression may hold commas: a string (environment, TOML) is one pattern
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("render_url")
+    @classmethod
+    def _patterns(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
         return value
 
     @field_validator("proxies")

@@ -38,6 +38,8 @@ class CrawlStats:
     pages_per_second: float
     """Records of this run per second of this run."""
     peak_rss_mb: float
+    """Peak resident memory of this process, plus that of the browser's processes when
+    rendering (``render.browser_peak_rss_mb``)."""
     hook_errors: int = 0
     """Pages whose ``--hook`` raised or returned what a record cannot hold."""
     internal_errors: int = 0
@@ -60,6 +62,10 @@ class CrawlStats:
     auth: dict[str, int] | None = None
     """With [[auth]] logins: logins, re-logins, token refreshes, failures, domains, cookies
     (counts only)."""
+    render: dict[str, Any] | None = None
+    """With ``--render``: pages rendered, failures, retries, deadline hits, browser restarts
+    and crashes, render seconds, subrequests allowed and blocked (by why), ``auto``'s choices
+    and the browser's memory (see gossamer.fetch.render.RenderStats)."""
 
     def write(self, path: Path) -> None:
         """Write as stats.json."""

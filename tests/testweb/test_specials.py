@@ -11,6 +11,7 @@ import pytest
 
 from gossamer.testweb import CHARSET_SAMPLES, TestWebServer
 from gossamer.testweb.payloads import ENCODED_MARKER, MALFORMED_MARKER, PDF_TEXT, encoded_page
+from gossamer.testweb.specials import APP_PAGES
 
 from .support import client
 
@@ -194,3 +195,18 @@ async def test_unusual_encodings_decode_to_the_page(server: TestWebServer) -> No
     with pytest.raises(zlib.error):
         zlib.decompress(lookalike)
     assert zlib.decompress(lookalike, -zlib.MAX_WBITS) == page
+
+
+async def test_the_app_section_is_built_by_script(
+    server: TestWebServer, session: aiohttp.ClientSession
+) -> None:
+    response, body = await fetch(session, server.url(0, "/app/0"))
+    assert response.status == 200
+    assert b'<div id="root"></div>' in body and b"<noscript>" in body
+    markup, _, script = body.partition(b"<script>")
+    assert b"<a " not in markup and b'<a href="/app/1">' in script  # once the script ran
+    _, last = await fetch(session, server.url(0, f"/app/{APP_PAGES - 1}"))
+    assert b'<a href="/">' in last
+    for bad in (f"/app/{APP_PAGES}", "/app/01", "/app/x"):
+        response, _ = await fetch(session, server.url(0, bad))
+        assert response.status == 404

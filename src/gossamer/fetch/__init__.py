@@ -1,10 +1,11 @@
 """The fetch stage: DNS caching and overrides (``dns``), the address guard (``guard``), pooled
 HTTP with capped decoding (``http``, ``decoding``), the bandwidth cap (``ratelimit``), the
-wire capture for WARC (``exchange``), the proxy pool (``proxies``) and logins per domain
-(``auth``).
+wire capture for WARC (``exchange``), the proxy pool (``proxies``), logins per domain
+(``auth``) and rendering in headless Chromium (``render``, a package).
 
 This package may import the standard library, aiohttp, aiodns, brotli, aiohttp-socks and
-python-socks (SOCKS5 proxies), selectolax, ``gossamer.redact``,
+python-socks (SOCKS5 proxies), selectolax, psutil, playwright (in ``render``, lazily),
+``gossamer.redact``,
 ``gossamer.safe`` and ``gossamer.urls``; it knows no other stage (the engine hands it URLs
 and reads its results).
 """

@@ -160,6 +160,8 @@ class FetchResult:
     """The exchange as sent and received, with ``keep_wire`` and a response; else None."""
     proxy: str | None = None
     """The proxy the request went through (``scheme://host:port``, no credentials), or None."""
+    rendered: bool = False
+    """``body`` is the DOM a browser rendered (``gossamer.fetch.render``), not the answer's."""
 
     @property
     def sent_by(self) -> float:

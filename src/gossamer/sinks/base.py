@@ -130,6 +130,9 @@ class PageRecord:
     proxy: str | None = None
     """With proxies: the proxy that fetched the page, ``scheme://host:port`` (no
     credentials)."""
+    rendered: bool = False
+    """Whether the page's links, text and rule fields were read from the DOM a browser
+    rendered (``--render``) rather than from the HTTP answer."""
     found: tuple[Item, ...] = field(default=(), compare=False, repr=False, metadata=_NOT_STORED)
     """The items themselves: not a field of the record's row or line, they travel with the
     record to the sinks, which keep them in their items table or file."""
@@ -168,6 +171,7 @@ class PageRecord:
         """Inverse of :meth:`as_row`."""
         values = dict(zip(FIELD_NAMES, row, strict=True))
         values["truncated"] = bool(values["truncated"])
+        values["rendered"] = bool(values["rendered"])
         values["flags"] = tuple((values["flags"] or "").split())
         if values["extra"] is not None:
             values["extra"] = json.loads(values["extra"])

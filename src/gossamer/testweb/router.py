@@ -39,6 +39,7 @@ PREFIXES: tuple[tuple[str, Handler], ...] = (
     ("/calendar/", specials.calendar),
     ("/repeat/", specials.repeat),
     ("/long/", specials.long_url),
+    ("/app/", specials.app),
     ("/poison/", attacks.poison),
 )
 

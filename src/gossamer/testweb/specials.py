@@ -15,6 +15,11 @@ Every host serves all of them (``hostile.py`` has the slow and broken ones):
 * ``/files/doc.pdf``, ``/files/image.png``, ``/malformed``, ``/charset/{windows-1251,
   iso-8859-1,shift_jis}``, ``/encoded/{gzip,deflate,br}`` (encoded whatever the client
   accepts).
+* ``/app/N`` (N < ``APP_PAGES``): a section built by JavaScript (``--render``): an empty
+  ``<div id="root">`` and a ``<noscript>`` notice; a script writes the page's text and its
+  links to ``/app/N+1`` (the last one to ``/``). No generated page links here, so the web's
+  truth does not count it: a crawl enters it from a seed, and sees past ``/app/0`` only when
+  it renders.
 * ``/encoded/gzip-multi``: the same page as a gzip body of three members
   (``Content-Encoding: gzip``); ``/encoded/deflate-raw-lookalike``: as raw deflate whose
   first two bytes pass the zlib header check (``Content-Encoding: deflate``); both decode to
@@ -29,10 +34,11 @@ from dataclasses import dataclass
 
 from gossamer.testweb import payloads
 from gossamer.testweb.model import Host, origin
-from gossamer.testweb.protocol import HTML, Reply, Request, page, redirect
+from gossamer.testweb.protocol import HTML, Reply, Request, html, page, redirect
 from gossamer.testweb.web import Web
 
 REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
+APP_PAGES = 10
 FLAKY_CODES = frozenset({429, 500, 503})
 MAX_CHAIN = 1000
 
@@ -150,6 +156,26 @@ async def long_url(req: Request, ctx: Context) -> Reply:
     if not tail or "/" in tail:
         return not_found()
     return page(200, f"Long {len(tail)}", f'<a href="/long/{tail}-{len(tail):08d}">longer</a>')
+
+
+async def app(req: Request, ctx: Context) -> Reply:
+    """``/app/N``: a page of the section built by JavaScript (see the module doc)."""
+    number = req.path.removeprefix("/app/")
+    if not number.isdigit() or int(number) >= APP_PAGES or number != str(int(number)):
+        return not_found()
+    n = int(number)
+    following = f"/app/{n + 1}" if n + 1 < APP_PAGES else "/"
+    script = (
+        "document.getElementById('root').innerHTML ="
+        f" '<h1>App page {n}</h1><p>' + 'This text is written by a script. '.repeat(8) +"
+        f" '</p><a href=\"{following}\">next</a>';"
+    )
+    return html(
+        200,
+        f"<!DOCTYPE html><html><head><title>App {n}</title></head><body>"
+        '<div id="root"></div><noscript>This section needs JavaScript.</noscript>'
+        f"<script>{script}</script></body></html>\n",
+    )
 
 
 async def files(req: Request, ctx: Context) -> Reply:
