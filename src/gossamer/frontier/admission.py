@@ -7,7 +7,8 @@ here; what they do with the admitted URLs (the seen check, queueing) is theirs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping
 
 from gossamer.frontier.base import Candidate
 from gossamer.urls import InvalidURL, OriginCache, Scope, canonicalize, fingerprint, host_key
@@ -56,3 +57,18 @@ class Admission:
     def origins_cached(self) -> int:
         """Host keys whose scope verdict is cached (bounded)."""
         return len(self._origins)
+
+
+def locate(priorities: Mapping[str, float]) -> dict[str, dict[int, float]]:
+    """URLs as candidates spelled them with their priorities, canonicalized as :meth:`admit`
+    does: by host key, then fingerprint (invalid URLs and non-finite priorities left out)."""
+    out: dict[str, dict[int, float]] = {}
+    for raw, priority in priorities.items():
+        if not isinstance(priority, (int, float)) or not math.isfinite(priority):
+            continue
+        try:
+            url = canonicalize(raw)
+        except InvalidURL:
+            continue
+        out.setdefault(host_key(url), {})[fingerprint(url)] = float(priority)
+    return out

@@ -96,7 +96,7 @@ class Claims:
         that do not decode are set aside)."""
         now = self._clock()
         deadline = self._wall() + self._lease_timeout
-        names = ("queue", "claimed", "deadlines", "counts", "fence")
+        names = ("queue", "claimed", "deadlines", "counts", "fence", "ranked", "ranks")
         args = [self.batch, repr(deadline)]
         calls = [(self._scripts["claim"], self._keys.of(part, *names), args) for part in parts]
         results: list[list[Any]] = await run_scripts(self._redis, calls)
@@ -145,7 +145,7 @@ class Claims:
         ``limit`` per partition; how many were returned."""
         if not parts:
             return 0
-        names = ("claimed", "deadlines", "queue", "counts")
+        names = ("claimed", "deadlines", "queue", "counts", "ranked", "ranks")
         args = [repr(self._wall()), limit]
         calls = [(self._scripts["reclaim"], self._keys.of(part, *names), args) for part in parts]
         counts: list[int] = await run_scripts(self._redis, calls)
@@ -165,7 +165,7 @@ class Claims:
         if not entries:
             return 0
         args = [x for e in entries for x in (e.claim, e.encode())]
-        keys = self._keys.of(part, "claimed", "deadlines", "queue", "counts")
+        keys = self._keys.of(part, "claimed", "deadlines", "queue", "counts", "ranked", "ranks")
         given: int = await self._scripts["unclaim"](keys=keys, args=args)
         for entry in entries:
             self.forget(entry)
@@ -175,6 +175,14 @@ class Claims:
         """The call finishing ``entry``: its claim removed, the URL counted finished once."""
         keys = self._keys.of(entry.part, "claimed", "deadlines", "counts")
         return (self._scripts["ack"], keys, [entry.claim])
+
+    def update_call(self, entry: Entry) -> ScriptCall:
+        """The call storing ``entry`` (a new priority) in its claim, if still held."""
+        return (
+            self._scripts["update"],
+            self._keys.of(entry.part, "claimed"),
+            [entry.claim, entry.encode()],
+        )
 
     async def update(self, entry: Entry) -> bool:
         """Store ``entry`` (a retry: attempts and not-before) in its claim; False when the

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Literal
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, Literal
 
-from gossamer.frontier.admission import Admission
+from gossamer.frontier.admission import Admission, locate
 from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease, Rules
 from gossamer.frontier.dedup import SeenSet
-from gossamer.frontier.hosts import HostScheduler, Queued, RulesLookup
+from gossamer.frontier.hosts import DEFAULT_SLACK, HostScheduler, Queued, RulesLookup
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis.claims import RECLAIM_LIMIT, Claims
 from gossamer.frontier.redis.counts import PartitionCounts, read_counts
@@ -69,6 +69,7 @@ class RedisFrontier:
         refresh_interval: float = 1.0,
         defer_acks: bool = False,
         partition_by: Literal["host", "url"] = "host",
+        slack: float = DEFAULT_SLACK,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
@@ -85,6 +86,7 @@ class RedisFrontier:
         self._clock = clock
         self._wall = wall_clock
         self._add_script = scripts["add"]
+        self._rerank_script = scripts["reprioritize"]
         self._keys = keys
         owned = (ownership or Ownership.every(partitions)).partitions
         self._claims = Claims(
@@ -101,7 +103,7 @@ class RedisFrontier:
             lease_timeout=lease_timeout, clock=clock,
         )  # fmt: skip
         self._hosts: HostScheduler[Entry] = HostScheduler(
-            policy, rules=rules, lease_timeout=lease_timeout, clock=clock
+            policy, rules=rules, lease_timeout=lease_timeout, slack=slack, clock=clock
         )
         self._unsent: list[Entry] = []
         """Acked entries whose ack has not gone to Redis yet (``defer_acks``)."""
@@ -123,6 +125,7 @@ class RedisFrontier:
         """Canonicalize, scope and dedup candidates; queue the new ones in their partitions."""
         admitted, rejected = self._admission.admit(candidates)
         batches: dict[int, list[tuple[int, str]]] = {}
+        ranked: set[int] = set()
         duplicates = 0
         batch_fps: set[int] = set()
         for url, key, fp, cand in admitted:
@@ -133,14 +136,16 @@ class RedisFrontier:
             entry = encode(Queued(url, fp, cand.depth, cand.hops, 0, cand.priority), 0.0)
             part = fp % self._partitions if self._by_url else partition_of(key, self._partitions)
             batches.setdefault(part, []).append((fp, entry))
+            if cand.priority:
+                ranked.add(part)
         added = 0
         if batches:
             calls: list[ScriptCall] = []
             for part, rows in batches.items():
-                args = [x for fp, entry in rows for x in (fp, entry)]
-                calls.append(
-                    (self._add_script, self._keys.of(part, "seen", "queue", "counts"), args)
-                )
+                args: list[Any] = ["1" if part in ranked else "0"]
+                args += [x for fp, entry in rows for x in (fp, entry)]
+                keys = self._keys.of(part, "seen", "queue", "counts", "ranked", "ranks")
+                calls.append((self._add_script, keys, args))
             results = await run_scripts(self._redis, calls)
             self._sent.add_many(list(batch_fps))  # only once Redis has them
             for part, flags in zip(batches, results, strict=True):
@@ -154,6 +159,30 @@ class RedisFrontier:
             self._finished = self._finished and not added
         self._duplicates += duplicates
         return AddResult(added, duplicates, rejected)
+
+    async def reprioritize(self, priorities: Mapping[str, float]) -> int:
+        """New priorities for queued URLs: those held in memory here (their claims updated,
+        so a reclaim keeps them), and those queued in Redis (one script per partition, in one
+        pipeline); returns how many changed. URLs other workers hold claimed keep theirs."""
+        wanted = locate(priorities)
+        changed = self._hosts.rerank(wanted)
+        held = {entry.fp for entry in changed}
+        calls = [self._claims.update_call(entry) for entry in changed if not entry.orphan]
+        parts: dict[int, list[str]] = {}
+        for key, fps in wanted.items():
+            for fp, priority in fps.items():
+                if fp not in held:
+                    part = (
+                        fp % self._partitions
+                        if self._by_url
+                        else partition_of(key, self._partitions)
+                    )
+                    parts.setdefault(part, []).extend((str(fp), repr(priority) if priority else ""))
+        names = ("queue", "ranked", "ranks", "counts")
+        script = self._rerank_script
+        calls += [(script, self._keys.of(part, *names), args) for part, args in parts.items()]
+        results = await run_scripts(self._redis, calls)
+        return len(changed) + sum(int(n) for n in results[len(results) - len(parts) :])
 
     async def lease(self, n: int) -> list[Lease]:
         """Up to ``n`` leases that use a slot of a due host, plus those that need none.
