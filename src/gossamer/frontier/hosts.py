@@ -913,8 +913,19 @@ class HostScheduler(Generic[E]):
 
     def _pop_best(self, now: float) -> tuple[str, Host[E]] | None:
         """:meth:`_pop` best first: the due host whose next URL is best, unless it is worse
-        than the best queued URL by more than the slack (then nothing); hosts in line join
-        when no host is due."""
+        than the best queued URL by more than the slack (then nothing). Hosts in line join the
+        working set while it has room, whether or not one is due."""
+        line, hosts = self._line, self._hosts
+        while line and self._has_room():  # ranks are known only inside the working set
+            key = line.popleft()
+            host = hosts.get(key)
+            if host is None:
+                continue
+            host.pending = False
+            if host.waiting and not host.active:
+                host.active = True
+                self.active += 1
+                self._schedule(key, host)
         self._drain(now)
         floor: float | None = None
         while (rank := self._top_due()) is not None:
