@@ -7,6 +7,7 @@ priority 0) keeps its order and never turns the ranking on.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from typing import Any
@@ -215,7 +216,7 @@ def test_priorities_never_break_a_hosts_delay_or_limit() -> None:
         clock.now += 0.5
     a_times = [t for t, url in starts if url.startswith(A)]
     assert len(a_times) == 4
-    assert all(b - a >= 3.0 for a, b in zip(a_times, a_times[1:], strict=False))
+    assert all(b - a >= 3.0 for a, b in itertools.pairwise(a_times))
     assert starts[:2] == [(100.0, f"{A}/0"), (100.0, f"{B}/0")]  # slack inf: b goes meanwhile
 
 
@@ -360,11 +361,7 @@ def test_every_lease_is_the_best_allowed_by_a_model(seed: int) -> None:
         due = {
             key: max(queue)
             for key, queue in queued.items()
-            if queue
-            and (slot := hosts.slot(key)) is not None
-            and policy.ready_at(slot) <= clock.now
-            or queue
-            and hosts.slot(key) is None
+            if queue and ((slot := hosts.slot(key)) is None or policy.ready_at(slot) <= clock.now)
         }
         best = max((max(q) for q in queued.values() if q), default=None)
         got = hosts.lease(1).leases
