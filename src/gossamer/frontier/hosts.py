@@ -294,7 +294,7 @@ _ANYTHING = _Verdict("ignored", allows=True)
 _ROBOTS = _Verdict("unknown", allows=False)
 """What :meth:`HostScheduler._look` returns when robots.txt must come first."""
 _SLOTTED: frozenset[LeaseKind] = frozenset({"page", "robots"})
-DEFAULT_SLACK = 0.2
+DEFAULT_SLACK = 0.5
 """How much lower a URL's priority may be than the best queued URL's and still be leased
 while the best one's host is not due (see :class:`HostScheduler`; the figures behind it:
 ``benchmarks/bench_bestfirst.py``)."""
