@@ -176,6 +176,20 @@ class Claims:
         keys = self._keys.of(entry.part, "claimed", "deadlines", "counts")
         return (self._scripts["ack"], keys, [entry.claim])
 
+    def rerank(self, parts: dict[int, dict[int, float]]) -> list[ScriptCall]:
+        """The calls giving entries queued in ``parts`` new priorities (by fingerprint), one
+        per partition; each answers how many changed."""
+        names = ("queue", "ranked", "ranks", "counts")
+        script = self._scripts["reprioritize"]
+        return [
+            (
+                script,
+                self._keys.of(part, *names),
+                [x for fp, p in new.items() for x in _ranked(fp, p)],
+            )
+            for part, new in parts.items()
+        ]
+
     def update_call(self, entry: Entry) -> ScriptCall:
         """The call storing ``entry`` (a new priority) in its claim, if still held."""
         return (
@@ -215,6 +229,11 @@ class Claims:
         calls = [(self._scripts["set_aside"], self._keys.of(p, *names), [c]) for p, c, _, _ in bad]
         await run_scripts(self._redis, calls)
         self.set_aside += len(bad)
+
+
+def _ranked(fp: int, priority: float) -> tuple[str, str]:
+    """A fingerprint and a priority as ``reprioritize.lua`` takes them ('' for 0)."""
+    return str(fp), repr(priority) if priority else ""
 
 
 def _bad_json(part: int, raw: bytes | str, reason: str) -> str:

@@ -86,7 +86,6 @@ class RedisFrontier:
         self._clock = clock
         self._wall = wall_clock
         self._add_script = scripts["add"]
-        self._rerank_script = scripts["reprioritize"]
         self._keys = keys
         owned = (ownership or Ownership.every(partitions)).partitions
         self._claims = Claims(
@@ -134,7 +133,7 @@ class RedisFrontier:
                 continue
             batch_fps.add(fp)
             entry = encode(Queued(url, fp, cand.depth, cand.hops, 0, cand.priority), 0.0)
-            part = fp % self._partitions if self._by_url else partition_of(key, self._partitions)
+            part = self._part(key, fp)
             batches.setdefault(part, []).append((fp, entry))
             if cand.priority:
                 ranked.add(part)
@@ -168,19 +167,12 @@ class RedisFrontier:
         changed = self._hosts.rerank(wanted)
         held = {entry.fp for entry in changed}
         calls = [self._claims.update_call(entry) for entry in changed if not entry.orphan]
-        parts: dict[int, list[str]] = {}
+        parts: dict[int, dict[int, float]] = {}
         for key, fps in wanted.items():
             for fp, priority in fps.items():
                 if fp not in held:
-                    part = (
-                        fp % self._partitions
-                        if self._by_url
-                        else partition_of(key, self._partitions)
-                    )
-                    parts.setdefault(part, []).extend((str(fp), repr(priority) if priority else ""))
-        names = ("queue", "ranked", "ranks", "counts")
-        script = self._rerank_script
-        calls += [(script, self._keys.of(part, *names), args) for part, args in parts.items()]
+                    parts.setdefault(self._part(key, fp), {})[fp] = priority
+        calls += self._claims.rerank(parts)
         results = await run_scripts(self._redis, calls)
         return len(changed) + sum(int(n) for n in results[len(results) - len(parts) :])
 
@@ -380,6 +372,10 @@ class RedisFrontier:
         await run_scripts(self._redis, calls)
         for entry in entries:
             self._claims.forget(entry)
+
+    def _part(self, key: str, fp: int) -> int:
+        """The partition of a URL (its host key, its fingerprint)."""
+        return fp % self._partitions if self._by_url else partition_of(key, self._partitions)
 
     def _slot_release(self, lease: Lease, feedback: Feedback | None) -> list[ScriptCall]:
         """The calls to send as a lease ends: its host slot back (url mode), and the fences of
