@@ -423,3 +423,16 @@ async def test_reprioritize_twice_and_back_to_zero(make: Make) -> None:
     assert await frontier.reprioritize({"http://a.test/0": 0.0, "http://a.test/2": 0.9}) == 2
     assert await frontier.reprioritize({"http://a.test/2": 0.9, "http://a.test/1": 0.1}) == 1
     assert await drain(frontier, clock) == ["a/2", "b/0", "a/1", "a/0"]
+
+
+async def test_a_priority_that_is_not_a_finite_number_is_turned_away(make: Make) -> None:
+    frontier = make(Clock())
+    result = await frontier.add(
+        [
+            Candidate("http://a.test/nan", priority=float("nan")),
+            Candidate("http://a.test/inf", priority=float("inf")),
+            Candidate("http://a.test/ok", priority=0.5),
+        ]
+    )
+    assert (result.added, result.rejected) == (1, {"bad-priority": 2})
+    assert await frontier.reprioritize({"http://a.test/ok": float("nan")}) == 0

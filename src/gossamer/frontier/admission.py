@@ -28,7 +28,8 @@ class Admission:
 
     def admit(self, candidates: Iterable[Candidate]) -> tuple[list[Admitted], dict[str, int]]:
         """The candidates in scope, in order, and how many were turned away for each reason
-        (``invalid-url``, ``offsite``, ``depth`` ...)."""
+        (``invalid-url``, ``offsite``, ``depth`` ..., ``bad-priority`` for a priority that is
+        not a finite number)."""
         rejected: dict[str, int] = {}
         admitted: list[Admitted] = []
         origins, scope = self._origins, self._scope
@@ -40,6 +41,8 @@ class Admission:
                 continue
             key = host_key(url)
             reason = origins.reason(key) or scope.trap_reason(url, cand.depth)
+            if cand.priority and not -math.inf < cand.priority < math.inf:
+                reason = "bad-priority"  # a NaN or an infinity would upset every ranking
             if reason is not None:
                 rejected[reason] = rejected.get(reason, 0) + 1
                 continue
