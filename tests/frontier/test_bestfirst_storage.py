@@ -19,7 +19,7 @@ from gossamer.frontier.base import Candidate, Frontier
 from gossamer.frontier.local import LocalFrontier
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import Ownership, RedisFrontier, partition_keys
-from gossamer.urls import Scope
+from gossamer.urls import Scope, fingerprint
 
 INF = float("inf")
 _jobs = itertools.count()
@@ -211,3 +211,31 @@ async def test_spilled_urls_are_reprioritized_in_crawl_db(tmp_path: Path) -> Non
     stored = dict(db.query("SELECT url, priority FROM urls"))
     assert (stored["http://a.test/4"], stored["http://a.test/0"]) == (0.5, 0.2)
     db.close()
+
+
+async def test_garbage_in_a_ranked_partition_is_set_aside(client: Redis) -> None:
+    """Members of the ranked set another writer garbled: claims set them aside (the worker
+    goes on), reprioritize leaves them, and the good entries still come out best first."""
+    clock = Clock()
+    job = f"bf{next(_jobs)}"
+    frontier = redis_frontier(client, job, clock, partitions=1)
+    await frontier.add(
+        [Candidate("http://a.test/0", priority=0.2), Candidate("http://a.test/1", priority=0.7)]
+    )
+    keys = partition_keys(job, 0)
+    garbage = {
+        "x": -5.0,
+        "1000000000000099|": -4.0,
+        "1000000000000098|12|0|0|0|0.0|nan|http://a.test/2": -3.0,
+        "1000000000000097|no fields at all": -2.0,
+    }
+    await client.zadd(keys["ranked"], garbage)
+    bad = "1000000000000098|12|0|0|0|0.0|nan|http://a.test/2"
+    await client.hset(keys["ranks"], str(fingerprint("http://a.test/2")), bad)
+    await client.hset(keys["ranks"], str(fingerprint("http://a.test/3")), "short")
+    await client.hincrby(keys["counts"], "queued", len(garbage))
+    # the first is rewritten with its new priority (and still set aside: its fingerprint is
+    # not its URL's), the second is no member: left alone
+    assert await frontier.reprioritize({"http://a.test/2": 0.9, "http://a.test/3": 0.9}) == 1
+    assert await order(frontier) == ["http://a.test/1", "http://a.test/0"]
+    assert frontier.stats().set_aside == len(garbage)

@@ -12,7 +12,11 @@ local function priority_of(entry)
   if sixth == nil or string.sub(sixth, 1, 4) == 'http' then
     return 0
   end
-  return tonumber(sixth) or 0
+  local p = tonumber(sixth)
+  if p == nil or p ~= p or p == math.huge or p == -math.huge then
+    return 0 -- a malformed entry: set aside when it is claimed
+  end
+  return p
 end
 local function order_key(counts, front)
   if front then
@@ -23,7 +27,10 @@ end
 local function rank(ranked, ranks, counts, entry, front)
   local member = order_key(counts, front) .. '|' .. entry
   redis.call('ZADD', ranked, -priority_of(entry), member)
-  redis.call('HSET', ranks, fp_of(entry), member)
+  local fp = fp_of(entry)
+  if fp then
+    redis.call('HSET', ranks, fp, member)
+  end
 end
 local function to_ranked(queue, ranked, ranks, counts)
   if redis.call('HSETNX', counts, 'ranked', 1) == 0 then

@@ -25,7 +25,10 @@ if want > 0 then
     redis.call('ZREM', KEYS[6], unpack(members))
     for _, member in ipairs(members) do
       local entry = string.sub(member, 18)
-      redis.call('HDEL', KEYS[7], fp_of(entry))
+      local fp = fp_of(entry)
+      if fp then
+        redis.call('HDEL', KEYS[7], fp)
+      end
       entries[#entries + 1] = entry
     end
   end

@@ -16,17 +16,19 @@ for i = 1, #ARGV, 2 do
     local entry = string.sub(member, 18)
     if priority_of(entry) ~= new then
       local head, rest = string.match(entry, '^([^|]*|[^|]*|[^|]*|[^|]*|[^|]*)|(.*)$')
-      if string.sub(rest, 1, 4) ~= 'http' then
+      if rest and string.sub(rest, 1, 4) ~= 'http' then
         rest = string.match(rest, '^[^|]*|(.*)$')
       end
-      if ARGV[i + 1] ~= '' then
-        rest = ARGV[i + 1] .. '|' .. rest
+      if rest then -- else malformed: left as it is, set aside when it is claimed
+        if ARGV[i + 1] ~= '' then
+          rest = ARGV[i + 1] .. '|' .. rest
+        end
+        local moved = string.sub(member, 1, 17) .. head .. '|' .. rest
+        redis.call('ZREM', KEYS[2], member)
+        redis.call('ZADD', KEYS[2], -new, moved)
+        redis.call('HSET', KEYS[3], ARGV[i], moved)
+        n = n + 1
       end
-      local moved = string.sub(member, 1, 17) .. head .. '|' .. rest
-      redis.call('ZREM', KEYS[2], member)
-      redis.call('ZADD', KEYS[2], -new, moved)
-      redis.call('HSET', KEYS[3], ARGV[i], moved)
-      n = n + 1
     end
   end
 end
