@@ -239,3 +239,21 @@ async def test_garbage_in_a_ranked_partition_is_set_aside(client: Redis) -> None
     assert await frontier.reprioritize({"http://a.test/2": 0.9, "http://a.test/3": 0.9}) == 1
     assert await order(frontier) == ["http://a.test/1", "http://a.test/0"]
     assert frontier.stats().set_aside == len(garbage)
+
+
+async def test_a_small_memory_holds_the_best_of_every_partition(client: Redis) -> None:
+    """16 partitions, room for 32 URLs, batches of 256: once ranked, a worker claims the best
+    two of every partition rather than a whole batch of one, so it leases the job's best."""
+    clock = Clock()
+    job = f"bf{next(_jobs)}"
+    pairs = [(f"http://h{i}.test/{j}", round(random.Random(i * 100 + j).random(), 4))
+             for i in range(40) for j in range(5)]  # fmt: skip
+    frontier = redis_frontier(
+        client, job, clock, partitions=16, memory_budget=32, claim_batch=256, slack=INF
+    )
+    await frontier.add([Candidate(url, priority=p) for url, p in pairs])
+    got = await order(frontier, rounds=1000)
+    priorities = dict(pairs)
+    best = sorted(priorities.values(), reverse=True)
+    assert [priorities[url] for url in got[:5]] == best[:5]
+    assert sorted(got) == sorted(priorities)

@@ -617,6 +617,11 @@ class HostScheduler(Generic[E]):
         return max(0.0, min(times) - now)
 
     @property
+    def ranked(self) -> bool:
+        """Best first across hosts is on (an entry with a priority other than 0 came)."""
+        return self._ranked
+
+    @property
     def leased(self) -> int:
         """Leases out."""
         return len(self._leases)

@@ -91,13 +91,13 @@ class Claims:
         after = self._claim_after
         return sorted(p for p in self._waiting if p in self.owned and after.get(p, now) <= now)
 
-    async def claim(self, parts: list[int]) -> list[Entry]:
-        """Claim up to a batch of entries from each of ``parts``; the entries now held (those
-        that do not decode are set aside)."""
+    async def claim(self, parts: list[int], batch: int | None = None) -> list[Entry]:
+        """Claim up to a batch of entries (``batch``, else :attr:`batch`) from each of
+        ``parts``; the entries now held (those that do not decode are set aside)."""
         now = self._clock()
         deadline = self._wall() + self._lease_timeout
         names = ("queue", "claimed", "deadlines", "counts", "fence", "ranked", "ranks")
-        args = [self.batch, repr(deadline)]
+        args = [batch or self.batch, repr(deadline)]
         calls = [(self._scripts["claim"], self._keys.of(part, *names), args) for part in parts]
         results: list[list[Any]] = await run_scripts(self._redis, calls)
         entries: list[Entry] = []

@@ -117,6 +117,7 @@ class RedisFrontier:
         """When ``done()`` may look at every partition again (its own looks only: others'
         would put it off for good)."""
         self._filled: set[int] = set()
+        self._ranked = False  # it added URLs with priorities: claim a few of each partition
 
     # -- the contract ----------------------------------------------------------------------
 
@@ -137,6 +138,7 @@ class RedisFrontier:
             batches.setdefault(part, []).append((fp, entry))
             if cand.priority:
                 ranked.add(part)
+                self._ranked = True
         added = 0
         if batches:
             calls: list[ScriptCall] = []
@@ -160,9 +162,8 @@ class RedisFrontier:
         return AddResult(added, duplicates, rejected)
 
     async def reprioritize(self, priorities: Mapping[str, float]) -> int:
-        """New priorities for queued URLs: those held in memory here (their claims updated,
-        so a reclaim keeps them), and those queued in Redis (one script per partition, in one
-        pipeline); returns how many changed. URLs other workers hold claimed keep theirs."""
+        """New priorities for URLs held here (their claims too) and queued in Redis (a script
+        per partition, one pipeline); how many changed. Others' held URLs keep theirs."""
         wanted = locate(priorities)
         changed = self._hosts.rerank(wanted)
         held = {entry.fp for entry in changed}
@@ -343,7 +344,10 @@ class RedisFrontier:
     async def _claim(self, parts: list[int]) -> None:
         """Move entries from ``parts`` into memory, up to the memory budget."""
         room = self._memory_budget - self._hosts.queued
-        claimed = await self._claims.claim(parts[: max(1, room // self._claims.batch)])
+        batch = self._claims.batch
+        if (self._ranked or self._hosts.ranked) and len(parts) * batch > room:  # best of each
+            batch = max(1, room // len(parts))
+        claimed = await self._claims.claim(parts[: max(1, room // batch)], batch)
         lost: dict[int, list[Entry]] = {}
         for entry in claimed:
             if entry.part not in self._claims.owned:  # given away while the claim was out
@@ -373,8 +377,7 @@ class RedisFrontier:
         for entry in entries:
             self._claims.forget(entry)
 
-    def _part(self, key: str, fp: int) -> int:
-        """The partition of a URL (its host key, its fingerprint)."""
+    def _part(self, key: str, fp: int) -> int:  # a URL's partition
         return fp % self._partitions if self._by_url else partition_of(key, self._partitions)
 
     def _slot_release(self, lease: Lease, feedback: Feedback | None) -> list[ScriptCall]:
