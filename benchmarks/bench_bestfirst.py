@@ -10,6 +10,13 @@ virtual time it took, and the relevant pages found by a time limit (the time the
 hold-back, slack infinity, needs for the budget, times ``--time-factor``).
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_bestfirst.py [--budget 400] [--seeds 5]
+
+Figures (defaults: 400 pages, 16 in flight, 8 links a page, noise 0.1, 2 s Crawl-delay, 5
+webs): slack 0: 268.6 relevant pages in 254.8 s; 0.2: 269.2 in 162.0 s; 0.4: 247.8 in 56.3 s;
+0.5: 237.6 in 8.4 s; 0.75 and infinity: 202.4 in 6.4 s. The default, 0.5, finds 17% more
+relevant pages than never holding back at 1.3x the time; the smaller slacks' further 14% cost
+7x to 30x the time (the crawl waits on one host). With a 0.5 s or 5 s Crawl-delay: 0.5 gives
+236.6 and 232.2 relevant pages in 8.1 and 8.5 s, against 204.6 and 202.0 with no hold-back.
 """
 
 from __future__ import annotations

@@ -23,7 +23,8 @@ Priorities: a partition queues FIFO while every entry has priority 0; its first 
 priority turns it ranked (a sorted set, best first, see :mod:`.keys`), so claims take each
 partition's best entries (once this worker has met a priority, a few of every partition when
 the memory budget cannot hold a whole batch of each), and the worker's host scheduler serves
-what it holds best first across hosts. Entries keep their priority through claims, retries, reclaims and hand-over.
+what it holds best first across hosts. Entries keep their priority through claims, retries,
+reclaims and hand-over.
 
 Known limits: a FIFO partition's one host's long backlog delays the other hosts of its
 partition until it is claimed into memory (bounded by ``memory_budget``); a worker holds up to
