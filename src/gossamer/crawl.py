@@ -508,6 +508,7 @@ async def build_crawler(
             db,
             rules=stages.robots.known if settings.robots else None,
             memory_budget=settings.queue_memory,
+            slack=settings.focus_slack,
         )
         if settings.resume:
             frontier.restore()

@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal, NoReturn, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gossamer import __version__
+from gossamer.frontier.hosts import DEFAULT_SLACK
 from gossamer.urls import InvalidURL, Scope, canonicalize
 
 
@@ -259,6 +260,15 @@ class CrawlSettings(BaseModel):
     )
     queue_memory: int = Field(
         100_000, ge=100, description="Queued URLs held in memory; the rest wait in crawl.db."
+    )
+    focus_slack: float = Field(
+        DEFAULT_SLACK,
+        ge=0,
+        le=1e9,
+        description="How much lower a URL's priority may be than the best queued one's and "
+        "still be fetched while the best one's host waits (its Crawl-delay or delay); 0 "
+        "fetches nothing worse meanwhile, a large value never waits. Priorities are 0..1 in "
+        "a focused crawl; the default's figures: benchmarks/bench_bestfirst.py.",
     )
     checkpoint_interval: float = Field(
         0.5, gt=0, description="Seconds between durable checkpoints of crawl.db."

@@ -305,3 +305,134 @@ async def test_every_url_once_in_fifo_order_per_host(make: Make) -> None:
     assert sorted(urls) == sorted(u for us in expected.values() for u in us)
     for host, want in expected.items():
         assert [u for u in urls if f"//{host}.test/" in u] == want
+
+
+# -- best first (priorities across hosts, the slack, reprioritize) ------------------------------
+
+
+async def drain(frontier: Frontier, clock: Clock, n: int = 1, steps: int = 200) -> list[str]:
+    """Lease ``n`` at a time, ack each at once; the clock moves 1 s when nothing is due."""
+    order: list[str] = []
+    for _ in range(steps):
+        if await settled(frontier):
+            break
+        leases = await frontier.lease(n)
+        for lease in leases:
+            order.append(lease.url.split("//", 1)[1].replace(".test", ""))
+            await frontier.ack(lease, Feedback(started_at=clock.now))
+        if not leases:
+            clock.now += 1.0
+    return order
+
+
+async def test_best_first_across_and_inside_hosts(make: Make) -> None:
+    clock = Clock()
+    frontier = make(clock, per_host=2, slack=float("inf"))
+    await frontier.add(
+        [
+            Candidate("http://a.test/low", priority=0.1),
+            Candidate("http://b.test/top", priority=0.9),
+            Candidate("http://c.test/zero"),
+            Candidate("http://a.test/best", priority=1.0),
+            Candidate("http://c.test/mid", priority=0.5),
+            Candidate("http://b.test/cold", priority=-0.5),
+        ]
+    )
+    assert await drain(frontier, clock) == ["a/best", "b/top", "c/mid", "a/low", "c/zero", "b/cold"]
+
+
+async def test_best_first_keeps_each_hosts_delay(make: Make) -> None:
+    """The best host (a Crawl-delay of 3 s) never goes faster; with no slack nothing worse
+    goes while it waits, with an infinite one the rest goes meanwhile."""
+    for slack, expected in [
+        (0.0, ["a/0", "a/1", "a/2", "b/0", "b/1"]),
+        (float("inf"), ["a/0", "b/0", "b/1", "a/1", "a/2"]),
+    ]:
+        clock = Clock()
+        frontier = make(clock, slack=slack)
+        await frontier.add([Candidate(f"http://a.test/{i}", priority=1.0) for i in range(3)])
+        await frontier.add([Candidate(f"http://b.test/{i}", priority=0.2) for i in range(2)])
+        starts: dict[str, float] = {}
+        order: list[str] = []
+        for _ in range(40):
+            if await settled(frontier):
+                break
+            leases = await frontier.lease(1)
+            for lease in leases:
+                name = lease.url.split("//", 1)[1].replace(".test", "")
+                order.append(name)
+                starts[name] = clock.now
+                feedback = Feedback(started_at=clock.now, crawl_delay=3.0)
+                await frontier.ack(lease, feedback if name.startswith("a") else None)
+            if not leases:
+                clock.now += 0.5
+        assert order == expected, slack
+        assert starts["a/1"] - starts["a/0"] >= 3.0 and starts["a/2"] - starts["a/1"] >= 3.0
+
+
+async def test_retried_and_released_urls_keep_their_priority(make: Make) -> None:
+    clock = Clock()
+    frontier = make(clock, slack=float("inf"))
+    await frontier.add(
+        [
+            Candidate("http://a.test/0", priority=0.9),
+            Candidate("http://a.test/1", priority=0.3),
+            Candidate("http://b.test/0", priority=0.5),
+        ]
+    )
+    (lease,) = await frontier.lease(1)
+    assert lease.url == "http://a.test/0"
+    await frontier.release(lease, None)
+    (lease,) = await frontier.lease(1)
+    assert lease.url == "http://a.test/0"
+    await frontier.retry(lease, 2.0, None)
+    (lease,) = await frontier.lease(1)
+    assert lease.url == "http://b.test/0"
+    await frontier.ack(lease, None)
+    clock.now += 2.0
+    assert await drain(frontier, clock) == ["a/0", "a/1"]
+
+
+async def test_reprioritize_reorders_queued_urls(make: Make) -> None:
+    clock = Clock()
+    frontier = make(clock, per_host=3, slack=float("inf"))
+    await frontier.add([Candidate(f"http://{h}.test/{i}") for i in range(3) for h in "ab"])
+    (leased,) = await frontier.lease(1)
+    assert leased.url == "http://a.test/0"
+    changed = await frontier.reprioritize(
+        {
+            "HTTP://B.TEST:80/2#x": 0.8,  # spelled as a candidate may spell it
+            "http://a.test/2": 0.5,
+            "http://a.test/1": 0.0,  # unchanged
+            "http://a.test/0": 1.0,  # leased: untouched
+            "http://c.test/9": 1.0,  # unknown
+            "not a url": 1.0,
+        }
+    )
+    assert changed == 2
+    await frontier.ack(leased, None)
+    assert await drain(frontier, clock) == ["b/2", "a/2", "a/1", "b/0", "b/1"]
+    assert await frontier.reprioritize({"http://b.test/2": 0.1}) == 0  # finished
+
+
+async def test_reprioritize_twice_and_back_to_zero(make: Make) -> None:
+    clock = Clock()
+    frontier = make(clock, slack=float("inf"))
+    await frontier.add([Candidate(f"http://a.test/{i}", priority=0.5) for i in range(3)])
+    await frontier.add([Candidate("http://b.test/0", priority=0.4)])
+    assert await frontier.reprioritize({"http://a.test/0": 0.0, "http://a.test/2": 0.9}) == 2
+    assert await frontier.reprioritize({"http://a.test/2": 0.9, "http://a.test/1": 0.1}) == 1
+    assert await drain(frontier, clock) == ["a/2", "b/0", "a/1", "a/0"]
+
+
+async def test_a_priority_that_is_not_a_finite_number_is_turned_away(make: Make) -> None:
+    frontier = make(Clock())
+    result = await frontier.add(
+        [
+            Candidate("http://a.test/nan", priority=float("nan")),
+            Candidate("http://a.test/inf", priority=float("inf")),
+            Candidate("http://a.test/ok", priority=0.5),
+        ]
+    )
+    assert (result.added, result.rejected) == (1, {"bad-priority": 2})
+    assert await frontier.reprioritize({"http://a.test/ok": float("nan")}) == 0

@@ -174,6 +174,7 @@ async def _work(
             rules=stages.robots.known if settings.robots else None,
             lease_timeout=settings.claim_timeout,
             memory_budget=settings.queue_memory,
+            slack=settings.focus_slack,
             defer_acks=True,
             partition_by=settings.partition_by,
         )

@@ -7,7 +7,8 @@ here; what they do with the admitted URLs (the seen check, queueing) is theirs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping
 
 from gossamer.frontier.base import Candidate
 from gossamer.urls import InvalidURL, OriginCache, Scope, canonicalize, fingerprint, host_key
@@ -27,7 +28,8 @@ class Admission:
 
     def admit(self, candidates: Iterable[Candidate]) -> tuple[list[Admitted], dict[str, int]]:
         """The candidates in scope, in order, and how many were turned away for each reason
-        (``invalid-url``, ``offsite``, ``depth`` ...)."""
+        (``invalid-url``, ``offsite``, ``depth`` ..., ``bad-priority`` for a priority that is
+        not a finite number)."""
         rejected: dict[str, int] = {}
         admitted: list[Admitted] = []
         origins, scope = self._origins, self._scope
@@ -39,6 +41,8 @@ class Admission:
                 continue
             key = host_key(url)
             reason = origins.reason(key) or scope.trap_reason(url, cand.depth)
+            if cand.priority and not -math.inf < cand.priority < math.inf:
+                reason = "bad-priority"  # a NaN or an infinity would upset every ranking
             if reason is not None:
                 rejected[reason] = rejected.get(reason, 0) + 1
                 continue
@@ -56,3 +60,18 @@ class Admission:
     def origins_cached(self) -> int:
         """Host keys whose scope verdict is cached (bounded)."""
         return len(self._origins)
+
+
+def locate(priorities: Mapping[str, float]) -> dict[str, dict[int, float]]:
+    """URLs as candidates spelled them with their priorities, canonicalized as :meth:`admit`
+    does: by host key, then fingerprint (invalid URLs and non-finite priorities left out)."""
+    out: dict[str, dict[int, float]] = {}
+    for raw, priority in priorities.items():
+        if not isinstance(priority, (int, float)) or not math.isfinite(priority):
+            continue
+        try:
+            url = canonicalize(raw)
+        except InvalidURL:
+            continue
+        out.setdefault(host_key(url), {})[fingerprint(url)] = float(priority)
+    return out

@@ -25,6 +25,15 @@ Lease rules:
   :class:`Feedback` of the request made, if any, so the host's politeness slot can schedule
   the next start from the real start time. A ``robots`` lease ends with ``rules`` (or
   ``release``, its rules still unknown).
+* Priorities (``Candidate.priority``, higher first, all 0 by default) order the URLs best
+  first within each host and across hosts: of the hosts due now, the one whose next URL is
+  best goes first. While the best queued URL's host is not due (its delay, Crawl-delay or
+  connection limit), URLs worse than it by more than the frontier's ``slack`` wait too, so a
+  page budget is not spent on far worse URLs meanwhile. Politeness is never traded for
+  priority. A URL keeps its priority through retries, releases, reclaims, ``--resume`` and
+  (Redis) partition hand-over; ``reprioritize`` changes the priorities of URLs still queued.
+  While every priority is 0 the frontier serves hosts in the order they become due
+  (breadth first), at no extra cost.
 * Nothing leaves durable state before its ack: a crash loses no URL; URLs leased at a crash
   are leased again.
 * ``done()``: nothing queued, nothing leased, nothing waiting for a retry. It may await its
@@ -40,6 +49,7 @@ Lease rules:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -54,7 +64,8 @@ class Candidate:
     hops: int = 0
     """Redirect hops that led to this URL."""
     priority: float = 0.0
-    """Order inside its host: higher first, arrival order among equals."""
+    """Higher first, inside its host and across hosts (see the module docstring); arrival
+    order among equals. A finite number (a focused crawl's relevance, 0..1)."""
 
 
 LeaseKind = Literal["page", "robots", "blocked", "unreachable"]
@@ -148,6 +159,17 @@ class Frontier(Protocol):
 
     async def add(self, candidates: list[Candidate]) -> AddResult:
         """Canonicalize, scope, dedup and queue candidates."""
+        ...
+
+    async def reprioritize(self, priorities: Mapping[str, float]) -> int:
+        """Give URLs still queued (not leased, not finished) new priorities; returns how many
+        changed.
+
+        Keys are URLs as they were passed in :attr:`Candidate.url`; they are canonicalized as
+        ``add`` does, and URLs not queued (unknown, leased, finished, invalid) are skipped.
+        A URL keeps its arrival order among its new equals. Costs about the queue length of
+        the hosts named (embedded) or one batched script per partition (Redis).
+        """
         ...
 
     async def lease(self, n: int) -> list[Lease]:

@@ -22,6 +22,18 @@ Hosts with queued URLs and a free slot wait in a ready heap keyed by the time th
 next free, or later when :meth:`HostScheduler.defer` says so (the Redis frontier's shared
 limiter refused a slot).
 
+**Best first** (``slack``). While every queued URL has priority 0 (a breadth-first crawl)
+due hosts go out in the order they became due, and nothing else costs anything. Once an entry
+with another priority arrives, a due host is one of a second heap ranked by the priority of
+its next URL: the due host whose next URL is best goes first (earlier due first among equals).
+When the best queued URL waits (its host's delay, Crawl-delay, connection limit or robots.txt
+lease), a due host is leased only if its next URL's priority is at least the best one's less
+``slack``; otherwise nothing goes out until the best host is due, so a page budget is not
+spent on far worse URLs. ``slack=inf`` never holds back (best first among due hosts only);
+``slack=0`` holds back everything worse than the best. Politeness is untouched: only hosts
+due by their slot are ever leased. Both heaps are updated lazily (a host's items carry the
+rank they were pushed with and are checked against it when they come to the top).
+
 **Working set** (``max_active``; None schedules every host at once). Only a working set of at
 most ``max_active`` hosts is scheduled; the others wait in line, in the order their first URL
 arrived, and join the set only when the set's hosts cannot fill a lease (none is due), so the
@@ -66,6 +78,7 @@ from gossamer.frontier.base import Feedback, Lease, LeaseKind, Rules
 from gossamer.frontier.politeness import HostSlot, PolitenessPolicy
 
 __all__ = [
+    "DEFAULT_SLACK",
     "Batch",
     "Host",
     "HostQueue",
@@ -164,6 +177,22 @@ class HostQueue(Generic[E]):
             heapq.heapify(self._heap)
         return gone
 
+    def rerank(self, priorities: dict[int, float]) -> list[E]:
+        """Give the entries whose fingerprint ``priorities`` names that priority, their arrival
+        order kept; returns those whose priority changed."""
+        entries = self._fifo if self._fifo is not None else [e for _, _, e in self._items()]
+        changed = [e for e in entries if priorities.get(e.fp, e.priority) != e.priority]
+        if not changed:
+            return changed
+        for entry in changed:
+            entry.priority = priorities[entry.fp]
+        if self._fifo is not None:
+            self._to_heap()
+        else:
+            self._heap = [(-e.priority, order, e) for _, order, e in self._items()]
+            heapq.heapify(self._heap)
+        return changed
+
     def _items(self) -> list[tuple[float, int, E]]:
         assert self._heap is not None
         return self._heap
@@ -197,6 +226,11 @@ class Host(Generic[E]):
     """Its ``robots`` lease is out: nothing of it is scheduled until that ends."""
     reported: Rules | None = None
     """Rules its last ``robots`` lease brought, until the next look at the host."""
+    due_rank: float | None = None
+    """Best first (see :class:`HostScheduler`): the rank of its live entry among the due
+    hosts, None when it has none."""
+    best_rank: float | None = None
+    """Best first: the rank of its live entry among the hosts with queued URLs."""
     _slot: HostSlot | None = None
 
     @property
@@ -260,6 +294,13 @@ _ANYTHING = _Verdict("ignored", allows=True)
 _ROBOTS = _Verdict("unknown", allows=False)
 """What :meth:`HostScheduler._look` returns when robots.txt must come first."""
 _SLOTTED: frozenset[LeaseKind] = frozenset({"page", "robots"})
+DEFAULT_SLACK = 0.5
+"""How much lower a URL's priority may be than the best queued URL's and still be leased
+while the best one's host is not due (see :class:`HostScheduler`; the figures behind it:
+``benchmarks/bench_bestfirst.py``)."""
+_HELD_POLL = 1.0
+"""Seconds :meth:`HostScheduler.next_ready` answers while the due hosts are held back by the
+slack and the best URL's host has no known next time (its requests are out)."""
 
 
 class HostScheduler(Generic[E]):
@@ -273,9 +314,19 @@ class HostScheduler(Generic[E]):
         rules: RulesLookup | None = None,
         lease_timeout: float = 600.0,
         max_active: int | None = None,
+        slack: float = DEFAULT_SLACK,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        if not slack >= 0:
+            raise ValueError(f"slack must be a number >= 0, not {slack!r}")
         self._policy = policy
+        self._slack = slack
+        self._ranked = False
+        """Best first across hosts: on once an entry with a priority other than 0 came."""
+        self._due: list[tuple[float, float, str]] = []
+        """Best first: due hosts as (-rank, due since, key), lazily updated."""
+        self._best: list[tuple[float, str]] = []
+        """Best first: hosts of the working set with queued URLs as (-rank, key), lazily."""
         self._lookup = rules
         self._lease_timeout = lease_timeout
         self._max_active = max_active
@@ -305,6 +356,8 @@ class HostScheduler(Generic[E]):
             host.queue = HostQueue()
         host.queue.push(entry)
         self.queued += 1
+        if entry.priority and not self._ranked:
+            self._rank_all()
         self._schedule(key, host)
 
     def push_front(self, key: str, entry: E) -> None:
@@ -315,6 +368,8 @@ class HostScheduler(Generic[E]):
             host.queue = HostQueue()
         host.queue.push(entry, front=True)
         self.queued += 1
+        if entry.priority and not self._ranked:
+            self._rank_all()
         self._schedule(key, host, front=True)
 
     def delay(self, key: str, entry: E, until: float) -> None:
@@ -350,7 +405,32 @@ class HostScheduler(Generic[E]):
         host.stored -= read
         self.stored -= read
         self.queued += len(entries)
+        if not self._ranked and any(entry.priority for entry in entries):
+            self._rank_all()
         self._schedule(key, host)
+
+    def rerank(self, priorities: dict[str, dict[int, float]]) -> list[E]:
+        """New priorities of queued and delayed entries, by host key then fingerprint (leased
+        ones are not touched); returns the entries whose priority changed."""
+        changed: list[E] = []
+        for key, new in priorities.items():
+            host = self._hosts.get(key)
+            if host is None or host.queue is None:
+                continue
+            got = host.queue.rerank(new)
+            if got:
+                changed += got
+                if not self._ranked and any(entry.priority for entry in got):
+                    self._rank_all()
+                self._schedule(key, host)
+        for _, _, key, entry in self._delayed:
+            priority = priorities.get(key, {}).get(entry.fp, entry.priority)
+            if priority != entry.priority:
+                entry.priority = priority
+                changed.append(entry)
+                if priority and not self._ranked:
+                    self._rank_all()
+        return changed
 
     # -- leasing ---------------------------------------------------------------------------
 
@@ -515,6 +595,13 @@ class HostScheduler(Generic[E]):
     def next_ready(self) -> float | None:
         """Seconds until some host or delayed entry is due; None when nothing waits."""
         now = self._clock()
+        held = False
+        if self._ranked:
+            self._drain(now)
+            top = self._top_due()
+            if top is not None and top >= self._floor():
+                return 0.0
+            held = top is not None
         ready = self._ready
         while ready and self._stale(*ready[0]):
             heapq.heappop(ready)
@@ -526,7 +613,7 @@ class HostScheduler(Generic[E]):
         if self._line and self._has_room():
             times.append(now)
         if not times:
-            return None
+            return _HELD_POLL if held else None
         return max(0.0, min(times) - now)
 
     def waiting(self) -> tuple[int, int]:
@@ -547,6 +634,11 @@ class HostScheduler(Generic[E]):
             else:
                 polite += 1
         return polite, backing_off
+
+    @property
+    def ranked(self) -> bool:
+        """Best first across hosts is on (an entry with a priority other than 0 came)."""
+        return self._ranked
 
     @property
     def leased(self) -> int:
@@ -586,6 +678,8 @@ class HostScheduler(Generic[E]):
     def _pop(self, now: float) -> tuple[str, Host[E]] | None:
         """The next host of the working set that is due now, else the next host in line if
         the set has room; None when neither."""
+        if self._ranked:
+            return self._pop_best(now)
         ready, hosts = self._ready, self._hosts
         while ready and ready[0][0] <= now:
             when, key = heapq.heappop(ready)
@@ -599,7 +693,11 @@ class HostScheduler(Generic[E]):
                 self._schedule(key, host)
                 continue
             return key, host
-        line = self._line
+        return self._join(now)
+
+    def _join(self, now: float) -> tuple[str, Host[E]] | None:
+        """The next host in line that joins the working set and is due now, if any."""
+        line, hosts = self._line, self._hosts
         while line and self._has_room():
             key = line.popleft()
             host = hosts.get(key)
@@ -728,6 +826,10 @@ class HostScheduler(Generic[E]):
                     else:
                         self._line.append(key)
                 return
+        if self._ranked:
+            self._note(key, host)
+            if host.due_rank is not None:
+                return
         if host.robots_out:
             return
         when = self._ready_at(host)
@@ -744,3 +846,122 @@ class HostScheduler(Generic[E]):
         while delayed and delayed[0][0] <= now:
             _, _, key, entry = heapq.heappop(delayed)
             self.push_front(key, entry)
+
+    # -- best first ------------------------------------------------------------------------
+
+    def _rank_all(self) -> None:
+        """Turn best first across hosts on (an entry with a priority other than 0 came)."""
+        self._ranked = True
+        for key, host in self._hosts.items():
+            if host.active and host.queue is not None:
+                self._note(key, host)
+
+    @staticmethod
+    def _rank(host: Host[E]) -> float:
+        """The priority of a host's next URL; infinity for a host whose URLs are all in
+        storage (it is looked at first: reading them back uses no slot)."""
+        return host.queue.peek().priority if host.queue is not None else math.inf
+
+    def _note(self, key: str, host: Host[E]) -> None:
+        """A host of the working set may have a new next URL: keep its ranks up to date."""
+        if host.queue is None:
+            return
+        rank = host.queue.peek().priority
+        if rank != host.best_rank:
+            host.best_rank = rank
+            best = self._best
+            if len(best) > 2 * len(self._hosts) + 64:  # stale items of hosts gone or changed
+                best[:] = [(-self._rank(h), k) for k, h in self._hosts.items() if self._live(h)]
+                heapq.heapify(best)
+            heapq.heappush(best, (-rank, key))
+        if host.due_rank is not None and rank > host.due_rank:
+            host.due_rank = rank
+            heapq.heappush(self._due, (-rank, self._clock(), key))
+
+    @staticmethod
+    def _live(host: Host[E]) -> bool:
+        """Its item in the best heap is current."""
+        queue = host.queue
+        return (
+            host.active
+            and queue is not None
+            and host.best_rank is not None
+            and queue.peek().priority == host.best_rank
+        )
+
+    def _floor(self) -> float:
+        """The lowest rank a due host may have to be leased now: the best queued URL's
+        priority (its host due or not) less the slack; -infinity when nothing is queued."""
+        best, hosts = self._best, self._hosts
+        while best:
+            rank, key = best[0]
+            host = hosts.get(key)
+            if host is not None and host.best_rank == -rank and self._live(host):
+                return -rank - self._slack
+            heapq.heappop(best)
+        return -math.inf
+
+    def _drain(self, now: float) -> None:
+        """Hosts of the ready heap whose time has come move to the due heap, by rank."""
+        ready, hosts, due = self._ready, self._hosts, self._due
+        while ready and ready[0][0] <= now:
+            when, key = heapq.heappop(ready)
+            host = hosts.get(key)
+            if host is None or host.heap_time != when:
+                continue
+            host.heap_time = None
+            if host.robots_out:
+                continue
+            if self._ready_at(host) > now:
+                self._schedule(key, host)
+                continue
+            host.due_rank = rank = self._rank(host)
+            heapq.heappush(due, (-rank, when, key))
+
+    def _top_due(self) -> float | None:
+        """The rank of the best due host (stale items dropped or re-ranked), None if none."""
+        due, hosts = self._due, self._hosts
+        while due:
+            rank, when, key = due[0]
+            host = hosts.get(key)
+            if host is None or host.due_rank != -rank:
+                heapq.heappop(due)
+                continue
+            now_rank = self._rank(host)
+            if now_rank != -rank:
+                host.due_rank = now_rank
+                heapq.heapreplace(due, (-now_rank, when, key))
+                continue
+            return -rank
+        return None
+
+    def _pop_best(self, now: float) -> tuple[str, Host[E]] | None:
+        """:meth:`_pop` best first: the due host whose next URL is best, unless it is worse
+        than the best queued URL by more than the slack (then nothing). Hosts in line join the
+        working set while it has room, whether or not one is due."""
+        line, hosts = self._line, self._hosts
+        while line and self._has_room():  # ranks are known only inside the working set
+            key = line.popleft()
+            host = hosts.get(key)
+            if host is None:
+                continue
+            host.pending = False
+            if host.waiting and not host.active:
+                host.active = True
+                self.active += 1
+                self._schedule(key, host)
+        self._drain(now)
+        floor: float | None = None
+        while (rank := self._top_due()) is not None:
+            if floor is None:
+                floor = self._floor()
+            if rank < floor:
+                return None
+            _, _, key = heapq.heappop(self._due)
+            host = self._hosts[key]
+            host.due_rank = None
+            if self._ready_at(host) > now:
+                self._schedule(key, host)
+                continue
+            return key, host
+        return self._join(now)

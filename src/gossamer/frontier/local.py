@@ -20,13 +20,13 @@ from __future__ import annotations
 import itertools
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from gossamer.crawldb import CrawlDB
-from gossamer.frontier.admission import Admission
+from gossamer.frontier.admission import Admission, locate
 from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease, Rules
 from gossamer.frontier.dedup import SeenSet
-from gossamer.frontier.hosts import HostScheduler, Queued, RulesLookup
+from gossamer.frontier.hosts import DEFAULT_SLACK, HostScheduler, Queued, RulesLookup
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.urls import Scope
 
@@ -44,6 +44,10 @@ _RECENT_URLS = 16_384
 """URLs remembered as seen, as candidates spelled them (see `LocalFrontier.add`)."""
 _FINISH_URL = "UPDATE urls SET state = 1 WHERE fp = ?"
 _COUNT_ATTEMPT = "UPDATE urls SET attempts = ? WHERE fp = ?"
+_SET_PRIORITY = "UPDATE urls SET priority = ? WHERE fp = ? AND state = 0"
+_STORED_PRIORITY = "SELECT fp, priority FROM urls WHERE state = 0 AND fp IN ({})"
+_DB_VARIABLES = 500
+"""Fingerprints per query of spilled priorities (SQLite allows a few hundred at least)."""
 
 
 class LocalFrontier:
@@ -59,14 +63,16 @@ class LocalFrontier:
         lease_timeout: float = 600.0,
         memory_budget: int = 100_000,
         max_active: int = 50_000,
+        slack: float = DEFAULT_SLACK,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._admission = Admission(scope)
         self._db = db
         self._memory_budget = memory_budget if db is not None else 1 << 62
         self._hosts: HostScheduler[Queued] = HostScheduler(
-            policy, rules=rules, lease_timeout=lease_timeout, max_active=max_active, clock=clock
-        )
+            policy, rules=rules, lease_timeout=lease_timeout, max_active=max_active,
+            slack=slack, clock=clock,
+        )  # fmt: skip
         self._clock = clock
         self._seen = SeenSet()
         self._seq = itertools.count()
@@ -133,6 +139,17 @@ class LocalFrontier:
         duplicates = len(candidates) - len(fresh) + len(admitted) - added
         self._duplicates += duplicates
         return AddResult(added, duplicates, rejected)
+
+    async def reprioritize(self, priorities: Mapping[str, float]) -> int:
+        """New priorities for queued URLs (in memory, waiting for a retry, or spilled to
+        crawl.db); returns how many changed. Stored at the next checkpoint, for ``--resume``."""
+        wanted = locate(priorities)
+        changed = self._hosts.rerank(wanted)
+        rows = [(entry.priority, entry.fp) for entry in changed]
+        if self._db is not None:
+            rows += await self._spilled(wanted, {entry.fp for entry in changed})
+            self._db.stage(_SET_PRIORITY, rows)
+        return len(rows)
 
     async def lease(self, n: int) -> list[Lease]:
         """Up to ``n`` leases that use a slot of a due host, plus those that need none."""
@@ -219,6 +236,32 @@ class LocalFrontier:
             hosts.store(key)
         else:
             hosts.push(key, entry)
+
+    async def _spilled(
+        self, wanted: dict[str, dict[int, float]], changed: set[int]
+    ) -> list[tuple[float, int]]:
+        """(priority, fp) of the spilled URLs of ``wanted`` whose priority changes."""
+        assert self._db is not None
+        new = {
+            fp: priority
+            for key, fps in wanted.items()
+            if self._hosts.stored_of(key)
+            for fp, priority in fps.items()
+            if fp not in changed
+        }
+        if not new:
+            return []
+        for lease, _ in self._hosts.out():
+            new.pop(lease.fp, None)
+        fps = list(new)
+        rows = []
+        for start in range(0, len(fps), _DB_VARIABLES):
+            part = fps[start : start + _DB_VARIABLES]
+            query = _STORED_PRIORITY.format(",".join("?" * len(part)))
+            for fp, old in await self._db.read(query, tuple(part)):
+                if old != new[fp]:
+                    rows.append((new[fp], fp))
+        return rows
 
     async def _refill(self, key: str) -> None:
         """Read a batch of a host's spilled URLs back from crawl.db."""

@@ -1,6 +1,7 @@
--- gossamer frontier v1: claim up to ARGV[1] entries from the front of a partition's queue.
+-- gossamer frontier v1: claim up to ARGV[1] entries from the front of a partition's queue (the
+-- best ones of a ranked partition).
 -- KEYS[1] queue (LIST), KEYS[2] claimed (HASH), KEYS[3] deadlines (ZSET), KEYS[4] counts (HASH),
--- KEYS[5] fence (HASH, see fence.lua)
+-- KEYS[5] fence (HASH, see fence.lua), KEYS[6] ranked (ZSET), KEYS[7] ranks (HASH)
 -- ARGV[1] most entries to claim, ARGV[2] wall-clock deadline of the claims
 -- Returns {last_token, entries left in the queue, entry...}; the i-th of n entries claimed has
 -- token last_token - n + i. While the previous owner's fence stands: {-1, ms it has left}.
@@ -16,8 +17,23 @@ if #fences > 0 then
     return {-1, fenced}
   end
 end
-local entries = redis.call('LPOP', KEYS[1], ARGV[1])
-if not entries then
+local entries = redis.call('LPOP', KEYS[1], ARGV[1]) or {}
+local want = tonumber(ARGV[1]) - #entries
+if want > 0 then
+  local members = redis.call('ZRANGE', KEYS[6], 0, want - 1)
+  if #members > 0 then
+    redis.call('ZREM', KEYS[6], unpack(members))
+    for _, member in ipairs(members) do
+      local entry = string.sub(member, 18)
+      local fp = fp_of(entry)
+      if fp then
+        redis.call('HDEL', KEYS[7], fp)
+      end
+      entries[#entries + 1] = entry
+    end
+  end
+end
+if #entries == 0 then
   return {0, 0}
 end
 local n = #entries
@@ -31,5 +47,5 @@ for i = 1, n do
 end
 redis.call('HINCRBY', KEYS[4], 'queued', -n)
 redis.call('HINCRBY', KEYS[4], 'claimed', n)
-out[2] = redis.call('LLEN', KEYS[1])
+out[2] = redis.call('LLEN', KEYS[1]) + redis.call('ZCARD', KEYS[6])
 return out

@@ -19,9 +19,18 @@ One module per concern:
 * ``fences``: hand-over fences for a partition's new owner
 * ``frontier``: :class:`RedisFrontier`, the contract's methods and the upkeep its owner calls
 
-Known limits: a partition's queue is one FIFO, so one host's long backlog delays the other
-hosts of its partition until it is claimed into memory (bounded by ``memory_budget``), and a
-URL's priority orders it among the URLs of its host held in memory only.
+Priorities: a partition queues FIFO while every entry has priority 0; its first other
+priority turns it ranked (a sorted set, best first, see :mod:`.keys`), so claims take each
+partition's best entries (once this worker has met a priority, a few of every partition when
+the memory budget cannot hold a whole batch of each), and the worker's host scheduler serves
+what it holds best first across hosts. Entries keep their priority through claims, retries,
+reclaims and hand-over.
+
+Known limits: a FIFO partition's one host's long backlog delays the other hosts of its
+partition until it is claimed into memory (bounded by ``memory_budget``); a worker holds up to
+``memory_budget`` claimed URLs, so a better URL added to its partition later waits until it
+claims again (below half the budget); ``reprioritize`` does not reach URLs another worker
+holds claimed.
 
 This package may import ``gossamer.frontier.base``, ``admission``, ``hosts``, ``politeness``,
 ``dedup``, ``gossamer.urls``, redis-py and xxhash; never ``gossamer.cluster`` (which builds on

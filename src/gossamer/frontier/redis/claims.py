@@ -91,13 +91,13 @@ class Claims:
         after = self._claim_after
         return sorted(p for p in self._waiting if p in self.owned and after.get(p, now) <= now)
 
-    async def claim(self, parts: list[int]) -> list[Entry]:
-        """Claim up to a batch of entries from each of ``parts``; the entries now held (those
-        that do not decode are set aside)."""
+    async def claim(self, parts: list[int], batch: int | None = None) -> list[Entry]:
+        """Claim up to a batch of entries (``batch``, else :attr:`batch`) from each of
+        ``parts``; the entries now held (those that do not decode are set aside)."""
         now = self._clock()
         deadline = self._wall() + self._lease_timeout
-        names = ("queue", "claimed", "deadlines", "counts", "fence")
-        args = [self.batch, repr(deadline)]
+        names = ("queue", "claimed", "deadlines", "counts", "fence", "ranked", "ranks")
+        args = [batch or self.batch, repr(deadline)]
         calls = [(self._scripts["claim"], self._keys.of(part, *names), args) for part in parts]
         results: list[list[Any]] = await run_scripts(self._redis, calls)
         entries: list[Entry] = []
@@ -145,7 +145,7 @@ class Claims:
         ``limit`` per partition; how many were returned."""
         if not parts:
             return 0
-        names = ("claimed", "deadlines", "queue", "counts")
+        names = ("claimed", "deadlines", "queue", "counts", "ranked", "ranks")
         args = [repr(self._wall()), limit]
         calls = [(self._scripts["reclaim"], self._keys.of(part, *names), args) for part in parts]
         counts: list[int] = await run_scripts(self._redis, calls)
@@ -165,7 +165,7 @@ class Claims:
         if not entries:
             return 0
         args = [x for e in entries for x in (e.claim, e.encode())]
-        keys = self._keys.of(part, "claimed", "deadlines", "queue", "counts")
+        keys = self._keys.of(part, "claimed", "deadlines", "queue", "counts", "ranked", "ranks")
         given: int = await self._scripts["unclaim"](keys=keys, args=args)
         for entry in entries:
             self.forget(entry)
@@ -175,6 +175,28 @@ class Claims:
         """The call finishing ``entry``: its claim removed, the URL counted finished once."""
         keys = self._keys.of(entry.part, "claimed", "deadlines", "counts")
         return (self._scripts["ack"], keys, [entry.claim])
+
+    def rerank(self, parts: dict[int, dict[int, float]]) -> list[ScriptCall]:
+        """The calls giving entries queued in ``parts`` new priorities (by fingerprint), one
+        per partition; each answers how many changed."""
+        names = ("queue", "ranked", "ranks", "counts")
+        script = self._scripts["reprioritize"]
+        return [
+            (
+                script,
+                self._keys.of(part, *names),
+                [x for fp, p in new.items() for x in _ranked(fp, p)],
+            )
+            for part, new in parts.items()
+        ]
+
+    def update_call(self, entry: Entry) -> ScriptCall:
+        """The call storing ``entry`` (a new priority) in its claim, if still held."""
+        return (
+            self._scripts["update"],
+            self._keys.of(entry.part, "claimed"),
+            [entry.claim, entry.encode()],
+        )
 
     async def update(self, entry: Entry) -> bool:
         """Store ``entry`` (a retry: attempts and not-before) in its claim; False when the
@@ -207,6 +229,11 @@ class Claims:
         calls = [(self._scripts["set_aside"], self._keys.of(p, *names), [c]) for p, c, _, _ in bad]
         await run_scripts(self._redis, calls)
         self.set_aside += len(bad)
+
+
+def _ranked(fp: int, priority: float) -> tuple[str, str]:
+    """A fingerprint and a priority as ``reprioritize.lua`` takes them ('' for 0)."""
+    return str(fp), repr(priority) if priority else ""
 
 
 def _bad_json(part: int, raw: bytes | str, reason: str) -> str:

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Literal
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, Literal
 
-from gossamer.frontier.admission import Admission
+from gossamer.frontier.admission import Admission, locate
 from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease, Rules
 from gossamer.frontier.dedup import SeenSet
-from gossamer.frontier.hosts import HostScheduler, Queued, RulesLookup
+from gossamer.frontier.hosts import DEFAULT_SLACK, HostScheduler, Queued, RulesLookup
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis.claims import RECLAIM_LIMIT, Claims
 from gossamer.frontier.redis.counts import PartitionCounts, read_counts
@@ -69,6 +69,7 @@ class RedisFrontier:
         refresh_interval: float = 1.0,
         defer_acks: bool = False,
         partition_by: Literal["host", "url"] = "host",
+        slack: float = DEFAULT_SLACK,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
@@ -101,7 +102,7 @@ class RedisFrontier:
             lease_timeout=lease_timeout, clock=clock,
         )  # fmt: skip
         self._hosts: HostScheduler[Entry] = HostScheduler(
-            policy, rules=rules, lease_timeout=lease_timeout, clock=clock
+            policy, rules=rules, lease_timeout=lease_timeout, slack=slack, clock=clock
         )
         self._unsent: list[Entry] = []
         """Acked entries whose ack has not gone to Redis yet (``defer_acks``)."""
@@ -116,6 +117,7 @@ class RedisFrontier:
         """When ``done()`` may look at every partition again (its own looks only: others'
         would put it off for good)."""
         self._filled: set[int] = set()
+        self._ranked = False  # it added URLs with priorities: claim a few of each partition
 
     # -- the contract ----------------------------------------------------------------------
 
@@ -123,6 +125,7 @@ class RedisFrontier:
         """Canonicalize, scope and dedup candidates; queue the new ones in their partitions."""
         admitted, rejected = self._admission.admit(candidates)
         batches: dict[int, list[tuple[int, str]]] = {}
+        ranked: set[int] = set()
         duplicates = 0
         batch_fps: set[int] = set()
         for url, key, fp, cand in admitted:
@@ -131,16 +134,19 @@ class RedisFrontier:
                 continue
             batch_fps.add(fp)
             entry = encode(Queued(url, fp, cand.depth, cand.hops, 0, cand.priority), 0.0)
-            part = fp % self._partitions if self._by_url else partition_of(key, self._partitions)
+            part = self._part(key, fp)
             batches.setdefault(part, []).append((fp, entry))
+            if cand.priority:
+                ranked.add(part)
+                self._ranked = True
         added = 0
         if batches:
             calls: list[ScriptCall] = []
             for part, rows in batches.items():
-                args = [x for fp, entry in rows for x in (fp, entry)]
-                calls.append(
-                    (self._add_script, self._keys.of(part, "seen", "queue", "counts"), args)
-                )
+                args: list[Any] = ["1" if part in ranked else "0"]
+                args += [x for fp, entry in rows for x in (fp, entry)]
+                keys = self._keys.of(part, "seen", "queue", "counts", "ranked", "ranks")
+                calls.append((self._add_script, keys, args))
             results = await run_scripts(self._redis, calls)
             self._sent.add_many(list(batch_fps))  # only once Redis has them
             for part, flags in zip(batches, results, strict=True):
@@ -154,6 +160,22 @@ class RedisFrontier:
             self._finished = self._finished and not added
         self._duplicates += duplicates
         return AddResult(added, duplicates, rejected)
+
+    async def reprioritize(self, priorities: Mapping[str, float]) -> int:
+        """New priorities for URLs held here (their claims too) and queued in Redis (a script
+        per partition, one pipeline); how many changed. Others' held URLs keep theirs."""
+        wanted = locate(priorities)
+        changed = self._hosts.rerank(wanted)
+        held = {entry.fp for entry in changed}
+        calls = [self._claims.update_call(entry) for entry in changed if not entry.orphan]
+        parts: dict[int, dict[int, float]] = {}
+        for key, fps in wanted.items():
+            for fp, priority in fps.items():
+                if fp not in held:
+                    parts.setdefault(self._part(key, fp), {})[fp] = priority
+        calls += self._claims.rerank(parts)
+        results = await run_scripts(self._redis, calls)
+        return len(changed) + sum(int(n) for n in results[len(results) - len(parts) :])
 
     async def lease(self, n: int) -> list[Lease]:
         """Up to ``n`` leases that use a slot of a due host, plus those that need none.
@@ -330,7 +352,10 @@ class RedisFrontier:
     async def _claim(self, parts: list[int]) -> None:
         """Move entries from ``parts`` into memory, up to the memory budget."""
         room = self._memory_budget - self._hosts.queued
-        claimed = await self._claims.claim(parts[: max(1, room // self._claims.batch)])
+        batch = self._claims.batch
+        if (self._ranked or self._hosts.ranked) and len(parts) * batch > room:  # best of each
+            batch = max(1, room // len(parts))
+        claimed = await self._claims.claim(parts[: max(1, room // batch)], batch)
         lost: dict[int, list[Entry]] = {}
         for entry in claimed:
             if entry.part not in self._claims.owned:  # given away while the claim was out
@@ -359,6 +384,9 @@ class RedisFrontier:
         await run_scripts(self._redis, calls)
         for entry in entries:
             self._claims.forget(entry)
+
+    def _part(self, key: str, fp: int) -> int:  # a URL's partition
+        return fp % self._partitions if self._by_url else partition_of(key, self._partitions)
 
     def _slot_release(self, lease: Lease, feedback: Feedback | None) -> list[ScriptCall]:
         """The calls to send as a lease ends: its host slot back (url mode), and the fences of

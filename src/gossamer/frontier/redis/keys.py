@@ -7,10 +7,17 @@ only::
     gs:{J:p}:seen       SET    fingerprints ever added (exact: a false positive would skip a
                                page; integers, so small partitions use Redis' compact intset)
     gs:{J:p}:queue      LIST   entries waiting, FIFO: RPUSH on add, LPUSH to give back to the
-                               front, LPOP to claim
+                               front, LPOP to claim (while every entry has priority 0)
+    gs:{J:p}:ranked     ZSET   entries waiting, best first, once the partition met an entry
+                               with a priority other than 0 (its list moved here then, once):
+                               score -priority, member "<order>|<entry>" (16 characters of
+                               order: arrival, or the front of the priority for an entry given
+                               back); claimed lowest score first (``lua/_ranked.lua``)
+    gs:{J:p}:ranks      HASH   fingerprint -> member of ``ranked`` (``reprioritize``)
     gs:{J:p}:claimed    HASH   claim token -> entry held by some worker
     gs:{J:p}:deadlines  ZSET   claim token -> wall-clock deadline (renewed while held)
-    gs:{J:p}:counts     HASH   queued, claimed, seen, finished; token (last claim token issued)
+    gs:{J:p}:counts     HASH   queued, claimed, seen, finished; token (last claim token issued);
+                               ranked (1 once ranked), order and front (order counters)
     gs:{J:p}:fence      HASH   worker -> "ms:seq": Redis-clock ms before which no new owner
                                may claim, and the sequence of the worker's last fence call
 
@@ -71,7 +78,7 @@ def partition_of(key: str, partitions: int) -> int:
 def partition_keys(job: str, part: int) -> dict[str, str]:
     """The Redis keys of one partition, all with the hash tag ``{job:part}``."""
     tag = f"gs:{{{job}:{part}}}:"
-    names = ("seen", "queue", "claimed", "deadlines", "counts", "fence")
+    names = ("seen", "queue", "claimed", "deadlines", "counts", "fence", "ranked", "ranks")
     return {name: tag + name for name in names}
 
 

@@ -34,13 +34,22 @@ SCRIPTS = (
     "host_acquire",
     "host_release",
     "set_aside",
+    "reprioritize",
 )
 """The scripts a frontier registers (``counts`` is read by :mod:`.counts` alone)."""
+_RANKED = frozenset({"add", "claim", "unclaim", "reclaim", "reprioritize"})
+"""Scripts that queue or take entries: ``_ranked.lua`` (a partition's ranked queue) comes
+first in their source."""
 
 
 def load_script(name: str) -> str:
-    """The source of ``frontier/lua/<name>.lua``."""
-    return (resources.files("gossamer.frontier") / "lua" / f"{name}.lua").read_text("utf-8")
+    """The source of ``frontier/lua/<name>.lua`` (after ``_ranked.lua`` for the scripts that
+    queue or take entries)."""
+    lua = resources.files("gossamer.frontier") / "lua"
+    source = (lua / f"{name}.lua").read_text("utf-8")
+    if name in _RANKED:
+        source = (lua / "_ranked.lua").read_text("utf-8") + source
+    return source
 
 
 def register(redis: RedisClient) -> dict[str, AsyncScript]:
