@@ -78,7 +78,8 @@ CREATE TABLE IF NOT EXISTS pages (
     rule TEXT,
     items INTEGER NOT NULL DEFAULT 0,
     rule_errors TEXT,
-    proxy TEXT
+    proxy TEXT,
+    relevance REAL
 );
 CREATE TABLE IF NOT EXISTS items (
     id INTEGER PRIMARY KEY,
@@ -122,6 +123,7 @@ _ADDED_COLUMNS = (
     ("items", "INTEGER NOT NULL DEFAULT 0"),
     ("rule_errors", "TEXT"),
     ("proxy", "TEXT"),
+    ("relevance", "REAL"),
 )
 """Columns of ``pages`` added after its first version, with their definitions."""
 

@@ -162,7 +162,8 @@ async def _work(
             defer_acks=True,
             partition_by=settings.partition_by,
         )
-        crawler = stages.crawler(settings, frontier, on_commit=frontier.take_acks)
+        focus = await stages.focus_policy(settings, frontier)
+        crawler = stages.crawler(settings, frontier, on_commit=frontier.take_acks, focus=focus)
         crawler.restore_counts()
         install_signal_handlers(crawler)
         report = Report(crawler, stages, capability, frontier)

@@ -130,6 +130,10 @@ class PageRecord:
     proxy: str | None = None
     """With proxies: the proxy that fetched the page, ``scheme://host:port`` (no
     credentials)."""
+    relevance: float | None = None
+    """With a focused crawl (``--focus-phrase``, ``--focus-example``): how well the page's
+    main text matches the topic, 0..1 (on-topic from ``--focus-threshold`` on); None for
+    pages not judged (no focus, not HTML, not 2xx)."""
     found: tuple[Item, ...] = field(default=(), compare=False, repr=False, metadata=_NOT_STORED)
     """The items themselves: not a field of the record's row or line, they travel with the
     record to the sinks, which keep them in their items table or file."""

@@ -149,6 +149,7 @@ _ADDED_COLUMNS = {
     "items": "bigint NOT NULL DEFAULT 0",
     "rule_errors": "jsonb NOT NULL DEFAULT '[]'::jsonb",
     "proxy": "text",
+    "relevance": "double precision",
 }
 """Fields added after the table's first version: added to an existing table when it opens."""
 COLUMNS = ("fp", *FIELD_NAMES, "worker")
