@@ -37,6 +37,9 @@ _STEEPNESS = 9.0
 _SINGLE_EXAMPLE_SIMILARITY = 0.5
 _CENTROID_TERMS = 60
 _REFRESH_EVERY = 25
+_PSEUDO_FROM = 0.7
+"""Phrase coverage from which a page may serve as a pseudo-example."""
+_MAX_PSEUDO = 5
 """Judged pages between two rebuilds of the topic vector (its IDF weights change)."""
 
 
@@ -75,6 +78,7 @@ class Topic:
             raise TopicError("the topic has no words: give a phrase or example pages with text")
         for counts in self._examples:
             self.df.add(counts)
+        self._pseudo: list[tuple[float, Counter[str]]] = []
         self._length = 300.0
         self._judged = 0
         self.vector: dict[str, float] = {}
@@ -105,9 +109,11 @@ class Topic:
             self._refresh()
         phrase = self._coverage(counts, length) if self.facets else None
         examples = None
-        if self._examples:
+        if len(self._examples) + len(self._pseudo) >= (1 if self._examples else 2):
             similarity = cosine(self.df.vector(counts), self._centroid)
             examples = min(similarity / self._reference, 1.5)
+        if phrase is not None and phrase >= _PSEUDO_FROM and len(self._examples) < _MAX_PSEUDO:
+            self._feedback(phrase, counts)
         signals = [s for s in (phrase, examples) if s is not None]
         score = sum(signals) / len(signals)
         return Judgement(_squash(score), phrase, examples)
@@ -134,9 +140,21 @@ class Topic:
             scores.append(got / sum(weights))
         return 0.6 * max(scores) + 0.4 * sum(scores) / len(scores)
 
+    def _feedback(self, phrase: float, counts: Counter[str]) -> None:
+        """Pseudo-relevance feedback: the pages that match the phrase best so far (at most
+        ``_MAX_PSEUDO``) join the examples, so pages on the topic in other words are found."""
+        pseudo = self._pseudo
+        if len(pseudo) >= _MAX_PSEUDO and phrase <= pseudo[-1][0]:
+            return
+        pseudo.append((phrase, counts))
+        pseudo.sort(key=lambda item: item[0], reverse=True)
+        del pseudo[_MAX_PSEUDO:]
+        self._refresh()
+
     def _refresh(self) -> None:
         """Rebuild the topic vector and the examples' centroid with the current IDF."""
         vectors = [self.df.vector(c) for c in self._examples]
+        vectors += [self.df.vector(c) for _, c in self._pseudo]
         self._centroid = _mean(vectors)
         if len(vectors) >= 2:
             alone = [

@@ -169,7 +169,7 @@ def generate_topical(seed: int = 7) -> TopicalWeb:
     mirror_home = b.hub("mirror.test", "/", "Mirror")
     mirrored = b.hub("mirror.test", "/m/", "Mirrored sections")
     mirror_home.links.append(TLink("mirror.test", mirrored.path, "mirrored sections"))
-    for topic in ("networking", "astronomy", TARGET):
+    for topic in (*others, TARGET):
         hub = b.hub("mirror.test", f"/m/{topic}/", "Mirrored section")
         hub.topic, hub.paragraphs = topic, b.text(topic, 1)
         mirrored.links.append(TLink("mirror.test", hub.path, "mirrored pages"))
@@ -194,14 +194,16 @@ def generate_topical(seed: int = 7) -> TopicalWeb:
             TLink("blog.test", p.path, p.title, b.teaser(p)) for p in posts[k : k + 10]
         ]
     for post in posts:
-        for other in rng.sample(posts, 3):
-            misleading = rng.random() < 0.3
-            anchor = rng.choice(TITLES[TARGET]) if misleading else other.title
-            post.links.append(TLink("blog.test", other.path, anchor))
+        alike = [p for p in posts if p.topic == post.topic and p is not post]
+        for other in rng.sample(alike, 2):
+            post.links.append(TLink("blog.test", other.path, other.title))
+        other = rng.choice([p for p in posts if p.topic != TARGET])
+        anchor = rng.choice(TITLES[TARGET]) if rng.random() < 0.5 else other.title
+        post.links.append(TLink("blog.test", other.path, anchor))  # often misleading
     # forum.test: off-topic threads, often linked with the target's titles.
     forum_home = b.hub("forum.test", "/", "Forum")
     threads = []
-    for n in range(90):
+    for n in range(120):
         topic = others[n % len(others)]
         threads.append(b.add("forum.test", f"/t/{n}/", b.title(topic, n), topic, 2))
     for k in range(0, len(threads), 15):
@@ -216,7 +218,7 @@ def generate_topical(seed: int = 7) -> TopicalWeb:
     portal = b.hub("www.test", "/", "Portal")
     for host in HOSTS[1:]:
         portal.links.append(TLink(host, "/", f"{host.split('.')[0]} home"))
-    for n in range(24):
+    for n in range(40):
         topic = others[n % len(others)]
         news = b.add("www.test", f"/news/{n}/", b.title(topic, n), topic, 2)
         portal.links.append(TLink("www.test", news.path, news.title, b.teaser(news)))
