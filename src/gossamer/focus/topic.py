@@ -8,8 +8,9 @@ A page's ``relevance`` (0..1) blends two signals, each scaled so that an on-topi
 about 1 and an off-topic one about 0, whatever the topic:
 
 * phrase coverage: per facet, the IDF-weighted share of its terms the page holds, each term's
-  count saturated and normalised by the page's length as BM25 does; a page matches if it
-  covers one facet well (``0.6 * best facet + 0.4 * mean``);
+  count saturated and normalised by the page's length as BM25 does (k1 = 4: a passing
+  mention in a long page counts little); facets combine as a noisy-or (``1 - prod(1 -
+  facet)``): one facet covered well, or several covered in part, make a match;
 * example similarity: the TF-IDF cosine between the page and the examples' centroid, divided
   by how similar the examples are to each other (leave one out; a fixed 0.5 with a single
   example), so a page as close to the examples as they are to one another scores 1.
@@ -138,7 +139,10 @@ class Topic:
                 if counts.get(t)
             )
             scores.append(got / sum(weights))
-        return 0.6 * max(scores) + 0.4 * sum(scores) / len(scores)
+        missed = 1.0
+        for score in scores:
+            missed *= 1.0 - score
+        return 1.0 - missed
 
     def _feedback(self, phrase: float, counts: Counter[str]) -> None:
         """Pseudo-relevance feedback: the pages that match the phrase best so far (at most
