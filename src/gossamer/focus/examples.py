@@ -94,6 +94,8 @@ async def _fetch_one(
         spacing = delay
         if robots is not None:
             policy = await robots.get(url)
+            if policy.status == "unreachable":
+                raise ExampleError(f"{given}: cannot be fetched (no answer from its host)")
             if not policy.allowed(url):
                 raise ExampleError(f"{given}: robots.txt forbids {url}")
             spacing = max(spacing, min(policy.crawl_delay or 0.0, max_crawl_delay))
