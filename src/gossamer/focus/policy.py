@@ -40,9 +40,9 @@ from gossamer.urls import InvalidURL, canonicalize
 log = logging.getLogger(__name__)
 FocusMode = Literal["soft", "hard"]
 _URL_WORDS = re.compile(r"[A-Za-z][A-Za-z0-9]+")
-_LEARN_AFTER = 20
+_LEARN_AFTER = 10
 """Judged pages before the scorer's opinion counts."""
-_MOST_LEARNT = 0.6
+_MOST_LEARNT = 0.7
 _PRIORITY_STEP = 0.02
 """A waiting URL's priority is sent again only when it moved this much."""
 
@@ -202,7 +202,7 @@ class FocusPolicy:
 
     def _learnt_share(self) -> float:
         updates = self.model.updates
-        return 0.0 if updates < _LEARN_AFTER else min(_MOST_LEARNT, updates / 200)
+        return 0.0 if updates < _LEARN_AFTER else min(_MOST_LEARNT, updates / 100)
 
     def _candidates(
         self, page: ParsedPage, relevance: float, streak: int, depth: int, links: list[str]
