@@ -338,3 +338,26 @@ class TopicalServer:
         if page is None:
             return "404 Not Found", "text/plain", b"not found"
         return "200 OK", "text/html; charset=utf-8", page.encode()
+
+
+async def _serve_forever(port: int) -> None:
+    web = generate_topical()
+    server = TopicalServer(web)
+    server._server = await asyncio.start_server(server._serve, "127.0.0.1", port)
+    server.port = port
+    relevant = len(web.relevant(port))
+    print(
+        f"topical web on http://www.test:{port}/ (resolve *.test to 127.0.0.1); "
+        f"{len(web.pages)} pages, {relevant} about {TARGET}",
+        flush=True,
+    )
+    async with server._server:
+        await server._server.serve_forever()
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Serve the topical test web on loopback.")
+    parser.add_argument("--port", type=int, default=8090)
+    asyncio.run(_serve_forever(parser.parse_args().port))
