@@ -181,3 +181,21 @@ def test_the_focus_table_of_a_config_file(tmp_path: Path) -> None:
     env = {"GOSSAMER_FOCUS_PHRASE": "sourdough", "GOSSAMER_FOCUS_EXAMPLES": "http://b.test/"}
     from_env = load_model(CrawlSettings, {"seeds": ["http://a.test/"]}, env=env)
     assert from_env.focused and from_env.focus_examples == ["http://b.test/"]
+
+
+def test_a_cluster_job_carries_the_focus_settings() -> None:
+    from gossamer.settings import JobSettings
+
+    job = load_model(
+        JobSettings,
+        {
+            "seeds": ["http://a.test/"],
+            "focus_phrase": "bread baking",
+            "focus_examples": ["http://a.test/x"],
+            "focus_mode": "hard",
+        },
+        env={},
+    )
+    stored = JobSettings.model_validate_json(job.model_dump_json())
+    assert stored.focused and stored.focus_mode == "hard"
+    assert stored.focus_examples == ["http://a.test/x"]

@@ -44,6 +44,9 @@ _URL_WORDS = re.compile(r"[A-Za-z][A-Za-z0-9]+")
 _LEARN_AFTER = 10
 """Judged pages before the scorer's opinion counts."""
 _MOST_LEARNT = 0.7
+_MOST_LEARNT_UNSCORED = 0.3
+"""Without a frontier that takes new priorities, waiting URLs keep those they were queued
+with: the scorer's share stays small so new and old priorities stay comparable."""
 _PRIORITY_STEP = 0.02
 """A waiting URL's priority is sent again only when it moved this much."""
 
@@ -206,7 +209,8 @@ class FocusPolicy:
 
     def _learnt_share(self) -> float:
         updates = self.model.updates
-        return 0.0 if updates < _LEARN_AFTER else min(_MOST_LEARNT, updates / 100)
+        most = _MOST_LEARNT if self._reprioritize is not None else _MOST_LEARNT_UNSCORED
+        return 0.0 if updates < _LEARN_AFTER else min(most, updates / 100)
 
     def _candidates(
         self, page: ParsedPage, relevance: float, streak: int, depth: int, links: list[str]
