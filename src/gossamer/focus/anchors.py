@@ -30,17 +30,21 @@ class LinkText:
     """The text of the block holding the link (paragraph, list item, cell), cut."""
 
 
-def link_texts(page: ParsedPage) -> dict[str, LinkText]:
-    """Each ``<a href>`` of ``page``, resolved as the link extractor resolves it, with its
-    text; a URL linked several times keeps its texts joined."""
+def link_texts(page: ParsedPage, wanted: set[str]) -> dict[str, LinkText]:
+    """The ``<a href>`` of ``page`` that lead to ``wanted`` URLs (resolved as the link
+    extractor resolves them), with their text; a URL linked several times keeps its texts
+    joined. Links within the page (``#...``) are skipped unread."""
     tree = page.tree
-    if tree is None:
+    if tree is None or not wanted:
         return {}
     resolver = Resolver(page.base_url)
     found: dict[str, LinkText] = {}
     for node in tree.css("a[href]")[:MAX_ANCHORS]:
-        url = resolver.resolve(node.attributes.get("href") or "")
-        if url is None:
+        href = node.attributes.get("href") or ""
+        if href.startswith("#"):
+            continue
+        url = resolver.resolve(href)
+        if url is None or url not in wanted:
             continue
         anchor = _anchor(node)
         context = _context(node)

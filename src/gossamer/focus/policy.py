@@ -215,7 +215,7 @@ class FocusPolicy:
     def _candidates(
         self, page: ParsedPage, relevance: float, streak: int, depth: int, links: list[str]
     ) -> list[Candidate]:
-        texts = link_texts(page) if links else {}
+        texts = link_texts(page, set(links))
         share = self._learnt_share()
         parent = f"p:{int(relevance * 5)}"
         out = []
