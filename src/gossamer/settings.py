@@ -390,9 +390,7 @@ class CrawlSettings(BaseModel):
         phrase = self.focus_phrase
         if phrase is not None and not phrase.strip() and not self.focus_examples:
             raise ValueError("focus_phrase is empty: give the topic's words or --focus-example")
-        if not self.focused and (
-            self.focus_mode != "soft" or "focus_threshold" in self.model_fields_set
-        ):
+        if not self.focused and (self.focus_mode != "soft" or self.focus_threshold != 0.5):
             raise ValueError("focus_mode and focus_threshold need a phrase or example pages")
         for url in self.focus_examples:
             try:
