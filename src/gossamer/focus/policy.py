@@ -170,9 +170,13 @@ class FocusPolicy:
                 changed[url] = priority
         self._rescores += 1
         if changed:
-            answer = self._reprioritize(changed)
-            if inspect.isawaitable(answer):
-                answer = await answer
+            try:
+                answer = self._reprioritize(changed)
+                if inspect.isawaitable(answer):
+                    answer = await answer
+            except Exception:  # the priorities are hints: the crawl goes on without them
+                log.exception("re-scoring %d waiting URLs failed", len(changed))
+                return
             moved = answer if isinstance(answer, int) else 0
             self._reprioritized += moved
             log.debug("re-scored %d waiting URLs: %d priorities moved", len(urls), moved)
