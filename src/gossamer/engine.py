@@ -117,6 +117,10 @@ class Focus(Protocol):
         """The page's relevance (0..1) and the outlinks to queue, with their priorities."""
         ...
 
+    def redirected(self, url: str, target: str) -> float:
+        """``url`` redirected to ``target``: the target's priority (``url``'s)."""
+        ...
+
     async def upkeep(self) -> None:
         """Re-score the URLs waiting in the frontier, when due."""
         ...
@@ -526,7 +530,10 @@ class Crawler:
         elif action is Action.REDIRECT and result.location is not None:
             redirect_to, error = self._follow_redirect(lease, result.location)
             if redirect_to is not None and error is None:
-                links = [Candidate(redirect_to, lease.depth, lease.hops + 1)]
+                priority = 0.0
+                if self._focus is not None:
+                    priority = self._focus.redirected(lease.url, redirect_to)
+                links = [Candidate(redirect_to, lease.depth, lease.hops + 1, priority)]
         record = PageRecord(
             url=lease.url,
             status=result.status,

@@ -124,3 +124,13 @@ async def test_online_learning_rescores_waiting_urls() -> None:
         ("http://good.test/q/", "Growing tomatoes"), ("http://bad.test/q/", "Growing tomatoes"),
     ]))  # fmt: skip
     assert fresh["http://good.test/q/"] > fresh["http://bad.test/q/"]
+
+
+def test_a_redirect_target_inherits_the_priority_and_features() -> None:
+    policy = FocusPolicy(Topic(PHRASE))
+    _, links = judge(policy, "http://x.test/", html(ON, 3, [("/old/", "Isolation levels")]))
+    priority = policy.redirected("http://x.test/old/", "http://x.test/new/")
+    assert priority == links["http://x.test/old/"] > 0
+    assert policy.redirected("http://x.test/unknown/", "http://x.test/else/") == 0.0
+    judge(policy, "http://x.test/new/", html(ON, 4, []))
+    assert policy.model.updates == 1  # the page the redirect led to trained the scorer

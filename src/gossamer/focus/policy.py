@@ -147,6 +147,15 @@ class FocusPolicy:
             return relevance, []
         return relevance, self._candidates(page, relevance, streak, depth + 1, links)
 
+    def redirected(self, url: str, target: str) -> float:
+        """``url`` redirected to ``target`` (canonical): the target inherits its features,
+        so the page it leads to trains the scorer, and its priority."""
+        entry = self._waiting.pop(url, None)
+        if entry is None:
+            return 0.0
+        self._waiting[target] = entry
+        return entry.sent
+
     async def upkeep(self) -> None:
         """Every ``rescore_every`` judged pages, score the waiting URLs again with the
         retrained scorer and send the frontier those whose priority moved."""
