@@ -47,6 +47,7 @@ _MOST_LEARNT = 0.7
 _MOST_LEARNT_UNSCORED = 0.3
 """Without a frontier that takes new priorities, waiting URLs keep those they were queued
 with: the scorer's share stays small so new and old priorities stay comparable."""
+_MAX_DONE = 500_000
 _PRIORITY_STEP = 0.02
 """A waiting URL's priority is sent again only when it moved this much."""
 
@@ -119,6 +120,8 @@ class FocusPolicy:
         self._reprioritize = reprioritize
         self._extractor = extractor
         self._waiting: dict[str, _Waiting] = {}
+        self._done: set[int] = set()
+        """Hashes of the URLs judged, so links back to them are not kept as waiting."""
         self._recent: deque[bool] = deque(maxlen=self.config.window)
         self._judged = self._relevant = self._dropped = 0
         self._rescores = self._reprioritized = 0
@@ -137,6 +140,9 @@ class FocusPolicy:
         relevant = relevance >= self.config.threshold
         self._tally(relevant)
         came_by = self._waiting.pop(url, None)
+        if len(self._done) >= _MAX_DONE:
+            self._done.clear()
+        self._done.add(hash(url))
         streak = 0
         if came_by is not None:
             self.model.update(came_by.features, 1.0 if relevant else 0.0)
@@ -266,6 +272,8 @@ class FocusPolicy:
         try:
             url = canonicalize(link)
         except InvalidURL:
+            return
+        if hash(url) in self._done:
             return
         waiting = self._waiting
         known = waiting.get(url)
