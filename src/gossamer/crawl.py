@@ -13,6 +13,7 @@ import re
 import signal
 import socket
 import sys
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from gossamer.engine import (
     CommitHook,
     Crawler,
     EngineConfig,
+    Focus,
     RobotsFetch,
 )
 from gossamer.extract import extract
@@ -148,11 +150,15 @@ class Stages:
         )
 
     def crawler(
-        self, settings: CrawlSettings, frontier: Frontier, on_commit: CommitHook | None = None
+        self,
+        settings: CrawlSettings,
+        frontier: Frontier,
+        on_commit: CommitHook | None = None,
+        focus: Focus | None = None,
     ) -> Crawler:
         """The crawl loop over these stages and ``frontier``: crawl.db is its journal,
         pages.jsonl, items.jsonl (with rules) and the store (if any) its record sinks, in
-        that order."""
+        that order; ``focus`` (:func:`focus_policy`) when the crawl is focused."""
         sinks: list[RecordSink] = [self.jsonl]
         if self.items is not None:
             sinks.append(self.items)
@@ -172,7 +178,45 @@ class Stages:
             proxy_stats=None if self.proxies is None else self.proxies.json_stats,
             auth_stats=None if self.auth is None else self.auth.stats_counts,
             render_stats=None if self.renderer is None else self.renderer.json_stats,
+            focus=focus,
         )
+
+    async def focus_policy(self, settings: CrawlSettings, frontier: Frontier) -> Focus | None:
+        """A focused crawl's policy (None for a plain crawl, which imports nothing of
+        :mod:`gossamer.focus`): the example pages are fetched now (robots.txt and the hosts'
+        delays obeyed, and waited for before the crawl's first request), and with the phrase
+        they make the topic. A bad example or an empty topic raises SettingsError."""
+        if not settings.focused:
+            return None
+        from gossamer.focus.examples import ExampleError, fetch_examples
+        from gossamer.focus.policy import FocusConfig, FocusPolicy
+        from gossamer.focus.topic import Topic, TopicError
+
+        try:
+            examples, due = await fetch_examples(
+                settings.focus_examples,
+                self.fetcher,
+                self.robots if settings.robots else None,
+                delay=settings.delay,
+                max_crawl_delay=settings.max_crawl_delay,
+                extractor=settings.extractor,
+            )
+        except ExampleError as exc:
+            raise SettingsError(f"invalid setting 'focus_examples': {exc}") from None
+        try:
+            topic = Topic(settings.focus_phrase or "", [e.text for e in examples])
+        except TopicError as exc:
+            raise SettingsError(f"invalid setting 'focus_phrase': {exc}") from None
+        wait = max(due.values(), default=0.0) - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        config = FocusConfig(
+            threshold=settings.focus_threshold,
+            mode=settings.focus_mode,
+            tolerance=settings.focus_tolerance,
+        )
+        reprioritize = getattr(frontier, "reprioritize", None)
+        return FocusPolicy(topic, config, reprioritize=reprioritize, extractor=settings.extractor)
 
 
 @asynccontextmanager
@@ -512,7 +556,8 @@ async def build_crawler(
         )
         if settings.resume:
             frontier.restore()
-        crawler = stages.crawler(settings, frontier)
+        focus = await stages.focus_policy(settings, frontier)
+        crawler = stages.crawler(settings, frontier, focus=focus)
         if settings.resume:
             crawler.restore_counts()
         if metrics is not None:
@@ -552,7 +597,9 @@ def address_guard(
     """The address guard of a crawl: the hosts its user named are the seeds' hosts (those of
     its scope), the allowed domains, the names of ``--resolve`` overrides and, with proxies,
     the proxies' hosts and that of the URL that checks them (``proxy_check``)."""
-    named = _proxy_hosts(settings, proxy_check)
+    named = _proxy_hosts(settings, proxy_check) | {
+        host for url in settings.focus_examples if (host := urlsplit(url).hostname)
+    }
     return AddressGuard.for_crawl(
         scope.hosts | named if named else scope.hosts,
         settings.allow_domains,

@@ -79,7 +79,8 @@ CREATE TABLE IF NOT EXISTS pages (
     items INTEGER NOT NULL DEFAULT 0,
     rule_errors TEXT,
     proxy TEXT,
-    rendered INTEGER NOT NULL DEFAULT 0
+    rendered INTEGER NOT NULL DEFAULT 0,
+    relevance REAL
 );
 CREATE TABLE IF NOT EXISTS items (
     id INTEGER PRIMARY KEY,
@@ -124,6 +125,7 @@ _ADDED_COLUMNS = (
     ("rule_errors", "TEXT"),
     ("proxy", "TEXT"),
     ("rendered", "INTEGER NOT NULL DEFAULT 0"),
+    ("relevance", "REAL"),
 )
 """Columns of ``pages`` added after its first version, with their definitions."""
 

@@ -108,6 +108,28 @@ class FetchResultLike(Archivable, Protocol):
     def rendered(self) -> bool: ...
 
 
+class Focus(Protocol):
+    """A focused crawl's policy (:class:`gossamer.focus.policy.FocusPolicy`): judges each 2xx
+    HTML page and sets its outlinks' priorities. ``crawl.py`` builds it only when asked to
+    focus, so a plain crawl imports nothing of :mod:`gossamer.focus`."""
+
+    def judge(
+        self, url: str, depth: int, page: ParsedPage, content: Content | None, links: list[str]
+    ) -> tuple[float, list[Candidate]]:
+        """The page's relevance (0..1) and the outlinks to queue, with their priorities."""
+        ...
+
+    def redirected(self, url: str, target: str) -> float:
+        """``url`` redirected to ``target``: the target's priority (``url``'s)."""
+        ...
+
+    async def upkeep(self) -> None:
+        """Re-score the URLs waiting in the frontier, when due."""
+        ...
+
+    def json_stats(self) -> dict[str, Any]: ...
+
+
 class Fetch(Protocol):
     """Anything that fetches one URL without following redirects and never raises."""
 
@@ -167,9 +189,11 @@ class Crawler:
         proxy_stats: Callable[[], dict[str, Any]] | None = None,
         auth_stats: Callable[[], Mapping[str, int]] | None = None,
         render_stats: Callable[[], dict[str, Any]] | None = None,
+        focus: Focus | None = None,
     ) -> None:
         self._config = config
         self._render_stats = render_stats
+        self._focus = focus
         self._proxy_stats = proxy_stats
         self._auth_stats = auth_stats
         self._archive = archive
@@ -292,6 +316,7 @@ class Crawler:
             proxies=None if self._proxy_stats is None else self._proxy_stats(),
             auth=None if self._auth_stats is None else dict(self._auth_stats()),
             render=render,
+            focus=None if self._focus is None else self._focus.json_stats(),
             **{name: self._counts[name] for name in _RULE_COUNTERS},
         )
 
@@ -442,6 +467,8 @@ class Crawler:
             await self._frontier.add(links)
         self._record(_with_warc(record, archived), lease)
         await self._frontier.ack(lease, feedback)
+        if self._focus is not None:
+            await self._focus.upkeep()
 
     async def _contain(
         self,
@@ -509,6 +536,7 @@ class Crawler:
         extra = None
         content: dict[str, Any] = {}
         ruled: dict[str, Any] = {}
+        relevance = None
         if action is Action.STORE:
             page, found_content = await self._read(lease, result)
             found = page.links if page is not None else []
@@ -526,12 +554,20 @@ class Crawler:
             if self._config.hook is not None:
                 extra, found, hook_error = self._run_hook(lease, result, page, found, found_content)
                 error = error or hook_error
-            depth = lease.depth + 1
-            links = [Candidate(link, depth) for link in found]
+            if self._focus is not None and page is not None and _is_ok(result.status):
+                relevance, links = self._focus.judge(
+                    lease.url, lease.depth, page, found_content, found
+                )
+            else:
+                depth = lease.depth + 1
+                links = [Candidate(link, depth) for link in found]
         elif action is Action.REDIRECT and result.location is not None:
             redirect_to, error = self._follow_redirect(lease, result.location)
             if redirect_to is not None and error is None:
-                links = [Candidate(redirect_to, lease.depth, lease.hops + 1)]
+                priority = 0.0
+                if self._focus is not None:
+                    priority = self._focus.redirected(lease.url, redirect_to)
+                links = [Candidate(redirect_to, lease.depth, lease.hops + 1, priority)]
         record = PageRecord(
             url=lease.url,
             status=result.status,
@@ -550,6 +586,7 @@ class Crawler:
             extra=extra,
             proxy=result.proxy,
             rendered=result.rendered,
+            relevance=relevance,
             **content,
             **ruled,
         )
@@ -745,6 +782,10 @@ def _with_warc(record: PageRecord, archived: WarcLocation | None) -> PageRecord:
     )
 
 
+def _is_ok(status: int | None) -> bool:
+    return status is not None and 200 <= status < 300
+
+
 def _is_html(result: FetchResultLike) -> bool:
     if result.content_type is not None:
         return result.content_type in _HTML_TYPES
@@ -756,6 +797,7 @@ __all__ = [
     "CommitHook",
     "Crawler",
     "EngineConfig",
+    "Focus",
     "LoopState",
     "RobotsFetch",
     "RobotsPolicy",

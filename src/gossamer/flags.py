@@ -83,6 +83,13 @@ def add_crawl_flags(parser: argparse.ArgumentParser, *, cluster: bool = False) -
         "(repeatable; see --render)",
     )
     parser.add_argument(
+        "--focus-example",
+        dest="focus_examples",
+        action="append",
+        metavar="URL",
+        help="an example page of the --focus-phrase topic, fetched first (repeatable)",
+    )
+    parser.add_argument(
         "--resume", action="store_const", const=True, help="continue the crawl in --out"
     )
     parser.add_argument(

@@ -356,6 +356,31 @@ class CrawlSettings(BaseModel):
         description="Further proxies a request tries after its proxy failed (a proxy's "
         "failure does not count against the site).",
     )
+    focus_phrase: str | None = Field(
+        None,
+        max_length=2000,
+        description="Focus the crawl on this topic (a phrase; commas separate its facets): "
+        "pages get a relevance, links a priority (see README, Focused crawling).",
+    )
+    focus_examples: list[str] = Field(
+        default_factory=list,
+        description="Example pages of the topic (--focus-example URL, repeatable), fetched "
+        "before the crawl; with the phrase they define the topic.",
+    )
+    focus_threshold: float = Field(
+        0.5, gt=0, lt=1, description="Relevance from which a page counts as on-topic."
+    )
+    focus_mode: Literal["soft", "hard"] = Field(
+        "soft",
+        description="soft: relevance only orders the queue; hard: the links of irrelevant "
+        "pages are dropped (past --focus-tolerance irrelevant pages in a row).",
+    )
+    focus_tolerance: int = Field(
+        1,
+        ge=0,
+        le=10,
+        description="Hard mode: irrelevant pages in a row whose links are still followed.",
+    )
 
     metrics_port: int | None = Field(
         None,
@@ -424,6 +449,32 @@ class CrawlSettings(BaseModel):
         description="Logins per domain ([[auth]] tables of the config file; never flags).",
     )
 
+    @property
+    def focused(self) -> bool:
+        """Whether the crawl is focused (a phrase or example pages given)."""
+        return self.focus_phrase is not None or bool(self.focus_examples)
+
+    @field_validator("focus_phrase")
+    @classmethod
+    def _phrase_text(cls, value: str | None) -> str | None:
+        if value is not None and any(ord(c) < 32 and c not in "\t\n\r" for c in value):
+            raise ValueError("must not contain control characters")
+        return value
+
+    @model_validator(mode="after")
+    def _focus_topic(self) -> CrawlSettings:
+        phrase = self.focus_phrase
+        if phrase is not None and not phrase.strip() and not self.focus_examples:
+            raise ValueError("focus_phrase is empty: give the topic's words or --focus-example")
+        if not self.focused and (self.focus_mode != "soft" or self.focus_threshold != 0.5):
+            raise ValueError("focus_mode and focus_threshold need a phrase or example pages")
+        for url in self.focus_examples:
+            try:
+                canonicalize(url)
+            except InvalidURL as exc:
+                raise ValueError(f"focus_examples: {url[:200]!r}: {exc}") from None
+        return self
+
     @field_validator("auth")
     @classmethod
     def _one_login_per_domain(cls, value: list[AuthSettings]) -> list[AuthSettings]:
@@ -441,6 +492,7 @@ class CrawlSettings(BaseModel):
         "rules",
         "proxies",
         "render_block",
+        "focus_examples",
         mode="before",
     )
     @classmethod
@@ -531,8 +583,16 @@ _NOT_TEXT = "is not text (a NUL byte)"
 
 
 def _from_toml(path: Path) -> dict[str, Any]:
-    """The settings of a TOML file: its top-level keys or its ``[crawl]`` table, not both."""
+    """The settings of a TOML file: its top-level keys or its ``[crawl]`` table, not both;
+    a ``[focus]`` table (beside either) holds the ``focus_`` settings without their prefix
+    (``phrase``, ``examples``, ``threshold``, ``mode``, ``tolerance``)."""
     data = _read_toml(path)
+    focus = data.pop("focus", None)
+    if focus is not None and not isinstance(focus, dict):
+        raise SettingsError("config: [focus] must be a table")
+    focus = {f"focus_{k.replace('-', '_')}": v for k, v in (focus or {}).items()}
+    if "focus_example" in focus:
+        focus["focus_examples"] = focus.pop("focus_example")
     if "crawl" in data:
         section = data.pop("crawl")
         if not isinstance(section, dict):
@@ -547,7 +607,7 @@ def _from_toml(path: Path) -> dict[str, Any]:
         tables = [k for k, v in data.items() if isinstance(v, dict) and k not in _TABLE_FIELDS]
         if tables:
             raise SettingsError(f"config: unknown table [{tables[0]}] in {path}")
-    return {k.replace("-", "_"): v for k, v in section.items()}
+    return {k.replace("-", "_"): v for k, v in section.items()} | focus
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

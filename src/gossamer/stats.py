@@ -66,6 +66,10 @@ class CrawlStats:
     """With ``--render``: pages rendered, failures, retries, deadline hits, browser restarts
     and crashes, render seconds, subrequests allowed and blocked (by why), ``auto``'s choices
     and the browser's memory (see gossamer.fetch.render.RenderStats)."""
+    focus: dict[str, Any] | None = None
+    """With a focused crawl: mode, threshold, pages judged and relevant, the harvest rate
+    overall and over the last ``window`` pages, links dropped (hard mode), the link scorer's
+    updates and re-scorings (see :class:`gossamer.focus.policy.FocusStats`)."""
 
     def write(self, path: Path) -> None:
         """Write as stats.json."""
@@ -76,7 +80,13 @@ class CrawlStats:
 
     def progress_line(self) -> str:
         """The one-line live summary."""
-        return (
+        line = (
             f"pages {self.pages}  {self.pages_per_second:.1f}/s  queued {self.queued}  "
             f"in flight {self.in_flight}  errors {self.errors}  blocked {self.robots_blocked}"
         )
+        if self.focus is not None:
+            line += (
+                f"  harvest {self.focus['harvest_rate']:.2f} "
+                f"(last {self.focus['window']}: {self.focus['recent_harvest_rate']:.2f})"
+            )
+        return line

@@ -178,7 +178,8 @@ async def _work(
             defer_acks=True,
             partition_by=settings.partition_by,
         )
-        crawler = stages.crawler(settings, frontier, on_commit=frontier.take_acks)
+        focus = await stages.focus_policy(settings, frontier)
+        crawler = stages.crawler(settings, frontier, on_commit=frontier.take_acks, focus=focus)
         crawler.restore_counts()
         if metrics is not None:
             metrics.attach(stages.metric_sources(crawler, frontier))

@@ -133,6 +133,10 @@ class PageRecord:
     rendered: bool = False
     """Whether the page's links, text and rule fields were read from the DOM a browser
     rendered (``--render``) rather than from the HTTP answer."""
+    relevance: float | None = None
+    """With a focused crawl (``--focus-phrase``, ``--focus-example``): how well the page's
+    main text matches the topic, 0..1 (on-topic from ``--focus-threshold`` on); None for
+    pages not judged (no focus, not HTML, not 2xx)."""
     found: tuple[Item, ...] = field(default=(), compare=False, repr=False, metadata=_NOT_STORED)
     """The items themselves: not a field of the record's row or line, they travel with the
     record to the sinks, which keep them in their items table or file."""

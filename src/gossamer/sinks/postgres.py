@@ -159,6 +159,7 @@ _ADDED_COLUMNS = {
     "rule_errors": "jsonb NOT NULL DEFAULT '[]'::jsonb",
     "proxy": "text",
     "rendered": "boolean NOT NULL DEFAULT false",
+    "relevance": "double precision",
 }
 """Fields added after the table's first version: added to an existing table when it opens."""
 COLUMNS = ("fp", *FIELD_NAMES, "worker")

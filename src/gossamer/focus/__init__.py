@@ -1,0 +1,17 @@
+"""Focused (topical) crawling, P3: how well a page matches a topic and which links to follow
+first.
+
+``text`` turns text into terms (lower-cased words, stop words out, a light stemmer) and keeps
+the crawl's document frequencies; ``topic`` builds the topic from a phrase and example pages
+and judges a page's main text (``relevance``, 0..1, calibrated so that on-topic pages land
+above 0.5); ``anchors`` reads each outlink's anchor text and the text around it from the parsed
+tree; ``learner`` is the online link scorer (logistic regression on hashed features, trained
+as pages are judged); ``policy`` ties them together for the engine: it judges pages, sets the
+priority of outlinks, drops links in ``hard`` mode, re-scores the URLs waiting in the frontier
+and keeps the harvest-rate statistics; ``examples`` fetches the example pages before the crawl.
+Nothing here is imported by a crawl without focus settings.
+
+This package may import the standard library, numpy, selectolax, `gossamer.parse`,
+`gossamer.extract`, `gossamer.frontier.base`, `gossamer.frontier.robots` and `gossamer.urls`;
+nothing above the stages (engine, crawl wiring, cli).
+"""

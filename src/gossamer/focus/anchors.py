@@ -1,0 +1,77 @@
+"""What a page says about each of its links: the anchor text and the text around it.
+
+Read from the tree the link extractor already parsed (``ParsedPage.tree``), only in a focused
+crawl: a plain crawl never walks its anchors twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from selectolax.lexbor import LexborNode
+
+from gossamer.parse.links import ParsedPage
+from gossamer.urls import Resolver
+
+MAX_ANCHOR_CHARS = 200
+MAX_CONTEXT_CHARS = 400
+MAX_ANCHORS = 2_000
+"""Links of one page read for their text; the rest are scored from their URL alone."""
+_BLOCKS = frozenset({"p", "li", "td", "dd", "dt", "section", "div", "article", "blockquote"})
+
+
+@dataclass(frozen=True, slots=True)
+class LinkText:
+    """The words a page gives one of its links."""
+
+    anchor: str
+    """The link's text (its ``title`` or an image's ``alt`` when it has none)."""
+    context: str
+    """The text of the block holding the link (paragraph, list item, cell), cut."""
+
+
+def link_texts(page: ParsedPage, wanted: set[str]) -> dict[str, LinkText]:
+    """The ``<a href>`` of ``page`` that lead to ``wanted`` URLs (resolved as the link
+    extractor resolves them), with their text; a URL linked several times keeps its texts
+    joined. Links within the page (``#...``) are skipped unread."""
+    tree = page.tree
+    if tree is None or not wanted:
+        return {}
+    resolver = Resolver(page.base_url)
+    found: dict[str, LinkText] = {}
+    for node in tree.css("a[href]")[:MAX_ANCHORS]:
+        href = node.attributes.get("href") or ""
+        if href.startswith("#"):
+            continue
+        url = resolver.resolve(href)
+        if url is None or url not in wanted:
+            continue
+        anchor = _anchor(node)
+        context = _context(node)
+        if url in found:
+            before = found[url]
+            anchor = f"{before.anchor} {anchor}"[:MAX_ANCHOR_CHARS]
+            context = before.context if len(before.context) >= len(context) else context
+        found[url] = LinkText(anchor, context)
+    return found
+
+
+def _anchor(node: LexborNode) -> str:
+    text = " ".join(node.text(deep=True)[: MAX_ANCHOR_CHARS * 2].split())
+    if not text:
+        text = node.attributes.get("title") or ""
+        image = node.css_first("img[alt]")
+        if not text and image is not None:
+            text = image.attributes.get("alt") or ""
+    return text[:MAX_ANCHOR_CHARS]
+
+
+def _context(node: LexborNode) -> str:
+    parent = node.parent
+    for _ in range(3):
+        if parent is None or parent.tag in _BLOCKS:
+            break
+        parent = parent.parent
+    if parent is None or parent.tag in ("body", "html"):
+        return ""
+    return " ".join(parent.text(deep=True)[: MAX_CONTEXT_CHARS * 2].split())[:MAX_CONTEXT_CHARS]

@@ -1,0 +1,74 @@
+"""The online link scorer: logistic regression on hashed features, trained as pages are
+judged (did the link lead to a relevant page?).
+
+Features of a link are strings (``a:lock`` for an anchor word, ``u:wiki`` a URL word,
+``h:docs.example`` its host, ``p:3`` a bucket of its parent's relevance...) hashed into
+``2**18`` weights. Each update is one stochastic gradient step with L2 decay, so a page costs
+O(its link's features) and memory is fixed (1 MiB of weights).
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Iterable
+
+import numpy as np
+import numpy.typing as npt
+
+DIMENSIONS = 1 << 18
+Features = npt.NDArray[np.int32]
+
+
+def hash_features(names: Iterable[str]) -> Features:
+    """The distinct weight indices of feature names (CRC-32: the same in every process);
+    give at least one name (a bias feature)."""
+    return np.unique(
+        np.fromiter(
+            (zlib.crc32(name.encode("utf-8", "replace")) & (DIMENSIONS - 1) for name in names),
+            dtype=np.int32,
+        )
+    )
+
+
+def hash_union(a: Features, b: Features) -> Features:
+    """The distinct indices of two feature sets."""
+    return np.union1d(a, b).astype(np.int32)
+
+
+class OnlineLogistic:
+    """Logistic regression learnt one example at a time (SGD, AdaGrad step sizes)."""
+
+    def __init__(self, *, rate: float = 0.5, decay: float = 1e-5) -> None:
+        self.weights = np.zeros(DIMENSIONS, dtype=np.float32)
+        self._squares = np.full(DIMENSIONS, 1e-2, dtype=np.float32)
+        self.bias = 0.0
+        self.updates = 0
+        self._rate = rate
+        self._decay = decay
+
+    def predict(self, features: Features) -> float:
+        """The probability that a link with these features leads to a relevant page."""
+        z = float(self.weights[features].sum()) + self.bias
+        return 1.0 / (1.0 + math.exp(-max(min(z, 30.0), -30.0)))
+
+    def predict_many(self, batch: list[Features]) -> npt.NDArray[np.float64]:
+        """``predict`` of many links at once."""
+        if not batch:
+            return np.zeros(0)
+        lengths = np.fromiter((len(f) for f in batch), dtype=np.int64, count=len(batch))
+        flat = np.concatenate(batch) if lengths.sum() else np.zeros(0, dtype=np.int32)
+        sums = np.add.reduceat(self.weights[flat], np.r_[0, np.cumsum(lengths)[:-1]])
+        sums = np.where(lengths > 0, sums, 0.0) + self.bias
+        return 1.0 / (1.0 + np.exp(-np.clip(sums, -30.0, 30.0)))
+
+    def update(self, features: Features, label: float) -> None:
+        """One step towards ``label`` (1 relevant, 0 not; values between allowed)."""
+        error = self.predict(features) - label
+        if len(features):
+            self._squares[features] += error * error
+            step = self._rate / np.sqrt(self._squares[features])
+            self.weights[features] -= (step * error).astype(np.float32)
+            self.weights[features] *= 1.0 - self._decay
+        self.bias -= 0.05 * error
+        self.updates += 1

@@ -1,0 +1,288 @@
+"""The focused crawl's policy: judges pages, prioritises their outlinks, learns from the crawl.
+
+For each 2xx HTML page the engine asks :meth:`FocusPolicy.judge`:
+
+1. the page's main text is judged against the topic (``relevance``, 0..1);
+2. the link that led to the page (its features were kept while it waited) becomes a training
+   example for the link scorer: relevant (at or above the threshold) or not;
+3. every outlink gets a priority from what is known before fetching it: a prior (the topic
+   words of its anchor text, of the text around it and of its URL, and the page's
+   relevance) blended with the learnt scorer's probability as it gains experience;
+4. in ``hard`` mode the outlinks of an irrelevant page are dropped, unless the page lies
+   within ``tolerance`` irrelevant pages of a relevant one (tolerance 1: the links of an
+   irrelevant page whose parent was relevant are still followed, those of its irrelevant
+   children are not). Seeds count as relevant parents.
+
+The features of up to ``max_waiting`` queued URLs are kept (the oldest forgotten first); every
+``rescore_every`` judged pages (a fifth as many during the first ``10 * rescore_every``, while
+the scorer learns fastest) :meth:`upkeep` scores them again with the retrained scorer and
+hands the changed priorities to the frontier's ``reprioritize`` (when it has one).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import re
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, Protocol
+from urllib.parse import urlsplit
+
+from gossamer.extract import Content, extract
+from gossamer.focus.anchors import LinkText, link_texts
+from gossamer.focus.learner import Features, OnlineLogistic, hash_features, hash_union
+from gossamer.focus.topic import Topic
+from gossamer.frontier.base import Candidate
+from gossamer.parse.links import ParsedPage
+from gossamer.urls import InvalidURL, canonicalize
+
+log = logging.getLogger(__name__)
+FocusMode = Literal["soft", "hard"]
+_URL_WORDS = re.compile(r"[A-Za-z][A-Za-z0-9]+")
+_LEARN_AFTER = 10
+"""Judged pages before the scorer's opinion counts."""
+_MOST_LEARNT = 0.7
+_MOST_LEARNT_UNSCORED = 0.3
+"""Without a frontier that takes new priorities, waiting URLs keep those they were queued
+with: the scorer's share stays small so new and old priorities stay comparable."""
+_MAX_DONE = 500_000
+_PRIORITY_STEP = 0.02
+"""A waiting URL's priority is sent again only when it moved this much."""
+
+
+class Reprioritize(Protocol):
+    def __call__(self, priorities: Mapping[str, float]) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class FocusConfig:
+    threshold: float = 0.5
+    mode: FocusMode = "soft"
+    tolerance: int = 1
+    """Irrelevant pages in a row whose links ``hard`` mode still follows."""
+    max_waiting: int = 50_000
+    rescore_every: int = 50
+    window: int = 100
+    """Pages the recent harvest rate is measured over."""
+
+
+@dataclass(frozen=True, slots=True)
+class FocusStats:
+    """Frozen snapshot of a focused crawl."""
+
+    mode: str
+    threshold: float
+    judged: int
+    """2xx HTML pages judged."""
+    relevant: int
+    """Judged pages at or above the threshold."""
+    harvest_rate: float
+    """relevant / judged."""
+    recent_harvest_rate: float
+    """The same over the last ``window`` judged pages."""
+    window: int
+    links_dropped: int
+    """Outlinks ``hard`` mode left out."""
+    model_updates: int
+    rescores: int
+    reprioritized: int
+    """Waiting URLs whose priority a re-scoring changed in the frontier."""
+    waiting: int
+    """Queued URLs whose features are kept for re-scoring."""
+
+
+class _Waiting:
+    __slots__ = ("features", "prior", "sent", "streak")
+
+    def __init__(self, features: Features, prior: float, sent: float, streak: int) -> None:
+        self.features = features
+        self.prior = prior
+        self.sent = sent
+        self.streak = streak
+
+
+class FocusPolicy:
+    """Judges pages and prioritises links for one crawl (see the module docstring)."""
+
+    def __init__(
+        self,
+        topic: Topic,
+        config: FocusConfig | None = None,
+        *,
+        reprioritize: Reprioritize | None = None,
+        extractor: str = "tree",
+    ) -> None:
+        self.topic = topic
+        self.config = config or FocusConfig()
+        self.model = OnlineLogistic()
+        self._reprioritize = reprioritize
+        self._extractor = extractor
+        self._waiting: dict[str, _Waiting] = {}
+        self._done: set[int] = set()
+        """Hashes of the URLs judged, so links back to them are not kept as waiting."""
+        self._recent: deque[bool] = deque(maxlen=self.config.window)
+        self._judged = self._relevant = self._dropped = 0
+        self._rescores = self._reprioritized = 0
+        self._since_rescore = 0
+
+    # -- the engine's calls ----------------------------------------------------------------
+
+    def judge(
+        self, url: str, depth: int, page: ParsedPage, content: Content | None, links: list[str]
+    ) -> tuple[float, list[Candidate]]:
+        """The page's relevance and its outlinks as candidates with their priorities (none of
+        an irrelevant page's, in ``hard`` mode, past the tolerance)."""
+        if content is None:
+            content = extract(page.tree, url, self._extractor) if page.tree else Content("")
+        relevance = self.topic.judge(content.text).relevance
+        relevant = relevance >= self.config.threshold
+        self._tally(relevant)
+        came_by = self._waiting.pop(url, None)
+        if len(self._done) >= _MAX_DONE:
+            self._done.clear()
+        self._done.add(hash(url))
+        streak = 0
+        if came_by is not None:
+            self.model.update(came_by.features, 1.0 if relevant else 0.0)
+            streak = came_by.streak
+        streak = 0 if relevant else streak + 1
+        if self.config.mode == "hard" and streak > self.config.tolerance:
+            self._dropped += len(links)
+            return relevance, []
+        return relevance, self._candidates(page, relevance, streak, depth + 1, links)
+
+    def redirected(self, url: str, target: str) -> float:
+        """``url`` redirected to ``target`` (canonical): the target inherits its features,
+        so the page it leads to trains the scorer, and its priority."""
+        entry = self._waiting.pop(url, None)
+        if entry is None:
+            return 0.0
+        self._waiting[target] = entry
+        return entry.sent
+
+    async def upkeep(self) -> None:
+        """Every ``rescore_every`` judged pages, score the waiting URLs again with the
+        retrained scorer and send the frontier those whose priority moved."""
+        every = self.config.rescore_every
+        if self._judged < 10 * every:  # early on the scorer changes its mind fastest
+            every = max(every // 5, 5)
+        if self._since_rescore < every or self._reprioritize is None:
+            return
+        self._since_rescore = 0
+        if self.model.updates < _LEARN_AFTER or not self._waiting:
+            return
+        urls = list(self._waiting)
+        entries = [self._waiting[u] for u in urls]
+        learnt = self.model.predict_many([e.features for e in entries])
+        share = self._learnt_share()
+        changed: dict[str, float] = {}
+        for url, entry, p in zip(urls, entries, learnt.tolist(), strict=True):
+            priority = round((1 - share) * entry.prior + share * p, 4)
+            if abs(priority - entry.sent) >= _PRIORITY_STEP:
+                entry.sent = priority
+                changed[url] = priority
+        self._rescores += 1
+        if changed:
+            try:
+                answer = self._reprioritize(changed)
+                if inspect.isawaitable(answer):
+                    answer = await answer
+            except Exception:  # the priorities are hints: the crawl goes on without them
+                log.exception("re-scoring %d waiting URLs failed", len(changed))
+                return
+            moved = answer if isinstance(answer, int) else 0
+            self._reprioritized += moved
+            log.debug("re-scored %d waiting URLs: %d priorities moved", len(urls), moved)
+
+    def stats(self) -> FocusStats:
+        """A frozen snapshot."""
+        recent = self._recent
+        return FocusStats(
+            mode=self.config.mode,
+            threshold=self.config.threshold,
+            judged=self._judged,
+            relevant=self._relevant,
+            harvest_rate=round(self._relevant / self._judged, 4) if self._judged else 0.0,
+            recent_harvest_rate=round(sum(recent) / len(recent), 4) if recent else 0.0,
+            window=self.config.window,
+            links_dropped=self._dropped,
+            model_updates=self.model.updates,
+            rescores=self._rescores,
+            reprioritized=self._reprioritized,
+            waiting=len(self._waiting),
+        )
+
+    def json_stats(self) -> dict[str, Any]:
+        """``stats()`` as a dict (stats.json's ``focus``)."""
+        return asdict(self.stats())
+
+    # -- inside ----------------------------------------------------------------------------
+
+    def _tally(self, relevant: bool) -> None:
+        self._judged += 1
+        self._relevant += relevant
+        self._recent.append(relevant)
+        self._since_rescore += 1
+
+    def _learnt_share(self) -> float:
+        updates = self.model.updates
+        most = _MOST_LEARNT if self._reprioritize is not None else _MOST_LEARNT_UNSCORED
+        return 0.0 if updates < _LEARN_AFTER else min(most, updates / 100)
+
+    def _candidates(
+        self, page: ParsedPage, relevance: float, streak: int, depth: int, links: list[str]
+    ) -> list[Candidate]:
+        texts = link_texts(page, set(links))
+        share = self._learnt_share()
+        parent = f"p:{int(relevance * 5)}"
+        out = []
+        for link in links:
+            features, prior = self._link_features(link, texts.get(link), relevance, parent)
+            priority = prior
+            if share:
+                priority = (1 - share) * prior + share * self.model.predict(features)
+            priority = round(priority, 4)
+            out.append(Candidate(link, depth, priority=priority))
+            self._keep(link, features, prior, priority, streak)
+        return out
+
+    def _link_features(
+        self, link: str, text: LinkText | None, relevance: float, parent: str
+    ) -> tuple[Features, float]:
+        topic = self.topic
+        parts = urlsplit(link)
+        host = parts.hostname or ""
+        url_words = topic.words(" ".join(_URL_WORDS.findall(f"{parts.path} {parts.query}")))
+        anchor = topic.words(text.anchor) if text is not None else []
+        context = topic.words(text.context) if text is not None else []
+        anchor_m, context_m, url_m = (topic.link_match(w) for w in (anchor, context, url_words))
+        prior = 0.4 * anchor_m + 0.15 * context_m + 0.15 * url_m + 0.3 * relevance
+        section = parts.path.strip("/").split("/", 1)[0]
+        names = [
+            "b", parent, f"h:{host}", f"s:{host}/{section}", f"am:{int(anchor_m * 5)}",
+            f"cm:{int(context_m * 5)}", f"um:{int(url_m * 5)}",
+            *(f"a:{w}" for w in anchor), *(f"u:{w}" for w in url_words),
+            *(f"c:{w}" for w in context[:60]),
+        ]  # fmt: skip
+        return hash_features(names), prior
+
+    def _keep(self, link: str, features: Features, prior: float, sent: float, streak: int) -> None:
+        try:
+            url = canonicalize(link)
+        except InvalidURL:
+            return
+        if hash(url) in self._done:
+            return
+        waiting = self._waiting
+        known = waiting.get(url)
+        if known is not None:  # another page links to it too: its evidence joins
+            known.prior = max(known.prior, prior)
+            known.streak = min(known.streak, streak)
+            if len(known.features) < 400:
+                known.features = hash_union(known.features, features)
+            return
+        waiting[url] = _Waiting(features, prior, sent, streak)
+        if len(waiting) > self.config.max_waiting:
+            del waiting[next(iter(waiting))]

@@ -1,0 +1,132 @@
+"""Terms of a text and the crawl's document frequencies.
+
+A term is a lower-cased word of two or more letters (digits allowed after the first letter),
+not a stop word, cut by a light suffix stemmer (``transactions`` and ``transaction`` meet,
+``locking`` and ``locks`` meet ``lock``). Stemming and weighting are the same for the topic,
+the pages and the anchors, so only their agreement matters, not the stems' spelling.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+
+_WORD = re.compile(r"[a-z][a-z0-9]+")
+MAX_TEXT_CHARS = 200_000
+"""Longer texts are judged on their start: a bound on the time a page costs."""
+
+STOP_WORDS = frozenset(
+    """a about above after again against all also am an and any are as at be because been
+    before being below between both but by can could did do does doing done down during each
+    either else etc even every few for from further get gets got had has have having he her
+    here hers him his how however i if in into is it its itself just let like many may me
+    might more most much must my neither no nor not now of off on once one only or other our
+    ours out over own per same shall she should since so some such than that the their them
+    then there these they this those though through thus to too under until up upon us use
+    used uses using very via was we were what when where whether which while who whom whose
+    why will with within without would yet you your yours e g ie eg see also new two three
+    first last next previous back home page top contents index search""".split()  # noqa: SIM905
+)
+
+_SUFFIXES = (
+    ("ations", "ate"), ("ation", "ate"), ("nesses", ""), ("ness", ""), ("ments", ""),
+    ("ment", ""), ("ingly", ""), ("ings", ""), ("ing", ""), ("edly", ""), ("ies", "y"),
+    ("ied", "y"), ("sses", "ss"), ("ed", ""), ("es", ""), ("ly", ""), ("s", ""),
+)  # fmt: skip
+
+
+def stem(word: str) -> str:
+    """A light suffix stemmer: the first matching suffix goes when at least three letters
+    stay; a doubled final consonant left behind (``locking`` -> ``lock``, ``running`` ->
+    ``run``) is made single."""
+    if len(word) <= 3:
+        return word
+    for suffix, replacement in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            if suffix == "s" and word.endswith(("ss", "us", "is")):
+                return word
+            if suffix == "es" and not word.endswith(("ches", "shes", "xes", "zes", "sses")):
+                return word[:-1]
+            stem_ = word[: len(word) - len(suffix)] + replacement
+            if not replacement and len(stem_) > 3 and stem_[-1] == stem_[-2] not in "lsz":
+                stem_ = stem_[:-1]
+            return stem_
+    return word
+
+
+_STEMS: dict[str, str] = {}
+_MAX_STEMS = 200_000
+
+
+def terms(text: str) -> list[str]:
+    """The terms of ``text`` in order (see the module docstring)."""
+    cache = _STEMS
+    out = []
+    for word in _WORD.findall(text[:MAX_TEXT_CHARS].lower()):
+        if word in STOP_WORDS:
+            continue
+        term = cache.get(word)
+        if term is None:
+            term = stem(word)
+            if len(cache) < _MAX_STEMS:
+                cache[word] = term
+        out.append(term)
+    return out
+
+
+def with_pairs(words: list[str], pairs: frozenset[str]) -> list[str]:
+    """``words`` plus the adjacent pairs among ``pairs`` (``"isolate level"``): the topic's
+    phrases count as terms of their own."""
+    if not pairs or len(words) < 2:
+        return words
+    found = [f"{a} {b}" for a, b in itertools.pairwise(words)]
+    return words + [p for p in found if p in pairs]
+
+
+class DocumentFrequencies:
+    """How many judged documents hold each term: the inverse document frequency of a term
+    falls as the crawl meets it on more pages (a site's boilerplate words weigh little).
+    ``prior`` documents holding no term smooth the start. Bounded: past ``max_terms`` the
+    rarest terms are forgotten."""
+
+    def __init__(self, *, prior: int = 20, max_terms: int = 500_000) -> None:
+        self.documents = 0
+        self._df: Counter[str] = Counter()
+        self._prior = prior
+        self._max_terms = max_terms
+
+    def add(self, document: Iterable[str]) -> None:
+        """Count one document's (distinct) terms."""
+        self.documents += 1
+        self._df.update(set(document))
+        if len(self._df) > self._max_terms:
+            keep = self._df.most_common(self._max_terms // 2)
+            self._df = Counter(dict(keep))
+
+    def idf(self, term: str) -> float:
+        """``log((N + prior + 1) / (df + 1))``, at least a tenth of the largest."""
+        n = self.documents + self._prior + 1
+        return max(math.log(n / (self._df.get(term, 0) + 1)), 0.1 * math.log(n))
+
+    def vector(self, counts: Mapping[str, int]) -> dict[str, float]:
+        """The unit TF-IDF vector (sublinear term frequency) of a bag of terms."""
+        weights = {t: (1.0 + math.log(c)) * self.idf(t) for t, c in counts.items()}
+        return normalise(weights)
+
+
+def normalise(vector: Mapping[str, float]) -> dict[str, float]:
+    """``vector`` scaled to unit length (empty stays empty)."""
+    norm = math.sqrt(sum(w * w for w in vector.values()))
+    if norm == 0:
+        return {}
+    return {t: w / norm for t, w in vector.items()}
+
+
+def cosine(a: Mapping[str, float], b: Mapping[str, float]) -> float:
+    """Dot product of two unit vectors."""
+    if len(a) > len(b):
+        a, b = b, a
+    return sum(w * b.get(t, 0.0) for t, w in a.items())

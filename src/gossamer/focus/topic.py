@@ -1,0 +1,193 @@
+"""The topic of a focused crawl and how well a text matches it.
+
+The topic comes from a phrase and the main text of example pages. Commas, semicolons and
+``and``/``or`` split the phrase into facets (``database transactions, isolation levels and
+locking`` has three); the words of a facet and its adjacent word pairs are its terms.
+
+A page's ``relevance`` (0..1) blends two signals, each scaled so that an on-topic page scores
+about 1 and an off-topic one about 0, whatever the topic:
+
+* phrase coverage: per facet, the IDF-weighted share of its terms the page holds, each term's
+  count saturated and normalised by the page's length as BM25 does (k1 = 4: a passing
+  mention in a long page counts little); facets combine as a noisy-or (``1 - prod(1 -
+  facet)``): one facet covered well, or several covered in part, make a match;
+* example similarity: the TF-IDF cosine between the page and the examples' centroid, divided
+  by how similar the examples are to each other (leave one out; a fixed 0.5 with a single
+  example), so a page as close to the examples as they are to one another scores 1.
+
+Their mean (or the one present) goes through a logistic curve centred on 0.5, so the default
+threshold 0.5 separates on-topic from off-topic pages. Document frequencies come from the
+crawl itself: every judged page counts, so words common on the site weigh less as it goes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gossamer.focus.text import DocumentFrequencies, cosine, normalise, terms, with_pairs
+
+_FACET_SPLIT = re.compile(r"[,;/|]|\band\b|\bor\b|\n", re.IGNORECASE)
+_K1 = 4.0
+_B = 0.6
+_STEEPNESS = 9.0
+_SINGLE_EXAMPLE_SIMILARITY = 0.5
+_CENTROID_TERMS = 60
+_REFRESH_EVERY = 25
+_PSEUDO_FROM = 0.7
+"""Phrase coverage from which a page may serve as a pseudo-example."""
+_MAX_PSEUDO = 5
+"""Judged pages between two rebuilds of the topic vector (its IDF weights change)."""
+
+
+class TopicError(ValueError):
+    """The topic has no terms: an empty phrase (and no examples), or examples without text."""
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """How a text matched the topic."""
+
+    relevance: float
+    phrase: float | None
+    """Phrase coverage, 0..1 (None without a phrase)."""
+    examples: float | None
+    """Example similarity scaled to the examples' own (None without examples)."""
+
+
+class Topic:
+    """A topic built from ``phrase`` and the main texts of example pages."""
+
+    def __init__(self, phrase: str, examples: Sequence[str] = ()) -> None:
+        self.facets: list[list[str]] = []
+        pairs: set[str] = set()
+        for part in _FACET_SPLIT.split(phrase):
+            words = terms(part)
+            facet = list(dict.fromkeys(words + [f"{a} {b}" for a, b in itertools.pairwise(words)]))
+            pairs.update(t for t in facet if " " in t)
+            if facet:
+                self.facets.append(facet)
+        self.pairs = frozenset(pairs)
+        self.df = DocumentFrequencies()
+        self._examples = [Counter(with_pairs(terms(text), self.pairs)) for text in examples]
+        self._examples = [c for c in self._examples if c]
+        if not self.facets and not self._examples:
+            raise TopicError("the topic has no words: give a phrase or example pages with text")
+        for counts in self._examples:
+            self.df.add(counts)
+        self._pseudo: list[tuple[float, Counter[str]]] = []
+        self._length = 300.0
+        self._judged = 0
+        self.vector: dict[str, float] = {}
+        self._centroid: dict[str, float] = {}
+        self._reference = _SINGLE_EXAMPLE_SIMILARITY
+        self._refresh()
+
+    @property
+    def has_phrase(self) -> bool:
+        return bool(self.facets)
+
+    @property
+    def has_examples(self) -> bool:
+        return bool(self._examples)
+
+    def words(self, text: str) -> list[str]:
+        """The terms of ``text``, the topic's word pairs among them."""
+        return with_pairs(terms(text), self.pairs)
+
+    def judge(self, text: str) -> Judgement:
+        """Judge a page's main text (and count it in the document frequencies)."""
+        counts = Counter(self.words(text))
+        self.df.add(counts)
+        length = sum(counts.values())
+        self._length += (length - self._length) / min(self.df.documents, 200)
+        self._judged += 1
+        if self._judged % _REFRESH_EVERY == 0:
+            self._refresh()
+        phrase = self._coverage(counts, length) if self.facets else None
+        examples = None
+        if len(self._examples) + len(self._pseudo) >= (1 if self._examples else 2):
+            similarity = cosine(self.df.vector(counts), self._centroid)
+            examples = min(similarity / self._reference, 1.5)
+        if phrase is not None and phrase >= _PSEUDO_FROM and len(self._examples) < _MAX_PSEUDO:
+            self._feedback(phrase, counts)
+        signals = [s for s in (phrase, examples) if s is not None]
+        score = sum(signals) / len(signals)
+        return Judgement(_squash(score), phrase, examples)
+
+    def link_match(self, words: Sequence[str]) -> float:
+        """How strongly a short text (anchor, URL words) points at the topic, 0..1: the topic
+        weight of its distinct terms, one strong term giving about 0.6."""
+        if not words:
+            return 0.0
+        vector = self.vector
+        mass = sum(vector.get(t, 0.0) for t in set(words))
+        return 1.0 - math.exp(-mass / self._strong)
+
+    def _coverage(self, counts: Counter[str], length: int) -> float:
+        norm = _K1 * (1 - _B + _B * length / max(self._length, 1.0))
+        scores = []
+        for facet in self.facets:
+            weights = [self.df.idf(t) * (2.0 if " " in t else 1.0) for t in facet]
+            got = sum(
+                w * (counts[t] * (_K1 + 1) / (counts[t] + norm)) / (_K1 + 1)
+                for t, w in zip(facet, weights, strict=True)
+                if counts.get(t)
+            )
+            scores.append(got / sum(weights))
+        missed = 1.0
+        for score in scores:
+            missed *= 1.0 - score
+        return 1.0 - missed
+
+    def _feedback(self, phrase: float, counts: Counter[str]) -> None:
+        """Pseudo-relevance feedback: the pages that match the phrase best so far (at most
+        ``_MAX_PSEUDO``) join the examples, so pages on the topic in other words are found."""
+        pseudo = self._pseudo
+        if len(pseudo) >= _MAX_PSEUDO and phrase <= pseudo[-1][0]:
+            return
+        pseudo.append((phrase, counts))
+        pseudo.sort(key=lambda item: item[0], reverse=True)
+        del pseudo[_MAX_PSEUDO:]
+        self._refresh()
+
+    def _refresh(self) -> None:
+        """Rebuild the topic vector and the examples' centroid with the current IDF."""
+        vectors = [self.df.vector(c) for c in self._examples]
+        vectors += [self.df.vector(c) for _, c in self._pseudo]
+        self._centroid = _mean(vectors)
+        if len(vectors) >= 2:
+            alone = [
+                cosine(v, _mean(vectors[:i] + vectors[i + 1 :])) for i, v in enumerate(vectors)
+            ]
+            self._reference = max(sum(alone) / len(alone), 0.05)
+        phrase: dict[str, float] = {}
+        for facet in self.facets:
+            for t in facet:
+                phrase[t] = phrase.get(t, 0.0) + self.df.idf(t)
+        combined = dict(normalise(phrase))
+        for t, w in self._centroid.items():
+            combined[t] = combined.get(t, 0.0) + w
+        self.vector = normalise(combined)
+        top = sorted(self.vector.values(), reverse=True)[:5]
+        self._strong = max(sum(top) / len(top), 1e-6) if top else 1.0
+
+
+def _mean(vectors: Sequence[dict[str, float]]) -> dict[str, float]:
+    """The unit centroid of ``vectors``, cut to its ``_CENTROID_TERMS`` heaviest terms: the
+    words that make the topic, not those every page of a site shares."""
+    total: dict[str, float] = {}
+    for vector in vectors:
+        for t, w in vector.items():
+            total[t] = total.get(t, 0.0) + w
+    heaviest = sorted(total.items(), key=lambda item: item[1], reverse=True)[:_CENTROID_TERMS]
+    return normalise(dict(heaviest))
+
+
+def _squash(score: float) -> float:
+    """The logistic curve from a signal (about 0 off-topic, 1 on-topic) to a relevance."""
+    return round(1.0 / (1.0 + math.exp(-_STEEPNESS * (score - 0.5))), 4)

@@ -1,0 +1,145 @@
+# ruff: noqa: E501
+"""Sentences of prose per topic, for the topical test web (:mod:`gossamer.testweb.topical`).
+
+Written as documentation and blog prose is, with each topic's vocabulary varied from
+sentence to sentence (a page about locking need not say "transaction" often), so a method
+that works here has to match topics, not repeated keywords. ``database-indexing`` is the
+hard near miss of the target topic ``database-transactions``: same field, other subject.
+"""
+
+from __future__ import annotations
+
+TOPICS: dict[str, tuple[str, ...]] = {
+    "database-transactions": (
+        "A transaction groups several reads and writes so that they either all take effect or none of them do.",
+        "When two sessions update the same row, the second one waits until the first commits or rolls back.",
+        "Under snapshot isolation every statement sees the data as it was when the transaction began.",
+        "The serializable isolation level promises that concurrent transactions behave as if they ran one after another.",
+        "Read committed prevents dirty reads but still allows a query to see rows another session committed a moment ago.",
+        "A deadlock occurs when each of two transactions holds a lock the other one needs, and the engine must abort one of them.",
+        "Row-level locks let many writers work on the same table as long as they touch different rows.",
+        "Two-phase locking acquires every lock before releasing any, which guarantees a serializable schedule.",
+        "Phantom reads appear when a range query returns new rows that a concurrent insert committed in between.",
+        "Optimistic concurrency control checks at commit time whether anything read has been changed since.",
+        "The write-ahead log records each change before it reaches the data files, so a crash never loses a committed update.",
+        "Savepoints let an application roll back part of a transaction without abandoning the whole unit of work.",
+        "Lost updates happen when two clients read a value, both modify it, and the later write silently overwrites the earlier one.",
+        "Atomicity, consistency, isolation and durability are the guarantees a transactional engine is expected to keep.",
+        "Multiversion concurrency control keeps older versions of a row so that readers never block writers.",
+        "A long-running transaction holds its locks and its snapshot open, which delays vacuum and blocks schema changes.",
+        "Select for update takes an exclusive row lock, so a later session trying to modify that row has to queue behind it.",
+        "Retrying a transaction after a serialization failure is the normal way to cope with conflicts under strict isolation.",
+        "Distributed commits need a coordinator, and the two-phase commit protocol makes every participant vote before the outcome is final.",
+        "Lock escalation turns many fine-grained row locks into a single table lock when their number grows too large.",
+    ),
+    "database-indexing": (
+        "A B-tree index keeps keys sorted so that range scans and equality lookups touch only a few pages.",
+        "The query planner estimates the cost of each access path from table statistics and picks the cheapest plan.",
+        "A covering index contains every column a query needs, so the table itself is never read.",
+        "Hash indexes answer equality lookups quickly but cannot help with sorting or ranges.",
+        "Stale statistics mislead the optimizer into choosing a sequential scan where an index scan would be faster.",
+        "A composite index on two columns serves queries that filter on the first column, with or without the second.",
+        "Partial indexes cover only the rows matching a predicate, which keeps them small and cheap to maintain.",
+        "Explain output shows the chosen join order, the estimated row counts and the operators the executor will run.",
+        "Every additional index speeds up some reads while slowing down inserts, which must update it as well.",
+        "Nested loop joins suit small inputs, while hash joins and merge joins handle larger tables better.",
+        "Full-text indexes split documents into tokens and store, for each token, the list of documents containing it.",
+        "Clustering a table physically orders its rows by an index, which helps range queries on that key.",
+    ),
+    "networking": (
+        "TCP opens a connection with a three-way handshake before any application data is exchanged.",
+        "Congestion control reduces the sending window whenever packets are lost along the path.",
+        "A router forwards each packet by looking up the longest matching prefix in its routing table.",
+        "DNS resolvers cache answers for the time-to-live the authoritative server attached to each record.",
+        "UDP sends datagrams without retransmission, leaving reliability to the application if it needs any.",
+        "Network address translation rewrites source addresses so that many devices can share one public address.",
+        "The maximum transmission unit limits the size of a frame, and larger packets must be fragmented or dropped.",
+        "TLS negotiates keys during its handshake and then encrypts every record sent over the connection.",
+        "Latency is dominated by the round-trip time, while throughput depends on bandwidth and window size.",
+        "Border gateway protocol lets autonomous systems announce which address blocks they can reach.",
+        "Keep-alive probes detect a peer that vanished without closing the connection properly.",
+        "Multicast delivers one stream to many receivers that joined the group on the same network.",
+    ),
+    "bread-baking": (
+        "A sourdough starter is a culture of wild yeast and lactic acid bacteria kept alive with regular feedings of flour and water.",
+        "Kneading develops gluten, the elastic network of proteins that traps the gas produced during fermentation.",
+        "Hydration is the weight of water divided by the weight of flour, and wetter doughs give a more open crumb.",
+        "The bulk fermentation ends when the dough has grown by about half and shows bubbles on its surface.",
+        "Shaping builds surface tension so that the loaf rises upwards in the oven instead of spreading out.",
+        "Baking in a covered pot traps steam during the first minutes, which keeps the crust soft long enough to expand.",
+        "A cold overnight proof in the refrigerator deepens the flavour and makes the dough easier to score.",
+        "Whole wheat flour absorbs more water than white flour because the bran soaks it up.",
+        "Salt tightens the gluten and slows the yeast, so it is usually added after a short rest called the autolyse.",
+        "The crumb should be left to cool completely before slicing, since the starches are still setting.",
+        "Rye doughs are sticky and rely on acidity rather than gluten to hold their structure.",
+        "An instant-read thermometer tells when the centre of the loaf has reached the right temperature.",
+    ),
+    "astronomy": (
+        "A light-year is the distance light travels in one year, almost ten trillion kilometres.",
+        "Telescopes with larger apertures collect more light and reveal fainter galaxies.",
+        "The phases of the moon follow from the changing angle between the sun, the earth and the moon.",
+        "Red giants are stars that exhausted the hydrogen in their cores and swelled to many times their former size.",
+        "Exoplanets are often detected by the small dip in brightness when they pass in front of their star.",
+        "Spectroscopy splits starlight into its colours and reveals which elements the star contains.",
+        "A solar eclipse happens when the moon passes directly between the earth and the sun.",
+        "Nebulae are vast clouds of gas and dust where new stars are born.",
+        "Comets grow their glowing tails as sunlight heats their icy nuclei near perihelion.",
+        "The redshift of distant galaxies shows that the universe is expanding.",
+        "Binary stars orbit a common centre of mass, and their motion reveals their masses.",
+        "Dark skies away from city lights make the band of the Milky Way visible to the naked eye.",
+    ),
+    "gardening": (
+        "Tomatoes need at least six hours of direct sun and regular watering to set fruit.",
+        "Compost adds organic matter that improves both the drainage and the water retention of the soil.",
+        "Mulching around perennials suppresses weeds and keeps the roots cool in summer.",
+        "Seedlings should be hardened off for a week before they are planted outside.",
+        "Crop rotation prevents soil-borne diseases from building up in one bed year after year.",
+        "Pruning fruit trees in late winter encourages strong growth and a better harvest.",
+        "Aphids can be controlled by ladybirds and lacewings instead of chemical sprays.",
+        "Raised beds warm up earlier in spring and are easier to reach without compacting the soil.",
+        "Clay soils hold nutrients well but need grit and organic matter to drain properly.",
+        "Dividing overgrown clumps of perennials every few years keeps them flowering freely.",
+        "Drip irrigation delivers water straight to the roots and wastes very little to evaporation.",
+        "Cover crops sown in autumn protect bare soil from erosion over the winter.",
+    ),
+    "image-compression": (
+        "JPEG divides an image into eight by eight blocks and transforms each with a discrete cosine transform.",
+        "Lossless formats such as PNG reproduce every pixel exactly, at the cost of larger files.",
+        "Chroma subsampling stores colour at a lower resolution than brightness, because the eye is less sensitive to it.",
+        "Quantisation discards the fine detail that viewers are least likely to notice.",
+        "Entropy coding assigns shorter codes to frequent symbols and longer ones to rare symbols.",
+        "Wavelet-based codecs avoid blocking artefacts by transforming the whole image at several scales.",
+        "Progressive encoding lets a browser show a coarse preview before the full image arrives.",
+        "Raising the quality setting keeps more coefficients and produces larger files with fewer artefacts.",
+        "Modern codecs predict each block from its neighbours and encode only the residual.",
+        "Palette images store an index into a small table of colours for every pixel.",
+        "Ringing appears around sharp edges when high-frequency coefficients are removed.",
+        "Perceptual metrics try to score compressed images the way human viewers would.",
+    ),
+}
+
+GENERIC: tuple[str, ...] = (
+    "This article is part of a collection maintained by volunteers and updated several times a year.",
+    "Readers are welcome to suggest corrections through the feedback form at the bottom of the page.",
+    "The examples below were tested with the versions listed in the introduction.",
+    "If something is unclear, the glossary explains the terms used throughout the site.",
+    "We try to keep each page short and link to related material for the details.",
+    "Older revisions of this text remain available in the archive section.",
+)
+
+TITLES: dict[str, tuple[str, ...]] = {
+    "database-transactions": (
+        "Isolation levels explained", "Deadlocks and how to avoid them", "Row locks in practice",
+        "Snapshot isolation", "Commit and rollback", "Two-phase locking", "Savepoints",
+        "Serializable transactions", "Optimistic concurrency", "Write-ahead logging",
+    ),
+    "database-indexing": (
+        "B-tree indexes", "Reading query plans", "Covering indexes", "Join algorithms",
+        "Table statistics", "Partial indexes",
+    ),
+    "networking": ("TCP handshakes", "Routing tables", "DNS caching", "Congestion control", "NAT"),
+    "bread-baking": ("Sourdough starters", "Hydration", "Shaping loaves", "Cold proofing", "Rye"),
+    "astronomy": ("Light-years", "Exoplanets", "Eclipses", "Nebulae", "Redshift", "Comets"),
+    "gardening": ("Growing tomatoes", "Compost", "Mulching", "Pruning", "Raised beds"),
+    "image-compression": ("How JPEG works", "PNG", "Chroma subsampling", "Wavelets", "Codecs"),
+}  # fmt: skip
