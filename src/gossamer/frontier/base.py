@@ -148,10 +148,6 @@ class FrontierStats:
     """Hosts in the working set, scheduled now (the embedded frontier; see its doc)."""
     set_aside: int = 0
     """Malformed entries this frontier met in its durable queue and moved aside."""
-    hosts_polite: int = 0
-    """Hosts with URLs waiting for their next slot at their polite pace."""
-    hosts_backing_off: int = 0
-    """Hosts with URLs waiting longer: slowed down by errors or latency, or paused."""
 
 
 class Frontier(Protocol):

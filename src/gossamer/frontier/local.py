@@ -208,15 +208,12 @@ class LocalFrontier:
     def stats(self) -> FrontierStats:
         """A frozen snapshot."""
         hosts = self._hosts
-        polite, backing_off = hosts.waiting()
         return FrontierStats(
             queued=self._queued(),
             leased=hosts.leased,
             delayed=hosts.delayed,
             hosts=hosts.hosts,
             active_hosts=hosts.active,
-            hosts_polite=polite,
-            hosts_backing_off=backing_off,
             seen=len(self._seen),
             duplicates=self._duplicates,
             rejected=self._admission.rejected,

@@ -10,9 +10,8 @@ its methods; it starts no task of its own:
   the shared limiter (one pipeline). Entries held for a retry wait in memory until their
   not-before time, their claim renewed.
 * ``done()`` is True when this worker holds nothing and a look at every partition's counts
-  (at most one per ``refresh_interval``; False in between) finds nothing queued or claimed.
-  The engine adds a page's outlinks before acking it, so a claim always covers URLs still to
-  come.
+  (at most one per ``refresh_interval``; False in between) finds nothing queued or claimed
+  (outlinks are added before their page's ack, so a claim covers URLs still to come).
 * The upkeep is its owner's (the cluster worker's keeper, or a test): :meth:`renew` before
   claims expire, :meth:`reclaim_expired` for dead workers' claims, :meth:`refresh` to find
   owned partitions others filled, :meth:`wake` with the partitions others say they filled,
@@ -138,8 +137,7 @@ class RedisFrontier:
             batches.setdefault(part, []).append((fp, entry))
             if cand.priority:
                 ranked.add(part)
-                self._ranked = True
-        added = 0
+        added, self._ranked = 0, self._ranked or bool(ranked)
         if batches:
             calls: list[ScriptCall] = []
             for part, rows in batches.items():
@@ -162,17 +160,15 @@ class RedisFrontier:
         return AddResult(added, duplicates, rejected)
 
     async def reprioritize(self, priorities: Mapping[str, float]) -> int:
-        """New priorities for URLs held here (their claims too) and queued in Redis (a script
-        per partition, one pipeline); how many changed. Others' held URLs keep theirs."""
+        """New priorities for URLs held here and queued in Redis (others' keep theirs)."""
         wanted = locate(priorities)
         changed = self._hosts.rerank(wanted)
         held = {entry.fp for entry in changed}
         calls = [self._claims.update_call(entry) for entry in changed if not entry.orphan]
         parts: dict[int, dict[int, float]] = {}
         for key, fps in wanted.items():
-            for fp, priority in fps.items():
-                if fp not in held:
-                    parts.setdefault(self._part(key, fp), {})[fp] = priority
+            for fp in fps.keys() - held:
+                parts.setdefault(self._part(key, fp), {})[fp] = fps[fp]
         calls += self._claims.rerank(parts)
         results = await run_scripts(self._redis, calls)
         return len(changed) + sum(int(n) for n in results[len(results) - len(parts) :])
@@ -258,14 +254,12 @@ class RedisFrontier:
         return self._hosts.queued
 
     def waiting_hosts(self) -> tuple[int, int]:
-        """Hosts waiting for their time: (at their polite pace, backing off); see
-        :meth:`HostScheduler.waiting`."""
+        """Hosts waiting: (at their polite pace, backing off); :meth:`HostScheduler.waiting`."""
         return self._hosts.waiting()
 
     def stats(self) -> FrontierStats:
         """A frozen snapshot: ``queued`` and ``seen`` are job-wide (last look) plus the URLs
         this worker holds in memory; the rest is this worker's."""
-        polite, backing_off = self._hosts.waiting()
         return FrontierStats(
             queued=self._counts.queued + self._hosts.queued,
             leased=self._hosts.leased,
@@ -275,8 +269,6 @@ class RedisFrontier:
             duplicates=self._duplicates,
             rejected=self._admission.rejected,
             set_aside=self._claims.set_aside,
-            hosts_polite=polite,
-            hosts_backing_off=backing_off,
         )
 
     # -- upkeep, called by the frontier's owner ----------------------------------------------
