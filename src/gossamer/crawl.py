@@ -42,6 +42,7 @@ from gossamer.frontier.local import LocalFrontier
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.robots import RobotsCache
 from gossamer.hooks import load_hook
+from gossamer.logs import LOG_FILE, logging_to_file
 from gossamer.outcomes import RetryPolicy
 from gossamer.progress import progress_line
 from gossamer.settings import (
@@ -57,6 +58,7 @@ from gossamer.sinks.jsonl import ItemJsonlSink, JsonlSink, repair_jsonl
 from gossamer.sinks.sqlite import SQLiteSink
 from gossamer.sinks.warc import WarcWriter
 from gossamer.stats import CrawlStats
+from gossamer.status import status_file
 from gossamer.urls import InvalidURL, Scope, canonicalize, host_key
 
 if TYPE_CHECKING:
@@ -64,6 +66,7 @@ if TYPE_CHECKING:
 
 _OUTPUTS = (
     "crawl.db", "crawl.db-wal", "crawl.db-shm", "pages.jsonl", "items.jsonl", "stats.json",
+    "status.json", "crawl.log", "crawl.log.1",
 )  # fmt: skip
 _FROM_SETTINGS: RuleSet | None = RuleSet(())
 """``open_stages`` without rules given: it reads those of the settings."""
@@ -552,13 +555,17 @@ async def run_crawl(settings: CrawlSettings) -> CrawlStats:
     rules = load_ruleset(settings)  # and so do bad rule documents
     auth_logins(settings)  # and a missing secret
     prepare_out_dir(settings)
-    async with build_crawler(settings, seeds, rules) as crawler:
-        tune_gc()
-        install_signal_handlers(crawler)
-        show = not settings.quiet and sys.stderr.isatty()
-        async with progress_line(crawler.stats, enabled=show):
-            stats = await crawler.run(seeds)
-        stats.write(settings.out / "stats.json")
+    with logging_to_file(settings.out / LOG_FILE):
+        async with build_crawler(settings, seeds, rules) as crawler:
+            tune_gc()
+            install_signal_handlers(crawler)
+            show = not settings.quiet and sys.stderr.isatty()
+            async with (
+                status_file(settings.out, crawler),
+                progress_line(crawler.stats, enabled=show),
+            ):
+                stats = await crawler.run(seeds)
+            stats.write(settings.out / "stats.json")
     return stats
 
 

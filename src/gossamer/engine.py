@@ -34,6 +34,7 @@ from gossamer.extract.pdf import PdfPool
 from gossamer.extract.rules import PageItems, RuleSet, evaluate
 from gossamer.extract.text import plain_text
 from gossamer.frontier.base import Candidate, Feedback, Frontier, Lease
+from gossamer.frontier.hosts import HeldBack
 from gossamer.frontier.robots import RobotsCache, RobotsPolicy
 from gossamer.hooks import Hook, HookError, Page, run_hook
 from gossamer.outcomes import Action, RetryPolicy, classify, is_failure
@@ -177,6 +178,7 @@ class Crawler:
         """Set to checkpoint now instead of at the next interval."""
         self._wake = asyncio.Event()
         self._stopping = False
+        self._paused = False
         self._pending: list[PageRecord] = []
         self._failure: BaseException | None = None
         self._counts: Counter[str] = Counter()
@@ -238,6 +240,25 @@ class Crawler:
         self._stopping = True
         self._wake.set()
 
+    def pause(self, paused: bool) -> None:
+        """While paused, lease nothing; in-flight URLs finish."""
+        self._paused = paused
+        self._wake.set()
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    @property
+    def stopping(self) -> bool:
+        """Asked to stop (by a signal, a failure or the cluster's stop)."""
+        return self._stopping
+
+    def held_back(self, most: int = 10) -> list[HeldBack]:
+        """The hosts politeness holds back now, if the frontier tells."""
+        source = getattr(self._frontier, "held_back", None)
+        return list(source(most)) if source is not None else []
+
     def stats(self) -> CrawlStats:
         """A frozen snapshot of the crawl so far."""
         elapsed = self._clock() - self._started
@@ -289,6 +310,8 @@ class Crawler:
         limit = self._config.concurrency
         while not self._stopping:
             free = min(limit - len(self._fetching), 2 * limit - len(self._tasks), self._budget())
+            if self._paused:
+                free = 0
             if len(self._pending) >= MAX_PENDING_RECORDS:
                 free = 0  # the checkpoint wakes the loop once the records are written
                 self._flush.set()

@@ -187,6 +187,7 @@ async def status(url: str, job: str) -> dict[str, Any]:
         return {
             "job": job,
             "submitted": settings is not None,
+            "state": await control.state(),
             "done": bool(totals and totals.done),
             "leader": await control.leader(),
             "assignment_version": await control.version(),
@@ -233,6 +234,17 @@ def _totals(totals: JobTotals | None) -> dict[str, int]:
     }
 
 
+async def set_state(url: str, job: str, state: str) -> None:
+    """Pause, resume (``running``) or stop the job's workers."""
+    control = await open_control(url, job)
+    try:
+        if await control.load_job() is None:
+            raise SettingsError(f"no job {job!r} at {redact_url(url)}")
+        await control.set_state(state)
+    finally:
+        await control.redis.aclose()
+
+
 async def wait(url: str, job: str, limit: float | None) -> bool:
     """Wait until the job is finished (True) or ``limit`` seconds pass (False); a Redis
     restart meanwhile is waited out like in a worker (within ``limit``)."""
@@ -262,7 +274,7 @@ def format_status(state: dict[str, Any]) -> str:
         return f"job {state['job']!r}: not submitted"
     t = state["totals"]
     lines = [
-        f"job {state['job']!r}: {'finished' if state['done'] else 'running'}, "
+        f"job {state['job']!r}: {'finished' if state['done'] else state['state']}, "
         f"seen {t['seen']}, finished {t['finished']}, queued {t['queued']}, "
         f"claimed {t['claimed']}, {state['pages_per_second']} pages/s, "
         f"leader {state['leader']}, assignment v{state['assignment_version']}"

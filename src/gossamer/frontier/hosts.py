@@ -67,6 +67,7 @@ from gossamer.frontier.politeness import HostSlot, PolitenessPolicy
 
 __all__ = [
     "Batch",
+    "HeldBack",
     "Host",
     "HostQueue",
     "HostScheduler",
@@ -211,6 +212,20 @@ class Host(Generic[E]):
     def waiting(self) -> bool:
         """Something of it is queued, in memory or in storage."""
         return bool(self.queue) or self.stored > 0
+
+
+@dataclass(frozen=True, slots=True)
+class HeldBack:
+    """A host politeness holds back (see :meth:`HostScheduler.held_back`)."""
+
+    host: str
+    reason: str
+    """``retry-after``, ``crawl-delay``, ``back-off``, ``delay``, ``limit`` (its connections
+    are in use) or ``limiter`` (the cluster's shared host limiter)."""
+    wait: float | None
+    """Seconds until its next request may start; None while it waits for a request to end."""
+    queued: int
+    in_flight: int
 
 
 @dataclass(slots=True)
@@ -528,6 +543,25 @@ class HostScheduler(Generic[E]):
         if not times:
             return None
         return max(0.0, min(times) - now)
+
+    def held_back(self, most: int = 10) -> list[HeldBack]:
+        """Up to ``most`` hosts of the working set with URLs queued that politeness holds back
+        now, the longest wait first."""
+        now = self._clock()
+        found: list[HeldBack] = []
+        for key, host in self._hosts.items():
+            if not (host.active and host.waiting) or host._slot is None:
+                continue
+            slot = host.slot
+            when = self._ready_at(host)
+            if when <= now:
+                continue
+            reason = "limiter" if host.not_before > now else self._policy.why_waiting(slot)
+            queued = len(host.queue or ()) + host.stored
+            wait = None if math.isinf(when) else round(when - now, 3)
+            found.append(HeldBack(key, reason, wait, queued, slot.active))
+        found.sort(key=lambda h: (-(h.wait if h.wait is not None else -1.0), -h.queued))
+        return found[:most]
 
     @property
     def leased(self) -> int:

@@ -26,7 +26,7 @@ from gossamer.crawldb import CrawlDB
 from gossamer.frontier.admission import Admission
 from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease, Rules
 from gossamer.frontier.dedup import SeenSet
-from gossamer.frontier.hosts import HostScheduler, Queued, RulesLookup
+from gossamer.frontier.hosts import HeldBack, HostScheduler, Queued, RulesLookup
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.urls import Scope
 
@@ -182,6 +182,10 @@ class LocalFrontier:
     def in_memory(self) -> int:
         """Queued URLs held in memory (at most about ``memory_budget``)."""
         return self._hosts.queued
+
+    def held_back(self, most: int = 10) -> list[HeldBack]:
+        """The hosts politeness holds back now (see :meth:`HostScheduler.held_back`)."""
+        return self._hosts.held_back(most)
 
     def stats(self) -> FrontierStats:
         """A frozen snapshot."""

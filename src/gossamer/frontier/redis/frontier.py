@@ -30,7 +30,7 @@ from typing import Literal
 from gossamer.frontier.admission import Admission
 from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease, Rules
 from gossamer.frontier.dedup import SeenSet
-from gossamer.frontier.hosts import HostScheduler, Queued, RulesLookup
+from gossamer.frontier.hosts import HeldBack, HostScheduler, Queued, RulesLookup
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis.claims import RECLAIM_LIMIT, Claims
 from gossamer.frontier.redis.counts import PartitionCounts, read_counts
@@ -234,6 +234,10 @@ class RedisFrontier:
     def in_memory(self) -> int:
         """URLs this worker holds in memory waiting to be leased (its queue depth)."""
         return self._hosts.queued
+
+    def held_back(self, most: int = 10) -> list[HeldBack]:
+        """The hosts politeness holds back now (see :meth:`HostScheduler.held_back`)."""
+        return self._hosts.held_back(most)
 
     def stats(self) -> FrontierStats:
         """A frozen snapshot: ``queued`` and ``seen`` are job-wide (last look) plus the URLs
