@@ -181,24 +181,29 @@ async def status(url: str, job: str) -> dict[str, Any]:
     """The job's state as ``cluster status --json`` prints it."""
     control = await open_control(url, job)
     try:
-        settings = await load_job(control)
-        totals = await control.totals(settings.partitions) if settings else None
-        workers = [_worker_status(w) for w in await control.workers()]
-        return {
-            "job": job,
-            "submitted": settings is not None,
-            "state": await control.state(),
-            "done": bool(totals and totals.done),
-            "leader": await control.leader(),
-            "assignment_version": await control.version(),
-            "totals": _totals(totals),
-            "pages_per_second": round(sum(w["pages_per_second"] for w in workers if w["alive"]), 2),
-            "workers": workers,
-            "allocator": settings.allocator if settings else None,
-            "runtime_model": await model_report(control),
-        }
+        return await status_of(control)
     finally:
         await control.redis.aclose()
+
+
+async def status_of(control: Control) -> dict[str, Any]:
+    """The state of the job ``control`` handles (see :func:`status`)."""
+    settings = await load_job(control)
+    totals = await control.totals(settings.partitions) if settings else None
+    workers = [_worker_status(w) for w in await control.workers()]
+    return {
+        "job": control.job,
+        "submitted": settings is not None,
+        "state": await control.state(),
+        "done": bool(totals and totals.done),
+        "leader": await control.leader(),
+        "assignment_version": await control.version(),
+        "totals": _totals(totals),
+        "pages_per_second": round(sum(w["pages_per_second"] for w in workers if w["alive"]), 2),
+        "workers": workers,
+        "allocator": settings.allocator if settings else None,
+        "runtime_model": await model_report(control),
+    }
 
 
 def _worker_status(worker: WorkerInfo) -> dict[str, Any]:
