@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import gc
+import logging
 import os
 import signal
 import socket
@@ -63,6 +64,8 @@ from gossamer.urls import InvalidURL, Scope, canonicalize, host_key
 
 if TYPE_CHECKING:
     from gossamer.sinks.postgres import PostgresSink, StoreExport
+
+log = logging.getLogger(__name__)
 
 _OUTPUTS = (
     "crawl.db", "crawl.db-wal", "crawl.db-shm", "pages.jsonl", "items.jsonl", "stats.json",

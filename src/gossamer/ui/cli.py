@@ -131,6 +131,7 @@ async def serve(
 
 
 def listen(host: str, port: int) -> Any:
+    """A listening, non-blocking TCP socket on ``host:port`` (port 0: a free one)."""
     import socket
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET

@@ -109,6 +109,7 @@ class CrawlView:
         self._hosts: Counter[str] = Counter()
         self._last: deque[dict[str, Any]] = deque(maxlen=LAST_PAGES)
         self._newest = 0.0
+        self._oldest = 0.0
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -145,6 +146,7 @@ class CrawlView:
         if isinstance(fetched_at, int | float):
             self._minutes[int(fetched_at // 60)] += 1
             self._newest = max(self._newest, float(fetched_at))
+            self._oldest = min(self._oldest or float(fetched_at), float(fetched_at))
             if len(self._minutes) > 2 * MINUTES:
                 for minute in sorted(self._minutes)[:-MINUTES]:
                     del self._minutes[minute]
@@ -250,17 +252,17 @@ class CrawlView:
 
     def _rate(self, state: str) -> list[dict[str, Any]]:
         """Pages/s of each of the last minutes (of the crawl's last page, or now while it
-        runs); the minute under way is counted over its seconds so far."""
+        runs); the first and the last minute are counted over the seconds the crawl ran."""
         now = time.time()
         running = state in ("running", "paused")
-        end = int((now if running else self._newest or now) // 60)
+        last = now if running else self._newest or now
+        end = int(last // 60)
         out = []
         for minute in range(end - MINUTES + 1, end + 1):
             count = self._minutes.get(minute, 0)
-            seconds = 60.0
-            if running and minute == end:
-                seconds = max(now - minute * 60, 1.0)
-            out.append({"t": minute * 60, "rate": round(count / seconds, 2)})
+            start = max(minute * 60.0, self._oldest)
+            seconds = max(min(minute * 60.0 + 60, last) - start, 1.0)
+            out.append({"t": minute * 60, "rate": round(count / seconds, 2) if count else 0.0})
         return out
 
     def log_tail(self, level: str) -> list[dict[str, Any]]:

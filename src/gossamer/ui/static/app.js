@@ -219,7 +219,7 @@ function renderJob(d, parts) {
     card("finished", fmt(t.finished), "finished"),
     card("pages/s", fmt(d.pages_per_second, 1), "pages_per_second"),
     card("queued", fmt(t.queued), "queued"),
-    card("in flight", fmt(t.claimed), "claimed"),
+    card("claimed by workers", fmt(t.claimed), "claimed"),
     card("seen", fmt(t.seen), "seen"),
     card("workers", fmt(d.workers.length), "workers"),
     card("errors", fmt(live.errors), "errors"),
