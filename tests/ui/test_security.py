@@ -15,7 +15,7 @@ import pytest
 from tests.ui.server import Served, dashboard
 
 from gossamer.cli import main
-from gossamer.ui.security import CSRF_HEADER
+from gossamer.ui.security import CSRF_HEADER, Guard
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -214,3 +214,12 @@ async def test_the_command_prints_a_url_with_a_fresh_token(tmp_path: Path) -> No
         assert await asyncio.wait_for(proc.wait(), 10) == 0
     assert proc.stderr is not None
     assert match[2] not in (await proc.stderr.read()).decode()  # printed once, on stdout
+
+
+def test_only_a_loopback_server_checks_the_host_name() -> None:
+    loopback = Guard.for_server("t" * 20, "127.0.0.1", 8077)
+    assert loopback.host_ok("localhost:8077") and loopback.host_ok("127.0.0.1:8077")
+    assert not loopback.host_ok("evil.example:8077") and not loopback.host_ok("127.0.0.1:80")
+    # Beyond loopback the names it is reached by are unknown: the token alone decides.
+    assert Guard.for_server("t" * 20, "0.0.0.0", 8077).host_ok("crawler.lan:8077")
+    assert loopback.csrf != Guard.for_server("t" * 20, "127.0.0.1", 8077).csrf  # per process

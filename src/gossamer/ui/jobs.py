@@ -61,14 +61,12 @@ class Jobs:
         return sorted(found)
 
     async def summary(self, job: str) -> dict[str, Any]:
-        """The job's line in the list."""
-        state = await self.detail(job)
+        """The job's line in the list: its state and live workers (no partition is read)."""
+        control = self._control(await self._client(), job)
         return {
             "job": job,
-            "state": "finished" if state["done"] else state["state"],
-            "finished": state["totals"]["finished"],
-            "pages_per_second": state["pages_per_second"],
-            "workers": len(state["workers"]),
+            "state": await control.state(),
+            "workers": len(await control.live_workers()),
         }
 
     async def detail(self, job: str) -> dict[str, Any]:

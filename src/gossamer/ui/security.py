@@ -6,12 +6,12 @@ strict response headers.
   does. The first request with ``?token=`` sets an HttpOnly, SameSite=Strict cookie and is
   redirected to the same URL without the token; later requests carry the cookie (or an
   ``Authorization: Bearer`` header). Anything else is refused with 401.
-* **Host.** A request must name the server by an address it serves (``127.0.0.1:8077``,
-  ``localhost:8077``, or the bound host): a DNS-rebinding page cannot reach it under its own
-  name.
+* **Host.** On loopback, a request must name the server as ``127.0.0.1``, ``localhost`` or
+  ``[::1]`` with its port: a DNS-rebinding page cannot reach it under its own name.
 * **CSRF.** A state change is a POST (no GET changes anything) whose ``Origin`` (or, without
-  one, ``Referer``) is the dashboard itself and whose ``X-CSRF-Token`` header holds the
-  per-process CSRF token (``GET /api/session`` hands it to the page).
+  one, ``Referer``) is the dashboard itself (the request's own ``Host``) and whose
+  ``X-CSRF-Token`` header holds the per-process CSRF token (``GET /api/session`` hands it to
+  the page).
 * **Headers.** Every response carries a Content-Security-Policy without inline scripts or
   styles (``default-src 'self'``, ``frame-ancestors 'none'``), ``X-Content-Type-Options:
   nosniff``, ``X-Frame-Options: DENY``, ``Referrer-Policy: no-referrer`` and no-store caching.
@@ -78,24 +78,25 @@ class Guard:
 
     token: str
     csrf: str
-    hosts: frozenset[str]
-    """``host:port`` values the ``Host`` header may hold (lower case)."""
+    hosts: frozenset[str] | None
+    """``host:port`` values the ``Host`` header may hold (lower case); None (a server bound
+    beyond loopback, reached by names it cannot know) takes any."""
     cookie: str
     """The token cookie's name (port-specific: cookies do not tell ports apart)."""
 
     @classmethod
     def for_server(cls, token: str, host: str, port: int) -> Guard:
-        names = {host.lower(), f"[{host}]" if ":" in host else host.lower()}
+        hosts = None
         if is_loopback(host):
-            names |= {"127.0.0.1", "localhost", "[::1]"}
-        hosts = frozenset(f"{name}:{port}" for name in names)
+            names = {"127.0.0.1", "localhost", "[::1]", host.lower()}
+            hosts = frozenset(f"{name}:{port}" for name in names)
         return cls(token, new_token(), hosts, f"gossamer_ui_{port}")
 
     def token_ok(self, given: str | None) -> bool:
         return given is not None and hmac.compare_digest(given.encode(), self.token.encode())
 
-    def origins(self) -> frozenset[str]:
-        return frozenset(f"http://{host}" for host in self.hosts)
+    def host_ok(self, host: str) -> bool:
+        return self.hosts is None or host.lower() in self.hosts
 
 
 GUARD = web.AppKey("guard", Guard)
@@ -130,7 +131,7 @@ async def _on_prepare(request: web.Request, response: web.StreamResponse) -> Non
 async def require_token(request: web.Request, handler: Handler) -> web.StreamResponse:
     """401 unless the request names this server and carries the token."""
     guard = request.app[GUARD]
-    if request.host.lower() not in guard.hosts:
+    if not guard.host_ok(request.host):
         raise web.HTTPBadRequest(text="unknown Host\n")
     query_token = request.query.get("token")
     if query_token is not None:
@@ -161,7 +162,8 @@ async def check_csrf(request: web.Request, handler: Handler) -> web.StreamRespon
     if origin is None and (referer := request.headers.get("Referer")):
         parts = urlsplit(referer)
         origin = f"{parts.scheme}://{parts.netloc}"
-    if origin is None or origin.lower() not in guard.origins():
+    own = {f"{scheme}://{request.host}".lower() for scheme in ("http", "https")}
+    if origin is None or origin.lower() not in own:
         raise web.HTTPForbidden(text="cross-site request refused\n")
     given = request.headers.get(CSRF_HEADER, "")
     if not hmac.compare_digest(given.encode(), guard.csrf.encode()):
