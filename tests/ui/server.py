@@ -39,12 +39,15 @@ def editor_stub() -> web.Application:
 
 @asynccontextmanager
 async def dashboard(
-    outs: list[Path], redis: str | None = None, token: str = "t" * 8 + "-test-token-0123"
+    outs: list[Path],
+    redis: str | None = None,
+    token: str = "t" * 8 + "-test-token-0123",
+    public: frozenset[str] = frozenset(),
 ) -> AsyncIterator[Served]:
     """Serve the dashboard of ``outs`` (and the jobs of ``redis``), the editor stub mounted."""
     sock = listen("127.0.0.1", 0)
     port = sock.getsockname()[1]
-    guard = Guard.for_server(token, "127.0.0.1", port)
+    guard = Guard.for_server(token, "127.0.0.1", port, public)
     app = build_app(guard, Sources(outs, redis))
     mount(app, "/editor", editor_stub())
     runner = web.AppRunner(app, access_log=None)

@@ -223,3 +223,16 @@ def test_only_a_loopback_server_checks_the_host_name() -> None:
     # Beyond loopback the names it is reached by are unknown: the token alone decides.
     assert Guard.for_server("t" * 20, "0.0.0.0", 8077).host_ok("crawler.lan:8077")
     assert loopback.csrf != Guard.for_server("t" * 20, "127.0.0.1", 8077).csrf  # per process
+
+
+async def test_public_paths_are_get_only_and_opt_in(tmp_path: Path) -> None:
+    public = frozenset({"/editor/ping"})
+    async with dashboard([tmp_path], public=public) as served, aiohttp.ClientSession() as http:
+        async with http.get(served.base + "/editor/ping") as response:
+            assert response.status == 200
+            assert "frame-ancestors 'none'" in response.headers["Content-Security-Policy"]
+        origin = {"Origin": served.base}
+        async with http.post(served.base + "/editor/ping", headers=origin) as response:
+            assert response.status == 401
+        async with http.get(served.base + "/api/overview") as response:
+            assert response.status == 401

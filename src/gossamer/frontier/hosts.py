@@ -220,10 +220,10 @@ class HeldBack:
 
     host: str
     reason: str
-    """``retry-after``, ``crawl-delay``, ``back-off``, ``delay``, ``limit`` (its connections
-    are in use) or ``limiter`` (the cluster's shared host limiter)."""
-    wait: float | None
-    """Seconds until its next request may start; None while it waits for a request to end."""
+    """``retry-after``, ``crawl-delay``, ``back-off`` (slowed down for its errors or latency),
+    ``delay`` (the configured one) or ``limiter`` (the cluster's shared host limiter)."""
+    wait: float
+    """Seconds until its next request may start."""
     queued: int
     in_flight: int
 
@@ -545,23 +545,22 @@ class HostScheduler(Generic[E]):
         return max(0.0, min(times) - now)
 
     def held_back(self, most: int = 10) -> list[HeldBack]:
-        """Up to ``most`` hosts of the working set with URLs queued that politeness holds back
-        now, the longest wait first."""
+        """Up to ``most`` hosts of the ready heap (the working set's hosts with URLs queued
+        and a free slot) that politeness holds back now, the longest wait first. One pass
+        over the heap: for a status snapshot every few seconds, not for the hot path."""
         now = self._clock()
-        found: list[HeldBack] = []
-        for key, host in self._hosts.items():
-            if not (host.active and host.waiting) or host._slot is None:
+        found: dict[str, HeldBack] = {}
+        for when, key in self._ready:
+            if key in found or self._stale(when, key):
                 continue
-            slot = host.slot
-            when = self._ready_at(host)
-            if when <= now:
+            host = self._hosts[key]
+            ready = self._ready_at(host)
+            if ready <= now or math.isinf(ready):
                 continue
-            reason = "limiter" if host.not_before > now else self._policy.why_waiting(slot)
+            reason = "limiter" if host.not_before > now else self._policy.why_waiting(host.slot)
             queued = len(host.queue or ()) + host.stored
-            wait = None if math.isinf(when) else round(when - now, 3)
-            found.append(HeldBack(key, reason, wait, queued, slot.active))
-        found.sort(key=lambda h: (-(h.wait if h.wait is not None else -1.0), -h.queued))
-        return found[:most]
+            found[key] = HeldBack(key, reason, round(ready - now, 3), queued, host.slot.active)
+        return sorted(found.values(), key=lambda h: (-h.wait, -h.queued))[:most]
 
     @property
     def leased(self) -> int:

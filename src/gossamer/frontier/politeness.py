@@ -76,8 +76,8 @@ class PolitenessPolicy:
 
     def why_waiting(self, slot: HostSlot) -> str:
         """What spaces the host's requests now: ``retry-after``, ``crawl-delay``, ``back-off``
-        (slowed down for its errors or latency), ``delay`` (the configured one) or ``limit``
-        (its connections are all in use)."""
+        (slowed down for its errors or latency), ``delay`` (the configured one), or
+        ``limit`` when none spaces them (its connections are all in use)."""
         if slot.paused_until >= slot.next_start > 0:
             return "retry-after"
         spacing = self.delay_of(slot)

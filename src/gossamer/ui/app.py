@@ -101,8 +101,7 @@ async def session(request: web.Request) -> web.Response:
 
 
 async def overview(request: web.Request) -> web.Response:
-    views = await asyncio.to_thread(request.app[CRAWLS].refresh_list)
-    crawls = [view.summary() for view in views]
+    crawls = await asyncio.to_thread(_summaries, request.app[CRAWLS])
     jobs: list[dict[str, Any]] = []
     redis_error = None
     if request.app[HAS_JOBS]:
@@ -114,6 +113,10 @@ async def overview(request: web.Request) -> web.Response:
     return _json(
         {"crawls": crawls, "jobs": jobs, "redis": request.app[HAS_JOBS], "redis_error": redis_error}
     )
+
+
+def _summaries(crawls: Crawls) -> list[dict[str, Any]]:
+    return [view.summary() for view in crawls.refresh_list()]
 
 
 def _crawl(request: web.Request) -> Any:
@@ -129,7 +132,7 @@ async def crawl_detail(request: web.Request) -> web.Response:
     if view is None:
         raise web.HTTPNotFound(text="no such crawl\n")
     await asyncio.to_thread(view.refresh)
-    return _json(view.detail())
+    return _json(await asyncio.to_thread(view.detail))
 
 
 async def crawl_page(request: web.Request) -> web.Response:

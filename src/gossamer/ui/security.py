@@ -83,14 +83,18 @@ class Guard:
     beyond loopback, reached by names it cannot know) takes any."""
     cookie: str
     """The token cookie's name (port-specific: cookies do not tell ports apart)."""
+    public: frozenset[str] = frozenset()
+    """Paths a GET may read without the token (e.g. a health check); none by default."""
 
     @classmethod
-    def for_server(cls, token: str, host: str, port: int) -> Guard:
+    def for_server(
+        cls, token: str, host: str, port: int, public: frozenset[str] = frozenset()
+    ) -> Guard:
         hosts = None
         if is_loopback(host):
             names = {"127.0.0.1", "localhost", "[::1]", host.lower()}
             hosts = frozenset(f"{name}:{port}" for name in names)
-        return cls(token, new_token(), hosts, f"gossamer_ui_{port}")
+        return cls(token, new_token(), hosts, f"gossamer_ui_{port}", public)
 
     def token_ok(self, given: str | None) -> bool:
         return given is not None and hmac.compare_digest(given.encode(), self.token.encode())
@@ -133,6 +137,8 @@ async def require_token(request: web.Request, handler: Handler) -> web.StreamRes
     guard = request.app[GUARD]
     if not guard.host_ok(request.host):
         raise web.HTTPBadRequest(text="unknown Host\n")
+    if request.method in ("GET", "HEAD") and request.path in guard.public:
+        return await handler(request)
     query_token = request.query.get("token")
     if query_token is not None:
         if not guard.token_ok(query_token):
