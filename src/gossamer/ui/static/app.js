@@ -128,7 +128,7 @@ function renderCrawl(id, d, parts) {
     card("robots-blocked", fmt(s.robots_blocked), "robots_blocked"));
   parts.chart.replaceChildren(rateChart(d.rate));
   parts.held.replaceChildren(table(["host", "waiting on", "for", "queued", "in flight"],
-    d.held_back.map((h) => [h.host, h.reason, `${fmt(h.wait, 1)} s`,
+    d.held_back.map((h) => [h.host, h.reason, `${fmt(h.wait, h.wait < 1 ? 2 : 1)} s`,
       fmt(h.queued), fmt(h.in_flight)]), "no host is held back"));
   parts.hosts.replaceChildren(table(["host", "pages"], d.top_hosts.map(([h, n]) => [h, fmt(n)])));
   parts.statuses.replaceChildren(table(["status", "pages"],
