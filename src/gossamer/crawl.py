@@ -563,12 +563,20 @@ async def run_crawl(settings: CrawlSettings) -> CrawlStats:
             tune_gc()
             install_signal_handlers(crawler)
             show = not settings.quiet and sys.stderr.isatty()
+            log.info(
+                "crawl of %d seed(s) into %s started", len(seeds), settings.out,
+                extra={"event": "crawl-started", "seeds": len(seeds), "resume": settings.resume},
+            )  # fmt: skip
             async with (
                 status_file(settings.out, crawler),
                 progress_line(crawler.stats, enabled=show),
             ):
                 stats = await crawler.run(seeds)
             stats.write(settings.out / "stats.json")
+            log.info(
+                "crawl ended: %d pages, %d errors", stats.pages, stats.errors,
+                extra={"event": "crawl-ended", "pages": stats.pages, "errors": stats.errors},
+            )  # fmt: skip
     return stats
 
 

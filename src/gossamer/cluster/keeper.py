@@ -4,9 +4,10 @@ It runs every periodic duty of the worker in turn, each at its own pace: the hea
 (:class:`~.membership.Membership`), the leader lease and the leader's work
 (:class:`~.leadership.Leadership`), following the assignment (:class:`~.assignment.Assignment`,
 each new share handed to the frontier with :meth:`RedisFrontier.own`), the wake hints between
-workers, and the frontier's upkeep: renewing its claims, reclaiming dead workers' expired
-claims (as leader) and refreshing its look at every partition. The frontier does none of this
-itself: its ``lease()`` only awaits the I/O of getting URLs to hand out.
+workers, the job's state (paused: the crawl leases nothing; stopped: it finishes its in-flight
+URLs and ends), and the frontier's upkeep: renewing its claims, reclaiming dead workers'
+expired claims (as leader) and refreshing its look at every partition. The frontier does none
+of this itself: its ``lease()`` only awaits the I/O of getting URLs to hand out.
 
 A duty failing with a Redis error is tried again at its next turn until such errors have
 lasted the guard's budget (connection errors the guard waits out itself); then, or on any
@@ -37,9 +38,9 @@ log = logging.getLogger(__name__)
 _FOLLOW = 0.1
 """Seconds between looks at the assignment's version (one GET)."""
 _HINTS = 0.05
+"""Seconds between looks at the partitions other workers filled for this one."""
 _STATE = 0.25
 """Seconds between looks at the job's state (``cluster pause|resume|stop``)."""
-"""Seconds between looks at the partitions other workers filled for this one."""
 _REFRESHES_PER_LOOK = 5
 """Refresh intervals between the keeper's looks at every partition: hints tell of new entries
 at once, the look is the safety net for a hint lost in a hand-over."""
