@@ -155,3 +155,18 @@ async def test_the_api_serves_a_crawl(tmp_path: Path) -> None:
             for bad in ("../../etc", "0123456789ab", "%2e%2e"):
                 async with http.get(f"{served.base}/api/crawls/{bad}") as response:
                     assert response.status == 404
+
+
+async def test_a_crawl_started_over_is_read_again(tmp_path: Path) -> None:
+    out = tmp_path / "a"
+    await make_crawl(out, 12)
+    crawls = Crawls([tmp_path])
+    [view] = crawls.refresh_list()
+    assert view.detail()["records"] == 12
+    for path in out.iterdir():  # what --overwrite does
+        path.unlink()
+    out.rmdir()
+    await make_crawl(out, 4)
+    view.refresh()
+    assert view.detail()["records"] == 4
+    crawls.close()

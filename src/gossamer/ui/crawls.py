@@ -110,6 +110,7 @@ class CrawlView:
         self._last: deque[dict[str, Any]] = deque(maxlen=LAST_PAGES)
         self._newest = 0.0
         self._oldest = 0.0
+        self._file: tuple[int, int] | None = None
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -120,9 +121,32 @@ class CrawlView:
             self._conn.execute("PRAGMA query_only = ON")
         return self._conn
 
+    def _reset(self) -> None:
+        """Forget what was read: the crawl.db is another one now (``--overwrite``)."""
+        self.close()
+        self._last_id = self._pages = 0
+        self._minutes.clear()
+        self._statuses.clear()
+        self._errors.clear()
+        self._hosts.clear()
+        self._last.clear()
+        self._newest = self._oldest = 0.0
+
+    def _replaced(self) -> bool:
+        try:
+            stat = (self.path / DB_FILE).stat()
+        except OSError:
+            return False
+        file = (stat.st_dev, stat.st_ino)
+        replaced = self._file is not None and file != self._file
+        self._file = file
+        return replaced
+
     def refresh(self) -> None:
         """Read the page rows written since the last look (at most :data:`BATCH`)."""
         with self._lock:
+            if self._replaced():
+                self._reset()
             try:
                 rows = (
                     self._connect()
