@@ -46,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     from gossamer.rules_cli import add_rules_parser
 
     add_rules_parser(sub)
+    from gossamer.ui.cli import add_ui_parser
+
+    add_ui_parser(sub)
     return parser
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import gc
+import logging
 import os
 import re
 import signal
@@ -52,10 +53,12 @@ from gossamer.fetch.render import (
     default_concurrency,
 )
 from gossamer.frontier.base import Frontier
+from gossamer.frontier.hosts import waiting
 from gossamer.frontier.local import LocalFrontier
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.robots import RobotsCache
 from gossamer.hooks import load_hook
+from gossamer.logs import LOG_FILE, logging_to_file
 from gossamer.outcomes import RetryPolicy
 from gossamer.progress import progress_line
 from gossamer.settings import (
@@ -71,14 +74,18 @@ from gossamer.sinks.jsonl import ItemJsonlSink, JsonlSink, repair_jsonl
 from gossamer.sinks.sqlite import SQLiteSink
 from gossamer.sinks.warc import WarcWriter
 from gossamer.stats import CrawlStats
+from gossamer.status import status_file
 from gossamer.urls import InvalidURL, Scope, canonicalize, host_key
 
 if TYPE_CHECKING:
     from gossamer.sinks.postgres import PostgresSink, StoreExport
     from gossamer.ui.metrics import MetricsServer, Sources
 
+log = logging.getLogger(__name__)
+
 _OUTPUTS = (
     "crawl.db", "crawl.db-wal", "crawl.db-shm", "pages.jsonl", "items.jsonl", "stats.json",
+    "status.json", "crawl.log", "crawl.log.1",
 )  # fmt: skip
 _FROM_SETTINGS: RuleSet | None = RuleSet(())
 """``open_stages`` without rules given: it reads those of the settings."""
@@ -143,7 +150,7 @@ class Stages:
         return Sources(
             crawl=crawler.stats,
             fetch=self.fetcher.stats,
-            waiting_hosts=frontier.waiting_hosts,
+            waiting_hosts=lambda: waiting(frontier.held_back(None)),
             loop=crawler.loop_state,
             proxies=None if self.proxies is None else self.proxies.stats,
             extra={} if self.renderer is None else {"render": self.renderer.stats},
@@ -715,13 +722,27 @@ async def run_crawl(settings: CrawlSettings) -> CrawlStats:
     check_rendering(settings)  # and --render without Playwright or the browser
     async with _metrics_server(settings) as metrics:  # a port in use fails before the crawl
         prepare_out_dir(settings)
-        async with build_crawler(settings, seeds, rules, metrics) as crawler:
-            tune_gc()
-            install_signal_handlers(crawler)
-            show = not settings.quiet and sys.stderr.isatty()
-            async with progress_line(crawler.stats, enabled=show):
-                stats = await crawler.run(seeds)
-            stats.write(settings.out / "stats.json")
+        with logging_to_file(settings.out / LOG_FILE):
+            async with build_crawler(settings, seeds, rules, metrics) as crawler:
+                tune_gc()
+                install_signal_handlers(crawler)
+                show = not settings.quiet and sys.stderr.isatty()
+                log.info(
+                    "crawl of %d seed(s) into %s started", len(seeds), settings.out,
+                    extra={
+                        "event": "crawl-started", "seeds": len(seeds), "resume": settings.resume,
+                    },
+                )  # fmt: skip
+                async with (
+                    status_file(settings.out, crawler),
+                    progress_line(crawler.stats, enabled=show),
+                ):
+                    stats = await crawler.run(seeds)
+                stats.write(settings.out / "stats.json")
+                log.info(
+                    "crawl ended: %d pages, %d errors", stats.pages, stats.errors,
+                    extra={"event": "crawl-ended", "pages": stats.pages, "errors": stats.errors},
+                )  # fmt: skip
     return stats
 
 

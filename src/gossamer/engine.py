@@ -33,7 +33,7 @@ from gossamer.extract.lang import detect_language
 from gossamer.extract.pdf import PdfPool
 from gossamer.extract.rules import PageItems, RuleSet, evaluate
 from gossamer.extract.text import plain_text
-from gossamer.frontier.base import Candidate, Feedback, Frontier, Lease
+from gossamer.frontier.base import Candidate, Feedback, Frontier, HeldBack, Lease
 from gossamer.frontier.robots import RobotsCache, RobotsPolicy
 from gossamer.hooks import Hook, HookError, Page, run_hook
 from gossamer.outcomes import Action, RetryPolicy, classify, is_failure
@@ -215,6 +215,7 @@ class Crawler:
         """Set to checkpoint now instead of at the next interval."""
         self._wake = asyncio.Event()
         self._stopping = False
+        self._paused = False
         self._pending: list[PageRecord] = []
         self._committing = 0  # records of the checkpoint under way, not yet in every sink
         self._failure: BaseException | None = None
@@ -288,6 +289,24 @@ class Crawler:
         phase = "stopping" if self._stopping and self._phase == "running" else self._phase
         return LoopState(phase, self._clock() - self._turned)
 
+    def pause(self, paused: bool) -> None:
+        """While paused, lease nothing; in-flight URLs finish."""
+        self._paused = paused
+        self._wake.set()
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    @property
+    def stopping(self) -> bool:
+        """Asked to stop (by a signal, a failure or the cluster's stop)."""
+        return self._stopping
+
+    def held_back(self, most: int = 10) -> list[HeldBack]:
+        """The hosts politeness holds back now (see :meth:`Frontier.held_back`)."""
+        return self._frontier.held_back(most)
+
     def stats(self) -> CrawlStats:
         """A frozen snapshot of the crawl so far."""
         elapsed = self._clock() - self._started
@@ -348,6 +367,8 @@ class Crawler:
         while not self._stopping:
             self._turned = self._clock()
             free = min(limit - len(self._fetching), 2 * limit - len(self._tasks), self._budget())
+            if self._paused:
+                free = 0
             if len(self._pending) + self._committing >= MAX_PENDING_RECORDS:
                 free = 0  # the checkpoint wakes the loop once the records are written
                 self._flush.set()

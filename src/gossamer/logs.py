@@ -18,6 +18,8 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from logging.handlers import RotatingFileHandler
+from pathlib import Path
 from typing import Any, TextIO
 
 from gossamer.redact import redact_text
@@ -74,6 +76,7 @@ def logging_to_stderr(level: str = DEFAULT_LEVEL, json_lines: bool = False) -> I
     or (``json_lines``) one JSON object per line; then the loggers are as they were."""
     logger = logging.getLogger(_PACKAGE)
     handler = _Stderr()
+    handler.setLevel(level.upper())
     handler.setFormatter(JsonFormatter() if json_lines else TextFormatter())
     saved = logger.level
     logger.addHandler(handler)
@@ -83,6 +86,38 @@ def logging_to_stderr(level: str = DEFAULT_LEVEL, json_lines: bool = False) -> I
     finally:
         logger.removeHandler(handler)
         logger.setLevel(saved)
+
+
+LOG_FILE = "crawl.log"
+LOG_FILE_BYTES = 2 * 1024 * 1024
+"""Size at which crawl.log is rotated to crawl.log.1 (one old file kept): at most 4 MiB."""
+
+
+@contextmanager
+def logging_to_file(path: Path, level: str = "info") -> Iterator[None]:
+    """While the block runs, gossamer's records of ``level`` and above are also written to
+    ``path`` as JSON lines (the dashboard reads its tail), rotated at :data:`LOG_FILE_BYTES`."""
+    logger = logging.getLogger(_PACKAGE)
+    try:
+        handler = RotatingFileHandler(
+            path, maxBytes=LOG_FILE_BYTES, backupCount=1, encoding="utf-8", delay=True
+        )
+    except OSError:
+        yield
+        return
+    handler.setLevel(level.upper())
+    handler.setFormatter(JsonFormatter())
+    saved = logger.level
+    logger.addHandler(handler)
+    wanted = logging.getLevelName(level.upper())
+    if not saved or wanted < saved:
+        logger.setLevel(wanted)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved)
+        handler.close()
 
 
 def _iso_time(created: float) -> str:

@@ -447,3 +447,30 @@ def test_every_url_once_per_host_in_order(hosts_count: int) -> None:
         mine = [url for url in seen if url.startswith(f"http://h{h}.test/")]
         assert mine == [f"http://h{h}.test/{i}" for i in range(20)]
     assert hosts.active == 0
+
+
+# -- what holds hosts back (the dashboard's list) ---------------------------------------------
+
+
+def test_held_back_names_each_host_and_what_it_waits_on() -> None:
+    clock = Clock()
+    hosts = make(clock, delay=0.5)
+    push(hosts, f"{A}/0", f"{A}/1", f"{B}/0", f"{B}/1", f"{C}/0", f"{C}/1")
+    leases = hosts.lease(3).leases
+    assert hosts.held_back() == []  # each waits for its one request out to end
+    for lease in leases:
+        if lease.host == host_key(A):
+            hosts.finish(lease, Feedback(started_at=clock.now, retry_after=30.0))
+        elif lease.host == host_key(B):
+            hosts.finish(lease, Feedback(started_at=clock.now, crawl_delay=5.0))
+        else:
+            hosts.finish(lease, started(clock))
+    clock.now += 0.1
+    held = {h.host: h for h in hosts.held_back()}
+    assert held[host_key(A)].reason == "retry-after" and held[host_key(A)].wait == 29.9
+    assert held[host_key(B)].reason == "crawl-delay" and held[host_key(B)].wait == 4.9
+    assert held[host_key(C)].reason == "delay" and held[host_key(C)].wait == 0.4
+    assert [h.host for h in hosts.held_back(2)] == [host_key(A), host_key(B)]  # longest first
+    assert all(h.queued == 1 and h.in_flight == 0 for h in held.values())
+    clock.now += 30
+    assert hosts.held_back() == []

@@ -1,4 +1,4 @@
-"""``gossamer cluster submit|worker|status|wait|metrics|up``.
+"""``gossamer cluster submit|worker|status|pause|resume|stop|wait|metrics|up``.
 
 Building the parser imports nothing of Redis or the worker: ``gossamer crawl`` parses its
 command line with this parser too, and starts without loading cluster code."""
@@ -86,6 +86,16 @@ def add_cluster_parser(sub: Any) -> None:
     status.add_argument("--json", action="store_true", help="machine-readable output")
     add_log_flags(status)
     status.set_defaults(handler=_status)
+
+    for command, state, text in (
+        ("pause", "paused", "workers lease no URL until resume"),
+        ("resume", "running", "paused workers crawl again"),
+        ("stop", "stopped", "workers finish their in-flight URLs and exit; nothing is lost"),
+    ):
+        control = commands.add_parser(command, help=text)
+        _redis_flags(control)
+        add_log_flags(control)
+        control.set_defaults(handler=_set_state, state=state)
 
     wait = commands.add_parser("wait", help="exit 0 once the job is finished, 1 on timeout")
     _redis_flags(wait)
@@ -249,6 +259,15 @@ def _status(args: argparse.Namespace) -> int:
         print(json.dumps(state, indent=2, sort_keys=True))
         return 0
     print(format_status(state))
+    return 0
+
+
+def _set_state(args: argparse.Namespace) -> int:
+    from gossamer.cluster.jobs import set_state
+    from gossamer.cluster.resilient import run
+
+    run(set_state(args.redis, args.job, args.state))
+    print(f"job {args.job!r}: {args.state}")
     return 0
 
 

@@ -11,6 +11,10 @@ they share one Redis Cluster slot and the scripts and transactions below touch o
     gs:{J}:assignment          HASH    name -> owned partition ranges, e.g. ``0-99,200-249``
     gs:{J}:assignment:version  STRING  incremented on every published assignment
     gs:{J}:wake:<name>         SET     partitions of worker <name> others just filled
+    gs:{J}:state               STRING  ``paused`` or ``stopped`` (absent: running); set by
+                                       ``cluster pause|resume|stop``, read by every worker
+                                       in its keeper's loop: paused, it leases nothing;
+                                       stopped, it finishes its in-flight URLs and exits
 
 The leader's :class:`~gossamer.cluster.balancer.Balancer` decides the assignment and publishes
 it here; workers poll the version.
@@ -39,6 +43,8 @@ MAX_PARTITIONS = 65_536
 """No partition number reaches this (the ``partitions`` setting's bound)."""
 _RANGE = re.compile(r"(\d{1,5})(?:-(\d{1,5}))?")
 _INTEGER = re.compile(rb"-?\d{1,19}")
+JOB_STATES = ("running", "paused", "stopped")
+"""What ``gs:{J}:state`` may say; anything else reads as ``running``."""
 
 
 class MalformedReply(RedisError):
@@ -74,7 +80,7 @@ def job_keys(job: str) -> dict[str, str]:
     if not job or "{" in job or "}" in job:
         raise ValueError(f"job name {job!r} must be non-empty and free of braces")
     tag = f"gs:{{{job}}}:"
-    names = ("job", "figures", "leader", "assignment", "assignment:version")
+    names = ("job", "figures", "leader", "assignment", "assignment:version", "state")
     keys = {name: tag + name for name in names}
     keys["worker"] = tag + "worker:"
     keys["wake"] = tag + "wake:"
@@ -166,6 +172,21 @@ class Control:
             return None if raw is None else _text(raw)
         except UnicodeDecodeError:
             raise MalformedReply("malformed reply: the stored job is not UTF-8") from None
+
+    async def set_state(self, state: str) -> None:
+        """Run, pause or stop the job's workers (one of :data:`JOB_STATES`)."""
+        if state not in JOB_STATES:
+            raise ValueError(f"job state {state!r} is not one of {', '.join(JOB_STATES)}")
+        if state == "running":
+            await self.redis.delete(self.keys["state"])
+        else:
+            await self.redis.set(self.keys["state"], state)
+
+    async def state(self) -> str:
+        """``running``, ``paused`` or ``stopped`` (a value gossamer never wrote: running)."""
+        raw = await self.redis.get(self.keys["state"])
+        text = raw.decode("ascii", "replace") if isinstance(raw, bytes) else raw
+        return text if text in JOB_STATES else "running"
 
     async def totals(self, partitions: int) -> JobTotals:
         """Queued, claimed, seen and finished URLs summed over every partition."""

@@ -214,23 +214,29 @@ async def status(url: str, job: str) -> dict[str, Any]:
     """The job's state as ``cluster status --json`` prints it."""
     control = await open_control(url, job)
     try:
-        settings = await load_job(control)
-        totals = await control.totals(settings.partitions) if settings else None
-        workers = [_worker_status(w) for w in await control.workers()]
-        return {
-            "job": job,
-            "submitted": settings is not None,
-            "done": bool(totals and totals.done),
-            "leader": await control.leader(),
-            "assignment_version": await control.version(),
-            "totals": _totals(totals),
-            "pages_per_second": round(sum(w["pages_per_second"] for w in workers if w["alive"]), 2),
-            "workers": workers,
-            "allocator": settings.allocator if settings else None,
-            "runtime_model": await model_report(control),
-        }
+        return await status_of(control)
     finally:
         await control.redis.aclose()
+
+
+async def status_of(control: Control) -> dict[str, Any]:
+    """The state of the job ``control`` handles (see :func:`status`)."""
+    settings = await load_job(control)
+    totals = await control.totals(settings.partitions) if settings else None
+    workers = [_worker_status(w) for w in await control.workers()]
+    return {
+        "job": control.job,
+        "submitted": settings is not None,
+        "state": await control.state(),
+        "done": bool(totals and totals.done),
+        "leader": await control.leader(),
+        "assignment_version": await control.version(),
+        "totals": _totals(totals),
+        "pages_per_second": round(sum(w["pages_per_second"] for w in workers if w["alive"]), 2),
+        "workers": workers,
+        "allocator": settings.allocator if settings else None,
+        "runtime_model": await model_report(control),
+    }
 
 
 def _worker_status(worker: WorkerInfo) -> dict[str, Any]:
@@ -266,6 +272,17 @@ def _totals(totals: JobTotals | None) -> dict[str, int]:
     }
 
 
+async def set_state(url: str, job: str, state: str) -> None:
+    """Pause, resume (``running``) or stop the job's workers."""
+    control = await open_control(url, job)
+    try:
+        if await control.load_job() is None:
+            raise SettingsError(f"no job {job!r} at {redact_url(url)}")
+        await control.set_state(state)
+    finally:
+        await control.redis.aclose()
+
+
 async def wait(url: str, job: str, limit: float | None) -> bool:
     """Wait until the job is finished (True) or ``limit`` seconds pass (False); a Redis
     restart meanwhile is waited out like in a worker (within ``limit``)."""
@@ -295,7 +312,7 @@ def format_status(state: dict[str, Any]) -> str:
         return f"job {state['job']!r}: not submitted"
     t = state["totals"]
     lines = [
-        f"job {state['job']!r}: {'finished' if state['done'] else 'running'}, "
+        f"job {state['job']!r}: {'finished' if state['done'] else state['state']}, "
         f"seen {t['seen']}, finished {t['finished']}, queued {t['queued']}, "
         f"claimed {t['claimed']}, {state['pages_per_second']} pages/s, "
         f"leader {state['leader']}, assignment v{state['assignment_version']}"

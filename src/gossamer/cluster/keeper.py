@@ -4,9 +4,10 @@ It runs every periodic duty of the worker in turn, each at its own pace: the hea
 (:class:`~.membership.Membership`), the leader lease and the leader's work
 (:class:`~.leadership.Leadership`), following the assignment (:class:`~.assignment.Assignment`,
 each new share handed to the frontier with :meth:`RedisFrontier.own`), the wake hints between
-workers, and the frontier's upkeep: renewing its claims, reclaiming dead workers' expired
-claims (as leader) and refreshing its look at every partition. The frontier does none of this
-itself: its ``lease()`` only awaits the I/O of getting URLs to hand out.
+workers, the job's state (paused: the crawl leases nothing; stopped: it finishes its in-flight
+URLs and ends), and the frontier's upkeep: renewing its claims, reclaiming dead workers'
+expired claims (as leader) and refreshing its look at every partition. The frontier does none
+of this itself: its ``lease()`` only awaits the I/O of getting URLs to hand out.
 
 A duty failing with a Redis error is tried again at its next turn until such errors have
 lasted the guard's budget (connection errors the guard waits out itself); then, or on any
@@ -38,6 +39,8 @@ _FOLLOW = 0.1
 """Seconds between looks at the assignment's version (one GET)."""
 _HINTS = 0.05
 """Seconds between looks at the partitions other workers filled for this one."""
+_STATE = 0.25
+"""Seconds between looks at the job's state (``cluster pause|resume|stop``)."""
 _REFRESHES_PER_LOOK = 5
 """Refresh intervals between the keeper's looks at every partition: hints tell of new entries
 at once, the look is the safety net for a hint lost in a hand-over."""
@@ -94,6 +97,7 @@ class Keeper:
             "reclaim": (max(1.0, min(pace.claim_timeout / 4, 10.0)), self._reclaim),
             "refresh": (_REFRESHES_PER_LOOK * pace.refresh_interval, frontier.refresh),
             "observe": (1.0, membership.observe),
+            "state": (min(_STATE, beat), self._state),
         }
         self._duties = [
             _Duty(name, seconds, run, _outage(name, seconds, guard.budget))
@@ -106,6 +110,7 @@ class Keeper:
         """Beat, lead and follow once (a worker that waited for the job is in the first
         assignment, and starts with its share), then run the duties in the background."""
         await self._beat()
+        await self._state()
         await self._lead()
         await self._follow()
         now = time.monotonic()
@@ -192,6 +197,25 @@ class Keeper:
         if owners:
             await self._control.wake(owners)
         self._frontier.wake(await self._control.woken(self._name))
+
+    async def _state(self) -> None:
+        """Follow the job's state: paused, lease nothing; stopped, finish and exit."""
+        state = await self._control.state()
+        if state == "stopped":
+            if not self._crawler.stopping:
+                log.info(
+                    "%s stops: the job was stopped", self._name,
+                    extra={"event": "job-stopped", "worker": self._name},
+                )  # fmt: skip
+            self._crawler.stop()
+            return
+        paused = state == "paused"
+        if paused != self._crawler.paused:
+            log.info(
+                "%s %s", self._name, "pauses" if paused else "resumes",
+                extra={"event": "job-paused" if paused else "job-resumed", "worker": self._name},
+            )  # fmt: skip
+            self._crawler.pause(paused)
 
     async def _reclaim(self) -> None:
         await self._leadership.reclaim(self._frontier)

@@ -36,9 +36,11 @@ from gossamer.cluster.membership import Membership, Report
 from gossamer.cluster.resilient import RedisGuard, install_guard
 from gossamer.crawl import install_signal_handlers, open_stages, tune_gc
 from gossamer.frontier.redis import RedisFrontier
+from gossamer.logs import LOG_FILE, logging_to_file
 from gossamer.redact import redact_url
 from gossamer.settings import ClusterSettings, JobSettings, SettingsError, crawl_scope
 from gossamer.stats import CrawlStats
+from gossamer.status import status_file
 
 if TYPE_CHECKING:
     from gossamer.ui.metrics import MetricsServer
@@ -159,6 +161,17 @@ async def _work(
         settings.out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise SettingsError(f"invalid setting 'out': {exc.strerror}: {settings.out}") from exc
+    with logging_to_file(settings.out / LOG_FILE):
+        return await _crawl_share(control, settings, name, guard, metrics)
+
+
+async def _crawl_share(
+    control: Control,
+    settings: JobSettings,
+    name: str,
+    guard: RedisGuard,
+    metrics: MetricsServer | None,
+) -> CrawlStats:
     async with open_stages(settings, settings.seeds, worker=name) as stages:
         capability = await probe_capability(
             settings.out, settings.concurrency, settings.max_bandwidth
@@ -210,7 +223,8 @@ async def _work(
             extra={"event": "worker-started", "worker": name, "job": control.job},
         )  # fmt: skip
         try:
-            stats = await crawler.run([])
+            async with status_file(settings.out, crawler, worker=name):
+                stats = await crawler.run([])
         finally:
             await keeper.stop()
             with contextlib.suppress(RedisError, OSError):

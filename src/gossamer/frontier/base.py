@@ -150,6 +150,20 @@ class FrontierStats:
     """Malformed entries this frontier met in its durable queue and moved aside."""
 
 
+@dataclass(frozen=True, slots=True)
+class HeldBack:
+    """A host politeness holds back (see :meth:`Frontier.held_back`)."""
+
+    host: str
+    reason: str
+    """``retry-after``, ``crawl-delay``, ``back-off`` (slowed down for its errors or latency),
+    ``delay`` (the configured one) or ``limiter`` (the cluster's shared host limiter)."""
+    wait: float
+    """Seconds until its next request may start."""
+    queued: int
+    in_flight: int
+
+
 class Frontier(Protocol):
     """The frontier contract; see the module docstring for the lease rules."""
 
@@ -202,8 +216,8 @@ class Frontier(Protocol):
         """A frozen snapshot."""
         ...
 
-    def waiting_hosts(self) -> tuple[int, int]:
-        """Hosts with URLs waiting for their time: (at their polite pace, backing off:
-        slowed down by errors or latency, or paused). Costs a walk over the scheduled
-        hosts: for a metrics scrape, not for every snapshot."""
+    def held_back(self, most: int | None = 10) -> list[HeldBack]:
+        """Up to ``most`` (None: all) hosts with URLs that politeness holds back now, the
+        longest wait first, each with its reason. Costs a walk over the scheduled hosts: for
+        a status file or a metrics scrape, not for every snapshot."""
         ...

@@ -70,11 +70,11 @@ import itertools
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from gossamer.frontier.base import Feedback, Lease, LeaseKind, Rules
+from gossamer.frontier.base import Feedback, HeldBack, Lease, LeaseKind, Rules
 from gossamer.frontier.politeness import HostSlot, PolitenessPolicy
 
 __all__ = [
@@ -616,24 +616,27 @@ class HostScheduler(Generic[E]):
             return _HELD_POLL if held else None
         return max(0.0, min(times) - now)
 
-    def waiting(self) -> tuple[int, int]:
-        """Hosts of the working set with URLs that wait for their time: (at their polite
-        pace, backing off: slowed down by errors or latency, or paused by a Retry-After or
-        a limiter). Walks the ready heap: for a snapshot now and then, not for every lease."""
+    def held_back(self, most: int | None = 10) -> list[HeldBack]:
+        """Up to ``most`` hosts of the ready heap (the working set's hosts with URLs queued
+        and a free slot) that politeness holds back now, the longest wait first. One pass
+        over the heap: for a status snapshot every few seconds, not for the hot path."""
         now = self._clock()
-        policy = self._policy
-        polite = backing_off = 0
+        found: dict[str, HeldBack] = {}
         for when, key in self._ready:
-            host = self._hosts.get(key)
-            if host is None or host.heap_time != when or when <= now:
+            if key in found or self._stale(when, key):
                 continue
-            slot = host.slot
-            pace = policy.delay_of(slot)
-            if pace > max(policy.delay, slot.crawl_delay) or when - now > pace + 0.001:
-                backing_off += 1
-            else:
-                polite += 1
-        return polite, backing_off
+            host = self._hosts[key]
+            ready = self._ready_at(host)
+            if ready <= now or math.isinf(ready):
+                continue
+            reason = "limiter" if host.not_before > now else self._policy.why_waiting(host.slot)
+            queued = len(host.queue or ()) + host.stored
+            found[key] = HeldBack(key, reason, round(ready - now, 3), queued, host.slot.active)
+        return sorted(found.values(), key=lambda h: (-h.wait, -h.queued))[:most]
+
+    def waiting(self) -> tuple[int, int]:
+        """Hosts held back now, counted by :func:`waiting`."""
+        return waiting(self.held_back(None))
 
     @property
     def ranked(self) -> bool:
@@ -965,3 +968,15 @@ class HostScheduler(Generic[E]):
                 continue
             return key, host
         return self._join(now)
+
+
+def waiting(held: Iterable[HeldBack]) -> tuple[int, int]:
+    """Hosts held back: (at their polite pace, backing off: slowed down by errors or latency,
+    or paused by a Retry-After or a limiter)."""
+    polite = backing_off = 0
+    for host in held:
+        if host.reason in ("delay", "crawl-delay", "limit"):
+            polite += 1
+        else:
+            backing_off += 1
+    return polite, backing_off

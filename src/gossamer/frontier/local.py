@@ -24,7 +24,15 @@ from collections.abc import Callable, Mapping
 
 from gossamer.crawldb import CrawlDB
 from gossamer.frontier.admission import Admission, locate
-from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease, Rules
+from gossamer.frontier.base import (
+    AddResult,
+    Candidate,
+    Feedback,
+    FrontierStats,
+    HeldBack,
+    Lease,
+    Rules,
+)  # fmt: skip
 from gossamer.frontier.dedup import SeenSet
 from gossamer.frontier.hosts import DEFAULT_SLACK, HostScheduler, Queued, RulesLookup
 from gossamer.frontier.politeness import PolitenessPolicy
@@ -200,10 +208,9 @@ class LocalFrontier:
         """Queued URLs held in memory (at most about ``memory_budget``)."""
         return self._hosts.queued
 
-    def waiting_hosts(self) -> tuple[int, int]:
-        """Hosts waiting for their time: (at their polite pace, backing off); see
-        :meth:`HostScheduler.waiting`."""
-        return self._hosts.waiting()
+    def held_back(self, most: int | None = 10) -> list[HeldBack]:
+        """The hosts politeness holds back now (see :meth:`HostScheduler.held_back`)."""
+        return self._hosts.held_back(most)
 
     def stats(self) -> FrontierStats:
         """A frozen snapshot."""

@@ -41,6 +41,8 @@ class HostSlot:
     """Exponentially weighted mean response time, seconds."""
     requests: int = 0
     failures: int = 0
+    paused_until: float = 0.0
+    """Not before this time: the host's last ``Retry-After``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +73,19 @@ class PolitenessPolicy:
             odds = slot.error_rate / max(1.0 - slot.error_rate, 1e-6)
             adaptive = max(adaptive, self.failure_delay * odds)
         return max(self.delay, slot.crawl_delay, min(adaptive, self.max_delay))
+
+    def why_waiting(self, slot: HostSlot) -> str:
+        """What spaces the host's requests now: ``retry-after``, ``crawl-delay``, ``back-off``
+        (slowed down for its errors or latency), ``delay`` (the configured one), or
+        ``limit`` when none spaces them (its connections are all in use)."""
+        if slot.paused_until >= slot.next_start > 0:
+            return "retry-after"
+        spacing = self.delay_of(slot)
+        if spacing <= 0:
+            return "limit"
+        if slot.crawl_delay >= spacing:
+            return "crawl-delay"
+        return "delay" if self.delay >= spacing else "back-off"
 
     def ready_at(self, slot: HostSlot) -> float:
         """When the host may start its next request (infinity while it is full).
@@ -124,6 +139,7 @@ class PolitenessPolicy:
             slot.next_start = max(slot.next_start, feedback.started_at + self.delay_of(slot))
         if feedback.retry_after is not None and feedback.retry_after <= self.max_pause:
             slot.next_start = max(slot.next_start, now + feedback.retry_after)
+            slot.paused_until = now + feedback.retry_after
             log.info(
                 "%s asked to wait %gs (Retry-After); the host pauses", host, feedback.retry_after,
                 extra={"event": "host-paused", "host": host, "seconds": feedback.retry_after},

@@ -1,1 +1,12 @@
-"""The web side (the ``gossamer ui`` app, ``metrics``); it may import any gossamer module."""
+"""The web side: the ``gossamer ui`` dashboard and the Prometheus endpoints.
+
+The dashboard shows the crawls of output folders and the jobs of a Redis, live, behind a
+token: the application and its routes (``app``), the token, CSRF and header middlewares
+(``security``), crawls read from their output folders (``crawls``: crawl.db read-only,
+stats.json, status.json, crawl.log), cluster jobs read from Redis (``jobs``), the
+``gossamer ui`` command (``cli``) and the page's files (``static/``). It only reads what crawls
+write; its one state change is a cluster job's pause, resume or stop. ``metrics`` serves
+``/metrics`` and ``/healthz`` of a crawl or worker (which start it) and of a whole job.
+
+This package may import any gossamer module.
+"""

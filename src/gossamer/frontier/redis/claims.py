@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from redis.commands.core import AsyncScript
@@ -176,9 +176,19 @@ class Claims:
         keys = self._keys.of(entry.part, "claimed", "deadlines", "counts")
         return (self._scripts["ack"], keys, [entry.claim])
 
-    def rerank(self, parts: dict[int, dict[int, float]]) -> list[ScriptCall]:
-        """The calls giving entries queued in ``parts`` new priorities (by fingerprint), one
-        per partition; each answers how many changed."""
+    def rerank(
+        self,
+        wanted: Mapping[str, Mapping[int, float]],
+        held: set[int],
+        part_of: Callable[[str, int], int],
+    ) -> list[ScriptCall]:
+        """The calls giving entries queued in Redis new priorities (``wanted``: by host key
+        and fingerprint, but for those ``held`` here), one per partition; each answers how
+        many changed."""
+        parts: dict[int, dict[int, float]] = {}
+        for key, fps in wanted.items():
+            for fp in fps.keys() - held:
+                parts.setdefault(part_of(key, fp), {})[fp] = fps[fp]
         names = ("queue", "ranked", "ranks", "counts")
         script = self._scripts["reprioritize"]
         return [

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from gossamer.frontier.admission import Admission, locate
 from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease, Rules
@@ -39,9 +39,11 @@ from gossamer.frontier.redis.limiter import HostLimiter
 from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, register, run_scripts
 from gossamer.urls import Scope, host_key
 
+if TYPE_CHECKING:
+    from gossamer.frontier.base import HeldBack
+
 _POLL = 0.2
 """Seconds between looks at Redis while this worker holds nothing but the job is not done."""
-
 log = logging.getLogger(__name__)
 
 
@@ -165,13 +167,9 @@ class RedisFrontier:
         changed = self._hosts.rerank(wanted)
         held = {entry.fp for entry in changed}
         calls = [self._claims.update_call(entry) for entry in changed if not entry.orphan]
-        parts: dict[int, dict[int, float]] = {}
-        for key, fps in wanted.items():
-            for fp in fps.keys() - held:
-                parts.setdefault(self._part(key, fp), {})[fp] = fps[fp]
-        calls += self._claims.rerank(parts)
-        results = await run_scripts(self._redis, calls)
-        return len(changed) + sum(int(n) for n in results[len(results) - len(parts) :])
+        queued = self._claims.rerank(wanted, held, self._part)
+        results = await run_scripts(self._redis, calls + queued)
+        return len(changed) + sum(int(n) for n in results[len(calls) :])
 
     async def lease(self, n: int) -> list[Lease]:
         """Up to ``n`` leases that use a slot of a due host, plus those that need none.
@@ -253,9 +251,9 @@ class RedisFrontier:
         """URLs this worker holds in memory waiting to be leased (its queue depth)."""
         return self._hosts.queued
 
-    def waiting_hosts(self) -> tuple[int, int]:
-        """Hosts waiting: (at their polite pace, backing off); :meth:`HostScheduler.waiting`."""
-        return self._hosts.waiting()
+    def held_back(self, most: int | None = 10) -> list[HeldBack]:
+        """The hosts politeness holds back now (see :meth:`HostScheduler.held_back`)."""
+        return self._hosts.held_back(most)
 
     def stats(self) -> FrontierStats:
         """A frozen snapshot: ``queued`` and ``seen`` are job-wide (last look) plus the URLs

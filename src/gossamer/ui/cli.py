@@ -1,0 +1,148 @@
+"""``gossamer ui``: serve the dashboard.
+
+Building the parser imports nothing of aiohttp: the other commands start without it."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from gossamer.redact import redact_url
+from gossamer.settings import SettingsError
+
+DEFAULT_BIND = "127.0.0.1:8077"
+TOKEN_ENV = "GOSSAMER_UI_TOKEN"
+_BIND = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[A-Za-z0-9.-]+)):(?P<port>\d{1,5})")
+
+
+def add_ui_parser(sub: Any) -> None:
+    """The ``ui`` command."""
+    ui = sub.add_parser("ui", help="serve the web dashboard of crawls and cluster jobs")
+    ui.add_argument(
+        "--bind",
+        default=DEFAULT_BIND,
+        metavar="HOST:PORT",
+        help=f"address to serve on ({DEFAULT_BIND}; port 0 picks a free one); an address "
+        f"other than loopback needs a token of yours (${TOKEN_ENV} or --token-file)",
+    )
+    ui.add_argument(
+        "--out",
+        dest="outs",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="DIR",
+        help="a crawl's output folder, or a folder of them (repeatable; default crawl-out)",
+    )
+    ui.add_argument("--redis", metavar="URL", help="show the cluster jobs of this Redis")
+    ui.add_argument(
+        "--token-file", type=Path, help=f"read the access token from this file (or ${TOKEN_ENV})"
+    )
+    ui.set_defaults(handler=_ui)
+
+
+def parse_bind(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[v6]:PORT``) -> (host, port); SettingsError when malformed."""
+    match = _BIND.fullmatch(text)
+    if match is None or int(match["port"]) > 65535:
+        raise SettingsError(f"invalid setting 'bind': {text[:80]!r} is not HOST:PORT")
+    return match["v6"] or match["host"], int(match["port"])
+
+
+def user_token(token_file: Path | None, env: dict[str, str]) -> str | None:
+    """The token the user set (``--token-file`` first, then the environment), checked."""
+    from gossamer.ui.security import MIN_TOKEN_CHARS
+
+    if token_file is not None:
+        try:
+            token = token_file.read_text("utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = getattr(exc, "strerror", None) or "not UTF-8"
+            raise SettingsError(
+                f"invalid setting 'token-file': cannot read {token_file}: {reason}"
+            ) from None
+    else:
+        token = env.get(TOKEN_ENV, "").strip()
+        if not token:
+            return None
+    if len(token) < MIN_TOKEN_CHARS or not token.isprintable() or " " in token:
+        raise SettingsError(
+            f"invalid UI token: give at least {MIN_TOKEN_CHARS} printable characters, no spaces"
+        )
+    return token
+
+
+def _ui(args: argparse.Namespace) -> int:
+    from gossamer.ui.security import is_loopback
+
+    host, port = parse_bind(args.bind)
+    token = user_token(args.token_file, dict(os.environ))
+    if token is None and not is_loopback(host):
+        raise SettingsError(
+            f"refusing to serve on {host} (not loopback) with a generated token: set one of "
+            f"yours with ${TOKEN_ENV} or --token-file, or bind to 127.0.0.1"
+        )
+    outs = args.outs or [Path("crawl-out")]
+    asyncio.run(serve(host, port, token, outs, args.redis))
+    return 0
+
+
+async def serve(
+    host: str, port: int, token: str | None, outs: list[Path], redis: str | None
+) -> None:
+    """Serve until interrupted; print the URL to open (with the token when it was made here)."""
+    from aiohttp import web
+
+    from gossamer.ui.app import Sources, build_app
+    from gossamer.ui.security import Guard, new_token
+
+    secret = token or new_token()
+    # The port is known once bound (port 0): bind first, then build the guard for it.
+    site_socket = listen(host, port)
+    bound = site_socket.getsockname()[1]
+    app = build_app(Guard.for_server(secret, host, bound), Sources(outs, redis))
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.SockSite(runner, site_socket)
+    await site.start()
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{bound}/"
+    if token is None:
+        print(f"gossamer ui: open {url}?token={secret}", flush=True)
+    else:
+        print(f"gossamer ui: open {url}?token=<your token> (set by you)", flush=True)
+    where = ", ".join(str(o) for o in outs)
+    jobs = f"; jobs of {redact_url(redis)}" if redis else ""
+    print(f"showing crawls in {where}{jobs}; Ctrl-C stops", file=sys.stderr, flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+
+
+def listen(host: str, port: int) -> Any:
+    """A listening, non-blocking TCP socket on ``host:port`` (port 0: a free one)."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        reason = exc.strerror or str(exc)
+        raise SettingsError(f"invalid setting 'bind': {host}:{port}: {reason}") from None
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
