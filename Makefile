@@ -32,7 +32,7 @@ system-deps:
 	@bash scripts/system-deps.sh
 
 pytest: $(STAMP) system-deps
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 4 --dist worksteal
 
 test: lint typecheck pytest
 
