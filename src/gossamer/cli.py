@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -33,22 +34,30 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_CONFIG, f"gossamer: invalid flag: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of every subcommand."""
+_COMMANDS = {
+    "plan": ("gossamer.balance.plan", "add_plan_parser", "P2 cost plan: first-fit placement"),
+    "rules": ("gossamer.rules_cli", "add_rules_parser", "check, test and try rule documents"),
+    "ui": ("gossamer.ui.cli", "add_ui_parser", "serve the web dashboard of crawls and jobs"),
+}
+"""Commands whose modules are imported only when they run (or for ``--help``): ``gossamer
+crawl`` starts without loading the planner, the rule commands or the web app."""
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser of every subcommand; with ``argv``, the commands of
+    :data:`_COMMANDS` other than the one ``argv`` runs get a placeholder with their help line."""
     parser = _Parser(prog="gossamer", description=__doc__)
     parser.add_argument("--version", action="version", version=f"gossamer {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _crawl_parser(sub)
     add_cluster_parser(sub)
-    from gossamer.balance.plan import add_plan_parser
-
-    add_plan_parser(sub)
-    from gossamer.rules_cli import add_rules_parser
-
-    add_rules_parser(sub)
-    from gossamer.ui.cli import add_ui_parser
-
-    add_ui_parser(sub)
+    command = next((arg for arg in argv or () if not arg.startswith("-")), None)
+    known = command in ("crawl", "cluster", *_COMMANDS)
+    for name, (module, function, summary) in _COMMANDS.items():
+        if argv is None or not known or name == command:
+            getattr(importlib.import_module(module), function)(sub)
+        else:
+            sub.add_parser(name, help=summary, add_help=False)
     return parser
 
 
@@ -64,7 +73,8 @@ def _crawl(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``gossamer`` console script."""
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv).parse_args(argv)
     level = getattr(args, "log_level", DEFAULT_LEVEL)
     try:
         with logging_to_stderr(level, getattr(args, "log_json", False)):

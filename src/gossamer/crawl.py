@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 from gossamer.balance.probe import BandwidthMeter
@@ -35,23 +35,10 @@ from gossamer.engine import (
 from gossamer.extract import extract
 from gossamer.extract.lang import load_model as load_language_model
 from gossamer.extract.pdf import PdfPool
-from gossamer.extract.rules import Document, RuleError, RuleSet, digest_of, load_rules
-from gossamer.extract.rules import rules_from_documents as compile_documents
 from gossamer.fetch.auth import Authenticator, CookieJar, Login, Secret, UserLogin, read_cookies_txt
 from gossamer.fetch.guard import AddressGuard
 from gossamer.fetch.http import FetchConfig, Fetcher
 from gossamer.fetch.proxies import ProxyError, ProxyPool, parse_proxy, read_proxies_file
-from gossamer.fetch.render import (
-    BrowserConfig,
-    BrowserPool,
-    HostLearner,
-    PageOptions,
-    PageRenderer,
-    RenderingFetcher,
-    RenderUnavailable,
-    check_available,
-    default_concurrency,
-)
 from gossamer.frontier.base import Frontier
 from gossamer.frontier.hosts import waiting
 from gossamer.frontier.local import LocalFrontier
@@ -78,6 +65,8 @@ from gossamer.status import status_file
 from gossamer.urls import InvalidURL, Scope, canonicalize, host_key
 
 if TYPE_CHECKING:
+    from gossamer.extract.rules import RuleSet
+    from gossamer.fetch.render import RenderingFetcher
     from gossamer.sinks.postgres import PostgresSink, StoreExport
     from gossamer.ui.metrics import MetricsServer, Sources
 
@@ -87,7 +76,7 @@ _OUTPUTS = (
     "crawl.db", "crawl.db-wal", "crawl.db-shm", "pages.jsonl", "items.jsonl", "stats.json",
     "status.json", "crawl.log", "crawl.log.1",
 )  # fmt: skip
-_FROM_SETTINGS: RuleSet | None = RuleSet(())
+_FROM_SETTINGS: Any = object()
 """``open_stages`` without rules given: it reads those of the settings."""
 
 
@@ -338,6 +327,8 @@ def check_rendering(settings: CrawlSettings) -> None:
     exit status 2, says what to install). Imports Playwright only then."""
     if not renders(settings):
         return
+    from gossamer.fetch.render import RenderUnavailable, check_available
+
     try:
         check_available(settings.render_browser)
     except RenderUnavailable as exc:
@@ -352,6 +343,16 @@ def rendering_fetcher(
     if not renders(settings):
         return None
     check_rendering(settings)
+    from gossamer.fetch.render import (
+        BrowserConfig,
+        BrowserPool,
+        HostLearner,
+        PageOptions,
+        PageRenderer,
+        RenderingFetcher,
+        default_concurrency,
+    )  # fmt: skip
+
     concurrency = settings.render_concurrency or default_concurrency()
     pool = BrowserPool(
         BrowserConfig(
@@ -386,6 +387,8 @@ def rendering_fetcher(
 
 async def _start_renderer(renderer: RenderingFetcher) -> None:
     """Launch the browser; one that cannot start is a settings error (exit status 2)."""
+    from gossamer.fetch.render import RenderUnavailable
+
     try:
         await renderer.start()
     except RenderUnavailable as exc:
@@ -464,6 +467,9 @@ def load_ruleset(settings: CrawlSettings) -> RuleSet | None:
     shipped = settings.shipped_rules
     if shipped is None and not settings.rules:
         return None
+    from gossamer.extract.rules import Document, RuleError, digest_of, load_rules
+    from gossamer.extract.rules import rules_from_documents as compile_documents
+
     try:
         if shipped is None:
             return load_rules(settings.rules, settings.rule_functions)

@@ -26,12 +26,11 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gossamer.extract import DEFAULT_EXTRACTOR, Content, extract
 from gossamer.extract.lang import detect_language
 from gossamer.extract.pdf import PdfPool
-from gossamer.extract.rules import PageItems, RuleSet, evaluate
 from gossamer.extract.text import plain_text
 from gossamer.frontier.base import Candidate, Feedback, Frontier, HeldBack, Lease
 from gossamer.frontier.robots import RobotsCache, RobotsPolicy
@@ -51,6 +50,9 @@ from gossamer.sinks.base import (
 )
 from gossamer.stats import CrawlStats, peak_rss_mb
 from gossamer.urls import Resolver, canonicalize, host_key
+
+if TYPE_CHECKING:
+    from gossamer.extract.rules import RuleSet
 
 log = logging.getLogger(__name__)
 _PARSE_IN_THREAD_BYTES = 512 * 1024
@@ -710,6 +712,8 @@ class Crawler:
         """The record's rule fields and the links to follow: the rule's own, when it has link
         rules. A failure becomes the page's rule error, never the crawl's."""
         assert self._config.rules is not None
+        from gossamer.extract.rules import PageItems, evaluate
+
         read = functools.partial(evaluate, self._config.rules, url, page, result.body)
         try:
             if len(result.body) < _PARSE_IN_THREAD_BYTES:
