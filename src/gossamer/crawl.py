@@ -37,6 +37,7 @@ from gossamer.fetch.auth import Authenticator, CookieJar, Login, Secret, UserLog
 from gossamer.fetch.guard import AddressGuard
 from gossamer.fetch.http import FetchConfig, Fetcher
 from gossamer.fetch.proxies import ProxyError, ProxyPool, parse_proxy, read_proxies_file
+from gossamer.focus.digests import DigestIndex, LocalDigests
 from gossamer.frontier.base import Frontier
 from gossamer.frontier.local import LocalFrontier
 from gossamer.frontier.politeness import PolitenessPolicy
@@ -119,7 +120,11 @@ class Stages:
     """With [[auth]] tables: the logins the fetcher attaches, their cookies in crawl.db."""
 
     def crawler(
-        self, settings: CrawlSettings, frontier: Frontier, on_commit: CommitHook | None = None
+        self,
+        settings: CrawlSettings,
+        frontier: Frontier,
+        on_commit: CommitHook | None = None,
+        digests: DigestIndex | None = None,
     ) -> Crawler:
         """The crawl loop over these stages and ``frontier``: crawl.db is its journal,
         pages.jsonl, items.jsonl (with rules) and the store (if any) its record sinks, in
@@ -142,6 +147,7 @@ class Stages:
             pdf=self.pdf,
             proxy_stats=None if self.proxies is None else self.proxies.json_stats,
             auth_stats=None if self.auth is None else self.auth.stats_counts,
+            digests=digests,
         )
 
 
@@ -398,9 +404,14 @@ async def build_crawler(
             rules=stages.robots.known if settings.robots else None,
             memory_budget=settings.queue_memory,
         )
+        digests = None
+        if settings.digests and settings.text:
+            digests = LocalDigests(db, settings.digest_threshold)
         if settings.resume:
             frontier.restore()
-        crawler = stages.crawler(settings, frontier)
+            if digests is not None:
+                digests.restore()
+        crawler = stages.crawler(settings, frontier, digests=digests)
         if settings.resume:
             crawler.restore_counts()
         yield crawler
@@ -527,6 +538,7 @@ def _engine_config(settings: CrawlSettings, rules: RuleSet | None = None) -> Eng
         max_pages=settings.max_pages,
         robots_retry=settings.robots_retry,
         follow_nofollow=settings.follow_nofollow,
+        follow_duplicates=settings.follow_duplicates,
         max_redirects=settings.max_redirects,
         checkpoint_interval=settings.checkpoint_interval,
         retry=RetryPolicy(

@@ -33,6 +33,7 @@ from gossamer.extract.lang import detect_language
 from gossamer.extract.pdf import PdfPool
 from gossamer.extract.rules import PageItems, RuleSet, evaluate
 from gossamer.extract.text import plain_text
+from gossamer.focus.digests import DigestIndex, Match, digest
 from gossamer.frontier.base import Candidate, Feedback, Frontier, Lease
 from gossamer.frontier.robots import RobotsCache, RobotsPolicy
 from gossamer.hooks import Hook, HookError, Page, run_hook
@@ -132,6 +133,8 @@ class EngineConfig:
     max_text_chars: int = 1_000_000
     rules: RuleSet | None = None
     """The rule documents (``--rules``) read on every 2xx HTML page, before the hook."""
+    follow_duplicates: bool = False
+    """Follow the links of a page whose main text an earlier page had (with digests)."""
 
 
 class Crawler:
@@ -154,8 +157,10 @@ class Crawler:
         pdf: PdfPool | None = None,
         proxy_stats: Callable[[], dict[str, Any]] | None = None,
         auth_stats: Callable[[], Mapping[str, int]] | None = None,
+        digests: DigestIndex | None = None,
     ) -> None:
         self._config = config
+        self._digests = digests
         self._proxy_stats = proxy_stats
         self._auth_stats = auth_stats
         self._archive = archive
@@ -264,7 +269,14 @@ class Crawler:
             proxies=None if self._proxy_stats is None else self._proxy_stats(),
             auth=None if self._auth_stats is None else dict(self._auth_stats()),
             **{name: self._counts[name] for name in _RULE_COUNTERS},
+            **self._duplicate_counts(),
         )
+
+    def _duplicate_counts(self) -> dict[str, int]:
+        if self._digests is None:
+            return {}
+        found = self._digests.stats()
+        return {"duplicates_exact": found.exact, "duplicates_near": found.near}
 
     async def checkpoint(self) -> None:
         """Commit the journal (state and records together), hand the records to each sink in
@@ -475,6 +487,7 @@ class Crawler:
         extra = None
         content: dict[str, Any] = {}
         ruled: dict[str, Any] = {}
+        duplicate = None
         if action is Action.STORE:
             page, found_content = await self._read(lease, result)
             found = page.links if page is not None else []
@@ -492,6 +505,9 @@ class Crawler:
             if self._config.hook is not None:
                 extra, found, hook_error = self._run_hook(lease, result, page, found, found_content)
                 error = error or hook_error
+            duplicate = await self._duplicate(lease.url, content.get("text"))
+            if duplicate is not None and not self._config.follow_duplicates:
+                found = []
             depth = lease.depth + 1
             links = [Candidate(link, depth) for link in found]
         elif action is Action.REDIRECT and result.location is not None:
@@ -515,10 +531,18 @@ class Crawler:
             flags=flags,
             extra=extra,
             proxy=result.proxy,
+            duplicate_of=None if duplicate is None else duplicate.first,
             **content,
             **ruled,
         )
         return record, links
+
+    async def _duplicate(self, url: str, text: str | None) -> Match | None:
+        """The page that had this main text first (with digests), or None."""
+        if self._digests is None or not text:
+            return None
+        found = digest(text)
+        return None if found is None else await self._digests.check(url, found)
 
     async def _read(
         self, lease: Lease, result: FetchResultLike

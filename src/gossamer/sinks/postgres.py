@@ -148,6 +148,7 @@ _ADDED_COLUMNS = {
     "rule": "text",
     "items": "bigint NOT NULL DEFAULT 0",
     "rule_errors": "jsonb NOT NULL DEFAULT '[]'::jsonb",
+    "duplicate_of": "text",
     "proxy": "text",
 }
 """Fields added after the table's first version: added to an existing table when it opens."""
