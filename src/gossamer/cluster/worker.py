@@ -35,6 +35,7 @@ from gossamer.cluster.leadership import Leadership
 from gossamer.cluster.membership import Membership, Report
 from gossamer.cluster.resilient import RedisGuard, install_guard
 from gossamer.crawl import install_signal_handlers, open_stages, tune_gc
+from gossamer.focus.digests_redis import RedisDigests
 from gossamer.frontier.redis import RedisFrontier
 from gossamer.redact import redact_url
 from gossamer.settings import ClusterSettings, JobSettings, SettingsError, crawl_scope
@@ -162,7 +163,10 @@ async def _work(
             defer_acks=True,
             partition_by=settings.partition_by,
         )
-        crawler = stages.crawler(settings, frontier, on_commit=frontier.take_acks)
+        digests = None
+        if settings.digests and settings.text:
+            digests = RedisDigests(control.redis, control.job, settings.digest_threshold)
+        crawler = stages.crawler(settings, frontier, on_commit=frontier.take_acks, digests=digests)
         crawler.restore_counts()
         install_signal_handlers(crawler)
         report = Report(crawler, stages, capability, frontier)
