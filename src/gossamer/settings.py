@@ -52,7 +52,7 @@ class ClusterSettings(BaseModel):
         description="Partition by host (one owner per host) or by URL (one host's URLs "
         "spread over every worker; per-host limits kept through Redis).",
     )
-    allocator: Literal["equal", "weighted", "bpnn-pso", "first-fit"] = Field(
+    allocator: Literal["equal", "weighted", "bpnn-pso", "first-fit", "least-loaded"] = Field(
         "equal", description="How partitions are shared among the workers."
     )
 

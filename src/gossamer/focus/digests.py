@@ -52,6 +52,7 @@ SHINGLE = 16
 SAMPLE = 4
 """One shingle in this many votes, in texts of more than ``SAMPLE * 256`` shingles."""
 _FEW = 256
+_SAMPLED = np.uint64((1 << 64) // SAMPLE)
 DEFAULT_THRESHOLD = 3
 """Bits two SimHashes may differ in and still be near duplicates."""
 MAX_THRESHOLD = 7
@@ -116,7 +117,7 @@ def digest(text: str) -> Digest | None:
     if len(text.split(maxsplit=MIN_WORDS)) < MIN_WORDS:
         return None
     raw = np.frombuffer(text[:MAX_TEXT_CHARS].encode("utf-8", "surrogatepass"), dtype=np.uint8)
-    letters = _LOWER[np.compress(_KEEP[raw], raw)]
+    letters = np.take(_LOWER, np.compress(np.take(_KEEP, raw), raw))
     exact = xxhash.xxh3_64_intdigest(letters.tobytes())
     return Digest(exact, simhash(letters[:MAX_NEAR_CHARS]))
 
@@ -128,18 +129,21 @@ def simhash(letters: npt.NDArray[np.uint8]) -> int:
     copy of the text)."""
     if len(letters) < SHINGLE:
         letters = np.concatenate([letters, np.zeros(SHINGLE - len(letters), np.uint8)])
+    sample = len(letters) > SAMPLE * _FEW
     parts = []
     for start in range(8):  # the 8-byte windows at start, start + 8 ... as one view
         windows = letters[start : start + 8 * ((len(letters) - start) // 8)].view("<u8")
-        parts.append((windows[:-1] * _K1) ^ windows[1:])  # two windows: a 16-byte shingle
+        head, tail = windows[:-1] * _K1, windows[1:]  # two windows: a 16-byte shingle
+        if sample:  # by the top bits of the first half's product, which mix its 8 letters
+            kept = head < _SAMPLED
+            head, tail = head[kept], tail[kept]
+        parts.append(head ^ tail)
     shingles = np.concatenate(parts)
     shingles ^= shingles >> np.uint64(31)  # splitmix64's finaliser: every bit a fair vote
     shingles *= _K2
     shingles ^= shingles >> np.uint64(29)
     shingles *= _K3
     shingles ^= shingles >> np.uint64(32)
-    if len(shingles) > SAMPLE * _FEW:
-        shingles = shingles[shingles % np.uint64(SAMPLE) == 0]
     count = len(shingles)
     keys = shingles.view(np.uint8).reshape(count, 8).astype(np.uint16) + _BYTE_OFFSETS
     votes = (np.bincount(keys.ravel(), minlength=2048).reshape(8, 256) @ _BITS).ravel()
