@@ -405,7 +405,7 @@ async def build_crawler(
             memory_budget=settings.queue_memory,
         )
         digests = None
-        if settings.digests and settings.text:
+        if settings.digests != "off" and settings.text:
             digests = LocalDigests(db, settings.digest_threshold)
         if settings.resume:
             frontier.restore()
@@ -539,6 +539,7 @@ def _engine_config(settings: CrawlSettings, rules: RuleSet | None = None) -> Eng
         robots_retry=settings.robots_retry,
         follow_nofollow=settings.follow_nofollow,
         follow_duplicates=settings.follow_duplicates,
+        near_digests=settings.digests == "near",
         max_redirects=settings.max_redirects,
         checkpoint_interval=settings.checkpoint_interval,
         retry=RetryPolicy(

@@ -17,7 +17,8 @@ Tables:
   in order; items.jsonl mirrors it line for line.
 * ``sitemaps(host, url)``: ``Sitemap:`` lines of the robots.txt files met.
 * ``digests(exact, near, url)``: the content digests of the crawl's first pages of each
-  content (``gossamer.focus.digests``: exact hash and SimHash as signed 64-bit integers).
+  content (``gossamer.focus.digests``: exact hash and SimHash, null when near duplicates were
+  not looked for, as signed 64-bit integers).
 * ``meta(key, value)``: small facts about the crawl.
 * ``cookies(domain, path, name, value, secure, expires)``: the cookie jar of the login
   domains (``gossamer.fetch.auth``), rewritten whole at each change, so ``--resume``
@@ -97,7 +98,7 @@ CREATE TABLE IF NOT EXISTS sitemaps (
     host TEXT NOT NULL, url TEXT NOT NULL, PRIMARY KEY (host, url)
 );
 CREATE TABLE IF NOT EXISTS digests (
-    exact INTEGER PRIMARY KEY, near INTEGER NOT NULL, url TEXT NOT NULL
+    exact INTEGER PRIMARY KEY, near INTEGER, url TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS cookies (

@@ -135,6 +135,8 @@ class EngineConfig:
     """The rule documents (``--rules``) read on every 2xx HTML page, before the hook."""
     follow_duplicates: bool = False
     """Follow the links of a page whose main text an earlier page had (with digests)."""
+    near_digests: bool = False
+    """Look for near duplicates too (a SimHash of every main text), not only exact ones."""
 
 
 class Crawler:
@@ -541,7 +543,7 @@ class Crawler:
         """The page that had this main text first (with digests), or None."""
         if self._digests is None or not text:
             return None
-        found = digest(text)
+        found = digest(text, self._config.near_digests)
         return None if found is None else await self._digests.check(url, found)
 
     async def _read(

@@ -276,18 +276,19 @@ class CrawlSettings(BaseModel):
     max_text_chars: int = Field(
         1_000_000, ge=0, description="Longest main text kept in a record (cut: flag text-cut)."
     )
-    digests: bool = Field(
-        True,
-        description="Find pages whose main text an earlier page had, exactly or nearly "
-        "(SimHash), and name that page in duplicate_of (disable with --no-digests; only "
-        "with text extraction). A cluster job shares them through Redis.",
+    digests: Literal["exact", "near", "off"] = Field(
+        "exact",
+        description="Find pages whose main text an earlier page had and name that page in "
+        "duplicate_of: exact copies (a hash of the text, next to free), near ones too "
+        "(a SimHash, 0.3-1 ms a long page), or off. Needs text extraction; a cluster job "
+        "shares them through Redis.",
     )
     digest_threshold: int = Field(
         3,
         ge=0,
         le=7,
-        description="Bits two main texts' SimHashes may differ in and still be near "
-        "duplicates (0: exact duplicates only, in effect; see benchmarks/bench_digests.py).",
+        description="With --digests near: bits two main texts' SimHashes may differ in and "
+        "still be near duplicates (see benchmarks/bench_digests.py).",
     )
     follow_duplicates: bool = Field(
         False, description="Follow the links of pages found to be duplicates too."

@@ -1,7 +1,7 @@
-"""Duplicate content in an embedded crawl of a real site on loopback: exact and near
-duplicates named in ``duplicate_of``, their links not followed (followed with
-``follow_duplicates``), counts in stats.json, ``--no-digests``, and ``--resume`` keeping the
-digests."""
+"""Duplicate content in an embedded crawl of a real site on loopback: exact duplicates by
+default and near ones with ``--digests near``, named in ``duplicate_of``, their links not
+followed (followed with ``follow_duplicates``), counts in stats.json, ``--digests off``, and
+``--resume`` keeping the digests."""
 
 from __future__ import annotations
 
@@ -25,8 +25,19 @@ def stats(out: Path) -> dict[str, int]:
     return data
 
 
-async def test_duplicates_are_named_and_their_links_not_followed(tmp_path: Path) -> None:
+async def test_exact_duplicates_by_default(tmp_path: Path) -> None:
     records = await crawl(tmp_path / "out", handle)
+    first = records["/a?sid=1"]["url"]
+    assert records["/a?sid=2"]["duplicate_of"] == first  # session id in the template only
+    assert records["/print/a"]["duplicate_of"] is None  # "Printed from" line: near
+    assert records["/edit/a"]["duplicate_of"] is None
+    assert "/from/print" in records and "/from/session" not in records
+    counted = stats(tmp_path / "out")
+    assert (counted["duplicates_exact"], counted["duplicates_near"]) == (1, 0)
+
+
+async def test_near_duplicates_are_named_and_their_links_not_followed(tmp_path: Path) -> None:
+    records = await crawl(tmp_path / "out", handle, digests="near")
     first = records["/a?sid=1"]["url"]
     assert records["/a?sid=1"]["duplicate_of"] is None
     assert records["/a?sid=2"]["duplicate_of"] == first  # session id: exact
@@ -42,13 +53,13 @@ async def test_duplicates_are_named_and_their_links_not_followed(tmp_path: Path)
 
 
 async def test_follow_duplicates_follows_their_links(tmp_path: Path) -> None:
-    records = await crawl(tmp_path / "out", handle, follow_duplicates=True)
+    records = await crawl(tmp_path / "out", handle, digests="near", follow_duplicates=True)
     assert records["/a?sid=2"]["duplicate_of"] == records["/a?sid=1"]["url"]
     assert {"/from/session", "/from/print", "/from/edit"} <= set(records)
 
 
-async def test_no_digests_marks_nothing(tmp_path: Path) -> None:
-    records = await crawl(tmp_path / "out", handle, digests=False)
+async def test_digests_off_marks_nothing(tmp_path: Path) -> None:
+    records = await crawl(tmp_path / "out", handle, digests="off")
     assert all(r["duplicate_of"] is None for r in records.values())
     assert {"/from/session", "/from/print", "/from/edit"} <= set(records)
     assert stats(tmp_path / "out")["duplicates_exact"] == 0

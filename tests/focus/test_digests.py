@@ -24,11 +24,12 @@ from gossamer.focus.digests import (
 TEXT = "\n\n".join(ARTICLE)
 
 
-def test_exact_digest_ignores_case_spacing_and_punctuation() -> None:
+def test_exact_digest_is_the_text_and_near_ignores_case_spacing_and_punctuation() -> None:
     one = digest(TEXT)
-    assert one is not None
-    assert digest(TEXT.upper().replace(" ", "  ") + " !") == one
-    assert digest(TEXT + " extra") != one
+    assert one is not None and one == digest(TEXT)
+    other = digest(TEXT.upper().replace(" ", "  ") + " !")
+    assert other is not None and other.exact != one.exact and other.near == one.near
+    assert digest(TEXT, near=False) == Digest(one.exact)
 
 
 def test_near_duplicates_are_close_and_distinct_texts_far() -> None:
@@ -69,6 +70,10 @@ def test_index_finds_first_url_exact_then_near() -> None:
     assert index.find(Digest(2, 0b1110)) == Match("near", "http://a/", 1)
     assert index.find(Digest(2, 0b1111 ^ (0b1111 << 30))) is None  # 8 bits off
     assert not index.insert("http://b/", Digest(1, 5))  # exact known: not a first
+    assert index.find(Digest(3)) is None  # exact only: no SimHash to compare
+    assert index.insert("http://c/", Digest(3)) and index.find(Digest(3, 7)) == Match(
+        "exact", "http://c/"
+    )
     with pytest.raises(ValueError):
         NearIndex(8)
 
@@ -88,8 +93,15 @@ async def test_local_digests_persist_in_crawl_db(tmp_path: Path) -> None:
     db = CrawlDB(tmp_path / "crawl.db")
     again = LocalDigests(db)
     again.restore()
-    assert again.stats().exact == 1 and again.stats().digested == 4
+    assert (again.stats().exact, again.stats().near, again.stats().digested) == (1, 0, 0)
     match = await again.check("http://n.test/edit", edited)
     assert match is not None and match.kind == "near" and match.first == "http://n.test/a"
     assert await again.check("http://n.test/big2", big) == Match("exact", "http://n.test/big")
+    assert await again.check("http://n.test/x", Digest(9)) is None  # exact only: near is NULL
+    await db.commit()
+    db.close()
+    db = CrawlDB(tmp_path / "crawl.db")
+    third = LocalDigests(db)
+    third.restore()
+    assert await third.check("http://n.test/y", Digest(9)) == Match("exact", "http://n.test/x")
     db.close()

@@ -106,3 +106,11 @@ async def test_redis_cluster_runs_the_script_in_one_slot() -> None:
             assert found is not None and found.first == "http://a.test/1"
         finally:
             await client.aclose()
+
+
+async def test_exact_only_digests_skip_the_bands(redis: Redis) -> None:
+    digests = RedisDigests(redis, "exact")
+    assert await digests.check("http://a.test/", Digest(5)) is None
+    assert await digests.check("http://b.test/", Digest(5)) == Match("exact", "http://a.test/")
+    assert await digests.check("http://c.test/", Digest(6)) is None
+    assert not [key async for key in redis.scan_iter(match="gs:{exact}:digest:b:*")]

@@ -164,7 +164,7 @@ async def _work(
             partition_by=settings.partition_by,
         )
         digests = None
-        if settings.digests and settings.text:
+        if settings.digests != "off" and settings.text:
             digests = RedisDigests(control.redis, control.job, settings.digest_threshold)
         crawler = stages.crawler(settings, frontier, on_commit=frontier.take_acks, digests=digests)
         crawler.restore_counts()

@@ -3,14 +3,16 @@
 A page's digest has two parts, both from its main text (what the extractor kept, so the
 template around it does not count):
 
-- ``exact``: xxh3_64 of the text's letters and digits (ASCII in lower case, anything else as
-  it is; spaces and punctuation left out): the same article behind another URL (session ids,
-  tracking parameters, mirrors);
-- ``near``: a 64-bit SimHash of the 16-letter shingles of those letters (about three words;
-  each shingle hashed, one vote per bit, the majority kept): a print version, a copy with a
-  line changed. All in numpy: a 5,000-word text takes about a millisecond. Two texts are
-  near duplicates when their SimHashes differ in at most ``threshold`` bits (3 by default,
-  chosen with ``benchmarks/bench_digests.py``).
+- ``exact``: xxh3_64 of the text as the extractor normalised it (whitespace collapsed,
+  paragraphs one blank line apart): the same article behind another URL (session ids,
+  tracking parameters, mirrors). About 20 microseconds for a 5,000-word text;
+- ``near`` (when asked for): a 64-bit SimHash of the 16-letter shingles of the text's letters
+  and digits (ASCII in lower case, spaces and punctuation left out; about three words a
+  shingle; each shingle hashed, one vote per bit, the majority kept): a print version, a copy
+  with a line changed or in other case. All in numpy, but still 0.3-1 ms for a 5,000-word
+  text, which is why it is not the default. Two texts are near duplicates when their
+  SimHashes differ in at most ``threshold`` bits (3 by default, chosen with
+  ``benchmarks/bench_digests.py``).
 
 A :class:`DigestIndex` answers, for a URL and its digest, which URL had that content first
 (:class:`Match`) and remembers the digest when none did, in one step. The index of an
@@ -24,14 +26,13 @@ hash is compared only with those sharing one of its band values. A band value ho
 
 Texts of fewer than :data:`MIN_WORDS` words get no digest: short texts (a hub page whose main
 text is a heading) are alike without being the same page, and a duplicate's links are not
-followed. The SimHash reads the first :data:`MAX_NEAR_CHARS` letters, so a huge text
-costs a bounded time.
+followed. The SimHash reads the first :data:`MAX_NEAR_BYTES` bytes of the text, so a huge
+text costs a bounded time.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -45,8 +46,8 @@ MIN_WORDS = 16
 """Texts with fewer words get no digest (never a duplicate, never a first)."""
 MAX_TEXT_CHARS = 1_000_000
 """Characters of a text digested (a record keeps no more by default)."""
-MAX_NEAR_CHARS = 200_000
-"""Letters of a text read for its SimHash."""
+MAX_NEAR_BYTES = 200_000
+"""Bytes of a text (UTF-8) read for its SimHash."""
 SHINGLE = 16
 """Letters per shingle (about three words)."""
 SAMPLE = 4
@@ -76,10 +77,11 @@ Kind = Literal["exact", "near"]
 
 @dataclass(frozen=True, slots=True)
 class Digest:
-    """A text's exact hash and SimHash (unsigned 64-bit integers)."""
+    """A text's exact hash and SimHash (unsigned 64-bit integers; no SimHash when only exact
+    duplicates are looked for)."""
 
     exact: int
-    near: int
+    near: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +96,8 @@ class Match:
 
 @dataclass(frozen=True, slots=True)
 class DigestStats:
-    """What an index has seen (this process's checks; counts kept over ``--resume``)."""
+    """What an index has seen: texts checked by this process, duplicates found (the embedded
+    index's over ``--resume`` runs)."""
 
     digested: int = 0
     exact: int = 0
@@ -112,14 +115,17 @@ class DigestIndex(Protocol):
     def stats(self) -> DigestStats: ...
 
 
-def digest(text: str) -> Digest | None:
-    """The digest of a main text, or None when it has fewer than :data:`MIN_WORDS` words."""
+def digest(text: str, near: bool = True) -> Digest | None:
+    """The digest of a main text (with its SimHash if ``near``), or None when the text has
+    fewer than :data:`MIN_WORDS` words."""
     if len(text.split(maxsplit=MIN_WORDS)) < MIN_WORDS:
         return None
-    raw = np.frombuffer(text[:MAX_TEXT_CHARS].encode("utf-8", "surrogatepass"), dtype=np.uint8)
-    letters = np.take(_LOWER, np.compress(np.take(_KEEP, raw), raw))
-    exact = xxhash.xxh3_64_intdigest(letters.tobytes())
-    return Digest(exact, simhash(letters[:MAX_NEAR_CHARS]))
+    encoded = text[:MAX_TEXT_CHARS].encode("utf-8", "surrogatepass")
+    exact = xxhash.xxh3_64_intdigest(encoded)
+    if not near:
+        return Digest(exact)
+    raw = np.frombuffer(encoded[:MAX_NEAR_BYTES], dtype=np.uint8)
+    return Digest(exact, simhash(np.take(_LOWER, np.compress(np.take(_KEEP, raw), raw))))
 
 
 def simhash(letters: npt.NDArray[np.uint8]) -> int:
@@ -181,6 +187,8 @@ class NearIndex:
         first = self._exact.get(digest.exact)
         if first is not None:
             return Match("exact", first)
+        if digest.near is None:
+            return None
         best: tuple[int, str] | None = None
         for band in bands(digest.near, self.threshold):
             for other in self._buckets.get(band, ()):
@@ -194,7 +202,7 @@ class NearIndex:
         if digest.exact in self._exact:
             return False
         self._exact[digest.exact] = url
-        if digest.near not in self._near:
+        if digest.near is not None and digest.near not in self._near:
             self._near[digest.near] = url
             for band in bands(digest.near, self.threshold):
                 bucket = self._buckets.setdefault(band, [])
@@ -222,11 +230,13 @@ class LocalDigests:
             return
         rows = self._db.iterate("SELECT exact, near, url FROM digests ORDER BY rowid")
         for exact, near, url in rows:
-            self._index.insert(str(url), Digest(exact & _MASK, near & _MASK))
+            self._index.insert(
+                str(url), Digest(exact & _MASK, None if near is None else near & _MASK)
+            )
         stored = self._db.get_meta(_COUNTS_META)
         if stored:
-            values = [int(v) for v in stored.split()[:3] if v.isdigit()]
-            self._counts.update(dict(zip(("digested", "exact", "near"), values, strict=False)))
+            values = [int(v) for v in stored.split()[:2] if v.isdigit()]
+            self._counts.update(dict(zip(("exact", "near"), values, strict=False)))
 
     async def check(self, url: str, digest: Digest) -> Match | None:
         """As :meth:`DigestIndex.check`."""
@@ -238,10 +248,12 @@ class LocalDigests:
         match = self._index.find(digest)
         if match is not None and match.first != url:
             self._counts[match.kind] += 1
-        elif match is None and self._index.insert(url, digest) and self._db is not None:
-            self._db.stage(_DIGEST_ROW, [(_signed(digest.exact), _signed(digest.near), url)])
-        self._save_counts()
-        return match if match is not None and match.first != url else None
+            self._save_counts()
+            return match
+        if match is None and self._index.insert(url, digest) and self._db is not None:
+            near = None if digest.near is None else _signed(digest.near)
+            self._db.stage(_DIGEST_ROW, [(_signed(digest.exact), near, url)])
+        return None
 
     def stats(self) -> DigestStats:
         return DigestStats(self._counts["digested"], self._counts["exact"], self._counts["near"])
@@ -249,8 +261,7 @@ class LocalDigests:
     def _save_counts(self) -> None:
         if self._db is not None:
             counts = self._counts
-            value = f"{counts['digested']} {counts['exact']} {counts['near']}"
-            self._db.set_meta(_COUNTS_META, value)
+            self._db.set_meta(_COUNTS_META, f"{counts['exact']} {counts['near']}")
 
 
 def _signed(value: int) -> int:
@@ -261,14 +272,3 @@ def _signed(value: int) -> int:
 def hamming(a: int, b: int) -> int:
     """Bits two 64-bit hashes differ in."""
     return (a ^ b).bit_count()
-
-
-def first_urls(index: NearIndex, pairs: Iterable[tuple[str, Digest]]) -> list[Match | None]:
-    """Check-and-insert each (url, digest) in order (benchmarks and tests)."""
-    out: list[Match | None] = []
-    for url, dig in pairs:
-        match = index.find(dig)
-        if match is None:
-            index.insert(url, dig)
-        out.append(match)
-    return out

@@ -66,13 +66,14 @@ class RedisDigests:
     async def check(self, url: str, digest: Digest) -> Match | None:
         """As :meth:`gossamer.focus.digests.DigestIndex.check`."""
         keys = self._keys
+        near = digest.near
         band_keys = [
             f"{keys['band']}{band >> 64}:{band & ((1 << 64) - 1):x}"
-            for band in bands(digest.near, self._threshold)
+            for band in (bands(near, self._threshold) if near is not None else ())
         ]
         args: list[str | int] = [
             f"{digest.exact:016x}",
-            f"{digest.near:016x}",
+            "" if near is None else f"{near:016x}",
             url,
             self._threshold,
             MAX_BUCKET,

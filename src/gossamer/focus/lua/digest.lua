@@ -1,7 +1,8 @@
 -- gossamer digests v1: the first URL of a page's content, or remember this URL as its first.
 -- KEYS[1] exact (HASH exact hex -> url), KEYS[2] near (HASH simhash hex -> url),
 -- KEYS[3] counts (HASH digested, exact, near), KEYS[4..] the SimHash's band SETs (simhashes)
--- ARGV[1] exact hash (16 hex), ARGV[2] SimHash (16 hex), ARGV[3] url, ARGV[4] threshold,
+-- ARGV[1] exact hash (16 hex), ARGV[2] SimHash (16 hex; '' for none: exact duplicates only,
+-- and no band keys), ARGV[3] url, ARGV[4] threshold,
 -- ARGV[5] most members of a band set
 -- Returns {kind, first url, distance}: kind 'exact' or 'near', or '' when this URL is now
 -- the content's first (a URL met again finds itself: the caller counts it as no duplicate).
@@ -28,6 +29,10 @@ if first then
   return {'exact', first, 0}
 end
 local threshold = tonumber(ARGV[4])
+if ARGV[2] == '' then
+  redis.call('HSET', KEYS[1], ARGV[1], url)
+  return {'', '', 0}
+end
 local hi, lo = halves(ARGV[2])
 local best, distance = nil, 65
 for i = 4, #KEYS do
