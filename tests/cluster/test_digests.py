@@ -1,6 +1,7 @@
-"""Duplicate content across the workers of a cluster job: one article on twelve hosts, crawled
-by two workers (URLs spread by partition); every copy but one names the same first URL,
-whichever worker fetched it, and only the first's links are followed.
+"""Duplicate content across the workers of a cluster job (``--digests near``): one article on
+twelve hosts and an edited copy, crawled by two workers (URLs spread by partition); every copy
+but one names the same first URL, whichever worker fetched it, and only the first's links are
+followed.
 
 Real redis-server, a real HTTP server on loopback, workers as subprocesses.
 """
@@ -24,7 +25,7 @@ from tests.cluster.harness import (
     worker_args,
     worker_logs,
 )
-from tests.focus.digest_site import ARTICLE, OTHER, page
+from tests.focus.digest_site import ARTICLE, EDITED, OTHER, page
 from tests.local_app import serve
 from tests.redis_server import RedisServer
 
@@ -40,7 +41,9 @@ async def handle(request: web.Request) -> web.Response:
         links = [f"http://h{k}.test:{port}/a" for k in range(COPIES)]
         html = page(["Welcome"], [*links, f"http://h0.test:{port}/b"])
     elif request.path == "/a":
-        html = page(ARTICLE, [f"/from/{host}"])
+        html = page(ARTICLE, [f"/from/{host}", f"http://h1.test:{port}/e"])  # after a first
+    elif request.path == "/e":
+        html = page(EDITED, ["/from/e"])
     elif request.path == "/b":
         html = page(OTHER, ["/from/b"])
     else:
@@ -62,6 +65,7 @@ async def test_workers_share_digests(tmp_path: Path, redis_server: RedisServer) 
         await until_waiting(logs)
         submit = ["cluster", "submit", "--redis", url, f"http://h0.test:{port}/", *FAST,
                   *WEB_ARGS, "--no-robots", "--partitions", "64", "--partition-by", "url",
+                  "--digests", "near",
                   "--concurrency", "8"]  # fmt: skip
         assert await run(tmp_path / "submit.log", *submit) == 0
         await cluster_wait(url, 60)
@@ -79,3 +83,5 @@ async def test_workers_share_digests(tmp_path: Path, redis_server: RedisServer) 
     host = urlsplit(first).hostname
     assert {k for k in records if "/from/h" in k} == {f"{host}/from/{host.split('.')[0]}"}
     assert records["h0.test/b"]["duplicate_of"] is None and "h0.test/from/b" in records
+    assert records["h1.test/e"]["duplicate_of"] == first  # near: a sentence added
+    assert "h1.test/from/e" not in records

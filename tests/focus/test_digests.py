@@ -20,6 +20,7 @@ from gossamer.focus.digests import (
     digest,
     hamming,
 )
+from gossamer.settings import SettingsError, load_settings
 
 TEXT = "\n\n".join(ARTICLE)
 
@@ -105,3 +106,20 @@ async def test_local_digests_persist_in_crawl_db(tmp_path: Path) -> None:
     third.restore()
     assert await third.check("http://n.test/y", Digest(9)) == Match("exact", "http://n.test/x")
     db.close()
+
+
+def test_digest_settings_from_toml_env_and_flags(tmp_path: Path) -> None:
+    assert load_settings({}, env={}).digests == "exact"
+    config = tmp_path / "crawl.toml"
+    config.write_text('digests = "near"\ndigest_threshold = 5\nfollow_duplicates = true\n')
+    settings = load_settings({}, config=config, env={})
+    assert (settings.digests, settings.digest_threshold, settings.follow_duplicates) == (
+        "near", 5, True
+    )  # fmt: skip
+    env = {"GOSSAMER_DIGESTS": "off", "GOSSAMER_FOLLOW_DUPLICATES": "false"}
+    settings = load_settings({}, config=config, env=env)
+    assert (settings.digests, settings.follow_duplicates) == ("off", False)
+    assert load_settings({"digests": "exact"}, config=config, env=env).digests == "exact"
+    for bad in ({"digests": "fuzzy"}, {"digest_threshold": 8}, {"digest_threshold": -1}):
+        with pytest.raises(SettingsError):
+            load_settings(bad, env={})
