@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 from tests.content_site import crawl, records_by_path
 from tests.focus.digest_site import handle
 from tests.local_app import serve
@@ -79,3 +80,29 @@ async def test_resume_keeps_the_digests(tmp_path: Path) -> None:
     records = records_by_path(out)
     assert records["/b?sid=9"]["duplicate_of"] == records["/b"]["url"]
     assert stats(out)["duplicates_exact"] == 1
+
+
+async def hostile(request: web.Request) -> web.Response:
+    """Empty pages (alike, but no text to compare) and two copies of a huge one."""
+    path = request.path
+    if path == "/":
+        links = "".join(f'<a href="/{name}">x</a>' for name in ("e1", "e2", "h1", "h2"))
+        html = f"<html><body><p>Start</p>{links}</body></html>"
+    elif path in ("/e1", "/e2"):
+        html = f'<html><body><nav><a href="/from{path}">next</a></nav></body></html>'
+    elif path in ("/h1", "/h2"):
+        words = " ".join(f"w{i % 5000}" for i in range(120_000))  # 690 KB of main text
+        html = f"<html><body><article><p>{words}</p></article></body></html>"
+    else:
+        html = f"<html><body><p>{path}</p></body></html>"
+    return web.Response(text=html, content_type="text/html")
+
+
+async def test_empty_and_huge_texts(tmp_path: Path) -> None:
+    records = await crawl(tmp_path / "out", hostile, digests="near")
+    assert records["/e1"]["duplicate_of"] is None and records["/e2"]["duplicate_of"] is None
+    assert "/from/e1" in records and "/from/e2" in records  # no text: links followed
+    huge = [records["/h1"], records["/h2"]]
+    assert all(r["text_chars"] > 600_000 for r in huge)
+    assert sorted(r["duplicate_of"] is None for r in huge) == [False, True]
+    assert {r["duplicate_of"] for r in huge} - {None} <= {r["url"] for r in huge}
