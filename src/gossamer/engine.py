@@ -490,6 +490,7 @@ class Crawler:
         content: dict[str, Any] = {}
         ruled: dict[str, Any] = {}
         duplicate = None
+        outlinks = 0
         if action is Action.STORE:
             page, found_content = await self._read(lease, result)
             found = page.links if page is not None else []
@@ -508,10 +509,11 @@ class Crawler:
                 extra, found, hook_error = self._run_hook(lease, result, page, found, found_content)
                 error = error or hook_error
             duplicate = await self._duplicate(lease.url, content.get("text"))
-            if duplicate is not None and not self._config.follow_duplicates:
-                found = []
             depth = lease.depth + 1
             links = [Candidate(link, depth) for link in found]
+            outlinks = len(links)  # a duplicate's record counts the links it did not follow
+            if duplicate is not None and not self._config.follow_duplicates:
+                links = []
         elif action is Action.REDIRECT and result.location is not None:
             redirect_to, error = self._follow_redirect(lease, result.location)
             if redirect_to is not None and error is None:
@@ -525,7 +527,7 @@ class Crawler:
             fetched_at=round(result.fetched_at, 3),
             elapsed_ms=round(result.elapsed * 1000, 1),
             title=title,
-            outlinks=len(links) if action is Action.STORE else 0,
+            outlinks=outlinks,
             redirect_to=redirect_to,
             error=error or result.error,
             attempts=lease.attempts + 1,

