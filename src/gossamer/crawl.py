@@ -39,6 +39,7 @@ from gossamer.fetch.auth import Authenticator, CookieJar, Login, Secret, UserLog
 from gossamer.fetch.guard import AddressGuard
 from gossamer.fetch.http import FetchConfig, Fetcher
 from gossamer.fetch.proxies import ProxyError, ProxyPool, parse_proxy, read_proxies_file
+from gossamer.focus.digests import DigestIndex, LocalDigests
 from gossamer.frontier.base import Frontier
 from gossamer.frontier.hosts import waiting
 from gossamer.frontier.local import LocalFrontier
@@ -151,6 +152,7 @@ class Stages:
         frontier: Frontier,
         on_commit: CommitHook | None = None,
         focus: Focus | None = None,
+        digests: DigestIndex | None = None,
     ) -> Crawler:
         """The crawl loop over these stages and ``frontier``: crawl.db is its journal,
         pages.jsonl, items.jsonl (with rules) and the store (if any) its record sinks, in
@@ -175,6 +177,7 @@ class Stages:
             auth_stats=None if self.auth is None else self.auth.stats_counts,
             render_stats=None if self.renderer is None else self.renderer.json_stats,
             focus=focus,
+            digests=digests,
         )
 
     async def focus_policy(self, settings: CrawlSettings, frontier: Frontier) -> Focus | None:
@@ -567,10 +570,15 @@ async def build_crawler(
             memory_budget=settings.queue_memory,
             slack=settings.focus_slack,
         )
+        digests = None
+        if settings.digests != "off" and settings.text:
+            digests = LocalDigests(db, settings.digest_threshold)
         if settings.resume:
             frontier.restore()
+            if digests is not None:
+                digests.restore()
         focus = await stages.focus_policy(settings, frontier)
-        crawler = stages.crawler(settings, frontier, focus=focus)
+        crawler = stages.crawler(settings, frontier, focus=focus, digests=digests)
         if settings.resume:
             crawler.restore_counts()
         if metrics is not None:
@@ -701,6 +709,8 @@ def _engine_config(settings: CrawlSettings, rules: RuleSet | None = None) -> Eng
         max_pages=settings.max_pages,
         robots_retry=settings.robots_retry,
         follow_nofollow=settings.follow_nofollow,
+        follow_duplicates=settings.follow_duplicates,
+        near_digests=settings.digests == "near",
         max_redirects=settings.max_redirects,
         checkpoint_interval=settings.checkpoint_interval,
         retry=RetryPolicy(

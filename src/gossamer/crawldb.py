@@ -16,6 +16,9 @@ Tables:
   with their page's row (``page`` is its id; ``idx`` the item's place on the page, from 0),
   in order; items.jsonl mirrors it line for line.
 * ``sitemaps(host, url)``: ``Sitemap:`` lines of the robots.txt files met.
+* ``digests(exact, near, url)``: the content digests of the crawl's first pages of each
+  content (``gossamer.focus.digests``: exact hash and SimHash, null when near duplicates were
+  not looked for, as signed 64-bit integers).
 * ``meta(key, value)``: small facts about the crawl.
 * ``cookies(domain, path, name, value, secure, expires)``: the cookie jar of the login
   domains (``gossamer.fetch.auth``), rewritten whole at each change, so ``--resume``
@@ -80,7 +83,8 @@ CREATE TABLE IF NOT EXISTS pages (
     rule_errors TEXT,
     proxy TEXT,
     rendered INTEGER NOT NULL DEFAULT 0,
-    relevance REAL
+    relevance REAL,
+    duplicate_of TEXT
 );
 CREATE TABLE IF NOT EXISTS items (
     id INTEGER PRIMARY KEY,
@@ -94,6 +98,9 @@ CREATE TABLE IF NOT EXISTS items (
 CREATE INDEX IF NOT EXISTS items_page ON items (page);
 CREATE TABLE IF NOT EXISTS sitemaps (
     host TEXT NOT NULL, url TEXT NOT NULL, PRIMARY KEY (host, url)
+);
+CREATE TABLE IF NOT EXISTS digests (
+    exact INTEGER PRIMARY KEY, near INTEGER, url TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS cookies (
@@ -126,6 +133,7 @@ _ADDED_COLUMNS = (
     ("proxy", "TEXT"),
     ("rendered", "INTEGER NOT NULL DEFAULT 0"),
     ("relevance", "REAL"),
+    ("duplicate_of", "TEXT"),
 )
 """Columns of ``pages`` added after its first version, with their definitions."""
 

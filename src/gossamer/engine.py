@@ -32,6 +32,7 @@ from gossamer.extract import DEFAULT_EXTRACTOR, Content, extract
 from gossamer.extract.lang import detect_language
 from gossamer.extract.pdf import PdfPool
 from gossamer.extract.text import plain_text
+from gossamer.focus.digests import DigestIndex, Match, digest
 from gossamer.frontier.base import Candidate, Feedback, Frontier, HeldBack, Lease
 from gossamer.frontier.robots import RobotsCache, RobotsPolicy
 from gossamer.hooks import Hook, HookError, Page, run_hook
@@ -158,6 +159,10 @@ class EngineConfig:
     max_text_chars: int = 1_000_000
     rules: RuleSet | None = None
     """The rule documents (``--rules``) read on every 2xx HTML page, before the hook."""
+    follow_duplicates: bool = False
+    """Follow the links of a page whose main text an earlier page had (with digests)."""
+    near_digests: bool = False
+    """Look for near duplicates too (a SimHash of every main text), not only exact ones."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,10 +197,12 @@ class Crawler:
         auth_stats: Callable[[], Mapping[str, int]] | None = None,
         render_stats: Callable[[], dict[str, Any]] | None = None,
         focus: Focus | None = None,
+        digests: DigestIndex | None = None,
     ) -> None:
         self._config = config
         self._render_stats = render_stats
         self._focus = focus
+        self._digests = digests
         self._proxy_stats = proxy_stats
         self._auth_stats = auth_stats
         self._archive = archive
@@ -339,7 +346,14 @@ class Crawler:
             render=render,
             focus=None if self._focus is None else self._focus.json_stats(),
             **{name: self._counts[name] for name in _RULE_COUNTERS},
+            **self._duplicate_counts(),
         )
+
+    def _duplicate_counts(self) -> dict[str, int]:
+        if self._digests is None:
+            return {}
+        found = self._digests.stats()
+        return {"duplicates_exact": found.exact, "duplicates_near": found.near}
 
     async def checkpoint(self) -> None:
         """Commit the journal (state and records together), hand the records to each sink in
@@ -560,6 +574,8 @@ class Crawler:
         content: dict[str, Any] = {}
         ruled: dict[str, Any] = {}
         relevance = None
+        duplicate = None
+        outlinks = 0
         if action is Action.STORE:
             page, found_content = await self._read(lease, result)
             found = page.links if page is not None else []
@@ -577,6 +593,10 @@ class Crawler:
             if self._config.hook is not None:
                 extra, found, hook_error = self._run_hook(lease, result, page, found, found_content)
                 error = error or hook_error
+            duplicate = await self._duplicate(lease.url, content.get("text"))
+            outlinks = len(found)  # a duplicate's record counts the links it did not follow
+            if duplicate is not None and not self._config.follow_duplicates:
+                found = []
             if self._focus is not None and page is not None and _is_ok(result.status):
                 relevance, links = self._focus.judge(
                     lease.url, lease.depth, page, found_content, found
@@ -600,7 +620,7 @@ class Crawler:
             fetched_at=round(result.fetched_at, 3),
             elapsed_ms=round(result.elapsed * 1000, 1),
             title=title,
-            outlinks=len(links) if action is Action.STORE else 0,
+            outlinks=outlinks,
             redirect_to=redirect_to,
             error=error or result.error,
             attempts=lease.attempts + 1,
@@ -610,10 +630,18 @@ class Crawler:
             proxy=result.proxy,
             rendered=result.rendered,
             relevance=relevance,
+            duplicate_of=None if duplicate is None else duplicate.first,
             **content,
             **ruled,
         )
         return record, links
+
+    async def _duplicate(self, url: str, text: str | None) -> Match | None:
+        """The page that had this main text first (with digests), or None."""
+        if self._digests is None or not text:
+            return None
+        found = digest(text, self._config.near_digests)
+        return None if found is None else await self._digests.check(url, found)
 
     async def _read(
         self, lease: Lease, result: FetchResultLike

@@ -53,7 +53,7 @@ class ClusterSettings(BaseModel):
         description="Partition by host (one owner per host) or by URL (one host's URLs "
         "spread over every worker; per-host limits kept through Redis).",
     )
-    allocator: Literal["equal", "weighted", "bpnn-pso", "first-fit"] = Field(
+    allocator: Literal["equal", "weighted", "bpnn-pso", "first-fit", "least-loaded"] = Field(
         "equal", description="How partitions are shared among the workers."
     )
 
@@ -289,6 +289,23 @@ class CrawlSettings(BaseModel):
     )
     max_text_chars: int = Field(
         1_000_000, ge=0, description="Longest main text kept in a record (cut: flag text-cut)."
+    )
+    digests: Literal["exact", "near", "off"] = Field(
+        "exact",
+        description="Find pages whose main text an earlier page had and name that page in "
+        "duplicate_of: exact copies (a hash of the text, next to free), near ones too "
+        "(a SimHash, 0.3-1 ms a long page), or off. Needs text extraction; a cluster job "
+        "shares them through Redis.",
+    )
+    digest_threshold: int = Field(
+        3,
+        ge=0,
+        le=7,
+        description="With --digests near: bits two main texts' SimHashes may differ in and "
+        "still be near duplicates (see benchmarks/bench_digests.py).",
+    )
+    follow_duplicates: bool = Field(
+        False, description="Follow the links of pages found to be duplicates too."
     )
     hook: str | None = Field(
         None,

@@ -71,6 +71,12 @@ class CrawlStats:
     overall and over the last ``window`` pages, links dropped (hard mode), the link scorer's
     updates and re-scorings (see :class:`gossamer.focus.policy.FocusStats`)."""
 
+    duplicates_exact: int = 0
+    """Pages whose main text an earlier page had exactly (``duplicate_of`` in their record;
+    duplicate content, unlike ``duplicates``, the URLs met again)."""
+    duplicates_near: int = 0
+    """Pages whose main text nearly repeats an earlier page's (SimHash within the threshold)."""
+
     def write(self, path: Path) -> None:
         """Write as stats.json."""
         data = asdict(self)

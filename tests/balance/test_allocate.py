@@ -126,3 +126,38 @@ def test_assign_partitions_keeps_previous_and_cleans_it() -> None:
     messy = {"a": first["a"] | {next(iter(first["b"])), P + 5}, "b": first["b"]}
     check_complete(assign_partitions(targets, QUEUED, P, messy))
     assert assign_partitions({"a": 0.0}, QUEUED, P) == {}
+
+
+def loaded(name: str, backlog: int) -> WorkerState:
+    """A worker that reported ``backlog`` URLs waiting in its memory."""
+    capability = Capability(concurrency=64, bandwidth_bps=1e6)
+    return WorkerState(name, capability, Live(pages_per_second=10, queue_depth=backlog))
+
+
+def test_least_loaded_gives_new_work_to_the_least_loaded() -> None:
+    # equally loaded: the queued URLs split evenly (biggest partitions first, by turns)
+    split = allocate("least-loaded", [loaded("a", 0), loaded("b", 0)], QUEUED, P)
+    check_complete(split)
+    assert abs(urls(split["a"]) - TOTAL / 2) <= 22
+    # b still holds 1,000 URLs of work: a gets the first 1,000 new ones, then they alternate
+    split = allocate("least-loaded", [loaded("a", 0), loaded("b", 1000)], QUEUED, P)
+    check_complete(split)
+    assert urls(split["a"]) - urls(split["b"]) == pytest.approx(1000, abs=22)
+    # a backlog beyond the whole job: every partition goes to the other worker
+    split = allocate("least-loaded", [loaded("a", 0), loaded("b", 10 * TOTAL)], QUEUED, P)
+    check_complete(split)
+    assert not split.get("b")
+    # nothing queued: the empty partitions by equal quotas
+    split = allocate("least-loaded", [loaded("a", 0), loaded("b", 500)], {}, P)
+    check_complete(split)
+    assert len(split["a"]) == len(split["b"]) == P // 2
+
+
+def test_least_loaded_keeps_the_plan_while_loads_stay_close() -> None:
+    first = allocate("least-loaded", [loaded("a", 100), loaded("b", 120)], QUEUED, P)
+    again = allocate("least-loaded", [loaded("a", 130), loaded("b", 90)], QUEUED, P, first)
+    assert again == first  # within the tolerance: nothing moves
+    busy = allocate("least-loaded", [loaded("a", 3000), loaded("b", 0)], QUEUED, P, first)
+    check_complete(busy)
+    assert urls(busy["b"]) > urls(first["b"]) + 1000
+    assert not busy["a"] - first["a"]  # a takes nothing new; it only gives

@@ -31,7 +31,7 @@ from gossamer.testweb import TestWebServer
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 
-@pytest.mark.parametrize("allocator", ["weighted", "bpnn-pso"])
+@pytest.mark.parametrize("allocator", ["weighted", "bpnn-pso", "least-loaded"])
 async def test_replanning_loses_and_repeats_nothing(
     tmp_path: Path, redis_server: RedisServer, allocator: str
 ) -> None:
@@ -70,4 +70,5 @@ async def test_replanning_loses_and_repeats_nothing(
     assert state["assignment_version"] >= 2
     assert read_records(tmp_path / "w0") and read_records(tmp_path / "w2")
     shares = {w["name"]: w["partitions"] for w in state["workers"]}
-    assert sorted(shares.values()) != [21, 21, 22], shares  # not the equal split
+    if allocator != "least-loaded":  # which ends equal: nothing queued, no backlog left
+        assert sorted(shares.values()) != [21, 21, 22], shares  # not the equal split

@@ -11,7 +11,11 @@ queued URLs:
   :mod:`gossamer.balance.solve` (by default the one best by makespan);
 - ``first-fit``: P2: partitions as tasks (a demand per queued URL, :data:`URL_DEMAND`) placed
   by first-fit preferring busy workers, round after round while the job exceeds one period's
-  capacity; a worker first-fit leaves idle gets nothing.
+  capacity; a worker first-fit leaves idle gets nothing;
+- ``least-loaded``: P3's load balancer: each partition, biggest first, goes to the worker with
+  the least load, which starts at the URLs it reported waiting in its memory at its last
+  heartbeat (work claimed and not yet done) and grows by each partition it is given; a worker
+  still busy with what it holds gets no new work.
 
 :func:`assign_partitions` then turns shares into partitions. Partitions are the unit of
 ownership (a host's URLs all live in one), so moving a partition never splits a host. A worker
@@ -31,8 +35,8 @@ from gossamer.balance.firstfit import Resources, first_fit_rounds
 from gossamer.balance.model import PAGE_BYTES, LinearRuntimeModel, RuntimeModel, nominal_rate
 from gossamer.balance.solve import DEFAULT_SOLVER, SOLVERS, Floats, Ints, TimeFn
 
-Kind = Literal["equal", "weighted", "bpnn-pso", "first-fit"]
-KINDS: tuple[Kind, ...] = ("equal", "weighted", "bpnn-pso", "first-fit")
+Kind = Literal["equal", "weighted", "bpnn-pso", "first-fit", "least-loaded"]
+KINDS: tuple[Kind, ...] = ("equal", "weighted", "bpnn-pso", "first-fit", "least-loaded")
 
 TOLERANCE = 0.1
 """Nothing moves while every worker is within this fraction of its targets."""
@@ -76,6 +80,8 @@ def allocate(
         targets = weighted_shares(able)
     elif kind == "bpnn-pso":
         targets = solver_shares(able, total or partitions, model, solver)
+    elif kind == "least-loaded":
+        targets = least_loaded_shares(able, queued, partitions)
     else:
         targets = first_fit_shares(able, queued, partitions)
     return assign_partitions(targets, queued, partitions, previous, tolerance)
@@ -137,6 +143,25 @@ def first_fit_shares(
     for task, node in zip(tasks, nodes, strict=True):
         urls[node] += queued[task]
     return {w.name: float(u / urls.sum()) for w, u in zip(workers, urls, strict=True)}
+
+
+def least_loaded_shares(
+    workers: Sequence[WorkerState], queued: Mapping[int, int], partitions: int
+) -> dict[str, float]:
+    """Fractions of the queued URLs P3's least-loaded rule gives each worker: partitions,
+    biggest first, each to the worker whose reported backlog (``live.queue_depth``) plus the
+    URLs given so far is least (ties by name). Equal shares when nothing is queued."""
+    load = {w.name: float(max(w.live.queue_depth, 0)) for w in workers}
+    given = dict.fromkeys(load, 0.0)
+    busy = sorted((p for p in range(partitions) if queued.get(p, 0) > 0), key=lambda p: -queued[p])
+    for part in busy:
+        name = min(load, key=lambda n: (load[n], n))
+        load[name] += queued[part]
+        given[name] += queued[part]
+    total = sum(given.values())
+    if total <= 0:
+        return dict.fromkeys(given, 1.0 / len(given))
+    return {name: urls / total for name, urls in given.items()}
 
 
 # -- shares -> partitions ---------------------------------------------------------------------

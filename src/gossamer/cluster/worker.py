@@ -35,6 +35,7 @@ from gossamer.cluster.leadership import Leadership
 from gossamer.cluster.membership import Membership, Report
 from gossamer.cluster.resilient import RedisGuard, install_guard
 from gossamer.crawl import install_signal_handlers, open_stages, tune_gc
+from gossamer.focus.digests_redis import RedisDigests
 from gossamer.frontier.redis import RedisFrontier
 from gossamer.logs import LOG_FILE, logging_to_file
 from gossamer.redact import redact_url
@@ -191,8 +192,13 @@ async def _crawl_share(
             defer_acks=True,
             partition_by=settings.partition_by,
         )
+        digests = None
+        if settings.digests != "off" and settings.text:
+            digests = RedisDigests(control.redis, control.job, settings.digest_threshold)
         focus = await stages.focus_policy(settings, frontier)
-        crawler = stages.crawler(settings, frontier, on_commit=frontier.take_acks, focus=focus)
+        crawler = stages.crawler(
+            settings, frontier, on_commit=frontier.take_acks, focus=focus, digests=digests
+        )
         crawler.restore_counts()
         if metrics is not None:
             metrics.attach(stages.metric_sources(crawler, frontier))

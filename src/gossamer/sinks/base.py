@@ -137,12 +137,15 @@ class PageRecord:
     """With a focused crawl (``--focus-phrase``, ``--focus-example``): how well the page's
     main text matches the topic, 0..1 (on-topic from ``--focus-threshold`` on); None for
     pages not judged (no focus, not HTML, not 2xx)."""
+    duplicate_of: str | None = None
+    """The URL whose main text this page repeats (exactly or nearly, see
+    :mod:`gossamer.focus.digests`), the first the crawl met; None when no page did."""
     found: tuple[Item, ...] = field(default=(), compare=False, repr=False, metadata=_NOT_STORED)
     """The items themselves: not a field of the record's row or line, they travel with the
     record to the sinks, which keep them in their items table or file."""
 
     def __post_init__(self) -> None:
-        for name in ("url", "redirect_to"):  # credentials in a URL are shown as ***
+        for name in ("url", "redirect_to", "duplicate_of"):  # credentials in a URL are shown as ***
             value = getattr(self, name)
             if value is not None and "@" in value.partition("://")[2].partition("/")[0]:
                 object.__setattr__(self, name, _redact_authority(value))

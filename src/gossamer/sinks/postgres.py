@@ -157,6 +157,7 @@ _ADDED_COLUMNS = {
     "rule": "text",
     "items": "bigint NOT NULL DEFAULT 0",
     "rule_errors": "jsonb NOT NULL DEFAULT '[]'::jsonb",
+    "duplicate_of": "text",
     "proxy": "text",
     "rendered": "boolean NOT NULL DEFAULT false",
     "relevance": "double precision",

@@ -1,0 +1,125 @@
+"""Content digests: exact and near duplicates of a main text, the banded index, hostile
+texts (empty, short, huge), the embedded index's persistence in crawl.db."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from tests.focus.digest_site import ARTICLE, EDITED, OTHER
+
+from gossamer.crawldb import CrawlDB
+from gossamer.focus.digests import (
+    MIN_WORDS,
+    Digest,
+    LocalDigests,
+    Match,
+    NearIndex,
+    bands,
+    digest,
+    hamming,
+)
+from gossamer.settings import SettingsError, load_settings
+
+TEXT = "\n\n".join(ARTICLE)
+
+
+def test_exact_digest_is_the_text_and_near_ignores_case_spacing_and_punctuation() -> None:
+    one = digest(TEXT)
+    assert one is not None and one == digest(TEXT)
+    other = digest(TEXT.upper().replace(" ", "  ") + " !")
+    assert other is not None and other.exact != one.exact and other.near == one.near
+    assert digest(TEXT, near=False) == Digest(one.exact)
+
+
+def test_near_duplicates_are_close_and_distinct_texts_far() -> None:
+    one, edited, other = digest(TEXT), digest("\n\n".join(EDITED)), digest("\n\n".join(OTHER))
+    assert one is not None and edited is not None and other is not None
+    assert one.exact != edited.exact
+    assert 0 < hamming(one.near, edited.near) <= 3
+    assert hamming(one.near, other.near) > 10
+
+
+@pytest.mark.parametrize("text", ["", " \n\t", "one two three", "word " * (MIN_WORDS - 1)])
+def test_short_texts_get_no_digest(text: str) -> None:
+    assert digest(text) is None
+
+
+def test_hostile_texts_cost_bounded_time() -> None:
+    started = time.process_time()
+    assert digest("x " * 5_000_000) is not None  # 10 MB
+    assert digest("\ud800 \x00 " * 100) is not None  # lone surrogates, NUL
+    assert digest("é" * 100_000 + " a" * 20) is not None
+    assert time.process_time() - started < 5
+
+
+def test_bands_cover_all_bits_and_any_near_hash_shares_one() -> None:
+    for threshold in range(8):
+        assert len(bands(0, threshold)) == threshold + 1
+        assert len(set(bands(0, threshold))) == threshold + 1  # tagged by band
+    near = 0x0123456789ABCDEF
+    flipped = near ^ (1 << 3) ^ (1 << 20) ^ (1 << 40)
+    assert set(bands(near, 3)) & set(bands(flipped, 3))
+
+
+def test_index_finds_first_url_exact_then_near() -> None:
+    index = NearIndex(3)
+    assert index.find(Digest(1, 0b1111)) is None
+    assert index.insert("http://a/", Digest(1, 0b1111))
+    assert index.find(Digest(1, 0)) == Match("exact", "http://a/")
+    assert index.find(Digest(2, 0b1110)) == Match("near", "http://a/", 1)
+    assert index.find(Digest(2, 0b1111 ^ (0b1111 << 30))) is None  # 8 bits off
+    assert not index.insert("http://b/", Digest(1, 5))  # exact known: not a first
+    assert index.find(Digest(3)) is None  # exact only: no SimHash to compare
+    assert index.insert("http://c/", Digest(3)) and index.find(Digest(3, 7)) == Match(
+        "exact", "http://c/"
+    )
+    with pytest.raises(ValueError):
+        NearIndex(8)
+
+
+async def test_local_digests_persist_in_crawl_db(tmp_path: Path) -> None:
+    first, edited = digest(TEXT), digest("\n\n".join(EDITED))
+    assert first is not None and edited is not None
+    big = Digest((1 << 64) - 1, (1 << 63) + 5)  # unsigned values past SQLite's signed range
+    db = CrawlDB(tmp_path / "crawl.db")
+    digests = LocalDigests(db)
+    assert await digests.check("http://n.test/a", first) is None
+    assert await digests.check("http://n.test/a", first) is None  # itself: not a duplicate
+    assert await digests.check("http://n.test/big", big) is None
+    assert await digests.check("http://n.test/copy", first) == Match("exact", "http://n.test/a")
+    await db.commit()
+    db.close()
+    db = CrawlDB(tmp_path / "crawl.db")
+    again = LocalDigests(db)
+    again.restore()
+    assert (again.stats().exact, again.stats().near, again.stats().digested) == (1, 0, 0)
+    match = await again.check("http://n.test/edit", edited)
+    assert match is not None and match.kind == "near" and match.first == "http://n.test/a"
+    assert await again.check("http://n.test/big2", big) == Match("exact", "http://n.test/big")
+    assert await again.check("http://n.test/x", Digest(9)) is None  # exact only: near is NULL
+    await db.commit()
+    db.close()
+    db = CrawlDB(tmp_path / "crawl.db")
+    third = LocalDigests(db)
+    third.restore()
+    assert await third.check("http://n.test/y", Digest(9)) == Match("exact", "http://n.test/x")
+    db.close()
+
+
+def test_digest_settings_from_toml_env_and_flags(tmp_path: Path) -> None:
+    assert load_settings({}, env={}).digests == "exact"
+    config = tmp_path / "crawl.toml"
+    config.write_text('digests = "near"\ndigest_threshold = 5\nfollow_duplicates = true\n')
+    settings = load_settings({}, config=config, env={})
+    assert (settings.digests, settings.digest_threshold, settings.follow_duplicates) == (
+        "near", 5, True
+    )  # fmt: skip
+    env = {"GOSSAMER_DIGESTS": "off", "GOSSAMER_FOLLOW_DUPLICATES": "false"}
+    settings = load_settings({}, config=config, env=env)
+    assert (settings.digests, settings.follow_duplicates) == ("off", False)
+    assert load_settings({"digests": "exact"}, config=config, env=env).digests == "exact"
+    for bad in ({"digests": "fuzzy"}, {"digest_threshold": 8}, {"digest_threshold": -1}):
+        with pytest.raises(SettingsError):
+            load_settings(bad, env={})

@@ -1,0 +1,116 @@
+"""The job's digest index in a real redis-server (and a 3-master Redis Cluster): exact and
+near duplicates across clients, the race of two workers on one content, a stale or hostile
+reply, and an unreachable Redis."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+from tests.focus.digest_site import ARTICLE, EDITED, OTHER, article
+from tests.redis_server import RedisClusterServer, RedisServer
+
+from gossamer.focus.digests import Digest, Match, digest
+from gossamer.focus.digests_redis import RedisDigests, _match, digest_keys
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def text_digest(paragraphs: list[str]) -> Digest:
+    found = digest("\n\n".join(paragraphs))
+    assert found is not None
+    return found
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RedisServer]:
+    with RedisServer() as running:
+        yield running
+
+
+@pytest.fixture
+async def redis(server: RedisServer) -> AsyncIterator[Redis]:
+    client = Redis.from_url(server.url)
+    await client.flushall()
+    yield client
+    await client.aclose()
+
+
+async def test_two_workers_share_exact_and_near_duplicates(redis: Redis) -> None:
+    one, two = RedisDigests(redis, "job"), RedisDigests(redis, "job")
+    first = text_digest(ARTICLE)
+    assert await one.check("http://a.test/1", first) is None
+    assert await two.check("http://b.test/copy", first) == Match("exact", "http://a.test/1")
+    near = await two.check("http://b.test/edit", text_digest(EDITED))
+    assert near is not None and near.kind == "near" and near.first == "http://a.test/1"
+    assert 0 < near.distance <= 3
+    assert await two.check("http://b.test/other", text_digest(OTHER)) is None
+    assert await one.check("http://a.test/1", first) is None  # met again: itself
+    assert await RedisDigests(redis, "another-job").check("http://c.test/", first) is None
+    assert (two.stats().exact, two.stats().near) == (1, 1)
+    counts = await redis.hgetall(digest_keys("job")["counts"])
+    assert counts[b"exact"] == b"1" and counts[b"near"] == b"1" and counts[b"digested"] == b"5"
+
+
+async def test_racing_workers_agree_on_the_first(server: RedisServer, redis: Redis) -> None:
+    clients = [Redis.from_url(server.url) for _ in range(2)]
+    try:
+        for round_ in range(20):
+            content = text_digest(article(100 + round_))
+            indexes = [RedisDigests(client, "race") for client in clients]
+            urls = [f"http://w{i}.test/{round_}/{n}" for i in range(2) for n in range(5)]
+            answers = await asyncio.gather(
+                *(indexes[i % 2].check(url, content) for i, url in enumerate(urls))
+            )
+            firsts = [url for url, answer in zip(urls, answers, strict=True) if answer is None]
+            assert len(firsts) == 1
+            assert {a.first for a in answers if a is not None} == set(firsts)
+    finally:
+        for client in clients:
+            await client.aclose()
+
+
+async def test_a_hostile_or_stale_reply_is_no_match() -> None:
+    assert _match([b"exact", b"http://a/", 0]) == Match("exact", "http://a/")
+    assert _match([b"", b"", 0]) is None
+    assert _match([b"near", b"http://a/", 99]) is None
+    assert _match([b"near", b"x" * (1 << 17), 1]) is None
+    assert _match([b"other", b"http://a/", 0]) is None
+    assert _match(b"OK") is None
+    assert _match([b"exact", b"\xff\xfe", 0]) == Match("exact", "\ufffd\ufffd")
+
+
+async def test_unreachable_redis_means_no_duplicates_and_the_crawl_goes_on() -> None:
+    with RedisServer() as gone:
+        url = gone.url
+    client = Redis.from_url(url, socket_connect_timeout=0.5)
+    try:
+        digests = RedisDigests(client, "job")
+        assert await digests.check("http://a.test/", text_digest(ARTICLE)) is None
+        assert digests.stats().digested == 0
+    finally:
+        await client.aclose()
+
+
+async def test_redis_cluster_runs_the_script_in_one_slot() -> None:
+    with RedisClusterServer() as cluster:
+        client = RedisCluster.from_url(cluster.url)
+        try:
+            one = RedisDigests(client, "job")
+            first = text_digest(ARTICLE)
+            assert await one.check("http://a.test/1", first) is None
+            found = await one.check("http://b.test/1", text_digest(EDITED))
+            assert found is not None and found.first == "http://a.test/1"
+        finally:
+            await client.aclose()
+
+
+async def test_exact_only_digests_skip_the_bands(redis: Redis) -> None:
+    digests = RedisDigests(redis, "exact")
+    assert await digests.check("http://a.test/", Digest(5)) is None
+    assert await digests.check("http://b.test/", Digest(5)) == Match("exact", "http://a.test/")
+    assert await digests.check("http://c.test/", Digest(6)) is None
+    assert not [key async for key in redis.scan_iter(match="gs:{exact}:digest:b:*")]
