@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from gossamer import __version__
@@ -34,10 +33,28 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_CONFIG, f"gossamer: invalid flag: {message}\n")
 
 
-_COMMANDS = {
-    "plan": ("gossamer.balance.plan", "add_plan_parser", "P2 cost plan: first-fit placement"),
-    "rules": ("gossamer.rules_cli", "add_rules_parser", "check, test and try rule documents"),
-    "ui": ("gossamer.ui.cli", "add_ui_parser", "serve the web dashboard of crawls and jobs"),
+def _plan_parser(sub: Any) -> None:
+    from gossamer.balance.plan import add_plan_parser
+
+    add_plan_parser(sub)
+
+
+def _rules_parser(sub: Any) -> None:
+    from gossamer.rules_cli import add_rules_parser
+
+    add_rules_parser(sub)
+
+
+def _ui_parser(sub: Any) -> None:
+    from gossamer.ui.cli import add_ui_parser
+
+    add_ui_parser(sub)
+
+
+_COMMANDS: dict[str, tuple[Callable[[Any], None], str]] = {
+    "plan": (_plan_parser, "P2 cost plan: first-fit placement"),
+    "rules": (_rules_parser, "check, test and try rule documents"),
+    "ui": (_ui_parser, "serve the web dashboard of crawls and jobs"),
 }
 """Commands whose modules are imported only when they run (or for ``--help``): ``gossamer
 crawl`` starts without loading the planner, the rule commands or the web app."""
@@ -53,9 +70,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     add_cluster_parser(sub)
     command = next((arg for arg in argv or () if not arg.startswith("-")), None)
     known = command in ("crawl", "cluster", *_COMMANDS)
-    for name, (module, function, summary) in _COMMANDS.items():
+    for name, (add_parser, summary) in _COMMANDS.items():
         if argv is None or not known or name == command:
-            getattr(importlib.import_module(module), function)(sub)
+            add_parser(sub)
         else:
             sub.add_parser(name, help=summary, add_help=False)
     return parser

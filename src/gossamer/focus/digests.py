@@ -26,8 +26,7 @@ hash is compared only with those sharing one of its band values. A band value ho
 
 Texts of fewer than :data:`MIN_WORDS` words get no digest: short texts (a hub page whose main
 text is a heading) are alike without being the same page, and a duplicate's links are not
-followed. The SimHash reads the first :data:`MAX_NEAR_BYTES` bytes of the text, so a huge
-text costs a bounded time.
+followed. The SimHash (:mod:`gossamer.focus.simhash`) reads a bounded prefix of the text.
 """
 
 from __future__ import annotations
@@ -36,8 +35,6 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-import numpy as np
-import numpy.typing as npt
 import xxhash
 
 from gossamer.crawldb import CrawlDB
@@ -46,31 +43,13 @@ MIN_WORDS = 16
 """Texts with fewer words get no digest (never a duplicate, never a first)."""
 MAX_TEXT_CHARS = 1_000_000
 """Characters of a text digested (a record keeps no more by default)."""
-MAX_NEAR_BYTES = 200_000
-"""Bytes of a text (UTF-8) read for its SimHash."""
-SHINGLE = 16
-"""Letters per shingle (about three words)."""
-SAMPLE = 4
-"""One shingle in this many votes, in texts of more than ``SAMPLE * 256`` shingles."""
-_FEW = 256
-_SAMPLED = np.uint64((1 << 64) // SAMPLE)
 DEFAULT_THRESHOLD = 3
 """Bits two SimHashes may differ in and still be near duplicates."""
 MAX_THRESHOLD = 7
 MAX_BUCKET = 256
 """Hashes kept per band value; past it new hashes are still found by their other bands."""
-
-_LOWER = np.arange(256, dtype=np.uint8)
-_LOWER[65:91] += 32
-_KEEP = np.zeros(256, dtype=bool)
-_KEEP[48:58] = _KEEP[65:91] = _KEEP[97:123] = _KEEP[128:] = True
-"""ASCII letters and digits and every byte of a non-ASCII character."""
-_BITS = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.int64)
-_BYTE_OFFSETS = np.arange(8, dtype=np.uint16) * 256
 _MASK = (1 << 64) - 1
-_K1 = np.uint64(0x9E3779B97F4A7C15)
-_K2 = np.uint64(0xBF58476D1CE4E5B9)
-_K3 = np.uint64(0x94D049BB133111EB)
+
 
 Kind = Literal["exact", "near"]
 
@@ -124,36 +103,9 @@ def digest(text: str, near: bool = True) -> Digest | None:
     exact = xxhash.xxh3_64_intdigest(encoded)
     if not near:
         return Digest(exact)
-    raw = np.frombuffer(encoded[:MAX_NEAR_BYTES], dtype=np.uint8)
-    return Digest(exact, simhash(np.take(_LOWER, np.compress(np.take(_KEEP, raw), raw))))
+    from gossamer.focus.simhash import text_simhash  # numpy: only when near ones are asked for
 
-
-def simhash(letters: npt.NDArray[np.uint8]) -> int:
-    """The 64-bit SimHash of the :data:`SHINGLE`-byte shingles of ``letters`` (a text's
-    letters and digits, lower case, nothing between them), each shingle's hash one vote per
-    bit; of a long text's shingles one in :data:`SAMPLE` votes (the same ones in every
-    copy of the text)."""
-    if len(letters) < SHINGLE:
-        letters = np.concatenate([letters, np.zeros(SHINGLE - len(letters), np.uint8)])
-    sample = len(letters) > SAMPLE * _FEW
-    parts = []
-    for start in range(8):  # the 8-byte windows at start, start + 8 ... as one view
-        windows = letters[start : start + 8 * ((len(letters) - start) // 8)].view("<u8")
-        head, tail = windows[:-1] * _K1, windows[1:]  # two windows: a 16-byte shingle
-        if sample:  # by the top bits of the first half's product, which mix its 8 letters
-            kept = head < _SAMPLED
-            head, tail = head[kept], tail[kept]
-        parts.append(head ^ tail)
-    shingles = np.concatenate(parts)
-    shingles ^= shingles >> np.uint64(31)  # splitmix64's finaliser: every bit a fair vote
-    shingles *= _K2
-    shingles ^= shingles >> np.uint64(29)
-    shingles *= _K3
-    shingles ^= shingles >> np.uint64(32)
-    count = len(shingles)
-    keys = shingles.view(np.uint8).reshape(count, 8).astype(np.uint16) + _BYTE_OFFSETS
-    votes = (np.bincount(keys.ravel(), minlength=2048).reshape(8, 256) @ _BITS).ravel()
-    return int.from_bytes(np.packbits(votes * 2 > count, bitorder="little").tobytes(), "little")
+    return Digest(exact, text_simhash(encoded))
 
 
 def bands(near: int, threshold: int) -> list[int]:
