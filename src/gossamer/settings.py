@@ -291,11 +291,11 @@ class CrawlSettings(BaseModel):
         1_000_000, ge=0, description="Longest main text kept in a record (cut: flag text-cut)."
     )
     digests: Literal["exact", "near", "off"] = Field(
-        "exact",
+        "near",
         description="Find pages whose main text an earlier page had and name that page in "
-        "duplicate_of: exact copies (a hash of the text, next to free), near ones too "
-        "(a SimHash, 0.3-1 ms a long page), or off. Needs text extraction; a cluster job "
-        "shares them through Redis.",
+        "duplicate_of: near copies too (a SimHash, 0.3-1 ms a long page), exact copies "
+        "only (a hash of the text, next to free), or off. Needs text extraction; a cluster "
+        "job shares them through Redis.",
     )
     digest_threshold: int = Field(
         3,

@@ -26,8 +26,8 @@ def stats(out: Path) -> dict[str, int]:
     return data
 
 
-async def test_exact_duplicates_by_default(tmp_path: Path) -> None:
-    records = await crawl(tmp_path / "out", handle)
+async def test_exact_duplicates_only(tmp_path: Path) -> None:
+    records = await crawl(tmp_path / "out", handle, digests="exact")
     first = records["/a?sid=1"]["url"]
     assert records["/a?sid=2"]["duplicate_of"] == first  # session id in the template only
     assert records["/print/a"]["duplicate_of"] is None  # "Printed from" line: near
@@ -37,8 +37,10 @@ async def test_exact_duplicates_by_default(tmp_path: Path) -> None:
     assert (counted["duplicates_exact"], counted["duplicates_near"]) == (1, 0)
 
 
-async def test_near_duplicates_are_named_and_their_links_not_followed(tmp_path: Path) -> None:
-    records = await crawl(tmp_path / "out", handle, digests="near")
+async def test_near_duplicates_by_default_are_named_and_their_links_not_followed(
+    tmp_path: Path,
+) -> None:
+    records = await crawl(tmp_path / "out", handle)
     first = records["/a?sid=1"]["url"]
     assert records["/a?sid=1"]["duplicate_of"] is None
     assert records["/a?sid=2"]["duplicate_of"] == first  # session id: exact

@@ -109,17 +109,17 @@ async def test_local_digests_persist_in_crawl_db(tmp_path: Path) -> None:
 
 
 def test_digest_settings_from_toml_env_and_flags(tmp_path: Path) -> None:
-    assert load_settings({}, env={}).digests == "exact"
+    assert load_settings({}, env={}).digests == "near"
     config = tmp_path / "crawl.toml"
-    config.write_text('digests = "near"\ndigest_threshold = 5\nfollow_duplicates = true\n')
+    config.write_text('digests = "exact"\ndigest_threshold = 5\nfollow_duplicates = true\n')
     settings = load_settings({}, config=config, env={})
     assert (settings.digests, settings.digest_threshold, settings.follow_duplicates) == (
-        "near", 5, True
+        "exact", 5, True
     )  # fmt: skip
     env = {"GOSSAMER_DIGESTS": "off", "GOSSAMER_FOLLOW_DUPLICATES": "false"}
     settings = load_settings({}, config=config, env=env)
     assert (settings.digests, settings.follow_duplicates) == ("off", False)
-    assert load_settings({"digests": "exact"}, config=config, env=env).digests == "exact"
+    assert load_settings({"digests": "near"}, config=config, env=env).digests == "near"
     for bad in ({"digests": "fuzzy"}, {"digest_threshold": 8}, {"digest_threshold": -1}):
         with pytest.raises(SettingsError):
             load_settings(bad, env={})
