@@ -389,13 +389,14 @@ class Fetcher:
 
     async def check_proxy(self, proxy: Proxy) -> float | None:
         """Fetch ``proxy_check_url`` through ``proxy``: the seconds its complete 2xx answer
+        (or redirect: a seed behind a login sends the anonymous check to its login page)
         took, or None (no check URL counts as a failed check)."""
         url = self._config.proxy_check_url
         if url is None:
             return None
         started = self._clock()
         result = await self._fetch(url, None, proxy)
-        return self._clock() - started if result.ok else None
+        return self._clock() - started if result.ok or result.is_redirect else None
 
     async def _fetch_proxied(
         self, url: str, headers: Mapping[str, str] | None, pool: ProxyPool
