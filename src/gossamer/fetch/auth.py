@@ -17,9 +17,13 @@ fetched again after a fresh login.
   ``refresh_margin`` seconds before it expires, shared by every request of the process (and
   by later processes through the file); a 401 renews it and fetches the page again.
 
-Every domain's cookies live in one `CookieJar`; its ``on_change`` callback is how the crawl
-keeps them (in crawl.db, for ``--resume``). Secrets are `Secret` values, shown as ``***``;
-no log line, error or stats snapshot holds one.
+Cookies live in one `CookieJar` (`gossamer.fetch.cookies`); ``cookies`` says whose: every
+site's of ``in_scope`` (``on``), only the login domains' (``login-only``), none (``off``). A
+login domain's cookies never cover another host, and no other site's cookie covers a login
+domain. The jar's ``on_update`` callback is how the crawl keeps them (in crawl.db, for
+``--resume``). The `Fetcher` hands `prepare` and `check` the session logins go out with
+(through the request's proxy when there is a pool). Secrets are `Secret` values, shown as
+``***``; no log line, error or stats snapshot holds one.
 """
 
 from __future__ import annotations
