@@ -71,9 +71,11 @@ class CookieJar:
         self._clock = clock
         self._on_change = on_change
         self._on_update = on_update
+        now = clock()
         for row in rows:
             cookie = _row(row)
-            if cookie is not None and self._room(cookie[:3]):
+            expired = cookie is not None and cookie[5] is not None and cookie[5] <= now
+            if cookie is not None and not expired and self._room(cookie[:3]):
                 self._put(cookie)
 
     def __len__(self) -> int:
