@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from aiohttp import web
 
+from gossamer.cli import main
 from gossamer.crawl import run_crawl
 from gossamer.settings import load_settings
 from gossamer.stats import CrawlStats
@@ -98,3 +100,19 @@ async def test_cookies_off_sends_none(tmp_path: Path) -> None:
         stats = await crawl(tmp_path / "out", site, cookies="off", max_pages=3)
         assert stats.pages == 3 and site.sessions == 3
     assert set(site.cookies["www.shop.test"]) == {None}
+
+
+def test_cookies_off_with_a_form_login_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "crawl.toml"
+    config.write_text(
+        '[[auth]]\ndomain = "a.test"\ntype = "form"\nlogin_url = "http://a.test/login"\n'
+        'username_env = "U"\npassword_env = "P"\n'
+    )
+    argv = ["crawl", "http://a.test/", "--config", str(config), "--cookies", "off"]
+    assert main([*argv, "--out", str(tmp_path / "out")]) == 2
+    assert "type form needs --cookies on or login-only" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        main(["crawl", "http://a.test/", "--cookies", "sometimes"])
+    assert exited.value.code == 2

@@ -486,7 +486,9 @@ class CrawlSettings(BaseModel):
         if self.cookies == "off":
             for auth in self.auth:
                 if auth.type in ("cookies", "form"):
-                    raise ValueError(f"[[auth]] {auth.domain}: type {auth.type} needs cookies")
+                    raise ValueError(
+                        f"[[auth]] {auth.domain}: type {auth.type} needs --cookies on or login-only"
+                    )
         return self
 
     @field_validator("auth")
