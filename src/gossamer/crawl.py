@@ -35,7 +35,8 @@ from gossamer.engine import (
 from gossamer.extract import extract
 from gossamer.extract.lang import load_model as load_language_model
 from gossamer.extract.pdf import PdfPool
-from gossamer.fetch.auth import Authenticator, CookieJar, Login, Secret, UserLogin, read_cookies_txt
+from gossamer.fetch.auth import Authenticator, Login, Secret, UserLogin
+from gossamer.fetch.cookies import CookieJar, CookieRow, read_cookies_txt
 from gossamer.fetch.guard import AddressGuard
 from gossamer.fetch.http import FetchConfig, Fetcher
 from gossamer.fetch.proxies import ProxyError, ProxyPool, parse_proxy, read_proxies_file
@@ -249,7 +250,7 @@ async def open_stages(
     del seeds  # 200,000 seed origins cost 16 MB: the scope holds what the crawl needs of them
     proxies = proxy_pool(settings)
     meter = BandwidthMeter()
-    auth = authenticator(settings, db)
+    auth = authenticator(settings, db, scope)
     fetcher = Fetcher(
         _fetch_config(settings, check_url),
         meter=meter,
@@ -412,13 +413,21 @@ def auth_logins(settings: CrawlSettings, env: Mapping[str, str] | None = None) -
     return [_login(auth, index, env) for index, auth in enumerate(settings.auth)]
 
 
-def authenticator(settings: CrawlSettings, db: CrawlDB | None) -> Authenticator | None:
-    """The crawl's logins, their cookies kept in ``db`` (and read back from it when
-    resuming); None without [[auth]] tables."""
-    if not settings.auth:
+def authenticator(
+    settings: CrawlSettings, db: CrawlDB | None, scope: Scope | None = None
+) -> Authenticator | None:
+    """The crawl's logins and cookie jar (``--cookies``), its cookies kept in ``db`` (and
+    read back from it when resuming); with ``--cookies on`` the sites of ``scope`` keep
+    theirs. None without [[auth]] tables and without cookies."""
+    if not settings.auth and settings.cookies != "on":
         return None
-    jar = CookieJar(db.cookies(), on_change=db.save_cookies) if db is not None else None
-    return Authenticator(auth_logins(settings), jar)
+    jar = CookieJar(db.cookies(), on_update=db.update_cookies) if db is not None else None
+    return Authenticator(
+        auth_logins(settings),
+        jar,
+        cookies=settings.cookies,
+        in_scope=None if scope is None else functools.partial(in_scope, scope),
+    )
 
 
 def _login(auth: AuthSettings, index: int, env: Mapping[str, str]) -> Login:
@@ -427,7 +436,7 @@ def _login(auth: AuthSettings, index: int, env: Mapping[str, str]) -> Login:
             return None
         return Secret(read_secret(auth, index, name, env))
 
-    cookies: tuple[tuple[str, str, str, str, bool, float | None], ...] = ()
+    cookies: tuple[CookieRow, ...] = ()
     if auth.cookies_file is not None:
         try:
             cookies = read_cookies_txt(auth.cookies_file, auth.domain)

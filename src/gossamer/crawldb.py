@@ -20,9 +20,9 @@ Tables:
   content (``gossamer.focus.digests``: exact hash and SimHash, null when near duplicates were
   not looked for, as signed 64-bit integers).
 * ``meta(key, value)``: small facts about the crawl.
-* ``cookies(domain, path, name, value, secure, expires)``: the cookie jar of the login
-  domains (``gossamer.fetch.auth``), rewritten whole at each change, so ``--resume``
-  continues their sessions. They are credentials: once it holds cookies, crawl.db (with
+* ``cookies(domain, path, name, value, secure, expires, host_only)``: the crawl's cookie
+  jar (``gossamer.fetch.cookies``), written as it changes, so ``--resume`` continues the
+  sessions. They are credentials: once it holds cookies, crawl.db (with
   its -wal and -shm files) is readable by its owner only.
 """
 
@@ -109,7 +109,13 @@ CREATE TABLE IF NOT EXISTS cookies (
 );
 """
 _CLEAR_COOKIES = "DELETE FROM cookies"
-_ADD_COOKIE = "INSERT OR REPLACE INTO cookies VALUES (?, ?, ?, ?, ?, ?)"
+_ADD_COOKIE = (
+    "INSERT OR REPLACE INTO cookies (domain, path, name, value, secure, expires, host_only)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+_DROP_COOKIE = "DELETE FROM cookies WHERE domain = ? AND path = ? AND name = ?"
+_ADDED_COOKIE_COLUMNS = (("host_only", "INTEGER NOT NULL DEFAULT 0"),)
+"""Columns of ``cookies`` added after its first version."""
 
 _ADDED_URL_COLUMNS = (("priority", "REAL NOT NULL DEFAULT 0"),)
 """Columns of ``urls`` added after its first version, with their definitions."""
@@ -155,7 +161,12 @@ class CrawlDB:
 
     def _add_missing_columns(self) -> None:
         """Bring a crawl.db of an earlier version up to the schema (``--resume``)."""
-        for table, added in (("urls", _ADDED_URL_COLUMNS), ("pages", _ADDED_COLUMNS)):
+        tables = (
+            ("urls", _ADDED_URL_COLUMNS),
+            ("pages", _ADDED_COLUMNS),
+            ("cookies", _ADDED_COOKIE_COLUMNS),
+        )
+        for table, added in tables:
             have = {row[1] for row in self._conn.execute(f"PRAGMA table_info({table})")}
             for name, definition in added:
                 if name not in have:
@@ -215,20 +226,31 @@ class CrawlDB:
         """Stage a meta value."""
         self.stage("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", [(key, value)])
 
-    def cookies(self) -> list[tuple[str, str, str, str, bool, float | None]]:
-        """The stored cookie jar: (domain, path, name, value, secure, expires) rows."""
-        rows = self.query("SELECT domain, path, name, value, secure, expires FROM cookies")
-        return [(d, p, n, v, bool(s), e) for d, p, n, v, s, e in rows]
+    def cookies(self) -> list[tuple[str, str, str, str, bool, float | None, bool]]:
+        """The stored cookie jar: (domain, path, name, value, secure, expires, host_only)."""
+        rows = self.query(
+            "SELECT domain, path, name, value, secure, expires, host_only FROM cookies"
+        )
+        return [(d, p, n, v, bool(s), e, bool(h)) for d, p, n, v, s, e, h in rows]
 
     def save_cookies(self, rows: Sequence[Row]) -> None:
         """Stage the whole cookie jar, replacing the stored one at the next commit."""
+        self._make_private()
+        self.stage(_CLEAR_COOKIES, [()])
+        self.stage(_ADD_COOKIE, [(*row[:6], row[6] if len(row) > 6 else False) for row in rows])
+
+    def update_cookies(self, rows: Sequence[Row], removed: Sequence[Row]) -> None:
+        """Stage the cookies set (``rows``) and removed (their (domain, path, name) keys)."""
+        self._make_private()
+        self.stage(_DROP_COOKIE, removed)
+        self.stage(_ADD_COOKIE, [(*row[:6], row[6] if len(row) > 6 else False) for row in rows])
+
+    def _make_private(self) -> None:
         if not self._private:
             for suffix in ("", "-wal", "-shm"):
                 with contextlib.suppress(OSError):
                     os.chmod(f"{self.path}{suffix}", 0o600)
             self._private = True
-        self.stage(_CLEAR_COOKIES, [()])
-        self.stage(_ADD_COOKIE, rows)
 
     def close(self) -> None:
         """Close the connection (everything staged must have been committed)."""

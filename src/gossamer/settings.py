@@ -465,6 +465,12 @@ class CrawlSettings(BaseModel):
         default_factory=list,
         description="Logins per domain ([[auth]] tables of the config file; never flags).",
     )
+    cookies: Literal["on", "login-only", "off"] = Field(
+        "on",
+        description="Cookie jar: on (every in-scope site's cookies kept, in crawl.db, and sent "
+        "back to it), login-only (only the [[auth]] domains'), off (none; no cookie or form "
+        "login then).",
+    )
 
     @property
     def focused(self) -> bool:
@@ -490,6 +496,16 @@ class CrawlSettings(BaseModel):
                 canonicalize(url)
             except InvalidURL as exc:
                 raise ValueError(f"focus_examples: {url[:200]!r}: {exc}") from None
+        return self
+
+    @model_validator(mode="after")
+    def _logins_need_cookies(self) -> CrawlSettings:
+        if self.cookies == "off":
+            for auth in self.auth:
+                if auth.type in ("cookies", "form"):
+                    raise ValueError(
+                        f"[[auth]] {auth.domain}: type {auth.type} needs --cookies on or login-only"
+                    )
         return self
 
     @field_validator("auth")

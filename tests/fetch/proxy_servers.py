@@ -165,6 +165,9 @@ class HttpProxy(_Server):
                 "latin-1"
             )
         )
+        length = int(headers.get("content-length") or 0)
+        if length:  # a POST's body (a login form, a token request)
+            origin[1].write(await reader.readexactly(min(length, _MAX_HEAD)))
         await origin[1].drain()
         await _pipe(origin[0], writer)
         origin[1].close()

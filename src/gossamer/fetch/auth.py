@@ -17,9 +17,13 @@ fetched again after a fresh login.
   ``refresh_margin`` seconds before it expires, shared by every request of the process (and
   by later processes through the file); a 401 renews it and fetches the page again.
 
-Every domain's cookies live in one `CookieJar`; its ``on_change`` callback is how the crawl
-keeps them (in crawl.db, for ``--resume``). Secrets are `Secret` values, shown as ``***``;
-no log line, error or stats snapshot holds one.
+Cookies live in one `CookieJar` (`gossamer.fetch.cookies`); ``cookies`` says whose: every
+site's of ``in_scope`` (``on``), only the login domains' (``login-only``), none (``off``). A
+login domain's cookies never cover another host, and no other site's cookie covers a login
+domain. The jar's ``on_update`` callback is how the crawl keeps them (in crawl.db, for
+``--resume``). The `Fetcher` hands `prepare` and `check` the session logins go out with
+(through the request's proxy when there is a pool). Secrets are `Secret` values, shown as
+``***``; no log line, error or stats snapshot holds one.
 """
 
 from __future__ import annotations
@@ -27,15 +31,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import dataclasses
-import email.utils
+import functools
 import hashlib
-import http.cookies
 import json
 import logging
 import os
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -44,6 +47,7 @@ from urllib.parse import urljoin, urlsplit
 import aiohttp
 from selectolax.lexbor import LexborHTMLParser
 
+from gossamer.fetch.cookies import CookieJar, CookieRow, domain_match, read_cookies_txt
 from gossamer.redact import redact_url
 
 __all__ = [
@@ -68,15 +72,11 @@ _COOKIE_VALUE = re.compile(r"[\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]{0,4096}"
 Clock = Callable[[], float]
 MAX_LOGIN_BODY = 1 << 20
 """The most of a login or token response read."""
+COOKIE_MODES = ("on", "login-only", "off")
+"""``--cookies``: every site's cookies kept and sent back, only the [[auth]] domains', none."""
 RELOGIN_INTERVAL = 5.0
 """Seconds after a login (or token request) before the next: a page refused with a fresh
 session is refused for good, and a failing login is not tried by every waiting page."""
-MAX_COOKIES = 200
-"""The most cookies the jar holds: a hostile site cannot grow it (or crawl.db) without end."""
-MAX_COOKIE_BYTES = 4096
-"""The longest cookie (name and value) kept (RFC 6265 6.1's minimum a client supports)."""
-CookieRow = tuple[str, str, str, str, bool, float | None]
-"""A stored cookie: (domain, path, name, value, secure, expires or None for the session)."""
 
 
 class Secret:
@@ -178,154 +178,6 @@ class RequestAuth(Protocol):
         that second fetch already."""
 
 
-class CookieJar:
-    """The crawl's cookies of the login domains, by (domain, path, name).
-
-    A cookie is sent to hosts that domain-match it (RFC 6265 5.1.3), on paths under its
-    path, over https only when secure; `Authenticator` only stores and asks for cookies of
-    hosts within a login's domain. ``on_change`` gets every cookie row after each change.
-    At most `MAX_COOKIES` cookies of at most `MAX_COOKIE_BYTES` each are kept.
-    """
-
-    def __init__(
-        self,
-        rows: Iterable[CookieRow] = (),
-        *,
-        clock: Clock = time.time,
-        on_change: Callable[[list[CookieRow]], None] | None = None,
-    ) -> None:
-        self._cookies: dict[tuple[str, str, str], CookieRow] = {}
-        self._clock = clock
-        self._on_change = on_change
-        for row in rows:
-            self._cookies[row[0], row[1], row[2]] = row
-
-    def __len__(self) -> int:
-        return len(self._cookies)
-
-    def rows(self) -> list[CookieRow]:
-        """Every cookie not yet expired."""
-        now = self._clock()
-        return [r for r in self._cookies.values() if r[5] is None or r[5] > now]
-
-    def header(self, url: str) -> str | None:
-        """The ``Cookie`` header for ``url``, or None."""
-        parts = urlsplit(url)
-        host, path = (parts.hostname or "").lower(), parts.path or "/"
-        secure = parts.scheme == "https"
-        now = self._clock()
-        pairs = [
-            f"{name}={value}"
-            for domain, cpath, name, value, only_https, expires in self._cookies.values()
-            if _domain_match(host, domain)
-            and _path_match(path, cpath)
-            and (secure or not only_https)
-            and (expires is None or expires > now)
-        ]
-        return "; ".join(pairs) or None
-
-    def add(self, rows: Iterable[CookieRow]) -> None:
-        """Store ``rows`` (an expired one removes its cookie)."""
-        now = self._clock()
-        changed = False
-        for row in rows:
-            key = row[0], row[1], row[2]
-            if row[5] is not None and row[5] <= now:
-                changed |= self._cookies.pop(key, None) is not None
-            elif len(row[2]) + len(row[3]) > MAX_COOKIE_BYTES:
-                continue
-            elif self._cookies.get(key) != row and (
-                key in self._cookies or len(self._cookies) < MAX_COOKIES
-            ):
-                self._cookies[key] = row
-                changed = True
-        if changed and self._on_change is not None:
-            self._on_change(self.rows())
-
-    def clear(self, within: str) -> None:
-        """Forget the cookies of ``within`` and its subdomains."""
-        keys = [k for k in self._cookies if k[0] == within or k[0].endswith("." + within)]
-        for key in keys:
-            del self._cookies[key]
-        if keys and self._on_change is not None:
-            self._on_change(self.rows())
-
-    def parse(self, url: str, set_cookies: Iterable[str], login: Login) -> list[CookieRow]:
-        """The cookies ``Set-Cookie`` values set for ``url``, keeping only those whose
-        domain lies within ``login``'s domain (a cookie for a wider domain is narrowed to the
-        host)."""
-        parts = urlsplit(url)
-        host = (parts.hostname or "").lower()
-        default_path = parts.path.rsplit("/", 1)[0] or "/"
-        rows = []
-        now = self._clock()
-        for line in set_cookies:
-            jar = http.cookies.SimpleCookie()
-            try:
-                jar.load(line)
-            except http.cookies.CookieError:
-                continue
-            for name, morsel in jar.items():
-                domain = morsel["domain"].lstrip(".").lower() or host
-                if not _domain_match(host, domain) or not login.covers(domain):
-                    domain = host
-                path = morsel["path"] if morsel["path"].startswith("/") else default_path
-                rows.append(
-                    (domain, path, name, morsel.value, bool(morsel["secure"]),
-                     _expiry(morsel, now))
-                )  # fmt: skip
-        return rows
-
-
-def _expiry(morsel: http.cookies.Morsel[str], now: float) -> float | None:
-    if morsel["max-age"]:
-        try:
-            return now + int(morsel["max-age"])
-        except ValueError:
-            return None
-    if morsel["expires"]:
-        try:
-            return email.utils.parsedate_to_datetime(morsel["expires"]).timestamp()
-        except (TypeError, ValueError, IndexError):
-            return None
-    return None
-
-
-def _domain_match(host: str, domain: str) -> bool:
-    return host == domain or host.endswith("." + domain)
-
-
-def _path_match(path: str, cookie_path: str) -> bool:
-    return (
-        path == cookie_path or path.startswith(cookie_path.rstrip("/") + "/") or cookie_path == "/"
-    )
-
-
-def read_cookies_txt(path: Path, within: str) -> tuple[CookieRow, ...]:
-    """The cookies of a Netscape ``cookies.txt`` file whose domain lies within ``within``.
-    Raises ValueError naming the line of a malformed entry (never its value)."""
-    rows = []
-    text = path.read_text("utf-8")
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.startswith("#HttpOnly_"):
-            line = line[len("#HttpOnly_") :]
-        if not line.strip() or line.startswith("#"):
-            continue
-        fields = line.split("\t")
-        if len(fields) != 7:
-            raise ValueError(f"{path} line {number}: expected 7 tab-separated fields")
-        domain, _, cpath, secure, expires, name, value = fields
-        domain = domain.lstrip(".").lower()
-        if not _domain_match(domain, within):
-            continue
-        try:
-            when = float(expires)
-        except ValueError:
-            raise ValueError(f"{path} line {number}: expiry is not a number") from None
-        rows.append((domain, cpath or "/", name, value, secure.upper() == "TRUE", when or None))
-    return tuple(rows)
-
-
 class AuthHeaders(dict[str, str]):
     """The headers `Authenticator.prepare` gives a request, and the generation of its
     domain's session they belong to (so `Authenticator.check` knows whether a login came
@@ -351,11 +203,21 @@ class Authenticator:
     (see the module doc). ``clock`` is wall-clock time (token expiry, cookie expiry)."""
 
     def __init__(
-        self, logins: Sequence[Login], jar: CookieJar | None = None, *, clock: Clock = time.time
+        self,
+        logins: Sequence[Login],
+        jar: CookieJar | None = None,
+        *,
+        clock: Clock = time.time,
+        cookies: str = "login-only",
+        in_scope: Callable[[str], bool] | None = None,
     ) -> None:
+        if cookies not in COOKIE_MODES:
+            raise ValueError(f"cookies must be one of {', '.join(COOKIE_MODES)}")
         self._logins = sorted(logins, key=lambda login: -len(login.domain))
         self._jar = jar if jar is not None else CookieJar(clock=clock)
         self._clock = clock
+        self._cookies = cookies
+        self._in_scope = in_scope
         self._sessions = {login.domain: _Session() for login in logins}
         self.logins = self.relogins = self.token_refreshes = self.failures = 0
         for login in logins:
@@ -391,7 +253,11 @@ class Authenticator:
         """The headers of ``url``'s request: its domain's login, never another's."""
         login = self.login_for(url)
         if login is None:
-            return AuthHeaders()
+            headers = AuthHeaders()
+            cookie = self._jar.header(url) if self._cookies == "on" else None
+            if cookie is not None:
+                headers["Cookie"] = cookie
+            return headers
         state = self._sessions[login.domain]
         headers = AuthHeaders()
         if login.kind == "basic" and login.username is not None and login.password is not None:
@@ -426,10 +292,15 @@ class Authenticator:
         a login younger than `RELOGIN_INTERVAL` is refused for good, not logged out: no new
         login for it."""
         login = self.login_for(url)
-        if login is None or status is None:
+        if status is None:
             return False
         set_cookie = headers.get("set-cookie")
-        if set_cookie:
+        if login is None:
+            if set_cookie and self._cookies == "on" and self._site_allowed(url):
+                allow = functools.partial(self._domain_allowed, url)
+                self._jar.add(self._jar.parse(url, set_cookie.split("\n"), allow))
+            return False
+        if set_cookie and self._cookies != "off":
             self._jar.add(self._jar.parse(url, set_cookie.split("\n"), login))
         if retried:
             return False
@@ -448,6 +319,22 @@ class Authenticator:
             extra={"event": "auth-logged-out", "domain": login.domain},
         )
         return await self._login(login, state, session, seen)
+
+    def _site_allowed(self, url: str) -> bool:
+        """Whether ``url``'s answer may set cookies: a site of the crawl's scope."""
+        return self._in_scope is None or self._in_scope(url)
+
+    def _domain_allowed(self, url: str, domain: str) -> bool:
+        """Whether a cookie ``url``'s answer sets may cover all of ``domain``: a domain of
+        the crawl's scope (asked with ``url``'s scheme and port), none holding a login."""
+        logins = self._logins
+        if any(login.covers(domain) or domain_match(login.domain, domain) for login in logins):
+            return False
+        if self._in_scope is None:
+            return True
+        parts = urlsplit(url)
+        netloc = domain if parts.port is None else f"{domain}:{parts.port}"
+        return self._in_scope(f"{parts.scheme}://{netloc}/")
 
     def _needs_first_login(self, login: Login, state: _Session, url: str) -> bool:
         """A form login's domain is logged in to when first met, unless a resumed crawl's

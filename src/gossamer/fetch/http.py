@@ -308,6 +308,8 @@ class Fetcher:
         self._proxies = proxies
         self._auth = auth
         self._socks: dict[str, aiohttp.ClientSession] = {}
+        self._proxied: dict[str, aiohttp.ClientSession] = {}
+        """Sessions whose requests go through an HTTP(S) proxy: those logins use."""
         if proxies is not None:
             proxies.set_checker(self.check_proxy)
         self._address_guard = guard
@@ -357,9 +359,10 @@ class Fetcher:
         if self._session is not None:
             await self._session.close()
             self._session = None
-        for session in self._socks.values():
+        for session in (*self._socks.values(), *self._proxied.values()):
             await session.close()
         self._socks.clear()
+        self._proxied.clear()
         if self._owns_resolver and self._resolver is not None:
             await self._resolver.close()
             self._resolver = None
@@ -386,13 +389,14 @@ class Fetcher:
 
     async def check_proxy(self, proxy: Proxy) -> float | None:
         """Fetch ``proxy_check_url`` through ``proxy``: the seconds its complete 2xx answer
+        (or redirect: a seed behind a login sends the anonymous check to its login page)
         took, or None (no check URL counts as a failed check)."""
         url = self._config.proxy_check_url
         if url is None:
             return None
         started = self._clock()
         result = await self._fetch(url, None, proxy)
-        return self._clock() - started if result.ok else None
+        return self._clock() - started if result.ok or result.is_redirect else None
 
     async def _fetch_proxied(
         self, url: str, headers: Mapping[str, str] | None, pool: ProxyPool
@@ -476,7 +480,8 @@ class Fetcher:
             "keepalive_timeout": config.keepalive_timeout,
             "ssl": config.verify_tls,
         }
-        connector = aiohttp.TCPConnector(**options) if proxy is None else _socks(proxy, options)
+        socks = proxy is not None and proxy.scheme == "socks5"
+        connector = _socks(proxy, options) if socks and proxy else _connector(proxy, options)
         trace = aiohttp.TraceConfig()
         trace.on_request_headers_sent.append(self._on_headers_sent)
         trace.freeze()
@@ -490,6 +495,7 @@ class Fetcher:
             ),
             auto_decompress=False,
             cookie_jar=aiohttp.DummyCookieJar(),
+            proxy=None if proxy is None or socks or proxy is _UNROUTED else proxy.url,
             trace_configs=[trace],
             response_class=PeerResponse if config.keep_wire else aiohttp.ClientResponse,
         )
@@ -504,10 +510,25 @@ class Fetcher:
         if isinstance(probe, _Probe):
             probe.started_at = self._clock()
 
+    def _login_session(self, url: str) -> aiohttp.ClientSession:
+        """The session logins for ``url`` go out with (form POST, token request, login hook):
+        through the proxy the pool gives its host, like its pages; with no live proxy, one
+        that reaches nothing (a login never bypasses the pool)."""
+        if self._proxies is None:
+            return self._open()
+        proxy = self._proxies.peek(_domain(url))
+        key = "" if proxy is None else proxy.url
+        if proxy is not None and proxy.scheme == "socks5":
+            return self._route(proxy)[0]
+        session = self._proxied.get(key)
+        if session is None:
+            session = self._proxied[key] = self._new_session(proxy or _UNROUTED)
+        return session
+
     async def _fetch_with_auth(
         self, auth: RequestAuth, url: str, headers: Mapping[str, str] | None
     ) -> FetchResult:
-        session = self._open()
+        session = self._login_session(url)
         sent = await auth.prepare(url, session)
         result = await self._send(url, {**(headers or {}), **sent})
         if await auth.check(url, sent, result.status, result.headers, result.body, session):
@@ -667,6 +688,28 @@ def _proxy_fault(result: FetchResult) -> str | None:
     if result.status is None:
         return None if result.error in _NOT_PROXY_FAULTS else result.error
     return "proxy-auth" if result.status == 407 else None
+
+
+_UNROUTED = Proxy(url="unrouted://", scheme="unrouted", host="", port=0)
+"""Stands for "no live proxy" where a session is made: its requests fail."""
+
+
+class _Unrouted(aiohttp.TCPConnector):
+    """A connector that connects nowhere: a login's session when no proxy is live."""
+
+    async def _create_connection(
+        self,
+        req: aiohttp.ClientRequest,
+        traces: list[Any],
+        timeout: aiohttp.ClientTimeout,  # noqa: ASYNC109
+    ) -> Any:
+        raise aiohttp.ClientConnectionError("no live proxy")
+
+
+def _connector(proxy: Proxy | None, options: dict[str, Any]) -> aiohttp.TCPConnector:
+    if proxy is _UNROUTED:
+        return _Unrouted(**options)
+    return aiohttp.TCPConnector(**options)
 
 
 def _socks(proxy: Proxy, options: dict[str, Any]) -> aiohttp.TCPConnector:

@@ -296,6 +296,12 @@ class ProxyPool:
         self._cursors[domain] = step + 1
         return choices[step % len(choices)].proxy
 
+    def peek(self, domain: str) -> Proxy | None:
+        """The proxy `pick` would give ``domain`` next, without taking its turn (what a login
+        for the domain goes through); None when no proxy is live."""
+        ring = self._live_ring()
+        return ring[self._cursors.get(domain, 0) % len(ring)].proxy if ring else None
+
     def succeeded(self, proxy: Proxy, elapsed: float) -> None:
         """A request through ``proxy`` got an answer after ``elapsed`` seconds."""
         entry = self._entries.get(proxy.url)

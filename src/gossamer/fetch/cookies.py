@@ -1,0 +1,329 @@
+"""The crawl's cookie jar (RFC 6265, with RFC 6265bis's safer rules), bounded against hostile
+sites.
+
+A cookie is keyed by (domain, path, name). A cookie set without a ``Domain`` attribute is
+*host-only*: it goes back to the host that set it and to no other, not even a subdomain. A
+``Domain`` attribute is kept only when the request's host lies within it, it has a dot, and
+the caller's ``allow`` predicate admits it (the crawl admits a domain in its scope, a login
+its own domain); otherwise the cookie is host-only. A cookie goes to hosts that domain-match
+it, on paths under its path, over https only when ``Secure``; a ``Secure`` cookie is only
+set over https, and a plain-http answer cannot replace one (6265bis "leave secure cookies
+alone"); ``__Secure-`` and ``__Host-`` prefixes are enforced. ``Max-Age`` wins over
+``Expires``; neither reaches past `MAX_AGE` (400 days). Names and values are printable
+ASCII (no control character can reach a request header).
+
+Bounds: at most `MAX_COOKIE_BYTES` per cookie (name and value), `MAX_PER_DOMAIN` per domain
+(further ones are refused) and `MAX_COOKIES` in all (the least recently set goes first);
+at most `MAX_SET_COOKIES` ``Set-Cookie`` lines of one answer are read.
+"""
+
+from __future__ import annotations
+
+import http.cookiejar
+import ipaddress
+import re
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from urllib.parse import urlsplit
+
+__all__ = ["CookieJar", "CookieRow", "parse_set_cookie", "read_cookies_txt"]
+
+Clock = Callable[[], float]
+CookieRow = tuple[str, str, str, str, bool, float | None, bool]
+"""A stored cookie: (domain, path, name, value, secure, expires or None for the session,
+host_only). Rows of six fields (no host_only) are read as domain cookies."""
+Key = tuple[str, str, str]
+MAX_COOKIES = 3000
+"""The most cookies the jar holds (RFC 6265 6.1's minimum a client supports)."""
+MAX_PER_DOMAIN = 200
+"""The most cookies of one domain: a hostile site cannot crowd the others out."""
+MAX_COOKIE_BYTES = 4096
+"""The longest cookie (name and value) kept (RFC 6265 6.1)."""
+MAX_SET_COOKIES = 100
+"""The most ``Set-Cookie`` lines of one answer read."""
+MAX_AGE = 400 * 86_400
+"""The longest a cookie lives (RFC 6265bis 5.6.1)."""
+_MAX_ATTRIBUTE = 1024
+_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}")
+_VALUE = re.compile(r"[\x20-\x3a\x3c-\x7e]*")
+"""Printable ASCII but ``;``: what a value may hold (no control character, no header split)."""
+_MAX_AGE_VALUE = re.compile(r"-?[0-9]{1,18}")
+
+
+class CookieJar:
+    """The crawl's cookies (see the module doc). ``on_change`` gets every cookie row after
+    each change; ``on_update`` gets the rows set and the keys removed by each change (what a
+    store writes incrementally)."""
+
+    def __init__(
+        self,
+        rows: Iterable[Sequence[object]] = (),
+        *,
+        clock: Clock = time.time,
+        on_change: Callable[[list[CookieRow]], None] | None = None,
+        on_update: Callable[[list[CookieRow], list[Key]], None] | None = None,
+    ) -> None:
+        self._cookies: dict[Key, CookieRow] = {}
+        """Every cookie, the least recently set first."""
+        self._domains: dict[str, dict[Key, CookieRow]] = {}
+        self._secure = 0
+        self._clock = clock
+        self._on_change = on_change
+        self._on_update = on_update
+        now = clock()
+        for row in rows:
+            cookie = _row(row)
+            expired = cookie is not None and cookie[5] is not None and cookie[5] <= now
+            if cookie is not None and not expired and self._room(cookie[:3]):
+                self._put(cookie)
+
+    def __len__(self) -> int:
+        return len(self._cookies)
+
+    def rows(self) -> list[CookieRow]:
+        """Every cookie not yet expired."""
+        now = self._clock()
+        return [r for r in self._cookies.values() if r[5] is None or r[5] > now]
+
+    def header(self, url: str) -> str | None:
+        """The ``Cookie`` header for ``url``, or None."""
+        parts = urlsplit(url)
+        host, path = _host(parts.hostname), parts.path or "/"
+        secure = parts.scheme == "https"
+        now = self._clock()
+        pairs = []
+        for domain in _domains_of(host):
+            for row in self._domains.get(domain, {}).values():
+                if (
+                    (domain == host or not row[6])
+                    and _path_match(path, row[1])
+                    and (secure or not row[4])
+                    and (row[5] is None or row[5] > now)
+                ):
+                    pairs.append(f"{row[2]}={row[3]}" if row[2] else row[3])
+        return "; ".join(pairs) or None
+
+    def add(self, rows: Iterable[Sequence[object]]) -> None:
+        """Store ``rows`` (an expired one removes its cookie; one past the bounds is refused,
+        or when the jar is full the least recently set cookie makes room)."""
+        now = self._clock()
+        changed: list[CookieRow] = []
+        removed: list[Key] = []
+        for raw in rows:
+            row = _row(raw)
+            if row is None:
+                continue
+            key = row[:3]
+            if row[5] is not None and row[5] <= now:
+                if self._drop(key):
+                    removed.append(key)
+            elif self._cookies.get(key) != row and self._room(key):
+                if key not in self._cookies and len(self._cookies) >= MAX_COOKIES:
+                    oldest = next(iter(self._cookies))
+                    self._drop(oldest)
+                    removed.append(oldest)
+                self._drop(key)
+                self._put(row)
+                changed.append(row)
+        self._changed(changed, removed)
+
+    def clear(self, within: str) -> None:
+        """Forget the cookies of ``within`` and its subdomains."""
+        keys = [k for k in self._cookies if domain_match(k[0], within)]
+        for key in keys:
+            self._drop(key)
+        self._changed([], keys)
+
+    def parse(
+        self, url: str, set_cookies: Iterable[str], allow: Callable[[str], bool] | object
+    ) -> list[CookieRow]:
+        """The cookies ``Set-Cookie`` values set for ``url``; a ``Domain`` attribute is kept
+        when ``allow`` (a predicate, or an object with a ``covers`` one, such as a login)
+        admits it, else the cookie is host-only. A plain-http answer cannot replace a secure
+        cookie."""
+        covers = getattr(allow, "covers", allow)
+        assert callable(covers)
+        rows = []
+        for line in list(set_cookies)[:MAX_SET_COOKIES]:
+            row = parse_set_cookie(url, line, covers, self._clock())
+            if row is not None and not self._shadows_secure(url, row):
+                rows.append(row)
+        return rows
+
+    def _shadows_secure(self, url: str, row: CookieRow) -> bool:
+        if not self._secure or url.startswith("https:"):
+            return False
+        return any(
+            c[4] and c[2] == row[2] and (domain_match(c[0], row[0]) or domain_match(row[0], c[0]))
+            and _path_match(row[1], c[1])
+            for c in self._cookies.values()
+        )  # fmt: skip
+
+    def _room(self, key: Key) -> bool:
+        return key in self._cookies or len(self._domains.get(key[0], ())) < MAX_PER_DOMAIN
+
+    def _put(self, row: CookieRow) -> None:
+        key = row[:3]
+        self._cookies[key] = row
+        self._domains.setdefault(row[0], {})[key] = row
+        self._secure += row[4]
+
+    def _drop(self, key: Key) -> bool:
+        row = self._cookies.pop(key, None)
+        if row is None:
+            return False
+        self._secure -= row[4]
+        domain = self._domains[key[0]]
+        del domain[key]
+        if not domain:
+            del self._domains[key[0]]
+        return True
+
+    def _changed(self, changed: list[CookieRow], removed: list[Key]) -> None:
+        if not changed and not removed:
+            return
+        if self._on_update is not None:
+            self._on_update(changed, removed)
+        if self._on_change is not None:
+            self._on_change(self.rows())
+
+
+def _domains_of(host: str) -> list[str]:
+    """``host`` and the domains above it (those whose cookies it may get)."""
+    if not host or _is_ip(host):
+        return [host]
+    labels = host.split(".")
+    return [".".join(labels[i:]) for i in range(len(labels))]
+
+
+def parse_set_cookie(
+    url: str, line: str, allow: Callable[[str], bool], now: float
+) -> CookieRow | None:
+    """The cookie one ``Set-Cookie`` value sets for ``url`` (RFC 6265 5.2), or None when it
+    is malformed or refused (see the module doc)."""
+    parts = urlsplit(url)
+    host = _host(parts.hostname)
+    secure_origin = parts.scheme == "https"
+    pair, _, attributes = line.partition(";")
+    name, eq, value = pair.partition("=")
+    name, value = name.strip(" \t"), value.strip(" \t")
+    if not eq or not _NAME.fullmatch(name) or not _VALUE.fullmatch(value):
+        return None
+    if len(name) + len(value) > MAX_COOKIE_BYTES or not host:
+        return None
+    domain = path = None
+    secure = False
+    max_age: float | None = None
+    expires: float | None = None
+    for attribute in attributes.split(";")[:32]:
+        key, _, argument = attribute.partition("=")
+        key, argument = key.strip(" \t").lower(), argument.strip(" \t")
+        if len(argument) > _MAX_ATTRIBUTE:
+            continue
+        if key == "domain" and argument:
+            domain = argument.lstrip(".").lower().rstrip(".")
+        elif key == "path":
+            path = argument if argument.startswith("/") else None
+        elif key == "secure":
+            secure = True
+        elif key == "max-age" and _MAX_AGE_VALUE.fullmatch(argument):
+            max_age = now + min(int(argument), MAX_AGE) if int(argument) > 0 else now - 1
+        elif key == "expires":
+            when = http.cookiejar.http2time(argument)  # type: ignore[attr-defined]
+            expires = when if when is not None else expires
+    if secure and not secure_origin:
+        return None
+    host_only = True
+    if domain is not None and domain != host:
+        if not domain_match(host, domain) or "." not in domain or _is_ip(host):
+            return None  # RFC 6265 5.3 step 6: a domain the host is not within
+        if allow(domain):
+            host_only = False
+        else:
+            domain = host  # wider than the caller admits: kept for this host only
+    elif domain == host:
+        host_only = False
+    domain = host if domain is None else domain
+    if path is None:
+        path = parts.path.rsplit("/", 1)[0] if parts.path.count("/") > 1 else "/"
+    if name.startswith("__Secure-") and not secure:
+        return None
+    if name.startswith("__Host-") and (not secure or not host_only or path != "/"):
+        return None
+    expiry = max_age if max_age is not None else expires
+    if expiry is not None:
+        expiry = min(expiry, now + MAX_AGE)
+    return domain, path, name, value, secure, expiry, host_only
+
+
+def domain_match(host: str, domain: str) -> bool:
+    """Whether ``host`` is ``domain`` or one of its subdomains (RFC 6265 5.1.3)."""
+    return host == domain or (host.endswith("." + domain) and not _is_ip(host))
+
+
+def _path_match(path: str, cookie_path: str) -> bool:
+    if path == cookie_path or cookie_path == "/":
+        return True
+    if not path.startswith(cookie_path):
+        return False
+    return cookie_path.endswith("/") or path[len(cookie_path)] == "/"
+
+
+def _host(hostname: str | None) -> str:
+    return (hostname or "").lower().rstrip(".")
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
+def _row(row: Sequence[object]) -> CookieRow | None:
+    """A stored or given row as a `CookieRow`, or None when it could not be sent safely."""
+    if len(row) not in (6, 7):
+        return None
+    domain, path, name, value, secure, expires = row[:6]
+    host_only = bool(row[6]) if len(row) == 7 else False
+    if not (isinstance(domain, str) and isinstance(path, str)):
+        return None
+    if not (isinstance(name, str) and isinstance(value, str)):
+        return None
+    if (name and not _NAME.fullmatch(name)) or not _VALUE.fullmatch(value):
+        return None
+    if len(name) + len(value) > MAX_COOKIE_BYTES:
+        return None
+    when = float(expires) if isinstance(expires, int | float) and expires else None
+    return domain.lower(), path or "/", name, value, bool(secure), when, host_only
+
+
+def read_cookies_txt(path: Path, within: str) -> tuple[CookieRow, ...]:
+    """The cookies of a Netscape ``cookies.txt`` file whose domain lies within ``within``
+    (its second field says whether subdomains get the cookie). Raises ValueError naming the
+    line of a malformed entry (never its value)."""
+    rows = []
+    text = path.read_text("utf-8")
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith("#HttpOnly_"):
+            line = line[len("#HttpOnly_") :]
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split("\t")
+        if len(fields) != 7:
+            raise ValueError(f"{path} line {number}: expected 7 tab-separated fields")
+        domain, subdomains, cpath, secure, expires, name, value = fields
+        domain = domain.lstrip(".").lower()
+        if not domain_match(domain, within):
+            continue
+        try:
+            when = float(expires)
+        except ValueError:
+            raise ValueError(f"{path} line {number}: expiry is not a number") from None
+        host_only = subdomains.upper() != "TRUE"
+        rows.append(
+            (domain, cpath or "/", name, value, secure.upper() == "TRUE", when or None, host_only)
+        )
+    return tuple(rows)

@@ -1,0 +1,118 @@
+"""Whole crawls with the cookie jar: a site that hands out a session cookie keeps one session
+for the crawl, --resume continues it (crawl.db holds the jar), --cookies off sends none, and
+the cookies of the site never reach another host of the crawl."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import stat
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from gossamer.cli import main
+from gossamer.crawl import run_crawl
+from gossamer.settings import load_settings
+from gossamer.stats import CrawlStats
+
+PAGES = 6
+
+
+@dataclass
+class Site:
+    """Pages link to the next; a visitor without the session cookie gets a new session."""
+
+    port: int = 0
+    sessions: int = 0
+    cookies: dict[str, list[str | None]] = field(default_factory=dict)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        host = request.host.split(":")[0]
+        self.cookies.setdefault(host, []).append(request.headers.get("Cookie"))
+        if request.path == "/robots.txt":
+            return web.Response(status=404)
+        n = int(request.path.strip("/") or 0)
+        links = f'<a href="/{n + 1}">next</a>' if n + 1 < PAGES else ""
+        if host == "www.shop.test" and n == 0:
+            links += f'<a href="http://other.test:{self.port}/">other</a>'
+        response = web.Response(text=f"<p>{n}</p>{links}", content_type="text/html")
+        if host == "www.shop.test" and "sid" not in request.cookies:
+            self.sessions += 1
+            response.set_cookie("sid", f"s{self.sessions}", path="/", max_age=3600)
+        return response
+
+
+@asynccontextmanager
+async def serving() -> AsyncIterator[Site]:
+    site = Site()
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", site.handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    tcp = web.TCPSite(runner, "127.0.0.1", 0)
+    await tcp.start()
+    site.port = runner.addresses[0][1]
+    try:
+        yield site
+    finally:
+        await runner.cleanup()
+
+
+async def crawl(out: Path, site: Site, **flags: Any) -> CrawlStats:
+    base = {
+        "seeds": [f"http://www.shop.test:{site.port}/"],
+        "allow_domains": ["other.test"],
+        "out": out,
+        "resolve": ["www.shop.test=127.0.0.1", "other.test=127.0.0.1"],
+        "quiet": True,
+        "concurrency": 1,
+    }
+    return await asyncio.wait_for(run_crawl(load_settings(base | flags, env={})), 30)
+
+
+async def test_one_session_for_the_crawl_and_resume_continues_it(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    async with serving() as site:
+        stats = await crawl(out, site, max_pages=2)
+        assert stats.pages == 2 and site.sessions == 1
+        db = out / "crawl.db"
+        assert stat.S_IMODE(db.stat().st_mode) == 0o600
+        with sqlite3.connect(db) as conn:
+            rows = conn.execute("SELECT domain, name, value, host_only FROM cookies").fetchall()
+        assert rows == [("www.shop.test", "sid", "s1", 1)]
+        stats = await crawl(out, site, resume=True)
+        assert stats.pages == 2 * PAGES  # both hosts
+        assert site.sessions == 1  # the stored session went on
+    shop = site.cookies["www.shop.test"]
+    assert shop[:2] == [None, None]  # robots.txt, then the page that set it
+    assert shop[2:] and all(c == "sid=s1" for c in shop[2:])
+    assert set(site.cookies["other.test"]) == {None}  # another host never gets it
+
+
+async def test_cookies_off_sends_none(tmp_path: Path) -> None:
+    async with serving() as site:
+        stats = await crawl(tmp_path / "out", site, cookies="off", max_pages=3)
+        assert stats.pages == 3 and site.sessions == 3
+    assert set(site.cookies["www.shop.test"]) == {None}
+
+
+def test_cookies_off_with_a_form_login_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "crawl.toml"
+    config.write_text(
+        '[[auth]]\ndomain = "a.test"\ntype = "form"\nlogin_url = "http://a.test/login"\n'
+        'username_env = "U"\npassword_env = "P"\n'
+    )
+    argv = ["crawl", "http://a.test/", "--config", str(config), "--cookies", "off"]
+    assert main([*argv, "--out", str(tmp_path / "out")]) == 2
+    assert "type form needs --cookies on or login-only" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        main(["crawl", "http://a.test/", "--cookies", "sometimes"])
+    assert exited.value.code == 2
