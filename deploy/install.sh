@@ -17,6 +17,15 @@ target=$source_tree
 if [ -n "$extras" ]; then
     target="$source_tree[$extras]"
 fi
-"${PYTHON:-python3}" -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$target"
+python=${PYTHON:-python3}
+# The virtualenv gets no pip of its own (ensurepip takes seconds, and the runtime needs none):
+# this Python's pip installs into it (pip >= 22.3: --python); without one, the venv's own.
+"$python" -m venv --without-pip "$venv"
+if "$python" -m pip --python "$venv/bin/python" --version >/dev/null 2>&1; then
+    venv_pip() { "$python" -m pip --python "$venv/bin/python" "$@"; }
+else
+    "$venv/bin/python" -m ensurepip --default-pip >/dev/null
+    venv_pip() { "$venv/bin/python" -m pip "$@"; }
+fi
+venv_pip install --quiet --disable-pip-version-check "$target"
 "$venv/bin/gossamer" --help >/dev/null

@@ -12,9 +12,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
+import aiohttp
 import pytest
 from redis.asyncio import Redis
 from tests.cluster.acl import CLUSTER_ACL, GOSSAMER_ACL, acl_user
@@ -289,3 +292,61 @@ async def test_a_missing_acl_rule_stops_the_worker_with_one_line(tmp_path: Path)
     assert code == 2 and "lacks a rule gossamer needs" in said, said
     assert len(said.strip().splitlines()) == 1, said
     _clean(said)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+async def test_every_command_taking_redis_completes_its_password(tmp_path: Path) -> None:
+    """pause, resume, stop and the exporter take the password from the file or environment
+    as submit, worker, status and wait do (the manifests give it in the environment only)."""
+    secret = tmp_path / "redis-password"
+    secret.write_text(PASSWORD + "\n")
+    with RedisServer(password=PASSWORD) as server:
+        url = f"redis://127.0.0.1:{server.port}/0"
+        env = {PASSWORD_ENV: PASSWORD}
+        code, said = await _gossamer(
+            "cluster", "submit", "--redis", url, "https://a.test/", env=env
+        )
+        assert code == 0, said
+        for state, by in (("pause", env), ("resume", None), ("stop", env)):
+            by_file = () if by else ("--redis-password-file", str(secret))
+            code, said = await _gossamer("cluster", state, "--redis", url, *by_file, env=by)
+            assert code == 0 and f"job {DEFAULT_JOB!r}" in said, said
+            _clean(said)
+        code, said = await _gossamer("cluster", "stop", "--redis", url)
+        assert code != 0 and "GOSSAMER_REDIS_PASSWORD" in said, said
+        port = _free_port()
+        exporter = await asyncio.create_subprocess_exec(
+            *GOSSAMER, "cluster", "metrics", "--redis", url, "--metrics-port", str(port),
+            env={**os.environ, **env}, stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            body = await _poll_queued(f"http://127.0.0.1:{port}/queued", exporter)
+            assert body["queued"] == 1, body
+        finally:
+            exporter.terminate()
+            await asyncio.wait_for(exporter.wait(), 10)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+async def _poll_queued(url: str, proc: asyncio.subprocess.Process) -> dict[str, Any]:
+    timeout = aiohttp.ClientTimeout(total=2)
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        for _ in range(200):
+            assert proc.returncode is None, await proc.stderr.read() if proc.stderr else ""
+            try:
+                async with session.get(url) as response:
+                    if response.status == 200:
+                        body: dict[str, Any] = await response.json()
+                        return body
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.05)
+    raise AssertionError(f"{url} did not answer")

@@ -2,7 +2,8 @@
 for the features they use (no kustomize binary on the test machines).
 
 Supported: ``resources`` (files and directories), ``components``, ``namespace``, ``patches``
-(strategic merge, from ``path`` or inline ``patch``, matched by kind and name), ``images`` and
+(strategic merge, from ``path`` or inline ``patch``, matched by kind and name; ``$patch:
+delete`` removes the resource), ``images`` and
 ``replicas``. Any other field is an error, so a manifest cannot come to rely on a feature this
 renderer would silently skip. Strategic merge follows Kubernetes' merge keys for the lists the
 manifests patch (containers and env by name, volume mounts by path, ports by number); any
@@ -124,6 +125,9 @@ def _apply_patch(
         matches = [m for m in manifests if m["kind"] == kind and m["metadata"]["name"] == name]
         if len(matches) != 1:
             raise KustomizeError(f"patch for {kind}/{name} matches {len(matches)} manifests")
+        if patch.get("$patch") == "delete":
+            manifests.remove(matches[0])
+            continue
         body = {k: v for k, v in patch.items() if k not in ("apiVersion", "kind")}
         merged = strategic_merge(matches[0], body)
         matches[0].clear()
@@ -146,14 +150,15 @@ def strategic_merge(base: Any, patch: Any, field: str = "") -> Any:
     if isinstance(base, list) and isinstance(patch, list) and field in MERGE_KEYS:
         key = MERGE_KEYS[field]
         merged_list = copy.deepcopy(base)
+        added = []
         for item in patch:
             same = (i for i, old in enumerate(merged_list) if old.get(key) == item[key])
             index = next(same, None)
             if index is None:
-                merged_list.append(copy.deepcopy(item))
+                added.append(copy.deepcopy(item))
             else:
                 merged_list[index] = strategic_merge(merged_list[index], item)
-        return merged_list
+        return added + merged_list  # kustomize puts the items a patch adds first
     return copy.deepcopy(patch)
 
 

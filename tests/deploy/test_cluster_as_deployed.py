@@ -1,9 +1,11 @@
 """The Kubernetes manifests' cluster, run on one machine: redis-server with the StatefulSet's
-arguments (password, AOF), two workers, the exporter and the submit started with exactly
-their containers' arguments and environment (Secret and ConfigMap values resolved, $(VAR)s
-expanded as Kubernetes does; only the Redis address, the ports and the output paths replaced
-for loopback), the workers' /healthz and /metrics answering, one worker stopped with SIGTERM as
-Kubernetes stops a pod, and the crawl completing with nothing lost."""
+arguments (password, AOF), a PostgreSQL that wants a password, two workers, the exporter, the
+UI and the submit started with exactly their containers' arguments and environment (Secret
+and ConfigMap values resolved, $(VAR)s expanded as Kubernetes does; only the Redis URL, the
+store's address, the ports and the output paths replaced for loopback), no password in any
+process's command line, the workers' /healthz and /metrics answering, the UI's /healthz open
+and the rest behind its token, one worker stopped with SIGTERM as Kubernetes stops a pod, and
+the crawl completing with nothing lost."""
 
 from __future__ import annotations
 
@@ -109,10 +111,32 @@ class Redis_:
         self.proc.wait(10)
 
 
+PG_PASSWORD = "Pg-" + secrets.token_hex(12)
+
+
 @pytest.fixture
 def pg() -> Iterator[PostgresServer]:
-    with PostgresServer() as server:
+    with PostgresServer(password=PG_PASSWORD) as server:
         yield server
+
+
+def cmdline(pid: int) -> str:
+    """What ``ps`` shows of a process: its /proc/PID/cmdline."""
+    return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+
+
+def assert_no_password(
+    manifests: list[Manifest], config: dict[str, str], secret: dict[str, str]
+) -> None:
+    """No argument of a gossamer container holds or expands to one of the Secret's values."""
+    for manifest in manifests:
+        spec = (manifest.get("spec", {}).get("template") or {}).get("spec")
+        for found in (spec or {}).get("containers", []):
+            if found["image"].startswith("redis:"):
+                continue  # --requirepass: redis-server overwrites its title (checked below)
+            env = environment(found, config, secret)
+            args = [expand(arg, env) for arg in found.get("args", [])]
+            assert not [a for a in args if any(p in a for p in secret.values())], found["name"]
 
 
 async def _get(url: str) -> tuple[int, str]:
@@ -167,9 +191,11 @@ async def test_the_manifests_cluster_crawls_and_survives_a_sigterm(
     (config_map,) = [m for m in manifests if m["kind"] == "ConfigMap"]
     secret = {
         "redis-password": secrets.token_hex(16),
-        "store-dsn": pg.url,
+        "store-password": PG_PASSWORD,
         "ui-token": secrets.token_hex(16),
     }
+    passwords = [secret["redis-password"], PG_PASSWORD, secret["ui-token"]]
+    assert_no_password(manifests, config_map["data"], secret)
     redis_spec = container(manifests, "StatefulSet", "gossamer-redis")
     redis_env = environment(redis_spec, config_map["data"], secret)
     redis_args = command_line(redis_spec, redis_env)
@@ -177,20 +203,28 @@ async def test_the_manifests_cluster_crawls_and_survives_a_sigterm(
 
     web = generate(3, hosts=6, pages_per_host=20, specials=())
     with Redis_(redis_args, tmp_path / "redis") as redis:
-        config = {**config_map["data"], "GOSSAMER_REDIS_ADDRESS": f"127.0.0.1:{redis.port}"}
+        config = {
+            **config_map["data"],
+            "GOSSAMER_REDIS_URL": f"redis://127.0.0.1:{redis.port}/0",
+            "GOSSAMER_STORE": f"postgres://postgres@127.0.0.1:{pg.port}/postgres",
+        }
+        redis_url = f"redis://:{secret['redis-password']}@127.0.0.1:{redis.port}/0"
         async with TestWebServer(web, flaky_failures=0) as server:
             seed = server.url(0)
             config["GOSSAMER_SEED"] = seed
             worker_spec = container(manifests, "Deployment", "gossamer-worker")
             env = environment(worker_spec, config, secret)
-            assert secret["redis-password"] in env["GOSSAMER_REDIS_URL"]
-            await _redis_ready(env["GOSSAMER_REDIS_URL"])
+            assert env["GOSSAMER_REDIS_PASSWORD"] == secret["redis-password"]
+            assert env["PGPASSWORD"] == PG_PASSWORD and "GOSSAMER_STORE" not in env
+            await _redis_ready(redis_url)
+            assert redis.proc is not None
+            assert secret["redis-password"] not in cmdline(redis.proc.pid)
             # AOF on, and the password required: an unauthenticated client is refused.
             bare = Redis(port=redis.port)
             with pytest.raises(RedisError, match=r"(?i)auth"):
                 await bare.ping()
             await bare.aclose()
-            client = Redis.from_url(env["GOSSAMER_REDIS_URL"])
+            client = Redis.from_url(redis_url)
             assert (await client.config_get("appendonly"))["appendonly"] == "yes"
             await client.aclose()
 
@@ -216,6 +250,10 @@ async def test_the_manifests_cluster_crawls_and_survives_a_sigterm(
             exporter = await _start(tmp_path / "exporter.log", exporter_args, exporter_env)
             exporter_url = f"http://127.0.0.1:{exporter_port}"
             await _until_healthy(exporter_url + "/healthz", exporter, tmp_path / "exporter.log")
+            ui, ui_url = await _start_ui(manifests, config, secret, tmp_path)
+            for proc in (*workers, exporter, ui):
+                shown = cmdline(proc.pid)
+                assert "gossamer" in shown and not [p for p in passwords if p in shown], shown
 
             submit_spec = container(manifests, "Job", "gossamer-submit")
             submit_env = environment(submit_spec, config, secret)
@@ -238,12 +276,15 @@ async def test_the_manifests_cluster_crawls_and_survives_a_sigterm(
             survivor = workers[1 - victim]
             assert survivor.returncode is None, (tmp_path / f"w{1 - victim}.log").read_text()
 
-            await cluster_wait(env["GOSSAMER_REDIS_URL"], limit=60)
+            await _ui_shows_the_job(ui_url, secret["ui-token"], config["GOSSAMER_JOB"])
+            await cluster_wait(redis_url, limit=60)
             assert await asyncio.wait_for(survivor.wait(), 30) == 0
             queued = json.loads((await _get(exporter_url + "/queued"))[1])
             assert queued["queued"] == 0 and queued["claimed"] == 0, queued
             exporter.send_signal(15)
             assert await asyncio.wait_for(exporter.wait(), 15) == 0
+            ui.send_signal(15)
+            assert await asyncio.wait_for(ui.wait(), 15) == 0
             reachable = web.reachable([seed], port=server.port)
 
     per_worker = [{r["url"] for r in read_records(tmp_path / f"w{i}")} for i in range(2)]
@@ -252,9 +293,43 @@ async def test_the_manifests_cluster_crawls_and_survives_a_sigterm(
     assert reachable <= crawled, sorted(reachable - crawled)[:5]
     # A SIGTERM leaves nothing in flight: no URL is crawled twice.
     assert not per_worker[0] & per_worker[1], sorted(per_worker[0] & per_worker[1])[:5]
-    # Every record reached the page store the Secret's DSN names.
+    # Every record reached the page store the ConfigMap's DSN names, PGPASSWORD its password.
     rows = await table_rows(pg.url, "pages")
     assert {row["url"] for row in rows} == crawled
+
+
+async def _start_ui(
+    manifests: list[Manifest], config: dict[str, str], secret: dict[str, str], tmp_path: Path
+) -> tuple[asyncio.subprocess.Process, str]:
+    """The UI as its Deployment runs it (on a loopback port), once its /healthz answers 200
+    without the token: the probes' path. Anything else wants the token."""
+    spec = container(manifests, "Deployment", "gossamer-ui")
+    env = environment(spec, config, secret)
+    assert env["GOSSAMER_UI_TOKEN"] == secret["ui-token"]
+    port = _free_port()
+    args = command_line(spec, env, bind=f"127.0.0.1:{port}", out=str(tmp_path / "ui-out"))
+    probe = spec["readinessProbe"]["httpGet"]
+    assert spec["livenessProbe"]["httpGet"] == probe and probe["port"] == "http"
+    proc = await _start(tmp_path / "ui.log", args, env)
+    url = f"http://127.0.0.1:{port}"
+    await _until_healthy(url + probe["path"], proc, tmp_path / "ui.log")
+    assert (await _get(url + "/"))[0] == 401
+    assert (await _get(url + "/api/overview"))[0] == 401
+    return proc, url
+
+
+async def _ui_shows_the_job(url: str, token: str, job: str) -> None:
+    """The UI reads the job from Redis: its password came from GOSSAMER_REDIS_PASSWORD."""
+    headers = {"Authorization": f"Bearer {token}"}
+    timeout = aiohttp.ClientTimeout(total=5)
+    async with (
+        aiohttp.ClientSession(timeout=timeout, headers=headers) as session,
+        session.get(url + "/api/overview") as response,
+    ):
+        assert response.status == 200
+        body = await response.json()
+    assert body["redis_error"] is None, body
+    assert job in [entry["job"] for entry in body["jobs"]], body
 
 
 async def _mid_crawl(tmp_path: Path, exporter: str, limit: float = 30) -> int:

@@ -5,12 +5,16 @@ the Dockerfile passes hadolint."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,15 +28,38 @@ ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 K8S = DEPLOY / "k8s"
 KUSTOMIZATIONS = ["base", "overlays/small", "overlays/production"]
+COMPONENTS = ["components/redis-tls"]
+"""Components no overlay uses: each is rendered on the base (see :func:`kustomization_dir`)."""
 KUBERNETES_VERSION = "1.30.0"
 """The oldest Kubernetes the manifests are written for (validated against its schemas)."""
-SECRET_KEYS = {"gossamer": {"redis-password", "store-dsn", "ui-token"}}
+SECRET_KEYS = {"gossamer": {"redis-password", "store-password", "ui-token"}}
 """The Secret the operator creates (docs/deploy.md): its name and keys."""
 VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 
 
+@contextlib.contextmanager
+def kustomization_dir(name: str) -> Iterator[Path]:
+    """The directory of kustomization ``name``; for a component, a temporary kustomization of
+    the base plus it (relative paths: kustomize refuses absolute ones)."""
+    if not name.startswith("components/"):
+        yield K8S / name
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        spec = {
+            "apiVersion": "kustomize.config.k8s.io/v1beta1",
+            "kind": "Kustomization",
+            "namespace": "gossamer",
+            "resources": [os.path.relpath(K8S / "base", root)],
+            "components": [os.path.relpath(K8S / name, root)],
+        }
+        (root / "kustomization.yaml").write_text(yaml.safe_dump(spec))
+        yield root
+
+
 def render(name: str) -> list[Manifest]:
-    return build(K8S / name)
+    with kustomization_dir(name) as directory:
+        return build(directory)
 
 
 def strict(schema: Any) -> Any:
@@ -87,7 +114,7 @@ def validate(manifest: Manifest) -> None:
         kubernetes_validate.validate(manifest, KUBERNETES_VERSION, strict=True)
 
 
-@pytest.mark.parametrize("name", KUSTOMIZATIONS)
+@pytest.mark.parametrize("name", [*KUSTOMIZATIONS, *COMPONENTS])
 def test_every_manifest_validates(name: str) -> None:
     manifests = render(name)
     assert manifests
@@ -98,7 +125,7 @@ def test_every_manifest_validates(name: str) -> None:
             pytest.fail(f"{name}: {manifest['kind']}/{manifest['metadata']['name']}: {exc}")
 
 
-@pytest.mark.parametrize("name", KUSTOMIZATIONS)
+@pytest.mark.parametrize("name", [*KUSTOMIZATIONS, *COMPONENTS])
 def test_references_resolve(name: str) -> None:
     """Config maps, secret keys, $(VAR)s, selectors, named ports and scale targets exist."""
     manifests = render(name)
@@ -182,6 +209,48 @@ def test_worker_is_built_for_a_graceful_hand_back(name: str) -> None:
     assert redis["spec"]["volumeClaimTemplates"][0]["spec"]["accessModes"] == ["ReadWriteOnce"]
 
 
+def secret_variables(container: Manifest) -> set[str]:
+    """The container's variables that hold a Secret's value (directly or by $(VAR))."""
+    found: set[str] = set()
+    for env in container.get("env", []):
+        refers = set(VAR.findall(env.get("value", ""))) & found
+        if "secretKeyRef" in env.get("valueFrom", {}) or refers:
+            found.add(env["name"])
+    return found
+
+
+@pytest.mark.parametrize("name", [*KUSTOMIZATIONS, *COMPONENTS])
+def test_no_password_on_a_gossamer_command_line(name: str) -> None:
+    """gossamer's containers take their passwords from the environment: no argument expands a
+    Secret's value (redis-server's --requirepass is the exception: it overwrites its process
+    title at start, test_cluster_as_deployed reads its /proc/PID/cmdline)."""
+    checked = 0
+    for manifest in render(name):
+        for container in containers(manifest):
+            if container["image"].startswith("redis:"):
+                continue
+            secret = secret_variables(container)
+            for arg in [*container.get("command", []), *container.get("args", [])]:
+                assert not set(VAR.findall(arg)) & secret, (container["name"], arg)
+                assert "@" not in arg, (container["name"], arg)
+            env = {e["name"]: e for e in container.get("env", [])}
+            if "--redis" in container["args"]:
+                assert "secretKeyRef" in env["GOSSAMER_REDIS_PASSWORD"]["valueFrom"]
+            checked += 1
+    assert checked == 4  # worker, submit, exporter, UI
+    worker = workload(render(name), "Deployment", "gossamer-worker")
+    (container,) = containers(worker)
+    pg = {e["name"]: e for e in container["env"]}["PGPASSWORD"]
+    assert pg["valueFrom"]["secretKeyRef"]["key"] == "store-password"
+
+
+@pytest.mark.parametrize("name", KUSTOMIZATIONS)
+def test_the_ui_is_probed_on_healthz(name: str) -> None:
+    (container,) = containers(workload(render(name), "Deployment", "gossamer-ui"))
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert container[probe]["httpGet"] == {"path": "/healthz", "port": "http"}
+
+
 def test_overlays_choose_their_autoscaler() -> None:
     small = {m["kind"] for m in render("overlays/small")}
     production = {m["kind"] for m in render("overlays/production")}
@@ -208,15 +277,16 @@ def test_renderer_prints_yaml() -> None:
     assert {"Namespace", "StatefulSet", "Deployment", "Job", "HorizontalPodAutoscaler"} <= kinds
 
 
-@pytest.mark.parametrize("name", KUSTOMIZATIONS)
+@pytest.mark.parametrize("name", [*KUSTOMIZATIONS, *COMPONENTS])
 def test_renderer_matches_kustomize(name: str) -> None:
     """Where kubectl is installed, its kustomize renders exactly what the test renderer does."""
     kubectl = shutil.which("kubectl")
     if kubectl is None:
         pytest.skip("kubectl is not installed: the test renderer alone is checked")
-    result = subprocess.run(
-        [kubectl, "kustomize", str(K8S / name)], capture_output=True, text=True, timeout=60
-    )
+    with kustomization_dir(name) as directory:
+        result = subprocess.run(
+            [kubectl, "kustomize", str(directory)], capture_output=True, text=True, timeout=60
+        )
     assert result.returncode == 0, result.stderr
     real = [doc for doc in yaml.safe_load_all(result.stdout) if doc]
 
@@ -224,6 +294,21 @@ def test_renderer_matches_kustomize(name: str) -> None:
         return {(doc["kind"], doc["metadata"]["name"]): doc for doc in docs}
 
     assert by_name(real) == by_name(render(name))
+
+
+def test_redis_tls_component_mounts_the_ca_its_url_names() -> None:
+    manifests = render("components/redis-tls")
+    assert not [m for m in manifests if m["metadata"]["name"] == "gossamer-redis"]
+    (config,) = [m for m in manifests if m["kind"] == "ConfigMap"]
+    url = config["data"]["GOSSAMER_REDIS_URL"]
+    assert url.startswith("rediss://") and ":" not in url.split("@")[0].removeprefix("rediss:")
+    ca = url.split("ssl_ca_certs=")[1]
+    users = [c for m in manifests for c in containers(m) if "--redis" in c.get("args", [])]
+    assert len(users) == 4
+    for container in users:
+        mounts = {v["mountPath"]: v for v in container["volumeMounts"]}
+        mount = mounts[str(Path(ca).parent)]
+        assert mount["readOnly"] is True
 
 
 # -- Compose ---------------------------------------------------------------------------------
@@ -276,6 +361,12 @@ def test_compose_validates() -> None:
     assert services["submit"]["restart"] == "no"
     assert services["submit"]["command"][-1] == "https://example.org/"
     assert services["ui"]["environment"]["GOSSAMER_UI_TOKEN"] == "tok"
+    passwords = {COMPOSE_ENV["REDIS_PASSWORD"], COMPOSE_ENV["POSTGRES_PASSWORD"]}
+    for name in ("submit", "worker", "metrics", "ui"):
+        command = services[name]["command"]
+        assert not any(p in arg for arg in command for p in passwords), (name, command)
+        assert services[name]["environment"]["GOSSAMER_REDIS_PASSWORD"] == "r3dis"
+    assert services["worker"]["environment"]["PGPASSWORD"] == "pg"
     for name in ("submit", "worker", "metrics", "ui"):
         assert services[name]["build"]["dockerfile"] == "deploy/Dockerfile"
 

@@ -194,8 +194,9 @@ def test_non_loopback_bind_needs_a_token_of_the_user(
 
 
 async def test_the_command_prints_a_url_with_a_fresh_token(tmp_path: Path) -> None:
+    # python -m gossamer: the package runs as the gossamer script does.
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "gossamer.cli", "ui", "--bind", "127.0.0.1:0", "--out",
+        sys.executable, "-m", "gossamer", "ui", "--bind", "127.0.0.1:0", "--out",
         str(tmp_path), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     try:
@@ -205,6 +206,15 @@ async def test_the_command_prints_a_url_with_a_fresh_token(tmp_path: Path) -> No
         assert match, line
         async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as session:
             async with session.get(match[1]) as response:
+                assert response.status == 401
+            # /healthz alone answers without the token (a container's probes), GET or HEAD.
+            for method in ("GET", "HEAD"):
+                async with session.request(method, match[1] + "healthz") as response:
+                    assert response.status == 200
+                    assert "frame-ancestors 'none'" in response.headers["Content-Security-Policy"]
+            async with session.get(match[1] + "healthz") as response:
+                assert await response.text() == "ok\n"
+            async with session.post(match[1] + "healthz") as response:
                 assert response.status == 401
             async with session.get(match[0]) as response:  # the cookie follows the redirect
                 assert response.status == 200
@@ -236,3 +246,17 @@ async def test_public_paths_are_get_only_and_opt_in(tmp_path: Path) -> None:
             assert response.status == 401
         async with http.get(served.base + "/api/overview") as response:
             assert response.status == 401
+
+
+def test_redis_password_file_needs_redis_and_a_readable_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    empty = tmp_path / "empty"
+    empty.write_text("")
+    assert main(["ui", "--out", str(tmp_path), "--redis-password-file", str(empty)]) == 2
+    assert "give --redis too" in capsys.readouterr().err
+    args = ["ui", "--out", str(tmp_path), "--redis", "redis://127.0.0.1:1/0"]
+    assert main([*args, "--redis-password-file", str(empty)]) == 2
+    assert "is empty" in capsys.readouterr().err
+    assert main([*args, "--redis-password-file", str(tmp_path / "missing")]) == 2
+    assert "cannot read" in capsys.readouterr().err

@@ -157,6 +157,12 @@ def _redis_flags(parser: argparse.ArgumentParser) -> None:
         help="redis://[USER@]HOST:PORT/DB, or rediss://...?ssl_ca_certs=CA.pem for TLS "
         "(see docs/security.md)",
     )
+    add_redis_password_flag(parser)
+    parser.add_argument("--job", default=DEFAULT_JOB, help=f"job name ({DEFAULT_JOB})")
+
+
+def add_redis_password_flag(parser: argparse.ArgumentParser) -> None:
+    """``--redis-password-file``, of every command that takes ``--redis``."""
     parser.add_argument(
         "--redis-password-file",
         type=Path,
@@ -164,7 +170,6 @@ def _redis_flags(parser: argparse.ArgumentParser) -> None:
         help="read the Redis password from this file's first line (default "
         "$GOSSAMER_REDIS_PASSWORD) when the URL has none, so that ps does not show it",
     )
-    parser.add_argument("--job", default=DEFAULT_JOB, help=f"job name ({DEFAULT_JOB})")
 
 
 def _redis_url(args: argparse.Namespace) -> str:
@@ -233,9 +238,10 @@ def _metrics(args: argparse.Namespace) -> int:
     port, bind = _metrics_options(args)
     if port is None:
         raise SettingsError("invalid setting 'metrics_port': give --metrics-port")
+    redis_url = _redis_url(args)
 
     async def serve() -> None:
-        control = await open_control(args.redis, args.job)
+        control = await open_control(redis_url, args.job)
         try:
             await serve_job(control, bind, port)
         finally:
@@ -266,7 +272,7 @@ def _set_state(args: argparse.Namespace) -> int:
     from gossamer.cluster.jobs import set_state
     from gossamer.cluster.resilient import run
 
-    run(set_state(args.redis, args.job, args.state))
+    run(set_state(_redis_url(args), args.job, args.state))
     print(f"job {args.job!r}: {args.state}")
     return 0
 

@@ -3,6 +3,8 @@
 Routes (every one behind :mod:`gossamer.ui.security`)::
 
     GET  /                                   the page (static/index.html)
+    GET  /healthz                            200 ok while the server serves (its probes'; the
+                                             one path `gossamer ui` serves without the token)
     GET  /static/...                         its script modules and style sheet
     GET  /api/session                        the CSRF token the page sends with a POST
     GET  /api/overview                       every crawl and job, one line each
@@ -65,6 +67,7 @@ def build_app(guard: Guard, sources: Sources) -> web.Application:
     app[HAS_JOBS] = sources.redis is not None
     app[JOBS] = Jobs(sources.redis or "redis://127.0.0.1:6379/0")
     app.router.add_get("/", index)
+    app.router.add_get("/healthz", healthz)
     app.router.add_static("/static/", STATIC, follow_symlinks=False, append_version=False)
     app.router.add_get("/api/session", session)
     app.router.add_get("/api/overview", overview)
@@ -94,6 +97,10 @@ def _json(data: Any, status: int = 200) -> web.Response:
 
 async def index(request: web.Request) -> web.StreamResponse:
     return web.FileResponse(STATIC / "index.html")
+
+
+async def healthz(request: web.Request) -> web.Response:
+    return web.Response(text="ok\n")
 
 
 async def session(request: web.Request) -> web.Response:

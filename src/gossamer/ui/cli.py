@@ -13,11 +13,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gossamer.cluster.cli import add_redis_password_flag
 from gossamer.redact import redact_url
 from gossamer.settings import SettingsError
 
 DEFAULT_BIND = "127.0.0.1:8077"
 TOKEN_ENV = "GOSSAMER_UI_TOKEN"
+PUBLIC = frozenset({"/healthz"})
+"""What a GET reads without the token: the health check of a container's probes."""
 _BIND = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[A-Za-z0-9.-]+)):(?P<port>\d{1,5})")
 
 
@@ -40,7 +43,13 @@ def add_ui_parser(sub: Any) -> None:
         metavar="DIR",
         help="a crawl's output folder, or a folder of them (repeatable; default crawl-out)",
     )
-    ui.add_argument("--redis", metavar="URL", help="show the cluster jobs of this Redis")
+    ui.add_argument(
+        "--redis",
+        metavar="URL",
+        help="show the cluster jobs of this Redis (its password: --redis-password-file or "
+        "$GOSSAMER_REDIS_PASSWORD)",
+    )
+    add_redis_password_flag(ui)
     ui.add_argument(
         "--token-file", type=Path, help=f"read the access token from this file (or ${TOKEN_ENV})"
     )
@@ -89,7 +98,14 @@ def _ui(args: argparse.Namespace) -> int:
             f"yours with ${TOKEN_ENV} or --token-file, or bind to 127.0.0.1"
         )
     outs = args.outs or [Path("crawl-out")]
-    asyncio.run(serve(host, port, token, outs, args.redis))
+    redis = None
+    if args.redis is not None:
+        from gossamer.cluster.redisurl import resolve_redis_url
+
+        redis = resolve_redis_url(args.redis, password_file=args.redis_password_file)
+    elif args.redis_password_file is not None:
+        raise SettingsError("invalid setting 'redis-password-file': give --redis too")
+    asyncio.run(serve(host, port, token, outs, redis))
     return 0
 
 
@@ -106,7 +122,8 @@ async def serve(
     # The port is known once bound (port 0): bind first, then build the guard for it.
     site_socket = listen(host, port)
     bound = site_socket.getsockname()[1]
-    app = build_app(Guard.for_server(secret, host, bound), Sources(outs, redis))
+    guard = Guard.for_server(secret, host, bound, public=PUBLIC)
+    app = build_app(guard, Sources(outs, redis))
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.SockSite(runner, site_socket)
