@@ -66,11 +66,11 @@ function reason(error) {
 }
 
 function renderSamples() {
-  $("samples").replaceChildren(...state.samples.map((s) => el("button", {
+  $("samples").replaceChildren(...state.samples.flatMap((s) => [el("button", {
     type: "button", class: s.id === state.current ? "current" : "", text: s.url, title: s.url,
     onclick: () => showSample(s.id),
   }), el("button", { type: "button", class: "small", text: "×", title: "drop this sample",
-    onclick: () => dropSample(s.id) }))));
+    onclick: () => dropSample(s.id) })]));
 }
 
 function dropSample(id) {
