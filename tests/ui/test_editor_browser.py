@@ -176,7 +176,8 @@ HOSTILE = """<!DOCTYPE html><html><head>
 <style>.x { width: expression(alert(1)); background: url(javascript:top.pwned='css') }</style>
 </head>
 <body onload="window.top.pwned='onload'">
-<h1 class="title" onclick="window.top.pwned='onclick'" onmouseover="window.top.pwned='over'">Hostile</h1>
+<h1 class="title" onclick="window.top.pwned='onclick'"
+  onmouseover="window.top.pwned='over'">Hostile</h1>
 <a class="go" href="javascript:window.top.pwned='link'">a javascript: link</a>
 <a class="data" href="data:text/html,<script>top.pwned='data'</script>">a data: link</a>
 <img src="/log/img" onerror="window.top.pwned='img'" alt="image">
@@ -185,7 +186,8 @@ HOSTILE = """<!DOCTYPE html><html><head>
 <iframe src="/log/iframe"></iframe>
 <iframe srcdoc="<script>top.pwned='srcdoc'</script>"></iframe>
 <object data="/log/object"></object><embed src="/log/embed">
-<form action="/log/form"><input name="q" value="x" autofocus onfocus="top.pwned='focus'"><button>go</button></form>
+<form action="/log/form"><input name="q" value="x" autofocus onfocus="top.pwned='focus'">
+<button>go</button></form>
 <div style="background-image: url(/log/div)" class="item">styled</div>
 <p class="item">An <b>item</b> with <a href="/log/anchor">a link</a>.</p>
 <template><script>top.pwned='template'</script></template>
