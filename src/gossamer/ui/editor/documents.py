@@ -135,14 +135,20 @@ class Rules:
         text = to_toml(rules, header=f"# Rules saved by the gossamer rule editor ({name}).\n")
         if len(text.encode()) > MAX_DOCUMENT_BYTES:
             raise DocumentError([f"the document would be larger than {MAX_DOCUMENT_BYTES} bytes"])
-        (self.directory / "samples").mkdir(parents=True, exist_ok=True)
-        for entry, page in zip(rule["sample"], samples, strict=False):
-            (self.directory / entry["html"]).write_bytes(page.body)
         compiled = self._check(path, text, functions)
-        outputs = []
-        for entry, page in zip(rule["sample"], samples, strict=False):
-            output = sample_output(compiled, page.url, page.body)
-            outputs.append(output)
+        outputs = [sample_output(compiled, page.url, page.body) for page in samples]
+        strays = [
+            f"sample {page.url} is read by "
+            + ("no rule" if output["rule"] is None else f"rule {output['rule']!r}")
+            + f", not by {rule['name']!r}: check the URL pattern, or drop the sample"
+            for page, output in zip(samples, outputs, strict=False)
+            if output["rule"] != rule["name"]
+        ]
+        if strays:
+            raise DocumentError(strays)
+        (self.directory / "samples").mkdir(parents=True, exist_ok=True)
+        for entry, page, output in zip(rule["sample"], samples, outputs, strict=False):
+            (self.directory / entry["html"]).write_bytes(page.body)
             (self.directory / entry["expect"]).write_text(
                 json.dumps(output, ensure_ascii=False, indent=2) + "\n", "utf-8"
             )
@@ -152,8 +158,9 @@ class Rules:
         return {"document": name, "text": text, "samples": len(outputs)}
 
     def _check(self, path: Path, text: str, functions: Mapping[str, str] | None) -> RuleSet:
-        """The new document compiled with the folder's others; DocumentError if not."""
-        document = Document(str(path), text, self.directory)
+        """The new document compiled with the folder's others; DocumentError if not (its
+        samples are written once it passes: they are not looked for here)."""
+        document = Document(str(path), text)
         others = []
         try:
             others = [d for d in read_documents([self.directory]) if Path(d.name) != path]

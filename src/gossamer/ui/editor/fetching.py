@@ -153,11 +153,24 @@ def suggest_pattern(url: str) -> str:
     except InvalidURL:
         return "^" + re.escape(url) + "$"
     parts = urlsplit(url)
-    host = _DIGITS.sub(r"\\d+", re.escape(parts.netloc))
+    name = parts.hostname or ""
+    host = re.escape(parts.netloc.rpartition("@")[2].rsplit(":", 1)[0] if parts.port else name)
+    if not _is_address(name):
+        host = _DIGITS.sub(r"\\d+", host)
+    if parts.port:
+        host += r":\d+"
     segments = [_segment(segment) for segment in parts.path.split("/")]
     query = r"\?" + _segment(parts.query) if parts.query else ""
     pattern = f"^{re.escape(parts.scheme)}://{host}{'/'.join(segments)}{query}$"
     return pattern.replace(r"\-", "-")
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _segment(segment: str) -> str:

@@ -64,6 +64,8 @@ _URL_ATTRIBUTES = frozenset({
 _INERT = "data-g-"
 _CUSTOM = re.compile(r"[a-z][a-z0-9]*-[a-z0-9-]*")
 _DATA = re.compile(r"data-[a-z0-9][a-z0-9_.:-]*")
+_BLANKS = re.compile(r"[\x00-\x20]+")
+_ACTIVE_SCHEMES = ("javascript:", "vbscript:", "data:")
 _UNSAFE_STYLE = re.compile(
     r"url\s*\(|@import|expression|javascript|vbscript|behaviou?r\s*:|-moz-binding|\\", re.I
 )
@@ -113,5 +115,11 @@ def _clean_attributes(node: object) -> None:
         del attrs[name]
         if keep:
             attrs[low] = value or ""
-        elif low in _URL_ATTRIBUTES and value:
+        elif low in _URL_ATTRIBUTES and value and not _active(value):
             attrs[_INERT + low.replace(":", "-")] = value[:2000]
+
+
+def _active(url: str) -> bool:
+    """Whether ``url`` runs or holds a document (``javascript:``, ``vbscript:``, ``data:``),
+    however spaced or cased."""
+    return _BLANKS.sub("", url[:100]).lower().startswith(_ACTIVE_SCHEMES)
