@@ -108,6 +108,7 @@ async def test_rules_built_by_clicks_crawl_the_test_web(browser: Browser, tmp_pa
         assert "site0.test" in text and "another page" in text  # other home pages
         assert await page.locator("#problems li").count() == 0
         await page.fill("#doc-name", "testweb.toml")
+        await shot(page)
         await page.click("#save")
         await page.get_by_text("saved testweb.toml").wait_for()
 
@@ -131,7 +132,6 @@ async def test_rules_built_by_clicks_crawl_the_test_web(browser: Browser, tmp_pa
         await add_processor(page, "regex", r"^(.*) \(", "1")
         await page.click("#preview")
         await page.locator("#preview-results").wait_for()
-        await shot(page)
         await page.fill("#doc-name", "testweb.toml")
         await page.click("#save")
         await page.get_by_text("saved testweb.toml").wait_for()

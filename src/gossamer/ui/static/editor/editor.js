@@ -257,7 +257,7 @@ function fieldBlock(field, index) {
 
 function describe(spec) {
   if (typeof spec === "string") return spec;
-  return Object.entries(spec).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(" ");
+  return Object.entries(spec).map(([k, v]) => `${k} ${typeof v === "string" ? v : JSON.stringify(v)}`).join(", ");
 }
 
 function processorAdder(field) {
