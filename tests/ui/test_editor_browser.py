@@ -135,6 +135,26 @@ async def test_rules_built_by_clicks_crawl_the_test_web(browser: Browser, tmp_pa
         await page.fill("#doc-name", "testweb.toml")
         await page.click("#save")
         await page.get_by_text("saved testweb.toml").wait_for()
+
+        # The document opens again: its rules, their fields and samples; saved unchanged.
+        await page.goto(f"{served.base}/editor/")
+        await page.wait_for_selector("body[data-started]")
+        await page.select_option("#doc-list", "testweb.toml")
+        await page.locator("#doc-rules option").nth(1).wait_for(state="attached")
+        await page.select_option("#doc-rules", label="home")
+        await page.click("#open")
+        await page.wait_for_function("() => document.body.dataset.ready")
+        assert await page.input_value("#record-css") == "p a"
+        assert await page.locator(".field .field-name").count() == 3
+        assert await page.locator(".link .link-css").input_value() == "p a"
+        await page.click("#preview")
+        await page.locator("#preview-results").wait_for()
+        assert await page.locator("#preview-results").inner_text() == text  # as before saving
+        assert await page.locator("#problems li").count() == 0
+        before = (rules_dir / "testweb.toml").read_text()
+        await page.click("#save")
+        await page.get_by_text("saved testweb.toml").wait_for()
+        assert (rules_dir / "testweb.toml").read_text() == before
         await page.close()
 
         saved = rules_dir / "testweb.toml"
