@@ -31,6 +31,7 @@ from gossamer.errors import CommandError
 from gossamer.extract.rules import RuleError, RuleSet, evaluate_body, load_rules
 from gossamer.extract.rules.schema import Rule, Sample
 from gossamer.fetch.http import FetchConfig, Fetcher
+from gossamer.fetch.render import RenderingFetcher
 from gossamer.frontier.robots import RobotsCache
 from gossamer.settings import CrawlSettings, SettingsError, crawl_scope, load_settings
 from gossamer.urls import InvalidURL, Resolver, canonicalize
@@ -192,15 +193,16 @@ def fetch_config(settings: CrawlSettings) -> FetchConfig:
 
 
 async def fetch_following(
-    fetcher: Fetcher,
+    fetcher: Fetcher | RenderingFetcher,
     robots: RobotsCache | None,
     url: str,
     max_redirects: int,
     check: Callable[[str], None] | None = None,
 ) -> tuple[str, bytes, str | None]:
-    """(final URL, body, charset) of ``url``: robots.txt asked first (unless ``robots`` is
-    None), redirects followed, each target passed to ``check`` (which raises CommandError to
-    refuse it); a CommandError for a page that cannot be had."""
+    """(final URL, body, charset) of ``url`` (rendered when ``fetcher`` renders it):
+    robots.txt asked first (unless ``robots`` is None), redirects followed, each target
+    passed to ``check`` (which raises CommandError to refuse it); a CommandError for a page
+    that cannot be had."""
     target = _canonical(url)
     for _hop in range(max_redirects + 1):
         if check is not None:

@@ -68,6 +68,14 @@ def add_ui_parser(sub: Any) -> None:
     )
     editor.add_argument("--user-agent", help="User-Agent of the editor's fetches")
     editor.add_argument(
+        "--render",
+        choices=("never", "auto", "always"),
+        help="render sample pages in headless Chromium, as crawl's --render (default never)",
+    )
+    editor.add_argument(
+        "--proxy", dest="proxies", action="append", metavar="URL", help="as crawl's --proxy"
+    )
+    editor.add_argument(
         "--config", type=Path, help="TOML crawl settings the editor fetches and evaluates with"
     )
     ui.set_defaults(handler=_ui)
@@ -125,7 +133,13 @@ def editor_options(args: argparse.Namespace) -> EditorOptions:
     from gossamer.settings import load_settings
     from gossamer.ui.editor import EditorGuard
 
-    flags = {"resolve": args.resolve, "robots": args.robots, "user_agent": args.user_agent}
+    flags = {
+        "resolve": args.resolve,
+        "robots": args.robots,
+        "user_agent": args.user_agent,
+        "render": getattr(args, "render", None),
+        "proxies": getattr(args, "proxies", None),
+    }
     settings = load_settings({k: v for k, v in flags.items() if v is not None}, args.config)
     guard = EditorGuard.from_allow(args.editor_allow)
     rules_dir = args.rules_dir

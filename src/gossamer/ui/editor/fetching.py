@@ -12,19 +12,22 @@ anywhere). Redirect targets and the pages a preview reads are checked the same w
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import logging
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
 from urllib.parse import urlsplit
 
+from gossamer.crawl import proxy_check_url, proxy_pool, rendering_fetcher, renders
 from gossamer.errors import CommandError
 from gossamer.fetch.guard import AddressGuard, IPAddress
 from gossamer.fetch.http import Fetcher
 from gossamer.frontier.robots import RobotsCache
 from gossamer.rules_cli import fetch_config, fetch_following
-from gossamer.settings import CrawlSettings, SettingsError
+from gossamer.settings import CrawlSettings, SettingsError, crawl_scope
 from gossamer.urls import InvalidURL, canonicalize
 
 __all__ = ["EditorGuard", "Page", "PageFetcher", "suggest_pattern"]
@@ -119,13 +122,10 @@ class PageFetcher:
 
     async def fetch(self, urls: list[str]) -> list[Page | str]:
         """Each URL's page, or why it could not be had, in order."""
-        found: list[Page | str] = []
-        async with self._lock, Fetcher(fetch_config(self.settings), guard=self.guard) as fetcher:
-            robots = (
-                RobotsCache(fetcher.fetch, token=self.settings.robots_token)
-                if self.settings.robots
-                else None
-            )
+        if not urls:
+            return []
+        async with self._lock, self._fetchers(urls) as (fetcher, robots):
+            found: list[Page | str] = []
             for number, url in enumerate(urls):
                 if number:
                     await asyncio.sleep(max(self.delay, self.settings.delay))
@@ -137,7 +137,60 @@ class PageFetcher:
                     found.append(str(exc)[:500])
                     continue
                 found.append(Page(target, body, charset))
-        return found
+            return found
+
+    @contextlib.asynccontextmanager
+    async def _fetchers(self, urls: list[str]) -> AsyncIterator[tuple[Any, RobotsCache | None]]:
+        """The fetcher of ``urls`` (through the proxies and, when the settings render, the
+        browser of ``--render``) and the robots.txt cache, closed after."""
+        settings = self.settings
+        seeds = [u for u in (_canonical(url) for url in urls) if u is not None]
+        check_url = proxy_check_url(settings, seeds)
+        config = replace(
+            fetch_config(settings),
+            proxy_retries=settings.proxy_retries,
+            proxy_check_url=check_url,
+        )
+        proxies = proxy_pool(settings)
+        fetcher = Fetcher(config, guard=self.guard, proxies=proxies)
+        robots = (
+            RobotsCache(fetcher.fetch, token=settings.robots_token) if settings.robots else None
+        )
+        renderer = None
+        try:
+            if proxies is not None:
+                await proxies.start()
+            if renders(settings):
+                renderer = rendering_fetcher(
+                    settings, fetcher, crawl_scope(settings, seeds), robots or _no_robots(fetcher)
+                )
+                await _start(renderer)
+            yield (renderer or fetcher), robots
+        finally:
+            if renderer is not None:
+                await renderer.close()
+            if proxies is not None:
+                await proxies.close()
+            await fetcher.close()
+
+
+def _canonical(url: str) -> str | None:
+    try:
+        return canonicalize(url)
+    except InvalidURL:
+        return None
+
+
+def _no_robots(fetcher: Fetcher) -> RobotsCache:
+    return RobotsCache(fetcher.fetch)  # unused: rendering asks robots only when they are obeyed
+
+
+async def _start(renderer: Any) -> None:
+    try:
+        await renderer.start()
+    except Exception as exc:  # RenderUnavailable, or playwright's errors
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise CommandError(f"the rendering browser did not start: {first}") from None
 
 
 _DIGITS = re.compile(r"\d+")
