@@ -15,26 +15,27 @@ from tests.ui.server import Served, dashboard
 from gossamer.ui.cli import editor_app, editor_options
 
 
-def options(rules_dir: Path | None, allow: list[str], resolve: list[str] | None = None) -> Any:
+def options(
+    rules_dir: Path | None, allow: list[str], resolve: list[str] | None = None, **more: Any
+) -> Any:
     """The editor's options as ``gossamer ui`` parses them."""
-    return editor_options(
-        argparse.Namespace(
-            resolve=resolve or [],
-            robots=True,
-            user_agent=None,
-            config=None,
-            editor_allow=allow,
-            rules_dir=rules_dir,
-        )
-    )
+    given = {
+        "resolve": resolve or [],
+        "robots": True,
+        "user_agent": None,
+        "config": None,
+        "editor_allow": allow,
+        "rules_dir": rules_dir,
+    }
+    return editor_options(argparse.Namespace(**(given | more)))
 
 
 @asynccontextmanager
 async def editor(
-    rules_dir: Path | None, allow: list[str], resolve: list[str] | None = None
+    rules_dir: Path | None, allow: list[str], resolve: list[str] | None = None, **more: Any
 ) -> AsyncIterator[Served]:
-    """The UI with the real editor mounted."""
-    chosen = options(rules_dir, allow, resolve)
+    """The UI with the real editor mounted (``more``: options such as ``render``)."""
+    chosen = options(rules_dir, allow, resolve, **more)
     async with dashboard([rules_dir or Path()], editor=lambda port: editor_app(chosen, port)) as s:
         yield s
 

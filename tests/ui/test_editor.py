@@ -4,6 +4,7 @@ app's token and CSRF checks on its routes. Real servers on loopback."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import tomllib
 from collections.abc import AsyncIterator
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 from aiohttp import web
 from tests.ui.editor_pages import editor
 from tests.ui.server import Served
@@ -20,7 +22,7 @@ from gossamer.cli import main
 from gossamer.extract.rules import PROCESSORS, load_rules
 from gossamer.ui.editor.documents import to_toml
 from gossamer.ui.editor.editor import PROCESSOR_ARGUMENTS
-from gossamer.ui.editor.fetching import suggest_pattern
+from gossamer.ui.editor.fetching import EditorGuard, suggest_pattern
 from gossamer.ui.editor.sanitize import sanitize
 
 PAGE = """<!DOCTYPE html><html><head><title>T</title></head><body>
@@ -252,3 +254,46 @@ def test_a_saved_rule_checks(tmp_path: Path) -> None:
     path = tmp_path / "r.toml"
     path.write_text(text)
     assert main(["rules", "check", str(path)]) == 0
+
+
+BUILT_BY_SCRIPT = """<!DOCTYPE html><html><body><div id="app"></div>
+<script>document.getElementById('app').innerHTML = '<h2 class="made">Built</h2>';</script>
+</body></html>"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not Path("/usr/bin/chromium-headless-shell").exists(), reason="no chromium-headless-shell"
+)
+async def test_render_reads_pages_built_by_scripts(tmp_path: Path) -> None:
+    async def page(request: web.Request) -> web.Response:
+        return web.Response(text=BUILT_BY_SCRIPT, content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/app", page)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    url = f"http://127.0.0.1:{runner.addresses[0][1]}/app"
+    rule = {"name": "app", "url": "/app$", "field": [{"name": "made", "css": "h2.made"}]}
+    try:
+        async with editor(tmp_path, ["127.0.0.1"], render="always", robots=False) as served:  # noqa: SIM117
+            async with client(served) as session:
+                status, found = await post(session, served, "fetch", {"url": url})
+                assert status == 200, found
+                body = {"rule": rule, "samples": [found["id"]]}
+                status, preview = await post(session, served, "preview", body)
+                assert preview["rows"][0]["items"] == [{"made": "Built"}]
+    finally:
+        await runner.cleanup()
+
+
+def test_the_guard_refuses_the_ui_port_on_every_host_and_names_allowed_addresses() -> None:
+    guard = dataclasses.replace(EditorGuard.from_allow(["127.0.0.1", "*.test"]), own_port=8077)
+    assert guard.check_url("http://example.org:8077/x") is not None
+    assert guard.check_url("http://127.0.0.1:8078/") is None
+    assert guard.check_url("http://10.0.0.1/") is not None
+    assert guard.verdict("a.test", "10.1.2.3") is None  # a named host
+    assert guard.verdict("b.org", "10.1.2.3") is not None
+    assert guard.verdict("a.test", "169.254.169.254") is not None  # never
+    assert guard.verdict("b.org", "93.184.216.34") is None  # public

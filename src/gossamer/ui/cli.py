@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import re
 import signal
@@ -164,7 +165,8 @@ def editor_app(options: EditorOptions, own_port: int) -> Any:
     from gossamer.ui.editor import EditorConfig, PageFetcher, build_editor
     from gossamer.ui.editor.documents import Rules
 
-    fetcher = PageFetcher(options.settings, options.guard, own_port)
+    guard = dataclasses.replace(options.guard, own_port=own_port)
+    fetcher = PageFetcher(options.settings, guard, own_port)
     rules = None if options.rules_dir is None else Rules(options.rules_dir)
     return build_editor(EditorConfig(fetcher, rules, dict(options.settings.rule_functions)))
 

@@ -44,6 +44,9 @@ class EditorGuard(AddressGuard):
     addresses of its networks."""
 
     networks: tuple[_Network, ...] = ()
+    own_port: int = 0
+    """The UI's port: refused on every host, whatever a URL's host resolves to (a rendered
+    page's subrequests included)."""
 
     @classmethod
     def from_allow(cls, allow: Iterable[str]) -> EditorGuard:
@@ -71,6 +74,17 @@ class EditorGuard(AddressGuard):
         return cls(
             frozenset(hosts), named_subdomains=frozenset(subdomains), networks=tuple(networks)
         )
+
+    def check_url(self, url: str) -> str | None:
+        if self.own_port:
+            try:
+                parts = urlsplit(url)
+                port = parts.port or (443 if parts.scheme == "https" else 80)
+            except ValueError:
+                return "not a URL"
+            if port == self.own_port:
+                return f"the UI's own port {port} is never read"
+        return AddressGuard.check_url(self, url)
 
     def verdict(self, host: str, address: str | IPAddress) -> str | None:
         never = AddressGuard(allow_private=True).verdict(host, address)
