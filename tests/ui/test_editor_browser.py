@@ -258,3 +258,56 @@ async def test_a_hostile_sample_page_runs_nothing(browser: Browser, tmp_path: Pa
         await runner.cleanup()
     assert hits == []
     assert not [u for u in requests if f":{port}/" in u]
+
+
+SHOP = """<!DOCTYPE html><html><head><title>Shop</title></head><body>
+<div class="list"><div class="card item"><h3 class="name">Tea</h3><b class="price">3</b></div>
+<div class="card item ad"><h3 class="name">Buy this</h3></div>
+<div class="card item"><h3 class="name">Cup</h3><b class="price">5</b></div>
+<div class="card item"><h3 class="name">Pot</h3></div></div>
+<div class="card side"><h3 class="name">Elsewhere</h3></div>
+</body></html>"""
+
+
+async def test_selectors_generalise_by_classes_and_refine_with_not(
+    browser: Browser, tmp_path: Path
+) -> None:
+    async def shop(request: web.Request) -> web.Response:
+        return web.Response(text=SHOP, content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/shop/{n}", shop)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    base = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    try:
+        async with editor(tmp_path, ["127.0.0.1"], robots=False) as served:
+            page = await new_page(browser)
+            await open_editor(page, served)
+            await fetch_sample(page, f"{base}/shop/1")
+            assert await page.input_value("#rule-url") == r"^http://127\.0\.0\.1:\d+/shop/\d+$"
+            await page.click("#pick-record")
+            await click_in_frame(page, "div.item h3", 0)  # a click lands on the innermost
+            assert await page.input_value("#record-css") == "h3.name"
+            await page.click("#pick-parent")  # widened to its container
+            assert await page.input_value("#record-css") == "div.card.item"
+            assert await marked(page, "record") == 4
+            await click_in_frame(page, "div.ad h3")  # inside a highlighted one: rejects it
+            assert await page.input_value("#record-css") == "div.card.item:not(.ad)"
+            assert await marked(page, "record") == 3
+            await add_field(page, "price")  # missing from one container: null there
+            await click_in_frame(page, "b.price")
+            assert await page.locator(".field.active .field-css").input_value() == "b.price"
+            await add_processor(page, "int")
+            await add_field(page, "name")
+            await click_in_frame(page, "div.item h3")
+            assert await page.locator(".field.active .field-css").input_value() == "h3.name"
+            await page.click("#preview")
+            await page.locator("#preview-results").wait_for()
+            text = await page.locator("#preview-results").inner_text()
+            assert "Tea" in text and "Pot" in text and "Buy this" not in text
+            assert "Elsewhere" not in text and "null" in text
+            await page.close()
+    finally:
+        await runner.cleanup()

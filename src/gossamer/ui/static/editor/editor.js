@@ -168,13 +168,40 @@ function clickPage(event) {
     status("a field of a record is picked inside a record container (outlined in blue)");
     return;
   }
-  if (pick.pos.includes(found)) pick.pos = pick.pos.filter((e) => e !== found);
-  else if (pick.neg.includes(found)) pick.neg = pick.neg.filter((e) => e !== found);
-  else if (select(state.doc, pick.css || ":not(*)", scopes).includes(found)) pick.neg.push(found);
+  // A click inside an example, a rejected or a highlighted element is a click on it.
+  const within = (set) => {
+    for (let node = found; node && node !== state.doc.body; node = node.parentElement) {
+      if (set.includes(node)) return node;
+    }
+    return null;
+  };
+  const positive = within(pick.pos);
+  const negative = within(pick.neg);
+  const matched = within(pick.css ? select(state.doc, pick.css, scopes) : []);
+  if (positive) pick.pos = pick.pos.filter((e) => e !== positive);
+  else if (negative) pick.neg = pick.neg.filter((e) => e !== negative);
+  else if (matched) pick.neg.push(matched);
   else pick.pos.push(found);
+  refine(pick, scopes);
+}
+
+function refine(pick, scopes) {
   if (pick.pos.length) pick.css = generalise(state.doc, pick.pos, pick.neg, scopes);
-  if (state.target.kind === "field" && pick.pos.length === 1 && !pick.attrs) pick.attrs = attributesOf(found);
+  if (state.target.kind === "field" && pick.pos.length) pick.attrs = attributesOf(pick.pos[0]);
   render();
+}
+
+// The last example's parent instead of it: a container is most easily picked this way.
+function pickParent() {
+  const pick = targetPick();
+  const last = pick?.pos[pick.pos.length - 1];
+  const parent = last?.parentElement;
+  if (!parent || parent === state.doc.body || parent === state.doc.documentElement) return;
+  const scopes = scopesFor(state.target);
+  if (scopes && !scopes.some((s) => s.contains(parent))) return;
+  pick.pos[pick.pos.length - 1] = parent;
+  pick.neg = pick.neg.filter((n) => !parent.contains(n));
+  refine(pick, scopes);
 }
 
 function attributesOf(element) {
@@ -465,6 +492,7 @@ function start() {
     state.rule.links.push(newPick({ allow: [], deny: [] }));
     setTarget({ kind: "link", index: state.rule.links.length - 1 });
   });
+  $("pick-parent").addEventListener("click", pickParent);
   $("preview").addEventListener("click", preview);
   $("save").addEventListener("click", save);
   $("doc-list").addEventListener("change", chooseDocument);
