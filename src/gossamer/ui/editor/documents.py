@@ -158,8 +158,9 @@ class Rules:
         return {"document": name, "text": text, "samples": len(outputs)}
 
     def _check(self, path: Path, text: str, functions: Mapping[str, str] | None) -> RuleSet:
-        """The new document compiled with the folder's others; DocumentError if not (its
-        samples are written once it passes: they are not looked for here)."""
+        """The new document compiled with the folder's others (as ``rules test DIR`` and
+        ``crawl --rules DIR`` read them); DocumentError if not (its samples are written once
+        it passes: they are not looked for here)."""
         document = Document(str(path), text)
         others = []
         try:
@@ -167,10 +168,9 @@ class Rules:
         except RuleError:
             others = []
         try:
-            rules_from_documents([*others, document], functions)
+            return rules_from_documents([*others, document], functions)
         except RuleError as exc:
             raise DocumentError(exc.problems) from None
-        return rules_from_documents([document], functions)
 
 
 def _read_raw(path: Path) -> dict[str, Any]:
