@@ -93,7 +93,7 @@ async def test_private_addresses_are_refused_without_the_allow_option(tmp_path: 
             assert status == 403 and "--editor-allow" in body["error"]
             port = base.rsplit(":", 1)[1]
             status, body = await post(session, served, "fetch", {"url": f"http://x.test:{port}/"})
-            assert status == 502 and "blocked" in body["error"]
+            assert status == 403 and "blocked" in body["error"]
             for url in ("http://169.254.169.254/", "file:///etc/passwd", "ftp://127.0.0.1/"):
                 status, _body = await post(session, served, "fetch", {"url": url})
                 assert status == 403
@@ -101,11 +101,28 @@ async def test_private_addresses_are_refused_without_the_allow_option(tmp_path: 
 
 
 async def test_the_uis_own_port_is_refused_even_when_loopback_is_allowed(tmp_path: Path) -> None:
-    async with editor(tmp_path, ["127.0.0.0/8", "localhost"]) as served, client(served) as session:
-        port = served.base.rsplit(":", 1)[1]
-        for url in (f"{served.base}/api/overview", f"http://localhost:{port}/"):
-            status, body = await post(session, served, "fetch", {"url": url})
-            assert status == 403 and "own port" in body["error"]
+    async def bounce(request: web.Request) -> web.Response:
+        raise web.HTTPFound(request.query["to"])
+
+    app = web.Application()
+    app.router.add_get("/bounce", bounce)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    other = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    try:
+        async with editor(tmp_path, ["127.0.0.0/8", "localhost"], robots=False) as served:
+            async with client(served) as session:  # noqa: SIM117
+                port = served.base.rsplit(":", 1)[1]
+                for url in (
+                    f"{served.base}/api/overview",
+                    f"http://localhost:{port}/",
+                    f"{other}/bounce?to={served.base}/api/overview",
+                ):
+                    status, body = await post(session, served, "fetch", {"url": url})
+                    assert status == 403 and "own port" in body["error"], body
+    finally:
+        await runner.cleanup()
 
 
 async def test_fetch_preview_save_open(tmp_path: Path) -> None:

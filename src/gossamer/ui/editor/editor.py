@@ -163,7 +163,8 @@ async def fetch(request: web.Request) -> web.Response:
         return _json({"error": redact_text(str(exc))[:500]}, status=403)
     (found,) = await fetcher.fetch([url.strip()])
     if isinstance(found, str):
-        return _json({"error": redact_text(found)}, status=502)
+        refused = "blocked-address" in found or "never read" in found
+        return _json({"error": redact_text(found)}, status=403 if refused else 502)
     ident = request.app[PAGES].add(found)
     return _json({"id": ident, "url": found.url, "pattern": suggest_pattern(found.url)})
 
