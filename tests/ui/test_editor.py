@@ -111,8 +111,8 @@ async def test_the_uis_own_port_is_refused_even_when_loopback_is_allowed(tmp_pat
     await web.TCPSite(runner, "127.0.0.1", 0).start()
     other = f"http://127.0.0.1:{runner.addresses[0][1]}"
     try:
-        async with editor(tmp_path, ["127.0.0.0/8", "localhost"], robots=False) as served:
-            async with client(served) as session:  # noqa: SIM117
+        async with editor(tmp_path, ["127.0.0.0/8", "localhost"], robots=False) as served:  # noqa: SIM117
+            async with client(served) as session:
                 port = served.base.rsplit(":", 1)[1]
                 for url in (
                     f"{served.base}/api/overview",
