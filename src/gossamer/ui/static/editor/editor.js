@@ -2,6 +2,8 @@
 // reads the clicks (an overlay over the frame) and marks elements in the frame's document.
 import { get, post } from "/static/api.js";
 import { el } from "/static/dom.js";
+import { fieldBlock, linkBlock } from "/editor/static/form.js";
+import { renderPreview } from "/editor/static/preview.js";
 import { generalise, select } from "/editor/static/selector.js";
 
 const $ = (id) => document.getElementById(id);
@@ -242,91 +244,13 @@ function render() {
   $("record-css").value = state.rule.record.css;
   $("record-css").classList.toggle("active", state.target?.kind === "record");
   $("pick-record").classList.toggle("active", state.target?.kind === "record");
-  $("fields").replaceChildren(...state.rule.fields.map(fieldBlock));
-  $("links").replaceChildren(...state.rule.links.map(linkBlock));
+  const ui = { state, setTarget, removeAt, render, highlight, status };
+  $("fields").replaceChildren(...state.rule.fields.map((f, i) => fieldBlock(ui, f, i)));
+  $("links").replaceChildren(...state.rule.links.map((l, i) => linkBlock(ui, l, i)));
   const t = state.target;
   $("target").textContent = !t ? "nothing" : t.kind === "record" ? "the record container"
     : t.kind === "field" ? `field ${state.rule.fields[t.index].name || t.index + 1}` : `link rule ${t.index + 1}`;
   highlight();
-}
-
-function fieldBlock(field, index) {
-  const active = state.target?.kind === "field" && state.target.index === index;
-  if (field.raw) {
-    return el("div", { class: "field" }, el("strong", { text: field.raw.name }),
-      el("span", { class: "muted small", text: " (not a CSS field: kept as it is) " }),
-      el("button", { type: "button", text: "Remove", onclick: () => removeAt(state.rule.fields, index) }));
-  }
-  const attrs = ["text", "html", ...new Set([...(field.attrs || []), ...(field.attr && !["text", "html"].includes(field.attr) ? [field.attr] : [])])];
-  return el("div", { class: `field${active ? " active" : ""}`, "data-index": index },
-    el("div", { class: "row" },
-      el("input", { class: "field-name", value: field.name, placeholder: "field name", "aria-label": "field name",
-        spellcheck: "false", oninput: (e) => { field.name = e.target.value; } }),
-      el("button", { type: "button", class: `pick${active ? " active" : ""}`, text: "Pick",
-        onclick: () => setTarget({ kind: "field", index }) }),
-      el("button", { type: "button", text: "×", title: "remove the field", onclick: () => removeAt(state.rule.fields, index) })),
-    el("div", { class: "row" },
-      el("input", { class: "field-css mono", value: field.css, placeholder: "CSS selector (pick or type)",
-        "aria-label": "field selector", spellcheck: "false",
-        onchange: (e) => { field.css = e.target.value.trim(); field.pos = []; field.neg = []; highlight(); } }),
-      el("select", { class: "field-attr", "aria-label": "what the field reads",
-        onchange: (e) => { field.attr = e.target.value; } },
-        attrs.map((a) => el("option", { value: a, text: a === "text" || a === "html" ? a : `@${a}`, selected: a === (field.attr || "text") })))),
-    el("div", { class: "checks" },
-      el("label", {}, el("input", { type: "checkbox", class: "field-required", checked: field.required,
-        onchange: (e) => { field.required = e.target.checked; } }), " required"),
-      el("label", {}, el("input", { type: "checkbox", class: "field-multiple", checked: field.multiple,
-        onchange: (e) => { field.multiple = e.target.checked; } }), " every match (a list)")),
-    el("div", { class: "procs" }, field.process.map((spec, i) => el("span", { class: "chip" }, describe(spec),
-      el("button", { type: "button", text: "×", title: "remove", onclick: () => { field.process.splice(i, 1); render(); } })))),
-    processorAdder(field));
-}
-
-function describe(spec) {
-  if (typeof spec === "string") return spec;
-  return Object.entries(spec).map(([k, v]) => `${k} ${typeof v === "string" ? v : JSON.stringify(v)}`).join(", ");
-}
-
-function processorAdder(field) {
-  const name = el("select", { class: "proc-name", "aria-label": "processor" },
-    state.info.processors.map((p) => el("option", { value: p, text: p })));
-  const arg = el("input", { class: "proc-arg mono", placeholder: "argument", "aria-label": "processor argument", spellcheck: "false" });
-  const option = el("input", { class: "proc-option mono", placeholder: "group / with", "aria-label": "processor option", spellcheck: "false" });
-  const add = () => {
-    const spec = processorSpec(name.value, arg.value, option.value);
-    if (spec !== null) { field.process.push(spec); render(); }
-  };
-  return el("div", { class: "row" }, name, arg, option,
-    el("button", { type: "button", class: "proc-add", text: "Add", onclick: add }));
-}
-
-function processorSpec(name, argument, option) {
-  const options = state.info.arguments[name];
-  const simple = !options || (argument === "" && ["join", "split", "date"].includes(name));
-  if (simple) return name;
-  if (argument === "" && name !== "default") { status(`${name} needs an argument`); return null; }
-  let value = argument;
-  if (name === "default") { try { value = JSON.parse(argument); } catch { value = argument; } }
-  const spec = { [name]: value };
-  if (option !== "" && options.length) spec[options[0]] = /^\d+$/.test(option) ? Number(option) : option;
-  return spec;
-}
-
-function linkBlock(link, index) {
-  const active = state.target?.kind === "link" && state.target.index === index;
-  const lines = (text) => text.split("\n").map((s) => s.trim()).filter(Boolean);
-  return el("div", { class: `link${active ? " active" : ""}`, "data-index": index },
-    el("div", { class: "row" },
-      el("input", { class: "link-css mono", value: link.css, placeholder: "region (default: every link)",
-        "aria-label": "link region selector", spellcheck: "false",
-        onchange: (e) => { link.css = e.target.value.trim(); link.pos = []; link.neg = []; highlight(); } }),
-      el("button", { type: "button", class: `pick${active ? " active" : ""}`, text: "Pick",
-        onclick: () => setTarget({ kind: "link", index }) }),
-      el("button", { type: "button", text: "×", onclick: () => removeAt(state.rule.links, index) })),
-    el("label", {}, "allow (a regex a line)", el("textarea", { class: "link-allow", spellcheck: "false",
-      oninput: (e) => { link.allow = lines(e.target.value); } }, link.allow.join("\n"))),
-    el("label", {}, "deny (a regex a line)", el("textarea", { class: "link-deny", spellcheck: "false",
-      oninput: (e) => { link.deny = lines(e.target.value); } }, link.deny.join("\n"))));
 }
 
 function removeAt(list, index) {
@@ -376,44 +300,12 @@ async function preview() {
       rule: ruleDocument(), samples: state.samples.map((s) => s.id), more: state.info.max_more,
     });
     showProblems(result.problems);
-    renderPreview(result.rows);
+    renderPreview(result.rows, ruleDocument().field.map((f) => f.name));
     status(result.problems.length ? "the rule has problems" : "preview ready");
   } catch (error) {
     showProblems([reason(error)]);
     status("");
   }
-}
-
-function renderPreview(rows) {
-  const names = ruleDocument().field.map((f) => f.name);
-  const body = [];
-  let items = 0;
-  for (const row of rows) {
-    const page = el("td", { title: row.url }, el("span", { text: row.url }),
-      el("div", { class: "muted small", text: row.sample ? "sample" : "another page" }));
-    if (row.fetch_error) {
-      body.push(el("tr", { class: "page-row" }, page, el("td", { colspan: names.length + 2, class: "errors", text: row.fetch_error })));
-      continue;
-    }
-    items += row.count;
-    const errors = el("td", { class: "errors", text: row.errors.join("; ") });
-    const links = row.links === null ? "own links" : `${row.links.length} links`;
-    if (!row.items.length) {
-      body.push(el("tr", { class: "page-row" }, page, el("td", { colspan: names.length, class: "muted",
-        text: row.rule === null ? "the URL pattern does not match this page" : "no items" }), errors, el("td", { text: links })));
-    }
-    row.items.forEach((item, i) => {
-      body.push(el("tr", { class: i === 0 ? "page-row item" : "item" }, i === 0 ? page : el("td"),
-        names.map((n) => el("td", { class: item[n] === null ? "muted" : "", text: item[n] === null ? "null" : typeof item[n] === "string" ? item[n] : JSON.stringify(item[n]) })),
-        i === 0 ? errors : el("td"), i === 0 ? el("td", { text: links }) : el("td")));
-    });
-  }
-  $("preview-table").replaceChildren(el("table", { id: "preview-results" },
-    el("thead", {}, el("tr", {}, el("th", { text: "page" }), names.map((n) => el("th", { text: n })),
-      el("th", { text: "errors" }), el("th", { text: "follows" }))),
-    el("tbody", {}, body)));
-  $("preview-summary").textContent = `${items} items on ${rows.length} pages`;
-  $("preview-box").hidden = false;
 }
 
 async function save() {
