@@ -77,7 +77,10 @@ def add_ui_parser(sub: Any) -> None:
         "--proxy", dest="proxies", action="append", metavar="URL", help="as crawl's --proxy"
     )
     editor.add_argument(
-        "--config", type=Path, help="TOML crawl settings the editor fetches and evaluates with"
+        "--config",
+        type=Path,
+        help="TOML crawl settings the editor fetches and evaluates with (proxies, rendering, "
+        "rule_functions)",
     )
     ui.set_defaults(handler=_ui)
 
