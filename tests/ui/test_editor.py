@@ -314,3 +314,38 @@ def test_the_guard_refuses_the_ui_port_on_every_host_and_names_allowed_addresses
     assert guard.verdict("b.org", "10.1.2.3") is not None
     assert guard.verdict("a.test", "169.254.169.254") is not None  # never
     assert guard.verdict("b.org", "93.184.216.34") is None  # public
+
+
+async def test_sample_pages_are_fetched_logged_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def private(request: web.Request) -> web.Response:
+        if request.headers.get("Authorization") != "Basic " + "ZWQ6czNjcmV0":  # ed:s3cret
+            return web.Response(status=401, headers={"WWW-Authenticate": "Basic"})
+        return web.Response(text="<h1>Members</h1>", content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/members", private)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    url = f"http://127.0.0.1:{runner.addresses[0][1]}/members"
+    config = tmp_path / "crawl.toml"
+    config.write_text(
+        '[[auth]]\ndomain = "127.0.0.1"\ntype = "basic"\n'
+        'username_env = "ED_USER"\npassword_env = "ED_PASS"\n'
+    )
+    monkeypatch.setenv("ED_USER", "ed")
+    monkeypatch.setenv("ED_PASS", "s3cret")
+    try:
+        async with editor(tmp_path, ["127.0.0.1"], robots=False, config=config) as served:  # noqa: SIM117
+            async with client(served) as session:
+                status, found = await post(session, served, "fetch", {"url": url})
+                assert status == 200, found
+                async with session.get(f"{served.base}/editor/frame/{found['id']}") as response:
+                    assert "<h1>Members</h1>" in await response.text()
+    finally:
+        await runner.cleanup()
+    monkeypatch.delenv("ED_PASS")
+    code = main(["ui", "--config", str(config), "--bind", "127.0.0.1:0"])
+    assert code == 2

@@ -134,6 +134,7 @@ def _ui(args: argparse.Namespace) -> int:
 
 def editor_options(args: argparse.Namespace) -> EditorOptions:
     """The editor's options, checked (SettingsError)."""
+    from gossamer.crawl import auth_logins
     from gossamer.settings import load_settings
     from gossamer.ui.editor import EditorGuard
 
@@ -145,6 +146,7 @@ def editor_options(args: argparse.Namespace) -> EditorOptions:
         "proxies": getattr(args, "proxies", None),
     }
     settings = load_settings({k: v for k, v in flags.items() if v is not None}, args.config)
+    auth_logins(settings)  # a login whose secret cannot be read: exit status 2 now
     guard = EditorGuard.from_allow(args.editor_allow)
     rules_dir = args.rules_dir
     if rules_dir is not None and not rules_dir.is_dir():
@@ -169,7 +171,7 @@ def editor_app(options: EditorOptions, own_port: int) -> Any:
     from gossamer.ui.editor.documents import Rules
 
     guard = dataclasses.replace(options.guard, own_port=own_port)
-    fetcher = PageFetcher(options.settings, guard, own_port)
+    fetcher = PageFetcher.for_settings(options.settings, guard, own_port)
     rules = None if options.rules_dir is None else Rules(options.rules_dir)
     return build_editor(EditorConfig(fetcher, rules, dict(options.settings.rule_functions)))
 

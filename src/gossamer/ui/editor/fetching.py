@@ -21,7 +21,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from gossamer.crawl import proxy_check_url, proxy_pool, rendering_fetcher, renders
+from gossamer.crawl import (
+    authenticator,
+    proxy_check_url,
+    proxy_pool,
+    rendering_fetcher,
+    renders,
+)
 from gossamer.errors import CommandError
 from gossamer.fetch.guard import AddressGuard, IPAddress
 from gossamer.fetch.http import Fetcher
@@ -110,13 +116,23 @@ class Page:
 
 @dataclass(slots=True)
 class PageFetcher:
-    """Fetches sample pages one at a time, ``delay`` seconds apart (polite to the site)."""
+    """Fetches sample pages one at a time, ``delay`` seconds apart (polite to the site),
+    logged in as the settings' ``[[auth]]`` tables say (cookies kept in memory)."""
+
+    @classmethod
+    def for_settings(
+        cls, settings: CrawlSettings, guard: EditorGuard, own_port: int
+    ) -> PageFetcher:
+        """SettingsError for logins whose secrets cannot be read."""
+        return cls(settings, guard, own_port, auth=authenticator(settings, None))
 
     settings: CrawlSettings
     guard: EditorGuard
     own_port: int
     """The UI's port: never fetched."""
     delay: float = 0.2
+    auth: Any = None
+    """The settings' [[auth]] logins (an Authenticator), kept across fetches."""
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def check(self, url: str) -> None:
@@ -166,7 +182,7 @@ class PageFetcher:
             proxy_check_url=check_url,
         )
         proxies = proxy_pool(settings)
-        fetcher = Fetcher(config, guard=self.guard, proxies=proxies)
+        fetcher = Fetcher(config, guard=self.guard, proxies=proxies, auth=self.auth)
         robots = (
             RobotsCache(fetcher.fetch, token=settings.robots_token) if settings.robots else None
         )
