@@ -13,7 +13,8 @@ const FRAME_STYLE = `
 [data-g-match] { outline: 2px solid #e0a800 !important; background: rgba(245,179,1,.18) !important; }
 [data-g-pos] { outline: 2px solid #1e8e3e !important; background: rgba(30,142,62,.22) !important; }
 [data-g-neg] { outline: 2px solid #c0392b !important; background: rgba(192,57,43,.2) !important; text-decoration: line-through; }
-[data-g-hover] { box-shadow: 0 0 0 2px #1d2330 !important; }`;
+[data-g-hover] { box-shadow: 0 0 0 2px #1d2330 !important; }
+img { min-width: 24px; min-height: 24px; background: #e5e7eb; }`; // not loaded: still clickable
 
 const state = {
   info: { processors: [], arguments: {} },
