@@ -22,6 +22,7 @@ import asyncio
 import difflib
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +31,18 @@ from gossamer.errors import CommandError
 from gossamer.extract.rules import RuleError, RuleSet, evaluate_body, load_rules
 from gossamer.extract.rules.schema import Rule, Sample
 from gossamer.fetch.http import FetchConfig, Fetcher
+from gossamer.fetch.render import RenderingFetcher
 from gossamer.frontier.robots import RobotsCache
 from gossamer.settings import CrawlSettings, SettingsError, crawl_scope, load_settings
 from gossamer.urls import InvalidURL, Resolver, canonicalize
 
-__all__ = ["add_rules_parser", "fetch_page", "sample_output"]
+__all__ = [
+    "add_rules_parser",
+    "fetch_config",
+    "fetch_following",
+    "fetch_page",
+    "sample_output",
+]
 
 EXIT_PROBLEMS = 2
 EXIT_FAILED = 1
@@ -155,11 +163,25 @@ async def fetch_page(settings: CrawlSettings, url: str) -> tuple[str, bytes, str
     """(final URL, body, charset) of ``url`` fetched as the crawl fetches: its address guard
     (``url``'s host and ``--resolve`` names may reach private addresses), robots.txt unless
     ``settings.robots`` is off, redirects followed up to ``max_redirects``."""
+    target = _canonical(url)
+    guard = address_guard(settings, crawl_scope(settings, [target]))
+    async with Fetcher(fetch_config(settings), guard=guard) as fetcher:
+        robots = (
+            RobotsCache(fetcher.fetch, token=settings.robots_token) if settings.robots else None
+        )
+        return await fetch_following(fetcher, robots, target, settings.max_redirects)
+
+
+def _canonical(url: str) -> str:
     try:
-        target = canonicalize(url)
+        return canonicalize(url)
     except InvalidURL as exc:
         raise CommandError(f"bad URL {url!r}: {exc}") from None
-    config = FetchConfig(
+
+
+def fetch_config(settings: CrawlSettings) -> FetchConfig:
+    """The fetcher settings of a page fetched on its own (``rules try``, the rule editor)."""
+    return FetchConfig(
         user_agent=settings.user_agent,
         connect_timeout=settings.connect_timeout,
         read_timeout=settings.read_timeout,
@@ -168,25 +190,36 @@ async def fetch_page(settings: CrawlSettings, url: str) -> tuple[str, bytes, str
         concurrency=2,
         resolve=tuple(settings.resolve),
     )
-    guard = address_guard(settings, crawl_scope(settings, [target]))
-    async with Fetcher(config, guard=guard) as fetcher:
-        robots = (
-            RobotsCache(fetcher.fetch, token=settings.robots_token) if settings.robots else None
-        )
-        for _hop in range(settings.max_redirects + 1):
-            if robots is not None and not await robots.allowed(target):
-                raise CommandError(f"robots.txt disallows {target} (--no-robots to fetch it)")
-            result = await fetcher.fetch(target)
-            if result.is_redirect and result.location is not None:
-                resolved = Resolver(target).resolve(result.location)
-                if resolved is None:
-                    raise CommandError(f"{target}: bad redirect to {result.location!r}")
-                target = canonicalize(resolved)
-                continue
-            if not result.ok:
-                raise CommandError(f"{target}: {result.error or f'status {result.status}'}")
-            return target, result.body, result.charset
-    raise CommandError(f"{url}: more than {settings.max_redirects} redirects")
+
+
+async def fetch_following(
+    fetcher: Fetcher | RenderingFetcher,
+    robots: RobotsCache | None,
+    url: str,
+    max_redirects: int,
+    check: Callable[[str], None] | None = None,
+) -> tuple[str, bytes, str | None]:
+    """(final URL, body, charset) of ``url`` (rendered when ``fetcher`` renders it):
+    robots.txt asked first (unless ``robots`` is None), redirects followed, each target
+    passed to ``check`` (which raises CommandError to refuse it); a CommandError for a page
+    that cannot be had."""
+    target = _canonical(url)
+    for _hop in range(max_redirects + 1):
+        if check is not None:
+            check(target)
+        if robots is not None and not await robots.allowed(target):
+            raise CommandError(f"robots.txt disallows {target} (--no-robots to fetch it)")
+        result = await fetcher.fetch(target)
+        if result.is_redirect and result.location is not None:
+            resolved = Resolver(target).resolve(result.location)
+            if resolved is None:
+                raise CommandError(f"{target}: bad redirect to {result.location!r}")
+            target = canonicalize(resolved)
+            continue
+        if not result.ok:
+            raise CommandError(f"{target}: {result.error or f'status {result.status}'}")
+        return target, result.body, result.charset
+    raise CommandError(f"{url}: more than {max_redirects} redirects")
 
 
 def _read_page(path: Path) -> bytes:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,13 +43,15 @@ async def dashboard(
     redis: str | None = None,
     token: str = "t" * 8 + "-test-token-0123",
     public: frozenset[str] = frozenset(),
+    editor: Callable[[int], web.Application] | None = None,
 ) -> AsyncIterator[Served]:
-    """Serve the dashboard of ``outs`` (and the jobs of ``redis``), the editor stub mounted."""
+    """Serve the dashboard of ``outs`` (and the jobs of ``redis``), with ``editor(port)``
+    mounted at ``/editor`` (default: a stub)."""
     sock = listen("127.0.0.1", 0)
     port = sock.getsockname()[1]
     guard = Guard.for_server(token, "127.0.0.1", port, public)
     app = build_app(guard, Sources(outs, redis))
-    mount(app, "/editor", editor_stub())
+    mount(app, "/editor", editor_stub() if editor is None else editor(port))
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     await web.SockSite(runner, sock).start()

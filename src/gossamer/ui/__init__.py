@@ -7,6 +7,8 @@ stats.json, status.json, crawl.log), cluster jobs read from Redis (``jobs``), th
 ``gossamer ui`` command (``cli``) and the page's files (``static/``). It only reads what crawls
 write; its one state change is a cluster job's pause, resume or stop. ``metrics`` serves
 ``/metrics`` and ``/healthz`` of a crawl or worker (which start it) and of a whole job.
+``editor`` is the rule editor mounted at ``/editor``: it fetches sample pages (through its own
+address guard) and saves rule documents in ``--rules-dir``.
 
 This package may import any gossamer module.
 """

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import re
 import signal
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +54,42 @@ def add_ui_parser(sub: Any) -> None:
     add_redis_password_flag(ui)
     ui.add_argument(
         "--token-file", type=Path, help=f"read the access token from this file (or ${TOKEN_ENV})"
+    )
+    editor = ui.add_argument_group("rule editor (/editor)")
+    editor.add_argument(
+        "--rules-dir",
+        type=Path,
+        metavar="DIR",
+        help="the folder the rule editor opens and saves rule documents in (and samples/)",
+    )
+    editor.add_argument(
+        "--editor-allow",
+        action="append",
+        default=[],
+        metavar="ADDRESS|NETWORK|HOST",
+        help="let the editor read sample pages at this private or loopback address, network "
+        "(127.0.0.0/8) or host (*.test); refused by default (repeatable)",
+    )
+    editor.add_argument(
+        "--resolve", action="append", default=[], metavar="HOST=IP", help="as crawl's --resolve"
+    )
+    editor.add_argument(
+        "--no-robots", dest="robots", action="store_false", help="ignore robots.txt"
+    )
+    editor.add_argument("--user-agent", help="User-Agent of the editor's fetches")
+    editor.add_argument(
+        "--render",
+        choices=("never", "auto", "always"),
+        help="render sample pages in headless Chromium, as crawl's --render (default never)",
+    )
+    editor.add_argument(
+        "--proxy", dest="proxies", action="append", metavar="URL", help="as crawl's --proxy"
+    )
+    editor.add_argument(
+        "--config",
+        type=Path,
+        help="TOML crawl settings the editor fetches and evaluates with (proxies, rendering, "
+        "rule_functions)",
     )
     ui.set_defaults(handler=_ui)
 
@@ -105,17 +143,67 @@ def _ui(args: argparse.Namespace) -> int:
         redis = resolve_redis_url(args.redis, password_file=args.redis_password_file)
     elif args.redis_password_file is not None:
         raise SettingsError("invalid setting 'redis-password-file': give --redis too")
-    asyncio.run(serve(host, port, token, outs, redis))
+    editor = editor_options(args)
+    asyncio.run(serve(host, port, token, outs, redis, editor))
     return 0
 
 
+def editor_options(args: argparse.Namespace) -> EditorOptions:
+    """The editor's options, checked (SettingsError)."""
+    from gossamer.crawl import auth_logins
+    from gossamer.settings import load_settings
+    from gossamer.ui.editor import EditorGuard
+
+    flags = {
+        "resolve": args.resolve,
+        "robots": args.robots,
+        "user_agent": args.user_agent,
+        "render": getattr(args, "render", None),
+        "proxies": getattr(args, "proxies", None),
+    }
+    settings = load_settings({k: v for k, v in flags.items() if v is not None}, args.config)
+    auth_logins(settings)  # a login whose secret cannot be read: exit status 2 now
+    guard = EditorGuard.from_allow(args.editor_allow)
+    rules_dir = args.rules_dir
+    if rules_dir is not None and not rules_dir.is_dir():
+        raise SettingsError(f"invalid setting 'rules_dir': {rules_dir} is not a folder")
+    return EditorOptions(settings, guard, rules_dir)
+
+
+@dataclass(frozen=True, slots=True)
+class EditorOptions:
+    """What ``gossamer ui`` hands the rule editor."""
+
+    settings: Any
+    """The CrawlSettings of its fetches (``--config``, ``--resolve``, ...)."""
+    guard: Any
+    """The EditorGuard of ``--editor-allow``."""
+    rules_dir: Path | None
+
+
+def editor_app(options: EditorOptions, own_port: int) -> Any:
+    """The editor's application for a UI on ``own_port``."""
+    from gossamer.ui.editor import EditorConfig, PageFetcher, build_editor
+    from gossamer.ui.editor.documents import Rules
+
+    guard = dataclasses.replace(options.guard, own_port=own_port)
+    fetcher = PageFetcher.for_settings(options.settings, guard, own_port)
+    rules = None if options.rules_dir is None else Rules(options.rules_dir)
+    return build_editor(EditorConfig(fetcher, rules, dict(options.settings.rule_functions)))
+
+
 async def serve(
-    host: str, port: int, token: str | None, outs: list[Path], redis: str | None
+    host: str,
+    port: int,
+    token: str | None,
+    outs: list[Path],
+    redis: str | None,
+    editor: EditorOptions | None = None,
 ) -> None:
     """Serve until interrupted; print the URL to open (with the token when it was made here)."""
     from aiohttp import web
 
-    from gossamer.ui.app import Sources, build_app
+    from gossamer.ui.app import Sources, build_app, mount
     from gossamer.ui.security import Guard, new_token
 
     secret = token or new_token()
@@ -124,6 +212,8 @@ async def serve(
     bound = site_socket.getsockname()[1]
     guard = Guard.for_server(secret, host, bound, public=PUBLIC)
     app = build_app(guard, Sources(outs, redis))
+    if editor is not None:
+        mount(app, "/editor", editor_app(editor, bound))
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.SockSite(runner, site_socket)
@@ -137,6 +227,9 @@ async def serve(
     where = ", ".join(str(o) for o in outs)
     jobs = f"; jobs of {redact_url(redis)}" if redis else ""
     print(f"showing crawls in {where}{jobs}; Ctrl-C stops", file=sys.stderr, flush=True)
+    if editor is not None:
+        saves = f"saves in {editor.rules_dir}" if editor.rules_dir else "no --rules-dir: no saving"
+        print(f"rule editor: {url}editor/ ({saves})", file=sys.stderr, flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -122,8 +122,19 @@ async def security_headers(request: web.Request, handler: Handler) -> web.Stream
         exc.headers.update(HEADERS)
         raise
     if not response.prepared:
-        response.headers.update(HEADERS)
+        _apply_headers(response)
     return response
+
+
+OWN_POLICY = frozenset({"Content-Security-Policy", "X-Frame-Options"})
+"""Headers a response may set itself, stricter than the app's: the rule editor's sanitised
+page (``default-src 'none'``, framed by the app's own page only)."""
+
+
+def _apply_headers(response: web.StreamResponse) -> None:
+    for name, value in HEADERS.items():
+        if name not in OWN_POLICY or name not in response.headers:
+            response.headers[name] = value
 
 
 async def _on_prepare(request: web.Request, response: web.StreamResponse) -> None:
