@@ -231,6 +231,8 @@ class Authenticator:
 
     def login_for(self, url: str) -> Login | None:
         """The login whose domain covers ``url``'s host, the most specific one; else None."""
+        if not self._logins:
+            return None
         host = (urlsplit(url).hostname or "").lower().rstrip(".")
         return next((login for login in self._logins if login.covers(host)), None)
 

@@ -88,6 +88,8 @@ class CookieJar:
 
     def header(self, url: str) -> str | None:
         """The ``Cookie`` header for ``url``, or None."""
+        if not self._cookies:
+            return None
         parts = urlsplit(url)
         host, path = _host(parts.hostname), parts.path or "/"
         secure = parts.scheme == "https"

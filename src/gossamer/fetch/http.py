@@ -530,7 +530,7 @@ class Fetcher:
     ) -> FetchResult:
         session = self._login_session(url)
         sent = await auth.prepare(url, session)
-        result = await self._send(url, {**(headers or {}), **sent})
+        result = await self._send(url, {**headers, **sent} if headers and sent else sent or headers)
         if await auth.check(url, sent, result.status, result.headers, result.body, session):
             self._count(result)  # the logged-out answer counts as a request of its own
             self._requests += 1
