@@ -243,9 +243,8 @@ async def test_injected_resolver_is_not_closed() -> None:
     assert not real.closed
 
 
-@pytest.mark.parametrize("use_aiodns", [False, True])
-async def test_default_resolver_resolves_localhost(use_aiodns: bool) -> None:
-    resolver = CachingResolver(use_aiodns=use_aiodns)
+async def test_default_resolver_resolves_localhost() -> None:
+    resolver = CachingResolver()
     try:
         results = await resolver.resolve("localhost", 80, socket.AF_INET)
         assert results[0]["host"] == "127.0.0.1"

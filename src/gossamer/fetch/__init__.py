@@ -3,7 +3,7 @@ HTTP with capped decoding (``http``, ``decoding``), the bandwidth cap (``ratelim
 wire capture for WARC (``exchange``), the proxy pool (``proxies``), logins per domain
 (``auth``) and rendering in headless Chromium (``render``, a package).
 
-This package may import the standard library, aiohttp, aiodns, brotli, aiohttp-socks and
+This package may import the standard library, aiohttp, brotli, aiohttp-socks and
 python-socks (SOCKS5 proxies), selectolax, psutil, playwright (in ``render``, lazily),
 ``gossamer.redact``,
 ``gossamer.safe`` and ``gossamer.urls``; it knows no other stage (the engine hands it URLs

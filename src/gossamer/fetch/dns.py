@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from aiohttp.abc import AbstractResolver, ResolveResult
-from aiohttp.resolver import AsyncResolver, ThreadedResolver
+from aiohttp.resolver import ThreadedResolver
 
 __all__ = [
     "CachingResolver",
@@ -187,8 +187,8 @@ class CachingResolver(AbstractResolver):
     """A TTL cache with negative caching, look-up coalescing and overrides (see module doc).
 
     ``resolver`` is the real resolver; by default one is created lazily (inside the running
-    loop): aiohttp's `ThreadedResolver` (getaddrinfo in threads), or its aiodns-based
-    `AsyncResolver` when ``use_aiodns`` is set. The cache closes only a resolver it created.
+    loop): aiohttp's `ThreadedResolver` (getaddrinfo in threads, as the system resolves: hosts
+    file, nsswitch). The cache closes only a resolver it created.
     ``overrides`` takes parsed `ResolveOverrides` or raw ``HOST=IP`` strings. ``clock``
     (monotonic seconds) is injectable for tests.
     """
@@ -202,7 +202,6 @@ class CachingResolver(AbstractResolver):
         negative_ttl: float = 10.0,
         timeout: float = 10.0,
         max_entries: int = 100_000,
-        use_aiodns: bool = False,
         clock: Clock = time.monotonic,
     ) -> None:
         if ttl < 0 or negative_ttl < 0 or timeout <= 0 or max_entries < 1:
@@ -216,7 +215,6 @@ class CachingResolver(AbstractResolver):
         self._negative_ttl = negative_ttl
         self._timeout = timeout
         self._max_entries = max_entries
-        self._use_aiodns = use_aiodns
         self._clock = clock
         self._cache: dict[tuple[str, int], _Entry] = {}
         self._in_flight: dict[tuple[str, int], asyncio.Task[_Entry]] = {}
@@ -266,7 +264,7 @@ class CachingResolver(AbstractResolver):
 
     def _real(self) -> AbstractResolver:
         if self._resolver is None:
-            self._resolver = AsyncResolver() if self._use_aiodns else ThreadedResolver()
+            self._resolver = ThreadedResolver()
         return self._resolver
 
     def _store(self, key: tuple[str, int], entry: _Entry) -> None:

@@ -193,8 +193,8 @@ class FetchConfig:
     ``max_decoded_bytes`` defaults to ``max_body_bytes``. ``concurrency`` is the number of
     connections (and of concurrent fetches; callers beyond it wait for a slot, outside the
     timeouts). ``resolve`` holds ``HOST=IP`` overrides (see `parse_resolve_overrides`).
-    ``headers`` are sent with every request, under any per-request headers. ``dns_*`` and
-    ``use_aiodns`` configure the `CachingResolver`; ``verify_tls=False`` accepts any
+    ``headers`` are sent with every request, under any per-request headers. ``dns_*``
+    configure the `CachingResolver`; ``verify_tls=False`` accepts any
     certificate. Idle keep-alive connections close after ``keepalive_timeout``.
     ``max_bandwidth`` caps the body bytes per second of all requests together (None: no cap).
     ``keep_wire`` makes every result with a response carry its `Exchange` (for ``--warc``).
@@ -213,7 +213,6 @@ class FetchConfig:
     headers: Mapping[str, str] = field(default_factory=lambda: DEFAULT_HEADERS)
     dns_ttl: float = 300.0
     dns_negative_ttl: float = 10.0
-    use_aiodns: bool = False
     keepalive_timeout: float = 15.0
     verify_tls: bool = True
     max_bandwidth: int | None = None
@@ -467,7 +466,6 @@ class Fetcher:
                 ttl=config.dns_ttl,
                 negative_ttl=config.dns_negative_ttl,
                 timeout=config.connect_timeout,
-                use_aiodns=config.use_aiodns,
             )
         resolver: AbstractResolver = self._resolver
         if self._address_guard is not None:
