@@ -168,7 +168,7 @@ def _pdfs() -> dict[str, bytes]:
 async def test_hostile_pdfs_end_as_records_with_a_reason(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(crawl_module, "PdfPool", functools.partial(PdfPool, timeout=2.0))
+    monkeypatch.setattr(crawl_module, "_pdf_pool", functools.partial(PdfPool, 2, timeout=2.0))
     documents = _pdfs()
     pages = {path: ("application/pdf", body) for path, body in documents.items()}
     pages["/"] = ("text/html", links(*documents))

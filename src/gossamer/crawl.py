@@ -32,9 +32,6 @@ from gossamer.engine import (
     Focus,
     RobotsFetch,
 )
-from gossamer.extract import extract
-from gossamer.extract.lang import load_model as load_language_model
-from gossamer.extract.pdf import PdfPool
 from gossamer.fetch.auth import Authenticator, Login, Secret, UserLogin
 from gossamer.fetch.cookies import CookieJar, CookieRow, read_cookies_txt
 from gossamer.fetch.guard import AddressGuard
@@ -67,6 +64,7 @@ from gossamer.status import status_file
 from gossamer.urls import InvalidURL, Scope, canonicalize, host_key
 
 if TYPE_CHECKING:
+    from gossamer.extract.pdf import PdfPool
     from gossamer.extract.rules import RuleSet
     from gossamer.fetch.render import RenderingFetcher
     from gossamer.sinks.postgres import PostgresSink, StoreExport
@@ -277,7 +275,7 @@ async def open_stages(
         max_pause=settings.max_retry_after,
         max_crawl_delay=settings.max_crawl_delay,
     )
-    pdf = PdfPool(workers=2) if settings.text else None
+    pdf = _pdf_pool() if settings.text else None
     renderer = rendering_fetcher(settings, fetcher, scope, robots)
     try:
         if proxies is not None:
@@ -504,9 +502,18 @@ def _item_sink(path: Path, db: CrawlDB) -> ItemJsonlSink:
     return sink
 
 
+def _pdf_pool() -> PdfPool:
+    from gossamer.extract.pdf import PdfPool  # a --no-text crawl never loads the extractors
+
+    return PdfPool(workers=2)
+
+
 def _check_extraction(extractor: str) -> None:
     """Load the language model and the extractor's library now: one missing fails the crawl
     at its start, not every page with an internal error."""
+    from gossamer.extract import extract
+    from gossamer.extract.lang import load_model as load_language_model
+
     try:
         load_language_model()
     except ImportError as exc:

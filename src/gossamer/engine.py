@@ -28,10 +28,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from gossamer.extract import DEFAULT_EXTRACTOR, Content, extract
-from gossamer.extract.lang import detect_language
-from gossamer.extract.pdf import PdfPool
-from gossamer.extract.text import plain_text
 from gossamer.focus.digests import DigestIndex, Match, digest
 from gossamer.frontier.base import Candidate, Feedback, Frontier, HeldBack, Lease
 from gossamer.frontier.robots import RobotsCache, RobotsPolicy
@@ -53,6 +49,8 @@ from gossamer.stats import CrawlStats, peak_rss_mb
 from gossamer.urls import Resolver, canonicalize, host_key
 
 if TYPE_CHECKING:
+    from gossamer.extract import Content
+    from gossamer.extract.pdf import PdfPool
     from gossamer.extract.rules import RuleSet
 
 log = logging.getLogger(__name__)
@@ -155,7 +153,8 @@ class EngineConfig:
     """The user's ``--hook`` (see :mod:`gossamer.hooks`), called on every 2xx page."""
     text: bool = True
     """Extract the main text and metadata of HTML, plain-text and PDF pages."""
-    extractor: str = DEFAULT_EXTRACTOR
+    extractor: str = "tree"
+    """The main-text extractor (see :mod:`gossamer.extract`, imported only when ``text``)."""
     max_text_chars: int = 1_000_000
     rules: RuleSet | None = None
     """The rule documents (``--rules``) read on every 2xx HTML page, before the hook."""
@@ -650,6 +649,10 @@ class Crawler:
         if _is_html(result):
             return await self._parse(lease, result)
         if self._config.text and result.content_type == "text/plain":
+            from gossamer.extract import Content
+            from gossamer.extract.lang import detect_language
+            from gossamer.extract.text import plain_text
+
             detected = detect_encoding(result.body, result.charset)
             body = result.body[detected.bom_length :]
             text = plain_text(body.decode(detected.encoding, "replace"))
@@ -680,6 +683,8 @@ class Crawler:
         extracted = await self._pdf.text(result.body, self._config.max_text_chars)
         if extracted.text is None:
             return {}, extracted.error
+        from gossamer.extract.lang import detect_language
+
         text = extracted.text
         return {"text": text, "text_chars": len(text), "lang": detect_language(text)}, None
 
@@ -730,6 +735,8 @@ class Crawler:
         )
         if not self._config.text:
             return page, None
+        from gossamer.extract import Content, extract  # a --no-text crawl never loads them
+
         if page.tree is None:
             return page, Content(text="")
         return page, extract(page.tree, url, self._config.extractor)
