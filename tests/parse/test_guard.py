@@ -128,7 +128,8 @@ def _attr_bomb() -> bytes:
 # Worst cases for the guard and lexbor together, about 10 MB each. The old guard took 241 s
 # on the attribute bomb and lexbor alone needs hours for 10 MB of <div>; these take 0.3 to
 # 4.5 s each on a shared 2-core machine (the guard's Python pass dominates). The budget is
-# generous because test machines are shared.
+# generous because test machines are shared; it is CPU time of the parsing thread (other
+# processes and parallel tests do not count).
 WORST: dict[str, Callable[[], bytes]] = {
     "2,000 tags of 500 attributes": _attr_bomb,
     "100,000 distinct attribute names": lambda: b"".join(
@@ -151,9 +152,9 @@ WORST_BUDGET_SECONDS = 12.0
 @pytest.mark.parametrize("name", list(WORST))
 def test_worst_case_pages_parse_in_bounded_time(name: str) -> None:
     body = WORST[name]()
-    started = time.perf_counter()
+    started = time.thread_time()
     parse_html(body, URL)
-    assert time.perf_counter() - started < WORST_BUDGET_SECONDS
+    assert time.thread_time() - started < WORST_BUDGET_SECONDS
 
 
 def test_attribute_names_with_odd_whitespace_past_the_limit() -> None:
@@ -184,9 +185,9 @@ def test_ordinary_pages_are_parsed_as_they_are() -> None:
 def test_balanced_but_deep_pages_are_checked_and_flattened(shape: bytes) -> None:
     body = shape * (15_000 // shape.count(b"<")) + b'<a href="/after">after</a>'
     assert _ordinary(body, _tag_count(body))
-    started = time.perf_counter()
+    started = time.thread_time()
     parsed = parse(body)
-    assert time.perf_counter() - started < 5.0
+    assert time.thread_time() - started < 5.0
     assert parsed.flags == ("html-flattened",) and parsed.tree is not None
     assert lexbor_depth(parsed.tree.html or "") <= 2 * MAX_DEPTH
     assert parse_html(body, URL).links == ["http://example.com/after"]

@@ -49,9 +49,9 @@ HOSTILE: dict[str, Callable[[], bytes]] = {
 @pytest.mark.parametrize("name", list(HOSTILE))
 def test_hostile_document_parses_quickly(name: str) -> None:
     body = HOSTILE[name]()
-    started = time.perf_counter()
+    started = time.thread_time()
     page = parse_html(body, URL)
-    assert time.perf_counter() - started < BUDGET_SECONDS
+    assert time.thread_time() - started < BUDGET_SECONDS
     assert all(link.startswith("http://example.com/") for link in page.links)
 
 
