@@ -634,10 +634,6 @@ class HostScheduler(Generic[E]):
             found[key] = HeldBack(key, reason, round(ready - now, 3), queued, host.slot.active)
         return sorted(found.values(), key=lambda h: (-h.wait, -h.queued))[:most]
 
-    def waiting(self) -> tuple[int, int]:
-        """Hosts held back now, counted by :func:`waiting`."""
-        return waiting(self.held_back(None))
-
     @property
     def ranked(self) -> bool:
         """Best first across hosts is on (an entry with a priority other than 0 came)."""

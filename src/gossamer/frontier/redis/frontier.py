@@ -139,7 +139,8 @@ class RedisFrontier:
             batches.setdefault(part, []).append((fp, entry))
             if cand.priority:
                 ranked.add(part)
-        added, self._ranked = 0, self._ranked or bool(ranked)
+        self._ranked |= bool(ranked)
+        added = 0
         if batches:
             calls: list[ScriptCall] = []
             for part, rows in batches.items():
