@@ -13,6 +13,7 @@ on-topic pages among the first N / all on-topic pages. Politeness is read from t
 own request log: the smallest spacing between two requests to the Crawl-delay host.
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_focus.py [--n 100 200 500] [--json]
+        [--modes breadth-first soft hard "soft, phrase only"] [--seed 7]
 """
 
 from __future__ import annotations
@@ -118,15 +119,17 @@ def figures(fetched: list[str], relevant: set[str], n: int) -> tuple[float, floa
     return hits / max(len(first), 1), hits / len(relevant)
 
 
-async def main(ns: list[int], as_json: bool) -> dict[str, Any]:
-    web = generate_topical()
+async def main(
+    ns: list[int], as_json: bool, modes: tuple[str, ...] = MODES, seed: int = 7
+) -> dict[str, Any]:
+    web = generate_topical(seed)
     report: dict[str, Any] = {"n": ns}
     async with TopicalServer(web) as server:
         relevant = web.relevant(server.port)
         report["pages"] = len(web.pages)
         report["relevant"] = len(relevant)
         with tempfile.TemporaryDirectory() as tmp:
-            for i, mode in enumerate(MODES):
+            for i, mode in enumerate(modes):
                 run = await crawl(server, mode, max(ns), Path(tmp) / str(i))
                 run["at"] = {n: figures(run["fetched"], relevant, n) for n in ns}
                 run["fetched"] = len(run["fetched"])
@@ -141,11 +144,11 @@ async def main(ns: list[int], as_json: bool) -> dict[str, Any]:
         return report
     print(f"topical web: {report['pages']} pages, {report['relevant']} on topic")
     print(f"{'crawl':<20}" + "".join(f"  harvest@{n:<4} recall@{n:<4}" for n in ns) + "  seconds")
-    for mode in (*MODES, "oracle crawler", "perfect"):
+    for mode in (*modes, "oracle crawler", "perfect"):
         row = report[mode]
         cells = "".join(f"  {h:>11.2f} {r:>10.2f}" for h, r in (row["at"][n] for n in ns))
         print(f"{mode:<20}{cells}  {row.get('seconds', '')}")
-    for mode in MODES:
+    for mode in modes:
         row = report[mode]
         print(
             f"{mode}: {row['slow_requests']} requests to {SLOW_HOST} (Crawl-delay {SLOW_DELAY}), "
@@ -158,6 +161,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, nargs="+", default=[100, 200, 500])
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument("--seed", type=int, default=7, help="of the generated topical web")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    asyncio.run(main(args.n, args.json))
+    asyncio.run(main(args.n, args.json, tuple(args.modes), args.seed))

@@ -214,7 +214,13 @@ class Stages:
             tolerance=settings.focus_tolerance,
         )
         reprioritize = getattr(frontier, "reprioritize", None)
-        return FocusPolicy(topic, config, reprioritize=reprioritize, extractor=settings.extractor)
+        return FocusPolicy(
+            topic,
+            config,
+            reprioritize=reprioritize,
+            extractor=settings.extractor,
+            known=[e.url for e in examples],
+        )
 
 
 @asynccontextmanager

@@ -7,7 +7,9 @@ For each 2xx HTML page the engine asks :meth:`FocusPolicy.judge`:
    example for the link scorer: relevant (at or above the threshold) or not;
 3. every outlink gets a priority from what is known before fetching it: a prior (the topic
    words of its anchor text, of the text around it and of its URL, and the page's
-   relevance) blended with the learnt scorer's probability as it gains experience;
+   relevance) blended with the learnt scorer's probability as it gains experience, or, when
+   higher, the evidence of where it points (:mod:`gossamer.focus.paths`: into a section of
+   the site where on-topic pages or the examples were found, or beside them);
 4. in ``hard`` mode the outlinks of an irrelevant page are dropped, unless the page lies
    within ``tolerance`` irrelevant pages of a relevant one (tolerance 1: the links of an
    irrelevant page whose parent was relevant are still followed, those of its irrelevant
@@ -25,7 +27,7 @@ import inspect
 import logging
 import re
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
@@ -33,6 +35,7 @@ from urllib.parse import urlsplit
 from gossamer.extract import Content, extract
 from gossamer.focus.anchors import LinkText, link_texts
 from gossamer.focus.learner import Features, OnlineLogistic, hash_features, hash_union
+from gossamer.focus.paths import PathEvidence
 from gossamer.focus.topic import Topic
 from gossamer.frontier.base import Candidate
 from gossamer.parse.links import ParsedPage
@@ -113,7 +116,9 @@ class FocusPolicy:
         *,
         reprioritize: Reprioritize | None = None,
         extractor: str = "tree",
+        known: Sequence[str] = (),
     ) -> None:
+        """``known``: URLs of pages known to be on-topic (the examples)."""
         self.topic = topic
         self.config = config or FocusConfig()
         self.model = OnlineLogistic()
@@ -126,6 +131,9 @@ class FocusPolicy:
         self._judged = self._relevant = self._dropped = 0
         self._rescores = self._reprioritized = 0
         self._since_rescore = 0
+        self.paths = PathEvidence()
+        for url in known:
+            self.paths.add(url, True)
 
     # -- the engine's calls ----------------------------------------------------------------
 
@@ -139,6 +147,7 @@ class FocusPolicy:
         relevance = self.topic.judge(content.text).relevance
         relevant = relevance >= self.config.threshold
         self._tally(relevant)
+        self.paths.add(url, relevant)
         came_by = self._waiting.pop(url, None)
         if len(self._done) >= _MAX_DONE:
             self._done.clear()
@@ -178,8 +187,9 @@ class FocusPolicy:
         learnt = self.model.predict_many([e.features for e in entries])
         share = self._learnt_share()
         changed: dict[str, float] = {}
+        place = self._place
         for url, entry, p in zip(urls, entries, learnt.tolist(), strict=True):
-            priority = round((1 - share) * entry.prior + share * p, 4)
+            priority = round(max((1 - share) * entry.prior + share * p, place(url)), 4)
             if abs(priority - entry.sent) >= _PRIORITY_STEP:
                 entry.sent = priority
                 changed[url] = priority
@@ -238,15 +248,21 @@ class FocusPolicy:
         share = self._learnt_share()
         parent = f"p:{int(relevance * 5)}"
         out = []
+        place = self._place
         for link in links:
             features, prior = self._link_features(link, texts.get(link), relevance, parent)
             priority = prior
             if share:
                 priority = (1 - share) * prior + share * self.model.predict(features)
-            priority = round(priority, 4)
+            priority = round(max(priority, place(link)), 4)
             out.append(Candidate(link, depth, priority=priority))
             self._keep(link, features, prior, priority, streak)
         return out
+
+    def _place(self, link: str) -> float:
+        """How strongly where a link lies points at on-topic pages (:mod:`.paths`)."""
+        parts = urlsplit(link)
+        return self.paths.score(parts.hostname or "", parts.path)
 
     def _link_features(
         self, link: str, text: LinkText | None, relevance: float, parent: str

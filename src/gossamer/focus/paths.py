@@ -1,0 +1,86 @@
+"""Where on-topic pages live: judged and relevant pages counted per URL path prefix.
+
+Sites keep a topic's pages together (a documentation section, a blog category, an archive
+year), so where a link points among the URLs already judged says something before it is
+fetched. Every judged page counts, under each leading run of its path's segments
+(``docs.example/reference``, ``docs.example/reference/storage``...; the host alone is the
+empty run), as one page judged below it and, when on-topic, one relevant; and under its
+directory (the run without its last segment) as a child judged and relevant. The example
+pages count as relevant.
+
+A link scores (0..1) the larger of two shares, each with two judged pages more in the
+denominator, so that a lucky page or two prove little:
+
+* it leads into a section: the relevant share of the pages judged below its own path (a link
+  to ``/reference/storage/`` when on-topic pages were found under it);
+* it is a sibling: the relevant share of the pages judged in its directory, once two or more
+  of them were on-topic (a link to ``/reference/storage/engine/concurrency/7/`` when
+  ``.../concurrency/0/`` and ``.../5/`` were). One on-topic section page among its
+  directory's does not make the other sections likely.
+
+A link elsewhere on the site scores 0, however many on-topic pages its site holds: a site's
+or a top-level section's share alone says little about one more of its pages.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+MAX_SEGMENTS = 8
+"""Path segments counted (deeper pages count under their first eight)."""
+MAX_PREFIXES = 200_000
+"""Prefixes counted; once reached, pages count only under prefixes already known."""
+_SIBLINGS_FROM = 2
+"""On-topic pages in a directory before its other pages count as likely."""
+
+
+def prefixes(host: str, path: str) -> list[str]:
+    """The keys of a URL's path prefixes, the host alone first, the whole path last."""
+    keys = [host]
+    for segment in path.split("/"):
+        if segment and len(keys) <= MAX_SEGMENTS:
+            keys.append(f"{keys[-1]}/{segment}")
+    return keys
+
+
+class PathEvidence:
+    """Judged and relevant pages per path prefix (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._counts: dict[str, list[int]] = {}
+        """prefix -> [relevant below, judged below, relevant children, judged children]"""
+
+    def __len__(self) -> int:
+        return len(self._counts)
+
+    def add(self, url: str, relevant: bool) -> None:
+        """Count a judged page below each of its path's prefixes and in its directory."""
+        parts = urlsplit(url)
+        keys = prefixes(parts.hostname or "", parts.path)
+        for key in keys[1:]:
+            entry = self._entry(key)
+            if entry is not None:
+                entry[0] += relevant
+                entry[1] += 1
+        if len(keys) > 1 and (entry := self._entry(keys[-2])) is not None:
+            entry[2] += relevant
+            entry[3] += 1
+
+    def score(self, host: str, path: str) -> float:
+        """How strongly where a link points says it leads to on-topic pages, 0..1."""
+        keys = prefixes(host, path)
+        if len(keys) < 2:
+            return 0.0
+        counts = self._counts
+        below = counts.get(keys[-1])
+        into = below[0] / (below[1] + 2) if below is not None else 0.0
+        siblings = counts.get(keys[-2])
+        if siblings is None or siblings[2] < _SIBLINGS_FROM:
+            return into
+        return max(into, siblings[2] / (siblings[3] + 2))
+
+    def _entry(self, key: str) -> list[int] | None:
+        entry = self._counts.get(key)
+        if entry is None and len(self._counts) < MAX_PREFIXES:
+            entry = self._counts[key] = [0, 0, 0, 0]
+        return entry
