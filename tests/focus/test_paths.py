@@ -3,8 +3,10 @@ pages, score by the section's relevant share; links elsewhere on the site score 
 
 from __future__ import annotations
 
+import pytest
 from tests.focus.test_policy import ON, PHRASE, html, judge
 
+from gossamer.focus import paths
 from gossamer.focus.paths import MAX_SEGMENTS, PathEvidence, prefixes
 from gossamer.focus.policy import FocusPolicy
 from gossamer.focus.topic import Topic
@@ -68,3 +70,14 @@ def test_judged_pages_count_as_evidence() -> None:
     _, off = judge(policy, f"{DOCS}/garden/", html("gardening", 5, [sibling, ("/x/", "next")]))
     assert off[f"{DOCS}/guide/locks/9/"] >= 2 / 4
     assert off[f"{DOCS}/x/"] < 0.2
+
+
+def test_the_counts_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(paths, "MAX_PREFIXES", 10)
+    evidence = PathEvidence()
+    long = "x" * 5000
+    for n in range(20):
+        evidence.add(f"{DOCS}/{long}{n}/a/", True)
+    assert len(evidence) == 10
+    evidence.add(f"{DOCS}/{long}0/a/", True)  # known prefixes still count
+    assert score(evidence, f"{DOCS}/{long}0/") == 2 / 4

@@ -28,8 +28,9 @@ from urllib.parse import urlsplit
 
 MAX_SEGMENTS = 8
 """Path segments counted (deeper pages count under their first eight)."""
-MAX_PREFIXES = 200_000
-"""Prefixes counted; once reached, pages count only under prefixes already known."""
+MAX_PREFIXES = 100_000
+"""Prefixes counted (each a hash and four counts, some 200 bytes); once reached, pages count
+only under prefixes already known."""
 _SIBLINGS_FROM = 2
 """On-topic pages in a directory before its other pages count as likely."""
 
@@ -47,8 +48,9 @@ class PathEvidence:
     """Judged and relevant pages per path prefix (see the module docstring)."""
 
     def __init__(self) -> None:
-        self._counts: dict[str, list[int]] = {}
-        """prefix -> [relevant below, judged below, relevant children, judged children]"""
+        self._counts: dict[int, list[int]] = {}
+        """hash(prefix) -> [relevant below, judged below, relevant children, judged children]
+        (hashes: a hostile site's long paths cost no more than short ones)"""
 
     def __len__(self) -> int:
         return len(self._counts)
@@ -72,14 +74,15 @@ class PathEvidence:
         if len(keys) < 2:
             return 0.0
         counts = self._counts
-        below = counts.get(keys[-1])
+        below = counts.get(hash(keys[-1]))
         into = below[0] / (below[1] + 2) if below is not None else 0.0
-        siblings = counts.get(keys[-2])
+        siblings = counts.get(hash(keys[-2]))
         if siblings is None or siblings[2] < _SIBLINGS_FROM:
             return into
         return max(into, siblings[2] / (siblings[3] + 2))
 
-    def _entry(self, key: str) -> list[int] | None:
+    def _entry(self, prefix: str) -> list[int] | None:
+        key = hash(prefix)
         entry = self._counts.get(key)
         if entry is None and len(self._counts) < MAX_PREFIXES:
             entry = self._counts[key] = [0, 0, 0, 0]
