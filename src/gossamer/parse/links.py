@@ -122,7 +122,9 @@ def _title(tree: LexborHTMLParser) -> str | None:
 def _meta_robots(tree: LexborHTMLParser) -> tuple[bool, bool]:
     """Return ``(noindex, nofollow)`` from ``<meta name="robots">`` tags."""
     noindex = nofollow = False
-    for meta in tree.css("meta[name]"):
+    # By tag name, not the selector meta[name]: the same elements, in a quarter of the
+    # instructions (so is base, below); those without a name are passed over here.
+    for meta in tree.tags("meta"):
         attributes = meta.attributes
         if (attributes.get("name") or "").strip().lower() != "robots":
             continue
@@ -135,7 +137,7 @@ def _meta_robots(tree: LexborHTMLParser) -> tuple[bool, bool]:
 
 def _base_resolver(tree: LexborHTMLParser, page: Resolver) -> Resolver:
     """The resolver for the first ``<base href>`` if it is an http(s) URL, else the page's."""
-    node = tree.css_first("base[href]")
+    node = next((node for node in tree.tags("base") if "href" in node.attributes), None)
     href = node.attributes.get("href") if node is not None else None
     if href is None:
         return page
