@@ -79,6 +79,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 
 def _crawl(args: argparse.Namespace) -> int:
+    from gossamer import tls
+
+    tls.defer_ca_file()  # no https page, no CA bundle read (see gossamer.tls)
     from gossamer.crawl import run_crawl, summary
 
     settings = settings_from_args(args, CrawlSettings)

@@ -58,7 +58,6 @@ from gossamer.settings import (
 from gossamer.sinks.base import RecordSink
 from gossamer.sinks.jsonl import ItemJsonlSink, JsonlSink, repair_jsonl
 from gossamer.sinks.sqlite import SQLiteSink
-from gossamer.sinks.warc import WarcWriter
 from gossamer.stats import CrawlStats
 from gossamer.status import status_file
 from gossamer.urls import InvalidURL, Scope, canonicalize, host_key
@@ -68,6 +67,7 @@ if TYPE_CHECKING:
     from gossamer.extract.rules import RuleSet
     from gossamer.fetch.render import RenderingFetcher
     from gossamer.sinks.postgres import PostgresSink, StoreExport
+    from gossamer.sinks.warc import WarcWriter
     from gossamer.ui.metrics import MetricsServer, Sources
 
 log = logging.getLogger(__name__)
@@ -536,6 +536,8 @@ def _check_extraction(extractor: str) -> None:
 def _warc_writer(settings: CrawlSettings) -> WarcWriter | None:
     if not settings.warc:
         return None
+    from gossamer.sinks.warc import WarcWriter  # FastWARC loads only for --warc
+
     return WarcWriter(
         settings.out / "warc",
         max_bytes=settings.warc_max_bytes,

@@ -185,9 +185,12 @@ class Resolver:
         points elsewhere (``mailto:``, ``javascript:``) or is malformed."""
         if len(reference) > MAX_REFERENCE_CHARS:
             return None
-        if reference.startswith(_ABSOLUTE_PREFIXES):
+        # By the first character before any startswith (a costly call, made for every link
+        # of every page): most references are relative or start with a slash.
+        first = reference[:1]
+        if first == "h" and reference.startswith(_ABSOLUTE_PREFIXES):
             table = _REMEMBERED.absolute
-        elif reference.startswith(_SLASHES):
+        elif first == "/" or first == "\\":
             table = self._by_root
         else:
             table = self._by_directory

@@ -19,8 +19,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import psutil  # type: ignore[import-untyped]
-
 from gossamer.balance.capability import Capability, Live
 from gossamer.fetch.http import FetchStats
 from gossamer.stats import CrawlStats
@@ -47,13 +45,13 @@ def cpu_cores() -> int:
     """The CPUs this process may run on."""
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
-    return int(psutil.cpu_count() or os.cpu_count() or 1)
+    return int(_psutil().cpu_count() or os.cpu_count() or 1)
 
 
 def cpu_freq_mhz() -> float:
     """The nominal (else current) CPU frequency in MHz; 0 when the platform does not say."""
     try:
-        freq = psutil.cpu_freq()
+        freq = _psutil().cpu_freq()
     except (OSError, NotImplementedError):
         return 0.0
     if freq is None:
@@ -63,7 +61,15 @@ def cpu_freq_mhz() -> float:
 
 def memory_available_mb() -> float:
     """Memory available without swapping, MiB."""
-    return float(psutil.virtual_memory().available) / MIB
+    return float(_psutil().virtual_memory().available) / MIB
+
+
+def _psutil() -> Any:
+    """psutil, imported when a worker probes itself: a crawl that only meters its downloads
+    starts without it."""
+    import psutil  # type: ignore[import-untyped]
+
+    return psutil
 
 
 def disk_write_rate(

@@ -203,6 +203,9 @@ def _submit(args: argparse.Namespace) -> int:
 
 
 def _worker(args: argparse.Namespace) -> int:
+    from gossamer import tls
+
+    tls.defer_ca_file()  # as ``gossamer crawl`` does (see gossamer.tls)
     from gossamer.cluster.resilient import run
     from gossamer.cluster.worker import WorkerOptions, run_worker
     from gossamer.crawl import summary

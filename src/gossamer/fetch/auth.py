@@ -158,6 +158,10 @@ class AuthStats:
 class RequestAuth(Protocol):
     """What the `Fetcher` asks of the authentication middleware."""
 
+    @property
+    def logs_in(self) -> bool:
+        """Whether it sends requests of its own (logins, token requests, login hooks)."""
+
     async def prepare(self, url: str, session: aiohttp.ClientSession) -> Mapping[str, str]:
         """The headers ``url``'s request carries (none for a domain without a login)."""
 
@@ -228,6 +232,11 @@ class Authenticator:
     def jar(self) -> CookieJar:
         """The cookies of every login domain."""
         return self._jar
+
+    @property
+    def logs_in(self) -> bool:
+        """Whether some domain has a login."""
+        return bool(self._logins)
 
     def login_for(self, url: str) -> Login | None:
         """The login whose domain covers ``url``'s host, the most specific one; else None."""

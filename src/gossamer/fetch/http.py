@@ -84,6 +84,7 @@ from aiohttp.http_exceptions import ContentLengthError, HttpProcessingError, Tra
 from multidict import CIMultiDictProxy
 from python_socks import ProxyError as SocksError
 
+from gossamer import tls
 from gossamer.fetch.auth import RequestAuth
 from gossamer.fetch.decoding import BOMB_RATIO, Body
 from gossamer.fetch.dns import CachingResolver, parse_resolve_overrides
@@ -330,6 +331,7 @@ class Fetcher:
             None if config.max_bandwidth is None else TokenBucket(config.max_bandwidth, clock=clock)
         )
         self._pacing = meter is not None or self._bucket is not None
+        self._ca_file_deferred = config.verify_tls and tls.ca_file_deferred()
 
     @property
     def meter(self) -> ByteMeter | None:
@@ -470,13 +472,16 @@ class Fetcher:
         resolver: AbstractResolver = self._resolver
         if self._address_guard is not None:
             resolver = GuardedResolver(resolver, self._address_guard)
+        logs_in = self._auth is not None and self._auth.logs_in
+        if self._ca_file_deferred and (logs_in or self._proxies is not None):
+            self._load_ca_file()  # logins and HTTPS proxies shake hands outside `_fetch`
         options: dict[str, Any] = {
             "limit": config.concurrency,
             "limit_per_host": 0,
             "resolver": resolver,
             "use_dns_cache": False,
             "keepalive_timeout": config.keepalive_timeout,
-            "ssl": config.verify_tls,
+            "ssl": tls.verified_context() if config.verify_tls else False,
         }
         socks = proxy is not None and proxy.scheme == "socks5"
         connector = _socks(proxy, options) if socks and proxy else _connector(proxy, options)
@@ -547,6 +552,8 @@ class Fetcher:
     async def _fetch(
         self, url: str, headers: Mapping[str, str] | None, proxy: Proxy | None = None
     ) -> FetchResult:
+        if self._ca_file_deferred and url[:6].lower() == "https:":
+            self._load_ca_file()
         probe = _Probe(self._clock())
         if self._address_guard is not None and self._address_guard.check_url(url) is not None:
             return self._failure(url, probe.started_at, BlockedAddress(url))
@@ -568,6 +575,10 @@ class Fetcher:
             finally:
                 response.release()
         return result if proxy is None else replace(result, proxy=proxy.label)
+
+    def _load_ca_file(self) -> None:
+        tls.load_ca_file()
+        self._ca_file_deferred = False
 
     def _route(self, proxy: Proxy | None) -> tuple[aiohttp.ClientSession, dict[str, Any]]:
         """The session for a request through ``proxy`` and the arguments naming it: an HTTP(S)

@@ -1,0 +1,76 @@
+"""The TLS context gossamer's HTTP client verifies servers with, and its CA bundle read late.
+
+aiohttp builds two default SSL contexts when it is imported (``aiohttp.connector``), and
+each reads the system's CA bundle file: about a fifth of the instructions of a ``gossamer
+crawl``'s start-up, spent even when no URL is https. The `gossamer.fetch.Fetcher` does not
+use them: its connectors get `verified_context` (or ``ssl=False`` without verification,
+where the CA store plays no part). `defer_ca_file`, called by ``gossamer crawl`` before
+anything imports aiohttp, imports it with ``SSL_CERT_FILE`` pointed at an empty file, so
+its two contexts skip the bundle (they still look CAs up in the system's CA directory),
+and builds gossamer's verified context the same way; `load_ca_file` then reads the bundle
+into that context, as ``ssl.create_default_context`` would have, before the first https
+request (the Fetcher calls it). Either way the context a Fetcher verifies with is
+``ssl.create_default_context()`` with ALPN ``http/1.1`` (aiohttp's own recipe) holding the
+system's CAs when its first handshake starts.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+import sys
+
+_deferred: ssl.SSLContext | None = None
+"""gossamer's verified context while its CA bundle file is still unread."""
+_verified: ssl.SSLContext | None = None
+
+
+def defer_ca_file() -> None:
+    """Import aiohttp, and build the verified context, without reading the CA bundle file.
+
+    Call it before the event loop starts and before anything imports aiohttp (it changes
+    the process environment for the time of the import); it does nothing once aiohttp is
+    imported."""
+    global _deferred, _verified
+    if "aiohttp.connector" in sys.modules or _verified is not None:
+        return
+    saved = os.environ.get("SSL_CERT_FILE")
+    os.environ["SSL_CERT_FILE"] = os.devnull
+    try:
+        import aiohttp  # noqa: F401  (its default contexts are built now)
+
+        _verified = _deferred = _new_context()
+    finally:
+        if saved is None:
+            del os.environ["SSL_CERT_FILE"]
+        else:
+            os.environ["SSL_CERT_FILE"] = saved
+
+
+def verified_context() -> ssl.SSLContext:
+    """The context that verifies servers against the system's CAs (one per process); after
+    `defer_ca_file`, its CAs are there once `load_ca_file` has run."""
+    global _verified
+    if _verified is None:
+        _verified = _new_context()
+    return _verified
+
+
+def ca_file_deferred() -> bool:
+    """Whether `load_ca_file` must run before the verified context can be used."""
+    return _deferred is not None
+
+
+def load_ca_file() -> None:
+    """Read the CA bundle into the verified context, if `defer_ca_file` left it out; this
+    blocks for some milliseconds, once."""
+    global _deferred
+    if _deferred is not None:
+        _deferred.load_default_certs()
+        _deferred = None
+
+
+def _new_context() -> ssl.SSLContext:
+    context = ssl.create_default_context()
+    context.set_alpn_protocols(("http/1.1",))
+    return context
