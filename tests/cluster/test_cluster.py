@@ -34,7 +34,9 @@ from tests.cluster.harness import (
 )
 from tests.redis_server import RedisServer
 
+from gossamer.frontier.redis.keys import partition_of
 from gossamer.testweb import TestWebServer
+from gossamer.urls import host_key
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
@@ -63,8 +65,12 @@ async def test_three_workers_crawl_the_web_once(tmp_path: Path, redis_server: Re
     counts = Counter(u for urls in per_worker for u in urls)
     assert_same_urls(counts, expected)
     assert max(counts.values()) == 1, [u for u, n in counts.items() if n > 1][:5]
-    # Hosts map to partitions by hash (port included): one worker may own none of the 6.
-    assert sum(bool(urls) for urls in per_worker) >= 2, "one worker crawled everything"
+    # Hosts map to partitions by hash (port included): one worker may own none of the 6, and
+    # now and then (the port is random) one owns all of them.
+    hosts = {partition_of(host_key(u), 64) for u in counts}
+    owners = sum(bool(first[f"w{i}"] & hosts) for i in range(3))
+    crawled = sum(bool(urls) for urls in per_worker)
+    assert crawled >= min(owners, 2), f"{crawled} worker(s) crawled, {owners} owned hosts"
     assert all((tmp_path / f"w{i}" / "stats.json").exists() for i in range(3))
     assert state["done"]
     assert sorted(w["name"] for w in state["workers"]) == ["w0", "w1", "w2"]
