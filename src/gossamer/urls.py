@@ -190,7 +190,7 @@ class Resolver:
         first = reference[:1]
         if first == "h" and reference.startswith(_ABSOLUTE_PREFIXES):
             table = _REMEMBERED.absolute
-        elif first == "/" or first == "\\":
+        elif first in _SLASHES:
             table = self._by_root
         else:
             table = self._by_directory

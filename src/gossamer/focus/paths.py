@@ -38,10 +38,13 @@ _SIBLINGS_FROM = 2
 def prefixes(host: str, path: str) -> list[str]:
     """The keys of a URL's path prefixes, the host alone first, the whole path last."""
     keys = [host]
-    for segment in path.split("/"):
-        if segment and len(keys) <= MAX_SEGMENTS:
-            keys.append(f"{keys[-1]}/{segment}")
+    for segment in _segments(path):
+        keys.append(f"{keys[-1]}/{segment}")
     return keys
+
+
+def _segments(path: str) -> list[str]:
+    return [segment for segment in path.split("/") if segment][:MAX_SEGMENTS]
 
 
 class PathEvidence:
@@ -70,13 +73,14 @@ class PathEvidence:
 
     def score(self, host: str, path: str) -> float:
         """How strongly where a link points says it leads to on-topic pages, 0..1."""
-        keys = prefixes(host, path)
-        if len(keys) < 2:
+        segments = _segments(path)
+        if not segments:
             return 0.0
+        directory = "/".join((host, *segments[:-1]))  # the last two of `prefixes`' keys
         counts = self._counts
-        below = counts.get(hash(keys[-1]))
+        below = counts.get(hash(f"{directory}/{segments[-1]}"))
         into = below[0] / (below[1] + 2) if below is not None else 0.0
-        siblings = counts.get(hash(keys[-2]))
+        siblings = counts.get(hash(directory))
         if siblings is None or siblings[2] < _SIBLINGS_FROM:
             return into
         return max(into, siblings[2] / (siblings[3] + 2))

@@ -248,13 +248,12 @@ class FocusPolicy:
         share = self._learnt_share()
         parent = f"p:{int(relevance * 5)}"
         out = []
-        place = self._place
         for link in links:
-            features, prior = self._link_features(link, texts.get(link), relevance, parent)
+            features, prior, place = self._link_features(link, texts.get(link), relevance, parent)
             priority = prior
             if share:
                 priority = (1 - share) * prior + share * self.model.predict(features)
-            priority = round(max(priority, place(link)), 4)
+            priority = round(max(priority, place), 4)
             out.append(Candidate(link, depth, priority=priority))
             self._keep(link, features, prior, priority, streak)
         return out
@@ -266,7 +265,8 @@ class FocusPolicy:
 
     def _link_features(
         self, link: str, text: LinkText | None, relevance: float, parent: str
-    ) -> tuple[Features, float]:
+    ) -> tuple[Features, float, float]:
+        """The link's features for the scorer, its prior and its place (`_place`)."""
         topic = self.topic
         parts = urlsplit(link)
         host = parts.hostname or ""
@@ -282,7 +282,7 @@ class FocusPolicy:
             *(f"a:{w}" for w in anchor), *(f"u:{w}" for w in url_words),
             *(f"c:{w}" for w in context[:60]),
         ]  # fmt: skip
-        return hash_features(names), prior
+        return hash_features(names), prior, self.paths.score(host, parts.path)
 
     def _keep(self, link: str, features: Features, prior: float, sent: float, streak: int) -> None:
         try:

@@ -679,6 +679,13 @@ class HostScheduler(Generic[E]):
         the set has room; None when neither."""
         if self._ranked:
             return self._pop_best(now)
+        for _, key, host in self._come_due(now):
+            return key, host
+        return self._join(now)
+
+    def _come_due(self, now: float) -> Iterator[tuple[float, str, Host[E]]]:
+        """Hosts off the ready heap whose time has come and that may be leased now, with
+        their heap time, one at a time (stale items dropped, hosts not yet due put back)."""
         ready, hosts = self._ready, self._hosts
         while ready and ready[0][0] <= now:
             when, key = heapq.heappop(ready)
@@ -691,8 +698,7 @@ class HostScheduler(Generic[E]):
             if self._ready_at(host) > now:
                 self._schedule(key, host)
                 continue
-            return key, host
-        return self._join(now)
+            yield when, key, host
 
     def _join(self, now: float) -> tuple[str, Host[E]] | None:
         """The next host in line that joins the working set and is due now, if any."""
@@ -902,18 +908,8 @@ class HostScheduler(Generic[E]):
 
     def _drain(self, now: float) -> None:
         """Hosts of the ready heap whose time has come move to the due heap, by rank."""
-        ready, hosts, due = self._ready, self._hosts, self._due
-        while ready and ready[0][0] <= now:
-            when, key = heapq.heappop(ready)
-            host = hosts.get(key)
-            if host is None or host.heap_time != when:
-                continue
-            host.heap_time = None
-            if host.robots_out:
-                continue
-            if self._ready_at(host) > now:
-                self._schedule(key, host)
-                continue
+        due = self._due
+        for when, key, host in self._come_due(now):
             host.due_rank = rank = self._rank(host)
             heapq.heappush(due, (-rank, when, key))
 
