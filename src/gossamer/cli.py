@@ -9,7 +9,6 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from gossamer import __version__
-from gossamer.cluster.cli import add_cluster_parser
 from gossamer.errors import CommandError
 from gossamer.flags import add_crawl_flags, settings_from_args
 from gossamer.logs import DEFAULT_LEVEL, logging_to_stderr
@@ -33,6 +32,12 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_CONFIG, f"gossamer: invalid flag: {message}\n")
 
 
+def _cluster_parser(sub: Any) -> None:
+    from gossamer.cluster.cli import add_cluster_parser
+
+    add_cluster_parser(sub)
+
+
 def _plan_parser(sub: Any) -> None:
     from gossamer.balance.plan import add_plan_parser
 
@@ -52,12 +57,14 @@ def _ui_parser(sub: Any) -> None:
 
 
 _COMMANDS: dict[str, tuple[Callable[[Any], None], str]] = {
+    "cluster": (_cluster_parser, "crawl one job with many workers through Redis"),
     "plan": (_plan_parser, "P2 cost plan: first-fit placement"),
     "rules": (_rules_parser, "check, test and try rule documents"),
     "ui": (_ui_parser, "serve the web dashboard of crawls and jobs"),
 }
-"""Commands whose modules are imported only when they run (or for ``--help``): ``gossamer
-crawl`` starts without loading the planner, the rule commands or the web app."""
+"""Commands whose modules are imported and parsers built only when they run (or for
+``--help``): ``gossamer crawl`` starts without loading the cluster commands (and their
+thirty-odd flags per subcommand), the planner, the rule commands or the web app."""
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
@@ -67,9 +74,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gossamer {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _crawl_parser(sub)
-    add_cluster_parser(sub)
     command = next((arg for arg in argv or () if not arg.startswith("-")), None)
-    known = command in ("crawl", "cluster", *_COMMANDS)
+    known = command in ("crawl", *_COMMANDS)
     for name, (add_parser, summary) in _COMMANDS.items():
         if argv is None or not known or name == command:
             add_parser(sub)

@@ -39,9 +39,10 @@ body is decoded. A decoding fallback is named in ``flags``: ``deflate-raw-fallba
 deflate that looked zlib-wrapped) and ``trailing-garbage`` (bytes after the compressed data
 that are not a further gzip member, left unread; the body decoded before them is kept).
 
-``started_at`` comes from aiohttp's ``on_request_headers_sent`` trace signal, after DNS,
-connect and TLS; aiohttp fires it before it writes the head, which goes out on a later turn of
-the event loop (milliseconds later on a busy loop). ``answered_at`` is when the response head
+``started_at`` is stamped when aiohttp starts sending the request (`_StampingRequest`), after
+DNS, connect and TLS, where its ``on_request_headers_sent`` trace signal would fire, without
+the cost of the trace machinery on every request; the head goes out on a later turn of the
+event loop (milliseconds later on a busy loop). ``answered_at`` is when the response head
 arrived, by which time the request had surely been sent: ``sent_by`` is what the scheduler's
 per-host spacing measures from, so the gap the host sees is never short.
 
@@ -70,9 +71,10 @@ import re
 import time
 import weakref
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from datetime import UTC
-from types import MappingProxyType, SimpleNamespace
+from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -80,6 +82,7 @@ import aiohttp
 import yarl
 from aiohttp.abc import AbstractResolver
 from aiohttp.client_proto import ResponseHandler
+from aiohttp.connector import Connection
 from aiohttp.http_exceptions import ContentLengthError, HttpProcessingError, TransferEncodingError
 from multidict import CIMultiDictProxy
 from python_socks import ProxyError as SocksError
@@ -485,9 +488,6 @@ class Fetcher:
         }
         socks = proxy is not None and proxy.scheme == "socks5"
         connector = _socks(proxy, options) if socks and proxy else _connector(proxy, options)
-        trace = aiohttp.TraceConfig()
-        trace.on_request_headers_sent.append(self._on_headers_sent)
-        trace.freeze()
         return aiohttp.ClientSession(
             connector=connector,
             headers={**config.headers, "User-Agent": config.user_agent},
@@ -499,19 +499,9 @@ class Fetcher:
             auto_decompress=False,
             cookie_jar=aiohttp.DummyCookieJar(),
             proxy=None if proxy is None or socks or proxy is _UNROUTED else proxy.url,
-            trace_configs=[trace],
+            request_class=_StampingRequest,
             response_class=PeerResponse if config.keep_wire else aiohttp.ClientResponse,
         )
-
-    async def _on_headers_sent(
-        self,
-        session: aiohttp.ClientSession,
-        context: SimpleNamespace,
-        params: aiohttp.TraceRequestHeadersSentParams,
-    ) -> None:
-        probe = context.trace_request_ctx
-        if isinstance(probe, _Probe):
-            probe.started_at = self._clock()
 
     def _login_session(self, url: str) -> aiohttp.ClientSession:
         """The session logins for ``url`` go out with (form POST, token request, login hook):
@@ -554,17 +544,14 @@ class Fetcher:
     ) -> FetchResult:
         if self._ca_file_deferred and url[:6].lower() == "https:":
             self._load_ca_file()
-        probe = _Probe(self._clock())
+        probe = _Probe(self._clock)
         if self._address_guard is not None and self._address_guard.check_url(url) is not None:
             return self._failure(url, probe.started_at, BlockedAddress(url))
         session, via = self._route(proxy)
+        sending = _SENDING.set(probe)
         try:
             response = await session.get(
-                _request_url(url),
-                headers=headers,
-                allow_redirects=False,
-                trace_request_ctx=probe,
-                **via,
+                _request_url(url), headers=headers, allow_redirects=False, **via
             )
         except Exception as exc:
             result = self._failure(url, probe.started_at, exc)
@@ -574,6 +561,8 @@ class Fetcher:
                 result = await self._read(url, probe, response)
             finally:
                 response.release()
+        finally:
+            _SENDING.reset(sending)
         return result if proxy is None else replace(result, proxy=proxy.label)
 
     def _load_ca_file(self) -> None:
@@ -744,13 +733,30 @@ def _request_url(url: str) -> str | yarl.URL:
 
 
 class _Probe:
-    """Carries the headers-sent time from the trace callback back to `Fetcher._fetch`."""
+    """One request's times: when `Fetcher._fetch` began it, then when aiohttp started to send
+    it (`_StampingRequest`), and when its answer began."""
 
-    __slots__ = ("answered_at", "started_at")
+    __slots__ = ("answered_at", "clock", "started_at")
 
-    def __init__(self, started_at: float) -> None:
-        self.started_at = started_at
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.started_at = clock()
         self.answered_at: float | None = None
+
+
+_SENDING: ContextVar[_Probe | None] = ContextVar("gossamer_sending", default=None)
+"""The probe of the request the current task is making (set by `Fetcher._fetch`)."""
+
+
+class _StampingRequest(aiohttp.ClientRequest):
+    """aiohttp's request, stamping the probe of the task's request with the time it starts
+    sending (its connection made: DNS, connect and TLS done)."""
+
+    async def send(self, conn: Connection) -> aiohttp.ClientResponse:
+        probe = _SENDING.get()
+        if probe is not None:
+            probe.started_at = probe.clock()
+        return await super().send(conn)
 
 
 class _StuckBodyGuard:

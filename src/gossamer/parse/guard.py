@@ -253,6 +253,8 @@ class Parsed:
 def parse(document: str | bytes) -> Parsed:
     """lexbor's tree of ``document``, guarded only if it could be hostile (see the module
     doc); bytes are read as UTF-8."""
+    if len(document) <= _GUARD_MIN_CHARS:
+        return _lexbor(document, ())
     tags = _tag_count(document)
     if not _needs_guard(document, tags):
         return _lexbor(document, ())
