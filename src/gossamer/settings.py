@@ -913,7 +913,7 @@ def settings_from_json(model: type[Settings], raw: str | bytes) -> Settings:
     try:
         values = msgspec.json.decode(raw)
     except msgspec.DecodeError as exc:
-        raise InvalidSetting("settings", f"not JSON: {exc}") from None
+        raise _invalid(exc) from None
     if not isinstance(values, dict):
         raise InvalidSetting("settings", f"not a JSON object: {type(values).__name__}")
     return validate_model(model, values)
@@ -1016,12 +1016,13 @@ def _encode(value: Any) -> Any:
     raise NotImplementedError(type(value))
 
 
-def _invalid(error: msgspec.ValidationError) -> InvalidSetting:
-    """The error naming the field as a dotted path (``auth.0.type``)."""
+def _invalid(error: msgspec.MsgspecError) -> InvalidSetting:
+    """The error naming the field as a dotted path (``auth.0.type``; a table's entry is the
+    table's)."""
     text = str(error)
     match = _ERROR_AT.fullmatch(text)
     problem, path = (match[1], match[2]) if match else (text, "")
-    steps = [name or index for name, index in _ERROR_STEP.findall(path)]
+    steps = [name or index for name, index in _ERROR_STEP.findall(path) if index != "..."]
     cause = error.__cause__
     if isinstance(cause, _FieldError):
         steps.append(cause.name)

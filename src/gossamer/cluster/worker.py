@@ -154,7 +154,7 @@ async def _wait_for_job(control: Control, options: WorkerOptions, name: str) -> 
     try:
         return validate_model(JobSettings, settings_to_dict(settings) | update)
     except InvalidSetting as exc:
-        raise SettingsError(f"invalid worker option: {exc.problem}") from None
+        raise SettingsError(f"invalid worker option '{exc.field}': {exc.problem}") from None
 
 
 async def _work(
