@@ -71,8 +71,10 @@ FLOATS = [f.name for f in msgspec.structs.fields(JobSettings) if setting_type(f.
 def test_every_float_setting_must_be_finite(name: str, value: str) -> None:
     with pytest.raises(SettingsError, match=f"'{name}': Input should be a finite number"):
         load_model(JobSettings, {}, env={f"GOSSAMER_{name.upper()}": value})
-    with pytest.raises(SettingsError, match=f"'{name}'"):
+    with pytest.raises(SettingsError, match=f"'{name}': Input should be a finite number"):
         validate_model(JobSettings, {name: float(value)})
+    with pytest.raises(SettingsError, match=f"'{name}': Input should be a finite number"):
+        validate_model(JobSettings, {name: 10**400})
 
 
 def test_float_settings_are_some() -> None:

@@ -981,13 +981,15 @@ def _prepared(model: type[SettingsModel], values: Mapping[str, Any]) -> dict[str
 
 
 def _finite(value: Any) -> bool:
-    """False for a number or numeric string that is nan or infinite; True for the rest
-    (a value that is no number fails its conversion)."""
+    """False for a number or numeric string that is nan, infinite or an integer too large
+    for a float; True for the rest (a value that is no number fails its conversion)."""
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         return True
     try:
         return math.isfinite(float(value))
-    except (ValueError, OverflowError):
+    except OverflowError:
+        return False
+    except ValueError:
         return True
 
 
