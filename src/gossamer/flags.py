@@ -9,10 +9,18 @@ import argparse
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel
+import msgspec
 
 from gossamer.logs import DEFAULT_LEVEL, LEVELS
-from gossamer.settings import ClusterSettings, CrawlSettings, Settings, load_model
+from gossamer.settings import (
+    ClusterSettings,
+    CrawlSettings,
+    Settings,
+    SettingsModel,
+    load_model,
+    setting_description,
+    setting_type,
+)
 
 _FLAG_TYPES: dict[Any, Any] = {int: int, float: float, str: str, Path: Path}
 _NOT_SETTINGS = ("command", "handler", "config", "cluster_command", "log_level", "log_json")
@@ -123,31 +131,30 @@ def add_log_flags(parser: argparse.ArgumentParser) -> None:
 
 def add_setting_flags(
     parser: argparse._ActionsContainer,
-    model: type[BaseModel],
+    model: type[SettingsModel],
     taken: argparse.ArgumentParser | None = None,
 ) -> None:
     """A ``--field-name`` flag for every scalar field of ``model`` that has no flag yet in
     ``taken`` (default: ``parser`` itself)."""
     owner = taken if taken is not None else parser
     have = {action.dest for action in owner._actions}
-    for name, info in model.model_fields.items():
+    for info in msgspec.structs.fields(model):
+        name = info.name
         if name in have:
             continue
         flag = "--" + name.replace("_", "-")
-        kinds = [info.annotation]
-        if get_origin(info.annotation) is not Literal:
-            kinds = [a for a in get_args(info.annotation) if a is not type(None)] or kinds
-        if kinds[0] is bool:
+        kind = setting_type(info.type)
+        if get_origin(kind) is not Literal and get_args(kind):
+            kind = setting_type(get_args(kind)[0])  # a list or table: a string of its items
+        description = setting_description(info.type)
+        if kind is bool:
             on = info.default is not True  # a setting on by default gets a --no-NAME flag
             flag = flag if on else "--no-" + name.replace("_", "-")
-            parser.add_argument(
-                flag, dest=name, action="store_const", const=on, help=info.description
-            )
-        elif get_origin(kinds[0]) is Literal:
-            choices = list(get_args(kinds[0]))
-            parser.add_argument(flag, dest=name, choices=choices, help=info.description)
-        elif kinds[0] in _FLAG_TYPES:
-            parser.add_argument(flag, dest=name, type=_FLAG_TYPES[kinds[0]], help=info.description)
+            parser.add_argument(flag, dest=name, action="store_const", const=on, help=description)
+        elif get_origin(kind) is Literal:
+            parser.add_argument(flag, dest=name, choices=list(get_args(kind)), help=description)
+        elif kind in _FLAG_TYPES:
+            parser.add_argument(flag, dest=name, type=_FLAG_TYPES[kind], help=description)
 
 
 def settings_from_args(

@@ -7,18 +7,26 @@ top-level keys or a ``[crawl]`` table, not both), ``GOSSAMER_<FIELD>`` environme
 and command line flags. Invalid values raise :class:`SettingsError` naming the field; so does
 a seeds file that is not text. One TOML file serves both: a single-process crawl checks its
 cluster keys and does not use them.
+
+The models are msgspec Structs: immutable, every key known, keyword arguments only. Types and
+bounds are checked when values are converted (:func:`load_model`, :func:`validate_model`,
+:func:`settings_from_json`), not when a model is built directly (``CrawlSettings(...)``);
+the checks of ``__post_init__`` run in both.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, NoReturn, TypeVar
+from typing import Annotated, Any, Literal, NoReturn, TypeVar, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+import msgspec
+from msgspec import Meta, field
+from msgspec.structs import force_setattr
 
 from gossamer import __version__
 from gossamer.frontier.hosts import DEFAULT_SLACK
@@ -29,54 +37,81 @@ class SettingsError(ValueError):
     """Bad configuration; the message names the offending field."""
 
 
-_CONFIG = ConfigDict(extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False)
-"""Of every model. allow_inf_nan: a nan slips through every bound (nan <= 3600 is false, so is
-nan >= 0) and an inf delay never ends; every float field must be a finite number."""
+class InvalidSetting(SettingsError):
+    """A value that fails its setting's checks: ``field`` is its place (``auth.0.type``,
+    ``allow_ports.0``; ``settings`` for the whole), ``problem`` what is wrong with it."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"invalid setting '{field}': {problem}")
+        self.field = field
+        self.problem = problem
 
 
-class ClusterSettings(BaseModel):
+class _FieldError(ValueError):
+    """A ``__post_init__`` check's error about the field ``name`` of its model."""
+
+    def __init__(self, name: str, problem: str) -> None:
+        super().__init__(problem)
+        self.name = name
+
+
+class SettingsModel(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Base of every settings model (each also says ``frozen=True, kw_only=True``: Structs do
+    not inherit ``kw_only``, and mypy wants ``frozen`` on each)."""
+
+
+ClusterPartitions = Annotated[
+    int, Meta(ge=1, le=65_536, description="Virtual partitions the job's hosts map to.")
+]
+ClusterHeartbeat = Annotated[
+    float, Meta(ge=0.5, le=3600, description="Seconds a silent worker counts alive.")
+]
+ClusterClaimTimeout = Annotated[
+    float, Meta(ge=1, le=86_400, description="Seconds a dead worker's URLs stay claimed.")
+]
+ClusterPartitionBy = Annotated[
+    Literal["host", "url"],
+    Meta(
+        description="Partition by host (one owner per host) or by URL (one host's URLs "
+        "spread over every worker; per-host limits kept through Redis)."
+    ),
+]
+ClusterAllocator = Annotated[
+    Literal["equal", "weighted", "bpnn-pso", "first-fit", "least-loaded"],
+    Meta(description="How partitions are shared among the workers."),
+]
+"""The cluster settings' types, of :class:`ClusterSettings` and :class:`JobSettings` (a Struct
+has one base with fields, so JobSettings declares them again, with the same defaults)."""
+
+
+class ClusterSettings(SettingsModel, frozen=True, kw_only=True):
     """What a cluster job adds to a crawl's settings (``cluster submit``, ``cluster up``)."""
 
-    model_config = _CONFIG
-
-    partitions: int = Field(
-        4096, ge=1, le=65_536, description="Virtual partitions the job's hosts map to."
-    )
-    heartbeat_ttl: float = Field(
-        10.0, ge=0.5, le=3600, description="Seconds a silent worker counts alive."
-    )
-    claim_timeout: float = Field(
-        60.0, ge=1, le=86_400, description="Seconds a dead worker's URLs stay claimed."
-    )
-    partition_by: Literal["host", "url"] = Field(
-        "host",
-        description="Partition by host (one owner per host) or by URL (one host's URLs "
-        "spread over every worker; per-host limits kept through Redis).",
-    )
-    allocator: Literal["equal", "weighted", "bpnn-pso", "first-fit", "least-loaded"] = Field(
-        "equal", description="How partitions are shared among the workers."
-    )
+    partitions: ClusterPartitions = 4096
+    heartbeat_ttl: ClusterHeartbeat = 10.0
+    claim_timeout: ClusterClaimTimeout = 60.0
+    partition_by: ClusterPartitionBy = "host"
+    allocator: ClusterAllocator = "equal"
 
 
-class ShippedDocument(BaseModel):
+class ShippedDocument(SettingsModel, frozen=True, kw_only=True):
     """A rule document as a cluster job carries it: its file name and text."""
 
-    model_config = _CONFIG
+    name: Annotated[str, Meta(description="The document's file name.")]
+    text: Annotated[
+        str, Meta(description="The document's text (TOML or JSON, by the name's suffix).")
+    ]
 
-    name: str = Field(description="The document's file name.")
-    text: str = Field(description="The document's text (TOML or JSON, by the name's suffix).")
 
-
-class ShippedRules(BaseModel):
+class ShippedRules(SettingsModel, frozen=True, kw_only=True):
     """The rule documents of a cluster job, with their digest: every worker compiles these
     texts, not files of its own, and checks the digest first."""
 
-    model_config = _CONFIG
-
-    documents: list[ShippedDocument] = Field(description="The documents, in order.")
-    digest: str = Field(
-        pattern="^[0-9a-f]{64}$", description="SHA-256 of the documents' names and texts."
-    )
+    documents: Annotated[list[ShippedDocument], Meta(description="The documents, in order.")]
+    digest: Annotated[
+        str,
+        Meta(pattern=r"\A[0-9a-f]{64}\Z", description="SHA-256 of the documents' names and texts."),
+    ]
 
 
 RenderBlock = Literal["image", "font", "media", "stylesheet"]
@@ -95,7 +130,7 @@ _BIND = re.compile(r"[A-Za-z0-9.:_-]{1,253}")
 _DOMAIN = re.compile(r"(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?\.)*[a-z0-9_-]{1,63}")
 
 
-class AuthSettings(BaseModel):
+class AuthSettings(SettingsModel, frozen=True, kw_only=True):
     """How the crawl logs in to one domain (an ``[[auth]]`` table of the config file).
 
     Secrets are named, never given: each as ``NAME_env`` (an environment variable) or
@@ -103,69 +138,99 @@ class AuthSettings(BaseModel):
     the crawl starts (:func:`read_secret`). The settings themselves hold no secret, so a
     cluster job may store them."""
 
-    model_config = _CONFIG
+    domain: Annotated[
+        str, Meta(description="The host whose requests carry the login, and its subdomains.")
+    ]
+    type: Annotated[AuthType, Meta(description="basic | bearer | cookies | form | oauth2.")]
+    username_env: Annotated[str, Meta(description="Variable holding the user name.")] | None = None
+    username_file: Annotated[Path, Meta(description="File holding the user name.")] | None = None
+    password_env: Annotated[str, Meta(description="Variable holding the password.")] | None = None
+    password_file: Annotated[Path, Meta(description="File holding the password.")] | None = None
+    token_env: Annotated[str, Meta(description="Variable holding the bearer token.")] | None = None
+    token_file: Annotated[Path, Meta(description="File holding the bearer token.")] | None = None
+    cookies_file: (
+        Annotated[
+            Path, Meta(description="Cookies in Netscape format (cookies.txt), for type cookies.")
+        ]
+        | None
+    ) = None
+    login_url: Annotated[str, Meta(description="Form login: the URL the form posts to.")] | None = (
+        None
+    )
+    username_field: Annotated[str, Meta(description="Form login: the user name's field.")] = (
+        "username"
+    )
+    password_field: Annotated[str, Meta(description="Form login: the password's field.")] = (
+        "password"
+    )
+    fields: Annotated[
+        dict[str, str], Meta(description="Form login: further fields posted as they are.")
+    ] = field(default_factory=dict)
+    logged_out_status: Annotated[
+        list[Annotated[int, Meta(ge=100, le=599)]],
+        Meta(description="Form login: statuses that mean the session has ended."),
+    ] = field(default_factory=lambda: [401, 403])
+    logged_out_selector: (
+        Annotated[
+            str, Meta(description="Form login: a CSS selector found only on logged-out pages.")
+        ]
+        | None
+    ) = None
+    login_hook: (
+        Annotated[
+            str,
+            Meta(
+                description=(
+                    "Form login: module:function that logs in instead of posting the form "
+                    "(see gossamer.fetch.auth.UserLogin)."
+                )
+            ),
+        ]
+        | None
+    ) = None
+    token_url: Annotated[str, Meta(description="OAuth 2.0: the token endpoint.")] | None = None
+    client_id_env: (
+        Annotated[str, Meta(description="OAuth 2.0: variable of the client id.")] | None
+    ) = None
+    client_id_file: (
+        Annotated[Path, Meta(description="OAuth 2.0: file of the client id.")] | None
+    ) = None
+    client_secret_env: (
+        Annotated[str, Meta(description="OAuth 2.0: variable of the secret.")] | None
+    ) = None
+    client_secret_file: (
+        Annotated[Path, Meta(description="OAuth 2.0: file of the secret.")] | None
+    ) = None
+    scope: Annotated[str, Meta(description="OAuth 2.0: the scope asked for.")] | None = None
+    token_cache: (
+        Annotated[
+            Path,
+            Meta(
+                description=(
+                    "OAuth 2.0: file the token is cached in (mode 0600) until it expires; "
+                    "default ~/.cache/gossamer/oauth-<digest of the token URL and client>.json."
+                )
+            ),
+        ]
+        | None
+    ) = None
+    refresh_margin: Annotated[
+        float,
+        Meta(ge=0, le=86_400, description="OAuth 2.0: seconds before expiry a token is renewed."),
+    ] = 60.0
 
-    domain: str = Field(description="The host whose requests carry the login, and its subdomains.")
-    type: AuthType = Field(description="basic | bearer | cookies | form | oauth2.")
-    username_env: str | None = Field(None, description="Variable holding the user name.")
-    username_file: Path | None = Field(None, description="File holding the user name.")
-    password_env: str | None = Field(None, description="Variable holding the password.")
-    password_file: Path | None = Field(None, description="File holding the password.")
-    token_env: str | None = Field(None, description="Variable holding the bearer token.")
-    token_file: Path | None = Field(None, description="File holding the bearer token.")
-    cookies_file: Path | None = Field(
-        None, description="Cookies in Netscape format (cookies.txt), for type cookies."
-    )
-    login_url: str | None = Field(None, description="Form login: the URL the form posts to.")
-    username_field: str = Field("username", description="Form login: the user name's field.")
-    password_field: str = Field("password", description="Form login: the password's field.")
-    fields: dict[str, str] = Field(
-        default_factory=dict, description="Form login: further fields posted as they are."
-    )
-    logged_out_status: list[Annotated[int, Field(ge=100, le=599)]] = Field(
-        default_factory=lambda: [401, 403],
-        description="Form login: statuses that mean the session has ended.",
-    )
-    logged_out_selector: str | None = Field(
-        None, description="Form login: a CSS selector found only on logged-out pages."
-    )
-    login_hook: str | None = Field(
-        None,
-        description="Form login: module:function that logs in instead of posting the form "
-        "(see gossamer.fetch.auth.UserLogin).",
-    )
-    token_url: str | None = Field(None, description="OAuth 2.0: the token endpoint.")
-    client_id_env: str | None = Field(None, description="OAuth 2.0: variable of the client id.")
-    client_id_file: Path | None = Field(None, description="OAuth 2.0: file of the client id.")
-    client_secret_env: str | None = Field(None, description="OAuth 2.0: variable of the secret.")
-    client_secret_file: Path | None = Field(None, description="OAuth 2.0: file of the secret.")
-    scope: str | None = Field(None, description="OAuth 2.0: the scope asked for.")
-    token_cache: Path | None = Field(
-        None,
-        description="OAuth 2.0: file the token is cached in (mode 0600) until it expires; "
-        "default ~/.cache/gossamer/oauth-<digest of the token URL and client>.json.",
-    )
-    refresh_margin: float = Field(
-        60.0, ge=0, le=86_400, description="OAuth 2.0: seconds before expiry a token is renewed."
-    )
+    def __post_init__(self) -> None:
+        domain = self.domain.strip().lower().rstrip(".")
+        if not _DOMAIN.fullmatch(domain):
+            raise _FieldError("domain", f"{domain!r} is not a host name (no scheme, port or path)")
+        force_setattr(self, "domain", domain)
+        for name in ("login_url", "token_url"):
+            url = getattr(self, name)
+            if url is not None and not url.lower().startswith(("http://", "https://")):
+                raise _FieldError(name, "must be an http:// or https:// URL")
+        self._complete()
 
-    @field_validator("domain")
-    @classmethod
-    def _domain(cls, value: str) -> str:
-        value = value.strip().lower().rstrip(".")
-        if not _DOMAIN.fullmatch(value):
-            raise ValueError(f"{value!r} is not a host name (no scheme, port or path)")
-        return value
-
-    @field_validator("login_url", "token_url")
-    @classmethod
-    def _http_url(cls, value: str | None) -> str | None:
-        if value is not None and not value.lower().startswith(("http://", "https://")):
-            raise ValueError("must be an http:// or https:// URL")
-        return value
-
-    @model_validator(mode="after")
-    def _complete(self) -> AuthSettings:
+    def _complete(self) -> None:
         for name in ("username", "password", "token", "client_id", "client_secret"):
             env, file = getattr(self, f"{name}_env"), getattr(self, f"{name}_file")
             if env is not None and file is not None:
@@ -182,310 +247,473 @@ class AuthSettings(BaseModel):
             raise ValueError("type cookies needs cookies_file")
         if self.type == "oauth2" and self.token_url is None:
             raise ValueError("type oauth2 needs token_url")
-        return self
 
 
-class CrawlSettings(BaseModel):
+class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
     """Everything a crawl can be told. Every field is documented; defaults live here only."""
 
-    model_config = _CONFIG
-
-    seeds: list[str] = Field(default_factory=list, description="Start URLs.")
-    seeds_file: Path | None = Field(None, description="File with one seed URL per line.")
-    out: Path = Field(Path("crawl-out"), description="Output directory.")
-    allow_domains: list[str] = Field(
-        default_factory=list,
-        description="Domains allowed with all their subdomains, besides the seeds' hosts.",
+    seeds: Annotated[list[str], Meta(description="Start URLs.")] = field(default_factory=list)
+    seeds_file: Annotated[Path, Meta(description="File with one seed URL per line.")] | None = None
+    out: Annotated[Path, Meta(description="Output directory.")] = Path("crawl-out")
+    allow_domains: Annotated[
+        list[str],
+        Meta(description="Domains allowed with all their subdomains, besides the seeds' hosts."),
+    ] = field(default_factory=list)
+    allow_ports: Annotated[
+        list[Annotated[int, Meta(ge=1, le=65_535)]],
+        Meta(description="Ports allowed besides the seeds' ports and the defaults (80, 443)."),
+    ] = field(default_factory=list)
+    max_pages: Annotated[int, Meta(ge=1, description="Stop after this many records.")] | None = None
+    max_depth: (
+        Annotated[
+            int,
+            Meta(ge=0, description="Links deeper than this are skipped (a guard against traps)."),
+        ]
+        | None
+    ) = 25
+    concurrency: Annotated[
+        int, Meta(ge=1, le=100_000, description="Requests in flight, in all.")
+    ] = 64
+    per_host: Annotated[int, Meta(ge=1, le=1000, description="Requests in flight per host.")] = 2
+    delay: Annotated[
+        float,
+        Meta(ge=0, le=3600, description="Seconds between request starts on one host (minimum)."),
+    ] = 0.0
+    user_agent: Annotated[str, Meta(min_length=1, description="User-Agent.")] = (
+        f"gossamer/{__version__}"
     )
-    allow_ports: list[Annotated[int, Field(ge=1, le=65_535)]] = Field(
-        default_factory=list,
-        description="Ports allowed besides the seeds' ports and the defaults (80, 443).",
+    robots_token: Annotated[str, Meta(min_length=1, description="robots.txt product token.")] = (
+        "gossamer"
     )
-    max_pages: int | None = Field(None, ge=1, description="Stop after this many records.")
-    max_depth: int | None = Field(
-        25, ge=0, description="Links deeper than this are skipped (a guard against traps)."
+    robots: Annotated[bool, Meta(description="Obey robots.txt (disable with --no-robots).")] = True
+    robots_retry: Annotated[
+        float, Meta(gt=0, description="Seconds before retrying an unreachable robots.txt.")
+    ] = 30.0
+    resolve: Annotated[
+        list[str], Meta(description="HOST=IP overrides (wildcards like *.test allowed).")
+    ] = field(default_factory=list)
+    allow_private: Annotated[
+        bool,
+        Meta(
+            description=(
+                "Let every host reach loopback and private addresses (by default only "
+                "the seeds' hosts, --allow-domain domains and --resolve names may)."
+            )
+        ),
+    ] = False
+    resume: Annotated[bool, Meta(description="Continue the crawl stored in --out.")] = False
+    overwrite: Annotated[bool, Meta(description="Discard a previous crawl stored in --out.")] = (
+        False
     )
-    concurrency: int = Field(64, ge=1, le=100_000, description="Requests in flight, in all.")
-    per_host: int = Field(2, ge=1, le=1000, description="Requests in flight per host.")
-    delay: float = Field(
-        0.0, ge=0, le=3600, description="Seconds between request starts on one host (minimum)."
+    quiet: Annotated[bool, Meta(description="No progress line or summary.")] = False
+    follow_nofollow: Annotated[bool, Meta(description="Follow rel=nofollow links too.")] = False
+    max_redirects: Annotated[
+        int, Meta(ge=0, le=100, description="Redirect hops per URL chain.")
+    ] = 10
+    max_retries: Annotated[int, Meta(ge=0, le=100, description="Retries of a failing URL.")] = 3
+    retry_backoff: Annotated[
+        float,
+        Meta(gt=0, description="First retry delay in seconds; doubles per attempt, jittered."),
+    ] = 1.0
+    max_retry_after: Annotated[
+        float, Meta(gt=0, description="Longest Retry-After honoured; longer ones give up the URL.")
+    ] = 600.0
+    connect_timeout: Annotated[float, Meta(gt=0, description="TCP connect timeout, seconds.")] = (
+        10.0
     )
-    user_agent: str = Field(f"gossamer/{__version__}", min_length=1, description="User-Agent.")
-    robots_token: str = Field("gossamer", min_length=1, description="robots.txt product token.")
-    robots: bool = Field(True, description="Obey robots.txt (disable with --no-robots).")
-    robots_retry: float = Field(
-        30.0, gt=0, description="Seconds before retrying an unreachable robots.txt."
+    read_timeout: Annotated[float, Meta(gt=0, description="Longest wait between body bytes.")] = (
+        30.0
     )
-    resolve: list[str] = Field(
-        default_factory=list, description="HOST=IP overrides (wildcards like *.test allowed)."
+    total_timeout: Annotated[float, Meta(gt=0, description="Longest a request may take.")] = 60.0
+    max_body_bytes: Annotated[
+        int, Meta(ge=1024, description="Bodies past this are truncated and flagged.")
+    ] = 10 * 1024 * 1024
+    max_url_length: Annotated[int, Meta(ge=64, description="Longer URLs are skipped (trap).")] = (
+        2048
     )
-    allow_private: bool = Field(
-        False,
-        description="Let every host reach loopback and private addresses (by default only "
-        "the seeds' hosts, --allow-domain domains and --resolve names may).",
-    )
-    resume: bool = Field(False, description="Continue the crawl stored in --out.")
-    overwrite: bool = Field(False, description="Discard a previous crawl stored in --out.")
-    quiet: bool = Field(False, description="No progress line or summary.")
-    follow_nofollow: bool = Field(False, description="Follow rel=nofollow links too.")
-    max_redirects: int = Field(10, ge=0, le=100, description="Redirect hops per URL chain.")
-    max_retries: int = Field(3, ge=0, le=100, description="Retries of a failing URL.")
-    retry_backoff: float = Field(
-        1.0, gt=0, description="First retry delay in seconds; doubles per attempt, jittered."
-    )
-    max_retry_after: float = Field(
-        600.0, gt=0, description="Longest Retry-After honoured; longer ones give up the URL."
-    )
-    connect_timeout: float = Field(10.0, gt=0, description="TCP connect timeout, seconds.")
-    read_timeout: float = Field(30.0, gt=0, description="Longest wait between body bytes.")
-    total_timeout: float = Field(60.0, gt=0, description="Longest a request may take.")
-    max_body_bytes: int = Field(
-        10 * 1024 * 1024, ge=1024, description="Bodies past this are truncated and flagged."
-    )
-    max_url_length: int = Field(2048, ge=64, description="Longer URLs are skipped (trap).")
-    max_repeated_segments: int = Field(
-        3, ge=1, description="Paths repeating one segment more often are skipped (trap)."
-    )
-    adaptive_latency: float = Field(
-        2.0, gt=0, description="Mean latency (s) above which a host is slowed down."
-    )
-    max_host_delay: float = Field(
-        60.0, gt=0, description="Cap of the adaptive per-host delay, seconds."
-    )
-    max_crawl_delay: float = Field(
-        60.0,
-        gt=0,
-        description="Cap of a robots.txt Crawl-delay, seconds; a host asking for more is "
-        "fetched at the cap.",
-    )
-    queue_memory: int = Field(
-        100_000, ge=100, description="Queued URLs held in memory; the rest wait in crawl.db."
-    )
-    focus_slack: float = Field(
-        DEFAULT_SLACK,
-        ge=0,
-        le=1e9,
-        description="How much lower a URL's priority may be than the best queued one's and "
-        "still be fetched while the best one's host waits (its Crawl-delay or delay); 0 "
-        "fetches nothing worse meanwhile, a large value never waits. Priorities are 0..1 in "
-        "a focused crawl; the default's figures: benchmarks/bench_bestfirst.py.",
-    )
-    checkpoint_interval: float = Field(
-        0.5, gt=0, description="Seconds between durable checkpoints of crawl.db."
-    )
-    max_bandwidth: int | None = Field(
-        None, ge=1024, description="Most bytes per second this process downloads (all hosts)."
-    )
-    text: bool = Field(
-        True,
-        description="Keep the main text and metadata of HTML, plain-text and PDF pages in "
-        "their records (disable with --no-text).",
-    )
-    extractor: Literal["tree", "density", "trafilatura", "readability", "resiliparse"] = Field(
-        "tree",
-        description="Main-text extractor: tree (gossamer's own, fast and accurate), density "
-        "(P4's text-density model), or trafilatura, readability, resiliparse when those "
-        "libraries are installed.",
-    )
-    max_text_chars: int = Field(
-        1_000_000, ge=0, description="Longest main text kept in a record (cut: flag text-cut)."
-    )
-    digests: Literal["exact", "near", "off"] = Field(
-        "near",
-        description="Find pages whose main text an earlier page had and name that page in "
-        "duplicate_of: near copies too (a SimHash, 0.3-1 ms a long page), exact copies "
-        "only (a hash of the text, next to free), or off. Needs text extraction; a cluster "
-        "job shares them through Redis.",
-    )
-    digest_threshold: int = Field(
-        3,
-        ge=0,
-        le=7,
-        description="With --digests near: bits two main texts' SimHashes may differ in and "
-        "still be near duplicates (see benchmarks/bench_digests.py).",
-    )
-    follow_duplicates: bool = Field(
-        False, description="Follow the links of pages found to be duplicates too."
-    )
-    hook: str | None = Field(
-        None,
-        description="Python function called on every fetched page, as module:function "
-        "(see gossamer.hooks): it may add fields to the record and choose the links to follow.",
-    )
-    rule_functions: dict[str, str] = Field(
-        default_factory=dict,
-        description="Python functions rule documents may call by name ({call = NAME} in a "
-        "field's process list), as NAME=module:function pairs (a [rule_functions] table, or "
-        "comma-separated on the command line); a rule document itself never holds code.",
-    )
-    rules: list[Path] = Field(
-        default_factory=list,
-        description="Rule documents (files, or directories of *.toml and *.json; see "
-        "docs/rules.md) read on every fetched HTML page: their items go to OUT/items.jsonl, "
-        "crawl.db and the store, and their link rules choose the links followed.",
-    )
-    shipped_rules: ShippedRules | None = Field(
-        None,
-        description="The rule documents' texts and digest as a cluster job stores them "
-        "(cluster submit reads them from rules); a worker uses these, not files.",
-    )
-    store: str | None = Field(
-        None,
-        description="Also write page records to this database (postgres://user@host/db).",
-    )
-    warc: bool = Field(
-        False,
-        description="Write every request and response to gzip-compressed WARC files in "
-        "OUT/warc/; records name where their response lies.",
-    )
-    warc_max_bytes: int = Field(
-        1 << 30, ge=1024, description="Start a new WARC file once one reaches this size."
-    )
-    proxies: list[str] = Field(
-        default_factory=list,
-        description="Proxies requests go through (http://, https:// or socks5:// URLs, with "
-        "user:password@ if needed; --proxy, repeatable): the fastest live ones first, each "
-        "domain's requests spread over them.",
-    )
-    proxies_file: Path | None = Field(
-        None,
-        description="File with one proxy URL per line (# comments), read again whenever it "
-        "changes; its proxies join --proxy ones.",
-    )
-    proxy_check_url: str | None = Field(
-        None,
-        description="URL fetched through each proxy to check it (default: the first seed); "
-        "a complete 2xx answer passes.",
-    )
-    proxy_check_interval: float = Field(
-        300.0, gt=0, le=86_400, description="Seconds between checks of a live proxy."
-    )
-    proxy_revalidate: float = Field(
-        60.0, gt=0, le=86_400, description="Seconds before a dead proxy is checked again."
-    )
-    proxy_max_failures: int = Field(
-        3, ge=1, le=1000, description="Failures in a row after which a live proxy is dead."
-    )
-    proxy_retries: int = Field(
-        2,
-        ge=0,
-        le=100,
-        description="Further proxies a request tries after its proxy failed (a proxy's "
-        "failure does not count against the site).",
-    )
-    focus_phrase: str | None = Field(
-        None,
-        max_length=2000,
-        description="Focus the crawl on this topic (a phrase; commas separate its facets): "
-        "pages get a relevance, links a priority (see README, Focused crawling).",
-    )
-    focus_examples: list[str] = Field(
-        default_factory=list,
-        description="Example pages of the topic (--focus-example URL, repeatable), fetched "
-        "before the crawl; with the phrase they define the topic.",
-    )
-    focus_threshold: float = Field(
-        0.5, gt=0, lt=1, description="Relevance from which a page counts as on-topic."
-    )
-    focus_mode: Literal["soft", "hard"] = Field(
-        "soft",
-        description="soft: relevance only orders the queue; hard: the links of irrelevant "
-        "pages are dropped (past --focus-tolerance irrelevant pages in a row).",
-    )
-    focus_tolerance: int = Field(
-        1,
-        ge=0,
-        le=10,
-        description="Hard mode: irrelevant pages in a row whose links are still followed.",
-    )
-
-    metrics_port: int | None = Field(
-        None,
-        ge=1,
-        le=65_535,
-        description="Serve Prometheus /metrics and /healthz on this port (see README, Metrics).",
-    )
-    metrics_bind: str = Field(
-        "127.0.0.1",
-        description="Address the metrics port listens on (127.0.0.1; 0.0.0.0 in a container).",
-    )
-
-    render: Literal["never", "auto", "always"] = Field(
-        "never",
-        description="Render pages in headless Chromium so links and text built by JavaScript "
-        "are found: never, auto (pages that ship scripts and look empty without them, learnt "
-        "per host) or always (see gossamer.fetch.render).",
-    )
-    render_url: list[str] = Field(
-        default_factory=list,
-        description="Always render URLs matching this regular expression (--render-url, "
-        "repeatable), whatever --render says.",
-    )
-    render_browser: Path = Field(
-        Path("/usr/bin/chromium-headless-shell"),
-        description="The Chromium (headless shell) rendering runs; never downloaded.",
-    )
-    render_concurrency: int | None = Field(
-        None,
-        ge=1,
-        le=64,
-        description="Pages rendered at once (default: from the cores and the memory free).",
-    )
-    render_timeout: float = Field(
-        15.0, gt=0, le=600, description="Hard deadline of one page's rendering, seconds."
-    )
-    render_load_timeout: float = Field(
-        5.0, gt=0, le=600, description="Longest wait for a rendered page's load event, seconds."
-    )
-    render_settle: float = Field(
-        0.3,
-        gt=0,
-        le=60,
-        description="Seconds without DOM changes and requests in flight after which a "
-        "rendered page counts as settled.",
-    )
-    render_scroll: int = Field(
-        0, ge=0, le=100, description="Scroll a rendered page to its end up to this many times."
-    )
-    render_js_heap_mb: int = Field(
-        512, ge=16, le=16_384, description="JavaScript heap cap of a rendered page, MiB."
-    )
-    render_restart_pages: int = Field(
-        500, ge=1, description="Restart the browser after this many rendered pages."
-    )
-    render_memory_mb: int = Field(
-        2048, ge=64, description="Restart the browser once its processes hold this much, MiB."
-    )
-    render_block: list[RenderBlock] = Field(
-        default_factory=lambda: list[RenderBlock](("image", "font", "media")),
-        description="Kinds of subrequests a rendered page is not given (comma-separated).",
-    )
-
-    auth: list[AuthSettings] = Field(
-        default_factory=list,
-        description="Logins per domain ([[auth]] tables of the config file; never flags).",
-    )
-    cookies: Literal["on", "login-only", "off"] = Field(
-        "on",
-        description="Cookie jar: on (every in-scope site's cookies kept, in crawl.db, and sent "
-        "back to it), login-only (only the [[auth]] domains'), off (none; no cookie or form "
-        "login then).",
-    )
+    max_repeated_segments: Annotated[
+        int, Meta(ge=1, description="Paths repeating one segment more often are skipped (trap).")
+    ] = 3
+    adaptive_latency: Annotated[
+        float, Meta(gt=0, description="Mean latency (s) above which a host is slowed down.")
+    ] = 2.0
+    max_host_delay: Annotated[
+        float, Meta(gt=0, description="Cap of the adaptive per-host delay, seconds.")
+    ] = 60.0
+    max_crawl_delay: Annotated[
+        float,
+        Meta(
+            gt=0,
+            description=(
+                "Cap of a robots.txt Crawl-delay, seconds; a host asking for more is "
+                "fetched at the cap."
+            ),
+        ),
+    ] = 60.0
+    queue_memory: Annotated[
+        int, Meta(ge=100, description="Queued URLs held in memory; the rest wait in crawl.db.")
+    ] = 100_000
+    focus_slack: Annotated[
+        float,
+        Meta(
+            ge=0,
+            le=1e9,
+            description=(
+                "How much lower a URL's priority may be than the best queued one's and still be "
+                "fetched while the best one's host waits (its Crawl-delay or delay); 0 fetches "
+                "nothing worse meanwhile, a large value never waits. Priorities are 0..1 in a "
+                "focused crawl; the default's figures: benchmarks/bench_bestfirst.py."
+            ),
+        ),
+    ] = DEFAULT_SLACK
+    checkpoint_interval: Annotated[
+        float, Meta(gt=0, description="Seconds between durable checkpoints of crawl.db.")
+    ] = 0.5
+    max_bandwidth: (
+        Annotated[
+            int,
+            Meta(ge=1024, description="Most bytes per second this process downloads (all hosts)."),
+        ]
+        | None
+    ) = None
+    text: Annotated[
+        bool,
+        Meta(
+            description=(
+                "Keep the main text and metadata of HTML, plain-text and PDF pages in "
+                "their records (disable with --no-text)."
+            )
+        ),
+    ] = True
+    extractor: Annotated[
+        Literal["tree", "density", "trafilatura", "readability", "resiliparse"],
+        Meta(
+            description=(
+                "Main-text extractor: tree (gossamer's own, fast and accurate), density "
+                "(P4's text-density model), or trafilatura, readability, resiliparse when those "
+                "libraries are installed."
+            )
+        ),
+    ] = "tree"
+    max_text_chars: Annotated[
+        int, Meta(ge=0, description="Longest main text kept in a record (cut: flag text-cut).")
+    ] = 1_000_000
+    digests: Annotated[
+        Literal["exact", "near", "off"],
+        Meta(
+            description=(
+                "Find pages whose main text an earlier page had and name that page in "
+                "duplicate_of: near copies too (a SimHash, 0.3-1 ms a long page), exact copies "
+                "only (a hash of the text, next to free), or off. Needs text extraction; a cluster "
+                "job shares them through Redis."
+            )
+        ),
+    ] = "near"
+    digest_threshold: Annotated[
+        int,
+        Meta(
+            ge=0,
+            le=7,
+            description=(
+                "With --digests near: bits two main texts' SimHashes may differ in and "
+                "still be near duplicates (see benchmarks/bench_digests.py)."
+            ),
+        ),
+    ] = 3
+    follow_duplicates: Annotated[
+        bool, Meta(description="Follow the links of pages found to be duplicates too.")
+    ] = False
+    hook: (
+        Annotated[
+            str,
+            Meta(
+                description=(
+                    "Python function called on every fetched page, as module:function (see "
+                    "gossamer.hooks): it may add fields to the record and choose the links to "
+                    "follow."
+                )
+            ),
+        ]
+        | None
+    ) = None
+    rule_functions: Annotated[
+        dict[str, str],
+        Meta(
+            description=(
+                "Python functions rule documents may call by name ({call = NAME} in a field's "
+                "process list), as NAME=module:function pairs (a [rule_functions] table, or "
+                "comma-separated on the command line); a rule document itself never holds code."
+            )
+        ),
+    ] = field(default_factory=dict)
+    rules: Annotated[
+        list[Path],
+        Meta(
+            description=(
+                "Rule documents (files, or directories of *.toml and *.json; see docs/rules.md) "
+                "read on every fetched HTML page: their items go to OUT/items.jsonl, crawl.db and "
+                "the store, and their link rules choose the links followed."
+            )
+        ),
+    ] = field(default_factory=list)
+    shipped_rules: (
+        Annotated[
+            ShippedRules,
+            Meta(
+                description=(
+                    "The rule documents' texts and digest as a cluster job stores them "
+                    "(cluster submit reads them from rules); a worker uses these, not files."
+                )
+            ),
+        ]
+        | None
+    ) = None
+    store: (
+        Annotated[
+            str,
+            Meta(description="Also write page records to this database (postgres://user@host/db)."),
+        ]
+        | None
+    ) = None
+    warc: Annotated[
+        bool,
+        Meta(
+            description=(
+                "Write every request and response to gzip-compressed WARC files in "
+                "OUT/warc/; records name where their response lies."
+            )
+        ),
+    ] = False
+    warc_max_bytes: Annotated[
+        int, Meta(ge=1024, description="Start a new WARC file once one reaches this size.")
+    ] = 1 << 30
+    proxies: Annotated[
+        list[str],
+        Meta(
+            description=(
+                "Proxies requests go through (http://, https:// or socks5:// URLs, with "
+                "user:password@ if needed; --proxy, repeatable): the fastest live ones first, each "
+                "domain's requests spread over them."
+            )
+        ),
+    ] = field(default_factory=list)
+    proxies_file: (
+        Annotated[
+            Path,
+            Meta(
+                description=(
+                    "File with one proxy URL per line (# comments), read again whenever it "
+                    "changes; its proxies join --proxy ones."
+                )
+            ),
+        ]
+        | None
+    ) = None
+    proxy_check_url: (
+        Annotated[
+            str,
+            Meta(
+                description=(
+                    "URL fetched through each proxy to check it (default: the first seed); "
+                    "a complete 2xx answer passes."
+                )
+            ),
+        ]
+        | None
+    ) = None
+    proxy_check_interval: Annotated[
+        float, Meta(gt=0, le=86_400, description="Seconds between checks of a live proxy.")
+    ] = 300.0
+    proxy_revalidate: Annotated[
+        float, Meta(gt=0, le=86_400, description="Seconds before a dead proxy is checked again.")
+    ] = 60.0
+    proxy_max_failures: Annotated[
+        int, Meta(ge=1, le=1000, description="Failures in a row after which a live proxy is dead.")
+    ] = 3
+    proxy_retries: Annotated[
+        int,
+        Meta(
+            ge=0,
+            le=100,
+            description=(
+                "Further proxies a request tries after its proxy failed (a proxy's "
+                "failure does not count against the site)."
+            ),
+        ),
+    ] = 2
+    focus_phrase: (
+        Annotated[
+            str,
+            Meta(
+                max_length=2000,
+                description=(
+                    "Focus the crawl on this topic (a phrase; commas separate its facets): "
+                    "pages get a relevance, links a priority (see README, Focused crawling)."
+                ),
+            ),
+        ]
+        | None
+    ) = None
+    focus_examples: Annotated[
+        list[str],
+        Meta(
+            description=(
+                "Example pages of the topic (--focus-example URL, repeatable), fetched "
+                "before the crawl; with the phrase they define the topic."
+            )
+        ),
+    ] = field(default_factory=list)
+    focus_threshold: Annotated[
+        float, Meta(gt=0, lt=1, description="Relevance from which a page counts as on-topic.")
+    ] = 0.5
+    focus_mode: Annotated[
+        Literal["soft", "hard"],
+        Meta(
+            description=(
+                "soft: relevance only orders the queue; hard: the links of irrelevant "
+                "pages are dropped (past --focus-tolerance irrelevant pages in a row)."
+            )
+        ),
+    ] = "soft"
+    focus_tolerance: Annotated[
+        int,
+        Meta(
+            ge=0,
+            le=10,
+            description="Hard mode: irrelevant pages in a row whose links are still followed.",
+        ),
+    ] = 1
+    metrics_port: (
+        Annotated[
+            int,
+            Meta(
+                ge=1,
+                le=65_535,
+                description="Serve Prometheus /metrics and /healthz on this port (see README, "
+                "Metrics).",
+            ),
+        ]
+        | None
+    ) = None
+    metrics_bind: Annotated[
+        str,
+        Meta(
+            description="Address the metrics port listens on (127.0.0.1; 0.0.0.0 in a container)."
+        ),
+    ] = "127.0.0.1"
+    render: Annotated[
+        Literal["never", "auto", "always"],
+        Meta(
+            description=(
+                "Render pages in headless Chromium so links and text built by JavaScript are "
+                "found: never, auto (pages that ship scripts and look empty without them, learnt "
+                "per host) or always (see gossamer.fetch.render)."
+            )
+        ),
+    ] = "never"
+    render_url: Annotated[
+        list[str],
+        Meta(
+            description=(
+                "Always render URLs matching this regular expression (--render-url, "
+                "repeatable), whatever --render says."
+            )
+        ),
+    ] = field(default_factory=list)
+    render_browser: Annotated[
+        Path, Meta(description="The Chromium (headless shell) rendering runs; never downloaded.")
+    ] = Path("/usr/bin/chromium-headless-shell")
+    render_concurrency: (
+        Annotated[
+            int,
+            Meta(
+                ge=1,
+                le=64,
+                description="Pages rendered at once (default: from the cores and the memory free).",
+            ),
+        ]
+        | None
+    ) = None
+    render_timeout: Annotated[
+        float, Meta(gt=0, le=600, description="Hard deadline of one page's rendering, seconds.")
+    ] = 15.0
+    render_load_timeout: Annotated[
+        float,
+        Meta(gt=0, le=600, description="Longest wait for a rendered page's load event, seconds."),
+    ] = 5.0
+    render_settle: Annotated[
+        float,
+        Meta(
+            gt=0,
+            le=60,
+            description=(
+                "Seconds without DOM changes and requests in flight after which a "
+                "rendered page counts as settled."
+            ),
+        ),
+    ] = 0.3
+    render_scroll: Annotated[
+        int,
+        Meta(ge=0, le=100, description="Scroll a rendered page to its end up to this many times."),
+    ] = 0
+    render_js_heap_mb: Annotated[
+        int, Meta(ge=16, le=16_384, description="JavaScript heap cap of a rendered page, MiB.")
+    ] = 512
+    render_restart_pages: Annotated[
+        int, Meta(ge=1, description="Restart the browser after this many rendered pages.")
+    ] = 500
+    render_memory_mb: Annotated[
+        int, Meta(ge=64, description="Restart the browser once its processes hold this much, MiB.")
+    ] = 2048
+    render_block: Annotated[
+        list[RenderBlock],
+        Meta(description="Kinds of subrequests a rendered page is not given (comma-separated)."),
+    ] = field(default_factory=lambda: list[RenderBlock](("image", "font", "media")))
+    auth: Annotated[
+        list[AuthSettings],
+        Meta(description="Logins per domain ([[auth]] tables of the config file; never flags)."),
+    ] = field(default_factory=list)
+    cookies: Annotated[
+        Literal["on", "login-only", "off"],
+        Meta(
+            description=(
+                "Cookie jar: on (every in-scope site's cookies kept, in crawl.db, and sent back to "
+                "it), login-only (only the [[auth]] domains'), off (none; no cookie or form login "
+                "then)."
+            )
+        ),
+    ] = "on"
 
     @property
     def focused(self) -> bool:
         """Whether the crawl is focused (a phrase or example pages given)."""
         return self.focus_phrase is not None or bool(self.focus_examples)
 
-    @field_validator("focus_phrase")
-    @classmethod
-    def _phrase_text(cls, value: str | None) -> str | None:
-        if value is not None and any(ord(c) < 32 and c not in "\t\n\r" for c in value):
-            raise ValueError("must not contain control characters")
-        return value
+    def __post_init__(self) -> None:
+        for name in ("user_agent", "robots_token"):
+            if any(ord(c) < 32 for c in getattr(self, name)):
+                raise _FieldError(name, "must not contain control characters")
+        phrase = self.focus_phrase
+        if phrase is not None and any(ord(c) < 32 and c not in "\t\n\r" for c in phrase):
+            raise _FieldError("focus_phrase", "must not contain control characters")
+        _check_functions(self.rule_functions)
+        _check_patterns(self.render_url)
+        _check_proxies(self.proxies)
+        if not _BIND.fullmatch(self.metrics_bind):
+            raise _FieldError("metrics_bind", "must be an IP address or a host name, e.g. 0.0.0.0")
+        domains = [a.domain for a in self.auth]
+        for domain in domains:
+            if domains.count(domain) > 1:
+                raise _FieldError("auth", f"two [[auth]] tables for {domain}")
+        self._focus_topic()
+        if self.cookies == "off":
+            for auth in self.auth:
+                if auth.type in ("cookies", "form"):
+                    raise ValueError(
+                        f"[[auth]] {auth.domain}: type {auth.type} needs --cookies on or login-only"
+                    )
 
-    @model_validator(mode="after")
-    def _focus_topic(self) -> CrawlSettings:
+    def _focus_topic(self) -> None:
         phrase = self.focus_phrase
         if phrase is not None and not phrase.strip() and not self.focus_examples:
             raise ValueError("focus_phrase is empty: give the topic's words or --focus-example")
@@ -496,28 +724,56 @@ class CrawlSettings(BaseModel):
                 canonicalize(url)
             except InvalidURL as exc:
                 raise ValueError(f"focus_examples: {url[:200]!r}: {exc}") from None
-        return self
 
-    @model_validator(mode="after")
-    def _logins_need_cookies(self) -> CrawlSettings:
-        if self.cookies == "off":
-            for auth in self.auth:
-                if auth.type in ("cookies", "form"):
-                    raise ValueError(
-                        f"[[auth]] {auth.domain}: type {auth.type} needs --cookies on or login-only"
-                    )
-        return self
 
-    @field_validator("auth")
-    @classmethod
-    def _one_login_per_domain(cls, value: list[AuthSettings]) -> list[AuthSettings]:
-        domains = [a.domain for a in value]
-        for domain in domains:
-            if domains.count(domain) > 1:
-                raise ValueError(f"two [[auth]] tables for {domain}")
-        return value
+def _check_functions(functions: dict[str, str]) -> None:
+    for name, spec in functions.items():
+        if not name.isidentifier():
+            raise _FieldError("rule_functions", f"{name!r} is not a name (letters, digits, _)")
+        module, _, function = spec.rpartition(":")
+        if not module or not function.isidentifier():
+            raise _FieldError("rule_functions", f"{name} = {spec!r} is not module:function")
 
-    @field_validator(
+
+def _check_patterns(patterns: list[str]) -> None:
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            problem = f"{pattern!r} is not a regular expression: {exc}"
+            raise _FieldError("render_url", problem) from None
+
+
+def _check_proxies(urls: list[str]) -> None:
+    if not urls:
+        return
+    from gossamer.fetch.proxies import ProxyError, parse_proxy
+
+    for url in urls:
+        try:
+            parse_proxy(url)
+        except ProxyError as exc:
+            raise _FieldError("proxies", str(exc)) from None
+
+
+class JobSettings(CrawlSettings, frozen=True, kw_only=True):
+    """A cluster job: every crawl setting and every cluster setting, flat (the JSON a job
+    stores in Redis). The cluster settings are :class:`ClusterSettings`' own."""
+
+    partitions: ClusterPartitions = 4096
+    heartbeat_ttl: ClusterHeartbeat = 10.0
+    claim_timeout: ClusterClaimTimeout = 60.0
+    partition_by: ClusterPartitionBy = "host"
+    allocator: ClusterAllocator = "equal"
+
+
+Settings = TypeVar("Settings", bound=SettingsModel)
+
+_ENV_PREFIX = "GOSSAMER_"
+_TABLE_FIELDS = frozenset({"rule_functions"})
+"""Settings whose value is a table: top-level tables of a config file without [crawl]."""
+_SPLIT_FIELDS = frozenset(
+    {
         "seeds",
         "allow_domains",
         "allow_ports",
@@ -526,93 +782,20 @@ class CrawlSettings(BaseModel):
         "proxies",
         "render_block",
         "focus_examples",
-        mode="before",
-    )
-    @classmethod
-    def _split_strings(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return [v.strip() for v in value.split(",") if v.strip()]
-        return value
-
-    @field_validator("rule_functions", mode="before")
-    @classmethod
-    def _function_pairs(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            pairs = [pair.strip() for pair in value.split(",") if pair.strip()]
-            if not all("=" in pair for pair in pairs):
-                raise ValueError("expected NAME=module:function pairs, comma-separated")
-            return {n.strip(): f.strip() for n, _, f in (p.partition("=") for p in pairs)}
-        return value
-
-    @field_validator("rule_functions")
-    @classmethod
-    def _function_names(cls, value: dict[str, str]) -> dict[str, str]:
-        for name, spec in value.items():
-            if not name.isidentifier():
-                raise ValueError(f"{name!r} is not a name (letters, digits, _)")
-            module, _, function = spec.rpartition(":")
-            if not module or not function.isidentifier():
-                raise ValueError(f"{name} = {spec!r} is not module:function")
-        return value
-
-    @field_validator("render_url", mode="before")
-    @classmethod
-    def _one_pattern(cls, value: Any) -> Any:
-        # a regular expression may hold commas: a string (environment, TOML) is one pattern
-        return [value] if isinstance(value, str) else value
-
-    @field_validator("render_url")
-    @classmethod
-    def _patterns(cls, value: list[str]) -> list[str]:
-        for pattern in value:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
-        return value
-
-    @field_validator("proxies")
-    @classmethod
-    def _proxy_urls(cls, value: list[str]) -> list[str]:
-        from gossamer.fetch.proxies import ProxyError, parse_proxy
-
-        for url in value:
-            try:
-                parse_proxy(url)
-            except ProxyError as exc:
-                raise ValueError(str(exc)) from None
-        return value
-
-    @field_validator("metrics_bind")
-    @classmethod
-    def _bind_address(cls, value: str) -> str:
-        if not _BIND.fullmatch(value):
-            raise ValueError("must be an IP address or a host name, e.g. 0.0.0.0")
-        return value
-
-    @field_validator("user_agent", "robots_token")
-    @classmethod
-    def _printable(cls, value: str) -> str:
-        if any(ord(c) < 32 for c in value):
-            raise ValueError("must not contain control characters")
-        return value
-
-
-class JobSettings(CrawlSettings, ClusterSettings):
-    """A cluster job: every crawl setting and every cluster setting, flat (the JSON a job
-    stores in Redis)."""
-
-
-Settings = TypeVar("Settings", bound=BaseModel)
-
-_ENV_PREFIX = "GOSSAMER_"
-_TABLE_FIELDS = frozenset({"rule_functions"})
-"""Settings whose value is a table: top-level tables of a config file without [crawl]."""
+    }
+)
+"""List settings a string (environment, TOML, a flag) gives comma-separated."""
+_TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})
+_FALSE = frozenset({"0", "off", "f", "false", "n", "no"})
+"""The strings (any case) a boolean setting takes."""
 _MAX_CONFIG_BYTES = 1 << 20
 _MAX_SEED_LINE = 64 * 1024
 _SEEDS_CHUNK = 1 << 20
 _TOO_LONG = "is longer than 64 KiB"
 _NOT_TEXT = "is not text (a NUL byte)"
+_ERROR_AT = re.compile(r"(?s)(.*) - at `\$(.*)`")
+_ERROR_STEP = re.compile(r"\.([^.\[]+)|\[([^\]]*)\]")
+_ERROR_NAMED = re.compile(r"Object (contains unknown|missing required) field `(.*)`")
 
 
 def _from_toml(path: Path) -> dict[str, Any]:
@@ -659,8 +842,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise SettingsError(f"config: {path} is not valid TOML: {exc}") from None
 
 
-def _from_env(env: Mapping[str, str], model: type[BaseModel]) -> dict[str, Any]:
-    fields = model.model_fields
+def _from_env(env: Mapping[str, str], model: type[SettingsModel]) -> dict[str, Any]:
+    fields = model.__struct_fields__
     values: dict[str, Any] = {}
     for key, value in env.items():
         if key.startswith(_ENV_PREFIX):
@@ -668,12 +851,6 @@ def _from_env(env: Mapping[str, str], model: type[BaseModel]) -> dict[str, Any]:
             if name in fields:
                 values[name] = value
     return values
-
-
-def _describe(error: ValidationError) -> str:
-    first = error.errors()[0]
-    field = ".".join(str(p) for p in first["loc"]) or "settings"
-    return f"invalid setting '{field}': {first['msg']}"
 
 
 def load_settings(
@@ -697,24 +874,164 @@ def load_model(
         merged.update(_without_cluster_keys(_from_toml(config), model))
     merged.update(_from_env(os.environ if env is None else env, model))
     merged.update({k: v for k, v in (flags or {}).items() if v is not None})
-    return _validate(model, merged)
+    return validate_model(model, merged)
 
 
-def _without_cluster_keys(values: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
+def _without_cluster_keys(values: dict[str, Any], model: type[SettingsModel]) -> dict[str, Any]:
     """A config file's values for ``model``: its cluster keys, when ``model`` has none, are
     checked (a bad one is still an error) and left out."""
-    if issubclass(model, ClusterSettings):
+    cluster = ClusterSettings.__struct_fields__
+    if set(cluster) <= set(model.__struct_fields__):
         return values
-    cluster = {k: values.pop(k) for k in list(values) if k in ClusterSettings.model_fields}
-    _validate(ClusterSettings, cluster)
+    validate_model(ClusterSettings, {k: values.pop(k) for k in list(values) if k in cluster})
     return values
 
 
-def _validate(model: type[Settings], values: Mapping[str, Any]) -> Settings:
+def validate_model(model: type[Settings], values: Mapping[str, Any]) -> Settings:
+    """The ``model`` settings of ``values`` (strings of the environment, TOML values, flags,
+    decoded JSON), converted and checked; a bad value raises :class:`InvalidSetting`."""
     try:
-        return model.model_validate(values)
-    except ValidationError as exc:
-        raise SettingsError(_describe(exc)) from None
+        return msgspec.convert(_prepared(model, values), model, strict=False, dec_hook=_decode)
+    except msgspec.ValidationError as exc:
+        raise _invalid(exc) from None
+
+
+def settings_to_dict(settings: SettingsModel) -> dict[str, Any]:
+    """The settings as JSON-like values (paths as strings), for :func:`validate_model`."""
+    values: dict[str, Any] = msgspec.to_builtins(settings, enc_hook=_encode)
+    return values
+
+
+def settings_to_json(settings: SettingsModel) -> str:
+    """The settings as a JSON object (what a cluster job stores)."""
+    return msgspec.json.encode(settings, enc_hook=_encode).decode()
+
+
+def settings_from_json(model: type[Settings], raw: str | bytes) -> Settings:
+    """The ``model`` settings of :func:`settings_to_json`'s JSON, checked as any input is
+    (the JSON may come from anyone who can write to the job's Redis)."""
+    try:
+        values = msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise _invalid(exc) from None
+    if not isinstance(values, dict):
+        raise InvalidSetting("settings", f"not a JSON object: {type(values).__name__}")
+    return validate_model(model, values)
+
+
+def _kinds(model: type[SettingsModel]) -> dict[str, Any]:
+    """The type of each field of ``model`` without its constraints and ``| None``."""
+    kinds = _KINDS.get(model)
+    if kinds is None:
+        kinds = _KINDS[model] = {
+            f.name: setting_type(f.type) for f in msgspec.structs.fields(model)
+        }
+    return kinds
+
+
+_KINDS: dict[type[SettingsModel], dict[str, Any]] = {}
+
+
+def setting_type(annotation: Any) -> Any:
+    """The type of a field's annotation less ``Annotated`` and ``| None``: ``int``,
+    ``Literal[...]``, ``list[str]``..."""
+    while True:
+        if get_origin(annotation) is Annotated:
+            annotation = get_args(annotation)[0]
+            continue
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        if len(args) == 1 and type(None) in get_args(annotation):
+            annotation = args[0]
+            continue
+        return annotation
+
+
+def setting_description(annotation: Any) -> str | None:
+    """The description of a field's annotation (its ``Meta``), if any."""
+    for arg in get_args(annotation):
+        if isinstance(arg, Meta) and arg.description is not None:
+            return arg.description
+        if get_origin(arg) is Annotated or type(None) in get_args(arg):
+            found = setting_description(arg)
+            if found is not None:
+                return found
+    return None
+
+
+def _prepared(model: type[SettingsModel], values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` as msgspec converts them: comma-separated strings split into lists, a
+    ``render_url`` string one pattern, ``NAME=module:function`` pairs a table, yes/no/on/off
+    booleans; a float that is not finite (nan, inf) is an error."""
+    kinds = _kinds(model)
+    prepared = dict(values)
+    for name, value in values.items():
+        kind = kinds.get(name)
+        if isinstance(value, str):
+            if name in _SPLIT_FIELDS:
+                prepared[name] = [v.strip() for v in value.split(",") if v.strip()]
+            elif name == "render_url":  # a regular expression may hold commas
+                prepared[name] = [value]
+            elif name == "rule_functions":
+                prepared[name] = _function_pairs(value)
+            elif kind is bool and value.lower() in _TRUE | _FALSE:
+                prepared[name] = value.lower() in _TRUE
+        if kind is float and not _finite(value):
+            raise InvalidSetting(name, "Input should be a finite number")
+    return prepared
+
+
+def _finite(value: Any) -> bool:
+    """False for a number or numeric string that is nan, infinite or an integer too large
+    for a float; True for the rest (a value that is no number fails its conversion)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return True
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+    except ValueError:
+        return True
+
+
+def _function_pairs(value: str) -> dict[str, str]:
+    pairs = [pair.strip() for pair in value.split(",") if pair.strip()]
+    if not all("=" in pair for pair in pairs):
+        raise InvalidSetting(
+            "rule_functions", "expected NAME=module:function pairs, comma-separated"
+        )
+    return {n.strip(): f.strip() for n, _, f in (p.partition("=") for p in pairs)}
+
+
+def _decode(kind: type, value: Any) -> Any:
+    if kind is Path:
+        if isinstance(value, Path):
+            return value
+        if isinstance(value, str):
+            return Path(value)
+        raise ValueError(f"Expected a path, got `{type(value).__name__}`")
+    raise NotImplementedError(kind)
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    raise NotImplementedError(type(value))
+
+
+def _invalid(error: msgspec.MsgspecError) -> InvalidSetting:
+    """The error naming the field as a dotted path (``auth.0.type``; a table's entry is the
+    table's)."""
+    text = str(error)
+    match = _ERROR_AT.fullmatch(text)
+    problem, path = (match[1], match[2]) if match else (text, "")
+    steps = [name or index for name, index in _ERROR_STEP.findall(path) if index != "..."]
+    cause = error.__cause__
+    if isinstance(cause, _FieldError):
+        steps.append(cause.name)
+    elif named := _ERROR_NAMED.fullmatch(problem):
+        steps.append(named[2])
+        problem = "not a setting" if named[1] == "contains unknown" else "required"
+    return InvalidSetting(".".join(steps) or "settings", problem)
 
 
 def read_secret(auth: AuthSettings, index: int, name: str, env: Mapping[str, str]) -> str:

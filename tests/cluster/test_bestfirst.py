@@ -31,7 +31,7 @@ from gossamer.cluster.jobs import job_settings, open_control
 from gossamer.frontier.base import Candidate
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import RedisFrontier
-from gossamer.settings import JobSettings, canonical_seeds, crawl_scope
+from gossamer.settings import JobSettings, canonical_seeds, crawl_scope, settings_to_json
 from gossamer.testweb import TestWebServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
@@ -63,7 +63,7 @@ async def submit_ranked(url: str, priorities: dict[str, float]) -> None:
         )  # fmt: skip
         added = await frontier.add([Candidate(u, priority=p) for u, p in priorities.items()])
         assert added.added == len(priorities)
-        await control.store_job(settings.model_dump_json())
+        await control.store_job(settings_to_json(settings))
     finally:
         await control.redis.aclose()
 

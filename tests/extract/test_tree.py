@@ -136,7 +136,7 @@ def test_deep_and_huge_markup_costs_bounded_time() -> None:
 def test_crawl_settings_default_to_the_default_extractor() -> None:
     from gossamer.settings import CrawlSettings
 
-    assert CrawlSettings.model_fields["extractor"].default == DEFAULT_EXTRACTOR
+    assert CrawlSettings().extractor == DEFAULT_EXTRACTOR
 
 
 def test_huge_class_names_are_read_in_bounded_time() -> None:

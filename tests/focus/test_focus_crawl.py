@@ -189,7 +189,7 @@ def test_the_focus_table_of_a_config_file(tmp_path: Path) -> None:
 
 
 def test_a_cluster_job_carries_the_focus_settings() -> None:
-    from gossamer.settings import JobSettings
+    from gossamer.settings import JobSettings, settings_from_json, settings_to_json
 
     job = load_model(
         JobSettings,
@@ -201,6 +201,6 @@ def test_a_cluster_job_carries_the_focus_settings() -> None:
         },
         env={},
     )
-    stored = JobSettings.model_validate_json(job.model_dump_json())
+    stored = settings_from_json(JobSettings, settings_to_json(job))
     assert stored.focused and stored.focus_mode == "hard"
     assert stored.focus_examples == ["http://a.test/x"]

@@ -134,12 +134,12 @@ async def test_hostile_figures_and_a_lost_redis(redis_server: RedisServer) -> No
     from aiohttp.test_utils import TestClient, TestServer
 
     from gossamer.cluster.jobs import open_control
-    from gossamer.settings import JobSettings
+    from gossamer.settings import JobSettings, settings_to_json
     from gossamer.ui.metrics import cluster_handler, queued_handler
 
     control = await open_control(redis_server.url, "j")
     try:
-        await control.store_job(JobSettings(partitions=8).model_dump_json())
+        await control.store_job(settings_to_json(JobSettings(partitions=8)))
         odd = 'w"1\n} x{'
         await control.heartbeat(
             odd,

@@ -13,12 +13,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from gossamer.cluster import DEFAULT_BUDGET, DEFAULT_JOB
 from gossamer.flags import add_crawl_flags, add_log_flags, settings_from_args
 from gossamer.redact import has_password, redact_url
-from gossamer.settings import CrawlSettings, JobSettings, SettingsError
+from gossamer.settings import CrawlSettings, JobSettings, SettingsError, validate_model
 
 
 def add_cluster_parser(sub: Any) -> None:
@@ -141,11 +139,7 @@ def _metrics_options(args: argparse.Namespace) -> tuple[int | None, str]:
     raw = os.environ.get("GOSSAMER_METRICS_PORT")
     values: dict[str, Any] = {"metrics_bind": bind}
     values["metrics_port"] = port if port is not None else raw or None
-    try:
-        checked = CrawlSettings.model_validate(values)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise SettingsError(f"invalid setting '{first['loc'][0]}': {first['msg']}") from None
+    checked = validate_model(CrawlSettings, values)
     return checked.metrics_port, checked.metrics_bind
 
 

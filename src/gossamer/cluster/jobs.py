@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+import msgspec
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.connection import parse_url
@@ -31,12 +31,15 @@ from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import RedisClient, RedisFrontier
 from gossamer.redact import redact_text, redact_url, strip_password
 from gossamer.settings import (
+    InvalidSetting,
     JobSettings,
     SettingsError,
     ShippedDocument,
     ShippedRules,
     canonical_seeds,
     crawl_scope,
+    settings_from_json,
+    settings_to_json,
 )
 
 _CONNECT_TIMEOUT = 3.0
@@ -125,11 +128,10 @@ def refusal(error: BaseException, url: str) -> ClusterError | SettingsError:
 def parse_job(raw: str, job: str) -> JobSettings:
     """The stored settings of ``job``; malformed ones are a settings error."""
     try:
-        return JobSettings.model_validate_json(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "settings"
-        raise SettingsError(f"stored job {job!r} is malformed: {where}: {first['msg']}") from None
+        return settings_from_json(JobSettings, raw)
+    except InvalidSetting as exc:
+        problem = f"{exc.field}: {exc.problem}"
+        raise SettingsError(f"stored job {job!r} is malformed: {problem}") from None
 
 
 async def load_job(control: Control) -> JobSettings | None:
@@ -165,7 +167,7 @@ async def submit(settings: JobSettings, url: str, job: str) -> int:
         )
         added = await frontier.add([Candidate(seed) for seed in seeds])
         # Seeds first: a worker that sees the job must not find it finished already.
-        await control.store_job(settings.model_dump_json())
+        await control.store_job(settings_to_json(settings))
         return added.added
     finally:
         await control.redis.aclose()
@@ -190,7 +192,7 @@ def job_settings(settings: JobSettings, seeds: list[str]) -> JobSettings:
     if settings.rules:
         update["shipped_rules"] = ship_rules(settings)
         update["rules"] = []
-    return settings.model_copy(update=update)
+    return msgspec.structs.replace(settings, **update)
 
 
 def ship_rules(settings: JobSettings) -> ShippedRules:

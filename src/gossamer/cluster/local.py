@@ -12,6 +12,7 @@ from asyncio.subprocess import DEVNULL, Process
 from collections.abc import Sequence
 from pathlib import Path
 
+import msgspec
 from redis.exceptions import RedisError
 
 from gossamer.cluster.control import Control
@@ -39,7 +40,7 @@ def up(settings: JobSettings, workers: int, job: str, log_flags: Sequence[str] =
         (out / "redis").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise SettingsError(f"invalid setting 'out': {exc.strerror}: {out}") from exc
-    return run(_up(settings.model_copy(update={"out": out}), workers, job, binary, log_flags))
+    return run(_up(msgspec.structs.replace(settings, out=out), workers, job, binary, log_flags))
 
 
 async def _up(

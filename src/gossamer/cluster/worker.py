@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
 from redis.exceptions import RedisError
 
 from gossamer.balance.probe import probe_capability
@@ -39,7 +38,15 @@ from gossamer.focus.digests_redis import RedisDigests
 from gossamer.frontier.redis import RedisFrontier
 from gossamer.logs import LOG_FILE, logging_to_file
 from gossamer.redact import redact_url
-from gossamer.settings import ClusterSettings, JobSettings, SettingsError, crawl_scope
+from gossamer.settings import (
+    ClusterSettings,
+    InvalidSetting,
+    JobSettings,
+    SettingsError,
+    crawl_scope,
+    settings_to_dict,
+    validate_model,
+)
 from gossamer.stats import CrawlStats
 from gossamer.status import status_file
 
@@ -109,7 +116,7 @@ async def _wait_for_job(control: Control, options: WorkerOptions, name: str) -> 
     """The job's settings with this worker's options, once it is submitted. Meanwhile the
     worker beats, so the first leader's first assignment includes every waiting worker."""
     deadline = time.monotonic() + options.job_timeout
-    ttl = options.heartbeat_ttl or ClusterSettings.model_fields["heartbeat_ttl"].default
+    ttl = options.heartbeat_ttl or ClusterSettings().heartbeat_ttl
     figures = {"pages": 0, "partitions": 0, "pid": os.getpid(), "host": socket.gethostname()}
     figures["started"] = round(time.time(), 3)
     next_beat = 0.0
@@ -145,9 +152,9 @@ async def _wait_for_job(control: Control, options: WorkerOptions, name: str) -> 
         update["proxies"] = list(options.proxies)
         update["proxies_file"] = options.proxies_file
     try:
-        return JobSettings.model_validate(settings.model_dump() | update)
-    except ValidationError as exc:
-        raise SettingsError(f"invalid worker option: {exc.errors()[0]['msg']}") from None
+        return validate_model(JobSettings, settings_to_dict(settings) | update)
+    except InvalidSetting as exc:
+        raise SettingsError(f"invalid worker option '{exc.field}': {exc.problem}") from None
 
 
 async def _work(
