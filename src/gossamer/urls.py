@@ -292,7 +292,7 @@ def _needs_document(reference: str) -> bool:
     reference = _clean(reference).partition("#")[0]
     if not reference or reference[0] == "?":
         return True
-    if reference[0] in _SLASHES or reference.startswith(_ABSOLUTE_PREFIXES):
+    if reference[0] in _SLASHES or ":" not in reference:
         return False
     scheme = _SCHEME.match(reference)
     if scheme is None:
