@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gossamer.focus.digests import DigestIndex, Match, digest
-from gossamer.frontier.base import Candidate, Feedback, Frontier, HeldBack, Lease
+from gossamer.frontier.base import Candidate, Feedback, Frontier, HeldBack, Lease, Outlinks
 from gossamer.frontier.robots import RobotsCache, RobotsPolicy
 from gossamer.hooks import Hook, HookError, Page, run_hook
 from gossamer.outcomes import Action, RetryPolicy, classify, is_failure
@@ -563,10 +563,10 @@ class Crawler:
 
     async def _finish(
         self, lease: Lease, result: FetchResultLike, action: Action, error: str | None
-    ) -> tuple[PageRecord, list[Candidate]]:
+    ) -> tuple[PageRecord, Sequence[Candidate]]:
         """The URL's record and the candidates it leads to (outlinks or a redirect target)."""
         title = None
-        links: list[Candidate] = []
+        links: Sequence[Candidate] = ()
         redirect_to = None
         flags = result.flags
         extra = None
@@ -601,8 +601,7 @@ class Crawler:
                     lease.url, lease.depth, page, found_content, found
                 )
             else:
-                depth = lease.depth + 1
-                links = [Candidate(link, depth) for link in found]
+                links = Outlinks(found, lease.depth + 1)
         elif action is Action.REDIRECT and result.location is not None:
             redirect_to, error = self._follow_redirect(lease, result.location)
             if redirect_to is not None and error is None:

@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 
 from gossamer.crawldb import CrawlDB
-from gossamer.frontier.base import Candidate, Feedback
+from gossamer.frontier.base import AddResult, Candidate, Feedback, Outlinks
 from gossamer.frontier.local import LocalFrontier
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.urls import Scope
@@ -142,3 +142,28 @@ async def test_recent_urls_count_as_duplicates_and_depth_still_applies() -> None
     assert (first.added, first.duplicates) == (1, 0)
     assert (again.added, again.duplicates, again.rejected) == (0, 1, {"depth": 1})
     assert frontier.stats().duplicates == 1
+
+
+def test_outlinks_are_candidates_at_their_depth() -> None:
+    links = Outlinks(["http://a.test/1", "http://a.test/2", "http://a.test/3"], 2)
+    assert len(links) == 3
+    assert list(links) == [Candidate(f"http://a.test/{i}", 2) for i in (1, 2, 3)]
+    assert links[1] == Candidate("http://a.test/2", 2)
+    assert list(links[1:]) == [Candidate("http://a.test/2", 2), Candidate("http://a.test/3", 2)]
+    assert not Outlinks([], 1)
+
+
+async def test_outlinks_are_added_as_their_candidates_would_be() -> None:
+    urls = ["http://a.test/x", "http://a.test/y", "http://a.test/x", "http://offsite.example/"]
+    results = []
+    for batch in (Outlinks(urls, 1), [Candidate(url, 1) for url in urls]):
+        frontier = make(Clock())
+        first = await frontier.add(batch)
+        again = await frontier.add(batch)  # the URLs added lately, dropped before admission
+        leases = await frontier.lease(10)
+        results.append((first, again, [(lease.url, lease.depth) for lease in leases]))
+    assert results[0] == results[1]
+    assert results[0][0] == AddResult(2, 1, {"offsite": 1})
+    assert results[0][1] == AddResult(0, 3, {"offsite": 1})
+    deeper = make(Clock())
+    assert (await deeper.add(Outlinks(["http://a.test/z"], 6))).rejected == {"depth": 1}

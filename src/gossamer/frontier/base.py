@@ -49,9 +49,9 @@ Lease rules:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal, Protocol, overload
 
 
 @dataclass(slots=True)
@@ -66,6 +66,37 @@ class Candidate:
     priority: float = 0.0
     """Higher first, inside its host and across hosts (see the module docstring); arrival
     order among equals. A finite number (a focused crawl's relevance, 0..1)."""
+
+
+class Outlinks(Sequence[Candidate]):
+    """The links of one page as candidates, all at one depth with no priority: what a crawl
+    adds most (a hundred and more per page, most of them seen before). Each `Candidate` is
+    made when it is read, so a frontier that drops the URLs it added lately unread (the
+    embedded one) makes a candidate of the new ones only."""
+
+    __slots__ = ("depth", "urls")
+
+    def __init__(self, urls: list[str], depth: int) -> None:
+        self.urls = urls
+        self.depth = depth
+
+    def __len__(self) -> int:
+        return len(self.urls)
+
+    @overload
+    def __getitem__(self, index: int) -> Candidate: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Outlinks: ...
+
+    def __getitem__(self, index: int | slice) -> Candidate | Outlinks:
+        if isinstance(index, slice):
+            return Outlinks(self.urls[index], self.depth)
+        return Candidate(self.urls[index], self.depth)
+
+    def __iter__(self) -> Iterator[Candidate]:
+        depth = self.depth
+        return (Candidate(url, depth) for url in self.urls)
 
 
 LeaseKind = Literal["page", "robots", "blocked", "unreachable"]
@@ -167,8 +198,8 @@ class HeldBack:
 class Frontier(Protocol):
     """The frontier contract; see the module docstring for the lease rules."""
 
-    async def add(self, candidates: list[Candidate]) -> AddResult:
-        """Canonicalize, scope, dedup and queue candidates."""
+    async def add(self, candidates: Sequence[Candidate]) -> AddResult:
+        """Canonicalize, scope, dedup and queue candidates (a list, or a page's `Outlinks`)."""
         ...
 
     async def reprioritize(self, priorities: Mapping[str, float]) -> int:

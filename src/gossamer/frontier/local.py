@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from gossamer.crawldb import CrawlDB
 from gossamer.frontier.admission import Admission, locate
@@ -31,6 +31,7 @@ from gossamer.frontier.base import (
     FrontierStats,
     HeldBack,
     Lease,
+    Outlinks,
     Rules,
 )  # fmt: skip
 from gossamer.frontier.dedup import SeenSet
@@ -124,11 +125,17 @@ class LocalFrontier:
 
     # -- the contract ----------------------------------------------------------------------
 
-    async def add(self, candidates: list[Candidate]) -> AddResult:
+    async def add(self, candidates: Sequence[Candidate]) -> AddResult:
         """Admit candidates, drop those seen before and queue the rest."""
         recent, deepest = self._recent, self._deepest
         # past the depth limit, admission turns a URL away ("depth"), seen or not
-        fresh = [c for c in candidates if c.url not in recent or c.depth > deepest]
+        if isinstance(candidates, Outlinks):  # candidates made of the URLs not added lately
+            depth = candidates.depth
+            fresh = [
+                Candidate(u, depth) for u in candidates.urls if u not in recent or depth > deepest
+            ]
+        else:
+            fresh = [c for c in candidates if c.url not in recent or c.depth > deepest]
         admitted, rejected = self._admission.admit(fresh)
         rows = []
         news = self._seen.add_many([fp for _, _, fp, _ in admitted])

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from gossamer.frontier.admission import Admission, locate
@@ -122,7 +122,7 @@ class RedisFrontier:
 
     # -- the contract ----------------------------------------------------------------------
 
-    async def add(self, candidates: list[Candidate]) -> AddResult:
+    async def add(self, candidates: Sequence[Candidate]) -> AddResult:
         """Canonicalize, scope and dedup candidates; queue the new ones in their partitions."""
         admitted, rejected = self._admission.admit(candidates)
         batches: dict[int, list[tuple[int, str]]] = {}
