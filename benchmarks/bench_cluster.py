@@ -129,8 +129,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def crawl_flags(args: argparse.Namespace) -> list[str]:
-    """The job's settings, the same for every N."""
+    """The job's settings, the same for every N. The web's pages are cut from one filler
+    text, so many are near copies of each other; which of them a crawl takes for duplicates
+    depends on the order it meets them, and without ``--follow-duplicates`` the pages only
+    duplicates link to would be reached in some runs and not in others."""
     flags = ["--resolve", "*.lat=127.0.0.1", "--allow-domain", "lat", "--delay", "0"]
+    flags += ["--follow-duplicates"]
     return [*flags, "--per-host", str(args.per_host), "--concurrency", str(args.concurrency)]
 
 
