@@ -972,3 +972,19 @@ def waiting(held: Iterable[HeldBack]) -> tuple[int, int]:
         else:
             backing_off += 1
     return polite, backing_off
+
+
+class SchedulerViews(Generic[E]):
+    """What a frontier tells straight from its `HostScheduler` (both backends keep theirs in
+    ``_hosts``)."""
+
+    _hosts: HostScheduler[E]
+
+    @property
+    def in_memory(self) -> int:
+        """Queued URLs held in memory, waiting to be leased."""
+        return self._hosts.queued
+
+    def held_back(self, most: int | None = 10) -> list[HeldBack]:
+        """The hosts politeness holds back now (see :meth:`HostScheduler.held_back`)."""
+        return self._hosts.held_back(most)

@@ -29,13 +29,18 @@ from gossamer.frontier.base import (
     Candidate,
     Feedback,
     FrontierStats,
-    HeldBack,
     Lease,
     Outlinks,
     Rules,
 )  # fmt: skip
 from gossamer.frontier.dedup import SeenSet
-from gossamer.frontier.hosts import DEFAULT_SLACK, HostScheduler, Queued, RulesLookup
+from gossamer.frontier.hosts import (
+    DEFAULT_SLACK,
+    HostScheduler,
+    Queued,
+    RulesLookup,
+    SchedulerViews,
+)
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.urls import Scope
 
@@ -59,7 +64,7 @@ _DB_VARIABLES = 500
 """Fingerprints per query of spilled priorities (SQLite allows a few hundred at least)."""
 
 
-class LocalFrontier:
+class LocalFrontier(SchedulerViews[Queued]):
     """Frontier contract (see :mod:`gossamer.frontier.base`) for one process."""
 
     def __init__(
@@ -209,15 +214,6 @@ class LocalFrontier:
         """Nothing queued, leased or waiting for a retry."""
         hosts = self._hosts
         return not (hosts.queued or hosts.stored or hosts.leased or hosts.delayed)
-
-    @property
-    def in_memory(self) -> int:
-        """Queued URLs held in memory (at most about ``memory_budget``)."""
-        return self._hosts.queued
-
-    def held_back(self, most: int | None = 10) -> list[HeldBack]:
-        """The hosts politeness holds back now (see :meth:`HostScheduler.held_back`)."""
-        return self._hosts.held_back(most)
 
     def stats(self) -> FrontierStats:
         """A frozen snapshot."""

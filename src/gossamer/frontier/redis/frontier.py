@@ -29,7 +29,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from gossamer.frontier.admission import Admission, locate
 from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease, Rules
 from gossamer.frontier.dedup import SeenSet
-from gossamer.frontier.hosts import DEFAULT_SLACK, HostScheduler, Queued, RulesLookup
+from gossamer.frontier.hosts import (
+    DEFAULT_SLACK,
+    HostScheduler,
+    Queued,
+    RulesLookup,
+    SchedulerViews,
+)
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis.claims import RECLAIM_LIMIT, Claims
 from gossamer.frontier.redis.counts import PartitionCounts, read_counts
@@ -40,14 +46,14 @@ from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, register, r
 from gossamer.urls import Scope, host_key
 
 if TYPE_CHECKING:
-    from gossamer.frontier.base import HeldBack
+    pass
 
 _POLL = 0.2
 """Seconds between looks at Redis while this worker holds nothing but the job is not done."""
 log = logging.getLogger(__name__)
 
 
-class RedisFrontier:
+class RedisFrontier(SchedulerViews[Entry]):
     """Frontier contract (see :mod:`gossamer.frontier.base`) over partitioned Redis queues.
 
     See :mod:`gossamer.frontier.redis` for the layout and this module for what each method
@@ -246,15 +252,6 @@ class RedisFrontier:
         self._next_look = now + self._refresh_interval
         await self.refresh()
         return self._finished and not self._claims.held
-
-    @property
-    def in_memory(self) -> int:
-        """URLs this worker holds in memory waiting to be leased (its queue depth)."""
-        return self._hosts.queued
-
-    def held_back(self, most: int | None = 10) -> list[HeldBack]:
-        """The hosts politeness holds back now (see :meth:`HostScheduler.held_back`)."""
-        return self._hosts.held_back(most)
 
     def stats(self) -> FrontierStats:
         """A frozen snapshot: ``queued`` and ``seen`` are job-wide (last look) plus the URLs
