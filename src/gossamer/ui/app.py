@@ -36,6 +36,7 @@ from gossamer.cluster.control import JOB_STATES
 from gossamer.errors import CommandError
 from gossamer.redact import redact_text
 from gossamer.settings import SettingsError
+from gossamer.ui.bodies import read_json
 from gossamer.ui.crawls import LEVELS, Crawls
 from gossamer.ui.jobs import Jobs
 from gossamer.ui.security import GUARD, Guard, secure_app
@@ -183,10 +184,7 @@ async def job_detail(request: web.Request) -> web.Response:
 
 async def job_state(request: web.Request) -> web.Response:
     job = _job(request)
-    try:
-        body = await request.json()
-    except ValueError:
-        raise web.HTTPBadRequest(text="a JSON body is expected\n") from None
+    body = await read_json(request)
     state = body.get("state") if isinstance(body, dict) else None
     if state not in JOB_STATES:
         raise web.HTTPBadRequest(text=f"state is one of {', '.join(JOB_STATES)}\n")

@@ -32,6 +32,8 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from gossamer.ui.bodies import MAX_BODY_BYTES
+
 log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -192,7 +194,7 @@ def secure_app(guard: Guard) -> web.Application:
     """An application behind the token, CSRF and header middlewares (sub-applications added
     to it inherit them)."""
     app = web.Application(
-        middlewares=[security_headers, require_token, check_csrf], client_max_size=64 * 1024
+        middlewares=[security_headers, require_token, check_csrf], client_max_size=MAX_BODY_BYTES
     )
     app[GUARD] = guard
     app.on_response_prepare.append(_on_prepare)

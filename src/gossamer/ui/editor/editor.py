@@ -34,6 +34,7 @@ from gossamer.extract.rules import PROCESSORS, Document, RuleError, rules_from_d
 from gossamer.parse.links import parse_html
 from gossamer.redact import redact_text
 from gossamer.rules_cli import sample_output
+from gossamer.ui.bodies import read_json
 from gossamer.ui.editor.documents import MAX_SAMPLES, DocumentError, Rules, SamplePage, to_toml
 from gossamer.ui.editor.fetching import Page, PageFetcher, suggest_pattern
 from gossamer.ui.editor.sanitize import SanitizeError, sanitize
@@ -121,10 +122,7 @@ def _json(data: Any, status: int = 200) -> web.Response:
 
 
 async def _body(request: web.Request) -> dict[str, Any]:
-    try:
-        body = await request.json()
-    except ValueError:
-        raise web.HTTPBadRequest(text="a JSON body is expected\n") from None
+    body = await read_json(request)
     if not isinstance(body, dict):
         raise web.HTTPBadRequest(text="a JSON object is expected\n")
     return body

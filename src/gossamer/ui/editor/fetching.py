@@ -144,6 +144,8 @@ class PageFetcher:
             raise CommandError(f"bad URL {url[:200]!r}") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise CommandError("give an http:// or https:// URL")
+        if _canonical(url) is None:
+            raise CommandError(f"bad URL {url[:200]!r}")
         if port == self.own_port:
             raise CommandError(f"{url[:200]}: the UI's own port {port} is never read")
         verdict = self.guard.check_url(url)
