@@ -59,12 +59,25 @@ async def test_the_token_url_sets_a_strict_cookie(
         assert response.status == 303
         assert response.headers["Location"] == "/"  # the token leaves the address bar
         cookie = response.headers["Set-Cookie"]
-    assert f"{served.guard.cookie}={served.guard.token}" in cookie
-    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
-    headers = {"Cookie": f"{served.guard.cookie}={served.guard.token}"}
+    # The cookie holds a session id, never the token (other local servers receive it).
+    assert served.guard.token not in cookie
+    match = re.match(rf"{served.guard.cookie}=([\w-]{{43}});", cookie)
+    assert match, cookie
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
+    headers = {"Cookie": f"{served.guard.cookie}={match[1]}"}
     async with http.get(served.base + "/api/overview", headers=headers) as response:
         assert response.status == 200
         assert (await response.json())["crawls"] == []
+    token_cookie = {"Cookie": f"{served.guard.cookie}={served.guard.token}"}
+    async with http.get(served.base + "/api/overview", headers=token_cookie) as response:
+        assert response.status == 401  # the token is no cookie value
+    post = {**headers, "Origin": served.base, CSRF_HEADER: served.guard.csrf}
+    async with http.post(served.base + "/api/logout", headers=post, json={}) as response:
+        assert response.status == 200
+        assert f"{served.guard.cookie}=\"\"" in response.headers["Set-Cookie"]
+        assert "Max-Age=0" in response.headers["Set-Cookie"]
+    async with http.get(served.base + "/api/overview", headers=headers) as response:
+        assert response.status == 401  # logged out: the id is worth nothing now
 
 
 async def test_headers_and_no_inline_script(served: Served, http: aiohttp.ClientSession) -> None:

@@ -7,6 +7,7 @@ Routes (every one behind :mod:`gossamer.ui.security`)::
                                              one path `gossamer ui` serves without the token)
     GET  /static/...                         its script modules and style sheet
     GET  /api/session                        the CSRF token the page sends with a POST
+    POST /api/logout                         end the session (its cookie is cleared)
     GET  /api/overview                       every crawl and job, one line each
     GET  /api/crawls/{id}                    one crawl's figures
     GET  /api/crawls/{id}/pages/{page}       one page record
@@ -39,7 +40,7 @@ from gossamer.settings import SettingsError
 from gossamer.ui.bodies import read_json
 from gossamer.ui.crawls import LEVELS, Crawls
 from gossamer.ui.jobs import Jobs
-from gossamer.ui.security import GUARD, Guard, secure_app
+from gossamer.ui.security import GUARD, Guard, end_session, secure_app
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +72,7 @@ def build_app(guard: Guard, sources: Sources) -> web.Application:
     app.router.add_get("/healthz", healthz)
     app.router.add_static("/static/", STATIC, follow_symlinks=False, append_version=False)
     app.router.add_get("/api/session", session)
+    app.router.add_post("/api/logout", logout)
     app.router.add_get("/api/overview", overview)
     app.router.add_get("/api/crawls/{id}", crawl_detail)
     app.router.add_get("/api/crawls/{id}/pages/{page}", crawl_page)
@@ -106,6 +108,13 @@ async def healthz(request: web.Request) -> web.Response:
 
 async def session(request: web.Request) -> web.Response:
     return _json({"csrf": request.config_dict[GUARD].csrf, "version": __version__})
+
+
+async def logout(request: web.Request) -> web.Response:
+    response = _json({"logged_out": True})
+    if end_session(request, response):
+        log.info("logged out from %s", request.remote, extra={"event": "ui-logout"})
+    return response
 
 
 async def overview(request: web.Request) -> web.Response:

@@ -3,9 +3,12 @@ strict response headers.
 
 * **Token.** ``gossamer ui`` makes a random token at start (or takes the user's:
   ``GOSSAMER_UI_TOKEN`` or ``--token-file``) and prints the URL that carries it, as Jupyter
-  does. The first request with ``?token=`` sets an HttpOnly, SameSite=Strict cookie and is
-  redirected to the same URL without the token; later requests carry the cookie (or an
-  ``Authorization: Bearer`` header). Anything else is refused with 401.
+  does. The first request with ``?token=`` starts a session (:mod:`gossamer.ui.sessions`)
+  and is redirected to the same URL without the token; its HttpOnly, SameSite=Strict cookie
+  holds the session's random id, never the token (browsers send a 127.0.0.1 cookie to every
+  port of 127.0.0.1: see that module for what this protects and where it stops). Later
+  requests carry the cookie, or the token itself in an ``Authorization: Bearer`` header
+  (scripts). ``POST /api/logout`` ends the session. Anything else is refused with 401.
 * **Host.** On loopback, a request must name the server as ``127.0.0.1``, ``localhost`` or
   ``[::1]`` with its port: a DNS-rebinding page cannot reach it under its own name.
 * **CSRF.** A state change is a POST (no GET changes anything) whose ``Origin`` (or, without
@@ -27,12 +30,13 @@ import ipaddress
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from aiohttp import web
 
 from gossamer.ui.bodies import MAX_BODY_BYTES
+from gossamer.ui.sessions import Sessions
 
 log = logging.getLogger(__name__)
 
@@ -84,9 +88,12 @@ class Guard:
     """``host:port`` values the ``Host`` header may hold (lower case); None (a server bound
     beyond loopback, reached by names it cannot know) takes any."""
     cookie: str
-    """The token cookie's name (port-specific: cookies do not tell ports apart)."""
+    """The session cookie's name (holding the port: cookies do not tell ports apart, so two
+    UIs on one machine would otherwise overwrite each other's)."""
     public: frozenset[str] = frozenset()
     """Paths a GET may read without the token (e.g. a health check); none by default."""
+    sessions: Sessions = field(default_factory=Sessions, compare=False)
+    """The logins whose ids the cookie holds."""
 
     @classmethod
     def for_server(
@@ -108,11 +115,20 @@ class Guard:
 GUARD = web.AppKey("guard", Guard)
 
 
-def _given_token(request: web.Request, guard: Guard) -> str | None:
+def _authorised(request: web.Request, guard: Guard) -> bool:
+    """The token in an ``Authorization: Bearer`` header, else an open session's cookie."""
     auth = request.headers.get("Authorization", "")
     if auth.startswith("Bearer "):
-        return auth[len("Bearer ") :].strip()
-    return request.cookies.get(guard.cookie)
+        return guard.token_ok(auth[len("Bearer ") :].strip())
+    return guard.sessions.check(request.cookies.get(guard.cookie))
+
+
+def end_session(request: web.Request, response: web.StreamResponse) -> bool:
+    """Log out: end the request's session and clear its cookie; whether one was open."""
+    guard = request.config_dict[GUARD]
+    ended = guard.sessions.end(request.cookies.get(guard.cookie))
+    response.del_cookie(guard.cookie, path="/", httponly=True, samesite="Strict")
+    return ended
 
 
 @web.middleware
@@ -160,9 +176,10 @@ async def require_token(request: web.Request, handler: Handler) -> web.StreamRes
         kept = [(k, v) for k, v in request.rel_url.query.items() if k != "token"]
         clean = request.rel_url.with_query(kept)
         redirect = web.Response(status=303, headers={"Location": str(clean)})
-        redirect.set_cookie(guard.cookie, guard.token, httponly=True, samesite="Strict", path="/")
+        session = guard.sessions.start()
+        redirect.set_cookie(guard.cookie, session, httponly=True, samesite="Strict", path="/")
         return redirect
-    if not guard.token_ok(_given_token(request, guard)):
+    if not _authorised(request, guard):
         raise web.HTTPUnauthorized(
             text="gossamer ui: open the URL with ?token= that the command printed\n"
         )

@@ -247,6 +247,11 @@ function renderJob(d, parts) {
 
 document.getElementById("record-close").addEventListener("click", () =>
   document.getElementById("record").close());
+document.getElementById("logout").addEventListener("click", async () => {
+  stop();
+  await post("/api/logout", {});
+  location.replace("/"); // now 401: the session is over, the token URL starts another
+});
 window.addEventListener("hashchange", route);
 refreshList();
 route();
