@@ -68,7 +68,8 @@ async def test_rules_built_by_clicks_crawl_the_test_web(browser: Browser, tmp_pa
         page = await new_page(browser)
         await open_editor(page, served)
         await fetch_sample(page, home)
-        assert await page.input_value("#rule-url") == r"^http://site\d+\.test:\d+/$"
+        port = home.rsplit(":", 1)[1].strip("/")
+        assert await page.input_value("#rule-url") == rf"^http://site\d+\.test:{port}/$"
         await page.fill("#rule-name", "home")
 
         # A list: the record container picked; the nav link it also matched rejected.
@@ -102,6 +103,7 @@ async def test_rules_built_by_clicks_crawl_the_test_web(browser: Browser, tmp_pa
         await click_in_frame(page, "nav a")
         assert await page.locator(".link.active .link-css").input_value() == "p a"
 
+        await page.check("#preview-wide")  # the other sites' home pages: widened on purpose
         await page.click("#preview")
         await page.locator("#preview-results").wait_for()
         text = await page.locator("#preview-results").inner_text()
@@ -148,6 +150,15 @@ async def test_rules_built_by_clicks_crawl_the_test_web(browser: Browser, tmp_pa
         assert await page.locator(".field .field-name").count() == 3
         assert await page.locator(".link .link-css").input_value() == "p a"
         await page.click("#preview")
+        await page.locator("#preview-results").wait_for()
+        pages_shown = (
+            "() => [...document.querySelectorAll('#preview-results td[title]')].map(t => t.title)"
+        )
+        narrow = await page.evaluate(pages_shown)
+        assert narrow and all(url.startswith(home) for url in narrow)  # the sample's origin only
+        await page.check("#preview-wide")
+        await page.click("#preview")
+        await page.wait_for_function(f"() => ({pages_shown})().some(u => u.includes('site1.test'))")
         await page.locator("#preview-results").wait_for()
         assert await page.locator("#preview-results").inner_text() == text  # as before saving
         assert await page.locator("#problems li").count() == 0
@@ -286,7 +297,8 @@ async def test_selectors_generalise_by_classes_and_refine_with_not(
             page = await new_page(browser)
             await open_editor(page, served)
             await fetch_sample(page, f"{base}/shop/1")
-            assert await page.input_value("#rule-url") == r"^http://127\.0\.0\.1:\d+/shop/\d+$"
+            port = runner.addresses[0][1]
+            assert await page.input_value("#rule-url") == rf"^http://127\.0\.0\.1:{port}/shop/\d+$"
             await page.click("#pick-record")
             await click_in_frame(page, "div.item h3", 0)  # a click lands on the innermost
             assert await page.input_value("#record-css") == "h3.name"

@@ -116,8 +116,10 @@ class AddressGuard:
             return True
         return any(".".join(labels[i:]) in self.named_domains for i in range(len(labels)))
 
-    def verdict(self, host: str, address: str | IPAddress) -> str | None:
-        """None when ``host`` may be reached at ``address``; else why not."""
+    def verdict(self, host: str, address: str | IPAddress, port: int = 0) -> str | None:
+        """None when ``host`` may be reached at ``address``; else why not. ``port`` (0:
+        unknown) is the one connected to: a crawl's guard judges addresses only, a stricter
+        guard (the rule editor's) may judge the port too."""
         try:
             ip = ipaddress.ip_address(address) if isinstance(address, str) else address
         except ValueError:
@@ -198,10 +200,11 @@ class GuardedResolver(AbstractResolver):
     ) -> list[ResolveResult]:
         """The inner resolver's answers that the guard allows."""
         results = await self.inner.resolve(host, port, family)
-        allowed = [r for r in results if self._guard.verdict(host, r["host"]) is None]
+        guard = self._guard
+        allowed = [r for r in results if guard.verdict(host, r["host"], port) is None]
         if not allowed:
             self.blocked += 1
-            reason = self._guard.verdict(host, results[0]["host"]) if results else "no address"
+            reason = guard.verdict(host, results[0]["host"], port) if results else "no address"
             raise BlockedAddress(f"{host}: {reason}")
         return allowed
 

@@ -66,9 +66,10 @@ def add_ui_parser(sub: Any) -> None:
         "--editor-allow",
         action="append",
         default=[],
-        metavar="ADDRESS|NETWORK|HOST",
-        help="let the editor read sample pages at this private or loopback address, network "
-        "(127.0.0.0/8) or host (*.test); refused by default (repeatable)",
+        metavar="HOST:PORT|ADDRESS|NETWORK|HOST",
+        help="let the editor read sample pages at this private or loopback address or host "
+        "on this port (127.0.0.1:8642, *.test:8642), or on every port of an address, network "
+        "(10.0.0.0/8) or host (*.test); refused by default (repeatable)",
     )
     editor.add_argument(
         "--resolve", action="append", default=[], metavar="HOST=IP", help="as crawl's --resolve"

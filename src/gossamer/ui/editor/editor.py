@@ -6,8 +6,11 @@ middlewares (:mod:`gossamer.ui.security`)::
     GET  /editor/api/info              processors, documents of --rules-dir, limits
     POST /editor/api/fetch             {"url"}: fetch a sample page -> {"id", "url", "pattern"}
     GET  /editor/frame/{id}            the sample page sanitised, under its own strict CSP
-    POST /editor/api/preview           {"rule", "samples": [id], "more": n}: the rule evaluated
-                                       on the samples and on up to 5 more pages of the site
+    POST /editor/api/preview           {"rule", "samples": [id], "more": n, "scope"}: the rule
+                                       evaluated on the samples and on up to 5 more pages:
+                                       links of the samples on their own origin (scheme,
+                                       host, port), or with "scope": "pattern" (the page's
+                                       "other sites too" box) any the URL pattern matches
     GET  /editor/api/documents/{name}  a document's rules and its samples (as sample ids)
     POST /editor/api/save              {"document", "rule", "samples": [id], "replaces"}
 
@@ -36,7 +39,7 @@ from gossamer.redact import redact_text
 from gossamer.rules_cli import sample_output
 from gossamer.ui.bodies import read_json
 from gossamer.ui.editor.documents import MAX_SAMPLES, DocumentError, Rules, SamplePage, to_toml
-from gossamer.ui.editor.fetching import Page, PageFetcher, suggest_pattern
+from gossamer.ui.editor.fetching import Origin, Page, PageFetcher, origin_of, suggest_pattern
 from gossamer.ui.editor.sanitize import SanitizeError, sanitize
 
 __all__ = ["FRAME_CSP", "MAX_MORE", "MAX_PAGES", "EditorConfig", "build_editor"]
@@ -48,6 +51,10 @@ MAX_PAGES = 50
 MAX_MORE = 5
 """More pages of the site a preview reads (links of the sample that the rule's pattern
 matches)."""
+SCOPES = ("origin", "pattern")
+"""What a preview's further pages may be: links on their sample's origin (the default), or
+any link the rule's URL pattern matches (the user's choice: another port of a host is
+another service, Redis's as well as a web server's)."""
 FRAME_CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src 'none'; "
     "form-action 'none'; base-uri 'none'; frame-ancestors 'self'; sandbox allow-same-origin"
@@ -198,11 +205,15 @@ async def preview(request: web.Request) -> web.Response:
         return _json({"problems": exc.problems, "rows": []})
     more = body.get("more", MAX_MORE)
     more = max(0, min(MAX_MORE, more)) if isinstance(more, int) else MAX_MORE
+    scope = body.get("scope", "origin")
+    if scope not in SCOPES:
+        raise web.HTTPBadRequest(text=f"scope is one of {', '.join(SCOPES)}\n")
+    within = None if scope == "pattern" else _origins(samples)
     rows = [await asyncio.to_thread(_row, rules, page) for page in samples]
-    wanted = _more_urls(rules, samples, more)
+    wanted = _more_urls(rules, samples, more, within)
     cached = {url: pages.by_url(url) for url in wanted}
     missing = [url for url, page in cached.items() if page is None]
-    fetched = dict(zip(missing, await config.fetcher.fetch(missing), strict=True))
+    fetched = dict(zip(missing, await config.fetcher.fetch(missing, within), strict=True))
     for url in wanted:
         found = cached[url] or fetched[url]
         if isinstance(found, str):
@@ -244,15 +255,25 @@ def _row(rules: Any, page: Page) -> dict[str, Any]:
     }
 
 
-def _more_urls(rules: Any, samples: list[Page], more: int) -> list[str]:
-    """Links of the samples the rule is for, each once, samples left out."""
+def _origins(samples: list[Page]) -> frozenset[Origin]:
+    return frozenset(o for o in (origin_of(page.url) for page in samples) if o is not None)
+
+
+def _more_urls(
+    rules: Any, samples: list[Page], more: int, within: frozenset[Origin] | None
+) -> list[str]:
+    """Links of the samples the rule is for (on their sample's origin unless ``within`` is
+    None), each once, samples left out."""
     seen = {page.url for page in samples}
     found: list[str] = []
     for page in samples:
         parsed = parse_html(page.body, page.url, header_charset=page.charset)
+        own = origin_of(page.url)
         for link in parsed.links:
             if len(found) >= more:
                 return found
+            if within is not None and origin_of(link) != own:
+                continue
             if link not in seen and rules.select(link) is not None:
                 seen.add(link)
                 found.append(link)

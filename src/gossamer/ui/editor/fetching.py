@@ -3,16 +3,21 @@ an address guard that keeps the editor from being turned against this machine.
 
 A browser can ask the editor to fetch any URL, so the editor's guard is stricter than a
 crawl's: no host is trusted because it was typed in. Loopback and private addresses are
-refused unless ``gossamer ui --editor-allow`` names them (an address, a network such as
-``127.0.0.0/8``, or a host name, ``*.test`` for a domain's hosts); link-local and metadata
+refused unless ``gossamer ui --editor-allow`` names them: best with a port
+(``127.0.0.1:8642``, ``[::1]:8642``, ``site.test:8642``, ``*.test:8642``: that port only),
+else an address, a network such as ``10.0.0.0/8``, or a host name, ``*.test`` for a domain's
+hosts (every port: Redis's and every other local service's too). Link-local and metadata
 addresses are refused always, and so is the UI's own port (on any host: a name can point
-anywhere). Redirect targets and the pages a preview reads are checked the same way.
+anywhere). Redirect targets and the pages a preview reads are checked the same way; a
+preview's pages also stay on the origin of the sample they are linked from
+(:func:`origin_of`) unless the user widens it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import ipaddress
 import logging
 import re
@@ -36,73 +41,151 @@ from gossamer.rules_cli import fetch_config, fetch_following
 from gossamer.settings import CrawlSettings, SettingsError, crawl_scope
 from gossamer.urls import InvalidURL, canonicalize
 
-__all__ = ["EditorGuard", "Page", "PageFetcher", "suggest_pattern"]
+__all__ = ["EditorGuard", "Page", "PageFetcher", "origin_of", "suggest_pattern"]
 
 log = logging.getLogger(__name__)
 
 _Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+Origin = tuple[str, str, int]
+"""A URL's scheme, host and port."""
 _NAME = re.compile(r"(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*")
 
 
 @dataclass(frozen=True, slots=True)
 class EditorGuard(AddressGuard):
     """A crawl's guard naming only the hosts of ``--editor-allow``, and allowing the
-    addresses of its networks."""
+    addresses of its networks and its ``HOST:PORT`` endpoints."""
 
     networks: tuple[_Network, ...] = ()
     own_port: int = 0
     """The UI's port: refused on every host, whatever a URL's host resolves to (a rendered
     page's subrequests included)."""
+    endpoints: frozenset[tuple[str, int]] = frozenset()
+    """``--editor-allow HOST:PORT``: (an address, a host name or ``*.domain``, a port)."""
 
     @classmethod
     def from_allow(cls, allow: Iterable[str]) -> EditorGuard:
         """The guard of ``--editor-allow`` values; SettingsError for one that is neither an
-        address, a network nor a host name."""
+        address, a network nor a host name, with or without a port."""
         networks: list[_Network] = []
         hosts: set[str] = set()
         subdomains: set[str] = set()
+        endpoints: set[tuple[str, int]] = set()
         for item in allow:
-            value = item.strip().lower().strip("[]")
+            value, port = _split_port(item.strip().lower())
+            if port is not None:
+                endpoints.add((_allowed_host(value, item), port))
+                continue
             try:
                 networks.append(ipaddress.ip_network(value, strict=False))
                 continue
             except ValueError:
                 pass
-            if not _NAME.fullmatch(value):
-                raise SettingsError(
-                    f"invalid setting 'editor_allow': {item[:80]!r} is not an address, a "
-                    "network or a host name"
-                )
-            if value.startswith("*."):
-                subdomains.add(value[2:])
+            name = _allowed_host(value, item)
+            if name.startswith("*."):
+                subdomains.add(name[2:])
             else:
-                hosts.add(value)
+                hosts.add(name)
         return cls(
-            frozenset(hosts), named_subdomains=frozenset(subdomains), networks=tuple(networks)
+            frozenset(hosts),
+            named_subdomains=frozenset(subdomains),
+            networks=tuple(networks),
+            endpoints=frozenset(endpoints),
         )
 
     def check_url(self, url: str) -> str | None:
-        if self.own_port:
-            try:
-                parts = urlsplit(url)
-                port = parts.port or (443 if parts.scheme == "https" else 80)
-            except ValueError:
-                return "not a URL"
-            if port == self.own_port:
-                return f"the UI's own port {port} is never read"
-        return AddressGuard.check_url(self, url)
+        try:
+            parts = urlsplit(url)
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+            host = parts.hostname
+        except ValueError:
+            return "not a URL"
+        if self.own_port and port == self.own_port:
+            return f"the UI's own port {port} is never read"
+        try:
+            ip = ipaddress.ip_address((host or "").partition("%")[0])
+        except ValueError:
+            return None  # a name: the addresses it resolves to are judged, with the port
+        return self.verdict(host or "", ip, port)
 
-    def verdict(self, host: str, address: str | IPAddress) -> str | None:
+    def verdict(self, host: str, address: str | IPAddress, port: int = 0) -> str | None:
         never = AddressGuard(allow_private=True).verdict(host, address)
         if never is not None:
             return never
         ip = ipaddress.ip_address(address) if isinstance(address, str) else address
         if any(ip in net for net in self.networks if net.version == ip.version):
             return None
+        if port and self._endpoint(host, ip, port):
+            return None
         verdict = AddressGuard.verdict(self, host, address)
         if verdict is not None:
-            return f"{verdict} (gossamer ui --editor-allow names what the editor may read)"
+            where = f"{host}:{port}" if port else host
+            return (
+                f"{verdict} ({where}: gossamer ui --editor-allow HOST:PORT names what the "
+                "editor may read)"
+            )
         return None
+
+    def _endpoint(self, host: str, ip: IPAddress, port: int) -> bool:
+        name = host.lower().strip("[]").rstrip(".")
+        for allowed, allowed_port in self.endpoints:
+            if allowed_port != port:
+                continue
+            if allowed in (name, ip.compressed):
+                return True
+            if allowed.startswith("*.") and name.endswith(allowed[1:]):
+                return True
+        return False
+
+
+def _split_port(value: str) -> tuple[str, int | None]:
+    """``HOST:PORT``, ``[v6]:PORT``, ``[v6]``, a bare v6 address or network, or ``HOST``
+    -> (host, port or None); SettingsError for a port that is not one."""
+    host, port = value, ""
+    if value.startswith("["):
+        host, _, rest = value[1:].partition("]")
+        if rest and not rest.startswith(":"):
+            raise _bad_allow(value)
+        port = rest[1:]
+    elif value.count(":") == 1:
+        host, _, port = value.partition(":")
+    if not port:
+        return host, None
+    if not port.isdigit() or not 0 < int(port) < 65_536:
+        raise _bad_allow(value)
+    return host, int(port)
+
+
+def _allowed_host(value: str, given: str) -> str:
+    """An address (in its usual form) or a host name (``*.domain`` too) of
+    ``--editor-allow``."""
+    try:
+        return ipaddress.ip_address(value).compressed
+    except ValueError:
+        pass
+    if not _NAME.fullmatch(value):
+        raise _bad_allow(given)
+    return value
+
+
+def _bad_allow(given: str) -> SettingsError:
+    return SettingsError(
+        f"invalid setting 'editor_allow': {given[:80]!r} is not an address, a network or a "
+        "host name, with or without :PORT"
+    )
+
+
+def origin_of(url: str) -> Origin | None:
+    """``url``'s origin: scheme, host and port (the scheme's default if none); None for a
+    URL without one."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    return parts.scheme, parts.hostname.rstrip("."), port
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,10 +235,23 @@ class PageFetcher:
         if verdict is not None:
             raise CommandError(f"{url[:200]}: {verdict}")
 
-    async def fetch(self, urls: list[str]) -> list[Page | str]:
-        """Each URL's page, or why it could not be had, in order."""
+    def check_within(self, origins: frozenset[Origin], url: str) -> None:
+        """:meth:`check`, and CommandError unless ``url`` is on one of ``origins``."""
+        self.check(url)
+        if origin_of(url) not in origins:
+            raise CommandError(
+                f"{url[:200]}: not on the sample's origin (a preview stays there unless "
+                "widened to the pattern's other sites)"
+            )
+
+    async def fetch(
+        self, urls: list[str], within: frozenset[Origin] | None = None
+    ) -> list[Page | str]:
+        """Each URL's page, or why it could not be had, in order; with ``within``, only
+        pages on those origins (redirects included)."""
         if not urls:
             return []
+        check = self.check if within is None else functools.partial(self.check_within, within)
         async with self._lock, self._fetchers(urls) as (fetcher, robots):
             found: list[Page | str] = []
             for number, url in enumerate(urls):
@@ -163,7 +259,7 @@ class PageFetcher:
                     await asyncio.sleep(max(self.delay, self.settings.delay))
                 try:
                     target, body, charset = await fetch_following(
-                        fetcher, robots, url, self.settings.max_redirects, self.check
+                        fetcher, robots, url, self.settings.max_redirects, check
                     )
                 except CommandError as exc:
                     found.append(str(exc)[:500])
@@ -230,8 +326,9 @@ _WORD = re.compile(r"[A-Za-z]+|\d+|[^A-Za-z\d]+")
 
 
 def suggest_pattern(url: str) -> str:
-    """A URL pattern for pages like ``url``: digits generalised in the host, and path
-    segments holding digits made letters-and-digits patterns (``/shop/city-3/`` ->
+    """A URL pattern for pages like ``url``: digits generalised in the host name (never in
+    an address, nor in the port, which stays as it is: another port is another service),
+    and path segments holding digits made letters-and-digits patterns (``/shop/city-3/`` ->
     ``/shop/[a-z]+-\\d+/``)."""
     try:
         url = canonicalize(url)
@@ -243,7 +340,7 @@ def suggest_pattern(url: str) -> str:
     if not _is_address(name):
         host = _DIGITS.sub(r"\\d+", host)
     if parts.port:
-        host += r":\d+"
+        host += f":{parts.port}"
     segments = [_segment(segment) for segment in parts.path.split("/")]
     query = r"\?" + _segment(parts.query) if parts.query else ""
     pattern = f"^{re.escape(parts.scheme)}://{host}{'/'.join(segments)}{query}$"

@@ -299,6 +299,7 @@ async function preview() {
   try {
     const result = await post("/editor/api/preview", {
       rule: ruleDocument(), samples: state.samples.map((s) => s.id), more: state.info.max_more,
+      scope: $("preview-wide").checked ? "pattern" : "origin",
     });
     showProblems(result.problems);
     renderPreview(result.rows, ruleDocument().field.map((f) => f.name));
