@@ -794,8 +794,8 @@ async def _metrics_server(settings: CrawlSettings) -> AsyncIterator[MetricsServe
         return
     from gossamer.ui.metrics import LOCAL_JOB, default_worker, serve_metrics
 
-    port, bind = settings.metrics_port, settings.metrics_bind
-    async with serve_metrics(bind, port, LOCAL_JOB, default_worker()) as server:
+    port, bind, hosts = settings.metrics_port, settings.metrics_bind, settings.metrics_hosts
+    async with serve_metrics(bind, port, LOCAL_JOB, default_worker(), hosts) as server:
         yield server
 
 

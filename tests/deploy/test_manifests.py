@@ -17,6 +17,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import jsonschema
 import kubernetes_validate
@@ -261,6 +262,12 @@ def test_overlays_choose_their_autoscaler() -> None:
     trigger = scaled["spec"]["triggers"][0]
     assert trigger["type"] == "metrics-api"
     assert trigger["metadata"]["url"].endswith(":9100/queued")
+    (exporter,) = containers(
+        workload(render("overlays/production"), "Deployment", "gossamer-metrics")
+    )
+    args = exporter["args"]
+    named = args[args.index("--metrics-hosts") + 1].split(",")
+    assert urlsplit(trigger["metadata"]["url"]).hostname in named  # its Host is answered
     assert trigger["metadata"]["valueLocation"] == "queued"
     assert scaled["spec"]["minReplicaCount"] == 0 and scaled["spec"]["cooldownPeriod"] >= 300
 

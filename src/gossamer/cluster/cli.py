@@ -122,6 +122,13 @@ def _metrics_flags(parser: argparse.ArgumentParser, whose: str) -> None:
         help="address the metrics port listens on (default $GOSSAMER_METRICS_BIND, else "
         "127.0.0.1; 0.0.0.0 in a container)",
     )
+    parser.add_argument(
+        "--metrics-hosts",
+        metavar="NAME,...",
+        help="host names the metrics port answers to besides addresses, localhost and this "
+        "machine's name (default $GOSSAMER_METRICS_HOSTS; e.g. a Kubernetes Service's name; "
+        "* answers any)",
+    )
 
 
 def _port(text: str) -> int:
@@ -131,16 +138,17 @@ def _port(text: str) -> int:
     return int(text)
 
 
-def _metrics_options(args: argparse.Namespace) -> tuple[int | None, str]:
-    """The metrics port and address: the flags, else the GOSSAMER_METRICS_* environment,
-    checked as the crawl's settings are."""
+def _metrics_options(args: argparse.Namespace) -> tuple[int | None, str, tuple[str, ...]]:
+    """The metrics port, address and host names: the flags, else the GOSSAMER_METRICS_*
+    environment, checked as the crawl's settings are."""
     port = args.metrics_port
     bind = args.metrics_bind or os.environ.get("GOSSAMER_METRICS_BIND") or "127.0.0.1"
     raw = os.environ.get("GOSSAMER_METRICS_PORT")
-    values: dict[str, Any] = {"metrics_bind": bind}
+    hosts = args.metrics_hosts or os.environ.get("GOSSAMER_METRICS_HOSTS") or ""
+    values: dict[str, Any] = {"metrics_bind": bind, "metrics_hosts": _split(hosts)}
     values["metrics_port"] = port if port is not None else raw or None
     checked = validate_model(CrawlSettings, values)
-    return checked.metrics_port, checked.metrics_bind
+    return checked.metrics_port, checked.metrics_bind, tuple(checked.metrics_hosts)
 
 
 def _redis_flags(parser: argparse.ArgumentParser) -> None:
@@ -204,7 +212,7 @@ def _worker(args: argparse.Namespace) -> int:
     from gossamer.cluster.worker import WorkerOptions, run_worker
     from gossamer.crawl import summary
 
-    port, bind = _metrics_options(args)
+    port, bind, hosts = _metrics_options(args)
     options = WorkerOptions(
         redis_url=_redis_url(args),
         job=args.job,
@@ -220,6 +228,7 @@ def _worker(args: argparse.Namespace) -> int:
         redis_timeout=args.redis_timeout,
         metrics_port=port,
         metrics_bind=bind,
+        metrics_hosts=hosts,
     )
     stats = run(run_worker(options))
     if not args.quiet:
@@ -232,7 +241,7 @@ def _metrics(args: argparse.Namespace) -> int:
     from gossamer.cluster.resilient import run
     from gossamer.ui.metrics import serve_job
 
-    port, bind = _metrics_options(args)
+    port, bind, hosts = _metrics_options(args)
     if port is None:
         raise SettingsError("invalid setting 'metrics_port': give --metrics-port")
     redis_url = _redis_url(args)
@@ -240,7 +249,7 @@ def _metrics(args: argparse.Namespace) -> int:
     async def serve() -> None:
         control = await open_control(redis_url, args.job)
         try:
-            await serve_job(control, bind, port)
+            await serve_job(control, bind, port, hosts)
         finally:
             await control.redis.aclose()
 

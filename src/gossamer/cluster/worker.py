@@ -87,6 +87,9 @@ class WorkerOptions:
     """Serve ``/metrics`` and ``/healthz`` on this port (from the start: while waiting for
     the job too); the job's own ``metrics_port`` is not used by workers."""
     metrics_bind: str = "127.0.0.1"
+    metrics_hosts: tuple[str, ...] = ()
+    """Host names the metrics port answers to besides addresses, localhost and the
+    machine's name (see gossamer.ui.hostcheck)."""
 
 
 def default_name() -> str:
@@ -101,7 +104,7 @@ async def run_worker(options: WorkerOptions) -> CrawlStats:
 
     name = options.name or default_name()
     port, bind = options.metrics_port, options.metrics_bind
-    async with serve_metrics(bind, port, options.job, name) as metrics:
+    async with serve_metrics(bind, port, options.job, name, options.metrics_hosts) as metrics:
         control = await open_control(options.redis_url, options.job)
         guard = install_guard(control.redis, options.redis_url, options.redis_timeout)
         try:

@@ -41,6 +41,7 @@ _SPLIT_FIELDS = frozenset(
         "proxies",
         "render_block",
         "focus_examples",
+        "metrics_hosts",
     }
 )
 """List settings a string (environment, TOML, a flag) gives comma-separated."""

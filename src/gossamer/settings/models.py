@@ -110,6 +110,7 @@ _SECRETS: dict[str, tuple[str, ...]] = {
 }
 """The secrets each kind of login needs (each as ``NAME_env`` or ``NAME_file``)."""
 _BIND = re.compile(r"[A-Za-z0-9.:_-]{1,253}")
+_METRICS_HOST = re.compile(r"[A-Za-z0-9_-]([A-Za-z0-9._-]{0,252})")
 """A listening address: an IPv4 or IPv6 address or a host name (the bind reports the rest)."""
 _DOMAIN = re.compile(r"(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?\.)*[a-z0-9_-]{1,63}")
 
@@ -585,6 +586,14 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
             description="Address the metrics port listens on (127.0.0.1; 0.0.0.0 in a container)."
         ),
     ] = "127.0.0.1"
+    metrics_hosts: Annotated[
+        list[str],
+        Meta(
+            description="Host names the metrics port answers to besides addresses, localhost "
+            "and this machine's name, comma-separated (a Kubernetes Service's, e.g. "
+            "gossamer-metrics.gossamer.svc); * answers any (see gossamer.ui.hostcheck)."
+        ),
+    ] = field(default_factory=list)
     render: Annotated[
         Literal["never", "auto", "always"],
         Meta(
@@ -685,6 +694,9 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
         _check_proxies(self.proxies)
         if not _BIND.fullmatch(self.metrics_bind):
             raise _FieldError("metrics_bind", "must be an IP address or a host name, e.g. 0.0.0.0")
+        for host in self.metrics_hosts:
+            if host != "*" and not _METRICS_HOST.fullmatch(host):
+                raise _FieldError("metrics_hosts", f"{host[:80]!r} is not a host name (or *)")
         domains = [a.domain for a in self.auth]
         for domain in domains:
             if domains.count(domain) > 1:

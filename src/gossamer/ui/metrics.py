@@ -6,6 +6,10 @@ Nothing is counted for Prometheus on the hot path: a scrape reads the stages' fr
 (:class:`CrawlCollector`). The server (:class:`MetricsServer`) runs on the crawl's own event
 loop (aiohttp.web), so the snapshots are taken on the loop that owns the counters.
 
+Every endpoint answers only requests whose ``Host`` names it by address, ``localhost``, the
+machine's name or a name of ``metrics_hosts`` (:mod:`gossamer.ui.hostcheck`): a
+DNS-rebinding page cannot read job and worker names.
+
 ``/healthz`` answers 200 ``ok`` while the crawl loop goes round (or the process waits for its
 crawl to start: a worker waiting for its job), and 503 once the crawl is stopping, has
 stopped, or its loop has not gone round for :data:`STALL_SECONDS` (stuck).
@@ -55,6 +59,7 @@ from gossamer.fetch.proxies import PoolStats
 from gossamer.redact import redact_text
 from gossamer.settings import SettingsError
 from gossamer.stats import CrawlStats
+from gossamer.ui.hostcheck import HostCheck, host_middleware
 
 if TYPE_CHECKING:
     from gossamer.balance.capability import Live
@@ -294,8 +299,9 @@ def health(state: LoopState | None, stall: float = STALL_SECONDS) -> tuple[int, 
 class MetricsServer:
     """``/metrics`` and ``/healthz`` of one crawl process, on the running event loop."""
 
-    def __init__(self, job: str, worker: str) -> None:
+    def __init__(self, job: str, worker: str, hosts: HostCheck | None = None) -> None:
         self.collector = CrawlCollector(job, worker)
+        self._hosts = hosts
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self.collector)
         ProcessCollector(registry=self.registry)  # process_cpu_seconds_total and the like
@@ -307,14 +313,18 @@ class MetricsServer:
         self.collector.attach(sources)
 
     def app(self) -> web.Application:
-        """The aiohttp application (mountable elsewhere)."""
-        app = web.Application()
+        """The aiohttp application (mountable elsewhere), behind the ``Host`` check given
+        (or :meth:`start`'s)."""
+        app = _application(self._hosts)
         app.router.add_get("/metrics", self._metrics)
         app.router.add_get("/healthz", self._healthz)
         return app
 
-    async def start(self, bind: str, port: int) -> None:
-        """Listen on ``bind``:``port``; a port that cannot be had is a settings error."""
+    async def start(self, bind: str, port: int, hosts: Iterable[str] = ()) -> None:
+        """Listen on ``bind``:``port``, answering the ``Host`` names of
+        :meth:`HostCheck.for_bind`; a port that cannot be had is a settings error."""
+        if self._hosts is None:
+            self._hosts = HostCheck.for_bind(bind, hosts)
         self._runner = runner = await _listen(self.app(), bind, port)
         self.port = runner.addresses[0][1] if runner.addresses else port
         log.info(
@@ -339,14 +349,15 @@ class MetricsServer:
 
 @asynccontextmanager
 async def serve_metrics(
-    bind: str, port: int | None, job: str, worker: str
+    bind: str, port: int | None, job: str, worker: str, hosts: Iterable[str] = ()
 ) -> AsyncIterator[MetricsServer | None]:
-    """A :class:`MetricsServer` listening while the block runs; None without a port."""
+    """A :class:`MetricsServer` listening while the block runs (answering the ``Host``
+    names of :meth:`HostCheck.for_bind`); None without a port."""
     if port is None:
         yield None
         return
     server = MetricsServer(job, worker)
-    await server.start(bind, port)
+    await server.start(bind, port, hosts)
     try:
         yield server
     finally:
@@ -481,10 +492,11 @@ def queued_handler(control: Control) -> Callable[[web.Request], Awaitable[web.Re
     return handle
 
 
-async def serve_job(control: Control, bind: str, port: int) -> None:
+async def serve_job(control: Control, bind: str, port: int, hosts: Iterable[str] = ()) -> None:
     """``gossamer cluster metrics``: serve the job's ``/metrics``, ``/queued`` and
-    ``/healthz`` until SIGINT or SIGTERM."""
-    app = web.Application()
+    ``/healthz`` until SIGINT or SIGTERM (to the ``Host`` names of
+    :meth:`HostCheck.for_bind`)."""
+    app = _application(HostCheck.for_bind(bind, hosts))
     app.router.add_get("/metrics", cluster_handler(control))
     app.router.add_get("/queued", queued_handler(control))
     app.router.add_get("/healthz", _alive)
@@ -498,6 +510,10 @@ async def serve_job(control: Control, bind: str, port: int) -> None:
         await stop.wait()
     finally:
         await runner.cleanup()
+
+
+def _application(hosts: HostCheck | None) -> web.Application:
+    return web.Application(middlewares=[] if hosts is None else [host_middleware(hosts)])
 
 
 async def _alive(request: web.Request) -> web.Response:
