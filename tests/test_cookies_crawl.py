@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import stat
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from tests.local_app import serve
 
 from gossamer.cli import main
 from gossamer.crawl import run_crawl
@@ -50,29 +51,20 @@ class Site:
         return response
 
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
 @asynccontextmanager
-async def serving_app(handle: Handler) -> AsyncIterator[int]:
-    """Serve every path with ``handle`` on a loopback port; yield the port."""
+async def serving() -> AsyncIterator[Site]:
+    site = Site()
     app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", handle)
+    app.router.add_route("*", "/{tail:.*}", site.handle)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     tcp = web.TCPSite(runner, "127.0.0.1", 0)
     await tcp.start()
+    site.port = runner.addresses[0][1]
     try:
-        yield runner.addresses[0][1]
+        yield site
     finally:
         await runner.cleanup()
-
-
-@asynccontextmanager
-async def serving() -> AsyncIterator[Site]:
-    site = Site()
-    async with serving_app(site.handle) as site.port:
-        yield site
 
 
 async def crawl(out: Path, site: Site, **flags: Any) -> CrawlStats:
@@ -162,7 +154,7 @@ async def test_a_cookie_for_a_public_suffix_reaches_no_other_site(
     tmp_path: Path, suffix: str
 ) -> None:
     sites = Sites(lambda host: [f"stolen=1; Domain={suffix}; Path=/", "own=1"])
-    async with serving_app(sites.handle) as port:
+    async with serve(sites.handle) as port:
         sites.links = [f"http://evil.{suffix}:{port}/1", f"http://victim.{suffix}:{port}/"]
         stats = await crawl_sites(
             tmp_path / "out",
@@ -181,7 +173,7 @@ async def test_many_hosts_of_one_site_do_not_crowd_out_another_sites_session(
 ) -> None:
     farm = [f"c{j}=v; Max-Age=3600" for j in range(90)]
     sites = Sites(lambda host: ["sid=s1; Max-Age=3600"] if host == "www.shop.test" else farm)
-    async with serving_app(sites.handle) as port:
+    async with serve(sites.handle) as port:
         # 36 hosts of farm.test set 3,240 cookies in all: more than the jar holds
         sites.links = [f"http://h{i}.farm.test:{port}/" for i in range(36)]
         stats = await crawl_sites(
