@@ -1,13 +1,14 @@
 """Whole crawls with the cookie jar: a site that hands out a session cookie keeps one session
 for the crawl, --resume continues it (crawl.db holds the jar), --cookies off sends none, and
-the cookies of the site never reach another host of the crawl."""
+the cookies of the site never reach another host of the crawl: not through a public suffix
+(``co.uk``, ``github.io``) the crawl allows, nor by crowding out its session with many hosts."""
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
 import stat
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,9 +16,11 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from tests.local_app import serve
 
 from gossamer.cli import main
 from gossamer.crawl import run_crawl
+from gossamer.fetch.cookies import MAX_PER_DOMAIN
 from gossamer.settings import load_settings
 from gossamer.stats import CrawlStats
 
@@ -116,3 +119,71 @@ def test_cookies_off_with_a_form_login_exits_2(
     with pytest.raises(SystemExit) as exited:
         main(["crawl", "http://a.test/", "--cookies", "sometimes"])
     assert exited.value.code == 2
+
+
+@dataclass
+class Sites:
+    """Many hosts on one port: a page of a ``victim.`` host only records what it was sent;
+    any other sets the cookies ``set_cookies`` gives for its host and links to ``links``."""
+
+    set_cookies: Callable[[str], list[str]]
+    links: list[str] = field(default_factory=list)
+    sent: dict[str, list[str | None]] = field(default_factory=dict)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        host = request.host.split(":")[0]
+        if request.path == "/robots.txt":
+            return web.Response(status=404)
+        self.sent.setdefault(host, []).append(request.headers.get("Cookie"))
+        if host.startswith("victim."):
+            return web.Response(text="<p>victim</p>", content_type="text/html")
+        links = "".join(f'<a href="{link}">x</a>' for link in self.links)
+        response = web.Response(text=f"<p>{host}</p>{links}", content_type="text/html")
+        for line in self.set_cookies(host):
+            response.headers.add("Set-Cookie", line)
+        return response
+
+
+async def crawl_sites(out: Path, seed: str, **flags: Any) -> CrawlStats:
+    settings = {"seeds": [seed], "out": out, "quiet": True, "max_depth": 1} | flags
+    return await asyncio.wait_for(run_crawl(load_settings(settings, env={})), 30)
+
+
+@pytest.mark.parametrize("suffix", ["co.uk", "github.io"])
+async def test_a_cookie_for_a_public_suffix_reaches_no_other_site(
+    tmp_path: Path, suffix: str
+) -> None:
+    sites = Sites(lambda host: [f"stolen=1; Domain={suffix}; Path=/", "own=1"])
+    async with serve(sites.handle) as port:
+        sites.links = [f"http://evil.{suffix}:{port}/1", f"http://victim.{suffix}:{port}/"]
+        stats = await crawl_sites(
+            tmp_path / "out",
+            f"http://evil.{suffix}:{port}/",
+            allow_domains=[suffix],
+            resolve=[f"*.{suffix}=127.0.0.1"],
+            concurrency=1,
+        )
+    assert stats.pages == 3
+    assert sites.sent[f"victim.{suffix}"] == [None]
+    assert sites.sent[f"evil.{suffix}"] == [None, "own=1"]  # its own cookie it gets back
+
+
+async def test_many_hosts_of_one_site_do_not_crowd_out_another_sites_session(
+    tmp_path: Path,
+) -> None:
+    farm = [f"c{j}=v; Max-Age=3600" for j in range(90)]
+    sites = Sites(lambda host: ["sid=s1; Max-Age=3600"] if host == "www.shop.test" else farm)
+    async with serve(sites.handle) as port:
+        # 36 hosts of farm.test set 3,240 cookies in all: more than the jar holds
+        sites.links = [f"http://h{i}.farm.test:{port}/" for i in range(36)]
+        stats = await crawl_sites(
+            tmp_path / "out",
+            f"http://www.shop.test:{port}/",
+            allow_domains=["farm.test"],
+            resolve=["www.shop.test=127.0.0.1", "*.farm.test=127.0.0.1"],
+        )
+    assert stats.pages == 37
+    with sqlite3.connect(tmp_path / "out" / "crawl.db") as conn:
+        rows = conn.execute("SELECT domain, name FROM cookies").fetchall()
+    assert ("www.shop.test", "sid") in rows  # its session outlived the farm's cookies
+    assert len(rows) == 1 + MAX_PER_DOMAIN  # farm.test kept its 200 most recently set

@@ -57,6 +57,14 @@ def test_json_lines_carry_the_exception_redacted() -> None:
     assert "ValueError" in data["exception"] and "hunter2" not in data["exception"]
 
 
+def test_json_lines_hold_no_raw_line_break() -> None:
+    breaks = "a\u2028b\u2029c\x85d"  # JSON leaves them raw; str.splitlines splits on them
+    line = JsonFormatter().format(record("page %s", breaks, event="e", title=breaks))
+    assert line.splitlines() == [line]
+    entry = json.loads(line)
+    assert (entry["message"], entry["title"]) == (f"page {breaks}", breaks)
+
+
 def test_text_lines_are_redacted() -> None:
     line = TextFormatter().format(record("lost %s", "postgres://u:hunter2@db/x"))
     assert line.endswith("INFO gossamer.test: lost postgres://u:***@db/x")

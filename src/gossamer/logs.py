@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from gossamer.redact import redact_text
+from gossamer.safe import json_line
 
 LEVELS = ("debug", "info", "warning", "error")
 DEFAULT_LEVEL = "warning"
@@ -46,7 +47,8 @@ class JsonFormatter(logging.Formatter):
                 entry[key] = _safe(value)
         if record.exc_info:
             entry["exception"] = redact_text(self.formatException(record.exc_info))
-        return json.dumps(entry, ensure_ascii=False, default=lambda v: redact_text(str(v)))
+        text = json.dumps(entry, ensure_ascii=False, default=lambda v: redact_text(str(v)))
+        return json_line(text)
 
 
 class TextFormatter(logging.Formatter):

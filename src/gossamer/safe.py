@@ -2,16 +2,21 @@
 
 aiohttp decodes header bytes with ``surrogateescape``, so a header holding bytes that are not
 UTF-8 arrives as a string with lone surrogates that no UTF-8 writer (SQLite, JSON lines,
-PostgreSQL) accepts. Every value that reaches a record passes through here first.
+PostgreSQL) accepts. Every value that reaches a record passes through here first, and every
+JSON line written passes through `json_line`: JSON encoders leave U+0085, U+2028 and U+2029
+raw, and line readers that split on them (Python's ``str.splitlines``, JavaScript before
+ES2019) would cut the line there.
 """
 
 from __future__ import annotations
 
 from urllib.parse import quote
 
-__all__ = ["safe_location", "safe_text"]
+__all__ = ["json_line", "safe_location", "safe_text"]
 
 _LOCATION_SAFE = "/?#[]@!$&'()*+,;=:%-._~"
+_LINE_BREAKS = (("\x85", "\\u0085"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
+"""The line breaks JSON encoders leave raw in a string, and their JSON escapes."""
 
 
 def safe_text(value: str) -> str:
@@ -24,6 +29,18 @@ def safe_text(value: str) -> str:
     except UnicodeEncodeError:
         return _utf8(value).decode("utf-8", "replace")
     return value
+
+
+def json_line(text: str) -> str:
+    """A JSON text as one line for every line reader: U+0085, U+2028 and U+2029 (only ever
+    inside its strings) written as JSON escapes, so it reads back the same. ASCII text comes
+    back unchanged at once; other text costs a scan for each."""
+    if text.isascii():
+        return text
+    for char, escape in _LINE_BREAKS:
+        if char in text:
+            text = text.replace(char, escape)
+    return text
 
 
 def _utf8(value: str) -> bytes:

@@ -103,6 +103,55 @@ def test_bounds_per_domain_and_in_all() -> None:
     assert len(jar.parse("http://x.test/", lines, _everywhere)) == 100
 
 
+@pytest.mark.parametrize(
+    ("host", "suffix"),
+    [
+        ("evil.co.uk", "co.uk"),  # the list's ICANN section
+        ("evil.github.io", "github.io"),  # its private section, as browsers count it
+        ("a.b.blogspot.com", "blogspot.com"),
+        ("www.site.test", "test"),  # a name under no rule: its last label
+    ],
+)
+def test_a_public_suffix_is_never_a_cookie_domain(host: str, suffix: str) -> None:
+    assert _set(f"http://{host}/", f"a=1; Domain={suffix}") is None
+    assert _set(f"http://{host}/", f"a=1; Domain=.{suffix.upper()}") is None
+    # the suffix itself as a host: kept for that host only (RFC 6265 5.3 step 5)
+    assert _set(f"http://{suffix}/", f"a=1; Domain={suffix}") == (
+        (suffix, "/", "a", "1", False, None, True)
+    )
+    jar = CookieJar([(suffix, "/", "old", "1", False, None)])  # stored as a domain cookie
+    assert jar.header(f"http://{host}/") is None
+    assert jar.header(f"http://{suffix}/") == "old=1"
+
+
+def test_an_ip_address_sets_no_domain_cookie() -> None:
+    assert _set("http://127.0.0.1/", "a=1; Domain=127.0.0.1") == (
+        ("127.0.0.1", "/", "a", "1", False, None, True)
+    )
+    assert _set("http://[::1]/", "a=1; Domain=::1") == ("::1", "/", "a", "1", False, None, True)
+
+
+def test_a_site_is_capped_with_all_its_hosts_and_evicts_only_its_own() -> None:
+    stored: dict[tuple[str, str, str], object] = {}
+
+    def update(rows: list[tuple[object, ...]], removed: list[tuple[str, str, str]]) -> None:
+        for key in removed:
+            del stored[key]
+        stored.update({row[:3]: row for row in rows})  # type: ignore[misc]
+
+    jar = CookieJar(clock=lambda: NOW, on_update=update)
+    jar.add(jar.parse("http://www.shop.test/", ["sid=1"], _everywhere))
+    for i in range(36):  # 3,600 cookies of one site: more than the jar holds
+        lines = [f"c{j}=v" for j in range(100)]
+        jar.add(jar.parse(f"http://h{i}.farm.test/", lines, _everywhere))
+    assert jar.header("http://www.shop.test/") == "sid=1"
+    farm = [row for row in jar.rows() if row[0].endswith(".farm.test")]
+    assert len(farm) == MAX_PER_DOMAIN and len(jar) == MAX_PER_DOMAIN + 1
+    assert jar.header("http://h0.farm.test/") is None  # the site's least recently set went
+    assert jar.header("http://h35.farm.test/") == "; ".join(f"c{j}=v" for j in range(100))
+    assert set(stored) == {row[:3] for row in jar.rows()}  # the store saw the same
+
+
 @dataclass
 class Site:
     """Sets cookies on /set (with the query's Set-Cookie lines); echoes what it was sent."""

@@ -1,12 +1,19 @@
-"""pages.jsonl: a checkpoint's records appended line for line, however many and long."""
+"""pages.jsonl and items.jsonl: a checkpoint's records appended line for line, however many and
+long, each one line for every line reader (no raw U+2028, U+2029 or U+0085)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
-from gossamer.sinks.base import PageRecord
-from gossamer.sinks.jsonl import JsonlSink, repair_jsonl
+from aiohttp import web
+from tests.local_app import serve
+
+from gossamer.crawl import run_crawl
+from gossamer.settings import load_settings
+from gossamer.sinks.base import Item, PageRecord
+from gossamer.sinks.jsonl import ItemJsonlSink, JsonlSink, repair_jsonl
 
 
 async def test_a_big_checkpoint_is_written_whole_and_in_order(tmp_path: Path) -> None:
@@ -24,3 +31,72 @@ async def test_a_big_checkpoint_is_written_whole_and_in_order(tmp_path: Path) ->
     assert [json.loads(line)["url"] for line in lines] == [r.url for r in records]
     assert json.loads(lines[-1])["text"] == records[-1].text
     assert repair_jsonl(path) == 300
+
+
+BREAKS = "one\u2028two\u2029three\x85four"
+"""Line breaks that JSON encoders leave raw and ``str.splitlines`` splits on."""
+
+
+async def test_no_line_break_inside_a_line_of_pages_or_items(tmp_path: Path) -> None:
+    pages, items = JsonlSink(tmp_path / "pages.jsonl"), ItemJsonlSink(tmp_path / "items.jsonl")
+    found = (Item("http://a.test/1", "r", 0, 1.0, {BREAKS: [BREAKS], "n": 1}),)
+    records = [
+        PageRecord("http://a.test/1", 200, 0, title=BREAKS, text=BREAKS, found=found),
+        PageRecord("http://a.test/2", 200, 0, extra={"hook": BREAKS}),
+        PageRecord("http://a.test/3", 200, 0, extra={None: BREAKS}),
+    ]  # the third: msgspec refuses a key of null, the standard encoder writes it
+    await pages.write(records)
+    await items.write(records)
+    pages.close()
+    items.close()
+    lines = (tmp_path / "pages.jsonl").read_text("utf-8").splitlines()
+    assert [json.loads(line)["url"] for line in lines] == [r.url for r in records]
+    first = json.loads(lines[0])
+    assert first["title"] == first["text"] == BREAKS  # the same characters back
+    assert json.loads(lines[1])["extra"] == {"hook": BREAKS}
+    assert json.loads(lines[2])["extra"] == {"null": BREAKS}
+    (line,) = (tmp_path / "items.jsonl").read_text("utf-8").splitlines()
+    assert json.loads(line)["fields"] == {BREAKS: [BREAKS], "n": 1}
+    assert repair_jsonl(tmp_path / "pages.jsonl") == 3
+
+
+RULES = """
+[[rule]]
+name = "page"
+url = '.'
+
+[[rule.field]]
+name = "headline"
+jsonld = "Article.headline"
+
+[[rule.field]]
+name = "label"
+css = "h1"
+attr = "title"
+"""
+LD = f'{{"@type": "Article", "headline": "{BREAKS}"}}'
+PAGE = (
+    f'<html><head><script type="application/ld+json">{LD}</script></head>'
+    f'<body><h1 title="{BREAKS}">heading</h1><p>text</p></body></html>'
+)
+"""A page that holds the line breaks where the page stage keeps them as they are."""
+
+
+async def test_a_crawl_writes_the_line_breaks_of_a_page_escaped(tmp_path: Path) -> None:
+    async def page(request: web.Request) -> web.Response:
+        if request.path == "/robots.txt":
+            return web.Response(status=404)
+        return web.Response(text=PAGE, content_type="text/html", charset="utf-8")
+
+    rules = tmp_path / "rules.toml"
+    rules.write_text(RULES, "utf-8")
+    out = tmp_path / "out"
+    async with serve(page) as port:
+        settings = {"seeds": [f"http://127.0.0.1:{port}/"], "out": out, "quiet": True}
+        settings |= {"rules": [rules], "max_pages": 1}
+        stats = await asyncio.wait_for(run_crawl(load_settings(settings, env={})), 30)
+    assert stats.pages == 1
+    (line,) = (out / "pages.jsonl").read_text("utf-8").splitlines()
+    assert json.loads(line)["url"] == f"http://127.0.0.1:{port}/"
+    (line,) = (out / "items.jsonl").read_text("utf-8").splitlines()
+    assert json.loads(line)["fields"] == {"headline": BREAKS, "label": BREAKS}

@@ -3,41 +3,59 @@ sites.
 
 A cookie is keyed by (domain, path, name). A cookie set without a ``Domain`` attribute is
 *host-only*: it goes back to the host that set it and to no other, not even a subdomain. A
-``Domain`` attribute is kept only when the request's host lies within it, it has a dot, and
-the caller's ``allow`` predicate admits it (the crawl admits a domain in its scope, a login
-its own domain); otherwise the cookie is host-only. A cookie goes to hosts that domain-match
-it, on paths under its path, over https only when ``Secure``; a ``Secure`` cookie is only
-set over https, and a plain-http answer cannot replace one (6265bis "leave secure cookies
-alone"); ``__Secure-`` and ``__Host-`` prefixes are enforced. ``Max-Age`` wins over
-``Expires``; neither reaches past `MAX_AGE` (400 days). Names and values are printable
-ASCII (no control character can reach a request header).
+``Domain`` attribute is kept only when the request's host lies within it, it is no public
+suffix (the Public Suffix List, its private section too: ``co.uk``, ``github.io``), and the
+caller's ``allow`` predicate admits it (the crawl admits a domain in its scope, a login its
+own domain); otherwise the cookie is host-only. A cookie whose ``Domain`` is a public suffix
+the host lies under is refused (RFC 6265 5.3 step 5), and one set by that very suffix as a
+host, or by an IP address, is host-only. A cookie goes to hosts that domain-match it, on
+paths under its path, over https only when ``Secure``; a ``Secure`` cookie is only set over
+https, and a plain-http answer cannot replace one (6265bis "leave secure cookies alone");
+``__Secure-`` and ``__Host-`` prefixes are enforced. ``Max-Age`` wins over ``Expires``;
+neither reaches past `MAX_AGE` (400 days). Names and values are printable ASCII (no control
+character can reach a request header).
 
-Bounds: at most `MAX_COOKIE_BYTES` per cookie (name and value), `MAX_PER_DOMAIN` per domain
-(further ones are refused) and `MAX_COOKIES` in all (the least recently set goes first);
-at most `MAX_SET_COOKIES` ``Set-Cookie`` lines of one answer are read.
+Bounds: at most `MAX_COOKIE_BYTES` per cookie (name and value), `MAX_PER_DOMAIN` per site (a
+registrable domain, eTLD+1, with all its hosts: past it the site's least recently set cookie
+goes, never another site's) and `MAX_COOKIES` in all (the least recently set goes first); at
+most `MAX_SET_COOKIES` ``Set-Cookie`` lines of one answer are read. The Public Suffix List is
+the one ``publicsuffixlist`` ships (no network), read once, when a cookie first needs it.
 """
 
 from __future__ import annotations
 
+import functools
 import http.cookiejar
 import ipaddress
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import urlsplit
 
-__all__ = ["CookieJar", "CookieRow", "parse_set_cookie", "read_cookies_txt"]
+from publicsuffixlist import PublicSuffixList
+
+__all__ = [
+    "CookieJar",
+    "CookieRow",
+    "is_public_suffix",
+    "parse_set_cookie",
+    "read_cookies_txt",
+    "site_of",
+]
 
 Clock = Callable[[], float]
 CookieRow = tuple[str, str, str, str, bool, float | None, bool]
 """A stored cookie: (domain, path, name, value, secure, expires or None for the session,
 host_only). Rows of six fields (no host_only) are read as domain cookies."""
 Key = tuple[str, str, str]
+_V = TypeVar("_V")
 MAX_COOKIES = 3000
 """The most cookies the jar holds (RFC 6265 6.1's minimum a client supports)."""
 MAX_PER_DOMAIN = 200
-"""The most cookies of one domain: a hostile site cannot crowd the others out."""
+"""The most cookies of one site (registrable domain, all its hosts together): a hostile site
+cannot crowd the others out, however many hosts it has."""
 MAX_COOKIE_BYTES = 4096
 """The longest cookie (name and value) kept (RFC 6265 6.1)."""
 MAX_SET_COOKIES = 100
@@ -67,16 +85,20 @@ class CookieJar:
         self._cookies: dict[Key, CookieRow] = {}
         """Every cookie, the least recently set first."""
         self._domains: dict[str, dict[Key, CookieRow]] = {}
+        """The cookies by their domain (what a request's host looks up)."""
+        self._sites: dict[str, dict[Key, None]] = {}
+        """The cookies' keys by site (`site_of` their domain), the least recently set first."""
         self._secure = 0
         self._clock = clock
         self._on_change = on_change
         self._on_update = on_update
+        _public_suffixes()  # read now, at start-up, rather than on the first cookie's answer
         now = clock()
         for row in rows:
             cookie = _row(row)
             expired = cookie is not None and cookie[5] is not None and cookie[5] <= now
-            if cookie is not None and not expired and self._room(cookie[:3]):
-                self._put(cookie)
+            if cookie is not None and not expired:
+                self._store(cookie)
 
     def __len__(self) -> int:
         return len(self._cookies)
@@ -107,8 +129,8 @@ class CookieJar:
         return "; ".join(pairs) or None
 
     def add(self, rows: Iterable[Sequence[object]]) -> None:
-        """Store ``rows`` (an expired one removes its cookie; one past the bounds is refused,
-        or when the jar is full the least recently set cookie makes room)."""
+        """Store ``rows`` (an expired one removes its cookie; when its site or the jar is
+        full, the site's or the jar's least recently set cookie makes room)."""
         now = self._clock()
         changed: list[CookieRow] = []
         removed: list[Key] = []
@@ -120,14 +142,12 @@ class CookieJar:
             if row[5] is not None and row[5] <= now:
                 if self._drop(key):
                     removed.append(key)
-            elif self._cookies.get(key) != row and self._room(key):
-                if key not in self._cookies and len(self._cookies) >= MAX_COOKIES:
-                    oldest = next(iter(self._cookies))
-                    self._drop(oldest)
-                    removed.append(oldest)
-                self._drop(key)
-                self._put(row)
+            elif self._cookies.get(key) != row:
+                removed.extend(self._store(row))
                 changed.append(row)
+        # what the store is told: each cookie as it ends, not one set, then evicted
+        changed = [row for row in changed if self._cookies.get(row[:3]) == row]
+        removed = [key for key in removed if key not in self._cookies]
         self._changed(changed, removed)
 
     def clear(self, within: str) -> None:
@@ -162,13 +182,26 @@ class CookieJar:
             for c in self._cookies.values()
         )  # fmt: skip
 
-    def _room(self, key: Key) -> bool:
-        return key in self._cookies or len(self._domains.get(key[0], ())) < MAX_PER_DOMAIN
+    def _store(self, row: CookieRow) -> list[Key]:
+        """Keep ``row`` as the most recently set cookie; return the keys evicted for it."""
+        key = row[:3]
+        evicted = []
+        if not self._drop(key):
+            site = self._sites.get(site_of(key[0]), {})
+            if len(site) >= MAX_PER_DOMAIN:
+                evicted.append(next(iter(site)))
+            elif len(self._cookies) >= MAX_COOKIES:
+                evicted.append(next(iter(self._cookies)))
+            for oldest in evicted:
+                self._drop(oldest)
+        self._put(row)
+        return evicted
 
     def _put(self, row: CookieRow) -> None:
         key = row[:3]
         self._cookies[key] = row
         self._domains.setdefault(row[0], {})[key] = row
+        self._sites.setdefault(site_of(row[0]), {})[key] = None
         self._secure += row[4]
 
     def _drop(self, key: Key) -> bool:
@@ -176,10 +209,8 @@ class CookieJar:
         if row is None:
             return False
         self._secure -= row[4]
-        domain = self._domains[key[0]]
-        del domain[key]
-        if not domain:
-            del self._domains[key[0]]
+        _discard(self._domains, key[0], key)
+        _discard(self._sites, site_of(key[0]), key)
         return True
 
     def _changed(self, changed: list[CookieRow], removed: list[Key]) -> None:
@@ -189,6 +220,14 @@ class CookieJar:
             self._on_update(changed, removed)
         if self._on_change is not None:
             self._on_change(self.rows())
+
+
+def _discard(index: dict[str, dict[Key, _V]], name: str, key: Key) -> None:
+    """Remove ``key`` from ``index[name]``, and ``name`` when it holds no other."""
+    keys = index[name]
+    del keys[key]
+    if not keys:
+        del index[name]
 
 
 def _domains_of(host: str) -> list[str]:
@@ -236,17 +275,10 @@ def parse_set_cookie(
             expires = when if when is not None else expires
     if secure and not secure_origin:
         return None
-    host_only = True
-    if domain is not None and domain != host:
-        if not domain_match(host, domain) or "." not in domain or _is_ip(host):
-            return None  # RFC 6265 5.3 step 6: a domain the host is not within
-        if allow(domain):
-            host_only = False
-        else:
-            domain = host  # wider than the caller admits: kept for this host only
-    elif domain == host:
-        host_only = False
-    domain = host if domain is None else domain
+    host_only = _host_only(host, domain, allow)
+    if host_only is None:
+        return None
+    domain = host if host_only or domain is None else domain
     if path is None:
         path = parts.path.rsplit("/", 1)[0] if parts.path.count("/") > 1 else "/"
     if name.startswith("__Secure-") and not secure:
@@ -257,6 +289,48 @@ def parse_set_cookie(
     if expiry is not None:
         expiry = min(expiry, now + MAX_AGE)
     return domain, path, name, value, secure, expiry, host_only
+
+
+def _host_only(host: str, domain: str | None, allow: Callable[[str], bool]) -> bool | None:
+    """Whether a cookie ``host`` sets with ``domain`` is host-only; None when it is refused
+    (RFC 6265 5.3 steps 5 and 6). A domain wider than ``allow`` admits is narrowed to the
+    host."""
+    if domain is None:
+        return True
+    if domain == host:
+        return _host_only_domain(host)
+    if not domain_match(host, domain) or is_public_suffix(domain):  # no IP address matches
+        return None
+    return not allow(domain)
+
+
+@functools.cache
+def _public_suffixes() -> PublicSuffixList:
+    """The Public Suffix List ``publicsuffixlist`` ships (read once: some 50 ms); a name
+    under no rule of it has its last label as its suffix (the list's ``*`` rule)."""
+    return PublicSuffixList()
+
+
+@functools.lru_cache(maxsize=4096)
+def is_public_suffix(domain: str) -> bool:
+    """Whether ``domain`` (lowercase) is a public suffix: a TLD, an entry of the list's ICANN
+    section (``co.uk``) or of its private one (``github.io``): no cookie may cover it."""
+    return not _is_ip(domain) and _public_suffixes().is_public(domain)
+
+
+@functools.lru_cache(maxsize=4096)
+def _host_only_domain(domain: str) -> bool:
+    """Whether every cookie of ``domain`` is host-only: an IP address or a public suffix."""
+    return _is_ip(domain) or is_public_suffix(domain)
+
+
+@functools.lru_cache(maxsize=4096)
+def site_of(domain: str) -> str:
+    """The site ``domain`` (lowercase) belongs to: its registrable domain (eTLD+1); itself
+    when it is a public suffix or an IP address."""
+    if _is_ip(domain):
+        return domain
+    return _public_suffixes().privatesuffix(domain) or domain
 
 
 def domain_match(host: str, domain: str) -> bool:
@@ -299,7 +373,10 @@ def _row(row: Sequence[object]) -> CookieRow | None:
     if len(name) + len(value) > MAX_COOKIE_BYTES:
         return None
     when = float(expires) if isinstance(expires, int | float) and expires else None
-    return domain.lower(), path or "/", name, value, bool(secure), when, host_only
+    domain = domain.lower()
+    if not host_only and _host_only_domain(domain):
+        host_only = True  # stored before the list was checked, or given: no wider than that host
+    return domain, path or "/", name, value, bool(secure), when, host_only
 
 
 def read_cookies_txt(path: Path, within: str) -> tuple[CookieRow, ...]:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import msgspec
 
 from gossamer.redact import redact_url
-from gossamer.safe import safe_text
+from gossamer.safe import json_line, safe_text
 
 if TYPE_CHECKING:
     from gossamer.fetch.exchange import Exchange
@@ -62,8 +62,8 @@ class Item:
                 "fields": self.fields}  # fmt: skip
 
     def to_json(self) -> str:
-        """One JSON line (no newline)."""
-        return _ENCODER.encode(self.as_json())
+        """One JSON line (no newline; no raw line break either: `json_line`)."""
+        return json_line(_ENCODER.encode(self.as_json()))
 
 
 def _safe_json(value: Any) -> Any:
@@ -159,12 +159,12 @@ class PageRecord:
             object.__setattr__(self, "rule_errors", tuple(_safe_json(self.rule_errors)))
 
     def to_json(self) -> str:
-        """One JSON line (no newline)."""
+        """One JSON line (no newline; no raw line break either: `json_line`)."""
         values = dict(zip(FIELD_NAMES, _values(self), strict=True))
         try:
-            return _FAST_ENCODER.encode(values).decode()
+            return json_line(_FAST_ENCODER.encode(values).decode())
         except (msgspec.EncodeError, TypeError, ValueError):
-            return _ENCODER.encode(values)
+            return json_line(_ENCODER.encode(values))
 
     def values(self) -> tuple[Any, ...]:
         """The values in field order, as they are (``flags`` a tuple)."""
