@@ -140,6 +140,10 @@ class RenderSite:
     def __init__(self) -> None:
         self.hits: Counter[str] = Counter()
         self.user_agents: set[str] = set()
+        self.pages: dict[str, str] = {}
+        """Pages a test adds (served before :data:`PAGES`)."""
+        self.page_headers: dict[str, dict[str, str]] = {}
+        """Headers a test adds to a page's answer."""
         self.from_browser: Counter[str] = Counter()
         """Requests the browser made itself (none should reach the site)."""
         self.on_hang: Callable[[], None] | None = None
@@ -172,8 +176,10 @@ class RenderSite:
             return web.Response(text=str(self.hits[path]))
         if path.startswith("/found/"):
             return web.Response(text=_page(f"<p>{path}</p>"), content_type="text/html")
-        if path in PAGES:
-            return web.Response(text=PAGES[path], content_type="text/html")
+        if path in self.pages or path in PAGES:
+            page = self.pages.get(path) or PAGES[path]
+            headers = self.page_headers.get(path)
+            return web.Response(text=page, content_type="text/html", headers=headers)
         return web.Response(status=404, text="no")
 
 

@@ -1,6 +1,9 @@
 """Rendering pages built by JavaScript (``--render``) in Debian's headless Chromium, driven by
 Playwright: the browser pool (``browser``), one page's render with its subrequests routed
-through gossamer's fetcher (``page``), the ``auto`` mode's choice (``auto``) and the fetch
+through gossamer's fetcher (``page``), the barrier that keeps the browser from reaching
+anything else (``barrier``: routing at the context with popups closed, a proxy that refuses
+every connection the router did not fulfil, WebRTC kept off UDP, WebRTC and WebTransport
+removed; its limits are written there), the ``auto`` mode's choice (``auto``) and the fetch
 middleware the engine calls (``middleware``).
 
 This package may import what the fetch stage may (``gossamer.redact``, ``gossamer.urls``,

@@ -10,6 +10,8 @@ the crawler the driver sees its pipe close and exits, and the browser follows it
 
 Every launch resolves no host name but loopback (``--host-resolver-rules``): the pool fulfils
 each request itself (see :mod:`gossamer.fetch.render.page`), so the browser never needs to.
+Every launch also runs behind the pool's refusing proxy and with WebRTC kept off UDP, so what
+the router does not fulfil has nowhere to go (see :mod:`gossamer.fetch.render.barrier`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import psutil  # type: ignore[import-untyped]
 
+from gossamer.fetch.render.barrier import RefusingProxy
+
 if TYPE_CHECKING:
     from playwright.async_api import Browser, BrowserContext, Playwright
 
@@ -44,8 +48,10 @@ BROWSER_ARGS = (
     "--disable-dev-shm-usage",
     "--disable-extensions",
     "--mute-audio",
+    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
 )
-"""Every launch's flags: no name resolves but loopback, no background traffic."""
+"""Every launch's flags: no name resolves but loopback, no background traffic, no WebRTC
+datagrams (the refusing proxy's flags are added at launch)."""
 _SAMPLE_SECONDS = 1.0
 _CLOSE_SECONDS = 10.0
 
@@ -183,6 +189,7 @@ class BrowserPool:
         self.rss_bytes = 0
         self.peak_rss_bytes = 0
         self._closed = False
+        self._proxy = RefusingProxy()
 
     async def start(self) -> None:
         """Start Playwright's driver and launch the browser (once; raises RenderUnavailable
@@ -192,6 +199,7 @@ class BrowserPool:
         check_available(self._config.executable)
         from playwright.async_api import async_playwright
 
+        self._proxy.open()
         self._dir = Path(tempfile.mkdtemp(prefix="gossamer-browser-"))
         self._playwright = await async_playwright().start()
         await self._generation()
@@ -216,6 +224,7 @@ class BrowserPool:
             self._playwright = None
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
+        self._proxy.close()
 
     @property
     def browser_pid(self) -> int | None:
@@ -269,6 +278,7 @@ class BrowserPool:
             executable_path=_wrapper(self._dir, real_binary(config.executable)),
             args=[
                 *BROWSER_ARGS,
+                *self._proxy.args,
                 f"--js-flags=--max-old-space-size={config.js_heap_mb}",
                 *config.extra_args,
             ],

@@ -1,10 +1,12 @@
 """Rendering one page: its document as gossamer fetched it, its subrequests through gossamer's
 own fetcher, and a wait for the page to settle under a hard deadline.
 
-The browser fetches nothing itself. Every request of the page goes through a route handler:
-the page's document is fulfilled with the body gossamer fetched (inside the page's lease:
-politeness slot, proxy, login, robots.txt as for any page); other navigations of the main
-frame are aborted; subrequests of a blocked kind (images, fonts, media by default), other
+The browser fetches nothing itself. Every request of the page's context goes through a route
+handler (popups' too; they are closed as they open, and whatever the handler does not
+fulfil meets the barrier of :mod:`gossamer.fetch.render.barrier`): the page's document is
+fulfilled with the body gossamer fetched (inside the page's lease: politeness slot, proxy,
+login, robots.txt as for any page); other navigations of the main frame and popups'
+navigations are aborted; subrequests of a blocked kind (images, fonts, media by default), other
 methods than GET and HEAD, URLs out of the crawl's scope and URLs robots.txt disallows are
 aborted; the rest are fetched by gossamer's fetcher (its proxies, logins, address guard and
 size caps) and fulfilled with its answer, redirects followed here (each target checked like
@@ -30,11 +32,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from gossamer.fetch.render.barrier import seal
 from gossamer.redact import redact_url
 from gossamer.urls import Resolver
 
 if TYPE_CHECKING:
-    from playwright.async_api import Page, Request, Route, WebSocketRoute
+    from playwright.async_api import Frame, Page, Request, Route, WebSocketRoute
 
     from gossamer.fetch.render.browser import BrowserPool
 
@@ -162,10 +165,11 @@ class PageRenderer:
                 crashed = asyncio.Event()
                 page.on("crash", lambda _: crashed.set())
                 await page.add_init_script(_SETTLE_SCRIPT % _TIMER_CAP_MS)
-                handler = _Handler(self, url, document, deadline)
+                handler = _Handler(self, url, document, deadline, page.main_frame)
                 try:
-                    await page.route("**/*", handler.route)
-                    await page.route_web_socket(_ANY, handler.websocket)
+                    await seal(context, page)
+                    await context.route("**/*", handler.route)
+                    await context.route_web_socket(_ANY, handler.websocket)
                     outcome = await self._run(page, url, handler, deadline, crashed)
                 finally:
                     for fetch in list(handler.fetches):
@@ -243,8 +247,12 @@ class PageRenderer:
 class _Handler:
     """The route handler of one page (see the module doc)."""
 
-    def __init__(self, renderer: PageRenderer, url: str, document: Answer, deadline: float) -> None:
+    def __init__(
+        self, renderer: PageRenderer, url: str, document: Answer, deadline: float, frame: Frame
+    ) -> None:
         self._renderer = renderer
+        self._frame = frame
+        """The page's main frame: other top-level frames are popups."""
         self._url = url
         self._document: Answer | None = document
         self._deadline = deadline
@@ -268,7 +276,10 @@ class _Handler:
 
     async def _route(self, route: Route, request: Request) -> None:
         renderer = self._renderer
-        if request.is_navigation_request() and request.frame.parent_frame is None:
+        if request.is_navigation_request() and _top_level(request):
+            if _frame(request) != self._frame:  # a popup's, closed as it opens
+                await self._block(route, "popup")
+                return
             document, self._document = self._document, None
             if document is None:  # a script navigating away: the page stays
                 await self._block(route, "navigation")
@@ -362,6 +373,23 @@ class _Handler:
     async def _block(self, route: Route, why: str) -> None:
         self._renderer.subrequests[f"blocked-{why}"] += 1
         await route.abort("blockedbyclient")
+
+
+def _frame(request: Request) -> Frame | None:
+    """The request's frame; None for a popup's first navigation, which Chromium issues
+    before it creates the popup's frame."""
+    from playwright.async_api import Error as PlaywrightError
+
+    try:
+        return request.frame
+    except PlaywrightError:
+        return None
+
+
+def _top_level(request: Request) -> bool:
+    """Whether the request is a navigation of a top-level frame (or of one not yet made)."""
+    frame = _frame(request)
+    return frame is None or frame.parent_frame is None
 
 
 def _headers(headers: Mapping[str, str]) -> dict[str, str]:
