@@ -53,10 +53,15 @@ Time a body read spends waiting for the cap is left out of ``elapsed`` (and repo
 towards ``total_timeout``.
 
 With a `ProxyPool` (``proxies``), each request goes through the proxy the pool picks for its
-host. A request that fails at the proxy (no response at all, or a 407) is tried again through
-the next proxy, at most ``proxy_retries`` times; the pool is told of each success and
-failure. When every try failed the result's error is ``proxy-error``: the site was not at
-fault. ``FetchResult.proxy`` names the proxy of the answer (``scheme://host:port``).
+host. A request that fails at the proxy (`proxy_fault`: no response at all, a 407, or a
+gateway error the proxy made itself) is tried again through the next proxy, at most
+``proxy_retries`` times; the pool is told of each success and failure. When every try failed
+the result's error is ``proxy-error``: the site was not at fault. ``FetchResult.proxy`` names
+the proxy of the answer (``scheme://host:port``).
+
+With a host gate (``gate``, :mod:`gossamer.fetch.gated`), the requests the fetcher makes of
+its own accord wait for their host's politeness slot like any page: proxy checks, logins and
+token requests, and the second fetch of a page after a login.
 """
 
 from __future__ import annotations
@@ -92,12 +97,13 @@ from gossamer.fetch.auth import RequestAuth
 from gossamer.fetch.decoding import BOMB_RATIO, Body
 from gossamer.fetch.dns import CachingResolver, parse_resolve_overrides
 from gossamer.fetch.exchange import Exchange, PeerResponse, capture, cut_by
+from gossamer.fetch.gated import HostPace
 from gossamer.fetch.guard import AddressGuard, BlockedAddress, GuardedResolver
 from gossamer.fetch.proxies import Proxy, ProxyPool
 from gossamer.fetch.ratelimit import ByteMeter, TokenBucket
 from gossamer.redact import redact_url
 from gossamer.safe import safe_location, safe_text
-from gossamer.urls import is_plainly_canonical
+from gossamer.urls import host_key, is_plainly_canonical
 
 __all__ = [
     "BOMB_RATIO",
@@ -292,7 +298,8 @@ class Fetcher:
     own URL's login and may have a page that looked logged out fetched once more after a new
     login (logins and token requests go direct, not through the pool). Use as an async
     context manager or call `close`. The session is created on first use, inside the
-    running loop.
+    running loop. ``gate`` paces the requests the fetcher makes of its own accord (see the
+    module doc).
     """
 
     def __init__(
@@ -306,10 +313,15 @@ class Fetcher:
         guard: AddressGuard | None = None,
         proxies: ProxyPool | None = None,
         auth: RequestAuth | None = None,
+        gate: HostPace | None = None,
     ) -> None:
         self._config = config = config or FetchConfig()
         self._proxies = proxies
         self._auth = auth
+        self._gate = gate
+        self._check_rules: Callable[[str], bool | None] | None = None
+        if auth is not None and gate is not None:
+            auth.set_gate(gate)
         self._socks: dict[str, aiohttp.ClientSession] = {}
         self._proxied: dict[str, aiohttp.ClientSession] = {}
         """Sessions whose requests go through an HTTP(S) proxy: those logins use."""
@@ -391,16 +403,39 @@ class Fetcher:
         self._count(result)
         return result
 
-    async def check_proxy(self, proxy: Proxy) -> float | None:
-        """Fetch ``proxy_check_url`` through ``proxy``: the seconds its complete 2xx answer
-        (or redirect: a seed behind a login sends the anonymous check to its login page)
-        took, or None (no check URL counts as a failed check)."""
+    def set_check_rules(self, allowed: Callable[[str], bool | None]) -> None:
+        """How proxy checks obey robots.txt: ``allowed(url)`` is the rules' verdict on
+        ``url``, None while its host's rules are not known (no I/O)."""
+        self._check_rules = allowed
+
+    def check_target(self) -> str | None:
+        """What a proxy check asks for: ``proxy_check_url``, or its host's robots.txt while
+        the host's rules are not known or forbid it (a check never asks for a page before
+        the rules are known, nor one they forbid); None without a check URL."""
         url = self._config.proxy_check_url
+        if url is None or self._check_rules is None or self._check_rules(url):
+            return url
+        return host_key(url) + "/robots.txt"
+
+    async def check_proxy(self, proxy: Proxy) -> float | None:
+        """Send the check request (`check_target`) through ``proxy``, through the host gate
+        like any request to the site: the seconds it took when the proxy relayed the site's
+        answer, whatever its status (a redirect, a 404 and a 500 are the site's answers: the
+        proxy works), or None when the proxy failed it (`proxy_fault`; no check URL counts
+        as a failed check)."""
+        url = self.check_target()
         if url is None:
             return None
+        gate = self._gate
+        taken = None if gate is None else await gate.enter(url)
         started = self._clock()
-        result = await self._fetch(url, None, proxy)
-        return self._clock() - started if result.ok or result.is_redirect else None
+        result = None
+        try:
+            result = await self._fetch(url, None, proxy)
+        finally:
+            if gate is not None:
+                _leave(gate, taken, result)
+        return None if proxy_fault(result, proxy) is not None else self._clock() - started
 
     async def _fetch_proxied(
         self, url: str, headers: Mapping[str, str] | None, pool: ProxyPool
@@ -414,7 +449,7 @@ class Fetcher:
             if proxy is None:
                 break
             result = await self._fetch(url, headers, proxy)
-            reason = _proxy_fault(result)
+            reason = proxy_fault(result, proxy)
             if reason is None:
                 pool.succeeded(proxy, result.elapsed)
                 return result
@@ -522,22 +557,43 @@ class Fetcher:
         self, auth: RequestAuth, url: str, headers: Mapping[str, str] | None
     ) -> FetchResult:
         session = self._login_session(url)
+        before = auth.sent
         sent = await auth.prepare(url, session)
-        result = await self._send(url, {**headers, **sent} if headers and sent else sent or headers)
+        paced = auth.sent != before  # a login went first: the page waits for the host's pace
+        result = await self._send(
+            url, {**headers, **sent} if headers and sent else sent or headers, paced=paced
+        )
         if await auth.check(url, sent, result.status, result.headers, result.body, session):
             self._count(result)  # the logged-out answer counts as a request of its own
             self._requests += 1
             sent = await auth.prepare(url, session)
-            result = await self._send(url, {**(headers or {}), **sent})
+            result = await self._send(url, {**(headers or {}), **sent}, paced=True)
             await auth.check(
                 url, sent, result.status, result.headers, result.body, session, retried=True
             )
         return result
 
-    async def _send(self, url: str, headers: Mapping[str, str] | None) -> FetchResult:
+    async def _send(
+        self, url: str, headers: Mapping[str, str] | None, *, paced: bool = False
+    ) -> FetchResult:
+        """Send ``url``'s request; ``paced``: through the host gate, pace only (a second
+        request of the same lease: after a login, or the fetch again after a new one)."""
+        if paced and self._gate is not None:
+            return await self._send_paced(url, headers, self._gate)
         if self._proxies is None:
             return await self._fetch(url, headers)
         return await self._fetch_proxied(url, headers, self._proxies)
+
+    async def _send_paced(
+        self, url: str, headers: Mapping[str, str] | None, gate: HostPace
+    ) -> FetchResult:
+        taken = await gate.enter(url, pace_only=True)
+        result = None
+        try:
+            result = await self._send(url, headers)
+        finally:
+            _leave(gate, taken, result)
+        return result
 
     async def _fetch(
         self, url: str, headers: Mapping[str, str] | None, proxy: Proxy | None = None
@@ -680,12 +736,62 @@ def _domain(url: str) -> str:
         return ""
 
 
-def _proxy_fault(result: FetchResult) -> str | None:
-    """Why ``result`` counts as its proxy's failure, or None: no response at all (but for
-    faults of the URL itself), or the proxy refused the request (407)."""
+_GATEWAY_ERRORS = frozenset({500, 502, 503, 504})
+"""What a proxy answers itself when it cannot reach the site (tinyproxy's "Unable to
+connect" is a 500; Squid's and most others' a 502, 503 or 504)."""
+
+
+def proxy_fault(result: FetchResult | None, proxy: Proxy | None = None) -> str | None:
+    """Why ``result`` through ``proxy`` counts as the proxy's failure, or None when the
+    proxy relayed the site's answer, whatever its status.
+
+    The proxy's failures: no answer at all (a connection refused or reset, a timeout, a TLS
+    or SOCKS failure, a CONNECT the proxy refused or failed: aiohttp raises for a CONNECT
+    that does not answer 200), but for faults of the URL itself; a 407 (the proxy refused
+    the request); and a gateway error the proxy made itself (`_made_by_proxy`)."""
+    if result is None:
+        return "no-answer"
     if result.status is None:
         return None if result.error in _NOT_PROXY_FAULTS else result.error
-    return "proxy-auth" if result.status == 407 else None
+    if result.status == 407:
+        return "proxy-auth"
+    if result.status in _GATEWAY_ERRORS and proxy is not None and _made_by_proxy(result, proxy):
+        return f"proxy-{result.status}"
+    return None
+
+
+def _made_by_proxy(result: FetchResult, proxy: Proxy) -> bool:
+    """Whether an error answer is the proxy's own rather than the site's, relayed.
+
+    Only a plain-HTTP URL through an HTTP(S) proxy can get one: an HTTPS URL goes through a
+    CONNECT tunnel and a SOCKS5 proxy relays bytes, so what comes back is the site's (a
+    CONNECT the proxy fails is an error, not an answer). A proxy names its own errors with
+    a ``Proxy-Status`` carrying ``error=`` (RFC 9209) or Squid's ``X-Squid-Error``; and it
+    adds ``Via`` to every answer it relays (RFC 9110, 7.6.3) but not to the ones it makes
+    (tinyproxy's "Unable to connect" has none): a gateway error without ``Via`` is the
+    proxy's own. A site's 500, 502 or 503 relayed comes with the proxy's ``Via``."""
+    if proxy.scheme == "socks5" or result.url[:5].lower() != "http:":
+        return False
+    headers = result.headers
+    if "error=" in headers.get("proxy-status", "").lower() or "x-squid-error" in headers:
+        return True
+    return "via" not in headers
+
+
+def _leave(gate: HostPace, taken: Any, result: FetchResult | None) -> None:
+    """Give a gate's slot back with what ``result`` told about the host (None: the request
+    was cancelled or failed; counted as sent just now)."""
+    if result is None:
+        gate.leave(taken, gate.now())
+        return
+    gate.leave(
+        taken,
+        result.sent_by,
+        elapsed=result.elapsed,
+        status=result.status,
+        error=result.error,
+        retry_after=result.retry_after,
+    )
 
 
 _UNROUTED = Proxy(url="unrouted://", scheme="unrouted", host="", port=0)

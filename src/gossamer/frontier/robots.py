@@ -49,6 +49,7 @@ __all__ = [
     "MAX_ROBOTS_BYTES",
     "FetchRobots",
     "RobotsCache",
+    "RobotsDeferred",
     "RobotsPolicy",
     "RobotsReply",
     "RobotsResponse",
@@ -225,6 +226,12 @@ class _Entry:
     expires: float
 
 
+class RobotsDeferred(Exception):
+    """Raised by a robots.txt fetch function whose request never reached the host (no live
+    proxy): nothing is cached, and `RobotsCache.get` raises it to its callers (`allowed`
+    says no for now), who ask again later."""
+
+
 class RobotsCache:
     """Per-origin robots.txt policies, fetched on demand and kept for a while.
 
@@ -291,8 +298,12 @@ class RobotsCache:
         return await asyncio.shield(task)
 
     async def allowed(self, url: str) -> bool:
-        """Fetch the policy if needed and check ``url`` against it."""
-        return (await self.get(url)).allowed(url)
+        """Fetch the policy if needed and check ``url`` against it (no while it cannot be
+        fetched for now: `RobotsDeferred`)."""
+        try:
+            return (await self.get(url)).allowed(url)
+        except RobotsDeferred:
+            return False
 
     def stats(self) -> RobotsStats:
         """A snapshot of the cache's counters."""
@@ -373,6 +384,8 @@ class RobotsCache:
         self._requests += 1
         try:
             return await self._fetch(url)
+        except RobotsDeferred:
+            raise
         except Exception:  # any failure to get an answer is "unreachable" (§2.3.1.4)
             return None
 
