@@ -35,7 +35,7 @@ from gossamer.fetch.auth import Authenticator, Login, Secret, UserLogin
 from gossamer.fetch.cookies import CookieJar, CookieRow, read_cookies_txt
 from gossamer.fetch.gated import GatedFetch
 from gossamer.fetch.guard import AddressGuard
-from gossamer.fetch.http import FetchConfig, Fetcher
+from gossamer.fetch.http import FetchConfig, Fetcher, FetchResult
 from gossamer.fetch.proxies import ProxyError, ProxyPool, parse_proxy, read_proxies_file
 from gossamer.focus.digests import DigestIndex, LocalDigests
 from gossamer.frontier.base import Frontier
@@ -295,7 +295,7 @@ async def open_stages(
         max_hosts=max(100_000, 2 * settings.queue_memory),
     )
     if settings.robots:
-        fetcher.set_check_rules(functools.partial(robots_verdict, robots))
+        fetcher.set_check_rules(robots)
     pdf = _pdf_pool() if settings.text else None
     renderer = rendering_fetcher(settings, fetcher, scope, robots, gate)
     try:
@@ -349,12 +349,6 @@ def politeness_policy(settings: CrawlSettings) -> PolitenessPolicy:
         max_pause=settings.max_retry_after,
         max_crawl_delay=settings.max_crawl_delay,
     )
-
-
-def robots_verdict(robots: RobotsCache, url: str) -> bool | None:
-    """The robots.txt rules' verdict on ``url`` if its host's are known, else None."""
-    policy = robots.known(url)
-    return None if policy is None else policy.allowed(url)
 
 
 def _proxies_down(proxies: ProxyPool | None) -> Callable[[], bool] | None:
@@ -431,9 +425,24 @@ def rendering_fetcher(
     )
     patterns = tuple(re.compile(p) for p in settings.render_url)
     mode = settings.render
+    documents = fetcher if gate is None else _StartsTold(fetcher, gate)
     return RenderingFetcher(
-        fetcher, renderer, pool, mode, patterns, HostLearner(), max_bytes=settings.max_body_bytes
+        documents, renderer, pool, mode, patterns, HostLearner(), max_bytes=settings.max_body_bytes
     )
+
+
+class _StartsTold:
+    """``fetcher``, each result telling ``gate`` when its request started: a rendered page's
+    document, so its subrequests are spaced from its real start (see `HostGate.started`)."""
+
+    def __init__(self, fetcher: Fetcher, gate: HostGate) -> None:
+        self._fetcher = fetcher
+        self._gate = gate
+
+    async def fetch(self, url: str) -> FetchResult:
+        result = await self._fetcher.fetch(url)
+        self._gate.started(url, result.sent_by)
+        return result
 
 
 async def _start_renderer(renderer: RenderingFetcher) -> None:

@@ -80,7 +80,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from datetime import UTC
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -286,6 +286,19 @@ class FetchStats:
         return self.latency / answered if answered else 0.0
 
 
+class CheckRules(Protocol):
+    """The robots.txt rules a proxy check obeys (`gossamer.frontier.robots.RobotsCache`)."""
+
+    def verdict(self, url: str) -> bool | None:
+        """Whether the known rules allow ``url``; None when its host's are not known."""
+        ...
+
+    async def learn(self, url: str, response: FetchResult) -> bool | None:
+        """Take ``url``'s host's rules from its robots.txt ``response``; their verdict on
+        ``url``, None when the answer says nothing for sure."""
+        ...
+
+
 class Fetcher:
     """Fetches URLs over one pooled aiohttp session (see the module doc for the contract).
 
@@ -319,7 +332,7 @@ class Fetcher:
         self._proxies = proxies
         self._auth = auth
         self._gate = gate
-        self._check_rules: Callable[[str], bool | None] | None = None
+        self._check_rules: CheckRules | None = None
         if auth is not None and gate is not None:
             auth.set_gate(gate)
         self._socks: dict[str, aiohttp.ClientSession] = {}
@@ -403,29 +416,38 @@ class Fetcher:
         self._count(result)
         return result
 
-    def set_check_rules(self, allowed: Callable[[str], bool | None]) -> None:
-        """How proxy checks obey robots.txt: ``allowed(url)`` is the rules' verdict on
-        ``url``, None while its host's rules are not known (no I/O)."""
-        self._check_rules = allowed
-
-    def check_target(self) -> str | None:
-        """What a proxy check asks for: ``proxy_check_url``, or its host's robots.txt while
-        the host's rules are not known or forbid it (a check never asks for a page before
-        the rules are known, nor one they forbid); None without a check URL."""
-        url = self._config.proxy_check_url
-        if url is None or self._check_rules is None or self._check_rules(url):
-            return url
-        return host_key(url) + "/robots.txt"
+    def set_check_rules(self, rules: CheckRules) -> None:
+        """The robots.txt rules proxy checks obey (the crawl's robots cache)."""
+        self._check_rules = rules
 
     async def check_proxy(self, proxy: Proxy) -> float | None:
-        """Send the check request (`check_target`) through ``proxy``, through the host gate
-        like any request to the site: the seconds it took when the proxy relayed the site's
-        answer, whatever its status (a redirect, a 404 and a 500 are the site's answers: the
-        proxy works), or None when the proxy failed it (`proxy_fault`; no check URL counts
-        as a failed check)."""
-        url = self.check_target()
+        """Check ``proxy`` with ``proxy_check_url``: the seconds the check URL's request
+        through it took when the proxy relayed the site's answer, whatever its status (a
+        redirect, a 404 or a 500 is the site's answer: the proxy works), or None when the
+        proxy failed it (`proxy_fault`; no check URL counts as a failed check).
+
+        A check is a request to the site like any other: it waits for the host's slot in
+        the gate, and obeys robots.txt. While the host's rules are not known, the check
+        first asks for its robots.txt through the proxy (the rules learnt are the crawl's);
+        when the rules forbid the check URL, that robots.txt answer is the check."""
+        url = self._config.proxy_check_url
         if url is None:
             return None
+        rules = self._check_rules
+        allowed = True if rules is None else rules.verdict(url)
+        if allowed is None:
+            assert rules is not None
+            robots, seconds = await self._check_request(host_key(url) + "/robots.txt", proxy)
+            if seconds is None:
+                return None
+            allowed = await rules.learn(url, robots)
+        if not allowed:
+            url = host_key(url) + "/robots.txt"
+        return (await self._check_request(url, proxy))[1]
+
+    async def _check_request(self, url: str, proxy: Proxy) -> tuple[FetchResult, float | None]:
+        """``url`` through ``proxy`` in its host's slot, and the seconds it took (None when
+        the proxy failed it)."""
         gate = self._gate
         taken = None if gate is None else await gate.enter(url)
         started = self._clock()
@@ -435,7 +457,8 @@ class Fetcher:
         finally:
             if gate is not None:
                 _leave(gate, taken, result)
-        return None if proxy_fault(result, proxy) is not None else self._clock() - started
+        seconds = None if proxy_fault(result, proxy) is not None else self._clock() - started
+        return result, seconds
 
     async def _fetch_proxied(
         self, url: str, headers: Mapping[str, str] | None, pool: ProxyPool

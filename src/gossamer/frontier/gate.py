@@ -64,6 +64,7 @@ class SlotKeeper(Protocol):
 
     def claim(self, key: str, *, room: bool = True) -> float: ...
     def unclaim(self, key: str, feedback: Feedback | None) -> None: ...
+    def note(self, key: str, started_at: float) -> None: ...
     def hold(self, key: str, waiting: bool) -> None: ...
 
 
@@ -150,6 +151,13 @@ class HostGate:
             started_at=started_at, elapsed=elapsed, failed=failed, retry_after=retry_after
         )
         taken.keeper.unclaim(taken.key, feedback if started_at is not None else None)
+
+    def started(self, url: str, at: float) -> None:
+        """A request to ``url``'s host under a lease started ``at`` (the clock's time): the
+        host's next start is spaced from it. A rendered page's document tells it before its
+        subrequests, which go out while the page's lease is held, so they are spaced from
+        the document's real start, not from the lease."""
+        self._keeper.note(host_key(url), at)
 
     def now(self) -> float:
         """The gate's clock (for callers stamping a request they send themselves)."""

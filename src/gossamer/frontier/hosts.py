@@ -619,6 +619,14 @@ class HostScheduler(Generic[E]):
             self._policy.on_finish(host.slot, feedback, self._clock(), key)
             self._schedule(key, host)
 
+    def note(self, key: str, started_at: float) -> None:
+        """A leased request to host ``key`` started at ``started_at``: its next start is
+        spaced from that (a rendered page's subrequests go out while its lease is held)."""
+        host = self._hosts.get(key)
+        if host is not None:
+            slot = host.slot
+            slot.next_start = max(slot.next_start, started_at + self._policy.delay_of(slot))
+
     def hold(self, key: str, waiting: bool) -> None:
         """A request outside the leases starts (``waiting``) or stops waiting for host
         ``key``'s slot: while any waits, the host's URLs are not leased."""

@@ -297,6 +297,33 @@ class RobotsCache:
         # A caller that gives up must not cancel the look-up the others wait for.
         return await asyncio.shield(task)
 
+    def verdict(self, url: str) -> bool | None:
+        """Whether the fresh cached rules allow ``url``; None when they are not known."""
+        policy = self.known(url)
+        return None if policy is None else policy.allowed(url)
+
+    async def learn(self, url: str, response: RobotsResponse) -> bool | None:
+        """Take the rules of ``url``'s host from its robots.txt ``response``, fetched outside
+        the cache (a proxy check's, through the proxy it checks), and say whether they allow
+        ``url``. Only a conclusive answer is kept: a complete 2xx (parsed) or a 4xx other
+        than 429 (no rules); None for any other (no answer, a redirect, 429, 5xx)."""
+        known = self.verdict(url)
+        if known is not None or response.status is None:
+            return known
+        status = response.status
+        if 200 <= status < 300 and response.error is None:
+            policy = await self._parse(response.body)
+        elif 400 <= status < 500 and status != 429:
+            policy = self._policy_without_rules("missing")
+        else:
+            return None
+        key = robots_origin(url)
+        self._entries.pop(key, None)
+        self._entries[key] = _Entry(policy, self._clock() + self._ttl)
+        while len(self._entries) > self._max_hosts:
+            del self._entries[next(iter(self._entries))]
+        return policy.allowed(url)
+
     async def allowed(self, url: str) -> bool:
         """Fetch the policy if needed and check ``url`` against it (no while it cannot be
         fetched for now: `RobotsDeferred`)."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import ipaddress
 import logging
 import re
@@ -29,7 +28,6 @@ from gossamer.crawl import (
     proxy_pool,
     rendering_fetcher,
     renders,
-    robots_verdict,
 )
 from gossamer.errors import CommandError
 from gossamer.fetch.gated import GatedFetch
@@ -195,7 +193,7 @@ class PageFetcher:
         if settings.robots:
             robots = RobotsCache(GatedFetch(fetcher, gate).fetch, token=settings.robots_token)
             gate.use_rules(robots.known)
-            fetcher.set_check_rules(functools.partial(robots_verdict, robots))
+            fetcher.set_check_rules(robots)
         renderer = None
         try:
             if proxies is not None:
