@@ -509,7 +509,7 @@ class ProxyPool:
         if waiting:
             self._waits += 1
             log.warning(
-                "no proxy live: the crawl waits for the next proxy check (in %.0fs at most)",
+                "no proxy live: the crawl waits for the next proxy check (in %gs at most)",
                 self._revalidate,
                 extra={"event": "proxies-none-live", "proxies": len(self._entries)},
             )
