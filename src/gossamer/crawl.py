@@ -283,7 +283,7 @@ async def open_stages(
         fetcher,
         warc,
         gated=GatedFetch(fetcher, gate, pace_only=True),
-        proxies_down=_proxies_down(proxies),
+        proxied=proxies is not None,
     )
     robots = RobotsCache(
         fetch=robots_fetch,

@@ -837,9 +837,12 @@ class RobotsFetch:
     (`leased`, then `ended`, which tells when its last request started). Every other
     robots.txt request, a redirect's next hop or one asked for outside a lease (a focus
     example's host, a rendered page's subrequest), goes through ``gated``: the fetcher
-    behind the host gate, pace only (the one asking may hold a lease of the host). While no
-    proxy is live (``proxies_down``) a request that never reached the site raises
-    `RobotsDeferred`, so no "unreachable" verdict is cached for a site never asked.
+    behind the host gate, pace only (the one asking may hold a lease of the host). In a
+    crawl through proxies (``proxied``) a request that never reached the site (no
+    live proxy, or every proxy tried failed it) raises `RobotsDeferred`: no "unreachable"
+    verdict is cached for a site never asked (its URLs would spend their attempts on it).
+    The robots lease is asked for again; the proxies' failures soon leave none live, and
+    the crawl waits.
     """
 
     def __init__(
@@ -848,12 +851,12 @@ class RobotsFetch:
         archive: Archive | None = None,
         *,
         gated: Fetch | None = None,
-        proxies_down: Callable[[], bool] | None = None,
+        proxied: bool = False,
     ) -> None:
         self._fetcher = fetcher
         self._archive = archive
         self._gated = gated if gated is not None else fetcher
-        self._proxies_down = proxies_down
+        self._proxied = proxied
         self._leases: dict[str, float | None] = {}
         """Hosts whose robots lease is out: when their last request started (None: the
         lease's own slot is not used yet)."""
@@ -878,7 +881,7 @@ class RobotsFetch:
             await self._archive.write(result)
         if host in self._leases:
             self._leases[host] = result.sent_by
-        if result.error in _UNSENT and self._proxies_down is not None and self._proxies_down():
+        if self._proxied and result.error in _UNSENT:
             raise RobotsDeferred(url)
         return result
 

@@ -162,3 +162,29 @@ async def test_the_rule_editors_samples_keep_the_hosts_pace(tmp_path: Path) -> N
     robots, example = "GET /robots.txt", "GET /example"
     assert [path for _, path in site.log] == [robots, example, example, robots, example]
     assert min(site.gaps()) >= DELAY
+
+
+async def test_a_focus_example_waits_for_the_crawl_delay_after_robots_txt(
+    tmp_path: Path,
+) -> None:
+    """The report's case: the example page came 1 ms after its host's robots.txt."""
+    site = Site()
+    runner, port = await _serve(site)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        settings = load_settings(
+            {
+                "seeds": [f"{base}/example"],
+                "out": tmp_path / "out",
+                "quiet": True,
+                "focus_examples": [f"{base}/example"],
+                "focus_phrase": "storage engines",
+                "max_pages": 1,
+            },
+            env={},
+        )
+        await asyncio.wait_for(run_crawl(settings), 30)
+    finally:
+        await runner.cleanup()
+    assert [path for _, path in site.log][:2] == ["GET /robots.txt", "GET /example"]
+    assert min(site.gaps()) >= DELAY

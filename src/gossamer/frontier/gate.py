@@ -41,7 +41,7 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -87,14 +87,17 @@ class GateStats:
 
 class HostGate:
     """See the module doc. ``policy`` serves the gate's own slots until `bind`, and the
-    robots.txt rules of `use_rules` (their Crawl-delay)."""
+    robots.txt rules of `use_rules` (their Crawl-delay). ``clock`` is the slots' clock and
+    ``sleep`` waits on it (both injected in tests)."""
 
     def __init__(
         self,
         policy: PolitenessPolicy | None = None,
         *,
         clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     ) -> None:
+        self._sleep = sleep
         self._rules: RulesLookup | None = None
         self._keeper: SlotKeeper = HostScheduler[Queued](
             policy or PolitenessPolicy(), rules=self._known, clock=clock
@@ -127,7 +130,7 @@ class HostGate:
             keeper.hold(key, True)
             try:
                 while wait > 0:
-                    await asyncio.sleep(_BUSY_POLL if math.isinf(wait) else wait)
+                    await self._sleep(_BUSY_POLL if math.isinf(wait) else wait)
                     wait = keeper.claim(key, room=not pace_only)
             finally:
                 keeper.hold(key, False)

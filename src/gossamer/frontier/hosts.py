@@ -630,10 +630,14 @@ class HostScheduler(Generic[E]):
     def hold(self, key: str, waiting: bool) -> None:
         """A request outside the leases starts (``waiting``) or stops waiting for host
         ``key``'s slot: while any waits, the host's URLs are not leased."""
-        host = self._host(key)
-        host.claims += 1 if waiting else -1
-        if not host.claims:
-            self._schedule(key, host)
+        if waiting:
+            self._host(key).claims += 1
+            return
+        host = self._hosts.get(key)  # None: dropped meanwhile (its partition moved away)
+        if host is not None and host.claims:
+            host.claims -= 1
+            if not host.claims:
+                self._schedule(key, host)
 
     # -- state -----------------------------------------------------------------------------
 

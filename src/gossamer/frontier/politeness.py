@@ -161,9 +161,8 @@ class PolitenessPolicy:
                 extra={"event": "crawl-delay-capped", "host": host, "asked": asked},
             )
         slot.crawl_delay = delay
-        # The rules often arrive after the request that fetched them was spaced by the old
-        # delay (robots.txt itself, fetched outside a lease): space the next start by the new.
-        slot.next_start += max(0.0, self.delay_of(slot) - before)
+        if slot.next_start:  # the rules came after a request spaced by the old delay
+            slot.next_start += max(0.0, self.delay_of(slot) - before)  # (their robots.txt)
 
     def _learn(self, slot: HostSlot, feedback: Feedback) -> None:
         slot.requests += 1
