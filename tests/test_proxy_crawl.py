@@ -19,6 +19,10 @@ from tests.fetch.tinyproxy import tinyproxy
 from tests.local_app import serve
 
 from gossamer.crawl import build_crawler, run_crawl
+from gossamer.engine import RobotsFetch
+from gossamer.fetch.http import FetchConfig, Fetcher
+from gossamer.fetch.proxies import ProxyPool, parse_proxy
+from gossamer.frontier.robots import RobotsCache, RobotsDeferred
 from gossamer.settings import SettingsError, canonical_seeds, load_settings
 from gossamer.ui.metrics import MetricsServer
 
@@ -214,3 +218,28 @@ async def test_the_crawl_waits_while_no_proxy_is_live(tmp_path: Path) -> None:
     assert watch.seen == ["proxies-none-live", "proxies-back"]
     assert stats.proxies is not None and stats.proxies["waits"] == 1
     assert stats.proxies["waiting"] is False
+
+
+async def test_a_robots_txt_that_no_proxy_reached_is_asked_for_again(tmp_path: Path) -> None:
+    """robots.txt asked for while the proxy fails (its request never reached the site) is
+    not cached as unreachable: the host's URLs would spend their attempts on that verdict."""
+
+    async def site(request: web.Request) -> web.Response:
+        return web.Response(text="User-agent: *\nDisallow: /private\n")
+
+    async with serve(site) as port:
+        url = f"http://127.0.0.1:{port}/robots.txt"
+        proxy = await HttpProxy().start()
+        pool = ProxyPool([parse_proxy(proxy.url)])
+        config = FetchConfig(proxy_check_url=url, connect_timeout=1.0, total_timeout=3.0)
+        async with Fetcher(config, proxies=pool) as fetcher:
+            await pool.check_due()
+            await proxy.stop()  # live still (one failure is not enough), but fails every request
+            robots = RobotsCache(RobotsFetch(fetcher, proxied=True))
+            with pytest.raises(RobotsDeferred):
+                await robots.get(url)
+            assert robots.known(url) is None
+            assert await robots.allowed(f"http://127.0.0.1:{port}/page") is False
+            await proxy.start()
+            assert await robots.allowed(f"http://127.0.0.1:{port}/page") is True
+    assert robots.stats().unreachable == 0
