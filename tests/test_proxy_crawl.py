@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +107,8 @@ async def test_a_site_whose_root_answers_404_is_crawled_through_tinyproxy(tmp_pa
     async def site(request: web.Request) -> web.Response:
         paths.append(request.path)
         if request.path == "/robots.txt":
-            return web.Response(text="User-agent: *\nDisallow: /private\n")
+            sitemap = f"http://{request.host}/sitemap.xml"
+            return web.Response(text=f"User-agent: *\nDisallow: /private\nSitemap: {sitemap}\n")
         if request.path == "/":
             raise web.HTTPNotFound()
         links = (
@@ -136,6 +138,9 @@ async def test_a_site_whose_root_answers_404_is_crawled_through_tinyproxy(tmp_pa
     pool = json.loads((tmp_path / "out" / "stats.json").read_text())["proxies"]
     assert {p["proxy"]: p["state"] for p in pool["proxies"]} == {proxy.url: "live", dead: "dead"}
     assert pool["waiting"] is False
+    with sqlite3.connect(tmp_path / "out" / "crawl.db") as db:  # the check's robots.txt's
+        kept = db.execute("SELECT url FROM sitemaps").fetchall()
+    assert kept == [(f"http://127.0.0.1:{port}/sitemap.xml",)]
 
 
 class _Events(logging.Handler):
@@ -232,14 +237,17 @@ async def test_a_robots_txt_that_no_proxy_reached_is_asked_for_again(tmp_path: P
         proxy = await HttpProxy().start()
         pool = ProxyPool([parse_proxy(proxy.url)])
         config = FetchConfig(proxy_check_url=url, connect_timeout=1.0, total_timeout=3.0)
-        async with Fetcher(config, proxies=pool) as fetcher:
-            await pool.check_due()
-            await proxy.stop()  # live still (one failure is not enough), but fails every request
-            robots = RobotsCache(RobotsFetch(fetcher, proxied=True))
-            with pytest.raises(RobotsDeferred):
-                await robots.get(url)
-            assert robots.known(url) is None
-            assert await robots.allowed(f"http://127.0.0.1:{port}/page") is False
-            await proxy.start()
-            assert await robots.allowed(f"http://127.0.0.1:{port}/page") is True
+        try:
+            async with Fetcher(config, proxies=pool) as fetcher:
+                await pool.check_due()
+                await proxy.stop()  # live still (one failure is not enough), fails every request
+                robots = RobotsCache(RobotsFetch(fetcher, proxied=True))
+                with pytest.raises(RobotsDeferred):
+                    await robots.get(url)
+                assert robots.known(url) is None
+                assert await robots.allowed(f"http://127.0.0.1:{port}/page") is False
+                await proxy.start()
+                assert await robots.allowed(f"http://127.0.0.1:{port}/page") is True
+        finally:
+            await proxy.stop()
     assert robots.stats().unreachable == 0

@@ -43,7 +43,7 @@ from gossamer.frontier.gate import HostGate
 from gossamer.frontier.hosts import SchedulerViews, waiting
 from gossamer.frontier.local import LocalFrontier
 from gossamer.frontier.politeness import PolitenessPolicy
-from gossamer.frontier.robots import RobotsCache
+from gossamer.frontier.robots import RobotsCache, RobotsPolicy
 from gossamer.hooks import load_hook
 from gossamer.logs import LOG_FILE, logging_to_file
 from gossamer.outcomes import RetryPolicy
@@ -290,6 +290,7 @@ async def open_stages(
         token=settings.robots_token,
         retry_interval=settings.robots_retry,
         may_follow=functools.partial(in_scope, scope),
+        on_rules=functools.partial(_keep_sitemaps, SQLiteSink(db)),
         # More than the hosts a frontier schedules at once (the embedded one's working set,
         # a cluster worker's claimed URLs), so their rules are never evicted before use.
         max_hosts=max(100_000, 2 * settings.queue_memory),
@@ -349,6 +350,13 @@ def politeness_policy(settings: CrawlSettings) -> PolitenessPolicy:
         max_pause=settings.max_retry_after,
         max_crawl_delay=settings.max_crawl_delay,
     )
+
+
+def _keep_sitemaps(journal: SQLiteSink, origin: str, policy: RobotsPolicy) -> None:
+    """Stage the ``Sitemap:`` lines of a robots.txt in crawl.db, whoever asked for it (a
+    robots lease, a proxy check, a focus example, a rendered page's subrequest)."""
+    if policy.sitemaps:
+        journal.stage_sitemaps(origin, policy.sitemaps)
 
 
 def _proxies_down(proxies: ProxyPool | None) -> Callable[[], bool] | None:

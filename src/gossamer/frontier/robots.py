@@ -236,9 +236,12 @@ class RobotsCache:
     """Per-origin robots.txt policies, fetched on demand and kept for a while.
 
     ``known()`` answers from memory and is the hot path; ``get()`` fetches when needed, once
-    per origin however many callers wait. ``clock`` is a monotonic clock in seconds. At most
-    ``max_hosts`` origins are kept; the least recently used go first (the embedded frontier
-    schedules fewer hosts at a time than that, so the rules of hosts in play stay known).
+    per origin however many callers wait; ``learn()`` takes a robots.txt fetched elsewhere (a
+    proxy check's). ``on_rules(origin, policy)`` is told of every policy fetched or learnt
+    (the crawl keeps their ``Sitemap:`` lines, whoever asked for the file). ``clock`` is a
+    monotonic clock in seconds. At most ``max_hosts`` origins are kept; the least recently
+    used go first (the embedded frontier schedules fewer hosts at a time than that, so the
+    rules of hosts in play stay known).
     """
 
     def __init__(
@@ -251,8 +254,10 @@ class RobotsCache:
         clock: Callable[[], float] = time.monotonic,
         max_hosts: int = 100_000,
         may_follow: Callable[[str], bool] | None = None,
+        on_rules: Callable[[str, RobotsPolicy], None] | None = None,
     ) -> None:
         self._fetch = fetch
+        self._on_rules = on_rules
         self._may_follow = may_follow
         self._token = token
         self._ttl = ttl
@@ -317,11 +322,7 @@ class RobotsCache:
             policy = self._policy_without_rules("missing")
         else:
             return None
-        key = robots_origin(url)
-        self._entries.pop(key, None)
-        self._entries[key] = _Entry(policy, self._clock() + self._ttl)
-        while len(self._entries) > self._max_hosts:
-            del self._entries[next(iter(self._entries))]
+        self._keep(robots_origin(url), policy, self._ttl)
         return policy.allowed(url)
 
     async def allowed(self, url: str) -> bool:
@@ -366,13 +367,18 @@ class RobotsCache:
                 )  # fmt: skip
             if policy.status in ("unreachable", "blocked"):
                 lifetime = self._retry_interval
-            self._entries.pop(key, None)  # re-insert at the end: eviction goes oldest first
-            self._entries[key] = _Entry(policy, self._clock() + lifetime)
-            while len(self._entries) > self._max_hosts:
-                del self._entries[next(iter(self._entries))]
+            self._keep(key, policy, lifetime)
             return policy
         finally:
             del self._in_flight[key]
+
+    def _keep(self, key: str, policy: RobotsPolicy, lifetime: float) -> None:
+        self._entries.pop(key, None)  # re-insert at the end: eviction goes oldest first
+        self._entries[key] = _Entry(policy, self._clock() + lifetime)
+        while len(self._entries) > self._max_hosts:
+            del self._entries[next(iter(self._entries))]
+        if self._on_rules is not None:
+            self._on_rules(key, policy)
 
     async def _download(self, url: str) -> RobotsPolicy:
         """Fetch ``url``, following up to ``MAX_REDIRECTS`` redirects (RFC 9309 §2.3.1.2:
