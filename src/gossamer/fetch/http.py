@@ -429,7 +429,8 @@ class Fetcher:
         A check is a request to the site like any other: it waits for the host's slot in
         the gate, and obeys robots.txt. While the host's rules are not known, the check
         first asks for its robots.txt through the proxy (the rules learnt are the crawl's);
-        when the rules forbid the check URL, that robots.txt answer is the check."""
+        when the rules forbid the check URL, or that answer says nothing for sure about them,
+        the robots.txt answer is the check."""
         url = self._config.proxy_check_url
         if url is None:
             return None
@@ -438,10 +439,9 @@ class Fetcher:
         if allowed is None:
             assert rules is not None
             robots, seconds = await self._check_request(host_key(url) + "/robots.txt", proxy)
-            if seconds is None:
-                return None
-            allowed = await rules.learn(url, robots)
-        if not allowed:
+            if seconds is None or not await rules.learn(url, robots):
+                return seconds
+        elif not allowed:
             url = host_key(url) + "/robots.txt"
         return (await self._check_request(url, proxy))[1]
 
@@ -451,14 +451,14 @@ class Fetcher:
         gate = self._gate
         taken = None if gate is None else await gate.enter(url)
         started = self._clock()
-        result = None
+        result = fault = None
         try:
             result = await self._fetch(url, None, proxy)
+            fault = proxy_fault(result, proxy)
         finally:
-            if gate is not None:
-                _leave(gate, taken, result)
-        seconds = None if proxy_fault(result, proxy) is not None else self._clock() - started
-        return result, seconds
+            if gate is not None:  # the proxy's fault tells nothing of the site
+                _leave(gate, taken, result if fault is None else None)
+        return result, None if fault is not None else self._clock() - started
 
     async def _fetch_proxied(
         self, url: str, headers: Mapping[str, str] | None, pool: ProxyPool
@@ -803,7 +803,7 @@ def _made_by_proxy(result: FetchResult, proxy: Proxy) -> bool:
 
 def _leave(gate: HostPace, taken: Any, result: FetchResult | None) -> None:
     """Give a gate's slot back with what ``result`` told about the host (None: the request
-    was cancelled or failed; counted as sent just now)."""
+    was cancelled or failed, or told nothing of the site; counted as sent just now)."""
     if result is None:
         gate.leave(taken, gate.now())
         return
