@@ -56,6 +56,11 @@ rules are looked up before any of its URLs goes out:
 * ``unreachable``: its queued URLs go out as ``unreachable`` leases (no slot); when the
   cache's verdict lapses the next look asks for robots.txt again.
 
+**Requests outside the leases** (proxy checks, focus examples, rendered pages' subrequests,
+logins: :mod:`gossamer.frontier.gate`) take the same slots: :meth:`HostScheduler.claim` takes
+one when the host is due, :meth:`HostScheduler.unclaim` gives it back with the request's
+feedback, and while one waits (:meth:`HostScheduler.hold`) none of the host's URLs is leased.
+
 **Leases** carry a token and a deadline; :meth:`HostScheduler.expired` lists those past it for
 the backend to release. :meth:`HostScheduler.lease` hands out leases in one step. The Redis
 frontier by URL asks its shared limiter between two: :meth:`HostScheduler.due` names the due
