@@ -14,8 +14,8 @@ from tests.fetch.proxy_servers import HttpProxy, dead_port
 from tests.fetch.tinyproxy import tinyproxy
 from tests.local_app import serve
 
-from gossamer.fetch.http import FetchConfig, Fetcher, FetchResult, proxy_fault
-from gossamer.fetch.proxies import ProxyPool, parse_proxy
+from gossamer.fetch.http import FetchConfig, Fetcher, FetchResult
+from gossamer.fetch.proxies import ProxyPool, parse_proxy, proxy_fault
 from gossamer.frontier.gate import HostGate
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.robots import RobotsCache

@@ -99,7 +99,7 @@ from gossamer.fetch.dns import CachingResolver, parse_resolve_overrides
 from gossamer.fetch.exchange import Exchange, PeerResponse, capture, cut_by
 from gossamer.fetch.gated import HostPace
 from gossamer.fetch.guard import AddressGuard, BlockedAddress, GuardedResolver
-from gossamer.fetch.proxies import Proxy, ProxyPool
+from gossamer.fetch.proxies import Proxy, ProxyPool, proxy_fault
 from gossamer.fetch.ratelimit import ByteMeter, TokenBucket
 from gossamer.redact import redact_url
 from gossamer.safe import safe_location, safe_text
@@ -748,57 +748,12 @@ class _NoProxy(Exception):
     """No live proxy for a request (the error ``no-proxy``)."""
 
 
-_NOT_PROXY_FAULTS = frozenset({"invalid-url", "blocked-address"})
-
-
 def _domain(url: str) -> str:
     """The host name of ``url`` (lower case), or "" if it has none."""
     try:
         return urlsplit(url).hostname or ""
     except ValueError:
         return ""
-
-
-_GATEWAY_ERRORS = frozenset({500, 502, 503, 504})
-"""What a proxy answers itself when it cannot reach the site (tinyproxy's "Unable to
-connect" is a 500; Squid's and most others' a 502, 503 or 504)."""
-
-
-def proxy_fault(result: FetchResult | None, proxy: Proxy | None = None) -> str | None:
-    """Why ``result`` through ``proxy`` counts as the proxy's failure, or None when the
-    proxy relayed the site's answer, whatever its status.
-
-    The proxy's failures: no answer at all (a connection refused or reset, a timeout, a TLS
-    or SOCKS failure, a CONNECT the proxy refused or failed: aiohttp raises for a CONNECT
-    that does not answer 200), but for faults of the URL itself; a 407 (the proxy refused
-    the request); and a gateway error the proxy made itself (`_made_by_proxy`)."""
-    if result is None:
-        return "no-answer"
-    if result.status is None:
-        return None if result.error in _NOT_PROXY_FAULTS else result.error
-    if result.status == 407:
-        return "proxy-auth"
-    if result.status in _GATEWAY_ERRORS and proxy is not None and _made_by_proxy(result, proxy):
-        return f"proxy-{result.status}"
-    return None
-
-
-def _made_by_proxy(result: FetchResult, proxy: Proxy) -> bool:
-    """Whether an error answer is the proxy's own rather than the site's, relayed.
-
-    Only a plain-HTTP URL through an HTTP(S) proxy can get one: an HTTPS URL goes through a
-    CONNECT tunnel and a SOCKS5 proxy relays bytes, so what comes back is the site's (a
-    CONNECT the proxy fails is an error, not an answer). A proxy names its own errors with
-    a ``Proxy-Status`` carrying ``error=`` (RFC 9209) or Squid's ``X-Squid-Error``; and it
-    adds ``Via`` to every answer it relays (RFC 9110, 7.6.3) but not to the ones it makes
-    (tinyproxy's "Unable to connect" has none): a gateway error without ``Via`` is the
-    proxy's own. A site's 500, 502 or 503 relayed comes with the proxy's ``Via``."""
-    if proxy.scheme == "socks5" or result.url[:5].lower() != "http:":
-        return False
-    headers = result.headers
-    if "error=" in headers.get("proxy-status", "").lower() or "x-squid-error" in headers:
-        return True
-    return "via" not in headers
 
 
 def _leave(gate: HostPace, taken: Any, result: FetchResult | None) -> None:

@@ -11,9 +11,9 @@ Three parts, as P4 has them:
   through it before first use and every ``check_interval`` seconds while live, and records
   its response time. A proxy that relays the site's answer, whatever its status, passes; one
   that fails to (no connection, a timeout, a TLS or CONNECT failure, an error of its own: see
-  `gossamer.fetch.http.proxy_fault`) fails. A proxy that fails ``max_failures`` times in a
-  row (checks or requests) is dead; a dead proxy is checked again ``revalidate`` seconds
-  later and comes back when that passes. Checks are requests to the check URL's host like
+  `proxy_fault`) fails. A proxy that fails ``max_failures`` times in a row (checks or
+  requests) is dead; a dead proxy is checked again ``revalidate`` seconds later and comes
+  back when that passes. Checks are requests to the check URL's host like
   any other: the fetcher sends them through the host's politeness slot.
 - **waiting**: while no proxy is live the pool is ``waiting`` (`PoolStats.waiting`, logged
   once when it starts and when a proxy is back): the crawl leases nothing and spends no
@@ -32,11 +32,11 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 from urllib.parse import unquote, urlsplit
 
 from gossamer.redact import redact_url
@@ -44,10 +44,12 @@ from gossamer.redact import redact_url
 __all__ = [
     "PoolStats",
     "Proxy",
+    "ProxyAnswer",
     "ProxyError",
     "ProxyPool",
     "ProxyStats",
     "parse_proxy",
+    "proxy_fault",
     "read_proxies_file",
 ]
 
@@ -238,6 +240,64 @@ class _Entry:
             mean,
             self.response_time,
         )
+
+
+class ProxyAnswer(Protocol):
+    """What `proxy_fault` reads of a fetch result (`gossamer.fetch.http.FetchResult`)."""
+
+    @property
+    def url(self) -> str: ...
+    @property
+    def status(self) -> int | None: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+
+_NOT_PROXY_FAULTS = frozenset({"invalid-url", "blocked-address"})
+
+
+_GATEWAY_ERRORS = frozenset({500, 502, 503, 504})
+"""What a proxy answers itself when it cannot reach the site (tinyproxy's "Unable to
+connect" is a 500; Squid's and most others' a 502, 503 or 504)."""
+
+
+def proxy_fault(result: ProxyAnswer | None, proxy: Proxy | None = None) -> str | None:
+    """Why ``result`` through ``proxy`` counts as the proxy's failure, or None when the
+    proxy relayed the site's answer, whatever its status.
+
+    The proxy's failures: no answer at all (a connection refused or reset, a timeout, a TLS
+    or SOCKS failure, a CONNECT the proxy refused or failed: aiohttp raises for a CONNECT
+    that does not answer 200), but for faults of the URL itself; a 407 (the proxy refused
+    the request); and a gateway error the proxy made itself (`_made_by_proxy`)."""
+    if result is None:
+        return "no-answer"
+    if result.status is None:
+        return None if result.error in _NOT_PROXY_FAULTS else result.error
+    if result.status == 407:
+        return "proxy-auth"
+    if result.status in _GATEWAY_ERRORS and proxy is not None and _made_by_proxy(result, proxy):
+        return f"proxy-{result.status}"
+    return None
+
+
+def _made_by_proxy(result: ProxyAnswer, proxy: Proxy) -> bool:
+    """Whether an error answer is the proxy's own rather than the site's, relayed.
+
+    Only a plain-HTTP URL through an HTTP(S) proxy can get one: an HTTPS URL goes through a
+    CONNECT tunnel and a SOCKS5 proxy relays bytes, so what comes back is the site's (a
+    CONNECT the proxy fails is an error, not an answer). A proxy names its own errors with
+    a ``Proxy-Status`` carrying ``error=`` (RFC 9209) or Squid's ``X-Squid-Error``; and it
+    adds ``Via`` to every answer it relays (RFC 9110, 7.6.3) but not to the ones it makes
+    (tinyproxy's "Unable to connect" has none): a gateway error without ``Via`` is the
+    proxy's own. A site's 500, 502 or 503 relayed comes with the proxy's ``Via``."""
+    if proxy.scheme == "socks5" or result.url[:5].lower() != "http:":
+        return False
+    headers = result.headers
+    if "error=" in headers.get("proxy-status", "").lower() or "x-squid-error" in headers:
+        return True
+    return "via" not in headers
 
 
 Checker = Callable[[Proxy], Awaitable[float | None]]
