@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Debian packages the test suite uses: nginx and python3-doc (a real documentation site),
 # wget (the reference crawler), redis-server (the cluster backend) and postgresql (the shared
-# page store) and chromium-headless-shell (--render and the web UI's browser tests). Installed with apt-get when missing and running as root.
+# page store), chromium-headless-shell (--render and the web UI's browser tests) and tinyproxy (a
+# real forward proxy for the proxy pool's tests). Installed with apt-get when missing and running as root.
 set -euo pipefail
 missing=()
 [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null || missing+=(nginx-light)
@@ -9,6 +10,7 @@ missing=()
 command -v wget >/dev/null || missing+=(wget)
 command -v redis-server >/dev/null || missing+=(redis-server)
 command -v chromium-headless-shell >/dev/null || missing+=(chromium-headless-shell)
+[ -x /usr/bin/tinyproxy ] || command -v tinyproxy >/dev/null || missing+=(tinyproxy)
 # Debian keeps initdb and pg_ctl in /usr/lib/postgresql/<version>/bin, off PATH.
 have_postgres() {
     command -v initdb >/dev/null && return 0

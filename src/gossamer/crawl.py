@@ -14,8 +14,7 @@ import re
 import signal
 import socket
 import sys
-import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,15 +33,17 @@ from gossamer.engine import (
 )
 from gossamer.fetch.auth import Authenticator, Login, Secret, UserLogin
 from gossamer.fetch.cookies import CookieJar, CookieRow, read_cookies_txt
+from gossamer.fetch.gated import GatedFetch
 from gossamer.fetch.guard import AddressGuard
-from gossamer.fetch.http import FetchConfig, Fetcher
+from gossamer.fetch.http import FetchConfig, Fetcher, FetchResult
 from gossamer.fetch.proxies import ProxyError, ProxyPool, parse_proxy, read_proxies_file
 from gossamer.focus.digests import DigestIndex, LocalDigests
 from gossamer.frontier.base import Frontier
-from gossamer.frontier.hosts import waiting
+from gossamer.frontier.gate import HostGate
+from gossamer.frontier.hosts import SchedulerViews, waiting
 from gossamer.frontier.local import LocalFrontier
 from gossamer.frontier.politeness import PolitenessPolicy
-from gossamer.frontier.robots import RobotsCache
+from gossamer.frontier.robots import RobotsCache, RobotsPolicy
 from gossamer.hooks import load_hook
 from gossamer.logs import LOG_FILE, logging_to_file
 from gossamer.outcomes import RetryPolicy
@@ -131,6 +132,18 @@ class Stages:
     renderer: RenderingFetcher | None = None
     """With ``--render auto|always`` or ``--render-url``: the fetcher the engine calls,
     rendering pages in headless Chromium over ``fetcher``."""
+    gate: HostGate | None = None
+    """The way into a host's politeness slot for every request outside the frontier's
+    leases (proxy checks, focus examples, robots.txt asked for outside a lease, rendered
+    pages' subrequests, logins); bound to the frontier's scheduler by `start`."""
+
+    async def start(self, frontier: SchedulerViews[Any]) -> None:
+        """Before the crawl's first request: out-of-band requests take ``frontier``'s host
+        slots from now on, and every proxy is checked once (through those slots)."""
+        if self.gate is not None:
+            self.gate.bind(frontier.slots)
+        if self.proxies is not None:
+            await self.proxies.start()
 
     def metric_sources(self, crawler: Crawler, frontier: Frontier) -> Sources:
         """Where ``/metrics`` reads this crawl's figures (the stages' snapshots)."""
@@ -177,6 +190,7 @@ class Stages:
             render_stats=None if self.renderer is None else self.renderer.json_stats,
             focus=focus,
             digests=digests,
+            proxies_down=_proxies_down(self.proxies),
         )
 
     async def focus_policy(self, settings: CrawlSettings, frontier: Frontier) -> Focus | None:
@@ -190,13 +204,12 @@ class Stages:
         from gossamer.focus.policy import FocusConfig, FocusPolicy
         from gossamer.focus.topic import Topic, TopicError
 
+        fetcher: Any = self.fetcher if self.gate is None else GatedFetch(self.fetcher, self.gate)
         try:
-            examples, due = await fetch_examples(
+            examples = await fetch_examples(
                 settings.focus_examples,
-                self.fetcher,
+                fetcher,
                 self.robots if settings.robots else None,
-                delay=settings.delay,
-                max_crawl_delay=settings.max_crawl_delay,
                 extractor=settings.extractor,
             )
         except ExampleError as exc:
@@ -205,9 +218,6 @@ class Stages:
             topic = Topic(settings.focus_phrase or "", [e.text for e in examples])
         except TopicError as exc:
             raise SettingsError(f"invalid setting 'focus_phrase': {exc}") from None
-        wait = max(due.values(), default=0.0) - time.monotonic()
-        if wait > 0:
-            await asyncio.sleep(wait)
         config = FocusConfig(
             threshold=settings.focus_threshold,
             mode=settings.focus_mode,
@@ -230,13 +240,16 @@ async def open_stages(
     worker: str | None = None,
     *,
     rules: RuleSet | None = _FROM_SETTINGS,
+    first_seed: str | None = None,
 ) -> AsyncIterator[Stages]:
     """crawl.db, pages.jsonl (repaired after a crash), fetcher, robots cache, politeness,
     with ``--warc`` the WARC writer (a new file, even when resuming), with ``--store`` the
     shared page store (rows signed by ``worker``, default host-pid) and with rules (``rules``,
     by default read from the settings by :func:`load_ruleset`) items.jsonl.
     ``seeds`` (canonical) name the hosts the address guard lets reach private addresses and,
-    with the settings, the scope robots.txt redirects must stay in (``Stages.scope``)."""
+    with the settings, the scope robots.txt redirects must stay in (``Stages.scope``);
+    ``first_seed`` (canonical, as given) checks the proxies unless ``--proxy-check-url``
+    says otherwise (default: the first of ``seeds``). `Stages.start` starts them."""
     out = settings.out
     if rules is _FROM_SETTINGS:
         rules = load_ruleset(settings)
@@ -250,42 +263,43 @@ async def open_stages(
     await jsonl.write(SQLiteSink(db).records_after(committed))
     items = _item_sink(out / "items.jsonl", db) if rules is not None else None
     scope = crawl_scope(settings, seeds)
-    check_url = proxy_check_url(settings, seeds)
+    check_url = proxy_check_url(settings, [first_seed] if first_seed else seeds)
     del seeds  # 200,000 seed origins cost 16 MB: the scope holds what the crawl needs of them
     proxies = proxy_pool(settings)
     meter = BandwidthMeter()
     auth = authenticator(settings, db, scope)
+    politeness = politeness_policy(settings)
+    gate = HostGate(politeness)
     fetcher = Fetcher(
         _fetch_config(settings, check_url),
         meter=meter,
         guard=address_guard(settings, scope, check_url),
         proxies=proxies,
         auth=auth,
+        gate=gate,
     )
     warc = _warc_writer(settings)
-    robots_fetch = RobotsFetch(fetcher, warc)
+    robots_fetch = RobotsFetch(
+        fetcher,
+        warc,
+        gated=GatedFetch(fetcher, gate, pace_only=True),
+        proxied=proxies is not None,
+    )
     robots = RobotsCache(
         fetch=robots_fetch,
         token=settings.robots_token,
         retry_interval=settings.robots_retry,
         may_follow=functools.partial(in_scope, scope),
+        on_rules=functools.partial(_keep_sitemaps, SQLiteSink(db)),
         # More than the hosts a frontier schedules at once (the embedded one's working set,
         # a cluster worker's claimed URLs), so their rules are never evicted before use.
         max_hosts=max(100_000, 2 * settings.queue_memory),
     )
-    politeness = PolitenessPolicy(
-        per_host=settings.per_host,
-        delay=settings.delay,
-        slow_latency=settings.adaptive_latency,
-        max_delay=settings.max_host_delay,
-        max_pause=settings.max_retry_after,
-        max_crawl_delay=settings.max_crawl_delay,
-    )
+    if settings.robots:
+        fetcher.set_check_rules(robots)
     pdf = _pdf_pool() if settings.text else None
-    renderer = rendering_fetcher(settings, fetcher, scope, robots)
+    renderer = rendering_fetcher(settings, fetcher, scope, robots, gate)
     try:
-        if proxies is not None:
-            await proxies.start()  # every proxy checked once before the first request
         if renderer is not None:
             await _start_renderer(renderer)
         store = await _catch_up(sink, db)
@@ -306,6 +320,7 @@ async def open_stages(
             proxies=proxies,
             auth=auth,
             renderer=renderer,
+            gate=gate,
         )
     finally:
         if renderer is not None:
@@ -323,6 +338,30 @@ async def open_stages(
         db.close()
         if sink is not None:
             await sink.close()
+
+
+def politeness_policy(settings: CrawlSettings) -> PolitenessPolicy:
+    """The rules every host slot follows."""
+    return PolitenessPolicy(
+        per_host=settings.per_host,
+        delay=settings.delay,
+        slow_latency=settings.adaptive_latency,
+        max_delay=settings.max_host_delay,
+        max_pause=settings.max_retry_after,
+        max_crawl_delay=settings.max_crawl_delay,
+    )
+
+
+def _keep_sitemaps(journal: SQLiteSink, origin: str, policy: RobotsPolicy) -> None:
+    """Stage the ``Sitemap:`` lines of a robots.txt in crawl.db, whoever asked for it (a
+    robots lease, a proxy check, a focus example, a rendered page's subrequest)."""
+    if policy.sitemaps:
+        journal.stage_sitemaps(origin, policy.sitemaps)
+
+
+def _proxies_down(proxies: ProxyPool | None) -> Callable[[], bool] | None:
+    """Whether no proxy is live (None without proxies)."""
+    return None if proxies is None else lambda: proxies.waiting
 
 
 def renders(settings: CrawlSettings) -> bool:
@@ -344,10 +383,16 @@ def check_rendering(settings: CrawlSettings) -> None:
 
 
 def rendering_fetcher(
-    settings: CrawlSettings, fetcher: Fetcher, scope: Scope, robots: RobotsCache
+    settings: CrawlSettings,
+    fetcher: Fetcher,
+    scope: Scope,
+    robots: RobotsCache,
+    gate: HostGate | None = None,
 ) -> RenderingFetcher | None:
     """The rendering middleware over ``fetcher`` (None when the crawl renders nothing): its
-    browser's subrequests keep to ``scope`` and, unless ``--no-robots``, to robots.txt."""
+    browser's subrequests keep to ``scope`` and, unless ``--no-robots``, to robots.txt, and
+    wait for their host's pace in ``gate`` (pace only: the page's own lease holds its
+    host's slot while it renders)."""
     if not renders(settings):
         return None
     check_rendering(settings)
@@ -381,16 +426,31 @@ def rendering_fetcher(
     )
     renderer = PageRenderer(
         pool,
-        fetcher,
+        fetcher if gate is None else GatedFetch(fetcher, gate, pace_only=True),
         options,
         in_scope=functools.partial(in_scope, scope),
         allowed=robots.allowed if settings.robots else None,
     )
     patterns = tuple(re.compile(p) for p in settings.render_url)
     mode = settings.render
+    documents = fetcher if gate is None else _StartsTold(fetcher, gate)
     return RenderingFetcher(
-        fetcher, renderer, pool, mode, patterns, HostLearner(), max_bytes=settings.max_body_bytes
+        documents, renderer, pool, mode, patterns, HostLearner(), max_bytes=settings.max_body_bytes
     )
+
+
+class _StartsTold:
+    """``fetcher``, each result telling ``gate`` when its request started: a rendered page's
+    document, so its subrequests are spaced from its real start (see `HostGate.started`)."""
+
+    def __init__(self, fetcher: Fetcher, gate: HostGate) -> None:
+        self._fetcher = fetcher
+        self._gate = gate
+
+    async def fetch(self, url: str) -> FetchResult:
+        result = await self._fetcher.fetch(url)
+        self._gate.started(url, result.sent_by)
+        return result
 
 
 async def _start_renderer(renderer: RenderingFetcher) -> None:
@@ -582,7 +642,8 @@ async def build_crawler(
     origins = sorted({host_key(seed) + "/" for seed in seeds})
     if not origins and settings.resume:
         origins = _stored_seeds(settings.out / "crawl.db")
-    async with open_stages(settings, origins, rules=rules) as stages:
+    first = seeds[0] if seeds else None
+    async with open_stages(settings, origins, rules=rules, first_seed=first) as stages:
         db = stages.db
         db.set_meta("seeds", "\n".join(origins))
         del origins  # kept by the scope as far as the crawl needs them
@@ -601,6 +662,7 @@ async def build_crawler(
             frontier.restore()
             if digests is not None:
                 digests.restore()
+        await stages.start(frontier)
         focus = await stages.focus_policy(settings, frontier)
         crawler = stages.crawler(settings, frontier, focus=focus, digests=digests)
         if settings.resume:

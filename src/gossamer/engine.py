@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from gossamer.focus.digests import DigestIndex, Match, digest
 from gossamer.frontier.base import Candidate, Feedback, Frontier, HeldBack, Lease, Outlinks
-from gossamer.frontier.robots import RobotsCache, RobotsPolicy
+from gossamer.frontier.robots import RobotsCache, RobotsDeferred, RobotsPolicy
 from gossamer.hooks import Hook, HookError, Page, run_hook
 from gossamer.outcomes import Action, RetryPolicy, classify, is_failure
 from gossamer.parse.charset import detect_encoding
@@ -197,8 +197,11 @@ class Crawler:
         render_stats: Callable[[], dict[str, Any]] | None = None,
         focus: Focus | None = None,
         digests: DigestIndex | None = None,
+        proxies_down: Callable[[], bool] | None = None,
     ) -> None:
         self._config = config
+        self._proxies_down = proxies_down
+        """True while no proxy is live: nothing is leased, no URL's attempt is spent."""
         self._render_stats = render_stats
         self._focus = focus
         self._digests = digests
@@ -382,7 +385,7 @@ class Crawler:
         while not self._stopping:
             self._turned = self._clock()
             free = min(limit - len(self._fetching), 2 * limit - len(self._tasks), self._budget())
-            if self._paused:
+            if self._paused or (self._proxies_down is not None and self._proxies_down()):
                 free = 0
             if len(self._pending) + self._committing >= MAX_PENDING_RECORDS:
                 free = 0  # the checkpoint wakes the loop once the records are written
@@ -474,6 +477,9 @@ class Crawler:
             return
         result = await self._fetcher.fetch(lease.url)
         self._fetched()
+        if result.error in _UNSENT and self._proxies_down is not None and self._proxies_down():
+            await self._frontier.release(lease, None)  # never reached the site: no attempt
+            return
         self._counts["requests"] += 1
         archived = await self._archive.write(result) if self._archive is not None else None
         feedback = Feedback(
@@ -540,11 +546,19 @@ class Crawler:
 
     async def _fetch_robots(self, lease: Lease) -> None:
         """A ``robots`` lease: fetch the host's robots.txt into the cache (unless it is there)
-        and report its rules, which free the host's URLs."""
-        policy = await self._robots.get(lease.url)
+        and report its rules, which free the host's URLs. A robots.txt that could not be asked
+        for (no live proxy) is asked for again at the host's next slot."""
+        self._robots_fetch.leased(lease.host)
+        try:
+            policy = await self._robots.get(lease.url)
+        except RobotsDeferred:
+            self._fetched()
+            self._robots_fetch.ended(lease.host)
+            await self._frontier.release(lease, None)  # a robots lease again, when due
+            return
         self._fetched()
         self._journal.stage_sitemaps(lease.host, policy.sitemaps)
-        started = self._robots_fetch.started.pop(lease.host, None)
+        started = self._robots_fetch.ended(lease.host)
         feedback = Feedback(started_at=started, crawl_delay=policy.crawl_delay)
         await self._frontier.rules(lease, policy, feedback)
 
@@ -811,22 +825,64 @@ class Crawler:
 _RULE_COUNTERS = ("rule_pages", "items", "items_dropped", "rule_errors")
 
 
-class RobotsFetch:
-    """The fetch function handed to the robots cache; remembers when each host's started,
-    until the host's rules are reported."""
+_UNSENT = frozenset({"no-proxy", "proxy-error"})
+"""Fetch errors of a request that never reached the site (no live proxy, or every proxy
+tried failed)."""
 
-    def __init__(self, fetcher: Fetch, archive: Archive | None = None) -> None:
+
+class RobotsFetch:
+    """The fetch function handed to the robots cache.
+
+    A host's robots lease takes its slot for the first request of its robots.txt
+    (`leased`, then `ended`, which tells when its last request started). Every other
+    robots.txt request, a redirect's next hop or one asked for outside a lease (a focus
+    example's host, a rendered page's subrequest), goes through ``gated``: the fetcher
+    behind the host gate, pace only (the one asking may hold a lease of the host). In a
+    crawl through proxies (``proxied``) a request that never reached the site (no
+    live proxy, or every proxy tried failed it) raises `RobotsDeferred`: no "unreachable"
+    verdict is cached for a site never asked (its URLs would spend their attempts on it).
+    The robots lease is asked for again; the proxies' failures soon leave none live, and
+    the crawl waits.
+    """
+
+    def __init__(
+        self,
+        fetcher: Fetch,
+        archive: Archive | None = None,
+        *,
+        gated: Fetch | None = None,
+        proxied: bool = False,
+    ) -> None:
         self._fetcher = fetcher
         self._archive = archive
-        self.started: dict[str, float] = {}
+        self._gated = gated if gated is not None else fetcher
+        self._proxied = proxied
+        self._leases: dict[str, float | None] = {}
+        """Hosts whose robots lease is out: when their last request started (None: the
+        lease's own slot is not used yet)."""
         self.requests = 0
 
+    def leased(self, host: str) -> None:
+        """A robots lease of ``host`` is out: its first request uses the lease's slot."""
+        self._leases[host] = None
+
+    def ended(self, host: str) -> float | None:
+        """The robots lease of ``host`` ended: when its last request started, if any."""
+        return self._leases.pop(host, None)
+
     async def __call__(self, url: str) -> FetchResultLike:
-        result = await self._fetcher.fetch(url)
+        host = host_key(url)
+        if host in self._leases and self._leases[host] is None:
+            result = await self._fetcher.fetch(url)
+        else:
+            result = await self._gated.fetch(url)
         self.requests += 1
         if self._archive is not None:
             await self._archive.write(result)
-        self.started[host_key(url)] = result.sent_by
+        if host in self._leases:
+            self._leases[host] = result.sent_by
+        if self._proxied and result.error in _UNSENT:
+            raise RobotsDeferred(url)
         return result
 
 

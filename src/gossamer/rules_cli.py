@@ -26,12 +26,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gossamer.crawl import address_guard
+from gossamer.crawl import address_guard, politeness_policy
 from gossamer.errors import CommandError
 from gossamer.extract.rules import RuleError, RuleSet, evaluate_body, load_rules
 from gossamer.extract.rules.schema import Rule, Sample
+from gossamer.fetch.gated import GatedFetch
 from gossamer.fetch.http import FetchConfig, Fetcher
 from gossamer.fetch.render import RenderingFetcher
+from gossamer.frontier.gate import HostGate
 from gossamer.frontier.robots import RobotsCache
 from gossamer.settings import CrawlSettings, SettingsError, crawl_scope, load_settings
 from gossamer.urls import InvalidURL, Resolver, canonicalize
@@ -165,11 +167,14 @@ async def fetch_page(settings: CrawlSettings, url: str) -> tuple[str, bytes, str
     ``settings.robots`` is off, redirects followed up to ``max_redirects``."""
     target = _canonical(url)
     guard = address_guard(settings, crawl_scope(settings, [target]))
+    gate = HostGate(politeness_policy(settings))  # robots.txt, then the page at its pace
     async with Fetcher(fetch_config(settings), guard=guard) as fetcher:
-        robots = (
-            RobotsCache(fetcher.fetch, token=settings.robots_token) if settings.robots else None
-        )
-        return await fetch_following(fetcher, robots, target, settings.max_redirects)
+        gated = GatedFetch(fetcher, gate)
+        robots = None
+        if settings.robots:
+            robots = RobotsCache(gated.fetch, token=settings.robots_token)
+            gate.use_rules(robots.known)
+        return await fetch_following(gated, robots, target, settings.max_redirects)
 
 
 def _canonical(url: str) -> str:
@@ -193,7 +198,7 @@ def fetch_config(settings: CrawlSettings) -> FetchConfig:
 
 
 async def fetch_following(
-    fetcher: Fetcher | RenderingFetcher,
+    fetcher: Fetcher | RenderingFetcher | GatedFetch,
     robots: RobotsCache | None,
     url: str,
     max_redirects: int,

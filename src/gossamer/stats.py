@@ -90,6 +90,8 @@ class CrawlStats:
             f"pages {self.pages}  {self.pages_per_second:.1f}/s  queued {self.queued}  "
             f"in flight {self.in_flight}  errors {self.errors}  blocked {self.robots_blocked}"
         )
+        if self.proxies is not None and self.proxies.get("waiting"):
+            line += "  no proxy live: waiting for the next check"
         if self.focus is not None:
             line += (
                 f"  harvest {self.focus['harvest_rate']:.2f} "

@@ -205,6 +205,7 @@ async def _crawl_share(
         digests = None
         if settings.digests != "off" and settings.text:
             digests = RedisDigests(control.redis, control.job, settings.digest_threshold)
+        await stages.start(frontier)
         focus = await stages.focus_policy(settings, frontier)
         crawler = stages.crawler(
             settings, frontier, on_commit=frontier.take_acks, focus=focus, digests=digests

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -38,7 +39,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -48,6 +49,7 @@ import aiohttp
 from selectolax.lexbor import LexborHTMLParser
 
 from gossamer.fetch.cookies import CookieJar, CookieRow, domain_match, read_cookies_txt
+from gossamer.fetch.gated import HostPace
 from gossamer.redact import redact_url
 
 __all__ = [
@@ -158,6 +160,13 @@ class AuthStats:
 class RequestAuth(Protocol):
     """What the `Fetcher` asks of the authentication middleware."""
 
+    sent: int
+    """Login and token requests sent so far (a page's request after one waits for its
+    host's pace)."""
+
+    def set_gate(self, gate: HostPace) -> None:
+        """Send login and token requests through the host gate."""
+
     @property
     def logs_in(self) -> bool:
         """Whether it sends requests of its own (logins, token requests, login hooks)."""
@@ -223,10 +232,32 @@ class Authenticator:
         self._cookies = cookies
         self._in_scope = in_scope
         self._sessions = {login.domain: _Session() for login in logins}
+        self._gate: HostPace | None = None
+        self.sent = 0
         self.logins = self.relogins = self.token_refreshes = self.failures = 0
         for login in logins:
             if login.kind == "cookies":
                 self._jar.add(login.cookies)
+
+    def set_gate(self, gate: HostPace) -> None:
+        """Send logins and token requests through the host gate (the fetcher hands it on)."""
+        self._gate = gate
+
+    @contextlib.asynccontextmanager
+    async def _paced(self, url: str | None) -> AsyncIterator[None]:
+        """A login request to ``url`` (a login hook's, its login URL's host): through the host
+        gate, pace only (it runs inside a page's request, whose lease may hold the same host).
+        Its start counts as the moment it ended: later than the real one, so never short."""
+        self.sent += 1
+        gate = self._gate
+        if gate is None or url is None:
+            yield
+            return
+        taken = await gate.enter(url, pace_only=True)
+        try:
+            yield
+        finally:
+            gate.leave(taken, gate.now())
 
     @property
     def jar(self) -> CookieJar:
@@ -397,6 +428,10 @@ class Authenticator:
             return True
 
     async def _do_login(self, login: Login, session: aiohttp.ClientSession) -> bool:
+        async with self._paced(login.login_url):
+            return await self._send_login(login, session)
+
+    async def _send_login(self, login: Login, session: aiohttp.ClientSession) -> bool:
         try:
             if login.user_login is not None:
                 context = LoginContext(
@@ -504,9 +539,12 @@ class Authenticator:
         if login.scope:
             data["scope"] = login.scope
         headers = {"Authorization": _basic(login.client_id, login.client_secret)}
-        async with session.post(
-            login.token_url, data=data, headers=headers, allow_redirects=False
-        ) as response:
+        async with (
+            self._paced(login.token_url),
+            session.post(
+                login.token_url, data=data, headers=headers, allow_redirects=False
+            ) as response,
+        ):
             body = await response.content.read(MAX_LOGIN_BODY)
             if response.status != 200:
                 raise _TokenError(f"status {response.status}")

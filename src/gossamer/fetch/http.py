@@ -53,10 +53,15 @@ Time a body read spends waiting for the cap is left out of ``elapsed`` (and repo
 towards ``total_timeout``.
 
 With a `ProxyPool` (``proxies``), each request goes through the proxy the pool picks for its
-host. A request that fails at the proxy (no response at all, or a 407) is tried again through
-the next proxy, at most ``proxy_retries`` times; the pool is told of each success and
-failure. When every try failed the result's error is ``proxy-error``: the site was not at
-fault. ``FetchResult.proxy`` names the proxy of the answer (``scheme://host:port``).
+host. A request that fails at the proxy (`proxy_fault`: no response at all, a 407, or a
+gateway error the proxy made itself) is tried again through the next proxy, at most
+``proxy_retries`` times; the pool is told of each success and failure. When every try failed
+the result's error is ``proxy-error``: the site was not at fault. ``FetchResult.proxy`` names
+the proxy of the answer (``scheme://host:port``).
+
+With a host gate (``gate``, :mod:`gossamer.fetch.gated`), the requests the fetcher makes of
+its own accord wait for their host's politeness slot like any page: proxy checks, logins and
+token requests, and the second fetch of a page after a login.
 """
 
 from __future__ import annotations
@@ -75,7 +80,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from datetime import UTC
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -92,12 +97,13 @@ from gossamer.fetch.auth import RequestAuth
 from gossamer.fetch.decoding import BOMB_RATIO, Body
 from gossamer.fetch.dns import CachingResolver, parse_resolve_overrides
 from gossamer.fetch.exchange import Exchange, PeerResponse, capture, cut_by
+from gossamer.fetch.gated import HostPace
 from gossamer.fetch.guard import AddressGuard, BlockedAddress, GuardedResolver
-from gossamer.fetch.proxies import Proxy, ProxyPool
+from gossamer.fetch.proxies import Proxy, ProxyPool, proxy_fault
 from gossamer.fetch.ratelimit import ByteMeter, TokenBucket
 from gossamer.redact import redact_url
 from gossamer.safe import safe_location, safe_text
-from gossamer.urls import is_plainly_canonical
+from gossamer.urls import host_key, is_plainly_canonical
 
 __all__ = [
     "BOMB_RATIO",
@@ -280,6 +286,19 @@ class FetchStats:
         return self.latency / answered if answered else 0.0
 
 
+class CheckRules(Protocol):
+    """The robots.txt rules a proxy check obeys (`gossamer.frontier.robots.RobotsCache`)."""
+
+    def verdict(self, url: str) -> bool | None:
+        """Whether the known rules allow ``url``; None when its host's are not known."""
+        ...
+
+    async def learn(self, url: str, response: FetchResult) -> bool | None:
+        """Take ``url``'s host's rules from its robots.txt ``response``; their verdict on
+        ``url``, None when the answer says nothing for sure."""
+        ...
+
+
 class Fetcher:
     """Fetches URLs over one pooled aiohttp session (see the module doc for the contract).
 
@@ -292,7 +311,8 @@ class Fetcher:
     own URL's login and may have a page that looked logged out fetched once more after a new
     login (logins and token requests go direct, not through the pool). Use as an async
     context manager or call `close`. The session is created on first use, inside the
-    running loop.
+    running loop. ``gate`` paces the requests the fetcher makes of its own accord (see the
+    module doc).
     """
 
     def __init__(
@@ -306,10 +326,15 @@ class Fetcher:
         guard: AddressGuard | None = None,
         proxies: ProxyPool | None = None,
         auth: RequestAuth | None = None,
+        gate: HostPace | None = None,
     ) -> None:
         self._config = config = config or FetchConfig()
         self._proxies = proxies
         self._auth = auth
+        self._gate = gate
+        self._check_rules: CheckRules | None = None
+        if auth is not None and gate is not None:
+            auth.set_gate(gate)
         self._socks: dict[str, aiohttp.ClientSession] = {}
         self._proxied: dict[str, aiohttp.ClientSession] = {}
         """Sessions whose requests go through an HTTP(S) proxy: those logins use."""
@@ -391,16 +416,49 @@ class Fetcher:
         self._count(result)
         return result
 
+    def set_check_rules(self, rules: CheckRules) -> None:
+        """The robots.txt rules proxy checks obey (the crawl's robots cache)."""
+        self._check_rules = rules
+
     async def check_proxy(self, proxy: Proxy) -> float | None:
-        """Fetch ``proxy_check_url`` through ``proxy``: the seconds its complete 2xx answer
-        (or redirect: a seed behind a login sends the anonymous check to its login page)
-        took, or None (no check URL counts as a failed check)."""
+        """Check ``proxy`` with ``proxy_check_url``: the seconds the check URL's request
+        through it took when the proxy relayed the site's answer, whatever its status (a
+        redirect, a 404 or a 500 is the site's answer: the proxy works), or None when the
+        proxy failed it (`proxy_fault`; no check URL counts as a failed check).
+
+        A check is a request to the site like any other: it waits for the host's slot in
+        the gate, and obeys robots.txt. While the host's rules are not known, the check
+        first asks for its robots.txt through the proxy (the rules learnt are the crawl's);
+        when the rules forbid the check URL, or that answer says nothing for sure about them,
+        the robots.txt answer is the check."""
         url = self._config.proxy_check_url
         if url is None:
             return None
+        rules = self._check_rules
+        allowed = True if rules is None else rules.verdict(url)
+        if allowed is None:
+            assert rules is not None
+            robots, seconds = await self._check_request(host_key(url) + "/robots.txt", proxy)
+            if seconds is None or not await rules.learn(url, robots):
+                return seconds
+        elif not allowed:
+            url = host_key(url) + "/robots.txt"
+        return (await self._check_request(url, proxy))[1]
+
+    async def _check_request(self, url: str, proxy: Proxy) -> tuple[FetchResult, float | None]:
+        """``url`` through ``proxy`` in its host's slot, and the seconds it took (None when
+        the proxy failed it)."""
+        gate = self._gate
+        taken = None if gate is None else await gate.enter(url)
         started = self._clock()
-        result = await self._fetch(url, None, proxy)
-        return self._clock() - started if result.ok or result.is_redirect else None
+        result = fault = None
+        try:
+            result = await self._fetch(url, None, proxy)
+            fault = proxy_fault(result, proxy)
+        finally:
+            if gate is not None:  # the proxy's fault tells nothing of the site
+                _leave(gate, taken, result if fault is None else None)
+        return result, None if fault is not None else self._clock() - started
 
     async def _fetch_proxied(
         self, url: str, headers: Mapping[str, str] | None, pool: ProxyPool
@@ -414,7 +472,7 @@ class Fetcher:
             if proxy is None:
                 break
             result = await self._fetch(url, headers, proxy)
-            reason = _proxy_fault(result)
+            reason = proxy_fault(result, proxy)
             if reason is None:
                 pool.succeeded(proxy, result.elapsed)
                 return result
@@ -522,22 +580,43 @@ class Fetcher:
         self, auth: RequestAuth, url: str, headers: Mapping[str, str] | None
     ) -> FetchResult:
         session = self._login_session(url)
+        before = auth.sent
         sent = await auth.prepare(url, session)
-        result = await self._send(url, {**headers, **sent} if headers and sent else sent or headers)
+        paced = auth.sent != before  # a login went first: the page waits for the host's pace
+        result = await self._send(
+            url, {**headers, **sent} if headers and sent else sent or headers, paced=paced
+        )
         if await auth.check(url, sent, result.status, result.headers, result.body, session):
             self._count(result)  # the logged-out answer counts as a request of its own
             self._requests += 1
             sent = await auth.prepare(url, session)
-            result = await self._send(url, {**(headers or {}), **sent})
+            result = await self._send(url, {**(headers or {}), **sent}, paced=True)
             await auth.check(
                 url, sent, result.status, result.headers, result.body, session, retried=True
             )
         return result
 
-    async def _send(self, url: str, headers: Mapping[str, str] | None) -> FetchResult:
+    async def _send(
+        self, url: str, headers: Mapping[str, str] | None, *, paced: bool = False
+    ) -> FetchResult:
+        """Send ``url``'s request; ``paced``: through the host gate, pace only (a second
+        request of the same lease: after a login, or the fetch again after a new one)."""
+        if paced and self._gate is not None:
+            return await self._send_paced(url, headers, self._gate)
         if self._proxies is None:
             return await self._fetch(url, headers)
         return await self._fetch_proxied(url, headers, self._proxies)
+
+    async def _send_paced(
+        self, url: str, headers: Mapping[str, str] | None, gate: HostPace
+    ) -> FetchResult:
+        taken = await gate.enter(url, pace_only=True)
+        result = None
+        try:
+            result = await self._send(url, headers)
+        finally:
+            _leave(gate, taken, result)
+        return result
 
     async def _fetch(
         self, url: str, headers: Mapping[str, str] | None, proxy: Proxy | None = None
@@ -669,9 +748,6 @@ class _NoProxy(Exception):
     """No live proxy for a request (the error ``no-proxy``)."""
 
 
-_NOT_PROXY_FAULTS = frozenset({"invalid-url", "blocked-address"})
-
-
 def _domain(url: str) -> str:
     """The host name of ``url`` (lower case), or "" if it has none."""
     try:
@@ -680,12 +756,20 @@ def _domain(url: str) -> str:
         return ""
 
 
-def _proxy_fault(result: FetchResult) -> str | None:
-    """Why ``result`` counts as its proxy's failure, or None: no response at all (but for
-    faults of the URL itself), or the proxy refused the request (407)."""
-    if result.status is None:
-        return None if result.error in _NOT_PROXY_FAULTS else result.error
-    return "proxy-auth" if result.status == 407 else None
+def _leave(gate: HostPace, taken: Any, result: FetchResult | None) -> None:
+    """Give a gate's slot back with what ``result`` told about the host (None: the request
+    was cancelled or failed, or told nothing of the site; counted as sent just now)."""
+    if result is None:
+        gate.leave(taken, gate.now())
+        return
+    gate.leave(
+        taken,
+        result.sent_by,
+        elapsed=result.elapsed,
+        status=result.status,
+        error=result.error,
+        retry_after=result.retry_after,
+    )
 
 
 _UNROUTED = Proxy(url="unrouted://", scheme="unrouted", host="", port=0)

@@ -7,10 +7,17 @@ Three parts, as P4 has them:
   program, the collector proper, keeps it up to date); proxies gone from the file leave the
   pool. `parse_proxy` validates a URL: http, https or socks5, a host, a port, optional
   credentials, nothing else.
-- **manager** (`ProxyPool.maintain`): checks each proxy by fetching a check URL through it
-  before first use and every ``check_interval`` seconds while live, and records its response
-  time. A proxy that fails ``max_failures`` times in a row (checks or requests) is dead; a
-  dead proxy is checked again ``revalidate`` seconds later and comes back when that passes.
+- **manager** (`ProxyPool.maintain`): checks each proxy by sending a request to the check URL
+  through it before first use and every ``check_interval`` seconds while live, and records
+  its response time. A proxy that relays the site's answer, whatever its status, passes; one
+  that fails to (no connection, a timeout, a TLS or CONNECT failure, an error of its own: see
+  `proxy_fault`) fails. A proxy that fails ``max_failures`` times in a row (checks or
+  requests) is dead; a dead proxy is checked again ``revalidate`` seconds later and comes
+  back when that passes. Checks are requests to the check URL's host like
+  any other: the fetcher sends them through the host's politeness slot.
+- **waiting**: while no proxy is live the pool is ``waiting`` (`PoolStats.waiting`, logged
+  once when it starts and when a proxy is back): the crawl leases nothing and spends no
+  URL's attempts until a check brings a proxy back.
 - **pool** (`ProxyPool.pick`): the live proxies in a ring ordered by response time, fastest
   first. Each domain walks the ring from the head, one step per request: good proxies serve
   first and one domain's requests spread over several proxies.
@@ -25,11 +32,11 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 from urllib.parse import unquote, urlsplit
 
 from gossamer.redact import redact_url
@@ -37,10 +44,12 @@ from gossamer.redact import redact_url
 __all__ = [
     "PoolStats",
     "Proxy",
+    "ProxyAnswer",
     "ProxyError",
     "ProxyPool",
     "ProxyStats",
     "parse_proxy",
+    "proxy_fault",
     "read_proxies_file",
 ]
 
@@ -165,6 +174,10 @@ class PoolStats:
     proxies: tuple[ProxyStats, ...]
     retries: int
     unserved: int
+    waiting: bool = False
+    """No proxy is live (after the first checks): the crawl waits for the next check."""
+    waits: int = 0
+    """Times the pool has had no live proxy left."""
 
     @property
     def live(self) -> int:
@@ -175,6 +188,8 @@ class PoolStats:
         """The snapshot as stats.json holds it."""
         return {
             "live": self.live,
+            "waiting": self.waiting,
+            "waits": self.waits,
             "retries": self.retries,
             "unserved": self.unserved,
             "proxies": [
@@ -227,6 +242,64 @@ class _Entry:
         )
 
 
+class ProxyAnswer(Protocol):
+    """What `proxy_fault` reads of a fetch result (`gossamer.fetch.http.FetchResult`)."""
+
+    @property
+    def url(self) -> str: ...
+    @property
+    def status(self) -> int | None: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+
+_NOT_PROXY_FAULTS = frozenset({"invalid-url", "blocked-address"})
+
+
+_GATEWAY_ERRORS = frozenset({500, 502, 503, 504})
+"""What a proxy answers itself when it cannot reach the site (tinyproxy's "Unable to
+connect" is a 500; Squid's and most others' a 502, 503 or 504)."""
+
+
+def proxy_fault(result: ProxyAnswer | None, proxy: Proxy | None = None) -> str | None:
+    """Why ``result`` through ``proxy`` counts as the proxy's failure, or None when the
+    proxy relayed the site's answer, whatever its status.
+
+    The proxy's failures: no answer at all (a connection refused or reset, a timeout, a TLS
+    or SOCKS failure, a CONNECT the proxy refused or failed: aiohttp raises for a CONNECT
+    that does not answer 200), but for faults of the URL itself; a 407 (the proxy refused
+    the request); and a gateway error the proxy made itself (`_made_by_proxy`)."""
+    if result is None:
+        return "no-answer"
+    if result.status is None:
+        return None if result.error in _NOT_PROXY_FAULTS else result.error
+    if result.status == 407:
+        return "proxy-auth"
+    if result.status in _GATEWAY_ERRORS and proxy is not None and _made_by_proxy(result, proxy):
+        return f"proxy-{result.status}"
+    return None
+
+
+def _made_by_proxy(result: ProxyAnswer, proxy: Proxy) -> bool:
+    """Whether an error answer is the proxy's own rather than the site's, relayed.
+
+    Only a plain-HTTP URL through an HTTP(S) proxy can get one: an HTTPS URL goes through a
+    CONNECT tunnel and a SOCKS5 proxy relays bytes, so what comes back is the site's (a
+    CONNECT the proxy fails is an error, not an answer). A proxy names its own errors with
+    a ``Proxy-Status`` carrying ``error=`` (RFC 9209) or Squid's ``X-Squid-Error``; and it
+    adds ``Via`` to every answer it relays (RFC 9110, 7.6.3) but not to the ones it makes
+    (tinyproxy's "Unable to connect" has none): a gateway error without ``Via`` is the
+    proxy's own. A site's 500, 502 or 503 relayed comes with the proxy's ``Via``."""
+    if proxy.scheme == "socks5" or result.url[:5].lower() != "http:":
+        return False
+    headers = result.headers
+    if "error=" in headers.get("proxy-status", "").lower() or "x-squid-error" in headers:
+        return True
+    return "via" not in headers
+
+
 Checker = Callable[[Proxy], Awaitable[float | None]]
 """Fetches the check URL through a proxy: its response time in seconds, or None if it
 failed (the fetcher provides it: `gossamer.fetch.http.Fetcher.check_proxy`)."""
@@ -270,6 +343,10 @@ class ProxyPool:
         """Proxies picked after another failed the same request."""
         self._unserved = 0
         """Requests that found no live proxy."""
+        self._waiting = False
+        self._waits = 0
+        self._live = asyncio.Event()
+        """Set while a proxy is live."""
         self._set_proxies(self._given)
 
     def set_checker(self, checker: Checker) -> None:
@@ -327,7 +404,18 @@ class ProxyPool:
             tuple(e.stats() for e in (*ring, *rest)),
             retries=self._retries,
             unserved=self._unserved,
+            waiting=self._waiting,
+            waits=self._waits,
         )
+
+    @property
+    def waiting(self) -> bool:
+        """No proxy is live (once checked): requests would find none."""
+        return self._waiting
+
+    async def wait_live(self) -> None:
+        """Return once some proxy is live."""
+        await self._live.wait()
 
     def json_stats(self) -> dict[str, Any]:
         """`stats` as stats.json holds it."""
@@ -345,6 +433,7 @@ class ProxyPool:
         due = [e for e in self._entries.values() if e.due <= now]
         if due:
             await asyncio.gather(*(self._check(e) for e in due))
+        self._note_live()
 
     async def start(self, tick: float = 1.0) -> None:
         """Check every proxy once (before the first request), then run `maintain` in the
@@ -439,6 +528,7 @@ class ProxyPool:
                 extra={"event": "proxy-live", "proxy": entry.proxy.label},
             )
             entry.state = "live"
+            self._note_live()
         self._ring_stale = True
 
     def _failure(self, entry: _Entry, reason: str) -> None:
@@ -462,6 +552,29 @@ class ProxyPool:
             self._revalidate,
             extra={"event": "proxy-dead", "proxy": entry.proxy.label, "reason": reason},
         )
+        self._note_live()
+
+    def _note_live(self) -> None:
+        """Log the pool's passing into and out of ``waiting`` (no proxy live), once each."""
+        live = any(e.state == "live" for e in self._entries.values())
+        if live:
+            self._live.set()
+        else:
+            self._live.clear()
+        checked = all(e.state != "unchecked" for e in self._entries.values())
+        waiting = not live and checked and bool(self._entries)
+        if waiting == self._waiting:
+            return
+        self._waiting = waiting
+        if waiting:
+            self._waits += 1
+            log.warning(
+                "no proxy live: the crawl waits for the next proxy check (in %gs at most)",
+                self._revalidate,
+                extra={"event": "proxies-none-live", "proxies": len(self._entries)},
+            )
+        else:
+            log.info("a proxy is live again: the crawl goes on", extra={"event": "proxies-back"})
 
     def _live_ring(self) -> list[_Entry]:
         if self._ring_stale:

@@ -1,24 +1,24 @@
 """The example pages of a focused crawl, fetched before it starts.
 
 Each example is fetched like any page: robots.txt first (through the crawl's robots cache,
-which keeps the rules for the crawl), one request at a time, a host's requests spaced by the
-crawl's delay and its Crawl-delay, redirects followed (up to five hops). An example that
+which keeps the rules for the crawl), one request at a time, redirects followed (up to five
+hops). The crawl hands in a fetcher behind its host gate (:mod:`gossamer.frontier.gate`), so
+the examples' requests, robots.txt's included, take their host's politeness slot like any
+page: its delay and Crawl-delay hold between them and the crawl's own requests. An example that
 cannot be fetched, is forbidden by robots.txt, is not a 2xx HTML page or holds no text stops
 the crawl before it starts with an :class:`ExampleError` naming it.
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from gossamer.extract import extract
-from gossamer.frontier.robots import RobotsCache
+from gossamer.frontier.robots import RobotsCache, RobotsDeferred
 from gossamer.parse.links import parse_html
-from gossamer.urls import InvalidURL, Resolver, canonicalize, host_key
+from gossamer.urls import InvalidURL, Resolver, canonicalize
 
 _HOPS = 5
 _HTML = ("text/html", "application/xhtml+xml")
@@ -58,51 +58,36 @@ async def fetch_examples(
     fetcher: ExampleFetch,
     robots: RobotsCache | None,
     *,
-    delay: float = 0.0,
-    max_crawl_delay: float = 60.0,
     extractor: str = "tree",
-    clock: Callable[[], float] = time.monotonic,
-) -> tuple[list[Example], dict[str, float]]:
-    """The examples' main texts, and per host the clock time its next request may start
-    (the crawl waits for these before its first request to the host)."""
-    due: dict[str, float] = {}
+) -> list[Example]:
+    """The examples' main texts."""
     examples = []
     for given in urls:
         try:
             url = canonicalize(given)
         except InvalidURL as exc:
             raise ExampleError(f"{given!r} is not an http(s) URL: {exc}") from None
-        examples.append(
-            await _fetch_one(url, fetcher, robots, due, delay, max_crawl_delay, extractor, clock)
-        )
-    return examples, due
+        examples.append(await _fetch_one(url, fetcher, robots, extractor))
+    return examples
 
 
 async def _fetch_one(
     url: str,
     fetcher: ExampleFetch,
     robots: RobotsCache | None,
-    due: dict[str, float],
-    delay: float,
-    max_crawl_delay: float,
     extractor: str,
-    clock: Callable[[], float],
 ) -> Example:
     given = url
     for _ in range(_HOPS + 1):
-        host = host_key(url)
-        spacing = delay
         if robots is not None:
-            policy = await robots.get(url)
+            try:
+                policy = await robots.get(url)
+            except RobotsDeferred:
+                raise ExampleError(f"{given}: cannot be fetched (no live proxy)") from None
             if policy.status == "unreachable":
                 raise ExampleError(f"{given}: cannot be fetched (no answer from its host)")
             if not policy.allowed(url):
                 raise ExampleError(f"{given}: robots.txt forbids {url}")
-            spacing = max(spacing, min(policy.crawl_delay or 0.0, max_crawl_delay))
-        wait = due.get(host, 0.0) - clock()
-        if wait > 0:
-            await asyncio.sleep(wait)
-        due[host] = clock() + spacing
         result = await fetcher.fetch(url)
         if result.status is not None and 300 <= result.status < 400 and result.location:
             target = Resolver(url).resolve(result.location)

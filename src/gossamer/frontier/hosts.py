@@ -56,6 +56,11 @@ rules are looked up before any of its URLs goes out:
 * ``unreachable``: its queued URLs go out as ``unreachable`` leases (no slot); when the
   cache's verdict lapses the next look asks for robots.txt again.
 
+**Requests outside the leases** (proxy checks, focus examples, rendered pages' subrequests,
+logins: :mod:`gossamer.frontier.gate`) take the same slots: :meth:`HostScheduler.claim` takes
+one when the host is due, :meth:`HostScheduler.unclaim` gives it back with the request's
+feedback, and while one waits (:meth:`HostScheduler.hold`) none of the host's URLs is leased.
+
 **Leases** carry a token and a deadline; :meth:`HostScheduler.expired` lists those past it for
 the backend to release. :meth:`HostScheduler.lease` hands out leases in one step. The Redis
 frontier by URL asks its shared limiter between two: :meth:`HostScheduler.due` names the due
@@ -216,6 +221,9 @@ class Host(Generic[E]):
     heap_time: float | None = None
     """The time of this host's live entry in the ready heap, if any."""
     leased: int = 0
+    claims: int = 0
+    """Requests outside any lease waiting for its slot (:mod:`gossamer.frontier.gate`): while
+    there are some, none of its URLs is leased, so a busy host cannot starve them."""
     active: bool = False
     """In the working set: its URLs are scheduled."""
     pending: bool = False
@@ -590,6 +598,52 @@ class HostScheduler(Generic[E]):
         host = self._hosts.get(key)
         return None if host is None else host.slot
 
+    # -- requests outside the leases (the host gate) ---------------------------------------
+
+    def claim(self, key: str, *, room: bool = True) -> float:
+        """Take a slot of host ``key`` for a request outside any lease
+        (:class:`~gossamer.frontier.gate.HostGate`): 0.0 when taken, else the seconds until it
+        may be (infinity while ``room`` is asked for and its connections are all in use).
+        The host's robots.txt Crawl-delay, when known, counts as for its URLs."""
+        host = self._host(key)
+        slot = host.slot
+        if self._lookup is not None and (rules := self._lookup(key)) is not None:
+            self._policy.set_crawl_delay(slot, rules.crawl_delay, key)
+        if room and slot.active >= self._policy.per_host:
+            return math.inf
+        now = self._clock()
+        if slot.next_start > now:
+            return slot.next_start - now
+        self._policy.on_lease(slot, now)
+        return 0.0
+
+    def unclaim(self, key: str, feedback: Feedback | None) -> None:
+        """A request of :meth:`claim` ended; its host's slot learns from ``feedback``."""
+        host = self._hosts.get(key)
+        if host is not None:
+            self._policy.on_finish(host.slot, feedback, self._clock(), key)
+            self._schedule(key, host)
+
+    def note(self, key: str, started_at: float) -> None:
+        """A leased request to host ``key`` started at ``started_at``: its next start is
+        spaced from that (a rendered page's subrequests go out while its lease is held)."""
+        host = self._hosts.get(key)
+        if host is not None:
+            slot = host.slot
+            slot.next_start = max(slot.next_start, started_at + self._policy.delay_of(slot))
+
+    def hold(self, key: str, waiting: bool) -> None:
+        """A request outside the leases starts (``waiting``) or stops waiting for host
+        ``key``'s slot: while any waits, the host's URLs are not leased."""
+        if waiting:
+            self._host(key).claims += 1
+            return
+        host = self._hosts.get(key)  # None: dropped meanwhile (its partition moved away)
+        if host is not None and host.claims:
+            host.claims -= 1
+            if not host.claims:
+                self._schedule(key, host)
+
     # -- state -----------------------------------------------------------------------------
 
     def next_ready(self) -> float | None:
@@ -671,6 +725,8 @@ class HostScheduler(Generic[E]):
         return host is None or host.heap_time != when
 
     def _ready_at(self, host: Host[E]) -> float:
+        if host.claims:
+            return math.inf
         when = self._policy.ready_at(host.slot)
         return when if when >= host.not_before else host.not_before
 
@@ -988,3 +1044,9 @@ class SchedulerViews(Generic[E]):
     def held_back(self, most: int | None = 10) -> list[HeldBack]:
         """The hosts politeness holds back now (see :meth:`HostScheduler.held_back`)."""
         return self._hosts.held_back(most)
+
+    @property
+    def slots(self) -> HostScheduler[E]:
+        """The scheduler whose host slots the crawl's host gate takes
+        (:meth:`gossamer.frontier.gate.HostGate.bind`)."""
+        return self._hosts

@@ -151,6 +151,7 @@ class PolitenessPolicy:
         delay = min(asked or 0.0, self.max_crawl_delay)
         if delay == slot.crawl_delay:
             return
+        before = self.delay_of(slot)
         if asked is not None and asked > delay:
             log.warning(
                 "%s asks for a Crawl-delay of %gs; fetching it every %gs (--max-crawl-delay)",
@@ -160,6 +161,8 @@ class PolitenessPolicy:
                 extra={"event": "crawl-delay-capped", "host": host, "asked": asked},
             )
         slot.crawl_delay = delay
+        if slot.next_start:  # the rules came after a request spaced by the old delay
+            slot.next_start += max(0.0, self.delay_of(slot) - before)  # (their robots.txt)
 
     def _learn(self, slot: HostSlot, feedback: Feedback) -> None:
         slot.requests += 1

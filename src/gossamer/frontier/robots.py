@@ -49,6 +49,7 @@ __all__ = [
     "MAX_ROBOTS_BYTES",
     "FetchRobots",
     "RobotsCache",
+    "RobotsDeferred",
     "RobotsPolicy",
     "RobotsReply",
     "RobotsResponse",
@@ -225,13 +226,22 @@ class _Entry:
     expires: float
 
 
+class RobotsDeferred(Exception):
+    """Raised by a robots.txt fetch function whose request never reached the host (no live
+    proxy): nothing is cached, and `RobotsCache.get` raises it to its callers (`allowed`
+    says no for now), who ask again later."""
+
+
 class RobotsCache:
     """Per-origin robots.txt policies, fetched on demand and kept for a while.
 
     ``known()`` answers from memory and is the hot path; ``get()`` fetches when needed, once
-    per origin however many callers wait. ``clock`` is a monotonic clock in seconds. At most
-    ``max_hosts`` origins are kept; the least recently used go first (the embedded frontier
-    schedules fewer hosts at a time than that, so the rules of hosts in play stay known).
+    per origin however many callers wait; ``learn()`` takes a robots.txt fetched elsewhere (a
+    proxy check's). ``on_rules(origin, policy)`` is told of every policy fetched or learnt
+    (the crawl keeps their ``Sitemap:`` lines, whoever asked for the file). ``clock`` is a
+    monotonic clock in seconds. At most ``max_hosts`` origins are kept; the least recently
+    used go first (the embedded frontier schedules fewer hosts at a time than that, so the
+    rules of hosts in play stay known).
     """
 
     def __init__(
@@ -244,8 +254,10 @@ class RobotsCache:
         clock: Callable[[], float] = time.monotonic,
         max_hosts: int = 100_000,
         may_follow: Callable[[str], bool] | None = None,
+        on_rules: Callable[[str, RobotsPolicy], None] | None = None,
     ) -> None:
         self._fetch = fetch
+        self._on_rules = on_rules
         self._may_follow = may_follow
         self._token = token
         self._ttl = ttl
@@ -290,9 +302,36 @@ class RobotsCache:
         # A caller that gives up must not cancel the look-up the others wait for.
         return await asyncio.shield(task)
 
+    def verdict(self, url: str) -> bool | None:
+        """Whether the fresh cached rules allow ``url``; None when they are not known."""
+        policy = self.known(url)
+        return None if policy is None else policy.allowed(url)
+
+    async def learn(self, url: str, response: RobotsResponse) -> bool | None:
+        """Take the rules of ``url``'s host from its robots.txt ``response``, fetched outside
+        the cache (a proxy check's, through the proxy it checks), and say whether they allow
+        ``url``. Only a conclusive answer is kept: a complete 2xx (parsed) or a 4xx other
+        than 429 (no rules); None for any other (no answer, a redirect, 429, 5xx)."""
+        known = self.verdict(url)
+        if known is not None or response.status is None:
+            return known
+        status = response.status
+        if 200 <= status < 300 and response.error is None:
+            policy = await self._parse(response.body)
+        elif 400 <= status < 500 and status != 429:
+            policy = self._policy_without_rules("missing")
+        else:
+            return None
+        self._keep(robots_origin(url), policy, self._ttl)
+        return policy.allowed(url)
+
     async def allowed(self, url: str) -> bool:
-        """Fetch the policy if needed and check ``url`` against it."""
-        return (await self.get(url)).allowed(url)
+        """Fetch the policy if needed and check ``url`` against it (no while it cannot be
+        fetched for now: `RobotsDeferred`)."""
+        try:
+            return (await self.get(url)).allowed(url)
+        except RobotsDeferred:
+            return False
 
     def stats(self) -> RobotsStats:
         """A snapshot of the cache's counters."""
@@ -328,13 +367,18 @@ class RobotsCache:
                 )  # fmt: skip
             if policy.status in ("unreachable", "blocked"):
                 lifetime = self._retry_interval
-            self._entries.pop(key, None)  # re-insert at the end: eviction goes oldest first
-            self._entries[key] = _Entry(policy, self._clock() + lifetime)
-            while len(self._entries) > self._max_hosts:
-                del self._entries[next(iter(self._entries))]
+            self._keep(key, policy, lifetime)
             return policy
         finally:
             del self._in_flight[key]
+
+    def _keep(self, key: str, policy: RobotsPolicy, lifetime: float) -> None:
+        self._entries.pop(key, None)  # re-insert at the end: eviction goes oldest first
+        self._entries[key] = _Entry(policy, self._clock() + lifetime)
+        while len(self._entries) > self._max_hosts:
+            del self._entries[next(iter(self._entries))]
+        if self._on_rules is not None:
+            self._on_rules(key, policy)
 
     async def _download(self, url: str) -> RobotsPolicy:
         """Fetch ``url``, following up to ``MAX_REDIRECTS`` redirects (RFC 9309 §2.3.1.2:
@@ -373,6 +417,8 @@ class RobotsCache:
         self._requests += 1
         try:
             return await self._fetch(url)
+        except RobotsDeferred:
+            raise
         except Exception:  # any failure to get an answer is "unreachable" (§2.3.1.4)
             return None
 

@@ -499,8 +499,9 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
             str,
             Meta(
                 description=(
-                    "URL fetched through each proxy to check it (default: the first seed); "
-                    "a complete 2xx answer passes."
+                    "URL asked for through each proxy to check it (default: the first seed, "
+                    "as given); a proxy that relays the site's answer, whatever its status, "
+                    "passes."
                 )
             ),
         ]

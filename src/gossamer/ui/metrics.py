@@ -102,6 +102,7 @@ HELP = {
     "gossamer_proxy_failures_total": "Requests that failed at their proxy.",
     "gossamer_proxy_retries_total": "Requests tried again through another proxy.",
     "gossamer_proxy_unserved_total": "Requests that found no live proxy.",
+    "gossamer_proxies_waiting": "1 while no proxy is live: the crawl waits for the next check.",
     # a cluster job (gossamer cluster metrics; label job, and worker for gossamer_worker_*)
     "gossamer_job_queued_urls": "URLs still to crawl: queued in the job's partitions or "
     "claimed by a worker and not finished (what an autoscaler scales on).",
@@ -221,6 +222,7 @@ class CrawlCollector(Collector):
         yield _family(COUNTER, "gossamer_proxy_failures_total", lab, failures)
         yield _family(COUNTER, "gossamer_proxy_retries_total", lab, pool.retries)
         yield _family(COUNTER, "gossamer_proxy_unserved_total", lab, pool.unserved)
+        yield _family(GAUGE, "gossamer_proxies_waiting", lab, int(pool.waiting))
 
 
 def _family(

@@ -16,9 +16,9 @@ import asyncio
 import logging
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
-from gossamer.fetch.http import Fetcher, FetchResult
+from gossamer.fetch.http import FetchResult
 from gossamer.fetch.render.auto import HostLearner, Signals, proved_useful, read_signals
 from gossamer.fetch.render.browser import BrowserPool
 from gossamer.fetch.render.page import PageRenderer, Rendered
@@ -52,13 +52,20 @@ class RenderStats:
     browser_peak_rss_mb: float = 0.0
 
 
+class DocumentFetch(Protocol):
+    """What fetches a page's document (the crawl's `Fetcher`, or one that tells the host
+    gate when each request started)."""
+
+    async def fetch(self, url: str) -> FetchResult: ...
+
+
 class RenderingFetcher:
     """Fetches with ``fetcher``, renders what ``mode`` (``auto`` or ``always``) and the URL
     patterns call for in ``renderer``'s browser."""
 
     def __init__(
         self,
-        fetcher: Fetcher,
+        fetcher: DocumentFetch,
         renderer: PageRenderer,
         pool: BrowserPool,
         mode: str,

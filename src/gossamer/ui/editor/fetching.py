@@ -28,14 +28,17 @@ from urllib.parse import urlsplit
 
 from gossamer.crawl import (
     authenticator,
+    politeness_policy,
     proxy_check_url,
     proxy_pool,
     rendering_fetcher,
     renders,
 )
 from gossamer.errors import CommandError
+from gossamer.fetch.gated import GatedFetch
 from gossamer.fetch.guard import AddressGuard, IPAddress
 from gossamer.fetch.http import Fetcher
+from gossamer.frontier.gate import HostGate
 from gossamer.frontier.robots import RobotsCache
 from gossamer.rules_cli import fetch_config, fetch_following
 from gossamer.settings import CrawlSettings, SettingsError, crawl_scope
@@ -199,8 +202,11 @@ class Page:
 
 @dataclass(slots=True)
 class PageFetcher:
-    """Fetches sample pages one at a time, ``delay`` seconds apart (polite to the site),
-    logged in as the settings' ``[[auth]]`` tables say (cookies kept in memory)."""
+    """Fetches sample pages one at a time, logged in as the settings' ``[[auth]]`` tables
+    say (cookies kept in memory). Every request, robots.txt, proxy checks, logins and a
+    rendered page's subrequests included, waits for its host's pace in one host gate kept
+    across fetches: at least ``delay`` seconds apart, or the settings' delay or the host's
+    Crawl-delay when longer."""
 
     @classmethod
     def for_settings(
@@ -217,6 +223,7 @@ class PageFetcher:
     auth: Any = None
     """The settings' [[auth]] logins (an Authenticator), kept across fetches."""
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _gate: HostGate | None = None
 
     def check(self, url: str) -> None:
         """CommandError unless ``url`` is an http(s) URL off the UI's own port."""
@@ -254,9 +261,7 @@ class PageFetcher:
         check = self.check if within is None else functools.partial(self.check_within, within)
         async with self._lock, self._fetchers(urls) as (fetcher, robots):
             found: list[Page | str] = []
-            for number, url in enumerate(urls):
-                if number:
-                    await asyncio.sleep(max(self.delay, self.settings.delay))
+            for url in urls:
                 try:
                     target, body, charset = await fetch_following(
                         fetcher, robots, url, self.settings.max_redirects, check
@@ -280,26 +285,40 @@ class PageFetcher:
             proxy_check_url=check_url,
         )
         proxies = proxy_pool(settings)
-        fetcher = Fetcher(config, guard=self.guard, proxies=proxies, auth=self.auth)
-        robots = (
-            RobotsCache(fetcher.fetch, token=settings.robots_token) if settings.robots else None
-        )
+        gate = self._gate_of(settings)
+        fetcher = Fetcher(config, guard=self.guard, proxies=proxies, auth=self.auth, gate=gate)
+        robots = None
+        if settings.robots:
+            robots = RobotsCache(GatedFetch(fetcher, gate).fetch, token=settings.robots_token)
+            gate.use_rules(robots.known)
+            fetcher.set_check_rules(robots)
         renderer = None
         try:
             if proxies is not None:
                 await proxies.start()
             if renders(settings):
                 renderer = rendering_fetcher(
-                    settings, fetcher, crawl_scope(settings, seeds), robots or _no_robots(fetcher)
+                    settings,
+                    fetcher,
+                    crawl_scope(settings, seeds),
+                    robots or _no_robots(fetcher),
+                    gate,
                 )
                 await _start(renderer)
-            yield (renderer or fetcher), robots
+            yield GatedFetch(renderer or fetcher, gate), robots
         finally:
             if renderer is not None:
                 await renderer.close()
             if proxies is not None:
                 await proxies.close()
             await fetcher.close()
+
+    def _gate_of(self, settings: CrawlSettings) -> HostGate:
+        """The editor's host gate (made at the first fetch, kept for the next ones)."""
+        if self._gate is None:
+            policy = politeness_policy(settings)
+            self._gate = HostGate(replace(policy, delay=max(policy.delay, self.delay)))
+        return self._gate
 
 
 def _canonical(url: str) -> str | None:

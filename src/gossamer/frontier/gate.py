@@ -1,0 +1,172 @@
+"""The host gate: one way into a host's politeness slot for requests outside the leases.
+
+Pages and robots.txt go out under the frontier's leases, each of which takes its host's slot
+(:mod:`gossamer.frontier.hosts`). Every other request gossamer sends to a host waits here for
+the same slot, so one pace holds for all of them: proxy checks, focus examples, robots.txt
+asked for outside a robots lease, a rendered page's subrequests, logins and token requests,
+the rule editor's sample fetches. A request `enter`\\ s (waits until the host is due and takes
+the slot), is sent, and `leave`\\ s with what it told about the host (when it really started,
+whether it failed, a Retry-After), exactly as a lease ends. Sitemaps and feeds, once
+gossamer reads them, are to come this way too.
+
+Two ways in:
+
+- a **full** pass waits until the host is due and one of its ``per_host`` connections is
+  free;
+- a **pace-only** pass (``pace_only=True``) waits until the host is due, but not for a free
+  connection. It is for requests made *inside* a lease, whose own slot may be the one taken:
+  a rendered page's subrequests and a login run while the page's lease holds its host, so
+  waiting for room would wait for themselves. The pace holds all the same: each start is
+  spaced from the one before by the host's delay.
+
+While a request waits, the scheduler leases none of the host's URLs (`HostScheduler.hold`),
+so a busy crawl cannot starve it. The gate sleeps until the host is due, and polls every
+`_BUSY_POLL` seconds while its connections are all in use.
+
+Before `bind` (the rule editor, which has no frontier) the gate keeps slots in a scheduler of
+its own. In a crawl it is bound to the frontier's scheduler before the first request.
+
+**Cluster mode.** The gate takes this worker's slots. With ``partition_by="host"`` a worker
+owns each host it leases pages of, so for those hosts the pace is exact; a host owned by
+another worker gets this worker's out-of-band requests (its proxy checks, rendered
+subrequests, logins) at that host's pace on top of its owner's: at most one more request per
+delay per worker. With ``partition_by="url"`` page leases also take the shared limiter's slot
+(:mod:`gossamer.frontier.redis.limiter`); out-of-band requests do not, and are bounded the
+same way. They are few next to pages: one check per proxy per check interval, the examples
+before the crawl, a page's subrequests and its logins.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from gossamer.frontier.base import Feedback, Rules
+from gossamer.frontier.hosts import HostScheduler, Queued, RulesLookup
+from gossamer.frontier.politeness import PolitenessPolicy
+from gossamer.urls import host_key
+
+__all__ = ["GateStats", "HostGate", "Pass", "SlotKeeper"]
+
+log = logging.getLogger(__name__)
+
+_BUSY_POLL = 0.05
+"""Seconds between looks at a host whose connections are all in use."""
+_FAILED_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
+class SlotKeeper(Protocol):
+    """What holds the host slots (`HostScheduler` is one)."""
+
+    def claim(self, key: str, *, room: bool = True) -> float: ...
+    def unclaim(self, key: str, feedback: Feedback | None) -> None: ...
+    def note(self, key: str, started_at: float) -> None: ...
+    def hold(self, key: str, waiting: bool) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Pass:
+    """A slot taken by `HostGate.enter`: give it back with `HostGate.leave`."""
+
+    key: str
+    keeper: SlotKeeper
+
+
+@dataclass(frozen=True, slots=True)
+class GateStats:
+    """Requests that went through the gate, and those that had to wait."""
+
+    requests: int
+    waited: int
+    waiting: int
+
+
+class HostGate:
+    """See the module doc. ``policy`` serves the gate's own slots until `bind`, and the
+    robots.txt rules of `use_rules` (their Crawl-delay). ``clock`` is the slots' clock and
+    ``sleep`` waits on it (both injected in tests)."""
+
+    def __init__(
+        self,
+        policy: PolitenessPolicy | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    ) -> None:
+        self._sleep = sleep
+        self._rules: RulesLookup | None = None
+        self._keeper: SlotKeeper = HostScheduler[Queued](
+            policy or PolitenessPolicy(), rules=self._known, clock=clock
+        )
+        self._clock = clock
+        self._requests = self._waited = self._waiting = 0
+
+    def use_rules(self, rules: RulesLookup) -> None:
+        """The robots.txt rules known, by host key, for the gate's own slots (the frontier's
+        scheduler knows them already)."""
+        self._rules = rules
+
+    def _known(self, key: str) -> Rules | None:
+        return None if self._rules is None else self._rules(key)
+
+    def bind(self, keeper: SlotKeeper) -> None:
+        """Take slots from ``keeper`` (the frontier's scheduler) from now on."""
+        self._keeper = keeper
+
+    async def enter(self, url: str, *, pace_only: bool = False) -> Pass:
+        """Wait until ``url``'s host is due (and, unless ``pace_only``, has a free
+        connection), then take its slot."""
+        key = host_key(url)
+        keeper = self._keeper
+        self._requests += 1
+        wait = keeper.claim(key, room=not pace_only)
+        if wait > 0:
+            self._waited += 1
+            self._waiting += 1
+            keeper.hold(key, True)
+            try:
+                while wait > 0:
+                    await self._sleep(_BUSY_POLL if math.isinf(wait) else wait)
+                    wait = keeper.claim(key, room=not pace_only)
+            finally:
+                keeper.hold(key, False)
+                self._waiting -= 1
+        return Pass(key, keeper)
+
+    def leave(
+        self,
+        taken: Pass,
+        started_at: float | None,
+        *,
+        elapsed: float = 0.0,
+        status: int | None = None,
+        error: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        """Give the slot back: the request started at ``started_at`` (the clock's time; None:
+        none was sent) and got ``status`` or ``error`` after ``elapsed`` seconds."""
+        failed = status in _FAILED_STATUSES if status is not None else error is not None
+        feedback = Feedback(
+            started_at=started_at, elapsed=elapsed, failed=failed, retry_after=retry_after
+        )
+        taken.keeper.unclaim(taken.key, feedback if started_at is not None else None)
+
+    def started(self, url: str, at: float) -> None:
+        """A request to ``url``'s host under a lease started ``at`` (the clock's time): the
+        host's next start is spaced from it. A rendered page's document tells it before its
+        subrequests, which go out while the page's lease is held, so they are spaced from
+        the document's real start, not from the lease."""
+        self._keeper.note(host_key(url), at)
+
+    def now(self) -> float:
+        """The gate's clock (for callers stamping a request they send themselves)."""
+        return self._clock()
+
+    def stats(self) -> GateStats:
+        """A frozen snapshot."""
+        return GateStats(self._requests, self._waited, self._waiting)
