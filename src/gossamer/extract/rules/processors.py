@@ -48,7 +48,7 @@ from datetime import date, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from gossamer.extract.rules.patterns import compile_pattern
+from gossamer.extract.rules.patterns import Pattern, compile_pattern
 from gossamer.safe import safe_text
 from gossamer.urls import Resolver
 
@@ -201,7 +201,7 @@ def _date(formats: Sequence[str]) -> Callable[[Any, str], Any]:
     return _text("date", lambda text: _iso_date(text, formats))
 
 
-def _regex(pattern: re.Pattern[str], group: int | str) -> Callable[[Any, str], Any]:
+def _regex(pattern: Pattern, group: int | str) -> Callable[[Any, str], Any]:
     def find(text: str) -> str | None:
         match = pattern.search(text[:MAX_REGEX_INPUT])
         return None if match is None else match.group(group)

@@ -26,7 +26,7 @@ from typing import Any, cast
 from pydantic import BaseModel, ConfigDict, ValidationError
 from selectolax.lexbor import LexborHTMLParser
 
-from gossamer.extract.rules.patterns import compile_pattern, compile_url_pattern
+from gossamer.extract.rules.patterns import Pattern, compile_pattern, compile_url_pattern
 from gossamer.extract.rules.processors import Processor, RuleFunction, compile_processors
 from gossamer.extract.rules.sources import (
     CssSource,
@@ -149,8 +149,8 @@ class LinkRule:
     URL matches no ``deny`` pattern and, if there are ``allow`` patterns, one of them."""
 
     css: str | None = None
-    allow: tuple[re.Pattern[str], ...] = ()
-    deny: tuple[re.Pattern[str], ...] = ()
+    allow: tuple[Pattern, ...] = ()
+    deny: tuple[Pattern, ...] = ()
 
     def accepts(self, url: str) -> bool:
         if any(pattern.search(url) for pattern in self.deny):
@@ -172,12 +172,12 @@ class Rule:
     """One compiled ``[[rule]]``."""
 
     name: str
-    url: re.Pattern[str]
+    url: Pattern
     document: str
     """The name of the document it comes from."""
     order: int = 0
     """Its place among all the rules read together (ties of priority go to the lower)."""
-    exclude: tuple[re.Pattern[str], ...] = ()
+    exclude: tuple[Pattern, ...] = ()
     priority: int = 0
     record: Record | None = None
     fields: tuple[Field, ...] = ()
@@ -495,12 +495,16 @@ def _describe(error: Any, raw: dict[str, Any]) -> tuple[str | None, str]:
     return (": ".join(parts) or None), message
 
 
-def _url_pattern(text: str, where: _Where, part: str) -> re.Pattern[str]:
+_NEVER = compile_pattern("a^")
+"""What a refused pattern compiles to (its rule is dropped: never matched)."""
+
+
+def _url_pattern(text: str, where: _Where, part: str) -> Pattern:
     try:
         return compile_url_pattern(text)
     except ValueError as exc:
         where.add(str(exc), part)
-        return re.compile("(?!)")
+        return _NEVER
 
 
 _PROBE = LexborHTMLParser("<p></p>")

@@ -30,6 +30,7 @@ from typing import Any, cast
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from gossamer.extract.rules.patterns import Pattern
 from gossamer.extract.rules.processors import json_value
 
 __all__ = [
@@ -328,7 +329,7 @@ class RegexSource:
     """A regex run on the page's HTML (or its container's): the first group of each match,
     or the whole match for a pattern without groups."""
 
-    pattern: re.Pattern[str]
+    pattern: Pattern
     kind = "regex"
 
     def values(self, page: PageView, scope: Any, first: bool) -> list[Any]:
