@@ -300,7 +300,7 @@ def test_patterns_that_backtrack_without_end_in_re_run_in_linear_time(tmp_path: 
     rule = (
         "[[rule]]\nname = \"r\"\nurl = '^https?://[^/]+/(\\w+)+$'\n"
         "[[rule.field]]\nname = \"n\"\nregex = '((?:\\d{1,3}[ .]?)+)$'\n"
-        "[[rule.field]]\nname = \"p\"\nregex = '\"sku\":\"(.*)\".*\"price\":\"(.*)\"'\n"
+        '[[rule.field]]\nname = "p"\nregex = \'"sku":"(.*)".*"price":"(.*)"\'\n'
     )
     path = tmp_path / "r.toml"
     path.write_text(rule, "utf-8")
