@@ -210,6 +210,9 @@ class RuleSet:
     documents: tuple[Document, ...] = ()
     digest: str = ""
     """SHA-256 (hex) of the documents' names and texts, in order."""
+    functions: tuple[tuple[str, str], ...] = ()
+    """The functions ``call`` may name, as (name, module:function): what a worker process
+    needs, with the documents, to compile the same rules."""
     _by_priority: tuple[Rule, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -296,7 +299,8 @@ def rules_from_documents(
             rules.append(rule)
     if problems:
         raise RuleError(problems)
-    return RuleSet(tuple(rules), tuple(documents), digest_of(documents))
+    specs = tuple(sorted((functions or {}).items()))
+    return RuleSet(tuple(rules), tuple(documents), digest_of(documents), specs)
 
 
 def digest_of(documents: Sequence[Document]) -> str:
