@@ -286,7 +286,7 @@ async def open_stages(
         max_crawl_delay=settings.max_crawl_delay,
     )
     pdf = _pdf_pool() if settings.text else None
-    rule_pool = _rule_pool() if rules is not None else None
+    rule_pool = _rule_pool(settings) if rules is not None else None
     renderer = rendering_fetcher(settings, fetcher, scope, robots)
     try:
         if proxies is not None:
@@ -522,10 +522,10 @@ def _pdf_pool() -> PdfPool:
     return PdfPool(workers=2)
 
 
-def _rule_pool() -> RulePool:
+def _rule_pool(settings: CrawlSettings) -> RulePool:
     from gossamer.extract.rules.pool import RulePool  # a crawl without rules never loads it
 
-    return RulePool(workers=2)
+    return RulePool(workers=2, timeout=settings.rule_timeout)
 
 
 def _check_extraction(extractor: str) -> None:

@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import difflib
 import json
+import math
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -31,7 +32,7 @@ from typing import Any
 from gossamer.crawl import address_guard
 from gossamer.errors import CommandError
 from gossamer.extract.rules import RuleError, RuleSet, load_rules
-from gossamer.extract.rules.pool import RulePool
+from gossamer.extract.rules.pool import RULE_TIMEOUT, RulePool
 from gossamer.extract.rules.schema import Rule, Sample
 from gossamer.fetch.http import FetchConfig, Fetcher
 from gossamer.fetch.render import RenderingFetcher
@@ -91,12 +92,29 @@ def _documents(parser: argparse.ArgumentParser) -> None:
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, help="TOML settings file (its rule_functions)")
     parser.add_argument(
+        "--rule-timeout",
+        type=_seconds,
+        default=RULE_TIMEOUT,
+        metavar="SECONDS",
+        help=f"time a page's rule may take ({RULE_TIMEOUT:g})",
+    )
+    parser.add_argument(
         "--function",
         action="append",
         default=[],
         metavar="NAME=module:function",
         help="a function rule documents may call by NAME (repeatable)",
     )
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds <= 3600:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 to 3600)")
+    return seconds
 
 
 def _load(args: argparse.Namespace, paths: list[Path]) -> RuleSet:
@@ -156,7 +174,7 @@ def _try(args: argparse.Namespace) -> int:
         raise CommandError("rules try: give --url, the URL the page was fetched from")
     else:
         url, body, charset = args.url, _read_page(Path(args.page)), args.charset
-    output = sample_output(rules, url, body, charset)
+    output = sample_output(rules, url, body, charset, timeout=args.rule_timeout)
     if output["rule"] is None:
         print(f"gossamer: no rule is for {url}: no items, the page's links", file=sys.stderr)
     print(json.dumps(output, ensure_ascii=False, indent=2))
@@ -238,13 +256,18 @@ def _read_page(path: Path) -> bytes:
 
 
 def sample_output(
-    rules: RuleSet, url: str, body: bytes, charset: str | None = None
+    rules: RuleSet,
+    url: str,
+    body: bytes,
+    charset: str | None = None,
+    *,
+    timeout: float = RULE_TIMEOUT,
 ) -> dict[str, Any]:
     """The JSON of a page: what ``rules try`` prints and ``rules test`` compares, read in a
     worker process of its own within the time bound of a page (not in a running loop)."""
 
     async def read() -> dict[str, Any]:
-        async with _pool() as pool:
+        async with _pool(timeout) as pool:
             return await pooled_output(pool, rules, url, body, charset)
 
     return asyncio.run(read())
@@ -264,8 +287,8 @@ async def pooled_output(
 
 
 @contextlib.asynccontextmanager
-async def _pool() -> AsyncIterator[RulePool]:
-    pool = RulePool(workers=1)
+async def _pool(page_seconds: float) -> AsyncIterator[RulePool]:
+    pool = RulePool(workers=1, timeout=page_seconds)
     try:
         yield pool
     finally:
@@ -274,11 +297,12 @@ async def _pool() -> AsyncIterator[RulePool]:
 
 @_reporting
 def _test(args: argparse.Namespace) -> int:
-    return asyncio.run(_test_samples(_load(args, args.paths), update=args.update))
+    rules = _load(args, args.paths)
+    return asyncio.run(_test_samples(rules, update=args.update, page_seconds=args.rule_timeout))
 
 
-async def _test_samples(rules: RuleSet, *, update: bool) -> int:
-    async with _pool() as pool:
+async def _test_samples(rules: RuleSet, *, update: bool, page_seconds: float) -> int:
+    async with _pool(page_seconds) as pool:
         return await _pooled_test(pool, rules, update=update)
 
 
