@@ -16,8 +16,9 @@ documents and functions, keyed by digest), and keeps the last few.
 
 Protocol (stdin and stdout of the worker): a request is an 8-byte big-endian length and a
 pickle of ``(key, documents or None, url, body, charset, follow_nofollow)`` (the documents
-sent only when that worker has not compiled them yet); an answer an 8-byte length and JSON
-(``{"found": ...}``, ``{"bad_url": ...}`` or ``{"error": ...}``). Requests come from this
+sent only when that worker has not compiled them yet, in a request of their own whose url is
+None, before the page's time starts); an answer an 8-byte length and JSON (``{"found": ...}``,
+``{"ready": true}``, ``{"bad_url": ...}`` or ``{"error": ...}``). Requests come from this
 process only; answers, made from pages, are JSON so reading one runs no code.
 """
 
@@ -81,6 +82,8 @@ class RulePool:
         self._idle: list[_Worker] = []
         self._slots = asyncio.Semaphore(workers)
         self._all: set[_Worker] = set()
+        self._killed: list[_Worker] = []
+        """Workers killed while their page was cancelled: waited for by `close`."""
         self._closed = False
         self._pages = self._timed_out = self._started = 0
 
@@ -111,6 +114,8 @@ class RulePool:
             worker = self._idle.pop() if self._idle else await self._start()
             request = (url, body, charset, follow_nofollow)
             try:
+                if not worker.knows(rules):  # compiled before the page's time starts
+                    await asyncio.wait_for(worker.ask(rules, None), _START_TIMEOUT)
                 answer = await asyncio.wait_for(worker.ask(rules, request), self._timeout)
             except TimeoutError:
                 self._timed_out += 1
@@ -120,6 +125,12 @@ class RulePool:
             except (OSError, EOFError, asyncio.IncompleteReadError, ValueError):
                 await self._discard(worker)
                 return _failed(rule.name, "the rule's worker process ended without an answer")
+            except asyncio.CancelledError:  # the crawl stops: the page goes back, unread
+                self._all.discard(worker)
+                with contextlib.suppress(ProcessLookupError):
+                    worker.process.kill()
+                self._killed.append(worker)
+                raise
             self._pages += 1
             self._idle.append(worker)
         return _found(answer, rule.name)
@@ -134,6 +145,9 @@ class RulePool:
         for worker in list(self._all):
             await self._discard(worker)
         self._idle.clear()
+        for worker in self._killed:
+            await worker.process.wait()
+        self._killed.clear()
 
     async def _start(self) -> _Worker:
         process = await asyncio.create_subprocess_exec(
@@ -176,18 +190,25 @@ class _Worker:
         self.process = process
         self.compiled: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
 
-    async def ask(self, rules: RuleSet, request: tuple[Any, ...]) -> dict[str, Any]:
+    def knows(self, rules: RuleSet) -> bool:
+        """Whether the worker has compiled ``rules``."""
+        return (rules.digest, rules.functions) in self.compiled
+
+    async def ask(self, rules: RuleSet, request: tuple[Any, ...] | None) -> dict[str, Any]:
+        """The worker's answer to ``request`` (url, body, charset, follow_nofollow) read with
+        ``rules``; None: compile ``rules``, read no page."""
         assert self.process.stdin is not None and self.process.stdout is not None
         key = (rules.digest, rules.functions)
         documents = None if key in self.compiled else (rules.documents, rules.functions)
-        data = pickle.dumps((key, documents, *request), protocol=pickle.HIGHEST_PROTOCOL)
+        message = (key, documents, *(request or (None, b"", None, False)))
+        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
         self.process.stdin.write(_HEAD.pack(len(data)) + data)
         await self.process.stdin.drain()
         (size,) = _HEAD.unpack(await self.process.stdout.readexactly(_HEAD.size))
         answer = json.loads(await self.process.stdout.readexactly(size))
         if not isinstance(answer, dict):
             raise ValueError("not an answer")
-        if "found" in answer:
+        if "found" in answer or "ready" in answer:
             self.compiled.add(key)
         return answer
 
@@ -204,7 +225,9 @@ def _serve(memory_bytes: int) -> None:
         key, documents, url, body, charset, nofollow = pickle.loads(stdin.read(size))
         try:
             rules = _rule_set(compiled, key, documents)
-            answer = _answer(rules, url, body, charset, nofollow)
+            answer = (
+                {"ready": True} if url is None else _answer(rules, url, body, charset, nofollow)
+            )
         except MemoryError:
             answer = {"error": "the rule ran out of memory on this page"}
         except Exception as exc:  # the page's error, never the worker's end
@@ -229,9 +252,7 @@ def _answer(
     rules: RuleSet, url: str, body: bytes, charset: str | None, nofollow: bool
 ) -> dict[str, Any]:
     try:
-        _page, found = evaluate_body(
-            rules, url, body, charset=charset, follow_nofollow=nofollow
-        )
+        _page, found = evaluate_body(rules, url, body, charset=charset, follow_nofollow=nofollow)
     except ValueError as exc:  # the URL is not an absolute http(s) URL
         return {"bad_url": str(exc)}
     if found is None:
