@@ -248,12 +248,12 @@ class _Values:
         self._source = source
 
     def add(self, value: Any, first: bool) -> bool:
-        """Keep ``value``; False when no more are wanted."""
-        self.found.append(value)
+        """Keep ``value`` unless it passes the bound; False when no more are wanted."""
         self._chars += min(value_chars(value, MAX_VALUE_CHARS), MAX_VALUE_CHARS)
         if self._chars > MAX_FIELD_CHARS:
             self._page.note(f"{self._source}: values over {MAX_FIELD_CHARS} characters left out")
             return False
+        self.found.append(value)
         return not first and len(self.found) < MAX_VALUES
 
 
