@@ -119,7 +119,9 @@ class RulePool:
                 answer = await asyncio.wait_for(worker.ask(rules, request), self._timeout)
             except TimeoutError:
                 self._timed_out += 1
-                log.warning("rule %r passed %g s on %s: stopped", rule.name, self._timeout, url)
+                log.warning(  # the page's record names the page; its URL may hold secrets
+                    "rule %r passed %g s on a page: its worker killed", rule.name, self._timeout
+                )
                 await self._discard(worker)
                 return timed_out(rule.name, self._timeout, rule.links is not None)
             except (OSError, EOFError, asyncio.IncompleteReadError, ValueError):
