@@ -66,6 +66,7 @@ from gossamer.urls import InvalidURL, Scope, canonicalize, host_key
 if TYPE_CHECKING:
     from gossamer.extract.pdf import PdfPool
     from gossamer.extract.rules import RuleSet
+    from gossamer.extract.rules.pool import RulePool
     from gossamer.fetch.render import RenderingFetcher
     from gossamer.sinks.postgres import PostgresSink, StoreExport
     from gossamer.sinks.warc import WarcWriter
@@ -123,6 +124,8 @@ class Stages:
     """Worker processes for PDF text (started at the first PDF), unless ``--no-text``."""
     rules: RuleSet | None = None
     """With ``--rules`` (or a job's rules): the rule documents, compiled."""
+    rule_pool: RulePool | None = None
+    """With rules: the worker processes pages are read by the rules in, in bounded time."""
     items: ItemJsonlSink | None = None
     """With rules: items.jsonl (repaired after a crash)."""
     proxies: ProxyPool | None = None
@@ -185,6 +188,7 @@ class Stages:
             on_commit=on_commit,
             archive=self.warc,
             pdf=self.pdf,
+            rule_pool=self.rule_pool,
             proxy_stats=None if self.proxies is None else self.proxies.json_stats,
             auth_stats=None if self.auth is None else self.auth.stats_counts,
             render_stats=None if self.renderer is None else self.renderer.json_stats,
@@ -298,6 +302,7 @@ async def open_stages(
     if settings.robots:
         fetcher.set_check_rules(robots)
     pdf = _pdf_pool() if settings.text else None
+    rule_pool = _rule_pool(settings) if rules is not None else None
     renderer = rendering_fetcher(settings, fetcher, scope, robots, gate)
     try:
         if renderer is not None:
@@ -316,6 +321,7 @@ async def open_stages(
             warc=warc,
             pdf=pdf,
             rules=rules,
+            rule_pool=rule_pool,
             items=items,
             proxies=proxies,
             auth=auth,
@@ -329,6 +335,8 @@ async def open_stages(
             await proxies.close()
         if pdf is not None:
             await pdf.close()
+        if rule_pool is not None:
+            await rule_pool.close()
         await fetcher.close()
         if warc is not None:
             warc.close()
@@ -572,6 +580,12 @@ def _pdf_pool() -> PdfPool:
     from gossamer.extract.pdf import PdfPool  # a --no-text crawl never loads the extractors
 
     return PdfPool(workers=2)
+
+
+def _rule_pool(settings: CrawlSettings) -> RulePool:
+    from gossamer.extract.rules.pool import RulePool  # a crawl without rules never loads it
+
+    return RulePool(workers=2, timeout=settings.rule_timeout)
 
 
 def _check_extraction(extractor: str) -> None:

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from gossamer.extract import Content
     from gossamer.extract.pdf import PdfPool
     from gossamer.extract.rules import RuleSet
+    from gossamer.extract.rules.pool import RulePool
 
 log = logging.getLogger(__name__)
 _PARSE_IN_THREAD_BYTES = 512 * 1024
@@ -192,6 +193,7 @@ class Crawler:
         on_commit: CommitHook | None = None,
         archive: Archive | None = None,
         pdf: PdfPool | None = None,
+        rule_pool: RulePool | None = None,
         proxy_stats: Callable[[], dict[str, Any]] | None = None,
         auth_stats: Callable[[], Mapping[str, int]] | None = None,
         render_stats: Callable[[], dict[str, Any]] | None = None,
@@ -209,6 +211,9 @@ class Crawler:
         self._auth_stats = auth_stats
         self._archive = archive
         self._pdf = pdf
+        if config.rules is not None and rule_pool is None:
+            raise ValueError("a crawl with rules reads them in a RulePool")
+        self._rule_pool = rule_pool
         self._frontier = frontier
         self._fetcher = fetcher
         self._robots = robots
@@ -593,7 +598,7 @@ class Crawler:
             page, found_content = await self._read(lease, result)
             found = page.links if page is not None else []
             if page is not None and self._config.rules is not None:
-                ruled, found = await self._apply_rules(lease.url, result, page, found)
+                ruled, found = await self._apply_rules(lease.url, result, found)
             if page is not None:
                 title = page.title
                 flags += page.flags
@@ -755,19 +760,20 @@ class Crawler:
         return page, extract(page.tree, url, self._config.extractor)
 
     async def _apply_rules(
-        self, url: str, result: FetchResultLike, page: ParsedPage, links: list[str]
+        self, url: str, result: FetchResultLike, links: list[str]
     ) -> tuple[dict[str, Any], list[str]]:
         """The record's rule fields and the links to follow: the rule's own, when it has link
-        rules. A failure becomes the page's rule error, never the crawl's."""
-        assert self._config.rules is not None
-        from gossamer.extract.rules import PageItems, evaluate
+        rules. The rule reads the page in a worker process of the rule pool, within its time
+        bound; a failure or a page over the bound becomes the page's rule error, never the
+        crawl's."""
+        assert self._config.rules is not None and self._rule_pool is not None
+        from gossamer.extract.rules import PageItems
 
-        read = functools.partial(evaluate, self._config.rules, url, page, result.body)
         try:
-            if len(result.body) < _PARSE_IN_THREAD_BYTES:
-                found = read()
-            else:
-                found = await asyncio.to_thread(read)
+            found = await self._rule_pool.evaluate(
+                self._config.rules, url, result.body, result.charset,
+                follow_nofollow=self._config.follow_nofollow,
+            )  # fmt: skip
         except Exception as exc:
             log.exception("rules failed on %s; recorded, crawl goes on", redact_url(url))
             rule = self._config.rules.select(url)

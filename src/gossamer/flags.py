@@ -58,6 +58,9 @@ def add_crawl_flags(parser: argparse.ArgumentParser, *, cluster: bool = False) -
         help="rule documents: a file, or a directory of *.toml and *.json (repeatable); "
         "items go to OUT/items.jsonl (see docs/rules.md)",
     )
+    parser.add_argument(
+        "--rule-timeout", type=float, metavar="SECONDS", help="time a page's rule may take (5)"
+    )
     parser.add_argument("--max-pages", type=int, help="stop after this many records")
     parser.add_argument("--max-depth", type=int, help="skip links deeper than this")
     parser.add_argument("--concurrency", type=int, help="requests in flight in all (64)")

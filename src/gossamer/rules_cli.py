@@ -1,6 +1,7 @@
 """``gossamer rules``: check rule documents, test them on their saved samples, try them on a
-page. All three read pages through :func:`gossamer.extract.rules.evaluate_body`, the code
-path the crawl uses.
+page. All three read pages through :func:`gossamer.extract.rules.evaluate_body` in a worker
+process of :class:`gossamer.extract.rules.pool.RulePool`, the code path the crawl uses, within
+the time bound of a page (a page over it prints the rule's error).
 
 - ``rules check PATH...``: exit 0, or 2 with one line per problem (file, rule, field).
 - ``rules test PATH... [--update]``: each ``[[rule.sample]]`` page evaluated and compared with
@@ -19,16 +20,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import difflib
 import json
+import math
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 from gossamer.crawl import address_guard, politeness_policy
 from gossamer.errors import CommandError
-from gossamer.extract.rules import RuleError, RuleSet, evaluate_body, load_rules
+from gossamer.extract.rules import RuleError, RuleSet, load_rules
+from gossamer.extract.rules.pool import RULE_TIMEOUT, RulePool
 from gossamer.extract.rules.schema import Rule, Sample
 from gossamer.fetch.gated import GatedFetch
 from gossamer.fetch.http import FetchConfig, Fetcher
@@ -43,6 +47,7 @@ __all__ = [
     "fetch_config",
     "fetch_following",
     "fetch_page",
+    "pooled_output",
     "sample_output",
 ]
 
@@ -89,12 +94,29 @@ def _documents(parser: argparse.ArgumentParser) -> None:
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, help="TOML settings file (its rule_functions)")
     parser.add_argument(
+        "--rule-timeout",
+        type=_seconds,
+        default=RULE_TIMEOUT,
+        metavar="SECONDS",
+        help=f"time a page's rule may take ({RULE_TIMEOUT:g})",
+    )
+    parser.add_argument(
         "--function",
         action="append",
         default=[],
         metavar="NAME=module:function",
         help="a function rule documents may call by NAME (repeatable)",
     )
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds <= 3600:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 to 3600)")
+    return seconds
 
 
 def _load(args: argparse.Namespace, paths: list[Path]) -> RuleSet:
@@ -154,7 +176,7 @@ def _try(args: argparse.Namespace) -> int:
         raise CommandError("rules try: give --url, the URL the page was fetched from")
     else:
         url, body, charset = args.url, _read_page(Path(args.page)), args.charset
-    output = sample_output(rules, url, body, charset)
+    output = sample_output(rules, url, body, charset, timeout=args.rule_timeout)
     if output["rule"] is None:
         print(f"gossamer: no rule is for {url}: no items, the page's links", file=sys.stderr)
     print(json.dumps(output, ensure_ascii=False, indent=2))
@@ -239,11 +261,29 @@ def _read_page(path: Path) -> bytes:
 
 
 def sample_output(
-    rules: RuleSet, url: str, body: bytes, charset: str | None = None
+    rules: RuleSet,
+    url: str,
+    body: bytes,
+    charset: str | None = None,
+    *,
+    timeout: float = RULE_TIMEOUT,
 ) -> dict[str, Any]:
-    """The JSON of a page: what ``rules try`` prints and ``rules test`` compares."""
+    """The JSON of a page: what ``rules try`` prints and ``rules test`` compares, read in a
+    worker process of its own within the time bound of a page (not in a running loop)."""
+
+    async def read() -> dict[str, Any]:
+        async with _pool(timeout) as pool:
+            return await pooled_output(pool, rules, url, body, charset)
+
+    return asyncio.run(read())
+
+
+async def pooled_output(
+    pool: RulePool, rules: RuleSet, url: str, body: bytes, charset: str | None = None
+) -> dict[str, Any]:
+    """:func:`sample_output` read by one of ``pool``'s workers."""
     try:
-        _page, found = evaluate_body(rules, url, body, charset=charset)
+        found = await pool.evaluate(rules, url, body, charset)
     except ValueError as exc:  # the URL is not an absolute http(s) URL
         raise CommandError(f"bad --url {url!r}: {exc}") from None
     if found is None:
@@ -251,13 +291,31 @@ def sample_output(
     return found.as_json(url)
 
 
+@contextlib.asynccontextmanager
+async def _pool(page_seconds: float) -> AsyncIterator[RulePool]:
+    pool = RulePool(workers=1, timeout=page_seconds)
+    try:
+        yield pool
+    finally:
+        await pool.close()
+
+
 @_reporting
 def _test(args: argparse.Namespace) -> int:
     rules = _load(args, args.paths)
+    return asyncio.run(_test_samples(rules, update=args.update, page_seconds=args.rule_timeout))
+
+
+async def _test_samples(rules: RuleSet, *, update: bool, page_seconds: float) -> int:
+    async with _pool(page_seconds) as pool:
+        return await _pooled_test(pool, rules, update=update)
+
+
+async def _pooled_test(pool: RulePool, rules: RuleSet, *, update: bool) -> int:
     failed = passed = 0
     for rule in rules.rules:
         for number, sample in enumerate(rule.samples, 1):
-            problem = _run_sample(rules, rule, sample, update=args.update)
+            problem = await _run_sample(pool, rules, rule, sample, update=update)
             label = f"{rule.document}: rule {rule.name!r}: sample #{number} ({sample.html.name})"
             if problem is None:
                 passed += 1
@@ -265,15 +323,17 @@ def _test(args: argparse.Namespace) -> int:
             else:
                 failed += 1
                 print(f"FAIL  {label}: {problem}")
-    verb = "written" if args.update else "passed"
+    verb = "written" if update else "passed"
     print(f"{passed} samples {verb}, {failed} failed")
     return EXIT_FAILED if failed else 0
 
 
-def _run_sample(rules: RuleSet, rule: Rule, sample: Sample, *, update: bool) -> str | None:
+async def _run_sample(
+    pool: RulePool, rules: RuleSet, rule: Rule, sample: Sample, *, update: bool
+) -> str | None:
     """None when the sample gives its expected JSON (or it was written), else what differs."""
     try:
-        output = sample_output(rules, sample.url, _read_page(sample.html))
+        output = await pooled_output(pool, rules, sample.url, _read_page(sample.html))
     except CommandError as exc:
         return str(exc)
     if output["rule"] != rule.name:

@@ -80,7 +80,7 @@ def test_check_lists_each_problem_and_exits_2(
         "rules/shop.toml: rule 'product': field 'price': process[0]: call: no function "
         "'cents' in rule_functions (known: none)",
         f"{bad}: rule 'x': unknown key 'colour'",
-        f"{bad}: rule 'x': url: bad regex '(': missing ), unterminated subpattern at position 0",
+        f"{bad}: rule 'x': url: bad regex '(': missing ): (",
     ]
 
 

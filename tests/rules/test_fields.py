@@ -286,3 +286,19 @@ def test_hostile_json_ld_is_a_page_error_not_a_crash(run: Run) -> None:
     found = run(RULE + field(name="m", jsonld="B.m", multiple=True), page)
     assert found.errors == ["jsonld: a script is not JSON"]
     assert 0 < len(found.items[0]["m"]) < 30_000  # the walk is bounded
+
+
+def test_a_pages_items_stop_at_their_size_bound(run: Run) -> None:
+    """Items of 250,000 characters each: those past 16 Mi characters are dropped, and the
+    page's errors say so; a field's values stop at 4 Mi characters."""
+    page = "<ul>" + ("<li>" + "x" * 250_000 + "</li>") * 80 + "</ul>"
+    rules = (
+        "[[rule]]\nname = 'r'\nurl = '.'\n[rule.record]\ncss = 'li'\n"
+        "[[rule.field]]\nname = 't'\ncss = 'li'\n"
+    )
+    found = run(rules, page)
+    assert len(found.items) == 67 and found.dropped == 13
+    assert found.errors == ["item 68: the items passed 16777216 characters: the rest dropped"]
+    listed = run(rules.replace("[rule.record]\ncss = 'li'\n", "") + "multiple = true\n", page)
+    assert len(listed.items[0]["t"]) == 16  # 4 Mi characters: a 17th would pass them
+    assert listed.errors == ["css 'li': values over 4194304 characters left out"]

@@ -205,3 +205,33 @@ def test_a_function_that_cannot_be_imported_is_a_document_problem(run: Run) -> N
         "rule_functions: 'price': hook module 'no_such_module_here' cannot be imported: "
         "No module named 'no_such_module_here'"
     ]
+
+
+X = "<p class='big'>" + "x" * 200_000 + "</p>"
+WORDS = "<p class='big'>" + "x " * 20_000 + "</p>"
+ITEMS = "<p class='big'>" + "x" * 1000 + "</p>"
+
+
+@pytest.mark.parametrize(
+    ("process", "multiple", "page", "expected"),
+    [
+        ([{"replace": "", "with": "w" * 8000}], False, X, "replace: output of 1600208000 "),
+        ([{"join": "j" * 100_000}], True, ITEMS * 100, "join: output of 10000000 characters"),
+        (["split"], False, WORDS, "split: more than 10000 parts"),
+        ([{"replace": "x", "with": "yyyyyyyy"}] * 2, True, X * 3, "replace: output over "),
+    ],
+)
+def test_a_processor_past_its_bounds_is_the_fields_error(
+    run: Run, process: list[Any], multiple: bool, page: str, expected: str
+) -> None:
+    """An output that would hold gigabytes is refused before it is built: the field is null
+    and the page's errors say why; the other fields are read."""
+    rules = (
+        f"{RULE}[[rule.field]]\nname = 'v'\ncss = 'p.big'\nmultiple = {str(multiple).lower()}\n"
+        f"process = {_toml(process)}\n[[rule.field]]\nname = 'n'\ncss = 'p.big'\n"
+        "process = [{regex = '(x)'}]\n"
+    )
+    found = run(rules, page)
+    assert found.items[0]["v"] is None
+    assert found.items[0]["n"] == "x"
+    assert any(expected in error for error in found.errors), found.errors

@@ -4,6 +4,7 @@ app's token and CSRF checks on its routes. Real servers on loopback."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import re
 import tomllib
@@ -189,7 +190,7 @@ async def test_fetch_preview_save_open(tmp_path: Path) -> None:
     assert "/items/2" in asked and len(asked) == 3  # the previews fetched each page once
     rules = load_rules([rules_dir / "items.toml"])
     assert [r.name for r in rules.rules] == ["items", "more"]
-    assert main(["rules", "test", str(rules_dir)]) == 0
+    assert await asyncio.to_thread(main, ["rules", "test", str(rules_dir)]) == 0
     assert main(["rules", "check", str(rules_dir)]) == 0
 
 

@@ -441,6 +441,17 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
             )
         ),
     ] = field(default_factory=list)
+    rule_timeout: Annotated[
+        float,
+        Meta(
+            gt=0,
+            le=3600,
+            description=(
+                "Seconds a page's rule may take (in a worker process, killed past it): a page "
+                "over it gets the rule's error and no items."
+            ),
+        ),
+    ] = 5.0
     shipped_rules: (
         Annotated[
             ShippedRules,

@@ -14,7 +14,10 @@ jsonld and meta fields read the page), so a field missing from one container is 
 item, never taken from the next. An item is its fields by name, in document order (what
 items.jsonl holds as ``fields``; the rule's name is :attr:`PageItems.rule`). An item whose
 required field is null, ``""`` or ``[]`` is dropped (counted in :attr:`PageItems.dropped`).
-At most `MAX_ITEMS` items per page.
+At most `MAX_ITEMS` items per page, holding at most `MAX_PAGE_CHARS` characters of text
+together (the items past it dropped, as the errors say); each value at most
+`processors.MAX_FIELD_CHARS` characters and `processors.MAX_LIST_ITEMS` items (a processor
+over them is the field's error, its value null).
 
 Links: a rule without link rules leaves the page's own links (``links`` is None); with link
 rules, only the links they select are followed: for each, the page's links inside its CSS
@@ -28,15 +31,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gossamer.extract.rules.processors import ProcessorError
+from gossamer.extract.rules.processors import ProcessorError, value_chars
 from gossamer.extract.rules.schema import Field, LinkRule, Rule, RuleSet
-from gossamer.extract.rules.sources import PageView, SourceError
+from gossamer.extract.rules.sources import MAX_VALUE_CHARS, PageView, SourceError
 from gossamer.parse.links import ParsedPage, parse_html
 from gossamer.urls import Resolver
 
 __all__ = [
     "MAX_ERRORS",
     "MAX_ITEMS",
+    "MAX_PAGE_CHARS",
     "MAX_VALUE_CHARS",
     "PageItems",
     "evaluate",
@@ -46,8 +50,8 @@ __all__ = [
 
 MAX_ITEMS = 10_000
 MAX_ERRORS = 50
-MAX_VALUE_CHARS = 256 * 1024
-"""Longer text values are cut (and the cut reported)."""
+MAX_PAGE_CHARS = 16 << 20
+"""The most characters of text a page's items hold together; items past it are dropped."""
 _MAX_ERROR_CHARS = 300
 _LINK_TAGS = frozenset({"a", "area"})
 
@@ -153,18 +157,24 @@ def _items(rule: Rule, view: PageView, errors: _Errors) -> tuple[list[dict[str, 
         return [], 0
     items = []
     dropped = 0
+    chars = 0
     containers = _containers(rule, view, errors)
     for number, scope in enumerate(containers, 1):
+        where = f"item {number}: " if rule.record is not None else ""
         item: dict[str, Any] = {}
         missing = []
         for field in rule.fields:
             value = _value(field, view, scope, errors)
             item[field.name] = value
+            chars += value_chars(value, MAX_PAGE_CHARS)
             if field.required and (value is None or value == "" or value == []):
                 missing.append(field.name)
+        if chars > MAX_PAGE_CHARS:
+            dropped += len(containers) - number + 1
+            errors.add(f"{where}the items passed {MAX_PAGE_CHARS} characters: the rest dropped")
+            break
         if missing:
             dropped += 1
-            where = f"item {number}: " if rule.record is not None else ""
             errors.add(f"{where}required field {missing[0]!r} missing: item dropped")
             continue
         items.append(item)

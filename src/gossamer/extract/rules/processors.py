@@ -30,6 +30,11 @@ its name and whose other keys are its options (``{regex = '(\\d+)', group = 1}``
                     (``rule_functions``), called with the value; what it returns must be JSON
 ==================  ==========================================================================
 
+Bounds: a processor's output is at most `MAX_FIELD_CHARS` characters of text (a text, or a
+list's items together) and a list at most `MAX_LIST_ITEMS` items; ``replace``, ``join`` and
+``split`` compute the size of their output before they build it. Past a bound the processor
+raises :class:`ProcessorError`, as for a value it cannot convert.
+
 Text processors (strip ... absolute_url) apply to each item of a list and leave nulls as they
 are; ``split`` on a list splits each item and joins the parts into one list; ``join``, ``first``,
 ``last``, ``default`` and ``call`` take the whole value. A processor that cannot do its work
@@ -48,11 +53,13 @@ from datetime import date, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from gossamer.extract.rules.patterns import compile_pattern
+from gossamer.extract.rules.patterns import Pattern, compile_pattern
 from gossamer.safe import safe_text
 from gossamer.urls import Resolver
 
 __all__ = [
+    "MAX_FIELD_CHARS",
+    "MAX_LIST_ITEMS",
     "MAX_REGEX_INPUT",
     "PROCESSORS",
     "Processor",
@@ -60,10 +67,16 @@ __all__ = [
     "RuleFunction",
     "compile_processors",
     "json_value",
+    "value_chars",
 ]
 
 MAX_REGEX_INPUT = 1 << 20
 """The characters of a value a ``regex`` processor reads (a pattern's cost grows with them)."""
+
+MAX_FIELD_CHARS = 4 << 20
+"""The most characters of text one field's value holds (its list's items together)."""
+MAX_LIST_ITEMS = 10_000
+"""The most items a list value holds."""
 
 RuleFunction = Callable[[Any], Any]
 """A function registered in the settings' ``rule_functions``: value in, JSON value out."""
@@ -82,7 +95,35 @@ class Processor:
     """(value, page base URL) -> value."""
 
     def __call__(self, value: Any, base_url: str) -> Any:
-        return self.apply(value, base_url)
+        output = self.apply(value, base_url)
+        if isinstance(output, list) and len(output) > MAX_LIST_ITEMS:
+            raise ProcessorError(f"{self.name}: {len(output)} items, over {MAX_LIST_ITEMS}")
+        if value_chars(output, MAX_FIELD_CHARS) > MAX_FIELD_CHARS:
+            raise ProcessorError(f"{self.name}: output over {MAX_FIELD_CHARS} characters")
+        return output
+
+
+def value_chars(value: Any, limit: int) -> int:
+    """The characters of text in ``value`` (a JSON value; 8 for a number, a bool or null),
+    counted until they pass ``limit``."""
+    total = 0
+    stack = [value]
+    while stack and total <= limit:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += len(item)
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        else:
+            total += 8
+    return total
+
+
+def _over(name: str, size: int) -> ProcessorError:
+    return ProcessorError(f"{name}: output of {size} characters, over {MAX_FIELD_CHARS}")
 
 
 def _text(name: str, function: Callable[[str], Any]) -> Callable[[Any, str], Any]:
@@ -96,9 +137,16 @@ def _text(name: str, function: Callable[[str], Any]) -> Callable[[Any, str], Any
         return function(value)
 
     def apply(value: Any, base_url: str) -> Any:
-        if isinstance(value, list):
-            return [one(item) for item in value]
-        return one(value)
+        if not isinstance(value, list):
+            return one(value)
+        done = []
+        size = 0
+        for item in value:
+            done.append(one(item))
+            size += value_chars(done[-1], MAX_FIELD_CHARS)
+            if size > MAX_FIELD_CHARS:  # each item within bounds, all of them not
+                raise ProcessorError(f"{name}: output over {MAX_FIELD_CHARS} characters")
+        return done
 
     return apply
 
@@ -201,7 +249,7 @@ def _date(formats: Sequence[str]) -> Callable[[Any, str], Any]:
     return _text("date", lambda text: _iso_date(text, formats))
 
 
-def _regex(pattern: re.Pattern[str], group: int | str) -> Callable[[Any, str], Any]:
+def _regex(pattern: Pattern, group: int | str) -> Callable[[Any, str], Any]:
     def find(text: str) -> str | None:
         match = pattern.search(text[:MAX_REGEX_INPUT])
         return None if match is None else match.group(group)
@@ -215,9 +263,24 @@ def _join(separator: str) -> Callable[[Any, str], Any]:
             return value
         if not all(isinstance(item, str) or item is None for item in value):
             raise ProcessorError("join expects a list of text")
-        return separator.join(item for item in value if item is not None)
+        texts = [item for item in value if item is not None]
+        size = sum(map(len, texts)) + len(separator) * max(0, len(texts) - 1)
+        if size > MAX_FIELD_CHARS:
+            raise _over("join", size)
+        return separator.join(texts)
 
     return apply
+
+
+def _replace(old: str, new: str) -> Callable[[str], str]:
+    def replace(text: str) -> str:
+        if len(new) > len(old):
+            size = len(text) + text.count(old) * (len(new) - len(old))
+            if size > MAX_FIELD_CHARS:
+                raise _over("replace", size)
+        return text.replace(old, new)
+
+    return replace
 
 
 def _split(separator: str | None) -> Callable[[Any, str], Any]:
@@ -226,12 +289,20 @@ def _split(separator: str | None) -> Callable[[Any, str], Any]:
             return []
         if not isinstance(text, str):
             raise ProcessorError(f"split expects text, got {_kind(text)}")
-        return [part.strip() for part in text.split(separator) if part.strip()]
+        pieces = text.split(separator, MAX_LIST_ITEMS)
+        if len(pieces) > MAX_LIST_ITEMS:
+            raise ProcessorError(f"split: more than {MAX_LIST_ITEMS} parts")
+        return [part.strip() for part in pieces if part.strip()]
 
     def apply(value: Any, base_url: str) -> Any:
-        if isinstance(value, list):
-            return [part for item in value for part in parts(item)]
-        return parts(value) if value is not None else None
+        if not isinstance(value, list):
+            return parts(value) if value is not None else None
+        done: list[str] = []
+        for item in value:
+            done.extend(parts(item))
+            if len(done) > MAX_LIST_ITEMS:
+                raise ProcessorError(f"split: more than {MAX_LIST_ITEMS} parts")
+        return done
 
     return apply
 
@@ -374,8 +445,7 @@ def _with_options(
         replacement = spec.get("with", "")
         if not isinstance(replacement, str):
             raise ValueError(f"replace: 'with' must be text, got {_kind(replacement)}")
-        old = argument
-        return _text("replace", lambda text: text.replace(old, replacement))
+        return _text("replace", _replace(argument, replacement))
     if name == "join":
         return _join(argument)
     if name == "split":

@@ -26,7 +26,7 @@ from typing import Any, cast
 from pydantic import BaseModel, ConfigDict, ValidationError
 from selectolax.lexbor import LexborHTMLParser
 
-from gossamer.extract.rules.patterns import compile_pattern, compile_url_pattern
+from gossamer.extract.rules.patterns import Pattern, compile_pattern, compile_url_pattern
 from gossamer.extract.rules.processors import Processor, RuleFunction, compile_processors
 from gossamer.extract.rules.sources import (
     CssSource,
@@ -149,8 +149,8 @@ class LinkRule:
     URL matches no ``deny`` pattern and, if there are ``allow`` patterns, one of them."""
 
     css: str | None = None
-    allow: tuple[re.Pattern[str], ...] = ()
-    deny: tuple[re.Pattern[str], ...] = ()
+    allow: tuple[Pattern, ...] = ()
+    deny: tuple[Pattern, ...] = ()
 
     def accepts(self, url: str) -> bool:
         if any(pattern.search(url) for pattern in self.deny):
@@ -172,12 +172,12 @@ class Rule:
     """One compiled ``[[rule]]``."""
 
     name: str
-    url: re.Pattern[str]
+    url: Pattern
     document: str
     """The name of the document it comes from."""
     order: int = 0
     """Its place among all the rules read together (ties of priority go to the lower)."""
-    exclude: tuple[re.Pattern[str], ...] = ()
+    exclude: tuple[Pattern, ...] = ()
     priority: int = 0
     record: Record | None = None
     fields: tuple[Field, ...] = ()
@@ -210,6 +210,9 @@ class RuleSet:
     documents: tuple[Document, ...] = ()
     digest: str = ""
     """SHA-256 (hex) of the documents' names and texts, in order."""
+    functions: tuple[tuple[str, str], ...] = ()
+    """The functions ``call`` may name, as (name, module:function): what a worker process
+    needs, with the documents, to compile the same rules."""
     _by_priority: tuple[Rule, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -296,7 +299,8 @@ def rules_from_documents(
             rules.append(rule)
     if problems:
         raise RuleError(problems)
-    return RuleSet(tuple(rules), tuple(documents), digest_of(documents))
+    specs = tuple(sorted((functions or {}).items()))
+    return RuleSet(tuple(rules), tuple(documents), digest_of(documents), specs)
 
 
 def digest_of(documents: Sequence[Document]) -> str:
@@ -495,12 +499,16 @@ def _describe(error: Any, raw: dict[str, Any]) -> tuple[str | None, str]:
     return (": ".join(parts) or None), message
 
 
-def _url_pattern(text: str, where: _Where, part: str) -> re.Pattern[str]:
+_NEVER = compile_pattern("a^")
+"""What a refused pattern compiles to (its rule is dropped: never matched)."""
+
+
+def _url_pattern(text: str, where: _Where, part: str) -> Pattern:
     try:
         return compile_url_pattern(text)
     except ValueError as exc:
         where.add(str(exc), part)
-        return re.compile("(?!)")
+        return _NEVER
 
 
 _PROBE = LexborHTMLParser("<p></p>")

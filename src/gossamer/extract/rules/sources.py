@@ -16,7 +16,10 @@ selector run inside a container matches the container itself too when it fits (l
 Bounds: lxml parses the first `MAX_XPATH_HTML` characters of a page, and only for a rule with
 an XPath; a regex source reads the first `MAX_REGEX_HTML` characters of the page (or of its
 container's HTML); JSON-LD is read from at most `MAX_JSON_LD_SCRIPTS` scripts of up to
-`MAX_JSON_LD_CHARS` characters each, walking at most `MAX_JSON_NODES` values.
+`MAX_JSON_LD_CHARS` characters each, walking at most `MAX_JSON_NODES` values. A field takes at
+most `MAX_VALUES` values, and values of at most
+`gossamer.extract.rules.processors.MAX_FIELD_CHARS` characters together (a page note says
+when more were left out).
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ from typing import Any, cast
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from gossamer.extract.rules.processors import json_value
+from gossamer.extract.rules.patterns import Pattern
+from gossamer.extract.rules.processors import MAX_FIELD_CHARS, json_value, value_chars
 
 __all__ = [
     "MAX_JSON_LD_CHARS",
@@ -38,6 +42,7 @@ __all__ = [
     "MAX_JSON_NODES",
     "MAX_REGEX_HTML",
     "MAX_VALUES",
+    "MAX_VALUE_CHARS",
     "MAX_XPATH_HTML",
     "CssSource",
     "JsonLdSource",
@@ -228,6 +233,30 @@ def _text(text: str) -> str:
     return " ".join(text.split())
 
 
+MAX_VALUE_CHARS = 256 * 1024
+"""Longer text values are cut (the evaluation reports the cut)."""
+
+
+class _Values:
+    """The values a source found, until `MAX_VALUES` of them or `MAX_FIELD_CHARS` characters
+    (each text counted up to `MAX_VALUE_CHARS`, where the evaluation cuts it)."""
+
+    def __init__(self, page: PageView, source: str) -> None:
+        self.found: list[Any] = []
+        self._chars = 0
+        self._page = page
+        self._source = source
+
+    def add(self, value: Any, first: bool) -> bool:
+        """Keep ``value`` unless it passes the bound; False when no more are wanted."""
+        self._chars += min(value_chars(value, MAX_VALUE_CHARS), MAX_VALUE_CHARS)
+        if self._chars > MAX_FIELD_CHARS:
+            self._page.note(f"{self._source}: values over {MAX_FIELD_CHARS} characters left out")
+            return False
+        self.found.append(value)
+        return not first and len(self.found) < MAX_VALUES
+
+
 @dataclass(frozen=True, slots=True)
 class CssSource:
     """Elements matched by a CSS selector: their text, HTML or an attribute."""
@@ -247,7 +276,7 @@ class CssSource:
             nodes = [] if node is None else [node]
         else:
             nodes = root.css(self.selector)
-        found: list[Any] = []
+        found = _Values(page, f"css {self.selector[:60]!r}")
         for node in nodes:
             if self.attr == "text":
                 value: str | None = _text(node.text(deep=True))
@@ -255,11 +284,9 @@ class CssSource:
                 value = node.html
             else:
                 value = node.attributes.get(self.attr)
-            if value is not None:
-                found.append(value)
-                if first or len(found) >= MAX_VALUES:
-                    break
-        return found
+            if value is not None and not found.add(value, first):
+                break
+        return found.found
 
 
 _NO_ATTRIBUTE = object()
@@ -290,17 +317,15 @@ class XPathSource:
             result = root.xpath(self.expression)
         except etree.XPathError as exc:
             raise SourceError(f"xpath: {exc}") from None
-        found: list[Any] = []
+        found = _Values(page, f"xpath {self.expression[:60]!r}")
         for item in result if isinstance(result, list) else [result]:
             value = self._value(item, etree)
             if value is _NO_ATTRIBUTE:
                 page.note(f"xpath {self.expression!r}: attr {self.attr!r} of a non-element")
                 continue
-            if value is not None:
-                found.append(value)
-                if first or len(found) >= MAX_VALUES:
-                    break
-        return found
+            if value is not None and not found.add(value, first):
+                break
+        return found.found
 
     def _value(self, item: Any, etree: Any) -> Any:
         if isinstance(item, etree._Element):
@@ -328,7 +353,7 @@ class RegexSource:
     """A regex run on the page's HTML (or its container's): the first group of each match,
     or the whole match for a pattern without groups."""
 
-    pattern: re.Pattern[str]
+    pattern: Pattern
     kind = "regex"
 
     def values(self, page: PageView, scope: Any, first: bool) -> list[Any]:
@@ -341,14 +366,12 @@ class RegexSource:
 
             text = etree.tostring(scope, method="html", encoding="unicode", with_tail=False)
         group = 1 if self.pattern.groups else 0
-        found: list[Any] = []
+        found = _Values(page, f"regex {self.pattern.pattern[:60]!r}")
         for match in self.pattern.finditer(text[:MAX_REGEX_HTML]):
             value = match.group(group)
-            if value is not None:
-                found.append(value)
-                if first or len(found) >= MAX_VALUES:
-                    break
-        return found
+            if value is not None and not found.add(value, first):
+                break
+        return found.found
 
 
 @dataclass(frozen=True, slots=True)
@@ -369,16 +392,16 @@ class JsonLdSource:
                     if isinstance(item, dict) and key in item:
                         step.append(item[key])
             values = step
-        found: list[Any] = []
+        found = _Values(page, f"jsonld {self.type_name!r}")
         for value in values:
             for item in value if isinstance(value, list) else [value]:
                 try:
-                    found.append(json_value(item))
+                    readable = json_value(item)
                 except ValueError:
                     continue
-                if first or len(found) >= MAX_VALUES:
-                    return found
-        return found
+                if not found.add(readable, first):
+                    return found.found
+        return found.found
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,9 +14,13 @@ middlewares (:mod:`gossamer.ui.security`)::
     GET  /editor/api/documents/{name}  a document's rules and its samples (as sample ids)
     POST /editor/api/save              {"document", "rule", "samples": [id], "replaces"}
 
-The rule is evaluated by :func:`gossamer.rules_cli.sample_output`, the code path of ``rules
-try``, ``rules test`` and the crawl. Pages the editor fetched are kept in memory (the last
-`MAX_PAGES`), known to the browser by a random id only.
+The rule is evaluated by :func:`gossamer.rules_cli.pooled_output`, the code path of ``rules
+try``, ``rules test`` and the crawl, in the editor's worker processes
+(:class:`gossamer.extract.rules.pool.RulePool`): each page within the time bound of a page
+(a page over it is a row with the rule's error), at most `MAX_PREVIEWS` previews at a time
+(one more is answered 429), so the app's other requests never wait on a rule. Pages the
+editor fetched are kept in memory (the last `MAX_PAGES`), known to the browser by a random
+id only.
 """
 
 from __future__ import annotations
@@ -34,9 +38,10 @@ from aiohttp import web
 
 from gossamer.errors import CommandError
 from gossamer.extract.rules import PROCESSORS, Document, RuleError, rules_from_documents
+from gossamer.extract.rules.pool import RulePool
 from gossamer.parse.links import parse_html
 from gossamer.redact import redact_text
-from gossamer.rules_cli import sample_output
+from gossamer.rules_cli import pooled_output
 from gossamer.ui.bodies import read_json
 from gossamer.ui.editor.documents import MAX_SAMPLES, DocumentError, Rules, SamplePage, to_toml
 from gossamer.ui.editor.fetching import Origin, Page, PageFetcher, origin_of, suggest_pattern
@@ -48,6 +53,8 @@ log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).parent.parent / "static" / "editor"
 MAX_PAGES = 50
+MAX_PREVIEWS = 2
+"""Previews evaluated at once (each page of one in a worker process, within its bound)."""
 MAX_MORE = 5
 """More pages of the site a preview reads (links of the sample that the rule's pattern
 matches)."""
@@ -104,8 +111,17 @@ class _Pages:
         return next((p for p in reversed(self.pages.values()) if p.url == url), None)
 
 
+@dataclass(slots=True)
+class _Previews:
+    """The worker processes previews read pages in, and how many previews run."""
+
+    pool: RulePool = field(default_factory=lambda: RulePool(workers=MAX_PREVIEWS))
+    running: int = 0
+
+
 CONFIG = web.AppKey("editor_config", EditorConfig)
 PAGES = web.AppKey("editor_pages", _Pages)
+PREVIEWS = web.AppKey("editor_previews", _Previews)
 
 
 def build_editor(config: EditorConfig) -> web.Application:
@@ -113,6 +129,8 @@ def build_editor(config: EditorConfig) -> web.Application:
     sub = web.Application()
     sub[CONFIG] = config
     sub[PAGES] = _Pages()
+    sub[PREVIEWS] = _Previews()
+    sub.on_shutdown.append(_stop_previews)  # before the server waits for requests to end
     sub.router.add_get("/", index)
     sub.router.add_static("/static/", STATIC, follow_symlinks=False, append_version=False)
     sub.router.add_get("/api/info", info)
@@ -194,7 +212,22 @@ def _sanitised(page: Page) -> str:
     return sanitize(text)
 
 
+async def _stop_previews(app: web.Application) -> None:
+    await app[PREVIEWS].pool.close()
+
+
 async def preview(request: web.Request) -> web.Response:
+    previews = request.app[PREVIEWS]
+    if previews.running >= MAX_PREVIEWS:
+        return _json({"error": f"{MAX_PREVIEWS} previews are running: try again"}, status=429)
+    previews.running += 1
+    try:
+        return await _preview(request, previews.pool)
+    finally:
+        previews.running -= 1
+
+
+async def _preview(request: web.Request, pool: RulePool) -> web.Response:
     body = await _body(request)
     pages = request.app[PAGES]
     config = request.app[CONFIG]
@@ -209,7 +242,7 @@ async def preview(request: web.Request) -> web.Response:
     if scope not in SCOPES:
         raise web.HTTPBadRequest(text=f"scope is one of {', '.join(SCOPES)}\n")
     within = None if scope == "pattern" else _origins(samples)
-    rows = [await asyncio.to_thread(_row, rules, page) for page in samples]
+    rows = [await _row(pool, rules, page) for page in samples]
     wanted = _more_urls(rules, samples, more, within)
     cached = {url: pages.by_url(url) for url in wanted}
     missing = [url for url, page in cached.items() if page is None]
@@ -221,7 +254,7 @@ async def preview(request: web.Request) -> web.Response:
             continue
         if cached[url] is None:
             pages.add(found)
-        rows.append(await asyncio.to_thread(_row, rules, found) | {"sample": False})
+        rows.append(await _row(pool, rules, found) | {"sample": False})
     return _json({"problems": [], "rows": rows})
 
 
@@ -242,8 +275,8 @@ def _compile(rule: object, functions: dict[str, str]) -> Any:
         raise DocumentError(exc.problems) from None
 
 
-def _row(rules: Any, page: Page) -> dict[str, Any]:
-    output = sample_output(rules, page.url, page.body, page.charset)
+async def _row(pool: RulePool, rules: Any, page: Page) -> dict[str, Any]:
+    output = await pooled_output(pool, rules, page.url, page.body, page.charset)
     return {
         "url": page.url,
         "sample": True,
