@@ -180,9 +180,9 @@ def _submit(args: argparse.Namespace) -> int:
     settings = settings_from_args(args, JobSettings, skip=("redis", "redis_password_file", "job"))
     done = run(submit(settings, _redis_url(args), args.job))
     if not settings.quiet:
-        resumed = (
-            f" (an interrupted submit had queued {done.resumed_at})" if done.resumed_at else ""
-        )
+        resumed = ""
+        if done.resumed_at:
+            resumed = f" (resumed: an interrupted submit had queued {done.resumed_at} of them)"
         print(
             f"submitted job {args.job!r}: {done.queued} seed(s) queued at "
             f"{redact_url(args.redis)}{resumed}"

@@ -99,10 +99,10 @@ def seeds_digest(settings: JobSettings, seeds: Sequence[str]) -> str:
 class Seeding:
     """The batched, resumable submit of one job's seeds (see the module docstring)."""
 
-    def __init__(self, control: Control, frontier: RedisFrontier, batch: int = SEED_BATCH) -> None:
+    def __init__(self, control: Control, frontier: RedisFrontier, batch: int | None = None) -> None:
         self._control = control
         self._frontier = frontier
-        self._batch = batch
+        self._batch = batch or SEED_BATCH
 
     async def run(self, seeds: Sequence[str], origins: Sequence[str], digest: str) -> int:
         """Store the seeds' ``origins`` and queue the seeds not queued yet; returns where it
