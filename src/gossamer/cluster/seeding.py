@@ -28,6 +28,7 @@ is not an origin gossamer writes is skipped with a warning.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -36,7 +37,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from gossamer.cluster.control import Control, MalformedReply
-from gossamer.frontier.base import Candidate
+from gossamer.frontier.base import AddResult, Candidate
 from gossamer.frontier.redis import RedisFrontier
 from gossamer.settings import JobSettings, SettingsError
 from gossamer.urls import host_key
@@ -127,11 +128,31 @@ class Seeding:
         start = progress.queued
         if start:
             log.info("job %s: submit resumed at seed %d of %d", control.job, start, len(seeds))
+        await self._queue(seeds, start, progress)
+        return start
+
+    async def _queue(self, seeds: Sequence[str], start: int, progress: SubmitProgress) -> None:
+        """Queue ``seeds[start:]`` a batch at a time, each recorded once it and every batch
+        before it are in Redis. Two batches are under way at once: this process admits the
+        next while Redis queues the last."""
+        under_way: tuple[asyncio.Task[AddResult], int] | None = None
         for low in range(start, len(seeds), self._batch):
             high = min(low + self._batch, len(seeds))
-            await self._frontier.add([Candidate(seed) for seed in seeds[low:high]])
-            await _record(control, progress, queued=high)
-        return start
+            adding = asyncio.create_task(self._add(seeds[low:high]))
+            if under_way is not None:
+                await self._finish(*under_way, progress)
+            under_way = (adding, high)
+        if under_way is not None:
+            await self._finish(*under_way, progress)
+
+    async def _add(self, seeds: Sequence[str]) -> AddResult:
+        return await self._frontier.add([Candidate(seed) for seed in seeds])
+
+    async def _finish(
+        self, adding: asyncio.Task[AddResult], high: int, progress: SubmitProgress
+    ) -> None:
+        await adding
+        await _record(self._control, progress, queued=high)
 
 
 async def _record(

@@ -32,7 +32,6 @@ from gossamer.frontier.dedup import SeenSet
 from gossamer.frontier.hosts import (
     DEFAULT_SLACK,
     HostScheduler,
-    Queued,
     RulesLookup,
     SchedulerViews,
 )
@@ -40,7 +39,13 @@ from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis.claims import RECLAIM_LIMIT, Claims
 from gossamer.frontier.redis.counts import PartitionCounts, read_counts
 from gossamer.frontier.redis.fences import Handover
-from gossamer.frontier.redis.keys import Entry, Ownership, PartitionKeys, encode, partition_of
+from gossamer.frontier.redis.keys import (
+    Entry,
+    Ownership,
+    PartitionKeys,
+    new_entry,
+    partition_of,
+)
 from gossamer.frontier.redis.limiter import HostLimiter
 from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, register, run_scripts
 from gossamer.urls import Scope, host_key
@@ -170,7 +175,7 @@ class RedisFrontier(SchedulerViews[Entry]):
                 duplicates += 1
                 continue
             fps.add(fp)
-            entry = encode(Queued(url, fp, cand.depth, cand.hops, 0, cand.priority), 0.0)
+            entry = new_entry(url, fp, cand.depth, cand.hops, cand.priority)
             if self._by_url:
                 part = fp % self._partitions
             elif (part := parts.get(key, -1)) < 0:
