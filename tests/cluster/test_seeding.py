@@ -186,3 +186,25 @@ async def assert_job_key_small(url: str) -> None:
         assert job is not None and '"seeds":[]' in job.replace(" ", "")
     finally:
         await control.redis.aclose()
+
+
+async def test_hostile_origins_are_skipped_and_a_garbled_record_is_one_line(
+    redis_server: RedisServer,
+) -> None:
+    from gossamer.cluster.control import MalformedReply
+    from gossamer.cluster.seeding import load_origins, read_progress
+
+    control = await open_control(redis_server.url, DEFAULT_JOB)
+    keys = control.keys
+    try:
+        good = "http://a.test:8080/"
+        hostile = [b"\xff/", "javascript:alert(1)/", "http://a.test/path/", f"http://{'a' * 400}/"]
+        await control.redis.sadd(keys["origins"], good, *hostile)
+        assert await load_origins(control) == [good]
+        await control.redis.hset(keys["submit"], mapping={"digest": "f" * 64, "seeds": "x"})
+        with pytest.raises(MalformedReply, match="submit record"):
+            await read_progress(control)
+    finally:
+        await control.redis.aclose()
+    code, _, err = await output("cluster", "status", "--redis", redis_server.url)
+    assert code == 1 and err.count("\n") == 1 and "submit record" in err, err

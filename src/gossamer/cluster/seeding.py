@@ -69,10 +69,6 @@ class SubmitProgress:
     origins: bool = False
     """Every origin of the seeds is stored."""
 
-    @property
-    def complete(self) -> bool:
-        return self.origins and self.queued >= self.seeds
-
 
 def seed_origins(seeds: Sequence[str]) -> list[str]:
     """The origins (``scheme://host[:port]/``) of canonical seeds, sorted, each once."""
@@ -135,15 +131,19 @@ class Seeding:
         """Queue ``seeds[start:]`` a batch at a time, each recorded once it and every batch
         before it are in Redis. Two batches are under way at once: this process admits the
         next while Redis queues the last."""
-        under_way: tuple[asyncio.Task[AddResult], int] | None = None
-        for low in range(start, len(seeds), self._batch):
-            high = min(low + self._batch, len(seeds))
-            adding = asyncio.create_task(self._add(seeds[low:high]))
-            if under_way is not None:
-                await self._finish(*under_way, progress)
-            under_way = (adding, high)
-        if under_way is not None:
-            await self._finish(*under_way, progress)
+        under_way: list[tuple[asyncio.Task[AddResult], int]] = []
+        try:
+            for low in range(start, len(seeds), self._batch):
+                high = min(low + self._batch, len(seeds))
+                under_way.append((asyncio.create_task(self._add(seeds[low:high])), high))
+                if len(under_way) == 2:
+                    await self._finish(*under_way.pop(0), progress)
+            while under_way:
+                await self._finish(*under_way.pop(0), progress)
+        finally:  # a failed batch: the next one stops too (a resumed submit sends it again)
+            for task, _ in under_way:
+                task.cancel()
+            await asyncio.gather(*(task for task, _ in under_way), return_exceptions=True)
 
     async def _add(self, seeds: Sequence[str]) -> AddResult:
         return await self._frontier.add([Candidate(seed) for seed in seeds])
