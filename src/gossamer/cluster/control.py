@@ -170,10 +170,6 @@ class Control:
         """Store the job's settings; workers waiting for it start."""
         await self.redis.set(self.keys["job"], settings_json)
 
-    async def job_size(self) -> int:
-        """Bytes of the stored job (0 before submit), without reading it."""
-        return int(await self.redis.strlen(self.keys["job"]))
-
     async def origins(self) -> int:
         """How many seed origins the job holds."""
         return int(await self.redis.scard(self.keys["origins"]))

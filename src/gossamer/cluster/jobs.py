@@ -245,13 +245,15 @@ async def status(url: str, job: str) -> dict[str, Any]:
 
 async def status_of(control: Control) -> dict[str, Any]:
     """The state of the job ``control`` handles (see :func:`status`)."""
-    settings = await load_job(control)
+    raw = await control.load_job()
+    settings = None if raw is None else parse_job(raw, control.job)
+    size = 0 if raw is None else len(raw.encode("utf-8", "surrogatepass"))
     totals = await control.totals(settings.partitions) if settings else None
     workers = [_worker_status(w) for w in await control.workers()]
     return {
         "job": control.job,
         "submitted": settings is not None,
-        "seeds": await _seeds_status(control),
+        "seeds": await _seeds_status(control, size),
         "state": await control.state(),
         "done": bool(totals and totals.done),
         "leader": await control.leader(),
@@ -264,7 +266,7 @@ async def status_of(control: Control) -> dict[str, Any]:
     }
 
 
-async def _seeds_status(control: Control) -> dict[str, Any]:
+async def _seeds_status(control: Control, job_bytes: int) -> dict[str, Any]:
     """The job's seeds as ``status`` shows them: how many were given and queued by its
     submit (``queued`` below ``total`` while a submit is under way or was interrupted), their
     origins, and the bytes of the job's own key (its settings, never its seeds)."""
@@ -273,7 +275,7 @@ async def _seeds_status(control: Control) -> dict[str, Any]:
         "total": progress.seeds if progress else 0,
         "queued": progress.queued if progress else 0,
         "origins": await control.origins(),
-        "job_bytes": await control.job_size(),
+        "job_bytes": job_bytes,
     }
 
 
