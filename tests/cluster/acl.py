@@ -7,7 +7,7 @@ GOSSAMER_ACL = (
     "+ping", "+hello", "+auth", "+info", "+time",
     "+get", "+set", "+del", "+exists", "+incr", "+incrby",
     "+hget", "+hset", "+hgetall", "+hmget", "+hvals", "+hkeys", "+hdel", "+hincrby", "+hexists",
-    "+hsetnx", "+sadd", "+spop", "+scard", "+smembers",
+    "+hsetnx", "+sadd", "+spop", "+scard", "+smembers", "+sscan",
     "+lpush", "+rpush", "+lpop", "+llen", "+lrange", "+ltrim",
     "+zadd", "+zrem", "+zcard", "+zrange", "+zrangebyscore", "+zremrangebyscore",
     "+pexpire", "+pttl",

@@ -186,9 +186,15 @@ def _submit(args: argparse.Namespace) -> int:
     from gossamer.cluster.resilient import run
 
     settings = settings_from_args(args, JobSettings, skip=("redis", "redis_password_file", "job"))
-    added = run(submit(settings, _redis_url(args), args.job))
+    done = run(submit(settings, _redis_url(args), args.job))
     if not settings.quiet:
-        print(f"submitted job {args.job!r}: {added} seed(s) queued at {redact_url(args.redis)}")
+        resumed = ""
+        if done.resumed_at:
+            resumed = f" (resumed: an interrupted submit had queued {done.resumed_at} of them)"
+        print(
+            f"submitted job {args.job!r}: {done.queued} seed(s) queued at "
+            f"{redact_url(args.redis)}{resumed}"
+        )
         if any(has_password(url) for url in settings.proxies):
             print(
                 "the proxies' passwords are not stored with the job: give each worker --proxy "

@@ -4,7 +4,12 @@ Job-level keys carry the hash tag ``{J}`` (``J`` the job), never a partition's `
 they share one Redis Cluster slot and the scripts and transactions below touch one slot only
 (a Redis Cluster client runs a MULTI/EXEC transaction only within one slot)::
 
-    gs:{J}:job                 STRING  the job's CrawlSettings as JSON (written by submit)
+    gs:{J}:job                 STRING  the job's settings as JSON, without its seeds (a few
+                                       KiB), written last by submit
+    gs:{J}:origins             SET     the seeds' origins ``scheme://host[:port]/``: what the
+                                       scope needs of the seeds (read with SSCAN)
+    gs:{J}:submit              HASH    digest, seeds, queued, origins: how far the batched
+                                       submit of the seeds got (see :mod:`.seeding`)
     gs:{J}:worker:<name>       STRING  a live worker's figures as JSON; TTL = heartbeat TTL
     gs:{J}:figures             HASH    name -> last figures (kept after the worker is gone)
     gs:{J}:leader              STRING  the leader's name; PX TTL, renewed by the holder
@@ -80,8 +85,8 @@ def job_keys(job: str) -> dict[str, str]:
     if not job or "{" in job or "}" in job:
         raise ValueError(f"job name {job!r} must be non-empty and free of braces")
     tag = f"gs:{{{job}}}:"
-    names = ("job", "figures", "leader", "assignment", "assignment:version", "state")
-    keys = {name: tag + name for name in names}
+    names = ("job", "origins", "submit", "figures", "leader", "assignment", "assignment:version")
+    keys = {name: tag + name for name in (*names, "state")}
     keys["worker"] = tag + "worker:"
     keys["wake"] = tag + "wake:"
     return keys
@@ -164,6 +169,10 @@ class Control:
     async def store_job(self, settings_json: str) -> None:
         """Store the job's settings; workers waiting for it start."""
         await self.redis.set(self.keys["job"], settings_json)
+
+    async def origins(self) -> int:
+        """How many seed origins the job holds."""
+        return int(await self.redis.scard(self.keys["origins"]))
 
     async def load_job(self) -> str | None:
         """The stored settings JSON, or None before submit."""

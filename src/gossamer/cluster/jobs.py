@@ -9,6 +9,7 @@ import asyncio
 import math
 import ssl
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from gossamer.cluster.control import Control, JobTotals, WorkerInfo
 from gossamer.cluster.errors import ClusterError
 from gossamer.cluster.redisurl import PASSWORD_ENV
 from gossamer.cluster.resilient import forbidden, install_guard
-from gossamer.frontier.base import Candidate
+from gossamer.cluster.seeding import Seeding, read_progress, seed_origins, seeds_digest
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import RedisClient, RedisFrontier
 from gossamer.redact import redact_text, redact_url, strip_password
@@ -143,39 +144,58 @@ async def load_job(control: Control) -> JobSettings | None:
 # -- submit ---------------------------------------------------------------------------------
 
 
-async def submit(settings: JobSettings, url: str, job: str) -> int:
-    """Store the job's settings and queue its seeds; returns how many seeds were queued.
+@dataclass(frozen=True, slots=True)
+class Submitted:
+    """What ``submit`` did."""
 
-    The stored job holds no credential: the page store's DSN is stored without its password
-    (see :func:`job_settings`).
+    queued: int
+    """Seeds the job's queues hold (each URL once)."""
+    seeds: int
+    """Seeds given (canonical, duplicates and seeds out of scope included)."""
+    resumed_at: int = 0
+    """Seeds an interrupted submit of the same seeds had queued already."""
+
+
+async def submit(settings: JobSettings, url: str, job: str) -> Submitted:
+    """Store the job's seed origins, queue its seeds in batches and store its settings last
+    (see :mod:`gossamer.cluster.seeding`: a submit killed midway is resumed by the next).
+
+    The stored job holds no seed and no credential: the page store's DSN is stored without
+    its password (see :func:`job_settings`).
     """
     seeds = canonical_seeds(settings)
     settings = job_settings(settings, seeds)
     control = await open_control(url, job)
     try:
-        if await control.load_job() is not None:
+        if await control.redis.exists(control.keys["job"]):
             raise SettingsError(
                 f"job {job!r} exists already at {redact_url(url)}; choose another --job"
             )
+        origins = seed_origins(seeds)
         frontier = RedisFrontier(
             control.redis,
             job,
-            crawl_scope(settings, seeds),
+            crawl_scope(settings, origins),
             PolitenessPolicy(),
             partitions=settings.partitions,
             partition_by=settings.partition_by,
         )
-        added = await frontier.add([Candidate(seed) for seed in seeds])
+        seeding = Seeding(control, frontier)
+        start = await seeding.run(seeds, origins, seeds_digest(settings, seeds))
         # Seeds first: a worker that sees the job must not find it finished already.
         await control.store_job(settings_to_json(settings))
-        return added.added
+        # Only this submit wrote to the queues so far: their seen sets hold the seeds.
+        queued = (await control.totals(settings.partitions)).seen
+        return Submitted(queued, len(seeds), start)
     finally:
         await control.redis.aclose()
 
 
 def job_settings(settings: JobSettings, seeds: list[str]) -> JobSettings:
-    """The settings as a job stores them: canonical seeds, ``store`` and ``proxies`` without
-    their passwords, and the rule documents' texts with their digest instead of their paths.
+    """The settings as a job stores them: no seeds (they are queued, their origins stored
+    apart: see :mod:`gossamer.cluster.seeding`), the first seed as the URL that checks
+    proxies unless one is given, ``store`` and ``proxies`` without their passwords, and the
+    rule documents' texts with their digest instead of their paths.
 
     Everyone who can read the job's Redis can read the job, so it holds no credential. Each
     worker supplies the store's password itself: its own ``--store`` (or ``GOSSAMER_STORE``)
@@ -184,7 +204,9 @@ def job_settings(settings: JobSettings, seeds: list[str]) -> JobSettings:
     job's proxies.
     The rules travel with the job, so every worker reads the same version of them.
     """
-    update: dict[str, Any] = {"seeds": seeds, "seeds_file": None, "resume": False}
+    update: dict[str, Any] = {"seeds": [], "seeds_file": None, "resume": False}
+    if settings.proxy_check_url is None and seeds:
+        update["proxy_check_url"] = seeds[0]  # as a crawl checks its proxies
     if settings.store is not None:
         update["store"] = strip_password(settings.store)
     if settings.proxies:
@@ -223,12 +245,15 @@ async def status(url: str, job: str) -> dict[str, Any]:
 
 async def status_of(control: Control) -> dict[str, Any]:
     """The state of the job ``control`` handles (see :func:`status`)."""
-    settings = await load_job(control)
+    raw = await control.load_job()
+    settings = None if raw is None else parse_job(raw, control.job)
+    size = 0 if raw is None else len(raw.encode("utf-8", "surrogatepass"))
     totals = await control.totals(settings.partitions) if settings else None
     workers = [_worker_status(w) for w in await control.workers()]
     return {
         "job": control.job,
         "submitted": settings is not None,
+        "seeds": await _seeds_status(control, size),
         "state": await control.state(),
         "done": bool(totals and totals.done),
         "leader": await control.leader(),
@@ -238,6 +263,19 @@ async def status_of(control: Control) -> dict[str, Any]:
         "workers": workers,
         "allocator": settings.allocator if settings else None,
         "runtime_model": await model_report(control),
+    }
+
+
+async def _seeds_status(control: Control, job_bytes: int) -> dict[str, Any]:
+    """The job's seeds as ``status`` shows them: how many were given and queued by its
+    submit (``queued`` below ``total`` while a submit is under way or was interrupted), their
+    origins, and the bytes of the job's own key (its settings, never its seeds)."""
+    progress = await read_progress(control)
+    return {
+        "total": progress.seeds if progress else 0,
+        "queued": progress.queued if progress else 0,
+        "origins": await control.origins(),
+        "job_bytes": job_bytes,
     }
 
 
@@ -278,7 +316,7 @@ async def set_state(url: str, job: str, state: str) -> None:
     """Pause, resume (``running``) or stop the job's workers."""
     control = await open_control(url, job)
     try:
-        if await control.load_job() is None:
+        if not await control.redis.exists(control.keys["job"]):
             raise SettingsError(f"no job {job!r} at {redact_url(url)}")
         await control.set_state(state)
     finally:
@@ -310,14 +348,22 @@ async def wait(url: str, job: str, limit: float | None) -> bool:
 
 def format_status(state: dict[str, Any]) -> str:
     """The human form of ``cluster status``."""
+    seeds = state["seeds"]
     if not state["submitted"]:
+        if seeds["total"]:
+            return (
+                f"job {state['job']!r}: not submitted; a submit queued {seeds['queued']} of "
+                f"{seeds['total']} seeds (the same submit again finishes it)"
+            )
         return f"job {state['job']!r}: not submitted"
     t = state["totals"]
     lines = [
         f"job {state['job']!r}: {'finished' if state['done'] else state['state']}, "
         f"seen {t['seen']}, finished {t['finished']}, queued {t['queued']}, "
         f"claimed {t['claimed']}, {state['pages_per_second']} pages/s, "
-        f"leader {state['leader']}, assignment v{state['assignment_version']}"
+        f"leader {state['leader']}, assignment v{state['assignment_version']}",
+        f"  {seeds['total']} seeds from {seeds['origins']} origins; "
+        f"job settings {seeds['job_bytes']} bytes",
     ]
     if t.get("set_aside"):
         lines[0] += f", {t['set_aside']} malformed entries set aside"

@@ -33,6 +33,7 @@ from gossamer.cluster.keeper import Keeper, Pace
 from gossamer.cluster.leadership import Leadership
 from gossamer.cluster.membership import Membership, Report
 from gossamer.cluster.resilient import RedisGuard, install_guard
+from gossamer.cluster.seeding import load_origins, seed_origins
 from gossamer.crawl import install_signal_handlers, open_stages, tune_gc
 from gossamer.focus.digests_redis import RedisDigests
 from gossamer.frontier.redis import RedisFrontier
@@ -43,7 +44,6 @@ from gossamer.settings import (
     InvalidSetting,
     JobSettings,
     SettingsError,
-    crawl_scope,
     settings_to_dict,
     validate_model,
 )
@@ -183,7 +183,11 @@ async def _crawl_share(
     guard: RedisGuard,
     metrics: MetricsServer | None,
 ) -> CrawlStats:
-    async with open_stages(settings, settings.seeds, worker=name) as stages:
+    # What the scope needs of the seeds: their origins (stored apart from the job's settings;
+    # a job stored before held its seeds in its settings).
+    origins = sorted({*await load_origins(control), *seed_origins(settings.seeds)})
+    async with open_stages(settings, origins, worker=name) as stages:
+        del origins  # kept by the scope as far as the crawl needs them
         capability = await probe_capability(
             settings.out, settings.concurrency, settings.max_bandwidth
         )
@@ -191,7 +195,7 @@ async def _crawl_share(
         frontier = RedisFrontier(
             control.redis,
             control.job,
-            crawl_scope(settings, settings.seeds),
+            stages.scope,
             stages.politeness,
             partitions=settings.partitions,
             ownership=assignment.ownership,

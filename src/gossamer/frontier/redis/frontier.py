@@ -24,15 +24,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
-from gossamer.frontier.admission import Admission, locate
+from gossamer.frontier.admission import Admission, Admitted, locate
 from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease, Rules
 from gossamer.frontier.dedup import SeenSet
 from gossamer.frontier.hosts import (
     DEFAULT_SLACK,
     HostScheduler,
-    Queued,
     RulesLookup,
     SchedulerViews,
 )
@@ -40,7 +39,13 @@ from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis.claims import RECLAIM_LIMIT, Claims
 from gossamer.frontier.redis.counts import PartitionCounts, read_counts
 from gossamer.frontier.redis.fences import Handover
-from gossamer.frontier.redis.keys import Entry, Ownership, PartitionKeys, encode, partition_of
+from gossamer.frontier.redis.keys import (
+    Entry,
+    Ownership,
+    PartitionKeys,
+    new_entry,
+    partition_of,
+)
 from gossamer.frontier.redis.limiter import HostLimiter
 from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, register, run_scripts
 from gossamer.urls import Scope, host_key
@@ -131,42 +136,54 @@ class RedisFrontier(SchedulerViews[Entry]):
     async def add(self, candidates: Sequence[Candidate]) -> AddResult:
         """Canonicalize, scope and dedup candidates; queue the new ones in their partitions."""
         admitted, rejected = self._admission.admit(candidates)
-        batches: dict[int, list[tuple[int, str]]] = {}
-        ranked: set[int] = set()
-        duplicates = 0
-        batch_fps: set[int] = set()
-        for url, key, fp, cand in admitted:
-            if fp in batch_fps or fp in self._sent:
-                duplicates += 1
-                continue
-            batch_fps.add(fp)
-            entry = encode(Queued(url, fp, cand.depth, cand.hops, 0, cand.priority), 0.0)
-            part = self._part(key, fp)
-            batches.setdefault(part, []).append((fp, entry))
-            if cand.priority:
-                ranked.add(part)
+        batches, ranked, fps, duplicates = self._batches(admitted)
         self._ranked |= bool(ranked)
         added = 0
         if batches:
             calls: list[ScriptCall] = []
             for part, rows in batches.items():
-                args: list[Any] = ["1" if part in ranked else "0"]
-                args += [x for fp, entry in rows for x in (fp, entry)]
+                args = ["1" if part in ranked else "0", "".join(rows)]
                 keys = self._keys.of(part, "seen", "queue", "counts", "ranked", "ranks")
                 calls.append((self._add_script, keys, args))
             results = await run_scripts(self._redis, calls)
-            self._sent.add_many(list(batch_fps))  # only once Redis has them
-            for part, flags in zip(batches, results, strict=True):
-                fresh = sum(int(flag) for flag in flags)
+            self._sent.add_many(fps)  # only once Redis has them
+            for part, result in zip(batches, results, strict=True):
+                fresh = int(result)
                 added += fresh
                 if fresh and part in self._claims.owned:
                     self._claims.note([part])
                 elif fresh:
                     self._filled.add(part)
-            duplicates += sum(len(rows) for rows in batches.values()) - added
+            duplicates += len(fps) - added
             self._finished = self._finished and not added
         self._duplicates += duplicates
         return AddResult(added, duplicates, rejected)
+
+    def _batches(
+        self, admitted: list[Admitted]
+    ) -> tuple[dict[int, list[str]], set[int], list[int], int]:
+        """The entries of URLs not sent before, by partition (each ended by a newline, as
+        ``add.lua`` takes them); the partitions with a priority; their fingerprints; how many
+        URLs were duplicates of the batch or of URLs sent before."""
+        batches: dict[int, list[str]] = {}
+        ranked: set[int] = set()
+        fps: set[int] = set()
+        parts: dict[str, int] = {}  # a batch's URLs share few hosts: one hash per host
+        duplicates = 0
+        for url, key, fp, cand in admitted:
+            if fp in fps or fp in self._sent:
+                duplicates += 1
+                continue
+            fps.add(fp)
+            entry = new_entry(url, fp, cand.depth, cand.hops, cand.priority)
+            if self._by_url:
+                part = fp % self._partitions
+            elif (part := parts.get(key, -1)) < 0:
+                part = parts[key] = partition_of(key, self._partitions)
+            batches.setdefault(part, []).append(entry + "\n")
+            if cand.priority:
+                ranked.add(part)
+        return batches, ranked, list(fps), duplicates
 
     async def reprioritize(self, priorities: Mapping[str, float]) -> int:
         """New priorities for URLs held here and queued in Redis (others' keep theirs)."""

@@ -170,6 +170,14 @@ def encode(entry: Queued, not_before: float) -> str:
     return f"{head}|{entry.url}"
 
 
+def new_entry(url: str, fp: int, depth: int, hops: int, priority: float) -> str:
+    """The entry of a URL just admitted (no attempt, no not-before time): what :func:`encode`
+    makes of it, without making a :class:`Queued` (a million seeds pass here)."""
+    if priority:
+        return f"{fp}|{depth}|{hops}|0|0.0|{priority!r}|{url}"
+    return f"{fp}|{depth}|{hops}|0|0.0|{url}"
+
+
 def _number(text: str, name: str) -> float:
     """A finite float of an entry; :class:`BadEntry` saying which field otherwise."""
     try:
