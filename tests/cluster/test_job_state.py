@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from redis.asyncio import Redis
 from tests.cluster.harness import (
     FAST,
     WEB_ARGS,
@@ -84,3 +85,20 @@ async def test_pause_resume_stop_lose_nothing(tmp_path: Path, redis_server: Redi
 async def test_state_commands_need_a_job(tmp_path: Path, redis_server: RedisServer) -> None:
     code, _, err = await output("cluster", "pause", "--redis", redis_server.url, "--job", "nope")
     assert code == 2 and "no job 'nope'" in err
+
+
+async def test_wait_ends_at_its_timeout_when_every_reply_is_refused(
+    redis_server: RedisServer,
+) -> None:
+    """A job key whose reply is over the bound on replies is refused on every fresh
+    connection; ``cluster wait --timeout`` still ends at its limit."""
+    client = Redis.from_url(redis_server.url)
+    try:
+        await client.set("gs:{huge}:job", b"x" * ((64 << 20) + 1))
+    finally:
+        await client.aclose()
+    started = time.monotonic()
+    wait = ("cluster", "wait", "--redis", redis_server.url, "--job", "huge", "--timeout", "2")
+    code, _, err = await output(*wait, limit=30)
+    assert code == 1, err
+    assert time.monotonic() - started < 15

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import math
 import ssl
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -330,20 +329,27 @@ async def wait(url: str, job: str, limit: float | None) -> bool:
     install_guard(
         control.redis, url, DEFAULT_BUDGET if limit is None else min(limit, DEFAULT_BUDGET)
     )
-    deadline = None if limit is None else time.monotonic() + limit
     try:
-        while True:
-            settings = await load_job(control)
-            totals = None if settings is None else await control.totals(settings.partitions)
-            if totals is not None and totals.done:
-                return True
-            if deadline is not None and time.monotonic() >= deadline:
-                return False
-            # Each look reads every partition: seldom while much is left to crawl.
-            left = 0 if totals is None else totals.queued + totals.claimed
-            await asyncio.sleep(min(max(left / _FAST_RATE, _POLL[0]), _POLL[1]))
+        # The limit bounds the whole wait, whatever Redis does meanwhile: a reply refused again
+        # and again on fresh connections never ends the guard's outage on its own.
+        async with asyncio.timeout(limit):
+            return await _wait_done(control)
+    except TimeoutError:
+        return False
     finally:
         await control.redis.aclose()
+
+
+async def _wait_done(control: Control) -> bool:
+    """Poll the job's totals until it is finished."""
+    while True:
+        settings = await load_job(control)
+        totals = None if settings is None else await control.totals(settings.partitions)
+        if totals is not None and totals.done:
+            return True
+        # Each look reads every partition: seldom while much is left to crawl.
+        left = 0 if totals is None else totals.queued + totals.claimed
+        await asyncio.sleep(min(max(left / _FAST_RATE, _POLL[0]), _POLL[1]))
 
 
 def format_status(state: dict[str, Any]) -> str:
