@@ -29,23 +29,12 @@ from typing import TYPE_CHECKING, Literal
 from gossamer.frontier.admission import Admission, Admitted, locate
 from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease, Rules
 from gossamer.frontier.dedup import SeenSet
-from gossamer.frontier.hosts import (
-    DEFAULT_SLACK,
-    HostScheduler,
-    RulesLookup,
-    SchedulerViews,
-)
+from gossamer.frontier.hosts import DEFAULT_SLACK, HostScheduler, RulesLookup, SchedulerViews
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis.claims import RECLAIM_LIMIT, Claims
 from gossamer.frontier.redis.counts import PartitionCounts, read_counts
 from gossamer.frontier.redis.fences import Handover
-from gossamer.frontier.redis.keys import (
-    Entry,
-    Ownership,
-    PartitionKeys,
-    new_entry,
-    partition_of,
-)
+from gossamer.frontier.redis.keys import Entry, Ownership, PartitionKeys, new_entry, partition_of
 from gossamer.frontier.redis.limiter import HostLimiter
 from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, register, run_scripts
 from gossamer.urls import Scope, host_key
@@ -56,6 +45,7 @@ if TYPE_CHECKING:
 _POLL = 0.2
 """Seconds between looks at Redis while this worker holds nothing but the job is not done."""
 log = logging.getLogger(__name__)
+_Parts = dict[int, list[str]]
 
 
 class RedisFrontier(SchedulerViews[Entry]):
@@ -159,12 +149,9 @@ class RedisFrontier(SchedulerViews[Entry]):
         self._duplicates += duplicates
         return AddResult(added, duplicates, rejected)
 
-    def _batches(
-        self, admitted: list[Admitted]
-    ) -> tuple[dict[int, list[str]], set[int], list[int], int]:
-        """The entries of URLs not sent before, by partition (each ended by a newline, as
-        ``add.lua`` takes them); the partitions with a priority; their fingerprints; how many
-        URLs were duplicates of the batch or of URLs sent before."""
+    def _batches(self, admitted: list[Admitted]) -> tuple[_Parts, set[int], list[int], int]:
+        """New URLs' entries by partition (newline-ended, as ``add.lua`` takes them), the
+        partitions with a priority, their fingerprints, and the count of duplicates."""
         batches: dict[int, list[str]] = {}
         ranked: set[int] = set()
         fps: set[int] = set()
