@@ -2,15 +2,14 @@
 :mod:`gossamer.parse.guard`, whose module doc says why each is enough).
 
 Every scan here runs on every page of more than 16 KiB and 4,096 ``<``, so each costs a
-small fraction of lexbor's own parse: byte counts, and over the positions of ``<``, ``>``
-and quotes, a few numpy operations. The one regex that reads the document through
-(`ODD_TAG`, a tag that could hold `MAX_TAG_ATTRIBUTES` attributes behind quoted values
-holding ``>``) runs only on documents where a quoted value could hold ``>``.
+small fraction of lexbor's own parse: byte counts, and over the positions of ``>`` and quotes,
+a few numpy operations. The one regex that reads the document through (`ODD_TAG`: a tag that
+could hold `MAX_TAG_ATTRIBUTES` attributes behind quoted values holding ``>``; it costs as
+much as lexbor's parse) runs only where a quoted value inside a tag could hold ``>``.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from typing import TYPE_CHECKING
 
@@ -57,8 +56,10 @@ ODD_TAG = re.compile(
 _ODD_TAG_BYTES = re.compile(ODD_TAG.pattern.encode())
 
 _LT, _GT, _DOUBLE, _SINGLE = b"<>\"'"
-_BEFORE_VALUE = frozenset(b"=\t\n\f\r ")
+_BEFORE_VALUE = list(b"=\t\n\f\r ")
 """The bytes a quote opening an attribute value follows: ``=`` or the spaces after it."""
+_MOST_CANDIDATES = 64
+"""Past this many quoted values holding ``>`` (inside tags or not), the regex decides."""
 
 
 def tag_count(document: str | bytes) -> int:
@@ -95,17 +96,18 @@ def ordinary(document: str | bytes, tags: int) -> bool:
 
 
 def odd_tag(data: bytes) -> bool:
-    """Whether `ODD_TAG` finds a tag in ``data``: read through only if a quoted value could
-    hold ``>``, else the same answer from the positions of ``<`` and ``>``."""
+    """Whether a tag of ``data`` could hold `MAX_TAG_ATTRIBUTES` attributes. If a quoted
+    value in a tag could hold ``>``, `ODD_TAG` decides; else every tag ends at the first
+    ``>`` after its ``<``, and a tag that long has `LONG_TAG_CHARS` bytes without one."""
     import numpy as np  # a crawl of small pages never loads it
 
     array = np.frombuffer(data, np.uint8)
-    closes = np.flatnonzero(array == _GT)
-    if _long_tag(np.flatnonzero(array == _LT), closes, len(data)):
+    marks = np.flatnonzero((array == _GT) | (array == _DOUBLE) | (array == _SINGLE))
+    kinds = array[marks]
+    if _long_tag(data, marks[kinds == _GT]):
         return True
-    for quote in (_DOUBLE, _SINGLE):
-        if _quoted_close(array, np.flatnonzero(array == quote), closes):
-            return _ODD_TAG_BYTES.search(data) is not None
+    if _quoted_close(data, array, marks, kinds):
+        return _ODD_TAG_BYTES.search(data) is not None
     return False
 
 
@@ -114,34 +116,50 @@ def long_tag(data: bytes) -> bool:
     the regex ``<[^>]{512}`` finds)."""
     import numpy as np
 
-    array = np.frombuffer(data, np.uint8)
-    return _long_tag(np.flatnonzero(array == _LT), np.flatnonzero(array == _GT), len(data))
+    return _long_tag(data, np.flatnonzero(np.frombuffer(data, np.uint8) == _GT))
 
 
-def _long_tag(opens: npt.NDArray[np.intp], closes: npt.NDArray[np.intp], size: int) -> bool:
+def _long_tag(data: bytes, closes: npt.NDArray[np.intp]) -> bool:
+    """`long_tag`, given the positions of ``>``: only a run of more than `LONG_TAG_CHARS`
+    bytes between two ``>`` (or an end) can hold such a ``<``; real pages have few."""
     import numpy as np
 
-    if not len(opens):
-        return False
-    ends = np.append(closes, size)[np.searchsorted(closes, opens)]
-    return bool((ends - opens > LONG_TAG_CHARS).any())
+    bounds = np.concatenate(([-1], closes, [len(data)]))
+    for run in np.flatnonzero(np.diff(bounds) > LONG_TAG_CHARS + 1).tolist():
+        start, end = int(bounds[run]) + 1, int(bounds[run + 1])
+        opening = data.find(b"<", start, end)
+        if opening >= 0 and end - opening > LONG_TAG_CHARS:
+            return True
+    return False
 
 
 def _quoted_close(
-    array: npt.NDArray[np.uint8], quotes: npt.NDArray[np.intp], closes: npt.NDArray[np.intp]
+    data: bytes,
+    array: npt.NDArray[np.uint8],
+    marks: npt.NDArray[np.intp],
+    kinds: npt.NDArray[np.uint8],
 ) -> bool:
-    """Whether a ``>`` stands between a quote that could open an attribute value (it follows
-    ``=`` or a space) and the next quote of the same kind: every value `ODD_TAG`'s second
-    branch matches is one of these."""
+    """Whether a ``>`` could stand in a quoted attribute value: after a quote that follows
+    ``=`` or a space inside a tag, before the next quote of its kind (or the end). The first
+    value of a tag that holds ``>`` is one of these (no ``>`` stands between it and the tag's
+    ``<``). ``marks`` are the positions of ``>`` and quotes, ``kinds`` their bytes."""
     import numpy as np
 
-    if len(quotes) < 2 or not len(closes):
-        return False
-    before = array[quotes[:-1] - 1]  # the first quote at 0 reads the last byte: harmless
-    opening = _opens_value()[before]
-    starts = quotes[:-1][opening]
-    ends = quotes[1:][opening]  # the next quote of the kind closes the value
-    return bool((np.searchsorted(closes, ends) > np.searchsorted(closes, starts)).any())
+    candidates: list[int] = []
+    for kind in (_DOUBLE, _SINGLE):
+        # among the ">" and the quotes of this kind: a ">" between a quote and the next one
+        sequence = np.flatnonzero((kinds == kind) | (kinds == _GT))
+        quotes = np.flatnonzero(kinds[sequence] == kind)
+        if not len(quotes):
+            continue
+        holding = np.diff(quotes, append=len(sequence)) > 1
+        at = marks[sequence[quotes[holding]]]
+        at = at[np.isin(array[at - 1], _BEFORE_VALUE)]  # a quote at 0 reads the last byte
+        candidates += at[: _MOST_CANDIDATES + 1].tolist()
+    if len(candidates) > _MOST_CANDIDATES:
+        return True
+    # inside a tag: the last "<" before the quote comes after the last ">" (text "<" counts)
+    return any(data.rfind(b"<", 0, at) > data.rfind(b">", 0, at) for at in candidates)
 
 
 def too_deep_selector(depth: int) -> str:
@@ -155,13 +173,3 @@ def too_deep_selector(depth: int) -> str:
 def _as_bytes(document: str | bytes) -> bytes:
     # positions in UTF-8 are at least those in the text: the scans only ever find more
     return document if isinstance(document, bytes) else document.encode("utf-8", "surrogatepass")
-
-
-@functools.cache
-def _opens_value() -> npt.NDArray[np.bool_]:
-    """For each byte, whether a quote after it could open an attribute value."""
-    import numpy as np
-
-    table = np.zeros(256, np.bool_)
-    table[list(_BEFORE_VALUE)] = True
-    return table
