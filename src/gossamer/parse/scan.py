@@ -58,8 +58,6 @@ _ODD_TAG_BYTES = re.compile(ODD_TAG.pattern.encode())
 _LT, _GT, _DOUBLE, _SINGLE = b"<>\"'"
 _BEFORE_VALUE = list(b"=\t\n\f\r ")
 """The bytes a quote opening an attribute value follows: ``=`` or the spaces after it."""
-_MOST_CANDIDATES = 64
-"""Past this many quoted values holding ``>`` (inside tags or not), the regex decides."""
 
 
 def tag_count(document: str | bytes) -> int:
@@ -145,7 +143,7 @@ def _quoted_close(
     ``<``). ``marks`` are the positions of ``>`` and quotes, ``kinds`` their bytes."""
     import numpy as np
 
-    candidates: list[int] = []
+    closes = marks[kinds == _GT]
     for kind in (_DOUBLE, _SINGLE):
         # among the ">" and the quotes of this kind: a ">" between a quote and the next one
         sequence = np.flatnonzero((kinds == kind) | (kinds == _GT))
@@ -155,11 +153,13 @@ def _quoted_close(
         holding = np.diff(quotes, append=len(sequence)) > 1
         at = marks[sequence[quotes[holding]]]
         at = at[np.isin(array[at - 1], _BEFORE_VALUE)]  # a quote at 0 reads the last byte
-        candidates += at[: _MOST_CANDIDATES + 1].tolist()
-    if len(candidates) > _MOST_CANDIDATES:
-        return True
-    # inside a tag: the last "<" before the quote comes after the last ">" (text "<" counts)
-    return any(data.rfind(b"<", 0, at) > data.rfind(b">", 0, at) for at in candidates)
+        after = np.searchsorted(closes, at) - 1  # the last ">" before each, if any
+        # inside a tag: a "<" (text "<" counts) since that ">"; a ">" stands between two
+        # quotes found, so the stretches searched never overlap
+        for start, end in zip(np.where(after < 0, 0, closes[after]).tolist(), at.tolist()):
+            if data.find(b"<", start, end) >= 0:
+                return True
+    return False
 
 
 def too_deep_selector(depth: int) -> str:
