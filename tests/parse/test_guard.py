@@ -15,9 +15,9 @@ from gossamer.parse.guard import (
     guard,
     parse,
 )
+from gossamer.parse.links import parse_html
 from gossamer.parse.scan import ordinary as _ordinary
 from gossamer.parse.scan import tag_count as _tag_count
-from gossamer.parse.links import parse_html
 
 URL = "http://example.com/"
 MB = 1024 * 1024

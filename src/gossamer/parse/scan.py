@@ -156,7 +156,8 @@ def _quoted_close(
         after = np.searchsorted(closes, at) - 1  # the last ">" before each, if any
         # inside a tag: a "<" (text "<" counts) since that ">"; a ">" stands between two
         # quotes found, so the stretches searched never overlap
-        for start, end in zip(np.where(after < 0, 0, closes[after]).tolist(), at.tolist()):
+        starts = np.where(after < 0, 0, closes[after]).tolist()
+        for start, end in zip(starts, at.tolist(), strict=True):
             if data.find(b"<", start, end) >= 0:
                 return True
     return False
