@@ -47,20 +47,21 @@ depth: 5,001 unclosed ``<a href>`` siblings stay flat and whole.
 Most pages need none of this, and the pass costs several times lexbor's own parse, so
 :func:`parse` runs it only on documents that could be hostile. A document is parsed as it is
 when it is small (under 16 KiB or 4,096 ``<``) or *ordinary*
-(:func:`gossamer.parse.scan.ordinary`): at most 16,384 ``<``, not many more start tags than
-end tags (``<`` minus twice ``</`` at most a quarter of the ``<``), and no tag that could hold
-`MAX_TAG_ATTRIBUTES` attributes (a ``<`` with no ``>`` in the 512 bytes after it, found from
-the positions of ``<`` and ``>``; and where a quoted value could hold ``>``, the regex
-`gossamer.parse.scan.ODD_TAG`, which finds such tags behind those values). On ordinary
-pages these scans cost a few hundredths of lexbor's parse (the regex, which costs as much as
-the parse, reads almost none of them). An ordinary document's tree is then checked, by one
-CSS match in lexbor walking down from ``<html>``, for an element nested deeper than
-`MAX_DEPTH` below ``<body>``; if there is one (start and end tags can balance and still
-nest: ``<span></i>``), the document is guarded and parsed again. An ordinary document that
-is hostile all the same costs lexbor at most about 0.2 s in its stack's quadratic cases: they
-need a deep stack and a token scanning it, and the document has at most 16,384 tags, half of
-them end tags (measured at the limit: ``<div></x>`` repeated, 0.19 s; ``<span></i>``, 0.13 s; a
-quarter of the tags unclosed ``<div>`` then ``<p></p>``, 0.16 s).
+(:func:`gossamer.parse.scan.ordinary`): at most 16,384 ``<``, not many more start tags than end
+tags (``<`` minus twice ``</`` at most a quarter of the ``<``), and no tag that could hold
+`MAX_TAG_ATTRIBUTES` attributes (a ``<`` with no ``>`` in the 512 bytes after it, found from the
+positions of ``>``; and where a quoted value could hold ``>``, the regex
+`gossamer.parse.scan.ODD_TAG`, which finds such tags behind those values). The scans and the
+depth check below cost about 60% of lexbor's parse on a real page (python3-doc's
+``library/functions.html``: 10.3 and 2.6 million instructions, lexbor 20.9; the regex alone cost
+23 million), and the regex reads almost no real page. An ordinary document's tree is then
+checked, by one CSS match in lexbor walking down from ``<html>``, for an element nested deeper
+than `MAX_DEPTH` below ``<body>``; if there is one (start and end tags can balance and still
+nest: ``<span></i>``), the document is guarded and parsed again. An ordinary document that is
+hostile all the same costs lexbor at most about 0.2 s in its stack's quadratic cases: they need
+a deep stack and a token scanning it, and the document has at most 16,384 tags, half of them end
+tags (measured at the limit: ``<div></x>`` repeated, 0.19 s; ``<span></i>``, 0.13 s; a quarter
+of the tags unclosed ``<div>`` then ``<p></p>``, 0.16 s).
 
 The list of active formatting elements is not bounded so cheaply: no count sees which end
 tags close nothing (``</i>`` after ``</p>``, ``</b>`` in a comment), and counting the
