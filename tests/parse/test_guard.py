@@ -12,12 +12,12 @@ from gossamer.parse.guard import (
     MAX_ACTIVE_FORMATTING,
     MAX_DEPTH,
     MAX_TAG_ATTRIBUTES,
-    _ordinary,
-    _tag_count,
     guard,
     parse,
 )
 from gossamer.parse.links import parse_html
+from gossamer.parse.scan import ordinary as _ordinary
+from gossamer.parse.scan import tag_count as _tag_count
 
 URL = "http://example.com/"
 MB = 1024 * 1024

@@ -46,18 +46,22 @@ depth: 5,001 unclosed ``<a href>`` siblings stay flat and whole.
 
 Most pages need none of this, and the pass costs several times lexbor's own parse, so
 :func:`parse` runs it only on documents that could be hostile. A document is parsed as it is
-when it is small (under 16 KiB or 4,096 ``<``) or *ordinary*: at most `_ORDINARY_MAX_TAGS`
-``<``, not many more start tags than end tags (``<`` minus twice ``</`` at most a quarter of
-the ``<``), and no tag that could hold `MAX_TAG_ATTRIBUTES` attributes (`_ODD_TAG`: a tag
-of `_LONG_TAG_CHARS` characters, also behind quoted values holding ``>``). These are two
-counts and one regex search, about a tenth of the parse. An ordinary document's tree is then
-checked, by one CSS match in lexbor, for an element nested deeper than `MAX_DEPTH` below
-``<body>``; if there is one (start and end tags can balance and still nest: ``<span></i>``),
-the document is guarded and parsed again. An ordinary document that is hostile all the same
-costs lexbor at most about 0.2 s in its stack's quadratic cases: they need a deep stack and a
-token scanning it, and the document has at most `_ORDINARY_MAX_TAGS` tags, half of them end
-tags (measured at the limit: ``<div></x>`` repeated, 0.19 s; ``<span></i>``, 0.13 s; a
-quarter of the tags unclosed ``<div>`` then ``<p></p>``, 0.16 s).
+when it is small (under 16 KiB or 4,096 ``<``) or *ordinary*
+(:func:`gossamer.parse.scan.ordinary`): at most 16,384 ``<``, not many more start tags than end
+tags (``<`` minus twice ``</`` at most a quarter of the ``<``), and no tag that could hold
+`MAX_TAG_ATTRIBUTES` attributes (a ``<`` with no ``>`` in the 512 bytes after it, found from the
+positions of ``>``; and where a quoted value could hold ``>``, the regex
+`gossamer.parse.scan.ODD_TAG`, which finds such tags behind those values). The scans and the
+depth check below cost about 60% of lexbor's parse on a real page (python3-doc's
+``library/functions.html``: 10.3 and 2.6 million instructions, lexbor 20.9; the regex alone cost
+23 million), and the regex reads almost no real page. An ordinary document's tree is then
+checked, by one CSS match in lexbor walking down from ``<html>``, for an element nested deeper
+than `MAX_DEPTH` below ``<body>``; if there is one (start and end tags can balance and still
+nest: ``<span></i>``), the document is guarded and parsed again. An ordinary document that is
+hostile all the same costs lexbor at most about 0.2 s in its stack's quadratic cases: they need
+a deep stack and a token scanning it, and the document has at most 16,384 tags, half of them end
+tags (measured at the limit: ``<div></x>`` repeated, 0.19 s; ``<span></i>``, 0.13 s; a quarter
+of the tags unclosed ``<div>`` then ``<p></p>``, 0.16 s).
 
 The list of active formatting elements is not bounded so cheaply: no count sees which end
 tags close nothing (``</i>`` after ``</p>``, ``</b>`` in a comment), and counting the
@@ -85,6 +89,16 @@ from dataclasses import dataclass
 
 from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
+from gossamer.parse.scan import (
+    GUARD_MIN_CHARS,
+    LONG_TAG_CHARS,
+    MAX_TAG_ATTRIBUTES,
+    needs_guard,
+    ordinary,
+    tag_count,
+    too_deep_selector,
+)
+
 __all__ = [
     "CUT_ATTRIBUTES",
     "CUT_FORMATTING",
@@ -102,8 +116,6 @@ __all__ = [
 
 MAX_DEPTH = 512
 """Start tags that would nest elements deeper than this are dropped (see the module doc)."""
-MAX_TAG_ATTRIBUTES = 256
-"""Attributes of one tag past this many are dropped."""
 MAX_ATTRIBUTE_NAMES = 16_384
 """Attributes with a new name once the document has this many distinct names are dropped."""
 MAX_ACTIVE_FORMATTING = 16
@@ -116,13 +128,7 @@ CUT_ATTRIBUTES = "html-cut-attributes"
 CUT_FORMATTING = "html-cut-formatting"
 PARSE_ERROR = "html-parse-error"
 
-# Below these sizes the worst case costs lexbor about 0.4 s, so the document is left alone.
-_GUARD_MIN_CHARS = 16 * 1024
-_GUARD_MIN_TAGS = 4096
-_LONG_TAG_CHARS = 2 * MAX_TAG_ATTRIBUTES
-_LONG_TAG_MIN_CHARS = 64 * 1024
-_LONG_TAG_TEXT = re.compile(f"<[^>]{{{_LONG_TAG_CHARS}}}")
-_LONG_TAG_BYTES = re.compile(_LONG_TAG_TEXT.pattern.encode())
+_LONG_TAG_CHARS = LONG_TAG_CHARS
 # Nearest-element searches look this far down the stack at most; past it, an element is
 # taken to stay open (more depth, never less).
 _REACH = 32
@@ -130,20 +136,8 @@ _DEEP = 64
 
 _SPACE = r"\t\n\f\r "
 _SPACE_CHARS = "\t\n\f\r /"
-# Ordinary documents (see the module doc) have no tag of _LONG_TAG_CHARS characters. A tag
-# whose quoted values hold ">" is long if, after one of them, _LONG_TAG_CHARS characters
-# follow in which ">" appears only inside quotes (where the regex's quotes are off the
-# tokenizer's, it sees quoted text that is not, and finds tags longer than they are).
-_ODD_TAG = re.compile(
-    f"<[^>]{{{_LONG_TAG_CHARS}}}"
-    f"|=[{_SPACE}]*(?:\"[^\"]*>[^\"]*\"|'[^']*>[^']*')"
-    f"(?:[^>\"']|\"[^\"]*\"|'[^']*'){{{_LONG_TAG_CHARS}}}"
-)
-_ODD_TAG_BYTES = re.compile(_ODD_TAG.pattern.encode())
-_ORDINARY_MAX_TAGS = 16_384
-_ORDINARY_MIN_UNCLOSED = 512
 # Matches an element deeper than MAX_DEPTH below <body> (html and body are the first two).
-_TOO_DEEP = " > ".join(["*"] * (MAX_DEPTH + 3))
+_TOO_DEEP = too_deep_selector(MAX_DEPTH + 3)
 # One alternative per tokenizer state that can hide markup; every alternative that starts
 # matching succeeds, so a failed attempt never rescans the document, and possessive
 # quantifiers keep the regex engine from saving backtracking points per attribute. Groups:
@@ -253,12 +247,12 @@ class Parsed:
 def parse(document: str | bytes) -> Parsed:
     """lexbor's tree of ``document``, guarded only if it could be hostile (see the module
     doc); bytes are read as UTF-8."""
-    if len(document) <= _GUARD_MIN_CHARS:
+    if len(document) <= GUARD_MIN_CHARS:
         return _lexbor(document, ())
-    tags = _tag_count(document)
-    if not _needs_guard(document, tags):
+    tags = tag_count(document)
+    if not needs_guard(document, tags):
         return _lexbor(document, ())
-    if _ordinary(document, tags):
+    if ordinary(document, tags):
         parsed = _lexbor(document, ())
         if parsed.tree is None or parsed.tree.css_first(_TOO_DEEP) is None:
             return parsed
@@ -269,7 +263,7 @@ def parse(document: str | bytes) -> Parsed:
 def guard(document: str | bytes) -> Guarded:
     """``document`` rewritten as the module doc says, or unchanged if it cannot be hostile
     (bytes are read as UTF-8, invalid sequences replaced)."""
-    if not _needs_guard(document, _tag_count(document)):
+    if not needs_guard(document, tag_count(document)):
         return Guarded(document)
     return _guard(document)
 
@@ -284,39 +278,6 @@ def _lexbor(document: str | bytes, flags: tuple[str, ...]) -> Parsed:
         return Parsed(LexborHTMLParser(document), flags)
     except SelectolaxError:
         return Parsed(None, (*flags, PARSE_ERROR))
-
-
-def _tag_count(document: str | bytes) -> int:
-    if isinstance(document, bytes):
-        return document.count(b"<")
-    return document.count("<")
-
-
-def _needs_guard(document: str | bytes, tags: int) -> bool:
-    size = len(document)
-    if size <= _GUARD_MIN_CHARS:
-        return False
-    if tags > _GUARD_MIN_TAGS:
-        return True
-    if size <= _LONG_TAG_MIN_CHARS:
-        return False
-    if isinstance(document, bytes):
-        return _LONG_TAG_BYTES.search(document) is not None
-    return _LONG_TAG_TEXT.search(document) is not None
-
-
-def _ordinary(document: str | bytes, tags: int) -> bool:
-    """Whether lexbor may parse ``document`` before it is checked (see the module doc)."""
-    if tags > _ORDINARY_MAX_TAGS:
-        return False
-    most_unclosed = max(_ORDINARY_MIN_UNCLOSED, tags // 4)
-    if isinstance(document, bytes):
-        if tags - 2 * document.count(b"</") > most_unclosed:
-            return False
-        return _ODD_TAG_BYTES.search(document) is None
-    if tags - 2 * document.count("</") > most_unclosed:
-        return False
-    return _ODD_TAG.search(document) is None
 
 
 class _Guard:
