@@ -24,8 +24,8 @@ from gossamer.engine import RobotsFetch
 from gossamer.fetch.http import FetchConfig, Fetcher
 from gossamer.fetch.proxies import ProxyPool, parse_proxy
 from gossamer.frontier.robots import RobotsCache, RobotsDeferred
+from gossamer.metrics.exporter import MetricsServer
 from gossamer.settings import SettingsError, canonical_seeds, load_settings
-from gossamer.ui.metrics import MetricsServer
 
 pytestmark = pytest.mark.timeout(60)
 

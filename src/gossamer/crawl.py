@@ -68,9 +68,9 @@ if TYPE_CHECKING:
     from gossamer.extract.rules import RuleSet
     from gossamer.extract.rules.pool import RulePool
     from gossamer.fetch.render import RenderingFetcher
+    from gossamer.metrics.exporter import MetricsServer, Sources
     from gossamer.sinks.postgres import PostgresSink, StoreExport
     from gossamer.sinks.warc import WarcWriter
-    from gossamer.ui.metrics import MetricsServer, Sources
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +150,7 @@ class Stages:
 
     def metric_sources(self, crawler: Crawler, frontier: Frontier) -> Sources:
         """Where ``/metrics`` reads this crawl's figures (the stages' snapshots)."""
-        from gossamer.ui.metrics import Sources
+        from gossamer.metrics.exporter import Sources
 
         return Sources(
             crawl=crawler.stats,
@@ -868,7 +868,7 @@ async def _metrics_server(settings: CrawlSettings) -> AsyncIterator[MetricsServe
     if settings.metrics_port is None:
         yield None
         return
-    from gossamer.ui.metrics import LOCAL_JOB, default_worker, serve_metrics
+    from gossamer.metrics.exporter import LOCAL_JOB, default_worker, serve_metrics
 
     port, bind, hosts = settings.metrics_port, settings.metrics_bind, settings.metrics_hosts
     async with serve_metrics(bind, port, LOCAL_JOB, default_worker(), hosts) as server:

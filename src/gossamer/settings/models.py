@@ -603,7 +603,7 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
         Meta(
             description="Host names the metrics port answers to besides addresses, localhost "
             "and this machine's name, comma-separated (a Kubernetes Service's, e.g. "
-            "gossamer-metrics.gossamer.svc); * answers any (see gossamer.ui.hostcheck)."
+            "gossamer-metrics.gossamer.svc); * answers any (see gossamer.metrics.hostcheck)."
         ),
     ] = field(default_factory=list)
     render: Annotated[
