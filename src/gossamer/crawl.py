@@ -36,7 +36,7 @@ from gossamer.fetch.cookies import CookieJar, CookieRow, read_cookies_txt
 from gossamer.fetch.gated import GatedFetch
 from gossamer.fetch.guard import AddressGuard
 from gossamer.fetch.http import FetchConfig, Fetcher, FetchResult
-from gossamer.fetch.proxies import ProxyError, ProxyPool, parse_proxy, read_proxies_file
+from gossamer.fetch.proxies import ProxyPool, read_proxies_file
 from gossamer.focus.digests import DigestIndex, LocalDigests
 from gossamer.frontier.base import Frontier
 from gossamer.frontier.gate import HostGate
@@ -48,6 +48,7 @@ from gossamer.hooks import load_hook
 from gossamer.logs import LOG_FILE, logging_to_file
 from gossamer.outcomes import RetryPolicy
 from gossamer.progress import progress_line
+from gossamer.proxyurl import ProxyError, parse_proxy
 from gossamer.settings import (
     AuthSettings,
     CrawlSettings,

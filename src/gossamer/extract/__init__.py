@@ -12,7 +12,7 @@ imported in the workers only).
 record containers, link rules) checked once and evaluated on the parsed page.
 
 This package may import the standard library, selectolax, w3lib, pydantic, `gossamer.parse`,
-`gossamer.urls`, `gossamer.safe` and `gossamer.hooks` (how rule documents' registered
+`gossamer.urls`, `gossamer.safe` and `gossamer.usercode` (how rule documents' registered
 functions are imported); the third-party extractors are imported lazily, only when chosen, and
 so are lxml (for rules with XPath) and fastText, whose model (`lang`) detects the language of a
 text whose markup does not state it. Nothing here does I/O but the PDF pool's pipes to its

@@ -13,7 +13,8 @@ many workers: key layout, scripts, claims, the shared host limiter, hand-over fe
 contract's methods; its Lua scripts in ``lua/``).
 
 This package may import the standard library, numpy (the seen set), protego, redis, xxhash,
-``gossamer.crawldb`` (the embedded frontier's storage), ``gossamer.logs``, ``gossamer.retry``
-and ``gossamer.urls``; never the engine, the fetcher, the sinks or the cluster, which hands
-the Redis frontier its partitions as a value (``Ownership``) and runs its upkeep.
+``gossamer.crawldb`` (the embedded frontier's storage), ``gossamer.logs``, ``gossamer.retry``,
+``gossamer.settings`` (the default focus slack) and ``gossamer.urls``; never the engine, the
+fetcher, the sinks or the cluster, which hands the Redis frontier its partitions as a value
+(``Ownership``) and runs its upkeep.
 """
