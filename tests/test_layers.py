@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -126,7 +128,7 @@ RANKS = (
     # values and helpers, the settings and their flags
     "urls redact safe errors retry stats outcomes crawldb tls usercode proxyurl logs progress"
     " settings flags",
-    "parse extract fetch frontier sinks hooks focus balance testweb",  # the stages
+    "parse extract fetch frontier sinks hooks digests focus balance testweb",  # the stages
     "engine",
     "metrics status",  # what a running crawl reports
     "crawl",
@@ -198,7 +200,18 @@ def test_single_process_modules_do_not_import_cluster_code() -> None:
 
 UPPER = ("gossamer.engine", "gossamer.crawl", "gossamer.cluster", "gossamer.cli", "gossamer.flags")
 """The layers above the stages (see the package docstring)."""
-STAGES = ("parse", "extract", "fetch", "frontier", "sinks", "hooks", "balance", "testweb")
+STAGES = (
+    "parse",
+    "extract",
+    "fetch",
+    "frontier",
+    "sinks",
+    "hooks",
+    "digests",
+    "focus",
+    "balance",
+    "testweb",
+)
 
 
 def test_stages_never_import_the_layers_above_them() -> None:
@@ -209,6 +222,17 @@ def test_stages_never_import_the_layers_above_them() -> None:
                 m for m in imported if m in UPPER or m.startswith(tuple(u + "." for u in UPPER))
             }
             assert not above, (module, above)
+
+
+def test_a_crawl_without_focus_settings_imports_no_focus_code() -> None:
+    """Content digests are a stage of every crawl, not of the focused crawl: building and
+    running a plain crawl loads nothing of ``gossamer.focus``."""
+    code = (
+        "import sys, gossamer.crawl, gossamer.engine, gossamer.cluster.worker; "
+        "print(sorted(m for m in sys.modules if m.startswith('gossamer.focus')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
 
 
 def test_the_test_web_shares_no_code_with_the_crawler() -> None:
@@ -241,7 +265,7 @@ def within(module: str, allowed: str) -> bool:
 
 def test_stage_packages_import_only_what_their_docstring_states() -> None:
     graph = import_graph()
-    for stage in ("parse", "extract", "fetch", "frontier", "sinks"):
+    for stage in ("parse", "extract", "fetch", "frontier", "sinks", "digests", "focus"):
         package = f"gossamer.{stage}"
         allowed = stated_imports(package)
         for module, imported in graph.items():

@@ -23,6 +23,8 @@ from urllib.parse import urlsplit
 
 from gossamer.balance.probe import BandwidthMeter
 from gossamer.crawldb import CrawlDB
+from gossamer.digests.base import DigestIndex
+from gossamer.digests.local import LocalDigests
 from gossamer.engine import (
     SEEDING_META,
     CommitHook,
@@ -37,7 +39,6 @@ from gossamer.fetch.gated import GatedFetch
 from gossamer.fetch.guard import AddressGuard
 from gossamer.fetch.http import FetchConfig, Fetcher, FetchResult
 from gossamer.fetch.proxies import ProxyPool, read_proxies_file
-from gossamer.focus.digests import DigestIndex, LocalDigests
 from gossamer.frontier.base import Frontier
 from gossamer.frontier.gate import HostGate
 from gossamer.frontier.hosts import SchedulerViews, waiting

@@ -35,7 +35,7 @@ from gossamer.cluster.membership import Membership, Report
 from gossamer.cluster.resilient import RedisGuard, install_guard
 from gossamer.cluster.seeding import load_origins, seed_origins
 from gossamer.crawl import install_signal_handlers, open_stages, tune_gc
-from gossamer.focus.digests_redis import RedisDigests
+from gossamer.digests.redis import RedisDigests
 from gossamer.frontier.redis import RedisFrontier
 from gossamer.logs import LOG_FILE, logging_to_file
 from gossamer.redact import redact_url
