@@ -10,7 +10,7 @@ scheduler: ready heap of hosts, per-host queues by priority, politeness slots an
 storage around the scheduler: ``local`` (the embedded frontier, its write-ahead log in
 crawl.db) and ``redis``, a package (one job's URLs in partitioned Redis queues shared by
 many workers: key layout, scripts, claims, the shared host limiter, hand-over fences, the
-contract's methods; its Lua scripts in ``lua/``).
+contract's methods; its Lua scripts in ``redis/lua/``).
 
 This package may import the standard library, numpy (the seen set), protego, redis, xxhash,
 ``gossamer.crawldb`` (the embedded frontier's storage), ``gossamer.logs``, ``gossamer.retry``,
