@@ -1,6 +1,6 @@
-"""The proxy pool (P4): the proxies a crawl sends its requests through, checked and ranked.
+"""The proxy pool: the proxies a crawl sends its requests through, checked and ranked.
 
-Three parts, as P4 has them:
+Three parts:
 
 - **collector**: the proxies come from ``--proxy`` URLs and a ``--proxies-file`` (one URL a
   line, ``#`` comments), which is re-read whenever its modification time changes (another

@@ -380,7 +380,7 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
         Meta(
             description=(
                 "Main-text extractor: tree (gossamer's own, fast and accurate), density "
-                "(P4's text-density model), or trafilatura, readability, resiliparse when those "
+                "(the text-density model), or trafilatura, readability, resiliparse when those "
                 "libraries are installed."
             )
         ),
