@@ -1,5 +1,5 @@
 """Content digests: precision and recall of duplicate detection per Hamming threshold, and the
-CPU cost per page (``gossamer.focus.digests``).
+CPU cost per page (``gossamer.digests``).
 
 A generated news site: ``--articles`` articles (120 to 900 words; a fifth of them 40 to 80
 word briefs) on one template (navigation, sidebar of teasers, footer). Each page goes through
@@ -30,8 +30,9 @@ import random
 import time
 from dataclasses import dataclass
 
+from gossamer.digests.base import MAX_THRESHOLD, Digest, digest
+from gossamer.digests.local import NearIndex
 from gossamer.extract import extract
-from gossamer.focus.digests import MAX_THRESHOLD, Digest, NearIndex, digest
 from gossamer.parse.links import parse_html
 
 _COMMON_WORDS = (

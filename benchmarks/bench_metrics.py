@@ -30,8 +30,8 @@ from gossamer.engine import LoopState
 from gossamer.fetch.http import DURATION_BUCKETS, FetchConfig, Fetcher
 from gossamer.frontier.hosts import HostScheduler
 from gossamer.frontier.politeness import PolitenessPolicy
+from gossamer.metrics.exporter import MetricsServer, Sources
 from gossamer.stats import CrawlStats
-from gossamer.ui.metrics import MetricsServer, Sources
 
 
 def observation_ns() -> float:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -122,6 +124,64 @@ def test_no_import_cycles() -> None:
     assert cycles(import_graph()) == []
 
 
+RANKS = (
+    # values and helpers, the settings and their flags
+    "urls redact safe errors retry stats outcomes crawldb tls usercode proxyurl logs progress"
+    " settings flags",
+    "parse extract fetch frontier sinks hooks digests focus balance testweb",  # the stages
+    "engine",
+    "metrics status",  # what a running crawl reports
+    "crawl",
+    "cluster rules_cli",
+    "ui",
+    "cli __main__",
+)
+"""Every top-level module and package of gossamer by layer, lowest first (see the package
+docstring), names apart by spaces: a package imports from its own layer and lower ones only."""
+
+
+def package_of(module: str) -> str:
+    """The top-level module or package ``module`` belongs to (``gossamer``: the root)."""
+    return module.split(".")[1] if module.count(".") else module
+
+
+def package_graph() -> dict[str, set[str]]:
+    """Top-level package -> the top-level packages whose import it runs (the root's
+    ``__init__``, which every import runs, left out)."""
+    graph: dict[str, set[str]] = {}
+    for module, imported in import_graph().items():
+        outside = {package_of(m) for m in imported} - {package_of(module), "gossamer"}
+        graph.setdefault(package_of(module), set()).update(outside)
+    graph.pop("gossamer", None)
+    return graph
+
+
+def test_every_package_has_a_rank() -> None:
+    ranked = [name for rank in RANKS for name in rank.split()]
+    assert len(ranked) == len(set(ranked))
+    assert set(ranked) == set(package_graph())
+
+
+def test_packages_import_only_their_rank_and_lower() -> None:
+    rank = {name: level for level, names in enumerate(RANKS) for name in names.split()}
+    for package, imported in package_graph().items():
+        above = {m for m in imported if rank[m] > rank[package]}
+        assert not above, (package, above)
+
+
+def test_no_package_cycles() -> None:
+    """No two packages import each other, directly or not, not even a type under
+    ``TYPE_CHECKING`` or in a function: the layers hold within a rank too."""
+    assert cycles(package_graph()) == []
+
+
+def test_package_cycles_are_seen() -> None:
+    """A module-level import one way and a type-only one back make a package cycle."""
+    graph = package_graph()
+    graph["parse"] = graph["parse"] | {"extract"}
+    assert ["extract", "parse"] in cycles(graph)
+
+
 def test_engine_knows_sinks_by_their_protocols() -> None:
     """The engine imports no concrete sink and no crawl.db: crawl.py builds those."""
     engine = import_graph()["gossamer.engine"]
@@ -140,7 +200,18 @@ def test_single_process_modules_do_not_import_cluster_code() -> None:
 
 UPPER = ("gossamer.engine", "gossamer.crawl", "gossamer.cluster", "gossamer.cli", "gossamer.flags")
 """The layers above the stages (see the package docstring)."""
-STAGES = ("parse", "extract", "fetch", "frontier", "sinks", "hooks", "balance", "testweb")
+STAGES = (
+    "parse",
+    "extract",
+    "fetch",
+    "frontier",
+    "sinks",
+    "hooks",
+    "digests",
+    "focus",
+    "balance",
+    "testweb",
+)
 
 
 def test_stages_never_import_the_layers_above_them() -> None:
@@ -151,6 +222,17 @@ def test_stages_never_import_the_layers_above_them() -> None:
                 m for m in imported if m in UPPER or m.startswith(tuple(u + "." for u in UPPER))
             }
             assert not above, (module, above)
+
+
+def test_a_crawl_without_focus_settings_imports_no_focus_code() -> None:
+    """Content digests are a stage of every crawl, not of the focused crawl: building and
+    running a plain crawl loads nothing of ``gossamer.focus``."""
+    code = (
+        "import sys, gossamer.crawl, gossamer.engine, gossamer.cluster.worker; "
+        "print(sorted(m for m in sys.modules if m.startswith('gossamer.focus')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
 
 
 def test_the_test_web_shares_no_code_with_the_crawler() -> None:
@@ -183,7 +265,7 @@ def within(module: str, allowed: str) -> bool:
 
 def test_stage_packages_import_only_what_their_docstring_states() -> None:
     graph = import_graph()
-    for stage in ("parse", "extract", "fetch", "frontier", "sinks"):
+    for stage in ("parse", "extract", "fetch", "frontier", "sinks", "digests", "focus"):
         package = f"gossamer.{stage}"
         allowed = stated_imports(package)
         for module, imported in graph.items():

@@ -22,10 +22,11 @@ from tests.local_app import serve
 from gossamer.crawl import build_crawler, run_crawl
 from gossamer.engine import RobotsFetch
 from gossamer.fetch.http import FetchConfig, Fetcher
-from gossamer.fetch.proxies import ProxyPool, parse_proxy
+from gossamer.fetch.proxies import ProxyPool
 from gossamer.frontier.robots import RobotsCache, RobotsDeferred
+from gossamer.metrics.exporter import MetricsServer
+from gossamer.proxyurl import parse_proxy
 from gossamer.settings import SettingsError, canonical_seeds, load_settings
-from gossamer.ui.metrics import MetricsServer
 
 pytestmark = pytest.mark.timeout(60)
 

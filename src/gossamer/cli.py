@@ -58,7 +58,7 @@ def _ui_parser(sub: Any) -> None:
 
 _COMMANDS: dict[str, tuple[Callable[[Any], None], str]] = {
     "cluster": (_cluster_parser, "crawl one job with many workers through Redis"),
-    "plan": (_plan_parser, "P2 cost plan: first-fit placement"),
+    "plan": (_plan_parser, "node cost plan: first-fit placement"),
     "rules": (_rules_parser, "check, test and try rule documents"),
     "ui": (_ui_parser, "serve the web dashboard of crawls and jobs"),
 }

@@ -23,6 +23,8 @@ from urllib.parse import urlsplit
 
 from gossamer.balance.probe import BandwidthMeter
 from gossamer.crawldb import CrawlDB
+from gossamer.digests.base import DigestIndex
+from gossamer.digests.local import LocalDigests
 from gossamer.engine import (
     SEEDING_META,
     CommitHook,
@@ -36,8 +38,7 @@ from gossamer.fetch.cookies import CookieJar, CookieRow, read_cookies_txt
 from gossamer.fetch.gated import GatedFetch
 from gossamer.fetch.guard import AddressGuard
 from gossamer.fetch.http import FetchConfig, Fetcher, FetchResult
-from gossamer.fetch.proxies import ProxyError, ProxyPool, parse_proxy, read_proxies_file
-from gossamer.focus.digests import DigestIndex, LocalDigests
+from gossamer.fetch.proxies import ProxyPool, read_proxies_file
 from gossamer.frontier.base import Frontier
 from gossamer.frontier.gate import HostGate
 from gossamer.frontier.hosts import SchedulerViews, waiting
@@ -48,6 +49,7 @@ from gossamer.hooks import load_hook
 from gossamer.logs import LOG_FILE, logging_to_file
 from gossamer.outcomes import RetryPolicy
 from gossamer.progress import progress_line
+from gossamer.proxyurl import ProxyError, parse_proxy
 from gossamer.settings import (
     AuthSettings,
     CrawlSettings,
@@ -68,9 +70,9 @@ if TYPE_CHECKING:
     from gossamer.extract.rules import RuleSet
     from gossamer.extract.rules.pool import RulePool
     from gossamer.fetch.render import RenderingFetcher
+    from gossamer.metrics.exporter import MetricsServer, Sources
     from gossamer.sinks.postgres import PostgresSink, StoreExport
     from gossamer.sinks.warc import WarcWriter
-    from gossamer.ui.metrics import MetricsServer, Sources
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +152,7 @@ class Stages:
 
     def metric_sources(self, crawler: Crawler, frontier: Frontier) -> Sources:
         """Where ``/metrics`` reads this crawl's figures (the stages' snapshots)."""
-        from gossamer.ui.metrics import Sources
+        from gossamer.metrics.exporter import Sources
 
         return Sources(
             crawl=crawler.stats,
@@ -868,7 +870,7 @@ async def _metrics_server(settings: CrawlSettings) -> AsyncIterator[MetricsServe
     if settings.metrics_port is None:
         yield None
         return
-    from gossamer.ui.metrics import LOCAL_JOB, default_worker, serve_metrics
+    from gossamer.metrics.exporter import LOCAL_JOB, default_worker, serve_metrics
 
     port, bind, hosts = settings.metrics_port, settings.metrics_bind, settings.metrics_hosts
     async with serve_metrics(bind, port, LOCAL_JOB, default_worker(), hosts) as server:

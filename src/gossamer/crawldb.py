@@ -17,7 +17,7 @@ Tables:
   in order; items.jsonl mirrors it line for line.
 * ``sitemaps(host, url)``: ``Sitemap:`` lines of the robots.txt files met.
 * ``digests(exact, near, url)``: the content digests of the crawl's first pages of each
-  content (``gossamer.focus.digests``: exact hash and SimHash, null when near duplicates were
+  content (``gossamer.digests``: exact hash and SimHash, null when near duplicates were
   not looked for, as signed 64-bit integers).
 * ``meta(key, value)``: small facts about the crawl.
 * ``cookies(domain, path, name, value, secure, expires, host_only)``: the crawl's cookie

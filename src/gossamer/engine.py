@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from gossamer.focus.digests import DigestIndex, Match, digest
+from gossamer.digests.base import DigestIndex, Match, digest
 from gossamer.frontier.base import Candidate, Feedback, Frontier, HeldBack, Lease, Outlinks
 from gossamer.frontier.robots import RobotsCache, RobotsDeferred, RobotsPolicy
 from gossamer.hooks import Hook, HookError, Page, run_hook

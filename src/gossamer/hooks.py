@@ -19,26 +19,23 @@ value that breaks those rules, is recorded on that page's record (``error``:
 ``hook-error: <ExceptionType>``), counted in the stats, and the crawl goes on; the page's
 default links are followed then. ``examples/hook_words.py`` is a complete example.
 
-This module imports nothing of the crawl's other stages: a hook module may import it freely.
+This module imports nothing of the crawl's other stages (the extractor's ``Content`` only as
+a type; user code is imported by :mod:`gossamer.usercode`): a hook module may import it freely.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
-import os
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from selectolax.lexbor import LexborHTMLParser
 
     from gossamer.extract import Content
+
+from gossamer.usercode import load_function
 
 __all__ = ["MAX_EXTRA_BYTES", "Hook", "HookError", "HookResult", "Page", "load_hook", "run_hook"]
 
@@ -94,36 +91,8 @@ Hook = Callable[[Page], "Mapping[str, Any] | HookResult | None"]
 def load_hook(spec: str) -> Hook:
     """Import ``module:function`` (a module on the path or in the working directory) or
     ``path/to/file.py:function``; raises ``ValueError`` with a clear message."""
-    module_name, sep, name = spec.rpartition(":")
-    if not sep or not module_name or not name.isidentifier():
-        raise ValueError(f"hook {spec!r} is not of the form module:function")
-    try:
-        module = _import(module_name)
-    except Exception as exc:
-        raise ValueError(f"hook module {module_name!r} cannot be imported: {exc}") from None
-    function = getattr(module, name, None)
-    if not callable(function):
-        raise ValueError(f"hook {spec!r}: {module_name} has no function {name!r}")
-    hook: Hook = function
+    hook: Hook = load_function(spec)
     return hook
-
-
-def _import(module_name: str) -> ModuleType:
-    if module_name.endswith(".py"):
-        path = Path(module_name).resolve()
-        loaded = sys.modules.get(f"gossamer_hook_{path.stem}")
-        if loaded is not None and getattr(loaded, "__file__", None) == str(path):
-            return loaded
-        spec = importlib.util.spec_from_file_location(f"gossamer_hook_{path.stem}", path)
-        if spec is None or spec.loader is None:
-            raise ImportError(f"no Python file at {module_name}")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        sys.modules[spec.name] = module
-        return module
-    if os.getcwd() not in sys.path:  # as `python -m` does: the user's own modules import
-        sys.path.append(os.getcwd())
-    return importlib.import_module(module_name)
 
 
 def run_hook(hook: Hook, page: Page) -> tuple[dict[str, Any] | None, list[str] | None]:

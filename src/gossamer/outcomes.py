@@ -1,4 +1,4 @@
-"""What to do with a fetch result (P5's retry rules by status).
+"""What to do with a fetch result: the retry rules by status.
 
 2xx: store. 3xx with a Location: record and send the target back through the pipeline.
 404/410 and other 4xx: record and drop. 429, 5xx, timeouts and connection errors: retry with

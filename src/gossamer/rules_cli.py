@@ -59,7 +59,7 @@ MAX_PAGE_BYTES = 50 << 20
 
 def add_rules_parser(sub: Any) -> None:
     """``gossamer rules check|test|try``."""
-    rules = sub.add_parser("rules", help="check, test and try rule documents (P4 rule parser)")
+    rules = sub.add_parser("rules", help="check, test and try rule documents")
     commands = rules.add_subparsers(dest="rules_command", required=True)
     check = commands.add_parser("check", help="check rule documents; one line per problem")
     _documents(check)

@@ -25,7 +25,7 @@ from tests.cluster.harness import (
     worker_args,
     worker_logs,
 )
-from tests.focus.digest_site import ARTICLE, EDITED, OTHER, page
+from tests.digests.digest_site import ARTICLE, EDITED, OTHER, page
 from tests.local_app import serve
 from tests.redis_server import RedisServer
 

@@ -24,7 +24,8 @@ from tests.fetch.test_auth import (
 from gossamer.fetch.auth import Authenticator, Login, LoginContext, Secret
 from gossamer.fetch.cookies import CookieJar
 from gossamer.fetch.http import FetchConfig, Fetcher
-from gossamer.fetch.proxies import ProxyPool, parse_proxy
+from gossamer.fetch.proxies import ProxyPool
+from gossamer.proxyurl import parse_proxy
 
 PROXY_PASSWORD = "pr0xy-pa55"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

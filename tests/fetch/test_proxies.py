@@ -20,8 +20,9 @@ from tests.fetch.proxy_servers import HttpProxy, Socks5Proxy, dead_port
 from tests.local_app import serve
 
 from gossamer.fetch.http import FetchConfig, Fetcher
-from gossamer.fetch.proxies import Proxy, ProxyError, ProxyPool, parse_proxy, read_proxies_file
+from gossamer.fetch.proxies import ProxyPool, read_proxies_file
 from gossamer.outcomes import is_failure
+from gossamer.proxyurl import Proxy, ProxyError, parse_proxy
 
 FAST = {"connect_timeout": 1.0, "read_timeout": 1.0, "total_timeout": 3.0}
 

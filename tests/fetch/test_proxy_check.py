@@ -15,10 +15,11 @@ from tests.fetch.tinyproxy import tinyproxy
 from tests.local_app import serve
 
 from gossamer.fetch.http import FetchConfig, Fetcher, FetchResult
-from gossamer.fetch.proxies import ProxyPool, parse_proxy, proxy_fault
+from gossamer.fetch.proxies import ProxyPool, proxy_fault
 from gossamer.frontier.gate import HostGate
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.robots import RobotsCache
+from gossamer.proxyurl import parse_proxy
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -126,7 +126,7 @@ async def test_a_late_fence_call_never_undoes_a_later_one(client: Redis) -> None
     await new.add([Candidate(f"{HOST}/0")])
     fence = partition_keys("handover", partition_of(HOST, 8))["fence"]
     script = client.register_script(
-        (resources.files("gossamer.frontier") / "lua" / "fence.lua").read_text("utf-8")
+        (resources.files("gossamer.frontier.redis") / "lua" / "fence.lua").read_text("utf-8")
     )
     lift, hold = [0, 2, 60_000], [30_000, 1, 60_000]  # ms, sequence, keep
     assert await run_scripts(client, [(script, [fence], ["old", *lift])]) == [1]

@@ -134,8 +134,8 @@ async def test_hostile_figures_and_a_lost_redis(redis_server: RedisServer) -> No
     from aiohttp.test_utils import TestClient, TestServer
 
     from gossamer.cluster.jobs import open_control
+    from gossamer.cluster.metrics import cluster_handler, queued_handler
     from gossamer.settings import JobSettings, settings_to_json
-    from gossamer.ui.metrics import cluster_handler, queued_handler
 
     control = await open_control(redis_server.url, "j")
     try:

@@ -22,9 +22,9 @@ from gossamer.crawl import build_crawler
 from gossamer.engine import Crawler, LoopState
 from gossamer.fetch.http import Fetcher
 from gossamer.fetch.proxies import PoolStats, ProxyStats
+from gossamer.metrics.exporter import HELP, CrawlCollector, MetricsServer, Sources, health
 from gossamer.settings import canonical_seeds, load_settings
 from gossamer.stats import CrawlStats
-from gossamer.ui.metrics import HELP, CrawlCollector, MetricsServer, Sources, health
 
 ROOT = Path(__file__).parents[2]
 

@@ -15,9 +15,9 @@ from tests.cluster.harness import start
 from tests.redis_server import RedisServer
 
 from gossamer.cli import main
+from gossamer.metrics.exporter import MetricsServer
+from gossamer.metrics.hostcheck import HostCheck
 from gossamer.settings import load_settings
-from gossamer.ui.hostcheck import HostCheck
-from gossamer.ui.metrics import MetricsServer
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -1,6 +1,6 @@
 """Load balancing across unequal workers: capability figures and their probe (``capability``,
-``probe``), P1's runtime model and PSO solver (``model``, ``solve``), the allocators
-(``allocate``), P2's first-fit placement and cost plan (``firstfit``, ``plan``: ``gossamer
+``probe``), the runtime model and its PSO solver (``model``, ``solve``), the allocators
+(``allocate``), the first-fit placement and node cost plan (``firstfit``, ``plan``: ``gossamer
 plan``).
 
 This package may import the standard library, numpy, psutil, ``gossamer.fetch`` (its stats)

@@ -3,19 +3,19 @@
 :func:`allocate` is the one entry point. Each kind first decides every worker's share of the
 queued URLs:
 
-- ``equal``: P1's baseline, the same share for every worker (by queued URLs; the cluster
+- ``equal``: the baseline, the same share for every worker (by queued URLs; the cluster
   re-plans it only when workers join or leave);
 - ``weighted``: shares proportional to measured throughput (live pages/s, else what the
   bandwidth and concurrency allow, :func:`~gossamer.balance.model.nominal_rate`);
-- ``bpnn-pso``: P1: the runtime model's predicted times, shares from a solver of
+- ``bpnn-pso``: the runtime model's predicted times, shares from a solver of
   :mod:`gossamer.balance.solve` (by default the one best by makespan);
-- ``first-fit``: P2: partitions as tasks (a demand per queued URL, :data:`URL_DEMAND`) placed
+- ``first-fit``: partitions as tasks (a demand per queued URL, :data:`URL_DEMAND`) placed
   by first-fit preferring busy workers, round after round while the job exceeds one period's
   capacity; a worker first-fit leaves idle gets nothing;
-- ``least-loaded``: P3's load balancer: each partition, biggest first, goes to the worker with
-  the least load, which starts at the URLs it reported waiting in its memory at its last
-  heartbeat (work claimed and not yet done) and grows by each partition it is given; a worker
-  still busy with what it holds gets no new work.
+- ``least-loaded``: each partition, biggest first, goes to the worker with the least load,
+  which starts at the URLs it reported waiting in its memory at its last heartbeat (work
+  claimed and not yet done) and grows by each partition it is given; a worker still busy with
+  what it holds gets no new work.
 
 :func:`assign_partitions` then turns shares into partitions. Partitions are the unit of
 ownership (a host's URLs all live in one), so moving a partition never splits a host. A worker
@@ -133,7 +133,7 @@ def capacity(worker: WorkerState) -> Resources:
 def first_fit_shares(
     workers: Sequence[WorkerState], queued: Mapping[int, int], partitions: int
 ) -> dict[str, float]:
-    """Fractions of the URLs P2's first-fit places on each worker (throughput if none queued)."""
+    """Fractions of the URLs first-fit places on each worker (throughput if none queued)."""
     tasks = [p for p in range(partitions) if queued.get(p, 0) > 0]
     if not tasks:
         return weighted_shares(workers)
@@ -148,7 +148,7 @@ def first_fit_shares(
 def least_loaded_shares(
     workers: Sequence[WorkerState], queued: Mapping[int, int], partitions: int
 ) -> dict[str, float]:
-    """Fractions of the queued URLs P3's least-loaded rule gives each worker: partitions,
+    """Fractions of the queued URLs the least-loaded rule gives each worker: partitions,
     biggest first, each to the worker whose reported backlog (``live.queue_depth``) plus the
     URLs given so far is least (ties by name). Equal shares when nothing is queued."""
     load = {w.name: float(max(w.live.queue_depth, 0)) for w in workers}

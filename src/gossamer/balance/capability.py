@@ -1,6 +1,6 @@
 """What a worker reports about itself with every heartbeat, and what the balancer reads.
 
-:class:`Capability` holds the P1 performance figures (CPU cores and frequency, memory, disk I/O
+:class:`Capability` holds the performance figures (CPU cores and frequency, memory, disk I/O
 rate, network bandwidth) plus the worker's configured limits; :class:`Live` its running
 figures. Both travel as JSON in the heartbeat (``figures["capability"]``,
 ``figures["live"]``); :func:`worker_state` rebuilds them on the leader.
@@ -16,7 +16,7 @@ from typing import Any
 
 @dataclass(frozen=True, slots=True)
 class Capability:
-    """A worker's resources (P1's inputs to the runtime model)."""
+    """A worker's resources (the runtime model's inputs)."""
 
     cores: int = 1
     freq_mhz: float = 0.0

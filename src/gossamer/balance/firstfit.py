@@ -1,4 +1,4 @@
-"""P2: multi-resource first-fit preferring busy nodes, and the reservation/usage/extra cost model.
+"""Multi-resource first-fit preferring busy nodes, and the reservation/usage/extra cost model.
 
 Nodes have a capacity vector and tasks a demand vector of :class:`Resources` (CPU, memory,
 bandwidth; any units, as long as capacities and demands use the same ones: ``gossamer plan``
@@ -14,7 +14,7 @@ Costs, for one crawl (the planning period), per :class:`NodeType`:
   take (priced above ``reserve + usage``).
 
 :func:`plan` places a demand on a number of reserved nodes; :func:`cost_curve` does it for
-every number, whose cheapest point (P2's result) is the number of nodes the demand needs.
+every number, whose cheapest point is the number of nodes the demand needs.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class Resources:
 def first_fit(
     demands: Sequence[Resources], capacities: Sequence[Resources], busy: Sequence[int] = ()
 ) -> list[int | None]:
-    """P2's placement: the node index of each task, or None where the task waits.
+    """The first-fit placement: the node index of each task, or None where the task waits.
 
     Busy nodes (those in ``busy``, then those that take a task) are scanned first, in the
     order they became busy; idle nodes after them, in index order.
@@ -136,7 +136,7 @@ class NodeType:
 
 @dataclass(frozen=True, slots=True)
 class Cost:
-    """P2's cost breakdown."""
+    """The cost of a placement: reservation, usage and extra."""
 
     reservation: float
     usage: float

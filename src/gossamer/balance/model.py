@@ -1,4 +1,4 @@
-"""P1's runtime model: how long a worker with given figures takes to finish ``n`` URLs.
+"""The runtime model: how long a worker with given figures takes to finish ``n`` URLs.
 
 The cluster records :class:`Observation` s (a batch of ``n`` URLs finished in ``seconds`` by a
 worker with the figures it reported at the time). :func:`fit_runtime_model` trains a small
@@ -29,7 +29,8 @@ PAGE_BYTES = 50_000.0
 LATENCY = 0.5
 """Seconds a typical request takes, to turn a concurrency into pages per second."""
 FEATURES = ("cores", "freq_mhz", "memory_mb", "bandwidth_bps", "disk_mb_s", "concurrency")
-"""The capability figures the network reads (P1's five plus the concurrency), then ``n``."""
+"""The capability figures the network reads (CPU cores and frequency, memory, bandwidth,
+disk I/O, plus the concurrency), then ``n``."""
 
 
 def nominal_rate(capability: Capability) -> float:
@@ -136,7 +137,7 @@ class LinearRuntimeModel:
 
 @dataclass(frozen=True, slots=True)
 class BpnnRuntimeModel:
-    """P1's network: inputs :data:`FEATURES` + ``n`` min-max normalised, tanh hidden, linear out.
+    """The runtime network: :data:`FEATURES` + ``n`` min-max normalised, tanh hidden, linear out.
 
     Inputs and seconds are log-scaled (``log1p``, ``log``) before the min-max normalisation:
     times span orders of magnitude, and a squared error on log seconds is a relative error, so
@@ -226,7 +227,7 @@ def _normalise(rows: Floats, low: Floats, high: Floats) -> Floats:
 def train_bpnn(
     observations: Sequence[Observation], settings: TrainSettings | None = None
 ) -> BpnnRuntimeModel:
-    """Train P1's network on ``observations`` (seeded, bounded epochs, early stop)."""
+    """Train the runtime network on ``observations`` (seeded, bounded epochs, early stop)."""
     opts = settings or TrainSettings()
     if not observations:
         raise ValueError("no observations to train on")

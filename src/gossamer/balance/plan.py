@@ -1,4 +1,4 @@
-"""``gossamer plan``: P2's first-fit placement and cost curve for given node types and demand.
+"""``gossamer plan``: the first-fit placement and cost curve for given node types and demand.
 
 The workers file (TOML or JSON) lists node types; units are cores, GB and Mbit/s, prices are
 per node for the whole crawl::
@@ -47,7 +47,7 @@ class PlanError(ValueError):
 
 def add_plan_parser(sub: Any) -> None:
     """The ``plan`` command."""
-    cmd = sub.add_parser("plan", help="P2 cost plan: first-fit placement and cost curve")
+    cmd = sub.add_parser("plan", help="node cost plan: first-fit placement and cost curve")
     cmd.add_argument("--workers", type=Path, required=True, help="node types (TOML or JSON)")
     cmd.add_argument(
         "--demand",
@@ -249,7 +249,7 @@ def plot_curve(curve: Sequence[Plan], path: Path) -> None:
     axes.axvline(best.reserved, color="grey", linestyle="--", label=f"cheapest: {best.reserved}")
     axes.set_xlabel("reserved nodes")
     axes.set_ylabel("cost")
-    axes.set_title("P2 cost over the number of reserved nodes")
+    axes.set_title("Cost over the number of reserved nodes")
     axes.legend()
     figure.tight_layout()
     figure.savefig(path, format="png")

@@ -3,7 +3,7 @@
 Every solver takes ``times`` (one function per worker: an array of URL counts -> predicted
 seconds, 0 for 0 URLs, vectorised) and ``total`` and returns a :class:`Solution`:
 
-- :func:`pso` is P1's particle swarm (30 particles, w 0.8, c1 = c2 = 2, ``X += ceil(V)``,
+- :func:`pso` is the integer particle swarm (30 particles, w 0.8, c1 = c2 = 2, ``X += ceil(V)``,
   fitness = variance of finish times + the two penalty terms), minimising the variance of the
   predicted finish times;
 - :func:`exact` enumerates every composition of ``total`` (small cases only), for either
@@ -46,7 +46,7 @@ class Solution:
 
     @property
     def variance(self) -> float:
-        """P1's objective: the variance of the predicted finish times."""
+        """The objective: the variance of the predicted finish times."""
         return float(np.var(self.finish)) if self.finish else 0.0
 
     @property
@@ -75,12 +75,12 @@ def even_split(total: int, workers: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(workers)]
 
 
-# -- P1's particle swarm ----------------------------------------------------------------------
+# -- the particle swarm ------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class SwarmSettings:
-    """P1's parameters, plus the bounds every loop needs."""
+    """The swarm's parameters, plus the bounds every loop needs."""
 
     particles: int = 30
     inertia: float = 0.8
@@ -93,9 +93,9 @@ class SwarmSettings:
 
 
 def pso(times: Sequence[TimeFn], total: int, settings: SwarmSettings | None = None) -> Solution:
-    """P1's integer particle swarm minimising the variance of predicted finish times.
+    """The integer particle swarm minimising the variance of predicted finish times.
 
-    One particle starts at the even split (P1's ``N/M``); the others start at random
+    One particle starts at the even split (``N/M`` each); the others start at random
     compositions of ``total``, or every particle would sit still. Velocities are clamped to
     ``±total``. The global best is repaired at the end (negative shares to 0, the sum to
     ``total``, by :func:`_repair`) since the penalties only discourage a wrong sum.
@@ -129,7 +129,7 @@ def pso(times: Sequence[TimeFn], total: int, settings: SwarmSettings | None = No
 
 
 def _fitness(times: Sequence[TimeFn], x: Ints, total: int) -> Floats:
-    """P1's fitness: variance + (sum n_i - N)^2 + (sum(|n_i| - n_i))^2, per particle."""
+    """The swarm's fitness: variance + (sum n_i - N)^2 + (sum(|n_i| - n_i))^2, per particle."""
     spread = np.var(_finish_matrix(times, x), axis=1)
     wrong_sum = (x.sum(axis=1) - total).astype(np.float64) ** 2
     negative = (np.abs(x) - x).sum(axis=1).astype(np.float64) ** 2

@@ -4,7 +4,7 @@ the registry (``membership``), the leader lease and the leader's work (``leaders
 worker's share of the partitions (``assignment``); the control plane's keys (``control``), the
 leader's balancer (``balancer``), jobs seen from outside (``jobs``: submit, status, wait),
 riding out Redis outages (``resilient``), bounded Redis replies (``bounded``), the local demo
-(``local``) and the ``gossamer cluster`` commands (``cli``).
+(``local``), a job's Prometheus view (``metrics``) and the ``gossamer cluster`` commands (``cli``).
 
 This package stands on the single-process crawl: it may import ``gossamer.crawl``,
 ``gossamer.engine``, every stage package, ``gossamer.balance`` and the helpers, never

@@ -1,7 +1,7 @@
 """The balancer: the leader's partition planning, and the observations that train its model.
 
 The leader calls :meth:`Balancer.rebalance` every half second. With ``equal`` it only reacts
-to workers joining and leaving (P1's baseline: the same share of the queued URLs for every
+to workers joining and leaving (the baseline: the same share of the queued URLs for every
 worker). With the other allocators (:mod:`gossamer.balance.allocate`) it also re-plans every
 ``plan_every`` seconds from the workers' heartbeat figures and each partition's load (queued
 plus claimed URLs), so the shares follow the figures as they change; the allocators'
@@ -9,7 +9,7 @@ hysteresis keeps partitions still while every worker is near its target. A parti
 whole, and its old owner fences it until its requests there have ended (see
 :mod:`gossamer.frontier.redis.fences`), so a host never has two owners at once.
 
-Every worker feeds the runtime model (P1): an :class:`Observer` cuts its crawl into windows
+Every worker feeds the runtime model: an :class:`Observer` cuts its crawl into windows
 and, for each window in which it was busy throughout (URLs waiting in memory at every
 sample, so the time measures the worker and not a lack of work), records "``n`` URLs finished
 in ``t`` seconds with these figures". The leader refits the model from those every

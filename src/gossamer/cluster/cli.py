@@ -244,8 +244,8 @@ def _worker(args: argparse.Namespace) -> int:
 
 def _metrics(args: argparse.Namespace) -> int:
     from gossamer.cluster.jobs import open_control
+    from gossamer.cluster.metrics import serve_job
     from gossamer.cluster.resilient import run
-    from gossamer.ui.metrics import serve_job
 
     port, bind, hosts = _metrics_options(args)
     if port is None:

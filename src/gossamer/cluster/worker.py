@@ -35,7 +35,7 @@ from gossamer.cluster.membership import Membership, Report
 from gossamer.cluster.resilient import RedisGuard, install_guard
 from gossamer.cluster.seeding import load_origins, seed_origins
 from gossamer.crawl import install_signal_handlers, open_stages, tune_gc
-from gossamer.focus.digests_redis import RedisDigests
+from gossamer.digests.redis import RedisDigests
 from gossamer.frontier.redis import RedisFrontier
 from gossamer.logs import LOG_FILE, logging_to_file
 from gossamer.redact import redact_url
@@ -51,7 +51,7 @@ from gossamer.stats import CrawlStats
 from gossamer.status import status_file
 
 if TYPE_CHECKING:
-    from gossamer.ui.metrics import MetricsServer
+    from gossamer.metrics.exporter import MetricsServer
 
 log = logging.getLogger(__name__)
 _JOB_POLL = 0.1
@@ -89,7 +89,7 @@ class WorkerOptions:
     metrics_bind: str = "127.0.0.1"
     metrics_hosts: tuple[str, ...] = ()
     """Host names the metrics port answers to besides addresses, localhost and the
-    machine's name (see gossamer.ui.hostcheck)."""
+    machine's name (see gossamer.metrics.hostcheck)."""
 
 
 def default_name() -> str:
@@ -100,7 +100,7 @@ async def run_worker(options: WorkerOptions) -> CrawlStats:
     """Join the job, crawl its share until the job is finished (or SIGTERM), write stats.json."""
     if options.redis_timeout <= 0:
         raise SettingsError("invalid worker option 'redis-timeout': give a positive number")
-    from gossamer.ui.metrics import serve_metrics
+    from gossamer.metrics.exporter import serve_metrics
 
     name = options.name or default_name()
     port, bind = options.metrics_port, options.metrics_bind

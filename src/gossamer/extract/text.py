@@ -4,7 +4,7 @@ An extractor turns a parsed page into its main text and the ``<img>`` nodes of t
 `EXTRACTORS` names them. ``tree`` (`gossamer.extract.tree`: prose scored onto the page's
 block-level boxes) is the default: on ``benchmarks/bench_extract.py`` it is as accurate as the
 best library and about ten times cheaper, as it reads the tree the crawler parsed anyway.
-``density`` is P4's text-density model (`gossamer.extract.density`); ``trafilatura``,
+``density`` is the text-density model (`gossamer.extract.density`); ``trafilatura``,
 ``readability`` and ``resiliparse`` are imported only when chosen.
 """
 

@@ -5,9 +5,9 @@ wire capture for WARC (``exchange``), the proxy pool (``proxies``), logins per d
 
 This package may import the standard library, aiohttp, brotli, aiohttp-socks and
 python-socks (SOCKS5 proxies), selectolax, psutil, playwright (in ``render``, lazily),
-``gossamer.redact``,
-``gossamer.safe``, ``gossamer.tls`` and ``gossamer.urls``; it knows no other stage (the
-engine hands it URLs and reads its results).
+``gossamer.redact``, ``gossamer.proxyurl`` (proxy URLs), ``gossamer.safe``, ``gossamer.tls``
+and ``gossamer.urls``; it knows no other stage (the engine hands it URLs and reads its
+results).
 """
 
 from gossamer.fetch.dns import (

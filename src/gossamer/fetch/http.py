@@ -99,8 +99,9 @@ from gossamer.fetch.dns import CachingResolver, parse_resolve_overrides
 from gossamer.fetch.exchange import Exchange, PeerResponse, capture, cut_by
 from gossamer.fetch.gated import HostPace
 from gossamer.fetch.guard import AddressGuard, BlockedAddress, GuardedResolver
-from gossamer.fetch.proxies import Proxy, ProxyPool, proxy_fault
+from gossamer.fetch.proxies import ProxyPool, proxy_fault
 from gossamer.fetch.ratelimit import ByteMeter, TokenBucket
+from gossamer.proxyurl import Proxy
 from gossamer.redact import redact_url
 from gossamer.safe import safe_location, safe_text
 from gossamer.urls import host_key, is_plainly_canonical

@@ -1,12 +1,12 @@
-"""The proxy pool (P4): the proxies a crawl sends its requests through, checked and ranked.
+"""The proxy pool: the proxies a crawl sends its requests through, checked and ranked.
 
-Three parts, as P4 has them:
+Three parts:
 
 - **collector**: the proxies come from ``--proxy`` URLs and a ``--proxies-file`` (one URL a
   line, ``#`` comments), which is re-read whenever its modification time changes (another
   program, the collector proper, keeps it up to date); proxies gone from the file leave the
-  pool. `parse_proxy` validates a URL: http, https or socks5, a host, a port, optional
-  credentials, nothing else.
+  pool. `gossamer.proxyurl.parse_proxy` validates a URL: http, https or socks5, a host, a
+  port, optional credentials, nothing else.
 - **manager** (`ProxyPool.maintain`): checks each proxy by sending a request to the check URL
   through it before first use and every ``check_interval`` seconds while live, and records
   its response time. A proxy that relays the site's answer, whatever its status, passes; one
@@ -37,26 +37,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, Protocol
-from urllib.parse import unquote, urlsplit
 
-from gossamer.redact import redact_url
+from gossamer.proxyurl import Proxy, ProxyError, parse_proxy
 
 __all__ = [
     "PoolStats",
-    "Proxy",
     "ProxyAnswer",
-    "ProxyError",
     "ProxyPool",
     "ProxyStats",
-    "parse_proxy",
     "proxy_fault",
     "read_proxies_file",
 ]
 
 log = logging.getLogger(__name__)
 
-SCHEMES = ("http", "https", "socks5")
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 _MAX_FILE_BYTES = 1 << 20
 _MAX_DOMAINS = 100_000
 """Domains whose place in the ring is remembered (forgotten all at once when full)."""
@@ -65,70 +59,6 @@ _LATENCY_WEIGHT = 0.3
 
 State = Literal["unchecked", "live", "dead"]
 Clock = Callable[[], float]
-
-
-class ProxyError(ValueError):
-    """A proxy URL that cannot be used; the message never holds its password."""
-
-
-@dataclass(frozen=True, slots=True)
-class Proxy:
-    """One proxy: its URL as given (credentials included) and how to show it."""
-
-    url: str
-    scheme: str
-    host: str
-    port: int
-    login: str | None = None
-    password: str | None = None
-
-    @property
-    def label(self) -> str:
-        """``scheme://host:port``: the proxy without its credentials, for every output."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.scheme}://{host}:{self.port}"
-
-    def __repr__(self) -> str:
-        return f"Proxy({self.label})"
-
-
-def parse_proxy(text: str) -> Proxy:
-    """A `Proxy` from a URL such as ``http://user:pw@proxy.example:3128``; raises `ProxyError`
-    naming what is wrong (and the URL, its password masked)."""
-    url = text.strip()
-    shown = redact_url(url)
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as exc:
-        raise ProxyError(f"proxy {shown}: {_no_secret(str(exc), _password_of(url))}") from None
-    scheme = parts.scheme.lower()
-    if scheme not in SCHEMES:
-        raise ProxyError(f"proxy {shown}: the scheme must be one of {', '.join(SCHEMES)}")
-    if not parts.hostname:
-        raise ProxyError(f"proxy {shown}: no host")
-    if parts.path not in ("", "/") or parts.query or parts.fragment:
-        raise ProxyError(f"proxy {shown}: a proxy URL has no path, query or fragment")
-    if port is None:
-        port = _DEFAULT_PORTS.get(scheme)
-        if port is None:
-            raise ProxyError(f"proxy {shown}: a {scheme} proxy needs a port")
-    login = unquote(parts.username) if parts.username else None
-    password = unquote(parts.password) if parts.password is not None else None
-    if password is not None and login is None:
-        raise ProxyError(f"proxy {shown}: a password without a user name")
-    return Proxy(url, scheme, parts.hostname, port, login, password)
-
-
-def _password_of(url: str) -> str | None:
-    """The password of ``url``'s user info, or None (to keep it out of messages)."""
-    authority = url.partition("://")[2].partition("/")[0]
-    userinfo = authority.rpartition("@")[0]
-    return userinfo.partition(":")[2] or None if userinfo else None
-
-
-def _no_secret(message: str, secret: str | None) -> str:
-    return message.replace(secret, "***") if secret else message
 
 
 def read_proxies_file(path: Path) -> list[Proxy]:

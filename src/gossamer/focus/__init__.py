@@ -1,4 +1,4 @@
-"""Focused (topical) crawling and content digests, P3.
+"""Focused (topical) crawling: the topic, link scoring and online learning, the focus policy.
 
 ``text`` turns text into terms (lower-cased words, stop words out, a light stemmer) and keeps
 the crawl's document frequencies; ``topic`` builds the topic from a phrase and example pages
@@ -10,13 +10,11 @@ priority of outlinks, drops links in ``hard`` mode, re-scores the URLs waiting i
 and keeps the harvest-rate statistics; ``examples`` fetches the example pages before the crawl.
 Nothing of these is imported by a crawl without focus settings.
 
-``digests`` holds the content digests every crawl keeps (SimHash and exact hashes of a page's
-main text, the in-memory index of an embedded crawl); ``digests_redis`` the job's index in
-Redis, checked and filled by one Lua script in ``lua/``, shared by every worker.
+The content digests every crawl keeps are :mod:`gossamer.digests`, not part of this package.
 
-This package may import the standard library, numpy, selectolax, redis, xxhash,
+This package may import the standard library, numpy, selectolax,
 `gossamer.parse`, `gossamer.extract`, `gossamer.frontier.base`, `gossamer.frontier.robots`,
-`gossamer.urls` and `gossamer.crawldb` (where an embedded crawl keeps its digests); nothing
+`gossamer.urls` and `gossamer.crawldb`; nothing
 above the stages (engine, crawl wiring, cluster, cli), which build its objects and hand them
 to the engine.
 """

@@ -10,10 +10,11 @@ scheduler: ready heap of hosts, per-host queues by priority, politeness slots an
 storage around the scheduler: ``local`` (the embedded frontier, its write-ahead log in
 crawl.db) and ``redis``, a package (one job's URLs in partitioned Redis queues shared by
 many workers: key layout, scripts, claims, the shared host limiter, hand-over fences, the
-contract's methods; its Lua scripts in ``lua/``).
+contract's methods; its Lua scripts in ``redis/lua/``).
 
 This package may import the standard library, numpy (the seen set), protego, redis, xxhash,
-``gossamer.crawldb`` (the embedded frontier's storage), ``gossamer.logs``, ``gossamer.retry``
-and ``gossamer.urls``; never the engine, the fetcher, the sinks or the cluster, which hands
-the Redis frontier its partitions as a value (``Ownership``) and runs its upkeep.
+``gossamer.crawldb`` (the embedded frontier's storage), ``gossamer.logs``, ``gossamer.retry``,
+``gossamer.settings`` (the default focus slack) and ``gossamer.urls``; never the engine, the
+fetcher, the sinks or the cluster, which hands the Redis frontier its partitions as a value
+(``Ownership``) and runs its upkeep.
 """

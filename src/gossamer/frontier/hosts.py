@@ -81,6 +81,7 @@ from typing import Generic, TypeVar
 
 from gossamer.frontier.base import Feedback, HeldBack, Lease, LeaseKind, Rules
 from gossamer.frontier.politeness import HostSlot, PolitenessPolicy
+from gossamer.settings.models import DEFAULT_SLACK
 
 __all__ = [
     "DEFAULT_SLACK",
@@ -302,10 +303,6 @@ _ANYTHING = _Verdict("ignored", allows=True)
 _ROBOTS = _Verdict("unknown", allows=False)
 """What :meth:`HostScheduler._look` returns when robots.txt must come first."""
 _SLOTTED: frozenset[LeaseKind] = frozenset({"page", "robots"})
-DEFAULT_SLACK = 0.5
-"""How much lower a URL's priority may be than the best queued URL's and still be leased
-while the best one's host is not due (see :class:`HostScheduler`; the figures behind it:
-``benchmarks/bench_bestfirst.py``)."""
 _HELD_POLL = 1.0
 """Seconds :meth:`HostScheduler.next_ready` answers while the due hosts are held back by the
 slack and the best URL's host has no known next time (its requests are out)."""

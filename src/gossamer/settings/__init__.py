@@ -22,9 +22,9 @@ scope). ``loading`` and ``inputs`` build on ``models``, never on each other; cod
 imports from ``gossamer.settings``.
 
 This package may import the standard library, msgspec, ``gossamer`` (its version),
-``gossamer.frontier.hosts`` (the default focus slack), ``gossamer.fetch.proxies`` (proxy
-URLs checked, lazily) and ``gossamer.urls``; never the engine, the crawl's wiring or the
-cluster.
+``gossamer.proxyurl`` (proxy URLs checked), ``gossamer.redact`` and ``gossamer.urls``: it is
+the lowest layer with them (the frontier's default focus slack lives here, in ``models``);
+never a stage, the engine, the crawl's wiring or the cluster.
 """
 
 from gossamer.settings.inputs import canonical_seeds, crawl_scope, read_secret, read_seeds

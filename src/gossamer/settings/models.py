@@ -13,8 +13,13 @@ from msgspec import Meta, field
 from msgspec.structs import force_setattr
 
 from gossamer import __version__
-from gossamer.frontier.hosts import DEFAULT_SLACK
+from gossamer.proxyurl import ProxyError, parse_proxy
 from gossamer.urls import InvalidURL, canonicalize
+
+DEFAULT_SLACK = 0.5
+"""How much lower a URL's priority may be than the best queued URL's and still be leased
+while the best one's host is not due (see :class:`gossamer.frontier.hosts.HostScheduler`; the
+figures behind it: ``benchmarks/bench_bestfirst.py``)."""
 
 
 class SettingsError(ValueError):
@@ -375,7 +380,7 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
         Meta(
             description=(
                 "Main-text extractor: tree (gossamer's own, fast and accurate), density "
-                "(P4's text-density model), or trafilatura, readability, resiliparse when those "
+                "(the text-density model), or trafilatura, readability, resiliparse when those "
                 "libraries are installed."
             )
         ),
@@ -603,7 +608,7 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
         Meta(
             description="Host names the metrics port answers to besides addresses, localhost "
             "and this machine's name, comma-separated (a Kubernetes Service's, e.g. "
-            "gossamer-metrics.gossamer.svc); * answers any (see gossamer.ui.hostcheck)."
+            "gossamer-metrics.gossamer.svc); * answers any (see gossamer.metrics.hostcheck)."
         ),
     ] = field(default_factory=list)
     render: Annotated[
@@ -755,8 +760,6 @@ def _check_patterns(patterns: list[str]) -> None:
 def _check_proxies(urls: list[str]) -> None:
     if not urls:
         return
-    from gossamer.fetch.proxies import ProxyError, parse_proxy
-
     for url in urls:
         try:
             parse_proxy(url)

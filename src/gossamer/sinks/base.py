@@ -141,7 +141,7 @@ class PageRecord:
     pages not judged (no focus, not HTML, not 2xx)."""
     duplicate_of: str | None = None
     """The URL whose main text this page repeats (exactly or nearly, see
-    :mod:`gossamer.focus.digests`), the first the crawl met; None when no page did."""
+    :mod:`gossamer.digests`), the first the crawl met; None when no page did."""
     found: tuple[Item, ...] = field(default=(), compare=False, repr=False, metadata=_NOT_STORED)
     """The items themselves: not a field of the record's row or line, they travel with the
     record to the sinks, which keep them in their items table or file."""

@@ -1,4 +1,4 @@
-"""P4's rule parser: rule documents that say, per site, which pages hold which data and which
+"""The rule parser: rule documents that say, per site, which pages hold which data and which
 of their links to follow.
 
 A rule names a URL pattern, fields read by CSS, XPath, a regex, JSON-LD or a meta tag and

@@ -36,7 +36,7 @@ from gossamer.extract.rules.sources import (
     Source,
     XPathSource,
 )
-from gossamer.hooks import load_hook
+from gossamer.usercode import load_function
 
 __all__ = [
     "MAX_DOCUMENT_BYTES",
@@ -328,7 +328,7 @@ def _load_functions(functions: Mapping[str, str]) -> tuple[dict[str, RuleFunctio
     problems = []
     for name, spec in functions.items():
         try:
-            loaded[name] = cast(RuleFunction, load_hook(spec))
+            loaded[name] = cast(RuleFunction, load_function(spec))
         except ValueError as exc:
             problems.append(f"rule_functions: {name!r}: {exc}")
     return loaded, problems

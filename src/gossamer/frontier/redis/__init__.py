@@ -12,7 +12,7 @@ key of a partition shares one hash tag, so each script touches one slot.
 One module per concern:
 
 * ``keys``: the key layout, the queue entry's codec (hostile entries stop there), ``Ownership``
-* ``scripts``: loading the Lua scripts (``frontier/lua/*.lua``) and running them in pipelines
+* ``scripts``: loading the Lua scripts (``lua/*.lua``) and running them in pipelines
 * ``counts``: a look at every partition's counts
 * ``claims``: claims taken, renewed, ended, reclaimed, returned; malformed entries set aside
 * ``limiter``: the shared per-host limiter of ``partition_by="url"``

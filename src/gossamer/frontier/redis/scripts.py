@@ -1,4 +1,4 @@
-"""The Redis frontier's atomic operations: Lua scripts in ``frontier/lua/*.lua``, loaded once
+"""The Redis frontier's atomic operations: Lua scripts in ``lua/*.lua``, loaded once
 per client and run with EVALSHA in pipelines.
 
 Each script touches the keys of one partition (or of one host of the shared limiter), that is
@@ -43,9 +43,9 @@ first in their source."""
 
 
 def load_script(name: str) -> str:
-    """The source of ``frontier/lua/<name>.lua`` (after ``_ranked.lua`` for the scripts that
+    """The source of ``lua/<name>.lua`` (after ``_ranked.lua`` for the scripts that
     queue or take entries)."""
-    lua = resources.files("gossamer.frontier") / "lua"
+    lua = resources.files("gossamer.frontier.redis") / "lua"
     source = (lua / f"{name}.lua").read_text("utf-8")
     if name in _RANKED:
         source = (lua / "_ranked.lua").read_text("utf-8") + source

@@ -1,4 +1,4 @@
-"""The visual rule editor (P4), served by ``gossamer ui`` under ``/editor``: fetch a sample
+"""The visual rule editor, served by ``gossamer ui`` under ``/editor``: fetch a sample
 page, pick fields by clicking in it, preview the rule on the site with the crawl's own
 evaluation, save a rule document with its samples into ``--rules-dir``.
 

@@ -8,7 +8,7 @@ touches one Redis Cluster slot)::
     gs:{J}:digest:near      HASH   SimHash (16 hex) -> the first URL of that SimHash
     gs:{J}:digest:counts    HASH   digested, exact, near (the job's totals)
     gs:{J}:digest:b:<i>:<v> SET    SimHashes whose band ``i`` has the value ``v`` (hex), at
-                                   most :data:`~gossamer.focus.digests.MAX_BUCKET` of them
+                                   most :data:`~gossamer.digests.base.MAX_BUCKET` of them
 
 ``lua/digest.lua`` looks the digest up and, when no URL had the content, stores it, in one
 atomic step: two workers racing with one content agree on the first. A reply is checked
@@ -26,7 +26,7 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisError
 
-from gossamer.focus.digests import (
+from gossamer.digests.base import (
     DEFAULT_THRESHOLD,
     MAX_BUCKET,
     MAX_THRESHOLD,
@@ -56,7 +56,7 @@ class RedisDigests:
     ) -> None:
         if not 0 <= threshold <= MAX_THRESHOLD:
             raise ValueError(f"threshold must be 0..{MAX_THRESHOLD}, not {threshold}")
-        source = resources.files("gossamer.focus") / "lua" / "digest.lua"
+        source = resources.files("gossamer.digests") / "lua" / "digest.lua"
         self._script = redis.register_script(source.read_text("utf-8"))
         self._keys = digest_keys(job)
         self._threshold = threshold
@@ -64,7 +64,7 @@ class RedisDigests:
         self._down = False
 
     async def check(self, url: str, digest: Digest) -> Match | None:
-        """As :meth:`gossamer.focus.digests.DigestIndex.check`."""
+        """As :meth:`gossamer.digests.base.DigestIndex.check`."""
         keys = self._keys
         near = digest.near
         band_keys = [

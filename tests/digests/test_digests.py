@@ -7,19 +7,11 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.focus.digest_site import ARTICLE, EDITED, OTHER
+from tests.digests.digest_site import ARTICLE, EDITED, OTHER
 
 from gossamer.crawldb import CrawlDB
-from gossamer.focus.digests import (
-    MIN_WORDS,
-    Digest,
-    LocalDigests,
-    Match,
-    NearIndex,
-    bands,
-    digest,
-    hamming,
-)
+from gossamer.digests.base import MIN_WORDS, Digest, Match, bands, digest, hamming
+from gossamer.digests.local import LocalDigests, NearIndex
 from gossamer.settings import SettingsError, load_settings
 
 TEXT = "\n\n".join(ARTICLE)

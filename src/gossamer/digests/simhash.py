@@ -1,4 +1,4 @@
-"""The SimHash of a main text (near duplicates, :mod:`gossamer.focus.digests`), in numpy.
+"""The SimHash of a main text (near duplicates, :mod:`gossamer.digests.base`), in numpy.
 
 Imported only by a crawl that looks for near duplicates: a crawl with exact digests alone does
 not load numpy.

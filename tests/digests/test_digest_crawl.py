@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 from tests.content_site import crawl, records_by_path
-from tests.focus.digest_site import handle
+from tests.digests.digest_site import handle
 from tests.local_app import serve
 
 from gossamer.crawl import run_crawl

@@ -10,11 +10,11 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
-from tests.focus.digest_site import ARTICLE, EDITED, OTHER, article
+from tests.digests.digest_site import ARTICLE, EDITED, OTHER, article
 from tests.redis_server import RedisClusterServer, RedisServer
 
-from gossamer.focus.digests import Digest, Match, digest
-from gossamer.focus.digests_redis import RedisDigests, _match, digest_keys
+from gossamer.digests.base import Digest, Match, digest
+from gossamer.digests.redis import RedisDigests, _match, digest_keys
 
 pytestmark = pytest.mark.timeout(60)
 

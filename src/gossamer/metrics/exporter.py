@@ -1,5 +1,5 @@
-"""Prometheus metrics: ``/metrics`` and ``/healthz`` of a crawl process, and a cluster job's
-view read from Redis.
+"""Prometheus metrics of one crawl process: ``/metrics`` and ``/healthz`` of a crawl or a
+cluster worker.
 
 Nothing is counted for Prometheus on the hot path: a scrape reads the stages' frozen
 ``stats()`` snapshots (:class:`Sources`) and turns them into metric families
@@ -7,36 +7,32 @@ Nothing is counted for Prometheus on the hot path: a scrape reads the stages' fr
 loop (aiohttp.web), so the snapshots are taken on the loop that owns the counters.
 
 Every endpoint answers only requests whose ``Host`` names it by address, ``localhost``, the
-machine's name or a name of ``metrics_hosts`` (:mod:`gossamer.ui.hostcheck`): a
+machine's name or a name of ``metrics_hosts`` (:mod:`gossamer.metrics.hostcheck`): a
 DNS-rebinding page cannot read job and worker names.
 
 ``/healthz`` answers 200 ``ok`` while the crawl loop goes round (or the process waits for its
 crawl to start: a worker waiting for its job), and 503 once the crawl is stopping, has
 stopped, or its loop has not gone round for :data:`STALL_SECONDS` (stuck).
 
-A job's cluster-wide view (:func:`cluster_handler`, served by ``gossamer cluster metrics``)
-reads the job's live workers and their heartbeat figures and the job's partition counts on
-every scrape: a worker that left (its heartbeat expired or it left cleanly) has no series.
-
 Labels are ``job`` and ``worker`` (plus one bounded dimension where a family needs one:
-outcome, status class, error reason); never a host or a URL.
+outcome, status class, error reason); never a host or a URL. A cluster job's view
+(``gossamer cluster metrics``) is :mod:`gossamer.cluster.metrics`, built with
+:func:`family`, :func:`application` and :func:`listen` of this module.
 """
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import logging
 import math
 import os
 import re
-import signal
 import socket
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 from prometheus_client import (
@@ -56,14 +52,9 @@ from prometheus_client.registry import Collector
 from gossamer.engine import LoopState
 from gossamer.fetch.http import DURATION_BUCKETS, FetchStats
 from gossamer.fetch.proxies import PoolStats
-from gossamer.redact import redact_text
+from gossamer.metrics.hostcheck import HostCheck, host_middleware
 from gossamer.settings import SettingsError
 from gossamer.stats import CrawlStats
-from gossamer.ui.hostcheck import HostCheck, host_middleware
-
-if TYPE_CHECKING:
-    from gossamer.balance.capability import Live
-    from gossamer.cluster.control import Control
 
 log = logging.getLogger(__name__)
 
@@ -179,31 +170,31 @@ class CrawlCollector(Collector):
             for name, value in _numbers(snapshot()):
                 kind = COUNTER if name.endswith("_total") else GAUGE
                 name = f"{prefix}_{name}"
-                yield _family(kind, name, self._labels, value, help_text=f"{section}: {name}.")
+                yield family(kind, name, self._labels, value, help_text=f"{section}: {name}.")
 
     def _crawl(self, stats: CrawlStats, waiting: tuple[int, int]) -> Iterator[Metric]:
         lab = self._labels
         other = max(0, stats.pages - stats.ok - stats.errors - stats.robots_blocked)
         outcomes = {"ok": stats.ok, "error": stats.errors, "robots_blocked": stats.robots_blocked}
-        yield _family(COUNTER, "gossamer_pages_total", lab, outcomes | {"other": other}, "outcome")
-        yield _family(COUNTER, "gossamer_requests_total", lab, stats.requests)
-        yield _family(COUNTER, "gossamer_retries_total", lab, stats.retries)
-        yield _family(COUNTER, "gossamer_duplicates_total", lab, stats.duplicates)
-        yield _family(COUNTER, "gossamer_internal_errors_total", lab, stats.internal_errors)
+        yield family(COUNTER, "gossamer_pages_total", lab, outcomes | {"other": other}, "outcome")
+        yield family(COUNTER, "gossamer_requests_total", lab, stats.requests)
+        yield family(COUNTER, "gossamer_retries_total", lab, stats.retries)
+        yield family(COUNTER, "gossamer_duplicates_total", lab, stats.duplicates)
+        yield family(COUNTER, "gossamer_internal_errors_total", lab, stats.internal_errors)
         rejected = _bounded(stats.rejected)
-        yield _family(COUNTER, "gossamer_rejected_urls_total", lab, rejected, "reason")
-        yield _family(GAUGE, "gossamer_queued_urls", lab, stats.queued)
-        yield _family(GAUGE, "gossamer_in_flight_urls", lab, stats.in_flight)
+        yield family(COUNTER, "gossamer_rejected_urls_total", lab, rejected, "reason")
+        yield family(GAUGE, "gossamer_queued_urls", lab, stats.queued)
+        yield family(GAUGE, "gossamer_in_flight_urls", lab, stats.in_flight)
         hosts = {"politeness": waiting[0], "backoff": waiting[1]}
-        yield _family(GAUGE, "gossamer_hosts_waiting", lab, hosts, "reason")
+        yield family(GAUGE, "gossamer_hosts_waiting", lab, hosts, "reason")
 
     def _fetch(self, fetch: FetchStats) -> Iterator[Metric]:
         lab = self._labels
         responses = dict(fetch.responses)
-        yield _family(COUNTER, "gossamer_responses_total", lab, responses, "status_class")
-        yield _family(COUNTER, "gossamer_fetch_errors_total", lab, _bounded(fetch.errors), "reason")
+        yield family(COUNTER, "gossamer_responses_total", lab, responses, "status_class")
+        yield family(COUNTER, "gossamer_fetch_errors_total", lab, _bounded(fetch.errors), "reason")
         received = {"wire": fetch.wire_bytes, "decoded": fetch.body_bytes}
-        yield _family(COUNTER, "gossamer_received_bytes_total", lab, received, "encoding")
+        yield family(COUNTER, "gossamer_received_bytes_total", lab, received, "encoding")
         if fetch.durations:
             name = "gossamer_fetch_duration_seconds"
             histogram = HistogramMetricFamily(name, HELP[name], labels=_LABELS)
@@ -215,17 +206,17 @@ class CrawlCollector(Collector):
     def _proxies(self, pool: PoolStats) -> Iterator[Metric]:
         lab = self._labels
         states = {"live": 0, "dead": 0} | Counter(p.state for p in pool.proxies)
-        yield _family(GAUGE, "gossamer_proxies", lab, states, "state")
+        yield family(GAUGE, "gossamer_proxies", lab, states, "state")
         requests = sum(p.requests for p in pool.proxies)
-        yield _family(COUNTER, "gossamer_proxy_requests_total", lab, requests)
+        yield family(COUNTER, "gossamer_proxy_requests_total", lab, requests)
         failures = sum(p.failures for p in pool.proxies)
-        yield _family(COUNTER, "gossamer_proxy_failures_total", lab, failures)
-        yield _family(COUNTER, "gossamer_proxy_retries_total", lab, pool.retries)
-        yield _family(COUNTER, "gossamer_proxy_unserved_total", lab, pool.unserved)
-        yield _family(GAUGE, "gossamer_proxies_waiting", lab, int(pool.waiting))
+        yield family(COUNTER, "gossamer_proxy_failures_total", lab, failures)
+        yield family(COUNTER, "gossamer_proxy_retries_total", lab, pool.retries)
+        yield family(COUNTER, "gossamer_proxy_unserved_total", lab, pool.unserved)
+        yield family(GAUGE, "gossamer_proxies_waiting", lab, int(pool.waiting))
 
 
-def _family(
+def family(
     kind: str,
     name: str,
     labels: list[str],
@@ -317,7 +308,7 @@ class MetricsServer:
     def app(self) -> web.Application:
         """The aiohttp application (mountable elsewhere), behind the ``Host`` check given
         (or :meth:`start`'s)."""
-        app = _application(self._hosts)
+        app = application(self._hosts)
         app.router.add_get("/metrics", self._metrics)
         app.router.add_get("/healthz", self._healthz)
         return app
@@ -327,7 +318,7 @@ class MetricsServer:
         :meth:`HostCheck.for_bind`; a port that cannot be had is a settings error."""
         if self._hosts is None:
             self._hosts = HostCheck.for_bind(bind, hosts)
-        self._runner = runner = await _listen(self.app(), bind, port)
+        self._runner = runner = await listen(self.app(), bind, port)
         self.port = runner.addresses[0][1] if runner.addresses else port
         log.info(
             "metrics on http://%s:%d/metrics", bind, port,
@@ -366,163 +357,12 @@ async def serve_metrics(
         await server.close()
 
 
-# -- a cluster job -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class JobView:
-    """A job as one scrape sees it: its totals, and its live workers' figures (from their
-    heartbeats, validated: :class:`~gossamer.balance.capability.Live` plus partitions)."""
-
-    job: str
-    submitted: bool
-    queued: int = 0
-    claimed: int = 0
-    seen: int = 0
-    finished: int = 0
-    set_aside: int = 0
-    workers: tuple[tuple[str, int, Live], ...] = ()
-    """(name, partitions, live figures) of each live worker."""
-
-    @property
-    def done(self) -> bool:
-        return self.seen > 0 and self.queued == 0 and self.claimed == 0
-
-
-async def read_job(control: Control) -> JobView:
-    """The job's totals and live workers, read from Redis now."""
-    from gossamer.balance.capability import Live
-    from gossamer.cluster.jobs import load_job
-
-    settings = await load_job(control)
-    if settings is None:
-        return JobView(control.job, submitted=False)
-    totals = await control.totals(settings.partitions)
-    workers = []
-    for info in await control.workers():
-        if info.alive:
-            parts = info.figures.get("partitions")
-            count = parts if type(parts) is int and 0 <= parts < 1 << 20 else 0
-            workers.append((info.name, count, Live.from_json(info.figures.get("live"))))
-    return JobView(
-        control.job, True, totals.queued, totals.claimed, totals.seen, totals.finished,
-        totals.set_aside, tuple(workers),
-    )  # fmt: skip
-
-
-class JobCollector(Collector):
-    """The metric families of one :class:`JobView`: job totals (label ``job``) and a series
-    per live worker (``job``, ``worker``); a worker that left has none."""
-
-    def __init__(self, view: JobView) -> None:
-        self._view = view
-
-    def collect(self) -> Iterator[Metric]:
-        view = self._view
-        job = [view.job]
-        backlog = view.queued + view.claimed
-        yield _family(GAUGE, "gossamer_job_queued_urls", job, backlog)
-        yield _family(GAUGE, "gossamer_job_claimed_urls", job, view.claimed)
-        yield _family(GAUGE, "gossamer_job_workers", job, len(view.workers))
-        rate = round(sum(live.pages_per_second for _, _, live in view.workers), 3)
-        yield _family(GAUGE, "gossamer_job_pages_per_second", job, rate)
-        yield _family(GAUGE, "gossamer_job_done", job, int(view.done))
-        yield _family(GAUGE, "gossamer_job_submitted", job, int(view.submitted))
-        yield _family(COUNTER, "gossamer_job_seen_urls_total", job, view.seen)
-        yield _family(COUNTER, "gossamer_job_finished_urls_total", job, view.finished)
-        yield _family(COUNTER, "gossamer_job_set_aside_total", job, view.set_aside)
-        for kind, name, figure in _PER_WORKER:
-            yield _per_worker(kind, name, view, figure)
-
-
-_PER_WORKER: tuple[tuple[str, str, Callable[[int, Live], float]], ...] = (
-    (COUNTER, "gossamer_worker_pages_total", lambda _, live: live.pages),
-    (COUNTER, "gossamer_worker_errors_total", lambda _, live: live.errors),
-    (GAUGE, "gossamer_worker_pages_per_second", lambda _, live: live.pages_per_second),
-    (GAUGE, "gossamer_worker_partitions", lambda parts, _: parts),
-    (GAUGE, "gossamer_worker_queued_urls", lambda _, live: live.queue_depth),
-    (GAUGE, "gossamer_worker_fetch_latency_seconds", lambda _, live: live.mean_latency),
-    (GAUGE, "gossamer_worker_received_bytes_per_second", lambda _, live: live.bandwidth_bps),
-)
-
-
-def _per_worker(
-    kind: str, name: str, view: JobView, figure: Callable[[int, Live], float]
-) -> Metric:
-    family = _family(kind, name, [view.job, ""], {})
-    for worker, parts, live in view.workers:
-        family.add_metric([view.job, worker], figure(parts, live))  # type: ignore[attr-defined]
-    return family
-
-
-async def job_metrics(control: Control) -> bytes:
-    """The job's metrics in the Prometheus text format, read from Redis now."""
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(JobCollector(await read_job(control)))
-    return generate_latest(registry)
-
-
-def cluster_handler(control: Control) -> Callable[[web.Request], Awaitable[web.Response]]:
-    """An aiohttp handler serving ``control``'s job metrics (mount it at ``/metrics``); a
-    Redis failure answers 503 with one line."""
-    from redis.exceptions import RedisError
-
-    async def handle(request: web.Request) -> web.Response:
-        try:
-            body = await job_metrics(control)
-        except (RedisError, OSError, SettingsError) as exc:
-            log.warning("job %s: metrics not read: %s", control.job, redact_text(str(exc)))
-            return web.Response(status=503, text=f"cannot read job {control.job!r} from Redis\n")
-        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
-
-    return handle
-
-
-def queued_handler(control: Control) -> Callable[[web.Request], Awaitable[web.Response]]:
-    """An aiohttp handler answering ``{"job": J, "queued": N, "claimed": M}``, ``queued``
-    as ``gossamer_job_queued_urls`` (for KEDA's metrics-api scaler)."""
-    from redis.exceptions import RedisError
-
-    async def handle(request: web.Request) -> web.Response:
-        try:
-            view = await read_job(control)
-        except (RedisError, OSError, SettingsError):
-            return web.json_response({"job": control.job, "error": "redis"}, status=503)
-        queued = view.queued + view.claimed
-        return web.json_response({"job": view.job, "queued": queued, "claimed": view.claimed})
-
-    return handle
-
-
-async def serve_job(control: Control, bind: str, port: int, hosts: Iterable[str] = ()) -> None:
-    """``gossamer cluster metrics``: serve the job's ``/metrics``, ``/queued`` and
-    ``/healthz`` until SIGINT or SIGTERM (to the ``Host`` names of
-    :meth:`HostCheck.for_bind`)."""
-    app = _application(HostCheck.for_bind(bind, hosts))
-    app.router.add_get("/metrics", cluster_handler(control))
-    app.router.add_get("/queued", queued_handler(control))
-    app.router.add_get("/healthz", _alive)
-    runner = await _listen(app, bind, port)
-    try:
-        print(f"serving job {control.job!r} metrics on http://{bind}:{port}/metrics", flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, stop.set)
-        await stop.wait()
-    finally:
-        await runner.cleanup()
-
-
-def _application(hosts: HostCheck | None) -> web.Application:
+def application(hosts: HostCheck | None) -> web.Application:
+    """An aiohttp application behind the ``Host`` check ``hosts`` (None: none)."""
     return web.Application(middlewares=[] if hosts is None else [host_middleware(hosts)])
 
 
-async def _alive(request: web.Request) -> web.Response:
-    return web.Response(text="ok\n")
-
-
-async def _listen(app: web.Application, bind: str, port: int) -> web.AppRunner:
+async def listen(app: web.Application, bind: str, port: int) -> web.AppRunner:
     """``app`` listening on ``bind``:``port``; one that cannot be had is a settings error."""
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()

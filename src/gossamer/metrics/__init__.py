@@ -1,0 +1,11 @@
+"""The Prometheus exporter a crawl and a worker serve: ``/metrics`` and ``/healthz`` of one
+crawl process (``exporter``), behind a ``Host`` check against DNS rebinding (``hostcheck``).
+
+It reads the stages' frozen ``stats()`` snapshots only; ``gossamer crawl`` and a cluster
+worker start it, the dashboard (``gossamer.ui``) does not need it. A cluster job's view is
+``gossamer.cluster.metrics``, built on this package.
+
+This package may import ``gossamer.engine`` (the loop's state), ``gossamer.fetch``,
+``gossamer.stats``, ``gossamer.settings`` and the helpers, never ``gossamer.crawl``,
+``gossamer.cluster`` or ``gossamer.ui`` (which import it).
+"""
