@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import psutil  # type: ignore[import-untyped]
@@ -68,3 +70,37 @@ async def test_a_worker_killed_while_idle_is_replaced(noisy_rules: RuleSet) -> N
     finally:
         await pool.close()
     assert not psutil.Process().children()
+
+
+_WITHOUT_STDERR = """
+import asyncio, sys
+from pathlib import Path
+from gossamer.extract.rules.pool import RulePool
+from gossamer.extract.rules.schema import read_documents, rules_from_documents
+
+async def main() -> None:
+    tmp = Path(sys.argv[1])
+    rules = rules_from_documents(
+        read_documents([tmp / "r.toml"]), {"shout": f"{tmp / 'noisy.py'}:shout"}
+    )
+    pool = RulePool(workers=1, timeout=10)
+    found = await pool.evaluate(rules, "http://a.example/page", sys.argv[2].encode())
+    await pool.close()
+    print(found.items if found else None, found.errors if found else None)
+
+asyncio.run(main())
+"""
+
+
+def test_a_crawl_without_stderr_still_reads_pages_with_rules(
+    noisy_rules: RuleSet, tmp_path: Path
+) -> None:
+    """The crawl started with stderr closed (``2>&-``): its workers have nowhere to send
+    what a function prints, and answer all the same."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    done = subprocess.run(
+        ["sh", "-c", 'exec "$0" -c "$1" "$2" "$3" 2>&-', sys.executable, _WITHOUT_STDERR,
+         str(tmp_path), PAGE.decode()],
+        env=env, capture_output=False, stdout=subprocess.PIPE, timeout=30, check=True,
+    )  # fmt: skip
+    assert done.stdout.decode().strip() == "[{'t': 'Hello'}] []"

@@ -257,10 +257,14 @@ def _answers_out() -> BinaryIO:
     descriptor 1, and ``sys.stdout``) pointed at stderr. A ``call``ed function's ``print``
     went into the answers: the crawl read its text as an answer's length, and every page of
     the rule passed its time."""
-    answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
-    sys.stdout.flush()
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    sys.stdout = sys.stderr
+    answers = os.fdopen(os.dup(1), "wb")
+    try:
+        os.dup2(2, 1)
+    except OSError:  # the crawl runs with stderr closed: prints go nowhere
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.close(null)
+    sys.stdout = sys.stderr  # None without a stderr: print() then writes nothing
     return answers
 
 
