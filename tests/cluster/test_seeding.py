@@ -199,6 +199,7 @@ async def test_hostile_origins_are_skipped_and_a_garbled_record_is_one_line(
     try:
         good = "http://a.test:8080/"
         hostile = [b"\xff/", "javascript:alert(1)/", "http://a.test/path/", f"http://{'a' * 400}/"]
+        hostile += ["http://[/", "http://a.test:x/", "http://a.test:1:2/", "http://[::1/"]
         await control.redis.sadd(keys["origins"], good, *hostile)
         assert await load_origins(control) == [good]
         await control.redis.hset(keys["submit"], mapping={"digest": "f" * 64, "seeds": "x"})

@@ -24,6 +24,7 @@ JUNK = [
     b"\xff\xfe{}",
     b'{"a": NaN}',
     b'{"a": Infinity}',
+    b'{"rule": {"name": "r", "url": "^x$"}, "samples": [], "more": 1e999999, "state": "x"}',
     b'{"a": ' + b"9" * 5000 + b"}",
     b'{"a": "\\udfff"}',
     b'{"\\ud800": 1}',
@@ -66,6 +67,8 @@ def test_the_parser_bounds_depth_and_refuses_what_utf_8_cannot_hold() -> None:
         (b'{"\\udc00": 1}', "lone surrogate"),
         (b"\xc3(", "not UTF-8"),
         (b"[NaN]", "not valid JSON"),
+        (b'{"more": 1e999999}', "too large for a number"),
+        (b"[-1E400]", "too large for a number"),
         (b'{"a": 1', "not valid JSON"),
     ]:
         with pytest.raises(BodyError, match=why):

@@ -273,3 +273,39 @@ def test_redis_password_file_needs_redis_and_a_readable_file(
     assert "is empty" in capsys.readouterr().err
     assert main([*args, "--redis-password-file", str(tmp_path / "missing")]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+async def _raw_status(served: Served, head: bytes) -> bytes:
+    """The status line of a request sent byte for byte (headers aiohttp's client would not
+    send)."""
+    port = int(served.base.rsplit(":", 1)[1])
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(head)
+        await writer.drain()
+        return (await asyncio.wait_for(reader.readline(), 10)).strip()
+    finally:
+        writer.close()
+        await writer.wait_closed()
+
+
+async def test_undecodable_bytes_in_the_token_or_csrf_header_are_refused_not_a_500(
+    served: Served,
+) -> None:
+    host = served.base.split("//")[1].encode()
+    start = b"Host: " + host + b"\r\nConnection: close\r\n"
+    bad_token = (
+        b"GET /api/overview HTTP/1.1\r\n" + start + b"Authorization: Bearer \xff\xfe\r\n\r\n"
+    )
+    assert await _raw_status(served, bad_token) == b"HTTP/1.1 401 Unauthorized"
+    bad_csrf = (
+        b"POST /api/logout HTTP/1.1\r\n"
+        + start
+        + f"Authorization: Bearer {served.guard.token}\r\n".encode()
+        + b"Origin: "
+        + served.base.encode()
+        + b"\r\n"
+        + CSRF_HEADER.encode()
+        + b": \xff\r\nContent-Length: 0\r\n\r\n"
+    )
+    assert await _raw_status(served, bad_csrf) == b"HTTP/1.1 403 Forbidden"

@@ -40,7 +40,7 @@ from gossamer.cluster.control import Control, MalformedReply
 from gossamer.frontier.base import AddResult, Candidate
 from gossamer.frontier.redis import RedisFrontier
 from gossamer.settings import JobSettings, SettingsError
-from gossamer.urls import host_key
+from gossamer.urls import canonicalize, host_key
 
 log = logging.getLogger(__name__)
 
@@ -204,11 +204,16 @@ async def load_origins(control: Control) -> list[str]:
 
 
 def _origin(raw: object) -> str | None:
-    """An origin read from Redis; None unless it is one gossamer writes."""
+    """An origin read from Redis; None unless it is one gossamer writes (canonical: a
+    member such as ``http://[/`` or ``http://a.test:x/`` passed the shape and then raised
+    in the worker's scope)."""
     text = _text(raw) if isinstance(raw, bytes | str) else None
     if text is None or not text.isascii() or _ORIGIN.fullmatch(text) is None:
         return None
-    return text
+    try:
+        return text if host_key(canonicalize(text)) + "/" == text else None
+    except ValueError:
+        return None
 
 
 def _text(raw: object) -> str | None:

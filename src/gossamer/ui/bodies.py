@@ -11,6 +11,7 @@ when its document was written). Both are stopped here, before a handler sees the
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from aiohttp import web
@@ -39,7 +40,7 @@ def parse_json(raw: bytes, max_depth: int = MAX_DEPTH) -> Any:
     if _depth(raw) > max_depth:
         raise BodyError(f"the JSON is nested deeper than {max_depth} levels")
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except RecursionError:  # unreachable past the depth check; kept as a last guard
         raise BodyError(f"the JSON is nested deeper than {max_depth} levels") from None
     except ValueError as exc:  # JSONDecodeError, NaN/Infinity, over-long integers
@@ -87,6 +88,15 @@ def _depth(raw: bytes) -> int:
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    """A JSON number with a fraction or exponent; ``1e999999`` overflows to infinity, which
+    ``NaN``/``Infinity`` being refused must not let in by another spelling."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is too large for a number")
+    return value
 
 
 def _check_strings(value: Any) -> None:

@@ -106,13 +106,24 @@ class Guard:
         return cls(token, new_token(), hosts, f"gossamer_ui_{port}", public)
 
     def token_ok(self, given: str | None) -> bool:
-        return given is not None and hmac.compare_digest(given.encode(), self.token.encode())
+        return given is not None and same_secret(given, self.token)
 
     def host_ok(self, host: str) -> bool:
         return self.hosts is None or host.lower() in self.hosts
 
 
 GUARD = web.AppKey("guard", Guard)
+
+
+def same_secret(given: str, secret: str) -> bool:
+    """Whether ``given`` is ``secret``, in a time that does not tell where they differ.
+
+    Header values come undecodable bytes and all (aiohttp keeps them as lone surrogates):
+    they are compared as the bytes received, never re-encoded as strict UTF-8 (which raised).
+    """
+    return hmac.compare_digest(
+        given.encode("utf-8", "surrogateescape"), secret.encode("utf-8", "surrogateescape")
+    )
 
 
 def _authorised(request: web.Request, guard: Guard) -> bool:
@@ -202,7 +213,7 @@ async def check_csrf(request: web.Request, handler: Handler) -> web.StreamRespon
     if origin is None or origin.lower() not in own:
         raise web.HTTPForbidden(text="cross-site request refused\n")
     given = request.headers.get(CSRF_HEADER, "")
-    if not hmac.compare_digest(given.encode(), guard.csrf.encode()):
+    if not same_secret(given, guard.csrf):
         raise web.HTTPForbidden(text="missing or wrong CSRF token\n")
     return await handler(request)
 

@@ -42,6 +42,19 @@ VECTORS: dict[str, tuple[str, str]] = {
     "stun_data_iframe": ("udp", "127.0.0.2"),
     "turn_udp_popup": ("udp", "127.0.0.1"),
     "turn_tcp_popup": ("tcp", "127.0.0.1"),
+    "meta_refresh": ("tcp", "127.0.0.1"),
+    "ping": ("tcp", "127.0.0.1"),
+    "css_import": ("tcp", "127.0.0.1"),
+    "font": ("tcp", "127.0.0.1"),
+    "object": ("tcp", "127.0.0.1"),
+    "embed": ("tcp", "127.0.0.1"),
+    "image": ("tcp", "127.0.0.1"),
+    "poster": ("tcp", "127.0.0.1"),
+    "speculation": ("tcp", "127.0.0.1"),
+    "shared_worker": ("tcp", "127.0.0.1"),
+    "frame_form": ("tcp", "127.0.0.1"),
+    "frame_location": ("tcp", "127.0.0.1"),
+    "csp_report": ("tcp", "127.0.0.1"),
 }
 """Each vector's trap: its kind (``tcp``, ``udp``) and address."""
 
@@ -113,6 +126,43 @@ _SCRIPT = """
   });
   attempt('rtc_popup', () => rtc(window.open(''), 'stun_popup', 'turn_udp_popup',
     'turn_tcp_popup'));
+  const add = (html) => document.body.insertAdjacentHTML('beforeend', html);
+  attempt('meta_refresh', () => {
+    const f = document.createElement('iframe');
+    f.srcdoc = '<meta http-equiv="refresh" content="0;url=' + at('meta_refresh') + '">';
+    document.body.appendChild(f);
+  });
+  attempt('ping', () => {
+    const a = document.createElement('a');
+    a.href = '#pinged'; a.ping = at('ping'); document.body.appendChild(a); a.click();
+  });
+  attempt('css_import', () => add('<style>@import url("' + at('css_import') + '");</style>'));
+  attempt('font', () => add('<style>@font-face {font-family: trap; src: url("' + at('font')
+    + '");} body {font-family: trap;}</style><p>font</p>'));
+  attempt('object', () => add('<object data="' + at('object') + '"></object>'));
+  attempt('embed', () => add('<embed src="' + at('embed') + '">'));
+  attempt('image', () => { new Image().src = at('image'); });
+  attempt('poster', () => add('<video poster="' + at('poster') + '"></video>'));
+  attempt('speculation', () => {
+    const s = document.createElement('script'); s.type = 'speculationrules';
+    s.textContent = JSON.stringify({prefetch: [{source: 'list', urls: [at('speculation')]}],
+      prerender: [{source: 'list', urls: [at('speculation', '/p')]}]});
+    document.head.appendChild(s);
+  });
+  attempt('shared_worker', () => new SharedWorker(URL.createObjectURL(new Blob(
+    ["fetch('" + at('shared_worker') + "', {mode: 'no-cors'}).catch(() => 0)"],
+    {type: 'text/javascript'}))));
+  attempt('frame_form', () => {
+    const f = document.createElement('iframe'); f.name = 'ff'; document.body.appendChild(f);
+    const form = document.createElement('form');
+    form.method = 'POST'; form.action = at('frame_form'); form.target = 'ff';
+    document.body.appendChild(form); form.submit();
+  });
+  attempt('frame_location', () => {
+    const f = document.createElement('iframe'); document.body.appendChild(f);
+    f.contentWindow.location = at('frame_location');
+  });
+  attempt('csp_report', () => add('<img src="data:image/png;base64,AAAA">'));
   await Promise.race([Promise.all(tries), new Promise(r => setTimeout(r, 2000))]);
   const done = '/found/done-' + (threw.sort().join('-') || 'none');
   document.body.insertAdjacentHTML('beforeend', '<a id="done" href="' + done + '">done</a>');
@@ -146,5 +196,11 @@ def escape_page(traps: Traps) -> str:
 
 
 def link_header(traps: Traps) -> dict[str, str]:
-    """The page's answer's headers: a preconnect by ``Link``."""
-    return {"Link": f"<http://{traps['preconnect_header'].address}>; rel=preconnect"}
+    """The page's answer's headers: a preconnect by ``Link``, a CSP report (the page
+    loads an image the policy forbids)."""
+    return {
+        "Link": f"<http://{traps['preconnect_header'].address}>; rel=preconnect",
+        "Content-Security-Policy-Report-Only": (
+            f"img-src 'none'; report-uri http://{traps['csp_report'].address}/"
+        ),
+    }

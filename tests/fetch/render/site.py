@@ -144,6 +144,8 @@ class RenderSite:
         """Pages a test adds (served before :data:`PAGES`)."""
         self.page_headers: dict[str, dict[str, str]] = {}
         """Headers a test adds to a page's answer."""
+        self.redirects: dict[str, str] = {}
+        """Paths a test adds that answer 302 to a location."""
         self.from_browser: Counter[str] = Counter()
         """Requests the browser made itself (none should reach the site)."""
         self.on_hang: Callable[[], None] | None = None
@@ -159,6 +161,8 @@ class RenderSite:
             self.from_browser[path] += 1
         if path == "/robots.txt":
             return web.Response(text=ROBOTS)
+        if path in self.redirects:
+            raise web.HTTPFound(self.redirects[path])
         if path == "/api/links":
             links = ["/found/xhr-1", "/found/xhr-2"]
             return web.Response(text=json.dumps({"links": links}), content_type="application/json")

@@ -48,6 +48,32 @@ async def test_a_rendered_page_reaches_no_trap(tmp_path: Path) -> None:
     assert subrequests["blocked-popup"] >= 1  # popups' navigations met the router
 
 
+async def test_redirects_from_the_site_to_another_port_reach_no_trap(tmp_path: Path) -> None:
+    """A subrequest, an iframe and a link of the site whose redirects (one hop, or two
+    through the site) end at other ports of 127.0.0.1: the router checks each hop, and the
+    crawl's own fetches of the links do too."""
+    site = RenderSite()
+    async with open_traps() as traps:
+        for name in ("fetch", "chain", "frame", "link", "document"):
+            await traps.tcp(name, "127.0.0.1")
+            site.redirects[f"/go/{name}"] = f"http://{traps[name].address}/{name}"
+        site.redirects["/go/chain"] = "/go/chain2"
+        site.redirects["/go/chain2"] = f"http://{traps['chain'].address}/chain"
+        site.pages["/redirects"] = (
+            "<!doctype html><html><head><title>r</title></head><body>"
+            '<a href="/go/link">link</a><a href="/go/document">document</a>'
+            '<iframe src="/go/frame"></iframe><script>'
+            "fetch('/go/fetch').catch(() => 0); fetch('/go/chain').catch(() => 0);"
+            "</script></body></html>"
+        )
+        async with serve_site(site) as (_, port):
+            _, records, _ = await crawl(tmp_path, port, ["/redirects"], render="always")
+        await asyncio.sleep(_SETTLE)
+    assert records["/redirects"]["rendered"] is True
+    assert site.hits["/go/fetch"] and site.hits["/go/chain2"] and site.hits["/go/frame"]
+    assert not traps.hit(), " ".join(sorted(traps.hit()))
+
+
 async def test_the_browser_alone_reaches_no_trap() -> None:
     """No router, no popup closing, no API removed: the launch flags alone hold."""
     pool = BrowserPool(BrowserConfig(), 1)

@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import pickle
 import resource
 import signal
@@ -35,7 +36,7 @@ import struct
 import sys
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 from gossamer.extract.rules.evaluate import PageItems, evaluate_body
 from gossamer.extract.rules.schema import Document, RuleSet, rules_from_documents
@@ -111,7 +112,7 @@ class RulePool:
         async with self._slots:
             if self._closed:
                 return _failed(rule.name, "the rule workers were stopped")
-            worker = self._idle.pop() if self._idle else await self._start()
+            worker = await self._worker()
             request = (url, body, charset, follow_nofollow)
             try:
                 if not worker.knows(rules):  # compiled before the page's time starts
@@ -150,6 +151,17 @@ class RulePool:
         for worker in self._killed:
             await worker.process.wait()
         self._killed.clear()
+
+    async def _worker(self) -> _Worker:
+        """An idle worker still running (one killed from outside while idle, by the OOM
+        killer or a user, is replaced rather than failing the page), else a new one."""
+        while self._idle:
+            worker = self._idle.pop()
+            if worker.process.returncode is None:
+                return worker
+            log.warning("a rule worker ended while idle (status %s)", worker.process.returncode)
+            await self._discard(worker)
+        return await self._start()
 
     async def _start(self) -> _Worker:
         process = await asyncio.create_subprocess_exec(
@@ -220,7 +232,7 @@ def _serve(memory_bytes: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the crawl decides when its workers stop
     _die_with_parent()
     resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    stdin, stdout = sys.stdin.buffer, _answers_out()
     compiled: OrderedDict[Any, RuleSet] = OrderedDict()
     while head := stdin.read(_HEAD.size):
         (size,) = _HEAD.unpack(head)
@@ -238,6 +250,22 @@ def _serve(memory_bytes: int) -> None:
         data = json.dumps(answer, ensure_ascii=False).encode("utf-8", "surrogatepass")
         stdout.write(_HEAD.pack(len(data)) + data)
         stdout.flush()
+
+
+def _answers_out() -> BinaryIO:
+    """The answers' stream: a copy of stdout kept for them alone, stdout itself (file
+    descriptor 1, and ``sys.stdout``) pointed at stderr. A ``call``ed function's ``print``
+    went into the answers: the crawl read its text as an answer's length, and every page of
+    the rule passed its time."""
+    answers = os.fdopen(os.dup(1), "wb")
+    try:
+        os.dup2(2, 1)
+    except OSError:  # the crawl runs with stderr closed: prints go nowhere
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.close(null)
+    sys.stdout = sys.stderr  # None without a stderr: print() then writes nothing
+    return answers
 
 
 def _rule_set(compiled: OrderedDict[Any, RuleSet], key: Any, documents: Any) -> RuleSet:
