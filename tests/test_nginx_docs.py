@@ -49,6 +49,8 @@ CLOCK_SLACK = 0.05
 
 pytestmark = [
     pytest.mark.slow,
+    # wget's and gossamer's crawls of the real docs at their Crawl-delay take about 30 s alone.
+    pytest.mark.timeout(180),
     pytest.mark.skipif(
         not (DOCS.is_dir() and os.path.exists(NGINX) and shutil.which("wget")),
         reason="needs nginx, wget and python3-doc (make test installs them)",

@@ -248,9 +248,11 @@ async def test_refresh_over_4096_partitions_is_fast(client: Redis, job: str) -> 
     scope = Scope.for_seeds([], ["test"], max_depth=5)
     frontier = RedisFrontier(client, job, scope, PolitenessPolicy(), refresh_interval=0.0)
     await frontier.add([Candidate(u) for u in urls(hosts=50, per_host=2)])
-    started = time.perf_counter()
+    # The client's CPU, not the wall clock: a loaded machine stretches the latter, and the
+    # cost guarded here is the client's work per partition (one HMGET each on a cluster).
+    started = time.process_time()
     await frontier.refresh()
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0
     assert frontier.stats().queued == 100 and not await frontier.done()
 
 

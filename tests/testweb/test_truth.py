@@ -48,6 +48,7 @@ async def test_reference_crawl_matches_ground_truth(
         assert not fetched & clean_web.disallowed_links(clean_server.port)
 
 
+@pytest.mark.timeout(180)  # the reference crawler parses the hostile pages: about 25 s alone
 async def test_crawl_meets_linked_specials() -> None:
     web = generate(5, specials=QUICK_SPECIALS - {"broken-chunked"}, crawl_delay=None)
     async with TestWebServer(web) as server, client() as session:
