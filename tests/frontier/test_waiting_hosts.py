@@ -3,8 +3,8 @@ off (a Retry-After pause); on a fake clock, exact."""
 
 from __future__ import annotations
 
-from gossamer.frontier.base import Feedback
-from gossamer.frontier.hosts import HostScheduler, Queued, waiting
+from gossamer.frontier.base import Feedback, waiting
+from gossamer.frontier.hosts import HostScheduler, Queued
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.urls import host_key
 

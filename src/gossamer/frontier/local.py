@@ -29,6 +29,7 @@ from gossamer.frontier.base import (
     Candidate,
     Feedback,
     FrontierStats,
+    HeldBack,
     Lease,
     Outlinks,
     Rules,
@@ -39,7 +40,6 @@ from gossamer.frontier.hosts import (
     HostScheduler,
     Queued,
     RulesLookup,
-    SchedulerViews,
 )
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.urls import Scope
@@ -64,7 +64,7 @@ _DB_VARIABLES = 500
 """Fingerprints per query of spilled priorities (SQLite allows a few hundred at least)."""
 
 
-class LocalFrontier(SchedulerViews[Queued]):
+class LocalFrontier:
     """Frontier contract (see :mod:`gossamer.frontier.base`) for one process."""
 
     def __init__(
@@ -228,6 +228,21 @@ class LocalFrontier(SchedulerViews[Queued]):
             duplicates=self._duplicates,
             rejected=self._admission.rejected,
         )
+
+    @property
+    def in_memory(self) -> int:
+        """Queued URLs held in memory, waiting to be leased."""
+        return self._hosts.queued
+
+    def held_back(self, most: int | None = 10) -> list[HeldBack]:
+        """The hosts politeness holds back now (see :meth:`HostScheduler.held_back`)."""
+        return self._hosts.held_back(most)
+
+    @property
+    def slots(self) -> HostScheduler[Queued]:
+        """The scheduler whose host slots the crawl's host gate takes
+        (:meth:`gossamer.frontier.gate.HostGate.bind`)."""
+        return self._hosts
 
     # -- storage ---------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ import logging
 import math
 from dataclasses import dataclass
 
-from gossamer.frontier.base import Feedback
+from gossamer.frontier.base import Feedback, WaitReason
 
 _LATENCY_ALPHA = 0.3
 _ERROR_ALPHA = 0.2
@@ -74,7 +74,7 @@ class PolitenessPolicy:
             adaptive = max(adaptive, self.failure_delay * odds)
         return max(self.delay, slot.crawl_delay, min(adaptive, self.max_delay))
 
-    def why_waiting(self, slot: HostSlot) -> str:
+    def why_waiting(self, slot: HostSlot) -> WaitReason:
         """What spaces the host's requests now: ``retry-after``, ``crawl-delay``, ``back-off``
         (slowed down for its errors or latency), ``delay`` (the configured one), or
         ``limit`` when none spaces them (its connections are all in use)."""

@@ -27,13 +27,20 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
 from gossamer.frontier.admission import Admission, Admitted, locate
-from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease, Rules
+from gossamer.frontier.base import (
+    AddResult,
+    Candidate,
+    Feedback,
+    FrontierStats,
+    HeldBack,
+    Lease,
+    Rules,
+)
 from gossamer.frontier.dedup import SeenSet
 from gossamer.frontier.hosts import (
     DEFAULT_SLACK,
     HostScheduler,
     RulesLookup,
-    SchedulerViews,
 )
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis.claims import RECLAIM_LIMIT, Claims
@@ -58,7 +65,7 @@ _POLL = 0.2
 log = logging.getLogger(__name__)
 
 
-class RedisFrontier(SchedulerViews[Entry]):
+class RedisFrontier:
     """Frontier contract (see :mod:`gossamer.frontier.base`) over partitioned Redis queues.
 
     See :mod:`gossamer.frontier.redis` for the layout and this module for what each method
@@ -283,6 +290,21 @@ class RedisFrontier(SchedulerViews[Entry]):
             rejected=self._admission.rejected,
             set_aside=self._claims.set_aside,
         )
+
+    @property
+    def in_memory(self) -> int:
+        """Queued URLs held in memory, waiting to be leased."""
+        return self._hosts.queued
+
+    def held_back(self, most: int | None = 10) -> list[HeldBack]:
+        """The hosts politeness holds back now (see :meth:`HostScheduler.held_back`)."""
+        return self._hosts.held_back(most)
+
+    @property
+    def slots(self) -> HostScheduler[Entry]:
+        """The scheduler whose host slots the crawl's host gate takes
+        (:meth:`gossamer.frontier.gate.HostGate.bind`)."""
+        return self._hosts
 
     # -- upkeep, called by the frontier's owner ----------------------------------------------
 
