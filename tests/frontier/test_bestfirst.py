@@ -254,9 +254,9 @@ def test_a_released_url_goes_to_the_front_of_its_priority() -> None:
     assert lease.url == f"{A}/top"
     back = hosts.finish(lease, None)
     assert back is not None
-    hosts.push_front(A, back)
+    hosts.push(A, back, front=True)
     (lease,) = hosts.lease(1).leases
-    hosts.push_front(A, hosts.finish(lease, None) or back)
+    hosts.push(A, hosts.finish(lease, None) or back, front=True)
     assert one_by_one(hosts, clock) == [f"{A}/top", f"{A}/0", f"{A}/1"]
 
 

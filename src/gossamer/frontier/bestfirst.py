@@ -100,6 +100,12 @@ class BestFirst(Generic[E]):
             return -rank
         return None
 
+    def may_go(self) -> bool | None:
+        """Whether the best due host is within the slack of the best queued URL; None when no
+        host is due."""
+        top = self.top()
+        return None if top is None else top >= self.floor()
+
     def pop(self) -> tuple[str, Host[E]]:
         """Take the best due host (after :meth:`top` found one)."""
         _, _, key = heapq.heappop(self._due)

@@ -252,15 +252,22 @@ class HostQueues(Generic[E]):
         self.queued += len(entries)
         return host
 
-    def rerank_delayed(self, priorities: dict[str, dict[int, float]]) -> list[E]:
-        """New priorities of delayed entries, by host key then fingerprint; the changed."""
+    def rerank(self, priorities: dict[str, dict[int, float]]) -> tuple[list[E], list[str]]:
+        """New priorities of queued and delayed entries, by host key then fingerprint; returns
+        the entries whose priority changed and the keys of the hosts whose queue they are in."""
         changed: list[E] = []
+        touched: list[str] = []
+        for key, new in priorities.items():
+            host = self.hosts.get(key)
+            if host is not None and host.queue is not None and (got := host.queue.rerank(new)):
+                changed += got
+                touched.append(key)
         for _, _, key, entry in self.delayed:
             priority = priorities.get(key, {}).get(entry.fp, entry.priority)
             if priority != entry.priority:
                 entry.priority = priority
                 changed.append(entry)
-        return changed
+        return changed, touched
 
     def remove(self, drop: Callable[[E], bool]) -> tuple[list[E], list[str]]:
         """Take the queued and delayed entries ``drop`` selects out; returns them and the

@@ -14,23 +14,11 @@ heap keyed by the time their slot is next free, or later when :meth:`HostSchedul
 so (the Redis frontier's shared limiter refused a slot). A due host whose queue in memory is
 empty is handed back as ``dry`` for the backend to read more (:meth:`HostScheduler.refill`).
 
-**Working set** (``max_active``; None schedules every host at once). Only a working set of at
-most ``max_active`` hosts is scheduled; the others wait in line, in the order their first URL
-arrived, and join the set only when the set's hosts cannot fill a lease (none is due), so the
-set grows just as far as politeness makes it necessary to keep the crawl busy. A host leaves
-the set when it has nothing queued or leased; a URL coming back from a lease puts its host at
-the front of the line. Without this, a crawl starting on 200,000 hosts would fetch every
-host's robots.txt before the first page, and a robots.txt cache smaller than the hosts in play
-would forget rules before they were used.
+The working set (:mod:`gossamer.frontier.workingset`, ``max_active``) decides which hosts
+are scheduled at all.
 
-**robots.txt** (with a ``rules`` lookup: the robots.txt cache, by host key). A due host's
-rules are looked up before any of its URLs goes out. Not known: its next slot goes to one
-``robots`` lease, and its URLs wait; the backend ends that lease with
-:meth:`HostScheduler.rules`, and the rules reported are used at the next look at the host even
-if the cache has let them go meanwhile. Known: URLs the rules forbid go out as ``blocked``
-leases (no slot), and the host's Crawl-delay goes to its slot. ``unreachable``: its queued
-URLs go out as ``unreachable`` leases (no slot); when the cache's verdict lapses the next look
-asks for robots.txt again.
+The robots.txt stage (:mod:`gossamer.frontier.robotstage`) decides what a due host's URLs go
+out as.
 
 **Requests outside the leases** (:mod:`gossamer.frontier.gate`) take the same slots:
 :meth:`HostScheduler.claim` takes one when the host is due, :meth:`HostScheduler.unclaim`
@@ -46,9 +34,7 @@ each could use, :meth:`HostScheduler.take` leases what the limiter granted, and
 from __future__ import annotations
 
 import heapq
-import math
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Generic
@@ -58,6 +44,9 @@ from gossamer.frontier.bestfirst import DEFAULT_SLACK, BestFirst
 from gossamer.frontier.hostqueue import E, Host, HostQueue, HostQueues, Queued
 from gossamer.frontier.leases import LeaseTable
 from gossamer.frontier.politeness import HostSlot, PolitenessPolicy
+from gossamer.frontier.ready import ReadyHeap
+from gossamer.frontier.robotstage import ROBOTS_FIRST, RobotsStage, RulesLookup
+from gossamer.frontier.workingset import WorkingSet
 
 __all__ = [
     "DEFAULT_SLACK",
@@ -70,10 +59,6 @@ __all__ = [
     "RulesLookup",
     "Want",
 ]
-
-RulesLookup = Callable[[str], Rules | None]
-"""The robots.txt rules cached for a host key (``scheme://host[:port]``), None when not known;
-no I/O (:meth:`~gossamer.frontier.robots.RobotsCache.known`)."""
 
 
 @dataclass(slots=True)
@@ -106,22 +91,6 @@ class Round(Generic[E]):
     dry: list[str]
 
 
-@dataclass(frozen=True, slots=True)
-class _Verdict:
-    """Rules of the scheduler's own: one answer for every URL."""
-
-    status: str
-    allows: bool
-    crawl_delay: float | None = None
-
-    def allowed(self, url: str) -> bool:
-        return self.allows
-
-
-_ANYTHING = _Verdict("ignored", allows=True)
-"""The rules of a crawl that ignores robots.txt."""
-_ROBOTS = _Verdict("unknown", allows=False)
-"""What :meth:`HostScheduler._look` returns when robots.txt must come first."""
 _SLOTTED: frozenset[LeaseKind] = frozenset({"page", "robots"})
 _HELD_POLL = 1.0
 """Seconds :meth:`HostScheduler.next_ready` answers while the due hosts are held back by the
@@ -129,8 +98,7 @@ slack and the best URL's host has no known next time (its requests are out)."""
 
 
 class HostScheduler(Generic[E]):
-    """The ready heap, the working set and the robots.txt stage of a frontier, over its host
-    queues, politeness slots, leases and best-first order; see the module docstring."""
+    """Which URL of a frontier goes out next, and when; see the module docstring."""
 
     def __init__(
         self,
@@ -146,36 +114,25 @@ class HostScheduler(Generic[E]):
             raise ValueError(f"slack must be a number >= 0, not {slack!r}")
         self._policy = policy
         self._slack = slack
-        self._lookup = rules
-        self._max_active = max_active
         self._clock = clock
         self._queues: HostQueues[E] = HostQueues()
         self._hosts = self._queues.hosts
         self._leases: LeaseTable[E] = LeaseTable(lease_timeout)
+        self._robots = RobotsStage(rules, policy, self._queues, self._leases)
         self._best: BestFirst[E] | None = None
-        """Made once an entry with a priority other than 0 comes; None keeps breadth first."""
-        self._ready: list[tuple[float, str]] = []
-        self._line: deque[str] = deque()
-        """Hosts with queued URLs waiting to join the working set, oldest first."""
-        self.active = 0
-        """Hosts in the working set."""
+        """Made once an entry with a priority other than 0 comes; None: breadth first."""
+        self._set: WorkingSet[E] = WorkingSet(max_active)
+        self._ready: ReadyHeap[E] = ReadyHeap(self._hosts, policy, self._schedule)
 
     # -- URLs in ---------------------------------------------------------------------------
 
-    def push(self, key: str, entry: E) -> None:
-        """Queue ``entry`` in memory at the back of its priority in host ``key``."""
-        host = self._queues.push(key, entry, False)
+    def push(self, key: str, entry: E, *, front: bool = False) -> None:
+        """Queue ``entry`` in memory at the back of its priority in host ``key`` (at the
+        ``front``, its host at the front of the line, for one back from a lease)."""
+        host = self._queues.push(key, entry, front)
         if entry.priority and self._best is None:
-            self._rank_all()
-        self._schedule(key, host)
-
-    def push_front(self, key: str, entry: E) -> None:
-        """Queue ``entry`` (back from a lease) at the front of its priority, its host at the
-        front of the line."""
-        host = self._queues.push(key, entry, True)
-        if entry.priority and self._best is None:
-            self._rank_all()
-        self._schedule(key, host, front=True)
+            self._best = BestFirst(self._hosts, self._slack, self._clock)
+        self._schedule(key, host, front=front)
 
     def delay(self, key: str, entry: E, until: float) -> None:
         """Queue ``entry`` at the front of host ``key`` once the clock reaches ``until``."""
@@ -201,28 +158,20 @@ class HostScheduler(Generic[E]):
         again as it is)."""
         host = self._queues.refill(key, entries)
         if self._best is None and any(entry.priority for entry in entries):
-            self._rank_all()
+            self._best = BestFirst(self._hosts, self._slack, self._clock)
         self._schedule(key, host)
 
     def rerank(self, priorities: dict[str, dict[int, float]]) -> list[E]:
         """New priorities of queued and delayed entries, by host key then fingerprint (leased
         ones are not touched); returns the entries whose priority changed."""
-        changed: list[E] = []
-        for key, new in priorities.items():
-            host = self._hosts.get(key)
-            if host is None or host.queue is None:
-                continue
-            if got := host.queue.rerank(new):
-                changed += got
-                if self._best is None and any(entry.priority for entry in got):
-                    self._rank_all()
-                self._schedule(key, host)
-        delayed = self._queues.rerank_delayed(priorities)
-        if self._best is None and any(entry.priority for entry in delayed):
-            self._rank_all()
-        return changed + delayed
+        changed, touched = self._queues.rerank(priorities)
+        if self._best is None and any(entry.priority for entry in changed):
+            self._best = BestFirst(self._hosts, self._slack, self._clock)
+        for key in touched:
+            self._schedule(key, self._hosts[key])
+        return changed
 
-    # -- leasing ---------------------------------------------------------------------------
+    # -- leases out and back ----------------------------------------------------------------
 
     def lease(self, n: int) -> Batch:
         """Up to ``n`` leases that use a slot, one per due host in turn, plus those that need
@@ -234,8 +183,8 @@ class HostScheduler(Generic[E]):
         slotted = 0
         while slotted < n and (due := self._next_due(now, out, dry)) is not None:
             key, host, rules = due
-            if rules is _ROBOTS:
-                out.append(self._robots_lease(key, host, now))
+            if rules is ROBOTS_FIRST:
+                out.append(self._robots.lease(key, host, now))
                 slotted += 1
             elif (lease := self._take_one(key, host, rules, now, out)) is not None:
                 out.append(lease)
@@ -254,7 +203,7 @@ class HostScheduler(Generic[E]):
         total = 0
         while total < n and (due := self._next_due(now, out, dry)) is not None:
             key, host, rules = due
-            if rules is _ROBOTS:
+            if rules is ROBOTS_FIRST:
                 wants.append(Want(key, host, 1, None))
                 total += 1
                 continue
@@ -279,7 +228,7 @@ class HostScheduler(Generic[E]):
         now = self._clock()
         if want.rules is None:
             if granted > 0 and not host.robots_out:
-                out.append(self._robots_lease(key, host, now))
+                out.append(self._robots.lease(key, host, now))
                 used = 1
         else:
             while used < granted:
@@ -297,8 +246,6 @@ class HostScheduler(Generic[E]):
         if host is not None:
             host.not_before = until
             self._schedule(key, host)
-
-    # -- leases end ------------------------------------------------------------------------
 
     def finish(self, lease: Lease, feedback: Feedback | None) -> E | None:
         """End a lease: its host's slot learns from ``feedback``. Returns its entry; None for
@@ -318,12 +265,10 @@ class HostScheduler(Generic[E]):
     def rules(self, lease: Lease, rules: Rules | None, feedback: Feedback | None) -> bool:
         """End a ``robots`` lease with the rules it brought (None: none, ask again); False
         when it had ended already."""
-        host = self._leases.host_of(lease.token)
-        if host is None or lease.kind != "robots":
-            return False
-        host.reported = rules
-        self.finish(lease, feedback)
-        return True
+        reported = self._robots.report(lease, rules)
+        if reported:
+            self.finish(lease, feedback)
+        return reported
 
     def expired(self) -> list[Lease]:
         """Leases past their deadline, for the backend to release (looked for at most once a
@@ -347,8 +292,8 @@ class HostScheduler(Generic[E]):
         """Drop host ``key`` (its queue emptied already): its leases still end here, on the
         returned host's slot."""
         host = self._queues.forget(key)
-        if host is not None and host.active:
-            self.active -= 1
+        if host is not None:
+            self._set.forget(host)
         return host
 
     def host_keys(self) -> list[str]:
@@ -368,15 +313,8 @@ class HostScheduler(Generic[E]):
         may be (infinity while ``room`` is asked for and its connections are all in use).
         The host's robots.txt Crawl-delay, when known, counts as for its URLs."""
         slot = self._queues.host(key).slot
-        if self._lookup is not None and (rules := self._lookup(key)) is not None:
-            self._policy.set_crawl_delay(slot, rules.crawl_delay, key)
-        if room and slot.active >= self._policy.per_host:
-            return math.inf
-        now = self._clock()
-        if slot.next_start > now:
-            return slot.next_start - now
-        self._policy.on_lease(slot, now)
-        return 0.0
+        self._robots.pace(key, slot)
+        return self._policy.claim(slot, self._clock(), room)
 
     def unclaim(self, key: str, feedback: Feedback | None) -> None:
         """A request of :meth:`claim` ended; its host's slot learns from ``feedback``."""
@@ -390,8 +328,7 @@ class HostScheduler(Generic[E]):
         spaced from that (a rendered page's subrequests go out while its lease is held)."""
         host = self._hosts.get(key)
         if host is not None:
-            slot = host.slot
-            slot.next_start = max(slot.next_start, started_at + self._policy.delay_of(slot))
+            self._policy.started(host.slot, started_at)
 
     def hold(self, key: str, waiting: bool) -> None:
         """A request outside the leases starts (``waiting``) or stops waiting for host
@@ -412,18 +349,15 @@ class HostScheduler(Generic[E]):
         now = self._clock()
         held = False
         if (best := self._best) is not None:
-            best.add_due(self._come_due(now))
-            top = best.top()
-            if top is not None and top >= best.floor():
+            best.add_due(self._ready.come_due(now))
+            if go := best.may_go():
                 return 0.0
-            held = top is not None
-        ready = self._ready
-        while ready and self._stale(*ready[0]):
-            heapq.heappop(ready)
-        times = [ready[0][0]] if ready else []
+            held = go is not None
+        first = self._ready.first()
+        times = [] if first is None else [first]
         if self._queues.delayed:
             times.append(self._queues.delayed[0][0])
-        if self._line and self._has_room():
+        if self._set.can_join:
             times.append(now)
         if not times:
             return _HELD_POLL if held else None
@@ -433,24 +367,17 @@ class HostScheduler(Generic[E]):
         """Up to ``most`` hosts of the ready heap (the working set's hosts with URLs queued
         and a free slot) that politeness holds back now, the longest wait first. One pass
         over the heap: for a status snapshot every few seconds, not for the hot path."""
-        now = self._clock()
-        found: dict[str, HeldBack] = {}
-        for when, key in self._ready:
-            if key in found or self._stale(when, key):
-                continue
-            host = self._hosts[key]
-            ready = self._ready_at(host)
-            if ready <= now or math.isinf(ready):
-                continue
-            reason = "limiter" if host.not_before > now else self._policy.why_waiting(host.slot)
-            queued = len(host.queue or ()) + host.stored
-            found[key] = HeldBack(key, reason, round(ready - now, 3), queued, host.slot.active)
-        return sorted(found.values(), key=lambda h: (-h.wait, -h.queued))[:most]
+        return self._ready.held_back(self._clock(), most)
 
     @property
     def ranked(self) -> bool:
         """Best first across hosts is on (an entry with a priority other than 0 came)."""
         return self._best is not None
+
+    @property
+    def active(self) -> int:
+        """Hosts in the working set."""
+        return self._set.active
 
     @property
     def queued(self) -> int:
@@ -479,81 +406,29 @@ class HostScheduler(Generic[E]):
 
     # -- internals -------------------------------------------------------------------------
 
-    def _has_room(self) -> bool:
-        return self._max_active is None or self.active < self._max_active
-
-    def _stale(self, when: float, key: str) -> bool:
-        """A heap item superseded by a later one, or of a host dropped since."""
-        host = self._hosts.get(key)
-        return host is None or host.heap_time != when
-
-    def _ready_at(self, host: Host[E]) -> float:
-        if host.claims:
-            return math.inf
-        when = self._policy.ready_at(host.slot)
-        return when if when >= host.not_before else host.not_before
-
     def _pop(self, now: float) -> tuple[str, Host[E]] | None:
-        """The next host of the working set that is due now, else the next host in line if
-        the set has room; None when neither."""
+        """The next host of the working set due now, else the next in line; None if none."""
         if self._best is not None:
             return self._pop_best(self._best, now)
-        for _, key, host in self._come_due(now):
+        for _, key, host in self._ready.come_due(now):
             return key, host
         return self._join(now)
 
-    def _come_due(self, now: float) -> Iterator[tuple[float, str, Host[E]]]:
-        """Hosts off the ready heap whose time has come and that may be leased now, with
-        their heap time, one at a time (stale items dropped, hosts not yet due put back)."""
-        ready, hosts = self._ready, self._hosts
-        while ready and ready[0][0] <= now:
-            when, key = heapq.heappop(ready)
-            host = hosts.get(key)
-            if host is None or host.heap_time != when:
-                continue
-            host.heap_time = None
-            if host.robots_out:
-                continue
-            if self._ready_at(host) > now:
-                self._schedule(key, host)
-                continue
-            yield when, key, host
-
     def _join(self, now: float) -> tuple[str, Host[E]] | None:
         """The next host in line that joins the working set and is due now, if any."""
-        line, hosts = self._line, self._hosts
-        while line and self._has_room():
-            key = line.popleft()
-            host = hosts.get(key)
-            if host is None:
-                continue
-            host.pending = False
-            if not host.waiting or host.active:
-                continue
-            host.active = True
-            self.active += 1
-            if self._ready_at(host) > now:
+        for key, host in self._set.joining(self._hosts):
+            if self._ready.ready_at(host) > now:
                 self._schedule(key, host)
                 continue
             return key, host
         return None
 
     def _pop_best(self, best: BestFirst[E], now: float) -> tuple[str, Host[E]] | None:
-        """:meth:`_pop` best first: the due host whose next URL is best, unless it is worse
-        than the best queued URL by more than the slack (then nothing). Hosts in line join the
-        working set while it has room, whether or not one is due."""
-        line, hosts = self._line, self._hosts
-        while line and self._has_room():  # ranks are known only inside the working set
-            key = line.popleft()
-            host = hosts.get(key)
-            if host is None:
-                continue
-            host.pending = False
-            if host.waiting and not host.active:
-                host.active = True
-                self.active += 1
-                self._schedule(key, host)
-        best.add_due(self._come_due(now))
+        """:meth:`_pop` best first (:mod:`gossamer.frontier.bestfirst`). Hosts in line join
+        the working set while it has room, whether or not one is due."""
+        for key, host in self._set.joining(self._hosts):  # ranks are known only inside it
+            self._schedule(key, host)
+        best.add_due(self._ready.come_due(now))
         floor: float | None = None
         while (rank := best.top()) is not None:
             if floor is None:
@@ -561,7 +436,7 @@ class HostScheduler(Generic[E]):
             if rank < floor:
                 return None
             key, host = best.pop()
-            if self._ready_at(host) > now:
+            if self._ready.ready_at(host) > now:
                 self._schedule(key, host)
                 continue
             return key, host
@@ -570,39 +445,22 @@ class HostScheduler(Generic[E]):
     def _next_due(
         self, now: float, out: list[Lease], dry: list[str]
     ) -> tuple[str, Host[E], Rules] | None:
-        """The next due host with the rules its URLs go out by (see :meth:`_look`)."""
+        """The next due host with URLs in memory and the rules they go out by (see
+        :meth:`RobotsStage.look`); a host whose URLs are all in storage goes to ``dry``."""
+        robots = self._robots
         while (due := self._pop(now)) is not None:
             key, host = due
-            rules = self._look(key, host, now, out, dry)
+            if host.queue is None:
+                if host.stored:
+                    dry.append(key)  # rescheduled by refill()
+                else:
+                    self._schedule(key, host)
+                continue
+            rules = robots.look(key, host, now, out)
             if rules is not None:
                 return key, host, rules
-        return None
-
-    def _look(
-        self, key: str, host: Host[E], now: float, out: list[Lease], dry: list[str]
-    ) -> Rules | None:
-        """The rules a due host's URLs go out by, or ``_ROBOTS`` when its robots.txt must be
-        fetched first; None when nothing of it can go now (its queue in memory is empty, or
-        its URLs went out as ``unreachable`` leases)."""
-        if host.queue is None:
-            if host.stored:
-                dry.append(key)  # rescheduled by refill()
-            else:
-                self._schedule(key, host)
-            return None
-        if self._lookup is None:
-            return _ANYTHING
-        reported, host.reported = host.reported, None
-        rules = self._lookup(key) or reported
-        if rules is None:
-            return _ROBOTS
-        self._policy.set_crawl_delay(host.slot, rules.crawl_delay, key)
-        if rules.status == "unreachable":
-            while host.queue:
-                out.append(self._leases.open(key, host, self._queues.pop(host), now, "unreachable"))
             self._schedule(key, host)
-            return None
-        return rules
+        return None
 
     def _take_one(
         self, key: str, host: Host[E], rules: Rules, now: float, out: list[Lease]
@@ -617,53 +475,24 @@ class HostScheduler(Generic[E]):
             return self._leases.open(key, host, entry, now, "page")
         return None
 
-    def _robots_lease(self, key: str, host: Host[E], now: float) -> Lease:
-        host.robots_out = True
-        self._policy.on_lease(host.slot, now)
-        return self._leases.open(key, host, None, now, "robots")
-
     def _schedule(self, key: str, host: Host[E], *, front: bool = False) -> None:
-        """Make sure a host of the working set with queued URLs and a free slot is in the
-        ready heap, and a host out of it in line (at the ``front`` for a URL coming back from
-        a lease); a host with nothing left leaves the set."""
+        """Put a host with something queued where it waits its turn (the ready heap, the
+        best-first order or the working set's line); one with nothing left leaves the set."""
         if not host.waiting:
             if host.active and not host.leased:
-                host.active = False
-                self.active -= 1
+                self._set.leave(host)
             return
-        if not host.active:
-            if self._max_active is None:
-                host.active = True
-                self.active += 1
-            else:
-                if not host.pending:
-                    host.pending = True
-                    if front:
-                        self._line.appendleft(key)
-                    else:
-                        self._line.append(key)
-                return
+        if not host.active and not self._set.enter(key, host, front):
+            return
         if (best := self._best) is not None:
             best.note(key, host)
             if host.due_rank is not None:
                 return
-        if host.robots_out:
-            return
-        when = self._ready_at(host)
-        if when == math.inf:
-            return
-        if host.heap_time is not None and host.heap_time <= when:
-            return
-        host.heap_time = when
-        heapq.heappush(self._ready, (when, key))
+        self._ready.offer(key, host)
 
     def _promote(self, now: float) -> None:
         """Delayed entries whose time has come go to the front of their host."""
         delayed = self._queues.delayed
         while delayed and delayed[0][0] <= now:
             _, _, key, entry = heapq.heappop(delayed)
-            self.push_front(key, entry)
-
-    def _rank_all(self) -> None:
-        """Turn best first across hosts on (an entry with a priority other than 0 came)."""
-        self._best = BestFirst(self._hosts, self._slack, self._clock)
+            self.push(key, entry, front=True)

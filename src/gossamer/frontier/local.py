@@ -200,7 +200,7 @@ class LocalFrontier:
         """Queue the URL again at the front of its host, no attempt counted."""
         entry = self._hosts.finish(lease, feedback)
         if entry is not None:
-            self._hosts.push_front(lease.host, entry)
+            self._hosts.push(lease.host, entry, front=True)
 
     async def rules(self, lease: Lease, rules: Rules, feedback: Feedback | None) -> None:
         """End a ``robots`` lease with its host's rules."""

@@ -108,6 +108,21 @@ class PolitenessPolicy:
         slot.active += 1
         slot.next_start = max(slot.next_start, now) + self.delay_of(slot)
 
+    def claim(self, slot: HostSlot, now: float, room: bool) -> float:
+        """Start a request outside any lease if the host is due: 0.0 when started, else the
+        seconds until it may (infinity while ``room`` is asked for and its connections are all
+        in use)."""
+        if room and slot.active >= self.per_host:
+            return math.inf
+        if slot.next_start > now:
+            return slot.next_start - now
+        self.on_lease(slot, now)
+        return 0.0
+
+    def started(self, slot: HostSlot, started_at: float) -> None:
+        """A request to the host started at ``started_at``: space its next start from that."""
+        slot.next_start = max(slot.next_start, started_at + self.delay_of(slot))
+
     def on_finish(
         self, slot: HostSlot, feedback: Feedback | None, now: float, host: str = "a host"
     ) -> None:

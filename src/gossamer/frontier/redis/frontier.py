@@ -252,7 +252,7 @@ class RedisFrontier:
         if entry.orphan:
             await self._claims.give_back(entry.part, [entry])
         else:
-            self._hosts.push_front(lease.host, entry)
+            self._hosts.push(lease.host, entry, front=True)
 
     async def rules(self, lease: Lease, rules: Rules, feedback: Feedback | None) -> None:
         """End a ``robots`` lease with its host's rules."""
