@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Generic
 
 from gossamer.frontier.hostqueue import E, Host
@@ -64,12 +64,10 @@ class BestFirst(Generic[E]):
             host.due_rank = rank
             heapq.heappush(self._due, (-rank, self._clock(), key))
 
-    def add_due(self, due: Iterable[tuple[float, str, Host[E]]]) -> None:
-        """Hosts whose time has come (each with the time it came), ranked among the due."""
-        heap = self._due
-        for when, key, host in due:
-            host.due_rank = rank = _rank(host)
-            heapq.heappush(heap, (-rank, when, key))
+    def add_due(self, when: float, key: str, host: Host[E]) -> None:
+        """A host whose time came at ``when``, ranked among the due."""
+        host.due_rank = rank = _rank(host)
+        heapq.heappush(self._due, (-rank, when, key))
 
     def floor(self) -> float:
         """The lowest rank a due host may have to be leased now: the best queued URL's

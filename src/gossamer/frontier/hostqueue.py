@@ -65,7 +65,7 @@ class HostQueue(Generic[E]):
     def __len__(self) -> int:
         return len(self._fifo) if self._fifo is not None else len(self._items())
 
-    def push(self, entry: E, *, front: bool = False) -> None:
+    def push(self, entry: E, front: bool = False) -> None:
         """Queue ``entry`` after those of its priority (before them with ``front``)."""
         fifo = self._fifo
         if fifo is not None:
@@ -214,7 +214,7 @@ class HostQueues(Generic[E]):
         queue = host.queue
         if queue is None:
             queue = host.queue = HostQueue()
-        queue.push(entry, front=front)
+        queue.push(entry, front)
         self.queued += 1
         return host
 

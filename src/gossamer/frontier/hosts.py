@@ -132,7 +132,7 @@ class HostScheduler(Generic[E]):
         host = self._queues.push(key, entry, front)
         if entry.priority and self._best is None:
             self._best = BestFirst(self._hosts, self._slack, self._clock)
-        self._schedule(key, host, front=front)
+        self._schedule(key, host, front)
 
     def delay(self, key: str, entry: E, until: float) -> None:
         """Queue ``entry`` at the front of host ``key`` once the clock reaches ``until``."""
@@ -253,7 +253,7 @@ class HostScheduler(Generic[E]):
         held = self._leases.close(lease.token)
         if held is None:
             return None
-        entry, host = held
+        _, entry, host = held
         if lease.kind in _SLOTTED:
             self._policy.on_finish(host.slot, feedback, self._clock(), lease.host)
         if lease.kind == "robots":
@@ -349,7 +349,7 @@ class HostScheduler(Generic[E]):
         now = self._clock()
         held = False
         if (best := self._best) is not None:
-            best.add_due(self._ready.come_due(now))
+            self._drain(best, now)
             if go := best.may_go():
                 return 0.0
             held = go is not None
@@ -410,25 +410,25 @@ class HostScheduler(Generic[E]):
         """The next host of the working set due now, else the next in line; None if none."""
         if self._best is not None:
             return self._pop_best(self._best, now)
-        for _, key, host in self._ready.come_due(now):
-            return key, host
+        if (due := self._ready.pop_due(now)) is not None:
+            return due[1], due[2]
         return self._join(now)
 
     def _join(self, now: float) -> tuple[str, Host[E]] | None:
         """The next host in line that joins the working set and is due now, if any."""
-        for key, host in self._set.joining(self._hosts):
-            if self._ready.ready_at(host) > now:
-                self._schedule(key, host)
-                continue
-            return key, host
+        while (joined := self._set.join(self._hosts)) is not None:
+            key, host = joined
+            if self._ready.ready_at(host) <= now:
+                return joined
+            self._schedule(key, host)
         return None
 
     def _pop_best(self, best: BestFirst[E], now: float) -> tuple[str, Host[E]] | None:
         """:meth:`_pop` best first (:mod:`gossamer.frontier.bestfirst`). Hosts in line join
         the working set while it has room, whether or not one is due."""
-        for key, host in self._set.joining(self._hosts):  # ranks are known only inside it
-            self._schedule(key, host)
-        best.add_due(self._ready.come_due(now))
+        while (joined := self._set.join(self._hosts)) is not None:  # ranks are known only
+            self._schedule(*joined)  # inside the working set
+        self._drain(best, now)
         floor: float | None = None
         while (rank := best.top()) is not None:
             if floor is None:
@@ -475,7 +475,7 @@ class HostScheduler(Generic[E]):
             return self._leases.open(key, host, entry, now, "page")
         return None
 
-    def _schedule(self, key: str, host: Host[E], *, front: bool = False) -> None:
+    def _schedule(self, key: str, host: Host[E], front: bool = False) -> None:
         """Put a host with something queued where it waits its turn (the ready heap, the
         best-first order or the working set's line); one with nothing left leaves the set."""
         if not host.waiting:
@@ -489,6 +489,12 @@ class HostScheduler(Generic[E]):
             if host.due_rank is not None:
                 return
         self._ready.offer(key, host)
+
+    def _drain(self, best: BestFirst[E], now: float) -> None:
+        """Hosts whose time has come go to the best-first order."""
+        ready = self._ready
+        while (due := ready.pop_due(now)) is not None:
+            best.add_due(*due)
 
     def _promote(self, now: float) -> None:
         """Delayed entries whose time has come go to the front of their host."""

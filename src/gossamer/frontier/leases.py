@@ -52,14 +52,13 @@ class LeaseTable(Generic[E]):
         host.leased += 1
         return lease
 
-    def close(self, token: int) -> tuple[E | None, Host[E]] | None:
-        """End the lease ``token``: its entry and host; None when it had ended already."""
+    def close(self, token: int) -> tuple[Lease, E | None, Host[E]] | None:
+        """End the lease ``token``: it, its entry and its host; None when it had ended
+        already."""
         held = self._held.pop(token, None)
-        if held is None:
-            return None
-        _, entry, host = held
-        host.leased -= 1
-        return entry, host
+        if held is not None:
+            held[2].leased -= 1
+        return held
 
     def host_of(self, token: int) -> Host[E] | None:
         """The host of lease ``token`` while it is out."""

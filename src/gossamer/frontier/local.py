@@ -235,13 +235,12 @@ class LocalFrontier:
         return self._hosts.queued
 
     def held_back(self, most: int | None = 10) -> list[HeldBack]:
-        """The hosts politeness holds back now (see :meth:`HostScheduler.held_back`)."""
+        """The hosts politeness holds back now (:meth:`HostScheduler.held_back`)."""
         return self._hosts.held_back(most)
 
     @property
     def slots(self) -> HostScheduler[Queued]:
-        """The scheduler whose host slots the crawl's host gate takes
-        (:meth:`gossamer.frontier.gate.HostGate.bind`)."""
+        """The scheduler whose host slots the crawl's host gate takes (`HostGate.bind`)."""
         return self._hosts
 
     # -- storage ---------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Generic
 
 from gossamer.frontier.base import HeldBack
@@ -64,9 +64,9 @@ class ReadyHeap(Generic[E]):
         host.heap_time = when
         heapq.heappush(self._heap, (when, key))
 
-    def come_due(self, now: float) -> Iterator[tuple[float, str, Host[E]]]:
-        """Hosts whose time has come and that may be leased now, with their heap time, one at
-        a time (stale items dropped, hosts not yet due rescheduled)."""
+    def pop_due(self, now: float) -> tuple[float, str, Host[E]] | None:
+        """The next host whose time has come and that may be leased now, with its heap time
+        (stale items dropped, hosts not yet due rescheduled); None when there is none."""
         ready, hosts = self._heap, self._hosts
         while ready and ready[0][0] <= now:
             when, key = heapq.heappop(ready)
@@ -79,7 +79,8 @@ class ReadyHeap(Generic[E]):
             if self.ready_at(host) > now:
                 self._reschedule(key, host)
                 continue
-            yield when, key, host
+            return when, key, host
+        return None
 
     def first(self) -> float | None:
         """The earliest time of a live item; None when there is none."""

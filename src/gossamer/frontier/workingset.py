@@ -14,7 +14,6 @@ than the hosts in play would forget rules before they were used.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
 from typing import Generic
 
 from gossamer.frontier.hostqueue import E, Host
@@ -70,11 +69,11 @@ class WorkingSet(Generic[E]):
         if host.active:
             self.active -= 1
 
-    def joining(self, hosts: dict[str, Host[E]]) -> Iterator[tuple[str, Host[E]]]:
-        """Hosts of the line that join the set while it has room, one at a time (those with
-        nothing queued any more, or dropped, leave the line)."""
+    def join(self, hosts: dict[str, Host[E]]) -> tuple[str, Host[E]] | None:
+        """The next host of the line, joining the set if it has room (hosts with nothing
+        queued any more, or dropped, leave the line); None when none joins."""
         line = self._line
-        while line and self.has_room():
+        while line and (self._most is None or self.active < self._most):
             key = line.popleft()
             host = hosts.get(key)
             if host is None:
@@ -84,4 +83,5 @@ class WorkingSet(Generic[E]):
                 continue
             host.active = True
             self.active += 1
-            yield key, host
+            return key, host
+        return None

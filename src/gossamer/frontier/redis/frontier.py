@@ -27,21 +27,9 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
 from gossamer.frontier.admission import Admission, Admitted, locate
-from gossamer.frontier.base import (
-    AddResult,
-    Candidate,
-    Feedback,
-    FrontierStats,
-    HeldBack,
-    Lease,
-    Rules,
-)
+from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease, Rules
 from gossamer.frontier.dedup import SeenSet
-from gossamer.frontier.hosts import (
-    DEFAULT_SLACK,
-    HostScheduler,
-    RulesLookup,
-)
+from gossamer.frontier.hosts import DEFAULT_SLACK, HostScheduler, RulesLookup
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis.claims import RECLAIM_LIMIT, Claims
 from gossamer.frontier.redis.counts import PartitionCounts, read_counts
@@ -58,7 +46,7 @@ from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, register, r
 from gossamer.urls import Scope, host_key
 
 if TYPE_CHECKING:
-    pass
+    from gossamer.frontier.base import HeldBack
 
 _POLL = 0.2
 """Seconds between looks at Redis while this worker holds nothing but the job is not done."""
@@ -297,13 +285,12 @@ class RedisFrontier:
         return self._hosts.queued
 
     def held_back(self, most: int | None = 10) -> list[HeldBack]:
-        """The hosts politeness holds back now (see :meth:`HostScheduler.held_back`)."""
+        """The hosts politeness holds back now (:meth:`HostScheduler.held_back`)."""
         return self._hosts.held_back(most)
 
     @property
     def slots(self) -> HostScheduler[Entry]:
-        """The scheduler whose host slots the crawl's host gate takes
-        (:meth:`gossamer.frontier.gate.HostGate.bind`)."""
+        """The scheduler whose host slots the crawl's host gate takes (`HostGate.bind`)."""
         return self._hosts
 
     # -- upkeep, called by the frontier's owner ----------------------------------------------
