@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Generic
 
 from gossamer.frontier.hostqueue import E, Host
+from gossamer.frontier.ready import ReadyHeap
 
 __all__ = ["DEFAULT_SLACK", "BestFirst"]
 
@@ -64,10 +65,13 @@ class BestFirst(Generic[E]):
             host.due_rank = rank
             heapq.heappush(self._due, (-rank, self._clock(), key))
 
-    def add_due(self, when: float, key: str, host: Host[E]) -> None:
-        """A host whose time came at ``when``, ranked among the due."""
-        host.due_rank = rank = _rank(host)
-        heapq.heappush(self._due, (-rank, when, key))
+    def take_due(self, ready: ReadyHeap[E], now: float) -> None:
+        """The hosts of ``ready`` whose time has come, ranked among the due."""
+        due = self._due
+        while (item := ready.pop_due(now)) is not None:
+            when, key, host = item
+            host.due_rank = rank = _rank(host)
+            heapq.heappush(due, (-rank, when, key))
 
     def floor(self) -> float:
         """The lowest rank a due host may have to be leased now: the best queued URL's

@@ -349,7 +349,7 @@ class HostScheduler(Generic[E]):
         now = self._clock()
         held = False
         if (best := self._best) is not None:
-            self._drain(best, now)
+            best.take_due(self._ready, now)
             if go := best.may_go():
                 return 0.0
             held = go is not None
@@ -428,7 +428,7 @@ class HostScheduler(Generic[E]):
         the working set while it has room, whether or not one is due."""
         while (joined := self._set.join(self._hosts)) is not None:  # ranks are known only
             self._schedule(*joined)  # inside the working set
-        self._drain(best, now)
+        best.take_due(self._ready, now)
         floor: float | None = None
         while (rank := best.top()) is not None:
             if floor is None:
@@ -489,12 +489,6 @@ class HostScheduler(Generic[E]):
             if host.due_rank is not None:
                 return
         self._ready.offer(key, host)
-
-    def _drain(self, best: BestFirst[E], now: float) -> None:
-        """Hosts whose time has come go to the best-first order."""
-        ready = self._ready
-        while (due := ready.pop_due(now)) is not None:
-            best.add_due(*due)
 
     def _promote(self, now: float) -> None:
         """Delayed entries whose time has come go to the front of their host."""
