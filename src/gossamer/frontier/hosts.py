@@ -5,20 +5,22 @@ storage around it: the embedded frontier its crawl.db staging, spill and refill;
 frontier its claims, acks, renewals, partitions and shared host limiter. They hand it the
 entries they hold in memory and take leases from it.
 
-It coordinates the parts that each own one concern: the host queues
-(:mod:`gossamer.frontier.hostqueue`: the URLs each host has waiting, in memory and in storage),
-the politeness slots (:mod:`gossamer.frontier.politeness`), the lease table
-(:mod:`gossamer.frontier.leases`) and, once a priority arrives, the best-first order
-(:mod:`gossamer.frontier.bestfirst`). Hosts with queued URLs and a free slot wait in a ready
-heap keyed by the time their slot is next free, or later when :meth:`HostScheduler.defer` says
-so (the Redis frontier's shared limiter refused a slot). A due host whose queue in memory is
-empty is handed back as ``dry`` for the backend to read more (:meth:`HostScheduler.refill`).
+It coordinates parts that each own one concern, and decides nothing they decide:
 
-The working set (:mod:`gossamer.frontier.workingset`, ``max_active``) decides which hosts
-are scheduled at all.
+* the host queues (:mod:`gossamer.frontier.hostqueue`): the URLs each host has waiting, in
+  memory and in storage, and those waiting for a time (retries);
+* the ready heap (:mod:`gossamer.frontier.ready`): hosts with queued URLs and a free
+  politeness slot (:mod:`gossamer.frontier.politeness`), by the time it is next free, or later
+  when :meth:`HostScheduler.defer` says so (the Redis frontier's shared limiter refused one);
+* the working set (:mod:`gossamer.frontier.workingset`, ``max_active``): which hosts are
+  scheduled at all;
+* the robots.txt stage (:mod:`gossamer.frontier.robotstage`): what a due host's URLs go out as;
+* the lease table (:mod:`gossamer.frontier.leases`): every lease out, until it ends;
+* the best-first order (:mod:`gossamer.frontier.bestfirst`), made only once a priority other
+  than 0 arrives: until then due hosts go out in the order they became due.
 
-The robots.txt stage (:mod:`gossamer.frontier.robotstage`) decides what a due host's URLs go
-out as.
+A due host whose queue in memory is empty is handed back as ``dry`` for the backend to read
+more (:meth:`HostScheduler.refill`).
 
 **Requests outside the leases** (:mod:`gossamer.frontier.gate`) take the same slots:
 :meth:`HostScheduler.claim` takes one when the host is due, :meth:`HostScheduler.unclaim`
