@@ -39,9 +39,8 @@ from gossamer.fetch.gated import GatedFetch
 from gossamer.fetch.guard import AddressGuard
 from gossamer.fetch.http import FetchConfig, Fetcher, FetchResult
 from gossamer.fetch.proxies import ProxyPool, read_proxies_file
-from gossamer.frontier.base import Frontier
-from gossamer.frontier.gate import HostGate
-from gossamer.frontier.hosts import SchedulerViews, waiting
+from gossamer.frontier.base import Frontier, waiting
+from gossamer.frontier.gate import HostGate, SlotSource
 from gossamer.frontier.local import LocalFrontier
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.robots import RobotsCache, RobotsPolicy
@@ -142,7 +141,7 @@ class Stages:
     leases (proxy checks, focus examples, robots.txt asked for outside a lease, rendered
     pages' subrequests, logins); bound to the frontier's scheduler by `start`."""
 
-    async def start(self, frontier: SchedulerViews[Any]) -> None:
+    async def start(self, frontier: SlotSource) -> None:
         """Before the crawl's first request: out-of-band requests take ``frontier``'s host
         slots from now on, and every proxy is checked once (through those slots)."""
         if self.gate is not None:

@@ -83,8 +83,8 @@ def test_all_priorities_zero_keep_the_ready_order_and_no_ranking() -> None:
     for url in (f"{A}/0", f"{A}/1", f"{B}/0", f"{C}/0", f"{B}/1"):
         push(hosts, url)
     assert urls(hosts.lease(10).leases) == [f"{A}/0", f"{B}/0", f"{C}/0"]
-    assert not hosts._ranked  # the breadth-first path: no ranking heaps at all
-    assert hosts._due == [] and hosts._best == []
+    assert not hosts.ranked  # the breadth-first path: no best-first order at all
+    assert hosts._best is None
 
 
 def test_the_due_host_with_the_best_next_url_goes_first() -> None:
@@ -254,9 +254,9 @@ def test_a_released_url_goes_to_the_front_of_its_priority() -> None:
     assert lease.url == f"{A}/top"
     back = hosts.finish(lease, None)
     assert back is not None
-    hosts.push_front(A, back)
+    hosts.push(A, back, front=True)
     (lease,) = hosts.lease(1).leases
-    hosts.push_front(A, hosts.finish(lease, None) or back)
+    hosts.push(A, hosts.finish(lease, None) or back, front=True)
     assert one_by_one(hosts, clock) == [f"{A}/top", f"{A}/0", f"{A}/1"]
 
 
@@ -282,7 +282,7 @@ def test_rerank_reorders_queued_urls_across_and_inside_hosts() -> None:
     new = {A: {fingerprint(f"{A}/1"): 0.9}, C: {fingerprint(f"{C}/0"): 0.5}}
     changed = hosts.rerank(new)
     assert sorted(e.url for e in changed) == [f"{A}/1", f"{C}/0"]
-    assert hosts._ranked
+    assert hosts.ranked
     # b.test has been due since its first URL came, a.test since its lease a moment ago
     assert urls(hosts.lease(10).leases) == [f"{A}/1", f"{C}/0", f"{B}/0", f"{A}/0"]
 

@@ -135,7 +135,7 @@ def test_a_released_entry_goes_back_to_the_front() -> None:
     (lease,) = hosts.lease(1).leases
     entry = hosts.finish(lease, None)
     assert entry is not None
-    hosts.push_front(A, entry)
+    hosts.push(A, entry, front=True)
     assert urls(hosts.lease(1).leases) == [f"{A}/0"]
 
 
@@ -155,7 +155,7 @@ def test_expired_leases_are_listed_and_end_once() -> None:
     assert hosts.expired() == [lease]
     entry = hosts.finish(lease, None)
     assert entry is not None
-    hosts.push_front(A, entry)
+    hosts.push(A, entry, front=True)
     (again,) = hosts.lease(1).leases
     assert again.token != lease.token
     assert hosts.finish(lease, None) is None  # the stale lease ends nothing
@@ -198,7 +198,7 @@ def test_an_entry_back_from_a_lease_goes_first_among_its_priority() -> None:
     assert (hot.url, zero.url) == (f"{A}/hot", f"{A}/0")
     back = hosts.finish(zero, None)
     assert back is not None
-    hosts.push_front(A, back)
+    hosts.push(A, back, front=True)
     push(hosts, f"{A}/hot2", priority=2)
     order = []
     for _ in range(3):

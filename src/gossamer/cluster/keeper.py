@@ -12,6 +12,9 @@ of this itself: its ``lease()`` only awaits the I/O of getting URLs to hand out.
 A duty failing with a Redis error is tried again at its next turn until such errors have
 lasted the guard's budget (connection errors the guard waits out itself); then, or on any
 other error, the keeper stops the crawl and :meth:`Keeper.raise_failure` raises it.
+
+When each duty runs is :class:`Duties`' to say, on an injected clock (its tests run on a fake
+one); the keeper only awaits them.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from redis.exceptions import RedisError
@@ -55,13 +58,87 @@ class Pace:
     refresh_interval: float = 1.0
 
 
+def periods(pace: Pace) -> dict[str, float]:
+    """Seconds between two runs of each duty, in the order the keeper runs them."""
+    beat = pace.heartbeat_ttl / 3
+    return {
+        "beat": beat,
+        "lead": min(0.5, beat),
+        "follow": min(_FOLLOW, beat),
+        "hints": _HINTS,
+        "renew": pace.claim_timeout / 3,
+        "reclaim": max(1.0, min(pace.claim_timeout / 4, 10.0)),
+        "refresh": _REFRESHES_PER_LOOK * pace.refresh_interval,
+        "observe": 1.0,
+        "state": min(_STATE, beat),
+    }
+
+
 @dataclass(slots=True)
-class _Duty:
+class Duty:
+    """One periodic duty: its name, its pace, what it runs and its run of errors."""
+
     name: str
     every: float
     run: Callable[[], Awaitable[object]]
     errors: Outage
     due: float = 0.0
+    """When it next runs (after :meth:`Duties.start`)."""
+
+
+class Duties:
+    """The keeper's duties, each at its own pace, in the order given, on ``clock``.
+
+    ``pace`` maps each duty's name to (seconds between runs, what it runs); ``budget`` is how
+    long its Redis errors may last before one is given up on (:meth:`attempt`).
+    """
+
+    def __init__(
+        self,
+        pace: Mapping[str, tuple[float, Callable[[], Awaitable[object]]]],
+        budget: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._clock = clock
+        self.duties = [
+            Duty(name, seconds, run, _outage(name, seconds, budget, clock))
+            for name, (seconds, run) in pace.items()
+        ]
+
+    def start(self) -> None:
+        """Every duty runs first one period from now."""
+        now = self._clock()
+        for duty in self.duties:
+            duty.due = now + duty.every
+
+    def wait(self) -> float:
+        """Seconds until the next duty is due (0 when one is)."""
+        return max(0.0, min(duty.due for duty in self.duties) - self._clock())
+
+    def due(self) -> Iterator[Duty]:
+        """The duties due, in order, each with its next run set a period from when it was
+        found due; each is looked at after the one before it ran, on the clock then."""
+        for duty in self.duties:
+            now = self._clock()
+            if now < duty.due:
+                continue
+            duty.due = now + duty.every
+            yield duty
+
+    @staticmethod
+    async def attempt(duty: Duty) -> None:
+        """Run one duty. The guard waits out connection errors; any other Redis error
+        (``NOSCRIPT`` from a restarted server, say) is tolerated, the next turn running the
+        duty again, until such errors have lasted the guard's budget."""
+        try:
+            await duty.run()
+        except RedisUnavailable:
+            raise
+        except RedisError as error:
+            if duty.errors.failed(error) <= 0:
+                raise
+        else:
+            duty.errors.recovered()
 
 
 class Keeper:
@@ -79,6 +156,7 @@ class Keeper:
         assignment: Assignment,
         guard: RedisGuard,
         pace: Pace,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._control = control
         self._name = name
@@ -87,22 +165,19 @@ class Keeper:
         self._membership = membership
         self._leadership = leadership
         self._assignment = assignment
-        beat = pace.heartbeat_ttl / 3
-        every = {
-            "beat": (beat, self._beat),
-            "lead": (min(0.5, beat), self._lead),
-            "follow": (min(_FOLLOW, beat), self._follow),
-            "hints": (_HINTS, self._hints),
-            "renew": (pace.claim_timeout / 3, frontier.renew),
-            "reclaim": (max(1.0, min(pace.claim_timeout / 4, 10.0)), self._reclaim),
-            "refresh": (_REFRESHES_PER_LOOK * pace.refresh_interval, frontier.refresh),
-            "observe": (1.0, membership.observe),
-            "state": (min(_STATE, beat), self._state),
+        run: dict[str, Callable[[], Awaitable[object]]] = {
+            "beat": self._beat,
+            "lead": self._lead,
+            "follow": self._follow,
+            "hints": self._hints,
+            "renew": frontier.renew,
+            "reclaim": self._reclaim,
+            "refresh": frontier.refresh,
+            "observe": membership.observe,
+            "state": self._state,
         }
-        self._duties = [
-            _Duty(name, seconds, run, _outage(name, seconds, guard.budget))
-            for name, (seconds, run) in every.items()
-        ]
+        every = {name: (seconds, run[name]) for name, seconds in periods(pace).items()}
+        self._duties = Duties(every, guard.budget, clock)
         self._task: asyncio.Task[None] | None = None
         self._failure: BaseException | None = None
 
@@ -113,9 +188,7 @@ class Keeper:
         await self._state()
         await self._lead()
         await self._follow()
-        now = time.monotonic()
-        for duty in self._duties:
-            duty.due = now + duty.every
+        self._duties.start()
         self._task = asyncio.create_task(self._run())
         self._task.add_done_callback(self._ended)
 
@@ -141,32 +214,13 @@ class Keeper:
     async def _run(self) -> None:
         task = asyncio.current_task()
         while True:
-            await asyncio.sleep(max(0.0, min(d.due for d in self._duties) - time.monotonic()))
-            for duty in self._duties:
-                now = time.monotonic()
-                if now < duty.due:
-                    continue
-                duty.due = now + duty.every
-                await self._attempt(duty)
+            await asyncio.sleep(self._duties.wait())
+            for duty in self._duties.due():
+                await Duties.attempt(duty)
                 if task is not None and task.cancelling():
                     # A cancel that a library turned into an error it then retried (asyncio
                     # timeouts can do that on 3.11) must still stop the loop.
                     raise asyncio.CancelledError
-
-    @staticmethod
-    async def _attempt(duty: _Duty) -> None:
-        """Run one duty. The guard waits out connection errors; any other Redis error
-        (``NOSCRIPT`` from a restarted server, say) is tolerated, the next turn running the
-        duty again, until such errors have lasted the guard's budget."""
-        try:
-            await duty.run()
-        except RedisUnavailable:
-            raise
-        except RedisError as error:
-            if duty.errors.failed(error) <= 0:
-                raise
-        else:
-            duty.errors.recovered()
 
     def _ended(self, task: asyncio.Task[None]) -> None:
         if task.cancelled() or task.exception() is None:
@@ -237,9 +291,10 @@ class Keeper:
         )  # fmt: skip
 
 
-def _outage(name: str, seconds: float, budget: float) -> Outage:
+def _outage(name: str, seconds: float, budget: float, clock: Callable[[], float]) -> Outage:
     return Outage(
         budget,
+        clock=clock,
         on_start=lambda error: log.warning(
             "%s failed (%s); trying again every %gs",
             name,

@@ -49,9 +49,9 @@ Lease rules:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, overload
+from typing import Literal, Protocol, get_args, overload
 
 
 @dataclass(slots=True)
@@ -181,18 +181,40 @@ class FrontierStats:
     """Malformed entries this frontier met in its durable queue and moved aside."""
 
 
+WaitReason = Literal["retry-after", "crawl-delay", "back-off", "delay", "limit", "limiter"]
+"""Why a host is held back (:attr:`HeldBack.reason`; the progress line and ``/metrics`` show
+these strings): ``retry-after`` (paused by the host's Retry-After), ``crawl-delay`` (its
+robots.txt asks for it), ``back-off`` (slowed down for its errors or latency), ``delay`` (the
+configured one), ``limit`` (its connections are all in use) or ``limiter`` (the cluster's
+shared host limiter refused it a slot)."""
+WAIT_REASONS: frozenset[WaitReason] = frozenset(get_args(WaitReason))
+"""Every :data:`WaitReason`."""
+POLITE_REASONS: frozenset[WaitReason] = frozenset({"delay", "crawl-delay", "limit"})
+"""Reasons of a host waiting at its polite pace, not backing off (:func:`waiting`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class HeldBack:
     """A host politeness holds back (see :meth:`Frontier.held_back`)."""
 
     host: str
-    reason: str
-    """``retry-after``, ``crawl-delay``, ``back-off`` (slowed down for its errors or latency),
-    ``delay`` (the configured one) or ``limiter`` (the cluster's shared host limiter)."""
+    reason: WaitReason
     wait: float
     """Seconds until its next request may start."""
     queued: int
     in_flight: int
+
+
+def waiting(held: Iterable[HeldBack]) -> tuple[int, int]:
+    """Hosts held back: (at their polite pace, backing off: slowed down by errors or latency,
+    or paused by a Retry-After or a limiter)."""
+    polite = backing_off = 0
+    for host in held:
+        if host.reason in POLITE_REASONS:
+            polite += 1
+        else:
+            backing_off += 1
+    return polite, backing_off
 
 
 class Frontier(Protocol):

@@ -51,7 +51,7 @@ from gossamer.frontier.hosts import HostScheduler, Queued, RulesLookup
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.urls import host_key
 
-__all__ = ["GateStats", "HostGate", "Pass", "SlotKeeper"]
+__all__ = ["GateStats", "HostGate", "Pass", "SlotKeeper", "SlotSource"]
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +67,13 @@ class SlotKeeper(Protocol):
     def unclaim(self, key: str, feedback: Feedback | None) -> None: ...
     def note(self, key: str, started_at: float) -> None: ...
     def hold(self, key: str, waiting: bool) -> None: ...
+
+
+class SlotSource(Protocol):
+    """A frontier whose scheduler holds the host slots the gate takes (`HostGate.bind`)."""
+
+    @property
+    def slots(self) -> SlotKeeper: ...
 
 
 @dataclass(frozen=True, slots=True)

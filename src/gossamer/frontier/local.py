@@ -29,6 +29,7 @@ from gossamer.frontier.base import (
     Candidate,
     Feedback,
     FrontierStats,
+    HeldBack,
     Lease,
     Outlinks,
     Rules,
@@ -39,7 +40,6 @@ from gossamer.frontier.hosts import (
     HostScheduler,
     Queued,
     RulesLookup,
-    SchedulerViews,
 )
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.urls import Scope
@@ -64,7 +64,7 @@ _DB_VARIABLES = 500
 """Fingerprints per query of spilled priorities (SQLite allows a few hundred at least)."""
 
 
-class LocalFrontier(SchedulerViews[Queued]):
+class LocalFrontier:
     """Frontier contract (see :mod:`gossamer.frontier.base`) for one process."""
 
     def __init__(
@@ -200,7 +200,7 @@ class LocalFrontier(SchedulerViews[Queued]):
         """Queue the URL again at the front of its host, no attempt counted."""
         entry = self._hosts.finish(lease, feedback)
         if entry is not None:
-            self._hosts.push_front(lease.host, entry)
+            self._hosts.push(lease.host, entry, front=True)
 
     async def rules(self, lease: Lease, rules: Rules, feedback: Feedback | None) -> None:
         """End a ``robots`` lease with its host's rules."""
@@ -228,6 +228,20 @@ class LocalFrontier(SchedulerViews[Queued]):
             duplicates=self._duplicates,
             rejected=self._admission.rejected,
         )
+
+    @property
+    def in_memory(self) -> int:
+        """Queued URLs held in memory, waiting to be leased."""
+        return self._hosts.queued
+
+    def held_back(self, most: int | None = 10) -> list[HeldBack]:
+        """The hosts politeness holds back now (:meth:`HostScheduler.held_back`)."""
+        return self._hosts.held_back(most)
+
+    @property
+    def slots(self) -> HostScheduler[Queued]:
+        """The scheduler whose host slots the crawl's host gate takes (`HostGate.bind`)."""
+        return self._hosts
 
     # -- storage ---------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ import logging
 import math
 from dataclasses import dataclass
 
-from gossamer.frontier.base import Feedback
+from gossamer.frontier.base import Feedback, WaitReason
 
 _LATENCY_ALPHA = 0.3
 _ERROR_ALPHA = 0.2
@@ -74,7 +74,7 @@ class PolitenessPolicy:
             adaptive = max(adaptive, self.failure_delay * odds)
         return max(self.delay, slot.crawl_delay, min(adaptive, self.max_delay))
 
-    def why_waiting(self, slot: HostSlot) -> str:
+    def why_waiting(self, slot: HostSlot) -> WaitReason:
         """What spaces the host's requests now: ``retry-after``, ``crawl-delay``, ``back-off``
         (slowed down for its errors or latency), ``delay`` (the configured one), or
         ``limit`` when none spaces them (its connections are all in use)."""
@@ -107,6 +107,21 @@ class PolitenessPolicy:
         """A request is about to start on the host."""
         slot.active += 1
         slot.next_start = max(slot.next_start, now) + self.delay_of(slot)
+
+    def claim(self, slot: HostSlot, now: float, room: bool) -> float:
+        """Start a request outside any lease if the host is due: 0.0 when started, else the
+        seconds until it may (infinity while ``room`` is asked for and its connections are all
+        in use)."""
+        if room and slot.active >= self.per_host:
+            return math.inf
+        if slot.next_start > now:
+            return slot.next_start - now
+        self.on_lease(slot, now)
+        return 0.0
+
+    def started(self, slot: HostSlot, started_at: float) -> None:
+        """A request to the host started at ``started_at``: space its next start from that."""
+        slot.next_start = max(slot.next_start, started_at + self.delay_of(slot))
 
     def on_finish(
         self, slot: HostSlot, feedback: Feedback | None, now: float, host: str = "a host"

@@ -18,8 +18,8 @@ from gossamer.urls import InvalidURL, canonicalize
 
 DEFAULT_SLACK = 0.5
 """How much lower a URL's priority may be than the best queued URL's and still be leased
-while the best one's host is not due (see :class:`gossamer.frontier.hosts.HostScheduler`; the
-figures behind it: ``benchmarks/bench_bestfirst.py``)."""
+while the best one's host is not due (see :mod:`gossamer.frontier.bestfirst`; the figures
+behind it: ``benchmarks/bench_bestfirst.py``)."""
 
 
 class SettingsError(ValueError):

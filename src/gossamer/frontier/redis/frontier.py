@@ -26,29 +26,34 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
-from gossamer.frontier.admission import Admission, Admitted, locate
+from gossamer.frontier.admission import Admission, locate
 from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease, Rules
 from gossamer.frontier.dedup import SeenSet
-from gossamer.frontier.hosts import DEFAULT_SLACK, HostScheduler, RulesLookup, SchedulerViews
+from gossamer.frontier.hosts import DEFAULT_SLACK, HostScheduler, RulesLookup
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis.claims import RECLAIM_LIMIT, Claims
 from gossamer.frontier.redis.counts import PartitionCounts, read_counts
 from gossamer.frontier.redis.fences import Handover
-from gossamer.frontier.redis.keys import Entry, Ownership, PartitionKeys, new_entry, partition_of
+from gossamer.frontier.redis.keys import (
+    Entry,
+    Ownership,
+    PartitionKeys,
+    batch_entries,
+    partition_of,
+)
 from gossamer.frontier.redis.limiter import HostLimiter
 from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, register, run_scripts
 from gossamer.urls import Scope, host_key
 
 if TYPE_CHECKING:
-    pass
+    from gossamer.frontier.base import HeldBack
 
 _POLL = 0.2
 """Seconds between looks at Redis while this worker holds nothing but the job is not done."""
 log = logging.getLogger(__name__)
-_Parts = dict[int, list[str]]
 
 
-class RedisFrontier(SchedulerViews[Entry]):
+class RedisFrontier:
     """Frontier contract (see :mod:`gossamer.frontier.base`) over partitioned Redis queues.
 
     See :mod:`gossamer.frontier.redis` for the layout and this module for what each method
@@ -126,7 +131,9 @@ class RedisFrontier(SchedulerViews[Entry]):
     async def add(self, candidates: Sequence[Candidate]) -> AddResult:
         """Canonicalize, scope and dedup candidates; queue the new ones in their partitions."""
         admitted, rejected = self._admission.admit(candidates)
-        batches, ranked, fps, duplicates = self._batches(admitted)
+        batches, ranked, fps, duplicates = batch_entries(
+            admitted, self._sent, self._partitions, by_url=self._by_url
+        )
         self._ranked |= bool(ranked)
         added = 0
         if batches:
@@ -148,29 +155,6 @@ class RedisFrontier(SchedulerViews[Entry]):
             self._finished = self._finished and not added
         self._duplicates += duplicates
         return AddResult(added, duplicates, rejected)
-
-    def _batches(self, admitted: list[Admitted]) -> tuple[_Parts, set[int], list[int], int]:
-        """New URLs' entries by partition (newline-ended, as ``add.lua`` takes them), the
-        partitions with a priority, their fingerprints, and the count of duplicates."""
-        batches: dict[int, list[str]] = {}
-        ranked: set[int] = set()
-        fps: set[int] = set()
-        parts: dict[str, int] = {}  # a batch's URLs share few hosts: one hash per host
-        duplicates = 0
-        for url, key, fp, cand in admitted:
-            if fp in fps or fp in self._sent:
-                duplicates += 1
-                continue
-            fps.add(fp)
-            entry = new_entry(url, fp, cand.depth, cand.hops, cand.priority)
-            if self._by_url:
-                part = fp % self._partitions
-            elif (part := parts.get(key, -1)) < 0:
-                part = parts[key] = partition_of(key, self._partitions)
-            batches.setdefault(part, []).append(entry + "\n")
-            if cand.priority:
-                ranked.add(part)
-        return batches, ranked, list(fps), duplicates
 
     async def reprioritize(self, priorities: Mapping[str, float]) -> int:
         """New priorities for URLs held here and queued in Redis (others' keep theirs)."""
@@ -232,7 +216,7 @@ class RedisFrontier(SchedulerViews[Entry]):
         if entry.orphan:
             await self._claims.give_back(entry.part, [entry])
         else:
-            self._hosts.push_front(lease.host, entry)
+            self._hosts.push(lease.host, entry, front=True)
 
     async def rules(self, lease: Lease, rules: Rules, feedback: Feedback | None) -> None:
         """End a ``robots`` lease with its host's rules."""
@@ -270,6 +254,20 @@ class RedisFrontier(SchedulerViews[Entry]):
             rejected=self._admission.rejected,
             set_aside=self._claims.set_aside,
         )
+
+    @property
+    def in_memory(self) -> int:
+        """Queued URLs held in memory, waiting to be leased."""
+        return self._hosts.queued
+
+    def held_back(self, most: int | None = 10) -> list[HeldBack]:
+        """The hosts politeness holds back now (:meth:`HostScheduler.held_back`)."""
+        return self._hosts.held_back(most)
+
+    @property
+    def slots(self) -> HostScheduler[Entry]:
+        """The scheduler whose host slots the crawl's host gate takes (`HostGate.bind`)."""
+        return self._hosts
 
     # -- upkeep, called by the frontier's owner ----------------------------------------------
 

@@ -43,12 +43,17 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import xxhash
 
 from gossamer.frontier.hosts import Queued
 from gossamer.urls import fingerprint, host_key
+
+if TYPE_CHECKING:
+    from gossamer.frontier.admission import Admitted
 
 _MAX_URL = 1 << 20
 """Characters of an entry's URL beyond which it is bad, whatever the job's max URL length."""
@@ -176,6 +181,36 @@ def new_entry(url: str, fp: int, depth: int, hops: int, priority: float) -> str:
     if priority:
         return f"{fp}|{depth}|{hops}|0|0.0|{priority!r}|{url}"
     return f"{fp}|{depth}|{hops}|0|0.0|{url}"
+
+
+Batches = dict[int, list[str]]
+"""Queue entries by partition, each ended by a newline (as ``add.lua`` takes them)."""
+
+
+def batch_entries(
+    admitted: Iterable[Admitted], sent: Container[int], partitions: int, *, by_url: bool
+) -> tuple[Batches, set[int], list[int], int]:
+    """The entries of admitted URLs not in ``sent`` (nor repeated in the batch), by partition;
+    the partitions with a priority; the new URLs' fingerprints; the count of duplicates."""
+    batches: Batches = {}
+    ranked: set[int] = set()
+    fps: set[int] = set()
+    parts: dict[str, int] = {}  # a batch's URLs share few hosts: one hash per host
+    duplicates = 0
+    for url, key, fp, cand in admitted:
+        if fp in fps or fp in sent:
+            duplicates += 1
+            continue
+        fps.add(fp)
+        entry = new_entry(url, fp, cand.depth, cand.hops, cand.priority)
+        if by_url:
+            part = fp % partitions
+        elif (part := parts.get(key, -1)) < 0:
+            part = parts[key] = partition_of(key, partitions)
+        batches.setdefault(part, []).append(entry + "\n")
+        if cand.priority:
+            ranked.add(part)
+    return batches, ranked, list(fps), duplicates
 
 
 def _number(text: str, name: str) -> float:
