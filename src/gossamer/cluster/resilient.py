@@ -12,7 +12,7 @@ redis-py's ``AsyncScript`` load a script again when Redis answers ``NOSCRIPT``, 
 needs to repeat connection errors only.
 
 A repeated call may follow one whose reply was lost after Redis ran it. That is safe for
-every call a worker makes (see ``frontier/lua``):
+every call a worker makes (see ``frontier/redis/lua``):
 
 - ``add``: the seen set guards the queue, so a repeated add queues nothing twice (the URLs
   are then counted as duplicates).
