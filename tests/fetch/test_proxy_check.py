@@ -135,3 +135,20 @@ async def test_a_check_obeys_robots_txt_and_its_hosts_pace(tmp_path: Path) -> No
     assert paths == ["/robots.txt", "/a", "/robots.txt"]  # never /private
     gaps = [b - a for (a, _), (b, _) in itertools.pairwise(log)]
     assert min(gaps) >= 0.3
+
+
+async def test_a_dead_proxy_takes_no_slot_of_the_site() -> None:
+    """A proxy that accepts no connection is dead before any request to the site: a round of
+    dead proxies neither waits for the site's pace nor holds its pages back."""
+    log: list[tuple[float, str]] = []
+    async with serve(_site(200, log, "User-agent: *\nCrawl-delay: 5\n")) as port:
+        gate = HostGate(PolitenessPolicy())
+        dead = [parse_proxy(f"http://127.0.0.1:{dead_port()}") for _ in range(20)]
+        pool = ProxyPool(dead)
+        config = FetchConfig(proxy_check_url=f"http://127.0.0.1:{port}/a", **FAST)
+        async with Fetcher(config, proxies=pool, gate=gate):
+            started = time.monotonic()
+            await pool.check_due()
+            assert time.monotonic() - started < 10  # 20 checks at a 5 s Crawl-delay: 100 s
+    assert set(dict(pool.states()).values()) == {"dead"}
+    assert gate.stats().requests == 0 and log == []

@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import contextlib
 import email.utils
 import errno
 import functools
@@ -433,7 +434,7 @@ class Fetcher:
         when the rules forbid the check URL, or that answer says nothing for sure about them,
         the robots.txt answer is the check."""
         url = self._config.proxy_check_url
-        if url is None:
+        if url is None or not await self._proxy_listens(proxy):
             return None
         rules = self._check_rules
         allowed = True if rules is None else rules.verdict(url)
@@ -445,6 +446,20 @@ class Fetcher:
         elif not allowed:
             url = host_key(url) + "/robots.txt"
         return (await self._check_request(url, proxy))[1]
+
+    async def _proxy_listens(self, proxy: Proxy) -> bool:
+        """Whether ``proxy`` accepts a TCP connection: a proxy that does not is dead without a
+        request to the site, so a round of dead proxies takes none of the site's slots (and
+        holds none of its pages back)."""
+        try:
+            async with asyncio.timeout(self._config.connect_timeout):
+                _, writer = await asyncio.open_connection(proxy.host, proxy.port)
+        except (OSError, TimeoutError):
+            return False
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+        return True
 
     async def _check_request(self, url: str, proxy: Proxy) -> tuple[FetchResult, float | None]:
         """``url`` through ``proxy`` in its host's slot, and the seconds it took (None when
