@@ -131,6 +131,16 @@ def test_engine_knows_sinks_by_their_protocols() -> None:
     assert "sqlite3" not in (ROOT / "engine.py").read_text()
 
 
+def test_the_engine_hands_pages_to_the_page_stage() -> None:
+    """The engine keeps the loop; what is done with a page (parsing, extraction, rules, the
+    hook, content digests, focus) is the page stage's, and the engine imports none of it."""
+    engine = import_graph()["gossamer.engine"]
+    assert "gossamer.page" in engine
+    page_work = ("gossamer.parse", "gossamer.extract", "gossamer.hooks", "gossamer.focus")
+    assert not {m for m in engine if m.startswith(page_work)}, engine
+    assert not {m for m in engine if m.startswith("gossamer.digests")}, engine
+
+
 def test_single_process_modules_do_not_import_cluster_code() -> None:
     """``gossamer crawl`` wiring stands on its own: the cluster builds on it, not the reverse."""
     graph = import_graph()
@@ -140,7 +150,7 @@ def test_single_process_modules_do_not_import_cluster_code() -> None:
 
 UPPER = ("gossamer.engine", "gossamer.crawl", "gossamer.cluster", "gossamer.cli", "gossamer.flags")
 """The layers above the stages (see the package docstring)."""
-STAGES = ("parse", "extract", "fetch", "frontier", "sinks", "hooks", "balance", "testweb")
+STAGES = ("parse", "extract", "fetch", "frontier", "sinks", "hooks", "page", "balance", "testweb")
 
 
 def test_stages_never_import_the_layers_above_them() -> None:
@@ -183,7 +193,7 @@ def within(module: str, allowed: str) -> bool:
 
 def test_stage_packages_import_only_what_their_docstring_states() -> None:
     graph = import_graph()
-    for stage in ("parse", "extract", "fetch", "frontier", "sinks"):
+    for stage in ("parse", "extract", "fetch", "frontier", "sinks", "page"):
         package = f"gossamer.{stage}"
         allowed = stated_imports(package)
         for module, imported in graph.items():

@@ -19,46 +19,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import random
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from gossamer.focus.digests import DigestIndex, Match, digest
-from gossamer.frontier.base import Candidate, Feedback, Frontier, HeldBack, Lease, Outlinks
+from gossamer.frontier.base import Candidate, Feedback, Frontier, HeldBack, Lease
 from gossamer.frontier.robots import RobotsCache, RobotsDeferred, RobotsPolicy
-from gossamer.hooks import Hook, HookError, Page, run_hook
-from gossamer.outcomes import Action, RetryPolicy, classify, is_failure
-from gossamer.parse.charset import detect_encoding
-from gossamer.parse.links import ParsedPage, parse_html
+from gossamer.outcomes import Action, Outcome, RetryPolicy, classify, is_failure
+from gossamer.page import Fetched, PageStage
 from gossamer.redact import redact_url
-from gossamer.sinks.base import (
-    Archivable,
-    Archive,
-    Item,
-    Journal,
-    PageRecord,
-    RecordSink,
-    WarcLocation,
-)
+from gossamer.sinks.base import Archive, Journal, PageRecord, RecordSink, WarcLocation
 from gossamer.stats import CrawlStats, peak_rss_mb
-from gossamer.urls import Resolver, canonicalize, host_key
-
-if TYPE_CHECKING:
-    from gossamer.extract import Content
-    from gossamer.extract.pdf import PdfPool
-    from gossamer.extract.rules import RuleSet
-    from gossamer.extract.rules.pool import RulePool
+from gossamer.urls import host_key
 
 log = logging.getLogger(__name__)
-_PARSE_IN_THREAD_BYTES = 512 * 1024
-"""Bodies from this size on are parsed off the event loop: a worst-case 10 MB page takes the
-parser a few seconds, and lexbor lets the loop run meanwhile (it releases the GIL)."""
-_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _GRACE_SECONDS = 5.0
 MAX_PENDING_RECORDS = 1000
 """Records waiting for the next checkpoint past which no new URL is leased: while a commit
@@ -73,96 +51,48 @@ CommitHook = Callable[[], Callable[[], Awaitable[None]]]
 (e.g. sending a cluster frontier's acks only after their records are committed)."""
 
 
-class FetchResultLike(Archivable, Protocol):
-    """The parts of a fetch result the engine reads."""
-
-    @property
-    def status(self) -> int | None: ...
-    @property
-    def body(self) -> bytes: ...
-    @property
-    def content_type(self) -> str | None: ...
-    @property
-    def charset(self) -> str | None: ...
-    @property
-    def error(self) -> str | None: ...
-    @property
-    def location(self) -> str | None: ...
-    @property
-    def retry_after(self) -> float | None: ...
-    @property
-    def started_at(self) -> float: ...
-    @property
-    def sent_by(self) -> float: ...
-    @property
-    def fetched_at(self) -> float: ...
-    @property
-    def elapsed(self) -> float: ...
-    @property
-    def truncated(self) -> bool: ...
-    @property
-    def flags(self) -> tuple[str, ...]: ...
-    @property
-    def headers(self) -> Mapping[str, str]: ...
-    @property
-    def proxy(self) -> str | None: ...
-    @property
-    def rendered(self) -> bool: ...
-
-
-class Focus(Protocol):
-    """A focused crawl's policy (:class:`gossamer.focus.policy.FocusPolicy`): judges each 2xx
-    HTML page and sets its outlinks' priorities. ``crawl.py`` builds it only when asked to
-    focus, so a plain crawl imports nothing of :mod:`gossamer.focus`."""
-
-    def judge(
-        self, url: str, depth: int, page: ParsedPage, content: Content | None, links: list[str]
-    ) -> tuple[float, list[Candidate]]:
-        """The page's relevance (0..1) and the outlinks to queue, with their priorities."""
-        ...
-
-    def redirected(self, url: str, target: str) -> float:
-        """``url`` redirected to ``target``: the target's priority (``url``'s)."""
-        ...
-
-    async def upkeep(self) -> None:
-        """Re-score the URLs waiting in the frontier, when due."""
-        ...
-
-    def json_stats(self) -> dict[str, Any]: ...
-
-
 class Fetch(Protocol):
     """Anything that fetches one URL without following redirects and never raises."""
 
-    async def fetch(self, url: str) -> FetchResultLike: ...
+    async def fetch(self, url: str) -> Fetched: ...
 
 
 @dataclass(frozen=True, slots=True)
 class EngineConfig:
-    """The knobs of the crawl loop."""
+    """The knobs of the crawl loop (the page stage has its own, `PageConfig`)."""
 
     concurrency: int = 64
     max_pages: int | None = None
     robots_retry: float = 30.0
     """Seconds before a URL of a host whose robots.txt was unreachable is tried again."""
-    follow_nofollow: bool = False
-    max_redirects: int = 10
     checkpoint_interval: float = 0.5
     retry: RetryPolicy = field(default_factory=RetryPolicy)
-    hook: Hook | None = None
-    """The user's ``--hook`` (see :mod:`gossamer.hooks`), called on every 2xx page."""
-    text: bool = True
-    """Extract the main text and metadata of HTML, plain-text and PDF pages."""
-    extractor: str = "tree"
-    """The main-text extractor (see :mod:`gossamer.extract`, imported only when ``text``)."""
-    max_text_chars: int = 1_000_000
-    rules: RuleSet | None = None
-    """The rule documents (``--rules``) read on every 2xx HTML page, before the hook."""
-    follow_duplicates: bool = False
-    """Follow the links of a page whose main text an earlier page had (with digests)."""
-    near_digests: bool = False
-    """Look for near duplicates too (a SimHash of every main text), not only exact ones."""
+
+
+@dataclass(frozen=True, slots=True)
+class Robots:
+    """robots.txt: the cache the crawl asks for a host's rules, and the fetch it asks
+    through (which takes a robots lease's slot and counts the requests)."""
+
+    cache: RobotsCache
+    fetch: RobotsFetch
+
+
+@dataclass(frozen=True, slots=True)
+class Outputs:
+    """Where records go: the journal (crawl.db) first, then each sink in turn after every
+    commit; the archive (WARC) of every answer; and the commit hook, if any."""
+
+    journal: Journal
+    sinks: Sequence[RecordSink] = ()
+    archive: Archive | None = None
+    on_commit: CommitHook | None = None
+
+
+StatsSource = Callable[[], Mapping[str, Any]]
+"""A stage's figures as a mapping (what stats.json shows of it)."""
+STATS_SOURCES = ("proxies", "auth", "render")
+"""The names of the stats sources a crawl may have: they become fields of `CrawlStats`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,54 +105,55 @@ class LoopState:
     silent: float
 
 
+_COUNTERS = {
+    Outcome.FETCHED: (),
+    Outcome.FAILED: ("errors",),
+    Outcome.ROBOTS: ("robots_blocked",),
+    Outcome.INTERNAL_ERROR: ("internal_errors", "errors"),
+    Outcome.HOOK_ERROR: ("hook_errors", "errors"),
+}
+"""The counters each outcome adds to (besides ``pages``, its status and ``ok``)."""
+
+
 class Crawler:
-    """Runs one crawl to its end (or until asked to stop)."""
+    """Runs one crawl to its end (or until asked to stop): leases URLs, fetches them, hands
+    each answer to the page stage, queues the links it returns, records, acks."""
 
     def __init__(
         self,
         config: EngineConfig,
         frontier: Frontier,
         fetcher: Fetch,
-        robots: RobotsCache,
-        robots_fetch: RobotsFetch,
-        journal: Journal,
-        sinks: Sequence[RecordSink] = (),
+        robots: Robots,
+        outputs: Outputs,
+        page: PageStage,
         *,
         clock: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
-        on_commit: CommitHook | None = None,
-        archive: Archive | None = None,
-        pdf: PdfPool | None = None,
-        rule_pool: RulePool | None = None,
-        proxy_stats: Callable[[], dict[str, Any]] | None = None,
-        auth_stats: Callable[[], Mapping[str, int]] | None = None,
-        render_stats: Callable[[], dict[str, Any]] | None = None,
-        focus: Focus | None = None,
-        digests: DigestIndex | None = None,
+        stats: Mapping[str, StatsSource] | None = None,
         proxies_down: Callable[[], bool] | None = None,
     ) -> None:
+        """``stats`` names the stages' figures to show (see `STATS_SOURCES`);
+        ``proxies_down`` is true while no proxy is live: nothing is leased then, and no
+        URL's attempt is spent on a request that never left."""
+        unknown = set(stats or ()) - set(STATS_SOURCES)
+        if unknown:
+            raise ValueError(f"unknown stats sources: {sorted(unknown)}")
         self._config = config
-        self._proxies_down = proxies_down
-        """True while no proxy is live: nothing is leased, no URL's attempt is spent."""
-        self._render_stats = render_stats
-        self._focus = focus
-        self._digests = digests
-        self._proxy_stats = proxy_stats
-        self._auth_stats = auth_stats
-        self._archive = archive
-        self._pdf = pdf
-        if config.rules is not None and rule_pool is None:
-            raise ValueError("a crawl with rules reads them in a RulePool")
-        self._rule_pool = rule_pool
         self._frontier = frontier
         self._fetcher = fetcher
-        self._robots = robots
-        self._robots_fetch = robots_fetch
-        self._journal = journal
-        self._sinks = tuple(sinks)
+        self._robots = robots.cache
+        self._robots_fetch = robots.fetch
+        self._journal = outputs.journal
+        self._sinks = tuple(outputs.sinks)
+        self._archive = outputs.archive
+        self._on_commit = outputs.on_commit
+        self._page = page
+        self._upkeep = page.upkeep
         self._clock = clock
         self._rng = rng or random.Random()
-        self._on_commit = on_commit
+        self._stats_sources = dict(stats or {})
+        self._proxies_down = proxies_down
         self._tasks: set[asyncio.Task[None]] = set()
         self._seeding: asyncio.Task[None] | None = None
         self._fetching: set[asyncio.Task[None]] = set()
@@ -248,11 +179,9 @@ class Crawler:
     def restore_counts(self) -> None:
         """Start the counters from the records of a previous run (``--resume``)."""
         for status, error, count in self._journal.outcome_counts():
-            self._tally(status, error, count)
+            self._tally(status, Outcome.of(status, error), count)
         self._prior_pages = self._counts["pages"]
-        if self._config.rules is not None:
-            counts = zip(_RULE_COUNTERS, self._journal.rule_counts(), strict=True)
-            self._counts.update(dict(counts))
+        self._page.restore_counts(self._journal.rule_counts)
 
     async def run(self, seeds: list[str]) -> CrawlStats:
         """Crawl from the seeds (plus whatever a resumed frontier holds) until done.
@@ -327,8 +256,10 @@ class Crawler:
         """A frozen snapshot of the crawl so far."""
         elapsed = self._clock() - self._started
         front = self._frontier.stats()
+        page = self._page.stats()
         fetched = self._counts["pages"] - self._prior_pages
-        render = None if self._render_stats is None else self._render_stats()
+        sources = {name: dict(source()) for name, source in self._stats_sources.items()}
+        render = sources.get("render")
         browser_peak = 0.0 if render is None else float(render["browser_peak_rss_mb"])
         return CrawlStats(
             pages=self._counts["pages"],
@@ -348,19 +279,17 @@ class Crawler:
             internal_errors=self._counts["internal_errors"],
             hook_errors=self._counts["hook_errors"],
             set_aside=front.set_aside,
-            proxies=None if self._proxy_stats is None else self._proxy_stats(),
-            auth=None if self._auth_stats is None else dict(self._auth_stats()),
+            proxies=sources.get("proxies"),
+            auth=sources.get("auth"),
             render=render,
-            focus=None if self._focus is None else self._focus.json_stats(),
-            **{name: self._counts[name] for name in _RULE_COUNTERS},
-            **self._duplicate_counts(),
+            focus=page.focus,
+            rule_pages=page.rule_pages,
+            items=page.items,
+            items_dropped=page.items_dropped,
+            rule_errors=page.rule_errors,
+            duplicates_exact=page.duplicates_exact,
+            duplicates_near=page.duplicates_near,
         )
-
-    def _duplicate_counts(self) -> dict[str, int]:
-        if self._digests is None:
-            return {}
-        found = self._digests.stats()
-        return {"duplicates_exact": found.exact, "duplicates_near": found.near}
 
     async def checkpoint(self) -> None:
         """Commit the journal (state and records together), hand the records to each sink in
@@ -477,7 +406,8 @@ class Crawler:
             await self._robots_unreachable(lease)
             return
         if lease.kind == "blocked":
-            self._record(PageRecord(lease.url, None, lease.depth, error="robots"), lease)
+            record = PageRecord(lease.url, None, lease.depth, error="robots")
+            self._record(record, lease, Outcome.ROBOTS)
             await self._frontier.ack(lease, None)
             return
         result = await self._fetcher.fetch(lease.url)
@@ -506,21 +436,21 @@ class Crawler:
             await self._frontier.retry(lease, decision.after, feedback)
             return
         try:
-            record, links = await self._finish(lease, result, decision.action, decision.error)
+            page = await self._page.handle(lease, result, decision.action, decision.error)
         except Exception:
             await self._contain(lease, result, feedback, archived)
             return
-        if links:
-            await self._frontier.add(links)
-        self._record(_with_warc(record, archived), lease)
+        if page.links:
+            await self._frontier.add(page.links)
+        self._record(_with_warc(page.record, archived), lease, page.outcome)
         await self._frontier.ack(lease, feedback)
-        if self._focus is not None:
-            await self._focus.upkeep()
+        if self._upkeep is not None:
+            await self._upkeep()
 
     async def _contain(
         self,
         lease: Lease,
-        result: FetchResultLike,
+        result: Fetched,
         feedback: Feedback | None,
         archived: WarcLocation | None = None,
     ) -> None:
@@ -539,7 +469,7 @@ class Crawler:
             truncated=result.truncated,
             proxy=result.proxy,
         )
-        self._record(_with_warc(record, archived), lease)
+        self._record(_with_warc(record, archived), lease, Outcome.INTERNAL_ERROR)
         await self._frontier.ack(lease, feedback)
 
     def _fetched(self) -> None:
@@ -574,261 +504,28 @@ class Crawler:
             record = PageRecord(
                 lease.url, None, lease.depth, error="robots-unreachable", attempts=lease.attempts
             )
-            self._record(record, lease)
+            self._record(record, lease, Outcome.FAILED)
             await self._frontier.ack(lease, None)
             return
         self._counts["retries"] += 1
         await self._frontier.retry(lease, self._config.robots_retry, None)
 
-    async def _finish(
-        self, lease: Lease, result: FetchResultLike, action: Action, error: str | None
-    ) -> tuple[PageRecord, Sequence[Candidate]]:
-        """The URL's record and the candidates it leads to (outlinks or a redirect target)."""
-        title = None
-        links: Sequence[Candidate] = ()
-        redirect_to = None
-        flags = result.flags
-        extra = None
-        content: dict[str, Any] = {}
-        ruled: dict[str, Any] = {}
-        relevance = None
-        duplicate = None
-        outlinks = 0
-        if action is Action.STORE:
-            page, found_content = await self._read(lease, result)
-            found = page.links if page is not None else []
-            if page is not None and self._config.rules is not None:
-                ruled, found = await self._apply_rules(lease.url, result, found)
-            if page is not None:
-                title = page.title
-                flags += page.flags
-            if found_content is not None:
-                content, cut = self._content_fields(found_content)
-                flags += cut
-            elif self._config.text and result.content_type == "application/pdf":
-                content, pdf_error = await self._pdf_text(result)
-                error = error or pdf_error
-            if self._config.hook is not None:
-                extra, found, hook_error = self._run_hook(lease, result, page, found, found_content)
-                error = error or hook_error
-            duplicate = await self._duplicate(lease.url, content.get("text"))
-            outlinks = len(found)  # a duplicate's record counts the links it did not follow
-            if duplicate is not None and not self._config.follow_duplicates:
-                found = []
-            if self._focus is not None and page is not None and _is_ok(result.status):
-                relevance, links = self._focus.judge(
-                    lease.url, lease.depth, page, found_content, found
-                )
-            else:
-                links = Outlinks(found, lease.depth + 1)
-        elif action is Action.REDIRECT and result.location is not None:
-            redirect_to, error = self._follow_redirect(lease, result.location)
-            if redirect_to is not None and error is None:
-                priority = 0.0
-                if self._focus is not None:
-                    priority = self._focus.redirected(lease.url, redirect_to)
-                links = [Candidate(redirect_to, lease.depth, lease.hops + 1, priority)]
-        record = PageRecord(
-            url=lease.url,
-            status=result.status,
-            depth=lease.depth,
-            content_type=result.content_type,
-            bytes=len(result.body),
-            fetched_at=round(result.fetched_at, 3),
-            elapsed_ms=round(result.elapsed * 1000, 1),
-            title=title,
-            outlinks=outlinks,
-            redirect_to=redirect_to,
-            error=error or result.error,
-            attempts=lease.attempts + 1,
-            truncated=result.truncated,
-            flags=flags,
-            extra=extra,
-            proxy=result.proxy,
-            rendered=result.rendered,
-            relevance=relevance,
-            duplicate_of=None if duplicate is None else duplicate.first,
-            **content,
-            **ruled,
-        )
-        return record, links
-
-    async def _duplicate(self, url: str, text: str | None) -> Match | None:
-        """The page that had this main text first (with digests), or None."""
-        if self._digests is None or not text:
-            return None
-        found = digest(text, self._config.near_digests)
-        return None if found is None else await self._digests.check(url, found)
-
-    async def _read(
-        self, lease: Lease, result: FetchResultLike
-    ) -> tuple[ParsedPage | None, Content | None]:
-        """The parsed page and its content (HTML), or the content alone (plain text)."""
-        if _is_html(result):
-            return await self._parse(lease, result)
-        if self._config.text and result.content_type == "text/plain":
-            from gossamer.extract import Content
-            from gossamer.extract.lang import detect_language
-            from gossamer.extract.text import plain_text
-
-            detected = detect_encoding(result.body, result.charset)
-            body = result.body[detected.bom_length :]
-            text = plain_text(body.decode(detected.encoding, "replace"))
-            return None, Content(text=text, lang=detect_language(text))
-        return None, None
-
-    def _content_fields(self, content: Content) -> tuple[dict[str, Any], tuple[str, ...]]:
-        """The record's content fields, and ``("text-cut",)`` if the text was cut."""
-        text = content.text
-        limit = self._config.max_text_chars
-        cut: tuple[str, ...] = ("text-cut",) if len(text) > limit else ()
-        fields = {
-            "text": text[:limit],
-            "lang": content.lang,
-            "description": content.description,
-            "canonical": content.canonical,
-            "published": content.published,
-            "authors": tuple(content.authors),
-            "images": tuple({"src": i.src, "alt": i.alt} for i in content.images),
-            "text_chars": len(text),
-        }
-        return fields, cut
-
-    async def _pdf_text(self, result: FetchResultLike) -> tuple[dict[str, Any], str | None]:
-        """A PDF's text from the worker pool: (fields, None) or ({}, the error)."""
-        if self._pdf is None or result.truncated:
-            return {}, "pdf-truncated" if result.truncated else None
-        extracted = await self._pdf.text(result.body, self._config.max_text_chars)
-        if extracted.text is None:
-            return {}, extracted.error
-        from gossamer.extract.lang import detect_language
-
-        text = extracted.text
-        return {"text": text, "text_chars": len(text), "lang": detect_language(text)}, None
-
-    def _run_hook(
-        self,
-        lease: Lease,
-        result: FetchResultLike,
-        parsed: ParsedPage | None,
-        links: list[str],
-        content: Content | None,
-    ) -> tuple[dict[str, Any] | None, list[str], str | None]:
-        """The user's ``--hook`` on a 2xx page: (its fields, the links to follow, an error)."""
-        assert self._config.hook is not None
-        page = Page(
-            url=lease.url,
-            status=result.status or 0,
-            headers=result.headers,
-            body=result.body,
-            content_type=result.content_type,
-            encoding=parsed.text_encoding if parsed is not None else None,
-            tree=parsed.tree if parsed is not None else None,
-            links=tuple(links),
-            title=parsed.title if parsed is not None else None,
-            content=content,
-        )
-        try:
-            extra, replaced = run_hook(self._config.hook, page)
-        except HookError as exc:
-            log.warning("%s on %s", exc.__cause__ or exc, redact_url(lease.url))
-            return None, links, str(exc)
-        return extra, (links if replaced is None else replaced), None
-
-    async def _parse(
-        self, lease: Lease, result: FetchResultLike
-    ) -> tuple[ParsedPage, Content | None]:
-        """Parse an HTML body and extract its content; a large one in a worker thread, so the
-        event loop (and with it a cluster worker's claim renewals) keeps running meanwhile."""
-        parse = functools.partial(self._parse_now, lease.url, result.body, result.charset)
-        if len(result.body) < _PARSE_IN_THREAD_BYTES:
-            return parse()
-        return await asyncio.to_thread(parse)
-
-    def _parse_now(
-        self, url: str, body: bytes, charset: str | None
-    ) -> tuple[ParsedPage, Content | None]:
-        page = parse_html(
-            body, url, header_charset=charset, follow_nofollow=self._config.follow_nofollow
-        )
-        if not self._config.text:
-            return page, None
-        from gossamer.extract import Content, extract  # a --no-text crawl never loads them
-
-        if page.tree is None:
-            return page, Content(text="")
-        return page, extract(page.tree, url, self._config.extractor)
-
-    async def _apply_rules(
-        self, url: str, result: FetchResultLike, links: list[str]
-    ) -> tuple[dict[str, Any], list[str]]:
-        """The record's rule fields and the links to follow: the rule's own, when it has link
-        rules. The rule reads the page in a worker process of the rule pool, within its time
-        bound; a failure or a page over the bound becomes the page's rule error, never the
-        crawl's."""
-        assert self._config.rules is not None and self._rule_pool is not None
-        from gossamer.extract.rules import PageItems
-
-        try:
-            found = await self._rule_pool.evaluate(
-                self._config.rules, url, result.body, result.charset,
-                follow_nofollow=self._config.follow_nofollow,
-            )  # fmt: skip
-        except Exception as exc:
-            log.exception("rules failed on %s; recorded, crawl goes on", redact_url(url))
-            rule = self._config.rules.select(url)
-            found = PageItems(rule.name if rule else "", [], None, [f"internal error: {exc!r}"])
-        if found is None:
-            return {}, links
-        self._counts.update(
-            rule_pages=1, items=len(found.items), items_dropped=found.dropped,
-            rule_errors=len(found.errors),
-        )  # fmt: skip
-        fetched_at = round(result.fetched_at, 3)
-        items = tuple(
-            Item(url, found.rule, i, fetched_at, item) for i, item in enumerate(found.items)
-        )
-        fields = {"rule": found.rule, "items": len(items), "rule_errors": tuple(found.errors)}
-        return fields | {"found": items}, (links if found.links is None else found.links)
-
-    def _follow_redirect(self, lease: Lease, location: str) -> tuple[str | None, str | None]:
-        try:
-            resolved = Resolver(lease.url).resolve(location)
-            target = canonicalize(resolved) if resolved is not None else None
-        except ValueError:  # InvalidURL, or a lease URL no resolver takes
-            target = None
-        if target is None:
-            return None, "bad-redirect"
-        if lease.hops + 1 > self._config.max_redirects:
-            return target, "too-many-redirects"
-        return target, None
-
-    def _record(self, record: PageRecord, lease: Lease) -> None:
+    def _record(self, record: PageRecord, lease: Lease, outcome: Outcome) -> None:
         """Stage a record in the journal before the caller acks its lease (with no await
         between), so whichever commit makes the ack durable makes the record durable too. The
         sinks get the record after the next checkpoint's commit."""
         self._journal.stage([record])
         self._pending.append(record)
-        self._tally(record.status, record.error, 1)
+        self._tally(record.status, outcome, 1)
 
-    def _tally(self, status: int | None, error: str | None, count: int) -> None:
-        self._counts["pages"] += count
+    def _tally(self, status: int | None, outcome: Outcome, count: int) -> None:
+        counts = self._counts
+        counts["pages"] += count
         self._statuses[str(status) if status is not None else "none"] += count
-        if error == "robots":
-            self._counts["robots_blocked"] += count
-        elif error == "internal-error":
-            self._counts["internal_errors"] += count
-            self._counts["errors"] += count
-        elif error is not None and error.startswith("hook-error"):
-            self._counts["hook_errors"] += count
-            self._counts["errors"] += count
-        elif error is not None or status is None:
-            self._counts["errors"] += count
+        for name in _COUNTERS[outcome]:
+            counts[name] += count
         if status is not None and 200 <= status < 300:
-            self._counts["ok"] += count
-
-
-_RULE_COUNTERS = ("rule_pages", "items", "items_dropped", "rule_errors")
+            counts["ok"] += count
 
 
 _UNSENT = frozenset({"no-proxy", "proxy-error"})
@@ -876,7 +573,7 @@ class RobotsFetch:
         """The robots lease of ``host`` ended: when its last request started, if any."""
         return self._leases.pop(host, None)
 
-    async def __call__(self, url: str) -> FetchResultLike:
+    async def __call__(self, url: str) -> Fetched:
         host = host_key(url)
         if host in self._leases and self._leases[host] is None:
             result = await self._fetcher.fetch(url)
@@ -903,23 +600,15 @@ def _with_warc(record: PageRecord, archived: WarcLocation | None) -> PageRecord:
     )
 
 
-def _is_ok(status: int | None) -> bool:
-    return status is not None and 200 <= status < 300
-
-
-def _is_html(result: FetchResultLike) -> bool:
-    if result.content_type is not None:
-        return result.content_type in _HTML_TYPES
-    head = result.body[:256].lstrip().lower()
-    return head.startswith((b"<!doctype html", b"<html"))
-
-
 __all__ = [
+    "STATS_SOURCES",
     "CommitHook",
     "Crawler",
     "EngineConfig",
-    "Focus",
     "LoopState",
+    "Outputs",
+    "Robots",
     "RobotsFetch",
     "RobotsPolicy",
+    "StatsSource",
 ]
