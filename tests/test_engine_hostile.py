@@ -16,8 +16,8 @@ import pytest
 from aiohttp import web
 from tests.local_app import serve
 
-from gossamer.page import read
 from gossamer.crawl import run_crawl
+from gossamer.page import read
 from gossamer.parse.links import ParsedPage
 from gossamer.settings import SettingsError, load_settings
 from gossamer.stats import CrawlStats

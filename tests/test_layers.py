@@ -148,7 +148,15 @@ def test_single_process_modules_do_not_import_cluster_code() -> None:
         assert not {m for m in graph[module] if m.startswith("gossamer.cluster")}, module
 
 
-UPPER = ("gossamer.engine", "gossamer.crawl", "gossamer.cluster", "gossamer.cli", "gossamer.flags")
+UPPER = (
+    "gossamer.engine",
+    "gossamer.ledger",
+    "gossamer.robots_fetch",
+    "gossamer.crawl",
+    "gossamer.cluster",
+    "gossamer.cli",
+    "gossamer.flags",
+)
 """The layers above the stages (see the package docstring)."""
 STAGES = ("parse", "extract", "fetch", "frontier", "sinks", "hooks", "page", "balance", "testweb")
 

@@ -1,18 +1,14 @@
-"""The crawl loop: leases URLs from the frontier, fetches, parses and hands records to sinks.
+"""The crawl loop: leases URLs from the frontier, fetches them, hands each answer to the page
+stage (:mod:`gossamer.page`), queues the links it returns, records, acks.
 
 One task runs per leased URL; the loop keeps at most ``concurrency`` of them fetching (a
-task's slot frees once its response is in) and at most as many more parsing, queueing
+task's slot frees once its response is in) and at most as many more handing over, queueing
 outlinks and acking, so a frontier round trip after a fetch (the Redis frontier's) holds no
 fetch slot. It sleeps until a task ends or the frontier says a host becomes due. A checkpoint
-task commits the journal (crawl.db: frontier state and records in one transaction) and then
-hands the same records to each record sink in turn (pages.jsonl, then the store) before the
-checkpoint's acks are sent; it runs every ``checkpoint_interval`` and as soon as no task is
-left, when there is nothing more to batch. With an archive (WARC), every fetch (robots.txt,
-redirects and retried answers too) is archived as it arrives, and the record names where its
-response lies; each checkpoint flushes the archive before the journal commits.
-
-The engine knows its sinks by their protocols (:mod:`gossamer.sinks.base`) only; ``crawl.py``
-builds them.
+task has the ledger (:mod:`gossamer.ledger`) commit the records and hand them to the sinks
+every ``checkpoint_interval``, and as soon as no task is left, when there is nothing more to
+batch. With an archive (WARC), every fetch (robots.txt, redirects and retried answers too) is
+archived as it arrives, and the record names where its response lies.
 """
 
 from __future__ import annotations
@@ -23,18 +19,19 @@ import logging
 import random
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from gossamer.frontier.base import Candidate, Feedback, Frontier, HeldBack, Lease
-from gossamer.frontier.robots import RobotsCache, RobotsDeferred, RobotsPolicy
+from gossamer.frontier.robots import RobotsDeferred, RobotsPolicy
+from gossamer.ledger import CommitHook, Ledger, Outputs
 from gossamer.outcomes import Action, Outcome, RetryPolicy, classify, is_failure
-from gossamer.page import Fetched, PageStage
+from gossamer.page import Fetched, PageStage, internal_error
 from gossamer.redact import redact_url
-from gossamer.sinks.base import Archive, Journal, PageRecord, RecordSink, WarcLocation
+from gossamer.robots_fetch import UNSENT, Fetch, Robots, RobotsFetch
+from gossamer.sinks.base import PageRecord, WarcLocation
 from gossamer.stats import CrawlStats, peak_rss_mb
-from gossamer.urls import host_key
 
 log = logging.getLogger(__name__)
 _GRACE_SECONDS = 5.0
@@ -45,16 +42,6 @@ do not pile up in memory."""
 _SEED_BATCH = 10_000
 SEEDING_META = "seeding"
 """Journal meta: ``started`` while seeds are being queued, ``done`` once all are durable."""
-
-CommitHook = Callable[[], Callable[[], Awaitable[None]]]
-"""Called as a checkpoint starts; what it returns is awaited once the checkpoint is durable
-(e.g. sending a cluster frontier's acks only after their records are committed)."""
-
-
-class Fetch(Protocol):
-    """Anything that fetches one URL without following redirects and never raises."""
-
-    async def fetch(self, url: str) -> Fetched: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,26 +54,6 @@ class EngineConfig:
     """Seconds before a URL of a host whose robots.txt was unreachable is tried again."""
     checkpoint_interval: float = 0.5
     retry: RetryPolicy = field(default_factory=RetryPolicy)
-
-
-@dataclass(frozen=True, slots=True)
-class Robots:
-    """robots.txt: the cache the crawl asks for a host's rules, and the fetch it asks
-    through (which takes a robots lease's slot and counts the requests)."""
-
-    cache: RobotsCache
-    fetch: RobotsFetch
-
-
-@dataclass(frozen=True, slots=True)
-class Outputs:
-    """Where records go: the journal (crawl.db) first, then each sink in turn after every
-    commit; the archive (WARC) of every answer; and the commit hook, if any."""
-
-    journal: Journal
-    sinks: Sequence[RecordSink] = ()
-    archive: Archive | None = None
-    on_commit: CommitHook | None = None
 
 
 StatsSource = Callable[[], Mapping[str, Any]]
@@ -103,16 +70,6 @@ class LoopState:
 
     phase: str
     silent: float
-
-
-_COUNTERS = {
-    Outcome.FETCHED: (),
-    Outcome.FAILED: ("errors",),
-    Outcome.ROBOTS: ("robots_blocked",),
-    Outcome.INTERNAL_ERROR: ("internal_errors", "errors"),
-    Outcome.HOOK_ERROR: ("hook_errors", "errors"),
-}
-"""The counters each outcome adds to (besides ``pages``, its status and ``ok``)."""
 
 
 class Crawler:
@@ -144,10 +101,8 @@ class Crawler:
         self._fetcher = fetcher
         self._robots = robots.cache
         self._robots_fetch = robots.fetch
+        self._ledger = Ledger(outputs)
         self._journal = outputs.journal
-        self._sinks = tuple(outputs.sinks)
-        self._archive = outputs.archive
-        self._on_commit = outputs.on_commit
         self._page = page
         self._upkeep = page.upkeep
         self._clock = clock
@@ -163,11 +118,9 @@ class Crawler:
         self._wake = asyncio.Event()
         self._stopping = False
         self._paused = False
-        self._pending: list[PageRecord] = []
-        self._committing = 0  # records of the checkpoint under way, not yet in every sink
         self._failure: BaseException | None = None
         self._counts: Counter[str] = Counter()
-        self._statuses: Counter[str] = Counter()
+        """The loop's own counts (requests, retries); the ledger counts the records."""
         self._started = clock()
         self._prior_pages = 0
         self._phase = "starting"
@@ -178,9 +131,8 @@ class Crawler:
 
     def restore_counts(self) -> None:
         """Start the counters from the records of a previous run (``--resume``)."""
-        for status, error, count in self._journal.outcome_counts():
-            self._tally(status, Outcome.of(status, error), count)
-        self._prior_pages = self._counts["pages"]
+        self._ledger.restore()
+        self._prior_pages = self._ledger.counts["pages"]
         self._page.restore_counts(self._journal.rule_counts)
 
     async def run(self, seeds: list[str]) -> CrawlStats:
@@ -257,27 +209,28 @@ class Crawler:
         elapsed = self._clock() - self._started
         front = self._frontier.stats()
         page = self._page.stats()
-        fetched = self._counts["pages"] - self._prior_pages
+        counts = self._ledger.counts
+        fetched = counts["pages"] - self._prior_pages
         sources = {name: dict(source()) for name, source in self._stats_sources.items()}
         render = sources.get("render")
         browser_peak = 0.0 if render is None else float(render["browser_peak_rss_mb"])
         return CrawlStats(
-            pages=self._counts["pages"],
-            ok=self._counts["ok"],
-            errors=self._counts["errors"],
-            robots_blocked=self._counts["robots_blocked"],
+            pages=counts["pages"],
+            ok=counts["ok"],
+            errors=counts["errors"],
+            robots_blocked=counts["robots_blocked"],
             retries=self._counts["retries"],
             requests=self._counts["requests"] + self._robots_fetch.requests,
             duplicates=front.duplicates,
             rejected=dict(front.rejected),
-            status_counts=dict(self._statuses),
+            status_counts=dict(self._ledger.statuses),
             queued=front.queued + front.delayed,
             in_flight=len(self._tasks),
             elapsed=elapsed,
             pages_per_second=fetched / elapsed if elapsed > 0 else 0.0,
             peak_rss_mb=round(peak_rss_mb() + browser_peak, 1),
-            internal_errors=self._counts["internal_errors"],
-            hook_errors=self._counts["hook_errors"],
+            internal_errors=counts["internal_errors"],
+            hook_errors=counts["hook_errors"],
             set_aside=front.set_aside,
             proxies=sources.get("proxies"),
             auth=sources.get("auth"),
@@ -292,24 +245,8 @@ class Crawler:
         )
 
     async def checkpoint(self) -> None:
-        """Commit the journal (state and records together), hand the records to each sink in
-        turn, then run the commit hook's follow-up (the acks).
-
-        A sink's records are always a prefix of the journal's; ``--resume`` sends it the rest.
-        """
-        records, self._pending = self._pending, []
-        self._committing = len(records)
-        try:
-            after = self._on_commit() if self._on_commit is not None else None
-            if self._archive is not None:
-                self._archive.flush()  # before the commit: a committed record's response is on disk
-            await self._journal.commit()
-            for sink in self._sinks:
-                await sink.write(records)
-        finally:
-            self._committing = 0
-        if after is not None:
-            await after()
+        """Commit the records so far and hand them to the sinks (see :class:`Ledger`)."""
+        await self._ledger.checkpoint()
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -321,7 +258,7 @@ class Crawler:
             free = min(limit - len(self._fetching), 2 * limit - len(self._tasks), self._budget())
             if self._paused or (self._proxies_down is not None and self._proxies_down()):
                 free = 0
-            if len(self._pending) + self._committing >= MAX_PENDING_RECORDS:
+            if self._ledger.waiting >= MAX_PENDING_RECORDS:
                 free = 0  # the checkpoint wakes the loop once the records are written
                 self._flush.set()
             if free > 0:
@@ -330,7 +267,7 @@ class Crawler:
             if not self._tasks:
                 if self._budget() <= 0 or (self._seeded() and await frontier.done()):
                     return
-                if self._pending:
+                if self._ledger.pending:
                     self._flush.set()  # idle: nothing to batch the records with
             wait = frontier.next_ready()
             timeout = 1.0 if wait is None or free <= 0 else min(max(wait, 0.001), 1.0)
@@ -345,7 +282,7 @@ class Crawler:
     def _budget(self) -> int:
         if self._config.max_pages is None:
             return 1 << 30
-        return self._config.max_pages - self._counts["pages"] - len(self._tasks)
+        return self._config.max_pages - self._ledger.counts["pages"] - len(self._tasks)
 
     def _spawn(self, lease: Lease) -> None:
         task = asyncio.create_task(self._process(lease))
@@ -407,16 +344,16 @@ class Crawler:
             return
         if lease.kind == "blocked":
             record = PageRecord(lease.url, None, lease.depth, error="robots")
-            self._record(record, lease, Outcome.ROBOTS)
+            self._ledger.record(record, Outcome.ROBOTS)
             await self._frontier.ack(lease, None)
             return
         result = await self._fetcher.fetch(lease.url)
         self._fetched()
-        if result.error in _UNSENT and self._proxies_down is not None and self._proxies_down():
+        if result.error in UNSENT and self._proxies_down is not None and self._proxies_down():
             await self._frontier.release(lease, None)  # never reached the site: no attempt
             return
         self._counts["requests"] += 1
-        archived = await self._archive.write(result) if self._archive is not None else None
+        archived = await self._ledger.archive(result)
         feedback = Feedback(
             started_at=result.sent_by,
             elapsed=result.elapsed,
@@ -442,34 +379,18 @@ class Crawler:
             return
         if page.links:
             await self._frontier.add(page.links)
-        self._record(_with_warc(page.record, archived), lease, page.outcome)
+        self._ledger.record(page.record, page.outcome, archived)
         await self._frontier.ack(lease, feedback)
         if self._upkeep is not None:
             await self._upkeep()
 
     async def _contain(
-        self,
-        lease: Lease,
-        result: Fetched,
-        feedback: Feedback | None,
-        archived: WarcLocation | None = None,
+        self, lease: Lease, result: Fetched, feedback: Feedback, archived: WarcLocation | None
     ) -> None:
         """A failure while handling one URL's answer (a bug that input revealed) ends that URL
         with an ``internal-error`` record instead of the crawl; it is not tried again."""
         log.exception("internal error handling %s; recorded, crawl goes on", redact_url(lease.url))
-        record = PageRecord(
-            lease.url,
-            result.status,
-            lease.depth,
-            bytes=len(result.body),
-            fetched_at=round(result.fetched_at, 3),
-            elapsed_ms=round(result.elapsed * 1000, 1),
-            error="internal-error",
-            attempts=lease.attempts + 1,
-            truncated=result.truncated,
-            proxy=result.proxy,
-        )
-        self._record(_with_warc(record, archived), lease, Outcome.INTERNAL_ERROR)
+        self._ledger.record(internal_error(lease, result), Outcome.INTERNAL_ERROR, archived)
         await self._frontier.ack(lease, feedback)
 
     def _fetched(self) -> None:
@@ -504,100 +425,11 @@ class Crawler:
             record = PageRecord(
                 lease.url, None, lease.depth, error="robots-unreachable", attempts=lease.attempts
             )
-            self._record(record, lease, Outcome.FAILED)
+            self._ledger.record(record, Outcome.FAILED)
             await self._frontier.ack(lease, None)
             return
         self._counts["retries"] += 1
         await self._frontier.retry(lease, self._config.robots_retry, None)
-
-    def _record(self, record: PageRecord, lease: Lease, outcome: Outcome) -> None:
-        """Stage a record in the journal before the caller acks its lease (with no await
-        between), so whichever commit makes the ack durable makes the record durable too. The
-        sinks get the record after the next checkpoint's commit."""
-        self._journal.stage([record])
-        self._pending.append(record)
-        self._tally(record.status, outcome, 1)
-
-    def _tally(self, status: int | None, outcome: Outcome, count: int) -> None:
-        counts = self._counts
-        counts["pages"] += count
-        self._statuses[str(status) if status is not None else "none"] += count
-        for name in _COUNTERS[outcome]:
-            counts[name] += count
-        if status is not None and 200 <= status < 300:
-            counts["ok"] += count
-
-
-_UNSENT = frozenset({"no-proxy", "proxy-error"})
-"""Fetch errors of a request that never reached the site (no live proxy, or every proxy
-tried failed)."""
-
-
-class RobotsFetch:
-    """The fetch function handed to the robots cache.
-
-    A host's robots lease takes its slot for the first request of its robots.txt
-    (`leased`, then `ended`, which tells when its last request started). Every other
-    robots.txt request, a redirect's next hop or one asked for outside a lease (a focus
-    example's host, a rendered page's subrequest), goes through ``gated``: the fetcher
-    behind the host gate, pace only (the one asking may hold a lease of the host). In a
-    crawl through proxies (``proxied``) a request that never reached the site (no
-    live proxy, or every proxy tried failed it) raises `RobotsDeferred`: no "unreachable"
-    verdict is cached for a site never asked (its URLs would spend their attempts on it).
-    The robots lease is asked for again; the proxies' failures soon leave none live, and
-    the crawl waits.
-    """
-
-    def __init__(
-        self,
-        fetcher: Fetch,
-        archive: Archive | None = None,
-        *,
-        gated: Fetch | None = None,
-        proxied: bool = False,
-    ) -> None:
-        self._fetcher = fetcher
-        self._archive = archive
-        self._gated = gated if gated is not None else fetcher
-        self._proxied = proxied
-        self._leases: dict[str, float | None] = {}
-        """Hosts whose robots lease is out: when their last request started (None: the
-        lease's own slot is not used yet)."""
-        self.requests = 0
-
-    def leased(self, host: str) -> None:
-        """A robots lease of ``host`` is out: its first request uses the lease's slot."""
-        self._leases[host] = None
-
-    def ended(self, host: str) -> float | None:
-        """The robots lease of ``host`` ended: when its last request started, if any."""
-        return self._leases.pop(host, None)
-
-    async def __call__(self, url: str) -> Fetched:
-        host = host_key(url)
-        if host in self._leases and self._leases[host] is None:
-            result = await self._fetcher.fetch(url)
-        else:
-            result = await self._gated.fetch(url)
-        self.requests += 1
-        if self._archive is not None:
-            await self._archive.write(result)
-        if host in self._leases:
-            self._leases[host] = result.sent_by
-        if self._proxied and result.error in _UNSENT:
-            raise RobotsDeferred(url)
-        return result
-
-
-def _with_warc(record: PageRecord, archived: WarcLocation | None) -> PageRecord:
-    if archived is None:
-        return record
-    return replace(
-        record,
-        warc_file=archived.file,
-        warc_offset=archived.offset,
-        warc_length=archived.length,
-    )
 
 
 __all__ = [

@@ -13,7 +13,14 @@ candidates it returns), `gossamer.sinks.base` (the record), `gossamer.outcomes`,
 `gossamer.redact` and `gossamer.urls`; never the engine, the crawl wiring or the cluster.
 """
 
-from gossamer.page.stage import RULE_COUNTERS, Focus, PageConfig, PageStage, PageStats
+from gossamer.page.stage import (
+    RULE_COUNTERS,
+    Focus,
+    PageConfig,
+    PageStage,
+    PageStats,
+    internal_error,
+)
 from gossamer.page.state import Fetched, PageResult, PageState, RuleFields, TextFields
 
 __all__ = [
@@ -27,4 +34,5 @@ __all__ = [
     "PageStats",
     "RuleFields",
     "TextFields",
+    "internal_error",
 ]

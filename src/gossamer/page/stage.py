@@ -304,6 +304,22 @@ class PageStage:
             state.candidates = [Candidate(target, lease.depth, lease.hops + 1, priority)]
 
 
+def internal_error(lease: Lease, result: Fetched) -> PageRecord:
+    """The record of a URL whose answer could not be handled (a bug the input revealed)."""
+    return PageRecord(
+        lease.url,
+        result.status,
+        lease.depth,
+        bytes=len(result.body),
+        fetched_at=round(result.fetched_at, 3),
+        elapsed_ms=round(result.elapsed * 1000, 1),
+        error="internal-error",
+        attempts=lease.attempts + 1,
+        truncated=result.truncated,
+        proxy=result.proxy,
+    )
+
+
 def _result(state: PageState) -> PageResult:
     """The record of a page the steps are done with, and how it counts."""
     lease, result = state.lease, state.result
@@ -349,4 +365,4 @@ def _result(state: PageState) -> PageResult:
     return PageResult(record, state.candidates, outcome)
 
 
-__all__ = ["RULE_COUNTERS", "Focus", "PageConfig", "PageStage", "PageStats"]
+__all__ = ["RULE_COUNTERS", "Focus", "PageConfig", "PageStage", "PageStats", "internal_error"]
