@@ -139,6 +139,15 @@ def test_the_engine_hands_pages_to_the_page_stage() -> None:
     page_work = ("gossamer.parse", "gossamer.extract", "gossamer.hooks", "gossamer.focus")
     assert not {m for m in engine if m.startswith(page_work)}, engine
     assert not {m for m in engine if m.startswith("gossamer.digests")}, engine
+    source = (ROOT / "engine.py").read_text("utf-8")
+    assert len(source.splitlines()) <= 450
+    crawler = next(
+        node
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.ClassDef) and node.name == "Crawler"
+    )
+    init = next(f for f in crawler.body if isinstance(f, ast.FunctionDef) and f.name == "__init__")
+    assert len(init.args.args) - 1 + len(init.args.kwonlyargs) <= 10
 
 
 def test_single_process_modules_do_not_import_cluster_code() -> None:
