@@ -29,6 +29,7 @@ _COUNTERS = {
     Outcome.HOOK_ERROR: ("hook_errors", "errors"),
 }
 """The counters each outcome adds to (besides ``pages``, its status and ``ok``)."""
+_FETCHED = Outcome.FETCHED
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,8 +97,9 @@ class Ledger:
         counts = self.counts
         counts["pages"] += count
         self.statuses[str(status) if status is not None else "none"] += count
-        for name in _COUNTERS[outcome]:
-            counts[name] += count
+        if outcome is not _FETCHED:  # most pages: no enum hash (a Python call) for them
+            for name in _COUNTERS[outcome]:
+                counts[name] += count
         if status is not None and 200 <= status < 300:
             counts["ok"] += count
 

@@ -110,10 +110,11 @@ class PageState:
     """What goes back to the frontier: the outlinks, or the redirect's target."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PageResult:
     """What the stage hands back: the URL's record, the candidates it leads to, and how the
-    record counts."""
+    record counts. Not frozen: one is made per page, and a frozen dataclass takes several
+    times as long to make; nothing changes one."""
 
     record: PageRecord
     links: Sequence[Candidate]
