@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from typing import NamedTuple
 
 from gossamer.outcomes import Outcome
 from gossamer.page import Fetched
@@ -32,8 +33,7 @@ _COUNTERS = {
 _FETCHED = Outcome.FETCHED
 
 
-@dataclass(frozen=True, slots=True)
-class Outputs:
+class Outputs(NamedTuple):
     """Where records go: the journal (crawl.db) first, then each sink in turn after every
     commit; the archive (WARC) of every answer; and the commit hook, if any."""
 

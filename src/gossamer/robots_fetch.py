@@ -7,8 +7,7 @@ each answer and counts the requests.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from gossamer.frontier.robots import RobotsCache, RobotsDeferred
 from gossamer.page import Fetched
@@ -83,8 +82,7 @@ class RobotsFetch:
         return result
 
 
-@dataclass(frozen=True, slots=True)
-class Robots:
+class Robots(NamedTuple):
     """robots.txt: the cache the crawl asks for a host's rules, and the fetch it asks
     through (which takes a robots lease's slot and counts the requests)."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from gossamer.frontier.base import Candidate, Lease
 from gossamer.outcomes import Outcome
@@ -53,9 +53,10 @@ class Fetched(Archivable, Protocol):
     def rendered(self) -> bool: ...
 
 
-@dataclass(frozen=True, slots=True)
-class TextFields:
-    """The record's content fields: main text (cut to ``--max-text-chars``) and metadata."""
+class TextFields(NamedTuple):
+    """The record's content fields: main text (cut to ``--max-text-chars``) and metadata.
+    (The page stage's small values are named tuples: a dataclass costs a crawl's start-up
+    some ten times as much to define.)"""
 
     text: str | None = None
     lang: str | None = None
@@ -68,8 +69,7 @@ class TextFields:
     """Characters of the text before it was cut."""
 
 
-@dataclass(frozen=True, slots=True)
-class RuleFields:
+class RuleFields(NamedTuple):
     """The record's rule fields: the rule read on the page and what it found."""
 
     rule: str | None = None
@@ -82,7 +82,7 @@ NO_TEXT = TextFields()
 NO_RULES = RuleFields()
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, match_args=False)
 class PageState:
     """One page on its way through the stage's steps; each step reads and sets its fields."""
 
@@ -110,11 +110,9 @@ class PageState:
     """What goes back to the frontier: the outlinks, or the redirect's target."""
 
 
-@dataclass(slots=True)
-class PageResult:
+class PageResult(NamedTuple):
     """What the stage hands back: the URL's record, the candidates it leads to, and how the
-    record counts. Not frozen: one is made per page, and a frozen dataclass takes several
-    times as long to make; nothing changes one."""
+    record counts."""
 
     record: PageRecord
     links: Sequence[Candidate]
