@@ -9,8 +9,10 @@ serves it with nginx on loopback and runs ``gossamer crawl`` once per mode under
 
 It prints the total instructions (``Ir``) of the crawl process, start-up included, and the
 pages it recorded. Counts are exact for one run but depend on the Python binary, the
-installed libraries and the inputs (the web's seed and size), and a little on how the
-network interleaves responses: compare runs of one machine, one web, several times. A run
+installed libraries and the inputs (the web's seed and size), and on the crawl's wall time:
+checkpoints run every ``checkpoint_interval`` and the loop wakes at least once a second, so
+a run slowed down by a busy machine counts more (the elapsed seconds are printed with it).
+Compare runs of one machine, one web, several times, alternated, on a quiet machine. A run
 is some fifty times slower than the crawl itself; 500 pages take a few minutes.
 
 Usage: ``.venv/bin/python benchmarks/callgrind_crawl.py [--pages N] [--hosts H]
@@ -60,14 +62,16 @@ def total_instructions(out_file: Path) -> int:
     raise ValueError(f"no instruction total in {out_file}")
 
 
-def recorded(work: Path) -> tuple[int, int]:
-    """(records, records with status 200) in the run's ``pages.jsonl``."""
+def recorded(work: Path) -> tuple[int, int, float]:
+    """(records, records with status 200) in the run's ``pages.jsonl``, and the crawl's
+    elapsed seconds (``stats.json``)."""
     pages = ok = 0
     with (work / "out" / "pages.jsonl").open(encoding="utf-8") as lines:
         for line in lines:
             pages += 1
             ok += json.loads(line).get("status") == 200
-    return pages, ok
+    stats = json.loads((work / "out" / "stats.json").read_text(encoding="utf-8"))
+    return pages, ok, float(stats["elapsed"])
 
 
 def crawl_once(mode: str, seeds_file: Path, work: Path, args: argparse.Namespace) -> int:
@@ -103,10 +107,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             for run in range(1, args.runs + 1):
                 work = args.out / "callgrind" / mode
                 instructions = crawl_once(mode, seeds_file, work, args)
-                pages, ok = recorded(work)
+                pages, ok, elapsed = recorded(work)
                 print(
                     f"{mode} run {run}: Ir {instructions:,} ({pages} records, {ok} status 200, "
-                    f"{instructions / max(pages, 1):,.0f} per record)",
+                    f"{instructions / max(pages, 1):,.0f} per record; {elapsed:.0f} s)",
                     flush=True,
                 )
     return 0
