@@ -55,8 +55,8 @@ class Fetched(Archivable, Protocol):
 
 class TextFields(NamedTuple):
     """The record's content fields: main text (cut to ``--max-text-chars``) and metadata.
-    (The page stage's small values are named tuples: a dataclass costs a crawl's start-up
-    some ten times as much to define.)"""
+    (The stage's small values are named tuples: a frozen dataclass takes several times as
+    long to define, which every crawl pays at start-up.)"""
 
     text: str | None = None
     lang: str | None = None
