@@ -102,6 +102,7 @@ class Crawler:
         self._robots = robots.cache
         self._robots_fetch = robots.fetch
         self._ledger = Ledger(outputs)
+        self._archive = outputs.archive
         self._journal = outputs.journal
         self._page = page
         self._upkeep = page.upkeep
@@ -258,7 +259,7 @@ class Crawler:
             free = min(limit - len(self._fetching), 2 * limit - len(self._tasks), self._budget())
             if self._paused or (self._proxies_down is not None and self._proxies_down()):
                 free = 0
-            if self._ledger.waiting >= MAX_PENDING_RECORDS:
+            if len(self._ledger.pending) + self._ledger.committing >= MAX_PENDING_RECORDS:
                 free = 0  # the checkpoint wakes the loop once the records are written
                 self._flush.set()
             if free > 0:
@@ -353,7 +354,7 @@ class Crawler:
             await self._frontier.release(lease, None)  # never reached the site: no attempt
             return
         self._counts["requests"] += 1
-        archived = await self._ledger.archive(result)
+        archived = await self._archive.write(result) if self._archive is not None else None
         feedback = Feedback(
             started_at=result.sent_by,
             elapsed=result.elapsed,

@@ -15,7 +15,6 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from gossamer.outcomes import Outcome
-from gossamer.page import Fetched
 from gossamer.sinks.base import Archive, Journal, PageRecord, RecordSink, WarcLocation
 
 CommitHook = Callable[[], Callable[[], Awaitable[None]]]
@@ -52,29 +51,17 @@ class Ledger:
         self._sinks = tuple(outputs.sinks)
         self._archive = outputs.archive
         self._on_commit = outputs.on_commit
-        self._pending: list[PageRecord] = []
-        self._committing = 0  # records of the checkpoint under way, not yet in every sink
+        self.pending: list[PageRecord] = []
+        """Records staged since the last checkpoint began."""
+        self.committing = 0
+        """Records of the checkpoint under way, not yet in every sink."""
         self.counts: Counter[str] = Counter()
         self.statuses: Counter[str] = Counter()
-
-    @property
-    def waiting(self) -> int:
-        """Records not yet in every sink: staged, or in the checkpoint under way."""
-        return len(self._pending) + self._committing
-
-    @property
-    def pending(self) -> bool:
-        """Whether records wait for the next checkpoint."""
-        return bool(self._pending)
 
     def restore(self) -> None:
         """Start the counts from the records of a previous run (``--resume``)."""
         for status, error, count in self.journal.outcome_counts():
             self._tally(status, Outcome.of(status, error), count)
-
-    async def archive(self, result: Fetched) -> WarcLocation | None:
-        """Archive an answer (with ``--warc``): where its response record lies."""
-        return None if self._archive is None else await self._archive.write(result)
 
     def record(
         self, record: PageRecord, outcome: Outcome, archived: WarcLocation | None = None
@@ -90,7 +77,7 @@ class Ledger:
                 warc_length=archived.length,
             )
         self.journal.stage([record])
-        self._pending.append(record)
+        self.pending.append(record)
         self._tally(record.status, outcome, 1)
 
     def _tally(self, status: int | None, outcome: Outcome, count: int) -> None:
@@ -109,8 +96,8 @@ class Ledger:
 
         A sink's records are always a prefix of the journal's; ``--resume`` sends it the rest.
         """
-        records, self._pending = self._pending, []
-        self._committing = len(records)
+        records, self.pending = self.pending, []
+        self.committing = len(records)
         try:
             after = self._on_commit() if self._on_commit is not None else None
             if self._archive is not None:
@@ -119,7 +106,7 @@ class Ledger:
             for sink in self._sinks:
                 await sink.write(records)
         finally:
-            self._committing = 0
+            self.committing = 0
         if after is not None:
             await after()
 
