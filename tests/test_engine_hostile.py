@@ -16,8 +16,8 @@ import pytest
 from aiohttp import web
 from tests.local_app import serve
 
-from gossamer import engine
 from gossamer.crawl import run_crawl
+from gossamer.page import read
 from gossamer.parse.links import ParsedPage
 from gossamer.settings import SettingsError, load_settings
 from gossamer.stats import CrawlStats
@@ -65,14 +65,14 @@ async def test_a_bug_handling_one_url_ends_that_url_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``parse_html`` raising for one URL stands for a bug nobody knows yet."""
-    real = engine.parse_html
+    real = read.parse_html
 
     def parse_html(body: bytes, url: str, **kwargs: Any) -> ParsedPage:
         if url.endswith("/bad"):
             raise ValueError("a bug this page revealed")
         return real(body, url, **kwargs)
 
-    monkeypatch.setattr(engine, "parse_html", parse_html)
+    monkeypatch.setattr(read, "parse_html", parse_html)
     out = tmp_path / "out"
     async with serving() as site:
         stats = await crawl(out, seeds=[site.url("/")])

@@ -129,7 +129,8 @@ RANKS = (
     "urls redact safe errors retry stats outcomes crawldb tls usercode proxyurl logs progress"
     " settings flags",
     "parse extract fetch frontier sinks hooks digests focus balance testweb",  # the stages
-    "engine",
+    "page",  # a fetched page's steps, over parse, extract, hooks and digests
+    "engine ledger robots_fetch",
     "metrics status",  # what a running crawl reports
     "crawl",
     "cluster rules_cli",
@@ -191,6 +192,25 @@ def test_engine_knows_sinks_by_their_protocols() -> None:
     assert "sqlite3" not in (ROOT / "engine.py").read_text()
 
 
+def test_the_engine_hands_pages_to_the_page_stage() -> None:
+    """The engine keeps the loop; what is done with a page (parsing, extraction, rules, the
+    hook, content digests, focus) is the page stage's, and the engine imports none of it."""
+    engine = import_graph()["gossamer.engine"]
+    assert "gossamer.page" in engine
+    page_work = ("gossamer.parse", "gossamer.extract", "gossamer.hooks", "gossamer.focus")
+    assert not {m for m in engine if m.startswith(page_work)}, engine
+    assert not {m for m in engine if m.startswith("gossamer.digests")}, engine
+    source = (ROOT / "engine.py").read_text("utf-8")
+    assert len(source.splitlines()) <= 450
+    crawler = next(
+        node
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.ClassDef) and node.name == "Crawler"
+    )
+    init = next(f for f in crawler.body if isinstance(f, ast.FunctionDef) and f.name == "__init__")
+    assert len(init.args.args) - 1 + len(init.args.kwonlyargs) <= 10
+
+
 def test_single_process_modules_do_not_import_cluster_code() -> None:
     """``gossamer crawl`` wiring stands on its own: the cluster builds on it, not the reverse."""
     graph = import_graph()
@@ -198,7 +218,15 @@ def test_single_process_modules_do_not_import_cluster_code() -> None:
         assert not {m for m in graph[module] if m.startswith("gossamer.cluster")}, module
 
 
-UPPER = ("gossamer.engine", "gossamer.crawl", "gossamer.cluster", "gossamer.cli", "gossamer.flags")
+UPPER = (
+    "gossamer.engine",
+    "gossamer.ledger",
+    "gossamer.robots_fetch",
+    "gossamer.crawl",
+    "gossamer.cluster",
+    "gossamer.cli",
+    "gossamer.flags",
+)
 """The layers above the stages (see the package docstring)."""
 STAGES = (
     "parse",
@@ -209,6 +237,7 @@ STAGES = (
     "hooks",
     "digests",
     "focus",
+    "page",
     "balance",
     "testweb",
 )
@@ -265,7 +294,7 @@ def within(module: str, allowed: str) -> bool:
 
 def test_stage_packages_import_only_what_their_docstring_states() -> None:
     graph = import_graph()
-    for stage in ("parse", "extract", "fetch", "frontier", "sinks", "digests", "focus"):
+    for stage in ("parse", "extract", "fetch", "frontier", "sinks", "digests", "focus", "page"):
         package = f"gossamer.{stage}"
         allowed = stated_imports(package)
         for module, imported in graph.items():

@@ -30,8 +30,10 @@ from gossamer.engine import (
     CommitHook,
     Crawler,
     EngineConfig,
-    Focus,
+    Outputs,
+    Robots,
     RobotsFetch,
+    StatsSource,
 )
 from gossamer.fetch.auth import Authenticator, Login, Secret, UserLogin
 from gossamer.fetch.cookies import CookieJar, CookieRow, read_cookies_txt
@@ -47,6 +49,7 @@ from gossamer.frontier.robots import RobotsCache, RobotsPolicy
 from gossamer.hooks import load_hook
 from gossamer.logs import LOG_FILE, logging_to_file
 from gossamer.outcomes import RetryPolicy
+from gossamer.page import Focus, PageConfig, PageStage
 from gossamer.progress import progress_line
 from gossamer.proxyurl import ProxyError, parse_proxy
 from gossamer.settings import (
@@ -178,25 +181,34 @@ class Stages:
             sinks.append(self.items)
         if self.store is not None:
             sinks.append(self.store)
-        return Crawler(
-            _engine_config(settings, self.rules),
-            frontier,
-            self.renderer if self.renderer is not None else self.fetcher,
-            self.robots,
-            self.robots_fetch,
-            SQLiteSink(self.db),
-            sinks,
-            on_commit=on_commit,
-            archive=self.warc,
+        page = PageStage(
+            _page_config(settings, self.rules),
             pdf=self.pdf,
             rule_pool=self.rule_pool,
-            proxy_stats=None if self.proxies is None else self.proxies.json_stats,
-            auth_stats=None if self.auth is None else self.auth.stats_counts,
-            render_stats=None if self.renderer is None else self.renderer.json_stats,
             focus=focus,
             digests=digests,
+        )
+        return Crawler(
+            _engine_config(settings),
+            frontier,
+            self.renderer if self.renderer is not None else self.fetcher,
+            Robots(self.robots, self.robots_fetch),
+            Outputs(SQLiteSink(self.db), sinks, self.warc, on_commit),
+            page,
+            stats=self.stats_sources(),
             proxies_down=_proxies_down(self.proxies),
         )
+
+    def stats_sources(self) -> dict[str, StatsSource]:
+        """The stages whose figures the crawl's stats show, by name."""
+        sources: dict[str, StatsSource] = {}
+        if self.proxies is not None:
+            sources["proxies"] = self.proxies.json_stats
+        if self.auth is not None:
+            sources["auth"] = self.auth.stats_counts
+        if self.renderer is not None:
+            sources["render"] = self.renderer.json_stats
+        return sources
 
     async def focus_policy(self, settings: CrawlSettings, frontier: Frontier) -> Focus | None:
         """A focused crawl's policy (None for a plain crawl, which imports nothing of
@@ -793,32 +805,37 @@ def _fetch_config(settings: CrawlSettings, proxy_check: str | None = None) -> Fe
     )
 
 
-def _engine_config(settings: CrawlSettings, rules: RuleSet | None = None) -> EngineConfig:
-    hook = None
-    if settings.hook is not None:
-        try:
-            hook = load_hook(settings.hook)
-        except ValueError as exc:
-            raise SettingsError(f"invalid setting 'hook': {exc}") from None
+def _engine_config(settings: CrawlSettings) -> EngineConfig:
     return EngineConfig(
-        hook=hook,
-        rules=rules,
-        text=settings.text,
-        extractor=settings.extractor,
-        max_text_chars=settings.max_text_chars,
         concurrency=settings.concurrency,
         max_pages=settings.max_pages,
         robots_retry=settings.robots_retry,
-        follow_nofollow=settings.follow_nofollow,
-        follow_duplicates=settings.follow_duplicates,
-        near_digests=settings.digests == "near",
-        max_redirects=settings.max_redirects,
         checkpoint_interval=settings.checkpoint_interval,
         retry=RetryPolicy(
             max_retries=settings.max_retries,
             backoff=settings.retry_backoff,
             max_retry_after=settings.max_retry_after,
         ),
+    )
+
+
+def _page_config(settings: CrawlSettings, rules: RuleSet | None = None) -> PageConfig:
+    hook = None
+    if settings.hook is not None:
+        try:
+            hook = load_hook(settings.hook)
+        except ValueError as exc:
+            raise SettingsError(f"invalid setting 'hook': {exc}") from None
+    return PageConfig(
+        follow_nofollow=settings.follow_nofollow,
+        max_redirects=settings.max_redirects,
+        hook=hook,
+        text=settings.text,
+        extractor=settings.extractor,
+        max_text_chars=settings.max_text_chars,
+        rules=rules,
+        follow_duplicates=settings.follow_duplicates,
+        near_digests=settings.digests == "near",
     )
 
 
@@ -833,7 +850,7 @@ def tune_gc() -> None:
 async def run_crawl(settings: CrawlSettings) -> CrawlStats:
     """Run a whole crawl: signals, progress line, stats.json. Raises SettingsError."""
     seeds = canonical_seeds(settings)
-    _engine_config(settings)  # a bad --hook fails before anything is written
+    _page_config(settings)  # a bad --hook fails before anything is written
     rules = load_ruleset(settings)  # and so do bad rule documents
     auth_logins(settings)  # and a missing secret
     check_rendering(settings)  # and --render without Playwright or the browser

@@ -87,3 +87,32 @@ class RetryPolicy:
             return Decision(Action.RETRY, after=retry_after)
         base = min(self.backoff * (2**attempts), _MAX_BACKOFF)
         return Decision(Action.RETRY, after=base * rng.uniform(0.5, 1.5))
+
+
+class Outcome(enum.Enum):
+    """How a URL's record counts in the crawl's figures, decided where the record is made."""
+
+    FETCHED = "fetched"
+    """An answer and no error (``ok`` when its status is 2xx)."""
+    FAILED = "failed"
+    """An error, or no answer at all."""
+    ROBOTS = "robots"
+    """robots.txt forbids the URL: never asked for."""
+    INTERNAL_ERROR = "internal-error"
+    """Handling the answer failed (a bug the input revealed)."""
+    HOOK_ERROR = "hook-error"
+    """The user's ``--hook`` failed on the page."""
+
+    @classmethod
+    def of(cls, status: int | None, error: str | None) -> Outcome:
+        """The outcome of a record read back from the journal (``--resume``), where only its
+        status and error text are kept."""
+        if error == "robots":
+            return cls.ROBOTS
+        if error == "internal-error":
+            return cls.INTERNAL_ERROR
+        if error is not None and error.startswith("hook-error"):
+            return cls.HOOK_ERROR
+        if error is not None or status is None:
+            return cls.FAILED
+        return cls.FETCHED

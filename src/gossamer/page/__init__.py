@@ -1,0 +1,38 @@
+"""The page stage: what a crawl does with a page once it is fetched.
+
+:class:`PageStage` takes a finished fetch and returns the URL's record and the links to follow
+(:class:`PageResult`), through a short pipeline of steps over one :class:`PageState`: read
+(decode, the guarded parse, links, robots meta; or plain text), rules, content (main text,
+metadata, a PDF's text), the user's hook, content digests, focus relevance. The engine only
+hands it each answer and takes back what it returns (``state``: the values; ``read``: parsing
+and content fields; ``extras``: rules and the hook; ``stage``: the pipeline).
+
+This package may import the standard library, `gossamer.parse`, `gossamer.extract`,
+`gossamer.hooks`, `gossamer.digests` (content digests), `gossamer.frontier.base` (the
+candidates it returns), `gossamer.sinks.base` (the record), `gossamer.outcomes`,
+`gossamer.redact` and `gossamer.urls`; never the engine, the crawl wiring or the cluster.
+"""
+
+from gossamer.page.stage import (
+    RULE_COUNTERS,
+    Focus,
+    PageConfig,
+    PageStage,
+    PageStats,
+    internal_error,
+)
+from gossamer.page.state import Fetched, PageResult, PageState, RuleFields, TextFields
+
+__all__ = [
+    "RULE_COUNTERS",
+    "Fetched",
+    "Focus",
+    "PageConfig",
+    "PageResult",
+    "PageStage",
+    "PageState",
+    "PageStats",
+    "RuleFields",
+    "TextFields",
+    "internal_error",
+]

@@ -1,0 +1,368 @@
+"""The page stage: a finished fetch in, the URL's record and the links it leads to out.
+
+A 2xx answer goes through a short pipeline of steps over one :class:`PageState`, chosen once
+when the stage is built from what the crawl asks for (a links-only crawl runs two): read
+(decode, the guarded parse, links, robots meta, or plain text), rules, content fields (main
+text and metadata, a PDF's text), the user's hook, content digests (a duplicate's links are
+not followed), and the links to follow (with a focus, judged and scored). A redirect becomes
+its target's candidate; anything else, its record alone. A new kind of page work is one more
+step here, never a branch in the engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from gossamer.digests.base import DigestIndex, digest
+from gossamer.frontier.base import Candidate, Lease, Outlinks
+from gossamer.hooks import Hook
+from gossamer.outcomes import Action, Outcome
+from gossamer.page import extras, read
+from gossamer.page.state import NO_RULES, NO_TEXT, Fetched, PageResult, PageState, TextFields
+from gossamer.parse.links import ParsedPage
+from gossamer.sinks.base import PageRecord
+from gossamer.urls import Resolver, canonicalize
+
+if TYPE_CHECKING:
+    from gossamer.extract import Content
+    from gossamer.extract.pdf import PdfPool
+    from gossamer.extract.rules import RuleSet
+    from gossamer.extract.rules.pool import RulePool
+
+_PARSE_IN_THREAD_BYTES = 512 * 1024
+"""Bodies from this size on are parsed off the event loop: a worst-case 10 MB page takes the
+parser a few seconds, and lexbor lets the loop run meanwhile (it releases the GIL)."""
+RULE_COUNTERS = ("rule_pages", "items", "items_dropped", "rule_errors")
+
+Step = Callable[[PageState], Awaitable[None]]
+
+
+class Focus(Protocol):
+    """A focused crawl's policy (:class:`gossamer.focus.policy.FocusPolicy`): judges each 2xx
+    HTML page and sets its outlinks' priorities. ``crawl.py`` builds it only when asked to
+    focus, so a plain crawl imports nothing of :mod:`gossamer.focus.policy`."""
+
+    def judge(
+        self, url: str, depth: int, page: ParsedPage, content: Content | None, links: list[str]
+    ) -> tuple[float, list[Candidate]]:
+        """The page's relevance (0..1) and the outlinks to queue, with their priorities."""
+        ...
+
+    def redirected(self, url: str, target: str) -> float:
+        """``url`` redirected to ``target``: the target's priority (``url``'s)."""
+        ...
+
+    async def upkeep(self) -> None:
+        """Re-score the URLs waiting in the frontier, when due."""
+        ...
+
+    def json_stats(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PageConfig:
+    """The knobs of the page stage."""
+
+    follow_nofollow: bool = False
+    max_redirects: int = 10
+    hook: Hook | None = None
+    """The user's ``--hook`` (see :mod:`gossamer.hooks`), called on every 2xx page."""
+    text: bool = True
+    """Extract the main text and metadata of HTML, plain-text and PDF pages."""
+    extractor: str = "tree"
+    """The main-text extractor (see :mod:`gossamer.extract`, imported only when ``text``)."""
+    max_text_chars: int = 1_000_000
+    rules: RuleSet | None = None
+    """The rule documents (``--rules``) read on every 2xx HTML page, before the hook."""
+    follow_duplicates: bool = False
+    """Follow the links of a page whose main text an earlier page had (with digests)."""
+    near_digests: bool = False
+    """Look for near duplicates too (a SimHash of every main text), not only exact ones."""
+
+
+@dataclass(frozen=True, slots=True)
+class PageStats:
+    """What the page stage counted: the rules' pages, items and errors, content duplicates,
+    and a focused crawl's figures."""
+
+    rule_pages: int = 0
+    items: int = 0
+    items_dropped: int = 0
+    rule_errors: int = 0
+    duplicates_exact: int = 0
+    duplicates_near: int = 0
+    focus: dict[str, Any] | None = None
+
+
+class PageStage:
+    """Turns each finished fetch into its record and links (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: PageConfig,
+        *,
+        pdf: PdfPool | None = None,
+        rule_pool: RulePool | None = None,
+        focus: Focus | None = None,
+        digests: DigestIndex | None = None,
+    ) -> None:
+        if config.rules is not None and rule_pool is None:
+            raise ValueError("a crawl with rules reads them in a RulePool")
+        self._config = config
+        self._pdf = pdf
+        self._rule_pool = rule_pool
+        self._focus = focus
+        self._digests = digests
+        self._extractor = config.extractor if config.text else None
+        self._counts: Counter[str] = Counter()
+        self.upkeep: Callable[[], Awaitable[None]] | None = None if focus is None else focus.upkeep
+        """Run after each URL is acked: the focus re-scores the frontier's URLs when due."""
+        self._steps: tuple[Step, ...] = self._pipeline()
+
+    def _pipeline(self) -> tuple[Step, ...]:
+        config = self._config
+        steps: list[Step] = [self._read]
+        if config.rules is not None:
+            steps.append(self._rules)
+        if config.text:
+            steps.append(self._text)
+        if config.hook is not None:
+            steps.append(self._hook)
+        if self._digests is not None:
+            steps.append(self._duplicate)
+        steps.append(self._outlinks if self._focus is None else self._judge)
+        return tuple(steps)
+
+    @property
+    def steps(self) -> tuple[str, ...]:
+        """The names of the steps a 2xx page goes through, in order."""
+        return tuple(step.__name__.lstrip("_") for step in self._steps)
+
+    async def handle(
+        self, lease: Lease, result: Fetched, action: Action, error: str | None
+    ) -> PageResult:
+        """The URL's record and the candidates it leads to (outlinks or a redirect target),
+        for a fetch whose fate (``action``, and ``error`` for a final failure) is decided."""
+        state = PageState(lease, result, error, result.flags)
+        if action is Action.STORE:
+            for step in self._steps:
+                await step(state)
+        elif action is Action.REDIRECT and result.location is not None:
+            self._redirect(state, result.location)
+        return _result(state)
+
+    def restore_counts(self, rule_counts: Callable[[], tuple[int, int, int, int]]) -> None:
+        """Start the rules' counters from a previous run's records (``--resume``)."""
+        if self._config.rules is not None:
+            self._counts.update(dict(zip(RULE_COUNTERS, rule_counts(), strict=True)))
+
+    def stats(self) -> PageStats:
+        """A frozen snapshot of what the stage counted."""
+        counts = self._counts
+        found = None if self._digests is None else self._digests.stats()
+        return PageStats(
+            rule_pages=counts["rule_pages"],
+            items=counts["items"],
+            items_dropped=counts["items_dropped"],
+            rule_errors=counts["rule_errors"],
+            duplicates_exact=0 if found is None else found.exact,
+            duplicates_near=0 if found is None else found.near,
+            focus=None if self._focus is None else self._focus.json_stats(),
+        )
+
+    # -- the steps -------------------------------------------------------------------------
+
+    async def _read(self, state: PageState) -> None:
+        """Parse HTML (a large body in a worker thread, so the event loop, and with it a
+        cluster worker's claim renewals, keeps running) or decode plain text."""
+        result = state.result
+        if read.is_html(result):
+            config = self._config
+            url, body = state.lease.url, result.body
+            parse = functools.partial(
+                read.parse, url, body, result.charset, config.follow_nofollow, self._extractor
+            )
+            if len(result.body) < _PARSE_IN_THREAD_BYTES:
+                parsed, state.content = parse()
+            else:
+                parsed, state.content = await asyncio.to_thread(parse)
+            state.parsed = parsed
+            state.links = parsed.links
+            state.title = parsed.title
+            state.flags += parsed.flags
+        elif self._extractor is not None and result.content_type == "text/plain":
+            state.content = read.plain_text(result)
+
+    async def _rules(self, state: PageState) -> None:
+        """The rule matching an HTML page: its fields, and its links when it has link rules."""
+        if state.parsed is None:
+            return
+        assert self._config.rules is not None and self._rule_pool is not None
+        url, result = state.lease.url, state.result
+        found = await extras.read_rules(
+            self._rule_pool, self._config.rules, url, result, self._config.follow_nofollow
+        )
+        if found is None:
+            return
+        counts = {"rule_pages": 1, "items": len(found.items), "rule_errors": len(found.errors)}
+        self._counts.update(counts, items_dropped=found.dropped)
+        state.rules = extras.rule_fields(found, url, round(result.fetched_at, 3))
+        if found.links is not None:
+            state.links = found.links
+
+    async def _text(self, state: PageState) -> None:
+        """The content fields: from what the extractor read, or a PDF's text."""
+        if state.content is not None:
+            state.text, cut = read.text_fields(state.content, self._config.max_text_chars)
+            state.flags += cut
+        elif state.result.content_type == "application/pdf":
+            await self._pdf_text(state)
+
+    async def _pdf_text(self, state: PageState) -> None:
+        """A PDF's text from the worker pool, or the reason there is none."""
+        result = state.result
+        if self._pdf is None or result.truncated:
+            state.error = state.error or ("pdf-truncated" if result.truncated else None)
+            return
+        extracted = await self._pdf.text(result.body, self._config.max_text_chars)
+        if extracted.text is None:
+            state.error = state.error or extracted.error
+            return
+        from gossamer.extract.lang import detect_language
+
+        text = extracted.text
+        state.text = TextFields(text=text, text_chars=len(text), lang=detect_language(text))
+
+    async def _hook(self, state: PageState) -> None:
+        """The user's hook: its fields, and the links to follow when it names them."""
+        assert self._config.hook is not None
+        extra, links, error = extras.call_hook(self._config.hook, extras.hook_page(state))
+        state.extra = extra
+        if links is not None:
+            state.links = links
+        if error is not None and state.error is None:
+            state.error = error
+            state.outcome = Outcome.HOOK_ERROR
+
+    async def _duplicate(self, state: PageState) -> None:
+        """The page that had this main text first (content digests), if any."""
+        assert self._digests is not None
+        text = (state.text or NO_TEXT).text
+        if not text:
+            return
+        found = digest(text, self._config.near_digests)
+        match = None if found is None else await self._digests.check(state.lease.url, found)
+        if match is not None:
+            state.duplicate_of = match.first
+
+    def _follow(self, state: PageState) -> list[str]:
+        """The links to follow: none of a duplicate's (unless asked), whose record still
+        counts them."""
+        state.outlinks = len(state.links)
+        if state.duplicate_of is not None and not self._config.follow_duplicates:
+            return []
+        return state.links
+
+    async def _outlinks(self, state: PageState) -> None:
+        """The links to follow, one level deeper."""
+        state.candidates = Outlinks(self._follow(state), state.lease.depth + 1)
+
+    async def _judge(self, state: PageState) -> None:
+        """With a focus: a 2xx HTML page's relevance and its links' priorities."""
+        assert self._focus is not None
+        links, lease, parsed = self._follow(state), state.lease, state.parsed
+        status = state.result.status
+        if parsed is None or status is None or not 200 <= status < 300:
+            state.candidates = Outlinks(links, lease.depth + 1)
+            return
+        state.relevance, state.candidates = self._focus.judge(
+            lease.url, lease.depth, parsed, state.content, links
+        )
+
+    def _redirect(self, state: PageState, location: str) -> None:
+        """A redirect: its target back to the frontier, one hop further, unless it is bad or
+        one hop too many."""
+        lease = state.lease
+        try:
+            resolved = Resolver(lease.url).resolve(location)
+            target = canonicalize(resolved) if resolved is not None else None
+        except ValueError:  # InvalidURL, or a lease URL no resolver takes
+            target = None
+        state.redirect_to = target
+        if target is None:
+            state.error = "bad-redirect"
+        elif lease.hops + 1 > self._config.max_redirects:
+            state.error = "too-many-redirects"
+        else:
+            state.error = None
+            priority = 0.0 if self._focus is None else self._focus.redirected(lease.url, target)
+            state.candidates = [Candidate(target, lease.depth, lease.hops + 1, priority)]
+
+
+def internal_error(lease: Lease, result: Fetched) -> PageRecord:
+    """The record of a URL whose answer could not be handled (a bug the input revealed)."""
+    return PageRecord(
+        lease.url,
+        result.status,
+        lease.depth,
+        bytes=len(result.body),
+        fetched_at=round(result.fetched_at, 3),
+        elapsed_ms=round(result.elapsed * 1000, 1),
+        error="internal-error",
+        attempts=lease.attempts + 1,
+        truncated=result.truncated,
+        proxy=result.proxy,
+    )
+
+
+def _result(state: PageState) -> PageResult:
+    """The record of a page the steps are done with, and how it counts."""
+    lease, result = state.lease, state.result
+    text, rules = state.text or NO_TEXT, state.rules or NO_RULES
+    error = state.error or result.error
+    record = PageRecord(
+        url=lease.url,
+        status=result.status,
+        depth=lease.depth,
+        content_type=result.content_type,
+        bytes=len(result.body),
+        fetched_at=round(result.fetched_at, 3),
+        elapsed_ms=round(result.elapsed * 1000, 1),
+        title=state.title,
+        outlinks=state.outlinks,
+        redirect_to=state.redirect_to,
+        error=error,
+        attempts=lease.attempts + 1,
+        truncated=result.truncated,
+        flags=state.flags,
+        extra=state.extra,
+        text=text.text,
+        lang=text.lang,
+        description=text.description,
+        canonical=text.canonical,
+        published=text.published,
+        authors=text.authors,
+        images=text.images,
+        text_chars=text.text_chars,
+        rule=rules.rule,
+        items=rules.items,
+        rule_errors=rules.errors,
+        proxy=result.proxy,
+        rendered=result.rendered,
+        relevance=state.relevance,
+        duplicate_of=state.duplicate_of,
+        found=rules.found,
+    )
+    outcome = state.outcome
+    if outcome is None:
+        failed = error is not None or result.status is None
+        outcome = Outcome.FAILED if failed else Outcome.FETCHED
+    return PageResult(record, state.candidates, outcome)
+
+
+__all__ = ["RULE_COUNTERS", "Focus", "PageConfig", "PageStage", "PageStats", "internal_error"]

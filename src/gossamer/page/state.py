@@ -1,0 +1,119 @@
+"""The page stage's values: what it reads (a finished fetch), the state its steps fill in,
+and what it hands back to the engine (the record, the links, the outcome)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+from gossamer.frontier.base import Candidate, Lease
+from gossamer.outcomes import Outcome
+from gossamer.parse.links import ParsedPage
+from gossamer.sinks.base import Archivable, Item, PageRecord
+
+if TYPE_CHECKING:
+    from gossamer.extract import Content
+
+
+class Fetched(Archivable, Protocol):
+    """The parts of a fetch result the engine and the page stage read."""
+
+    @property
+    def status(self) -> int | None: ...
+    @property
+    def body(self) -> bytes: ...
+    @property
+    def content_type(self) -> str | None: ...
+    @property
+    def charset(self) -> str | None: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def location(self) -> str | None: ...
+    @property
+    def retry_after(self) -> float | None: ...
+    @property
+    def started_at(self) -> float: ...
+    @property
+    def sent_by(self) -> float: ...
+    @property
+    def fetched_at(self) -> float: ...
+    @property
+    def elapsed(self) -> float: ...
+    @property
+    def truncated(self) -> bool: ...
+    @property
+    def flags(self) -> tuple[str, ...]: ...
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+    @property
+    def proxy(self) -> str | None: ...
+    @property
+    def rendered(self) -> bool: ...
+
+
+class TextFields(NamedTuple):
+    """The record's content fields: main text (cut to ``--max-text-chars``) and metadata.
+    (The stage's small values are named tuples: a frozen dataclass takes several times as
+    long to define, which every crawl pays at start-up.)"""
+
+    text: str | None = None
+    lang: str | None = None
+    description: str | None = None
+    canonical: str | None = None
+    published: str | None = None
+    authors: tuple[str, ...] = ()
+    images: tuple[dict[str, str | None], ...] = ()
+    text_chars: int | None = None
+    """Characters of the text before it was cut."""
+
+
+class RuleFields(NamedTuple):
+    """The record's rule fields: the rule read on the page and what it found."""
+
+    rule: str | None = None
+    items: int = 0
+    errors: tuple[str, ...] = ()
+    found: tuple[Item, ...] = ()
+
+
+NO_TEXT = TextFields()
+NO_RULES = RuleFields()
+
+
+@dataclass(slots=True, eq=False, match_args=False)
+class PageState:
+    """One page on its way through the stage's steps; each step reads and sets its fields."""
+
+    lease: Lease
+    result: Fetched
+    error: str | None
+    """The page's error so far (the first one a step met is kept)."""
+    flags: tuple[str, ...]
+    outcome: Outcome | None = None
+    """Set by a step whose failure the record counts as its own kind (the hook's)."""
+    parsed: ParsedPage | None = None
+    content: Content | None = None
+    """What the extractor read (HTML, plain text), before it becomes `text`."""
+    links: list[str] = field(default_factory=list)
+    """The links to follow, as the parse, the rules and the hook leave them."""
+    title: str | None = None
+    text: TextFields | None = None
+    rules: RuleFields | None = None
+    extra: dict[str, Any] | None = None
+    duplicate_of: str | None = None
+    outlinks: int = 0
+    relevance: float | None = None
+    redirect_to: str | None = None
+    candidates: Sequence[Candidate] = ()
+    """What goes back to the frontier: the outlinks, or the redirect's target."""
+
+
+class PageResult(NamedTuple):
+    """What the stage hands back: the URL's record, the candidates it leads to, and how the
+    record counts."""
+
+    record: PageRecord
+    links: Sequence[Candidate]
+    outcome: Outcome
