@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-__all__ = ["GatedFetch", "HostPace", "SubFetch"]
+__all__ = ["GatedFetch", "HostPace", "SubFetch", "leave"]
 
 
 class HostPace(Protocol):
@@ -66,15 +66,22 @@ class GatedFetch:
                 sender: Any = self._fetcher
                 result = await sender.fetch(url, headers=headers)
         finally:
-            if result is None:  # cancelled or failed: assume it was sent just now
-                self._gate.leave(taken, self._gate.now())
-            else:
-                self._gate.leave(
-                    taken,
-                    result.sent_by,
-                    elapsed=result.elapsed,
-                    status=result.status,
-                    error=result.error,
-                    retry_after=result.retry_after,
-                )
+            leave(self._gate, taken, result)
         return result
+
+
+def leave(gate: HostPace, taken: Any, result: Any) -> None:
+    """Give a gate's slot back with what ``result`` (a fetch result) told about the host
+    (None: the request was cancelled or failed, or told nothing of the site; counted as sent
+    just now)."""
+    if result is None:
+        gate.leave(taken, gate.now())
+        return
+    gate.leave(
+        taken,
+        result.sent_by,
+        elapsed=result.elapsed,
+        status=result.status,
+        error=result.error,
+        retry_after=result.retry_after,
+    )

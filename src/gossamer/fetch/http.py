@@ -98,7 +98,7 @@ from gossamer.fetch.auth import RequestAuth
 from gossamer.fetch.decoding import BOMB_RATIO, Body
 from gossamer.fetch.dns import CachingResolver, parse_resolve_overrides
 from gossamer.fetch.exchange import Exchange, PeerResponse, capture, cut_by
-from gossamer.fetch.gated import HostPace
+from gossamer.fetch.gated import HostPace, leave
 from gossamer.fetch.guard import AddressGuard, BlockedAddress, GuardedResolver
 from gossamer.fetch.proxies import ProxyPool, proxy_fault
 from gossamer.fetch.ratelimit import ByteMeter, TokenBucket
@@ -473,7 +473,7 @@ class Fetcher:
             fault = proxy_fault(result, proxy)
         finally:
             if gate is not None:  # the proxy's fault tells nothing of the site
-                _leave(gate, taken, result if fault is None else None)
+                leave(gate, taken, result if fault is None else None)
         return result, None if fault is not None else self._clock() - started
 
     async def _fetch_proxied(
@@ -631,7 +631,7 @@ class Fetcher:
         try:
             result = await self._send(url, headers)
         finally:
-            _leave(gate, taken, result)
+            leave(gate, taken, result)
         return result
 
     async def _fetch(
@@ -770,22 +770,6 @@ def _domain(url: str) -> str:
         return urlsplit(url).hostname or ""
     except ValueError:
         return ""
-
-
-def _leave(gate: HostPace, taken: Any, result: FetchResult | None) -> None:
-    """Give a gate's slot back with what ``result`` told about the host (None: the request
-    was cancelled or failed, or told nothing of the site; counted as sent just now)."""
-    if result is None:
-        gate.leave(taken, gate.now())
-        return
-    gate.leave(
-        taken,
-        result.sent_by,
-        elapsed=result.elapsed,
-        status=result.status,
-        error=result.error,
-        retry_after=result.retry_after,
-    )
 
 
 _UNROUTED = Proxy(url="unrouted://", scheme="unrouted", host="", port=0)
