@@ -15,7 +15,7 @@ import signal
 import socket
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -267,60 +267,56 @@ async def open_stages(
     with the settings, the scope robots.txt redirects must stay in (``Stages.scope``);
     ``first_seed`` (canonical, as given) checks the proxies unless ``--proxy-check-url``
     says otherwise (default: the first of ``seeds``). `Stages.start` starts them."""
-    out = settings.out
     if rules is _FROM_SETTINGS:
         rules = load_ruleset(settings)
     if settings.text:
         _check_extraction(settings.extractor)
-    sink = await _open_store(settings, worker)  # first: a bad store fails before crawl.db exists
-    db = CrawlDB(out / "crawl.db")
-    jsonl_path = out / "pages.jsonl"
-    committed = repair_jsonl(jsonl_path)
-    jsonl = JsonlSink(jsonl_path)
-    await jsonl.write(SQLiteSink(db).records_after(committed))
-    items = _item_sink(out / "items.jsonl", db) if rules is not None else None
-    scope = crawl_scope(settings, seeds)
-    check_url = proxy_check_url(settings, [first_seed] if first_seed else seeds)
-    del seeds  # 200,000 seed origins cost 16 MB: the scope holds what the crawl needs of them
-    proxies = proxy_pool(settings)
-    meter = BandwidthMeter()
-    auth = authenticator(settings, db, scope)
-    politeness = politeness_policy(settings)
-    gate = HostGate(politeness)
-    fetcher = Fetcher(
-        _fetch_config(settings, check_url),
-        meter=meter,
-        guard=address_guard(settings, scope, check_url),
-        proxies=proxies,
-        auth=auth,
-        gate=gate,
-    )
-    warc = _warc_writer(settings)
-    robots_fetch = RobotsFetch(
-        fetcher,
-        warc,
-        gated=GatedFetch(fetcher, gate, pace_only=True),
-        proxied=proxies is not None,
-    )
-    robots = RobotsCache(
-        fetch=robots_fetch,
-        token=settings.robots_token,
-        retry_interval=settings.robots_retry,
-        may_follow=functools.partial(in_scope, scope),
-        on_rules=functools.partial(_keep_sitemaps, SQLiteSink(db)),
-        # More than the hosts a frontier schedules at once (the embedded one's working set,
-        # a cluster worker's claimed URLs), so their rules are never evicted before use.
-        max_hosts=max(100_000, 2 * settings.queue_memory),
-    )
-    if settings.robots:
-        fetcher.set_check_rules(robots)
-    pdf = _pdf_pool() if settings.text else None
-    rule_pool = _rule_pool(settings) if rules is not None else None
-    renderer = rendering_fetcher(settings, fetcher, scope, robots, gate)
-    try:
+    # Each resource is entered on the stack as soon as it is built: a failure further on (a
+    # bad setting, a browser that does not start) closes what was opened, and a close that
+    # fails does not skip the others.
+    async with AsyncExitStack() as stack:
+        sink, db, jsonl, items = await _open_outputs(stack, settings, worker, rules is not None)
+        scope = crawl_scope(settings, seeds)
+        check_url = proxy_check_url(settings, [first_seed] if first_seed else seeds)
+        del seeds  # 200,000 seed origins cost 16 MB: the scope holds what the crawl needs
+        proxies = proxy_pool(settings)  # holds nothing until `Stages.start`
+        meter = BandwidthMeter()
+        auth = authenticator(settings, db, scope)
+        politeness = politeness_policy(settings)
+        gate = HostGate(politeness)
+        fetcher = Fetcher(
+            _fetch_config(settings, check_url),
+            meter=meter,
+            guard=address_guard(settings, scope, check_url),
+            proxies=proxies,
+            auth=auth,
+            gate=gate,
+        )
+        stack.push_async_callback(fetcher.close)
+        if proxies is not None:  # closed before the fetcher its checks use
+            stack.push_async_callback(proxies.close)
+        warc = _warc_writer(settings)
+        if warc is not None:
+            stack.callback(warc.close)
+        robots_fetch = RobotsFetch(
+            fetcher,
+            warc,
+            gated=GatedFetch(fetcher, gate, pace_only=True),
+            proxied=proxies is not None,
+        )
+        robots = _robots_cache(settings, robots_fetch, scope, db)
+        if settings.robots:
+            fetcher.set_check_rules(robots)
+        pdf = _pdf_pool() if settings.text else None
+        if pdf is not None:
+            stack.push_async_callback(pdf.close)
+        rule_pool = _rule_pool(settings) if rules is not None else None
+        if rule_pool is not None:
+            stack.push_async_callback(rule_pool.close)
+        renderer = rendering_fetcher(settings, fetcher, scope, robots, gate)
         if renderer is not None:
+            stack.push_async_callback(renderer.close)
             await _start_renderer(renderer)
-        store = await _catch_up(sink, db)
         yield Stages(
             db,
             jsonl,
@@ -329,7 +325,7 @@ async def open_stages(
             robots,
             politeness,
             scope,
-            store,
+            await _catch_up(sink, db),
             meter=meter,
             warc=warc,
             pdf=pdf,
@@ -341,24 +337,46 @@ async def open_stages(
             renderer=renderer,
             gate=gate,
         )
-    finally:
-        if renderer is not None:
-            await renderer.close()
-        if proxies is not None:
-            await proxies.close()
-        if pdf is not None:
-            await pdf.close()
-        if rule_pool is not None:
-            await rule_pool.close()
-        await fetcher.close()
-        if warc is not None:
-            warc.close()
-        jsonl.close()
-        if items is not None:
-            items.close()
-        db.close()
-        if sink is not None:
-            await sink.close()
+
+
+async def _open_outputs(
+    stack: AsyncExitStack, settings: CrawlSettings, worker: str | None, with_items: bool
+) -> tuple[PostgresSink | None, CrawlDB, JsonlSink, ItemJsonlSink | None]:
+    """The shared page store (first: a bad store fails before crawl.db exists), crawl.db,
+    pages.jsonl (repaired after a crash) and, with rules, items.jsonl; each entered on
+    ``stack`` as it opens."""
+    out = settings.out
+    sink = await _open_store(settings, worker)
+    if sink is not None:
+        stack.push_async_callback(sink.close)
+    db = CrawlDB(out / "crawl.db")
+    stack.callback(db.close)
+    jsonl_path = out / "pages.jsonl"
+    committed = repair_jsonl(jsonl_path)
+    jsonl = JsonlSink(jsonl_path)
+    stack.callback(jsonl.close)
+    await jsonl.write(SQLiteSink(db).records_after(committed))
+    items = None
+    if with_items:
+        items = _item_sink(out / "items.jsonl", db)
+        stack.callback(items.close)
+    return sink, db, jsonl, items
+
+
+def _robots_cache(
+    settings: CrawlSettings, fetch: RobotsFetch, scope: Scope, db: CrawlDB
+) -> RobotsCache:
+    """The crawl's robots.txt rules, fetched through ``fetch``."""
+    return RobotsCache(
+        fetch=fetch,
+        token=settings.robots_token,
+        retry_interval=settings.robots_retry,
+        may_follow=functools.partial(in_scope, scope),
+        on_rules=functools.partial(_keep_sitemaps, SQLiteSink(db)),
+        # More than the hosts a frontier schedules at once (the embedded one's working set,
+        # a cluster worker's claimed URLs), so their rules are never evicted before use.
+        max_hosts=max(100_000, 2 * settings.queue_memory),
+    )
 
 
 def politeness_policy(settings: CrawlSettings) -> PolitenessPolicy:
