@@ -14,6 +14,7 @@ contract's methods; its Lua scripts in ``redis/lua/``).
 
 This package may import the standard library, numpy (the seen set), protego, redis, xxhash,
 ``gossamer.crawldb`` (the embedded frontier's storage), ``gossamer.logs``, ``gossamer.retry``,
+``gossamer.outcomes`` (what counts as a host's failure),
 ``gossamer.settings`` (the default focus slack) and ``gossamer.urls``; never the engine, the
 fetcher, the sinks or the cluster, which hands the Redis frontier its partitions as a value
 (``Ownership``) and runs its upkeep.

@@ -49,6 +49,7 @@ from typing import Protocol
 from gossamer.frontier.base import Feedback, Rules
 from gossamer.frontier.hosts import HostScheduler, Queued, RulesLookup
 from gossamer.frontier.politeness import PolitenessPolicy
+from gossamer.outcomes import is_failure
 from gossamer.urls import host_key
 
 __all__ = ["GateStats", "HostGate", "Pass", "SlotKeeper", "SlotSource"]
@@ -57,7 +58,6 @@ log = logging.getLogger(__name__)
 
 _BUSY_POLL = 0.05
 """Seconds between looks at a host whose connections are all in use."""
-_FAILED_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
 class SlotKeeper(Protocol):
@@ -157,7 +157,7 @@ class HostGate:
     ) -> None:
         """Give the slot back: the request started at ``started_at`` (the clock's time; None:
         none was sent) and got ``status`` or ``error`` after ``elapsed`` seconds."""
-        failed = status in _FAILED_STATUSES if status is not None else error is not None
+        failed = is_failure(status, error)  # as for a leased page
         feedback = Feedback(
             started_at=started_at, elapsed=elapsed, failed=failed, retry_after=retry_after
         )
