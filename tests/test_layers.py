@@ -128,7 +128,7 @@ RANKS = (
     # values and helpers, the settings and their flags
     "urls redact safe errors retry stats outcomes crawldb tls usercode proxyurl logs progress"
     " settings flags",
-    "parse extract fetch frontier sinks hooks digests focus balance testweb",  # the stages
+    "parse extract fetch frontier sinks hooks digests focus discover balance testweb",  # the stages
     "page",  # a fetched page's steps, over parse, extract, hooks and digests
     "engine ledger robots_fetch",
     "metrics status",  # what a running crawl reports
@@ -294,7 +294,8 @@ def within(module: str, allowed: str) -> bool:
 
 def test_stage_packages_import_only_what_their_docstring_states() -> None:
     graph = import_graph()
-    for stage in ("parse", "extract", "fetch", "frontier", "sinks", "digests", "focus", "page"):
+    stages = ("parse", "extract", "fetch", "frontier", "sinks", "digests", "focus", "discover")
+    for stage in (*stages, "page"):
         package = f"gossamer.{stage}"
         allowed = stated_imports(package)
         for module, imported in graph.items():
