@@ -53,6 +53,8 @@ class Flag(StrEnum):
     """Not well-formed XML: the entries before the fault are kept."""
     ENTITIES = "entities"
     """A DTD declaring entities (billion laughs, external entities): refused, reading stops."""
+    DEEP_XML = "deep-xml"
+    """Elements nested deeper than ``Limits.max_xml_depth``: reading stops."""
     HUGE_TOKEN = "huge-token"
     """One XML token (a tag, a comment) longer than ``Limits.max_token_bytes``: reading stops."""
     LONG_URL = "long-url"
@@ -83,6 +85,8 @@ class Limits:
     """Characters of one URL or text field; longer ones are dropped (no buffer grows past)."""
     max_token_bytes: int = 1024 * 1024
     """Bytes of one XML token (a tag with its attributes, a comment) before reading stops."""
+    max_xml_depth: int = 64
+    """Levels of nested XML elements (a sitemap needs 3, a feed 4, extensions a few more)."""
     max_depth: int = 3
     """Levels of sitemap indexes below a start URL whose children are still read."""
     max_files: int = 1000

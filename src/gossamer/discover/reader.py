@@ -100,7 +100,8 @@ class SitemapReader:
         return self._take()
 
     def _take(self) -> list[Item]:
-        items, self._out = self._out, []
+        items = self._out.copy()  # the format reader keeps appending to this list
+        self._out.clear()
         return items
 
     def _flag(self, flag: Flag) -> None:

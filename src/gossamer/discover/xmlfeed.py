@@ -136,6 +136,8 @@ class XmlReader:
 
     def _start(self, name: str, attributes: dict[str, str]) -> None:
         self._depth += 1
+        if self._depth > self._limits.max_xml_depth:
+            raise _Stop(Flag.DEEP_XML)
         local = name.rpartition(":")[2]
         if self._depth == 1:
             self._root(local)
