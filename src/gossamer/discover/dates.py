@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
+from functools import lru_cache
 
 __all__ = ["parse_date", "parse_rfc822", "parse_w3c"]
 
@@ -19,6 +20,7 @@ _W3C = re.compile(
 )
 
 
+@lru_cache(maxsize=4096)  # a sitemap repeats its dates; the text is at most 64 characters
 def parse_w3c(text: str) -> float | None:
     """A W3C datetime (``2024``, ``2024-05``, ``2024-05-06``, ``2024-05-06T07:08Z``,
     ``...T07:08:09.5+02:00``) as epoch seconds. A time without a zone is taken as UTC, as
@@ -52,6 +54,7 @@ def _zone(text: str | None) -> timezone:
     return timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:])))
 
 
+@lru_cache(maxsize=4096)
 def parse_rfc822(text: str) -> float | None:
     """An RFC 822 / 2822 date (``Mon, 06 May 2024 07:08:09 GMT``) as epoch seconds."""
     if len(text) > MAX_DATE_CHARS or not text.strip():

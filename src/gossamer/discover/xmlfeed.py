@@ -48,6 +48,7 @@ _SITEMAP_FIELDS = frozenset({"loc", "lastmod", "changefreq", "priority"})
 _FEED_FIELDS = frozenset({"link", "guid", "pubDate", "date", "updated", "published"})
 _CHANGEFREQS = frozenset({"always", "hourly", "daily", "weekly", "monthly", "yearly", "never"})
 _ATOM_PAGE_RELS = (None, "alternate")
+_ABSOLUTE = ("http://", "https://")
 
 
 class _Stop(Exception):
@@ -75,6 +76,7 @@ class XmlReader:
         self._depth = 0
         self._record_depth = 0  # 0: outside a record
         self._record_tag = ""
+        self._wanted = _SITEMAP_FIELDS
         self._fields: dict[str, str | None] = {}
         self._field: str | None = None
         self._text: list[str] = []
@@ -153,10 +155,12 @@ class XmlReader:
         if self.format is Format.UNKNOWN:
             raise _Stop(Flag.NOT_A_SITEMAP)
         self._record_tag = _RECORDS[self.format]
+        self._wanted = (
+            _SITEMAP_FIELDS if self.format in (Format.URLSET, Format.INDEX) else _FEED_FIELDS
+        )
 
     def _field_start(self, local: str, attributes: dict[str, str]) -> None:
-        wanted = _SITEMAP_FIELDS if self.format in (Format.URLSET, Format.INDEX) else _FEED_FIELDS
-        if local not in wanted:
+        if local not in self._wanted:
             return
         if local == "link" and "href" in attributes:  # Atom's, or an atom:link in RSS
             rel = attributes.get("rel")
@@ -196,9 +200,10 @@ class XmlReader:
             if any(fields.get(key, "") is None for key in ("loc", "link", "guid")):
                 self._flag(Flag.LONG_URL)
             return
-        url = urljoin(self.source, url)
-        if not url.startswith(("http://", "https://")):
-            return
+        if not url.startswith(_ABSOLUTE):
+            url = urljoin(self.source, url)  # Atom's relative links; lenient for the rest
+            if not url.startswith(_ABSOLUTE):
+                return
         if self.count >= self._limits.max_urls:
             raise _Stop(Flag.TOO_MANY_URLS)
         self.count += 1
