@@ -196,15 +196,34 @@ def test_atom_entries_alternate_link_and_dates() -> None:
     assert reader.format is Format.ATOM
 
 
-def test_encodings_utf16_and_latin1() -> None:
-    doc = (
-        '<?xml version="1.0" encoding="UTF-16"?><urlset><url><loc>http://h/a/é</loc></url></urlset>'
+DOC = '<?xml version="1.0" encoding="{}"?><urlset><url><loc>http://h/a/{}</loc></url></urlset>'
+
+
+@pytest.mark.parametrize(
+    ("declared", "encoding", "path"),
+    [
+        ("UTF-16", "utf-16", "é"),  # with its BOM
+        ("UTF-16", "utf-16-le", "é"),  # without one
+        ("UTF-16", "utf-16-be", "é"),
+        ("UTF-32", "utf-32", "é"),
+        ("ISO-8859-1", "latin-1", "é"),
+        ("windows-1252", "cp1252", "é€"),
+        ("gb2312", "gb2312", "中文"),  # multi-byte: expat alone cannot read these
+        ("Shift_JIS", "shift_jis", "日本"),
+        ("utf8", "utf-8", "é"),  # a name expat does not know
+        ("bogus", "utf-8", "é"),  # one nobody knows
+        ("UTF-16", "utf-8", "é"),  # the wrong one
+    ],
+)
+def test_encodings_declared_right_and_wrong(declared: str, encoding: str, path: str) -> None:
+    assert urls(DOC.format(declared, path).encode(encoding)) == [f"http://h/a/{path}"]
+
+
+def test_a_stray_byte_outside_the_encoding_is_replaced_not_fatal() -> None:
+    body = (
+        b"<urlset><url><loc>http://h/a/\xe9</loc></url><url><loc>http://h/a/2</loc></url></urlset>"
     )
-    assert urls(doc.encode("utf-16")) == ["http://h/a/é"]
-    latin = doc.replace("UTF-16", "ISO-8859-1").encode("latin-1")
-    assert urls(latin) == ["http://h/a/é"]
-    cp1252 = doc.replace("UTF-16", "windows-1252").encode("cp1252")
-    assert urls(cp1252) == ["http://h/a/é"]
+    assert urls(body) == ["http://h/a/\ufffd", "http://h/a/2"]
 
 
 def test_other_documents_are_flagged_not_read() -> None:

@@ -5,6 +5,7 @@ The pieces, lowest first:
 - :mod:`~gossamer.discover.model`: the values (:class:`Entry`, :class:`Child`,
   :class:`FileResult`, :class:`Flag`, :class:`Format`, :class:`Limits`);
 - :mod:`~gossamer.discover.dates`: W3C and RFC 822 dates to epoch seconds;
+- :mod:`~gossamer.discover.encoding`: an XML document's encoding from its first bytes;
 - :mod:`~gossamer.discover.xmlfeed` (XML ``urlset``, ``sitemapindex``, RSS 2.0 and 1.0, Atom)
   and :mod:`~gossamer.discover.text` (one URL per line): the format readers;
 - :mod:`~gossamer.discover.reader`: :class:`SitemapReader`, one file fed chunk by chunk,

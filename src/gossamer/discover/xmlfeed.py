@@ -20,10 +20,12 @@ Python as it goes, so every buffer is ours to bound.
 
 from __future__ import annotations
 
+import codecs
 import pyexpat
 from urllib.parse import urljoin
 
 from gossamer.discover.dates import parse_date, parse_w3c
+from gossamer.discover.encoding import xml_decoder
 from gossamer.discover.model import Child, Entry, Flag, Format, Item, Limits
 
 __all__ = ["BLOCK_BYTES", "XmlReader"]
@@ -81,10 +83,11 @@ class XmlReader:
         self._field: str | None = None
         self._text: list[str] = []
         self._text_chars = 0
+        self._decoder: codecs.IncrementalDecoder | None = None
         self._parser = self._make_parser()
 
     def _make_parser(self) -> pyexpat.XMLParserType:
-        parser = pyexpat.ParserCreate()
+        parser = pyexpat.ParserCreate("utf-8")  # decoded here first, whatever it declares
         parser.buffer_text = True
         parser.SetParamEntityParsing(pyexpat.XML_PARAM_ENTITY_PARSING_NEVER)
         parser.StartElementHandler = self._start
@@ -114,12 +117,15 @@ class XmlReader:
         block = b"".join(self._pending)
         self._pending.clear()
         self._pending_bytes = 0
+        if self._decoder is None:
+            self._decoder = xml_decoder(block)
+        block = self._decoder.decode(block, final).encode("utf-8")
         self._fed += len(block)
         try:
             self._parser.Parse(block, final)
         except _Stop as stop:
             self._stop(stop.flag)
-        except pyexpat.ExpatError:
+        except (pyexpat.ExpatError, LookupError, ValueError):  # ValueError: a bad encoding
             self._stop(Flag.BROKEN_XML)
         else:
             if self._fed - max(self._parser.CurrentByteIndex, 0) > self._limits.max_token_bytes:
