@@ -236,6 +236,16 @@ async def test_redirects_are_followed_a_bounded_number_of_times(
     entries, results = await walk([site.url("/old.xml")], fetch)
     assert [e.url for e in entries] == [site.url("/p")]
     assert (results[site.url("/old.xml")].status, results[site.url("/old.xml")].flags) == (301, ())
+    site.add("/dir/old.xml", b"", status=308, Location=site.url("/moved/new.xml"))
+    site.add("/moved/new.xml", urlset(site.url("/moved/x"), site.url("/p")))
+    entries, _ = await walk([site.url("/dir/old.xml")], fetch)
+    assert [e.url for e in entries] == [site.url("/moved/x")]  # the target's own directory
+    scope = SitemapScope({site.origin: [site.url("/dir/old.xml")]})
+    entries, _ = await walk([site.url("/dir/old.xml")], fetch, scope=scope)
+    assert [e.url for e in entries] == [
+        site.url("/moved/x"),
+        site.url("/p"),
+    ]  # what robots.txt named
     entries, results = await walk([site.url("/loop0.xml")], fetch)
     assert len(results) == 6 and entries == []
     assert results[site.url("/loop5.xml")].flags == (Flag.HTTP_ERROR,)

@@ -19,7 +19,7 @@ from urllib.parse import urljoin
 
 from gossamer.discover.model import Child, Entry, FileResult, Flag, Format, Item, Limits
 from gossamer.discover.reader import SLICE_BYTES, SitemapReader
-from gossamer.discover.scope import Grant, SitemapScope, site_of
+from gossamer.discover.scope import Grant, SitemapScope
 
 __all__ = ["Body", "Reply", "SitemapFetch", "read_sitemaps"]
 
@@ -105,16 +105,15 @@ class _Walk:
             tally.flag(Flag.TOO_MANY_FILES)
 
     def redirect(self, job: _Job, grant: Grant, location: str | None) -> bool:
-        """Queues a redirect's target (first, it stands for the URL); False if none is
-        followed."""
+        """Queues a redirect's target (first: it stands for the URL); False if none is
+        followed. The target keeps what robots.txt granted the URL (on the same site)."""
         target = self.scope.canonical(urljoin(job.url, location or ""))
         if location is None or target is None or job.redirects >= self.limits.max_redirects:
             return False
         if target in self.seen or self.files + len(self.queue) >= self.limits.max_files:
             return False
         self.seen.add(target)
-        inherited = grant.sites | {grant.site} if site_of(target) == grant.site else frozenset()
-        self.queue.appendleft(_Job(target, job.depth, frozenset(inherited), job.redirects + 1))
+        self.queue.appendleft(_Job(target, job.depth, grant.sites, job.redirects + 1))
         return True
 
 
