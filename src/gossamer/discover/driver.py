@@ -10,6 +10,7 @@ and ``Limits.max_files`` files in all; a redirect is followed ``Limits.max_redir
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Iterable, Mapping
@@ -172,6 +173,7 @@ async def _read_body(reader: SitemapReader, body: Body) -> AsyncIterator[list[It
             yield reader.feed(bytes(view[start : start + SLICE_BYTES]))
             if reader.done:
                 break
+            await asyncio.sleep(0)  # a whole 50 MB body is not read in one go of the loop
     else:
         async for chunk in body:
             yield reader.feed(chunk)
