@@ -158,6 +158,8 @@ def test_rss_items_link_guid_and_pubdate() -> None:
         b'<item><guid isPermaLink="true">http://h/a/p2</guid><dc:date>2024-05-06</dc:date></item>'
         b'<item><guid isPermaLink="false">tag:h,2024:3</guid></item>'
         b"<item><link><![CDATA[ http://h/a/p4 ]]></link><pubDate>yesterday</pubDate></item>"
+        b"<item><guid>12345</guid></item>"  # an id with isPermaLink left out: no URL
+        b'<item><atom:link rel="alternate" href="http://h/a/p6"/><guid>http://h/x</guid></item>'
         b"</channel></rss>"
     )
     items, reader = read_file(SOURCE, body)
@@ -165,6 +167,7 @@ def test_rss_items_link_guid_and_pubdate() -> None:
         Entry("http://h/a/p1", MAY_6_070809, None, None, SOURCE),
         Entry("http://h/a/p2", MAY_6, None, None, SOURCE),
         Entry("http://h/a/p4", None, None, None, SOURCE),
+        Entry("http://h/a/p6", None, None, None, SOURCE),
     ]
     assert reader.format is Format.RSS
 

@@ -170,7 +170,7 @@ class XmlReader:
             return
         if local == "link" and "href" in attributes:  # Atom's, or an atom:link in RSS
             rel = attributes.get("rel")
-            if self.format is Format.ATOM and rel in _ATOM_PAGE_RELS:
+            if rel in _ATOM_PAGE_RELS:
                 self._fields.setdefault("href", attributes["href"][: self._limits.max_url_chars])
             return
         if local == "guid" and attributes.get("isPermaLink", "true").strip() == "false":
@@ -234,13 +234,17 @@ class XmlReader:
 
 
 def _record_url(format: Format, fields: dict[str, str | None]) -> str | None:
-    """The page URL of a record: ``loc``; a feed item's ``link`` (else its permalink
-    ``guid``); an Atom entry's alternate link."""
+    """The page URL of a record: ``loc``; an Atom entry's alternate link; an RSS item's
+    ``link`` (else an alternate ``atom:link``, else its permalink ``guid`` if it is a URL:
+    many feeds leave ``isPermaLink`` out of guids that are plain ids)."""
     if format in (Format.URLSET, Format.INDEX):
         return fields.get("loc") or None
     if format is Format.ATOM:
         return fields.get("href") or fields.get("link") or None
-    return fields.get("link") or fields.get("guid") or None
+    guid = fields.get("guid") or ""
+    return (
+        fields.get("link") or fields.get("href") or (guid if guid.startswith(_ABSOLUTE) else None)
+    )
 
 
 def _feed_date(fields: dict[str, str | None]) -> float | None:
