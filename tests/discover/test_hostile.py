@@ -226,3 +226,11 @@ def test_more_than_the_limit_received_is_cut() -> None:
     reader = SitemapReader(SOURCE, Limits(max_bytes=100_000))
     fed = feed_until_done(reader, repeat(b"\x1f\x8b" + b"\x08" * 8, noise, 1000))
     assert reader.done and fed.consumed < 2 * MIB
+
+
+def test_gzip_past_the_received_limit_keeps_what_came_before_the_limit() -> None:
+    doc = b"<urlset>" + b"".join(URL % i for i in range(5000)) + b"</urlset>"
+    body = zlib.compress(doc, 0, wbits=31)  # stored, not compressed: as long as the XML
+    items, reader = read_file(SOURCE, body, Limits(max_bytes=len(body) // 2))
+    assert reader.flags == (Flag.TOO_LARGE,)
+    assert abs(len(items) - 2500) < 50

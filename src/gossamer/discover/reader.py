@@ -79,10 +79,10 @@ class SitemapReader:
         """Reads the file's next bytes; returns the entries they completed."""
         if not self.done and chunk:
             self._received += len(chunk)
-            if self._received > self._limits.max_bytes:
-                chunk = chunk[: len(chunk) - (self._received - self._limits.max_bytes)]
+            over = self._received - self._limits.max_bytes
+            self._compressed(chunk[: len(chunk) - over] if over > 0 else chunk)
+            if over > 0:
                 self._cut_off(Flag.TOO_LARGE)
-            self._compressed(chunk)
         return self._take()
 
     def close(self) -> list[Item]:
