@@ -19,6 +19,15 @@ Hostile input ends here as a flagged result: XML is read by expat with entity de
 refused and no DTD or network access, every buffer is bounded, and a reader that hits a limit
 says so (``done``) so its caller stops receiving the body.
 
+The crawl calls it so::
+
+    scope = SitemapScope({"https://h": ["https://h/sitemap.xml"]})  # robots.txt's lines
+    async for item in read_sitemaps(urls, fetch, scope=scope):
+        if isinstance(item, FileResult):
+            ...  # record it (kind ``sitemap``): url, status, format, count, dropped, flags
+        else:
+            ...  # hand item.url to admission, with item.lastmod, changefreq, priority
+
 This package may import the standard library and ``gossamer.urls``; the crawl wires the
 fetch, robots.txt and admission to it.
 """

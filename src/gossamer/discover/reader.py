@@ -63,6 +63,7 @@ class SitemapReader:
 
     @property
     def format(self) -> Format:
+        """What the file turned out to be (``unknown`` until its first bytes are read)."""
         return self._format.format if self._format is not None else Format.UNKNOWN
 
     @property
@@ -72,6 +73,7 @@ class SitemapReader:
 
     @property
     def flags(self) -> tuple[Flag, ...]:
+        """What went wrong so far, in the order seen."""
         inner = self._format.flags if self._format is not None else []
         return tuple(dict.fromkeys([*self._flags, *inner]))
 
