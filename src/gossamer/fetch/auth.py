@@ -171,8 +171,11 @@ class RequestAuth(Protocol):
     def logs_in(self) -> bool:
         """Whether it sends requests of its own (logins, token requests, login hooks)."""
 
-    async def prepare(self, url: str, session: aiohttp.ClientSession) -> Mapping[str, str]:
-        """The headers ``url``'s request carries (none for a domain without a login)."""
+    async def prepare(
+        self, url: str, session: aiohttp.ClientSession, *, host: str | None = None
+    ) -> Mapping[str, str]:
+        """The headers ``url``'s request carries (none for a domain without a login);
+        ``host`` is ``url``'s host name when the caller has it (`login_for`)."""
 
     async def check(
         self,
@@ -184,11 +187,12 @@ class RequestAuth(Protocol):
         session: aiohttp.ClientSession,
         *,
         retried: bool = False,
+        host: str | None = None,
     ) -> bool:
         """Keep the response's cookies; True when the page should be fetched again (it
         looked logged out and a new login succeeded, or one happened since it was sent).
         ``sent`` is what `prepare` returned for the request; ``retried``: the request was
-        that second fetch already."""
+        that second fetch already; ``host`` as for `prepare`."""
 
 
 class AuthHeaders(dict[str, str]):
@@ -269,11 +273,15 @@ class Authenticator:
         """Whether some domain has a login."""
         return bool(self._logins)
 
-    def login_for(self, url: str) -> Login | None:
-        """The login whose domain covers ``url``'s host, the most specific one; else None."""
+    def login_for(self, url: str, host: str | None = None) -> Login | None:
+        """The login whose domain covers ``url``'s host, the most specific one; else None.
+        ``host`` is that host's name (``urlsplit(url).hostname``) when the caller has it:
+        the fetcher parses it once per host, not once per request."""
         if not self._logins:
             return None
-        host = (urlsplit(url).hostname or "").lower().rstrip(".")
+        if host is None:
+            host = urlsplit(url).hostname or ""
+        host = host.lower().rstrip(".")
         return next((login for login in self._logins if login.covers(host)), None)
 
     def stats(self) -> AuthStats:
@@ -291,9 +299,12 @@ class Authenticator:
         """`stats` as a mapping (what stats.json shows)."""
         return dataclasses.asdict(self.stats())
 
-    async def prepare(self, url: str, session: aiohttp.ClientSession) -> AuthHeaders:
-        """The headers of ``url``'s request: its domain's login, never another's."""
-        login = self.login_for(url)
+    async def prepare(
+        self, url: str, session: aiohttp.ClientSession, *, host: str | None = None
+    ) -> AuthHeaders:
+        """The headers of ``url``'s request: its domain's login, never another's (``host``:
+        see `login_for`)."""
+        login = self.login_for(url, host)
         if login is None:
             headers = AuthHeaders()
             cookie = self._jar.header(url) if self._cookies == "on" else None
@@ -328,12 +339,13 @@ class Authenticator:
         session: aiohttp.ClientSession,
         *,
         retried: bool = False,
+        host: str | None = None,
     ) -> bool:
         """Keep the cookies the response sets; True when it looked logged out and a new login
         (or token) is there, so the page should be fetched again. A page refused again with
         a login younger than `RELOGIN_INTERVAL` is refused for good, not logged out: no new
-        login for it."""
-        login = self.login_for(url)
+        login for it. ``host``: see `login_for`."""
+        login = self.login_for(url, host)
         if status is None:
             return False
         set_cookie = headers.get("set-cookie")
