@@ -39,9 +39,10 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
-from urllib.parse import urljoin
 
 from protego import Protego
+
+from gossamer.urls import Resolver
 
 __all__ = [
     "DEFAULT_TOKEN",
@@ -466,10 +467,10 @@ def _redirect_target(url: str, location: str | None) -> str | None:
     if not location:
         return None
     try:
-        target = urljoin(url, location.strip())
+        target = Resolver(url).resolve(location)  # WHATWG rules, as a page's links
     except ValueError:
         return None
-    return target if _ORIGIN.match(target) else None
+    return target if target is not None and _ORIGIN.match(target) else None
 
 
 def _robots_text(body: bytes) -> str:
