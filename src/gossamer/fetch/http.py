@@ -19,7 +19,7 @@ whose ``error`` is one short reason:
 - ``incomplete-body``: the connection closed before the announced end of the body
 - ``protocol-error``: malformed status line, headers or chunked framing
 - ``unsupported-encoding``: a Content-Encoding we cannot decode; the raw body is returned
-- ``decode-error``: corrupt gzip/deflate/br data; the body decoded so far is returned
+- ``decode-error``: corrupt gzip/deflate/br/zstd data; the body decoded so far is returned
 - ``decompression-bomb``: decoding hit ``max_decoded_bytes`` at a ratio over `BOMB_RATIO`
 - ``connection-error``: any other socket error
 - ``client-error``: any other aiohttp error
@@ -128,7 +128,7 @@ Clock = Callable[[], float]
 DEFAULT_HEADERS: Mapping[str, str] = MappingProxyType(
     {
         "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
-        "Accept-Encoding": "gzip, deflate, br",
+        "Accept-Encoding": "gzip, deflate, br, zstd",
         "Accept-Language": "en;q=0.9,*;q=0.5",
     }
 )
