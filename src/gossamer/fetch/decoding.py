@@ -24,6 +24,7 @@ import sys
 import zlib
 from collections.abc import Callable
 from typing import Protocol
+from urllib.parse import urlsplit
 
 import brotli
 
@@ -32,12 +33,26 @@ if sys.version_info >= (3, 14):
 else:  # the same module, for the Pythons before it came into the standard library
     from backports import zstd
 
-__all__ = ["BOMB_RATIO", "Body"]
+__all__ = ["BOMB_RATIO", "ROBOTS_TXT_BYTES", "Body", "body_caps"]
 
 _BROTLI_STEP = 64 * 1024
 
 #: A capped decode is a ``decompression-bomb`` when decoded/consumed compressed bytes exceed this.
 BOMB_RATIO = 100
+
+
+ROBOTS_TXT_BYTES = 500 * 1024
+"""How much of a robots.txt is read (RFC 9309 §2.5: crawlers must parse at least 500 KiB),
+whatever the page caps: a larger file is cut there, never read whole, and a smaller page cap
+does not cut its rules short."""
+
+
+def body_caps(url: str, wire_cap: int, decoded_cap: int) -> tuple[int, int]:
+    """The wire and decoded caps of ``url``'s body: a robots.txt (a ``/robots.txt`` path, as
+    RFC 9309 places it) is read up to `ROBOTS_TXT_BYTES`, any other body up to the caps."""
+    if "/robots.txt" in url and urlsplit(url).path == "/robots.txt":
+        return ROBOTS_TXT_BYTES, ROBOTS_TXT_BYTES
+    return wire_cap, decoded_cap
 
 
 class _Decoder(Protocol):

@@ -95,7 +95,7 @@ from python_socks import ProxyError as SocksError
 
 from gossamer import tls
 from gossamer.fetch.auth import RequestAuth
-from gossamer.fetch.decoding import BOMB_RATIO, Body
+from gossamer.fetch.decoding import BOMB_RATIO, Body, body_caps
 from gossamer.fetch.dns import CachingResolver, parse_resolve_overrides
 from gossamer.fetch.exchange import Exchange, PeerResponse, capture, cut_by
 from gossamer.fetch.gated import HostPace, leave
@@ -680,9 +680,8 @@ class Fetcher:
         config = self._config
         raw = response.headers
         keep = config.keep_wire
-        body = Body(
-            raw.get("Content-Encoding"), config.max_body_bytes, config.decoded_cap, keep_raw=keep
-        )
+        wire_cap, decoded_cap = body_caps(url, config.max_body_bytes, config.decoded_cap)
+        body = Body(raw.get("Content-Encoding"), wire_cap, decoded_cap, keep_raw=keep)
         error = body.error
         paced = 0.0
         stopped = False  # bytes were left unread: the wire body is cut
