@@ -9,11 +9,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 from aiohttp import web
+from tests.fetch.test_http import serve_app
 
 from gossamer.fetch import FetchConfig, Fetcher
 from gossamer.fetch.decoding import ROBOTS_TXT_BYTES
 from gossamer.frontier.robots import MAX_ROBOTS_BYTES, RobotsCache
-from tests.fetch.test_http import serve_app
 
 TWO_MB = 2 * 1024 * 1024
 
