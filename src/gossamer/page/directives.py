@@ -45,6 +45,9 @@ _AGENT = re.compile(r"\s*([a-z0-9_.-]+)\s*:\s*(.*)\Z", re.DOTALL)
 _VALUED = frozenset({"unavailable_after", "max-snippet", "max-image-preview", "max-video-preview"})
 """Directives that take a value after a colon: their names are no user agents."""
 _HEADER = "x-robots-tag"
+_WEEKDAY = re.compile(r"(unavailable_after\s*:\s*)[a-z]+\s*,")
+"""The weekday of an RFC 822 or 850 date (``Wed, 25 Jun 2010 ...``): its comma would split the
+date, and the date is the same without it."""
 
 
 class Directives(NamedTuple):
@@ -85,7 +88,7 @@ def _line_directives(line: str, token: str, fetched_at: float) -> Directives:
     """One header's directives for ``token``: a ``name:`` prefix addresses those after it."""
     agent: str | None = None  # None: every crawler
     found = NONE
-    for part in line.split(",")[:MAX_DIRECTIVES]:
+    for part in _WEEKDAY.sub(r"\1", line).split(",")[:MAX_DIRECTIVES]:
         match = _AGENT.match(part)
         if match is not None and match[1] not in _VALUED:
             agent, part = match[1], match[2]
@@ -128,6 +131,6 @@ def meta_directives(tree: LexborHTMLParser, token: str, fetched_at: float) -> Di
         if (attributes.get("name") or "").strip().lower() not in names:
             continue
         content = (attributes.get("content") or "")[:MAX_HEADER_CHARS].lower()
-        for word in content.split(",")[:MAX_DIRECTIVES]:
+        for word in _WEEKDAY.sub(r"\1", content).split(",")[:MAX_DIRECTIVES]:
             found = found.merge(_directive(word.strip(), fetched_at))
     return found
