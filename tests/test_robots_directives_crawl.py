@@ -46,20 +46,18 @@ METAS = {
     ),
 }
 PAGES = [*HEADERS, *METAS]
-NOINDEX = set(
-    [
-        "/h-noindex",
-        "/h-none",
-        "/h-agent",
-        "/h-two-headers",
-        "/h-expired",
-        "/plain.txt",
-        "/doc.pdf",
-        "/m-robots",
-        "/m-token",
-        "/m-strictest",
-    ]
-)
+NOINDEX = {
+    "/h-noindex",
+    "/h-none",
+    "/h-agent",
+    "/h-two-headers",
+    "/h-expired",
+    "/plain.txt",
+    "/doc.pdf",
+    "/m-robots",
+    "/m-token",
+    "/m-strictest",
+}
 NOFOLLOW = {"/h-nofollow", "/h-none", "/h-agent-list", "/m-token"}
 RULES = """
 [[rule]]
