@@ -99,3 +99,10 @@ def test_memory_is_bounded() -> None:
         judge.ended(f"http://site.test/f{i}", failed=True)
     assert judge.judge("http://site.test/c0", "http://site.test/p0")[1] == "canonical-followed"
     assert judge.judge("http://site.test/x", "http://site.test/f99") == (None, "canonical-error")
+
+
+def test_a_tag_in_the_body_or_without_href_names_nothing() -> None:
+    body = '<html><head></head><body><link rel="canonical" href="/body"></body></html>'
+    assert tag_canonical(LexborHTMLParser(body), PAGE) is None
+    empty = '<html><head><link rel="canonical" href=""><link rel="x canonical" href="/y">'
+    assert tag_canonical(LexborHTMLParser(empty), PAGE) == "http://site.test/y"

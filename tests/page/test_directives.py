@@ -118,3 +118,8 @@ def test_meta_forms(html: str, expected: Directives) -> None:
 def test_meta_of_another_token() -> None:
     html = '<meta name="mybot" content="noindex"><meta name="gossamer" content="nofollow">'
     assert meta(html, token="mybot") == NOINDEX
+
+
+def test_meta_in_the_body_is_not_read() -> None:
+    html = '<html><head></head><body><meta name="robots" content="noindex"></body></html>'
+    assert meta(html) == NONE

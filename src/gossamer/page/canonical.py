@@ -51,7 +51,7 @@ MAX_LINK_CHARS = 8192
 MAX_REMEMBERED = 100_000
 _LINK = re.compile(r"<([^<>]*)>([^<]*)")
 _REL = re.compile(r';\s*rel\s*=\s*(?:"([^"]*)"|([^;,\s]*))', re.IGNORECASE)
-_MAX_LINK_TAGS = 1000
+_CANONICAL_TAG = 'link[rel~="canonical" i][href]:not([href=""])'
 _V = TypeVar("_V")
 
 
@@ -68,14 +68,12 @@ def header_canonical(headers: Mapping[str, str], url: str) -> str | None:
 
 
 def tag_canonical(tree: LexborHTMLParser, base_url: str) -> str | None:
-    """The canonical URL the first ``<link rel=canonical href>`` of the document names."""
-    for node in tree.tags("link")[:_MAX_LINK_TAGS]:
-        attributes = node.attributes
-        rel = attributes.get("rel")
-        href = attributes.get("href")
-        if rel and href and "canonical" in rel.lower().split():
-            return _absolute(base_url, href)
-    return None
+    """The canonical URL the first ``<link rel=canonical href>`` of the document's head names
+    (search engines ignore one in the body)."""
+    head = tree.head
+    node = None if head is None else head.css_first(_CANONICAL_TAG)
+    href = None if node is None else node.attributes.get("href")
+    return None if not href else _absolute(base_url, href)
 
 
 def _absolute(base: str, href: str) -> str | None:

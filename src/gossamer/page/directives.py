@@ -123,10 +123,14 @@ def _is_past(value: str, now: float) -> bool:
 
 
 def meta_directives(tree: LexborHTMLParser, token: str, fetched_at: float) -> Directives:
-    """The directives of ``<meta name="robots">`` and ``<meta name=TOKEN>`` tags."""
+    """The directives of the ``<meta name="robots">`` and ``<meta name=TOKEN>`` tags of the
+    document's head."""
     names = ("robots", token.lower())
     found = NONE
-    for meta in tree.tags("meta")[:1000]:
+    head = tree.head  # where the tags belong (and are read by search engines): a tenth of
+    if head is None:  # the time of a search of the whole document
+        return NONE
+    for meta in head.css("meta")[:1000]:
         attributes = meta.attributes
         if (attributes.get("name") or "").strip().lower() not in names:
             continue
