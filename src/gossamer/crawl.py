@@ -187,6 +187,7 @@ class Stages:
             rule_pool=self.rule_pool,
             focus=focus,
             digests=digests,
+            in_scope=functools.partial(in_scope, self.scope),
         )
         return Crawler(
             _engine_config(settings),
@@ -854,6 +855,9 @@ def _page_config(settings: CrawlSettings, rules: RuleSet | None = None) -> PageC
         rules=rules,
         follow_duplicates=settings.follow_duplicates,
         near_digests=settings.digests == "near",
+        robots_token=settings.robots_token,
+        ignore_noindex=settings.ignore_noindex,
+        canonical=settings.canonical,
     )
 
 

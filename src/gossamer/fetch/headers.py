@@ -71,6 +71,11 @@ def _http_date(value: str) -> float | None:
     return parsed.timestamp()
 
 
+_LINE_JOINED = frozenset({"set-cookie", "x-robots-tag"})
+"""Headers whose repeated values are joined one per line, not by commas: a cookie's date
+holds a comma, and an ``X-Robots-Tag`` user-agent prefix holds to the end of its header."""
+
+
 def header_map(raw: CIMultiDictProxy[str]) -> Mapping[str, str]:
     """The headers, names lower-cased, names and values made valid text (`safe_text`)."""
     headers: dict[str, str] = {}
@@ -81,5 +86,5 @@ def header_map(raw: CIMultiDictProxy[str]) -> Mapping[str, str]:
         if previous is None:
             headers[key] = value
         else:
-            headers[key] = f"{previous}{chr(10) if key == 'set-cookie' else ', '}{value}"
+            headers[key] = f"{previous}{chr(10) if key in _LINE_JOINED else ', '}{value}"
     return MappingProxyType(headers)

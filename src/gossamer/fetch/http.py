@@ -58,7 +58,7 @@ from aiohttp.abc import AbstractResolver
 
 from gossamer import tls
 from gossamer.fetch.auth import RequestAuth
-from gossamer.fetch.decoding import BOMB_RATIO, Body
+from gossamer.fetch.decoding import BOMB_RATIO, Body, body_caps
 from gossamer.fetch.dns import CachingResolver
 from gossamer.fetch.exchange import PeerResponse, capture, cut_by
 from gossamer.fetch.gated import HostPace, leave
@@ -503,9 +503,8 @@ class Fetcher:
         config = self._config
         raw = response.headers
         keep = config.keep_wire
-        body = Body(
-            raw.get("Content-Encoding"), config.max_body_bytes, config.decoded_cap, keep_raw=keep
-        )
+        wire_cap, decoded_cap = body_caps(url, config.max_body_bytes, config.decoded_cap)
+        body = Body(raw.get("Content-Encoding"), wire_cap, decoded_cap, keep_raw=keep)
         error = body.error
         paced = 0.0
         stopped = False  # bytes were left unread: the wire body is cut

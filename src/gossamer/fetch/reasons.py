@@ -15,7 +15,7 @@
 - ``incomplete-body``: the connection closed before the announced end of the body
 - ``protocol-error``: malformed status line, headers or chunked framing
 - ``unsupported-encoding``: a Content-Encoding we cannot decode; the raw body is returned
-- ``decode-error``: corrupt gzip/deflate/br data; the body decoded so far is returned
+- ``decode-error``: corrupt gzip/deflate/br/zstd data; the body decoded so far is returned
 - ``decompression-bomb``: decoding hit ``max_decoded_bytes`` at a ratio over `BOMB_RATIO`
 - ``connection-error``: any other socket error
 - ``client-error``: any other aiohttp error

@@ -23,7 +23,7 @@ __all__ = [
 DEFAULT_HEADERS: Mapping[str, str] = MappingProxyType(
     {
         "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
-        "Accept-Encoding": "gzip, deflate, br",
+        "Accept-Encoding": "gzip, deflate, br, zstd",
         "Accept-Language": "en;q=0.9,*;q=0.5",
     }
 )
@@ -34,7 +34,7 @@ class FetchResult:
     """The outcome of one GET; see `gossamer.fetch.reasons` for the ``error`` reasons.
 
     ``headers`` has lower-cased names; repeated headers are joined with ``", "`` (RFC 9110
-    5.3), except ``set-cookie`` whose values are joined with ``"\\n"``. ``body`` is
+    5.3), except ``set-cookie`` and ``x-robots-tag`` whose values are joined with ``"\\n"``. ``body`` is
     content-decoded. ``started_at`` (injected monotonic clock) is when the request head was
     handed to the socket, or when `Fetcher.fetch` began if it never got that far; ``elapsed``
     runs from then to the end of the body or the error, less ``paced``, the seconds the body

@@ -64,6 +64,9 @@ log = logging.getLogger(__name__)
 DEFAULT_TOKEN = "gossamer"
 MAX_ROBOTS_BYTES = 500 * 1024
 """Parsing limit (RFC 9309 §2.5: at least 500 kibibytes). Fetchers may stop reading here."""
+_CUT = frozenset({None, "decompression-bomb"})
+"""Fetch errors that leave a robots.txt whole up to the parsing limit: a compressed file
+decoded past `MAX_ROBOTS_BYTES` at a bomb's ratio is cut there, as a plain one is."""
 MAX_REDIRECTS = 5
 """Redirects followed to reach robots.txt (RFC 9309 §2.3.1.2: at least five)."""
 _PARSE_IN_THREAD_BYTES = 64 * 1024
@@ -395,7 +398,7 @@ class RobotsCache:
             if response is None or status is None:
                 return self._policy_without_rules("unreachable")
             if 200 <= status < 300:
-                if response.error is not None:  # a cut file could miss some Disallow lines
+                if response.error not in _CUT:  # a cut file could miss some Disallow lines
                     return self._policy_without_rules("unreachable")
                 return await self._parse(response.body)
             if 300 <= status < 400:
