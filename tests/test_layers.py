@@ -322,6 +322,16 @@ def test_the_redis_frontier_stands_below_the_cluster() -> None:
         assert len((module_files()[module]).read_text("utf-8").splitlines()) <= 400, module
 
 
+def test_the_wiring_and_the_host_scheduler_stay_small() -> None:
+    """The crawl's wiring is a package, one concern a module, and the host scheduler is the
+    coordinator only: each of those modules at most 400 lines."""
+    modules = module_files()
+    wiring = [m for m in modules if m.startswith("gossamer.crawl.")]
+    assert {m.rpartition(".")[2] for m in wiring} >= {"stages", "builders", "run"}
+    for module in [*wiring, "gossamer.crawl", "gossamer.frontier.hosts"]:
+        assert len(modules[module].read_text("utf-8").splitlines()) <= 400, module
+
+
 def test_every_subpackage_says_what_it_holds_and_may_import() -> None:
     for module, path in module_files().items():
         if path.name == "__init__.py" and module.count(".") >= 2:

@@ -104,6 +104,9 @@ class _Fetching:
     auth: Authenticator | None
     politeness: PolitenessPolicy
     gate: HostGate
+    warc: WarcWriter | None
+    robots_fetch: RobotsFetch
+    robots: RobotsCache
 
 
 @asynccontextmanager
@@ -137,40 +140,22 @@ async def open_stages(
         check_url = proxy_check_url(settings, [first_seed] if first_seed else seeds)
         del seeds  # 200,000 seed origins cost 16 MB: the scope holds what the crawl needs
         built = _open_fetching(stack, settings, scope, check_url, db)
-        fetcher, gate = built.fetcher, built.gate
-        warc = warc_writer(settings)
-        if warc is not None:
-            stack.callback(warc.close)
-        robots_fetch = RobotsFetch(
-            fetcher,
-            warc,
-            gated=GatedFetch(fetcher, gate, pace_only=True),
-            proxied=built.proxies is not None,
-        )
-        robots = robots_cache(settings, robots_fetch, scope, db)
-        if settings.robots:
-            fetcher.set_check_rules(robots)
-        pdf = pdf_pool() if settings.text else None
-        if pdf is not None:
-            stack.push_async_callback(pdf.close)
-        pool = rule_pool(settings) if rules is not None else None
-        if pool is not None:
-            stack.push_async_callback(pool.close)
-        renderer = rendering_fetcher(settings, fetcher, scope, robots, gate)
+        pdf, pool = _open_pools(stack, settings, rules is not None)
+        renderer = rendering_fetcher(settings, built.fetcher, scope, built.robots, built.gate)
         if renderer is not None:
             stack.push_async_callback(renderer.close)
             await start_renderer(renderer)
         yield Stages(
             db,
             jsonl,
-            fetcher,
-            robots_fetch,
-            robots,
+            built.fetcher,
+            built.robots_fetch,
+            built.robots,
             built.politeness,
             scope,
             await catch_up(sink, db),
             meter=built.meter,
-            warc=warc,
+            warc=built.warc,
             pdf=pdf,
             rules=rules,
             rule_pool=pool,
@@ -178,7 +163,7 @@ async def open_stages(
             proxies=built.proxies,
             auth=built.auth,
             renderer=renderer,
-            gate=gate,
+            gate=built.gate,
         )
 
 
@@ -189,8 +174,8 @@ def _open_fetching(
     check_url: str | None,
     db: CrawlDB,
 ) -> _Fetching:
-    """The fetcher with its proxies, logins, politeness and host gate, entered on
-    ``stack``."""
+    """The fetcher with its proxies, logins, politeness and host gate, the WARC archive and
+    the robots.txt cache, each entered on ``stack`` as it is built."""
     proxies = proxy_pool(settings)  # holds nothing until started: closed with the fetcher
     meter = BandwidthMeter()
     auth = authenticator(settings, db, scope)
@@ -207,4 +192,30 @@ def _open_fetching(
     stack.push_async_callback(fetcher.close)
     if proxies is not None:  # closed before the fetcher its checks use
         stack.push_async_callback(proxies.close)
-    return _Fetching(fetcher, proxies, meter, auth, politeness, gate)
+    warc = warc_writer(settings)
+    if warc is not None:
+        stack.callback(warc.close)
+    robots_fetch = RobotsFetch(
+        fetcher,
+        warc,
+        gated=GatedFetch(fetcher, gate, pace_only=True),
+        proxied=proxies is not None,
+    )
+    robots = robots_cache(settings, robots_fetch, scope, db)
+    if settings.robots:
+        fetcher.set_check_rules(robots)
+    return _Fetching(fetcher, proxies, meter, auth, politeness, gate, warc, robots_fetch, robots)
+
+
+def _open_pools(
+    stack: AsyncExitStack, settings: CrawlSettings, with_rules: bool
+) -> tuple[PdfPool | None, RulePool | None]:
+    """The worker processes for PDF text (unless ``--no-text``) and, ``with_rules``, those
+    pages are read by the rules in; each entered on ``stack`` as it is built."""
+    pdf = pdf_pool() if settings.text else None
+    if pdf is not None:
+        stack.push_async_callback(pdf.close)
+    pool = rule_pool(settings) if with_rules else None
+    if pool is not None:
+        stack.push_async_callback(pool.close)
+    return pdf, pool
