@@ -184,7 +184,7 @@ def test_package_cycles_are_seen() -> None:
 
 
 def test_engine_knows_sinks_by_their_protocols() -> None:
-    """The engine imports no concrete sink and no crawl.db: crawl.py builds those."""
+    """The engine imports no concrete sink and no crawl.db: the crawl package builds those."""
     engine = import_graph()["gossamer.engine"]
     sinks = {name for name in engine if name.startswith("gossamer.sinks.")}
     assert sinks == {"gossamer.sinks.base"}
