@@ -11,10 +11,10 @@ all), ``robotstage`` (what a due host's URLs go out as: a host's URLs wait until
 robots.txt rules, ``robots``, are known), ``leases`` (the lease table), ``bestfirst`` (the
 order across hosts once a priority arrives), ``rounds`` (what it hands out) and
 ``slotclaims`` (the slots requests outside the leases take, through the host gate,
-``gate``). Two backends keep only their storage around the scheduler: ``local`` (the embedded frontier, its write-ahead log in
-crawl.db) and ``redis``, a package (one job's URLs in partitioned Redis queues shared by
-many workers: key layout, scripts, claims, the shared host limiter, hand-over fences, the
-contract's methods; its Lua scripts in ``redis/lua/``).
+``gate``). Two backends keep only their storage around the scheduler: ``local`` (the
+embedded frontier, its write-ahead log in crawl.db) and ``redis``, a package (one job's URLs
+in partitioned Redis queues shared by many workers: key layout, scripts, claims, the shared
+host limiter, hand-over fences, the contract's methods; its Lua scripts in ``redis/lua/``).
 
 This package may import the standard library, numpy (the seen set), protego, redis, xxhash,
 ``gossamer.crawldb`` (the embedded frontier's storage), ``gossamer.logs``, ``gossamer.retry``,
