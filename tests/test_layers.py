@@ -184,7 +184,7 @@ def test_package_cycles_are_seen() -> None:
 
 
 def test_engine_knows_sinks_by_their_protocols() -> None:
-    """The engine imports no concrete sink and no crawl.db: crawl.py builds those."""
+    """The engine imports no concrete sink and no crawl.db: the crawl package builds those."""
     engine = import_graph()["gossamer.engine"]
     sinks = {name for name in engine if name.startswith("gossamer.sinks.")}
     assert sinks == {"gossamer.sinks.base"}
@@ -321,6 +321,16 @@ def test_the_redis_frontier_stands_below_the_cluster() -> None:
     for module in modules:
         assert not {m for m in graph[module] if m.startswith(banned)}, module
         assert len((module_files()[module]).read_text("utf-8").splitlines()) <= 400, module
+
+
+def test_the_wiring_and_the_host_scheduler_stay_small() -> None:
+    """The crawl's wiring is a package, one concern a module, and the host scheduler is the
+    coordinator only: each of those modules at most 400 lines."""
+    modules = module_files()
+    wiring = [m for m in modules if m.startswith("gossamer.crawl.")]
+    assert {m.rpartition(".")[2] for m in wiring} >= {"stages", "builders", "run"}
+    for module in [*wiring, "gossamer.crawl", "gossamer.frontier.hosts"]:
+        assert len(modules[module].read_text("utf-8").splitlines()) <= 400, module
 
 
 def test_every_subpackage_says_what_it_holds_and_may_import() -> None:

@@ -43,6 +43,7 @@ from gossamer.frontier.redis.keys import (
 )
 from gossamer.frontier.redis.limiter import HostLimiter
 from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, register, run_scripts
+from gossamer.frontier.slotclaims import SlotClaims
 from gossamer.urls import Scope, host_key
 
 if TYPE_CHECKING:
@@ -265,9 +266,9 @@ class RedisFrontier:
         return self._hosts.held_back(most)
 
     @property
-    def slots(self) -> HostScheduler[Entry]:
-        """The scheduler whose host slots the crawl's host gate takes (`HostGate.bind`)."""
-        return self._hosts
+    def slots(self) -> SlotClaims[Entry]:
+        """The scheduler's host slots the crawl's host gate takes (`HostGate.bind`)."""
+        return self._hosts.claims
 
     # -- upkeep, called by the frontier's owner ----------------------------------------------
 
