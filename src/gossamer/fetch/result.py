@@ -33,9 +33,9 @@ DEFAULT_HEADERS: Mapping[str, str] = MappingProxyType(
 class FetchResult:
     """The outcome of one GET; see `gossamer.fetch.reasons` for the ``error`` reasons.
 
-    ``headers`` has lower-cased names; repeated headers are joined with ``", "`` (RFC 9110
-    5.3), except ``set-cookie`` and ``x-robots-tag`` whose values are joined with ``"\\n"``.
-    ``body`` is content-decoded. ``started_at`` (injected monotonic clock) is when the request head was
+    ``headers`` has lower-cased names; repeated headers are joined with ``", "`` (RFC 9110 5.3),
+    except ``set-cookie`` and ``x-robots-tag`` whose values are joined with ``"\\n"``. ``body``
+    is content-decoded. ``started_at`` (injected monotonic clock) is when the request head was
     handed to the socket, or when `Fetcher.fetch` began if it never got that far; ``elapsed``
     runs from then to the end of the body or the error, less ``paced``, the seconds the body
     read waited for the bandwidth cap. ``fetched_at`` is wall-clock unix time at the end.
