@@ -23,6 +23,10 @@ that could hold such shapes so that lexbor never sees:
   clause never collapses them, is quadratic (150 KB: 42 s; 500 KB: past 23 GB of memory),
   and even a short list is built again for every paragraph (64 elements and 500 KB of
   ``<p>x``: 6 s);
+- more than `MAX_TAG_NAMES` distinct tag names the Standard does not define: tags with a new
+  name past that are dropped, keeping their content (lexbor's table of names never grows, so
+  each new name makes every later lookup slower: 160,000 ``<xN></xN>`` cost it 7.5 s); flagged
+  ``html-cut-names``;
 - end tags that close nothing, once elements nest deeper than `_DEEP`: lexbor would ignore
   them, after scanning the whole stack for each.
 
@@ -102,11 +106,13 @@ from gossamer.parse.scan import (
 __all__ = [
     "CUT_ATTRIBUTES",
     "CUT_FORMATTING",
+    "CUT_NAMES",
     "FLATTENED",
     "MAX_ACTIVE_FORMATTING",
     "MAX_ATTRIBUTE_NAMES",
     "MAX_DEPTH",
     "MAX_TAG_ATTRIBUTES",
+    "MAX_TAG_NAMES",
     "PARSE_ERROR",
     "Guarded",
     "Parsed",
@@ -118,6 +124,12 @@ MAX_DEPTH = 512
 """Start tags that would nest elements deeper than this are dropped (see the module doc)."""
 MAX_ATTRIBUTE_NAMES = 16_384
 """Attributes with a new name once the document has this many distinct names are dropped."""
+MAX_TAG_NAMES = 1024
+"""Tags (start and end) with a name the HTML Standard does not define, once the document has
+this many such names, are dropped, keeping their content. Lexbor keeps the names it meets in a
+hash table that never grows, so its cost per tag grows with the distinct names before it: 80,000
+distinct names cost it 1.1 s, 160,000 7.5 s. 4 MB cycling through 1,024 names cost it 0.105 s,
+through 64 names 0.092 s, through 16,384 0.38 s."""
 MAX_ACTIVE_FORMATTING = 16
 """Formatting start tags that would make the list of active formatting elements (since its
 last marker) longer than this are dropped: lexbor rebuilds the list's closed elements at every
@@ -126,6 +138,7 @@ paragraph (500 KB of ``<p>x`` after 16 of them cost it 0.4 s, after 64, 6 s)."""
 FLATTENED = "html-flattened"
 CUT_ATTRIBUTES = "html-cut-attributes"
 CUT_FORMATTING = "html-cut-formatting"
+CUT_NAMES = "html-cut-names"
 PARSE_ERROR = "html-parse-error"
 
 _LONG_TAG_CHARS = LONG_TAG_CHARS
@@ -225,6 +238,22 @@ _CLOSES_SIBLING: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
 _NO_PUSH = _VOID | _NOT_NESTING
 _SPECIAL_START = _NO_PUSH | _RAW_TEXT | {"plaintext", "form"}
 _CLOSING_START = _CLOSES_P | _HEADINGS | set(_CLOSES_SIBLING) | {"a", "nobr"}
+_OTHER_NAMES = """abbr audio bdi bdo canvas cite data datalist del dfn dialog ins kbd label
+legend map mark meter optgroup option output picture progress q rb rp rt rtc ruby samp select
+slot span sub sup time var video svg math path g use rect circle line polygon polyline ellipse
+text tspan defs symbol mrow msup msub mfrac semantics annotation menuitem"""
+# Element names of the HTML Standard (and common SVG/MathML ones): never counted against
+# MAX_TAG_NAMES, so a page of many custom names keeps its scripts, tables and links.
+_KNOWN_NAMES = (
+    _SPECIAL
+    | _FORMATTING
+    | _VOID
+    | _RAW_TEXT
+    | _CLOSING_START
+    | _MARKERS
+    | _NOT_NESTING
+    | frozenset(_OTHER_NAMES.split())
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,6 +318,8 @@ class _Guard:
         self.open_count: dict[str, int] = {}
         self.names: set[str] = set(_KEPT_ATTRIBUTES)
         self.names_as_they_come = names_as_they_come
+        self.tag_names: set[str] = set()
+        """Names of the tags met that the Standard does not define (see `MAX_TAG_NAMES`)."""
         """Count attribute names tag by tag; else short tags' names are counted at the end,
         at once, and the pass is run again this way if they are too many (they never are on
         ordinary pages)."""
@@ -315,6 +346,9 @@ class _Guard:
             if not raw_name or not closed:  # comment, doctype, or cut by the end: no tag
                 continue
             name = raw_name.lower()
+            if name not in _KNOWN_NAMES and not self._new_name(name):
+                self._replace(token, "")
+                continue
             if closing:
                 if name in _FORMATTING:
                     self._unlist(name)
@@ -353,6 +387,17 @@ class _Guard:
             return Guarded(text, tuple(sorted(self.flags)))
         self.pieces.append(text[self.copied :])
         return Guarded("".join(self.pieces), tuple(sorted(self.flags)))
+
+    def _new_name(self, name: str) -> bool:
+        """Count a tag name the Standard does not define; False if it is one too many."""
+        tag_names = self.tag_names
+        if name in tag_names:
+            return True
+        if len(tag_names) >= MAX_TAG_NAMES:
+            self.flags.add(CUT_NAMES)
+            return False
+        tag_names.add(name)
+        return True
 
     def _too_many_names(self) -> bool:
         """Whether the unread attributes bring the document past `MAX_ATTRIBUTE_NAMES`
