@@ -93,6 +93,48 @@ from dataclasses import dataclass
 
 from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
+from gossamer.parse.names import (
+    BUTTON_SCOPE as _BUTTON_SCOPE,
+)
+from gossamer.parse.names import (
+    CLOSES_P as _CLOSES_P,
+)
+from gossamer.parse.names import (
+    CLOSES_SIBLING as _CLOSES_SIBLING,
+)
+from gossamer.parse.names import (
+    CLOSING_START as _CLOSING_START,
+)
+from gossamer.parse.names import (
+    DEFAULT_SCOPE as _DEFAULT_SCOPE,
+)
+from gossamer.parse.names import (
+    FORMATTING as _FORMATTING,
+)
+from gossamer.parse.names import (
+    HEADINGS as _HEADINGS,
+)
+from gossamer.parse.names import (
+    KNOWN_NAMES as _KNOWN_NAMES,
+)
+from gossamer.parse.names import (
+    LISTED as _LISTED,
+)
+from gossamer.parse.names import (
+    MARKERS as _MARKERS,
+)
+from gossamer.parse.names import (
+    NO_PUSH as _NO_PUSH,
+)
+from gossamer.parse.names import (
+    RAW_TEXT as _RAW_TEXT,
+)
+from gossamer.parse.names import (
+    SPECIAL as _SPECIAL,
+)
+from gossamer.parse.names import (
+    SPECIAL_START as _SPECIAL_START,
+)
 from gossamer.parse.scan import (
     GUARD_MIN_CHARS,
     LONG_TAG_CHARS,
@@ -170,90 +212,8 @@ _ATTRIBUTE = re.compile(
     rf"(?:[{_SPACE}]*=[{_SPACE}]*+(?:\"[^\"]*+\"?|'[^']*+'?|[^{_SPACE}>]*+))?"
 )
 _ATTRIBUTE_PAIR = re.compile(f"({_ATTRIBUTE.pattern})")
-_RAW_TEXT = frozenset(
-    {"script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes"}
-)
 _RAW_TEXT_END = {name: re.compile(rf"</{name}[{_SPACE}/>]", re.IGNORECASE) for name in _RAW_TEXT}
 _KEPT_ATTRIBUTES = frozenset({"href", "rel", "name", "content", "http-equiv", "charset"})
-_NOT_NESTING = frozenset({"html", "head", "body"})
-_VOID = frozenset(
-    {
-        "area", "base", "basefont", "bgsound", "br", "col", "embed", "frame", "hr", "image",
-        "img", "input", "keygen", "link", "meta", "param", "source", "track", "wbr",
-    }
-)  # fmt: skip
-_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
-_FORMATTING = frozenset(
-    {"a", "b", "big", "code", "em", "font", "i", "nobr", "s", "small", "strike", "strong",
-     "tt", "u"}
-)  # fmt: skip
-_SPECIAL = frozenset(
-    {
-        "address", "applet", "area", "article", "aside", "base", "basefont", "bgsound",
-        "blockquote", "body", "br", "button", "caption", "center", "col", "colgroup", "dd",
-        "details", "dir", "div", "dl", "dt", "embed", "fieldset", "figcaption", "figure",
-        "footer", "form", "frame", "frameset", "head", "header", "hgroup", "hr", "html",
-        "iframe", "img", "input", "keygen", "li", "link", "listing", "main", "marquee", "menu",
-        "meta", "nav", "noembed", "noframes", "noscript", "object", "ol", "p", "param",
-        "plaintext", "pre", "script", "search", "section", "select", "source", "style",
-        "summary", "table", "tbody", "td", "template", "textarea", "tfoot", "th", "thead",
-        "title", "tr", "track", "ul", "wbr", "xmp", "mi", "mo", "mn", "ms", "mtext",
-        "annotation-xml", "foreignobject", "desc",
-    }
-    | _HEADINGS
-)  # fmt: skip
-_DEFAULT_SCOPE = frozenset(
-    {"applet", "caption", "html", "table", "td", "th", "marquee", "object", "template", "mi",
-     "mo", "mn", "ms", "mtext", "annotation-xml", "foreignobject", "desc"}
-)  # fmt: skip
-_BUTTON_SCOPE = _DEFAULT_SCOPE | {"button"}
-_MARKERS = frozenset({"applet", "object", "marquee", "template", "td", "th", "caption"})
-_LISTED = _FORMATTING | _MARKERS
-_TABLE_SCOPE = frozenset({"table", "template", "html"})
-_LIST_ITEM_STOP = _SPECIAL - {"address", "div", "p"}
-# Start tags that close an open <p> in button scope (<table> only in no-quirks mode, which
-# pages without a doctype are not in: left out, erring towards depth).
-_CLOSES_P = _HEADINGS | {
-    "address", "article", "aside", "blockquote", "center", "details", "dialog", "dir", "div",
-    "dl", "fieldset", "figcaption", "figure", "footer", "header", "hgroup", "main", "menu",
-    "nav", "ol", "p", "search", "section", "summary", "ul", "pre", "listing", "form",
-    "plaintext", "hr", "xmp", "li", "dd", "dt",
-}  # fmt: skip
-# A start tag of these closes the nearest open element among the first set, looking down the
-# stack no further than an element of the second.
-_CLOSES_SIBLING: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
-    "li": (("li",), _LIST_ITEM_STOP),
-    "dd": (("dd", "dt"), _LIST_ITEM_STOP),
-    "dt": (("dd", "dt"), _LIST_ITEM_STOP),
-    "button": (("button",), _DEFAULT_SCOPE),
-    "tr": (("tr",), _TABLE_SCOPE),
-    "td": (("td", "th"), _TABLE_SCOPE),
-    "th": (("td", "th"), _TABLE_SCOPE),
-    "tbody": (("tbody", "thead", "tfoot"), _TABLE_SCOPE),
-    "thead": (("tbody", "thead", "tfoot"), _TABLE_SCOPE),
-    "tfoot": (("tbody", "thead", "tfoot"), _TABLE_SCOPE),
-    "option": (("option",), frozenset({"select", "datalist"})),
-    "optgroup": (("option", "optgroup"), frozenset({"select", "datalist"})),
-}
-_NO_PUSH = _VOID | _NOT_NESTING
-_SPECIAL_START = _NO_PUSH | _RAW_TEXT | {"plaintext", "form"}
-_CLOSING_START = _CLOSES_P | _HEADINGS | set(_CLOSES_SIBLING) | {"a", "nobr"}
-_OTHER_NAMES = """abbr audio bdi bdo canvas cite data datalist del dfn dialog ins kbd label
-legend map mark meter optgroup option output picture progress q rb rp rt rtc ruby samp select
-slot span sub sup time var video svg math path g use rect circle line polygon polyline ellipse
-text tspan defs symbol mrow msup msub mfrac semantics annotation menuitem"""
-# Element names of the HTML Standard (and common SVG/MathML ones): never counted against
-# MAX_TAG_NAMES, so a page of many custom names keeps its scripts, tables and links.
-_KNOWN_NAMES = (
-    _SPECIAL
-    | _FORMATTING
-    | _VOID
-    | _RAW_TEXT
-    | _CLOSING_START
-    | _MARKERS
-    | _NOT_NESTING
-    | frozenset(_OTHER_NAMES.split())
-)
 
 
 @dataclass(frozen=True, slots=True)
