@@ -1,33 +1,39 @@
 """What the markup guard costs: on real pages against the parse floor, and on hostile shapes.
 
-For every page of a directory holding more than 4,096 ``<`` (by default Debian's python3-doc,
-``/usr/share/doc/python3-doc/html``), three figures, each the fastest of ``--repeat`` passes:
-the floor (lexbor's parse, then extracting and resolving the links with gossamer's resolver),
-``parse_html`` (the guarded parse, robots meta, base, title and the same links), and the
-guard's scans and checks alone. It prints the pages that ran the guard's full Python pass,
-the totals, and ``parse_html`` against the floor. Then the worst hostile shapes of the test
-suite, each parsed once by ``parse_html`` (CPU time of the parsing thread).
+For every page of a directory (by default Debian's python3-doc,
+``/usr/share/doc/python3-doc/html``), four CPU times, each the least of ``--repeat`` passes:
+lexbor's parse alone, the floor (lexbor's parse, then extracting and resolving the links with
+gossamer's resolver), the guarded parse (`gossamer.parse.guard.parse`) and ``parse_html`` (the
+guarded parse, robots meta, base, title and the same links). By size bucket (``<`` per page:
+up to 4,096, up to 16,384, more) it prints the pages that ran the guard's full Python pass,
+``parse_html`` against the floor, and the guard's share of ``parse_html`` (the guarded parse
+less lexbor's own). Then the worst hostile shapes, each parsed once by ``parse_html`` in a
+child process (CPU time of the parsing thread; ``>Ns`` when it ran past ``--timeout``).
 
-Run: ``python benchmarks/bench_guard.py [DIR] [--repeat 5] [--no-hostile]``. Times are
-wall-clock minima on a possibly shared machine; instruction counts (valgrind's callgrind)
-are the steadier figure, and the README quotes both.
+Run: ``python benchmarks/bench_guard.py [DIR] [--repeat 5] [--no-hostile] [--timeout 60]``.
+To compare with an older guard, run it with ``PYTHONPATH`` pointing at that tree's ``src``.
+CPU times on a shared machine still vary by some 10%; instruction counts (valgrind's
+callgrind) are the steadier figure.
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from selectolax.lexbor import LexborHTMLParser
 
-from gossamer.parse import guard, links, scan
+from gossamer.parse import guard, links
 from gossamer.parse.links import parse_html
 from gossamer.urls import Resolver
 
 BASE = "https://docs.python.org/3/"
 MB = 1024 * 1024
+BUCKETS = ((0, 4096), (4096, 16_384), (16_384, 1 << 62))
 HOSTILE: dict[str, Callable[[], bytes]] = {
     "2,000 tags of 500 attributes": lambda: (
         (b"<div " + b" ".join(b'x%03d="ab"' % i for i in range(500)) + b">x</div>\n") * 2000
@@ -35,26 +41,35 @@ HOSTILE: dict[str, Callable[[], bytes]] = {
     "100,000 distinct attribute names": lambda: b"".join(
         b"<br a%d=1 b%d=2>" % (i, i) for i in range(100_000)
     ),
+    "160,000 distinct tag names": lambda: b"".join(b"<x%d></x%d>" % (i, i) for i in range(160_000)),
+    "10 MB of distinct tag names": lambda: b"".join(
+        b"<x%d></x%d>" % (i, i) for i in range(10 * MB // 18)
+    ),
     "one tag of 10 MB": lambda: b"<a " + b" ".join(b"a%d=1" % i for i in range(1_000_000)) + b">",
     "10 MB of <div>": lambda: b"<div>" * (2 * MB),
+    "10 MB of <a><div>": lambda: b"<a><div>" * (10 * MB // 8),
+    "10 MB of <div></p>": lambda: b"<div></p>" * (10 * MB // 9),
+    "10 MB of <ul><li>": lambda: b"<ul><li>" * (10 * MB // 8),
     "nested tables": lambda: b"<table><tr><td>" * (10 * MB // 15),
     "stray end tags at depth": lambda: b"<span>" * 600 + b"</p>" * (10 * MB // 4),
     "<span></i> at the ordinary limit": lambda: b"<span></i>" * 8192,
     "<p><b c=N>x</p></i> at the limit": lambda: b"".join(
         b"<p><b c=%d>x</p></i>" % n for n in range(4096)
     ),
+    "1 MB of <p><b c=N>x</p>": lambda: b"".join(b"<p><b c=%d>x</p>" % n for n in range(MB // 18)),
     "attributes behind quoted >": lambda: (
         b"<a " + b" ".join(b'x%d=">"' % i for i in range(100_000)) + b">" + b"<p>x</p>" * 6000
     ),
 }
 
 
-def fastest(work: Callable[[], object], repeat: int) -> float:
+def least(work: Callable[[], object], repeat: int) -> float:
+    """The least CPU time of the calling thread over ``repeat`` runs of ``work``."""
     best = float("inf")
     for _ in range(repeat):
-        started = time.perf_counter()
+        started = time.thread_time()
         work()
-        best = min(best, time.perf_counter() - started)
+        best = min(best, time.thread_time() - started)
     return best
 
 
@@ -66,67 +81,96 @@ def floor(body: bytes, url: str) -> None:
     )
 
 
-def scans(body: bytes) -> None:
-    """The guard's work on a page it leaves whole: its scans, and the depth check of an
-    ordinary page's tree (the tree itself is the floor's)."""
-    tags = scan.tag_count(body)
-    if scan.needs_guard(body, tags) and scan.ordinary(body, tags):
-        TREES[id(body)].css_first(guard._TOO_DEEP)
-
-
-TREES: dict[int, LexborHTMLParser] = {}
+def measure(body: bytes, url: str, repeat: int) -> tuple[float, float, float, float]:
+    """lexbor, floor, guarded parse, parse_html: CPU seconds."""
+    return (
+        least(lambda: LexborHTMLParser(body), repeat),
+        least(lambda: floor(body, url), repeat),
+        least(lambda: guard.parse(body), repeat),
+        least(lambda: parse_html(body, url), repeat),
+    )
 
 
 def real_pages(root: Path, repeat: int) -> None:
-    pages = sorted(p for p in root.rglob("*.html") if p.read_bytes().count(b"<") > 4096)
-    full_passes: list[str] = []
+    pages = sorted(root.rglob("*.html"))
+    full_passes: set[str] = set()
     run = guard._Guard.run
+    name = ""
 
     def counting(self: guard._Guard) -> guard.Guarded:
-        full_passes.append(name)
+        full_passes.add(name)
         return run(self)
 
     guard._Guard.run = counting  # type: ignore[method-assign]
-    totals = [0.0, 0.0, 0.0]
+    totals = {bucket: [0, 0.0, 0.0, 0.0, 0.0] for bucket in BUCKETS}
+    passes = dict.fromkeys(BUCKETS, 0)
     for path in pages:
         body, name = path.read_bytes(), str(path.relative_to(root))
-        url = BASE + name
-        TREES[id(body)] = LexborHTMLParser(body)
-        figures = (
-            fastest(lambda: floor(body, url), repeat),  # noqa: B023
-            fastest(lambda: parse_html(body, url), repeat),  # noqa: B023
-            fastest(lambda: scans(body), repeat),  # noqa: B023
-        )
-        TREES.clear()
-        totals = [t + f for t, f in zip(totals, figures, strict=True)]
+        tags = body.count(b"<")
+        bucket = next(b for b in BUCKETS if b[0] < tags <= b[1] or (tags == 0 and b[0] == 0))
+        before = len(full_passes)
+        figures = measure(body, BASE + name, repeat)
+        passes[bucket] += len(full_passes) > before
+        row = totals[bucket]
+        row[0] += 1
+        for index, figure in enumerate(figures, 1):
+            row[index] += figure
     guard._Guard.run = run  # type: ignore[method-assign]
-    passed = sorted(set(full_passes))
-    print(f"{len(pages)} pages of more than 4,096 '<' in {root}")
-    print(f"  pages that ran the guard's full pass: {len(passed)} {passed[:12]}")
-    floor_ms, parse_ms, scan_ms = (t * 1000 for t in totals)
-    print(f"  floor (lexbor + links)   {floor_ms:9.1f} ms")
-    print(f"  parse_html               {parse_ms:9.1f} ms  = {parse_ms / floor_ms:.2f}x the floor")
-    print(f"  guard scans and checks   {scan_ms:9.1f} ms  = {100 * scan_ms / parse_ms:.1f}% of it")
+    print(f"{len(pages)} pages in {root}; CPU ms, least of {repeat}")
+    print(
+        "  '<' per page      pages  full pass   lexbor    floor  guarded  parse_html  "
+        "/floor  guard share"
+    )
+    for bucket, (count, lexbor, floor_s, guarded, parsed) in totals.items():
+        if not count:
+            continue
+        label = f"{bucket[0] + 1:,}-{bucket[1]:,}" if bucket[1] < 1 << 62 else f">{bucket[0]:,}"
+        share = 100 * max(0.0, guarded - lexbor) / parsed
+        print(
+            f"  {label:16s} {count:6d} {passes[bucket]:10d} {lexbor * 1e3:8.1f} "
+            f"{floor_s * 1e3:8.1f} {guarded * 1e3:8.1f} {parsed * 1e3:11.1f} "
+            f"{parsed / floor_s:6.2f}x {share:10.1f}%"
+        )
 
 
-def hostile() -> None:
+def hostile(timeout: float) -> None:
     print("hostile shapes, parse_html, CPU s of the parsing thread")
-    for name, make in HOSTILE.items():
-        body = make()
-        started = time.thread_time()
-        page = parse_html(body, "http://example.com/")
-        print(f"  {name:38s} {time.thread_time() - started:6.2f} s  {page.flags}")
+    for shape in HOSTILE:
+        try:
+            done = subprocess.run(
+                [sys.executable, __file__, "--shape", shape],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=True,
+            )
+            figure = done.stdout.strip()
+        except subprocess.TimeoutExpired:
+            figure = f">{timeout:.0f} s"
+        print(f"  {shape:38s} {figure}", flush=True)
+
+
+def one_shape(shape: str) -> None:
+    body = HOSTILE[shape]()
+    started = time.thread_time()
+    page = parse_html(body, "http://example.com/")
+    print(f"{time.thread_time() - started:6.2f} s  {page.flags}")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("root", nargs="?", default="/usr/share/doc/python3-doc/html", type=Path)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--no-hostile", action="store_true")
+    parser.add_argument("--timeout", type=float, default=60)
+    parser.add_argument("--shape", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.shape:
+        one_shape(args.shape)
+        return
     real_pages(args.root, args.repeat)
     if not args.no_hostile:
-        hostile()
+        hostile(args.timeout)
 
 
 if __name__ == "__main__":

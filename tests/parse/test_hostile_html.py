@@ -33,6 +33,7 @@ HOSTILE: dict[str, Callable[[], bytes]] = {
         b"<a " + b" ".join(b"a%d" % i for i in range(300_000)) + b">"
     ),
     "160k distinct attribute names": lambda: b"".join(b"<br a%d=1>" % i for i in range(160_000)),
+    "160k distinct tag names": lambda: b"".join(b"<x%d></x%d>" % (i, i) for i in range(160_000)),
     "8 MB href": lambda: b'<a href="/' + b"x" * (8 * MB) + b'">x</a>',
     "unclosed title": lambda: b"<title>" + b"a " * (3 * MB),
     "unclosed comment": lambda: b"<!-- " + b"<a href='/c'>" * 100_000,
@@ -60,6 +61,24 @@ def test_deep_nesting_is_flattened_and_links_after_it_are_kept() -> None:
     page = parse_html(body, URL)
     assert page.links == ["http://example.com/before", "http://example.com/after"]
     assert page.flags == ("html-flattened",)
+
+
+def test_distinct_tag_names_are_capped_and_their_content_and_links_kept() -> None:
+    names = b"".join(b"<x%d>t%d</x%d>" % (i, i, i) for i in range(100_000))
+    body = names + b'<a href="/after">a</a><custom-a><a href="/in">i</a></custom-a>'
+    page = parse_html(body, URL)
+    assert page.links == ["http://example.com/after", "http://example.com/in"]
+    assert page.flags == ("html-cut-names",)
+    assert page.tree is not None and "t99999" in page.tree.text()
+
+
+def test_custom_tag_names_under_the_cap_are_kept() -> None:
+    body = b"".join(
+        b"<x%d><a href=/%d>t</a></x%d>" % (i % 1000, i, i % 1000) for i in range(20_000)
+    )
+    page = parse_html(body, URL)
+    assert page.flags == () and len(page.links) == 20_000
+    assert page.tree is not None and page.tree.css_first("x999") is not None
 
 
 def test_nesting_up_to_the_limit_is_not_cut() -> None:

@@ -23,6 +23,10 @@ that could hold such shapes so that lexbor never sees:
   clause never collapses them, is quadratic (150 KB: 42 s; 500 KB: past 23 GB of memory),
   and even a short list is built again for every paragraph (64 elements and 500 KB of
   ``<p>x``: 6 s);
+- more than `MAX_TAG_NAMES` distinct tag names the Standard does not define: tags with a new
+  name past that are dropped, keeping their content (lexbor's table of names never grows, so
+  each new name makes every later lookup slower: 160,000 ``<xN></xN>`` cost it 7.5 s); flagged
+  ``html-cut-names``;
 - end tags that close nothing, once elements nest deeper than `_DEEP`: lexbor would ignore
   them, after scanning the whole stack for each.
 
@@ -73,13 +77,42 @@ its tree is then guarded and parsed again. A document left alone for its size co
 0.2 s (16 KiB of ``<p><b c=N>x``) or 0.4 s (4,096 ``<``).
 
 Bounds of the guard (measured on the development machine, 2 shared cores): every step is
-linear in the document. The guard's pass costs at most about 0.5 s per MB (0.2 s per MB for
-a 10 MB attribute bomb, 0.45 s per MB for 10 MB of nested ``<table><tr><td>``, a token every
-5 bytes); each token costs it a bounded scan of at most `_REACH` stack entries. Lexbor then
-costs about 0.05 s per MB on ordinary pages and at most about 0.7 s per MB on the worst
-shapes left (a flat run of sibling-closing tags at depth `MAX_DEPTH`), since each token costs
-it at most one scan of a stack of `MAX_DEPTH` entries and one scan of a tag's
-`MAX_TAG_ATTRIBUTES` attributes.
+linear in the document. The guard's pass costs at most about 0.5 s per MB (each token costs it
+a scan of at most `_REACH` stack entries); lexbor then costs about 0.05 s per MB on ordinary
+pages and at most about 0.7 s per MB on the worst shapes left (a flat run of sibling-closing
+tags at depth `MAX_DEPTH`).
+
+Where the danger is: lexbor alone (CPU s, no guard; ``>40`` ran past 40 s) at 256 KB and 1 MB
+of each shape; 4 times the input costing 4 times the time is linear. Superlinear: a token
+that scans a deep stack, a hash table of names that never grows, and the list of active
+formatting elements rebuilt at each paragraph. Deep nesting alone is not: inline elements,
+tables, templates, SVG and MathML nest 100,000 deep in linear time.
+
+  ==========================================  ======  ======
+  shape                                       256 KB  1 MB
+  ==========================================  ======  ======
+  ``<div>`` nested (p-in-button-scope scan)   6.0     >40
+  ``<ul><li>`` nested (li scan)               >40     >40
+  ``<a><div>`` (adoption agency)              3.2     >40
+  ``<span></i>``, ``<div></p>`` (stray ends)  1.2-3.3 >40
+  ``<p><b c=N>x</p>`` (reconstruction)        >40     >40
+  one tag, many attributes                    1.8     >40
+  distinct attribute names ``<br aN=1>``      0.037   2.4
+  distinct tag names ``<xN></xN>``            0.032   1.3
+  ``<span>``/``<b>``/``<svg>``/``<template>``  0.014   0.04-0.08
+  nested, ``<table><tr><td>`` nested
+  ``<b c=N>`` x 10,000 then ``<p>x``          0.042   0.30
+  foster parenting, ``<select>``, comments,   <0.03   <0.12
+  entities, an 8 MB attribute value
+  ==========================================  ======  ======
+
+The later stages on lexbor's tree of these shapes (link selection, the depth check, the main
+text) stayed under 0.02 s for links at 1 MB; the main text extractor costs about 1.4 s per MB of
+flat ``<p>x``, ``<li>x`` or ``<h1>x`` (linear: its Python work per block).
+Not bounded yet: an *ordinary* document (at most 16,384 ``<``, no long tag) whose tags hold
+many distinct attribute names, e.g. 8,192 ``<br>`` of 60 names each then ``</x>``, goes to
+lexbor unguarded and costs it minutes; no count this cheap tells distinct names from the
+repeated ``class`` and ``href`` of a real page.
 """
 
 from __future__ import annotations
@@ -89,6 +122,7 @@ from dataclasses import dataclass
 
 from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
+from gossamer.parse import names
 from gossamer.parse.scan import (
     GUARD_MIN_CHARS,
     LONG_TAG_CHARS,
@@ -102,11 +136,13 @@ from gossamer.parse.scan import (
 __all__ = [
     "CUT_ATTRIBUTES",
     "CUT_FORMATTING",
+    "CUT_NAMES",
     "FLATTENED",
     "MAX_ACTIVE_FORMATTING",
     "MAX_ATTRIBUTE_NAMES",
     "MAX_DEPTH",
     "MAX_TAG_ATTRIBUTES",
+    "MAX_TAG_NAMES",
     "PARSE_ERROR",
     "Guarded",
     "Parsed",
@@ -118,6 +154,12 @@ MAX_DEPTH = 512
 """Start tags that would nest elements deeper than this are dropped (see the module doc)."""
 MAX_ATTRIBUTE_NAMES = 16_384
 """Attributes with a new name once the document has this many distinct names are dropped."""
+MAX_TAG_NAMES = 1024
+"""Tags (start and end) with a name the HTML Standard does not define, once the document has
+this many such names, are dropped, keeping their content. Lexbor keeps the names it meets in a
+hash table that never grows, so its cost per tag grows with the distinct names before it: 80,000
+distinct names cost it 1.1 s, 160,000 7.5 s. 4 MB cycling through 1,024 names cost it 0.105 s,
+through 64 names 0.092 s, through 16,384 0.38 s."""
 MAX_ACTIVE_FORMATTING = 16
 """Formatting start tags that would make the list of active formatting elements (since its
 last marker) longer than this are dropped: lexbor rebuilds the list's closed elements at every
@@ -126,6 +168,7 @@ paragraph (500 KB of ``<p>x`` after 16 of them cost it 0.4 s, after 64, 6 s)."""
 FLATTENED = "html-flattened"
 CUT_ATTRIBUTES = "html-cut-attributes"
 CUT_FORMATTING = "html-cut-formatting"
+CUT_NAMES = "html-cut-names"
 PARSE_ERROR = "html-parse-error"
 
 _LONG_TAG_CHARS = LONG_TAG_CHARS
@@ -157,74 +200,22 @@ _ATTRIBUTE = re.compile(
     rf"(?:[{_SPACE}]*=[{_SPACE}]*+(?:\"[^\"]*+\"?|'[^']*+'?|[^{_SPACE}>]*+))?"
 )
 _ATTRIBUTE_PAIR = re.compile(f"({_ATTRIBUTE.pattern})")
-_RAW_TEXT = frozenset(
-    {"script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes"}
-)
+_BUTTON_SCOPE = names.BUTTON_SCOPE
+_CLOSES_P = names.CLOSES_P
+_CLOSES_SIBLING = names.CLOSES_SIBLING
+_CLOSING_START = names.CLOSING_START
+_DEFAULT_SCOPE = names.DEFAULT_SCOPE
+_FORMATTING = names.FORMATTING
+_HEADINGS = names.HEADINGS
+_KNOWN_NAMES = names.KNOWN_NAMES
+_LISTED = names.LISTED
+_MARKERS = names.MARKERS
+_NO_PUSH = names.NO_PUSH
+_RAW_TEXT = names.RAW_TEXT
+_SPECIAL = names.SPECIAL
+_SPECIAL_START = names.SPECIAL_START
 _RAW_TEXT_END = {name: re.compile(rf"</{name}[{_SPACE}/>]", re.IGNORECASE) for name in _RAW_TEXT}
 _KEPT_ATTRIBUTES = frozenset({"href", "rel", "name", "content", "http-equiv", "charset"})
-_NOT_NESTING = frozenset({"html", "head", "body"})
-_VOID = frozenset(
-    {
-        "area", "base", "basefont", "bgsound", "br", "col", "embed", "frame", "hr", "image",
-        "img", "input", "keygen", "link", "meta", "param", "source", "track", "wbr",
-    }
-)  # fmt: skip
-_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
-_FORMATTING = frozenset(
-    {"a", "b", "big", "code", "em", "font", "i", "nobr", "s", "small", "strike", "strong",
-     "tt", "u"}
-)  # fmt: skip
-_SPECIAL = frozenset(
-    {
-        "address", "applet", "area", "article", "aside", "base", "basefont", "bgsound",
-        "blockquote", "body", "br", "button", "caption", "center", "col", "colgroup", "dd",
-        "details", "dir", "div", "dl", "dt", "embed", "fieldset", "figcaption", "figure",
-        "footer", "form", "frame", "frameset", "head", "header", "hgroup", "hr", "html",
-        "iframe", "img", "input", "keygen", "li", "link", "listing", "main", "marquee", "menu",
-        "meta", "nav", "noembed", "noframes", "noscript", "object", "ol", "p", "param",
-        "plaintext", "pre", "script", "search", "section", "select", "source", "style",
-        "summary", "table", "tbody", "td", "template", "textarea", "tfoot", "th", "thead",
-        "title", "tr", "track", "ul", "wbr", "xmp", "mi", "mo", "mn", "ms", "mtext",
-        "annotation-xml", "foreignobject", "desc",
-    }
-    | _HEADINGS
-)  # fmt: skip
-_DEFAULT_SCOPE = frozenset(
-    {"applet", "caption", "html", "table", "td", "th", "marquee", "object", "template", "mi",
-     "mo", "mn", "ms", "mtext", "annotation-xml", "foreignobject", "desc"}
-)  # fmt: skip
-_BUTTON_SCOPE = _DEFAULT_SCOPE | {"button"}
-_MARKERS = frozenset({"applet", "object", "marquee", "template", "td", "th", "caption"})
-_LISTED = _FORMATTING | _MARKERS
-_TABLE_SCOPE = frozenset({"table", "template", "html"})
-_LIST_ITEM_STOP = _SPECIAL - {"address", "div", "p"}
-# Start tags that close an open <p> in button scope (<table> only in no-quirks mode, which
-# pages without a doctype are not in: left out, erring towards depth).
-_CLOSES_P = _HEADINGS | {
-    "address", "article", "aside", "blockquote", "center", "details", "dialog", "dir", "div",
-    "dl", "fieldset", "figcaption", "figure", "footer", "header", "hgroup", "main", "menu",
-    "nav", "ol", "p", "search", "section", "summary", "ul", "pre", "listing", "form",
-    "plaintext", "hr", "xmp", "li", "dd", "dt",
-}  # fmt: skip
-# A start tag of these closes the nearest open element among the first set, looking down the
-# stack no further than an element of the second.
-_CLOSES_SIBLING: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
-    "li": (("li",), _LIST_ITEM_STOP),
-    "dd": (("dd", "dt"), _LIST_ITEM_STOP),
-    "dt": (("dd", "dt"), _LIST_ITEM_STOP),
-    "button": (("button",), _DEFAULT_SCOPE),
-    "tr": (("tr",), _TABLE_SCOPE),
-    "td": (("td", "th"), _TABLE_SCOPE),
-    "th": (("td", "th"), _TABLE_SCOPE),
-    "tbody": (("tbody", "thead", "tfoot"), _TABLE_SCOPE),
-    "thead": (("tbody", "thead", "tfoot"), _TABLE_SCOPE),
-    "tfoot": (("tbody", "thead", "tfoot"), _TABLE_SCOPE),
-    "option": (("option",), frozenset({"select", "datalist"})),
-    "optgroup": (("option", "optgroup"), frozenset({"select", "datalist"})),
-}
-_NO_PUSH = _VOID | _NOT_NESTING
-_SPECIAL_START = _NO_PUSH | _RAW_TEXT | {"plaintext", "form"}
-_CLOSING_START = _CLOSES_P | _HEADINGS | set(_CLOSES_SIBLING) | {"a", "nobr"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,6 +280,8 @@ class _Guard:
         self.open_count: dict[str, int] = {}
         self.names: set[str] = set(_KEPT_ATTRIBUTES)
         self.names_as_they_come = names_as_they_come
+        self.tag_names: set[str] = set()
+        """Names of the tags met that the Standard does not define (see `MAX_TAG_NAMES`)."""
         """Count attribute names tag by tag; else short tags' names are counted at the end,
         at once, and the pass is run again this way if they are too many (they never are on
         ordinary pages)."""
@@ -315,6 +308,9 @@ class _Guard:
             if not raw_name or not closed:  # comment, doctype, or cut by the end: no tag
                 continue
             name = raw_name.lower()
+            if name not in _KNOWN_NAMES and not self._new_name(name):
+                self._replace(token, "")
+                continue
             if closing:
                 if name in _FORMATTING:
                     self._unlist(name)
@@ -353,6 +349,17 @@ class _Guard:
             return Guarded(text, tuple(sorted(self.flags)))
         self.pieces.append(text[self.copied :])
         return Guarded("".join(self.pieces), tuple(sorted(self.flags)))
+
+    def _new_name(self, name: str) -> bool:
+        """Count a tag name the Standard does not define; False if it is one too many."""
+        tag_names = self.tag_names
+        if name in tag_names:
+            return True
+        if len(tag_names) >= MAX_TAG_NAMES:
+            self.flags.add(CUT_NAMES)
+            return False
+        tag_names.add(name)
+        return True
 
     def _too_many_names(self) -> bool:
         """Whether the unread attributes bring the document past `MAX_ATTRIBUTE_NAMES`
