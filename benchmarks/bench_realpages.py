@@ -3,9 +3,10 @@
 The generated webs of ``bench_crawl.py`` have no page over 4,096 tags; real pages often do
 (API references, long articles). This benchmark serves Debian's documentation sets
 (``realweb.py``: python3-doc, postgresql-doc, sqlite3-doc, git-doc; missing ones installed
-with apt-get) with nginx, one loopback host each, and crawls them with both crawlers, pinned
-to one core as ``bench_crawl.py`` does (its harness: ``run_one``, the same spider, CPU seconds
-from ``wait4``), both comparisons in every round:
+with apt-get) with nginx, one loopback host each, pages gzip-compressed as most sites send
+them, and crawls them with both crawlers, pinned to one core as ``bench_crawl.py`` does (its
+harness: ``run_one``, the same spider, CPU seconds from ``wait4``), both comparisons in every
+round:
 
 - ``links``: following links only (gossamer ``--no-text``, the spider counting pages);
 - ``content``: the whole job, gossamer with text, metadata and ``--warc`` against the spider
@@ -67,6 +68,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
     args.pairs = {k: v for k, v in PAIRS.items() if args.only in (None, k)}
+    args.out = args.out.resolve()
     return args
 
 
@@ -119,7 +121,8 @@ def crawl_rounds(args: argparse.Namespace, sites: Sequence[realweb.Site]) -> lis
     ips = [site.ip for site in sites]
     runs: list[report.Run] = []
     cores = (server_cpu, crawler_cpu)
-    with nginx.serve(args.out / "nginx", args.out / "www", ips, args.port, server_cpu) as server:
+    prefix, www = args.out / "nginx", args.out / "www"
+    with nginx.serve(prefix, www, ips, args.port, server_cpu, gzip=True) as server:
         for number in range(1, args.rounds + 1):
             for mode, pair in args.pairs.items():
                 order = pair if number % 2 else pair[::-1]
