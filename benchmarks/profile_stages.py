@@ -6,7 +6,8 @@ runs one gossamer crawl (links only, or the whole job with ``--content``: text, 
 ``--rate`` samples a second), and sorts each sample into one stage by its innermost frame
 that names one (`RULES`, first match from the leaf up): decode, parse (lexbor's own time,
 seen at the Python line that calls it), guard, links, resolution, admission, content
-extraction, digests, WARC, records, frontier, fetch (HTTP), event loop, engine, start-up. A
+extraction, digests, WARC, records, frontier, fetch (HTTP), event loop, engine, start-up (and
+a thread pool's worker waiting for work, which py-spy does not always see as idle). A
 stage's share is of all the samples of the crawl; the top frames follow.
 
 Run: ``PYTHONPATH=src .venv/bin/python benchmarks/profile_stages.py [--content] [--top 25]``
@@ -40,11 +41,7 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("decode", r"compression_utils|_decompress|decompress|fetch/decoding|parse/charset"),
         ("parse", r"^_lexbor \(.*parse/guard"),
         ("guard", r"parse/(guard|scan)"),
-        (
-            "resolution",
-            r"^(resolve|_resolve|_with_scheme|__init__|_needs_document|_clean) \(.*"
-            r"gossamer/urls",
-        ),
+        ("resolution", r"^(Resolver\.|_Remembered\.|_needs_document |_clean ).*gossamer/urls"),
         ("links", r"parse/links"),
         ("admission", r"frontier/admission|gossamer/urls|frontier/dedup|frontier/seen"),
         ("content extraction", r"gossamer/extract/|page/read\.py|trafilatura"),
@@ -53,6 +50,7 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("records", r"gossamer/sinks/|msgspec|page/stage\.py.*_result|ledger|records"),
         ("frontier", r"gossamer/frontier/"),
         ("fetch (HTTP)", r"gossamer/fetch/|aiohttp|multidict|yarl|http_parser|streams\.py"),
+        ("idle worker thread", r"^_worker \(concurrent/futures/thread"),
         ("start-up", r"<module>|_find_and_load|importlib"),
         ("event loop", r"asyncio/|selectors\.py|uvloop|concurrent/futures|threading\.py"),
         ("engine, page stage", r"gossamer/(engine|crawl|page)"),
