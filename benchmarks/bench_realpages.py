@@ -152,6 +152,17 @@ def summarise(args: argparse.Namespace, runs: list[report.Run]) -> dict[str, Any
     return pairs
 
 
+def count_flags(runs: Sequence[report.Run], mode: str) -> list[str]:
+    """A comparison's runs that failed, or whose page counts differ by more than 1%: there
+    is no expected count on real pages, so each round's pair is checked against its first."""
+    mine = [r for r in runs if r.comparison == mode]
+    flags = []
+    for number in sorted({r.round for r in mine}):
+        pair = [r for r in mine if r.round == number]
+        flags += report.count_flags(pair, pair[0].counts.ok)
+    return list(dict.fromkeys(flags))
+
+
 def floor_report(
     args: argparse.Namespace, sites: Sequence[realweb.Site], pairs: dict[str, Any]
 ) -> dict[str, Any]:
@@ -204,8 +215,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     pairs = summarise(args, runs)
     floor = floor_report(args, sites, pairs)
+    counts = [flag for mode in args.pairs for flag in count_flags(runs, mode)]
+    print("\n".join(f"FLAG {flag}" for flag in counts) or "check: page counts agree (within 1%)")
     flags = report.contention_flags(runs)
     print("\n".join(f"FLAG {flag}" for flag in flags) or "check: no other load on the two cores")
+    flags = counts + flags
     record = {
         "sites": [{"package": s.package, "root": str(s.root), "ip": s.ip} for s in sites],
         "tags": asdict(spread),
