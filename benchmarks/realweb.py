@@ -61,15 +61,38 @@ class Site:
     ip: str
 
 
+_APT = ["apt-get", "install", "-y", "-q", "--no-install-recommends"]
+
+
 def install_missing(docs: Sequence[DocSet] = DOCS) -> list[str]:
-    """Install the documentation packages not found (root only); the ones still missing."""
+    """Install the documentation packages not found (root only), each only if that upgrades
+    or removes no installed package (postgresql-doc-N moves an installed PostgreSQL server
+    of an older point release to its own); the ones still missing."""
     missing = [doc.package for doc in docs if doc.root() is None]
     if missing and os.geteuid() == 0 and shutil.which("apt-get"):
-        print(f"installing {' '.join(missing)} with apt-get", flush=True)
-        command = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing]
         env = os.environ | {"DEBIAN_FRONTEND": "noninteractive"}
-        subprocess.run(command, env=env, stdout=subprocess.DEVNULL, check=False)
+        for package in missing:
+            if (why := _touches_others(package, env)) is not None:
+                print(f"not installing {package}: {why}", flush=True)
+                continue
+            print(f"installing {package} with apt-get", flush=True)
+            command = [*_APT, package]
+            subprocess.run(command, env=env, stdout=subprocess.DEVNULL, check=False)
     return [doc.package for doc in docs if doc.root() is None]
+
+
+def _touches_others(package: str, env: dict[str, str]) -> str | None:
+    """Why installing ``package`` would change installed packages (apt-get's simulation:
+    an ``Inst`` with the old version in brackets is an upgrade, ``Remv`` a removal)."""
+    plan = subprocess.run(
+        [*_APT, "-s", package], env=env, capture_output=True, text=True, check=False
+    )
+    changes = [
+        line.split()[1]
+        for line in plan.stdout.splitlines()
+        if line.startswith("Remv ") or (line.startswith("Inst ") and " [" in line)
+    ]
+    return f"it would upgrade or remove {', '.join(changes)}" if changes else None
 
 
 def lay_out(www: Path, docs: Sequence[DocSet] = DOCS) -> list[Site]:
