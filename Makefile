@@ -49,6 +49,9 @@ clean:
 # WARC vs trafilatura and a feed export), then links only. BENCH_ARGS passes options to that
 # first one, e.g. make bench BENCH_ARGS=--quick or BENCH_ARGS="--only content"; make
 # bench-crawl runs only it.
+# make bench-real: the same two comparisons on real documents (Debian's documentation
+# packages, installed when missing; benchmarks/bench_realpages.py), REAL_ARGS its options,
+# e.g. REAL_ARGS="--rounds 3" or REAL_ARGS="--only links".
 # make bench-cluster runs only the cluster scaling table (1, 2, 4, 8 workers on one Redis;
 # redis-server from Debian), CLUSTER_ARGS its options, e.g. CLUSTER_ARGS=--quick.
 SCRAPY_VENV := benchmarks/.venv-scrapy
@@ -56,8 +59,9 @@ SCRAPY_STAMP := $(SCRAPY_VENV)/.installed
 NGINX_BIN ?= /usr/sbin/nginx
 BENCH_ARGS ?=
 CLUSTER_ARGS ?=
+REAL_ARGS ?=
 
-.PHONY: bench bench-crawl bench-nginx bench-cluster bench-balance
+.PHONY: bench bench-crawl bench-real bench-nginx bench-cluster bench-balance
 
 $(SCRAPY_STAMP): benchmarks/requirements-scrapy.txt
 	$(PYTHON) -m venv $(SCRAPY_VENV)
@@ -75,6 +79,9 @@ bench-nginx:
 bench-crawl: $(STAMP) $(SCRAPY_STAMP) bench-nginx
 	$(BIN)/python benchmarks/bench_crawl.py $(BENCH_ARGS)
 
+bench-real: $(STAMP) $(SCRAPY_STAMP) bench-nginx
+	$(BIN)/python benchmarks/bench_realpages.py $(REAL_ARGS)
+
 bench-cluster: $(STAMP) system-deps
 	$(BIN)/python benchmarks/bench_cluster.py $(CLUSTER_ARGS)
 
@@ -82,7 +89,7 @@ bench-cluster: $(STAMP) system-deps
 bench-balance: $(STAMP) system-deps
 	$(BIN)/python benchmarks/bench_balance.py --plot docs/load-balancing-finish-times.png
 
-bench: bench-crawl system-deps
+bench: bench-crawl bench-real system-deps
 	$(BIN)/python benchmarks/bench_seen.py
 	$(BIN)/python benchmarks/bench_frontier.py
 	$(BIN)/python benchmarks/bench_scale.py

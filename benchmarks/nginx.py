@@ -23,8 +23,11 @@ class NginxError(RuntimeError):
     """nginx is missing, refused its configuration or did not start."""
 
 
-def render_config(prefix: Path, www: Path, ips: Sequence[str], port: int) -> str:
-    """The nginx.conf text serving ``www/<ip>/`` on ``<ip>:<port>`` for every ip."""
+def render_config(
+    prefix: Path, www: Path, ips: Sequence[str], port: int, gzip: bool = False
+) -> str:
+    """The nginx.conf text serving ``www/<ip>/`` on ``<ip>:<port>`` for every ip; with
+    ``gzip``, pages compressed for clients that accept it, as most sites serve them."""
     user = "user root;\n" if os.geteuid() == 0 else ""
     temps = "".join(f"    {name}_temp_path {prefix / 'tmp' / name};\n" for name in _TEMPS)
     servers = "".join(
@@ -46,7 +49,8 @@ def render_config(prefix: Path, www: Path, ips: Sequence[str], port: int) -> str
         "    types { text/html html; text/plain txt; }\n"
         "    default_type application/octet-stream;\n    charset utf-8;\n"
         "    index index.html;\n"
-        f"{temps}{servers}}}\n"
+        + ("    gzip on;\n    gzip_types text/plain;\n" if gzip else "")
+        + f"{temps}{servers}}}\n"
     )
 
 
@@ -73,9 +77,15 @@ def port_free(ips: Sequence[str], port: int) -> bool:
 
 @contextlib.contextmanager
 def serve(
-    prefix: Path, www: Path, ips: Sequence[str], port: int, cpu: int | None = None
+    prefix: Path,
+    www: Path,
+    ips: Sequence[str],
+    port: int,
+    cpu: int | None = None,
+    gzip: bool = False,
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """Run nginx (pinned to ``cpu`` when given) until the block ends."""
+    """Run nginx (pinned to ``cpu`` when given; ``gzip`` as `render_config`) until the block
+    ends."""
     if not NGINX.exists():
         raise NginxError(f"{NGINX} is missing: apt-get install -y nginx-light")
     if not port_free(ips, port):
@@ -83,7 +93,7 @@ def serve(
     for name in _TEMPS:
         (prefix / "tmp" / name).mkdir(parents=True, exist_ok=True)
     conf = prefix / "nginx.conf"
-    conf.write_text(render_config(prefix, www, ips, port), encoding="utf-8")
+    conf.write_text(render_config(prefix, www, ips, port, gzip), encoding="utf-8")
     command = [str(NGINX), "-p", str(prefix), "-c", str(conf), "-e", str(prefix / "error.log")]
     check = subprocess.run([*command, "-t", "-q"], capture_output=True, text=True, check=False)
     if check.returncode != 0:

@@ -219,6 +219,29 @@ async def test_fastwarc_reads_the_file_and_checks_both_digests(tmp_path: Path) -
     assert checks == [True] * 6
 
 
+async def test_a_body_compressed_on_the_wire_is_stored_not_deflated_again(
+    tmp_path: Path,
+) -> None:
+    async with wire_server() as base:
+        results = await fetch_all(base, ["/gz", "/plain"], keep_wire=True)
+    writer = WarcWriter(tmp_path)
+    gz, plain = [await writer.write(result) for result in results]
+    writer.close()
+    assert gz is not None and plain is not None
+    data = (tmp_path / writer.files[0]).read_bytes()
+    gz_member = data[gz.offset : gz.offset + gz.length]
+    plain_member = data[plain.offset : plain.offset + plain.length]
+    assert len(gz_member) > len(gzip.decompress(gz_member))  # stored blocks: nothing deflated
+    assert len(plain_member) < len(gzip.decompress(plain_member)) / 4
+    assert at(tmp_path, gz).body == GZ
+    bodies = {
+        r.rec_headers.get_header("WARC-Target-URI"): r.body
+        for r in read_warcio(tmp_path / writer.files[0])
+        if r.rec_type == "response"
+    }
+    assert bodies == {base + "/gz": GZ, base + "/plain": PAGE}
+
+
 async def test_a_large_body_is_compressed_off_the_loop_and_kept_whole(tmp_path: Path) -> None:
     async with wire_server() as base:
         results = await fetch_all(base, ["/large", "/plain"], keep_wire=True)

@@ -18,6 +18,10 @@ default level 6 like wget and warcio (FastWARC's own default, 9, took twice the 
 pages for a file under 1% smaller: a quarter of a crawl's CPU with text on), through one
 compression stream kept open (a new one per record cost 0.1 ms a fetch); the file is
 buffered: `WarcWriter.flush` (at each checkpoint, before crawl.db commits) hands it to the OS.
+A response whose body came compressed (``Content-Encoding``, as most sites send HTML) goes into
+a member of stored deflate blocks instead: deflating gzip again gains only on the record's
+own headers. On the 2,707 pages of the real-pages benchmark as nginx gzips them, writing a
+fetch (both records) took 0.128 ms instead of 0.264, for files 0.9% larger.
 A new writer always starts a new file (the next serial), so ``--resume`` never appends to a
 file a crash may have torn.
 """
@@ -50,6 +54,9 @@ _SERIAL = re.compile(r"-(\d{5,})\.warc\.gz$")
 _BUFFER = 1 << 20
 _COMPRESS_IN_THREAD_BYTES = 512 * 1024
 _GZIP_LEVEL = 6
+_STORED = 0
+"""The level of a member whose body is compressed already: deflate's stored blocks."""
+_IDENTITY = frozenset({b"", b"identity"})
 _RENAMED = {b"transfer-encoding": b"X-Crawler-Transfer-Encoding"}
 
 
@@ -80,6 +87,7 @@ class WarcWriter:
         self._name = ""
         self._size = 0
         self._compressor = _Compressor()
+        self._stored = _Compressor(_STORED)
         self.files: list[str] = []
         """The files this writer opened, in order."""
 
@@ -90,11 +98,12 @@ class WarcWriter:
         exchange = result.exchange
         if exchange is None:
             return None
+        url, fetched_at = result.url, result.fetched_at
         if len(exchange.body) < _COMPRESS_IN_THREAD_BYTES:
-            response, request = _members(result.url, result.fetched_at, exchange, self._compressor)
-        else:  # a compressor of its own: the loop's may be used meanwhile
+            response, request = _members(url, fetched_at, exchange, self._compressor, self._stored)
+        else:  # compressors of its own: the loop's may be used meanwhile
             response, request = await asyncio.to_thread(
-                _members, result.url, result.fetched_at, exchange, _Compressor()
+                _members, url, fetched_at, exchange, _Compressor(), _Compressor(_STORED)
             )
         if self._file is None or self._size >= self._max_bytes:
             self._rotate()
@@ -149,9 +158,10 @@ class WarcWriter:
 
 
 def _members(
-    url: str, fetched_at: float, exchange: Exchange, compressor: _Compressor
+    url: str, fetched_at: float, exchange: Exchange, compressor: _Compressor, stored: _Compressor
 ) -> tuple[bytes, bytes]:
-    """The response and request records of ``exchange``, each a gzip member."""
+    """The response and request records of ``exchange``, each a gzip member; the response's
+    by ``stored`` when its body came compressed."""
     date = _warc_date(fetched_at)
     response = _record(WarcRecordType.response, url, date, exchange.peer)
     response.headers["Content-Type"] = "application/http; msgtype=response"
@@ -162,9 +172,18 @@ def _members(
     request.headers["Content-Type"] = "application/http; msgtype=request"
     request.headers["WARC-Concurrent-To"] = _record_id(response)
     request.set_bytes_content(request_block(exchange))
+    packer = stored if _encoded(exchange) else compressor
     return (
-        compressor.member(response, _sha1(exchange.body)),
+        packer.member(response, _sha1(exchange.body)),
         compressor.member(request, _sha1(b"")),
+    )
+
+
+def _encoded(exchange: Exchange) -> bool:
+    """Whether the body came with a content coding (gzip, br, ...): deflate gains nothing."""
+    return any(
+        name.lower() == b"content-encoding" and value.strip().lower() not in _IDENTITY
+        for name, value in exchange.response_headers
     )
 
 
@@ -182,9 +201,9 @@ class _Compressor:
     """Serialises records (block digest added) as gzip members, one compression stream for
     all: ``finish`` ends a member, and the next write starts a new one. One thread at a time."""
 
-    def __init__(self) -> None:
+    def __init__(self, level: int = _GZIP_LEVEL) -> None:
         self._buffer = io.BytesIO()
-        self._stream = GzipWriter(self._buffer, compression_level=_GZIP_LEVEL)
+        self._stream = GzipWriter(self._buffer, compression_level=level)
 
     def member(self, record: WarcRecord, payload_digest: bytes | None) -> bytes:
         """``record`` as one gzip member."""

@@ -1,0 +1,242 @@
+"""``make bench``: gossamer and Scrapy on real documents (Debian's documentation packages).
+
+The generated webs of ``bench_crawl.py`` have no page over 4,096 tags; real pages often do
+(API references, long articles). This benchmark serves Debian's documentation sets
+(``realweb.py``: python3-doc, postgresql-doc, sqlite3-doc, git-doc; missing ones installed
+with apt-get) with nginx, one loopback host each, pages gzip-compressed as most sites send
+them, and crawls them with both crawlers, pinned to one core as ``bench_crawl.py`` does (its
+harness: ``run_one``, the same spider, CPU seconds from ``wait4``), both comparisons in every
+round:
+
+- ``links``: following links only (gossamer ``--no-text``, the spider counting pages);
+- ``content``: the whole job, gossamer with text, metadata and ``--warc`` against the spider
+  with ``trafilatura.extract`` in its callback and a JSON lines feed.
+
+It prints each round, the medians, the ratios of pages per CPU-second against their targets,
+the distribution of tags per page of the served set, and the floor: per page fetched,
+lexbor's parse plus every ``<a href>`` resolved with gossamer's own URL library
+(``gossamer.urls.Resolver``, ada), with gossamer's links-only CPU per page over it. The summary
+goes to ``bench-out/real/realpages-bench.json``.
+
+Usage: ``.venv/bin/python benchmarks/bench_realpages.py [--rounds R] [--only links|content]
+[--port P]``. One round took 5 minutes on the 2-core machine with little else running, 13
+on a busy hour, most of it Scrapy's with trafilatura.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import crawl_report as report
+import nginx
+import realweb
+from bench_crawl import choose_cpus, run_one
+from crawlers import Crawler, Gossamer, Scrapy, compile_gossamer
+from parsefloor import TOP_PAD, Floor, time_pages
+
+ROOT = Path(__file__).resolve().parent.parent
+PAIRS: dict[str, tuple[Crawler, Crawler]] = {
+    "links": (Gossamer(), Scrapy()),
+    "content": (Gossamer(content=True), Scrapy(content=True)),
+}
+TARGETS = {"links": 20.0, "content": 20.0}
+"""gossamer's pages per CPU-second over Scrapy's, at least (issue 28)."""
+FLOOR_TARGET = 1.3
+"""gossamer's links-only CPU per page over the lexbor + resolver floor, at most."""
+PORT = 18493
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Options."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=1, help="rounds of both crawlers (1)")
+    parser.add_argument("--concurrency", type=int, default=64, help="requests in flight (64)")
+    parser.add_argument("--per-host", type=int, default=4, help="requests per host (4)")
+    parser.add_argument("--port", type=int, default=PORT, help=f"port of every host ({PORT})")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench-out" / "real")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per crawl (900)")
+    parser.add_argument("--only", choices=sorted(PAIRS), help="run one comparison, not both")
+    parser.add_argument("--floor-of", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    args.pairs = {k: v for k, v in PAIRS.items() if args.only in (None, k)}
+    args.out = args.out.resolve()
+    return args
+
+
+def resolved_links(body: bytes, url: str) -> list[str]:
+    """The floor's work on one page: lexbor's parse, every ``<a href>`` resolved by
+    gossamer's resolver (ada). The resolver remembers resolutions by base, so a page's
+    fastest pass finds its links resolved already, as a crawl finds a site's repeated ones."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    from gossamer.urls import Resolver
+
+    page = Resolver(url)
+    found = []
+    for node in LexborHTMLParser(body).css("a[href]"):
+        target = page.resolve(node.attributes.get("href") or "")
+        if target is not None:
+            found.append(target)
+    return found
+
+
+def floor_main(listing: Path) -> None:
+    """Subprocess side of `measure_floor`: time the floor over the listed pages, print it."""
+    pages = [(Path(file).read_bytes(), url) for file, url in json.loads(listing.read_text())]
+    print(json.dumps(asdict(time_pages(resolved_links, pages, passes=3))))
+
+
+def measure_floor(urls: Sequence[str], sites: Sequence[realweb.Site], cpu: int | None) -> Floor:
+    """The floor over the pages fetched (their files), in a fresh process pinned to the
+    crawlers' core with ``MALLOC_TOP_PAD_`` (as ``parsefloor.py``'s padded figure)."""
+    pairs = [(str(f), url) for url in sorted(urls) if (f := realweb.file_of(url, sites))]
+    listing = Path(os.environ.get("TMPDIR", "/tmp")) / f"realpages-floor-{os.getpid()}.json"
+    listing.write_text(json.dumps(pairs), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    env["MALLOC_TOP_PAD_"] = TOP_PAD
+    command = [sys.executable, __file__, "--floor-of", str(listing)]
+    if cpu is not None:
+        command = ["taskset", "-c", str(cpu), *command]
+    try:
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    finally:
+        listing.unlink(missing_ok=True)
+    return Floor(**json.loads(done.stdout))
+
+
+def crawl_rounds(args: argparse.Namespace, sites: Sequence[realweb.Site]) -> list[report.Run]:
+    """Serve the sites with nginx; each round runs every comparison, the order alternating."""
+    server_cpu, crawler_cpu = choose_cpus()
+    print(f"cores: nginx on {server_cpu}, crawlers on {crawler_cpu} (taskset)")
+    seeds = realweb.seeds(sites, args.port)
+    (args.out / "seeds.txt").write_text("".join(f"{u}\n" for u in seeds), encoding="utf-8")
+    ips = [site.ip for site in sites]
+    runs: list[report.Run] = []
+    cores = (server_cpu, crawler_cpu)
+    prefix, www = args.out / "nginx", args.out / "www"
+    with nginx.serve(prefix, www, ips, args.port, server_cpu, gzip=True) as server:
+        for number in range(1, args.rounds + 1):
+            for mode, pair in args.pairs.items():
+                order = pair if number % 2 else pair[::-1]
+                done = [run_one(c, number, mode, args, cores, server) for c in order]
+                print(report.round_table(number, args.rounds, mode, done), flush=True)
+                print(report.round_ratio(done, pair[0].name, pair[1].name), flush=True)
+                runs += done
+    return runs
+
+
+def summarise(args: argparse.Namespace, runs: list[report.Run]) -> dict[str, Any]:
+    """Print each comparison's medians and its target; the pairs' records."""
+    pairs: dict[str, Any] = {}
+    for mode, (ours, theirs) in args.pairs.items():
+        mine = [r for r in runs if r.comparison == mode]
+        summary = report.summarise(mine, [ours.name, theirs.name])
+        print(f"{mode}: " + report.summary_text(summary, ours.name, theirs.name, args.rounds))
+        ratio = report.ratios(summary, ours.name, theirs.name)
+        pairs[mode] = {"crawlers": [ours.name, theirs.name], "summary": summary, "ratios": ratio}
+    for mode, pair in pairs.items():
+        ratio = pair["ratios"]["pages_per_cpu_second"]
+        verdict = "met" if ratio >= TARGETS[mode] else "MISSED"
+        print(
+            f"target: {mode} pages per CPU-second {ratio:.2f}x, at least {TARGETS[mode]:g}x: "
+            f"{verdict}"
+        )
+    return pairs
+
+
+def count_flags(runs: Sequence[report.Run], mode: str) -> list[str]:
+    """A comparison's runs that failed, or whose page counts differ by more than 1%: there
+    is no expected count on real pages, so each round's pair is checked against its first."""
+    mine = [r for r in runs if r.comparison == mode]
+    flags = []
+    for number in sorted({r.round for r in mine}):
+        pair = [r for r in mine if r.round == number]
+        flags += report.count_flags(pair, pair[0].counts.ok)
+    return list(dict.fromkeys(flags))
+
+
+def floor_report(
+    args: argparse.Namespace, sites: Sequence[realweb.Site], pairs: dict[str, Any]
+) -> dict[str, Any]:
+    """The floor over the pages gossamer fetched in its last run, and its CPU per page over
+    it (links only, or the whole job when only that ran)."""
+    mode = "links" if "links" in pairs else "content"
+    crawler = args.pairs[mode][0]
+    urls = crawler.ok_urls(args.out / "runs" / crawler.name)
+    floor = measure_floor(sorted(urls), sites, choose_cpus()[1])
+    ours = pairs[mode]["summary"][crawler.name]
+    cpu_ms = 1000 * ours["cpu"] / ours["pages_ok"] if ours["pages_ok"] else 0.0
+    ratio = cpu_ms / floor.mean_ms if floor.mean_ms else 0.0
+    print(
+        f"floor: lexbor parse + <a href> resolved by gossamer.urls (ada), {len(urls)} pages "
+        f"fetched, MALLOC_TOP_PAD_: median {floor.median_ms:.3f} ms, mean {floor.mean_ms:.3f} ms "
+        f"a page ({floor.links_per_page:.0f} links); gossamer ({mode}) {cpu_ms:.3f} ms CPU a "
+        f"page = {ratio:.2f}x the floor"
+    )
+    verdict = "met" if ratio <= FLOOR_TARGET else "MISSED"
+    print(f"target: {mode} CPU per page at most {FLOOR_TARGET:g}x the floor: {verdict}")
+    return {"mode": mode, "floor": asdict(floor), "cpu_ms_per_page": cpu_ms, "ratio": ratio}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark; exit 1 when a crawler failed or timed out, 2 when it cannot run."""
+    args = parse_args(argv)
+    if args.floor_of is not None:
+        floor_main(args.floor_of)
+        return 0
+    for crawler in (c for pair in args.pairs.values() for c in pair):
+        if (why := crawler.missing()) is not None:
+            print(f"bench: {why}", file=sys.stderr)
+            return 2
+    if missing := realweb.install_missing():
+        print(f"note: not served (not installed): {', '.join(missing)}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    sites = realweb.lay_out(args.out / "www")
+    if not sites:
+        print("bench: no documentation package installed", file=sys.stderr)
+        return 2
+    compile_gossamer()
+    for site in sites:
+        print(f"site http://{site.ip}:{args.port}/ : {site.package} ({site.root})")
+    spread = realweb.tag_spread(realweb.html_files(sites))
+    print(spread.text("every HTML file served"))
+    try:
+        runs = crawl_rounds(args, sites)
+    except nginx.NginxError as exc:
+        print(f"bench: {exc}", file=sys.stderr)
+        return 2
+    pairs = summarise(args, runs)
+    floor = floor_report(args, sites, pairs)
+    counts = [flag for mode in args.pairs for flag in count_flags(runs, mode)]
+    print("\n".join(f"FLAG {flag}" for flag in counts) or "check: page counts agree (within 1%)")
+    flags = report.contention_flags(runs)
+    print("\n".join(f"FLAG {flag}" for flag in flags) or "check: no other load on the two cores")
+    flags = counts + flags
+    record = {
+        "sites": [{"package": s.package, "root": str(s.root), "ip": s.ip} for s in sites],
+        "tags": asdict(spread),
+        "settings": {"concurrency": args.concurrency, "per_host": args.per_host, "delay": 0},
+        "runs": [run.as_dict() for run in runs],
+        "pairs": pairs,
+        "targets": TARGETS,
+        "floor": floor,
+        "flags": flags,
+    }
+    result = args.out / "realpages-bench.json"
+    result.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    print(f"written: {result}")
+    return 1 if any(r.cost.timed_out or r.cost.returncode for r in runs) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
