@@ -41,6 +41,7 @@ from gossamer.fetch.gated import GatedFetch
 from gossamer.fetch.guard import AddressGuard
 from gossamer.fetch.http import FetchConfig, Fetcher, FetchResult
 from gossamer.fetch.proxies import ProxyPool, read_proxies_file
+from gossamer.frontier.admission import Guards
 from gossamer.frontier.base import Frontier, waiting
 from gossamer.frontier.gate import HostGate, SlotSource
 from gossamer.frontier.local import LocalFrontier
@@ -699,6 +700,7 @@ async def build_crawler(
             rules=stages.robots.known if settings.robots else None,
             memory_budget=settings.queue_memory,
             slack=settings.focus_slack,
+            guards=Guards.of(settings),
         )
         digests = None
         if settings.digests != "off" and settings.text:

@@ -348,6 +348,11 @@ class Crawler:
             self._ledger.record(record, Outcome.ROBOTS)
             await self._frontier.ack(lease, None)
             return
+        if lease.kind == "budget":  # its host's page budget is spent: never fetched
+            record = PageRecord(lease.url, None, lease.depth, error="budget")
+            self._ledger.record(record, Outcome.BUDGET)
+            await self._frontier.ack(lease, None)
+            return
         result = await self._fetcher.fetch(lease.url)
         self._fetched()
         if result.error in UNSENT and self._proxies_down is not None and self._proxies_down():

@@ -43,6 +43,7 @@ from typing import Generic
 
 from gossamer.frontier.base import Feedback, HeldBack, Lease, LeaseKind, Rules
 from gossamer.frontier.bestfirst import DEFAULT_SLACK, BestFirst
+from gossamer.frontier.budgets import HostBudget
 from gossamer.frontier.hostqueue import E, Host, HostQueue, HostQueues, Queued
 from gossamer.frontier.leases import LeaseTable
 from gossamer.frontier.politeness import HostSlot, PolitenessPolicy
@@ -111,10 +112,13 @@ class HostScheduler(Generic[E]):
         max_active: int | None = None,
         slack: float = DEFAULT_SLACK,
         clock: Callable[[], float] = time.monotonic,
+        budget: HostBudget | None = None,
     ) -> None:
         if not slack >= 0:
             raise ValueError(f"slack must be a number >= 0, not {slack!r}")
         self._policy = policy
+        self._budget = budget
+        """Per-host page budgets: a host's new URLs past it go out as ``budget`` leases."""
         self._slack = slack
         self._clock = clock
         self._queues: HostQueues[E] = HostQueues()
@@ -467,11 +471,16 @@ class HostScheduler(Generic[E]):
     def _take_one(
         self, key: str, host: Host[E], rules: Rules, now: float, out: list[Lease]
     ) -> Lease | None:
-        """Lease the host's next URL the rules allow (those they forbid go to ``out``)."""
+        """Lease the host's next URL the rules allow (those they forbid go to ``out``, as do
+        new ones past the host's page budget)."""
+        budget = self._budget
         while host.queue:
             entry = self._queues.pop(host)
             if not rules.allowed(entry.url):
                 out.append(self._leases.open(key, host, entry, now, "blocked"))
+                continue
+            if budget is not None and not entry.attempts and not budget.take(key):
+                out.append(self._leases.open(key, host, entry, now, "budget"))
                 continue
             self._policy.on_lease(host.slot, now)
             return self._leases.open(key, host, entry, now, "page")
