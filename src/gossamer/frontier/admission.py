@@ -101,19 +101,21 @@ class Admission:
             self._rejected[reason] = self._rejected.get(reason, 0) + count
         return admitted, rejected
 
-    def trap(self, admitted: Admitted, rejected: dict[str, int]) -> bool:
-        """Whether an admitted URL new to the crawl is a trap's (see
-        :mod:`gossamer.frontier.traps`); if so it is counted in ``rejected`` (an
-        :meth:`admit` result) and the totals. A URL not turned away is counted by the guard."""
-        if self._traps is None:
-            return False
-        url, key, _, cand = admitted
-        reason = self._traps.check(key, url, cand.depth)
-        if reason is None:
-            return False
-        rejected[reason] = rejected.get(reason, 0) + 1
-        self._rejected[reason] = self._rejected.get(reason, 0) + 1
-        return True
+    def screen(self, fresh: list[Admitted], rejected: dict[str, int]) -> list[Admitted]:
+        """The admitted URLs new to the crawl (``fresh``, one batch) that are no trap's (see
+        :mod:`gossamer.frontier.traps`); the others are counted in ``rejected`` (an
+        :meth:`admit` result) and the totals. The guard counts the URLs it lets through."""
+        if self._traps is None or not fresh:
+            return fresh
+        reasons = self._traps.screen([(key, url, cand.depth) for url, key, _, cand in fresh])
+        kept = []
+        for admitted, reason in zip(fresh, reasons, strict=True):
+            if reason is None:
+                kept.append(admitted)
+            else:
+                rejected[reason] = rejected.get(reason, 0) + 1
+                self._rejected[reason] = self._rejected.get(reason, 0) + 1
+        return kept
 
     def trap_stats(self) -> TrapStats | None:
         """The trap guards' snapshot (None: off)."""

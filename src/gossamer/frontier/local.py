@@ -152,21 +152,20 @@ class LocalFrontier:
         news = self._seen.add_many([fp for _, _, fp, _ in admitted])
         if len(recent) + len(admitted) > _RECENT_URLS:
             recent.clear()
-        trapped = 0
-        for admit, new in zip(admitted, news, strict=True):
-            url, key, fp, cand = admit
-            recent[cand.url] = None
-            if new and admission.trap(admit, rejected):
-                trapped += 1  # seen from now on: its next links are duplicates, no work
-            elif new:
-                seq = next(self._seq)
-                entry = Queued(url, fp, cand.depth, cand.hops, 0, cand.priority)
-                self._enqueue(entry, key=key, seq=seq)
-                rows.append((fp, url, key, cand.depth, cand.hops, seq, cand.priority))
+        for admit in admitted:
+            recent[admit[3].url] = None
+        # A trap's URL stays in the seen-set: met again, it is a duplicate (no more work).
+        unseen = [admit for admit, new in zip(admitted, news, strict=True) if new]
+        kept = admission.screen(unseen, rejected)
+        for url, key, fp, cand in kept:
+            seq = next(self._seq)
+            entry = Queued(url, fp, cand.depth, cand.hops, 0, cand.priority)
+            self._enqueue(entry, key=key, seq=seq)
+            rows.append((fp, url, key, cand.depth, cand.hops, seq, cand.priority))
         if self._db is not None:
             self._db.stage(_INSERT_URL, rows)
         added = len(rows)
-        duplicates = len(candidates) - len(fresh) + len(admitted) - added - trapped
+        duplicates = len(candidates) - len(fresh) + len(admitted) - len(unseen)
         self._duplicates += duplicates
         return AddResult(added, duplicates, rejected)
 

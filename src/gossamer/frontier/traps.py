@@ -11,8 +11,10 @@ the seen check, so a link repeated on every page counts once) and turns it away 
 * ``trap-calendar``: the URL's template holds a date and the URL lies more than
   ``date_steps`` links deeper than the template's shallowest URL (each next/previous link
   of a calendar is one step deeper; a site's dated pages are linked from shallow lists);
-* ``trap-facets``: its path has ``query_combos`` combinations of query parameter names
-  already and this one is new (faceted navigation: the same names in every combination);
+* ``trap-facets``: it has two query names or more and its path is faceted navigation: one
+  batch of links (a page's) offered ``facet_links`` combinations of two names or more for
+  it; or its path has ``query_combos`` combinations of query names already and this one is
+  new (the same names combined again and again);
 * ``trap-template``: its template has ``per_template`` URLs already.
 
 A template is the URL with digit runs, hexadecimal and UUID ids and dates folded in path
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 TRAP_REASONS = ("trap-loop", "trap-session", "trap-calendar", "trap-facets", "trap-template")
@@ -50,6 +53,7 @@ class TrapLimits:
 
     per_template: int = 1000
     query_combos: int = 8
+    facet_links: int = 4
     date_steps: int = 2
     loop_repeats: int = 3
     templates: int = 2000
@@ -79,11 +83,13 @@ class _Template:
 class _HostTraps:
     """One host's templates (with their counts) and paths (with their query combinations)."""
 
-    __slots__ = ("paths", "templates")
+    __slots__ = ("faceted", "paths", "templates")
 
     def __init__(self) -> None:
         self.templates: OrderedDict[str, _Template] = OrderedDict()
         self.paths: OrderedDict[str, set[str]] = OrderedDict()
+        self.faceted: set[str] = set()
+        """Path templates found to be faceted navigation."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +165,27 @@ class TrapGuard:
         self._hosts: OrderedDict[str, _HostTraps] = OrderedDict()
         self._rejected = dict.fromkeys(TRAP_REASONS, 0)
 
+    def screen(self, urls: Sequence[tuple[str, str, int]]) -> list[str | None]:
+        """:meth:`check` each of a batch of (host key, canonical URL, depth), after looking
+        for faceted navigation in the batch (see the module docstring)."""
+        self._spot_facets(urls)
+        return [self.check(key, url, depth) for key, url, depth in urls]
+
+    def _spot_facets(self, urls: Sequence[tuple[str, str, int]]) -> None:
+        combos: dict[tuple[str, str], set[str]] = {}
+        for key, url, _ in urls:
+            if "&" not in url.partition("?")[2]:
+                continue  # most URLs: one scan
+            shape = shape_of(url)
+            if "&" in shape.names:
+                combos.setdefault((key, shape.path), set()).add(shape.names)
+        for (key, path), names in combos.items():
+            if len(names) >= self._limits.facet_links:
+                faceted = self._host(key).faceted
+                if len(faceted) >= self._limits.templates:
+                    faceted.pop()
+                faceted.add(path)
+
     def check(self, key: str, canonical_url: str, depth: int) -> str | None:
         """None when the URL (new to the crawl, of host ``key``) may be queued, and it is
         counted; else the reason it may not, and it is counted as rejected."""
@@ -181,6 +208,8 @@ class TrapGuard:
         if _is_session(shape):
             return "trap-session"
         host = self._host(key)
+        if "&" in shape.names and shape.path in host.faceted:
+            return "trap-facets"
         template = host.templates.get(shape.template)
         if template is not None:
             host.templates.move_to_end(shape.template)

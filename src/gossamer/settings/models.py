@@ -353,16 +353,19 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
         int,
         Meta(ge=0, description="Links a dated URL template may grow deeper than its first URL."),
     ] = 2
-    max_pages_per_host: Annotated[
-        int | None,
-        Meta(
-            ge=1,
-            description=(
-                "Stop a host at this many recorded pages; its URLs left are recorded as "
-                "'budget' once, never fetched."
+    max_pages_per_host: (
+        Annotated[
+            int,
+            Meta(
+                ge=1,
+                description=(
+                    "Stop a host at this many recorded pages; its URLs left are recorded as "
+                    "'budget' once, never fetched."
+                ),
             ),
-        ),
-    ] = None
+        ]
+        | None
+    ) = None
     host_page_budgets: Annotated[
         dict[str, int],
         Meta(
