@@ -56,3 +56,16 @@ async def test_every_real_page_is_crawled_and_traps_cost_few_fetches(tmp_path: P
     # session ids are stripped: the account page is fetched once however many ids it hands out
     account = [e for e in log if canonicalize(server.url(0, e.path)).endswith("/trap/account")]
     assert len(account) == 1
+
+
+async def test_a_host_stops_at_its_page_budget(tmp_path: Path) -> None:
+    web = generate_traps(7, pages=300)
+    async with TestWebServer(web) as server:
+        await crawl(server, tmp_path / "out", max_pages_per_host=40)
+        fetched = [e for e in server.log if e.path != "/robots.txt"]
+    found = records(tmp_path / "out")
+    pages = [r for r in found if r["status"] is not None]  # robots.txt forbids a few others
+    budget = [r for r in found if r["error"] == "budget"]
+    assert len(pages) == len(fetched) == 40
+    assert budget and all(r["status"] is None for r in budget)
+    assert len({r["url"] for r in found}) == len(found)  # each URL recorded once

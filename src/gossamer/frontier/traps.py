@@ -197,7 +197,7 @@ class TrapGuard:
     def _judge(self, key: str, canonical_url: str, depth: int) -> str | None:
         limits = self._limits
         tail = canonical_url.partition("://")[2].partition("/")[2]
-        if "?" not in tail and not any(c.isdigit() for c in tail):
+        if "?" not in tail and "(" not in tail and not any(c.isdigit() for c in tail):
             # nothing to fold: one URL per template, not tracked; only a loop to look for
             if tail.count("/") < limits.loop_repeats:
                 return None
