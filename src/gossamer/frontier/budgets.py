@@ -66,6 +66,14 @@ class HostBudget:
             limit = self._of[key] = self._limits.limit(key)
             return limit
 
+    def limited(self, key: str) -> bool:
+        """Whether host ``key`` has a budget."""
+        return self._limit(key) is not None
+
+    def known(self, key: str) -> bool:
+        """Whether host ``key`` was asked about here before (its count is this object's)."""
+        return key in self._of
+
     def take(self, key: str) -> bool:
         """One more page of host ``key``, if its budget allows (True, counted)."""
         limit = self._limit(key)

@@ -17,7 +17,7 @@ the seen check, so a link repeated on every page counts once) and turns it away 
   new (the same names combined again and again);
 * ``trap-template``: its template has ``per_template`` URLs already.
 
-A template is the URL with digit runs, hexadecimal and UUID ids and dates folded in path
+Seeds (depth 0) are never turned away. A template is the URL with digit runs, hexadecimal and UUID ids and dates folded in path
 segments, and query values folded with names sorted: ``/cal/2026/11/28`` and
 ``/cal/2031/01/02`` are one template, as are ``?b=2&a=x`` and ``?a=y&b=3``. URLs with
 nothing to fold (no digit, no query) are one per template and not tracked. Memory is bounded:
@@ -51,7 +51,7 @@ _ASPNET_SESSION = re.compile(r"\([A-Z]\([A-Za-z0-9]{16,}\)\)")
 class TrapLimits:
     """The bounds of :class:`TrapGuard` (see the module docstring)."""
 
-    per_template: int = 1000
+    per_template: int = 100_000
     query_combos: int = 8
     facet_links: int = 4
     date_steps: int = 2
@@ -189,6 +189,8 @@ class TrapGuard:
     def check(self, key: str, canonical_url: str, depth: int) -> str | None:
         """None when the URL (new to the crawl, of host ``key``) may be queued, and it is
         counted; else the reason it may not, and it is counted as rejected."""
+        if depth == 0:
+            return None  # a seed: the user's own choice
         reason = self._judge(key, canonical_url, depth)
         if reason is not None:
             self._rejected[reason] += 1

@@ -345,7 +345,7 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
     ] = True
     trap_template_budget: Annotated[
         int, Meta(ge=1, description="URLs per host of one URL template (digits, dates folded).")
-    ] = 1000
+    ] = 100_000
     trap_query_combos: Annotated[
         int, Meta(ge=1, description="Query parameter name combinations per path (facets).")
     ] = 8

@@ -26,7 +26,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
-from gossamer.frontier.admission import Admission, locate
+from gossamer.frontier.admission import Admission, Guards
 from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease, Rules
 from gossamer.frontier.dedup import SeenSet
 from gossamer.frontier.hosts import DEFAULT_SLACK, HostScheduler, RulesLookup
@@ -42,6 +42,7 @@ from gossamer.frontier.redis.keys import (
     partition_of,
 )
 from gossamer.frontier.redis.limiter import HostLimiter
+from gossamer.frontier.redis.pages import PageCounts
 from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, register, run_scripts
 from gossamer.urls import Scope, host_key
 
@@ -79,12 +80,17 @@ class RedisFrontier:
         slack: float = DEFAULT_SLACK,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
+        guards: Guards | None = None,
     ) -> None:
         keys = PartitionKeys(job)
         scripts = register(redis)
         self._redis = redis
         self._job = job
-        self._admission = Admission(scope)
+        self._admission = Admission(scope, guards)
+        budget = self._admission.budget
+        self._pages = (
+            None if budget is None else PageCounts(budget, keys, scripts["pages"], partitions)
+        )
         self._partitions = partitions
         self._memory_budget = memory_budget
         self._refresh_interval = refresh_interval
@@ -109,7 +115,12 @@ class RedisFrontier:
             lease_timeout=lease_timeout, clock=clock,
         )  # fmt: skip
         self._hosts: HostScheduler[Entry] = HostScheduler(
-            policy, rules=rules, lease_timeout=lease_timeout, slack=slack, clock=clock
+            policy,
+            rules=rules,
+            lease_timeout=lease_timeout,
+            slack=slack,
+            clock=clock,
+            budget=budget,
         )
         self._unsent: list[Entry] = []
         """Acked entries whose ack has not gone to Redis yet (``defer_acks``)."""
@@ -131,9 +142,14 @@ class RedisFrontier:
     async def add(self, candidates: Sequence[Candidate]) -> AddResult:
         """Canonicalize, scope and dedup candidates; queue the new ones in their partitions."""
         admitted, rejected = self._admission.admit(candidates)
+        sent = self._sent
+        # the trap guards see the URLs this worker has not sent yet (others' it may count)
+        unsent = [admit for admit in admitted if admit[2] not in sent]
+        kept = self._admission.screen(unsent, rejected)
         batches, ranked, fps, duplicates = batch_entries(
-            admitted, self._sent, self._partitions, by_url=self._by_url
+            kept, sent, self._partitions, by_url=self._by_url
         )
+        duplicates += len(admitted) - len(unsent)
         self._ranked |= bool(ranked)
         added = 0
         if batches:
@@ -158,7 +174,7 @@ class RedisFrontier:
 
     async def reprioritize(self, priorities: Mapping[str, float]) -> int:
         """New priorities for URLs held here and queued in Redis (others' keep theirs)."""
-        wanted = locate(priorities)
+        wanted = self._admission.locate(priorities)
         changed = self._hosts.rerank(wanted)
         held = {entry.fp for entry in changed}
         calls = [self._claims.update_call(entry) for entry in changed if not entry.orphan]
@@ -180,8 +196,12 @@ class RedisFrontier:
             if parts:
                 await self._claim(parts)
         if self._limiter is not None:
-            return await self._limiter.lease(self._hosts, n)
-        return self._hosts.lease(n).leases
+            leases = await self._limiter.lease(self._hosts, n)
+        else:
+            leases = self._hosts.lease(n).leases
+        if self._pages is not None:
+            await run_scripts(self._redis, self._pages.taken(leases))
+        return leases
 
     async def ack(self, lease: Lease, feedback: Feedback | None) -> None:
         """Finish a lease: its claim is removed and the URL counted finished (once)."""
@@ -210,7 +230,10 @@ class RedisFrontier:
     async def release(self, lease: Lease, feedback: Feedback | None) -> None:
         """Queue the URL again at the front of its host, no attempt counted (claim kept)."""
         entry = self._finish(lease, feedback)
-        await run_scripts(self._redis, self._slot_release(lease, feedback))
+        calls = self._slot_release(lease, feedback)
+        if entry is not None and self._pages is not None:
+            calls += self._pages.given_back(lease)  # not fetched: its page is not spent
+        await run_scripts(self._redis, calls)
         if entry is None:
             return
         if entry.orphan:
@@ -346,6 +369,8 @@ class RedisFrontier:
         if (self._ranked or self._hosts.ranked) and len(parts) * batch > room:  # best of each
             batch = max(1, room // len(parts))
         claimed = await self._claims.claim(parts[: max(1, room // batch)], batch)
+        if self._pages is not None:
+            await self._pages.load(self._redis, (host_key(entry.url) for entry in claimed))
         lost: dict[int, list[Entry]] = {}
         for entry in claimed:
             if entry.part not in self._claims.owned:  # given away while the claim was out
