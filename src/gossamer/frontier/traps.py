@@ -17,12 +17,12 @@ the seen check, so a link repeated on every page counts once) and turns it away 
   new (the same names combined again and again);
 * ``trap-template``: its template has ``per_template`` URLs already.
 
-Seeds (depth 0) are never turned away. A template is the URL with digit runs, hexadecimal and UUID ids and dates folded in path
-segments, and query values folded with names sorted: ``/cal/2026/11/28`` and
-``/cal/2031/01/02`` are one template, as are ``?b=2&a=x`` and ``?a=y&b=3``. URLs with
-nothing to fold (no digit, no query) are one per template and not tracked. Memory is bounded:
-at most ``hosts`` hosts and ``templates`` templates (and paths) per host are tracked, the least
-recently used forgotten first.
+Seeds (depth 0) are never turned away. A template is the URL with digit runs, hexadecimal
+and UUID ids and dates folded in path segments, and query values folded with names sorted:
+``/cal/2026/11/28`` and ``/cal/2031/01/02`` are one template, as are ``?b=2&a=x`` and
+``?a=y&b=3``. URLs with nothing to fold (no digit, no query) are one per template and not
+tracked. Memory is bounded: at most ``hosts`` hosts and ``templates`` templates (and paths)
+per host are tracked, the least recently used forgotten first.
 """
 
 from __future__ import annotations
