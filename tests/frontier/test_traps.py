@@ -146,9 +146,9 @@ async def test_session_ids_not_stripped_are_turned_away() -> None:
     front = frontier()
     result = await front.add(
         [
-            Candidate(f"{H}/(S(abcdefghijklmnopqrstuvwx))/account"),
-            Candidate(f"{H}/account?session_id=8F2E"),
-            Candidate(f"{H}/account?sid=8F2E"),  # stripped: the page itself
+            Candidate(f"{H}/(S(abcdefghijklmnopqrstuvwx))/account", depth=1),
+            Candidate(f"{H}/account?session_id=8F2E", depth=1),
+            Candidate(f"{H}/account?sid=8F2E", depth=1),  # stripped: the page itself
         ]
     )
     assert result.added == 1 and result.rejected == {"trap-session": 2}
@@ -175,6 +175,12 @@ async def test_real_pages_are_never_stopped() -> None:
     pages += [f"{H}/list?cat={c}&page={p}" for c in range(20) for p in range(30)]
     result = await front.add(Outlinks(pages, 3))
     assert result.added == len(pages) and not result.rejected
+
+
+async def test_seeds_are_never_turned_away() -> None:
+    front = frontier()
+    result = await front.add([Candidate(f"{H}/account?session_id=1"), Candidate(f"{H}/a/a/a/")])
+    assert result.added == 2 and not result.rejected
 
 
 def test_memory_is_bounded() -> None:

@@ -36,6 +36,7 @@ TRAP_REASONS = ("trap-loop", "trap-session", "trap-calendar", "trap-facets", "tr
 """The rejection reasons of :class:`TrapGuard`, as the frontier's stats count them."""
 
 _DIGITS = re.compile(r"[0-9]+")
+_DIGIT = re.compile(r"[0-9]")
 _HEX_ID = re.compile(r"(?=[0-9a-f-]*[0-9])[0-9a-f]{8,}(?:-[0-9a-f]{4,}){0,4}", re.IGNORECASE)
 _DATE = re.compile(
     r"(?:19|20)[0-9]{2}(?:[-_.](?:0?[1-9]|1[0-2])(?:[-_.](?:0?[1-9]|[12][0-9]|3[01]))?"
@@ -92,9 +93,10 @@ class _HostTraps:
         """Path templates found to be faceted navigation."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Shape:
-    """What the guard reads of a URL: its path template, query names and template."""
+    """What the guard reads of a URL: its path template, query names and template. Not
+    frozen: one is made per new URL, and a frozen dataclass takes longer to make."""
 
     path: str
     names: str
@@ -124,25 +126,31 @@ def shape_of(canonical_url: str) -> Shape:
 
 def _fold_path(segments: tuple[str, ...]) -> tuple[list[str], bool]:
     folded = []
-    dated = False
-    previous = ""
+    dated = year = False
     for segment in segments:
-        if not any(c.isdigit() for c in segment):
+        if _DIGIT.search(segment) is None:
             folded.append(segment)
-        elif _DATE.fullmatch(segment) or (_YEAR.fullmatch(previous) and _MONTH.fullmatch(segment)):
+            year = False
+            continue
+        size = len(segment)  # the regexes below are only tried where they could match
+        if (size >= 6 and _DATE.fullmatch(segment)) or (
+            year and size <= 2 and _MONTH.fullmatch(segment)
+        ):
             dated = True
             folded.append("{date}")
-        elif _HEX_ID.fullmatch(segment):
+        elif size >= 8 and _HEX_ID.fullmatch(segment):
             folded.append("{id}")
         else:
             folded.append(_DIGITS.sub("#", segment))
-        previous = segment
+        year = size == 4 and _YEAR.fullmatch(segment) is not None
     return folded, dated
 
 
 def loops(segments: tuple[str, ...], repeats: int) -> bool:
     """Whether a run of one to three segments repeats ``repeats`` times in a row."""
     count = len(segments)
+    if count < repeats or len(set(segments)) == count:
+        return False  # most paths: no segment twice
     for run in (1, 2, 3):
         span = run * repeats
         for start in range(count - span + 1):
@@ -199,7 +207,7 @@ class TrapGuard:
     def _judge(self, key: str, canonical_url: str, depth: int) -> str | None:
         limits = self._limits
         tail = canonical_url.partition("://")[2].partition("/")[2]
-        if "?" not in tail and "(" not in tail and not any(c.isdigit() for c in tail):
+        if "?" not in tail and "(" not in tail and _DIGIT.search(tail) is None:
             # nothing to fold: one URL per template, not tracked; only a loop to look for
             if tail.count("/") < limits.loop_repeats:
                 return None
@@ -212,16 +220,17 @@ class TrapGuard:
         host = self._host(key)
         if "&" in shape.names and shape.path in host.faceted:
             return "trap-facets"
-        template = host.templates.get(shape.template)
+        name = shape.template
+        template = host.templates.get(name)
         if template is not None:
-            host.templates.move_to_end(shape.template)
+            host.templates.move_to_end(name)
             if shape.dated and depth > template.shallowest + limits.date_steps:
                 return "trap-calendar"
             if template.count >= limits.per_template:
                 return "trap-template"
         elif shape.names and not self._new_combination(host, shape):
             return "trap-facets"
-        self._count(host, shape, template, depth)
+        self._count(host, name, template, depth)
         return None
 
     def _new_combination(self, host: _HostTraps, shape: Shape) -> bool:
@@ -240,11 +249,9 @@ class TrapGuard:
         combos.add(shape.names)
         return True
 
-    def _count(
-        self, host: _HostTraps, shape: Shape, template: _Template | None, depth: int
-    ) -> None:
+    def _count(self, host: _HostTraps, name: str, template: _Template | None, depth: int) -> None:
         if template is None:
-            host.templates[shape.template] = _Template(1, depth)
+            host.templates[name] = _Template(1, depth)
             if len(host.templates) > self._limits.templates:
                 host.templates.popitem(last=False)
             return
