@@ -12,6 +12,7 @@ from gossamer.frontier.base import Candidate, Lease
 from gossamer.frontier.budgets import BudgetLimits
 from gossamer.frontier.local import LocalFrontier
 from gossamer.frontier.politeness import PolitenessPolicy
+from gossamer.settings import load_settings
 from gossamer.urls import Scope
 
 
@@ -81,3 +82,19 @@ async def test_resume_counts_the_pages_recorded_before(tmp_path: Path) -> None:
     again.restore()
     assert await drain(again) == {("a.test", "page"): 2, ("a.test", "budget"): 2}
     db.close()
+
+
+def test_settings_give_the_guards() -> None:
+    settings = load_settings(
+        {
+            "seeds": ["http://x.test/"],
+            "strip_params": "",
+            "host_page_budgets": "*.a.test=5, b.test=7",
+            "max_pages_per_host": "2",
+            "trap_guards": "off",
+        },
+        env={},
+    )
+    limits = BudgetLimits(2, {"*.a.test": 5, "b.test": 7})
+    assert Guards.of(settings) == Guards(strip=(), traps=None, budgets=limits)
+    assert Guards.of(load_settings({"seeds": ["http://x.test/"]}, env={})) == Guards()
