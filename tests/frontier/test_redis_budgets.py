@@ -41,10 +41,18 @@ async def client(redis_server: RedisServer) -> AsyncIterator[RedisClient]:
 def make(client: RedisClient, job: str, owned: set[int], guards: Guards) -> RedisFrontier:
     clock = Clock()
     return RedisFrontier(
-        client, job, Scope.for_seeds([], ["test"]), PolitenessPolicy(per_host=2),
-        partitions=P, ownership=Ownership(frozenset(owned)), clock=clock, wall_clock=clock,
-        claim_batch=4, refresh_interval=0.0, guards=guards,
-    )  # fmt: skip
+        client,
+        job,
+        Scope.for_seeds([], ["test"]),
+        PolitenessPolicy(per_host=2),
+        partitions=P,
+        ownership=Ownership(frozenset(owned)),
+        clock=clock,
+        wall_clock=clock,
+        claim_batch=4,
+        refresh_interval=0.0,
+        guards=guards,
+    )
 
 
 async def drain(*frontiers: RedisFrontier, most: int | None = None) -> list[Lease]:
