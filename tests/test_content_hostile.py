@@ -14,7 +14,7 @@ from aiohttp import web
 from tests.content_site import crawl
 from tests.pdfs import bomb, cyclic_page_tree, encrypted, many_pages
 
-from gossamer import crawl as crawl_module
+from gossamer.crawl import stages as stages_module
 from gossamer.extract.pdf import PdfPool
 from gossamer.parse.charset import sniff_encoding
 from gossamer.parse.guard import CUT_FORMATTING, FLATTENED
@@ -168,7 +168,7 @@ def _pdfs() -> dict[str, bytes]:
 async def test_hostile_pdfs_end_as_records_with_a_reason(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(crawl_module, "_pdf_pool", functools.partial(PdfPool, 2, timeout=2.0))
+    monkeypatch.setattr(stages_module, "pdf_pool", functools.partial(PdfPool, 2, timeout=2.0))
     documents = _pdfs()
     pages = {path: ("application/pdf", body) for path, body in documents.items()}
     pages["/"] = ("text/html", links(*documents))

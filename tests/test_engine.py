@@ -15,7 +15,7 @@ from aiohttp import web
 from tests.local_app import serve
 
 from gossamer import engine
-from gossamer.crawl import open_stages
+from gossamer.crawl import assemble_crawler, open_stages
 from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease, Rules
 from gossamer.frontier.local import LocalFrontier
 from gossamer.settings import CrawlSettings, crawl_scope, load_settings
@@ -132,7 +132,7 @@ async def test_a_fetch_slot_frees_when_the_response_is_in(tmp_path: Path) -> Non
         async with open_stages(settings, seeds) as stages:
             local = LocalFrontier(crawl_scope(settings, seeds), stages.politeness, stages.db)
             frontier = GatedAdd(local)
-            crawler = stages.crawler(settings, frontier)
+            crawler = assemble_crawler(stages, settings, frontier)
             await local.add([Candidate(url) for url in seeds])
             run = asyncio.create_task(crawler.run([]))
             await wait_until(lambda: frontier.waiting == 4)
@@ -161,7 +161,7 @@ async def test_records_are_committed_as_soon_as_the_crawl_is_idle(tmp_path: Path
         )
         async with open_stages(settings, seeds) as stages:
             local = LocalFrontier(crawl_scope(settings, seeds), stages.politeness, stages.db)
-            crawler = stages.crawler(settings, local)
+            crawler = assemble_crawler(stages, settings, local)
             stats = await asyncio.wait_for(crawler.run(seeds), 30)
     assert stats.pages == 3
     assert lines_at == [0, 1, 2]
@@ -198,7 +198,7 @@ async def crawl_robots_site(tmp_path: Path, failures: int) -> tuple[RobotsSite, 
             frontier = LocalFrontier(
                 crawl_scope(settings, seeds), stages.politeness, stages.db, rules=rules
             )
-            await asyncio.wait_for(stages.crawler(settings, frontier).run(seeds), 20)
+            await asyncio.wait_for(assemble_crawler(stages, settings, frontier).run(seeds), 20)
     lines = (tmp_path / "out" / "pages.jsonl").read_text().splitlines()
     records = {record["url"].split(str(port))[1]: record for record in map(json.loads, lines)}
     return site, records
@@ -252,7 +252,7 @@ async def test_fetching_waits_for_a_slow_commit_past_the_pending_records_bound(
                 await commit()
 
             monkeypatch.setattr(stages.db, "commit", held_commit)
-            crawler = stages.crawler(settings, local)
+            crawler = assemble_crawler(stages, settings, local)
             run = asyncio.create_task(crawler.run([]))
             try:
                 await wait_until(lambda: len(site.requests) >= 3)

@@ -3,13 +3,15 @@ opened, and a close that fails does not skip the others."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
 import pytest
 from tests.test_engine import settings_for
 
-from gossamer.crawl import open_stages
+from gossamer.crawl import Stages, open_stages
+from gossamer.fetch.http import Fetcher
 from gossamer.settings import SettingsError
 from gossamer.sinks.jsonl import JsonlSink
 
@@ -53,3 +55,38 @@ async def test_a_close_that_fails_skips_no_other(
         async with open_stages(settings, ["http://a.test/"]):
             pass
     assert open_files(out) == []
+
+
+async def test_a_browser_that_cannot_start_closes_the_fetcher_and_the_outputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out"
+    settings = settings_for(
+        out, seeds=["http://a.test/"], warc=True, render="always", render_browser=tmp_path / "no"
+    )
+    closed: list[Fetcher] = []
+    close = Fetcher.close
+
+    async def closing(fetcher: Fetcher) -> None:
+        closed.append(fetcher)
+        await close(fetcher)
+
+    monkeypatch.setattr(Fetcher, "close", closing)
+    with pytest.raises(SettingsError, match="render"):
+        async with open_stages(settings, ["http://a.test/"]):
+            pass
+    assert len(closed) == 1  # built before the browser was looked for
+    assert (out / "crawl.db").exists()
+    assert open_files(out) == []
+
+
+def test_stages_hold_what_was_built_and_do_nothing() -> None:
+    """Starting the stages and fetching focus examples are functions of their own
+    (``gossamer.crawl.assembly``); the bundle is data only."""
+    assert dataclasses.is_dataclass(Stages)
+    fields = {field.name for field in dataclasses.fields(Stages)}
+    assert {"db", "fetcher", "proxies", "gate", "renderer"} <= fields
+    behaviour = [
+        name for name, value in vars(Stages).items() if callable(value) and name[:2] != "__"
+    ]
+    assert behaviour == []

@@ -9,7 +9,8 @@ a type (``tests/test_layers.py`` checks all three and that every package has its
   ``proxyurl``, ``logs``, ``progress``; ``settings`` (the typed models) and ``flags`` (their
   command-line flags);
 - the stages, each a package with its contract: ``parse``, ``extract``, ``fetch``,
-  ``frontier``, ``sinks``, ``hooks``, ``digests``, ``focus``, and ``page`` (what is done with
+  ``frontier``, ``sinks``, ``hooks``, ``digests``, ``focus``, ``discover`` (sitemaps and
+  feeds), and ``page`` (what is done with
   a fetched page, over parse, extract, hooks and digests); and ``balance`` (cluster load
   balancing) and ``testweb`` (the test web), which stand apart;
 - ``engine``: the crawl loop, over the stages' contracts only, with ``ledger`` (records on

@@ -30,7 +30,7 @@ from gossamer.outcomes import Action, Outcome, RetryPolicy, classify, is_failure
 from gossamer.page import Fetched, PageStage, internal_error
 from gossamer.redact import redact_url
 from gossamer.robots_fetch import UNSENT, Fetch, Robots, RobotsFetch
-from gossamer.sinks.base import PageRecord, WarcLocation
+from gossamer.sinks.base import PageRecord
 from gossamer.stats import CrawlStats, peak_rss_mb
 
 log = logging.getLogger(__name__)
@@ -355,7 +355,6 @@ class Crawler:
             await self._frontier.release(lease, None)  # never reached the site: no attempt
             return
         self._counts["requests"] += 1
-        archived = await self._archive.write(result) if self._archive is not None else None
         feedback = Feedback(
             started_at=result.sent_by,
             elapsed=result.elapsed,
@@ -368,17 +367,21 @@ class Crawler:
                 action, lease.attempts, result.retry_after, self._rng, result.error
             )
         except Exception:
-            await self._contain(lease, result, feedback, archived)
+            await self._contain(lease, result, feedback)
             return
         if decision.action is Action.RETRY:
+            if self._archive is not None:
+                await self._archive.write(result)
             self._counts["retries"] += 1
             await self._frontier.retry(lease, decision.after, feedback)
             return
         try:
             page = await self._page.handle(lease, result, decision.action, decision.error)
         except Exception:
-            await self._contain(lease, result, feedback, archived)
+            await self._contain(lease, result, feedback)
             return
+        archive = self._archive  # written once the page stage said what to keep (noindex)
+        archived = await archive.write(page.archive or result) if archive is not None else None
         if page.links:
             await self._frontier.add(page.links)
         self._ledger.record(page.record, page.outcome, archived)
@@ -386,12 +389,11 @@ class Crawler:
         if self._upkeep is not None:
             await self._upkeep()
 
-    async def _contain(
-        self, lease: Lease, result: Fetched, feedback: Feedback, archived: WarcLocation | None
-    ) -> None:
+    async def _contain(self, lease: Lease, result: Fetched, feedback: Feedback) -> None:
         """A failure while handling one URL's answer (a bug that input revealed) ends that URL
         with an ``internal-error`` record instead of the crawl; it is not tried again."""
         log.exception("internal error handling %s; recorded, crawl goes on", redact_url(lease.url))
+        archived = await self._archive.write(result) if self._archive is not None else None
         self._ledger.record(internal_error(lease, result), Outcome.INTERNAL_ERROR, archived)
         await self._frontier.ack(lease, feedback)
 

@@ -7,6 +7,7 @@ import time
 import pytest
 
 from gossamer.extract import extract
+from gossamer.urls import Resolver
 
 URL = "https://news.example/2024/story"
 
@@ -80,6 +81,29 @@ def test_images_of_main_content_absolute_and_capped() -> None:
     assert images[0].src == "https://news.example/i/0.jpg"
     assert images[0].alt == "pic 0"
     assert all("logo" not in image.src for image in images)
+
+
+_WHATWG_CASES = [
+    ("\\2024\\other", "https://news.example/2024/other"),  # backslashes are slashes
+    ("/a b", "https://news.example/a%20b"),  # a space is percent-encoded
+    ("//B\u00dcCHER.example/x", "https://xn--bcher-kva.example/x"),  # IDNA host
+    ("http:other.example/x", "http://other.example/x"),  # another scheme names a host
+    ("//news.example:443/a", "https://news.example/a"),  # the default port is dropped
+]
+
+
+@pytest.mark.parametrize(("href", "expected"), _WHATWG_CASES)
+def test_canonical_resolves_as_links_do(href: str, expected: str) -> None:
+    content = extract(page(f'<link rel="canonical" href="{href}">'), URL)
+    assert content.canonical == expected
+    assert content.canonical == Resolver(URL).resolve(href)
+
+
+@pytest.mark.parametrize(("href", "expected"), _WHATWG_CASES)
+def test_images_resolve_as_links_do(href: str, expected: str) -> None:
+    text = "A sentence long enough to count as article prose in the density model. " * 4
+    body = f'<article><p>{text}<img src="{href}" alt="pic"></p></article>'
+    assert [image.src for image in extract(page(body=body), URL).images] == [expected]
 
 
 def test_page_without_metadata_has_nulls() -> None:

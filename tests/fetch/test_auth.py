@@ -75,6 +75,11 @@ def _app(state: Server) -> web.Application:
         body = "<html><body><p>members only</p></body></html>"
         return web.Response(text=body, content_type="text/html")
 
+    async def backslashed(request: web.Request) -> web.Response:
+        if request.cookies.get("sid") not in state.sessions:  # WHATWG: "\\login" is "/login"
+            return web.Response(status=302, headers={"Location": "\\login"})
+        return web.Response(text="<p>members only</p>", content_type="text/html")
+
     async def soft(request: web.Request) -> web.Response:
         if request.cookies.get("sid") not in state.sessions:
             return web.Response(text='<form id="login"></form>', content_type="text/html")
@@ -108,6 +113,7 @@ def _app(state: Server) -> web.Application:
     app.router.add_get("/login", echo)
     app.router.add_get("/private", private)
     app.router.add_get("/soft", soft)
+    app.router.add_get("/backslashed", backslashed)
     app.router.add_post("/token", token)
     app.router.add_get("/api", api)
     return app
@@ -296,6 +302,23 @@ async def test_form_login_then_relogin_after_the_session_ends(
     assert changes and changes[-1][0][2:4] == ("sid", "sid2")  # type: ignore[index]
     assert f.stats().requests == 4  # the logged-out answer counts as a request
     _no_secret_in(caplog.text, repr(stats))
+
+
+async def test_a_redirect_to_the_login_page_is_resolved_as_links_are(
+    site: tuple[Server, int],
+) -> None:
+    """A Location of ``\\login`` leads to ``/login`` by WHATWG rules (a browser's, and the
+    crawl's for links): the page looked logged out, so it is fetched again after a login."""
+    state, port = site
+    clock = Clock()
+    auth = Authenticator([form_login(port)], clock=clock)
+    async with fetcher(auth) as f:
+        assert (await f.fetch(f"http://intranet.test:{port}/backslashed")).ok
+        state.sessions.clear()
+        clock.later()
+        again = await f.fetch(f"http://intranet.test:{port}/backslashed")
+    assert again.ok and b"members only" in again.body
+    assert auth.stats().relogins == 1
 
 
 async def test_logged_out_selector_and_concurrent_pages_log_in_once(

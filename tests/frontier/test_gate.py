@@ -42,7 +42,7 @@ def _setup(
         )
     scheduler: HostScheduler[Queued] = HostScheduler(policy, rules=lambda key: rules, clock=clock)
     gate = HostGate(policy, clock=clock, sleep=clock.sleep)
-    gate.bind(scheduler)
+    gate.bind(scheduler.claims)
     return clock, scheduler, gate
 
 

@@ -293,6 +293,30 @@ async def test_redirect_chain_of_five_is_followed(
     assert cache.stats().requests == 6
 
 
+@pytest.mark.parametrize(
+    ("location", "target"),
+    [
+        ("\\moved\\robots.txt", "http://a.test/moved/robots.txt"),  # backslashes: slashes
+        ("//B\u00dcCHER.test/robots.txt", "http://xn--bcher-kva.test/robots.txt"),  # IDNA
+        ("/a b/robots.txt", "http://a.test/a%20b/robots.txt"),  # a space percent-encoded
+        ("//a.test:80/r.txt", "http://a.test/r.txt"),  # the default port dropped
+    ],
+)
+async def test_a_redirect_resolves_as_links_do(location: str, target: str) -> None:
+    """The Location of a robots.txt redirect is resolved by WHATWG rules, as a page's links."""
+    asked: list[str] = []
+
+    async def fetch(url: str) -> RobotsResponse:
+        asked.append(url)
+        if url == "http://a.test/robots.txt":
+            return RobotsReply(301, location=location)
+        return RobotsReply(200, b"User-agent: *\nDisallow: /x\n")
+
+    policy = await RobotsCache(fetch).get("http://a.test/")
+    assert asked == ["http://a.test/robots.txt", target]
+    assert policy.status == "ok" and not policy.allowed("http://a.test/x")
+
+
 async def test_more_than_five_redirects_means_allow_all(site: Site, cache: RobotsCache) -> None:
     site.routes["/robots.txt"] = Route(301, location="/r1")
     for hop in range(1, 7):

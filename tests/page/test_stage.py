@@ -73,7 +73,7 @@ def urls(page: PageResult) -> list[str]:
 
 async def test_a_links_only_crawl_reads_and_follows_only() -> None:
     stage = PageStage(PageConfig(text=False))
-    assert stage.steps == ("read", "outlinks")
+    assert stage.steps == ("read", "robots", "canonical", "outlinks")
     page = await handle(stage, fetched())
     record = page.record
     assert urls(page) == LINKS
@@ -90,7 +90,7 @@ async def test_nofollow_links_are_followed_when_asked() -> None:
 
 async def test_a_text_crawl_keeps_the_main_text_and_flags_a_cut() -> None:
     stage = PageStage(PageConfig(max_text_chars=50))
-    assert stage.steps == ("read", "text", "outlinks")
+    assert stage.steps == ("read", "robots", "canonical", "text", "outlinks")
     record = (await handle(stage, fetched())).record
     assert record.text is not None and len(record.text) == 50
     assert record.text_chars is not None and record.text_chars > 50
@@ -121,7 +121,7 @@ async def test_the_hook_adds_fields_and_chooses_the_links() -> None:
         return HookResult(fields={"words": len(page.body)}, links=["http://other.test/x"])
 
     stage = PageStage(PageConfig(text=False, hook=hook))
-    assert stage.steps == ("read", "hook", "outlinks")
+    assert stage.steps == ("read", "robots", "canonical", "hook", "outlinks")
     page = await handle(stage, fetched())
     assert urls(page) == ["http://other.test/x"]
     assert page.record.extra == {"words": len(ARTICLE)}
@@ -143,7 +143,7 @@ async def test_a_failing_hook_is_the_pages_error_and_counts_as_such() -> None:
 
 async def test_a_duplicate_names_the_first_page_and_its_links_are_counted_not_followed() -> None:
     stage = PageStage(PageConfig(), digests=LocalDigests())
-    assert stage.steps == ("read", "text", "duplicate", "outlinks")
+    assert stage.steps == ("read", "robots", "canonical", "text", "duplicate", "outlinks")
     first = await handle(stage, fetched())
     copy = await handle(stage, fetched(), url="http://site.test/copy.html")
     assert first.record.duplicate_of is None and len(first.links) == 3

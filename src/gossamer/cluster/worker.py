@@ -34,7 +34,15 @@ from gossamer.cluster.leadership import Leadership
 from gossamer.cluster.membership import Membership, Report
 from gossamer.cluster.resilient import RedisGuard, install_guard
 from gossamer.cluster.seeding import load_origins, seed_origins
-from gossamer.crawl import install_signal_handlers, open_stages, tune_gc
+from gossamer.crawl import (
+    assemble_crawler,
+    focus_policy,
+    install_signal_handlers,
+    metric_sources,
+    open_stages,
+    start_stages,
+    tune_gc,
+)
 from gossamer.digests.redis import RedisDigests
 from gossamer.frontier.admission import Guards
 from gossamer.frontier.redis import RedisFrontier
@@ -211,14 +219,14 @@ async def _crawl_share(
         digests = None
         if settings.digests != "off" and settings.text:
             digests = RedisDigests(control.redis, control.job, settings.digest_threshold)
-        await stages.start(frontier)
-        focus = await stages.focus_policy(settings, frontier)
-        crawler = stages.crawler(
-            settings, frontier, on_commit=frontier.take_acks, focus=focus, digests=digests
+        await start_stages(frontier, stages.gate, stages.proxies)
+        focus = await focus_policy(settings, frontier, stages.fetcher, stages.gate, stages.robots)
+        crawler = assemble_crawler(
+            stages, settings, frontier, on_commit=frontier.take_acks, focus=focus, digests=digests
         )
         crawler.restore_counts()
         if metrics is not None:
-            metrics.attach(stages.metric_sources(crawler, frontier))
+            metrics.attach(metric_sources(stages, crawler, frontier))
         install_signal_handlers(crawler)
         report = Report(crawler, stages, capability, frontier)
         keeper = Keeper(

@@ -14,9 +14,10 @@ import contextlib
 import json
 from dataclasses import dataclass
 from datetime import date, datetime
-from urllib.parse import urljoin
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+from gossamer.urls import Resolver
 
 __all__ = [
     "MAX_IMAGES",
@@ -180,24 +181,26 @@ def canonical(marks: Marks, url: str) -> str | None:
     for node in marks.links[:200]:
         rels = (node.attributes.get("rel") or "").lower().split()
         if "canonical" in rels:
-            return absolute(node.attributes.get("href"), url)
+            return absolute(node.attributes.get("href"), _resolver(url))
     return None
 
 
-def absolute(href: str | None, base: str) -> str | None:
-    """``href`` resolved against ``base`` if it makes an http(s) URL of sane length."""
-    if not href:
+def absolute(href: str | None, base: str | Resolver | None) -> str | None:
+    """``href`` resolved against ``base`` (a page URL, or its `Resolver`) as the page's links
+    are (WHATWG rules, `gossamer.urls.Resolver`), if it makes an http(s) URL of sane length;
+    None without a base."""
+    if not href or len(href) > MAX_URL_CHARS or not href.strip() or base is None:
         return None
-    href = href.strip()
-    if not href or len(href) > MAX_URL_CHARS or href.startswith("data:"):
-        return None
+    resolver = _resolver(base) if isinstance(base, str) else base
+    return None if resolver is None else resolver.resolve(href)
+
+
+def _resolver(url: str) -> Resolver | None:
+    """The resolver of references on the page at ``url``; None if it is no http(s) URL."""
     try:
-        resolved = urljoin(base, href)
+        return Resolver(url)
     except ValueError:
         return None
-    if not resolved.startswith(("http://", "https://")):
-        return None
-    return resolved.split("#", 1)[0]
 
 
 def published(marks: Marks) -> str | None:
@@ -300,9 +303,10 @@ def _find_key(data: object, key: str, found: list[object]) -> None:
 def images(nodes: list[LexborNode], url: str) -> tuple[Image, ...]:
     """``{src, alt}`` of the image nodes, absolute, duplicates dropped, at most `MAX_IMAGES`."""
     out: dict[str, Image] = {}
+    resolver = _resolver(url) if nodes else None
     for node in nodes:
         attrs = node.attributes
-        src = absolute(attrs.get("src") or attrs.get("data-src"), url)
+        src = absolute(attrs.get("src") or attrs.get("data-src"), resolver)
         if src and src not in out:
             out[src] = Image(src, _clean(attrs.get("alt"), 500))
             if len(out) >= MAX_IMAGES:

@@ -1,7 +1,11 @@
 """The fetch stage: DNS caching and overrides (``dns``), the address guard (``guard``), pooled
-HTTP with capped decoding (``http``, ``decoding``), the bandwidth cap (``ratelimit``), the
-wire capture for WARC (``exchange``), the proxy pool (``proxies``), logins per domain
-(``auth``) and rendering in headless Chromium (``render``, a package).
+HTTP with capped decoding (``http``, ``decoding``), what a fetch gives and takes (``result``),
+its error reasons (``reasons``), response headers made safe (``headers``), the connectors and
+request class a request goes out with (``sending``), the stuck-body guard (``stuck``), a
+request's host name parsed once per host (``hostnames``), the bandwidth cap (``ratelimit``),
+the wire capture for WARC (``exchange``), the proxy pool (``proxies``), host pacing of the
+fetcher's own requests (``gated``), logins per domain (``auth``, with ``login``,
+``tokencache`` and ``cookies``) and rendering in headless Chromium (``render``, a package).
 
 This package may import the standard library, aiohttp, brotli, aiohttp-socks and
 python-socks (SOCKS5 proxies), selectolax, psutil, playwright (in ``render``, lazily),

@@ -33,24 +33,24 @@ import base64
 import contextlib
 import dataclasses
 import functools
-import hashlib
 import json
 import logging
-import os
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
-from urllib.parse import urljoin, urlsplit
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+from urllib.parse import urlsplit
 
 import aiohttp
 from selectolax.lexbor import LexborHTMLParser
 
-from gossamer.fetch.cookies import CookieJar, CookieRow, domain_match, read_cookies_txt
+from gossamer.fetch.cookies import CookieJar, domain_match, read_cookies_txt
 from gossamer.fetch.gated import HostPace
+from gossamer.fetch.login import Login, LoginContext, Secret, UserLogin
+from gossamer.fetch.tokencache import cache_path, forget_cache, read_cache, write_cache
 from gossamer.redact import redact_url
+from gossamer.urls import Resolver
 
 __all__ = [
     "AuthHeaders",
@@ -62,6 +62,7 @@ __all__ = [
     "RequestAuth",
     "Secret",
     "UserLogin",
+    "cache_path",
     "read_cookies_txt",
 ]
 
@@ -79,70 +80,6 @@ COOKIE_MODES = ("on", "login-only", "off")
 RELOGIN_INTERVAL = 5.0
 """Seconds after a login (or token request) before the next: a page refused with a fresh
 session is refused for good, and a failing login is not tried by every waiting page."""
-
-
-class Secret:
-    """A credential: ``str()`` and ``repr()`` show ``***``; `reveal` gives the value."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        """The secret itself: only for the request that sends it."""
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Secret('***')"
-
-    __str__ = __repr__
-
-
-@dataclass(frozen=True)
-class Login:
-    """One domain's login, its secrets read (see the module doc for the kinds)."""
-
-    domain: str
-    kind: str
-    username: Secret | None = None
-    password: Secret | None = None
-    token: Secret | None = None
-    cookies: tuple[CookieRow, ...] = field(default=(), repr=False)
-    """For ``cookies``: the cookies of the file (credentials: never shown)."""
-    login_url: str | None = None
-    username_field: str = "username"
-    password_field: str = "password"
-    fields: Mapping[str, str] = field(default_factory=dict)
-    logged_out_status: frozenset[int] = frozenset({401, 403})
-    logged_out_selector: str | None = None
-    user_login: UserLogin | None = None
-    token_url: str | None = None
-    client_id: Secret | None = None
-    client_secret: Secret | None = None
-    scope: str | None = None
-    token_cache: Path | None = None
-    refresh_margin: float = 60.0
-
-    def covers(self, host: str) -> bool:
-        """Whether requests to ``host`` carry this login (the domain or a subdomain)."""
-        return host == self.domain or host.endswith("." + self.domain)
-
-
-@dataclass(frozen=True, slots=True)
-class LoginContext:
-    """What a `UserLogin` hook gets: the domain's session to log in with and its secrets."""
-
-    session: aiohttp.ClientSession
-    domain: str
-    login_url: str | None
-    username: Secret | None
-    password: Secret | None
-
-
-UserLogin = Callable[[LoginContext], Awaitable[Mapping[str, str] | None]]
-"""A ``user_login`` hook: logs in (with ``context.session``, which keeps no cookies) and
-returns the session cookies (name -> value) for the domain; None or raising means failure."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,8 +108,11 @@ class RequestAuth(Protocol):
     def logs_in(self) -> bool:
         """Whether it sends requests of its own (logins, token requests, login hooks)."""
 
-    async def prepare(self, url: str, session: aiohttp.ClientSession) -> Mapping[str, str]:
-        """The headers ``url``'s request carries (none for a domain without a login)."""
+    async def prepare(
+        self, url: str, session: aiohttp.ClientSession, *, host: str | None = None
+    ) -> Mapping[str, str]:
+        """The headers ``url``'s request carries (none for a domain without a login);
+        ``host`` is ``url``'s host name when the caller has it (`login_for`)."""
 
     async def check(
         self,
@@ -184,11 +124,12 @@ class RequestAuth(Protocol):
         session: aiohttp.ClientSession,
         *,
         retried: bool = False,
+        host: str | None = None,
     ) -> bool:
         """Keep the response's cookies; True when the page should be fetched again (it
         looked logged out and a new login succeeded, or one happened since it was sent).
         ``sent`` is what `prepare` returned for the request; ``retried``: the request was
-        that second fetch already."""
+        that second fetch already; ``host`` as for `prepare`."""
 
 
 class AuthHeaders(dict[str, str]):
@@ -269,11 +210,15 @@ class Authenticator:
         """Whether some domain has a login."""
         return bool(self._logins)
 
-    def login_for(self, url: str) -> Login | None:
-        """The login whose domain covers ``url``'s host, the most specific one; else None."""
+    def login_for(self, url: str, host: str | None = None) -> Login | None:
+        """The login whose domain covers ``url``'s host, the most specific one; else None.
+        ``host`` is that host's name (``urlsplit(url).hostname``) when the caller has it:
+        the fetcher parses it once per host, not once per request."""
         if not self._logins:
             return None
-        host = (urlsplit(url).hostname or "").lower().rstrip(".")
+        if host is None:
+            host = urlsplit(url).hostname or ""
+        host = host.lower().rstrip(".")
         return next((login for login in self._logins if login.covers(host)), None)
 
     def stats(self) -> AuthStats:
@@ -291,9 +236,12 @@ class Authenticator:
         """`stats` as a mapping (what stats.json shows)."""
         return dataclasses.asdict(self.stats())
 
-    async def prepare(self, url: str, session: aiohttp.ClientSession) -> AuthHeaders:
-        """The headers of ``url``'s request: its domain's login, never another's."""
-        login = self.login_for(url)
+    async def prepare(
+        self, url: str, session: aiohttp.ClientSession, *, host: str | None = None
+    ) -> AuthHeaders:
+        """The headers of ``url``'s request: its domain's login, never another's (``host``:
+        see `login_for`)."""
+        login = self.login_for(url, host)
         if login is None:
             headers = AuthHeaders()
             cookie = self._jar.header(url) if self._cookies == "on" else None
@@ -328,12 +276,13 @@ class Authenticator:
         session: aiohttp.ClientSession,
         *,
         retried: bool = False,
+        host: str | None = None,
     ) -> bool:
         """Keep the cookies the response sets; True when it looked logged out and a new login
         (or token) is there, so the page should be fetched again. A page refused again with
         a login younger than `RELOGIN_INTERVAL` is refused for good, not logged out: no new
-        login for it."""
-        login = self.login_for(url)
+        login for it. ``host``: see `login_for`."""
+        login = self.login_for(url, host)
         if status is None:
             return False
         set_cookie = headers.get("set-cookie")
@@ -391,7 +340,7 @@ class Authenticator:
         if status in login.logged_out_status:
             return True
         location = headers.get("location")
-        if 300 <= status < 400 and location and _same_page(urljoin(url, location), login.login_url):
+        if 300 <= status < 400 and location and _same_page(_target(url, location), login.login_url):
             return True
         if login.logged_out_selector and body:
             try:
@@ -466,7 +415,7 @@ class Authenticator:
                 self._jar.parse(login.login_url, response.headers.getall("Set-Cookie", []), login)
             )
         location = response.headers.get("Location")
-        if location and _same_page(urljoin(login.login_url, location), login.login_url):
+        if location and _same_page(_target(login.login_url, location), login.login_url):
             return self._failed(login, "sent back to the login page")
         return True
 
@@ -497,7 +446,7 @@ class Authenticator:
             if self._clock() - state.renewed_at < RELOGIN_INTERVAL:
                 return False
             state.token = None
-            _forget_cache(login)
+            forget_cache(login)
             return await self._locked_token(login, state, session) is not None
 
     async def _locked_token(
@@ -506,7 +455,7 @@ class Authenticator:
         now = self._clock()
         if state.token is not None and state.expires_at - login.refresh_margin > now:
             return state.token
-        cached = _read_cache(login)
+        cached = read_cache(login)
         if cached is not None and cached[1] - login.refresh_margin > now:
             state.token, state.expires_at = cached
             state.generation += 1
@@ -524,7 +473,7 @@ class Authenticator:
         state.token, state.expires_at = token, expires_at
         state.generation += 1
         self.token_refreshes += 1
-        _write_cache(login, token, expires_at)
+        write_cache(login, token, expires_at)
         log.info(
             "new OAuth token for %s",
             login.domain,
@@ -576,63 +525,17 @@ def _basic(user: Secret, password: Secret) -> str:
     return "Basic " + base64.b64encode(pair).decode("ascii")
 
 
-def _same_page(url: str, other: str | None) -> bool:
-    if other is None:
+def _target(url: str, location: str) -> str | None:
+    """Where a redirect from ``url`` to ``location`` leads, resolved as a page's links are
+    (WHATWG rules); None when it leads to no http(s) URL."""
+    try:
+        return Resolver(url).resolve(location)
+    except ValueError:
+        return None
+
+
+def _same_page(url: str | None, other: str | None) -> bool:
+    if url is None or other is None:
         return False
     a, b = urlsplit(url), urlsplit(other)
     return (a.hostname, a.port, a.path or "/") == (b.hostname, b.port, b.path or "/")
-
-
-def cache_path(login: Login) -> Path:
-    """Where ``login``'s OAuth token is cached: ``token_cache``, or a file per token URL
-    and client under ``$XDG_CACHE_HOME/gossamer`` (``~/.cache/gossamer``)."""
-    if login.token_cache is not None:
-        return login.token_cache
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gossamer"
-    return base / f"oauth-{_client_digest(login)[:16]}.json"
-
-
-def _client_digest(login: Login) -> str:
-    client = login.client_id.reveal() if login.client_id is not None else ""
-    key = f"{login.token_url}\n{client}\n{login.scope or ''}"
-    return hashlib.sha256(key.encode()).hexdigest()
-
-
-def _read_cache(login: Login) -> tuple[str, float] | None:
-    try:
-        data: Any = json.loads(cache_path(login).read_text("utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("client") != _client_digest(login):
-        return None
-    token, expires_at = data.get("access_token"), data.get("expires_at")
-    if isinstance(token, str) and isinstance(expires_at, int | float):
-        return token, float(expires_at)
-    return None
-
-
-def _write_cache(login: Login, token: str, expires_at: float) -> None:
-    path = cache_path(login)
-    text = json.dumps(
-        {"client": _client_digest(login), "access_token": token, "expires_at": expires_at}
-    )
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-            file.write(text)
-        os.chmod(temporary, 0o600)
-        os.replace(temporary, path)
-    except OSError as exc:
-        log.warning(
-            "cannot cache the OAuth token of %s in %s: %s",
-            login.domain,
-            path,
-            exc.strerror,
-            extra={"event": "auth-token-cache-failed", "domain": login.domain},
-        )
-
-
-def _forget_cache(login: Login) -> None:
-    cache_path(login).unlink(missing_ok=True)

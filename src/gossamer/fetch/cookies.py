@@ -177,10 +177,12 @@ class CookieJar:
         if not self._secure or url.startswith("https:"):
             return False
         return any(
-            c[4] and c[2] == row[2] and (domain_match(c[0], row[0]) or domain_match(row[0], c[0]))
+            c[4]
+            and c[2] == row[2]
+            and (domain_match(c[0], row[0]) or domain_match(row[0], c[0]))
             and _path_match(row[1], c[1])
             for c in self._cookies.values()
-        )  # fmt: skip
+        )
 
     def _store(self, row: CookieRow) -> list[Key]:
         """Keep ``row`` as the most recently set cookie; return the keys evicted for it."""
@@ -253,6 +255,30 @@ def parse_set_cookie(
         return None
     if len(name) + len(value) > MAX_COOKIE_BYTES or not host:
         return None
+    domain, path, secure, max_age, expires = _attributes(attributes, now)
+    if secure and not secure_origin:
+        return None
+    host_only = _host_only(host, domain, allow)
+    if host_only is None:
+        return None
+    domain = host if host_only or domain is None else domain
+    if path is None:
+        path = parts.path.rsplit("/", 1)[0] if parts.path.count("/") > 1 else "/"
+    if name.startswith("__Secure-") and not secure:
+        return None
+    if name.startswith("__Host-") and (not secure or not host_only or path != "/"):
+        return None
+    expiry = max_age if max_age is not None else expires
+    if expiry is not None:
+        expiry = min(expiry, now + MAX_AGE)
+    return domain, path, name, value, secure, expiry, host_only
+
+
+def _attributes(
+    attributes: str, now: float
+) -> tuple[str | None, str | None, bool, float | None, float | None]:
+    """A ``Set-Cookie`` value's Domain, Path, Secure, Max-Age (as a time) and Expires
+    (RFC 6265 5.2), each None (False) when absent or malformed; the last of each wins."""
     domain = path = None
     secure = False
     max_age: float | None = None
@@ -273,22 +299,7 @@ def parse_set_cookie(
         elif key == "expires":
             when = http.cookiejar.http2time(argument)  # type: ignore[attr-defined]
             expires = when if when is not None else expires
-    if secure and not secure_origin:
-        return None
-    host_only = _host_only(host, domain, allow)
-    if host_only is None:
-        return None
-    domain = host if host_only or domain is None else domain
-    if path is None:
-        path = parts.path.rsplit("/", 1)[0] if parts.path.count("/") > 1 else "/"
-    if name.startswith("__Secure-") and not secure:
-        return None
-    if name.startswith("__Host-") and (not secure or not host_only or path != "/"):
-        return None
-    expiry = max_age if max_age is not None else expires
-    if expiry is not None:
-        expiry = min(expiry, now + MAX_AGE)
-    return domain, path, name, value, secure, expiry, host_only
+    return domain, path, secure, max_age, expires
 
 
 def _host_only(host: str, domain: str | None, allow: Callable[[str], bool]) -> bool | None:

@@ -1,4 +1,4 @@
-"""Content decoding under caps: gzip, x-gzip, deflate (zlib or raw) and br, streamed.
+"""Content decoding under caps: gzip, x-gzip, deflate (zlib or raw), br and zstd, streamed.
 
 Decoding stops once ``decoded_cap`` bytes are produced, so a decompression bomb never
 allocates much more than the cap; at most ``wire_cap`` bytes are taken from the wire.
@@ -9,22 +9,50 @@ stop the reading: what was decoded is kept and `Body.flags` says ``trailing-garb
 the coding's name, the first bytes choose between gzip, zlib-wrapped and raw deflate; a raw
 deflate stream whose first two bytes happen to pass the zlib header check fails as zlib before
 any output, and is then read again as raw deflate (``deflate-raw-fallback``).
+
+zstd (RFC 8878) is read the same way: every frame of the body in turn (skippable frames
+too), under the same caps and the same bomb ratio, bytes after a frame that start no other
+frame are ``trailing-garbage``, and past `MAX_MEMBERS` frames the body is cut
+(``zstd-frames-cut``). A frame asking for a window over `ZSTD_WINDOW_LOG_MAX` (8 MiB, the
+limit RFC 8878 §3.1.1.1.2 sets for the content coding, which browsers apply too) is a
+``decode-error`` before it allocates it: the window is memory a hostile frame could ask for.
 """
 
 from __future__ import annotations
 
+import sys
 import zlib
 from collections.abc import Callable
 from typing import Protocol
+from urllib.parse import urlsplit
 
 import brotli
 
-__all__ = ["BOMB_RATIO", "Body"]
+if sys.version_info >= (3, 14):
+    from compression import zstd
+else:  # the same module, for the Pythons before it came into the standard library
+    from backports import zstd
+
+__all__ = ["BOMB_RATIO", "ROBOTS_TXT_BYTES", "Body", "body_caps"]
 
 _BROTLI_STEP = 64 * 1024
 
 #: A capped decode is a ``decompression-bomb`` when decoded/consumed compressed bytes exceed this.
 BOMB_RATIO = 100
+
+
+ROBOTS_TXT_BYTES = 500 * 1024
+"""How much of a robots.txt is read (RFC 9309 §2.5: crawlers must parse at least 500 KiB),
+whatever the page caps: a larger file is cut there, never read whole, and a smaller page cap
+does not cut its rules short."""
+
+
+def body_caps(url: str, wire_cap: int, decoded_cap: int) -> tuple[int, int]:
+    """The wire and decoded caps of ``url``'s body: a robots.txt (a ``/robots.txt`` path, as
+    RFC 9309 places it) is read up to `ROBOTS_TXT_BYTES`, any other body up to the caps."""
+    if "/robots.txt" in url and urlsplit(url).path == "/robots.txt":
+        return ROBOTS_TXT_BYTES, ROBOTS_TXT_BYTES
+    return wire_cap, decoded_cap
 
 
 class _Decoder(Protocol):
@@ -199,11 +227,105 @@ class _BrotliDecoder:
         return False
 
 
+ZSTD_WINDOW_LOG_MAX = 23
+"""The largest window a zstd frame may ask for: 2**23 bytes (8 MiB, RFC 8878 §3.1.1.1.2)."""
+_ZSTD_OPTIONS: dict[int, int] = {zstd.DecompressionParameter.window_log_max: ZSTD_WINDOW_LOG_MAX}
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_SKIPPABLE_MASK = 0xFFFFFFF0
+_SKIPPABLE_MAGIC = 0x184D2A50
+
+
+def _starts_frame(head: bytes) -> bool:
+    """Whether four bytes open a zstd frame or a skippable frame."""
+    magic = int.from_bytes(head[:4], "little")
+    return head[:4] == _ZSTD_MAGIC or magic & _SKIPPABLE_MASK == _SKIPPABLE_MAGIC
+
+
+class _ZstdDecoder:
+    """zstd: frame after frame, output asked for in steps of at most `_BROTLI_STEP` bytes
+    (the decompressor keeps the input it has not used yet, so memory stays within the cap
+    plus one step)."""
+
+    def __init__(self, cap: int) -> None:
+        self._room = cap
+        self._obj: zstd.ZstdDecompressor | None = None
+        self._head = b""  # the first bytes of a frame, until its magic number can be told
+        self._frames = 0
+        self._stopped = False
+        self.capped = False
+        self.consumed = 0
+        self.flags: list[str] = []
+
+    def feed(self, data: bytes) -> bytes:
+        # slices, as for gzip: the bytes after each frame are copied (``unused_data``)
+        return b"".join(self._feed(data[i : i + _SLICE]) for i in range(0, len(data), _SLICE))
+
+    def _feed(self, data: bytes) -> bytes:
+        self.consumed += len(data)  # an upper bound: the decompressor may still hold some
+        parts: list[bytes] = []
+        while data and not self._stopped and not self.capped:
+            if self._obj is None:
+                data = self._head + data
+                if len(data) < 4:
+                    self._head = data
+                    break
+                self._head = b""
+                if not self._open(data):
+                    break
+            data = self._drain(data, parts)
+        return b"".join(parts)
+
+    def _open(self, head: bytes) -> bool:
+        """Start the next frame; False (and stop) if ``head`` cannot start one."""
+        if self._frames and not _starts_frame(head):
+            self._stopped = True
+            self.flags.append("trailing-garbage")
+            return False
+        self._obj = zstd.ZstdDecompressor(options=_ZSTD_OPTIONS)
+        return True
+
+    def _drain(self, data: bytes, parts: list[bytes]) -> bytes:
+        """Feed ``data`` to the current frame and take its output under the cap; returns
+        what follows the frame's end."""
+        obj = self._obj
+        assert obj is not None
+        while True:
+            out = obj.decompress(data, min(self._room + 1, _BROTLI_STEP))
+            data = b""
+            if len(out) > self._room:
+                out = out[: self._room]
+                self.capped = True
+            self._room -= len(out)
+            parts.append(out)
+            if self.capped or obj.eof or obj.needs_input or not out:
+                break
+        if not obj.eof:
+            return b""
+        self._frames += 1
+        self._obj = None
+        if self._frames >= MAX_MEMBERS and obj.unused_data:
+            self.capped = True
+            self.flags.append("zstd-frames-cut")
+            return b""
+        return obj.unused_data
+
+    @property
+    def complete(self) -> bool:
+        if self._stopped:
+            return True
+        return self._frames > 0 and self._obj is None and not self._head
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
+
 _DECODERS: dict[str, Callable[[int], _Decoder]] = {
     "gzip": _ZlibDecoder,
     "x-gzip": _ZlibDecoder,
     "deflate": _ZlibDecoder,
     "br": _BrotliDecoder,
+    "zstd": _ZstdDecoder,
 }
 
 
@@ -252,7 +374,7 @@ class Body:
         if self._decoder is not None:
             try:
                 chunk = self._decoder.feed(chunk)
-            except (zlib.error, brotli.error):
+            except (zlib.error, brotli.error, zstd.ZstdError):
                 self.error = "decode-error"
                 self.truncated = True
                 return False
@@ -275,7 +397,7 @@ class Body:
     def flags(self) -> tuple[str, ...]:
         """Decoding fallbacks taken: ``deflate-raw-fallback`` (a deflate body that looked
         zlib-wrapped was raw), ``trailing-garbage`` (bytes after the compressed data, neither
-        empty nor a gzip member, were left unread)."""
+        empty nor a gzip member or zstd frame, were left unread)."""
         return () if self._decoder is None else tuple(self._decoder.flags)
 
     def raw(self) -> bytes | None:

@@ -2,31 +2,8 @@
 
 `Fetcher.fetch` sends one GET, never follows redirects (the crawler sends each target back
 through its pipeline) and turns every network, protocol and HTTP problem into a `FetchResult`
-whose ``error`` is one short reason:
-
-- ``invalid-url``: unparsable URL, no host, a scheme other than http/https
-- ``dns``: the host name did not resolve (or its look-up timed out)
-- ``blocked-address``: the address guard (`gossamer.fetch.guard`) forbids every address of
-  the host; no connection was attempted
-- ``connection-refused``: nothing listens on the port
-- ``connect-timeout``: the TCP connect took longer than ``connect_timeout``
-- ``connect-error``: any other failure to connect (unreachable network, ...)
-- ``tls``: TLS handshake or certificate failure
-- ``read-timeout``: no byte arrived for ``read_timeout`` (response head or body)
-- ``timeout``: the whole request exceeded ``total_timeout``
-- ``server-disconnected``: the connection closed before a complete response head
-- ``connection-reset``: the peer reset the connection
-- ``incomplete-body``: the connection closed before the announced end of the body
-- ``protocol-error``: malformed status line, headers or chunked framing
-- ``unsupported-encoding``: a Content-Encoding we cannot decode; the raw body is returned
-- ``decode-error``: corrupt gzip/deflate/br data; the body decoded so far is returned
-- ``decompression-bomb``: decoding hit ``max_decoded_bytes`` at a ratio over `BOMB_RATIO`
-- ``connection-error``: any other socket error
-- ``client-error``: any other aiohttp error
-- ``unexpected-error``: a bug; logged with its traceback
-- ``socks-error``: a SOCKS5 proxy refused or failed the request
-- ``no-proxy``: a proxy pool is set and none of its proxies is live
-- ``proxy-error``: every proxy tried failed (see below)
+whose ``error`` is one short reason
+(`gossamer.fetch.reasons` lists them; ``proxy-error`` is named below).
 
 An error after the status line keeps ``status``, ``headers`` and the partial body, with
 ``truncated=True``. Bodies are capped twice: at most ``max_body_bytes`` are taken from the
@@ -39,7 +16,7 @@ body is decoded. A decoding fallback is named in ``flags``: ``deflate-raw-fallba
 deflate that looked zlib-wrapped) and ``trailing-garbage`` (bytes after the compressed data
 that are not a further gzip member, left unread; the body decoded before them is kept).
 
-``started_at`` is stamped when aiohttp starts sending the request (`_StampingRequest`), after
+``started_at`` is stamped when aiohttp starts sending the request (`StampingRequest`), after
 DNS, connect and TLS, where its ``on_request_headers_sent`` trace signal would fire, without
 the cost of the trace machinery on every request; the head goes out on a later turn of the
 event loop (milliseconds later on a busy loop). ``answered_at`` is when the response head
@@ -69,47 +46,55 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
-import email.utils
-import errno
-import functools
 import logging
-import re
 import time
-import weakref
 from collections.abc import Callable, Mapping
-from contextvars import ContextVar
-from dataclasses import dataclass, field, replace
-from datetime import UTC
+from dataclasses import replace
 from types import MappingProxyType
-from typing import Any, Protocol
-from urllib.parse import urlsplit
+from typing import Any
 
 import aiohttp
-import yarl
 from aiohttp.abc import AbstractResolver
-from aiohttp.client_proto import ResponseHandler
-from aiohttp.connector import Connection
-from aiohttp.http_exceptions import ContentLengthError, HttpProcessingError, TransferEncodingError
-from multidict import CIMultiDictProxy
-from python_socks import ProxyError as SocksError
 
 from gossamer import tls
 from gossamer.fetch.auth import RequestAuth
-from gossamer.fetch.decoding import BOMB_RATIO, Body
-from gossamer.fetch.dns import CachingResolver, parse_resolve_overrides
-from gossamer.fetch.exchange import Exchange, PeerResponse, capture, cut_by
+from gossamer.fetch.decoding import BOMB_RATIO, Body, body_caps
+from gossamer.fetch.dns import CachingResolver
+from gossamer.fetch.exchange import PeerResponse, capture, cut_by
 from gossamer.fetch.gated import HostPace, leave
 from gossamer.fetch.guard import AddressGuard, BlockedAddress, GuardedResolver
+from gossamer.fetch.headers import header_map, parse_content_type, parse_retry_after
+from gossamer.fetch.hostnames import HostNames
 from gossamer.fetch.proxies import ProxyPool, proxy_fault
 from gossamer.fetch.ratelimit import ByteMeter, TokenBucket
+from gossamer.fetch.reasons import NoProxy, reason
+from gossamer.fetch.result import (
+    DEFAULT_HEADERS,
+    DURATION_BUCKETS,
+    CheckRules,
+    FetchConfig,
+    FetchResult,
+    FetchStats,
+)
+from gossamer.fetch.sending import (
+    SENDING,
+    UNROUTED,
+    Probe,
+    StampingRequest,
+    direct_connector,
+    request_url,
+    socks_connector,
+)
+from gossamer.fetch.stuck import StuckBodyGuard
 from gossamer.proxyurl import Proxy
-from gossamer.redact import redact_url
-from gossamer.safe import safe_location, safe_text
-from gossamer.urls import host_key, is_plainly_canonical
+from gossamer.safe import safe_location
+from gossamer.urls import host_key
 
 __all__ = [
     "BOMB_RATIO",
     "DEFAULT_HEADERS",
+    "DURATION_BUCKETS",
+    "CheckRules",
     "FetchConfig",
     "FetchResult",
     "FetchStats",
@@ -119,186 +104,10 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-_TOKEN_CHARS = r"[!#$%&'*+.^_`|~0-9a-z-]"
-_MIME = re.compile(f"{_TOKEN_CHARS}{{1,127}}/{_TOKEN_CHARS}{{1,127}}")
-_CHARSET = re.compile(f"{_TOKEN_CHARS}{{1,64}}")
 Clock = Callable[[], float]
 
 
-DEFAULT_HEADERS: Mapping[str, str] = MappingProxyType(
-    {
-        "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
-        "Accept-Encoding": "gzip, deflate, br",
-        "Accept-Language": "en;q=0.9,*;q=0.5",
-    }
-)
 _NO_HEADERS: Mapping[str, str] = MappingProxyType({})
-
-
-@dataclass(frozen=True, slots=True)
-class FetchResult:
-    """The outcome of one GET; see the module doc for the ``error`` reasons.
-
-    ``headers`` has lower-cased names; repeated headers are joined with ``", "`` (RFC 9110
-    5.3), except ``set-cookie`` whose values are joined with ``"\\n"``. ``body`` is
-    content-decoded. ``started_at`` (injected monotonic clock) is when the request head was
-    handed to the socket, or when `Fetcher.fetch` began if it never got that far; ``elapsed``
-    runs from then to the end of the body or the error, less ``paced``, the seconds the body
-    read waited for the bandwidth cap. ``fetched_at`` is wall-clock unix time at the end.
-    ``wire_bytes`` counts body bytes received from the network, before content decoding.
-    ``retry_after`` is in seconds; ``location`` is set for 3xx only.
-    """
-
-    url: str
-    status: int | None
-    headers: Mapping[str, str]
-    body: bytes
-    content_type: str | None
-    charset: str | None
-    truncated: bool
-    error: str | None
-    started_at: float
-    fetched_at: float
-    elapsed: float
-    wire_bytes: int
-    retry_after: float | None
-    location: str | None
-    paced: float = 0.0
-    answered_at: float | None = None
-    """When the response head arrived (injected monotonic clock); None without a response."""
-    flags: tuple[str, ...] = ()
-    """Decoding fallbacks taken (see the module doc); empty for most responses."""
-    exchange: Exchange | None = None
-    """The exchange as sent and received, with ``keep_wire`` and a response; else None."""
-    proxy: str | None = None
-    """The proxy the request went through (``scheme://host:port``, no credentials), or None."""
-    rendered: bool = False
-    """``body`` is the DOM a browser rendered (``gossamer.fetch.render``), not the answer's."""
-
-    @property
-    def sent_by(self) -> float:
-        """A time by which the request had surely reached the socket: when its answer began,
-        else when the fetch ended. ``started_at`` can be early: aiohttp signals the head as
-        sent before it writes it (on the event loop's next turns, later under load), so
-        politeness spaces requests from this time instead."""
-        if self.answered_at is not None:
-            return self.answered_at
-        return self.started_at + self.elapsed + self.paced
-
-    @property
-    def ok(self) -> bool:
-        """True for a complete 2xx response without error."""
-        return self.error is None and self.status is not None and 200 <= self.status < 300
-
-    @property
-    def is_redirect(self) -> bool:
-        """True for a 3xx response that names a Location."""
-        return self.status is not None and 300 <= self.status < 400 and bool(self.location)
-
-
-@dataclass(frozen=True)
-class FetchConfig:
-    """Fetcher settings; sizes in bytes, times in seconds.
-
-    ``read_timeout`` is the longest gap between two reads (waiting for the response head
-    counts); ``total_timeout`` bounds the whole request once it holds a pool slot.
-    ``max_decoded_bytes`` defaults to ``max_body_bytes``. ``concurrency`` is the number of
-    connections (and of concurrent fetches; callers beyond it wait for a slot, outside the
-    timeouts). ``resolve`` holds ``HOST=IP`` overrides (see `parse_resolve_overrides`).
-    ``headers`` are sent with every request, under any per-request headers. ``dns_*``
-    configure the `CachingResolver`; ``verify_tls=False`` accepts any
-    certificate. Idle keep-alive connections close after ``keepalive_timeout``.
-    ``max_bandwidth`` caps the body bytes per second of all requests together (None: no cap).
-    ``keep_wire`` makes every result with a response carry its `Exchange` (for ``--warc``).
-    With a proxy pool, ``proxy_retries`` bounds the tries through further proxies after a
-    proxy failed, and ``proxy_check_url`` is what `Fetcher.check_proxy` fetches.
-    """
-
-    user_agent: str = "gossamer/0.1"
-    connect_timeout: float = 10.0
-    read_timeout: float = 30.0
-    total_timeout: float = 60.0
-    max_body_bytes: int = 10 * 1024 * 1024
-    max_decoded_bytes: int | None = None
-    concurrency: int = 100
-    resolve: tuple[str, ...] = ()
-    headers: Mapping[str, str] = field(default_factory=lambda: DEFAULT_HEADERS)
-    dns_ttl: float = 300.0
-    dns_negative_ttl: float = 10.0
-    keepalive_timeout: float = 15.0
-    verify_tls: bool = True
-    max_bandwidth: int | None = None
-    keep_wire: bool = False
-    proxy_retries: int = 2
-    proxy_check_url: str | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("connect_timeout", "read_timeout", "total_timeout", "keepalive_timeout"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be > 0")
-        if self.max_body_bytes < 1 or self.decoded_cap < 1 or self.concurrency < 1:
-            raise ValueError("max_body_bytes, max_decoded_bytes and concurrency must be >= 1")
-        if self.max_bandwidth is not None and self.max_bandwidth < 1:
-            raise ValueError("max_bandwidth must be >= 1")
-        if self.proxy_retries < 0:
-            raise ValueError("proxy_retries must be >= 0")
-        parse_resolve_overrides(self.resolve)
-
-    @property
-    def decoded_cap(self) -> int:
-        """The effective cap on decoded body bytes."""
-        return self.max_body_bytes if self.max_decoded_bytes is None else self.max_decoded_bytes
-
-
-DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-"""Upper bounds (seconds) of the fetch-time histogram in :attr:`FetchStats.durations`."""
-
-
-@dataclass(frozen=True, slots=True)
-class FetchStats:
-    """A snapshot of a `Fetcher`'s counters.
-
-    ``responses`` counts by status class (``"2xx"``...), ``errors`` by reason; a response
-    whose body failed counts in both. ``wire_bytes``/``body_bytes`` are body bytes before and
-    after content decoding. ``waiting`` fetches wait for a pool slot, ``in_flight`` hold one.
-    ``latency`` sums the ``elapsed`` of the fetches that got a response, ``paced`` the seconds
-    bodies waited for the bandwidth cap.
-    """
-
-    requests: int
-    in_flight: int
-    waiting: int
-    responses: Mapping[str, int]
-    errors: Mapping[str, int]
-    truncated: int
-    wire_bytes: int
-    body_bytes: int
-    latency: float = 0.0
-    paced: float = 0.0
-    durations: tuple[int, ...] = ()
-    """Fetches by ``elapsed``: one count per bound of :data:`DURATION_BUCKETS` (at most that
-    many seconds, not cumulative), the last for the slower ones."""
-    duration_sum: float = 0.0
-    """The ``elapsed`` of every fetch, summed (``latency`` counts answered ones only)."""
-
-    @property
-    def mean_latency(self) -> float:
-        """Mean ``elapsed`` of the fetches that got a response (0 before the first)."""
-        answered = sum(self.responses.values())
-        return self.latency / answered if answered else 0.0
-
-
-class CheckRules(Protocol):
-    """The robots.txt rules a proxy check obeys (`gossamer.frontier.robots.RobotsCache`)."""
-
-    def verdict(self, url: str) -> bool | None:
-        """Whether the known rules allow ``url``; None when its host's are not known."""
-        ...
-
-    async def learn(self, url: str, response: FetchResult) -> bool | None:
-        """Take ``url``'s host's rules from its robots.txt ``response``; their verdict on
-        ``url``, None when the answer says nothing for sure."""
-        ...
 
 
 class Fetcher:
@@ -355,7 +164,8 @@ class Fetcher:
         self._by_class = [0] * 6
         self._durations = [0] * (len(DURATION_BUCKETS) + 1)
         self._errors: dict[str, int] = {}
-        self._guard = _StuckBodyGuard()
+        self._guard = StuckBodyGuard()
+        self._hosts = HostNames()
         self._meter = meter
         self._bucket = (
             None if config.max_bandwidth is None else TokenBucket(config.max_bandwidth, clock=clock)
@@ -477,10 +287,10 @@ class Fetcher:
         return result, None if fault is not None else self._clock() - started
 
     async def _fetch_proxied(
-        self, url: str, headers: Mapping[str, str] | None, pool: ProxyPool
+        self, url: str, headers: Mapping[str, str] | None, pool: ProxyPool, host: str | None
     ) -> FetchResult:
         """``url`` through the pool's proxies for its host, the next one after a proxy fails."""
-        domain = _domain(url)
+        domain = self._hosts(url) if host is None else host
         tried: list[Proxy] = []
         result = None
         for _ in range(self._config.proxy_retries + 1):
@@ -495,7 +305,7 @@ class Fetcher:
             pool.failed(proxy, reason)
             tried.append(proxy)
         if result is None:
-            return self._failure(url, self._clock(), _NoProxy())
+            return self._failure(url, self._clock(), NoProxy())
         return replace(result, error="proxy-error")
 
     def stats(self) -> FetchStats:
@@ -561,7 +371,10 @@ class Fetcher:
             "ssl": tls.verified_context() if config.verify_tls else False,
         }
         socks = proxy is not None and proxy.scheme == "socks5"
-        connector = _socks(proxy, options) if socks and proxy else _connector(proxy, options)
+        if socks and proxy is not None:
+            connector = socks_connector(proxy, options)
+        else:
+            connector = direct_connector(proxy, options)
         return aiohttp.ClientSession(
             connector=connector,
             headers={**config.headers, "User-Agent": config.user_agent},
@@ -572,64 +385,74 @@ class Fetcher:
             ),
             auto_decompress=False,
             cookie_jar=aiohttp.DummyCookieJar(),
-            proxy=None if proxy is None or socks or proxy is _UNROUTED else proxy.url,
-            request_class=_StampingRequest,
+            proxy=None if proxy is None or socks or proxy is UNROUTED else proxy.url,
+            request_class=StampingRequest,
             response_class=PeerResponse if config.keep_wire else aiohttp.ClientResponse,
         )
 
-    def _login_session(self, url: str) -> aiohttp.ClientSession:
+    def _login_session(self, host: str) -> aiohttp.ClientSession:
         """The session logins for ``url`` go out with (form POST, token request, login hook):
         through the proxy the pool gives its host, like its pages; with no live proxy, one
         that reaches nothing (a login never bypasses the pool)."""
         if self._proxies is None:
             return self._open()
-        proxy = self._proxies.peek(_domain(url))
+        proxy = self._proxies.peek(host)
         key = "" if proxy is None else proxy.url
         if proxy is not None and proxy.scheme == "socks5":
             return self._route(proxy)[0]
         session = self._proxied.get(key)
         if session is None:
-            session = self._proxied[key] = self._new_session(proxy or _UNROUTED)
+            session = self._proxied[key] = self._new_session(proxy or UNROUTED)
         return session
 
     async def _fetch_with_auth(
         self, auth: RequestAuth, url: str, headers: Mapping[str, str] | None
     ) -> FetchResult:
-        session = self._login_session(url)
+        host = self._hosts(url)
+        session = self._login_session(host)
         before = auth.sent
-        sent = await auth.prepare(url, session)
+        sent = await auth.prepare(url, session, host=host)
         paced = auth.sent != before  # a login went first: the page waits for the host's pace
         result = await self._send(
-            url, {**headers, **sent} if headers and sent else sent or headers, paced=paced
+            url,
+            {**headers, **sent} if headers and sent else sent or headers,
+            paced=paced,
+            host=host,
         )
-        if await auth.check(url, sent, result.status, result.headers, result.body, session):
+        checked = result.status, result.headers, result.body, session
+        if await auth.check(url, sent, *checked, host=host):
             self._count(result)  # the logged-out answer counts as a request of its own
             self._requests += 1
-            sent = await auth.prepare(url, session)
-            result = await self._send(url, {**(headers or {}), **sent}, paced=True)
-            await auth.check(
-                url, sent, result.status, result.headers, result.body, session, retried=True
-            )
+            sent = await auth.prepare(url, session, host=host)
+            result = await self._send(url, {**(headers or {}), **sent}, paced=True, host=host)
+            checked = result.status, result.headers, result.body, session
+            await auth.check(url, sent, *checked, retried=True, host=host)
         return result
 
     async def _send(
-        self, url: str, headers: Mapping[str, str] | None, *, paced: bool = False
+        self,
+        url: str,
+        headers: Mapping[str, str] | None,
+        *,
+        paced: bool = False,
+        host: str | None = None,
     ) -> FetchResult:
         """Send ``url``'s request; ``paced``: through the host gate, pace only (a second
-        request of the same lease: after a login, or the fetch again after a new one)."""
+        request of the same lease: after a login, or the fetch again after a new one).
+        ``host`` is the URL's host name when the caller has it already."""
         if paced and self._gate is not None:
-            return await self._send_paced(url, headers, self._gate)
+            return await self._send_paced(url, headers, self._gate, host)
         if self._proxies is None:
             return await self._fetch(url, headers)
-        return await self._fetch_proxied(url, headers, self._proxies)
+        return await self._fetch_proxied(url, headers, self._proxies, host)
 
     async def _send_paced(
-        self, url: str, headers: Mapping[str, str] | None, gate: HostPace
+        self, url: str, headers: Mapping[str, str] | None, gate: HostPace, host: str | None
     ) -> FetchResult:
         taken = await gate.enter(url, pace_only=True)
         result = None
         try:
-            result = await self._send(url, headers)
+            result = await self._send(url, headers, host=host)
         finally:
             leave(gate, taken, result)
         return result
@@ -639,14 +462,14 @@ class Fetcher:
     ) -> FetchResult:
         if self._ca_file_deferred and url[:6].lower() == "https:":
             self._load_ca_file()
-        probe = _Probe(self._clock)
+        probe = Probe(self._clock)
         if self._address_guard is not None and self._address_guard.check_url(url) is not None:
             return self._failure(url, probe.started_at, BlockedAddress(url))
         session, via = self._route(proxy)
-        sending = _SENDING.set(probe)
+        sending = SENDING.set(probe)
         try:
             response = await session.get(
-                _request_url(url), headers=headers, allow_redirects=False, **via
+                request_url(url), headers=headers, allow_redirects=False, **via
             )
         except Exception as exc:
             result = self._failure(url, probe.started_at, exc)
@@ -657,7 +480,7 @@ class Fetcher:
             finally:
                 response.release()
         finally:
-            _SENDING.reset(sending)
+            SENDING.reset(sending)
         return result if proxy is None else replace(result, proxy=proxy.label)
 
     def _load_ca_file(self) -> None:
@@ -676,13 +499,12 @@ class Fetcher:
             session = self._socks[proxy.url] = self._new_session(proxy)
         return session, {}
 
-    async def _read(self, url: str, probe: _Probe, response: aiohttp.ClientResponse) -> FetchResult:
+    async def _read(self, url: str, probe: Probe, response: aiohttp.ClientResponse) -> FetchResult:
         config = self._config
         raw = response.headers
         keep = config.keep_wire
-        body = Body(
-            raw.get("Content-Encoding"), config.max_body_bytes, config.decoded_cap, keep_raw=keep
-        )
+        wire_cap, decoded_cap = body_caps(url, config.max_body_bytes, config.decoded_cap)
+        body = Body(raw.get("Content-Encoding"), wire_cap, decoded_cap, keep_raw=keep)
         error = body.error
         paced = 0.0
         stopped = False  # bytes were left unread: the wire body is cut
@@ -700,13 +522,13 @@ class Fetcher:
                 body.finish()
             error = body.error
         except Exception as exc:
-            error = _reason(exc, url)
+            error = reason(exc, url)
             body.truncated = stopped = True
             response.close()
         finally:
             self._guard.unwatch(protocol)
         status = response.status
-        headers = _header_map(raw)
+        headers = header_map(raw)
         content_type, charset = parse_content_type(headers.get("content-type"))
         location = headers.get("location") if 300 <= status < 400 else None
         now = self._wall_clock()
@@ -750,7 +572,7 @@ class Fetcher:
             content_type=None,
             charset=None,
             truncated=False,
-            error=_reason(exc, url),
+            error=reason(exc, url),
             started_at=started_at,
             fetched_at=self._wall_clock(),
             elapsed=self._clock() - started_at,
@@ -758,263 +580,3 @@ class Fetcher:
             retry_after=None,
             location=None,
         )
-
-
-class _NoProxy(Exception):
-    """No live proxy for a request (the error ``no-proxy``)."""
-
-
-def _domain(url: str) -> str:
-    """The host name of ``url`` (lower case), or "" if it has none."""
-    try:
-        return urlsplit(url).hostname or ""
-    except ValueError:
-        return ""
-
-
-_UNROUTED = Proxy(url="unrouted://", scheme="unrouted", host="", port=0)
-"""Stands for "no live proxy" where a session is made: its requests fail."""
-
-
-class _Unrouted(aiohttp.TCPConnector):
-    """A connector that connects nowhere: a login's session when no proxy is live."""
-
-    async def _create_connection(
-        self,
-        req: aiohttp.ClientRequest,
-        traces: list[Any],
-        timeout: aiohttp.ClientTimeout,  # noqa: ASYNC109
-    ) -> Any:
-        raise aiohttp.ClientConnectionError("no live proxy")
-
-
-def _connector(proxy: Proxy | None, options: dict[str, Any]) -> aiohttp.TCPConnector:
-    if proxy is _UNROUTED:
-        return _Unrouted(**options)
-    return aiohttp.TCPConnector(**options)
-
-
-def _socks(proxy: Proxy, options: dict[str, Any]) -> aiohttp.TCPConnector:
-    """A connector through a SOCKS5 proxy; the proxy resolves the sites' names."""
-    from aiohttp_socks import ProxyConnector, ProxyType
-
-    return ProxyConnector(
-        host=proxy.host,
-        port=proxy.port,
-        proxy_type=ProxyType.SOCKS5,
-        username=proxy.login,
-        password=proxy.password,
-        rdns=True,
-        **options,
-    )
-
-
-def _request_url(url: str) -> str | yarl.URL:
-    """The URL for aiohttp: a plainly canonical one (:func:`is_plainly_canonical`: safe
-    characters only, nothing to encode or remove) as a ready `yarl.URL`, which skips yarl's
-    parse and encoding pass, a tenth of aiohttp's work per request; any other as it is."""
-    return yarl.URL(url, encoded=True) if is_plainly_canonical(url) else url
-
-
-class _Probe:
-    """One request's times: when `Fetcher._fetch` began it, then when aiohttp started to send
-    it (`_StampingRequest`), and when its answer began."""
-
-    __slots__ = ("answered_at", "clock", "started_at")
-
-    def __init__(self, clock: Callable[[], float]) -> None:
-        self.clock = clock
-        self.started_at = clock()
-        self.answered_at: float | None = None
-
-
-_SENDING: ContextVar[_Probe | None] = ContextVar("gossamer_sending", default=None)
-"""The probe of the request the current task is making (set by `Fetcher._fetch`)."""
-
-
-class _StampingRequest(aiohttp.ClientRequest):
-    """aiohttp's request, stamping the probe of the task's request with the time it starts
-    sending (its connection made: DNS, connect and TLS done)."""
-
-    async def send(self, conn: Connection) -> aiohttp.ClientResponse:
-        probe = _SENDING.get()
-        if probe is not None:
-            probe.started_at = probe.clock()
-        return await super().send(conn)
-
-
-class _StuckBodyGuard:
-    """Wakes body readers that aiohttp's C parser leaves waiting on a closed connection.
-
-    On malformed chunked framing mid-body, aiohttp 3.14's C parser drops the body reader
-    without feeding it EOF or an error, and stops the read timeout, so reading would hang
-    until the total timeout. So: when a connection closes while a body read from it has
-    neither EOF nor an error, that body gets a `ClientPayloadError` (a protocol error).
-    """
-
-    def __init__(self) -> None:
-        self._reading: weakref.WeakKeyDictionary[ResponseHandler, aiohttp.StreamReader] = (
-            weakref.WeakKeyDictionary()
-        )
-        self._hooked: weakref.WeakSet[ResponseHandler] = weakref.WeakSet()
-
-    def watch(self, response: aiohttp.ClientResponse) -> ResponseHandler | None:
-        """Start guarding ``response``'s body; pass the result to `unwatch` when done."""
-        connection = response.connection
-        protocol = connection.protocol if connection is not None else None
-        if protocol is None:  # the whole body is already buffered
-            return None
-        closed = protocol.closed
-        if closed is None:  # the connection is already gone
-            _unstick(protocol, response.content)
-            return None
-        if protocol not in self._hooked:
-            self._hooked.add(protocol)
-            closed.add_done_callback(functools.partial(self._on_closed, protocol))
-        self._reading[protocol] = response.content
-        return protocol
-
-    def unwatch(self, protocol: ResponseHandler | None) -> None:
-        """Stop guarding the body read from ``protocol``."""
-        if protocol is not None:
-            self._reading.pop(protocol, None)
-
-    def _on_closed(self, protocol: ResponseHandler, closed: asyncio.Future[None]) -> None:
-        if not closed.cancelled():
-            closed.exception()  # mark it retrieved; the reader reports the failure
-        content = self._reading.pop(protocol, None)
-        if content is not None:
-            _unstick(protocol, content)
-
-
-def _unstick(protocol: ResponseHandler, content: aiohttp.StreamReader) -> None:
-    if not content.is_eof() and content.exception() is None:
-        error = aiohttp.ClientPayloadError("connection closed inside a malformed body")
-        error.__cause__ = protocol.exception()
-        content.set_exception(error)
-
-
-def parse_content_type(value: str | None) -> tuple[str | None, str | None]:
-    """Split a Content-Type header into (lower-case mime type, lower-case charset).
-
-    Either is None unless it is well formed (``type/subtype`` of RFC 9110 token characters; a
-    charset of token characters, at most 64): a hostile header yields no value, never an odd
-    one.
-    """
-    if not value:
-        return None, None
-    mime, _, params = value.partition(";")
-    charset = None
-    for param in params.split(";"):
-        key, _, val = param.partition("=")
-        if key.strip().lower() == "charset":
-            charset = val.strip().strip("\"'").strip().lower() or None
-            break
-    mime = mime.strip().lower()
-    if charset is not None and not _CHARSET.fullmatch(charset):
-        charset = None
-    return (mime if _MIME.fullmatch(mime) else None), charset
-
-
-def parse_retry_after(value: str | None, now: float, date: str | None = None) -> float | None:
-    """Seconds to wait from a Retry-After header (delta-seconds or HTTP-date), or None.
-
-    An HTTP-date is measured against the response's ``Date`` header when it parses (so
-    clock skew between us and the server does not matter), else against ``now`` (unix time).
-    Dates in the past give 0.
-    """
-    if value is None:
-        return None
-    value = value.strip()
-    if value.isascii() and value.isdigit():
-        return float(value)
-    when = _http_date(value)
-    if when is None:
-        return None
-    reference = _http_date(date) if date else None
-    return max(0.0, when - (now if reference is None else reference))
-
-
-def _http_date(value: str) -> float | None:
-    try:
-        parsed = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.timestamp()
-
-
-def _header_map(raw: CIMultiDictProxy[str]) -> Mapping[str, str]:
-    """The headers, names lower-cased, names and values made valid text (`safe_text`)."""
-    headers: dict[str, str] = {}
-    for name, value in raw.items():
-        key = safe_text(name.lower())
-        value = safe_text(value)
-        previous = headers.get(key)
-        if previous is None:
-            headers[key] = value
-        else:
-            headers[key] = f"{previous}{chr(10) if key == 'set-cookie' else ', '}{value}"
-    return MappingProxyType(headers)
-
-
-def _reason(exc: BaseException, url: str) -> str:
-    """Map an exception raised while fetching to a short reason (see the module doc)."""
-    match exc:
-        case aiohttp.InvalidURL() | aiohttp.NonHttpUrlClientError():
-            return "invalid-url"
-        case aiohttp.ConnectionTimeoutError():
-            return "connect-timeout"
-        case aiohttp.ServerTimeoutError():
-            return "read-timeout"
-        case TimeoutError():
-            return "timeout"
-        case BlockedAddress():
-            return "blocked-address"
-        case aiohttp.ClientConnectorDNSError() if isinstance(exc.os_error, BlockedAddress):
-            return "blocked-address"
-        case aiohttp.ClientConnectorDNSError():
-            return "dns"
-        case aiohttp.ClientSSLError() | aiohttp.ClientConnectorCertificateError():
-            return "tls"
-        case aiohttp.ClientConnectorError():
-            refused = exc.os_error.errno == errno.ECONNREFUSED
-            return "connection-refused" if refused else "connect-error"
-        case aiohttp.ServerDisconnectedError():
-            return "server-disconnected"
-        case aiohttp.ClientPayloadError() | HttpProcessingError():
-            return _body_reason(exc)
-        case aiohttp.ClientResponseError():
-            return "protocol-error"
-        case ConnectionResetError():
-            return "connection-reset"
-        case OSError() if exc.errno == errno.ECONNRESET:
-            return "connection-reset"
-        case OSError():
-            return "connection-error"
-        case aiohttp.ClientError():
-            return "client-error"
-        case SocksError():
-            return "socks-error"
-        case _NoProxy():
-            return "no-proxy"
-    log.warning(
-        "unexpected error fetching %s",
-        redact_url(url),
-        exc_info=exc,
-        extra={"event": "fetch-unexpected-error", "url": redact_url(url)},
-    )
-    return "unexpected-error"
-
-
-def _body_reason(exc: Exception) -> str:
-    # aiohttp records a reset that cut a body only in the payload error's message
-    if "ConnectionResetError" in str(exc):
-        return "connection-reset"
-    cause = exc if isinstance(exc, HttpProcessingError) else exc.__cause__
-    if isinstance(cause, ContentLengthError) or (
-        isinstance(cause, TransferEncodingError) and "Not enough data" in cause.message
-    ):
-        return "incomplete-body"
-    return "protocol-error"

@@ -4,13 +4,17 @@
 what ``lease()`` may do. A URL enters through ``admission`` (canonicalized once, scoped,
 fingerprinted), is checked against the URL-seen set (``dedup`` in the embedded frontier, the
 job's Redis set in the cluster) and is queued per host in the shared, synchronous ``hosts``
-scheduler: ready heap of hosts, per-host queues by priority, politeness slots and delays
-(``politeness``), retries, leases, the working set of active hosts and the robots.txt stage
-(``robots``: a host's URLs wait until its rules are known). Two backends keep only their
-storage around the scheduler: ``local`` (the embedded frontier, its write-ahead log in
-crawl.db) and ``redis``, a package (one job's URLs in partitioned Redis queues shared by
-many workers: key layout, scripts, claims, the shared host limiter, hand-over fences, the
-contract's methods; its Lua scripts in ``redis/lua/``).
+scheduler. It coordinates parts that each own one concern: ``hostqueue`` (each host's URLs
+in memory, in storage and waiting for a time), ``ready`` (the heap of hosts with a free
+politeness slot, ``politeness`` deciding when), ``workingset`` (which hosts are scheduled at
+all), ``robotstage`` (what a due host's URLs go out as: a host's URLs wait until its
+robots.txt rules, ``robots``, are known), ``leases`` (the lease table), ``bestfirst`` (the
+order across hosts once a priority arrives), ``rounds`` (what it hands out) and
+``slotclaims`` (the slots requests outside the leases take, through the host gate,
+``gate``). Two backends keep only their storage around the scheduler: ``local`` (the
+embedded frontier, its write-ahead log in crawl.db) and ``redis``, a package (one job's URLs
+in partitioned Redis queues shared by many workers: key layout, scripts, claims, the shared
+host limiter, hand-over fences, the contract's methods; its Lua scripts in ``redis/lua/``).
 
 This package may import the standard library, numpy (the seen set), protego, redis, xxhash,
 ``gossamer.crawldb`` (the embedded frontier's storage), ``gossamer.logs``, ``gossamer.retry``,

@@ -12,7 +12,7 @@ crawl come back through :meth:`Admission.trap` (the trap guards,
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from gossamer.frontier.base import Candidate
@@ -71,10 +71,13 @@ class Admission:
         self.budget = HostBudget(guards.budgets) if guards.budgets else None
         """The page budgets the frontier's scheduler spends (None: no host has one)."""
 
-    def admit(self, candidates: Iterable[Candidate]) -> tuple[list[Admitted], dict[str, int]]:
+    def admit(
+        self, candidates: Iterable[Candidate], known: Container[int] | None = None
+    ) -> tuple[list[Admitted], dict[str, int]]:
         """The candidates in scope, in order, and how many were turned away for each reason
         (``invalid-url``, ``offsite``, ``depth`` ..., ``bad-priority`` for a priority that is
-        not a finite number)."""
+        not a finite number). With ``known`` (fingerprints known seen), the others go through
+        :meth:`screen` too."""
         rejected: dict[str, int] = {}
         admitted: list[Admitted] = []
         origins, scope, budget = self._origins, self._scope, self.budget
@@ -99,6 +102,9 @@ class Admission:
             admitted.append((url, key, fingerprint(url), cand))
         for reason, count in rejected.items():
             self._rejected[reason] = self._rejected.get(reason, 0) + count
+        if known is not None and self._traps is not None:
+            kept = {a[2] for a in self.screen([a for a in admitted if a[2] not in known], rejected)}
+            admitted = [a for a in admitted if a[2] in kept or a[2] in known]
         return admitted, rejected
 
     def screen(self, fresh: list[Admitted], rejected: dict[str, int]) -> list[Admitted]:

@@ -19,7 +19,7 @@ Two ways in:
   waiting for room would wait for themselves. The pace holds all the same: each start is
   spaced from the one before by the host's delay.
 
-While a request waits, the scheduler leases none of the host's URLs (`HostScheduler.hold`),
+While a request waits, the scheduler leases none of the host's URLs (`SlotClaims.hold`),
 so a busy crawl cannot starve it. The gate sleeps until the host is due, and polls every
 `_BUSY_POLL` seconds while its connections are all in use.
 
@@ -61,7 +61,7 @@ _BUSY_POLL = 0.05
 
 
 class SlotKeeper(Protocol):
-    """What holds the host slots (`HostScheduler` is one)."""
+    """What holds the host slots (a `HostScheduler`'s `SlotClaims` is one)."""
 
     def claim(self, key: str, *, room: bool = True) -> float: ...
     def unclaim(self, key: str, feedback: Feedback | None) -> None: ...
@@ -109,7 +109,7 @@ class HostGate:
         self._rules: RulesLookup | None = None
         self._keeper: SlotKeeper = HostScheduler[Queued](
             policy or PolitenessPolicy(), rules=self._known, clock=clock
-        )
+        ).claims
         self._clock = clock
         self._requests = self._waited = self._waiting = 0
 
@@ -122,7 +122,7 @@ class HostGate:
         return None if self._rules is None else self._rules(key)
 
     def bind(self, keeper: SlotKeeper) -> None:
-        """Take slots from ``keeper`` (the frontier's scheduler) from now on."""
+        """Take slots from ``keeper`` (the frontier's scheduler's `SlotClaims`) from now on."""
         self._keeper = keeper
 
     async def enter(self, url: str, *, pace_only: bool = False) -> Pass:

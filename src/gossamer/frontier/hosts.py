@@ -1,36 +1,13 @@
 """The host scheduler both frontier backends share: which URL goes out next, and when.
 
-It is synchronous, does no I/O and reads time from an injected clock. The backends keep their
-storage around it: the embedded frontier its crawl.db staging, spill and refill; the Redis
-frontier its claims, acks, renewals, partitions and shared host limiter. They hand it the
-entries they hold in memory and take leases from it.
-
-It coordinates parts that each own one concern, and decides nothing they decide:
-
-* the host queues (:mod:`gossamer.frontier.hostqueue`): the URLs each host has waiting, in
-  memory and in storage, and those waiting for a time (retries);
-* the ready heap (:mod:`gossamer.frontier.ready`): hosts with queued URLs and a free
-  politeness slot (:mod:`gossamer.frontier.politeness`), by the time it is next free, or later
-  when :meth:`HostScheduler.defer` says so (the Redis frontier's shared limiter refused one);
-* the working set (:mod:`gossamer.frontier.workingset`, ``max_active``): which hosts are
-  scheduled at all;
-* the robots.txt stage (:mod:`gossamer.frontier.robotstage`): what a due host's URLs go out as;
-* the lease table (:mod:`gossamer.frontier.leases`): every lease out, until it ends;
-* the best-first order (:mod:`gossamer.frontier.bestfirst`), made only once a priority other
-  than 0 arrives: until then due hosts go out in the order they became due.
-
-A due host whose queue in memory is empty is handed back as ``dry`` for the backend to read
-more (:meth:`HostScheduler.refill`).
-
-**Requests outside the leases** (:mod:`gossamer.frontier.gate`) take the same slots:
-:meth:`HostScheduler.claim` takes one when the host is due, :meth:`HostScheduler.unclaim`
-gives it back with the request's feedback, and while one waits (:meth:`HostScheduler.hold`)
-none of the host's URLs is leased.
-
-:meth:`HostScheduler.lease` hands out leases in one step. The Redis frontier by URL asks its
-shared limiter between two: :meth:`HostScheduler.due` names the due hosts and how many slots
-each could use, :meth:`HostScheduler.take` leases what the limiter granted, and
-:meth:`HostScheduler.defer` holds back a host it refused.
+Synchronous, no I/O, time read from an injected clock. The backends keep their storage around
+it (the embedded frontier its crawl.db staging, spill and refill; the Redis frontier its
+claims, acks, renewals, partitions and shared host limiter), hand it the entries they hold in
+memory and take leases from it: in one step (:meth:`HostScheduler.lease`) or in two, a shared
+limiter between (:mod:`gossamer.frontier.rounds`). It coordinates parts that each own one
+concern (the package docstring names them), decides nothing they decide, and hands a due host
+whose URLs are all in storage back as ``dry`` (:meth:`HostScheduler.refill`). Requests outside
+the leases take the same slots through :attr:`HostScheduler.claims` (``frontier.slotclaims``).
 """
 
 from __future__ import annotations
@@ -38,7 +15,6 @@ from __future__ import annotations
 import heapq
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Generic
 
 from gossamer.frontier.base import Feedback, HeldBack, Lease, LeaseKind, Rules
@@ -49,55 +25,15 @@ from gossamer.frontier.leases import LeaseTable
 from gossamer.frontier.politeness import HostSlot, PolitenessPolicy
 from gossamer.frontier.ready import ReadyHeap
 from gossamer.frontier.robotstage import ROBOTS_FIRST, RobotsStage, RulesLookup
+from gossamer.frontier.rounds import Batch, Round, Want
+from gossamer.frontier.slotclaims import SlotClaims
 from gossamer.frontier.workingset import WorkingSet
 
-__all__ = [
-    "DEFAULT_SLACK",
-    "Batch",
-    "Host",
-    "HostQueue",
-    "HostScheduler",
-    "Queued",
-    "Round",
-    "RulesLookup",
-    "Want",
-]
-
-
-@dataclass(slots=True)
-class Batch:
-    """What :meth:`HostScheduler.lease` handed out."""
-
-    leases: list[Lease]
-    dry: list[str]
-    """Due hosts whose queued URLs are all in storage: refill them."""
-
-
-@dataclass(slots=True)
-class Want(Generic[E]):
-    """A due host and how many slots it could use now (:meth:`HostScheduler.due`)."""
-
-    key: str
-    host: Host[E]
-    count: int
-    rules: Rules | None
-    """The rules its URLs go out by; None when the slot is for its ``robots`` lease."""
-
-
-@dataclass(slots=True)
-class Round(Generic[E]):
-    """What :meth:`HostScheduler.due` found."""
-
-    leases: list[Lease]
-    """Leases that need no slot (``blocked``, ``unreachable``), handed out already."""
-    wants: list[Want[E]]
-    dry: list[str]
-
+__all__ = ["DEFAULT_SLACK", "Host", "HostQueue", "HostScheduler", "Queued", "RulesLookup"]
 
 _SLOTTED: frozenset[LeaseKind] = frozenset({"page", "robots"})
 _HELD_POLL = 1.0
-"""Seconds :meth:`HostScheduler.next_ready` answers while the due hosts are held back by the
-slack and the best URL's host has no known next time (its requests are out)."""
+"""Seconds :meth:`HostScheduler.next_ready` answers while the slack holds due hosts back."""
 
 
 class HostScheduler(Generic[E]):
@@ -106,19 +42,18 @@ class HostScheduler(Generic[E]):
     def __init__(
         self,
         policy: PolitenessPolicy,
+        budget: HostBudget | None = None,
         *,
         rules: RulesLookup | None = None,
         lease_timeout: float = 600.0,
         max_active: int | None = None,
         slack: float = DEFAULT_SLACK,
         clock: Callable[[], float] = time.monotonic,
-        budget: HostBudget | None = None,
     ) -> None:
         if not slack >= 0:
             raise ValueError(f"slack must be a number >= 0, not {slack!r}")
         self._policy = policy
-        self._budget = budget
-        """Per-host page budgets: a host's new URLs past it go out as ``budget`` leases."""
+        self._budget = budget  # a host's new URLs past its page budget go out as ``budget``
         self._slack = slack
         self._clock = clock
         self._queues: HostQueues[E] = HostQueues()
@@ -129,6 +64,8 @@ class HostScheduler(Generic[E]):
         """Made once an entry with a priority other than 0 comes; None: breadth first."""
         self._set: WorkingSet[E] = WorkingSet(max_active)
         self._ready: ReadyHeap[E] = ReadyHeap(self._hosts, policy, self._schedule)
+        self.claims = SlotClaims(self._queues, self._robots, policy, self._schedule, clock)
+        """The host slots requests outside the leases take (the host gate's keeper)."""
 
     # -- URLs in ---------------------------------------------------------------------------
 
@@ -295,8 +232,7 @@ class HostScheduler(Generic[E]):
         return gone
 
     def forget(self, key: str) -> Host[E] | None:
-        """Drop host ``key`` (its queue emptied already): its leases still end here, on the
-        returned host's slot."""
+        """Drop host ``key`` (its queue emptied): its leases still end on the host returned."""
         host = self._queues.forget(key)
         if host is not None:
             self._set.forget(host)
@@ -310,43 +246,6 @@ class HostScheduler(Generic[E]):
         """The politeness slot of host ``key``, if known."""
         host = self._hosts.get(key)
         return None if host is None else host.slot
-
-    # -- requests outside the leases (the host gate) ---------------------------------------
-
-    def claim(self, key: str, *, room: bool = True) -> float:
-        """Take a slot of host ``key`` for a request outside any lease
-        (:class:`~gossamer.frontier.gate.HostGate`): 0.0 when taken, else the seconds until it
-        may be (infinity while ``room`` is asked for and its connections are all in use).
-        The host's robots.txt Crawl-delay, when known, counts as for its URLs."""
-        slot = self._queues.host(key).slot
-        self._robots.pace(key, slot)
-        return self._policy.claim(slot, self._clock(), room)
-
-    def unclaim(self, key: str, feedback: Feedback | None) -> None:
-        """A request of :meth:`claim` ended; its host's slot learns from ``feedback``."""
-        host = self._hosts.get(key)
-        if host is not None:
-            self._policy.on_finish(host.slot, feedback, self._clock(), key)
-            self._schedule(key, host)
-
-    def note(self, key: str, started_at: float) -> None:
-        """A leased request to host ``key`` started at ``started_at``: its next start is
-        spaced from that (a rendered page's subrequests go out while its lease is held)."""
-        host = self._hosts.get(key)
-        if host is not None:
-            self._policy.started(host.slot, started_at)
-
-    def hold(self, key: str, waiting: bool) -> None:
-        """A request outside the leases starts (``waiting``) or stops waiting for host
-        ``key``'s slot: while any waits, the host's URLs are not leased."""
-        if waiting:
-            self._queues.host(key).claims += 1
-            return
-        host = self._hosts.get(key)  # None: dropped meanwhile (its partition moved away)
-        if host is not None and host.claims:
-            host.claims -= 1
-            if not host.claims:
-                self._schedule(key, host)
 
     # -- state -----------------------------------------------------------------------------
 
@@ -366,7 +265,7 @@ class HostScheduler(Generic[E]):
         if self._set.can_join:
             times.append(now)
         if not times:
-            return _HELD_POLL if held else None
+            return _HELD_POLL if held else None  # the best URL's host: its requests are out
         return max(0.0, min(times) - now)
 
     def held_back(self, most: int | None = 10) -> list[HeldBack]:
@@ -471,15 +370,13 @@ class HostScheduler(Generic[E]):
     def _take_one(
         self, key: str, host: Host[E], rules: Rules, now: float, out: list[Lease]
     ) -> Lease | None:
-        """Lease the host's next URL the rules allow (those they forbid go to ``out``, as do
-        new ones past the host's page budget)."""
-        budget = self._budget
+        """Lease the host's next URL the rules and its page budget allow (others go to ``out``)."""
         while host.queue:
             entry = self._queues.pop(host)
             if not rules.allowed(entry.url):
                 out.append(self._leases.open(key, host, entry, now, "blocked"))
                 continue
-            if budget is not None and not entry.attempts and not budget.take(key):
+            if self._budget is not None and not entry.attempts and not self._budget.take(key):
                 out.append(self._leases.open(key, host, entry, now, "budget"))
                 continue
             self._policy.on_lease(host.slot, now)

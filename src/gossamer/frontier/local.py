@@ -42,6 +42,7 @@ from gossamer.frontier.hosts import (
     RulesLookup,
 )
 from gossamer.frontier.politeness import PolitenessPolicy
+from gossamer.frontier.slotclaims import SlotClaims
 from gossamer.urls import Scope
 
 _INSERT_URL = (
@@ -250,9 +251,9 @@ class LocalFrontier:
         return self._hosts.held_back(most)
 
     @property
-    def slots(self) -> HostScheduler[Queued]:
-        """The scheduler whose host slots the crawl's host gate takes (`HostGate.bind`)."""
-        return self._hosts
+    def slots(self) -> SlotClaims[Queued]:
+        """The scheduler's host slots the crawl's host gate takes (`HostGate.bind`)."""
+        return self._hosts.claims
 
     # -- storage ---------------------------------------------------------------------------
 

@@ -39,9 +39,10 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
-from urllib.parse import urljoin
 
 from protego import Protego
+
+from gossamer.urls import Resolver
 
 __all__ = [
     "DEFAULT_TOKEN",
@@ -63,6 +64,9 @@ log = logging.getLogger(__name__)
 DEFAULT_TOKEN = "gossamer"
 MAX_ROBOTS_BYTES = 500 * 1024
 """Parsing limit (RFC 9309 §2.5: at least 500 kibibytes). Fetchers may stop reading here."""
+_CUT = frozenset({None, "decompression-bomb"})
+"""Fetch errors that leave a robots.txt whole up to the parsing limit: a compressed file
+decoded past `MAX_ROBOTS_BYTES` at a bomb's ratio is cut there, as a plain one is."""
 MAX_REDIRECTS = 5
 """Redirects followed to reach robots.txt (RFC 9309 §2.3.1.2: at least five)."""
 _PARSE_IN_THREAD_BYTES = 64 * 1024
@@ -394,7 +398,7 @@ class RobotsCache:
             if response is None or status is None:
                 return self._policy_without_rules("unreachable")
             if 200 <= status < 300:
-                if response.error is not None:  # a cut file could miss some Disallow lines
+                if response.error not in _CUT:  # a cut file could miss some Disallow lines
                     return self._policy_without_rules("unreachable")
                 return await self._parse(response.body)
             if 300 <= status < 400:
@@ -466,10 +470,10 @@ def _redirect_target(url: str, location: str | None) -> str | None:
     if not location:
         return None
     try:
-        target = urljoin(url, location.strip())
+        target = Resolver(url).resolve(location)  # WHATWG rules, as a page's links
     except ValueError:
         return None
-    return target if _ORIGIN.match(target) else None
+    return target if target is not None and _ORIGIN.match(target) else None
 
 
 def _robots_text(body: bytes) -> str:

@@ -2,7 +2,8 @@
 
 :class:`PageStage` takes a finished fetch and returns the URL's record and the links to follow
 (:class:`PageResult`), through a short pipeline of steps over one :class:`PageState`: read
-(decode, the guarded parse, links, robots meta; or plain text), rules, content (main text,
+(decode, the guarded parse, links; or plain text), robots directives (``X-Robots-Tag``,
+robots meta: `directives`), the canonical URL (`canonical`), rules, content (main text,
 metadata, a PDF's text), the user's hook, content digests, focus relevance. The engine only
 hands it each answer and takes back what it returns (``state``: the values; ``read``: parsing
 and content fields; ``extras``: rules and the hook; ``stage``: the pipeline).
@@ -10,7 +11,8 @@ and content fields; ``extras``: rules and the hook; ``stage``: the pipeline).
 This package may import the standard library, `gossamer.parse`, `gossamer.extract`,
 `gossamer.hooks`, `gossamer.digests` (content digests), `gossamer.frontier.base` (the
 candidates it returns), `gossamer.sinks.base` (the record), `gossamer.outcomes`,
-`gossamer.redact` and `gossamer.urls`; never the engine, the crawl wiring or the cluster.
+`gossamer.redact`, `gossamer.urls` and `gossamer.fetch.exchange` (an archived exchange, its
+body withheld); never the engine, the crawl wiring or the cluster.
 """
 
 from gossamer.page.stage import (
@@ -21,7 +23,7 @@ from gossamer.page.stage import (
     PageStats,
     internal_error,
 )
-from gossamer.page.state import Fetched, PageResult, PageState, RuleFields, TextFields
+from gossamer.page.state import Fetched, PageResult, PageState, RuleFields, TextFields, Withheld
 
 __all__ = [
     "RULE_COUNTERS",
@@ -34,5 +36,6 @@ __all__ = [
     "PageStats",
     "RuleFields",
     "TextFields",
+    "Withheld",
     "internal_error",
 ]

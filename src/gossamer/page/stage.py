@@ -1,10 +1,15 @@
 """The page stage: a finished fetch in, the URL's record and the links it leads to out.
 
 A 2xx answer goes through a short pipeline of steps over one :class:`PageState`, chosen once
-when the stage is built from what the crawl asks for (a links-only crawl runs two): read
-(decode, the guarded parse, links, robots meta, or plain text), rules, content fields (main
-text and metadata, a PDF's text), the user's hook, content digests (a duplicate's links are
-not followed), and the links to follow (with a focus, judged and scored). A redirect becomes
+when the stage is built from what the crawl asks for (a links-only crawl runs four): read
+(decode, the guarded parse, links, or plain text), robots directives (``X-Robots-Tag`` and
+robots meta tags: ``nofollow`` drops the links, ``noindex`` the content), the canonical URL
+(followed with ``--canonical follow``), rules, content fields (main text and metadata, a
+PDF's text), the user's hook, content digests (a duplicate's links are not followed), and
+the links to follow (with a focus, judged and scored). The content steps (rules, text, hook,
+digests) are passed over for a page whose content is withheld (``noindex`` unless
+``ignore_noindex``, or a page that names another canonical URL, followed), and its archived
+response keeps its headers but no body (:class:`Withheld`). A redirect becomes
 its target's candidate; anything else, its record alone. A new kind of page work is one more
 step here, never a branch in the engine.
 """
@@ -16,14 +21,24 @@ import functools
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from gossamer.digests.base import DigestIndex, digest
 from gossamer.frontier.base import Candidate, Lease, Outlinks
 from gossamer.hooks import Hook
 from gossamer.outcomes import Action, Outcome
 from gossamer.page import extras, read
-from gossamer.page.state import NO_RULES, NO_TEXT, Fetched, PageResult, PageState, TextFields
+from gossamer.page.canonical import Canonicals, header_canonical, tag_canonical
+from gossamer.page.directives import header_directives, meta_directives
+from gossamer.page.state import (
+    NO_RULES,
+    NO_TEXT,
+    Fetched,
+    PageResult,
+    PageState,
+    TextFields,
+    Withheld,
+)
 from gossamer.parse.links import ParsedPage
 from gossamer.sinks.base import PageRecord
 from gossamer.urls import Resolver, canonicalize
@@ -83,6 +98,12 @@ class PageConfig:
     """Follow the links of a page whose main text an earlier page had (with digests)."""
     near_digests: bool = False
     """Look for near duplicates too (a SimHash of every main text), not only exact ones."""
+    robots_token: str = "gossamer"
+    """The crawler's name in ``X-Robots-Tag: NAME: ...`` and ``<meta name=NAME>``."""
+    ignore_noindex: bool = False
+    """Store the content of ``noindex`` pages too (the user answers for it)."""
+    canonical: Literal["record", "follow"] = "record"
+    """``follow``: queue a page's canonical URL and store no content for the page."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +131,10 @@ class PageStage:
         rule_pool: RulePool | None = None,
         focus: Focus | None = None,
         digests: DigestIndex | None = None,
+        in_scope: Callable[[str], bool] | None = None,
     ) -> None:
+        """``in_scope`` tells whether the crawl may visit a URL: a canonical URL out of it is
+        not followed (``--canonical follow``)."""
         if config.rules is not None and rule_pool is None:
             raise ValueError("a crawl with rules reads them in a RulePool")
         self._config = config
@@ -120,13 +144,14 @@ class PageStage:
         self._digests = digests
         self._extractor = config.extractor if config.text else None
         self._counts: Counter[str] = Counter()
+        self._canonicals = Canonicals(in_scope) if config.canonical == "follow" else None
         self.upkeep: Callable[[], Awaitable[None]] | None = None if focus is None else focus.upkeep
         """Run after each URL is acked: the focus re-scores the frontier's URLs when due."""
         self._steps: tuple[Step, ...] = self._pipeline()
 
     def _pipeline(self) -> tuple[Step, ...]:
         config = self._config
-        steps: list[Step] = [self._read]
+        steps: list[Step] = [self._read, self._robots, self._canonical]
         if config.rules is not None:
             steps.append(self._rules)
         if config.text:
@@ -136,6 +161,7 @@ class PageStage:
         if self._digests is not None:
             steps.append(self._duplicate)
         steps.append(self._outlinks if self._focus is None else self._judge)
+        self._content_steps = frozenset({self._rules, self._text, self._hook, self._duplicate})
         return tuple(steps)
 
     @property
@@ -151,9 +177,13 @@ class PageStage:
         state = PageState(lease, result, error, result.flags)
         if action is Action.STORE:
             for step in self._steps:
-                await step(state)
+                if state.withheld is None or step not in self._content_steps:
+                    await step(state)
         elif action is Action.REDIRECT and result.location is not None:
             self._redirect(state, result.location)
+        if self._canonicals is not None and action is not Action.REDIRECT:
+            flag = self._canonicals.ended(lease.url, action is not Action.STORE)
+            state.flags += (flag,) if flag is not None else ()
         return _result(state)
 
     def restore_counts(self, rule_counts: Callable[[], tuple[int, int, int, int]]) -> None:
@@ -197,6 +227,38 @@ class PageStage:
             state.flags += parsed.flags
         elif self._extractor is not None and result.content_type == "text/plain":
             state.content = read.plain_text(result)
+
+    async def _robots(self, state: PageState) -> None:
+        """``X-Robots-Tag`` headers and robots meta tags: ``nofollow`` drops the links (unless
+        ``follow_nofollow``), ``noindex`` withholds the content (unless ``ignore_noindex``)."""
+        config, result = self._config, state.result
+        found = header_directives(result.headers, config.robots_token, result.fetched_at)
+        if state.parsed is not None and state.parsed.tree is not None:
+            tree = state.parsed.tree
+            found = found.merge(meta_directives(tree, config.robots_token, result.fetched_at))
+        state.flags += found.flags
+        if found.nofollow and not config.follow_nofollow:
+            state.links = []
+        if found.noindex and not config.ignore_noindex:
+            state.withheld = "noindex"
+
+    async def _canonical(self, state: PageState) -> None:
+        """The canonical URL (the header's, else the tag's); followed, with ``follow``."""
+        url, parsed = state.lease.url, state.parsed
+        header = header_canonical(state.result.headers, url)
+        tag = None
+        if parsed is not None and parsed.tree is not None:
+            tag = tag_canonical(parsed.tree, parsed.base_url)
+        if header is not None and tag is not None and header != tag:
+            state.flags += ("canonical-conflict",)
+        state.canonical = header or tag
+        if self._canonicals is None:
+            return
+        target, flag = self._canonicals.judge(url, state.canonical)
+        state.flags += (flag,) if flag is not None else ()
+        if target is not None:
+            state.withheld = state.withheld or "not-canonical"
+            state.canonical_link = Candidate(target, state.lease.depth)
 
     async def _rules(self, state: PageState) -> None:
         """The rule matching an HTML page: its fields, and its links when it has link rules."""
@@ -269,8 +331,11 @@ class PageStage:
         return state.links
 
     async def _outlinks(self, state: PageState) -> None:
-        """The links to follow, one level deeper."""
+        """The links to follow, one level deeper (and a canonical URL followed, at the
+        page's depth)."""
         state.candidates = Outlinks(self._follow(state), state.lease.depth + 1)
+        if state.canonical_link is not None:
+            state.candidates = [*state.candidates, state.canonical_link]
 
     async def _judge(self, state: PageState) -> None:
         """With a focus: a 2xx HTML page's relevance and its links' priorities."""
@@ -283,6 +348,8 @@ class PageStage:
         state.relevance, state.candidates = self._focus.judge(
             lease.url, lease.depth, parsed, state.content, links
         )
+        if state.canonical_link is not None:
+            state.candidates = [*state.candidates, state.canonical_link]
 
     def _redirect(self, state: PageState, location: str) -> None:
         """A redirect: its target back to the frontier, one hop further, unless it is bad or
@@ -321,10 +388,15 @@ def internal_error(lease: Lease, result: Fetched) -> PageRecord:
 
 
 def _result(state: PageState) -> PageResult:
-    """The record of a page the steps are done with, and how it counts."""
+    """The record of a page the steps are done with, how it counts, and what of it an
+    archive keeps."""
     lease, result = state.lease, state.result
     text, rules = state.text or NO_TEXT, state.rules or NO_RULES
     error = state.error or result.error
+    archive = None
+    if state.withheld is not None:
+        state.title = state.extra = None
+        archive = Withheld.of(result, state.withheld)
     record = PageRecord(
         url=lease.url,
         status=result.status,
@@ -344,7 +416,7 @@ def _result(state: PageState) -> PageResult:
         text=text.text,
         lang=text.lang,
         description=text.description,
-        canonical=text.canonical,
+        canonical=state.canonical or text.canonical,
         published=text.published,
         authors=text.authors,
         images=text.images,
@@ -362,7 +434,7 @@ def _result(state: PageState) -> PageResult:
     if outcome is None:
         failed = error is not None or result.status is None
         outcome = Outcome.FAILED if failed else Outcome.FETCHED
-    return PageResult(record, state.candidates, outcome)
+    return PageResult(record, state.candidates, outcome, archive)
 
 
 __all__ = ["RULE_COUNTERS", "Focus", "PageConfig", "PageStage", "PageStats", "internal_error"]

@@ -4,7 +4,7 @@ and what it hands back to the engine (the record, the links, the outcome)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from gossamer.frontier.base import Candidate, Lease
@@ -14,6 +14,7 @@ from gossamer.sinks.base import Archivable, Item, PageRecord
 
 if TYPE_CHECKING:
     from gossamer.extract import Content
+    from gossamer.fetch.exchange import Exchange
 
 
 class Fetched(Archivable, Protocol):
@@ -108,12 +109,36 @@ class PageState:
     redirect_to: str | None = None
     candidates: Sequence[Candidate] = ()
     """What goes back to the frontier: the outlinks, or the redirect's target."""
+    canonical: str | None = None
+    """The canonical URL the page names (``Link`` header, else ``<link rel=canonical>``)."""
+    withheld: str | None = None
+    """Why no content of the page is stored (``noindex``, ``not-canonical``), if so."""
+    canonical_link: Candidate | None = None
+    """The canonical URL to queue (``--canonical follow``), at the page's depth."""
 
 
 class PageResult(NamedTuple):
-    """What the stage hands back: the URL's record, the candidates it leads to, and how the
-    record counts."""
+    """What the stage hands back: the URL's record, the candidates it leads to, how the
+    record counts, and what of the fetch an archive keeps (None: all of it)."""
 
     record: PageRecord
     links: Sequence[Candidate]
     outcome: Outcome
+    archive: Archivable | None = None
+
+
+class Withheld(NamedTuple):
+    """A fetch whose body an archive does not keep: the response with its headers and an
+    empty payload, ``WARC-Truncated`` giving the reason (``noindex``, ``not-canonical``)."""
+
+    url: str
+    fetched_at: float
+    exchange: Exchange | None
+
+    @classmethod
+    def of(cls, result: Archivable, reason: str) -> Withheld:
+        """``result`` without its body."""
+        exchange = result.exchange
+        if exchange is not None:
+            exchange = replace(exchange, body=b"", cut=reason)
+        return cls(result.url, result.fetched_at, exchange)

@@ -297,6 +297,24 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
     )
     quiet: Annotated[bool, Meta(description="No progress line or summary.")] = False
     follow_nofollow: Annotated[bool, Meta(description="Follow rel=nofollow links too.")] = False
+    ignore_noindex: Annotated[
+        bool,
+        Meta(
+            description=(
+                "Store the content of pages that ask not to be indexed (noindex in "
+                "X-Robots-Tag or a robots meta tag) too: the user answers for it."
+            )
+        ),
+    ] = False
+    canonical: Annotated[
+        Literal["record", "follow"],
+        Meta(
+            description=(
+                "Canonical links (Link header, <link rel=canonical>): record them, or follow "
+                "them too: queue the canonical URL, store no content for the page naming it."
+            )
+        ),
+    ] = "record"
     max_redirects: Annotated[
         int, Meta(ge=0, le=100, description="Redirect hops per URL chain.")
     ] = 10

@@ -303,8 +303,10 @@ class BrowserPool:
             self.crashes += 1
             log.warning(
                 "browser %d (pid %s) died; %d renders in flight fail and are retried",
-                generation.number, generation.pid, generation.active,
-            )  # fmt: skip
+                generation.number,
+                generation.pid,
+                generation.active,
+            )
 
     def _maybe_retire(self, generation: _Generation) -> None:
         if generation.retiring or generation.dead or generation is not self._current:
@@ -316,8 +318,10 @@ class BrowserPool:
         elif self.rss_bytes > config.memory_mb * 1024 * 1024:
             log.info(
                 "browser %d holds %d MiB (budget %d); restarting",
-                generation.number, self.rss_bytes >> 20, config.memory_mb,
-            )  # fmt: skip
+                generation.number,
+                self.rss_bytes >> 20,
+                config.memory_mb,
+            )
             self._retire(generation)
 
     def _retire(self, generation: _Generation) -> None:

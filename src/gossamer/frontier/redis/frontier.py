@@ -44,6 +44,7 @@ from gossamer.frontier.redis.keys import (
 from gossamer.frontier.redis.limiter import HostLimiter
 from gossamer.frontier.redis.pages import PageCounts
 from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, register, run_scripts
+from gossamer.frontier.slotclaims import SlotClaims
 from gossamer.urls import Scope, host_key
 
 if TYPE_CHECKING:
@@ -88,9 +89,7 @@ class RedisFrontier:
         self._job = job
         self._admission = Admission(scope, guards)
         budget = self._admission.budget
-        self._pages = (
-            None if budget is None else PageCounts(budget, keys, scripts["pages"], partitions)
-        )
+        self._pages = PageCounts(budget, keys, scripts["pages"], partitions)
         self._partitions = partitions
         self._memory_budget = memory_budget
         self._refresh_interval = refresh_interval
@@ -115,12 +114,7 @@ class RedisFrontier:
             lease_timeout=lease_timeout, clock=clock,
         )  # fmt: skip
         self._hosts: HostScheduler[Entry] = HostScheduler(
-            policy,
-            rules=rules,
-            lease_timeout=lease_timeout,
-            slack=slack,
-            clock=clock,
-            budget=budget,
+            policy, budget, rules=rules, lease_timeout=lease_timeout, slack=slack, clock=clock
         )
         self._unsent: list[Entry] = []
         """Acked entries whose ack has not gone to Redis yet (``defer_acks``)."""
@@ -141,15 +135,10 @@ class RedisFrontier:
 
     async def add(self, candidates: Sequence[Candidate]) -> AddResult:
         """Canonicalize, scope and dedup candidates; queue the new ones in their partitions."""
-        admitted, rejected = self._admission.admit(candidates)
-        sent = self._sent
-        # the trap guards see the URLs this worker has not sent yet (others' it may count)
-        unsent = [admit for admit in admitted if admit[2] not in sent]
-        kept = self._admission.screen(unsent, rejected)
+        admitted, rejected = self._admission.admit(candidates, self._sent)  # + trap guards
         batches, ranked, fps, duplicates = batch_entries(
-            kept, sent, self._partitions, by_url=self._by_url
+            admitted, self._sent, self._partitions, by_url=self._by_url
         )
-        duplicates += len(admitted) - len(unsent)
         self._ranked |= bool(ranked)
         added = 0
         if batches:
@@ -196,12 +185,8 @@ class RedisFrontier:
             if parts:
                 await self._claim(parts)
         if self._limiter is not None:
-            leases = await self._limiter.lease(self._hosts, n)
-        else:
-            leases = self._hosts.lease(n).leases
-        if self._pages is not None:
-            await run_scripts(self._redis, self._pages.taken(leases))
-        return leases
+            return await self._pages.counted(self._redis, await self._limiter.lease(self._hosts, n))
+        return await self._pages.counted(self._redis, self._hosts.lease(n).leases)
 
     async def ack(self, lease: Lease, feedback: Feedback | None) -> None:
         """Finish a lease: its claim is removed and the URL counted finished (once)."""
@@ -230,10 +215,8 @@ class RedisFrontier:
     async def release(self, lease: Lease, feedback: Feedback | None) -> None:
         """Queue the URL again at the front of its host, no attempt counted (claim kept)."""
         entry = self._finish(lease, feedback)
-        calls = self._slot_release(lease, feedback)
-        if entry is not None and self._pages is not None:
-            calls += self._pages.given_back(lease)  # not fetched: its page is not spent
-        await run_scripts(self._redis, calls)
+        back = self._pages.given_back(lease) if entry is not None else []  # not fetched
+        await run_scripts(self._redis, self._slot_release(lease, feedback) + back)
         if entry is None:
             return
         if entry.orphan:
@@ -288,9 +271,9 @@ class RedisFrontier:
         return self._hosts.held_back(most)
 
     @property
-    def slots(self) -> HostScheduler[Entry]:
-        """The scheduler whose host slots the crawl's host gate takes (`HostGate.bind`)."""
-        return self._hosts
+    def slots(self) -> SlotClaims[Entry]:
+        """The scheduler's host slots the crawl's host gate takes (`HostGate.bind`)."""
+        return self._hosts.claims
 
     # -- upkeep, called by the frontier's owner ----------------------------------------------
 
@@ -369,8 +352,7 @@ class RedisFrontier:
         if (self._ranked or self._hosts.ranked) and len(parts) * batch > room:  # best of each
             batch = max(1, room // len(parts))
         claimed = await self._claims.claim(parts[: max(1, room // batch)], batch)
-        if self._pages is not None:
-            await self._pages.load(self._redis, (host_key(entry.url) for entry in claimed))
+        await self._pages.load(self._redis, (host_key(entry.url) for entry in claimed))
         lost: dict[int, list[Entry]] = {}
         for entry in claimed:
             if entry.part not in self._claims.owned:  # given away while the claim was out

@@ -27,7 +27,7 @@ class PageCounts:
     """Mirrors a :class:`HostBudget` into Redis and loads it from there (module docstring)."""
 
     def __init__(
-        self, budget: HostBudget, keys: PartitionKeys, script: AsyncScript, partitions: int
+        self, budget: HostBudget | None, keys: PartitionKeys, script: AsyncScript, partitions: int
     ) -> None:
         self._budget = budget
         self._keys = keys
@@ -38,25 +38,29 @@ class PageCounts:
         part = partition_of(key, self._partitions)
         return (self._script, self._keys.of(part, "pages"), [key, change])
 
-    def taken(self, leases: Iterable[Lease]) -> list[ScriptCall]:
-        """The calls counting the pages ``leases`` took (new URLs' page leases)."""
+    async def counted(self, redis: RedisClient, leases: list[Lease]) -> list[Lease]:
+        """``leases``, once the pages they took (new URLs' page leases) are counted in Redis."""
         budget = self._budget
-        return [
-            self._call(lease.host, 1)
-            for lease in leases
-            if lease.kind == "page" and not lease.attempts and budget.limited(lease.host)
-        ]
+        if budget is not None:
+            taken = [lease.host for lease in leases if lease.kind == "page" and not lease.attempts]
+            await run_scripts(redis, [self._call(k, 1) for k in taken if budget.limited(k)])
+        return leases
 
     def given_back(self, lease: Lease) -> list[ScriptCall]:
         """Give back the page of a page lease released unfetched (calls to send)."""
-        if lease.kind != "page" or lease.attempts or not self._budget.limited(lease.host):
+        budget = self._budget
+        if budget is None or lease.kind != "page" or lease.attempts:
             return []
-        self._budget.give_back(lease.host)
+        if not budget.limited(lease.host):
+            return []
+        budget.give_back(lease.host)
         return [self._call(lease.host, -1)]
 
     async def load(self, redis: RedisClient, keys: Iterable[str]) -> None:
         """Read the counts of the hosts ``keys`` this worker has not met yet."""
         budget = self._budget
+        if budget is None:
+            return
         new = sorted({key for key in keys if not budget.known(key) and budget.limited(key)})
         if not new:
             return

@@ -1,0 +1,200 @@
+"""A crawl put together over its stages and a frontier: the stages started (host slots bound,
+proxies checked), a focused crawl's policy made (its example pages fetched), the crawl loop
+built, and the figures ``/metrics`` and stats.json read named. Each function takes what it
+needs; :class:`~gossamer.crawl.stages.Stages` holds data only."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+from gossamer.crawl.builders import engine_config, page_config, proxies_down
+from gossamer.crawl.fetching import in_scope
+from gossamer.crawl.outputs import stored_seeds
+from gossamer.crawl.stages import FROM_SETTINGS, Stages, open_stages
+from gossamer.digests.base import DigestIndex
+from gossamer.digests.local import LocalDigests
+from gossamer.engine import CommitHook, Crawler, Outputs, Robots, StatsSource
+from gossamer.fetch.gated import GatedFetch
+from gossamer.fetch.http import Fetcher
+from gossamer.fetch.proxies import ProxyPool
+from gossamer.frontier.admission import Guards
+from gossamer.frontier.base import Frontier, waiting
+from gossamer.frontier.gate import HostGate, SlotSource
+from gossamer.frontier.local import LocalFrontier
+from gossamer.frontier.robots import RobotsCache
+from gossamer.page import Focus, PageStage
+from gossamer.settings import CrawlSettings, SettingsError
+from gossamer.sinks.base import RecordSink
+from gossamer.sinks.sqlite import SQLiteSink
+from gossamer.urls import host_key
+
+if TYPE_CHECKING:
+    from gossamer.extract.rules import RuleSet
+    from gossamer.metrics.exporter import MetricsServer, Sources
+
+
+async def start_stages(
+    frontier: SlotSource, gate: HostGate | None, proxies: ProxyPool | None
+) -> None:
+    """Before the crawl's first request: out-of-band requests take ``frontier``'s host
+    slots in ``gate`` from now on, and every proxy is checked once (through those slots)."""
+    if gate is not None:
+        gate.bind(frontier.slots)
+    if proxies is not None:
+        await proxies.start()
+
+
+async def focus_policy(
+    settings: CrawlSettings,
+    frontier: Frontier,
+    fetcher: Fetcher,
+    gate: HostGate | None,
+    robots: RobotsCache,
+) -> Focus | None:
+    """A focused crawl's policy (None for a plain crawl, which imports nothing of
+    :mod:`gossamer.focus`): the example pages are fetched now by ``fetcher`` (through
+    ``gate``, robots.txt and the hosts' delays obeyed, and waited for before the crawl's first
+    request), and with the phrase they make the topic. A bad example or an empty topic raises
+    SettingsError."""
+    if not settings.focused:
+        return None
+    from gossamer.focus.examples import ExampleError, fetch_examples
+    from gossamer.focus.policy import FocusConfig, FocusPolicy
+    from gossamer.focus.topic import Topic, TopicError
+
+    fetch: Any = fetcher if gate is None else GatedFetch(fetcher, gate)
+    try:
+        examples = await fetch_examples(
+            settings.focus_examples,
+            fetch,
+            robots if settings.robots else None,
+            extractor=settings.extractor,
+        )
+    except ExampleError as exc:
+        raise SettingsError(f"invalid setting 'focus_examples': {exc}") from None
+    try:
+        topic = Topic(settings.focus_phrase or "", [e.text for e in examples])
+    except TopicError as exc:
+        raise SettingsError(f"invalid setting 'focus_phrase': {exc}") from None
+    config = FocusConfig(
+        threshold=settings.focus_threshold,
+        mode=settings.focus_mode,
+        tolerance=settings.focus_tolerance,
+    )
+    reprioritize = getattr(frontier, "reprioritize", None)
+    return FocusPolicy(
+        topic,
+        config,
+        reprioritize=reprioritize,
+        extractor=settings.extractor,
+        known=[e.url for e in examples],
+    )
+
+
+def assemble_crawler(
+    stages: Stages,
+    settings: CrawlSettings,
+    frontier: Frontier,
+    on_commit: CommitHook | None = None,
+    focus: Focus | None = None,
+    digests: DigestIndex | None = None,
+) -> Crawler:
+    """The crawl loop over ``stages`` and ``frontier``: crawl.db is its journal,
+    pages.jsonl, items.jsonl (with rules) and the store (if any) its record sinks, in
+    that order; ``focus`` (:func:`focus_policy`) when the crawl is focused."""
+    sinks: list[RecordSink] = [stages.jsonl]
+    if stages.items is not None:
+        sinks.append(stages.items)
+    if stages.store is not None:
+        sinks.append(stages.store)
+    page = PageStage(
+        page_config(settings, stages.rules),
+        pdf=stages.pdf,
+        rule_pool=stages.rule_pool,
+        focus=focus,
+        digests=digests,
+        in_scope=functools.partial(in_scope, stages.scope),
+    )
+    return Crawler(
+        engine_config(settings),
+        frontier,
+        stages.renderer if stages.renderer is not None else stages.fetcher,
+        Robots(stages.robots, stages.robots_fetch),
+        Outputs(SQLiteSink(stages.db), sinks, stages.warc, on_commit),
+        page,
+        stats=stats_sources(stages),
+        proxies_down=proxies_down(stages.proxies),
+    )
+
+
+def stats_sources(stages: Stages) -> dict[str, StatsSource]:
+    """The stages whose figures the crawl's stats show, by name."""
+    sources: dict[str, StatsSource] = {}
+    if stages.proxies is not None:
+        sources["proxies"] = stages.proxies.json_stats
+    if stages.auth is not None:
+        sources["auth"] = stages.auth.stats_counts
+    if stages.renderer is not None:
+        sources["render"] = stages.renderer.json_stats
+    return sources
+
+
+def metric_sources(stages: Stages, crawler: Crawler, frontier: Frontier) -> Sources:
+    """Where ``/metrics`` reads this crawl's figures (the stages' snapshots)."""
+    from gossamer.metrics.exporter import Sources
+
+    return Sources(
+        crawl=crawler.stats,
+        fetch=stages.fetcher.stats,
+        waiting_hosts=lambda: waiting(frontier.held_back(None)),
+        loop=crawler.loop_state,
+        proxies=None if stages.proxies is None else stages.proxies.stats,
+        extra={} if stages.renderer is None else {"render": stages.renderer.stats},
+    )
+
+
+@asynccontextmanager
+async def build_crawler(
+    settings: CrawlSettings,
+    seeds: list[str],
+    rules: RuleSet | None = FROM_SETTINGS,
+    metrics: MetricsServer | None = None,
+) -> AsyncIterator[Crawler]:
+    """Construct the crawler and its stages over the embedded frontier (``metrics`` reads
+    their figures); close them on exit."""
+    # The scope and the address guard need only the seeds' origins: 200,000, not 1,000,000.
+    origins = sorted({host_key(seed) + "/" for seed in seeds})
+    if not origins and settings.resume:
+        origins = stored_seeds(settings.out / "crawl.db")
+    first = seeds[0] if seeds else None
+    async with open_stages(settings, origins, rules=rules, first_seed=first) as stages:
+        db = stages.db
+        db.set_meta("seeds", "\n".join(origins))
+        del origins  # kept by the scope as far as the crawl needs them
+        frontier = LocalFrontier(
+            stages.scope,
+            stages.politeness,
+            db,
+            rules=stages.robots.known if settings.robots else None,
+            memory_budget=settings.queue_memory,
+            slack=settings.focus_slack,
+            guards=Guards.of(settings),
+        )
+        digests = None
+        if settings.digests != "off" and settings.text:
+            digests = LocalDigests(db, settings.digest_threshold)
+        if settings.resume:
+            frontier.restore()
+            if digests is not None:
+                digests.restore()
+        await start_stages(frontier, stages.gate, stages.proxies)
+        focus = await focus_policy(settings, frontier, stages.fetcher, stages.gate, stages.robots)
+        crawler = assemble_crawler(stages, settings, frontier, focus=focus, digests=digests)
+        if settings.resume:
+            crawler.restore_counts()
+        if metrics is not None:
+            metrics.attach(metric_sources(stages, crawler, frontier))
+        yield crawler

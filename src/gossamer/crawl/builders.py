@@ -1,0 +1,232 @@
+"""One function per resource a crawl builds from its settings, outside the fetch stage and its
+outputs: logins, rules, robots.txt, politeness, the worker pools, the engine's and the page
+stage's configurations."""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, cast
+
+from gossamer.crawl.fetching import in_scope
+from gossamer.crawldb import CrawlDB
+from gossamer.engine import EngineConfig, RobotsFetch
+from gossamer.fetch.auth import Authenticator, Login, Secret, UserLogin
+from gossamer.fetch.cookies import CookieJar, CookieRow, read_cookies_txt
+from gossamer.fetch.proxies import ProxyPool
+from gossamer.frontier.politeness import PolitenessPolicy
+from gossamer.frontier.robots import RobotsCache, RobotsPolicy
+from gossamer.hooks import load_hook
+from gossamer.outcomes import RetryPolicy
+from gossamer.page import PageConfig
+from gossamer.settings import AuthSettings, CrawlSettings, SettingsError, read_secret
+from gossamer.sinks.sqlite import SQLiteSink
+from gossamer.urls import Scope
+
+if TYPE_CHECKING:
+    from gossamer.extract.pdf import PdfPool
+    from gossamer.extract.rules import RuleSet
+    from gossamer.extract.rules.pool import RulePool
+
+
+def auth_logins(settings: CrawlSettings, env: Mapping[str, str] | None = None) -> list[Login]:
+    """The [[auth]] logins with their secrets read (from ``env``, default the process's);
+    a missing variable or unreadable file raises SettingsError naming it."""
+    env = os.environ if env is None else env
+    return [_login(auth, index, env) for index, auth in enumerate(settings.auth)]
+
+
+def authenticator(
+    settings: CrawlSettings, db: CrawlDB | None, scope: Scope | None = None
+) -> Authenticator | None:
+    """The crawl's logins and cookie jar (``--cookies``), its cookies kept in ``db`` (and
+    read back from it when resuming); with ``--cookies on`` the sites of ``scope`` keep
+    theirs. None without [[auth]] tables and without cookies."""
+    if not settings.auth and settings.cookies != "on":
+        return None
+    jar = CookieJar(db.cookies(), on_update=db.update_cookies) if db is not None else None
+    return Authenticator(
+        auth_logins(settings),
+        jar,
+        cookies=settings.cookies,
+        in_scope=None if scope is None else functools.partial(in_scope, scope),
+    )
+
+
+def _login(auth: AuthSettings, index: int, env: Mapping[str, str]) -> Login:
+    def secret(name: str) -> Secret | None:
+        if getattr(auth, f"{name}_env") is None and getattr(auth, f"{name}_file") is None:
+            return None
+        return Secret(read_secret(auth, index, name, env))
+
+    cookies: tuple[CookieRow, ...] = ()
+    if auth.cookies_file is not None:
+        try:
+            cookies = read_cookies_txt(auth.cookies_file, auth.domain)
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) else str(exc)
+            raise SettingsError(f"invalid setting 'auth.{index}.cookies_file': {why}") from None
+    user_login = None
+    if auth.login_hook is not None:
+        try:
+            user_login = cast(UserLogin, load_hook(auth.login_hook))
+        except ValueError as exc:
+            raise SettingsError(f"invalid setting 'auth.{index}.login_hook': {exc}") from None
+    return Login(
+        domain=auth.domain,
+        kind=auth.type,
+        username=secret("username"),
+        password=secret("password"),
+        token=secret("token"),
+        cookies=cookies,
+        login_url=auth.login_url,
+        username_field=auth.username_field,
+        password_field=auth.password_field,
+        fields=dict(auth.fields),
+        logged_out_status=frozenset(auth.logged_out_status),
+        logged_out_selector=auth.logged_out_selector,
+        user_login=user_login,
+        token_url=auth.token_url,
+        client_id=secret("client_id"),
+        client_secret=secret("client_secret"),
+        scope=auth.scope,
+        token_cache=auth.token_cache,
+        refresh_margin=auth.refresh_margin,
+    )
+
+
+def load_ruleset(settings: CrawlSettings) -> RuleSet | None:
+    """The crawl's rules: a cluster job's documents (``shipped_rules``, their digest checked
+    first) or the ``rules`` files; None without either. Raises SettingsError with a line per
+    problem of the documents."""
+    shipped = settings.shipped_rules
+    if shipped is None and not settings.rules:
+        return None
+    from gossamer.extract.rules import Document, RuleError, digest_of, load_rules
+    from gossamer.extract.rules import rules_from_documents as compile_documents
+
+    try:
+        if shipped is None:
+            return load_rules(settings.rules, settings.rule_functions)
+        documents = [Document(d.name, d.text) for d in shipped.documents]
+        if (digest := digest_of(documents)) != shipped.digest:
+            raise SettingsError(
+                "invalid setting 'rules': the job's rule documents do not match their digest "
+                f"(stored {shipped.digest[:16]}, computed {digest[:16]}); submit the job again"
+            )
+        return compile_documents(documents, settings.rule_functions)
+    except RuleError as exc:
+        raise SettingsError("invalid setting 'rules':\n" + "\n".join(exc.problems)) from None
+
+
+def robots_cache(
+    settings: CrawlSettings, fetch: RobotsFetch, scope: Scope, db: CrawlDB
+) -> RobotsCache:
+    """The crawl's robots.txt rules, fetched through ``fetch``."""
+    return RobotsCache(
+        fetch=fetch,
+        token=settings.robots_token,
+        retry_interval=settings.robots_retry,
+        may_follow=functools.partial(in_scope, scope),
+        on_rules=functools.partial(_keep_sitemaps, SQLiteSink(db)),
+        # More than the hosts a frontier schedules at once (the embedded one's working set,
+        # a cluster worker's claimed URLs), so their rules are never evicted before use.
+        max_hosts=max(100_000, 2 * settings.queue_memory),
+    )
+
+
+def _keep_sitemaps(journal: SQLiteSink, origin: str, policy: RobotsPolicy) -> None:
+    """Stage the ``Sitemap:`` lines of a robots.txt in crawl.db, whoever asked for it (a
+    robots lease, a proxy check, a focus example, a rendered page's subrequest)."""
+    if policy.sitemaps:
+        journal.stage_sitemaps(origin, policy.sitemaps)
+
+
+def politeness_policy(settings: CrawlSettings) -> PolitenessPolicy:
+    """The rules every host slot follows."""
+    return PolitenessPolicy(
+        per_host=settings.per_host,
+        delay=settings.delay,
+        slow_latency=settings.adaptive_latency,
+        max_delay=settings.max_host_delay,
+        max_pause=settings.max_retry_after,
+        max_crawl_delay=settings.max_crawl_delay,
+    )
+
+
+def proxies_down(proxies: ProxyPool | None) -> Callable[[], bool] | None:
+    """Whether no proxy is live (None without proxies)."""
+    return None if proxies is None else lambda: proxies.waiting
+
+
+def pdf_pool() -> PdfPool:
+    """The worker processes PDF text is read in (started at the first PDF)."""
+    from gossamer.extract.pdf import PdfPool  # a --no-text crawl never loads the extractors
+
+    return PdfPool(workers=2)
+
+
+def rule_pool(settings: CrawlSettings) -> RulePool:
+    """The worker processes pages are read by the rules in, in bounded time."""
+    from gossamer.extract.rules.pool import RulePool  # a crawl without rules never loads it
+
+    return RulePool(workers=2, timeout=settings.rule_timeout)
+
+
+def check_extraction(extractor: str) -> None:
+    """Load the language model and the extractor's library now: one missing fails the crawl
+    at its start, not every page with an internal error."""
+    from gossamer.extract import extract
+    from gossamer.extract.lang import load_model as load_language_model
+
+    try:
+        load_language_model()
+    except ImportError as exc:
+        raise SettingsError(f"{exc}; reinstall gossamer, or crawl with --no-text") from None
+    try:
+        extract("<p>x</p>", "http://gossamer.invalid/", extractor)
+    except ImportError as exc:
+        raise SettingsError(
+            f"invalid setting 'extractor': {extractor} needs the {exc.name or extractor} "
+            "package, which is not installed (see benchmarks/requirements-extract.txt)"
+        ) from None
+
+
+def engine_config(settings: CrawlSettings) -> EngineConfig:
+    """The crawl loop's settings."""
+    return EngineConfig(
+        concurrency=settings.concurrency,
+        max_pages=settings.max_pages,
+        robots_retry=settings.robots_retry,
+        checkpoint_interval=settings.checkpoint_interval,
+        retry=RetryPolicy(
+            max_retries=settings.max_retries,
+            backoff=settings.retry_backoff,
+            max_retry_after=settings.max_retry_after,
+        ),
+    )
+
+
+def page_config(settings: CrawlSettings, rules: RuleSet | None = None) -> PageConfig:
+    """The page stage's settings; a ``--hook`` that does not load raises SettingsError."""
+    hook = None
+    if settings.hook is not None:
+        try:
+            hook = load_hook(settings.hook)
+        except ValueError as exc:
+            raise SettingsError(f"invalid setting 'hook': {exc}") from None
+    return PageConfig(
+        follow_nofollow=settings.follow_nofollow,
+        max_redirects=settings.max_redirects,
+        hook=hook,
+        text=settings.text,
+        extractor=settings.extractor,
+        max_text_chars=settings.max_text_chars,
+        rules=rules,
+        follow_duplicates=settings.follow_duplicates,
+        near_digests=settings.digests == "near",
+        robots_token=settings.robots_token,
+        ignore_noindex=settings.ignore_noindex,
+        canonical=settings.canonical,
+    )

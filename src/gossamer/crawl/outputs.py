@@ -1,0 +1,141 @@
+"""What a crawl writes: its output directory, crawl.db, pages.jsonl, items.jsonl, the WARC
+archive and the shared page store, each opened by one function."""
+
+from __future__ import annotations
+
+import os
+import socket
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gossamer.crawldb import CrawlDB
+from gossamer.engine import SEEDING_META
+from gossamer.settings import CrawlSettings, SettingsError
+from gossamer.sinks.jsonl import ItemJsonlSink, JsonlSink, repair_jsonl
+from gossamer.sinks.sqlite import SQLiteSink
+
+if TYPE_CHECKING:
+    from gossamer.sinks.postgres import PostgresSink, StoreExport
+    from gossamer.sinks.warc import WarcWriter
+
+_OUTPUTS = (
+    "crawl.db",
+    "crawl.db-wal",
+    "crawl.db-shm",
+    "pages.jsonl",
+    "items.jsonl",
+    "stats.json",
+    "status.json",
+    "crawl.log",
+    "crawl.log.1",
+)
+
+
+def prepare_out_dir(settings: CrawlSettings) -> None:
+    """Create --out; refuse to mix a new crawl into an old one unless asked."""
+    out = settings.out
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SettingsError(f"invalid setting 'out': {exc.strerror}: {out}") from exc
+    if settings.resume:
+        return
+    if settings.overwrite:
+        for name in _OUTPUTS:
+            (out / name).unlink(missing_ok=True)
+        for path in (out / "warc").glob("*.warc.gz"):
+            path.unlink()
+    elif (out / "crawl.db").exists():
+        raise SettingsError(
+            f"invalid setting 'out': {out} holds a crawl already; use --resume or --overwrite"
+        )
+
+
+async def open_outputs(
+    stack: AsyncExitStack, settings: CrawlSettings, worker: str | None, with_items: bool
+) -> tuple[PostgresSink | None, CrawlDB, JsonlSink, ItemJsonlSink | None]:
+    """The shared page store (first: a bad store fails before crawl.db exists), crawl.db,
+    pages.jsonl (repaired after a crash) and, with rules, items.jsonl; each entered on
+    ``stack`` as it opens."""
+    out = settings.out
+    sink = await open_store(settings, worker)
+    if sink is not None:
+        stack.push_async_callback(sink.close)
+    db = CrawlDB(out / "crawl.db")
+    stack.callback(db.close)
+    jsonl_path = out / "pages.jsonl"
+    committed = repair_jsonl(jsonl_path)
+    jsonl = JsonlSink(jsonl_path)
+    stack.callback(jsonl.close)
+    await jsonl.write(SQLiteSink(db).records_after(committed))
+    items = None
+    if with_items:
+        items = item_sink(out / "items.jsonl", db)
+        stack.callback(items.close)
+    return sink, db, jsonl, items
+
+
+def item_sink(path: Path, db: CrawlDB) -> ItemJsonlSink:
+    """items.jsonl, its torn last line cut and the committed items it lacks appended."""
+    committed = repair_jsonl(path)
+    sink = ItemJsonlSink(path)
+    sink.write_items(SQLiteSink(db).items_after(committed))
+    return sink
+
+
+def warc_writer(settings: CrawlSettings) -> WarcWriter | None:
+    """With ``--warc``: a new archive file under ``out/warc`` (even when resuming)."""
+    if not settings.warc:
+        return None
+    from gossamer.sinks.warc import WarcWriter  # FastWARC loads only for --warc
+
+    return WarcWriter(
+        settings.out / "warc",
+        max_bytes=settings.warc_max_bytes,
+        info={
+            "http-header-user-agent": settings.user_agent,
+            "robots": "obey" if settings.robots else "ignore",
+        },
+    )
+
+
+async def open_store(settings: CrawlSettings, worker: str | None) -> PostgresSink | None:
+    """With ``--store``: the shared page store, its rows signed by ``worker`` (default
+    host-pid)."""
+    if settings.store is None:
+        return None
+    # Imported only for a store: asyncpg costs import time and memory in every process.
+    from gossamer.sinks.postgres import PostgresSink
+
+    name = worker or f"{socket.gethostname()}-{os.getpid()}"
+    return await PostgresSink.open(settings.store, name)
+
+
+async def catch_up(sink: PostgresSink | None, db: CrawlDB) -> StoreExport | None:
+    """The store's view of crawl.db, after sending the records a lost server missed."""
+    if sink is None:
+        return None
+    from gossamer.sinks.postgres import StoreExport
+
+    store = StoreExport(sink, db)
+    await store.catch_up()
+    return store
+
+
+def stored_seeds(path: Path) -> list[str]:
+    """The seeds of the crawl stored at ``path`` (``--resume`` without seeds)."""
+    if not path.exists():
+        return []
+    db = CrawlDB(path)
+    try:
+        stored = db.get_meta("seeds")
+        seeding = db.get_meta(SEEDING_META)
+    finally:
+        db.close()
+    if seeding == "started":
+        raise SettingsError(
+            "invalid setting 'seeds': the crawl stopped before all its seeds were queued; "
+            "resume with the same seeds (or --seeds-file) and --resume"
+        )
+    return stored.split("\n") if stored else []

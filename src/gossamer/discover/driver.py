@@ -1,0 +1,212 @@
+"""The walk over sitemaps: fetch each once, read it, follow its index's children.
+
+:func:`read_sitemaps` starts from sitemap and feed URLs (robots.txt's ``Sitemap:`` lines,
+``--sitemap``), fetches each through the ``fetch`` it is given (the crawl's goes through the
+host's politeness gate and robots.txt), and yields every entry in scope as it is read, then a
+:class:`~gossamer.discover.model.FileResult` for the file. Children of a sitemap index are
+fetched after it, breadth first, each URL once, ``Limits.max_depth`` levels of indexes deep
+and ``Limits.max_files`` files in all; a redirect is followed ``Limits.max_redirects`` times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+from urllib.parse import urljoin
+
+from gossamer.discover.model import Child, Entry, FileResult, Flag, Format, Item, Limits
+from gossamer.discover.reader import SLICE_BYTES, SitemapReader
+from gossamer.discover.scope import Grant, SitemapScope
+
+__all__ = ["Body", "Reply", "SitemapFetch", "read_sitemaps"]
+
+logger = logging.getLogger(__name__)
+
+Body = bytes | AsyncIterable[bytes]
+"""A response body: whole, or its chunks as they arrive."""
+Reply = tuple[int | None, Mapping[str, str], Body]
+"""What a fetch returns: the status (None: no answer), the headers, the body."""
+
+
+class SitemapFetch(Protocol):
+    """Fetches one URL without following redirects and never raises. An async-generator
+    body is closed (``aclose``) when the reader stops early, so it should release its
+    response in a ``finally``."""
+
+    def __call__(self, url: str) -> Awaitable[Reply]: ...
+
+
+@dataclass(slots=True)
+class _Job:
+    url: str
+    depth: int
+    inherited: frozenset[str] = frozenset()
+    redirects: int = 0
+
+
+@dataclass(slots=True)
+class _File:
+    """The tally of one file as it is read."""
+
+    job: _Job
+    grant: Grant
+    kept: int = 0
+    dropped: int = 0
+    flags: list[Flag] = field(default_factory=list)
+
+    def flag(self, flag: Flag) -> None:
+        if flag not in self.flags:
+            self.flags.append(flag)
+
+
+class _Walk:
+    """The state of one walk: the queue, the URLs seen, the file budget."""
+
+    def __init__(self, fetch: SitemapFetch, scope: SitemapScope, limits: Limits) -> None:
+        self.fetch = fetch
+        self.scope = scope
+        self.limits = limits
+        self.queue: deque[_Job] = deque()
+        self.seen: set[str] = set()
+        self.files = 0
+
+    def add(self, url: str, depth: int, inherited: frozenset[str] = frozenset()) -> bool:
+        """Queues a sitemap not seen yet; False once the file budget is spent."""
+        if url in self.seen:
+            return True
+        if self.files + len(self.queue) >= self.limits.max_files:
+            return False
+        self.seen.add(url)
+        self.queue.append(_Job(url, depth, inherited))
+        return True
+
+    def entries(self, items: list[Item], tally: _File) -> list[Entry]:
+        """The entries of ``items`` in scope; children in scope are queued."""
+        kept = []
+        for item in items:
+            url = self.scope.canonical(item.url)
+            if url is None or not tally.grant.allows(url):
+                tally.dropped += 1
+            elif isinstance(item, Child):
+                self._child(url, tally)
+            else:
+                tally.kept += 1
+                kept.append(item._replace(url=url))
+        return kept
+
+    def _child(self, url: str, tally: _File) -> None:
+        tally.kept += 1
+        if tally.job.depth >= self.limits.max_depth:
+            tally.flag(Flag.DEPTH)
+        elif not self.add(url, tally.job.depth + 1, tally.grant.sites):
+            tally.flag(Flag.TOO_MANY_FILES)
+
+    def redirect(self, job: _Job, grant: Grant, location: str | None) -> bool:
+        """Queues a redirect's target (first: it stands for the URL); False if none is
+        followed. The target keeps what robots.txt granted the URL (on the same site)."""
+        target = self.scope.canonical(urljoin(job.url, location or ""))
+        if location is None or target is None or job.redirects >= self.limits.max_redirects:
+            return False
+        if target in self.seen or self.files + len(self.queue) >= self.limits.max_files:
+            return False
+        self.seen.add(target)
+        self.queue.appendleft(_Job(target, job.depth, grant.sites, job.redirects + 1))
+        return True
+
+
+async def read_sitemaps(
+    start_urls: Iterable[str],
+    fetch: SitemapFetch,
+    *,
+    scope: SitemapScope | None = None,
+    limits: Limits | None = None,
+) -> AsyncIterator[Entry | FileResult]:
+    """Reads the sitemaps and feeds at ``start_urls`` and the sitemaps their indexes list.
+
+    Yields each entry in scope as soon as it is read (its URL canonical), and after each file
+    its :class:`FileResult`. ``scope`` holds what robots.txt said (none: each sitemap lists
+    its own directory only). Invalid start URLs are skipped.
+    """
+    walk = _Walk(fetch, scope or SitemapScope(), limits or Limits())
+    for url in start_urls:
+        canonical = walk.scope.canonical(url)
+        if canonical is not None:
+            walk.add(canonical, 0)
+    while walk.queue:
+        job = walk.queue.popleft()
+        walk.files += 1
+        async for item in _read_one(walk, job):
+            yield item
+
+
+async def _read_one(walk: _Walk, job: _Job) -> AsyncIterator[Entry | FileResult]:
+    logger.debug("reading sitemap %s (depth %d)", job.url, job.depth)
+    status, headers, body = await walk.fetch(job.url)
+    tally = _File(job, walk.scope.grant(job.url, job.inherited))
+    if status is None or not 200 <= status < 300:
+        location = headers.get("Location", headers.get("location"))
+        redirected = status is not None and 300 <= status < 400
+        if not (redirected and walk.redirect(job, tally.grant, location)):
+            tally.flag(Flag.HTTP_ERROR)
+        await _close(body)
+        yield _result(job, status, None, tally)
+        return
+    reader = SitemapReader(job.url, walk.limits)
+    try:
+        async for items in _read_body(reader, body):
+            for entry in walk.entries(items, tally):
+                yield entry
+    finally:
+        await _close(body)
+    yield _result(job, status, reader, tally)
+
+
+async def _read_body(reader: SitemapReader, body: Body) -> AsyncIterator[list[Item]]:
+    """The reader's entries chunk by chunk, until the body ends or a limit cuts it."""
+    if isinstance(body, bytes | bytearray | memoryview):
+        view = memoryview(body)
+        for start in range(0, len(view), SLICE_BYTES):
+            yield reader.feed(bytes(view[start : start + SLICE_BYTES]))
+            if reader.done:
+                break
+            await asyncio.sleep(0)  # a whole 50 MB body is not read in one go of the loop
+    else:
+        async for chunk in body:
+            yield reader.feed(chunk)
+            if reader.done:
+                break
+    yield reader.close()
+
+
+async def _close(body: Body) -> None:
+    """Closes a chunk iterator the reader left early (its response goes back)."""
+    aclose = getattr(body, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
+def _result(
+    job: _Job, status: int | None, reader: SitemapReader | None, tally: _File
+) -> FileResult:
+    flags = [*(reader.flags if reader is not None else ()), *tally.flags]
+    if tally.dropped:
+        flags.append(Flag.OUT_OF_SCOPE)
+    result = FileResult(
+        url=job.url,
+        status=status,
+        format=reader.format if reader is not None else Format.UNKNOWN,
+        count=tally.kept,
+        dropped=tally.dropped,
+        flags=tuple(dict.fromkeys(flags)),
+        depth=job.depth,
+        bytes_read=reader.bytes_read if reader is not None else 0,
+    )
+    if result.flags:
+        logger.info(
+            "sitemap %s: %d entries, flags %s", job.url, result.count, ",".join(result.flags)
+        )
+    return result

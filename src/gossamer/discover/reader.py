@@ -1,0 +1,200 @@
+"""One sitemap or feed file, read as its bytes arrive: gzip told by its magic bytes, the
+format by the content, the protocol's limits held.
+
+A :class:`SitemapReader` takes the file's chunks (``feed``) and gives back the entries each
+completes; ``done`` turns true once a limit cut the file, so the caller stops receiving.
+Whatever the input, the reader holds at most one decompressed slice (``SLICE_BYTES``), one
+parser block and one record: a gzip bomb stops at ``Limits.max_bytes`` inflated, a
+ten-million-entry sitemap at ``Limits.max_urls`` entries.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Protocol
+
+from gossamer.discover.model import Flag, Format, Item, Limits
+from gossamer.discover.text import TextReader
+from gossamer.discover.xmlfeed import XmlReader
+
+__all__ = ["GZIP_MAGIC", "SLICE_BYTES", "SitemapReader", "read_file"]
+
+GZIP_MAGIC = b"\x1f\x8b"
+SLICE_BYTES = 256 * 1024
+"""Most bytes inflated from gzip at once."""
+
+_UTF8_BOM = b"\xef\xbb\xbf"
+_UTF16_STARTS = (b"\xff\xfe", b"\xfe\xff", b"\x00<", b"<\x00")
+_SPACE = b" \t\r\n\x0b\x0c"
+
+
+class _Format(Protocol):
+    format: Format
+    flags: list[Flag]
+    count: int
+    stopped: bool
+
+    def feed(self, data: bytes) -> None: ...
+    def close(self, *, cut: bool = False) -> None: ...
+
+
+class SitemapReader:
+    """Reads one sitemap or feed (XML, gzip, plain text, RSS, Atom) fed in chunks."""
+
+    def __init__(self, url: str, limits: Limits | None = None) -> None:
+        self.url = url
+        self._limits = limits or Limits()
+        self._out: list[Item] = []
+        self._flags: list[Flag] = []
+        self._received = 0
+        self.bytes_read = 0
+        """Uncompressed bytes handed to the parser."""
+        self._head = bytearray()  # the first bytes, until gzip and the format are told
+        self._gzip: zlib._Decompress | None = None
+        self._told_gzip = False
+        self._started = False  # a BOM was looked for
+        self._format: _Format | None = None
+        self._cut = False
+
+    @property
+    def done(self) -> bool:
+        """Nothing more will be read (a limit cut the file, or it was closed)."""
+        return self._cut or (self._format is not None and self._format.stopped)
+
+    @property
+    def format(self) -> Format:
+        """What the file turned out to be (``unknown`` until its first bytes are read)."""
+        return self._format.format if self._format is not None else Format.UNKNOWN
+
+    @property
+    def count(self) -> int:
+        """Entries (or child sitemaps) read so far."""
+        return self._format.count if self._format is not None else 0
+
+    @property
+    def flags(self) -> tuple[Flag, ...]:
+        """What went wrong so far, in the order seen."""
+        inner = self._format.flags if self._format is not None else []
+        return tuple(dict.fromkeys([*self._flags, *inner]))
+
+    def feed(self, chunk: bytes) -> list[Item]:
+        """Reads the file's next bytes; returns the entries they completed."""
+        if not self.done and chunk:
+            self._received += len(chunk)
+            over = self._received - self._limits.max_bytes
+            self._compressed(chunk[: len(chunk) - over] if over > 0 else chunk)
+            if over > 0:
+                self._cut_off(Flag.TOO_LARGE)
+        return self._take()
+
+    def close(self) -> list[Item]:
+        """Reads what is left at the end of the file; returns the entries it completed."""
+        if not self._told_gzip and self._head:
+            self._told_gzip = True
+            self._plain(bytes(self._head), final=True)
+        elif self._gzip is not None and not self._gzip.eof and not self._cut:
+            self._flag(Flag.BROKEN_GZIP)
+        if self._format is None and self._head and not self._cut:
+            self._choose(final=True)
+        if self._format is not None:
+            self._format.close(cut=self._cut)
+        self._cut = True
+        return self._take()
+
+    def _take(self) -> list[Item]:
+        items = self._out.copy()  # the format reader keeps appending to this list
+        self._out.clear()
+        return items
+
+    def _flag(self, flag: Flag) -> None:
+        if flag not in self._flags:
+            self._flags.append(flag)
+
+    def _cut_off(self, flag: Flag) -> None:
+        self._flag(flag)
+        self._cut = True
+
+    def _compressed(self, chunk: bytes) -> None:
+        if not self._told_gzip:
+            self._head += chunk
+            if len(self._head) < len(GZIP_MAGIC):
+                return
+            chunk = bytes(self._head)
+            self._head.clear()
+            self._told_gzip = True
+            if chunk.startswith(GZIP_MAGIC):
+                self._gzip = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        if self._gzip is None:
+            self._plain(chunk, final=False)
+        else:
+            self._inflate(chunk)
+
+    def _inflate(self, data: bytes) -> None:
+        assert self._gzip is not None
+        while not self.done:
+            try:
+                out = self._gzip.decompress(data, SLICE_BYTES)
+            except zlib.error:
+                self._cut_off(Flag.BROKEN_GZIP)
+                return
+            data = self._gzip.unconsumed_tail
+            if self._gzip.eof and self._gzip.unused_data.startswith(GZIP_MAGIC):
+                data = self._gzip.unused_data  # the next member of a multi-member file
+                self._gzip = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            self._plain(out, final=False)
+            if not data and len(out) < SLICE_BYTES:
+                return
+
+    def _plain(self, data: bytes, *, final: bool) -> None:
+        room = self._limits.max_bytes - self.bytes_read
+        if len(data) > room:
+            data = data[:room]
+            bomb = self._gzip is not None and self.bytes_read > (
+                self._limits.bomb_ratio * max(self._received, 1)
+            )
+            self._flag(Flag.GZIP_BOMB if bomb else Flag.TOO_LARGE)
+            self._cut = True
+        self.bytes_read += len(data)
+        if self._format is None:
+            self._head += data
+            self._choose(final=final)
+        elif data:
+            self._format.feed(data)
+
+    def _choose(self, *, final: bool) -> None:
+        """Tells the format from the first bytes past a BOM and white space."""
+        if not self._started:
+            if len(self._head) < 4 and not (final or self._cut):
+                return
+            self._started = True
+            if self._head.startswith(_UTF8_BOM):
+                del self._head[: len(_UTF8_BOM)]
+            elif self._head.startswith(_UTF16_STARTS):
+                self._start(XmlReader(self.url, self._limits, self._out))
+                return
+        head = bytes(self._head).lstrip(_SPACE)
+        self._head.clear()
+        if head:
+            reader: _Format
+            if head.startswith(b"<"):
+                reader = XmlReader(self.url, self._limits, self._out)
+            else:
+                reader = TextReader(self.url, self._limits, self._out)
+            self._format = reader
+            reader.feed(head)
+
+    def _start(self, reader: _Format) -> None:
+        self._format = reader
+        reader.feed(bytes(self._head))
+        self._head.clear()
+
+
+def read_file(
+    url: str, body: bytes, limits: Limits | None = None
+) -> tuple[list[Item], SitemapReader]:
+    """Reads a whole file at once (tests, small bodies): its entries and the reader, whose
+    ``format``, ``count`` and ``flags`` tell the rest."""
+    reader = SitemapReader(url, limits)
+    items = reader.feed(body)
+    items += reader.close()
+    return items, reader

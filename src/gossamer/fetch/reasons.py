@@ -1,0 +1,115 @@
+"""The error reasons of a fetch: every exception a request can raise, as one short reason.
+
+- ``invalid-url``: unparsable URL, no host, a scheme other than http/https
+- ``dns``: the host name did not resolve (or its look-up timed out)
+- ``blocked-address``: the address guard (`gossamer.fetch.guard`) forbids every address of
+  the host; no connection was attempted
+- ``connection-refused``: nothing listens on the port
+- ``connect-timeout``: the TCP connect took longer than ``connect_timeout``
+- ``connect-error``: any other failure to connect (unreachable network, ...)
+- ``tls``: TLS handshake or certificate failure
+- ``read-timeout``: no byte arrived for ``read_timeout`` (response head or body)
+- ``timeout``: the whole request exceeded ``total_timeout``
+- ``server-disconnected``: the connection closed before a complete response head
+- ``connection-reset``: the peer reset the connection
+- ``incomplete-body``: the connection closed before the announced end of the body
+- ``protocol-error``: malformed status line, headers or chunked framing
+- ``unsupported-encoding``: a Content-Encoding we cannot decode; the raw body is returned
+- ``decode-error``: corrupt gzip/deflate/br/zstd data; the body decoded so far is returned
+- ``decompression-bomb``: decoding hit ``max_decoded_bytes`` at a ratio over `BOMB_RATIO`
+- ``connection-error``: any other socket error
+- ``client-error``: any other aiohttp error
+- ``unexpected-error``: a bug; logged with its traceback
+- ``socks-error``: a SOCKS5 proxy refused or failed the request
+- ``no-proxy``: a proxy pool is set and none of its proxies is live
+- ``proxy-error``: every proxy tried failed (see `gossamer.fetch.http`)
+
+The three decoding reasons come from `gossamer.fetch.decoding`, ``proxy-error`` from the
+fetcher; `reason` gives the others, from `REASONS`: the first row whose exception type
+matches decides, so a subclass comes before its base.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import aiohttp
+from aiohttp.http_exceptions import ContentLengthError, HttpProcessingError, TransferEncodingError
+from python_socks import ProxyError as SocksError
+
+from gossamer.fetch.decoding import BOMB_RATIO
+from gossamer.fetch.guard import BlockedAddress
+from gossamer.redact import redact_url
+
+__all__ = ["BOMB_RATIO", "REASONS", "NoProxy", "reason"]
+
+log = logging.getLogger(__name__)
+
+
+class NoProxy(Exception):
+    """No live proxy for a request (the error ``no-proxy``)."""
+
+
+def _dns(exc: Any) -> str:
+    return "blocked-address" if isinstance(exc.os_error, BlockedAddress) else "dns"
+
+
+def _connect(exc: Any) -> str:
+    return "connection-refused" if exc.os_error.errno == errno.ECONNREFUSED else "connect-error"
+
+
+def _socket(exc: Any) -> str:
+    return "connection-reset" if exc.errno == errno.ECONNRESET else "connection-error"
+
+
+def _body(exc: Any) -> str:
+    # aiohttp records a reset that cut a body only in the payload error's message
+    if "ConnectionResetError" in str(exc):
+        return "connection-reset"
+    cause = exc if isinstance(exc, HttpProcessingError) else exc.__cause__
+    if isinstance(cause, ContentLengthError) or (
+        isinstance(cause, TransferEncodingError) and "Not enough data" in cause.message
+    ):
+        return "incomplete-body"
+    return "protocol-error"
+
+
+_Kinds = type[BaseException] | tuple[type[BaseException], ...]
+_Why = str | Callable[[Any], str]
+REASONS: tuple[tuple[_Kinds, _Why], ...] = (
+    ((aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError), "invalid-url"),
+    (aiohttp.ConnectionTimeoutError, "connect-timeout"),
+    (aiohttp.ServerTimeoutError, "read-timeout"),
+    (TimeoutError, "timeout"),
+    (BlockedAddress, "blocked-address"),
+    (aiohttp.ClientConnectorDNSError, _dns),
+    ((aiohttp.ClientSSLError, aiohttp.ClientConnectorCertificateError), "tls"),
+    (aiohttp.ClientConnectorError, _connect),
+    (aiohttp.ServerDisconnectedError, "server-disconnected"),
+    ((aiohttp.ClientPayloadError, HttpProcessingError), _body),
+    (aiohttp.ClientResponseError, "protocol-error"),
+    (ConnectionResetError, "connection-reset"),
+    (OSError, _socket),
+    (aiohttp.ClientError, "client-error"),
+    (SocksError, "socks-error"),
+    (NoProxy, "no-proxy"),
+)
+"""Exception types and their reason (or the function that tells it), the first match wins."""
+
+
+def reason(exc: BaseException, url: str) -> str:
+    """The reason for ``exc``, raised while fetching ``url`` (see the module doc); an
+    exception no row names is a bug, logged with its traceback."""
+    for kinds, why in REASONS:
+        if isinstance(exc, kinds):
+            return why if isinstance(why, str) else why(exc)
+    log.warning(
+        "unexpected error fetching %s",
+        redact_url(url),
+        exc_info=exc,
+        extra={"event": "fetch-unexpected-error", "url": redact_url(url)},
+    )
+    return "unexpected-error"

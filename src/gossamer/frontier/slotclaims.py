@@ -1,0 +1,74 @@
+"""The host slots requests outside the leases take (:mod:`gossamer.frontier.gate`), held by
+:class:`~gossamer.frontier.hosts.HostScheduler` beside its leases: :meth:`SlotClaims.claim`
+takes a host's slot when the host is due, :meth:`SlotClaims.unclaim` gives it back with the
+request's feedback, and while one waits (:meth:`SlotClaims.hold`) none of the host's URLs is
+leased."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Generic
+
+from gossamer.frontier.base import Feedback
+from gossamer.frontier.hostqueue import E, Host, HostQueues
+from gossamer.frontier.politeness import PolitenessPolicy
+from gossamer.frontier.robotstage import RobotsStage
+
+__all__ = ["SlotClaims"]
+
+
+class SlotClaims(Generic[E]):
+    """The slots of ``queues``' hosts under ``policy`` for requests outside the leases
+    (a :class:`~gossamer.frontier.gate.SlotKeeper`); ``robots`` knows their Crawl-delays,
+    ``schedule`` puts a host whose slot was given back where it waits its turn, and
+    ``clock`` is the scheduler's."""
+
+    def __init__(
+        self,
+        queues: HostQueues[E],
+        robots: RobotsStage[E],
+        policy: PolitenessPolicy,
+        schedule: Callable[[str, Host[E]], None],
+        clock: Callable[[], float],
+    ) -> None:
+        self._queues = queues
+        self._hosts = queues.hosts
+        self._robots = robots
+        self._policy = policy
+        self._schedule = schedule
+        self._clock = clock
+
+    def claim(self, key: str, *, room: bool = True) -> float:
+        """Take a slot of host ``key`` for a request outside any lease
+        (:class:`~gossamer.frontier.gate.HostGate`): 0.0 when taken, else the seconds until it
+        may be (infinity while ``room`` is asked for and its connections are all in use).
+        The host's robots.txt Crawl-delay, when known, counts as for its URLs."""
+        slot = self._queues.host(key).slot
+        self._robots.pace(key, slot)
+        return self._policy.claim(slot, self._clock(), room)
+
+    def unclaim(self, key: str, feedback: Feedback | None) -> None:
+        """A request of :meth:`claim` ended; its host's slot learns from ``feedback``."""
+        host = self._hosts.get(key)
+        if host is not None:
+            self._policy.on_finish(host.slot, feedback, self._clock(), key)
+            self._schedule(key, host)
+
+    def note(self, key: str, started_at: float) -> None:
+        """A leased request to host ``key`` started at ``started_at``: its next start is
+        spaced from that (a rendered page's subrequests go out while its lease is held)."""
+        host = self._hosts.get(key)
+        if host is not None:
+            self._policy.started(host.slot, started_at)
+
+    def hold(self, key: str, waiting: bool) -> None:
+        """A request outside the leases starts (``waiting``) or stops waiting for host
+        ``key``'s slot: while any waits, the host's URLs are not leased."""
+        if waiting:
+            self._queues.host(key).claims += 1
+            return
+        host = self._hosts.get(key)  # None: dropped meanwhile (its partition moved away)
+        if host is not None and host.claims:
+            host.claims -= 1
+            if not host.claims:
+                self._schedule(key, host)

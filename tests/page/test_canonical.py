@@ -1,0 +1,108 @@
+"""Canonical links read from ``Link`` headers and ``<link rel=canonical>`` tags, resolved as
+links are, and the judge of ``--canonical follow``: in scope, self, out of scope, failed
+targets, loops."""
+
+from __future__ import annotations
+
+import pytest
+from selectolax.lexbor import LexborHTMLParser
+
+from gossamer.page.canonical import Canonicals, header_canonical, tag_canonical
+
+PAGE = "http://site.test/dir/page.html?x=1"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ('<http://site.test/main>; rel="canonical"', "http://site.test/main"),
+        ("<http://SITE.test:80/main>; rel=canonical", "http://site.test/main"),
+        ('</main>; rel="canonical"', "http://site.test/main"),
+        ('<other.html>; rel="canonical"', "http://site.test/dir/other.html"),
+        ('<?y=2>; REL="Canonical"', "http://site.test/dir/page.html?y=2"),
+        (
+            '<http://site.test/a.pdf>; rel="alternate", <http://site.test/b>; rel="canonical"',
+            "http://site.test/b",
+        ),
+        ('<http://site.test/c,d>; rel="canonical"', "http://site.test/c,d"),
+        ('<http://site.test/e>; title="x"; rel="next canonical"', "http://site.test/e"),
+        ('<http://site.test/f>; rel="alternate"', None),
+        ('<mailto:a@b.test>; rel="canonical"', None),
+        ("garbage", None),
+        ("", None),
+    ],
+)
+def test_link_header_forms(value: str, expected: str | None) -> None:
+    assert header_canonical({"link": value}, PAGE) == expected
+
+
+def test_no_link_header() -> None:
+    assert header_canonical({}, PAGE) is None
+
+
+@pytest.mark.parametrize(
+    ("head", "expected"),
+    [
+        ('<link rel="canonical" href="/main">', "http://site.test/main"),
+        ('<link rel="Canonical" href="main#part">', "http://site.test/dir/main"),
+        (
+            '<base href="http://base.test/b/"><link rel="canonical" href="main">',
+            "http://base.test/b/main",
+        ),
+        ('<link rel="canonical"><link rel="canonical" href="/second">', "http://site.test/second"),
+        ('<link rel="alternate" href="/alt">', None),
+        ('<link rel="canonical" href="javascript:void(0)">', None),
+    ],
+)
+def test_tag_forms(head: str, expected: str | None) -> None:
+    tree = LexborHTMLParser(f"<html><head>{head}</head><body></body></html>")
+    base = tree.css_first("base")
+    base_url = base.attributes["href"] if base is not None else PAGE
+    assert tag_canonical(tree, base_url or PAGE) == expected
+
+
+A, B, C = "http://site.test/a", "http://site.test/b", "http://site.test/c"
+
+
+def test_follow_a_canonical_url_in_scope() -> None:
+    judge = Canonicals(lambda url: url.startswith("http://site.test/"))
+    assert judge.judge(A, None) == (None, None)
+    assert judge.judge(A, A) == (None, None)  # the page itself: nothing to do
+    assert judge.judge(A, B) == (B, "canonical-followed")
+    assert judge.ended(B, failed=False) is None
+
+
+def test_out_of_scope_is_ignored_and_flagged() -> None:
+    judge = Canonicals(lambda url: url.startswith("http://site.test/"))
+    assert judge.judge(A, "http://other.test/a") == (None, "canonical-offsite")
+
+
+def test_loops_are_ignored_and_one_page_keeps_its_content() -> None:
+    judge = Canonicals()
+    assert judge.judge(A, B) == (B, "canonical-followed")
+    assert judge.judge(B, A) == (None, "canonical-loop")  # A -> B -> A: B is kept
+    assert judge.judge(C, A) == (None, "canonical-loop")  # A named another: a chain back
+
+
+def test_a_failed_target_is_ignored_before_and_flagged_after() -> None:
+    judge = Canonicals()
+    assert judge.ended(C, failed=True) is None  # nobody named it yet
+    assert judge.judge(A, C) == (None, "canonical-error")
+    assert judge.judge(A, B) == (B, "canonical-followed")
+    assert judge.ended(B, failed=True) == "canonical-error"  # named by A, then failed
+
+
+def test_memory_is_bounded() -> None:
+    judge = Canonicals(limit=10)
+    for i in range(100):
+        judge.judge(f"http://site.test/p{i}", f"http://site.test/c{i}")
+        judge.ended(f"http://site.test/f{i}", failed=True)
+    assert judge.judge("http://site.test/c0", "http://site.test/p0")[1] == "canonical-followed"
+    assert judge.judge("http://site.test/x", "http://site.test/f99") == (None, "canonical-error")
+
+
+def test_a_tag_in_the_body_or_without_href_names_nothing() -> None:
+    body = '<html><head></head><body><link rel="canonical" href="/body"></body></html>'
+    assert tag_canonical(LexborHTMLParser(body), PAGE) is None
+    empty = '<html><head><link rel="canonical" href=""><link rel="x canonical" href="/y">'
+    assert tag_canonical(LexborHTMLParser(empty), PAGE) == "http://site.test/y"
