@@ -275,6 +275,6 @@ class TrapGuard:
 
 
 def _is_session(shape: Shape) -> bool:
-    if any(_ASPNET_SESSION.fullmatch(segment) for segment in shape.segments):
+    if "sess" in shape.names.lower():
         return True
-    return "sess" in shape.names.lower()
+    return "(" in shape.path and any(_ASPNET_SESSION.fullmatch(s) for s in shape.segments)
