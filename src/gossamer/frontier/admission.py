@@ -5,8 +5,9 @@ Each candidate is canonicalized once (tracking and session parameters stripped,
 scope's guards: URL length, depth, repeated segments; a host whose page budget is spent,
 :mod:`gossamer.frontier.budgets`) and fingerprinted. Both backends admit through here; what
 they do with the admitted URLs (the seen check, queueing) is theirs, but the URLs new to the
-crawl come back through :meth:`Admission.trap` (the trap guards,
-:mod:`gossamer.frontier.traps`) before they are queued.
+crawl go through :meth:`Admission.screen` (the trap guards, :mod:`gossamer.frontier.traps`)
+before they are queued: the embedded frontier's after its seen check, the Redis frontier's
+(``admit`` with ``known``) those it has not sent to Redis yet.
 """
 
 from __future__ import annotations
