@@ -53,10 +53,15 @@ class TrapLimits:
     """The bounds of :class:`TrapGuard` (see the module docstring)."""
 
     per_template: int = 100_000
+    """URLs of one template per host (``trap-template``)."""
     query_combos: int = 8
+    """Query name combinations per path (``trap-facets``)."""
     facet_links: int = 4
+    """Combinations of two names or more one batch offers for a path that make it faceted."""
     date_steps: int = 2
+    """Links a dated template may grow deeper than its shallowest URL (``trap-calendar``)."""
     loop_repeats: int = 3
+    """Repeats in a row of a run of path segments that make a loop (``trap-loop``)."""
     templates: int = 2000
     """Templates (and paths) tracked per host."""
     hosts: int = 10_000
