@@ -343,9 +343,10 @@ class Crawler:
         if lease.kind == "unreachable":
             await self._robots_unreachable(lease)
             return
-        if lease.kind == "blocked":
-            record = PageRecord(lease.url, None, lease.depth, error="robots")
-            self._ledger.record(record, Outcome.ROBOTS)
+        if lease.kind == "blocked" or lease.kind == "budget":  # recorded, never fetched
+            error = "robots" if lease.kind == "blocked" else "budget"
+            record = PageRecord(lease.url, None, lease.depth, error=error)
+            self._ledger.record(record, Outcome.of(None, error))
             await self._frontier.ack(lease, None)
             return
         result = await self._fetcher.fetch(lease.url)

@@ -25,6 +25,7 @@ _COUNTERS = {
     Outcome.FETCHED: (),
     Outcome.FAILED: ("errors",),
     Outcome.ROBOTS: ("robots_blocked",),
+    Outcome.BUDGET: ("budget",),
     Outcome.INTERNAL_ERROR: ("internal_errors", "errors"),
     Outcome.HOOK_ERROR: ("hook_errors", "errors"),
 }

@@ -98,6 +98,8 @@ class Outcome(enum.Enum):
     """An error, or no answer at all."""
     ROBOTS = "robots"
     """robots.txt forbids the URL: never asked for."""
+    BUDGET = "budget"
+    """Its host's page budget (``--max-pages-per-host``) was spent: never asked for."""
     INTERNAL_ERROR = "internal-error"
     """Handling the answer failed (a bug the input revealed)."""
     HOOK_ERROR = "hook-error"
@@ -109,6 +111,8 @@ class Outcome(enum.Enum):
         status and error text are kept."""
         if error == "robots":
             return cls.ROBOTS
+        if error == "budget":
+            return cls.BUDGET
         if error == "internal-error":
             return cls.INTERNAL_ERROR
         if error is not None and error.startswith("hook-error"):

@@ -27,6 +27,7 @@ from gossamer.cluster.errors import ClusterError
 from gossamer.cluster.redisurl import PASSWORD_ENV
 from gossamer.cluster.resilient import forbidden, install_guard
 from gossamer.cluster.seeding import Seeding, read_progress, seed_origins, seeds_digest
+from gossamer.frontier.admission import Guards
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import RedisClient, RedisFrontier
 from gossamer.redact import redact_text, redact_url, strip_password
@@ -178,6 +179,7 @@ async def submit(settings: JobSettings, url: str, job: str) -> Submitted:
             PolitenessPolicy(),
             partitions=settings.partitions,
             partition_by=settings.partition_by,
+            guards=Guards.of(settings),
         )
         seeding = Seeding(control, frontier)
         start = await seeding.run(seeds, origins, seeds_digest(settings, seeds))

@@ -44,6 +44,7 @@ from gossamer.crawl import (
     tune_gc,
 )
 from gossamer.digests.redis import RedisDigests
+from gossamer.frontier.admission import Guards
 from gossamer.frontier.redis import RedisFrontier
 from gossamer.logs import LOG_FILE, logging_to_file
 from gossamer.redact import redact_url
@@ -213,6 +214,7 @@ async def _crawl_share(
             slack=settings.focus_slack,
             defer_acks=True,
             partition_by=settings.partition_by,
+            guards=Guards.of(settings),
         )
         digests = None
         if settings.digests != "off" and settings.text:

@@ -20,6 +20,7 @@ from gossamer.engine import CommitHook, Crawler, Outputs, Robots, StatsSource
 from gossamer.fetch.gated import GatedFetch
 from gossamer.fetch.http import Fetcher
 from gossamer.fetch.proxies import ProxyPool
+from gossamer.frontier.admission import Guards
 from gossamer.frontier.base import Frontier, waiting
 from gossamer.frontier.gate import HostGate, SlotSource
 from gossamer.frontier.local import LocalFrontier
@@ -180,6 +181,7 @@ async def build_crawler(
             rules=stages.robots.known if settings.robots else None,
             memory_budget=settings.queue_memory,
             slack=settings.focus_slack,
+            guards=Guards.of(settings),
         )
         digests = None
         if settings.digests != "off" and settings.text:

@@ -1,46 +1,100 @@
 """Admission: the one gate every URL passes on its way into a frontier.
 
-Each candidate is canonicalized once, scoped (its origin, cached per host key, then the trap
-guards: URL length, depth, repeated segments) and fingerprinted. Both backends admit through
-here; what they do with the admitted URLs (the seen check, queueing) is theirs.
+Each candidate is canonicalized once (tracking and session parameters stripped,
+:class:`~gossamer.urls.ParamStripper`), scoped (its origin, cached per host key, then the
+scope's guards: URL length, depth, repeated segments; a host whose page budget is spent,
+:mod:`gossamer.frontier.budgets`) and fingerprinted. Both backends admit through here; what
+they do with the admitted URLs (the seen check, queueing) is theirs, but the URLs new to the
+crawl go through :meth:`Admission.screen` (the trap guards, :mod:`gossamer.frontier.traps`)
+before they are queued: the embedded frontier's after its seen check, the Redis frontier's
+(``admit`` with ``known``) those it has not sent to Redis yet.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
+from dataclasses import dataclass, field
 
 from gossamer.frontier.base import Candidate
-from gossamer.urls import InvalidURL, OriginCache, Scope, canonicalize, fingerprint, host_key
+from gossamer.frontier.budgets import BudgetLimits, HostBudget
+from gossamer.frontier.traps import TrapGuard, TrapLimits, TrapStats
+from gossamer.settings.models import CrawlSettings
+from gossamer.urls import (
+    TRACKING_PARAMS,
+    InvalidURL,
+    OriginCache,
+    ParamStripper,
+    Scope,
+    canonicalize,
+    fingerprint,
+    host_key,
+)
 
 Admitted = tuple[str, str, int, Candidate]
 """A candidate in scope: (canonical URL, host key, fingerprint, the candidate). A plain tuple:
 millions pass here."""
 
 
+@dataclass(frozen=True, slots=True)
+class Guards:
+    """What admission does besides the scope: the parameters it strips (none: keep all),
+    the trap guards' limits (None: off) and the per-host page budgets."""
+
+    strip: tuple[str, ...] = TRACKING_PARAMS
+    traps: TrapLimits | None = field(default_factory=TrapLimits)
+    budgets: BudgetLimits = field(default_factory=BudgetLimits)
+
+    @classmethod
+    def of(cls, settings: CrawlSettings) -> Guards:
+        """The guards a crawl's settings ask for."""
+        traps = None
+        if settings.trap_guards:
+            traps = TrapLimits(
+                per_template=settings.trap_template_budget,
+                query_combos=settings.trap_query_combos,
+                date_steps=settings.trap_date_steps,
+            )
+        budgets = BudgetLimits(settings.max_pages_per_host, dict(settings.host_page_budgets))
+        return cls(tuple(settings.strip_params), traps, budgets)
+
+
 class Admission:
     """Canonicalize, scope and fingerprint candidates; counts what it turns away."""
 
-    def __init__(self, scope: Scope) -> None:
+    def __init__(self, scope: Scope, guards: Guards | None = None) -> None:
+        guards = guards or Guards()
         self._scope = scope
         self._origins = OriginCache(scope)
         self._rejected: dict[str, int] = {}
+        self._strip = ParamStripper(guards.strip)
+        self._traps = TrapGuard(guards.traps) if guards.traps is not None else None
+        self.budget = HostBudget(guards.budgets) if guards.budgets else None
+        """The page budgets the frontier's scheduler spends (None: no host has one)."""
 
-    def admit(self, candidates: Iterable[Candidate]) -> tuple[list[Admitted], dict[str, int]]:
+    def admit(
+        self, candidates: Iterable[Candidate], known: Container[int] | None = None
+    ) -> tuple[list[Admitted], dict[str, int]]:
         """The candidates in scope, in order, and how many were turned away for each reason
         (``invalid-url``, ``offsite``, ``depth`` ..., ``bad-priority`` for a priority that is
-        not a finite number)."""
+        not a finite number). With ``known`` (fingerprints known seen), the others go through
+        :meth:`screen` too."""
         rejected: dict[str, int] = {}
         admitted: list[Admitted] = []
-        origins, scope = self._origins, self._scope
+        origins, scope, budget = self._origins, self._scope, self.budget
+        strip = self._strip.strip if self._strip else None
         for cand in candidates:
             try:
                 url = canonicalize(cand.url)
             except InvalidURL:
                 rejected["invalid-url"] = rejected.get("invalid-url", 0) + 1
                 continue
+            if strip is not None:
+                url = strip(url)
             key = host_key(url)
             reason = origins.reason(key) or scope.trap_reason(url, cand.depth)
+            if reason is None and budget is not None and budget.spent(key):
+                reason = "budget"
             if cand.priority and not -math.inf < cand.priority < math.inf:
                 reason = "bad-priority"  # a NaN or an infinity would upset every ranking
             if reason is not None:
@@ -49,7 +103,30 @@ class Admission:
             admitted.append((url, key, fingerprint(url), cand))
         for reason, count in rejected.items():
             self._rejected[reason] = self._rejected.get(reason, 0) + count
+        if known is not None and self._traps is not None:
+            kept = {a[2] for a in self.screen([a for a in admitted if a[2] not in known], rejected)}
+            admitted = [a for a in admitted if a[2] in kept or a[2] in known]
         return admitted, rejected
+
+    def screen(self, fresh: list[Admitted], rejected: dict[str, int]) -> list[Admitted]:
+        """The admitted URLs new to the crawl (``fresh``, one batch) that are no trap's (see
+        :mod:`gossamer.frontier.traps`); the others are counted in ``rejected`` (an
+        :meth:`admit` result) and the totals. The guard counts the URLs it lets through."""
+        if self._traps is None or not fresh:
+            return fresh
+        reasons = self._traps.screen([(key, url, cand.depth) for url, key, _, cand in fresh])
+        kept = []
+        for admitted, reason in zip(fresh, reasons, strict=True):
+            if reason is None:
+                kept.append(admitted)
+            else:
+                rejected[reason] = rejected.get(reason, 0) + 1
+                self._rejected[reason] = self._rejected.get(reason, 0) + 1
+        return kept
+
+    def trap_stats(self) -> TrapStats | None:
+        """The trap guards' snapshot (None: off)."""
+        return None if self._traps is None else self._traps.stats()
 
     @property
     def rejected(self) -> dict[str, int]:
@@ -61,8 +138,14 @@ class Admission:
         """Host keys whose scope verdict is cached (bounded)."""
         return len(self._origins)
 
+    def locate(self, priorities: Mapping[str, float]) -> dict[str, dict[int, float]]:
+        """:func:`locate` with this admission's stripped parameters."""
+        return locate(priorities, self._strip)
 
-def locate(priorities: Mapping[str, float]) -> dict[str, dict[int, float]]:
+
+def locate(
+    priorities: Mapping[str, float], strip: ParamStripper | None = None
+) -> dict[str, dict[int, float]]:
     """URLs as candidates spelled them with their priorities, canonicalized as :meth:`admit`
     does: by host key, then fingerprint (invalid URLs and non-finite priorities left out)."""
     out: dict[str, dict[int, float]] = {}
@@ -73,5 +156,7 @@ def locate(priorities: Mapping[str, float]) -> dict[str, dict[int, float]]:
             url = canonicalize(raw)
         except InvalidURL:
             continue
+        if strip:
+            url = strip.strip(url)
         out.setdefault(host_key(url), {})[fingerprint(url)] = float(priority)
     return out

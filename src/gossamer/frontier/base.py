@@ -99,11 +99,13 @@ class Outlinks(Sequence[Candidate]):
         return (Candidate(url, depth) for url in self.urls)
 
 
-LeaseKind = Literal["page", "robots", "blocked", "unreachable"]
+LeaseKind = Literal["page", "robots", "blocked", "unreachable", "budget"]
 """What a lease asks of the engine: ``page`` fetch the URL; ``robots`` fetch the host's
 robots.txt and end the lease with ``rules``; ``blocked`` robots.txt forbids the URL: record
 it and ack with no feedback; ``unreachable`` the host's robots.txt could not be fetched:
-retry the URL or record it. Only ``page`` and ``robots`` leases use a slot of their host."""
+retry the URL or record it; ``budget`` the host's page budget is spent
+(:mod:`gossamer.frontier.budgets`): record it and ack with no feedback. Only ``page`` and
+``robots`` leases use a slot of their host."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from typing import Generic
 
 from gossamer.frontier.base import Feedback, HeldBack, Lease, LeaseKind, Rules
 from gossamer.frontier.bestfirst import DEFAULT_SLACK, BestFirst
+from gossamer.frontier.budgets import HostBudget
 from gossamer.frontier.hostqueue import E, Host, HostQueue, HostQueues, Queued
 from gossamer.frontier.leases import LeaseTable
 from gossamer.frontier.politeness import HostSlot, PolitenessPolicy
@@ -41,6 +42,7 @@ class HostScheduler(Generic[E]):
     def __init__(
         self,
         policy: PolitenessPolicy,
+        budget: HostBudget | None = None,
         *,
         rules: RulesLookup | None = None,
         lease_timeout: float = 600.0,
@@ -51,6 +53,7 @@ class HostScheduler(Generic[E]):
         if not slack >= 0:
             raise ValueError(f"slack must be a number >= 0, not {slack!r}")
         self._policy = policy
+        self._budget = budget  # a host's new URLs past its page budget go out as ``budget``
         self._slack = slack
         self._clock = clock
         self._queues: HostQueues[E] = HostQueues()
@@ -367,11 +370,14 @@ class HostScheduler(Generic[E]):
     def _take_one(
         self, key: str, host: Host[E], rules: Rules, now: float, out: list[Lease]
     ) -> Lease | None:
-        """Lease the host's next URL the rules allow (those they forbid go to ``out``)."""
+        """Lease the host's next URL the rules and its page budget allow (others go to ``out``)."""
         while host.queue:
             entry = self._queues.pop(host)
             if not rules.allowed(entry.url):
                 out.append(self._leases.open(key, host, entry, now, "blocked"))
+                continue
+            if self._budget is not None and not entry.attempts and not self._budget.take(key):
+                out.append(self._leases.open(key, host, entry, now, "budget"))
                 continue
             self._policy.on_lease(host.slot, now)
             return self._leases.open(key, host, entry, now, "page")

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from gossamer.crawldb import CrawlDB
-from gossamer.frontier.admission import Admission, locate
+from gossamer.frontier.admission import Admission, Guards
 from gossamer.frontier.base import (
     AddResult,
     Candidate,
@@ -58,6 +58,7 @@ _MIN_REFILL = 16
 _RECENT_URLS = 16_384
 """URLs remembered as seen, as candidates spelled them (see `LocalFrontier.add`)."""
 _FINISH_URL = "UPDATE urls SET state = 1 WHERE fp = ?"
+_FINISHED_BY_HOST = "SELECT host, COUNT(*) FROM urls WHERE state = 1 GROUP BY host"
 _COUNT_ATTEMPT = "UPDATE urls SET attempts = ? WHERE fp = ?"
 _SET_PRIORITY = "UPDATE urls SET priority = ? WHERE fp = ? AND state = 0"
 _STORED_PRIORITY = "SELECT fp, priority FROM urls WHERE state = 0 AND fp IN ({})"
@@ -80,13 +81,15 @@ class LocalFrontier:
         max_active: int = 50_000,
         slack: float = DEFAULT_SLACK,
         clock: Callable[[], float] = time.monotonic,
+        guards: Guards | None = None,
     ) -> None:
-        self._admission = Admission(scope)
+        self._admission = Admission(scope, guards)
+        self._budget = self._admission.budget
         self._db = db
         self._memory_budget = memory_budget if db is not None else 1 << 62
         self._hosts: HostScheduler[Queued] = HostScheduler(
             policy, rules=rules, lease_timeout=lease_timeout, max_active=max_active,
-            slack=slack, clock=clock,
+            slack=slack, clock=clock, budget=self._budget,
         )  # fmt: skip
         self._clock = clock
         self._seen = SeenSet()
@@ -127,6 +130,8 @@ class LocalFrontier:
             else:
                 finished += 1
         self._seq = itertools.count(last_seq + 1)
+        if self._budget is not None:
+            self._budget.preset(dict(self._db.iterate(_FINISHED_BY_HOST)))
         return (self._queued(), finished)
 
     # -- the contract ----------------------------------------------------------------------
@@ -142,29 +147,33 @@ class LocalFrontier:
             ]
         else:
             fresh = [c for c in candidates if c.url not in recent or c.depth > deepest]
-        admitted, rejected = self._admission.admit(fresh)
+        admission = self._admission
+        admitted, rejected = admission.admit(fresh)
         rows = []
         news = self._seen.add_many([fp for _, _, fp, _ in admitted])
         if len(recent) + len(admitted) > _RECENT_URLS:
             recent.clear()
-        for (url, key, fp, cand), new in zip(admitted, news, strict=True):
-            recent[cand.url] = None
-            if new:
-                seq = next(self._seq)
-                entry = Queued(url, fp, cand.depth, cand.hops, 0, cand.priority)
-                self._enqueue(entry, key=key, seq=seq)
-                rows.append((fp, url, key, cand.depth, cand.hops, seq, cand.priority))
+        for admit in admitted:
+            recent[admit[3].url] = None
+        # A trap's URL stays in the seen-set: met again, it is a duplicate (no more work).
+        unseen = [admit for admit, new in zip(admitted, news, strict=True) if new]
+        kept = admission.screen(unseen, rejected)
+        for url, key, fp, cand in kept:
+            seq = next(self._seq)
+            entry = Queued(url, fp, cand.depth, cand.hops, 0, cand.priority)
+            self._enqueue(entry, key=key, seq=seq)
+            rows.append((fp, url, key, cand.depth, cand.hops, seq, cand.priority))
         if self._db is not None:
             self._db.stage(_INSERT_URL, rows)
         added = len(rows)
-        duplicates = len(candidates) - len(fresh) + len(admitted) - added
+        duplicates = len(candidates) - len(fresh) + len(admitted) - len(unseen)
         self._duplicates += duplicates
         return AddResult(added, duplicates, rejected)
 
     async def reprioritize(self, priorities: Mapping[str, float]) -> int:
         """New priorities for queued URLs (in memory, waiting for a retry, or spilled to
         crawl.db); returns how many changed. Stored at the next checkpoint, for ``--resume``."""
-        wanted = locate(priorities)
+        wanted = self._admission.locate(priorities)
         changed = self._hosts.rerank(wanted)
         rows = [(entry.priority, entry.fp) for entry in changed]
         if self._db is not None:
@@ -201,6 +210,8 @@ class LocalFrontier:
         """Queue the URL again at the front of its host, no attempt counted."""
         entry = self._hosts.finish(lease, feedback)
         if entry is not None:
+            if self._budget is not None and lease.kind == "page" and not entry.attempts:
+                self._budget.give_back(lease.host)  # not fetched: its page is not spent
             self._hosts.push(lease.host, entry, front=True)
 
     async def rules(self, lease: Lease, rules: Rules, feedback: Feedback | None) -> None:

@@ -34,6 +34,7 @@ _TABLE_FIELDS = frozenset({"rule_functions"})
 _SPLIT_FIELDS = frozenset(
     {
         "seeds",
+        "strip_params",
         "allow_domains",
         "allow_ports",
         "resolve",
@@ -229,6 +230,8 @@ def _prepared(model: type[SettingsModel], values: Mapping[str, Any]) -> dict[str
                 prepared[name] = [value]
             elif name == "rule_functions":
                 prepared[name] = _function_pairs(value)
+            elif name == "host_page_budgets":
+                prepared[name] = _budget_pairs(value)
             elif kind is bool and value.lower() in _TRUE | _FALSE:
                 prepared[name] = value.lower() in _TRUE
         if kind is float and not _finite(value):
@@ -247,6 +250,13 @@ def _finite(value: Any) -> bool:
         return False
     except ValueError:
         return True
+
+
+def _budget_pairs(value: str) -> dict[str, str]:
+    pairs = [pair.strip() for pair in value.split(",") if pair.strip()]
+    if not all("=" in pair for pair in pairs):
+        raise InvalidSetting("host_page_budgets", "expected PATTERN=N pairs, comma-separated")
+    return {n.strip(): b.strip() for n, _, b in (p.rpartition("=") for p in pairs)}
 
 
 def _function_pairs(value: str) -> dict[str, str]:

@@ -14,7 +14,7 @@ from msgspec.structs import force_setattr
 
 from gossamer import __version__
 from gossamer.proxyurl import ProxyError, parse_proxy
-from gossamer.urls import InvalidURL, canonicalize
+from gossamer.urls import TRACKING_PARAMS, InvalidURL, canonicalize
 
 DEFAULT_SLACK = 0.5
 """How much lower a URL's priority may be than the best queued URL's and still be leased
@@ -342,6 +342,58 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
     max_repeated_segments: Annotated[
         int, Meta(ge=1, description="Paths repeating one segment more often are skipped (trap).")
     ] = 3
+    strip_params: Annotated[
+        list[str],
+        Meta(
+            description=(
+                "Tracking and session parameters removed from URLs (query and ;name= path "
+                "parameters, any case; a trailing * is a prefix), comma-separated; empty: "
+                "keep every parameter."
+            )
+        ),
+    ] = field(default_factory=lambda: list(TRACKING_PARAMS))
+    trap_guards: Annotated[
+        bool,
+        Meta(
+            description=(
+                "Turn away URLs of crawler traps per host: calendars, faceted navigation, "
+                "path loops, session ids (see gossamer.frontier.traps)."
+            )
+        ),
+    ] = True
+    trap_template_budget: Annotated[
+        int, Meta(ge=1, description="URLs per host of one URL template (digits, dates folded).")
+    ] = 100_000
+    trap_query_combos: Annotated[
+        int, Meta(ge=1, description="Query parameter name combinations per path (facets).")
+    ] = 8
+    trap_date_steps: Annotated[
+        int,
+        Meta(ge=0, description="Links a dated URL template may grow deeper than its first URL."),
+    ] = 2
+    max_pages_per_host: (
+        Annotated[
+            int,
+            Meta(
+                ge=1,
+                description=(
+                    "Stop a host at this many recorded pages; its URLs left are recorded as "
+                    "'budget' once, never fetched."
+                ),
+            ),
+        ]
+        | None
+    ) = None
+    host_page_budgets: Annotated[
+        dict[str, int],
+        Meta(
+            description=(
+                "Page budgets by host pattern (a glob on the host name, the first match "
+                "wins over --max-pages-per-host): a [host_page_budgets] table, or "
+                "PATTERN=N pairs comma-separated."
+            )
+        ),
+    ] = field(default_factory=dict)
     adaptive_latency: Annotated[
         float, Meta(gt=0, description="Mean latency (s) above which a host is slowed down.")
     ] = 2.0

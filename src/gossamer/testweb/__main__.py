@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from gossamer.testweb.catalog import ALL_SPECIALS, QUICK_SPECIALS, SPECIALS
 from gossamer.testweb.server import TestWebServer
 from gossamer.testweb.site import generate
+from gossamer.testweb.trapweb import generate_traps
 
 SPECIAL_SETS = {"all": ALL_SPECIALS, "quick": QUICK_SPECIALS, "none": frozenset[str]()}
 
@@ -49,6 +50,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="special endpoints linked from pages: all, quick, none or a comma list",
     )
     parser.add_argument("--flaky-failures", type=int, default=2)
+    parser.add_argument(
+        "--traps",
+        action="store_true",
+        help="serve the trap web instead: traps0.test, --pages real pages beside crawler traps",
+    )
     parser.add_argument("--log", default=None, help="append the request log as JSON lines")
     return parser.parse_args(argv)
 
@@ -65,14 +71,17 @@ def banner(server: TestWebServer) -> str:
 
 async def serve(args: argparse.Namespace) -> None:
     """Serve until a stop signal arrives."""
-    web = generate(
-        args.seed,
-        args.hosts,
-        args.pages,
-        big_pages=args.big_pages,
-        crawl_delay=args.crawl_delay or None,
-        specials=args.specials,
-    )
+    if args.traps:
+        web = generate_traps(args.seed, args.pages)
+    else:
+        web = generate(
+            args.seed,
+            args.hosts,
+            args.pages,
+            big_pages=args.big_pages,
+            crawl_delay=args.crawl_delay or None,
+            specials=args.specials,
+        )
     server = TestWebServer(
         web, args.bind, args.port, log_path=args.log, flaky_failures=args.flaky_failures
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter, OrderedDict
 
-from gossamer.testweb import attacks, hostile, payloads, render, specials
+from gossamer.testweb import attacks, hostile, payloads, render, specials, trapweb
 from gossamer.testweb.model import ROBOTS_REDIRECT_PATH, Host, RobotsKind
 from gossamer.testweb.protocol import HTML, Reply, Request, html, page, redirect
 from gossamer.testweb.specials import Context, Handler
@@ -41,6 +41,7 @@ PREFIXES: tuple[tuple[str, Handler], ...] = (
     ("/long/", specials.long_url),
     ("/app/", specials.app),
     ("/poison/", attacks.poison),
+    ("/trap/", trapweb.traps),
 )
 
 

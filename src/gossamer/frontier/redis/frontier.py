@@ -26,7 +26,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
-from gossamer.frontier.admission import Admission, locate
+from gossamer.frontier.admission import Admission, Guards
 from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease, Rules
 from gossamer.frontier.dedup import SeenSet
 from gossamer.frontier.hosts import DEFAULT_SLACK, HostScheduler, RulesLookup
@@ -42,6 +42,7 @@ from gossamer.frontier.redis.keys import (
     partition_of,
 )
 from gossamer.frontier.redis.limiter import HostLimiter
+from gossamer.frontier.redis.pages import PageCounts
 from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, register, run_scripts
 from gossamer.frontier.slotclaims import SlotClaims
 from gossamer.urls import Scope, host_key
@@ -80,12 +81,15 @@ class RedisFrontier:
         slack: float = DEFAULT_SLACK,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
+        guards: Guards | None = None,
     ) -> None:
         keys = PartitionKeys(job)
         scripts = register(redis)
         self._redis = redis
         self._job = job
-        self._admission = Admission(scope)
+        self._admission = Admission(scope, guards)
+        budget = self._admission.budget
+        self._pages = PageCounts(budget, keys, scripts["pages"], partitions)
         self._partitions = partitions
         self._memory_budget = memory_budget
         self._refresh_interval = refresh_interval
@@ -110,7 +114,7 @@ class RedisFrontier:
             lease_timeout=lease_timeout, clock=clock,
         )  # fmt: skip
         self._hosts: HostScheduler[Entry] = HostScheduler(
-            policy, rules=rules, lease_timeout=lease_timeout, slack=slack, clock=clock
+            policy, budget, rules=rules, lease_timeout=lease_timeout, slack=slack, clock=clock
         )
         self._unsent: list[Entry] = []
         """Acked entries whose ack has not gone to Redis yet (``defer_acks``)."""
@@ -131,7 +135,7 @@ class RedisFrontier:
 
     async def add(self, candidates: Sequence[Candidate]) -> AddResult:
         """Canonicalize, scope and dedup candidates; queue the new ones in their partitions."""
-        admitted, rejected = self._admission.admit(candidates)
+        admitted, rejected = self._admission.admit(candidates, self._sent)  # + trap guards
         batches, ranked, fps, duplicates = batch_entries(
             admitted, self._sent, self._partitions, by_url=self._by_url
         )
@@ -159,7 +163,7 @@ class RedisFrontier:
 
     async def reprioritize(self, priorities: Mapping[str, float]) -> int:
         """New priorities for URLs held here and queued in Redis (others' keep theirs)."""
-        wanted = locate(priorities)
+        wanted = self._admission.locate(priorities)
         changed = self._hosts.rerank(wanted)
         held = {entry.fp for entry in changed}
         calls = [self._claims.update_call(entry) for entry in changed if not entry.orphan]
@@ -181,8 +185,8 @@ class RedisFrontier:
             if parts:
                 await self._claim(parts)
         if self._limiter is not None:
-            return await self._limiter.lease(self._hosts, n)
-        return self._hosts.lease(n).leases
+            return await self._pages.counted(self._redis, await self._limiter.lease(self._hosts, n))
+        return await self._pages.counted(self._redis, self._hosts.lease(n).leases)
 
     async def ack(self, lease: Lease, feedback: Feedback | None) -> None:
         """Finish a lease: its claim is removed and the URL counted finished (once)."""
@@ -211,7 +215,8 @@ class RedisFrontier:
     async def release(self, lease: Lease, feedback: Feedback | None) -> None:
         """Queue the URL again at the front of its host, no attempt counted (claim kept)."""
         entry = self._finish(lease, feedback)
-        await run_scripts(self._redis, self._slot_release(lease, feedback))
+        back = self._pages.given_back(lease) if entry is not None else []  # not fetched
+        await run_scripts(self._redis, self._slot_release(lease, feedback) + back)
         if entry is None:
             return
         if entry.orphan:
@@ -347,6 +352,7 @@ class RedisFrontier:
         if (self._ranked or self._hosts.ranked) and len(parts) * batch > room:  # best of each
             batch = max(1, room // len(parts))
         claimed = await self._claims.claim(parts[: max(1, room // batch)], batch)
+        await self._pages.load(self._redis, (host_key(entry.url) for entry in claimed))
         lost: dict[int, list[Entry]] = {}
         for entry in claimed:
             if entry.part not in self._claims.owned:  # given away while the claim was out

@@ -20,6 +20,8 @@ only::
                                ranked (1 once ranked), order and front (order counters)
     gs:{J:p}:fence      HASH   worker -> "ms:seq": Redis-clock ms before which no new owner
                                may claim, and the sequence of the worker's last fence call
+    gs:{J:p}:pages      HASH   host key -> pages taken, for hosts with a page budget whose
+                               partition is p (see :mod:`.pages`)
 
 Job-level keys, tagged ``{J}`` like the control plane's::
 
@@ -83,7 +85,7 @@ def partition_of(key: str, partitions: int) -> int:
 def partition_keys(job: str, part: int) -> dict[str, str]:
     """The Redis keys of one partition, all with the hash tag ``{job:part}``."""
     tag = f"gs:{{{job}:{part}}}:"
-    names = ("seen", "queue", "claimed", "deadlines", "counts", "fence", "ranked", "ranks")
+    names = ("seen", "queue", "claimed", "deadlines", "counts", "fence", "ranked", "ranks", "pages")
     return {name: tag + name for name in names}
 
 

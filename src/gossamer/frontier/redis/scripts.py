@@ -35,6 +35,7 @@ SCRIPTS = (
     "host_release",
     "set_aside",
     "reprioritize",
+    "pages",
 )
 """The scripts a frontier registers (``counts`` is read by :mod:`.counts` alone)."""
 _RANKED = frozenset({"add", "claim", "unclaim", "reclaim", "reprioritize"})
