@@ -36,7 +36,7 @@ from gossamer.cluster.resilient import RedisGuard, install_guard
 from gossamer.cluster.seeding import load_origins, seed_origins
 from gossamer.crawl import install_signal_handlers, open_stages, tune_gc
 from gossamer.digests.redis import RedisDigests
-from gossamer.frontier.redis import RedisFrontier
+from gossamer.frontier.redis import RedisFrontier, RedisFrontierConfig
 from gossamer.logs import LOG_FILE, logging_to_file
 from gossamer.redact import redact_url
 from gossamer.settings import (
@@ -197,14 +197,16 @@ async def _crawl_share(
             control.job,
             stages.scope,
             stages.politeness,
-            partitions=settings.partitions,
+            config=RedisFrontierConfig(
+                partitions=settings.partitions,
+                lease_timeout=settings.claim_timeout,
+                memory_budget=settings.queue_memory,
+                slack=settings.focus_slack,
+                defer_acks=True,
+                partition_by=settings.partition_by,
+            ),
             ownership=assignment.ownership,
             rules=stages.robots.known if settings.robots else None,
-            lease_timeout=settings.claim_timeout,
-            memory_budget=settings.queue_memory,
-            slack=settings.focus_slack,
-            defer_acks=True,
-            partition_by=settings.partition_by,
         )
         digests = None
         if settings.digests != "off" and settings.text:

@@ -92,8 +92,6 @@ def generate(
     cross_host_rate: float = 0.15,
     crawl_delay: float | None = 1.0,
     specials: Iterable[str] = ALL_SPECIALS,
-    prefix: str = "site",
-    domain: str = "test",
 ) -> Web:
     """Generate a web of ``hosts`` hosts with ``pages_per_host`` normal pages each.
 
@@ -110,7 +108,7 @@ def generate(
         raise ValueError(f"unknown special endpoints: {', '.join(unknown)}")
     rng = random.Random(seed)
     sizes = page_size or ((10_000, 60_000) if big_pages else (2_000, 6_000))
-    names = [f"{prefix}{i}.{domain}" for i in range(hosts)]
+    names = [f"site{i}.test" for i in range(hosts)]
     drafts = {name: _host_pages(rng, name, pages_per_host, sizes) for name in names}
     for name in names:
         _link_host(rng, name, drafts[name], links_per_page)

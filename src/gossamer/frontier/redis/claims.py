@@ -21,6 +21,7 @@ from typing import Any
 
 from redis.commands.core import AsyncScript
 
+from gossamer.frontier.redis.config import RedisFrontierConfig
 from gossamer.frontier.redis.keys import BadEntry, Entry, PartitionKeys, bad_keys
 from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, run_scripts
 
@@ -49,18 +50,17 @@ class Claims:
         redis: RedisClient,
         keys: PartitionKeys,
         scripts: dict[str, AsyncScript],
+        config: RedisFrontierConfig,
         *,
         owned: frozenset[int],
-        lease_timeout: float,
-        claim_batch: int,
         clock: Callable[[], float],
         wall_clock: Callable[[], float],
     ) -> None:
         self._redis = redis
         self._keys = keys
         self._scripts = scripts
-        self._lease_timeout = lease_timeout
-        self.batch = claim_batch
+        self._lease_timeout = config.lease_timeout
+        self.batch = config.claim_batch
         """Entries claimed per partition and call, at most."""
         self._clock = clock
         self._wall = wall_clock
