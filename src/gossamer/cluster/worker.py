@@ -242,9 +242,12 @@ async def _crawl_share(
         )
         await keeper.start()
         log.info(
-            "%s crawls job %s into %s", name, control.job, settings.out,
+            "%s crawls job %s into %s",
+            name,
+            control.job,
+            settings.out,
             extra={"event": "worker-started", "worker": name, "job": control.job},
-        )  # fmt: skip
+        )
         try:
             async with status_file(settings.out, crawler, worker=name):
                 stats = await crawler.run([])
@@ -256,7 +259,9 @@ async def _crawl_share(
         keeper.raise_failure()
         stats.write(settings.out / "stats.json")
         log.info(
-            "%s stopped after %d pages", name, stats.pages,
+            "%s stopped after %d pages",
+            name,
+            stats.pages,
             extra={"event": "worker-stopped", "worker": name, "pages": stats.pages},
-        )  # fmt: skip
+        )
     return stats

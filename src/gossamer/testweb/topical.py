@@ -348,10 +348,18 @@ class TopicalServer:
                 head = await reader.readuntil(b"\r\n\r\n")
                 lines = head.decode("latin-1").split("\r\n")
                 target = lines[0].split(" ")[1] if len(lines[0].split(" ")) > 2 else "/"
-                host = next(
-                    (v.strip() for k, _, v in (x.partition(":") for x in lines[1:])
-                     if k.lower() == "host"), "",
-                ).rsplit(":", 1)[0].lower()  # fmt: skip
+                host = (
+                    next(
+                        (
+                            v.strip()
+                            for k, _, v in (x.partition(":") for x in lines[1:])
+                            if k.lower() == "host"
+                        ),
+                        "",
+                    )
+                    .rsplit(":", 1)[0]
+                    .lower()
+                )
                 self.log.append(Hit(host, target, time.monotonic()))
                 status, kind, body = self._answer(host, target.split("?")[0])
                 writer.write(

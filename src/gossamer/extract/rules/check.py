@@ -139,8 +139,10 @@ def _valid_parts(raw: dict[str, Any]) -> _RuleSpec | None:
     problems of the rest are listed with those of the schema."""
     parts = {key: value for key, value in raw.items() if key in _RuleSpec.model_fields}
     models: dict[str, type[BaseModel]] = {
-        "field": _FieldSpec, "link": _LinkSpec, "sample": _SampleSpec
-    }  # fmt: skip
+        "field": _FieldSpec,
+        "link": _LinkSpec,
+        "sample": _SampleSpec,
+    }
     for kind, model in models.items():
         if isinstance(parts.get(kind), list):
             parts[kind] = [item for item in parts[kind] if _conforms(model, item)]
