@@ -25,7 +25,7 @@ from gossamer.cluster.balancer import (
 from gossamer.cluster.control import Control
 from gossamer.frontier.base import Candidate
 from gossamer.frontier.politeness import PolitenessPolicy
-from gossamer.frontier.redis import RedisFrontier
+from gossamer.frontier.redis import RedisFrontier, RedisFrontierConfig
 from gossamer.urls import Scope
 
 P = 64
@@ -60,7 +60,7 @@ async def _queue(control: Control, hosts: int, per_host: int) -> None:
         control.job,
         Scope.for_seeds([], ["test"], max_depth=5),
         PolitenessPolicy(),
-        partitions=P,
+        config=RedisFrontierConfig(partitions=P),
     )
     await frontier.add(
         [Candidate(f"http://h{h}.test/p{i}") for h in range(hosts) for i in range(per_host)]

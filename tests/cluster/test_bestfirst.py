@@ -30,7 +30,7 @@ from gossamer.cluster import DEFAULT_JOB
 from gossamer.cluster.jobs import job_settings, open_control
 from gossamer.frontier.base import Candidate
 from gossamer.frontier.politeness import PolitenessPolicy
-from gossamer.frontier.redis import RedisFrontier
+from gossamer.frontier.redis import RedisFrontier, RedisFrontierConfig
 from gossamer.settings import JobSettings, canonical_seeds, crawl_scope, settings_to_json
 from gossamer.testweb import TestWebServer
 
@@ -58,9 +58,12 @@ async def submit_ranked(url: str, priorities: dict[str, float]) -> None:
     control = await open_control(url, DEFAULT_JOB)
     try:
         frontier = RedisFrontier(
-            control.redis, DEFAULT_JOB, crawl_scope(settings, seeds), PolitenessPolicy(),
-            partitions=PARTITIONS,
-        )  # fmt: skip
+            control.redis,
+            DEFAULT_JOB,
+            crawl_scope(settings, seeds),
+            PolitenessPolicy(),
+            config=RedisFrontierConfig(partitions=PARTITIONS),
+        )
         added = await frontier.add([Candidate(u, priority=p) for u, p in priorities.items()])
         assert added.added == len(priorities)
         await control.store_job(settings_to_json(settings))

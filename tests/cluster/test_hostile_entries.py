@@ -22,7 +22,7 @@ from gossamer.cluster.control import Control, MalformedReply, job_keys, parse_ra
 from gossamer.cluster.jobs import format_status, status, submit
 from gossamer.frontier.base import Candidate
 from gossamer.frontier.politeness import PolitenessPolicy
-from gossamer.frontier.redis import RedisFrontier, bad_keys, partition_keys
+from gossamer.frontier.redis import RedisFrontier, RedisFrontierConfig, bad_keys, partition_keys
 from gossamer.settings import JobSettings
 from gossamer.testweb import TestWebServer
 from gossamer.urls import Scope
@@ -64,7 +64,11 @@ async def test_malformed_entries_are_set_aside_and_leave_the_claims(
     redis = Redis.from_url(redis_server.url)
     scope = Scope.for_seeds([], ["test"], max_depth=5)
     frontier = RedisFrontier(
-        redis, "j", scope, PolitenessPolicy(), partitions=1, refresh_interval=0.0
+        redis,
+        "j",
+        scope,
+        PolitenessPolicy(),
+        config=RedisFrontierConfig(partitions=1, refresh_interval=0.0),
     )
     try:
         await _queue_raw(redis, "j", 0, BAD[:8])

@@ -38,7 +38,7 @@ from gossamer.cluster import DEFAULT_JOB
 from gossamer.cluster.jobs import open_control, status
 from gossamer.frontier.base import Candidate
 from gossamer.frontier.politeness import PolitenessPolicy
-from gossamer.frontier.redis import RedisFrontier
+from gossamer.frontier.redis import RedisFrontier, RedisFrontierConfig
 from gossamer.testweb import TestWebServer
 from gossamer.urls import Scope
 
@@ -68,7 +68,11 @@ async def test_one_node_url_reaches_the_whole_cluster(redis_cluster: RedisCluste
     try:
         scope = Scope.for_seeds([], ["test"], max_depth=5)
         frontier = RedisFrontier(
-            control.redis, "j", scope, PolitenessPolicy(), partitions=64, refresh_interval=0.0
+            control.redis,
+            "j",
+            scope,
+            PolitenessPolicy(),
+            config=RedisFrontierConfig(partitions=64, refresh_interval=0.0),
         )
         urls = [f"http://h{h}.test/{i}" for h in range(60) for i in range(2)]
         assert (await frontier.add([Candidate(u) for u in urls])).added == len(urls)

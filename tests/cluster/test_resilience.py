@@ -52,7 +52,7 @@ from gossamer.cluster.jobs import open_control
 from gossamer.cluster.resilient import RedisGuard, RedisUnavailable, install_guard
 from gossamer.frontier.base import Candidate
 from gossamer.frontier.politeness import PolitenessPolicy
-from gossamer.frontier.redis import RedisFrontier
+from gossamer.frontier.redis import RedisFrontier, RedisFrontierConfig
 from gossamer.redact import redact_url as redact
 from gossamer.testweb import TestWebServer, Web
 from gossamer.urls import Scope
@@ -179,7 +179,9 @@ async def test_a_client_rides_out_a_restart_and_its_scripts_load_again(
     client = Redis.from_url(redis_aof.url, socket_connect_timeout=1)
     install_guard(client, redis_aof.url, budget=20)
     scope = Scope.for_seeds(["http://a.test/"], ["test"])
-    frontier = RedisFrontier(client, "job", scope, PolitenessPolicy(), partitions=8)
+    frontier = RedisFrontier(
+        client, "job", scope, PolitenessPolicy(), config=RedisFrontierConfig(partitions=8)
+    )
     try:
         first = await frontier.add([Candidate(f"http://a.test/{i}") for i in range(20)])
         assert first.added == 20

@@ -18,7 +18,7 @@ from gossamer.crawldb import CrawlDB
 from gossamer.frontier.base import Candidate, Frontier
 from gossamer.frontier.local import LocalFrontier
 from gossamer.frontier.politeness import PolitenessPolicy
-from gossamer.frontier.redis import Ownership, RedisFrontier, partition_keys
+from gossamer.frontier.redis import Ownership, RedisFrontier, RedisFrontierConfig, partition_keys
 from gossamer.urls import Scope, fingerprint
 
 INF = float("inf")
@@ -56,10 +56,15 @@ def redis_frontier(
         **kw,
     }
     return RedisFrontier(
-        client, job, scope(), PolitenessPolicy(per_host=4),
+        client,
+        job,
+        scope(),
+        PolitenessPolicy(per_host=4),
+        config=RedisFrontierConfig(**options),  # type: ignore[arg-type]
         ownership=None if owned is None else Ownership(owned),
-        clock=clock, wall_clock=clock, **options,  # type: ignore[arg-type]
-    )  # fmt: skip
+        clock=clock,
+        wall_clock=clock,
+    )
 
 
 async def order(frontier: Frontier, n: int = 1, rounds: int = 300) -> list[str]:

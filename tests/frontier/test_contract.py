@@ -22,7 +22,7 @@ from gossamer.crawldb import CrawlDB
 from gossamer.frontier.base import Candidate, Feedback, Frontier
 from gossamer.frontier.local import LocalFrontier
 from gossamer.frontier.politeness import PolitenessPolicy
-from gossamer.frontier.redis import RedisClient, RedisFrontier
+from gossamer.frontier.redis import RedisClient, RedisFrontier, RedisFrontierConfig
 from gossamer.frontier.robots import RobotsPolicy
 from gossamer.urls import Scope
 
@@ -70,10 +70,11 @@ async def make(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
         assert client is not None
         policy = PolitenessPolicy(per_host=per_host, delay=delay)
         job = f"contract-{next(_jobs)}"
+        rules = kw.pop("rules", None)
+        config = RedisFrontierConfig(partitions=16, refresh_interval=0.0, **kw)
         return RedisFrontier(
-            client, job, _scope(), policy, partitions=16, clock=clock, wall_clock=clock,
-            refresh_interval=0.0, **kw,
-        )  # fmt: skip
+            client, job, _scope(), policy, config=config, rules=rules, clock=clock, wall_clock=clock
+        )
 
     yield make_local if client is None else make_redis
     for db in dbs:

@@ -26,6 +26,7 @@ from gossamer.frontier.redis import (
     Ownership,
     RedisClient,
     RedisFrontier,
+    RedisFrontierConfig,
     partition_keys,
     partition_of,
 )
@@ -74,13 +75,15 @@ def make(
         job,
         scope,
         PolitenessPolicy(per_host=2),
-        partitions=P,
+        config=RedisFrontierConfig(
+            partitions=P,
+            claim_batch=8,
+            refresh_interval=0.0,
+            **kw,  # type: ignore[arg-type]
+        ),
         ownership=None if owned is None else Ownership(frozenset(owned)),
         clock=clock,
         wall_clock=clock,
-        claim_batch=8,
-        refresh_interval=0.0,
-        **kw,  # type: ignore[arg-type]
     )
 
 
@@ -246,7 +249,9 @@ async def test_close_gives_back_held_entries(client: Redis, job: str) -> None:
 
 async def test_refresh_over_4096_partitions_is_fast(client: Redis, job: str) -> None:
     scope = Scope.for_seeds([], ["test"], max_depth=5)
-    frontier = RedisFrontier(client, job, scope, PolitenessPolicy(), refresh_interval=0.0)
+    frontier = RedisFrontier(
+        client, job, scope, PolitenessPolicy(), config=RedisFrontierConfig(refresh_interval=0.0)
+    )
     await frontier.add([Candidate(u) for u in urls(hosts=50, per_host=2)])
     # The client's CPU, not the wall clock: a loaded machine stretches the latter, and the
     # cost guarded here is the client's work per partition (one HMGET each on a cluster).

@@ -18,6 +18,7 @@ from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import (
     Ownership,
     RedisFrontier,
+    RedisFrontierConfig,
     partition_keys,
     partition_of,
     run_scripts,
@@ -45,9 +46,8 @@ def frontier(client: Redis, owned: Ownership, lease_timeout: float = 30.0) -> Re
         "handover",
         Scope.for_seeds([], ["test"], max_depth=5),
         PolitenessPolicy(per_host=1, delay=DELAY),
-        partitions=8,
         ownership=owned,
-        lease_timeout=lease_timeout,
+        config=RedisFrontierConfig(partitions=8, lease_timeout=lease_timeout),
     )
 
 

@@ -18,7 +18,7 @@ from gossamer.cluster.assignment import Assignment
 from gossamer.cluster.control import Control
 from gossamer.frontier.base import Candidate
 from gossamer.frontier.politeness import PolitenessPolicy
-from gossamer.frontier.redis import Ownership, RedisFrontier, partition_of
+from gossamer.frontier.redis import Ownership, RedisFrontier, RedisFrontierConfig, partition_of
 from gossamer.urls import Scope
 
 P = 16
@@ -46,10 +46,10 @@ def _worker(control: Control, owned: set[int], clock: Clock) -> RedisFrontier:
         control.job,
         Scope.for_seeds([], ["test"], max_depth=5),
         PolitenessPolicy(),
-        partitions=P,
         ownership=Ownership(frozenset(owned)),
         clock=clock,
         wall_clock=clock,
+        config=RedisFrontierConfig(partitions=P),
     )
 
 

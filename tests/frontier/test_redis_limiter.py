@@ -19,8 +19,15 @@ from redis.asyncio import Redis
 from tests.redis_server import RedisServer
 
 from gossamer.frontier.base import Candidate, Feedback, Lease
+from gossamer.frontier.hosts import RulesLookup
 from gossamer.frontier.politeness import PolitenessPolicy
-from gossamer.frontier.redis import Ownership, RedisFrontier, host_keys, partition_of
+from gossamer.frontier.redis import (
+    Ownership,
+    RedisFrontier,
+    RedisFrontierConfig,
+    host_keys,
+    partition_of,
+)
 from gossamer.frontier.robots import RobotsPolicy
 from gossamer.urls import Scope
 
@@ -50,17 +57,21 @@ def make(
     per_host: int = 2,
     delay: float = 0.0,
     partition_by: str = "url",
-    **kw: object,
+    lease_timeout: float = 600.0,
+    rules: RulesLookup | None = None,
 ) -> RedisFrontier:
     return RedisFrontier(
         client,
         job,
         Scope.for_seeds([], ["test"], max_depth=5),
         PolitenessPolicy(per_host=per_host, delay=delay),
-        partitions=P,
+        config=RedisFrontierConfig(
+            partitions=P,
+            partition_by=partition_by,  # type: ignore[arg-type]
+            lease_timeout=lease_timeout,
+        ),
         ownership=None if owned is None else Ownership(owned),
-        partition_by=partition_by,  # type: ignore[arg-type]
-        **kw,  # type: ignore[arg-type]
+        rules=rules,
     )
 
 

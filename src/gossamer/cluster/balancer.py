@@ -165,13 +165,21 @@ class Balancer:
             )
             log.info(
                 "assignment v%d published by %s: %d partitions moved over %d workers (%s)",
-                version, leader, moved, len(wanted), "members" if members_changed else "re-plan",
+                version,
+                leader,
+                moved,
+                len(wanted),
+                "members" if members_changed else "re-plan",
                 extra={
-                    "event": "assignment-published", "leader": leader, "version": version,
-                    "workers": len(wanted), "moved": moved, "allocator": self._allocator,
+                    "event": "assignment-published",
+                    "leader": leader,
+                    "version": version,
+                    "workers": len(wanted),
+                    "moved": moved,
+                    "allocator": self._allocator,
                     "reason": "members" if members_changed else "replan",
                 },
-            )  # fmt: skip
+            )
         return version
 
     async def train(self) -> FitReport | None:

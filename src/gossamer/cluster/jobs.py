@@ -29,7 +29,7 @@ from gossamer.cluster.resilient import forbidden, install_guard
 from gossamer.cluster.seeding import Seeding, read_progress, seed_origins, seeds_digest
 from gossamer.frontier.admission import Guards
 from gossamer.frontier.politeness import PolitenessPolicy
-from gossamer.frontier.redis import RedisClient, RedisFrontier
+from gossamer.frontier.redis import RedisClient, RedisFrontier, RedisFrontierConfig
 from gossamer.redact import redact_text, redact_url, strip_password
 from gossamer.settings import (
     InvalidSetting,
@@ -177,8 +177,9 @@ async def submit(settings: JobSettings, url: str, job: str) -> Submitted:
             job,
             crawl_scope(settings, origins),
             PolitenessPolicy(),
-            partitions=settings.partitions,
-            partition_by=settings.partition_by,
+            config=RedisFrontierConfig(
+                partitions=settings.partitions, partition_by=settings.partition_by
+            ),
             guards=Guards.of(settings),
         )
         seeding = Seeding(control, frontier)

@@ -258,17 +258,20 @@ class Keeper:
         if state == "stopped":
             if not self._crawler.stopping:
                 log.info(
-                    "%s stops: the job was stopped", self._name,
+                    "%s stops: the job was stopped",
+                    self._name,
                     extra={"event": "job-stopped", "worker": self._name},
-                )  # fmt: skip
+                )
             self._crawler.stop()
             return
         paused = state == "paused"
         if paused != self._crawler.paused:
             log.info(
-                "%s %s", self._name, "pauses" if paused else "resumes",
+                "%s %s",
+                self._name,
+                "pauses" if paused else "resumes",
                 extra={"event": "job-paused" if paused else "job-resumed", "worker": self._name},
-            )  # fmt: skip
+            )
             self._crawler.pause(paused)
 
     async def _reclaim(self) -> None:
@@ -282,13 +285,22 @@ class Keeper:
         owned, version = len(after.partitions), after.version
         log.info(
             "assignment v%d: %s owns %d partitions (%d gained, %d lost, %d URLs given back)",
-            version, self._name, owned, len(gained), len(lost), given_back,
+            version,
+            self._name,
+            owned,
+            len(gained),
+            len(lost),
+            given_back,
             extra={
-                "event": "partitions-moved", "worker": self._name, "version": version,
-                "partitions": owned, "gained": len(gained), "lost": len(lost),
+                "event": "partitions-moved",
+                "worker": self._name,
+                "version": version,
+                "partitions": owned,
+                "gained": len(gained),
+                "lost": len(lost),
                 "given_back": given_back,
             },
-        )  # fmt: skip
+        )
 
 
 def _outage(name: str, seconds: float, budget: float, clock: Callable[[], float]) -> Outage:

@@ -81,11 +81,15 @@ class Leadership:
         fields = {"worker": self._name, "job": job}
         if leading:
             log.info(
-                "%s leads job %s now", self._name, job,
+                "%s leads job %s now",
+                self._name,
+                job,
                 extra={"event": "leader-acquired", **fields},
-            )  # fmt: skip
+            )
         else:
             log.info(
-                "%s no longer leads job %s", self._name, job,
+                "%s no longer leads job %s",
+                self._name,
+                job,
                 extra={"event": "leader-lost", **fields},
-            )  # fmt: skip
+            )

@@ -66,9 +66,15 @@ async def read_job(control: Control) -> JobView:
             count = parts if type(parts) is int and 0 <= parts < 1 << 20 else 0
             workers.append((info.name, count, Live.from_json(info.figures.get("live"))))
     return JobView(
-        control.job, True, totals.queued, totals.claimed, totals.seen, totals.finished,
-        totals.set_aside, tuple(workers),
-    )  # fmt: skip
+        control.job,
+        True,
+        totals.queued,
+        totals.claimed,
+        totals.seen,
+        totals.finished,
+        totals.set_aside,
+        tuple(workers),
+    )
 
 
 class JobCollector(Collector):

@@ -26,14 +26,35 @@ from gossamer.settings import SettingsError
 PASSWORD_ENV = "GOSSAMER_REDIS_PASSWORD"
 """The environment variable holding the Redis password of a URL that has none."""
 
-_TLS_FILES = {"ssl_ca_certs": "file", "ssl_certfile": "file", "ssl_keyfile": "file",
-              "ssl_ca_path": "directory"}  # fmt: skip
-_TLS_PARAMETERS = {*_TLS_FILES, "ssl_cert_reqs", "ssl_check_hostname", "ssl_password",
-                   "ssl_ciphers", "ssl_min_version", "ssl_ca_data", "ssl_include_verify_flags",
-                   "ssl_exclude_verify_flags"}  # fmt: skip
-_PARAMETERS = {"db", "socket_timeout", "socket_connect_timeout", "socket_keepalive",
-               "socket_read_size", "health_check_interval", "max_connections", "client_name",
-               "protocol", *_TLS_PARAMETERS}  # fmt: skip
+_TLS_FILES = {
+    "ssl_ca_certs": "file",
+    "ssl_certfile": "file",
+    "ssl_keyfile": "file",
+    "ssl_ca_path": "directory",
+}
+_TLS_PARAMETERS = {
+    *_TLS_FILES,
+    "ssl_cert_reqs",
+    "ssl_check_hostname",
+    "ssl_password",
+    "ssl_ciphers",
+    "ssl_min_version",
+    "ssl_ca_data",
+    "ssl_include_verify_flags",
+    "ssl_exclude_verify_flags",
+}
+_PARAMETERS = {
+    "db",
+    "socket_timeout",
+    "socket_connect_timeout",
+    "socket_keepalive",
+    "socket_read_size",
+    "health_check_interval",
+    "max_connections",
+    "client_name",
+    "protocol",
+    *_TLS_PARAMETERS,
+}
 """The query parameters gossamer passes on to redis-py, for one server and a Redis Cluster
 alike; any other (``timeout``, ``retry_on_timeout`` among redis-py's own) would reach a
 connection's constructor and fail there with a traceback. gossamer retries on its own."""

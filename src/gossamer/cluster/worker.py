@@ -45,7 +45,7 @@ from gossamer.crawl import (
 )
 from gossamer.digests.redis import RedisDigests
 from gossamer.frontier.admission import Guards
-from gossamer.frontier.redis import RedisFrontier
+from gossamer.frontier.redis import RedisFrontier, RedisFrontierConfig
 from gossamer.logs import LOG_FILE, logging_to_file
 from gossamer.redact import redact_url
 from gossamer.settings import (
@@ -206,14 +206,16 @@ async def _crawl_share(
             control.job,
             stages.scope,
             stages.politeness,
-            partitions=settings.partitions,
+            config=RedisFrontierConfig(
+                partitions=settings.partitions,
+                lease_timeout=settings.claim_timeout,
+                memory_budget=settings.queue_memory,
+                slack=settings.focus_slack,
+                defer_acks=True,
+                partition_by=settings.partition_by,
+            ),
             ownership=assignment.ownership,
             rules=stages.robots.known if settings.robots else None,
-            lease_timeout=settings.claim_timeout,
-            memory_budget=settings.queue_memory,
-            slack=settings.focus_slack,
-            defer_acks=True,
-            partition_by=settings.partition_by,
             guards=Guards.of(settings),
         )
         digests = None
@@ -250,9 +252,12 @@ async def _crawl_share(
         )
         await keeper.start()
         log.info(
-            "%s crawls job %s into %s", name, control.job, settings.out,
+            "%s crawls job %s into %s",
+            name,
+            control.job,
+            settings.out,
             extra={"event": "worker-started", "worker": name, "job": control.job},
-        )  # fmt: skip
+        )
         try:
             async with status_file(settings.out, crawler, worker=name):
                 stats = await crawler.run([])
@@ -264,7 +269,9 @@ async def _crawl_share(
         keeper.raise_failure()
         stats.write(settings.out / "stats.json")
         log.info(
-            "%s stopped after %d pages", name, stats.pages,
+            "%s stopped after %d pages",
+            name,
+            stats.pages,
             extra={"event": "worker-stopped", "worker": name, "pages": stats.pages},
-        )  # fmt: skip
+        )
     return stats

@@ -44,8 +44,12 @@ _MAX_URL = 1 << 16
 def digest_keys(job: str) -> dict[str, str]:
     """The job's digest keys but the band sets (``band`` is their prefix)."""
     tag = f"gs:{{{job}}}:digest:"
-    return {"exact": tag + "exact", "near": tag + "near", "counts": tag + "counts",
-            "band": tag + "b:"}  # fmt: skip
+    return {
+        "exact": tag + "exact",
+        "near": tag + "near",
+        "counts": tag + "counts",
+        "band": tag + "b:",
+    }
 
 
 class RedisDigests:

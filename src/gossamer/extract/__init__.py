@@ -2,11 +2,11 @@
 
 `extract` takes a page already parsed by lexbor (or its markup) and returns a frozen `Content`:
 the main text chosen by an extractor (``tree``, gossamer's own model of prose in the page's
-boxes, by default; ``density``, the text-density model; ``trafilatura``, ``readability`` and
-``resiliparse`` when those libraries are installed) plus language, description, canonical
-URL, publication date, authors and the images of the main content. `pdf.PdfPool` extracts
-the text of PDF documents in worker processes with a time and a memory limit (``pypdf`` is
-imported in the workers only).
+boxes, by default: `walk` records the boxes, `tree` scores them; ``density``, the text-density
+model; ``trafilatura``, ``readability`` and ``resiliparse`` when those libraries are installed)
+plus language, description, canonical URL, publication date, authors and the images of the main
+content. `pdf.PdfPool` extracts the text of PDF documents in worker processes with a time and a
+memory limit (``pypdf`` is imported in the workers only).
 
 `rules` holds the rule parser: rule documents (CSS, XPath, regex, JSON-LD and meta fields,
 record containers, link rules) checked once and evaluated on the parsed page.

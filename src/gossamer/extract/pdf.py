@@ -120,11 +120,14 @@ class PdfPool:
 
     async def _start(self) -> asyncio.subprocess.Process:
         worker = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "gossamer.extract.pdf", str(self._memory),
+            sys.executable,
+            "-m",
+            "gossamer.extract.pdf",
+            str(self._memory),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,
-        )  # fmt: skip
+        )
         self._all.add(worker)
         return worker
 

@@ -277,11 +277,17 @@ class FocusPolicy:
         prior = 0.4 * anchor_m + 0.15 * context_m + 0.15 * url_m + 0.3 * relevance
         section = parts.path.strip("/").split("/", 1)[0]
         names = [
-            "b", parent, f"h:{host}", f"s:{host}/{section}", f"am:{int(anchor_m * 5)}",
-            f"cm:{int(context_m * 5)}", f"um:{int(url_m * 5)}",
-            *(f"a:{w}" for w in anchor), *(f"u:{w}" for w in url_words),
+            "b",
+            parent,
+            f"h:{host}",
+            f"s:{host}/{section}",
+            f"am:{int(anchor_m * 5)}",
+            f"cm:{int(context_m * 5)}",
+            f"um:{int(url_m * 5)}",
+            *(f"a:{w}" for w in anchor),
+            *(f"u:{w}" for w in url_words),
             *(f"c:{w}" for w in context[:60]),
-        ]  # fmt: skip
+        ]
         return hash_features(names), prior, self.paths.score(host, parts.path)
 
     def _keep(self, link: str, features: Features, prior: float, sent: float, streak: int) -> None:

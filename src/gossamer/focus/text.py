@@ -32,10 +32,24 @@ STOP_WORDS = frozenset(
 )
 
 _SUFFIXES = (
-    ("ations", "ate"), ("ation", "ate"), ("nesses", ""), ("ness", ""), ("ments", ""),
-    ("ment", ""), ("ingly", ""), ("ings", ""), ("ing", ""), ("edly", ""), ("ies", "y"),
-    ("ied", "y"), ("sses", "ss"), ("ed", ""), ("es", ""), ("ly", ""), ("s", ""),
-)  # fmt: skip
+    ("ations", "ate"),
+    ("ation", "ate"),
+    ("nesses", ""),
+    ("ness", ""),
+    ("ments", ""),
+    ("ment", ""),
+    ("ingly", ""),
+    ("ings", ""),
+    ("ing", ""),
+    ("edly", ""),
+    ("ies", "y"),
+    ("ied", "y"),
+    ("sses", "ss"),
+    ("ed", ""),
+    ("es", ""),
+    ("ly", ""),
+    ("s", ""),
+)
 
 
 def stem(word: str) -> str:

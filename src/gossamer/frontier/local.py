@@ -33,7 +33,7 @@ from gossamer.frontier.base import (
     Lease,
     Outlinks,
     Rules,
-)  # fmt: skip
+)
 from gossamer.frontier.dedup import SeenSet
 from gossamer.frontier.hosts import (
     DEFAULT_SLACK,
@@ -88,9 +88,14 @@ class LocalFrontier:
         self._db = db
         self._memory_budget = memory_budget if db is not None else 1 << 62
         self._hosts: HostScheduler[Queued] = HostScheduler(
-            policy, rules=rules, lease_timeout=lease_timeout, max_active=max_active,
-            slack=slack, clock=clock, budget=self._budget,
-        )  # fmt: skip
+            policy,
+            rules=rules,
+            lease_timeout=lease_timeout,
+            max_active=max_active,
+            slack=slack,
+            clock=clock,
+            budget=self._budget,
+        )
         self._clock = clock
         self._seen = SeenSet()
         self._seq = itertools.count()

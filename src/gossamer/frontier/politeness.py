@@ -141,24 +141,34 @@ class PolitenessPolicy:
             if before <= floor < after:
                 log.info(
                     "%s slowed down: one request every %.2fs (error rate %.0f%%, latency %s)",
-                    host, after, 100 * slot.error_rate,
+                    host,
+                    after,
+                    100 * slot.error_rate,
                     "-" if slot.latency is None else f"{slot.latency:.2f}s",
-                    extra={"event": "host-slowed", "host": host, "delay": round(after, 3),
-                           "error_rate": round(slot.error_rate, 3), "latency": slot.latency},
-                )  # fmt: skip
+                    extra={
+                        "event": "host-slowed",
+                        "host": host,
+                        "delay": round(after, 3),
+                        "error_rate": round(slot.error_rate, 3),
+                        "latency": slot.latency,
+                    },
+                )
             elif after <= floor < before:
                 log.info(
-                    "%s back to its normal pace", host,
+                    "%s back to its normal pace",
+                    host,
                     extra={"event": "host-recovered", "host": host, "delay": round(after, 3)},
-                )  # fmt: skip
+                )
             slot.next_start = max(slot.next_start, feedback.started_at + self.delay_of(slot))
         if feedback.retry_after is not None and feedback.retry_after <= self.max_pause:
             slot.next_start = max(slot.next_start, now + feedback.retry_after)
             slot.paused_until = now + feedback.retry_after
             log.info(
-                "%s asked to wait %gs (Retry-After); the host pauses", host, feedback.retry_after,
+                "%s asked to wait %gs (Retry-After); the host pauses",
+                host,
+                feedback.retry_after,
                 extra={"event": "host-paused", "host": host, "seconds": feedback.retry_after},
-            )  # fmt: skip
+            )
 
     def set_crawl_delay(self, slot: HostSlot, asked: float | None, host: str) -> None:
         """The host's robots.txt asks for ``asked`` seconds between requests (None: nothing);

@@ -365,10 +365,14 @@ class RobotsCache:
                 self._unreachable += 1
                 log.info(
                     "robots.txt of %s unreachable; its URLs wait, asked again in %gs",
-                    key, self._retry_interval,
-                    extra={"event": "robots-unreachable", "origin": key,
-                           "retry_in": self._retry_interval},
-                )  # fmt: skip
+                    key,
+                    self._retry_interval,
+                    extra={
+                        "event": "robots-unreachable",
+                        "origin": key,
+                        "retry_in": self._retry_interval,
+                    },
+                )
             if policy.status in ("unreachable", "blocked"):
                 lifetime = self._retry_interval
             self._keep(key, policy, lifetime)

@@ -321,9 +321,11 @@ class MetricsServer:
         self._runner = runner = await listen(self.app(), bind, port)
         self.port = runner.addresses[0][1] if runner.addresses else port
         log.info(
-            "metrics on http://%s:%d/metrics", bind, port,
+            "metrics on http://%s:%d/metrics",
+            bind,
+            port,
             extra={"event": "metrics-listening", "bind": bind, "port": port},
-        )  # fmt: skip
+        )
 
     async def close(self) -> None:
         if self._runner is not None:

@@ -13,13 +13,14 @@ bounds are checked when values are converted (:func:`load_model`, :func:`validat
 :func:`settings_from_json`), not when a model is built directly (``CrawlSettings(...)``);
 the checks of ``__post_init__`` run in both.
 
-``models`` holds the errors, :class:`SettingsModel` and every settings Struct with its
-fields' types, defaults and ``__post_init__`` checks; ``loading`` where values come from and
-how they are converted (TOML, the environment, :func:`load_settings`, :func:`load_model`,
-:func:`validate_model`, the JSON and dict forms, a field's type and description);
-``inputs`` what a crawl reads through its settings (the secrets of its logins, its seeds, its
-scope). ``loading`` and ``inputs`` build on ``models``, never on each other; code outside
-imports from ``gossamer.settings``.
+``base`` holds the errors and :class:`SettingsModel`; ``models`` the crawl's settings Structs
+(:class:`CrawlSettings`, :class:`JobSettings`), ``auth`` a login's and ``cluster`` a cluster
+job's, each with its fields' types, defaults and ``__post_init__`` checks; ``loading`` where
+values come from and how they are converted (TOML, the environment, :func:`load_settings`,
+:func:`load_model`, :func:`validate_model`, the JSON and dict forms, a field's type and
+description); ``inputs`` what a crawl reads through its settings (the secrets of its logins,
+its seeds, its scope). ``loading`` and ``inputs`` build on the models, never on each other;
+code outside imports from ``gossamer.settings``.
 
 This package may import the standard library, msgspec, ``gossamer`` (its version),
 ``gossamer.proxyurl`` (proxy URLs checked), ``gossamer.redact`` and ``gossamer.urls``: it is
@@ -27,6 +28,9 @@ the lowest layer with them (the frontier's default focus slack lives here, in ``
 never a stage, the engine, the crawl's wiring or the cluster.
 """
 
+from gossamer.settings.auth import AuthSettings, AuthType
+from gossamer.settings.base import InvalidSetting, SettingsError, SettingsModel
+from gossamer.settings.cluster import ClusterSettings, ShippedDocument, ShippedRules
 from gossamer.settings.inputs import canonical_seeds, crawl_scope, read_secret, read_seeds
 from gossamer.settings.loading import (
     Settings,
@@ -39,19 +43,7 @@ from gossamer.settings.loading import (
     settings_to_json,
     validate_model,
 )
-from gossamer.settings.models import (
-    AuthSettings,
-    AuthType,
-    ClusterSettings,
-    CrawlSettings,
-    InvalidSetting,
-    JobSettings,
-    RenderBlock,
-    SettingsError,
-    SettingsModel,
-    ShippedDocument,
-    ShippedRules,
-)
+from gossamer.settings.models import CrawlSettings, JobSettings, RenderBlock
 
 __all__ = [
     "AuthSettings",

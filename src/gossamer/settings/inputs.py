@@ -8,7 +8,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import NoReturn
 
-from gossamer.settings.models import AuthSettings, CrawlSettings, SettingsError
+from gossamer.settings.auth import AuthSettings
+from gossamer.settings.base import SettingsError
+from gossamer.settings.models import CrawlSettings
 from gossamer.urls import InvalidURL, Scope, canonicalize
 
 _MAX_SEED_LINE = 64 * 1024

@@ -17,14 +17,9 @@ from typing import Annotated, Any, TypeVar, get_args, get_origin
 import msgspec
 from msgspec import Meta
 
-from gossamer.settings.models import (
-    ClusterSettings,
-    CrawlSettings,
-    InvalidSetting,
-    SettingsError,
-    SettingsModel,
-    _FieldError,
-)
+from gossamer.settings.base import FieldError, InvalidSetting, SettingsError, SettingsModel
+from gossamer.settings.cluster import ClusterSettings
+from gossamer.settings.models import CrawlSettings
 
 Settings = TypeVar("Settings", bound=SettingsModel)
 
@@ -292,7 +287,7 @@ def _invalid(error: msgspec.MsgspecError) -> InvalidSetting:
     problem, path = (match[1], match[2]) if match else (text, "")
     steps = [name or index for name, index in _ERROR_STEP.findall(path) if index != "..."]
     cause = error.__cause__
-    if isinstance(cause, _FieldError):
+    if isinstance(cause, FieldError):
         steps.append(cause.name)
     elif named := _ERROR_NAMED.fullmatch(problem):
         steps.append(named[2])

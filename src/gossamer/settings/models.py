@@ -1,6 +1,7 @@
-"""The settings models and their checks: the errors (:class:`SettingsError`,
-:class:`InvalidSetting`), :class:`SettingsModel` and every settings Struct, with the types of
-their fields and what their ``__post_init__`` checks."""
+"""The crawl's settings models and their checks: :class:`CrawlSettings` (what any crawl can be
+told) and :class:`JobSettings` (with what a cluster job adds), the types of their fields and
+what their ``__post_init__`` checks. The errors and the base model are in ``base``, a login's
+settings in ``auth``, the cluster's in ``cluster``."""
 
 from __future__ import annotations
 
@@ -8,12 +9,20 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal
 
-import msgspec
 from msgspec import Meta, field
-from msgspec.structs import force_setattr
 
 from gossamer import __version__
 from gossamer.proxyurl import ProxyError, parse_proxy
+from gossamer.settings.auth import AuthSettings
+from gossamer.settings.base import FieldError, SettingsModel
+from gossamer.settings.cluster import (
+    ClusterAllocator,
+    ClusterClaimTimeout,
+    ClusterHeartbeat,
+    ClusterPartitionBy,
+    ClusterPartitions,
+    ShippedRules,
+)
 from gossamer.urls import TRACKING_PARAMS, InvalidURL, canonicalize
 
 DEFAULT_SLACK = 0.5
@@ -21,222 +30,11 @@ DEFAULT_SLACK = 0.5
 while the best one's host is not due (see :mod:`gossamer.frontier.bestfirst`; the figures
 behind it: ``benchmarks/bench_bestfirst.py``)."""
 
-
-class SettingsError(ValueError):
-    """Bad configuration; the message names the offending field."""
-
-
-class InvalidSetting(SettingsError):
-    """A value that fails its setting's checks: ``field`` is its place (``auth.0.type``,
-    ``allow_ports.0``; ``settings`` for the whole), ``problem`` what is wrong with it."""
-
-    def __init__(self, field: str, problem: str) -> None:
-        super().__init__(f"invalid setting '{field}': {problem}")
-        self.field = field
-        self.problem = problem
-
-
-class _FieldError(ValueError):
-    """A ``__post_init__`` check's error about the field ``name`` of its model."""
-
-    def __init__(self, name: str, problem: str) -> None:
-        super().__init__(problem)
-        self.name = name
-
-
-class SettingsModel(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """Base of every settings model (each also says ``frozen=True, kw_only=True``: Structs do
-    not inherit ``kw_only``, and mypy wants ``frozen`` on each)."""
-
-
-ClusterPartitions = Annotated[
-    int, Meta(ge=1, le=65_536, description="Virtual partitions the job's hosts map to.")
-]
-ClusterHeartbeat = Annotated[
-    float, Meta(ge=0.5, le=3600, description="Seconds a silent worker counts alive.")
-]
-ClusterClaimTimeout = Annotated[
-    float, Meta(ge=1, le=86_400, description="Seconds a dead worker's URLs stay claimed.")
-]
-ClusterPartitionBy = Annotated[
-    Literal["host", "url"],
-    Meta(
-        description="Partition by host (one owner per host) or by URL (one host's URLs "
-        "spread over every worker; per-host limits kept through Redis)."
-    ),
-]
-ClusterAllocator = Annotated[
-    Literal["equal", "weighted", "bpnn-pso", "first-fit", "least-loaded"],
-    Meta(description="How partitions are shared among the workers."),
-]
-"""The cluster settings' types, of :class:`ClusterSettings` and :class:`JobSettings` (a Struct
-has one base with fields, so JobSettings declares them again, with the same defaults)."""
-
-
-class ClusterSettings(SettingsModel, frozen=True, kw_only=True):
-    """What a cluster job adds to a crawl's settings (``cluster submit``, ``cluster up``)."""
-
-    partitions: ClusterPartitions = 4096
-    heartbeat_ttl: ClusterHeartbeat = 10.0
-    claim_timeout: ClusterClaimTimeout = 60.0
-    partition_by: ClusterPartitionBy = "host"
-    allocator: ClusterAllocator = "equal"
-
-
-class ShippedDocument(SettingsModel, frozen=True, kw_only=True):
-    """A rule document as a cluster job carries it: its file name and text."""
-
-    name: Annotated[str, Meta(description="The document's file name.")]
-    text: Annotated[
-        str, Meta(description="The document's text (TOML or JSON, by the name's suffix).")
-    ]
-
-
-class ShippedRules(SettingsModel, frozen=True, kw_only=True):
-    """The rule documents of a cluster job, with their digest: every worker compiles these
-    texts, not files of its own, and checks the digest first."""
-
-    documents: Annotated[list[ShippedDocument], Meta(description="The documents, in order.")]
-    digest: Annotated[
-        str,
-        Meta(pattern=r"\A[0-9a-f]{64}\Z", description="SHA-256 of the documents' names and texts."),
-    ]
-
-
 RenderBlock = Literal["image", "font", "media", "stylesheet"]
 """Kinds of subrequests ``render_block`` may name."""
-AuthType = Literal["basic", "bearer", "cookies", "form", "oauth2"]
-_SECRETS: dict[str, tuple[str, ...]] = {
-    "basic": ("username", "password"),
-    "bearer": ("token",),
-    "cookies": (),
-    "form": (),
-    "oauth2": ("client_id", "client_secret"),
-}
-"""The secrets each kind of login needs (each as ``NAME_env`` or ``NAME_file``)."""
 _BIND = re.compile(r"[A-Za-z0-9.:_-]{1,253}")
 _METRICS_HOST = re.compile(r"[A-Za-z0-9_-]([A-Za-z0-9._-]{0,252})")
 """A listening address: an IPv4 or IPv6 address or a host name (the bind reports the rest)."""
-_DOMAIN = re.compile(r"(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?\.)*[a-z0-9_-]{1,63}")
-
-
-class AuthSettings(SettingsModel, frozen=True, kw_only=True):
-    """How the crawl logs in to one domain (an ``[[auth]]`` table of the config file).
-
-    Secrets are named, never given: each as ``NAME_env`` (an environment variable) or
-    ``NAME_file`` (a file whose text, less its final newline, is the secret), read once when
-    the crawl starts (:func:`read_secret`). The settings themselves hold no secret, so a
-    cluster job may store them."""
-
-    domain: Annotated[
-        str, Meta(description="The host whose requests carry the login, and its subdomains.")
-    ]
-    type: Annotated[AuthType, Meta(description="basic | bearer | cookies | form | oauth2.")]
-    username_env: Annotated[str, Meta(description="Variable holding the user name.")] | None = None
-    username_file: Annotated[Path, Meta(description="File holding the user name.")] | None = None
-    password_env: Annotated[str, Meta(description="Variable holding the password.")] | None = None
-    password_file: Annotated[Path, Meta(description="File holding the password.")] | None = None
-    token_env: Annotated[str, Meta(description="Variable holding the bearer token.")] | None = None
-    token_file: Annotated[Path, Meta(description="File holding the bearer token.")] | None = None
-    cookies_file: (
-        Annotated[
-            Path, Meta(description="Cookies in Netscape format (cookies.txt), for type cookies.")
-        ]
-        | None
-    ) = None
-    login_url: Annotated[str, Meta(description="Form login: the URL the form posts to.")] | None = (
-        None
-    )
-    username_field: Annotated[str, Meta(description="Form login: the user name's field.")] = (
-        "username"
-    )
-    password_field: Annotated[str, Meta(description="Form login: the password's field.")] = (
-        "password"
-    )
-    fields: Annotated[
-        dict[str, str], Meta(description="Form login: further fields posted as they are.")
-    ] = field(default_factory=dict)
-    logged_out_status: Annotated[
-        list[Annotated[int, Meta(ge=100, le=599)]],
-        Meta(description="Form login: statuses that mean the session has ended."),
-    ] = field(default_factory=lambda: [401, 403])
-    logged_out_selector: (
-        Annotated[
-            str, Meta(description="Form login: a CSS selector found only on logged-out pages.")
-        ]
-        | None
-    ) = None
-    login_hook: (
-        Annotated[
-            str,
-            Meta(
-                description=(
-                    "Form login: module:function that logs in instead of posting the form "
-                    "(see gossamer.fetch.auth.UserLogin)."
-                )
-            ),
-        ]
-        | None
-    ) = None
-    token_url: Annotated[str, Meta(description="OAuth 2.0: the token endpoint.")] | None = None
-    client_id_env: (
-        Annotated[str, Meta(description="OAuth 2.0: variable of the client id.")] | None
-    ) = None
-    client_id_file: (
-        Annotated[Path, Meta(description="OAuth 2.0: file of the client id.")] | None
-    ) = None
-    client_secret_env: (
-        Annotated[str, Meta(description="OAuth 2.0: variable of the secret.")] | None
-    ) = None
-    client_secret_file: (
-        Annotated[Path, Meta(description="OAuth 2.0: file of the secret.")] | None
-    ) = None
-    scope: Annotated[str, Meta(description="OAuth 2.0: the scope asked for.")] | None = None
-    token_cache: (
-        Annotated[
-            Path,
-            Meta(
-                description=(
-                    "OAuth 2.0: file the token is cached in (mode 0600) until it expires; "
-                    "default ~/.cache/gossamer/oauth-<digest of the token URL and client>.json."
-                )
-            ),
-        ]
-        | None
-    ) = None
-    refresh_margin: Annotated[
-        float,
-        Meta(ge=0, le=86_400, description="OAuth 2.0: seconds before expiry a token is renewed."),
-    ] = 60.0
-
-    def __post_init__(self) -> None:
-        domain = self.domain.strip().lower().rstrip(".")
-        if not _DOMAIN.fullmatch(domain):
-            raise _FieldError("domain", f"{domain!r} is not a host name (no scheme, port or path)")
-        force_setattr(self, "domain", domain)
-        for name in ("login_url", "token_url"):
-            url = getattr(self, name)
-            if url is not None and not url.lower().startswith(("http://", "https://")):
-                raise _FieldError(name, "must be an http:// or https:// URL")
-        self._complete()
-
-    def _complete(self) -> None:
-        for name in ("username", "password", "token", "client_id", "client_secret"):
-            env, file = getattr(self, f"{name}_env"), getattr(self, f"{name}_file")
-            if env is not None and file is not None:
-                raise ValueError(f"give {name}_env or {name}_file, not both")
-        needed = _SECRETS[self.type]
-        if self.type == "form" and self.login_hook is None:
-            needed = ("username", "password")
-            if self.login_url is None:
-                raise ValueError("type form needs login_url (or login_hook)")
-        for name in needed:
-            if getattr(self, f"{name}_env") is None and getattr(self, f"{name}_file") is None:
-                raise ValueError(f"type {self.type} needs {name}_env or {name}_file")
-        if self.type == "cookies" and self.cookies_file is None:
-            raise ValueError("type cookies needs cookies_file")
-        if self.type == "oauth2" and self.token_url is None:
-            raise ValueError("type oauth2 needs token_url")
 
 
 class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
@@ -772,22 +570,22 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
     def __post_init__(self) -> None:
         for name in ("user_agent", "robots_token"):
             if any(ord(c) < 32 for c in getattr(self, name)):
-                raise _FieldError(name, "must not contain control characters")
+                raise FieldError(name, "must not contain control characters")
         phrase = self.focus_phrase
         if phrase is not None and any(ord(c) < 32 and c not in "\t\n\r" for c in phrase):
-            raise _FieldError("focus_phrase", "must not contain control characters")
+            raise FieldError("focus_phrase", "must not contain control characters")
         _check_functions(self.rule_functions)
         _check_patterns(self.render_url)
         _check_proxies(self.proxies)
         if not _BIND.fullmatch(self.metrics_bind):
-            raise _FieldError("metrics_bind", "must be an IP address or a host name, e.g. 0.0.0.0")
+            raise FieldError("metrics_bind", "must be an IP address or a host name, e.g. 0.0.0.0")
         for host in self.metrics_hosts:
             if host != "*" and not _METRICS_HOST.fullmatch(host):
-                raise _FieldError("metrics_hosts", f"{host[:80]!r} is not a host name (or *)")
+                raise FieldError("metrics_hosts", f"{host[:80]!r} is not a host name (or *)")
         domains = [a.domain for a in self.auth]
         for domain in domains:
             if domains.count(domain) > 1:
-                raise _FieldError("auth", f"two [[auth]] tables for {domain}")
+                raise FieldError("auth", f"two [[auth]] tables for {domain}")
         self._focus_topic()
         if self.cookies == "off":
             for auth in self.auth:
@@ -812,10 +610,10 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
 def _check_functions(functions: dict[str, str]) -> None:
     for name, spec in functions.items():
         if not name.isidentifier():
-            raise _FieldError("rule_functions", f"{name!r} is not a name (letters, digits, _)")
+            raise FieldError("rule_functions", f"{name!r} is not a name (letters, digits, _)")
         module, _, function = spec.rpartition(":")
         if not module or not function.isidentifier():
-            raise _FieldError("rule_functions", f"{name} = {spec!r} is not module:function")
+            raise FieldError("rule_functions", f"{name} = {spec!r} is not module:function")
 
 
 def _check_patterns(patterns: list[str]) -> None:
@@ -824,7 +622,7 @@ def _check_patterns(patterns: list[str]) -> None:
             re.compile(pattern)
         except re.error as exc:
             problem = f"{pattern!r} is not a regular expression: {exc}"
-            raise _FieldError("render_url", problem) from None
+            raise FieldError("render_url", problem) from None
 
 
 def _check_proxies(urls: list[str]) -> None:
@@ -834,7 +632,7 @@ def _check_proxies(urls: list[str]) -> None:
         try:
             parse_proxy(url)
         except ProxyError as exc:
-            raise _FieldError("proxies", str(exc)) from None
+            raise FieldError("proxies", str(exc)) from None
 
 
 class JobSettings(CrawlSettings, frozen=True, kw_only=True):

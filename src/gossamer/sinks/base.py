@@ -32,9 +32,18 @@ if TYPE_CHECKING:
     from gossamer.fetch.exchange import Exchange
 
 _TEXT_FIELDS = (
-    "url", "content_type", "title", "redirect_to", "error", "text", "lang", "description",
-    "canonical", "published", "rule",
-)  # fmt: skip
+    "url",
+    "content_type",
+    "title",
+    "redirect_to",
+    "error",
+    "text",
+    "lang",
+    "description",
+    "canonical",
+    "published",
+    "rule",
+)
 
 
 _NOT_STORED = {"stored": False}
@@ -58,8 +67,12 @@ class Item:
 
     def as_json(self) -> dict[str, Any]:
         """The line of items.jsonl, as a dict."""
-        return {"url": self.url, "rule": self.rule, "fetched_at": self.fetched_at,
-                "fields": self.fields}  # fmt: skip
+        return {
+            "url": self.url,
+            "rule": self.rule,
+            "fetched_at": self.fetched_at,
+            "fields": self.fields,
+        }
 
     def to_json(self) -> str:
         """One JSON line (no newline; no raw line break either: `json_line`)."""

@@ -234,8 +234,14 @@ def item_row(item: Item, worker: str) -> tuple[Any, ...]:
     fields = json.dumps(item.fields, ensure_ascii=False)
     if "\\u0000" in fields:
         fields = json.dumps(_without_nul(item.fields), ensure_ascii=False)
-    return (item.url.replace("\x00", "\ufffd"), item.rule, item.index, item.fetched_at,
-            fields, worker)  # fmt: skip
+    return (
+        item.url.replace("\x00", "\ufffd"),
+        item.rule,
+        item.index,
+        item.fetched_at,
+        fields,
+        worker,
+    )
 
 
 def _without_nul(value: Any) -> Any:

@@ -129,17 +129,28 @@ GENERIC: tuple[str, ...] = (
 
 TITLES: dict[str, tuple[str, ...]] = {
     "database-transactions": (
-        "Isolation levels explained", "Deadlocks and how to avoid them", "Row locks in practice",
-        "Snapshot isolation", "Commit and rollback", "Two-phase locking", "Savepoints",
-        "Serializable transactions", "Optimistic concurrency", "Write-ahead logging",
+        "Isolation levels explained",
+        "Deadlocks and how to avoid them",
+        "Row locks in practice",
+        "Snapshot isolation",
+        "Commit and rollback",
+        "Two-phase locking",
+        "Savepoints",
+        "Serializable transactions",
+        "Optimistic concurrency",
+        "Write-ahead logging",
     ),
     "database-indexing": (
-        "B-tree indexes", "Reading query plans", "Covering indexes", "Join algorithms",
-        "Table statistics", "Partial indexes",
+        "B-tree indexes",
+        "Reading query plans",
+        "Covering indexes",
+        "Join algorithms",
+        "Table statistics",
+        "Partial indexes",
     ),
     "networking": ("TCP handshakes", "Routing tables", "DNS caching", "Congestion control", "NAT"),
     "bread-baking": ("Sourdough starters", "Hydration", "Shaping loaves", "Cold proofing", "Rye"),
     "astronomy": ("Light-years", "Exoplanets", "Eclipses", "Nebulae", "Redshift", "Comets"),
     "gardening": ("Growing tomatoes", "Compost", "Mulching", "Pruning", "Raised beds"),
     "image-compression": ("How JPEG works", "PNG", "Chroma subsampling", "Wavelets", "Codecs"),
-}  # fmt: skip
+}

@@ -93,14 +93,14 @@ def generate(
     crawl_delay: float | None = 1.0,
     specials: Iterable[str] = ALL_SPECIALS,
     prefix: str = "site",
-    domain: str = "test",
 ) -> Web:
     """Generate a web of ``hosts`` hosts with ``pages_per_host`` normal pages each.
 
     ``page_size`` is the range of text bytes per page (default 2-6 KB, or 10-60 KB with
     ``big_pages``). ``crawl_delay`` is host 1's ``Crawl-delay`` (None: no delay line).
     ``specials`` names the special endpoints (keys of ``catalog.SPECIALS``) that normal pages
-    link to; pass ``()`` for a web whose links lead only to normal pages.
+    link to; pass ``()`` for a web whose links lead only to normal pages. Host names are
+    ``{prefix}{i}.test``.
     """
     if hosts < 1 or pages_per_host < 1:
         raise ValueError("hosts and pages_per_host must be at least 1")
@@ -110,7 +110,7 @@ def generate(
         raise ValueError(f"unknown special endpoints: {', '.join(unknown)}")
     rng = random.Random(seed)
     sizes = page_size or ((10_000, 60_000) if big_pages else (2_000, 6_000))
-    names = [f"{prefix}{i}.{domain}" for i in range(hosts)]
+    names = [f"{prefix}{i}.test" for i in range(hosts)]
     drafts = {name: _host_pages(rng, name, pages_per_host, sizes) for name in names}
     for name in names:
         _link_host(rng, name, drafts[name], links_per_page)

@@ -113,10 +113,23 @@ class _Builder:
 def generate_topical(seed: int = 7) -> TopicalWeb:
     """The topical web (see the module docstring); the same seed gives the same web."""
     b = _Builder(seed)
-    rng = b.rng
     others = [t for t in TOPICS if t != TARGET]
-    # docs.test: sections at different depths, the target five levels down, behind hubs
-    # whose descriptions hint at what lies below (as real documentation's do).
+    # One host after another, in this order: they draw from one random generator.
+    sections = _docs(b, others)
+    _slow(b, others, sections[TARGET])
+    _mirror(b, others, sections)
+    _blog(b, others)
+    _forum(b, others)
+    _portal(b, others)
+    robots = {h: "User-agent: *\nDisallow: /private/\n" for h in HOSTS}
+    robots[SLOW_HOST] = f"User-agent: *\nCrawl-delay: {SLOW_DELAY}\nDisallow: /private/\n"
+    return TopicalWeb(b.pages, robots)
+
+
+def _docs(b: _Builder, others: list[str]) -> dict[str, list[TPage]]:
+    """docs.test: sections at different depths, the target five levels down, behind hubs
+    whose descriptions hint at what lies below (as real documentation's do). Its pages by
+    topic."""
     home = b.hub("docs.test", "/", "Documentation")
     sections: dict[str, list[TPage]] = {}
     for topic in TOPICS:
@@ -132,6 +145,7 @@ def generate_topical(seed: int = 7) -> TopicalWeb:
         pages = [b.add("docs.test", f"{base}{n}/", b.title(topic, n), topic) for n in range(count)]
         hub.links += [TLink("docs.test", p.path, p.title) for p in pages]
         sections[topic] = pages
+    rng = b.rng
     for pages in sections.values():
         for i, page in enumerate(pages):
             page.links.append(TLink("docs.test", "/", "Documentation home"))
@@ -143,7 +157,13 @@ def generate_topical(seed: int = 7) -> TopicalWeb:
             for _ in range(2):
                 far = rng.choice(sections[rng.choice(others)])
                 page.links.append(TLink("docs.test", far.path, "see also", b.teaser(far)))
-    # slow.test: an archive of on-topic pages behind a Crawl-delay.
+    return sections
+
+
+def _slow(b: _Builder, others: list[str], targets: list[TPage]) -> None:
+    """slow.test: an archive of on-topic pages behind a Crawl-delay, linked from some of the
+    target's documentation pages (``targets``)."""
+    rng = b.rng
     slow_home = b.hub(SLOW_HOST, "/", "Engine notes")
     years = b.hub(SLOW_HOST, "/archive/", "Archive")
     slow_home.links.append(TLink(SLOW_HOST, years.path, "Archive"))
@@ -160,12 +180,19 @@ def generate_topical(seed: int = 7) -> TopicalWeb:
         page.links.append(TLink(SLOW_HOST, "/", "Archive home"))
         for other in rng.sample(slow_pages, 3):
             page.links.append(TLink(SLOW_HOST, other.path, other.title))
-    for page in rng.sample(sections[TARGET], 6):
+    for page in rng.sample(targets, 6):
         page.links.append(
-            TLink(SLOW_HOST, "/archive/2020/", "the engine notes archive",
-                  "More notes on locking and isolation are kept in the engine notes archive.")
-        )  # fmt: skip
-    # mirror.test: near-duplicates of docs pages, the target's deep inside.
+            TLink(
+                SLOW_HOST,
+                "/archive/2020/",
+                "the engine notes archive",
+                "More notes on locking and isolation are kept in the engine notes archive.",
+            )
+        )
+
+
+def _mirror(b: _Builder, others: list[str], sections: dict[str, list[TPage]]) -> None:
+    """mirror.test: near-duplicates of docs pages, the target's deep inside."""
     mirror_home = b.hub("mirror.test", "/", "Mirror")
     mirrored = b.hub("mirror.test", "/m/", "Mirrored sections")
     mirror_home.links.append(TLink("mirror.test", mirrored.path, "mirrored sections"))
@@ -176,10 +203,14 @@ def generate_topical(seed: int = 7) -> TopicalWeb:
         for page in sections[topic][:14]:
             copy = b.add("mirror.test", f"/m/{topic}{page.path}", page.title, topic)
             copy.paragraphs = list(page.paragraphs)
-            copy.paragraphs[-1] = copy.paragraphs[-1] + " " + rng.choice(GENERIC)
+            copy.paragraphs[-1] = copy.paragraphs[-1] + " " + b.rng.choice(GENERIC)
             hub.links.append(TLink("mirror.test", copy.path, f"mirror of {copy.path}"))
             copy.links.append(TLink("mirror.test", hub.path, "back"))
-    # blog.test: paginated posts on every topic.
+
+
+def _blog(b: _Builder, others: list[str]) -> None:
+    """blog.test: paginated posts on every topic."""
+    rng = b.rng
     posts = []
     for n in range(90):
         topic = TARGET if n >= 40 and n % 5 == 2 else others[n % len(others)]
@@ -200,7 +231,11 @@ def generate_topical(seed: int = 7) -> TopicalWeb:
         other = rng.choice([p for p in posts if p.topic != TARGET])
         anchor = rng.choice(TITLES[TARGET]) if rng.random() < 0.5 else other.title
         post.links.append(TLink("blog.test", other.path, anchor))  # often misleading
-    # forum.test: off-topic threads, often linked with the target's titles.
+
+
+def _forum(b: _Builder, others: list[str]) -> None:
+    """forum.test: off-topic threads, often linked with the target's titles."""
+    rng = b.rng
     forum_home = b.hub("forum.test", "/", "Forum")
     threads = []
     for n in range(120):
@@ -214,7 +249,10 @@ def generate_topical(seed: int = 7) -> TopicalWeb:
             board.links.append(TLink("forum.test", t.path, anchor))
     for t in threads:
         t.links += [TLink("forum.test", o.path, o.title) for o in rng.sample(threads, 3)]
-    # www.test: the portal.
+
+
+def _portal(b: _Builder, others: list[str]) -> None:
+    """www.test: the portal, with news pages that link to the forum with the target's titles."""
     portal = b.hub("www.test", "/", "Portal")
     for host in HOSTS[1:]:
         portal.links.append(TLink(host, "/", f"{host.split('.')[0]} home"))
@@ -222,10 +260,7 @@ def generate_topical(seed: int = 7) -> TopicalWeb:
         topic = others[n % len(others)]
         news = b.add("www.test", f"/news/{n}/", b.title(topic, n), topic, 2)
         portal.links.append(TLink("www.test", news.path, news.title, b.teaser(news)))
-        news.links.append(TLink("forum.test", f"/t/{n}/", rng.choice(TITLES[TARGET])))
-    robots = {h: "User-agent: *\nDisallow: /private/\n" for h in HOSTS}
-    robots[SLOW_HOST] = f"User-agent: *\nCrawl-delay: {SLOW_DELAY}\nDisallow: /private/\n"
-    return TopicalWeb(b.pages, robots)
+        news.links.append(TLink("forum.test", f"/t/{n}/", b.rng.choice(TITLES[TARGET])))
 
 
 _CHAIN = (
@@ -313,10 +348,18 @@ class TopicalServer:
                 head = await reader.readuntil(b"\r\n\r\n")
                 lines = head.decode("latin-1").split("\r\n")
                 target = lines[0].split(" ")[1] if len(lines[0].split(" ")) > 2 else "/"
-                host = next(
-                    (v.strip() for k, _, v in (x.partition(":") for x in lines[1:])
-                     if k.lower() == "host"), "",
-                ).rsplit(":", 1)[0].lower()  # fmt: skip
+                host = (
+                    next(
+                        (
+                            v.strip()
+                            for k, _, v in (x.partition(":") for x in lines[1:])
+                            if k.lower() == "host"
+                        ),
+                        "",
+                    )
+                    .rsplit(":", 1)[0]
+                    .lower()
+                )
                 self.log.append(Hit(host, target, time.monotonic()))
                 status, kind, body = self._answer(host, target.split("?")[0])
                 writer.write(

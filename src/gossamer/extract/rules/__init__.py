@@ -4,11 +4,12 @@ of their links to follow.
 A rule names a URL pattern, fields read by CSS, XPath, a regex, JSON-LD or a meta tag and
 turned by named processors (``processors``), optionally a record container (an item per
 element) and link rules. ``schema`` reads and checks the TOML or JSON documents once into a
-:class:`RuleSet`; ``evaluate`` picks the one rule for a page (highest priority, then document
-order) and reads it on the page the crawler parsed, with lexbor for CSS and lxml for XPath
-(parsed only for rules that use it). ``pool`` runs that evaluation in worker processes, each
-page within its time bound (the crawl, ``rules try`` and the editor read pages only through
-it). ``docs/rules.md`` describes every key.
+:class:`RuleSet` (``check`` checks and compiles each rule, ``model`` holds what it compiles
+to); ``evaluate`` picks the one rule for a page (highest priority, then document order) and
+reads it on the page the crawler parsed, with lexbor for CSS and lxml for XPath (parsed only
+for rules that use it). ``pool`` runs that evaluation in worker processes, each page within its
+time bound (the crawl, ``rules try`` and the editor read pages only through it).
+``docs/rules.md`` describes every key.
 
 This package may import what `gossamer.extract` may (it is part of that stage): the standard
 library, selectolax, pydantic, lxml (imported only when a rule uses XPath), `gossamer.parse`,

@@ -165,11 +165,14 @@ class RulePool:
 
     async def _start(self) -> _Worker:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "gossamer.extract.rules.pool", str(self._memory),
+            sys.executable,
+            "-m",
+            "gossamer.extract.rules.pool",
+            str(self._memory),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=None,
-        )  # fmt: skip
+        )
         worker = _Worker(process)
         self._all.add(worker)
         self._started += 1

@@ -193,8 +193,15 @@ class PageView:
         return found
 
 
-_TABLE_PARTS = {"tr": "<table>", "td": "<table><tr>", "th": "<table><tr>", "tbody": "<table>",
-                "thead": "<table>", "tfoot": "<table>", "caption": "<table>"}  # fmt: skip
+_TABLE_PARTS = {
+    "tr": "<table>",
+    "td": "<table><tr>",
+    "th": "<table><tr>",
+    "tbody": "<table>",
+    "thead": "<table>",
+    "tfoot": "<table>",
+    "caption": "<table>",
+}
 """The context a container of these tags needs for lexbor to keep it when parsed alone."""
 
 

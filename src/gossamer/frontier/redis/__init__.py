@@ -37,6 +37,7 @@ This package may import ``gossamer.frontier.base``, ``admission``, ``hosts``, ``
 it), the engine, nor ``gossamer.frontier.local``.
 """
 
+from gossamer.frontier.redis.config import RedisFrontierConfig
 from gossamer.frontier.redis.counts import PartitionCounts, read_counts
 from gossamer.frontier.redis.frontier import RedisFrontier
 from gossamer.frontier.redis.keys import (
@@ -55,6 +56,7 @@ __all__ = [
     "PartitionCounts",
     "RedisClient",
     "RedisFrontier",
+    "RedisFrontierConfig",
     "ScriptCall",
     "bad_keys",
     "host_keys",

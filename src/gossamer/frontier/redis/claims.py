@@ -21,6 +21,7 @@ from typing import Any
 
 from redis.commands.core import AsyncScript
 
+from gossamer.frontier.redis.config import RedisFrontierConfig
 from gossamer.frontier.redis.keys import BadEntry, Entry, PartitionKeys, bad_keys
 from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, run_scripts
 
@@ -49,18 +50,17 @@ class Claims:
         redis: RedisClient,
         keys: PartitionKeys,
         scripts: dict[str, AsyncScript],
+        config: RedisFrontierConfig,
         *,
         owned: frozenset[int],
-        lease_timeout: float,
-        claim_batch: int,
         clock: Callable[[], float],
         wall_clock: Callable[[], float],
     ) -> None:
         self._redis = redis
         self._keys = keys
         self._scripts = scripts
-        self._lease_timeout = lease_timeout
-        self.batch = claim_batch
+        self._lease_timeout = config.lease_timeout
+        self.batch = config.claim_batch
         """Entries claimed per partition and call, at most."""
         self._clock = clock
         self._wall = wall_clock
@@ -154,10 +154,16 @@ class Claims:
             job = self._keys.job
             log.info(
                 "job %s: returned %d expired claims of %d partitions to their queues",
-                job, sum(counts), sum(1 for c in counts if c),
-                extra={"event": "claims-reclaimed", "job": job, "claims": sum(counts),
-                       "partitions": sum(1 for c in counts if c)},
-            )  # fmt: skip
+                job,
+                sum(counts),
+                sum(1 for c in counts if c),
+                extra={
+                    "event": "claims-reclaimed",
+                    "job": job,
+                    "claims": sum(counts),
+                    "partitions": sum(1 for c in counts if c),
+                },
+            )
         return sum(counts)
 
     async def give_back(self, part: int, entries: list[Entry]) -> int:
@@ -228,9 +234,12 @@ class Claims:
             for part, _, raw, reason in bad:
                 log.warning(
                     "job %s: set aside a malformed entry of partition %d (%s): %.200r",
-                    job, part, reason, raw,
+                    job,
+                    part,
+                    reason,
+                    raw,
                     extra={"event": "entry-set-aside", "job": job, "partition": part},
-                )  # fmt: skip
+                )
                 pipe.lpush(keys["entries"], _bad_json(part, raw, reason))
             pipe.ltrim(keys["entries"], 0, BAD_KEPT - 1)
             pipe.incrby(keys["count"], len(bad))

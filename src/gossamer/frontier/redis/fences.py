@@ -25,6 +25,7 @@ from redis.commands.core import AsyncScript
 from gossamer.frontier.base import Lease
 from gossamer.frontier.hosts import Host, HostScheduler
 from gossamer.frontier.politeness import PolitenessPolicy
+from gossamer.frontier.redis.config import RedisFrontierConfig
 from gossamer.frontier.redis.keys import Entry, PartitionKeys, partition_of
 from gossamer.frontier.redis.scripts import ScriptCall
 
@@ -47,18 +48,16 @@ class Handover:
         keys: PartitionKeys,
         scripts: dict[str, AsyncScript],
         policy: PolitenessPolicy,
+        config: RedisFrontierConfig,
         *,
-        partitions: int,
-        by_url: bool,
-        lease_timeout: float,
         clock: Callable[[], float],
     ) -> None:
         self._keys = keys
         self._fence_script = scripts["fence"]
         self._policy = policy
-        self._partitions = partitions
-        self._by_url = by_url
-        self._lease_timeout = lease_timeout
+        self._partitions = config.partitions
+        self._by_url = config.partition_by == "url"
+        self._lease_timeout = config.lease_timeout
         self._clock = clock
         self._id = uuid.uuid4().hex[:12]
         """This frontier's name in the fences of partitions it gave away."""

@@ -24,14 +24,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from gossamer.frontier.admission import Admission, Guards
 from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease, Rules
 from gossamer.frontier.dedup import SeenSet
-from gossamer.frontier.hosts import DEFAULT_SLACK, HostScheduler, RulesLookup
+from gossamer.frontier.hosts import HostScheduler, RulesLookup
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis.claims import RECLAIM_LIMIT, Claims
+from gossamer.frontier.redis.config import RedisFrontierConfig
 from gossamer.frontier.redis.counts import PartitionCounts, read_counts
 from gossamer.frontier.redis.fences import Handover
 from gossamer.frontier.redis.keys import (
@@ -69,52 +70,50 @@ class RedisFrontier:
         scope: Scope,
         policy: PolitenessPolicy,
         *,
-        partitions: int = 4096,
+        config: RedisFrontierConfig | None = None,
         ownership: Ownership | None = None,
         rules: RulesLookup | None = None,
-        lease_timeout: float = 600.0,
-        claim_batch: int = 256,
-        memory_budget: int = 10_000,
-        refresh_interval: float = 1.0,
-        defer_acks: bool = False,
-        partition_by: Literal["host", "url"] = "host",
-        slack: float = DEFAULT_SLACK,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         guards: Guards | None = None,
     ) -> None:
+        """A frontier for ``job`` on ``redis``, admitting what ``scope`` allows and leasing as
+        ``policy`` lets; sized and timed by ``config``. It claims the partitions of
+        ``ownership`` (all when None), asks ``rules`` for each host's robots.txt rules (None:
+        no robots stage), and reads time from ``clock`` (deadlines) and ``wall_clock`` (what
+        Redis stores)."""
+        config = config or RedisFrontierConfig()
         keys = PartitionKeys(job)
         scripts = register(redis)
+        partitions, lease_timeout = config.partitions, config.lease_timeout
         self._redis = redis
         self._job = job
         self._admission = Admission(scope, guards)
         budget = self._admission.budget
         self._pages = PageCounts(budget, keys, scripts["pages"], partitions)
-        self._partitions = partitions
-        self._memory_budget = memory_budget
-        self._refresh_interval = refresh_interval
-        self._defer_acks = defer_acks
-        self._by_url = partition_by == "url"
+        self._config = config
+        self._by_url = config.partition_by == "url"
         self._clock = clock
         self._wall = wall_clock
         self._add_script = scripts["add"]
         self._keys = keys
         owned = (ownership or Ownership.every(partitions)).partitions
         self._claims = Claims(
-            redis, keys, scripts, owned=owned, lease_timeout=lease_timeout,
-            claim_batch=claim_batch, clock=clock, wall_clock=wall_clock,
-        )  # fmt: skip
+            redis, keys, scripts, config, owned=owned, clock=clock, wall_clock=wall_clock
+        )
         self._limiter = (
             HostLimiter(redis, job, scripts, policy, slot_timeout=lease_timeout, clock=clock)
             if self._by_url
             else None
         )
-        self._handover = Handover(
-            keys, scripts, policy, partitions=partitions, by_url=self._by_url,
-            lease_timeout=lease_timeout, clock=clock,
-        )  # fmt: skip
+        self._handover = Handover(keys, scripts, policy, config, clock=clock)
         self._hosts: HostScheduler[Entry] = HostScheduler(
-            policy, budget, rules=rules, lease_timeout=lease_timeout, slack=slack, clock=clock
+            policy,
+            budget,
+            rules=rules,
+            lease_timeout=lease_timeout,
+            slack=config.slack,
+            clock=clock,
         )
         self._unsent: list[Entry] = []
         """Acked entries whose ack has not gone to Redis yet (``defer_acks``)."""
@@ -137,7 +136,7 @@ class RedisFrontier:
         """Canonicalize, scope and dedup candidates; queue the new ones in their partitions."""
         admitted, rejected = self._admission.admit(candidates, self._sent)  # + trap guards
         batches, ranked, fps, duplicates = batch_entries(
-            admitted, self._sent, self._partitions, by_url=self._by_url
+            admitted, self._sent, self._config.partitions, by_url=self._by_url
         )
         self._ranked |= bool(ranked)
         added = 0
@@ -180,7 +179,7 @@ class RedisFrontier:
         """
         for lease in self._hosts.expired():  # a stuck fetch: back to its host's front
             await self.release(lease, None)
-        if self._hosts.queued < self._memory_budget // 2:
+        if self._hosts.queued < self._config.memory_budget // 2:
             parts = self._claims.claimable(self._clock())
             if parts:
                 await self._claim(parts)
@@ -192,7 +191,7 @@ class RedisFrontier:
         """Finish a lease: its claim is removed and the URL counted finished (once)."""
         entry = self._finish(lease, feedback)
         slot = self._slot_release(lease, feedback)
-        if entry is None or self._defer_acks:
+        if entry is None or self._config.defer_acks:
             if entry is not None:
                 self._unsent.append(entry)  # its claim stays held (and renewed) until sent
             await run_scripts(self._redis, slot)  # the host's slot goes back at once
@@ -243,7 +242,7 @@ class RedisFrontier:
         now = self._clock()
         if self._claims.held or now < self._next_look:
             return False
-        self._next_look = now + self._refresh_interval
+        self._next_look = now + self._config.refresh_interval
         await self.refresh()
         return self._finished and not self._claims.held
 
@@ -293,14 +292,18 @@ class RedisFrontier:
             await self.refresh()
         log.debug(
             "job %s: owns %d partitions (%d gained, %d lost, %d entries given back)",
-            self._job, len(ownership.partitions), len(gained), len(lost), given,
-        )  # fmt: skip
+            self._job,
+            len(ownership.partitions),
+            len(gained),
+            len(lost),
+            given,
+        )
         return given
 
     async def refresh(self) -> None:
         """Look at every partition's counts: for ``done()``, ``stats()``, and the owned
         partitions with entries to claim."""
-        counts = await read_counts(self._redis, self._job, self._partitions)
+        counts = await read_counts(self._redis, self._job, self._config.partitions)
         self._counts = counts
         self._claims.looked(counts.waiting)
         self._finished = counts.queued == 0 and counts.claimed == 0
@@ -347,7 +350,7 @@ class RedisFrontier:
 
     async def _claim(self, parts: list[int]) -> None:
         """Move entries from ``parts`` into memory, up to the memory budget."""
-        room = self._memory_budget - self._hosts.queued
+        room = self._config.memory_budget - self._hosts.queued
         batch = self._claims.batch
         if (self._ranked or self._hosts.ranked) and len(parts) * batch > room:  # best of each
             batch = max(1, room // len(parts))
@@ -383,7 +386,8 @@ class RedisFrontier:
             self._claims.forget(entry)
 
     def _part(self, key: str, fp: int) -> int:  # a URL's partition
-        return fp % self._partitions if self._by_url else partition_of(key, self._partitions)
+        partitions = self._config.partitions
+        return fp % partitions if self._by_url else partition_of(key, partitions)
 
     def _slot_release(self, lease: Lease, feedback: Feedback | None) -> list[ScriptCall]:
         """The calls to send as a lease ends: its host slot back (url mode), and the fences of
