@@ -15,7 +15,13 @@ from gossamer.frontier.admission import Guards
 from gossamer.frontier.base import Candidate, Lease
 from gossamer.frontier.budgets import BudgetLimits
 from gossamer.frontier.politeness import PolitenessPolicy
-from gossamer.frontier.redis import Ownership, RedisClient, RedisFrontier, partition_keys
+from gossamer.frontier.redis import (
+    Ownership,
+    RedisClient,
+    RedisFrontier,
+    RedisFrontierConfig,
+    partition_keys,
+)
 from gossamer.frontier.redis.keys import partition_of
 from gossamer.urls import Scope
 
@@ -45,12 +51,10 @@ def make(client: RedisClient, job: str, owned: set[int], guards: Guards) -> Redi
         job,
         Scope.for_seeds([], ["test"]),
         PolitenessPolicy(per_host=2),
-        partitions=P,
+        config=RedisFrontierConfig(partitions=P, claim_batch=4, refresh_interval=0.0),
         ownership=Ownership(frozenset(owned)),
         clock=clock,
         wall_clock=clock,
-        claim_batch=4,
-        refresh_interval=0.0,
         guards=guards,
     )
 
