@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from gossamer.crawl.builders import engine_config, page_config, proxies_down
 from gossamer.crawl.fetching import in_scope
 from gossamer.crawl.outputs import stored_seeds
+from gossamer.crawl.revisiting import ConditionalFetch, open_revisits
 from gossamer.crawl.stages import FROM_SETTINGS, Stages, open_stages
 from gossamer.digests.base import DigestIndex
 from gossamer.digests.local import LocalDigests
@@ -23,8 +24,11 @@ from gossamer.fetch.proxies import ProxyPool
 from gossamer.frontier.base import Frontier, waiting
 from gossamer.frontier.gate import HostGate, SlotSource
 from gossamer.frontier.local import LocalFrontier
+from gossamer.frontier.revisits import Revisits
 from gossamer.frontier.robots import RobotsCache
 from gossamer.page import Focus, PageStage
+from gossamer.page.freshness import Freshness
+from gossamer.robots_fetch import Fetch
 from gossamer.settings import CrawlSettings, SettingsError
 from gossamer.sinks.base import RecordSink
 from gossamer.sinks.sqlite import SQLiteSink
@@ -100,6 +104,7 @@ def assemble_crawler(
     on_commit: CommitHook | None = None,
     focus: Focus | None = None,
     digests: DigestIndex | None = None,
+    revisits: Revisits | None = None,
 ) -> Crawler:
     """The crawl loop over ``stages`` and ``frontier``: crawl.db is its journal,
     pages.jsonl, items.jsonl (with rules) and the store (if any) its record sinks, in
@@ -116,15 +121,22 @@ def assemble_crawler(
         focus=focus,
         digests=digests,
         in_scope=functools.partial(in_scope, stages.scope),
+        freshness=None if revisits is None else Freshness(revisits),
     )
+    fetch: Fetch = stages.renderer if stages.renderer is not None else stages.fetcher
+    if revisits is not None and stages.renderer is None:
+        fetch = ConditionalFetch(stages.fetcher, revisits)
+    sources = stats_sources(stages)
+    if revisits is not None:
+        sources["revisits"] = revisits.json_stats
     return Crawler(
         engine_config(settings),
         frontier,
-        stages.renderer if stages.renderer is not None else stages.fetcher,
+        fetch,
         Robots(stages.robots, stages.robots_fetch),
         Outputs(SQLiteSink(stages.db), sinks, stages.warc, on_commit),
         page,
-        stats=stats_sources(stages),
+        stats=sources,
         proxies_down=proxies_down(stages.proxies),
     )
 
@@ -173,6 +185,7 @@ async def build_crawler(
         db = stages.db
         db.set_meta("seeds", "\n".join(origins))
         del origins  # kept by the scope as far as the crawl needs them
+        revisits = open_revisits(settings, db)
         frontier = LocalFrontier(
             stages.scope,
             stages.politeness,
@@ -180,6 +193,7 @@ async def build_crawler(
             rules=stages.robots.known if settings.robots else None,
             memory_budget=settings.queue_memory,
             slack=settings.focus_slack,
+            revisits=revisits,
         )
         digests = None
         if settings.digests != "off" and settings.text:
@@ -190,7 +204,9 @@ async def build_crawler(
                 digests.restore()
         await start_stages(frontier, stages.gate, stages.proxies)
         focus = await focus_policy(settings, frontier, stages.fetcher, stages.gate, stages.robots)
-        crawler = assemble_crawler(stages, settings, frontier, focus=focus, digests=digests)
+        crawler = assemble_crawler(
+            stages, settings, frontier, focus=focus, digests=digests, revisits=revisits
+        )
         if settings.resume:
             crawler.restore_counts()
         if metrics is not None:

@@ -42,6 +42,7 @@ from gossamer.frontier.hosts import (
     RulesLookup,
 )
 from gossamer.frontier.politeness import PolitenessPolicy
+from gossamer.frontier.revisits import Revisits
 from gossamer.frontier.slotclaims import SlotClaims
 from gossamer.urls import Scope
 
@@ -80,7 +81,11 @@ class LocalFrontier:
         max_active: int = 50_000,
         slack: float = DEFAULT_SLACK,
         clock: Callable[[], float] = time.monotonic,
+        revisits: Revisits | None = None,
     ) -> None:
+        """``revisits``: a continuous crawl's (``--recrawl``) revisit state, whose URLs due
+        are queued with the others; the crawl is never done then."""
+        self._revisits = revisits
         self._admission = Admission(scope)
         self._db = db
         self._memory_budget = memory_budget if db is not None else 1 << 62
@@ -176,6 +181,9 @@ class LocalFrontier:
         """Up to ``n`` leases that use a slot of a due host, plus those that need none."""
         for lease in self._hosts.expired():
             await self.release(lease, None)
+        if self._revisits is not None:
+            for key, entry in await self._revisits.due():
+                self._hosts.push(key, entry)
         batch = self._hosts.lease(n)
         for key in batch.dry:
             await self._refill(key)
@@ -186,6 +194,8 @@ class LocalFrontier:
         entry = self._hosts.finish(lease, feedback)
         if entry is not None and self._db is not None:
             self._db.stage(_FINISH_URL, [(entry.fp,)])
+        if self._revisits is not None:
+            self._revisits.finished(lease.url)
 
     async def retry(self, lease: Lease, after: float, feedback: Feedback | None) -> None:
         """Queue the URL again after ``after`` seconds, counting one more attempt."""
@@ -208,11 +218,18 @@ class LocalFrontier:
         self._hosts.rules(lease, rules, feedback)
 
     def next_ready(self) -> float | None:
-        """Seconds until the earliest host or delayed retry is due; None when nothing waits."""
-        return self._hosts.next_ready()
+        """Seconds until the earliest host, delayed retry or revisit is due; None when
+        nothing waits."""
+        ready = self._hosts.next_ready()
+        if self._revisits is None:
+            return ready
+        due = self._revisits.next_due()
+        return due if ready is None else ready if due is None else min(ready, due)
 
     async def done(self) -> bool:
-        """Nothing queued, leased or waiting for a retry."""
+        """Nothing queued, leased or waiting for a retry (a continuous crawl: never)."""
+        if self._revisits is not None:
+            return False
         hosts = self._hosts
         return not (hosts.queued or hosts.stored or hosts.leased or hosts.delayed)
 
