@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 
 from gossamer.cli import main
+from gossamer.crawl.revisiting import revisit_bounds
+from gossamer.frontier.revisit import Bounds
 from gossamer.settings import SettingsError, load_settings
 
 
@@ -43,7 +45,7 @@ def test_revisit_tables(tmp_path: Path) -> None:
         ('[[revisit]]\nurl = "re:("\n', "not a regular expression"),
         ('[[revisit]]\nurl = "*"\nmin = 10\nmax = 5\n', "min > max"),
         ('[[revisit]]\nurl = "*"\nmin = -1\n', ">= 1"),
-        ('[[revisit]]\nurl = "*"\ninitial = 10\nmax = 5\n', "not between"),
+        ('[[revisit]]\nurl = "*"\nmin = "soon"\n', "Expected `float"),
         ('[[revisit]]\nurl = "*"\nevery = 5\n', "every"),
     ],
 )
@@ -60,7 +62,6 @@ def test_bad_revisit_tables(tmp_path: Path, toml: str, message: str) -> None:
         (["--revisit-min", "-5"], "'revisit_min'"),
         (["--revisit-min", "0.5"], "'revisit_min'"),
         (["--revisit-min", "10", "--revisit-max", "5"], "more than revisit_max"),
-        (["--revisit-initial", "5", "--revisit-min", "10"], "not between"),
         (["--max-duration", "-1"], "'max_duration'"),
         (["--max-duration", "0"], "'max_duration'"),
     ],
@@ -93,3 +94,26 @@ def test_cluster_refuses_recrawl(
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "'recrawl'" in err and "embedded frontier" in err and err.count("\n") == 1
+
+
+def test_bounds_by_pattern_and_content_type(tmp_path: Path) -> None:
+    config = tmp_path / "crawl.toml"
+    config.write_text(
+        "revisit_initial = 500\nrevisit_min = 100\nrevisit_max = 1000\n"
+        '[[revisit]]\nurl = "*/feed*"\nmin = 5\ninitial = 5\nmax = 50\n'
+        '[[revisit]]\nurl = "re:/news/\\\\d+$"\nmax = 50\n'
+        '[[revisit]]\ncontent_type = "application/pdf"\nmin = 5000\n'
+        '[[revisit]]\ncontent_type = "image/"\ninitial = 1\n'
+    )
+    bounds = revisit_bounds(load_settings({}, config=config, env={}))
+    assert bounds("http://a.test/feed.xml", None) == Bounds(5, 5, 50)
+    assert bounds("http://a.test/news/12", "text/html") == Bounds(50, 50, 50)
+    assert bounds("http://a.test/news/12a", "text/html") == Bounds(500, 100, 1000)
+    assert bounds("http://a.test/x.pdf", "application/pdf") == Bounds(5000, 5000, 5000)
+    assert bounds("http://a.test/x.png", "image/png") == Bounds(100, 100, 1000)
+    assert bounds("http://a.test/x.pdf", None) == Bounds(500, 100, 1000)
+
+
+def test_an_initial_interval_outside_the_bounds_is_moved_in() -> None:
+    settings = load_settings({"revisit_min": 1, "revisit_max": 5}, env={})
+    assert revisit_bounds(settings)("http://a.test/", None) == Bounds(5, 1, 5)

@@ -6,7 +6,7 @@ needs; :class:`~gossamer.crawl.stages.Stages` holds data only."""
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -153,9 +153,17 @@ def stats_sources(stages: Stages) -> dict[str, StatsSource]:
     return sources
 
 
-def metric_sources(stages: Stages, crawler: Crawler, frontier: Frontier) -> Sources:
+def metric_sources(
+    stages: Stages, crawler: Crawler, frontier: Frontier, revisits: Revisits | None = None
+) -> Sources:
     """Where ``/metrics`` reads this crawl's figures (the stages' snapshots)."""
     from gossamer.metrics.exporter import Sources
+
+    extra: dict[str, Callable[[], object]] = {}
+    if stages.renderer is not None:
+        extra["render"] = stages.renderer.stats
+    if revisits is not None:
+        extra["revisits"] = revisits.metrics
 
     return Sources(
         crawl=crawler.stats,
@@ -163,7 +171,7 @@ def metric_sources(stages: Stages, crawler: Crawler, frontier: Frontier) -> Sour
         waiting_hosts=lambda: waiting(frontier.held_back(None)),
         loop=crawler.loop_state,
         proxies=None if stages.proxies is None else stages.proxies.stats,
-        extra={} if stages.renderer is None else {"render": stages.renderer.stats},
+        extra=extra,
     )
 
 
@@ -200,6 +208,8 @@ async def build_crawler(
             digests = LocalDigests(db, settings.digest_threshold)
         if settings.resume:
             frontier.restore()
+            if revisits is not None:
+                revisits.adopt()
             if digests is not None:
                 digests.restore()
         await start_stages(frontier, stages.gate, stages.proxies)
@@ -210,5 +220,5 @@ async def build_crawler(
         if settings.resume:
             crawler.restore_counts()
         if metrics is not None:
-            metrics.attach(metric_sources(stages, crawler, frontier))
+            metrics.attach(metric_sources(stages, crawler, frontier, revisits))
         yield crawler

@@ -12,7 +12,7 @@ import re2
 from gossamer.crawldb import CrawlDB
 from gossamer.frontier.revisit import Bounds
 from gossamer.frontier.revisits import BoundsOf, Revisits
-from gossamer.settings import CrawlSettings
+from gossamer.settings import CrawlSettings, SettingsError
 from gossamer.settings.revisit import RevisitRule, rule_intervals, url_regex
 
 
@@ -37,7 +37,8 @@ def revisit_bounds(settings: CrawlSettings) -> BoundsOf:
     """Each URL's revisit bounds: the first ``[[revisit]]`` table matching it (its URL pattern,
     or its content type: exact, or a prefix ending in ``/``), else the crawl's."""
     crawl = (settings.revisit_initial, settings.revisit_min, settings.revisit_max)
-    default = Bounds(*crawl)
+    least, most = settings.revisit_min, settings.revisit_max
+    default = Bounds(min(max(settings.revisit_initial, least), most), least, most)
     rules = [(_matcher(rule), Bounds(*rule_intervals(rule, *crawl))) for rule in settings.revisit]
 
     def bounds(url: str, content_type: str | None) -> Bounds:
@@ -50,7 +51,15 @@ def revisit_bounds(settings: CrawlSettings) -> BoundsOf:
 
 
 def _matcher(rule: RevisitRule) -> Callable[[str, str | None], bool]:
-    pattern = None if rule.url is None else re2.compile(url_regex(rule.url))
+    pattern = None
+    if rule.url is not None:
+        options = re2.Options()
+        options.log_errors = False
+        try:
+            pattern = re2.compile(url_regex(rule.url), options)
+        except re2.error as exc:
+            problem = f"{rule.url!r}: RE2 does not run it ({exc})"
+            raise SettingsError(f"invalid setting 'revisit': {problem}") from None
     kind = rule.content_type
 
     def matches(url: str, content_type: str | None) -> bool:

@@ -17,25 +17,28 @@ no due revisit, since every row still due is read again by the next run.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import operator
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from gossamer.crawldb import CrawlDB
 from gossamer.frontier.hostqueue import Queued
 from gossamer.frontier.revisit import Bounds
-from gossamer.urls import host_key
+from gossamer.urls import fingerprint, host_key
 
 log = logging.getLogger(__name__)
 MAX_LOADED = 10_000
 """Revisits out of crawl.db at once (queued in the scheduler, leased)."""
 PER_HOST = 256
 """Revisits of one host out at once: a slow host does not keep the others' waiting."""
+RESULTS = ("changed", "unchanged", "not-modified", "gone")
+"""What a revisit found (``unchanged`` a 2xx answer; ``not-modified`` a 304)."""
 _BATCH = 1000
 _SWEEP_EVERY = 1.0
 """Seconds before what is due is read again from its start when rows were passed over for a
@@ -51,8 +54,18 @@ _READ_DUE = (
     "JOIN urls u ON u.fp = r.fp WHERE r.due <= ? AND (r.due > ? OR (r.due = ? AND r.fp > ?)) "
     "ORDER BY r.due, r.fp LIMIT ?"
 )
+_ADOPT = _UPSERT.replace("INSERT OR REPLACE", "INSERT OR IGNORE")
+_LAST_PAGES = (
+    "SELECT url, text, fetched_at, content_type FROM pages "
+    "WHERE id IN (SELECT MAX(id) FROM pages GROUP BY url) AND status BETWEEN 200 AND 299"
+)
 _EARLIEST = "SELECT MIN(due) FROM revisits WHERE due > ?"
 _BACKLOG = "SELECT COUNT(*) FROM revisits WHERE due <= ?"
+
+
+def content_digest(data: bytes) -> int:
+    """A 64-bit digest of ``data`` as a signed integer (an SQLite integer)."""
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big", signed=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +135,8 @@ class Revisits:
         self.bounds = bounds
         self.max_gone = max_gone
         self.clock = clock
-        self._loaded: dict[str, RevisitState] = {}
+        self._loaded: dict[str, RevisitState | None] = {}
+        """The rows of the revisits out, by URL (None once judged)."""
         self._per_host: Counter[str] = Counter()
         self._cursor: tuple[float, int] = (-math.inf, -1)
         self._earliest: float | None = -math.inf
@@ -130,6 +144,35 @@ class Revisits:
         self.results: Counter[str] = Counter()
         self.bytes_saved = 0
         self._backlog = 0
+
+    def adopt(self) -> int:
+        """Give each page of a previous run that has no revisit row one (``--resume
+        --recrawl`` of a crawl that ended, or ran without ``--recrawl``, which keeps no
+        revisit state): due one initial interval after its fetch, its main-text digest taken
+        from its record (no validators or payload digest were kept, so its first revisit is a
+        plain fetch, compared by main text). Returns how many; staged for the next commit."""
+        rows = []
+        for url, text, fetched_at, content_type in self._db.iterate(_LAST_PAGES):
+            initial = self.bounds(url, content_type).initial
+            digest = None if not text else content_digest(text.encode("utf-8", "replace"))
+            when = float(fetched_at or 0.0)
+            state = RevisitState(
+                fingerprint(url),
+                text=digest,
+                fetched_at=when,
+                captured_at=when,
+                interval=initial,
+                due=when + initial,
+                content_type=content_type,
+            )
+            rows.append(state.row())
+        self._db.stage(_ADOPT, rows)  # a page with a row keeps it
+        log.info(
+            "continuing %d fetched page(s) as revisits",
+            len(rows),
+            extra={"event": "revisits-adopted", "pages": len(rows)},
+        )
+        return len(rows)
 
     def state(self, url: str) -> RevisitState | None:
         """The row of ``url`` while it is out as a revisit; None for a URL fetched first."""
@@ -150,15 +193,24 @@ class Revisits:
     def observed(self, url: str, state: RevisitState) -> None:
         """Stage the new row of ``url`` (committed with the ack that follows)."""
         self._db.stage(_UPSERT, [state.row()])
+        if url in self._loaded:
+            self._loaded[url] = None  # judged: finished() has nothing more to do
         if state.due is not None and self._earliest is not None:
             self._earliest = min(self._earliest, state.due)
         elif state.due is not None:
             self._earliest = state.due
 
     def finished(self, url: str) -> None:
-        """The lease of ``url`` ended for good: its row is no longer kept here."""
-        if self._loaded.pop(url, None) is not None:
-            self._per_host[host_key(url)] -= 1
+        """The lease of ``url`` ended for good: its row is no longer kept here. A revisit
+        that ended without an answer judged (robots.txt now forbids it, its host's robots.txt
+        stayed unreachable, an internal error) is due again one interval later."""
+        if url not in self._loaded:
+            return
+        state = self._loaded.pop(url)
+        self._per_host[host_key(url)] -= 1
+        if state is not None:
+            due = self.clock() + max(state.interval, 1.0)
+            self._db.stage(_UPSERT, [replace(state, due=due).row()])
 
     def next_due(self) -> float | None:
         """Seconds until the next revisit not yet read is due (0: now); None when none is."""
@@ -206,9 +258,28 @@ class Revisits:
         """:meth:`stats` as stats.json shows it."""
         return asdict(self.stats())
 
+    def metrics(self) -> dict[str, int]:
+        """:meth:`stats` flat, as ``/metrics`` shows it (``gossamer_revisits_<name>``)."""
+        results = self.results
+        counters = {f"{name.replace('-', '_')}_total": results[name] for name in RESULTS}
+        return counters | {
+            "bytes_saved_total": self.bytes_saved,
+            "backlog": self._backlog,
+            "loaded": len(self._loaded),
+        }
+
     def stats(self) -> RevisitStats:
         """A frozen snapshot."""
         return RevisitStats(dict(self.results), self.bytes_saved, self._backlog, len(self._loaded))
 
 
-__all__ = ["MAX_LOADED", "PER_HOST", "BoundsOf", "RevisitState", "RevisitStats", "Revisits"]
+__all__ = [
+    "MAX_LOADED",
+    "PER_HOST",
+    "RESULTS",
+    "BoundsOf",
+    "RevisitState",
+    "RevisitStats",
+    "Revisits",
+    "content_digest",
+]

@@ -20,21 +20,15 @@ is a ``revisit`` record referring to the last full capture (``identical-payload-
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import replace
 
 from gossamer.frontier.revisit import History, next_interval, observe
-from gossamer.frontier.revisits import Revisits, RevisitState
+from gossamer.frontier.revisits import Revisits, RevisitState, content_digest
 from gossamer.outcomes import Action
 from gossamer.page.state import PageState
 from gossamer.sinks.base import IDENTICAL_PAYLOAD, NOT_MODIFIED, Revisit
 
 _GONE = frozenset({404, 410})
-
-
-def content_digest(data: bytes) -> int:
-    """A 64-bit digest of ``data`` as a signed integer (an SQLite integer)."""
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big", signed=True)
 
 
 class Freshness:
@@ -167,4 +161,4 @@ class Freshness:
         self._revisits.observed(state.lease.url, row)
 
 
-__all__ = ["Freshness", "content_digest"]
+__all__ = ["Freshness"]

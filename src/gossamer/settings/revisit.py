@@ -17,7 +17,6 @@ seen within a month).
 from __future__ import annotations
 
 import re
-from fnmatch import translate
 from typing import Annotated
 
 import msgspec
@@ -59,7 +58,8 @@ def url_regex(pattern: str) -> str:
     """The regular expression of a rule's ``url``: a glob translated, or the text after
     ``re:``. Raises ``ValueError`` for a regular expression that does not compile."""
     if not pattern.startswith(REGEX_PREFIX):
-        return translate(pattern)
+        parts = (".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+        return "^" + "".join(parts) + "$"
     regex = pattern[len(REGEX_PREFIX) :]
     try:
         re.compile(regex)
@@ -79,19 +79,15 @@ def rule_intervals(
     elif rule.max is not None:
         most = rule.max
         least = min(least, most)
-    initial = rule.initial if rule.initial is not None else min(max(initial, least), most)
-    return initial, least, most
+    initial = rule.initial if rule.initial is not None else initial
+    return min(max(initial, least), most), least, most
 
 
 def check_intervals(initial: float, least: float, most: float) -> None:
-    """Raise ``ValueError`` unless ``least <= initial <= most``."""
+    """Raise ``ValueError`` unless ``least <= most`` (an initial interval outside them is
+    moved to the nearer bound: ``--revisit-min 1 --revisit-max 5`` starts at 5)."""
     if least > most:
         raise ValueError(f"revisit_min ({least:g}) is more than revisit_max ({most:g})")
-    if not least <= initial <= most:
-        raise ValueError(
-            f"revisit_initial ({initial:g}) is not between revisit_min ({least:g}) "
-            f"and revisit_max ({most:g})"
-        )
 
 
 __all__ = [
