@@ -138,3 +138,45 @@ async def test_a_revisit_ended_unjudged_is_due_an_interval_later(tmp_path: Path)
     assert db.query("SELECT due FROM revisits") == [(1020.0,)]
     assert await revisits.due() == []
     db.close()
+
+
+async def test_a_full_load_waits_for_room_not_in_a_busy_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store, "MAX_LOADED", 1)
+    urls = ["http://a.test/1", "http://b.test/2"]
+    db = _db(tmp_path, urls)
+    revisits = Revisits(db, lambda u, kind: BOUNDS, clock=Clock())
+    for url in urls:
+        revisits.observed(url, RevisitState(fingerprint(url), fetched_at=1.0, due=2.0))
+    [(_, out)] = await revisits.due()
+    assert revisits.next_due() is None  # no room: nothing to wake for until a lease ends
+    revisits.observed(out.url, RevisitState(out.fp, fetched_at=1000.0, due=1050.0))
+    revisits.finished(out.url)
+    assert revisits.next_due() == 0.0
+    assert [entry.url for _, entry in await revisits.due()] == [u for u in urls if u != out.url]
+    db.close()
+
+
+def test_the_progress_line_shows_revisits() -> None:
+    from gossamer.stats import CrawlStats
+
+    stats = CrawlStats(
+        pages=3,
+        ok=3,
+        errors=0,
+        robots_blocked=0,
+        retries=0,
+        requests=3,
+        duplicates=0,
+        rejected={},
+        status_counts={},
+        queued=0,
+        in_flight=0,
+        elapsed=1.0,
+        pages_per_second=3.0,
+        peak_rss_mb=1.0,
+        revisits={"results": {"changed": 2, "gone": 1}, "backlog": 7, "bytes_saved": 0},
+    )
+    line = stats.progress_line()
+    assert "revisits changed 2 unchanged 0 not-modified 0 gone 1  due 7" in line

@@ -213,8 +213,9 @@ class Revisits:
             self._db.stage(_UPSERT, [replace(state, due=due).row()])
 
     def next_due(self) -> float | None:
-        """Seconds until the next revisit not yet read is due (0: now); None when none is."""
-        if self._earliest is None:
+        """Seconds until the next revisit not yet read is due (0: now); None when none is,
+        or when no more may be out now (an ended lease makes room, and wakes the crawl)."""
+        if self._earliest is None or len(self._loaded) >= MAX_LOADED:
             return None
         return max(self._earliest - self.clock(), 0.0)
 
