@@ -207,7 +207,10 @@ class Revisits:
         if url not in self._loaded:
             return
         state = self._loaded.pop(url)
-        self._per_host[host_key(url)] -= 1
+        key = host_key(url)
+        self._per_host[key] -= 1
+        if self._per_host[key] <= 0:
+            del self._per_host[key]  # a host with no revisit out costs nothing here
         if state is not None:
             due = self.clock() + max(state.interval, 1.0)
             self._db.stage(_UPSERT, [replace(state, due=due).row()])
