@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 from gossamer.crawl.builders import engine_config, page_config, proxies_down
 from gossamer.crawl.fetching import in_scope
 from gossamer.crawl.outputs import stored_seeds
-from gossamer.crawl.revisiting import ConditionalFetch, open_revisits
 from gossamer.crawl.stages import FROM_SETTINGS, Stages, open_stages
 from gossamer.digests.base import DigestIndex
 from gossamer.digests.local import LocalDigests
@@ -24,10 +23,8 @@ from gossamer.fetch.proxies import ProxyPool
 from gossamer.frontier.base import Frontier, waiting
 from gossamer.frontier.gate import HostGate, SlotSource
 from gossamer.frontier.local import LocalFrontier
-from gossamer.frontier.revisits import Revisits
 from gossamer.frontier.robots import RobotsCache
 from gossamer.page import Focus, PageStage
-from gossamer.page.freshness import Freshness
 from gossamer.robots_fetch import Fetch
 from gossamer.settings import CrawlSettings, SettingsError
 from gossamer.sinks.base import RecordSink
@@ -36,7 +33,9 @@ from gossamer.urls import host_key
 
 if TYPE_CHECKING:
     from gossamer.extract.rules import RuleSet
+    from gossamer.frontier.revisits import Revisits
     from gossamer.metrics.exporter import MetricsServer, Sources
+    from gossamer.page.freshness import Freshness
 
 
 async def start_stages(
@@ -121,13 +120,15 @@ def assemble_crawler(
         focus=focus,
         digests=digests,
         in_scope=functools.partial(in_scope, stages.scope),
-        freshness=None if revisits is None else Freshness(revisits),
+        freshness=None if revisits is None else _freshness(revisits),
     )
     fetch: Fetch = stages.renderer if stages.renderer is not None else stages.fetcher
-    if revisits is not None and stages.renderer is None:
-        fetch = ConditionalFetch(stages.fetcher, revisits)
     sources = stats_sources(stages)
     if revisits is not None:
+        from gossamer.crawl.revisiting import ConditionalFetch
+
+        if stages.renderer is None:
+            fetch = ConditionalFetch(stages.fetcher, revisits)
         sources["revisits"] = revisits.json_stats
     return Crawler(
         engine_config(settings),
@@ -139,6 +140,12 @@ def assemble_crawler(
         stats=sources,
         proxies_down=proxies_down(stages.proxies),
     )
+
+
+def _freshness(revisits: Revisits) -> Freshness:
+    from gossamer.page.freshness import Freshness  # a crawl that ends never imports it
+
+    return Freshness(revisits)
 
 
 def stats_sources(stages: Stages) -> dict[str, StatsSource]:
@@ -193,7 +200,11 @@ async def build_crawler(
         db = stages.db
         db.set_meta("seeds", "\n".join(origins))
         del origins  # kept by the scope as far as the crawl needs them
-        revisits = open_revisits(settings, db)
+        revisits = None
+        if settings.recrawl:
+            from gossamer.crawl.revisiting import open_revisits
+
+            revisits = open_revisits(settings, db)
         frontier = LocalFrontier(
             stages.scope,
             stages.politeness,

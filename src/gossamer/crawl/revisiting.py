@@ -7,8 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-import re2
-
 from gossamer.crawldb import CrawlDB
 from gossamer.frontier.revisit import Bounds
 from gossamer.frontier.revisits import BoundsOf, Revisits
@@ -53,6 +51,8 @@ def revisit_bounds(settings: CrawlSettings) -> BoundsOf:
 def _matcher(rule: RevisitRule) -> Callable[[str, str | None], bool]:
     pattern = None
     if rule.url is not None:
+        import re2  # only a crawl with [[revisit]] URL patterns pays for its import
+
         options = re2.Options()
         options.log_errors = False
         try:

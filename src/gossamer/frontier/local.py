@@ -21,6 +21,7 @@ import itertools
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from gossamer.crawldb import CrawlDB
 from gossamer.frontier.admission import Admission, locate
@@ -42,9 +43,11 @@ from gossamer.frontier.hosts import (
     RulesLookup,
 )
 from gossamer.frontier.politeness import PolitenessPolicy
-from gossamer.frontier.revisits import Revisits
 from gossamer.frontier.slotclaims import SlotClaims
 from gossamer.urls import Scope
+
+if TYPE_CHECKING:
+    from gossamer.frontier.revisits import Revisits
 
 _INSERT_URL = (
     "INSERT OR IGNORE INTO urls (fp, url, host, depth, hops, attempts, state, seq, priority) "
