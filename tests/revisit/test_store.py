@@ -123,6 +123,7 @@ async def test_adopt_gives_a_finished_crawls_pages_a_row(tmp_path: Path) -> None
     await db.commit()
     rows = dict(db.query("SELECT fp, due FROM revisits"))
     assert rows == {fingerprint(urls[0]): 510.0, fingerprint(urls[2]): 2000.0}
+    assert revisits.adopt() == 0  # pages gone through once are not read again
     db.close()
 
 

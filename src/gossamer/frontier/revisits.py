@@ -57,8 +57,12 @@ _READ_DUE = (
 _ADOPT = _UPSERT.replace("INSERT OR REPLACE", "INSERT OR IGNORE")
 _LAST_PAGES = (
     "SELECT url, text, fetched_at, content_type FROM pages "
-    "WHERE id IN (SELECT MAX(id) FROM pages GROUP BY url) AND status BETWEEN 200 AND 299"
+    "WHERE id IN (SELECT MAX(id) FROM pages WHERE id > ? GROUP BY url) "
+    "AND status BETWEEN 200 AND 299"
 )
+ADOPTED_META = "revisits-adopted"
+"""Journal meta: the last page id :meth:`Revisits.adopt` went through (the next looks past it
+only)."""
 _EARLIEST = "SELECT MIN(due) FROM revisits WHERE due > ?"
 _BACKLOG = "SELECT COUNT(*) FROM revisits WHERE due <= ?"
 
@@ -149,10 +153,13 @@ class Revisits:
         """Give each page of a previous run that has no revisit row one (``--resume
         --recrawl`` of a crawl that ended, or ran without ``--recrawl``, which keeps no
         revisit state): due one initial interval after its fetch, its main-text digest taken
-        from its record (no validators or payload digest were kept, so its first revisit is a
-        plain fetch, compared by main text). Returns how many; staged for the next commit."""
+        from its record (no validators or payload digest were kept, so its first revisit is
+        a plain fetch, compared by main text). Pages a previous adoption went through are not
+        read again (``ADOPTED_META``). Returns how many; staged for the next commit."""
         rows = []
-        for url, text, fetched_at, content_type in self._db.iterate(_LAST_PAGES):
+        through = int(self._db.get_meta(ADOPTED_META) or 0)
+        last = self._db.query("SELECT MAX(id) FROM pages")[0][0] or 0
+        for url, text, fetched_at, content_type in self._db.iterate(_LAST_PAGES, (through,)):
             initial = self.bounds(url, content_type).initial
             digest = None if not text else content_digest(text.encode("utf-8", "replace"))
             when = float(fetched_at or 0.0)
@@ -167,6 +174,7 @@ class Revisits:
             )
             rows.append(state.row())
         self._db.stage(_ADOPT, rows)  # a page with a row keeps it
+        self._db.set_meta(ADOPTED_META, str(last))
         log.info(
             "continuing %d fetched page(s) as revisits",
             len(rows),
@@ -278,6 +286,7 @@ class Revisits:
 
 
 __all__ = [
+    "ADOPTED_META",
     "MAX_LOADED",
     "PER_HOST",
     "RESULTS",
