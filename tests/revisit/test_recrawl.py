@@ -128,3 +128,12 @@ async def test_one_pace_per_host_for_revisits_and_discovery(tmp_path: Path) -> N
     gaps = [b - a for a, b in itertools.pairwise(times)]
     assert len(times) > 15
     assert min(gaps) >= 0.2 * 0.95, min(gaps)
+
+
+async def test_max_duration_ends_a_crawl_that_would_go_on(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    async with serve_site() as site:
+        took = await recrawl(site, out, recrawl=False, delay=0.5, max_duration=1.0)
+    assert 1.0 <= took < 4.0  # the whole site takes 4.5 s at its delay
+    assert 1 <= len(records(out)) < 9
+    assert json.loads((out / "stats.json").read_text())["revisits"] is None
