@@ -19,6 +19,10 @@ Tables:
 * ``digests(exact, near, url)``: the content digests of the crawl's first pages of each
   content (``gossamer.digests``: exact hash and SimHash, null when near duplicates were
   not looked for, as signed 64-bit integers).
+* ``revisits(fp, etag, last_modified, payload, text, fetched_at, captured_at, interval, due,
+  checks, changes, gone, observed, size, content_type)``: a continuous crawl's (``--recrawl``)
+  state of each page it fetched (:mod:`gossamer.frontier.revisits`); the partial index
+  ``revisits_due`` on due times lets the frontier read the URLs due, a batch at a time.
 * ``meta(key, value)``: small facts about the crawl.
 * ``cookies(domain, path, name, value, secure, expires, host_only)``: the crawl's cookie
   jar (``gossamer.fetch.cookies``), written as it changes, so ``--resume`` continues the
@@ -84,7 +88,9 @@ CREATE TABLE IF NOT EXISTS pages (
     proxy TEXT,
     rendered INTEGER NOT NULL DEFAULT 0,
     relevance REAL,
-    duplicate_of TEXT
+    duplicate_of TEXT,
+    change TEXT,
+    previous_fetched_at REAL
 );
 CREATE TABLE IF NOT EXISTS items (
     id INTEGER PRIMARY KEY,
@@ -102,6 +108,24 @@ CREATE TABLE IF NOT EXISTS sitemaps (
 CREATE TABLE IF NOT EXISTS digests (
     exact INTEGER PRIMARY KEY, near INTEGER, url TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS revisits (
+    fp INTEGER PRIMARY KEY,
+    etag TEXT,
+    last_modified TEXT,
+    payload INTEGER,
+    text INTEGER,
+    fetched_at REAL NOT NULL,
+    captured_at REAL NOT NULL,
+    interval REAL NOT NULL,
+    due REAL,
+    checks INTEGER NOT NULL DEFAULT 0,
+    changes INTEGER NOT NULL DEFAULT 0,
+    gone INTEGER NOT NULL DEFAULT 0,
+    observed REAL NOT NULL DEFAULT 0,
+    size INTEGER NOT NULL DEFAULT 0,
+    content_type TEXT
+);
+CREATE INDEX IF NOT EXISTS revisits_due ON revisits (due) WHERE due IS NOT NULL;
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS cookies (
     domain TEXT NOT NULL, path TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL,
@@ -140,6 +164,8 @@ _ADDED_COLUMNS = (
     ("rendered", "INTEGER NOT NULL DEFAULT 0"),
     ("relevance", "REAL"),
     ("duplicate_of", "TEXT"),
+    ("change", "TEXT"),
+    ("previous_fetched_at", "REAL"),
 )
 """Columns of ``pages`` added after its first version, with their definitions."""
 

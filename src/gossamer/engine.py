@@ -58,7 +58,7 @@ class EngineConfig:
 
 StatsSource = Callable[[], Mapping[str, Any]]
 """A stage's figures as a mapping (what stats.json shows of it)."""
-STATS_SOURCES = ("proxies", "auth", "render")
+STATS_SOURCES = ("proxies", "auth", "render", "revisits")
 """The names of the stats sources a crawl may have: they become fields of `CrawlStats`."""
 
 
@@ -236,6 +236,7 @@ class Crawler:
             proxies=sources.get("proxies"),
             auth=sources.get("auth"),
             render=render,
+            revisits=sources.get("revisits"),
             focus=page.focus,
             rule_pages=page.rule_pages,
             items=page.items,

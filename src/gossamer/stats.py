@@ -66,6 +66,10 @@ class CrawlStats:
     """With ``--render``: pages rendered, failures, retries, deadline hits, browser restarts
     and crashes, render seconds, subrequests allowed and blocked (by why), ``auto``'s choices
     and the browser's memory (see gossamer.fetch.render.RenderStats)."""
+    revisits: dict[str, Any] | None = None
+    """With ``--recrawl``: revisits by result (``changed``, ``unchanged``, ``not-modified``,
+    ``gone``), ``bytes_saved`` by 304 answers, the due ``backlog`` (due, not fetched yet) and
+    the revisits ``loaded`` out of crawl.db (see gossamer.frontier.revisits.RevisitStats)."""
     focus: dict[str, Any] | None = None
     """With a focused crawl: mode, threshold, pages judged and relevant, the harvest rate
     overall and over the last ``window`` pages, links dropped (hard mode), the link scorer's
@@ -97,4 +101,11 @@ class CrawlStats:
                 f"  harvest {self.focus['harvest_rate']:.2f} "
                 f"(last {self.focus['window']}: {self.focus['recent_harvest_rate']:.2f})"
             )
+        if self.revisits is not None:
+            results = self.revisits["results"]
+            line += "  revisits " + " ".join(
+                f"{name} {results.get(name, 0)}"
+                for name in ("changed", "unchanged", "not-modified", "gone")
+            )
+            line += f"  due {self.revisits['backlog']}"
         return line

@@ -41,6 +41,7 @@ from gossamer.crawl import (
     metric_sources,
     open_stages,
     start_stages,
+    stop_after,
     tune_gc,
 )
 from gossamer.digests.redis import RedisDigests
@@ -230,6 +231,8 @@ async def _crawl_share(
         if metrics is not None:
             metrics.attach(metric_sources(stages, crawler, frontier))
         install_signal_handlers(crawler)
+        if settings.max_duration is not None:
+            stop_after(crawler, settings.max_duration)  # this worker stops, as on SIGTERM
         report = Report(crawler, stages, capability, frontier)
         keeper = Keeper(
             control,

@@ -12,8 +12,10 @@ settings and handed their collaborators, and where a crawl is run.
 * ``assembly``: a crawl put together over the stages and a frontier (stages started, the
   focus policy, the crawl loop, the figures ``/metrics`` reads), :func:`build_crawler` for
   the embedded frontier;
-* ``run``: :func:`run_crawl` (signals, progress line, stats.json, the metrics server) and
-  the end-of-crawl :func:`summary`.
+* ``revisiting``: a continuous crawl's (``--recrawl``) revisit state and bounds, and the
+  fetcher that sends a revisit's validators;
+* ``run``: :func:`run_crawl` (signals, ``--max-duration``, progress line, stats.json, the
+  metrics server) and the end-of-crawl :func:`summary`.
 
 The cluster worker builds on the same stages with its Redis frontier.
 
@@ -40,7 +42,7 @@ from gossamer.crawl.fetching import (
     renders,
 )
 from gossamer.crawl.outputs import prepare_out_dir
-from gossamer.crawl.run import install_signal_handlers, run_crawl, summary, tune_gc
+from gossamer.crawl.run import install_signal_handlers, run_crawl, stop_after, summary, tune_gc
 from gossamer.crawl.stages import Stages, open_stages
 
 __all__ = [
@@ -65,6 +67,7 @@ __all__ = [
     "renders",
     "run_crawl",
     "start_stages",
+    "stop_after",
     "summary",
     "tune_gc",
 ]

@@ -6,7 +6,7 @@ needs; :class:`~gossamer.crawl.stages.Stages` holds data only."""
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,7 @@ from gossamer.frontier.gate import HostGate, SlotSource
 from gossamer.frontier.local import LocalFrontier
 from gossamer.frontier.robots import RobotsCache
 from gossamer.page import Focus, PageStage
+from gossamer.robots_fetch import Fetch
 from gossamer.settings import CrawlSettings, SettingsError
 from gossamer.sinks.base import RecordSink
 from gossamer.sinks.sqlite import SQLiteSink
@@ -33,7 +34,9 @@ from gossamer.urls import host_key
 
 if TYPE_CHECKING:
     from gossamer.extract.rules import RuleSet
+    from gossamer.frontier.revisits import Revisits
     from gossamer.metrics.exporter import MetricsServer, Sources
+    from gossamer.page.freshness import Freshness
 
 
 async def start_stages(
@@ -101,6 +104,7 @@ def assemble_crawler(
     on_commit: CommitHook | None = None,
     focus: Focus | None = None,
     digests: DigestIndex | None = None,
+    revisits: Revisits | None = None,
 ) -> Crawler:
     """The crawl loop over ``stages`` and ``frontier``: crawl.db is its journal,
     pages.jsonl, items.jsonl (with rules) and the store (if any) its record sinks, in
@@ -117,17 +121,32 @@ def assemble_crawler(
         focus=focus,
         digests=digests,
         in_scope=functools.partial(in_scope, stages.scope),
+        freshness=None if revisits is None else _freshness(revisits),
     )
+    fetch: Fetch = stages.renderer if stages.renderer is not None else stages.fetcher
+    sources = stats_sources(stages)
+    if revisits is not None:
+        from gossamer.crawl.revisiting import ConditionalFetch
+
+        if stages.renderer is None:
+            fetch = ConditionalFetch(stages.fetcher, revisits)
+        sources["revisits"] = revisits.json_stats
     return Crawler(
         engine_config(settings),
         frontier,
-        stages.renderer if stages.renderer is not None else stages.fetcher,
+        fetch,
         Robots(stages.robots, stages.robots_fetch),
         Outputs(SQLiteSink(stages.db), sinks, stages.warc, on_commit),
         page,
-        stats=stats_sources(stages),
+        stats=sources,
         proxies_down=proxies_down(stages.proxies),
     )
+
+
+def _freshness(revisits: Revisits) -> Freshness:
+    from gossamer.page.freshness import Freshness  # a crawl that ends never imports it
+
+    return Freshness(revisits)
 
 
 def stats_sources(stages: Stages) -> dict[str, StatsSource]:
@@ -142,9 +161,17 @@ def stats_sources(stages: Stages) -> dict[str, StatsSource]:
     return sources
 
 
-def metric_sources(stages: Stages, crawler: Crawler, frontier: Frontier) -> Sources:
+def metric_sources(
+    stages: Stages, crawler: Crawler, frontier: Frontier, revisits: Revisits | None = None
+) -> Sources:
     """Where ``/metrics`` reads this crawl's figures (the stages' snapshots)."""
     from gossamer.metrics.exporter import Sources
+
+    extra: dict[str, Callable[[], object]] = {}
+    if stages.renderer is not None:
+        extra["render"] = stages.renderer.stats
+    if revisits is not None:
+        extra["revisits"] = revisits.metrics
 
     return Sources(
         crawl=crawler.stats,
@@ -152,7 +179,7 @@ def metric_sources(stages: Stages, crawler: Crawler, frontier: Frontier) -> Sour
         waiting_hosts=lambda: waiting(frontier.held_back(None)),
         loop=crawler.loop_state,
         proxies=None if stages.proxies is None else stages.proxies.stats,
-        extra={} if stages.renderer is None else {"render": stages.renderer.stats},
+        extra=extra,
     )
 
 
@@ -174,6 +201,11 @@ async def build_crawler(
         db = stages.db
         db.set_meta("seeds", "\n".join(origins))
         del origins  # kept by the scope as far as the crawl needs them
+        revisits = None
+        if settings.recrawl:
+            from gossamer.crawl.revisiting import open_revisits
+
+            revisits = open_revisits(settings, db)
         frontier = LocalFrontier(
             stages.scope,
             stages.politeness,
@@ -182,19 +214,24 @@ async def build_crawler(
             memory_budget=settings.queue_memory,
             slack=settings.focus_slack,
             guards=Guards.of(settings),
+            revisits=revisits,
         )
         digests = None
         if settings.digests != "off" and settings.text:
             digests = LocalDigests(db, settings.digest_threshold)
         if settings.resume:
             frontier.restore()
+            if revisits is not None:
+                revisits.adopt()
             if digests is not None:
                 digests.restore()
         await start_stages(frontier, stages.gate, stages.proxies)
         focus = await focus_policy(settings, frontier, stages.fetcher, stages.gate, stages.robots)
-        crawler = assemble_crawler(stages, settings, frontier, focus=focus, digests=digests)
+        crawler = assemble_crawler(
+            stages, settings, frontier, focus=focus, digests=digests, revisits=revisits
+        )
         if settings.resume:
             crawler.restore_counts()
         if metrics is not None:
-            metrics.attach(metric_sources(stages, crawler, frontier))
+            metrics.attach(metric_sources(stages, crawler, frontier, revisits))
         yield crawler

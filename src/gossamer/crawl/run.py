@@ -53,6 +53,8 @@ async def run_crawl(settings: CrawlSettings) -> CrawlStats:
             async with build_crawler(settings, seeds, rules, metrics) as crawler:
                 tune_gc()
                 install_signal_handlers(crawler)
+                if settings.max_duration is not None:
+                    stop_after(crawler, settings.max_duration)
                 show = not settings.quiet and sys.stderr.isatty()
                 log.info(
                     "crawl of %d seed(s) into %s started",
@@ -112,6 +114,20 @@ def install_signal_handlers(crawler: Crawler) -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, on_signal, signum)
     loop.add_signal_handler(signal.SIGUSR1, dump_tasks)
+
+
+def stop_after(crawler: Crawler, seconds: float) -> asyncio.TimerHandle:
+    """``--max-duration``: stop the crawl as SIGTERM would once ``seconds`` have passed."""
+
+    def expired() -> None:
+        log.info(
+            "crawl stopping: --max-duration of %gs reached",
+            seconds,
+            extra={"event": "max-duration", "seconds": seconds},
+        )
+        crawler.stop()
+
+    return asyncio.get_running_loop().call_later(seconds, expired)
 
 
 def dump_tasks() -> None:

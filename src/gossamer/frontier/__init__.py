@@ -15,6 +15,9 @@ order across hosts once a priority arrives), ``rounds`` (what it hands out) and
 embedded frontier, its write-ahead log in crawl.db) and ``redis``, a package (one job's URLs
 in partitioned Redis queues shared by many workers: key layout, scripts, claims, the shared
 host limiter, hand-over fences, the contract's methods; its Lua scripts in ``redis/lua/``).
+A continuous crawl (``--recrawl``) adds ``revisits`` (each fetched page's revisit state in
+crawl.db, the URLs due read back to the embedded frontier) and ``revisit`` (the interval
+policy, pure).
 
 This package may import the standard library, numpy (the seen set), protego, redis, xxhash,
 ``gossamer.crawldb`` (the embedded frontier's storage), ``gossamer.logs``, ``gossamer.retry``,

@@ -21,6 +21,7 @@ import itertools
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from gossamer.crawldb import CrawlDB
 from gossamer.frontier.admission import Admission, Guards
@@ -44,6 +45,9 @@ from gossamer.frontier.hosts import (
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.slotclaims import SlotClaims
 from gossamer.urls import Scope
+
+if TYPE_CHECKING:
+    from gossamer.frontier.revisits import Revisits
 
 _INSERT_URL = (
     "INSERT OR IGNORE INTO urls (fp, url, host, depth, hops, attempts, state, seq, priority) "
@@ -82,7 +86,11 @@ class LocalFrontier:
         slack: float = DEFAULT_SLACK,
         clock: Callable[[], float] = time.monotonic,
         guards: Guards | None = None,
+        revisits: Revisits | None = None,
     ) -> None:
+        """``revisits``: a continuous crawl's (``--recrawl``) revisit state, whose URLs due
+        are queued with the others; the crawl is never done then."""
+        self._revisits = revisits
         self._admission = Admission(scope, guards)
         self._budget = self._admission.budget
         self._db = db
@@ -190,6 +198,9 @@ class LocalFrontier:
         """Up to ``n`` leases that use a slot of a due host, plus those that need none."""
         for lease in self._hosts.expired():
             await self.release(lease, None)
+        if self._revisits is not None:
+            for key, entry in await self._revisits.due():
+                self._hosts.push(key, entry)
         batch = self._hosts.lease(n)
         for key in batch.dry:
             await self._refill(key)
@@ -200,6 +211,8 @@ class LocalFrontier:
         entry = self._hosts.finish(lease, feedback)
         if entry is not None and self._db is not None:
             self._db.stage(_FINISH_URL, [(entry.fp,)])
+        if self._revisits is not None:
+            self._revisits.finished(lease.url)
 
     async def retry(self, lease: Lease, after: float, feedback: Feedback | None) -> None:
         """Queue the URL again after ``after`` seconds, counting one more attempt."""
@@ -224,11 +237,18 @@ class LocalFrontier:
         self._hosts.rules(lease, rules, feedback)
 
     def next_ready(self) -> float | None:
-        """Seconds until the earliest host or delayed retry is due; None when nothing waits."""
-        return self._hosts.next_ready()
+        """Seconds until the earliest host, delayed retry or revisit is due; None when
+        nothing waits."""
+        ready = self._hosts.next_ready()
+        if self._revisits is None:
+            return ready
+        due = self._revisits.next_due()
+        return due if ready is None else ready if due is None else min(ready, due)
 
     async def done(self) -> bool:
-        """Nothing queued, leased or waiting for a retry."""
+        """Nothing queued, leased or waiting for a retry (a continuous crawl: never)."""
+        if self._revisits is not None:
+            return False
         hosts = self._hosts
         return not (hosts.queued or hosts.stored or hosts.leased or hosts.delayed)
 

@@ -4,15 +4,17 @@
 (:class:`PageResult`), through a short pipeline of steps over one :class:`PageState`: read
 (decode, the guarded parse, links; or plain text), robots directives (``X-Robots-Tag``,
 robots meta: `directives`), the canonical URL (`canonical`), rules, content (main text,
-metadata, a PDF's text), the user's hook, content digests, focus relevance. The engine only
-hands it each answer and takes back what it returns (``state``: the values; ``read``: parsing
-and content fields; ``extras``: rules and the hook; ``stage``: the pipeline).
+metadata, a PDF's text), the user's hook, content digests, focus relevance; with
+``--recrawl``, what changed since the URL's last fetch (``freshness``). The engine only hands
+it each answer and takes back what it returns (``state``: the values; ``read``: parsing and
+content fields; ``extras``: rules and the hook; ``stage``: the pipeline).
 
 This package may import the standard library, `gossamer.parse`, `gossamer.extract`,
 `gossamer.hooks`, `gossamer.digests` (content digests), `gossamer.frontier.base` (the
-candidates it returns), `gossamer.sinks.base` (the record), `gossamer.outcomes`,
-`gossamer.redact`, `gossamer.urls` and `gossamer.fetch.exchange` (an archived exchange, its
-body withheld); never the engine, the crawl wiring or the cluster.
+candidates it returns), `gossamer.frontier.revisit` and `gossamer.frontier.revisits` (a
+continuous crawl's interval policy and revisit state), `gossamer.sinks.base` (the record),
+`gossamer.outcomes`, `gossamer.redact`, `gossamer.urls` and `gossamer.fetch.exchange` (an
+archived exchange, its body withheld); never the engine, the crawl wiring or the cluster.
 """
 
 from gossamer.page.stage import (

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from gossamer.extract.pdf import PdfPool
     from gossamer.extract.rules import RuleSet
     from gossamer.extract.rules.pool import RulePool
+    from gossamer.page.freshness import Freshness
 
 _PARSE_IN_THREAD_BYTES = 512 * 1024
 """Bodies from this size on are parsed off the event loop: a worst-case 10 MB page takes the
@@ -132,9 +133,11 @@ class PageStage:
         focus: Focus | None = None,
         digests: DigestIndex | None = None,
         in_scope: Callable[[str], bool] | None = None,
+        freshness: Freshness | None = None,
     ) -> None:
         """``in_scope`` tells whether the crawl may visit a URL: a canonical URL out of it is
-        not followed (``--canonical follow``)."""
+        not followed (``--canonical follow``); ``freshness`` compares a continuous crawl's
+        answers with the URL's last one (``--recrawl``)."""
         if config.rules is not None and rule_pool is None:
             raise ValueError("a crawl with rules reads them in a RulePool")
         self._config = config
@@ -142,6 +145,7 @@ class PageStage:
         self._rule_pool = rule_pool
         self._focus = focus
         self._digests = digests
+        self._freshness = freshness
         self._extractor = config.extractor if config.text else None
         self._counts: Counter[str] = Counter()
         self._canonicals = Canonicals(in_scope) if config.canonical == "follow" else None
@@ -184,6 +188,10 @@ class PageStage:
         if self._canonicals is not None and action is not Action.REDIRECT:
             flag = self._canonicals.ended(lease.url, action is not Action.STORE)
             state.flags += (flag,) if flag is not None else ()
+        if self._freshness is not None:
+            self._freshness.judge(state, action)
+        elif result.status is not None:
+            state.change = "new"  # no --recrawl: every fetch is a URL's first
         return _result(state)
 
     def restore_counts(self, rule_counts: Callable[[], tuple[int, int, int, int]]) -> None:
@@ -393,7 +401,7 @@ def _result(state: PageState) -> PageResult:
     lease, result = state.lease, state.result
     text, rules = state.text or NO_TEXT, state.rules or NO_RULES
     error = state.error or result.error
-    archive = None
+    archive = state.revisit
     if state.withheld is not None:
         state.title = state.extra = None
         archive = Withheld.of(result, state.withheld)
@@ -428,6 +436,8 @@ def _result(state: PageState) -> PageResult:
         rendered=result.rendered,
         relevance=state.relevance,
         duplicate_of=state.duplicate_of,
+        change=state.change,
+        previous_fetched_at=state.previous_fetched_at,
         found=rules.found,
     )
     outcome = state.outcome

@@ -115,6 +115,11 @@ class PageState:
     """Why no content of the page is stored (``noindex``, ``not-canonical``), if so."""
     canonical_link: Candidate | None = None
     """The canonical URL to queue (``--canonical follow``), at the page's depth."""
+    change: str | None = None
+    """What changed since the URL's last fetch (:mod:`gossamer.page.freshness`)."""
+    previous_fetched_at: float | None = None
+    revisit: Archivable | None = None
+    """An unchanged page's WARC revisit record (instead of its response)."""
 
 
 class PageResult(NamedTuple):

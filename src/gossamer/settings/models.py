@@ -23,6 +23,15 @@ from gossamer.settings.cluster import (
     ClusterPartitions,
     ShippedRules,
 )
+from gossamer.settings.revisit import (
+    DEFAULT_INITIAL,
+    DEFAULT_MAX,
+    DEFAULT_MIN,
+    RevisitRule,
+    Seconds,
+    check_intervals,
+    rule_intervals,
+)
 from gossamer.urls import TRACKING_PARAMS, InvalidURL, canonicalize
 
 DEFAULT_SLACK = 0.5
@@ -561,6 +570,33 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
             )
         ),
     ] = "on"
+    recrawl: Annotated[
+        bool,
+        Meta(
+            description="Keep the crawl fresh: fetch each URL again when due, until stopped "
+            "or --max-duration (see the revisit settings)."
+        ),
+    ] = False
+    max_duration: (
+        Annotated[
+            float,
+            Meta(gt=0, description="End the crawl (as SIGTERM would) after this many seconds."),
+        ]
+        | None
+    ) = None
+    revisit_initial: Annotated[
+        Seconds, Meta(description="Seconds before a URL's first revisit (--recrawl).")
+    ] = DEFAULT_INITIAL
+    revisit_min: Annotated[
+        Seconds, Meta(description="Least seconds between revisits of a URL (--recrawl).")
+    ] = DEFAULT_MIN
+    revisit_max: Annotated[
+        Seconds, Meta(description="Most seconds between revisits of a URL (--recrawl).")
+    ] = DEFAULT_MAX
+    revisit: Annotated[
+        list[RevisitRule],
+        Meta(description="Intervals by URL pattern or content type ([[revisit]] tables)."),
+    ] = field(default_factory=list)
 
     @property
     def focused(self) -> bool:
@@ -587,6 +623,13 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
             if domains.count(domain) > 1:
                 raise FieldError("auth", f"two [[auth]] tables for {domain}")
         self._focus_topic()
+        try:
+            intervals = (self.revisit_initial, self.revisit_min, self.revisit_max)
+            check_intervals(*intervals)
+            for rule in self.revisit:
+                check_intervals(*rule_intervals(rule, *intervals))
+        except ValueError as exc:
+            raise FieldError("revisit_initial", str(exc)) from None
         if self.cookies == "off":
             for auth in self.auth:
                 if auth.type in ("cookies", "form"):

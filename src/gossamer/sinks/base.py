@@ -21,7 +21,7 @@ import json
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import msgspec
 
@@ -155,6 +155,12 @@ class PageRecord:
     duplicate_of: str | None = None
     """The URL whose main text this page repeats (exactly or nearly, see
     :mod:`gossamer.digests`), the first the crawl met; None when no page did."""
+    change: str | None = None
+    """``new`` (the URL's first fetch), ``changed``, ``unchanged`` (a 304, or the same payload
+    or main text as the last fetch) or ``gone`` (a 404, 410 or redirect of a URL fetched
+    before: a tombstone); None when no answer came (see :mod:`gossamer.page.freshness`)."""
+    previous_fetched_at: float | None = None
+    """When the URL was fetched before (a revisit), unix seconds; None on a first fetch."""
     found: tuple[Item, ...] = field(default=(), compare=False, repr=False, metadata=_NOT_STORED)
     """The items themselves: not a field of the record's row or line, they travel with the
     record to the sinks, which keep them in their items table or file."""
@@ -291,6 +297,22 @@ class Archivable(Protocol):
     def exchange(self) -> Exchange | None: ...
 
 
+IDENTICAL_PAYLOAD = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
+"""The WARC revisit profiles: the same payload as an earlier capture, or a 304 answer."""
+
+
+class Revisit(NamedTuple):
+    """A fetch an archive keeps as a ``revisit`` record (``profile``), referring to the
+    capture of the same URL at ``refers_to_date`` (unix seconds): its headers, not its body."""
+
+    url: str
+    fetched_at: float
+    exchange: Exchange | None
+    profile: str
+    refers_to_date: float
+
+
 @dataclass(frozen=True, slots=True)
 class WarcLocation:
     """Where a response record lies: its file (name only, under ``OUT/warc/``), the offset of
@@ -315,12 +337,15 @@ class Archive(Protocol):
 
 __all__ = [
     "FIELD_NAMES",
+    "IDENTICAL_PAYLOAD",
+    "NOT_MODIFIED",
     "Archivable",
     "Archive",
     "Item",
     "Journal",
     "PageRecord",
     "RecordSink",
+    "Revisit",
     "WarcLocation",
     "safe_text",
 ]

@@ -161,6 +161,8 @@ _ADDED_COLUMNS = {
     "proxy": "text",
     "rendered": "boolean NOT NULL DEFAULT false",
     "relevance": "double precision",
+    "change": "text",
+    "previous_fetched_at": "double precision",
 }
 """Fields added after the table's first version: added to an existing table when it opens."""
 COLUMNS = ("fp", *FIELD_NAMES, "worker")
@@ -175,9 +177,44 @@ def _create_sql(table: str) -> str:
     )
 
 
+_FETCH_COLUMNS = frozenset(
+    {
+        "status",
+        "fetched_at",
+        "elapsed_ms",
+        "error",
+        "redirect_to",
+        "attempts",
+        "flags",
+        "warc_file",
+        "warc_offset",
+        "warc_length",
+        "proxy",
+        "change",
+        "previous_fetched_at",
+        "worker",
+    }
+)
+"""The columns a short record (a tombstone, a 304) writes: the rest keep the page's content."""
+_SHORT = (
+    """EXCLUDED."change" = 'gone' """
+    """OR (EXCLUDED."change" = 'unchanged' AND EXCLUDED."status" = 304)"""
+)
+
+
+def _update(table: str, column: str) -> str:
+    """What an upsert sets ``column`` to: a short record keeps the content of the row."""
+    if column in _FETCH_COLUMNS:
+        return f'"{column}" = EXCLUDED."{column}"'
+    return f'"{column}" = CASE WHEN {_SHORT} THEN "{table}"."{column}" ELSE EXCLUDED."{column}" END'
+
+
 def _upsert_sql(table: str) -> str:
+    """The upsert of the incoming rows: a record replaces the URL's row, except a tombstone
+    (``change`` gone) or a 304 (unchanged), which mark it: status, times, change, and the
+    content of the last full fetch kept (a gone page's row is marked, never deleted)."""
     names = ", ".join(f'"{c}"' for c in COLUMNS)
-    updates = ", ".join(f'"{c}" = EXCLUDED."{c}"' for c in COLUMNS[1:])
+    updates = ", ".join(_update(table, c) for c in COLUMNS[1:])
     return (
         f'INSERT INTO "{table}" ({names}) SELECT {names} FROM {_INCOMING} '
         f"ON CONFLICT (fp) DO UPDATE SET {updates}, written_at = now()"

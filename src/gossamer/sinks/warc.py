@@ -36,6 +36,7 @@ import re
 import socket
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
@@ -45,7 +46,7 @@ from fastwarc.warc import WarcRecord, WarcRecordType
 
 from gossamer import __version__
 from gossamer.fetch.exchange import Exchange
-from gossamer.sinks.base import Archivable, WarcLocation
+from gossamer.sinks.base import IDENTICAL_PAYLOAD, Archivable, Revisit, WarcLocation
 
 __all__ = ["WarcLocation", "WarcWriter", "request_block", "response_block"]
 
@@ -98,6 +99,8 @@ class WarcWriter:
         exchange = result.exchange
         if exchange is None:
             return None
+        if isinstance(result, Revisit):
+            return self._write_members(*_revisit_members(result, exchange, self._compressor))
         url, fetched_at = result.url, result.fetched_at
         if len(exchange.body) < _COMPRESS_IN_THREAD_BYTES:
             response, request = _members(url, fetched_at, exchange, self._compressor, self._stored)
@@ -105,6 +108,10 @@ class WarcWriter:
             response, request = await asyncio.to_thread(
                 _members, url, fetched_at, exchange, _Compressor(), _Compressor(_STORED)
             )
+        return self._write_members(response, request)
+
+    def _write_members(self, response: bytes, request: bytes) -> WarcLocation:
+        """Append a response (or revisit) member and its request's; where the first lies."""
         if self._file is None or self._size >= self._max_bytes:
             self._rotate()
         location = self._append(response)
@@ -185,6 +192,28 @@ def _encoded(exchange: Exchange) -> bool:
         name.lower() == b"content-encoding" and value.strip().lower() not in _IDENTITY
         for name, value in exchange.response_headers
     )
+
+
+def _revisit_members(
+    result: Revisit, exchange: Exchange, compressor: _Compressor
+) -> tuple[bytes, bytes]:
+    """A ``revisit`` record (its profile, the capture it refers to, the response's headers
+    and no body) and its request record, each a gzip member."""
+    date = _warc_date(result.fetched_at)
+    revisit = _record(WarcRecordType.revisit, result.url, date, exchange.peer)
+    revisit.headers["Content-Type"] = "application/http; msgtype=response"
+    revisit.headers["WARC-Profile"] = result.profile
+    revisit.headers["WARC-Refers-To-Target-URI"] = result.url
+    revisit.headers["WARC-Refers-To-Date"] = _warc_date(result.refers_to_date)
+    payload = None
+    if result.profile == IDENTICAL_PAYLOAD:
+        payload = _sha1(exchange.body)
+    revisit.set_bytes_content(response_block(replace(exchange, body=b"")))
+    request = _record(WarcRecordType.request, result.url, date, exchange.peer)
+    request.headers["Content-Type"] = "application/http; msgtype=request"
+    request.headers["WARC-Concurrent-To"] = _record_id(revisit)
+    request.set_bytes_content(request_block(exchange))
+    return compressor.member(revisit, payload), compressor.member(request, _sha1(b""))
 
 
 def _record(kind: WarcRecordType, url: str, date: str, peer: str | None) -> WarcRecord:

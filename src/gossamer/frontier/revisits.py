@@ -1,0 +1,298 @@
+"""The revisit state of a continuous crawl (``--recrawl``) in crawl.db, and the URLs due now.
+
+Every page a continuous crawl fetched has a row of ``revisits`` (see :mod:`gossamer.crawldb`):
+its validators (``ETag``, ``Last-Modified``), the digests of its payload and main text, when it
+was fetched and when its content was last archived in full, its interval and its due time
+(unix seconds; null once it is no longer revisited), and its counts (checks, changes, answers
+that it is gone). Nothing of it stays in memory for every URL: the embedded frontier asks
+:meth:`Revisits.due` for the URLs whose time has come, read by the index on due times a batch
+at a time (at most `MAX_LOADED` at once, `PER_HOST` of a host), and queues them in the host
+scheduler like discovered URLs, so one pace per host holds for both. While one is out, its row
+is kept here (:meth:`state`) for the conditional request and for the comparison of its
+answer; :meth:`observed` stages its new row with the frontier's ack, in the same commit.
+
+A row's due time is only rewritten when its URL is fetched again: a crash (``kill -9``) loses
+no due revisit, since every row still due is read again by the next run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import operator
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from gossamer.crawldb import CrawlDB
+from gossamer.frontier.hostqueue import Queued
+from gossamer.frontier.revisit import Bounds
+from gossamer.urls import fingerprint, host_key
+
+log = logging.getLogger(__name__)
+MAX_LOADED = 10_000
+"""Revisits out of crawl.db at once (queued in the scheduler, leased)."""
+PER_HOST = 256
+"""Revisits of one host out at once: a slow host does not keep the others' waiting."""
+RESULTS = ("changed", "unchanged", "not-modified", "gone")
+"""What a revisit found (``unchanged`` a 2xx answer; ``not-modified`` a 304)."""
+_BATCH = 1000
+_SWEEP_EVERY = 1.0
+"""Seconds before what is due is read again from its start when rows were passed over for a
+full host."""
+
+_COLUMNS = (
+    "fp, etag, last_modified, payload, text, fetched_at, captured_at, interval, due, "
+    "checks, changes, gone, observed, size, content_type"
+)
+_UPSERT = f"INSERT OR REPLACE INTO revisits ({_COLUMNS}) VALUES ({', '.join('?' * 15)})"
+_READ_DUE = (
+    f"SELECT u.url, u.depth, r.{_COLUMNS.replace(', ', ', r.')} FROM revisits r "
+    "JOIN urls u ON u.fp = r.fp WHERE r.due <= ? AND (r.due > ? OR (r.due = ? AND r.fp > ?)) "
+    "ORDER BY r.due, r.fp LIMIT ?"
+)
+_ADOPT = _UPSERT.replace("INSERT OR REPLACE", "INSERT OR IGNORE")
+_LAST_PAGES = (
+    "SELECT url, text, fetched_at, content_type FROM pages "
+    "WHERE id IN (SELECT MAX(id) FROM pages WHERE id > ? GROUP BY url) "
+    "AND status BETWEEN 200 AND 299"
+)
+ADOPTED_META = "revisits-adopted"
+"""Journal meta: the last page id :meth:`Revisits.adopt` went through (the next looks past it
+only)."""
+_EARLIEST = "SELECT MIN(due) FROM revisits WHERE due > ?"
+_BACKLOG = "SELECT COUNT(*) FROM revisits WHERE due <= ?"
+
+
+def content_digest(data: bytes) -> int:
+    """A 64-bit digest of ``data`` as a signed integer (an SQLite integer)."""
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big", signed=True)
+
+
+@dataclass(frozen=True, slots=True)
+class RevisitState:
+    """A URL's row of ``revisits``."""
+
+    fp: int
+    etag: str | None = None
+    last_modified: str | None = None
+    payload: int | None = None
+    """A 64-bit digest of the decoded body."""
+    text: int | None = None
+    """A 64-bit digest of the main text (None without text extraction)."""
+    fetched_at: float = 0.0
+    captured_at: float = 0.0
+    """When the content last changed as far as the crawl saw: the fetch an archive holds in
+    full (a WARC revisit record refers to it)."""
+    interval: float = 0.0
+    due: float | None = None
+    checks: int = 0
+    changes: int = 0
+    gone: int = 0
+    observed: float = 0.0
+    """Seconds the checks covered (their intervals summed)."""
+    size: int = 0
+    """Bytes of the body last fetched in full (what a 304 saves)."""
+    content_type: str | None = None
+
+    def row(self) -> tuple[object, ...]:
+        """The values of the row, in ``_COLUMNS`` order."""
+        return _row(self)
+
+
+_row = operator.attrgetter(*_COLUMNS.split(", "))
+
+
+BoundsOf = Callable[[str, str | None], Bounds]
+"""The revisit bounds of a URL with a content type (None when not known yet)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RevisitStats:
+    """Revisits by result (``changed``, ``unchanged``, ``not-modified``, ``gone``), the bytes
+    304 answers saved (the size of the body last fetched in full), the revisits due and not
+    fetched yet (at the last read), and those out of crawl.db now."""
+
+    results: dict[str, int]
+    bytes_saved: int
+    backlog: int
+    loaded: int
+
+
+class Revisits:
+    """The ``revisits`` table, the URLs due now and the rows of those out (module doc)."""
+
+    def __init__(
+        self,
+        db: CrawlDB,
+        bounds: BoundsOf,
+        *,
+        max_gone: int = 3,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """``max_gone``: answers of gone (404, 410, a redirect away) after which a URL is no
+        longer revisited. ``clock``: unix time (due times outlive the process)."""
+        self._db = db
+        self.bounds = bounds
+        self.max_gone = max_gone
+        self.clock = clock
+        self._loaded: dict[str, RevisitState | None] = {}
+        """The rows of the revisits out, by URL (None once judged)."""
+        self._per_host: Counter[str] = Counter()
+        self._cursor: tuple[float, int] = (-math.inf, -1)
+        self._earliest: float | None = -math.inf
+        """The earliest due time not read yet (-inf: not known, read at the next lease)."""
+        self.results: Counter[str] = Counter()
+        self.bytes_saved = 0
+        self._backlog = 0
+
+    def adopt(self) -> int:
+        """Give each page of a previous run that has no revisit row one (``--resume
+        --recrawl`` of a crawl that ended, or ran without ``--recrawl``, which keeps no
+        revisit state): due one initial interval after its fetch, its main-text digest taken
+        from its record (no validators or payload digest were kept, so its first revisit is
+        a plain fetch, compared by main text). Pages a previous adoption went through are not
+        read again (``ADOPTED_META``). Returns how many; staged for the next commit."""
+        rows = []
+        through = int(self._db.get_meta(ADOPTED_META) or 0)
+        last = self._db.query("SELECT MAX(id) FROM pages")[0][0] or 0
+        for url, text, fetched_at, content_type in self._db.iterate(_LAST_PAGES, (through,)):
+            initial = self.bounds(url, content_type).initial
+            digest = None if not text else content_digest(text.encode("utf-8", "replace"))
+            when = float(fetched_at or 0.0)
+            state = RevisitState(
+                fingerprint(url),
+                text=digest,
+                fetched_at=when,
+                captured_at=when,
+                interval=initial,
+                due=when + initial,
+                content_type=content_type,
+            )
+            rows.append(state.row())
+        self._db.stage(_ADOPT, rows)  # a page with a row keeps it
+        self._db.set_meta(ADOPTED_META, str(last))
+        log.info(
+            "continuing %d fetched page(s) as revisits",
+            len(rows),
+            extra={"event": "revisits-adopted", "pages": len(rows)},
+        )
+        return len(rows)
+
+    def state(self, url: str) -> RevisitState | None:
+        """The row of ``url`` while it is out as a revisit; None for a URL fetched first."""
+        return self._loaded.get(url)
+
+    def validators(self, url: str) -> dict[str, str] | None:
+        """The conditional request headers of a revisit of ``url`` (None: none to send)."""
+        state = self._loaded.get(url)
+        if state is None or (state.etag is None and state.last_modified is None):
+            return None
+        headers = {}
+        if state.etag is not None:
+            headers["If-None-Match"] = state.etag
+        if state.last_modified is not None:
+            headers["If-Modified-Since"] = state.last_modified
+        return headers
+
+    def observed(self, url: str, state: RevisitState) -> None:
+        """Stage the new row of ``url`` (committed with the ack that follows)."""
+        self._db.stage(_UPSERT, [state.row()])
+        if url in self._loaded:
+            self._loaded[url] = None  # judged: finished() has nothing more to do
+        if state.due is not None and self._earliest is not None:
+            self._earliest = min(self._earliest, state.due)
+        elif state.due is not None:
+            self._earliest = state.due
+
+    def finished(self, url: str) -> None:
+        """The lease of ``url`` ended for good: its row is no longer kept here. A revisit
+        that ended without an answer judged (robots.txt now forbids it, its host's robots.txt
+        stayed unreachable, an internal error) is due again one interval later."""
+        if url not in self._loaded:
+            return
+        state = self._loaded.pop(url)
+        key = host_key(url)
+        self._per_host[key] -= 1
+        if self._per_host[key] <= 0:
+            del self._per_host[key]  # a host with no revisit out costs nothing here
+        if state is not None:
+            due = self.clock() + max(state.interval, 1.0)
+            self._db.stage(_UPSERT, [replace(state, due=due).row()])
+
+    def next_due(self) -> float | None:
+        """Seconds until the next revisit not yet read is due (0: now); None when none is,
+        or when no more may be out now (an ended lease makes room, and wakes the crawl)."""
+        if self._earliest is None or len(self._loaded) >= MAX_LOADED:
+            return None
+        return max(self._earliest - self.clock(), 0.0)
+
+    async def due(self) -> list[tuple[str, Queued]]:
+        """The URLs due now not out yet, with their host keys, as many as there is room for."""
+        now = self.clock()
+        if self._earliest is None or self._earliest > now or len(self._loaded) >= MAX_LOADED:
+            return []
+        after, fp = self._cursor
+        limit = min(_BATCH, MAX_LOADED - len(self._loaded))
+        rows = await self._db.read(_READ_DUE, (now, after, after, fp, limit))
+        out = [entry for row in rows if (entry := self._load(row)) is not None]
+        if len(rows) < limit:  # all that is due now was read: the next read starts over
+            self._cursor = (-math.inf, -1)
+            await self._next_earliest(now)
+        else:
+            self._cursor = (rows[-1][10], rows[-1][2])
+        return out
+
+    def _load(self, row: tuple[object, ...]) -> tuple[str, Queued] | None:
+        url, depth, *values = row
+        assert isinstance(url, str) and isinstance(depth, int)
+        key = host_key(url)
+        if url in self._loaded or self._per_host[key] >= PER_HOST:
+            return None
+        state = RevisitState(*values)  # type: ignore[arg-type]
+        self._loaded[url] = state
+        self._per_host[key] += 1
+        return key, Queued(url, state.fp, depth, 0)
+
+    async def _next_earliest(self, now: float) -> None:
+        rows = await self._db.read(_EARLIEST, (now,))
+        earliest = rows[0][0] if rows else None
+        backlog = await self._db.read(_BACKLOG, (now,))
+        self._backlog = max(int(backlog[0][0]) - len(self._loaded), 0)
+        if self._backlog > 0:  # passed over for a full host: read again at the next sweep
+            earliest = now + _SWEEP_EVERY
+        self._earliest = None if earliest is None else float(earliest)
+
+    def json_stats(self) -> dict[str, Any]:
+        """:meth:`stats` as stats.json shows it."""
+        return asdict(self.stats())
+
+    def metrics(self) -> dict[str, int]:
+        """:meth:`stats` flat, as ``/metrics`` shows it (``gossamer_revisits_<name>``)."""
+        results = self.results
+        counters = {f"{name.replace('-', '_')}_total": results[name] for name in RESULTS}
+        return counters | {
+            "bytes_saved_total": self.bytes_saved,
+            "backlog": self._backlog,
+            "loaded": len(self._loaded),
+        }
+
+    def stats(self) -> RevisitStats:
+        """A frozen snapshot."""
+        return RevisitStats(dict(self.results), self.bytes_saved, self._backlog, len(self._loaded))
+
+
+__all__ = [
+    "ADOPTED_META",
+    "MAX_LOADED",
+    "PER_HOST",
+    "RESULTS",
+    "BoundsOf",
+    "RevisitState",
+    "RevisitStats",
+    "Revisits",
+    "content_digest",
+]

@@ -1,0 +1,164 @@
+"""What changed since a URL's last fetch (a continuous crawl, ``--recrawl``): the record's
+``change``, the URL's next revisit and what an archive keeps of an unchanged page.
+
+* A first fetch is ``new``; a 2xx page gets its row of revisit state (validators, digests, the
+  first interval: :mod:`gossamer.frontier.revisits`). Other first answers are not revisited.
+* A revisit answered ``304`` is ``unchanged`` (``not-modified``: no body was downloaded); a 2xx
+  one is ``unchanged`` when its payload digest is the last fetch's, or its main-text digest is
+  (with text extraction on: a changed ad or timestamp is not a change), else ``changed``.
+* A revisit answered 404, 410 or a redirect is ``gone`` (a tombstone): checked again at the
+  same interval, and no more once it said so ``max_gone`` times; an answer back resets that.
+* A revisit without an answer (timeouts, 5xx after its retries) or with another status keeps
+  its row and is due again one interval later; its record has no ``change``.
+
+The record of an unchanged page holds what was fetched: a 2xx one, its full fields (the page
+was read anyway); a 304, a short record (status 304, no body, no content fields), which the
+PostgreSQL store applies as a mark on the row of the full one. In the WARC, an unchanged page
+is a ``revisit`` record referring to the last full capture (``identical-payload-digest``, or
+``server-not-modified`` for a 304), not a second copy of the body.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gossamer.frontier.revisit import History, next_interval, observe
+from gossamer.frontier.revisits import Revisits, RevisitState, content_digest
+from gossamer.outcomes import Action
+from gossamer.page.state import PageState
+from gossamer.sinks.base import IDENTICAL_PAYLOAD, NOT_MODIFIED, Revisit
+
+_GONE = frozenset({404, 410})
+
+
+class Freshness:
+    """Judges each answer against the URL's last one (see the module docstring)."""
+
+    def __init__(self, revisits: Revisits) -> None:
+        self._revisits = revisits
+
+    def judge(self, state: PageState, action: Action) -> None:
+        """Set the page's ``change`` (and ``previous_fetched_at``, and what an archive keeps
+        of an unchanged page); stage the URL's new revisit row."""
+        url = state.lease.url
+        previous = self._revisits.state(url)
+        if previous is None:
+            self._first(state, action)
+            return
+        state.previous_fetched_at = previous.fetched_at
+        status = state.result.status
+        if status == 304:
+            self._unchanged(state, previous, previous, NOT_MODIFIED)
+        elif action is Action.STORE and status is not None and 200 <= status < 300:
+            self._compared(state, previous)
+        elif status in _GONE or action is Action.REDIRECT:
+            self._gone(state, previous)
+        else:  # no answer, or one that says nothing of the page: try again an interval later
+            now = state.result.fetched_at
+            self._revisits.observed(url, replace(previous, due=now + previous.interval))
+
+    def _first(self, state: PageState, action: Action) -> None:
+        result = state.result
+        state.change = "new" if result.status is not None else None
+        if action is not Action.STORE:
+            return
+        bounds = self._revisits.bounds(state.lease.url, result.content_type)
+        now = result.fetched_at
+        fresh = RevisitState(
+            state.lease.fp,
+            fetched_at=now,
+            captured_at=now,
+            interval=bounds.initial,
+            due=now + bounds.initial,
+        )
+        self._revisits.observed(state.lease.url, self._content(state, fresh))
+
+    def _content(self, state: PageState, row: RevisitState) -> RevisitState:
+        """``row`` with the validators, digests, size and type of the page's answer."""
+        result = state.result
+        headers = result.headers
+        text = (state.text.text if state.text is not None else None) or None
+        return replace(
+            row,
+            etag=headers.get("etag", row.etag),
+            last_modified=headers.get("last-modified", row.last_modified),
+            payload=content_digest(result.body),
+            text=None if text is None else content_digest(text.encode("utf-8", "replace")),
+            size=len(result.body),
+            content_type=result.content_type,
+        )
+
+    def _compared(self, state: PageState, previous: RevisitState) -> None:
+        fetched = self._content(state, previous)
+        same_payload = fetched.payload == previous.payload
+        if same_payload and previous.gone == 0:
+            self._unchanged(state, previous, fetched, IDENTICAL_PAYLOAD)
+        elif fetched.text is not None and fetched.text == previous.text and previous.gone == 0:
+            row = replace(fetched, captured_at=state.result.fetched_at)
+            self._unchanged(state, previous, row, None)
+        else:
+            state.change = "changed"
+            self._revisits.results["changed"] += 1
+            row = replace(fetched, captured_at=state.result.fetched_at, gone=0)
+            self._schedule(state, previous, row, changed=True)
+
+    def _unchanged(
+        self, state: PageState, previous: RevisitState, row: RevisitState, profile: str | None
+    ) -> None:
+        """An unchanged page: a 304 (``NOT_MODIFIED``), the same payload
+        (``IDENTICAL_PAYLOAD``) or the same main text (None: archived in full)."""
+        result, revisits = state.result, self._revisits
+        state.change = "unchanged"
+        if profile == NOT_MODIFIED:
+            revisits.results["not-modified"] += 1
+            revisits.bytes_saved += row.size
+            headers = result.headers
+            row = replace(
+                row,
+                etag=headers.get("etag", row.etag),
+                last_modified=headers.get("last-modified", row.last_modified),
+            )
+        else:
+            revisits.results["unchanged"] += 1
+        if profile is not None and result.exchange is not None:
+            state.revisit = Revisit(
+                result.url, result.fetched_at, result.exchange, profile, row.captured_at
+            )
+        self._schedule(state, previous, row, changed=False)
+
+    def _schedule(
+        self, state: PageState, previous: RevisitState, row: RevisitState, *, changed: bool
+    ) -> None:
+        """Stage ``row`` with the interval its history now calls for."""
+        now = state.result.fetched_at
+        history = observe(
+            History(previous.checks, previous.changes, previous.observed, previous.interval),
+            changed,
+            now - previous.fetched_at,
+        )
+        bounds = self._revisits.bounds(state.lease.url, row.content_type)
+        interval = next_interval(history, bounds)
+        self._revisits.observed(
+            state.lease.url,
+            replace(
+                row,
+                fetched_at=now,
+                interval=interval,
+                due=now + interval,
+                checks=history.checks,
+                changes=history.changes,
+                observed=history.observed,
+            ),
+        )
+
+    def _gone(self, state: PageState, previous: RevisitState) -> None:
+        state.change = "gone"
+        self._revisits.results["gone"] += 1
+        now = state.result.fetched_at
+        gone = previous.gone + 1
+        due = now + previous.interval if gone < self._revisits.max_gone else None
+        row = replace(previous, fetched_at=now, gone=gone, due=due)
+        self._revisits.observed(state.lease.url, row)
+
+
+__all__ = ["Freshness"]
