@@ -6,9 +6,8 @@ task's slot frees once its response is in) and at most as many more handing over
 outlinks and acking, so a frontier round trip after a fetch (the Redis frontier's) holds no
 fetch slot. It sleeps until a task ends or the frontier says a host becomes due. A checkpoint
 task has the ledger (:mod:`gossamer.ledger`) commit the records and hand them to the sinks
-every ``checkpoint_interval``, and as soon as no task is left, when there is nothing more to
-batch. With an archive (WARC), every fetch (robots.txt, redirects and retried answers too) is
-archived as it arrives, and the record names where its response lies.
+every ``checkpoint_interval``, and as soon as no task is left. Every fetch is archived (WARC),
+a page's once its stage said what to keep (noindex), and its record names where it lies.
 """
 
 from __future__ import annotations
