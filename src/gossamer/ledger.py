@@ -80,6 +80,20 @@ class Ledger:
         self.pending.append(record)
         self._tally(record.status, outcome, 1)
 
+    def note(self, record: PageRecord, archived: WarcLocation | None = None) -> None:
+        """Stage a record of a request outside the leases (a sitemap's, kind ``sitemap``)
+        like :meth:`record`, in the same order in every sink, without counting it as a page
+        (``--max-pages`` and the page counts are about pages)."""
+        if archived is not None:
+            record = replace(
+                record,
+                warc_file=archived.file,
+                warc_offset=archived.offset,
+                warc_length=archived.length,
+            )
+        self.journal.stage([record])
+        self.pending.append(record)
+
     def _tally(self, status: int | None, outcome: Outcome, count: int) -> None:
         counts = self.counts
         counts["pages"] += count

@@ -117,7 +117,7 @@ def assemble_crawler(
         digests=digests,
         in_scope=functools.partial(in_scope, stages.scope),
     )
-    return Crawler(
+    crawler = Crawler(
         engine_config(settings),
         frontier,
         stages.renderer if stages.renderer is not None else stages.fetcher,
@@ -127,6 +127,10 @@ def assemble_crawler(
         stats=stats_sources(stages),
         proxies_down=proxies_down(stages.proxies),
     )
+    if stages.sitemaps is not None:  # its reads count as the crawl's work
+        stages.sitemaps.start(frontier, crawler)
+        crawler.wait_for(stages.sitemaps.busy)
+    return crawler
 
 
 def stats_sources(stages: Stages) -> dict[str, StatsSource]:
@@ -138,20 +142,27 @@ def stats_sources(stages: Stages) -> dict[str, StatsSource]:
         sources["auth"] = stages.auth.stats_counts
     if stages.renderer is not None:
         sources["render"] = stages.renderer.json_stats
+    if stages.sitemaps is not None:
+        sources["sitemaps"] = stages.sitemaps.json_stats
     return sources
 
 
 def metric_sources(stages: Stages, crawler: Crawler, frontier: Frontier) -> Sources:
     """Where ``/metrics`` reads this crawl's figures (the stages' snapshots)."""
-    from gossamer.metrics.exporter import Sources
+    from gossamer.metrics.exporter import Snapshot, Sources
 
+    extra: dict[str, Snapshot] = {}
+    if stages.renderer is not None:
+        extra["render"] = stages.renderer.stats
+    if stages.sitemaps is not None:
+        extra["sitemap"] = stages.sitemaps.stats
     return Sources(
         crawl=crawler.stats,
         fetch=stages.fetcher.stats,
         waiting_hosts=lambda: waiting(frontier.held_back(None)),
         loop=crawler.loop_state,
         proxies=None if stages.proxies is None else stages.proxies.stats,
-        extra={} if stages.renderer is None else {"render": stages.renderer.stats},
+        extra=extra,
     )
 
 

@@ -142,6 +142,10 @@ class PageRecord:
     duplicate_of: str | None = None
     """The URL whose main text this page repeats (exactly or nearly, see
     :mod:`gossamer.digests`), the first the crawl met; None when no page did."""
+    kind: str = "page"
+    """``page``, or ``sitemap`` for a sitemap or feed file read for its URLs (``outlinks``:
+    the entries it listed in scope; ``extra``: its ``format``, ``entries`` and ``dropped``;
+    ``flags``: what cut or spoilt it, see :class:`gossamer.discover.Flag`)."""
     found: tuple[Item, ...] = field(default=(), compare=False, repr=False, metadata=_NOT_STORED)
     """The items themselves: not a field of the record's row or line, they travel with the
     record to the sinks, which keep them in their items table or file."""
