@@ -6,6 +6,7 @@ it arrived."""
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import time
 from dataclasses import dataclass, field
@@ -76,6 +77,12 @@ class SitemapSite:
     """Whether site.test's robots.txt names its sitemaps."""
     hostile: bool = False
     """Whether it names the gzip bomb and the billion laughs too."""
+    stall: str | None = None
+    """A path whose answer waits until ``stalled`` is cleared (to kill a crawl mid-read)."""
+    stalled: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once ``stall`` was asked for."""
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set to let the stalled answer go (after the kill)."""
     log: list[tuple[float, str, str]] = field(default_factory=list)
 
     def url(self, host: str, path: str) -> str:
@@ -122,6 +129,9 @@ class SitemapSite:
         host = request.host.partition(":")[0]
         path = request.path
         self.log.append((time.monotonic(), host, path))
+        if path == self.stall:
+            self.stalled.set()
+            await asyncio.wait_for(self.release.wait(), 30)  # the crawl is killed meanwhile
         if path == "/robots.txt":
             return web.Response(text=self._robots(host))
         found = self._body(host, path)

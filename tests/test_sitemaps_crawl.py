@@ -5,8 +5,10 @@ records; ``--sitemaps off`` reads nothing; cross-host entries only where robots.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sqlite3
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +114,60 @@ async def test_hostile_sitemaps_end_as_flagged_records(tmp_path: Path) -> None:
     assert maps["/laughs.xml"]["extra"]["entries"] == 0
     assert stats.sitemaps is not None and stats.sitemaps["flagged_total"] == 2
     assert _pages(out, "site.test") == {"/"}
+
+
+def _cli(site: SitemapSite, out: Path, *args: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "gossamer",
+        "crawl",
+        site.url("site.test", "/"),
+        site.url("other.test", "/"),
+        "--out",
+        str(out),
+        "--resolve",
+        "*.test=127.0.0.1",
+        "--delay",
+        "0.05",
+        "--checkpoint-interval",
+        "0.05",
+        "--quiet",
+        *args,
+    ]
+
+
+async def _entries_committed(out: Path, count: int) -> None:
+    """Until crawl.db holds ``count`` sitemap entries (bounded)."""
+    for _ in range(500):
+        with contextlib.suppress(sqlite3.Error), sqlite3.connect(out / "crawl.db") as db:
+            if db.execute("SELECT COUNT(*) FROM sitemap_entries").fetchone()[0] >= count:
+                return
+        await asyncio.sleep(0.02)
+    raise TimeoutError("no sitemap entries committed")
+
+
+async def test_resume_after_kill_mid_sitemap_loses_nothing(tmp_path: Path) -> None:
+    site = SitemapSite(stall="/maps/b.xml")
+    out = tmp_path / "out"
+    async with serve(site.handle) as port:
+        site.port = port
+        crawl = await asyncio.create_subprocess_exec(*_cli(site, out))
+        try:
+            await asyncio.wait_for(site.stalled.wait(), 30)
+            await _entries_committed(out, 2)  # /maps/a.xml.gz's, before the kill
+        finally:
+            crawl.kill()
+            await crawl.wait()
+            site.release.set()
+        site.stall = None
+        before = len(site.log)
+        resumed = await asyncio.create_subprocess_exec(*_cli(site, out, "--resume"))
+        assert await asyncio.wait_for(resumed.wait(), 45) == 0
+    assert _pages(out, "site.test") >= {"/a1", "/a2", "/b1", "/x1"}
+    assert _pages(out, "other.test") >= {"/o1", "/o2"}
+    again = [p for _, h, p in site.log[before:] if h == "site.test"]
+    assert "/maps/b.xml" in again  # the index not read to its end is read again
+    assert "/private/sitemap.xml" not in again
+    fetched = [p for _, h, p in site.log if h == "site.test" and p in PAGES]
+    assert len(fetched) == len(set(fetched))  # no page fetched twice
