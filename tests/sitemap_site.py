@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import itertools
 import time
 from dataclasses import dataclass, field
 
@@ -48,8 +49,7 @@ def _rss(*urls: str) -> bytes:
 
 def _atom(*urls: str) -> bytes:
     entries = "".join(
-        f'<entry><title>t</title><link href="{u}"/><updated>2024-05-01T10:00:00Z</updated>'
-        "</entry>"
+        f'<entry><title>t</title><link href="{u}"/><updated>2024-05-01T10:00:00Z</updated></entry>'
         for u in urls
     )
     return f'<feed xmlns="http://www.w3.org/2005/Atom">{entries}</feed>'.encode()
@@ -149,4 +149,4 @@ class SitemapSite:
     def closest(self, host: str) -> float:
         """The shortest time between two requests to ``host``."""
         times = [t for t, h, _ in self.log if h == host]
-        return min((b - a for a, b in zip(times, times[1:], strict=False)), default=1e9)
+        return min((b - a for a, b in itertools.pairwise(times)), default=1e9)

@@ -30,7 +30,7 @@ from gossamer.outcomes import Action, Outcome, RetryPolicy, classify, is_failure
 from gossamer.page import Fetched, PageStage, internal_error
 from gossamer.redact import redact_url
 from gossamer.robots_fetch import UNSENT, Fetch, Robots, RobotsFetch
-from gossamer.sinks.base import PageRecord, WarcLocation
+from gossamer.sinks.base import PageRecord
 from gossamer.stats import CrawlStats, peak_rss_mb
 
 log = logging.getLogger(__name__)
@@ -60,10 +60,6 @@ StatsSource = Callable[[], Mapping[str, Any]]
 """A stage's figures as a mapping (what stats.json shows of it)."""
 STATS_SOURCES = ("proxies", "auth", "render", "sitemaps")
 """The names of the stats sources a crawl may have: they become fields of `CrawlStats`."""
-
-
-def _idle() -> bool:
-    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,8 +127,6 @@ class Crawler:
         self._phase = "starting"
         self._turned = self._started
         """When the crawl loop last went round."""
-        self._aside: Callable[[], bool] = _idle
-        """Whether work outside the leases (sitemaps being read) is under way."""
 
     # -- public ----------------------------------------------------------------------------
 
@@ -182,21 +176,6 @@ class Crawler:
             self._wake.set()
         self._journal.set_meta(SEEDING_META, "done")
         await self._journal.commit()
-
-    def wait_for(self, busy: Callable[[], bool]) -> None:
-        """Work outside the leases (sitemaps and feeds being read, which queue URLs) counts
-        as the crawl's: it does not end while ``busy()`` says some is under way. That work
-        calls :meth:`wake` when it queued URLs or ended."""
-        self._aside = busy
-
-    def wake(self) -> None:
-        """Have the loop look at the frontier now (URLs were queued outside the leases)."""
-        self._wake.set()
-
-    def record_aside(self, record: PageRecord, archived: WarcLocation | None = None) -> None:
-        """Record a request outside the leases (a sitemap's): it reaches every sink, in
-        order, with the next checkpoint, and counts as no page (see `Ledger.note`)."""
-        self._ledger.note(record, archived)
 
     def stop(self) -> None:
         """Stop leasing; in-flight URLs finish (or go back to the queue after a grace time)."""
@@ -288,9 +267,7 @@ class Crawler:
                 for lease in await frontier.lease(free):
                     self._spawn(lease)
             if not self._tasks:
-                if self._budget() <= 0 or (
-                    self._seeded() and not self._aside() and await frontier.done()
-                ):
+                if self._budget() <= 0 or (self._seeded() and await frontier.done()):
                     return
                 if self._ledger.pending:
                     self._flush.set()  # idle: nothing to batch the records with
@@ -301,8 +278,8 @@ class Crawler:
                 async with asyncio.timeout(timeout):
                     await self._wake.wait()
 
-    def _seeded(self) -> bool:
-        return self._seeding is None or self._seeding.done()
+    def _seeded(self) -> bool:  # no URL to come from outside: seeds, sitemaps being read
+        return (self._seeding is None or self._seeding.done()) and not self._ledger.awaiting()
 
     def _budget(self) -> int:
         if self._config.max_pages is None:

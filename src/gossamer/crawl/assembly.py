@@ -117,20 +117,18 @@ def assemble_crawler(
         digests=digests,
         in_scope=functools.partial(in_scope, stages.scope),
     )
-    crawler = Crawler(
+    if stages.sitemaps is not None:
+        stages.sitemaps.start(frontier)
+    return Crawler(
         engine_config(settings),
         frontier,
         stages.renderer if stages.renderer is not None else stages.fetcher,
         Robots(stages.robots, stages.robots_fetch),
-        Outputs(SQLiteSink(stages.db), sinks, stages.warc, on_commit),
+        Outputs(SQLiteSink(stages.db), sinks, stages.warc, on_commit, stages.sitemaps),
         page,
         stats=stats_sources(stages),
         proxies_down=proxies_down(stages.proxies),
     )
-    if stages.sitemaps is not None:  # its reads count as the crawl's work
-        stages.sitemaps.start(frontier, crawler)
-        crawler.wait_for(stages.sitemaps.busy)
-    return crawler
 
 
 def stats_sources(stages: Stages) -> dict[str, StatsSource]:

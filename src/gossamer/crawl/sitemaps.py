@@ -11,8 +11,11 @@ blocked. The fetcher's timeouts and body caps hold, then the sitemap reader's ow
 
 Concurrency is bounded: one sitemap at a time per host (that of the sitemap's URL), a few
 hosts at once, each in a task of its own, so the crawl loop never waits for a read. The
-crawl does not end while a read is under way or waiting (:meth:`SitemapStage.busy`, which
-the crawl loop asks before it believes the frontier's ``done()``).
+stage is the crawl ledger's work aside (:class:`gossamer.ledger.Aside`): the crawl does not
+end while a read is under way or waiting (:meth:`SitemapStage.busy`, asked before the
+frontier's ``done()`` is believed), and a read's records go through the ledger in order
+with the pages'. The loop looks at the frontier at every checkpoint, so URLs a read queues
+are leased within ``--checkpoint-interval``.
 
 Entries go to ``frontier.add`` in batches, at depth 1: a sitemap stands one hop below its
 site, as the links of its home page do, so ``--max-depth 0`` still crawls the seeds only and
@@ -43,11 +46,12 @@ from gossamer.discover import Entry, FileResult, Flag, Limits, Reply, SitemapSco
 from gossamer.fetch.http import FetchResult
 from gossamer.frontier.base import Candidate, Frontier
 from gossamer.frontier.robots import RobotsPolicy
+from gossamer.ledger import Ledger
 from gossamer.redact import redact_url
 from gossamer.sinks.base import Archive, PageRecord, WarcLocation
 from gossamer.urls import InvalidURL, canonicalize, fingerprint, host_key
 
-__all__ = ["GIVEN", "Aside", "SitemapStage", "SitemapStats"]
+__all__ = ["GIVEN", "SitemapStage", "SitemapStats"]
 
 log = logging.getLogger(__name__)
 
@@ -73,13 +77,6 @@ class Fetch(Protocol):
     """The fetcher behind the host gate (`gossamer.fetch.gated.GatedFetch`)."""
 
     async def fetch(self, url: str) -> Any: ...
-
-
-class Aside(Protocol):
-    """The crawl loop, as the stage uses it (`gossamer.engine.Crawler`)."""
-
-    def wake(self) -> None: ...
-    def record_aside(self, record: PageRecord, archived: WarcLocation | None = None) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +144,7 @@ class SitemapStage:
         self._answers: dict[str, _Answer] = {}
         self._counts = _Counts()
         self._frontier: Frontier | None = None
-        self._crawl: Aside | None = None
+        self._ledger: Ledger | None = None
 
     def use_robots(self, allowed: Callable[[str], Awaitable[bool]]) -> None:
         """Ask robots.txt (``allowed``: the robots cache's) before each file is fetched."""
@@ -190,11 +187,14 @@ class SitemapStage:
 
     # -- the reads --------------------------------------------------------------------------
 
-    def start(self, frontier: Frontier, crawl: Aside) -> None:
-        """Read what is waiting, and from now on what comes: entries go to ``frontier``,
-        records to ``crawl``, which waits for the reads (:meth:`busy`) before it ends."""
+    def start(self, frontier: Frontier) -> None:
+        """Entries go to ``frontier`` (the crawl's, before its loop starts)."""
         self._frontier = frontier
-        self._crawl = crawl
+
+    def bind(self, ledger: Ledger) -> None:
+        """Read what is waiting, and from now on what comes, recording through ``ledger``
+        (the crawl loop's, which waits for the reads, :meth:`busy`, before it ends)."""
+        self._ledger = ledger
         for host in list(self._queues):
             self._spawn(host)
 
@@ -203,7 +203,7 @@ class SitemapStage:
         return bool(self._tasks or self._queues)
 
     def _spawn(self, host: str) -> None:
-        if self._crawl is None or host in self._tasks:
+        if self._ledger is None or self._frontier is None or host in self._tasks:
             return
         task = asyncio.create_task(self._read_host(host), name=f"sitemaps {host}")
         self._tasks[host] = task
@@ -225,8 +225,6 @@ class SitemapStage:
             if not self._queues.get(host):
                 self._queues.pop(host, None)
             del self._tasks[host]
-            if self._crawl is not None:
-                self._crawl.wake()
 
     async def _read_contained(self, url: str) -> set[str]:
         """Read ``url``; the origins its read granted."""
@@ -279,8 +277,6 @@ class SitemapStage:
         self._db.stage(_ENTRY, _entry_rows(entries))
         self._counts.entries += len(entries)
         self._counts.admitted += added.added
-        if added.added and self._crawl is not None:
-            self._crawl.wake()
 
     def _file(self, file: FileResult) -> None:
         """Record one file read."""
@@ -291,8 +287,8 @@ class SitemapStage:
         counts.files += 1
         counts.blocked += blocked
         counts.flagged += bool(set(flags) - _NOT_FLAGGED)
-        if self._crawl is not None:
-            self._crawl.record_aside(_record(file, answer, flags, blocked), answer.archived)
+        if self._ledger is not None:
+            self._ledger.note(_record(file, answer, flags, blocked), answer.archived)
 
     # -- the rest ---------------------------------------------------------------------------
 
@@ -319,14 +315,11 @@ class SitemapStage:
 
 def _entry_rows(entries: Sequence[Entry]) -> list[tuple[object, ...]]:
     return [
-        (fingerprint(e.url), e.url, e.lastmod, e.changefreq, e.priority, e.source)
-        for e in entries
+        (fingerprint(e.url), e.url, e.lastmod, e.changefreq, e.priority, e.source) for e in entries
     ]
 
 
-def _record(
-    file: FileResult, answer: _Answer, flags: tuple[str, ...], blocked: bool
-) -> PageRecord:
+def _record(file: FileResult, answer: _Answer, flags: tuple[str, ...], blocked: bool) -> PageRecord:
     """The record of one sitemap or feed file (kind ``sitemap``)."""
     result = answer.result
     error = "robots" if blocked else (result.error if result is not None else None)
