@@ -15,9 +15,11 @@ from typing import Any
 import pytest
 from tests.local_app import serve
 from tests.sitemap_site import PAGES, SitemapSite
+from tests.ui.test_metrics import get, samples, value
 
-from gossamer.crawl import run_crawl
-from gossamer.settings import load_settings
+from gossamer.crawl import build_crawler, run_crawl
+from gossamer.metrics.exporter import MetricsServer
+from gossamer.settings import canonical_seeds, load_settings
 from gossamer.stats import CrawlStats
 
 pytestmark = pytest.mark.timeout(60)
@@ -171,3 +173,35 @@ async def test_resume_after_kill_mid_sitemap_loses_nothing(tmp_path: Path) -> No
     assert "/private/sitemap.xml" not in again
     fetched = [p for _, h, p in site.log if h == "site.test" and p in PAGES]
     assert len(fetched) == len(set(fetched))  # no page fetched twice
+
+
+async def test_metrics_and_stats_count_sitemaps(tmp_path: Path) -> None:
+    site = SitemapSite()
+    server = MetricsServer("local", "w")
+    await server.start("127.0.0.1", 0)
+    assert server.port
+    try:
+        async with serve(site.handle) as port:
+            site.port = port
+            settings = load_settings(
+                {
+                    "seeds": [site.url("site.test", "/")],
+                    "out": tmp_path,
+                    "resolve": ["site.test=127.0.0.1", "other.test=127.0.0.1"],
+                    "quiet": True,
+                },
+                env={},
+            )
+            seeds = canonical_seeds(settings)
+            async with build_crawler(settings, seeds, None, server) as crawler:
+                stats = await asyncio.wait_for(crawler.run(seeds), 30)
+                _, _, text = await get(server.port, "/metrics")
+    finally:
+        await server.close()
+    assert stats.sitemaps is not None
+    scrape = samples(text)
+    for name in ("files", "entries", "admitted", "flagged", "blocked"):
+        assert value(scrape, f"gossamer_sitemap_{name}_total") == stats.sitemaps[f"{name}_total"]
+    assert stats.sitemaps["files_total"] == 5  # the index, its 2 children, cross.xml, private
+    assert stats.sitemaps["blocked_total"] == 1
+    assert "sitemaps 5 (+" in stats.progress_line()

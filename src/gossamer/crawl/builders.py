@@ -157,14 +157,19 @@ def _keep_sitemaps(
 
 
 def sitemap_stage(
-    settings: CrawlSettings, fetch: GatedFetch, db: CrawlDB, archive: Archive | None
+    settings: CrawlSettings,
+    fetch: GatedFetch,
+    db: CrawlDB,
+    archive: Archive | None,
+    scope: Scope,
 ) -> SitemapStage | None:
     """With ``--sitemaps on``: the stage that reads sitemaps and feeds through ``fetch``
-    (the host gate's), each answer archived in ``archive``; ``--sitemap`` URLs waiting,
-    and with ``--resume`` those a previous run had not finished."""
+    (the host gate's), each answer archived in ``archive``, those of the robots.txt of hosts
+    in ``scope``; ``--sitemap`` URLs waiting, and with ``--resume`` those a previous run had
+    not finished."""
     if not settings.sitemaps:
         return None
-    stage = SitemapStage(fetch, db, archive=archive)
+    stage = SitemapStage(fetch, db, archive=archive, in_scope=functools.partial(in_scope, scope))
     if settings.resume:
         stage.restore()
     stage.given(settings.sitemap)

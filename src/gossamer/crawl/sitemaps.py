@@ -118,7 +118,9 @@ class _Answer:
 class SitemapStage:
     """See the module doc. ``fetch`` goes through the host gate; ``allowed`` is robots.txt's
     verdict (None: ``--no-robots``); ``archive`` keeps every answer (``--warc``); ``db`` is
-    crawl.db; ``hosts`` is how many hosts' sitemaps are read at once."""
+    crawl.db; ``hosts`` is how many hosts' sitemaps are read at once; ``in_scope`` says
+    which hosts' robots.txt sitemaps are read (those the crawl visits: a robots.txt asked for
+    only to check a sitemap on another host names none for this crawl)."""
 
     def __init__(
         self,
@@ -129,12 +131,14 @@ class SitemapStage:
         archive: Archive | None = None,
         limits: Limits | None = None,
         hosts: int = 4,
+        in_scope: Callable[[str], bool] | None = None,
     ) -> None:
         self._fetch = fetch
         self._db = db
         self._allowed = allowed
         self._archive = archive
         self._limits = limits or Limits()
+        self._in_scope = in_scope
         self._room = asyncio.Semaphore(hosts)
         self._named: dict[str, set[str]] = {}
         """Sitemap URL (canonical) -> origins that named it (``GIVEN`` for --sitemap)."""
@@ -154,6 +158,8 @@ class SitemapStage:
 
     def learned(self, origin: str, policy: RobotsPolicy) -> None:
         """The robots.txt of ``origin`` is known: its ``Sitemap:`` lines are to be read."""
+        if self._in_scope is not None and not self._in_scope(origin + "/"):
+            return
         for url in policy.sitemaps:
             self._want(origin, url)
 
