@@ -342,6 +342,7 @@ def _record(file: FileResult, answer: _Answer, flags: tuple[str, ...], blocked: 
         error=error,
         truncated=result.truncated if result is not None else False,
         flags=flags,
+        proxy=result.proxy if result is not None else None,
         extra={"format": str(file.format), "entries": file.count, "dropped": file.dropped},
         kind="sitemap",
     )
