@@ -29,7 +29,18 @@ counted as no page.
 A sitemap read to its end is staged in ``sitemap_reads`` after its entries and records, so
 ``--resume`` reads again only the sitemaps a stopped or killed crawl had not finished (their
 entries seen before are duplicates then), and none read already.
-"""
+
+
+In a cluster job each worker has its stage. A host's robots.txt is fetched by the worker
+owning its partition (the host's robots lease), so that worker reads the host's sitemaps; the
+entries go to the Redis frontier's ``add``, which routes them to their partitions. A worker
+that learns a robots.txt out of band for a host it does not own (a focus example, a rendered
+page's subrequest) reads that host's sitemaps too, at the host's pace in its own gate (the
+bound :mod:`gossamer.frontier.gate` states for out-of-band requests); ``--sitemap`` URLs are
+read by every worker, the job's seen-set keeping each entry once. A worker that dies in the
+middle of a sitemap loses none of the entries it handed to ``add`` (they are in Redis); the
+rest is read again by the partition's next owner when it fetches the host's robots.txt, which
+it does before the first of the host's URLs it leases."""
 
 from __future__ import annotations
 
