@@ -41,6 +41,7 @@ _SPLIT_FIELDS = frozenset(
         "proxies",
         "render_block",
         "focus_examples",
+        "sitemap",
         "metrics_hosts",
     }
 )
