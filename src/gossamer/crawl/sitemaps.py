@@ -36,11 +36,13 @@ owning its partition (the host's robots lease), so that worker reads the host's 
 entries go to the Redis frontier's ``add``, which routes them to their partitions. A worker
 that learns a robots.txt out of band for a host it does not own (a focus example, a rendered
 page's subrequest) reads that host's sitemaps too, at the host's pace in its own gate (the
-bound :mod:`gossamer.frontier.gate` states for out-of-band requests); ``--sitemap`` URLs are
-read by every worker, the job's seen-set keeping each entry once. A worker that dies in the
-middle of a sitemap loses none of the entries it handed to ``add`` (they are in Redis); the
-rest is read again by the partition's next owner when it fetches the host's robots.txt, which
-it does before the first of the host's URLs it leases."""
+bound :mod:`gossamer.frontier.gate` states for out-of-band requests, which with
+``partition_by="url"`` take no slot of the shared limiter); ``--sitemap`` URLs are read by
+the first worker that claims them. Each sitemap is read once per job: a worker claims
+it in Redis first (:mod:`gossamer.cluster.sitemaps`), for the claim timeout. A worker that
+dies in the middle of a sitemap loses none of the entries it handed to ``add`` (they are in
+Redis); once its claim expires, the rest is read by the next worker that learns the host's
+robots.txt (the partition's next owner does before the first of the host's URLs it leases)."""
 
 from __future__ import annotations
 
@@ -62,7 +64,7 @@ from gossamer.redact import redact_url
 from gossamer.sinks.base import Archive, PageRecord, WarcLocation
 from gossamer.urls import InvalidURL, canonicalize, fingerprint, host_key
 
-__all__ = ["GIVEN", "SitemapStage", "SitemapStats"]
+__all__ = ["GIVEN", "Claims", "SitemapStage", "SitemapStats"]
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +84,13 @@ _ENTRY = (
 )
 _NOT_FLAGGED = frozenset({Flag.OUT_OF_SCOPE})
 """Flags that leave a file unflagged: entries of other sites are dropped as a rule."""
+
+
+class Claims(Protocol):
+    """One read of each sitemap per cluster job (`gossamer.cluster.sitemaps.SitemapClaims`)."""
+
+    async def claim(self, url: str) -> bool: ...
+    async def finish(self, url: str) -> None: ...
 
 
 class Fetch(Protocol):
@@ -160,6 +169,11 @@ class SitemapStage:
         self._counts = _Counts()
         self._frontier: Frontier | None = None
         self._ledger: Ledger | None = None
+        self._claims: Claims | None = None
+
+    def share(self, claims: Claims) -> None:
+        """A cluster worker's stage: read a sitemap only once ``claims`` gives it the read."""
+        self._claims = claims
 
     def use_robots(self, allowed: Callable[[str], Awaitable[bool]]) -> None:
         """Ask robots.txt (``allowed``: the robots cache's) before each file is fetched."""
@@ -247,7 +261,11 @@ class SitemapStage:
         """Read ``url``; the origins its read granted."""
         origins = set(self._named.get(url, ()))
         try:
+            if self._claims is not None and not await self._claims.claim(url):
+                return origins  # another worker reads it, or has
             await self._read(url, origins)
+            if self._claims is not None:
+                await self._claims.finish(url)
         except asyncio.CancelledError:
             raise
         except Exception:  # a bug a sitemap revealed ends its read, not the crawl
