@@ -126,6 +126,7 @@ async def test_a_site_whose_root_answers_404_is_crawled_through_tinyproxy(tmp_pa
                 "quiet": True,
                 "text": False,
                 "proxies": [proxy.url, dead],
+                "sitemaps": False,  # the first requests: the check's, then the page's
             },
             env={},
         )

@@ -11,11 +11,20 @@ Tables:
   ``urls_queued`` on (host, seq) of queued rows lets the frontier read back URLs it spilled
   out of memory.
 * ``pages(id, ...)``: one row per finished URL, in the order the records were produced; the
-  JSONL file mirrors it line for line.
+  JSONL file mirrors it line for line. ``kind`` is ``page``, or ``sitemap`` for a sitemap
+  or feed file read (its format and counts in ``extra``).
 * ``items(id, page, url, rule, idx, fetched_at, fields)``: the items rules read, committed
   with their page's row (``page`` is its id; ``idx`` the item's place on the page, from 0),
   in order; items.jsonl mirrors it line for line.
 * ``sitemaps(host, url)``: ``Sitemap:`` lines of the robots.txt files met.
+* ``sitemap_reads(origin, url)``: the sitemaps (and feeds) read to their end in this crawl,
+  each with the origin whose robots.txt named it (``''`` for ``--sitemap``); staged after
+  the entries it gave, so a sitemap missing here is read again by ``--resume``.
+* ``sitemap_entries(fp, url, lastmod, changefreq, priority, source)``: what sitemaps and
+  feeds said of each URL they listed (``fp`` as in ``urls``; ``lastmod`` in epoch seconds,
+  the newest seen; ``changefreq`` and ``priority`` hints as the last file gave them, null
+  when none did; ``source`` that file). Revisits read it: a newer ``lastmod`` makes a URL
+  due.
 * ``digests(exact, near, url)``: the content digests of the crawl's first pages of each
   content (``gossamer.digests``: exact hash and SimHash, null when near duplicates were
   not looked for, as signed 64-bit integers).
@@ -90,7 +99,8 @@ CREATE TABLE IF NOT EXISTS pages (
     relevance REAL,
     duplicate_of TEXT,
     change TEXT,
-    previous_fetched_at REAL
+    previous_fetched_at REAL,
+    kind TEXT NOT NULL DEFAULT 'page'
 );
 CREATE TABLE IF NOT EXISTS items (
     id INTEGER PRIMARY KEY,
@@ -104,6 +114,13 @@ CREATE TABLE IF NOT EXISTS items (
 CREATE INDEX IF NOT EXISTS items_page ON items (page);
 CREATE TABLE IF NOT EXISTS sitemaps (
     host TEXT NOT NULL, url TEXT NOT NULL, PRIMARY KEY (host, url)
+);
+CREATE TABLE IF NOT EXISTS sitemap_reads (
+    origin TEXT NOT NULL, url TEXT NOT NULL, PRIMARY KEY (origin, url)
+);
+CREATE TABLE IF NOT EXISTS sitemap_entries (
+    fp INTEGER PRIMARY KEY, url TEXT NOT NULL, lastmod REAL, changefreq TEXT, priority REAL,
+    source TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS digests (
     exact INTEGER PRIMARY KEY, near INTEGER, url TEXT NOT NULL
@@ -166,6 +183,7 @@ _ADDED_COLUMNS = (
     ("duplicate_of", "TEXT"),
     ("change", "TEXT"),
     ("previous_fetched_at", "REAL"),
+    ("kind", "TEXT NOT NULL DEFAULT 'page'"),
 )
 """Columns of ``pages`` added after its first version, with their definitions."""
 

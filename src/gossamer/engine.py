@@ -57,7 +57,7 @@ class EngineConfig:
 
 StatsSource = Callable[[], Mapping[str, Any]]
 """A stage's figures as a mapping (what stats.json shows of it)."""
-STATS_SOURCES = ("proxies", "auth", "render", "revisits")
+STATS_SOURCES = ("proxies", "auth", "render", "revisits", "sitemaps")
 """The names of the stats sources a crawl may have: they become fields of `CrawlStats`."""
 
 
@@ -232,10 +232,7 @@ class Crawler:
             internal_errors=counts["internal_errors"],
             hook_errors=counts["hook_errors"],
             set_aside=front.set_aside,
-            proxies=sources.get("proxies"),
-            auth=sources.get("auth"),
-            render=render,
-            revisits=sources.get("revisits"),
+            **{name: sources.get(name) for name in STATS_SOURCES},  # proxies, auth, render...
             focus=page.focus,
             rule_pages=page.rule_pages,
             items=page.items,
@@ -277,8 +274,8 @@ class Crawler:
                 async with asyncio.timeout(timeout):
                     await self._wake.wait()
 
-    def _seeded(self) -> bool:
-        return self._seeding is None or self._seeding.done()
+    def _seeded(self) -> bool:  # no URL to come from outside: seeds, sitemaps being read
+        return (self._seeding is None or self._seeding.done()) and not self._ledger.awaiting()
 
     def _budget(self) -> int:
         if self._config.max_pages is None:

@@ -101,6 +101,17 @@ def add_crawl_flags(parser: argparse.ArgumentParser, *, cluster: bool = False) -
         help="an example page of the --focus-phrase topic, fetched first (repeatable)",
     )
     parser.add_argument(
+        "--sitemaps",
+        choices=("on", "off"),
+        help="read the sitemaps and feeds robots.txt names and --sitemap gives (on)",
+    )
+    parser.add_argument(
+        "--sitemap",
+        action="append",
+        metavar="URL",
+        help="a sitemap or feed to read at the start: its URLs are queued (repeatable)",
+    )
+    parser.add_argument(
         "--resume", action="store_const", const=True, help="continue the crawl in --out"
     )
     parser.add_argument(

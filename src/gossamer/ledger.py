@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from gossamer.outcomes import Outcome
 from gossamer.sinks.base import Archive, Journal, PageRecord, RecordSink, WarcLocation
@@ -33,14 +33,25 @@ _COUNTERS = {
 _FETCHED = Outcome.FETCHED
 
 
+class Aside(Protocol):
+    """Work outside the leases that records what it fetches (the sitemap stage): it gets
+    the ledger to record through (`Ledger.note`), and the crawl does not end while it is
+    ``busy`` (it may still queue URLs)."""
+
+    def bind(self, ledger: Ledger) -> None: ...
+    def busy(self) -> bool: ...
+
+
 class Outputs(NamedTuple):
     """Where records go: the journal (crawl.db) first, then each sink in turn after every
-    commit; the archive (WARC) of every answer; and the commit hook, if any."""
+    commit; the archive (WARC) of every answer; the commit hook, if any; and the work
+    outside the leases that records through the ledger too, if any."""
 
     journal: Journal
     sinks: Sequence[RecordSink] = ()
     archive: Archive | None = None
     on_commit: CommitHook | None = None
+    aside: Aside | None = None
 
 
 class Ledger:
@@ -52,6 +63,9 @@ class Ledger:
         self._sinks = tuple(outputs.sinks)
         self._archive = outputs.archive
         self._on_commit = outputs.on_commit
+        self._aside = outputs.aside
+        if self._aside is not None:
+            self._aside.bind(self)
         self.pending: list[PageRecord] = []
         """Records staged since the last checkpoint began."""
         self.committing = 0
@@ -80,6 +94,24 @@ class Ledger:
         self.journal.stage([record])
         self.pending.append(record)
         self._tally(record.status, outcome, 1)
+
+    def awaiting(self) -> bool:
+        """Whether work outside the leases is under way (it may queue URLs and record)."""
+        return self._aside is not None and self._aside.busy()
+
+    def note(self, record: PageRecord, archived: WarcLocation | None = None) -> None:
+        """Stage a record of a request outside the leases (a sitemap's, kind ``sitemap``)
+        like :meth:`record`, in the same order in every sink, without counting it as a page
+        (``--max-pages`` and the page counts are about pages)."""
+        if archived is not None:
+            record = replace(
+                record,
+                warc_file=archived.file,
+                warc_offset=archived.offset,
+                warc_length=archived.length,
+            )
+        self.journal.stage([record])
+        self.pending.append(record)
 
     def _tally(self, status: int | None, outcome: Outcome, count: int) -> None:
         counts = self.counts
@@ -112,4 +144,4 @@ class Ledger:
             await after()
 
 
-__all__ = ["CommitHook", "Ledger", "Outputs"]
+__all__ = ["Aside", "CommitHook", "Ledger", "Outputs"]

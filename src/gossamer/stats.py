@@ -75,6 +75,11 @@ class CrawlStats:
     overall and over the last ``window`` pages, links dropped (hard mode), the link scorer's
     updates and re-scorings (see :class:`gossamer.focus.policy.FocusStats`)."""
 
+    sitemaps: dict[str, Any] | None = None
+    """With ``--sitemaps on`` (the default): sitemap and feed files read, their entries
+    found and admitted, files flagged, sitemaps robots.txt blocked, reads under way and
+    waiting (see :class:`gossamer.crawl.sitemaps.SitemapStats`)."""
+
     duplicates_exact: int = 0
     """Pages whose main text an earlier page had exactly (``duplicate_of`` in their record;
     duplicate content, unlike ``duplicates``, the URLs met again)."""
@@ -96,6 +101,11 @@ class CrawlStats:
         )
         if self.proxies is not None and self.proxies.get("waiting"):
             line += "  no proxy live: waiting for the next check"
+        if self.sitemaps is not None and self.sitemaps.get("files_total"):
+            line += (
+                f"  sitemaps {self.sitemaps['files_total']} "
+                f"(+{self.sitemaps['admitted_total']} URLs)"
+            )
         if self.focus is not None:
             line += (
                 f"  harvest {self.focus['harvest_rate']:.2f} "

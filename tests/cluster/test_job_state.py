@@ -68,7 +68,7 @@ async def test_pause_resume_stop_lose_nothing(tmp_path: Path, redis_server: Redi
         state = await cluster_status(url)
         assert state["state"] == "stopped" and not state["done"]
         assert state["totals"]["claimed"] == 0 and state["totals"]["queued"] > 0
-        first = [r["url"] for r in read_records(tmp_path / "w0")]
+        first = [r["url"] for r in read_records(tmp_path / "w0") if r["kind"] == "page"]
         assert state["totals"]["finished"] == len(first)
         assert json.loads((tmp_path / "w0" / "status.json").read_text())["state"] == "stopped"
 
@@ -78,7 +78,7 @@ async def test_pause_resume_stop_lose_nothing(tmp_path: Path, redis_server: Redi
         await cluster_wait(url, 45)
         assert await asyncio.wait_for(second.wait(), 30) == 0
         state = await cluster_status(url)
-    urls = first + [r["url"] for r in read_records(tmp_path / "w1")]
+    urls = first + [r["url"] for r in read_records(tmp_path / "w1") if r["kind"] == "page"]
     assert len(urls) == len(set(urls)) == state["totals"]["seen"]
 
 

@@ -79,7 +79,10 @@ def _most_overlapping(spans: list[tuple[float, float]]) -> int:
 async def _crawl(tmp_path: Path, server: HoldingServer, url: str, by: str) -> None:
     """The reference crawl, then the same crawl by three workers."""
     seed = server.url(0)
-    reference = ["crawl", seed, *ARGS, *WEB_ARGS, "--out", str(tmp_path / "ref")]
+    # By URL, sitemap requests take no slot of the shared limiter (out of band, as the host
+    # gate says): the pace this test measures holds for leases only.
+    args = [*ARGS, "--sitemaps", "off"] if by == "url" else ARGS
+    reference = ["crawl", seed, *args, *WEB_ARGS, "--out", str(tmp_path / "ref")]
     assert await run(tmp_path / "ref.log", *reference, limit=RUN_LIMIT) == 0
     server.log.clear()
     server.spans.clear()
@@ -90,7 +93,7 @@ async def _crawl(tmp_path: Path, server: HoldingServer, url: str, by: str) -> No
         )
         for i in range(WORKERS)
     ]
-    submit = ["cluster", "submit", "--redis", url, seed, *ARGS, *WEB_ARGS,
+    submit = ["cluster", "submit", "--redis", url, seed, *args, *WEB_ARGS,
               "--partitions", "64", "--partition-by", by]  # fmt: skip
     assert await run(tmp_path / "submit.log", *submit, limit=RUN_LIMIT) == 0
     codes = await asyncio.wait_for(asyncio.gather(*workers), 60)

@@ -34,6 +34,7 @@ from gossamer.cluster.leadership import Leadership
 from gossamer.cluster.membership import Membership, Report
 from gossamer.cluster.resilient import RedisGuard, install_guard
 from gossamer.cluster.seeding import load_origins, seed_origins
+from gossamer.cluster.sitemaps import SitemapClaims
 from gossamer.crawl import (
     assemble_crawler,
     focus_policy,
@@ -222,6 +223,10 @@ async def _crawl_share(
         digests = None
         if settings.digests != "off" and settings.text:
             digests = RedisDigests(control.redis, control.job, settings.digest_threshold)
+        if stages.sitemaps is not None:  # one read of each sitemap in the job
+            stages.sitemaps.share(
+                SitemapClaims(control.redis, control.job, name, settings.claim_timeout)
+            )
         await start_stages(frontier, stages.gate, stages.proxies)
         focus = await focus_policy(settings, frontier, stages.fetcher, stages.gate, stages.robots)
         crawler = assemble_crawler(

@@ -9,6 +9,8 @@ settings and handed their collaborators, and where a crawl is run.
 * ``fetching``: the fetch stage's builders (fetch settings, address guard, proxy pool,
   rendering middleware);
 * ``outputs``: the output directory, crawl.db, pages.jsonl, items.jsonl, WARC, the store;
+* ``sitemaps``: the sitemap stage, reading the sitemaps and feeds robots.txt names and
+  ``--sitemap`` gives, their entries handed to admission;
 * ``assembly``: a crawl put together over the stages and a frontier (stages started, the
   focus policy, the crawl loop, the figures ``/metrics`` reads), :func:`build_crawler` for
   the embedded frontier;

@@ -6,7 +6,7 @@ needs; :class:`~gossamer.crawl.stages.Stages` holds data only."""
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -131,12 +131,14 @@ def assemble_crawler(
         if stages.renderer is None:
             fetch = ConditionalFetch(stages.fetcher, revisits)
         sources["revisits"] = revisits.json_stats
+    if stages.sitemaps is not None:
+        stages.sitemaps.start(frontier)
     return Crawler(
         engine_config(settings),
         frontier,
         fetch,
         Robots(stages.robots, stages.robots_fetch),
-        Outputs(SQLiteSink(stages.db), sinks, stages.warc, on_commit),
+        Outputs(SQLiteSink(stages.db), sinks, stages.warc, on_commit, stages.sitemaps),
         page,
         stats=sources,
         proxies_down=proxies_down(stages.proxies),
@@ -158,6 +160,8 @@ def stats_sources(stages: Stages) -> dict[str, StatsSource]:
         sources["auth"] = stages.auth.stats_counts
     if stages.renderer is not None:
         sources["render"] = stages.renderer.json_stats
+    if stages.sitemaps is not None:
+        sources["sitemaps"] = stages.sitemaps.json_stats
     return sources
 
 
@@ -165,11 +169,13 @@ def metric_sources(
     stages: Stages, crawler: Crawler, frontier: Frontier, revisits: Revisits | None = None
 ) -> Sources:
     """Where ``/metrics`` reads this crawl's figures (the stages' snapshots)."""
-    from gossamer.metrics.exporter import Sources
+    from gossamer.metrics.exporter import Snapshot, Sources
 
-    extra: dict[str, Callable[[], object]] = {}
+    extra: dict[str, Snapshot] = {}
     if stages.renderer is not None:
         extra["render"] = stages.renderer.stats
+    if stages.sitemaps is not None:
+        extra["sitemap"] = stages.sitemaps.stats
     if revisits is not None:
         extra["revisits"] = revisits.metrics
 

@@ -10,10 +10,12 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, cast
 
 from gossamer.crawl.fetching import in_scope
+from gossamer.crawl.sitemaps import SitemapStage
 from gossamer.crawldb import CrawlDB
 from gossamer.engine import EngineConfig, RobotsFetch
 from gossamer.fetch.auth import Authenticator, Login, Secret, UserLogin
 from gossamer.fetch.cookies import CookieJar, CookieRow, read_cookies_txt
+from gossamer.fetch.gated import GatedFetch
 from gossamer.fetch.proxies import ProxyPool
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.robots import RobotsCache, RobotsPolicy
@@ -21,6 +23,7 @@ from gossamer.hooks import load_hook
 from gossamer.outcomes import RetryPolicy
 from gossamer.page import PageConfig
 from gossamer.settings import AuthSettings, CrawlSettings, SettingsError, read_secret
+from gossamer.sinks.base import Archive
 from gossamer.sinks.sqlite import SQLiteSink
 from gossamer.urls import Scope
 
@@ -121,26 +124,56 @@ def load_ruleset(settings: CrawlSettings) -> RuleSet | None:
 
 
 def robots_cache(
-    settings: CrawlSettings, fetch: RobotsFetch, scope: Scope, db: CrawlDB
+    settings: CrawlSettings,
+    fetch: RobotsFetch,
+    scope: Scope,
+    db: CrawlDB,
+    sitemaps: SitemapStage | None = None,
 ) -> RobotsCache:
-    """The crawl's robots.txt rules, fetched through ``fetch``."""
+    """The crawl's robots.txt rules, fetched through ``fetch``; ``sitemaps`` reads the
+    sitemaps each one names."""
     return RobotsCache(
         fetch=fetch,
         token=settings.robots_token,
         retry_interval=settings.robots_retry,
         may_follow=functools.partial(in_scope, scope),
-        on_rules=functools.partial(_keep_sitemaps, SQLiteSink(db)),
+        on_rules=functools.partial(_keep_sitemaps, SQLiteSink(db), sitemaps),
         # More than the hosts a frontier schedules at once (the embedded one's working set,
         # a cluster worker's claimed URLs), so their rules are never evicted before use.
         max_hosts=max(100_000, 2 * settings.queue_memory),
     )
 
 
-def _keep_sitemaps(journal: SQLiteSink, origin: str, policy: RobotsPolicy) -> None:
+def _keep_sitemaps(
+    journal: SQLiteSink, sitemaps: SitemapStage | None, origin: str, policy: RobotsPolicy
+) -> None:
     """Stage the ``Sitemap:`` lines of a robots.txt in crawl.db, whoever asked for it (a
-    robots lease, a proxy check, a focus example, a rendered page's subrequest)."""
+    robots lease, a proxy check, a focus example, a rendered page's subrequest), and have
+    ``sitemaps`` read them."""
     if policy.sitemaps:
         journal.stage_sitemaps(origin, policy.sitemaps)
+        if sitemaps is not None:
+            sitemaps.learned(origin, policy)
+
+
+def sitemap_stage(
+    settings: CrawlSettings,
+    fetch: GatedFetch,
+    db: CrawlDB,
+    archive: Archive | None,
+    scope: Scope,
+) -> SitemapStage | None:
+    """With ``--sitemaps on``: the stage that reads sitemaps and feeds through ``fetch``
+    (the host gate's), each answer archived in ``archive``, those of the robots.txt of hosts
+    in ``scope``; ``--sitemap`` URLs waiting, and with ``--resume`` those a previous run had
+    not finished."""
+    if not settings.sitemaps:
+        return None
+    stage = SitemapStage(fetch, db, archive=archive, in_scope=functools.partial(in_scope, scope))
+    if settings.resume:
+        stage.restore()
+    stage.given(settings.sitemap)
+    return stage
 
 
 def politeness_policy(settings: CrawlSettings) -> PolitenessPolicy:

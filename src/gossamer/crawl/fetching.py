@@ -51,10 +51,13 @@ def address_guard(
     settings: CrawlSettings, scope: Scope, proxy_check: str | None = None
 ) -> AddressGuard:
     """The address guard of a crawl: the hosts its user named are the seeds' hosts (those of
-    its scope), the allowed domains, the names of ``--resolve`` overrides and, with proxies,
+    its scope), the allowed domains, the names of ``--resolve`` overrides, the hosts of focus
+    examples and ``--sitemap`` URLs and, with proxies,
     the proxies' hosts and that of the URL that checks them (``proxy_check``)."""
     named = _proxy_hosts(settings, proxy_check) | {
-        host for url in settings.focus_examples if (host := urlsplit(url).hostname)
+        host
+        for url in (*settings.focus_examples, *settings.sitemap)
+        if (host := urlsplit(url).hostname)
     }
     return AddressGuard.for_crawl(
         scope.hosts | named if named else scope.hosts,

@@ -19,6 +19,7 @@ from gossamer.crawl.builders import (
     politeness_policy,
     robots_cache,
     rule_pool,
+    sitemap_stage,
 )
 from gossamer.crawl.fetching import (
     address_guard,
@@ -29,6 +30,7 @@ from gossamer.crawl.fetching import (
     start_renderer,
 )
 from gossamer.crawl.outputs import catch_up, open_outputs, warc_writer
+from gossamer.crawl.sitemaps import SitemapStage
 from gossamer.crawldb import CrawlDB
 from gossamer.engine import RobotsFetch
 from gossamer.fetch.auth import Authenticator
@@ -92,6 +94,10 @@ class Stages:
     leases (proxy checks, focus examples, robots.txt asked for outside a lease, rendered
     pages' subrequests, logins); bound to the frontier's scheduler by
     :func:`~gossamer.crawl.assembly.start_stages`."""
+    sitemaps: SitemapStage | None = None
+    """With ``--sitemaps on``: the stage reading the sitemaps and feeds robots.txt names and
+    ``--sitemap`` gives; started with the crawl loop by
+    :func:`~gossamer.crawl.assembly.assemble_crawler`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +113,7 @@ class _Fetching:
     warc: WarcWriter | None
     robots_fetch: RobotsFetch
     robots: RobotsCache
+    sitemaps: SitemapStage | None
 
 
 @asynccontextmanager
@@ -164,6 +171,7 @@ async def open_stages(
             auth=built.auth,
             renderer=renderer,
             gate=built.gate,
+            sitemaps=built.sitemaps,
         )
 
 
@@ -201,10 +209,17 @@ def _open_fetching(
         gated=GatedFetch(fetcher, gate, pace_only=True),
         proxied=proxies is not None,
     )
-    robots = robots_cache(settings, robots_fetch, scope, db)
+    sitemaps = sitemap_stage(settings, GatedFetch(fetcher, gate), db, warc, scope)
+    robots = robots_cache(settings, robots_fetch, scope, db, sitemaps)
     if settings.robots:
         fetcher.set_check_rules(robots)
-    return _Fetching(fetcher, proxies, meter, auth, politeness, gate, warc, robots_fetch, robots)
+    if sitemaps is not None:
+        if settings.robots:
+            sitemaps.use_robots(robots.allowed)
+        stack.push_async_callback(sitemaps.close)  # before the fetcher and crawl.db close
+    return _Fetching(
+        fetcher, proxies, meter, auth, politeness, gate, warc, robots_fetch, robots, sitemaps
+    )
 
 
 def _open_pools(

@@ -6,8 +6,8 @@ the same slot, so one pace holds for all of them: proxy checks, focus examples, 
 asked for outside a robots lease, a rendered page's subrequests, logins and token requests,
 the rule editor's sample fetches. A request `enter`\\ s (waits until the host is due and takes
 the slot), is sent, and `leave`\\ s with what it told about the host (when it really started,
-whether it failed, a Retry-After), exactly as a lease ends. Sitemaps and feeds, once
-gossamer reads them, are to come this way too.
+whether it failed, a Retry-After), exactly as a lease ends. Sitemaps and feeds
+(:mod:`gossamer.crawl.sitemaps`) come this way too, a full pass each.
 
 Two ways in:
 

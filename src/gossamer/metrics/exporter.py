@@ -94,6 +94,13 @@ HELP = {
     "gossamer_proxy_retries_total": "Requests tried again through another proxy.",
     "gossamer_proxy_unserved_total": "Requests that found no live proxy.",
     "gossamer_proxies_waiting": "1 while no proxy is live: the crawl waits for the next check.",
+    "gossamer_sitemap_files_total": "Sitemap and feed files read (robots-blocked included).",
+    "gossamer_sitemap_entries_total": "URLs sitemaps and feeds listed in their scope.",
+    "gossamer_sitemap_admitted_total": "Of those, URLs queued (new and in the crawl's scope).",
+    "gossamer_sitemap_flagged_total": "Sitemap files flagged (cut, broken, hostile, no 2xx).",
+    "gossamer_sitemap_blocked_total": "Sitemaps robots.txt disallowed (not fetched).",
+    "gossamer_sitemap_reading": "Hosts whose sitemaps are being read now.",
+    "gossamer_sitemap_waiting": "Sitemaps waiting to be read.",
     # a cluster job (gossamer cluster metrics; label job, and worker for gossamer_worker_*)
     "gossamer_job_queued_urls": "URLs still to crawl: queued in the job's partitions or "
     "claimed by a worker and not finished (what an autoscaler scales on).",
@@ -170,7 +177,8 @@ class CrawlCollector(Collector):
             for name, value in _numbers(snapshot()):
                 kind = COUNTER if name.endswith("_total") else GAUGE
                 name = f"{prefix}_{name}"
-                yield family(kind, name, self._labels, value, help_text=f"{section}: {name}.")
+                help_text = HELP.get(name, f"{section}: {name}.")
+                yield family(kind, name, self._labels, value, help_text=help_text)
 
     def _crawl(self, stats: CrawlStats, waiting: tuple[int, int]) -> Iterator[Metric]:
         lab = self._labels

@@ -37,6 +37,7 @@ _SPLIT_FIELDS = frozenset(
         "proxies",
         "render_block",
         "focus_examples",
+        "sitemap",
         "metrics_hosts",
     }
 )

@@ -86,6 +86,20 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
     robots_retry: Annotated[
         float, Meta(gt=0, description="Seconds before retrying an unreachable robots.txt.")
     ] = 30.0
+    # Sitemaps and feeds (gossamer.crawl.sitemaps).
+    sitemaps: Annotated[
+        bool,
+        Meta(
+            description=(
+                "Read the sitemaps and feeds robots.txt names and --sitemap gives, and queue "
+                "their URLs (--sitemaps on|off)."
+            )
+        ),
+    ] = True
+    sitemap: Annotated[
+        list[str],
+        Meta(description="A sitemap or feed URL to read at the start (--sitemap URL, repeatable)."),
+    ] = field(default_factory=list)
     resolve: Annotated[
         list[str], Meta(description="HOST=IP overrides (wildcards like *.test allowed).")
     ] = field(default_factory=list)
@@ -613,6 +627,7 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
         _check_functions(self.rule_functions)
         _check_patterns(self.render_url)
         _check_proxies(self.proxies)
+        _check_sitemaps(self.sitemap)
         if not _BIND.fullmatch(self.metrics_bind):
             raise FieldError("metrics_bind", "must be an IP address or a host name, e.g. 0.0.0.0")
         for host in self.metrics_hosts:
@@ -666,6 +681,14 @@ def _check_patterns(patterns: list[str]) -> None:
         except re.error as exc:
             problem = f"{pattern!r} is not a regular expression: {exc}"
             raise FieldError("render_url", problem) from None
+
+
+def _check_sitemaps(urls: list[str]) -> None:
+    for url in urls:
+        try:
+            canonicalize(url)
+        except InvalidURL as exc:
+            raise FieldError("sitemap", f"{url[:200]!r}: {exc}") from None
 
 
 def _check_proxies(urls: list[str]) -> None:

@@ -161,6 +161,10 @@ class PageRecord:
     before: a tombstone); None when no answer came (see :mod:`gossamer.page.freshness`)."""
     previous_fetched_at: float | None = None
     """When the URL was fetched before (a revisit), unix seconds; None on a first fetch."""
+    kind: str = "page"
+    """``page``, or ``sitemap`` for a sitemap or feed file read for its URLs (``outlinks``:
+    the entries it listed in scope; ``extra``: its ``format``, ``entries`` and ``dropped``;
+    ``flags``: what cut or spoilt it, see :class:`gossamer.discover.Flag`)."""
     found: tuple[Item, ...] = field(default=(), compare=False, repr=False, metadata=_NOT_STORED)
     """The items themselves: not a field of the record's row or line, they travel with the
     record to the sinks, which keep them in their items table or file."""

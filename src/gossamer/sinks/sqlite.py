@@ -52,8 +52,11 @@ class SQLiteSink:
         await self._db.commit()
 
     def outcome_counts(self) -> list[tuple[int | None, str | None, int]]:
-        """``(status, error, records)`` over the committed records."""
-        rows = self._db.query("SELECT status, error, COUNT(*) FROM pages GROUP BY status, error")
+        """``(status, error, records)`` over the committed records of pages (a sitemap's
+        record is no page: see `Ledger.note`)."""
+        rows = self._db.query(
+            "SELECT status, error, COUNT(*) FROM pages WHERE kind = 'page' GROUP BY status, error"
+        )
         return [(status, error, int(count)) for status, error, count in rows]
 
     def count(self) -> int:

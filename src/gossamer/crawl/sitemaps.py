@@ -1,0 +1,377 @@
+"""The sitemap stage: the sitemaps and feeds a crawl learns of are read, and their URLs
+handed to admission.
+
+Where they come from: the ``Sitemap:`` lines of every robots.txt the crawl learns
+(:meth:`SitemapStage.learned`, the robots cache's ``on_rules``: a robots lease's, or one
+asked for out of band), and ``--sitemap`` (:meth:`SitemapStage.given`). Each is read by
+:func:`gossamer.discover.read_sitemaps`, its child sitemaps too; every request goes through
+the host's politeness slot (the host gate, a full pass as for focus examples) and, unless
+``--no-robots``, robots.txt: a sitemap robots.txt disallows is not fetched, and recorded as
+blocked. The fetcher's timeouts and body caps hold, then the sitemap reader's own limits.
+
+Concurrency is bounded: one sitemap at a time per host (that of the sitemap's URL), a few
+hosts at once, each in a task of its own, so the crawl loop never waits for a read. The
+stage is the crawl ledger's work aside (:class:`gossamer.ledger.Aside`): the crawl does not
+end while a read is under way or waiting (:meth:`SitemapStage.busy`, asked before the
+frontier's ``done()`` is believed), and a read's records go through the ledger in order
+with the pages'. The loop looks at the frontier at every checkpoint, so URLs a read queues
+are leased within ``--checkpoint-interval``.
+
+Entries go to ``frontier.add`` in batches, at depth 1: a sitemap stands one hop below its
+site, as the links of its home page do, so ``--max-depth 0`` still crawls the seeds only and
+breadth first puts the seeds before what their sites announce. The crawl's scope, per-host
+budgets and trap guards apply as for links. What a sitemap says of each URL (``lastmod``,
+``changefreq``, ``priority``) is staged in crawl.db's ``sitemap_entries`` in the same
+batches. Each file read becomes a record of kind ``sitemap`` (status, ``format``, entry and
+dropped counts in ``extra``, flags), in pages.jsonl, crawl.db and the store like a page's,
+counted as no page.
+
+A sitemap read to its end is staged in ``sitemap_reads`` after its entries and records, so
+``--resume`` reads again only the sitemaps a stopped or killed crawl had not finished (their
+entries seen before are duplicates then), and none read already.
+
+
+In a cluster job each worker has its stage. A host's robots.txt is fetched by the worker
+owning its partition (the host's robots lease), so that worker reads the host's sitemaps; the
+entries go to the Redis frontier's ``add``, which routes them to their partitions. A worker
+that learns a robots.txt out of band for a host it does not own (a focus example, a rendered
+page's subrequest) reads that host's sitemaps too, at the host's pace in its own gate (the
+bound :mod:`gossamer.frontier.gate` states for out-of-band requests, which with
+``partition_by="url"`` take no slot of the shared limiter); ``--sitemap`` URLs are read by
+the first worker that claims them. Each sitemap is read once per job: a worker claims
+it in Redis first (:mod:`gossamer.cluster.sitemaps`), for the claim timeout. A worker that
+dies in the middle of a sitemap loses none of the entries it handed to ``add`` (they are in
+Redis); once its claim expires, the rest is read by the next worker that learns the host's
+robots.txt (the partition's next owner does before the first of the host's URLs it leases)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from gossamer.crawldb import CrawlDB
+from gossamer.discover import Entry, FileResult, Flag, Limits, Reply, SitemapScope, read_sitemaps
+from gossamer.fetch.http import FetchResult
+from gossamer.frontier.base import Candidate, Frontier
+from gossamer.frontier.robots import RobotsPolicy
+from gossamer.ledger import Ledger
+from gossamer.redact import redact_url
+from gossamer.sinks.base import Archive, PageRecord, WarcLocation
+from gossamer.urls import InvalidURL, canonicalize, fingerprint, host_key
+
+__all__ = ["GIVEN", "Claims", "SitemapStage", "SitemapStats"]
+
+log = logging.getLogger(__name__)
+
+GIVEN = ""
+"""The origin of a sitemap given by ``--sitemap`` (no robots.txt named it)."""
+ENTRY_DEPTH = 1
+"""The depth of a sitemap's entries (see the module doc)."""
+_BATCH = 500
+"""Entries handed to admission (and staged in crawl.db) at once."""
+_READ = "INSERT OR IGNORE INTO sitemap_reads (origin, url) VALUES (?, ?)"
+_ENTRY = (
+    "INSERT INTO sitemap_entries (fp, url, lastmod, changefreq, priority, source)"
+    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (fp) DO UPDATE SET"
+    " lastmod = COALESCE(MAX(excluded.lastmod, lastmod), excluded.lastmod, lastmod),"
+    " changefreq = COALESCE(excluded.changefreq, changefreq),"
+    " priority = COALESCE(excluded.priority, priority), source = excluded.source"
+)
+_NOT_FLAGGED = frozenset({Flag.OUT_OF_SCOPE})
+"""Flags that leave a file unflagged: entries of other sites are dropped as a rule."""
+
+
+class Claims(Protocol):
+    """One read of each sitemap per cluster job (`gossamer.cluster.sitemaps.SitemapClaims`)."""
+
+    async def claim(self, url: str) -> bool: ...
+    async def finish(self, url: str) -> None: ...
+
+
+class Fetch(Protocol):
+    """The fetcher behind the host gate (`gossamer.fetch.gated.GatedFetch`)."""
+
+    async def fetch(self, url: str) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SitemapStats:
+    """What the stage did: files read (children and feeds included), entries they listed in
+    scope, entries admission took (new URLs queued), files flagged, sitemaps robots.txt
+    blocked, hosts whose sitemaps are being read, sitemaps waiting."""
+
+    files_total: int = 0
+    entries_total: int = 0
+    admitted_total: int = 0
+    flagged_total: int = 0
+    blocked_total: int = 0
+    reading: int = 0
+    waiting: int = 0
+
+    def as_json(self) -> dict[str, int]:
+        """The figures by name (stats.json's ``sitemaps``)."""
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+@dataclass(slots=True)
+class _Counts:
+    files: int = 0
+    entries: int = 0
+    admitted: int = 0
+    flagged: int = 0
+    blocked: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    """What the fetch of one file left for its record."""
+
+    result: FetchResult | None
+    archived: WarcLocation | None = None
+
+
+class SitemapStage:
+    """See the module doc. ``fetch`` goes through the host gate; ``allowed`` is robots.txt's
+    verdict (None: ``--no-robots``); ``archive`` keeps every answer (``--warc``); ``db`` is
+    crawl.db; ``hosts`` is how many hosts' sitemaps are read at once; ``in_scope`` says
+    which hosts' robots.txt sitemaps are read (those the crawl visits: a robots.txt asked for
+    only to check a sitemap on another host names none for this crawl)."""
+
+    def __init__(
+        self,
+        fetch: Fetch,
+        db: CrawlDB,
+        *,
+        allowed: Callable[[str], Awaitable[bool]] | None = None,
+        archive: Archive | None = None,
+        limits: Limits | None = None,
+        hosts: int = 4,
+        in_scope: Callable[[str], bool] | None = None,
+    ) -> None:
+        self._fetch = fetch
+        self._db = db
+        self._allowed = allowed
+        self._archive = archive
+        self._limits = limits or Limits()
+        self._in_scope = in_scope
+        self._room = asyncio.Semaphore(hosts)
+        self._named: dict[str, set[str]] = {}
+        """Sitemap URL (canonical) -> origins that named it (``GIVEN`` for --sitemap)."""
+        self._done: set[tuple[str, str]] = set()
+        self._queues: dict[str, deque[str]] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._answers: dict[str, _Answer] = {}
+        self._counts = _Counts()
+        self._frontier: Frontier | None = None
+        self._ledger: Ledger | None = None
+        self._claims: Claims | None = None
+
+    def share(self, claims: Claims) -> None:
+        """A cluster worker's stage: read a sitemap only once ``claims`` gives it the read."""
+        self._claims = claims
+
+    def use_robots(self, allowed: Callable[[str], Awaitable[bool]]) -> None:
+        """Ask robots.txt (``allowed``: the robots cache's) before each file is fetched."""
+        self._allowed = allowed
+
+    # -- what comes in ----------------------------------------------------------------------
+
+    def learned(self, origin: str, policy: RobotsPolicy) -> None:
+        """The robots.txt of ``origin`` is known: its ``Sitemap:`` lines are to be read."""
+        if self._in_scope is not None and not self._in_scope(origin + "/"):
+            return
+        for url in policy.sitemaps:
+            self._want(origin, url)
+
+    def given(self, urls: Iterable[str]) -> None:
+        """``--sitemap`` URLs: to be read (once per crawl)."""
+        for url in urls:
+            self._want(GIVEN, url)
+
+    def restore(self) -> None:
+        """``--resume``: the sitemaps already read are not read again, and those robots.txt
+        named that were not read to their end are read now."""
+        self._done.update(self._db.query("SELECT origin, url FROM sitemap_reads"))
+        for origin, url in self._db.query("SELECT host, url FROM sitemaps"):
+            self._want(origin, url)
+
+    def _want(self, origin: str, url: str) -> None:
+        try:
+            canonical = canonicalize(url.strip())
+        except InvalidURL:
+            return
+        if (origin, canonical) in self._done:
+            return
+        origins = self._named.setdefault(canonical, set())
+        if origin in origins:
+            return
+        origins.add(origin)
+        queue = self._queues.setdefault(host_key(canonical), deque())
+        if canonical not in queue:  # else its read to come grants ``origin`` too
+            queue.append(canonical)
+        self._spawn(host_key(canonical))
+
+    # -- the reads --------------------------------------------------------------------------
+
+    def start(self, frontier: Frontier) -> None:
+        """Entries go to ``frontier`` (the crawl's, before its loop starts)."""
+        self._frontier = frontier
+
+    def bind(self, ledger: Ledger) -> None:
+        """Read what is waiting, and from now on what comes, recording through ``ledger``
+        (the crawl loop's, which waits for the reads, :meth:`busy`, before it ends)."""
+        self._ledger = ledger
+        for host in list(self._queues):
+            self._spawn(host)
+
+    def busy(self) -> bool:
+        """Whether a sitemap is being read or waits to be."""
+        return bool(self._tasks or self._queues)
+
+    def _spawn(self, host: str) -> None:
+        if self._ledger is None or self._frontier is None or host in self._tasks:
+            return
+        task = asyncio.create_task(self._read_host(host), name=f"sitemaps {host}")
+        self._tasks[host] = task
+
+    async def _read_host(self, host: str) -> None:
+        """Read ``host``'s waiting sitemaps one after the other (a few hosts at once)."""
+        try:
+            async with self._room:
+                queue = self._queues[host]
+                while queue:
+                    url = queue[0]
+                    read = await self._read_contained(url)
+                    queue.popleft()
+                    if self._named.get(url, read) - read:  # named again while being read
+                        queue.append(url)
+        finally:
+            # No await from the queue's last look to here: a sitemap queued meanwhile found
+            # this task running and is read by it.
+            if not self._queues.get(host):
+                self._queues.pop(host, None)
+            del self._tasks[host]
+
+    async def _read_contained(self, url: str) -> set[str]:
+        """Read ``url``; the origins its read granted."""
+        origins = set(self._named.get(url, ()))
+        try:
+            if self._claims is not None and not await self._claims.claim(url):
+                return origins  # another worker reads it, or has
+            await self._read(url, origins)
+            if self._claims is not None:
+                await self._claims.finish(url)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a bug a sitemap revealed ends its read, not the crawl
+            log.exception("internal error reading sitemap %s; crawl goes on", redact_url(url))
+        return origins
+
+    async def _read(self, url: str, origins: set[str]) -> None:
+        scope = SitemapScope({origin: [url] for origin in origins if origin != GIVEN})
+        batch: list[Entry] = []
+        async for item in read_sitemaps([url], self._reply, scope=scope, limits=self._limits):
+            if isinstance(item, FileResult):
+                await self._admit(batch)
+                self._file(item)
+            else:
+                batch.append(item)
+                if len(batch) >= _BATCH:
+                    await self._admit(batch)
+        await self._admit(batch)
+        self._db.stage(_READ, [(origin, url) for origin in origins])
+        self._done.update((origin, url) for origin in origins)
+
+    async def _reply(self, url: str) -> Reply:
+        """One file's fetch for the reader: robots.txt asked first, through the host gate,
+        archived; what its record needs kept."""
+        if self._allowed is not None and not await self._allowed(url):
+            self._answers[url] = _Answer(None)
+            return None, {}, b""
+        result: FetchResult = await self._fetch.fetch(url)
+        archived = await self._archive.write(result) if self._archive is not None else None
+        self._answers[url] = _Answer(result, archived)
+        if result.status is None:
+            return None, {}, b""
+        headers = dict(result.headers)
+        if result.location is not None:
+            headers["location"] = result.location
+        return result.status, headers, result.body
+
+    async def _admit(self, batch: list[Entry]) -> None:
+        """Hand ``batch`` to admission and stage what it says of each URL; empties it."""
+        if not batch or self._frontier is None:
+            return
+        entries, batch[:] = list(batch), []
+        added = await self._frontier.add([Candidate(e.url, ENTRY_DEPTH) for e in entries])
+        self._db.stage(_ENTRY, _entry_rows(entries))
+        self._counts.entries += len(entries)
+        self._counts.admitted += added.added
+
+    def _file(self, file: FileResult) -> None:
+        """Record one file read."""
+        answer = self._answers.pop(file.url, _Answer(None))
+        blocked = self._allowed is not None and answer.result is None and file.status is None
+        flags = tuple(f for f in file.flags if not (blocked and f is Flag.HTTP_ERROR))
+        counts = self._counts
+        counts.files += 1
+        counts.blocked += blocked
+        counts.flagged += bool(set(flags) - _NOT_FLAGGED)
+        if self._ledger is not None:
+            self._ledger.note(_record(file, answer, flags, blocked), answer.archived)
+
+    # -- the rest ---------------------------------------------------------------------------
+
+    def stats(self) -> SitemapStats:
+        """A frozen snapshot."""
+        c = self._counts
+        waiting = sum(len(queue) for queue in self._queues.values())
+        return SitemapStats(
+            c.files, c.entries, c.admitted, c.flagged, c.blocked, len(self._tasks), waiting
+        )
+
+    def json_stats(self) -> dict[str, int]:
+        """:meth:`stats` as stats.json shows it."""
+        return self.stats().as_json()
+
+    async def close(self) -> None:
+        """Stop the reads under way (a stopped crawl reads them again when resumed)."""
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _entry_rows(entries: Sequence[Entry]) -> list[tuple[object, ...]]:
+    return [
+        (fingerprint(e.url), e.url, e.lastmod, e.changefreq, e.priority, e.source) for e in entries
+    ]
+
+
+def _record(file: FileResult, answer: _Answer, flags: tuple[str, ...], blocked: bool) -> PageRecord:
+    """The record of one sitemap or feed file (kind ``sitemap``)."""
+    result = answer.result
+    error = "robots" if blocked else (result.error if result is not None else None)
+    return PageRecord(
+        file.url,
+        file.status,
+        file.depth,
+        content_type=result.content_type if result is not None else None,
+        bytes=len(result.body) if result is not None else 0,
+        fetched_at=result.fetched_at if result is not None else None,
+        elapsed_ms=round(result.elapsed * 1000, 1) if result is not None else None,
+        outlinks=file.count,
+        redirect_to=result.location if result is not None else None,
+        error=error,
+        truncated=result.truncated if result is not None else False,
+        flags=flags,
+        proxy=result.proxy if result is not None else None,
+        extra={"format": str(file.format), "entries": file.count, "dropped": file.dropped},
+        kind="sitemap",
+    )
