@@ -30,7 +30,7 @@ import statistics
 from dataclasses import dataclass
 
 from gossamer.frontier.base import Candidate, Feedback, Lease
-from gossamer.frontier.local import LocalFrontier
+from gossamer.frontier.local import LocalFrontier, LocalFrontierConfig
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.robots import RobotsPolicy
 from gossamer.urls import Scope
@@ -120,7 +120,7 @@ async def crawl(seed: int, slack: float, args: argparse.Namespace) -> Result:
         Scope.for_seeds([], ["test"], max_depth=None),
         PolitenessPolicy(per_host=2),
         rules=rules.get,
-        slack=slack,
+        config=LocalFrontierConfig(slack=slack),
         clock=clock,
     )
     seeds = [f"http://{kind.name}{h}.test/0" for kind in KINDS for h in range(kind.hosts)]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from gossamer.crawldb import CrawlDB
 from gossamer.frontier.base import Candidate
-from gossamer.frontier.local import LocalFrontier
+from gossamer.frontier.local import LocalFrontier, LocalFrontierConfig
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.urls import Scope
 
@@ -46,7 +46,10 @@ async def run(urls: int, hosts: int, budget: int, batch: int) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         db = CrawlDB(Path(tmp) / "crawl.db")
         frontier = LocalFrontier(
-            Scope.for_seeds([], ["bench"]), PolitenessPolicy(), db, memory_budget=budget
+            Scope.for_seeds([], ["bench"]),
+            PolitenessPolicy(),
+            db,
+            config=LocalFrontierConfig(memory_budget=budget),
         )
         start_rss, started = rss_mb(), time.perf_counter()
         added = 0

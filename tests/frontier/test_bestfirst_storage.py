@@ -16,7 +16,7 @@ from tests.redis_server import RedisServer
 
 from gossamer.crawldb import CrawlDB
 from gossamer.frontier.base import Candidate, Frontier
-from gossamer.frontier.local import LocalFrontier
+from gossamer.frontier.local import LocalFrontier, LocalFrontierConfig
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import Ownership, RedisFrontier, RedisFrontierConfig, partition_keys
 from gossamer.urls import Scope, fingerprint
@@ -181,10 +181,13 @@ async def test_reprioritize_reaches_partitions_this_worker_does_not_own(client: 
 # -- crawl.db ------------------------------------------------------------------------------------
 
 
-def local(tmp_path: Path, clock: Clock, **kw: object) -> tuple[LocalFrontier, CrawlDB]:
+def local(
+    tmp_path: Path, clock: Clock, memory_budget: int = 100_000
+) -> tuple[LocalFrontier, CrawlDB]:
     db = CrawlDB(tmp_path / "crawl.db")
     policy = PolitenessPolicy(per_host=4)
-    frontier = LocalFrontier(scope(), policy, db, clock=clock, slack=INF, **kw)  # type: ignore[arg-type]
+    config = LocalFrontierConfig(memory_budget=memory_budget, slack=INF)
+    frontier = LocalFrontier(scope(), policy, db, config=config, clock=clock)
     return frontier, db
 
 

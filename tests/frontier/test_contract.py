@@ -20,7 +20,7 @@ from tests.redis_server import RedisClusterServer, RedisServer
 
 from gossamer.crawldb import CrawlDB
 from gossamer.frontier.base import Candidate, Feedback, Frontier
-from gossamer.frontier.local import LocalFrontier
+from gossamer.frontier.local import LocalFrontier, LocalFrontierConfig
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import RedisClient, RedisFrontier, RedisFrontierConfig
 from gossamer.frontier.robots import RobotsPolicy
@@ -64,7 +64,9 @@ async def make(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
         db = CrawlDB(tmp_path / f"crawl{len(dbs)}.db")
         dbs.append(db)
         policy = PolitenessPolicy(per_host=per_host, delay=delay)
-        return LocalFrontier(_scope(), policy, db, clock=clock, **kw)
+        rules = kw.pop("rules", None)
+        config = LocalFrontierConfig(**kw)
+        return LocalFrontier(_scope(), policy, db, rules=rules, config=config, clock=clock)
 
     def make_redis(clock: Clock, *, per_host: int = 1, delay: float = 0.0, **kw: Any) -> Frontier:
         assert client is not None

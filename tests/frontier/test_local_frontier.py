@@ -8,7 +8,7 @@ from pathlib import Path
 
 from gossamer.crawldb import CrawlDB
 from gossamer.frontier.base import AddResult, Candidate, Feedback, Outlinks
-from gossamer.frontier.local import LocalFrontier
+from gossamer.frontier.local import LocalFrontier, LocalFrontierConfig
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.urls import Scope
 
@@ -22,12 +22,16 @@ class Clock:
 
 
 def make(
-    clock: Clock, db: CrawlDB | None = None, per_host: int = 1, delay: float = 0.0, **kw: object
+    clock: Clock,
+    db: CrawlDB | None = None,
+    per_host: int = 1,
+    delay: float = 0.0,
+    memory_budget: int = 100_000,
 ) -> LocalFrontier:
     scope = Scope.for_seeds([], ["test"], max_depth=5)
-    return LocalFrontier(
-        scope, PolitenessPolicy(per_host=per_host, delay=delay), db, clock=clock, **kw
-    )  # type: ignore[arg-type]
+    policy = PolitenessPolicy(per_host=per_host, delay=delay)
+    config = LocalFrontierConfig(memory_budget=memory_budget)
+    return LocalFrontier(scope, policy, db, config=config, clock=clock)
 
 
 async def test_restore_from_crawl_db(tmp_path: Path) -> None:

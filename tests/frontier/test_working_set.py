@@ -11,7 +11,7 @@ from pathlib import Path
 
 from gossamer.crawldb import CrawlDB
 from gossamer.frontier.base import Candidate, Feedback, Lease
-from gossamer.frontier.local import LocalFrontier
+from gossamer.frontier.local import LocalFrontier, LocalFrontierConfig
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.urls import Scope
 
@@ -37,8 +37,7 @@ def make(
         Scope.for_seeds([], ["test"], max_depth=5),
         PolitenessPolicy(per_host=per_host, delay=delay),
         db,
-        max_active=max_active,
-        memory_budget=memory_budget,
+        config=LocalFrontierConfig(memory_budget=memory_budget, max_active=max_active),
         clock=clock,
     )
 

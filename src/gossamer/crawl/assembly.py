@@ -23,7 +23,7 @@ from gossamer.fetch.proxies import ProxyPool
 from gossamer.frontier.admission import Guards
 from gossamer.frontier.base import Frontier, waiting
 from gossamer.frontier.gate import HostGate, SlotSource
-from gossamer.frontier.local import LocalFrontier
+from gossamer.frontier.local import LocalFrontier, LocalFrontierConfig
 from gossamer.frontier.robots import RobotsCache
 from gossamer.page import Focus, PageStage
 from gossamer.robots_fetch import Fetch
@@ -217,8 +217,9 @@ async def build_crawler(
             stages.politeness,
             db,
             rules=stages.robots.known if settings.robots else None,
-            memory_budget=settings.queue_memory,
-            slack=settings.focus_slack,
+            config=LocalFrontierConfig(
+                memory_budget=settings.queue_memory, slack=settings.focus_slack
+            ),
             guards=Guards.of(settings),
             revisits=revisits,
         )

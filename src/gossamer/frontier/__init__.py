@@ -8,13 +8,15 @@ scheduler. It coordinates parts that each own one concern: ``hostqueue`` (each h
 in memory, in storage and waiting for a time), ``ready`` (the heap of hosts with a free
 politeness slot, ``politeness`` deciding when), ``workingset`` (which hosts are scheduled at
 all), ``robotstage`` (what a due host's URLs go out as: a host's URLs wait until its
-robots.txt rules, ``robots``, are known), ``leases`` (the lease table), ``bestfirst`` (the
-order across hosts once a priority arrives), ``rounds`` (what it hands out) and
-``slotclaims`` (the slots requests outside the leases take, through the host gate,
-``gate``). Two backends keep only their storage around the scheduler: ``local`` (the
-embedded frontier, its write-ahead log in crawl.db) and ``redis``, a package (one job's URLs
-in partitioned Redis queues shared by many workers: key layout, scripts, claims, the shared
-host limiter, hand-over fences, the contract's methods; its Lua scripts in ``redis/lua/``).
+robots.txt rules, ``robots``, are known), ``taker`` (which of them go out as pages: those
+the rules forbid as ``blocked``, new ones past a host's page budget, ``budgets``, as
+``budget``), ``leases`` (the lease table), ``bestfirst`` (the order across hosts once a
+priority arrives), ``rounds`` (what it hands out) and ``slotclaims`` (the slots requests
+outside the leases take, through the host gate, ``gate``). Two backends keep only their
+storage around the scheduler: ``local`` (the embedded frontier, its write-ahead log in
+crawl.db) and ``redis``, a package (one job's URLs in partitioned Redis queues shared by many
+workers: key layout, scripts, adds, claims, the shared host limiter, hand-over fences, the
+contract's methods; its Lua scripts in ``redis/lua/``).
 A continuous crawl (``--recrawl``) adds ``revisits`` (each fetched page's revisit state in
 crawl.db, the URLs due read back to the embedded frontier) and ``revisit`` (the interval
 policy, pure).

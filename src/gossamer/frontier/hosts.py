@@ -27,6 +27,7 @@ from gossamer.frontier.ready import ReadyHeap
 from gossamer.frontier.robotstage import ROBOTS_FIRST, RobotsStage, RulesLookup
 from gossamer.frontier.rounds import Batch, Round, Want
 from gossamer.frontier.slotclaims import SlotClaims
+from gossamer.frontier.taker import PageTaker
 from gossamer.frontier.workingset import WorkingSet
 
 __all__ = ["DEFAULT_SLACK", "Host", "HostQueue", "HostScheduler", "Queued", "RulesLookup"]
@@ -53,13 +54,13 @@ class HostScheduler(Generic[E]):
         if not slack >= 0:
             raise ValueError(f"slack must be a number >= 0, not {slack!r}")
         self._policy = policy
-        self._budget = budget  # a host's new URLs past its page budget go out as ``budget``
         self._slack = slack
         self._clock = clock
         self._queues: HostQueues[E] = HostQueues()
         self._hosts = self._queues.hosts
         self._leases: LeaseTable[E] = LeaseTable(lease_timeout)
         self._robots = RobotsStage(rules, policy, self._queues, self._leases)
+        self._taker = PageTaker(policy, budget, self._queues, self._leases)
         self._best: BestFirst[E] | None = None
         """Made once an entry with a priority other than 0 comes; None: breadth first."""
         self._set: WorkingSet[E] = WorkingSet(max_active)
@@ -129,7 +130,7 @@ class HostScheduler(Generic[E]):
             if rules is ROBOTS_FIRST:
                 out.append(self._robots.lease(key, host, now))
                 slotted += 1
-            elif (lease := self._take_one(key, host, rules, now, out)) is not None:
+            elif (lease := self._taker.take(key, host, rules, now, out)) is not None:
                 out.append(lease)
                 slotted += 1
             self._schedule(key, host)
@@ -150,8 +151,7 @@ class HostScheduler(Generic[E]):
                 wants.append(Want(key, host, 1, None))
                 total += 1
                 continue
-            while host.queue and not rules.allowed(host.queue.peek().url):
-                out.append(self._leases.open(key, host, self._queues.pop(host), now, "blocked"))
+            self._taker.skip_blocked(key, host, rules, now, out)
             count = min(self._policy.room(host.slot), len(host.queue or ()), n - total)
             if count > 0:
                 wants.append(Want(key, host, count, rules))
@@ -175,7 +175,7 @@ class HostScheduler(Generic[E]):
                 used = 1
         else:
             while used < granted:
-                lease = self._take_one(key, host, want.rules, now, out)
+                lease = self._taker.take(key, host, want.rules, now, out)
                 if lease is None:
                     break
                 out.append(lease)
@@ -365,22 +365,6 @@ class HostScheduler(Generic[E]):
             if rules is not None:
                 return key, host, rules
             self._schedule(key, host)
-        return None
-
-    def _take_one(
-        self, key: str, host: Host[E], rules: Rules, now: float, out: list[Lease]
-    ) -> Lease | None:
-        """Lease the host's next URL the rules and its page budget allow (others go to ``out``)."""
-        while host.queue:
-            entry = self._queues.pop(host)
-            if not rules.allowed(entry.url):
-                out.append(self._leases.open(key, host, entry, now, "blocked"))
-                continue
-            if self._budget is not None and not entry.attempts and not self._budget.take(key):
-                out.append(self._leases.open(key, host, entry, now, "budget"))
-                continue
-            self._policy.on_lease(host.slot, now)
-            return self._leases.open(key, host, entry, now, "page")
         return None
 
     def _schedule(self, key: str, host: Host[E], front: bool = False) -> None:

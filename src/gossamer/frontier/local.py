@@ -21,6 +21,7 @@ import itertools
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gossamer.crawldb import CrawlDB
@@ -70,6 +71,22 @@ _DB_VARIABLES = 500
 """Fingerprints per query of spilled priorities (SQLite allows a few hundred at least)."""
 
 
+@dataclass(frozen=True, slots=True)
+class LocalFrontierConfig:
+    """How a :class:`LocalFrontier` is sized and timed."""
+
+    lease_timeout: float = 600.0
+    """Seconds a lease is out before it is released (a stuck fetch)."""
+    memory_budget: int = 100_000
+    """Queued URLs held in memory; past that a host's new URLs stay in crawl.db only (no
+    limit without a crawl.db)."""
+    max_active: int = 50_000
+    """Hosts in the scheduler's working set at most."""
+    slack: float = DEFAULT_SLACK
+    """How far the best-first ordering may stray from the best URL to keep hosts busy (see
+    :mod:`gossamer.frontier.hosts`)."""
+
+
 class LocalFrontier:
     """Frontier contract (see :mod:`gossamer.frontier.base`) for one process."""
 
@@ -80,27 +97,26 @@ class LocalFrontier:
         db: CrawlDB | None = None,
         *,
         rules: RulesLookup | None = None,
-        lease_timeout: float = 600.0,
-        memory_budget: int = 100_000,
-        max_active: int = 50_000,
-        slack: float = DEFAULT_SLACK,
+        config: LocalFrontierConfig | None = None,
         clock: Callable[[], float] = time.monotonic,
         guards: Guards | None = None,
         revisits: Revisits | None = None,
     ) -> None:
-        """``revisits``: a continuous crawl's (``--recrawl``) revisit state, whose URLs due
-        are queued with the others; the crawl is never done then."""
+        """``config`` sizes and times it; ``revisits``: a continuous crawl's (``--recrawl``)
+        revisit state, whose URLs due are queued with the others; the crawl is never done
+        then."""
+        config = config or LocalFrontierConfig()
         self._revisits = revisits
         self._admission = Admission(scope, guards)
         self._budget = self._admission.budget
         self._db = db
-        self._memory_budget = memory_budget if db is not None else 1 << 62
+        self._memory_budget = config.memory_budget if db is not None else 1 << 62
         self._hosts: HostScheduler[Queued] = HostScheduler(
             policy,
             rules=rules,
-            lease_timeout=lease_timeout,
-            max_active=max_active,
-            slack=slack,
+            lease_timeout=config.lease_timeout,
+            max_active=config.max_active,
+            slack=config.slack,
             clock=clock,
             budget=self._budget,
         )

@@ -14,6 +14,7 @@ One module per concern:
 * ``keys``: the key layout, the queue entry's codec (hostile entries stop there), ``Ownership``
 * ``scripts``: loading the Lua scripts (``lua/*.lua``) and running them in pipelines
 * ``counts``: a look at every partition's counts
+* ``adds``: new URLs sent to their partitions' queues, the job's seen sets deciding
 * ``claims``: claims taken, renewed, ended, reclaimed, returned; malformed entries set aside
 * ``limiter``: the shared per-host limiter of ``partition_by="url"``
 * ``fences``: hand-over fences for a partition's new owner

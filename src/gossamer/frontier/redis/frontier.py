@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING
 
 from gossamer.frontier.admission import Admission, Guards
 from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease, Rules
-from gossamer.frontier.dedup import SeenSet
 from gossamer.frontier.hosts import HostScheduler, RulesLookup
 from gossamer.frontier.politeness import PolitenessPolicy
+from gossamer.frontier.redis.adds import Adds
 from gossamer.frontier.redis.claims import RECLAIM_LIMIT, Claims
 from gossamer.frontier.redis.config import RedisFrontierConfig
 from gossamer.frontier.redis.counts import PartitionCounts, read_counts
@@ -39,7 +39,6 @@ from gossamer.frontier.redis.keys import (
     Entry,
     Ownership,
     PartitionKeys,
-    batch_entries,
     partition_of,
 )
 from gossamer.frontier.redis.limiter import HostLimiter
@@ -95,7 +94,7 @@ class RedisFrontier:
         self._by_url = config.partition_by == "url"
         self._clock = clock
         self._wall = wall_clock
-        self._add_script = scripts["add"]
+        self._adds = Adds(redis, keys, scripts["add"], partitions, by_url=self._by_url)
         self._keys = keys
         owned = (ownership or Ownership.every(partitions)).partitions
         self._claims = Claims(
@@ -117,9 +116,6 @@ class RedisFrontier:
         )
         self._unsent: list[Entry] = []
         """Acked entries whose ack has not gone to Redis yet (``defer_acks``)."""
-        self._sent = SeenSet()
-        """Fingerprints this worker has sent to Redis: known seen, no round trip needed."""
-        self._duplicates = 0
         self._counts = PartitionCounts()
         """The last look at every partition (``stats()``)."""
         self._finished = False
@@ -128,36 +124,20 @@ class RedisFrontier:
         """When ``done()`` may look at every partition again (its own looks only: others'
         would put it off for good)."""
         self._filled: set[int] = set()
-        self._ranked = False  # it added URLs with priorities: claim a few of each partition
 
     # -- the contract ----------------------------------------------------------------------
 
     async def add(self, candidates: Sequence[Candidate]) -> AddResult:
         """Canonicalize, scope and dedup candidates; queue the new ones in their partitions."""
-        admitted, rejected = self._admission.admit(candidates, self._sent)  # + trap guards
-        batches, ranked, fps, duplicates = batch_entries(
-            admitted, self._sent, self._config.partitions, by_url=self._by_url
-        )
-        self._ranked |= bool(ranked)
-        added = 0
-        if batches:
-            calls: list[ScriptCall] = []
-            for part, rows in batches.items():
-                args = ["1" if part in ranked else "0", "".join(rows)]
-                keys = self._keys.of(part, "seen", "queue", "counts", "ranked", "ranks")
-                calls.append((self._add_script, keys, args))
-            results = await run_scripts(self._redis, calls)
-            self._sent.add_many(fps)  # only once Redis has them
-            for part, result in zip(batches, results, strict=True):
-                fresh = int(result)
-                added += fresh
-                if fresh and part in self._claims.owned:
-                    self._claims.note([part])
-                elif fresh:
-                    self._filled.add(part)
-            duplicates += len(fps) - added
-            self._finished = self._finished and not added
-        self._duplicates += duplicates
+        admitted, rejected = self._admission.admit(candidates, self._adds.sent)  # + trap guards
+        fresh, duplicates = await self._adds.send(admitted)
+        for part, count in fresh.items():
+            if count and part in self._claims.owned:
+                self._claims.note([part])
+            elif count:
+                self._filled.add(part)
+        added = sum(fresh.values())
+        self._finished = self._finished and not added
         return AddResult(added, duplicates, rejected)
 
     async def reprioritize(self, priorities: Mapping[str, float]) -> int:
@@ -254,8 +234,8 @@ class RedisFrontier:
             leased=self._hosts.leased,
             delayed=self._hosts.delayed,
             hosts=self._hosts.hosts,
-            seen=max(self._counts.seen, len(self._sent)),
-            duplicates=self._duplicates,
+            seen=max(self._counts.seen, len(self._adds.sent)),
+            duplicates=self._adds.duplicates,
             rejected=self._admission.rejected,
             set_aside=self._claims.set_aside,
         )
@@ -352,7 +332,7 @@ class RedisFrontier:
         """Move entries from ``parts`` into memory, up to the memory budget."""
         room = self._config.memory_budget - self._hosts.queued
         batch = self._claims.batch
-        if (self._ranked or self._hosts.ranked) and len(parts) * batch > room:  # best of each
+        if (self._adds.ranked or self._hosts.ranked) and len(parts) * batch > room:  # best of each
             batch = max(1, room // len(parts))
         claimed = await self._claims.claim(parts[: max(1, room // batch)], batch)
         await self._pages.load(self._redis, (host_key(entry.url) for entry in claimed))
