@@ -173,15 +173,15 @@ def _many_names(data: bytes, array: npt.NDArray[np.uint8], closes: npt.NDArray[n
     ends = np.append(closes, size)[np.searchsorted(closes, opens)]
     if int((ends - opens).sum()) <= 2 * _FEW_NAMES:
         return False
-    # inside a tag: from the first "<" after a ">" to the next ">"
-    first = np.diff(ends, prepend=-1) != 0
-    steps = np.zeros(size + 1, np.int8)
-    steps[opens[first]] = 1
-    steps[ends[first]] = -1
-    inside = np.cumsum(steps[:size], dtype=np.int8).view(np.bool_)
     classes = np.frombuffer(data.translate(_CLASSES), np.uint8)
     before, at = classes[:-1], classes[1:]
-    starts = np.flatnonzero(inside[1:] & ((before - _QUOTE) < 2) & ((at - _SEPARATOR) >= 2)) + 1
+    starts = np.flatnonzero(((before - _QUOTE) < 2) & ((at - _SEPARATOR) >= 2)) + 1
+    # inside a tag: from the first "<" after a ">" to the next ">" (tags never overlap, so
+    # their bounds are in order, and a place inside one comes after an odd number of them)
+    first = np.diff(ends, prepend=-1) != 0
+    bounds = np.empty(2 * int(first.sum()), np.intp)
+    bounds[0::2], bounds[1::2] = opens[first], ends[first]
+    starts = starts[np.searchsorted(bounds, starts, "right") % 2 == 1]
     if len(starts) <= _FEW_NAMES:
         return False
     stops = np.append(np.flatnonzero((classes - _SEPARATOR) < 3), size)
