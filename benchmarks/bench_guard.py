@@ -74,6 +74,12 @@ HOSTILE: dict[str, Callable[[], bytes]] = {
     "attributes behind quoted >": lambda: (
         b"<a " + b" ".join(b'x%d=">"' % i for i in range(100_000)) + b">" + b"<p>x</p>" * 6000
     ),
+    "1 MB tag behind a quoted >, no other": lambda: (
+        b'<a x=">" ' + b" ".join(b"a%d=1" % i for i in range(120_000)) + b">"
+    ),
+    "10 MB tag behind a quoted >, no other": lambda: (
+        b'<a x=">" ' + b" ".join(b"a%d=1" % i for i in range(1_000_000)) + b">"
+    ),
 }
 
 

@@ -124,10 +124,12 @@ from dataclasses import dataclass
 from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
 from gossamer.parse import names, tokens
+from gossamer.parse.nesting import well_formed
 from gossamer.parse.scan import (
     LONG_TAG_CHARS,
     MAX_ATTRIBUTE_NAMES,
     MAX_TAG_ATTRIBUTES,
+    as_bytes,
     needs_guard,
     route,
     tag_count,
@@ -223,6 +225,8 @@ def parse(document: str | bytes) -> Parsed:
     doc); bytes are read as UTF-8."""
     way = route(document, tag_count(document))
     if way == "as-is":
+        return _lexbor(document, ())
+    if way == "nested" and well_formed(as_bytes(document)):
         return _lexbor(document, ())
     if way == "check":
         parsed = _lexbor(document, ())
@@ -365,7 +369,9 @@ class _Guard:
         may start."""
         end = token.end()
         if name in _SPECIAL_START:
-            if name in _RAW_TEXT and not self._foreign():
+            if name == "script" and not self._foreign():
+                end = tokens.script_end(self.text, end)
+            elif name in _RAW_TEXT and not self._foreign():
                 raw_end = _RAW_TEXT_END[name].search(self.text, end)
                 end = len(self.text) if raw_end is None else raw_end.start()
             elif name == "plaintext":

@@ -28,6 +28,7 @@ __all__ = [
     "ODD_TAG",
     "ORDINARY_MAX_TAGS",
     "Route",
+    "as_bytes",
     "long_tag",
     "needs_guard",
     "odd_tag",
@@ -37,8 +38,9 @@ __all__ = [
     "too_deep_selector",
 ]
 
-Route = Literal["as-is", "check", "guard"]
-"""How a document is parsed: as it is, as it is and its tree checked, or guarded."""
+Route = Literal["as-is", "check", "nested", "guard"]
+"""How a document is parsed: as it is, as it is and its tree checked, as it is if its tags
+nest perfectly, or guarded."""
 MAX_TAG_ATTRIBUTES = 256
 """Attributes of one tag past this many are dropped by the guard."""
 MAX_ATTRIBUTE_NAMES = 16_384
@@ -99,14 +101,19 @@ def tag_count(document: str | bytes) -> int:
 
 def route(document: str | bytes, tags: int) -> Route:
     """How :func:`gossamer.parse.guard.parse` takes ``document`` (holding ``tags`` ``<``):
-    ``as-is`` if it cannot be hostile, ``check`` if it is `ordinary`, else ``guard``."""
+    ``as-is`` if it cannot be hostile, ``check`` if it is `ordinary`, ``nested`` if it has
+    more than `ORDINARY_MAX_TAGS` ``<`` and not many more start tags than end tags (then
+    :func:`gossamer.parse.nesting.well_formed` decides), else ``guard``."""
     size = len(document)
     if size <= GUARD_MIN_CHARS:
         return "as-is"
     if tags <= _GUARD_MIN_TAGS:
-        if size <= _LONG_TAG_MIN_CHARS or not odd_tag(_as_bytes(document), names=True):
+        if size <= _LONG_TAG_MIN_CHARS or not odd_tag(as_bytes(document), names=True):
             return "as-is"
         return "guard"
+    if tags > ORDINARY_MAX_TAGS:
+        data = as_bytes(document)
+        return "nested" if tags - 2 * data.count(b"</") <= tags // 2 else "guard"
     return "check" if ordinary(document, tags) else "guard"
 
 
@@ -120,7 +127,7 @@ def needs_guard(document: str | bytes, tags: int) -> bool:
         return False
     if tags > _GUARD_MIN_TAGS:
         return True
-    return size > _LONG_TAG_MIN_CHARS and odd_tag(_as_bytes(document), names=True)
+    return size > _LONG_TAG_MIN_CHARS and odd_tag(as_bytes(document), names=True)
 
 
 def ordinary(document: str | bytes, tags: int) -> bool:
@@ -131,7 +138,7 @@ def ordinary(document: str | bytes, tags: int) -> bool:
     if tags > ORDINARY_MAX_TAGS:
         return False
     most_unclosed = max(_ORDINARY_MIN_UNCLOSED, tags // 4)
-    data = _as_bytes(document)
+    data = as_bytes(document)
     if tags - 2 * data.count(b"</") > most_unclosed:
         return False
     return not odd_tag(data, names=True)
@@ -259,6 +266,7 @@ def too_deep_selector(depth: int) -> str:
     return "html:has(" + " > *" * (depth - 1) + ")"
 
 
-def _as_bytes(document: str | bytes) -> bytes:
+def as_bytes(document: str | bytes) -> bytes:
+    """The document as UTF-8 bytes (bytes are taken as they are)."""
     # positions in UTF-8 are at least those in the text: the scans only ever find more
     return document if isinstance(document, bytes) else document.encode("utf-8", "surrogatepass")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["ATTRIBUTE", "ATTRIBUTE_BYTES", "SPACE", "TOKEN", "TOKEN_BYTES"]
+__all__ = ["ATTRIBUTE", "ATTRIBUTE_BYTES", "SPACE", "TOKEN", "TOKEN_BYTES", "script_end"]
 
 SPACE = r"\t\n\f\r "
 """The characters the tokenizer takes for white space, in a character class."""
@@ -33,3 +33,33 @@ TOKEN_BYTES = re.compile(_TOKEN.encode(), re.DOTALL)
 ATTRIBUTE = re.compile(_ATTRIBUTE)
 """One attribute of a tag's attribute text; its group is the attribute's name."""
 ATTRIBUTE_BYTES = re.compile(_ATTRIBUTE.encode())
+
+# What changes the state of a script's text: an escape's start and end, a script's start tag
+# (double escape) and end tag.
+_SCRIPT_MARK = re.compile(rf"<!--|-->|<(/?)[Ss][Cc][Rr][Ii][Pp][Tt](?=[{_S}/>])")
+
+
+def script_end(text: str, start: int) -> int:
+    """Where the text of a ``<script>`` that starts at ``start`` ends (the ``<`` of the end tag
+    that closes it, or the end of ``text``), following the HTML Standard's script data states:
+    after ``<!--`` a ``<script>`` tag escapes the text again, and its ``</script>`` then ends
+    the double escape, not the script, until ``-->``. A regex for the first ``</script>`` ends
+    some scripts earlier than lexbor does, and reads as tags what lexbor reads as text."""
+    state = "data"
+    position = start
+    while (mark := _SCRIPT_MARK.search(text, position)) is not None:
+        token = mark[0]
+        position = mark.end()
+        if token == "<!--":
+            if state == "data":
+                state = "escaped"
+            position = mark.start() + 2  # "<!-->" closes at once: its "--" may start "-->"
+        elif token == "-->":
+            state = "data"
+        elif mark[1]:  # </script
+            if state != "double":
+                return mark.start()
+            state = "escaped"
+        elif state == "escaped":  # <script
+            state = "double"
+    return len(text)
