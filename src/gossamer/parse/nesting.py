@@ -103,13 +103,31 @@ _NOT_FOREIGN = frozenset(
 ) | frozenset(name.encode() for name in names.RAW_TEXT)
 
 
+# Flags of a name, one dict lookup a tag: formatting is 1 and foreign 2 so that shifts count
+# them.
+_FORMATTING_FLAG, _FOREIGN_FLAG, _VOID_FLAG, _REFUSED_FLAG, _NOT_FOREIGN_FLAG = 1, 2, 4, 8, 16
+_FLAGS: dict[bytes, int] = {}
+for _names, _flag in (
+    (_FORMATTING, _FORMATTING_FLAG),
+    (_FOREIGN, _FOREIGN_FLAG),
+    (_VOID, _VOID_FLAG),
+    (_REFUSED, _REFUSED_FLAG),
+    (_NOT_FOREIGN, _NOT_FOREIGN_FLAG),
+):
+    for _name in _names:
+        _FLAGS[_name] = _FLAGS.get(_name, 0) | _flag
+
+
 def well_formed(data: bytes) -> bool:
     """Whether ``data`` nests its tags perfectly within the limits of the module doc."""
-    tokens_read = _TOKEN.findall(data)
     texts: list[bytes] = []
-    if not _nested(tokens_read, texts):
+    if not _nested(_TOKEN.findall(data), texts):
         return False
-    found = tokens.ATTRIBUTE_BYTES.findall(b" ".join(texts))
+    # the names of tags written alike are the same: read each attribute text once
+    distinct = set(texts)
+    if sum(map(len, distinct)) <= 2 * MAX_ATTRIBUTE_NAMES:  # two bytes a name at least
+        return True
+    found = tokens.ATTRIBUTE_BYTES.findall(b" ".join(distinct))
     return len(set(found)) <= MAX_ATTRIBUTE_NAMES
 
 
@@ -117,49 +135,58 @@ def _nested(read: list[tuple[bytes, ...]], texts: list[bytes]) -> bool:
     """The tag-by-tag check; collects the tags' attribute texts in ``texts``."""
     stack: list[bytes] = []
     formatting = foreign = 0
+    kinds: dict[bytes, tuple[bytes, int]] = {}
     unknown: set[bytes] = set()
     for raw, raw_attributes, escaped, closing, tag, attributes, closed in read:
-        if escaped:
-            return False
-        if raw:
-            tag, attributes, closed = raw, raw_attributes, b">"
-        elif not closed:  # a comment, or a tag cut by the end of the document
-            continue
-        if len(attributes) >= _LONG:
-            return False
-        if len(attributes) > 1:
+        if not closed:
+            if not raw or escaped:  # a comment, a tag cut by the end, or an escaped script
+                if escaped:
+                    return False
+                continue
+            tag, attributes = raw, raw_attributes
+        size = len(attributes)
+        if size > 1:
+            if size >= _LONG:
+                return False
             texts.append(attributes)
-        name = tag.lower()
-        if name not in _KNOWN and not _new_name(name, unknown):
+        kind = kinds.get(tag) or _kind(tag, kinds, unknown)
+        if kind is None:
             return False
+        name, flags = kind
         if closing:
             if not stack or stack[-1] != name:
                 return False
             stack.pop()
-            formatting -= name in _FORMATTING
-            foreign -= name in _FOREIGN
-        elif foreign and (name in _NOT_FOREIGN or bool(raw)):
+            formatting -= flags & _FORMATTING_FLAG
+            foreign -= (flags & _FOREIGN_FLAG) >> 1
+        elif foreign and (flags & _NOT_FOREIGN_FLAG or raw):
             return False
-        elif name in _VOID or (foreign and _self_closing(attributes)):
+        elif flags & _VOID_FLAG or (foreign and _self_closing(attributes)):
             continue
-        elif name in _REFUSED or attributes.endswith(b"/") or len(stack) >= MAX_LEVEL:
+        elif flags & _REFUSED_FLAG or attributes.endswith(b"/") or len(stack) >= MAX_LEVEL:
             return False
         else:
             stack.append(name)
-            formatting += name in _FORMATTING
-            foreign += name in _FOREIGN
+            formatting += flags & _FORMATTING_FLAG
+            foreign += (flags & _FOREIGN_FLAG) >> 1
             if formatting > MAX_OPEN_FORMATTING:
                 return False
     return True
 
 
-def _new_name(name: bytes, unknown: set[bytes]) -> bool:
-    """Count a name the Standard does not define; False if it is one too many."""
-    if name not in unknown:
+def _kind(
+    tag: bytes, kinds: dict[bytes, tuple[bytes, int]], unknown: set[bytes]
+) -> tuple[bytes, int] | None:
+    """A tag's lower-case name and flags, remembered in ``kinds``; None if its name is one
+    name the Standard does not define too many (counted in ``unknown``)."""
+    name = tag.lower()
+    if name not in _KNOWN and name not in unknown:
         if len(unknown) >= MAX_TAG_NAMES:
-            return False
+            return None
         unknown.add(name)
-    return True
+    kind = (name, _FLAGS.get(name, 0))
+    kinds[tag] = kind
+    return kind
 
 
 def _self_closing(attributes: bytes) -> bool:
