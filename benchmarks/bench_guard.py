@@ -74,6 +74,12 @@ HOSTILE: dict[str, Callable[[], bytes]] = {
     "attributes behind quoted >": lambda: (
         b"<a " + b" ".join(b'x%d=">"' % i for i in range(100_000)) + b">" + b"<p>x</p>" * 6000
     ),
+    "10 MB of scripts escaped twice": lambda: (
+        b"<div><script><!--<script></script></div><!--</script>-->" * (10 * MB // 56)
+    ),
+    "10 MB nesting perfectly, 128 deep": lambda: (
+        b"<div>" * 127 + b"<p><span><i>x</i></span></p>" * (10 * MB // 29) + b"</div>" * 127
+    ),
     "1 MB tag behind a quoted >, no other": lambda: (
         b'<a x=">" ' + b" ".join(b"a%d=1" % i for i in range(120_000)) + b">"
     ),

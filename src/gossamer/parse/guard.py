@@ -44,8 +44,9 @@ formatting end tag removes the last one of its name, ``<td>``, ``<th>``, ``<capt
 ``<applet>``, ``<object>``, ``<marquee>`` and ``<template>`` add a marker, removed with all
 that follows it when the element closes; block end tags leave the list alone.
 It tokenizes like the Standard too (comments including ``<!-->``, bogus comments, quoted
-attribute values holding ``>``, raw text elements outside SVG/MathML, tags cut by the end of
-the document), so lexbor never sees a tag the guard did not. Its errors lean towards more
+attribute values holding ``>``, raw text elements outside SVG/MathML, a script's text that
+``<!--<script>`` escapes twice, tags cut by the end of the document), so lexbor never sees a
+tag the guard did not, nor the guard an end tag lexbor reads as text. Its errors lean towards more
 depth: 5,001 unclosed ``<a href>`` siblings stay flat and whole.
 
 Most pages need none of this, and the pass costs several times lexbor's own parse, so
@@ -66,8 +67,10 @@ below cost about as much as lexbor's parse on a real page (python3-doc's
 page. An ordinary document's tree is then checked, by one CSS match in lexbor walking down from
 ``<html>``, for an element nested deeper than `MAX_DEPTH` below ``<body>``; if there is one
 (start and end tags can balance and still nest: ``<span></i>``), the document is guarded and
-parsed again. An ordinary document that is
-hostile all the same costs lexbor at most about 0.2 s in its stack's quadratic cases: they need
+parsed again. A document of more than 16,384 ``<`` whose tags nest perfectly is parsed as it
+is too (:mod:`gossamer.parse.nesting`, whose doc argues why lexbor is then linear; the check
+costs about 3 times lexbor's parse, the pass 6). An ordinary document that is hostile all the
+same costs lexbor at most about 0.2 s in its stack's quadratic cases: they need
 a deep stack and a token scanning it, and the document has at most 16,384 tags, half of them end
 tags (measured at the limit: ``<div></x>`` repeated, 0.19 s; ``<span></i>``, 0.13 s; a quarter
 of the tags unclosed ``<div>`` then ``<p></p>``, 0.16 s).
