@@ -34,6 +34,17 @@ from gossamer.urls import Resolver
 BASE = "https://docs.python.org/3/"
 MB = 1024 * 1024
 BUCKETS = ((0, 4096), (4096, 16_384), (16_384, 1 << 62))
+
+
+def distinct_names(tags: int) -> bytes:
+    """``tags`` short ``<br>`` tags of 60 attribute names each, every name new, each tag
+    followed by a stray end tag (so that up to 8,192 of them pass as an ordinary page)."""
+    return b"".join(
+        b"<br " + b" ".join(b"a%d" % (60 * i + j) for j in range(60)) + b"></x>"
+        for i in range(tags)
+    )
+
+
 HOSTILE: dict[str, Callable[[], bytes]] = {
     "2,000 tags of 500 attributes": lambda: (
         (b"<div " + b" ".join(b'x%03d="ab"' % i for i in range(500)) + b">x</div>\n") * 2000
@@ -41,6 +52,9 @@ HOSTILE: dict[str, Callable[[], bytes]] = {
     "100,000 distinct attribute names": lambda: b"".join(
         b"<br a%d=1 b%d=2>" % (i, i) for i in range(100_000)
     ),
+    "8,192 <br> of 60 new names, </x>": lambda: distinct_names(8192),
+    "2,048 <br> of 60 new names, </x>": lambda: distinct_names(2048),
+    "10 MB of <br> of 60 new names, </x>": lambda: distinct_names(10 * MB // 474),
     "160,000 distinct tag names": lambda: b"".join(b"<x%d></x%d>" % (i, i) for i in range(160_000)),
     "10 MB of distinct tag names": lambda: b"".join(
         b"<x%d></x%d>" % (i, i) for i in range(10 * MB // 18)
@@ -59,6 +73,18 @@ HOSTILE: dict[str, Callable[[], bytes]] = {
     "1 MB of <p><b c=N>x</p>": lambda: b"".join(b"<p><b c=%d>x</p>" % n for n in range(MB // 18)),
     "attributes behind quoted >": lambda: (
         b"<a " + b" ".join(b'x%d=">"' % i for i in range(100_000)) + b">" + b"<p>x</p>" * 6000
+    ),
+    "10 MB of scripts escaped twice": lambda: (
+        b"<div><script><!--<script></script></div><!--</script>-->" * (10 * MB // 56)
+    ),
+    "10 MB nesting perfectly, 128 deep": lambda: (
+        b"<div>" * 127 + b"<p><span><i>x</i></span></p>" * (10 * MB // 29) + b"</div>" * 127
+    ),
+    "1 MB tag behind a quoted >, no other": lambda: (
+        b'<a x=">" ' + b" ".join(b"a%d=1" % i for i in range(120_000)) + b">"
+    ),
+    "10 MB tag behind a quoted >, no other": lambda: (
+        b'<a x=">" ' + b" ".join(b"a%d=1" % i for i in range(1_000_000)) + b">"
     ),
 }
 

@@ -144,6 +144,9 @@ WORST: dict[str, Callable[[], bytes]] = {
     "10 MB of <!": lambda: b"<!" * (5 * MB),
     "nested tables": lambda: b"<table><tr><td>" * (10 * MB // 15),
     "stray end tags at depth": lambda: b"<span>" * 600 + b"</p>" * (10 * MB // 4),
+    "10 MB of scripts escaped twice, hiding end tags": lambda: (
+        b"<div><script><!--<script></script></div><!--</script>-->" * (10 * MB // 56)
+    ),
     "mixed": lambda: b"<div><p><a href=/x>t<li><b><table><td><i c=1 d=2><!--x--></i>" * 160_000,
 }
 WORST_BUDGET_SECONDS = 12.0

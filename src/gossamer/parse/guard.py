@@ -44,25 +44,33 @@ formatting end tag removes the last one of its name, ``<td>``, ``<th>``, ``<capt
 ``<applet>``, ``<object>``, ``<marquee>`` and ``<template>`` add a marker, removed with all
 that follows it when the element closes; block end tags leave the list alone.
 It tokenizes like the Standard too (comments including ``<!-->``, bogus comments, quoted
-attribute values holding ``>``, raw text elements outside SVG/MathML, tags cut by the end of
-the document), so lexbor never sees a tag the guard did not. Its errors lean towards more
+attribute values holding ``>``, raw text elements outside SVG/MathML, a script's text that
+``<!--<script>`` escapes twice, tags cut by the end of the document), so lexbor never sees a
+tag the guard did not, nor the guard an end tag lexbor reads as text. Its errors lean towards more
 depth: 5,001 unclosed ``<a href>`` siblings stay flat and whole.
 
 Most pages need none of this, and the pass costs several times lexbor's own parse, so
-:func:`parse` runs it only on documents that could be hostile. A document is parsed as it is
-when it is small (under 16 KiB or 4,096 ``<``) or *ordinary*
+:func:`parse` runs it only on documents that could be hostile
+(:func:`gossamer.parse.scan.route`). A document is parsed as it is when it is small (under
+16 KiB; or at most 4,096 ``<`` and under 64 KiB or without an *odd tag*, below) or *ordinary*
 (:func:`gossamer.parse.scan.ordinary`): at most 16,384 ``<``, not many more start tags than end
-tags (``<`` minus twice ``</`` at most a quarter of the ``<``), and no tag that could hold
-`MAX_TAG_ATTRIBUTES` attributes (a ``<`` with no ``>`` in the 512 bytes after it, found from the
-positions of ``>``; and where a quoted value could hold ``>``, the regex
-`gossamer.parse.scan.ODD_TAG`, which finds such tags behind those values). The scans and the
-depth check below cost about 60% of lexbor's parse on a real page (python3-doc's
-``library/functions.html``: 10.3 and 2.6 million instructions, lexbor 20.9; the regex alone cost
-23 million), and the regex reads almost no real page. An ordinary document's tree is then
-checked, by one CSS match in lexbor walking down from ``<html>``, for an element nested deeper
-than `MAX_DEPTH` below ``<body>``; if there is one (start and end tags can balance and still
-nest: ``<span></i>``), the document is guarded and parsed again. An ordinary document that is
-hostile all the same costs lexbor at most about 0.2 s in its stack's quadratic cases: they need
+tags (``<`` minus twice ``</`` at most a quarter of the ``<``), and no odd tag. An odd tag could
+hold `MAX_TAG_ATTRIBUTES` attributes (a ``<`` with no ``>`` in the 512 bytes after it, found
+from the positions of ``>``; and where a quoted value could hold ``>``, the regex
+`gossamer.parse.scan.ODD_TAG`, which finds such tags behind those values), or the tags
+together could hold more than `MAX_ATTRIBUTE_NAMES` distinct attribute names (counted from the
+bytes by `gossamer.parse.scan.odd_tag`; unguarded, 8,192 ``<br`` of 60 new names each, closed
+by ``</x>``, cost lexbor past 300 s, and 2,048 of them 6 s). The scans and the depth check
+below cost about as much as lexbor's parse on a real page (python3-doc's
+``library/functions.html``, CPU ms: the long tags 1.0, the names 1.7 to 2.3, the depth check
+1.9; lexbor 3.6; the regex alone cost more than lexbor), and the regex reads almost no real
+page. An ordinary document's tree is then checked, by one CSS match in lexbor walking down from
+``<html>``, for an element nested deeper than `MAX_DEPTH` below ``<body>``; if there is one
+(start and end tags can balance and still nest: ``<span></i>``), the document is guarded and
+parsed again. A document of more than 16,384 ``<`` whose tags nest perfectly is parsed as it
+is too (:mod:`gossamer.parse.nesting`, whose doc argues why lexbor is then linear; the check
+costs about 3 times lexbor's parse, the pass 6). An ordinary document that is hostile all the
+same costs lexbor at most about 0.2 s in its stack's quadratic cases: they need
 a deep stack and a token scanning it, and the document has at most 16,384 tags, half of them end
 tags (measured at the limit: ``<div></x>`` repeated, 0.19 s; ``<span></i>``, 0.13 s; a quarter
 of the tags unclosed ``<div>`` then ``<p></p>``, 0.16 s).
@@ -109,10 +117,6 @@ tables, templates, SVG and MathML nest 100,000 deep in linear time.
 The later stages on lexbor's tree of these shapes (link selection, the depth check, the main
 text) stayed under 0.02 s for links at 1 MB; the main text extractor costs about 1.4 s per MB of
 flat ``<p>x``, ``<li>x`` or ``<h1>x`` (linear: its Python work per block).
-Not bounded yet: an *ordinary* document (at most 16,384 ``<``, no long tag) whose tags hold
-many distinct attribute names, e.g. 8,192 ``<br>`` of 60 names each then ``</x>``, goes to
-lexbor unguarded and costs it minutes; no count this cheap tells distinct names from the
-repeated ``class`` and ``href`` of a real page.
 """
 
 from __future__ import annotations
@@ -122,13 +126,15 @@ from dataclasses import dataclass
 
 from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
-from gossamer.parse import names
+from gossamer.parse import names, tokens
+from gossamer.parse.nesting import well_formed
 from gossamer.parse.scan import (
-    GUARD_MIN_CHARS,
     LONG_TAG_CHARS,
+    MAX_ATTRIBUTE_NAMES,
     MAX_TAG_ATTRIBUTES,
+    as_bytes,
     needs_guard,
-    ordinary,
+    route,
     tag_count,
     too_deep_selector,
 )
@@ -152,8 +158,6 @@ __all__ = [
 
 MAX_DEPTH = 512
 """Start tags that would nest elements deeper than this are dropped (see the module doc)."""
-MAX_ATTRIBUTE_NAMES = 16_384
-"""Attributes with a new name once the document has this many distinct names are dropped."""
 MAX_TAG_NAMES = 1024
 """Tags (start and end) with a name the HTML Standard does not define, once the document has
 this many such names, are dropped, keeping their content. Lexbor keeps the names it meets in a
@@ -177,28 +181,12 @@ _LONG_TAG_CHARS = LONG_TAG_CHARS
 _REACH = 32
 _DEEP = 64
 
-_SPACE = r"\t\n\f\r "
+_SPACE = tokens.SPACE
 _SPACE_CHARS = "\t\n\f\r /"
 # Matches an element deeper than MAX_DEPTH below <body> (html and body are the first two).
 _TOO_DEEP = too_deep_selector(MAX_DEPTH + 3)
-# One alternative per tokenizer state that can hide markup; every alternative that starts
-# matching succeeds, so a failed attempt never rescans the document, and possessive
-# quantifiers keep the regex engine from saving backtracking points per attribute. Groups:
-# end-tag slash, tag name, attributes, closing ">" (missing when the document ends inside
-# the tag).
-_TOKEN = re.compile(
-    r"<(?:!--(?:-?>|.*?(?:--!?>|\Z))"
-    r"|[!?][^>]*>?"
-    r"|/(?![A-Za-z>])[^>]*>?"
-    rf"|(/?)([A-Za-z][^{_SPACE}/>]*+)"
-    rf"((?:[{_SPACE}/]++|[^{_SPACE}/>][^{_SPACE}/>=]*+"
-    rf"(?:[{_SPACE}]*=[{_SPACE}]*+(?:\"[^\"]*+\"?|'[^']*+'?|[^{_SPACE}>]*+))?)*+)(>?))",
-    re.DOTALL,
-)
-_ATTRIBUTE = re.compile(
-    rf"([^{_SPACE}/>][^{_SPACE}/>=]*+)"
-    rf"(?:[{_SPACE}]*=[{_SPACE}]*+(?:\"[^\"]*+\"?|'[^']*+'?|[^{_SPACE}>]*+))?"
-)
+_TOKEN = tokens.TOKEN
+_ATTRIBUTE = tokens.ATTRIBUTE
 _ATTRIBUTE_PAIR = re.compile(f"({_ATTRIBUTE.pattern})")
 _BUTTON_SCOPE = names.BUTTON_SCOPE
 _CLOSES_P = names.CLOSES_P
@@ -238,12 +226,12 @@ class Parsed:
 def parse(document: str | bytes) -> Parsed:
     """lexbor's tree of ``document``, guarded only if it could be hostile (see the module
     doc); bytes are read as UTF-8."""
-    if len(document) <= GUARD_MIN_CHARS:
+    way = route(document, tag_count(document))
+    if way == "as-is":
         return _lexbor(document, ())
-    tags = tag_count(document)
-    if not needs_guard(document, tags):
+    if way == "nested" and well_formed(as_bytes(document)):
         return _lexbor(document, ())
-    if ordinary(document, tags):
+    if way == "check":
         parsed = _lexbor(document, ())
         if parsed.tree is None or parsed.tree.css_first(_TOO_DEEP) is None:
             return parsed
@@ -384,7 +372,9 @@ class _Guard:
         may start."""
         end = token.end()
         if name in _SPECIAL_START:
-            if name in _RAW_TEXT and not self._foreign():
+            if name == "script" and not self._foreign():
+                end = tokens.script_end(self.text, end)
+            elif name in _RAW_TEXT and not self._foreign():
                 raw_end = _RAW_TEXT_END[name].search(self.text, end)
                 end = len(self.text) if raw_end is None else raw_end.start()
             elif name == "plaintext":

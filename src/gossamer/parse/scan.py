@@ -12,7 +12,9 @@ value inside a tag could hold ``>``.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
+
+from gossamer.parse.tokens import ATTRIBUTE_BYTES, TOKEN_BYTES
 
 if TYPE_CHECKING:
     import numpy as np
@@ -21,19 +23,30 @@ if TYPE_CHECKING:
 __all__ = [
     "GUARD_MIN_CHARS",
     "LONG_TAG_CHARS",
+    "MAX_ATTRIBUTE_NAMES",
     "MAX_TAG_ATTRIBUTES",
     "ODD_TAG",
     "ORDINARY_MAX_TAGS",
+    "Route",
+    "as_bytes",
     "long_tag",
     "needs_guard",
     "odd_tag",
     "ordinary",
+    "route",
     "tag_count",
     "too_deep_selector",
 ]
 
+Route = Literal["as-is", "check", "nested", "guard"]
+"""How a document is parsed: as it is, as it is and its tree checked, as it is if its tags
+nest perfectly, or guarded."""
 MAX_TAG_ATTRIBUTES = 256
 """Attributes of one tag past this many are dropped by the guard."""
+MAX_ATTRIBUTE_NAMES = 16_384
+"""Attributes with a new name once the document has this many distinct names are dropped by
+the guard. Lexbor keeps attribute names in a hash table that never grows: 15,000 distinct names
+cost it 0.016 s, 61,000 1.1 s, 123,000 6 s."""
 GUARD_MIN_CHARS = 16 * 1024
 """Documents this small are parsed as they are (the worst case costs lexbor about 0.4 s)."""
 _GUARD_MIN_TAGS = 4096
@@ -56,9 +69,27 @@ ODD_TAG = re.compile(
 )
 _ODD_TAG_BYTES = re.compile(ODD_TAG.pattern.encode())
 
-_LT, _GT, _DOUBLE, _SINGLE = b"<>\"'"
+_LT, _GT, _DOUBLE, _SINGLE, _EQUALS = b"<>\"'="
 _BEFORE_VALUE = list(b"=\t\n\f\r ")
 """The bytes a quote opening an attribute value follows: ``=`` or the spaces after it."""
+_FEW_NAMES = 2 * MAX_ATTRIBUTE_NAMES
+"""Attribute names lexbor takes in about 0.1 s even if every one is new (30,720: 0.08 s)."""
+# Byte classes for `_many_names`, by `bytes.translate` (a table lookup at C speed): a name
+# starts after a quote or a separator and ends at a separator, ">" or "=" (after its first
+# byte). Anything else (class 0) is a name byte.
+_QUOTE, _SEPARATOR, _CLOSE, _EQUALS_CLASS = 1, 2, 3, 4
+
+
+def _byte_classes() -> bytes:
+    classes = bytearray(256)
+    for members, kind in ((b"\"'", _QUOTE), (b"\t\n\f\r /", _SEPARATOR), (b">", _CLOSE)):
+        for byte in members:
+            classes[byte] = kind
+    classes[_EQUALS] = _EQUALS_CLASS
+    return bytes(classes)
+
+
+_CLASSES = _byte_classes()
 
 
 def tag_count(document: str | bytes) -> int:
@@ -68,46 +99,109 @@ def tag_count(document: str | bytes) -> int:
     return document.count("<")
 
 
+def route(document: str | bytes, tags: int) -> Route:
+    """How :func:`gossamer.parse.guard.parse` takes ``document`` (holding ``tags`` ``<``):
+    ``as-is`` if it cannot be hostile, ``check`` if it is `ordinary`, ``nested`` if it has
+    more than `ORDINARY_MAX_TAGS` ``<`` and not many more start tags than end tags (then
+    :func:`gossamer.parse.nesting.well_formed` decides), else ``guard``."""
+    size = len(document)
+    if size <= GUARD_MIN_CHARS:
+        return "as-is"
+    if tags <= _GUARD_MIN_TAGS:
+        if size <= _LONG_TAG_MIN_CHARS or not odd_tag(as_bytes(document), names=True):
+            return "as-is"
+        return "guard"
+    if tags > ORDINARY_MAX_TAGS:
+        data = as_bytes(document)
+        return "nested" if tags - 2 * data.count(b"</") <= tags // 2 else "guard"
+    return "check" if ordinary(document, tags) else "guard"
+
+
 def needs_guard(document: str | bytes, tags: int) -> bool:
     """Whether ``document`` (holding ``tags`` ``<``) could be hostile at all: it is larger
-    than `GUARD_MIN_CHARS`, and has more than 4,096 ``<`` or a tag of `LONG_TAG_CHARS`."""
+    than `GUARD_MIN_CHARS`, and has more than 4,096 ``<``, or (past 64 KiB) a tag that could
+    hold `MAX_TAG_ATTRIBUTES` attributes or tags that could hold `MAX_ATTRIBUTE_NAMES`
+    distinct attribute names (see `odd_tag`)."""
     size = len(document)
     if size <= GUARD_MIN_CHARS:
         return False
     if tags > _GUARD_MIN_TAGS:
         return True
-    if size <= _LONG_TAG_MIN_CHARS:
-        return False
-    return long_tag(_as_bytes(document))
+    return size > _LONG_TAG_MIN_CHARS and odd_tag(as_bytes(document), names=True)
 
 
 def ordinary(document: str | bytes, tags: int) -> bool:
     """Whether lexbor may parse ``document`` before it is checked: at most
-    `ORDINARY_MAX_TAGS` ``<``, not many more start tags than end tags, and no tag that could
-    hold `MAX_TAG_ATTRIBUTES` attributes."""
+    `ORDINARY_MAX_TAGS` ``<``, not many more start tags than end tags, no tag that could
+    hold `MAX_TAG_ATTRIBUTES` attributes, and tags that could not hold more than
+    `MAX_ATTRIBUTE_NAMES` distinct attribute names."""
     if tags > ORDINARY_MAX_TAGS:
         return False
     most_unclosed = max(_ORDINARY_MIN_UNCLOSED, tags // 4)
-    data = _as_bytes(document)
+    data = as_bytes(document)
     if tags - 2 * data.count(b"</") > most_unclosed:
         return False
-    return not odd_tag(data)
+    return not odd_tag(data, names=True)
 
 
-def odd_tag(data: bytes) -> bool:
-    """Whether a tag of ``data`` could hold `MAX_TAG_ATTRIBUTES` attributes. If a quoted
-    value in a tag could hold ``>``, `ODD_TAG` decides; else every tag ends at the first
-    ``>`` after its ``<``, and a tag that long has `LONG_TAG_CHARS` bytes without one."""
+def odd_tag(data: bytes, *, names: bool = False) -> bool:
+    """Whether a tag of ``data`` could hold `MAX_TAG_ATTRIBUTES` attributes, or (with
+    ``names``) its tags together more than `MAX_ATTRIBUTE_NAMES` distinct attribute names. If
+    a quoted value in a tag could hold ``>``, regexes decide (`ODD_TAG`, then the guard's
+    tokenizer); else every tag ends at the first ``>`` after its ``<``, a tag that long has
+    `LONG_TAG_CHARS` bytes without one, and `_many_names` counts the names."""
     import numpy as np  # a crawl of small pages never loads it
 
     array = np.frombuffer(data, np.uint8)
     marks = np.flatnonzero((array == _GT) | (array == _DOUBLE) | (array == _SINGLE))
     kinds = array[marks]
-    if _long_tag(data, marks[kinds == _GT]):
+    closes = marks[kinds == _GT]
+    if _long_tag(data, closes):
         return True
     if _quoted_close(data, array, marks, kinds):
-        return _ODD_TAG_BYTES.search(data) is not None
-    return False
+        return _ODD_TAG_BYTES.search(data) is not None or (names and _many_names_read(data))
+    return names and _many_names(data, array, closes)
+
+
+def _many_names(data: bytes, array: npt.NDArray[np.uint8], closes: npt.NDArray[np.intp]) -> bool:
+    """Whether the tags of ``data`` could hold more than `MAX_ATTRIBUTE_NAMES` distinct
+    attribute names, every tag ending at the first ``>`` after its ``<`` (``closes``: where
+    the ``>`` are). A name takes two bytes of a tag at least (itself and a separator before
+    it), and lexbor pays little for `_FEW_NAMES` names even if all are distinct, so few tag
+    bytes are enough; else the places where a name could start are counted (after a space,
+    ``/`` or quote, inside a tag), and if they are too many the names there are read (up to
+    a space, ``/``, ``>`` or ``=`` after their first byte, as the tokenizer reads them): the
+    set of these holds every name of the document, and pieces of some (a value after a
+    quote or ``= ``), which only count more."""
+    import numpy as np
+
+    size = len(data)
+    opens = np.flatnonzero(array == _LT)
+    ends = np.append(closes, size)[np.searchsorted(closes, opens)]
+    if int((ends - opens).sum()) <= 2 * _FEW_NAMES:
+        return False
+    classes = np.frombuffer(data.translate(_CLASSES), np.uint8)
+    before, at = classes[:-1], classes[1:]
+    starts = np.flatnonzero(((before - _QUOTE) < 2) & ((at - _SEPARATOR) >= 2)) + 1
+    # inside a tag: from the first "<" after a ">" to the next ">" (tags never overlap, so
+    # their bounds are in order, and a place inside one comes after an odd number of them)
+    first = np.diff(ends, prepend=-1) != 0
+    bounds = np.empty(2 * int(first.sum()), np.intp)
+    bounds[0::2], bounds[1::2] = opens[first], ends[first]
+    starts = starts[np.searchsorted(bounds, starts, "right") % 2 == 1]
+    if len(starts) <= _FEW_NAMES:
+        return False
+    stops = np.append(np.flatnonzero((classes - _SEPARATOR) < 3), size)
+    name_ends = stops[np.searchsorted(stops, starts + 1)].tolist()
+    found = {data[start:end] for start, end in zip(starts.tolist(), name_ends, strict=True)}
+    return len(found) > MAX_ATTRIBUTE_NAMES
+
+
+def _many_names_read(data: bytes) -> bool:
+    """`_many_names` where a quoted value could hold ``>``: the names read by the guard's
+    tokenizer."""
+    texts = [attributes for _, _, attributes, _ in TOKEN_BYTES.findall(data) if attributes]
+    return len(set(ATTRIBUTE_BYTES.findall(b" ".join(texts)))) > MAX_ATTRIBUTE_NAMES
 
 
 def long_tag(data: bytes) -> bool:
@@ -172,6 +266,7 @@ def too_deep_selector(depth: int) -> str:
     return "html:has(" + " > *" * (depth - 1) + ")"
 
 
-def _as_bytes(document: str | bytes) -> bytes:
+def as_bytes(document: str | bytes) -> bytes:
+    """The document as UTF-8 bytes (bytes are taken as they are)."""
     # positions in UTF-8 are at least those in the text: the scans only ever find more
     return document if isinstance(document, bytes) else document.encode("utf-8", "surrogatepass")

@@ -1,0 +1,200 @@
+"""Whether a big page nests its tags perfectly, so that lexbor may parse it as it is.
+
+The guard's pass (:mod:`gossamer.parse.guard`) costs about six times lexbor's parse, and ran on
+every page of more than 16,384 ``<``. Most such pages are generated (API references, indexes,
+long listings) and close every element they open, in order. `well_formed` reads the document
+once with one regex at C speed (comments, bogus comments, raw text elements' contents up to
+their first end tag, tags with quoted values holding ``>``, as the guard's tokenizer reads
+them), then checks, tag by tag in one tight loop, that every end tag closes the element opened
+last and not yet closed (void elements apart), no more than `MAX_LEVEL` deep and with at most
+`MAX_OPEN_FORMATTING` formatting elements open at once; and, as the guard does, no tag long
+enough for `MAX_TAG_ATTRIBUTES` attributes, at most `MAX_ATTRIBUTE_NAMES` distinct attribute
+names and `MAX_TAG_NAMES` names the Standard does not define. Anything else (a mismatched or
+stray end tag, an unclosed ``<p>`` or ``<li>``, a self-closing tag, SVG, MathML, templates,
+frames, ``<plaintext>``) sends the page to the guard's pass.
+
+Why lexbor is then linear (its quadratic cases all need a deep stack of open elements, a long
+list of active formatting elements or many names). Take lexbor's stack at any moment. By
+induction on the end tags: when an end tag is processed, every element pushed by a start tag
+between it and its matching start tag has been popped (each by its own end tag, or earlier by
+an implied end: ``<div>`` closing a ``<p>``, ``</form>``), so the element its start tag pushed
+is the current node, or sits below only elements pushed without a start tag, or is already
+gone; those are ``tbody``, ``tr``, ``colgroup`` implied inside a table (popped by the
+table's end tag, which pops all above it), and formatting elements rebuilt by the
+reconstruction or the adoption agency (never special, so every end tag that pops the element
+below them pops them too: "any other end tag" walks past non-special elements, a block's end
+tag pops all above it). So the element is popped by its end tag at the latest: the elements
+on the stack are those whose start tag is open (at most `MAX_LEVEL`), at most one implied
+``tbody`` and ``tr`` per open table, the rebuilt formatting elements, and ``html``, ``head``,
+``body``. Start tags lexbor ignores (a nested ``<form>``, tags in ``<select>``, ``<html>``
+again) only make the stack shorter. The list of active formatting elements holds, after its
+last marker, only elements whose start tag is open: a formatting element's end tag removes the
+last entry of its name, which is its own (entries of inner ones are gone by then; rebuilt ones
+take their original's place), and a marker's end (``</td>``) clears what follows it. So the
+list and the rebuilt elements number at most `MAX_OPEN_FORMATTING`, and the stack at most
+`MAX_LEVEL` + 2 x `MAX_LEVEL` / 3 (a table needs a row and a cell open to hold anything) +
+`MAX_OPEN_FORMATTING` + 3, under the guard's `MAX_DEPTH` of 512: each token scans at most that
+far. Foreign content (SVG, MathML) is refused because self-closing and breakout tags there pop
+what the tags do not say; ``<template>`` and framesets because they switch the tree builder's
+modes in ways not argued here. Raw text ends at its first end tag, as in lexbor; a raw text
+element whose text holds ``<!--`` is refused, since lexbor may read a script's text past its
+first end tag then (``<script><!--<script></script></div><!--</script>-->``: lexbor reads the
+``</div>`` as text, and the ``<div>`` before it stays open).
+
+Cost: about 1.3 to 1.8 times lexbor's parse on python3-doc's pages of more than 16,384 ``<``
+(the regex alone about 1.0 to 1.4), against about 6 for the guard's pass.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gossamer.parse import names, tokens
+from gossamer.parse.scan import MAX_ATTRIBUTE_NAMES, MAX_TAG_ATTRIBUTES
+
+__all__ = ["MAX_LEVEL", "MAX_OPEN_FORMATTING", "MAX_TAG_NAMES", "well_formed"]
+
+MAX_LEVEL = 128
+"""Elements open at once (by their tags) past this send the page to the guard's pass."""
+MAX_OPEN_FORMATTING = 16
+"""Formatting elements open at once past this send the page to the guard's pass."""
+MAX_TAG_NAMES = 1024
+"""Names the Standard does not define past this send the page to the guard's pass."""
+
+_LONG = 2 * MAX_TAG_ATTRIBUTES
+_S = tokens.SPACE
+# the raw text elements' names in either case, without the regex's IGNORECASE (which slows
+# every character class of the pattern down)
+_RAW = "|".join("".join(f"[{c.upper()}{c}]" for c in name) for name in sorted(names.RAW_TEXT))
+_ATTRIBUTES = (
+    rf"(?:[{_S}/]++|[^{_S}/>][^{_S}/>=]*+"
+    rf"(?:[{_S}]*=[{_S}]*+(?:\"[^\"]*+\"?|'[^']*+'?|[^{_S}>]*+))?)*+"
+)
+# The guard's tokenizer, with one more alternative before the tags: a raw text element's start
+# tag and its text, up to its first end tag (read next as an end tag) or its first "<!--" (in
+# a script, it may hide the end tag from lexbor). Groups: raw text element's name, its
+# attributes, "<!--" if its text holds one; end-tag slash, tag name, attributes, closing ">".
+_TOKEN = re.compile(
+    (
+        r"<(?:!--(?:-?>|.*?(?:--!?>|\Z))"
+        r"|[!?][^>]*>?"
+        r"|/(?![A-Za-z>])[^>]*>?"
+        rf"|({_RAW})(?=[{_S}/>])({_ATTRIBUTES})>(?:[^<]++|<(?!/(?:{_RAW})[{_S}/>]|!--))*+"
+        r"(<!--)?"
+        rf"|(/?)([A-Za-z][^{_S}/>]*+)({_ATTRIBUTES})(>?))"
+    ).encode(),
+    re.DOTALL,
+)
+_VOID = frozenset(name.encode() for name in names.VOID)
+_FORMATTING = frozenset(name.encode() for name in names.FORMATTING)
+_KNOWN = frozenset(name.encode() for name in names.KNOWN_NAMES)
+_REFUSED = frozenset({b"template", b"frameset", b"frame", b"plaintext"})
+_FOREIGN = frozenset({b"svg", b"math"})
+# In SVG or MathML: the HTML Standard's breakout tags (they pop the foreign elements), its
+# integration points (their content is HTML again), and names that are raw text in HTML only.
+_NOT_FOREIGN = frozenset(
+    name.encode()
+    for name in re.split(
+        " ",
+        "b big blockquote body br center code dd div dl dt em embed h1 h2 h3 h4 h5 h6 head hr i "
+        "img li listing menu meta nobr ol p pre ruby s small span strong strike sub sup table "
+        "tt u ul var font foreignobject desc title annotation-xml mi mo mn ms mtext",
+    )
+) | frozenset(name.encode() for name in names.RAW_TEXT)
+
+
+# Flags of a name, one dict lookup a tag: formatting is 1 and foreign 2 so that shifts count
+# them.
+_FORMATTING_FLAG, _FOREIGN_FLAG, _VOID_FLAG, _REFUSED_FLAG, _NOT_FOREIGN_FLAG = 1, 2, 4, 8, 16
+_FLAGS: dict[bytes, int] = {}
+for _names, _flag in (
+    (_FORMATTING, _FORMATTING_FLAG),
+    (_FOREIGN, _FOREIGN_FLAG),
+    (_VOID, _VOID_FLAG),
+    (_REFUSED, _REFUSED_FLAG),
+    (_NOT_FOREIGN, _NOT_FOREIGN_FLAG),
+):
+    for _name in _names:
+        _FLAGS[_name] = _FLAGS.get(_name, 0) | _flag
+
+
+def well_formed(data: bytes) -> bool:
+    """Whether ``data`` nests its tags perfectly within the limits of the module doc."""
+    texts: list[bytes] = []
+    if not _nested(_TOKEN.findall(data), texts):
+        return False
+    # the names of tags written alike are the same: read each attribute text once
+    distinct = set(texts)
+    if sum(map(len, distinct)) <= 2 * MAX_ATTRIBUTE_NAMES:  # two bytes a name at least
+        return True
+    found = tokens.ATTRIBUTE_BYTES.findall(b" ".join(distinct))
+    return len(set(found)) <= MAX_ATTRIBUTE_NAMES
+
+
+def _nested(read: list[tuple[bytes, ...]], texts: list[bytes]) -> bool:
+    """The tag-by-tag check; collects the tags' attribute texts in ``texts``."""
+    stack: list[bytes] = []
+    formatting = foreign = 0
+    kinds: dict[bytes, tuple[bytes, int]] = {}
+    unknown: set[bytes] = set()
+    for raw, raw_attributes, escaped, closing, tag, attributes, closed in read:
+        if not closed:
+            if not raw or escaped:  # a comment, a tag cut by the end, or an escaped script
+                if escaped:
+                    return False
+                continue
+            tag, attributes = raw, raw_attributes
+        size = len(attributes)
+        if size > 1:
+            if size >= _LONG:
+                return False
+            texts.append(attributes)
+        kind = kinds.get(tag) or _kind(tag, kinds, unknown)
+        if kind is None:
+            return False
+        name, flags = kind
+        if closing:
+            if not stack or stack[-1] != name:
+                return False
+            stack.pop()
+            formatting -= flags & _FORMATTING_FLAG
+            foreign -= (flags & _FOREIGN_FLAG) >> 1
+        elif foreign and (flags & _NOT_FOREIGN_FLAG or raw):
+            return False
+        elif flags & _VOID_FLAG or (foreign and _self_closing(attributes)):
+            continue
+        elif flags & _REFUSED_FLAG or attributes.endswith(b"/") or len(stack) >= MAX_LEVEL:
+            return False
+        else:
+            stack.append(name)
+            formatting += flags & _FORMATTING_FLAG
+            foreign += (flags & _FOREIGN_FLAG) >> 1
+            if formatting > MAX_OPEN_FORMATTING:
+                return False
+    return True
+
+
+def _kind(
+    tag: bytes, kinds: dict[bytes, tuple[bytes, int]], unknown: set[bytes]
+) -> tuple[bytes, int] | None:
+    """A tag's lower-case name and flags, remembered in ``kinds``; None if its name is one
+    name the Standard does not define too many (counted in ``unknown``)."""
+    name = tag.lower()
+    if name not in _KNOWN and name not in unknown:
+        if len(unknown) >= MAX_TAG_NAMES:
+            return None
+        unknown.add(name)
+    kind = (name, _FLAGS.get(name, 0))
+    kinds[tag] = kind
+    return kind
+
+
+def _self_closing(attributes: bytes) -> bool:
+    """Whether a tag whose attribute text is ``attributes`` closes itself: it ends with a
+    "/" that is no part of an unquoted value."""
+    if not attributes.endswith(b"/"):
+        return False
+    end = 0
+    for attribute in tokens.ATTRIBUTE_BYTES.finditer(attributes):
+        end = attribute.end()
+    return end < len(attributes)

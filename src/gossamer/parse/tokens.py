@@ -1,0 +1,65 @@
+"""The guard's tokenizer as regular expressions: what the HTML Standard's tokenizer reads as a
+tag, and the attributes inside one (see :mod:`gossamer.parse.guard`)."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["ATTRIBUTE", "ATTRIBUTE_BYTES", "SPACE", "TOKEN", "TOKEN_BYTES", "script_end"]
+
+SPACE = r"\t\n\f\r "
+"""The characters the tokenizer takes for white space, in a character class."""
+_S = SPACE
+# One alternative per tokenizer state that can hide markup; every alternative that starts
+# matching succeeds, so a failed attempt never rescans the document, and possessive
+# quantifiers keep the regex engine from saving backtracking points per attribute. Groups:
+# end-tag slash, tag name, attributes, closing ">" (missing when the document ends inside
+# the tag).
+_TOKEN = (
+    r"<(?:!--(?:-?>|.*?(?:--!?>|\Z))"
+    r"|[!?][^>]*>?"
+    r"|/(?![A-Za-z>])[^>]*>?"
+    rf"|(/?)([A-Za-z][^{_S}/>]*+)"
+    rf"((?:[{_S}/]++|[^{_S}/>][^{_S}/>=]*+"
+    rf"(?:[{_S}]*=[{_S}]*+(?:\"[^\"]*+\"?|'[^']*+'?|[^{_S}>]*+))?)*+)(>?))"
+)
+_ATTRIBUTE = (
+    rf"([^{_S}/>][^{_S}/>=]*+)"
+    rf"(?:[{_S}]*=[{_S}]*+(?:\"[^\"]*+\"?|'[^']*+'?|[^{_S}>]*+))?"
+)
+TOKEN = re.compile(_TOKEN, re.DOTALL)
+"""A comment, a bogus comment, or a tag: (end-tag slash, name, attributes, closing ``>``)."""
+TOKEN_BYTES = re.compile(_TOKEN.encode(), re.DOTALL)
+ATTRIBUTE = re.compile(_ATTRIBUTE)
+"""One attribute of a tag's attribute text; its group is the attribute's name."""
+ATTRIBUTE_BYTES = re.compile(_ATTRIBUTE.encode())
+
+# What changes the state of a script's text: an escape's start and end, a script's start tag
+# (double escape) and end tag.
+_SCRIPT_MARK = re.compile(rf"<!--|-->|<(/?)[Ss][Cc][Rr][Ii][Pp][Tt](?=[{_S}/>])")
+
+
+def script_end(text: str, start: int) -> int:
+    """Where the text of a ``<script>`` that starts at ``start`` ends (the ``<`` of the end tag
+    that closes it, or the end of ``text``), following the HTML Standard's script data states:
+    after ``<!--`` a ``<script>`` tag escapes the text again, and its ``</script>`` then ends
+    the double escape, not the script, until ``-->``. A regex for the first ``</script>`` ends
+    some scripts earlier than lexbor does, and reads as tags what lexbor reads as text."""
+    state = "data"
+    position = start
+    while (mark := _SCRIPT_MARK.search(text, position)) is not None:
+        token = mark[0]
+        position = mark.end()
+        if token == "<!--":
+            if state == "data":
+                state = "escaped"
+            position = mark.start() + 2  # "<!-->" closes at once: its "--" may start "-->"
+        elif token == "-->":
+            state = "data"
+        elif mark[1]:  # </script
+            if state != "double":
+                return mark.start()
+            state = "escaped"
+        elif state == "escaped":  # <script
+            state = "double"
+    return len(text)
