@@ -268,11 +268,11 @@ class _Guard:
         self.open_count: dict[str, int] = {}
         self.names: set[str] = set(_KEPT_ATTRIBUTES)
         self.names_as_they_come = names_as_they_come
-        self.tag_names: set[str] = set()
-        """Names of the tags met that the Standard does not define (see `MAX_TAG_NAMES`)."""
         """Count attribute names tag by tag; else short tags' names are counted at the end,
         at once, and the pass is run again this way if they are too many (they never are on
         ordinary pages)."""
+        self.tag_names: set[str] = set()
+        """Names of the tags met that the Standard does not define (see `MAX_TAG_NAMES`)."""
         self.unread: list[str] = []
         self.formatting: list[tuple[str, str]] = []
         """The list of active formatting elements: names and attributes, markers apart."""
@@ -288,7 +288,6 @@ class _Guard:
         search = _TOKEN.search
         stack = self.stack
         open_count = self.open_count
-        unread = self.unread
         position = 0
         while (token := search(text, position)) is not None:
             position = token.end()
@@ -310,33 +309,46 @@ class _Guard:
                 elif not self._end_tag(name):
                     self._replace(token, "")
                 continue
-            tag = None
-            if len(attributes) > 1:
-                if len(attributes) < _LONG_TAG_CHARS and not self.names_as_they_come:
-                    unread.append(attributes)  # too short to hold MAX_TAG_ATTRIBUTES
-                else:
-                    tag = self._attributes(raw_name, attributes)
+            tag = self._read(raw_name, attributes) if len(attributes) > 1 else None
             if tag is not None or name in _SPECIAL_START or attributes.endswith("/"):
                 position = self._start_tag(name, token, tag, attributes)
                 continue
             # the common case, inline: an ordinary element, unchanged unless too deep
             if name in _CLOSING_START:
                 self._close_for(name)
-            if len(stack) < MAX_DEPTH:
-                if name in _LISTED and not self._list(name, attributes):
-                    self._replace(token, "")
-                    continue
+            if len(stack) >= MAX_DEPTH:
+                self._flatten(token, name)
+            elif name not in _LISTED or self._list(name, attributes):
                 stack.append(name)
                 open_count[name] = open_count.get(name, 0) + 1
             else:
-                self.flags.add(FLATTENED)
-                self._replace(token, token[0] + "</a>" if name == "a" else "")
-        if unread and self._too_many_names():
+                self._replace(token, "")
+        return self._finish()
+
+    def _finish(self) -> Guarded:
+        """The document as guarded; read again, names tag by tag, if the short tags' names
+        were too many."""
+        text = self.text
+        if self.unread and self._too_many_names():
             return _Guard(text, names_as_they_come=True).run()
         if not self.changed:
             return Guarded(text, tuple(sorted(self.flags)))
         self.pieces.append(text[self.copied :])
         return Guarded("".join(self.pieces), tuple(sorted(self.flags)))
+
+    def _read(self, raw_name: str, attributes: str) -> str | None:
+        """A start tag's attributes: a short tag's are read at the end, all at once (too short
+        to hold `MAX_TAG_ATTRIBUTES`); a long one's now, returning its rewrite if any."""
+        if len(attributes) < _LONG_TAG_CHARS and not self.names_as_they_come:
+            self.unread.append(attributes)
+            return None
+        return self._attributes(raw_name, attributes)
+
+    def _flatten(self, token: re.Match[str], name: str) -> None:
+        """Drop a start tag that would nest past `MAX_DEPTH` (an ``<a>`` is kept, closed at
+        once, for its link)."""
+        self.flags.add(FLATTENED)
+        self._replace(token, token[0] + "</a>" if name == "a" else "")
 
     def _new_name(self, name: str) -> bool:
         """Count a tag name the Standard does not define; False if it is one too many."""
