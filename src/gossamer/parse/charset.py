@@ -50,16 +50,13 @@ EncodingSource = Literal["bom", "header", "meta", "sniffed", "default"]
 # Python codec names of the encodings in the WHATWG Encoding Standard (as w3lib resolves their
 # labels), plus the UTF-32 byte order marks w3lib recognises. Anything else is ignored like an
 # unknown label. ISO-2022-KR, HZ and friends are "replacement" encodings there, so not listed.
-_WEB_ENCODINGS = frozenset(
-    {
-        "utf-8", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be",
-        "cp866", "iso8859-2", "iso8859-3", "iso8859-4", "iso8859-5", "iso8859-6", "iso8859-7",
-        "iso8859-8", "iso8859-10", "iso8859-13", "iso8859-14", "iso8859-15", "iso8859-16",
-        "koi8-r", "koi8-u", "mac-roman", "mac-cyrillic", "cp874",
-        "cp1250", "cp1251", "cp1252", "cp1253", "cp1254", "cp1255", "cp1256", "cp1257", "cp1258",
-        "gb18030", "big5hkscs", "euc_jp", "iso2022_jp", "cp932", "cp949",
-    }
-)  # fmt: skip
+_ENCODING_NAMES = """
+    utf-8 utf-16-le utf-16-be utf-32-le utf-32-be cp866 iso8859-2 iso8859-3 iso8859-4
+    iso8859-5 iso8859-6 iso8859-7 iso8859-8 iso8859-10 iso8859-13 iso8859-14 iso8859-15
+    iso8859-16 koi8-r koi8-u mac-roman mac-cyrillic cp874 cp1250 cp1251 cp1252 cp1253 cp1254
+    cp1255 cp1256 cp1257 cp1258 gb18030 big5hkscs euc_jp iso2022_jp cp932 cp949
+"""
+_WEB_ENCODINGS = frozenset(_ENCODING_NAMES.split())
 
 _UNICODE = frozenset({"utf-8", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"})
 _DETECTOR_CANDIDATES = sorted(_WEB_ENCODINGS - _UNICODE | {"big5"})

@@ -3,6 +3,12 @@ apart, as the HTML Standard's tree construction does."""
 
 from __future__ import annotations
 
+
+def _names(text: str) -> frozenset[str]:
+    """Element names written as words, a few to a line (as the Standard lists them)."""
+    return frozenset(text.split())
+
+
 __all__ = [
     "BUTTON_SCOPE",
     "CLOSES_P",
@@ -28,36 +34,35 @@ RAW_TEXT = frozenset(
     {"script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes"}
 )
 NOT_NESTING = frozenset({"html", "head", "body"})
-VOID = frozenset(
-    {
-        "area", "base", "basefont", "bgsound", "br", "col", "embed", "frame", "hr", "image",
-        "img", "input", "keygen", "link", "meta", "param", "source", "track", "wbr",
-    }
-)  # fmt: skip
+VOID = _names(
+    """
+    area base basefont bgsound br col embed frame hr image img input keygen link meta param
+    source track wbr
+    """
+)
 HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
-FORMATTING = frozenset(
-    {"a", "b", "big", "code", "em", "font", "i", "nobr", "s", "small", "strike", "strong",
-     "tt", "u"}
-)  # fmt: skip
-SPECIAL = frozenset(
-    {
-        "address", "applet", "area", "article", "aside", "base", "basefont", "bgsound",
-        "blockquote", "body", "br", "button", "caption", "center", "col", "colgroup", "dd",
-        "details", "dir", "div", "dl", "dt", "embed", "fieldset", "figcaption", "figure",
-        "footer", "form", "frame", "frameset", "head", "header", "hgroup", "hr", "html",
-        "iframe", "img", "input", "keygen", "li", "link", "listing", "main", "marquee", "menu",
-        "meta", "nav", "noembed", "noframes", "noscript", "object", "ol", "p", "param",
-        "plaintext", "pre", "script", "search", "section", "select", "source", "style",
-        "summary", "table", "tbody", "td", "template", "textarea", "tfoot", "th", "thead",
-        "title", "tr", "track", "ul", "wbr", "xmp", "mi", "mo", "mn", "ms", "mtext",
-        "annotation-xml", "foreignobject", "desc",
-    }
-    | HEADINGS
-)  # fmt: skip
-DEFAULT_SCOPE = frozenset(
-    {"applet", "caption", "html", "table", "td", "th", "marquee", "object", "template", "mi",
-     "mo", "mn", "ms", "mtext", "annotation-xml", "foreignobject", "desc"}
-)  # fmt: skip
+FORMATTING = _names(
+    """
+    a b big code em font i nobr s small strike strong tt u
+    """
+)
+SPECIAL = HEADINGS | _names(
+    """
+    address applet area article aside base basefont bgsound blockquote body br button
+    caption center col colgroup dd details dir div dl dt embed fieldset figcaption figure
+    footer form frame frameset head header hgroup hr html iframe img input keygen li link
+    listing main marquee menu meta nav noembed noframes noscript object ol p param plaintext
+    pre script search section select source style summary table tbody td template textarea
+    tfoot th thead title tr track ul wbr xmp mi mo mn ms mtext annotation-xml foreignobject
+    desc
+    """
+)
+DEFAULT_SCOPE = _names(
+    """
+    applet caption html table td th marquee object template mi mo mn ms mtext annotation-xml
+    foreignobject desc
+    """
+)
 BUTTON_SCOPE = DEFAULT_SCOPE | {"button"}
 MARKERS = frozenset({"applet", "object", "marquee", "template", "td", "th", "caption"})
 LISTED = FORMATTING | MARKERS
@@ -65,12 +70,13 @@ TABLE_SCOPE = frozenset({"table", "template", "html"})
 LIST_ITEM_STOP = SPECIAL - {"address", "div", "p"}
 # Start tags that close an open <p> in button scope (<table> only in no-quirks mode, which
 # pages without a doctype are not in: left out, erring towards depth).
-CLOSES_P = HEADINGS | {
-    "address", "article", "aside", "blockquote", "center", "details", "dialog", "dir", "div",
-    "dl", "fieldset", "figcaption", "figure", "footer", "header", "hgroup", "main", "menu",
-    "nav", "ol", "p", "search", "section", "summary", "ul", "pre", "listing", "form",
-    "plaintext", "hr", "xmp", "li", "dd", "dt",
-}  # fmt: skip
+CLOSES_P = HEADINGS | _names(
+    """
+    address article aside blockquote center details dialog dir div dl fieldset figcaption
+    figure footer header hgroup main menu nav ol p search section summary ul pre listing
+    form plaintext hr xmp li dd dt
+    """
+)
 # A start tag of these closes the nearest open element among the first set, looking down the
 # stack no further than an element of the second.
 CLOSES_SIBLING: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
