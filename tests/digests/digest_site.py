@@ -38,15 +38,15 @@ def page(paragraphs: list[str], links: list[str], extra: str = "") -> str:
 
 
 PAGES = {
-    "/": page(["Welcome"], ["/a?sid=1"]),
-    "/a?sid=1": page(ARTICLE, ["/from/first", "/a?sid=2", "/print/a", "/edit/a", "/b"]),
-    "/a?sid=2": page(ARTICLE, ["/from/session"], extra="<p>Session 2</p>"),
+    "/": page(["Welcome"], ["/a?ref=1"]),
+    "/a?ref=1": page(ARTICLE, ["/from/first", "/a?ref=2", "/print/a", "/edit/a", "/b"]),
+    "/a?ref=2": page(ARTICLE, ["/from/session"], extra="<p>Session 2</p>"),
     "/print/a": "<html><body><p>Printed from news.test</p><article>"
     + "".join(f"<p>{p}</p>" for p in ARTICLE)
     + '</article><a href="/from/print">x</a></body></html>',
     "/edit/a": page(EDITED, ["/from/edit"]),
     "/b": page(OTHER, ["/from/b"]),
-    "/b?sid=9": page(OTHER, ["/from/b9"]),
+    "/b?ref=9": page(OTHER, ["/from/b9"]),
 }
 
 

@@ -28,8 +28,8 @@ def stats(out: Path) -> dict[str, int]:
 
 async def test_exact_duplicates_only(tmp_path: Path) -> None:
     records = await crawl(tmp_path / "out", handle, digests="exact")
-    first = records["/a?sid=1"]["url"]
-    assert records["/a?sid=2"]["duplicate_of"] == first  # session id in the template only
+    first = records["/a?ref=1"]["url"]
+    assert records["/a?ref=2"]["duplicate_of"] == first  # a query value in the template only
     assert records["/print/a"]["duplicate_of"] is None  # "Printed from" line: near
     assert records["/edit/a"]["duplicate_of"] is None
     assert "/from/print" in records and "/from/session" not in records
@@ -41,23 +41,23 @@ async def test_near_duplicates_by_default_are_named_and_their_links_not_followed
     tmp_path: Path,
 ) -> None:
     records = await crawl(tmp_path / "out", handle)
-    first = records["/a?sid=1"]["url"]
-    assert records["/a?sid=1"]["duplicate_of"] is None
-    assert records["/a?sid=2"]["duplicate_of"] == first  # session id: exact
+    first = records["/a?ref=1"]["url"]
+    assert records["/a?ref=1"]["duplicate_of"] is None
+    assert records["/a?ref=2"]["duplicate_of"] == first  # a query value: exact
     assert records["/print/a"]["duplicate_of"] == first  # "Printed from" line: near
     assert records["/edit/a"]["duplicate_of"] == first  # a sentence added: near
     assert records["/b"]["duplicate_of"] is None  # same template, another article
     assert records["/"]["duplicate_of"] is None  # too short to tell
     assert "/from/first" in records and "/from/b" in records
     assert not {"/from/session", "/from/print", "/from/edit"} & set(records)
-    assert records["/a?sid=2"]["outlinks"] == 6  # found (5 in the navigation), not followed
+    assert records["/a?ref=2"]["outlinks"] == 6  # found (5 in the navigation), not followed
     counted = stats(tmp_path / "out")
     assert (counted["duplicates_exact"], counted["duplicates_near"]) == (1, 2)
 
 
 async def test_follow_duplicates_follows_their_links(tmp_path: Path) -> None:
     records = await crawl(tmp_path / "out", handle, digests="near", follow_duplicates=True)
-    assert records["/a?sid=2"]["duplicate_of"] == records["/a?sid=1"]["url"]
+    assert records["/a?ref=2"]["duplicate_of"] == records["/a?ref=1"]["url"]
     assert {"/from/session", "/from/print", "/from/edit"} <= set(records)
 
 
@@ -77,10 +77,10 @@ async def test_resume_keeps_the_digests(tmp_path: Path) -> None:
         }  # fmt: skip
         await asyncio.wait_for(run_crawl(load_settings(settings | {"max_pages": 1}, env={})), 30)
         again = settings | {"resume": True, "max_depth": 0}
-        again["seeds"] = [f"http://site.test:{port}/b?sid=9"]
+        again["seeds"] = [f"http://site.test:{port}/b?ref=9"]
         await asyncio.wait_for(run_crawl(load_settings(again, env={})), 30)
     records = records_by_path(out)
-    assert records["/b?sid=9"]["duplicate_of"] == records["/b"]["url"]
+    assert records["/b?ref=9"]["duplicate_of"] == records["/b"]["url"]
     assert stats(out)["duplicates_exact"] == 1
 
 
