@@ -115,3 +115,18 @@ def test_digest_settings_from_toml_env_and_flags(tmp_path: Path) -> None:
     for bad in ({"digests": "fuzzy"}, {"digest_threshold": 8}, {"digest_threshold": -1}):
         with pytest.raises(SettingsError):
             load_settings(bad, env={})
+
+
+def test_simhash_values_are_stable() -> None:
+    """The SimHash of a text never changes between versions: stored near digests stay
+    comparable (values computed by the version before the strided-window rewrite)."""
+    from gossamer.digests.simhash import text_simhash
+
+    texts = [
+        "",
+        "Short text.",
+        " ".join(f"Word{i} ünïcode" for i in range(40)),
+        " ".join(f"paragraph {i} of the long text, sampled" for i in range(400)),
+    ]
+    found = [text_simhash(text.encode()) for text in texts]
+    assert found == [0x0, 0xF3BE6EDDBCA7A1E4, 0xF58FDC0034543EBB, 0x9A5898D6AA5C215C]

@@ -24,6 +24,16 @@ def test_lang_from_html_attribute_then_meta() -> None:
     assert extract(page(lang=' lang="x-klingon"'), URL).lang is None
 
 
+def test_lang_from_xhtml_xml_lang_and_the_content_language_header_last() -> None:
+    xhtml = ' xmlns="http://www.w3.org/1999/xhtml" xml:lang="en-US"'
+    assert extract(page(lang=xhtml), URL).lang == "en"
+    assert extract(page(lang=' lang="de" xml:lang="en"'), URL).lang == "de"
+    assert extract(page(), URL, content_language="fr-CA, en").lang == "fr"
+    assert extract(page(lang=' lang="nl"'), URL, content_language="fr").lang == "nl"
+    head = '<meta http-equiv="content-language" content="it">'
+    assert extract(page(head), URL, content_language="fr").lang == "it"
+
+
 def test_description_meta_then_open_graph() -> None:
     head = '<meta property="og:description" content="OG"><meta name="description" content=" A  b ">'
     assert extract(page(head), URL).description == "A b"

@@ -248,3 +248,20 @@ async def test_no_site_cookie_unless_on(servers: tuple[Site, int, int], mode: st
         await f.fetch(f"http://www.site.test:{port}/set?c=sid%3Dabc")
         assert _cookie((await f.fetch(f"http://www.site.test:{port}/echo")).body) is None
     assert len(auth.jar) == 0
+
+
+def test_the_public_suffix_list_is_read_on_the_first_cookie_not_with_the_jar() -> None:
+    from gossamer.fetch import cookies
+
+    cookies._public_suffixes.cache_clear()
+    cookies.is_public_suffix.cache_clear()
+    try:
+        jar = CookieJar()
+        assert jar.header("http://a.example/") is None
+        assert cookies._public_suffixes.cache_info().currsize == 0  # a crawl without cookies
+        jar.add(jar.parse("http://www.a.example/", ["id=1; Domain=a.example"], _everywhere))
+        assert cookies._public_suffixes.cache_info().currsize == 1
+        assert jar.header("http://b.a.example/") == "id=1"
+    finally:
+        cookies._public_suffixes.cache_clear()
+        cookies.is_public_suffix.cache_clear()

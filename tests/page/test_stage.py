@@ -103,6 +103,16 @@ async def test_plain_text_has_text_and_no_links() -> None:
     assert (page.record.text, page.record.title, list(page.links)) == (WORDS, None, [])
 
 
+async def test_the_content_language_header_is_the_language_when_the_page_states_none() -> None:
+    stage = PageStage(PageConfig())
+    headers = {"content-type": "text/html", "content-language": "pt-BR"}
+    assert (await handle(stage, fetched(headers=headers))).record.lang == "pt"
+    plain = fetched(WORDS.encode(), content_type="text/plain", headers=headers)
+    assert (await handle(stage, plain)).record.lang == "pt"
+    stated = ARTICLE.replace(b"<html>", b'<html lang="sv">')
+    assert (await handle(stage, fetched(stated, headers=headers))).record.lang == "sv"
+
+
 async def test_a_truncated_pdf_is_recorded_with_its_error() -> None:
     stage = PageStage(PageConfig())
     page = await handle(stage, fetched(b"%PDF-1.4", content_type="application/pdf", truncated=True))

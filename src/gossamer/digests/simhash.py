@@ -23,6 +23,8 @@ _LOWER[65:91] += 32
 _KEEP = np.zeros(256, dtype=bool)
 _KEEP[48:58] = _KEEP[65:91] = _KEEP[97:123] = _KEEP[128:] = True
 """ASCII letters and digits and every byte of a non-ASCII character."""
+_LOWER_TABLE = _LOWER.tobytes()
+_DROPPED = bytes(np.flatnonzero(~_KEEP).tolist())
 _BITS = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.int64)
 _BYTE_OFFSETS = np.arange(8, dtype=np.uint16) * 256
 _K1 = np.uint64(0x9E3779B97F4A7C15)
@@ -32,8 +34,8 @@ _K3 = np.uint64(0x94D049BB133111EB)
 
 def text_simhash(encoded: bytes) -> int:
     """The SimHash of a UTF-8 text: its letters and digits, ASCII in lower case."""
-    raw = np.frombuffer(encoded[:MAX_NEAR_BYTES], dtype=np.uint8)
-    return simhash(np.take(_LOWER, np.compress(np.take(_KEEP, raw), raw)))
+    kept = encoded[:MAX_NEAR_BYTES].translate(_LOWER_TABLE, _DROPPED)
+    return simhash(np.frombuffer(kept, dtype=np.uint8))
 
 
 def simhash(letters: npt.NDArray[np.uint8]) -> int:
@@ -43,22 +45,23 @@ def simhash(letters: npt.NDArray[np.uint8]) -> int:
     copy of the text)."""
     if len(letters) < SHINGLE:
         letters = np.concatenate([letters, np.zeros(SHINGLE - len(letters), np.uint8)])
-    sample = len(letters) > SAMPLE * _FEW
-    parts = []
-    for start in range(8):  # the 8-byte windows at start, start + 8 ... as one view
-        windows = letters[start : start + 8 * ((len(letters) - start) // 8)].view("<u8")
-        head, tail = windows[:-1] * _K1, windows[1:]  # two windows: a 16-byte shingle
-        if sample:  # by the top bits of the first half's product, which mix its 8 letters
-            kept = head < _SAMPLED
-            head, tail = head[kept], tail[kept]
-        parts.append(head ^ tail)
-    shingles = np.concatenate(parts)
+    letters = np.ascontiguousarray(letters)
+    # the 8-byte window at every offset, as one view (a stride of one byte, no copy)
+    windows = np.ndarray((len(letters) - 7,), dtype="<u8", buffer=letters, strides=(1,))
+    head = windows[:-8] * _K1  # a 16-byte shingle: the window there and the one 8 bytes on
+    if len(letters) > SAMPLE * _FEW:  # by the top bits of the first half's product
+        kept = np.flatnonzero(head < _SAMPLED)
+        shingles = windows[8:].take(kept)
+        shingles ^= head.take(kept)
+    else:
+        shingles = head ^ windows[8:]
     shingles ^= shingles >> np.uint64(31)  # splitmix64's finaliser: every bit a fair vote
     shingles *= _K2
     shingles ^= shingles >> np.uint64(29)
     shingles *= _K3
     shingles ^= shingles >> np.uint64(32)
     count = len(shingles)
-    keys = shingles.view(np.uint8).reshape(count, 8).astype(np.uint16) + _BYTE_OFFSETS
+    keys = shingles.view(np.uint8).reshape(count, 8).astype(np.intp)
+    keys += _BYTE_OFFSETS
     votes = (np.bincount(keys.ravel(), minlength=2048).reshape(8, 256) @ _BITS).ravel()
     return int.from_bytes(np.packbits(votes * 2 > count, bitorder="little").tobytes(), "little")

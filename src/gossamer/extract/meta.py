@@ -29,6 +29,7 @@ __all__ = [
     "gather",
     "images",
     "language",
+    "language_code",
     "published",
 ]
 
@@ -88,7 +89,7 @@ class Marks:
     """The elements of a page that state its metadata, found in one query."""
 
     lang: str | None
-    """``<html lang>``."""
+    """``<html lang>``, else ``<html xml:lang>`` (XHTML's)."""
     metas: dict[str, str]
     """``name``/``property``/``itemprop``/``http-equiv`` (lower case) -> first ``content``."""
     links: list[LexborNode]
@@ -138,7 +139,7 @@ def gather(tree: LexborHTMLParser) -> Marks:
         if "author" in itemprop or "author" in (attrs.get("rel") or "").lower().split():
             bylines.append(node)
     return Marks(
-        html.attributes.get("lang") if html is not None else None,
+        _html_lang(html),
         metas,
         links,
         json_ld,
@@ -148,20 +149,31 @@ def gather(tree: LexborHTMLParser) -> Marks:
     )
 
 
-def language(marks: Marks) -> str | None:
-    """ISO 639-1 code from ``<html lang>``, ``og:locale``, ``content-language`` or
-    ``<meta name=language>``."""
+def _html_lang(html: LexborNode | None) -> str | None:
+    if html is None:
+        return None
+    attributes = html.attributes
+    return attributes.get("lang") or attributes.get("xml:lang")
+
+
+def language(marks: Marks, header: str | None = None) -> str | None:
+    """ISO 639-1 code from ``<html lang>`` (or ``xml:lang``), ``content-language``,
+    ``og:locale`` or ``<meta name=language>``, else from the ``Content-Language`` ``header``
+    (HTML's order: the markup's own statement first, the server's last)."""
     metas = marks.metas
     candidates = [marks.lang]
     candidates += [metas.get(k) for k in ("content-language", "og:locale", "language", "lang")]
+    candidates.append(header)
     for value in candidates:
-        code = _iso639_1(value)
+        code = language_code(value)
         if code:
             return code
     return None
 
 
-def _iso639_1(value: str | None) -> str | None:
+def language_code(value: str | None) -> str | None:
+    """The ISO 639-1 code a language tag (``en-GB``, ``pt_BR``, ``de, en``: the first)
+    starts with, or ``None``."""
     if not value:
         return None
     code = value.strip().split(",")[0].replace("_", "-").split("-")[0].lower()

@@ -147,9 +147,16 @@ DEFAULT_EXTRACTOR = "tree"
 
 
 def extract(
-    page: LexborHTMLParser | str | bytes, url: str, extractor: str = DEFAULT_EXTRACTOR
+    page: LexborHTMLParser | str | bytes,
+    url: str,
+    extractor: str = DEFAULT_EXTRACTOR,
+    *,
+    content_language: str | None = None,
 ) -> Content:
     """Extract the main text and metadata of ``page`` fetched from ``url``.
+
+    The language is the one the markup states, else the ``Content-Language`` header's
+    (``content_language``), else the one detected in the text (`lang.detect_language`).
 
     ``page`` is best the tree the crawler already parsed (`gossamer.parse.parse_html`'s
     lexbor tree, guarded against hostile nesting); markup is guarded and parsed here. The tree
@@ -164,7 +171,7 @@ def extract(
     marks = meta.gather(tree)
     return Content(
         text=text,
-        lang=meta.language(marks) or detect_language(text),
+        lang=meta.language(marks, content_language) or detect_language(text),
         description=meta.description(marks),
         canonical=meta.canonical(marks, url),
         published=meta.published(marks),

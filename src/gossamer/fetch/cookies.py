@@ -92,7 +92,6 @@ class CookieJar:
         self._clock = clock
         self._on_change = on_change
         self._on_update = on_update
-        _public_suffixes()  # read now, at start-up, rather than on the first cookie's answer
         now = clock()
         for row in rows:
             cookie = _row(row)

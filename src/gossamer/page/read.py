@@ -33,8 +33,10 @@ def parse(
     charset: str | None,
     follow_nofollow: bool,
     extractor: str | None,
+    content_language: str | None = None,
 ) -> tuple[ParsedPage, Content | None]:
-    """Parse an HTML body; with an ``extractor`` (a crawl keeping text) extract its content."""
+    """Parse an HTML body; with an ``extractor`` (a crawl keeping text) extract its content
+    (its language, when the markup states none, from the ``Content-Language`` header)."""
     page = parse_html(body, url, header_charset=charset, follow_nofollow=follow_nofollow)
     if extractor is None:
         return page, None
@@ -42,19 +44,22 @@ def parse(
 
     if page.tree is None:
         return page, Content(text="")
-    return page, extract(page.tree, url, extractor)
+    return page, extract(page.tree, url, extractor, content_language=content_language)
 
 
 def plain_text(result: Fetched) -> Content:
-    """The content of a ``text/plain`` body: its text, decoded, and its language."""
+    """The content of a ``text/plain`` body: its text, decoded, and its language (the
+    ``Content-Language`` header's, else the one detected in the text)."""
     from gossamer.extract import Content
     from gossamer.extract.lang import detect_language
+    from gossamer.extract.meta import language_code
     from gossamer.extract.text import plain_text as clean
 
     detected = detect_encoding(result.body, result.charset)
     body = result.body[detected.bom_length :]
     text = clean(body.decode(detected.encoding, "replace"))
-    return Content(text=text, lang=detect_language(text))
+    stated = language_code(result.headers.get("content-language"))
+    return Content(text=text, lang=stated or detect_language(text))
 
 
 def text_fields(content: Content, limit: int) -> tuple[TextFields, tuple[str, ...]]:

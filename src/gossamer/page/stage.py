@@ -223,7 +223,13 @@ class PageStage:
             config = self._config
             url, body = state.lease.url, result.body
             parse = functools.partial(
-                read.parse, url, body, result.charset, config.follow_nofollow, self._extractor
+                read.parse,
+                url,
+                body,
+                result.charset,
+                config.follow_nofollow,
+                self._extractor,
+                result.headers.get("content-language"),
             )
             if len(result.body) < _PARSE_IN_THREAD_BYTES:
                 parsed, state.content = parse()
