@@ -91,6 +91,7 @@ class Claims(Protocol):
 
     async def claim(self, url: str) -> bool: ...
     async def finish(self, url: str) -> None: ...
+    async def release(self, url: str) -> None: ...
 
 
 class Fetch(Protocol):
@@ -262,8 +263,12 @@ class SitemapStage:
         origins = set(self._named.get(url, ()))
         try:
             if self._claims is not None and not await self._claims.claim(url):
-                return origins  # another worker reads it, or has
-            await self._read(url, origins)
+                return origins  # another worker read it
+            try:
+                await self._read(url, origins)
+            except asyncio.CancelledError:
+                await self._release(url)
+                raise
             if self._claims is not None:
                 await self._claims.finish(url)
         except asyncio.CancelledError:
@@ -271,6 +276,12 @@ class SitemapStage:
         except Exception:  # a bug a sitemap revealed ends its read, not the crawl
             log.exception("internal error reading sitemap %s; crawl goes on", redact_url(url))
         return origins
+
+    async def _release(self, url: str) -> None:
+        """A stopped read gives its claim back, so another worker reads the sitemap now."""
+        if self._claims is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._claims.release(url), 2.0)
 
     async def _read(self, url: str, origins: set[str]) -> None:
         scope = SitemapScope({origin: [url] for origin in origins if origin != GIVEN})

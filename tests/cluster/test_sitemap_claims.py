@@ -1,0 +1,50 @@
+"""One read of each sitemap per job (`gossamer.cluster.sitemaps`): a worker that finds a
+sitemap claimed waits for the claim to end instead of leaving the sitemap unread."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+import xxhash
+from redis.asyncio import Redis
+from tests.redis_server import RedisServer
+
+from gossamer.cluster.sitemaps import SitemapClaims
+from gossamer.frontier.redis import RedisClient
+
+URL = "http://site.test/sitemap.xml"
+
+
+@pytest.fixture
+async def client(redis_server: RedisServer) -> AsyncIterator[RedisClient]:
+    redis: RedisClient = Redis.from_url(redis_server.url)
+    yield redis
+    await redis.aclose()
+
+
+async def test_a_claim_given_back_is_taken_by_the_waiting_worker(client: RedisClient) -> None:
+    leaver, owner = SitemapClaims(client, "j", "w1", 60), SitemapClaims(client, "j", "w2", 60)
+    assert await leaver.claim(URL)
+    waiting = asyncio.create_task(owner.claim(URL))
+    await asyncio.sleep(0.3)  # the owner found the claim taken and waits
+    assert not waiting.done()
+    await leaver.release(URL)
+    assert await asyncio.wait_for(waiting, 5) is True
+
+
+async def test_a_finished_read_is_not_made_again(client: RedisClient) -> None:
+    first, second = SitemapClaims(client, "j", "w1", 60), SitemapClaims(client, "j", "w2", 60)
+    assert await first.claim(URL)
+    await first.finish(URL)
+    assert await asyncio.wait_for(second.claim(URL), 1) is False
+    await second.release(URL)  # not its claim, and done: nothing happens
+    assert await asyncio.wait_for(second.claim(URL), 1) is False
+
+
+async def test_another_workers_claim_is_not_given_back(client: RedisClient) -> None:
+    holder, other = SitemapClaims(client, "j", "w1", 60), SitemapClaims(client, "j", "w2", 60)
+    assert await holder.claim(URL)
+    await other.release(URL)
+    assert await client.get("gs:{j}:sitemap:" + xxhash.xxh3_64_hexdigest(URL.encode())) == b"w1"
