@@ -14,8 +14,7 @@ from dataclasses import dataclass
 
 from selectolax.lexbor import LexborNode
 
-from gossamer.extract.density import BLOCK_TAGS, SKIP_TAGS
-from gossamer.parse.guard import MAX_DEPTH as GUARD_DEPTH
+from gossamer.extract.density import BLOCK_TAGS, MAX_DEPTH, MAX_NODES, SKIP_TAGS
 
 __all__ = [
     "MAX_BOILERPLATE_SHARE",
@@ -28,11 +27,8 @@ __all__ = [
     "read_boxes",
 ]
 
-MAX_DEPTH = GUARD_DEPTH + 16
-"""Content nested deeper than this is not read: deeper than the parser guard lets a crawled
-page be (`gossamer.parse.guard.MAX_DEPTH`, plus the document's own levels)."""
-MAX_NODES = 200_000
-"""The walk stops after this many nodes."""
+# MAX_DEPTH and MAX_NODES (re-exported): the walk reads a page within the bounds the density
+# model reads it in.
 SKIMMED_LINK_SHARE = 0.5
 """Share of a skimmed box's text counted as links (boilerplate is mostly links)."""
 MAX_BOILERPLATE_SHARE = 0.4
