@@ -28,6 +28,14 @@ def test_a_sitemap_at_the_root_lists_its_whole_site() -> None:
     assert not grant.allows("http://other/")
 
 
+def test_an_entry_with_credentials_is_never_listed() -> None:
+    scope = SitemapScope({"http://h": ["http://h/sitemap.xml"]})
+    grant = scope.grant("http://h/sitemap.xml")
+    assert not grant.allows("http://user:pw@h/page")
+    assert not grant.allows("http://user@h/page")
+    assert grant.allows("http://h/page?at=a@b")  # an @ past the host is no credential
+
+
 def test_robots_txt_of_its_site_opens_the_whole_site() -> None:
     scope = SitemapScope({"http://h": ["HTTP://H:80/a/./sitemap.xml"]})  # compared canonical
     grant = scope.grant(SITEMAP)

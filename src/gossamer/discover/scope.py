@@ -54,7 +54,10 @@ class Grant:
     """Sites any of whose URLs it may list (their robots.txt named it, or its index's)."""
 
     def allows(self, canonical_url: str) -> bool:
-        """May the sitemap list ``canonical_url``?"""
+        """May the sitemap list ``canonical_url``? Never a URL with a user name or password:
+        a sitemap's word sends no credentials."""
+        if "@" in canonical_url.partition("://")[2].partition("/")[0]:
+            return False
         site = site_of(canonical_url)
         if site in self.sites:
             return True
