@@ -134,6 +134,7 @@ RANKS = (
     "metrics status",  # what a running crawl reports
     "crawl",
     "cluster rules_cli",
+    "api",  # the Python API, over the crawl and the cluster
     "ui",
     "cli __main__",
 )

@@ -1,4 +1,5 @@
-"""The ``gossamer`` command."""
+"""The ``gossamer`` command: a thin layer over the Python API (:mod:`gossamer.api`); a crawl
+runs through :class:`gossamer.Crawl` as a Python program's does."""
 
 from __future__ import annotations
 
@@ -88,12 +89,14 @@ def _crawl(args: argparse.Namespace) -> int:
     from gossamer import tls
 
     tls.defer_ca_file()  # no https page, no CA bundle read (see gossamer.tls)
-    from gossamer.crawl import run_crawl, summary
+    from gossamer.api import Crawl
+    from gossamer.crawl import summary
 
-    settings = settings_from_args(args, CrawlSettings)
-    stats = asyncio.run(run_crawl(settings))
-    if not settings.quiet:
-        print(summary(stats, settings.out))
+    # The same entry a Python program uses: the command adds signals and the progress line.
+    crawl = Crawl(settings_from_args(args, CrawlSettings), signals=True, progress=None)
+    stats = asyncio.run(crawl.run())
+    if not crawl.settings.quiet:
+        print(summary(stats, crawl.settings.out))
     return 0
 
 

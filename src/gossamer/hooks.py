@@ -19,14 +19,22 @@ value that breaks those rules, is recorded on that page's record (``error``:
 ``hook-error: <ExceptionType>``), counted in the stats, and the crawl goes on; the page's
 default links are followed then. ``examples/hook_words.py`` is a complete example.
 
+A page handler (:class:`Handler`, registered for a URL pattern through the Python API,
+:class:`gossamer.Handlers`) is the hook's twin for pages of one kind: it takes the same
+:class:`Page` and yields the items it reads (mappings of JSON values, each under the same
+bound as a hook's fields) and the :class:`Link` values to follow; :func:`run_handler` checks
+what it gives as :func:`run_hook` checks a hook's, and a failure is recorded the same way
+(``handler-error: <ExceptionType>``).
+
 This module imports nothing of the crawl's other stages (the extractor's ``Content`` only as
 a type; user code is imported by :mod:`gossamer.usercode`): a hook module may import it freely.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -37,10 +45,25 @@ if TYPE_CHECKING:
 
 from gossamer.usercode import load_function
 
-__all__ = ["MAX_EXTRA_BYTES", "Hook", "HookError", "HookResult", "Page", "load_hook", "run_hook"]
+__all__ = [
+    "MAX_EXTRA_BYTES",
+    "MAX_HANDLER_OUTPUTS",
+    "Handler",
+    "HandlerOutput",
+    "Hook",
+    "HookError",
+    "HookResult",
+    "Link",
+    "Page",
+    "load_hook",
+    "run_handler",
+    "run_hook",
+]
 
 MAX_EXTRA_BYTES = 1 << 20
-"""The most a hook's fields may take, encoded as JSON."""
+"""The most a hook's fields (or one item of a handler) may take, encoded as JSON."""
+MAX_HANDLER_OUTPUTS = 10_000
+"""The most items and links one handler call may give for one page."""
 
 
 class HookError(Exception):
@@ -88,6 +111,25 @@ class HookResult:
 Hook = Callable[[Page], "Mapping[str, Any] | HookResult | None"]
 
 
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A link a page handler gives to follow: absolute, or relative to the page's URL. It goes
+    through the crawl's scope, depth and dedup like any link the page holds."""
+
+    url: str
+
+
+HandlerOutput = Mapping[str, Any] | Link
+"""What a page handler yields: an item (a mapping of JSON values) or a :class:`Link`."""
+Handler = Callable[
+    [Page],
+    "Iterable[HandlerOutput] | AsyncIterable[HandlerOutput] | "
+    "Awaitable[Iterable[HandlerOutput] | None] | None",
+]
+"""A page handler: a function (or generator, coroutine function or async generator) of a
+:class:`Page`, giving items and links (see :func:`run_handler`)."""
+
+
 def load_hook(spec: str) -> Hook:
     """Import ``module:function`` (a module on the path or in the working directory) or
     ``path/to/file.py:function``; raises ``ValueError`` with a clear message."""
@@ -132,3 +174,54 @@ def _json_fields(fields: Mapping[str, Any]) -> dict[str, Any] | None:
         raise HookError("hook-error: fields hold invalid text") from None
     decoded: dict[str, Any] = json.loads(text)
     return decoded
+
+
+async def run_handler(handler: Handler, page: Page) -> tuple[list[dict[str, Any]], list[str]]:
+    """Call a page handler: (the items it gave, each checked as a hook's fields are; the
+    links it gave, as written). Raises `HookError` (``handler-error: ...``) when it fails or
+    gives what a record cannot hold; the items it gave before a failure are dropped."""
+    try:
+        outputs = await _outputs(handler(page))
+    except HookError:
+        raise
+    except Exception as exc:
+        raise HookError(f"handler-error: {type(exc).__name__}") from exc
+    items: list[dict[str, Any]] = []
+    links: list[str] = []
+    for output in outputs:
+        if isinstance(output, Link) and isinstance(output.url, str):
+            links.append(output.url)
+        elif isinstance(output, Mapping):
+            try:
+                items.append(_json_fields(output) or {})
+            except HookError as exc:
+                raise HookError(str(exc).replace("hook-error", "handler-error", 1)) from exc
+        else:
+            raise HookError("handler-error: gave neither a mapping nor a Link")
+    return items, links
+
+
+async def _outputs(returned: Any) -> list[Any]:
+    """What a handler's call gave, whatever kind of function it is, at most
+    `MAX_HANDLER_OUTPUTS` of it."""
+    if inspect.isawaitable(returned):
+        returned = await returned
+    if returned is None:
+        return []
+    outputs: list[Any] = []
+    if isinstance(returned, AsyncIterable):
+        async for output in returned:
+            outputs.append(output)
+            _bounded(outputs)
+        return outputs
+    if isinstance(returned, Mapping | Link) or not isinstance(returned, Iterable):
+        return [returned]  # one item or link given alone
+    for output in returned:
+        outputs.append(output)
+        _bounded(outputs)
+    return outputs
+
+
+def _bounded(outputs: list[Any]) -> None:
+    if len(outputs) > MAX_HANDLER_OUTPUTS:
+        raise HookError(f"handler-error: over {MAX_HANDLER_OUTPUTS} items and links")

@@ -36,6 +36,8 @@ from gossamer.cluster.resilient import RedisGuard, install_guard
 from gossamer.cluster.seeding import load_origins, seed_origins
 from gossamer.cluster.sitemaps import SitemapClaims
 from gossamer.crawl import (
+    NOTHING,
+    Additions,
     assemble_crawler,
     focus_policy,
     install_signal_handlers,
@@ -107,8 +109,10 @@ def default_name() -> str:
     return f"{socket.gethostname()}-{os.getpid()}"
 
 
-async def run_worker(options: WorkerOptions) -> CrawlStats:
-    """Join the job, crawl its share until the job is finished (or SIGTERM), write stats.json."""
+async def run_worker(options: WorkerOptions, additions: Additions = NOTHING) -> CrawlStats:
+    """Join the job, crawl its share until the job is finished (or SIGTERM), write stats.json;
+    with what ``additions`` adds (page handlers, sinks, the crawl loop handed to ``started``:
+    see :class:`gossamer.Worker`)."""
     if options.redis_timeout <= 0:
         raise SettingsError("invalid worker option 'redis-timeout': give a positive number")
     from gossamer.metrics.exporter import serve_metrics
@@ -121,7 +125,7 @@ async def run_worker(options: WorkerOptions) -> CrawlStats:
         try:
             settings = await _wait_for_job(control, options, name)
             tune_gc()
-            return await _work(control, settings, name, guard, metrics)
+            return await _work(control, settings, name, guard, metrics, additions)
         finally:
             await control.redis.aclose()
 
@@ -177,6 +181,7 @@ async def _work(
     name: str,
     guard: RedisGuard,
     metrics: MetricsServer | None = None,
+    additions: Additions = NOTHING,
 ) -> CrawlStats:
     """Build the worker's parts from the job's settings (the one wiring place), crawl, stop."""
     try:
@@ -184,7 +189,7 @@ async def _work(
     except OSError as exc:
         raise SettingsError(f"invalid setting 'out': {exc.strerror}: {settings.out}") from exc
     with logging_to_file(settings.out / LOG_FILE):
-        return await _crawl_share(control, settings, name, guard, metrics)
+        return await _crawl_share(control, settings, name, guard, metrics, additions)
 
 
 async def _crawl_share(
@@ -193,11 +198,12 @@ async def _crawl_share(
     name: str,
     guard: RedisGuard,
     metrics: MetricsServer | None,
+    additions: Additions,
 ) -> CrawlStats:
     # What the scope needs of the seeds: their origins (stored apart from the job's settings;
     # a job stored before held its seeds in its settings).
     origins = sorted({*await load_origins(control), *seed_origins(settings.seeds)})
-    async with open_stages(settings, origins, worker=name) as stages:
+    async with open_stages(settings, origins, worker=name, items=additions.items) as stages:
         del origins  # kept by the scope as far as the crawl needs them
         capability = await probe_capability(
             settings.out, settings.concurrency, settings.max_bandwidth
@@ -230,12 +236,19 @@ async def _crawl_share(
         await start_stages(frontier, stages.gate, stages.proxies)
         focus = await focus_policy(settings, frontier, stages.fetcher, stages.gate, stages.robots)
         crawler = assemble_crawler(
-            stages, settings, frontier, on_commit=frontier.take_acks, focus=focus, digests=digests
+            stages,
+            settings,
+            frontier,
+            on_commit=frontier.take_acks,
+            focus=focus,
+            digests=digests,
+            additions=additions,
         )
         crawler.restore_counts()
         if metrics is not None:
             metrics.attach(metric_sources(stages, crawler, frontier))
-        install_signal_handlers(crawler)
+        if additions.signals:
+            install_signal_handlers(crawler)
         if settings.max_duration is not None:
             stop_after(crawler, settings.max_duration)  # this worker stops, as on SIGTERM
         report = Report(crawler, stages, capability, frontier)
@@ -259,6 +272,8 @@ async def _crawl_share(
             pace=Pace(settings.heartbeat_ttl, settings.claim_timeout),
         )
         await keeper.start()
+        if additions.started is not None:
+            additions.started(crawler)
         log.info(
             "%s crawls job %s into %s",
             name,

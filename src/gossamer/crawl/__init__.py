@@ -16,6 +16,8 @@ settings and handed their collaborators, and where a crawl is run.
   the embedded frontier;
 * ``revisiting``: a continuous crawl's (``--recrawl``) revisit state and bounds, and the
   fetcher that sends a revisit's validators;
+* ``additions``: :class:`Additions`, what a Python program running a crawl adds to what its
+  settings build (page handlers, record sinks, a callback handed the crawl loop);
 * ``run``: :func:`run_crawl` (signals, ``--max-duration``, progress line, stats.json, the
   metrics server) and the end-of-crawl :func:`summary`.
 
@@ -26,6 +28,7 @@ This package may import every stage package, ``gossamer.engine``, ``gossamer.pag
 ``gossamer.cluster``, ``gossamer.ui`` or ``gossamer.cli``, which build on it.
 """
 
+from gossamer.crawl.additions import NOTHING, Additions
 from gossamer.crawl.assembly import (
     assemble_crawler,
     build_crawler,
@@ -48,6 +51,8 @@ from gossamer.crawl.run import install_signal_handlers, run_crawl, stop_after, s
 from gossamer.crawl.stages import Stages, open_stages
 
 __all__ = [
+    "NOTHING",
+    "Additions",
     "Stages",
     "address_guard",
     "assemble_crawler",

@@ -5,11 +5,13 @@ needs; :class:`~gossamer.crawl.stages.Stages` holds data only."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
+from gossamer.crawl.additions import NOTHING, Additions
 from gossamer.crawl.builders import engine_config, page_config, proxies_down
 from gossamer.crawl.fetching import in_scope
 from gossamer.crawl.outputs import stored_seeds
@@ -105,17 +107,23 @@ def assemble_crawler(
     focus: Focus | None = None,
     digests: DigestIndex | None = None,
     revisits: Revisits | None = None,
+    additions: Additions = NOTHING,
 ) -> Crawler:
     """The crawl loop over ``stages`` and ``frontier``: crawl.db is its journal,
-    pages.jsonl, items.jsonl (with rules) and the store (if any) its record sinks, in
-    that order; ``focus`` (:func:`focus_policy`) when the crawl is focused."""
+    pages.jsonl, items.jsonl (with rules or handlers), the store (if any) and the sinks of
+    ``additions`` its record sinks, in that order; ``focus`` (:func:`focus_policy`) when the
+    crawl is focused; the page handlers of ``additions`` a step of its page stage."""
     sinks: list[RecordSink] = [stages.jsonl]
     if stages.items is not None:
         sinks.append(stages.items)
     if stages.store is not None:
         sinks.append(stages.store)
+    sinks.extend(additions.sinks)
+    config = page_config(settings, stages.rules)
+    if additions.handlers:
+        config = dataclasses.replace(config, handlers=additions.handlers)
     page = PageStage(
-        page_config(settings, stages.rules),
+        config,
         pdf=stages.pdf,
         rule_pool=stages.rule_pool,
         focus=focus,
@@ -195,15 +203,17 @@ async def build_crawler(
     seeds: list[str],
     rules: RuleSet | None = FROM_SETTINGS,
     metrics: MetricsServer | None = None,
+    additions: Additions = NOTHING,
 ) -> AsyncIterator[Crawler]:
     """Construct the crawler and its stages over the embedded frontier (``metrics`` reads
-    their figures); close them on exit."""
+    their figures), with what ``additions`` adds; close them on exit."""
     # The scope and the address guard need only the seeds' origins: 200,000, not 1,000,000.
     origins = sorted({host_key(seed) + "/" for seed in seeds})
     if not origins and settings.resume:
         origins = stored_seeds(settings.out / "crawl.db")
     first = seeds[0] if seeds else None
-    async with open_stages(settings, origins, rules=rules, first_seed=first) as stages:
+    opened = open_stages(settings, origins, rules=rules, first_seed=first, items=additions.items)
+    async with opened as stages:
         db = stages.db
         db.set_meta("seeds", "\n".join(origins))
         del origins  # kept by the scope as far as the crawl needs them
@@ -235,7 +245,13 @@ async def build_crawler(
         await start_stages(frontier, stages.gate, stages.proxies)
         focus = await focus_policy(settings, frontier, stages.fetcher, stages.gate, stages.robots)
         crawler = assemble_crawler(
-            stages, settings, frontier, focus=focus, digests=digests, revisits=revisits
+            stages,
+            settings,
+            frontier,
+            focus=focus,
+            digests=digests,
+            revisits=revisits,
+            additions=additions,
         )
         if settings.resume:
             crawler.restore_counts()

@@ -1,6 +1,8 @@
 """A whole single-process crawl run: its settings checked before anything is written, the
 metrics server, signal handlers, the progress line and status file, stats.json and the
-summary printed at the end."""
+summary printed at the end. The Python API (:class:`gossamer.Crawl`) runs every crawl through
+:func:`run_crawl`, the ``gossamer crawl`` command's included, with what it adds
+(:class:`~gossamer.crawl.additions.Additions`)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gossamer.crawl.additions import NOTHING, Additions
 from gossamer.crawl.assembly import build_crawler
 from gossamer.crawl.builders import auth_logins, load_ruleset, page_config
 from gossamer.crawl.fetching import check_rendering
@@ -40,8 +43,9 @@ def tune_gc() -> None:
     gc.set_threshold(50_000, 20, 100)
 
 
-async def run_crawl(settings: CrawlSettings) -> CrawlStats:
-    """Run a whole crawl: signals, progress line, stats.json. Raises SettingsError."""
+async def run_crawl(settings: CrawlSettings, additions: Additions = NOTHING) -> CrawlStats:
+    """Run a whole crawl: signals, progress line, stats.json, with what ``additions`` adds
+    (handlers, sinks, the crawl loop handed to ``started``). Raises SettingsError."""
     seeds = canonical_seeds(settings)
     page_config(settings)  # a bad --hook fails before anything is written
     rules = load_ruleset(settings)  # and so do bad rule documents
@@ -50,12 +54,17 @@ async def run_crawl(settings: CrawlSettings) -> CrawlStats:
     async with metrics_server(settings) as metrics:  # a port in use fails before the crawl
         prepare_out_dir(settings)
         with logging_to_file(settings.out / LOG_FILE):
-            async with build_crawler(settings, seeds, rules, metrics) as crawler:
+            async with build_crawler(settings, seeds, rules, metrics, additions) as crawler:
                 tune_gc()
-                install_signal_handlers(crawler)
+                if additions.signals:
+                    install_signal_handlers(crawler)
                 if settings.max_duration is not None:
                     stop_after(crawler, settings.max_duration)
-                show = not settings.quiet and sys.stderr.isatty()
+                if additions.started is not None:
+                    additions.started(crawler)
+                show = additions.progress
+                if show is None:
+                    show = not settings.quiet and sys.stderr.isatty()
                 log.info(
                     "crawl of %d seed(s) into %s started",
                     len(seeds),

@@ -124,11 +124,13 @@ async def open_stages(
     *,
     rules: RuleSet | None = FROM_SETTINGS,
     first_seed: str | None = None,
+    items: bool = False,
 ) -> AsyncIterator[Stages]:
     """crawl.db, pages.jsonl (repaired after a crash), fetcher, robots cache, politeness,
     with ``--warc`` the WARC writer (a new file, even when resuming), with ``--store`` the
     shared page store (rows signed by ``worker``, default host-pid) and with rules (``rules``,
-    by default read from the settings by :func:`load_ruleset`) items.jsonl.
+    by default read from the settings by :func:`load_ruleset`) or ``items`` (page handlers)
+    items.jsonl.
     ``seeds`` (canonical) name the hosts the address guard lets reach private addresses and,
     with the settings, the scope robots.txt redirects must stay in (``Stages.scope``);
     ``first_seed`` (canonical, as given) checks the proxies unless ``--proxy-check-url``
@@ -142,7 +144,8 @@ async def open_stages(
     # bad setting, a browser that does not start) closes what was opened, and a close that
     # fails does not skip the others.
     async with AsyncExitStack() as stack:
-        sink, db, jsonl, items = await open_outputs(stack, settings, worker, rules is not None)
+        with_items = items or rules is not None
+        sink, db, jsonl, item_sink = await open_outputs(stack, settings, worker, with_items)
         scope = crawl_scope(settings, seeds)
         check_url = proxy_check_url(settings, [first_seed] if first_seed else seeds)
         del seeds  # 200,000 seed origins cost 16 MB: the scope holds what the crawl needs
@@ -166,7 +169,7 @@ async def open_stages(
             pdf=pdf,
             rules=rules,
             rule_pool=pool,
-            items=items,
+            items=item_sink,
             proxies=built.proxies,
             auth=built.auth,
             renderer=renderer,

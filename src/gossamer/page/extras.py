@@ -1,19 +1,22 @@
 """The page work a crawl asks for on top of links and text: the rules (``--rules``), read in
-the rule pool's worker processes, and the user's ``--hook``."""
+the rule pool's worker processes, the page handlers a Python program registered, and the
+user's ``--hook``."""
 
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING, Any
 
-from gossamer.hooks import Hook, HookError, Page, run_hook
-from gossamer.page.state import Fetched, PageState, RuleFields
+from gossamer.hooks import Hook, HookError, Page, run_handler, run_hook
+from gossamer.page.state import NO_RULES, Fetched, PageState, RuleFields
 from gossamer.redact import redact_url
 from gossamer.sinks.base import Item
+from gossamer.urls import Resolver
 
 if TYPE_CHECKING:
     from gossamer.extract.rules import PageItems, RuleSet
     from gossamer.extract.rules.pool import RulePool
+    from gossamer.page.handlers import Route
 
 log = logging.getLogger(__name__)
 
@@ -67,3 +70,43 @@ def call_hook(hook: Hook, page: Page) -> tuple[dict[str, Any] | None, list[str] 
         log.warning("%s on %s", exc.__cause__ or exc, redact_url(page.url))
         return None, None, str(exc)
     return extra, replaced, None
+
+
+async def call_handler(
+    route: Route, page: Page
+) -> tuple[tuple[list[dict[str, Any]], list[str]] | None, str | None]:
+    """The handler's items and links, or its error if it failed (logged as a hook's)."""
+    try:
+        return await run_handler(route.function, page), None
+    except HookError as exc:
+        log.warning("%s (%s) on %s", exc.__cause__ or exc, route.name, redact_url(page.url))
+        return None, str(exc)
+
+
+def handler_fields(
+    rules: RuleFields | None, name: str, items: list[dict[str, Any]], url: str, result: Fetched
+) -> RuleFields:
+    """The record's rule fields with a handler's items after a rule's (if one matched): the
+    record names the rule, else the handler."""
+    rules = rules or NO_RULES
+    fetched_at = round(result.fetched_at, 3)
+    start = len(rules.found)
+    found = tuple(Item(url, name, start + i, fetched_at, item) for i, item in enumerate(items))
+    return RuleFields(
+        rules.rule or name, rules.items + len(found), rules.errors, rules.found + found
+    )
+
+
+def resolve_links(url: str, links: list[str]) -> list[str]:
+    """A handler's links made absolute against the page's URL; one no URL parser takes is
+    left out."""
+    resolver = Resolver(url)
+    resolved = []
+    for link in links:
+        try:
+            absolute = resolver.resolve(link)
+        except ValueError:
+            continue
+        if absolute is not None:
+            resolved.append(absolute)
+    return resolved

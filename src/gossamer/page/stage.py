@@ -5,9 +5,10 @@ when the stage is built from what the crawl asks for (a links-only crawl runs fo
 (decode, the guarded parse, links, or plain text), robots directives (``X-Robots-Tag`` and
 robots meta tags: ``nofollow`` drops the links, ``noindex`` the content), the canonical URL
 (followed with ``--canonical follow``), rules, content fields (main text and metadata, a
-PDF's text), the user's hook, content digests (a duplicate's links are not followed), and
-the links to follow (with a focus, judged and scored). The content steps (rules, text, hook,
-digests) are passed over for a page whose content is withheld (``noindex`` unless
+PDF's text), the page handler registered for the URL's pattern (``handlers``, through the
+Python API), the user's hook, content digests (a duplicate's links are not followed), and
+the links to follow (with a focus, judged and scored). The content steps (rules, text,
+handler, hook, digests) are passed over for a page whose content is withheld (``noindex`` unless
 ``ignore_noindex``, or a page that names another canonical URL, followed), and its archived
 response keeps its headers but no body (:class:`Withheld`). A redirect becomes
 its target's candidate; anything else, its record alone. A new kind of page work is one more
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from gossamer.extract.rules import RuleSet
     from gossamer.extract.rules.pool import RulePool
     from gossamer.page.freshness import Freshness
+    from gossamer.page.handlers import Handlers
 
 _PARSE_IN_THREAD_BYTES = 512 * 1024
 """Bodies from this size on are parsed off the event loop: a worst-case 10 MB page takes the
@@ -95,6 +97,10 @@ class PageConfig:
     max_text_chars: int = 1_000_000
     rules: RuleSet | None = None
     """The rule documents (``--rules``) read on every 2xx HTML page, before the hook."""
+    handlers: Handlers | None = None
+    """The page handlers a Python program registered (see :mod:`gossamer.page.handlers`),
+    called on every 2xx page whose URL one's pattern finds, after the rules and the content
+    fields and before the hook."""
     follow_duplicates: bool = False
     """Follow the links of a page whose main text an earlier page had (with digests)."""
     near_digests: bool = False
@@ -160,12 +166,15 @@ class PageStage:
             steps.append(self._rules)
         if config.text:
             steps.append(self._text)
+        if config.handlers:
+            steps.append(self._handler)
         if config.hook is not None:
             steps.append(self._hook)
         if self._digests is not None:
             steps.append(self._duplicate)
         steps.append(self._outlinks if self._focus is None else self._judge)
-        self._content_steps = frozenset({self._rules, self._text, self._hook, self._duplicate})
+        content = (self._rules, self._text, self._handler, self._hook, self._duplicate)
+        self._content_steps = frozenset(content)
         return tuple(steps)
 
     @property
@@ -196,7 +205,7 @@ class PageStage:
 
     def restore_counts(self, rule_counts: Callable[[], tuple[int, int, int, int]]) -> None:
         """Start the rules' counters from a previous run's records (``--resume``)."""
-        if self._config.rules is not None:
+        if self._config.rules is not None or self._config.handlers:
             self._counts.update(dict(zip(RULE_COUNTERS, rule_counts(), strict=True)))
 
     def stats(self) -> PageStats:
@@ -324,6 +333,28 @@ class PageStage:
         if error is not None and state.error is None:
             state.error = error
             state.outcome = Outcome.HOOK_ERROR
+
+    async def _handler(self, state: PageState) -> None:
+        """The handler registered for the page's URL: its items join the record's (as a
+        rule's do), its links replace the page's own (or join them, ``keep_links``)."""
+        assert self._config.handlers is not None
+        url = state.lease.url
+        route = self._config.handlers.select(url)
+        if route is None:
+            return
+        found, error = await extras.call_handler(route, extras.hook_page(state))
+        if error is not None or found is None:
+            if state.error is None:
+                state.error = error
+                state.outcome = Outcome.HOOK_ERROR
+            return
+        items, links = found
+        counted = state.rules is None or state.rules.rule is None
+        self._counts.update(rule_pages=int(counted), items=len(items))
+        state.rules = extras.handler_fields(state.rules, route.name, items, url, state.result)
+        if links:
+            resolved = extras.resolve_links(url, links)
+            state.links = [*state.links, *resolved] if route.keep_links else resolved
 
     async def _duplicate(self, state: PageState) -> None:
         """The page that had this main text first (content digests), if any."""

@@ -1,0 +1,22 @@
+"""The Python API: a crawl or a cluster worker run from Python, with typed settings, its
+records as they are written and page handlers by URL pattern. Its public names are exported
+from :mod:`gossamer` (see there); import them from there, not from here.
+
+* ``crawl``: :class:`Crawl` and the blocking :func:`run`; the ``gossamer crawl`` command
+  runs its crawl through :class:`Crawl`;
+* ``worker``: :class:`Worker`, a cluster worker, and :func:`submit`, a cluster job;
+* ``running``: what both share (a task, streams, handlers, stopping);
+* ``records``: :class:`RecordStream`, fed by a record sink after the crawl's own.
+
+This package may import ``gossamer.crawl`` (the one wiring place: a crawl is run only
+through :func:`gossamer.crawl.run.run_crawl`, a worker through
+:func:`gossamer.cluster.worker.run_worker`), ``gossamer.cluster``, ``gossamer.engine``,
+``gossamer.page`` (the handlers), ``gossamer.hooks`` and the settings, sinks' and stats'
+values; never ``gossamer.cli`` or ``gossamer.ui``.
+"""
+
+from gossamer.api.crawl import Crawl, run
+from gossamer.api.records import RecordStream
+from gossamer.api.worker import Worker, submit
+
+__all__ = ["Crawl", "RecordStream", "Worker", "run", "submit"]

@@ -1,0 +1,89 @@
+"""A cluster worker run from Python: :class:`Worker` joins a job at a Redis URL and crawls its
+share with the page handlers registered here; :func:`submit` stores a job and queues its
+seeds (``gossamer cluster submit``)."""
+
+from __future__ import annotations
+
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gossamer.api.crawl import checked
+from gossamer.api.running import Running
+from gossamer.cluster import DEFAULT_JOB
+from gossamer.crawl.additions import Additions
+from gossamer.page.handlers import Handlers
+from gossamer.settings import JobSettings
+from gossamer.stats import CrawlStats
+
+if TYPE_CHECKING:
+    from gossamer.cluster.jobs import Submitted
+
+class Worker(Running):
+    """A worker of the cluster job ``job`` at ``redis_url``, run in the caller's event loop:
+    it waits for the job (``job_timeout`` seconds), crawls its share of the job's hosts into
+    ``out`` until the job is finished or it is stopped, and gives its records as they are
+    written (:meth:`records`), as a crawl does. Every worker of a job should register the
+    same handlers: a page is handled by the worker that owns its host.
+
+    ``name`` (default host-pid) must be unique in the job; ``out`` and ``concurrency``
+    replace the job's for this worker; ``signals``: SIGINT and SIGTERM stop it (only in the
+    main thread). :meth:`stop` before the job came ends the wait, and :meth:`wait` raises
+    ``RuntimeError`` then.
+    """
+
+    def __init__(
+        self,
+        redis_url: str,
+        *,
+        job: str = DEFAULT_JOB,
+        name: str | None = None,
+        out: Path | str | None = None,
+        concurrency: int | None = None,
+        job_timeout: float = 600.0,
+        handlers: Handlers | None = None,
+        signals: bool = False,
+    ) -> None:
+        super().__init__(handlers, signals)
+        from gossamer.cluster.worker import WorkerOptions
+
+        self.options = WorkerOptions(
+            redis_url=redis_url,
+            job=job,
+            name=name,
+            out=None if out is None else Path(out),
+            concurrency=concurrency,
+            job_timeout=job_timeout,
+        )
+        """The worker's options (what ``gossamer cluster worker`` is told)."""
+
+    def stop(self) -> None:
+        """Stop the worker gracefully, as SIGTERM does (its leased URLs go back to the job);
+        before its job came, stop waiting for it."""
+        super().stop()
+        if self._crawler is None and self._task is not None:
+            self._task.cancel()
+
+    async def wait(self) -> CrawlStats:
+        """Wait for the worker to end; its figures (what its stats.json holds)."""
+        if self._task is not None and self._task.done() and self._task.cancelled():
+            raise RuntimeError("the worker was stopped before its job came")
+        try:
+            return await super().wait()
+        except BaseException:
+            if self._task is not None and self._task.cancelled() and self._stop_asked:
+                raise RuntimeError("the worker was stopped before its job came") from None
+            raise
+
+    def _main(self, additions: Additions) -> Coroutine[Any, Any, CrawlStats]:
+        from gossamer.cluster.worker import run_worker
+
+        return run_worker(self.options, additions)
+
+
+async def submit(redis_url: str, settings: JobSettings, job: str = DEFAULT_JOB) -> Submitted:
+    """Store the job's settings at ``redis_url`` and queue its seeds, as ``gossamer cluster
+    submit`` does; what it queued. ``settings`` are checked as the command line's are."""
+    from gossamer.cluster.jobs import submit as submit_job
+
+    return await submit_job(checked(JobSettings, settings), redis_url, job)
