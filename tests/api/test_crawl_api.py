@@ -106,7 +106,9 @@ async def test_stop_then_resume_loses_and_refetches_nothing(tmp_path: Path) -> N
     assert len(urls) == len(set(urls)), "pages.jsonl has a URL twice"
     assert set(urls) >= expected
     assert len(streamed) == len(urls) - written  # only the new records
-    assert resumed.pages == len([r for r in _lines(tmp_path / "out" / "pages.jsonl") if r["kind"] == "page"])
+    assert resumed.pages == len(
+        [r for r in _lines(tmp_path / "out" / "pages.jsonl") if r["kind"] == "page"]
+    )
     assert not {u for u, n in fetched.items() if n > 1}, "a graceful stop refetches nothing"
 
 

@@ -19,6 +19,7 @@ from gossamer.stats import CrawlStats
 if TYPE_CHECKING:
     from gossamer.cluster.jobs import Submitted
 
+
 class Worker(Running):
     """A worker of the cluster job ``job`` at ``redis_url``, run in the caller's event loop:
     it waits for the job (``job_timeout`` seconds), crawls its share of the job's hosts into

@@ -1,0 +1,124 @@
+"""The API's surface: its public names, typed for a user's ``mypy --strict``, and the
+``gossamer crawl`` command going through it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import gossamer
+
+USER_SCRIPT = """
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import gossamer
+from gossamer import Crawl, CrawlSettings, CrawlStats, Handlers, Link, Page, PageRecord
+
+
+handlers = Handlers()
+
+
+@handlers.handler(r"/product/\\\\d+")
+def product(page: Page) -> Iterator[dict[str, Any] | Link]:
+    yield {"name": page.title, "url": page.url}
+    yield Link("/related/")
+
+
+async def main() -> CrawlStats:
+    settings = CrawlSettings(seeds=["https://example.org/"], out=Path("out"), max_pages=10)
+    crawl = Crawl(settings, handlers=handlers)
+
+    @crawl.handler(r"/about/")
+    async def about(page: Page) -> list[dict[str, Any]]:
+        return [{"title": page.title}]
+
+    async with crawl:
+        async for record in crawl.records():
+            assert isinstance(record, PageRecord)
+            print(record.url, record.status, [item.fields for item in record.found])
+            if record.status == 500:
+                crawl.stop()
+    return await crawl.wait()
+
+
+def blocking() -> int:
+    stats = gossamer.run("https://example.org/", out="out", resume=True, handlers=handlers)
+    return stats.pages
+
+
+async def worker() -> None:
+    job = gossamer.JobSettings(seeds=["https://example.org/"])
+    await gossamer.submit("redis://127.0.0.1:6379/0", job)
+    w = gossamer.Worker("redis://127.0.0.1:6379/0", out="w0", handlers=handlers)
+    stats = await w.run()
+    print(stats.pages)
+
+
+asyncio.run(main())
+"""
+
+BAD_SCRIPT = """
+from gossamer import Crawl, Page
+
+def wrong(page: Page) -> int:
+    return 1
+
+Crawl.handler  # exists
+c: Crawl = Crawl("not settings")
+"""
+
+
+@pytest.mark.timeout(120)
+def test_a_user_script_passes_mypy_strict(tmp_path: Path) -> None:
+    """One run of ``mypy --strict`` over a good script and a bad one: the good one passes,
+    the bad one's error is found (the API's types are seen, not ``Any``)."""
+    (tmp_path / "user.py").write_text(USER_SCRIPT, encoding="utf-8")
+    (tmp_path / "bad.py").write_text(BAD_SCRIPT, encoding="utf-8")
+    env = dict(os.environ, MYPYPATH=str(Path(gossamer.__file__).parents[1]))
+    command = [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "cache")]
+    done = subprocess.run(
+        [*command, "user.py", "bad.py"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=100,
+        cwd=tmp_path,
+    )
+    errors = [line for line in done.stdout.splitlines() if ": error:" in line]
+    assert errors, done.stdout + done.stderr
+    assert all(line.startswith("bad.py:") for line in errors), done.stdout
+    assert any('incompatible type "str"; expected "CrawlSettings"' in line for line in errors)
+
+
+def test_every_public_name_is_exported_and_documented() -> None:
+    for name in gossamer.__all__:
+        value = getattr(gossamer, name)
+        if name != "__version__" and not isinstance(value, type(gossamer.Handler)):
+            assert getattr(value, "__doc__", None), name
+    assert set(gossamer.__all__) <= set(dir(gossamer))
+    with pytest.raises(AttributeError):
+        gossamer.no_such_name  # noqa: B018
+
+
+def test_importing_gossamer_loads_no_crawl_code() -> None:
+    code = "import sys, gossamer; print(sorted(m for m in sys.modules if m.startswith('gossamer')))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "['gossamer']"
+
+
+def test_the_crawl_command_runs_through_the_api() -> None:
+    from tests.test_layers import import_graph
+
+    graph = import_graph()
+    assert "gossamer.api" in graph["gossamer.cli"]
+    assert "gossamer.crawl.run" not in graph["gossamer.cli"]
+    assert "gossamer.crawl.run" in graph["gossamer.api.crawl"]

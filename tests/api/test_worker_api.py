@@ -1,0 +1,88 @@
+"""A cluster worker run from Python (:class:`gossamer.Worker`) with a real redis-server: two
+workers of one job in this process, their page handlers giving items and links, their records
+streamed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.redis_server import RedisServer
+
+import gossamer
+from gossamer import JobSettings, Link, Page, PageRecord, Worker
+from gossamer.testweb import TestWebServer, generate
+
+pytestmark = pytest.mark.timeout(60)
+
+
+async def _drain(worker: Worker, into: list[PageRecord]) -> None:
+    async for record in worker.records():
+        into.append(record)
+
+
+async def test_two_workers_with_handlers_crawl_a_job(tmp_path: Path) -> None:
+    web = generate(5, hosts=4, pages_per_host=15, specials=(), crawl_delay=None)
+    async with TestWebServer(web) as server:
+        seed = server.url(0)
+        with RedisServer() as redis:
+            job = JobSettings(
+                seeds=[seed],
+                resolve=["*.test=127.0.0.1"],
+                allow_domains=["test"],
+                quiet=True,
+                sitemaps=False,
+                heartbeat_ttl=2.0,
+                robots_retry=0.3,
+            )
+            submitted = await gossamer.submit(redis.url, job)
+            assert submitted.queued == 1
+            workers = [
+                Worker(redis.url, name=f"w{i}", out=tmp_path / f"w{i}", job_timeout=10)
+                for i in range(2)
+            ]
+            for worker in workers:
+
+                @worker.handler(r"-\d+/$")
+                def article(page: Page) -> Iterator[dict[str, Any] | Link]:
+                    yield {"title": page.title}
+                    yield from (Link(link) for link in page.links)
+
+            streamed: list[list[PageRecord]] = [[], []]
+            readers = [
+                asyncio.create_task(_drain(w, into))
+                for w, into in zip(workers, streamed, strict=True)
+            ]
+            await asyncio.sleep(0)  # the readers are subscribed before the workers start
+            for worker in workers:
+                worker.start()
+            stats = await asyncio.wait_for(asyncio.gather(*(w.wait() for w in workers)), 45)
+            await asyncio.gather(*readers)
+        expected = web.reachable([seed], port=server.port)
+    urls = [r.url for records in streamed for r in records]
+    assert len(urls) == len(set(urls)), "a URL crawled by two workers"
+    assert set(urls) >= expected
+    assert all(records for records in streamed), "one worker crawled nothing"
+    assert sum(s.pages for s in stats) == len(urls)
+    items = [
+        json.loads(line)
+        for i in range(2)
+        for line in (tmp_path / f"w{i}" / "items.jsonl").read_text("utf-8").splitlines()
+    ]
+    articles = [r for records in streamed for r in records if r.rule == "article"]
+    assert len(items) == len(articles) > 10
+    assert all(r.found[0].fields == {"title": r.title} for r in articles)
+
+
+async def test_a_worker_stopped_before_its_job_came(tmp_path: Path) -> None:
+    with RedisServer() as redis:
+        worker = Worker(redis.url, out=tmp_path / "w", job_timeout=30)
+        worker.start()
+        await asyncio.sleep(0.2)
+        worker.stop()
+        with pytest.raises(RuntimeError, match="before its job came"):
+            await asyncio.wait_for(worker.wait(), 5)
