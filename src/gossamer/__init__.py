@@ -8,8 +8,8 @@ names may change in any release)::
     stats = gossamer.run("https://example.org/", out="example", max_pages=50)
 
 - running a crawl: :class:`Crawl` (async: start, stream its records, stop, resume),
-  :func:`run` (blocking: a crawl to its end, its figures), :class:`RecordStream` (records as they are
-  written);
+  :func:`run` (blocking: a crawl to its end, its figures), :class:`RecordStream` (records as
+  they are written);
 - a cluster: :class:`Worker` (a worker of a job at a Redis URL) and :func:`submit` (a job);
 - page handlers by URL pattern: :class:`Handlers`, what a handler sees (:class:`Page`) and
   gives (items: mappings; :class:`Link`), :data:`Handler`, :data:`HandlerOutput`;

@@ -1,12 +1,13 @@
 """Page handlers by URL pattern: the Python twin of a rule document and of ``--hook``.
 
-:class:`Handlers` holds the functions a Python program registers (``@handlers.handler(r"/product/\\d+")``);
-the page stage's ``handler`` step picks the first whose pattern finds the page's URL (a rule
-document's URL patterns, compiled alike: RE2, searched anywhere in the URL), calls it with
-the hook's :class:`~gossamer.hooks.Page` and keeps what it gives: its items in the record
-(``found``, as a rule's; items.jsonl and the store keep them), its links instead of the
-page's own (or besides them, ``keep_links``). A handler that fails is recorded on its page
-as a failing hook is (``error``: ``handler-error: <ExceptionType>``); the crawl goes on.
+:class:`Handlers` holds the functions a Python program registers (``@handlers.handler(
+r"/product/\\d+")``); the page stage's ``handler`` step picks the first whose pattern finds
+the page's URL (a rule document's URL patterns, compiled alike: RE2, searched anywhere in the
+URL), calls it with the hook's :class:`~gossamer.hooks.Page` and keeps what it gives: its
+items in the record (``found``, as a rule's; items.jsonl and the store keep them), its links
+instead of the page's own (or besides them, ``keep_links``). A handler that fails is recorded
+on its page as a failing hook is (``error``: ``handler-error: <ExceptionType>``); the crawl
+goes on.
 """
 
 from __future__ import annotations
