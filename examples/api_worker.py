@@ -2,10 +2,11 @@
 
     python examples/api_worker.py [--redis URL] [--seed URL] [--out DIR]
 
-It submits a job (``gossamer cluster submit``), then runs two workers of it in this process
-(each one would usually run on its own machine, with the same handlers) until the job is done,
-printing the records each one writes. Without ``--redis`` it starts a private ``redis-server``
-on a free port (it must be installed); without ``--seed`` it crawls the bundled test web.
+It starts two workers in this process (each one would usually run on its own machine, with
+the same handlers), which wait for their job, then submits the job (``gossamer cluster
+submit``); the workers crawl it until it is done, printing the records each one writes.
+Without ``--redis`` it starts a private ``redis-server`` on a free port (it must be
+installed); without ``--seed`` it crawls the bundled test web.
 """
 
 from __future__ import annotations
@@ -39,6 +40,16 @@ async def show(worker: Worker) -> None:
         print(worker.options.name, record.status, record.url, len(record.found), "item(s)")
 
 
+async def both_waiting(redis_url: str) -> None:
+    """Until both workers beat in Redis (they register as they start waiting for a job)."""
+    for _ in range(200):
+        state = await gossamer.job_status(redis_url)
+        if sum(worker["alive"] for worker in state["workers"]) >= 2:
+            return
+        await asyncio.sleep(0.05)  # Redis is polled: there is no event to wait on
+    raise TimeoutError("the workers did not start")
+
+
 async def main(redis_url: str, seed: str, out: Path) -> None:
     job = JobSettings(
         seeds=[seed],
@@ -47,14 +58,17 @@ async def main(redis_url: str, seed: str, out: Path) -> None:
         heartbeat_ttl=2.0,  # a job of seconds: the workers find each other at once
         quiet=True,
     )
-    submitted = await gossamer.submit(redis_url, job)
-    print(f"submitted: {submitted.queued} seed(s) queued")
     workers = [
         Worker(redis_url, name=f"w{i}", out=out / f"w{i}", handlers=handlers) for i in range(2)
     ]
     readers = [asyncio.create_task(show(worker)) for worker in workers]
     await asyncio.sleep(0)  # the readers subscribe before the workers start
-    stats = await asyncio.gather(*(worker.run() for worker in workers))
+    for worker in workers:
+        worker.start()  # each waits for the job, beating in Redis
+    await both_waiting(redis_url)  # the job's first assignment shares it between them
+    submitted = await gossamer.submit(redis_url, job)
+    print(f"submitted: {submitted.queued} seed(s) queued")
+    stats = await asyncio.gather(*(worker.wait() for worker in workers))
     await asyncio.gather(*readers)
     print(
         " ".join(f"{w.options.name}: {s.pages} pages" for w, s in zip(workers, stats, strict=True))

@@ -10,7 +10,8 @@ names may change in any release)::
 - running a crawl: :class:`Crawl` (async: start, stream its records, stop, resume),
   :func:`run` (blocking: a crawl to its end, its figures), :class:`RecordStream` (records as
   they are written);
-- a cluster: :class:`Worker` (a worker of a job at a Redis URL) and :func:`submit` (a job);
+- a cluster: :class:`Worker` (a worker of a job at a Redis URL), :func:`submit` (a job) and
+  :func:`job_status` (its state);
 - page handlers by URL pattern: :class:`Handlers`, what a handler sees (:class:`Page`) and
   gives (items: mappings; :class:`Link`), :data:`Handler`, :data:`HandlerOutput`;
 - the typed settings: :class:`CrawlSettings`, :class:`JobSettings`, :func:`load_settings`
@@ -55,7 +56,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from gossamer.api import Crawl, RecordStream, Worker, run, submit
+    from gossamer.api import Crawl, RecordStream, Worker, job_status, run, submit
     from gossamer.hooks import Handler, HandlerOutput, Link, Page
     from gossamer.page.handlers import Handlers
     from gossamer.settings import CrawlSettings, JobSettings, SettingsError, load_settings
@@ -78,13 +79,14 @@ __all__ = [
     "SettingsError",
     "Worker",
     "__version__",
+    "job_status",
     "load_settings",
     "run",
     "submit",
 ]
 
 _HOMES = {
-    "gossamer.api": ("Crawl", "RecordStream", "Worker", "run", "submit"),
+    "gossamer.api": ("Crawl", "RecordStream", "Worker", "job_status", "run", "submit"),
     "gossamer.hooks": ("Handler", "HandlerOutput", "Link", "Page"),
     "gossamer.page.handlers": ("Handlers",),
     "gossamer.settings": ("CrawlSettings", "JobSettings", "SettingsError", "load_settings"),

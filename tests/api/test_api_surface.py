@@ -109,6 +109,13 @@ def test_every_public_name_is_exported_and_documented() -> None:
         gossamer.no_such_name  # noqa: B018
 
 
+def test_no_public_name_is_hidden_by_a_module() -> None:
+    """``gossamer.status`` or ``gossamer.crawl`` would be the module once it is imported."""
+    root = Path(gossamer.__file__).parent
+    for name in gossamer.__all__:
+        assert not (root / name).exists() and not (root / f"{name}.py").exists(), name
+
+
 def test_importing_gossamer_loads_no_crawl_code() -> None:
     code = "import sys, gossamer; print(sorted(m for m in sys.modules if m.startswith('gossamer')))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

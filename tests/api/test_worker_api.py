@@ -25,6 +25,15 @@ async def _drain(worker: Worker, into: list[PageRecord]) -> None:
         into.append(record)
 
 
+async def _until_both_wait(url: str) -> None:
+    for _ in range(200):
+        state = await gossamer.job_status(url)
+        if sum(worker["alive"] for worker in state["workers"]) == 2:
+            return
+        await asyncio.sleep(0.05)
+    raise TimeoutError("the workers did not register")
+
+
 async def test_two_workers_with_handlers_crawl_a_job(tmp_path: Path) -> None:
     web = generate(5, hosts=4, pages_per_host=15, specials=(), crawl_delay=None)
     async with TestWebServer(web) as server:
@@ -39,10 +48,8 @@ async def test_two_workers_with_handlers_crawl_a_job(tmp_path: Path) -> None:
                 heartbeat_ttl=2.0,
                 robots_retry=0.3,
             )
-            submitted = await gossamer.submit(redis.url, job)
-            assert submitted.queued == 1
             workers = [
-                Worker(redis.url, name=f"w{i}", out=tmp_path / f"w{i}", job_timeout=10)
+                Worker(redis.url, name=f"w{i}", out=tmp_path / f"w{i}", job_timeout=20)
                 for i in range(2)
             ]
             for worker in workers:
@@ -60,6 +67,9 @@ async def test_two_workers_with_handlers_crawl_a_job(tmp_path: Path) -> None:
             await asyncio.sleep(0)  # the readers are subscribed before the workers start
             for worker in workers:
                 worker.start()
+            await _until_both_wait(redis.url)  # the first assignment shares the job
+            submitted = await gossamer.submit(redis.url, job)
+            assert submitted.queued == 1
             stats = await asyncio.wait_for(asyncio.gather(*(w.wait() for w in workers)), 45)
             await asyncio.gather(*readers)
         expected = web.reachable([seed], port=server.port)

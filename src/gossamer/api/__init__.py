@@ -4,7 +4,8 @@ from :mod:`gossamer` (see there); import them from there, not from here.
 
 * ``crawl``: :class:`Crawl` and the blocking :func:`run`; the ``gossamer crawl`` command
   runs its crawl through :class:`Crawl`;
-* ``worker``: :class:`Worker`, a cluster worker, and :func:`submit`, a cluster job;
+* ``worker``: :class:`Worker`, a cluster worker, :func:`submit`, a cluster job, and
+  :func:`job_status`, its state;
 * ``running``: what both share (a task, streams, handlers, stopping);
 * ``records``: :class:`RecordStream`, fed by a record sink after the crawl's own.
 
@@ -17,6 +18,6 @@ values; never ``gossamer.cli`` or ``gossamer.ui``.
 
 from gossamer.api.crawl import Crawl, run
 from gossamer.api.records import RecordStream
-from gossamer.api.worker import Worker, submit
+from gossamer.api.worker import Worker, job_status, submit
 
-__all__ = ["Crawl", "RecordStream", "Worker", "run", "submit"]
+__all__ = ["Crawl", "RecordStream", "Worker", "job_status", "run", "submit"]

@@ -1,6 +1,7 @@
 """A cluster worker run from Python: :class:`Worker` joins a job at a Redis URL and crawls its
 share with the page handlers registered here; :func:`submit` stores a job and queues its
-seeds (``gossamer cluster submit``)."""
+seeds (``gossamer cluster submit``); :func:`job_status` reads a job's state (``gossamer cluster
+status --json``)."""
 
 from __future__ import annotations
 
@@ -88,3 +89,11 @@ async def submit(redis_url: str, settings: JobSettings, job: str = DEFAULT_JOB) 
     from gossamer.cluster.jobs import submit as submit_job
 
     return await submit_job(checked(JobSettings, settings), redis_url, job)
+
+
+async def job_status(redis_url: str, job: str = DEFAULT_JOB) -> dict[str, Any]:
+    """The job's state at ``redis_url``, as ``gossamer cluster status --json`` prints it: its
+    ``workers`` (each with ``name`` and ``alive``), ``done``, ``totals``..."""
+    from gossamer.cluster.jobs import status
+
+    return await status(redis_url, job)
