@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Coroutine
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from gossamer.api.records import DEFAULT_LIMIT, Broadcast, RecordStream
 from gossamer.crawl.additions import Additions
@@ -15,6 +15,8 @@ from gossamer.engine import Crawler
 from gossamer.hooks import Handler
 from gossamer.page.handlers import Handlers
 from gossamer.stats import CrawlStats
+
+H = TypeVar("H", bound=Handler)
 
 
 class Running:
@@ -32,7 +34,7 @@ class Running:
 
     def handler(
         self, pattern: str, *, name: str | None = None, keep_links: bool = False
-    ) -> Callable[[Handler], Handler]:
+    ) -> Callable[[H], H]:
         """Register the decorated function for the pages whose URL ``pattern`` finds (see
         :meth:`gossamer.Handlers.handler`). Register handlers before the crawl starts."""
         if self._task is not None:
