@@ -5,7 +5,8 @@ is committed to crawl.db and written to pages.jsonl.
 A stream holds at most ``limit`` records its reader has not taken; past that, the sink waits
 for the reader (a reader that falls behind slows the crawl as a slow sink would, and the
 records do not pile up in memory). A stream its reader closed (:meth:`RecordStream.aclose`,
-the end of ``async with``) or dropped no longer holds the crawl back.
+the end of ``async with``) or dropped no longer holds the crawl back; one kept and never read
+does, once full.
 """
 
 from __future__ import annotations
