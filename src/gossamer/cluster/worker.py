@@ -220,6 +220,11 @@ async def _crawl_share(
             rules=stages.robots.known if settings.robots else None,
             guards=Guards.of(settings),
         )
+        revisits = None
+        if settings.recrawl:
+            from gossamer.crawl.revisiting import revisit_bounds
+
+            revisits = frontier.recrawl(revisit_bounds(settings))
         digests = None
         if settings.digests != "off" and settings.text:
             digests = RedisDigests(control.redis, control.job, settings.digest_threshold)
@@ -227,14 +232,22 @@ async def _crawl_share(
             stages.sitemaps.share(
                 SitemapClaims(control.redis, control.job, name, settings.claim_timeout)
             )
+            if revisits is not None:
+                stages.sitemaps.use_lastmod(frontier.sooner)
         await start_stages(frontier, stages.gate, stages.proxies)
         focus = await focus_policy(settings, frontier, stages.fetcher, stages.gate, stages.robots)
         crawler = assemble_crawler(
-            stages, settings, frontier, on_commit=frontier.take_acks, focus=focus, digests=digests
+            stages,
+            settings,
+            frontier,
+            on_commit=frontier.take_acks,
+            focus=focus,
+            digests=digests,
+            revisits=revisits,
         )
         crawler.restore_counts()
         if metrics is not None:
-            metrics.attach(metric_sources(stages, crawler, frontier))
+            metrics.attach(metric_sources(stages, crawler, frontier, revisits))
         install_signal_handlers(crawler)
         if settings.max_duration is not None:
             stop_after(crawler, settings.max_duration)  # this worker stops, as on SIGTERM
