@@ -48,7 +48,7 @@ _QUEUE = ("due", "revisits", "queue", "counts", "ranked", "ranks")
 
 _Time = Annotated[float, Meta(ge=0, le=1e11)]
 _Count = Annotated[int, Meta(ge=0, lt=1 << 40)]
-_Digest = Annotated[int, Meta(ge=-(1 << 63), lt=1 << 63)]
+_Digest = Annotated[int, Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
 _Header = Annotated[str, Meta(max_length=8192)]
 
 
