@@ -23,7 +23,6 @@ from tests.cluster.harness import (
     small_web,
     start,
     wait_alive,
-    wait_for_records,
     worker_args,
     worker_logs,
 )
@@ -31,7 +30,10 @@ from tests.redis_server import RedisServer
 from tests.revisit.site import NOW, serve_site
 
 from gossamer.cluster import DEFAULT_JOB
+from gossamer.cluster.jobs import load_job, open_control
+from gossamer.crawl.revisiting import revisit_bounds
 from gossamer.frontier.redis.keys import partition_keys, partition_of
+from gossamer.frontier.revisit import Bounds
 from gossamer.testweb import TestWebServer
 from gossamer.urls import fingerprint, host_key
 
@@ -40,6 +42,22 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 CLOCK = ["--recrawl", "--revisit-initial", "1", "--revisit-min", "1", "--revisit-max", "1"]
 """A continuous job on the 1-second revisit clock."""
 QUICK = ["--checkpoint-interval", "0.05", "--heartbeat-ttl", "2", "--claim-timeout", "2"]
+
+
+async def test_a_job_keeps_its_revisit_settings(tmp_path: Path, redis_server: RedisServer) -> None:
+    config = tmp_path / "job.toml"
+    config.write_text('[[revisit]]\nurl = "*/feed*"\nmin = 5\nmax = 50\n')
+    submit = ["cluster", "submit", "--redis", redis_server.url, "http://a.test/", *CLOCK,
+              "--revisit-max", "7", "--max-duration", "30", "--config", str(config)]  # fmt: skip
+    assert await run(tmp_path / "submit.log", *submit) == 0
+    control = await open_control(redis_server.url, DEFAULT_JOB)
+    try:
+        job = await load_job(control)
+    finally:
+        await control.redis.aclose()
+    assert job is not None and job.recrawl and job.max_duration == 30
+    assert (job.revisit_initial, job.revisit_min, job.revisit_max) == (1, 1, 7)
+    assert revisit_bounds(job)("http://a.test/feed.xml", None) == Bounds(5, 5, 50)
 
 
 def _changes(found: list[dict[str, Any]], page: str) -> list[str | None]:

@@ -48,6 +48,7 @@ from gossamer.crawl import (
 from gossamer.digests.redis import RedisDigests
 from gossamer.frontier.admission import Guards
 from gossamer.frontier.redis import RedisFrontier, RedisFrontierConfig
+from gossamer.frontier.redis.continuous import ContinuousFrontier
 from gossamer.logs import LOG_FILE, logging_to_file
 from gossamer.redact import redact_url
 from gossamer.settings import (
@@ -203,7 +204,8 @@ async def _crawl_share(
             settings.out, settings.concurrency, settings.max_bandwidth
         )
         assignment = Assignment(control, name)
-        frontier = RedisFrontier(
+        kind = ContinuousFrontier if settings.recrawl else RedisFrontier
+        frontier = kind(
             control.redis,
             control.job,
             stages.scope,
@@ -221,7 +223,7 @@ async def _crawl_share(
             guards=Guards.of(settings),
         )
         revisits = None
-        if settings.recrawl:
+        if isinstance(frontier, ContinuousFrontier):
             from gossamer.crawl.revisiting import revisit_bounds
 
             revisits = frontier.recrawl(revisit_bounds(settings))
@@ -232,7 +234,7 @@ async def _crawl_share(
             stages.sitemaps.share(
                 SitemapClaims(control.redis, control.job, name, settings.claim_timeout)
             )
-            if revisits is not None:
+            if isinstance(frontier, ContinuousFrontier):
                 stages.sitemaps.use_lastmod(frontier.sooner)
         await start_stages(frontier, stages.gate, stages.proxies)
         focus = await focus_policy(settings, frontier, stages.fetcher, stages.gate, stages.robots)

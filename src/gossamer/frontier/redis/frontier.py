@@ -17,10 +17,8 @@ its methods; it starts no task of its own:
   owned partitions others filled, :meth:`wake` with the partitions others say they filled,
   :meth:`filled` for the partitions this worker filled for others, and :meth:`own` with each
   new :class:`~.keys.Ownership`.
-* A continuous crawl (``revisits``, :mod:`.revisits`): ``lease()`` first queues the owned
-  partitions' due revisits in Redis (at their earliest due time, and all every few seconds),
-  then claims them with the rest; a claimed revisit's state is read with its claim and its
-  new state goes with its ack; ``done()`` is never True.
+A continuous crawl's frontier (:mod:`.continuous`) hooks into ``_refill``, ``_give_back`` and
+``_ack_call``.
 """
 
 from __future__ import annotations
@@ -53,8 +51,6 @@ from gossamer.urls import Scope, host_key
 
 if TYPE_CHECKING:
     from gossamer.frontier.base import HeldBack
-    from gossamer.frontier.redis.revisits import RedisRevisits
-    from gossamer.frontier.revisits import BoundsOf
 
 _POLL = 0.2
 """Seconds between looks at Redis while this worker holds nothing but the job is not done."""
@@ -89,8 +85,7 @@ class RedisFrontier:
         Redis stores)."""
         config = config or RedisFrontierConfig()
         keys = PartitionKeys(job)
-        scripts = register(redis)
-        self._scripts = scripts
+        scripts = self._scripts = register(redis)
         partitions, lease_timeout = config.partitions, config.lease_timeout
         self._redis = redis
         self._job = job
@@ -131,22 +126,6 @@ class RedisFrontier:
         """When ``done()`` may look at every partition again (its own looks only: others'
         would put it off for good)."""
         self._filled: set[int] = set()
-        self.revisits: RedisRevisits | None = None
-        """A continuous crawl's revisit state (None for a crawl that ends: :meth:`recrawl`)."""
-
-    def recrawl(self, bounds: BoundsOf) -> RedisRevisits:
-        """Make this a continuous crawl's frontier, before its first lease: every page
-        fetched is revisited within ``bounds`` (its URL's revisit intervals), and the job is
-        never done. Returns its revisit state (the page stage's)."""
-        # Imported here: a crawl that ends imports none of the revisit modules.
-        from gossamer.frontier.redis.revisits import RedisRevisits
-
-        revisits = RedisRevisits(
-            self._redis, self._keys, self._scripts, bounds, wall_clock=self._wall
-        )
-        revisits.own(self._claims.owned)
-        self.revisits = revisits
-        return revisits
 
     # -- the contract ----------------------------------------------------------------------
 
@@ -183,11 +162,7 @@ class RedisFrontier:
         for lease in self._hosts.expired():  # a stuck fetch: back to its host's front
             await self.release(lease, None)
         if self._hosts.queued < self._config.memory_budget // 2:
-            if self.revisits is not None and (looking := self.revisits.looking()):
-                self._claims.note(await self.revisits.queue_due(looking, self._claims.batch))
-            parts = self._claims.claimable(self._clock())
-            if parts:
-                await self._claim(parts)
+            await self._refill()
         if self._limiter is not None:
             return await self._pages.counted(self._redis, await self._limiter.lease(self._hosts, n))
         return await self._pages.counted(self._redis, self._hosts.lease(n).leases)
@@ -237,19 +212,13 @@ class RedisFrontier:
         """Seconds until a held URL may be leasable; a short poll while others hold work, None
         when the last look found the job finished."""
         wait = self._hosts.next_ready()
-        if self.revisits is not None:
-            due = self.revisits.next_due()
-            wait = due if wait is None else min(wait, due)
         if wait is not None:
             return wait
         return None if self._finished and not self._claims.held else _POLL
 
     async def done(self) -> bool:
         """Nothing held here, and a look at every partition (at most one per
-        ``refresh_interval``, False in between) finds nothing queued or claimed; never for a
-        continuous crawl."""
-        if self.revisits is not None:
-            return False
+        ``refresh_interval``, False in between) finds nothing queued or claimed."""
         now = self._clock()
         if self._claims.held or now < self._next_look:
             return False
@@ -298,8 +267,6 @@ class RedisFrontier:
         lost = set(self._claims.owned - ownership.partitions)
         gained = ownership.partitions - self._claims.owned
         self._claims.owned = ownership.partitions
-        if self.revisits is not None:
-            self.revisits.own(ownership.partitions)
         given = await self._give_away(lost) if lost else 0
         if gained:
             await self.refresh()
@@ -335,19 +302,6 @@ class RedisFrontier:
         await self.refresh()
         return await self._claims.reclaim(sorted(self._counts.holding), limit)
 
-    async def sooner(self, listed: Sequence[tuple[str, float]]) -> int:
-        """Queue now the pages a sitemap or feed lists (URL, ``lastmod``) with a ``lastmod``
-        newer than their last fetch (a continuous crawl); how many partitions got some."""
-        if self.revisits is None or not listed:
-            return 0
-        parts = await self.revisits.sooner(listed, self._part)
-        for part in parts:
-            if part in self._claims.owned:
-                self._claims.note([part])
-            else:
-                self._filled.add(part)  # its owner hears of it with the other hints
-        return len(parts)
-
     def wake(self, parts: Iterable[int]) -> None:
         """Others filled ``parts``: those this worker owns are claimed from at the next
         ``lease()``."""
@@ -381,8 +335,6 @@ class RedisFrontier:
         if (self._adds.ranked or self._hosts.ranked) and len(parts) * batch > room:  # best of each
             batch = max(1, room // len(parts))
         claimed = await self._claims.claim(parts[: max(1, room // batch)], batch)
-        if self.revisits is not None:
-            await self.revisits.load(claimed)
         await self._pages.load(self._redis, (host_key(entry.url) for entry in claimed))
         lost: dict[int, list[Entry]] = {}
         for entry in claimed:
@@ -406,11 +358,16 @@ class RedisFrontier:
             given += await self._give_back(part, entries)
         return given
 
-    async def _give_back(self, part: int, entries: list[Entry]) -> int:
-        """Return held entries of ``part`` unfetched to the front of its queue."""
-        if self.revisits is not None:
-            self.revisits.forget(entries)
+    async def _refill(self) -> None:  # hooks of a continuous crawl's frontier from here on
+        """Claim more entries from owned partitions believed to have some."""
+        if parts := self._claims.claimable(self._clock()):
+            await self._claim(parts)
+
+    async def _give_back(self, part: int, entries: list[Entry]) -> int:  # unfetched, to the front
         return await self._claims.give_back(part, entries)
+
+    def _ack_call(self, entry: Entry) -> ScriptCall:  # the call finishing ``entry``
+        return self._claims.ack(entry)
 
     async def _send_acks(self, entries: list[Entry], extra: Iterable[ScriptCall] = ()) -> None:
         """Acks (and ``extra`` calls, in the same pipeline) to Redis."""
@@ -418,11 +375,6 @@ class RedisFrontier:
         await run_scripts(self._redis, calls)
         for entry in entries:
             self._claims.forget(entry)
-
-    def _ack_call(self, entry: Entry) -> ScriptCall:
-        """The call finishing ``entry`` (and storing its page's revisit state)."""
-        call = None if self.revisits is None else self.revisits.ack_call(entry)
-        return self._claims.ack(entry) if call is None else call
 
     def _part(self, key: str, fp: int) -> int:  # a URL's partition
         partitions = self._config.partitions

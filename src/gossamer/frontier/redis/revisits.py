@@ -8,7 +8,7 @@ and counts), and ``due``, a ZSET of fingerprint -> wall-clock due time. A page i
 while it waits; ``revisit_due.lua`` moves the due ones into the partition's queue as ordinary
 entries, atomically, and from there they are claimed, leased through the host scheduler (one
 pace per host with discovery), renewed, reclaimed when their worker dies and handed over with
-their partition like any URL. A claimed entry's state is read when it is claimed
+their partition like any URL. A page's state is read when it is leased
 (:meth:`RedisRevisits.load`), and its new state goes to Redis with its ack, in one script
 (``revisit_ack.lua``): a worker killed before its ack loses nothing, the claim comes back and
 the page is judged again against the same state.
@@ -35,6 +35,7 @@ import msgspec
 from msgspec import Meta
 from redis.commands.core import AsyncScript
 
+from gossamer.frontier.base import Lease
 from gossamer.frontier.redis.keys import Entry, PartitionKeys
 from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, run_scripts
 from gossamer.frontier.revisits import BoundsOf, RevisitBook, RevisitState
@@ -167,30 +168,32 @@ class RedisRevisits(RevisitBook):
 
     # -- the frontier's side -----------------------------------------------------------------
 
-    async def load(self, entries: Sequence[Entry]) -> None:
-        """Read the states of claimed ``entries`` (those fetched before are revisits)."""
-        by_part: dict[int, list[Entry]] = {}
-        for entry in entries:
-            by_part.setdefault(entry.part, []).append(entry)
+    async def load(self, leases: Sequence[Lease], part_of: PartOf) -> None:
+        """Read the states of the pages ``leases`` fetch (those fetched before are revisits;
+        a page leased again after a release keeps the state read)."""
+        by_part: dict[int, list[Lease]] = {}
+        for lease in leases:
+            if lease.kind == "page" and lease.url not in self._loaded:
+                by_part.setdefault(part_of(lease.host, lease.fp), []).append(lease)
         if not by_part:
             return
         async with self._redis.pipeline(transaction=False) as pipe:
             for part, held in by_part.items():
-                pipe.hmget(self._keys(part)["revisits"], [str(e.fp) for e in held])
+                pipe.hmget(self._keys(part)["revisits"], [str(lease.fp) for lease in held])
             rows: list[list[bytes | None]] = await pipe.execute()
         for held, raws in zip(by_part.values(), rows, strict=True):
-            for entry, raw in zip(held, raws, strict=True):
+            for lease, raw in zip(held, raws, strict=True):
                 if raw is not None:
-                    self._load(entry, raw)
+                    self._load(lease, raw)
 
-    def _load(self, entry: Entry, raw: bytes) -> None:
+    def _load(self, lease: Lease, raw: bytes) -> None:
         try:
-            self._loaded[entry.url] = unpack(raw, entry.fp)
+            self._loaded[lease.url] = unpack(raw, lease.fp)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
             log.warning(
                 "job %s: dropped the malformed revisit state of %s (%s)",
                 self._keys.job,
-                entry.url[:200],
+                lease.url[:200],
                 exc,
                 extra={"event": "revisit-state-dropped", "job": self._keys.job},
             )
