@@ -61,9 +61,7 @@ def job() -> str:
     return f"job{next(_jobs)}"
 
 
-def make(
-    client: RedisClient, job: str, clock: Clock
-) -> tuple[ContinuousFrontier, RedisRevisits]:
+def make(client: RedisClient, job: str, clock: Clock) -> tuple[ContinuousFrontier, RedisRevisits]:
     frontier = ContinuousFrontier(
         client,
         job,
