@@ -5,6 +5,7 @@ revisited by the others, a sitemap's newer ``lastmod`` making a page due now."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import signal
 import time
@@ -101,6 +102,30 @@ async def test_a_cluster_job_revisits_with_conditional_requests(
     revisits = json.loads((tmp_path / "w0" / "stats.json").read_text())["revisits"]
     assert revisits["results"]["not-modified"] >= 2, revisits
     assert revisits["results"]["changed"] >= 1 and revisits["bytes_saved"] > 0, revisits
+
+
+async def test_revisits_keep_the_hosts_pace_across_workers(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    url = redis_server.url
+    delay = 0.2
+    async with serve_site() as site:
+        # By URL, both workers lease the one host's pages (as their partitions fall): the
+        # shared limiter paces revisits and first fetches alike.
+        submit = ["cluster", "submit", "--redis", url, site.url(), *CLOCK, *QUICK,
+                  "--max-duration", "5", "--no-robots", "--sitemaps", "off", "--delay",
+                  str(delay), "--partition-by", "url", "--partitions", "8"]  # fmt: skip
+        assert await run(tmp_path / "submit.log", *submit) == 0
+        workers = [
+            await start(tmp_path / f"w{i}.log", *worker_args(url, tmp_path, i)) for i in range(2)
+        ]
+        codes = await asyncio.wait_for(asyncio.gather(*(w.wait() for w in workers)), 40)
+        assert codes == [0, 0], worker_logs(tmp_path, 2)
+    found = [r for i in range(2) for r in read_records(tmp_path / f"w{i}")]
+    assert sum(r["change"] not in ("new", None) for r in found) >= 3, "revisits happened"
+    times = sorted(hit.at for hit in site.log)
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert min(gaps) >= delay * 0.9, min(gaps)
 
 
 async def test_a_killed_workers_revisits_move_with_its_partitions(
