@@ -29,12 +29,14 @@ from tests.cluster.harness import (
 )
 from tests.redis_server import RedisServer
 from tests.revisit.site import NOW, serve_site
+from warcio.archiveiterator import ArchiveIterator
 
 from gossamer.cluster import DEFAULT_JOB
 from gossamer.cluster.jobs import load_job, open_control
 from gossamer.crawl.revisiting import revisit_bounds
 from gossamer.frontier.redis.keys import partition_keys, partition_of
 from gossamer.frontier.revisit import Bounds
+from gossamer.sinks.base import IDENTICAL_PAYLOAD, NOT_MODIFIED
 from gossamer.testweb import TestWebServer
 from gossamer.urls import fingerprint, host_key
 
@@ -73,7 +75,7 @@ async def test_a_cluster_job_revisits_with_conditional_requests(
     async with serve_site() as site:
         submit = ["cluster", "submit", "--redis", url, site.url(), *CLOCK, *QUICK,
                   "--max-duration", str(duration), "--no-robots", "--sitemaps", "off",
-                  "--delay", "0.05", "--partitions", "8", "--quiet"]  # fmt: skip
+                  "--delay", "0.05", "--partitions", "8", "--quiet", "--warc"]  # fmt: skip
         assert await run(tmp_path / "submit.log", *submit) == 0
         started = time.monotonic()
         code = await run(tmp_path / "w0.log", *worker_args(url, tmp_path, 0), limit=40)
@@ -99,6 +101,13 @@ async def test_a_cluster_job_revisits_with_conditional_requests(
     assert set(_changes(found, "still")[1:]) == {"unchanged"}
     assert set(_changes(found, "changing")[1:]) == {"changed"}
     assert set(_changes(found, "gone")[1:]) == {"gone"}
+    profiles = set()
+    for path in (tmp_path / "w0" / "warc").glob("*.warc.gz"):
+        with path.open("rb") as stream:
+            for record in ArchiveIterator(stream):
+                if record.rec_type == "revisit":
+                    profiles.add(record.rec_headers.get_header("WARC-Profile"))
+    assert profiles == {NOT_MODIFIED, IDENTICAL_PAYLOAD}, profiles
     revisits = json.loads((tmp_path / "w0" / "stats.json").read_text())["revisits"]
     assert revisits["results"]["not-modified"] >= 2, revisits
     assert revisits["results"]["changed"] >= 1 and revisits["bytes_saved"] > 0, revisits
