@@ -54,9 +54,10 @@ class ContinuousFrontier(RedisFrontier):
         return leases
 
     def next_ready(self) -> float | None:
-        """Seconds until a held URL may be leasable or an owned partition has revisits due."""
+        """Seconds until a held URL may be leasable or an owned partition has revisits due
+        (while there is room in memory for more: else an ended lease makes room)."""
         wait = super().next_ready()
-        if self.revisits is None:
+        if self.revisits is None or self._hosts.queued >= self._config.memory_budget // 2:
             return wait
         due = self.revisits.next_due()
         return due if wait is None else min(wait, due)

@@ -44,6 +44,8 @@ from gossamer.urls import fingerprint, host_key
 log = logging.getLogger(__name__)
 SWEEP = 5.0
 """Seconds between looks at every owned partition's due revisits."""
+AGAIN = 0.25
+"""Seconds before a partition with more revisits due than one look queued is looked at again."""
 _QUEUE = ("due", "revisits", "queue", "counts", "ranked", "ranks")
 """The keys of the scripts that queue revisits, in their order."""
 
@@ -253,7 +255,7 @@ class RedisRevisits(RevisitBook):
             if part not in self._owned:
                 continue
             self._backlogs[part] = int(left)
-            self._next[part] = now if int(left) else _time(first)
+            self._next[part] = now + AGAIN if int(left) else _time(first)
             if int(count):
                 queued.append(part)
         self._backlog = sum(self._backlogs.values())
@@ -291,4 +293,4 @@ def _time(text: bytes | str) -> float:
     return value if math.isfinite(value) else math.inf
 
 
-__all__ = ["SWEEP", "Packed", "RedisRevisits", "pack", "unpack"]
+__all__ = ["AGAIN", "SWEEP", "Packed", "RedisRevisits", "pack", "unpack"]
