@@ -1,6 +1,7 @@
 """Continuous cluster jobs (``cluster submit --recrawl``) against a real redis-server: revisits
-with conditional requests, ``--max-duration`` ending the job, a killed worker's partitions
-revisited by the others, a sitemap's newer ``lastmod`` making a page due now."""
+with conditional requests, ``--max-duration`` or ``cluster stop`` ending the job, a killed
+worker's partitions revisited by the others, a sitemap's newer ``lastmod`` making a page due
+now."""
 
 from __future__ import annotations
 
@@ -144,7 +145,7 @@ async def test_a_killed_workers_revisits_move_with_its_partitions(
     concurrency = 4
     async with TestWebServer(small_web(hosts=4, pages_per_host=3), flaky_failures=0) as server:
         submit = ["cluster", "submit", "--redis", url, server.url(0), *CLOCK, *QUICK, *FAST,
-                  *WEB_ARGS, "--max-duration", "14", "--no-robots", "--sitemaps", "off",
+                  *WEB_ARGS, "--max-duration", "45", "--no-robots", "--sitemaps", "off",
                   "--delay", "0.05", "--concurrency", str(concurrency),
                   "--partitions", "16"]  # fmt: skip
         assert await run(tmp_path / "submit.log", *submit) == 0
@@ -153,30 +154,41 @@ async def test_a_killed_workers_revisits_move_with_its_partitions(
         ]
         await wait_alive(url, 2)
         # Kill the first worker that has revisited a page: its revisit state is in Redis.
-        victim = -1
-        for _ in range(400):
-            for i in range(2):
-                if any(r["change"] not in ("new", None) for r in read_records(tmp_path / f"w{i}")):
-                    victim = i
-            if victim >= 0:
-                break
-            await asyncio.sleep(0.05)
-        assert victim >= 0, worker_logs(tmp_path, 2)
+        victim = await _first_to_revisit(tmp_path)
         workers[victim].send_signal(signal.SIGKILL)
         await workers[victim].wait()
         killed_at = time.time()
         survivor = workers[1 - victim]
-        assert await asyncio.wait_for(survivor.wait(), 40) == 0, worker_logs(tmp_path, 2)
-    fetched = {r["url"] for r in read_records(tmp_path / f"w{victim}") if r["status"] == 200}
-    after = [
-        r for r in read_records(tmp_path / f"w{1 - victim}") if r["fetched_at"] > killed_at + 0.5
-    ]
+        fetched = {r["url"] for r in read_records(tmp_path / f"w{victim}") if r["status"] == 200}
+        for _ in range(600):  # until the survivor has fetched every page the victim had
+            after = [
+                r for r in read_records(tmp_path / f"w{1 - victim}") if r["fetched_at"] > killed_at
+            ]
+            if fetched <= {r["url"] for r in after} or survivor.returncode is not None:
+                break
+            await asyncio.sleep(0.05)
+        code, _, err = await output("cluster", "stop", "--redis", url)
+        assert code == 0, err
+        assert await asyncio.wait_for(survivor.wait(), 30) == 0, worker_logs(tmp_path, 2)
+        code, _, err = await output("cluster", "wait", "--redis", url, "--timeout", "10")
+        assert code == 0, "a stopped continuous job is finished once its workers left"
+    after = [r for r in read_records(tmp_path / f"w{1 - victim}") if r["fetched_at"] > killed_at]
     revisited = {r["url"] for r in after if r["change"] in ("changed", "unchanged")}
     # Every page the killed worker fetched is revisited by the survivor, knowing its last
     # fetch (its state came from Redis); those in flight or not acked yet come back as new.
     assert fetched <= {r["url"] for r in after}, sorted(fetched - {r["url"] for r in after})[:5]
     assert len(fetched - revisited) <= 2 * concurrency, sorted(fetched - revisited)
     assert revisited & fetched
+
+
+async def _first_to_revisit(tmp_path: Path) -> int:
+    """The first of workers 0 and 1 whose records hold a revisit."""
+    for _ in range(400):
+        for i in range(2):
+            if any(r["change"] not in ("new", None) for r in read_records(tmp_path / f"w{i}")):
+                return i
+        await asyncio.sleep(0.05)
+    raise AssertionError(worker_logs(tmp_path, 2))
 
 
 async def test_a_newer_sitemap_lastmod_makes_a_page_due_now(
