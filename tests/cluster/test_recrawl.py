@@ -183,7 +183,7 @@ async def test_a_killed_workers_revisits_move_with_its_partitions(
 
 async def _first_to_revisit(tmp_path: Path) -> int:
     """The first of workers 0 and 1 whose records hold a revisit."""
-    for _ in range(400):
+    for _ in range(800):
         for i in range(2):
             if any(r["change"] not in ("new", None) for r in read_records(tmp_path / f"w{i}")):
                 return i
