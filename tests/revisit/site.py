@@ -10,15 +10,21 @@ Pages (each linked from ``/``, itself unchanged, no validators):
 * ``/changing``: no validators, a new paragraph of text at every fetch.
 * ``/ad``: no validators, the same article with another ad (and timestamp) at every fetch.
 * ``/gone``: 200 at its first fetch, then 404; ``/moved``: 200, then a 301 to ``/``.
+
+``/sitemap.xml`` lists the URLs of ``Site.listed`` with their ``lastmod`` (``NOW``: the time it
+is answered, to the microsecond); it answers once ``Site.sitemap_gate`` is set. ``/robots.txt``
+is ``Site.robots`` (404 when empty).
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from aiohttp import web
 from tests.local_app import serve
@@ -26,6 +32,8 @@ from tests.local_app import serve
 ARTICLE = " ".join(["The river keeps its course through the valley of the old mill."] * 12)
 LAST_MODIFIED = "Wed, 21 Oct 2015 07:28:00 GMT"
 PAGES = ("etag", "lm", "both", "still", "changing", "ad", "gone", "moved")
+NOW = "now"
+"""A page's ``lastmod`` in the sitemap: the time the sitemap is answered."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +54,10 @@ class Site:
     port: int = 0
     log: list[Hit] = field(default_factory=list)
     fetches: Counter[str] = field(default_factory=Counter)
+    listed: dict[str, str] = field(default_factory=dict)
+    """URLs the sitemap lists -> their ``lastmod`` (W3C datetime, or ``NOW``)."""
+    robots: str = ""
+    sitemap_gate: asyncio.Event = field(default_factory=asyncio.Event)
 
     def url(self, path: str = "") -> str:
         return f"http://127.0.0.1:{self.port}/{path}"
@@ -94,6 +106,17 @@ def _answer(site: Site, page: str, request: web.Request) -> web.Response:
     return web.Response(text=_html(page, ARTICLE), content_type="text/html")
 
 
+async def _sitemap(site: Site) -> web.Response:
+    await asyncio.wait_for(site.sitemap_gate.wait(), 30)
+    now = datetime.now(UTC).isoformat(timespec="microseconds")
+    urls = "".join(
+        f"<url><loc>{url}</loc><lastmod>{now if lastmod == NOW else lastmod}</lastmod></url>"
+        for url, lastmod in site.listed.items()
+    )
+    text = f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>'
+    return web.Response(text=text, content_type="application/xml")
+
+
 def _index() -> web.Response:
     links = "".join(f"<a href='/{page}'>{page}</a> " for page in PAGES)
     return web.Response(text=_html("index", ARTICLE, extra=links), content_type="text/html")
@@ -109,6 +132,10 @@ async def serve_site() -> AsyncIterator[Site]:
         site.fetches[page] += 1
         if request.path == "/":
             response: web.StreamResponse = _index()
+        elif request.path == "/sitemap.xml":
+            response = await _sitemap(site)
+        elif request.path == "/robots.txt" and site.robots:
+            response = web.Response(text=site.robots)
         elif page in PAGES:
             response = _answer(site, page, request)
         else:

@@ -84,16 +84,20 @@ def test_non_numbers_exit_2_with_one_line(flag: str, capsys: pytest.CaptureFixtu
     assert flag in err and err.count("\n") == 1
 
 
-@pytest.mark.parametrize("command", ["submit", "up"])
-def test_cluster_refuses_recrawl(
-    command: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--revisit-min", "10", "--revisit-max", "5"], "more than revisit_max"),
+        (["--max-duration", "-1"], "'max_duration'"),
+    ],
+)
+def test_cluster_submit_bad_values_exit_2_with_one_line(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["cluster", command, "--recrawl", "http://a.test/", "--out", str(tmp_path / "o")]
-    if command == "submit":
-        argv += ["--redis", "redis://127.0.0.1:1/0"]
-    assert main(argv) == 2
+    redis = ["--redis", "redis://127.0.0.1:1/0"]
+    assert main(["cluster", "submit", *redis, "--recrawl", *argv, "http://a.test/"]) == 2
     err = capsys.readouterr().err
-    assert "'recrawl'" in err and "embedded frontier" in err and err.count("\n") == 1
+    assert message in err and err.count("\n") == 1
 
 
 def test_bounds_by_pattern_and_content_type(tmp_path: Path) -> None:

@@ -181,23 +181,11 @@ def _redis_url(args: argparse.Namespace) -> str:
     return resolve_redis_url(args.redis, password_file=args.redis_password_file)
 
 
-def _embedded_only(settings: JobSettings) -> JobSettings:
-    """Refuse what only the embedded frontier does yet (a continuous crawl)."""
-    if settings.recrawl:
-        raise SettingsError(
-            "invalid setting 'recrawl': continuous crawls run on the embedded frontier only "
-            "(gossamer crawl --recrawl); the cluster's Redis frontier does not revisit yet"
-        )
-    return settings
-
-
 def _submit(args: argparse.Namespace) -> int:
     from gossamer.cluster.jobs import submit
     from gossamer.cluster.resilient import run
 
-    settings = _embedded_only(
-        settings_from_args(args, JobSettings, skip=("redis", "redis_password_file", "job"))
-    )
+    settings = settings_from_args(args, JobSettings, skip=("redis", "redis_password_file", "job"))
     done = run(submit(settings, _redis_url(args), args.job))
     if not settings.quiet:
         resumed = ""
@@ -314,6 +302,6 @@ def _wait(args: argparse.Namespace) -> int:
 def _up(args: argparse.Namespace) -> int:
     from gossamer.cluster.local import up
 
-    settings = _embedded_only(settings_from_args(args, JobSettings, skip=("job", "workers")))
+    settings = settings_from_args(args, JobSettings, skip=("job", "workers"))
     log_flags = ["--log-level", args.log_level, *(["--log-json"] if args.log_json else [])]
     return up(settings, args.workers, args.job, log_flags)

@@ -257,7 +257,7 @@ async def status_of(control: Control) -> dict[str, Any]:
         "submitted": settings is not None,
         "seeds": await _seeds_status(control, size),
         "state": await control.state(),
-        "done": bool(totals and totals.done),
+        "done": await finished(control, settings, totals),
         "leader": await control.leader(),
         "assignment_version": await control.version(),
         "totals": _totals(totals),
@@ -348,11 +348,25 @@ async def _wait_done(control: Control) -> bool:
     while True:
         settings = await load_job(control)
         totals = None if settings is None else await control.totals(settings.partitions)
-        if totals is not None and totals.done:
+        if await finished(control, settings, totals):
             return True
         # Each look reads every partition: seldom while much is left to crawl.
         left = 0 if totals is None else totals.queued + totals.claimed
         await asyncio.sleep(min(max(left / _FAST_RATE, _POLL[0]), _POLL[1]))
+
+
+async def finished(
+    control: Control, settings: JobSettings | None, totals: JobTotals | None
+) -> bool:
+    """Whether the job is finished: nothing queued or claimed; for a continuous job
+    (``recrawl``), which always has revisits to come, once every worker that joined has
+    left (``--max-duration``, ``cluster stop``, SIGTERM) or died."""
+    if settings is None or totals is None:
+        return False
+    if not settings.recrawl:
+        return totals.done
+    workers = await control.workers()
+    return bool(workers) and not any(worker.alive for worker in workers)
 
 
 def format_status(state: dict[str, Any]) -> str:

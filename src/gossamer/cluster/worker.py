@@ -64,6 +64,8 @@ from gossamer.stats import CrawlStats
 from gossamer.status import status_file
 
 if TYPE_CHECKING:
+    from gossamer.crawl.stages import Stages
+    from gossamer.frontier.revisits import RevisitBook
     from gossamer.metrics.exporter import MetricsServer
 
 log = logging.getLogger(__name__)
@@ -209,23 +211,8 @@ async def _crawl_share(
             settings.out, settings.concurrency, settings.max_bandwidth
         )
         assignment = Assignment(control, name)
-        frontier = RedisFrontier(
-            control.redis,
-            control.job,
-            stages.scope,
-            stages.politeness,
-            config=RedisFrontierConfig(
-                partitions=settings.partitions,
-                lease_timeout=settings.claim_timeout,
-                memory_budget=settings.queue_memory,
-                slack=settings.focus_slack,
-                defer_acks=True,
-                partition_by=settings.partition_by,
-            ),
-            ownership=assignment.ownership,
-            rules=stages.robots.known if settings.robots else None,
-            guards=Guards.of(settings),
-        )
+        frontier = _frontier(control, settings, stages, assignment)
+        revisits = _keep_fresh(frontier, settings, stages)
         digests = None
         if settings.digests != "off" and settings.text:
             digests = RedisDigests(control.redis, control.job, settings.digest_threshold)
@@ -243,10 +230,11 @@ async def _crawl_share(
             focus=focus,
             digests=digests,
             additions=additions,
+            revisits=revisits,
         )
         crawler.restore_counts()
         if metrics is not None:
-            metrics.attach(metric_sources(stages, crawler, frontier))
+            metrics.attach(metric_sources(stages, crawler, frontier, revisits))
         if additions.signals:
             install_signal_handlers(crawler)
         if settings.max_duration is not None:
@@ -298,3 +286,48 @@ async def _crawl_share(
             extra={"event": "worker-stopped", "worker": name, "pages": stats.pages},
         )
     return stats
+
+
+def _frontier(
+    control: Control, settings: JobSettings, stages: Stages, assignment: Assignment
+) -> RedisFrontier:
+    """The worker's Redis frontier (a continuous job's: ``ContinuousFrontier``)."""
+    kind: type[RedisFrontier] = RedisFrontier
+    if settings.recrawl:  # a job that ends imports none of the revisit modules
+        from gossamer.frontier.redis.continuous import ContinuousFrontier
+
+        kind = ContinuousFrontier
+    frontier = kind(
+        control.redis,
+        control.job,
+        stages.scope,
+        stages.politeness,
+        config=RedisFrontierConfig(
+            partitions=settings.partitions,
+            lease_timeout=settings.claim_timeout,
+            memory_budget=settings.queue_memory,
+            slack=settings.focus_slack,
+            defer_acks=True,
+            partition_by=settings.partition_by,
+        ),
+        ownership=assignment.ownership,
+        rules=stages.robots.known if settings.robots else None,
+        guards=Guards.of(settings),
+    )
+    return frontier
+
+
+def _keep_fresh(
+    frontier: RedisFrontier, settings: JobSettings, stages: Stages
+) -> RevisitBook | None:
+    """A continuous job's revisit state, the sitemaps' ``lastmod`` hooked in (None for a
+    job that ends)."""
+    if not settings.recrawl:
+        return None
+    from gossamer.crawl.revisiting import revisit_bounds
+    from gossamer.frontier.redis.continuous import ContinuousFrontier
+
+    assert isinstance(frontier, ContinuousFrontier)
+    if stages.sitemaps is not None:
+        stages.sitemaps.use_lastmod(frontier.sooner)
+    return frontier.recrawl(revisit_bounds(settings))

@@ -36,7 +36,7 @@ from gossamer.urls import host_key
 
 if TYPE_CHECKING:
     from gossamer.extract.rules import RuleSet
-    from gossamer.frontier.revisits import Revisits
+    from gossamer.frontier.revisits import RevisitBook
     from gossamer.metrics.exporter import MetricsServer, Sources
     from gossamer.page.freshness import Freshness
 
@@ -106,7 +106,7 @@ def assemble_crawler(
     on_commit: CommitHook | None = None,
     focus: Focus | None = None,
     digests: DigestIndex | None = None,
-    revisits: Revisits | None = None,
+    revisits: RevisitBook | None = None,
     additions: Additions = NOTHING,
 ) -> Crawler:
     """The crawl loop over ``stages`` and ``frontier``: crawl.db is its journal,
@@ -153,7 +153,7 @@ def assemble_crawler(
     )
 
 
-def _freshness(revisits: Revisits) -> Freshness:
+def _freshness(revisits: RevisitBook) -> Freshness:
     from gossamer.page.freshness import Freshness  # a crawl that ends never imports it
 
     return Freshness(revisits)
@@ -174,7 +174,7 @@ def stats_sources(stages: Stages) -> dict[str, StatsSource]:
 
 
 def metric_sources(
-    stages: Stages, crawler: Crawler, frontier: Frontier, revisits: Revisits | None = None
+    stages: Stages, crawler: Crawler, frontier: Frontier, revisits: RevisitBook | None = None
 ) -> Sources:
     """Where ``/metrics`` reads this crawl's figures (the stages' snapshots)."""
     from gossamer.metrics.exporter import Snapshot, Sources
@@ -222,6 +222,8 @@ async def build_crawler(
             from gossamer.crawl.revisiting import open_revisits
 
             revisits = open_revisits(settings, db)
+            if revisits is not None and stages.sitemaps is not None:
+                stages.sitemaps.use_lastmod(revisits.sooner)
         frontier = LocalFrontier(
             stages.scope,
             stages.politeness,

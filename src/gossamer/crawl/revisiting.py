@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from gossamer.crawldb import CrawlDB
 from gossamer.frontier.revisit import Bounds
-from gossamer.frontier.revisits import BoundsOf, Revisits
+from gossamer.frontier.revisits import BoundsOf, RevisitBook, Revisits
 from gossamer.settings import CrawlSettings, SettingsError
 from gossamer.settings.revisit import RevisitRule, rule_intervals, url_regex
 
@@ -22,7 +22,7 @@ class ConditionalFetch:
     """``fetcher`` for pages, a revisit's request carrying its stored validators
     (``If-None-Match``, ``If-Modified-Since``)."""
 
-    def __init__(self, fetcher: _HeadersFetch, revisits: Revisits) -> None:
+    def __init__(self, fetcher: _HeadersFetch, revisits: RevisitBook) -> None:
         self._fetcher = fetcher
         self._revisits = revisits
 

@@ -94,6 +94,10 @@ class Claims(Protocol):
     async def release(self, url: str) -> None: ...
 
 
+Sooner = Callable[[Sequence[tuple[str, float]]], Awaitable[int]]
+"""Makes the listed URLs (URL, ``lastmod``) whose last fetch is older due now."""
+
+
 class Fetch(Protocol):
     """The fetcher behind the host gate (`gossamer.fetch.gated.GatedFetch`)."""
 
@@ -171,10 +175,16 @@ class SitemapStage:
         self._frontier: Frontier | None = None
         self._ledger: Ledger | None = None
         self._claims: Claims | None = None
+        self._sooner: Sooner | None = None
 
     def share(self, claims: Claims) -> None:
         """A cluster worker's stage: read a sitemap only once ``claims`` gives it the read."""
         self._claims = claims
+
+    def use_lastmod(self, sooner: Sooner) -> None:
+        """A continuous crawl's: entries with a ``lastmod`` go to ``sooner`` too, which
+        makes those newer than their URL's last fetch due now."""
+        self._sooner = sooner
 
     def use_robots(self, allowed: Callable[[str], Awaitable[bool]]) -> None:
         """Ask robots.txt (``allowed``: the robots cache's) before each file is fetched."""
@@ -321,6 +331,8 @@ class SitemapStage:
         entries, batch[:] = list(batch), []
         added = await self._frontier.add([Candidate(e.url, ENTRY_DEPTH) for e in entries])
         self._db.stage(_ENTRY, _entry_rows(entries))
+        if self._sooner is not None:
+            await self._sooner([(e.url, e.lastmod) for e in entries if e.lastmod is not None])
         self._counts.entries += len(entries)
         self._counts.admitted += added.added
 

@@ -23,7 +23,7 @@ import math
 import operator
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -53,6 +53,10 @@ _READ_DUE = (
     f"SELECT u.url, u.depth, r.{_COLUMNS.replace(', ', ', r.')} FROM revisits r "
     "JOIN urls u ON u.fp = r.fp WHERE r.due <= ? AND (r.due > ? OR (r.due = ? AND r.fp > ?)) "
     "ORDER BY r.due, r.fp LIMIT ?"
+)
+_READ_LISTED = (
+    f"SELECT u.url, u.depth, r.{_COLUMNS.replace(', ', ', r.')} FROM revisits r "
+    "JOIN urls u ON u.fp = r.fp WHERE r.due IS NOT NULL AND r.fp IN ({marks})"
 )
 _ADOPT = _UPSERT.replace("INSERT OR REPLACE", "INSERT OR IGNORE")
 _LAST_PAGES = (
@@ -122,7 +126,63 @@ class RevisitStats:
     loaded: int
 
 
-class Revisits:
+class RevisitBook:
+    """What the page stage asks of a continuous crawl's revisit state, whichever frontier
+    keeps it (crawl.db here, Redis in :mod:`gossamer.frontier.redis.revisits`): each URL's
+    bounds, the row of a revisit out (:meth:`state`, :meth:`validators`), the new row of a URL
+    judged (:meth:`observed`), and the counts by result."""
+
+    def __init__(self, bounds: BoundsOf, *, max_gone: int = 3) -> None:
+        """``max_gone``: answers of gone (404, 410, a redirect away) after which a URL is no
+        longer revisited."""
+        self.bounds = bounds
+        self.max_gone = max_gone
+        self._loaded: dict[str, RevisitState | None] = {}
+        """The rows of the revisits out, by URL (None once judged)."""
+        self.results: Counter[str] = Counter()
+        self.bytes_saved = 0
+        self._backlog = 0
+
+    def state(self, url: str) -> RevisitState | None:
+        """The row of ``url`` while it is out as a revisit; None for a URL fetched first."""
+        return self._loaded.get(url)
+
+    def validators(self, url: str) -> dict[str, str] | None:
+        """The conditional request headers of a revisit of ``url`` (None: none to send)."""
+        state = self._loaded.get(url)
+        if state is None or (state.etag is None and state.last_modified is None):
+            return None
+        headers = {}
+        if state.etag is not None:
+            headers["If-None-Match"] = state.etag
+        if state.last_modified is not None:
+            headers["If-Modified-Since"] = state.last_modified
+        return headers
+
+    def observed(self, url: str, state: RevisitState) -> None:
+        """Keep the new row of ``url``, written with the ack that follows."""
+        raise NotImplementedError
+
+    def json_stats(self) -> dict[str, Any]:
+        """:meth:`stats` as stats.json shows it."""
+        return asdict(self.stats())
+
+    def metrics(self) -> dict[str, int]:
+        """:meth:`stats` flat, as ``/metrics`` shows it (``gossamer_revisits_<name>``)."""
+        results = self.results
+        counters = {f"{name.replace('-', '_')}_total": results[name] for name in RESULTS}
+        return counters | {
+            "bytes_saved_total": self.bytes_saved,
+            "backlog": self._backlog,
+            "loaded": len(self._loaded),
+        }
+
+    def stats(self) -> RevisitStats:
+        """A frozen snapshot."""
+        return RevisitStats(dict(self.results), self.bytes_saved, self._backlog, len(self._loaded))
+
+
+class Revisits(RevisitBook):
     """The ``revisits`` table, the URLs due now and the rows of those out (module doc)."""
 
     def __init__(
@@ -135,19 +195,15 @@ class Revisits:
     ) -> None:
         """``max_gone``: answers of gone (404, 410, a redirect away) after which a URL is no
         longer revisited. ``clock``: unix time (due times outlive the process)."""
+        super().__init__(bounds, max_gone=max_gone)
         self._db = db
-        self.bounds = bounds
-        self.max_gone = max_gone
         self.clock = clock
-        self._loaded: dict[str, RevisitState | None] = {}
-        """The rows of the revisits out, by URL (None once judged)."""
+        self._ready: list[tuple[str, Queued]] = []
+        """Revisits a sitemap's newer ``lastmod`` made due now (:meth:`sooner`)."""
         self._per_host: Counter[str] = Counter()
         self._cursor: tuple[float, int] = (-math.inf, -1)
         self._earliest: float | None = -math.inf
         """The earliest due time not read yet (-inf: not known, read at the next lease)."""
-        self.results: Counter[str] = Counter()
-        self.bytes_saved = 0
-        self._backlog = 0
 
     def adopt(self) -> int:
         """Give each page of a previous run that has no revisit row one (``--resume
@@ -182,22 +238,6 @@ class Revisits:
         )
         return len(rows)
 
-    def state(self, url: str) -> RevisitState | None:
-        """The row of ``url`` while it is out as a revisit; None for a URL fetched first."""
-        return self._loaded.get(url)
-
-    def validators(self, url: str) -> dict[str, str] | None:
-        """The conditional request headers of a revisit of ``url`` (None: none to send)."""
-        state = self._loaded.get(url)
-        if state is None or (state.etag is None and state.last_modified is None):
-            return None
-        headers = {}
-        if state.etag is not None:
-            headers["If-None-Match"] = state.etag
-        if state.last_modified is not None:
-            headers["If-Modified-Since"] = state.last_modified
-        return headers
-
     def observed(self, url: str, state: RevisitState) -> None:
         """Stage the new row of ``url`` (committed with the ack that follows)."""
         self._db.stage(_UPSERT, [state.row()])
@@ -226,6 +266,8 @@ class Revisits:
     def next_due(self) -> float | None:
         """Seconds until the next revisit not yet read is due (0: now); None when none is,
         or when no more may be out now (an ended lease makes room, and wakes the crawl)."""
+        if self._ready:
+            return 0.0
         if self._earliest is None or len(self._loaded) >= MAX_LOADED:
             return None
         return max(self._earliest - self.clock(), 0.0)
@@ -233,18 +275,39 @@ class Revisits:
     async def due(self) -> list[tuple[str, Queued]]:
         """The URLs due now not out yet, with their host keys, as many as there is room for."""
         now = self.clock()
+        ready, self._ready = self._ready, []
         if self._earliest is None or self._earliest > now or len(self._loaded) >= MAX_LOADED:
-            return []
+            return ready
         after, fp = self._cursor
         limit = min(_BATCH, MAX_LOADED - len(self._loaded))
         rows = await self._db.read(_READ_DUE, (now, after, after, fp, limit))
-        out = [entry for row in rows if (entry := self._load(row)) is not None]
+        out = ready + [entry for row in rows if (entry := self._load(row)) is not None]
         if len(rows) < limit:  # all that is due now was read: the next read starts over
             self._cursor = (-math.inf, -1)
             await self._next_earliest(now)
         else:
             self._cursor = (rows[-1][10], rows[-1][2])
         return out
+
+    async def sooner(self, listed: Sequence[tuple[str, float]]) -> int:
+        """URLs a sitemap or feed lists with a ``lastmod`` newer than their last fetch are
+        due now (those with a due time, not out already); how many. Their rows keep their due
+        time until they are fetched, so a crash only forgets the hurry."""
+        newest: dict[int, float] = {}
+        for url, lastmod in listed:
+            fp = fingerprint(url)
+            newest[fp] = max(lastmod, newest.get(fp, lastmod))
+        found = 0
+        fps = list(newest)
+        for start in range(0, len(fps), _BATCH):
+            chunk = fps[start : start + _BATCH]
+            sql = _READ_LISTED.format(marks=", ".join("?" * len(chunk)))
+            for row in await self._db.read(sql, tuple(chunk)):
+                fetched_at, fp = row[7], row[2]
+                if float(fetched_at) < newest[int(fp)] and (entry := self._load(row)):
+                    self._ready.append(entry)
+                    found += 1
+        return found
 
     def _load(self, row: tuple[object, ...]) -> tuple[str, Queued] | None:
         url, depth, *values = row
@@ -266,24 +329,6 @@ class Revisits:
             earliest = now + _SWEEP_EVERY
         self._earliest = None if earliest is None else float(earliest)
 
-    def json_stats(self) -> dict[str, Any]:
-        """:meth:`stats` as stats.json shows it."""
-        return asdict(self.stats())
-
-    def metrics(self) -> dict[str, int]:
-        """:meth:`stats` flat, as ``/metrics`` shows it (``gossamer_revisits_<name>``)."""
-        results = self.results
-        counters = {f"{name.replace('-', '_')}_total": results[name] for name in RESULTS}
-        return counters | {
-            "bytes_saved_total": self.bytes_saved,
-            "backlog": self._backlog,
-            "loaded": len(self._loaded),
-        }
-
-    def stats(self) -> RevisitStats:
-        """A frozen snapshot."""
-        return RevisitStats(dict(self.results), self.bytes_saved, self._backlog, len(self._loaded))
-
 
 __all__ = [
     "ADOPTED_META",
@@ -291,6 +336,7 @@ __all__ = [
     "PER_HOST",
     "RESULTS",
     "BoundsOf",
+    "RevisitBook",
     "RevisitState",
     "RevisitStats",
     "Revisits",

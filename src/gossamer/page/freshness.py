@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gossamer.frontier.revisit import History, next_interval, observe
-from gossamer.frontier.revisits import Revisits, RevisitState, content_digest
+from gossamer.frontier.revisits import RevisitBook, RevisitState, content_digest
 from gossamer.outcomes import Action
 from gossamer.page.state import PageState
 from gossamer.sinks.base import IDENTICAL_PAYLOAD, NOT_MODIFIED, Revisit
@@ -34,7 +34,7 @@ _GONE = frozenset({404, 410})
 class Freshness:
     """Judges each answer against the URL's last one (see the module docstring)."""
 
-    def __init__(self, revisits: Revisits) -> None:
+    def __init__(self, revisits: RevisitBook) -> None:
         self._revisits = revisits
 
     def judge(self, state: PageState, action: Action) -> None:

@@ -19,6 +19,8 @@ One module per concern:
 * ``limiter``: the shared per-host limiter of ``partition_by="url"``
 * ``fences``: hand-over fences for a partition's new owner
 * ``frontier``: :class:`RedisFrontier`, the contract's methods and the upkeep its owner calls
+* ``revisits``: a continuous crawl's revisit state and due times, kept with each partition
+* ``continuous``: ``ContinuousFrontier``, the frontier of a continuous crawl (``--recrawl``)
 
 Priorities: a partition queues FIFO while every entry has priority 0; its first other
 priority turns it ranked (a sorted set, best first, see :mod:`.keys`), so claims take each
@@ -34,8 +36,8 @@ claims again (below half the budget); ``reprioritize`` does not reach URLs anoth
 holds claimed.
 
 This package may import ``gossamer.frontier.base``, ``admission``, ``hosts``, ``politeness``,
-``dedup``, ``gossamer.urls``, redis-py and xxhash; never ``gossamer.cluster`` (which builds on
-it), the engine, nor ``gossamer.frontier.local``.
+``dedup``, ``revisit``, ``revisits``, ``gossamer.urls``, redis-py, msgspec and xxhash; never
+``gossamer.cluster`` (which builds on it), the engine, nor ``gossamer.frontier.local``.
 """
 
 from gossamer.frontier.redis.config import RedisFrontierConfig

@@ -17,6 +17,8 @@ its methods; it starts no task of its own:
   owned partitions others filled, :meth:`wake` with the partitions others say they filled,
   :meth:`filled` for the partitions this worker filled for others, and :meth:`own` with each
   new :class:`~.keys.Ownership`.
+A continuous crawl's frontier (:mod:`.continuous`) hooks into ``_refill``, ``_give_back`` and
+``_ack_call``.
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ class RedisFrontier:
         Redis stores)."""
         config = config or RedisFrontierConfig()
         keys = PartitionKeys(job)
-        scripts = register(redis)
+        scripts = self._scripts = register(redis)
         partitions, lease_timeout = config.partitions, config.lease_timeout
         self._redis = redis
         self._job = job
@@ -160,9 +162,7 @@ class RedisFrontier:
         for lease in self._hosts.expired():  # a stuck fetch: back to its host's front
             await self.release(lease, None)
         if self._hosts.queued < self._config.memory_budget // 2:
-            parts = self._claims.claimable(self._clock())
-            if parts:
-                await self._claim(parts)
+            await self._refill()
         if self._limiter is not None:
             return await self._pages.counted(self._redis, await self._limiter.lease(self._hosts, n))
         return await self._pages.counted(self._redis, self._hosts.lease(n).leases)
@@ -187,7 +187,7 @@ class RedisFrontier:
         entry.attempts += 1
         entry.not_before = self._wall() + after
         if entry.orphan:
-            await self._claims.give_back(entry.part, [entry])
+            await self._give_back(entry.part, [entry])
         elif await self._claims.update(entry):  # else reclaimed meanwhile: queued in Redis
             self._hosts.delay(lease.host, entry, self._clock() + after)
 
@@ -199,7 +199,7 @@ class RedisFrontier:
         if entry is None:
             return
         if entry.orphan:
-            await self._claims.give_back(entry.part, [entry])
+            await self._give_back(entry.part, [entry])
         else:
             self._hosts.push(lease.host, entry, front=True)
 
@@ -347,7 +347,7 @@ class RedisFrontier:
             else:
                 self._hosts.push(host_key(entry.url), entry)
         for part, entries in lost.items():
-            await self._claims.give_back(part, entries)
+            await self._give_back(part, entries)
 
     async def _give_away(self, parts: set[int]) -> int:
         back = self._handover.give_away(parts, self._hosts)
@@ -355,12 +355,23 @@ class RedisFrontier:
         await run_scripts(self._redis, self._handover.take())
         given = 0
         for part, entries in back.items():
-            given += await self._claims.give_back(part, entries)
+            given += await self._give_back(part, entries)
         return given
+
+    async def _refill(self) -> None:  # hooks of a continuous crawl's frontier from here on
+        """Claim more entries from owned partitions believed to have some."""
+        if parts := self._claims.claimable(self._clock()):
+            await self._claim(parts)
+
+    async def _give_back(self, part: int, entries: list[Entry]) -> int:  # unfetched, to the front
+        return await self._claims.give_back(part, entries)
+
+    def _ack_call(self, entry: Entry) -> ScriptCall:  # the call finishing ``entry``
+        return self._claims.ack(entry)
 
     async def _send_acks(self, entries: list[Entry], extra: Iterable[ScriptCall] = ()) -> None:
         """Acks (and ``extra`` calls, in the same pipeline) to Redis."""
-        calls = [*extra, *(self._claims.ack(entry) for entry in entries)]
+        calls = [*extra, *(self._ack_call(entry) for entry in entries)]
         await run_scripts(self._redis, calls)
         for entry in entries:
             self._claims.forget(entry)

@@ -22,6 +22,10 @@ only::
                                may claim, and the sequence of the worker's last fence call
     gs:{J:p}:pages      HASH   host key -> pages taken, for hosts with a page budget whose
                                partition is p (see :mod:`.pages`)
+    gs:{J:p}:revisits   HASH   fingerprint -> revisit state of a page fetched, packed (a
+                               continuous crawl's, see :mod:`.revisits`)
+    gs:{J:p}:due        ZSET   fingerprint -> wall-clock time its revisit is due (a page not
+                               out: neither queued nor claimed)
 
 Job-level keys, tagged ``{J}`` like the control plane's::
 
@@ -85,7 +89,10 @@ def partition_of(key: str, partitions: int) -> int:
 def partition_keys(job: str, part: int) -> dict[str, str]:
     """The Redis keys of one partition, all with the hash tag ``{job:part}``."""
     tag = f"gs:{{{job}:{part}}}:"
-    names = ("seen", "queue", "claimed", "deadlines", "counts", "fence", "ranked", "ranks", "pages")
+    names = (
+        *("seen", "queue", "claimed", "deadlines", "counts", "fence", "ranked", "ranks", "pages"),
+        *("revisits", "due"),
+    )
     return {name: tag + name for name in names}
 
 

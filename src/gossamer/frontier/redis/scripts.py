@@ -36,18 +36,25 @@ SCRIPTS = (
     "set_aside",
     "reprioritize",
     "pages",
+    "revisit_due",
+    "revisit_sooner",
+    "revisit_ack",
 )
 """The scripts a frontier registers (``counts`` is read by :mod:`.counts` alone)."""
-_RANKED = frozenset({"add", "claim", "unclaim", "reclaim", "reprioritize"})
+_REVISIT = frozenset({"revisit_due", "revisit_sooner"})
+"""Scripts that queue revisits: ``_revisit.lua`` comes after ``_ranked.lua`` in their source."""
+_RANKED = frozenset({"add", "claim", "unclaim", "reclaim", "reprioritize"}) | _REVISIT
 """Scripts that queue or take entries: ``_ranked.lua`` (a partition's ranked queue) comes
 first in their source."""
 
 
 def load_script(name: str) -> str:
     """The source of ``lua/<name>.lua`` (after ``_ranked.lua`` for the scripts that
-    queue or take entries)."""
+    queue or take entries, and ``_revisit.lua`` for those that queue revisits)."""
     lua = resources.files("gossamer.frontier.redis") / "lua"
     source = (lua / f"{name}.lua").read_text("utf-8")
+    if name in _REVISIT:
+        source = (lua / "_revisit.lua").read_text("utf-8") + source
     if name in _RANKED:
         source = (lua / "_ranked.lua").read_text("utf-8") + source
     return source

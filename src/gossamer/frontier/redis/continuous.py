@@ -1,0 +1,100 @@
+"""The Redis frontier of a continuous crawl (``--recrawl``): every page fetched is revisited.
+
+:class:`ContinuousFrontier` is the :class:`~.frontier.RedisFrontier` with its revisit state
+(:mod:`.revisits`) hooked in:
+
+* ``lease()`` first queues the owned partitions' due revisits in Redis (at the earliest due
+  time each partition had at the last look, and every partition every few seconds), then
+  claims them with the rest, so revisits and discovery share each host's pace; a revisit's
+  state is read when it is leased (for its conditional request and its judgement);
+* an ack stores the page's new state and due time in the same script that ends the claim;
+* entries given back unfetched forget their state here (their next claim reads it again);
+* ``next_ready()`` counts the next due revisit; ``done()`` is never True: the job ends on
+  ``--max-duration``, ``cluster stop`` or a signal;
+* :meth:`ContinuousFrontier.sooner` queues now the pages a sitemap lists with a newer
+  ``lastmod``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gossamer.frontier.base import Lease
+from gossamer.frontier.redis.frontier import RedisFrontier
+from gossamer.frontier.redis.keys import Entry, Ownership
+from gossamer.frontier.redis.revisits import RedisRevisits
+from gossamer.frontier.redis.scripts import ScriptCall
+from gossamer.frontier.revisits import BoundsOf
+
+__all__ = ["ContinuousFrontier"]
+
+
+class ContinuousFrontier(RedisFrontier):
+    """A Redis frontier whose pages are revisited (module doc); :meth:`recrawl` before the
+    first lease gives it its bounds."""
+
+    revisits: RedisRevisits | None = None
+    """The revisit state (the page stage's), once :meth:`recrawl` made it."""
+
+    def recrawl(self, bounds: BoundsOf) -> RedisRevisits:
+        """Revisit every page fetched within ``bounds`` (its URL's revisit intervals);
+        returns the revisit state."""
+        revisits = RedisRevisits(
+            self._redis, self._keys, self._scripts, bounds, wall_clock=self._wall
+        )
+        revisits.own(self._claims.owned)
+        self.revisits = revisits
+        return revisits
+
+    async def lease(self, n: int) -> list[Lease]:
+        """Leases as the Redis frontier's, revisits among them with their state read."""
+        leases = await super().lease(n)
+        if self.revisits is not None:
+            await self.revisits.load(leases, self._part)
+        return leases
+
+    def next_ready(self) -> float | None:
+        """Seconds until a held URL may be leasable or an owned partition has revisits due
+        (while there is room in memory for more: else an ended lease makes room)."""
+        wait = super().next_ready()
+        if self.revisits is None or self._hosts.queued >= self._config.memory_budget // 2:
+            return wait
+        due = self.revisits.next_due()
+        return due if wait is None else min(wait, due)
+
+    async def done(self) -> bool:
+        """Never: a continuous crawl always has revisits to come."""
+        return self.revisits is None and await super().done()
+
+    async def own(self, ownership: Ownership) -> int:
+        """As the Redis frontier's; the partitions gained are looked at for due revisits."""
+        if self.revisits is not None:
+            self.revisits.own(ownership.partitions)
+        return await super().own(ownership)
+
+    async def sooner(self, listed: Sequence[tuple[str, float]]) -> int:
+        """Queue now the pages a sitemap or feed lists (URL, ``lastmod``) with a ``lastmod``
+        newer than their last fetch; how many partitions got some."""
+        if self.revisits is None or not listed:
+            return 0
+        parts = await self.revisits.sooner(listed, self._part)
+        for part in parts:
+            if part in self._claims.owned:
+                self._claims.note([part])
+            else:
+                self._filled.add(part)  # its owner hears of it with the other hints
+        return len(parts)
+
+    async def _refill(self) -> None:
+        if self.revisits is not None and (looking := self.revisits.looking()):
+            self._claims.note(await self.revisits.queue_due(looking, self._claims.batch))
+        await super()._refill()
+
+    async def _give_back(self, part: int, entries: list[Entry]) -> int:
+        if self.revisits is not None:
+            self.revisits.forget(entries)
+        return await super()._give_back(part, entries)
+
+    def _ack_call(self, entry: Entry) -> ScriptCall:
+        call = None if self.revisits is None else self.revisits.ack_call(entry)
+        return super()._ack_call(entry) if call is None else call

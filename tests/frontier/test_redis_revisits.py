@@ -1,0 +1,163 @@
+"""The Redis frontier of a continuous crawl on a fake clock: a page's state goes with its ack
+and comes back with its revisit, due times move with their partitions to a new owner, a state
+that does not decode is dropped, a sitemap's newer lastmod queues a page at once.
+
+Each test runs on a one-node Redis Cluster through a plain client (a script touching two
+slots fails) and on a 3-master Redis Cluster through a cluster client.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
+
+import pytest
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+from tests.redis_server import RedisClusterServer, RedisServer
+
+from gossamer.frontier.base import Candidate, Lease
+from gossamer.frontier.politeness import PolitenessPolicy
+from gossamer.frontier.redis import Ownership, RedisClient, RedisFrontierConfig, partition_keys
+from gossamer.frontier.redis.continuous import ContinuousFrontier
+from gossamer.frontier.redis.revisits import RedisRevisits
+from gossamer.frontier.revisit import Bounds
+from gossamer.frontier.revisits import RevisitState
+from gossamer.urls import Scope, fingerprint
+
+P = 8
+INTERVAL = 10.0
+_jobs = itertools.count()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(scope="module", params=["one-node", "3-masters"])
+def redis_server(request: pytest.FixtureRequest) -> Iterator[RedisServer | RedisClusterServer]:
+    server = RedisServer(cluster=True) if request.param == "one-node" else RedisClusterServer()
+    with server:
+        yield server
+
+
+@pytest.fixture
+async def client(redis_server: RedisServer | RedisClusterServer) -> AsyncIterator[RedisClient]:
+    if isinstance(redis_server, RedisClusterServer):
+        redis: RedisClient = RedisCluster.from_url(redis_server.url)
+    else:
+        redis = Redis.from_url(redis_server.url)
+    yield redis
+    await redis.aclose()
+
+
+@pytest.fixture
+def job() -> str:
+    return f"job{next(_jobs)}"
+
+
+def make(client: RedisClient, job: str, clock: Clock) -> tuple[ContinuousFrontier, RedisRevisits]:
+    frontier = ContinuousFrontier(
+        client,
+        job,
+        Scope.for_seeds([], ["test"], max_depth=5),
+        PolitenessPolicy(per_host=2),
+        config=RedisFrontierConfig(partitions=P, lease_timeout=60, refresh_interval=0.0),
+        ownership=Ownership.every(P),
+        clock=clock,
+        wall_clock=clock,
+    )
+    revisits = frontier.recrawl(lambda url, kind: Bounds(INTERVAL, INTERVAL, INTERVAL))
+    return frontier, revisits
+
+
+async def lease_all(frontier: ContinuousFrontier, rounds: int = 5) -> list[Lease]:
+    got: list[Lease] = []
+    for _ in range(rounds):
+        got += [lease for lease in await frontier.lease(10) if lease.kind == "page"]
+    return got
+
+
+def fetched(revisits: RedisRevisits, lease: Lease, now: float, etag: str) -> None:
+    """What the page stage does with a 2xx answer: the page's new state."""
+    previous = revisits.state(lease.url) or RevisitState(lease.fp)
+    state = replace(previous, etag=etag, fetched_at=now, interval=INTERVAL, due=now + INTERVAL)
+    revisits.observed(lease.url, state)
+
+
+async def test_a_page_comes_back_when_due_with_its_state(client: RedisClient, job: str) -> None:
+    clock = Clock()
+    frontier, revisits = make(client, job, clock)
+    url = "http://a.test/page"
+    await frontier.add([Candidate(url)])
+    [first] = await lease_all(frontier)
+    assert revisits.state(url) is None and revisits.validators(url) is None  # a first fetch
+    fetched(revisits, first, clock.now, '"v1"')
+    await frontier.ack(first, None)
+    assert await lease_all(frontier) == [] and not await frontier.done()
+    assert 0 < frontier.next_ready() <= INTERVAL  # type: ignore[operator]
+    clock.now += INTERVAL
+    [again] = await lease_all(frontier)
+    assert again.url == url and revisits.validators(url) == {"If-None-Match": '"v1"'}
+    state = revisits.state(url)
+    assert state is not None and state.fetched_at == 1_000_000.0
+    # A revisit that ends without an answer judged is due again one interval later.
+    await frontier.ack(again, None)
+    clock.now += INTERVAL
+    assert [lease.url for lease in await lease_all(frontier)] == [url]
+
+
+async def test_a_dead_workers_revisits_go_to_the_next_owner(client: RedisClient, job: str) -> None:
+    clock = Clock()
+    dead, dead_revisits = make(client, job, clock)
+    pages = [f"http://h{i}.test/p" for i in range(6)]
+    await dead.add([Candidate(url) for url in pages])
+    for lease in await lease_all(dead):
+        fetched(dead_revisits, lease, clock.now, '"old"')
+        await dead.ack(lease, None)
+    clock.now += INTERVAL
+    out = await lease_all(dead)  # leased as revisits, never acked: the worker dies
+    assert len(out) == len(pages)
+    clock.now += 61  # its claims expire
+    heir, heir_revisits = make(client, job, clock)
+    assert await heir.reclaim_expired() == len(pages)
+    again = await lease_all(heir)
+    assert sorted(lease.url for lease in again) == sorted(pages)
+    assert all(heir_revisits.validators(url) == {"If-None-Match": '"old"'} for url in pages)
+
+
+async def test_a_state_that_does_not_decode_is_dropped(client: RedisClient, job: str) -> None:
+    clock = Clock()
+    frontier, revisits = make(client, job, clock)
+    url, other = "http://a.test/x", "http://a.test/y"
+    await frontier.add([Candidate(url), Candidate(other)])
+    for lease in await lease_all(frontier):
+        fetched(revisits, lease, clock.now, '"e"')
+        await frontier.ack(lease, None)
+    keys = partition_keys(job, frontier._part("http://a.test", fingerprint(url)))
+    await client.hset(keys["revisits"], str(fingerprint(url)), b"\xff not json")
+    long_etag = f'[1.0,0,"{other}","{"e" * 10_000}",null,null,null,1.0,10.0,0,0,0,0.0,0,null]'
+    await client.hset(keys["revisits"], str(fingerprint(other)), long_etag)
+    clock.now += INTERVAL
+    leased = await lease_all(frontier)
+    assert [lease.url for lease in leased] == [other]  # the other one is no longer revisited
+    assert revisits.state(other) is None  # leased, but fetched as a first fetch
+    assert not await client.hexists(keys["revisits"], str(fingerprint(url)))
+
+
+async def test_a_newer_lastmod_queues_a_page_at_once(client: RedisClient, job: str) -> None:
+    clock = Clock()
+    frontier, revisits = make(client, job, clock)
+    newer, older, unknown = "http://a.test/n", "http://b.test/o", "http://c.test/u"
+    await frontier.add([Candidate(newer), Candidate(older)])
+    for lease in await lease_all(frontier):
+        fetched(revisits, lease, clock.now, '"e"')
+        await frontier.ack(lease, None)
+    listed = [(newer, clock.now + 1), (older, clock.now - 1), (unknown, clock.now + 1)]
+    assert await frontier.sooner(listed) == 1
+    assert [lease.url for lease in await lease_all(frontier)] == [newer]
