@@ -104,17 +104,23 @@ class Admission:
         for reason, count in rejected.items():
             self._rejected[reason] = self._rejected.get(reason, 0) + count
         if known is not None and self._traps is not None:
-            kept = {a[2] for a in self.screen([a for a in admitted if a[2] not in known], rejected)}
+            fresh = [a for a in admitted if a[2] not in known]
+            source = getattr(candidates, "source", None)
+            kept = {a[2] for a in self.screen(fresh, rejected, source)}
             admitted = [a for a in admitted if a[2] in kept or a[2] in known]
         return admitted, rejected
 
-    def screen(self, fresh: list[Admitted], rejected: dict[str, int]) -> list[Admitted]:
-        """The admitted URLs new to the crawl (``fresh``, one batch) that are no trap's (see
-        :mod:`gossamer.frontier.traps`); the others are counted in ``rejected`` (an
-        :meth:`admit` result) and the totals. The guard counts the URLs it lets through."""
+    def screen(
+        self, fresh: list[Admitted], rejected: dict[str, int], source: str | None = None
+    ) -> list[Admitted]:
+        """The admitted URLs new to the crawl (``fresh``, one batch: the links of the page
+        ``source``, if known) that are no trap's (see :mod:`gossamer.frontier.traps`); the
+        others are counted in ``rejected`` (an :meth:`admit` result) and the totals. The
+        guard counts the URLs it lets through."""
         if self._traps is None or not fresh:
             return fresh
-        reasons = self._traps.screen([(key, url, cand.depth) for url, key, _, cand in fresh])
+        batch = [(key, url, cand.depth) for url, key, _, cand in fresh]
+        reasons = self._traps.screen(batch, source)
         kept = []
         for admitted, reason in zip(fresh, reasons, strict=True):
             if reason is None:

@@ -186,7 +186,7 @@ class LocalFrontier:
             recent[admit[3].url] = None
         # A trap's URL stays in the seen-set: met again, it is a duplicate (no more work).
         unseen = [admit for admit, new in zip(admitted, news, strict=True) if new]
-        kept = admission.screen(unseen, rejected)
+        kept = admission.screen(unseen, rejected, getattr(candidates, "source", None))
         for url, key, fp, cand in kept:
             seq = next(self._seq)
             entry = Queued(url, fp, cand.depth, cand.hops, 0, cand.priority)

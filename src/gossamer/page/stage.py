@@ -347,7 +347,8 @@ class PageStage:
     async def _outlinks(self, state: PageState) -> None:
         """The links to follow, one level deeper (and a canonical URL followed, at the
         page's depth)."""
-        state.candidates = Outlinks(self._follow(state), state.lease.depth + 1)
+        lease = state.lease
+        state.candidates = Outlinks(self._follow(state), lease.depth + 1, lease.url)
         if state.canonical_link is not None:
             state.candidates = [*state.candidates, state.canonical_link]
 
@@ -357,7 +358,7 @@ class PageStage:
         links, lease, parsed = self._follow(state), state.lease, state.parsed
         status = state.result.status
         if parsed is None or status is None or not 200 <= status < 300:
-            state.candidates = Outlinks(links, lease.depth + 1)
+            state.candidates = Outlinks(links, lease.depth + 1, lease.url)
             return
         state.relevance, state.candidates = self._focus.judge(
             lease.url, lease.depth, parsed, state.content, links
