@@ -65,9 +65,11 @@ _DIGIT = re.compile(r"[0-9]")
 _LETTER = re.compile(r"[A-Za-z]")
 _HEX_ID = re.compile(r"(?=[0-9a-f-]*[0-9])[0-9a-f]{8,}(?:-[0-9a-f]{4,}){0,4}", re.IGNORECASE)
 _TOKEN_CHARS = re.compile(r"[A-Za-z0-9_~-]{6,}")
+_MAYBE_ID = re.compile(r"[A-Za-z0-9_~-]{6,}(?:\.[A-Za-z][A-Za-z0-9]{0,4})?")
+"""A segment that could be an id: six or more token characters, an extension perhaps."""
 _SWITCH = re.compile(r"(?<=[0-9])(?=[A-Za-z])|(?<=[A-Za-z])(?=[0-9])")
 """A place where letters turn into digits or back."""
-_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,4}\Z")
+_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,4}")
 _DATE = re.compile(
     r"(?:19|20)[0-9]{2}(?:[-_.](?:0?[1-9]|1[0-2])(?:[-_.](?:0?[1-9]|[12][0-9]|3[01]))?"
     r"|(?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01]))"
@@ -166,8 +168,9 @@ def kinds_of(segments: Sequence[str], names: str = "") -> tuple[str, str]:
     segment's extension kept) and its *kind* (the line with the first segment as written,
     when it is a word, and the query names)."""
     last = segments[-1]
-    extension = _EXTENSION.search(last)
-    end = ("*" + extension[0] if extension is not None else "*") if last else ""
+    dot = last.rfind(".")
+    end = "*" + last[dot:] if dot >= 0 and _EXTENSION.fullmatch(last, dot) else "*"
+    end = end if last else ""
     line = "/*" * (len(segments) - 1) + "/" + end
     first, kind = segments[0], line
     if first and _DIGIT.search(first) is None:
@@ -219,7 +222,7 @@ def _fold_path(segments: tuple[str, ...]) -> Shape:
         ):
             shape.dated = True
             folded.append(_DATED)
-        elif size >= 6 and (name := _fold_id(segment)) is not None:
+        elif size >= 6 and _MAYBE_ID.fullmatch(segment) and (name := _fold_id(segment)):
             folded.append(name)
             shape.ids += 1
             shape.token = shape.token or _LETTER.search(segment) is not None
@@ -232,11 +235,12 @@ def _fold_path(segments: tuple[str, ...]) -> Shape:
 
 def _fold_id(segment: str) -> str | None:
     """``segment`` folded as an id (its extension kept), if it is one."""
-    extension = _EXTENSION.search(segment)
-    stem = segment[: extension.start()] if extension is not None else segment
-    if not is_token(stem):
+    dot = segment.rfind(".")
+    extension = "" if dot < 0 or not _EXTENSION.fullmatch(segment, dot) else segment[dot:]
+    stem = segment[: len(segment) - len(extension)]
+    if len(stem) < 6 or not is_token(stem):
         return None
-    return _ID + (extension[0] if extension is not None else "")
+    return _ID + extension
 
 
 def loops(segments: tuple[str, ...], repeats: int) -> bool:
@@ -267,6 +271,7 @@ class TrapGuard:
         self._rejected = dict.fromkeys(TRAP_REASONS, 0)
         self._lineage: dict[int, tuple[str, int]] = {}
         """URL fingerprint -> its line and the pages of that line it descends from."""
+        self._last: tuple[str, tuple[str, int]] | None = None
 
     def screen(
         self, urls: Sequence[tuple[str, str, int]], source: str | None = None
@@ -275,11 +280,20 @@ class TrapGuard:
         ``source`` (None: unknown), after looking for faceted navigation in the batch (see
         the module docstring)."""
         self._spot_facets(urls)
-        parent = None if source is None else self._lineage.get(fingerprint(source))
-        if source is not None and parent is None:  # a page of its line, no known descent
+        return [self.check(key, url, depth, source) for key, url, depth in urls]
+
+    def _descent_of(self, source: str) -> tuple[str, int]:
+        """The line and descent of the page ``source`` (one not remembered: 0 of its own
+        line); the last page's is kept, as a batch's URLs all ask for it."""
+        last = self._last
+        if last is not None and last[0] == source:
+            return last[1]
+        found = self._lineage.get(fingerprint(source))
+        if found is None:
             path = source.partition("://")[2].partition("/")[2].partition("?")[0]
-            parent = (kinds_of(path.split("/"))[0], 0)
-        return [self.check(key, url, depth, parent) for key, url, depth in urls]
+            found = (kinds_of(path.split("/"))[0], 0)
+        self._last = (source, found)
+        return found
 
     def _spot_facets(self, urls: Sequence[tuple[str, str, int]]) -> None:
         combos: dict[tuple[str, str], set[str]] = {}
@@ -301,21 +315,19 @@ class TrapGuard:
         key: str,
         canonical_url: str,
         depth: int,
-        parent: tuple[str, int] | None = None,
+        source: str | None = None,
     ) -> str | None:
-        """None when the URL (new to the crawl, of host ``key``, found on a page whose
-        skeleton and descent are ``parent``, None if unknown) may be queued, and it is
-        counted; else the reason it may not, and it is counted as rejected."""
+        """None when the URL (new to the crawl, of host ``key``, found on the page
+        ``source``, None if unknown) may be queued, and it is counted; else the reason it
+        may not, and it is counted as rejected."""
         if depth == 0:
             return None  # a seed: the user's own choice
-        reason = self._judge(key, canonical_url, depth, parent)
+        reason = self._judge(key, canonical_url, depth, source)
         if reason is not None:
             self._rejected[reason] += 1
         return reason
 
-    def _judge(
-        self, key: str, canonical_url: str, depth: int, parent: tuple[str, int] | None
-    ) -> str | None:
+    def _judge(self, key: str, canonical_url: str, depth: int, source: str | None) -> str | None:
         limits = self._limits
         tail = canonical_url.partition("://")[2].partition("/")[2]
         if "?" not in tail and "(" not in tail and _DIGIT.search(tail) is None:
@@ -328,9 +340,8 @@ class TrapGuard:
             host = self._hosts.get(key)
             if host is None or not host.kinds:
                 return None
-            return self._descent(
-                host, canonical_url, Shape("", "", False, tuple(tail.split("/"))), parent
-            )
+            shape = Shape("", "", False, tuple(tail.split("/")))
+            return self._descent(host, canonical_url, shape, source)
         shape = shape_of(canonical_url)
         if loops(shape.segments, limits.loop_repeats):
             return "trap-loop"
@@ -341,14 +352,15 @@ class TrapGuard:
         host = self._host(key)
         if "&" in shape.names and shape.path in host.faceted:
             return "trap-facets"
-        reason = self._descent(host, canonical_url, shape, parent)
-        if reason is not None:
-            return reason
+        if host.kinds or shape.token or shape.dated:
+            reason = self._descent(host, canonical_url, shape, source)
+            if reason is not None:
+                return reason
         name = shape.template
         template = host.templates.get(name)
         if template is not None:
             host.templates.move_to_end(name)
-            if parent is None and shape.dated and depth > template.shallowest + limits.date_steps:
+            if source is None and shape.dated and depth > template.shallowest + limits.date_steps:
                 return "trap-calendar"
             if template.count >= limits.per_template:
                 return "trap-template"
@@ -357,17 +369,15 @@ class TrapGuard:
         self._count(host, name, template, depth)
         return None
 
-    def _descent(
-        self, host: _HostTraps, url: str, shape: Shape, parent: tuple[str, int] | None
-    ) -> str | None:
+    def _descent(self, host: _HostTraps, url: str, shape: Shape, source: str | None) -> str | None:
         """The reason a URL of a generated kind descends from too many pages of its line in
         a row (None: it does not, or its page is unknown); notes what it shows of its kind
         and, for a kind that showed a token or a date, its line of descent."""
+        kinds, marked = host.kinds, shape.token or shape.dated
         line, kind = kinds_of(shape.segments, shape.names)
-        kinds = host.kinds
         counts = kinds.get(kind)
         if counts is None:
-            if not (shape.token or shape.dated):
+            if not marked:
                 return None
             if len(kinds) >= self._limits.templates:
                 del kinds[next(iter(kinds))]
@@ -381,9 +391,12 @@ class TrapGuard:
             steps = self._limits.token_steps
         elif dates and 4 * dates >= seen:
             steps, reason = self._limits.date_steps, "trap-calendar"
-        descent = parent[1] + 1 if parent is not None and parent[0] == line else 0
+        descent = 0
+        if source is not None:
+            parent_line, parent_descent = self._descent_of(source)
+            descent = parent_descent + 1 if parent_line == line else 0
         self._remember(url, line, descent)
-        if parent is None or steps is None or descent <= steps:
+        if source is None or steps is None or descent <= steps:
             return None
         return reason
 
