@@ -310,3 +310,25 @@ async def test_hashed_pages_of_a_paginated_list_are_all_admitted() -> None:
     fetched = await crawl_of(front, f"{H}/commits?page=1", links, most=2000)
     assert len(fetched) == 30 + 300 + 300  # every list page, commit and tree
     assert not front.stats().rejected
+
+
+# -- links with a user name or password ------------------------------------------------------
+
+
+async def test_links_with_a_user_name_or_password_are_dropped() -> None:
+    front = frontier()
+    links = ["http://user:pw@h.test/a", "http://user@h.test/b", f"{H}/c?u=a@b"]
+    result = await front.add(Outlinks(links, 1, f"{H}/"))
+    assert result.added == 1 and result.rejected == {"userinfo": 2}
+    redirect = await front.add([Candidate("http://u:p@h.test/d", depth=0, hops=1)])
+    assert redirect.rejected == {"userinfo": 1}  # a server's redirect sends none either
+
+
+async def test_a_seed_s_own_credentials_go_on() -> None:
+    front = frontier()
+    seed = await front.add([Candidate("http://u:p@h.test/e")])
+    assert seed.added == 1  # the user's own seed keeps its credentials
+    page = "http://u:p@h.test/e"  # its relative links keep them; a link's own are dropped
+    links = ["http://u:p@h.test/f", "http://x:y@h.test/g", "http://u:p@other.test/h"]
+    result = await front.add(Outlinks(links, 1, page))
+    assert result.added == 1 and result.rejected == {"userinfo": 2}

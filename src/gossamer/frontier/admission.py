@@ -27,6 +27,7 @@ from gossamer.urls import (
     ParamStripper,
     Scope,
     canonicalize,
+    credentials_of,
     fingerprint,
     host_key,
 )
@@ -68,17 +69,25 @@ class Admission:
         self._origins = OriginCache(scope)
         self._rejected: dict[str, int] = {}
         self._strip = ParamStripper(guards.strip)
+        self._credentials: set[str] = set()
+        """The user names and passwords (with their hosts) the user's seeds gave."""
         self._traps = TrapGuard(guards.traps) if guards.traps is not None else None
         self.budget = HostBudget(guards.budgets) if guards.budgets else None
         """The page budgets the frontier's scheduler spends (None: no host has one)."""
 
     def admit(
-        self, candidates: Iterable[Candidate], known: Container[int] | None = None
+        self,
+        candidates: Iterable[Candidate],
+        known: Container[int] | None = None,
+        source: str | None = None,
     ) -> tuple[list[Admitted], dict[str, int]]:
         """The candidates in scope, in order, and how many were turned away for each reason
-        (``invalid-url``, ``offsite``, ``depth`` ..., ``bad-priority`` for a priority that is
-        not a finite number). With ``known`` (fingerprints known seen), the others go through
-        :meth:`screen` too."""
+        (``invalid-url``, ``offsite``, ``depth`` ..., ``userinfo`` for a URL with a user name
+        or password none of the user's seeds gave, ``bad-priority`` for a priority that is
+        not a finite number). ``source`` is the page the candidates were found on (by
+        default a page's `Outlinks` tell). With ``known`` (fingerprints known seen), the
+        others go through :meth:`screen` too."""
+        source = source or getattr(candidates, "source", None)
         rejected: dict[str, int] = {}
         admitted: list[Admitted] = []
         origins, scope, budget = self._origins, self._scope, self.budget
@@ -93,6 +102,8 @@ class Admission:
                 url = strip(url)
             key = host_key(url)
             reason = origins.reason(key) or scope.trap_reason(url, cand.depth)
+            if "@" in url and not self._may_send(url, cand, source):
+                reason = "userinfo"
             if reason is None and budget is not None and budget.spent(key):
                 reason = "budget"
             if cand.priority and not -math.inf < cand.priority < math.inf:
@@ -105,10 +116,23 @@ class Admission:
             self._rejected[reason] = self._rejected.get(reason, 0) + count
         if known is not None and self._traps is not None:
             fresh = [a for a in admitted if a[2] not in known]
-            source = getattr(candidates, "source", None)
             kept = {a[2] for a in self.screen(fresh, rejected, source)}
             admitted = [a for a in admitted if a[2] in kept or a[2] in known]
         return admitted, rejected
+
+    def _may_send(self, url: str, cand: Candidate, source: str | None) -> bool:
+        """Whether the URL's user name and password (if any) may be sent: a seed's are the
+        user's own; a link or a redirect sends only those a seed gave, or those of the page
+        it was found on (a relative link keeps its page's), never its own."""
+        credentials = credentials_of(url)
+        if credentials is None:
+            return True
+        if not (cand.depth or cand.hops):
+            self._credentials.add(credentials)
+            return True
+        if credentials in self._credentials:
+            return True
+        return source is not None and credentials_of(source) == credentials
 
     def screen(
         self, fresh: list[Admitted], rejected: dict[str, int], source: str | None = None
