@@ -55,6 +55,8 @@ class Guards:
                 per_template=settings.trap_template_budget,
                 query_combos=settings.trap_query_combos,
                 date_steps=settings.trap_date_steps,
+                token_steps=settings.trap_token_steps,
+                max_ids=settings.trap_max_ids,
             )
         budgets = BudgetLimits(settings.max_pages_per_host, dict(settings.host_page_budgets))
         return cls(tuple(settings.strip_params), traps, budgets)
