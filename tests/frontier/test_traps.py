@@ -196,6 +196,13 @@ def test_memory_is_bounded() -> None:
     assert stats.hosts == 20 and stats.templates <= 20 * 30
 
 
+def test_the_lines_of_descent_remembered_are_bounded() -> None:
+    guard = TrapGuard(TrapLimits(lineage=50))
+    for i in range(500):
+        guard.screen([(H, f"{H}/a/{i:08x}c0ffee", 1)], f"{H}/")
+    assert guard.stats().lines == 50
+
+
 # -- generated kinds: tokens, lines of descent -----------------------------------------------
 
 

@@ -43,6 +43,7 @@ tracked, the least recently used (or oldest) forgotten first.
 from __future__ import annotations
 
 import re
+import sys
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -118,6 +119,8 @@ class TrapStats:
     """Hosts tracked now."""
     templates: int
     """Templates tracked now, over all hosts."""
+    lines: int = 0
+    """URLs whose line of descent is remembered now."""
 
 
 @dataclass(slots=True)
@@ -404,7 +407,7 @@ class TrapGuard:
         lineage = self._lineage
         if len(lineage) >= self._limits.lineage:
             del lineage[next(iter(lineage))]
-        lineage[fingerprint(canonical_url)] = (line, descent)
+        lineage[fingerprint(canonical_url)] = (sys.intern(line), descent)  # a few lines a host
 
     def _new_combination(self, host: _HostTraps, shape: Shape) -> bool:
         """Whether the path may take one more query name combination (and note it)."""
@@ -444,7 +447,7 @@ class TrapGuard:
     def stats(self) -> TrapStats:
         """A frozen snapshot."""
         templates = sum(len(host.templates) for host in self._hosts.values())
-        return TrapStats(dict(self._rejected), len(self._hosts), templates)
+        return TrapStats(dict(self._rejected), len(self._hosts), templates, len(self._lineage))
 
 
 def _is_session(shape: Shape) -> bool:
