@@ -287,6 +287,19 @@ async def test_cursors_in_query_values_stop() -> None:
     assert front.stats().rejected == {"trap-generated": 4}
 
 
+async def test_a_calendar_of_years_and_months_in_the_query_stops() -> None:
+    front = frontier()
+
+    def links(url: str) -> list[str]:  # the next month and the previous one
+        year, month = (int(v.partition("=")[2]) for v in url.partition("?")[2].split("&"))
+        after, before = divmod(year * 12 + month, 12), divmod(year * 12 + month - 2, 12)
+        return [f"{H}/cal?y={y}&m={m + 1}" for y, m in (after, before)]
+
+    fetched = await crawl_of(front, f"{H}/cal?y=2026&m=11", links)
+    assert len(fetched) == 5  # the month, two steps each way
+    assert front.stats().rejected == {"trap-calendar": 2}
+
+
 async def test_ids_nested_in_a_path_stop() -> None:
     front = frontier()
     fetched = await crawl_of(

@@ -21,8 +21,11 @@ repeated on every page counts once) and turns it away when:
   extension kept), its *kind* the line with the first segment as written (when a word) and
   the query names (:func:`kinds_of`): ``/3f1/a9c0e2d4.html`` and ``/s/77b01f3c.html`` are one
   line. A kind is generated once two of its URLs and a quarter of them or more showed a
-  token (or a quarter a date), so a URL of it whose own name looks plain counts too, and a
-  trap cannot break its line with a plain name now and then. Without the page the URLs came
+  token (or a quarter a date: in a path, or a query value that is a date or a year, as
+  ``?y=2026&m=11``), so a URL of it whose own name looks plain counts too, and a trap cannot
+  break its line with a plain name now and then. Traps named by words or plain numbers only
+  cannot be told from a catalogue by their URLs (the page budgets and the depth bound them).
+  Without the page the URLs came
   from (a redirect, a sitemap), a dated URL is turned away when it lies more than
   ``date_steps`` links deeper than its template's shallowest URL;
 * ``trap-facets``: it has two query names or more and its path is faceted navigation: one
@@ -203,8 +206,8 @@ def shape_of(canonical_url: str) -> Shape:
         for _, _, value in pairs:
             if _DIGIT.search(value) is None:
                 continue
-            if _DATE.fullmatch(value):
-                shape.dated = True
+            if _DATE.fullmatch(value) or (len(value) == 4 and _YEAR.fullmatch(value)):
+                shape.dated = True  # a date, or a year (``?y=2026&m=11``)
             elif _LETTER.search(value) is not None and len(value) >= 4:
                 shape.token = True  # letters and digits in a value: an id, not a count
     return shape
