@@ -2,9 +2,10 @@
 
 Builds the link graph of the benchmark web (``webgen.py``: its hosts, pages and each page's
 link targets, without writing the pages) and adds every page's links to the embedded frontier
-as a crawl does (one ``Outlinks`` per page, in breadth-first order), once with the default
-guards and once with both turned off (``--strip-params ''``, ``--no-trap-guards``),
-alternating, and prints the CPU time per candidate URL and per URL new to the crawl.
+as a crawl does (one ``Outlinks`` per page, with the page's URL, in breadth-first order),
+once with the default guards and once with both turned off (``--strip-params ''``,
+``--no-trap-guards``), alternating, and prints the CPU time per candidate URL and per URL
+new to the crawl.
 
     .venv/bin/python benchmarks/bench_admission.py [--pages 3000] [--hosts 20] [--runs 5]
 """
@@ -29,8 +30,8 @@ from webtext import TextPool
 OFF = Guards(strip=(), traps=None)
 
 
-def link_lists(spec: WebSpec) -> list[list[str]]:
-    """Each page's link targets as absolute URLs, pages in id order."""
+def link_lists(spec: WebSpec) -> list[tuple[str, list[str]]]:
+    """Each page's URL and link targets as absolute URLs, pages in id order."""
     rng = random.Random(spec.seed)
     hosts, graph = _build_graph(spec, rng)
     linker = Linker(hosts, graph, spec.port, TextPool(rng), rng)
@@ -38,19 +39,20 @@ def link_lists(spec: WebSpec) -> list[list[str]]:
     pages = []
     for node in range(len(graph.paths)):
         if graph.exists[node]:
-            pages.append([base[t] + graph.paths[t] for t in linker.plan(node).targets])
+            links = [base[t] + graph.paths[t] for t in linker.plan(node).targets]
+            pages.append((base[node] + graph.paths[node], links))
     return pages
 
 
-async def run(pages: list[list[str]], guards: Guards | None) -> tuple[float, int, int]:
+async def run(pages: list[tuple[str, list[str]]], guards: Guards | None) -> tuple[float, int, int]:
     """CPU seconds to add every page's links; candidates; URLs queued."""
-    seeds = sorted({url.split("/", 3)[2] for links in pages for url in links})
+    seeds = sorted({url.split("/", 3)[2] for _, links in pages for url in links})
     scope = Scope.for_seeds([f"http://{s}/" for s in seeds])
     frontier = LocalFrontier(scope, PolitenessPolicy(), guards=guards)
     candidates = added = 0
     started = time.process_time()
-    for depth, links in enumerate(pages):
-        result = await frontier.add(Outlinks(links, 1 + depth % 5))
+    for depth, (page, links) in enumerate(pages):
+        result = await frontier.add(Outlinks(links, 1 + depth % 5, page))
         candidates += len(links)
         added += result.added
     return time.process_time() - started, candidates, added

@@ -240,6 +240,8 @@ class Crawler:
             rule_errors=page.rule_errors,
             duplicates_exact=page.duplicates_exact,
             duplicates_near=page.duplicates_near,
+            budget=counts["budget"],
+            page_signals=dict(page.signals or {}),
         )
 
     async def checkpoint(self) -> None:

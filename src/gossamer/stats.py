@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import resource
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +85,14 @@ class CrawlStats:
     duplicate content, unlike ``duplicates``, the URLs met again)."""
     duplicates_near: int = 0
     """Pages whose main text nearly repeats an earlier page's (SimHash within the threshold)."""
+    budget: int = 0
+    """URLs recorded with the ``budget`` outcome: queued when their host's page budget was
+    spent, never fetched (``rejected["budget"]`` counts those turned away on arrival)."""
+    page_signals: dict[str, int] = field(default_factory=dict)
+    """Pages by the site owner's signal: ``noindex``, ``nofollow``, ``canonical`` (naming
+    another canonical URL) and what ``--canonical follow`` made of it (``canonical-followed``,
+    ``-offsite``, ``-scheme``, ``-loop``, ``-error``; ``canonical-conflict``: header and tag
+    disagree). See :data:`gossamer.page.stage.SIGNALS`."""
 
     def write(self, path: Path) -> None:
         """Write as stats.json."""

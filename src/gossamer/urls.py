@@ -371,6 +371,13 @@ def host_key(canonical_url: str) -> str:
     return scheme + "://" + authority
 
 
+def credentials_of(canonical_url: str) -> str | None:
+    """The authority of a canonical URL that carries a user name or password (``u:p@h:81``
+    of ``http://u:p@h:81/``); None for one that carries none."""
+    authority = canonical_url.partition("://")[2].partition("/")[0]
+    return authority if "@" in authority else None
+
+
 def host_of(canonical_url: str) -> str:
     """The bare host name of a canonical URL (no port, no user info)."""
     netloc = canonical_url.partition("://")[2].split("/", 1)[0]

@@ -12,7 +12,7 @@ from redis.asyncio import Redis
 from tests.redis_server import RedisServer
 
 from gossamer.frontier.admission import Guards
-from gossamer.frontier.base import Candidate, Lease
+from gossamer.frontier.base import Candidate, Lease, Outlinks
 from gossamer.frontier.budgets import BudgetLimits
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import (
@@ -120,3 +120,16 @@ async def test_admission_strips_and_guards_on_the_redis_frontier(client: RedisCl
     assert result.added == 1 and result.duplicates == 1
     assert result.rejected == {"trap-loop": 1, "trap-session": 1}
     assert [lease.url for lease in await drain(front)] == ["http://h.test/a"]
+
+
+async def test_lines_of_descent_and_credentials_on_the_redis_frontier(client: RedisClient) -> None:
+    front = make(client, f"budget{next(_jobs)}", set(range(P)), Guards())
+    hashes = [f"http://h.test/a/{i:04x}9f3e{i:02x}b1" for i in range(12)]
+    first = await front.add(Outlinks(hashes[:4], 1, "http://h.test/"))  # found on a list
+    assert first.added == 4
+    second = await front.add(Outlinks(hashes[4:8], 2, hashes[0]))  # one step down: allowed
+    assert second.added == 4
+    third = await front.add(Outlinks(hashes[8:], 3, hashes[4]))  # two steps: a trap's
+    assert third.added == 0 and third.rejected == {"trap-generated": 4}
+    secret = await front.add(Outlinks(["http://u:p@h.test/b"], 1, "http://h.test/"))
+    assert secret.rejected == {"userinfo": 1}

@@ -3,13 +3,16 @@ URLs, real pages are not, memory stays bounded, and tracking parameters never re
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable
+
 import pytest
 
 from gossamer.frontier.admission import Guards
 from gossamer.frontier.base import Candidate, Outlinks
 from gossamer.frontier.local import LocalFrontier
 from gossamer.frontier.politeness import PolitenessPolicy
-from gossamer.frontier.traps import TrapGuard, TrapLimits, loops, shape_of
+from gossamer.frontier.traps import TrapGuard, TrapLimits, is_token, kinds_of, loops, shape_of
 from gossamer.urls import ParamStripper, Scope, canonicalize
 
 H = "http://h.test"
@@ -191,3 +194,161 @@ def test_memory_is_bounded() -> None:
             guard.check(key, f"{key}/t{i}/{i}?q{i}=1", 1)
     stats = guard.stats()
     assert stats.hosts == 20 and stats.templates <= 20 * 30
+
+
+def test_the_lines_of_descent_remembered_are_bounded() -> None:
+    guard = TrapGuard(TrapLimits(lineage=50))
+    for i in range(500):
+        guard.screen([(H, f"{H}/a/{i:08x}c0ffee", 1)], f"{H}/")
+    assert guard.stats().lines == 50
+
+
+# -- generated kinds: tokens, lines of descent -----------------------------------------------
+
+
+def test_tokens_are_told_from_words_with_numbers() -> None:
+    tokens = ["9f86d081", "123e4567-e89b-12d3-a456-426614174000", "dQw4w9WgXcQ", "a3f1-2c9b"]
+    words = ["sha256", "base64", "python-3-12-released", "win32api", "word-12", "2to3", "x86_64"]
+    assert all(is_token(t) for t in tokens)
+    assert not any(is_token(w) for w in words)
+    assert shape_of(f"{H}/s/77b01f3c.html").template == "/s/{id}.html"
+    assert shape_of(f"{H}/feed?cursor=MlaIG4ux").token
+    assert not shape_of(f"{H}/list?page=12").token
+
+
+def test_a_path_has_a_line_and_a_kind() -> None:
+    assert kinds_of(("3f1", "a9c0e2d4.html")) == ("/*/*.html", "/*/*.html")
+    assert kinds_of(("item", "AbXk", "")) == ("/*/*/", "/item/*/")
+    assert kinds_of(("cal",), "d") == ("/*", "/cal?d")
+
+
+async def crawl_of(
+    front: LocalFrontier, entry: str, links_of: Callable[[str], list[str]], most: int = 500
+) -> list[str]:
+    """A breadth-first crawl of ``entry`` (linked from the home page): the URLs fetched."""
+    await front.add(Outlinks([entry], 1, f"{H}/"))
+    fetched: list[str] = []
+    while len(fetched) < most and (leases := await front.lease(100)):
+        for lease in leases:
+            fetched.append(lease.url)
+            await front.add(Outlinks(links_of(lease.url), lease.depth + 1, lease.url))
+            await front.ack(lease, None)
+    return fetched
+
+
+def digest(text: str, size: int = 8) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:size]
+
+
+async def test_hashes_that_link_more_hashes_stop_after_a_step() -> None:
+    front = frontier()
+    fetched = await crawl_of(
+        front,
+        f"{H}/a/{digest('a')}",
+        lambda url: [f"{H}/a/{digest(url + str(i))}" for i in range(5)],
+    )
+    assert len(fetched) == 6  # the entry and its five
+    assert front.stats().rejected == {"trap-generated": 25}
+
+
+async def test_a_first_segment_that_changes_does_not_break_the_line() -> None:
+    front = frontier()
+
+    def links(url: str) -> list[str]:
+        return [f"{H}/{'pqr'[i]}{digest(url, 2)}/{digest(url + str(i))}.htm" for i in range(3)]
+
+    fetched = await crawl_of(front, f"{H}/s/{digest('s')}.htm", links)
+    assert len(fetched) == 4
+    assert front.stats().rejected == {"trap-generated": 9}
+
+
+async def test_plain_names_in_a_generated_kind_count_too() -> None:
+    front = frontier()  # base62 ids: half of them look like words, or words with a number
+
+    def links(url: str) -> list[str]:
+        return [
+            f"{H}/item/{''.join(sorted(digest(url + str(i), 12), key=str.isdigit))}"
+            for i in range(4)
+        ] + [f"{H}/item/{'QwErTyUiOp'[i:]}{digest(url, 2).upper()}" for i in range(2)]
+
+    fetched = await crawl_of(front, f"{H}/item/{digest('i', 12)}", links)
+    assert len(fetched) <= 1 + 6 + 6
+    assert set(front.stats().rejected) == {"trap-generated"}
+
+
+async def test_cursors_in_query_values_stop() -> None:
+    front = frontier()
+
+    def links(url: str) -> list[str]:
+        return [f"{H}/feed?cursor={digest(url)}", f"{H}/feed?after={digest(url + 'a')}"]
+
+    fetched = await crawl_of(front, f"{H}/feed?cursor={digest('f')}", links)
+    assert len(fetched) == 3
+    assert front.stats().rejected == {"trap-generated": 4}
+
+
+async def test_a_calendar_of_years_and_months_in_the_query_stops() -> None:
+    front = frontier()
+
+    def links(url: str) -> list[str]:  # the next month and the previous one
+        year, month = (int(v.partition("=")[2]) for v in url.partition("?")[2].split("&"))
+        after, before = divmod(year * 12 + month, 12), divmod(year * 12 + month - 2, 12)
+        return [f"{H}/cal?y={y}&m={m + 1}" for y, m in (after, before)]
+
+    fetched = await crawl_of(front, f"{H}/cal?y=2026&m=11", links)
+    assert len(fetched) == 5  # the month, two steps each way
+    assert front.stats().rejected == {"trap-calendar": 2}
+
+
+async def test_ids_nested_in_a_path_stop() -> None:
+    front = frontier()
+    fetched = await crawl_of(
+        front,
+        f"{H}/u/{digest('u')}/",
+        lambda url: [f"{url}{digest(url + str(i))}/" for i in range(3)],
+    )
+    assert len(fetched) == 4  # /u/<id>/ and /u/<id>/<id>/ three times
+    assert front.stats().rejected == {"trap-nesting": 9}
+
+
+async def test_hashed_pages_of_a_paginated_list_are_all_admitted() -> None:
+    front = frontier()
+    commits = [digest(f"c{i}", 40) for i in range(300)]
+
+    def links(url: str) -> list[str]:
+        path = url.removeprefix(H)
+        if path.startswith("/commits?page="):
+            page = int(path.rpartition("=")[2])
+            listed = [f"{H}/commit/{c}" for c in commits[10 * page - 10 : 10 * page]]
+            return [*listed, f"{H}/commits?page={page + 1}"] if page < 30 else listed
+        if path.startswith("/tree/"):
+            return []
+        index = commits.index(path.rpartition("/")[2])
+        parent = commits[min(index + 1, 299)]
+        return [f"{H}/commit/{parent}", f"{H}/tree/{commits[index]}/src/"]
+
+    fetched = await crawl_of(front, f"{H}/commits?page=1", links, most=2000)
+    assert len(fetched) == 30 + 300 + 300  # every list page, commit and tree
+    assert not front.stats().rejected
+
+
+# -- links with a user name or password ------------------------------------------------------
+
+
+async def test_links_with_a_user_name_or_password_are_dropped() -> None:
+    front = frontier()
+    links = ["http://user:pw@h.test/a", "http://user@h.test/b", f"{H}/c?u=a@b"]
+    result = await front.add(Outlinks(links, 1, f"{H}/"))
+    assert result.added == 1 and result.rejected == {"userinfo": 2}
+    redirect = await front.add([Candidate("http://u:p@h.test/d", depth=0, hops=1)])
+    assert redirect.rejected == {"userinfo": 1}  # a server's redirect sends none either
+
+
+async def test_a_seed_s_own_credentials_go_on() -> None:
+    front = frontier()
+    seed = await front.add([Candidate("http://u:p@h.test/e")])
+    assert seed.added == 1  # the user's own seed keeps its credentials
+    page = "http://u:p@h.test/e"  # its relative links keep them; a link's own are dropped
+    links = ["http://u:p@h.test/f", "http://x:y@h.test/g", "http://u:p@other.test/h"]
+    result = await front.add(Outlinks(links, 1, page))
+    assert result.added == 1 and result.rejected == {"userinfo": 2}

@@ -106,3 +106,21 @@ def test_a_tag_in_the_body_or_without_href_names_nothing() -> None:
     assert tag_canonical(LexborHTMLParser(body), PAGE) is None
     empty = '<html><head><link rel="canonical" href=""><link rel="x canonical" href="/y">'
     assert tag_canonical(LexborHTMLParser(empty), PAGE) == "http://site.test/y"
+
+
+def test_another_scheme_on_the_same_port_is_recorded_not_followed() -> None:
+    in_scope = Canonicals(lambda url: "127.0.0.1:8080" in url or "site.test" in url)
+    page, https = "http://127.0.0.1:8080/a", "https://127.0.0.1:8080/a"
+    assert in_scope.judge(page, https) == (None, "canonical-scheme")
+    assert in_scope.judge(page, "https://127.0.0.1:8080/b") == (None, "canonical-scheme")
+    assert in_scope.judge("https://site.test/a", "http://site.test:443/a")[1] == "canonical-scheme"
+    # the usual move to https (each scheme on its own port) is followed when in scope
+    assert in_scope.judge(A, "https://site.test/a") == ("https://site.test/a", "canonical-followed")
+    assert in_scope.judge("https://site.test/b", B) == (B, "canonical-followed")
+
+
+def test_another_scheme_is_followed_once_its_origin_served_a_page() -> None:
+    judge = Canonicals()
+    judge.judge("https://127.0.0.1:8443/", None)  # a page of https://127.0.0.1:8443 fetched
+    target = "https://127.0.0.1:8443/a"
+    assert judge.judge("http://127.0.0.1:8443/a", target) == (target, "canonical-followed")

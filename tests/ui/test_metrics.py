@@ -115,6 +115,7 @@ async def test_a_crawl_s_metrics_agree_with_its_stats(tmp_path: Path) -> None:
             "outcome",
             "status_class",
             "reason",
+            "signal",
             "encoding",
             "le",
         }, name

@@ -27,6 +27,7 @@ from gossamer.urls import (
     ParamStripper,
     Scope,
     canonicalize,
+    credentials_of,
     fingerprint,
     host_key,
 )
@@ -54,6 +55,8 @@ class Guards:
                 per_template=settings.trap_template_budget,
                 query_combos=settings.trap_query_combos,
                 date_steps=settings.trap_date_steps,
+                token_steps=settings.trap_token_steps,
+                max_ids=settings.trap_max_ids,
             )
         budgets = BudgetLimits(settings.max_pages_per_host, dict(settings.host_page_budgets))
         return cls(tuple(settings.strip_params), traps, budgets)
@@ -68,17 +71,25 @@ class Admission:
         self._origins = OriginCache(scope)
         self._rejected: dict[str, int] = {}
         self._strip = ParamStripper(guards.strip)
+        self._credentials: set[str] = set()
+        """The user names and passwords (with their hosts) the user's seeds gave."""
         self._traps = TrapGuard(guards.traps) if guards.traps is not None else None
         self.budget = HostBudget(guards.budgets) if guards.budgets else None
         """The page budgets the frontier's scheduler spends (None: no host has one)."""
 
     def admit(
-        self, candidates: Iterable[Candidate], known: Container[int] | None = None
+        self,
+        candidates: Iterable[Candidate],
+        known: Container[int] | None = None,
+        source: str | None = None,
     ) -> tuple[list[Admitted], dict[str, int]]:
         """The candidates in scope, in order, and how many were turned away for each reason
-        (``invalid-url``, ``offsite``, ``depth`` ..., ``bad-priority`` for a priority that is
-        not a finite number). With ``known`` (fingerprints known seen), the others go through
-        :meth:`screen` too."""
+        (``invalid-url``, ``offsite``, ``depth`` ..., ``userinfo`` for a URL with a user name
+        or password none of the user's seeds gave, ``bad-priority`` for a priority that is
+        not a finite number). ``source`` is the page the candidates were found on (by
+        default a page's `Outlinks` tell). With ``known`` (fingerprints known seen), the
+        others go through :meth:`screen` too."""
+        source = source or getattr(candidates, "source", None)
         rejected: dict[str, int] = {}
         admitted: list[Admitted] = []
         origins, scope, budget = self._origins, self._scope, self.budget
@@ -93,6 +104,8 @@ class Admission:
                 url = strip(url)
             key = host_key(url)
             reason = origins.reason(key) or scope.trap_reason(url, cand.depth)
+            if "@" in url and not self._may_send(url, cand, source):
+                reason = "userinfo"
             if reason is None and budget is not None and budget.spent(key):
                 reason = "budget"
             if cand.priority and not -math.inf < cand.priority < math.inf:
@@ -104,17 +117,36 @@ class Admission:
         for reason, count in rejected.items():
             self._rejected[reason] = self._rejected.get(reason, 0) + count
         if known is not None and self._traps is not None:
-            kept = {a[2] for a in self.screen([a for a in admitted if a[2] not in known], rejected)}
+            fresh = [a for a in admitted if a[2] not in known]
+            kept = {a[2] for a in self.screen(fresh, rejected, source)}
             admitted = [a for a in admitted if a[2] in kept or a[2] in known]
         return admitted, rejected
 
-    def screen(self, fresh: list[Admitted], rejected: dict[str, int]) -> list[Admitted]:
-        """The admitted URLs new to the crawl (``fresh``, one batch) that are no trap's (see
-        :mod:`gossamer.frontier.traps`); the others are counted in ``rejected`` (an
-        :meth:`admit` result) and the totals. The guard counts the URLs it lets through."""
+    def _may_send(self, url: str, cand: Candidate, source: str | None) -> bool:
+        """Whether the URL's user name and password (if any) may be sent: a seed's are the
+        user's own; a link or a redirect sends only those a seed gave, or those of the page
+        it was found on (a relative link keeps its page's), never its own."""
+        credentials = credentials_of(url)
+        if credentials is None:
+            return True
+        if not (cand.depth or cand.hops):
+            self._credentials.add(credentials)
+            return True
+        if credentials in self._credentials:
+            return True
+        return source is not None and credentials_of(source) == credentials
+
+    def screen(
+        self, fresh: list[Admitted], rejected: dict[str, int], source: str | None = None
+    ) -> list[Admitted]:
+        """The admitted URLs new to the crawl (``fresh``, one batch: the links of the page
+        ``source``, if known) that are no trap's (see :mod:`gossamer.frontier.traps`); the
+        others are counted in ``rejected`` (an :meth:`admit` result) and the totals. The
+        guard counts the URLs it lets through."""
         if self._traps is None or not fresh:
             return fresh
-        reasons = self._traps.screen([(key, url, cand.depth) for url, key, _, cand in fresh])
+        batch = [(key, url, cand.depth) for url, key, _, cand in fresh]
+        reasons = self._traps.screen(batch, source)
         kept = []
         for admitted, reason in zip(fresh, reasons, strict=True):
             if reason is None:

@@ -72,13 +72,15 @@ class Outlinks(Sequence[Candidate]):
     """The links of one page as candidates, all at one depth with no priority: what a crawl
     adds most (a hundred and more per page, most of them seen before). Each `Candidate` is
     made when it is read, so a frontier that drops the URLs it added lately unread (the
-    embedded one) makes a candidate of the new ones only."""
+    embedded one) makes a candidate of the new ones only. ``source`` is the page's URL
+    (None: not known), which the trap guards read a line of descent from."""
 
-    __slots__ = ("depth", "urls")
+    __slots__ = ("depth", "source", "urls")
 
-    def __init__(self, urls: list[str], depth: int) -> None:
+    def __init__(self, urls: list[str], depth: int, source: str | None = None) -> None:
         self.urls = urls
         self.depth = depth
+        self.source = source
 
     def __len__(self) -> int:
         return len(self.urls)
@@ -91,7 +93,7 @@ class Outlinks(Sequence[Candidate]):
 
     def __getitem__(self, index: int | slice) -> Candidate | Outlinks:
         if isinstance(index, slice):
-            return Outlinks(self.urls[index], self.depth)
+            return Outlinks(self.urls[index], self.depth, self.source)
         return Candidate(self.urls[index], self.depth)
 
     def __iter__(self) -> Iterator[Candidate]:

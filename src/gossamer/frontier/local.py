@@ -177,7 +177,8 @@ class LocalFrontier:
         else:
             fresh = [c for c in candidates if c.url not in recent or c.depth > deepest]
         admission = self._admission
-        admitted, rejected = admission.admit(fresh)
+        source = getattr(candidates, "source", None)
+        admitted, rejected = admission.admit(fresh, source=source)
         rows = []
         news = self._seen.add_many([fp for _, _, fp, _ in admitted])
         if len(recent) + len(admitted) > _RECENT_URLS:
@@ -186,7 +187,7 @@ class LocalFrontier:
             recent[admit[3].url] = None
         # A trap's URL stays in the seen-set: met again, it is a duplicate (no more work).
         unseen = [admit for admit, new in zip(admitted, news, strict=True) if new]
-        kept = admission.screen(unseen, rejected)
+        kept = admission.screen(unseen, rejected, source)
         for url, key, fp, cand in kept:
             seq = next(self._seq)
             entry = Queued(url, fp, cand.depth, cand.hops, 0, cand.priority)

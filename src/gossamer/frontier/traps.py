@@ -2,42 +2,78 @@
 
 A trap makes new URLs as fast as the crawl fetches them: a calendar's next and previous
 links, faceted navigation's combinations of query parameters, a relative link that grows the
-path (``/a/b/a/b/a/b/``), session ids. The guard sees each URL new to the crawl once (after
-the seen check, so a link repeated on every page counts once) and turns it away when:
+path (``/a/b/a/b/a/b/``), session ids, pages named by random hashes that link more of
+themselves. The guard sees each URL new to the crawl once (after the seen check, so a link
+repeated on every page counts once) and turns it away when:
 
 * ``trap-loop``: a run of one to three path segments repeats ``loop_repeats`` times in a row;
 * ``trap-session``: a session id the canonical form does not strip (an ASP.NET
   ``(S(...))`` segment, a query parameter named like ``*session*``);
-* ``trap-calendar``: the URL's template holds a date and the URL lies more than
-  ``date_steps`` links deeper than the template's shallowest URL (each next/previous link
-  of a calendar is one step deeper; a site's dated pages are linked from shallow lists);
+* ``trap-nesting``: its path holds more than ``max_ids`` id segments (random tokens and long
+  numbers: ``/u/9f3a.../c2e1.../77b0.../``);
+* ``trap-calendar`` and ``trap-generated``: it is of a generated kind and descends from
+  more than ``date_steps`` (a kind with dates) or ``token_steps`` (a kind with random
+  tokens: hashes, mixed runs of letters and digits, :func:`is_token`) pages of its line in a
+  row: it was found on such a page, found on such a page, and so on. A calendar's next and
+  previous links, hashes that link more hashes, are lines of descent; a site's real dated or
+  hashed pages are linked from lists (pages of another line), however deep the list's own
+  pagination runs. A URL's *line* is its path's outline (each segment ``*``, the last one's
+  extension kept), its *kind* the line with the first segment as written (when a word) and
+  the query names (:func:`kinds_of`): ``/3f1/a9c0e2d4.html`` and ``/s/77b01f3c.html`` are one
+  line. A kind is generated once two of its URLs and a quarter of them or more showed a
+  token (or a quarter a date: in a path, or a query value that is a date or a year, as
+  ``?y=2026&m=11``), so a URL of it whose own name looks plain counts too, and a trap cannot
+  break its line with a plain name now and then. Traps named by words or plain numbers only
+  cannot be told from a catalogue by their URLs (the page budgets and the depth bound them).
+  Without the page the URLs came
+  from (a redirect, a sitemap), a dated URL is turned away when it lies more than
+  ``date_steps`` links deeper than its template's shallowest URL;
 * ``trap-facets``: it has two query names or more and its path is faceted navigation: one
   batch of links (a page's) offered ``facet_links`` combinations of two names or more for
   it; or its path has ``query_combos`` combinations of query names already and this one is
   new (the same names combined again and again);
 * ``trap-template``: its template has ``per_template`` URLs already.
 
-Seeds (depth 0) are never turned away. A template is the URL with digit runs, hexadecimal
-and UUID ids and dates folded in path segments, and query values folded with names sorted:
-``/cal/2026/11/28`` and ``/cal/2031/01/02`` are one template, as are ``?b=2&a=x`` and
-``?a=y&b=3``. URLs with nothing to fold (no digit, no query) are one per template and not
-tracked. Memory is bounded: at most ``hosts`` hosts and ``templates`` templates (and paths)
-per host are tracked, the least recently used forgotten first.
+Seeds (depth 0) are never turned away. A template is the URL with digit runs, tokens (see
+:func:`is_token`), UUIDs and dates folded in path segments (a file name's extension aside),
+and query values folded with names sorted: ``/cal/2026/11/28`` and ``/cal/2031/01/02`` are
+one template, as are ``?b=2&a=x`` and ``?a=y&b=3``. URLs with nothing to fold (no digit, no
+query) are one per template and not tracked. Memory is bounded: at most ``hosts`` hosts,
+``templates`` templates (and paths and kinds) per host and ``lineage`` URLs' descent are
+tracked, the least recently used (or oldest) forgotten first.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-TRAP_REASONS = ("trap-loop", "trap-session", "trap-calendar", "trap-facets", "trap-template")
+from gossamer.urls import fingerprint
+
+TRAP_REASONS = (
+    "trap-loop",
+    "trap-session",
+    "trap-nesting",
+    "trap-calendar",
+    "trap-generated",
+    "trap-facets",
+    "trap-template",
+)
 """The rejection reasons of :class:`TrapGuard`, as the frontier's stats count them."""
 
 _DIGITS = re.compile(r"[0-9]+")
 _DIGIT = re.compile(r"[0-9]")
+_LETTER = re.compile(r"[A-Za-z]")
 _HEX_ID = re.compile(r"(?=[0-9a-f-]*[0-9])[0-9a-f]{8,}(?:-[0-9a-f]{4,}){0,4}", re.IGNORECASE)
+_TOKEN_CHARS = re.compile(r"[A-Za-z0-9_~-]{6,}")
+_MAYBE_ID = re.compile(r"[A-Za-z0-9_~-]{6,}(?:\.[A-Za-z][A-Za-z0-9]{0,4})?")
+"""A segment that could be an id: six or more token characters, an extension perhaps."""
+_SWITCH = re.compile(r"(?<=[0-9])(?=[A-Za-z])|(?<=[A-Za-z])(?=[0-9])")
+"""A place where letters turn into digits or back."""
+_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,4}")
 _DATE = re.compile(
     r"(?:19|20)[0-9]{2}(?:[-_.](?:0?[1-9]|1[0-2])(?:[-_.](?:0?[1-9]|[12][0-9]|3[01]))?"
     r"|(?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01]))"
@@ -46,6 +82,7 @@ _DATE = re.compile(
 _YEAR = re.compile(r"(?:19|20)[0-9]{2}")
 _MONTH = re.compile(r"0?[1-9]|1[0-2]")
 _ASPNET_SESSION = re.compile(r"\([A-Z]\([A-Za-z0-9]{16,}\)\)")
+_ID, _DATED = "{id}", "{date}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,13 +96,20 @@ class TrapLimits:
     facet_links: int = 4
     """Combinations of two names or more one batch offers for a path that make it faceted."""
     date_steps: int = 2
-    """Links a dated template may grow deeper than its shallowest URL (``trap-calendar``)."""
+    """Pages of a dated kind that may descend from one another (``trap-calendar``)."""
+    token_steps: int = 1
+    """Pages of a kind with random tokens that may descend from one another
+    (``trap-generated``)."""
+    max_ids: int = 2
+    """Id segments (tokens, long numbers) one path may hold (``trap-nesting``)."""
     loop_repeats: int = 3
     """Repeats in a row of a run of path segments that make a loop (``trap-loop``)."""
     templates: int = 2000
-    """Templates (and paths) tracked per host."""
+    """Templates (and paths, and kinds) tracked per host."""
     hosts: int = 10_000
     """Hosts tracked."""
+    lineage: int = 100_000
+    """URLs whose descent (kind, steps) is remembered, over all hosts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +122,8 @@ class TrapStats:
     """Hosts tracked now."""
     templates: int
     """Templates tracked now, over all hosts."""
+    lines: int = 0
+    """URLs whose line of descent is remembered now."""
 
 
 @dataclass(slots=True)
@@ -87,20 +133,24 @@ class _Template:
 
 
 class _HostTraps:
-    """One host's templates (with their counts) and paths (with their query combinations)."""
+    """One host's templates (with their counts), paths (with their query combinations) and
+    kinds that showed a token or a date (with their counts)."""
 
-    __slots__ = ("faceted", "paths", "templates")
+    __slots__ = ("faceted", "kinds", "paths", "templates")
 
     def __init__(self) -> None:
         self.templates: OrderedDict[str, _Template] = OrderedDict()
         self.paths: OrderedDict[str, set[str]] = OrderedDict()
         self.faceted: set[str] = set()
         """Path templates found to be faceted navigation."""
+        self.kinds: dict[str, list[int]] = {}
+        """Kinds (:func:`kinds_of`) that showed a token or a date: their URLs seen since, of
+        them with a token, with a date."""
 
 
 @dataclass(slots=True)
 class Shape:
-    """What the guard reads of a URL: its path template, query names and template. Not
+    """What the guard reads of a URL: its path template, query names and what it holds. Not
     frozen: one is made per new URL, and a frozen dataclass takes longer to make."""
 
     path: str
@@ -108,6 +158,10 @@ class Shape:
     """The sorted query names, joined by ``&`` (empty without a query)."""
     dated: bool
     segments: tuple[str, ...]
+    token: bool = False
+    """A path segment or query value is a random token."""
+    ids: int = 0
+    """Path segments that are ids (tokens, UUIDs, numbers of eight digits or more)."""
 
     @property
     def template(self) -> str:
@@ -115,23 +169,54 @@ class Shape:
         return f"{self.path}?{self.names}" if self.names else self.path
 
 
+def kinds_of(segments: Sequence[str], names: str = "") -> tuple[str, str]:
+    """A URL's *line* (its path's outline: each segment ``*``, a trailing slash and the last
+    segment's extension kept) and its *kind* (the line with the first segment as written,
+    when it is a word, and the query names)."""
+    last = segments[-1]
+    dot = last.rfind(".")
+    end = "*" + last[dot:] if dot >= 0 and _EXTENSION.fullmatch(last, dot) else "*"
+    end = end if last else ""
+    line = "/*" * (len(segments) - 1) + "/" + end
+    first, kind = segments[0], line
+    if first and _DIGIT.search(first) is None:
+        kind = "/" + first + (line[2:] if len(segments) > 1 else "")
+    return line, f"{kind}?{names}" if names else kind
+
+
+def is_token(text: str) -> bool:
+    """Whether a path segment's stem or a query value looks machine-made: hexadecimal of
+    eight characters or more with a digit (a hash, a UUID), or six or more letters and
+    digits switching three times or more (``a3f1-2c``, ``dQw4w9WgXcQ``), never a word with
+    a number (``sha256``, ``python-3-12``, ``win32api``)."""
+    if len(text) >= 8 and _HEX_ID.fullmatch(text):
+        return True
+    return _TOKEN_CHARS.fullmatch(text) is not None and len(_SWITCH.findall(text)) >= 3
+
+
 def shape_of(canonical_url: str) -> Shape:
     """The :class:`Shape` of a canonical URL."""
     rest = canonical_url.partition("://")[2]
     path, _, query = rest.partition("/")[2].partition("?")
     segments = tuple(path.split("/"))
-    folded, dated = _fold_path(segments)
-    names = ""
+    shape = _fold_path(segments)
     if query:
-        found = sorted({part.partition("=")[0] for part in query.split("&") if part})
-        names = "&".join(found)
-        dated = dated or any(_DATE.fullmatch(p.partition("=")[2]) for p in query.split("&"))
-    return Shape("/" + "/".join(folded), names, dated, segments)
+        pairs = [part.partition("=") for part in query.split("&") if part]
+        shape.names = "&".join(sorted({name for name, _, _ in pairs}))
+        for _, _, value in pairs:
+            if _DIGIT.search(value) is None:
+                continue
+            if _DATE.fullmatch(value) or (len(value) == 4 and _YEAR.fullmatch(value)):
+                shape.dated = True  # a date, or a year (``?y=2026&m=11``)
+            elif _LETTER.search(value) is not None and len(value) >= 4:
+                shape.token = True  # letters and digits in a value: an id, not a count
+    return shape
 
 
-def _fold_path(segments: tuple[str, ...]) -> tuple[list[str], bool]:
+def _fold_path(segments: tuple[str, ...]) -> Shape:
     folded = []
-    dated = year = False
+    shape = Shape("", "", False, segments)
+    year = False
     for segment in segments:
         if _DIGIT.search(segment) is None:
             folded.append(segment)
@@ -141,14 +226,27 @@ def _fold_path(segments: tuple[str, ...]) -> tuple[list[str], bool]:
         if (size >= 6 and _DATE.fullmatch(segment)) or (
             year and size <= 2 and _MONTH.fullmatch(segment)
         ):
-            dated = True
-            folded.append("{date}")
-        elif size >= 8 and _HEX_ID.fullmatch(segment):
-            folded.append("{id}")
+            shape.dated = True
+            folded.append(_DATED)
+        elif size >= 6 and _MAYBE_ID.fullmatch(segment) and (name := _fold_id(segment)):
+            folded.append(name)
+            shape.ids += 1
+            shape.token = shape.token or _LETTER.search(segment) is not None
         else:
             folded.append(_DIGITS.sub("#", segment))
         year = size == 4 and _YEAR.fullmatch(segment) is not None
-    return folded, dated
+    shape.path = "/" + "/".join(folded)
+    return shape
+
+
+def _fold_id(segment: str) -> str | None:
+    """``segment`` folded as an id (its extension kept), if it is one."""
+    dot = segment.rfind(".")
+    extension = "" if dot < 0 or not _EXTENSION.fullmatch(segment, dot) else segment[dot:]
+    stem = segment[: len(segment) - len(extension)]
+    if len(stem) < 6 or not is_token(stem):
+        return None
+    return _ID + extension
 
 
 def loops(segments: tuple[str, ...], repeats: int) -> bool:
@@ -177,12 +275,31 @@ class TrapGuard:
         self._limits = limits or TrapLimits()
         self._hosts: OrderedDict[str, _HostTraps] = OrderedDict()
         self._rejected = dict.fromkeys(TRAP_REASONS, 0)
+        self._lineage: dict[int, tuple[str, int]] = {}
+        """URL fingerprint -> its line and the pages of that line it descends from."""
+        self._last: tuple[str, tuple[str, int]] | None = None
 
-    def screen(self, urls: Sequence[tuple[str, str, int]]) -> list[str | None]:
-        """:meth:`check` each of a batch of (host key, canonical URL, depth), after looking
-        for faceted navigation in the batch (see the module docstring)."""
+    def screen(
+        self, urls: Sequence[tuple[str, str, int]], source: str | None = None
+    ) -> list[str | None]:
+        """:meth:`check` each of a batch of (host key, canonical URL, depth) found on the page
+        ``source`` (None: unknown), after looking for faceted navigation in the batch (see
+        the module docstring)."""
         self._spot_facets(urls)
-        return [self.check(key, url, depth) for key, url, depth in urls]
+        return [self.check(key, url, depth, source) for key, url, depth in urls]
+
+    def _descent_of(self, source: str) -> tuple[str, int]:
+        """The line and descent of the page ``source`` (one not remembered: 0 of its own
+        line); the last page's is kept, as a batch's URLs all ask for it."""
+        last = self._last
+        if last is not None and last[0] == source:
+            return last[1]
+        found = self._lineage.get(fingerprint(source))
+        if found is None:
+            path = source.partition("://")[2].partition("/")[2].partition("?")[0]
+            found = (kinds_of(path.split("/"))[0], 0)
+        self._last = (source, found)
+        return found
 
     def _spot_facets(self, urls: Sequence[tuple[str, str, int]]) -> None:
         combos: dict[tuple[str, str], set[str]] = {}
@@ -199,37 +316,57 @@ class TrapGuard:
                     faceted.pop()
                 faceted.add(path)
 
-    def check(self, key: str, canonical_url: str, depth: int) -> str | None:
-        """None when the URL (new to the crawl, of host ``key``) may be queued, and it is
-        counted; else the reason it may not, and it is counted as rejected."""
+    def check(
+        self,
+        key: str,
+        canonical_url: str,
+        depth: int,
+        source: str | None = None,
+    ) -> str | None:
+        """None when the URL (new to the crawl, of host ``key``, found on the page
+        ``source``, None if unknown) may be queued, and it is counted; else the reason it
+        may not, and it is counted as rejected."""
         if depth == 0:
             return None  # a seed: the user's own choice
-        reason = self._judge(key, canonical_url, depth)
+        reason = self._judge(key, canonical_url, depth, source)
         if reason is not None:
             self._rejected[reason] += 1
         return reason
 
-    def _judge(self, key: str, canonical_url: str, depth: int) -> str | None:
+    def _judge(self, key: str, canonical_url: str, depth: int, source: str | None) -> str | None:
         limits = self._limits
         tail = canonical_url.partition("://")[2].partition("/")[2]
         if "?" not in tail and "(" not in tail and _DIGIT.search(tail) is None:
-            # nothing to fold: one URL per template, not tracked; only a loop to look for
-            if tail.count("/") < limits.loop_repeats:
+            # nothing to fold: one URL per template, not tracked; a loop to look for, and
+            # the line of a kind known to be generated
+            if tail.count("/") >= limits.loop_repeats and loops(
+                tuple(tail.split("/")), limits.loop_repeats
+            ):
+                return "trap-loop"
+            host = self._hosts.get(key)
+            if host is None or not host.kinds:
                 return None
-            return "trap-loop" if loops(tuple(tail.split("/")), limits.loop_repeats) else None
+            shape = Shape("", "", False, tuple(tail.split("/")))
+            return self._descent(host, canonical_url, shape, source)
         shape = shape_of(canonical_url)
         if loops(shape.segments, limits.loop_repeats):
             return "trap-loop"
         if _is_session(shape):
             return "trap-session"
+        if shape.ids > limits.max_ids:
+            return "trap-nesting"
         host = self._host(key)
         if "&" in shape.names and shape.path in host.faceted:
             return "trap-facets"
+        if host.kinds or shape.token or shape.dated:
+            reason = self._descent(host, canonical_url, shape, source)
+            if reason is not None:
+                return reason
         name = shape.template
         template = host.templates.get(name)
         if template is not None:
             host.templates.move_to_end(name)
-            if shape.dated and depth > template.shallowest + limits.date_steps:
+            if source is None and shape.dated and depth > template.shallowest + limits.date_steps:
                 return "trap-calendar"
             if template.count >= limits.per_template:
                 return "trap-template"
@@ -237,6 +374,43 @@ class TrapGuard:
             return "trap-facets"
         self._count(host, name, template, depth)
         return None
+
+    def _descent(self, host: _HostTraps, url: str, shape: Shape, source: str | None) -> str | None:
+        """The reason a URL of a generated kind descends from too many pages of its line in
+        a row (None: it does not, or its page is unknown); notes what it shows of its kind
+        and, for a kind that showed a token or a date, its line of descent."""
+        kinds, marked = host.kinds, shape.token or shape.dated
+        line, kind = kinds_of(shape.segments, shape.names)
+        counts = kinds.get(kind)
+        if counts is None:
+            if not marked:
+                return None
+            if len(kinds) >= self._limits.templates:
+                del kinds[next(iter(kinds))]
+            counts = kinds[kind] = [0, 0, 0]
+        counts[0] += 1
+        counts[1] += shape.token
+        counts[2] += shape.dated
+        seen, tokens, dates = counts
+        steps, reason = None, "trap-generated"
+        if tokens >= 2 and 4 * tokens >= seen:
+            steps = self._limits.token_steps
+        elif dates and 4 * dates >= seen:
+            steps, reason = self._limits.date_steps, "trap-calendar"
+        descent = 0
+        if source is not None:
+            parent_line, parent_descent = self._descent_of(source)
+            descent = parent_descent + 1 if parent_line == line else 0
+        self._remember(url, line, descent)
+        if source is None or steps is None or descent <= steps:
+            return None
+        return reason
+
+    def _remember(self, canonical_url: str, line: str, descent: int) -> None:
+        lineage = self._lineage
+        if len(lineage) >= self._limits.lineage:
+            del lineage[next(iter(lineage))]
+        lineage[fingerprint(canonical_url)] = (sys.intern(line), descent)  # a few lines a host
 
     def _new_combination(self, host: _HostTraps, shape: Shape) -> bool:
         """Whether the path may take one more query name combination (and note it)."""
@@ -276,7 +450,7 @@ class TrapGuard:
     def stats(self) -> TrapStats:
         """A frozen snapshot."""
         templates = sum(len(host.templates) for host in self._hosts.values())
-        return TrapStats(dict(self._rejected), len(self._hosts), templates)
+        return TrapStats(dict(self._rejected), len(self._hosts), templates, len(self._lineage))
 
 
 def _is_session(shape: Shape) -> bool:

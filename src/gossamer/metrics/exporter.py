@@ -72,12 +72,16 @@ COUNTER, GAUGE = "counter", "gauge"
 HELP = {
     # one crawl process (labels job, worker)
     "gossamer_pages_total": "Records written (one per finished URL), by outcome: ok (2xx), "
-    "error, robots_blocked, other (redirects and non-2xx answers without an error).",
+    "error, robots_blocked, budget (its host's page budget spent: never fetched), other "
+    "(redirects and non-2xx answers without an error).",
     "gossamer_requests_total": "HTTP requests made, robots.txt included.",
     "gossamer_retries_total": "URLs queued again for another attempt.",
     "gossamer_duplicates_total": "Links dropped as seen already.",
     "gossamer_internal_errors_total": "URLs ended by a failure inside gossamer.",
-    "gossamer_rejected_urls_total": "Links out of scope, by reason.",
+    "gossamer_rejected_urls_total": "Links out of scope, by reason (trap-* the trap guards', "
+    "budget a spent host's, userinfo a link with a user name or password).",
+    "gossamer_page_signals_total": "Pages by the site owner's signal: noindex, nofollow, "
+    "canonical (naming another URL) and what --canonical follow made of it.",
     "gossamer_queued_urls": "URLs queued (a cluster worker: its job's at the last look).",
     "gossamer_in_flight_urls": "URLs being fetched or handled now.",
     "gossamer_hosts_waiting": "Hosts with URLs waiting for their time, by reason: politeness "
@@ -182,8 +186,9 @@ class CrawlCollector(Collector):
 
     def _crawl(self, stats: CrawlStats, waiting: tuple[int, int]) -> Iterator[Metric]:
         lab = self._labels
-        other = max(0, stats.pages - stats.ok - stats.errors - stats.robots_blocked)
+        other = max(0, stats.pages - stats.ok - stats.errors - stats.robots_blocked - stats.budget)
         outcomes = {"ok": stats.ok, "error": stats.errors, "robots_blocked": stats.robots_blocked}
+        outcomes["budget"] = stats.budget
         yield family(COUNTER, "gossamer_pages_total", lab, outcomes | {"other": other}, "outcome")
         yield family(COUNTER, "gossamer_requests_total", lab, stats.requests)
         yield family(COUNTER, "gossamer_retries_total", lab, stats.retries)
@@ -191,6 +196,8 @@ class CrawlCollector(Collector):
         yield family(COUNTER, "gossamer_internal_errors_total", lab, stats.internal_errors)
         rejected = _bounded(stats.rejected)
         yield family(COUNTER, "gossamer_rejected_urls_total", lab, rejected, "reason")
+        signals = stats.page_signals
+        yield family(COUNTER, "gossamer_page_signals_total", lab, signals, "signal")
         yield family(GAUGE, "gossamer_queued_urls", lab, stats.queued)
         yield family(GAUGE, "gossamer_in_flight_urls", lab, stats.in_flight)
         hosts = {"politeness": waiting[0], "backoff": waiting[1]}

@@ -15,6 +15,11 @@ judges a page whose canonical URL is another one:
   ``canonical-followed``: it keeps its status, links and ``canonical`` field, but no content
   is stored for it (the canonical page's is), as for ``noindex``;
 * out of the crawl's scope: ignored, flagged ``canonical-offsite``;
+* the page's host and port under another scheme (``https://h:8080/a`` named by
+  ``http://h:8080/a``): one port speaks one protocol, so unless that origin has served a page
+  of the crawl already it is recorded, not followed, and flagged ``canonical-scheme`` (a
+  change of scheme with the scheme's own port, ``http://h/a`` to ``https://h/a``, is the
+  usual move to https and followed when in scope);
 * a URL whose fetch failed (a 4xx, a 5xx, a network error): ignored, ``canonical-error``;
 * a page that named another canonical URL itself (A -> B -> A, or a longer chain back):
   ignored, ``canonical-loop``, and the page keeps its content, so one page of a loop always
@@ -37,22 +42,32 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
 from gossamer.redact import redact_url
-from gossamer.urls import Resolver, canonicalize
+from gossamer.urls import Resolver, canonicalize, explicit_port, host_key, host_of
 
 if TYPE_CHECKING:
     from selectolax.lexbor import LexborHTMLParser
 
-__all__ = ["MAX_REMEMBERED", "Canonicals", "header_canonical", "tag_canonical"]
+__all__ = ["FLAGS", "MAX_REMEMBERED", "Canonicals", "header_canonical", "tag_canonical"]
 
 log = logging.getLogger(__name__)
 
 MAX_LINK_CHARS = 8192
 """A ``Link`` header is read up to this many characters."""
 MAX_REMEMBERED = 100_000
+FLAGS = (
+    "canonical-conflict",
+    "canonical-followed",
+    "canonical-offsite",
+    "canonical-scheme",
+    "canonical-loop",
+    "canonical-error",
+)
+"""The record flags of canonical links (see the module docstring)."""
 _LINK = re.compile(r"<([^<>]*)>([^<]*)")
 _REL = re.compile(r';\s*rel\s*=\s*(?:"([^"]*)"|([^;,\s]*))', re.IGNORECASE)
 _CANONICAL_TAG = 'link[rel~="canonical" i][href]:not([href=""])'
 _V = TypeVar("_V")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def header_canonical(headers: Mapping[str, str], url: str) -> str | None:
@@ -100,14 +115,21 @@ class Canonicals:
         self._awaited: dict[str, str] = {}
         """Canonical URLs queued and not fetched yet: canonical -> the page that named it."""
         self._failed: dict[str, None] = {}
+        self._origins: dict[str, None] = {}
+        """Origins (``scheme://host[:port]``) that served a page judged here."""
 
     def judge(self, url: str, canonical: str | None) -> tuple[str | None, str | None]:
         """The canonical URL to queue for the page at ``url`` (None: none) and the record's
         flag (None: none)."""
+        origin = host_key(url)
+        if origin not in self._origins:
+            self._remember(self._origins, origin, None)
         if canonical is None or canonical == url:
             return None, None
         if self._in_scope is not None and not self._in_scope(canonical):
             return None, "canonical-offsite"
+        if _scheme_only(url, canonical) and host_key(canonical) not in self._origins:
+            return None, "canonical-scheme"
         if canonical in self._failed:
             return None, "canonical-error"
         if canonical in self._named:
@@ -138,3 +160,16 @@ class Canonicals:
         table[key] = value
         if len(table) > self._limit:
             del table[next(iter(table))]
+
+
+def _scheme_only(url: str, canonical: str) -> bool:
+    """Whether ``canonical`` names the host and port of ``url`` under another scheme."""
+    scheme, other = url.partition(":")[0], canonical.partition(":")[0]
+    if scheme == other or host_of(url) != host_of(canonical):
+        return False
+    return _port(url, scheme) == _port(canonical, other)
+
+
+def _port(url: str, scheme: str) -> int | None:
+    port = explicit_port(url)
+    return port if port is not None else _DEFAULT_PORTS.get(scheme)

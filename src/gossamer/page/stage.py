@@ -29,6 +29,7 @@ from gossamer.frontier.base import Candidate, Lease, Outlinks
 from gossamer.hooks import Hook
 from gossamer.outcomes import Action, Outcome
 from gossamer.page import extras, read
+from gossamer.page.canonical import FLAGS as CANONICAL_FLAGS
 from gossamer.page.canonical import Canonicals, header_canonical, tag_canonical
 from gossamer.page.directives import header_directives, meta_directives
 from gossamer.page.state import (
@@ -56,6 +57,11 @@ _PARSE_IN_THREAD_BYTES = 512 * 1024
 """Bodies from this size on are parsed off the event loop: a worst-case 10 MB page takes the
 parser a few seconds, and lexbor lets the loop run meanwhile (it releases the GIL)."""
 RULE_COUNTERS = ("rule_pages", "items", "items_dropped", "rule_errors")
+SIGNALS = ("noindex", "nofollow", "canonical", *CANONICAL_FLAGS)
+"""What the stage counts of the site owner's signals: pages ``noindex`` and ``nofollow``,
+pages naming another canonical URL (``canonical``) and what ``--canonical follow`` made of it
+(the record flags of :mod:`gossamer.page.canonical`)."""
+_SIGNAL_FLAGS = frozenset(SIGNALS)
 
 Step = Callable[[PageState], Awaitable[None]]
 
@@ -125,6 +131,8 @@ class PageStats:
     duplicates_exact: int = 0
     duplicates_near: int = 0
     focus: dict[str, Any] | None = None
+    signals: dict[str, int] | None = None
+    """Pages by signal of :data:`SIGNALS` (every one, 0 included)."""
 
 
 class PageStage:
@@ -154,6 +162,7 @@ class PageStage:
         self._freshness = freshness
         self._extractor = config.extractor if config.text else None
         self._counts: Counter[str] = Counter()
+        self._signals = dict.fromkeys(SIGNALS, 0)
         self._canonicals = Canonicals(in_scope) if config.canonical == "follow" else None
         self.upkeep: Callable[[], Awaitable[None]] | None = None if focus is None else focus.upkeep
         """Run after each URL is acked: the focus re-scores the frontier's URLs when due."""
@@ -197,11 +206,21 @@ class PageStage:
         if self._canonicals is not None and action is not Action.REDIRECT:
             flag = self._canonicals.ended(lease.url, action is not Action.STORE)
             state.flags += (flag,) if flag is not None else ()
+        if state.flags or state.canonical is not None:
+            self._count_signals(state)
         if self._freshness is not None:
             self._freshness.judge(state, action)
         elif result.status is not None:
             state.change = "new"  # no --recrawl: every fetch is a URL's first
         return _result(state)
+
+    def _count_signals(self, state: PageState) -> None:
+        signals = self._signals
+        for flag in state.flags:
+            if flag in _SIGNAL_FLAGS:
+                signals[flag] += 1
+        if state.canonical is not None and state.canonical != state.lease.url:
+            signals["canonical"] += 1
 
     def restore_counts(self, rule_counts: Callable[[], tuple[int, int, int, int]]) -> None:
         """Start the rules' counters from a previous run's records (``--resume``)."""
@@ -220,6 +239,7 @@ class PageStage:
             duplicates_exact=0 if found is None else found.exact,
             duplicates_near=0 if found is None else found.near,
             focus=None if self._focus is None else self._focus.json_stats(),
+            signals=dict(self._signals),
         )
 
     # -- the steps -------------------------------------------------------------------------
@@ -378,7 +398,8 @@ class PageStage:
     async def _outlinks(self, state: PageState) -> None:
         """The links to follow, one level deeper (and a canonical URL followed, at the
         page's depth)."""
-        state.candidates = Outlinks(self._follow(state), state.lease.depth + 1)
+        lease = state.lease
+        state.candidates = Outlinks(self._follow(state), lease.depth + 1, lease.url)
         if state.canonical_link is not None:
             state.candidates = [*state.candidates, state.canonical_link]
 
@@ -388,7 +409,7 @@ class PageStage:
         links, lease, parsed = self._follow(state), state.lease, state.parsed
         status = state.result.status
         if parsed is None or status is None or not 200 <= status < 300:
-            state.candidates = Outlinks(links, lease.depth + 1)
+            state.candidates = Outlinks(links, lease.depth + 1, lease.url)
             return
         state.relevance, state.candidates = self._focus.judge(
             lease.url, lease.depth, parsed, state.content, links
@@ -484,4 +505,12 @@ def _result(state: PageState) -> PageResult:
     return PageResult(record, state.candidates, outcome, archive)
 
 
-__all__ = ["RULE_COUNTERS", "Focus", "PageConfig", "PageStage", "PageStats", "internal_error"]
+__all__ = [
+    "RULE_COUNTERS",
+    "SIGNALS",
+    "Focus",
+    "PageConfig",
+    "PageStage",
+    "PageStats",
+    "internal_error",
+]

@@ -178,7 +178,8 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
         Meta(
             description=(
                 "Turn away URLs of crawler traps per host: calendars, faceted navigation, "
-                "path loops, session ids (see gossamer.frontier.traps)."
+                "path loops, session ids, hashes breeding hashes (see "
+                "gossamer.frontier.traps)."
             )
         ),
     ] = True
@@ -190,7 +191,26 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
     ] = 8
     trap_date_steps: Annotated[
         int,
-        Meta(ge=0, description="Links a dated URL template may grow deeper than its first URL."),
+        Meta(
+            ge=0,
+            description=(
+                "Pages of a dated kind a URL may descend from in a row (a calendar's next "
+                "links); without its page, links it may lie deeper than its template's first."
+            ),
+        ),
+    ] = 2
+    trap_token_steps: Annotated[
+        int,
+        Meta(
+            ge=0,
+            description=(
+                "Pages of a kind named by random tokens (hashes, ids) a URL may descend from "
+                "in a row."
+            ),
+        ),
+    ] = 1
+    trap_max_ids: Annotated[
+        int, Meta(ge=0, description="Id segments (tokens, long numbers) one URL path may hold.")
     ] = 2
     max_pages_per_host: (
         Annotated[
