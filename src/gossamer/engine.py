@@ -354,7 +354,7 @@ class Crawler:
         self._counts["requests"] += 1
         feedback = Feedback(
             started_at=result.sent_by,
-            elapsed=result.elapsed,
+            elapsed=result.latency,
             failed=is_failure(result.status, result.error),
             retry_after=result.retry_after,
         )

@@ -7,7 +7,9 @@ asked for outside a robots lease, a rendered page's subrequests, logins and toke
 the rule editor's sample fetches. A request `enter`\\ s (waits until the host is due and takes
 the slot), is sent, and `leave`\\ s with what it told about the host (when it really started,
 whether it failed, a Retry-After), exactly as a lease ends. Sitemaps and feeds
-(:mod:`gossamer.crawl.sitemaps`) come this way too, a full pass each.
+(:mod:`gossamer.crawl.sitemaps`) come this way too, a full pass each, set aside for the
+host's pages (``aside``): they take the slot in turn with the pages, one file, then a page
+if one waits (:mod:`gossamer.frontier.slotclaims`).
 
 Two ways in:
 
@@ -63,7 +65,8 @@ _BUSY_POLL = 0.05
 class SlotKeeper(Protocol):
     """What holds the host slots (a `HostScheduler`'s `SlotClaims` is one)."""
 
-    def claim(self, key: str, *, room: bool = True) -> float: ...
+    def claim(self, key: str, *, room: bool = True, aside: bool = False) -> float: ...
+    def yields(self, key: str) -> bool: ...
     def unclaim(self, key: str, feedback: Feedback | None) -> None: ...
     def note(self, key: str, started_at: float) -> None: ...
     def hold(self, key: str, waiting: bool) -> None: ...
@@ -125,23 +128,30 @@ class HostGate:
         """Take slots from ``keeper`` (the frontier's scheduler's `SlotClaims`) from now on."""
         self._keeper = keeper
 
-    async def enter(self, url: str, *, pace_only: bool = False) -> Pass:
+    async def enter(self, url: str, *, pace_only: bool = False, aside: bool = False) -> Pass:
         """Wait until ``url``'s host is due (and, unless ``pace_only``, has a free
-        connection), then take its slot."""
+        connection), then take its slot. An ``aside`` request (a sitemap's) takes turns with
+        the host's pages (:mod:`gossamer.frontier.slotclaims`): it holds the host only while
+        no page is owed the next slot."""
         key = host_key(url)
         keeper = self._keeper
         self._requests += 1
-        wait = keeper.claim(key, room=not pace_only)
+        wait = keeper.claim(key, room=not pace_only, aside=aside)
         if wait > 0:
             self._waited += 1
             self._waiting += 1
-            keeper.hold(key, True)
+            held = False
             try:
                 while wait > 0:
+                    hold = not (aside and keeper.yields(key))
+                    if hold != held:
+                        keeper.hold(key, hold)
+                        held = hold
                     await self._sleep(_BUSY_POLL if math.isinf(wait) else wait)
-                    wait = keeper.claim(key, room=not pace_only)
+                    wait = keeper.claim(key, room=not pace_only, aside=aside)
             finally:
-                keeper.hold(key, False)
+                if held:
+                    keeper.hold(key, False)
                 self._waiting -= 1
         return Pass(key, keeper)
 
@@ -157,7 +167,8 @@ class HostGate:
     ) -> None:
         """Give the slot back: the request started at ``started_at`` (the clock's time; None:
         none was sent) and got ``status`` or ``error`` after ``elapsed`` seconds."""
-        failed = is_failure(status, error)  # as for a leased page
+        # as for a leased page; a request stopped before any answer (cancelled) is no failure
+        failed = (status is not None or error is not None) and is_failure(status, error)
         feedback = Feedback(
             started_at=started_at, elapsed=elapsed, failed=failed, retry_after=retry_after
         )
