@@ -176,6 +176,11 @@ class Crawler:
         self._journal.set_meta(SEEDING_META, "done")
         await self._journal.commit()
 
+    def wake(self) -> None:
+        """Look at the frontier now: a host's slot came free outside the loop's leases (a
+        request through the host gate ended, or gave its turn to the host's pages)."""
+        self._wake.set()
+
     def stop(self) -> None:
         """Stop leasing; in-flight URLs finish (or go back to the queue after a grace time)."""
         self._stopping = True

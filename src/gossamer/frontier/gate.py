@@ -114,7 +114,14 @@ class HostGate:
             policy or PolitenessPolicy(), rules=self._known, clock=clock
         ).claims
         self._clock = clock
+        self._freed: Callable[[], None] | None = None
         self._requests = self._waited = self._waiting = 0
+
+    def on_free(self, freed: Callable[[], None]) -> None:
+        """Call ``freed`` whenever a host may be leased again because of the gate: a request
+        gave its slot back, or an aside request left its turn to the host's pages (the crawl
+        loop leases the host then, not at its next look)."""
+        self._freed = freed
 
     def use_rules(self, rules: RulesLookup) -> None:
         """The robots.txt rules known, by host key, for the gate's own slots (the frontier's
@@ -147,6 +154,8 @@ class HostGate:
                     if hold != held:
                         keeper.hold(key, hold)
                         held = hold
+                        if not hold and self._freed is not None:
+                            self._freed()
                     await self._sleep(_BUSY_POLL if math.isinf(wait) else wait)
                     wait = keeper.claim(key, room=not pace_only, aside=aside)
             finally:
@@ -173,6 +182,8 @@ class HostGate:
             started_at=started_at, elapsed=elapsed, failed=failed, retry_after=retry_after
         )
         taken.keeper.unclaim(taken.key, feedback if started_at is not None else None)
+        if self._freed is not None:
+            self._freed()
 
     def started(self, url: str, at: float) -> None:
         """A request to ``url``'s host under a lease started ``at`` (the clock's time): the
