@@ -33,9 +33,10 @@ owns each host it leases pages of, so for those hosts the pace is exact; a host 
 another worker gets this worker's out-of-band requests (its proxy checks, rendered
 subrequests, logins) at that host's pace on top of its owner's: at most one more request per
 delay per worker. With ``partition_by="url"`` page leases also take the shared limiter's slot
-(:mod:`gossamer.frontier.redis.limiter`); out-of-band requests do not, and are bounded the
-same way. They are few next to pages: one check per proxy per check interval, the examples
-before the crawl, a page's subrequests and its logins.
+(:mod:`gossamer.frontier.redis.limiter`), and so do aside passes (sitemaps and feeds, whose
+files may be many: `share`), after their local slot; the other out-of-band requests do not,
+and are bounded the same way. They are few next to pages: one check per proxy per check
+interval, the examples before the crawl, a page's subrequests and its logins.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.outcomes import is_failure
 from gossamer.urls import host_key
 
-__all__ = ["GateStats", "HostGate", "Pass", "SlotKeeper", "SlotSource"]
+__all__ = ["GateStats", "HostGate", "Pass", "SharedSlots", "SlotKeeper", "SlotSource"]
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,13 @@ class SlotKeeper(Protocol):
     def hold(self, key: str, waiting: bool) -> None: ...
 
 
+class SharedSlots(Protocol):
+    """A cluster's shared host limiter, for the aside passes (`HostGate.share`)."""
+
+    async def hold(self, key: str) -> str: ...
+    async def give_back(self, key: str, holder: str) -> None: ...
+
+
 class SlotSource(Protocol):
     """A frontier whose scheduler holds the host slots the gate takes (`HostGate.bind`)."""
 
@@ -85,6 +93,8 @@ class Pass:
 
     key: str
     keeper: SlotKeeper
+    shared: tuple[SharedSlots, str] | None = None
+    """The shared limiter's slot taken with it (an aside pass by URL), and its holder."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +125,8 @@ class HostGate:
         ).claims
         self._clock = clock
         self._freed: Callable[[], None] | None = None
+        self._shared: SharedSlots | None = None
+        self._giving: set[asyncio.Task[None]] = set()
         self._requests = self._waited = self._waiting = 0
 
     def on_free(self, freed: Callable[[], None]) -> None:
@@ -130,6 +142,11 @@ class HostGate:
 
     def _known(self, key: str) -> Rules | None:
         return None if self._rules is None else self._rules(key)
+
+    def share(self, shared: SharedSlots) -> None:
+        """By URL in a cluster: an aside pass (a sitemap's fetch) takes a slot of ``shared``
+        too, once it has its local one, so the host's pace holds over every worker."""
+        self._shared = shared
 
     def bind(self, keeper: SlotKeeper) -> None:
         """Take slots from ``keeper`` (the frontier's scheduler's `SlotClaims`) from now on."""
@@ -162,7 +179,19 @@ class HostGate:
                 if held:
                     keeper.hold(key, False)
                 self._waiting -= 1
+        if aside and self._shared is not None:
+            return await self._share(Pass(key, keeper), self._shared)
         return Pass(key, keeper)
+
+    async def _share(self, taken: Pass, shared: SharedSlots) -> Pass:
+        """``taken`` with a slot of the shared limiter too (the local one given back if the
+        wait for it is cut short)."""
+        try:
+            holder = await shared.hold(taken.key)
+        except BaseException:
+            taken.keeper.unclaim(taken.key, None)
+            raise
+        return Pass(taken.key, taken.keeper, (shared, holder))
 
     def leave(
         self,
@@ -182,6 +211,11 @@ class HostGate:
             started_at=started_at, elapsed=elapsed, failed=failed, retry_after=retry_after
         )
         taken.keeper.unclaim(taken.key, feedback if started_at is not None else None)
+        if taken.shared is not None:  # after the local slot learnt the request's start
+            shared, holder = taken.shared
+            task = asyncio.create_task(shared.give_back(taken.key, holder))
+            self._giving.add(task)
+            task.add_done_callback(self._giving.discard)
         if self._freed is not None:
             self._freed()
 
