@@ -116,6 +116,8 @@ class Crawler:
         self._flush = asyncio.Event()
         """Set to checkpoint now instead of at the next interval."""
         self._wake = asyncio.Event()
+        self.wake: Callable[[], None] = self._wake.set
+        """Look at the frontier now (the host gate gave a host's slot back, or its turn)."""
         self._stopping = False
         self._paused = False
         self._failure: BaseException | None = None
@@ -175,11 +177,6 @@ class Crawler:
             self._wake.set()
         self._journal.set_meta(SEEDING_META, "done")
         await self._journal.commit()
-
-    def wake(self) -> None:
-        """Look at the frontier now: a host's slot came free outside the loop's leases (a
-        request through the host gate ended, or gave its turn to the host's pages)."""
-        self._wake.set()
 
     def stop(self) -> None:
         """Stop leasing; in-flight URLs finish (or go back to the queue after a grace time)."""
