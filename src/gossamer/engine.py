@@ -116,6 +116,8 @@ class Crawler:
         self._flush = asyncio.Event()
         """Set to checkpoint now instead of at the next interval."""
         self._wake = asyncio.Event()
+        self.wake: Callable[[], None] = self._wake.set
+        """Look at the frontier now (the host gate gave a host's slot back, or its turn)."""
         self._stopping = False
         self._paused = False
         self._failure: BaseException | None = None
@@ -356,7 +358,7 @@ class Crawler:
         self._counts["requests"] += 1
         feedback = Feedback(
             started_at=result.sent_by,
-            elapsed=result.elapsed,
+            elapsed=result.latency,
             failed=is_failure(result.status, result.error),
             retry_after=result.retry_after,
         )

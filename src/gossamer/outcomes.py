@@ -34,8 +34,11 @@ class Decision:
     error: str | None = None
 
 
-_PERMANENT_ERRORS = frozenset({"invalid-url", "blocked-address"})
-"""Failures without a response that trying again cannot change."""
+_PERMANENT_ERRORS = frozenset({"invalid-url", "blocked-address", "headers-too-long"})
+"""Failures that trying again cannot change, and that tell nothing of the host's health: no
+request could go out, or the answer's head was over the parser's limits (the same URL sends
+the same head; browsers and curl give such an answer up at once too). Recorded at once, and
+not counted against the host's pace."""
 _PROXY_ERRORS = frozenset({"proxy-error", "no-proxy"})
 """Failures of the proxy pool (retried), not of the host."""
 

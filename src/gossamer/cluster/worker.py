@@ -220,6 +220,9 @@ async def _crawl_share(
             stages.sitemaps.share(
                 SitemapClaims(control.redis, control.job, name, settings.claim_timeout)
             )
+        shared = frontier.shared_slots()
+        if shared is not None and stages.gate is not None:  # sitemaps at the shared pace
+            stages.gate.share(shared)
         await start_stages(frontier, stages.gate, stages.proxies)
         focus = await focus_policy(settings, frontier, stages.fetcher, stages.gate, stages.robots)
         crawler = assemble_crawler(

@@ -141,7 +141,7 @@ def assemble_crawler(
         sources["revisits"] = revisits.json_stats
     if stages.sitemaps is not None:
         stages.sitemaps.start(frontier)
-    return Crawler(
+    crawler = Crawler(
         engine_config(settings),
         frontier,
         fetch,
@@ -151,6 +151,9 @@ def assemble_crawler(
         stats=sources,
         proxies_down=proxies_down(stages.proxies),
     )
+    if stages.gate is not None:
+        stages.gate.on_free(crawler.wake)  # a slot the gate gives back is leased at once
+    return crawler
 
 
 def _freshness(revisits: RevisitBook) -> Freshness:

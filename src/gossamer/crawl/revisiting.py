@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from gossamer.crawldb import CrawlDB
+from gossamer.fetch.headers import conditional_headers
 from gossamer.frontier.revisit import Bounds
 from gossamer.frontier.revisits import BoundsOf, RevisitBook, Revisits
 from gossamer.settings import CrawlSettings, SettingsError
@@ -20,7 +21,8 @@ class _HeadersFetch(Protocol):
 
 class ConditionalFetch:
     """``fetcher`` for pages, a revisit's request carrying its stored validators
-    (``If-None-Match``, ``If-Modified-Since``)."""
+    (``If-None-Match``, ``If-Modified-Since``) where they are valid to send
+    (:func:`~gossamer.fetch.headers.conditional_headers`)."""
 
     def __init__(self, fetcher: _HeadersFetch, revisits: RevisitBook) -> None:
         self._fetcher = fetcher
@@ -28,7 +30,8 @@ class ConditionalFetch:
 
     async def fetch(self, url: str) -> Any:
         """Fetch ``url``, conditionally when it is a revisit with validators."""
-        return await self._fetcher.fetch(url, headers=self._revisits.validators(url))
+        headers = conditional_headers(self._revisits.validators(url))
+        return await self._fetcher.fetch(url, headers=headers)
 
 
 def revisit_bounds(settings: CrawlSettings) -> BoundsOf:

@@ -212,7 +212,7 @@ def _open_fetching(
         gated=GatedFetch(fetcher, gate, pace_only=True),
         proxied=proxies is not None,
     )
-    sitemaps = sitemap_stage(settings, GatedFetch(fetcher, gate), db, warc, scope)
+    sitemaps = sitemap_stage(settings, GatedFetch(fetcher, gate, aside=True), db, warc, scope)
     robots = robots_cache(settings, robots_fetch, scope, db, sitemaps)
     if settings.robots:
         fetcher.set_check_rules(robots)

@@ -17,7 +17,7 @@ __all__ = ["GatedFetch", "HostPace", "SubFetch", "leave"]
 class HostPace(Protocol):
     """The host gate, as the fetch stage uses it (see :mod:`gossamer.frontier.gate`)."""
 
-    async def enter(self, url: str, *, pace_only: bool = False) -> Any:
+    async def enter(self, url: str, *, pace_only: bool = False, aside: bool = False) -> Any:
         """Wait for ``url``'s host and take its slot; returns what `leave` gives back."""
         ...
 
@@ -47,17 +47,20 @@ class SubFetch(Protocol):
 
 
 class GatedFetch:
-    """``fetcher``, each request through ``gate`` (``pace_only``: see the gate's module doc).
-    A result's ``sent_by`` spaces the next request, as for a leased page."""
+    """``fetcher``, each request through ``gate`` (``pace_only``, ``aside``: see the gate's
+    module doc). A result's ``sent_by`` spaces the next request, as for a leased page."""
 
-    def __init__(self, fetcher: SubFetch, gate: HostPace, *, pace_only: bool = False) -> None:
+    def __init__(
+        self, fetcher: SubFetch, gate: HostPace, *, pace_only: bool = False, aside: bool = False
+    ) -> None:
         self._fetcher = fetcher
         self._gate = gate
         self._pace_only = pace_only
+        self._aside = aside
 
     async def fetch(self, url: str, *, headers: Mapping[str, str] | None = None) -> Any:
         """``fetcher.fetch(url)`` once the host is due."""
-        taken = await self._gate.enter(url, pace_only=self._pace_only)
+        taken = await self._gate.enter(url, pace_only=self._pace_only, aside=self._aside)
         result = None
         try:
             if headers is None:
@@ -80,7 +83,7 @@ def leave(gate: HostPace, taken: Any, result: Any) -> None:
     gate.leave(
         taken,
         result.sent_by,
-        elapsed=result.elapsed,
+        elapsed=result.latency,
         status=result.status,
         error=result.error,
         retry_after=result.retry_after,

@@ -1,5 +1,5 @@
 """Response headers made safe where they enter: the header map of a result, its Content-Type
-and Retry-After."""
+and Retry-After; and the validators a revisit sends back (`conditional_headers`)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,14 @@ from multidict import CIMultiDictProxy
 
 from gossamer.safe import safe_text
 
-__all__ = ["header_map", "parse_content_type", "parse_retry_after"]
+__all__ = ["conditional_headers", "header_map", "parse_content_type", "parse_retry_after"]
 
 _TOKEN_CHARS = r"[!#$%&'*+.^_`|~0-9a-z-]"
 _MIME = re.compile(f"{_TOKEN_CHARS}{{1,127}}/{_TOKEN_CHARS}{{1,127}}")
 _CHARSET = re.compile(f"{_TOKEN_CHARS}{{1,64}}")
+_ETAG = re.compile(r"[\x21-\x7e]{1,512}")
+"""An ETag sent back: visible ASCII, no space or control, at most 512 characters (RFC 9110's
+etagc, less obs-text; an unquoted one is sent as it came, as browsers do)."""
 
 
 def parse_content_type(value: str | None) -> tuple[str | None, str | None]:
@@ -88,3 +91,36 @@ def header_map(raw: CIMultiDictProxy[str]) -> Mapping[str, str]:
         else:
             headers[key] = f"{previous}{chr(10) if key in _LINE_JOINED else ', '}{value}"
     return MappingProxyType(headers)
+
+
+def conditional_headers(validators: Mapping[str, str] | None) -> dict[str, str] | None:
+    """The conditional request headers of ``validators`` (stored ``If-None-Match`` and
+    ``If-Modified-Since`` values, as a server sent them) that may go out: an ETag of visible
+    ASCII (`_ETAG`), and a date that parses as an HTTP-date, sent as an IMF-fixdate. A value
+    that is neither (non-ASCII, a header fragment, a date with trailing bytes) is left out:
+    the request is then less conditional, never malformed. None when nothing is left."""
+    if not validators:
+        return None
+    headers: dict[str, str] = {}
+    etag = validators.get("If-None-Match")
+    if etag is not None and _ETAG.fullmatch(etag):
+        headers["If-None-Match"] = etag
+    since = validators.get("If-Modified-Since")
+    date = _imf_fixdate(since) if since is not None else None
+    if date is not None:
+        headers["If-Modified-Since"] = date
+    return headers or None
+
+
+def _imf_fixdate(value: str) -> str | None:
+    """``value`` as an IMF-fixdate (``Sun, 06 Nov 1994 08:49:37 GMT``) if it is an HTTP-date
+    of ASCII alone (any of RFC 9110's three forms), else None."""
+    if not value.isascii() or len(value) > 64 or not value.isprintable():
+        return None
+    try:
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return email.utils.format_datetime(parsed.astimezone(UTC), usegmt=True)

@@ -14,6 +14,9 @@
 - ``connection-reset``: the peer reset the connection
 - ``incomplete-body``: the connection closed before the announced end of the body
 - ``protocol-error``: malformed status line, headers or chunked framing
+- ``headers-too-long``: a response head line (status line or one header) over aiohttp's
+  limit of 8,190 bytes; the answer is refused unread, and not asked for again (a server
+  sends the same head each time; see `gossamer.outcomes`)
 - ``unsupported-encoding``: a Content-Encoding we cannot decode; the raw body is returned
 - ``decode-error``: corrupt gzip/deflate/br/zstd data; the body decoded so far is returned
 - ``decompression-bomb``: decoding hit ``max_decoded_bytes`` at a ratio over `BOMB_RATIO`
@@ -37,7 +40,12 @@ from collections.abc import Callable
 from typing import Any
 
 import aiohttp
-from aiohttp.http_exceptions import ContentLengthError, HttpProcessingError, TransferEncodingError
+from aiohttp.http_exceptions import (
+    ContentLengthError,
+    HttpProcessingError,
+    LineTooLong,
+    TransferEncodingError,
+)
 from python_socks import ProxyError as SocksError
 
 from gossamer.fetch.decoding import BOMB_RATIO
@@ -77,6 +85,18 @@ def _body(exc: Any) -> str:
     return "protocol-error"
 
 
+def _head(exc: BaseException) -> str:
+    # aiohttp wraps the parser's error in a ClientResponseError, its cause a copy of it
+    seen: BaseException | None = exc
+    for _ in range(4):  # the chain is short; bounded all the same
+        if seen is None:
+            break
+        if isinstance(seen, LineTooLong):
+            return "headers-too-long"
+        seen = seen.__cause__
+    return "protocol-error"
+
+
 _Kinds = type[BaseException] | tuple[type[BaseException], ...]
 _Why = str | Callable[[Any], str]
 REASONS: tuple[tuple[_Kinds, _Why], ...] = (
@@ -90,7 +110,7 @@ REASONS: tuple[tuple[_Kinds, _Why], ...] = (
     (aiohttp.ClientConnectorError, _connect),
     (aiohttp.ServerDisconnectedError, "server-disconnected"),
     ((aiohttp.ClientPayloadError, HttpProcessingError), _body),
-    (aiohttp.ClientResponseError, "protocol-error"),
+    (aiohttp.ClientResponseError, _head),
     (ConnectionResetError, "connection-reset"),
     (OSError, _socket),
     (aiohttp.ClientError, "client-error"),

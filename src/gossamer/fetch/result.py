@@ -80,6 +80,17 @@ class FetchResult:
         return self.started_at + self.elapsed + self.paced
 
     @property
+    def latency(self) -> float:
+        """Seconds the host took to answer: from sending to the response head (``elapsed``
+        when no head came). What politeness learns a host's pace from: the body's time is the
+        body's size over the bandwidth, or a server dripping it, not the host's load, and a
+        sitemap of 50 MB, or a body cut at ``total_timeout``, would slow every later request
+        to the host."""
+        if self.answered_at is not None:
+            return max(0.0, self.answered_at - self.started_at)
+        return self.elapsed
+
+    @property
     def ok(self) -> bool:
         """True for a complete 2xx response without error."""
         return self.error is None and self.status is not None and 200 <= self.status < 300

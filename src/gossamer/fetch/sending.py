@@ -1,15 +1,20 @@
 """How a request goes out: the connectors a session is made with (direct, through a SOCKS5
-proxy, or to nowhere when no proxy is live), the URL as aiohttp takes it, and the request
-class that stamps the moment a request starts to be sent (`Probe`)."""
+proxy, or to nowhere when no proxy is live), the URL as aiohttp takes it, the request
+class that stamps the moment a request starts to be sent (`Probe`), and the response
+protocol of every connection (`NotModifiedGuard`: a 304 that a server sends a body with is
+taken as the 304 it is)."""
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 import yarl
+from aiohttp.client_proto import ResponseHandler
 from aiohttp.connector import Connection
 
 from gossamer.proxyurl import Proxy
@@ -18,6 +23,7 @@ from gossamer.urls import is_plainly_canonical
 __all__ = [
     "SENDING",
     "UNROUTED",
+    "NotModifiedGuard",
     "Probe",
     "StampingRequest",
     "Unrouted",
@@ -43,24 +49,91 @@ class Unrouted(aiohttp.TCPConnector):
         raise aiohttp.ClientConnectionError("no live proxy")
 
 
+_NOT_MODIFIED = re.compile(rb"HTTP/1\.[01] 304[ \r]")
+_BODY_SIGN = re.compile(rb"\r\n(?:content-length: *0*[1-9]|transfer-encoding:)", re.IGNORECASE)
+_HEAD_MOST = 128 * 8192
+"""Bytes of a 304's head gathered at most (aiohttp's header limits: 128 lines of 8190)."""
+
+
+class NotModifiedGuard(ResponseHandler):
+    """aiohttp's response protocol, for a 304 a server sends a body with anyway.
+
+    A 304 has no body (RFC 9110 15.4.5), so aiohttp parses what follows its head as the next
+    response: a body there fails the exchange as a protocol error (retried, four requests
+    for one revisit), or, arriving later, the next request on the connection. Here a 304's
+    head is handed to the parser alone (gathered first if it comes in pieces), every byte
+    after it is dropped, and a connection whose 304 had bytes after its head, or announced a
+    body (``Content-Length`` over 0, ``Transfer-Encoding``), is closed instead of reused. So
+    the 304 is the answer, its body ignored, as browsers and curl take it.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._head = b""
+        """A 304's head so far (until its blank line comes)."""
+        self._spent = False
+        """A 304 came with a body (sent or announced): nothing more is read here."""
+
+    def data_received(self, data: bytes) -> None:
+        if self._spent:
+            return  # the body of a 304: no answer to anything; the connection closes
+        if not self._head and not (self._idle() and _NOT_MODIFIED.match(data)):
+            super().data_received(data)
+            return
+        head = self._head + data
+        end = head.find(b"\r\n\r\n")
+        if end < 0 and len(head) < _HEAD_MOST:
+            self._head = head
+            return
+        self._head = b""
+        if end < 0:  # too long for a head: the parser says so
+            super().data_received(head)
+            return
+        super().data_received(head[: end + 4])
+        if len(head) > end + 4 or _BODY_SIGN.search(head, 0, end + 2):
+            self._spent = True
+            self._should_close = True
+
+    def _idle(self) -> bool:
+        """Between two answers: what comes next begins a response head."""
+        payload = self._payload
+        return (
+            self._parser is not None
+            and self._payload_parser is None
+            and not self._upgraded
+            and not self._tail
+            and (payload is None or payload.is_eof())
+        )
+
+
+def _guarded(connector: aiohttp.TCPConnector) -> aiohttp.TCPConnector:
+    """``connector`` making its connections with `NotModifiedGuard` (aiohttp names the
+    protocol class in ``_factory`` alone, plain and TLS connections alike; pinned aiohttp)."""
+    factory = functools.partial(NotModifiedGuard, loop=connector._loop)
+    connector._factory = cast("functools.partial[ResponseHandler]", factory)
+    return connector
+
+
 def direct_connector(proxy: Proxy | None, options: dict[str, Any]) -> aiohttp.TCPConnector:
     if proxy is UNROUTED:
         return Unrouted(**options)
-    return aiohttp.TCPConnector(**options)
+    return _guarded(aiohttp.TCPConnector(**options))
 
 
 def socks_connector(proxy: Proxy, options: dict[str, Any]) -> aiohttp.TCPConnector:
     """A connector through a SOCKS5 proxy; the proxy resolves the sites' names."""
     from aiohttp_socks import ProxyConnector, ProxyType
 
-    return ProxyConnector(
-        host=proxy.host,
-        port=proxy.port,
-        proxy_type=ProxyType.SOCKS5,
-        username=proxy.login,
-        password=proxy.password,
-        rdns=True,
-        **options,
+    return _guarded(
+        ProxyConnector(
+            host=proxy.host,
+            port=proxy.port,
+            proxy_type=ProxyType.SOCKS5,
+            username=proxy.login,
+            password=proxy.password,
+            rdns=True,
+            **options,
+        )
     )
 
 

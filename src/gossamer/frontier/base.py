@@ -133,6 +133,7 @@ class Feedback:
     started_at: float | None = None
     """Clock time the request was sent; None when no request was made."""
     elapsed: float = 0.0
+    """Seconds until the response head came (the host's latency; ``FetchResult.latency``)."""
     failed: bool = False
     """Server error, timeout or connection failure."""
     retry_after: float | None = None

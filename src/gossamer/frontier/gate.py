@@ -7,7 +7,9 @@ asked for outside a robots lease, a rendered page's subrequests, logins and toke
 the rule editor's sample fetches. A request `enter`\\ s (waits until the host is due and takes
 the slot), is sent, and `leave`\\ s with what it told about the host (when it really started,
 whether it failed, a Retry-After), exactly as a lease ends. Sitemaps and feeds
-(:mod:`gossamer.crawl.sitemaps`) come this way too, a full pass each.
+(:mod:`gossamer.crawl.sitemaps`) come this way too, a full pass each, set aside for the
+host's pages (``aside``): they take the slot in turn with the pages, one file, then a page
+if one waits (:mod:`gossamer.frontier.slotclaims`).
 
 Two ways in:
 
@@ -31,9 +33,10 @@ owns each host it leases pages of, so for those hosts the pace is exact; a host 
 another worker gets this worker's out-of-band requests (its proxy checks, rendered
 subrequests, logins) at that host's pace on top of its owner's: at most one more request per
 delay per worker. With ``partition_by="url"`` page leases also take the shared limiter's slot
-(:mod:`gossamer.frontier.redis.limiter`); out-of-band requests do not, and are bounded the
-same way. They are few next to pages: one check per proxy per check interval, the examples
-before the crawl, a page's subrequests and its logins.
+(:mod:`gossamer.frontier.redis.limiter`), and so do aside passes (sitemaps and feeds, whose
+files may be many: `share`), after their local slot; the other out-of-band requests do not,
+and are bounded the same way. They are few next to pages: one check per proxy per check
+interval, the examples before the crawl, a page's subrequests and its logins.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.outcomes import is_failure
 from gossamer.urls import host_key
 
-__all__ = ["GateStats", "HostGate", "Pass", "SlotKeeper", "SlotSource"]
+__all__ = ["GateStats", "HostGate", "Pass", "SharedSlots", "SlotKeeper", "SlotSource"]
 
 log = logging.getLogger(__name__)
 
@@ -63,10 +66,18 @@ _BUSY_POLL = 0.05
 class SlotKeeper(Protocol):
     """What holds the host slots (a `HostScheduler`'s `SlotClaims` is one)."""
 
-    def claim(self, key: str, *, room: bool = True) -> float: ...
+    def claim(self, key: str, *, room: bool = True, aside: bool = False) -> float: ...
+    def yields(self, key: str) -> bool: ...
     def unclaim(self, key: str, feedback: Feedback | None) -> None: ...
     def note(self, key: str, started_at: float) -> None: ...
     def hold(self, key: str, waiting: bool) -> None: ...
+
+
+class SharedSlots(Protocol):
+    """A cluster's shared host limiter, for the aside passes (`HostGate.share`)."""
+
+    async def hold(self, key: str) -> str: ...
+    async def give_back(self, key: str, holder: str) -> None: ...
 
 
 class SlotSource(Protocol):
@@ -82,6 +93,8 @@ class Pass:
 
     key: str
     keeper: SlotKeeper
+    shared: tuple[SharedSlots, str] | None = None
+    """The shared limiter's slot taken with it (an aside pass by URL), and its holder."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +124,16 @@ class HostGate:
             policy or PolitenessPolicy(), rules=self._known, clock=clock
         ).claims
         self._clock = clock
+        self._freed: Callable[[], None] | None = None
+        self._shared: SharedSlots | None = None
+        self._giving: set[asyncio.Task[None]] = set()
         self._requests = self._waited = self._waiting = 0
+
+    def on_free(self, freed: Callable[[], None]) -> None:
+        """Call ``freed`` whenever a host may be leased again because of the gate: a request
+        gave its slot back, or an aside request left its turn to the host's pages (the crawl
+        loop leases the host then, not at its next look)."""
+        self._freed = freed
 
     def use_rules(self, rules: RulesLookup) -> None:
         """The robots.txt rules known, by host key, for the gate's own slots (the frontier's
@@ -121,29 +143,55 @@ class HostGate:
     def _known(self, key: str) -> Rules | None:
         return None if self._rules is None else self._rules(key)
 
+    def share(self, shared: SharedSlots) -> None:
+        """By URL in a cluster: an aside pass (a sitemap's fetch) takes a slot of ``shared``
+        too, once it has its local one, so the host's pace holds over every worker."""
+        self._shared = shared
+
     def bind(self, keeper: SlotKeeper) -> None:
         """Take slots from ``keeper`` (the frontier's scheduler's `SlotClaims`) from now on."""
         self._keeper = keeper
 
-    async def enter(self, url: str, *, pace_only: bool = False) -> Pass:
+    async def enter(self, url: str, *, pace_only: bool = False, aside: bool = False) -> Pass:
         """Wait until ``url``'s host is due (and, unless ``pace_only``, has a free
-        connection), then take its slot."""
+        connection), then take its slot. An ``aside`` request (a sitemap's) takes turns with
+        the host's pages (:mod:`gossamer.frontier.slotclaims`): it holds the host only while
+        no page is owed the next slot."""
         key = host_key(url)
         keeper = self._keeper
         self._requests += 1
-        wait = keeper.claim(key, room=not pace_only)
+        wait = keeper.claim(key, room=not pace_only, aside=aside)
         if wait > 0:
             self._waited += 1
             self._waiting += 1
-            keeper.hold(key, True)
+            held = False
             try:
                 while wait > 0:
+                    hold = not (aside and keeper.yields(key))
+                    if hold != held:
+                        keeper.hold(key, hold)
+                        held = hold
+                        if not hold and self._freed is not None:
+                            self._freed()
                     await self._sleep(_BUSY_POLL if math.isinf(wait) else wait)
-                    wait = keeper.claim(key, room=not pace_only)
+                    wait = keeper.claim(key, room=not pace_only, aside=aside)
             finally:
-                keeper.hold(key, False)
+                if held:
+                    keeper.hold(key, False)
                 self._waiting -= 1
+        if aside and self._shared is not None:
+            return await self._share(Pass(key, keeper), self._shared)
         return Pass(key, keeper)
+
+    async def _share(self, taken: Pass, shared: SharedSlots) -> Pass:
+        """``taken`` with a slot of the shared limiter too (the local one given back if the
+        wait for it is cut short)."""
+        try:
+            holder = await shared.hold(taken.key)
+        except BaseException:
+            taken.keeper.unclaim(taken.key, None)
+            raise
+        return Pass(taken.key, taken.keeper, (shared, holder))
 
     def leave(
         self,
@@ -157,11 +205,19 @@ class HostGate:
     ) -> None:
         """Give the slot back: the request started at ``started_at`` (the clock's time; None:
         none was sent) and got ``status`` or ``error`` after ``elapsed`` seconds."""
-        failed = is_failure(status, error)  # as for a leased page
+        # as for a leased page; a request stopped before any answer (cancelled) is no failure
+        failed = (status is not None or error is not None) and is_failure(status, error)
         feedback = Feedback(
             started_at=started_at, elapsed=elapsed, failed=failed, retry_after=retry_after
         )
         taken.keeper.unclaim(taken.key, feedback if started_at is not None else None)
+        if taken.shared is not None:  # after the local slot learnt the request's start
+            shared, holder = taken.shared
+            task = asyncio.create_task(shared.give_back(taken.key, holder))
+            self._giving.add(task)
+            task.add_done_callback(self._giving.discard)
+        if self._freed is not None:
+            self._freed()
 
     def started(self, url: str, at: float) -> None:
         """A request to ``url``'s host under a lease started ``at`` (the clock's time): the

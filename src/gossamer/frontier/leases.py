@@ -50,6 +50,9 @@ class LeaseTable(Generic[E]):
         )
         self._held[lease.token] = (lease, entry, host)
         host.leased += 1
+        if kind == "page":  # the turn a sitemap's fetch left to the host's pages is taken
+            host.slot.pages_owed = False
+            host.slot.owed_until = 0.0
         return lease
 
     def close(self, token: int) -> tuple[Lease, E | None, Host[E]] | None:

@@ -4,8 +4,11 @@ The delay between two request starts on one host is the largest of the configure
 host's robots.txt Crawl-delay, and an adaptive delay. The adaptive delay follows the host's
 error rate (an exponentially weighted mean of failures: ``failure_delay * rate / (1 - rate)``,
 so 50% failures wait ``failure_delay``, 90% nine times that) and its latency (a host whose mean
-response time passes ``slow_latency`` gets one request per response time). A Retry-After
-pauses the whole host.
+response time passes ``slow_latency`` gets one request per response time). The response time
+is the feedback's ``elapsed``: the time to the response head (``FetchResult.latency``), not to
+the end of the body, whose length says how big the body was or how slowly the server chose to
+send it, not how loaded the host is (a large sitemap, or one dripped until ``total_timeout``,
+would otherwise slow every later page of the host). A Retry-After pauses the whole host.
 
 A Crawl-delay is capped at ``max_crawl_delay`` (60 s by default): a host asking for more
 (``Crawl-delay: 86400`` would take a day per page, so a crawl would never end) is fetched at
@@ -43,6 +46,12 @@ class HostSlot:
     failures: int = 0
     paused_until: float = 0.0
     """Not before this time: the host's last ``Retry-After``."""
+    pages_owed: bool = True
+    """No page has started since the host's last request set aside for its pages (a
+    sitemap's, :meth:`gossamer.frontier.slotclaims.SlotClaims.claim`): the next slot goes to
+    a page if one is waiting. True at first: a host's seed goes before its sitemaps."""
+    owed_until: float = 0.0
+    """When a page's turn lapses, once an aside request finds one owed (0: not yet set)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,7 +43,7 @@ from gossamer.frontier.redis.keys import (
     PartitionKeys,
     partition_of,
 )
-from gossamer.frontier.redis.limiter import HostLimiter
+from gossamer.frontier.redis.limiter import HostLimiter, SharedSlots
 from gossamer.frontier.redis.pages import PageCounts
 from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, register, run_scripts
 from gossamer.frontier.slotclaims import SlotClaims
@@ -253,6 +253,11 @@ class RedisFrontier:
     def slots(self) -> SlotClaims[Entry]:
         """The scheduler's host slots the crawl's host gate takes (`HostGate.bind`)."""
         return self._hosts.claims
+
+    def shared_slots(self) -> SharedSlots | None:
+        """By URL, the shared limiter's slots for the host gate's aside requests (sitemaps,
+        `HostGate.share`); None by host (a host's owner keeps its pace alone)."""
+        return None if self._limiter is None else SharedSlots(self._limiter, self._hosts)
 
     # -- upkeep, called by the frontier's owner ----------------------------------------------
 

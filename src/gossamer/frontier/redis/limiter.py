@@ -21,11 +21,16 @@ slot lasts ``lease_timeout`` unless given back, as long as the worker's own leas
 killed worker's slots expire with its leases. A host the limiter refuses waits in this worker's
 ready heap until the limiter says a slot may be free. Both keys of an idle host expire after an
 hour.
+
+A sitemap's or a feed's fetch takes a slot here too (:class:`SharedSlots`, through the host
+gate's ``aside`` pass), so one pace holds for a host's pages and its sitemaps over every worker.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import logging
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -37,6 +42,8 @@ from gossamer.frontier.hosts import HostScheduler
 from gossamer.frontier.politeness import HostSlot, PolitenessPolicy
 from gossamer.frontier.redis.keys import Entry, host_keys
 from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, run_scripts
+
+log = logging.getLogger(__name__)
 
 _BUSY_RETRY = 0.05
 """Seconds before asking the limiter again for a host whose slots are all held."""
@@ -102,6 +109,22 @@ class HostLimiter:
         told = hosts.slot(lease.host) if feedback is not None else None
         return [self._give(lease.host, [holder], told, self._clock())]
 
+    async def hold(self, key: str, slot: HostSlot) -> str:
+        """Wait for a slot of host ``key`` (``slot``: its local politeness slot, whose delay
+        counts) for a request outside the leases, and take it; returns its holder name, for
+        :meth:`give_back`. The wait ends: a slot is freed when given back or when it expires
+        (``slot_timeout``)."""
+        while True:
+            call, holders = self._ask(key, slot, 1)
+            ((granted, wait_ms),) = await run_scripts(self._redis, [call])
+            if granted:
+                return holders[0]
+            await asyncio.sleep(max(int(wait_ms) / 1000, _BUSY_RETRY))
+
+    async def give_back(self, key: str, holder: str, told: HostSlot | None) -> None:
+        """Give back a slot :meth:`hold` took; ``told``: as for :meth:`_give`."""
+        await run_scripts(self._redis, [self._give(key, [holder], told, self._clock())])
+
     def _ask(self, key: str, slot: HostSlot, want: int) -> tuple[ScriptCall, list[str]]:
         """A call asking for ``want`` slots of host ``key``, and the holder names it offers.
 
@@ -134,3 +157,30 @@ class HostLimiter:
             named = host_keys(self._job, key)
             keys = self._keys[key] = [named["slots"], named["pace"]]
         return keys
+
+
+class SharedSlots:
+    """The shared limiter's slots for requests outside the leases of ``hosts``' frontier (the
+    host gate's aside pass: sitemaps and feeds); a host unknown to ``hosts`` counts with a
+    slot of its own, of no delay but the one the limiter was last told."""
+
+    def __init__(self, limiter: HostLimiter, hosts: HostScheduler[Entry]) -> None:
+        self._limiter = limiter
+        self._hosts = hosts
+
+    async def hold(self, key: str) -> str:
+        """Wait for a slot of host ``key`` and take it (:meth:`HostLimiter.hold`)."""
+        return await self._limiter.hold(key, self._hosts.slot(key) or HostSlot())
+
+    async def give_back(self, key: str, holder: str) -> None:
+        """Give the slot back, the host's next start spaced as its local slot says (the gate
+        has given that back already, with what the request told)."""
+        try:
+            await self._limiter.give_back(key, holder, self._hosts.slot(key))
+        except Exception as exc:  # the slot expires on its own; the crawl goes on
+            log.warning(
+                "could not give back a shared slot of %s: %s (it expires)",
+                key,
+                exc,
+                extra={"event": "limiter-give-back-failed", "host": key},
+            )
