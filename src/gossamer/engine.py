@@ -116,8 +116,7 @@ class Crawler:
         self._flush = asyncio.Event()
         """Set to checkpoint now instead of at the next interval."""
         self._wake = asyncio.Event()
-        self.wake: Callable[[], None] = self._wake.set
-        """Look at the frontier now (the host gate gave a host's slot back, or its turn)."""
+        self.wake: Callable[[], None] = self._wake.set  # a host's slot (or turn) came back
         self._stopping = False
         self._paused = False
         self._failure: BaseException | None = None

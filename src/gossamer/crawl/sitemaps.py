@@ -5,11 +5,10 @@ Where they come from: the ``Sitemap:`` lines of every robots.txt the crawl learn
 (:meth:`SitemapStage.learned`, the robots cache's ``on_rules``: a robots lease's, or one
 asked for out of band), and ``--sitemap`` (:meth:`SitemapStage.given`). Each is read by
 :func:`gossamer.discover.read_sitemaps`, its child sitemaps too; every request goes through
-the host's politeness slot (the host gate, a full pass set aside for the host's pages: each
-file takes the slot in turn with them, so a host's seed and pages never wait for all of its
-sitemaps, :mod:`gossamer.frontier.slotclaims`) and, unless
-``--no-robots``, robots.txt: a sitemap robots.txt disallows is not fetched, and recorded as
-blocked. The fetcher's timeouts and body caps hold, then the sitemap reader's own limits.
+the host's politeness slot (the host gate; each file takes it in turn with the host's pages,
+:mod:`gossamer.frontier.slotclaims`) and, unless ``--no-robots``, robots.txt: a sitemap
+robots.txt disallows is not fetched, and recorded as blocked. The fetcher's timeouts and
+body caps hold, then the sitemap reader's own limits.
 
 Concurrency is bounded: one sitemap at a time per host (that of the sitemap's URL), a few
 hosts at once, each in a task of its own, so the crawl loop never waits for a read. The
@@ -32,20 +31,17 @@ A sitemap read to its end is staged in ``sitemap_reads`` after its entries and r
 ``--resume`` reads again only the sitemaps a stopped or killed crawl had not finished (their
 entries seen before are duplicates then), and none read already.
 
-
 In a cluster job each worker has its stage. A host's robots.txt is fetched by the worker
-owning its partition (the host's robots lease), so that worker reads the host's sitemaps; the
-entries go to the Redis frontier's ``add``, which routes them to their partitions. A worker
-that learns a robots.txt out of band for a host it does not own (a focus example, a rendered
-page's subrequest) reads that host's sitemaps too, at the host's pace in its own gate (the
-bound :mod:`gossamer.frontier.gate` states for out-of-band requests). With
-``partition_by="url"`` every file's fetch also takes a slot of the job's shared host limiter,
-as a page's does (:class:`gossamer.frontier.redis.limiter.SharedSlots`), so the host's one
-pace over every worker counts its sitemaps. ``--sitemap`` URLs are read by the first worker
-that claims them. Each sitemap is read once per job: a worker claims
-it in Redis first (:mod:`gossamer.cluster.sitemaps`), for the claim timeout. A worker that
-dies in the middle of a sitemap loses none of the entries it handed to ``add`` (they are in
-Redis); once its claim expires, the rest is read by the next worker that learns the host's
+owning its partition (the host's robots lease), so that worker reads the host's sitemaps;
+the entries go to the Redis frontier's ``add``, which routes them to their partitions. A
+worker that learns a robots.txt out of band for a host it does not own (a focus example, a
+rendered page's subrequest) reads that host's sitemaps too, at the host's pace in its own
+gate (the bound :mod:`gossamer.frontier.gate` states for out-of-band requests; by URL, also
+a slot of the job's shared host limiter, as a page's fetch). ``--sitemap`` URLs are read by
+the first worker that claims them. Each sitemap is read once per job: a worker claims it in
+Redis first (:mod:`gossamer.cluster.sitemaps`), for the claim timeout. A worker that dies in
+the middle of a sitemap loses none of the entries it handed to ``add`` (they are in Redis);
+once its claim expires, the rest is read by the next worker that learns the host's
 robots.txt (the partition's next owner does before the first of the host's URLs it leases)."""
 
 from __future__ import annotations

@@ -15,8 +15,7 @@ its methods; it starts no task of its own:
 * The upkeep is its owner's (the cluster worker's keeper, or a test): :meth:`renew` before
   claims expire, :meth:`reclaim_expired` for dead workers' claims, :meth:`refresh` to find
   owned partitions others filled, :meth:`wake` with the partitions others say they filled,
-  :meth:`filled` for the partitions this worker filled for others, and :meth:`own` with each
-  new :class:`~.keys.Ownership`.
+  :meth:`filled` for the partitions this worker filled for others, :meth:`own` per ownership.
 A continuous crawl's frontier (:mod:`.continuous`) hooks into ``_refill``, ``_give_back`` and
 ``_ack_call``.
 """
@@ -116,12 +115,9 @@ class RedisFrontier:
             slack=config.slack,
             clock=clock,
         )
-        self._unsent: list[Entry] = []
-        """Acked entries whose ack has not gone to Redis yet (``defer_acks``)."""
-        self._counts = PartitionCounts()
-        """The last look at every partition (``stats()``)."""
-        self._finished = False
-        """The last look found nothing queued or claimed, and nothing was added since."""
+        self._unsent: list[Entry] = []  # acked, the ack not sent to Redis yet (defer_acks)
+        self._counts = PartitionCounts()  # the last look at every partition (stats())
+        self._finished = False  # the last look found nothing queued or claimed, nor added
         self._next_look = float("-inf")
         """When ``done()`` may look at every partition again (its own looks only: others'
         would put it off for good)."""
@@ -255,8 +251,7 @@ class RedisFrontier:
         return self._hosts.claims
 
     def shared_slots(self) -> SharedSlots | None:
-        """By URL, the shared limiter's slots for the host gate's aside requests (sitemaps,
-        `HostGate.share`); None by host (a host's owner keeps its pace alone)."""
+        """By URL, the shared limiter's slots for the gate's aside requests; else None."""
         return None if self._limiter is None else SharedSlots(self._limiter, self._hosts)
 
     # -- upkeep, called by the frontier's owner ----------------------------------------------
