@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint typecheck pytest system-deps clean deploy-check
+.PHONY: install demo test lint typecheck pytest system-deps clean deploy-check docs docs-check
 
 install: $(STAMP)
 
@@ -15,7 +15,7 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,plot,render]'
+	$(BIN)/python -m pip install -q -e '.[dev,plot,render,docs]'
 	@touch $(STAMP)
 
 demo: $(STAMP)
@@ -34,7 +34,19 @@ system-deps:
 pytest: $(STAMP) system-deps
 	$(BIN)/pytest -q -n 4 --dist worksteal
 
-test: lint typecheck pytest
+test: lint typecheck docs-check pytest
+
+# make docs: the documentation site (mkdocs.yml, docs/) into site/, its settings reference
+# written again from the settings models first. make test builds it in strict mode (a broken
+# link or reference fails) and its pytest run executes every command block of README.md and
+# docs/ marked runnable (tests/test_docs_commands.py).
+docs: $(STAMP)
+	$(BIN)/python scripts/settings_reference.py
+	$(BIN)/mkdocs build --strict
+
+docs-check: $(STAMP)
+	$(BIN)/python scripts/settings_reference.py --check
+	$(BIN)/mkdocs build --strict --site-dir $$(mktemp -d)
 
 # make deploy-check: only deploy/'s checks (tests/deploy: schemas, hadolint, the install steps,
 # the manifests' cluster on one machine; docs/deploy.md). make test runs them too.
@@ -42,7 +54,7 @@ deploy-check: $(STAMP) system-deps
 	$(BIN)/pytest -q tests/deploy
 
 clean:
-	rm -rf $(VENV) crawl-out demo-out .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) site crawl-out demo-out .mypy_cache .pytest_cache .ruff_cache
 
 # make bench: every figure of the Performance section of the README (benchmarks/), starting
 # with gossamer vs Scrapy on a generated local web served by nginx: the whole job (text and
