@@ -1,0 +1,232 @@
+"""Every command block of README.md and docs/ marked runnable runs, and exits 0.
+
+A shell block (```` ```bash ````, ```` ```console ````, ```` ```sh ````) must say what it is on
+the line just before its fence:
+
+- ``<!-- runnable -->``: this test runs it (``<!-- runnable timeout=50 -->`` gives it more
+  than the default 40 s). A ``bash`` block runs as one ``bash -e`` script; in a ``console``
+  block only the lines after ``$ `` (with their ``\\`` continuations) run, the rest is output.
+- ``<!-- not-runnable: WHY -->``: a command this machine cannot run in a test (a real site, a
+  remote Redis, Docker), with the reason; :func:`test_every_shell_block_is_marked` fails on a
+  block that says neither.
+
+Each block runs in a fresh temporary folder holding links to the repository's ``.venv``,
+``examples/``, ``src/``, ``tests/`` and ``benchmarks/`` (so ``.venv/bin/gossamer`` and
+``PYTHONPATH=. .venv/bin/python -m tests...`` work as written), in a network namespace of its
+own (``unshare -rn``: only a loopback nobody else uses), so every block may serve the bundled
+test web on port 8080 while others run beside it, and nothing can leave the machine. A line
+that starts a server in the background (ending in ``&`` and naming ``--port N``) is followed by
+a wait until port N answers, as a reader waits for it before typing the next command. Whatever
+the block left running is killed when it ends.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHELLS = ("bash", "sh", "shell", "console")
+LINKED = ("examples", "scripts", "src", "tests", "benchmarks")
+DEFAULT_TIMEOUT = 40.0
+_FENCE = re.compile(r"^(?P<indent> *)(?P<fence>```+)(?P<lang>[\w-]*)")
+_MARK = re.compile(r"^\s*<!--\s*(?P<kind>runnable|not-runnable)(?P<rest>[^>]*)-->\s*$")
+_PORT = re.compile(r"--port[ =](\d+)")
+_PRELUDE = """\
+__wait_port() {
+    for _ in $(seq 400); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.05
+    done
+    echo "nothing answers on port $1" >&2
+    return 1
+}
+"""
+
+
+@dataclass(frozen=True)
+class Block:
+    """One fenced shell block of a page: where it is, its marker and its text."""
+
+    page: str
+    line: int
+    lang: str
+    mark: str | None
+    options: str
+    text: str
+
+    @property
+    def ident(self) -> str:
+        return f"{self.page}:{self.line}"
+
+    @property
+    def timeout(self) -> float:
+        found = re.search(r"timeout=(\d+)", self.options)
+        return float(found.group(1)) if found else DEFAULT_TIMEOUT
+
+
+def pages() -> list[Path]:
+    """README.md and every page of docs/."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def blocks_of(path: Path) -> list[Block]:
+    """The fenced shell blocks of one page, each with the marker on the line before it."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    found: list[Block] = []
+    index = 0
+    while index < len(lines):
+        opened = _FENCE.match(lines[index])
+        if opened is None:
+            index += 1
+            continue
+        end = index + 1
+        closing = opened["indent"] + opened["fence"]
+        while end < len(lines) and not lines[end].startswith(closing):
+            end += 1
+        if opened["lang"] in SHELLS:
+            mark = _MARK.match(lines[index - 1]) if index else None
+            body = "\n".join(line[len(opened["indent"]) :] for line in lines[index + 1 : end])
+            found.append(
+                Block(
+                    page=str(path.relative_to(ROOT)),
+                    line=index + 1,
+                    lang=opened["lang"],
+                    mark=mark["kind"] if mark else None,
+                    options=mark["rest"].strip() if mark else "",
+                    text=body,
+                )
+            )
+        index = end + 1
+    return found
+
+
+def all_blocks() -> list[Block]:
+    return [block for page in pages() for block in blocks_of(page)]
+
+
+def script_of(block: Block) -> str:
+    """The commands of a block as a bash script, a port wait after each server started."""
+    lines = block.text.splitlines()
+    if block.lang == "console":
+        lines = _console_commands(lines)
+    script: list[str] = []
+    command: list[str] = []
+    for line in lines:
+        command.append(line)
+        if line.rstrip().endswith("\\"):
+            continue
+        joined = "\n".join(command)
+        script.append(joined)
+        port = _PORT.search(joined)
+        if joined.rstrip().endswith("&") and port:
+            script.append(f"__wait_port {port.group(1)}")
+        command = []
+    script.extend(command)
+    return _PRELUDE + "\n".join(script) + "\n"
+
+
+def _console_commands(lines: list[str]) -> list[str]:
+    commands: list[str] = []
+    continuing = False
+    for line in lines:
+        if line.startswith("$ ") or continuing:
+            commands.append(line[2:] if line.startswith("$ ") and not continuing else line)
+            continuing = line.rstrip().endswith("\\")
+    return commands
+
+
+def _workdir(tmp_path: Path) -> Path:
+    (tmp_path / ".venv").symlink_to(Path(sys.prefix))
+    for name in LINKED:
+        (tmp_path / name).symlink_to(ROOT / name)
+    return tmp_path
+
+
+def _namespaced(script: Path) -> list[str]:
+    """bash running the script in a network namespace of its own, its loopback up."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        pytest.fail("the docs' commands run in a network namespace: unshare (util-linux) missing")
+    inner = f'ip link set lo up && exec bash -e "{script}"'
+    return [unshare, "--user", "--map-root-user", "--net", "bash", "-c", inner]
+
+
+RUNNABLE = [
+    pytest.param(block, id=block.ident, marks=pytest.mark.timeout(block.timeout + 15))
+    for block in all_blocks()
+    if block.mark == "runnable"
+]
+
+
+@pytest.mark.parametrize("block", RUNNABLE)
+def test_runnable_block(block: Block, tmp_path: Path) -> None:
+    """The block's commands run in a fresh folder against their own loopback and exit 0."""
+    work = _workdir(tmp_path / "work")
+    script = tmp_path / "block.sh"
+    script.write_text(script_of(block), encoding="utf-8")
+    env = {**os.environ, "PATH": f"{Path(sys.prefix) / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    process = subprocess.Popen(
+        _namespaced(script),
+        cwd=work,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        output, _ = process.communicate(timeout=block.timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+        pytest.fail(f"{block.ident} still ran after {block.timeout:.0f} s:\n{output.decode()}")
+    finally:
+        _kill_group(process.pid)
+    text = output.decode(errors="replace")
+    assert process.returncode == 0, f"{block.ident} exited {process.returncode}:\n{text}"
+
+
+def _kill_group(pgid: int) -> None:
+    """Ends what a block left running in the background (servers it started)."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def test_every_shell_block_is_marked() -> None:
+    """No page shows a command without saying whether it is run by this test."""
+    unmarked = [block.ident for block in all_blocks() if block.mark is None]
+    assert unmarked == []
+    unexplained = [
+        block.ident
+        for block in all_blocks()
+        if block.mark == "not-runnable" and not block.options.lstrip(":").strip()
+    ]
+    assert unexplained == []
+
+
+def test_the_marker_is_found() -> None:
+    """The parser sees markers, console prompts, continuations and background servers."""
+    page = ROOT / "README.md"
+    assert any(block.mark == "runnable" for block in blocks_of(page))
+    block = Block(
+        page="x.md",
+        line=1,
+        lang="console",
+        mark="runnable",
+        options="timeout=50",
+        text="$ serve --port 8099 &\n$ crawl a \\\n    b\noutput line\n$ echo done",
+    )
+    script = script_of(block)
+    assert "serve --port 8099 &\n__wait_port 8099\ncrawl a \\\n    b\necho done\n" in script
+    assert "output line" not in script
+    assert block.timeout == 50.0
