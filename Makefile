@@ -41,11 +41,11 @@ test: lint typecheck docs-check pytest
 # link or reference fails) and its pytest run executes every command block of README.md and
 # docs/ marked runnable (tests/test_docs_commands.py).
 docs: $(STAMP)
-	$(BIN)/python scripts/settings_reference.py
+	$(BIN)/python scripts/reference_pages.py
 	$(BIN)/mkdocs build --strict
 
 docs-check: $(STAMP)
-	$(BIN)/python scripts/settings_reference.py --check
+	$(BIN)/python scripts/reference_pages.py --check
 	$(BIN)/mkdocs build --strict --site-dir $$(mktemp -d)
 
 # make deploy-check: only deploy/'s checks (tests/deploy: schemas, hadolint, the install steps,

@@ -6,6 +6,8 @@ the line just before its fence:
 - ``<!-- runnable -->``: this test runs it (``<!-- runnable timeout=50 -->`` gives it more
   than the default 40 s). A ``bash`` block runs as one ``bash -e`` script; in a ``console``
   block only the lines after ``$ `` (with their ``\\`` continuations) run, the rest is output.
+  ``<!-- runnable continues -->`` runs the block after the page's previous runnable block, in
+  the same folder and shell (a tutorial's steps): the chain is one test.
 - ``<!-- not-runnable: WHY -->``: a command this machine cannot run in a test (a real site, a
   remote Redis, Docker), with the reason; :func:`test_every_shell_block_is_marked` fails on a
   block that says neither.
@@ -16,7 +18,7 @@ Each block runs in a fresh temporary folder holding links to the repository's ``
 own (``unshare -rn``: only a loopback nobody else uses), so every block may serve the bundled
 test web on port 8080 while others run beside it, and nothing can leave the machine. A line
 that starts a server in the background (ending in ``&`` and naming ``--port N``) is followed by
-a wait until port N answers, as a reader waits for it before typing the next command. Whatever
+a wait until port N answers (``--bind HOST:N`` too), as a reader waits for it before typing the next command. Whatever
 the block left running is killed when it ends.
 """
 
@@ -39,7 +41,7 @@ LINKED = ("examples", "scripts", "src", "tests", "benchmarks")
 DEFAULT_TIMEOUT = 40.0
 _FENCE = re.compile(r"^(?P<indent> *)(?P<fence>```+)(?P<lang>[\w-]*)")
 _MARK = re.compile(r"^\s*<!--\s*(?P<kind>runnable|not-runnable)(?P<rest>[^>]*)-->\s*$")
-_PORT = re.compile(r"--port[ =](\d+)")
+_PORT = re.compile(r"(?:--port[ =]|--bind[ =]\S*:)(\d+)")
 _PRELUDE = """\
 __wait_port() {
     for _ in $(seq 400); do
@@ -71,6 +73,10 @@ class Block:
     def timeout(self) -> float:
         found = re.search(r"timeout=(\d+)", self.options)
         return float(found.group(1)) if found else DEFAULT_TIMEOUT
+
+    @property
+    def continues(self) -> bool:
+        return "continues" in self.options.split()
 
 
 def pages() -> list[Path]:
@@ -113,8 +119,25 @@ def all_blocks() -> list[Block]:
     return [block for page in pages() for block in blocks_of(page)]
 
 
-def script_of(block: Block) -> str:
-    """The commands of a block as a bash script, a port wait after each server started."""
+def chains() -> list[tuple[Block, ...]]:
+    """The runnable blocks, each with the blocks that continue it (in page order)."""
+    found: list[list[Block]] = []
+    for block in all_blocks():
+        if block.mark != "runnable":
+            continue
+        if block.continues and found and found[-1][0].page == block.page:
+            found[-1].append(block)
+        else:
+            found.append([block])
+    return [tuple(chain) for chain in found]
+
+
+def script_of(*chain: Block) -> str:
+    """The commands of blocks as one bash script, a port wait after each server started."""
+    return _PRELUDE + "".join(_commands(block) for block in chain)
+
+
+def _commands(block: Block) -> str:
     lines = block.text.splitlines()
     if block.lang == "console":
         lines = _console_commands(lines)
@@ -131,7 +154,7 @@ def script_of(block: Block) -> str:
             script.append(f"__wait_port {port.group(1)}")
         command = []
     script.extend(command)
-    return _PRELUDE + "\n".join(script) + "\n"
+    return "\n".join(script) + "\n"
 
 
 def _console_commands(lines: list[str]) -> list[str]:
@@ -161,18 +184,23 @@ def _namespaced(script: Path) -> list[str]:
 
 
 RUNNABLE = [
-    pytest.param(block, id=block.ident, marks=pytest.mark.timeout(block.timeout + 15))
-    for block in all_blocks()
-    if block.mark == "runnable"
+    pytest.param(
+        chain,
+        id=chain[0].ident,
+        marks=pytest.mark.timeout(sum(block.timeout for block in chain) + 15),
+    )
+    for chain in chains()
 ]
 
 
-@pytest.mark.parametrize("block", RUNNABLE)
-def test_runnable_block(block: Block, tmp_path: Path) -> None:
+@pytest.mark.parametrize("chain", RUNNABLE)
+def test_runnable_block(chain: tuple[Block, ...], tmp_path: Path) -> None:
     """The block's commands run in a fresh folder against their own loopback and exit 0."""
+    block = chain[0]
+    timeout = sum(each.timeout for each in chain)
     work = _workdir(tmp_path / "work")
     script = tmp_path / "block.sh"
-    script.write_text(script_of(block), encoding="utf-8")
+    script.write_text(script_of(*chain), encoding="utf-8")
     env = {**os.environ, "PATH": f"{Path(sys.prefix) / 'bin'}{os.pathsep}{os.environ['PATH']}"}
     process = subprocess.Popen(
         _namespaced(script),
@@ -183,11 +211,11 @@ def test_runnable_block(block: Block, tmp_path: Path) -> None:
         start_new_session=True,
     )
     try:
-        output, _ = process.communicate(timeout=block.timeout)
+        output, _ = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         output, _ = process.communicate()
-        pytest.fail(f"{block.ident} still ran after {block.timeout:.0f} s:\n{output.decode()}")
+        pytest.fail(f"{block.ident} still ran after {timeout:.0f} s:\n{output.decode()}")
     finally:
         _kill_group(process.pid)
     text = output.decode(errors="replace")

@@ -1,18 +1,14 @@
-"""Write docs/reference/settings.md from the settings models, so the reference cannot drift.
+"""docs/reference/settings.md, written from the settings models (see reference_pages.py).
 
 Every field of :class:`~gossamer.settings.CrawlSettings`, :class:`~gossamer.settings.ClusterSettings`,
 :class:`~gossamer.settings.AuthSettings` and the ``[[revisit]]`` rule becomes a row: its TOML
 key, its flag (read from the ``gossamer`` command's own parser), its environment variable, its
 type with its bounds, its default and the description the model gives it.
-
-    python scripts/settings_reference.py          # write the page (make docs does)
-    python scripts/settings_reference.py --check  # exit 1 if the page is not current (make test)
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
@@ -29,8 +25,6 @@ from gossamer.settings import (
 )
 from gossamer.settings.revisit import RevisitRule
 
-PAGE = Path(__file__).resolve().parent.parent / "docs" / "reference" / "settings.md"
-
 _NAMES: dict[Any, str] = {
     int: "integer",
     float: "number",
@@ -44,7 +38,7 @@ _BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
 HEADER = """\
 # Settings
 
-<!-- Written by scripts/settings_reference.py from src/gossamer/settings/: do not edit by hand.
+<!-- Written by scripts/reference_pages.py from src/gossamer/settings/: do not edit by hand.
      `make docs` writes it again; tests/test_docs_reference.py fails while it is not current. -->
 
 Every setting is a field of a typed model in `src/gossamer/settings/`; this page is generated
@@ -199,30 +193,10 @@ def _rows(model: type[msgspec.Struct], command: str | None) -> list[str]:
 
 
 def render() -> str:
-    """The page, as it must read for the models of this tree."""
+    """The settings page, as it must read for the models of this tree."""
     parts = [HEADER]
     for model, title, intro, command in SECTIONS:
         head = "| Key | Flag | Environment | Type | Default | Description |"
         parts.append(f"\n## {title}\n\n{intro}\n\n{head}\n|---|---|---|---|---|---|")
         parts.append("\n".join(_rows(model, command)))
     return "\n".join(parts) + "\n"
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Write the page, or with ``--check`` exit 1 when the file differs from it."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if the page is not current")
-    args = parser.parse_args(argv)
-    text = render()
-    if args.check:
-        if not PAGE.exists() or PAGE.read_text(encoding="utf-8") != text:
-            print(f"{PAGE} is not current: run `make docs`", file=sys.stderr)
-            return 1
-        return 0
-    PAGE.parent.mkdir(parents=True, exist_ok=True)
-    PAGE.write_text(text, encoding="utf-8")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
