@@ -206,6 +206,7 @@ def test_runnable_block(chain: tuple[Block, ...], tmp_path: Path) -> None:
         _namespaced(script),
         cwd=work,
         env=env,
+        stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
