@@ -18,8 +18,7 @@ Each block runs in a fresh temporary folder holding links to the repository's ``
 own (``unshare -rn``: only a loopback nobody else uses), so every block may serve the bundled
 test web on port 8080 while others run beside it, and nothing can leave the machine. A line
 that starts a server in the background (ending in ``&`` and naming ``--port N``) is followed by
-a wait until port N answers (``--bind HOST:N`` too), as a reader waits for it before typing the next command. Whatever
-the block left running is killed when it ends.
+XX
 """
 
 from __future__ import annotations
@@ -43,6 +42,7 @@ _FENCE = re.compile(r"^(?P<indent> *)(?P<fence>```+)(?P<lang>[\w-]*)")
 _MARK = re.compile(r"^\s*<!--\s*(?P<kind>runnable|not-runnable)(?P<rest>[^>]*)-->\s*$")
 _PORT = re.compile(r"(?:--port[ =]|--bind[ =]\S*:)(\d+)")
 _PRELUDE = """\
+trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 __wait_port() {
     for _ in $(seq 400); do
         (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
@@ -168,6 +168,7 @@ def _console_commands(lines: list[str]) -> list[str]:
 
 
 def _workdir(tmp_path: Path) -> Path:
+    tmp_path.mkdir()
     (tmp_path / ".venv").symlink_to(Path(sys.prefix))
     for name in LINKED:
         (tmp_path / name).symlink_to(ROOT / name)
