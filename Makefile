@@ -22,8 +22,8 @@ demo: $(STAMP)
 	@bash scripts/demo.sh
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff format --check src tests benchmarks scripts
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -42,11 +42,11 @@ test: lint typecheck docs-check pytest
 # docs/ marked runnable (tests/test_docs_commands.py).
 docs: $(STAMP)
 	$(BIN)/python scripts/reference_pages.py
-	$(BIN)/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 docs-check: $(STAMP)
 	$(BIN)/python scripts/reference_pages.py --check
-	$(BIN)/mkdocs build --strict --site-dir $$(mktemp -d)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $$(mktemp -d)
 
 # make deploy-check: only deploy/'s checks (tests/deploy: schemas, hadolint, the install steps,
 # the manifests' cluster on one machine; docs/deploy.md). make test runs them too.

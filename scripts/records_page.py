@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import inspect
+import itertools
+import operator
 import typing
 from collections.abc import Iterator
 
@@ -46,15 +49,20 @@ HEADER = """\
 
 A crawl writes into `--out` (default `./crawl-out`):
 
-| File | What it holds |
-|---|---|
-| `pages.jsonl` | one JSON object per finished URL: the record below |
-| `crawl.db` | the same records in SQLite (table `pages`), the frontier's state (`urls`), rule items (`items`), revisits, sitemap entries and the cookie jar |
-| `stats.json` | the crawl's figures when it ends: pages, ok, per-status counts, errors, robots-blocked, duplicates skipped, `duplicates_exact`, `duplicates_near`, retries, elapsed seconds, pages/s, peak RSS, `internal_errors`, `hook_errors`, and a section per capability in use (`proxies`, `render`, `focus`, `auth`, `sitemaps`, `revisits`) |
-| `items.jsonl` | with `--rules`: one item per line (the fields below) |
-| `warc/` | with `--warc`: gzip-compressed WARC/1.1 files (see [Content and WARC](../guides/content.md#warc-files-warc)) |
-| `status.json` | live counters and held-back hosts, rewritten atomically every 2 s (the UI reads it) |
-| `crawl.log` | the crawl's log at `info` and above, JSON lines, rotated at 2 MiB ([Logs](logs.md)) |
+- `pages.jsonl`: one JSON object per finished URL, the record below;
+- `crawl.db`: the same records in SQLite (table `pages`), the frontier's state (`urls`), rule
+  items (`items`), revisits, sitemap entries and the cookie jar;
+- `stats.json`: the crawl's figures when it ends: pages, ok, per-status counts, errors,
+  robots-blocked, duplicates skipped, `duplicates_exact`, `duplicates_near`, retries, elapsed
+  seconds, pages/s, peak RSS, `internal_errors`, `hook_errors`, and a section per capability
+  in use (`proxies`, `render`, `focus`, `auth`, `sitemaps`, `revisits`);
+- `items.jsonl`: with `--rules`, one item per line (the fields below);
+- `warc/`: with `--warc`, gzip-compressed WARC/1.1 files (see
+  [Content and WARC](../guides/content.md#warc-files-warc));
+- `status.json`: live counters and held-back hosts, rewritten atomically every 2 s (the UI
+  reads it);
+- `crawl.log`: the crawl's log at `info` and above, JSON lines, rotated at 2 MiB
+  ([Logs](logs.md)).
 
 With `--store postgres://...` the records also go to a PostgreSQL table (fields as columns,
 `extra` and rule items as `jsonb`). Every JSON-lines file of a crawl writes U+2028, U+2029 and
@@ -82,7 +90,7 @@ def field_docs(cls: type) -> dict[str, str]:
     tree = ast.parse(inspect.getsource(cls))
     body = tree.body[0].body if isinstance(tree.body[0], ast.ClassDef) else []
     found: dict[str, str] = {}
-    for here, after in zip(body, body[1:], strict=False):
+    for here, after in itertools.pairwise(body):
         if (
             isinstance(here, ast.AnnAssign)
             and isinstance(here.target, ast.Name)
@@ -116,14 +124,17 @@ def json_type(kind: object) -> str:
     args = typing.get_args(kind)
     if type(None) in args:
         rest = [arg for arg in args if arg is not type(None)]
-        return json_type(rest[0] if len(rest) == 1 else typing.Union[tuple(rest)]) + " or null"
+        return (
+            json_type(rest[0] if len(rest) == 1 else functools.reduce(operator.or_, rest))
+            + " or null"
+        )
     origin = typing.get_origin(kind)
     if origin is tuple or origin is list:
         return "list of " + json_type(args[0]) + "s"
     if origin is dict or kind is dict:
         return "object"
-    names = {str: "string", int: "integer", float: "number", bool: "boolean"}
-    return names.get(kind, str(kind))  # type: ignore[call-overload]
+    names: dict[object, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+    return names.get(kind, str(kind))
 
 
 def _plain(text: str) -> str:

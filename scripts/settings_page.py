@@ -1,7 +1,8 @@
 """docs/reference/settings.md, written from the settings models (see reference_pages.py).
 
-Every field of :class:`~gossamer.settings.CrawlSettings`, :class:`~gossamer.settings.ClusterSettings`,
-:class:`~gossamer.settings.AuthSettings` and the ``[[revisit]]`` rule becomes a row: its TOML
+Every field of :class:`~gossamer.settings.CrawlSettings`,
+:class:`~gossamer.settings.ClusterSettings`, :class:`~gossamer.settings.AuthSettings` and the
+``[[revisit]]`` rule becomes a row: its TOML
 key, its flag (read from the ``gossamer`` command's own parser), its environment variable, its
 type with its bounds, its default and the description the model gives it.
 """
@@ -32,7 +33,10 @@ _NAMES: dict[Any, str] = {
     str: "string",
     Path: "path",
 }
-_LINKED = {AuthSettings: "[`[[auth]]` tables](#logins-auth)", RevisitRule: "[`[[revisit]]` tables](#revisit-intervals-revisit)"}
+_LINKED = {
+    AuthSettings: "[`[[auth]]` tables](#logins-auth)",
+    RevisitRule: "[`[[revisit]]` tables](#revisit-intervals-revisit)",
+}
 _BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
 
 HEADER = """\
@@ -130,7 +134,11 @@ def _metas(annotation: Any) -> list[Meta]:
 def _bounds(annotation: Any) -> str:
     parts = []
     for meta in _metas(annotation):
-        parts += [f"{sign} {getattr(meta, key):,}" for key, sign in _BOUNDS if getattr(meta, key) is not None]
+        parts += [
+            f"{sign} {getattr(meta, key):,}"
+            for key, sign in _BOUNDS
+            if getattr(meta, key) is not None
+        ]
         if meta.min_length:
             parts.append("not empty")
     return ", ".join(dict.fromkeys(parts))

@@ -23,6 +23,7 @@ XX
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -226,10 +227,8 @@ def test_runnable_block(chain: tuple[Block, ...], tmp_path: Path) -> None:
 
 def _kill_group(pgid: int) -> None:
     """Ends what a block left running in the background (servers it started)."""
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def test_every_shell_block_is_marked() -> None:
