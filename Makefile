@@ -36,17 +36,19 @@ pytest: $(STAMP) system-deps
 
 test: lint typecheck docs-check pytest
 
-# make docs: the documentation site (mkdocs.yml, docs/) into site/, its settings reference
-# written again from the settings models first. make test builds it in strict mode (a broken
-# link or reference fails) and its pytest run executes every command block of README.md and
-# docs/ marked runnable (tests/test_docs_commands.py).
+# make docs: the documentation site (mkdocs.yml, docs/) into site/, its generated reference
+# pages (settings, records) written again from the code first. make test checks they are
+# current and builds the site in strict mode (a broken link or anchor fails); its pytest run
+# executes every command block of README.md and docs/ marked runnable
+# (tests/test_docs_commands.py).
 docs: $(STAMP)
 	$(BIN)/python scripts/reference_pages.py
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 docs-check: $(STAMP)
 	$(BIN)/python scripts/reference_pages.py --check
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $$(mktemp -d)
+	@out=$$(mktemp -d) && NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict \
+		--site-dir "$$out"; status=$$?; rm -rf "$$out"; exit $$status
 
 # make deploy-check: only deploy/'s checks (tests/deploy: schemas, hadolint, the install steps,
 # the manifests' cluster on one machine; docs/deploy.md). make test runs them too.
