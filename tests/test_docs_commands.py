@@ -231,6 +231,31 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
+def test_every_block_names_its_language() -> None:
+    """A bare fence would hide a command from the marker check: each names a language."""
+    bare = [
+        f"{page.relative_to(ROOT)}:{number}"
+        for page in pages()
+        for number, fence in _opening_fences(page)
+        if not fence["lang"]
+    ]
+    assert bare == []
+
+
+def _opening_fences(path: Path) -> list[tuple[int, re.Match[str]]]:
+    found = []
+    closing: str | None = None
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if closing is not None:
+            closing = None if line.startswith(closing) else closing
+            continue
+        opened = _FENCE.match(line)
+        if opened:
+            found.append((number, opened))
+            closing = opened["indent"] + opened["fence"]
+    return found
+
+
 def test_every_shell_block_is_marked() -> None:
     """No page shows a command without saying whether it is run by this test."""
     unmarked = [block.ident for block in all_blocks() if block.mark is None]
