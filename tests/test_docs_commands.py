@@ -13,12 +13,15 @@ the line just before its fence:
   block that says neither.
 
 Each block runs in a fresh temporary folder holding links to the repository's ``.venv``,
-``examples/``, ``src/``, ``tests/`` and ``benchmarks/`` (so ``.venv/bin/gossamer`` and
-``PYTHONPATH=. .venv/bin/python -m tests...`` work as written), in a network namespace of its
-own (``unshare -rn``: only a loopback nobody else uses), so every block may serve the bundled
-test web on port 8080 while others run beside it, and nothing can leave the machine. A line
-that starts a server in the background (ending in ``&`` and naming ``--port N``) is followed by
-XX
+``examples/``, ``scripts/``, ``src/``, ``tests/`` and ``benchmarks/`` (so
+``.venv/bin/gossamer`` and ``PYTHONPATH=. .venv/bin/python -m tests...`` work as written), in a
+network namespace of its own (``unshare -rn``: only a loopback nobody else uses), so every
+block may serve the bundled test web on port 8080 while others run beside it, and nothing can
+leave the machine. A line
+that starts a server in the background (ending in ``&`` and naming ``--port N``,
+``--metrics-port N`` or ``--bind HOST:N``) is followed by a wait until port N answers, as a
+reader waits for it before typing the next command. Whatever the block left running is ended
+when it ends (an EXIT trap, then the process group).
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ LINKED = ("examples", "scripts", "src", "tests", "benchmarks")
 DEFAULT_TIMEOUT = 40.0
 _FENCE = re.compile(r"^(?P<indent> *)(?P<fence>```+)(?P<lang>[\w-]*)")
 _MARK = re.compile(r"^\s*<!--\s*(?P<kind>runnable|not-runnable)(?P<rest>[^>]*)-->\s*$")
-_PORT = re.compile(r"(?:--port[ =]|--bind[ =]\S*:)(\d+)")
+_PORT = re.compile(r"(?:--(?:metrics-)?port[ =]|--bind[ =]\S*:)(\d+)")
 _PRELUDE = """\
 trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 __wait_port() {
