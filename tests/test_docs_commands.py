@@ -8,6 +8,9 @@ the line just before its fence:
   block only the lines after ``$ `` (with their ``\\`` continuations) run, the rest is output.
   ``<!-- runnable continues -->`` runs the block after the page's previous runnable block, in
   the same folder and shell (a tutorial's steps): the chain is one test.
+  ``<!-- runnable needs=chromium-headless-shell -->`` names programs the block needs (comma
+  separated) beside the test web: without one the test is skipped, as the suite's other tests
+  of those programs are.
 - ``<!-- not-runnable: WHY -->``: a command this machine cannot run in a test (a real site, a
   remote Redis, Docker), with the reason; :func:`test_every_shell_block_is_marked` fails on a
   block that says neither.
@@ -77,6 +80,11 @@ class Block:
     def timeout(self) -> float:
         found = re.search(r"timeout=(\d+)", self.options)
         return float(found.group(1)) if found else DEFAULT_TIMEOUT
+
+    @property
+    def needs(self) -> list[str]:
+        found = re.search(r"needs=(\S+)", self.options)
+        return found.group(1).split(",") if found else []
 
     @property
     def continues(self) -> bool:
@@ -202,6 +210,9 @@ RUNNABLE = [
 def test_runnable_block(chain: tuple[Block, ...], tmp_path: Path) -> None:
     """The block's commands run in a fresh folder against their own loopback and exit 0."""
     block = chain[0]
+    missing = [name for each in chain for name in each.needs if shutil.which(name) is None]
+    if missing:
+        pytest.skip(f"{block.ident} needs {', '.join(missing)}")
     timeout = sum(each.timeout for each in chain)
     work = _workdir(tmp_path / "work")
     script = tmp_path / "block.sh"
@@ -280,10 +291,11 @@ def test_the_marker_is_found() -> None:
         line=1,
         lang="console",
         mark="runnable",
-        options="timeout=50",
+        options="timeout=50 needs=redis-server,jq",
         text="$ serve --port 8099 &\n$ crawl a \\\n    b\noutput line\n$ echo done",
     )
     script = script_of(block)
     assert "serve --port 8099 &\n__wait_port 8099\ncrawl a \\\n    b\necho done\n" in script
     assert "output line" not in script
     assert block.timeout == 50.0
+    assert block.needs == ["redis-server", "jq"]
