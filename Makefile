@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint typecheck pytest system-deps clean deploy-check
+.PHONY: install demo test lint typecheck pytest system-deps clean deploy-check docs docs-check
 
 install: $(STAMP)
 
@@ -15,15 +15,15 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,plot,render]'
+	$(BIN)/python -m pip install -q -e '.[dev,plot,render,docs]'
 	@touch $(STAMP)
 
 demo: $(STAMP)
 	@bash scripts/demo.sh
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff format --check src tests benchmarks scripts
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -34,7 +34,21 @@ system-deps:
 pytest: $(STAMP) system-deps
 	$(BIN)/pytest -q -n 4 --dist worksteal
 
-test: lint typecheck pytest
+test: lint typecheck docs-check pytest
+
+# make docs: the documentation site (mkdocs.yml, docs/) into site/, its generated reference
+# pages (settings, records) written again from the code first. make test checks they are
+# current and builds the site in strict mode (a broken link or anchor fails); its pytest run
+# executes every command block of README.md and docs/ marked runnable
+# (tests/test_docs_commands.py).
+docs: $(STAMP)
+	$(BIN)/python scripts/reference_pages.py
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+docs-check: $(STAMP)
+	$(BIN)/python scripts/reference_pages.py --check
+	@out=$$(mktemp -d) && NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict \
+		--site-dir "$$out"; status=$$?; rm -rf "$$out"; exit $$status
 
 # make deploy-check: only deploy/'s checks (tests/deploy: schemas, hadolint, the install steps,
 # the manifests' cluster on one machine; docs/deploy.md). make test runs them too.
@@ -42,7 +56,7 @@ deploy-check: $(STAMP) system-deps
 	$(BIN)/pytest -q tests/deploy
 
 clean:
-	rm -rf $(VENV) crawl-out demo-out .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) site crawl-out demo-out .mypy_cache .pytest_cache .ruff_cache
 
 # make bench: every figure of the Performance section of the README (benchmarks/), starting
 # with gossamer vs Scrapy on a generated local web served by nginx: the whole job (text and

@@ -11,6 +11,11 @@ command -v wget >/dev/null || missing+=(wget)
 command -v redis-server >/dev/null || missing+=(redis-server)
 command -v chromium-headless-shell >/dev/null || missing+=(chromium-headless-shell)
 [ -x /usr/bin/tinyproxy ] || command -v tinyproxy >/dev/null || missing+=(tinyproxy)
+# the documentation's commands (tests/test_docs_commands.py): jq and curl as the pages use them,
+# ip to bring up the loopback of each block's own network namespace
+command -v jq >/dev/null || missing+=(jq)
+command -v curl >/dev/null || missing+=(curl)
+[ -x /usr/sbin/ip ] || command -v ip >/dev/null || missing+=(iproute2)
 # Debian keeps initdb and pg_ctl in /usr/lib/postgresql/<version>/bin, off PATH.
 have_postgres() {
     command -v initdb >/dev/null && return 0
