@@ -1,0 +1,13 @@
+"""WACZ packaging (``--wacz``, ``gossamer wacz OUT``): a crawl's WARC files, a CDXJ index of
+its captures and the list of its HTML pages in one WACZ 1.1.1 file, which replay tools
+(ReplayWeb.page, pywb) open as it is.
+
+``surt`` gives the index keys, ``index`` reads the WARC files and writes the sorted index,
+``pages`` the pages list, ``package`` the ZIP and its datapackage. See docs/wacz.md.
+"""
+
+from __future__ import annotations
+
+from gossamer.wacz.package import WACZ_VERSION, WaczSummary, write_wacz
+
+__all__ = ["WACZ_VERSION", "WaczSummary", "write_wacz"]
