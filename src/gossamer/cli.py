@@ -104,6 +104,11 @@ def _crawl(args: argparse.Namespace) -> int:
     stats = asyncio.run(crawl.run())
     if not crawl.settings.quiet:
         print(summary(stats, crawl.settings.out))
+        from gossamer.wacz.cli import default_target
+
+        wacz = default_target(crawl.settings.out)
+        if crawl.settings.wacz and wacz.exists():
+            print(f"WACZ: {wacz} (docs/wacz.md)")
     return 0
 
 

@@ -8,6 +8,6 @@ its captures and the list of its HTML pages in one WACZ 1.1.1 file, which replay
 
 from __future__ import annotations
 
-from gossamer.wacz.package import WACZ_VERSION, WaczSummary, write_wacz
+from gossamer.wacz.package import WACZ_VERSION, WaczSummary, package_crawl, write_wacz
 
-__all__ = ["WACZ_VERSION", "WaczSummary", "write_wacz"]
+__all__ = ["WACZ_VERSION", "WaczSummary", "package_crawl", "write_wacz"]

@@ -9,6 +9,7 @@ complete, so a WACZ that exists is whole.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -27,7 +28,7 @@ from gossamer.errors import CommandError
 from gossamer.wacz.index import IndexCounts, SortedLines, index_warc, write_zipnum
 from gossamer.wacz.pages import HEADER, page_lines
 
-__all__ = ["WACZ_VERSION", "WaczSummary", "archive_names", "write_wacz"]
+__all__ = ["WACZ_VERSION", "WaczSummary", "archive_names", "package_crawl", "write_wacz"]
 
 log = logging.getLogger(__name__)
 
@@ -216,3 +217,14 @@ def _pieces(stream: IO[bytes]) -> Iterable[bytes]:
 
 def _json_line(value: dict[str, Any]) -> bytes:
     return json.dumps(value, ensure_ascii=False).encode() + b"\n"
+
+
+async def package_crawl(out: Path, target: Path) -> WaczSummary | None:
+    """``--wacz`` at the end of a crawl: ``out``'s WARC files packaged as ``target`` (in a
+    thread: the event loop keeps serving metrics); None, with a warning, when the crawl
+    archived nothing."""
+    try:
+        return await asyncio.to_thread(write_wacz, [out], target)
+    except CommandError as exc:
+        log.warning("no WACZ written: %s", exc)
+        return None

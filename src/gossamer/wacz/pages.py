@@ -65,7 +65,7 @@ def _page(
         return None
     ts = datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     page: dict[str, Any] = {
-        "id": hashlib.blake2b(f"{ts} {url}".encode(errors="replace"), digest_size=16).hexdigest(),
+        "id": _page_id(f"{name} {offset} {ts} {url}"),
         "url": url,
         "ts": ts,
     }
@@ -73,6 +73,11 @@ def _page(
     if isinstance(title, str) and title.strip():
         page["title"] = _clean_title(title)
     return page
+
+
+def _page_id(capture: str) -> str:
+    """A page's id: a digest of where its capture lies (unique in merged crawls too)."""
+    return hashlib.blake2b(capture.encode(errors="replace"), digest_size=16).hexdigest()
 
 
 def _clean_title(title: str) -> str:
