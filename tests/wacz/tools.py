@@ -67,11 +67,27 @@ async def wayback(root: Path) -> AsyncIterator[str]:
         assert proc.stderr is not None
         await asyncio.wait_for(_started(proc.stderr), 20)
         drain = asyncio.create_task(proc.stderr.read())  # its request log fills no pipe
+        await _listening(port)
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.kill()
         await proc.wait()
     await drain
+
+
+async def _listening(port: int) -> None:
+    """Wait until ``port`` takes connections (gevent logs its start just before it listens);
+    100 tries, 50 ms apart."""
+    for _ in range(100):
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            await asyncio.sleep(0.05)
+            continue
+        writer.close()
+        await writer.wait_closed()
+        return
+    raise AssertionError(f"wayback not listening on {port}")
 
 
 async def _started(stderr: asyncio.StreamReader) -> None:
