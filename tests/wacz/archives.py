@@ -15,7 +15,10 @@ from gossamer.sinks.warc import WarcWriter
 
 T0 = 1_800_000_000.25
 ORIGIN = "http://site0.test:8000"
-TITLE = "Caf\u00e9 \u202e\u0627\u0644\u0639\u0631\u0628\u064a\u0629 \U0001f578\ufe0f z\u0300\u0301 \ud800"
+TITLE = (
+    "Caf\u00e9 \u202e\u0627\u0644\u0639\u0631\u0628\u064a\u0629 "
+    "\U0001f578\ufe0f z\u0300\u0301 \ud800"
+)
 """Accents, a right-to-left override and Arabic, an emoji with a variation selector,
 combining marks, and a lone surrogate (a page's ``&#xD800;``): U+FFFD in the WACZ."""
 PAGE = b"<html><head><title>Home</title></head><body><p>the spider's home</p></body></html>"
@@ -60,7 +63,9 @@ async def write_crawl(out: Path, *, prefix: str = "gossamer") -> list[dict[str, 
         ),
         (_Fetch(ORIGIN + "/old", T0 + 3, exchange("/old", b"", 301)), {"status": 301}),
         (
-            _Fetch(ORIGIN + "/logo.png", T0 + 4, exchange("/logo.png", b"\x89PNG", kind="image/png")),
+            _Fetch(
+                ORIGIN + "/logo.png", T0 + 4, exchange("/logo.png", b"\x89PNG", kind="image/png")
+            ),
             {"content_type": "image/png"},
         ),
         (Revisit(ORIGIN + "/", T0 + 60, home, IDENTICAL_PAYLOAD, T0), {"title": "Home"}),

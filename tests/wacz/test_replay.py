@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import aiohttp
+from tests.e2e.harness import load_records, run_crawl
 
 from gossamer.testweb import TestWebServer, generate
 from gossamer.wacz import write_wacz
 from gossamer.wacz.surt import surt
-from tests.e2e.harness import load_records, run_crawl
 
 from .archives import ODD, ORIGIN, PAGE, T0, write_crawl
 from .reader import read_wacz

@@ -23,14 +23,22 @@ from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, Protocol
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
 from gossamer.wacz.surt import surt
 
-__all__ = ["BLOCK_LINES", "SORT_LINES", "IndexCounts", "SortedLines", "index_warc", "write_zipnum"]
+__all__ = [
+    "BLOCK_LINES",
+    "SORT_LINES",
+    "IndexCounts",
+    "SortedLines",
+    "Writable",
+    "index_warc",
+    "write_zipnum",
+]
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +164,13 @@ class SortedLines:
             yield from heapq.merge(*files, self._lines)
 
 
-def write_zipnum(lines: Iterable[str], out: IO[bytes], name: str) -> list[str]:
+class Writable(Protocol):
+    """Where bytes go (a file, a ZIP entry)."""
+
+    def write(self, data: bytes, /) -> int: ...
+
+
+def write_zipnum(lines: Iterable[str], out: Writable, name: str) -> list[str]:
     """Write sorted ``lines`` to ``out`` as gzip members of `BLOCK_LINES` lines; the lines of
     the ``.idx`` file that finds them (its ``!meta`` line first), ``name`` being the members'
     file name in the WACZ."""

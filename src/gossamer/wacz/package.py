@@ -105,9 +105,7 @@ class _Writer:
         self._resources: list[dict[str, Any]] = []
         self._pages_written = 0
 
-    def write(
-        self, outs: Sequence[Path], archives: list[tuple[Path, str, Path]]
-    ) -> dict[str, Any]:
+    def write(self, outs: Sequence[Path], archives: list[tuple[Path, str, Path]]) -> dict[str, Any]:
         """Write every entry; the summary's figures."""
         counts = IndexCounts()
         with tempfile.TemporaryDirectory(prefix="gossamer-wacz-") as scratch:

@@ -40,10 +40,8 @@ def surt(url: str) -> str:
         return url
     scheme = parts.scheme.lower()
     host = _WWW.sub("", _minimal(host).lower())
-    if ":" in host:  # an IPv6 literal: kept as it is, not reversed
-        key = host
-    else:
-        key = ",".join(reversed(host.split(".")))
+    # an IPv6 literal is kept as it is, not reversed
+    key = host if ":" in host else ",".join(reversed(host.split(".")))
     if port is not None and port != _DEFAULT_PORTS.get(scheme):
         key += f":{port}"
     return key + ")" + _path(parts.path) + _query(parts.query)
@@ -74,6 +72,4 @@ def _minimal(text: str) -> str:
         if undone == data:
             break
         data = undone
-    return "".join(
-        f"%{b:02X}" if b <= 0x20 or b >= 0x7F or b in b"#%" else chr(b) for b in data
-    )
+    return "".join(f"%{b:02X}" if b <= 0x20 or b >= 0x7F or b in b"#%" else chr(b) for b in data)
