@@ -3,7 +3,11 @@ its captures and the list of its HTML pages in one WACZ 1.1.1 file, which replay
 (ReplayWeb.page, pywb) open as it is.
 
 ``surt`` gives the index keys, ``index`` reads the WARC files and writes the sorted index,
-``pages`` the pages list, ``package`` the ZIP and its datapackage. See docs/wacz.md.
+``pages`` the pages list, ``package`` the ZIP and its datapackage, ``cli`` the command.
+See docs/wacz.md.
+
+This package may import the standard library, warcio and ``gossamer.errors``; it reads what
+a crawl left in its output directory, never the engine, the sinks or the crawl's wiring.
 """
 
 from __future__ import annotations
