@@ -95,3 +95,17 @@ def test_index_lines_sorted_on_disk_past_the_run(tmp_path: Path) -> None:
     sorter.add(shuffled)
     assert len(list(tmp_path.iterdir())) == 7  # 49 lines in runs on disk, one in memory
     assert list(sorter.merged()) == lines
+
+
+async def test_a_torn_last_record_is_left_out(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    revisit = (await write_crawl(out))[-1]
+    warc = next((out / "warc").iterdir())
+    with warc.open("r+b") as torn:  # a crash while the revisit record was written
+        torn.truncate(revisit["warc_offset"] + revisit["warc_length"] // 2)
+    summary = write_wacz([out], tmp_path / "torn.wacz")
+    assert summary.torn == (warc.name,)
+    assert (summary.captures, summary.revisits) == (4, 0)
+    wacz = read_wacz(tmp_path / "torn.wacz")  # the file is packaged whole, torn tail and all
+    assert "warc/revisit" not in {f["mime"] for _, _, f in wacz.index}
+    assert len(wacz.pages) == 2  # nor is the page whose capture was torn

@@ -6,7 +6,7 @@ its captures and the list of its HTML pages in one WACZ 1.1.1 file, which replay
 ``pages`` the pages list, ``package`` the ZIP and its datapackage, ``cli`` the command.
 See docs/wacz.md.
 
-This package may import the standard library, warcio and ``gossamer.errors``; it reads what
+This package may import the standard library, fastwarc and ``gossamer.errors``; it reads what
 a crawl left in its output directory, never the engine, the sinks or the crawl's wiring.
 """
 

@@ -136,7 +136,7 @@ class _Writer:
             out.write(_json_line(HEADER))
             for out_dir in outs:
                 files = {path.name: name for o, name, path in archives if o == out_dir}
-                for page in page_lines(out_dir / "pages.jsonl", files, counts.withheld):
+                for page in page_lines(out_dir / "pages.jsonl", files, counts):
                     out.write(_json_line(page))
                     self._pages_written += 1
                     first = first or page

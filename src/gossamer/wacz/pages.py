@@ -13,10 +13,12 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from gossamer.wacz.index import IndexCounts
 
 __all__ = ["HEADER", "page_lines"]
 
@@ -29,11 +31,11 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def page_lines(
-    path: Path, files: Mapping[str, str], withheld: Collection[tuple[str, int]]
+    path: Path, files: Mapping[str, str], counts: IndexCounts
 ) -> Iterator[dict[str, Any]]:
     """The pages of the crawl record file ``path`` (``pages.jsonl``); ``files`` maps the
-    WARC files' names under ``OUT/warc`` to their names in the WACZ, ``withheld`` names the
-    responses (WACZ file name, offset) whose payload the crawl withheld."""
+    WARC files' names under ``OUT/warc`` to their names in the WACZ, ``counts`` tells which
+    responses were indexed (not withheld, not torn)."""
     if not path.exists():
         log.warning("%s missing: the WACZ lists no pages of that crawl", path)
         return
@@ -44,13 +46,13 @@ def page_lines(
             except ValueError:  # a torn last line (pages.jsonl is repaired on --resume)
                 log.warning("%s line %d is not JSON: skipped", path, number)
                 continue
-            page = _page(record, files, withheld) if isinstance(record, dict) else None
+            page = _page(record, files, counts) if isinstance(record, dict) else None
             if page is not None:
                 yield page
 
 
 def _page(
-    record: dict[str, Any], files: Mapping[str, str], withheld: Collection[tuple[str, int]]
+    record: dict[str, Any], files: Mapping[str, str], counts: IndexCounts
 ) -> dict[str, Any] | None:
     name = files.get(str(record.get("warc_file")))
     offset, url, when = record.get("warc_offset"), record.get("url"), record.get("fetched_at")
@@ -61,7 +63,7 @@ def _page(
         return None
     if not isinstance(kind, str) or kind.split(";", 1)[0].strip().lower() not in _HTML:
         return None
-    if (name, offset) in withheld:
+    if not counts.archived(name, offset):
         return None
     ts = datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     page: dict[str, Any] = {
