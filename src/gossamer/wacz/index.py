@@ -21,6 +21,7 @@ import hashlib
 import heapq
 import json
 import logging
+import re
 import tempfile
 import zlib
 from collections.abc import Iterable, Iterator
@@ -57,6 +58,7 @@ _KINDS = (
 """The records indexed (FastWARC's record types are not hashable)."""
 _ANY = WarcRecordType.any_type
 _PIECE = 1 << 20
+_NOT_DIGIT = re.compile(r"\D")
 WITHHELD = frozenset({"noindex", "not-canonical"})
 """``WARC-Truncated`` reasons of a record whose payload the crawl kept out on purpose."""
 
@@ -131,7 +133,7 @@ def _indexed(
     digest = headers.get("WARC-Payload-Digest")
     if digest:
         fields["digest"] = digest
-    return record.stream_pos, fields, "".join(c for c in date if c.isdigit())[:14]
+    return record.stream_pos, fields, _NOT_DIGIT.sub("", date[:19])
 
 
 def _line(

@@ -25,6 +25,7 @@ _QUERY_SESSION = re.compile(
 _PATH_SESSION = re.compile(
     r"(?:;jsessionid=[0-9a-z]{32}$|^\([0-9a-z]{24}\)/|^\(\(?[a-z]\([0-9a-z]{24}\)\)+/)"
 )
+_PLAIN = re.compile(r"[!-~]*")
 _UNESCAPED_MAX = 8
 """Rounds of unescaping (``%2525`` and deeper nests stop here, as in the ``surt`` package)."""
 
@@ -66,6 +67,8 @@ def _minimal(text: str) -> str:
     """Percent escapes undone, then only what must be escaped escaped again (control
     characters, space, ``#``, ``%`` and non-ASCII bytes), upper-case hex as Google's
     canonicaliser writes it (lower-cased later with the rest)."""
+    if "%" not in text and "#" not in text and text.isascii() and _PLAIN.fullmatch(text):
+        return text  # most URLs: nothing to undo or escape
     data = text.encode("utf-8", "surrogateescape")
     for _ in range(_UNESCAPED_MAX):
         undone = unquote_to_bytes(data)
