@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 
 WACZ_VERSION = "1.1.1"
 _CHUNK = 1 << 20
+_ZIP64_HINT = 1 << 30
+"""Archives past this many WARC bytes write their other entries with ZIP64 sizes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,20 +106,27 @@ class _Writer:
         self._now = clock()
         self._resources: list[dict[str, Any]] = []
         self._pages_written = 0
+        self._warc_bytes = 0
 
     def write(self, outs: Sequence[Path], archives: list[tuple[Path, str, Path]]) -> dict[str, Any]:
         """Write every entry; the summary's figures."""
         counts = IndexCounts()
+        self._warc_bytes = sum(path.stat().st_size for _, _, path in archives)
         with tempfile.TemporaryDirectory(prefix="gossamer-wacz-") as scratch:
             lines = SortedLines(Path(scratch))
             for _, name, path in archives:
-                with path.open("rb") as warc:
-                    self._entry(f"archive/{name}", _pieces(warc))
+                with (
+                    path.open("rb") as warc,
+                    self._open(f"archive/{name}", size=_size(warc)) as out,
+                ):
+                    for piece in _pieces(warc):
+                        out.write(piece)
                 lines.add(index_warc(path, name, counts))
             first = self._pages(outs, archives, counts)
             with self._open("indexes/index.cdx.gz") as out:
                 idx = write_zipnum(lines.merged(), out, "index.cdx.gz")
-        self._entry("indexes/index.idx", [s.encode() for s in idx])
+        with self._open("indexes/index.idx") as out:
+            out.write("".join(idx).encode())
         self._datapackage(first)
         return {
             "captures": counts.indexed,
@@ -158,16 +167,20 @@ class _Writer:
         digest = {"path": "datapackage.json", "hash": "sha256:" + hashlib.sha256(data).hexdigest()}
         self._add("datapackage-digest.json", json.dumps(digest, indent=2).encode())
 
-    def _entry(self, path: str, pieces: Iterable[bytes]) -> None:
-        with self._open(path) as out:
-            for piece in pieces:
-                out.write(piece)
-
     def _add(self, path: str, data: bytes, method: int = zipfile.ZIP_STORED) -> None:
         self._wacz.writestr(self._info(path, method), data)
 
-    def _open(self, path: str, method: int = zipfile.ZIP_STORED) -> _Digesting:
-        entry = self._wacz.open(self._info(path, method), "w", force_zip64=True)
+    def _open(
+        self, path: str, method: int = zipfile.ZIP_STORED, size: int | None = None
+    ) -> _Digesting:
+        """A new entry; ``size`` when known (a WARC file), else the entry is written with
+        ZIP64 sizes once the archive is large enough that it might pass 2 GiB (an index of
+        tens of millions of captures): only those entries carry ZIP64 fields."""
+        info = self._info(path, method)
+        if size is not None:
+            info.file_size = size  # zipfile picks ZIP64 from it
+        large = size is None and self._warc_bytes > _ZIP64_HINT
+        entry = self._wacz.open(info, "w", force_zip64=large)
         return _Digesting(entry, path, self._resources)
 
     def _info(self, path: str, method: int) -> zipfile.ZipInfo:
@@ -206,6 +219,10 @@ class _Digesting:
                 "bytes": self._size,
             }
         )
+
+
+def _size(stream: IO[bytes]) -> int:
+    return os.fstat(stream.fileno()).st_size
 
 
 def _pieces(stream: IO[bytes]) -> Iterable[bytes]:
