@@ -31,7 +31,17 @@ typecheck: $(STAMP)
 system-deps:
 	@bash scripts/system-deps.sh
 
-pytest: $(STAMP) system-deps
+# tests/wacz replay WACZ files in pywb and validate them with py-wacz, both from a virtualenv of
+# their own (tests/requirements-pywb.txt: pywb pins old redis and werkzeug versions).
+PYWB_VENV := .venv-pywb
+PYWB_STAMP := $(PYWB_VENV)/.installed
+
+$(PYWB_STAMP): tests/requirements-pywb.txt | $(BIN)/python
+	$(PYTHON) -m venv $(PYWB_VENV)
+	$(PYWB_VENV)/bin/python -m pip install -q -r tests/requirements-pywb.txt
+	@touch $(PYWB_STAMP)
+
+pytest: $(STAMP) system-deps $(PYWB_STAMP)
 	$(BIN)/pytest -q -n 4 --dist worksteal
 
 test: lint typecheck docs-check pytest
@@ -56,7 +66,7 @@ deploy-check: $(STAMP) system-deps
 	$(BIN)/pytest -q tests/deploy
 
 clean:
-	rm -rf $(VENV) site crawl-out demo-out .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(PYWB_VENV) site crawl-out demo-out .mypy_cache .pytest_cache .ruff_cache
 
 # make bench: every figure of the Performance section of the README (benchmarks/), starting
 # with gossamer vs Scrapy on a generated local web served by nginx: the whole job (text and

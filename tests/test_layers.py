@@ -128,7 +128,8 @@ RANKS = (
     # values and helpers, the settings and their flags
     "urls redact safe errors retry stats outcomes crawldb tls usercode proxyurl logs progress"
     " settings flags",
-    "parse extract fetch frontier sinks hooks digests focus discover balance testweb",  # the stages
+    # the stages, and the WACZ packager of what the WARC sink wrote
+    "parse extract fetch frontier sinks hooks digests focus discover balance testweb wacz",
     "page",  # a fetched page's steps, over parse, extract, hooks and digests
     "engine ledger robots_fetch",
     "metrics status",  # what a running crawl reports

@@ -51,6 +51,12 @@ def _rules_parser(sub: Any) -> None:
     add_rules_parser(sub)
 
 
+def _wacz_parser(sub: Any) -> None:
+    from gossamer.wacz.cli import add_wacz_parser
+
+    add_wacz_parser(sub)
+
+
 def _ui_parser(sub: Any) -> None:
     from gossamer.ui.cli import add_ui_parser
 
@@ -62,6 +68,7 @@ _COMMANDS: dict[str, tuple[Callable[[Any], None], str]] = {
     "plan": (_plan_parser, "node cost plan: first-fit placement"),
     "rules": (_rules_parser, "check, test and try rule documents"),
     "ui": (_ui_parser, "serve the web dashboard of crawls and jobs"),
+    "wacz": (_wacz_parser, "package crawls' WARC files as a WACZ file"),
 }
 """Commands whose modules are imported and parsers built only when they run (or for
 ``--help``): ``gossamer crawl`` starts without loading the cluster commands (and their
@@ -97,6 +104,11 @@ def _crawl(args: argparse.Namespace) -> int:
     stats = asyncio.run(crawl.run())
     if not crawl.settings.quiet:
         print(summary(stats, crawl.settings.out))
+        from gossamer.wacz.cli import default_target
+
+        wacz = default_target(crawl.settings.out)
+        if crawl.settings.wacz and wacz.exists():
+            print(f"WACZ: {wacz} (docs/wacz.md)")
     return 0
 
 

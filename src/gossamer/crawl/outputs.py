@@ -29,6 +29,7 @@ _OUTPUTS = (
     "status.json",
     "crawl.log",
     "crawl.log.1",
+    "crawl.wacz",
 )
 
 

@@ -87,6 +87,11 @@ async def run_crawl(settings: CrawlSettings, additions: Additions = NOTHING) -> 
                     stats.errors,
                     extra={"event": "crawl-ended", "pages": stats.pages, "errors": stats.errors},
                 )
+            if settings.wacz:  # the WARC writer closed with the crawler
+                from gossamer.wacz import package_crawl
+                from gossamer.wacz.cli import default_target
+
+                await package_crawl(settings.out, default_target(settings.out))
     return stats
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from msgspec import Meta, field
+from msgspec.structs import force_setattr
 
 from gossamer import __version__
 from gossamer.proxyurl import ProxyError, parse_proxy
@@ -399,6 +400,15 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
     warc_max_bytes: Annotated[
         int, Meta(ge=1024, description="Start a new WARC file once one reaches this size.")
     ] = 1 << 30
+    wacz: Annotated[
+        bool,
+        Meta(
+            description=(
+                "Implies --warc; when the crawl ends (a --resume run's too), package OUT/warc/ "
+                "as OUT/crawl.wacz, a WACZ file replay tools open (docs/wacz.md)."
+            )
+        ),
+    ] = False
     proxies: Annotated[
         list[str],
         Meta(
@@ -638,6 +648,8 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
         return self.focus_phrase is not None or bool(self.focus_examples)
 
     def __post_init__(self) -> None:
+        if self.wacz:
+            force_setattr(self, "warc", True)  # a WACZ packages the crawl's WARC files
         for name in ("user_agent", "robots_token"):
             if any(ord(c) < 32 for c in getattr(self, name)):
                 raise FieldError(name, "must not contain control characters")

@@ -1,0 +1,111 @@
+"""WACZ packaging of crawl directories written by gossamer's WARC writer: the hard cases
+(revisit, withheld noindex page, odd Unicode title, torn pages.jsonl line, no WARC, two
+crawls merged, a huge record), each WACZ read back by the spec reader in ``reader``."""
+
+from __future__ import annotations
+
+import random
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from gossamer.cli import main
+from gossamer.errors import CommandError
+from gossamer.sinks.warc import WarcWriter
+from gossamer.wacz import write_wacz
+from gossamer.wacz.index import SortedLines
+
+from .archives import ORIGIN, T0, TITLE, _Fetch, exchange, write_crawl
+from .reader import read_wacz
+
+
+async def test_hard_cases(tmp_path: Path) -> None:
+    await write_crawl(tmp_path / "out")
+    summary = write_wacz([tmp_path / "out"], tmp_path / "crawl.wacz")
+    wacz = read_wacz(tmp_path / "crawl.wacz")
+    assert [(p["url"], p.get("title")) for p in wacz.pages] == [
+        (ORIGIN + "/", "Home"),
+        (ORIGIN + "/odd", TITLE.replace("\ud800", "\ufffd")),
+        (ORIGIN + "/", "Home"),  # the revisit: the page as it was a minute later
+    ]
+    assert wacz.pages[0]["ts"] == "2027-01-15T08:00:00.250000Z"
+    assert wacz.pages[2]["ts"] == "2027-01-15T08:01:00.250000Z"
+    indexed = {(f["url"].removeprefix(ORIGIN), f["mime"]) for _, _, f in wacz.index}
+    assert indexed == {
+        ("/", "text/html"),
+        ("/", "warc/revisit"),
+        ("/odd", "text/html"),
+        ("/old", "text/html"),
+        ("/logo.png", "image/png"),
+    }  # not /secret: its payload was withheld (noindex)
+    keys = {key for key, _, _ in wacz.index}
+    assert keys == {"test,site0:8000)/", "test,site0:8000)/odd", "test,site0:8000)/old"} | {
+        "test,site0:8000)/logo.png"
+    }
+    assert (summary.captures, summary.revisits, summary.pages, summary.withheld) == (5, 1, 3, 1)
+    assert wacz.datapackage["mainPageURL"] == ORIGIN + "/"
+
+
+def test_no_warc_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "out").mkdir()
+    with pytest.raises(CommandError, match="no WARC files"):
+        write_wacz([tmp_path / "out"], tmp_path / "crawl.wacz")
+    assert main(["wacz", str(tmp_path / "out")]) == 1
+    assert "no WARC files in" in capsys.readouterr().err
+    assert not list(tmp_path.rglob("*.wacz*"))  # nothing half-written left behind
+
+
+async def test_two_crawls_merged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    await write_crawl(one)
+    await write_crawl(two)  # the same file names: renamed inside the WACZ
+    assert main(["wacz", str(one), str(two)]) == 1
+    assert "give --output" in capsys.readouterr().err
+    assert main(["wacz", str(one), str(two), "-o", str(tmp_path / "job.wacz")]) == 0
+    assert "10 captures (2 revisits) from 2 WARC file(s), 6 pages" in capsys.readouterr().out
+    wacz = read_wacz(tmp_path / "job.wacz")
+    files = {f["filename"] for _, _, f in wacz.index}
+    name = next((one / "warc").iterdir()).name
+    assert files == {f"1-{name}", f"2-{name}"}
+    assert len(wacz.pages) == 6
+
+
+async def test_packaging_a_huge_record_keeps_memory_bounded(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    writer = WarcWriter(out / "warc", clock=lambda: T0)
+    body = random.Random(1).randbytes(24 << 20)  # incompressible: 24 MB in the WARC too
+    await writer.write(_Fetch(ORIGIN + "/big", T0, exchange("/big", body, kind="video/mp4")))
+    writer.close()
+    del body
+    tracemalloc.start()
+    try:
+        write_wacz([out], tmp_path / "big.wacz")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20, peak
+    assert read_wacz(tmp_path / "big.wacz").index[0][2]["mime"] == "video/mp4"
+
+
+def test_index_lines_sorted_on_disk_past_the_run(tmp_path: Path) -> None:
+    lines = [f"test,site0)/{n:03d} 20270115080000 {{}}\n" for n in range(50)]
+    shuffled = random.Random(2).sample(lines, len(lines))
+    sorter = SortedLines(tmp_path, run=7)
+    sorter.add(shuffled)
+    assert len(list(tmp_path.iterdir())) == 7  # 49 lines in runs on disk, one in memory
+    assert list(sorter.merged()) == lines
+
+
+async def test_a_torn_last_record_is_left_out(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    revisit = (await write_crawl(out))[-1]
+    warc = next((out / "warc").iterdir())
+    with warc.open("r+b") as torn:  # a crash while the revisit record was written
+        torn.truncate(revisit["warc_offset"] + revisit["warc_length"] // 2)
+    summary = write_wacz([out], tmp_path / "torn.wacz")
+    assert summary.torn == (warc.name,)
+    assert (summary.captures, summary.revisits) == (4, 0)
+    wacz = read_wacz(tmp_path / "torn.wacz")  # the file is packaged whole, torn tail and all
+    assert "warc/revisit" not in {f["mime"] for _, _, f in wacz.index}
+    assert len(wacz.pages) == 2  # nor is the page whose capture was torn
