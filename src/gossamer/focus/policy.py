@@ -26,6 +26,7 @@ from __future__ import annotations
 import inspect
 import logging
 import re
+import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -94,6 +95,9 @@ class FocusStats:
     """Waiting URLs whose priority a re-scoring changed in the frontier."""
     waiting: int
     """Queued URLs whose features are kept for re-scoring."""
+    cpu_seconds: float
+    """CPU time (this thread's) spent judging pages, learning and scoring links: the cost of
+    the focus on top of the crawl (fetching, parsing and main text are not counted)."""
 
 
 class _Waiting:
@@ -131,6 +135,7 @@ class FocusPolicy:
         self._judged = self._relevant = self._dropped = 0
         self._rescores = self._reprioritized = 0
         self._since_rescore = 0
+        self._cpu = 0.0
         self.paths = PathEvidence()
         for url in known:
             self.paths.add(url, True)
@@ -144,6 +149,15 @@ class FocusPolicy:
         an irrelevant page's, in ``hard`` mode, past the tolerance)."""
         if content is None:
             content = extract(page.tree, url, self._extractor) if page.tree else Content("")
+        started = time.thread_time()
+        try:
+            return self._judge(url, depth, page, content, links)
+        finally:
+            self._cpu += time.thread_time() - started
+
+    def _judge(
+        self, url: str, depth: int, page: ParsedPage, content: Content, links: list[str]
+    ) -> tuple[float, list[Candidate]]:
         relevance = self.topic.judge(content.text).relevance
         relevant = relevance >= self.config.threshold
         self._tally(relevant)
@@ -182,17 +196,9 @@ class FocusPolicy:
         self._since_rescore = 0
         if self.model.updates < _LEARN_AFTER or not self._waiting:
             return
-        urls = list(self._waiting)
-        entries = [self._waiting[u] for u in urls]
-        learnt = self.model.predict_many([e.features for e in entries])
-        share = self._learnt_share()
-        changed: dict[str, float] = {}
-        place = self._place
-        for url, entry, p in zip(urls, entries, learnt.tolist(), strict=True):
-            priority = round(max((1 - share) * entry.prior + share * p, place(url)), 4)
-            if abs(priority - entry.sent) >= _PRIORITY_STEP:
-                entry.sent = priority
-                changed[url] = priority
+        started = time.thread_time()
+        urls, changed = self._rescored()
+        self._cpu += time.thread_time() - started
         self._rescores += 1
         if changed:
             try:
@@ -222,6 +228,7 @@ class FocusPolicy:
             rescores=self._rescores,
             reprioritized=self._reprioritized,
             waiting=len(self._waiting),
+            cpu_seconds=round(self._cpu, 4),
         )
 
     def json_stats(self) -> dict[str, Any]:
@@ -229,6 +236,21 @@ class FocusPolicy:
         return asdict(self.stats())
 
     # -- inside ----------------------------------------------------------------------------
+
+    def _rescored(self) -> tuple[list[str], dict[str, float]]:
+        """The waiting URLs and the new priorities of those that moved."""
+        urls = list(self._waiting)
+        entries = [self._waiting[u] for u in urls]
+        learnt = self.model.predict_many([e.features for e in entries])
+        share = self._learnt_share()
+        changed: dict[str, float] = {}
+        place = self._place
+        for url, entry, p in zip(urls, entries, learnt.tolist(), strict=True):
+            priority = round(max((1 - share) * entry.prior + share * p, place(url)), 4)
+            if abs(priority - entry.sent) >= _PRIORITY_STEP:
+                entry.sent = priority
+                changed[url] = priority
+        return urls, changed
 
     def _tally(self, relevant: bool) -> None:
         self._judged += 1
