@@ -25,17 +25,16 @@ from __future__ import annotations
 
 import inspect
 import logging
-import re
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol
-from urllib.parse import urlsplit
 
 from gossamer.extract import Content, extract
 from gossamer.focus.anchors import LinkText, link_texts
-from gossamer.focus.learner import Features, OnlineLogistic, hash_features, hash_union
+from gossamer.focus.learner import Features, OnlineLogistic, hash_union
+from gossamer.focus.linkfeatures import LinkFeatures
 from gossamer.focus.paths import PathEvidence
 from gossamer.focus.topic import Topic
 from gossamer.frontier.base import Candidate
@@ -44,7 +43,6 @@ from gossamer.urls import InvalidURL, canonicalize
 
 log = logging.getLogger(__name__)
 FocusMode = Literal["soft", "hard"]
-_URL_WORDS = re.compile(r"[A-Za-z][A-Za-z0-9]+")
 _LEARN_AFTER = 10
 """Judged pages before the scorer's opinion counts."""
 _MOST_LEARNT = 0.7
@@ -52,6 +50,8 @@ _MOST_LEARNT_UNSCORED = 0.3
 """Without a frontier that takes new priorities, waiting URLs keep those they were queued
 with: the scorer's share stays small so new and old priorities stay comparable."""
 _MAX_DONE = 500_000
+_MAX_KNOWN = 40
+"""Links to judged pages learnt from per page."""
 _PRIORITY_STEP = 0.02
 """A waiting URL's priority is sent again only when it moved this much."""
 
@@ -101,9 +101,13 @@ class FocusStats:
 
 
 class _Waiting:
-    __slots__ = ("features", "prior", "sent", "streak")
+    __slots__ = ("features", "host", "path", "prior", "sent", "streak")
 
-    def __init__(self, features: Features, prior: float, sent: float, streak: int) -> None:
+    def __init__(
+        self, features: Features, prior: float, sent: float, streak: int, host: str, path: str
+    ) -> None:
+        self.host = host
+        self.path = path
         self.features = features
         self.prior = prior
         self.sent = sent
@@ -126,19 +130,23 @@ class FocusPolicy:
         self.topic = topic
         self.config = config or FocusConfig()
         self.model = OnlineLogistic()
+        self.links = LinkFeatures(topic)
         self._reprioritize = reprioritize
         self._extractor = extractor
         self._waiting: dict[str, _Waiting] = {}
-        self._done: set[int] = set()
-        """Hashes of the URLs judged, so links back to them are not kept as waiting."""
+        self._done: dict[int, bool] = {}
+        """Hashes of the URLs judged and whether they were relevant: links back to them are
+        not kept as waiting, and each is a training example whose outcome is known."""
         self._recent: deque[bool] = deque(maxlen=self.config.window)
         self._judged = self._relevant = self._dropped = 0
         self._rescores = self._reprioritized = 0
         self._since_rescore = 0
         self._cpu = 0.0
         self.paths = PathEvidence()
+        self._known = set()
         for url in known:
             self.paths.add(url, True)
+            self._known.add(hash(url))
 
     # -- the engine's calls ----------------------------------------------------------------
 
@@ -165,7 +173,7 @@ class FocusPolicy:
         came_by = self._waiting.pop(url, None)
         if len(self._done) >= _MAX_DONE:
             self._done.clear()
-        self._done.add(hash(url))
+        self._done[hash(url)] = relevant
         streak = 0
         if came_by is not None:
             self.model.update(came_by.features, 1.0 if relevant else 0.0)
@@ -244,9 +252,9 @@ class FocusPolicy:
         learnt = self.model.predict_many([e.features for e in entries])
         share = self._learnt_share()
         changed: dict[str, float] = {}
-        place = self._place
+        place = self.paths.score
         for url, entry, p in zip(urls, entries, learnt.tolist(), strict=True):
-            priority = round(max((1 - share) * entry.prior + share * p, place(url)), 4)
+            priority = _priority(entry.prior, p, share, place(entry.host, entry.path))
             if abs(priority - entry.sent) >= _PRIORITY_STEP:
                 entry.sent = priority
                 changed[url] = priority
@@ -266,53 +274,52 @@ class FocusPolicy:
     def _candidates(
         self, page: ParsedPage, relevance: float, streak: int, depth: int, links: list[str]
     ) -> list[Candidate]:
+        done = self._done
         texts = link_texts(page, set(links))
+        self._learn_known(page.base_url, links, texts, relevance, streak)
+        out = [Candidate(link, depth, priority=0.0) for link in links if hash(link) in done]
+        links = [link for link in links if hash(link) not in done]  # the frontier drops those
         share = self._learnt_share()
-        parent = f"p:{int(relevance * 5)}"
-        out = []
-        for link in links:
-            features, prior, place = self._link_features(link, texts.get(link), relevance, parent)
-            priority = prior
-            if share:
-                priority = (1 - share) * prior + share * self.model.predict(features)
-            priority = round(max(priority, place), 4)
+        url = page.base_url
+        scored = [self.links.of(link, texts.get(link), relevance, streak, url) for link in links]
+        learnt = self.model.predict_many([s[0] for s in scored]).tolist() if share else None
+        place = self.paths.score
+        for i, (link, (features, prior, host, path)) in enumerate(zip(links, scored, strict=True)):
+            p = learnt[i] if learnt is not None else 0.0
+            priority = _priority(prior, p, share, place(host, path))
+            if hash(link) in self._known:
+                priority = 1.0
             out.append(Candidate(link, depth, priority=priority))
-            self._keep(link, features, prior, priority, streak)
+            self._keep(link, _Waiting(features, prior, priority, streak, host, path))
         return out
 
-    def _place(self, link: str) -> float:
-        """How strongly where a link lies points at on-topic pages (:mod:`.paths`)."""
-        parts = urlsplit(link)
-        return self.paths.score(parts.hostname or "", parts.path)
-
-    def _link_features(
-        self, link: str, text: LinkText | None, relevance: float, parent: str
-    ) -> tuple[Features, float, float]:
-        """The link's features for the scorer, its prior and its place (`_place`)."""
-        topic = self.topic
-        parts = urlsplit(link)
-        host = parts.hostname or ""
-        url_words = topic.words(" ".join(_URL_WORDS.findall(f"{parts.path} {parts.query}")))
-        anchor = topic.words(text.anchor) if text is not None else []
-        context = topic.words(text.context) if text is not None else []
-        anchor_m, context_m, url_m = (topic.link_match(w) for w in (anchor, context, url_words))
-        prior = 0.4 * anchor_m + 0.15 * context_m + 0.15 * url_m + 0.3 * relevance
-        section = parts.path.strip("/").split("/", 1)[0]
-        names = [
-            "b",
-            parent,
-            f"h:{host}",
-            f"s:{host}/{section}",
-            f"am:{int(anchor_m * 5)}",
-            f"cm:{int(context_m * 5)}",
-            f"um:{int(url_m * 5)}",
-            *(f"a:{w}" for w in anchor),
-            *(f"u:{w}" for w in url_words),
-            *(f"c:{w}" for w in context[:60]),
+    def _learn_known(
+        self,
+        url: str,
+        links: list[str],
+        texts: Mapping[str, LinkText],
+        relevance: float,
+        streak: int,
+    ) -> None:
+        """Links to pages already judged (or to the examples) are training examples whose
+        outcome is known: the scorer learns from them now, at most ``_MAX_KNOWN`` a page,
+        those in a list or table first (what they teach of their list reaches the links
+        beside them, which wait)."""
+        done, known = self._done, self._known
+        seen = [
+            (link, text)
+            for link in links
+            if (text := texts.get(link)) is not None
+            and text.group
+            and ((key := hash(link)) in done or key in known)
         ]
-        return hash_features(names), prior, self.paths.score(host, parts.path)
+        if not seen:
+            return
+        features = [self.links.of(link, text, relevance, streak, url)[0] for link, text in seen]
+        labels = [1.0 if done.get(hash(link), True) else 0.0 for link, _ in seen]
+        self.model.update_many(features[:_MAX_KNOWN], labels[:_MAX_KNOWN])
 
-    def _keep(self, link: str, features: Features, prior: float, sent: float, streak: int) -> None:
+    def _keep(self, link: str, entry: _Waiting) -> None:
         try:
             url = canonicalize(link)
         except InvalidURL:
@@ -322,11 +329,17 @@ class FocusPolicy:
         waiting = self._waiting
         known = waiting.get(url)
         if known is not None:  # another page links to it too: its evidence joins
-            known.prior = max(known.prior, prior)
-            known.streak = min(known.streak, streak)
+            known.prior = max(known.prior, entry.prior)
+            known.streak = min(known.streak, entry.streak)
             if len(known.features) < 400:
-                known.features = hash_union(known.features, features)
+                known.features = hash_union(known.features, entry.features)
             return
-        waiting[url] = _Waiting(features, prior, sent, streak)
+        waiting[url] = entry
         if len(waiting) > self.config.max_waiting:
             del waiting[next(iter(waiting))]
+
+
+def _priority(prior: float, learnt: float, share: float, place: float) -> float:
+    """A link's priority: its prior and the scorer's probability blended (the scorer's
+    ``share`` grows as it learns), or its place when stronger."""
+    return round(max((1 - share) * prior + share * learnt, place), 4)

@@ -37,6 +37,9 @@ _B = 0.6
 _STEEPNESS = 9.0
 _SINGLE_EXAMPLE_SIMILARITY = 0.5
 _CENTROID_TERMS = 60
+MAX_JUDGED_CHARS = 20_000
+"""A page is judged on the start of its main text (some 3,000 words): what it is about shows
+there, and a 200-page reference costs no more than a chapter."""
 _REFRESH_EVERY = 25
 _PSEUDO_FROM = 0.7
 """Phrase coverage from which a page may serve as a pseudo-example."""
@@ -83,6 +86,8 @@ class Topic:
         self._length = 300.0
         self._judged = 0
         self.vector: dict[str, float] = {}
+        self.version = 0
+        """Counts the rebuilds of ``vector``."""
         self._centroid: dict[str, float] = {}
         self._reference = _SINGLE_EXAMPLE_SIMILARITY
         self._refresh()
@@ -101,7 +106,7 @@ class Topic:
 
     def judge(self, text: str) -> Judgement:
         """Judge a page's main text (and count it in the document frequencies)."""
-        counts = Counter(self.words(text))
+        counts = Counter(self.words(text[:MAX_JUDGED_CHARS]))
         self.df.add(counts)
         length = sum(counts.values())
         self._length += (length - self._length) / min(self.df.documents, 200)
@@ -157,6 +162,7 @@ class Topic:
 
     def _refresh(self) -> None:
         """Rebuild the topic vector and the examples' centroid with the current IDF."""
+        self.version += 1
         vectors = [self.df.vector(c) for c in self._examples]
         vectors += [self.df.vector(c) for _, c in self._pseudo]
         self._centroid = _mean(vectors)
