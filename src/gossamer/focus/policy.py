@@ -30,6 +30,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol
+from urllib.parse import urlsplit
 
 from gossamer.extract import Content, extract
 from gossamer.focus.anchors import LinkText, link_texts
@@ -50,6 +51,7 @@ _MOST_LEARNT_UNSCORED = 0.3
 """Without a frontier that takes new priorities, waiting URLs keep those they were queued
 with: the scorer's share stays small so new and old priorities stay comparable."""
 _MAX_DONE = 500_000
+_MAX_SECTIONS = 100_000
 _MAX_KNOWN = 40
 """Links to judged pages learnt from per page."""
 _PRIORITY_STEP = 0.02
@@ -68,6 +70,10 @@ class FocusConfig:
     """Irrelevant pages in a row whose links ``hard`` mode still follows."""
     max_waiting: int = 50_000
     rescore_every: int = 50
+    explore_share: float = 0.05
+    """Of the pages judged, the share at most that exploration may add: the waiting URL
+    thought best in a section of a site (host and first path segment) where no page was
+    judged yet goes first at a re-scoring, so one dead end cannot hold the crawl."""
     window: int = 100
     """Pages the recent harvest rate is measured over."""
 
@@ -90,6 +96,8 @@ class FocusStats:
     links_dropped: int
     """Outlinks ``hard`` mode left out."""
     model_updates: int
+    explorations: int
+    """Waiting URLs exploration sent first."""
     rescores: int
     reprioritized: int
     """Waiting URLs whose priority a re-scoring changed in the frontier."""
@@ -101,13 +109,15 @@ class FocusStats:
 
 
 class _Waiting:
-    __slots__ = ("features", "host", "path", "prior", "sent", "streak")
+    __slots__ = ("explore", "features", "host", "path", "prior", "sent", "streak")
 
     def __init__(
         self, features: Features, prior: float, sent: float, streak: int, host: str, path: str
     ) -> None:
         self.host = host
         self.path = path
+        self.explore = False
+        """Sent first by exploration: re-scoring leaves it first."""
         self.features = features
         self.prior = prior
         self.sent = sent
@@ -142,6 +152,9 @@ class FocusPolicy:
         self._rescores = self._reprioritized = 0
         self._since_rescore = 0
         self._cpu = 0.0
+        self._explorations = 0
+        self._sections: set[str] = set()
+        """Sections of sites (host and first path segment) where a page was judged."""
         self.paths = PathEvidence()
         self._known = set()
         for url in known:
@@ -170,6 +183,9 @@ class FocusPolicy:
         relevant = relevance >= self.config.threshold
         self._tally(relevant)
         self.paths.add(url, relevant)
+        if len(self._sections) < _MAX_SECTIONS:
+            parts = urlsplit(url)
+            self._sections.add(_section(parts.hostname or "", parts.path))
         came_by = self._waiting.pop(url, None)
         if len(self._done) >= _MAX_DONE:
             self._done.clear()
@@ -206,6 +222,7 @@ class FocusPolicy:
             return
         started = time.thread_time()
         urls, changed = self._rescored()
+        changed.update(self._explore())
         self._cpu += time.thread_time() - started
         self._rescores += 1
         if changed:
@@ -233,6 +250,7 @@ class FocusPolicy:
             window=self.config.window,
             links_dropped=self._dropped,
             model_updates=self.model.updates,
+            explorations=self._explorations,
             rescores=self._rescores,
             reprioritized=self._reprioritized,
             waiting=len(self._waiting),
@@ -254,6 +272,8 @@ class FocusPolicy:
         changed: dict[str, float] = {}
         place = self.paths.score
         for url, entry, p in zip(urls, entries, learnt.tolist(), strict=True):
+            if entry.explore:
+                continue
             priority = _priority(entry.prior, p, share, place(entry.host, entry.path))
             if abs(priority - entry.sent) >= _PRIORITY_STEP:
                 entry.sent = priority
@@ -292,6 +312,26 @@ class FocusPolicy:
             out.append(Candidate(link, depth, priority=priority))
             self._keep(link, _Waiting(features, prior, priority, streak, host, path))
         return out
+
+    def _explore(self) -> dict[str, float]:
+        """The waiting URLs exploration sends first now (see ``FocusConfig.explore_share``):
+        at most one a call, while the explorations stay within their share."""
+        if self._explorations + 1 > self.config.explore_share * self._judged:
+            return {}
+        sections = self._sections
+        best: tuple[float, str] | None = None
+        for url, entry in self._waiting.items():
+            if entry.explore or _section(entry.host, entry.path) in sections:
+                continue
+            if best is None or entry.sent > best[0]:
+                best = (entry.sent, url)
+        if best is None:
+            return {}
+        entry = self._waiting[best[1]]
+        entry.explore = True
+        entry.sent = 1.0
+        self._explorations += 1
+        return {best[1]: 1.0}
 
     def _learn_known(
         self,
@@ -343,3 +383,10 @@ def _priority(prior: float, learnt: float, share: float, place: float) -> float:
     """A link's priority: its prior and the scorer's probability blended (the scorer's
     ``share`` grows as it learns), or its place when stronger."""
     return round(max((1 - share) * prior + share * learnt, place), 4)
+
+
+def _section(host: str, path: str) -> str:
+    """A site's section: its host and the first segment of the path (the whole site for a
+    page at its root)."""
+    first, _, rest = path.lstrip("/").partition("/")
+    return f"{host}/{first}" if rest else host
