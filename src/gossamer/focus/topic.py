@@ -134,6 +134,11 @@ class Topic:
         score = sum(signals) / len(signals)
         return Judgement(_squash(score), phrase, examples)
 
+    def mentions(self, text: str) -> bool:
+        """Whether ``text`` holds one of the phrase's words (not counted as judged)."""
+        words = {t for facet in self.facets for t in facet}
+        return any(t in words for t in self.words(text[:MAX_JUDGED_CHARS]))
+
     def link_match(self, words: Sequence[str]) -> float:
         """How strongly a short text (anchor, URL words) points at the topic, 0..1: the topic
         weight of its distinct terms, one strong term giving about 0.6."""
