@@ -9,8 +9,10 @@ two example pages; its relevant pages are defined by documentation section (a ch
 pages its table of contents lists, or a named set of pages where a site has no chapters), not
 by words, so the crawler has to find pages that name the topic in the site's own terms.
 
-For each topic: one focused crawl (``--focus-mode soft``) and the same breadth-first crawl
-(one for all topics), both real crawls over HTTP; the order of their fetched HTML pages
+For each topic: ``--rounds`` focused crawls (``--focus-mode soft``; three by default: the
+order of a crawl with 16 requests in flight varies from run to run, and the figures are their
+mean, with the lowest and highest recall) and the same breadth-first crawl (one for all
+topics), all real crawls over HTTP; the order of their fetched HTML pages
 (pages.jsonl) gives harvest (relevant among the first N / N) and target recall (relevant among
 the first N / all relevant). The link oracle is computed from the sites' files: a crawler that
 starts at the hub, follows links like any crawler and knows whether each link's target is
@@ -20,7 +22,7 @@ thread's CPU time, without fetching, parsing and main-text extraction, which eve
 comes from the crawl's ``focus`` statistics.
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_focus_real.py [--n 100 200 500]
-        [--topics NAME ...] [--port 8391] [--json]
+        [--topics NAME ...] [--rounds 3] [--port 8391] [--json]
 """
 
 from __future__ import annotations
@@ -346,7 +348,16 @@ def _free_port(start: int) -> int:
     raise OSError(f"no free port in {start}..{start + 99}")
 
 
-async def run(ns: list[int], names: list[str], port: int) -> dict[str, Any]:
+def mean_figures(runs: list[dict[str, Any]], relevant: set[str], n: int) -> tuple[float, float]:
+    """Harvest and recall of the first ``n`` pages, the mean over ``runs``."""
+    each = [figures(run["fetched"], relevant, n) for run in runs]
+    return (
+        round(sum(h for h, _ in each) / len(each), 3),
+        round(sum(r for _, r in each) / len(each), 3),
+    )
+
+
+async def run(ns: list[int], names: list[str], port: int, rounds: int = 1) -> dict[str, Any]:
     install_missing()
     missing = [str(s.root) for s in SITES if not s.root.is_dir()]
     if missing:
@@ -354,7 +365,7 @@ async def run(ns: list[int], names: list[str], port: int) -> dict[str, Any]:
     PORT[0] = _free_port(port)
     topics = [t for t in TOPICS if not names or t.name in names]
     budget = max(ns) + max(ns) // 5  # text files (sources) are fetched too: N HTML pages
-    report: dict[str, Any] = {"n": ns, "topics": {}}
+    report: dict[str, Any] = {"n": ns, "rounds": rounds, "topics": {}}
     with tempfile.TemporaryDirectory() as tmp:
         www = Path(tmp) / "www"
         write_hub(www)
@@ -364,21 +375,24 @@ async def run(ns: list[int], names: list[str], port: int) -> dict[str, Any]:
             breadth = await crawl(None, budget, Path(tmp) / "bfs")
             for i, topic in enumerate(topics):
                 relevant = relevant_pages(topic)
-                focused = await crawl(topic, budget, Path(tmp) / str(i))
+                runs = [await crawl(topic, budget, Path(tmp) / f"{i}-{r}") for r in range(rounds)]
                 oracle = oracle_order(graph, relevant, max(ns))
-                focus = focused["focus"] or {}
-                judged = max(focus.get("judged", 0), 1)
+                judged = sum(max((run["focus"] or {}).get("judged", 0), 1) for run in runs)
+                cpu = sum((run["focus"] or {}).get("cpu_seconds", 0.0) for run in runs)
                 report["topics"][topic.name] = {
                     "phrase": topic.phrase,
                     "relevant": len(relevant),
                     "reachable": len(relevant & graph.keys()),
-                    "focused": {n: figures(focused["fetched"], relevant, n) for n in ns},
+                    "focused": {n: mean_figures(runs, relevant, n) for n in ns},
+                    "focused_recall_range": {
+                        n: [min(r), max(r)]
+                        for n in ns
+                        if (r := [figures(run["fetched"], relevant, n)[1] for run in runs])
+                    },
                     "breadth-first": {n: figures(breadth["fetched"], relevant, n) for n in ns},
                     "oracle": {n: figures(oracle, relevant, n) for n in ns},
-                    "seconds": focused["seconds"],
-                    "focus_cpu_ms_per_page": round(
-                        1000 * focus.get("cpu_seconds", 0.0) / judged, 3
-                    ),
+                    "seconds": round(sum(run["seconds"] for run in runs) / rounds, 1),
+                    "focus_cpu_ms_per_page": round(1000 * cpu / judged, 3),
                 }
     return report
 
@@ -397,6 +411,10 @@ def show(report: dict[str, Any]) -> None:
         for crawl_ in ("breadth-first", "focused", "oracle"):
             cells = "".join(f"  {h:>11.2f} {r:>10.2f}" for h, r in (row[crawl_][n] for n in ns))
             print(f"{crawl_:<14}{cells}")
+        low_high = ", ".join(
+            f"{n}: {a:.2f}-{b:.2f}" for n, (a, b) in row["focused_recall_range"].items()
+        )
+        print(f"focused recall, lowest-highest of {report['rounds']} crawls: {low_high}")
         if 200 in ns and row["oracle"][200][1]:
             share = row["focused"][200][1] / row["oracle"][200][1]
             print(f"recall@200 focused / oracle: {share:.2f}")
@@ -407,10 +425,11 @@ def main() -> None:
     parser.add_argument("--n", type=int, nargs="+", default=[100, 200, 500])
     parser.add_argument("--topics", nargs="+", choices=[t.name for t in TOPICS], default=[])
     parser.add_argument("--port", type=int, default=8391, help="first port tried")
+    parser.add_argument("--rounds", type=int, default=3, help="focused crawls per topic")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    report = asyncio.run(run(sorted(args.n), args.topics, args.port))
+    report = asyncio.run(run(sorted(args.n), args.topics, args.port, args.rounds))
     if args.json:
         print(json.dumps(report, indent=2))
     else:

@@ -41,6 +41,8 @@ MAX_JUDGED_CHARS = 20_000
 """A page is judged on the start of its main text (some 3,000 words): what it is about shows
 there, and a 200-page reference costs no more than a chapter."""
 _REFRESH_EVERY = 25
+_FEEDBACK_EVERY = 5
+"""Judged pages at least between two rebuilds that new pseudo-examples ask for."""
 _EARLY_REFRESHES = frozenset({5, 10, 15})
 """Judged pages at which the topic vector is also rebuilt: the background is young."""
 _BACKGROUND_WEIGHT = 1.0
@@ -93,12 +95,20 @@ class Topic:
         self._background_pages = 0
         self._length = 300.0
         self._judged = 0
+        self._stale = False
+        """Pseudo-examples changed since the last rebuild."""
+        self._refreshed = 0
         self.vector: dict[str, float] = {}
         self.version = 0
         """Counts the rebuilds of ``vector``."""
         self._centroid: dict[str, float] = {}
         self._reference = _SINGLE_EXAMPLE_SIMILARITY
         self._refresh()
+
+    @property
+    def judged(self) -> int:
+        """Texts judged so far."""
+        return self._judged
 
     @property
     def has_phrase(self) -> bool:
@@ -119,7 +129,8 @@ class Topic:
         length = sum(counts.values())
         self._length += (length - self._length) / min(self.df.documents, 200)
         self._judged += 1
-        if self._judged % _REFRESH_EVERY == 0 or self._judged in _EARLY_REFRESHES:
+        due = self._judged % _REFRESH_EVERY == 0 or self._judged in _EARLY_REFRESHES
+        if due or (self._stale and self._judged - self._refreshed >= _FEEDBACK_EVERY):
             self._refresh()
         phrase = self._coverage(counts, length) if self.facets else None
         examples = None
@@ -173,7 +184,7 @@ class Topic:
         pseudo.append((phrase, counts))
         pseudo.sort(key=lambda item: item[0], reverse=True)
         del pseudo[_MAX_PSEUDO:]
-        self._refresh()
+        self._stale = True
 
     def _add_background(self, vector: Mapping[str, float]) -> None:
         """Count a judged page's vector in the crawl's background (bounded: past
@@ -193,6 +204,8 @@ class Topic:
     def _refresh(self) -> None:
         """Rebuild the topic vector and the examples' centroid with the current IDF."""
         self.version += 1
+        self._stale = False
+        self._refreshed = self._judged
         vectors = [self.df.vector(c) for c in self._examples]
         vectors += [self.df.vector(c) for _, c in self._pseudo]
         background = self._background_mean()
