@@ -17,6 +17,8 @@ MAX_ANCHOR_CHARS = 200
 MAX_CONTEXT_CHARS = 400
 MAX_ANCHORS = 2_000
 """Links of one page read for their text; the rest are scored from their URL alone."""
+_OUTWARD = 'a[href]:not([href^="#"])'
+"""Links within the page are left to lexbor: a reference page holds a thousand of them."""
 _GROUPS = frozenset({"ul", "ol", "dl", "table", "nav", "menu"})
 _GROUP_LEVELS = 6
 _BLOCKS = frozenset({"p", "li", "td", "dd", "dt", "section", "div", "article", "blockquote"})
@@ -49,10 +51,8 @@ def link_texts(page: ParsedPage, wanted: set[str]) -> dict[str, LinkText]:
     blocks: dict[int, str] = {}
     """A block's text by its node's identity: a list of many links is read once."""
     groups: dict[int, int] = {}
-    for node in tree.css("a[href]")[:MAX_ANCHORS]:
+    for node in tree.css(_OUTWARD)[:MAX_ANCHORS]:
         href = node.attrs.get("href") or ""
-        if href.startswith("#"):
-            continue
         if href in resolved:
             url = resolved[href]
         else:
