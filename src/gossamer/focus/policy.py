@@ -299,6 +299,10 @@ class FocusPolicy:
         self._learn_known(page.base_url, links, texts, relevance, streak)
         out = [Candidate(link, depth, priority=0.0) for link in links if hash(link) in done]
         links = [link for link in links if hash(link) not in done]  # the frontier drops those
+        if relevance < self.config.threshold:  # an irrelevant page adds little to what waits
+            waiting = self._waiting
+            out += [Candidate(u, depth, priority=waiting[u].sent) for u in links if u in waiting]
+            links = [link for link in links if link not in waiting]
         share = self._learnt_share()
         url = page.base_url
         scored = [self.links.of(link, texts.get(link), relevance, streak, url) for link in links]
