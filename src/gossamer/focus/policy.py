@@ -300,9 +300,8 @@ class FocusPolicy:
         out = [Candidate(link, depth, priority=0.0) for link in links if hash(link) in done]
         links = [link for link in links if hash(link) not in done]  # the frontier drops those
         if relevance < self.config.threshold:  # an irrelevant page adds little to what waits
-            waiting = self._waiting
-            out += [Candidate(u, depth, priority=waiting[u].sent) for u in links if u in waiting]
-            links = [link for link in links if link not in waiting]
+            out += self._waiting_again(links, depth)
+            links = [link for link in links if link not in self._waiting]
         share = self._learnt_share()
         url = page.base_url
         scored = [self.links.of(link, texts.get(link), relevance, streak, url) for link in links]
@@ -315,6 +314,17 @@ class FocusPolicy:
                 priority = 1.0
             out.append(Candidate(link, depth, priority=priority))
             self._keep(link, _Waiting(features, prior, priority, streak, host, path))
+        return out
+
+    def _waiting_again(self, links: list[str], depth: int) -> list[Candidate]:
+        """Links to URLs already waiting, at their priority or, when higher now, their
+        place's."""
+        waiting, place, out = self._waiting, self.paths.score, []
+        for link in links:
+            entry = waiting.get(link)
+            if entry is not None:
+                priority = max(entry.sent, round(place(entry.host, entry.path), 4))
+                out.append(Candidate(link, depth, priority=priority))
         return out
 
     def _explore(self) -> dict[str, float]:
