@@ -78,14 +78,18 @@ clean:
 # e.g. REAL_ARGS="--rounds 3" or REAL_ARGS="--only links".
 # make bench-cluster runs only the cluster scaling table (1, 2, 4, 8 workers on one Redis;
 # redis-server from Debian), CLUSTER_ARGS its options, e.g. CLUSTER_ARGS=--quick.
+# make bench-focus-real: focused crawling on four real documentation sites behind one hub page,
+# against breadth first and a link oracle (benchmarks/bench_focus_real.py), FOCUS_ARGS its
+# options, e.g. FOCUS_ARGS="--topics email --n 200".
 SCRAPY_VENV := benchmarks/.venv-scrapy
 SCRAPY_STAMP := $(SCRAPY_VENV)/.installed
 NGINX_BIN ?= /usr/sbin/nginx
 BENCH_ARGS ?=
 CLUSTER_ARGS ?=
 REAL_ARGS ?=
+FOCUS_ARGS ?=
 
-.PHONY: bench bench-crawl bench-real bench-nginx bench-cluster bench-balance
+.PHONY: bench bench-crawl bench-real bench-nginx bench-cluster bench-balance bench-focus-real
 
 $(SCRAPY_STAMP): benchmarks/requirements-scrapy.txt
 	$(PYTHON) -m venv $(SCRAPY_VENV)
@@ -105,6 +109,9 @@ bench-crawl: $(STAMP) $(SCRAPY_STAMP) bench-nginx
 
 bench-real: $(STAMP) $(SCRAPY_STAMP) bench-nginx
 	$(BIN)/python benchmarks/bench_realpages.py $(REAL_ARGS)
+
+bench-focus-real: $(STAMP) bench-nginx
+	$(BIN)/python benchmarks/bench_focus_real.py $(FOCUS_ARGS)
 
 bench-cluster: $(STAMP) system-deps
 	$(BIN)/python benchmarks/bench_cluster.py $(CLUSTER_ARGS)

@@ -150,9 +150,12 @@ async def main(
         print(f"{mode:<20}{cells}  {row.get('seconds', '')}")
     for mode in modes:
         row = report[mode]
+        focus = row["focus"] or {}
+        cpu = 1000 * focus.get("cpu_seconds", 0.0) / max(focus.get("judged", 0), 1)
         print(
             f"{mode}: {row['slow_requests']} requests to {SLOW_HOST} (Crawl-delay {SLOW_DELAY}), "
             f"smallest spacing {row['slow_min_gap']} s"
+            + (f"; focus CPU {cpu:.2f} ms a judged page" if focus else "")
         )
     return report
 

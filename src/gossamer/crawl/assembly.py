@@ -66,7 +66,7 @@ async def focus_policy(
     SettingsError."""
     if not settings.focused:
         return None
-    from gossamer.focus.examples import ExampleError, fetch_examples
+    from gossamer.focus.examples import ExampleError, fetch_examples, warn_unrelated
     from gossamer.focus.policy import FocusConfig, FocusPolicy
     from gossamer.focus.topic import Topic, TopicError
 
@@ -84,6 +84,7 @@ async def focus_policy(
         topic = Topic(settings.focus_phrase or "", [e.text for e in examples])
     except TopicError as exc:
         raise SettingsError(f"invalid setting 'focus_phrase': {exc}") from None
+    warn_unrelated(examples, topic)
     config = FocusConfig(
         threshold=settings.focus_threshold,
         mode=settings.focus_mode,

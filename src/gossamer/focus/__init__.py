@@ -3,12 +3,14 @@
 ``text`` turns text into terms (lower-cased words, stop words out, a light stemmer) and keeps
 the crawl's document frequencies; ``topic`` builds the topic from a phrase and example pages
 and judges a page's main text (``relevance``, 0..1, calibrated so that on-topic pages land
-above 0.5); ``anchors`` reads each outlink's anchor text and the text around it from the parsed
-tree; ``learner`` is the online link scorer (logistic regression on hashed features, trained
-as pages are judged); ``policy`` ties them together for the engine: it judges pages, sets the
-priority of outlinks, drops links in ``hard`` mode, re-scores the URLs waiting in the frontier
-and keeps the harvest-rate statistics; ``examples`` fetches the example pages before the crawl.
-Nothing of these is imported by a crawl without focus settings.
+above 0.5); ``anchors`` reads each outlink's anchor text, the text around it and the list
+holding it from the parsed tree; ``linkfeatures`` turns a link into the scorer's features and
+a prior; ``learner`` is the online link scorer (logistic regression on hashed features,
+trained as pages are judged); ``paths`` counts where on-topic pages were found; ``policy``
+ties them together for the engine: it judges pages, sets the priority of outlinks, drops
+links in ``hard`` mode, re-scores the URLs waiting in the frontier, explores within a share
+and keeps the harvest-rate statistics; ``examples`` fetches the example pages before the
+crawl. Nothing of these is imported by a crawl without focus settings.
 
 The content digests every crawl keeps are :mod:`gossamer.digests`, not part of this package.
 

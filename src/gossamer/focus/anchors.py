@@ -17,6 +17,10 @@ MAX_ANCHOR_CHARS = 200
 MAX_CONTEXT_CHARS = 400
 MAX_ANCHORS = 2_000
 """Links of one page read for their text; the rest are scored from their URL alone."""
+_OUTWARD = 'a[href]:not([href^="#"])'
+"""Links within the page are left to lexbor: a reference page holds a thousand of them."""
+_GROUPS = frozenset({"ul", "ol", "dl", "table", "nav", "menu"})
+_GROUP_LEVELS = 6
 _BLOCKS = frozenset({"p", "li", "td", "dd", "dt", "section", "div", "article", "blockquote"})
 
 
@@ -28,6 +32,10 @@ class LinkText:
     """The link's text (its ``title`` or an image's ``alt`` when it has none)."""
     context: str
     """The text of the block holding the link (paragraph, list item, cell), cut."""
+    group: int = 0
+    """Which list or table of the page holds the link (1, 2...; 0 none): a documentation
+    site lists a section's pages together, so links that share a list tend to share a
+    topic."""
 
 
 def link_texts(page: ParsedPage, wanted: set[str]) -> dict[str, LinkText]:
@@ -39,20 +47,27 @@ def link_texts(page: ParsedPage, wanted: set[str]) -> dict[str, LinkText]:
         return {}
     resolver = Resolver(page.base_url)
     found: dict[str, LinkText] = {}
-    for node in tree.css("a[href]")[:MAX_ANCHORS]:
-        href = node.attributes.get("href") or ""
-        if href.startswith("#"):
-            continue
-        url = resolver.resolve(href)
+    resolved: dict[str, str | None] = {}
+    blocks: dict[int, str] = {}
+    """A block's text by its node's identity: a list of many links is read once."""
+    groups: dict[int, int] = {}
+    for node in tree.css(_OUTWARD)[:MAX_ANCHORS]:
+        href = node.attrs.get("href") or ""
+        if href in resolved:
+            url = resolved[href]
+        else:
+            url = resolved[href] = resolver.resolve(href)
         if url is None or url not in wanted:
             continue
         anchor = _anchor(node)
-        context = _context(node)
+        context = _context(node, blocks)
+        group = _group(node, groups)
         if url in found:
             before = found[url]
             anchor = f"{before.anchor} {anchor}"[:MAX_ANCHOR_CHARS]
             context = before.context if len(before.context) >= len(context) else context
-        found[url] = LinkText(anchor, context)
+            group = before.group or group
+        found[url] = LinkText(anchor, context, group)
     return found
 
 
@@ -66,7 +81,19 @@ def _anchor(node: LexborNode) -> str:
     return text[:MAX_ANCHOR_CHARS]
 
 
-def _context(node: LexborNode) -> str:
+def _group(node: LexborNode, groups: dict[int, int]) -> int:
+    """The ordinal of the list or table holding ``node`` (0 none), by its identity."""
+    parent = node.parent
+    for _ in range(_GROUP_LEVELS):
+        if parent is None or parent.tag in ("body", "html"):
+            return 0
+        if parent.tag in _GROUPS:
+            return groups.setdefault(parent.mem_id, len(groups) + 1)
+        parent = parent.parent
+    return 0
+
+
+def _context(node: LexborNode, blocks: dict[int, str]) -> str:
     parent = node.parent
     for _ in range(3):
         if parent is None or parent.tag in _BLOCKS:
@@ -74,4 +101,9 @@ def _context(node: LexborNode) -> str:
         parent = parent.parent
     if parent is None or parent.tag in ("body", "html"):
         return ""
-    return " ".join(parent.text(deep=True)[: MAX_CONTEXT_CHARS * 2].split())[:MAX_CONTEXT_CHARS]
+    key = parent.mem_id
+    text = blocks.get(key)
+    if text is None:
+        text = parent.text(deep=True)[: MAX_CONTEXT_CHARS * 2]
+        text = blocks[key] = " ".join(text.split())[:MAX_CONTEXT_CHARS]
+    return text

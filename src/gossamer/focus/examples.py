@@ -6,20 +6,25 @@ hops). The crawl hands in a fetcher behind its host gate (:mod:`gossamer.frontie
 the examples' requests, robots.txt's included, take their host's politeness slot like any
 page: its delay and Crawl-delay hold between them and the crawl's own requests. An example that
 cannot be fetched, is forbidden by robots.txt, is not a 2xx HTML page or holds no text stops
-the crawl before it starts with an :class:`ExampleError` naming it.
+the crawl before it starts with an :class:`ExampleError` naming it; one that holds none of the
+phrase's words is named in a warning (:func:`warn_unrelated`): the crawl goes on, since a page
+may be on the topic in other words, but a wrong URL shows.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from gossamer.extract import extract
+from gossamer.focus.topic import Topic
 from gossamer.frontier.robots import RobotsCache, RobotsDeferred
 from gossamer.parse.links import parse_html
 from gossamer.urls import InvalidURL, Resolver, canonicalize
 
+log = logging.getLogger(__name__)
 _HOPS = 5
 _HTML = ("text/html", "application/xhtml+xml")
 
@@ -107,3 +112,21 @@ async def _fetch_one(
             raise ExampleError(f"{given}: holds no text")
         return Example(given, text)
     raise ExampleError(f"{given}: too many redirects")
+
+
+def unrelated(examples: Sequence[Example], topic: Topic) -> list[str]:
+    """Messages naming the examples that hold none of the phrase's words (none without a
+    phrase)."""
+    if not topic.has_phrase:
+        return []
+    return [
+        f"focus example {example.url} holds none of the phrase's words: is it on the topic?"
+        for example in examples
+        if not topic.mentions(example.text)
+    ]
+
+
+def warn_unrelated(examples: Sequence[Example], topic: Topic) -> None:
+    """Log :func:`unrelated`'s messages as warnings."""
+    for message in unrelated(examples, topic):
+        log.warning("%s", message)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-import re
+import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -34,7 +34,8 @@ from urllib.parse import urlsplit
 
 from gossamer.extract import Content, extract
 from gossamer.focus.anchors import LinkText, link_texts
-from gossamer.focus.learner import Features, OnlineLogistic, hash_features, hash_union
+from gossamer.focus.learner import Features, OnlineLogistic, hash_union
+from gossamer.focus.linkfeatures import LinkFeatures
 from gossamer.focus.paths import PathEvidence
 from gossamer.focus.topic import Topic
 from gossamer.frontier.base import Candidate
@@ -43,7 +44,6 @@ from gossamer.urls import InvalidURL, canonicalize
 
 log = logging.getLogger(__name__)
 FocusMode = Literal["soft", "hard"]
-_URL_WORDS = re.compile(r"[A-Za-z][A-Za-z0-9]+")
 _LEARN_AFTER = 10
 """Judged pages before the scorer's opinion counts."""
 _MOST_LEARNT = 0.7
@@ -51,6 +51,9 @@ _MOST_LEARNT_UNSCORED = 0.3
 """Without a frontier that takes new priorities, waiting URLs keep those they were queued
 with: the scorer's share stays small so new and old priorities stay comparable."""
 _MAX_DONE = 500_000
+_MAX_SECTIONS = 100_000
+_MAX_KNOWN = 40
+"""Links to judged pages learnt from per page."""
 _PRIORITY_STEP = 0.02
 """A waiting URL's priority is sent again only when it moved this much."""
 
@@ -67,6 +70,10 @@ class FocusConfig:
     """Irrelevant pages in a row whose links ``hard`` mode still follows."""
     max_waiting: int = 50_000
     rescore_every: int = 50
+    explore_share: float = 0.05
+    """Of the pages judged, the share at most that exploration may add: the waiting URL
+    thought best in a section of a site (host and first path segment) where no page was
+    judged yet goes first at a re-scoring, so one dead end cannot hold the crawl."""
     window: int = 100
     """Pages the recent harvest rate is measured over."""
 
@@ -89,17 +96,28 @@ class FocusStats:
     links_dropped: int
     """Outlinks ``hard`` mode left out."""
     model_updates: int
+    explorations: int
+    """Waiting URLs exploration sent first."""
     rescores: int
     reprioritized: int
     """Waiting URLs whose priority a re-scoring changed in the frontier."""
     waiting: int
     """Queued URLs whose features are kept for re-scoring."""
+    cpu_seconds: float
+    """CPU time (this thread's) spent judging pages, learning and scoring links: the cost of
+    the focus on top of the crawl (fetching, parsing and main text are not counted)."""
 
 
 class _Waiting:
-    __slots__ = ("features", "prior", "sent", "streak")
+    __slots__ = ("explore", "features", "host", "path", "prior", "sent", "streak")
 
-    def __init__(self, features: Features, prior: float, sent: float, streak: int) -> None:
+    def __init__(
+        self, features: Features, prior: float, sent: float, streak: int, host: str, path: str
+    ) -> None:
+        self.host = host
+        self.path = path
+        self.explore = False
+        """Sent first by exploration: re-scoring leaves it first."""
         self.features = features
         self.prior = prior
         self.sent = sent
@@ -122,18 +140,26 @@ class FocusPolicy:
         self.topic = topic
         self.config = config or FocusConfig()
         self.model = OnlineLogistic()
+        self.links = LinkFeatures(topic)
         self._reprioritize = reprioritize
         self._extractor = extractor
         self._waiting: dict[str, _Waiting] = {}
-        self._done: set[int] = set()
-        """Hashes of the URLs judged, so links back to them are not kept as waiting."""
+        self._done: dict[int, bool] = {}
+        """Hashes of the URLs judged and whether they were relevant: links back to them are
+        not kept as waiting, and each is a training example whose outcome is known."""
         self._recent: deque[bool] = deque(maxlen=self.config.window)
         self._judged = self._relevant = self._dropped = 0
         self._rescores = self._reprioritized = 0
         self._since_rescore = 0
+        self._cpu = 0.0
+        self._explorations = 0
+        self._sections: set[str] = set()
+        """Sections of sites (host and first path segment) where a page was judged."""
         self.paths = PathEvidence()
+        self._known = set()
         for url in known:
             self.paths.add(url, True)
+            self._known.add(hash(url))
 
     # -- the engine's calls ----------------------------------------------------------------
 
@@ -144,14 +170,26 @@ class FocusPolicy:
         an irrelevant page's, in ``hard`` mode, past the tolerance)."""
         if content is None:
             content = extract(page.tree, url, self._extractor) if page.tree else Content("")
+        started = time.thread_time()
+        try:
+            return self._judge(url, depth, page, content, links)
+        finally:
+            self._cpu += time.thread_time() - started
+
+    def _judge(
+        self, url: str, depth: int, page: ParsedPage, content: Content, links: list[str]
+    ) -> tuple[float, list[Candidate]]:
         relevance = self.topic.judge(content.text).relevance
         relevant = relevance >= self.config.threshold
         self._tally(relevant)
         self.paths.add(url, relevant)
+        if len(self._sections) < _MAX_SECTIONS:
+            parts = urlsplit(url)
+            self._sections.add(_section(parts.hostname or "", parts.path))
         came_by = self._waiting.pop(url, None)
         if len(self._done) >= _MAX_DONE:
             self._done.clear()
-        self._done.add(hash(url))
+        self._done[hash(url)] = relevant
         streak = 0
         if came_by is not None:
             self.model.update(came_by.features, 1.0 if relevant else 0.0)
@@ -182,17 +220,10 @@ class FocusPolicy:
         self._since_rescore = 0
         if self.model.updates < _LEARN_AFTER or not self._waiting:
             return
-        urls = list(self._waiting)
-        entries = [self._waiting[u] for u in urls]
-        learnt = self.model.predict_many([e.features for e in entries])
-        share = self._learnt_share()
-        changed: dict[str, float] = {}
-        place = self._place
-        for url, entry, p in zip(urls, entries, learnt.tolist(), strict=True):
-            priority = round(max((1 - share) * entry.prior + share * p, place(url)), 4)
-            if abs(priority - entry.sent) >= _PRIORITY_STEP:
-                entry.sent = priority
-                changed[url] = priority
+        started = time.thread_time()
+        urls, changed = self._rescored()
+        changed.update(self._explore())
+        self._cpu += time.thread_time() - started
         self._rescores += 1
         if changed:
             try:
@@ -219,9 +250,11 @@ class FocusPolicy:
             window=self.config.window,
             links_dropped=self._dropped,
             model_updates=self.model.updates,
+            explorations=self._explorations,
             rescores=self._rescores,
             reprioritized=self._reprioritized,
             waiting=len(self._waiting),
+            cpu_seconds=round(self._cpu, 4),
         )
 
     def json_stats(self) -> dict[str, Any]:
@@ -229,6 +262,23 @@ class FocusPolicy:
         return asdict(self.stats())
 
     # -- inside ----------------------------------------------------------------------------
+
+    def _rescored(self) -> tuple[list[str], dict[str, float]]:
+        """The waiting URLs and the new priorities of those that moved."""
+        urls = list(self._waiting)
+        entries = [self._waiting[u] for u in urls]
+        learnt = self.model.predict_many([e.features for e in entries])
+        share = self._learnt_share()
+        changed: dict[str, float] = {}
+        place = self.paths.score
+        for url, entry, p in zip(urls, entries, learnt.tolist(), strict=True):
+            if entry.explore:
+                continue
+            priority = _priority(entry.prior, p, share, place(entry.host, entry.path))
+            if abs(priority - entry.sent) >= _PRIORITY_STEP:
+                entry.sent = priority
+                changed[url] = priority
+        return urls, changed
 
     def _tally(self, relevant: bool) -> None:
         self._judged += 1
@@ -244,53 +294,86 @@ class FocusPolicy:
     def _candidates(
         self, page: ParsedPage, relevance: float, streak: int, depth: int, links: list[str]
     ) -> list[Candidate]:
+        done = self._done
         texts = link_texts(page, set(links))
+        self._learn_known(page.base_url, links, texts, relevance, streak)
+        out = [Candidate(link, depth, priority=0.0) for link in links if hash(link) in done]
+        links = [link for link in links if hash(link) not in done]  # the frontier drops those
+        if relevance < self.config.threshold:  # an irrelevant page adds little to what waits
+            out += self._waiting_again(links, depth)
+            links = [link for link in links if link not in self._waiting]
         share = self._learnt_share()
-        parent = f"p:{int(relevance * 5)}"
-        out = []
-        for link in links:
-            features, prior, place = self._link_features(link, texts.get(link), relevance, parent)
-            priority = prior
-            if share:
-                priority = (1 - share) * prior + share * self.model.predict(features)
-            priority = round(max(priority, place), 4)
+        url = page.base_url
+        scored = [self.links.of(link, texts.get(link), relevance, streak, url) for link in links]
+        learnt = self.model.predict_many([s[0] for s in scored]).tolist() if share else None
+        place = self.paths.score
+        for i, (link, (features, prior, host, path)) in enumerate(zip(links, scored, strict=True)):
+            p = learnt[i] if learnt is not None else 0.0
+            priority = _priority(prior, p, share, place(host, path))
+            if hash(link) in self._known:
+                priority = 1.0
             out.append(Candidate(link, depth, priority=priority))
-            self._keep(link, features, prior, priority, streak)
+            self._keep(link, _Waiting(features, prior, priority, streak, host, path))
         return out
 
-    def _place(self, link: str) -> float:
-        """How strongly where a link lies points at on-topic pages (:mod:`.paths`)."""
-        parts = urlsplit(link)
-        return self.paths.score(parts.hostname or "", parts.path)
+    def _waiting_again(self, links: list[str], depth: int) -> list[Candidate]:
+        """Links to URLs already waiting, at their priority or, when higher now, their
+        place's."""
+        waiting, place, out = self._waiting, self.paths.score, []
+        for link in links:
+            entry = waiting.get(link)
+            if entry is not None:
+                priority = max(entry.sent, round(place(entry.host, entry.path), 4))
+                out.append(Candidate(link, depth, priority=priority))
+        return out
 
-    def _link_features(
-        self, link: str, text: LinkText | None, relevance: float, parent: str
-    ) -> tuple[Features, float, float]:
-        """The link's features for the scorer, its prior and its place (`_place`)."""
-        topic = self.topic
-        parts = urlsplit(link)
-        host = parts.hostname or ""
-        url_words = topic.words(" ".join(_URL_WORDS.findall(f"{parts.path} {parts.query}")))
-        anchor = topic.words(text.anchor) if text is not None else []
-        context = topic.words(text.context) if text is not None else []
-        anchor_m, context_m, url_m = (topic.link_match(w) for w in (anchor, context, url_words))
-        prior = 0.4 * anchor_m + 0.15 * context_m + 0.15 * url_m + 0.3 * relevance
-        section = parts.path.strip("/").split("/", 1)[0]
-        names = [
-            "b",
-            parent,
-            f"h:{host}",
-            f"s:{host}/{section}",
-            f"am:{int(anchor_m * 5)}",
-            f"cm:{int(context_m * 5)}",
-            f"um:{int(url_m * 5)}",
-            *(f"a:{w}" for w in anchor),
-            *(f"u:{w}" for w in url_words),
-            *(f"c:{w}" for w in context[:60]),
+    def _explore(self) -> dict[str, float]:
+        """The waiting URLs exploration sends first now (see ``FocusConfig.explore_share``):
+        at most one a call, while the explorations stay within their share."""
+        if self._explorations + 1 > self.config.explore_share * self._judged:
+            return {}
+        sections = self._sections
+        best: tuple[float, str] | None = None
+        for url, entry in self._waiting.items():
+            if entry.explore or _section(entry.host, entry.path) in sections:
+                continue
+            if best is None or entry.sent > best[0]:
+                best = (entry.sent, url)
+        if best is None:
+            return {}
+        entry = self._waiting[best[1]]
+        entry.explore = True
+        entry.sent = 1.0
+        self._explorations += 1
+        return {best[1]: 1.0}
+
+    def _learn_known(
+        self,
+        url: str,
+        links: list[str],
+        texts: Mapping[str, LinkText],
+        relevance: float,
+        streak: int,
+    ) -> None:
+        """Links to pages already judged (or to the examples) are training examples whose
+        outcome is known: the scorer learns from them now, at most ``_MAX_KNOWN`` a page,
+        those in a list or table first (what they teach of their list reaches the links
+        beside them, which wait)."""
+        done, known = self._done, self._known
+        seen = [
+            (link, text)
+            for link in links
+            if (text := texts.get(link)) is not None
+            and text.group
+            and ((key := hash(link)) in done or key in known)
         ]
-        return hash_features(names), prior, self.paths.score(host, parts.path)
+        if not seen:
+            return
+        features = [self.links.of(link, text, relevance, streak, url)[0] for link, text in seen]
+        labels = [1.0 if done.get(hash(link), True) else 0.0 for link, _ in seen]
+        self.model.update_many(features[:_MAX_KNOWN], labels[:_MAX_KNOWN])
 
-    def _keep(self, link: str, features: Features, prior: float, sent: float, streak: int) -> None:
+    def _keep(self, link: str, entry: _Waiting) -> None:
         try:
             url = canonicalize(link)
         except InvalidURL:
@@ -300,11 +383,24 @@ class FocusPolicy:
         waiting = self._waiting
         known = waiting.get(url)
         if known is not None:  # another page links to it too: its evidence joins
-            known.prior = max(known.prior, prior)
-            known.streak = min(known.streak, streak)
+            known.prior = max(known.prior, entry.prior)
+            known.streak = min(known.streak, entry.streak)
             if len(known.features) < 400:
-                known.features = hash_union(known.features, features)
+                known.features = hash_union(known.features, entry.features)
             return
-        waiting[url] = _Waiting(features, prior, sent, streak)
+        waiting[url] = entry
         if len(waiting) > self.config.max_waiting:
             del waiting[next(iter(waiting))]
+
+
+def _priority(prior: float, learnt: float, share: float, place: float) -> float:
+    """A link's priority: its prior and the scorer's probability blended (the scorer's
+    ``share`` grows as it learns), or its place when stronger."""
+    return round(max((1 - share) * prior + share * learnt, place), 4)
+
+
+def _section(host: str, path: str) -> str:
+    """A site's section: its host and the first segment of the path (the whole site for a
+    page at its root)."""
+    first, _, rest = path.lstrip("/").partition("/")
+    return f"{host}/{first}" if rest else host

@@ -100,6 +100,10 @@ def with_pairs(words: list[str], pairs: frozenset[str]) -> list[str]:
     return words + [p for p in found if p in pairs]
 
 
+_TABLE = 4096
+_LOGS = [0.0, *(math.log(i) for i in range(1, _TABLE))]
+
+
 class DocumentFrequencies:
     """How many judged documents hold each term: the inverse document frequency of a term
     falls as the crawl meets it on more pages (a site's boilerplate words weigh little).
@@ -126,8 +130,17 @@ class DocumentFrequencies:
         return max(math.log(n / (self._df.get(term, 0) + 1)), 0.1 * math.log(n))
 
     def vector(self, counts: Mapping[str, int]) -> dict[str, float]:
-        """The unit TF-IDF vector (sublinear term frequency) of a bag of terms."""
-        weights = {t: (1.0 + math.log(c)) * self.idf(t) for t, c in counts.items()}
+        """The unit TF-IDF vector (sublinear term frequency) of a bag of terms (``idf``
+        inlined, small logarithms from a table: a page's thousand terms cost little)."""
+        n = math.log(self.documents + self._prior + 1)
+        floor = 0.1 * n
+        df = self._df.get
+        weights = {}
+        for t, c in counts.items():
+            d = df(t, 0) + 1
+            idf = n - (_LOGS[d] if d < _TABLE else math.log(d))
+            tf = 1.0 + (_LOGS[c] if c < _TABLE else math.log(c))
+            weights[t] = tf * (idf if idf > floor else floor)
         return normalise(weights)
 
 

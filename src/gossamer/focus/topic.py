@@ -26,7 +26,7 @@ import itertools
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gossamer.focus.text import DocumentFrequencies, cosine, normalise, terms, with_pairs
@@ -37,7 +37,17 @@ _B = 0.6
 _STEEPNESS = 9.0
 _SINGLE_EXAMPLE_SIMILARITY = 0.5
 _CENTROID_TERMS = 60
+MAX_JUDGED_CHARS = 20_000
+"""A page is judged on the start of its main text (some 3,000 words): what it is about shows
+there, and a 200-page reference costs no more than a chapter."""
 _REFRESH_EVERY = 25
+_FEEDBACK_EVERY = 5
+"""Judged pages at least between two rebuilds that new pseudo-examples ask for."""
+_EARLY_REFRESHES = frozenset({5, 10, 15})
+"""Judged pages at which the topic vector is also rebuilt: the background is young."""
+_BACKGROUND_WEIGHT = 1.0
+"""Rocchio's weight of the crawl's background against the examples' centroid."""
+_MAX_BACKGROUND = 50_000
 _PSEUDO_FROM = 0.7
 """Phrase coverage from which a page may serve as a pseudo-example."""
 _MAX_PSEUDO = 5
@@ -80,12 +90,25 @@ class Topic:
         for counts in self._examples:
             self.df.add(counts)
         self._pseudo: list[tuple[float, Counter[str]]] = []
+        self._background: dict[str, float] = {}
+        """The sum of the judged pages' unit vectors: what the crawl's pages share."""
+        self._background_pages = 0
         self._length = 300.0
         self._judged = 0
+        self._stale = False
+        """Pseudo-examples changed since the last rebuild."""
+        self._refreshed = 0
         self.vector: dict[str, float] = {}
+        self.version = 0
+        """Counts the rebuilds of ``vector``."""
         self._centroid: dict[str, float] = {}
         self._reference = _SINGLE_EXAMPLE_SIMILARITY
         self._refresh()
+
+    @property
+    def judged(self) -> int:
+        """Texts judged so far."""
+        return self._judged
 
     @property
     def has_phrase(self) -> bool:
@@ -101,23 +124,31 @@ class Topic:
 
     def judge(self, text: str) -> Judgement:
         """Judge a page's main text (and count it in the document frequencies)."""
-        counts = Counter(self.words(text))
+        counts = Counter(self.words(text[:MAX_JUDGED_CHARS]))
         self.df.add(counts)
         length = sum(counts.values())
         self._length += (length - self._length) / min(self.df.documents, 200)
         self._judged += 1
-        if self._judged % _REFRESH_EVERY == 0:
+        due = self._judged % _REFRESH_EVERY == 0 or self._judged in _EARLY_REFRESHES
+        if due or (self._stale and self._judged - self._refreshed >= _FEEDBACK_EVERY):
             self._refresh()
         phrase = self._coverage(counts, length) if self.facets else None
         examples = None
+        vector = self.df.vector(counts)
         if len(self._examples) + len(self._pseudo) >= (1 if self._examples else 2):
-            similarity = cosine(self.df.vector(counts), self._centroid)
+            similarity = cosine(vector, self._centroid)
             examples = min(similarity / self._reference, 1.5)
+        self._add_background(vector)
         if phrase is not None and phrase >= _PSEUDO_FROM and len(self._examples) < _MAX_PSEUDO:
             self._feedback(phrase, counts)
         signals = [s for s in (phrase, examples) if s is not None]
         score = sum(signals) / len(signals)
         return Judgement(_squash(score), phrase, examples)
+
+    def mentions(self, text: str) -> bool:
+        """Whether ``text`` holds one of the phrase's words (not counted as judged)."""
+        words = {t for facet in self.facets for t in facet}
+        return any(t in words for t in self.words(text[:MAX_JUDGED_CHARS]))
 
     def link_match(self, words: Sequence[str]) -> float:
         """How strongly a short text (anchor, URL words) points at the topic, 0..1: the topic
@@ -153,16 +184,36 @@ class Topic:
         pseudo.append((phrase, counts))
         pseudo.sort(key=lambda item: item[0], reverse=True)
         del pseudo[_MAX_PSEUDO:]
-        self._refresh()
+        self._stale = True
+
+    def _add_background(self, vector: Mapping[str, float]) -> None:
+        """Count a judged page's vector in the crawl's background (bounded: past
+        ``_MAX_BACKGROUND`` terms the lighter half is forgotten)."""
+        background = self._background
+        for t, w in vector.items():
+            background[t] = background.get(t, 0.0) + w
+        self._background_pages += 1
+        if len(background) > _MAX_BACKGROUND:
+            keep = sorted(background.items(), key=lambda item: item[1], reverse=True)
+            self._background = dict(keep[: _MAX_BACKGROUND // 2])
+
+    def _background_mean(self) -> dict[str, float]:
+        pages = self._background_pages
+        return {t: w / pages for t, w in self._background.items()} if pages else {}
 
     def _refresh(self) -> None:
         """Rebuild the topic vector and the examples' centroid with the current IDF."""
+        self.version += 1
+        self._stale = False
+        self._refreshed = self._judged
         vectors = [self.df.vector(c) for c in self._examples]
         vectors += [self.df.vector(c) for _, c in self._pseudo]
-        self._centroid = _mean(vectors)
+        background = self._background_mean()
+        self._centroid = _mean(vectors, background)
         if len(vectors) >= 2:
             alone = [
-                cosine(v, _mean(vectors[:i] + vectors[i + 1 :])) for i, v in enumerate(vectors)
+                cosine(v, _mean(vectors[:i] + vectors[i + 1 :], background))
+                for i, v in enumerate(vectors)
             ]
             self._reference = max(sum(alone) / len(alone), 0.05)
         phrase: dict[str, float] = {}
@@ -177,15 +228,19 @@ class Topic:
         self._strong = max(sum(top) / len(top), 1e-6) if top else 1.0
 
 
-def _mean(vectors: Sequence[dict[str, float]]) -> dict[str, float]:
-    """The unit centroid of ``vectors``, cut to its ``_CENTROID_TERMS`` heaviest terms: the
-    words that make the topic, not those every page of a site shares."""
+def _mean(vectors: Sequence[dict[str, float]], background: dict[str, float]) -> dict[str, float]:
+    """The unit centroid of ``vectors`` less the crawl's ``background`` (Rocchio), cut to its
+    ``_CENTROID_TERMS`` heaviest terms: the words that make the topic, not those every page
+    of a site shares (a reference's "return", "value", "default")."""
     total: dict[str, float] = {}
     for vector in vectors:
         for t, w in vector.items():
             total[t] = total.get(t, 0.0) + w
+    share = len(vectors) * _BACKGROUND_WEIGHT
+    for t in total:
+        total[t] -= share * background.get(t, 0.0)
     heaviest = sorted(total.items(), key=lambda item: item[1], reverse=True)[:_CENTROID_TERMS]
-    return normalise(dict(heaviest))
+    return normalise({t: w for t, w in heaviest if w > 0})
 
 
 def _squash(score: float) -> float:

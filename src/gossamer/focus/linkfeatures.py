@@ -1,0 +1,140 @@
+"""What is known of a link before it is fetched, as the link scorer's features and a prior.
+
+A link's evidence (Chakrabarti's "apprentice", ACHE's link classifier): the words of its
+anchor text, of the text around it and of its URL, its host and top-level section, the
+parent page's relevance and how many irrelevant pages in a row led to it (the distance since
+the last relevant page). Each becomes a named feature (``a:lock`` an anchor word, ``u:wiki`` a
+URL word, ``p:3`` a bucket of the parent's relevance, ``d:2`` the distance...) hashed into the
+scorer's weights; the prior blends how well the anchor, the context and the URL match the
+topic's words (:meth:`Topic.link_match`) with the parent's relevance, so the first links are
+ordered before the scorer has learnt anything.
+
+Pages of one site repeat their navigation on every page: the terms of a short text and the
+weight index of a feature name are cached (bounded; cleared when full), so a link seen on many
+pages costs a dictionary look-up, not a stemmer's pass.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from gossamer.focus.anchors import LinkText
+from gossamer.focus.learner import DIMENSIONS, Features
+from gossamer.focus.topic import Topic
+
+_URL_WORDS = re.compile(r"[A-Za-z][A-Za-z0-9]+")
+MAX_CACHED = 50_000
+"""Short texts and feature names cached each (some 10 MB at most)."""
+_Static = tuple[Features, float, str, str]
+_ADOPT_EVERY = 25
+MAX_STATICS = 20_000
+"""Links whose URL and text features are cached (some 10 MB at most)."""
+_CONTEXT_CHARS = 200
+"""Of the text around a link, the words nearest it count (the block's start)."""
+_MAX_DISTANCE = 3
+
+
+class LinkFeatures:
+    """Features and priors of links for one topic (see the module docstring)."""
+
+    def __init__(self, topic: Topic) -> None:
+        self.topic = topic
+        self._words: dict[str, tuple[str, ...]] = {}
+        self._match: dict[str, float] = {}
+        self._index: dict[str, int] = {}
+        self._statics: dict[tuple[str, str, str], _Static] = {}
+        self._version = topic.version
+        self._adopted = 0
+
+    def words(self, text: str) -> tuple[str, ...]:
+        """The topic's terms of a short text (cached)."""
+        cache = self._words
+        found = cache.get(text)
+        if found is None:
+            if len(cache) >= MAX_CACHED:
+                cache.clear()
+                self._match.clear()
+            found = cache[text] = tuple(self.topic.words(text))
+        return found
+
+    def match(self, text: str) -> float:
+        """How strongly a short text points at the topic, 0..1 (cached while the topic's
+        vector stays the same)."""
+        self._check_version()
+        found = self._match.get(text)
+        if found is None:
+            found = self._match[text] = self.topic.link_match(self.words(text))
+        return found
+
+    def _check_version(self) -> None:
+        """Adopt the topic's new vector, at most once every ``_ADOPT_EVERY`` judged pages (the
+        caches start over each time)."""
+        topic = self.topic
+        if self._version != topic.version and topic.judged - self._adopted >= _ADOPT_EVERY:
+            self._version = topic.version
+            self._adopted = topic.judged
+            self._match.clear()
+            self._statics.clear()
+
+    def indices(self, names: Iterable[str]) -> Features:
+        """The distinct weight indices of feature names (CRC-32: the same in every process)."""
+        cache = self._index
+        if len(cache) >= MAX_CACHED:
+            cache.clear()
+        out = set()
+        for name in names:
+            index = cache.get(name)
+            if index is None:
+                index = cache[name] = zlib.crc32(name.encode("utf-8", "replace")) & (DIMENSIONS - 1)
+            out.add(index)
+        return np.fromiter(out, dtype=np.int32, count=len(out))
+
+    def of(
+        self, link: str, text: LinkText | None, relevance: float, distance: int, parent: str
+    ) -> tuple[Features, float, str, str]:
+        """A link's features, its prior (0..1), its host and its path; ``parent`` is the URL
+        of the page that links to it."""
+        anchor = text.anchor if text is not None else ""
+        context = text.context[:_CONTEXT_CHARS] if text is not None else ""
+        static, match, host, path = self._static(link, anchor, context)
+        prior = match + 0.3 * relevance
+        group = f"g:{parent}#{text.group}" if text is not None and text.group else "g:"
+        names = ("b", f"p:{int(relevance * 5)}", f"d:{min(distance, _MAX_DISTANCE)}", group)
+        return np.concatenate((static, self.indices(names))), prior, host, path
+
+    def _static(self, link: str, anchor: str, context: str) -> _Static:
+        """What a link's URL and texts give, whichever page links to it: the indices of
+        their features, their share of the prior, the host and the path (cached while the
+        topic's vector stays the same: a site's navigation repeats on every page)."""
+        self._check_version()
+        key = (link, anchor, context)
+        found = self._statics.get(key)
+        if found is not None:
+            return found
+        parts = urlsplit(link)
+        host = parts.hostname or ""
+        url_text = " ".join(_URL_WORDS.findall(f"{parts.path} {parts.query}"))
+        anchor_m = self.match(anchor)
+        context_m = self.match(context)
+        url_m = self.match(url_text)
+        section = parts.path.strip("/").split("/", 1)[0]
+        names = [
+            f"h:{host}",
+            f"s:{host}/{section}",
+            f"am:{int(anchor_m * 5)}",
+            f"cm:{int(context_m * 5)}",
+            f"um:{int(url_m * 5)}",
+            *(f"a:{w}" for w in self.words(anchor)),
+            *(f"u:{w}" for w in self.words(url_text)),
+            *(f"c:{w}" for w in self.words(context)),
+        ]
+        match = 0.4 * anchor_m + 0.15 * context_m + 0.15 * url_m
+        if len(self._statics) >= MAX_STATICS:
+            self._statics.clear()
+        found = self._statics[key] = (self.indices(names), match, host, parts.path)
+        return found

@@ -1,0 +1,79 @@
+"""Example pages that cannot define the topic, served by a small site on loopback: one with no
+text stops the crawl (exit status 2) naming it; one that holds none of the phrase's words is
+named in a warning and the crawl goes on."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+from tests.focus.test_focus_crawl import run_cli
+
+from gossamer.focus.examples import Example, unrelated
+from gossamer.focus.topic import Topic
+
+PHRASE = "database transactions and locking"
+PAGES = {
+    "/": '<html><body><p>Start.</p><a href="/locks.html">Locks</a></body></html>',
+    "/empty.html": "<html><head><title>Nothing</title></head><body></body></html>",
+    "/garden.html": "<html><body><main><p>Tomatoes want sun, water and a stake to climb."
+    " Prune the side shoots weekly.</p></main></body></html>",
+    "/locks.html": "<html><body><main><p>A transaction takes row locks; a database"
+    " transaction waits for the locks it needs.</p></main></body></html>",
+}
+
+
+@pytest.fixture
+async def site() -> AsyncIterator[str]:
+    async def page(request: web.Request) -> web.Response:
+        body = PAGES.get(request.path)
+        if body is None:
+            raise web.HTTPNotFound()
+        return web.Response(text=body, content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", page)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    server = web.TCPSite(runner, "127.0.0.1", 0)
+    await server.start()
+    port = runner.addresses[0][1]
+    try:
+        yield f"http://site.test:{port}"
+    finally:
+        await runner.cleanup()
+
+
+def test_an_example_without_the_phrases_words_is_named() -> None:
+    examples = [
+        Example("http://a.test/garden.html", "Tomatoes want sun and water."),
+        Example("http://a.test/locks.html", "A transaction takes row locks."),
+    ]
+    messages = unrelated(examples, Topic(PHRASE, [e.text for e in examples]))
+    assert messages == [
+        "focus example http://a.test/garden.html holds none of the phrase's words: "
+        "is it on the topic?"
+    ]
+    assert unrelated(examples, Topic("", [e.text for e in examples])) == []
+
+
+@pytest.mark.slow
+async def test_an_empty_example_page_exits_2(site: str, tmp_path: Path) -> None:
+    args = [f"{site}/", "--focus-phrase", PHRASE, "--focus-example", f"{site}/empty.html"]
+    code, output = await run_cli(args, tmp_path)
+    assert code == 2, output
+    assert f"{site}/empty.html: holds no text" in output, output
+
+
+@pytest.mark.slow
+async def test_an_off_topic_example_is_named_and_the_crawl_goes_on(
+    site: str, tmp_path: Path
+) -> None:
+    args = [f"{site}/", "--focus-phrase", PHRASE, "--max-pages", "2"]
+    args += ["--focus-example", f"{site}/garden.html", "--focus-example", f"{site}/locks.html"]
+    code, output = await run_cli(args, tmp_path)
+    assert code == 0, output
+    assert f"focus example {site}/garden.html holds none of the phrase's words" in output
+    assert "locks.html holds none" not in output
