@@ -47,6 +47,7 @@ from redis.exceptions import NoPermissionError, RedisClusterException, RedisErro
 
 from gossamer.cluster import DEFAULT_BUDGET
 from gossamer.cluster.errors import ClusterError
+from gossamer.cluster.redisretry import RETRIED, GuardedCluster
 from gossamer.frontier.redis import RedisClient
 from gossamer.redact import redact_text, redact_url
 from gossamer.retry import Backoff, Outage, retry
@@ -161,12 +162,18 @@ class RedisGuard(Retry):
 def install_guard(client: RedisClient, url: str, budget: float = DEFAULT_BUDGET) -> RedisGuard:
     """A guard for ``client`` (connected to ``url``), installed as its retry policy.
 
-    Only a single-server client takes it: a Redis Cluster client counts its attempts itself
-    (with a policy of unlimited attempts it would make none), so it keeps its own policy.
+    A single-server client takes it as redis-py's retry policy of every connection. A Redis
+    Cluster client counts its attempts itself (with a policy of unlimited attempts it would
+    make none), so it keeps its own policy and a :class:`GuardedCluster` runs each of its
+    commands and pipelines through the guard instead, with the wider set of errors a
+    failover brings (:func:`~gossamer.cluster.redisretry.transient`).
     """
     guard = RedisGuard(url, budget)
     if isinstance(client, Redis):
         client.set_retry(guard)
+    elif isinstance(client, GuardedCluster):
+        guard.update_supported_errors(list(RETRIED))
+        client.guard_with(guard)
     return guard
 
 

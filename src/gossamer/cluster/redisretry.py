@@ -1,0 +1,201 @@
+"""One retry policy for every Redis call a worker makes, on one server or a Redis Cluster.
+
+:func:`transient` says which errors are an outage to wait out rather than a failure: a
+connection refused, reset or timed out, ``LOADING``, a Redis Cluster that is down or
+reconfiguring while a replica is promoted (``CLUSTERDOWN``, ``TRYAGAIN``, ``MOVED``/``ASK``
+storms, a slot not covered yet, ``READONLY`` from a master demoted to a replica) and the
+``AttributeError`` redis-py's cluster client raises from inside itself when its slot table is
+caught half updated (redis/redis-py#3835: a target node of None). Anything else (a script
+error, a refused credential, an ACL rule) is a real failure and passes through at once.
+
+:class:`GuardedCluster` is a Redis Cluster client whose every command and pipeline goes
+through the worker's :class:`~gossamer.cluster.resilient.RedisGuard`: the same shared outage,
+backoff and budget as a single-server client's connections. redis-py's own cluster retries
+(a few attempts, about a second) stay inside; the guard repeats a call until the cluster
+answers again or the outage outlasts its budget, refreshing the slot table before each
+repeat. A pipeline repeats only its commands that met an outage: those that ran keep their
+replies (see :mod:`gossamer.cluster.resilient` for why repeating any of them is safe).
+
+The frontier, the digests and the control plane take the client as it is: nothing at a call
+site knows about outages.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import redis
+from redis.asyncio.cluster import ClusterPipeline, PipelineCommand, PipelineStrategy, RedisCluster
+from redis.exceptions import (
+    AskError,
+    AuthenticationError,
+    AuthorizationError,
+    ClusterDownError,
+    ClusterError,
+    ReadOnlyError,
+    RedisClusterException,
+    SlotNotCoveredError,
+    TryAgainError,
+)
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+if TYPE_CHECKING:
+    from gossamer.cluster.resilient import RedisGuard
+
+_REDIS_PY = Path(redis.__file__).resolve().parent
+_OUTAGE_ERRORS: tuple[type[BaseException], ...] = (
+    RedisConnectionError,  # refused, reset, LOADING (BusyLoadingError), pool exhausted
+    RedisTimeoutError,
+    OSError,
+    ClusterError,  # CLUSTERDOWN, MASTERDOWN, "TTL exhausted" after a redirect storm
+    ClusterDownError,
+    TryAgainError,
+    AskError,  # and MovedError, its subclass
+    ReadOnlyError,
+    SlotNotCoveredError,
+)
+_NO_TOPOLOGY = (
+    "Redis Cluster cannot be connected",
+    "All slots are not covered",
+    "startup_nodes could not agree",
+)
+"""How redis-py's cluster client says it found no usable slot table (no node answered, or
+the nodes that did disagree while a failover settles)."""
+RETRIED: tuple[type[BaseException], ...] = (
+    *_OUTAGE_ERRORS,
+    RedisClusterException,
+    AttributeError,
+)
+"""The error classes the guard looks at; :func:`transient` decides which of them it waits out."""
+
+
+def transient(error: BaseException) -> bool:
+    """True when ``error`` means Redis is (partly) away for now: wait and try again."""
+    if isinstance(error, (AuthenticationError, AuthorizationError)):
+        return False  # wrong credentials: no wait will help
+    if isinstance(error, _OUTAGE_ERRORS):
+        return True
+    if isinstance(error, RedisClusterException):
+        return str(error).startswith(_NO_TOPOLOGY)
+    if isinstance(error, AttributeError):
+        return _raised_in_redis_py(error.__traceback__)
+    return False
+
+
+def _raised_in_redis_py(tb: TracebackType | None) -> bool:
+    """True when the innermost frame of ``tb`` runs redis-py's code (not gossamer's)."""
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return Path(tb.tb_frame.f_code.co_filename).resolve().is_relative_to(_REDIS_PY)
+
+
+class GuardedCluster(RedisCluster):
+    """A Redis Cluster client whose calls ride through outages (see the module).
+
+    Until :meth:`guard_with` gives it a guard it behaves as redis-py's own client.
+    """
+
+    _guard: RedisGuard | None = None
+
+    def guard_with(self, guard: RedisGuard) -> None:
+        """Send every later command and pipeline through ``guard``."""
+        self._guard = guard
+
+    @property
+    def guard(self) -> RedisGuard | None:
+        """The guard every call goes through (None: redis-py's retries only)."""
+        return self._guard
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        """As redis-py's, repeated through the guard while the cluster is away."""
+        if self._guard is None:
+            return await super().execute_command(*args, **kwargs)
+        run = super().execute_command
+        return await self._guard.call_with_retry(
+            lambda: run(*args, **kwargs), self.refresh, is_retryable=transient
+        )
+
+    async def refresh(self, _error: BaseException | None = None) -> None:
+        """Read the slot table again before the next call (a replica may lead a slot now)."""
+        self._initialize = True
+
+    def pipeline(self, transaction: Any | None = None, shard_hint: Any | None = None) -> Any:
+        """A pipeline whose ``execute`` rides through outages like a command."""
+        if shard_hint:
+            raise RedisClusterException("shard_hint is deprecated in cluster mode")
+        return GuardedPipeline(self, transaction)
+
+
+class GuardedPipeline(ClusterPipeline):
+    """A cluster pipeline (or one-slot transaction) run through its client's guard."""
+
+    async def execute(self, raise_on_error: bool = True, allow_redirections: bool = True) -> Any:
+        """Run the queued commands; those that met an outage run again once it is over."""
+        client = self.cluster_client
+        guard = client.guard if isinstance(client, GuardedCluster) else None
+        if guard is None:
+            return await super().execute(raise_on_error, allow_redirections)
+        strategy = self._execution_strategy
+        try:
+            if isinstance(strategy, PipelineStrategy):
+                return await self._guarded_pipeline(guard, strategy, raise_on_error, allow_redirections)
+            return await self._guarded_transaction(guard, raise_on_error, allow_redirections)
+        finally:
+            await self.reset()
+
+    async def _guarded_pipeline(
+        self,
+        guard: RedisGuard,
+        strategy: PipelineStrategy,
+        raise_on_error: bool,
+        allow_redirections: bool,
+    ) -> list[Any]:
+        client = self.cluster_client
+        stack: list[PipelineCommand] = list(strategy._command_queue)
+        pending = stack
+
+        async def attempt() -> None:
+            nonlocal pending
+            if client._initialize:
+                await client.initialize()
+            for command in pending:
+                command.result = None
+            await strategy._execute(client, pending, False, allow_redirections)
+            met_outage = [c for c in pending if transient(c.result)]
+            if met_outage:
+                pending = met_outage
+                raise met_outage[0].result
+
+        assert isinstance(client, GuardedCluster)
+        await guard.call_with_retry(attempt, client.refresh, is_retryable=transient)
+        results = [command.result for command in stack]
+        if raise_on_error:
+            for result in results:
+                if isinstance(result, Exception):
+                    raise result
+        return results
+
+    async def _guarded_transaction(
+        self, guard: RedisGuard, raise_on_error: bool, allow_redirections: bool
+    ) -> Any:
+        strategy = self._execution_strategy
+        queue = list(getattr(strategy, "_command_queue", ()))
+        slots = set(getattr(strategy, "_pipeline_slots", ()))
+        client = self.cluster_client
+
+        async def attempt() -> Any:
+            strategy._command_queue = list(queue)  # type: ignore[attr-defined]
+            strategy._pipeline_slots = set(slots)  # type: ignore[attr-defined]
+            return await strategy.execute(raise_on_error, allow_redirections)
+
+        async def failed(error: BaseException) -> None:
+            await strategy.reset()
+            assert isinstance(client, GuardedCluster)
+            await client.refresh(error)
+
+        return await guard.call_with_retry(attempt, failed, is_retryable=transient)
