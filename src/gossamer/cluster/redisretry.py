@@ -16,12 +16,28 @@ answers again or the outage outlasts its budget, refreshing the slot table befor
 repeat. A pipeline repeats only its commands that met an outage: those that ran keep their
 replies (see :mod:`gossamer.cluster.resilient` for why repeating any of them is safe).
 
+Writes that must survive a failover: Redis replicates asynchronously, so a master killed
+right after it answered may take writes its replica never received. A URL added to the
+frontier and then lost that way would be lost for good once the page that found it is acked
+(on another master). So when the cluster has replicas, a pipeline of scripts (the frontier's
+adds, claims, acks, returns) ends with ``WAIT <replicas> <timeout>`` on each master it wrote
+to, on the same connection: its reply comes once a replica holds those writes, and only then
+does the caller go on (to ack the page, say). A claim or an ack lost all the same only makes a
+URL be fetched again (its lease was in flight). A master whose replica does not answer in time
+is not waited for again for a while (:class:`ReplicaWait`): a dead replica slows nothing down
+for long. Transactions (the control plane's heartbeats, the assignment) are not waited for:
+each is written again within seconds.
+
 The frontier, the digests and the control plane take the client as it is: nothing at a call
-site knows about outages.
+site knows about outages or replicas.
 """
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -45,6 +61,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 if TYPE_CHECKING:
     from gossamer.cluster.resilient import RedisGuard
 
+log = logging.getLogger(__name__)
 _REDIS_PY = Path(redis.__file__).resolve().parent
 _OUTAGE_ERRORS: tuple[type[BaseException], ...] = (
     RedisConnectionError,  # refused, reset, LOADING (BusyLoadingError), pool exhausted
@@ -94,6 +111,83 @@ def _raised_in_redis_py(tb: TracebackType | None) -> bool:
     return Path(tb.tb_frame.f_code.co_filename).resolve().is_relative_to(_REDIS_PY)
 
 
+@dataclass(frozen=True, slots=True)
+class ReplicaWaitStats:
+    """How the waits for replicas went: pipelines waited for, and waits a replica missed."""
+
+    replicas: int
+    waits: int
+    missed: int
+
+
+class ReplicaWait:
+    """``WAIT replicas timeout`` after a pipeline's writes on each master it wrote to.
+
+    A master whose replicas missed a wait is skipped for ``rest`` seconds (its replica may be
+    dead or resyncing), and logged once per such spell.
+    """
+
+    def __init__(
+        self,
+        replicas: int,
+        timeout_ms: int = 1000,
+        *,
+        rest: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.replicas = replicas
+        self.timeout_ms = timeout_ms
+        self.rest = rest
+        self._clock = clock
+        self._resting: dict[str, float] = {}
+        self._waits = 0
+        self._missed = 0
+
+    def commands(self, client: RedisCluster, writes: list[PipelineCommand]) -> list[Any]:
+        """A WAIT for each master that ``writes`` (EVALSHA commands) go to, to run after them."""
+        nodes: dict[str, Any] = {}
+        now = self._clock()
+        for command in writes:
+            args = command.args
+            if len(args) < 4 or args[0] != "EVALSHA" or not int(args[2]):
+                continue
+            node = client.nodes_manager.get_node_from_slot(client.keyslot(args[3]))
+            if node is not None and self._resting.get(node.name, 0.0) <= now:
+                nodes[node.name] = node
+        return [
+            PipelineCommand(-1, "WAIT", self.replicas, self.timeout_ms, target_nodes=node)
+            for node in nodes.values()
+        ]
+
+    def settle(self, waits: list[Any], targets: list[str]) -> None:
+        """Note the replies of ``waits`` (sent to the masters named ``targets``)."""
+        for command, name in zip(waits, targets, strict=True):
+            self._waits += 1
+            if isinstance(command.result, int) and command.result >= self.replicas:
+                continue
+            self._missed += 1
+            if isinstance(command.result, Exception):
+                continue  # the writes met the same outage: they run again
+            self._resting[name] = self._clock() + self.rest
+            log.warning(
+                "replica of Redis master %s did not confirm writes within %d ms; "
+                "not waiting for it for %gs",
+                name,
+                self.timeout_ms,
+                self.rest,
+                extra={"event": "replica-behind", "master": name},
+            )
+
+    def stats(self) -> ReplicaWaitStats:
+        """A snapshot of the waits so far."""
+        return ReplicaWaitStats(self.replicas, self._waits, self._missed)
+
+
+def has_replicas(client: RedisCluster) -> bool:
+    """True when some slot of the cluster has a replica (as the client's slot table says)."""
+    return any(len(nodes) > 1 for nodes in client.nodes_manager.slots_cache.values())
+
+
 class GuardedCluster(RedisCluster):
     """A Redis Cluster client whose calls ride through outages (see the module).
 
@@ -101,10 +195,20 @@ class GuardedCluster(RedisCluster):
     """
 
     _guard: RedisGuard | None = None
+    _replica_wait: ReplicaWait | None = None
 
     def guard_with(self, guard: RedisGuard) -> None:
         """Send every later command and pipeline through ``guard``."""
         self._guard = guard
+
+    def wait_for_replicas(self, wait: ReplicaWait | None) -> None:
+        """End each pipeline of scripts with ``wait``'s WAIT (None: no waits)."""
+        self._replica_wait = wait
+
+    @property
+    def replica_wait(self) -> ReplicaWait | None:
+        """The waits for replicas after pipelined writes, if any."""
+        return self._replica_wait
 
     @property
     def guard(self) -> RedisGuard | None:
@@ -143,7 +247,9 @@ class GuardedPipeline(ClusterPipeline):
         strategy = self._execution_strategy
         try:
             if isinstance(strategy, PipelineStrategy):
-                return await self._guarded_pipeline(guard, strategy, raise_on_error, allow_redirections)
+                return await self._guarded_pipeline(
+                    guard, strategy, raise_on_error, allow_redirections
+                )
             return await self._guarded_transaction(guard, raise_on_error, allow_redirections)
         finally:
             await self.reset()
@@ -159,19 +265,25 @@ class GuardedPipeline(ClusterPipeline):
         stack: list[PipelineCommand] = list(strategy._command_queue)
         pending = stack
 
+        assert isinstance(client, GuardedCluster)
+        replica_wait = client.replica_wait
+
         async def attempt() -> None:
             nonlocal pending
             if client._initialize:
                 await client.initialize()
             for command in pending:
                 command.result = None
-            await strategy._execute(client, pending, False, allow_redirections)
+            waits = [] if replica_wait is None else replica_wait.commands(client, pending)
+            targets = [w.kwargs["target_nodes"].name for w in waits]
+            await strategy._execute(client, [*pending, *waits], False, allow_redirections)
+            if replica_wait is not None:
+                replica_wait.settle(waits, targets)
             met_outage = [c for c in pending if transient(c.result)]
             if met_outage:
                 pending = met_outage
                 raise met_outage[0].result
 
-        assert isinstance(client, GuardedCluster)
         await guard.call_with_retry(attempt, client.refresh, is_retryable=transient)
         results = [command.result for command in stack]
         if raise_on_error:

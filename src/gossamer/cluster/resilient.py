@@ -47,7 +47,7 @@ from redis.exceptions import NoPermissionError, RedisClusterException, RedisErro
 
 from gossamer.cluster import DEFAULT_BUDGET
 from gossamer.cluster.errors import ClusterError
-from gossamer.cluster.redisretry import RETRIED, GuardedCluster
+from gossamer.cluster.redisretry import RETRIED, GuardedCluster, ReplicaWait, has_replicas
 from gossamer.frontier.redis import RedisClient
 from gossamer.redact import redact_text, redact_url
 from gossamer.retry import Backoff, Outage, retry
@@ -159,14 +159,18 @@ class RedisGuard(Retry):
         )
 
 
-def install_guard(client: RedisClient, url: str, budget: float = DEFAULT_BUDGET) -> RedisGuard:
+def install_guard(
+    client: RedisClient, url: str, budget: float = DEFAULT_BUDGET, *, durable: bool = True
+) -> RedisGuard:
     """A guard for ``client`` (connected to ``url``), installed as its retry policy.
 
     A single-server client takes it as redis-py's retry policy of every connection. A Redis
     Cluster client counts its attempts itself (with a policy of unlimited attempts it would
     make none), so it keeps its own policy and a :class:`GuardedCluster` runs each of its
     commands and pipelines through the guard instead, with the wider set of errors a
-    failover brings (:func:`~gossamer.cluster.redisretry.transient`).
+    failover brings (:func:`~gossamer.cluster.redisretry.transient`); with ``durable`` and
+    replicas in the cluster, its pipelines of scripts wait for a replica to hold their writes
+    (:class:`~gossamer.cluster.redisretry.ReplicaWait`).
     """
     guard = RedisGuard(url, budget)
     if isinstance(client, Redis):
@@ -174,6 +178,8 @@ def install_guard(client: RedisClient, url: str, budget: float = DEFAULT_BUDGET)
     elif isinstance(client, GuardedCluster):
         guard.update_supported_errors(list(RETRIED))
         client.guard_with(guard)
+        if durable and has_replicas(client):
+            client.wait_for_replicas(ReplicaWait(1))
     return guard
 
 
