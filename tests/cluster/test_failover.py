@@ -44,7 +44,7 @@ def replicated() -> ReplicatedCluster:  # type: ignore[misc]
 
 
 def _fetches(server: TestWebServer, until: float | None = None) -> Counter[str]:
-    """Page requests (robots.txt and where it redirects left out) per URL, up to ``until`` (time.monotonic)."""
+    """Page requests per URL up to ``until`` (time.monotonic), robots.txt and its redirect out."""
     return Counter(
         f"http://{e.host}:{e.port}{e.path}"
         for e in server.log

@@ -60,11 +60,14 @@ def add_cluster_parser(sub: Any) -> None:
         "--job-timeout", type=float, default=600.0, help="seconds to wait for a submit (600)"
     )
     worker.add_argument(
+        "--redis-outage-max",
         "--redis-timeout",
+        dest="redis_timeout",
         type=float,
         default=DEFAULT_BUDGET,
         metavar="SECONDS",
-        help=f"wait this long for an unreachable Redis, then exit ({DEFAULT_BUDGET:g})",
+        help="wait this long for an unreachable Redis (a restart, a failover), then exit "
+        f"with status 75 ({DEFAULT_BUDGET:g})",
     )
     _metrics_flags(worker, "this worker's")
     worker.add_argument("--quiet", action="store_true", help="no summary")

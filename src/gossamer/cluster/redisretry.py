@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import redis
 from redis.asyncio.cluster import ClusterPipeline, PipelineCommand, PipelineStrategy, RedisCluster
@@ -232,7 +232,8 @@ class GuardedCluster(RedisCluster):
         """A pipeline whose ``execute`` rides through outages like a command."""
         if shard_hint:
             raise RedisClusterException("shard_hint is deprecated in cluster mode")
-        return GuardedPipeline(self, transaction)
+        # redis-py builds its own ClusterPipeline the same way (mypy sees an abstract member).
+        return GuardedPipeline(self, transaction)  # type: ignore[abstract]
 
 
 class GuardedPipeline(ClusterPipeline):
@@ -252,7 +253,7 @@ class GuardedPipeline(ClusterPipeline):
                 )
             return await self._guarded_transaction(guard, raise_on_error, allow_redirections)
         finally:
-            await self.reset()
+            await cast(Any, self).reset()
 
     async def _guarded_pipeline(
         self,
@@ -306,7 +307,7 @@ class GuardedPipeline(ClusterPipeline):
             return await strategy.execute(raise_on_error, allow_redirections)
 
         async def failed(error: BaseException) -> None:
-            await strategy.reset()
+            await cast(Any, strategy).reset()
             assert isinstance(client, GuardedCluster)
             await client.refresh(error)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import socket
@@ -234,7 +235,9 @@ async def _crawl_share(
         )
         crawler.restore_counts()
         if metrics is not None:
-            metrics.attach(metric_sources(stages, crawler, frontier))
+            sources = metric_sources(stages, crawler, frontier)
+            extra = {**sources.extra, "redis": guard.stats}  # outages, waits for replicas
+            metrics.attach(dataclasses.replace(sources, extra=extra))
         install_signal_handlers(crawler)
         if settings.max_duration is not None:
             stop_after(crawler, settings.max_duration)  # this worker stops, as on SIGTERM
