@@ -87,8 +87,8 @@ async def read_totals(redis: Redis | RedisCluster, job: str) -> Counter[str]:
     for shard in range(SHARDS):
         counts = await redis.hgetall(shard_tag(job, shard) + "counts")
         for name, value in counts.items():
-            if isinstance(value, bytes) and value.isdigit() and len(value) < 19:
-                totals[name.decode("ascii", "replace")] += int(value)
+            if isinstance(name, bytes) and isinstance(value, bytes) and value.isdigit():
+                totals[name.decode("ascii", "replace")] += int(value[:18])
     return totals
 
 
