@@ -69,6 +69,13 @@ def add_cluster_parser(sub: Any) -> None:
         help="wait this long for an unreachable Redis (a restart, a failover), then exit "
         f"with status 75 ({DEFAULT_BUDGET:g})",
     )
+    worker.add_argument(
+        "--no-replica-wait",
+        dest="replica_wait",
+        action="store_false",
+        help="on a Redis Cluster with replicas, do not WAIT for a replica after the "
+        "frontier's writes (faster; a failover may then lose URLs added just before it)",
+    )
     _metrics_flags(worker, "this worker's")
     worker.add_argument("--quiet", action="store_true", help="no summary")
     add_log_flags(worker)
@@ -247,6 +254,7 @@ def _worker(args: argparse.Namespace) -> int:
         proxies_file=args.proxies_file,
         job_timeout=args.job_timeout,
         redis_timeout=args.redis_timeout,
+        replica_wait=args.replica_wait,
         metrics_port=port,
         metrics_bind=bind,
         metrics_hosts=hosts,

@@ -43,7 +43,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
 
 import redis
-from redis.asyncio.cluster import ClusterPipeline, PipelineCommand, PipelineStrategy, RedisCluster
+from redis.asyncio.cluster import (
+    ClusterNode,
+    ClusterPipeline,
+    PipelineCommand,
+    PipelineStrategy,
+    RedisCluster,
+)
 from redis.exceptions import (
     AskError,
     AuthenticationError,
@@ -52,6 +58,7 @@ from redis.exceptions import (
     ClusterError,
     ReadOnlyError,
     RedisClusterException,
+    RedisError,
     SlotNotCoveredError,
     TryAgainError,
 )
@@ -123,8 +130,11 @@ class ReplicaWaitStats:
 class ReplicaWait:
     """``WAIT replicas timeout`` after a pipeline's writes on each master it wrote to.
 
-    A master whose replicas missed a wait is skipped for ``rest`` seconds (its replica may be
-    dead or resyncing), and logged once per such spell.
+    Only a master with a replica is waited for: each master is asked its replicas (``ROLE``)
+    every ``recheck`` seconds (a slot table does not say: Redis leaves a replica out of
+    ``CLUSTER SLOTS`` until it has replicated something). A master whose replicas missed a
+    wait is skipped for ``rest`` seconds (its replica may be dead or resyncing), logged once
+    per such spell.
     """
 
     def __init__(
@@ -133,31 +143,52 @@ class ReplicaWait:
         timeout_ms: int = 1000,
         *,
         rest: float = 10.0,
+        recheck: float = 10.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.replicas = replicas
         self.timeout_ms = timeout_ms
         self.rest = rest
+        self.recheck = recheck
         self._clock = clock
         self._resting: dict[str, float] = {}
+        self._known: dict[str, tuple[int, float]] = {}
         self._waits = 0
         self._missed = 0
 
-    def commands(self, client: RedisCluster, writes: list[PipelineCommand]) -> list[Any]:
-        """A WAIT for each master that ``writes`` (EVALSHA commands) go to, to run after them."""
-        nodes: dict[str, Any] = {}
-        now = self._clock()
+    async def commands(self, client: RedisCluster, writes: list[PipelineCommand]) -> list[Any]:
+        """A WAIT for each master with a replica that ``writes`` (EVALSHA commands) go to,
+        to run after them on the same connection."""
+        masters: dict[str, ClusterNode] = {}
         for command in writes:
             args = command.args
-            if len(args) < 4 or args[0] != "EVALSHA" or not int(args[2]):
+            if len(args) >= 4 and args[0] == "EVALSHA" and int(args[2]) > 0:
+                node = client.nodes_manager.get_node_from_slot(client.keyslot(args[3]))
+                masters[node.name] = node
+        now = self._clock()
+        waits = []
+        for name, node in masters.items():
+            if self._resting.get(name, 0.0) > now or await self._replicas(node, now) < 1:
                 continue
-            node = client.nodes_manager.get_node_from_slot(client.keyslot(args[3]))
-            if node is not None and self._resting.get(node.name, 0.0) <= now:
-                nodes[node.name] = node
-        return [
-            PipelineCommand(-1, "WAIT", self.replicas, self.timeout_ms, target_nodes=node)
-            for node in nodes.values()
-        ]
+            waits.append(
+                PipelineCommand(-1, "WAIT", self.replicas, self.timeout_ms, target_nodes=node)
+            )
+        return waits
+
+    async def _replicas(self, node: ClusterNode, now: float) -> int:
+        """How many replicas ``node`` has, as it said at most ``recheck`` seconds ago."""
+        known = self._known.get(node.name)
+        if known is not None and known[1] > now:
+            return known[0]
+        try:
+            reply = await node.execute_command("ROLE")
+        except (RedisError, OSError):
+            return 0  # asked again next time; the writes meet the same outage
+        count = 0
+        if isinstance(reply, list) and len(reply) >= 3 and reply[0] in (b"master", "master"):
+            count = len(reply[2]) if isinstance(reply[2], list) else 0
+        self._known[node.name] = (count, now + self.recheck)
+        return count
 
     def settle(self, waits: list[Any], targets: list[str]) -> None:
         """Note the replies of ``waits`` (sent to the masters named ``targets``)."""
@@ -181,11 +212,6 @@ class ReplicaWait:
     def stats(self) -> ReplicaWaitStats:
         """A snapshot of the waits so far."""
         return ReplicaWaitStats(self.replicas, self._waits, self._missed)
-
-
-def has_replicas(client: RedisCluster) -> bool:
-    """True when some slot of the cluster has a replica (as the client's slot table says)."""
-    return any(len(nodes) > 1 for nodes in client.nodes_manager.slots_cache.values())
 
 
 class GuardedCluster(RedisCluster):
@@ -275,7 +301,7 @@ class GuardedPipeline(ClusterPipeline):
                 await client.initialize()
             for command in pending:
                 command.result = None
-            waits = [] if replica_wait is None else replica_wait.commands(client, pending)
+            waits = [] if replica_wait is None else await replica_wait.commands(client, pending)
             targets = [w.kwargs["target_nodes"].name for w in waits]
             await strategy._execute(client, [*pending, *waits], False, allow_redirections)
             if replica_wait is not None:

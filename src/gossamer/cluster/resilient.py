@@ -50,7 +50,7 @@ from redis.exceptions import NoPermissionError, RedisClusterException, RedisErro
 
 from gossamer.cluster import DEFAULT_BUDGET, EXIT_REDIS_OUTAGE
 from gossamer.cluster.errors import ClusterError
-from gossamer.cluster.redisretry import RETRIED, GuardedCluster, ReplicaWait, has_replicas
+from gossamer.cluster.redisretry import RETRIED, GuardedCluster, ReplicaWait
 from gossamer.frontier.redis import RedisClient
 from gossamer.redact import redact_text, redact_url
 from gossamer.retry import Backoff, Outage, retry
@@ -218,8 +218,8 @@ def install_guard(
     Cluster client counts its attempts itself (with a policy of unlimited attempts it would
     make none), so it keeps its own policy and a :class:`GuardedCluster` runs each of its
     commands and pipelines through the guard instead, with the wider set of errors a
-    failover brings (:func:`~gossamer.cluster.redisretry.transient`); with ``durable`` and
-    replicas in the cluster, its pipelines of scripts wait for a replica to hold their writes
+    failover brings (:func:`~gossamer.cluster.redisretry.transient`); with ``durable``, its
+    pipelines of scripts wait for a replica to hold their writes on each master that has one
     (:class:`~gossamer.cluster.redisretry.ReplicaWait`).
     """
     guard = RedisGuard(url, budget)
@@ -228,7 +228,7 @@ def install_guard(
     elif isinstance(client, GuardedCluster):
         guard.update_supported_errors(cast(list[type[RedisError]], list(RETRIED)))
         client.guard_with(guard)
-        if durable and has_replicas(client):
+        if durable:
             guard.replica_wait = ReplicaWait(1)
             client.wait_for_replicas(guard.replica_wait)
     return guard

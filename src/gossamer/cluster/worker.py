@@ -95,6 +95,8 @@ class WorkerOptions:
     """Seconds to wait for a job to be submitted."""
     redis_timeout: float = DEFAULT_BUDGET
     """Seconds an unreachable Redis is waited for before the worker gives up."""
+    replica_wait: bool = True
+    """WAIT for a replica after pipelined frontier writes when the Redis Cluster has replicas."""
     metrics_port: int | None = None
     """Serve ``/metrics`` and ``/healthz`` on this port (from the start: while waiting for
     the job too); the job's own ``metrics_port`` is not used by workers."""
@@ -118,7 +120,9 @@ async def run_worker(options: WorkerOptions) -> CrawlStats:
     port, bind = options.metrics_port, options.metrics_bind
     async with serve_metrics(bind, port, options.job, name, options.metrics_hosts) as metrics:
         control = await open_control(options.redis_url, options.job)
-        guard = install_guard(control.redis, options.redis_url, options.redis_timeout)
+        guard = install_guard(
+            control.redis, options.redis_url, options.redis_timeout, durable=options.replica_wait
+        )
         try:
             settings = await _wait_for_job(control, options, name)
             tune_gc()
