@@ -140,17 +140,20 @@ class ReplicatedCluster:
         """The ports of the nodes still running."""
         return [p for p in self.ports if self.procs[p].poll() is None]
 
+    def masters(self) -> list[int]:
+        """The ports of the live masters."""
+        return [p for p in self.live() if self.role(p) == "master"]
+
+    def commands(self, port: int) -> int:
+        """Commands the node on ``port`` ran since it started."""
+        for line in _ask(port, "INFO", "stats").splitlines():
+            if line.startswith("total_commands_processed:"):
+                return int(line.split(":", 1)[1])
+        return 0
+
     def busiest_master(self) -> int:
         """The port of the live master that ran the most commands."""
-
-        def calls(port: int) -> int:
-            for line in _ask(port, "INFO", "stats").splitlines():
-                if line.startswith("total_commands_processed:"):
-                    return int(line.split(":", 1)[1])
-            return 0
-
-        masters = [p for p in self.live() if self.role(p) == "master"]
-        return max(masters, key=calls)
+        return max(self.masters(), key=self.commands)
 
     def replica_of(self, master: int) -> int:
         """The port of ``master``'s replica."""
