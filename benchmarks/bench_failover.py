@@ -154,7 +154,7 @@ async def ride_through(args: argparse.Namespace, wait: bool, work: Path) -> Ride
                 for i in range(WORKERS)
             ]
             await _until_records(work, args.kill_after)
-            ran = {port: cluster.commands(port) for port in cluster.masters()}
+            ran = {port: cluster.commands(port) for port in cluster.master_ports()}
             victim = max(ran, key=ran.__getitem__)
             heir = cluster.replica_of(victim)
             cluster.kill(victim)
@@ -217,7 +217,7 @@ async def frontier_rate(args: argparse.Namespace, wait: bool) -> tuple[float, fl
 
 async def _commands(cluster: ReplicatedCluster) -> int:
     """Commands the live masters ran so far."""
-    return sum(cluster.commands(port) for port in cluster.masters())
+    return sum(cluster.commands(port) for port in cluster.master_ports())
 
 
 async def main_async(args: argparse.Namespace) -> int:

@@ -140,7 +140,7 @@ class ReplicatedCluster:
         """The ports of the nodes still running."""
         return [p for p in self.ports if self.procs[p].poll() is None]
 
-    def masters(self) -> list[int]:
+    def master_ports(self) -> list[int]:
         """The ports of the live masters."""
         return [p for p in self.live() if self.role(p) == "master"]
 
@@ -153,7 +153,7 @@ class ReplicatedCluster:
 
     def busiest_master(self) -> int:
         """The port of the live master that ran the most commands."""
-        return max(self.masters(), key=self.commands)
+        return max(self.master_ports(), key=self.commands)
 
     def replica_of(self, master: int) -> int:
         """The port of ``master``'s replica."""

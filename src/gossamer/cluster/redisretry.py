@@ -19,14 +19,15 @@ replies (see :mod:`gossamer.cluster.resilient` for why repeating any of them is 
 Writes that must survive a failover: Redis replicates asynchronously, so a master killed
 right after it answered may take writes its replica never received. A URL added to the
 frontier and then lost that way would be lost for good once the page that found it is acked
-(on another master). So when the cluster has replicas, a pipeline of scripts (the frontier's
-adds, claims, acks, returns) ends with ``WAIT <replicas> <timeout>`` on each master it wrote
-to, on the same connection: its reply comes once a replica holds those writes, and only then
-does the caller go on (to ack the page, say). A claim or an ack lost all the same only makes a
-URL be fetched again (its lease was in flight). A master whose replica does not answer in time
-is not waited for again for a while (:class:`ReplicaWait`): a dead replica slows nothing down
-for long. Transactions (the control plane's heartbeats, the assignment) are not waited for:
-each is written again within seconds.
+(on another master). So a pipeline holding the frontier's ``add`` script ends with
+``WAIT <replicas> <timeout>`` on each master it added to that has a replica, on the same
+connection: its reply comes once a replica holds those URLs, and only then does the caller go
+on (to ack the page that found them). Every other write may be lost harmlessly, the write
+order sees to it: a lost claim leaves its URLs queued, a lost ack leaves its URL claimed until
+the claim expires and is reclaimed (either way a URL whose lease was in flight is fetched
+again, never lost), a lost renewal or heartbeat is written again within seconds. A master
+whose replica does not answer in time is not waited for again for a while
+(:class:`ReplicaWait`): a dead replica slows nothing down for long.
 
 The frontier, the digests and the control plane take the client as it is: nothing at a call
 site knows about outages or replicas.
@@ -34,6 +35,7 @@ site knows about outages or replicas.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from collections.abc import Callable
@@ -64,6 +66,8 @@ from redis.exceptions import (
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from gossamer.frontier.redis.scripts import load_script
 
 if TYPE_CHECKING:
     from gossamer.cluster.resilient import RedisGuard
@@ -127,8 +131,14 @@ class ReplicaWaitStats:
     missed: int
 
 
+def durable_scripts() -> frozenset[str]:
+    """The SHA1s of the frontier scripts whose writes are waited for: ``add``."""
+    return frozenset({hashlib.sha1(load_script("add").encode()).hexdigest()})
+
+
 class ReplicaWait:
-    """``WAIT replicas timeout`` after a pipeline's writes on each master it wrote to.
+    """``WAIT replicas timeout`` after a pipeline's calls of ``scripts`` (by SHA1; default
+    :func:`durable_scripts`) on each master they went to.
 
     Only a master with a replica is waited for: each master is asked its replicas (``ROLE``)
     every ``recheck`` seconds (a slot table does not say: Redis leaves a replica out of
@@ -142,11 +152,13 @@ class ReplicaWait:
         replicas: int,
         timeout_ms: int = 1000,
         *,
+        scripts: frozenset[str] | None = None,
         rest: float = 10.0,
         recheck: float = 10.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.replicas = replicas
+        self.scripts = durable_scripts() if scripts is None else scripts
         self.timeout_ms = timeout_ms
         self.rest = rest
         self.recheck = recheck
@@ -157,12 +169,12 @@ class ReplicaWait:
         self._missed = 0
 
     async def commands(self, client: RedisCluster, writes: list[PipelineCommand]) -> list[Any]:
-        """A WAIT for each master with a replica that ``writes`` (EVALSHA commands) go to,
-        to run after them on the same connection."""
+        """A WAIT for each master with a replica that the calls of ``scripts`` among
+        ``writes`` go to, to run after them on the same connection."""
         masters: dict[str, ClusterNode] = {}
         for command in writes:
             args = command.args
-            if len(args) >= 4 and args[0] == "EVALSHA" and int(args[2]) > 0:
+            if len(args) >= 4 and args[0] == "EVALSHA" and args[1] in self.scripts:
                 node = client.nodes_manager.get_node_from_slot(client.keyslot(args[3]))
                 masters[node.name] = node
         now = self._clock()
