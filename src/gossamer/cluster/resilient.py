@@ -1,17 +1,18 @@
 """Riding out a Redis outage: a worker keeps its state and waits for Redis to come back.
 
 A :class:`RedisGuard` is the worker's redis-py retry policy (``client.set_retry(guard)``):
-every command, pipeline and connect that fails with a connection error (a restarted server, a
-refused connection, ``LOADING`` while the server reads its AOF) is repeated with capped,
+every command, pipeline and connect that meets an outage (a restarted server, a refused
+connection, ``LOADING`` while the server reads its AOF, a Redis Cluster failing over: the
+errors :func:`~gossamer.cluster.redisretry.transient` names) is repeated with capped,
 jittered exponential backoff. The outage is one state shared by every connection: it starts at
 the first failure and ends at the first success. Once it has lasted ``budget`` seconds the
 guard gives up: that call and every later one fail at once with :class:`RedisUnavailable`
 ("Redis at URL unreachable for 180 s: ..."), so the worker stops, commits what it fetched and
 exits with status 75 (:data:`~gossamer.cluster.EXIT_REDIS_OUTAGE`). A Redis Cluster client
-runs through the same guard with the wider set of errors a failover brings (see
-:mod:`gossamer.cluster.redisretry`). A restarted server has lost its script cache: the
-frontier's ``run_scripts`` and redis-py's ``AsyncScript`` load a script again when Redis
-answers ``NOSCRIPT``, so the guard needs to repeat connection errors only.
+runs each call through the same guard (:class:`~gossamer.cluster.redisretry.GuardedCluster`).
+A restarted server or a promoted replica has no scripts loaded: the frontier's
+``run_scripts`` and redis-py's ``AsyncScript`` load a script again when Redis answers
+``NOSCRIPT``, so the guard need not repeat that.
 
 A repeated call may follow one whose reply was lost after Redis ran it. That is safe for
 every call a worker makes (see ``frontier/redis/lua``):
@@ -50,7 +51,7 @@ from redis.exceptions import NoPermissionError, RedisClusterException, RedisErro
 
 from gossamer.cluster import DEFAULT_BUDGET, EXIT_REDIS_OUTAGE
 from gossamer.cluster.errors import ClusterError
-from gossamer.cluster.redisretry import RETRIED, GuardedCluster, ReplicaWait
+from gossamer.cluster.redisretry import RETRIED, GuardedCluster, ReplicaWait, transient
 from gossamer.frontier.redis import RedisClient
 from gossamer.redact import redact_text, redact_url
 from gossamer.retry import Backoff, Outage, retry
@@ -161,11 +162,13 @@ class RedisGuard(Retry):
         is_retryable: Callable[[Exception], bool] | None = None,
         with_failure_count: bool = False,
     ) -> T:
-        """Run ``do`` until it succeeds or the outage outlasts the budget."""
+        """Run ``do`` until it succeeds or the outage outlasts the budget; an error that is
+        not an outage (``is_retryable``, by default :func:`~.redisretry.transient`) passes."""
+        retryable = is_retryable or transient
 
         async def failed(error: BaseException, failures: int) -> None:
             assert isinstance(error, Exception)
-            if is_retryable is not None and not is_retryable(error):
+            if not retryable(error):
                 raise error
             task = asyncio.current_task()
             if task is not None and task.cancelling():
@@ -214,19 +217,19 @@ def install_guard(
 ) -> RedisGuard:
     """A guard for ``client`` (connected to ``url``), installed as its retry policy.
 
-    A single-server client takes it as redis-py's retry policy of every connection. A Redis
-    Cluster client counts its attempts itself (with a policy of unlimited attempts it would
-    make none), so it keeps its own policy and a :class:`GuardedCluster` runs each of its
-    commands and pipelines through the guard instead, with the wider set of errors a
-    failover brings (:func:`~gossamer.cluster.redisretry.transient`); with ``durable``, its
-    pipelines of scripts wait for a replica to hold their writes on each master that has one
+    Either way the guard waits out the errors :func:`~gossamer.cluster.redisretry.transient`
+    calls an outage. A single-server client takes it as redis-py's retry policy of every
+    connection. A Redis Cluster client counts its attempts itself (with a policy of unlimited
+    attempts it would make none), so it keeps its own policy and a :class:`GuardedCluster`
+    runs each of its commands and pipelines through the guard instead; with ``durable``, its
+    pipelines of adds wait for a replica to hold their writes on each master that has one
     (:class:`~gossamer.cluster.redisretry.ReplicaWait`).
     """
     guard = RedisGuard(url, budget)
+    guard.update_supported_errors(cast(list[type[RedisError]], list(RETRIED)))
     if isinstance(client, Redis):
         client.set_retry(guard)
     elif isinstance(client, GuardedCluster):
-        guard.update_supported_errors(cast(list[type[RedisError]], list(RETRIED)))
         client.guard_with(guard)
         if durable:
             guard.replica_wait = ReplicaWait(1)
