@@ -15,12 +15,14 @@ job's control keys. Key layout::
                                        most :data:`~gossamer.digests.base.MAX_BUCKET` of them;
                                        ``s`` from ``i`` and ``v`` (:func:`band_key`)
 
-A check takes up to three steps. ``lua/exact.lua`` looks the exact hash up and, when no URL
-had the content, stores this URL as its first, in one atomic step in the exact hash's shard:
-two workers racing with one content agree on the first. For a new content with a SimHash the
-band sets are read in one pipeline (they live in several shards) and the nearest SimHash
-within the threshold names the first URL; with none, the SimHash is added to the near map and
-to its band sets (``lua/band.lua`` keeps each set bounded). Two near (not exact) copies checked
+A check is one pipeline, and a second one for a new content or a near match.
+``lua/exact.lua`` looks the exact hash up and, when no URL had the content, stores this URL
+as its first, in one atomic step in the exact hash's shard: two workers racing with one
+content agree on the first. In the same pipeline ``lua/members.lua`` reads the SimHash's band
+sets (they live in several shards); the nearest SimHash within the threshold, found here
+rather than in Redis (Redis only hands the sets over), names the first URL (read from the near
+map). With none, the SimHash joins the near map (``lua/near.lua``) and its band sets
+(``lua/band.lua`` keeps each set bounded), in one pipeline. Two near (not exact) copies checked
 at the same instant by two workers may both be taken as firsts: a near duplicate missed,
 never a page dropped. A reply is checked before use. While Redis cannot be reached, pages are
 taken as no duplicates and the crawl goes on (a worker's guard waits for Redis first; see
@@ -46,7 +48,7 @@ from gossamer.digests.base import (
     Match,
     bands,
 )
-from gossamer.frontier.redis import run_scripts
+from gossamer.frontier.redis import ScriptCall, run_scripts
 
 log = logging.getLogger(__name__)
 _MAX_URL = 1 << 16
@@ -102,8 +104,10 @@ class RedisDigests:
             raise ValueError(f"threshold must be 0..{MAX_THRESHOLD}, not {threshold}")
         lua = resources.files("gossamer.digests") / "lua"
         self._redis = redis
-        self._exact = redis.register_script((lua / "exact.lua").read_text("utf-8"))
-        self._band = redis.register_script((lua / "band.lua").read_text("utf-8"))
+        self._scripts = {
+            name: redis.register_script((lua / f"{name}.lua").read_text("utf-8"))
+            for name in ("exact", "members", "near", "band")
+        }
         self._job = job
         self._threshold = threshold
         self._counts: Counter[str] = Counter()
@@ -128,31 +132,35 @@ class RedisDigests:
 
     async def _check(self, url: str, digest: Digest) -> Match | None:
         keys = digest_keys(self._job, digest.exact)
-        exact = f"{digest.exact:016x}"
-        reply = await self._exact(keys=[keys["exact"], keys["counts"]], args=[exact, url])
+        calls: list[ScriptCall] = [
+            (self._scripts["exact"], [keys["exact"], keys["counts"]], [f"{digest.exact:016x}", url])
+        ]
+        near = digest.near
+        if near is not None:
+            members = self._scripts["members"]
+            calls += [
+                (members, [band_key(self._job, band)], [_MAX_MEMBERS])
+                for band in bands(near, self._threshold)
+            ]
+        reply, *sets = await run_scripts(self._redis, calls)
         first = _first(reply)
         if first is None:
             return None  # not a reply the script gives
         if first and first != url:
             return Match("exact", first)
-        if digest.near is None:
+        if near is None:
             return None
-        match = await self._nearest(url, digest.near)
+        match = await self._nearest(near, sets)
         if match is not None:
             if match.first != url:
                 await self._redis.hincrby(keys["counts"], "near", 1)
             return match
         if not first:  # a new content: its SimHash joins the index
-            await self._remember(url, digest.near)
+            await self._remember(url, near)
         return None
 
-    async def _nearest(self, url: str, near: int) -> Match | None:
-        """The first URL of the nearest SimHash within the threshold, if any."""
-        band_keys = [band_key(self._job, band) for band in bands(near, self._threshold)]
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for key in band_keys:
-                pipe.srandmember(key, _MAX_MEMBERS)
-            sets = await pipe.execute()
+    async def _nearest(self, near: int, sets: list[object]) -> Match | None:
+        """The first URL of the nearest SimHash of the band ``sets`` within the threshold."""
         best, distance = None, self._threshold + 1
         for members in sets:
             for member in members if isinstance(members, list) else ():
@@ -167,11 +175,13 @@ class RedisDigests:
         return Match("near", first.decode("utf-8", "replace"), distance)
 
     async def _remember(self, url: str, near: int) -> None:
+        """The SimHash in the near map and its band sets (a second add of it changes nothing)."""
         hexed = f"{near:016x}"
-        if not await self._redis.hsetnx(near_key(self._job, near), hexed, url):
-            return  # another page had this SimHash first: its bands are in
-        calls = [
-            (self._band, [band_key(self._job, band)], [hexed, MAX_BUCKET])
+        calls: list[ScriptCall] = [
+            (self._scripts["near"], [near_key(self._job, near)], [hexed, url])
+        ]
+        calls += [
+            (self._scripts["band"], [band_key(self._job, band)], [hexed, MAX_BUCKET])
             for band in bands(near, self._threshold)
         ]
         await run_scripts(self._redis, calls)
