@@ -30,7 +30,7 @@ from tests.redis_replicas import ReplicatedCluster
 from gossamer.cluster.control import Control
 from gossamer.cluster.jobs import open_control
 from gossamer.cluster.redisretry import GuardedCluster, transient
-from gossamer.cluster.resilient import RedisGuard, install_guard
+from gossamer.cluster.resilient import RedisGuard, RedisUnavailable, install_guard
 from gossamer.frontier.base import Candidate
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import RedisFrontier, RedisFrontierConfig
@@ -174,3 +174,36 @@ async def test_writes_wait_for_a_replica_and_a_dead_one_is_not_waited_for(
     assert missed == 1
     assert quick < 0.8  # that master is not waited for again for a while
     assert guard.stats().replica_waits_missed_total == 1
+
+
+@pytest.mark.timeout(60)
+async def test_a_slot_gone_for_good_fails_after_the_budget(replicated: ReplicatedCluster) -> None:
+    control = await open_control(replicated.url, "j")
+    budget = 3.0
+    guard = install_guard(control.redis, replicated.url, budget=budget)
+    try:
+        victim = replicated.busiest_master()
+        heir = replicated.replica_of(victim)
+        key = await _key_served_by(control, victim)
+        replicated.kill(heir)
+        replicated.kill(victim)  # the slot has no node left: no failover can save it
+        started = time.monotonic()
+        with pytest.raises(RedisUnavailable) as caught:
+            await control.redis.set(key, "1")
+        waited = time.monotonic() - started
+    finally:
+        await control.redis.aclose()
+    assert budget <= waited < budget + 5, waited
+    assert f"unreachable for {budget:g} s" in str(caught.value)
+    assert guard.gave_up and guard.stats().outages_total == 1
+
+
+async def _key_served_by(control: Control, port: int) -> str:
+    """A key whose slot the master on ``port`` serves."""
+    assert isinstance(control.redis, GuardedCluster)
+    for i in range(10_000):
+        key = f"gs:{{j:{i}}}:probe"
+        node = control.redis.nodes_manager.get_node_from_slot(control.redis.keyslot(key))
+        if node.port == port:
+            return key
+    raise LookupError(port)

@@ -35,6 +35,7 @@ site knows about outages or replicas.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import time
@@ -265,6 +266,35 @@ class GuardedCluster(RedisCluster):
     async def refresh(self, _error: BaseException | None = None) -> None:
         """Read the slot table again before the next call (a replica may lead a slot now)."""
         self._initialize = True
+
+    async def initialize(
+        self,
+        additional_startup_nodes_info: list[tuple[str, int]] | None = None,
+        last_failed_node_name: str | None = None,
+    ) -> RedisCluster:
+        """As redis-py's; the nodes met are remembered, so that closing the client closes
+        the connections of those a failover took out of the slot table too."""
+        try:
+            return await super().initialize(additional_startup_nodes_info, last_failed_node_name)
+        finally:
+            met = self._met()
+            for node in self.nodes_manager.nodes_cache.values():
+                met[id(node)] = node  # a few per failover: the topology's nodes
+
+    async def aclose(self) -> None:
+        """Close every connection, those of nodes no longer in the slot table included."""
+        await super().aclose()
+        met = self._met()
+        while met:
+            _, node = met.popitem()
+            with contextlib.suppress(RedisError, OSError):
+                await node.disconnect()
+
+    def _met(self) -> dict[int, ClusterNode]:
+        met: dict[int, ClusterNode] | None = self.__dict__.get("_nodes_met")
+        if met is None:
+            met = self.__dict__["_nodes_met"] = {}
+        return met
 
     def pipeline(self, transaction: Any | None = None, shard_hint: Any | None = None) -> Any:
         """A pipeline whose ``execute`` rides through outages like a command."""
