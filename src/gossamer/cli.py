@@ -125,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_CONFIG
     except CommandError as exc:
         print(f"gossamer: {redact_text(str(exc))}", file=sys.stderr)
-        return EXIT_FAILURE
+        return exc.exit_status or EXIT_FAILURE
     return code
 
 

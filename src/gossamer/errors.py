@@ -6,4 +6,6 @@ from __future__ import annotations
 
 class CommandError(RuntimeError):
     """Something outside the crawler failed for good (Redis unreachable, the page store lost,
-    no job): the message is the one line to print."""
+    no job): the message is the one line to print, ``exit_status`` the command's status."""
+
+    exit_status = 1

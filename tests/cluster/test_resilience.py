@@ -454,7 +454,7 @@ async def test_redis_restart_mid_crawl_loses_nothing(
 
 @pytest.mark.slow
 @pytest.mark.timeout(90)
-async def test_redis_gone_for_good_is_one_line_exit_1(
+async def test_redis_gone_for_good_is_one_line_exit_75(
     tmp_path: Path, redis_server: RedisServer
 ) -> None:
     url = redis_server.url
@@ -473,7 +473,7 @@ async def test_redis_gone_for_good_is_one_line_exit_1(
         gone_for = time.monotonic() - halted_at
 
     stderr = err.decode()
-    assert worker.returncode == 1, stderr
+    assert worker.returncode == 75, stderr
     assert budget <= gone_for < budget + 10, gone_for
     # One line says why it stopped; before it, the outage's start, logged as JSON.
     *logged, last = stderr.splitlines()

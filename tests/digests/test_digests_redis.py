@@ -14,7 +14,7 @@ from tests.digests.digest_site import ARTICLE, EDITED, OTHER, article
 from tests.redis_server import RedisClusterServer, RedisServer
 
 from gossamer.digests.base import Digest, Match, digest
-from gossamer.digests.redis import RedisDigests, _match, digest_keys
+from gossamer.digests.redis import SHARDS, RedisDigests, _first, _simhash, read_totals
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -51,8 +51,7 @@ async def test_two_workers_share_exact_and_near_duplicates(redis: Redis) -> None
     assert await one.check("http://a.test/1", first) is None  # met again: itself
     assert await RedisDigests(redis, "another-job").check("http://c.test/", first) is None
     assert (two.stats().exact, two.stats().near) == (1, 1)
-    counts = await redis.hgetall(digest_keys("job")["counts"])
-    assert counts[b"exact"] == b"1" and counts[b"near"] == b"1" and counts[b"digested"] == b"5"
+    assert await read_totals(redis, "job") == {"exact": 1, "near": 1, "digested": 5}
 
 
 async def test_racing_workers_agree_on_the_first(server: RedisServer, redis: Redis) -> None:
@@ -74,13 +73,14 @@ async def test_racing_workers_agree_on_the_first(server: RedisServer, redis: Red
 
 
 async def test_a_hostile_or_stale_reply_is_no_match() -> None:
-    assert _match([b"exact", b"http://a/", 0]) == Match("exact", "http://a/")
-    assert _match([b"", b"", 0]) is None
-    assert _match([b"near", b"http://a/", 99]) is None
-    assert _match([b"near", b"x" * (1 << 17), 1]) is None
-    assert _match([b"other", b"http://a/", 0]) is None
-    assert _match(b"OK") is None
-    assert _match([b"exact", b"\xff\xfe", 0]) == Match("exact", "\ufffd\ufffd")
+    assert _first(b"http://a/") == "http://a/"
+    assert _first(b"") == ""
+    assert _first(b"x" * (1 << 17)) is None
+    assert _first([b"exact"]) is None
+    assert _first(1) is None
+    assert _first(b"\xff\xfe") == "\ufffd\ufffd"
+    assert _simhash(b"00000000000000ff") == 255
+    assert _simhash(b"zz") is None and _simhash(b"x" * 16) is None and _simhash(7) is None
 
 
 async def test_unreachable_redis_means_no_duplicates_and_the_crawl_goes_on() -> None:
@@ -113,4 +113,13 @@ async def test_exact_only_digests_skip_the_bands(redis: Redis) -> None:
     assert await digests.check("http://a.test/", Digest(5)) is None
     assert await digests.check("http://b.test/", Digest(5)) == Match("exact", "http://a.test/")
     assert await digests.check("http://c.test/", Digest(6)) is None
-    assert not [key async for key in redis.scan_iter(match="gs:{exact}:digest:b:*")]
+    assert not [key async for key in redis.scan_iter(match="gs:{exact:d*}:digest:b:*")]
+
+
+async def test_the_index_spreads_over_its_shards(redis: Redis) -> None:
+    digests = RedisDigests(redis, "spread")
+    for i in range(200):
+        assert await digests.check(f"http://a.test/{i}", text_digest(article(1000 + i))) is None
+    tags = {key.split(b"}")[0] async for key in redis.scan_iter(match="gs:{spread:d*")}
+    assert len(tags) == SHARDS
+    assert not [key async for key in redis.scan_iter(match="gs:{spread}:*")]

@@ -13,5 +13,8 @@ This package stands on the single-process crawl: it may import ``gossamer.crawl`
 
 DEFAULT_JOB = "gossamer"
 """The job name when ``--job`` is not given."""
-DEFAULT_BUDGET = 60.0
-"""Seconds a worker waits for an unreachable Redis before it gives up."""
+DEFAULT_BUDGET = 180.0
+"""Seconds a worker waits for an unreachable Redis before it gives up (a restart or a
+failover takes seconds; minutes cover a Redis pod rescheduled on another node)."""
+EXIT_REDIS_OUTAGE = 75
+"""The exit status of a worker that gave up on Redis (EX_TEMPFAIL: start it again later)."""

@@ -60,11 +60,21 @@ def add_cluster_parser(sub: Any) -> None:
         "--job-timeout", type=float, default=600.0, help="seconds to wait for a submit (600)"
     )
     worker.add_argument(
+        "--redis-outage-max",
         "--redis-timeout",
+        dest="redis_timeout",
         type=float,
         default=DEFAULT_BUDGET,
         metavar="SECONDS",
-        help=f"wait this long for an unreachable Redis, then exit ({DEFAULT_BUDGET:g})",
+        help="wait this long for an unreachable Redis (a restart, a failover), then exit "
+        f"with status 75 ({DEFAULT_BUDGET:g})",
+    )
+    worker.add_argument(
+        "--no-replica-wait",
+        dest="replica_wait",
+        action="store_false",
+        help="on a Redis Cluster with replicas, do not WAIT for a replica after the "
+        "frontier's writes (faster; a failover may then lose URLs added just before it)",
     )
     _metrics_flags(worker, "this worker's")
     worker.add_argument("--quiet", action="store_true", help="no summary")
@@ -232,6 +242,7 @@ def _worker(args: argparse.Namespace) -> int:
         proxies_file=args.proxies_file,
         job_timeout=args.job_timeout,
         redis_timeout=args.redis_timeout,
+        replica_wait=args.replica_wait,
         metrics_port=port,
         metrics_bind=bind,
         metrics_hosts=hosts,

@@ -14,7 +14,6 @@ from typing import Any
 
 import msgspec
 from redis.asyncio import Redis
-from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.connection import parse_url
 from redis.exceptions import AuthenticationError, RedisClusterException, RedisError
 
@@ -24,6 +23,7 @@ from gossamer.cluster.balancer import model_report
 from gossamer.cluster.bounded import bounded_parser
 from gossamer.cluster.control import Control, JobTotals, WorkerInfo
 from gossamer.cluster.errors import ClusterError
+from gossamer.cluster.redisretry import GuardedCluster
 from gossamer.cluster.redisurl import PASSWORD_ENV
 from gossamer.cluster.resilient import forbidden, install_guard
 from gossamer.cluster.seeding import Seeding, read_progress, seed_origins, seeds_digest
@@ -61,7 +61,7 @@ def connect(url: str, *, cluster: bool = False) -> RedisClient:
         parser = bounded_parser(parse_url(url).get("protocol"))
         if not cluster:
             return Redis.from_url(url, parser_class=parser, **timeouts)
-        client = RedisCluster.from_url(url, **timeouts)
+        client = GuardedCluster.from_url(url, **timeouts)
     except ValueError as exc:
         raise SettingsError(f"invalid setting 'redis': {redact_text(str(exc))}") from None
     # A cluster client takes no parser argument: every node's connections are made from

@@ -1,15 +1,18 @@
 """Riding out a Redis outage: a worker keeps its state and waits for Redis to come back.
 
 A :class:`RedisGuard` is the worker's redis-py retry policy (``client.set_retry(guard)``):
-every command, pipeline and connect that fails with a connection error (a restarted server, a
-refused connection, ``LOADING`` while the server reads its AOF) is repeated with capped,
+every command, pipeline and connect that meets an outage (a restarted server, a refused
+connection, ``LOADING`` while the server reads its AOF, a Redis Cluster failing over: the
+errors :func:`~gossamer.cluster.redisretry.transient` names) is repeated with capped,
 jittered exponential backoff. The outage is one state shared by every connection: it starts at
 the first failure and ends at the first success. Once it has lasted ``budget`` seconds the
 guard gives up: that call and every later one fail at once with :class:`RedisUnavailable`
-("Redis at URL unreachable for 60 s: ..."), so the worker stops, commits what it fetched and
-exits. A restarted server has lost its script cache: the frontier's ``run_scripts`` and
-redis-py's ``AsyncScript`` load a script again when Redis answers ``NOSCRIPT``, so the guard
-needs to repeat connection errors only.
+("Redis at URL unreachable for 180 s: ..."), so the worker stops, commits what it fetched and
+exits with status 75 (:data:`~gossamer.cluster.EXIT_REDIS_OUTAGE`). A Redis Cluster client
+runs each call through the same guard (:class:`~gossamer.cluster.redisretry.GuardedCluster`).
+A restarted server or a promoted replica has no scripts loaded: the frontier's
+``run_scripts`` and redis-py's ``AsyncScript`` load a script again when Redis answers
+``NOSCRIPT``, so the guard need not repeat that.
 
 A repeated call may follow one whose reply was lost after Redis ran it. That is safe for
 every call a worker makes (see ``frontier/redis/lua``):
@@ -37,7 +40,8 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
 
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
@@ -45,8 +49,9 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoPermissionError, RedisClusterException, RedisError, ResponseError
 
-from gossamer.cluster import DEFAULT_BUDGET
+from gossamer.cluster import DEFAULT_BUDGET, EXIT_REDIS_OUTAGE
 from gossamer.cluster.errors import ClusterError
+from gossamer.cluster.redisretry import RETRIED, GuardedCluster, ReplicaWait, transient
 from gossamer.frontier.redis import RedisClient
 from gossamer.redact import redact_text, redact_url
 from gossamer.retry import Backoff, Outage, retry
@@ -61,6 +66,30 @@ _CAP = 1.0
 
 class RedisUnavailable(RedisConnectionError):
     """Redis did not answer for the whole budget; the message is the one line to print."""
+
+
+class RedisOutage(ClusterError):
+    """A command gave up on Redis after its outage budget: exit status 75, not 1."""
+
+    exit_status = EXIT_REDIS_OUTAGE
+
+
+@dataclass(frozen=True, slots=True)
+class GuardStats:
+    """The worker's view of Redis outages (served on ``/metrics`` as ``gossamer_redis_*``)."""
+
+    down: int
+    """1 while an outage lasts (calls are waiting), else 0."""
+    outages_total: int
+    """Outages ridden through (or given up on) since the worker started."""
+    down_seconds: float
+    """Seconds the current outage has lasted (0 when Redis answers)."""
+    last_outage_seconds: float
+    """How long the last outage that ended lasted."""
+    replica_waits_total: int = 0
+    """WAITs sent after pipelined writes (a Redis Cluster with replicas)."""
+    replica_waits_missed_total: int = 0
+    """WAITs no replica answered in time: those writes may not survive a failover."""
 
 
 class RedisGuard(Retry):
@@ -89,6 +118,12 @@ class RedisGuard(Retry):
         self._outage = Outage(budget, clock=clock, on_start=self._down, on_end=self._back)
         self._sleep = sleep
         self._rng = rng or random.Random()
+        self._clock = clock
+        self._down_since: float | None = None
+        self._outages = 0
+        self._last = 0.0
+        self.replica_wait: ReplicaWait | None = None
+        """The client's waits for replicas, counted in :meth:`stats` (set by install_guard)."""
 
     def __deepcopy__(self, memo: dict[int, Any]) -> RedisGuard:
         # Each new connection deep-copies its retry policy; the outage is one shared state.
@@ -103,6 +138,19 @@ class RedisGuard(Retry):
         """Seconds since the last failed call (infinite if none failed)."""
         return self._outage.steady_for()
 
+    def stats(self) -> GuardStats:
+        """A snapshot of the outages so far."""
+        since = self._down_since
+        waits = self.replica_wait.stats() if self.replica_wait is not None else None
+        return GuardStats(
+            down=int(since is not None),
+            outages_total=self._outages,
+            down_seconds=0.0 if since is None else self._clock() - since,
+            last_outage_seconds=self._last,
+            replica_waits_total=0 if waits is None else waits.waits,
+            replica_waits_missed_total=0 if waits is None else waits.missed,
+        )
+
     def delay(self, failures: int) -> float:
         """Backoff before repeat number ``failures``: exponential, capped, half jittered."""
         return self._delays.delay(failures, self._rng)
@@ -114,11 +162,13 @@ class RedisGuard(Retry):
         is_retryable: Callable[[Exception], bool] | None = None,
         with_failure_count: bool = False,
     ) -> T:
-        """Run ``do`` until it succeeds or the outage outlasts the budget."""
+        """Run ``do`` until it succeeds or the outage outlasts the budget; an error that is
+        not an outage (``is_retryable``, by default :func:`~.redisretry.transient`) passes."""
+        retryable = is_retryable or transient
 
         async def failed(error: BaseException, failures: int) -> None:
             assert isinstance(error, Exception)
-            if is_retryable is not None and not is_retryable(error):
+            if not retryable(error):
                 raise error
             task = asyncio.current_task()
             if task is not None and task.cancelling():
@@ -141,6 +191,8 @@ class RedisGuard(Retry):
         return RedisUnavailable(f"Redis at {self.url} unreachable for {self.budget:g} s: {reason}")
 
     def _down(self, error: BaseException) -> None:
+        self._outages += 1
+        self._down_since = self._clock()
         log.warning(
             "Redis at %s unreachable (%s); retrying for up to %gs",
             self.url,
@@ -150,6 +202,8 @@ class RedisGuard(Retry):
         )
 
     def _back(self, seconds: float) -> None:
+        self._down_since = None
+        self._last = seconds
         log.info(
             "Redis at %s answers again after %.1fs",
             self.url,
@@ -158,15 +212,28 @@ class RedisGuard(Retry):
         )
 
 
-def install_guard(client: RedisClient, url: str, budget: float = DEFAULT_BUDGET) -> RedisGuard:
+def install_guard(
+    client: RedisClient, url: str, budget: float = DEFAULT_BUDGET, *, durable: bool = True
+) -> RedisGuard:
     """A guard for ``client`` (connected to ``url``), installed as its retry policy.
 
-    Only a single-server client takes it: a Redis Cluster client counts its attempts itself
-    (with a policy of unlimited attempts it would make none), so it keeps its own policy.
+    Either way the guard waits out the errors :func:`~gossamer.cluster.redisretry.transient`
+    calls an outage. A single-server client takes it as redis-py's retry policy of every
+    connection. A Redis Cluster client counts its attempts itself (with a policy of unlimited
+    attempts it would make none), so it keeps its own policy and a :class:`GuardedCluster`
+    runs each of its commands and pipelines through the guard instead; with ``durable``, its
+    pipelines of adds wait for a replica to hold their writes on each master that has one
+    (:class:`~gossamer.cluster.redisretry.ReplicaWait`).
     """
     guard = RedisGuard(url, budget)
+    guard.update_supported_errors(cast(list[type[RedisError]], list(RETRIED)))
     if isinstance(client, Redis):
         client.set_retry(guard)
+    elif isinstance(client, GuardedCluster):
+        client.guard_with(guard)
+        if durable:
+            guard.replica_wait = ReplicaWait(1)
+            client.wait_for_replicas(guard.replica_wait)
     return guard
 
 
@@ -175,7 +242,7 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
     try:
         return asyncio.run(coro)
     except RedisUnavailable as exc:
-        raise ClusterError(redact_text(str(exc))) from None
+        raise RedisOutage(redact_text(str(exc))) from None
     except ResponseError as exc:
         if not forbidden(exc):
             raise ClusterError(f"Redis failed: {redact_text(str(exc))}") from None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import socket
@@ -98,6 +99,8 @@ class WorkerOptions:
     """Seconds to wait for a job to be submitted."""
     redis_timeout: float = DEFAULT_BUDGET
     """Seconds an unreachable Redis is waited for before the worker gives up."""
+    replica_wait: bool = True
+    """WAIT for a replica after pipelined frontier writes when the Redis Cluster has replicas."""
     metrics_port: int | None = None
     """Serve ``/metrics`` and ``/healthz`` on this port (from the start: while waiting for
     the job too); the job's own ``metrics_port`` is not used by workers."""
@@ -123,7 +126,9 @@ async def run_worker(options: WorkerOptions, additions: Additions = NOTHING) -> 
     port, bind = options.metrics_port, options.metrics_bind
     async with serve_metrics(bind, port, options.job, name, options.metrics_hosts) as metrics:
         control = await open_control(options.redis_url, options.job)
-        guard = install_guard(control.redis, options.redis_url, options.redis_timeout)
+        guard = install_guard(
+            control.redis, options.redis_url, options.redis_timeout, durable=options.replica_wait
+        )
         try:
             settings = await _wait_for_job(control, options, name)
             tune_gc()
@@ -237,7 +242,9 @@ async def _crawl_share(
         )
         crawler.restore_counts()
         if metrics is not None:
-            metrics.attach(metric_sources(stages, crawler, frontier, revisits))
+            sources = metric_sources(stages, crawler, frontier, revisits)
+            extra = {**sources.extra, "redis": guard.stats}  # outages, waits for replicas
+            metrics.attach(dataclasses.replace(sources, extra=extra))
         if additions.signals:
             install_signal_handlers(crawler)
         if settings.max_duration is not None:

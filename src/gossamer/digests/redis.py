@@ -1,19 +1,32 @@
 """A cluster job's content digests in Redis: every worker checks and fills one index, so a
 page is a duplicate of whichever worker's page had its content first.
 
-Key layout (``J`` the job; every key carries the job's hash tag ``{J}``, so the one script
-touches one Redis Cluster slot)::
+The index is spread over :data:`SHARDS` hash tags ``{J:d<s>}`` (``J`` the job, ``s`` a hex
+digit), so on a Redis Cluster it spreads over the masters instead of loading the slot of the
+job's control keys. Key layout::
 
-    gs:{J}:digest:exact     HASH   exact hash (16 hex) -> the first URL of that content
-    gs:{J}:digest:near      HASH   SimHash (16 hex) -> the first URL of that SimHash
-    gs:{J}:digest:counts    HASH   digested, exact, near (the job's totals)
-    gs:{J}:digest:b:<i>:<v> SET    SimHashes whose band ``i`` has the value ``v`` (hex), at
-                                   most :data:`~gossamer.digests.base.MAX_BUCKET` of them
+    gs:{J:d<s>}:digest:exact     HASH  exact hash (16 hex) -> the first URL of that content;
+                                       ``s`` the exact hash's top 4 bits
+    gs:{J:d<s>}:digest:counts    HASH  digested, exact, near: this shard's share of the job's
+                                       totals (:func:`read_totals` adds them up)
+    gs:{J:d<s>}:digest:near      HASH  SimHash (16 hex) -> the first URL of that SimHash;
+                                       ``s`` the SimHash's top 4 bits
+    gs:{J:d<s>}:digest:b:<i>:<v> SET   SimHashes whose band ``i`` has the value ``v`` (hex), at
+                                       most :data:`~gossamer.digests.base.MAX_BUCKET` of them;
+                                       ``s`` from ``i`` and ``v`` (:func:`band_key`)
 
-``lua/digest.lua`` looks the digest up and, when no URL had the content, stores it, in one
-atomic step: two workers racing with one content agree on the first. A reply is checked
-before use; while Redis cannot be reached, pages are taken as no duplicates and the crawl goes
-on (the worker reports the outage itself).
+A check is one pipeline, and a second one for a new content or a near match.
+``lua/exact.lua`` looks the exact hash up and, when no URL had the content, stores this URL
+as its first, in one atomic step in the exact hash's shard: two workers racing with one
+content agree on the first. In the same pipeline ``lua/members.lua`` reads the SimHash's band
+sets (they live in several shards); the nearest SimHash within the threshold, found here
+rather than in Redis (Redis only hands the sets over), names the first URL (read from the near
+map). With none, the SimHash joins the near map (``lua/near.lua``) and its band sets
+(``lua/band.lua`` keeps each set bounded), in one pipeline. Two near (not exact) copies checked
+at the same instant by two workers may both be taken as firsts: a near duplicate missed,
+never a page dropped. A reply is checked before use. While Redis cannot be reached, pages are
+taken as no duplicates and the crawl goes on (a worker's guard waits for Redis first; see
+:mod:`gossamer.cluster.resilient`).
 """
 
 from __future__ import annotations
@@ -24,7 +37,7 @@ from importlib import resources
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
 
 from gossamer.digests.base import (
     DEFAULT_THRESHOLD,
@@ -35,21 +48,50 @@ from gossamer.digests.base import (
     Match,
     bands,
 )
+from gossamer.frontier.redis import ScriptCall, run_scripts
 
 log = logging.getLogger(__name__)
 _MAX_URL = 1 << 16
 """Bytes of a first URL in a reply past which the reply is not believed."""
+_MAX_MEMBERS = MAX_BUCKET * 4
+"""Members of a band set in a reply past which the set is not read further."""
+SHARDS = 16
+"""Hash tags the index is spread over (a power of two: the top bits of a hash pick one)."""
+_SHIFT = 64 - (SHARDS.bit_length() - 1)
 
 
-def digest_keys(job: str) -> dict[str, str]:
-    """The job's digest keys but the band sets (``band`` is their prefix)."""
-    tag = f"gs:{{{job}}}:digest:"
-    return {
-        "exact": tag + "exact",
-        "near": tag + "near",
-        "counts": tag + "counts",
-        "band": tag + "b:",
-    }
+def shard_tag(job: str, shard: int) -> str:
+    """The key prefix of one shard of the job's index."""
+    return f"gs:{{{job}:d{shard:x}}}:digest:"
+
+
+def digest_keys(job: str, exact: int) -> dict[str, str]:
+    """The exact map and counts of the shard of the exact hash ``exact``."""
+    tag = shard_tag(job, exact >> _SHIFT)
+    return {"exact": tag + "exact", "counts": tag + "counts"}
+
+
+def near_key(job: str, near: int) -> str:
+    """The near map (SimHash -> first URL) of the shard of the SimHash ``near``."""
+    return shard_tag(job, near >> _SHIFT) + "near"
+
+
+def band_key(job: str, band: int) -> str:
+    """The set of SimHashes of one band value (``band``: its number << 64 | its value)."""
+    number, value = band >> 64, band & ((1 << 64) - 1)
+    shard = (value * 0x9E3779B1 + number) % SHARDS
+    return f"{shard_tag(job, shard)}b:{number}:{value:x}"
+
+
+async def read_totals(redis: Redis | RedisCluster, job: str) -> Counter[str]:
+    """The job's digest totals (digested, exact, near), summed over the shards."""
+    totals: Counter[str] = Counter()
+    for shard in range(SHARDS):
+        counts = await redis.hgetall(shard_tag(job, shard) + "counts")
+        for name, value in counts.items():
+            if isinstance(name, bytes) and isinstance(value, bytes) and value.isdigit():
+                totals[name.decode("ascii", "replace")] += int(value[:18])
+    return totals
 
 
 class RedisDigests:
@@ -60,33 +102,22 @@ class RedisDigests:
     ) -> None:
         if not 0 <= threshold <= MAX_THRESHOLD:
             raise ValueError(f"threshold must be 0..{MAX_THRESHOLD}, not {threshold}")
-        source = resources.files("gossamer.digests") / "lua" / "digest.lua"
-        self._script = redis.register_script(source.read_text("utf-8"))
-        self._keys = digest_keys(job)
+        lua = resources.files("gossamer.digests") / "lua"
+        self._redis = redis
+        self._scripts = {
+            name: redis.register_script((lua / f"{name}.lua").read_text("utf-8"))
+            for name in ("exact", "members", "near", "band")
+        }
+        self._job = job
         self._threshold = threshold
         self._counts: Counter[str] = Counter()
         self._down = False
 
     async def check(self, url: str, digest: Digest) -> Match | None:
         """As :meth:`gossamer.digests.base.DigestIndex.check`."""
-        keys = self._keys
-        near = digest.near
-        band_keys = [
-            f"{keys['band']}{band >> 64}:{band & ((1 << 64) - 1):x}"
-            for band in (bands(near, self._threshold) if near is not None else ())
-        ]
-        args: list[str | int] = [
-            f"{digest.exact:016x}",
-            "" if near is None else f"{near:016x}",
-            url,
-            self._threshold,
-            MAX_BUCKET,
-        ]
         try:
-            reply = await self._script(
-                keys=[keys["exact"], keys["near"], keys["counts"], *band_keys], args=args
-            )
-        except (RedisError, OSError) as exc:
+            match = await self._check(url, digest)
+        except (RedisError, RedisClusterException, OSError) as exc:
             self._counts["unavailable"] += 1
             if not self._down:  # the outage itself is the cluster's to report (resilient)
                 self._down = True
@@ -94,26 +125,84 @@ class RedisDigests:
             return None
         self._down = False
         self._counts["digested"] += 1
-        match = _match(reply)
         if match is None or match.first == url:
             return None
         self._counts[match.kind] += 1
         return match
 
+    async def _check(self, url: str, digest: Digest) -> Match | None:
+        keys = digest_keys(self._job, digest.exact)
+        calls: list[ScriptCall] = [
+            (self._scripts["exact"], [keys["exact"], keys["counts"]], [f"{digest.exact:016x}", url])
+        ]
+        near = digest.near
+        if near is not None:
+            members = self._scripts["members"]
+            calls += [
+                (members, [band_key(self._job, band)], [_MAX_MEMBERS])
+                for band in bands(near, self._threshold)
+            ]
+        reply, *sets = await run_scripts(self._redis, calls)
+        first = _first(reply)
+        if first is None:
+            return None  # not a reply the script gives
+        if first and first != url:
+            return Match("exact", first)
+        if near is None:
+            return None
+        match = await self._nearest(near, sets)
+        if match is not None:
+            if match.first != url:
+                await self._redis.hincrby(keys["counts"], "near", 1)
+            return match
+        if not first:  # a new content: its SimHash joins the index
+            await self._remember(url, near)
+        return None
+
+    async def _nearest(self, near: int, sets: list[object]) -> Match | None:
+        """The first URL of the nearest SimHash of the band ``sets`` within the threshold."""
+        best, distance = None, self._threshold + 1
+        for members in sets:
+            for member in members if isinstance(members, list) else ():
+                other = _simhash(member)
+                if other is not None and (d := (near ^ other).bit_count()) < distance:
+                    best, distance = other, d
+        if best is None:
+            return None
+        first = await self._redis.hget(near_key(self._job, best), f"{best:016x}")
+        if not isinstance(first, bytes) or not first or len(first) > _MAX_URL:
+            return None
+        return Match("near", first.decode("utf-8", "replace"), distance)
+
+    async def _remember(self, url: str, near: int) -> None:
+        """The SimHash in the near map and its band sets (a second add of it changes nothing)."""
+        hexed = f"{near:016x}"
+        calls: list[ScriptCall] = [
+            (self._scripts["near"], [near_key(self._job, near)], [hexed, url])
+        ]
+        calls += [
+            (self._scripts["band"], [band_key(self._job, band)], [hexed, MAX_BUCKET])
+            for band in bands(near, self._threshold)
+        ]
+        await run_scripts(self._redis, calls)
+
     def stats(self) -> DigestStats:
-        """This worker's checks (the job's totals are in ``gs:{J}:digest:counts``)."""
+        """This worker's checks (the job's totals: :func:`read_totals`)."""
         return DigestStats(self._counts["digested"], self._counts["exact"], self._counts["near"])
 
 
-def _match(reply: object) -> Match | None:
-    """The script's reply as a match, None for none or for a reply that is not one."""
-    if not isinstance(reply, list) or len(reply) != 3:
+def _first(reply: object) -> str | None:
+    """The exact script's reply as a URL ('' for none), None for a reply that is not one."""
+    if not isinstance(reply, bytes) or len(reply) > _MAX_URL:
         return None
-    kind, first, distance = reply
-    if kind not in (b"exact", b"near") or not isinstance(first, bytes) or not first:
+    return reply.decode("utf-8", "replace")
+
+
+def _simhash(member: object) -> int | None:
+    """A band set's member as a SimHash, None for one gossamer never wrote."""
+    if not isinstance(member, bytes) or len(member) != 16:
         return None
-    if len(first) > _MAX_URL or not isinstance(distance, int) or not 0 <= distance <= 64:
+    try:
+        return int(member, 16)
+    except ValueError:
         return None
-    return Match(
-        "exact" if kind == b"exact" else "near", first.decode("utf-8", "replace"), distance
-    )
