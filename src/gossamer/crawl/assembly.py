@@ -212,6 +212,8 @@ async def build_crawler(
             from gossamer.crawl.revisiting import open_revisits
 
             revisits = open_revisits(settings, db)
+            if revisits is not None and stages.sitemaps is not None:
+                stages.sitemaps.follow_lastmod(revisits.announced)
         frontier = LocalFrontier(
             stages.scope,
             stages.politeness,

@@ -28,7 +28,10 @@ counted as no page.
 
 A sitemap read to its end is staged in ``sitemap_reads`` after its entries and records, so
 ``--resume`` reads again only the sitemaps a stopped or killed crawl had not finished (their
-entries seen before are duplicates then), and none read already.
+entries seen before are duplicates then), and none read already. A continuous crawl
+(``--recrawl``) reads each sitemap again ``reread`` seconds after its last read (its URL's
+initial revisit interval: ``[[revisit]]`` tables set a feed's), so what it announces later is
+found; with ``--resume`` it reads them all again at the start.
 
 
 In a cluster job each worker has its stage. A host's robots.txt is fetched by the worker
@@ -141,7 +144,8 @@ class SitemapStage:
     verdict (None: ``--no-robots``); ``archive`` keeps every answer (``--warc``); ``db`` is
     crawl.db; ``hosts`` is how many hosts' sitemaps are read at once; ``in_scope`` says
     which hosts' robots.txt sitemaps are read (those the crawl visits: a robots.txt asked for
-    only to check a sitemap on another host names none for this crawl)."""
+    only to check a sitemap on another host names none for this crawl); ``reread`` (a
+    continuous crawl) the seconds after which a sitemap read is read again."""
 
     def __init__(
         self,
@@ -153,8 +157,12 @@ class SitemapStage:
         limits: Limits | None = None,
         hosts: int = 4,
         in_scope: Callable[[str], bool] | None = None,
+        reread: Callable[[str], float] | None = None,
     ) -> None:
         self._fetch = fetch
+        self._reread = reread
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        """The next read of each sitemap read (a continuous crawl's), by URL."""
         self._db = db
         self._allowed = allowed
         self._archive = archive
@@ -169,12 +177,19 @@ class SitemapStage:
         self._answers: dict[str, _Answer] = {}
         self._counts = _Counts()
         self._frontier: Frontier | None = None
+        self._lastmods: Callable[[list[tuple[int, float]]], None] | None = None
         self._ledger: Ledger | None = None
         self._claims: Claims | None = None
 
     def share(self, claims: Claims) -> None:
         """A cluster worker's stage: read a sitemap only once ``claims`` gives it the read."""
         self._claims = claims
+
+    def follow_lastmod(self, announced: Callable[[list[tuple[int, float]]], None]) -> None:
+        """A continuous crawl's: hand each batch's ``(fingerprint, lastmod)`` pairs to
+        ``announced`` (:meth:`gossamer.frontier.revisits.Revisits.announced`), so a newer
+        ``lastmod`` makes a URL due."""
+        self._lastmods = announced
 
     def use_robots(self, allowed: Callable[[str], Awaitable[bool]]) -> None:
         """Ask robots.txt (``allowed``: the robots cache's) before each file is fetched."""
@@ -196,9 +211,12 @@ class SitemapStage:
 
     def restore(self) -> None:
         """``--resume``: the sitemaps already read are not read again, and those robots.txt
-        named that were not read to their end are read now."""
-        self._done.update(self._db.query("SELECT origin, url FROM sitemap_reads"))
-        for origin, url in self._db.query("SELECT host, url FROM sitemaps"):
+        named that were not read to their end are read now. A continuous crawl reads them all
+        again."""
+        read = self._db.query("SELECT origin, url FROM sitemap_reads")
+        if self._reread is None:
+            self._done.update(read)
+        for origin, url in [*read, *self._db.query("SELECT host, url FROM sitemaps")]:
             self._want(origin, url)
 
     def _want(self, origin: str, url: str) -> None:
@@ -286,6 +304,7 @@ class SitemapStage:
     async def _read(self, url: str, origins: set[str]) -> None:
         scope = SitemapScope({origin: [url] for origin in origins if origin != GIVEN})
         batch: list[Entry] = []
+        began = asyncio.get_running_loop().time()
         async for item in read_sitemaps([url], self._reply, scope=scope, limits=self._limits):
             if isinstance(item, FileResult):
                 await self._admit(batch)
@@ -297,6 +316,18 @@ class SitemapStage:
         await self._admit(batch)
         self._db.stage(_READ, [(origin, url) for origin in origins])
         self._done.update((origin, url) for origin in origins)
+        if self._reread is not None:  # its interval runs from this read's start, as a page's
+            when = began + self._reread(url)
+            self._timers[url] = asyncio.get_running_loop().call_at(when, self._again, url, origins)
+
+    def _again(self, url: str, origins: set[str]) -> None:
+        """A continuous crawl's next read of ``url``, for the origins its last read granted."""
+        self._timers.pop(url, None)
+        named = self._named.get(url, set())
+        for origin in origins:
+            self._done.discard((origin, url))
+            named.discard(origin)
+            self._want(origin, url)
 
     async def _reply(self, url: str) -> Reply:
         """One file's fetch for the reader: robots.txt asked first, through the host gate,
@@ -321,6 +352,8 @@ class SitemapStage:
         entries, batch[:] = list(batch), []
         added = await self._frontier.add([Candidate(e.url, ENTRY_DEPTH) for e in entries])
         self._db.stage(_ENTRY, _entry_rows(entries))
+        if self._lastmods is not None:
+            self._lastmods([(fingerprint(e.url), e.lastmod) for e in entries if e.lastmod])
         self._counts.entries += len(entries)
         self._counts.admitted += added.added
 
@@ -352,6 +385,8 @@ class SitemapStage:
 
     async def close(self) -> None:
         """Stop the reads under way (a stopped crawl reads them again when resumed)."""
+        for timer in self._timers.values():
+            timer.cancel()
         tasks = list(self._tasks.values())
         for task in tasks:
             task.cancel()
