@@ -54,14 +54,19 @@ clean:
 # e.g. REAL_ARGS="--rounds 3" or REAL_ARGS="--only links".
 # make bench-cluster runs only the cluster scaling table (1, 2, 4, 8 workers on one Redis;
 # redis-server from Debian), CLUSTER_ARGS its options, e.g. CLUSTER_ARGS=--quick.
+# make bench-fresh: a continuous crawl (--recrawl) against repeated full crawls on a local web
+# that changes on a schedule (staleness, discovery, bytes and CPU per revisit cycle,
+# politeness; about 6 minutes), then the memory of a continuous crawl over 10^6 known URLs
+# (about 5 minutes); FRESH_ARGS passes options to the first, e.g. FRESH_ARGS=--quick.
 SCRAPY_VENV := benchmarks/.venv-scrapy
 SCRAPY_STAMP := $(SCRAPY_VENV)/.installed
 NGINX_BIN ?= /usr/sbin/nginx
 BENCH_ARGS ?=
 CLUSTER_ARGS ?=
 REAL_ARGS ?=
+FRESH_ARGS ?=
 
-.PHONY: bench bench-crawl bench-real bench-nginx bench-cluster bench-balance
+.PHONY: bench bench-crawl bench-real bench-nginx bench-cluster bench-balance bench-fresh
 
 $(SCRAPY_STAMP): benchmarks/requirements-scrapy.txt
 	$(PYTHON) -m venv $(SCRAPY_VENV)
@@ -89,7 +94,11 @@ bench-cluster: $(STAMP) system-deps
 bench-balance: $(STAMP) system-deps
 	$(BIN)/python benchmarks/bench_balance.py --plot docs/load-balancing-finish-times.png
 
-bench: bench-crawl bench-real system-deps
+bench-fresh: $(STAMP)
+	$(BIN)/python benchmarks/bench_freshness.py $(FRESH_ARGS)
+	$(BIN)/python benchmarks/bench_revisit_memory.py
+
+bench: bench-crawl bench-real bench-fresh system-deps
 	$(BIN)/python benchmarks/bench_seen.py
 	$(BIN)/python benchmarks/bench_frontier.py
 	$(BIN)/python benchmarks/bench_scale.py
