@@ -81,6 +81,10 @@ clean:
 # make bench-focus-real: focused crawling on four real documentation sites behind one hub page,
 # against breadth first and a link oracle (benchmarks/bench_focus_real.py), FOCUS_ARGS its
 # options, e.g. FOCUS_ARGS="--topics email --n 200".
+# make bench-fresh: a continuous crawl (--recrawl) against repeated full crawls on a local web
+# that changes on a schedule (staleness, discovery, bytes and CPU per revisit cycle,
+# politeness; about 6 minutes), then the memory of a continuous crawl over 10^6 known URLs
+# (about 5 minutes); FRESH_ARGS passes options to the first, e.g. FRESH_ARGS=--quick.
 SCRAPY_VENV := benchmarks/.venv-scrapy
 SCRAPY_STAMP := $(SCRAPY_VENV)/.installed
 NGINX_BIN ?= /usr/sbin/nginx
@@ -88,8 +92,10 @@ BENCH_ARGS ?=
 CLUSTER_ARGS ?=
 REAL_ARGS ?=
 FOCUS_ARGS ?=
+FRESH_ARGS ?=
 
-.PHONY: bench bench-crawl bench-real bench-nginx bench-cluster bench-balance bench-focus-real
+.PHONY: bench bench-crawl bench-real bench-nginx bench-cluster bench-balance bench-focus-real \
+	bench-fresh
 
 $(SCRAPY_STAMP): benchmarks/requirements-scrapy.txt
 	$(PYTHON) -m venv $(SCRAPY_VENV)
@@ -120,7 +126,11 @@ bench-cluster: $(STAMP) system-deps
 bench-balance: $(STAMP) system-deps
 	$(BIN)/python benchmarks/bench_balance.py --plot docs/load-balancing-finish-times.png
 
-bench: bench-crawl bench-real system-deps
+bench-fresh: $(STAMP)
+	$(BIN)/python benchmarks/bench_freshness.py $(FRESH_ARGS)
+	$(BIN)/python benchmarks/bench_revisit_memory.py
+
+bench: bench-crawl bench-real bench-fresh system-deps
 	$(BIN)/python benchmarks/bench_seen.py
 	$(BIN)/python benchmarks/bench_frontier.py
 	$(BIN)/python benchmarks/bench_scale.py

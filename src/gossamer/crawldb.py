@@ -45,7 +45,7 @@ import asyncio
 import contextlib
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -274,6 +274,13 @@ class CrawlDB:
         await self.commit()
         async with self._lock:
             return await asyncio.to_thread(self.query, sql, params)
+
+    def function(
+        self, name: str, arity: int, fn: Callable[..., str | bytes | int | float | None]
+    ) -> None:
+        """Make ``fn`` callable from this connection's SQL as ``name`` (deterministic), so a
+        statement over millions of rows runs inside SQLite, streaming."""
+        self._conn.create_function(name, arity, fn, deterministic=True)
 
     def get_meta(self, key: str) -> str | None:
         """A value of the meta table."""

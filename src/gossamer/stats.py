@@ -78,7 +78,7 @@ class CrawlStats:
     sitemaps: dict[str, Any] | None = None
     """With ``--sitemaps on`` (the default): sitemap and feed files read, their entries
     found and admitted, files flagged, sitemaps robots.txt blocked, reads under way and
-    waiting (see :class:`gossamer.crawl.sitemaps.SitemapStats`)."""
+    waiting (see :class:`gossamer.crawl.sitemapfiles.SitemapStats`)."""
 
     duplicates_exact: int = 0
     """Pages whose main text an earlier page had exactly (``duplicate_of`` in their record;
@@ -126,4 +126,18 @@ class CrawlStats:
                 for name in ("changed", "unchanged", "not-modified", "gone")
             )
             line += f"  due {self.revisits['backlog']}"
+            if self.revisits.get("bytes_saved"):
+                line += f"  saved {_size(self.revisits['bytes_saved'])} by 304s"
         return line
+
+
+def _size(count: int) -> str:
+    """``count`` bytes for a reader: 512 B, 3.4 kB, 12.0 MB."""
+    if count < 1000:
+        return f"{count} B"
+    value = count / 1000
+    for unit in ("kB", "MB"):
+        if value < 1000:
+            return f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{value:.1f} GB"

@@ -59,8 +59,9 @@ async def test_due_urls_come_back_in_due_order_once(tmp_path: Path) -> None:
 
 def _queued(url: str) -> object:
     from gossamer.frontier.hostqueue import Queued
+    from gossamer.frontier.revisits import REVISIT_PRIORITY
 
-    return Queued(url, fingerprint(url), 1, 0)
+    return Queued(url, fingerprint(url), 1, 0, priority=REVISIT_PRIORITY)
 
 
 async def test_a_host_takes_at_most_its_share(
@@ -181,3 +182,91 @@ def test_the_progress_line_shows_revisits() -> None:
     )
     line = stats.progress_line()
     assert "revisits changed 2 unchanged 0 not-modified 0 gone 1  due 7" in line
+
+
+def test_the_progress_line_shows_the_bytes_304s_saved() -> None:
+    from gossamer.stats import CrawlStats
+
+    revisits = {"results": {"not-modified": 2}, "backlog": 0, "bytes_saved": 12_345}
+    counts = dict.fromkeys(("pages", "ok", "errors", "robots_blocked", "retries"), 0)
+    counts |= {"requests": 0, "duplicates": 0, "queued": 0, "in_flight": 0}
+    stats = CrawlStats(
+        **counts,
+        rejected={},
+        status_counts={},
+        elapsed=1.0,
+        pages_per_second=0,
+        peak_rss_mb=1,
+        revisits=revisits,
+    )
+    assert stats.progress_line().endswith("due 0  saved 12.3 kB by 304s")
+
+
+async def test_a_url_never_fetched_goes_before_its_host_s_due_revisits(tmp_path: Path) -> None:
+    """What a sitemap or feed announces is fetched before the host's revisits waiting."""
+    from gossamer.frontier.base import Candidate
+    from gossamer.frontier.local import LocalFrontier
+    from gossamer.frontier.politeness import PolitenessPolicy
+    from gossamer.urls import Scope
+
+    known = [f"http://a.test/{i}" for i in range(5)]
+    db = _db(tmp_path, known)
+    clock = Clock()
+    revisits = Revisits(db, lambda url, kind: BOUNDS, clock=clock)
+    for i, url in enumerate(known):
+        revisits.observed(url, RevisitState(fingerprint(url), fetched_at=900.0, due=990.0 + i))
+    scope = Scope.for_seeds([], ["test"], max_depth=5)
+    policy = PolitenessPolicy(per_host=1)
+    frontier = LocalFrontier(scope, policy, db, clock=clock, revisits=revisits)
+    frontier.restore()
+    first = await frontier.lease(1)
+    assert [lease.url for lease in first] == [known[0]]  # due, and nothing new yet
+    await frontier.add([Candidate("http://a.test/announced", 1)])
+    await frontier.ack(first[0], None)
+    order = []
+    for _ in range(10):
+        for lease in await frontier.lease(1):
+            order.append(lease.url)
+            await frontier.ack(lease, None)
+        clock.now += 1.0
+    assert order[0] == "http://a.test/announced", order
+    db.close()
+
+
+async def test_adoption_holds_no_row_per_page_in_memory(tmp_path: Path) -> None:
+    """--resume --recrawl of a big crawl: the pages become revisit rows inside SQLite."""
+    import tracemalloc
+
+    urls = [f"http://a.test/{i}" for i in range(10_000)]
+    db = _db(tmp_path, urls)
+    db.stage(
+        "INSERT INTO pages (url, status, depth, bytes, fetched_at, outlinks, attempts, "
+        "truncated, text) VALUES (?, 200, 1, 10, 500.0, 0, 1, 0, ?)",
+        [(url, f"text of {url}") for url in urls],
+    )
+    await db.commit()
+    revisits = Revisits(db, lambda u, kind: BOUNDS, clock=Clock())
+    tracemalloc.start()
+    try:
+        assert revisits.adopt() == len(urls)
+        await db.commit()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1_000_000, peak  # a row per page held would be about 4 MB
+    assert db.query("SELECT COUNT(*), MIN(due), MAX(due) FROM revisits") == [(10_000, 510.0, 510.0)]
+    db.close()
+
+
+async def test_the_backlog_counts_what_is_due_beyond_a_read(tmp_path: Path) -> None:
+    """More due than one read takes: the backlog says how many wait, not 0."""
+    urls = [f"http://h{i % 50}.test/{i}" for i in range(2500)]
+    db = _db(tmp_path, urls)
+    clock = Clock()
+    revisits = Revisits(db, lambda url, kind: BOUNDS, clock=clock)
+    for url in urls:
+        revisits.observed(url, RevisitState(fingerprint(url), fetched_at=900.0, due=990.0))
+    out = await revisits.due()
+    assert len(out) == 1000  # one read's batch
+    assert revisits.stats().backlog == 1500
+    db.close()

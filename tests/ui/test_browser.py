@@ -128,6 +128,43 @@ async def test_a_running_crawl_updates_without_reload(browser: Browser, tmp_path
             await crawl.wait()
 
 
+async def test_a_continuous_crawl_shows_its_freshness(browser: Browser, tmp_path: Path) -> None:
+    """Revisits by result, the due backlog, bytes 304s saved and the URLs sitemaps listed."""
+    async with TestWebServer(small_web(hosts=2, pages_per_host=6), flaky_failures=0) as server:
+        out = tmp_path / "fresh-crawl"
+        fresh = ["--recrawl", "--revisit-initial", "1", "--revisit-min", "1", "--revisit-max", "1"]
+        crawl = await asyncio.create_subprocess_exec(
+            *[sys.executable, "-m", "gossamer.cli", "crawl", server.url(0), server.url(1)],
+            *["--out", str(out), *WEB_ARGS, *fresh, "--max-duration", "40"],
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        try:
+            async with dashboard([tmp_path]) as served:
+                for _ in range(400):  # until the crawl has begun
+                    if (out / "crawl.db").exists():
+                        break
+                    await asyncio.sleep(0.05)
+                page = await open_page(browser, served, "")
+                await page.locator("#crawl-list a").first.click()
+                await page.wait_for_function(
+                    "() => ['unchanged', 'not-modified'].some(name => Number(document"
+                    ".querySelector(`[data-figure=revisits-${name}]`)?.textContent"
+                    ".replace(/,/g, '')) > 0)"
+                )
+                for name in ("changed", "unchanged", "not-modified", "gone", "backlog"):
+                    assert await figure(page, f"revisits-{name}") >= 0, name
+                assert await figure(page, "sitemap-urls") > 0
+                assert await figure(page, "sitemap-files") > 0
+                assert await page.locator('[data-figure="revisits-bytes-saved"]').count() == 1
+                assert await page.get_by_text("Freshness").count() == 1
+                await page.close()
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                crawl.kill()
+            await crawl.wait()
+
+
 async def start_worker(url: str, tmp_path: Path, i: int) -> asyncio.subprocess.Process:
     args = worker_args(url, tmp_path, i, "--heartbeat-ttl", "2")
     return await asyncio.create_subprocess_exec(

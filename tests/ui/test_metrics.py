@@ -272,6 +272,47 @@ def test_proxies_and_further_sections() -> None:
     }
 
 
+def test_revisits_have_their_help_and_docs(tmp_path: Path) -> None:
+    """A continuous crawl's figures: revisits by result, bytes 304s saved, the due backlog."""
+    from gossamer.crawldb import CrawlDB
+    from gossamer.frontier.revisit import Bounds
+    from gossamer.frontier.revisits import Revisits
+
+    db = CrawlDB(tmp_path / "crawl.db")
+    revisits = Revisits(db, lambda url, kind: Bounds(1.0, 1.0, 1.0))
+    revisits.results.update({"changed": 2, "not-modified": 3, "gone": 1})
+    revisits.bytes_saved = 4096
+    collector = CrawlCollector("j", "w")
+    counts = dict.fromkeys(("pages", "ok", "errors", "robots_blocked", "retries"), 0)
+    counts |= {"requests": 0, "duplicates": 0, "queued": 0, "in_flight": 0}
+    stats = CrawlStats(
+        **counts, rejected={}, status_counts={}, elapsed=1.0, pages_per_second=0, peak_rss_mb=1
+    )
+    collector.attach(
+        Sources(
+            crawl=lambda: stats,
+            fetch=Fetcher().stats,
+            waiting_hosts=lambda: (0, 0),
+            loop=lambda: LoopState("running", 0.0),
+            extra={"revisits": revisits.metrics},
+        )
+    )
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    text = generate_latest(registry).decode()
+    db.close()
+    scrape = samples(text)
+    labels = frozenset({"job": "j", "worker": "w"}.items())
+    for result, count in (("changed", 2), ("unchanged", 0), ("not_modified", 3), ("gone", 1)):
+        assert scrape[f"gossamer_revisits_{result}_total", labels] == count
+    assert scrape["gossamer_revisits_bytes_saved_total", labels] == 4096
+    assert scrape["gossamer_revisits_backlog", labels] == 0
+    revisit_names = {name for name in names_of(text) if name.startswith("gossamer_revisits_")}
+    assert len(revisit_names) == 7 and revisit_names <= HELP.keys()
+    docs = (ROOT / "docs" / "metrics.md").read_text()
+    assert all(f"`{name}`" in docs for name in revisit_names)
+
+
 def test_the_docs_name_every_metric() -> None:
     docs = (ROOT / "docs" / "metrics.md").read_text()
     readme = (ROOT / "README.md").read_text()

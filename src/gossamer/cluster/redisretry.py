@@ -39,11 +39,11 @@ import contextlib
 import hashlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, TypeVar, cast
 
 import redis
 from redis.asyncio.cluster import (
@@ -70,8 +70,21 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from gossamer.frontier.redis.scripts import load_script
 
-if TYPE_CHECKING:
-    from gossamer.cluster.resilient import RedisGuard
+
+class RedisGuard(Protocol):
+    """What this module needs of the worker's guard (`gossamer.cluster.resilient.RedisGuard`,
+    which imports this module: named here by its shape, not imported)."""
+
+    async def call_with_retry(
+        self,
+        do: Callable[[], Awaitable[T]],
+        fail: Callable[..., Any],
+        is_retryable: Callable[[Exception], bool] | None = None,
+        with_failure_count: bool = False,
+    ) -> T: ...
+
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 _REDIS_PY = Path(redis.__file__).resolve().parent

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from gossamer.extract.pdf import PdfPool
     from gossamer.extract.rules import RuleSet
     from gossamer.extract.rules.pool import RulePool
+    from gossamer.frontier.revisits import BoundsOf
 
 
 def auth_logins(settings: CrawlSettings, env: Mapping[str, str] | None = None) -> list[Login]:
@@ -166,14 +167,26 @@ def sitemap_stage(
     """With ``--sitemaps on``: the stage that reads sitemaps and feeds through ``fetch``
     (the host gate's), each answer archived in ``archive``, those of the robots.txt of hosts
     in ``scope``; ``--sitemap`` URLs waiting, and with ``--resume`` those a previous run had
-    not finished."""
+    not finished. A continuous crawl reads each again after its URL's initial revisit
+    interval."""
     if not settings.sitemaps:
         return None
-    stage = SitemapStage(fetch, db, archive=archive, in_scope=functools.partial(in_scope, scope))
+    reread = None
+    if settings.recrawl:
+        from gossamer.crawl.revisiting import revisit_bounds
+
+        reread = functools.partial(_first_interval, revisit_bounds(settings))
+    stage = SitemapStage(
+        fetch, db, archive=archive, in_scope=functools.partial(in_scope, scope), reread=reread
+    )
     if settings.resume:
         stage.restore()
     stage.given(settings.sitemap)
     return stage
+
+
+def _first_interval(bounds: BoundsOf, url: str) -> float:
+    return bounds(url, None).initial
 
 
 def politeness_policy(settings: CrawlSettings) -> PolitenessPolicy:

@@ -29,7 +29,10 @@ counted as no page.
 
 A sitemap read to its end is staged in ``sitemap_reads`` after its entries and records, so
 ``--resume`` reads again only the sitemaps a stopped or killed crawl had not finished (their
-entries seen before are duplicates then), and none read already.
+entries seen before are duplicates then), and none read already. A continuous crawl
+(``--recrawl``) reads each sitemap again ``reread`` seconds after its last read (its URL's
+initial revisit interval: ``[[revisit]]`` tables set a feed's), so what it announces later is
+found; with ``--resume`` it reads them all again at the start.
 
 In a cluster job each worker has its stage. A host's robots.txt is fetched by the worker
 owning its partition (the host's robots lease), so that worker reads the host's sitemaps;
@@ -54,6 +57,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from gossamer.crawl.sitemapfiles import Answer, SitemapStats, entry_rows, file_record
 from gossamer.crawldb import CrawlDB
 from gossamer.discover import Entry, FileResult, Flag, Limits, Reply, SitemapScope, read_sitemaps
 from gossamer.fetch.http import FetchResult
@@ -61,8 +65,8 @@ from gossamer.frontier.base import Candidate, Frontier
 from gossamer.frontier.robots import RobotsPolicy
 from gossamer.ledger import Ledger
 from gossamer.redact import redact_url
-from gossamer.sinks.base import Archive, PageRecord, WarcLocation
-from gossamer.urls import InvalidURL, canonicalize, fingerprint, host_key
+from gossamer.sinks.base import Archive
+from gossamer.urls import InvalidURL, canonicalize, host_key
 
 __all__ = ["GIVEN", "Claims", "SitemapStage", "SitemapStats"]
 
@@ -104,25 +108,6 @@ class Fetch(Protocol):
     async def fetch(self, url: str) -> Any: ...
 
 
-@dataclass(frozen=True, slots=True)
-class SitemapStats:
-    """What the stage did: files read (children and feeds included), entries they listed in
-    scope, entries admission took (new URLs queued), files flagged, sitemaps robots.txt
-    blocked, hosts whose sitemaps are being read, sitemaps waiting."""
-
-    files_total: int = 0
-    entries_total: int = 0
-    admitted_total: int = 0
-    flagged_total: int = 0
-    blocked_total: int = 0
-    reading: int = 0
-    waiting: int = 0
-
-    def as_json(self) -> dict[str, int]:
-        """The figures by name (stats.json's ``sitemaps``)."""
-        return {name: getattr(self, name) for name in self.__slots__}
-
-
 @dataclass(slots=True)
 class _Counts:
     files: int = 0
@@ -132,20 +117,13 @@ class _Counts:
     blocked: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class _Answer:
-    """What the fetch of one file left for its record."""
-
-    result: FetchResult | None
-    archived: WarcLocation | None = None
-
-
 class SitemapStage:
     """See the module doc. ``fetch`` goes through the host gate; ``allowed`` is robots.txt's
     verdict (None: ``--no-robots``); ``archive`` keeps every answer (``--warc``); ``db`` is
     crawl.db; ``hosts`` is how many hosts' sitemaps are read at once; ``in_scope`` says
     which hosts' robots.txt sitemaps are read (those the crawl visits: a robots.txt asked for
-    only to check a sitemap on another host names none for this crawl)."""
+    only to check a sitemap on another host names none for this crawl); ``reread`` (a
+    continuous crawl) the seconds after which a sitemap read is read again."""
 
     def __init__(
         self,
@@ -157,8 +135,12 @@ class SitemapStage:
         limits: Limits | None = None,
         hosts: int = 4,
         in_scope: Callable[[str], bool] | None = None,
+        reread: Callable[[str], float] | None = None,
     ) -> None:
         self._fetch = fetch
+        self._reread = reread
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        """The next read of each sitemap read (a continuous crawl's), by URL."""
         self._db = db
         self._allowed = allowed
         self._archive = archive
@@ -170,7 +152,7 @@ class SitemapStage:
         self._done: set[tuple[str, str]] = set()
         self._queues: dict[str, deque[str]] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
-        self._answers: dict[str, _Answer] = {}
+        self._answers: dict[str, Answer] = {}
         self._counts = _Counts()
         self._frontier: Frontier | None = None
         self._ledger: Ledger | None = None
@@ -206,9 +188,12 @@ class SitemapStage:
 
     def restore(self) -> None:
         """``--resume``: the sitemaps already read are not read again, and those robots.txt
-        named that were not read to their end are read now."""
-        self._done.update(self._db.query("SELECT origin, url FROM sitemap_reads"))
-        for origin, url in self._db.query("SELECT host, url FROM sitemaps"):
+        named that were not read to their end are read now. A continuous crawl reads them all
+        again."""
+        read = self._db.query("SELECT origin, url FROM sitemap_reads")
+        if self._reread is None:
+            self._done.update(read)
+        for origin, url in [*read, *self._db.query("SELECT host, url FROM sitemaps")]:
             self._want(origin, url)
 
     def _want(self, origin: str, url: str) -> None:
@@ -296,6 +281,7 @@ class SitemapStage:
     async def _read(self, url: str, origins: set[str]) -> None:
         scope = SitemapScope({origin: [url] for origin in origins if origin != GIVEN})
         batch: list[Entry] = []
+        began = asyncio.get_running_loop().time()
         async for item in read_sitemaps([url], self._reply, scope=scope, limits=self._limits):
             if isinstance(item, FileResult):
                 await self._admit(batch)
@@ -307,16 +293,28 @@ class SitemapStage:
         await self._admit(batch)
         self._db.stage(_READ, [(origin, url) for origin in origins])
         self._done.update((origin, url) for origin in origins)
+        if self._reread is not None:  # its interval runs from this read's start, as a page's
+            when = began + self._reread(url)
+            self._timers[url] = asyncio.get_running_loop().call_at(when, self._again, url, origins)
+
+    def _again(self, url: str, origins: set[str]) -> None:
+        """A continuous crawl's next read of ``url``, for the origins its last read granted."""
+        self._timers.pop(url, None)
+        named = self._named.get(url, set())
+        for origin in origins:
+            self._done.discard((origin, url))
+            named.discard(origin)
+            self._want(origin, url)
 
     async def _reply(self, url: str) -> Reply:
         """One file's fetch for the reader: robots.txt asked first, through the host gate,
         archived; what its record needs kept."""
         if self._allowed is not None and not await self._allowed(url):
-            self._answers[url] = _Answer(None)
+            self._answers[url] = Answer(None)
             return None, {}, b""
         result: FetchResult = await self._fetch.fetch(url)
         archived = await self._archive.write(result) if self._archive is not None else None
-        self._answers[url] = _Answer(result, archived)
+        self._answers[url] = Answer(result, archived)
         if result.status is None:
             return None, {}, b""
         headers = dict(result.headers)
@@ -330,7 +328,7 @@ class SitemapStage:
             return
         entries, batch[:] = list(batch), []
         added = await self._frontier.add([Candidate(e.url, ENTRY_DEPTH) for e in entries])
-        self._db.stage(_ENTRY, _entry_rows(entries))
+        self._db.stage(_ENTRY, entry_rows(entries))
         if self._sooner is not None:
             await self._sooner([(e.url, e.lastmod) for e in entries if e.lastmod is not None])
         self._counts.entries += len(entries)
@@ -338,7 +336,7 @@ class SitemapStage:
 
     def _file(self, file: FileResult) -> None:
         """Record one file read."""
-        answer = self._answers.pop(file.url, _Answer(None))
+        answer = self._answers.pop(file.url, Answer(None))
         blocked = self._allowed is not None and answer.result is None and file.status is None
         flags = tuple(f for f in file.flags if not (blocked and f is Flag.HTTP_ERROR))
         counts = self._counts
@@ -346,7 +344,7 @@ class SitemapStage:
         counts.blocked += blocked
         counts.flagged += bool(set(flags) - _NOT_FLAGGED)
         if self._ledger is not None:
-            self._ledger.note(_record(file, answer, flags, blocked), answer.archived)
+            self._ledger.note(file_record(file, answer, flags, blocked), answer.archived)
 
     # -- the rest ---------------------------------------------------------------------------
 
@@ -364,37 +362,10 @@ class SitemapStage:
 
     async def close(self) -> None:
         """Stop the reads under way (a stopped crawl reads them again when resumed)."""
+        for timer in self._timers.values():
+            timer.cancel()
         tasks = list(self._tasks.values())
         for task in tasks:
             task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.gather(*tasks, return_exceptions=True)
-
-
-def _entry_rows(entries: Sequence[Entry]) -> list[tuple[object, ...]]:
-    return [
-        (fingerprint(e.url), e.url, e.lastmod, e.changefreq, e.priority, e.source) for e in entries
-    ]
-
-
-def _record(file: FileResult, answer: _Answer, flags: tuple[str, ...], blocked: bool) -> PageRecord:
-    """The record of one sitemap or feed file (kind ``sitemap``)."""
-    result = answer.result
-    error = "robots" if blocked else (result.error if result is not None else None)
-    return PageRecord(
-        file.url,
-        file.status,
-        file.depth,
-        content_type=result.content_type if result is not None else None,
-        bytes=len(result.body) if result is not None else 0,
-        fetched_at=result.fetched_at if result is not None else None,
-        elapsed_ms=round(result.elapsed * 1000, 1) if result is not None else None,
-        outlinks=file.count,
-        redirect_to=result.location if result is not None else None,
-        error=error,
-        truncated=result.truncated if result is not None else False,
-        flags=flags,
-        proxy=result.proxy if result is not None else None,
-        extra={"format": str(file.format), "entries": file.count, "dropped": file.dropped},
-        kind="sitemap",
-    )

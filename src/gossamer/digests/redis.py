@@ -48,7 +48,7 @@ from gossamer.digests.base import (
     Match,
     bands,
 )
-from gossamer.frontier.redis import ScriptCall, run_scripts
+from gossamer.frontier.redis.scripts import ScriptCall, run_scripts
 
 log = logging.getLogger(__name__)
 _MAX_URL = 1 << 16

@@ -23,7 +23,7 @@ import math
 import operator
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -37,6 +37,10 @@ MAX_LOADED = 10_000
 """Revisits out of crawl.db at once (queued in the scheduler, leased)."""
 PER_HOST = 256
 """Revisits of one host out at once: a slow host does not keep the others' waiting."""
+REVISIT_PRIORITY = -1.0
+"""A revisit's place in its host's queue: after the URLs never fetched (links, and what
+sitemaps and feeds announce; a focused crawl's scores are 0 to 1), which are the news a
+continuous crawl looks for."""
 RESULTS = ("changed", "unchanged", "not-modified", "gone")
 """What a revisit found (``unchanged`` a 2xx answer; ``not-modified`` a 304)."""
 _BATCH = 1000
@@ -54,19 +58,22 @@ _READ_DUE = (
     "JOIN urls u ON u.fp = r.fp WHERE r.due <= ? AND (r.due > ? OR (r.due = ? AND r.fp > ?)) "
     "ORDER BY r.due, r.fp LIMIT ?"
 )
-_READ_LISTED = (
-    f"SELECT u.url, u.depth, r.{_COLUMNS.replace(', ', ', r.')} FROM revisits r "
-    "JOIN urls u ON u.fp = r.fp WHERE r.due IS NOT NULL AND r.fp IN ({marks})"
-)
 _ADOPT = _UPSERT.replace("INSERT OR REPLACE", "INSERT OR IGNORE")
 _LAST_PAGES = (
     "SELECT url, text, fetched_at, content_type FROM pages "
     "WHERE id IN (SELECT MAX(id) FROM pages WHERE id > ? GROUP BY url) "
     "AND status BETWEEN 200 AND 299"
 )
+_ADOPT_PAGES = (
+    "INSERT OR IGNORE INTO revisits (fp, text, fetched_at, captured_at, interval, due, "
+    "content_type) SELECT gossamer_fp(url), gossamer_text_digest(text), COALESCE(fetched_at, 0), "
+    "COALESCE(fetched_at, 0), gossamer_initial(url, content_type), COALESCE(fetched_at, 0) + "
+    f"gossamer_initial(url, content_type), content_type FROM ({_LAST_PAGES})"
+)
 ADOPTED_META = "revisits-adopted"
 """Journal meta: the last page id :meth:`Revisits.adopt` went through (the next looks past it
 only)."""
+_ANNOUNCED = "UPDATE revisits SET due = ?1 WHERE fp = ?2 AND due > ?1 AND fetched_at < ?3"
 _EARLIEST = "SELECT MIN(due) FROM revisits WHERE due > ?"
 _BACKLOG = "SELECT COUNT(*) FROM revisits WHERE due <= ?"
 
@@ -74,6 +81,10 @@ _BACKLOG = "SELECT COUNT(*) FROM revisits WHERE due <= ?"
 def content_digest(data: bytes) -> int:
     """A 64-bit digest of ``data`` as a signed integer (an SQLite integer)."""
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big", signed=True)
+
+
+def _text_digest(text: str | None) -> int | None:
+    return None if not text else content_digest(text.encode("utf-8", "replace"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,12 +209,15 @@ class Revisits(RevisitBook):
         super().__init__(bounds, max_gone=max_gone)
         self._db = db
         self.clock = clock
-        self._ready: list[tuple[str, Queued]] = []
-        """Revisits a sitemap's newer ``lastmod`` made due now (:meth:`sooner`)."""
         self._per_host: Counter[str] = Counter()
         self._cursor: tuple[float, int] = (-math.inf, -1)
         self._earliest: float | None = -math.inf
         """The earliest due time not read yet (-inf: not known, read at the next lease)."""
+        self.results: Counter[str] = Counter()
+        self.bytes_saved = 0
+        self._backlog = 0
+        self._counted = -math.inf
+        """When the backlog was last counted (``clock``)."""
 
     def adopt(self) -> int:
         """Give each page of a previous run that has no revisit row one (``--resume
@@ -211,32 +225,26 @@ class Revisits(RevisitBook):
         revisit state): due one initial interval after its fetch, its main-text digest taken
         from its record (no validators or payload digest were kept, so its first revisit is
         a plain fetch, compared by main text). Pages a previous adoption went through are not
-        read again (``ADOPTED_META``). Returns how many; staged for the next commit."""
-        rows = []
+        read again (``ADOPTED_META``). Returns how many pages it went through; the rows are
+        made inside SQLite by one statement staged for the next commit, so a crawl of
+        millions of pages adopts them in bounded memory."""
         through = int(self._db.get_meta(ADOPTED_META) or 0)
         last = self._db.query("SELECT MAX(id) FROM pages")[0][0] or 0
-        for url, text, fetched_at, content_type in self._db.iterate(_LAST_PAGES, (through,)):
-            initial = self.bounds(url, content_type).initial
-            digest = None if not text else content_digest(text.encode("utf-8", "replace"))
-            when = float(fetched_at or 0.0)
-            state = RevisitState(
-                fingerprint(url),
-                text=digest,
-                fetched_at=when,
-                captured_at=when,
-                interval=initial,
-                due=when + initial,
-                content_type=content_type,
-            )
-            rows.append(state.row())
-        self._db.stage(_ADOPT, rows)  # a page with a row keeps it
+        count = int(self._db.query(f"SELECT COUNT(*) FROM ({_LAST_PAGES})", (through,))[0][0])
+        self._db.function("gossamer_fp", 1, fingerprint)
+        self._db.function("gossamer_text_digest", 1, _text_digest)
+        self._db.function("gossamer_initial", 2, self._initial)
+        self._db.stage(_ADOPT_PAGES, [(through,)])  # a page with a row keeps it
         self._db.set_meta(ADOPTED_META, str(last))
         log.info(
             "continuing %d fetched page(s) as revisits",
-            len(rows),
-            extra={"event": "revisits-adopted", "pages": len(rows)},
+            count,
+            extra={"event": "revisits-adopted", "pages": count},
         )
-        return len(rows)
+        return count
+
+    def _initial(self, url: str, content_type: str | None) -> float:
+        return self.bounds(url, content_type).initial
 
     def observed(self, url: str, state: RevisitState) -> None:
         """Stage the new row of ``url`` (committed with the ack that follows)."""
@@ -247,6 +255,17 @@ class Revisits(RevisitBook):
             self._earliest = min(self._earliest, state.due)
         elif state.due is not None:
             self._earliest = state.due
+
+    def announced(self, lastmods: Iterable[tuple[int, float]]) -> None:
+        """A sitemap or feed says when pages last changed (``(fingerprint, lastmod)`` pairs,
+        unix seconds): those fetched before their ``lastmod`` are due now (staged for the
+        next commit, which the next read of what is due makes). A URL no longer revisited
+        (gone) stays so."""
+        now = self.clock()
+        rows = [(now, fp, lastmod) for fp, lastmod in lastmods]
+        if rows:
+            self._db.stage(_ANNOUNCED, rows)
+            self._earliest = now if self._earliest is None else min(self._earliest, now)
 
     def finished(self, url: str) -> None:
         """The lease of ``url`` ended for good: its row is no longer kept here. A revisit
@@ -266,8 +285,6 @@ class Revisits(RevisitBook):
     def next_due(self) -> float | None:
         """Seconds until the next revisit not yet read is due (0: now); None when none is,
         or when no more may be out now (an ended lease makes room, and wakes the crawl)."""
-        if self._ready:
-            return 0.0
         if self._earliest is None or len(self._loaded) >= MAX_LOADED:
             return None
         return max(self._earliest - self.clock(), 0.0)
@@ -275,39 +292,37 @@ class Revisits(RevisitBook):
     async def due(self) -> list[tuple[str, Queued]]:
         """The URLs due now not out yet, with their host keys, as many as there is room for."""
         now = self.clock()
-        ready, self._ready = self._ready, []
         if self._earliest is None or self._earliest > now or len(self._loaded) >= MAX_LOADED:
-            return ready
+            return []
         after, fp = self._cursor
         limit = min(_BATCH, MAX_LOADED - len(self._loaded))
         rows = await self._db.read(_READ_DUE, (now, after, after, fp, limit))
-        out = ready + [entry for row in rows if (entry := self._load(row)) is not None]
+        out = [entry for row in rows if (entry := self._load(row)) is not None]
         if len(rows) < limit:  # all that is due now was read: the next read starts over
             self._cursor = (-math.inf, -1)
             await self._next_earliest(now)
         else:
             self._cursor = (rows[-1][10], rows[-1][2])
+            if now - self._counted >= _SWEEP_EVERY:  # more due than a read takes: count it
+                await self._count_backlog(now)
         return out
 
     async def sooner(self, listed: Sequence[tuple[str, float]]) -> int:
-        """URLs a sitemap or feed lists with a ``lastmod`` newer than their last fetch are
-        due now (those with a due time, not out already); how many. Their rows keep their due
-        time until they are fetched, so a crash only forgets the hurry."""
-        newest: dict[int, float] = {}
-        for url, lastmod in listed:
-            fp = fingerprint(url)
-            newest[fp] = max(lastmod, newest.get(fp, lastmod))
-        found = 0
-        fps = list(newest)
-        for start in range(0, len(fps), _BATCH):
-            chunk = fps[start : start + _BATCH]
-            sql = _READ_LISTED.format(marks=", ".join("?" * len(chunk)))
-            for row in await self._db.read(sql, tuple(chunk)):
-                fetched_at, fp = row[7], row[2]
-                if float(fetched_at) < newest[int(fp)] and (entry := self._load(row)):
-                    self._ready.append(entry)
-                    found += 1
-        return found
+        """A sitemap or feed says when pages last changed (``(url, lastmod)`` pairs, unix
+        seconds): those fetched before their ``lastmod`` are due now (staged for the next
+        commit, which the next read of what is due makes; a URL no longer revisited, gone,
+        stays so); how many were listed."""
+        now = self.clock()
+        rows = [(now, fingerprint(url), lastmod) for url, lastmod in listed]
+        if rows:
+            self._db.stage(_ANNOUNCED, rows)
+            self._earliest = now if self._earliest is None else min(self._earliest, now)
+        return len(rows)
+
+    async def _count_backlog(self, now: float) -> None:
+        backlog = await self._db.read(_BACKLOG, (now,))
+        self._backlog = max(int(backlog[0][0]) - len(self._loaded), 0)
+        self._counted = now
 
     def _load(self, row: tuple[object, ...]) -> tuple[str, Queued] | None:
         url, depth, *values = row
@@ -318,13 +333,12 @@ class Revisits(RevisitBook):
         state = RevisitState(*values)  # type: ignore[arg-type]
         self._loaded[url] = state
         self._per_host[key] += 1
-        return key, Queued(url, state.fp, depth, 0)
+        return key, Queued(url, state.fp, depth, 0, priority=REVISIT_PRIORITY)
 
     async def _next_earliest(self, now: float) -> None:
         rows = await self._db.read(_EARLIEST, (now,))
         earliest = rows[0][0] if rows else None
-        backlog = await self._db.read(_BACKLOG, (now,))
-        self._backlog = max(int(backlog[0][0]) - len(self._loaded), 0)
+        await self._count_backlog(now)
         if self._backlog > 0:  # passed over for a full host: read again at the next sweep
             earliest = now + _SWEEP_EVERY
         self._earliest = None if earliest is None else float(earliest)
@@ -335,6 +349,7 @@ __all__ = [
     "MAX_LOADED",
     "PER_HOST",
     "RESULTS",
+    "REVISIT_PRIORITY",
     "BoundsOf",
     "RevisitBook",
     "RevisitState",

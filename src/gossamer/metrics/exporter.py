@@ -105,6 +105,14 @@ HELP = {
     "gossamer_sitemap_blocked_total": "Sitemaps robots.txt disallowed (not fetched).",
     "gossamer_sitemap_reading": "Hosts whose sitemaps are being read now.",
     "gossamer_sitemap_waiting": "Sitemaps waiting to be read.",
+    "gossamer_revisits_changed_total": "Revisits (--recrawl) that found the page changed.",
+    "gossamer_revisits_unchanged_total": "Revisits answered 2xx with the content unchanged.",
+    "gossamer_revisits_not_modified_total": "Revisits answered 304 Not Modified.",
+    "gossamer_revisits_gone_total": "Revisits that found the page gone (404, 410, a redirect).",
+    "gossamer_revisits_bytes_saved_total": "Body bytes 304 answers saved (the size of each "
+    "page's last full fetch).",
+    "gossamer_revisits_backlog": "Revisits due and not fetched yet (at the last read).",
+    "gossamer_revisits_loaded": "Revisits out of crawl.db now (queued or being fetched).",
     # a cluster job (gossamer cluster metrics; label job, and worker for gossamer_worker_*)
     "gossamer_job_queued_urls": "URLs still to crawl: queued in the job's partitions or "
     "claimed by a worker and not finished (what an autoscaler scales on).",

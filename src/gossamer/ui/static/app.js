@@ -83,6 +83,7 @@ function showCrawl(id) {
     state: el("span"),
     path: el("p", { class: "muted small" }),
     cards: el("div", { class: "cards" }),
+    fresh: section("Freshness"),
     chart: el("div", { class: "chart-box" }),
     held: el("div"), statuses: el("div"), errors: el("div"), hosts: el("div"), last: el("div"),
     log: el("div", { class: "log" }),
@@ -93,6 +94,7 @@ function showCrawl(id) {
   parts.level.value = "info";
   document.getElementById("main").replaceChildren(
     el("div", { class: "title" }, parts.title, parts.state), parts.path, parts.error, parts.cards,
+    parts.fresh,
     section("Pages/s per minute", parts.chart),
     el("div", { class: "columns" },
       section("Held back by politeness", parts.held),
@@ -126,6 +128,7 @@ function renderCrawl(id, d, parts) {
     card("errors", fmt(s.errors), "errors"),
     card("retries", fmt(s.retries), "retries"),
     card("robots-blocked", fmt(s.robots_blocked), "robots_blocked"));
+  renderFreshness(s, parts.fresh);
   parts.chart.replaceChildren(rateChart(d.rate));
   parts.held.replaceChildren(table(["host", "waiting on", "for", "queued", "in flight"],
     d.held_back.map((h) => [h.host, h.reason, `${fmt(h.wait, h.wait < 1 ? 2 : 1)} s`,
@@ -139,6 +142,28 @@ function renderCrawl(id, d, parts) {
   parts.last.replaceChildren(table(["#", "status", "URL", "title", "size", "ms"],
     d.last_pages.map((p) => [String(p.id), p.status === null ? (p.error || "–") : String(p.status),
       recordLink(id, p.id, p.url), p.title || "", bytes(p.bytes), fmt(p.elapsed_ms)])));
+}
+
+// What keeps a crawl fresh (--recrawl, sitemaps and feeds): shown when the crawl has either.
+function renderFreshness(s, box) {
+  const revisits = s.revisits, sitemaps = s.sitemaps;
+  box.hidden = !revisits && !(sitemaps && sitemaps.files_total);
+  if (box.hidden) return;
+  const cards = [];
+  if (revisits) {
+    const results = revisits.results || {};
+    for (const name of ["changed", "unchanged", "not-modified", "gone"]) {
+      cards.push(card(`revisits ${name}`, fmt(results[name] || 0), `revisits-${name}`));
+    }
+    cards.push(card("due backlog", fmt(revisits.backlog), "revisits-backlog"));
+    cards.push(card("saved by 304s", bytes(revisits.bytes_saved), "revisits-bytes-saved"));
+  }
+  if (sitemaps) {
+    cards.push(card("sitemap/feed files", fmt(sitemaps.files_total), "sitemap-files"));
+    cards.push(card("sitemap/feed URLs found", fmt(sitemaps.entries_total), "sitemap-urls"));
+    cards.push(card("of them new", fmt(sitemaps.admitted_total), "sitemap-new"));
+  }
+  box.replaceChildren(box.firstChild, el("div", { class: "cards" }, cards));
 }
 
 function recordLink(id, page, url) {

@@ -1,0 +1,72 @@
+"""What the sitemap stage leaves behind: its figures, and the crawl.db rows and the record of
+each file it reads (:mod:`gossamer.crawl.sitemaps`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gossamer.discover import Entry, FileResult
+from gossamer.fetch.http import FetchResult
+from gossamer.sinks.base import PageRecord, WarcLocation
+from gossamer.urls import fingerprint
+
+__all__ = ["Answer", "SitemapStats", "entry_rows", "file_record"]
+
+
+@dataclass(frozen=True, slots=True)
+class SitemapStats:
+    """What the stage did: files read (children and feeds included), entries they listed in
+    scope, entries admission took (new URLs queued), files flagged, sitemaps robots.txt
+    blocked, hosts whose sitemaps are being read, sitemaps waiting."""
+
+    files_total: int = 0
+    entries_total: int = 0
+    admitted_total: int = 0
+    flagged_total: int = 0
+    blocked_total: int = 0
+    reading: int = 0
+    waiting: int = 0
+
+    def as_json(self) -> dict[str, int]:
+        """The figures by name (stats.json's ``sitemaps``)."""
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What the fetch of one file left for its record."""
+
+    result: FetchResult | None
+    archived: WarcLocation | None = None
+
+
+def entry_rows(entries: Sequence[Entry]) -> list[tuple[object, ...]]:
+    return [
+        (fingerprint(e.url), e.url, e.lastmod, e.changefreq, e.priority, e.source) for e in entries
+    ]
+
+
+def file_record(
+    file: FileResult, answer: Answer, flags: tuple[str, ...], blocked: bool
+) -> PageRecord:
+    """The record of one sitemap or feed file (kind ``sitemap``)."""
+    result = answer.result
+    error = "robots" if blocked else (result.error if result is not None else None)
+    return PageRecord(
+        file.url,
+        file.status,
+        file.depth,
+        content_type=result.content_type if result is not None else None,
+        bytes=len(result.body) if result is not None else 0,
+        fetched_at=result.fetched_at if result is not None else None,
+        elapsed_ms=round(result.elapsed * 1000, 1) if result is not None else None,
+        outlinks=file.count,
+        redirect_to=result.location if result is not None else None,
+        error=error,
+        truncated=result.truncated if result is not None else False,
+        flags=flags,
+        proxy=result.proxy if result is not None else None,
+        extra={"format": str(file.format), "entries": file.count, "dropped": file.dropped},
+        kind="sitemap",
+    )
