@@ -170,7 +170,7 @@ class Crawler:
             return
         self._journal.set_meta(SEEDING_META, "started")
         while seeds:
-            await self._frontier.add([Candidate(url) for url in seeds[:_SEED_BATCH]])
+            await self._frontier.add([Candidate(url, seed=True) for url in seeds[:_SEED_BATCH]])
             del seeds[:_SEED_BATCH]  # queued: its memory serves the crawl from now on
             await self._journal.commit()
             self._wake.set()

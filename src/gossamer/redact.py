@@ -42,6 +42,16 @@ def strip_password(url: str) -> str:
     return url.replace("?&", "?").rstrip("?&")
 
 
+def strip_userinfo(url: str) -> str:
+    """``url`` without its user name and password (``http://host/path``): the URI a request
+    names (a WARC record's target), whose credentials travel in a header."""
+    scheme, sep, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    if not sep or "@" not in authority:
+        return url
+    return f"{scheme}://{authority.rpartition('@')[2]}{slash}{path}"
+
+
 def has_password(url: str) -> bool:
     """True when ``url`` holds a password."""
     return redact_url(url) != url

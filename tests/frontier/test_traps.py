@@ -346,7 +346,7 @@ async def test_links_with_a_user_name_or_password_are_dropped() -> None:
 
 async def test_a_seed_s_own_credentials_go_on() -> None:
     front = frontier()
-    seed = await front.add([Candidate("http://u:p@h.test/e")])
+    seed = await front.add([Candidate("http://u:p@h.test/e", seed=True)])
     assert seed.added == 1  # the user's own seed keeps its credentials
     page = "http://u:p@h.test/e"  # its relative links keep them; a link's own are dropped
     links = ["http://u:p@h.test/f", "http://x:y@h.test/g", "http://u:p@other.test/h"]

@@ -146,7 +146,7 @@ class Seeding:
             await asyncio.gather(*(task for task, _ in under_way), return_exceptions=True)
 
     async def _add(self, seeds: Sequence[str]) -> AddResult:
-        return await self._frontier.add([Candidate(seed) for seed in seeds])
+        return await self._frontier.add([Candidate(seed, seed=True) for seed in seeds])
 
     async def _finish(
         self, adding: asyncio.Task[AddResult], high: int, progress: SubmitProgress

@@ -124,12 +124,13 @@ class Admission:
 
     def _may_send(self, url: str, cand: Candidate, source: str | None) -> bool:
         """Whether the URL's user name and password (if any) may be sent: a seed's are the
-        user's own; a link or a redirect sends only those a seed gave, or those of the page
-        it was found on (a relative link keeps its page's), never its own."""
+        user's own; a URL the crawl found (a link, a redirect, a canonical URL, a sitemap
+        entry, whatever its depth) sends only those a seed gave, or those of the page it was
+        found on (a relative link keeps its page's), never its own."""
         credentials = credentials_of(url)
         if credentials is None:
             return True
-        if not (cand.depth or cand.hops):
+        if cand.seed:
             self._credentials.add(credentials)
             return True
         if credentials in self._credentials:

@@ -66,6 +66,9 @@ class Candidate:
     priority: float = 0.0
     """Higher first, inside its host and across hosts (see the module docstring); arrival
     order among equals. A finite number (a focused crawl's relevance, 0..1)."""
+    seed: bool = False
+    """Given by the user (a seed), not found by the crawl (a link, redirect, canonical URL or
+    sitemap entry): only a seed may carry a user name and password of its own."""
 
 
 class Outlinks(Sequence[Candidate]):

@@ -42,6 +42,7 @@ from gossamer.page.state import (
     Withheld,
 )
 from gossamer.parse.links import ParsedPage
+from gossamer.redact import redact_url
 from gossamer.sinks.base import PageRecord
 from gossamer.urls import Resolver, canonicalize
 
@@ -383,7 +384,8 @@ class PageStage:
         if not text:
             return
         found = digest(text, self._config.near_digests)
-        match = None if found is None else await self._digests.check(state.lease.url, found)
+        url = redact_url(state.lease.url)  # the index is stored (crawl.db, Redis): no password
+        match = None if found is None else await self._digests.check(url, found)
         if match is not None:
             state.duplicate_of = match.first
 

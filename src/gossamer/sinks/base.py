@@ -62,6 +62,8 @@ class Item:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fields", _safe_json(self.fields))
+        if _has_userinfo(self.url):
+            object.__setattr__(self, "url", _redact_authority(self.url))
         if not self.url.isascii():
             object.__setattr__(self, "url", safe_text(self.url))
 
@@ -170,9 +172,9 @@ class PageRecord:
     record to the sinks, which keep them in their items table or file."""
 
     def __post_init__(self) -> None:
-        for name in ("url", "redirect_to", "duplicate_of"):  # credentials in a URL are shown as ***
+        for name in _URL_FIELDS:  # credentials in a URL are shown as ***
             value = getattr(self, name)
-            if value is not None and "@" in value.partition("://")[2].partition("/")[0]:
+            if value is not None and _has_userinfo(value):
                 object.__setattr__(self, name, _redact_authority(value))
         for name in _TEXT_FIELDS:
             value = getattr(self, name)
@@ -224,6 +226,15 @@ def _sqlite_value(value: Any) -> Any:
     if not value:
         return "[]" if isinstance(value, tuple) else "{}"
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+_URL_FIELDS = ("url", "redirect_to", "duplicate_of", "canonical")
+"""The record's URL fields: a seed's credentials, or a page's (a canonical URL it names),
+are shown as ``***`` in them."""
+
+
+def _has_userinfo(url: str) -> bool:
+    return "@" in url.partition("://")[2].partition("/")[0]
 
 
 def _redact_authority(url: str) -> str:

@@ -1,0 +1,97 @@
+"""A seed's user name and password in a whole crawl of a real server on loopback: sent to its
+pages, shown as ``***`` in every record and archive, and never replaced by the ones a page
+names (a canonical URL with credentials of its own)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import gzip
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from tests.content_site import records_by_path
+from tests.local_app import serve
+
+from gossamer.crawl import run_crawl
+from gossamer.settings import load_settings
+
+pytestmark = pytest.mark.timeout(60)
+
+PASSWORD = "s3cretpw"
+SEED_AUTH = "Basic " + base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
+PAGE_AUTH = "Basic " + base64.b64encode(b"user:hunter2").decode()
+TEXT = "Pages behind a password hold text the crawl keeps like any other page's. " * 3
+CANONICAL = {
+    "/": "http://user:hunter2@site.test:{port}/claimed",  # a page's own credentials
+    "/copy": "/main",  # relative: keeps the page's (the seed's) credentials
+}
+
+
+def site(auth: dict[str, set[str | None]]) -> Any:
+    """A site whose pages name the canonical URLs of `CANONICAL`; ``auth`` gets the
+    ``Authorization`` header each path was fetched with."""
+
+    async def handle(request: web.Request) -> web.Response:
+        path, port = request.path, request.url.port
+        auth.setdefault(path, set()).add(request.headers.get("Authorization"))
+        canonical = CANONICAL.get(path)
+        head = "" if canonical is None else f'<link rel="canonical" href="{canonical}">'
+        links = '<a href="/copy">copy</a><a href="/other">other</a>' if path == "/" else ""
+        html = f"<html><head><title>{path}</title>{head.format(port=port)}</head>"
+        body = f"{html}<body><p>{TEXT}</p>{links}</body></html>"
+        return web.Response(body=body.encode(), content_type="text/html")
+
+    return handle
+
+
+async def crawl(out: Path, auth: dict[str, set[str | None]], **flags: Any) -> dict[str, Any]:
+    async with serve(site(auth)) as port:
+        settings = {
+            "seeds": [f"http://alice:{PASSWORD}@site.test:{port}/"],
+            "out": out,
+            "resolve": ["site.test=127.0.0.1"],
+            "robots": False,
+            "quiet": True,
+            "warc": True,
+        }
+        await asyncio.wait_for(run_crawl(load_settings(settings | flags, env={})), 30)
+    return records_by_path(out)
+
+
+def stored(out: Path, *tables: str) -> str:
+    """The rows of ``tables`` of out/crawl.db, as text."""
+    with sqlite3.connect(out / "crawl.db") as db:
+        return "\n".join(str(row) for t in tables for row in db.execute(f"SELECT * FROM {t}"))
+
+
+def archived(out: Path) -> bytes:
+    return b"".join(gzip.decompress(path.read_bytes()) for path in (out / "warc").iterdir())
+
+
+async def test_a_seed_s_password_is_sent_and_never_stored_in_clear(tmp_path: Path) -> None:
+    auth: dict[str, set[str | None]] = {}
+    out = tmp_path / "out"
+    records = await crawl(out, auth, canonical="follow")
+    assert auth["/"] == auth["/copy"] == auth["/main"] == {SEED_AUTH}
+    assert records["/copy"]["canonical"].startswith("http://alice:***@site.test:")
+    assert "http://alice:***@site.test:" in records["/other"]["url"]
+    assert PASSWORD not in (out / "pages.jsonl").read_text()
+    assert PASSWORD not in stored(out, "pages", "digests")
+    warc = archived(out)
+    assert PASSWORD.encode() not in warc and b"alice" not in warc
+    assert b"WARC-Target-URI: http://site.test:" in warc  # the URI requested
+    assert b"Authorization: ***" in warc  # the credential sent, redacted
+
+
+async def test_a_canonical_url_of_a_seed_page_sends_no_credentials_of_its_own(
+    tmp_path: Path,
+) -> None:
+    auth: dict[str, set[str | None]] = {}
+    records = await crawl(tmp_path / "out", auth, canonical="follow")
+    assert "/claimed" not in auth and PAGE_AUTH not in set().union(*auth.values())
+    assert records["/"]["canonical"].startswith("http://user:***@site.test:")
+    assert "hunter2" not in (tmp_path / "out" / "pages.jsonl").read_text()
