@@ -22,17 +22,18 @@ from gossamer.engine import CommitHook, Crawler, Outputs, Robots, StatsSource
 from gossamer.fetch.gated import GatedFetch
 from gossamer.fetch.http import Fetcher
 from gossamer.fetch.proxies import ProxyPool
-from gossamer.frontier.admission import Guards
+from gossamer.frontier.admission import Guards, refusal
 from gossamer.frontier.base import Frontier, waiting
 from gossamer.frontier.gate import HostGate, SlotSource
 from gossamer.frontier.local import LocalFrontier, LocalFrontierConfig
 from gossamer.frontier.robots import RobotsCache
 from gossamer.page import Focus, PageStage
+from gossamer.page.canonical import Checks
 from gossamer.robots_fetch import Fetch
 from gossamer.settings import CrawlSettings, SettingsError
 from gossamer.sinks.base import RecordSink
 from gossamer.sinks.sqlite import SQLiteSink
-from gossamer.urls import host_key
+from gossamer.urls import ParamStripper, host_key
 
 if TYPE_CHECKING:
     from gossamer.extract.rules import RuleSet
@@ -100,6 +101,16 @@ async def focus_policy(
     )
 
 
+def _canonical_checks(settings: CrawlSettings, stages: Stages) -> Checks:
+    """What admission and robots.txt would say of a canonical URL (``--canonical follow``)."""
+    stripper = ParamStripper(tuple(settings.strip_params))
+    return Checks(
+        strip=stripper.strip if stripper else None,
+        refusal=functools.partial(refusal, stages.scope),
+        allowed=stages.robots.verdict if settings.robots else None,
+    )
+
+
 def assemble_crawler(
     stages: Stages,
     settings: CrawlSettings,
@@ -131,6 +142,7 @@ def assemble_crawler(
         digests=digests,
         in_scope=functools.partial(in_scope, stages.scope),
         freshness=None if revisits is None else _freshness(revisits),
+        canonical_checks=_canonical_checks(settings, stages),
     )
     fetch: Fetch = stages.renderer if stages.renderer is not None else stages.fetcher
     sources = stats_sources(stages)

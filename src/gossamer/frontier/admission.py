@@ -176,6 +176,21 @@ class Admission:
         return locate(priorities, self._strip)
 
 
+def refusal(scope: Scope, url: str, depth: int, source: str) -> str | None:
+    """Why :meth:`Admission.admit` turns away the canonical URL ``url`` found on the page
+    ``source`` at ``depth``, as far as the crawl's state does not matter (the scope's
+    guards; a user name or password that is not the page's own); None: it would not."""
+    try:
+        url = canonicalize(url)
+    except InvalidURL:
+        return "invalid-url"
+    reason = scope.reject_reason(url, depth)
+    credentials = credentials_of(url)
+    if reason is None and credentials is not None and credentials != credentials_of(source):
+        reason = "userinfo"
+    return reason
+
+
 def locate(
     priorities: Mapping[str, float], strip: ParamStripper | None = None
 ) -> dict[str, dict[int, float]]:

@@ -39,6 +39,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from gossamer.redact import redact_url
@@ -47,7 +48,7 @@ from gossamer.urls import Resolver, canonicalize, explicit_port, host_key, host_
 if TYPE_CHECKING:
     from selectolax.lexbor import LexborHTMLParser
 
-__all__ = ["FLAGS", "MAX_REMEMBERED", "Canonicals", "header_canonical", "tag_canonical"]
+__all__ = ["FLAGS", "MAX_REMEMBERED", "Canonicals", "Checks", "header_canonical", "tag_canonical"]
 
 log = logging.getLogger(__name__)
 
@@ -100,55 +101,120 @@ def _absolute(base: str, href: str) -> str | None:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class Checks:
+    """What a crawl would do with a canonical URL, asked before a page's content is withheld
+    for it: ``strip`` makes it the URL admission would queue (tracking and session
+    parameters stripped); ``refusal`` tells why admission would turn it away when found on
+    a page at a depth (None: it would not); ``allowed`` is robots.txt's verdict when known
+    (None: not known yet, so followed)."""
+
+    strip: Callable[[str], str] | None = None
+    refusal: Callable[[str, int, str], str | None] | None = None
+    allowed: Callable[[str], bool | None] | None = None
+
+
 class Canonicals:
     """``--canonical follow``: which canonical URLs to queue (see the module docstring).
 
-    ``in_scope`` tells whether the crawl may visit a URL (None: every URL)."""
+    ``in_scope`` tells whether the crawl may visit a URL (None: every URL); ``checks`` what
+    admission and robots.txt would say of it."""
 
     def __init__(
-        self, in_scope: Callable[[str], bool] | None = None, limit: int = MAX_REMEMBERED
+        self,
+        in_scope: Callable[[str], bool] | None = None,
+        limit: int = MAX_REMEMBERED,
+        checks: Checks | None = None,
     ) -> None:
         self._in_scope = in_scope
         self._limit = limit
+        self._checks = checks or Checks()
         self._named: dict[str, str] = {}
         """Pages that named another canonical URL and were not stored: page -> canonical."""
         self._awaited: dict[str, str] = {}
         """Canonical URLs queued and not fetched yet: canonical -> the page that named it."""
         self._failed: dict[str, None] = {}
+        self._redirects: dict[str, str] = {}
+        """URLs that redirected: URL -> its target."""
         self._origins: dict[str, None] = {}
         """Origins (``scheme://host[:port]``) that served a page judged here."""
 
-    def judge(self, url: str, canonical: str | None) -> tuple[str | None, str | None]:
-        """The canonical URL to queue for the page at ``url`` (None: none) and the record's
-        flag (None: none)."""
+    def judge(
+        self, url: str, canonical: str | None, depth: int = 0
+    ) -> tuple[str | None, str | None]:
+        """The canonical URL to queue for the page at ``url`` (at ``depth``; None: none) and
+        the record's flag (None: none)."""
         origin = host_key(url)
         if origin not in self._origins:
             self._remember(self._origins, origin, None)
-        if canonical is None or canonical == url:
+        if canonical is None:
+            return None, None
+        strip = self._checks.strip
+        queued = canonical if strip is None else strip(canonical)
+        if queued == url:
             return None, None
         if self._in_scope is not None and not self._in_scope(canonical):
             return None, "canonical-offsite"
         if _scheme_only(url, canonical) and host_key(canonical) not in self._origins:
             return None, "canonical-scheme"
-        if canonical in self._failed:
+        if queued in self._failed or not self._may_queue(url, queued, depth):
             return None, "canonical-error"
-        if canonical in self._named:
+        if queued in self._named or self._redirects.get(queued) == url:
             return None, "canonical-loop"
-        self._remember(self._named, url, canonical)
-        self._remember(self._awaited, canonical, url)
-        return canonical, "canonical-followed"
+        self._remember(self._named, url, queued)
+        self._remember(self._awaited, queued, url)
+        return queued, "canonical-followed"
 
-    def ended(self, url: str, failed: bool) -> str | None:
-        """``url``'s fetch ended (``failed``: with no page); the flag of its record when a
-        page named it canonical and it failed."""
+    def _may_queue(self, url: str, queued: str, depth: int) -> bool:
+        """Whether admission and robots.txt would let the crawl fetch ``queued``, named by
+        the page ``url``: a page whose canonical URL will not be fetched keeps its content."""
+        refusal, allowed = self._checks.refusal, self._checks.allowed
+        reason = None if refusal is None else refusal(queued, depth, url)
+        if reason is None and allowed is not None and allowed(queued) is False:
+            reason = "robots"
+        if reason is None:
+            return True
+        log.info(
+            "canonical URL %s of %s not followed (%s); the page keeps its content",
+            redact_url(queued),
+            redact_url(url),
+            reason,
+            extra={"event": "canonical-error"},
+        )
+        return False
+
+    def redirected(self, url: str, target: str | None) -> str | None:
+        """``url`` redirected to ``target`` (None: a bad or one redirect too many); the flag
+        of its record when a page named it canonical and the redirect leads nowhere new (back
+        to that page, out of the crawl's scope, nowhere): the page has no content stored."""
+        self._remember(self._redirects, url, target or "")
         named_by = self._awaited.pop(url, None)
-        if not failed:
-            return None
-        self._remember(self._failed, url, None)
         if named_by is None:
             return None
+        out = target is None or (self._in_scope is not None and not self._in_scope(target))
+        if not out and target != named_by:
+            self._remember(self._awaited, target or "", named_by)  # its target's fetch decides
+            return None
         log.warning(
-            "canonical URL %s failed; %s named it and has no content stored",
+            "canonical URL %s redirects %s; %s named it and has no content stored",
+            redact_url(url),
+            "back to it" if target == named_by else "away",
+            redact_url(named_by),
+            extra={"event": "canonical-error"},
+        )
+        return "canonical-error"
+
+    def ended(self, url: str, failed: bool, withheld: bool = False) -> str | None:
+        """``url``'s fetch ended (``failed``: with no page; ``withheld``: a page whose content
+        is not stored, ``noindex``); the flag of its record when a page named it canonical and
+        it failed or was withheld."""
+        named_by = self._awaited.pop(url, None)
+        if failed:
+            self._remember(self._failed, url, None)
+        if named_by is None or not (failed or withheld):
+            return None
+        log.warning(
+            "canonical URL %s failed or is noindex; %s named it and has no content stored",
             redact_url(url),
             redact_url(named_by),
             extra={"event": "canonical-error"},

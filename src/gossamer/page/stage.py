@@ -30,7 +30,7 @@ from gossamer.hooks import Hook
 from gossamer.outcomes import Action, Outcome
 from gossamer.page import extras, read
 from gossamer.page.canonical import FLAGS as CANONICAL_FLAGS
-from gossamer.page.canonical import Canonicals, header_canonical, tag_canonical
+from gossamer.page.canonical import Canonicals, Checks, header_canonical, tag_canonical
 from gossamer.page.directives import header_directives, meta_directives
 from gossamer.page.state import (
     NO_RULES,
@@ -149,9 +149,11 @@ class PageStage:
         digests: DigestIndex | None = None,
         in_scope: Callable[[str], bool] | None = None,
         freshness: Freshness | None = None,
+        canonical_checks: Checks | None = None,
     ) -> None:
         """``in_scope`` tells whether the crawl may visit a URL: a canonical URL out of it is
-        not followed (``--canonical follow``); ``freshness`` compares a continuous crawl's
+        not followed (``--canonical follow``), nor one ``canonical_checks`` finds admission
+        or robots.txt would turn away; ``freshness`` compares a continuous crawl's
         answers with the URL's last one (``--recrawl``)."""
         if config.rules is not None and rule_pool is None:
             raise ValueError("a crawl with rules reads them in a RulePool")
@@ -164,7 +166,9 @@ class PageStage:
         self._extractor = config.extractor if config.text else None
         self._counts: Counter[str] = Counter()
         self._signals = dict.fromkeys(SIGNALS, 0)
-        self._canonicals = Canonicals(in_scope) if config.canonical == "follow" else None
+        self._canonicals = None
+        if config.canonical == "follow":
+            self._canonicals = Canonicals(in_scope, checks=canonical_checks)
         self.upkeep: Callable[[], Awaitable[None]] | None = None if focus is None else focus.upkeep
         """Run after each URL is acked: the focus re-scores the frontier's URLs when due."""
         self._steps: tuple[Step, ...] = self._pipeline()
@@ -204,8 +208,8 @@ class PageStage:
                     await step(state)
         elif action is Action.REDIRECT and result.location is not None:
             self._redirect(state, result.location)
-        if self._canonicals is not None and action is not Action.REDIRECT:
-            flag = self._canonicals.ended(lease.url, action is not Action.STORE)
+        if self._canonicals is not None:
+            flag = self._canonical_ended(state, action)
             state.flags += (flag,) if flag is not None else ()
         if state.flags or state.canonical is not None:
             self._count_signals(state)
@@ -214,6 +218,16 @@ class PageStage:
         elif result.status is not None:
             state.change = "new"  # no --recrawl: every fetch is a URL's first
         return _result(state)
+
+    def _canonical_ended(self, state: PageState, action: Action) -> str | None:
+        """What the fetch of a URL means to the page that named it canonical, if one did."""
+        assert self._canonicals is not None
+        url = state.lease.url
+        if action is Action.REDIRECT:
+            target = state.redirect_to if state.candidates else None
+            return self._canonicals.redirected(url, target)
+        withheld = state.withheld == "noindex"
+        return self._canonicals.ended(url, action is not Action.STORE, withheld)
 
     def _count_signals(self, state: PageState) -> None:
         signals = self._signals
@@ -298,7 +312,7 @@ class PageStage:
         state.canonical = header or tag
         if self._canonicals is None:
             return
-        target, flag = self._canonicals.judge(url, state.canonical)
+        target, flag = self._canonicals.judge(url, state.canonical, state.lease.depth)
         state.flags += (flag,) if flag is not None else ()
         if target is not None:
             state.withheld = state.withheld or "not-canonical"
