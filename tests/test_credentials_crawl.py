@@ -50,16 +50,22 @@ def site(auth: dict[str, set[str | None]]) -> Any:
 
 async def crawl(out: Path, auth: dict[str, set[str | None]], **flags: Any) -> dict[str, Any]:
     async with serve(site(auth)) as port:
-        settings = {
-            "seeds": [f"http://alice:{PASSWORD}@site.test:{port}/"],
-            "out": out,
-            "resolve": ["site.test=127.0.0.1"],
-            "robots": False,
-            "quiet": True,
-            "warc": True,
-        }
-        await asyncio.wait_for(run_crawl(load_settings(settings | flags, env={})), 30)
+        await run(out, port, **flags)
     return records_by_path(out)
+
+
+async def run(out: Path, port: int, resume: bool = False, **flags: Any) -> None:
+    """Crawl from the seed with a password (none with ``resume``: crawl.db's)."""
+    settings = {
+        "seeds": [] if resume else [f"http://alice:{PASSWORD}@site.test:{port}/"],
+        "resume": resume,
+        "out": out,
+        "resolve": ["site.test=127.0.0.1"],
+        "robots": False,
+        "quiet": True,
+        "warc": True,
+    }
+    await asyncio.wait_for(run_crawl(load_settings(settings | flags, env={})), 30)
 
 
 def stored(out: Path, *tables: str) -> str:
@@ -80,7 +86,9 @@ async def test_a_seed_s_password_is_sent_and_never_stored_in_clear(tmp_path: Pat
     assert records["/copy"]["canonical"].startswith("http://alice:***@site.test:")
     assert "http://alice:***@site.test:" in records["/other"]["url"]
     assert PASSWORD not in (out / "pages.jsonl").read_text()
-    assert PASSWORD not in stored(out, "pages", "digests")
+    assert PASSWORD not in stored(out, "pages", "digests", "urls")
+    assert "http://alice:***@site.test:" in stored(out, "urls")
+    assert (out / "crawl.db").stat().st_mode & 0o077 == 0  # its meta keeps the password
     warc = archived(out)
     assert PASSWORD.encode() not in warc and b"alice" not in warc
     assert b"WARC-Target-URI: http://site.test:" in warc  # the URI requested
@@ -95,3 +103,16 @@ async def test_a_canonical_url_of_a_seed_page_sends_no_credentials_of_its_own(
     assert "/claimed" not in auth and PAGE_AUTH not in set().union(*auth.values())
     assert records["/"]["canonical"].startswith("http://user:***@site.test:")
     assert "hunter2" not in (tmp_path / "out" / "pages.jsonl").read_text()
+
+
+async def test_a_resumed_crawl_sends_the_seed_s_password_it_did_not_store_with_the_urls(
+    tmp_path: Path,
+) -> None:
+    out, auth = tmp_path / "out", {}  # type: ignore[var-annotated]
+    async with serve(site(auth)) as port:
+        await run(out, port, max_pages=1)
+        assert set(auth) == {"/"} and "/copy" in stored(out, "urls")
+        assert PASSWORD not in stored(out, "urls")
+        auth.clear()
+        await run(out, port, resume=True)  # no seed given: crawl.db's
+    assert auth["/copy"] == auth["/other"] == {SEED_AUTH}

@@ -32,7 +32,11 @@ Tables:
   checks, changes, gone, observed, size, content_type)``: a continuous crawl's (``--recrawl``)
   state of each page it fetched (:mod:`gossamer.frontier.revisits`); the partial index
   ``revisits_due`` on due times lets the frontier read the URLs due, a batch at a time.
-* ``meta(key, value)``: small facts about the crawl.
+* ``meta(key, value)``: small facts about the crawl; ``credentials`` holds the user names
+  and passwords of the seeds' URLs (``user:password@host:port``, a line each), which the
+  ``urls`` table shows as ``user:***@host:port`` (:meth:`CrawlDB.hide`): the one place a
+  password is kept, to fetch the URLs queued after ``--resume`` (:meth:`CrawlDB.reveal`).
+  Once it holds one, crawl.db is readable by its owner only, as with cookies.
 * ``cookies(domain, path, name, value, secure, expires, host_only)``: the crawl's cookie
   jar (``gossamer.fetch.cookies``), written as it changes, so ``--resume`` continues the
   sessions. They are credentials: once it holds cookies, crawl.db (with
@@ -48,6 +52,8 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+from gossamer.redact import MASK, redact_url
 
 _SCHEMA = """
 PRAGMA journal_mode=WAL;
@@ -158,6 +164,7 @@ _DROP_COOKIE = "DELETE FROM cookies WHERE domain = ? AND path = ? AND name = ?"
 _ADDED_COOKIE_COLUMNS = (("host_only", "INTEGER NOT NULL DEFAULT 0"),)
 """Columns of ``cookies`` added after its first version."""
 
+_CREDENTIALS_META = "credentials"
 _ADDED_URL_COLUMNS = (("priority", "REAL NOT NULL DEFAULT 0"),)
 """Columns of ``urls`` added after its first version, with their definitions."""
 _ADDED_COLUMNS = (
@@ -216,6 +223,12 @@ class CrawlDB:
         self._staged: list[tuple[str, list[Row]]] = []
         self._lock = asyncio.Lock()
         self._private = False
+        self._secrets: dict[str, str] = {}
+        """The seeds' user info by its form with the password masked: what :meth:`hide`
+        took out of the URLs stored."""
+        stored = self.get_meta(_CREDENTIALS_META)
+        for authority in (stored or "").splitlines():
+            self._secrets[_masked(authority)] = authority
 
     def _add_missing_columns(self) -> None:
         """Bring a crawl.db of an earlier version up to the schema (``--resume``)."""
@@ -310,6 +323,30 @@ class CrawlDB:
         self.stage(_DROP_COOKIE, removed)
         self.stage(_ADD_COOKIE, [(*row[:6], row[6] if len(row) > 6 else False) for row in rows])
 
+    def hide(self, url: str) -> str:
+        """``url`` as the ``urls`` table stores it: its password as ``***``, the password
+        kept apart (meta ``credentials``, crawl.db made private) for :meth:`reveal`."""
+        scheme, _, rest = url.partition("://")
+        authority, slash, path = rest.partition("/")
+        if "@" not in authority:
+            return url
+        masked = _masked(authority)
+        if masked == authority:
+            return url  # a user name, no password
+        if self._secrets.get(masked) != authority:
+            self._secrets[masked] = authority
+            self._make_private()
+            self.set_meta(_CREDENTIALS_META, "\n".join(self._secrets.values()))
+        return f"{scheme}://{masked}{slash}{path}"
+
+    def reveal(self, url: str) -> str:
+        """A URL the ``urls`` table stores as it was queued (its password put back)."""
+        scheme, _, rest = url.partition("://")
+        authority, slash, path = rest.partition("/")
+        if f"{MASK}@" not in authority:
+            return url
+        return f"{scheme}://{self._secrets.get(authority, authority)}{slash}{path}"
+
     def _make_private(self) -> None:
         if not self._private:
             for suffix in ("", "-wal", "-shm"):
@@ -320,3 +357,8 @@ class CrawlDB:
     def close(self) -> None:
         """Close the connection (everything staged must have been committed)."""
         self._conn.close()
+
+
+def _masked(authority: str) -> str:
+    """``user:password@host`` as ``user:***@host``."""
+    return redact_url(f"http://{authority}").partition("://")[2]

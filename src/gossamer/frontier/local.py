@@ -154,7 +154,7 @@ class LocalFrontier:
         ):
             last_seq = seq
             if state == 0:
-                entry = Queued(url, fp, depth, hops, attempts, priority)
+                entry = Queued(self._db.reveal(url), fp, depth, hops, attempts, priority)
                 self._enqueue(entry, key=key, seq=seq)
             else:
                 finished += 1
@@ -192,7 +192,8 @@ class LocalFrontier:
             seq = next(self._seq)
             entry = Queued(url, fp, cand.depth, cand.hops, 0, cand.priority)
             self._enqueue(entry, key=key, seq=seq)
-            rows.append((fp, url, key, cand.depth, cand.hops, seq, cand.priority))
+            stored = url if "@" not in url or self._db is None else self._db.hide(url)
+            rows.append((fp, stored, key, cand.depth, cand.hops, seq, cand.priority))
         if self._db is not None:
             self._db.stage(_INSERT_URL, rows)
         added = len(rows)
@@ -350,6 +351,7 @@ class LocalFrontier:
             rows = await self._db.read(_READ_SPILLED, (key, after, batch))
         if rows:
             self._loaded[key] = rows[-1][-1]
-        self._hosts.refill(key, [Queued(*row[:-1]) for row in rows])
+        reveal = self._db.reveal if self._db is not None else str
+        self._hosts.refill(key, [Queued(reveal(row[0]), *row[1:-1]) for row in rows])
         if not self._hosts.stored_of(key):
             self._loaded.pop(key, None)

@@ -327,6 +327,7 @@ class Revisits(RevisitBook):
     def _load(self, row: tuple[object, ...]) -> tuple[str, Queued] | None:
         url, depth, *values = row
         assert isinstance(url, str) and isinstance(depth, int)
+        url = self._db.reveal(url)
         key = host_key(url)
         if url in self._loaded or self._per_host[key] >= PER_HOST:
             return None
