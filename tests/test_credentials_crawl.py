@@ -108,7 +108,7 @@ async def test_a_canonical_url_of_a_seed_page_sends_no_credentials_of_its_own(
 async def test_a_resumed_crawl_sends_the_seed_s_password_it_did_not_store_with_the_urls(
     tmp_path: Path,
 ) -> None:
-    out, auth = tmp_path / "out", {}  # type: ignore[var-annotated]
+    out, auth = tmp_path / "out", dict[str, set[str | None]]()
     async with serve(site(auth)) as port:
         await run(out, port, max_pages=1)
         assert set(auth) == {"/"} and "/copy" in stored(out, "urls")

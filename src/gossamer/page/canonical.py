@@ -8,30 +8,38 @@ given and disagree, the header wins, as search engines have it, and the record i
 ``canonical-conflict``. The record's ``canonical`` field holds the result.
 
 With ``--canonical record`` (the default) that is all. With ``follow``, :class:`Canonicals`
-judges a page whose canonical URL is another one:
+judges a page whose canonical URL is another one once stripped of the parameters admission
+strips (``/a?utm_source=feed`` and ``/a;jsessionid=X`` name ``/a`` itself):
 
-* in scope, neither known to have failed nor itself a page that named another canonical URL:
-  the canonical URL is queued (at the page's depth) and the page's record is flagged
-  ``canonical-followed``: it keeps its status, links and ``canonical`` field, but no content
-  is stored for it (the canonical page's is), as for ``noindex``;
+* in scope, one admission and robots.txt would let the crawl fetch, neither known to have
+  failed nor itself a page that named another canonical URL: the canonical URL is queued
+  (at the page's depth, never as a seed: a user name or password of its own is refused) and
+  the page's record is flagged ``canonical-followed``: it keeps its status, links and
+  ``canonical`` field, but no content is stored for it (the canonical page's is), as for
+  ``noindex``;
 * out of the crawl's scope: ignored, flagged ``canonical-offsite``;
 * the page's host and port under another scheme (``https://h:8080/a`` named by
   ``http://h:8080/a``): one port speaks one protocol, so unless that origin has served a page
   of the crawl already it is recorded, not followed, and flagged ``canonical-scheme`` (a
   change of scheme with the scheme's own port, ``http://h/a`` to ``https://h/a``, is the
   usual move to https and followed when in scope);
-* a URL whose fetch failed (a 4xx, a 5xx, a network error): ignored, ``canonical-error``;
-* a page that named another canonical URL itself (A -> B -> A, or a longer chain back):
-  ignored, ``canonical-loop``, and the page keeps its content, so one page of a loop always
-  does;
+* a URL admission would turn away (:func:`gossamer.frontier.admission.refusal`: the
+  scope's guards, credentials that are not the page's own), robots.txt disallows (when its
+  rules are known), or whose fetch failed (a 4xx, a 5xx, a network error): ignored,
+  ``canonical-error``, the page keeps its content;
+* a page that named another canonical URL itself (A -> B -> A, or a longer chain back), or
+  a URL that redirected to the page: ignored, ``canonical-loop``, and the page keeps its
+  content, so one page of a loop always does;
 * the page itself: nothing to do (most pages name themselves).
 
-A canonical URL fetched after the page that named it and found failing is flagged
-``canonical-error`` on its own record (the page that named it has no content stored; the log
-names it). What the judge remembers (pages that named another canonical URL, URLs that
-failed) is bounded (`MAX_REMEMBERED` each, oldest forgotten first) and per process: in a
-cluster job it sees the pages its worker fetched, which holds a host's pages, and canonical
-links mostly stay on their host.
+A canonical URL fetched after the page that named it and found failing, ``noindex``, or
+redirecting back to that page or out of scope is flagged ``canonical-error`` on its own
+record (the page that named it has no content stored; the log names it); one redirecting
+elsewhere in scope hands the wait on to its target. What the judge remembers (pages that
+named another canonical URL, URLs that failed or redirected) is bounded (`MAX_REMEMBERED`
+each, oldest forgotten first) and per process: in a cluster job it sees the pages its worker
+fetched, which holds a host's pages, and canonical links mostly stay on their host. The
+record's ``canonical`` field shows a password in it as ``***``.
 """
 
 from __future__ import annotations
