@@ -100,3 +100,11 @@ async def test_a_crawl_writes_the_line_breaks_of_a_page_escaped(tmp_path: Path) 
     assert json.loads(line)["url"] == f"http://127.0.0.1:{port}/"
     (line,) = (out / "items.jsonl").read_text("utf-8").splitlines()
     assert json.loads(line)["fields"] == {"headline": BREAKS, "label": BREAKS}
+
+
+def test_a_password_in_a_url_of_a_record_or_item_is_shown_as_stars() -> None:
+    record = PageRecord("http://a:pw@h.test/x", 200, 0, canonical="http://u:hunter2@h.test/c")
+    item = Item("http://a:pw@h.test/x", "rule", 0, None, {})
+    line = record.to_json() + item.to_json()
+    assert "pw" not in line.replace("***", "") and "hunter2" not in line
+    assert record.canonical == "http://u:***@h.test/c" and item.url == "http://a:***@h.test/x"
