@@ -7,7 +7,6 @@ decompression bomb (its record kept, nothing parsed from it)."""
 from __future__ import annotations
 
 import gzip
-import io
 from pathlib import Path
 from typing import Any
 
