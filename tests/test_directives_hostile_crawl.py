@@ -28,6 +28,7 @@ HEADS = {
     "/many-words": '<meta name="robots" content="' + "max-snippet:1," * 100 + 'noindex">',
     "/long-content": '<meta name="robots" content="' + "a" * 9000 + ',noindex">',
     "/bodymeta404": NOINDEX_META,
+    "/equiv": '<meta http-equiv="X-Robots-Tag" content="noindex">',
 }
 HEADERS = {
     "/two-headers": ["x" * 5000, "x" * 5000, "noindex"],
@@ -36,6 +37,8 @@ HEADERS = {
     "/e404": ["noindex"],
     "/e500": ["noindex"],
     "/r301": ["noindex"],
+    "/semicolon": ["noindex;nofollow"],
+    "/day": ["unavailable_after: 25 jun 2010"],
 }
 STATUS = {"/e404": 404, "/e500": 500, "/r301": 301, "/bodymeta404": 404}
 PAGES = [*HEADS, *HEADERS, "/bomb"]

@@ -58,6 +58,10 @@ def header(value: str, token: str = "gossamer") -> Directives:
         ("unavailable_after: not a date", NONE),
         ("gossamer: unavailable_after: 2010-06-25", NOINDEX),
         ("otherbot: unavailable_after: 2010-06-25", NONE),
+        ("noindex;nofollow", BOTH),
+        ("unavailable_after: 25 jun 2010", NOINDEX),
+        ("unavailable_after: 25 June 2010", NOINDEX),
+        ("unavailable_after: 25 jun 2999", NONE),
     ],
 )
 def test_header_forms(value: str, expected: Directives) -> None:
@@ -171,6 +175,12 @@ def test_a_noindex_meta_anywhere_and_past_the_bounds_counts(head: str) -> None:
     # a pixel in the head ends it for a parser with scripting off: the tags after it are in
     # the body, where they are read all the same
     assert meta(f"<html><head>{head}</head><body><p>text</p></body></html>") == NOINDEX
+
+
+def test_an_http_equiv_meta_reads_as_the_header() -> None:
+    assert meta('<meta http-equiv="X-Robots-Tag" content="noindex">') == NOINDEX
+    assert meta('<meta http-equiv="x-robots-tag" content="gossamer: nofollow">') == NOFOLLOW
+    assert meta('<meta http-equiv="X-Robots-Tag" content="otherbot: noindex">') == NONE
 
 
 def test_a_name_with_quotes_is_no_selector_injection() -> None:

@@ -54,6 +54,7 @@ MAX_DIRECTIVES = 100
 MAX_META_TAGS = 1000
 """Robots meta tags read in full; past them only a ``noindex``/``nofollow``/``none`` is looked
 for (by a CSS search)."""
+_EQUIV = 'meta[http-equiv="x-robots-tag" i]'
 _OVERLAP = 64
 """Characters before a cut searched again: a word the cut split is found whole."""
 _RESTRICTIVE = re.compile(r"(?<![^\s,:;])(noindex|nofollow|none)(?![^\s,;])")
@@ -61,6 +62,8 @@ _AGENT = re.compile(r"\s*([a-z0-9_.-]+)\s*:\s*(.*)\Z", re.DOTALL)
 _VALUED = frozenset({"unavailable_after", "max-snippet", "max-image-preview", "max-video-preview"})
 """Directives that take a value after a colon: their names are no user agents."""
 _HEADER = "x-robots-tag"
+_DAY_FORMS = ("%d %b %Y", "%d %B %Y", "%b %d %Y", "%B %d %Y")
+"""Dates without a time Google's examples also show (``25 Jun 2010``)."""
 _WEEKDAY = re.compile(r"(unavailable_after\s*:\s*)[a-z]+\s*,")
 """The weekday of an RFC 822 or 850 date (``Wed, 25 Jun 2010 ...``): its comma would split the
 date, and the date is the same without it."""
@@ -104,7 +107,7 @@ def header_directives(headers: Mapping[str, str], token: str, fetched_at: float)
 def _bounded(value: str) -> tuple[list[str], Directives]:
     """The directives of a lowercased header or meta content within the bounds, and what the
     search of the rest for restrictive words found (for any agent: fail closed)."""
-    parts = _WEEKDAY.sub(r"\1", value[:MAX_HEADER_CHARS]).split(",")
+    parts = _WEEKDAY.sub(r"\1", value[:MAX_HEADER_CHARS]).replace(";", ",").split(",")
     rest = ",".join(parts[MAX_DIRECTIVES:])
     if len(value) > MAX_HEADER_CHARS:
         rest += "," + value[MAX_HEADER_CHARS - _OVERLAP :]
@@ -150,13 +153,9 @@ def _directive(word: str, fetched_at: float) -> Directives:
 def _is_past(value: str, now: float) -> bool:
     """Whether the date ``value`` is before ``now`` (unix seconds); False if unreadable."""
     moment: datetime | None
-    try:
-        moment = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError, OverflowError):
-        try:
-            moment = datetime.fromisoformat(value.upper())
-        except ValueError:
-            return False
+    moment = _date(value)
+    if moment is None:
+        return False
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     try:
@@ -165,17 +164,42 @@ def _is_past(value: str, now: float) -> bool:
         return False
 
 
+def _date(value: str) -> datetime | None:
+    """The moment ``value`` names (RFC 822/850, ISO 8601, or a day as ``25 Jun 2010``), or
+    None."""
+    try:
+        return parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        pass
+    try:
+        return datetime.fromisoformat(value.upper())
+    except ValueError:
+        pass
+    for form in _DAY_FORMS:
+        try:
+            return datetime.strptime(value, form)
+        except ValueError:
+            continue
+    return None
+
+
 def meta_directives(tree: LexborHTMLParser, token: str, fetched_at: float) -> Directives:
     """The directives of the ``<meta name="robots">`` and ``<meta name=TOKEN>`` tags of the
-    document (anywhere in it: see the module docstring)."""
-    names = ("robots", token.lower())
+    document (anywhere in it: see the module docstring), and of ``<meta
+    http-equiv="X-Robots-Tag">`` tags, read as the header."""
+    token = token.lower()
+    names = ("robots", token)
     found = NONE
-    tags = tree.css(_meta_selector(names))  # one search in C, however many other tags
+    tags = tree.css(f"{_meta_selector(names)}, {_EQUIV}")  # one search in C
     for meta in tags[:MAX_META_TAGS]:
         attributes = meta.attributes
+        content = (attributes.get("content") or "").lower()
+        if (attributes.get("http-equiv") or "").strip().lower() == _HEADER:
+            parts, found_past = _bounded(content)
+            found = found.merge(found_past).merge(_line_directives(parts, token, fetched_at))
         if (attributes.get("name") or "").strip().lower() not in names:
             continue
-        parts, found_past = _bounded((attributes.get("content") or "").lower())
+        parts, found_past = _bounded(content)
         found = found.merge(found_past)
         for word in parts:
             found = found.merge(_directive(word.strip(), fetched_at))
