@@ -6,12 +6,13 @@ crawler or, after a ``name:`` prefix, for the crawler of that user agent only
 header, and a response may carry several headers. The crawler's name is its robots token
 (``--robots-token``, ``gossamer`` by default), matched without regard to case; values for
 other crawlers are passed over. In HTML, ``<meta name="robots">`` speaks to every crawler and
-``<meta name="gossamer">`` (the token) to this one.
+``<meta name="gossamer">`` (the token) to this one; ``<meta http-equiv="X-Robots-Tag">`` is
+read as the header. A semicolon separates directives as a comma does.
 
 Directives read: ``noindex``, ``nofollow``, ``none`` (both), ``all``, ``index`` and
 ``follow`` (nothing to restrict), and ``unavailable_after: DATE``, honoured: a date in the
-past when the page was fetched is ``noindex`` (an RFC 822/850 or ISO 8601 date; one that
-cannot be read is ignored). Every rule addressed to the crawler counts and the most
+past when the page was fetched is ``noindex`` (an RFC 822/850 or ISO 8601 date, or a day such
+as ``25 Jun 2010``; one that cannot be read, or out of range, is ignored). Every rule addressed to the crawler counts and the most
 restrictive wins: a ``noindex`` anywhere is not undone by an ``index`` elsewhere. Other
 directives (``noarchive``, ``max-snippet: N`` ...) concern search results and are ignored.
 
