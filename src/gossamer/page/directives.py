@@ -12,8 +12,8 @@ read as the header. A semicolon separates directives as a comma does.
 Directives read: ``noindex``, ``nofollow``, ``none`` (both), ``all``, ``index`` and
 ``follow`` (nothing to restrict), and ``unavailable_after: DATE``, honoured: a date in the
 past when the page was fetched is ``noindex`` (an RFC 822/850 or ISO 8601 date, or a day such
-as ``25 Jun 2010``; one that cannot be read, or out of range, is ignored). Every rule addressed to the crawler counts and the most
-restrictive wins: a ``noindex`` anywhere is not undone by an ``index`` elsewhere. Other
+as ``25 Jun 2010``; one that cannot be read, or out of range, is ignored). Every rule
+addressed to the crawler counts and the most restrictive wins: a ``noindex`` anywhere is not undone by an ``index`` elsewhere. Other
 directives (``noarchive``, ``max-snippet: N`` ...) concern search results and are ignored.
 
 Each header and each meta tag's content is read up to `MAX_HEADER_CHARS` characters and
