@@ -13,8 +13,9 @@ Directives read: ``noindex``, ``nofollow``, ``none`` (both), ``all``, ``index`` 
 ``follow`` (nothing to restrict), and ``unavailable_after: DATE``, honoured: a date in the
 past when the page was fetched is ``noindex`` (an RFC 822/850 or ISO 8601 date, or a day such
 as ``25 Jun 2010``; one that cannot be read, or out of range, is ignored). Every rule
-addressed to the crawler counts and the most restrictive wins: a ``noindex`` anywhere is not undone by an ``index`` elsewhere. Other
-directives (``noarchive``, ``max-snippet: N`` ...) concern search results and are ignored.
+addressed to the crawler counts and the most restrictive wins: a ``noindex`` anywhere is not
+undone by an ``index`` elsewhere. Other directives (``noarchive``, ``max-snippet: N`` ...)
+concern search results and are ignored.
 
 Each header and each meta tag's content is read up to `MAX_HEADER_CHARS` characters and
 `MAX_DIRECTIVES` directives, and what lies past those bounds is only searched for the words
