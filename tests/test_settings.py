@@ -136,6 +136,44 @@ def test_toml_never_ignores_a_key(tmp_path: Path, text: str, message: str) -> No
         load_settings({}, config=config, env={})
 
 
+@pytest.mark.parametrize(
+    ("text", "field", "value"),
+    [
+        (
+            '[host_page_budgets]\n"*.example.org" = 500\n"docs.example.com" = 5000\n',
+            "host_page_budgets",
+            {"*.example.org": 500, "docs.example.com": 5000},
+        ),
+        ('[rule_functions]\nslug = "mymod:slug"\n', "rule_functions", {"slug": "mymod:slug"}),
+        ('[focus]\nphrase = "rivers"\n', "focus_phrase", "rivers"),
+    ],
+)
+@pytest.mark.parametrize("crawl_table", [False, True])
+def test_the_tables_the_guides_show(
+    tmp_path: Path, text: str, field: str, value: object, crawl_table: bool
+) -> None:
+    # as the guides write them: top level (a table of settings, beside top-level keys) or
+    # under [crawl]
+    config = tmp_path / "crawl.toml"
+    if crawl_table and field != "focus_phrase":
+        text = text.replace("[", "[crawl.", 1)
+    config.write_text("max_pages = 5\n" + text if not crawl_table else text)
+    assert getattr(load_settings({}, config=config, env={}), field) == value
+
+
+def test_revisit_tables_at_the_top_level(tmp_path: Path) -> None:
+    config = tmp_path / "crawl.toml"
+    config.write_text(
+        'recrawl = true\nmax_duration = 60\n[[revisit]]\nurl = "*/feed*"\nmin = 600\n'
+        '[[revisit]]\ncontent_type = "application/pdf"\nmin = 604800\n'
+    )
+    rules = load_settings({}, config=config, env={}).revisit
+    assert [(r.url, r.content_type, r.min) for r in rules] == [
+        ("*/feed*", None, 600.0),
+        (None, "application/pdf", 604800.0),
+    ]
+
+
 def test_toml_of_top_level_keys_only_or_crawl_only(tmp_path: Path) -> None:
     config = tmp_path / "crawl.toml"
     config.write_text("per-host = 3\n")

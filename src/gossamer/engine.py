@@ -370,8 +370,8 @@ class Crawler:
             await self._contain(lease, result, feedback)
             return
         if decision.action is Action.RETRY:
-            if self._archive is not None:
-                await self._archive.write(result)
+            if self._archive is not None:  # without its body if it is noindex
+                await self._archive.write(await self._page.archivable(result))
             self._counts["retries"] += 1
             await self._frontier.retry(lease, decision.after, feedback)
             return

@@ -168,8 +168,10 @@ class ParamStripper:
         if ";" in base:
             base = self._strip_path(base)
         if query:
-            kept = [part for part in query.split("&") if not self._named(part.partition("=")[0])]
-            query = "&".join(kept)
+            parts = query.split("&")
+            kept = [part for part in parts if not self._named(part.partition("=")[0])]
+            if len(kept) < len(parts):  # empty parts left around a removed one mean nothing
+                query = "&".join(part for part in kept if part)
         return f"{base}?{query}" if query else base
 
     def _strip_path(self, base: str) -> str:

@@ -108,6 +108,15 @@ def test_a_tag_in_the_body_or_without_href_names_nothing() -> None:
     assert tag_canonical(LexborHTMLParser(empty), PAGE) == "http://site.test/y"
 
 
+@pytest.mark.parametrize("pixel", ['<noscript><img src="/px.gif"></noscript>', "<img src=/px>"])
+def test_a_tag_after_a_tracking_pixel_in_the_head_is_read(pixel: str) -> None:
+    # a parser with scripting off ends the head at the pixel: the tag is in the body's start
+    html = f'<html><head>{pixel}<meta charset=utf-8><link rel="canonical" href="/c"></head>'
+    assert tag_canonical(LexborHTMLParser(html + "<body><p>x</p>"), PAGE) == "http://site.test/c"
+    late = '<html><head><img src="/px"></head><body><p>x</p><link rel="canonical" href="/c">'
+    assert tag_canonical(LexborHTMLParser(late), PAGE) is None
+
+
 def test_another_scheme_on_the_same_port_is_recorded_not_followed() -> None:
     in_scope = Canonicals(lambda url: "127.0.0.1:8080" in url or "site.test" in url)
     page, https = "http://127.0.0.1:8080/a", "https://127.0.0.1:8080/a"

@@ -8,7 +8,9 @@ import pytest
 from selectolax.lexbor import LexborHTMLParser
 
 from gossamer.page.directives import (
+    MAX_DIRECTIVES,
     MAX_HEADER_CHARS,
+    MAX_META_TAGS,
     Directives,
     header_directives,
     meta_directives,
@@ -56,6 +58,10 @@ def header(value: str, token: str = "gossamer") -> Directives:
         ("unavailable_after: not a date", NONE),
         ("gossamer: unavailable_after: 2010-06-25", NOINDEX),
         ("otherbot: unavailable_after: 2010-06-25", NONE),
+        ("noindex;nofollow", BOTH),
+        ("unavailable_after: 25 jun 2010", NOINDEX),
+        ("unavailable_after: 25 June 2010", NOINDEX),
+        ("unavailable_after: 25 jun 2999", NONE),
     ],
 )
 def test_header_forms(value: str, expected: Directives) -> None:
@@ -77,9 +83,38 @@ def test_the_agent_is_the_robots_token() -> None:
 
 def test_no_header_and_hostile_headers() -> None:
     assert header_directives({}, "gossamer", NOW) == NONE
-    assert header("x" * MAX_HEADER_CHARS + ", noindex") == NONE  # past the bound: unread
-    assert header(", " * 10_000 + "noindex") == NONE  # past the directive bound
     assert header("gossamer:" * 1000) == NONE
+    assert header("x" * 100_000) == NONE
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("x" * MAX_HEADER_CHARS + ", noindex", NOINDEX),  # past the bound
+        ("a" * (MAX_HEADER_CHARS - 3) + ", noindex", NOINDEX),  # cut in the word
+        (", " * 10_000 + "noindex", NOINDEX),  # past the directive bound
+        ("max-snippet:1," * MAX_DIRECTIVES + "nofollow", NOFOLLOW),
+        ("x" * 9000 + "\nnoindex", NOINDEX),  # a long header then a short one
+        ("noarchive," * 200 + "otherbot: none", BOTH),  # past the bound: for anyone
+        ("noarchive," * 200 + "nonesuch, nofollowing", NONE),
+    ],
+)
+def test_restrictive_words_past_the_bounds_still_count(value: str, expected: Directives) -> None:
+    # fail closed: a noindex past the bounds is found by a search for the word
+    assert header(value) == expected
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "unavailable_after: 25 Jun 99999999999 15:00:00 GMT",
+        "unavailable_after: 99999-01-01",
+    ],
+)
+def test_dates_out_of_range_are_unreadable(value: str) -> None:
+    assert header(value) == NONE
+    content = value.replace('"', "")
+    assert meta(f'<meta name="robots" content="{content}">') == NONE
 
 
 def test_flags() -> None:
@@ -120,6 +155,34 @@ def test_meta_of_another_token() -> None:
     assert meta(html, token="mybot") == NOINDEX
 
 
-def test_meta_in_the_body_is_not_read() -> None:
-    html = '<html><head></head><body><meta name="robots" content="noindex"></body></html>'
-    assert meta(html) == NONE
+NOINDEX_META = '<meta name="robots" content="noindex">'
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        f'<noscript><img height="1" width="1" src="/px.gif"></noscript>{NOINDEX_META}',
+        f'<img src="/px.gif">{NOINDEX_META}',
+        f"<div>text</div>{NOINDEX_META}",
+        '<meta name="x" content="y">' * (MAX_META_TAGS + 1) + NOINDEX_META,
+        '<meta name="robots" content="index">' * (MAX_META_TAGS + 1) + NOINDEX_META,
+        '<meta name="robots" content="' + "max-snippet:1," * MAX_DIRECTIVES + 'noindex">',
+        '<meta name="robots" content="' + "a" * MAX_HEADER_CHARS + ',noindex">',
+        '<meta name=" Robots " content=" noindex ">',
+    ],
+)
+def test_a_noindex_meta_anywhere_and_past_the_bounds_counts(head: str) -> None:
+    # a pixel in the head ends it for a parser with scripting off: the tags after it are in
+    # the body, where they are read all the same
+    assert meta(f"<html><head>{head}</head><body><p>text</p></body></html>") == NOINDEX
+
+
+def test_an_http_equiv_meta_reads_as_the_header() -> None:
+    assert meta('<meta http-equiv="X-Robots-Tag" content="noindex">') == NOINDEX
+    assert meta('<meta http-equiv="x-robots-tag" content="gossamer: nofollow">') == NOFOLLOW
+    assert meta('<meta http-equiv="X-Robots-Tag" content="otherbot: noindex">') == NONE
+
+
+def test_a_name_with_quotes_is_no_selector_injection() -> None:
+    assert meta('<meta name="robots" content="noindex">', token='x"], *, a[b="') == NOINDEX
+    assert meta('<meta name="x\\" content="noindex">', token="x\\") == NOINDEX

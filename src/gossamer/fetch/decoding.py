@@ -17,6 +17,11 @@ frame are ``trailing-garbage``, and past `MAX_MEMBERS` frames the body is cut
 limit RFC 8878 §3.1.1.1.2 sets for the content coding, which browsers apply too) is a
 ``decode-error`` before it allocates it: the window is memory a hostile frame could ask for.
 
+Stacked codings (``Content-Encoding: zstd, gzip``: zstd applied first) are undone in reverse
+order (RFC 9110 §8.4.1), up to `MAX_CODINGS`, every layer under the decoded cap and the whole
+under the bomb ratio; a coding not supported anywhere in the list is
+``unsupported-encoding`` (the raw body is kept, and not read as the page).
+
 gzip and deflate are inflated by ISA-L (``isal.isal_zlib``, the zlib interface over Intel's
 ISA-L): the same streams, the same ``max_length`` bound on each call, half of zlib's CPU on
 gzip-compressed HTML (0.120 against 0.060 ms a page of Debian's documentation sets).
@@ -336,6 +341,55 @@ _DECODERS: dict[str, Callable[[int], _Decoder]] = {
 }
 
 
+MAX_CODINGS = 3
+"""Content codings undone for one body (``Content-Encoding: gzip, br``); more are
+``unsupported-encoding``."""
+
+
+class _StackedDecoder:
+    """Several codings, applied by the server in the order named (``Content-Encoding: zstd,
+    gzip``: zstd first), undone in reverse (RFC 9110 §8.4.1): each layer's output is the next
+    one's input. Every layer stops at the decoded cap, so memory stays bounded whatever each
+    layer's ratio; ``consumed`` is the wire bytes, for the bomb ratio of the whole."""
+
+    def __init__(self, layers: list[_Decoder]) -> None:
+        self._layers = layers  # in decoding order: the last coding applied first
+        self.capped = False
+        self.consumed = 0
+        self.flags: list[str] = []
+
+    def feed(self, data: bytes) -> bytes:
+        for layer in self._layers:
+            if not data:
+                break
+            data = layer.feed(data)
+        self.capped = any(layer.capped for layer in self._layers)
+        self.consumed = self._layers[0].consumed
+        self.flags = [flag for layer in self._layers for flag in layer.flags]
+        return data
+
+    @property
+    def complete(self) -> bool:
+        return all(layer.complete for layer in self._layers)
+
+    @property
+    def stopped(self) -> bool:
+        return any(layer.stopped for layer in self._layers)
+
+
+def _decoder(encoding: str | None, cap: int) -> _Decoder | None:
+    """The decoder of a ``Content-Encoding`` value (None: identity); raises KeyError for a
+    coding not supported (or too many)."""
+    codings = [c.strip().lower() for c in (encoding or "").split(",")]
+    codings = [c for c in codings if c and c != "identity"]
+    if len(codings) > MAX_CODINGS:
+        raise KeyError(encoding)
+    layers = [_DECODERS[coding](cap) for coding in reversed(codings)]
+    if len(layers) <= 1:
+        return layers[0] if layers else None
+    return _StackedDecoder(layers)
+
+
 class Body:
     """Accumulates one response body under the wire cap and the decoded cap."""
 
@@ -361,13 +415,13 @@ class Body:
         self.wire = 0
         self.truncated = False
         self.error: str | None = None
-        coding = (encoding or "identity").strip().lower()
-        if coding in _DECODERS:
-            self._decoder = _DECODERS[coding](decoded_cap)
-        elif coding == "identity":
-            self._wire_cap = min(wire_cap, decoded_cap)
-        else:
+        try:
+            self._decoder = _decoder(encoding, decoded_cap)
+        except KeyError:
             self.error = "unsupported-encoding"
+        else:
+            if self._decoder is None:
+                self._wire_cap = min(wire_cap, decoded_cap)
 
     def feed(self, chunk: bytes) -> bool:
         """Take one chunk from the wire; False means stop reading (cap reached or bad data)."""

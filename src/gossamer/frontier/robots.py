@@ -101,6 +101,10 @@ class RobotsResponse(Protocol):
     def location(self) -> str | None: ...
     @property
     def error(self) -> str | None: ...
+    @property
+    def truncated(self) -> bool:
+        """The body was cut (at the fetcher's limit): its last line may be partial."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +115,7 @@ class RobotsReply:
     body: bytes = b""
     location: str | None = None
     error: str | None = None
+    truncated: bool = False
 
 
 FetchRobots = Callable[[str], Awaitable[RobotsResponse]]
@@ -321,7 +326,7 @@ class RobotsCache:
             return known
         status = response.status
         if 200 <= status < 300 and response.error is None:
-            policy = await self._parse(response.body)
+            policy = await self._parse(response.body, response.truncated)
         elif 400 <= status < 500 and status != 429:
             policy = self._policy_without_rules("missing")
         else:
@@ -404,7 +409,7 @@ class RobotsCache:
             if 200 <= status < 300:
                 if response.error not in _CUT:  # a cut file could miss some Disallow lines
                     return self._policy_without_rules("unreachable")
-                return await self._parse(response.body)
+                return await self._parse(response.body, response.truncated)
             if 300 <= status < 400:
                 target = _redirect_target(url, response.location)
                 if target is None:
@@ -430,8 +435,8 @@ class RobotsCache:
         except Exception:  # any failure to get an answer is "unreachable" (§2.3.1.4)
             return None
 
-    async def _parse(self, body: bytes) -> RobotsPolicy:
-        text = _robots_text(body)
+    async def _parse(self, body: bytes, cut: bool = False) -> RobotsPolicy:
+        text = _robots_text(body, cut)
         try:
             if len(text) > _PARSE_IN_THREAD_BYTES:  # large files take protego a while
                 rules = await asyncio.to_thread(Protego.parse, text)
@@ -480,9 +485,11 @@ def _redirect_target(url: str, location: str | None) -> str | None:
     return target if target is not None and _ORIGIN.match(target) else None
 
 
-def _robots_text(body: bytes) -> str:
-    """Decode the first ``MAX_ROBOTS_BYTES`` as UTF-8, dropping a line cut by the limit."""
-    if len(body) > MAX_ROBOTS_BYTES:
+def _robots_text(body: bytes, cut: bool = False) -> str:
+    """Decode the first ``MAX_ROBOTS_BYTES`` as UTF-8, dropping a line cut by the limit (or
+    by the fetcher, which says so with ``cut``: ``Disallow: /private`` cut to ``Disallow: /``
+    would block the whole site)."""
+    if cut or len(body) > MAX_ROBOTS_BYTES:
         body = body[:MAX_ROBOTS_BYTES]
         body = body[: body.rfind(b"\n") + 1]
     return body.decode("utf-8", "replace").removeprefix("\ufeff")

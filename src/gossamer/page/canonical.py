@@ -50,6 +50,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
+from gossamer.page.directives import head_first
 from gossamer.redact import redact_url
 from gossamer.urls import Resolver, canonicalize, explicit_port, host_key, host_of
 
@@ -93,9 +94,8 @@ def header_canonical(headers: Mapping[str, str], url: str) -> str | None:
 
 def tag_canonical(tree: LexborHTMLParser, base_url: str) -> str | None:
     """The canonical URL the first ``<link rel=canonical href>`` of the document's head names
-    (search engines ignore one in the body)."""
-    head = tree.head
-    node = None if head is None else head.css_first(_CANONICAL_TAG)
+    (search engines ignore one in the body; see :func:`head_first`)."""
+    node = head_first(tree, _CANONICAL_TAG)
     href = None if node is None else node.attributes.get("href")
     return None if not href else _absolute(base_url, href)
 

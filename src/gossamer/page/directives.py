@@ -6,17 +6,26 @@ crawler or, after a ``name:`` prefix, for the crawler of that user agent only
 header, and a response may carry several headers. The crawler's name is its robots token
 (``--robots-token``, ``gossamer`` by default), matched without regard to case; values for
 other crawlers are passed over. In HTML, ``<meta name="robots">`` speaks to every crawler and
-``<meta name="gossamer">`` (the token) to this one.
+``<meta name="gossamer">`` (the token) to this one; ``<meta http-equiv="X-Robots-Tag">`` is
+read as the header. A semicolon separates directives as a comma does.
 
 Directives read: ``noindex``, ``nofollow``, ``none`` (both), ``all``, ``index`` and
 ``follow`` (nothing to restrict), and ``unavailable_after: DATE``, honoured: a date in the
-past when the page was fetched is ``noindex`` (an RFC 822/850 or ISO 8601 date; one that
-cannot be read is ignored). Every rule addressed to the crawler counts and the most
-restrictive wins: a ``noindex`` anywhere is not undone by an ``index`` elsewhere. Other
-directives (``noarchive``, ``max-snippet: N`` ...) concern search results and are ignored.
+past when the page was fetched is ``noindex`` (an RFC 822/850 or ISO 8601 date, or a day such
+as ``25 Jun 2010``; one that cannot be read, or out of range, is ignored). Every rule
+addressed to the crawler counts and the most restrictive wins: a ``noindex`` anywhere is not
+undone by an ``index`` elsewhere. Other directives (``noarchive``, ``max-snippet: N`` ...)
+concern search results and are ignored.
 
-A header is read up to `MAX_HEADER_CHARS` characters and `MAX_DIRECTIVES` directives: a
-hostile value costs bounded time.
+Each header and each meta tag's content is read up to `MAX_HEADER_CHARS` characters and
+`MAX_DIRECTIVES` directives, and what lies past those bounds is only searched for the words
+``noindex``, ``nofollow`` and ``none`` (a regular expression, whatever agent they follow): a
+hostile value costs bounded time and cannot hide a ``noindex`` behind padding (fail closed).
+
+Robots meta tags are read wherever they are in the document: the parser reads HTML as a
+browser with scripting off does, so a tracking pixel (``<noscript><img></noscript>``) early in
+the ``<head>`` ends it and puts the tags after it in the body, where a search engine that
+runs scripts still sees them in the head.
 """
 
 from __future__ import annotations
@@ -30,21 +39,33 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from selectolax.lexbor import LexborHTMLParser
+    from selectolax.lexbor import LexborNode as Node
 
 __all__ = [
     "MAX_DIRECTIVES",
     "MAX_HEADER_CHARS",
+    "MAX_META_TAGS",
     "Directives",
+    "head_first",
     "header_directives",
     "meta_directives",
 ]
 
 MAX_HEADER_CHARS = 8192
 MAX_DIRECTIVES = 100
+MAX_META_TAGS = 1000
+"""Robots meta tags read in full; past them only a ``noindex``/``nofollow``/``none`` is looked
+for (by a CSS search)."""
+_EQUIV = 'meta[http-equiv="x-robots-tag" i]'
+_OVERLAP = 64
+"""Characters before a cut searched again: a word the cut split is found whole."""
+_RESTRICTIVE = re.compile(r"(?<![^\s,:;])(noindex|nofollow|none)(?![^\s,;])")
 _AGENT = re.compile(r"\s*([a-z0-9_.-]+)\s*:\s*(.*)\Z", re.DOTALL)
 _VALUED = frozenset({"unavailable_after", "max-snippet", "max-image-preview", "max-video-preview"})
 """Directives that take a value after a colon: their names are no user agents."""
 _HEADER = "x-robots-tag"
+_DAY_FORMS = ("%d %b %Y", "%d %B %Y", "%b %d %Y", "%B %d %Y")
+"""Dates without a time Google's examples also show (``25 Jun 2010``)."""
 _WEEKDAY = re.compile(r"(unavailable_after\s*:\s*)[a-z]+\s*,")
 """The weekday of an RFC 822 or 850 date (``Wed, 25 Jun 2010 ...``): its comma would split the
 date, and the date is the same without it."""
@@ -79,16 +100,40 @@ def header_directives(headers: Mapping[str, str], token: str, fetched_at: float)
         return NONE
     token = token.lower()
     found = NONE
-    for line in value[:MAX_HEADER_CHARS].lower().splitlines():
-        found = found.merge(_line_directives(line, token, fetched_at))
+    for line in value.lower().splitlines():
+        parts, found_past = _bounded(line)
+        found = found.merge(found_past).merge(_line_directives(parts, token, fetched_at))
     return found
 
 
-def _line_directives(line: str, token: str, fetched_at: float) -> Directives:
+def _bounded(value: str) -> tuple[list[str], Directives]:
+    """The directives of a lowercased header or meta content within the bounds, and what the
+    search of the rest for restrictive words found (for any agent: fail closed)."""
+    parts = _WEEKDAY.sub(r"\1", value[:MAX_HEADER_CHARS]).replace(";", ",").split(",")
+    rest = ",".join(parts[MAX_DIRECTIVES:])
+    if len(value) > MAX_HEADER_CHARS:
+        rest += "," + value[MAX_HEADER_CHARS - _OVERLAP :]
+    return parts[:MAX_DIRECTIVES], _restrictive(rest) if rest else NONE
+
+
+def _restrictive(text: str) -> Directives:
+    """What the words ``noindex``, ``nofollow`` and ``none`` in ``text`` ask (a C-speed search,
+    stopped once both are found)."""
+    noindex = nofollow = False
+    for match in _RESTRICTIVE.finditer(text):
+        word = match[1]
+        noindex = noindex or word != "nofollow"
+        nofollow = nofollow or word != "noindex"
+        if noindex and nofollow:
+            break
+    return Directives(noindex, nofollow)
+
+
+def _line_directives(parts: list[str], token: str, fetched_at: float) -> Directives:
     """One header's directives for ``token``: a ``name:`` prefix addresses those after it."""
     agent: str | None = None  # None: every crawler
     found = NONE
-    for part in _WEEKDAY.sub(r"\1", line).split(",")[:MAX_DIRECTIVES]:
+    for part in parts:
         match = _AGENT.match(part)
         if match is not None and match[1] not in _VALUED:
             agent, part = match[1], match[2]
@@ -110,31 +155,113 @@ def _directive(word: str, fetched_at: float) -> Directives:
 def _is_past(value: str, now: float) -> bool:
     """Whether the date ``value`` is before ``now`` (unix seconds); False if unreadable."""
     moment: datetime | None
-    try:
-        moment = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        try:
-            moment = datetime.fromisoformat(value.upper())
-        except ValueError:
-            return False
+    moment = _date(value)
+    if moment is None:
+        return False
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp() < now
+    try:
+        return moment.timestamp() < now
+    except (OverflowError, ValueError):  # a date at the edge of what datetime holds
+        return False
+
+
+def _date(value: str) -> datetime | None:
+    """The moment ``value`` names (RFC 822/850, ISO 8601, or a day as ``25 Jun 2010``), or
+    None."""
+    try:
+        return parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        pass
+    try:
+        return datetime.fromisoformat(value.upper())
+    except ValueError:
+        pass
+    for form in _DAY_FORMS:
+        try:
+            return datetime.strptime(value, form)
+        except ValueError:
+            continue
+    return None
 
 
 def meta_directives(tree: LexborHTMLParser, token: str, fetched_at: float) -> Directives:
     """The directives of the ``<meta name="robots">`` and ``<meta name=TOKEN>`` tags of the
-    document's head."""
-    names = ("robots", token.lower())
+    document (anywhere in it: see the module docstring), and of ``<meta
+    http-equiv="X-Robots-Tag">`` tags, read as the header."""
+    token = token.lower()
+    names = ("robots", token)
     found = NONE
-    head = tree.head  # where the tags belong (and are read by search engines): a tenth of
-    if head is None:  # the time of a search of the whole document
-        return NONE
-    for meta in head.css("meta")[:1000]:
+    tags = tree.css(f"{_meta_selector(names)}, {_EQUIV}")  # one search in C
+    for meta in tags[:MAX_META_TAGS]:
         attributes = meta.attributes
+        content = (attributes.get("content") or "").lower()
+        if (attributes.get("http-equiv") or "").strip().lower() == _HEADER:
+            parts, found_past = _bounded(content)
+            found = found.merge(found_past).merge(_line_directives(parts, token, fetched_at))
         if (attributes.get("name") or "").strip().lower() not in names:
             continue
-        content = (attributes.get("content") or "")[:MAX_HEADER_CHARS].lower()
-        for word in _WEEKDAY.sub(r"\1", content).split(",")[:MAX_DIRECTIVES]:
+        parts, found_past = _bounded(content)
+        found = found.merge(found_past)
+        for word in parts:
             found = found.merge(_directive(word.strip(), fetched_at))
+    if len(tags) > MAX_META_TAGS:
+        found = found.merge(_past_meta_tags(tree, names))
     return found
+
+
+def _meta_selector(names: tuple[str, ...], content: str | None = None) -> str:
+    """A CSS selector of the meta tags whose name holds one of ``names`` (and whose content
+    holds ``content``), without regard to case."""
+    having = "" if content is None else f"[content*={_quoted(content)} i]"
+    return ", ".join(f"meta[name*={_quoted(name)} i]{having}" for name in names)
+
+
+def _quoted(text: str) -> str:
+    """``text`` as a CSS string."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _past_meta_tags(tree: LexborHTMLParser, names: tuple[str, ...]) -> Directives:
+    """Whether any robots meta tag holds a restrictive word (tags past `MAX_META_TAGS`)."""
+    found = NONE
+    for word in ("noindex", "nofollow", "none"):
+        if tree.css_first(_meta_selector(names, word)) is not None:
+            found = found.merge(_restrictive(word))
+    return found
+
+
+_HEAD_TAGS = frozenset(
+    {"base", "img", "link", "meta", "noscript", "script", "style", "template", "title"}
+)
+"""Elements a ``<head>`` holds (and the tracking pixel that ends it, for a parser with
+scripting off): those that open the body before any other are the head's, source-wise."""
+MAX_HEAD_NODES = 1000
+
+
+def head_first(tree: LexborHTMLParser, selector: str) -> Node | None:
+    """The first element ``selector`` finds in the document's head, or else among the
+    head-only elements that open the body after an ``<img>``: a tracking pixel (in
+    ``<noscript>`` or not) ends the head of a parser with scripting off, and the elements
+    after it land in the body."""
+    head = tree.head
+    node = None if head is None else head.css_first(selector)
+    body = tree.body
+    if node is not None or body is None:
+        return node
+    pixel = False
+    for index, child in enumerate(body.iter(include_text=True)):
+        if index >= MAX_HEAD_NODES:
+            break
+        if child.tag == "-text":
+            if (child.text_content or "").strip():
+                break
+            continue
+        if not pixel and child.tag != "img":
+            break  # the body opened with content of its own: no head's elements in it
+        pixel = True
+        if child.tag not in _HEAD_TAGS:
+            break
+        if child.css_matches(selector):
+            return child
+    return None

@@ -7,13 +7,19 @@ never loads them.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
+
+from w3lib.encoding import to_unicode
 
 from gossamer.page.state import Fetched, TextFields
 from gossamer.parse.charset import detect_encoding
+from gossamer.parse.guard import parse as guarded_parse
 from gossamer.parse.links import ParsedPage, parse_html
 
 if TYPE_CHECKING:
+    from selectolax.lexbor import LexborHTMLParser
+
     from gossamer.extract import Content
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -25,6 +31,25 @@ def is_html(result: Fetched) -> bool:
         return result.content_type in _HTML_TYPES
     head = result.body[:256].lstrip().lower()
     return head.startswith((b"<!doctype html", b"<html"))
+
+
+_RESTRICTIVE = re.compile(rb"(?i)noindex|none|unavailable_after")
+"""The words a robots meta tag withholds a page with: a body without any has none to read."""
+
+
+def names_robots(body: bytes) -> bool:
+    """Whether ``body`` may hold a robots meta tag that withholds it (a search in C)."""
+    return _RESTRICTIVE.search(body) is not None
+
+
+def tree_of(body: bytes, charset: str | None) -> LexborHTMLParser | None:
+    """An HTML body's tree (the guarded parse), decoded as :func:`parse` decodes it."""
+    detected = detect_encoding(body, charset)
+    payload = body[detected.bom_length :]
+    document: str | bytes = payload
+    if detected.encoding != "utf-8":
+        document = to_unicode(payload, detected.encoding)
+    return guarded_parse(document).tree
 
 
 def parse(

@@ -31,7 +31,7 @@ from gossamer.outcomes import Action, Outcome
 from gossamer.page import extras, read
 from gossamer.page.canonical import FLAGS as CANONICAL_FLAGS
 from gossamer.page.canonical import Canonicals, Checks, header_canonical, tag_canonical
-from gossamer.page.directives import header_directives, meta_directives
+from gossamer.page.directives import Directives, header_directives, meta_directives
 from gossamer.page.state import (
     NO_RULES,
     NO_TEXT,
@@ -57,6 +57,12 @@ if TYPE_CHECKING:
 _PARSE_IN_THREAD_BYTES = 512 * 1024
 """Bodies from this size on are parsed off the event loop: a worst-case 10 MB page takes the
 parser a few seconds, and lexbor lets the loop run meanwhile (it releases the GIL)."""
+_BIG_PARSES = 2
+"""Large bodies parsed at once: each costs up to some 25 times its size in memory."""
+_UNREAD = frozenset({"decompression-bomb", "unsupported-encoding"})
+"""Fetch errors whose body is not the page: one cut where it compressed beyond any page's
+ratio (a bomb, its capped output mostly filler), or still encoded. The record keeps the
+error; no text, title or links are read from it."""
 RULE_COUNTERS = ("rule_pages", "items", "items_dropped", "rule_errors")
 SIGNALS = ("noindex", "nofollow", "canonical", *CANONICAL_FLAGS)
 """What the stage counts of the site owner's signals: pages ``noindex`` and ``nofollow``,
@@ -172,6 +178,7 @@ class PageStage:
         self.upkeep: Callable[[], Awaitable[None]] | None = None if focus is None else focus.upkeep
         """Run after each URL is acked: the focus re-scores the frontier's URLs when due."""
         self._steps: tuple[Step, ...] = self._pipeline()
+        self._big_parses = asyncio.Semaphore(_BIG_PARSES)
 
     def _pipeline(self) -> tuple[Step, ...]:
         config = self._config
@@ -206,8 +213,10 @@ class PageStage:
             for step in self._steps:
                 if state.withheld is None or step not in self._content_steps:
                     await step(state)
-        elif action is Action.REDIRECT and result.location is not None:
-            self._redirect(state, result.location)
+        else:
+            await self._robots_of_other(state)
+            if action is Action.REDIRECT and result.location is not None:
+                self._redirect(state, result.location)
         if self._canonicals is not None:
             flag = self._canonical_ended(state, action)
             state.flags += (flag,) if flag is not None else ()
@@ -263,6 +272,8 @@ class PageStage:
         """Parse HTML (a large body in a worker thread, so the event loop, and with it a
         cluster worker's claim renewals, keeps running) or decode plain text."""
         result = state.result
+        if result.error in _UNREAD:
+            return
         if read.is_html(result):
             config = self._config
             url, body = state.lease.url, result.body
@@ -278,7 +289,8 @@ class PageStage:
             if len(result.body) < _PARSE_IN_THREAD_BYTES:
                 parsed, state.content = parse()
             else:
-                parsed, state.content = await asyncio.to_thread(parse)
+                async with self._big_parses:
+                    parsed, state.content = await asyncio.to_thread(parse)
             state.parsed = parsed
             state.links = parsed.links
             state.title = parsed.title
@@ -299,6 +311,41 @@ class PageStage:
             state.links = []
         if found.noindex and not config.ignore_noindex:
             state.withheld = "noindex"
+
+    async def _robots_of_other(self, state: PageState) -> None:
+        """An answer that is not stored (an error, a redirect): its ``noindex`` withholds its
+        body from the archive all the same, and flags its record."""
+        found = await self._other_directives(state.result)
+        state.flags += found.flags
+        if found.noindex and not self._config.ignore_noindex:
+            state.withheld = "noindex"
+
+    async def _other_directives(self, result: Fetched) -> Directives:
+        """The robots directives of an answer that is not stored: its headers', and, for an
+        HTML body that names a robots meta tag at all, its tags' (the body parsed for them)."""
+        config = self._config
+        found = header_directives(result.headers, config.robots_token, result.fetched_at)
+        if found.noindex or result.error in _UNREAD or not read.is_html(result):
+            return found
+        if not read.names_robots(result.body):
+            return found
+        parse = functools.partial(read.tree_of, result.body, result.charset)
+        if len(result.body) < _PARSE_IN_THREAD_BYTES:
+            tree = parse()
+        else:
+            async with self._big_parses:
+                tree = await asyncio.to_thread(parse)
+        if tree is None:
+            return found
+        return found.merge(meta_directives(tree, config.robots_token, result.fetched_at))
+
+    async def archivable(self, result: Fetched) -> Fetched | Withheld:
+        """What an archive keeps of an answer to be tried again: without its body if it is
+        ``noindex`` (unless ``ignore_noindex``)."""
+        found = await self._other_directives(result)
+        if found.noindex and not self._config.ignore_noindex:
+            return Withheld.of(result, "noindex")
+        return result
 
     async def _canonical(self, state: PageState) -> None:
         """The canonical URL (the header's, else the tag's); followed, with ``follow``."""

@@ -12,7 +12,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, TypeVar, get_args, get_origin
+from typing import Annotated, Any, TypeVar, get_args, get_origin, get_type_hints
 
 import msgspec
 from msgspec import Meta
@@ -24,8 +24,22 @@ from gossamer.settings.models import CrawlSettings
 Settings = TypeVar("Settings", bound=SettingsModel)
 
 _ENV_PREFIX = "GOSSAMER_"
-_TABLE_FIELDS = frozenset({"rule_functions"})
-"""Settings whose value is a table: top-level tables of a config file without [crawl]."""
+
+
+def _table_fields(model: type[SettingsModel]) -> frozenset[str]:
+    """The settings whose value is a table (a ``dict``): the top-level tables a config file
+    without [crawl] may hold (``[host_page_budgets]``, ``[rule_functions]``)."""
+    hints = get_type_hints(model, include_extras=True)
+    return frozenset(name for name, hint in hints.items() if _is_table(hint))
+
+
+def _is_table(hint: Any) -> bool:
+    if get_origin(hint) is Annotated:
+        hint = get_args(hint)[0]
+    return get_origin(hint) is dict
+
+
+_TABLE_FIELDS = _table_fields(CrawlSettings)
 _SPLIT_FIELDS = frozenset(
     {
         "seeds",
