@@ -93,6 +93,7 @@ async def test_store_lost_mid_crawl_stops_it_and_resume_re_exports(
             async with build_crawler(settings, list(settings.seeds)) as crawler:
                 crawl = asyncio.create_task(crawler.run(list(settings.seeds)))
                 await wait_for_records(tmp_path, 10)
+                await _wait_for_rows(pg.url, 10)  # the store too has some, on a busy machine
                 await asyncio.to_thread(pg.stop)
                 with pytest.raises(StoreError, match=r"lost PostgreSQL .*--resume"):
                     await asyncio.wait_for(crawl, 30)
@@ -111,6 +112,15 @@ async def test_store_lost_mid_crawl_stops_it_and_resume_re_exports(
         records = load_records(tmp_path)
         assert len(records) > len(stopped)
         assert _records_of(await table_rows(pg.url, "pages")) == _sorted(records)
+
+
+async def _wait_for_rows(url: str, count: int, limit: float = 30) -> None:
+    """Until the store's table holds ``count`` rows (its writes go after pages.jsonl's)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit
+    while len(await table_rows(url, "pages")) < count:
+        assert loop.time() < deadline, f"the store never held {count} rows"
+        await asyncio.sleep(0.05)
 
 
 async def test_the_table_holds_the_content_fields(
