@@ -31,7 +31,7 @@ from typing import Any
 import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cluster_procs import LocalRedis  # noqa: E402
+from cluster_procs import LocalRedis
 
 JOB = "ctl"
 SETTLE_LIMIT = 240.0
@@ -238,7 +238,9 @@ def reach(fleet: Fleet, after: int, live: set[str]) -> dict[str, Any]:
     }
 
 
-def moves(before: dict[str, set[int]], after: dict[str, set[int]], left: set[str]) -> dict[str, int]:
+def moves(
+    before: dict[str, set[int]], after: dict[str, set[int]], left: set[str]
+) -> dict[str, int]:
     owner_before = {p: n for n, parts in before.items() for p in parts}
     owner_after = {p: n for n, parts in after.items() for p in parts}
     moved = sum(1 for p, n in owner_after.items() if owner_before.get(p) != n)

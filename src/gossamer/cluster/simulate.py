@@ -174,7 +174,7 @@ class SimWorker:
             ),
             assignment=self.assignment,
             guard=guard,
-            pace=Pace(config.heartbeat_ttl, config.claim_timeout),
+            pace=Pace(config.heartbeat_ttl, config.claim_timeout, partitions=config.partitions),
         )
 
     async def start(self) -> None:
