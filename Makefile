@@ -78,14 +78,18 @@ clean:
 # e.g. REAL_ARGS="--rounds 3" or REAL_ARGS="--only links".
 # make bench-cluster runs only the cluster scaling table (1, 2, 4, 8 workers on one Redis;
 # redis-server from Debian), CLUSTER_ARGS its options, e.g. CLUSTER_ARGS=--quick.
+# make bench-control: the control plane with 1,000 simulated workers on one Redis (Redis
+# ops and CPU per worker, assignment reach, leader failover, moves; docs/deploy.md),
+# CONTROL_ARGS its options, e.g. CONTROL_ARGS="--workers 200".
 SCRAPY_VENV := benchmarks/.venv-scrapy
 SCRAPY_STAMP := $(SCRAPY_VENV)/.installed
 NGINX_BIN ?= /usr/sbin/nginx
 BENCH_ARGS ?=
 CLUSTER_ARGS ?=
 REAL_ARGS ?=
+CONTROL_ARGS ?=
 
-.PHONY: bench bench-crawl bench-real bench-nginx bench-cluster bench-balance
+.PHONY: bench bench-crawl bench-real bench-nginx bench-cluster bench-balance bench-control
 
 $(SCRAPY_STAMP): benchmarks/requirements-scrapy.txt
 	$(PYTHON) -m venv $(SCRAPY_VENV)
@@ -109,6 +113,9 @@ bench-real: $(STAMP) $(SCRAPY_STAMP) bench-nginx
 bench-cluster: $(STAMP) system-deps
 	$(BIN)/python benchmarks/bench_cluster.py $(CLUSTER_ARGS)
 
+bench-control: $(STAMP) system-deps
+	$(BIN)/python benchmarks/bench_control_plane.py $(CONTROL_ARGS)
+
 # make bench-balance: P1's experiment (5 unequal workers, every allocator; docs/load-balancing.md).
 bench-balance: $(STAMP) system-deps
 	$(BIN)/python benchmarks/bench_balance.py --plot docs/load-balancing-finish-times.png
@@ -122,4 +129,5 @@ bench: bench-crawl bench-real system-deps
 	$(BIN)/python benchmarks/bench_rules.py
 	$(BIN)/python benchmarks/bench_render.py
 	$(BIN)/python benchmarks/bench_cluster.py $(CLUSTER_ARGS)
+	$(BIN)/python benchmarks/bench_control_plane.py $(CONTROL_ARGS)
 	$(BIN)/python benchmarks/bench_balance.py --plot docs/load-balancing-finish-times.png
