@@ -215,26 +215,33 @@ def new_leader(client: redis.Redis, fleet: Fleet) -> dict[str, Any]:
     raise RuntimeError("no new leader within 60 s")
 
 
-def reach(fleet: Fleet, after: int, live: set[str]) -> dict[str, Any]:
-    """How long the first version above ``after`` took to reach every live worker."""
-    reached: dict[str, dict[int, float]] = {}
-    published: dict[int, float] = {}
-    for answer in fleet.tell("report"):
-        for name, (seen, pub) in answer["seen"].items():
-            reached[name] = {int(v): t for v, t in seen.items()}
-            published.update({int(v): t for v, t in pub.items()})
-    first = min(v for v in published if v > after)
-    delays = []
-    for name in live:
-        times = [t for v, t in reached[name].items() if v >= first]
-        delays.append(min(times) - published[first] if times else float("inf"))
-    delays.sort()
+def reach(fleet: Fleet, after: int, live: set[str], limit: float = 60.0) -> dict[str, Any]:
+    """How long the first version above ``after`` took to reach every live worker (asked
+    again each second, for at most ``limit`` s, until every one has it)."""
+    start = time.monotonic()
+    while True:
+        reached: dict[str, dict[int, float]] = {}
+        published: dict[int, float] = {}
+        for answer in fleet.tell("report"):
+            for name, (seen, pub) in answer["seen"].items():
+                reached[name] = {int(v): t for v, t in seen.items()}
+                published.update({int(v): t for v, t in pub.items()})
+        first = min(v for v in published if v > after)
+        delays = []
+        for name in live:
+            times = [t for v, t in reached[name].items() if v >= first]
+            delays.append(min(times) - published[first] if times else float("inf"))
+        delays.sort()
+        if delays[-1] < float("inf") or time.monotonic() - start > limit:
+            break
+        time.sleep(1.0)
     p99 = delays[min(len(delays) - 1, int(len(delays) * 0.99))]
     return {
         "version": first,
         "p50_s": round(statistics.median(delays), 3),
         "p99_s": round(p99, 3),
         "max_s": round(delays[-1], 3),
+        "not_reached": sum(1 for d in delays if d == float("inf")),
     }
 
 
@@ -263,10 +270,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             settle(client, args.workers - 1)
             before, v_before = assignment(client), version(client)
             leader = result["leader"]["new"]
+            _, _, calls0 = snapshot(client)
             left = {n for a in fleet.tell(f"leave 0.1 {leader}") for n in a["left"]}
             live = set(before) - left
             settle(client, len(live))
+            _, _, calls1 = snapshot(client)
             result["leave"] = {"left": len(left), **moves(before, assignment(client), left)}
+            table = {n: calls1[n] - calls0.get(n, 0) for n in ("hgetall", "hmget", "hget")}
+            result["leave"]["table_reads"] = table
             result["reach"] = reach(fleet, v_before, live)
         finally:
             fleet.close()
