@@ -85,6 +85,9 @@ clean:
 # that changes on a schedule (staleness, discovery, bytes and CPU per revisit cycle,
 # politeness; about 6 minutes), then the memory of a continuous crawl over 10^6 known URLs
 # (about 5 minutes); FRESH_ARGS passes options to the first, e.g. FRESH_ARGS=--quick.
+# make bench-control: the control plane with 1,000 simulated workers on one Redis (Redis
+# ops and CPU per worker, assignment reach, leader failover, moves; docs/deploy.md),
+# CONTROL_ARGS its options, e.g. CONTROL_ARGS="--workers 200".
 SCRAPY_VENV := benchmarks/.venv-scrapy
 SCRAPY_STAMP := $(SCRAPY_VENV)/.installed
 NGINX_BIN ?= /usr/sbin/nginx
@@ -93,9 +96,10 @@ CLUSTER_ARGS ?=
 REAL_ARGS ?=
 FOCUS_ARGS ?=
 FRESH_ARGS ?=
+CONTROL_ARGS ?=
 
 .PHONY: bench bench-crawl bench-real bench-nginx bench-cluster bench-balance bench-focus-real \
-	bench-fresh
+	bench-fresh bench-control
 
 $(SCRAPY_STAMP): benchmarks/requirements-scrapy.txt
 	$(PYTHON) -m venv $(SCRAPY_VENV)
@@ -122,6 +126,9 @@ bench-focus-real: $(STAMP) bench-nginx
 bench-cluster: $(STAMP) system-deps
 	$(BIN)/python benchmarks/bench_cluster.py $(CLUSTER_ARGS)
 
+bench-control: $(STAMP) system-deps
+	$(BIN)/python benchmarks/bench_control_plane.py $(CONTROL_ARGS)
+
 # make bench-balance: P1's experiment (5 unequal workers, every allocator; docs/load-balancing.md).
 bench-balance: $(STAMP) system-deps
 	$(BIN)/python benchmarks/bench_balance.py --plot docs/load-balancing-finish-times.png
@@ -139,4 +146,5 @@ bench: bench-crawl bench-real bench-fresh system-deps
 	$(BIN)/python benchmarks/bench_rules.py
 	$(BIN)/python benchmarks/bench_render.py
 	$(BIN)/python benchmarks/bench_cluster.py $(CLUSTER_ARGS)
+	$(BIN)/python benchmarks/bench_control_plane.py $(CONTROL_ARGS)
 	$(BIN)/python benchmarks/bench_balance.py --plot docs/load-balancing-finish-times.png

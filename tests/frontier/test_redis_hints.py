@@ -55,7 +55,7 @@ def _worker(control: Control, owned: set[int], clock: Clock) -> RedisFrontier:
 
 async def _carry(control: Control, assignment: Assignment, a: RedisFrontier) -> None:
     """What the keepers do: a's keeper wakes the owners of what a filled."""
-    owners = assignment.owners(a.filled())
+    owners = await assignment.owners(a.filled())
     if owners:
         await control.wake(owners)
 

@@ -3,7 +3,9 @@
 The leader publishes the assignment (worker -> partitions) with a version; every worker
 follows it, looking at the version often (one GET) and reading its own share when it moves.
 Its share goes to the frontier as an :class:`~gossamer.frontier.redis.Ownership` value. The
-assignment also tells whom to wake when this worker queues URLs in someone else's partition.
+assignment also tells whom to wake when this worker queues URLs in someone else's partition:
+the owners of just those partitions are read (``gs:{J}:owners``) and kept until the version
+moves, so no worker reads the whole table, which grows with the number of workers.
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ class Assignment:
     def __init__(self, control: Control, name: str) -> None:
         self._control = control
         self._name = name
-        self._owners: dict[int, str] = {}
+        self._owners: dict[int, str | None] = {}
         self.ownership = Ownership(frozenset(), version=-1)
         """This worker's share at the last version seen (none before the first)."""
+        self.workers = 0
+        """How many workers the assignment at that version names."""
 
     async def follow(self) -> Ownership | None:
         """This worker's new share when the assignment's version moved, else None."""
@@ -32,15 +36,20 @@ class Assignment:
         version, owned = await self._control.owned_by(self._name)
         if version == self.ownership.version:
             return None
-        assignment = await self._control.assignment()
-        self._owners = {p: name for name, parts in assignment.items() for p in parts}
+        self.workers = await self._control.assigned()
+        self._owners.clear()
         self.ownership = Ownership(owned, version)
         return self.ownership
 
-    def owners(self, parts: Iterable[int]) -> dict[str, list[int]]:
-        """The other workers owning ``parts`` (by the last assignment seen), with theirs."""
+    async def owners(self, parts: Iterable[int]) -> dict[str, list[int]]:
+        """The other workers owning ``parts`` (by the assignment since the last version
+        seen), with theirs."""
+        wanted = sorted(set(parts))
+        unknown = [part for part in wanted if part not in self._owners]
+        if unknown:
+            self._owners.update(await self._control.owners_of(unknown))
         owners: dict[str, list[int]] = {}
-        for part in parts:
+        for part in wanted:
             owner = self._owners.get(part)
             if owner is not None and owner != self._name:
                 owners.setdefault(owner, []).append(part)

@@ -1,6 +1,8 @@
 """The balancer: the leader's partition planning, and the observations that train its model.
 
-The leader calls :meth:`Balancer.rebalance` every half second. With ``equal`` it only reacts
+The leader calls :meth:`Balancer.rebalance` every half second; a turn that changes nothing
+reads the live workers' names and the assignment's version, never every worker's figures or
+the whole assignment (read again only when the version moves). With ``equal`` it only reacts
 to workers joining and leaving (the baseline: the same share of the queued URLs for every
 worker). With the other allocators (:mod:`gossamer.balance.allocate`) it also re-plans every
 ``plan_every`` seconds from the workers' heartbeat figures and each partition's load (queued
@@ -140,18 +142,20 @@ class Balancer:
         self._trained_on = -1
         self._model: RuntimeModel | None = None
         self._model_loaded = False
+        self._seen_version = -1
+        self._seen: dict[str, frozenset[int]] = {}
 
     async def rebalance(self, leader: str) -> int | None:
         """Publish a new assignment when it should change; its version, else None."""
-        infos = [w for w in await self._control.workers() if w.alive]
-        current = await self._control.assignment()
-        names = sorted(w.name for w in infos)
+        names = await self._control.live_workers()
+        current = await self._current()
         members_changed = set(names) != {n for n, parts in current.items() if parts}
         now = self._clock()
         replan = self._allocator != "equal" and now >= self._next_plan
         if not names or not (members_changed or replan):
             return None
         self._next_plan = now + self._plan_every
+        infos = await self._control.figures_of(names)
         states = [worker_state(w.name, w.figures) for w in infos]
         load = await partition_load(self._control, self._partitions)
         model = await self._current_model() if self._allocator == "bpnn-pso" else None
@@ -181,6 +185,14 @@ class Balancer:
                 },
             )
         return version
+
+    async def _current(self) -> dict[str, frozenset[int]]:
+        """The published assignment: read again only when its version moved (one GET a
+        turn, not the whole table)."""
+        version = await self._control.version()
+        if version != self._seen_version:
+            self._seen_version, self._seen = await self._control.versioned()
+        return self._seen
 
     async def train(self) -> FitReport | None:
         """Refit the model from the stored observations when new ones arrived."""

@@ -15,6 +15,9 @@ they share one Redis Cluster slot and the scripts and transactions below touch o
     gs:{J}:leader              STRING  the leader's name; PX TTL, renewed by the holder
     gs:{J}:assignment          HASH    name -> owned partition ranges, e.g. ``0-99,200-249``
     gs:{J}:assignment:version  STRING  incremented on every published assignment
+    gs:{J}:owners              HASH    partition -> its owner's name, written with the
+                                       assignment: a worker reads the owners of the
+                                       partitions it fills, never the whole table
     gs:{J}:wake:<name>         SET     partitions of worker <name> others just filled
     gs:{J}:state               STRING  ``paused`` or ``stopped`` (absent: running); set by
                                        ``cluster pause|resume|stop``, read by every worker
@@ -22,7 +25,8 @@ they share one Redis Cluster slot and the scripts and transactions below touch o
                                        stopped, it finishes its in-flight URLs and exits
 
 The leader's :class:`~gossamer.cluster.balancer.Balancer` decides the assignment and publishes
-it here; workers poll the version.
+it here; workers poll the version (one GET) and, when it moves, read their own row, never
+every row: what each worker reads stays the same however many workers the job has.
 
 What Redis answers is read as hostile: a worker name, a figures row or an assignment row that
 does not decode is skipped with a warning; a malformed assignment version raises
@@ -56,11 +60,16 @@ class MalformedReply(RedisError):
     """Redis holds a control value gossamer never wrote (one line, shown as a Redis failure)."""
 
 
-_RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+_LEAD = """
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
-return 0
+if holder then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
 """
 _RESIGN = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -72,9 +81,13 @@ _PUBLISH = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return -1
 end
-redis.call('DEL', KEYS[2])
-for i = 2, #ARGV, 2 do
+redis.call('DEL', KEYS[2], KEYS[4])
+local rows = tonumber(ARGV[2])
+for i = 3, 2 + 2 * rows, 2 do
   redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
+end
+for i = 3 + 2 * rows, #ARGV, 2 do
+  redis.call('HSET', KEYS[4], ARGV[i], ARGV[i + 1])
 end
 return redis.call('INCR', KEYS[3])
 """
@@ -85,8 +98,8 @@ def job_keys(job: str) -> dict[str, str]:
     if not job or "{" in job or "}" in job:
         raise ValueError(f"job name {job!r} must be non-empty and free of braces")
     tag = f"gs:{{{job}}}:"
-    names = ("job", "origins", "submit", "figures", "leader", "assignment", "assignment:version")
-    keys = {name: tag + name for name in (*names, "state")}
+    names = ("job", "origins", "submit", "figures", "leader", "assignment", "owners")
+    keys = {name: tag + name for name in (*names, "assignment:version", "state")}
     keys["worker"] = tag + "worker:"
     keys["wake"] = tag + "wake:"
     return keys
@@ -160,7 +173,7 @@ class Control:
         self.redis = redis
         self.job = job
         self.keys = job_keys(job)
-        self._renew = redis.register_script(_RENEW)
+        self._lead = redis.register_script(_LEAD)
         self._resign = redis.register_script(_RESIGN)
         self._publish = redis.register_script(_PUBLISH)
 
@@ -235,6 +248,14 @@ class Control:
         live = await self._live(sorted(figures))
         return [WorkerInfo(name, name in live, figures[name]) for name in sorted(figures)]
 
+    async def figures_of(self, names: list[str]) -> list[WorkerInfo]:
+        """The last figures of ``names`` (one HMGET; rows that do not decode: empty)."""
+        if not names:
+            return []
+        raw = await self.redis.hmget(self.keys["figures"], names)
+        figures = [None if value is None else _figures(value) for value in raw]
+        return [WorkerInfo(n, True, f or {}) for n, f in zip(names, figures, strict=True)]
+
     async def live_workers(self) -> list[str]:
         """Names whose heartbeat key exists."""
         raw = await self.redis.hkeys(self.keys["figures"])
@@ -254,10 +275,7 @@ class Control:
 
     async def lead(self, name: str, ttl: float) -> bool:
         """Take or renew the leader lease; True while ``name`` holds it."""
-        px = int(ttl * 1000)
-        if await self._renew(keys=[self.keys["leader"]], args=[name, px]):
-            return True
-        return bool(await self.redis.set(self.keys["leader"], name, nx=True, px=px))
+        return bool(await self._lead(keys=[self.keys["leader"]], args=[name, int(ttl * 1000)]))
 
     async def leader(self) -> str | None:
         """The leader's name (undecodable bytes shown as U+FFFD), None without a leader."""
@@ -282,13 +300,43 @@ class Control:
         """The assignment's version (0 before the first); :class:`MalformedReply` if garbled."""
         return _integer(await self.redis.get(self.keys["assignment:version"]), "assignment version")
 
+    async def versioned(self) -> tuple[int, dict[str, frozenset[int]]]:
+        """The assignment's version and the assignment, read together."""
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.get(self.keys["assignment:version"])
+            pipe.hgetall(self.keys["assignment"])
+            version, raw = await pipe.execute()
+        out: dict[str, frozenset[int]] = {}
+        for key, value in raw.items():
+            name, parts = _name(key), self._ranges(value)
+            if name is not None and parts is not None:
+                out[name] = parts
+        return _integer(version, "assignment version"), out
+
     async def owned_by(self, name: str) -> tuple[int, frozenset[int]]:
-        """The assignment version and ``name``'s partitions in it."""
+        """The assignment version and ``name``'s partitions in it (one row read, whatever the
+        number of workers)."""
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.get(self.keys["assignment:version"])
             pipe.hget(self.keys["assignment"], name)
             version, ranges = await pipe.execute()
         return _integer(version, "assignment version"), self._ranges(ranges) or frozenset()
+
+    async def assigned(self) -> int:
+        """How many workers the published assignment names."""
+        return int(await self.redis.hlen(self.keys["assignment"]))
+
+    async def owners_of(self, parts: Iterable[int]) -> dict[int, str | None]:
+        """The owner of each of ``parts`` by the published assignment (None: no owner, or a
+        name that does not decode)."""
+        ordered = sorted(set(parts))
+        if not ordered:
+            return {}
+        raw = await self.redis.hmget(self.keys["owners"], ordered)
+        return {
+            part: None if name is None else _name(name)
+            for part, name in zip(ordered, raw, strict=True)
+        }
 
     def _ranges(self, raw: bytes | str | None) -> frozenset[int] | None:
         """An assignment row's partitions; None (and a warning) when it does not decode."""
@@ -315,10 +363,15 @@ class Control:
 
     async def publish(self, leader: str, assignment: Mapping[str, Iterable[int]]) -> int:
         """Publish a new assignment if ``leader`` still holds the lease; its version or -1."""
-        args: list[str] = [leader]
-        for name, parts in sorted(assignment.items()):
+        rows = sorted(assignment.items())
+        args: list[str | int] = [leader, len(rows)]
+        for name, parts in rows:
             args += [name, format_ranges(parts)]
+        for name, parts in rows:
+            for part in parts:
+                args += [part, name]
         keys = [self.keys["leader"], self.keys["assignment"], self.keys["assignment:version"]]
+        keys.append(self.keys["owners"])
         return int(await self._publish(keys=keys, args=args))
 
 

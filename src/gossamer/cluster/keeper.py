@@ -47,6 +47,10 @@ _STATE = 0.25
 _REFRESHES_PER_LOOK = 5
 """Refresh intervals between the keeper's looks at every partition: hints tell of new entries
 at once, the look is the safety net for a hint lost in a hand-over."""
+LOOK_BUDGET = 50_000
+"""Partitions per second the whole job's keepers may read in their looks at every partition:
+a look reads every partition, so with many workers each looks less often (1,000 workers of
+4,096 partitions: every 82 s rather than 5 s, else Redis spends a core on the looks alone)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +60,14 @@ class Pace:
     heartbeat_ttl: float
     claim_timeout: float
     refresh_interval: float = 1.0
+    partitions: int = 4096
+
+
+def look_every(pace: Pace, workers: int) -> float:
+    """Seconds between a keeper's looks at every partition in a job of ``workers`` workers:
+    ``refresh_interval`` times :data:`_REFRESHES_PER_LOOK`, or more once the job's looks
+    would read more than :data:`LOOK_BUDGET` partitions a second."""
+    return max(_REFRESHES_PER_LOOK * pace.refresh_interval, workers * pace.partitions / LOOK_BUDGET)
 
 
 def periods(pace: Pace) -> dict[str, float]:
@@ -68,7 +80,7 @@ def periods(pace: Pace) -> dict[str, float]:
         "hints": _HINTS,
         "renew": pace.claim_timeout / 3,
         "reclaim": max(1.0, min(pace.claim_timeout / 4, 10.0)),
-        "refresh": _REFRESHES_PER_LOOK * pace.refresh_interval,
+        "refresh": look_every(pace, 1),
         "observe": 1.0,
         "state": min(_STATE, beat),
     }
@@ -110,6 +122,13 @@ class Duties:
         now = self._clock()
         for duty in self.duties:
             duty.due = now + duty.every
+
+    def repace(self, name: str, every: float) -> None:
+        """Run duty ``name`` every ``every`` seconds from its next run on."""
+        for duty in self.duties:
+            if duty.name == name and duty.every != every:
+                duty.due += every - duty.every
+                duty.every = every
 
     def wait(self) -> float:
         """Seconds until the next duty is due (0 when one is)."""
@@ -176,6 +195,7 @@ class Keeper:
             "observe": membership.observe,
             "state": self._state,
         }
+        self._pace = pace
         every = {name: (seconds, run[name]) for name, seconds in periods(pace).items()}
         self._duties = Duties(every, guard.budget, clock)
         self._task: asyncio.Task[None] | None = None
@@ -244,10 +264,11 @@ class Keeper:
         if after is not None:
             given_back = await self._frontier.own(after)
             self._log_move(before, after, given_back)
+            self._duties.repace("refresh", look_every(self._pace, self._assignment.workers))
 
     async def _hints(self) -> None:
         """Wake the owners of partitions this worker filled; take the hints others left."""
-        owners = self._assignment.owners(self._frontier.filled())
+        owners = await self._assignment.owners(self._frontier.filled())
         if owners:
             await self._control.wake(owners)
         self._frontier.wake(await self._control.woken(self._name))

@@ -267,7 +267,9 @@ async def _crawl_share(
             ),
             assignment=assignment,
             guard=guard,
-            pace=Pace(settings.heartbeat_ttl, settings.claim_timeout),
+            pace=Pace(
+                settings.heartbeat_ttl, settings.claim_timeout, partitions=settings.partitions
+            ),
         )
         await keeper.start()
         if additions.started is not None:
