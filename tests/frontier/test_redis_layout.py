@@ -45,7 +45,7 @@ async def test_a_partition_stores_hosts_once_and_its_seen_set_in_intsets(client:
         assert added.added == 1_000
     keys = partition_keys("layout", 0)
     entries = await client.lrange(keys["queue"], 0, 4)
-    assert entries[0] == b"1||||||/articles/2024/01/title-0.html"
+    assert entries[0] == b"1||/articles/2024/01/title-0.html"
     assert not any(b"example" in entry for entry in entries)
     assert await client.hlen(keys["hosts"]) == 2 * HOSTS
     seen = [key async for key in client.scan_iter(match=keys["seen"] + ":*")]

@@ -44,13 +44,14 @@ in hex) under its own hash tag ``{J:h:h}`` (see :mod:`.limiter`)::
     gs:{J:h:h}:slots    ZSET   holder -> deadline
     gs:{J:h:h}:pace     HASH   next (earliest next request start), delay
 
-An entry, as workers write and read it, is ``host|depth|hops|attempts|not_before|priority|path``
-(``host`` the URL's ``scheme://authority``, ``path`` the rest from its first ``/``; a number 0
-written empty): ``not_before`` is the wall-clock time before which a retried URL may not be
-fetched. A partition stores it with the host's number in place of its key (the host name is
-stored once per partition, in ``hosts``) and without its fingerprint (the worker computes it
-again from the URL); claims hold it as written. :data:`FORMAT` names this layout: a job stores
-it, and a worker refuses a job of another format.
+An entry, as workers write and read it, is ``host|numbers|path``: ``host`` the URL's
+``scheme://authority``, ``path`` the rest from its first ``/``, ``numbers`` the depth alone
+when the others are 0, else ``depth,hops,attempts,not_before,priority`` (a number 0 written
+empty; ``not_before`` the wall-clock time before which a retried URL may not be fetched). A
+partition stores it with the host's number in place of its key (the host name is stored once
+per partition, in ``hosts``) and without its fingerprint (the worker computes it again from
+the URL); claims hold it as written. :data:`FORMAT` names this layout: a job stores it, and a
+worker refuses a job of another format.
 What comes off Redis is checked where it is decoded (:meth:`Entry.decode`): an entry that
 does not decode raises :class:`BadEntry` and is set aside (see :mod:`.claims`).
 """
@@ -167,10 +168,14 @@ class Entry(Queued):
             text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
         except UnicodeDecodeError:
             raise BadEntry("not UTF-8") from None
-        fields = text.split("|", 6)
-        if len(fields) != 7:
-            raise BadEntry(f"{len(fields)} fields, not 7")
-        host, *counts, not_before, priority, path = fields
+        fields = text.split("|", 2)
+        if len(fields) != 3:
+            raise BadEntry(f"{len(fields)} fields, not 3")
+        host, numbers, path = fields
+        values = numbers.split(",") if "," in numbers else [numbers, "", "", "", ""]
+        if len(values) != 5:
+            raise BadEntry(f"{len(values)} numbers, not 5")
+        *counts, not_before, priority = values
         if not all(_COUNT.fullmatch(n) for n in counts):
             raise BadEntry("depth, hops or attempts is not a small count")
         when = _number(not_before, "not_before")
@@ -206,10 +211,12 @@ def wire_entry(
     """The entry of ``url``, numbers 0 written empty: its authority (``scheme://host[:port]``,
     user info included) apart from its path, which a canonical URL always has."""
     key, path = split_url(url)
-    return (
-        f"{key}|{_int(depth)}|{_int(hops)}|{_int(attempts)}|{_float(not_before)}|"
-        f"{_float(priority)}|{path}"
-    )
+    if hops or attempts or not_before or priority:
+        numbers = (
+            f"{_int(depth)},{_int(hops)},{_int(attempts)},{_float(not_before)},{_float(priority)}"
+        )
+        return f"{key}|{numbers}|{path}"
+    return f"{key}|{_int(depth)}|{path}"
 
 
 def split_url(url: str) -> tuple[str, str]:

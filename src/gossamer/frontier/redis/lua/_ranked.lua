@@ -1,9 +1,10 @@
 -- gossamer frontier v2: a partition's entries as stored, and its ranked queue; shared by the
 -- scripts that queue or take entries (prepended to them by scripts.py).
--- An entry as a worker writes and reads it: "<host key>|<depth>|<hops>|<attempts>|
--- <not_before>|<priority>|<path>" (a number 0 written ''). As the partition stores it, the
--- host key is the host's number in the partition's hosts HASH (host key -> number and
--- number -> host key), so a host's name is stored once, not in each of its URLs.
+-- An entry as a worker writes and reads it: "<host key>|<numbers>|<path>", <numbers> the
+-- depth alone when the others are 0, else "<depth>,<hops>,<attempts>,<not_before>,<priority>"
+-- (a number 0 written ''). As the partition stores it, the host key is the host's number in
+-- the partition's hosts HASH (host key -> number and number -> host key), so a host's name is
+-- stored once, not in each of its URLs.
 -- A partition queues in its FIFO list (queue) until an entry with a priority other than 0
 -- arrives; then, once, the list moves to the ranked set and every later entry of the partition
 -- goes there: ranked (ZSET, score -priority, member "<order>|<stored entry>", <order> 16
@@ -23,7 +24,7 @@ end
 local function pack(hosts, counts, entry)
   local host, rest = string.match(entry, '^([^|]*)(|.*)$')
   if host == nil then
-    return '|||||||' .. entry -- malformed: set aside when it is claimed
+    return '||' .. entry -- malformed: set aside when it is claimed
   end
   return host_id(hosts, counts, host) .. rest
 end
@@ -40,22 +41,52 @@ local function unpack_entry(hosts, stored, names)
   return host .. rest
 end
 local function identity_of(stored)
-  local id, path = string.match(stored, '^([^|]*)|[^|]*|[^|]*|[^|]*|[^|]*|[^|]*|(.*)$')
+  local id, path = string.match(stored, '^([^|]*)|[^|]*|(.*)$')
   if id == nil then
     return nil
   end
   return id .. '|' .. path
 end
+local function priority_field(stored)
+  local numbers = string.match(stored, '^[^|]*|([^|]*)|')
+  if numbers == nil then
+    return nil
+  end
+  return string.match(numbers, '^[^,]*,[^,]*,[^,]*,[^,]*,([^,]*)$') or ''
+end
 local function priority_of(stored)
-  local sixth = string.match(stored, '^[^|]*|[^|]*|[^|]*|[^|]*|[^|]*|([^|]*)|')
-  if sixth == nil or sixth == '' then
+  local field = priority_field(stored)
+  if field == nil or field == '' then
     return 0
   end
-  local p = tonumber(sixth)
+  local p = tonumber(field)
   if p == nil or p ~= p or p == math.huge or p == -math.huge then
     return 0 -- a malformed entry: set aside when it is claimed
   end
   return p
+end
+local function with_priority(stored, priority)
+  -- ``stored`` with its priority field set to ``priority`` (as written, '' for 0); nil when
+  -- it is malformed
+  local id, numbers, path = string.match(stored, '^([^|]*)|([^|]*)|(.*)$')
+  if id == nil then
+    return nil
+  end
+  local fields = {}
+  for field in string.gmatch(numbers .. ',', '([^,]*),') do
+    fields[#fields + 1] = field
+  end
+  if #fields == 1 then
+    fields = {fields[1], '', '', '', ''}
+  elseif #fields ~= 5 then
+    return nil
+  end
+  fields[5] = priority
+  numbers = fields[1]
+  if fields[2] .. fields[3] .. fields[4] .. fields[5] ~= '' then
+    numbers = table.concat(fields, ',')
+  end
+  return id .. '|' .. numbers .. '|' .. path
 end
 local function order_key(counts, front)
   if front then

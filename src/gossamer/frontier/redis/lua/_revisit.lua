@@ -23,10 +23,10 @@ local function queue_revisit(keys, fp, state)
     return 0
   end
   local host, path = string.match(state[3], '^([^|/]*//[^/|]*)(/.*)$')
-  local entry = '|||||||' .. state[3] -- no host key: set aside when it is claimed
+  local entry = '||' .. state[3] -- no host key: set aside when it is claimed
   if host then
     local depth = state[2] ~= 0 and string.format('%d', state[2]) or ''
-    entry = host .. '|' .. depth .. '|||||' .. path
+    entry = host .. '|' .. depth .. '|' .. path
   end
   enqueue(keys[3], keys[5], keys[6], keys[4], pack(keys[7], keys[4], entry), false)
   return 1

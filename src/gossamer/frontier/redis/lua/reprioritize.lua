@@ -17,9 +17,9 @@ for i = 1, #ARGV, 3 do
   if member then
     local stored = string.sub(member, 18)
     if priority_of(stored) ~= new then
-      local head, rest = string.match(stored, '^([^|]*|[^|]*|[^|]*|[^|]*|[^|]*)|[^|]*(|.*)$')
-      if rest then -- else malformed: left as it is, set aside when it is claimed
-        local moved = string.sub(member, 1, 17) .. head .. '|' .. ARGV[i + 2] .. rest
+      local rewritten = with_priority(stored, ARGV[i + 2])
+      if rewritten then -- else malformed: left as it is, set aside when it is claimed
+        local moved = string.sub(member, 1, 17) .. rewritten
         redis.call('ZREM', KEYS[2], member)
         redis.call('ZADD', KEYS[2], -new, moved)
         redis.call('HSET', KEYS[3], id .. '|' .. ARGV[i + 1], moved)
