@@ -85,7 +85,7 @@ BENCH_ARGS ?=
 CLUSTER_ARGS ?=
 REAL_ARGS ?=
 
-.PHONY: bench bench-crawl bench-real bench-nginx bench-cluster bench-balance
+.PHONY: bench bench-crawl bench-real bench-nginx bench-cluster bench-balance bench-redis-memory
 
 $(SCRAPY_STAMP): benchmarks/requirements-scrapy.txt
 	$(PYTHON) -m venv $(SCRAPY_VENV)
@@ -108,6 +108,11 @@ bench-real: $(STAMP) $(SCRAPY_STAMP) bench-nginx
 
 bench-cluster: $(STAMP) system-deps
 	$(BIN)/python benchmarks/bench_cluster.py $(CLUSTER_ARGS)
+
+# make bench-redis-memory: Redis memory per queued URL by structure (docs/capacity.md);
+# REDIS_MEMORY_ARGS its options, e.g. REDIS_MEMORY_ARGS="--urls 10000000 --hosts 100000".
+bench-redis-memory: $(STAMP) system-deps
+	$(BIN)/python benchmarks/bench_redis_memory.py $(REDIS_MEMORY_ARGS)
 
 # make bench-balance: P1's experiment (5 unequal workers, every allocator; docs/load-balancing.md).
 bench-balance: $(STAMP) system-deps
