@@ -10,23 +10,31 @@
 -- goes there: ranked (ZSET, score -priority, member "<order>|<stored entry>", <order> 16
 -- characters: '1' and an arrival counter for the back, '0' and a falling counter for the front
 -- of a priority) and ranks (HASH "<host number>|<path>" -> member).
-local function host_id(hosts, counts, host)
+local function host_id(hosts, counts, host, ids)
   if host == '' then
     return ''
   end
-  local id = redis.call('HGET', hosts, host)
+  local id = ids and ids[host]
+  if id then
+    return id
+  end
+  id = redis.call('HGET', hosts, host)
   if not id then
     id = tostring(redis.call('HINCRBY', counts, 'hosts', 1))
     redis.call('HSET', hosts, host, id, id, host)
   end
+  if ids then
+    ids[host] = id
+  end
   return id
 end
-local function pack(hosts, counts, entry)
+local function pack(hosts, counts, entry, ids)
+  -- ids: an optional table host key -> number the caller keeps across its entries
   local host, rest = string.match(entry, '^([^|]*)(|.*)$')
   if host == nil then
     return '||' .. entry -- malformed: set aside when it is claimed
   end
-  return host_id(hosts, counts, host) .. rest
+  return host_id(hosts, counts, host, ids) .. rest
 end
 local function unpack_entry(hosts, stored, names)
   local id, rest = string.match(stored, '^([^|]*)(|.*)$')

@@ -17,8 +17,9 @@ local seen = tonumber(state[3]) or 0
 local plain = ARGV[1] == '0' and not state[4]
 local function hash_of(fp)
   -- 9 decimal digits from the middle of the fingerprint: exact in Lua's doubles, and apart
-  -- from the low bits that place a URL in its partition (partition_by = "url")
-  return tonumber(string.sub(string.gsub(fp, '-', ''), -16, -8)) or 0
+  -- from the low bits that place a URL in its partition (partition_by = "url"); a sign in
+  -- them (a fingerprint under 10^15 in size, rare) only makes the number negative
+  return tonumber(string.sub(fp, -16, -8)) or 0
 end
 local function bucket_of(fp)
   local h = hash_of(fp)
@@ -30,11 +31,15 @@ local function bucket_of(fp)
 end
 local function split_one()
   local from = KEYS[1] .. ':' .. split
-  local to = KEYS[1] .. ':' .. (split + 2 ^ level)
+  local moved = {}
   for _, fp in ipairs(redis.call('SMEMBERS', from)) do
     if hash_of(fp) % 2 ^ (level + 1) ~= split then
-      redis.call('SMOVE', from, to, fp)
+      moved[#moved + 1] = fp
     end
+  end
+  if #moved > 0 then -- at most a few hundred: one SREM and one SADD
+    redis.call('SREM', from, unpack(moved))
+    redis.call('SADD', KEYS[1] .. ':' .. (split + 2 ^ level), unpack(moved))
   end
   split = split + 1
   if split == 2 ^ level then
@@ -42,9 +47,10 @@ local function split_one()
   end
 end
 local added = 0
+local ids = {} -- host key -> number, for this call: a batch names few hosts many times
 for fp, entry in string.gmatch(ARGV[2], '([^|\n]*)|([^\n]*)\n') do
   if redis.call('SADD', KEYS[1] .. ':' .. bucket_of(fp), fp) == 1 then
-    local stored = pack(KEYS[6], KEYS[3], entry)
+    local stored = pack(KEYS[6], KEYS[3], entry, ids)
     if plain then
       redis.call('RPUSH', KEYS[2], stored)
     else
