@@ -48,8 +48,15 @@ local function split_one()
 end
 local added = 0
 local ids = {} -- host key -> number, for this call: a batch names few hosts many times
+local seen_keys = {} -- bucket -> its SET's name
 for fp, entry in string.gmatch(ARGV[2], '([^|\n]*)|([^\n]*)\n') do
-  if redis.call('SADD', KEYS[1] .. ':' .. bucket_of(fp), fp) == 1 then
+  local b = bucket_of(fp)
+  local key = seen_keys[b]
+  if key == nil then
+    key = KEYS[1] .. ':' .. b
+    seen_keys[b] = key
+  end
+  if redis.call('SADD', key, fp) == 1 then
     local stored = pack(KEYS[6], KEYS[3], entry, ids)
     if plain then
       redis.call('RPUSH', KEYS[2], stored)
