@@ -99,7 +99,7 @@ FRESH_ARGS ?=
 CONTROL_ARGS ?=
 
 .PHONY: bench bench-crawl bench-real bench-nginx bench-cluster bench-balance bench-focus-real \
-	bench-fresh bench-control
+	bench-fresh bench-control bench-redis-memory
 
 $(SCRAPY_STAMP): benchmarks/requirements-scrapy.txt
 	$(PYTHON) -m venv $(SCRAPY_VENV)
@@ -128,6 +128,11 @@ bench-cluster: $(STAMP) system-deps
 
 bench-control: $(STAMP) system-deps
 	$(BIN)/python benchmarks/bench_control_plane.py $(CONTROL_ARGS)
+
+# make bench-redis-memory: Redis memory per queued URL by structure (docs/capacity.md);
+# REDIS_MEMORY_ARGS its options, e.g. REDIS_MEMORY_ARGS="--urls 10000000 --hosts 100000".
+bench-redis-memory: $(STAMP) system-deps
+	$(BIN)/python benchmarks/bench_redis_memory.py $(REDIS_MEMORY_ARGS)
 
 # make bench-balance: P1's experiment (5 unequal workers, every allocator; docs/load-balancing.md).
 bench-balance: $(STAMP) system-deps

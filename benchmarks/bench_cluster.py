@@ -45,11 +45,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
 import numpy as np
+from redis import Redis
 
 from bench_latency import start_server, stop_server
 from cluster_procs import LocalRedis, exited, free_port, machine_busy_seconds, reap
@@ -90,6 +91,8 @@ class Run:
     """Seconds from the last response written to ``cluster wait`` returning."""
     others: float | None
     """CPU seconds the machine spent on other processes from submit to done (at least)."""
+    traffic: dict[str, int] = field(default_factory=dict)
+    """Redis' commands and network bytes in and out over the whole run (``INFO stats``)."""
 
     @property
     def rate(self) -> float:
@@ -299,6 +302,7 @@ def run_cluster(args: argparse.Namespace, count: int, seeds: Path) -> Run:
         finished, busy_after = time.monotonic(), machine_busy_seconds()
         exits = [stop_worker(proc, f"w{i}", problems) for i, proc in enumerate(procs)]
         memory = redis.used_memory()
+        traffic = redis_traffic(redis.url)
     pages, unique = count_pages(work, count)
     cpu = sum(exits)
     first, last = request_span(work)
@@ -317,7 +321,19 @@ def run_cluster(args: argparse.Namespace, count: int, seeds: Path) -> Run:
         startup=first - started,
         tail=finished - last,
         others=others,
+        traffic=traffic,
     )
+
+
+def redis_traffic(url: str) -> dict[str, int]:
+    """Commands Redis processed and bytes it read and wrote since it started."""
+    client = Redis.from_url(url)
+    try:
+        stats = client.info("stats")
+    finally:
+        client.close()
+    names = ("total_commands_processed", "total_net_input_bytes", "total_net_output_bytes")
+    return {name: int(stats[name]) for name in names}
 
 
 # -- report ---------------------------------------------------------------------------------
@@ -410,6 +426,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{r.startup:.1f} s after submit; done seen {r.tail:.1f} s after the last response)",
             flush=True,
         )
+        if r.pages and r.traffic:
+            t = r.traffic
+            print(
+                f"  Redis per page: {r.redis_cpu / r.pages * 1e6:.0f} us CPU, "
+                f"{t['total_commands_processed'] / r.pages:.1f} commands, "
+                f"{t['total_net_input_bytes'] / r.pages:,.0f} bytes in, "
+                f"{t['total_net_output_bytes'] / r.pages:,.0f} bytes out",
+                flush=True,
+            )
         if r.others is not None and r.others > OTHER_LOAD * r.wall:
             print(f"  WARN other processes used {r.others:.1f} CPU-s during the run", flush=True)
     print()

@@ -1,4 +1,5 @@
-"""Redis memory per queued URL: the figure docs/deploy.md sizes Redis with.
+"""Redis memory per queued URL after ``gossamer cluster submit``, AOF size included (the
+figure at scale, by structure: ``bench_redis_memory.py``).
 
 Submits ``--seeds`` URLs over ``--hosts`` hosts to a throwaway redis-server (``gossamer cluster
 submit --seeds-file``), then reads ``INFO memory`` (used_memory, before and after), the AOF's

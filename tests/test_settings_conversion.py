@@ -10,7 +10,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from gossamer.cluster.jobs import parse_job
+from gossamer.cluster.jobs import job_json, parse_job
 from gossamer.settings import (
     ClusterSettings,
     CrawlSettings,
@@ -158,7 +158,7 @@ def test_a_job_survives_its_json_round_trip(tmp_path: Path) -> None:
     assert job.rule_functions == {"clean": "mod:clean", "other": "pkg.mod:f"}
     assert job.render_url == ["/app/\\d{1,3},x"]
     stored = settings_to_json(job)
-    again = parse_job(stored, "j")
+    again = parse_job(job_json(job), "j")
     assert again == job
     assert again.out == tmp_path / "out" and isinstance(again.auth[1].token_url, str)
     assert again.shipped_rules is not None and again.shipped_rules.documents[1].name == "b.json"

@@ -27,11 +27,11 @@ from tests.cluster.harness import (
 from tests.redis_server import RedisServer
 
 from gossamer.cluster import DEFAULT_JOB
-from gossamer.cluster.jobs import job_settings, open_control
+from gossamer.cluster.jobs import job_json, job_settings, open_control
 from gossamer.frontier.base import Candidate
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import RedisFrontier, RedisFrontierConfig
-from gossamer.settings import JobSettings, canonical_seeds, crawl_scope, settings_to_json
+from gossamer.settings import JobSettings, canonical_seeds, crawl_scope
 from gossamer.testweb import TestWebServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
@@ -66,7 +66,7 @@ async def submit_ranked(url: str, priorities: dict[str, float]) -> None:
         )
         added = await frontier.add([Candidate(u, priority=p) for u, p in priorities.items()])
         assert added.added == len(priorities)
-        await control.store_job(settings_to_json(settings))
+        await control.store_job(job_json(settings))
     finally:
         await control.redis.aclose()
 

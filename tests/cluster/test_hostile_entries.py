@@ -28,31 +28,31 @@ from gossamer.testweb import TestWebServer
 from gossamer.urls import Scope
 
 GOOD = "http://a.test/fine"
-BAD: list[bytes] = [
+BAD: list[bytes] = [  # as a partition stores them: host number 1 is http://a.test
     b"garbage",
     b"1|2|3",
-    b"x|0|0|0|0.0|http://a.test/x",
-    b"-1|0|0|0|0.0|http://a.test/x",
-    str(2**63).encode() + b"|0|0|0|0.0|http://a.test/x",
-    b"1|0|0|99999999999999999999999|0.0|http://a.test/x",
-    b"1|0|0|0|nan|http://a.test/x",
-    b"1|0|0|0|inf|http://a.test/x",
-    b"1|0|0|0|soon|http://a.test/x",
-    b"1|0|0|0|0.0|high|http://a.test/x",
-    b"1|0|0|0|0.0|nan|http://a.test/x",
-    b"1|0|0|0|0.0|ftp://a.test/x",
-    b"1|0|0|0|0.0|http:///x",
-    b"1|0|0|0|0.0|http://a.test/ x",
-    b"1|0|0|0|0.0|http://a.test/\x00",
-    b"1|0|0|0|0.0|http://a.test/\xff",
-    "1|0|0|0|0.0|http://a.test/\ud800".encode("utf-8", "surrogatepass"),
-    b"1|0|0|0|0.0|http://a.test/" + b"a" * (2 << 20),
+    b"1|x|/x",
+    b"1|0,0|/x",
+    b"1|0,0,99999999999999999999999,,|/x",
+    b"1|0,0,0,nan,|/x",
+    b"1|0,0,0,inf,|/x",
+    b"1|0,0,0,soon,|/x",
+    b"1|0,0,0,,high|/x",
+    b"1|0,0,0,,nan|/x",
+    b"9|0|/x",
+    b"1|0|/ x",
+    b"1|0|/\x00",
+    b"1|0|/\xff",
+    "1|0|/\ud800".encode("utf-8", "surrogatepass"),
+    b"1|0|/" + b"a" * (2 << 20),
 ]
 
 
 async def _queue_raw(redis: Redis, job: str, part: int, entries: list[bytes]) -> None:
     """Entries written behind gossamer's back, counted as queued like add.lua does."""
     keys = partition_keys(job, part)
+    if await redis.hsetnx(keys["hosts"], "1", "http://a.test"):  # else: the job's own host 1
+        await redis.hset(keys["hosts"], "http://a.test", "1")
     await redis.rpush(keys["queue"], *entries)
     await redis.hincrby(keys["counts"], "queued", len(entries))
 

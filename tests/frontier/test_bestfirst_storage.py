@@ -19,7 +19,7 @@ from gossamer.frontier.base import Candidate, Frontier
 from gossamer.frontier.local import LocalFrontier, LocalFrontierConfig
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import Ownership, RedisFrontier, RedisFrontierConfig, partition_keys
-from gossamer.urls import Scope, fingerprint
+from gossamer.urls import Scope
 
 INF = float("inf")
 _jobs = itertools.count()
@@ -234,16 +234,16 @@ async def test_garbage_in_a_ranked_partition_is_set_aside(client: Redis) -> None
     garbage = {
         "x": -5.0,
         "1000000000000099|": -4.0,
-        "1000000000000098|12|0|0|0|0.0|nan|http://a.test/2": -3.0,
+        "1000000000000098|1|deep,,,,nan|/2": -3.0,
         "1000000000000097|no fields at all": -2.0,
     }
     await client.zadd(keys["ranked"], garbage)
-    bad = "1000000000000098|12|0|0|0|0.0|nan|http://a.test/2"
-    await client.hset(keys["ranks"], str(fingerprint("http://a.test/2")), bad)
-    await client.hset(keys["ranks"], str(fingerprint("http://a.test/3")), "short")
+    bad = "1000000000000098|1|deep,,,,nan|/2"
+    await client.hset(keys["ranks"], "1|/2", bad)  # a.test is the partition's host number 1
+    await client.hset(keys["ranks"], "1|/3", "short")
     await client.hincrby(keys["counts"], "queued", len(garbage))
-    # the first is rewritten with its new priority (and still set aside: its fingerprint is
-    # not its URL's), the second is no member: left alone
+    # the first is rewritten with its new priority (and still set aside: its depth is no
+    # number), the second is no member: left alone
     assert await frontier.reprioritize({"http://a.test/2": 0.9, "http://a.test/3": 0.9}) == 1
     assert await order(frontier) == ["http://a.test/1", "http://a.test/0"]
     assert frontier.stats().set_aside == len(garbage)

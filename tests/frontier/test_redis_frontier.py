@@ -108,13 +108,18 @@ async def drain(*frontiers: RedisFrontier, rounds: int = 200) -> dict[int, list[
     raise AssertionError("frontiers never finished")
 
 
+_LAYOUT = {"hosts", "sl", "sp"}
+"""Fields of a partition's counts that number its hosts and seen SETs, not its URLs."""
+
+
 async def counts(client: Redis, job: str) -> dict[str, int]:
     total: dict[str, int] = {}
     for p in range(P):
         raw = await client.hgetall(partition_keys(job, p)["counts"])
         for name, value in raw.items():
             key = name.decode() if isinstance(name, bytes) else name
-            total[key] = total.get(key, 0) + int(value)
+            if key not in _LAYOUT:
+                total[key] = total.get(key, 0) + int(value)
     return total
 
 

@@ -133,13 +133,13 @@ async def test_hostile_figures_and_a_lost_redis(redis_server: RedisServer) -> No
     with Redis gone a scrape answers 503 and the exporter keeps running."""
     from aiohttp.test_utils import TestClient, TestServer
 
-    from gossamer.cluster.jobs import open_control
+    from gossamer.cluster.jobs import job_json, open_control
     from gossamer.cluster.metrics import cluster_handler, queued_handler
-    from gossamer.settings import JobSettings, settings_to_json
+    from gossamer.settings import JobSettings
 
     control = await open_control(redis_server.url, "j")
     try:
-        await control.store_job(settings_to_json(JobSettings(partitions=8)))
+        await control.store_job(job_json(JobSettings(partitions=8)))
         odd = 'w"1\n} x{'
         await control.heartbeat(
             odd,

@@ -6,6 +6,7 @@ engine (about half a second less per command).
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import ssl
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from gossamer.cluster.seeding import Seeding, read_progress, seed_origins, seeds
 from gossamer.frontier.admission import Guards
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import RedisClient, RedisFrontier, RedisFrontierConfig
+from gossamer.frontier.redis.keys import FORMAT
 from gossamer.redact import redact_text, redact_url, strip_password
 from gossamer.settings import (
     InvalidSetting,
@@ -126,13 +128,40 @@ def refusal(error: BaseException, url: str) -> ClusterError | SettingsError:
     return ClusterError(f"cannot reach Redis at {shown}: {reason}{hint}")
 
 
+_FORMAT_FIELD = "frontier_format"
+"""The field of a stored job naming the layout of its queues (:data:`FORMAT`)."""
+
+
+def job_json(settings: JobSettings) -> str:
+    """The job as its key stores it: its settings, and the format of its Redis queues."""
+    document = json.loads(settings_to_json(settings))
+    document[_FORMAT_FIELD] = FORMAT
+    return json.dumps(document, separators=(",", ":"))
+
+
 def parse_job(raw: str, job: str) -> JobSettings:
-    """The stored settings of ``job``; malformed ones are a settings error."""
+    """The stored settings of ``job``; malformed ones, and a job whose queues are of another
+    format than this frontier's, are a settings error."""
     try:
-        return settings_from_json(JobSettings, raw)
+        document = json.loads(raw)
+    except ValueError:
+        document = None
+    form = 1  # a job stored before the field was
+    if isinstance(document, dict) and _FORMAT_FIELD in document:
+        form = document.pop(_FORMAT_FIELD)
+        raw = json.dumps(document)
+    try:
+        settings = settings_from_json(JobSettings, raw)
     except InvalidSetting as exc:
         problem = f"{exc.field}: {exc.problem}"
         raise SettingsError(f"stored job {job!r} is malformed: {problem}") from None
+    if form != FORMAT:
+        raise SettingsError(
+            f"stored job {job!r} keeps its queues in Redis frontier format {form!r}; this "
+            f"gossamer reads format {FORMAT} only: submit the job again under a new --job "
+            "with this version (or finish it with the version that submitted it)"
+        )
+    return settings
 
 
 async def load_job(control: Control) -> JobSettings | None:
@@ -185,7 +214,7 @@ async def submit(settings: JobSettings, url: str, job: str) -> Submitted:
         seeding = Seeding(control, frontier)
         start = await seeding.run(seeds, origins, seeds_digest(settings, seeds))
         # Seeds first: a worker that sees the job must not find it finished already.
-        await control.store_job(settings_to_json(settings))
+        await control.store_job(job_json(settings))
         # Only this submit wrote to the queues so far: their seen sets hold the seeds.
         queued = (await control.totals(settings.partitions)).seen
         return Submitted(queued, len(seeds), start)

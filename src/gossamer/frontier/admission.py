@@ -171,9 +171,11 @@ class Admission:
         """Host keys whose scope verdict is cached (bounded)."""
         return len(self._origins)
 
-    def locate(self, priorities: Mapping[str, float]) -> dict[str, dict[int, float]]:
+    def locate(
+        self, priorities: Mapping[str, float], urls: dict[int, str] | None = None
+    ) -> dict[str, dict[int, float]]:
         """:func:`locate` with this admission's stripped parameters."""
-        return locate(priorities, self._strip)
+        return locate(priorities, self._strip, urls)
 
 
 def refusal(scope: Scope, url: str, depth: int, source: str) -> str | None:
@@ -192,10 +194,13 @@ def refusal(scope: Scope, url: str, depth: int, source: str) -> str | None:
 
 
 def locate(
-    priorities: Mapping[str, float], strip: ParamStripper | None = None
+    priorities: Mapping[str, float],
+    strip: ParamStripper | None = None,
+    urls: dict[int, str] | None = None,
 ) -> dict[str, dict[int, float]]:
     """URLs as candidates spelled them with their priorities, canonicalized as :meth:`admit`
-    does: by host key, then fingerprint (invalid URLs and non-finite priorities left out)."""
+    does: by host key, then fingerprint (invalid URLs and non-finite priorities left out);
+    ``urls``, when given, gets each fingerprint's canonical URL."""
     out: dict[str, dict[int, float]] = {}
     for raw, priority in priorities.items():
         if not isinstance(priority, (int, float)) or not math.isfinite(priority):
@@ -206,5 +211,8 @@ def locate(
             continue
         if strip:
             url = strip.strip(url)
-        out.setdefault(host_key(url), {})[fingerprint(url)] = float(priority)
+        fp = fingerprint(url)
+        out.setdefault(host_key(url), {})[fp] = float(priority)
+        if urls is not None:
+            urls[fp] = url
     return out

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from gossamer.cluster.jobs import job_settings, parse_job
+from gossamer.cluster.jobs import job_json, job_settings, parse_job
 from gossamer.fetch.render import HostLearner, Verdict, read_signals
 from gossamer.flags import add_crawl_flags, settings_from_args
-from gossamer.settings import JobSettings, SettingsError, load_settings, settings_to_json
+from gossamer.settings import JobSettings, SettingsError, load_settings
 
 URL = "http://site.test/page"
 
@@ -28,7 +28,7 @@ def test_render_settings_from_flags_toml_and_environment(tmp_path: Path) -> None
     assert job.render == "auto"
     assert job.render_url == [r"/app/\d{1,3}", "/spa"]  # a comma inside a pattern stays
     assert (job.render_scroll, job.render_concurrency) == (4, 3)
-    stored = parse_job(settings_to_json(job_settings(job, ["http://a.test/"])), "job")
+    stored = parse_job(job_json(job_settings(job, ["http://a.test/"])), "job")
     assert (stored.render, stored.render_url, stored.render_scroll) == ("auto", job.render_url, 4)
     config = tmp_path / "crawl.toml"
     config.write_text('render = "always"\nrender_url = ["/x"]\nrender_block = ["image"]\n')

@@ -70,7 +70,7 @@ class Adds:
             calls: list[ScriptCall] = []
             for part, rows in batches.items():
                 args = ["1" if part in ranked else "0", "".join(rows)]
-                keys = self._keys.of(part, "seen", "queue", "counts", "ranked", "ranks")
+                keys = self._keys.of(part, "seen", "queue", "counts", "ranked", "ranks", "hosts")
                 calls.append((self._script, keys, args))
             results = await run_scripts(self._redis, calls)
             self.sent.add_many(fps)  # only once Redis has them

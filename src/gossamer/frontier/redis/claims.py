@@ -22,7 +22,7 @@ from typing import Any
 from redis.commands.core import AsyncScript
 
 from gossamer.frontier.redis.config import RedisFrontierConfig
-from gossamer.frontier.redis.keys import BadEntry, Entry, PartitionKeys, bad_keys
+from gossamer.frontier.redis.keys import BadEntry, Entry, PartitionKeys, bad_keys, split_url
 from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, run_scripts
 
 BAD_KEPT = 10_000
@@ -96,7 +96,7 @@ class Claims:
         ``parts``; the entries now held (those that do not decode are set aside)."""
         now = self._clock()
         deadline = self._wall() + self._lease_timeout
-        names = ("queue", "claimed", "deadlines", "counts", "fence", "ranked", "ranks")
+        names = ("queue", "claimed", "deadlines", "counts", "fence", "ranked", "ranks", "hosts")
         args = [batch or self.batch, repr(deadline)]
         calls = [(self._scripts["claim"], self._keys.of(part, *names), args) for part in parts]
         results: list[list[Any]] = await run_scripts(self._redis, calls)
@@ -145,7 +145,7 @@ class Claims:
         ``limit`` per partition; how many were returned."""
         if not parts:
             return 0
-        names = ("claimed", "deadlines", "queue", "counts", "ranked", "ranks")
+        names = ("claimed", "deadlines", "queue", "counts", "ranked", "ranks", "hosts")
         args = [repr(self._wall()), limit]
         calls = [(self._scripts["reclaim"], self._keys.of(part, *names), args) for part in parts]
         counts: list[int] = await run_scripts(self._redis, calls)
@@ -171,7 +171,8 @@ class Claims:
         if not entries:
             return 0
         args = [x for e in entries for x in (e.claim, e.encode())]
-        keys = self._keys.of(part, "claimed", "deadlines", "queue", "counts", "ranked", "ranks")
+        names = ("claimed", "deadlines", "queue", "counts", "ranked", "ranks", "hosts")
+        keys = self._keys.of(part, *names)
         given: int = await self._scripts["unclaim"](keys=keys, args=args)
         for entry in entries:
             self.forget(entry)
@@ -185,26 +186,20 @@ class Claims:
     def rerank(
         self,
         wanted: Mapping[str, Mapping[int, float]],
+        urls: Mapping[int, str],
         held: set[int],
         part_of: Callable[[str, int], int],
     ) -> list[ScriptCall]:
         """The calls giving entries queued in Redis new priorities (``wanted``: by host key
-        and fingerprint, but for those ``held`` here), one per partition; each answers how
-        many changed."""
-        parts: dict[int, dict[int, float]] = {}
+        and fingerprint, ``urls`` the fingerprints' URLs, but for those ``held`` here), one
+        per partition; each answers how many changed."""
+        parts: dict[int, list[str]] = {}
         for key, fps in wanted.items():
             for fp in fps.keys() - held:
-                parts.setdefault(part_of(key, fp), {})[fp] = fps[fp]
-        names = ("queue", "ranked", "ranks", "counts")
+                parts.setdefault(part_of(key, fp), []).extend(_ranked(urls[fp], fps[fp]))
+        names = ("queue", "ranked", "ranks", "counts", "hosts")
         script = self._scripts["reprioritize"]
-        return [
-            (
-                script,
-                self._keys.of(part, *names),
-                [x for fp, p in new.items() for x in _ranked(fp, p)],
-            )
-            for part, new in parts.items()
-        ]
+        return [(script, self._keys.of(part, *names), args) for part, args in parts.items()]
 
     def update_call(self, entry: Entry) -> ScriptCall:
         """The call storing ``entry`` (a new priority) in its claim, if still held."""
@@ -250,9 +245,10 @@ class Claims:
         self.set_aside += len(bad)
 
 
-def _ranked(fp: int, priority: float) -> tuple[str, str]:
-    """A fingerprint and a priority as ``reprioritize.lua`` takes them ('' for 0)."""
-    return str(fp), repr(priority) if priority else ""
+def _ranked(url: str, priority: float) -> tuple[str, str, str]:
+    """A URL (host, path) and a priority as ``reprioritize.lua`` takes them ('' for 0)."""
+    host, path = split_url(url)
+    return host, path, repr(priority) if priority else ""
 
 
 def _bad_json(part: int, raw: bytes | str, reason: str) -> str:

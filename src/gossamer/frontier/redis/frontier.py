@@ -140,11 +140,12 @@ class RedisFrontier:
 
     async def reprioritize(self, priorities: Mapping[str, float]) -> int:
         """New priorities for URLs held here and queued in Redis (others' keep theirs)."""
-        wanted = self._admission.locate(priorities)
+        urls: dict[int, str] = {}
+        wanted = self._admission.locate(priorities, urls)
         changed = self._hosts.rerank(wanted)
         held = {entry.fp for entry in changed}
         calls = [self._claims.update_call(entry) for entry in changed if not entry.orphan]
-        queued = self._claims.rerank(wanted, held, self._part)
+        queued = self._claims.rerank(wanted, urls, held, self._part)
         results = await run_scripts(self._redis, calls + queued)
         return len(changed) + sum(int(n) for n in results[len(calls) :])
 

@@ -4,8 +4,12 @@ Key layout (``J`` the job, ``p`` a partition). Every key of partition ``p`` carr
 tag ``{J:p}``, so a partition lives in one Redis Cluster slot and each script touches one slot
 only::
 
-    gs:{J:p}:seen       SET    fingerprints ever added (exact: a false positive would skip a
-                               page; integers, so small partitions use Redis' compact intset)
+    gs:{J:p}:seen:n     SET    fingerprints ever added (exact: a false positive would skip a
+                               page), split by linear hashing (``lua/add.lua``) into SETs of
+                               a few hundred integers, each an intset (8 bytes a fingerprint)
+                               under Redis' default ``set-max-intset-entries``
+    gs:{J:p}:hosts      HASH   host key -> its number in the partition, and number -> host
+                               key: an entry names its host by number (host names once)
     gs:{J:p}:queue      LIST   entries waiting, FIFO: RPUSH on add, LPUSH to give back to the
                                front, LPOP to claim (while every entry has priority 0)
     gs:{J:p}:ranked     ZSET   entries waiting, best first, once the partition met an entry
@@ -13,11 +17,13 @@ only::
                                score -priority, member "<order>|<entry>" (16 characters of
                                order: arrival, or the front of the priority for an entry given
                                back); claimed lowest score first (``lua/_ranked.lua``)
-    gs:{J:p}:ranks      HASH   fingerprint -> member of ``ranked`` (``reprioritize``)
+    gs:{J:p}:ranks      HASH   "<host number>|<path>" -> member of ``ranked`` (``reprioritize``)
     gs:{J:p}:claimed    HASH   claim token -> entry held by some worker
     gs:{J:p}:deadlines  ZSET   claim token -> wall-clock deadline (renewed while held)
     gs:{J:p}:counts     HASH   queued, claimed, seen, finished; token (last claim token issued);
-                               ranked (1 once ranked), order and front (order counters)
+                               ranked (1 once ranked), order and front (order counters); hosts
+                               (last host number given); sl and sp (the seen SETs' level and
+                               split pointer)
     gs:{J:p}:fence      HASH   worker -> "ms:seq": Redis-clock ms before which no new owner
                                may claim, and the sequence of the worker's last fence call
     gs:{J:p}:pages      HASH   host key -> pages taken, for hosts with a page budget whose
@@ -38,9 +44,14 @@ in hex) under its own hash tag ``{J:h:h}`` (see :mod:`.limiter`)::
     gs:{J:h:h}:slots    ZSET   holder -> deadline
     gs:{J:h:h}:pace     HASH   next (earliest next request start), delay
 
-An entry is ``fp|depth|hops|attempts|not_before|url``, or with a priority other than 0
-``fp|depth|hops|attempts|not_before|priority|url`` (a URL starts with ``http``, a number never
-does): ``not_before`` is the wall-clock time before which a retried URL may not be fetched.
+An entry, as workers write and read it, is ``host|numbers|path``: ``host`` the URL's
+``scheme://authority``, ``path`` the rest from its first ``/``, ``numbers`` the depth alone
+when the others are 0, else ``depth,hops,attempts,not_before,priority`` (a number 0 written
+empty; ``not_before`` the wall-clock time before which a retried URL may not be fetched). A
+partition stores it with the host's number in place of its key (the host name is stored once
+per partition, in ``hosts``) and without its fingerprint (the worker computes it again from
+the URL); claims hold it as written. :data:`FORMAT` names this layout: a job stores it, and a
+worker refuses a job of another format.
 What comes off Redis is checked where it is decoded (:meth:`Entry.decode`): an entry that
 does not decode raises :class:`BadEntry` and is set aside (see :mod:`.claims`).
 """
@@ -61,10 +72,13 @@ from gossamer.urls import fingerprint, host_key
 if TYPE_CHECKING:
     from gossamer.frontier.admission import Admitted
 
+FORMAT = 2
+"""The layout of a job's keys and entries this module writes (see the module docstring);
+format 1 kept each entry's fingerprint and host name in the entry and one seen SET a
+partition."""
 _MAX_URL = 1 << 20
 """Characters of an entry's URL beyond which it is bad, whatever the job's max URL length."""
-_FINGERPRINT = re.compile(r"-?\d{1,19}")
-_COUNT = re.compile(r"\d{1,9}")
+_COUNT = re.compile(r"\d{0,9}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +105,7 @@ def partition_keys(job: str, part: int) -> dict[str, str]:
     tag = f"gs:{{{job}:{part}}}:"
     names = (
         *("seen", "queue", "claimed", "deadlines", "counts", "fence", "ranked", "ranks", "pages"),
-        *("revisits", "due"),
+        *("revisits", "due", "hosts"),
     )
     return {name: tag + name for name in names}
 
@@ -154,46 +168,75 @@ class Entry(Queued):
             text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
         except UnicodeDecodeError:
             raise BadEntry("not UTF-8") from None
-        fields = text.split("|", 5)
-        if len(fields) != 6:
-            raise BadEntry(f"{len(fields)} fields, not 6")
-        fp, *counts, not_before, url = fields
-        priority = 0.0
-        if not url.startswith("http"):
-            number, _, url = url.partition("|")
-            priority = _number(number, "priority")
-        if not _FINGERPRINT.fullmatch(fp) or not -(1 << 63) <= int(fp) < 1 << 63:
-            raise BadEntry("the fingerprint is not a 64-bit integer")
+        fields = text.split("|", 2)
+        if len(fields) != 3:
+            raise BadEntry(f"{len(fields)} fields, not 3")
+        host, numbers, path = fields
+        values = numbers.split(",") if "," in numbers else [numbers, "", "", "", ""]
+        if len(values) != 5:
+            raise BadEntry(f"{len(values)} numbers, not 5")
+        *counts, not_before, priority = values
         if not all(_COUNT.fullmatch(n) for n in counts):
             raise BadEntry("depth, hops or attempts is not a small count")
         when = _number(not_before, "not_before")
+        rank = _number(priority, "priority")
+        if not path.startswith("/"):
+            raise BadEntry("the path does not start with /")
+        url = host + path
         _check_url(url)
-        if int(fp) != fingerprint(url):
-            raise BadEntry("the fingerprint is not the URL's")
-        depth, hops, attempts = map(int, counts)
-        return cls(
-            url, int(fp), depth, hops, attempts, priority, not_before=when, part=part, claim=claim
-        )
+        if "/" in host.partition("://")[2]:
+            raise BadEntry("the host holds a /")
+        depth, hops, attempts = (int(n or 0) for n in counts)
+        fp = fingerprint(url)
+        return cls(url, fp, depth, hops, attempts, rank, not_before=when, part=part, claim=claim)
 
 
 def encode(entry: Queued, not_before: float) -> str:
-    """An entry as Redis keeps it (see the module docstring)."""
-    head = f"{entry.fp}|{entry.depth}|{entry.hops}|{entry.attempts}|{not_before!r}"
-    if entry.priority:
-        return f"{head}|{entry.priority!r}|{entry.url}"
-    return f"{head}|{entry.url}"
+    """An entry as workers write it (see the module docstring)."""
+    depth, hops, priority = entry.depth, entry.hops, entry.priority
+    return wire_entry(
+        entry.url, depth, hops, priority, attempts=entry.attempts, not_before=not_before
+    )
 
 
-def new_entry(url: str, fp: int, depth: int, hops: int, priority: float) -> str:
-    """The entry of a URL just admitted (no attempt, no not-before time): what :func:`encode`
-    makes of it, without making a :class:`Queued` (a million seeds pass here)."""
-    if priority:
-        return f"{fp}|{depth}|{hops}|0|0.0|{priority!r}|{url}"
-    return f"{fp}|{depth}|{hops}|0|0.0|{url}"
+def wire_entry(
+    url: str,
+    depth: int,
+    hops: int,
+    priority: float,
+    *,
+    attempts: int = 0,
+    not_before: float = 0.0,
+) -> str:
+    """The entry of ``url``, numbers 0 written empty: its authority (``scheme://host[:port]``,
+    user info included) apart from its path, which a canonical URL always has."""
+    key, path = split_url(url)
+    if hops or attempts or not_before or priority:
+        numbers = (
+            f"{_int(depth)},{_int(hops)},{_int(attempts)},{_float(not_before)},{_float(priority)}"
+        )
+        return f"{key}|{numbers}|{path}"
+    return f"{key}|{_int(depth)}|{path}"
+
+
+def split_url(url: str) -> tuple[str, str]:
+    """``scheme://authority`` and the path on (from its first ``/``) of a canonical URL;
+    ('', "|" + url) for one without a path: an entry of it is set aside when claimed."""
+    slash = url.find("/", url.find("://") + 3)
+    return (url[:slash], url[slash:]) if slash > 0 else ("", "|" + url)
+
+
+def _int(value: int) -> str:
+    return str(value) if value else ""
+
+
+def _float(value: float) -> str:
+    return repr(value) if value else ""
 
 
 Batches = dict[int, list[str]]
-"""Queue entries by partition, each ended by a newline (as ``add.lua`` takes them)."""
+"""Queue entries by partition, each ``<fingerprint>|<entry>`` ended by a newline (as ``add.lua``
+takes them)."""
 
 
 def batch_entries(
@@ -211,7 +254,7 @@ def batch_entries(
             duplicates += 1
             continue
         fps.add(fp)
-        entry = new_entry(url, fp, cand.depth, cand.hops, cand.priority)
+        entry = f"{fp}|" + wire_entry(url, cand.depth, cand.hops, cand.priority)
         if by_url:
             part = fp % partitions
         elif (part := parts.get(key, -1)) < 0:
@@ -223,7 +266,9 @@ def batch_entries(
 
 
 def _number(text: str, name: str) -> float:
-    """A finite float of an entry; :class:`BadEntry` saying which field otherwise."""
+    """A finite float of an entry ('' is 0); :class:`BadEntry` saying which field otherwise."""
+    if not text:
+        return 0.0
     try:
         value = float(text)
     except ValueError:

@@ -46,7 +46,7 @@ SWEEP = 5.0
 """Seconds between looks at every owned partition's due revisits."""
 AGAIN = 0.25
 """Seconds before a partition with more revisits due than one look queued is looked at again."""
-_QUEUE = ("due", "revisits", "queue", "counts", "ranked", "ranks")
+_QUEUE = ("due", "revisits", "queue", "counts", "ranked", "ranks", "hosts")
 """The keys of the scripts that queue revisits, in their order."""
 
 _Time = Annotated[float, Meta(ge=0, le=1e11)]

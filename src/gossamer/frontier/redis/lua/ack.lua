@@ -1,4 +1,4 @@
--- gossamer frontier v1: finish a claimed entry.
+-- gossamer frontier v2: finish a claimed entry.
 -- KEYS[1] claimed (HASH), KEYS[2] deadlines (ZSET), KEYS[3] counts (HASH)
 -- ARGV[1] claim token
 -- Returns 1 when the claim was still held (the URL is finished now), 0 when it had been

@@ -1,8 +1,10 @@
--- gossamer frontier v1: claim up to ARGV[1] entries from the front of a partition's queue (the
+-- gossamer frontier v2: claim up to ARGV[1] entries from the front of a partition's queue (the
 -- best ones of a ranked partition).
 -- KEYS[1] queue (LIST), KEYS[2] claimed (HASH), KEYS[3] deadlines (ZSET), KEYS[4] counts (HASH),
--- KEYS[5] fence (HASH, see fence.lua), KEYS[6] ranked (ZSET), KEYS[7] ranks (HASH)
+-- KEYS[5] fence (HASH, see fence.lua), KEYS[6] ranked (ZSET), KEYS[7] ranks (HASH),
+-- KEYS[8] hosts (HASH)
 -- ARGV[1] most entries to claim, ARGV[2] wall-clock deadline of the claims
+-- Claims hold entries as workers read them (host keys, not host numbers: see _ranked.lua).
 -- Returns {last_token, entries left in the queue, entry...}; the i-th of n entries claimed has
 -- token last_token - n + i. While the previous owner's fence stands: {-1, ms it has left}.
 local fences = redis.call('HVALS', KEYS[5])
@@ -24,12 +26,12 @@ if want > 0 then
   if #members > 0 then
     redis.call('ZREM', KEYS[6], unpack(members))
     for _, member in ipairs(members) do
-      local entry = string.sub(member, 18)
-      local fp = fp_of(entry)
-      if fp then
-        redis.call('HDEL', KEYS[7], fp)
+      local stored = string.sub(member, 18)
+      local identity = identity_of(stored)
+      if identity then
+        redis.call('HDEL', KEYS[7], identity)
       end
-      entries[#entries + 1] = entry
+      entries[#entries + 1] = stored
     end
   end
 end
@@ -37,6 +39,10 @@ if #entries == 0 then
   return {0, 0}
 end
 local n = #entries
+local names = {}
+for i = 1, n do
+  entries[i] = unpack_entry(KEYS[8], entries[i], names)
+end
 local last = redis.call('HINCRBY', KEYS[4], 'token', n)
 local out = {last, 0}
 for i = 1, n do

@@ -1,4 +1,4 @@
--- gossamer frontier v1: the counts of many partitions in one call (one Redis server only: a
+-- gossamer frontier v2: the counts of many partitions in one call (one Redis server only: a
 -- Redis Cluster keeps each partition in its own slot, and reads them one by one).
 -- KEYS the partitions' counts (HASH)
 -- Returns {queued, claimed, seen, finished, busy}: sums over KEYS, and busy a flat list of

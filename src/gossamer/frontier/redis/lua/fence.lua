@@ -1,4 +1,4 @@
--- gossamer frontier v1: hold (or lift) one worker's fence on a partition it gave away.
+-- gossamer frontier v2: hold (or lift) one worker's fence on a partition it gave away.
 -- KEYS[1] fence (HASH holder -> "until:sequence", until in Redis-clock ms)
 -- ARGV[1] holder (the worker that gave the partition away), ARGV[2] milliseconds from now
 -- (0 or less: lift this holder's fence), ARGV[3] the holder's sequence number of this call,

@@ -1,4 +1,4 @@
--- gossamer frontier v1: take slots of one host from the cluster-wide limiter (url mode).
+-- gossamer frontier v2: take slots of one host from the cluster-wide limiter (url mode).
 -- KEYS[1] slots (ZSET holder -> deadline), KEYS[2] pace (HASH next, delay)
 -- ARGV[1] per_host, ARGV[2] the caller's delay for the host (seconds), ARGV[3] seconds a slot
 -- lasts unless released (a dead worker's slots expire), ARGV[4] seconds to wait before asking

@@ -1,4 +1,4 @@
--- gossamer frontier v1: give slots of one host back to the cluster-wide limiter (url mode).
+-- gossamer frontier v2: give slots of one host back to the cluster-wide limiter (url mode).
 -- KEYS[1] slots (ZSET holder -> deadline), KEYS[2] pace (HASH next, delay)
 -- ARGV[1] seconds from now until the host's next start as the caller's politeness policy
 -- sees it (spaced from the request's real start, a Retry-After included), '' when no request

@@ -1,4 +1,4 @@
--- gossamer frontier v1: a host's page count, for per-host page budgets (pages.py).
+-- gossamer frontier v2: a host's page count, for per-host page budgets (pages.py).
 -- KEYS[1] the pages HASH of the host's partition; ARGV[1] the host key; ARGV[2] the change
 -- (0: only read). Returns the count after the change.
 local change = tonumber(ARGV[2])

@@ -1,6 +1,7 @@
--- gossamer frontier v1: return expired claims (their worker died) to the queue's front.
+-- gossamer frontier v2: return expired claims (their worker died) to the queue's front.
 -- KEYS[1] claimed (HASH), KEYS[2] deadlines (ZSET), KEYS[3] queue (LIST), KEYS[4] counts (HASH),
--- KEYS[5] ranked (ZSET), KEYS[6] ranks (HASH); a ranked partition: the front of its priority.
+-- KEYS[5] ranked (ZSET), KEYS[6] ranks (HASH), KEYS[7] hosts (HASH); a ranked partition: the
+-- front of its priority.
 -- ARGV[1] wall-clock now, ARGV[2] most claims to return in this call
 -- Returns how many claims were returned.
 local tokens = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
@@ -10,7 +11,7 @@ for i = #tokens, 1, -1 do
   redis.call('HDEL', KEYS[1], tokens[i])
   redis.call('ZREM', KEYS[2], tokens[i])
   if entry then
-    enqueue(KEYS[3], KEYS[5], KEYS[6], KEYS[4], entry, true)
+    enqueue(KEYS[3], KEYS[5], KEYS[6], KEYS[4], pack(KEYS[7], KEYS[4], entry), true)
     n = n + 1
   end
 end

@@ -1,4 +1,4 @@
--- gossamer frontier v1: finish a claimed entry and store its page's revisit state.
+-- gossamer frontier v2: finish a claimed entry and store its page's revisit state.
 -- KEYS[1] claimed (HASH), KEYS[2] deadlines (ZSET), KEYS[3] counts (HASH), KEYS[4] revisits
 -- (HASH), KEYS[5] due (ZSET)
 -- ARGV[1] claim token, ARGV[2] fingerprint, ARGV[3] packed state ('' : no longer revisited),

@@ -1,6 +1,6 @@
--- gossamer frontier v1: queue a partition's revisits that are due (``--recrawl``).
+-- gossamer frontier v2: queue a partition's revisits that are due (``--recrawl``).
 -- KEYS[1] due (ZSET), KEYS[2] revisits (HASH), KEYS[3] queue (LIST), KEYS[4] counts (HASH),
--- KEYS[5] ranked (ZSET), KEYS[6] ranks (HASH)
+-- KEYS[5] ranked (ZSET), KEYS[6] ranks (HASH), KEYS[7] hosts (HASH)
 -- ARGV[1] wall-clock now, ARGV[2] most revisits to queue
 -- Returns {revisits queued, revisits still due now, the earliest due time left or ''}.
 local fps = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])

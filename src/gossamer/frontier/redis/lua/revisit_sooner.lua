@@ -1,7 +1,7 @@
--- gossamer frontier v1: queue now the pages a sitemap or feed lists with a lastmod newer than
+-- gossamer frontier v2: queue now the pages a sitemap or feed lists with a lastmod newer than
 -- their last fetch (those waiting for their revisit: out ones are being fetched already).
 -- KEYS[1] due (ZSET), KEYS[2] revisits (HASH), KEYS[3] queue (LIST), KEYS[4] counts (HASH),
--- KEYS[5] ranked (ZSET), KEYS[6] ranks (HASH)
+-- KEYS[5] ranked (ZSET), KEYS[6] ranks (HASH), KEYS[7] hosts (HASH)
 -- ARGV: fingerprint, lastmod (epoch seconds), fingerprint, lastmod, ...
 -- Returns how many were queued.
 local n = 0

@@ -1,4 +1,4 @@
--- gossamer frontier v1: drop a claim whose entry does not decode (the worker has stored a copy
+-- gossamer frontier v2: drop a claim whose entry does not decode (the worker has stored a copy
 -- in the job's bad entries first); it is neither finished nor queued again.
 -- KEYS[1] claimed (HASH), KEYS[2] deadlines (ZSET), KEYS[3] counts (HASH)
 -- ARGV[1] claim token

@@ -1,4 +1,4 @@
--- gossamer frontier v1: rewrite a held claim's entry (a retry counted, a not-before time).
+-- gossamer frontier v2: rewrite a held claim's entry (a retry counted, a not-before time).
 -- KEYS[1] claimed (HASH)
 -- ARGV[1] claim token, ARGV[2] new entry
 -- Returns 1 when the claim was still held, else 0.
