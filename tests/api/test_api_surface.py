@@ -62,6 +62,8 @@ async def worker() -> None:
     w = gossamer.Worker("redis://127.0.0.1:6379/0", out="w0", handlers=handlers)
     stats = await w.run()
     print(stats.pages)
+    options = gossamer.WorkerOptions("redis://127.0.0.1:6379/0", metrics_port=9101)
+    print(gossamer.Worker.from_options(options, handlers=handlers, signals=True).options.store)
 
 
 asyncio.run(main())
