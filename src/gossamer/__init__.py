@@ -10,7 +10,8 @@ names may change in any release)::
 - running a crawl: :class:`Crawl` (async: start, stream its records, stop, resume),
   :func:`run` (blocking: a crawl to its end, its figures), :class:`RecordStream` (records as
   they are written);
-- a cluster: :class:`Worker` (a worker of a job at a Redis URL), :func:`submit` (a job) and
+- a cluster: :class:`Worker` (a worker of a job at a Redis URL, told more with a
+  :class:`WorkerOptions`), :func:`submit` (a job) and
   :func:`job_status` (its state);
 - page handlers by URL pattern: :class:`Handlers`, what a handler sees (:class:`Page`) and
   gives (items: mappings; :class:`Link`), :data:`Handler`, :data:`HandlerOutput`;
@@ -57,6 +58,7 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from gossamer.api import Crawl, RecordStream, Worker, job_status, run, submit
+    from gossamer.cluster.worker import WorkerOptions
     from gossamer.hooks import Handler, HandlerOutput, Link, Page
     from gossamer.page.handlers import Handlers
     from gossamer.settings import CrawlSettings, JobSettings, SettingsError, load_settings
@@ -78,6 +80,7 @@ __all__ = [
     "RecordStream",
     "SettingsError",
     "Worker",
+    "WorkerOptions",
     "__version__",
     "job_status",
     "load_settings",
@@ -87,6 +90,7 @@ __all__ = [
 
 _HOMES = {
     "gossamer.api": ("Crawl", "RecordStream", "Worker", "job_status", "run", "submit"),
+    "gossamer.cluster.worker": ("WorkerOptions",),
     "gossamer.hooks": ("Handler", "HandlerOutput", "Link", "Page"),
     "gossamer.page.handlers": ("Handlers",),
     "gossamer.settings": ("CrawlSettings", "JobSettings", "SettingsError", "load_settings"),

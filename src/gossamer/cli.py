@@ -1,5 +1,6 @@
 """The ``gossamer`` command: a thin layer over the Python API (:mod:`gossamer.api`); a crawl
-runs through :class:`gossamer.Crawl` as a Python program's does."""
+runs through :class:`gossamer.Crawl` and a cluster worker through :class:`gossamer.Worker`, as
+a Python program's do."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 from gossamer import __version__
@@ -36,7 +38,7 @@ class _Parser(argparse.ArgumentParser):
 def _cluster_parser(sub: Any) -> None:
     from gossamer.cluster.cli import add_cluster_parser
 
-    add_cluster_parser(sub)
+    add_cluster_parser(sub, _cluster_worker)
 
 
 def _plan_parser(sub: Any) -> None:
@@ -109,6 +111,23 @@ def _crawl(args: argparse.Namespace) -> int:
         wacz = default_target(crawl.settings.out)
         if crawl.settings.wacz and wacz.exists():
             print(f"WACZ: {wacz} (docs/wacz.md)")
+    return 0
+
+
+def _cluster_worker(args: argparse.Namespace) -> int:
+    from gossamer import tls
+
+    tls.defer_ca_file()  # as ``gossamer crawl`` does
+    from gossamer.api import Worker
+    from gossamer.cluster.cli import worker_options
+    from gossamer.cluster.resilient import run
+    from gossamer.crawl import summary
+
+    # The entry a Python program uses; a lost Redis ends the command with one line.
+    worker = Worker.from_options(worker_options(args), signals=True)
+    stats = run(worker.run())
+    if not args.quiet:
+        print(summary(stats, worker.options.out or Path("crawl-out")))
     return 0
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -61,6 +62,8 @@ async def worker() -> None:
     w = gossamer.Worker("redis://127.0.0.1:6379/0", out="w0", handlers=handlers)
     stats = await w.run()
     print(stats.pages)
+    options = gossamer.WorkerOptions("redis://127.0.0.1:6379/0", metrics_port=9101)
+    print(gossamer.Worker.from_options(options, handlers=handlers, signals=True).options.store)
 
 
 asyncio.run(main())
@@ -129,3 +132,30 @@ def test_the_crawl_command_runs_through_the_api() -> None:
     assert "gossamer.api" in graph["gossamer.cli"]
     assert "gossamer.crawl.run" not in graph["gossamer.cli"]
     assert "gossamer.crawl.run" in graph["gossamer.api.crawl"]
+
+
+def _names(module: str) -> set[str]:
+    """The names a module of the package uses or imports (read from its source)."""
+    path = Path(gossamer.__file__).parent.joinpath(*module.split(".")[1:]).with_suffix(".py")
+    tree = ast.parse(path.read_text("utf-8"))
+    used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    attributes = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    imported = {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    return used | attributes | imported
+
+
+def test_the_cluster_worker_command_runs_through_the_api() -> None:
+    """``gossamer cluster worker`` runs its worker as a Python program does, through
+    :class:`gossamer.Worker`: its handler is the ``gossamer`` command's (``gossamer.cluster``
+    lies below the API) and neither command module runs the worker loop itself."""
+    from gossamer.cli import build_parser
+
+    args = build_parser().parse_args(["cluster", "worker", "--redis", "redis://127.0.0.1:1"])
+    assert args.handler.__module__ == "gossamer.cli"
+    assert "Worker" in _names("gossamer.cli")
+    assert "run_worker" not in _names("gossamer.cli") | _names("gossamer.cluster.cli")

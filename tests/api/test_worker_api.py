@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from tests.redis_server import RedisServer
 
 import gossamer
-from gossamer import JobSettings, Link, Page, PageRecord, Worker
+from gossamer import JobSettings, Link, Page, PageRecord, Worker, WorkerOptions
 from gossamer.testweb import TestWebServer, generate
 
 pytestmark = pytest.mark.timeout(60)
@@ -96,3 +98,34 @@ async def test_a_worker_stopped_before_its_job_came(tmp_path: Path) -> None:
         worker.stop()
         with pytest.raises(RuntimeError, match="before its job came"):
             await asyncio.wait_for(worker.wait(), 5)
+
+
+async def test_a_worker_from_options_serves_its_metrics_port(tmp_path: Path) -> None:
+    """What only :class:`gossamer.WorkerOptions` tells (here the metrics port) reaches the
+    worker, as ``gossamer cluster worker --metrics-port`` does: served while it waits."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with RedisServer() as redis:
+        options = WorkerOptions(redis.url, name="m0", out=tmp_path / "w", metrics_port=port)
+        worker = Worker.from_options(options)
+        assert worker.options is options
+        worker.start()
+        try:
+            body = await _metrics_text(port)
+        finally:
+            worker.stop()
+        with pytest.raises(RuntimeError, match="before its job came"):
+            await asyncio.wait_for(worker.wait(), 5)
+    assert "# TYPE process_" in body
+
+
+async def _metrics_text(port: int) -> str:
+    async with aiohttp.ClientSession() as session:
+        for _ in range(200):
+            try:
+                async with session.get(f"http://127.0.0.1:{port}/metrics") as response:
+                    return await response.text()
+            except aiohttp.ClientConnectionError:
+                await asyncio.sleep(0.05)
+    raise TimeoutError("the worker's metrics port never answered")

@@ -4,8 +4,9 @@ from :mod:`gossamer` (see there); import them from there, not from here.
 
 * ``crawl``: :class:`Crawl` and the blocking :func:`run`; the ``gossamer crawl`` command
   runs its crawl through :class:`Crawl`;
-* ``worker``: :class:`Worker`, a cluster worker, :func:`submit`, a cluster job, and
-  :func:`job_status`, its state;
+* ``worker``: :class:`Worker`, a cluster worker (told with a ``gossamer.WorkerOptions`` all
+  ``gossamer cluster worker`` is told), :func:`submit`, a cluster job, and :func:`job_status`,
+  its state; the ``gossamer cluster worker`` command runs its worker through :class:`Worker`;
 * ``running``: what both share (a task, streams, handlers, stopping);
 * ``records``: :class:`RecordStream`, fed by a record sink after the crawl's own.
 

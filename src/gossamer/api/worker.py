@@ -19,6 +19,7 @@ from gossamer.stats import CrawlStats
 
 if TYPE_CHECKING:
     from gossamer.cluster.jobs import Submitted
+    from gossamer.cluster.worker import WorkerOptions
 
 
 class Worker(Running):
@@ -31,7 +32,9 @@ class Worker(Running):
     ``name`` (default host-pid) must be unique in the job; ``out`` and ``concurrency``
     replace the job's for this worker; ``signals``: SIGINT and SIGTERM stop it (only in the
     main thread). :meth:`stop` before the job came ends the wait, and :meth:`wait` raises
-    ``RuntimeError`` then.
+    ``RuntimeError`` then. The rest of what ``gossamer cluster worker`` is told (this
+    worker's page store and proxies with their passwords, its metrics port, its bandwidth...)
+    is given as a :class:`gossamer.WorkerOptions`, through :meth:`from_options`.
     """
 
     def __init__(
@@ -58,6 +61,19 @@ class Worker(Running):
             job_timeout=job_timeout,
         )
         """The worker's options (what ``gossamer cluster worker`` is told)."""
+
+    @classmethod
+    def from_options(
+        cls, options: WorkerOptions, *, handlers: Handlers | None = None, signals: bool = False
+    ) -> Worker:
+        """A worker told everything ``gossamer cluster worker`` can be told (the command
+        runs its worker so)::
+
+            Worker.from_options(WorkerOptions(redis_url, store=dsn, metrics_port=9101))
+        """
+        worker = cls(options.redis_url, handlers=handlers, signals=signals)
+        worker.options = options
+        return worker
 
     def stop(self) -> None:
         """Stop the worker gracefully, as SIGTERM does (its leased URLs go back to the job);

@@ -10,17 +10,23 @@ import contextlib
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gossamer.cluster import DEFAULT_BUDGET, DEFAULT_JOB
 from gossamer.flags import add_crawl_flags, add_log_flags, settings_from_args
 from gossamer.redact import has_password, redact_url
 from gossamer.settings import CrawlSettings, JobSettings, SettingsError, validate_model
 
+if TYPE_CHECKING:
+    from gossamer.cluster.worker import WorkerOptions
 
-def add_cluster_parser(sub: Any) -> None:
-    """The ``cluster`` command and its subcommands."""
+
+def add_cluster_parser(sub: Any, worker_command: Callable[[argparse.Namespace], int]) -> None:
+    """The ``cluster`` command and its subcommands; ``cluster worker`` runs
+    ``worker_command`` (the ``gossamer`` command's, through :class:`gossamer.Worker`: this
+    package lies below the API), which reads its flags with :func:`worker_options`."""
     cluster = sub.add_parser("cluster", help="crawl one job with many workers through Redis")
     commands = cluster.add_subparsers(dest="cluster_command", required=True)
 
@@ -79,7 +85,7 @@ def add_cluster_parser(sub: Any) -> None:
     _metrics_flags(worker, "this worker's")
     worker.add_argument("--quiet", action="store_true", help="no summary")
     add_log_flags(worker)
-    worker.set_defaults(handler=_worker)
+    worker.set_defaults(handler=worker_command)
 
     metrics = commands.add_parser(
         "metrics", help="serve the job's metrics (live workers and totals) for Prometheus"
@@ -220,16 +226,13 @@ def _submit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _worker(args: argparse.Namespace) -> int:
-    from gossamer import tls
-
-    tls.defer_ca_file()  # as ``gossamer crawl`` does (see gossamer.tls)
-    from gossamer.cluster.resilient import run
-    from gossamer.cluster.worker import WorkerOptions, run_worker
-    from gossamer.crawl import summary
+def worker_options(args: argparse.Namespace) -> WorkerOptions:
+    """The options ``cluster worker``'s flags (and ``GOSSAMER_STORE``, ``GOSSAMER_PROXIES``)
+    give the worker."""
+    from gossamer.cluster.worker import WorkerOptions
 
     port, bind, hosts = _metrics_options(args)
-    options = WorkerOptions(
+    return WorkerOptions(
         redis_url=_redis_url(args),
         job=args.job,
         name=args.name,
@@ -247,10 +250,6 @@ def _worker(args: argparse.Namespace) -> int:
         metrics_bind=bind,
         metrics_hosts=hosts,
     )
-    stats = run(run_worker(options))
-    if not args.quiet:
-        print(summary(stats, args.out or Path("crawl-out")))
-    return 0
 
 
 def _metrics(args: argparse.Namespace) -> int:
