@@ -51,8 +51,7 @@ from gossamer.urls import Scope, host_key
 if TYPE_CHECKING:
     from gossamer.frontier.base import HeldBack
 
-_POLL = 0.2
-"""Seconds between looks at Redis while this worker holds nothing but the job is not done."""
+_POLL = 0.2  # seconds between looks at Redis while nothing is held but the job is not done
 log = logging.getLogger(__name__)
 
 
