@@ -48,6 +48,8 @@ Cost: about 1.3 to 1.8 times lexbor's parse on python3-doc's pages of more than 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from typing import Any
 
 from gossamer.parse import names, tokens
 from gossamer.parse.scan import MAX_ATTRIBUTE_NAMES, MAX_TAG_ATTRIBUTES
@@ -121,7 +123,8 @@ for _names, _flag in (
 def well_formed(data: bytes) -> bool:
     """Whether ``data`` nests its tags perfectly within the limits of the module doc."""
     texts: list[bytes] = []
-    if not _nested(_TOKEN.findall(data), texts):
+    # read lazily: a page that is not well formed mostly shows it in its first tags
+    if not _nested(map(re.Match.groups, _TOKEN.finditer(data)), texts):
         return False
     # the names of tags written alike are the same: read each attribute text once
     distinct = set(texts)
@@ -131,7 +134,7 @@ def well_formed(data: bytes) -> bool:
     return len(set(found)) <= MAX_ATTRIBUTE_NAMES
 
 
-def _nested(read: list[tuple[bytes, ...]], texts: list[bytes]) -> bool:
+def _nested(read: Iterable[tuple[Any, ...]], texts: list[bytes]) -> bool:
     """The tag-by-tag check; collects the tags' attribute texts in ``texts``."""
     stack: list[bytes] = []
     formatting = foreign = 0
