@@ -120,7 +120,9 @@ def asciidoc_like(sections: int) -> bytes:
     script, no tag), then sections of paragraphs and links."""
     loop = "for (var i = 0; i < toc.childNodes.length; i++) { var e = toc.childNodes[i]; }\n"
     script = "var html = '<div class=\"x\">' + '\">\"';\n" + loop * 20
-    section = '<div class="sect"><h2 id="s{n}">S{n}</h2><p>Text <a href="p{n}.html">here</a>.</p></div>\n'
+    section = (
+        '<div class="sect"><h2 id="s{n}">S{n}</h2><p>Text <a href="p{n}.html">here</a>.</p></div>\n'
+    )
     body = "".join(section.format(n=n) for n in range(sections))
     head = f"<html><head><title>git</title><script>/*<![CDATA[*/{script}/*]]>*/</script></head>"
     return (head + "<body>" + body + "</body></html>").encode()
