@@ -275,7 +275,7 @@ def _close_p(stack: list[bytes]) -> bool:
 
 def _crowded(attributes: bytes) -> bool:
     """Whether a tag's attribute text holds more than `MAX_TAG_ATTRIBUTES` attributes."""
-    return len(tokens.ATTRIBUTE_BYTES.findall(attributes)) > MAX_TAG_ATTRIBUTES
+    return tokens.more_attributes(attributes, MAX_TAG_ATTRIBUTES)
 
 
 def _kind(

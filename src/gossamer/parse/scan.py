@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Literal
 
-from gossamer.parse.tokens import ATTRIBUTE_BYTES, TOKEN_BYTES
+from gossamer.parse.tokens import ATTRIBUTE_BYTES, TOKEN_BYTES, more_attributes
 
 if TYPE_CHECKING:
     import numpy as np
@@ -208,8 +208,7 @@ def _odd_read(data: bytes, *, attributes: bool, names: bool) -> bool:
     script holding ``i < n`` and a quoted ``">"`` to the guard's pass."""
     texts = [text for _, _, text, _ in TOKEN_BYTES.findall(data) if text]
     if attributes and any(
-        len(text) >= LONG_TAG_CHARS and len(ATTRIBUTE_BYTES.findall(text)) > MAX_TAG_ATTRIBUTES
-        for text in texts
+        len(text) >= LONG_TAG_CHARS and more_attributes(text, MAX_TAG_ATTRIBUTES) for text in texts
     ):
         return True
     return names and len(set(ATTRIBUTE_BYTES.findall(b" ".join(texts)))) > MAX_ATTRIBUTE_NAMES
@@ -249,7 +248,7 @@ def _crowded(data: bytes, start: int, end: int) -> bool:
         if (
             attributes is not None
             and len(attributes) >= LONG_TAG_CHARS
-            and len(ATTRIBUTE_BYTES.findall(attributes)) > MAX_TAG_ATTRIBUTES
+            and more_attributes(attributes, MAX_TAG_ATTRIBUTES)
         ):
             return True
     return False
