@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gossamer.parse import guard, scan
-from gossamer.parse.guard import _TOKEN, MAX_TAG_ATTRIBUTES
+from gossamer.parse.guard import _ATTRIBUTE, _TOKEN, MAX_TAG_ATTRIBUTES
+from gossamer.parse.links import parse_html
 
 URL = "http://example.com/"
 
@@ -88,13 +89,76 @@ pieces = st.lists(
 
 
 @settings(max_examples=300, derandomize=True, deadline=None)
-@given(pieces, st.integers(0, 600))
-def test_every_long_tag_is_found(prefix: str, padding: int) -> None:
-    """Whatever precedes it, a tag the guard's tokenizer reads as longer than
-    `LONG_TAG_CHARS` makes `odd_tag` true."""
-    data = (prefix + "x" * padding).encode()
-    long = any(
-        token.group(4) and token.end() - token.start() > scan.LONG_TAG_CHARS
+@given(pieces, st.integers(0, 600), st.sampled_from(["x ", "x", "x=1 ", 'x=">" ', "/", "'a' "]))
+def test_every_crowded_tag_is_found(prefix: str, count: int, unit: str) -> None:
+    """Whatever precedes it, a tag the guard's tokenizer reads with more than
+    `MAX_TAG_ATTRIBUTES` attributes makes `odd_tag` true."""
+    data = (prefix + unit * count + ">").encode()
+    crowded = any(
+        token.group(2) and len(_ATTRIBUTE.findall(token.group(3))) > MAX_TAG_ATTRIBUTES
         for token in _TOKEN.finditer(data.decode())
     )
-    assert scan.odd_tag(data) or not long
+    assert scan.odd_tag(data) or not crowded
+
+
+def spy_passes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """A list that gets an entry at every run of the guard's pass."""
+    passes: list[str] = []
+    real_run = guard._Guard.run
+
+    def run(self: guard._Guard) -> guard.Guarded:
+        passes.append("pass")
+        return real_run(self)
+
+    monkeypatch.setattr(guard._Guard, "run", run)
+    return passes
+
+
+def asciidoc_like(sections: int) -> bytes:
+    """A page shaped like git's asciidoc manual pages: a long script of ``i < n`` loops and
+    quoted ``">"`` strings, so that long runs between two ``>`` start with a ``<`` (in the
+    script, no tag), then sections of paragraphs and links."""
+    loop = "for (var i = 0; i < toc.childNodes.length; i++) { var e = toc.childNodes[i]; }\n"
+    script = "var html = '<div class=\"x\">' + '\">\"';\n" + loop * 20
+    section = (
+        '<div class="sect"><h2 id="s{n}">S{n}</h2><p>Text <a href="p{n}.html">here</a>.</p></div>\n'
+    )
+    body = "".join(section.format(n=n) for n in range(sections))
+    head = f"<html><head><title>git</title><script>/*<![CDATA[*/{script}/*]]>*/</script></head>"
+    return (head + "<body>" + body + "</body></html>").encode()
+
+
+@pytest.mark.parametrize("sections", [800, 1200])
+def test_a_long_script_holding_lt_is_no_long_tag(
+    monkeypatch: pytest.MonkeyPatch, sections: int
+) -> None:
+    """Runs of more than `LONG_TAG_CHARS` bytes without ``>`` behind a ``<`` in a script hold
+    no tag of many attributes: the page is parsed without the guard's pass (it was not)."""
+    body = asciidoc_like(sections)
+    assert len(body) > 64 * 1024 and scan.long_tag(body) is False
+    assert scan.route(body, scan.tag_count(body)) in ("as-is", "check")
+    passes = spy_passes(monkeypatch)
+    page = parse_html(body, URL)
+    assert passes == [] and page.flags == () and len(page.links) == sections
+
+
+def svg_icons(entries: int, paths: int) -> bytes:
+    """A listing whose entries each hold an SVG icon of ``paths`` self-closing paths."""
+    icon = '<svg viewBox="0 0 9 9">' + '<path d="M0 0L1 1"/>' * paths + "</svg>"
+    entry = '<li><a href="/p/{n}">' + icon + "item {n}</a></li>\n"
+    body = "".join(entry.format(n=n) for n in range(entries))
+    return f"<html><head><title>t</title></head><body><ul>{body}</ul></body></html>".encode()
+
+
+@pytest.mark.parametrize("entries", [600, 1500])
+def test_self_closing_svg_paths_do_not_send_a_page_to_the_pass(
+    monkeypatch: pytest.MonkeyPatch, entries: int
+) -> None:
+    """Pages of many self-closing tags (SVG icons), nesting perfectly, between 4,096 and
+    16,384 ``<`` and past it, are read by the nesting check, not the guard's pass."""
+    body = svg_icons(entries, 8)
+    assert body.count(b"<") > 4096
+    assert scan.route(body, scan.tag_count(body)) == "nested"
+    passes = spy_passes(monkeypatch)
+    page = parse_html(body, URL)
+    assert passes == [] and page.flags == () and len(page.links) == entries

@@ -54,10 +54,12 @@ Most pages need none of this, and the pass costs several times lexbor's own pars
 (:func:`gossamer.parse.scan.route`). A document is parsed as it is when it is small (under
 16 KiB; or at most 4,096 ``<`` and under 64 KiB or without an *odd tag*, below) or *ordinary*
 (:func:`gossamer.parse.scan.ordinary`): at most 16,384 ``<``, not many more start tags than end
-tags (``<`` minus twice ``</`` at most a quarter of the ``<``), and no odd tag. An odd tag could
-hold `MAX_TAG_ATTRIBUTES` attributes (a ``<`` with no ``>`` in the 512 bytes after it, found
-from the positions of ``>``; and where a quoted value could hold ``>``, the regex
-`gossamer.parse.scan.ODD_TAG`, which finds such tags behind those values), or the tags
+tags (``<`` minus twice ``</`` at most a quarter of the ``<``), and no odd tag. An odd tag
+holds more than `MAX_TAG_ATTRIBUTES` attributes as the guard's tokenizer reads them, where a
+tag could be that long (after a ``<`` with no ``>`` in the 512 bytes after it, found from the
+positions of ``>``; and where a quoted value could hold ``>``, behind the regex
+`gossamer.parse.scan.ODD_TAG`, which finds such tags behind those values: a script's
+``i < n`` is no odd tag), or the tags
 together could hold more than `MAX_ATTRIBUTE_NAMES` distinct attribute names (counted from the
 bytes by `gossamer.parse.scan.odd_tag`; unguarded, 8,192 ``<br`` of 60 new names each, closed
 by ``</x>``, cost lexbor past 300 s, and 2,048 of them 6 s). The scans and the depth check
@@ -67,9 +69,11 @@ below cost about as much as lexbor's parse on a real page (python3-doc's
 page. An ordinary document's tree is then checked, by one CSS match in lexbor walking down from
 ``<html>``, for an element nested deeper than `MAX_DEPTH` below ``<body>``; if there is one
 (start and end tags can balance and still nest: ``<span></i>``), the document is guarded and
-parsed again. A document of more than 16,384 ``<`` whose tags nest perfectly is parsed as it
-is too (:mod:`gossamer.parse.nesting`, whose doc argues why lexbor is then linear; the check
-costs about 3 times lexbor's parse, the pass 6). An ordinary document that is hostile all the
+parsed again. A document that is not ordinary (more than 16,384 ``<``, or start tags
+outnumbering end tags) but not many more start tags than end and self-closing tags, and whose
+tags nest perfectly, implied end tags lexbor closes at once allowed, is parsed as it is too
+(:mod:`gossamer.parse.nesting`, whose doc argues why lexbor is then linear; the check costs
+about 2 to 3 times lexbor's parse, the pass 6). An ordinary document that is hostile all the
 same costs lexbor at most about 0.2 s in its stack's quadratic cases: they need
 a deep stack and a token scanning it, and the document has at most 16,384 tags, half of them end
 tags (measured at the limit: ``<div></x>`` repeated, 0.19 s; ``<span></i>``, 0.13 s; a quarter

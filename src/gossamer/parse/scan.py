@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Literal
 
-from gossamer.parse.tokens import ATTRIBUTE_BYTES, TOKEN_BYTES
+from gossamer.parse.tokens import ATTRIBUTE_BYTES, TOKEN_BYTES, more_attributes
 
 if TYPE_CHECKING:
     import numpy as np
@@ -101,8 +101,8 @@ def tag_count(document: str | bytes) -> int:
 
 def route(document: str | bytes, tags: int) -> Route:
     """How :func:`gossamer.parse.guard.parse` takes ``document`` (holding ``tags`` ``<``):
-    ``as-is`` if it cannot be hostile, ``check`` if it is `ordinary`, ``nested`` if it has
-    more than `ORDINARY_MAX_TAGS` ``<`` and not many more start tags than end tags (then
+    ``as-is`` if it cannot be hostile, ``check`` if it is `ordinary`, else ``nested`` if not
+    many more start tags than end and self-closing tags (then
     :func:`gossamer.parse.nesting.well_formed` decides), else ``guard``."""
     size = len(document)
     if size <= GUARD_MIN_CHARS:
@@ -111,10 +111,12 @@ def route(document: str | bytes, tags: int) -> Route:
         if size <= _LONG_TAG_MIN_CHARS or not odd_tag(as_bytes(document), names=True):
             return "as-is"
         return "guard"
-    if tags > ORDINARY_MAX_TAGS:
-        data = as_bytes(document)
-        return "nested" if tags - 2 * data.count(b"</") <= tags // 2 else "guard"
-    return "check" if ordinary(document, tags) else "guard"
+    if tags <= ORDINARY_MAX_TAGS and ordinary(document, tags):
+        return "check"
+    # A self-closing tag (SVG's <path/>) counts as closed here: the nesting check decides.
+    data = as_bytes(document)
+    unclosed = tags - 2 * data.count(b"</") - data.count(b"/>")
+    return "nested" if unclosed <= tags // 2 else "guard"
 
 
 def needs_guard(document: str | bytes, tags: int) -> bool:
@@ -159,7 +161,8 @@ def odd_tag(data: bytes, *, names: bool = False) -> bool:
     if _long_tag(data, closes):
         return True
     if _quoted_close(data, array, marks, kinds):
-        return _ODD_TAG_BYTES.search(data) is not None or (names and _many_names_read(data))
+        long = _ODD_TAG_BYTES.search(data) is not None
+        return (long or names) and _odd_read(data, attributes=long, names=names)
     return names and _many_names(data, array, closes)
 
 
@@ -197,16 +200,23 @@ def _many_names(data: bytes, array: npt.NDArray[np.uint8], closes: npt.NDArray[n
     return len(found) > MAX_ATTRIBUTE_NAMES
 
 
-def _many_names_read(data: bytes) -> bool:
-    """`_many_names` where a quoted value could hold ``>``: the names read by the guard's
-    tokenizer."""
-    texts = [attributes for _, _, attributes, _ in TOKEN_BYTES.findall(data) if attributes]
-    return len(set(ATTRIBUTE_BYTES.findall(b" ".join(texts)))) > MAX_ATTRIBUTE_NAMES
+def _odd_read(data: bytes, *, attributes: bool, names: bool) -> bool:
+    """`odd_tag` where a quoted value could hold ``>``: the tags as the guard's tokenizer
+    reads them from the start (it reads a script's ``<`` as tags too: only more tags) decide,
+    their attributes counted if `ODD_TAG` found a tag that could be long (``attributes``), and
+    their distinct attribute names (``names``). The regex alone sent every page with a long
+    script holding ``i < n`` and a quoted ``">"`` to the guard's pass."""
+    texts = [text for _, _, text, _ in TOKEN_BYTES.findall(data) if text]
+    if attributes and any(
+        len(text) >= LONG_TAG_CHARS and more_attributes(text, MAX_TAG_ATTRIBUTES) for text in texts
+    ):
+        return True
+    return names and len(set(ATTRIBUTE_BYTES.findall(b" ".join(texts)))) > MAX_ATTRIBUTE_NAMES
 
 
 def long_tag(data: bytes) -> bool:
-    """Whether a ``<`` in ``data`` has no ``>`` in the `LONG_TAG_CHARS` bytes after it (what
-    the regex ``<[^>]{512}`` finds)."""
+    """Whether a tag of ``data`` could hold more than `MAX_TAG_ATTRIBUTES` attributes, every
+    tag ending at the first ``>`` after its ``<`` (see `_long_tag`)."""
     import numpy as np
 
     return _long_tag(data, np.flatnonzero(np.frombuffer(data, np.uint8) == _GT))
@@ -214,14 +224,32 @@ def long_tag(data: bytes) -> bool:
 
 def _long_tag(data: bytes, closes: npt.NDArray[np.intp]) -> bool:
     """`long_tag`, given the positions of ``>``: only a run of more than `LONG_TAG_CHARS`
-    bytes between two ``>`` (or an end) can hold such a ``<``; real pages have few."""
+    bytes between two ``>`` (or an end) can hold such a tag; real pages have few (mostly
+    scripts: ``i < n; i++``). In each, from its first ``<``, the guard's tokenizer reads the
+    tags and counts their attributes: a ``<`` that starts no tag for lexbor (in a script, in
+    text) only adds a tag, and a tag read from an earlier ``<`` holds the attributes of any
+    tag it overlaps, so no tag is read with fewer attributes than lexbor reads."""
     import numpy as np
 
     bounds = np.concatenate(([-1], closes, [len(data)]))
     for run in np.flatnonzero(np.diff(bounds) > LONG_TAG_CHARS + 1).tolist():
         start, end = int(bounds[run]) + 1, int(bounds[run + 1])
         opening = data.find(b"<", start, end)
-        if opening >= 0 and end - opening > LONG_TAG_CHARS:
+        if opening >= 0 and end - opening > LONG_TAG_CHARS and _crowded(data, opening, end):
+            return True
+    return False
+
+
+def _crowded(data: bytes, start: int, end: int) -> bool:
+    """Whether a tag the guard's tokenizer reads in ``data[start:end + 1]`` (``end`` is a
+    ``>`` or the end) holds more than `MAX_TAG_ATTRIBUTES` attributes."""
+    for token in TOKEN_BYTES.finditer(data, start, end + 1):
+        attributes = token[3]
+        if (
+            attributes is not None
+            and len(attributes) >= LONG_TAG_CHARS
+            and more_attributes(attributes, MAX_TAG_ATTRIBUTES)
+        ):
             return True
     return False
 

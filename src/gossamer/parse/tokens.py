@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["ATTRIBUTE", "ATTRIBUTE_BYTES", "SPACE", "TOKEN", "TOKEN_BYTES", "script_end"]
+__all__ = [
+    "ATTRIBUTE",
+    "ATTRIBUTE_BYTES",
+    "SPACE",
+    "TOKEN",
+    "TOKEN_BYTES",
+    "more_attributes",
+    "script_end",
+]
 
 SPACE = r"\t\n\f\r "
 """The characters the tokenizer takes for white space, in a character class."""
@@ -33,6 +41,25 @@ TOKEN_BYTES = re.compile(_TOKEN.encode(), re.DOTALL)
 ATTRIBUTE = re.compile(_ATTRIBUTE)
 """One attribute of a tag's attribute text; its group is the attribute's name."""
 ATTRIBUTE_BYTES = re.compile(_ATTRIBUTE.encode())
+
+
+def more_attributes(attributes: bytes, count: int) -> bool:
+    """Whether a tag's attribute text (as `TOKEN` reads it) holds more than ``count``
+    attributes; it stops reading at the one past ``count``, each attribute read whole (an
+    atomic group: no backtracking, linear in the text)."""
+    return _many_attributes(count + 1).match(attributes) is not None
+
+
+_MANY: dict[int, re.Pattern[bytes]] = {}
+
+
+def _many_attributes(count: int) -> re.Pattern[bytes]:
+    pattern = _MANY.get(count)
+    if pattern is None:
+        unit = rf"(?>[{_S}/]*+{_ATTRIBUTE})".encode()
+        pattern = _MANY[count] = re.compile(unit + b"{%d}" % count)
+    return pattern
+
 
 # What changes the state of a script's text: an escape's start and end, a script's start tag
 # (double escape) and end tag.
