@@ -318,11 +318,11 @@ def test_urls_the_rules_forbid_go_out_blocked_without_a_slot() -> None:
     clock = Clock()
     policy = RobotsPolicy.parse(b"User-agent: *\nDisallow: /private\n")
     hosts = make(clock, rules=lookup({A: policy}))
-    push(hosts, f"{A}/private/0", f"{A}/private/1", f"{A}/open", f"{A}/private/2")
+    push(hosts, f"{A}/private-0", f"{A}/private-1", f"{A}/open", f"{A}/private-2")
     leases = hosts.lease(1).leases
     assert kinds(leases) == [
-        ("blocked", f"{A}/private/0"),
-        ("blocked", f"{A}/private/1"),
+        ("blocked", f"{A}/private-0"),
+        ("blocked", f"{A}/private-1"),
         ("page", f"{A}/open"),
     ]
     for lease in leases[:2]:
