@@ -117,7 +117,7 @@ class TrapLimits:
     """Repeats in a row of a run of path segments that make a loop (``trap-loop``)."""
     case_variants: int = 2
     """Spellings of one path in different letter case per host (``trap-template``)."""
-    growth_steps: int = 2
+    growth_steps: int = 1
     """Pages in a row whose query only grows their page's by appending (``trap-facets``)."""
     templates: int = 2000
     """Templates (and paths, and kinds) tracked per host."""
