@@ -70,7 +70,8 @@ def variants(kind: str, here: str) -> list[str]:
         return [f"/events/{(at + k) // 12}/{months[(at + k) % 12]}" for k in (1, -1, 12)]
     if kind == "session":
         return [
-            f"/shop/view?{name}={x:012x}{x:012x}" for name, x in zip(("s", "ctx", "tkn", "bv"), h)
+            f"/shop/view?{name}={x:012x}{x:012x}"
+            for name, x in zip(("s", "ctx", "tkn", "bv"), h, strict=False)
         ]
     return [f"/topics/{word(x)}-{word(x >> 16)}.html" for x in h]  # words
 
