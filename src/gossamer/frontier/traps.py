@@ -395,10 +395,9 @@ class TrapGuard:
     def _judge(self, key: str, canonical_url: str, depth: int, source: str | None) -> str | None:
         limits = self._limits
         tail = canonical_url.partition("://")[2].partition("/")[2]
-        if odd_path(tail):
-            return "trap-loop"
-        if _UPPER.search(tail) is not None and self._spellings(key, tail) > limits.case_variants:
-            return "trap-template"
+        reason = self._variant_of_a_page(key, tail, source)
+        if reason is not None:
+            return reason
         if "?" not in tail and "(" not in tail and ";" not in tail and _DIGIT.search(tail) is None:
             return self._judge_plain(key, canonical_url, tail, source)
         shape = shape_of(canonical_url)
@@ -428,6 +427,18 @@ class TrapGuard:
         elif shape.names and not self._new_combination(host, shape):
             return "trap-facets"
         self._count(host, name, template, depth)
+        return None
+
+    def _variant_of_a_page(self, key: str, tail: str, source: str | None) -> str | None:
+        """The reason a URL (its ``tail`` after the host) is a variant of a page: a path grown
+        by slashes, file names or encoding, one more spelling in letter case, path
+        parameters found on the same path's (None: it is none)."""
+        if odd_path(tail):
+            return "trap-loop"
+        if _UPPER.search(tail) and self._spellings(key, tail) > self._limits.case_variants:
+            return "trap-template"
+        if source is not None and ";" in tail and _variant(tail, source):
+            return "trap-template"
         return None
 
     def _judge_plain(self, key: str, url: str, tail: str, source: str | None) -> str | None:
@@ -549,6 +560,19 @@ class TrapGuard:
         templates = sum(len(host.templates) for host in self._hosts.values())
         lines = len(self._lineage) + len(self._growth)
         return TrapStats(dict(self._rejected), len(self._hosts), templates, lines)
+
+
+_PARAMETERS = re.compile(r";[^/]*")
+
+
+def _variant(tail: str, source: str) -> bool:
+    """Whether a path with path parameters is one of its page's, whose path has some too
+    (``docs/guide;v=7`` found on ``/docs/guide;state=9f3a``): a page linking variants of
+    itself."""
+    theirs = source.partition("://")[2].partition("/")[2].partition("?")[0]
+    if ";" not in theirs:
+        return False
+    return _PARAMETERS.sub("", tail.partition("?")[0]) == _PARAMETERS.sub("", theirs)
 
 
 def _is_session(shape: Shape) -> bool:
