@@ -425,6 +425,7 @@ def test_a_query_value_replaced_is_not_grown() -> None:
     guard = TrapGuard(TrapLimits(growth_steps=0))
     assert guard.check(H, f"{H}/list?page=12", 2, f"{H}/list?page=1") is None
     assert guard.check(H, f"{H}/list?page=2&sort=asc", 2, f"{H}/list?page=2") == "trap-facets"
+    assert guard.check(H, f"{H}/browse?q=red+blue", 2, f"{H}/f?tags=red") == "trap-facets"
 
 
 async def test_a_calendar_of_month_names_stops() -> None:

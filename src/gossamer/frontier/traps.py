@@ -503,10 +503,8 @@ class TrapGuard:
         ``?tags=red,blue``, ``?q=a&q=b``) for more than ``growth_steps`` pages in a row (and
         note its steps)."""
         mine, theirs = url.partition("?")[2], source.partition("?")[2]
-        if not theirs or len(mine) <= len(theirs) or not mine.startswith(theirs):
+        if not theirs or not (_appends(mine, theirs) or _grows_a_value(mine, theirs)):
             return False
-        if mine[len(theirs)].isalnum():
-            return False  # ?page=1 then ?page=12: another value, not one grown
         steps = self._growth.get(fingerprint(source), 0) + 1
         growth = self._growth
         if len(growth) >= self._limits.lineage:
@@ -563,6 +561,24 @@ class TrapGuard:
 
 
 _PARAMETERS = re.compile(r";[^/]*")
+
+
+def _appends(longer: str, shorter: str) -> bool:
+    """Whether ``longer`` is ``shorter`` with more after a separator (``red`` then
+    ``red,blue``, never ``1`` then ``12``: another value, not one grown)."""
+    size = len(shorter)
+    return len(longer) > size and longer.startswith(shorter) and not longer[size].isalnum()
+
+
+def _grows_a_value(mine: str, theirs: str) -> bool:
+    """Whether a value of the query ``mine`` appends to a value of the query ``theirs``,
+    under whatever name (``?tags=red`` then ``?q=red+blue``)."""
+    values = [v for _, _, v in (part.partition("=") for part in theirs.split("&")) if v]
+    return any(
+        _appends(value, old)
+        for value in (part.partition("=")[2] for part in mine.split("&"))
+        for old in values
+    )
 
 
 def _variant(tail: str, source: str) -> bool:
