@@ -283,6 +283,8 @@ def odd_path(tail: str) -> bool:
     path = tail.partition("?")[0]
     if "%2525" in path:
         return True
+    if "//" not in path and (path.rfind(".") < 0 or path.rfind(".") > path.rfind("/")):
+        return False  # most paths: no empty segment, no dot above the last segment
     if "//" not in path and _PAGE_DIR.search(path) is None:
         return False
     above = path.split("/")[:-1]
