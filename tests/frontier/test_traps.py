@@ -426,6 +426,8 @@ def test_a_query_value_replaced_is_not_grown() -> None:
     assert guard.check(H, f"{H}/list?page=12", 2, f"{H}/list?page=1") is None
     assert guard.check(H, f"{H}/list?page=2&sort=asc", 2, f"{H}/list?page=2") == "trap-facets"
     assert guard.check(H, f"{H}/browse?q=red+blue", 2, f"{H}/f?tags=red") == "trap-facets"
+    assert guard.check(H, f"{H}/s?q=red+green", 2, f"{H}/s?q=red+blue") == "trap-facets"
+    assert guard.check(H, f"{H}/s?d=2024-01-06", 2, f"{H}/s?d=2024-01-05") is None
 
 
 async def test_a_calendar_of_month_names_stops() -> None:

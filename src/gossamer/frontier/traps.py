@@ -574,12 +574,28 @@ def _appends(longer: str, shorter: str) -> bool:
 
 def _grows_a_value(mine: str, theirs: str) -> bool:
     """Whether a value of the query ``mine`` appends to a value of the query ``theirs``,
-    under whatever name (``?tags=red`` then ``?q=red+blue``)."""
+    under whatever name (``?tags=red`` then ``?q=red+blue``), or swaps the last item of a
+    list for another (``?q=red+blue`` then ``?q=red+green``: a results page linking more
+    of itself)."""
     values = [v for _, _, v in (part.partition("=") for part in theirs.split("&")) if v]
     return any(
-        _appends(value, old)
+        _appends(value, old) or _swaps_an_item(value, old)
         for value in (part.partition("=")[2] for part in mine.split("&"))
         for old in values
+    )
+
+
+_LIST = re.compile(r"[,+|]|%2[0Cc]")
+"""A separator of a list in a query value: a comma, a plus sign (a space), a bar."""
+
+
+def _swaps_an_item(value: str, old: str) -> bool:
+    ends = [match.end() for match in _LIST.finditer(old)]
+    if not ends or value == old:
+        return False
+    head = old[: ends[-1]]
+    return (
+        len(value) > len(head) and value.startswith(head) and _LIST.search(value, len(head)) is None
     )
 
 
