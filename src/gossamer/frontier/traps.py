@@ -412,8 +412,10 @@ class TrapGuard:
         host = self._host(key)
         if "&" in shape.names and shape.path in host.faceted:
             return "trap-facets"
-        if source is not None and shape.names and self._grows(canonical_url, source):
-            return "trap-facets"
+        if source is not None and shape.names and (steps := self._grows(canonical_url, source)):
+            if steps > limits.growth_steps:
+                return "trap-facets"
+            shape.token = True  # a kind whose queries grow is generated: its line is bounded
         if host.kinds or shape.token or shape.dated:
             reason = self._descent(host, canonical_url, shape, source)
             if reason is not None:
@@ -500,19 +502,18 @@ class TrapGuard:
             cases.popitem(last=False)
         return count
 
-    def _grows(self, url: str, source: str) -> bool:
-        """Whether ``url``'s query only appends to its page's (``?tags=red`` then
-        ``?tags=red,blue``, ``?q=a&q=b``) for more than ``growth_steps`` pages in a row (and
-        note its steps)."""
+    def _grows(self, url: str, source: str) -> int:
+        """How many pages in a row ``url``'s query only appended to its page's (``?tags=red``
+        then ``?tags=red,blue``, ``?q=a&q=b``), this one counted (0: it did not), noted."""
         mine, theirs = url.partition("?")[2], source.partition("?")[2]
         if not theirs or not (_appends(mine, theirs) or _grows_a_value(mine, theirs)):
-            return False
+            return 0
         steps = self._growth.get(fingerprint(source), 0) + 1
         growth = self._growth
         if len(growth) >= self._limits.lineage:
             del growth[next(iter(growth))]
         growth[fingerprint(url)] = steps
-        return steps > self._limits.growth_steps
+        return steps
 
     def _remember(self, canonical_url: str, line: str, descent: int) -> None:
         lineage = self._lineage
