@@ -18,9 +18,9 @@ from gossamer.frontier.traps import (
     is_token,
     kinds_of,
     loops,
-    odd_path,
     shape_of,
 )
+from gossamer.frontier.trapvariants import odd_path
 from gossamer.urls import ParamStripper, Scope, canonicalize
 
 H = "http://h.test"

@@ -6,7 +6,8 @@ path (``/a/b/a/b/a/b/``), session ids, pages named by random hashes that link mo
 themselves. The guard sees each URL new to the crawl once (after the seen check, so a link
 repeated on every page counts once) and turns it away when:
 
-* ``trap-loop``: a run of one to three path segments repeats ``loop_repeats`` times in a row;
+* ``trap-loop``: a run of one to three path segments repeats ``loop_repeats`` times in a row,
+  or the path grows by empty segments, page file names or re-encoding (:func:`odd_path`);
 * ``trap-session``: a session id the canonical form does not strip (an ASP.NET
   ``(S(...))`` segment, a query parameter named like ``*session*``);
 * ``trap-nesting``: its path holds more than ``max_ids`` id segments (random tokens and long
@@ -32,11 +33,16 @@ repeated on every page counts once) and turns it away when:
   batch of links (a page's) offered ``facet_links`` combinations of two names or more for
   it; or its path has ``query_combos`` combinations of query names already and this one is
   new (the same names combined again and again);
-* ``trap-template``: its template has ``per_template`` URLs already.
+  Also when its query only appends to (or swaps the last list item of) its page's for more
+  than ``growth_steps`` pages in a row; a query grown so counts as a token for its kind;
+* ``trap-template``: its template has ``per_template`` URLs already, it is one more than
+  ``case_variants`` spellings of one path in letter case, or it has path parameters and was
+  found on a page of the same path with path parameters (a variant of that page).
 
-Seeds (depth 0) are never turned away. A template is the URL with digit runs, tokens (see
-:func:`is_token`), UUIDs and dates folded in path segments (a file name's extension aside),
-and query values folded with names sorted: ``/cal/2026/11/28`` and ``/cal/2031/01/02`` are
+Seeds (depth 0) are never turned away. A template is the URL, lower-cased, with digit runs,
+tokens (see :func:`is_token`), UUIDs and dates (month and weekday names after a year or a
+date too) folded in path segments (a file name's extension aside), path parameters and
+query values folded with names sorted: ``/cal/2026/11/28`` and ``/cal/2031/01/02`` are
 one template, as are ``?b=2&a=x`` and ``?a=y&b=3``. URLs with nothing to fold (no digit, no
 query) are one per template and not tracked. Memory is bounded: at most ``hosts`` hosts,
 ``templates`` templates (and paths and kinds) per host and ``lineage`` URLs' descent are
@@ -51,6 +57,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gossamer.frontier.trapvariants import appends, grows_a_value, odd_path, variant
 from gossamer.urls import fingerprint
 
 TRAP_REASONS = (
@@ -83,8 +90,6 @@ _YEAR = re.compile(r"(?:19|20)[0-9]{2}")
 _MONTH = re.compile(r"0?[1-9]|1[0-2]")
 _ASPNET_SESSION = re.compile(r"\([A-Z]\([A-Za-z0-9]{16,}\)\)")
 _UPPER = re.compile(r"[A-Z]")
-_PAGE_DIR = re.compile(r"\.(?:s?html?|php[0-9]?|aspx?|jsp|cgi)(?:/|$)", re.IGNORECASE)
-"""A page's file name (``index.html``): a segment with more path below it grows the path."""
 _MONTHS = "january february march april may june july august september october november december"
 _DATE_NAMES = frozenset(
     [*_MONTHS.split(), *(m[:3] for m in _MONTHS.split()), "sept"]
@@ -275,29 +280,6 @@ def _fold_parameters(segment: str, shape: Shape) -> str:
     return ";".join([stem, *names])
 
 
-def odd_path(tail: str) -> bool:
-    """Whether a path grows by the empty segments or page file names it holds above its last
-    segment, two or more of them (``/a//b//``, ``/a/index.html/index.html/``, ``/a/x.php//``):
-    a relative link resolved against a path the server answers whatever it holds below. Also a
-    percent sign encoded three times over (``%252520``: each page quotes its own name)."""
-    path = tail.partition("?")[0]
-    if "%2525" in path:
-        return True
-    if "//" not in path and (path.rfind(".") < 0 or path.rfind(".") > path.rfind("/")):
-        return False  # most paths: no empty segment, no dot above the last segment
-    if "//" not in path and _PAGE_DIR.search(path) is None:
-        return False
-    above = path.split("/")[:-1]
-    return (
-        sum(
-            1
-            for segment in above
-            if not segment or _PAGE_DIR.fullmatch(segment, segment.rfind("."))
-        )
-        >= 2
-    )
-
-
 def _fold_id(segment: str) -> str | None:
     """``segment`` folded as an id (its extension kept), if it is one."""
     dot = segment.rfind(".")
@@ -441,7 +423,7 @@ class TrapGuard:
             return "trap-loop"
         if _UPPER.search(tail) and self._spellings(key, tail) > self._limits.case_variants:
             return "trap-template"
-        if source is not None and ";" in tail and _variant(tail, source):
+        if source is not None and ";" in tail and variant(tail, source):
             return "trap-template"
         return None
 
@@ -506,7 +488,7 @@ class TrapGuard:
         """How many pages in a row ``url``'s query only appended to its page's (``?tags=red``
         then ``?tags=red,blue``, ``?q=a&q=b``), this one counted (0: it did not), noted."""
         mine, theirs = url.partition("?")[2], source.partition("?")[2]
-        if not theirs or not (_appends(mine, theirs) or _grows_a_value(mine, theirs)):
+        if not theirs or not (appends(mine, theirs) or grows_a_value(mine, theirs)):
             return 0
         steps = self._growth.get(fingerprint(source), 0) + 1
         growth = self._growth
@@ -561,53 +543,6 @@ class TrapGuard:
         templates = sum(len(host.templates) for host in self._hosts.values())
         lines = len(self._lineage) + len(self._growth)
         return TrapStats(dict(self._rejected), len(self._hosts), templates, lines)
-
-
-_PARAMETERS = re.compile(r";[^/]*")
-
-
-def _appends(longer: str, shorter: str) -> bool:
-    """Whether ``longer`` is ``shorter`` with more after a separator (``red`` then
-    ``red,blue``, never ``1`` then ``12``: another value, not one grown)."""
-    size = len(shorter)
-    return len(longer) > size and longer.startswith(shorter) and not longer[size].isalnum()
-
-
-def _grows_a_value(mine: str, theirs: str) -> bool:
-    """Whether a value of the query ``mine`` appends to a value of the query ``theirs``,
-    under whatever name (``?tags=red`` then ``?q=red+blue``), or swaps the last item of a
-    list for another (``?q=red+blue`` then ``?q=red+green``: a results page linking more
-    of itself)."""
-    values = [v for _, _, v in (part.partition("=") for part in theirs.split("&")) if v]
-    return any(
-        _appends(value, old) or _swaps_an_item(value, old)
-        for value in (part.partition("=")[2] for part in mine.split("&"))
-        for old in values
-    )
-
-
-_LIST = re.compile(r"[,+|]|%2[0Cc]")
-"""A separator of a list in a query value: a comma, a plus sign (a space), a bar."""
-
-
-def _swaps_an_item(value: str, old: str) -> bool:
-    ends = [match.end() for match in _LIST.finditer(old)]
-    if not ends or value == old:
-        return False
-    head = old[: ends[-1]]
-    return (
-        len(value) > len(head) and value.startswith(head) and _LIST.search(value, len(head)) is None
-    )
-
-
-def _variant(tail: str, source: str) -> bool:
-    """Whether a path with path parameters is one of its page's, whose path has some too
-    (``docs/guide;v=7`` found on ``/docs/guide;state=9f3a``): a page linking variants of
-    itself."""
-    theirs = source.partition("://")[2].partition("/")[2].partition("?")[0]
-    if ";" not in theirs:
-        return False
-    return _PARAMETERS.sub("", tail.partition("?")[0]) == _PARAMETERS.sub("", theirs)
 
 
 def _is_session(shape: Shape) -> bool:
