@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from gossamer.frontier.base import Feedback, Lease
+from gossamer.frontier.hostqueue import section_of
 from gossamer.frontier.hosts import HostQueue, HostScheduler, Queued
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.robots import RobotsPolicy
@@ -318,11 +319,11 @@ def test_urls_the_rules_forbid_go_out_blocked_without_a_slot() -> None:
     clock = Clock()
     policy = RobotsPolicy.parse(b"User-agent: *\nDisallow: /private\n")
     hosts = make(clock, rules=lookup({A: policy}))
-    push(hosts, f"{A}/private/0", f"{A}/private/1", f"{A}/open", f"{A}/private/2")
+    push(hosts, f"{A}/private-0", f"{A}/private-1", f"{A}/open", f"{A}/private-2")
     leases = hosts.lease(1).leases
     assert kinds(leases) == [
-        ("blocked", f"{A}/private/0"),
-        ("blocked", f"{A}/private/1"),
+        ("blocked", f"{A}/private-0"),
+        ("blocked", f"{A}/private-1"),
         ("page", f"{A}/open"),
     ]
     for lease in leases[:2]:
@@ -474,3 +475,50 @@ def test_held_back_names_each_host_and_what_it_waits_on() -> None:
     assert all(h.queued == 1 and h.in_flight == 0 for h in held.values())
     clock.now += 30
     assert hosts.held_back() == []
+
+
+# -- sections of a host's queue --------------------------------------------------------------
+
+
+def queued_entry(url: str, priority: float = 0.0) -> Queued:
+    return Queued(url, hash(url), 1, 0, priority=priority)
+
+
+def test_sections_of_a_host_take_turns() -> None:
+    queue: HostQueue[Queued] = HostQueue()
+    for i in range(50):  # a trap's pages, queued first
+        queue.push(queued_entry(f"{A}/topics/w{i}.html"))
+    queue.push(queued_entry(f"{A}/real/one.html"))
+    queue.push(queued_entry(f"{A}/Real/two.html"))  # one section whatever the case
+    queue.push(queued_entry(f"{A}/about"))
+    order = [queue.pop().url for _ in range(len(queue))]
+    assert order[:6] == [
+        f"{A}/topics/w0.html",
+        f"{A}/real/one.html",
+        f"{A}/about",
+        f"{A}/topics/w1.html",
+        f"{A}/Real/two.html",
+        f"{A}/topics/w2.html",
+    ]
+
+
+def test_priority_goes_before_sections_and_the_front_before_both() -> None:
+    queue: HostQueue[Queued] = HostQueue()
+    queue.push(queued_entry(f"{A}/a/1"))
+    queue.push(queued_entry(f"{A}/b/1"))
+    queue.push(queued_entry(f"{A}/a/2", priority=1.0))
+    queue.push(queued_entry(f"{A}/c/back"), front=True)
+    order = [queue.pop().url for _ in range(len(queue))]
+    assert order == [f"{A}/a/2", f"{A}/c/back", f"{A}/a/1", f"{A}/b/1"]
+
+
+def test_sections_beyond_the_bound_share_one() -> None:
+    queue: HostQueue[Queued] = HostQueue()
+    queue.push(queued_entry(f"{A}/real/one"))
+    for i in range(200):  # a first segment new on every link: with a digit, then words
+        queue.push(queued_entry(f"{A}/s{i}x/page"))
+        queue.push(queued_entry(f"{A}/{chr(97 + i % 26)}{chr(97 + i // 26)}w/page"))
+    assert section_of(f"{A}/s1x/page") == "#"
+    queue.push(queued_entry(f"{A}/real/two"))
+    order = [queue.pop().url for _ in range(len(queue))]
+    assert order.index(f"{A}/real/two") < 70  # after the first of each section, not 400

@@ -12,7 +12,15 @@ from gossamer.frontier.admission import Guards
 from gossamer.frontier.base import Candidate, Outlinks
 from gossamer.frontier.local import LocalFrontier
 from gossamer.frontier.politeness import PolitenessPolicy
-from gossamer.frontier.traps import TrapGuard, TrapLimits, is_token, kinds_of, loops, shape_of
+from gossamer.frontier.traps import (
+    TrapGuard,
+    TrapLimits,
+    is_token,
+    kinds_of,
+    loops,
+    shape_of,
+)
+from gossamer.frontier.trapvariants import odd_path
 from gossamer.urls import ParamStripper, Scope, canonicalize
 
 H = "http://h.test"
@@ -352,3 +360,97 @@ async def test_a_seed_s_own_credentials_go_on() -> None:
     links = ["http://u:p@h.test/f", "http://x:y@h.test/g", "http://u:p@other.test/h"]
     result = await front.add(Outlinks(links, 1, page))
     assert result.added == 1 and result.rejected == {"userinfo": 2}
+
+
+# -- variants of one page --------------------------------------------------------------------
+
+
+def test_month_and_weekday_names_after_a_year_are_date_parts() -> None:
+    november = shape_of(f"{H}/events/2026/november")
+    assert november.dated and november.template == shape_of(f"{H}/events/2031/Jan").template
+    assert shape_of(f"{H}/cal/2026-11-27/friday").template == "/cal/{date}/{date}"
+    assert not shape_of(f"{H}/may/2026-report").dated  # a name before a year: a word
+
+
+def test_templates_fold_letter_case_and_path_parameters() -> None:
+    assert shape_of(f"{H}/GuIde/Intro-1").template == shape_of(f"{H}/guide/intro-2").template
+    version = shape_of(f"{H}/docs/guide;v=12;state=9f3a")
+    assert version.template == "/docs/guide;state;v" and version.token
+
+
+def test_odd_paths_grow_by_empty_segments_file_names_or_encoding() -> None:
+    assert odd_path("s/a//b//")
+    assert odd_path("s/a/index.html/index.html/")
+    assert odd_path("s/a/index.php//b")
+    assert odd_path("enc/my%252520page")
+    assert not odd_path("s/a//b")  # once: a slip in a real link
+    assert not odd_path("docs/index.html")
+    assert not odd_path("enc/100%2525-cotton".replace("2525", "25"))
+
+
+async def test_spellings_of_one_path_in_letter_case_stop() -> None:
+    guard = TrapGuard()
+    spellings = ["/Guide/Intro", "/GUIDE/intro", "/guide/INTRO", "/GuIdE/InTrO"]
+    verdicts = [guard.check(H, f"{H}{path}", 1) for path in spellings]
+    assert verdicts == [None, None, "trap-template", "trap-template"]
+    assert guard.check(H, f"{H}/Other/Page", 1) is None
+
+
+async def test_path_parameters_that_link_more_of_themselves_stop() -> None:
+    front = frontier()
+
+    def links(url: str) -> list[str]:
+        return [f"{H}/docs/guide;v={int(digest(url + str(i)), 16) % 10**5}" for i in range(5)]
+
+    fetched = await crawl_of(front, f"{H}/docs/guide;v=1", links)
+    assert fetched == [f"{H}/docs/guide;v=1"]  # its variants turned away
+    assert front.stats().rejected == {"trap-template": 5}
+    other = await front.add(Outlinks([f"{H}/docs/other;v=2"], 3, f"{H}/docs/guide;v=1"))
+    assert other.added == 1  # another page
+
+
+async def test_a_query_grown_by_appending_stops() -> None:
+    front = frontier()
+
+    def links(url: str) -> list[str]:
+        query, word = url.partition("?")[2], "".join(chr(97 + int(c, 16)) for c in digest(url))
+        return [f"{H}/filter?{query},{word}", f"{H}/filter?{query}&tags={word[:4]}"]
+
+    fetched = await crawl_of(front, f"{H}/filter?tags=red", links)
+    assert len(fetched) == 1 + 2  # the entry and one step
+    assert front.stats().rejected == {"trap-facets": 4}
+
+
+def test_a_query_value_replaced_is_not_grown() -> None:
+    guard = TrapGuard(TrapLimits(growth_steps=0))
+    assert guard.check(H, f"{H}/list?page=12", 2, f"{H}/list?page=1") is None
+    assert guard.check(H, f"{H}/list?page=2&sort=asc", 2, f"{H}/list?page=2") == "trap-facets"
+    assert guard.check(H, f"{H}/browse?q=red+blue", 2, f"{H}/f?tags=red") == "trap-facets"
+    assert guard.check(H, f"{H}/s?q=red+green", 2, f"{H}/s?q=red+blue") == "trap-facets"
+    assert guard.check(H, f"{H}/s?d=2024-01-06", 2, f"{H}/s?d=2024-01-05") is None
+
+
+async def test_a_calendar_of_month_names_stops() -> None:
+    front = frontier()
+    months = "january february march april may june july august september october november"
+    names = [*months.split(), "december"]
+
+    def links(url: str) -> list[str]:
+        year, month = url.split("/")[-2:]
+        at = int(year) * 12 + names.index(month)
+        return [f"{H}/events/{(at + k) // 12}/{names[(at + k) % 12]}" for k in (1, -1)]
+
+    fetched = await crawl_of(front, f"{H}/events/2026/november", links)
+    assert len(fetched) == 5  # the month, two steps each way
+    assert front.stats().rejected == {"trap-calendar": 2}
+
+
+async def test_random_values_under_any_name_stop() -> None:
+    front = frontier()
+
+    def links(url: str) -> list[str]:
+        return [f"{H}/shop/view?{name}={digest(url + name, 24)}" for name in ("s", "ctx", "tkn")]
+
+    fetched = await crawl_of(front, f"{H}/shop/view?bv={digest('b', 24)}", links)
+    assert len(fetched) <= 1 + 3 + 9
+    assert set(front.stats().rejected) == {"trap-generated"}

@@ -4,7 +4,16 @@ has waiting, in memory and in storage, and the entries waiting for a time (retri
 Each host (``scheme://host[:port]``) has a queue of URLs, the highest ``priority`` first and
 in arrival order among equals (all 0 by default, which is breadth first inside the host, as
 URLs arrive in depth order); a URL coming back from a lease (released, reclaimed, due after a
-retry's delay) goes to the front of its priority. A host also counts its URLs held in storage
+retry's delay) goes to the front of its priority.
+
+Among equals the host's *sections* take turns (:func:`section_of`: a path's first segment,
+case and digits folded): a URL's rank is how many URLs of its section the queue took before
+it, and the lowest rank goes first. A section that makes URLs without end (a trap no guard
+names: pages named by words that link five more of themselves) then gets its share of the
+host's fetches, never all of them, and the pages of the other sections (a chain of real pages
+sixty links deep) keep going out beside it. The rank counts arrivals while the host has URLs
+queued in memory (a queue that runs dry starts again), and at most ``_SECTIONS`` sections a
+queue, those beyond sharing one. A host also counts its URLs held in storage
 only (``stored``: the embedded frontier's spill).
 
 :class:`HostQueues` owns the table of hosts and the counts over it; it decides nothing about
@@ -24,7 +33,7 @@ from typing import Generic, TypeVar
 from gossamer.frontier.base import Rules
 from gossamer.frontier.politeness import HostSlot
 
-__all__ = ["Host", "HostQueue", "HostQueues", "Queued"]
+__all__ = ["Host", "HostQueue", "HostQueues", "Queued", "section_of"]
 
 
 @dataclass(slots=True)
@@ -46,32 +55,57 @@ _order = itertools.count()
 """Arrival order inside a priority, shared by every queue (only its order matters)."""
 _SHORT = 16
 """Longest queue kept in a list: taking its first entry moves the others, a few pointers."""
+_SECTIONS = 64
+"""Sections ranked apart per queue; those beyond share one (a host naming its first path
+segments at random cannot make each of its URLs the first of its own section)."""
+_RANK = 1 << 40
+"""A rank's weight in the order key (``rank * _RANK + arrival``; arrivals stay below it)."""
+
+
+def section_of(url: str) -> str:
+    """The section of a URL in its host's queue: its path's first segment (lower case, path
+    parameters dropped, ``#`` when it has a digit), ``/`` for a page at the root."""
+    path = url.partition("://")[2].partition("/")[2]
+    first, slash, _ = path.partition("?")[0].partition("/")
+    if not slash:
+        return "/"
+    first = first.partition(";")[0].lower()
+    return "#" if any(c.isdigit() for c in first) else first
 
 
 class HostQueue(Generic[E]):
-    """One host's queued entries: the highest priority first, arrival order among equals.
+    """One host's queued entries: the highest priority first, then the lowest rank in its
+    section (module docstring), arrival order among equals.
 
-    While every entry has the default priority 0 (the common case) a list, or a deque once
-    it holds more than `_SHORT` (a deque costs 600 bytes however short, and most hosts
-    hold a few URLs); a heap of ``(-priority, order, entry)`` once one has another priority.
+    While every entry has the default priority 0 and one section (the common case) a list,
+    or a deque once it holds more than `_SHORT` (a deque costs 600 bytes however short, and
+    most hosts hold a few URLs); a heap of ``(-priority, order, entry)`` once one has another
+    priority or section, ``order`` being ``rank * _RANK + arrival`` (negative at the front).
     """
 
-    __slots__ = ("_fifo", "_heap")
+    __slots__ = ("_fifo", "_heap", "_ranks", "_section")
 
     def __init__(self) -> None:
         self._fifo: list[E] | deque[E] | None = []
         self._heap: list[tuple[float, int, E]] | None = None
+        self._section: str | None = None
+        """The one section queued while a list or deque."""
+        self._ranks: dict[str, int] | None = None
+        """URLs queued so far per section, once a heap."""
 
     def __len__(self) -> int:
         return len(self._fifo) if self._fifo is not None else len(self._items())
 
     def push(self, entry: E, front: bool = False) -> None:
-        """Queue ``entry`` after those of its priority (before them with ``front``)."""
+        """Queue ``entry`` after those of its priority and rank (before them with ``front``)."""
         fifo = self._fifo
         if fifo is not None:
-            if entry.priority:
+            section = None if front else section_of(entry.url)
+            if entry.priority or (section not in (None, self._section) and fifo):
                 self._to_heap()
             else:
+                if section is not None:
+                    self._section = section
                 if len(fifo) >= _SHORT and isinstance(fifo, list):
                     fifo = self._fifo = deque(fifo)
                 if not front:
@@ -82,7 +116,21 @@ class HostQueue(Generic[E]):
                     fifo.appendleft(entry)
                 return
         order = next(_order)
-        heapq.heappush(self._items(), (-entry.priority, -order if front else order, entry))
+        key = -order if front else self._rank(section_of(entry.url)) * _RANK + order
+        heapq.heappush(self._items(), (-entry.priority, key, entry))
+
+    def _rank(self, section: str) -> int:
+        ranks = self._ranks
+        assert ranks is not None
+        rank = ranks.get(section)
+        if rank is None:
+            if len(ranks) >= _SECTIONS:
+                section = "*"
+                rank = ranks.get(section, 0)
+            else:
+                rank = 0
+        ranks[section] = rank + 1
+        return rank
 
     def peek(self) -> E:
         """The next entry (the queue must not be empty)."""
@@ -104,7 +152,7 @@ class HostQueue(Generic[E]):
                 self._fifo = kept if len(kept) <= _SHORT else deque(kept)
             return gone
         heap = self._items()
-        gone = [entry for _, _, entry in sorted(heap) if drop(entry)]
+        gone = [entry for _, _, entry in sorted(heap, key=_key) if drop(entry)]
         if gone:
             self._heap = [item for item in heap if not drop(item[2])]
             heapq.heapify(self._heap)
@@ -131,10 +179,19 @@ class HostQueue(Generic[E]):
         return self._heap
 
     def _to_heap(self) -> None:
+        """The list or deque as a heap, its entries ranked 0, 1, 2... in their section."""
         assert self._fifo is not None
-        self._heap = [(-entry.priority, next(_order), entry) for entry in self._fifo]
+        self._heap = [
+            (-entry.priority, rank * _RANK + next(_order), entry)
+            for rank, entry in enumerate(self._fifo)
+        ]
         heapq.heapify(self._heap)
+        self._ranks = {self._section: len(self._fifo)} if self._section is not None else {}
         self._fifo = None
+
+
+def _key(item: tuple[float, int, object]) -> tuple[float, int]:
+    return item[0], item[1]
 
 
 @dataclass(slots=True, eq=False)

@@ -6,7 +6,8 @@ path (``/a/b/a/b/a/b/``), session ids, pages named by random hashes that link mo
 themselves. The guard sees each URL new to the crawl once (after the seen check, so a link
 repeated on every page counts once) and turns it away when:
 
-* ``trap-loop``: a run of one to three path segments repeats ``loop_repeats`` times in a row;
+* ``trap-loop``: a run of one to three path segments repeats ``loop_repeats`` times in a row,
+  or the path grows by empty segments, page file names or re-encoding (:func:`odd_path`);
 * ``trap-session``: a session id the canonical form does not strip (an ASP.NET
   ``(S(...))`` segment, a query parameter named like ``*session*``);
 * ``trap-nesting``: its path holds more than ``max_ids`` id segments (random tokens and long
@@ -32,11 +33,16 @@ repeated on every page counts once) and turns it away when:
   batch of links (a page's) offered ``facet_links`` combinations of two names or more for
   it; or its path has ``query_combos`` combinations of query names already and this one is
   new (the same names combined again and again);
-* ``trap-template``: its template has ``per_template`` URLs already.
+  Also when its query only appends to (or swaps the last list item of) its page's for more
+  than ``growth_steps`` pages in a row; a query grown so counts as a token for its kind;
+* ``trap-template``: its template has ``per_template`` URLs already, it is one more than
+  ``case_variants`` spellings of one path in letter case, or it has path parameters and was
+  found on a page of the same path with path parameters (a variant of that page).
 
-Seeds (depth 0) are never turned away. A template is the URL with digit runs, tokens (see
-:func:`is_token`), UUIDs and dates folded in path segments (a file name's extension aside),
-and query values folded with names sorted: ``/cal/2026/11/28`` and ``/cal/2031/01/02`` are
+Seeds (depth 0) are never turned away. A template is the URL, lower-cased, with digit runs,
+tokens (see :func:`is_token`), UUIDs and dates (month and weekday names after a year or a
+date too) folded in path segments (a file name's extension aside), path parameters and
+query values folded with names sorted: ``/cal/2026/11/28`` and ``/cal/2031/01/02`` are
 one template, as are ``?b=2&a=x`` and ``?a=y&b=3``. URLs with nothing to fold (no digit, no
 query) are one per template and not tracked. Memory is bounded: at most ``hosts`` hosts,
 ``templates`` templates (and paths and kinds) per host and ``lineage`` URLs' descent are
@@ -51,6 +57,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gossamer.frontier.trapvariants import appends, grows_a_value, odd_path, variant
 from gossamer.urls import fingerprint
 
 TRAP_REASONS = (
@@ -82,6 +89,15 @@ _DATE = re.compile(
 _YEAR = re.compile(r"(?:19|20)[0-9]{2}")
 _MONTH = re.compile(r"0?[1-9]|1[0-2]")
 _ASPNET_SESSION = re.compile(r"\([A-Z]\([A-Za-z0-9]{16,}\)\)")
+_UPPER = re.compile(r"[A-Z]")
+_MONTHS = "january february march april may june july august september october november december"
+_DATE_NAMES = frozenset(
+    [*_MONTHS.split(), *(m[:3] for m in _MONTHS.split()), "sept"]
+    + [f"{d}day" for d in ("mon", "tues", "wednes", "thurs", "fri", "satur", "sun")]
+    + ["mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "sun"]
+)
+"""Month and weekday names (English, in full and abbreviated): date parts after a year or a
+date (``/events/2026/november``)."""
 _ID, _DATED = "{id}", "{date}"
 
 
@@ -104,6 +120,10 @@ class TrapLimits:
     """Id segments (tokens, long numbers) one path may hold (``trap-nesting``)."""
     loop_repeats: int = 3
     """Repeats in a row of a run of path segments that make a loop (``trap-loop``)."""
+    case_variants: int = 2
+    """Spellings of one path in different letter case per host (``trap-template``)."""
+    growth_steps: int = 1
+    """Pages in a row whose query only grows their page's by appending (``trap-facets``)."""
     templates: int = 2000
     """Templates (and paths, and kinds) tracked per host."""
     hosts: int = 10_000
@@ -136,9 +156,11 @@ class _HostTraps:
     """One host's templates (with their counts), paths (with their query combinations) and
     kinds that showed a token or a date (with their counts)."""
 
-    __slots__ = ("faceted", "kinds", "paths", "templates")
+    __slots__ = ("cases", "faceted", "kinds", "paths", "templates")
 
     def __init__(self) -> None:
+        self.cases: OrderedDict[str, int] = OrderedDict()
+        """Paths with a capital letter, lower-cased: the spellings of each seen."""
         self.templates: OrderedDict[str, _Template] = OrderedDict()
         self.paths: OrderedDict[str, set[str]] = OrderedDict()
         self.faceted: set[str] = set()
@@ -216,17 +238,24 @@ def shape_of(canonical_url: str) -> Shape:
 def _fold_path(segments: tuple[str, ...]) -> Shape:
     folded = []
     shape = Shape("", "", False, segments)
-    year = False
+    year = named = False  # named: a month's or weekday's name may follow
     for segment in segments:
+        if ";" in segment:
+            segment = _fold_parameters(segment, shape)
         if _DIGIT.search(segment) is None:
-            folded.append(segment)
-            year = False
+            if named and segment.lower() in _DATE_NAMES:
+                shape.dated = True  # /2026/november, /2026-11-27/friday
+                folded.append(_DATED)
+            else:
+                folded.append(segment)
+            year = named = False
             continue
         size = len(segment)  # the regexes below are only tried where they could match
+        named = False
         if (size >= 6 and _DATE.fullmatch(segment)) or (
             year and size <= 2 and _MONTH.fullmatch(segment)
         ):
-            shape.dated = True
+            shape.dated = named = True
             folded.append(_DATED)
         elif size >= 6 and _MAYBE_ID.fullmatch(segment) and (name := _fold_id(segment)):
             folded.append(name)
@@ -235,8 +264,20 @@ def _fold_path(segments: tuple[str, ...]) -> Shape:
         else:
             folded.append(_DIGITS.sub("#", segment))
         year = size == 4 and _YEAR.fullmatch(segment) is not None
-    shape.path = "/" + "/".join(folded)
+        named = named or year
+    shape.path = "/" + "/".join(folded).lower()  # /GuIde and /guide: one template
     return shape
+
+
+def _fold_parameters(segment: str, shape: Shape) -> str:
+    """A segment's path parameters (``guide;v=7;state=9f3a``) folded as query values are
+    (``guide;state;v``); one with a value marks the URL as one with a token, as a session
+    or a version rarely rides in a real page's path."""
+    stem, *parameters = segment.split(";")
+    names = sorted({name for name, _, _ in (p.partition("=") for p in parameters) if name})
+    if any(value for _, _, value in (p.partition("=") for p in parameters)):
+        shape.token = True
+    return ";".join([stem, *names])
 
 
 def _fold_id(segment: str) -> str | None:
@@ -277,6 +318,8 @@ class TrapGuard:
         self._rejected = dict.fromkeys(TRAP_REASONS, 0)
         self._lineage: dict[int, tuple[str, int]] = {}
         """URL fingerprint -> its line and the pages of that line it descends from."""
+        self._growth: dict[int, int] = {}
+        """URL fingerprint -> the pages in a row whose query grew by appending to it."""
         self._last: tuple[str, tuple[str, int]] | None = None
 
     def screen(
@@ -336,18 +379,11 @@ class TrapGuard:
     def _judge(self, key: str, canonical_url: str, depth: int, source: str | None) -> str | None:
         limits = self._limits
         tail = canonical_url.partition("://")[2].partition("/")[2]
-        if "?" not in tail and "(" not in tail and _DIGIT.search(tail) is None:
-            # nothing to fold: one URL per template, not tracked; a loop to look for, and
-            # the line of a kind known to be generated
-            if tail.count("/") >= limits.loop_repeats and loops(
-                tuple(tail.split("/")), limits.loop_repeats
-            ):
-                return "trap-loop"
-            host = self._hosts.get(key)
-            if host is None or not host.kinds:
-                return None
-            shape = Shape("", "", False, tuple(tail.split("/")))
-            return self._descent(host, canonical_url, shape, source)
+        reason = self._variant_of_a_page(key, tail, source)
+        if reason is not None:
+            return reason
+        if "?" not in tail and "(" not in tail and ";" not in tail and _DIGIT.search(tail) is None:
+            return self._judge_plain(key, canonical_url, tail, source)
         shape = shape_of(canonical_url)
         if loops(shape.segments, limits.loop_repeats):
             return "trap-loop"
@@ -358,6 +394,10 @@ class TrapGuard:
         host = self._host(key)
         if "&" in shape.names and shape.path in host.faceted:
             return "trap-facets"
+        if source is not None and shape.names and (steps := self._grows(canonical_url, source)):
+            if steps > limits.growth_steps:
+                return "trap-facets"
+            shape.token = True  # a kind whose queries grow is generated: its line is bounded
         if host.kinds or shape.token or shape.dated:
             reason = self._descent(host, canonical_url, shape, source)
             if reason is not None:
@@ -374,6 +414,32 @@ class TrapGuard:
             return "trap-facets"
         self._count(host, name, template, depth)
         return None
+
+    def _variant_of_a_page(self, key: str, tail: str, source: str | None) -> str | None:
+        """The reason a URL (its ``tail`` after the host) is a variant of a page: a path grown
+        by slashes, file names or encoding, one more spelling in letter case, path
+        parameters found on the same path's (None: it is none)."""
+        if odd_path(tail):
+            return "trap-loop"
+        if _UPPER.search(tail) and self._spellings(key, tail) > self._limits.case_variants:
+            return "trap-template"
+        if source is not None and ";" in tail and variant(tail, source):
+            return "trap-template"
+        return None
+
+    def _judge_plain(self, key: str, url: str, tail: str, source: str | None) -> str | None:
+        """:meth:`_judge` for a URL with nothing to fold: one URL per template, not tracked;
+        a loop to look for, and the line of a kind known to be generated."""
+        limits = self._limits
+        if tail.count("/") >= limits.loop_repeats and loops(
+            tuple(tail.split("/")), limits.loop_repeats
+        ):
+            return "trap-loop"
+        host = self._hosts.get(key)
+        if host is None or not host.kinds:
+            return None
+        shape = Shape("", "", False, tuple(tail.split("/")))
+        return self._descent(host, url, shape, source)
 
     def _descent(self, host: _HostTraps, url: str, shape: Shape, source: str | None) -> str | None:
         """The reason a URL of a generated kind descends from too many pages of its line in
@@ -405,6 +471,31 @@ class TrapGuard:
         if source is None or steps is None or descent <= steps:
             return None
         return reason
+
+    def _spellings(self, key: str, tail: str) -> int:
+        """How many spellings of ``tail`` in letter case host ``key`` has shown, this one
+        counted."""
+        cases = self._host(key).cases
+        folded = tail.lower()
+        count = cases.get(folded, 0) + 1
+        cases[folded] = count
+        cases.move_to_end(folded)
+        if len(cases) > self._limits.templates:
+            cases.popitem(last=False)
+        return count
+
+    def _grows(self, url: str, source: str) -> int:
+        """How many pages in a row ``url``'s query only appended to its page's (``?tags=red``
+        then ``?tags=red,blue``, ``?q=a&q=b``), this one counted (0: it did not), noted."""
+        mine, theirs = url.partition("?")[2], source.partition("?")[2]
+        if not theirs or not (appends(mine, theirs) or grows_a_value(mine, theirs)):
+            return 0
+        steps = self._growth.get(fingerprint(source), 0) + 1
+        growth = self._growth
+        if len(growth) >= self._limits.lineage:
+            del growth[next(iter(growth))]
+        growth[fingerprint(url)] = steps
+        return steps
 
     def _remember(self, canonical_url: str, line: str, descent: int) -> None:
         lineage = self._lineage
@@ -450,7 +541,8 @@ class TrapGuard:
     def stats(self) -> TrapStats:
         """A frozen snapshot."""
         templates = sum(len(host.templates) for host in self._hosts.values())
-        return TrapStats(dict(self._rejected), len(self._hosts), templates, len(self._lineage))
+        lines = len(self._lineage) + len(self._growth)
+        return TrapStats(dict(self._rejected), len(self._hosts), templates, lines)
 
 
 def _is_session(shape: Shape) -> bool:

@@ -1,0 +1,84 @@
+"""Variants of one page a trap makes by growing a URL rather than naming a new one: paths
+grown by empty segments, page file names or re-encoding, path parameters on a page of the same
+path, query values that append to their page's (:mod:`gossamer.frontier.traps` turns them
+away)."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["appends", "grows_a_value", "odd_path", "swaps_an_item", "variant"]
+
+_PAGE_DIR = re.compile(r"\.(?:s?html?|php[0-9]?|aspx?|jsp|cgi)(?:/|$)", re.IGNORECASE)
+"""A page's file name (``index.html``): a segment with more path below it grows the path."""
+
+
+def odd_path(tail: str) -> bool:
+    """Whether a path grows by the empty segments or page file names it holds above its last
+    segment, two or more of them (``/a//b//``, ``/a/index.html/index.html/``, ``/a/x.php//``):
+    a relative link resolved against a path the server answers whatever it holds below. Also a
+    percent sign encoded three times over (``%252520``: each page quotes its own name)."""
+    path = tail.partition("?")[0]
+    if "%2525" in path:
+        return True
+    if "//" not in path and (path.rfind(".") < 0 or path.rfind(".") > path.rfind("/")):
+        return False  # most paths: no empty segment, no dot above the last segment
+    if "//" not in path and _PAGE_DIR.search(path) is None:
+        return False
+    above = path.split("/")[:-1]
+    return (
+        sum(
+            1
+            for segment in above
+            if not segment or _PAGE_DIR.fullmatch(segment, segment.rfind("."))
+        )
+        >= 2
+    )
+
+
+_PARAMETERS = re.compile(r";[^/]*")
+
+
+def appends(longer: str, shorter: str) -> bool:
+    """Whether ``longer`` is ``shorter`` with more after a separator (``red`` then
+    ``red,blue``, never ``1`` then ``12``: another value, not one grown)."""
+    size = len(shorter)
+    return len(longer) > size and longer.startswith(shorter) and not longer[size].isalnum()
+
+
+def grows_a_value(mine: str, theirs: str) -> bool:
+    """Whether a value of the query ``mine`` appends to a value of the query ``theirs``,
+    under whatever name (``?tags=red`` then ``?q=red+blue``), or swaps the last item of a
+    list for another (``?q=red+blue`` then ``?q=red+green``: a results page linking more
+    of itself)."""
+    values = [v for _, _, v in (part.partition("=") for part in theirs.split("&")) if v]
+    return any(
+        appends(value, old) or swaps_an_item(value, old)
+        for value in (part.partition("=")[2] for part in mine.split("&"))
+        for old in values
+    )
+
+
+_LIST = re.compile(r"[,+|]|%2[0Cc]")
+"""A separator of a list in a query value: a comma, a plus sign (a space), a bar."""
+
+
+def swaps_an_item(value: str, old: str) -> bool:
+    """Whether ``value`` is the list ``old`` with its last item swapped for another."""
+    ends = [match.end() for match in _LIST.finditer(old)]
+    if not ends or value == old:
+        return False
+    head = old[: ends[-1]]
+    return (
+        len(value) > len(head) and value.startswith(head) and _LIST.search(value, len(head)) is None
+    )
+
+
+def variant(tail: str, source: str) -> bool:
+    """Whether a path with path parameters is one of its page's, whose path has some too
+    (``docs/guide;v=7`` found on ``/docs/guide;state=9f3a``): a page linking variants of
+    itself."""
+    theirs = source.partition("://")[2].partition("/")[2].partition("?")[0]
+    if ";" not in theirs:
+        return False
+    return _PARAMETERS.sub("", tail.partition("?")[0]) == _PARAMETERS.sub("", theirs)
