@@ -21,8 +21,8 @@ or the sets named by ``--sites``; a set is crawled whole from its front page, so
 fetched do not depend on timing.
 
 Usage: ``.venv/bin/python benchmarks/callgrind_crawl.py [--pages N] [--hosts H]
-[--only links|content] [--runs R] [--port P] [--real [--sites python3-doc,git-doc]]``. The gossamer crawled is the one this Python
-imports (``PYTHONPATH`` picks a source tree).
+[--only links|content] [--runs R] [--port P] [--real [--sites python3-doc,git-doc]]``. The
+gossamer crawled is the one this Python imports (``PYTHONPATH`` picks a source tree).
 """
 
 from __future__ import annotations
