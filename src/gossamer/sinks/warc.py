@@ -252,7 +252,7 @@ class _Compressor:
 def _stored_member(data: bytes) -> bytes:
     """``data`` as a gzip member of stored deflate blocks (RFC 1951 §3.2.4: each block a
     byte of BFINAL and type 00, its length and the length's complement, then the bytes)."""
-    parts = [_GZIP_HEADER]
+    parts: list[bytes | memoryview] = [_GZIP_HEADER]
     view = memoryview(data)
     size = len(data)
     start = 0
