@@ -15,9 +15,14 @@ a run slowed down by a busy machine counts more (the elapsed seconds are printed
 Compare runs of one machine, one web, several times, alternated, on a quiet machine. A run
 is some fifty times slower than the crawl itself; 500 pages take a few minutes.
 
+With ``--real`` it crawls the real-pages web of ``bench_realpages.py`` instead (Debian's
+documentation sets, ``realweb.py``, gzip-compressed as that benchmark serves them), all of it
+or the sets named by ``--sites``; a set is crawled whole from its front page, so the pages
+fetched do not depend on timing.
+
 Usage: ``.venv/bin/python benchmarks/callgrind_crawl.py [--pages N] [--hosts H]
-[--only links|content] [--runs R] [--port P]``. The gossamer crawled is the one this Python
-imports (``PYTHONPATH`` picks a source tree).
+[--only links|content] [--runs R] [--port P] [--real [--sites python3-doc,git-doc]]``. The
+gossamer crawled is the one this Python imports (``PYTHONPATH`` picks a source tree).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import nginx
+import realweb
 from crawlers import Gossamer, Settings, compile_gossamer
 from webgen import WebSpec, ensure_web, seeds
 from weblinks import host_ip
@@ -51,6 +57,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=1, help="runs per mode (1)")
     parser.add_argument("--only", choices=sorted(MODES), help="one mode, not both")
     parser.add_argument("--out", type=Path, default=ROOT / "bench-out", help="work directory")
+    parser.add_argument("--real", action="store_true", help="crawl the real-pages web")
+    parser.add_argument("--sites", help="with --real: comma-separated packages (all)")
     return parser.parse_args(argv)
 
 
@@ -87,6 +95,30 @@ def crawl_once(mode: str, seeds_file: Path, work: Path, args: argparse.Namespace
     return total_instructions(out_file)
 
 
+def generated_web(args: argparse.Namespace, seeds_file: Path) -> tuple[Path, list[str], bool]:
+    """Generate (or find) the article web, write its seeds; its root, addresses, no gzip."""
+    spec = WebSpec(args.pages, args.hosts, args.seed, args.port, "article")
+    web, expected = ensure_web(spec, args.out / "webs")
+    seeds_file.write_text("".join(f"{url}\n" for url in seeds(spec)), encoding="utf-8")
+    print(f"web: {web} ({expected.files} pages, {expected.ok} expected 200)", flush=True)
+    return web / "www", [host_ip(i) for i in range(spec.hosts)], False
+
+
+def real_web(args: argparse.Namespace, seeds_file: Path) -> tuple[Path, list[str], bool]:
+    """Lay out the installed documentation sets (those of ``--sites``), write their seeds;
+    the root, addresses, gzip on (as ``bench_realpages.py`` serves them)."""
+    wanted = set(args.sites.split(",")) if args.sites else None
+    docs = [doc for doc in realweb.DOCS if wanted is None or doc.package in wanted]
+    www = args.out / "callgrind-real-www"
+    sites = realweb.lay_out(www, docs)
+    if not sites:
+        raise SystemExit("callgrind: none of the documentation sets is installed")
+    seeds_file.write_text("".join(f"{u}\n" for u in realweb.seeds(sites, args.port)))
+    pages = len(realweb.html_files(sites))
+    print(f"web: {', '.join(s.package for s in sites)} ({pages} HTML files)", flush=True)
+    return www, [site.ip for site in sites], True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the crawls and print their instruction counts."""
     args = parse_args(argv)
@@ -94,15 +126,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("valgrind is missing: apt-get install -y valgrind", file=sys.stderr)
         return 2
     compile_gossamer()
-    spec = WebSpec(args.pages, args.hosts, args.seed, args.port, "article")
     args.out.mkdir(parents=True, exist_ok=True)
-    web, expected = ensure_web(spec, args.out / "webs")
     seeds_file = args.out / "callgrind-seeds.txt"
-    seeds_file.write_text("".join(f"{url}\n" for url in seeds(spec)), encoding="utf-8")
-    print(f"web: {web} ({expected.files} pages, {expected.ok} expected 200)", flush=True)
-    ips = [host_ip(i) for i in range(spec.hosts)]
+    www, ips, gzip = real_web(args, seeds_file) if args.real else generated_web(args, seeds_file)
     modes = [m for m in MODES if args.only in (None, m)]
-    with nginx.serve(args.out / "nginx-callgrind", web / "www", ips, spec.port):
+    with nginx.serve(args.out / "nginx-callgrind", www, ips, args.port, gzip=gzip):
         for mode in modes:
             for run in range(1, args.runs + 1):
                 work = args.out / "callgrind" / mode

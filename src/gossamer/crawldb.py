@@ -57,6 +57,8 @@ from gossamer.redact import MASK, redact_url
 
 _SCHEMA = """
 PRAGMA journal_mode=WAL;
+PRAGMA synchronous=NORMAL;
+BEGIN;
 CREATE TABLE IF NOT EXISTS urls (
     fp INTEGER PRIMARY KEY,
     url TEXT NOT NULL,
@@ -217,9 +219,10 @@ class CrawlDB:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        # one transaction, after the WAL is on and before any write: no sync per table
         self._conn.executescript(_SCHEMA)
         self._add_missing_columns()
-        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.execute("COMMIT")
         self._staged: list[tuple[str, list[Row]]] = []
         self._lock = asyncio.Lock()
         self._private = False

@@ -10,6 +10,7 @@ import gzip
 import hashlib
 import socket
 import struct
+import zlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from tests.warc_check import seek
 from warcio.archiveiterator import ArchiveIterator
 
 from gossamer.fetch import FetchConfig, Fetcher, FetchResult
-from gossamer.sinks.warc import WarcLocation, WarcWriter
+from gossamer.sinks.warc import WarcLocation, WarcWriter, _stored_member
 
 PAGE = b"<html><title>t</title><body>" + b"<p>gossamer</p>" * 200 + b"</body></html>"
 GZ = gzip.compress(PAGE)
@@ -331,3 +332,13 @@ def test_truncation_reasons(error: str | None, truncated: bool, reason: str) -> 
     from gossamer.fetch.exchange import cut_by
 
     assert cut_by(error, truncated) == reason
+
+
+@pytest.mark.parametrize("size", [0, 1, 0xFFFF, 0xFFFF + 1, 200_001])
+def test_a_stored_member_is_one_whole_gzip_member_of_any_size(size: int) -> None:
+    data = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    member = _stored_member(data)
+    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    assert inflate.decompress(member) == data
+    assert inflate.eof and not inflate.unused_data
+    assert gzip.decompress(member) == data

@@ -290,7 +290,7 @@ class _Walker:
                     parts.append(" ")
                 elif tag in SKIP_TAGS or (first := child.first_child) is None:
                     pass
-                elif first.next is None and first.tag == "-text":  # <a>words</a>: no walk
+                elif first.next is None and first.tag_id == _TEXT_ID:  # <a>words</a>: no walk
                     text = first.text_content
                     if text:
                         parts.append(text)
