@@ -19,6 +19,12 @@ The features of up to ``max_waiting`` queued URLs are kept (the oldest forgotten
 ``rescore_every`` judged pages (a fifth as many during the first ``10 * rescore_every``, while
 the scorer learns fastest) :meth:`upkeep` scores them again with the retrained scorer and
 hands the changed priorities to the frontier's ``reprioritize`` (when it has one).
+
+In a cluster (``shared``, :mod:`gossamer.focus.shared`) every ``share_every`` judged pages the
+policy sends the job's stream the pages it judged and the scorer's examples it trained on,
+and applies the other workers': their examples train its scorer, and a page they judged that
+this worker had queued a link to trains it with that link's features (and is sent on as an
+example), counts in the places on-topic pages live and is known as judged.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from gossamer.focus.anchors import LinkText, link_texts
 from gossamer.focus.learner import Features, OnlineLogistic, hash_union
 from gossamer.focus.linkfeatures import LinkFeatures
 from gossamer.focus.paths import PathEvidence
+from gossamer.focus.shared import Learnt, SharedLearning
 from gossamer.focus.topic import Topic
 from gossamer.frontier.base import Candidate
 from gossamer.parse.links import ParsedPage
@@ -76,6 +83,8 @@ class FocusConfig:
     judged yet goes first at a re-scoring, so one dead end cannot hold the crawl."""
     window: int = 100
     """Pages the recent harvest rate is measured over."""
+    share_every: int = 5
+    """In a cluster, judged pages between two exchanges of what was learnt."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +115,12 @@ class FocusStats:
     cpu_seconds: float
     """CPU time (this thread's) spent judging pages, learning and scoring links: the cost of
     the focus on top of the crawl (fetching, parsing and main text are not counted)."""
+    shared_sent: int = 0
+    """In a cluster: examples and judged pages sent to the other workers."""
+    shared_received: int = 0
+    """In a cluster: examples and judged pages received from the other workers."""
+    shared_bad: int = 0
+    """In a cluster: malformed entries of the shared stream skipped."""
 
 
 class _Waiting:
@@ -135,8 +150,10 @@ class FocusPolicy:
         reprioritize: Reprioritize | None = None,
         extractor: str = "tree",
         known: Sequence[str] = (),
+        shared: SharedLearning | None = None,
     ) -> None:
-        """``known``: URLs of pages known to be on-topic (the examples)."""
+        """``known``: URLs of pages known to be on-topic (the examples); ``shared``: the
+        exchange of what a cluster's workers learn."""
         self.topic = topic
         self.config = config or FocusConfig()
         self.model = OnlineLogistic()
@@ -150,7 +167,9 @@ class FocusPolicy:
         self._recent: deque[bool] = deque(maxlen=self.config.window)
         self._judged = self._relevant = self._dropped = 0
         self._rescores = self._reprioritized = 0
-        self._since_rescore = 0
+        self._since_rescore = self._since_share = 0
+        self._shared = shared
+        self._outgoing = Learnt()
         self._cpu = 0.0
         self._explorations = 0
         self._sections: set[str] = set()
@@ -182,17 +201,14 @@ class FocusPolicy:
         relevance = self.topic.judge(content.text).relevance
         relevant = relevance >= self.config.threshold
         self._tally(relevant)
-        self.paths.add(url, relevant)
-        if len(self._sections) < _MAX_SECTIONS:
-            parts = urlsplit(url)
-            self._sections.add(_section(parts.hostname or "", parts.path))
+        self._remember(url, relevant)
         came_by = self._waiting.pop(url, None)
-        if len(self._done) >= _MAX_DONE:
-            self._done.clear()
-        self._done[hash(url)] = relevant
+        if self._shared is not None:
+            self._outgoing.judged.append((url, relevant))
         streak = 0
         if came_by is not None:
             self.model.update(came_by.features, 1.0 if relevant else 0.0)
+            self._send([came_by.features], [1.0 if relevant else 0.0])
             streak = came_by.streak
         streak = 0 if relevant else streak + 1
         if self.config.mode == "hard" and streak > self.config.tolerance:
@@ -211,7 +227,10 @@ class FocusPolicy:
 
     async def upkeep(self) -> None:
         """Every ``rescore_every`` judged pages, score the waiting URLs again with the
-        retrained scorer and send the frontier those whose priority moved."""
+        retrained scorer and send the frontier those whose priority moved; in a cluster,
+        every ``share_every`` judged pages first exchange what was learnt."""
+        if self._shared is not None and self._since_share >= self.config.share_every:
+            await self._exchange(self._shared)
         every = self.config.rescore_every
         if self._judged < 10 * every:  # early on the scorer changes its mind fastest
             every = max(every // 5, 5)
@@ -255,6 +274,7 @@ class FocusPolicy:
             reprioritized=self._reprioritized,
             waiting=len(self._waiting),
             cpu_seconds=round(self._cpu, 4),
+            **_sharing(self._shared),
         )
 
     def json_stats(self) -> dict[str, Any]:
@@ -262,6 +282,44 @@ class FocusPolicy:
         return asdict(self.stats())
 
     # -- inside ----------------------------------------------------------------------------
+
+    def _remember(self, url: str, relevant: bool) -> None:
+        """A page judged (here or by another worker): where it lives, that it is done."""
+        self.paths.add(url, relevant)
+        if len(self._sections) < _MAX_SECTIONS:
+            parts = urlsplit(url)
+            self._sections.add(_section(parts.hostname or "", parts.path))
+        if len(self._done) >= _MAX_DONE:
+            self._done.clear()
+        self._done[hash(url)] = relevant
+
+    def _send(self, features: list[Features], labels: list[float]) -> None:
+        """Examples the scorer trained on, for the other workers (in a cluster)."""
+        if self._shared is not None:
+            self._outgoing.examples.extend(zip(features, labels, strict=True))
+
+    async def _exchange(self, shared: SharedLearning) -> None:
+        """Send what was learnt since the last exchange and apply the other workers'."""
+        self._since_share = 0
+        outgoing, self._outgoing = self._outgoing, Learnt()
+        batches = await shared.exchange(outgoing)
+        started = time.thread_time()
+        features: list[Features] = []
+        labels: list[float] = []
+        for learnt in batches:
+            for url, relevant in learnt.judged:
+                if hash(url) in self._done:
+                    continue
+                self._remember(url, relevant)
+                came_by = self._waiting.pop(url, None)
+                if came_by is not None:  # a link queued here: its outcome is known now
+                    self._send([came_by.features], [float(relevant)])
+                    features.append(came_by.features)
+                    labels.append(float(relevant))
+            features += [f for f, _ in learnt.examples]
+            labels += [label for _, label in learnt.examples]
+        self.model.update_many(features, labels)
+        self._cpu += time.thread_time() - started
 
     def _rescored(self) -> tuple[list[str], dict[str, float]]:
         """The waiting URLs and the new priorities of those that moved."""
@@ -285,6 +343,7 @@ class FocusPolicy:
         self._relevant += relevant
         self._recent.append(relevant)
         self._since_rescore += 1
+        self._since_share += 1
 
     def _learnt_share(self) -> float:
         updates = self.model.updates
@@ -372,6 +431,7 @@ class FocusPolicy:
         features = [self.links.of(link, text, relevance, streak, url)[0] for link, text in seen]
         labels = [1.0 if done.get(hash(link), True) else 0.0 for link, _ in seen]
         self.model.update_many(features[:_MAX_KNOWN], labels[:_MAX_KNOWN])
+        self._send(features[:_MAX_KNOWN], labels[:_MAX_KNOWN])
 
     def _keep(self, link: str, entry: _Waiting) -> None:
         try:
@@ -404,3 +464,10 @@ def _section(host: str, path: str) -> str:
     page at its root)."""
     first, _, rest = path.lstrip("/").partition("/")
     return f"{host}/{first}" if rest else host
+
+
+def _sharing(shared: SharedLearning | None) -> dict[str, int]:
+    if shared is None:
+        return {}
+    stats = shared.stats()
+    return {"shared_sent": stats.sent, "shared_received": stats.received, "shared_bad": stats.bad}
