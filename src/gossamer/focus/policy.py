@@ -38,11 +38,13 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
+import numpy as np
+
 from gossamer.extract import Content, extract
 from gossamer.focus.anchors import LinkText, link_texts
 from gossamer.focus.learner import Features, OnlineLogistic, hash_union
 from gossamer.focus.linkfeatures import LinkFeatures
-from gossamer.focus.paths import PathEvidence
+from gossamer.focus.paths import PathEvidence, place_keys
 from gossamer.focus.shared import Learnt, SharedLearning
 from gossamer.focus.topic import Topic
 from gossamer.frontier.base import Candidate
@@ -124,13 +126,20 @@ class FocusStats:
 
 
 class _Waiting:
-    __slots__ = ("explore", "features", "host", "path", "prior", "sent", "streak")
+    __slots__ = ("explore", "features", "place", "prior", "section", "sent", "streak")
 
     def __init__(
-        self, features: Features, prior: float, sent: float, streak: int, host: str, path: str
+        self,
+        features: Features,
+        prior: float,
+        sent: float,
+        streak: int,
+        place: tuple[int, int] | None,
+        section: str,
     ) -> None:
-        self.host = host
-        self.path = path
+        self.place = place
+        """The keys of its place (:func:`gossamer.focus.paths.place_keys`)."""
+        self.section = section
         self.explore = False
         """Sent first by exploration: re-scoring leaves it first."""
         self.features = features
@@ -324,18 +333,20 @@ class FocusPolicy:
     def _rescored(self) -> tuple[list[str], dict[str, float]]:
         """The waiting URLs and the new priorities of those that moved."""
         urls = list(self._waiting)
-        entries = [self._waiting[u] for u in urls]
+        entries = list(self._waiting.values())
+        count = len(entries)
         learnt = self.model.predict_many([e.features for e in entries])
         share = self._learnt_share()
+        place = self.paths.score_keys
+        places = np.fromiter((place(e.place) for e in entries), dtype=np.float64, count=count)
+        priors = np.fromiter((e.prior for e in entries), dtype=np.float64, count=count)
+        sent = np.fromiter((e.sent for e in entries), dtype=np.float64, count=count)
+        priorities = np.round(np.maximum((1 - share) * priors + share * learnt, places), 4)
         changed: dict[str, float] = {}
-        place = self.paths.score
-        for url, entry, p in zip(urls, entries, learnt.tolist(), strict=True):
-            if entry.explore:
-                continue
-            priority = _priority(entry.prior, p, share, place(entry.host, entry.path))
-            if abs(priority - entry.sent) >= _PRIORITY_STEP:
-                entry.sent = priority
-                changed[url] = priority
+        for i in np.flatnonzero(np.abs(priorities - sent) >= _PRIORITY_STEP).tolist():
+            entry = entries[i]
+            if not entry.explore:
+                entry.sent = changed[urls[i]] = float(priorities[i])
         return urls, changed
 
     def _tally(self, relevant: bool) -> None:
@@ -365,24 +376,26 @@ class FocusPolicy:
         url = page.base_url
         scored = [self.links.of(link, texts.get(link), relevance, streak, url) for link in links]
         learnt = self.model.predict_many([s[0] for s in scored]).tolist() if share else None
-        place = self.paths.score
+        place = self.paths.score_keys
         for i, (link, (features, prior, host, path)) in enumerate(zip(links, scored, strict=True)):
             p = learnt[i] if learnt is not None else 0.0
-            priority = _priority(prior, p, share, place(host, path))
+            keys = place_keys(host, path)
+            priority = _priority(prior, p, share, place(keys))
             if hash(link) in self._known:
                 priority = 1.0
             out.append(Candidate(link, depth, priority=priority))
-            self._keep(link, _Waiting(features, prior, priority, streak, host, path))
+            entry = _Waiting(features, prior, priority, streak, keys, _section(host, path))
+            self._keep(link, entry)
         return out
 
     def _waiting_again(self, links: list[str], depth: int) -> list[Candidate]:
         """Links to URLs already waiting, at their priority or, when higher now, their
         place's."""
-        waiting, place, out = self._waiting, self.paths.score, []
+        waiting, place, out = self._waiting, self.paths.score_keys, []
         for link in links:
             entry = waiting.get(link)
             if entry is not None:
-                priority = max(entry.sent, round(place(entry.host, entry.path), 4))
+                priority = max(entry.sent, round(place(entry.place), 4))
                 out.append(Candidate(link, depth, priority=priority))
         return out
 
@@ -394,7 +407,7 @@ class FocusPolicy:
         sections = self._sections
         best: tuple[float, str] | None = None
         for url, entry in self._waiting.items():
-            if entry.explore or _section(entry.host, entry.path) in sections:
+            if entry.explore or entry.section in sections:
                 continue
             if best is None or entry.sent > best[0]:
                 best = (entry.sent, url)
