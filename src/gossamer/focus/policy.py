@@ -441,10 +441,11 @@ class FocusPolicy:
         ]
         if not seen:
             return
+        seen = seen[:_MAX_KNOWN]
         features = [self.links.of(link, text, relevance, streak, url)[0] for link, text in seen]
         labels = [1.0 if done.get(hash(link), True) else 0.0 for link, _ in seen]
-        self.model.update_many(features[:_MAX_KNOWN], labels[:_MAX_KNOWN])
-        self._send(features[:_MAX_KNOWN], labels[:_MAX_KNOWN])
+        self.model.update_many(features, labels)
+        self._send(features, labels)
 
     def _keep(self, link: str, entry: _Waiting) -> None:
         try:
