@@ -13,7 +13,7 @@ on-topic pages among the first N / all on-topic pages. Politeness is read from t
 own request log: the smallest spacing between two requests to the Crawl-delay host.
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_focus.py [--n 100 200 500] [--json]
-        [--modes breadth-first soft hard "soft, phrase only"] [--seed 7]
+        [--modes breadth-first soft hard "soft, phrase only"] [--seed 7] [--slack S]
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ EXAMPLES = ("/reference/storage/engine/concurrency/0/", "/reference/storage/engi
 HARD_TOLERANCE = 3
 """The seed is a portal three generic hubs above the topic: hard mode has to tunnel through."""
 MODES = ("breadth-first", "soft", "hard", "soft, phrase only")
+FOCUSED: dict[str, Any] = {}
+"""Settings of the focused crawls given on the command line (``focus_slack``)."""
 
 
 async def crawl(server: TopicalServer, mode: str, pages: int, out: Path) -> dict[str, Any]:
@@ -64,6 +66,7 @@ async def crawl(server: TopicalServer, mode: str, pages: int, out: Path) -> dict
             flags["focus_tolerance"] = HARD_TOLERANCE
         if "phrase only" not in mode:
             flags["focus_examples"] = [server.url("docs.test", p) for p in EXAMPLES]
+        flags.update(FOCUSED)
     settings = load_model(CrawlSettings, flags, env={})
     server.log.clear()
     started = time.monotonic()
@@ -166,6 +169,9 @@ if __name__ == "__main__":
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument("--seed", type=int, default=7, help="of the generated topical web")
+    parser.add_argument("--slack", type=float, help="the focused crawls' --focus-slack")
     args = parser.parse_args()
+    if args.slack is not None:
+        FOCUSED["focus_slack"] = args.slack
     logging.basicConfig(level=logging.WARNING)
     asyncio.run(main(args.n, args.json, tuple(args.modes), args.seed))

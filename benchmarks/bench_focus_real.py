@@ -23,6 +23,7 @@ comes from the crawl's ``focus`` statistics.
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_focus_real.py [--n 100 200 500]
         [--topics NAME ...] [--rounds 3] [--port 8391] [--json]
+        [--slack S] [--concurrency C]   (the focused crawls' --focus-slack and requests in flight)
 """
 
 from __future__ import annotations
@@ -304,6 +305,8 @@ def write_hub(www: Path) -> None:
 
 
 PORT = [8391]
+FOCUSED: dict[str, Any] = {}
+"""Settings of the focused crawls given on the command line (``focus_slack``, ``concurrency``)."""
 
 
 async def crawl(topic: Topic | None, pages: int, out: Path) -> dict[str, Any]:
@@ -324,6 +327,7 @@ async def crawl(topic: Topic | None, pages: int, out: Path) -> dict[str, Any]:
         flags["focus_examples"] = [
             f"http://{e.replace('/', f':{port}/', 1)}" for e in topic.examples
         ]
+        flags.update(FOCUSED)
     settings = load_model(CrawlSettings, flags, env={})
     started = time.monotonic()
     stats = await run_crawl(settings)
@@ -427,7 +431,13 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8391, help="first port tried")
     parser.add_argument("--rounds", type=int, default=3, help="focused crawls per topic")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--slack", type=float, help="the focused crawls' --focus-slack")
+    parser.add_argument("--concurrency", type=int, help="the focused crawls' requests in flight")
     args = parser.parse_args()
+    if args.slack is not None:
+        FOCUSED["focus_slack"] = args.slack
+    if args.concurrency is not None:
+        FOCUSED["concurrency"] = args.concurrency
     logging.basicConfig(level=logging.WARNING)
     report = asyncio.run(run(sorted(args.n), args.topics, args.port, args.rounds))
     if args.json:

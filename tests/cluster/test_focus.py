@@ -1,5 +1,6 @@
 """A focused cluster job: the focus settings travel with the job, every worker fetches the
-example page, judges its pages and orders its links the same way.
+example page, judges its pages and orders its links the same way, and what each learns reaches
+the other through the job's Redis.
 
 Real redis-server, the in-process topical test web, workers as subprocesses.
 """
@@ -54,4 +55,6 @@ async def test_every_worker_focuses(tmp_path: Path, redis_server: RedisServer) -
         assert all(r["relevance"] is not None for r in pages), i
         stats = json.loads((tmp_path / f"w{i}" / "stats.json").read_text())
         assert stats["focus"]["judged"] == len(pages), i
+        assert stats["focus"]["shared_sent"] > 0 and stats["focus"]["shared_received"] > 0, i
+        assert stats["focus"]["shared_bad"] == 0, i
     assert len(fetched_example) >= 2  # each worker fetched the example itself

@@ -229,7 +229,14 @@ async def _crawl_share(
         if shared is not None and stages.gate is not None:  # sitemaps at the shared pace
             stages.gate.share(shared)
         await start_stages(frontier, stages.gate, stages.proxies)
-        focus = await focus_policy(settings, frontier, stages.fetcher, stages.gate, stages.robots)
+        focus = await focus_policy(
+            settings,
+            frontier,
+            stages.fetcher,
+            stages.gate,
+            stages.robots,
+            shared=(control.redis, control.job),
+        )
         crawler = assemble_crawler(
             stages,
             settings,

@@ -59,16 +59,19 @@ async def focus_policy(
     fetcher: Fetcher,
     gate: HostGate | None,
     robots: RobotsCache,
+    shared: tuple[Any, str] | None = None,
 ) -> Focus | None:
     """A focused crawl's policy (None for a plain crawl, which imports nothing of
     :mod:`gossamer.focus`): the example pages are fetched now by ``fetcher`` (through
     ``gate``, robots.txt and the hosts' delays obeyed, and waited for before the crawl's first
     request), and with the phrase they make the topic. A bad example or an empty topic raises
-    SettingsError."""
+    SettingsError. ``shared``: a cluster job's Redis client and job name, through which the
+    policy shares what it learns with the other workers."""
     if not settings.focused:
         return None
     from gossamer.focus.examples import ExampleError, fetch_examples, warn_unrelated
     from gossamer.focus.policy import FocusConfig, FocusPolicy
+    from gossamer.focus.shared import SharedLearning
     from gossamer.focus.topic import Topic, TopicError
 
     fetch: Any = fetcher if gate is None else GatedFetch(fetcher, gate)
@@ -98,6 +101,7 @@ async def focus_policy(
         reprioritize=reprioritize,
         extractor=settings.extractor,
         known=[e.url for e in examples],
+        shared=None if shared is None else SharedLearning(*shared),
     )
 
 

@@ -10,11 +10,12 @@ trained as pages are judged); ``paths`` counts where on-topic pages were found; 
 ties them together for the engine: it judges pages, sets the priority of outlinks, drops
 links in ``hard`` mode, re-scores the URLs waiting in the frontier, explores within a share
 and keeps the harvest-rate statistics; ``examples`` fetches the example pages before the
-crawl. Nothing of these is imported by a crawl without focus settings.
+crawl; ``shared`` exchanges what a cluster's workers learn through the job's Redis stream.
+Nothing of these is imported by a crawl without focus settings.
 
 The content digests every crawl keeps are :mod:`gossamer.digests`, not part of this package.
 
-This package may import the standard library, numpy, selectolax,
+This package may import the standard library, numpy, msgspec, selectolax, redis (``shared``),
 `gossamer.parse`, `gossamer.extract`, `gossamer.frontier.base`, `gossamer.frontier.robots`,
 `gossamer.urls` and `gossamer.crawldb`; nothing
 above the stages (engine, crawl wiring, cluster, cli), which build its objects and hand them

@@ -40,8 +40,9 @@ class LinkText:
 
 def link_texts(page: ParsedPage, wanted: set[str]) -> dict[str, LinkText]:
     """The ``<a href>`` of ``page`` that lead to ``wanted`` URLs (resolved as the link
-    extractor resolves them), with their text; a URL linked several times keeps its texts
-    joined. Links within the page (``#...``) are skipped unread."""
+    extractor resolves them), with their text; a URL linked several times keeps its anchor
+    texts joined (while short) and the context of its first link. Links within the page
+    (``#...``) are skipped unread."""
     tree = page.tree
     if tree is None or not wanted:
         return {}
@@ -59,15 +60,12 @@ def link_texts(page: ParsedPage, wanted: set[str]) -> dict[str, LinkText]:
             url = resolved[href] = resolver.resolve(href)
         if url is None or url not in wanted:
             continue
-        anchor = _anchor(node)
-        context = _context(node, blocks)
-        group = _group(node, groups)
-        if url in found:
-            before = found[url]
-            anchor = f"{before.anchor} {anchor}"[:MAX_ANCHOR_CHARS]
-            context = before.context if len(before.context) >= len(context) else context
-            group = before.group or group
-        found[url] = LinkText(anchor, context, group)
+        before = found.get(url)
+        if before is None:
+            found[url] = LinkText(_anchor(node), _context(node, blocks), _group(node, groups))
+        elif len(before.anchor) < MAX_ANCHOR_CHARS // 2:  # its first texts say enough
+            anchor = f"{before.anchor} {_anchor(node)}"[:MAX_ANCHOR_CHARS]
+            found[url] = LinkText(anchor, before.context, before.group or _group(node, groups))
     return found
 
 

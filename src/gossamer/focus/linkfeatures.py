@@ -48,6 +48,7 @@ class LinkFeatures:
         self._match: dict[str, float] = {}
         self._index: dict[str, int] = {}
         self._statics: dict[tuple[str, str, str], _Static] = {}
+        self._dynamic: dict[tuple[str, int, int, int], Features] = {}
         self._version = topic.version
         self._adopted = 0
 
@@ -103,9 +104,15 @@ class LinkFeatures:
         context = text.context[:_CONTEXT_CHARS] if text is not None else ""
         static, match, host, path = self._static(link, anchor, context)
         prior = match + 0.3 * relevance
-        group = f"g:{parent}#{text.group}" if text is not None and text.group else "g:"
-        names = ("b", f"p:{int(relevance * 5)}", f"d:{min(distance, _MAX_DISTANCE)}", group)
-        return np.concatenate((static, self.indices(names))), prior, host, path
+        key = (parent, text.group if text is not None else 0, int(relevance * 5), distance)
+        found = self._dynamic.get(key)
+        if found is None:  # the same for every link of one list of one page
+            if len(self._dynamic) >= MAX_CACHED:
+                self._dynamic.clear()
+            group = f"g:{parent}#{key[1]}" if key[1] else "g:"
+            names = ("b", f"p:{key[2]}", f"d:{min(distance, _MAX_DISTANCE)}", group)
+            found = self._dynamic[key] = self.indices(names)
+        return np.concatenate((static, found)), prior, host, path
 
     def _static(self, link: str, anchor: str, context: str) -> _Static:
         """What a link's URL and texts give, whichever page links to it: the indices of

@@ -47,6 +47,16 @@ def _segments(path: str) -> list[str]:
     return [segment for segment in path.split("/") if segment][:MAX_SEGMENTS]
 
 
+def place_keys(host: str, path: str) -> tuple[int, int] | None:
+    """The keys a link's place is scored by: those of its whole path and of its directory
+    (the last two of ``prefixes``' keys); None for a link to a site's root."""
+    segments = _segments(path)
+    if not segments:
+        return None
+    directory = "/".join((host, *segments[:-1]))
+    return hash(f"{directory}/{segments[-1]}"), hash(directory)
+
+
 class PathEvidence:
     """Judged and relevant pages per path prefix (see the module docstring)."""
 
@@ -73,14 +83,17 @@ class PathEvidence:
 
     def score(self, host: str, path: str) -> float:
         """How strongly where a link points says it leads to on-topic pages, 0..1."""
-        segments = _segments(path)
-        if not segments:
+        return self.score_keys(place_keys(host, path))
+
+    def score_keys(self, keys: tuple[int, int] | None) -> float:
+        """``score`` of a link by its :func:`place_keys` (a link waiting is scored again and
+        again: its keys are computed once)."""
+        if keys is None:
             return 0.0
-        directory = "/".join((host, *segments[:-1]))  # the last two of `prefixes`' keys
         counts = self._counts
-        below = counts.get(hash(f"{directory}/{segments[-1]}"))
+        below = counts.get(keys[0])
         into = below[0] / (below[1] + 2) if below is not None else 0.0
-        siblings = counts.get(hash(directory))
+        siblings = counts.get(keys[1])
         if siblings is None or siblings[2] < _SIBLINGS_FROM:
             return into
         return max(into, siblings[2] / (siblings[3] + 2))

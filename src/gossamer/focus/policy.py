@@ -19,6 +19,12 @@ The features of up to ``max_waiting`` queued URLs are kept (the oldest forgotten
 ``rescore_every`` judged pages (a fifth as many during the first ``10 * rescore_every``, while
 the scorer learns fastest) :meth:`upkeep` scores them again with the retrained scorer and
 hands the changed priorities to the frontier's ``reprioritize`` (when it has one).
+
+In a cluster (``shared``, :mod:`gossamer.focus.shared`) every ``share_every`` judged pages the
+policy sends the job's stream the pages it judged and the scorer's examples it trained on,
+and applies the other workers': their examples train its scorer, and a page they judged that
+this worker had queued a link to trains it with that link's features (and is sent on as an
+example), counts in the places on-topic pages live and is known as judged.
 """
 
 from __future__ import annotations
@@ -32,11 +38,14 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
+import numpy as np
+
 from gossamer.extract import Content, extract
 from gossamer.focus.anchors import LinkText, link_texts
 from gossamer.focus.learner import Features, OnlineLogistic, hash_union
 from gossamer.focus.linkfeatures import LinkFeatures
-from gossamer.focus.paths import PathEvidence
+from gossamer.focus.paths import PathEvidence, place_keys
+from gossamer.focus.shared import Learnt, SharedLearning
 from gossamer.focus.topic import Topic
 from gossamer.frontier.base import Candidate
 from gossamer.parse.links import ParsedPage
@@ -76,6 +85,8 @@ class FocusConfig:
     judged yet goes first at a re-scoring, so one dead end cannot hold the crawl."""
     window: int = 100
     """Pages the recent harvest rate is measured over."""
+    share_every: int = 5
+    """In a cluster, judged pages between two exchanges of what was learnt."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,16 +117,29 @@ class FocusStats:
     cpu_seconds: float
     """CPU time (this thread's) spent judging pages, learning and scoring links: the cost of
     the focus on top of the crawl (fetching, parsing and main text are not counted)."""
+    shared_sent: int = 0
+    """In a cluster: examples and judged pages sent to the other workers."""
+    shared_received: int = 0
+    """In a cluster: examples and judged pages received from the other workers."""
+    shared_bad: int = 0
+    """In a cluster: malformed entries of the shared stream skipped."""
 
 
 class _Waiting:
-    __slots__ = ("explore", "features", "host", "path", "prior", "sent", "streak")
+    __slots__ = ("explore", "features", "place", "prior", "section", "sent", "streak")
 
     def __init__(
-        self, features: Features, prior: float, sent: float, streak: int, host: str, path: str
+        self,
+        features: Features,
+        prior: float,
+        sent: float,
+        streak: int,
+        place: tuple[int, int] | None,
+        section: str,
     ) -> None:
-        self.host = host
-        self.path = path
+        self.place = place
+        """The keys of its place (:func:`gossamer.focus.paths.place_keys`)."""
+        self.section = section
         self.explore = False
         """Sent first by exploration: re-scoring leaves it first."""
         self.features = features
@@ -135,8 +159,10 @@ class FocusPolicy:
         reprioritize: Reprioritize | None = None,
         extractor: str = "tree",
         known: Sequence[str] = (),
+        shared: SharedLearning | None = None,
     ) -> None:
-        """``known``: URLs of pages known to be on-topic (the examples)."""
+        """``known``: URLs of pages known to be on-topic (the examples); ``shared``: the
+        exchange of what a cluster's workers learn."""
         self.topic = topic
         self.config = config or FocusConfig()
         self.model = OnlineLogistic()
@@ -150,7 +176,9 @@ class FocusPolicy:
         self._recent: deque[bool] = deque(maxlen=self.config.window)
         self._judged = self._relevant = self._dropped = 0
         self._rescores = self._reprioritized = 0
-        self._since_rescore = 0
+        self._since_rescore = self._since_share = 0
+        self._shared = shared
+        self._outgoing = Learnt()
         self._cpu = 0.0
         self._explorations = 0
         self._sections: set[str] = set()
@@ -182,17 +210,14 @@ class FocusPolicy:
         relevance = self.topic.judge(content.text).relevance
         relevant = relevance >= self.config.threshold
         self._tally(relevant)
-        self.paths.add(url, relevant)
-        if len(self._sections) < _MAX_SECTIONS:
-            parts = urlsplit(url)
-            self._sections.add(_section(parts.hostname or "", parts.path))
+        self._remember(url, relevant)
         came_by = self._waiting.pop(url, None)
-        if len(self._done) >= _MAX_DONE:
-            self._done.clear()
-        self._done[hash(url)] = relevant
+        if self._shared is not None:
+            self._outgoing.judged.append((url, relevant))
         streak = 0
         if came_by is not None:
             self.model.update(came_by.features, 1.0 if relevant else 0.0)
+            self._send([came_by.features], [1.0 if relevant else 0.0])
             streak = came_by.streak
         streak = 0 if relevant else streak + 1
         if self.config.mode == "hard" and streak > self.config.tolerance:
@@ -211,7 +236,10 @@ class FocusPolicy:
 
     async def upkeep(self) -> None:
         """Every ``rescore_every`` judged pages, score the waiting URLs again with the
-        retrained scorer and send the frontier those whose priority moved."""
+        retrained scorer and send the frontier those whose priority moved; in a cluster,
+        every ``share_every`` judged pages first exchange what was learnt."""
+        if self._shared is not None and self._since_share >= self.config.share_every:
+            await self._exchange(self._shared)
         every = self.config.rescore_every
         if self._judged < 10 * every:  # early on the scorer changes its mind fastest
             every = max(every // 5, 5)
@@ -255,6 +283,7 @@ class FocusPolicy:
             reprioritized=self._reprioritized,
             waiting=len(self._waiting),
             cpu_seconds=round(self._cpu, 4),
+            **_sharing(self._shared),
         )
 
     def json_stats(self) -> dict[str, Any]:
@@ -263,21 +292,61 @@ class FocusPolicy:
 
     # -- inside ----------------------------------------------------------------------------
 
+    def _remember(self, url: str, relevant: bool) -> None:
+        """A page judged (here or by another worker): where it lives, that it is done."""
+        self.paths.add(url, relevant)
+        if len(self._sections) < _MAX_SECTIONS:
+            parts = urlsplit(url)
+            self._sections.add(_section(parts.hostname or "", parts.path))
+        if len(self._done) >= _MAX_DONE:
+            self._done.clear()
+        self._done[hash(url)] = relevant
+
+    def _send(self, features: list[Features], labels: list[float]) -> None:
+        """Examples the scorer trained on, for the other workers (in a cluster)."""
+        if self._shared is not None:
+            self._outgoing.examples.extend(zip(features, labels, strict=True))
+
+    async def _exchange(self, shared: SharedLearning) -> None:
+        """Send what was learnt since the last exchange and apply the other workers'."""
+        self._since_share = 0
+        outgoing, self._outgoing = self._outgoing, Learnt()
+        batches = await shared.exchange(outgoing)
+        started = time.thread_time()
+        features: list[Features] = []
+        labels: list[float] = []
+        for learnt in batches:
+            for url, relevant in learnt.judged:
+                if hash(url) in self._done:
+                    continue
+                self._remember(url, relevant)
+                came_by = self._waiting.pop(url, None)
+                if came_by is not None:  # a link queued here: its outcome is known now
+                    self._send([came_by.features], [float(relevant)])
+                    features.append(came_by.features)
+                    labels.append(float(relevant))
+            features += [f for f, _ in learnt.examples]
+            labels += [label for _, label in learnt.examples]
+        self.model.update_many(features, labels)
+        self._cpu += time.thread_time() - started
+
     def _rescored(self) -> tuple[list[str], dict[str, float]]:
         """The waiting URLs and the new priorities of those that moved."""
         urls = list(self._waiting)
-        entries = [self._waiting[u] for u in urls]
+        entries = list(self._waiting.values())
+        count = len(entries)
         learnt = self.model.predict_many([e.features for e in entries])
         share = self._learnt_share()
+        place = self.paths.score_keys
+        places = np.fromiter((place(e.place) for e in entries), dtype=np.float64, count=count)
+        priors = np.fromiter((e.prior for e in entries), dtype=np.float64, count=count)
+        sent = np.fromiter((e.sent for e in entries), dtype=np.float64, count=count)
+        priorities = np.round(np.maximum((1 - share) * priors + share * learnt, places), 4)
         changed: dict[str, float] = {}
-        place = self.paths.score
-        for url, entry, p in zip(urls, entries, learnt.tolist(), strict=True):
-            if entry.explore:
-                continue
-            priority = _priority(entry.prior, p, share, place(entry.host, entry.path))
-            if abs(priority - entry.sent) >= _PRIORITY_STEP:
-                entry.sent = priority
-                changed[url] = priority
+        for i in np.flatnonzero(np.abs(priorities - sent) >= _PRIORITY_STEP).tolist():
+            entry = entries[i]
+            if not entry.explore:
+                entry.sent = changed[urls[i]] = float(priorities[i])
         return urls, changed
 
     def _tally(self, relevant: bool) -> None:
@@ -285,6 +354,7 @@ class FocusPolicy:
         self._relevant += relevant
         self._recent.append(relevant)
         self._since_rescore += 1
+        self._since_share += 1
 
     def _learnt_share(self) -> float:
         updates = self.model.updates
@@ -306,24 +376,26 @@ class FocusPolicy:
         url = page.base_url
         scored = [self.links.of(link, texts.get(link), relevance, streak, url) for link in links]
         learnt = self.model.predict_many([s[0] for s in scored]).tolist() if share else None
-        place = self.paths.score
+        place = self.paths.score_keys
         for i, (link, (features, prior, host, path)) in enumerate(zip(links, scored, strict=True)):
             p = learnt[i] if learnt is not None else 0.0
-            priority = _priority(prior, p, share, place(host, path))
+            keys = place_keys(host, path)
+            priority = _priority(prior, p, share, place(keys))
             if hash(link) in self._known:
                 priority = 1.0
             out.append(Candidate(link, depth, priority=priority))
-            self._keep(link, _Waiting(features, prior, priority, streak, host, path))
+            entry = _Waiting(features, prior, priority, streak, keys, _section(host, path))
+            self._keep(link, entry)
         return out
 
     def _waiting_again(self, links: list[str], depth: int) -> list[Candidate]:
         """Links to URLs already waiting, at their priority or, when higher now, their
         place's."""
-        waiting, place, out = self._waiting, self.paths.score, []
+        waiting, place, out = self._waiting, self.paths.score_keys, []
         for link in links:
             entry = waiting.get(link)
             if entry is not None:
-                priority = max(entry.sent, round(place(entry.host, entry.path), 4))
+                priority = max(entry.sent, round(place(entry.place), 4))
                 out.append(Candidate(link, depth, priority=priority))
         return out
 
@@ -335,7 +407,7 @@ class FocusPolicy:
         sections = self._sections
         best: tuple[float, str] | None = None
         for url, entry in self._waiting.items():
-            if entry.explore or _section(entry.host, entry.path) in sections:
+            if entry.explore or entry.section in sections:
                 continue
             if best is None or entry.sent > best[0]:
                 best = (entry.sent, url)
@@ -369,9 +441,11 @@ class FocusPolicy:
         ]
         if not seen:
             return
+        seen = seen[:_MAX_KNOWN]
         features = [self.links.of(link, text, relevance, streak, url)[0] for link, text in seen]
         labels = [1.0 if done.get(hash(link), True) else 0.0 for link, _ in seen]
-        self.model.update_many(features[:_MAX_KNOWN], labels[:_MAX_KNOWN])
+        self.model.update_many(features, labels)
+        self._send(features, labels)
 
     def _keep(self, link: str, entry: _Waiting) -> None:
         try:
@@ -404,3 +478,10 @@ def _section(host: str, path: str) -> str:
     page at its root)."""
     first, _, rest = path.lstrip("/").partition("/")
     return f"{host}/{first}" if rest else host
+
+
+def _sharing(shared: SharedLearning | None) -> dict[str, int]:
+    if shared is None:
+        return {}
+    stats = shared.stats()
+    return {"shared_sent": stats.sent, "shared_received": stats.received, "shared_bad": stats.bad}

@@ -71,24 +71,27 @@ def stem(word: str) -> str:
     return word
 
 
-_STEMS: dict[str, str] = {}
+_STEMS: dict[str, str] = dict.fromkeys(STOP_WORDS, "")
+"""Word -> term, stop words -> "" (cached: a site repeats its words on every page)."""
 _MAX_STEMS = 200_000
 
 
 def terms(text: str) -> list[str]:
     """The terms of ``text`` in order (see the module docstring)."""
-    cache = _STEMS
-    out = []
-    for word in _WORD.findall(text[:MAX_TEXT_CHARS].lower()):
-        if word in STOP_WORDS:
-            continue
-        term = cache.get(word)
-        if term is None:
-            term = stem(word)
-            if len(cache) < _MAX_STEMS:
-                cache[word] = term
-        out.append(term)
-    return out
+    words = _WORD.findall(text[:MAX_TEXT_CHARS].lower())
+    found: list[str | None] = list(map(_STEMS.get, words))
+    if None in found:  # words met for the first time
+        found = [_term(w) if t is None else t for t, w in zip(found, words, strict=True)]
+    return list(filter(None, found))
+
+
+def _term(word: str) -> str:
+    term = _STEMS.get(word)
+    if term is None:
+        term = "" if word in STOP_WORDS else stem(word)
+        if len(_STEMS) < _MAX_STEMS:
+            _STEMS[word] = term
+    return term
 
 
 def with_pairs(words: list[str], pairs: frozenset[str]) -> list[str]:
@@ -96,7 +99,8 @@ def with_pairs(words: list[str], pairs: frozenset[str]) -> list[str]:
     phrases count as terms of their own."""
     if not pairs or len(words) < 2:
         return words
-    found = [f"{a} {b}" for a, b in itertools.pairwise(words)]
+    firsts = {p.partition(" ")[0] for p in pairs}
+    found = [f"{a} {b}" for a, b in itertools.pairwise(words) if a in firsts]
     return words + [p for p in found if p in pairs]
 
 

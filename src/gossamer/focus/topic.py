@@ -22,6 +22,7 @@ crawl itself: every judged page counts, so words common on the site weigh less a
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 import re
@@ -197,10 +198,6 @@ class Topic:
             keep = sorted(background.items(), key=lambda item: item[1], reverse=True)
             self._background = dict(keep[: _MAX_BACKGROUND // 2])
 
-    def _background_mean(self) -> dict[str, float]:
-        pages = self._background_pages
-        return {t: w / pages for t, w in self._background.items()} if pages else {}
-
     def _refresh(self) -> None:
         """Rebuild the topic vector and the examples' centroid with the current IDF."""
         self.version += 1
@@ -208,13 +205,10 @@ class Topic:
         self._refreshed = self._judged
         vectors = [self.df.vector(c) for c in self._examples]
         vectors += [self.df.vector(c) for _, c in self._pseudo]
-        background = self._background_mean()
+        background = (self._background, 1 / max(self._background_pages, 1))
         self._centroid = _mean(vectors, background)
         if len(vectors) >= 2:
-            alone = [
-                cosine(v, _mean(vectors[:i] + vectors[i + 1 :], background))
-                for i, v in enumerate(vectors)
-            ]
+            alone = [cosine(v, _mean(vectors, background, v)) for v in vectors]
             self._reference = max(sum(alone) / len(alone), 0.05)
         phrase: dict[str, float] = {}
         for facet in self.facets:
@@ -228,19 +222,28 @@ class Topic:
         self._strong = max(sum(top) / len(top), 1e-6) if top else 1.0
 
 
-def _mean(vectors: Sequence[dict[str, float]], background: dict[str, float]) -> dict[str, float]:
-    """The unit centroid of ``vectors`` less the crawl's ``background`` (Rocchio), cut to its
-    ``_CENTROID_TERMS`` heaviest terms: the words that make the topic, not those every page
-    of a site shares (a reference's "return", "value", "default")."""
+def _mean(
+    vectors: Sequence[dict[str, float]],
+    background: tuple[dict[str, float], float],
+    leave_out: dict[str, float] | None = None,
+) -> dict[str, float]:
+    """The unit centroid of ``vectors`` (but ``leave_out``, one of them) less the crawl's
+    ``background`` (Rocchio; the sum of the judged pages' vectors and one over their number),
+    cut to its ``_CENTROID_TERMS`` heaviest terms: the words that make the topic, not those
+    every page of a site shares (a reference's "return", "value", "default")."""
     total: dict[str, float] = {}
     for vector in vectors:
+        if vector is leave_out:
+            continue
         for t, w in vector.items():
             total[t] = total.get(t, 0.0) + w
-    share = len(vectors) * _BACKGROUND_WEIGHT
-    for t in total:
-        total[t] -= share * background.get(t, 0.0)
-    heaviest = sorted(total.items(), key=lambda item: item[1], reverse=True)[:_CENTROID_TERMS]
-    return normalise({t: w for t, w in heaviest if w > 0})
+    sums, scale = background
+    share = (len(vectors) - (leave_out is not None)) * _BACKGROUND_WEIGHT * scale
+    heaviest = heapq.nlargest(
+        _CENTROID_TERMS,
+        ((w - share * sums.get(t, 0.0), t) for t, w in total.items()),
+    )
+    return normalise({t: w for w, t in heaviest if w > 0})
 
 
 def _squash(score: float) -> float:
