@@ -34,4 +34,4 @@ def test_every_data_file_is_shipped() -> None:
 
 def test_the_scripts_are_where_their_loaders_read_them() -> None:
     assert "frontier/redis/lua/claim.lua" in shipped()
-    assert "digests/lua/digest.lua" in shipped()
+    assert "digests/lua/exact.lua" in shipped()

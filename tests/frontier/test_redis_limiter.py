@@ -189,9 +189,10 @@ async def test_dead_holders_slot_expires(client: Redis, job: str) -> None:
 
 
 async def test_robots_blocked_urls_take_no_slot(client: Redis, job: str) -> None:
-    policy = RobotsPolicy.parse(b"User-agent: *\nDisallow: /private/\n")
+    policy = RobotsPolicy.parse(b"User-agent: *\nDisallow: /private-\n")
     frontier = make(client, job, rules=lambda key: policy)
-    await frontier.add([Candidate(f"{HOST}/private/{i}") for i in range(3)])
+    # one section of the host's queue (pages at its root), so arrival order decides
+    await frontier.add([Candidate(f"{HOST}/private-{i}") for i in range(3)])
     await frontier.add([Candidate(f"{HOST}/open")])
     leases = await frontier.lease(5)
     assert [lease.kind for lease in leases].count("blocked") == 3

@@ -202,8 +202,11 @@ def test_the_progress_line_shows_the_bytes_304s_saved() -> None:
     assert stats.progress_line().endswith("due 0  saved 12.3 kB by 304s")
 
 
-async def test_a_url_never_fetched_goes_before_its_host_s_due_revisits(tmp_path: Path) -> None:
-    """What a sitemap or feed announces is fetched before the host's revisits waiting."""
+async def test_a_url_never_fetched_is_fetched_among_its_host_s_due_revisits(
+    tmp_path: Path,
+) -> None:
+    """What a sitemap or feed announces is fetched while the host's revisits are due, and the
+    revisits are fetched too (none held back)."""
     from gossamer.frontier.base import Candidate
     from gossamer.frontier.local import LocalFrontier
     from gossamer.frontier.politeness import PolitenessPolicy
@@ -229,7 +232,8 @@ async def test_a_url_never_fetched_goes_before_its_host_s_due_revisits(tmp_path:
             order.append(lease.url)
             await frontier.ack(lease, None)
         clock.now += 1.0
-    assert order[0] == "http://a.test/announced", order
+    assert "http://a.test/announced" in order, order
+    assert set(known[1:]) <= set(order), order
     db.close()
 
 

@@ -37,10 +37,9 @@ MAX_LOADED = 10_000
 """Revisits out of crawl.db at once (queued in the scheduler, leased)."""
 PER_HOST = 256
 """Revisits of one host out at once: a slow host does not keep the others' waiting."""
-REVISIT_PRIORITY = -1.0
-"""A revisit's place in its host's queue: after the URLs never fetched (links, and what
-sitemaps and feeds announce; a focused crawl's scores are 0 to 1), which are the news a
-continuous crawl looks for."""
+REVISIT_PRIORITY = 0.0
+"""A revisit's priority: the default, as a link's (a negative one switched the frontier to best
+first, whose slack then held every revisit back behind nothing)."""
 RESULTS = ("changed", "unchanged", "not-modified", "gone")
 """What a revisit found (``unchanged`` a 2xx answer; ``not-modified`` a 304)."""
 _BATCH = 1000
