@@ -13,6 +13,7 @@ the leases take the same slots through :attr:`HostScheduler.claims` (``frontier.
 from __future__ import annotations
 
 import heapq
+import math
 import time
 from collections.abc import Callable, Iterator
 from typing import Generic
@@ -246,6 +247,26 @@ class HostScheduler(Generic[E]):
         """The politeness slot of host ``key``, if known."""
         host = self._hosts.get(key)
         return None if host is None else host.slot
+
+    def idle(self, share: float, most: int) -> list[str]:
+        """Up to ``most`` hosts whose slot is free with nothing of theirs queued, leased,
+        claimed or out for robots.txt (``share`` of 1: as soon as their pace allows; less:
+        only once the slot has stayed free ``1 / share - 1`` more delays, so extra requests
+        take at most that share of the pace). The work-conserving revisits fill these
+        (:meth:`gossamer.frontier.revisits.Revisits.spare`). One pass over the hosts known."""
+        now = self._clock()
+        policy = self._policy
+        wait = 1.0 / share - 1.0 if share > 0 else math.inf
+        out: list[str] = []
+        for key, host in self._hosts.items():
+            if host.waiting or host.leased or host.claims or host.robots_out:
+                continue
+            free = max(policy.ready_at(host.slot), host.slot.paused_until, host.not_before)
+            if free + wait * policy.delay_of(host.slot) <= now:
+                out.append(key)
+                if len(out) >= most:
+                    break
+        return out
 
     # -- state -----------------------------------------------------------------------------
 
