@@ -248,13 +248,15 @@ class HostScheduler(Generic[E]):
         host = self._hosts.get(key)
         return None if host is None else host.slot
 
-    def idle(self, share: float, most: int) -> list[str]:
-        """Up to ``most`` hosts whose slot is free with nothing of theirs queued, leased,
-        claimed or out for robots.txt (``share`` of 1: as soon as their pace allows; less:
-        only once the slot has stayed free ``1 / share - 1`` more delays, so extra requests
-        take at most that share of the pace). The work-conserving revisits fill these
-        (:meth:`gossamer.frontier.revisits.Revisits.spare`). One pass over the hosts known."""
-        now = self._clock()
+    def idle(self, share: float, most: int, within: float = 0.0) -> list[str]:
+        """Up to ``most`` hosts whose slot is free, or will be ``within`` seconds, with
+        nothing of theirs queued, leased, claimed or out for robots.txt (``share`` of 1: as
+        soon as their pace allows; less: only once the slot has stayed free ``1 / share - 1``
+        more delays, so extra requests take at most that share of the pace). The
+        work-conserving revisits fill these (:meth:`gossamer.frontier.revisits.Revisits.
+        spare_for`); what is queued for a slot not free yet waits for it. One pass over the
+        hosts known."""
+        now = self._clock() + within
         policy = self._policy
         wait = 1.0 / share - 1.0 if share > 0 else math.inf
         out: list[str] = []

@@ -139,7 +139,6 @@ class LocalFrontier:
         is a duplicate without admission's work (navigation, sidebars and footers repeat
         most links of a site on every page). Emptied when it reaches `_RECENT_URLS`."""
         self._deepest = scope.max_depth if scope.max_depth is not None else sys.maxsize
-        self._delay = policy.delay
         self._spare_at = -math.inf
         """When idle hosts are looked for again (work-conserving revisits)."""
 
@@ -314,16 +313,18 @@ class LocalFrontier:
     # -- storage ---------------------------------------------------------------------------
 
     async def _spare(self, revisits: Revisits) -> None:
-        """Queue work-conserving revisits for the hosts idle now (see
-        :meth:`Revisits.spare_for`), looking again after one delay (every
-        `_SPARE_HOSTS_A_LOOK` hosts known add one more: a look passes over all of them)."""
+        """Queue work-conserving revisits for the hosts idle now or before the next look (see
+        :meth:`Revisits.spare_for`; the scheduler holds each until its host's slot is free),
+        looking again after `_SPARE_LOOK` (every `_SPARE_HOSTS_A_LOOK` hosts known add one
+        more: a look passes over all of them)."""
         now = self._clock()
         if revisits.spare <= 0 or now < self._spare_at:
             return
         hosts = self._hosts
-        every = max(self._delay, _SPARE_LOOK) * max(1.0, hosts.hosts / _SPARE_HOSTS_A_LOOK)
+        every = _SPARE_LOOK * max(1.0, hosts.hosts / _SPARE_HOSTS_A_LOOK)
         self._spare_at = now + every
-        for key, entry in await revisits.spare_for(hosts.idle(revisits.spare, SPARE_HOSTS)):
+        idle = hosts.idle(revisits.spare, SPARE_HOSTS, within=every)
+        for key, entry in await revisits.spare_for(idle):
             hosts.push(key, entry)
 
     def _queued(self) -> int:
