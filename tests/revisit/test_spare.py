@@ -45,7 +45,7 @@ def _frontier(db: CrawlDB, clock: Clock, spare: float) -> LocalFrontier:
     return frontier
 
 
-async def _second_round(tmp_path: Path, spare: float) -> list[str]:
+async def _second_round(tmp_path: Path, spare: float, wait: float = 1.0) -> list[str]:
     db = _db(tmp_path, [*IDLE, *BUSY])
     clock = Clock()
     frontier = _frontier(db, clock, spare)
@@ -53,7 +53,7 @@ async def _second_round(tmp_path: Path, spare: float) -> list[str]:
     assert sorted(lease.url for lease in first) == [IDLE[0], BUSY[0]]
     for lease in first:
         await frontier.ack(lease, None)
-    clock.now += 1.0  # one delay later: both slots free again
+    clock.now += wait  # one delay later (or more): both slots free again
     leased = sorted(lease.url for lease in await frontier.lease(4))
     db.close()
     return leased
@@ -69,6 +69,13 @@ async def test_an_idle_host_gets_an_early_revisit_and_a_busy_host_does_not(
 
 async def test_without_spare_an_idle_host_waits_for_its_due_time(tmp_path: Path) -> None:
     assert await _second_round(tmp_path, 0.0) == [BUSY[1]]
+
+
+async def test_a_share_below_one_waits_for_the_slot_to_stay_free(tmp_path: Path) -> None:
+    """With half the free slots, a.test's slot must stay free one more delay first."""
+    assert await _second_round(tmp_path, 0.5) == [BUSY[1]]
+    (tmp_path / "later").mkdir()
+    assert await _second_round(tmp_path / "later", 0.5, wait=2.0) == [IDLE[2], BUSY[1]]
 
 
 async def test_spare_revisits_keep_the_delay_against_a_real_server(tmp_path: Path) -> None:
