@@ -13,7 +13,6 @@ the leases take the same slots through :attr:`HostScheduler.claims` (``frontier.
 from __future__ import annotations
 
 import heapq
-import math
 import time
 from collections.abc import Callable, Iterator
 from typing import Generic
@@ -22,6 +21,7 @@ from gossamer.frontier.base import Feedback, HeldBack, Lease, LeaseKind, Rules
 from gossamer.frontier.bestfirst import DEFAULT_SLACK, BestFirst
 from gossamer.frontier.budgets import HostBudget
 from gossamer.frontier.hostqueue import E, Host, HostQueue, HostQueues, Queued
+from gossamer.frontier.idle import idle_hosts
 from gossamer.frontier.leases import LeaseTable
 from gossamer.frontier.politeness import HostSlot, PolitenessPolicy
 from gossamer.frontier.ready import ReadyHeap
@@ -249,26 +249,9 @@ class HostScheduler(Generic[E]):
         return None if host is None else host.slot
 
     def idle(self, share: float, most: int, within: float = 0.0) -> list[str]:
-        """Up to ``most`` hosts whose slot is free, or will be ``within`` seconds, with
-        nothing of theirs queued, leased, claimed or out for robots.txt (``share`` of 1: as
-        soon as their pace allows; less: only once the slot has stayed free ``1 / share - 1``
-        more delays, so extra requests take at most that share of the pace). The
-        work-conserving revisits fill these (:meth:`gossamer.frontier.revisits.Revisits.
-        spare_for`); what is queued for a slot not free yet waits for it. One pass over the
-        hosts known."""
+        """Up to ``most`` hosts free for a spare request (:func:`~.idle.idle_hosts`)."""
         now = self._clock() + within
-        policy = self._policy
-        wait = 1.0 / share - 1.0 if share > 0 else math.inf
-        out: list[str] = []
-        for key, host in self._hosts.items():
-            if host.waiting or host.leased or host.claims or host.robots_out:
-                continue
-            free = max(policy.ready_at(host.slot), host.slot.paused_until, host.not_before)
-            if free + wait * policy.delay_of(host.slot) <= now:
-                out.append(key)
-                if len(out) >= most:
-                    break
-        return out
+        return idle_hosts(self._hosts, self._policy, now, share, most)
 
     # -- state -----------------------------------------------------------------------------
 
