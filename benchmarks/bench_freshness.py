@@ -106,6 +106,7 @@ async def continuous(server: FreshServer, work: Path, opts: argparse.Namespace) 
     server.restart_clock()
     cpu = _cpu()
     fresh = ["--config", str(config), "--out", str(work / "fresh")]
+    fresh += ["--revisit-spare", str(opts.spare)]
     await _crawl([*seeds, *WEB, *_polite(opts), *fresh, "--max-duration", str(opts.seconds)])
     return Run("continuous", list(server.log), server.now(), 1, _cpu() - cpu)
 
@@ -276,6 +277,7 @@ async def cost(work: Path, opts: argparse.Namespace) -> None:
         server.restart_clock()
         cpu = _cpu()
         fresh = ["--config", str(config), "--out", str(work / "cost-fresh")]
+        fresh += ["--revisit-spare", str(opts.spare)]
         await _crawl([*seeds, *WEB, *fast, *fresh, "--max-duration", str(opts.cost_seconds)])
         fresh_cpu, fresh_log = _cpu() - cpu, list(server.log)
     finally:
@@ -423,6 +425,9 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--feed-interval", type=float, default=5.0, help="sitemap/feed rereads")
     parser.add_argument("--cycle", type=float, default=6.0, help="cost run: seconds a cycle")
     parser.add_argument("--cost-seconds", type=float, default=45.0, help="cost run: wall time")
+    parser.add_argument(
+        "--spare", type=float, default=1.0, help="--revisit-spare of the continuous crawl"
+    )
     parser.add_argument("--seed", type=int, default=27)
     parser.add_argument("--feed-hosts", type=int, nargs="*", default=[1, 4])
     parser.add_argument("--quick", action="store_true", help="60 s runs, 30 pages a host")
@@ -443,7 +448,8 @@ async def main(opts: argparse.Namespace) -> None:
         f"web: {opts.hosts} hosts x {opts.pages} pages ({counts['changing']} changing, rates "
         f"{shape.fastest / 1000:g}-{shape.fastest:g}/s; {counts['gone']} disappear), "
         f"{counts['announced']} announced during {shape.horizon:.0f} s; hosts "
-        f"{','.join(map(str, shape.validators))} send validators; delay {opts.delay} s"
+        f"{','.join(map(str, shape.validators))} send validators; delay {opts.delay} s; "
+        f"continuous crawl with --revisit-spare {opts.spare:g}"
     )
     server = FreshServer(shape, pages)
     await server.start()

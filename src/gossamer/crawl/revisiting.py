@@ -81,7 +81,7 @@ def open_revisits(settings: CrawlSettings, db: CrawlDB) -> Revisits | None:
     """The revisit state of a continuous crawl; None for a crawl that ends."""
     if not settings.recrawl:
         return None
-    return Revisits(db, revisit_bounds(settings))
+    return Revisits(db, revisit_bounds(settings), spare=settings.revisit_spare)
 
 
 __all__ = ["ConditionalFetch", "open_revisits", "revisit_bounds"]

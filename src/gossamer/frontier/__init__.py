@@ -18,8 +18,8 @@ crawl.db) and ``redis``, a package (one job's URLs in partitioned Redis queues s
 workers: key layout, scripts, adds, claims, the shared host limiter, hand-over fences, the
 contract's methods; its Lua scripts in ``redis/lua/``).
 A continuous crawl (``--recrawl``) adds ``revisits`` (each fetched page's revisit state in
-crawl.db, the URLs due read back to the embedded frontier) and ``revisit`` (the interval
-policy, pure).
+crawl.db, the URLs due read back to the embedded frontier, and the early revisits that fill
+the slots of hosts ``idle`` finds free), and ``revisit`` (the interval policy, pure).
 
 This package may import the standard library, numpy (the seen set), protego, redis, xxhash,
 ``gossamer.crawldb`` (the embedded frontier's storage), ``gossamer.logs``, ``gossamer.retry``,

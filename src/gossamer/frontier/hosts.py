@@ -21,6 +21,7 @@ from gossamer.frontier.base import Feedback, HeldBack, Lease, LeaseKind, Rules
 from gossamer.frontier.bestfirst import DEFAULT_SLACK, BestFirst
 from gossamer.frontier.budgets import HostBudget
 from gossamer.frontier.hostqueue import E, Host, HostQueue, HostQueues, Queued
+from gossamer.frontier.idle import idle_hosts
 from gossamer.frontier.leases import LeaseTable
 from gossamer.frontier.politeness import HostSlot, PolitenessPolicy
 from gossamer.frontier.ready import ReadyHeap
@@ -246,6 +247,11 @@ class HostScheduler(Generic[E]):
         """The politeness slot of host ``key``, if known."""
         host = self._hosts.get(key)
         return None if host is None else host.slot
+
+    def idle(self, share: float, most: int, within: float = 0.0) -> list[str]:
+        """Up to ``most`` hosts free for a spare request (:func:`~.idle.idle_hosts`)."""
+        now = self._clock() + within
+        return idle_hosts(self._hosts, self._policy, now, share, most)
 
     # -- state -----------------------------------------------------------------------------
 

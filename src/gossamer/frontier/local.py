@@ -18,6 +18,7 @@ A working set smaller than the robots.txt cache keeps every active host's rules 
 from __future__ import annotations
 
 import itertools
+import math
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -44,6 +45,7 @@ from gossamer.frontier.hosts import (
     RulesLookup,
 )
 from gossamer.frontier.politeness import PolitenessPolicy
+from gossamer.frontier.revisits import SPARE_HOSTS
 from gossamer.frontier.slotclaims import SlotClaims
 from gossamer.urls import Scope
 
@@ -68,6 +70,10 @@ _COUNT_ATTEMPT = "UPDATE urls SET attempts = ? WHERE fp = ?"
 _SET_PRIORITY = "UPDATE urls SET priority = ? WHERE fp = ? AND state = 0"
 _STORED_PRIORITY = "SELECT fp, priority FROM urls WHERE state = 0 AND fp IN ({})"
 _DB_VARIABLES = 500
+_SPARE_LOOK = 0.1
+"""Seconds between looks for idle hosts at least (work-conserving revisits)."""
+_SPARE_HOSTS_A_LOOK = 10_000
+"""Hosts a look for idle hosts goes over per `_SPARE_LOOK`: more hosts, rarer looks."""
 """Fingerprints per query of spilled priorities (SQLite allows a few hundred at least)."""
 
 
@@ -133,6 +139,8 @@ class LocalFrontier:
         is a duplicate without admission's work (navigation, sidebars and footers repeat
         most links of a site on every page). Emptied when it reaches `_RECENT_URLS`."""
         self._deepest = scope.max_depth if scope.max_depth is not None else sys.maxsize
+        self._spare_at = -math.inf
+        """When idle hosts are looked for again (work-conserving revisits)."""
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -219,6 +227,7 @@ class LocalFrontier:
         if self._revisits is not None:
             for key, entry in await self._revisits.due():
                 self._hosts.push(key, entry)
+            await self._spare(self._revisits)
         batch = self._hosts.lease(n)
         for key in batch.dry:
             await self._refill(key)
@@ -261,6 +270,9 @@ class LocalFrontier:
         if self._revisits is None:
             return ready
         due = self._revisits.next_due()
+        if self._revisits.spare > 0:  # the next look for idle hosts
+            look = max(self._spare_at - self._clock(), 0.0)
+            due = look if due is None else min(due, look)
         return due if ready is None else ready if due is None else min(ready, due)
 
     async def done(self) -> bool:
@@ -299,6 +311,21 @@ class LocalFrontier:
         return self._hosts.claims
 
     # -- storage ---------------------------------------------------------------------------
+
+    async def _spare(self, revisits: Revisits) -> None:
+        """Queue work-conserving revisits for the hosts idle now or before the next look (see
+        :meth:`Revisits.spare_for`; the scheduler holds each until its host's slot is free),
+        looking again after `_SPARE_LOOK` (every `_SPARE_HOSTS_A_LOOK` hosts known add one
+        more: a look passes over all of them)."""
+        now = self._clock()
+        if revisits.spare <= 0 or now < self._spare_at:
+            return
+        hosts = self._hosts
+        every = _SPARE_LOOK * max(1.0, hosts.hosts / _SPARE_HOSTS_A_LOOK)
+        self._spare_at = now + every
+        idle = hosts.idle(revisits.spare, SPARE_HOSTS, within=every)
+        for key, entry in await revisits.spare_for(idle):
+            hosts.push(key, entry)
 
     def _queued(self) -> int:
         return self._hosts.queued + self._hosts.stored

@@ -75,6 +75,14 @@ only)."""
 _ANNOUNCED = "UPDATE revisits SET due = ?1 WHERE fp = ?2 AND due > ?1 AND fetched_at < ?3"
 _EARLIEST = "SELECT MIN(due) FROM revisits WHERE due > ?"
 _BACKLOG = "SELECT COUNT(*) FROM revisits WHERE due <= ?"
+_HOST_INDEX = "CREATE INDEX IF NOT EXISTS urls_host ON urls (host)"
+_READ_SPARE = (  # the host's page with the most changes expected since its last fetch
+    f"SELECT u.url, u.depth, r.{_COLUMNS.replace(', ', ', r.')} FROM urls u "
+    "JOIN revisits r ON r.fp = u.fp WHERE u.host = ?1 AND r.due > ?2 AND r.fetched_at <= ?3 "
+    "ORDER BY (r.changes + 0.5) / (r.observed + r.interval) * (?2 - r.fetched_at) DESC LIMIT 1"
+)
+SPARE_HOSTS = 64
+"""Idle hosts given a spare revisit per look (the next look serves the others)."""
 
 
 def content_digest(data: bytes) -> int:
@@ -202,12 +210,20 @@ class Revisits(RevisitBook):
         *,
         max_gone: int = 3,
         clock: Callable[[], float] = time.time,
+        spare: float = 0.0,
     ) -> None:
         """``max_gone``: answers of gone (404, 410, a redirect away) after which a URL is no
-        longer revisited. ``clock``: unix time (due times outlive the process)."""
+        longer revisited. ``clock``: unix time (due times outlive the process). ``spare``:
+        the share of an idle host's free slots early revisits may fill (0: none;
+        :meth:`spare_for`)."""
         super().__init__(bounds, max_gone=max_gone)
         self._db = db
         self.clock = clock
+        self.spare = spare
+        self.spared = 0
+        """Revisits sent early, into a slot their host left free."""
+        if spare > 0:
+            db.query(_HOST_INDEX)  # a host's rows by index, not a scan of every URL
         self._per_host: Counter[str] = Counter()
         self._cursor: tuple[float, int] = (-math.inf, -1)
         self._earliest: float | None = -math.inf
@@ -306,6 +322,26 @@ class Revisits(RevisitBook):
                 await self._count_backlog(now)
         return out
 
+    async def spare_for(self, keys: Sequence[str]) -> list[tuple[str, Queued]]:
+        """Work-conserving revisits: for each host of ``keys`` (hosts whose politeness slot
+        is free with nothing queued) that has no revisit out, its page with the most changes
+        expected since its last fetch, before its due time: ``r (now - fetched_at)`` with
+        ``r = (changes + 0.5) / (observed + interval)``, a change rate that is never 0 (so a
+        page not seen changing yet still gets its turn, behind those that changed). A page is
+        not fetched again within a second of its last fetch (the least revisit interval).
+        One indexed read a host, at most `SPARE_HOSTS` hosts a call; the host's pace holds,
+        as the URLs go through its queue like any other."""
+        if self.spare <= 0 or len(self._loaded) >= MAX_LOADED:
+            return []
+        now = self.clock()
+        out = []
+        for key in [key for key in keys if not self._per_host[key]][:SPARE_HOSTS]:
+            rows = await self._db.read(_READ_SPARE, (key, now, now - 1.0))
+            if rows and (entry := self._load(rows[0])) is not None:
+                out.append(entry)
+        self.spared += len(out)
+        return out
+
     async def sooner(self, listed: Sequence[tuple[str, float]]) -> int:
         """A sitemap or feed says when pages last changed (``(url, lastmod)`` pairs, unix
         seconds): those fetched before their ``lastmod`` are due now (staged for the next
@@ -350,6 +386,7 @@ __all__ = [
     "PER_HOST",
     "RESULTS",
     "REVISIT_PRIORITY",
+    "SPARE_HOSTS",
     "BoundsOf",
     "RevisitBook",
     "RevisitState",

@@ -637,6 +637,15 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
     revisit_max: Annotated[
         Seconds, Meta(description="Most seconds between revisits of a URL (--recrawl).")
     ] = DEFAULT_MAX
+    revisit_spare: Annotated[
+        float,
+        Meta(
+            ge=0,
+            le=1,
+            description="Share of an idle host's free politeness slots that early revisits "
+            "may fill (--recrawl; 0: none, 1: all; never faster than the host's delay).",
+        ),
+    ] = 0.0
     revisit: Annotated[
         list[RevisitRule],
         Meta(description="Intervals by URL pattern or content type ([[revisit]] tables)."),
