@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import tracemalloc
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,56 @@ async def test_a_torn_last_record_is_left_out(tmp_path: Path) -> None:
     wacz = read_wacz(tmp_path / "torn.wacz")  # the file is packaged whole, torn tail and all
     assert "warc/revisit" not in {f["mime"] for _, _, f in wacz.index}
     assert len(wacz.pages) == 2  # nor is the page whose capture was torn
+
+
+async def test_a_symlink_at_a_temporary_name_is_not_written_through(tmp_path: Path) -> None:
+    out, outside = tmp_path / "out", tmp_path / "outside"
+    await write_crawl(out)
+    outside.mkdir()
+    (outside / "victim.txt").write_text("KEEPME")
+    for planted in ("crawl.wacz.part", ".crawl.wacz.part"):
+        (out / planted).symlink_to(outside / "victim.txt")
+    assert main(["wacz", str(out), "--quiet"]) == 0
+    assert (outside / "victim.txt").read_text() == "KEEPME"
+    assert read_wacz(out / "crawl.wacz").pages
+    assert (out / "crawl.wacz").stat().st_mode & 0o777 == 0o644
+    assert sorted(p.name for p in out.iterdir() if "part" in p.name) == [
+        ".crawl.wacz.part",
+        "crawl.wacz.part",
+    ]  # only the planted links: no temporary file left
+
+
+async def test_symlinked_warc_files_are_not_packaged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    out, outside = tmp_path / "out", tmp_path / "outside"
+    await write_crawl(out)
+    await write_crawl(outside)
+    private = next((outside / "warc").iterdir())
+    (out / "warc" / "zz.warc.gz").symlink_to(private)
+    (out / "warc" / "pw.warc.gz").symlink_to("/etc/passwd")
+    summary = write_wacz([out], tmp_path / "crawl.wacz")
+    names = {f["filename"] for _, _, f in read_wacz(tmp_path / "crawl.wacz").index}
+    assert "zz.warc.gz" not in names and summary.warc_files == 1
+    assert "zz.warc.gz is not a regular file" in caplog.text
+    assert "pw.warc.gz is not a regular file" in caplog.text
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "warc").symlink_to(outside / "warc", target_is_directory=True)
+    with pytest.raises(CommandError, match="no WARC files"):
+        write_wacz([linked], tmp_path / "linked.wacz")
+    assert "warc is a symlink" in caplog.text
+
+
+async def test_entry_names_keep_only_safe_characters(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    await write_crawl(out)
+    warc = next((out / "warc").iterdir())
+    for odd in ("..\\..\\evil.warc.gz", "C:evil.warc.gz", "a\nb.warc.gz", "z\u200bw.warc.gz"):
+        (out / "warc" / odd).write_bytes(warc.read_bytes())
+    write_wacz([out], tmp_path / "crawl.wacz")
+    with zipfile.ZipFile(tmp_path / "crawl.wacz") as wacz:
+        archived = sorted(n.removeprefix("archive/") for n in wacz.namelist() if "archive/" in n)
+    assert archived == sorted(
+        [warc.name, ".._.._evil.warc.gz", "C_evil.warc.gz", "a_b.warc.gz", "z_w.warc.gz"]
+    )
