@@ -155,11 +155,13 @@ async def test_entry_names_keep_only_safe_characters(tmp_path: Path) -> None:
     out = tmp_path / "out"
     await write_crawl(out)
     warc = next((out / "warc").iterdir())
-    for odd in ("..\\..\\evil.warc.gz", "C:evil.warc.gz", "a\nb.warc.gz", "z\u200bw.warc.gz"):
+    odd_names = ("..\\..\\evil.warc.gz", "C:evil.warc.gz", "a\nb.warc.gz", "a b.warc.gz")
+    for odd in (*odd_names, "z\u200bw.warc.gz"):
         (out / "warc" / odd).write_bytes(warc.read_bytes())
     write_wacz([out], tmp_path / "crawl.wacz")
     with zipfile.ZipFile(tmp_path / "crawl.wacz") as wacz:
         archived = sorted(n.removeprefix("archive/") for n in wacz.namelist() if "archive/" in n)
     assert archived == sorted(
-        [warc.name, ".._.._evil.warc.gz", "C_evil.warc.gz", "a_b.warc.gz", "z_w.warc.gz"]
+        [warc.name, ".._.._evil.warc.gz", "C_evil.warc.gz", "1-a_b.warc.gz", "1-1-a_b.warc.gz"]
+        + ["z_w.warc.gz"]
     )

@@ -68,10 +68,15 @@ def archive_names(outs: Sequence[Path]) -> list[tuple[Path, str, Path]]:
         raise CommandError(f"no WARC files in {where}: crawl with --warc (or --wacz) first")
     names = [_entry_name(path.name) for _, path in found]
     place = {out: n for n, out in enumerate(outs, 1)}
-    return [
-        (out, name if names.count(name) == 1 else f"{place[out]}-{name}", path)
-        for (out, path), name in zip(found, names, strict=True)
-    ]
+    named: list[tuple[Path, str, Path]] = []
+    taken: set[str] = set()
+    for (out, path), name in zip(found, names, strict=True):
+        entry = name if names.count(name) == 1 else f"{place[out]}-{name}"
+        while entry in taken:  # two names of one crawl made alike by _entry_name
+            entry = f"{place[out]}-{entry}"
+        taken.add(entry)
+        named.append((out, entry, path))
+    return named
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
