@@ -4,6 +4,7 @@ crawls merged, a huge record), each WACZ read back by the spec reader in ``reade
 
 from __future__ import annotations
 
+import gzip
 import random
 import tracemalloc
 import zipfile
@@ -161,7 +162,35 @@ async def test_entry_names_keep_only_safe_characters(tmp_path: Path) -> None:
     write_wacz([out], tmp_path / "crawl.wacz")
     with zipfile.ZipFile(tmp_path / "crawl.wacz") as wacz:
         archived = sorted(n.removeprefix("archive/") for n in wacz.namelist() if "archive/" in n)
-    assert archived == sorted(
-        [warc.name, ".._.._evil.warc.gz", "C_evil.warc.gz", "1-a_b.warc.gz", "1-1-a_b.warc.gz"]
-        + ["z_w.warc.gz"]
-    )
+    safe = [".._.._evil.warc.gz", "C_evil.warc.gz", "1-a_b.warc.gz", "1-1-a_b.warc.gz"]
+    assert archived == sorted([warc.name, *safe, "z_w.warc.gz"])
+
+
+_BAD_LENGTH = gzip.compress(
+    b"WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: http://x/\r\n"
+    b"WARC-Date: 2027-01-01T00:00:00Z\r\nContent-Length: -5\r\n\r\nabc\r\n\r\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("tail", "whole"),
+    [
+        (random.Random(2).randbytes(3000), True),  # garbage after the records
+        (gzip.compress(random.Random(3).randbytes(3000)), True),  # a member not a WARC record
+        (_BAD_LENGTH, True),
+        (b"hello world\n" * 100, False),  # not a WARC file at all
+    ],
+)
+async def test_a_corrupt_warc_is_indexed_up_to_its_bad_record(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], tail: bytes, whole: bool
+) -> None:
+    out = tmp_path / "out"
+    await write_crawl(out)
+    warc = next((out / "warc").iterdir())
+    warc.write_bytes((warc.read_bytes() if whole else b"") + tail)
+    assert main(["wacz", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"{warc.name}: torn or corrupt, indexed up to its last readable record" in printed
+    wacz = read_wacz(out / "crawl.wacz")
+    assert len(wacz.index) == (5 if whole else 0)
+    assert len(wacz.pages) == (3 if whole else 0)

@@ -59,5 +59,5 @@ def _wacz(args: argparse.Namespace) -> int:
         if summary.withheld:
             print(f"  {summary.withheld} captures withheld by the crawl (noindex) not indexed")
         for name in summary.torn:
-            print(f"  {name}: its torn last record left out of the index")
+            print(f"  {name}: torn or corrupt, indexed up to its last readable record")
     return 0
