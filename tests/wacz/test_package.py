@@ -194,3 +194,20 @@ async def test_a_corrupt_warc_is_indexed_up_to_its_bad_record(
     wacz = read_wacz(out / "crawl.wacz")
     assert len(wacz.index) == (5 if whole else 0)
     assert len(wacz.pages) == (3 if whole else 0)
+
+
+async def test_an_output_that_cannot_be_written_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    await write_crawl(out)
+    assert main(["wacz", str(out), "--output", str(out)]) == 2
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .endswith("is a directory: --output names the WACZ file to write")
+    )
+    (tmp_path / "file").write_text("")
+    assert main(["wacz", str(out), "--output", str(tmp_path / "file" / "x.wacz")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot write" in err
