@@ -242,4 +242,4 @@ async def test_stop_ends_a_crawl_held_by_a_stream_never_read(tmp_path: Path) -> 
         stats = await asyncio.wait_for(crawl.wait(), 30)
         rest = [record async for record in read]
         kept = [record async for record in never_read]
-    assert len(taken) + len(rest) == len(kept) > 2  # every record reached both streams
+    assert len(taken) + len(rest) == len(kept) >= 2  # every record reached both streams
