@@ -32,6 +32,7 @@ a type; user code is imported by :mod:`gossamer.usercode`): a hook module may im
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping, Sequence
@@ -46,7 +47,9 @@ if TYPE_CHECKING:
 from gossamer.usercode import load_function
 
 __all__ = [
+    "HANDLER_TIMEOUT",
     "MAX_EXTRA_BYTES",
+    "MAX_HANDLER_BYTES",
     "MAX_HANDLER_OUTPUTS",
     "Handler",
     "HandlerOutput",
@@ -64,6 +67,10 @@ MAX_EXTRA_BYTES = 1 << 20
 """The most a hook's fields (or one item of a handler) may take, encoded as JSON."""
 MAX_HANDLER_OUTPUTS = 10_000
 """The most items and links one handler call may give for one page."""
+MAX_HANDLER_BYTES = 10 << 20
+"""The most all the items of one handler call may take together, encoded as JSON."""
+HANDLER_TIMEOUT = 30.0
+"""Seconds a handler call may take by default (see :class:`gossamer.Handlers`)."""
 
 
 class HookError(Exception):
@@ -160,12 +167,20 @@ def run_hook(hook: Hook, page: Page) -> tuple[dict[str, Any] | None, list[str] |
 
 
 def _json_fields(fields: Mapping[str, Any]) -> dict[str, Any] | None:
+    return _encoded_fields(fields)[0]
+
+
+def _encoded_fields(fields: Mapping[str, Any]) -> tuple[dict[str, Any] | None, int]:
+    """``fields`` as a record holds them (a copy through JSON) and their size in bytes once
+    encoded; raises `HookError` when they are not JSON, too large or not valid text."""
     if not fields:
-        return None
+        return None, 0
     try:
         text = json.dumps(dict(fields), ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise HookError("hook-error: fields are not JSON") from exc
+    except RecursionError as exc:
+        raise HookError("hook-error: fields nested too deep") from exc
     if len(text.encode("utf-8", "surrogatepass")) > MAX_EXTRA_BYTES:
         raise HookError("hook-error: fields over 1 MiB")
     try:
@@ -173,55 +188,83 @@ def _json_fields(fields: Mapping[str, Any]) -> dict[str, Any] | None:
     except UnicodeEncodeError:
         raise HookError("hook-error: fields hold invalid text") from None
     decoded: dict[str, Any] = json.loads(text)
-    return decoded
+    return decoded, len(text.encode("utf-8"))
 
 
-async def run_handler(handler: Handler, page: Page) -> tuple[list[dict[str, Any]], list[str]]:
+async def run_handler(
+    handler: Handler, page: Page, bound: float = HANDLER_TIMEOUT
+) -> tuple[list[dict[str, Any]], list[str]]:
     """Call a page handler: (the items it gave, each checked as a hook's fields are; the
-    links it gave, as written). Raises `HookError` (``handler-error: ...``) when it fails or
-    gives what a record cannot hold; the items it gave before a failure are dropped."""
+    links it gave, as written). Raises `HookError` (``handler-error: ...``) when it fails,
+    takes over ``bound`` seconds (its awaits and async iteration: a plain function's own
+    work cannot be cut short on the event loop), or gives what a record cannot hold (over
+    `MAX_HANDLER_OUTPUTS` items and links, an item over `MAX_EXTRA_BYTES`, all its items over
+    `MAX_HANDLER_BYTES`); the items it gave before a failure are dropped.
+
+    Any exception of the handler is its failure, ``SystemExit``, ``KeyboardInterrupt`` and
+    a ``CancelledError`` it raised itself included; only the cancellation of the task calling
+    it (the crawl being stopped) goes through."""
+    collected = _Collected()
+    task = asyncio.current_task()
+    cancelling = task.cancelling() if task is not None else 0
+    timer = asyncio.timeout(bound)
     try:
-        outputs = await _outputs(handler(page))
+        async with timer:
+            await _collect(handler(page), collected)
     except HookError:
         raise
-    except Exception as exc:
-        raise HookError(f"handler-error: {type(exc).__name__}") from exc
-    items: list[dict[str, Any]] = []
-    links: list[str] = []
-    for output in outputs:
+    except BaseException as exc:
+        if task is not None and task.cancelling() > cancelling:
+            # the crawl itself is cancelled (stop, SIGTERM): never swallowed, whatever the
+            # handler made of it
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            raise asyncio.CancelledError from exc
+        expired = isinstance(exc, TimeoutError) and timer.expired()
+        raise HookError(f"handler-error: {'timeout' if expired else type(exc).__name__}") from exc
+    return collected.items, collected.links
+
+
+class _Collected:
+    """A handler call's items and links, each checked as it comes, so a handler over a
+    bound is stopped there, not after holding all it would give."""
+
+    def __init__(self) -> None:
+        self.items: list[dict[str, Any]] = []
+        self.links: list[str] = []
+        self._given = 0
+        self._bytes = 0
+
+    def add(self, output: Any) -> None:
+        self._given += 1
+        if self._given > MAX_HANDLER_OUTPUTS:
+            raise HookError(f"handler-error: over {MAX_HANDLER_OUTPUTS} items and links")
         if isinstance(output, Link) and isinstance(output.url, str):
-            links.append(output.url)
-        elif isinstance(output, Mapping):
-            try:
-                items.append(_json_fields(output) or {})
-            except HookError as exc:
-                raise HookError(str(exc).replace("hook-error", "handler-error", 1)) from exc
-        else:
+            self.links.append(output.url)
+            return
+        if not isinstance(output, Mapping):
             raise HookError("handler-error: gave neither a mapping nor a Link")
-    return items, links
+        try:
+            fields, size = _encoded_fields(output)
+        except HookError as exc:
+            raise HookError(str(exc).replace("hook-error", "handler-error", 1)) from exc
+        self._bytes += size
+        if self._bytes > MAX_HANDLER_BYTES:
+            raise HookError("handler-error: output too large")
+        self.items.append(fields or {})
 
 
-async def _outputs(returned: Any) -> list[Any]:
-    """What a handler's call gave, whatever kind of function it is, at most
-    `MAX_HANDLER_OUTPUTS` of it."""
+async def _collect(returned: Any, collected: _Collected) -> None:
+    """Add what a handler's call gave to ``collected``, whatever kind of function it is."""
     if inspect.isawaitable(returned):
         returned = await returned
     if returned is None:
-        return []
-    outputs: list[Any] = []
+        return
     if isinstance(returned, AsyncIterable):
         async for output in returned:
-            outputs.append(output)
-            _bounded(outputs)
-        return outputs
-    if isinstance(returned, Mapping | Link) or not isinstance(returned, Iterable):
-        return [returned]  # one item or link given alone
-    for output in returned:
-        outputs.append(output)
-        _bounded(outputs)
-    return outputs
-
-
-def _bounded(outputs: list[Any]) -> None:
-    if len(outputs) > MAX_HANDLER_OUTPUTS:
-        raise HookError(f"handler-error: over {MAX_HANDLER_OUTPUTS} items and links")
+            collected.add(output)
+    elif isinstance(returned, Mapping | Link) or not isinstance(returned, Iterable):
+        collected.add(returned)  # one item or link given alone
+    else:
+        for output in returned:
+            collected.add(output)

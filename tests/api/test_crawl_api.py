@@ -3,6 +3,7 @@ resumed, page handlers giving items and links, a failing handler recorded on its
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import Counter
 from collections.abc import Iterator
@@ -226,3 +227,19 @@ def test_run_blocks_until_the_end(tmp_path: Path) -> None:
         done.set()
         thread.join(10)
     assert stats.pages == len(web.reachable([box["seed"]], port=box["port"]))
+
+
+async def test_stop_ends_a_crawl_held_by_a_stream_never_read(tmp_path: Path) -> None:
+    async with TestWebServer(_web()) as server:
+        crawl = Crawl(_settings(server, tmp_path / "out"))
+        read = crawl.records()
+        never_read = crawl.records(limit=1)  # full after one record: the crawl waits for it
+        crawl.start()
+        taken = [await read.__anext__(), await read.__anext__()]
+        stats = crawl.stats()
+        assert stats is not None and stats.pages < 90  # held by the full stream
+        crawl.stop()
+        stats = await asyncio.wait_for(crawl.wait(), 30)
+        rest = [record async for record in read]
+        kept = [record async for record in never_read]
+    assert len(taken) + len(rest) == len(kept) >= 2  # every record reached both streams

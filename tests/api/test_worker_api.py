@@ -129,3 +129,23 @@ async def _metrics_text(port: int) -> str:
             except aiohttp.ClientConnectionError:
                 await asyncio.sleep(0.05)
     raise TimeoutError("the worker's metrics port never answered")
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"concurrency": 0}, "concurrency"),
+        ({"job_timeout": -1}, "job_timeout"),
+        ({"job_timeout": float("nan")}, "job_timeout"),
+        ({"name": "../../etc"}, "name"),
+        ({"name": ".."}, "name"),
+        ({"name": "a\nb"}, "name"),
+        ({"job": ""}, "job"),
+    ],
+)
+def test_worker_options_are_checked(options: dict[str, Any], field: str) -> None:
+    with pytest.raises(gossamer.SettingsError, match=f"invalid worker option '{field}'"):
+        Worker("redis://127.0.0.1:1/0", **options)
+    with pytest.raises(gossamer.SettingsError, match=f"invalid worker option '{field}'"):
+        Worker.from_options(WorkerOptions("redis://127.0.0.1:1/0", **options))
+    Worker("redis://127.0.0.1:1/0", name="host-1.example_2")  # a fine one

@@ -4,8 +4,10 @@ crawls merged, a huge record), each WACZ read back by the spec reader in ``reade
 
 from __future__ import annotations
 
+import gzip
 import random
 import tracemalloc
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -109,3 +111,103 @@ async def test_a_torn_last_record_is_left_out(tmp_path: Path) -> None:
     wacz = read_wacz(tmp_path / "torn.wacz")  # the file is packaged whole, torn tail and all
     assert "warc/revisit" not in {f["mime"] for _, _, f in wacz.index}
     assert len(wacz.pages) == 2  # nor is the page whose capture was torn
+
+
+async def test_a_symlink_at_a_temporary_name_is_not_written_through(tmp_path: Path) -> None:
+    out, outside = tmp_path / "out", tmp_path / "outside"
+    await write_crawl(out)
+    outside.mkdir()
+    (outside / "victim.txt").write_text("KEEPME")
+    for planted in ("crawl.wacz.part", ".crawl.wacz.part"):
+        (out / planted).symlink_to(outside / "victim.txt")
+    assert main(["wacz", str(out), "--quiet"]) == 0
+    assert (outside / "victim.txt").read_text() == "KEEPME"
+    assert read_wacz(out / "crawl.wacz").pages
+    assert (out / "crawl.wacz").stat().st_mode & 0o777 == 0o644
+    assert sorted(p.name for p in out.iterdir() if "part" in p.name) == [
+        ".crawl.wacz.part",
+        "crawl.wacz.part",
+    ]  # only the planted links: no temporary file left
+
+
+async def test_symlinked_warc_files_are_not_packaged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    out, outside = tmp_path / "out", tmp_path / "outside"
+    await write_crawl(out)
+    await write_crawl(outside)
+    private = next((outside / "warc").iterdir())
+    (out / "warc" / "zz.warc.gz").symlink_to(private)
+    (out / "warc" / "pw.warc.gz").symlink_to("/etc/passwd")
+    summary = write_wacz([out], tmp_path / "crawl.wacz")
+    names = {f["filename"] for _, _, f in read_wacz(tmp_path / "crawl.wacz").index}
+    assert "zz.warc.gz" not in names and summary.warc_files == 1
+    assert "zz.warc.gz is not a regular file" in caplog.text
+    assert "pw.warc.gz is not a regular file" in caplog.text
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "warc").symlink_to(outside / "warc", target_is_directory=True)
+    with pytest.raises(CommandError, match="no WARC files"):
+        write_wacz([linked], tmp_path / "linked.wacz")
+    assert "warc is a symlink" in caplog.text
+
+
+async def test_entry_names_keep_only_safe_characters(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    await write_crawl(out)
+    warc = next((out / "warc").iterdir())
+    odd_names = ("..\\..\\evil.warc.gz", "C:evil.warc.gz", "a\nb.warc.gz", "a b.warc.gz")
+    for odd in (*odd_names, "z\u200bw.warc.gz"):
+        (out / "warc" / odd).write_bytes(warc.read_bytes())
+    write_wacz([out], tmp_path / "crawl.wacz")
+    with zipfile.ZipFile(tmp_path / "crawl.wacz") as wacz:
+        archived = sorted(n.removeprefix("archive/") for n in wacz.namelist() if "archive/" in n)
+    safe = [".._.._evil.warc.gz", "C_evil.warc.gz", "1-a_b.warc.gz", "1-1-a_b.warc.gz"]
+    assert archived == sorted([warc.name, *safe, "z_w.warc.gz"])
+
+
+_BAD_LENGTH = gzip.compress(
+    b"WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: http://x/\r\n"
+    b"WARC-Date: 2027-01-01T00:00:00Z\r\nContent-Length: -5\r\n\r\nabc\r\n\r\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("tail", "whole"),
+    [
+        (random.Random(2).randbytes(3000), True),  # garbage after the records
+        (gzip.compress(random.Random(3).randbytes(3000)), True),  # a member not a WARC record
+        (_BAD_LENGTH, True),
+        (b"hello world\n" * 100, False),  # not a WARC file at all
+    ],
+)
+async def test_a_corrupt_warc_is_indexed_up_to_its_bad_record(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], tail: bytes, whole: bool
+) -> None:
+    out = tmp_path / "out"
+    await write_crawl(out)
+    warc = next((out / "warc").iterdir())
+    warc.write_bytes((warc.read_bytes() if whole else b"") + tail)
+    assert main(["wacz", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"{warc.name}: torn or corrupt, indexed up to its last readable record" in printed
+    wacz = read_wacz(out / "crawl.wacz")
+    assert len(wacz.index) == (5 if whole else 0)
+    assert len(wacz.pages) == (3 if whole else 0)
+
+
+async def test_an_output_that_cannot_be_written_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    await write_crawl(out)
+    assert main(["wacz", str(out), "--output", str(out)]) == 2
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .endswith("is a directory: --output names the WACZ file to write")
+    )
+    (tmp_path / "file").write_text("")
+    assert main(["wacz", str(out), "--output", str(tmp_path / "file" / "x.wacz")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot write" in err

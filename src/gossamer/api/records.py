@@ -6,7 +6,9 @@ A stream holds at most ``limit`` records its reader has not taken; past that, th
 for the reader (a reader that falls behind slows the crawl as a slow sink would, and the
 records do not pile up in memory). A stream its reader closed (:meth:`RecordStream.aclose`,
 the end of ``async with``) or dropped no longer holds the crawl back; one kept and never read
-does, once full.
+does, once full, until the crawl is stopped: from then on (the crawl leases nothing more, so
+what is left to write is the pages in flight) records are kept for every reader without
+waiting, and a stream never read no longer holds the crawl's end.
 """
 
 from __future__ import annotations
@@ -35,11 +37,13 @@ class _Channel:
         """The crawl ended: no record comes any more."""
         self.closed = False
         """The reader left: records are no longer kept for it."""
+        self.released = False
+        """The crawl is stopping: records are kept past ``limit``, never waited for."""
         self.readable = asyncio.Event()
         self.writable = asyncio.Event()
 
     async def put(self, record: PageRecord) -> None:
-        while len(self.buffer) >= self.limit and not self.closed:
+        while len(self.buffer) >= self.limit and not (self.closed or self.released):
             self.writable.clear()
             await self.writable.wait()
         if not self.closed:
@@ -49,6 +53,10 @@ class _Channel:
     def end(self) -> None:
         self.ended = True
         self.readable.set()
+
+    def release(self) -> None:
+        self.released = True
+        self.writable.set()
 
     def close(self) -> None:
         self.closed = True
@@ -102,12 +110,15 @@ class Broadcast:
     def __init__(self) -> None:
         self._channels: list[_Channel] = []
         self._ended = False
+        self._released = False
 
     def stream(self, limit: int = DEFAULT_LIMIT) -> RecordStream:
         """A new stream of the records written from now on (none once the crawl ended)."""
         if limit < 1:
             raise ValueError("a record stream holds at least one record")
         channel = _Channel(limit)
+        if self._released:
+            channel.release()
         if self._ended:
             channel.end()
         else:
@@ -120,6 +131,13 @@ class Broadcast:
         for channel in self._channels:
             for record in records:
                 await channel.put(record)
+
+    def release(self) -> None:
+        """The crawl is stopping: no stream makes it wait any more (see the module
+        docstring)."""
+        self._released = True
+        for channel in self._channels:
+            channel.release()
 
     def end(self) -> None:
         """The crawl ended: each stream ends once its reader took what it holds."""

@@ -69,8 +69,11 @@ class Running:
     def stop(self) -> None:
         """Stop the crawl gracefully, as SIGINT does: nothing more is leased, URLs in flight
         finish (or go back to the queue after a grace time), the records are committed and
-        :meth:`wait` returns. A crawl of ``resume=True`` settings continues from there."""
+        :meth:`wait` returns. A crawl of ``resume=True`` settings continues from there. A
+        record stream that is not read no longer holds the crawl: its records are kept for
+        it from then on without waiting."""
         self._stop_asked = True
+        self._broadcast.release()
         if self._crawler is not None:
             self._crawler.stop()
 

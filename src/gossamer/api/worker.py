@@ -5,6 +5,8 @@ status --json``)."""
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,7 +16,7 @@ from gossamer.api.running import Running
 from gossamer.cluster import DEFAULT_JOB
 from gossamer.crawl.additions import Additions
 from gossamer.page.handlers import Handlers
-from gossamer.settings import JobSettings
+from gossamer.settings import JobSettings, SettingsError
 from gossamer.stats import CrawlStats
 
 if TYPE_CHECKING:
@@ -61,6 +63,7 @@ class Worker(Running):
             job_timeout=job_timeout,
         )
         """The worker's options (what ``gossamer cluster worker`` is told)."""
+        check_options(self.options)
 
     @classmethod
     def from_options(
@@ -71,6 +74,7 @@ class Worker(Running):
 
             Worker.from_options(WorkerOptions(redis_url, store=dsn, metrics_port=9101))
         """
+        check_options(options)
         worker = cls(options.redis_url, handlers=handlers, signals=signals)
         worker.options = options
         return worker
@@ -97,6 +101,27 @@ class Worker(Running):
         from gossamer.cluster.worker import run_worker
 
         return run_worker(self.options, additions)
+
+
+_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
+"""A worker name: it is part of file names (its log, its status file) and Redis keys."""
+
+
+def check_options(options: WorkerOptions) -> None:
+    """Raise :class:`gossamer.SettingsError` naming the first option a worker cannot run
+    with, as :class:`gossamer.Crawl` does for its settings."""
+    if options.name is not None and not _NAME.fullmatch(options.name):
+        _invalid("name", "give 1 to 100 of A-Z a-z 0-9 . _ - (not starting with a dot)")
+    if options.concurrency is not None and not 1 <= options.concurrency <= 100_000:
+        _invalid("concurrency", "give a number from 1 to 100000")
+    if not (math.isfinite(options.job_timeout) and options.job_timeout > 0):
+        _invalid("job_timeout", "give a positive number of seconds")
+    if not options.job:
+        _invalid("job", "give a job name")
+
+
+def _invalid(field: str, problem: str) -> None:
+    raise SettingsError(f"invalid worker option '{field}': {problem}")
 
 
 async def submit(redis_url: str, settings: JobSettings, job: str = DEFAULT_JOB) -> Submitted:

@@ -17,7 +17,7 @@ import os
 import socket
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +61,7 @@ from gossamer.settings import (
     settings_to_dict,
     validate_model,
 )
+from gossamer.settings.base import redacted
 from gossamer.stats import CrawlStats
 from gossamer.status import status_file
 
@@ -108,6 +109,11 @@ class WorkerOptions:
     metrics_hosts: tuple[str, ...] = ()
     """Host names the metrics port answers to besides addresses, localhost and the
     machine's name (see gossamer.metrics.hostcheck)."""
+
+    def __repr__(self) -> str:
+        """The options with every password (Redis URL, page store, proxies) masked."""
+        shown = ", ".join(f"{f.name}={redacted(getattr(self, f.name))!r}" for f in fields(self))
+        return f"WorkerOptions({shown})"
 
 
 def default_name() -> str:

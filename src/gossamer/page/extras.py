@@ -77,7 +77,7 @@ async def call_handler(
 ) -> tuple[tuple[list[dict[str, Any]], list[str]] | None, str | None]:
     """The handler's items and links, or its error if it failed (logged as a hook's)."""
     try:
-        return await run_handler(route.function, page), None
+        return await run_handler(route.function, page, route.timeout), None
     except HookError as exc:
         log.warning("%s (%s) on %s", exc.__cause__ or exc, route.name, redact_url(page.url))
         return None, str(exc)

@@ -7,7 +7,13 @@ URL), calls it with the hook's :class:`~gossamer.hooks.Page` and keeps what it g
 items in the record (``found``, as a rule's; items.jsonl and the store keep them), its links
 instead of the page's own (or besides them, ``keep_links``). A handler that fails is recorded
 on its page as a failing hook is (``error``: ``handler-error: <ExceptionType>``); the crawl
-goes on.
+goes on. So is one that takes over its time bound (``handler-error: timeout``) or gives over
+10 MiB of items for one page (``handler-error: output too large``).
+
+A handler that is a plain function (or a generator) runs on the event loop, as ``--hook``
+does: it must be quick, since nothing can cut it short there and the whole crawl waits for
+it; its time bound applies to what it awaits. Slow or blocking work belongs in an ``async``
+handler that awaits it (``await asyncio.to_thread(work, page)``), which the bound does end.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from gossamer.hooks import Handler
+from gossamer.hooks import HANDLER_TIMEOUT, Handler
 
 if TYPE_CHECKING:
     from gossamer.extract.rules.patterns import Pattern
@@ -35,14 +41,20 @@ class Route:
     name: str
     function: Handler
     keep_links: bool = False
+    timeout: float = HANDLER_TIMEOUT
+    """Seconds one call may take (its awaits): past it, ``handler-error: timeout``."""
 
 
 class Handlers:
     """Page handlers by URL pattern, tried in the order they were registered; the first whose
-    pattern finds a page's URL handles the page (see the module docstring)."""
+    pattern finds a page's URL handles the page (see the module docstring). ``timeout``:
+    the seconds one handler call may take (default 30; a positive number)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, timeout: float = HANDLER_TIMEOUT) -> None:
+        if not timeout > 0:
+            raise ValueError(f"handler timeout must be a positive number of seconds: {timeout}")
         self._routes: list[Route] = []
+        self._timeout = float(timeout)
 
     def handler(
         self, pattern: str, *, name: str | None = None, keep_links: bool = False
@@ -58,7 +70,9 @@ class Handlers:
 
         def register(function: H) -> H:
             label = name or str(getattr(function, "__name__", "handler"))
-            self._routes.append(Route(compiled, label, function, keep_links))
+            if not callable(function):
+                raise ValueError(f"a page handler must be callable, not {function!r}")
+            self._routes.append(Route(compiled, label, function, keep_links, self._timeout))
             return function
 
         return register

@@ -31,7 +31,10 @@ class AuthSettings(SettingsModel, frozen=True, kw_only=True):
     Secrets are named, never given: each as ``NAME_env`` (an environment variable) or
     ``NAME_file`` (a file whose text, less its final newline, is the secret), read once when
     the crawl starts (:func:`read_secret`). The settings themselves hold no secret, so a
-    cluster job may store them."""
+    cluster job may store them; a form's further ``fields`` are shown masked all the same
+    (a site may want a key among them)."""
+
+    _masked_fields = ("fields",)
 
     domain: Annotated[
         str, Meta(description="The host whose requests carry the login, and its subdomains.")

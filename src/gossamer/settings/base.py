@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
 import msgspec
+
+from gossamer.redact import MASK, redact_text
 
 __all__ = ["FieldError", "InvalidSetting", "SettingsError", "SettingsModel"]
 
@@ -31,4 +36,35 @@ class FieldError(ValueError):
 
 class SettingsModel(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Base of every settings model (each also says ``frozen=True, kw_only=True``: Structs do
-    not inherit ``kw_only``, and mypy wants ``frozen`` on each)."""
+    not inherit ``kw_only``, and mypy wants ``frozen`` on each).
+
+    Its ``repr`` (and ``str``, and rich's) shows no credential: passwords in URLs and DSNs
+    (proxies, seeds, the page store) are masked by :func:`gossamer.redact.redact_text`, and
+    the values of the fields a model names in ``_masked_fields`` are shown as ``***``."""
+
+    _masked_fields: ClassVar[tuple[str, ...]] = ()
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={value!r}" for name, value in self.__rich_repr__())
+        return f"{type(self).__name__}({shown})"
+
+    def __rich_repr__(self) -> Iterator[tuple[str, Any]]:
+        for name in self.__struct_fields__:
+            value = getattr(self, name)
+            if name in self._masked_fields and isinstance(value, dict):
+                value = dict.fromkeys(value, MASK)
+            elif name in self._masked_fields and value:
+                value = MASK
+            yield name, redacted(value)
+
+
+def redacted(value: Any) -> Any:
+    """``value`` to be shown: each string in it (in lists, tuples, dict values) with its
+    passwords masked (:func:`gossamer.redact.redact_text`); other values as they are."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, list | tuple):
+        return type(value)(redacted(item) for item in value)
+    if isinstance(value, dict):
+        return {key: redacted(item) for key, item in value.items()}
+    return value

@@ -40,6 +40,12 @@ def add_wacz_parser(sub: Any) -> None:
     wacz.set_defaults(handler=_wacz)
 
 
+class _OutputError(CommandError):
+    """The WACZ file cannot be written where told (a usage error: exit status 2)."""
+
+    exit_status = 2
+
+
 def _wacz(args: argparse.Namespace) -> int:
     from gossamer.wacz import write_wacz
 
@@ -50,7 +56,12 @@ def _wacz(args: argparse.Namespace) -> int:
     if args.output is None and len(outs) > 1:
         raise CommandError("several OUT directories are merged into one file: give --output")
     target = args.output or default_target(outs[0])
-    summary = write_wacz(outs, target)
+    if target.is_dir():
+        raise _OutputError(f"{target} is a directory: --output names the WACZ file to write")
+    try:
+        summary = write_wacz(outs, target)
+    except OSError as exc:
+        raise _OutputError(f"cannot write {target}: {exc}") from None
     if not args.quiet:
         print(
             f"{summary.path}: {summary.captures} captures ({summary.revisits} revisits) from "
@@ -59,5 +70,5 @@ def _wacz(args: argparse.Namespace) -> int:
         if summary.withheld:
             print(f"  {summary.withheld} captures withheld by the crawl (noindex) not indexed")
         for name in summary.torn:
-            print(f"  {name}: its torn last record left out of the index")
+            print(f"  {name}: torn or corrupt, indexed up to its last readable record")
     return 0

@@ -87,25 +87,50 @@ class IndexCounts:
 
 
 def index_warc(path: Path, name: str, counts: IndexCounts) -> Iterator[str]:
-    """The CDXJ lines of the WARC file at ``path``, to be named ``name`` in the WACZ."""
+    """The CDXJ lines of the WARC file at ``path``, to be named ``name`` in the WACZ. A file
+    torn by a crash, or corrupt past some record (garbage, a bad header, not a WARC file at
+    all), is indexed up to its last readable record; the rest is left out with a warning."""
     pending: tuple[int, dict[str, Any], str] | None = None
     last = None
     with path.open("rb") as stream:
-        for record in ArchiveIterator(stream, parse_http=True, record_types=_ANY):
+        records = ArchiveIterator(stream, parse_http=True, record_types=_ANY)
+        for record in _readable(records, path):
             last = record.stream_pos
             if pending is not None:  # a record ends where the next one starts
                 yield _line(*pending, last - pending[0], name, counts)
             counts.records += 1
             pending = _indexed(record, name, counts)
+        size = stream.seek(0, 2)
         if last is None:
+            if size:
+                log.warning("WARC file %s: no readable record, none indexed", path)
+                counts.torn.append(name)
+                counts.cut[name] = 0
             return
         end = _member_end(stream, last)
         if pending is not None and end is not None:
             yield _line(*pending, end - last, name, counts)
-        if end is None or end != stream.seek(0, 2):
+        if end is None or end != size:
             log.warning("WARC file %s: torn after its record at %d, indexed up to it", path, last)
             counts.torn.append(name)
             counts.cut[name] = last if end is None else end
+
+
+def _readable(records: Iterable[WarcRecord], path: Path) -> Iterator[WarcRecord]:
+    """``records`` up to the first that cannot be read (fastwarc raises OSError on a bad
+    gzip member or header, and reads a negative Content-Length as 0); what follows it is
+    the caller's torn tail."""
+    try:
+        for record in records:
+            length = record.headers.get("Content-Length") or ""
+            if not (length.isascii() and length.isdigit()):
+                log.warning(
+                    "WARC file %s: bad Content-Length %r at %d", path, length, record.stream_pos
+                )
+                return
+            yield record
+    except (OSError, ValueError) as exc:
+        log.warning("WARC file %s: unreadable past its last good record: %s", path, exc)
 
 
 def _indexed(

@@ -3,8 +3,11 @@ reads a record or an index block with one ranged read), ``datapackage.json`` wit
 file's size and SHA-256, and ``datapackage-digest.json`` with the SHA-256 of that.
 
 Everything streams: a WARC is copied into the ZIP in 1 MiB pieces while its digest is taken,
-then read once more to index it. The file is written as ``NAME.part`` and renamed when
-complete, so a WACZ that exists is whole.
+then read once more to index it. The file is written to a fresh temporary file beside it
+(never a predictable name a symlink could stand in for) and renamed when complete, so a
+WACZ that exists is whole. Only regular files inside a crawl's directory are packaged: a
+symlink in ``warc/`` (or ``warc/`` itself a symlink) is skipped with a warning, and entry
+names keep only ``[A-Za-z0-9._-]``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import hashlib
 import json
 import logging
 import os
+import re
+import stat
 import tempfile
 import time
 import zipfile
@@ -57,16 +62,48 @@ def archive_names(outs: Sequence[Path]) -> list[tuple[Path, str, Path]]:
     """Every WARC file of the crawls in ``outs`` as (crawl directory, name inside the WACZ,
     path): its own name, or ``N-name`` (N the crawl's place) when two crawls' files share one.
     Raises CommandError when there is none."""
-    found = [(out, path) for out in outs for path in sorted((out / "warc").glob("*.warc.gz"))]
+    found = [(out, path) for out in outs for path in _warc_files(out)]
     if not found:
         where = ", ".join(str(out / "warc") for out in outs)
         raise CommandError(f"no WARC files in {where}: crawl with --warc (or --wacz) first")
-    names = [path.name for _, path in found]
+    names = [_entry_name(path.name) for _, path in found]
     place = {out: n for n, out in enumerate(outs, 1)}
-    return [
-        (out, path.name if names.count(path.name) == 1 else f"{place[out]}-{path.name}", path)
-        for out, path in found
-    ]
+    named: list[tuple[Path, str, Path]] = []
+    taken: set[str] = set()
+    for (out, path), name in zip(found, names, strict=True):
+        entry = name if names.count(name) == 1 else f"{place[out]}-{name}"
+        while entry in taken:  # two names of one crawl made alike by _entry_name
+            entry = f"{place[out]}-{entry}"
+        taken.add(entry)
+        named.append((out, entry, path))
+    return named
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def _entry_name(name: str) -> str:
+    """A file name as a ZIP entry name: any character but ``[A-Za-z0-9._-]`` (a backslash,
+    a drive colon, a newline, a zero-width space) becomes ``_``, so no reader sees a path."""
+    return _UNSAFE.sub("_", name)
+
+
+def _warc_files(out: Path) -> list[Path]:
+    """``out/warc/*.warc.gz`` that are regular files, not symlinks, and inside ``out``;
+    each other one is skipped with a warning naming it (it could be any file of the host)."""
+    warc = out / "warc"
+    if warc.is_symlink():
+        log.warning("%s is a symlink: its files are not packaged", warc)
+        return []
+    root = out.resolve()
+    kept = []
+    for path in sorted(warc.glob("*.warc.gz")):
+        mode = path.lstat().st_mode
+        if stat.S_ISREG(mode) and path.resolve().is_relative_to(root):
+            kept.append(path)
+        else:
+            log.warning("%s is not a regular file inside %s: not packaged", path, out)
+    return kept
 
 
 def write_wacz(
@@ -76,12 +113,19 @@ def write_wacz(
     ``--out``) into the WACZ file ``target``, replacing it. Raises CommandError when the
     crawls have no WARC file."""
     archives = archive_names(outs)
-    part = target.with_name(target.name + ".part")
     target.parent.mkdir(parents=True, exist_ok=True)
+    # mkstemp creates the file new (O_EXCL), so a symlink planted at a known name is never
+    # written through
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    part = Path(name)
     try:
-        with zipfile.ZipFile(part, "w", zipfile.ZIP_STORED, allowZip64=True) as wacz:
+        with (
+            os.fdopen(fd, "w+b") as raw,
+            zipfile.ZipFile(raw, "w", zipfile.ZIP_STORED, allowZip64=True) as wacz,
+        ):
             writer = _Writer(wacz, clock)
             summary = writer.write(outs, archives)
+        os.chmod(part, 0o644)  # mkstemp's 0600 would hide the archive from a replay server
         os.replace(part, target)
     finally:
         part.unlink(missing_ok=True)
