@@ -9,16 +9,13 @@ partitions live on different nodes.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import re
 import time
-from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from redis.asyncio import Redis
-from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisClusterException, ResponseError
-from tests.redis_server import RedisClusterServer, RedisServer
+from tests.frontier import topologies
 
 from gossamer.frontier.base import Candidate, Lease
 from gossamer.frontier.politeness import PolitenessPolicy
@@ -32,8 +29,12 @@ from gossamer.frontier.redis import (
 )
 from gossamer.urls import Scope
 
+# the fixtures of both Redis topologies (tests/frontier/topologies.py)
+redis_server = topologies.redis_server
+client = topologies.client
+job = topologies.job
+
 P = 16
-_jobs = itertools.count()
 
 
 class Clock:
@@ -42,28 +43,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-@pytest.fixture(scope="module", params=["one-node", "3-masters"])
-def redis_server(request: pytest.FixtureRequest) -> Iterator[RedisServer | RedisClusterServer]:
-    server = RedisServer(cluster=True) if request.param == "one-node" else RedisClusterServer()
-    with server:
-        yield server
-
-
-@pytest.fixture
-async def client(redis_server: RedisServer | RedisClusterServer) -> AsyncIterator[RedisClient]:
-    if isinstance(redis_server, RedisClusterServer):
-        redis: RedisClient = RedisCluster.from_url(redis_server.url)
-    else:
-        redis = Redis.from_url(redis_server.url)
-    yield redis
-    await redis.aclose()
-
-
-@pytest.fixture
-def job() -> str:
-    return f"job{next(_jobs)}"
 
 
 def make(

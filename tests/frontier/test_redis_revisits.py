@@ -8,14 +8,9 @@ slots fails) and on a 3-master Redis Cluster through a cluster client.
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 
-import pytest
-from redis.asyncio import Redis
-from redis.asyncio.cluster import RedisCluster
-from tests.redis_server import RedisClusterServer, RedisServer
+from tests.frontier import topologies
 
 from gossamer.frontier.base import Candidate, Lease
 from gossamer.frontier.politeness import PolitenessPolicy
@@ -26,9 +21,13 @@ from gossamer.frontier.revisit import Bounds
 from gossamer.frontier.revisits import RevisitState
 from gossamer.urls import Scope, fingerprint
 
+# the fixtures of both Redis topologies (tests/frontier/topologies.py)
+redis_server = topologies.redis_server
+client = topologies.client
+job = topologies.job
+
 P = 8
 INTERVAL = 10.0
-_jobs = itertools.count()
 
 
 class Clock:
@@ -37,28 +36,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-@pytest.fixture(scope="module", params=["one-node", "3-masters"])
-def redis_server(request: pytest.FixtureRequest) -> Iterator[RedisServer | RedisClusterServer]:
-    server = RedisServer(cluster=True) if request.param == "one-node" else RedisClusterServer()
-    with server:
-        yield server
-
-
-@pytest.fixture
-async def client(redis_server: RedisServer | RedisClusterServer) -> AsyncIterator[RedisClient]:
-    if isinstance(redis_server, RedisClusterServer):
-        redis: RedisClient = RedisCluster.from_url(redis_server.url)
-    else:
-        redis = Redis.from_url(redis_server.url)
-    yield redis
-    await redis.aclose()
-
-
-@pytest.fixture
-def job() -> str:
-    return f"job{next(_jobs)}"
 
 
 def make(client: RedisClient, job: str, clock: Clock) -> tuple[ContinuousFrontier, RedisRevisits]:
