@@ -48,3 +48,34 @@ async def test_another_workers_claim_is_not_given_back(client: RedisClient) -> N
     assert await holder.claim(URL)
     await other.release(URL)
     assert await client.get("gs:{j}:sitemap:" + xxhash.xxh3_64_hexdigest(URL.encode())) == b"w1"
+
+
+def _reread(url: str) -> float:
+    return 30.0
+
+
+async def test_a_continuous_jobs_read_is_due_again_one_interval_after_it_began(
+    client: RedisClient,
+) -> None:
+    clock = [100.0]
+    reader = SitemapClaims(client, "j", "w1", 60, reread=_reread, clock=lambda: clock[0])
+    other = SitemapClaims(client, "j", "w2", 60, reread=_reread, clock=lambda: clock[0])
+    assert await reader.claim(URL)
+    assert await reader.claim(URL), "a claim repeated after a lost reply holds"
+    assert not await asyncio.wait_for(other.claim(URL), 1), "claimed: no wait, asked later"
+    assert 59 <= (other.later(URL) or 0) <= 60
+    clock[0] += 10  # the read took 10 s: the next is due 20 s from now
+    await reader.finish(URL)
+    assert not await other.claim(URL)
+    assert 19 <= (other.later(URL) or 0) <= 20
+    key = "gs:{j}:sitemap:" + xxhash.xxh3_64_hexdigest(URL.encode())
+    await client.pexpire(key, 1)
+    await asyncio.sleep(0.01)
+    assert await other.claim(URL), "due: the next worker to ask reads it"
+
+
+async def test_a_continuous_job_reads_a_sitemap_an_ended_run_finished(client: RedisClient) -> None:
+    ended = SitemapClaims(client, "j", "w1", 60)
+    assert await ended.claim(URL)
+    await ended.finish(URL)
+    assert await SitemapClaims(client, "j", "w2", 60, reread=_reread).claim(URL)

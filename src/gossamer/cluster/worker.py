@@ -17,6 +17,7 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -229,7 +230,13 @@ async def _crawl_share(
             digests = RedisDigests(control.redis, control.job, settings.digest_threshold)
         if stages.sitemaps is not None:  # one read of each sitemap in the job
             stages.sitemaps.share(
-                SitemapClaims(control.redis, control.job, name, settings.claim_timeout)
+                SitemapClaims(
+                    control.redis,
+                    control.job,
+                    name,
+                    settings.claim_timeout,
+                    reread=_reread(settings),
+                )
             )
         shared = frontier.shared_slots()
         if shared is not None and stages.gate is not None:  # sitemaps at the shared pace
@@ -356,3 +363,14 @@ def _keep_fresh(
     if stages.sitemaps is not None:
         stages.sitemaps.use_lastmod(frontier.sooner)
     return frontier.recrawl(revisit_bounds(settings))
+
+
+def _reread(settings: JobSettings) -> Callable[[str], float] | None:
+    """A continuous job's: the seconds from a sitemap read's start to its next read (its
+    URL's initial revisit interval, as in an embedded crawl); None for a job that ends."""
+    if not settings.recrawl:
+        return None
+    from gossamer.crawl.revisiting import revisit_bounds
+
+    bounds = revisit_bounds(settings)
+    return lambda url: bounds(url, None).initial

@@ -45,7 +45,10 @@ the first worker that claims them. Each sitemap is read once per job: a worker c
 Redis first (:mod:`gossamer.cluster.sitemaps`), for the claim timeout. A worker that dies in
 the middle of a sitemap loses none of the entries it handed to ``add`` (they are in Redis);
 once its claim expires, the rest is read by the next worker that learns the host's
-robots.txt (the partition's next owner does before the first of the host's URLs it leases)."""
+robots.txt (the partition's next owner does before the first of the host's URLs it leases).
+A continuous job reads each sitemap again on the same schedule, one worker at a time: the
+claim of the last read says when the next is due, and every worker that learned of the
+sitemap asks for it then."""
 
 from __future__ import annotations
 
@@ -94,6 +97,7 @@ class Claims(Protocol):
     """One read of each sitemap per cluster job (`gossamer.cluster.sitemaps.SitemapClaims`)."""
 
     async def claim(self, url: str) -> bool: ...
+    def later(self, url: str) -> float | None: ...
     async def finish(self, url: str) -> None: ...
     async def release(self, url: str) -> None: ...
 
@@ -258,7 +262,8 @@ class SitemapStage:
         origins = set(self._named.get(url, ()))
         try:
             if self._claims is not None and not await self._claims.claim(url):
-                return origins  # another worker read it
+                self._ask_later(url, origins)
+                return origins  # another worker read it (or reads it now)
             try:
                 await self._read(url, origins)
             except asyncio.CancelledError:
@@ -271,6 +276,16 @@ class SitemapStage:
         except Exception:  # a bug a sitemap revealed ends its read, not the crawl
             log.exception("internal error reading sitemap %s; crawl goes on", redact_url(url))
         return origins
+
+    def _ask_later(self, url: str, origins: set[str]) -> None:
+        """A continuous job's sitemap another worker read or reads: claimed again once the
+        claims say its next read may be due."""
+        wait = None if self._reread is None or self._claims is None else self._claims.later(url)
+        if wait is not None:
+            if (timer := self._timers.get(url)) is not None:
+                timer.cancel()
+            loop = asyncio.get_running_loop()
+            self._timers[url] = loop.call_later(wait, self._again, url, origins)
 
     async def _release(self, url: str) -> None:
         """A stopped read gives its claim back, so another worker reads the sitemap now."""

@@ -1,0 +1,118 @@
+"""A continuous cluster job (``cluster submit --recrawl``) reads its sitemaps and feeds again
+on the embedded backend's schedule, one worker at a time: a page a feed announces later is
+fetched, and a newer ``lastmod`` makes a page fetched before it due."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from email.utils import formatdate
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+from tests.cluster.harness import FAST, run, start, until_waiting, worker_args, worker_logs
+from tests.local_app import serve
+from tests.redis_server import RedisServer
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
+
+DURATION = 7.0
+ANNOUNCED = 1.5
+"""Seconds after the first sitemap read when the feed lists /later and the sitemap a newer
+lastmod of /a."""
+CONFIG = """
+[[revisit]]
+url = "*/sitemap.xml"
+initial = 1
+min = 1
+max = 1
+[[revisit]]
+url = "*/feed.rss"
+initial = 1
+min = 1
+max = 1
+"""
+
+
+def _w3c(at: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
+
+
+class _Site:
+    """robots.txt names /sitemap.xml (/a with its lastmod); /feed.rss is given with
+    ``--sitemap``; both announce more ``ANNOUNCED`` seconds after the first sitemap read."""
+
+    def __init__(self) -> None:
+        self.hits: list[tuple[float, str]] = []
+        self.first_read: float | None = None
+        self.old = time.time() - 3600
+
+    def announced(self, now: float) -> bool:
+        return self.first_read is not None and now - self.first_read >= ANNOUNCED
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        now = time.time()
+        self.hits.append((now, request.path))
+        base = f"http://127.0.0.1:{request.url.port}"
+        later = self.announced(now)
+        if request.path == "/robots.txt":
+            return web.Response(text=f"User-agent: *\nAllow: /\nSitemap: {base}/sitemap.xml\n")
+        if request.path == "/sitemap.xml":
+            if self.first_read is None:
+                self.first_read = now
+            changed = _w3c(self.first_read + ANNOUNCED if later else self.old)
+            row = f"<url><loc>{base}/a</loc><lastmod>{changed}</lastmod></url>"
+            xml = f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{row}</urlset>'
+            return web.Response(text=xml, content_type="application/xml")
+        if request.path == "/feed.rss":
+            item = f"<item><title>later</title><link>{base}/later</link></item>" if later else ""
+            rss = f'<rss version="2.0"><channel><title>t</title>{item}</channel></rss>'
+            return web.Response(text=rss, content_type="application/rss+xml")
+        if request.path in ("/", "/a", "/later"):
+            version = "2" if later and request.path == "/a" else "1"
+            headers = {"Last-Modified": formatdate(self.old, usegmt=True)}
+            body = f"<html><body><p>{request.path} version {version}</p></body></html>"
+            return web.Response(text=body, content_type="text/html", headers=headers)
+        return web.Response(status=404)
+
+    def at(self, path: str) -> list[float]:
+        return [at for at, hit in self.hits if hit == path]
+
+
+async def test_a_continuous_job_reads_sitemaps_and_feeds_again_one_worker_at_a_time(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    url = redis_server.url
+    site = _Site()
+    config = tmp_path / "job.toml"
+    config.write_text(CONFIG)
+    async with serve(site.handle) as port:
+        logs = [tmp_path / f"w{i}.log" for i in range(2)]
+        workers = [await start(logs[i], *worker_args(url, tmp_path, i)) for i in range(2)]
+        await until_waiting(logs)
+        seed = f"http://127.0.0.1:{port}/"
+        submit = ["cluster", "submit", "--redis", url, seed, "--recrawl", "--config",
+                  str(config), "--revisit-initial", "600", "--revisit-min", "1",
+                  "--revisit-max", "600", "--max-duration", str(DURATION), "--delay", "0.05",
+                  "--checkpoint-interval", "0.05", "--heartbeat-ttl", "2", "--claim-timeout",
+                  "2", "--partitions", "8", "--sitemap", f"{seed}feed.rss", *FAST,
+                  "--quiet"]  # fmt: skip
+        assert await run(tmp_path / "submit.log", *submit) == 0
+        for worker in workers:
+            assert await asyncio.wait_for(worker.wait(), DURATION + 30) == 0, worker_logs(
+                tmp_path, 2
+            )
+    assert site.first_read is not None
+    announced = site.first_read + ANNOUNCED
+    for path in ("/sitemap.xml", "/feed.rss"):
+        reads = site.at(path)
+        assert len(reads) >= 3, (path, reads)  # read again every second
+        gaps = [b - a for a, b in itertools.pairwise(reads)]
+        assert min(gaps) > 0.5, (path, gaps)  # by one worker at a time, not one each
+    later = site.at("/later")
+    assert later and later[0] - announced < 2.5, (later, announced)  # within two reads
+    a_fetches = site.at("/a")
+    assert len(a_fetches) >= 2 and a_fetches[1] >= announced, (a_fetches, announced)
+    assert a_fetches[1] - announced < 2.5, (a_fetches, announced)  # not 600 s later
