@@ -126,6 +126,8 @@ class CrawlStats:
                 for name in ("changed", "unchanged", "not-modified", "gone")
             )
             line += f"  due {self.revisits['backlog']}"
+            if self.revisits.get("spared"):
+                line += f"  spare {self.revisits['spared']}"
             if self.revisits.get("bytes_saved"):
                 line += f"  saved {_size(self.revisits['bytes_saved'])} by 304s"
         return line

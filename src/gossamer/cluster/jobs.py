@@ -24,6 +24,7 @@ from gossamer.cluster.balancer import model_report
 from gossamer.cluster.bounded import bounded_parser
 from gossamer.cluster.control import Control, JobTotals, WorkerInfo
 from gossamer.cluster.errors import ClusterError
+from gossamer.cluster.freshness import JobFreshness, due_backlog, job_freshness
 from gossamer.cluster.redisretry import GuardedCluster
 from gossamer.cluster.redisurl import PASSWORD_ENV
 from gossamer.cluster.resilient import forbidden, install_guard
@@ -280,7 +281,8 @@ async def status_of(control: Control) -> dict[str, Any]:
     settings = None if raw is None else parse_job(raw, control.job)
     size = 0 if raw is None else len(raw.encode("utf-8", "surrogatepass"))
     totals = await control.totals(settings.partitions) if settings else None
-    workers = [_worker_status(w) for w in await control.workers()]
+    infos = await control.workers()
+    workers = [_worker_status(w) for w in infos]
     return {
         "job": control.job,
         "submitted": settings is not None,
@@ -294,7 +296,21 @@ async def status_of(control: Control) -> dict[str, Any]:
         "workers": workers,
         "allocator": settings.allocator if settings else None,
         "runtime_model": await model_report(control),
+        "freshness": await _freshness(control, settings, infos),
     }
+
+
+async def _freshness(
+    control: Control, settings: JobSettings | None, workers: list[WorkerInfo]
+) -> dict[str, Any] | None:
+    """A continuous job's revisits and every job's sitemaps, summed over its workers (None
+    before it is submitted)."""
+    if settings is None:
+        return None
+    backlog = 0
+    if settings.recrawl:
+        backlog = await due_backlog(control.redis, control.job, settings.partitions)
+    return job_freshness(workers, backlog).as_json()
 
 
 async def _seeds_status(control: Control, job_bytes: int) -> dict[str, Any]:
@@ -419,6 +435,9 @@ def format_status(state: dict[str, Any]) -> str:
     ]
     if t.get("set_aside"):
         lines[0] += f", {t['set_aside']} malformed entries set aside"
+    fresh = state.get("freshness")
+    if fresh and (shown := JobFreshness(**fresh)).anything:
+        lines.append(shown.line())
     model = state.get("runtime_model")
     if model:
         lines.append(f"  allocator {state.get('allocator')}; {model['summary']}")

@@ -2,8 +2,9 @@
 
 The heartbeat keeps the entry alive (a key with a TTL: a worker that stops beating is dead to
 the leader, who moves its partitions); it carries the worker's figures (:class:`Report`), which
-the leader's balancer plans with. The worker also cuts its crawl into observation windows for
-the balancer's runtime model, and leaves the registry when it stops.
+the leader's balancer plans with, and its revisit and sitemap counts, which ``cluster status``
+sums (:mod:`gossamer.cluster.freshness`). The worker also cuts its crawl into observation
+windows for the balancer's runtime model, and leaves the registry when it stops.
 """
 
 from __future__ import annotations
@@ -11,24 +12,35 @@ from __future__ import annotations
 import os
 import socket
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gossamer.balance.capability import Capability
 from gossamer.balance.probe import capability_figures, live_figures
 from gossamer.cluster.balancer import Observer, record
 from gossamer.cluster.control import Control
+from gossamer.cluster.freshness import worker_figures
 from gossamer.crawl import Stages
 from gossamer.engine import Crawler
 from gossamer.frontier.redis import RedisFrontier
+
+if TYPE_CHECKING:
+    from gossamer.frontier.revisits import RevisitBook
 
 
 class Report:
     """What a worker tells the others about itself: the heartbeat's figures."""
 
     def __init__(
-        self, crawler: Crawler, stages: Stages, capability: Capability, frontier: RedisFrontier
+        self,
+        crawler: Crawler,
+        stages: Stages,
+        capability: Capability,
+        frontier: RedisFrontier,
+        revisits: RevisitBook | None = None,
     ) -> None:
+        """``revisits``: a continuous job's revisit state, whose counts the figures carry."""
         self._crawler = crawler
+        self._revisits = revisits
         self._stages = stages
         self._capability = capability
         self._frontier = frontier
@@ -47,6 +59,9 @@ class Report:
             "pid": os.getpid(),
             "host": socket.gethostname(),
         }
+        fresh = worker_figures(self._revisits, self._stages.sitemaps)
+        if fresh:
+            figures["fresh"] = fresh
         meter = self._stages.meter
         if meter is not None:
             figures["capability"] = capability_figures(self._capability, meter)

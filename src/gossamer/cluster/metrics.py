@@ -3,6 +3,8 @@
 
 It reads the job's live workers and their heartbeat figures and the job's partition counts
 on every scrape: a worker that left (its heartbeat expired or it left cleanly) has no series.
+The revisit and sitemap families sum the last figures of every worker that joined, left or
+not, so they only grow (:mod:`gossamer.cluster.freshness`).
 Labels are ``job``, and ``worker`` for the ``gossamer_worker_*`` families; the help texts are
 :data:`gossamer.metrics.exporter.HELP`'s, the server is built like a crawl's
 (:mod:`gossamer.metrics.exporter`), behind the same ``Host`` check.
@@ -14,7 +16,7 @@ import asyncio
 import logging
 import signal
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -24,6 +26,7 @@ from redis.exceptions import RedisError
 
 from gossamer.balance.capability import Live
 from gossamer.cluster.control import Control
+from gossamer.cluster.freshness import JobFreshness, due_backlog, job_freshness
 from gossamer.cluster.jobs import load_job
 from gossamer.metrics.exporter import COUNTER, GAUGE, application, family, listen
 from gossamer.metrics.hostcheck import HostCheck
@@ -47,6 +50,8 @@ class JobView:
     set_aside: int = 0
     workers: tuple[tuple[str, int, Live], ...] = ()
     """(name, partitions, live figures) of each live worker."""
+    freshness: JobFreshness = field(default_factory=JobFreshness)
+    """Revisits and sitemaps of every worker that joined, the due backlog."""
 
     @property
     def done(self) -> bool:
@@ -60,7 +65,11 @@ async def read_job(control: Control) -> JobView:
         return JobView(control.job, submitted=False)
     totals = await control.totals(settings.partitions)
     workers = []
-    for info in await control.workers():
+    infos = await control.workers()
+    backlog = 0
+    if settings.recrawl:
+        backlog = await due_backlog(control.redis, control.job, settings.partitions)
+    for info in infos:
         if info.alive:
             parts = info.figures.get("partitions")
             count = parts if type(parts) is int and 0 <= parts < 1 << 20 else 0
@@ -74,6 +83,7 @@ async def read_job(control: Control) -> JobView:
         totals.finished,
         totals.set_aside,
         tuple(workers),
+        job_freshness(infos, backlog),
     )
 
 
@@ -98,8 +108,22 @@ class JobCollector(Collector):
         yield family(COUNTER, "gossamer_job_seen_urls_total", job, view.seen)
         yield family(COUNTER, "gossamer_job_finished_urls_total", job, view.finished)
         yield family(COUNTER, "gossamer_job_set_aside_total", job, view.set_aside)
+        yield from _fresh(view)
         for kind, name, figure in _PER_WORKER:
             yield _per_worker(kind, name, view, figure)
+
+
+def _fresh(view: JobView) -> Iterator[Metric]:
+    """The job's revisit and sitemap families (every worker that joined summed)."""
+    job, fresh = [view.job], view.freshness
+    results = {name.replace("-", "_"): count for name, count in fresh.results.items()}
+    yield family(COUNTER, "gossamer_job_revisits_total", job, results, "result")
+    yield family(COUNTER, "gossamer_job_revisits_bytes_saved_total", job, fresh.bytes_saved)
+    yield family(COUNTER, "gossamer_job_revisits_spared_total", job, fresh.spared)
+    yield family(GAUGE, "gossamer_job_revisits_backlog", job, fresh.backlog)
+    yield family(COUNTER, "gossamer_job_sitemap_files_total", job, fresh.sitemap_files)
+    yield family(COUNTER, "gossamer_job_sitemap_entries_total", job, fresh.sitemap_entries)
+    yield family(COUNTER, "gossamer_job_sitemap_admitted_total", job, fresh.sitemap_admitted)
 
 
 _PER_WORKER: tuple[tuple[str, str, Callable[[int, Live], float]], ...] = (

@@ -269,7 +269,7 @@ async def _crawl_share(
             install_signal_handlers(crawler)
         if settings.max_duration is not None:
             stop_after(crawler, settings.max_duration)  # this worker stops, as on SIGTERM
-        report = Report(crawler, stages, capability, frontier)
+        report = Report(crawler, stages, capability, frontier, revisits)
         keeper = Keeper(
             control,
             name,

@@ -136,12 +136,14 @@ BoundsOf = Callable[[str, str | None], Bounds]
 class RevisitStats:
     """Revisits by result (``changed``, ``unchanged``, ``not-modified``, ``gone``), the bytes
     304 answers saved (the size of the body last fetched in full), the revisits due and not
-    fetched yet (at the last read), and those out of crawl.db now."""
+    fetched yet (at the last read), those out of crawl.db now, and those sent early."""
 
     results: dict[str, int]
     bytes_saved: int
     backlog: int
     loaded: int
+    spared: int = 0
+    """Revisits sent early into a free slot of their host (``--revisit-spare``)."""
 
 
 class RevisitBook:
@@ -160,6 +162,8 @@ class RevisitBook:
         self.results: Counter[str] = Counter()
         self.bytes_saved = 0
         self._backlog = 0
+        self.spared = 0
+        """Revisits sent early, into a slot their host left free."""
 
     def state(self, url: str) -> RevisitState | None:
         """The row of ``url`` while it is out as a revisit; None for a URL fetched first."""
@@ -193,11 +197,14 @@ class RevisitBook:
             "bytes_saved_total": self.bytes_saved,
             "backlog": self._backlog,
             "loaded": len(self._loaded),
+            "spared_total": self.spared,
         }
 
     def stats(self) -> RevisitStats:
         """A frozen snapshot."""
-        return RevisitStats(dict(self.results), self.bytes_saved, self._backlog, len(self._loaded))
+        return RevisitStats(
+            dict(self.results), self.bytes_saved, self._backlog, len(self._loaded), self.spared
+        )
 
 
 class Revisits(RevisitBook):
@@ -220,8 +227,6 @@ class Revisits(RevisitBook):
         self._db = db
         self.clock = clock
         self.spare = spare
-        self.spared = 0
-        """Revisits sent early, into a slot their host left free."""
         if spare > 0:
             db.query(_HOST_INDEX)  # a host's rows by index, not a scan of every URL
         self._per_host: Counter[str] = Counter()

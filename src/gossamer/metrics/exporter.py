@@ -113,6 +113,8 @@ HELP = {
     "page's last full fetch).",
     "gossamer_revisits_backlog": "Revisits due and not fetched yet (at the last read).",
     "gossamer_revisits_loaded": "Revisits out of crawl.db now (queued or being fetched).",
+    "gossamer_revisits_spared_total": "Revisits sent early into a free slot of their host "
+    "(--revisit-spare).",
     # a cluster job (gossamer cluster metrics; label job, and worker for gossamer_worker_*)
     "gossamer_job_queued_urls": "URLs still to crawl: queued in the job's partitions or "
     "claimed by a worker and not finished (what an autoscaler scales on).",
@@ -124,6 +126,16 @@ HELP = {
     "gossamer_job_seen_urls_total": "URLs the job has queued (each once).",
     "gossamer_job_finished_urls_total": "URLs the job has finished.",
     "gossamer_job_set_aside_total": "Malformed queue entries moved aside.",
+    "gossamer_job_revisits_total": "Revisits (--recrawl) of the job's workers, by result: "
+    "changed, unchanged, not_modified, gone.",
+    "gossamer_job_revisits_bytes_saved_total": "Body bytes 304 answers saved the job's workers.",
+    "gossamer_job_revisits_spared_total": "Revisits the job's workers sent early into a free "
+    "slot of their host (--revisit-spare).",
+    "gossamer_job_revisits_backlog": "Revisits due and not queued yet, in all the job's "
+    "partitions.",
+    "gossamer_job_sitemap_files_total": "Sitemap and feed files the job's workers read.",
+    "gossamer_job_sitemap_entries_total": "URLs the job's sitemaps and feeds listed.",
+    "gossamer_job_sitemap_admitted_total": "Of those, URLs queued (new, in the job's scope).",
     "gossamer_worker_pages_total": "Records a live worker has written.",
     "gossamer_worker_errors_total": "Records of a live worker with an error.",
     "gossamer_worker_pages_per_second": "A live worker's pages per second.",
