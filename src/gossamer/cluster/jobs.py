@@ -193,6 +193,11 @@ async def submit(settings: JobSettings, url: str, job: str) -> Submitted:
     The stored job holds no seed and no credential: the page store's DSN is stored without
     its password (see :func:`job_settings`).
     """
+    if settings.revisit_spare > 0 and settings.partition_by == "url":
+        raise SettingsError(
+            "invalid setting 'revisit-spare': a job partitioned by URL spreads each host's "
+            "pages over every partition, so no owner sees a host idle; use --partition-by host"
+        )
     seeds = canonical_seeds(settings)
     settings = job_settings(settings, seeds)
     control = await open_control(url, job)

@@ -362,7 +362,7 @@ def _keep_fresh(
     assert isinstance(frontier, ContinuousFrontier)
     if stages.sitemaps is not None:
         stages.sitemaps.use_lastmod(frontier.sooner)
-    return frontier.recrawl(revisit_bounds(settings))
+    return frontier.recrawl(revisit_bounds(settings), spare=settings.revisit_spare)
 
 
 def _reread(settings: JobSettings) -> Callable[[str], float] | None:

@@ -75,4 +75,21 @@ def observe(history: History, changed: bool, waited: float) -> History:
     )
 
 
-__all__ = ["GROWTH", "Bounds", "History", "change_rate", "next_interval", "observe"]
+def expected_changes(history: History, since: float) -> float:
+    """Changes expected of a URL ``since`` seconds after its last fetch, which orders the
+    candidates of a spare revisit (``--revisit-spare``; crawl.db's ``_READ_SPARE`` orders by
+    the same): ``r * since`` with ``r = (changes + 0.5) / (observed + interval)``, a rate never
+    0, so a URL not seen changing yet still gets a turn, after those that changed."""
+    rate = (history.changes + 0.5) / max(history.observed + history.interval, 1e-9)
+    return rate * max(since, 0.0)
+
+
+__all__ = [
+    "GROWTH",
+    "Bounds",
+    "History",
+    "change_rate",
+    "expected_changes",
+    "next_interval",
+    "observe",
+]

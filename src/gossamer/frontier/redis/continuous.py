@@ -12,11 +12,16 @@
 * ``next_ready()`` counts the next due revisit; ``done()`` is never True: the job ends on
   ``--max-duration``, ``cluster stop`` or a signal;
 * :meth:`ContinuousFrontier.sooner` queues now the pages a sitemap lists with a newer
-  ``lastmod``.
+  ``lastmod``;
+* with ``--revisit-spare``, ``lease()`` also looks for owned hosts whose politeness slot is
+  free with nothing of theirs held (:meth:`HostScheduler.idle`, the embedded frontier's rule)
+  every `SPARE_LOOK` seconds, and queues a spare revisit of each (:meth:`RedisRevisits.spare`).
+  By host only: by URL a host's pages are spread over every partition (a job refuses it).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from gossamer.frontier.base import Lease
@@ -24,9 +29,12 @@ from gossamer.frontier.redis.frontier import RedisFrontier
 from gossamer.frontier.redis.keys import Entry, Ownership
 from gossamer.frontier.redis.revisits import RedisRevisits
 from gossamer.frontier.redis.scripts import ScriptCall
-from gossamer.frontier.revisits import BoundsOf
+from gossamer.frontier.revisits import SPARE_HOSTS, BoundsOf
 
-__all__ = ["ContinuousFrontier"]
+__all__ = ["SPARE_LOOK", "ContinuousFrontier"]
+
+SPARE_LOOK = 0.25
+"""Seconds between looks for idle hosts (work-conserving revisits)."""
 
 
 class ContinuousFrontier(RedisFrontier):
@@ -35,15 +43,19 @@ class ContinuousFrontier(RedisFrontier):
 
     revisits: RedisRevisits | None = None
     """The revisit state (the page stage's), once :meth:`recrawl` made it."""
+    _spare = 0.0
+    _spare_at = -math.inf
 
-    def recrawl(self, bounds: BoundsOf) -> RedisRevisits:
-        """Revisit every page fetched within ``bounds`` (its URL's revisit intervals);
-        returns the revisit state."""
+    def recrawl(self, bounds: BoundsOf, *, spare: float = 0.0) -> RedisRevisits:
+        """Revisit every page fetched within ``bounds`` (its URL's revisit intervals), and
+        with ``spare`` (``--revisit-spare``) fill that share of idle hosts' free slots with
+        early revisits; returns the revisit state."""
         revisits = RedisRevisits(
             self._redis, self._keys, self._scripts, bounds, wall_clock=self._wall
         )
         revisits.own(self._claims.owned)
         self.revisits = revisits
+        self._spare = 0.0 if self._by_url else spare
         return revisits
 
     async def lease(self, n: int) -> list[Lease]:
@@ -60,6 +72,8 @@ class ContinuousFrontier(RedisFrontier):
         if self.revisits is None or self._hosts.queued >= self._config.memory_budget // 2:
             return wait
         due = self.revisits.next_due()
+        if self._spare > 0:  # the next look for idle hosts
+            due = min(due, max(self._spare_at - self._clock(), 0.0))
         return due if wait is None else min(wait, due)
 
     async def done(self) -> bool:
@@ -88,7 +102,19 @@ class ContinuousFrontier(RedisFrontier):
     async def _refill(self) -> None:
         if self.revisits is not None and (looking := self.revisits.looking()):
             self._claims.note(await self.revisits.queue_due(looking, self._claims.batch))
+        if self.revisits is not None and self._spare > 0 and self._clock() >= self._spare_at:
+            await self._queue_spare(self.revisits)
         await super()._refill()
+
+    async def _queue_spare(self, revisits: RedisRevisits) -> None:
+        """Queue a spare revisit for each owned host idle now or before the next look (the
+        scheduler holds each until its host's slot is free)."""
+        self._spare_at = self._clock() + SPARE_LOOK
+        owned, idle = self._claims.owned, []
+        for key in self._hosts.idle(self._spare, SPARE_HOSTS, within=SPARE_LOOK):
+            if (part := self._part(key, 0)) in owned:
+                idle.append((part, key))
+        self._claims.note(await revisits.spare(idle))
 
     async def _give_back(self, part: int, entries: list[Entry]) -> int:
         if self.revisits is not None:

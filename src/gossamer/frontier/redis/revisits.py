@@ -18,6 +18,14 @@ looks again at those due (and at all of them every :data:`SWEEP` seconds: a due 
 by a worker that no longer owns the partition, a new owner's partitions). A sitemap's newer
 ``lastmod`` queues the page at once (``revisit_sooner.lua``).
 
+Spare revisits (``--revisit-spare``): for an owned host whose politeness slot is free in the
+worker's scheduler, :meth:`RedisRevisits.spare` reads a window of at most `SPARE_SAMPLE` of its
+partition's waiting revisits (``revisit_sample.lua``: none while the partition has entries
+queued or revisits due), picks the host's page with the most changes expected since its last
+fetch (:func:`gossamer.frontier.revisit.expected_changes`) and queues it as a revisit now
+(``revisit_sooner.lua``). Bounded work a pick: one script, a window of the partition (all of it
+below `SPARE_SAMPLE` pages waiting; else a random window, so the pick is the best of a sample).
+
 Memory: a page's state is its URL and about 150 bytes of packed values, plus the fingerprint
 as a field of the HASH and a member of the ZSET (see the README for the measured figure).
 """
@@ -26,6 +34,7 @@ from __future__ import annotations
 
 import logging
 import math
+import random
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
@@ -38,6 +47,7 @@ from redis.commands.core import AsyncScript
 from gossamer.frontier.base import Lease
 from gossamer.frontier.redis.keys import Entry, PartitionKeys
 from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, run_scripts
+from gossamer.frontier.revisit import History, expected_changes
 from gossamer.frontier.revisits import BoundsOf, RevisitBook, RevisitState
 from gossamer.urls import fingerprint, host_key
 
@@ -46,6 +56,10 @@ SWEEP = 5.0
 """Seconds between looks at every owned partition's due revisits."""
 AGAIN = 0.25
 """Seconds before a partition with more revisits due than one look queued is looked at again."""
+SPARE_SAMPLE = 64
+"""Waiting revisits of a partition one spare pick looks at."""
+_ANY = repr(1e11)
+"""A ``lastmod`` later than any fetch: ``revisit_sooner.lua`` queues a page still waiting."""
 _QUEUE = ("due", "revisits", "queue", "counts", "ranked", "ranks", "hosts")
 """The keys of the scripts that queue revisits, in their order."""
 
@@ -267,6 +281,32 @@ class RedisRevisits(RevisitBook):
         earliest = min(self._next.values(), default=math.inf)
         return max(min(earliest, self._sweep_at) - now, 0.0)
 
+    async def spare(self, idle: Sequence[tuple[int, str]]) -> list[int]:
+        """Work-conserving revisits (module doc): for each idle host of ``idle`` (partition,
+        host key), its page with the most changes expected queued now; the partitions that
+        got one."""
+        if not idle:
+            return []
+        now = self._wall()
+        sample = self._scripts["revisit_sample"]
+        calls: list[ScriptCall] = [
+            (
+                sample,
+                self._keys.of(part, "due", "revisits", "counts"),
+                [repr(now), SPARE_SAMPLE, repr(random.random())],
+            )
+            for part, _ in idle
+        ]
+        picks: dict[int, list[str]] = {}
+        for (part, key), flat in zip(idle, await run_scripts(self._redis, calls), strict=True):
+            if (fp := _pick(key, flat, now)) is not None:
+                picks.setdefault(part, []).extend((fp, _ANY))
+        script = self._scripts["revisit_sooner"]
+        queue = [(script, self._keys.of(part, *_QUEUE), a) for part, a in picks.items()]
+        counts: list[int] = await run_scripts(self._redis, queue)
+        self.spared += sum(int(count) for count in counts)
+        return [part for part, count in zip(picks, counts, strict=True) if int(count)]
+
     async def sooner(self, listed: Sequence[tuple[str, float]], part_of: PartOf) -> list[int]:
         """Queue now the pages ``listed`` (URL, sitemap ``lastmod``) whose last fetch is
         older; the partitions that got some."""
@@ -278,6 +318,27 @@ class RedisRevisits(RevisitBook):
         calls = [(script, self._keys.of(part, *_QUEUE), a) for part, a in args.items()]
         counts: list[int] = await run_scripts(self._redis, calls)
         return [part for part, count in zip(args, counts, strict=True) if int(count)]
+
+
+def _pick(key: str, flat: list[Any], now: float) -> str | None:
+    """The fingerprint of the page of host ``key`` with the most changes expected since its
+    last fetch, of a sample (``revisit_sample.lua``'s reply); None if the host has none
+    fetched a second ago or more. A state that does not decode is passed over."""
+    best, most = None, -1.0
+    for i in range(0, len(flat) - 1, 2):
+        try:
+            p = _DECODER.decode(flat[i + 1])
+            fp = str(int(flat[i]))
+        except (ValueError, msgspec.ValidationError, msgspec.DecodeError):
+            continue
+        if now - p.fetched_at < 1.0 or host_key(p.url) != key:
+            continue
+        expected = expected_changes(
+            History(p.checks, p.changes, p.observed, p.interval), now - p.fetched_at
+        )
+        if expected > most:
+            best, most = fp, expected
+    return best
 
 
 def _later(state: RevisitState, now: float) -> RevisitState:
@@ -293,4 +354,4 @@ def _time(text: bytes | str) -> float:
     return value if math.isfinite(value) else math.inf
 
 
-__all__ = ["AGAIN", "SWEEP", "Packed", "RedisRevisits", "pack", "unpack"]
+__all__ = ["AGAIN", "SPARE_SAMPLE", "SWEEP", "Packed", "RedisRevisits", "pack", "unpack"]

@@ -39,6 +39,7 @@ SCRIPTS = (
     "revisit_due",
     "revisit_sooner",
     "revisit_ack",
+    "revisit_sample",
 )
 """The scripts a frontier registers (``counts`` is read by :mod:`.counts` alone)."""
 _REVISIT = frozenset({"revisit_due", "revisit_sooner"})
