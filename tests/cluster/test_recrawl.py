@@ -112,6 +112,15 @@ async def test_a_cluster_job_revisits_with_conditional_requests(
     revisits = json.loads((tmp_path / "w0" / "stats.json").read_text())["revisits"]
     assert revisits["results"]["not-modified"] >= 2, revisits
     assert revisits["results"]["changed"] >= 1 and revisits["bytes_saved"] > 0, revisits
+    fresh = state["freshness"]  # the job's, summed over its workers
+    assert fresh["results"] == revisits["results"], (fresh, revisits)
+    assert fresh["bytes_saved"] == revisits["bytes_saved"] and fresh["spared"] == 0, fresh
+    # the worker left: its pages fall due (one-second intervals) and wait in Redis
+    for _ in range(40):
+        if (backlog := (await cluster_status(url))["freshness"]["backlog"]) >= 6:
+            break
+        await asyncio.sleep(0.1)
+    assert backlog >= 6, backlog  # every page fetched but the gone and moved ones
 
 
 async def test_revisits_keep_the_hosts_pace_across_workers(

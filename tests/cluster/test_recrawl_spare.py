@@ -49,7 +49,7 @@ async def test_spare_revisits_fill_free_slots_and_operators_see_them(
     times = sorted(hit.at for hit in site.log)
     assert min(b - a for a, b in itertools.pairwise(times)) >= DELAY * 0.9, "the host's pace"
     revisits = json.loads((tmp_path / "w0" / "stats.json").read_text())["revisits"]
-    assert revisits["spared"] >= 3 and revisits["spared"] == sum(revisits["results"].values())
+    assert revisits["spared"] >= sum(revisits["results"].values()) >= 3, revisits  # all spare
     fresh = state["freshness"]
     assert fresh["spared"] == revisits["spared"], (fresh, revisits)
     assert fresh["results"] == revisits["results"], (fresh, revisits)

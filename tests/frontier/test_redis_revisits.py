@@ -1,6 +1,7 @@
 """The Redis frontier of a continuous crawl on a fake clock: a page's state goes with its ack
 and comes back with its revisit, due times move with their partitions to a new owner, a state
-that does not decode is dropped, a sitemap's newer lastmod queues a page at once.
+that does not decode is dropped, a sitemap's newer lastmod queues a page at once, an idle host
+gets a spare revisit of its page with the most changes expected.
 
 Each test runs on a one-node Redis Cluster through a plain client (a script touching two
 slots fails) and on a 3-master Redis Cluster through a cluster client.
@@ -38,7 +39,9 @@ class Clock:
         return self.now
 
 
-def make(client: RedisClient, job: str, clock: Clock) -> tuple[ContinuousFrontier, RedisRevisits]:
+def make(
+    client: RedisClient, job: str, clock: Clock, spare: float = 0.0
+) -> tuple[ContinuousFrontier, RedisRevisits]:
     frontier = ContinuousFrontier(
         client,
         job,
@@ -49,7 +52,7 @@ def make(client: RedisClient, job: str, clock: Clock) -> tuple[ContinuousFrontie
         clock=clock,
         wall_clock=clock,
     )
-    revisits = frontier.recrawl(lambda url, kind: Bounds(INTERVAL, INTERVAL, INTERVAL))
+    revisits = frontier.recrawl(lambda url, kind: Bounds(INTERVAL, INTERVAL, INTERVAL), spare=spare)
     return frontier, revisits
 
 
@@ -138,3 +141,40 @@ async def test_a_newer_lastmod_queues_a_page_at_once(client: RedisClient, job: s
     listed = [(newer, clock.now + 1), (older, clock.now - 1), (unknown, clock.now + 1)]
     assert await frontier.sooner(listed) == 1
     assert [lease.url for lease in await lease_all(frontier)] == [newer]
+
+
+async def _spare_round(client: RedisClient, job: str, spare: float) -> tuple[list[str], int]:
+    """Pages of a.test fetched with 0, 3 and 1 changes seen, due in an hour, and a state that
+    does not decode in their partition; the pages leased once their slot is free (a second
+    after their fetch), and the spare revisits counted."""
+    clock = Clock()
+    frontier, revisits = make(client, job, clock, spare)
+    pages = [f"http://a.test/{i}" for i in range(3)]
+    await frontier.add([Candidate(url) for url in pages])
+    for _ in range(2):  # two at once to a host
+        for lease in await lease_all(frontier):
+            changes = {0: 0, 1: 3, 2: 1}[pages.index(lease.url)]
+            state = RevisitState(
+                lease.fp, fetched_at=clock.now, due=clock.now + 3600, checks=4,
+                changes=changes, observed=40.0, interval=INTERVAL,
+            )  # fmt: skip
+            revisits.observed(lease.url, state)
+            await frontier.ack(lease, None)
+    keys = partition_keys(job, frontier._part("http://a.test", 0))
+    await client.hset(keys["revisits"], "7", b"[not json")
+    await client.zadd(keys["due"], {"7": clock.now + 3600})
+    clock.now += 2
+    leased = [lease.url for lease in await lease_all(frontier)]
+    return leased, revisits.stats().spared
+
+
+async def test_an_idle_host_gets_its_page_with_most_changes_expected_early(
+    client: RedisClient, job: str
+) -> None:
+    assert await _spare_round(client, job, 1.0) == (["http://a.test/1"], 1)
+
+
+async def test_without_spare_an_idle_host_waits_for_its_due_time(
+    client: RedisClient, job: str
+) -> None:
+    assert await _spare_round(client, job, 0.0) == ([], 0)

@@ -5,6 +5,7 @@ pace never gets faster than the delay."""
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 
 from tests.revisit.site import serve_site
@@ -91,3 +92,5 @@ async def test_spare_revisits_keep_the_delay_against_a_real_server(tmp_path: Pat
     assert len(again) >= 3, site.fetches
     assert min(gaps) >= 0.2 * 0.95, min(gaps)
     assert any(hit.path == "/etag" and hit.if_none_match for hit in site.log)
+    revisits = json.loads((tmp_path / "out" / "stats.json").read_text())["revisits"]
+    assert revisits["spared"] >= sum(revisits["results"].values()) >= 3, revisits  # all spare
