@@ -5,7 +5,6 @@ revisits by result, the bytes 304s saved and the sitemap URLs found."""
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 from pathlib import Path
