@@ -12,7 +12,15 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
-from tests.cluster.harness import FAST, run, start, until_waiting, worker_args, worker_logs
+from tests.cluster.harness import (
+    FAST,
+    read_records,
+    run,
+    start,
+    until_waiting,
+    worker_args,
+    worker_logs,
+)
 from tests.local_app import serve
 from tests.redis_server import RedisServer
 
@@ -116,3 +124,44 @@ async def test_a_continuous_job_reads_sitemaps_and_feeds_again_one_worker_at_a_t
     a_fetches = site.at("/a")
     assert len(a_fetches) >= 2 and a_fetches[1] >= announced, (a_fetches, announced)
     assert a_fetches[1] - announced < 2.5, (a_fetches, announced)  # not 600 s later
+
+
+async def _reader(tmp_path: Path, limit: float = 20) -> int:
+    """The first of workers 0 and 1 with a record of the feed read."""
+    for _ in range(int(limit / 0.05)):
+        for i in range(2):
+            if any(r["url"].endswith("/feed.rss") for r in read_records(tmp_path / f"w{i}")):
+                return i
+        await asyncio.sleep(0.05)
+    raise AssertionError(worker_logs(tmp_path, 2))
+
+
+async def test_a_killed_readers_feed_is_read_on_time_by_another_worker(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    url = redis_server.url
+    site = _Site()
+    config = tmp_path / "job.toml"
+    config.write_text(CONFIG)
+    async with serve(site.handle) as port:
+        logs = [tmp_path / f"w{i}.log" for i in range(2)]
+        workers = [await start(logs[i], *worker_args(url, tmp_path, i)) for i in range(2)]
+        await until_waiting(logs)
+        seed = f"http://127.0.0.1:{port}/"
+        submit = ["cluster", "submit", "--redis", url, seed, "--recrawl", "--config",
+                  str(config), "--revisit-initial", "600", "--max-duration", str(DURATION),
+                  "--delay", "0.05", "--checkpoint-interval", "0.05", "--heartbeat-ttl", "2",
+                  "--claim-timeout", "2", "--partitions", "8", "--sitemap", f"{seed}feed.rss",
+                  "--sitemaps", "on", *FAST, "--quiet"]  # fmt: skip
+        assert await run(tmp_path / "submit.log", *submit) == 0
+        reader = await _reader(tmp_path)
+        workers[reader].kill()  # kill -9: its claims and "done" stay in Redis to expire
+        await workers[reader].wait()
+        killed = time.time()
+        other = workers[1 - reader]
+        assert await asyncio.wait_for(other.wait(), DURATION + 30) == 0, worker_logs(tmp_path, 2)
+    after = [at for at in site.at("/feed.rss") if at > killed]
+    assert after and after[0] - killed < 2.5, (after, killed)  # the next read on time
+    gaps = [b - a for a, b in itertools.pairwise(after)]
+    assert len(after) >= 3 and min(gaps) > 0.5, after  # then once a second
+    assert site.at("/later"), "the survivor found what the feed announced"
