@@ -58,8 +58,9 @@ class JobView:
         return self.seen > 0 and self.queued == 0 and self.claimed == 0
 
 
-async def read_job(control: Control) -> JobView:
-    """The job's totals and live workers, read from Redis now."""
+async def read_job(control: Control, *, fresh: bool = True) -> JobView:
+    """The job's totals and live workers, read from Redis now (with ``fresh``, a continuous
+    job's due backlog too: a count in every partition)."""
     settings = await load_job(control)
     if settings is None:
         return JobView(control.job, submitted=False)
@@ -67,7 +68,7 @@ async def read_job(control: Control) -> JobView:
     workers = []
     infos = await control.workers()
     backlog = 0
-    if settings.recrawl:
+    if settings.recrawl and fresh:
         backlog = await due_backlog(control.redis, control.job, settings.partitions)
     for info in infos:
         if info.alive:
@@ -174,7 +175,7 @@ def queued_handler(control: Control) -> Callable[[web.Request], Awaitable[web.Re
 
     async def handle(request: web.Request) -> web.Response:
         try:
-            view = await read_job(control)
+            view = await read_job(control, fresh=False)
         except (RedisError, OSError, SettingsError):
             return web.json_response({"job": control.job, "error": "redis"}, status=503)
         queued = view.queued + view.claimed

@@ -31,10 +31,12 @@ from gossamer.frontier.redis.revisits import RedisRevisits
 from gossamer.frontier.redis.scripts import ScriptCall
 from gossamer.frontier.revisits import SPARE_HOSTS, BoundsOf
 
-__all__ = ["SPARE_LOOK", "ContinuousFrontier"]
+__all__ = ["SPARE_HOSTS_A_LOOK", "SPARE_LOOK", "ContinuousFrontier"]
 
 SPARE_LOOK = 0.25
-"""Seconds between looks for idle hosts (work-conserving revisits)."""
+"""Seconds between looks for idle hosts (work-conserving revisits) at least."""
+SPARE_HOSTS_A_LOOK = 10_000
+"""Hosts a look for idle hosts goes over per `SPARE_LOOK`: more hosts, rarer looks."""
 
 
 class ContinuousFrontier(RedisFrontier):
@@ -108,10 +110,12 @@ class ContinuousFrontier(RedisFrontier):
 
     async def _queue_spare(self, revisits: RedisRevisits) -> None:
         """Queue a spare revisit for each owned host idle now or before the next look (the
-        scheduler holds each until its host's slot is free)."""
-        self._spare_at = self._clock() + SPARE_LOOK
+        scheduler holds each until its host's slot is free); every `SPARE_HOSTS_A_LOOK` hosts
+        known add a `SPARE_LOOK` to the wait for the next look, which goes over all of them."""
+        every = SPARE_LOOK * max(1.0, self._hosts.hosts / SPARE_HOSTS_A_LOOK)
+        self._spare_at = self._clock() + every
         owned, idle = self._claims.owned, []
-        for key in self._hosts.idle(self._spare, SPARE_HOSTS, within=SPARE_LOOK):
+        for key in self._hosts.idle(self._spare, SPARE_HOSTS, within=every):
             if (part := self._part(key, 0)) in owned:
                 idle.append((part, key))
         self._claims.note(await revisits.spare(idle))
