@@ -1,7 +1,7 @@
 """Which page a free slot revisits (``--revisit-spare``): the greatest ``sqrt(r) t``, ``t``
 counted from the last fetch or from a sitemap ``lastmod`` that vouched for the page since; and
-with spare revisits on, a page's due time only bounds its wait (twice its interval with a
-share of 1), so the free slots, not the due times, order a quiet host's revisits."""
+with spare revisits on, a page's due time only bounds its wait (four intervals with a share
+of 1), so the free slots, not the due times, order a quiet host's revisits."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from tests.revisit.test_recrawl import recrawl
 from tests.revisit.test_store import BOUNDS, Clock, _db
 
 from gossamer.crawldb import CrawlDB
-from gossamer.frontier.revisits import Revisits, RevisitState
+from gossamer.frontier.revisits import Revisits, RevisitState, resolution
 from gossamer.urls import fingerprint, host_key
 
 SLOW, FAST = "http://a.test/slow", "http://a.test/fast"
@@ -78,6 +78,10 @@ async def test_a_sitemap_lastmod_that_vouches_for_a_page_sends_the_spare_slot_el
     assert await _spare_pick(revisits) == SLOW
     revisits.finished(SLOW)
     clock.now += 1.0
+    # within the second of a lastmod to the second: perhaps changed after the fetch
+    assert await revisits.sooner([(SLOW, clock.now - 61.5)]) == 1
+    assert await _spare_pick(revisits) == SLOW
+    revisits.finished(SLOW)
     assert await revisits.sooner([(SLOW, clock.now - 120.0)]) == 1
     assert await _spare_pick(revisits) == FAST
     revisits.finished(FAST)
@@ -85,6 +89,16 @@ async def test_a_sitemap_lastmod_that_vouches_for_a_page_sends_the_spare_slot_el
     due = await revisits.due()
     assert [entry.url for _, entry in due] == [SLOW]
     db.close()
+
+
+def test_a_lastmod_vouches_within_its_unit() -> None:
+    """A date-time to the second, a whole minute, a date, a month, a year."""
+    day = 1_715_040_000.0  # 2024-05-07T00:00:00Z
+    assert resolution(day + 3723.5) == resolution(day + 3723.0) == 1.0
+    assert resolution(day + 3720.0) == 60.0
+    assert resolution(day) == 86_400.0
+    assert resolution(1_714_521_600.0) == 31 * 86_400.0  # 2024-05-01
+    assert resolution(1_704_067_200.0) == 366 * 86_400.0  # 2024-01-01
 
 
 async def test_without_spare_revisits_a_sitemap_read_marks_nothing(tmp_path: Path) -> None:
@@ -99,13 +113,14 @@ async def test_without_spare_revisits_a_sitemap_read_marks_nothing(tmp_path: Pat
 
 
 async def test_with_spare_revisits_the_due_time_bounds_the_wait(tmp_path: Path) -> None:
-    """A share of 1: due twice the interval after the fetch (the free slots bring the page
-    back sooner when its host has room); a half: 1.5 times; no spare: at the interval."""
+    """A share of 1: due four intervals after the fetch at the latest (the free slots bring
+    the page back when it is its host's likeliest stale one); a half: 2.5; no spare: at the
+    interval."""
     db = _db(tmp_path, [])
     clock = Clock()
     assert [_revisits(db, clock, share).wait(10.0) for share in (1.0, 0.5, 0.0)] == [
-        20.0,
-        15.0,
+        40.0,
+        25.0,
         10.0,
     ]
     db.close()
@@ -145,4 +160,4 @@ async def test_a_fast_changing_page_is_revisited_more_than_still_ones_within_the
     rows = db.query("SELECT fetched_at, due FROM revisits WHERE gone = 0 AND due IS NOT NULL")
     waits = {round(due - at) for at, due in rows}
     db.close()
-    assert waits == {120}, waits  # twice the interval: the bound, not the schedule
+    assert waits == {240}, waits  # four intervals: the bound, not the schedule

@@ -25,6 +25,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from gossamer.crawldb import CrawlDB
@@ -85,8 +86,26 @@ _READ_SPARE = (  # the host's page of the greatest sqrt(r) * (seconds unconfirme
 _CHECKED = (
     "UPDATE revisits SET checked_at = ?1 WHERE fp = ?2 AND fetched_at >= ?3 AND due IS NOT NULL"
 )
+SPARE_BOUND = 4.0
+"""With ``--revisit-spare 1``, the intervals after its fetch a page is due at the latest (a
+share below 1, proportionally fewer; :meth:`Revisits.wait`)."""
 SPARE_HOSTS = 64
 """Idle hosts given a spare revisit per look (the next look serves the others)."""
+
+
+def resolution(lastmod: float) -> float:
+    """Seconds a ``lastmod`` (epoch seconds) may lie before the change it stands for: its unit,
+    guessed from its value (a date-time to the second: a second; a whole minute: a minute;
+    midnight UTC: a day; the first of a month: a month; January the first: a year), so a page
+    fetched within that of its ``lastmod`` is not taken as unchanged since."""
+    if lastmod % 60:
+        return 1.0
+    if lastmod % 86_400:
+        return 60.0
+    day = datetime.fromtimestamp(lastmod, UTC)
+    if day.day != 1:
+        return 86_400.0
+    return 366 * 86_400.0 if day.month == 1 else 31 * 86_400.0
 
 
 def content_digest(data: bytes) -> int:
@@ -272,13 +291,14 @@ class Revisits(RevisitBook):
         return count
 
     def wait(self, interval: float) -> float:
-        """``interval`` stretched by ``1 + spare``: with spare revisits on, a host's free slots
-        bring a page back before its interval when it is the host's likeliest stale one
-        (:meth:`spare_for`), so the due time only bounds its wait for a host with no slot to
-        spare (discovery fills it): at most twice the interval with ``spare`` 1. A revisit
-        due at its interval would take a slot the index gives to a page staler in
-        expectation."""
-        return interval * (1.0 + self.spare)
+        """``interval`` stretched by ``1 + (SPARE_BOUND - 1) spare``: with spare revisits on,
+        a host's free slots bring a page back when it is the host's likeliest stale one
+        (:meth:`spare_for`), before or after its interval, so the due time only bounds its
+        wait, for a host with no slot to spare (discovery fills it): four intervals with
+        ``spare`` 1. A revisit due at its interval would take a slot the index gives to a
+        page staler in expectation (and the pages of a first pass, fetched together, would
+        come due together)."""
+        return interval * (1.0 + (SPARE_BOUND - 1.0) * self.spare)
 
     def _initial(self, url: str, content_type: str | None) -> float:
         return self.bounds(url, content_type).initial
@@ -381,8 +401,9 @@ class Revisits(RevisitBook):
         if rows:
             self._db.stage(_ANNOUNCED, rows)
             self._earliest = now if self._earliest is None else min(self._earliest, now)
-            if self.spare > 0:  # the others are confirmed unchanged as of now
-                self._db.stage(_CHECKED, rows)
+            if self.spare > 0:  # unchanged as of now: those whose last change preceded the fetch
+                vouched = [(now, fp, lastmod + resolution(lastmod)) for now, fp, lastmod in rows]
+                self._db.stage(_CHECKED, vouched)
         return len(rows)
 
     async def _count_backlog(self, now: float) -> None:
@@ -417,6 +438,7 @@ __all__ = [
     "PER_HOST",
     "RESULTS",
     "REVISIT_PRIORITY",
+    "SPARE_BOUND",
     "SPARE_HOSTS",
     "BoundsOf",
     "RevisitBook",
@@ -424,4 +446,5 @@ __all__ = [
     "RevisitStats",
     "Revisits",
     "content_digest",
+    "resolution",
 ]
