@@ -13,7 +13,10 @@ Figures:
 * **staleness**: for every change of a page that the crawl's copy went through, the time from
   the change to the fetch that captured it (the first change since the previous fetch: how long
   the copy was stale); changes not captured when the run ends count until the end. Mean and
-  90th percentile; target: continuous at most 1/3 of the repeated crawls'.
+  90th percentile; target: continuous at most 1/3 of the repeated crawls'. Also per change:
+  every change a fetched page went through, to the next fetch (a change made over by another
+  before that fetch too), the issue's "time a change is captured - time it happened" read
+  change by change.
 * **freshness**: the time-averaged share of known pages whose copy is current; also for a
   uniform revisit at the continuous run's fetch budget (every page every ``T`` seconds,
   simulated on the same schedule, first fetches where the run made them).

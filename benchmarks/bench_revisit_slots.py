@@ -36,7 +36,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from freshweb import PageSpec, WebShape, draw
-
 from gossamer.frontier.revisit import Bounds, History, next_interval, observe
 
 FLOOR = 1.0

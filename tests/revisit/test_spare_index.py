@@ -149,7 +149,9 @@ async def test_a_fast_changing_page_is_revisited_more_than_still_ones_within_the
     the delay."""
     quiet = {"revisit_initial": 60, "revisit_min": 60, "revisit_max": 60}
     async with serve_site() as site:
-        await recrawl(site, tmp_path / "out", revisit_spare=1.0, delay=PACE, max_duration=8, **quiet)
+        await recrawl(
+            site, tmp_path / "out", revisit_spare=1.0, delay=PACE, max_duration=8, **quiet
+        )
     counts = Counter(hit.path for hit in site.log)
     gaps = [b - a for a, b in itertools.pairwise(hit.at for hit in site.log)]
     still = [counts[f"/{page}"] for page in ("etag", "lm", "still")]
