@@ -2,9 +2,10 @@
 
 Every page a continuous crawl fetched has a row of ``revisits`` (see :mod:`gossamer.crawldb`):
 its validators (``ETag``, ``Last-Modified``), the digests of its payload and main text, when it
-was fetched and when its content was last archived in full, its interval and its due time
-(unix seconds; null once it is no longer revisited), and its counts (checks, changes, answers
-that it is gone). Nothing of it stays in memory for every URL: the embedded frontier asks
+was fetched, when its content was last archived in full and when a sitemap's ``lastmod`` last
+vouched for it (work-conserving revisits only: :meth:`Revisits.sooner`), its interval and its
+due time (unix seconds; null once it is no longer revisited), and its counts (checks, changes,
+answers that it is gone). Nothing of it stays in memory for every URL: the embedded frontier asks
 :meth:`Revisits.due` for the URLs whose time has come, read by the index on due times a batch
 at a time (at most `MAX_LOADED` at once, `PER_HOST` of a host), and queues them in the host
 scheduler like discovered URLs, so one pace per host holds for both. While one is out, its row
@@ -373,8 +374,9 @@ class Revisits(RevisitBook):
         page not seen changing yet still gets its turn, behind those that changed). Taking a
         page when ``sqrt(r) t`` reaches a host's threshold revisits it every ``c / sqrt(r)``
         seconds, which for a budget of requests minimises the mean time a change waits to be
-        fetched (``r t / 2`` a page, summed under ``sum 1 / t`` fixed); ``r t``, the changes
-        expected, would spend the budget on the fastest pages, ``1 / r``. A page is not
+        fetched (a page's changes wait ``r t / 2`` a second, summed over the pages under a
+        fixed ``sum 1 / t``); ranking by ``r t``, the changes expected, would space a page's
+        revisits by ``1 / r`` and spend the budget on the fastest pages. A page is not
         fetched again within a second of its last fetch (the least revisit interval).
         One indexed read a host, at most `SPARE_HOSTS` hosts a call; the host's pace holds,
         as the URLs go through its queue like any other."""
@@ -402,7 +404,7 @@ class Revisits(RevisitBook):
             self._db.stage(_ANNOUNCED, rows)
             self._earliest = now if self._earliest is None else min(self._earliest, now)
             if self.spare > 0:  # unchanged as of now: those whose last change preceded the fetch
-                vouched = [(now, fp, lastmod + resolution(lastmod)) for now, fp, lastmod in rows]
+                vouched = [(at, fp, lastmod + resolution(lastmod)) for at, fp, lastmod in rows]
                 self._db.stage(_CHECKED, vouched)
         return len(rows)
 
