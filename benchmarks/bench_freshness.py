@@ -13,7 +13,10 @@ Figures:
 * **staleness**: for every change of a page that the crawl's copy went through, the time from
   the change to the fetch that captured it (the first change since the previous fetch: how long
   the copy was stale); changes not captured when the run ends count until the end. Mean and
-  90th percentile; target: continuous at most 1/3 of the repeated crawls'.
+  90th percentile; target: continuous at most 1/3 of the repeated crawls'. Also per change:
+  every change a fetched page went through, to the next fetch (a change made over by another
+  before that fetch too), the issue's "time a change is captured - time it happened" read
+  change by change.
 * **freshness**: the time-averaged share of known pages whose copy is current; also for a
   uniform revisit at the continuous run's fetch budget (every page every ``T`` seconds,
   simulated on the same schedule, first fetches where the run made them).
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import itertools
 import math
 import resource
@@ -155,6 +159,24 @@ def staleness(
             if k < len(changes) and changes[k] < after:
                 spells.append(after - changes[k])
     return spells
+
+
+def change_waits(
+    pages: Sequence[PageSpec], fetched: dict[int, list[float]], end: float
+) -> list[float]:
+    """Per change (every one, not only the first of a stale spell): from the change to the
+    next fetch (or the end), a change made over by another before it was fetched included."""
+    waits = []
+    for i, times in fetched.items():
+        page = pages[i]
+        stop = min(end, page.gone_at if page.gone_at is not None else end)
+        nexts = [*times[1:], stop]
+        for change in page.changes:
+            if change >= stop or change < times[0]:
+                continue
+            k = bisect.bisect_right(times, change)
+            waits.append(nexts[k - 1] - change)
+    return waits
 
 
 def freshness(pages: Sequence[PageSpec], fetched: dict[int, list[float]], end: float) -> float:
@@ -332,6 +354,7 @@ class Figures:
     """What one run's log says."""
 
     stale: list[float]
+    waits: list[float]
     found: list[float]
     missed: int
     gap: float
@@ -358,6 +381,8 @@ def figures(pages: list[PageSpec], run: Run, opts: argparse.Namespace) -> Figure
         f"fetches, {sum(h.bytes for h in run.log) / 1e6:.1f} MB"
     )
     print(f"  staleness: {_spread(stale)} ({len(stale)} stale spells)")
+    waits = change_waits(pages, fetched, run.seconds)
+    print(f"    every change (not only a spell's first): {_spread(waits)} ({len(waits)} changes)")
     feeds = set(opts.feed_hosts)
     for name, hosts in (("sitemap (lastmod)", None), ("feed only", feeds)):
         group = {
@@ -387,7 +412,7 @@ def figures(pages: list[PageSpec], run: Run, opts: argparse.Namespace) -> Figure
             f"{freshness(pages, flat, run.seconds):.3f}, staleness "
             f"{_spread(staleness(pages, flat, run.seconds))}"
         )
-    return Figures(stale, found, missed, gap)
+    return Figures(stale, waits, found, missed, gap)
 
 
 def _spread(values: Sequence[float]) -> str:
@@ -403,6 +428,9 @@ def report(pages: list[PageSpec], runs: list[Run], opts: argparse.Namespace) -> 
     mean_ratio = statistics.fmean(fresh.stale) / statistics.fmean(full.stale)
     p90_ratio = _p90(fresh.stale) / _p90(full.stale)
     print(f"  staleness mean {mean_ratio:.2f}x, p90 {p90_ratio:.2f}x (target <= 0.33)")
+    mean_ratio = statistics.fmean(fresh.waits) / statistics.fmean(full.waits)
+    p90_ratio = _p90(fresh.waits) / _p90(full.waits)
+    print(f"    every change: mean {mean_ratio:.2f}x, p90 {p90_ratio:.2f}x")
     worst = max(fresh.found, default=math.inf)
     bound = 2 * opts.feed_interval
     print(

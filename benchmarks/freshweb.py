@@ -13,7 +13,6 @@ times are seconds from :attr:`FreshServer.t0` (``time.monotonic``).
 from __future__ import annotations
 
 import bisect
-import math
 import random
 import time
 from dataclasses import dataclass, field
@@ -266,7 +265,7 @@ class FreshServer:
             listed += self._live(host, at, new=True)
         rows = "".join(
             f"<url><loc>{self.url(host, p.path)}</loc>"
-            f"<lastmod>{self._w3c(math.floor(p.last_change(at)))}</lastmod></url>"
+            f"<lastmod>{self._w3c(p.last_change(at))}</lastmod></url>"
             for p in listed
         )
         return (

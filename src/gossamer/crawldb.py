@@ -29,8 +29,9 @@ Tables:
   content (``gossamer.digests``: exact hash and SimHash, null when near duplicates were
   not looked for, as signed 64-bit integers).
 * ``revisits(fp, etag, last_modified, payload, text, fetched_at, captured_at, interval, due,
-  checks, changes, gone, observed, size, content_type)``: a continuous crawl's (``--recrawl``)
-  state of each page it fetched (:mod:`gossamer.frontier.revisits`); the partial index
+  checks, changes, gone, observed, size, content_type, checked_at)``: a continuous crawl's
+  (``--recrawl``) state of each page it fetched (:mod:`gossamer.frontier.revisits`;
+  ``checked_at``: when a sitemap's ``lastmod`` last said it had not changed); the partial index
   ``revisits_due`` on due times lets the frontier read the URLs due, a batch at a time.
 * ``meta(key, value)``: small facts about the crawl; ``credentials`` holds the user names
   and passwords of the seeds' URLs (``user:password@host:port``, a line each), which the
@@ -148,7 +149,8 @@ CREATE TABLE IF NOT EXISTS revisits (
     gone INTEGER NOT NULL DEFAULT 0,
     observed REAL NOT NULL DEFAULT 0,
     size INTEGER NOT NULL DEFAULT 0,
-    content_type TEXT
+    content_type TEXT,
+    checked_at REAL
 );
 CREATE INDEX IF NOT EXISTS revisits_due ON revisits (due) WHERE due IS NOT NULL;
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -165,6 +167,9 @@ _ADD_COOKIE = (
 _DROP_COOKIE = "DELETE FROM cookies WHERE domain = ? AND path = ? AND name = ?"
 _ADDED_COOKIE_COLUMNS = (("host_only", "INTEGER NOT NULL DEFAULT 0"),)
 """Columns of ``cookies`` added after its first version."""
+
+_ADDED_REVISIT_COLUMNS = (("checked_at", "REAL"),)
+"""Columns of ``revisits`` added after its first version."""
 
 _CREDENTIALS_META = "credentials"
 _ADDED_URL_COLUMNS = (("priority", "REAL NOT NULL DEFAULT 0"),)
@@ -239,6 +244,7 @@ class CrawlDB:
             ("urls", _ADDED_URL_COLUMNS),
             ("pages", _ADDED_COLUMNS),
             ("cookies", _ADDED_COOKIE_COLUMNS),
+            ("revisits", _ADDED_REVISIT_COLUMNS),
         )
         for table, added in tables:
             have = {row[1] for row in self._conn.execute(f"PRAGMA table_info({table})")}

@@ -1,5 +1,5 @@
 """Work-conserving revisits in a continuous cluster job (``--revisit-spare``): a host's free
-politeness slot is filled with its page with the most changes expected, long before its due
+politeness slot is filled with its page of the greatest spare index, long before its due
 time, at the host's pace; ``cluster status`` and ``cluster metrics`` show them with the
 revisits by result, the bytes 304s saved and the sitemap URLs found."""
 

@@ -1,7 +1,7 @@
 """The Redis frontier of a continuous crawl on a fake clock: a page's state goes with its ack
 and comes back with its revisit, due times move with their partitions to a new owner, a state
 that does not decode is dropped, a sitemap's newer lastmod queues a page at once, an idle host
-gets a spare revisit of its page with the most changes expected.
+gets a spare revisit of its page of the greatest spare index.
 
 Each test runs on a one-node Redis Cluster through a plain client (a script touching two
 slots fails) and on a 3-master Redis Cluster through a cluster client.
@@ -168,7 +168,7 @@ async def _spare_round(client: RedisClient, job: str, spare: float) -> tuple[lis
     return leased, revisits.stats().spared
 
 
-async def test_an_idle_host_gets_its_page_with_most_changes_expected_early(
+async def test_an_idle_host_gets_its_page_of_greatest_spare_index_early(
     client: RedisClient, job: str
 ) -> None:
     assert await _spare_round(client, job, 1.0) == (["http://a.test/1"], 1)

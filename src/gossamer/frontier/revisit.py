@@ -75,13 +75,15 @@ def observe(history: History, changed: bool, waited: float) -> History:
     )
 
 
-def expected_changes(history: History, since: float) -> float:
-    """Changes expected of a URL ``since`` seconds after its last fetch, which orders the
-    candidates of a spare revisit (``--revisit-spare``; crawl.db's ``_READ_SPARE`` orders by
-    the same): ``r * since`` with ``r = (changes + 0.5) / (observed + interval)``, a rate never
-    0, so a URL not seen changing yet still gets a turn, after those that changed."""
+def spare_index(history: History, since: float) -> float:
+    """The index of a spare revisit's candidates (``--revisit-spare``; crawl.db's
+    ``_READ_SPARE`` orders by its square): ``sqrt(r) * since``, ``since`` the seconds since the
+    URL's last fetch, ``r = (changes + 0.5) / (observed + interval)`` a rate never 0, so a URL
+    not seen changing yet still gets a turn, after those that changed. Taking a host's page of
+    the greatest index spaces its revisits by ``1 / sqrt(r)``, which for a given number of
+    requests keeps changes waiting least on average."""
     rate = (history.changes + 0.5) / max(history.observed + history.interval, 1e-9)
-    return rate * max(since, 0.0)
+    return math.sqrt(rate) * max(since, 0.0)
 
 
 __all__ = [
@@ -89,7 +91,7 @@ __all__ = [
     "Bounds",
     "History",
     "change_rate",
-    "expected_changes",
     "next_interval",
     "observe",
+    "spare_index",
 ]

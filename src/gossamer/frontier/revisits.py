@@ -2,9 +2,10 @@
 
 Every page a continuous crawl fetched has a row of ``revisits`` (see :mod:`gossamer.crawldb`):
 its validators (``ETag``, ``Last-Modified``), the digests of its payload and main text, when it
-was fetched and when its content was last archived in full, its interval and its due time
-(unix seconds; null once it is no longer revisited), and its counts (checks, changes, answers
-that it is gone). Nothing of it stays in memory for every URL: the embedded frontier asks
+was fetched, when its content was last archived in full and when a sitemap's ``lastmod`` last
+vouched for it (work-conserving revisits only: :meth:`Revisits.sooner`), its interval and its
+due time (unix seconds; null once it is no longer revisited), and its counts (checks, changes,
+answers that it is gone). Nothing of it stays in memory for every URL: the embedded frontier asks
 :meth:`Revisits.due` for the URLs whose time has come, read by the index on due times a batch
 at a time (at most `MAX_LOADED` at once, `PER_HOST` of a host), and queues them in the host
 scheduler like discovered URLs, so one pace per host holds for both. While one is out, its row
@@ -25,6 +26,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from gossamer.crawldb import CrawlDB
@@ -49,9 +51,9 @@ full host."""
 
 _COLUMNS = (
     "fp, etag, last_modified, payload, text, fetched_at, captured_at, interval, due, "
-    "checks, changes, gone, observed, size, content_type"
+    "checks, changes, gone, observed, size, content_type, checked_at"
 )
-_UPSERT = f"INSERT OR REPLACE INTO revisits ({_COLUMNS}) VALUES ({', '.join('?' * 15)})"
+_UPSERT = f"INSERT OR REPLACE INTO revisits ({_COLUMNS}) VALUES ({', '.join('?' * 16)})"
 _READ_DUE = (
     f"SELECT u.url, u.depth, r.{_COLUMNS.replace(', ', ', r.')} FROM revisits r "
     "JOIN urls u ON u.fp = r.fp WHERE r.due <= ? AND (r.due > ? OR (r.due = ? AND r.fp > ?)) "
@@ -76,13 +78,35 @@ _ANNOUNCED = "UPDATE revisits SET due = ?1 WHERE fp = ?2 AND due > ?1 AND fetche
 _EARLIEST = "SELECT MIN(due) FROM revisits WHERE due > ?"
 _BACKLOG = "SELECT COUNT(*) FROM revisits WHERE due <= ?"
 _HOST_INDEX = "CREATE INDEX IF NOT EXISTS urls_host ON urls (host)"
-_READ_SPARE = (  # the host's page with the most changes expected since its last fetch
+_SINCE = "(?2 - MAX(r.fetched_at, COALESCE(r.checked_at, r.fetched_at)))"
+_READ_SPARE = (  # the host's page of the greatest sqrt(r) * (seconds unconfirmed), squared
     f"SELECT u.url, u.depth, r.{_COLUMNS.replace(', ', ', r.')} FROM urls u "
     "JOIN revisits r ON r.fp = u.fp WHERE u.host = ?1 AND r.due > ?2 AND r.fetched_at <= ?3 "
-    "ORDER BY (r.changes + 0.5) / (r.observed + r.interval) * (?2 - r.fetched_at) DESC LIMIT 1"
+    f"ORDER BY (r.changes + 0.5) / (r.observed + r.interval) * {_SINCE} * {_SINCE} DESC LIMIT 1"
 )
+_CHECKED = (
+    "UPDATE revisits SET checked_at = ?1 WHERE fp = ?2 AND fetched_at >= ?3 AND due IS NOT NULL"
+)
+SPARE_BOUND = 4.0
+"""With ``--revisit-spare 1``, the intervals after its fetch a page is due at the latest (a
+share below 1, proportionally fewer; :meth:`Revisits.wait`)."""
 SPARE_HOSTS = 64
 """Idle hosts given a spare revisit per look (the next look serves the others)."""
+
+
+def resolution(lastmod: float) -> float:
+    """Seconds a ``lastmod`` (epoch seconds) may lie before the change it stands for: its unit,
+    guessed from its value (a date-time to the second: a second; a whole minute: a minute;
+    midnight UTC: a day; the first of a month: a month; January the first: a year), so a page
+    fetched within that of its ``lastmod`` is not taken as unchanged since."""
+    if lastmod % 60:
+        return 1.0
+    if lastmod % 86_400:
+        return 60.0
+    day = datetime.fromtimestamp(lastmod, UTC)
+    if day.day != 1:
+        return 86_400.0
+    return 366 * 86_400.0 if day.month == 1 else 31 * 86_400.0
 
 
 def content_digest(data: bytes) -> int:
@@ -119,6 +143,10 @@ class RevisitState:
     size: int = 0
     """Bytes of the body last fetched in full (what a 304 saves)."""
     content_type: str | None = None
+    checked_at: float | None = None
+    """When a sitemap or feed last said the page had not changed since its fetch (its
+    ``lastmod`` not newer): a confirmation without a request, which work-conserving revisits
+    count from (None: none since the fetch)."""
 
     def row(self) -> tuple[object, ...]:
         """The values of the row, in ``_COLUMNS`` order."""
@@ -184,6 +212,11 @@ class RevisitBook:
     def observed(self, url: str, state: RevisitState) -> None:
         """Keep the new row of ``url``, written with the ack that follows."""
         raise NotImplementedError
+
+    def wait(self, interval: float) -> float:
+        """Seconds from a fetch to the URL's due time, for a revisit interval of ``interval``
+        (the interval itself; longer with work-conserving revisits: :meth:`Revisits.wait`)."""
+        return interval
 
     def json_stats(self) -> dict[str, Any]:
         """:meth:`stats` as stats.json shows it."""
@@ -263,6 +296,16 @@ class Revisits(RevisitBook):
         )
         return count
 
+    def wait(self, interval: float) -> float:
+        """``interval`` stretched by ``1 + (SPARE_BOUND - 1) spare``: with spare revisits on,
+        a host's free slots bring a page back when it is the host's likeliest stale one
+        (:meth:`spare_for`), before or after its interval, so the due time only bounds its
+        wait, for a host with no slot to spare (discovery fills it): four intervals with
+        ``spare`` 1. A revisit due at its interval would take a slot the index gives to a
+        page staler in expectation (and the pages of a first pass, fetched together, would
+        come due together)."""
+        return interval * (1.0 + (SPARE_BOUND - 1.0) * self.spare)
+
     def _initial(self, url: str, content_type: str | None) -> float:
         return self.bounds(url, content_type).initial
 
@@ -329,11 +372,17 @@ class Revisits(RevisitBook):
 
     async def spare_for(self, keys: Sequence[str]) -> list[tuple[str, Queued]]:
         """Work-conserving revisits: for each host of ``keys`` (hosts whose politeness slot
-        is free with nothing queued) that has no revisit out, its page with the most changes
-        expected since its last fetch, before its due time: ``r (now - fetched_at)`` with
+        is free with nothing queued) that has no revisit out, its page of the greatest
+        ``sqrt(r) * t`` before its due time, ``t`` the seconds since its last fetch or since a
+        sitemap's ``lastmod`` last said it had not changed (``checked_at``), with
         ``r = (changes + 0.5) / (observed + interval)``, a change rate that is never 0 (so a
-        page not seen changing yet still gets its turn, behind those that changed). A page is
-        not fetched again within a second of its last fetch (the least revisit interval).
+        page not seen changing yet still gets its turn, behind those that changed). Taking a
+        page when ``sqrt(r) t`` reaches a host's threshold revisits it every ``c / sqrt(r)``
+        seconds, which for a budget of requests minimises the mean time a change waits to be
+        fetched (a page's changes wait ``r t / 2`` a second, summed over the pages under a
+        fixed ``sum 1 / t``); ranking by ``r t``, the changes expected, would space a page's
+        revisits by ``1 / r`` and spend the budget on the fastest pages. A page is not
+        fetched again within a second of its last fetch (the least revisit interval).
         One indexed read a host, at most `SPARE_HOSTS` hosts a call; the host's pace holds,
         as the URLs go through its queue like any other."""
         if self.spare <= 0 or len(self._loaded) >= MAX_LOADED:
@@ -351,12 +400,17 @@ class Revisits(RevisitBook):
         """A sitemap or feed says when pages last changed (``(url, lastmod)`` pairs, unix
         seconds): those fetched before their ``lastmod`` are due now (staged for the next
         commit, which the next read of what is due makes; a URL no longer revisited, gone,
-        stays so); how many were listed."""
+        stays so); with spare revisits on, the others are marked unchanged as of now
+        (``checked_at``), so a spare slot goes to a page no such read vouches for. Returns
+        how many were listed."""
         now = self.clock()
         rows = [(now, fingerprint(url), lastmod) for url, lastmod in listed]
         if rows:
             self._db.stage(_ANNOUNCED, rows)
             self._earliest = now if self._earliest is None else min(self._earliest, now)
+            if self.spare > 0:  # unchanged as of now: those whose last change preceded the fetch
+                vouched = [(at, fp, lastmod + resolution(lastmod)) for at, fp, lastmod in rows]
+                self._db.stage(_CHECKED, vouched)
         return len(rows)
 
     async def _count_backlog(self, now: float) -> None:
@@ -391,6 +445,7 @@ __all__ = [
     "PER_HOST",
     "RESULTS",
     "REVISIT_PRIORITY",
+    "SPARE_BOUND",
     "SPARE_HOSTS",
     "BoundsOf",
     "RevisitBook",
@@ -398,4 +453,5 @@ __all__ = [
     "RevisitStats",
     "Revisits",
     "content_digest",
+    "resolution",
 ]

@@ -69,7 +69,7 @@ class Freshness:
             fetched_at=now,
             captured_at=now,
             interval=bounds.initial,
-            due=now + bounds.initial,
+            due=now + self._revisits.wait(bounds.initial),
         )
         self._revisits.observed(state.lease.url, self._content(state, fresh))
 
@@ -144,7 +144,7 @@ class Freshness:
                 row,
                 fetched_at=now,
                 interval=interval,
-                due=now + interval,
+                due=now + self._revisits.wait(interval),
                 checks=history.checks,
                 changes=history.changes,
                 observed=history.observed,

@@ -21,10 +21,11 @@ by a worker that no longer owns the partition, a new owner's partitions). A site
 Spare revisits (``--revisit-spare``): for an owned host whose politeness slot is free in the
 worker's scheduler, :meth:`RedisRevisits.spare` reads a window of at most `SPARE_SAMPLE` of its
 partition's waiting revisits (``revisit_sample.lua``: none while the partition has entries
-queued or revisits due), picks the host's page with the most changes expected since its last
-fetch (:func:`gossamer.frontier.revisit.expected_changes`) and queues it as a revisit now
-(``revisit_sooner.lua``). Bounded work a pick: one script, a window of the partition (all of it
-below `SPARE_SAMPLE` pages waiting; else a random window, so the pick is the best of a sample).
+queued or revisits due), picks the host's page of the greatest spare index, ``sqrt(r)``
+times the seconds since its last fetch (:func:`gossamer.frontier.revisit.spare_index`), and
+queues it as a revisit now (``revisit_sooner.lua``). Bounded work a pick: one script, a window
+of the partition (all of it below `SPARE_SAMPLE` pages waiting; else a random window, so the
+pick is the best of a sample).
 
 Memory: a page's state is its URL and about 150 bytes of packed values, plus the fingerprint
 as a field of the HASH and a member of the ZSET (see the README for the measured figure).
@@ -47,7 +48,7 @@ from redis.commands.core import AsyncScript
 from gossamer.frontier.base import Lease
 from gossamer.frontier.redis.keys import Entry, PartitionKeys
 from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, run_scripts
-from gossamer.frontier.revisit import History, expected_changes
+from gossamer.frontier.revisit import History, spare_index
 from gossamer.frontier.revisits import BoundsOf, RevisitBook, RevisitState
 from gossamer.urls import fingerprint, host_key
 
@@ -283,7 +284,7 @@ class RedisRevisits(RevisitBook):
 
     async def spare(self, idle: Sequence[tuple[int, str]]) -> list[int]:
         """Work-conserving revisits (module doc): for each idle host of ``idle`` (partition,
-        host key), its page with the most changes expected queued now; the partitions that
+        host key), its page of the greatest spare index queued now; the partitions that
         got one."""
         if not idle:
             return []
@@ -321,9 +322,10 @@ class RedisRevisits(RevisitBook):
 
 
 def _pick(key: str, flat: list[Any], now: float) -> str | None:
-    """The fingerprint of the page of host ``key`` with the most changes expected since its
-    last fetch, of a sample (``revisit_sample.lua``'s reply); None if the host has none
-    fetched a second ago or more. A state that does not decode is passed over."""
+    """The fingerprint of the page of host ``key`` of the greatest spare index
+    (:func:`~gossamer.frontier.revisit.spare_index`) in a sample (``revisit_sample.lua``'s
+    reply); None if the host has none fetched a second ago or more. A state that does not
+    decode is passed over."""
     best, most = None, -1.0
     for i in range(0, len(flat) - 1, 2):
         try:
@@ -333,7 +335,7 @@ def _pick(key: str, flat: list[Any], now: float) -> str | None:
             continue
         if now - p.fetched_at < 1.0 or host_key(p.url) != key:
             continue
-        expected = expected_changes(
+        expected = spare_index(
             History(p.checks, p.changes, p.observed, p.interval), now - p.fetched_at
         )
         if expected > most:
