@@ -67,15 +67,22 @@ def _table_records(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def _state(pid: int) -> str:
-    """The state letter of process ``pid`` (``T``: stopped by a signal)."""
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    """The state letter of process ``pid`` (``T``: stopped by a signal; ``""``: gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return ""
 
 
-async def _until_stopped(pid: int, limit: float = 10) -> None:
-    """Until the process ``pid`` is stopped (SIGSTOP takes effect after ``kill`` returns)."""
+async def _stopped(pid: int, limit: float = 10) -> bool:
+    """Once the process ``pid`` is stopped, True (SIGSTOP takes effect after ``kill``
+    returns); False if it ended."""
     for _ in range(int(limit / 0.005)):
-        if _state(pid) == "T":
-            return
+        state = _state(pid)
+        if state == "T":
+            return True
+        if state in ("", "Z", "X"):
+            return False
         await asyncio.sleep(0.005)
     raise TimeoutError(f"process {pid} not stopped after {limit:g}s")
 
@@ -85,23 +92,26 @@ async def _kill_between_writes(
 ) -> None:
     """SIGKILL ``proc`` at a moment the table holds every record of its pages.jsonl.
 
-    A checkpoint writes pages.jsonl, then the table, then acks. A page killed between the
-    first two is fetched again (it was not acked), but a sitemap's read is marked done in
-    Redis when it ends, before its record's checkpoint: killed there, its record would be in
-    pages.jsonl and never in the table. So the worker is frozen while the two are compared,
-    and killed only once the table has caught up (after the table write, before the acks,
-    is still a moment it may be killed at: its URLs are then fetched twice)."""
+    A checkpoint writes pages.jsonl, then the table, then acks. Killed between the first two,
+    a worker leaves pages the table lacks but others fetch again (they were not acked), and
+    sitemap records the table never gets: a sitemap's read is marked done in Redis as it ends,
+    before its record's checkpoint. So the worker is frozen while the two are compared, and
+    killed only once the table has caught up (between the table write and the acks it still
+    may be: its URLs are then fetched twice, the case this test is about)."""
     deadline = time.monotonic() + limit
+    missing: list[str] = []
     while True:
+        assert proc.returncode is None, f"{out.name} ended, the table lacking its {missing}"
         proc.send_signal(signal.SIGSTOP)
-        await _until_stopped(proc.pid)
+        assert await _stopped(proc.pid), f"{out.name} ended, the table lacking its {missing}"
         recorded = {r["url"] for r in read_records(out)}
         stored = {row["url"] for row in await table_rows(pg.url, table)}
         if recorded <= stored:
             proc.send_signal(signal.SIGKILL)
             return
         proc.send_signal(signal.SIGCONT)
-        assert time.monotonic() < deadline, sorted(recorded - stored)[:5]
+        missing = sorted(recorded - stored)[:5]
+        assert time.monotonic() < deadline, f"the table never held all of {out.name}'s: {missing}"
         await asyncio.sleep(0.02)
 
 
