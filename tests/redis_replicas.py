@@ -8,6 +8,7 @@ directory (a promotion shows there).
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import signal
@@ -16,9 +17,9 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from types import TracebackType
 
-REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
+from tests.redis_server import StartStop, server_args, stop_process, wait_for_answer
+
 REDIS_CLI = shutil.which("redis-cli") or "/usr/bin/redis-cli"
 
 
@@ -62,7 +63,7 @@ def _ask(port: int, *words: str) -> str:
         return ""
 
 
-class ReplicatedCluster:
+class ReplicatedCluster(StartStop):
     """``with ReplicatedCluster() as cluster: cluster.url``: 3 masters with a replica each."""
 
     def __init__(self, masters: int = 3, node_timeout_ms: int = 1000, aof: bool = True) -> None:
@@ -106,24 +107,17 @@ class ReplicatedCluster:
         home = Path(self._dir.name) / str(port)
         home.mkdir(exist_ok=True)
         args = [
-            REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(home),
+            *server_args(port, home, appendonly=self.aof, loglevel="notice"),
             "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
             "--cluster-node-timeout", str(self.node_timeout_ms),
-            "--appendonly", "yes" if self.aof else "no", "--save", "",
-            "--daemonize", "no", "--loglevel", "notice", "--logfile", str(home / "redis.log"),
         ]  # fmt: skip
         self.procs[port] = subprocess.Popen(
             args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
 
     def _wait(self, port: int, command: str, answer: str, timeout: float = 30.0) -> None:
-        end = time.monotonic() + timeout
-        while answer not in _ask(port, *command.split()):
-            if self.procs[port].poll() is not None:
-                raise RuntimeError(f"redis-server on {port} exited")
-            if time.monotonic() > end:
-                raise TimeoutError(f"node {port} did not answer {answer!r} to {command}")
-            time.sleep(0.05)
+        ask = functools.partial(_ask, port, *command.split())
+        wait_for_answer(self.procs[port], ask, answer, timeout, f"node {port} ({command})")
 
     def role(self, port: int) -> str:
         """``master`` or ``slave`` (Redis' word), '' for a node that does not answer."""
@@ -179,25 +173,9 @@ class ReplicatedCluster:
     def stop(self) -> None:
         for proc in self.procs.values():
             if proc.poll() is None:
-                proc.terminate()
+                proc.terminate()  # all at once: each is waited for below
         for proc in self.procs.values():
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_process(proc)
         if self._dir is not None:
             self._dir.cleanup()
             self._dir = None
-
-    def __enter__(self) -> ReplicatedCluster:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -1,4 +1,9 @@
-"""A real redis-server for tests: a free loopback port, a temp dir, stopped on exit."""
+"""A real redis-server for tests: a free loopback port, a temp dir, stopped on exit.
+
+The start-up pieces every test Redis shares (:mod:`tests.redis_replicas` too): the command
+line (:func:`server_args`), waiting for an answer (:func:`wait_for_answer`), stopping
+(:func:`stop_process`) and ``with`` (:class:`StartStop`).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +14,10 @@ import ssl
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
+from typing import AnyStr, Self
 from urllib.parse import quote
 
 import pytest
@@ -39,6 +46,78 @@ def _command(port: int, line: bytes, tls: TlsFiles | None = None) -> bytes:
             return _replies(sock, line)
 
 
+def server_args(port: int, home: Path, *, appendonly: bool, loglevel: str) -> list[str]:
+    """The command line of a redis-server on loopback ``port`` working in ``home``, logging
+    to ``home/redis.log``, saving no RDB file."""
+    return [
+        REDIS_SERVER,
+        "--port", str(port),
+        "--bind", "127.0.0.1",
+        "--dir", str(home),
+        "--save", "",
+        "--appendonly", "yes" if appendonly else "no",
+        "--daemonize", "no",
+        "--loglevel", loglevel,
+        "--logfile", str(home / "redis.log"),
+    ]  # fmt: skip
+
+
+def wait_for_answer(
+    proc: subprocess.Popen[bytes],
+    ask: Callable[[], AnyStr],
+    answer: AnyStr,
+    timeout: float,
+    name: str,
+) -> None:
+    """Until what ``ask`` reads from the server ``proc`` (called ``name`` in errors) holds
+    ``answer``; raises once ``proc`` has exited or ``timeout`` seconds have passed."""
+    end = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{name} exited with {proc.returncode}")
+        try:
+            if answer in ask():
+                return
+        except OSError:
+            pass
+        if time.monotonic() > end:
+            raise TimeoutError(f"{name} did not answer {answer!r}")
+        time.sleep(0.02)
+
+
+def stop_process(proc: subprocess.Popen[bytes], grace: float = 5.0) -> None:
+    """SIGTERM ``proc`` (nothing if it has exited), SIGKILL if it is still there after
+    ``grace`` seconds; reaped either way."""
+    proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+class StartStop:
+    """``with`` for a test server: ``start()`` on entry, ``stop()`` on exit."""
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
 def _replies(sock: socket.socket, line: bytes) -> bytes:
     """What the server answers to ``line``: after an ``AUTH``, the next reply too (each may
     come in a TLS record of its own)."""
@@ -48,7 +127,7 @@ def _replies(sock: socket.socket, line: bytes) -> bytes:
     return answer
 
 
-class RedisServer:
+class RedisServer(StartStop):
     """``with RedisServer() as server: server.url``.
 
     No persistence unless ``appendonly``. ``cluster=True`` starts a one-node Redis Cluster that
@@ -112,20 +191,13 @@ class RedisServer:
     def _args(self) -> list[str]:
         """The command line of a single (not cluster) server on ``port`` in its directory."""
         assert self._dir is not None
+        home = Path(self._dir.name)
         return [
-            REDIS_SERVER,
-            "--port", str(self.port),
-            "--bind", "127.0.0.1",
-            "--dir", self._dir.name,
-            "--save", "",
-            "--appendonly", "yes" if self.appendonly else "no",
-            "--daemonize", "no",
-            "--loglevel", "warning",
-            "--logfile", str(Path(self._dir.name) / "redis.log"),
+            *server_args(self.port, home, appendonly=self.appendonly, loglevel="warning"),
             *(["--requirepass", self.password] if self.password else []),
             *(self._tls_args() if self.tls else []),
             *self.config,
-        ]  # fmt: skip
+        ]
 
     def _tls_args(self) -> list[str]:
         assert self.tls is not None
@@ -166,47 +238,22 @@ class RedisServer:
         self.resume()
 
     def _wait_for(self, line: bytes, answer: bytes, timeout: float = 10.0) -> None:
-        end = time.monotonic() + timeout
-        while True:
-            assert self._proc is not None
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"redis-server exited with {self._proc.returncode}")
-            try:
-                if answer in _command(self.port, line, self.tls):
-                    return
-            except OSError:
-                pass
-            if time.monotonic() > end:
-                raise TimeoutError(f"redis-server on port {self.port} did not answer {answer!r}")
-            time.sleep(0.02)
+        assert self._proc is not None
+        name = f"redis-server on port {self.port}"
+        wait_for_answer(
+            self._proc, lambda: _command(self.port, line, self.tls), answer, timeout, name
+        )
 
     def stop(self) -> None:
         if self._proc is not None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+            stop_process(self._proc)
             self._proc = None
         if self._dir is not None:
             self._dir.cleanup()
             self._dir = None
 
-    def __enter__(self) -> RedisServer:
-        self.start()
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-
-class RedisClusterServer:
+class RedisClusterServer(StartStop):
     """``with RedisClusterServer() as cluster: cluster.url``: a 3-master Redis Cluster.
 
     Three cluster-mode redis-servers on free loopback ports, each owning a third of the 16384
@@ -265,18 +312,6 @@ class RedisClusterServer:
     def stop(self) -> None:
         for node in self.nodes:
             node.stop()
-
-    def __enter__(self) -> RedisClusterServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def tls_query(tls: TlsFiles, ca: Path | None = None) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,6 +66,55 @@ def _table_records(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return by_url
 
 
+def _state(pid: int) -> str:
+    """The state letter of process ``pid`` (``T``: stopped by a signal; ``""``: gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return ""
+
+
+async def _stopped(pid: int, limit: float = 10) -> bool:
+    """Once the process ``pid`` is stopped, True (SIGSTOP takes effect after ``kill``
+    returns); False if it ended."""
+    for _ in range(int(limit / 0.005)):
+        state = _state(pid)
+        if state == "T":
+            return True
+        if state in ("", "Z", "X"):
+            return False
+        await asyncio.sleep(0.005)
+    raise TimeoutError(f"process {pid} not stopped after {limit:g}s")
+
+
+async def _kill_between_writes(
+    proc: asyncio.subprocess.Process, out: Path, pg: PostgresServer, table: str, limit: float = 30
+) -> None:
+    """SIGKILL ``proc`` at a moment the table holds every record of its pages.jsonl.
+
+    A checkpoint writes pages.jsonl, then the table, then acks. Killed between the first two,
+    a worker leaves pages the table lacks but others fetch again (they were not acked), and
+    sitemap records the table never gets: a sitemap's read is marked done in Redis as it ends,
+    before its record's checkpoint. So the worker is frozen while the two are compared, and
+    killed only once the table has caught up (between the table write and the acks it still
+    may be: its URLs are then fetched twice, the case this test is about)."""
+    deadline = time.monotonic() + limit
+    missing: list[str] = []
+    while True:
+        assert proc.returncode is None, f"{out.name} ended, the table lacking its {missing}"
+        proc.send_signal(signal.SIGSTOP)
+        assert await _stopped(proc.pid), f"{out.name} ended, the table lacking its {missing}"
+        recorded = {r["url"] for r in read_records(out)}
+        stored = {row["url"] for row in await table_rows(pg.url, table)}
+        if recorded <= stored:
+            proc.send_signal(signal.SIGKILL)
+            return
+        proc.send_signal(signal.SIGCONT)
+        missing = sorted(recorded - stored)[:5]
+        assert time.monotonic() < deadline, f"the table never held all of {out.name}'s: {missing}"
+        await asyncio.sleep(0.02)
+
+
 async def test_workers_fill_one_table_with_the_union_of_their_records(
     tmp_path: Path, redis_server: RedisServer, pg: PostgresServer
 ) -> None:
@@ -112,7 +162,7 @@ async def test_a_killed_worker_s_records_are_upserted_not_duplicated(
             for i in range(WORKERS)
         ]
         victim = await wait_for_records(tmp_path, range(WORKERS), 5, limit=30)
-        workers[victim].send_signal(signal.SIGKILL)
+        await _kill_between_writes(workers[victim], tmp_path / f"w{victim}", pg, "killed")
         await workers[victim].wait()
         await _finish(tmp_path, url, [w for i, w in enumerate(workers) if i != victim])
 

@@ -110,15 +110,40 @@ async def test_ctrl_c_stops_gracefully_and_resume_completes(tmp_path: Path) -> N
     assert not {u for u, n in fetched.items() if n > 1}, "a graceful stop refetches nothing"
 
 
+async def _until_requested(server: TestWebServer, path: str, limit: float = 30) -> None:
+    """Until the test web has had a request for ``path`` (its log entry comes before the
+    answer, so a ``/hang`` is then in flight)."""
+    for _ in range(int(limit / 0.02)):
+        if any(entry.path == path for entry in server.log):
+            return
+        await asyncio.sleep(0.02)
+    raise TimeoutError(f"no request for {path} after {limit:g}s")
+
+
+def _logged(log: Path, text: bytes) -> bool:
+    return log.exists() and text in log.read_bytes()
+
+
+async def _until_logged(log: Path, text: bytes, limit: float = 30) -> None:
+    """Until ``log`` holds ``text``."""
+    for _ in range(int(limit / 0.02)):
+        if _logged(log, text):
+            return
+        await asyncio.sleep(0.02)
+    raise TimeoutError(f"{text!r} not in {log.name} after {limit:g}s")
+
+
 async def test_second_ctrl_c_exits_at_once(tmp_path: Path) -> None:
     web = generate(5, hosts=2, pages_per_host=20, specials=["hang"], crawl_delay=0.0)
     async with TestWebServer(web) as server:
         seed = server.url(0)
         args = [seed, "--total-timeout", "60", "--read-timeout", "60", "--concurrency", "4"]
         proc = await start_crawl(tmp_path, server, args)
-        await wait_for_records(tmp_path, 10)
+        # With /hang in flight the graceful stop cannot end before its grace time: the
+        # second Ctrl-C, sent once the crawl said it handled the first, is what ends it.
+        await _until_requested(server, "/hang")
         proc.send_signal(signal.SIGINT)
-        await asyncio.sleep(0.3)
+        await _until_logged(tmp_path / "crawl.log", b"stopping: finishing in-flight URLs")
         proc.send_signal(signal.SIGINT)
         code = await asyncio.wait_for(proc.wait(), 5)
         assert code == 128 + signal.SIGINT

@@ -73,14 +73,14 @@ from gossamer.frontier.redis.scripts import load_script
 
 class RedisGuard(Protocol):
     """What this module needs of the worker's guard (`gossamer.cluster.resilient.RedisGuard`,
-    which imports this module: named here by its shape, not imported)."""
+    which imports this module: named here by its shape, not imported): its calls always say
+    which errors are an outage, and their ``fail`` takes the error alone."""
 
     async def call_with_retry(
         self,
         do: Callable[[], Awaitable[T]],
-        fail: Callable[..., Any],
-        is_retryable: Callable[[Exception], bool] | None = None,
-        with_failure_count: bool = False,
+        fail: Callable[[BaseException], Awaitable[None]],
+        is_retryable: Callable[[Exception], bool],
     ) -> T: ...
 
 

@@ -47,13 +47,18 @@ _REVISIT = frozenset({"revisit_due", "revisit_sooner"})
 _RANKED = frozenset({"add", "claim", "unclaim", "reclaim", "reprioritize"}) | _REVISIT
 """Scripts that queue or take entries: ``_ranked.lua`` (a partition's ranked queue) comes
 first in their source."""
+_FINISH = frozenset({"ack", "revisit_ack"})
+"""Scripts that finish a claim: ``_finish.lua`` comes before their source."""
 
 
 def load_script(name: str) -> str:
     """The source of ``lua/<name>.lua`` (after ``_ranked.lua`` for the scripts that
-    queue or take entries, and ``_revisit.lua`` for those that queue revisits)."""
+    queue or take entries, ``_revisit.lua`` for those that queue revisits and ``_finish.lua``
+    for those that finish a claim)."""
     lua = resources.files("gossamer.frontier.redis") / "lua"
     source = (lua / f"{name}.lua").read_text("utf-8")
+    if name in _FINISH:
+        source = (lua / "_finish.lua").read_text("utf-8") + source
     if name in _REVISIT:
         source = (lua / "_revisit.lua").read_text("utf-8") + source
     if name in _RANKED:

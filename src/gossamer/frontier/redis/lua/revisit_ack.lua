@@ -1,16 +1,14 @@
--- gossamer frontier v2: finish a claimed entry and store its page's revisit state.
+-- gossamer frontier v2: finish a claimed entry (finish_claim: _finish.lua) and store its
+-- page's revisit state.
 -- KEYS[1] claimed (HASH), KEYS[2] deadlines (ZSET), KEYS[3] counts (HASH), KEYS[4] revisits
 -- (HASH), KEYS[5] due (ZSET)
 -- ARGV[1] claim token, ARGV[2] fingerprint, ARGV[3] packed state ('' : no longer revisited),
 -- ARGV[4] wall-clock due time ('' : none)
 -- Returns 1 when the claim was still held (the state is stored), 0 when it had been reclaimed
 -- already (the URL is queued again and judged by its next fetch: nothing is stored).
-if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then
+if not finish_claim(KEYS[1], KEYS[2], KEYS[3], ARGV[1]) then
   return 0
 end
-redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('HINCRBY', KEYS[3], 'claimed', -1)
-redis.call('HINCRBY', KEYS[3], 'finished', 1)
 if ARGV[3] == '' then
   redis.call('HDEL', KEYS[4], ARGV[2])
   redis.call('ZREM', KEYS[5], ARGV[2])
