@@ -1,10 +1,11 @@
 """The crawl's records on their way out, and the counts of their outcomes.
 
-A record is staged in the journal (crawl.db) the moment its URL is done, before its lease is
-acked. A checkpoint flushes the archive (WARC), commits the journal (frontier state and
-records in one transaction) and then hands the same records to each record sink in turn
-(pages.jsonl, then the store) before the commit hook's follow-up (a cluster frontier's acks)
-runs. The ledger knows its sinks by their protocols (:mod:`gossamer.sinks.base`) only.
+A record is staged in the journal (crawl.db) the moment its URL is done, before its lease is acked.
+A checkpoint flushes the archive (WARC), commits the journal (frontier state and records in one
+transaction) and then hands the same records to each record sink in turn (pages.jsonl, then the
+store) before the commit hook's follow-up (a cluster frontier's acks) and the steps waiting for
+those records (:meth:`Ledger.after_checkpoint`) run. The ledger knows its sinks by their protocols
+(:mod:`gossamer.sinks.base`) only.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ class Ledger:
         """Records staged since the last checkpoint began."""
         self.committing = 0
         """Records of the checkpoint under way, not yet in every sink."""
+        self._steps: list[Callable[[], Awaitable[None]]] = []
         self.counts: Counter[str] = Counter()
         self.statuses: Counter[str] = Counter()
 
@@ -113,6 +115,13 @@ class Ledger:
         self.journal.stage([record])
         self.pending.append(record)
 
+    def after_checkpoint(self, step: Callable[[], Awaitable[None]]) -> None:
+        """Await ``step`` once the records staged so far are in every sink (after the next
+        checkpoint's follow-up): a cluster worker marks a sitemap read only when its records
+        are, so a worker killed before loses no record, the claim expiring and another
+        worker reading the sitemap again."""
+        self._steps.append(step)
+
     def _tally(self, status: int | None, outcome: Outcome, count: int) -> None:
         counts = self.counts
         counts["pages"] += count
@@ -130,6 +139,7 @@ class Ledger:
         A sink's records are always a prefix of the journal's; ``--resume`` sends it the rest.
         """
         records, self.pending = self.pending, []
+        steps, self._steps = self._steps, []
         self.committing = len(records)
         try:
             after = self._on_commit() if self._on_commit is not None else None
@@ -142,6 +152,8 @@ class Ledger:
             self.committing = 0
         if after is not None:
             await after()
+        for step in steps:
+            await step()
 
 
 __all__ = ["Aside", "CommitHook", "Ledger", "Outputs"]

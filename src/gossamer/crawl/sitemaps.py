@@ -46,14 +46,17 @@ Redis first (:mod:`gossamer.cluster.sitemaps`), for the claim timeout. A worker 
 the middle of a sitemap loses none of the entries it handed to ``add`` (they are in Redis);
 once its claim expires, the rest is read by the next worker that learns the host's
 robots.txt (the partition's next owner does before the first of the host's URLs it leases).
-A continuous job reads each sitemap again on the same schedule, one worker at a time: the
-claim of the last read says when the next is due, and every worker that learned of the
-sitemap asks for it then."""
+A read is marked done only once its records are in every sink (the ledger's ``after_checkpoint``),
+so a worker killed between the read and its checkpoint loses no record: the claim expires and
+another worker reads the sitemap again. A continuous job reads each sitemap again on the same
+schedule, one worker at a time: the claim of the last read says when the next is due, and every
+worker that learned of the sitemap asks for it then."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -269,8 +272,8 @@ class SitemapStage:
             except asyncio.CancelledError:
                 await self._release(url)
                 raise
-            if self._claims is not None:
-                await self._claims.finish(url)
+            if self._claims is not None and self._ledger is not None:
+                self._ledger.after_checkpoint(functools.partial(self._finish, self._claims, url))
         except asyncio.CancelledError:
             raise
         except Exception:  # a bug a sitemap revealed ends its read, not the crawl
@@ -286,6 +289,15 @@ class SitemapStage:
                 timer.cancel()
             loop = asyncio.get_running_loop()
             self._timers[url] = loop.call_later(wait, self._again, url, origins)
+
+    @staticmethod
+    async def _finish(claims: Claims, url: str) -> None:
+        """Mark ``url``'s read done once its records are in every sink; if Redis cannot be
+        told, the claim expires and another worker reads the sitemap again."""
+        try:
+            await claims.finish(url)
+        except Exception:
+            log.warning("sitemap %s read, not marked done: may be read again", redact_url(url))
 
     async def _release(self, url: str) -> None:
         """A stopped read gives its claim back, so another worker reads the sitemap now."""
