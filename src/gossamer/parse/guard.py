@@ -72,7 +72,7 @@ page. An ordinary document's tree is then checked, by one CSS match in lexbor wa
 parsed again. A document of more than 16,384 ``<`` whose markup is *plain* is parsed as it is
 (:mod:`gossamer.parse.skeleton`: tags it can read exactly from the positions of ``<``, ``>``,
 quotes and ``=``, nesting perfectly but for ``<p>`` and ``<li>`` left open in a block, few
-attributes and names; read with numpy at about 1.3 times lexbor's parse on python3-doc's
+attributes and names; read with numpy at about 1.2 times lexbor's parse on python3-doc's
 biggest pages, against 2 to 4 for the nesting check, whose regex alone costs about lexbor's
 parse: no reading of the page in Python can cost much less than lexbor's, so these checks
 still cost more than the 5% of a crawl's CPU aimed at). A document that is not ordinary nor

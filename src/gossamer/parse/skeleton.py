@@ -4,9 +4,10 @@ The nesting check (:mod:`gossamer.parse.nesting`) reads a page of more than 16,3
 a regex and a loop over its tags in Python: two to four times lexbor's own parse on
 python3-doc's biggest pages. `plain` reads the same page with numpy over its *marks* (the
 positions of ``<``, ``>``, quotes and ``=``, a few bytes in a hundred), and Python only for
-comments, raw text elements and tags of 512 bytes or more: about 1.3 times lexbor's parse on
-those pages (python3-doc's ``library/os.html``, CPU ms: 10 against lexbor's 5 to 7 and the
-nesting check's 28). It accepts only what it reads exactly; the other checks take the rest.
+comments, raw text elements and tags of 512 bytes or more: 1.2 times lexbor's parse over
+python3-doc's 11 pages of more than 16,384 ``<`` (0.7 to 2 times from page to page; the
+nesting check 2 to 3.3 times: ``library/os.html``, CPU ms, 8.4 against 35, lexbor 12 to 16).
+It accepts only what it reads exactly; the other checks take the rest.
 Its fixed cost (a hundred numpy calls) makes it no cheaper than the checks of smaller pages,
 so :func:`gossamer.parse.scan.route` calls it past 16,384 ``<`` only.
 
