@@ -50,6 +50,7 @@ REFUSED = {
     "a script escaped twice": b"<div><script><!--<script></script></div><!--</script>-->",
     "a breakout in SVG": b"<svg><p>x</p></svg>",
     "HTML in an SVG description": b"<svg><desc><div/></desc></svg>",
+    "a CDATA section in SVG holding >": b"<svg><![CDATA[></svg>]]>",
     "a self-closing div": b"<div/>",
     "formatting left open in a paragraph": b"<div><p><b>x</div>",
     "MathML": b"<math><mi>x</mi></math>",

@@ -27,8 +27,9 @@ names; see :mod:`gossamer.parse.guard`):
   script holding ``<!--`` is refused: lexbor may read on past that end tag; after a
   ``<select>`` only scripts and text areas are taken as raw text, lexbor ignoring the
   others there). Tag names of 16 bytes or more, MathML, templates, framesets and
-  ``<plaintext>`` are refused; in SVG (none of the tags that end it or hold HTML again) a
-  tag written self-closing closes itself.
+  ``<plaintext>`` are refused; in SVG (none of the tags that end it or hold HTML again, and
+  no CDATA section, whose text may hold ``>``, in a page holding SVG) a tag written
+  self-closing closes itself.
 - *Tags that nest perfectly*, as in :mod:`gossamer.parse.nesting`: every end tag closes the
   element opened last and not yet closed (checked level by level after a stable sort of the
   tags by their depth), no more than `MAX_LEVEL` deep, with at most `MAX_OPEN_FORMATTING`
@@ -451,6 +452,8 @@ class _Page:
         counted = (bits & (_VOID | _IMPLIED)) == 0
         svg = self._in_svg(is_end, bits, self_closing)
         if svg is not None:
+            if self.data.find(b"<![CDATA[") >= 0:  # in SVG, text up to "]]>", ">" and all
+                return False
             # in SVG a self-closing tag closes itself, and every other tag counts
             if ((bits & _NOT_SVG) != 0)[svg].any():
                 return False
