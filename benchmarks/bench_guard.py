@@ -1,19 +1,25 @@
 """What the markup guard costs: on real pages against the parse floor, and on hostile shapes.
 
-For every page of a directory (by default Debian's python3-doc,
+For every page of one or more directories (by default Debian's python3-doc,
 ``/usr/share/doc/python3-doc/html``), four CPU times, each the least of ``--repeat`` passes:
 lexbor's parse alone, the floor (lexbor's parse, then extracting and resolving the links with
 gossamer's resolver), the guarded parse (`gossamer.parse.guard.parse`) and ``parse_html`` (the
 guarded parse, robots meta, base, title and the same links). By size bucket (``<`` per page:
 up to 4,096, up to 16,384, more) it prints the pages that ran the guard's full Python pass,
 ``parse_html`` against the floor, and the guard's share of ``parse_html`` (the guarded parse
-less lexbor's own). Then the worst hostile shapes, each parsed once by ``parse_html`` in a
-child process (CPU time of the parsing thread; ``>Ns`` when it ran past ``--timeout``).
+less lexbor's own). Then, over all the pages, the same by route (how
+`gossamer.parse.scan.route` took each page: ``as-is``, ``plain``, ``check``, ``nested``,
+``guard``) and
+the total: the guard's CPU (the guarded parse less lexbor's own) against lexbor's. Then the
+worst hostile shapes, each parsed once by ``parse_html`` in a child process (CPU time of the
+parsing thread; ``>Ns`` when it ran past ``--timeout``).
 
-Run: ``python benchmarks/bench_guard.py [DIR] [--repeat 5] [--no-hostile] [--timeout 60]``.
-To compare with an older guard, run it with ``PYTHONPATH`` pointing at that tree's ``src``.
-CPU times on a shared machine still vary by some 10%; instruction counts (valgrind's
-callgrind) are the steadier figure.
+Run: ``python benchmarks/bench_guard.py [DIR ...] [--repeat 5] [--no-hostile] [--timeout 60]``.
+The four documentation packages of the issue: ``python benchmarks/bench_guard.py
+/usr/share/doc/python3-doc/html /usr/share/doc/postgresql-doc-15 /usr/share/doc/sqlite3
+/usr/share/doc/git-doc``. To compare with an older guard, run it with ``PYTHONPATH`` pointing
+at that tree's ``src``. CPU times on a shared machine still vary by some 10%; instruction
+counts (valgrind's callgrind) are the steadier figure.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from pathlib import Path
 
 from selectolax.lexbor import LexborHTMLParser
 
-from gossamer.parse import guard, links
+from gossamer.parse import guard, links, scan
 from gossamer.parse.links import parse_html
 from gossamer.urls import Resolver
 
@@ -117,8 +123,35 @@ def measure(body: bytes, url: str, repeat: int) -> tuple[float, float, float, fl
     )
 
 
-def real_pages(root: Path, repeat: int) -> None:
-    pages = sorted(root.rglob("*.html"))
+class Totals:
+    """Pages, CPU seconds (lexbor, floor, guarded parse, parse_html) and full passes of a
+    group of pages."""
+
+    def __init__(self) -> None:
+        self.pages = 0
+        self.passes = 0
+        self.seconds = [0.0, 0.0, 0.0, 0.0]
+
+    def add(self, figures: tuple[float, float, float, float], *, full_pass: bool) -> None:
+        self.pages += 1
+        self.passes += full_pass
+        for index, figure in enumerate(figures):
+            self.seconds[index] += figure
+
+    def row(self, label: str) -> str:
+        lexbor, floor_s, guarded, parsed = self.seconds
+        share = 100 * max(0.0, guarded - lexbor) / parsed
+        return (
+            f"  {label:16s} {self.pages:6d} {self.passes:10d} {lexbor * 1e3:8.1f} "
+            f"{floor_s * 1e3:8.1f} {guarded * 1e3:8.1f} {parsed * 1e3:11.1f} "
+            f"{parsed / floor_s:6.2f}x {share:10.1f}%"
+        )
+
+
+HEADER = "  {:16s}  pages  full pass   lexbor    floor  guarded  parse_html  /floor  guard share"
+
+
+def real_pages(roots: list[Path], repeat: int) -> None:
     full_passes: set[str] = set()
     run = guard._Guard.run
     name = ""
@@ -128,35 +161,44 @@ def real_pages(root: Path, repeat: int) -> None:
         return run(self)
 
     guard._Guard.run = counting  # type: ignore[method-assign]
-    totals = {bucket: [0, 0.0, 0.0, 0.0, 0.0] for bucket in BUCKETS}
-    passes = dict.fromkeys(BUCKETS, 0)
-    for path in pages:
-        body, name = path.read_bytes(), str(path.relative_to(root))
-        tags = body.count(b"<")
-        bucket = next(b for b in BUCKETS if b[0] < tags <= b[1] or (tags == 0 and b[0] == 0))
-        before = len(full_passes)
-        figures = measure(body, BASE + name, repeat)
-        passes[bucket] += len(full_passes) > before
-        row = totals[bucket]
-        row[0] += 1
-        for index, figure in enumerate(figures, 1):
-            row[index] += figure
-    guard._Guard.run = run  # type: ignore[method-assign]
-    print(f"{len(pages)} pages in {root}; CPU ms, least of {repeat}")
+    routes: dict[str, Totals] = {}
+    everything = Totals()
+    try:
+        for root in roots:
+            buckets = {bucket: Totals() for bucket in BUCKETS}
+            pages = sorted(root.rglob("*.html"))
+            for path in pages:
+                body, name = path.read_bytes(), str(path)
+                tags = body.count(b"<")
+                bucket = next(
+                    b for b in BUCKETS if b[0] < tags <= b[1] or (tags == 0 and b[0] == 0)
+                )
+                before = len(full_passes)
+                figures = measure(body, BASE + path.name, repeat)
+                full_pass = len(full_passes) > before
+                buckets[bucket].add(figures, full_pass=full_pass)
+                routes.setdefault(scan.route(body, tags), Totals()).add(
+                    figures, full_pass=full_pass
+                )
+                everything.add(figures, full_pass=full_pass)
+            print(f"{len(pages)} pages in {root}; CPU ms, least of {repeat}")
+            print(HEADER.format("'<' per page"))
+            for (low, high), totals in buckets.items():
+                if totals.pages:
+                    label = f"{low + 1:,}-{high:,}" if high < 1 << 62 else f">{low:,}"
+                    print(totals.row(label))
+    finally:
+        guard._Guard.run = run  # type: ignore[method-assign]
+    print(f"all {everything.pages} pages, by route")
+    print(HEADER.format("route"))
+    for way, totals in sorted(routes.items()):
+        print(totals.row(way))
+    print(everything.row("all"))
+    lexbor, _, guarded, _ = everything.seconds
     print(
-        "  '<' per page      pages  full pass   lexbor    floor  guarded  parse_html  "
-        "/floor  guard share"
+        f"guard CPU over all pages: {(guarded - lexbor) * 1e3:.1f} ms against lexbor's "
+        f"{lexbor * 1e3:.1f} ms ({100 * (guarded - lexbor) / lexbor:.1f}% of lexbor)"
     )
-    for bucket, (count, lexbor, floor_s, guarded, parsed) in totals.items():
-        if not count:
-            continue
-        label = f"{bucket[0] + 1:,}-{bucket[1]:,}" if bucket[1] < 1 << 62 else f">{bucket[0]:,}"
-        share = 100 * max(0.0, guarded - lexbor) / parsed
-        print(
-            f"  {label:16s} {count:6d} {passes[bucket]:10d} {lexbor * 1e3:8.1f} "
-            f"{floor_s * 1e3:8.1f} {guarded * 1e3:8.1f} {parsed * 1e3:11.1f} "
-            f"{parsed / floor_s:6.2f}x {share:10.1f}%"
-        )
 
 
 def hostile(timeout: float) -> None:
@@ -185,7 +227,9 @@ def one_shape(shape: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("root", nargs="?", default="/usr/share/doc/python3-doc/html", type=Path)
+    parser.add_argument(
+        "roots", nargs="*", default=[Path("/usr/share/doc/python3-doc/html")], type=Path
+    )
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--no-hostile", action="store_true")
     parser.add_argument("--timeout", type=float, default=60)
@@ -194,7 +238,7 @@ def main() -> None:
     if args.shape:
         one_shape(args.shape)
         return
-    real_pages(args.root, args.repeat)
+    real_pages(args.roots, args.repeat)
     if not args.no_hostile:
         hostile(args.timeout)
 

@@ -38,8 +38,9 @@ __all__ = [
     "too_deep_selector",
 ]
 
-Route = Literal["as-is", "check", "nested", "guard"]
-"""How a document is parsed: as it is, as it is and its tree checked, as it is if its tags
+Route = Literal["as-is", "plain", "check", "nested", "guard"]
+"""How a document is parsed: as it is, as it is because its markup is plain
+(:func:`gossamer.parse.skeleton.plain`), as it is and its tree checked, as it is if its tags
 nest perfectly, or guarded."""
 MAX_TAG_ATTRIBUTES = 256
 """Attributes of one tag past this many are dropped by the guard."""
@@ -101,8 +102,9 @@ def tag_count(document: str | bytes) -> int:
 
 def route(document: str | bytes, tags: int) -> Route:
     """How :func:`gossamer.parse.guard.parse` takes ``document`` (holding ``tags`` ``<``):
-    ``as-is`` if it cannot be hostile, ``check`` if it is `ordinary`, else ``nested`` if not
-    many more start tags than end and self-closing tags (then
+    ``as-is`` if it cannot be hostile, ``check`` if it is `ordinary`, else (past
+    `ORDINARY_MAX_TAGS` ``<``) ``plain`` if :func:`gossamer.parse.skeleton.plain` says so,
+    else ``nested`` if not many more start tags than end and self-closing tags (then
     :func:`gossamer.parse.nesting.well_formed` decides), else ``guard``."""
     size = len(document)
     if size <= GUARD_MIN_CHARS:
@@ -113,8 +115,13 @@ def route(document: str | bytes, tags: int) -> Route:
         return "guard"
     if tags <= ORDINARY_MAX_TAGS and ordinary(document, tags):
         return "check"
-    # A self-closing tag (SVG's <path/>) counts as closed here: the nesting check decides.
     data = as_bytes(document)
+    if tags > ORDINARY_MAX_TAGS:
+        from gossamer.parse.skeleton import plain  # it reads this module's limits
+
+        if plain(data):
+            return "plain"
+    # A self-closing tag (SVG's <path/>) counts as closed here: the nesting check decides.
     unclosed = tags - 2 * data.count(b"</") - data.count(b"/>")
     return "nested" if unclosed <= tags // 2 else "guard"
 
