@@ -6,7 +6,7 @@ attribute counts, formatting elements), flagging what it changed; ``links`` pars
 lexbor and returns its title, robots directives and outlinks, resolved by
 ``gossamer.urls.Resolver``. The extractors (``gossamer.extract``) reuse the parsed tree.
 
-This package may import the standard library, selectolax, w3lib, charset_normalizer and
+This package may import the standard library, selectolax, numpy, w3lib, charset_normalizer and
 ``gossamer.urls``; nothing else of gossamer: every stage above it reads its ``ParsedPage``.
 """
 

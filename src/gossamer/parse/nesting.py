@@ -65,7 +65,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from gossamer.parse import names, tokens
-from gossamer.parse.scan import MAX_ATTRIBUTE_NAMES, MAX_TAG_ATTRIBUTES
+from gossamer.parse.tokens import MAX_ATTRIBUTE_NAMES, MAX_TAG_ATTRIBUTES
 
 __all__ = ["MAX_LEVEL", "MAX_OPEN_FORMATTING", "MAX_TAG_NAMES", "well_formed"]
 

@@ -14,7 +14,14 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Literal
 
-from gossamer.parse.tokens import ATTRIBUTE_BYTES, TOKEN_BYTES, more_attributes
+from gossamer.parse.tokens import (
+    ATTRIBUTE_BYTES,
+    LONG_TAG_CHARS,
+    MAX_ATTRIBUTE_NAMES,
+    MAX_TAG_ATTRIBUTES,
+    TOKEN_BYTES,
+    more_attributes,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -42,18 +49,9 @@ Route = Literal["as-is", "plain", "check", "nested", "guard"]
 """How a document is parsed: as it is, as it is because its markup is plain
 (:func:`gossamer.parse.skeleton.plain`), as it is and its tree checked, as it is if its tags
 nest perfectly, or guarded."""
-MAX_TAG_ATTRIBUTES = 256
-"""Attributes of one tag past this many are dropped by the guard."""
-MAX_ATTRIBUTE_NAMES = 16_384
-"""Attributes with a new name once the document has this many distinct names are dropped by
-the guard. Lexbor keeps attribute names in a hash table that never grows: 15,000 distinct names
-cost it 0.016 s, 61,000 1.1 s, 123,000 6 s."""
 GUARD_MIN_CHARS = 16 * 1024
 """Documents this small are parsed as they are (the worst case costs lexbor about 0.4 s)."""
 _GUARD_MIN_TAGS = 4096
-LONG_TAG_CHARS = 2 * MAX_TAG_ATTRIBUTES
-"""A tag shorter than this cannot hold `MAX_TAG_ATTRIBUTES` attributes (two characters
-each at least: a name and a separator, or a value's two quotes)."""
 _LONG_TAG_MIN_CHARS = 64 * 1024
 ORDINARY_MAX_TAGS = 16_384
 _ORDINARY_MIN_UNCLOSED = 512
@@ -117,7 +115,7 @@ def route(document: str | bytes, tags: int) -> Route:
         return "check"
     data = as_bytes(document)
     if tags > ORDINARY_MAX_TAGS:
-        from gossamer.parse.skeleton import plain  # it reads this module's limits
+        from gossamer.parse.skeleton import plain  # numpy: imported when a page needs it
 
         if plain(data):
             return "plain"

@@ -69,7 +69,7 @@ import numpy as np
 
 from gossamer.parse import names, tokens
 from gossamer.parse.nesting import MAX_LEVEL, MAX_OPEN_FORMATTING, MAX_TAG_NAMES
-from gossamer.parse.scan import LONG_TAG_CHARS, MAX_ATTRIBUTE_NAMES, MAX_TAG_ATTRIBUTES
+from gossamer.parse.tokens import LONG_TAG_CHARS, MAX_ATTRIBUTE_NAMES, MAX_TAG_ATTRIBUTES
 
 if TYPE_CHECKING:
     import numpy.typing as npt

@@ -8,12 +8,25 @@ import re
 __all__ = [
     "ATTRIBUTE",
     "ATTRIBUTE_BYTES",
+    "LONG_TAG_CHARS",
+    "MAX_ATTRIBUTE_NAMES",
+    "MAX_TAG_ATTRIBUTES",
     "SPACE",
     "TOKEN",
     "TOKEN_BYTES",
     "more_attributes",
     "script_end",
 ]
+
+MAX_TAG_ATTRIBUTES = 256
+"""Attributes of one tag past this many are dropped by the guard."""
+MAX_ATTRIBUTE_NAMES = 16_384
+"""Attributes with a new name once the document has this many distinct names are dropped by
+the guard. Lexbor keeps attribute names in a hash table that never grows: 15,000 distinct names
+cost it 0.016 s, 61,000 1.1 s, 123,000 6 s."""
+LONG_TAG_CHARS = 2 * MAX_TAG_ATTRIBUTES
+"""A tag shorter than this cannot hold `MAX_TAG_ATTRIBUTES` attributes (two characters
+each at least: a name and a separator, or a value's two quotes)."""
 
 SPACE = r"\t\n\f\r "
 """The characters the tokenizer takes for white space, in a character class."""
