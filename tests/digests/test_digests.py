@@ -3,6 +3,7 @@ texts (empty, short, huge), the embedded index's persistence in crawl.db."""
 
 from __future__ import annotations
 
+import random
 import time
 from pathlib import Path
 
@@ -130,3 +131,38 @@ def test_simhash_values_are_stable() -> None:
     ]
     found = [text_simhash(text.encode()) for text in texts]
     assert found == [0x0, 0xF3BE6EDDBCA7A1E4, 0xF58FDC0034543EBB, 0x9A5898D6AA5C215C]
+
+
+def _reference_simhash(letters: bytes) -> int:
+    """The SimHash of :func:`gossamer.digests.simhash.simhash` by its definition, one shingle
+    at a time in Python integers."""
+    from gossamer.digests import simhash as module
+
+    mask = (1 << 64) - 1
+    letters = letters.ljust(module.SHINGLE, b"\0")
+    sampled = len(letters) > module.SAMPLE * 256
+    votes, count = [0] * 64, 0
+    for start in range(len(letters) - module.SHINGLE + 1):
+        head = int.from_bytes(letters[start : start + 8], "little") * 0x9E3779B97F4A7C15 & mask
+        if sampled and head >= (1 << 64) // module.SAMPLE:
+            continue
+        value = head ^ int.from_bytes(letters[start + 8 : start + 16], "little")
+        value ^= value >> 31
+        value = value * 0xBF58476D1CE4E5B9 & mask
+        value ^= value >> 29
+        value = value * 0x94D049BB133111EB & mask
+        value ^= value >> 32
+        count += 1
+        for bit in range(64):
+            votes[bit] += value >> bit & 1
+    return sum(1 << bit for bit in range(64) if votes[bit] * 2 > count)
+
+
+@pytest.mark.parametrize("size", [0, 5, 16, 17, 300, 1024, 1025, 6000])
+def test_simhash_counts_the_votes_of_its_definition(size: int) -> None:
+    import numpy as np
+
+    from gossamer.digests.simhash import simhash
+
+    letters = random.Random(size).randbytes(size)
+    assert simhash(np.frombuffer(letters, dtype=np.uint8)) == _reference_simhash(letters)

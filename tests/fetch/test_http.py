@@ -862,6 +862,39 @@ def test_decoding_does_not_depend_on_chunk_boundaries(coding: str) -> None:
     assert not bytewise.truncated and not whole.truncated
 
 
+def _big_stream_then(tail: bytes) -> bytes:
+    """A gzip stream of some 60 kB of text (many times the decoder's slice) and ``tail``."""
+    text = b"".join(b"line %d of a long page, %x\n" % (i, i * 7919) for i in range(2500))
+    return gzip.compress(text, 1) + tail
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        b"",
+        gzip.compress(b"second member") + gzip.compress(PAGE),
+        gzip.compress(b"x") + b"garbage after the streams" * 400,
+        gzip.compress(b"") * 12_000,
+    ],
+    ids=["one-stream", "members", "trailing-garbage", "members-cut"],
+)
+@pytest.mark.parametrize("chunk", [1000, 4096, 1 << 20])
+def test_a_big_first_stream_read_whole_decodes_as_in_small_chunks(tail: bytes, chunk: int) -> None:
+    # the first stream reads a chunk whole; what follows its end is fed in slices
+    encoded = _big_stream_then(tail)
+    bodies = []
+    for size in (chunk, 97):
+        body = Body("gzip", 10 * len(encoded), 1 << 22)
+        for start in range(0, len(encoded), size):
+            if not body.feed(encoded[start : start + size]):
+                break
+        body.finish()
+        bodies.append(body)
+    chunked, small = bodies
+    assert chunked.value() == small.value()
+    assert (chunked.flags, chunked.truncated) == (small.flags, small.truncated)
+
+
 def test_decoded_cap_spans_gzip_members() -> None:
     body = Body("gzip", 1 << 20, len(PAGE) // 2)
     assert not body.feed(payloads.gzip_members(PAGE, 4))

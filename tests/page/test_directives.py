@@ -15,6 +15,7 @@ from gossamer.page.directives import (
     header_directives,
     meta_directives,
 )
+from gossamer.parse.links import parse_html
 
 NOW = 1_800_000_000.0  # 2027-01-15
 NOINDEX, NOFOLLOW, BOTH, NONE = (
@@ -124,7 +125,13 @@ def test_flags() -> None:
 
 
 def meta(html: str, token: str = "gossamer") -> Directives:
-    return meta_directives(LexborHTMLParser(html), token, NOW)
+    """The directives of the meta tags of ``html``, read both ways: searched in the tree, and
+    from the meta elements the parse found with the links (the crawl's way); the two agree."""
+    searched = meta_directives(LexborHTMLParser(html), token, NOW)
+    page = parse_html(html.encode(), "http://example.com/")
+    assert page.tree is not None and page.metas is not None
+    assert meta_directives(page.tree, token, NOW, page.metas) == searched
+    return searched
 
 
 @pytest.mark.parametrize(
@@ -186,3 +193,29 @@ def test_an_http_equiv_meta_reads_as_the_header() -> None:
 def test_a_name_with_quotes_is_no_selector_injection() -> None:
     assert meta('<meta name="robots" content="noindex">', token='x"], *, a[b="') == NOINDEX
     assert meta('<meta name="x\\" content="noindex">', token="x\\") == NOINDEX
+
+
+@pytest.mark.parametrize(
+    ("html", "expected"),
+    [
+        ("<META NAME=ROBOTS CONTENT=NOINDEX>", NOINDEX),
+        ('<meta content="nofollow" name="rObOtS">', NOFOLLOW),
+        ('<meta name="&#114;obots" content="noindex">', NOINDEX),
+        ('<meta name="r&#x6F;bots" content="n&#111;index">', NOINDEX),
+        ('<meta href="/x" name="robots" content="noindex">', NOINDEX),
+        ('<meta name="robots" href="/x" content="none"><a href="/a">a</a>', BOTH),
+        ('<meta http-equiv="X-ROBOTS-TAG" content="noindex">', NOINDEX),
+        ('<meta http-equiv=" x-robots-tag" content="noindex">', NONE),
+        ('<meta name="myrobots" content="noindex">', NONE),
+        ('<meta name="robots" content="noindex" name="x">', NOINDEX),
+        ("<svg><meta name=robots content=noindex></svg>", NOINDEX),
+        ("<template><meta name=robots content=noindex></template>", NONE),
+        ('<noscript><meta name="robots" content="noindex"></noscript>', NOINDEX),
+        ('<a href="/a">a</a>' * 5000 + '<p><meta name="robots" content="nofollow">', NOFOLLOW),
+        ('<base href="/b/"><meta name="robots" content="noindex">', NOINDEX),
+    ],
+)
+def test_meta_tags_found_with_the_links_read_as_a_search_of_the_tree(
+    html: str, expected: Directives
+) -> None:
+    assert meta(f"<html><head></head><body>{html}</body></html>") == expected

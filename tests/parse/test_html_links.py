@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gossamer.parse.links import MAX_TITLE_CHARS, ParsedPage, parse_html
+from gossamer.urls import Resolver
 
 PAGE = "http://example.com/dir/page.html?x=1"
 
@@ -126,6 +127,25 @@ def test_only_first_base_counts_and_base_without_href_is_ignored() -> None:
     page = parse(body)
     assert page.base_url == "http://example.com/first/"
     assert page.links == ["http://example.com/first/x"]
+
+
+@pytest.mark.parametrize(
+    ("markup", "expected_base"),
+    [
+        ('<base href><base href="http://other.example/x/">', PAGE),
+        ('<a href="a">a</a><base href="http://other.example/x/">', "http://other.example/x/"),
+        ('<p><base href="/sub/"></p>', "http://example.com/sub/"),
+        ('<svg><base href="/svg/"></svg><base href="/html/">', "http://example.com/svg/"),
+    ],
+)
+def test_the_first_base_href_in_document_order_even_after_the_links(
+    markup: str, expected_base: str
+) -> None:
+    # the base is read in the pass that finds the links: one after them still counts, and a
+    # first one without a value hides the later ones
+    page = parse(f'<html><head></head><body>{markup}<a href="a">a</a></body></html>')
+    assert page.base_url == expected_base
+    assert page.links == [Resolver(expected_base).resolve("a")]
 
 
 def test_fragment_only_link_with_foreign_base_points_to_base() -> None:

@@ -25,7 +25,9 @@ _KEEP[48:58] = _KEEP[65:91] = _KEEP[97:123] = _KEEP[128:] = True
 """ASCII letters and digits and every byte of a non-ASCII character."""
 _LOWER_TABLE = _LOWER.tobytes()
 _DROPPED = bytes(np.flatnonzero(~_KEEP).tolist())
-_BITS = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.int64)
+_BITS = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.float64)
+"""Each byte value's bits, as floats: the votes are summed by a float matrix product (BLAS),
+a sixth of the time of numpy's integer one, and exact (counts stay far below 2**53)."""
 _BYTE_OFFSETS = np.arange(8, dtype=np.uint16) * 256
 _K1 = np.uint64(0x9E3779B97F4A7C15)
 _K2 = np.uint64(0xBF58476D1CE4E5B9)
@@ -63,5 +65,6 @@ def simhash(letters: npt.NDArray[np.uint8]) -> int:
     count = len(shingles)
     keys = shingles.view(np.uint8).reshape(count, 8).astype(np.intp)
     keys += _BYTE_OFFSETS
-    votes = (np.bincount(keys.ravel(), minlength=2048).reshape(8, 256) @ _BITS).ravel()
+    counts = np.bincount(keys.ravel(), minlength=2048).reshape(8, 256).astype(np.float64)
+    votes = (counts @ _BITS).ravel()
     return int.from_bytes(np.packbits(votes * 2 > count, bitorder="little").tobytes(), "little")

@@ -97,10 +97,12 @@ class _ZlibDecoder:
         self.flags: list[str] = []
 
     def feed(self, data: bytes) -> bytes:
-        if len(data) <= _SLICE:
+        if len(data) <= _SLICE or not self._members:
             return self._feed(data)
         # A stream ends with its remaining input copied (``unused_data``): fed in slices, a
-        # body of many tiny gzip members costs linear time, not quadratic.
+        # body of many tiny gzip members costs linear time, not quadratic. The first stream
+        # reads a chunk whole (most bodies are one stream), and what follows its end goes in
+        # slices (`_feed`).
         return b"".join(self._feed(data[i : i + _SLICE]) for i in range(0, len(data), _SLICE))
 
     def _feed(self, data: bytes) -> bytes:
@@ -115,6 +117,9 @@ class _ZlibDecoder:
                 if not self._open(data):
                     break
             data = self._decompress(data, parts)
+            if len(data) > _SLICE:  # a stream ended early in a whole chunk: the rest in slices
+                parts.append(self.feed(data))
+                break
         return b"".join(parts)
 
     @property

@@ -36,7 +36,7 @@ from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
     from selectolax.lexbor import LexborHTMLParser
     from selectolax.lexbor import LexborNode as Node
@@ -185,14 +185,26 @@ def _date(value: str) -> datetime | None:
     return None
 
 
-def meta_directives(tree: LexborHTMLParser, token: str, fetched_at: float) -> Directives:
+def meta_directives(
+    tree: LexborHTMLParser,
+    token: str,
+    fetched_at: float,
+    metas: Sequence[Node] | None = None,
+) -> Directives:
     """The directives of the ``<meta name="robots">`` and ``<meta name=TOKEN>`` tags of the
     document (anywhere in it: see the module docstring), and of ``<meta
-    http-equiv="X-Robots-Tag">`` tags, read as the header."""
+    http-equiv="X-Robots-Tag">`` tags, read as the header.
+
+    ``metas``, the document's ``<meta>`` elements when the caller has them already (the
+    parse finds them with the links), spares a search of the whole tree; the tags read are
+    the same."""
     token = token.lower()
     names = ("robots", token)
+    if metas is None or len(metas) > MAX_META_TAGS:
+        tags = tree.css(f"{_meta_selector(names)}, {_EQUIV}")  # one search in C
+    else:
+        tags = [meta for meta in metas if _addressed(meta, names)]
     found = NONE
-    tags = tree.css(f"{_meta_selector(names)}, {_EQUIV}")  # one search in C
     for meta in tags[:MAX_META_TAGS]:
         attributes = meta.attributes
         content = (attributes.get("content") or "").lower()
@@ -208,6 +220,16 @@ def meta_directives(tree: LexborHTMLParser, token: str, fetched_at: float) -> Di
     if len(tags) > MAX_META_TAGS:
         found = found.merge(_past_meta_tags(tree, names))
     return found
+
+
+def _addressed(meta: Node, names: tuple[str, ...]) -> bool:
+    """Whether the search of `meta_directives` finds ``meta``: a name holding one of
+    ``names``, or an ``http-equiv`` of ``X-Robots-Tag``, without regard to case."""
+    attributes = meta.attributes
+    name = (attributes.get("name") or "").lower()
+    if any(wanted in name for wanted in names):
+        return True
+    return (attributes.get("http-equiv") or "").lower() == _HEADER
 
 
 def _meta_selector(names: tuple[str, ...], content: str | None = None) -> str:

@@ -303,9 +303,12 @@ class PageStage:
         ``follow_nofollow``), ``noindex`` withholds the content (unless ``ignore_noindex``)."""
         config, result = self._config, state.result
         found = header_directives(result.headers, config.robots_token, result.fetched_at)
-        if state.parsed is not None and state.parsed.tree is not None:
-            tree = state.parsed.tree
-            found = found.merge(meta_directives(tree, config.robots_token, result.fetched_at))
+        parsed = state.parsed
+        if parsed is not None and parsed.tree is not None:
+            metas = meta_directives(
+                parsed.tree, config.robots_token, result.fetched_at, parsed.metas
+            )
+            found = found.merge(metas)
         state.flags += found.flags
         if found.nofollow and not config.follow_nofollow:
             state.links = []
