@@ -65,6 +65,10 @@ _MAX_KNOWN = 40
 """Links to judged pages learnt from per page."""
 _PRIORITY_STEP = 0.02
 """A waiting URL's priority is sent again only when it moved this much."""
+_CITED_FROM = 1.5
+"""The relevance summed over the judged pages linking to a URL before they count (two
+on-topic pages, not one: every page of a site links to its navigation)."""
+_MAX_RAISED = 5_000
 
 
 class Reprioritize(Protocol):
@@ -126,7 +130,17 @@ class FocusStats:
 
 
 class _Waiting:
-    __slots__ = ("explore", "features", "place", "prior", "section", "sent", "streak")
+    __slots__ = (
+        "cited",
+        "citers",
+        "explore",
+        "features",
+        "place",
+        "prior",
+        "section",
+        "sent",
+        "streak",
+    )
 
     def __init__(
         self,
@@ -136,6 +150,7 @@ class _Waiting:
         streak: int,
         place: tuple[int, int] | None,
         section: str,
+        cited: float,
     ) -> None:
         self.place = place
         """The keys of its place (:func:`gossamer.focus.paths.place_keys`)."""
@@ -146,6 +161,14 @@ class _Waiting:
         self.prior = prior
         self.sent = sent
         self.streak = streak
+        self.cited = cited
+        """The sum of the relevance of the judged pages that link to it."""
+        self.citers = 1
+        """The judged pages that link to it."""
+
+    def citation(self) -> float:
+        """What the pages linking to it say (:func:`_citation`)."""
+        return _citation(self.cited, self.citers)
 
 
 class FocusPolicy:
@@ -181,6 +204,8 @@ class FocusPolicy:
         self._outgoing = Learnt()
         self._cpu = 0.0
         self._explorations = 0
+        self._raised: dict[str, float] = {}
+        """Waiting URLs whose priority citations lifted, for the next upkeep."""
         self._sections: set[str] = set()
         """Sections of sites (host and first path segment) where a page was judged."""
         self.paths = PathEvidence()
@@ -240,6 +265,9 @@ class FocusPolicy:
         every ``share_every`` judged pages first exchange what was learnt."""
         if self._shared is not None and self._since_share >= self.config.share_every:
             await self._exchange(self._shared)
+        if self._raised and self._reprioritize is not None:
+            raised, self._raised = self._raised, {}
+            await self._send_priorities(raised)
         every = self.config.rescore_every
         if self._judged < 10 * every:  # early on the scorer changes its mind fastest
             every = max(every // 5, 5)
@@ -254,16 +282,22 @@ class FocusPolicy:
         self._cpu += time.thread_time() - started
         self._rescores += 1
         if changed:
-            try:
-                answer = self._reprioritize(changed)
-                if inspect.isawaitable(answer):
-                    answer = await answer
-            except Exception:  # the priorities are hints: the crawl goes on without them
-                log.exception("re-scoring %d waiting URLs failed", len(changed))
-                return
-            moved = answer if isinstance(answer, int) else 0
-            self._reprioritized += moved
+            moved = await self._send_priorities(changed)
             log.debug("re-scored %d waiting URLs: %d priorities moved", len(urls), moved)
+
+    async def _send_priorities(self, changed: dict[str, float]) -> int:
+        """Hand the frontier new priorities; how many moved there."""
+        assert self._reprioritize is not None
+        try:
+            answer = self._reprioritize(changed)
+            if inspect.isawaitable(answer):
+                answer = await answer
+        except Exception:  # the priorities are hints: the crawl goes on without them
+            log.exception("re-prioritising %d waiting URLs failed", len(changed))
+            return 0
+        moved = answer if isinstance(answer, int) else 0
+        self._reprioritized += moved
+        return moved
 
     def stats(self) -> FocusStats:
         """A frozen snapshot."""
@@ -338,7 +372,9 @@ class FocusPolicy:
         learnt = self.model.predict_many([e.features for e in entries])
         share = self._learnt_share()
         place = self.paths.score_keys
-        places = np.fromiter((place(e.place) for e in entries), dtype=np.float64, count=count)
+        places = np.fromiter(
+            (max(place(e.place), e.citation()) for e in entries), dtype=np.float64, count=count
+        )
         priors = np.fromiter((e.prior for e in entries), dtype=np.float64, count=count)
         sent = np.fromiter((e.sent for e in entries), dtype=np.float64, count=count)
         priorities = np.round(np.maximum((1 - share) * priors + share * learnt, places), 4)
@@ -370,7 +406,7 @@ class FocusPolicy:
         out = [Candidate(link, depth, priority=0.0) for link in links if hash(link) in done]
         links = [link for link in links if hash(link) not in done]  # the frontier drops those
         if relevance < self.config.threshold:  # an irrelevant page adds little to what waits
-            out += self._waiting_again(links, depth)
+            out += self._waiting_again(links, depth, relevance)
             links = [link for link in links if link not in self._waiting]
         share = self._learnt_share()
         url = page.base_url
@@ -384,20 +420,33 @@ class FocusPolicy:
             if hash(link) in self._known:
                 priority = 1.0
             out.append(Candidate(link, depth, priority=priority))
-            entry = _Waiting(features, prior, priority, streak, keys, _section(host, path))
+            entry = _Waiting(
+                features, prior, priority, streak, keys, _section(host, path), relevance
+            )
             self._keep(link, entry)
         return out
 
-    def _waiting_again(self, links: list[str], depth: int) -> list[Candidate]:
+    def _waiting_again(self, links: list[str], depth: int, relevance: float) -> list[Candidate]:
         """Links to URLs already waiting, at their priority or, when higher now, their
-        place's."""
+        place's; each counts one more page citing it."""
         waiting, place, out = self._waiting, self.paths.score_keys, []
         for link in links:
             entry = waiting.get(link)
             if entry is not None:
+                entry.cited += relevance
+                entry.citers += 1
                 priority = max(entry.sent, round(place(entry.place), 4))
                 out.append(Candidate(link, depth, priority=priority))
         return out
+
+    def _raise(self, url: str, entry: _Waiting) -> None:
+        """A waiting URL more pages cite: when that lifts it, its new priority goes to the
+        frontier at the next upkeep, not the next re-scoring."""
+        citation = round(entry.citation(), 4)
+        if citation >= entry.sent + _PRIORITY_STEP and not entry.explore:
+            entry.sent = citation
+            if len(self._raised) < _MAX_RAISED:
+                self._raised[url] = citation
 
     def _explore(self) -> dict[str, float]:
         """The waiting URLs exploration sends first now (see ``FocusConfig.explore_share``):
@@ -459,9 +508,13 @@ class FocusPolicy:
         if known is not None:  # another page links to it too: its evidence joins
             known.prior = max(known.prior, entry.prior)
             known.streak = min(known.streak, entry.streak)
+            known.cited += entry.cited
+            known.citers += 1
             if len(known.features) < 400:
                 known.features = hash_union(known.features, entry.features)
+            self._raise(url, known)
             return
+        self.paths.linked(entry.place)
         waiting[url] = entry
         if len(waiting) > self.config.max_waiting:
             del waiting[next(iter(waiting))]
@@ -471,6 +524,13 @@ def _priority(prior: float, learnt: float, share: float, place: float) -> float:
     """A link's priority: its prior and the scorer's probability blended (the scorer's
     ``share`` grows as it learns), or its place when stronger."""
     return round(max((1 - share) * prior + share * learnt, place), 4)
+
+
+def _citation(cited: float, citers: int) -> float:
+    """What the judged pages linking to a URL say of it, 0..1: their mean relevance (one
+    page more in the denominator), once two or so on-topic pages link to it (co-citation:
+    a chapter's table of contents, linked from each of its on-topic sections)."""
+    return cited / (citers + 1) if cited >= _CITED_FROM else 0.0
 
 
 def _section(host: str, path: str) -> str:
