@@ -44,6 +44,7 @@ from gossamer.extract import Content, extract
 from gossamer.focus.anchors import LinkText, link_texts
 from gossamer.focus.learner import Features, OnlineLogistic, hash_union
 from gossamer.focus.linkfeatures import LinkFeatures
+from gossamer.focus.lists import ListEvidence
 from gossamer.focus.paths import PathEvidence, place_keys
 from gossamer.focus.shared import Learnt, SharedLearning
 from gossamer.focus.topic import Topic
@@ -135,6 +136,7 @@ class _Waiting:
         "citers",
         "explore",
         "features",
+        "listed",
         "place",
         "prior",
         "section",
@@ -165,10 +167,13 @@ class _Waiting:
         """The sum of the relevance of the judged pages that link to it."""
         self.citers = 1
         """The judged pages that link to it."""
+        self.listed = 0.0
+        """The on-topic share of the lists holding it (:mod:`gossamer.focus.lists`)."""
 
-    def citation(self) -> float:
-        """What the pages linking to it say (:func:`_citation`)."""
-        return _citation(self.cited, self.citers)
+    def evidence(self) -> float:
+        """What the pages linking to it say of it (:func:`_citation`) or, when higher, the
+        lists holding it."""
+        return max(_citation(self.cited, self.citers), self.listed)
 
 
 class FocusPolicy:
@@ -209,6 +214,7 @@ class FocusPolicy:
         self._sections: set[str] = set()
         """Sections of sites (host and first path segment) where a page was judged."""
         self.paths = PathEvidence()
+        self.lists = ListEvidence()
         self._known = set()
         for url in known:
             self.paths.add(url, True)
@@ -327,8 +333,11 @@ class FocusPolicy:
     # -- inside ----------------------------------------------------------------------------
 
     def _remember(self, url: str, relevant: bool) -> None:
-        """A page judged (here or by another worker): where it lives, that it is done."""
+        """A page judged (here or by another worker): where it lives, the lists it is in
+        (the other waiting members of those rise when it is on-topic), that it is done."""
         self.paths.add(url, relevant)
+        if hash(url) not in self._known:
+            self._listed(self.lists.judged(url, relevant))
         if len(self._sections) < _MAX_SECTIONS:
             parts = urlsplit(url)
             self._sections.add(_section(parts.hostname or "", parts.path))
@@ -373,7 +382,7 @@ class FocusPolicy:
         share = self._learnt_share()
         place = self.paths.score_keys
         places = np.fromiter(
-            (max(place(e.place), e.citation()) for e in entries), dtype=np.float64, count=count
+            (max(place(e.place), e.evidence()) for e in entries), dtype=np.float64, count=count
         )
         priors = np.fromiter((e.prior for e in entries), dtype=np.float64, count=count)
         sent = np.fromiter((e.sent for e in entries), dtype=np.float64, count=count)
@@ -403,6 +412,7 @@ class FocusPolicy:
         done = self._done
         texts = link_texts(page, set(links))
         self._learn_known(page.base_url, links, texts, relevance, streak)
+        self._lists_of(texts)
         out = [Candidate(link, depth, priority=0.0) for link in links if hash(link) in done]
         links = [link for link in links if hash(link) not in done]  # the frontier drops those
         if relevance < self.config.threshold:  # an irrelevant page adds little to what waits
@@ -416,13 +426,15 @@ class FocusPolicy:
         for i, (link, (features, prior, host, path)) in enumerate(zip(links, scored, strict=True)):
             p = learnt[i] if learnt is not None else 0.0
             keys = place_keys(host, path)
-            priority = _priority(prior, p, share, place(keys))
+            listed = self.lists.score(link)
+            priority = max(_priority(prior, p, share, place(keys)), round(listed, 4))
             if hash(link) in self._known:
                 priority = 1.0
             out.append(Candidate(link, depth, priority=priority))
             entry = _Waiting(
                 features, prior, priority, streak, keys, _section(host, path), relevance
             )
+            entry.listed = listed
             self._keep(link, entry)
         return out
 
@@ -439,10 +451,37 @@ class FocusPolicy:
                 out.append(Candidate(link, depth, priority=priority))
         return out
 
+    def _lists_of(self, texts: Mapping[str, LinkText]) -> None:
+        """Keep the lists of a judged page; the waiting members of those holding on-topic
+        pages rise."""
+        groups: dict[int, list[str]] = {}
+        for link, text in texts.items():
+            if text.group:
+                groups.setdefault(text.group, []).append(link)
+        if not groups:
+            return
+        done, known = self._done, self._known
+
+        def outcome(key: int) -> bool | None:
+            return True if key in known else done.get(key)
+
+        self._listed(self.lists.add((tuple(g) for g in groups.values()), outcome))
+
+    def _listed(self, lists: list[tuple[str, ...]]) -> None:
+        """The waiting members of ``lists`` scored again by their lists."""
+        waiting, score = self._waiting, self.lists.score
+        for members in lists:
+            for url in members:
+                entry = waiting.get(url)
+                if entry is not None:
+                    entry.listed = score(url)
+                    self._raise(url, entry)
+
     def _raise(self, url: str, entry: _Waiting) -> None:
-        """A waiting URL more pages cite: when that lifts it, its new priority goes to the
-        frontier at the next upkeep, not the next re-scoring."""
-        citation = round(entry.citation(), 4)
+        """A waiting URL more pages cite, or whose lists hold more on-topic pages: when that
+        lifts it, its new priority goes to the frontier at the next upkeep, not the next
+        re-scoring."""
+        citation = round(entry.evidence(), 4)
         if citation >= entry.sent + _PRIORITY_STEP and not entry.explore:
             entry.sent = citation
             if len(self._raised) < _MAX_RAISED:
