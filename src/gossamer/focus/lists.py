@@ -12,9 +12,9 @@ the best of its lists' shares: its on-topic members over the members judged, plu
 tenth of the list's size, so that a long list (a reference's index of 200 commands, two of
 them on the topic) says little of its other members.
 
-Bounded: ``MAX_LISTS`` lists (then new ones are not kept), ``MAX_MEMBERS`` members a list
-(longer lists are not kept: a site's index of everything says nothing), ``MAX_OF`` lists a
-URL counts in (the first met).
+Bounded: ``MAX_LISTS`` lists holding ``MAX_KEPT`` members in all (then new ones are not
+kept; some 60 MB at most), ``MAX_MEMBERS`` members a list (longer lists are not kept: a
+site's index of everything says nothing), ``MAX_OF`` lists a URL counts in (the first met).
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from collections.abc import Callable, Iterable
 
 MIN_MEMBERS = 3
 MAX_MEMBERS = 300
-MAX_LISTS = 50_000
+MAX_LISTS = 20_000
+MAX_KEPT = 300_000
 MAX_OF = 8
 
 
@@ -44,6 +45,7 @@ class ListEvidence:
 
     def __init__(self) -> None:
         self._lists: list[_List] = []
+        self._kept = 0
         self._of: dict[int, list[int]] = {}
         """hash(URL) -> the indices of the lists it is a member of."""
 
@@ -59,8 +61,11 @@ class ListEvidence:
         lists, of = self._lists, self._of
         rose = []
         for members in groups:
-            if not MIN_MEMBERS <= len(members) <= MAX_MEMBERS or len(lists) >= MAX_LISTS:
+            if not MIN_MEMBERS <= len(members) <= MAX_MEMBERS:
                 continue
+            if len(lists) >= MAX_LISTS or self._kept + len(members) > MAX_KEPT:
+                break
+            self._kept += len(members)
             index = len(lists)
             entry = _List(members)
             lists.append(entry)
