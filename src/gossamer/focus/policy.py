@@ -42,6 +42,7 @@ import numpy as np
 
 from gossamer.extract import Content, extract
 from gossamer.focus.anchors import LinkText, link_texts
+from gossamer.focus.citations import Citations
 from gossamer.focus.learner import Features, OnlineLogistic, hash_union
 from gossamer.focus.linkfeatures import LinkFeatures
 from gossamer.focus.lists import ListEvidence
@@ -66,9 +67,6 @@ _MAX_KNOWN = 40
 """Links to judged pages learnt from per page."""
 _PRIORITY_STEP = 0.02
 """A waiting URL's priority is sent again only when it moved this much."""
-_CITED_FROM = 1.5
-"""The relevance summed over the judged pages linking to a URL before they count (two
-on-topic pages, not one: every page of a site links to its navigation)."""
 _MAX_RAISED = 5_000
 
 
@@ -170,10 +168,10 @@ class _Waiting:
         self.listed = 0.0
         """The on-topic share of the lists holding it (:mod:`gossamer.focus.lists`)."""
 
-    def evidence(self) -> float:
-        """What the pages linking to it say of it (:func:`_citation`) or, when higher, the
-        lists holding it."""
-        return max(_citation(self.cited, self.citers), self.listed)
+    def evidence(self, citations: Citations) -> float:
+        """What the pages linking to it say of it (:mod:`gossamer.focus.citations`) or, when
+        higher, the lists holding it."""
+        return max(citations.score(self.cited, self.citers), self.listed)
 
 
 class FocusPolicy:
@@ -215,6 +213,7 @@ class FocusPolicy:
         """Sections of sites (host and first path segment) where a page was judged."""
         self.paths = PathEvidence()
         self.lists = ListEvidence()
+        self.citations = Citations()
         self._known = set()
         for url in known:
             self.paths.add(url, True)
@@ -247,6 +246,7 @@ class FocusPolicy:
             self._outgoing.judged.append((url, relevant))
         streak = 0
         if came_by is not None:
+            self.citations.outcome(came_by.cited, relevant)
             self.model.update(came_by.features, 1.0 if relevant else 0.0)
             self._send([came_by.features], [1.0 if relevant else 0.0])
             streak = came_by.streak
@@ -380,9 +380,11 @@ class FocusPolicy:
         count = len(entries)
         learnt = self.model.predict_many([e.features for e in entries])
         share = self._learnt_share()
-        place = self.paths.score_keys
+        place, cites = self.paths.score_keys, self.citations
         places = np.fromiter(
-            (max(place(e.place), e.evidence()) for e in entries), dtype=np.float64, count=count
+            (max(place(e.place), e.evidence(cites)) for e in entries),
+            dtype=np.float64,
+            count=count,
         )
         priors = np.fromiter((e.prior for e in entries), dtype=np.float64, count=count)
         sent = np.fromiter((e.sent for e in entries), dtype=np.float64, count=count)
@@ -481,7 +483,7 @@ class FocusPolicy:
         """A waiting URL more pages cite, or whose lists hold more on-topic pages: when that
         lifts it, its new priority goes to the frontier at the next upkeep, not the next
         re-scoring."""
-        citation = round(entry.evidence(), 4)
+        citation = round(entry.evidence(self.citations), 4)
         if citation >= entry.sent + _PRIORITY_STEP and not entry.explore:
             entry.sent = citation
             if len(self._raised) < _MAX_RAISED:
@@ -563,13 +565,6 @@ def _priority(prior: float, learnt: float, share: float, place: float) -> float:
     """A link's priority: its prior and the scorer's probability blended (the scorer's
     ``share`` grows as it learns), or its place when stronger."""
     return round(max((1 - share) * prior + share * learnt, place), 4)
-
-
-def _citation(cited: float, citers: int) -> float:
-    """What the judged pages linking to a URL say of it, 0..1: their mean relevance (one
-    page more in the denominator), once two or so on-topic pages link to it (co-citation:
-    a chapter's table of contents, linked from each of its on-topic sections)."""
-    return cited / (citers + 1) if cited >= _CITED_FROM else 0.0
 
 
 def _section(host: str, path: str) -> str:
