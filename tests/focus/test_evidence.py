@@ -16,6 +16,7 @@ from tests.focus.test_policy import ON, PHRASE, html, judge, prose
 from tests.local_app import serve
 
 from gossamer.crawl import run_crawl
+from gossamer.focus.citations import Citations
 from gossamer.focus.paths import PathEvidence, place_keys
 from gossamer.focus.policy import FocusConfig, FocusPolicy
 from gossamer.focus.topic import Topic
@@ -131,3 +132,19 @@ async def test_a_crawl_of_a_flat_site_takes_the_examples_list_first(tmp_path: Pa
     fetched = [urlsplit(r["url"]).path for r in records if r["status"] == 200]
     assert len(fetched) == 8
     assert sum(path.startswith("/a") for path in fetched) >= 6, fetched
+
+
+def test_citations_are_calibrated_on_the_crawls_outcomes() -> None:
+    """Two on-topic pages citing a URL say much until the URLs cited twice turn out
+    off-topic in this crawl; on a web where the URLs cited three times turn out on-topic,
+    those rise."""
+    citations = Citations()
+    assert citations.score(1.0, 1) == 0.0  # one on-topic page: every page links its navigation
+    first = citations.score(1.9, 2)
+    assert first > 0.5
+    for _ in range(8):
+        citations.outcome(1.9, False)
+    assert citations.score(1.9, 2) < first / 3
+    for _ in range(8):
+        citations.outcome(3.0, True)
+    assert citations.score(2.9, 4) > 0.8

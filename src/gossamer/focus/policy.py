@@ -9,7 +9,10 @@ For each 2xx HTML page the engine asks :meth:`FocusPolicy.judge`:
    words of its anchor text, of the text around it and of its URL, and the page's
    relevance) blended with the learnt scorer's probability as it gains experience, or, when
    higher, the evidence of where it points (:mod:`gossamer.focus.paths`: into a section of
-   the site where on-topic pages or the examples were found, or beside them);
+   the site where on-topic pages or the examples were found, or beside them), of the lists
+   holding it (:mod:`gossamer.focus.lists`) and of the judged pages citing it
+   (:mod:`gossamer.focus.citations`); a waiting URL that evidence lifts goes to the frontier
+   at the next :meth:`FocusPolicy.upkeep`;
 4. in ``hard`` mode the outlinks of an irrelevant page are dropped, unless the page lies
    within ``tolerance`` irrelevant pages of a relevant one (tolerance 1: the links of an
    irrelevant page whose parent was relevant are still followed, those of its irrelevant
