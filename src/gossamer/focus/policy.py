@@ -19,7 +19,7 @@ For each 2xx HTML page the engine asks :meth:`FocusPolicy.judge`:
    children are not). Seeds count as relevant parents.
 
 The features of up to ``max_waiting`` queued URLs are kept (the oldest forgotten first); every
-``rescore_every`` judged pages (half as many during the first ``10 * rescore_every``, while
+``rescore_every`` judged pages (a fifth as many during the first ``10 * rescore_every``, while
 the scorer learns fastest) :meth:`upkeep` scores them again with the retrained scorer and
 hands the changed priorities to the frontier's ``reprioritize`` (when it has one).
 
@@ -279,7 +279,7 @@ class FocusPolicy:
             await self._send_priorities(raised)
         every = self.config.rescore_every
         if self._judged < 10 * every:  # early on the scorer changes its mind fastest
-            every = max(every // 2, 5)
+            every = max(every // 5, 5)
         if self._since_rescore < every or self._reprioritize is None:
             return
         self._since_rescore = 0
