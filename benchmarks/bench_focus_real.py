@@ -24,6 +24,7 @@ comes from the crawl's ``focus`` statistics.
     PYTHONPATH=src .venv/bin/python benchmarks/bench_focus_real.py [--n 100 200 500]
         [--topics NAME ...] [--rounds 3] [--port 8391] [--json]
         [--slack S] [--concurrency C]   (the focused crawls' --focus-slack and requests in flight)
+        [--order]   (each relevant page's place in the first focused crawl and the oracle's)
 """
 
 from __future__ import annotations
@@ -337,6 +338,15 @@ async def crawl(topic: Topic | None, pages: int, out: Path) -> dict[str, Any]:
     return {"fetched": fetched, "seconds": round(elapsed, 1), "focus": stats.focus}
 
 
+def order(fetched: list[str], oracle: list[str], relevant: set[str]) -> list[list[Any]]:
+    """Each relevant page with its place in a crawl's order and in the oracle's (None:
+    not fetched), the crawl's first."""
+    place = {page: i for i, page in enumerate(fetched)}
+    by_oracle = {page: i for i, page in enumerate(oracle)}
+    rows = [[page, place.get(page), by_oracle.get(page)] for page in relevant]
+    return sorted(rows, key=lambda row: (row[1] is None, row[1] or 0, row[0]))
+
+
 def figures(order: Iterable[str], relevant: set[str], n: int) -> tuple[float, float]:
     """Harvest and target recall of the first ``n`` pages of ``order``."""
     first = list(order)[:n]
@@ -395,10 +405,20 @@ async def run(ns: list[int], names: list[str], port: int, rounds: int = 1) -> di
                     },
                     "breadth-first": {n: figures(breadth["fetched"], relevant, n) for n in ns},
                     "oracle": {n: figures(oracle, relevant, n) for n in ns},
+                    "order": order(
+                        runs[0]["fetched"], oracle_order(graph, relevant, 10**6), relevant
+                    ),
                     "seconds": round(sum(run["seconds"] for run in runs) / rounds, 1),
                     "focus_cpu_ms_per_page": round(1000 * cpu / judged, 3),
                 }
     return report
+
+
+def show_order(report: dict[str, Any]) -> None:
+    for name, row in report["topics"].items():
+        print(f"\n{name}: relevant page, place in the first focused crawl, in the oracle's")
+        for page, crawled, oracle in row["order"]:
+            print(f"  {page:<55} {'-' if crawled is None else crawled:>5} {oracle:>5}")
 
 
 def show(report: dict[str, Any]) -> None:
@@ -433,6 +453,9 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--slack", type=float, help="the focused crawls' --focus-slack")
     parser.add_argument("--concurrency", type=int, help="the focused crawls' requests in flight")
+    parser.add_argument(
+        "--order", action="store_true", help="each relevant page's place, crawl and oracle"
+    )
     args = parser.parse_args()
     if args.slack is not None:
         FOCUSED["focus_slack"] = args.slack
@@ -444,6 +467,8 @@ def main() -> None:
         print(json.dumps(report, indent=2))
     else:
         show(report)
+        if args.order:
+            show_order(report)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@ and judges a page's main text (``relevance``, 0..1, calibrated so that on-topic 
 above 0.5); ``anchors`` reads each outlink's anchor text, the text around it and the list
 holding it from the parsed tree; ``linkfeatures`` turns a link into the scorer's features and
 a prior; ``learner`` is the online link scorer (logistic regression on hashed features,
-trained as pages are judged); ``paths`` counts where on-topic pages were found; ``policy``
+trained as pages are judged); ``paths`` counts where on-topic pages were found, ``lists``
+in which lists of which pages, ``citations`` calibrates what the pages citing a URL say of
+it; ``policy``
 ties them together for the engine: it judges pages, sets the priority of outlinks, drops
 links in ``hard`` mode, re-scores the URLs waiting in the frontier, explores within a share
 and keeps the harvest-rate statistics; ``examples`` fetches the example pages before the

@@ -62,8 +62,8 @@ class PathEvidence:
 
     def __init__(self) -> None:
         self._counts: dict[int, list[int]] = {}
-        """hash(prefix) -> [relevant below, judged below, relevant children, judged children]
-        (hashes: a hostile site's long paths cost no more than short ones)"""
+        """hash(prefix) -> [relevant below, judged below, relevant children, judged children,
+        children linked] (hashes: a hostile site's long paths cost no more than short ones)"""
 
     def __len__(self) -> int:
         return len(self._counts)
@@ -96,11 +96,23 @@ class PathEvidence:
         siblings = counts.get(keys[1])
         if siblings is None or siblings[2] < _SIBLINGS_FROM:
             return into
-        return max(into, siblings[2] / (siblings[3] + 2))
+        return max(into, siblings[2] / (max(siblings[3], siblings[4]) + 2))
 
     def _entry(self, prefix: str) -> list[int] | None:
         key = hash(prefix)
         entry = self._counts.get(key)
         if entry is None and len(self._counts) < MAX_PREFIXES:
-            entry = self._counts[key] = [0, 0, 0, 0]
+            entry = self._counts[key] = [0, 0, 0, 0, 0]
         return entry
+
+    def linked(self, keys: tuple[int, int] | None) -> None:
+        """Count a URL first met as a link (by its :func:`place_keys`) among its directory's
+        children: a directory's share is of all the pages it is known to hold, not only of
+        those judged, which the crawl chose because they looked on-topic."""
+        if keys is None:
+            return
+        entry = self._counts.get(keys[1])
+        if entry is None and len(self._counts) < MAX_PREFIXES:
+            entry = self._counts[keys[1]] = [0, 0, 0, 0, 0]
+        if entry is not None:
+            entry[4] += 1

@@ -9,7 +9,10 @@ For each 2xx HTML page the engine asks :meth:`FocusPolicy.judge`:
    words of its anchor text, of the text around it and of its URL, and the page's
    relevance) blended with the learnt scorer's probability as it gains experience, or, when
    higher, the evidence of where it points (:mod:`gossamer.focus.paths`: into a section of
-   the site where on-topic pages or the examples were found, or beside them);
+   the site where on-topic pages or the examples were found, or beside them), of the lists
+   holding it (:mod:`gossamer.focus.lists`) and of the judged pages citing it
+   (:mod:`gossamer.focus.citations`); a waiting URL that evidence lifts goes to the frontier
+   at the next :meth:`FocusPolicy.upkeep`;
 4. in ``hard`` mode the outlinks of an irrelevant page are dropped, unless the page lies
    within ``tolerance`` irrelevant pages of a relevant one (tolerance 1: the links of an
    irrelevant page whose parent was relevant are still followed, those of its irrelevant
@@ -42,8 +45,10 @@ import numpy as np
 
 from gossamer.extract import Content, extract
 from gossamer.focus.anchors import LinkText, link_texts
+from gossamer.focus.citations import Citations
 from gossamer.focus.learner import Features, OnlineLogistic, hash_union
 from gossamer.focus.linkfeatures import LinkFeatures
+from gossamer.focus.lists import ListEvidence
 from gossamer.focus.paths import PathEvidence, place_keys
 from gossamer.focus.shared import Learnt, SharedLearning
 from gossamer.focus.topic import Topic
@@ -65,6 +70,7 @@ _MAX_KNOWN = 40
 """Links to judged pages learnt from per page."""
 _PRIORITY_STEP = 0.02
 """A waiting URL's priority is sent again only when it moved this much."""
+_MAX_RAISED = 5_000
 
 
 class Reprioritize(Protocol):
@@ -126,7 +132,18 @@ class FocusStats:
 
 
 class _Waiting:
-    __slots__ = ("explore", "features", "place", "prior", "section", "sent", "streak")
+    __slots__ = (
+        "cited",
+        "citers",
+        "explore",
+        "features",
+        "listed",
+        "place",
+        "prior",
+        "section",
+        "sent",
+        "streak",
+    )
 
     def __init__(
         self,
@@ -136,6 +153,7 @@ class _Waiting:
         streak: int,
         place: tuple[int, int] | None,
         section: str,
+        cited: float,
     ) -> None:
         self.place = place
         """The keys of its place (:func:`gossamer.focus.paths.place_keys`)."""
@@ -146,6 +164,17 @@ class _Waiting:
         self.prior = prior
         self.sent = sent
         self.streak = streak
+        self.cited = cited
+        """The sum of the relevance of the judged pages that link to it."""
+        self.citers = 1
+        """The judged pages that link to it."""
+        self.listed = 0.0
+        """The on-topic share of the lists holding it (:mod:`gossamer.focus.lists`)."""
+
+    def evidence(self, citations: Citations) -> float:
+        """What the pages linking to it say of it (:mod:`gossamer.focus.citations`) or, when
+        higher, the lists holding it."""
+        return max(citations.score(self.cited, self.citers), self.listed)
 
 
 class FocusPolicy:
@@ -181,9 +210,13 @@ class FocusPolicy:
         self._outgoing = Learnt()
         self._cpu = 0.0
         self._explorations = 0
+        self._raised: dict[str, float] = {}
+        """Waiting URLs whose priority citations lifted, for the next upkeep."""
         self._sections: set[str] = set()
         """Sections of sites (host and first path segment) where a page was judged."""
         self.paths = PathEvidence()
+        self.lists = ListEvidence()
+        self.citations = Citations()
         self._known = set()
         for url in known:
             self.paths.add(url, True)
@@ -216,6 +249,7 @@ class FocusPolicy:
             self._outgoing.judged.append((url, relevant))
         streak = 0
         if came_by is not None:
+            self.citations.outcome(came_by.cited, relevant)
             self.model.update(came_by.features, 1.0 if relevant else 0.0)
             self._send([came_by.features], [1.0 if relevant else 0.0])
             streak = came_by.streak
@@ -240,6 +274,9 @@ class FocusPolicy:
         every ``share_every`` judged pages first exchange what was learnt."""
         if self._shared is not None and self._since_share >= self.config.share_every:
             await self._exchange(self._shared)
+        if self._raised and self._reprioritize is not None:
+            raised, self._raised = self._raised, {}
+            await self._send_priorities(raised)
         every = self.config.rescore_every
         if self._judged < 10 * every:  # early on the scorer changes its mind fastest
             every = max(every // 5, 5)
@@ -254,16 +291,22 @@ class FocusPolicy:
         self._cpu += time.thread_time() - started
         self._rescores += 1
         if changed:
-            try:
-                answer = self._reprioritize(changed)
-                if inspect.isawaitable(answer):
-                    answer = await answer
-            except Exception:  # the priorities are hints: the crawl goes on without them
-                log.exception("re-scoring %d waiting URLs failed", len(changed))
-                return
-            moved = answer if isinstance(answer, int) else 0
-            self._reprioritized += moved
+            moved = await self._send_priorities(changed)
             log.debug("re-scored %d waiting URLs: %d priorities moved", len(urls), moved)
+
+    async def _send_priorities(self, changed: dict[str, float]) -> int:
+        """Hand the frontier new priorities; how many moved there."""
+        assert self._reprioritize is not None
+        try:
+            answer = self._reprioritize(changed)
+            if inspect.isawaitable(answer):
+                answer = await answer
+        except Exception:  # the priorities are hints: the crawl goes on without them
+            log.exception("re-prioritising %d waiting URLs failed", len(changed))
+            return 0
+        moved = answer if isinstance(answer, int) else 0
+        self._reprioritized += moved
+        return moved
 
     def stats(self) -> FocusStats:
         """A frozen snapshot."""
@@ -293,8 +336,11 @@ class FocusPolicy:
     # -- inside ----------------------------------------------------------------------------
 
     def _remember(self, url: str, relevant: bool) -> None:
-        """A page judged (here or by another worker): where it lives, that it is done."""
+        """A page judged (here or by another worker): where it lives, the lists it is in
+        (the other waiting members of those rise when it is on-topic), that it is done."""
         self.paths.add(url, relevant)
+        if hash(url) not in self._known:
+            self._listed(self.lists.judged(url, relevant))
         if len(self._sections) < _MAX_SECTIONS:
             parts = urlsplit(url)
             self._sections.add(_section(parts.hostname or "", parts.path))
@@ -337,8 +383,12 @@ class FocusPolicy:
         count = len(entries)
         learnt = self.model.predict_many([e.features for e in entries])
         share = self._learnt_share()
-        place = self.paths.score_keys
-        places = np.fromiter((place(e.place) for e in entries), dtype=np.float64, count=count)
+        place, cites = self.paths.score_keys, self.citations
+        places = np.fromiter(
+            (max(place(e.place), e.evidence(cites)) for e in entries),
+            dtype=np.float64,
+            count=count,
+        )
         priors = np.fromiter((e.prior for e in entries), dtype=np.float64, count=count)
         sent = np.fromiter((e.sent for e in entries), dtype=np.float64, count=count)
         priorities = np.round(np.maximum((1 - share) * priors + share * learnt, places), 4)
@@ -367,10 +417,11 @@ class FocusPolicy:
         done = self._done
         texts = link_texts(page, set(links))
         self._learn_known(page.base_url, links, texts, relevance, streak)
+        self._lists_of(texts)
         out = [Candidate(link, depth, priority=0.0) for link in links if hash(link) in done]
         links = [link for link in links if hash(link) not in done]  # the frontier drops those
         if relevance < self.config.threshold:  # an irrelevant page adds little to what waits
-            out += self._waiting_again(links, depth)
+            out += self._waiting_again(links, depth, relevance)
             links = [link for link in links if link not in self._waiting]
         share = self._learnt_share()
         url = page.base_url
@@ -380,24 +431,66 @@ class FocusPolicy:
         for i, (link, (features, prior, host, path)) in enumerate(zip(links, scored, strict=True)):
             p = learnt[i] if learnt is not None else 0.0
             keys = place_keys(host, path)
-            priority = _priority(prior, p, share, place(keys))
+            listed = self.lists.score(link)
+            priority = max(_priority(prior, p, share, place(keys)), round(listed, 4))
             if hash(link) in self._known:
                 priority = 1.0
             out.append(Candidate(link, depth, priority=priority))
-            entry = _Waiting(features, prior, priority, streak, keys, _section(host, path))
+            entry = _Waiting(
+                features, prior, priority, streak, keys, _section(host, path), relevance
+            )
+            entry.listed = listed
             self._keep(link, entry)
         return out
 
-    def _waiting_again(self, links: list[str], depth: int) -> list[Candidate]:
+    def _waiting_again(self, links: list[str], depth: int, relevance: float) -> list[Candidate]:
         """Links to URLs already waiting, at their priority or, when higher now, their
-        place's."""
+        place's; each counts one more page citing it."""
         waiting, place, out = self._waiting, self.paths.score_keys, []
         for link in links:
             entry = waiting.get(link)
             if entry is not None:
+                entry.cited += relevance
+                entry.citers += 1
                 priority = max(entry.sent, round(place(entry.place), 4))
                 out.append(Candidate(link, depth, priority=priority))
         return out
+
+    def _lists_of(self, texts: Mapping[str, LinkText]) -> None:
+        """Keep the lists of a judged page; the waiting members of those holding on-topic
+        pages rise."""
+        groups: dict[int, list[str]] = {}
+        for link, text in texts.items():
+            if text.group:
+                groups.setdefault(text.group, []).append(link)
+        if not groups:
+            return
+        done, known = self._done, self._known
+
+        def outcome(key: int) -> bool | None:
+            return True if key in known else done.get(key)
+
+        self._listed(self.lists.add((tuple(g) for g in groups.values()), outcome))
+
+    def _listed(self, lists: list[tuple[str, ...]]) -> None:
+        """The waiting members of ``lists`` scored again by their lists."""
+        waiting, score = self._waiting, self.lists.score
+        for members in lists:
+            for url in members:
+                entry = waiting.get(url)
+                if entry is not None:
+                    entry.listed = score(url)
+                    self._raise(url, entry)
+
+    def _raise(self, url: str, entry: _Waiting) -> None:
+        """A waiting URL more pages cite, or whose lists hold more on-topic pages: when that
+        lifts it, its new priority goes to the frontier at the next upkeep, not the next
+        re-scoring."""
+        citation = round(entry.evidence(self.citations), 4)
+        if citation >= entry.sent + _PRIORITY_STEP and not entry.explore:
+            entry.sent = citation
+            if len(self._raised) < _MAX_RAISED:
+                self._raised[url] = citation
 
     def _explore(self) -> dict[str, float]:
         """The waiting URLs exploration sends first now (see ``FocusConfig.explore_share``):
@@ -459,9 +552,13 @@ class FocusPolicy:
         if known is not None:  # another page links to it too: its evidence joins
             known.prior = max(known.prior, entry.prior)
             known.streak = min(known.streak, entry.streak)
+            known.cited += entry.cited
+            known.citers += 1
             if len(known.features) < 400:
                 known.features = hash_union(known.features, entry.features)
+            self._raise(url, known)
             return
+        self.paths.linked(entry.place)
         waiting[url] = entry
         if len(waiting) > self.config.max_waiting:
             del waiting[next(iter(waiting))]

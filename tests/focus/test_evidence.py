@@ -1,0 +1,150 @@
+"""What the pages linking to a waiting URL say of it, as the crawl judges them: a URL that
+on-topic pages cite rises at the next upkeep; the rest of a list whose pages turn out on-topic
+rises above the rest of a list whose pages do not, on a flat site where the URLs' directory
+says nothing; a list holding an example lifts its other links at once; each without waiting
+for a re-scoring."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from aiohttp import web
+from tests.focus.test_learning import Recorder, two_lists
+from tests.focus.test_policy import ON, PHRASE, html, judge, prose
+from tests.local_app import serve
+
+from gossamer.crawl import run_crawl
+from gossamer.focus.citations import Citations
+from gossamer.focus.paths import PathEvidence, place_keys
+from gossamer.focus.policy import FocusConfig, FocusPolicy
+from gossamer.focus.topic import Topic
+from gossamer.settings import CrawlSettings, load_model
+
+NO_RESCORING = FocusConfig(rescore_every=10_000)
+"""Re-scoring never comes: what reaches the frontier comes from the evidence alone."""
+
+
+async def test_a_url_cited_by_on_topic_pages_rises_at_the_next_upkeep() -> None:
+    recorder = Recorder()
+    policy = FocusPolicy(Topic(PHRASE), NO_RESCORING, reprioritize=recorder)
+    cited, other = "http://x.test/a.html", "http://y.test/b.html"
+    _, first = judge(policy, "http://hub.test/", html("gardening", 1, [(cited, "A"), (other, "B")]))
+    assert first[cited] == first[other]
+    for i in range(3):
+        relevance, _ = judge(policy, f"http://p{i}.test/", html(ON, 10 + i, [(cited, "more")]))
+        assert relevance >= 0.5
+    await policy.upkeep()
+    sent = {url: p for batch in recorder.sent for url, p in batch.items()}
+    assert sent.get(cited, 0.0) > first[cited], sent
+    assert other not in sent
+
+
+async def test_the_rest_of_an_on_topic_list_rises_on_a_flat_site() -> None:
+    recorder = Recorder()
+    policy = FocusPolicy(Topic(PHRASE), NO_RESCORING, reprioritize=recorder)
+    good = [f"http://site.test/g{i}.html" for i in range(10)]
+    bad = [f"http://site.test/b{i}.html" for i in range(10)]
+    _, first = judge(policy, "http://site.test/index.html", two_lists(good, bad))
+    for i in range(3):
+        judge(policy, good[i], html(ON, 10 + i, []))
+        judge(policy, bad[i], html("astronomy", 20 + i, []))
+    await policy.upkeep()
+    sent = {url: p for batch in recorder.sent for url, p in batch.items()}
+    assert sent, "nothing reached the frontier"
+    now = {url: sent.get(url, first[url]) for url in good + bad}
+    assert min(now[url] for url in good[3:]) > max(now[url] for url in bad[3:]), now
+
+
+def test_a_list_holding_an_example_lifts_its_other_links() -> None:
+    example = "http://site.test/example.html"
+    policy = FocusPolicy(Topic(PHRASE, [prose(ON, 1)]), known=[example])
+    beside = [f"http://site.test/s{i}.html" for i in range(4)]
+    elsewhere = [f"http://site.test/e{i}.html" for i in range(4)]
+    _, priorities = judge(
+        policy, "http://site.test/toc.html", two_lists([example, *beside], elsewhere)
+    )
+    assert min(priorities[url] for url in beside) > max(priorities[url] for url in elsewhere)
+
+
+def test_a_directory_share_counts_the_pages_linked_in_it() -> None:
+    """Two on-topic pages judged in a directory of fifty linked say little of the others (a
+    flat site keeps every page in one directory)."""
+    paths = PathEvidence()
+    for i in range(50):
+        paths.linked(place_keys("site.test", f"/docs/{i}.html"))
+    paths.add("http://site.test/docs/0.html", True)
+    paths.add("http://site.test/docs/1.html", True)
+    assert paths.score("site.test", "/docs/7.html") < 0.1
+    small = PathEvidence()
+    for i in range(3):
+        small.linked(place_keys("site.test", f"/docs/{i}.html"))
+    small.add("http://site.test/docs/0.html", True)
+    small.add("http://site.test/docs/1.html", True)
+    assert small.score("site.test", "/docs/2.html") >= 0.4
+
+
+def _site_page(path: str) -> str | None:
+    """A flat documentation site: an index listing two chapters of ten pages each in one
+    directory, the off-topic chapter first, every anchor neutral."""
+    off = [f"/b{i}.html" for i in range(10)]
+    on = [f"/a{i}.html" for i in range(10)]
+    if path in ("/", "/index.html"):
+        return two_lists(off, on).decode()
+    if path in on:
+        return html(ON, int(path[2:-5]), []).decode()
+    if path in off:
+        return html("astronomy", 20 + int(path[2:-5]), []).decode()
+    return None
+
+
+async def test_a_crawl_of_a_flat_site_takes_the_examples_list_first(tmp_path: Path) -> None:
+    """The example lies in the second of the index's two lists, behind the same anchors: the
+    crawl fetches the rest of its list before the first list."""
+
+    async def handler(request: web.Request) -> web.Response:
+        body = _site_page(request.path)
+        if body is None:
+            raise web.HTTPNotFound()
+        return web.Response(text=body, content_type="text/html")
+
+    async with serve(handler) as port:
+        site = f"http://docs.test:{port}"
+        settings = load_model(
+            CrawlSettings,
+            {
+                "seeds": [f"{site}/index.html"],
+                "out": tmp_path / "out",
+                "resolve": ["docs.test=127.0.0.1"],
+                "allow_domains": ["test"],
+                "quiet": True,
+                "concurrency": 1,
+                "max_pages": 8,
+                "sitemaps": False,
+                "focus_phrase": PHRASE,
+                "focus_examples": [f"{site}/a0.html"],
+            },
+            env={},
+        )
+        await run_crawl(settings)
+    records = [json.loads(line) for line in (tmp_path / "out/pages.jsonl").read_text().splitlines()]
+    fetched = [urlsplit(r["url"]).path for r in records if r["status"] == 200]
+    assert len(fetched) == 8
+    assert sum(path.startswith("/a") for path in fetched) >= 6, fetched
+
+
+def test_citations_are_calibrated_on_the_crawls_outcomes() -> None:
+    """Two on-topic pages citing a URL say much until the URLs cited twice turn out
+    off-topic in this crawl; on a web where the URLs cited three times turn out on-topic,
+    those rise."""
+    citations = Citations()
+    assert citations.score(1.0, 1) == 0.0  # one on-topic page: every page links its navigation
+    first = citations.score(1.9, 2)
+    assert first > 0.5
+    for _ in range(8):
+        citations.outcome(1.9, False)
+    assert citations.score(1.9, 2) < first / 3
+    for _ in range(8):
+        citations.outcome(3.0, True)
+    assert citations.score(2.9, 4) > 0.8
