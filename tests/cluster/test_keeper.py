@@ -64,7 +64,8 @@ def test_a_duty_that_runs_long_delays_the_next_ones_by_as_much() -> None:
 def test_the_periods_follow_the_job_settings() -> None:
     fast = periods(Pace(heartbeat_ttl=0.9, claim_timeout=3.0, refresh_interval=0.5))
     assert list(fast) == [
-        "beat", "lead", "follow", "hints", "renew", "reclaim", "refresh", "observe", "state",
+        "beat", "lead", "follow", "hints", "renew", "reclaim", "refresh", "look", "observe",
+        "state",
     ]  # fmt: skip
     assert fast["beat"] == pytest.approx(0.3)
     assert fast["lead"] == pytest.approx(0.3)  # never slower than the heartbeat
@@ -73,6 +74,7 @@ def test_the_periods_follow_the_job_settings() -> None:
     assert fast["renew"] == 1.0
     assert fast["reclaim"] == 1.0  # at least a second
     assert fast["refresh"] == 2.5
+    assert fast["look"] == 2.5  # one worker: as often as at its own partitions
     slow = periods(Pace(heartbeat_ttl=30.0, claim_timeout=600.0))
     assert (slow["beat"], slow["lead"], slow["reclaim"]) == (10.0, 0.5, 10.0)  # at most 10 s
 

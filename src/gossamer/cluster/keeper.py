@@ -6,7 +6,8 @@ It runs every periodic duty of the worker in turn, each at its own pace: the hea
 each new share handed to the frontier with :meth:`RedisFrontier.own`), the wake hints between
 workers, the job's state (paused: the crawl leases nothing; stopped: it finishes its in-flight
 URLs and ends), and the frontier's upkeep: renewing its claims, reclaiming dead workers'
-expired claims (as leader) and refreshing its look at every partition. The frontier does none
+expired claims (as leader), looking at its own partitions' counts for entries to claim, and
+now and then at every partition's (for the job-wide figures of its stats). The frontier does none
 of this itself: its ``lease()`` only awaits the I/O of getting URLs to hand out.
 
 A duty failing with a Redis error is tried again at its next turn until such errors have
@@ -56,12 +57,14 @@ only catch a notice lost in a reconnect."""
 _NOTICE_DUTIES = {"assignment": "follow", "state": "state", "wake": "hints"}
 """The duty each notice runs (see :mod:`.notices`)."""
 _REFRESHES_PER_LOOK = 5
-"""Refresh intervals between the keeper's looks at every partition: hints tell of new entries
-at once, the look is the safety net for a hint lost in a hand-over."""
-LOOK_BUDGET = 50_000
-"""Partitions per second the whole job's keepers may read in their looks at every partition:
-a look reads every partition, so with many workers each looks less often (1,000 workers of
-4,096 partitions: every 82 s rather than 5 s, else Redis spends a core on the looks alone)."""
+"""Refresh intervals between the keeper's looks at its own partitions: hints tell of new
+entries at once, the look is the safety net for a hint lost in a hand-over."""
+LOOK_BUDGET = 10_000
+"""Partitions per second the whole job's keepers may read in their looks at every partition
+(which only refresh the job-wide figures of a worker's stats; the leader's reclaims and an
+idle worker's ``done()`` look for themselves): with many workers each looks less often (1,000
+workers of 4,096 partitions: every 410 s rather than 5 s; at 50,000 a second the looks cost
+Redis a tenth of a core and the workers more than that)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +79,8 @@ class Pace:
 
 def look_every(pace: Pace, workers: int) -> float:
     """Seconds between a keeper's looks at every partition in a job of ``workers`` workers:
-    ``refresh_interval`` times :data:`_REFRESHES_PER_LOOK`, or more once the job's looks
-    would read more than :data:`LOOK_BUDGET` partitions a second."""
+    those at its own partitions' (``refresh_interval`` times :data:`_REFRESHES_PER_LOOK`), or
+    more once the job's looks would read more than :data:`LOOK_BUDGET` partitions a second."""
     return max(_REFRESHES_PER_LOOK * pace.refresh_interval, workers * pace.partitions / LOOK_BUDGET)
 
 
@@ -91,7 +94,8 @@ def periods(pace: Pace) -> dict[str, float]:
         "hints": _HINTS,
         "renew": pace.claim_timeout / 3,
         "reclaim": max(1.0, min(pace.claim_timeout / 4, 10.0)),
-        "refresh": look_every(pace, 1),
+        "refresh": _REFRESHES_PER_LOOK * pace.refresh_interval,
+        "look": look_every(pace, 1),
         "observe": 1.0,
         "state": min(_STATE, beat),
     }
@@ -218,7 +222,8 @@ class Keeper:
             "hints": self._hints,
             "renew": frontier.renew,
             "reclaim": self._reclaim,
-            "refresh": frontier.refresh,
+            "refresh": self._refresh,
+            "look": frontier.refresh,
             "observe": membership.observe,
             "state": self._state,
         }
@@ -315,7 +320,11 @@ class Keeper:
         if after is not None:
             given_back = await self._frontier.own(after)
             self._log_move(before, after, given_back)
-            self._duties.repace("refresh", look_every(self._pace, self._assignment.workers))
+            self._duties.repace("look", look_every(self._pace, self._assignment.workers))
+
+    async def _refresh(self) -> None:
+        """Look at this worker's own partitions for entries a lost hint did not announce."""
+        await self._frontier.refresh(every=False)
 
     async def _hints(self) -> None:
         """Wake the owners of partitions this worker filled; take the hints others left."""

@@ -91,6 +91,9 @@ class Looks:
 
     async def of(self, parts: Iterable[int]) -> PartitionCounts:
         """Look at ``parts`` only (the last look at every partition stays as it was)."""
+        parts = list(parts)
+        if not parts:
+            return PartitionCounts()
         return await read_counts(self._redis, self._job, self._partitions, parts)
 
     async def still_busy(self) -> bool:

@@ -117,9 +117,7 @@ class RedisFrontier:
         self._unsent: list[Entry] = []  # acked, the ack not sent to Redis yet (defer_acks)
         self._looks = Looks(redis, job, partitions)  # the last look at every partition
         self._finished = False  # the last look found nothing queued or claimed, nor added
-        self._next_look = float("-inf")
-        """When ``done()`` may look at every partition again (its own looks only: others'
-        would put it off for good)."""
+        self._next_look = float("-inf")  # when ``done()`` may look again (its own looks only)
         self._filled: set[int] = set()
 
     # -- the contract ----------------------------------------------------------------------
@@ -269,7 +267,7 @@ class RedisFrontier:
         gained = ownership.partitions - self._claims.owned
         self._claims.owned = ownership.partitions
         given = await self._give_away(lost) if lost else 0
-        if gained:
+        if gained:  # those only: a look at every partition is not each worker's to make often
             self._claims.looked((await self._looks.of(gained)).waiting)
         log.debug(
             "job %s: owns %d partitions (%d gained, %d lost, %d entries given back)",
@@ -281,12 +279,13 @@ class RedisFrontier:
         )
         return given
 
-    async def refresh(self) -> None:
+    async def refresh(self, every: bool = True) -> None:
         """Look at every partition's counts: for ``done()``, ``stats()``, and the owned
-        partitions with entries to claim."""
-        counts = await self._looks.every()
+        partitions with entries to claim (``every`` False: at the owned ones only, for those)."""
+        counts = await (self._looks.every() if every else self._looks.of(self._claims.owned))
         self._claims.looked(counts.waiting)
-        self._finished = counts.queued == 0 and counts.claimed == 0
+        if every:
+            self._finished = counts.queued == 0 and counts.claimed == 0
 
     async def renew(self) -> None:
         """Push the deadline of every claim this worker holds ``lease_timeout`` ahead (call it
