@@ -45,7 +45,6 @@ SETTLE_LIMIT = 240.0
 def child(url: str, names: list[str], partitions: int, spread: float) -> None:
     """Run ``names`` as simulated workers; answer the driver's commands on stdin."""
     import asyncio
-
     import resource
 
     from gossamer.cluster.simulate import SimConfig, SimWorker, start_all

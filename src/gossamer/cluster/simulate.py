@@ -191,10 +191,12 @@ class SimWorker:
         self._idle = asyncio.create_task(self._ask_done())
 
     async def _ask_done(self) -> None:
-        """The crawl loop of a worker with nothing to fetch: is the job done?"""
+        """The crawl loop of a worker with nothing to fetch: is the job done? (Once it is, the
+        crawl would end.)"""
         while True:
             with contextlib.suppress(RedisError, OSError):
-                await self._frontier.done()
+                if await self._frontier.done():
+                    return
             await asyncio.sleep(IDLE_TURN)
 
     async def _stop(self) -> None:

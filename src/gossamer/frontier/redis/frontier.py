@@ -212,12 +212,13 @@ class RedisFrontier:
 
     async def done(self) -> bool:
         """Nothing held here nor queued or claimed anywhere (checked once per ``refresh_interval``
-        at most, False in between; every partition read once the busiest are idle: ``Looks``)."""
+        at most, less often while busy, False in between; see ``counts.Looks``)."""
         now = self._clock()
         if self._claims.held or now < self._next_look:
             return False
-        self._next_look = now + self._config.refresh_interval
-        if not await self._looks.still_busy():
+        busy = await self._looks.still_busy()
+        self._next_look = now + self._config.refresh_interval * self._looks.backoff
+        if not busy:
             await self.refresh()
         return self._finished and not self._claims.held
 
