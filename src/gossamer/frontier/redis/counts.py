@@ -10,7 +10,7 @@ the job is busy.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,12 +111,15 @@ class Looks:
             return PartitionCounts()
         return await read_counts(self._redis, self._job, self._partitions, parts)
 
-    async def still_busy(self) -> bool:
+    async def still_busy(self, owned: Iterable[int], note: Callable[[Iterable[int]], None]) -> bool:
         """The busiest partitions of the last look at every partition (:data:`RECHECKED` of
-        them, one call) still have entries queued or claimed: the job is not finished, and
-        needs no look at every partition to say so. False when they are idle (or were none):
-        only a look at every partition can tell then."""
-        busy = bool(self._busiest) and bool((await self.of(self._busiest)).busy)
+        them) or the ``owned`` ones still have entries queued or claimed (one call; ``note``
+        is told the partitions with entries queued, as by any look): the job is not finished, and needs no
+        look at every partition to say so. False when they are idle: only a look at every
+        partition can tell then."""
+        counts = await self.of([*self._busiest, *owned])
+        note(counts.waiting)
+        busy = bool(counts.busy)
         self._streak = self._streak + 1 if busy else 0
         return busy
 

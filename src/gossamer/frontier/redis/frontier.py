@@ -216,7 +216,7 @@ class RedisFrontier:
         now = self._clock()
         if self._claims.held or now < self._next_look:
             return False
-        busy = await self._looks.still_busy()
+        busy = await self._looks.still_busy(self._claims.owned, self._claims.looked)
         self._next_look = now + self._config.refresh_interval * self._looks.backoff
         if not busy:
             await self.refresh()
