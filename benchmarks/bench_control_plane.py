@@ -50,8 +50,11 @@ def child(url: str, names: list[str], partitions: int, spread: float) -> None:
     from gossamer.cluster.simulate import SimConfig, SimWorker, start_all
 
     async def main() -> None:
+        from redis.asyncio import Redis
+
         config = SimConfig(url, JOB, partitions)
-        workers = {name: SimWorker(config, name) for name in names}
+        shared = Redis.from_url(url, socket_connect_timeout=30.0, socket_timeout=60.0)
+        workers = {name: SimWorker(config, name, shared) for name in names}
         await start_all(list(workers.values()), spread)
         say({"started": len(workers)})
         loop = asyncio.get_running_loop()

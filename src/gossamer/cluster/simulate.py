@@ -142,12 +142,15 @@ class _TimedAssignment(Assignment):
 
 
 class SimWorker:
-    """One simulated worker: its own Redis connection and its keeper, nothing crawled."""
+    """One simulated worker: its keeper, nothing crawled. It uses ``redis`` (the workers of one
+    process may share a client: its pool opens a connection per command in flight, as many
+    workers' own clients would, without a thousand idle ones) or a client of its own."""
 
-    def __init__(self, config: SimConfig, name: str) -> None:
+    def __init__(self, config: SimConfig, name: str, redis: Redis | None = None) -> None:
         self.name = name
         self.seen = Seen()
-        self._redis = Redis.from_url(config.url)
+        self._own = redis is None
+        self._redis = Redis.from_url(config.url) if redis is None else redis
         guard = RedisGuard(config.url)
         control = _TimedControl(self._redis, config.job, self.seen)
         self.assignment = _TimedAssignment(control, name, self.seen)
@@ -212,12 +215,14 @@ class SimWorker:
         with contextlib.suppress(RedisError, OSError):
             await self._frontier.close()
             await self.keeper.leave()
-        await self._redis.aclose()
+        if self._own:
+            await self._redis.aclose()
 
     async def die(self) -> None:
         """Stop without a word, as a killed worker: its heartbeat and lease run out."""
         await self._stop()
-        await self._redis.aclose()
+        if self._own:
+            await self._redis.aclose()
 
 
 async def start_all(workers: list[SimWorker], spread: float = 0.0) -> None:

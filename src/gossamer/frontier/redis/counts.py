@@ -114,9 +114,9 @@ class Looks:
     async def still_busy(self, owned: Iterable[int], note: Callable[[Iterable[int]], None]) -> bool:
         """The busiest partitions of the last look at every partition (:data:`RECHECKED` of
         them) or the ``owned`` ones still have entries queued or claimed (one call; ``note``
-        is told the partitions with entries queued, as by any look): the job is not finished, and needs no
-        look at every partition to say so. False when they are idle: only a look at every
-        partition can tell then."""
+        is told the partitions with entries queued, as by any look): the job is not finished,
+        and needs no look at every partition to say so. False when they are idle: only a look
+        at every partition can tell then."""
         counts = await self.of([*self._busiest, *owned])
         note(counts.waiting)
         busy = bool(counts.busy)
