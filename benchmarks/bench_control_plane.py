@@ -42,7 +42,7 @@ SETTLE_LIMIT = 240.0
 # -- child: a process of simulated workers ---------------------------------------------------
 
 
-def child(url: str, names: list[str], partitions: int, spread: float) -> None:
+def child(url: str, names: list[str], partitions: int, spread: float, idle: float) -> None:
     """Run ``names`` as simulated workers; answer the driver's commands on stdin."""
     import asyncio
     import resource
@@ -53,9 +53,16 @@ def child(url: str, names: list[str], partitions: int, spread: float) -> None:
         from redis.asyncio import Redis
 
         config = SimConfig(url, JOB, partitions)
-        shared = Redis.from_url(url, socket_connect_timeout=30.0, socket_timeout=60.0)
-        workers = {name: SimWorker(config, name, shared) for name in names}
-        await start_all(list(workers.values()), spread)
+        busy = SimConfig(url, JOB, partitions, idle=False)
+        shared = Redis.from_url(
+            url, socket_connect_timeout=30.0, socket_timeout=60.0, max_connections=4000
+        )
+        asking = round(len(names) * idle)
+        workers = {
+            name: SimWorker(config if i < asking else busy, name, shared)
+            for i, name in enumerate(names)
+        }
+        await start_all(list(workers.values()), spread, batch=10)
         say({"started": len(workers)})
         loop = asyncio.get_running_loop()
         gone: set[str] = set()
@@ -100,11 +107,20 @@ def say(message: dict[str, Any]) -> None:
 class Fleet:
     """The child processes and their simulated workers."""
 
-    def __init__(self, url: str, workers: int, procs: int, partitions: int, spread: float):
+    def __init__(
+        self, url: str, workers: int, procs: int, partitions: int, spread: float, idle: float
+    ):
         self.names = [[f"w{p:02d}-{i:04d}" for i in range(p, workers, procs)] for p in range(procs)]
         self.procs = [
             subprocess.Popen(
-                [sys.executable, __file__, "--child", url, str(partitions), str(spread), *names],
+                [
+                    sys.executable,
+                    __file__,
+                    "--child",
+                    url,
+                    *map(str, (partitions, spread, idle)),
+                    *names,
+                ],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,
@@ -278,12 +294,12 @@ def moves(
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    result: dict[str, Any] = {"workers": args.workers, "procs": args.procs}
+    result: dict[str, Any] = {"workers": args.workers, "procs": args.procs, "idle": args.idle}
     result["partitions"] = args.partitions
     with LocalRedis() as server:
         client = redis.Redis.from_url(server.url)
         result["queued"] = seed_job(server.url, args.partitions, args.hosts)
-        fleet = Fleet(server.url, args.workers, args.procs, args.partitions, args.spread)
+        fleet = Fleet(server.url, args.workers, args.procs, args.partitions, args.spread, args.idle)
         try:
             result["settled_s"] = round(settle(client, args.workers), 1)
             result["steady"] = steady(client, fleet, args.window, args.workers)
@@ -308,14 +324,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        url, partitions, spread, *names = sys.argv[2:]
-        child(url, names, int(partitions), float(spread))
+        url, partitions, spread, idle, *names = sys.argv[2:]
+        child(url, names, int(partitions), float(spread), float(idle))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=1000)
     parser.add_argument("--procs", type=int, default=4)
     parser.add_argument("--partitions", type=int, default=4096)
     parser.add_argument("--hosts", type=int, default=10_000, help="hosts with a URL queued")
+    parser.add_argument(
+        "--idle", type=float, default=0.1, help="share of workers idle (asking done())"
+    )
     parser.add_argument("--window", type=float, default=20.0, help="steady window, seconds")
     parser.add_argument("--spread", type=float, default=10.0, help="start-up spread, seconds")
     parser.add_argument("--json", type=Path, help="write the figures here too")

@@ -64,6 +64,9 @@ class SimConfig:
     partitions: int = 4096
     heartbeat_ttl: float = 10.0
     claim_timeout: float = 60.0
+    idle: bool = True
+    """The simulated crawl asks ``done()`` as an idle worker's does (False: as a busy worker's
+    crawl, which has fetches in flight and does not ask)."""
 
 
 @dataclass(slots=True)
@@ -149,6 +152,7 @@ class SimWorker:
     def __init__(self, config: SimConfig, name: str, redis: Redis | None = None) -> None:
         self.name = name
         self.seen = Seen()
+        self._config = config
         self._own = redis is None
         self._redis = Redis.from_url(config.url) if redis is None else redis
         guard = RedisGuard(config.url)
@@ -191,7 +195,8 @@ class SimWorker:
     async def start(self) -> None:
         """Join the job and run the keeper's duties and the idle crawl in the background."""
         await self.keeper.start()
-        self._idle = asyncio.create_task(self._ask_done())
+        if self._config.idle:
+            self._idle = asyncio.create_task(self._ask_done())
 
     async def _ask_done(self) -> None:
         """The crawl loop of a worker with nothing to fetch: is the job done? (Once it is, the
@@ -225,12 +230,14 @@ class SimWorker:
             await self._redis.aclose()
 
 
-async def start_all(workers: list[SimWorker], spread: float = 0.0) -> None:
-    """Start ``workers``, spread over ``spread`` seconds (as a fleet comes up)."""
-    for i, worker in enumerate(workers):
-        await worker.start()
-        if spread > 0 and i + 1 < len(workers):
-            await asyncio.sleep(spread / len(workers))
+async def start_all(workers: list[SimWorker], spread: float = 0.0, batch: int = 1) -> None:
+    """Start ``workers``, ``batch`` at a time, spread over ``spread`` seconds (as a fleet
+    comes up)."""
+    groups = [workers[i : i + batch] for i in range(0, len(workers), batch)]
+    for i, group in enumerate(groups):
+        await asyncio.gather(*(worker.start() for worker in group))
+        if spread > 0 and i + 1 < len(groups):
+            await asyncio.sleep(spread / len(groups))
 
 
 async def seed(config: SimConfig, hosts: int) -> int:
