@@ -137,3 +137,30 @@ async def _table(control: Control) -> tuple[int, dict[str, frozenset[int]]]:
 async def _new_leader(control: Control, old: str) -> bool:
     name = await control.leader()
     return name is not None and name != old
+
+
+async def test_a_heartbeat_is_one_call_and_a_follower_learns_when_the_lease_runs_out(
+    redis: Redis,
+) -> None:
+    control = Control(redis, "one")
+    await control.heartbeat("a", {"pages": 0}, TTL)  # loads the script
+    stats = await redis.info("commandstats")
+    await control.heartbeat("a", {"pages": 1}, TTL)
+    after = await redis.info("commandstats")
+    sent = {
+        name: after.get(name, {}).get("calls", 0) - stats.get(name, {}).get("calls", 0)
+        for name in ("cmdstat_evalsha", "cmdstat_multi", "cmdstat_exec")
+    }
+    assert sent == {"cmdstat_evalsha": 1, "cmdstat_multi": 0, "cmdstat_exec": 0}
+    await control.heartbeat("b", {"pages": 0}, 0.2)
+    assert await control.live_workers() == ["a", "b"]
+    await until(lambda: _only_a(control), 5, "b's heartbeat runs out")
+
+    assert await control.try_lead("a", TTL) == 0.0  # a leads
+    wait = await control.try_lead("b", TTL)
+    assert TTL - 1.0 < wait <= TTL  # b tries again when a's lease could have run out
+    assert await control.leader() == "a"
+
+
+async def _only_a(control: Control) -> bool:
+    return await control.live_workers() == ["a"]

@@ -324,8 +324,10 @@ class Keeper:
             self._duties.repace("look", look_every(self._pace, self._assignment.workers))
 
     async def _refresh(self) -> None:
-        """Look at this worker's own partitions for entries a lost hint did not announce."""
-        await self._frontier.refresh(every=False)
+        """Look at this worker's own partitions for entries a lost hint did not announce (a
+        worker owning every partition leaves that to its looks at every partition)."""
+        if len(self._assignment.ownership.partitions) < self._pace.partitions:
+            await self._frontier.refresh(every=False)
 
     async def _hints(self) -> None:
         """Wake the owners of partitions this worker filled; take the hints others left."""
