@@ -72,11 +72,12 @@ class Notices:
                     message = await pubsub.get_message(timeout=None)
                     if message is not None:
                         self._hear(message)
-            except (RedisError, OSError) as exc:
+            except Exception as exc:  # the listener never dies: polls stand in meanwhile
                 self._set(False)
                 wait = _RETRY[min(failures, len(_RETRY) - 1)]
                 failures += 1
-                log.debug("notices of job %s: %s; again in %gs", self._control.job, exc, wait)
+                level = logging.DEBUG if isinstance(exc, RedisError | OSError) else logging.WARNING
+                log.log(level, "notices of job %s: %r; again in %gs", self._control.job, exc, wait)
                 await asyncio.sleep(wait)
             finally:
                 with contextlib.suppress(RedisError, OSError):
