@@ -15,8 +15,9 @@ URL queued on each of ``--hosts`` hosts (a busy job: nothing leases them). The d
   partitions they owned), and how long the new assignment took to reach every worker
   (p50 / p99 / max after its publication).
 
-Usage: ``python benchmarks/bench_control_plane.py [--workers 1000] [--procs 4]``; ``make
-bench-control``. The heartbeat TTL (and so the leader lease) is the default 10 s.
+Usage: ``python benchmarks/bench_control_plane.py [--workers 1000] [--procs 4] [--spread 120]``;
+``make bench-control``. The heartbeat TTL (and so the leader lease) is the default 10 s. A
+tenth of the workers are idle (``--idle``): they ask ``done()`` as an idle crawl does.
 """
 
 from __future__ import annotations
@@ -336,7 +337,7 @@ def main() -> None:
         "--idle", type=float, default=0.1, help="share of workers idle (asking done())"
     )
     parser.add_argument("--window", type=float, default=20.0, help="steady window, seconds")
-    parser.add_argument("--spread", type=float, default=10.0, help="start-up spread, seconds")
+    parser.add_argument("--spread", type=float, default=120.0, help="start-up spread, seconds")
     parser.add_argument("--json", type=Path, help="write the figures here too")
     args = parser.parse_args()
     result = run(args)
