@@ -94,6 +94,18 @@ redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 redis.call('ZADD', KEYS[3], ms + tonumber(ARGV[3]), ARGV[1])
 return 1
 """
+_WAKE = """
+local a = 1
+for _, key in ipairs(KEYS) do
+  local last = a + 1 + tonumber(ARGV[a + 1])
+  for j = a + 2, last, 1000 do
+    redis.call('SADD', key, unpack(ARGV, j, math.min(j + 999, last)))
+  end
+  redis.call('PUBLISH', ARGV[a], 'wake')
+  a = last + 1
+end
+return #KEYS
+"""
 _LIVE = """
 local now = redis.call('TIME')
 local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
@@ -210,6 +222,7 @@ class Control:
         self._publish = redis.register_script(_PUBLISH)
         self._beat = redis.register_script(_BEAT)
         self._alive = redis.register_script(_LIVE)
+        self._wake = redis.register_script(_WAKE)
 
     # job
 
@@ -233,13 +246,11 @@ class Control:
         """Run, pause or stop the job's workers (one of :data:`JOB_STATES`)."""
         if state not in JOB_STATES:
             raise ValueError(f"job state {state!r} is not one of {', '.join(JOB_STATES)}")
-        async with self.redis.pipeline(transaction=False) as pipe:
-            if state == "running":
-                pipe.delete(self.keys["state"])
-            else:
-                pipe.set(self.keys["state"], state)
-            pipe.publish(self.keys["notify"], "state")
-            await pipe.execute()
+        if state == "running":
+            await self.redis.delete(self.keys["state"])
+        else:
+            await self.redis.set(self.keys["state"], state)
+        await self.redis.publish(self.keys["notify"], "state")
 
     async def state(self) -> str:
         """``running``, ``paused`` or ``stopped`` (a value gossamer never wrote: running)."""
@@ -394,12 +405,17 @@ class Control:
             return None
 
     async def wake(self, owners: Mapping[str, Iterable[int]]) -> None:
-        """Tell each owner which of its partitions just got new entries (one pipeline)."""
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for name, parts in owners.items():
-                pipe.sadd(self.keys["wake"] + name, *parts)
-                pipe.publish(self.keys["notify"] + ":" + name, "wake")
-            await pipe.execute()
+        """Tell each owner which of its partitions just got new entries, and announce it on
+        the owner's channel (one script call: the wake sets share the job's slot)."""
+        keys: list[str] = []
+        args: list[str | int] = []
+        for name, parts in owners.items():
+            listed = list(parts)
+            if listed:
+                keys.append(self.keys["wake"] + name)
+                args += [self.keys["notify"] + ":" + name, len(listed), *listed]
+        if keys:
+            await self._wake(keys=keys, args=args)
 
     async def woken(self, name: str, most: int = 100_000) -> set[int]:
         """Take the partitions others named for ``name`` since the last call."""
