@@ -1,20 +1,23 @@
 """The control plane with 1,000 workers: Redis load, assignment reach, leader failover, moves.
 
 ``N`` simulated workers (:mod:`gossamer.cluster.simulate`: each the real keeper, heartbeat,
-leader lease and balancer, assignment-following, wake hints and the Redis frontier's claim
-renewals and looks at every partition; nothing fetched) run as asyncio tasks in a few child
-processes against one throwaway redis-server. The driver reports:
+leader lease and balancer, assignment-following and its notices, wake hints, the Redis
+frontier's claim renewals and looks, and an idle crawl's ``done()``; nothing fetched) run as
+asyncio tasks in a few child processes against one throwaway redis-server, in a job with one
+URL queued on each of ``--hosts`` hosts (a busy job: nothing leases them). The driver reports:
 
 - Redis commands per second and Redis CPU (``INFO commandstats``, ``used_cpu_*``) over a
-  steady window, in all and per worker;
+  steady window, in all and per worker, and the simulating processes' CPU (the workers' side
+  of the control plane, per worker);
 - Redis memory held by the job's control keys (``MEMORY USAGE`` of every ``gs:{J}:*`` key);
 - the time to a new leader after the leader's task stops without a word (as if killed);
 - the partitions moved when 10% of the workers leave at once, against the minimum (the
   partitions they owned), and how long the new assignment took to reach every worker
   (p50 / p99 / max after its publication).
 
-Usage: ``python benchmarks/bench_control_plane.py [--workers 1000] [--procs 4]``; ``make
-bench-control``. The heartbeat TTL (and so the leader lease) is the default 10 s.
+Usage: ``python benchmarks/bench_control_plane.py [--workers 1000] [--procs 4] [--spread 120]``;
+``make bench-control``. The heartbeat TTL (and so the leader lease) is the default 10 s. A
+tenth of the workers are idle (``--idle``): they ask ``done()`` as an idle crawl does.
 """
 
 from __future__ import annotations
@@ -40,16 +43,27 @@ SETTLE_LIMIT = 240.0
 # -- child: a process of simulated workers ---------------------------------------------------
 
 
-def child(url: str, names: list[str], partitions: int, spread: float) -> None:
+def child(url: str, names: list[str], partitions: int, spread: float, idle: float) -> None:
     """Run ``names`` as simulated workers; answer the driver's commands on stdin."""
     import asyncio
+    import resource
 
     from gossamer.cluster.simulate import SimConfig, SimWorker, start_all
 
     async def main() -> None:
+        from redis.asyncio import Redis
+
         config = SimConfig(url, JOB, partitions)
-        workers = {name: SimWorker(config, name) for name in names}
-        await start_all(list(workers.values()), spread)
+        busy = SimConfig(url, JOB, partitions, idle=False)
+        shared = Redis.from_url(
+            url, socket_connect_timeout=30.0, socket_timeout=60.0, max_connections=4000
+        )
+        asking = round(len(names) * idle)
+        workers = {
+            name: SimWorker(config if i < asking else busy, name, shared)
+            for i, name in enumerate(names)
+        }
+        await start_all(list(workers.values()), spread, batch=10)
         say({"started": len(workers)})
         loop = asyncio.get_running_loop()
         gone: set[str] = set()
@@ -67,6 +81,9 @@ def child(url: str, names: list[str], partitions: int, spread: float) -> None:
                 await asyncio.gather(*(workers[n].leave() for n in leaving))
                 gone.update(leaving)
                 say({"left": leaving})
+            elif word == "cpu":
+                usage = resource.getrusage(resource.RUSAGE_SELF)
+                say({"cpu": usage.ru_utime + usage.ru_stime})
             elif word == "report":
                 seen = {n: [w.seen.reached, w.seen.published] for n, w in workers.items()}
                 say({"seen": seen})
@@ -91,11 +108,20 @@ def say(message: dict[str, Any]) -> None:
 class Fleet:
     """The child processes and their simulated workers."""
 
-    def __init__(self, url: str, workers: int, procs: int, partitions: int, spread: float):
+    def __init__(
+        self, url: str, workers: int, procs: int, partitions: int, spread: float, idle: float
+    ):
         self.names = [[f"w{p:02d}-{i:04d}" for i in range(p, workers, procs)] for p in range(procs)]
         self.procs = [
             subprocess.Popen(
-                [sys.executable, __file__, "--child", url, str(partitions), str(spread), *names],
+                [
+                    sys.executable,
+                    __file__,
+                    "--child",
+                    url,
+                    *map(str, (partitions, spread, idle)),
+                    *names,
+                ],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,
@@ -139,6 +165,14 @@ class Fleet:
                 proc.wait()
 
 
+def seed_job(url: str, partitions: int, hosts: int) -> int:
+    import asyncio
+
+    from gossamer.cluster.simulate import SimConfig, seed
+
+    return asyncio.run(seed(SimConfig(url, JOB, partitions), hosts))
+
+
 def keys(job: str) -> dict[str, str]:
     tag = f"gs:{{{job}}}:"
     return {"assignment": tag + "assignment", "version": tag + "assignment:version", "tag": tag}
@@ -177,9 +211,11 @@ def snapshot(client: redis.Redis) -> tuple[float, float, dict[str, int]]:
     return time.monotonic(), float(cpu["used_cpu_sys"]) + float(cpu["used_cpu_user"]), calls
 
 
-def steady(client: redis.Redis, window: float, workers: int) -> dict[str, Any]:
+def steady(client: redis.Redis, fleet: Fleet, window: float, workers: int) -> dict[str, Any]:
     t0, cpu0, calls0 = snapshot(client)
+    client0 = sum(answer["cpu"] for answer in fleet.tell("cpu"))
     time.sleep(window)
+    client1 = sum(answer["cpu"] for answer in fleet.tell("cpu"))
     t1, cpu1, calls1 = snapshot(client)
     seconds = t1 - t0
     rates = {n: (calls1[n] - calls0.get(n, 0)) / seconds for n in calls1}
@@ -190,6 +226,8 @@ def steady(client: redis.Redis, window: float, workers: int) -> dict[str, Any]:
         "ops_per_s_per_worker": round(total / workers, 2),
         "redis_cpu_pct": round(100 * (cpu1 - cpu0) / seconds, 1),
         "redis_cpu_us_per_s_per_worker": round(1e6 * (cpu1 - cpu0) / seconds / workers, 1),
+        "client_cpu_pct": round(100 * (client1 - client0) / seconds, 1),
+        "client_cpu_us_per_s_per_worker": round(1e6 * (client1 - client0) / seconds / workers, 1),
         "top_commands_per_s": {n: round(r) for n, r in top},
     }
 
@@ -257,14 +295,15 @@ def moves(
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    result: dict[str, Any] = {"workers": args.workers, "procs": args.procs}
+    result: dict[str, Any] = {"workers": args.workers, "procs": args.procs, "idle": args.idle}
     result["partitions"] = args.partitions
     with LocalRedis() as server:
         client = redis.Redis.from_url(server.url)
-        fleet = Fleet(server.url, args.workers, args.procs, args.partitions, args.spread)
+        result["queued"] = seed_job(server.url, args.partitions, args.hosts)
+        fleet = Fleet(server.url, args.workers, args.procs, args.partitions, args.spread, args.idle)
         try:
             result["settled_s"] = round(settle(client, args.workers), 1)
-            result["steady"] = steady(client, args.window, args.workers)
+            result["steady"] = steady(client, fleet, args.window, args.workers)
             result["memory"] = control_memory(client)
             result["leader"] = new_leader(client, fleet)
             settle(client, args.workers - 1)
@@ -276,7 +315,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             settle(client, len(live))
             _, _, calls1 = snapshot(client)
             result["leave"] = {"left": len(left), **moves(before, assignment(client), left)}
-            table = {n: calls1[n] - calls0.get(n, 0) for n in ("hgetall", "hmget", "hget")}
+            table = {n: calls1[n] - calls0.get(n, 0) for n in ("hgetall", "hget")}
             result["leave"]["table_reads"] = table
             result["reach"] = reach(fleet, v_before, live)
         finally:
@@ -286,15 +325,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        url, partitions, spread, *names = sys.argv[2:]
-        child(url, names, int(partitions), float(spread))
+        url, partitions, spread, idle, *names = sys.argv[2:]
+        child(url, names, int(partitions), float(spread), float(idle))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=1000)
     parser.add_argument("--procs", type=int, default=4)
     parser.add_argument("--partitions", type=int, default=4096)
+    parser.add_argument("--hosts", type=int, default=10_000, help="hosts with a URL queued")
+    parser.add_argument(
+        "--idle", type=float, default=0.1, help="share of workers idle (asking done())"
+    )
     parser.add_argument("--window", type=float, default=20.0, help="steady window, seconds")
-    parser.add_argument("--spread", type=float, default=10.0, help="start-up spread, seconds")
+    parser.add_argument("--spread", type=float, default=120.0, help="start-up spread, seconds")
     parser.add_argument("--json", type=Path, help="write the figures here too")
     args = parser.parse_args()
     result = run(args)

@@ -1,8 +1,9 @@
 """The control plane with 50 simulated workers (the real keepers, nothing crawled) on one real
 Redis: the assignment reaches every worker, a dead leader is replaced within its lease, 10% of
-the workers leaving moves their partitions and few others, none is left unowned, and no
-worker reads the whole assignment table when it changes (``benchmarks/bench_control_plane.py``
-runs the same with 1,000 workers)."""
+the workers leaving moves their partitions and few others, none is left unowned, no worker
+reads the whole assignment table when it changes, a new assignment reaches every worker by
+its notice (long before their slow polls), and a steady worker polls Redis less than once a
+second (``benchmarks/bench_control_plane.py`` runs the same with 1,000 workers)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from redis.asyncio import Redis
 from tests.redis_server import RedisServer
 
 from gossamer.cluster.control import Control
-from gossamer.cluster.simulate import SimConfig, SimWorker
+from gossamer.cluster.keeper import HEARD
+from gossamer.cluster.simulate import SimConfig, SimWorker, seed
 
 WORKERS = 50
 PARTITIONS = 1024
@@ -63,15 +65,30 @@ async def hgetall_calls(redis: Redis) -> int:
     return int(stats.get("cmdstat_hgetall", {}).get("calls", 0))
 
 
+POLLS = ("get", "spop", "exists", "hkeys", "multi")
+"""What a worker used to poll with: the assignment's version, the job's state, wake hints, the
+live workers (the leader), transactions (the heartbeat)."""
+
+
+async def polls(redis: Redis) -> int:
+    stats = await redis.info("commandstats")
+    return sum(int(stats.get(f"cmdstat_{name}", {}).get("calls", 0)) for name in POLLS)
+
+
 async def test_fifty_workers_follow_fail_over_and_shrink(
     redis: Redis, redis_server: RedisServer
 ) -> None:
     config = SimConfig(redis_server.url, "sim", PARTITIONS, heartbeat_ttl=TTL, claim_timeout=15.0)
     control = Control(redis, "sim")
+    await seed(config, 200)  # a busy job: URLs queued, none leased
     workers = [SimWorker(config, f"w{i:02d}") for i in range(WORKERS)]
     try:
         await asyncio.gather(*(w.start() for w in workers))
         await until(lambda: settled(control, workers), 20, "the first assignment reaches all")
+        start, before = time.monotonic(), await polls(redis)
+        await asyncio.sleep(3.0)
+        rate = (await polls(redis) - before - 2) / (time.monotonic() - start) / WORKERS
+        assert rate < 1.0  # polls per worker and second (notices replaced 37 a second)
         _, table = await _table(control)
         owned = [p for parts in table.values() for p in parts]
         assert sorted(owned) == list(range(PARTITIONS))  # each partition once
@@ -93,6 +110,10 @@ async def test_fifty_workers_follow_fail_over_and_shrink(
         await asyncio.gather(*(w.leave() for w in leaving))
         live = [w for w in live if w not in leaving]
         await until(lambda: settled(control, live), 15, "the new assignment reaches all")
+        version = await control.version()
+        published = next(w.seen.published[version] for w in live if version in w.seen.published)
+        reach = max(min(t for v, t in w.seen.reached.items() if v >= version) for w in live)
+        assert reach - published < HEARD / 2  # by its notice, not a poll
         workers_reads = await hgetall_calls(redis) - calls - (READS[0] - ours)
         _, after = await _table(control)
 
@@ -116,3 +137,30 @@ async def _table(control: Control) -> tuple[int, dict[str, frozenset[int]]]:
 async def _new_leader(control: Control, old: str) -> bool:
     name = await control.leader()
     return name is not None and name != old
+
+
+async def test_a_heartbeat_is_one_call_and_a_follower_learns_when_the_lease_runs_out(
+    redis: Redis,
+) -> None:
+    control = Control(redis, "one")
+    await control.heartbeat("a", {"pages": 0}, TTL)  # loads the script
+    stats = await redis.info("commandstats")
+    await control.heartbeat("a", {"pages": 1}, TTL)
+    after = await redis.info("commandstats")
+    sent = {
+        name: after.get(name, {}).get("calls", 0) - stats.get(name, {}).get("calls", 0)
+        for name in ("cmdstat_evalsha", "cmdstat_multi", "cmdstat_exec")
+    }
+    assert sent == {"cmdstat_evalsha": 1, "cmdstat_multi": 0, "cmdstat_exec": 0}
+    await control.heartbeat("b", {"pages": 0}, 0.2)
+    assert await control.live_workers() == ["a", "b"]
+    await until(lambda: _only_a(control), 5, "b's heartbeat runs out")
+
+    assert await control.try_lead("a", TTL) == 0.0  # a leads
+    wait = await control.try_lead("b", TTL)
+    assert TTL - 1.0 < wait <= TTL  # b tries again when a's lease could have run out
+    assert await control.leader() == "a"
+
+
+async def _only_a(control: Control) -> bool:
+    return await control.live_workers() == ["a"]

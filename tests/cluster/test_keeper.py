@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from redis.exceptions import RedisError, ResponseError
 
-from gossamer.cluster.keeper import Duties, Pace, periods
+from gossamer.cluster.keeper import HEARD, Duties, Pace, heard_periods, periods
 from gossamer.cluster.resilient import RedisUnavailable
 
 
@@ -64,7 +64,8 @@ def test_a_duty_that_runs_long_delays_the_next_ones_by_as_much() -> None:
 def test_the_periods_follow_the_job_settings() -> None:
     fast = periods(Pace(heartbeat_ttl=0.9, claim_timeout=3.0, refresh_interval=0.5))
     assert list(fast) == [
-        "beat", "lead", "follow", "hints", "renew", "reclaim", "refresh", "observe", "state",
+        "beat", "lead", "follow", "hints", "renew", "reclaim", "refresh", "look", "observe",
+        "state",
     ]  # fmt: skip
     assert fast["beat"] == pytest.approx(0.3)
     assert fast["lead"] == pytest.approx(0.3)  # never slower than the heartbeat
@@ -73,8 +74,29 @@ def test_the_periods_follow_the_job_settings() -> None:
     assert fast["renew"] == 1.0
     assert fast["reclaim"] == 1.0  # at least a second
     assert fast["refresh"] == 2.5
+    assert fast["look"] == 2.5  # one worker: as often as at its own partitions
     slow = periods(Pace(heartbeat_ttl=30.0, claim_timeout=600.0))
     assert (slow["beat"], slow["lead"], slow["reclaim"]) == (10.0, 0.5, 10.0)  # at most 10 s
+
+
+def test_a_notice_runs_its_duty_at_once_and_a_follower_tries_the_lease_when_it_ends() -> None:
+    clock = Clock()
+    keeper = duties(clock, lead=0.5, follow=HEARD)
+    keeper.start()
+    keeper.nudge("follow")  # a notice: the new assignment is read now, not in 10 s
+    assert keeper.wait() == 0.0
+    assert names(keeper) == ["follow"]
+    keeper.defer("lead", 7.25)  # the leader's lease has 7.25 s left
+    clock.now += 7.0
+    assert names(keeper) == []
+    clock.now += 0.25
+    assert names(keeper) == ["lead"]
+
+
+def test_notices_heard_slow_the_polls_they_stand_for() -> None:
+    pace = Pace(heartbeat_ttl=10.0, claim_timeout=60.0)
+    assert heard_periods(pace) == {"follow": HEARD, "state": HEARD, "hints": HEARD}
+    assert periods(pace)["hints"] == 0.05  # unheard: the old pace
 
 
 async def test_redis_errors_are_borne_for_the_budget_then_raised() -> None:

@@ -12,6 +12,8 @@ they share one Redis Cluster slot and the scripts and transactions below touch o
                                        submit of the seeds got (see :mod:`.seeding`)
     gs:{J}:worker:<name>       STRING  a live worker's figures as JSON; TTL = heartbeat TTL
     gs:{J}:figures             HASH    name -> last figures (kept after the worker is gone)
+    gs:{J}:alive               ZSET    name -> when its heartbeat runs out (Redis' own clock,
+                                       ms): the leader reads the live names in one command
     gs:{J}:leader              STRING  the leader's name; PX TTL, renewed by the holder
     gs:{J}:assignment          HASH    name -> owned partition ranges, e.g. ``0-99,200-249``
     gs:{J}:assignment:version  STRING  incremented on every published assignment
@@ -25,8 +27,16 @@ they share one Redis Cluster slot and the scripts and transactions below touch o
                                        stopped, it finishes its in-flight URLs and exits
 
 The leader's :class:`~gossamer.cluster.balancer.Balancer` decides the assignment and publishes
-it here; workers poll the version (one GET) and, when it moves, read their own row, never
-every row: what each worker reads stays the same however many workers the job has.
+it here; workers read the version (one GET) and, when it moves, their own row, never every
+row: what each worker reads stays the same however many workers the job has. Changes are
+announced on two pub/sub channels, so workers need not poll for them (:mod:`.notices`; a
+slow poll remains for what a dropped subscription missed)::
+
+    gs:{J}:notify              CHANNEL ``assignment`` (a new version), ``state`` (paused...)
+    gs:{J}:notify:<name>       CHANNEL ``wake``: others filled partitions of worker <name>
+
+A heartbeat is one script call, and so is a follower's try at the leader lease, which tells
+it when the lease could next fall free: followers try again then, not every half second.
 
 What Redis answers is read as hostile: a worker name, a figures row or an assignment row that
 does not decode is skipped with a warning; a malformed assignment version raises
@@ -63,13 +73,44 @@ class MalformedReply(RedisError):
 _LEAD = """
 local holder = redis.call('GET', KEYS[1])
 if holder == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
 end
 if holder then
-  return 0
+  local left = redis.call('PTTL', KEYS[1])
+  if left < 0 then
+    left = tonumber(ARGV[2])
+  end
+  return -math.max(left, 1)
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1
+"""
+_BEAT = """
+local now = redis.call('TIME')
+local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[3], ms + tonumber(ARGV[3]), ARGV[1])
+return 1
+"""
+_WAKE = """
+local a = 1
+for _, key in ipairs(KEYS) do
+  local last = a + 1 + tonumber(ARGV[a + 1])
+  for j = a + 2, last, 1000 do
+    redis.call('SADD', key, unpack(ARGV, j, math.min(j + 999, last)))
+  end
+  redis.call('PUBLISH', ARGV[a], 'wake')
+  a = last + 1
+end
+return #KEYS
+"""
+_LIVE = """
+local now = redis.call('TIME')
+local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ms)
+return redis.call('ZRANGE', KEYS[1], 0, -1)
 """
 _RESIGN = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -86,10 +127,12 @@ local rows = tonumber(ARGV[2])
 for i = 3, 2 + 2 * rows, 2 do
   redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
 end
-for i = 3 + 2 * rows, #ARGV, 2 do
+for i = 3 + 2 * rows, #ARGV - 1, 2 do
   redis.call('HSET', KEYS[4], ARGV[i], ARGV[i + 1])
 end
-return redis.call('INCR', KEYS[3])
+local version = redis.call('INCR', KEYS[3])
+redis.call('PUBLISH', ARGV[#ARGV], 'assignment')
+return version
 """
 
 
@@ -99,9 +142,10 @@ def job_keys(job: str) -> dict[str, str]:
         raise ValueError(f"job name {job!r} must be non-empty and free of braces")
     tag = f"gs:{{{job}}}:"
     names = ("job", "origins", "submit", "figures", "leader", "assignment", "owners")
-    keys = {name: tag + name for name in (*names, "assignment:version", "state")}
+    keys = {name: tag + name for name in (*names, "assignment:version", "state", "alive")}
     keys["worker"] = tag + "worker:"
     keys["wake"] = tag + "wake:"
+    keys["notify"] = tag + "notify"
     return keys
 
 
@@ -176,6 +220,9 @@ class Control:
         self._lead = redis.register_script(_LEAD)
         self._resign = redis.register_script(_RESIGN)
         self._publish = redis.register_script(_PUBLISH)
+        self._beat = redis.register_script(_BEAT)
+        self._alive = redis.register_script(_LIVE)
+        self._wake = redis.register_script(_WAKE)
 
     # job
 
@@ -203,6 +250,7 @@ class Control:
             await self.redis.delete(self.keys["state"])
         else:
             await self.redis.set(self.keys["state"], state)
+        await self.redis.publish(self.keys["notify"], "state")
 
     async def state(self) -> str:
         """``running``, ``paused`` or ``stopped`` (a value gossamer never wrote: running)."""
@@ -219,18 +267,17 @@ class Control:
     # membership
 
     async def heartbeat(self, name: str, figures: Mapping[str, Any], ttl: float) -> None:
-        """Say ``name`` is alive for ``ttl`` seconds, with its figures."""
+        """Say ``name`` is alive for ``ttl`` seconds, with its figures (one script call)."""
         data = json.dumps(dict(figures), sort_keys=True)
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.set(self.keys["worker"] + name, data, px=int(ttl * 1000))
-            pipe.hset(self.keys["figures"], name, data)
-            await pipe.execute()
+        keys = [self.keys["worker"] + name, self.keys["figures"], self.keys["alive"]]
+        await self._beat(keys=keys, args=[name, data, int(ttl * 1000)])
 
     async def leave(self, name: str, figures: Mapping[str, Any]) -> None:
         """Remove ``name``'s heartbeat (its partitions move at once) and its leadership."""
         data = json.dumps(dict(figures), sort_keys=True)
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.delete(self.keys["worker"] + name)
+            pipe.zrem(self.keys["alive"], name)
             pipe.hset(self.keys["figures"], name, data)
             await pipe.execute()
         await self._resign(keys=[self.keys["leader"]], args=[name])
@@ -257,10 +304,9 @@ class Control:
         return [WorkerInfo(n, True, f or {}) for n, f in zip(names, figures, strict=True)]
 
     async def live_workers(self) -> list[str]:
-        """Names whose heartbeat key exists."""
-        raw = await self.redis.hkeys(self.keys["figures"])
-        names = sorted(name for name in map(_name, raw) if name is not None)
-        return sorted(await self._live(names))
+        """Names whose heartbeat has not run out (one script call, however many workers)."""
+        raw = await self._alive(keys=[self.keys["alive"]])
+        return sorted(name for name in map(_name, raw) if name is not None)
 
     async def _live(self, names: list[str]) -> set[str]:
         if not names:
@@ -275,7 +321,17 @@ class Control:
 
     async def lead(self, name: str, ttl: float) -> bool:
         """Take or renew the leader lease; True while ``name`` holds it."""
-        return bool(await self._lead(keys=[self.keys["leader"]], args=[name, int(ttl * 1000)]))
+        return await self.try_lead(name, ttl) == 0.0
+
+    async def try_lead(self, name: str, ttl: float) -> float:
+        """Take or renew the leader lease: 0.0 while ``name`` holds it, else the seconds
+        until another's lease runs out unless renewed (at most ``ttl``)."""
+        held = _integer(
+            await self._lead(keys=[self.keys["leader"]], args=[name, int(ttl * 1000)]), "lease"
+        )
+        if held > 0:
+            return 0.0
+        return ttl if held >= 0 else min(ttl, -held / 1000)
 
     async def leader(self) -> str | None:
         """The leader's name (undecodable bytes shown as U+FFFD), None without a leader."""
@@ -349,11 +405,17 @@ class Control:
             return None
 
     async def wake(self, owners: Mapping[str, Iterable[int]]) -> None:
-        """Tell each owner which of its partitions just got new entries (one pipeline)."""
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for name, parts in owners.items():
-                pipe.sadd(self.keys["wake"] + name, *parts)
-            await pipe.execute()
+        """Tell each owner which of its partitions just got new entries, and announce it on
+        the owner's channel (one script call: the wake sets share the job's slot)."""
+        keys: list[str] = []
+        args: list[str | int] = []
+        for name, parts in owners.items():
+            listed = list(parts)
+            if listed:
+                keys.append(self.keys["wake"] + name)
+                args += [self.keys["notify"] + ":" + name, len(listed), *listed]
+        if keys:
+            await self._wake(keys=keys, args=args)
 
     async def woken(self, name: str, most: int = 100_000) -> set[int]:
         """Take the partitions others named for ``name`` since the last call."""
@@ -372,6 +434,7 @@ class Control:
                 args += [part, name]
         keys = [self.keys["leader"], self.keys["assignment"], self.keys["assignment:version"]]
         keys.append(self.keys["owners"])
+        args.append(self.keys["notify"])  # a channel, not a key: Redis Cluster routes it
         return int(await self._publish(keys=keys, args=args))
 
 

@@ -6,20 +6,26 @@ It runs every periodic duty of the worker in turn, each at its own pace: the hea
 each new share handed to the frontier with :meth:`RedisFrontier.own`), the wake hints between
 workers, the job's state (paused: the crawl leases nothing; stopped: it finishes its in-flight
 URLs and ends), and the frontier's upkeep: renewing its claims, reclaiming dead workers'
-expired claims (as leader) and refreshing its look at every partition. The frontier does none
+expired claims (as leader), looking at its own partitions' counts for entries to claim, and
+now and then at every partition's (for the job-wide figures of its stats). The frontier does none
 of this itself: its ``lease()`` only awaits the I/O of getting URLs to hand out.
 
 A duty failing with a Redis error is tried again at its next turn until such errors have
 lasted the guard's budget (connection errors the guard waits out itself); then, or on any
 other error, the keeper stops the crawl and :meth:`Keeper.raise_failure` raises it.
 
-When each duty runs is :class:`Duties`' to say, on an injected clock (its tests run on a fake
-one); the keeper only awaits them.
+What the control plane announces (a new assignment, a new job state, partitions others
+filled for this worker) the keeper hears as it happens (:mod:`.notices`) and runs the duty at
+once; it still polls for the same, slowly, in case a notice was lost (fast while it cannot
+subscribe). A follower tries the leader lease when the leader's could next run out, not every
+turn. When each duty runs is :class:`Duties`' to say, on an injected clock (its tests run on a
+fake one); the keeper only awaits them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -31,6 +37,7 @@ from gossamer.cluster.assignment import Assignment
 from gossamer.cluster.control import Control
 from gossamer.cluster.leadership import Leadership
 from gossamer.cluster.membership import Membership
+from gossamer.cluster.notices import Notices
 from gossamer.cluster.resilient import RedisGuard, RedisUnavailable
 from gossamer.engine import Crawler
 from gossamer.frontier.redis import Ownership, RedisFrontier
@@ -44,13 +51,21 @@ _HINTS = 0.05
 """Seconds between looks at the partitions other workers filled for this one."""
 _STATE = 0.25
 """Seconds between looks at the job's state (``cluster pause|resume|stop``)."""
+HEARD = 10.0
+"""Seconds between the polls for what notices announce, while notices are heard: a notice is
+lost only with its connection, and the keeper catches up when it subscribes again; the polls
+are a last safety net."""
+_NOTICE_DUTIES = {"assignment": "follow", "state": "state", "wake": "hints"}
+"""The duty each notice runs (see :mod:`.notices`)."""
 _REFRESHES_PER_LOOK = 5
-"""Refresh intervals between the keeper's looks at every partition: hints tell of new entries
-at once, the look is the safety net for a hint lost in a hand-over."""
-LOOK_BUDGET = 50_000
-"""Partitions per second the whole job's keepers may read in their looks at every partition:
-a look reads every partition, so with many workers each looks less often (1,000 workers of
-4,096 partitions: every 82 s rather than 5 s, else Redis spends a core on the looks alone)."""
+"""Refresh intervals between the keeper's looks at its own partitions: hints tell of new
+entries at once, the look is the safety net for a hint lost in a hand-over."""
+LOOK_BUDGET = 2_000
+"""Partitions per second the whole job's keepers may read in their looks at every partition,
+which only refresh the job-wide figures of a worker's stats (the leader's reclaims and an idle
+worker's ``done()`` look for themselves): with many workers each looks less often (1,000
+workers of 4,096 partitions: every 34 minutes rather than 5 s; a look costs the worker about
+as much CPU as a thousand other commands, and Redis 4,096 reads)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,8 +80,8 @@ class Pace:
 
 def look_every(pace: Pace, workers: int) -> float:
     """Seconds between a keeper's looks at every partition in a job of ``workers`` workers:
-    ``refresh_interval`` times :data:`_REFRESHES_PER_LOOK`, or more once the job's looks
-    would read more than :data:`LOOK_BUDGET` partitions a second."""
+    those at its own partitions' (``refresh_interval`` times :data:`_REFRESHES_PER_LOOK`), or
+    more once the job's looks would read more than :data:`LOOK_BUDGET` partitions a second."""
     return max(_REFRESHES_PER_LOOK * pace.refresh_interval, workers * pace.partitions / LOOK_BUDGET)
 
 
@@ -80,10 +95,17 @@ def periods(pace: Pace) -> dict[str, float]:
         "hints": _HINTS,
         "renew": pace.claim_timeout / 3,
         "reclaim": max(1.0, min(pace.claim_timeout / 4, 10.0)),
-        "refresh": look_every(pace, 1),
+        "refresh": _REFRESHES_PER_LOOK * pace.refresh_interval,
+        "look": look_every(pace, 1),
         "observe": 1.0,
         "state": min(_STATE, beat),
     }
+
+
+def heard_periods(pace: Pace) -> dict[str, float]:
+    """The periods of the duties notices announce, while notices are heard."""
+    fast = periods(pace)
+    return {duty: max(fast[duty], HEARD) for duty in _NOTICE_DUTIES.values()}
 
 
 @dataclass(slots=True)
@@ -129,6 +151,16 @@ class Duties:
             if duty.name == name and duty.every != every:
                 duty.due += every - duty.every
                 duty.every = every
+
+    def nudge(self, name: str) -> None:
+        """Run duty ``name`` at the next turn."""
+        self.defer(name, 0.0)
+
+    def defer(self, name: str, seconds: float) -> None:
+        """Run duty ``name`` next ``seconds`` from now (instead of a period after its last run)."""
+        for duty in self.duties:
+            if duty.name == name:
+                duty.due = self._clock() + seconds
 
     def wait(self) -> float:
         """Seconds until the next duty is due (0 when one is)."""
@@ -191,7 +223,8 @@ class Keeper:
             "hints": self._hints,
             "renew": frontier.renew,
             "reclaim": self._reclaim,
-            "refresh": frontier.refresh,
+            "refresh": self._refresh,
+            "look": frontier.refresh,
             "observe": membership.observe,
             "state": self._state,
         }
@@ -200,6 +233,8 @@ class Keeper:
         self._duties = Duties(every, guard.budget, clock)
         self._task: asyncio.Task[None] | None = None
         self._failure: BaseException | None = None
+        self._wake = asyncio.Event()
+        self._notices = Notices(control, name, self._heard, self._subscribed)
 
     async def start(self) -> None:
         """Beat, lead and follow once (a worker that waited for the job is in the first
@@ -209,11 +244,13 @@ class Keeper:
         await self._lead()
         await self._follow()
         self._duties.start()
+        self._notices.start()
         self._task = asyncio.create_task(self._run())
         self._task.add_done_callback(self._ended)
 
     async def stop(self) -> None:
         """Cancel the task; if it does not end within a second it is cancelled again."""
+        await self._notices.stop()
         task = self._task
         if task is None:
             return
@@ -234,7 +271,10 @@ class Keeper:
     async def _run(self) -> None:
         task = asyncio.current_task()
         while True:
-            await asyncio.sleep(self._duties.wait())
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._duties.wait()):
+                    await self._wake.wait()
             for duty in self._duties.due():
                 await Duties.attempt(duty)
                 if task is not None and task.cancelling():
@@ -252,10 +292,27 @@ class Keeper:
     async def _beat(self) -> None:
         await self._membership.beat(len(self._assignment.ownership.partitions))
 
+    def _heard(self, word: str) -> None:
+        """A notice: its duty runs now."""
+        self._duties.nudge(_NOTICE_DUTIES[word])
+        self._wake.set()
+
+    def _subscribed(self, up: bool) -> None:
+        """Notices heard: poll for what they announce slowly; not heard: at the fast pace.
+        Back up, every such duty runs once for what was missed meanwhile."""
+        fast = periods(self._pace)
+        for duty, seconds in heard_periods(self._pace).items():
+            self._duties.repace(duty, seconds if up else fast[duty])
+            if up:
+                self._duties.nudge(duty)
+        self._wake.set()
+
     async def _lead(self) -> None:
         if await self._leadership.lead():
             await self._follow()  # the leader's own share at once
         await self._leadership.train()
+        if not self._leadership.leading:  # try again when the leader's lease could run out
+            self._duties.defer("lead", self._leadership.free_in)
 
     async def _follow(self) -> None:
         """On a new assignment version: hand the new share to the frontier."""
@@ -264,7 +321,13 @@ class Keeper:
         if after is not None:
             given_back = await self._frontier.own(after)
             self._log_move(before, after, given_back)
-            self._duties.repace("refresh", look_every(self._pace, self._assignment.workers))
+            self._duties.repace("look", look_every(self._pace, self._assignment.workers))
+
+    async def _refresh(self) -> None:
+        """Look at this worker's own partitions for entries a lost hint did not announce (a
+        worker owning every partition leaves that to its looks at every partition)."""
+        if len(self._assignment.ownership.partitions) < self._pace.partitions:
+            await self._frontier.refresh(every=False)
 
     async def _hints(self) -> None:
         """Wake the owners of partitions this worker filled; take the hints others left."""

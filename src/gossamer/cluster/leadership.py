@@ -1,8 +1,11 @@
 """Leadership: the leader lease, and the leader's work.
 
-One worker at a time holds the lease (a key with a TTL it renews). The leader publishes the
-assignment of partitions to workers (:class:`~gossamer.cluster.balancer.Balancer`), trains the
-balancer's model with ``bpnn-pso``, and returns dead workers' expired claims to their queues.
+One worker at a time holds the lease (a key with a TTL it renews). The others try for it when
+it could next run out (:attr:`Leadership.free_in`), so a thousand followers cost Redis a try
+each per lease TTL, and a dead leader's successor takes over moments after its lease ends. The
+leader publishes the assignment of partitions to workers
+(:class:`~gossamer.cluster.balancer.Balancer`), trains the balancer's model with
+``bpnn-pso``, and returns dead workers' expired claims to their queues.
 
 After a Redis outage the leader waits until it has been steady for one heartbeat TTL and one
 claim renewal period before it rebalances or reclaims: by then every live worker has beaten
@@ -20,6 +23,8 @@ from gossamer.cluster.resilient import RedisGuard
 from gossamer.frontier.redis import RedisFrontier
 
 log = logging.getLogger(__name__)
+_MARGIN = 0.01
+"""Seconds after the leader's lease would run out that a follower tries for it."""
 
 
 class Leadership:
@@ -44,6 +49,9 @@ class Leadership:
         self._settle = settle
         self._train = train
         self._leading = False
+        self.free_in = 0.0
+        """Seconds until the leader's lease could run out (at the last :meth:`lead` of a
+        follower; 0 while leading)."""
 
     @property
     def leading(self) -> bool:
@@ -53,7 +61,9 @@ class Leadership:
     async def lead(self) -> bool:
         """Take or renew the lease; as leader, publish a new assignment when it should change.
         True when one was published."""
-        leading = await self._control.lead(self._name, self._ttl)
+        free_in = await self._control.try_lead(self._name, self._ttl)
+        leading = free_in == 0.0
+        self.free_in = free_in + _MARGIN if not leading else 0.0
         if leading != self._leading:
             self._leading = leading
             self._log_change(leading)

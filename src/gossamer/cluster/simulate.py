@@ -2,8 +2,11 @@
 
 A :class:`SimWorker` is a cluster worker's :class:`~.keeper.Keeper` with everything the
 keeper runs being the real thing (heartbeats and their figures, the leader lease and the
-leader's balancer, assignment-following, wake hints, the job's state, the Redis frontier's
-claim renewals, reclaims and looks at every partition), around a crawl that fetches nothing.
+leader's balancer, assignment-following and its notices, wake hints, the job's state, the
+Redis frontier's claim renewals, reclaims and looks at every partition), around a crawl that
+fetches nothing but asks the frontier ``done()`` as an idle crawl loop does. :func:`seed`
+queues a URL on many hosts first, so the job is busy as a real one is (the entries stay queued:
+nothing leases them).
 Many of them run as asyncio tasks of one process; the control-plane benchmark
 (``benchmarks/bench_control_plane.py``) and its small twin in the test suite run them to see
 how the control plane bears hundreds of workers.
@@ -33,6 +36,7 @@ from gossamer.cluster.leadership import Leadership
 from gossamer.cluster.membership import Membership, Report
 from gossamer.cluster.resilient import RedisGuard
 from gossamer.engine import Crawler
+from gossamer.frontier.base import Candidate
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import Ownership, RedisFrontier, RedisFrontierConfig
 from gossamer.urls import Scope
@@ -46,6 +50,9 @@ _CAPABILITY = {
     "storage_mbps": 200.0,
 }
 """Figures the size and shape of a real worker's capability report."""
+IDLE_TURN = 0.5
+"""Seconds between a simulated crawl's ``done()`` questions (an idle engine asks every turn,
+at most a second apart; the frontier answers from Redis once per ``refresh_interval``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +64,9 @@ class SimConfig:
     partitions: int = 4096
     heartbeat_ttl: float = 10.0
     claim_timeout: float = 60.0
+    idle: bool = True
+    """The simulated crawl asks ``done()`` as an idle worker's does (False: as a busy worker's
+    crawl, which has fetches in flight and does not ask)."""
 
 
 @dataclass(slots=True)
@@ -135,12 +145,16 @@ class _TimedAssignment(Assignment):
 
 
 class SimWorker:
-    """One simulated worker: its own Redis connection and its keeper, nothing crawled."""
+    """One simulated worker: its keeper, nothing crawled. It uses ``redis`` (the workers of one
+    process may share a client: its pool opens a connection per command in flight, as many
+    workers' own clients would, without a thousand idle ones) or a client of its own."""
 
-    def __init__(self, config: SimConfig, name: str) -> None:
+    def __init__(self, config: SimConfig, name: str, redis: Redis | None = None) -> None:
         self.name = name
         self.seen = Seen()
-        self._redis = Redis.from_url(config.url)
+        self._config = config
+        self._own = redis is None
+        self._redis = Redis.from_url(config.url) if redis is None else redis
         guard = RedisGuard(config.url)
         control = _TimedControl(self._redis, config.job, self.seen)
         self.assignment = _TimedAssignment(control, name, self.seen)
@@ -155,6 +169,7 @@ class SimWorker:
             ownership=self.assignment.ownership,
         )
         self._frontier = frontier
+        self._idle: asyncio.Task[None] | None = None
         self.keeper = Keeper(
             control,
             name,
@@ -178,26 +193,65 @@ class SimWorker:
         )
 
     async def start(self) -> None:
-        """Join the job and run the keeper's duties in the background."""
+        """Join the job and run the keeper's duties and the idle crawl in the background."""
         await self.keeper.start()
+        if self._config.idle:
+            self._idle = asyncio.create_task(self._ask_done())
+
+    async def _ask_done(self) -> None:
+        """The crawl loop of a worker with nothing to fetch: is the job done? (Once it is, the
+        crawl would end.)"""
+        while True:
+            with contextlib.suppress(RedisError, OSError):
+                if await self._frontier.done():
+                    return
+            await asyncio.sleep(IDLE_TURN)
+
+    async def _stop(self) -> None:
+        if self._idle is not None:
+            self._idle.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._idle
+        await self.keeper.stop()
 
     async def leave(self) -> None:
         """Stop and leave the job as a worker that ends does (its partitions move at once)."""
-        await self.keeper.stop()
+        await self._stop()
         with contextlib.suppress(RedisError, OSError):
             await self._frontier.close()
             await self.keeper.leave()
-        await self._redis.aclose()
+        if self._own:
+            await self._redis.aclose()
 
     async def die(self) -> None:
         """Stop without a word, as a killed worker: its heartbeat and lease run out."""
-        await self.keeper.stop()
-        await self._redis.aclose()
+        await self._stop()
+        if self._own:
+            await self._redis.aclose()
 
 
-async def start_all(workers: list[SimWorker], spread: float = 0.0) -> None:
-    """Start ``workers``, spread over ``spread`` seconds (as a fleet comes up)."""
-    for i, worker in enumerate(workers):
-        await worker.start()
-        if spread > 0 and i + 1 < len(workers):
-            await asyncio.sleep(spread / len(workers))
+async def start_all(workers: list[SimWorker], spread: float = 0.0, batch: int = 1) -> None:
+    """Start ``workers``, ``batch`` at a time, spread over ``spread`` seconds (as a fleet
+    comes up)."""
+    groups = [workers[i : i + batch] for i in range(0, len(workers), batch)]
+    for i, group in enumerate(groups):
+        await asyncio.gather(*(worker.start() for worker in group))
+        if spread > 0 and i + 1 < len(groups):
+            await asyncio.sleep(spread / len(groups))
+
+
+async def seed(config: SimConfig, hosts: int) -> int:
+    """Queue one URL on each of ``hosts`` hosts of the simulated job; how many were queued."""
+    redis = Redis.from_url(config.url)
+    try:
+        frontier = RedisFrontier(
+            redis,
+            config.job,
+            Scope.for_seeds([], ["sim.test"], max_depth=1),
+            PolitenessPolicy(),
+            config=RedisFrontierConfig(partitions=config.partitions),
+        )
+        urls = [Candidate(f"http://h{i}.sim.test/", seed=True) for i in range(hosts)]
+        return (await frontier.add(urls)).added
+    finally:
+        await redis.aclose()

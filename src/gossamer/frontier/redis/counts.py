@@ -1,12 +1,16 @@
 """A look at a whole job: every partition's counts (queued, claimed, seen, finished).
 
 The frontier reads them to tell whether the job is finished and which of its partitions have
-entries waiting; the control plane and the balancer read them for the job's totals.
+entries waiting; the control plane and the balancer read them for the job's totals. A look at
+a few partitions (those a worker just gained, the busiest of the last look) reads only those:
+:class:`Looks` keeps the frontier's last look and answers ``done()`` from a few counts while
+the job is busy.
 """
 
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +27,12 @@ _COUNTS_CHUNK = 1024
 """Partitions per ``counts.lua`` call: Redis serves other clients between chunks."""
 _SLOTLESS: weakref.WeakKeyDictionary[Redis, bool] = weakref.WeakKeyDictionary()
 """False for a client whose server turned out to be in cluster mode."""
+RECHECKED = 4
+"""The busiest partitions of the last look that ``done()`` reads again (:class:`Looks`)."""
+BACKOFF = 4
+"""At most this many ``refresh_interval`` between ``done()``'s checks while the job stays busy
+(an idle worker of a busy job asks every 4 s, not every second; it sees the job's end at most
+that much later)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,20 +57,80 @@ class PartitionCounts:
         return frozenset(part for part, (_, claimed) in self.busy.items() if claimed)
 
 
-async def read_counts(redis: RedisClient, job: str, partitions: int) -> PartitionCounts:
-    """Every partition's counts. On one server ``counts.lua`` sums them there (a pipeline of a
-    few calls); a server in cluster mode keeps each partition in its own slot, so there it is
-    one HMGET per partition (about 150 ms of client CPU for 4,096)."""
-    keys = [partition_keys(job, part)["counts"] for part in range(partitions)]
+async def read_counts(
+    redis: RedisClient, job: str, partitions: int, only: Iterable[int] | None = None
+) -> PartitionCounts:
+    """Every partition's counts (``only`` given: those partitions' counts, summed). On one
+    server ``counts.lua`` sums them there (a pipeline of a few calls); a server in cluster mode
+    keeps each partition in its own slot, so there it is one HMGET per partition (about 150 ms
+    of client CPU for 4,096)."""
+    parts = list(range(partitions)) if only is None else sorted(set(only))
+    return await _read(redis, [partition_keys(job, part)["counts"] for part in parts], parts)
+
+
+async def _read(redis: RedisClient, keys: list[str], parts: list[int]) -> PartitionCounts:
+    """The counts of ``parts``, whose counts keys are ``keys``."""
     if not isinstance(redis, RedisCluster) and _SLOTLESS.get(redis, True):
         try:
-            return await _summed_by_script(redis, keys)
+            return await _summed_by_script(redis, keys, parts)
         except ClusterCrossSlotError:
             _SLOTLESS[redis] = False  # a plain client of a one-node cluster
-    return await _summed_here(redis, keys)
+    return await _summed_here(redis, keys, parts)
 
 
-async def _summed_by_script(redis: Redis, keys: list[str]) -> PartitionCounts:
+class Looks:
+    """A frontier's looks at its job's counts: the last look at every partition, and the cheap
+    check ``done()`` makes between such looks."""
+
+    def __init__(self, redis: RedisClient, job: str, partitions: int) -> None:
+        self._redis = redis
+        self._job = job
+        self._partitions = partitions
+        self._keys: list[str] = []  # every partition's counts key, built at the first look
+        self.counts = PartitionCounts()
+        """The last look at every partition."""
+        self._busiest: list[int] = []
+        self._streak = 0  # checks in a row that found the job busy
+
+    async def every(self) -> PartitionCounts:
+        """Look at every partition."""
+        if not self._keys:
+            self._keys = [
+                partition_keys(self._job, part)["counts"] for part in range(self._partitions)
+            ]
+        parts = list(range(self._partitions))
+        counts = self.counts = await _read(self._redis, self._keys, parts)
+        busy = counts.busy
+        self._busiest = sorted(busy, key=lambda part: -sum(busy[part]))[:RECHECKED]
+        return counts
+
+    async def of(self, parts: Iterable[int]) -> PartitionCounts:
+        """Look at ``parts`` only (the last look at every partition stays as it was)."""
+        parts = list(parts)
+        if not parts:
+            return PartitionCounts()
+        return await read_counts(self._redis, self._job, self._partitions, parts)
+
+    async def still_busy(self, owned: Iterable[int], note: Callable[[Iterable[int]], None]) -> bool:
+        """The busiest partitions of the last look at every partition (:data:`RECHECKED` of
+        them) or the ``owned`` ones still have entries queued or claimed (one call; ``note``
+        is told the partitions with entries queued, as by any look): the job is not finished,
+        and needs no look at every partition to say so. False when they are idle: only a look
+        at every partition can tell then."""
+        counts = await self.of([*self._busiest, *owned])
+        note(counts.waiting)
+        busy = bool(counts.busy)
+        self._streak = self._streak + 1 if busy else 0
+        return busy
+
+    @property
+    def backoff(self) -> int:
+        """How many ``refresh_interval`` until the next check: doubling while the job stays
+        busy, up to :data:`BACKOFF`."""
+        return min(1 << self._streak, BACKOFF)
+
+
+async def _summed_by_script(redis: Redis, keys: list[str], parts: list[int]) -> PartitionCounts:
     script = redis.register_script(_COUNTS_SCRIPT)
     starts = range(0, len(keys), _COUNTS_CHUNK)
     calls: list[ScriptCall] = [(script, keys[i : i + _COUNTS_CHUNK], []) for i in starts]
@@ -70,19 +140,19 @@ async def _summed_by_script(redis: Redis, keys: list[str]) -> PartitionCounts:
     for start, (*chunk, flat) in zip(starts, results, strict=True):
         sums = [total + int(value) for total, value in zip(sums, chunk, strict=True)]
         for i in range(0, len(flat), 3):
-            busy[start + int(flat[i])] = (int(flat[i + 1]), int(flat[i + 2]))
+            busy[parts[start + int(flat[i])]] = (int(flat[i + 1]), int(flat[i + 2]))
     queued, claimed, seen, finished = sums
     return PartitionCounts(queued, claimed, seen, finished, busy)
 
 
-async def _summed_here(redis: RedisClient, keys: list[str]) -> PartitionCounts:
+async def _summed_here(redis: RedisClient, keys: list[str], parts: list[int]) -> PartitionCounts:
     async with redis.pipeline(transaction=False) as pipe:
         for key in keys:
             pipe.hmget(key, _COUNT_FIELDS)
         rows: list[list[Any]] = await pipe.execute()
     sums = [0, 0, 0, 0]
     busy: dict[int, tuple[int, int]] = {}
-    for part, row in enumerate(rows):
+    for part, row in zip(parts, rows, strict=True):
         values = [_count(value) for value in row]
         sums = [total + value for total, value in zip(sums, values, strict=True)]
         if values[0] or values[1]:

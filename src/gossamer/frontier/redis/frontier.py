@@ -10,8 +10,8 @@ its methods; it starts no task of its own:
   the shared limiter (one pipeline). Entries held for a retry wait in memory until their
   not-before time, their claim renewed.
 * ``done()`` is True when this worker holds nothing and a look at every partition's counts
-  (at most one per ``refresh_interval``; False in between) finds nothing queued or claimed
-  (outlinks are added before their page's ack, so a claim covers URLs still to come).
+  finds nothing queued or claimed (outlinks are added before their page's ack, so a claim
+  covers URLs still to come); see the method for how seldom it looks.
 * The upkeep is its owner's (the cluster worker's keeper, or a test): :meth:`renew` before
   claims expire, :meth:`reclaim_expired` for dead workers' claims, :meth:`refresh` to find
   owned partitions others filled, :meth:`wake` with the partitions others say they filled,
@@ -34,7 +34,7 @@ from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis.adds import Adds
 from gossamer.frontier.redis.claims import RECLAIM_LIMIT, Claims
 from gossamer.frontier.redis.config import RedisFrontierConfig
-from gossamer.frontier.redis.counts import PartitionCounts, read_counts
+from gossamer.frontier.redis.counts import Looks
 from gossamer.frontier.redis.fences import Handover
 from gossamer.frontier.redis.keys import (
     Entry,
@@ -115,11 +115,9 @@ class RedisFrontier:
             clock=clock,
         )
         self._unsent: list[Entry] = []  # acked, the ack not sent to Redis yet (defer_acks)
-        self._counts = PartitionCounts()  # the last look at every partition (stats())
+        self._looks = Looks(redis, job, partitions)  # the last look at every partition
         self._finished = False  # the last look found nothing queued or claimed, nor added
-        self._next_look = float("-inf")
-        """When ``done()`` may look at every partition again (its own looks only: others'
-        would put it off for good)."""
+        self._next_look = float("-inf")  # when ``done()`` may look again (its own looks only)
         self._filled: set[int] = set()
 
     # -- the contract ----------------------------------------------------------------------
@@ -213,24 +211,26 @@ class RedisFrontier:
         return None if self._finished and not self._claims.held else _POLL
 
     async def done(self) -> bool:
-        """Nothing held here, and a look at every partition (at most one per
-        ``refresh_interval``, False in between) finds nothing queued or claimed."""
+        """Nothing held here nor queued or claimed anywhere (checked once per ``refresh_interval``
+        at most, less often while busy, False in between; see ``counts.Looks``)."""
         now = self._clock()
         if self._claims.held or now < self._next_look:
             return False
-        self._next_look = now + self._config.refresh_interval
-        await self.refresh()
+        busy = await self._looks.still_busy(self._claims.owned, self._claims.looked)
+        self._next_look = now + self._config.refresh_interval * self._looks.backoff
+        if not busy:
+            await self.refresh()
         return self._finished and not self._claims.held
 
     def stats(self) -> FrontierStats:
         """A frozen snapshot: ``queued`` and ``seen`` are job-wide (last look) plus the URLs
         this worker holds in memory; the rest is this worker's."""
         return FrontierStats(
-            queued=self._counts.queued + self._hosts.queued,
+            queued=self._looks.counts.queued + self._hosts.queued,
             leased=self._hosts.leased,
             delayed=self._hosts.delayed,
             hosts=self._hosts.hosts,
-            seen=max(self._counts.seen, len(self._adds.sent)),
+            seen=max(self._looks.counts.seen, len(self._adds.sent)),
             duplicates=self._adds.duplicates,
             rejected=self._admission.rejected,
             set_aside=self._claims.set_aside,
@@ -262,14 +262,14 @@ class RedisFrontier:
 
         Entries of partitions lost go back to the front of their queues (leased ones when
         their ack, retry or release arrives: an ack still finishes the URL), fenced for their
-        new owner (see :mod:`.fences`); partitions gained are looked at at once.
+        new owner (see :mod:`.fences`); partitions gained are looked at at once (those only).
         """
         lost = set(self._claims.owned - ownership.partitions)
         gained = ownership.partitions - self._claims.owned
         self._claims.owned = ownership.partitions
         given = await self._give_away(lost) if lost else 0
-        if gained:
-            await self.refresh()
+        if gained:  # those only: a look at every partition is not each worker's to make often
+            self._claims.looked((await self._looks.of(gained)).waiting)
         log.debug(
             "job %s: owns %d partitions (%d gained, %d lost, %d entries given back)",
             self._job,
@@ -280,13 +280,13 @@ class RedisFrontier:
         )
         return given
 
-    async def refresh(self) -> None:
+    async def refresh(self, every: bool = True) -> None:
         """Look at every partition's counts: for ``done()``, ``stats()``, and the owned
-        partitions with entries to claim."""
-        counts = await read_counts(self._redis, self._job, self._config.partitions)
-        self._counts = counts
+        partitions with entries to claim (``every`` False: at the owned ones only, for those)."""
+        counts = await (self._looks.every() if every else self._looks.of(self._claims.owned))
         self._claims.looked(counts.waiting)
-        self._finished = counts.queued == 0 and counts.claimed == 0
+        if every:
+            self._finished = counts.queued == 0 and counts.claimed == 0
 
     async def renew(self) -> None:
         """Push the deadline of every claim this worker holds ``lease_timeout`` ahead (call it
@@ -300,7 +300,7 @@ class RedisFrontier:
         per partition; returns how many were returned.
         """
         await self.refresh()
-        return await self._claims.reclaim(sorted(self._counts.holding), limit)
+        return await self._claims.reclaim(sorted(self._looks.counts.holding), limit)
 
     def wake(self, parts: Iterable[int]) -> None:
         """Others filled ``parts``: those this worker owns are claimed from at the next

@@ -1,0 +1,95 @@
+"""Notices: what the control plane announces, heard as it happens rather than polled for.
+
+A worker subscribes to its job's channel (a new assignment version, a new job state) and to
+its own (others filled its partitions) on a connection of its own (see :mod:`.control` for
+the channels). Each notice calls ``heard`` with its word (``assignment``, ``state``,
+``wake``), and the keeper runs the matching duty at once. With notices heard, the keeper polls
+for the same things only slowly (a notice is lost while the subscription is down: a
+reconnect, a failover); while the subscription is down it polls at the old fast pace, and
+when it is back every duty runs once to catch up on what was missed.
+
+Redis' replies are hostile input: a message other than the three words is ignored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from redis.exceptions import RedisError
+
+from gossamer.cluster.control import Control
+
+log = logging.getLogger(__name__)
+WORDS = frozenset({"assignment", "state", "wake"})
+"""What a notice may say."""
+_RETRY = (0.5, 1.0, 2.0, 5.0)
+"""Seconds before subscribing again after a failure, growing, then the last kept."""
+
+
+class Notices:
+    """The subscription of worker ``name`` of ``control``'s job; ``heard(word)`` per notice,
+    ``subscribed(flag)`` whenever the subscription comes up or goes down."""
+
+    def __init__(
+        self,
+        control: Control,
+        name: str,
+        heard: Callable[[str], None],
+        subscribed: Callable[[bool], None],
+    ) -> None:
+        self._control = control
+        self._channels = (control.keys["notify"], control.keys["notify"] + ":" + name)
+        self._heard = heard
+        self._subscribed = subscribed
+        self._task: asyncio.Task[None] | None = None
+        self.up = False
+        """The subscription holds now."""
+
+    def start(self) -> None:
+        """Listen in the background until :meth:`stop`."""
+        self._task = asyncio.create_task(self._listen())
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _listen(self) -> None:
+        failures = 0
+        while True:
+            pubsub = self._control.redis.pubsub(ignore_subscribe_messages=True)
+            try:
+                await pubsub.subscribe(*self._channels)
+                self._set(True)
+                failures = 0
+                while True:
+                    message = await pubsub.get_message(timeout=None)
+                    if message is not None:
+                        self._hear(message)
+            except Exception as exc:  # the listener never dies: polls stand in meanwhile
+                self._set(False)
+                wait = _RETRY[min(failures, len(_RETRY) - 1)]
+                failures += 1
+                level = logging.DEBUG if isinstance(exc, RedisError | OSError) else logging.WARNING
+                log.log(level, "notices of job %s: %r; again in %gs", self._control.job, exc, wait)
+                await asyncio.sleep(wait)
+            finally:
+                with contextlib.suppress(RedisError, OSError):
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    def _hear(self, message: dict[str, Any]) -> None:
+        data = message.get("data")
+        word = data.decode("ascii", "replace") if isinstance(data, bytes) else data
+        if isinstance(word, str) and word in WORDS:
+            self._heard(word)
+
+    def _set(self, up: bool) -> None:
+        if up != self.up:
+            self.up = up
+            self._subscribed(up)
