@@ -60,22 +60,24 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Container, Iterable
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import xxhash
 
 from gossamer.frontier.hosts import Queued
+from gossamer.redact import MASK
 from gossamer.urls import fingerprint, host_key
 
 if TYPE_CHECKING:
     from gossamer.frontier.admission import Admitted
 
-FORMAT = 2
+FORMAT = 3
 """The layout of a job's keys and entries this module writes (see the module docstring);
 format 1 kept each entry's fingerprint and host name in the entry and one seen SET a
-partition."""
+partition; format 2 placed a fingerprint in its seen SET by nine of its digits, not six, and
+kept a seed's password in its entries."""
 _MAX_URL = 1 << 20
 """Characters of an entry's URL beyond which it is bad, whatever the job's max URL length."""
 _COUNT = re.compile(r"\d{0,9}")
@@ -162,8 +164,11 @@ class Entry(Queued):
         return encode(self, self.not_before)
 
     @classmethod
-    def decode(cls, raw: bytes | str, part: int, claim: int) -> Entry:
-        """The entry ``raw`` from Redis; :class:`BadEntry` saying why when it is malformed."""
+    def decode(
+        cls, raw: bytes | str, part: int, claim: int, reveal: Mapping[str, str] | None = None
+    ) -> Entry:
+        """The entry ``raw`` from Redis (a masked password put back from ``reveal``, masked
+        authority -> authority); :class:`BadEntry` saying why when it is malformed."""
         try:
             text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
         except UnicodeDecodeError:
@@ -182,6 +187,8 @@ class Entry(Queued):
         rank = _number(priority, "priority")
         if not path.startswith("/"):
             raise BadEntry("the path does not start with /")
+        if reveal and "@" in host:
+            host = reveal.get(host, host)
         url = host + path
         _check_url(url)
         if "/" in host.partition("://")[2]:
@@ -209,21 +216,41 @@ def wire_entry(
     not_before: float = 0.0,
 ) -> str:
     """The entry of ``url``, numbers 0 written empty: its authority (``scheme://host[:port]``,
-    user info included) apart from its path, which a canonical URL always has."""
+    user info included, a password masked) apart from its path, which a canonical URL always
+    has."""
     key, path = split_url(url)
-    if hops or attempts or not_before or priority:
-        numbers = (
-            f"{_int(depth)},{_int(hops)},{_int(attempts)},{_float(not_before)},{_float(priority)}"
-        )
-        return f"{key}|{numbers}|{path}"
-    return f"{key}|{_int(depth)}|{path}"
+    return key + _tail(path, depth, hops, priority, attempts, not_before)
+
+
+def _tail(path: str, depth: int, hops: int, priority: float, attempts: int, when: float) -> str:
+    """``|numbers|path``: what an entry holds after its host."""
+    if hops or attempts or when or priority:
+        numbers = f"{_int(depth)},{_int(hops)},{_int(attempts)},{_float(when)},{_float(priority)}"
+        return f"|{numbers}|{path}"
+    return f"|{_int(depth)}|{path}"
 
 
 def split_url(url: str) -> tuple[str, str]:
-    """``scheme://authority`` and the path on (from its first ``/``) of a canonical URL;
-    ('', "|" + url) for one without a path: an entry of it is set aside when claimed."""
+    """``scheme://authority`` (a password in it masked, see :func:`mask_authority`) and the
+    path on (from its first ``/``) of a canonical URL; ('', "|" + url) for one without a
+    path: an entry of it is set aside when claimed."""
     slash = url.find("/", url.find("://") + 3)
-    return (url[:slash], url[slash:]) if slash > 0 else ("", "|" + url)
+    return (mask_authority(url[:slash]), url[slash:]) if slash > 0 else ("", "|" + url)
+
+
+def mask_authority(key: str) -> str:
+    """``scheme://user:***@host[:port]`` for ``scheme://user:password@host[:port]``; any other
+    ``scheme://authority`` as it is. Entries and host names in Redis hold a seed's user info so
+    masked; the password itself is kept once, in the job's ``credentials`` (see
+    :mod:`.credentials`)."""
+    if "@" not in key:
+        return key
+    scheme, _, authority = key.partition("://")
+    userinfo, _, hostport = authority.rpartition("@")
+    user, colon, password = userinfo.partition(":")
+    if not colon or password in ("", MASK):
+        return key
+    return f"{scheme}://{user}:{MASK}@{hostport}"
 
 
 def _int(value: int) -> str:
@@ -234,35 +261,57 @@ def _float(value: float) -> str:
     return repr(value) if value else ""
 
 
-Batches = dict[int, list[str]]
-"""Queue entries by partition, each ``<fingerprint>|<entry>`` ended by a newline (as ``add.lua``
-takes them)."""
+Batches = dict[int, dict[str, list[str]]]
+"""Queue entries by partition and host key (as entries name it), each as two strings, its
+fingerprint and ``|<numbers>|<path>`` (as ``add.lua`` takes them)."""
+
+
+@dataclass(slots=True)
+class Batched:
+    """Admitted URLs made into the entries of ``add.lua`` calls (:func:`batch_entries`)."""
+
+    batches: Batches
+    ranked: set[int]
+    """The partitions with an entry of a priority other than 0."""
+    fps: list[int]
+    """The fingerprints of the URLs sent."""
+    duplicates: int
+    """URLs not sent: sent before, or repeated in the batch."""
+    secrets: dict[str, str]
+    """Masked authority -> the authority with its password, for the URLs sent that hold one."""
 
 
 def batch_entries(
     admitted: Iterable[Admitted], sent: Container[int], partitions: int, *, by_url: bool
-) -> tuple[Batches, set[int], list[int], int]:
-    """The entries of admitted URLs not in ``sent`` (nor repeated in the batch), by partition;
-    the partitions with a priority; the new URLs' fingerprints; the count of duplicates."""
-    batches: Batches = {}
-    ranked: set[int] = set()
-    fps: set[int] = set()
+) -> Batched:
+    """The entries of admitted URLs not in ``sent`` (nor repeated in the batch), by partition
+    and host, with what else :class:`~.adds.Adds` needs to send them."""
+    batched = Batched({}, set(), [], 0, {})
+    batches, fps = batched.batches, set[int]()
     parts: dict[str, int] = {}  # a batch's URLs share few hosts: one hash per host
-    duplicates = 0
     for url, key, fp, cand in admitted:
         if fp in fps or fp in sent:
-            duplicates += 1
+            batched.duplicates += 1
             continue
         fps.add(fp)
-        entry = f"{fp}|" + wire_entry(url, cand.depth, cand.hops, cand.priority)
         if by_url:
             part = fp % partitions
         elif (part := parts.get(key, -1)) < 0:
             part = parts[key] = partition_of(key, partitions)
-        batches.setdefault(part, []).append(entry + "\n")
+        slash = url.find("/", url.find("://") + 3)
+        if slash > 0:
+            authority, path = url[:slash], url[slash:]
+            host = mask_authority(authority)
+            if host != authority:
+                batched.secrets[host] = authority
+        else:
+            host, path = "", "|" + url
+        tail = _tail(path, cand.depth, cand.hops, cand.priority, 0, 0.0)
+        batches.setdefault(part, {}).setdefault(host, []).extend((str(fp), tail))
         if cand.priority:
-            ranked.add(part)
-    return batches, ranked, list(fps), duplicates
+            batched.ranked.add(part)
+    batched.fps = list(fps)
+    return batched
 
 
 def _number(text: str, name: str) -> float:
