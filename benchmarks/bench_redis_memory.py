@@ -98,7 +98,8 @@ def print_commands(stats: dict[str, dict[str, float]], queued: int) -> None:
     EVALSHA includes the commands it calls, each also counted on its own line)."""
     rows = sorted(stats.items(), key=lambda row: -row[1]["usec"])
     shown = ", ".join(
-        f"{name.removeprefix('cmdstat_')} {row['usec'] / queued:.2f} us ({row['calls'] / queued:.2f})"
+        f"{name.removeprefix('cmdstat_')} {row['usec'] / queued:.2f} us "
+        f"({row['calls'] / queued:.2f})"
         for name, row in rows
         if row["usec"] / queued >= 0.01
     )

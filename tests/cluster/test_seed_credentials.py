@@ -92,5 +92,5 @@ async def test_a_seed_s_password_is_kept_in_one_key_and_sent_with_its_pages(
                 assert await holding(client, PASSWORD) <= {credentials_key(JOB)}
             finally:
                 await client.aclose()
-    assert auth == dict.fromkeys(["/", "/a", "/b", "/c"], {SEED_AUTH})
+    assert auth == {path: {SEED_AUTH} for path in ("/", "/a", "/b", "/c")}
     assert PASSWORD not in "".join(p.read_text() for p in (tmp_path / "w0").rglob("*.jsonl"))

@@ -225,8 +225,8 @@ async def submit(settings: JobSettings, url: str, job: str) -> Submitted:
 def job_settings(settings: JobSettings, seeds: list[str]) -> JobSettings:
     """The settings as a job stores them: no seeds (they are queued, their origins stored
     apart: see :mod:`gossamer.cluster.seeding`), the first seed (without its user info) as the
-    URL that checks proxies unless one is given, ``store`` and ``proxies`` without their passwords, and the
-    rule documents' texts with their digest instead of their paths.
+    URL that checks proxies unless one is given, ``store`` and ``proxies`` without their
+    passwords, and the rule documents' texts with their digest instead of their paths.
 
     Everyone who can read the job's Redis can read the job, so it holds no credential. Each
     worker supplies the store's password itself: its own ``--store`` (or ``GOSSAMER_STORE``)

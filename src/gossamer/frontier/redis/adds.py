@@ -2,9 +2,12 @@
 
 Admitted URLs are batched by partition and host (:func:`~.keys.batch_entries`), one
 ``add.lua`` call a partition, all in one pipeline; the script queues only the entries its
-partition's seen set has not met. A seed's password goes to the job's ``credentials`` first
-(:mod:`.credentials`), the entries hold it masked. This worker remembers the fingerprints it has sent (once Redis has them), so one
-it sent before is a duplicate without a round trip.
+partition's seen set has not met. A host's number in its partition comes back in the reply;
+this worker keeps it and sends that host's later entries as the partition stores them, which
+spares Redis a look-up and a concatenation a URL. A seed's password goes to the job's
+``credentials`` first (:mod:`.credentials`); the entries hold it masked. This worker
+remembers the fingerprints it has sent (once Redis has them), so one it sent before is a
+duplicate without a round trip.
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from gossamer.frontier.redis.keys import MASK
 from gossamer.frontier.redis.scripts import RedisClient
-from gossamer.redact import MASK
 
 __all__ = ["Credentials", "credentials_key"]
 

@@ -5,9 +5,10 @@ tag ``{J:p}``, so a partition lives in one Redis Cluster slot and each script to
 only::
 
     gs:{J:p}:seen:n     SET    fingerprints ever added (exact: a false positive would skip a
-                               page), split by linear hashing (``lua/add.lua``) into SETs of
-                               a few hundred integers, each an intset (8 bytes a fingerprint)
-                               under Redis' default ``set-max-intset-entries``
+                               page), split by linear hashing (``lua/add.lua``, on six digits
+                               of the fingerprint) into SETs of a few hundred integers, each
+                               an intset (8 bytes a fingerprint) under Redis' default
+                               ``set-max-intset-entries``
     gs:{J:p}:hosts      HASH   host key -> its number in the partition, and number -> host
                                key: an entry names its host by number (host names once)
     gs:{J:p}:queue      LIST   entries waiting, FIFO: RPUSH on add, LPUSH to give back to the
@@ -37,6 +38,8 @@ Job-level keys, tagged ``{J}`` like the control plane's::
 
     gs:{J}:bad          LIST   bad entries as JSON {partition, reason, entry}, newest first
     gs:{J}:bad:count    STRING how many entries were ever set aside
+    gs:{J}:credentials  HASH   "scheme://user:***@host" -> the same with the seed's password:
+                               the one key that holds it (see :mod:`.credentials`)
 
 The shared limiter of ``partition_by="url"`` keeps each host ``h`` (its host key's xxh3_64,
 in hex) under its own hash tag ``{J:h:h}`` (see :mod:`.limiter`)::
@@ -45,7 +48,8 @@ in hex) under its own hash tag ``{J:h:h}`` (see :mod:`.limiter`)::
     gs:{J:h:h}:pace     HASH   next (earliest next request start), delay
 
 An entry, as workers write and read it, is ``host|numbers|path``: ``host`` the URL's
-``scheme://authority``, ``path`` the rest from its first ``/``, ``numbers`` the depth alone
+``scheme://authority`` (a password masked: ``user:***@host``), ``path`` the rest from its
+first ``/``, ``numbers`` the depth alone
 when the others are 0, else ``depth,hops,attempts,not_before,priority`` (a number 0 written
 empty; ``not_before`` the wall-clock time before which a retried URL may not be fetched). A
 partition stores it with the host's number in place of its key (the host name is stored once
@@ -67,7 +71,6 @@ from typing import TYPE_CHECKING
 import xxhash
 
 from gossamer.frontier.hosts import Queued
-from gossamer.redact import MASK
 from gossamer.urls import fingerprint, host_key
 
 if TYPE_CHECKING:
@@ -81,6 +84,8 @@ kept a seed's password in its entries."""
 _MAX_URL = 1 << 20
 """Characters of an entry's URL beyond which it is bad, whatever the job's max URL length."""
 _COUNT = re.compile(r"\d{0,9}")
+MASK = "***"
+"""A password as entries show it (as :mod:`gossamer.redact` shows one)."""
 
 
 @dataclass(frozen=True, slots=True)
