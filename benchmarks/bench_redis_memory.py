@@ -117,7 +117,7 @@ def job_document() -> str:
 
 async def load(url: str, args: argparse.Namespace) -> float:
     """Add every URL; the seconds it took."""
-    client = Redis.from_url(url)
+    client = Redis.from_url(url, socket_timeout=900)  # a server under valgrind is slow
     script = register(client)["add"]
     keys = PartitionKeys(JOB)
     started = time.monotonic()

@@ -48,7 +48,7 @@ class Credentials:
         read yet."""
         new = {masked: real for masked, real in secrets.items() if self._known.get(masked) != real}
         if new:
-            await self._redis.hset(self._key, mapping=new)
+            await self._redis.hset(self._key, items=[x for pair in new.items() for x in pair])
             self._known.update(new)
 
     async def reveal(self, raws: Iterable[bytes | str]) -> Mapping[str, str]:
