@@ -13,7 +13,8 @@ URL; and Redis' CPU seconds (``INFO cpu``) per URL added.
 
 URLs look like ``https://www.news-site123.com/world/2024/05/rain-falls-on-city-4567.html``
 (70 bytes on average: hosts of 20-30 characters, paths of 40-50), each host's pages spread
-over the whole run as a crawl finds them, depth 1 to 3. Redis runs with its default settings.
+over the whole run as a crawl finds them, depth 1 to 3. Redis runs with its default settings
+but for ``--list-compress-depth``.
 """
 
 from __future__ import annotations
@@ -143,11 +144,19 @@ def main() -> int:
     parser.add_argument("--hosts", type=int, default=10_000)
     parser.add_argument("--partitions", type=int, default=4096)
     parser.add_argument("--batch", type=int, default=50_000, help="URLs a pipeline (50,000)")
+    parser.add_argument(
+        "--list-compress-depth",
+        type=int,
+        default=0,
+        help="Redis' list-compress-depth (0, its default: no list compressed; 1: every node "
+        "of a queue but its two ends compressed with LZF)",
+    )
     args = parser.parse_args()
     url_bytes = sum(len(url_of(i, args.hosts)[0]) for i in range(0, args.urls, 97))
     url_bytes /= len(range(0, args.urls, 97))
     with LocalRedis() as redis:
         client = SyncRedis.from_url(redis.url)
+        client.config_set("list-compress-depth", args.list_compress_depth)
         before, cpu_before = int(info(client, "memory")["used_memory"]), cpu_seconds(client)
         took = asyncio.run(load(redis.url, args))
         after, cpu_after = int(info(client, "memory")["used_memory"]), cpu_seconds(client)
