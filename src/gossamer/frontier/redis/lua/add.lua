@@ -32,7 +32,7 @@ local seen, queued = tonumber(state[3]) or 0, tonumber(state[5]) or 0
 local plain = ARGV[1] == '0' and not state[4]
 local width = 2 ^ level -- SETs below the split pointer use one bit more
 local limit = LOAD * (width + split)
-local byte = string.byte
+local byte, format = string.byte, string.format
 local function hash_of(fp)
   -- six decimal digits from the middle of the fingerprint (a number below 10^6, read digit
   -- by digit: no string made, no strtod), apart from the low bits that place a URL in its
@@ -44,7 +44,7 @@ local function hash_of(fp)
   return ((((a * 10 + b) * 10 + c) * 10 + d) * 10 + e) * 10 + f - 5333328
 end
 local function split_one()
-  local from = KEYS[1] .. ':' .. split
+  local from = format('%s:%d', KEYS[1], split)
   local moved = {}
   for _, fp in ipairs(redis.call('SMEMBERS', from)) do
     if hash_of(fp) % (2 * width) ~= split then
@@ -53,7 +53,7 @@ local function split_one()
   end
   if #moved > 0 then -- at most a few hundred: one SREM and one SADD
     redis.call('SREM', from, unpack(moved))
-    redis.call('SADD', KEYS[1] .. ':' .. (split + width), unpack(moved))
+    redis.call('SADD', format('%s:%d', KEYS[1], split + width), unpack(moved))
   end
   split = split + 1
   if split == width then
@@ -84,7 +84,7 @@ while j <= n do
     end
     local key = seen_keys[b]
     if key == nil then
-      key = KEYS[1] .. ':' .. b
+      key = format('%s:%d', KEYS[1], b) -- '%d': Lua's own number format is a float's
       seen_keys[b] = key
     end
     if redis.call('SADD', key, arg) == 1 then
@@ -106,8 +106,8 @@ for at = 1, #fresh, PUSH do
   redis.call('RPUSH', KEYS[2], unpack(fresh, at, math.min(at + PUSH - 1, #fresh)))
 end
 if added > 0 then
-  redis.call('HSET', KEYS[3], 'queued', queued + added, 'seen', seen + added, 'sl', level,
-    'sp', split)
+  redis.call('HSET', KEYS[3], 'queued', format('%d', queued + added),
+    'seen', format('%d', seen + added), 'sl', format('%d', level), 'sp', format('%d', split))
 end
 reply[1] = added
 return reply
