@@ -51,10 +51,11 @@ An entry, as workers write and read it, is ``host|numbers|path``: ``host`` the U
 ``scheme://authority`` (a password masked: ``user:***@host``), ``path`` the rest from its
 first ``/``, ``numbers`` the depth alone when the others are 0, else
 ``depth,hops,attempts,not_before,priority`` (a number 0 written empty; ``not_before`` the
-wall-clock time before which a retried URL may not be fetched). A partition stores it with the host's number in place of its key (the host name is stored once
-per partition, in ``hosts``) and without its fingerprint (the worker computes it again from
-the URL); claims hold it as written. :data:`FORMAT` names this layout: a job stores it, and a
-worker refuses a job of another format.
+wall-clock time before which a retried URL may not be fetched). A partition stores it with
+the host's number in place of its key (the host name is stored once per partition, in
+``hosts``) and without its fingerprint (the worker computes it again from the URL); claims
+hold it as written. :data:`FORMAT` names this layout: a job stores it, and a worker refuses
+a job of another format.
 What comes off Redis is checked where it is decoded (:meth:`Entry.decode`): an entry that
 does not decode raises :class:`BadEntry` and is set aside (see :mod:`.claims`).
 """
