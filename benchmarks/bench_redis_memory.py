@@ -13,7 +13,8 @@ URL; and Redis' CPU seconds (``INFO cpu``) per URL added.
 
 URLs look like ``https://www.news-site123.com/world/2024/05/rain-falls-on-city-4567.html``
 (70 bytes on average: hosts of 20-30 characters, paths of 40-50), each host's pages spread
-over the whole run as a crawl finds them, depth 1 to 3. Redis runs with its default settings.
+over the whole run as a crawl finds them, depth 1 to 3. Redis runs with its default settings
+but for ``--list-compress-depth``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from redis.asyncio import Redis
 
 from cluster_procs import LocalRedis
 from gossamer.frontier.base import Candidate
+from gossamer.frontier.dedup import SeenSet
 from gossamer.frontier.redis.adds import Adds
 from gossamer.frontier.redis.keys import PartitionKeys
 from gossamer.frontier.redis.scripts import register
@@ -92,6 +94,19 @@ def _measure(client: SyncRedis, keys: list[bytes], kinds: Counter[str]) -> None:
         kinds[re.sub(r"\d+", "#", key.decode())] += int(usage or 0)
 
 
+def print_commands(stats: dict[str, dict[str, float]], queued: int) -> None:
+    """Redis' own time per URL added by command (``INFO commandstats``: a script's
+    EVALSHA includes the commands it calls, each also counted on its own line)."""
+    rows = sorted(stats.items(), key=lambda row: -row[1]["usec"])
+    shown = ", ".join(
+        f"{name.removeprefix('cmdstat_')} {row['usec'] / queued:.2f} us "
+        f"({row['calls'] / queued:.2f})"
+        for name, row in rows
+        if row["usec"] / queued >= 0.01
+    )
+    print(f"  Redis time per URL added, by command (calls per URL): {shown}")
+
+
 def job_document() -> str:
     """The job's key as a submit stores it (settings alone, whatever the seed count)."""
     try:
@@ -103,12 +118,13 @@ def job_document() -> str:
 
 async def load(url: str, args: argparse.Namespace) -> float:
     """Add every URL; the seconds it took."""
-    client = Redis.from_url(url)
+    client = Redis.from_url(url, socket_timeout=900)  # a server under valgrind is slow
     script = register(client)["add"]
     keys = PartitionKeys(JOB)
     started = time.monotonic()
+    adds = Adds(client, keys, script, args.partitions, by_url=False)  # as a worker keeps it
     for start in range(0, args.urls, args.batch):
-        adds = Adds(client, keys, script, args.partitions, by_url=False)  # no local seen cache
+        adds.sent = SeenSet()  # no local seen cache: every URL is looked up in Redis
         _, duplicates = await adds.send(
             admitted(start, min(args.urls, start + args.batch), args.hosts)
         )
@@ -128,14 +144,23 @@ def main() -> int:
     parser.add_argument("--hosts", type=int, default=10_000)
     parser.add_argument("--partitions", type=int, default=4096)
     parser.add_argument("--batch", type=int, default=50_000, help="URLs a pipeline (50,000)")
+    parser.add_argument(
+        "--list-compress-depth",
+        type=int,
+        default=0,
+        help="Redis' list-compress-depth (0, its default: no list compressed; 1: every node "
+        "of a queue but its two ends compressed with LZF)",
+    )
     args = parser.parse_args()
     url_bytes = sum(len(url_of(i, args.hosts)[0]) for i in range(0, args.urls, 97))
     url_bytes /= len(range(0, args.urls, 97))
     with LocalRedis() as redis:
         client = SyncRedis.from_url(redis.url)
+        client.config_set("list-compress-depth", args.list_compress_depth)
         before, cpu_before = int(info(client, "memory")["used_memory"]), cpu_seconds(client)
         took = asyncio.run(load(redis.url, args))
         after, cpu_after = int(info(client, "memory")["used_memory"]), cpu_seconds(client)
+        commands = client.info("commandstats")
         queued = sum(
             int(client.hget(PartitionKeys(JOB).of(p, "counts")[0], "queued") or 0)
             for p in range(args.partitions)
@@ -152,6 +177,7 @@ def main() -> int:
         f"added in {took:.1f} s ({queued / took:,.0f} URLs/s); Redis CPU "
         f"{(cpu_after - cpu_before) / queued * 1e6:.1f} us per URL added"
     )
+    print_commands(commands, queued)
     print(f"used_memory {before:,} -> {after:,} bytes: {per_url:.1f} bytes per queued URL")
     total = sum(kinds.values())
     for kind, size in kinds.most_common(10):

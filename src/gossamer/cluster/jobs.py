@@ -33,7 +33,7 @@ from gossamer.frontier.admission import Guards
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import RedisClient, RedisFrontier, RedisFrontierConfig
 from gossamer.frontier.redis.keys import FORMAT
-from gossamer.redact import redact_text, redact_url, strip_password
+from gossamer.redact import redact_text, redact_url, strip_password, strip_userinfo
 from gossamer.settings import (
     InvalidSetting,
     JobSettings,
@@ -230,9 +230,9 @@ async def submit(settings: JobSettings, url: str, job: str) -> Submitted:
 
 def job_settings(settings: JobSettings, seeds: list[str]) -> JobSettings:
     """The settings as a job stores them: no seeds (they are queued, their origins stored
-    apart: see :mod:`gossamer.cluster.seeding`), the first seed as the URL that checks
-    proxies unless one is given, ``store`` and ``proxies`` without their passwords, and the
-    rule documents' texts with their digest instead of their paths.
+    apart: see :mod:`gossamer.cluster.seeding`), the first seed (without its user info) as the
+    URL that checks proxies unless one is given, ``store`` and ``proxies`` without their
+    passwords, and the rule documents' texts with their digest instead of their paths.
 
     Everyone who can read the job's Redis can read the job, so it holds no credential. Each
     worker supplies the store's password itself: its own ``--store`` (or ``GOSSAMER_STORE``)
@@ -243,7 +243,8 @@ def job_settings(settings: JobSettings, seeds: list[str]) -> JobSettings:
     """
     update: dict[str, Any] = {"seeds": [], "seeds_file": None, "resume": False}
     if settings.proxy_check_url is None and seeds:
-        update["proxy_check_url"] = seeds[0]  # as a crawl checks its proxies
+        # as a crawl checks its proxies; a seed's user info stays out of the job
+        update["proxy_check_url"] = strip_userinfo(seeds[0])
     if settings.store is not None:
         update["store"] = strip_password(settings.store)
     if settings.proxies:

@@ -1,20 +1,25 @@
 """New URLs into their partitions' queues (``lua/add.lua``): the job's seen sets decide.
 
-Admitted URLs are batched by partition (:func:`~.keys.batch_entries`), one ``add.lua`` call a
-partition, all in one pipeline; the script queues only the entries its partition's seen set
-has not met. This worker remembers the fingerprints it has sent (once Redis has them), so one
-it sent before is a duplicate without a round trip.
+Admitted URLs are batched by partition and host (:func:`~.keys.batch_entries`), one
+``add.lua`` call a partition, all in one pipeline; the script queues only the entries its
+partition's seen set has not met. A host's number in its partition comes back in the reply;
+this worker keeps it and sends that host's later entries as the partition stores them, which
+spares Redis a look-up and a concatenation a URL. A seed's password goes to the job's
+``credentials`` first (:mod:`.credentials`); the entries hold it masked. This worker
+remembers the fingerprints it has sent (once Redis has them), so one it sent before is a
+duplicate without a round trip.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from redis.commands.core import AsyncScript
 
 from gossamer.frontier.dedup import SeenSet
-from gossamer.frontier.redis.keys import PartitionKeys, batch_entries
+from gossamer.frontier.redis.credentials import Credentials
+from gossamer.frontier.redis.keys import Batched, PartitionKeys, batch_entries
 from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, run_scripts
 
 if TYPE_CHECKING:
@@ -22,12 +27,19 @@ if TYPE_CHECKING:
 
 __all__ = ["Adds"]
 
+HOST_NUMBERS_KEPT = 1_000_000
+"""Host numbers a worker keeps (about 100 MB at most); past that it forgets them all and
+learns them again."""
+
 
 class Adds:
     """Sends admitted URLs to their partitions' queues (see the module docstring)."""
 
     __slots__ = (
         "_by_url",
+        "_cached",
+        "_credentials",
+        "_ids",
         "_keys",
         "_partitions",
         "_redis",
@@ -51,6 +63,11 @@ class Adds:
         self._script = script
         self._partitions = partitions
         self._by_url = by_url
+        self._credentials = Credentials(redis, keys.job)
+        self._ids: dict[int, dict[str, str]] = {}
+        """Host key -> its number, by partition, as ``add.lua`` answered: a partition never
+        renumbers a host, so later entries are sent as it stores them."""
+        self._cached = 0
         self.sent = SeenSet()
         """Fingerprints this worker has sent to Redis: known seen, no round trip needed."""
         self.duplicates = 0
@@ -61,20 +78,70 @@ class Adds:
     async def send(self, admitted: Iterable[Admitted]) -> tuple[dict[int, int], int]:
         """Queue the URLs of ``admitted`` not seen before in their partitions: how many each
         partition sent to took, and how many were duplicates."""
-        batches, ranked, fps, duplicates = batch_entries(
-            admitted, self.sent, self._partitions, by_url=self._by_url
-        )
-        self.ranked |= bool(ranked)
+        batched = batch_entries(admitted, self.sent, self._partitions, by_url=self._by_url)
+        self.ranked |= bool(batched.ranked)
         fresh: dict[int, int] = {}
-        if batches:
-            calls: list[ScriptCall] = []
-            for part, rows in batches.items():
-                args = ["1" if part in ranked else "0", "".join(rows)]
-                keys = self._keys.of(part, "seen", "queue", "counts", "ranked", "ranks", "hosts")
-                calls.append((self._script, keys, args))
-            results = await run_scripts(self._redis, calls)
-            self.sent.add_many(fps)  # only once Redis has them
-            fresh = {part: int(result) for part, result in zip(batches, results, strict=True)}
-            duplicates += len(fps) - sum(fresh.values())
+        duplicates = batched.duplicates
+        if batched.batches:
+            await self._credentials.store(batched.secrets)  # before an entry can be claimed
+            fresh = await self._run(batched, list(batched.batches))
+            self.sent.add_many(batched.fps)  # only once Redis has them
+            duplicates += len(batched.fps) - sum(fresh.values())
         self.duplicates += duplicates
         return fresh, duplicates
+
+    async def _run(self, batched: Batched, parts: list[int]) -> dict[int, int]:
+        """One ``add.lua`` call a partition of ``parts``: how many each queued. A partition
+        that answers it never gave a host number this worker sent (the job was cleared) is
+        sent again with every host named."""
+        calls: list[ScriptCall] = []
+        named: list[list[str]] = []
+        for part in parts:
+            args, hosts = self._args(part, batched.batches[part], part in batched.ranked)
+            keys = self._keys.of(part, "seen", "queue", "counts", "ranked", "ranks", "hosts")
+            calls.append((self._script, keys, args))
+            named.append(hosts)
+        results: list[list[Any]] = await run_scripts(self._redis, calls)
+        fresh: dict[int, int] = {}
+        again = []
+        for part, hosts, (added, *ids) in zip(parts, named, results, strict=True):
+            if int(added) < 0:
+                self._ids.pop(part, None)
+                again.append(part)
+                continue
+            fresh[part] = int(added)
+            known = self._ids.setdefault(part, {})
+            for host, number in zip(hosts, ids, strict=True):
+                if number:
+                    known[host] = number.decode() if isinstance(number, bytes) else str(number)
+        self._cached += sum(map(len, named))
+        if self._cached > HOST_NUMBERS_KEPT:
+            self._ids.clear()
+            self._cached = 0
+        if again:
+            fresh.update(await self._run(batched, again))
+        return fresh
+
+    def _args(
+        self, part: int, hosts: dict[str, list[str]], ranked: bool
+    ) -> tuple[list[Any], list[str]]:
+        """The arguments of ``add.lua`` for the entries of one partition, and the hosts they
+        name by key (those whose number this worker does not know yet)."""
+        known = self._ids.get(part, {})
+        args: list[Any] = ["1" if ranked else "0", 0]
+        named: list[str] = []
+        highest = 0
+        for host, rows in hosts.items():
+            number = known.get(host)
+            if not host:  # URLs without a path: stored as they are, set aside when claimed
+                args += ("#", *rows)
+            elif number is None:
+                args += (host, *rows)
+                named.append(host)
+            else:  # the entries as the partition stores them
+                highest = max(highest, int(number))
+                stored = rows.copy()
+                stored[1::2] = [number + tail for tail in rows[1::2]]
+                args += ("#" + number, *stored)
+        args[1] = highest
+        return args, named

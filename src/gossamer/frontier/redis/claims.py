@@ -22,6 +22,7 @@ from typing import Any
 from redis.commands.core import AsyncScript
 
 from gossamer.frontier.redis.config import RedisFrontierConfig
+from gossamer.frontier.redis.credentials import Credentials
 from gossamer.frontier.redis.keys import BadEntry, Entry, PartitionKeys, bad_keys, split_url
 from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, run_scripts
 
@@ -59,6 +60,7 @@ class Claims:
         self._redis = redis
         self._keys = keys
         self._scripts = scripts
+        self._credentials = Credentials(redis, keys.job)
         self._lease_timeout = config.lease_timeout
         self.batch = config.claim_batch
         """Entries claimed per partition and call, at most."""
@@ -102,6 +104,7 @@ class Claims:
         results: list[list[Any]] = await run_scripts(self._redis, calls)
         entries: list[Entry] = []
         bad: list[Bad] = []
+        reveal = await self._credentials.reveal(raw for r in results for raw in r[2:])
         for part, (last, left, *raws) in zip(parts, results, strict=True):
             if int(last) < 0:  # fenced by its previous owner for ``left`` ms more (or less)
                 self._claim_after[part] = now + min(int(left) / 1000, _FENCE_POLL)
@@ -112,7 +115,7 @@ class Claims:
             first = int(last) - len(raws) + 1
             for i, raw in enumerate(raws):
                 try:
-                    entry = Entry.decode(raw, part, first + i)
+                    entry = Entry.decode(raw, part, first + i, reveal)
                 except BadEntry as exc:
                     bad.append((part, first + i, raw, str(exc)))
                 else:

@@ -5,9 +5,10 @@ tag ``{J:p}``, so a partition lives in one Redis Cluster slot and each script to
 only::
 
     gs:{J:p}:seen:n     SET    fingerprints ever added (exact: a false positive would skip a
-                               page), split by linear hashing (``lua/add.lua``) into SETs of
-                               a few hundred integers, each an intset (8 bytes a fingerprint)
-                               under Redis' default ``set-max-intset-entries``
+                               page), split by linear hashing (``lua/add.lua``, on six digits
+                               of the fingerprint) into SETs of a few hundred integers, each
+                               an intset (8 bytes a fingerprint) under Redis' default
+                               ``set-max-intset-entries``
     gs:{J:p}:hosts      HASH   host key -> its number in the partition, and number -> host
                                key: an entry names its host by number (host names once)
     gs:{J:p}:queue      LIST   entries waiting, FIFO: RPUSH on add, LPUSH to give back to the
@@ -37,6 +38,8 @@ Job-level keys, tagged ``{J}`` like the control plane's::
 
     gs:{J}:bad          LIST   bad entries as JSON {partition, reason, entry}, newest first
     gs:{J}:bad:count    STRING how many entries were ever set aside
+    gs:{J}:credentials  HASH   "scheme://user:***@host" -> the same with the seed's password:
+                               the one key that holds it (see :mod:`.credentials`)
 
 The shared limiter of ``partition_by="url"`` keeps each host ``h`` (its host key's xxh3_64,
 in hex) under its own hash tag ``{J:h:h}`` (see :mod:`.limiter`)::
@@ -45,13 +48,14 @@ in hex) under its own hash tag ``{J:h:h}`` (see :mod:`.limiter`)::
     gs:{J:h:h}:pace     HASH   next (earliest next request start), delay
 
 An entry, as workers write and read it, is ``host|numbers|path``: ``host`` the URL's
-``scheme://authority``, ``path`` the rest from its first ``/``, ``numbers`` the depth alone
-when the others are 0, else ``depth,hops,attempts,not_before,priority`` (a number 0 written
-empty; ``not_before`` the wall-clock time before which a retried URL may not be fetched). A
-partition stores it with the host's number in place of its key (the host name is stored once
-per partition, in ``hosts``) and without its fingerprint (the worker computes it again from
-the URL); claims hold it as written. :data:`FORMAT` names this layout: a job stores it, and a
-worker refuses a job of another format.
+``scheme://authority`` (a password masked: ``user:***@host``), ``path`` the rest from its
+first ``/``, ``numbers`` the depth alone when the others are 0, else
+``depth,hops,attempts,not_before,priority`` (a number 0 written empty; ``not_before`` the
+wall-clock time before which a retried URL may not be fetched). A partition stores it with
+the host's number in place of its key (the host name is stored once per partition, in
+``hosts``) and without its fingerprint (the worker computes it again from the URL); claims
+hold it as written. :data:`FORMAT` names this layout: a job stores it, and a worker refuses
+a job of another format.
 What comes off Redis is checked where it is decoded (:meth:`Entry.decode`): an entry that
 does not decode raises :class:`BadEntry` and is set aside (see :mod:`.claims`).
 """
@@ -60,7 +64,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Container, Iterable
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -72,13 +76,16 @@ from gossamer.urls import fingerprint, host_key
 if TYPE_CHECKING:
     from gossamer.frontier.admission import Admitted
 
-FORMAT = 2
+FORMAT = 3
 """The layout of a job's keys and entries this module writes (see the module docstring);
 format 1 kept each entry's fingerprint and host name in the entry and one seen SET a
-partition."""
+partition; format 2 placed a fingerprint in its seen SET by nine of its digits, not six, and
+kept a seed's password in its entries."""
 _MAX_URL = 1 << 20
 """Characters of an entry's URL beyond which it is bad, whatever the job's max URL length."""
 _COUNT = re.compile(r"\d{0,9}")
+MASK = "***"
+"""A password as entries show it (as :mod:`gossamer.redact` shows one)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,8 +169,11 @@ class Entry(Queued):
         return encode(self, self.not_before)
 
     @classmethod
-    def decode(cls, raw: bytes | str, part: int, claim: int) -> Entry:
-        """The entry ``raw`` from Redis; :class:`BadEntry` saying why when it is malformed."""
+    def decode(
+        cls, raw: bytes | str, part: int, claim: int, reveal: Mapping[str, str] | None = None
+    ) -> Entry:
+        """The entry ``raw`` from Redis (a masked password put back from ``reveal``, masked
+        authority -> authority); :class:`BadEntry` saying why when it is malformed."""
         try:
             text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
         except UnicodeDecodeError:
@@ -182,6 +192,8 @@ class Entry(Queued):
         rank = _number(priority, "priority")
         if not path.startswith("/"):
             raise BadEntry("the path does not start with /")
+        if reveal and "@" in host:
+            host = reveal.get(host, host)
         url = host + path
         _check_url(url)
         if "/" in host.partition("://")[2]:
@@ -209,21 +221,41 @@ def wire_entry(
     not_before: float = 0.0,
 ) -> str:
     """The entry of ``url``, numbers 0 written empty: its authority (``scheme://host[:port]``,
-    user info included) apart from its path, which a canonical URL always has."""
+    user info included, a password masked) apart from its path, which a canonical URL always
+    has."""
     key, path = split_url(url)
-    if hops or attempts or not_before or priority:
-        numbers = (
-            f"{_int(depth)},{_int(hops)},{_int(attempts)},{_float(not_before)},{_float(priority)}"
-        )
-        return f"{key}|{numbers}|{path}"
-    return f"{key}|{_int(depth)}|{path}"
+    return key + _tail(path, depth, hops, priority, attempts, not_before)
+
+
+def _tail(path: str, depth: int, hops: int, priority: float, attempts: int, when: float) -> str:
+    """``|numbers|path``: what an entry holds after its host."""
+    if hops or attempts or when or priority:
+        numbers = f"{_int(depth)},{_int(hops)},{_int(attempts)},{_float(when)},{_float(priority)}"
+        return f"|{numbers}|{path}"
+    return f"|{_int(depth)}|{path}"
 
 
 def split_url(url: str) -> tuple[str, str]:
-    """``scheme://authority`` and the path on (from its first ``/``) of a canonical URL;
-    ('', "|" + url) for one without a path: an entry of it is set aside when claimed."""
+    """``scheme://authority`` (a password in it masked, see :func:`mask_authority`) and the
+    path on (from its first ``/``) of a canonical URL; ('', "|" + url) for one without a
+    path: an entry of it is set aside when claimed."""
     slash = url.find("/", url.find("://") + 3)
-    return (url[:slash], url[slash:]) if slash > 0 else ("", "|" + url)
+    return (mask_authority(url[:slash]), url[slash:]) if slash > 0 else ("", "|" + url)
+
+
+def mask_authority(key: str) -> str:
+    """``scheme://user:***@host[:port]`` for ``scheme://user:password@host[:port]``; any other
+    ``scheme://authority`` as it is. Entries and host names in Redis hold a seed's user info so
+    masked; the password itself is kept once, in the job's ``credentials`` (see
+    :mod:`.credentials`)."""
+    if "@" not in key:
+        return key
+    scheme, _, authority = key.partition("://")
+    userinfo, _, hostport = authority.rpartition("@")
+    user, colon, password = userinfo.partition(":")
+    if not colon or password in ("", MASK):
+        return key
+    return f"{scheme}://{user}:{MASK}@{hostport}"
 
 
 def _int(value: int) -> str:
@@ -234,35 +266,57 @@ def _float(value: float) -> str:
     return repr(value) if value else ""
 
 
-Batches = dict[int, list[str]]
-"""Queue entries by partition, each ``<fingerprint>|<entry>`` ended by a newline (as ``add.lua``
-takes them)."""
+Batches = dict[int, dict[str, list[str]]]
+"""Queue entries by partition and host key (as entries name it), each as two strings, its
+fingerprint and ``|<numbers>|<path>`` (as ``add.lua`` takes them)."""
+
+
+@dataclass(slots=True)
+class Batched:
+    """Admitted URLs made into the entries of ``add.lua`` calls (:func:`batch_entries`)."""
+
+    batches: Batches
+    ranked: set[int]
+    """The partitions with an entry of a priority other than 0."""
+    fps: list[int]
+    """The fingerprints of the URLs sent."""
+    duplicates: int
+    """URLs not sent: sent before, or repeated in the batch."""
+    secrets: dict[str, str]
+    """Masked authority -> the authority with its password, for the URLs sent that hold one."""
 
 
 def batch_entries(
     admitted: Iterable[Admitted], sent: Container[int], partitions: int, *, by_url: bool
-) -> tuple[Batches, set[int], list[int], int]:
-    """The entries of admitted URLs not in ``sent`` (nor repeated in the batch), by partition;
-    the partitions with a priority; the new URLs' fingerprints; the count of duplicates."""
-    batches: Batches = {}
-    ranked: set[int] = set()
-    fps: set[int] = set()
+) -> Batched:
+    """The entries of admitted URLs not in ``sent`` (nor repeated in the batch), by partition
+    and host, with what else :class:`~.adds.Adds` needs to send them."""
+    batched = Batched({}, set(), [], 0, {})
+    batches, fps = batched.batches, set[int]()
     parts: dict[str, int] = {}  # a batch's URLs share few hosts: one hash per host
-    duplicates = 0
     for url, key, fp, cand in admitted:
         if fp in fps or fp in sent:
-            duplicates += 1
+            batched.duplicates += 1
             continue
         fps.add(fp)
-        entry = f"{fp}|" + wire_entry(url, cand.depth, cand.hops, cand.priority)
         if by_url:
             part = fp % partitions
         elif (part := parts.get(key, -1)) < 0:
             part = parts[key] = partition_of(key, partitions)
-        batches.setdefault(part, []).append(entry + "\n")
+        slash = url.find("/", url.find("://") + 3)
+        if slash > 0:
+            authority, path = url[:slash], url[slash:]
+            host = mask_authority(authority)
+            if host != authority:
+                batched.secrets[host] = authority
+        else:
+            host, path = "", "|" + url
+        tail = _tail(path, cand.depth, cand.hops, cand.priority, 0, 0.0)
+        batches.setdefault(part, {}).setdefault(host, []).extend((str(fp), tail))
         if cand.priority:
-            ranked.add(part)
-    return batches, ranked, list(fps), duplicates
+            batched.ranked.add(part)
+    batched.fps = list(fps)
+    return batched
 
 
 def _number(text: str, name: str) -> float:

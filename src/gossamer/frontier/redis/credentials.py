@@ -1,0 +1,70 @@
+"""A seed's user name and password in a Redis job: kept once, out of every queue entry.
+
+A seed may carry user info (``https://user:password@host/``), and the URLs found on its pages
+keep it. The partitions' keys (entries in ``queue``, ``ranked`` and ``claimed``, host names in
+``hosts``) name such an authority masked, ``https://user:***@host``, as the embedded
+frontier's ``urls`` table does; the authority with its password is stored once a job, in the
+HASH ``gs:{J}:credentials`` (masked authority -> authority), like crawl.db's owner-only
+``credentials`` row. A worker writes it before the entries that name it (:meth:`store`) and
+reads it only for the claims it is about to fetch (:meth:`reveal`), keeping what it read.
+
+Whoever can read the job's Redis can read that one key, as a crawl.db's owner can read its
+row: a worker must send the password to fetch the pages. A Redis ACL may keep it from other
+readers (everything else of the job works without it), and ``cluster clear`` removes it with
+the job's other keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from gossamer.frontier.redis.keys import MASK
+from gossamer.frontier.redis.scripts import RedisClient
+
+__all__ = ["Credentials", "credentials_key"]
+
+_MASKED = f":{MASK}@"
+
+
+def credentials_key(job: str) -> str:
+    """The job's HASH of masked authority -> authority with its password (tag ``{job}``)."""
+    return f"gs:{{{job}}}:credentials"
+
+
+class Credentials:
+    """The job's seed credentials as one worker writes and reads them (see the module
+    docstring)."""
+
+    __slots__ = ("_key", "_known", "_redis")
+
+    def __init__(self, redis: RedisClient, job: str) -> None:
+        self._redis = redis
+        self._key = credentials_key(job)
+        self._known: dict[str, str] = {}
+        """Masked authority -> authority, as stored in Redis (written or read here)."""
+
+    async def store(self, secrets: Mapping[str, str]) -> None:
+        """Store the ``secrets`` (masked authority -> authority) this worker has not stored or
+        read yet."""
+        new = {masked: real for masked, real in secrets.items() if self._known.get(masked) != real}
+        if new:
+            await self._redis.hset(self._key, items=[x for pair in new.items() for x in pair])
+            self._known.update(new)
+
+    async def reveal(self, raws: Iterable[bytes | str]) -> Mapping[str, str]:
+        """Masked authority -> authority for the entries ``raws`` (as claimed) whose host is
+        masked: read from Redis once each, then kept."""
+        missing = {host for host in map(_masked_host, raws) if host and host not in self._known}
+        if missing:
+            asked = sorted(missing)
+            for masked, real in zip(asked, await self._redis.hmget(self._key, asked), strict=True):
+                if real is not None:
+                    self._known[masked] = real.decode() if isinstance(real, bytes) else real
+        return self._known
+
+
+def _masked_host(raw: bytes | str) -> str | None:
+    """The host of an entry (``scheme://user:***@host|...``) when it is masked, else None."""
+    head = raw[:2048].decode("utf-8", "replace") if isinstance(raw, bytes) else raw[:2048]
+    host = head.partition("|")[0]
+    return host if _MASKED in host else None

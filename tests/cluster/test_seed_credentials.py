@@ -1,0 +1,96 @@
+"""A seed's password in a cluster job (real redis-server, real site on loopback): once in the
+job's ``credentials`` key and in no other key, queue entries and host names included, and
+still sent with every request for the seed's pages."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from redis.asyncio import Redis
+from tests.local_app import serve
+from tests.redis_server import RedisServer
+
+import gossamer
+from gossamer import JobSettings, Worker
+from gossamer.frontier.redis.credentials import credentials_key
+
+pytestmark = pytest.mark.timeout(60)
+
+JOB = "creds"
+PASSWORD = "s3cret-Pw-91"
+SEED_AUTH = "Basic " + base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
+
+
+def site(auth: dict[str, set[str | None]]) -> Any:
+    """Pages ``/`` -> ``/a``, ``/b`` -> ``/c``; ``auth`` gets each path's Authorization."""
+    links = {"/": ["/a", "/b"], "/b": ["/c"]}
+
+    async def handle(request: web.Request) -> web.Response:
+        auth.setdefault(request.path, set()).add(request.headers.get("Authorization"))
+        anchors = "".join(f'<a href="{href}">{href}</a>' for href in links.get(request.path, []))
+        body = f"<html><head><title>{request.path}</title></head><body>{anchors}</body></html>"
+        return web.Response(body=body.encode(), content_type="text/html")
+
+    return handle
+
+
+async def holding(client: Redis, secret: str) -> set[str]:
+    """The keys of the Redis whose value (any type) holds ``secret``."""
+    found = set()
+    async for raw in client.scan_iter(count=1000):
+        key = raw.decode()
+        kind = (await client.type(key)).decode()
+        if kind == "string":
+            values: list[Any] = [await client.get(key)]
+        elif kind == "list":
+            values = await client.lrange(key, 0, -1)
+        elif kind == "hash":
+            values = [x for pair in (await client.hgetall(key)).items() for x in pair]
+        elif kind == "set":
+            values = list(await client.smembers(key))
+        elif kind == "zset":
+            values = [m for m, _ in await client.zrange(key, 0, -1, withscores=True)]
+        else:  # a stream: every field of every record
+            values = [str(e) for e in await client.xrange(key)]
+        if any(secret.encode() in (v if isinstance(v, bytes) else str(v).encode()) for v in values):
+            found.add(key)
+    return found
+
+
+async def test_a_seed_s_password_is_kept_in_one_key_and_sent_with_its_pages(
+    tmp_path: Path,
+) -> None:
+    auth: dict[str, set[str | None]] = {}
+    async with serve(site(auth)) as port:
+        with RedisServer() as redis:
+            job = JobSettings(
+                seeds=[f"http://alice:{PASSWORD}@site.test:{port}/"],
+                resolve=["site.test=127.0.0.1"],
+                robots=False,
+                sitemaps=False,
+                quiet=True,
+                heartbeat_ttl=2.0,
+            )
+            client = Redis.from_url(redis.url)
+            try:
+                await gossamer.submit(redis.url, job, job=JOB)
+                assert await holding(client, PASSWORD) == {credentials_key(JOB)}
+                queued = [
+                    e for k in await client.keys("*:queue") for e in await client.lrange(k, 0, -1)
+                ]
+                assert len(queued) == 1 and b"|/" in queued[0]  # the host by its number
+                hosts = [v for k in await client.keys("*:hosts") for v in await client.hvals(k)]
+                assert f"http://alice:***@site.test:{port}".encode() in hosts
+                worker = Worker(redis.url, job=JOB, name="w0", out=tmp_path / "w0", job_timeout=20)
+                worker.start()
+                await asyncio.wait_for(worker.wait(), 45)
+                assert await holding(client, PASSWORD) <= {credentials_key(JOB)}
+            finally:
+                await client.aclose()
+    assert auth == {path: {SEED_AUTH} for path in ("/", "/a", "/b", "/c")}
+    assert PASSWORD not in "".join(p.read_text() for p in (tmp_path / "w0").rglob("*.jsonl"))
