@@ -35,6 +35,7 @@ site knows about outages or replicas.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import logging
@@ -317,6 +318,21 @@ class GuardedCluster(RedisCluster):
         return GuardedPipeline(self, transaction)  # type: ignore[abstract]
 
 
+async def _settle(commands: list[PipelineCommand], quiet: float = 0.05, most: float = 2.0) -> None:
+    """Wait for the replies still on their way to ``commands``: redis-py's pipeline raises as
+    soon as one master cannot be reached while the others' replies are still being read, and a
+    call sent again before its reply came would run twice (an add counted as a duplicate, a
+    claim made twice). Returns once no reply has come for ``quiet`` seconds (``most`` at most)."""
+    loop = asyncio.get_running_loop()
+    end, answered = loop.time() + most, -1
+    while loop.time() < end:
+        now = sum(command.result is not None for command in commands)
+        if now == answered:
+            return
+        answered = now
+        await asyncio.sleep(quiet)
+
+
 class GuardedPipeline(ClusterPipeline):
     """A cluster pipeline (or one-slot transaction) run through its client's guard."""
 
@@ -358,7 +374,13 @@ class GuardedPipeline(ClusterPipeline):
                 command.result = None
             waits = [] if replica_wait is None else await replica_wait.commands(client, pending)
             targets = [w.kwargs["target_nodes"].name for w in waits]
-            await strategy._execute(client, [*pending, *waits], False, allow_redirections)
+            try:
+                await strategy._execute(client, [*pending, *waits], False, allow_redirections)
+            except Exception as error:
+                if transient(error):  # only the calls no master answered run again
+                    await _settle(pending)
+                    pending = [c for c in pending if c.result is None or transient(c.result)]
+                raise
             if replica_wait is not None:
                 replica_wait.settle(waits, targets)
             met_outage = [c for c in pending if transient(c.result)]
