@@ -81,15 +81,20 @@ def _sqrt_r_t(copy: Copy, now: float) -> float:
     return math.sqrt(copy.rate()) * (now - copy.checked)
 
 
+def _r34_t(copy: Copy, now: float) -> float:
+    return copy.rate() ** 0.75 * (now - copy.checked)
+
+
 def _oracle(copy: Copy, now: float) -> float:
-    return math.sqrt(copy.spec.rate) * (now - copy.checked)
+    return copy.spec.rate**0.75 * (now - copy.checked)
 
 
 POLICIES = (
     Policy("due", 1.0, None),
     Policy("spare r t", 1.0, _r_t),
     Policy("spare sqrt", 4.0, _sqrt_r_t),
-    Policy("index", None, _sqrt_r_t),
+    Policy("spare r^3/4", 4.0, _r34_t),
+    Policy("index", None, _r34_t),
     Policy("oracle", None, _oracle),
 )
 
