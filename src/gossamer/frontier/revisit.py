@@ -93,7 +93,7 @@ def spare_index(history: History, since: float) -> float:
     ``bench_freshness.py``'s web, ``benchmarks/bench_revisit_slots.py``: 0.34x to 0.31x of
     repeated full crawls' over 600 s, seeds 27, 5 and 11)."""
     rate = (history.changes + 0.5) / max(history.observed + history.interval, 1e-9)
-    return rate**SPARE_EXPONENT * max(since, 0.0)
+    return math.pow(rate, SPARE_EXPONENT) * max(since, 0.0)
 
 
 __all__ = [
