@@ -83,8 +83,9 @@ clean:
 # options, e.g. FOCUS_ARGS="--topics email --n 200".
 # make bench-fresh: a continuous crawl (--recrawl) against repeated full crawls on a local web
 # that changes on a schedule (staleness, discovery, bytes and CPU per revisit cycle,
-# politeness; about 6 minutes), then the memory of a continuous crawl over 10^6 known URLs
-# (about 5 minutes); FRESH_ARGS passes options to the first, e.g. FRESH_ARGS=--quick.
+# politeness; two 600-s runs, about 22 minutes), then the memory of a continuous crawl over
+# 10^6 known URLs (about 5 minutes); FRESH_ARGS passes options to the first, e.g.
+# FRESH_ARGS=--quick or FRESH_ARGS="--seconds 150".
 # make bench-control: the control plane with 1,000 simulated workers on one Redis (Redis
 # ops and CPU per worker, assignment reach, leader failover, moves; docs/deploy.md),
 # CONTROL_ARGS its options, e.g. CONTROL_ARGS="--workers 200".

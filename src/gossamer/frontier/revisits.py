@@ -79,10 +79,12 @@ _EARLIEST = "SELECT MIN(due) FROM revisits WHERE due > ?"
 _BACKLOG = "SELECT COUNT(*) FROM revisits WHERE due <= ?"
 _HOST_INDEX = "CREATE INDEX IF NOT EXISTS urls_host ON urls (host)"
 _SINCE = "(?2 - MAX(r.fetched_at, COALESCE(r.checked_at, r.fetched_at)))"
-_READ_SPARE = (  # the host's page of the greatest sqrt(r) * (seconds unconfirmed), squared
+_RATE = "((r.changes + 0.5) / (r.observed + r.interval))"
+_READ_SPARE = (  # the host's page of the greatest r**0.75 * (seconds unconfirmed), to the 4th
     f"SELECT u.url, u.depth, r.{_COLUMNS.replace(', ', ', r.')} FROM urls u "
     "JOIN revisits r ON r.fp = u.fp WHERE u.host = ?1 AND r.due > ?2 AND r.fetched_at <= ?3 "
-    f"ORDER BY (r.changes + 0.5) / (r.observed + r.interval) * {_SINCE} * {_SINCE} DESC LIMIT 1"
+    f"ORDER BY {_RATE} * {_RATE} * {_RATE} * {_SINCE} * {_SINCE} * {_SINCE} * {_SINCE} DESC "
+    "LIMIT 1"
 )
 _CHECKED = (
     "UPDATE revisits SET checked_at = ?1 WHERE fp = ?2 AND fetched_at >= ?3 AND due IS NOT NULL"
@@ -373,15 +375,15 @@ class Revisits(RevisitBook):
     async def spare_for(self, keys: Sequence[str]) -> list[tuple[str, Queued]]:
         """Work-conserving revisits: for each host of ``keys`` (hosts whose politeness slot
         is free with nothing queued) that has no revisit out, its page of the greatest
-        ``sqrt(r) * t`` before its due time, ``t`` the seconds since its last fetch or since a
+        ``r**0.75 * t`` before its due time, ``t`` the seconds since its last fetch or since a
         sitemap's ``lastmod`` last said it had not changed (``checked_at``), with
         ``r = (changes + 0.5) / (observed + interval)``, a change rate that is never 0 (so a
         page not seen changing yet still gets its turn, behind those that changed). Taking a
-        page when ``sqrt(r) t`` reaches a host's threshold revisits it every ``c / sqrt(r)``
-        seconds, which for a budget of requests minimises the mean time a change waits to be
-        fetched (a page's changes wait ``r t / 2`` a second, summed over the pages under a
-        fixed ``sum 1 / t``); ranking by ``r t``, the changes expected, would space a page's
-        revisits by ``1 / r`` and spend the budget on the fastest pages. A page is not
+        page when its index reaches a host's threshold revisits it every ``c / r**0.75``
+        seconds: between ``1 / r`` (ranking by ``r t``, the changes expected, which spends the
+        budget on the fastest pages) and ``1 / sqrt(r)``, which minimises the mean wait of a
+        change with true rates but, as this ``r`` underestimates the fast pages, leaves their
+        changes the long waits (:func:`~gossamer.frontier.revisit.spare_index`). A page is not
         fetched again within a second of its last fetch (the least revisit interval).
         One indexed read a host, at most `SPARE_HOSTS` hosts a call; the host's pace holds,
         as the URLs go through its queue like any other."""

@@ -21,7 +21,7 @@ by a worker that no longer owns the partition, a new owner's partitions). A site
 Spare revisits (``--revisit-spare``): for an owned host whose politeness slot is free in the
 worker's scheduler, :meth:`RedisRevisits.spare` reads a window of at most `SPARE_SAMPLE` of its
 partition's waiting revisits (``revisit_sample.lua``: none while the partition has entries
-queued or revisits due), picks the host's page of the greatest spare index, ``sqrt(r)``
+queued or revisits due), picks the host's page of the greatest spare index, ``r**0.75``
 times the seconds since its last fetch (:func:`gossamer.frontier.revisit.spare_index`), and
 queues it as a revisit now (``revisit_sooner.lua``). Bounded work a pick: one script, a window
 of the partition (all of it below `SPARE_SAMPLE` pages waiting; else a random window, so the
