@@ -308,7 +308,7 @@ def test_revisits_have_their_help_and_docs(tmp_path: Path) -> None:
     assert scrape["gossamer_revisits_bytes_saved_total", labels] == 4096
     assert scrape["gossamer_revisits_backlog", labels] == 0
     revisit_names = {name for name in names_of(text) if name.startswith("gossamer_revisits_")}
-    assert len(revisit_names) == 7 and revisit_names <= HELP.keys()
+    assert len(revisit_names) == 8 and revisit_names <= HELP.keys()
     docs = (ROOT / "docs" / "metrics.md").read_text()
     assert all(f"`{name}`" in docs for name in revisit_names)
 

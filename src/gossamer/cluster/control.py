@@ -32,11 +32,12 @@ row: what each worker reads stays the same however many workers the job has. Cha
 announced on two pub/sub channels, so workers need not poll for them (:mod:`.notices`; a
 slow poll remains for what a dropped subscription missed)::
 
-    gs:{J}:notify              CHANNEL ``assignment`` (a new version), ``state`` (paused...)
+    gs:{J}:notify              CHANNEL ``assignment`` (new version), ``leader`` (left), ``state``
     gs:{J}:notify:<name>       CHANNEL ``wake``: others filled partitions of worker <name>
 
 A heartbeat is one script call, and so is a follower's try at the leader lease, which tells
-it when the lease could next fall free: followers try again then, not every half second.
+it when the lease could next fall free: followers try again then, not every half second, or
+at once when a leader that leaves resigns.
 
 What Redis answers is read as hostile: a worker name, a figures row or an assignment row that
 does not decode is skipped with a warning; a malformed assignment version raises
@@ -115,6 +116,7 @@ return redis.call('ZRANGE', KEYS[1], 0, -1)
 """
 _RESIGN = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.pcall('PUBLISH', ARGV[2], 'leader')  -- followers try the lease now, not when it ends
   return redis.call('DEL', KEYS[1])
 end
 return 0
@@ -282,7 +284,7 @@ class Control:
             pipe.zrem(self.keys["alive"], name)
             pipe.hset(self.keys["figures"], name, data)
             await pipe.execute()
-        await self._resign(keys=[self.keys["leader"]], args=[name])
+        await self._resign(keys=[self.keys["leader"]], args=[name, self.keys["notify"]])
 
     async def workers(self) -> list[WorkerInfo]:
         """Every worker that ever joined, alive or not, by name (malformed rows skipped)."""

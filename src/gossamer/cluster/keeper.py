@@ -55,8 +55,10 @@ HEARD = 10.0
 """Seconds between the polls for what notices announce, while notices are heard: a notice is
 lost only with its connection, and the keeper catches up when it subscribes again; the polls
 are a last safety net."""
-_NOTICE_DUTIES = {"assignment": "follow", "state": "state", "wake": "hints"}
+_NOTICE_DUTIES = {"assignment": "follow", "state": "state", "wake": "hints", "leader": "lead"}
 """The duty each notice runs (see :mod:`.notices`)."""
+_POLLED_FOR = ("follow", "state", "hints")
+"""The duties whose polls notices make rare (``lead`` keeps its pace: it renews the lease)."""
 _REFRESHES_PER_LOOK = 5
 """Refresh intervals between the keeper's looks at its own partitions: hints tell of new
 entries at once, the look is the safety net for a hint lost in a hand-over."""
@@ -105,7 +107,7 @@ def periods(pace: Pace) -> dict[str, float]:
 def heard_periods(pace: Pace) -> dict[str, float]:
     """The periods of the duties notices announce, while notices are heard."""
     fast = periods(pace)
-    return {duty: max(fast[duty], HEARD) for duty in _NOTICE_DUTIES.values()}
+    return {duty: max(fast[duty], HEARD) for duty in _POLLED_FOR}
 
 
 @dataclass(slots=True)

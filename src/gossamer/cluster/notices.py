@@ -1,14 +1,15 @@
 """Notices: what the control plane announces, heard as it happens rather than polled for.
 
-A worker subscribes to its job's channel (a new assignment version, a new job state) and to
+A worker subscribes to its job's channel (a new assignment version, a new job state, the
+leader resigned) and to
 its own (others filled its partitions) on a connection of its own (see :mod:`.control` for
 the channels). Each notice calls ``heard`` with its word (``assignment``, ``state``,
-``wake``), and the keeper runs the matching duty at once. With notices heard, the keeper polls
-for the same things only slowly (a notice is lost while the subscription is down: a
+``wake``, ``leader``), and the keeper runs the matching duty at once. With notices heard, the
+keeper polls for the same things only slowly (a notice is lost while the subscription is down: a
 reconnect, a failover); while the subscription is down it polls at the old fast pace, and
 when it is back every duty runs once to catch up on what was missed.
 
-Redis' replies are hostile input: a message other than the three words is ignored.
+Redis' replies are hostile input: a message other than these words is ignored.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from redis.exceptions import RedisError
 from gossamer.cluster.control import Control
 
 log = logging.getLogger(__name__)
-WORDS = frozenset({"assignment", "state", "wake"})
+WORDS = frozenset({"assignment", "state", "wake", "leader"})
 """What a notice may say."""
 _RETRY = (0.5, 1.0, 2.0, 5.0)
 """Seconds before subscribing again after a failure, growing, then the last kept."""

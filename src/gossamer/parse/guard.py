@@ -81,10 +81,9 @@ outnumbering end tags) but not many more start tags than end and self-closing ta
 tags nest perfectly, implied end tags lexbor closes at once allowed, is parsed as it is too
 (:mod:`gossamer.parse.nesting`, whose doc argues why lexbor is then linear; the check costs
 about 2 to 3 times lexbor's parse, the pass 6). An ordinary document that is hostile all the
-same costs lexbor at most about 0.2 s in its stack's quadratic cases: they need
-a deep stack and a token scanning it, and the document has at most 16,384 tags, half of them end
-tags (measured at the limit: ``<div></x>`` repeated, 0.19 s; ``<span></i>``, 0.13 s; a quarter
-of the tags unclosed ``<div>`` then ``<p></p>``, 0.16 s).
+same costs lexbor at most about 0.2 s in its stack's quadratic cases: they need a deep stack
+and a token scanning it, and the document has at most 16,384 tags, half of them end tags
+(``<div></x>`` repeated, 0.19 s; ``<span></i>``, 0.13 s; unclosed ``<div>``s, 0.16 s).
 
 The list of active formatting elements is not bounded so cheaply: no count sees which end
 tags close nothing (``</i>`` after ``</p>``, ``</b>`` in a comment), and counting the
@@ -95,11 +94,10 @@ list of 4,096 elements and rebuild it at every paragraph, nesting past `MAX_DEPT
 its tree is then guarded and parsed again. A document left alone for its size costs at most
 0.2 s (16 KiB of ``<p><b c=N>x``) or 0.4 s (4,096 ``<``).
 
-Bounds of the guard (measured on the development machine, 2 shared cores): every step is
-linear in the document. The guard's pass costs at most about 0.5 s per MB (each token costs it
-a scan of at most `_REACH` stack entries); lexbor then costs about 0.05 s per MB on ordinary
-pages and at most about 0.7 s per MB on the worst shapes left (a flat run of sibling-closing
-tags at depth `MAX_DEPTH`).
+Bounds of the guard (2 shared cores): every step is linear in the document. The pass costs
+at most about 0.5 s per MB (a token scans at most `_REACH` stack entries); lexbor then about
+0.05 s per MB on ordinary pages, 0.7 s per MB on the worst shapes left (a flat run of
+sibling-closing tags at depth `MAX_DEPTH`).
 
 Where the danger is: lexbor alone (CPU s, no guard; ``>40`` ran past 40 s) at 256 KB and 1 MB
 of each shape; 4 times the input costing 4 times the time is linear. Superlinear: a token
@@ -125,8 +123,7 @@ tables, templates, SVG and MathML nest 100,000 deep in linear time.
   entities, an 8 MB attribute value
   ==========================================  ======  ======
 
-The later stages on lexbor's tree of these shapes (link selection, the depth check, the main
-text) stayed under 0.02 s for links at 1 MB; the main text extractor costs about 1.4 s per MB of
+Later stages on these trees: links under 0.02 s at 1 MB; the main text about 1.4 s per MB of
 flat ``<p>x``, ``<li>x`` or ``<h1>x`` (linear: its Python work per block).
 """
 
