@@ -78,8 +78,9 @@ async def test_two_workers_with_handlers_crawl_a_job(tmp_path: Path) -> None:
     urls = [r.url for records in streamed for r in records]
     assert len(urls) == len(set(urls)), "a URL crawled by two workers"
     assert set(urls) >= expected
-    assert all(records for records in streamed), "one worker crawled nothing"
-    assert sum(s.pages for s in stats) == len(urls)
+    # Which worker owns which host is chance (the hosts' ports are random), so one worker
+    # may crawl nothing; each streams exactly what it crawled.
+    assert [len(records) for records in streamed] == [s.pages for s in stats]
     items = [
         json.loads(line)
         for i in range(2)
