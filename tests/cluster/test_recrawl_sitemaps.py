@@ -120,10 +120,11 @@ async def test_a_continuous_job_reads_sitemaps_and_feeds_again_one_worker_at_a_t
         gaps = [b - a for a, b in itertools.pairwise(reads)]
         assert min(gaps) > 0.5, (path, gaps)  # by one worker at a time, not one each
     later = site.at("/later")
-    assert later and later[0] - announced < 2.5, (later, announced)  # within two reads
+    # Within a few reads (1 s apart; slack for a loaded machine), not at a 600-s revisit.
+    assert later and later[0] - announced < 5, (later, announced)
     a_fetches = site.at("/a")
     assert len(a_fetches) >= 2 and a_fetches[1] >= announced, (a_fetches, announced)
-    assert a_fetches[1] - announced < 2.5, (a_fetches, announced)  # not 600 s later
+    assert a_fetches[1] - announced < 5, (a_fetches, announced)  # not 600 s later
 
 
 async def _reader(tmp_path: Path, limit: float = 20) -> int:
