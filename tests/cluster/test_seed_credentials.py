@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -94,3 +95,64 @@ async def test_a_seed_s_password_is_kept_in_one_key_and_sent_with_its_pages(
                 await client.aclose()
     assert auth == {path: {SEED_AUTH} for path in ("/", "/a", "/b", "/c")}
     assert PASSWORD not in "".join(p.read_text() for p in (tmp_path / "w0").rglob("*.jsonl"))
+
+
+def guarded_site(auth: dict[str, list[str | None]], expected: str) -> Any:
+    """Pages ``/`` -> ``/a``, ``/b`` behind basic auth (401 without ``expected``), each with an
+    ETag, so revisits are conditional; ``auth`` gets each request's Authorization by path."""
+    links = {"/": ["/a", "/b"]}
+
+    async def handle(request: web.Request) -> web.Response:
+        given = request.headers.get("Authorization")
+        auth.setdefault(request.path, []).append(given)
+        if given != expected:
+            return web.Response(status=401, headers={"WWW-Authenticate": 'Basic realm="t"'})
+        if request.headers.get("If-None-Match") == '"v1"':
+            return web.Response(status=304, headers={"ETag": '"v1"'})
+        anchors = "".join(f'<a href="{href}">{href}</a>' for href in links.get(request.path, []))
+        body = f"<html><head><title>{request.path}</title></head><body>{anchors}</body></html>"
+        return web.Response(body=body.encode(), content_type="text/html", headers={"ETag": '"v1"'})
+
+    return handle
+
+
+async def test_a_continuous_job_keeps_the_seed_s_password_out_of_its_revisit_state(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    auth: dict[str, list[str | None]] = {}
+    async with serve(guarded_site(auth, SEED_AUTH)) as port:
+        with RedisServer() as redis:
+            job = JobSettings(
+                seeds=[f"http://alice:{PASSWORD}@site.test:{port}/"],
+                resolve=["site.test=127.0.0.1"],
+                robots=False,
+                sitemaps=False,
+                quiet=True,
+                heartbeat_ttl=2.0,
+                recrawl=True,
+                revisit_initial=1,
+                revisit_min=1,
+                revisit_max=1,
+                max_duration=4,
+                delay=0.05,
+                partitions=8,
+            )
+            client = Redis.from_url(redis.url)
+            try:
+                await gossamer.submit(redis.url, job, job=JOB)
+                worker = Worker(redis.url, job=JOB, name="w0", out=tmp_path / "w0", job_timeout=20)
+                worker.start()
+                await asyncio.wait_for(worker.wait(), 45)
+                revisits = {k async for k in client.scan_iter(match="*:revisits")}
+                assert revisits, "the job kept its pages' revisit state"
+                assert await holding(client, PASSWORD) <= {credentials_key(JOB)}
+                assert not [k async for k in client.scan_iter(match=f"*{PASSWORD}*")]
+            finally:
+                await client.aclose()
+    for path in ("/", "/a", "/b"):
+        assert auth[path] == [SEED_AUTH] * len(auth[path]), path  # never a 401
+        assert len(auth[path]) >= 2, (path, auth[path])  # revisited, with the password
+    assert not [r.getMessage() for r in caplog.records if PASSWORD in r.getMessage()]
+    files = [p for p in (tmp_path / "w0").rglob("*") if p.is_file()]
+    assert [p.name for p in files if PASSWORD.encode() in p.read_bytes()] == []
