@@ -2,8 +2,8 @@
 
 A seed may carry user info (``https://user:password@host/``), and the URLs found on its pages
 keep it. The partitions' keys (entries in ``queue``, ``ranked`` and ``claimed``, host names in
-``hosts``) name such an authority masked, ``https://user:***@host``, as the embedded
-frontier's ``urls`` table does; the authority with its password is stored once a job, in the
+``hosts``, a continuous job's page states in ``revisits``) name such an authority masked,
+``https://user:***@host``, as the embedded frontier's ``urls`` table does; the authority with its password is stored once a job, in the
 HASH ``gs:{J}:credentials`` (masked authority -> authority), like crawl.db's owner-only
 ``credentials`` row. A worker writes it before the entries that name it (:meth:`store`) and
 reads it only for the claims it is about to fetch (:meth:`reveal`), keeping what it read.

@@ -30,7 +30,8 @@ only::
     gs:{J:p}:pages      HASH   host key -> pages taken, for hosts with a page budget whose
                                partition is p (see :mod:`.pages`)
     gs:{J:p}:revisits   HASH   fingerprint -> revisit state of a page fetched, packed (a
-                               continuous crawl's, see :mod:`.revisits`)
+                               continuous crawl's, see :mod:`.revisits`; its URL with a
+                               password masked, as in entries)
     gs:{J:p}:due        ZSET   fingerprint -> wall-clock time its revisit is due (a page not
                                out: neither queued nor claimed)
 
@@ -76,11 +77,13 @@ from gossamer.urls import fingerprint, host_key
 if TYPE_CHECKING:
     from gossamer.frontier.admission import Admitted
 
-FORMAT = 3
+FORMAT = 4
 """The layout of a job's keys and entries this module writes (see the module docstring);
 format 1 kept each entry's fingerprint and host name in the entry and one seen SET a
 partition; format 2 placed a fingerprint in its seen SET by nine of its digits, not six, and
-kept a seed's password in its entries."""
+kept a seed's password in its entries; format 3 kept it in a continuous job's revisit states
+(format 4 masks it there as in entries; a format 3 job is read unless it is continuous with
+a seed's password: see :func:`gossamer.cluster.jobs.parse_job`)."""
 _MAX_URL = 1 << 20
 """Characters of an entry's URL beyond which it is bad, whatever the job's max URL length."""
 _COUNT = re.compile(r"\d{0,9}")
