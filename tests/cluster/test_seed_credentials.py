@@ -1,14 +1,18 @@
 """A seed's password in a cluster job (real redis-server, real site on loopback): once in the
-job's ``credentials`` key and in no other key, queue entries and host names included, and
-still sent with every request for the seed's pages."""
+job's ``credentials`` key and in no other key, queue entries, host names and a continuous
+job's revisit states included, and still sent with every request for the seed's pages (its
+revisits too), never to another origin."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from aiohttp import web
@@ -97,35 +101,86 @@ async def test_a_seed_s_password_is_kept_in_one_key_and_sent_with_its_pages(
     assert PASSWORD not in "".join(p.read_text() for p in (tmp_path / "w0").rglob("*.jsonl"))
 
 
-def guarded_site(auth: dict[str, list[str | None]], expected: str) -> Any:
-    """Pages ``/`` -> ``/a``, ``/b`` behind basic auth (401 without ``expected``), each with an
-    ETag, so revisits are conditional; ``auth`` gets each request's Authorization by path."""
-    links = {"/": ["/a", "/b"]}
+SECRET = "w0rd-Pw-91"
+"""The part of each password below that reads the same in every encoding."""
+AT_SIGN = ("[::1]", "::1", "p%40ss%3A" + SECRET, "p@ss:" + SECRET)
+"""An IPv6 seed whose password holds '@' and ':', percent-escaped in the URL."""
+PLAIN = ("site.test", "127.0.0.1", "s3cret-" + SECRET, "s3cret-" + SECRET)
+
+
+@asynccontextmanager
+async def serve_on(address: str, handler: Any) -> AsyncIterator[int]:
+    """Serve ``handler`` (every GET) on a free port of the loopback ``address``."""
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, address, 0)
+    await site.start()
+    try:
+        yield site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    finally:
+        await runner.cleanup()
+
+
+def guarded_site(seen: list[tuple[str, str, str | None]], expected: str) -> Any:
+    """Pages behind basic auth (401 without ``expected``), each with an ETag (revisits are
+    conditional): ``/`` -> ``/a``, ``/b`` (the same text), ``/away`` and ``/away-pw``, which
+    redirect to another origin, ``other.test`` (the second naming the seed's user info there);
+    ``seen`` gets each request's (host, path, Authorization)."""
+    links = {"/": ["/a", "/b", "/away", "/away-pw"]}
+    text = "<p>" + "Credentials stay with their origin and out of every store. " * 20 + "</p>"
 
     async def handle(request: web.Request) -> web.Response:
         given = request.headers.get("Authorization")
-        auth.setdefault(request.path, []).append(given)
+        seen.append((request.host.rpartition(":")[0], request.path, given))
+        if request.path.startswith("/away"):
+            userinfo = expected_userinfo(expected) if request.path == "/away-pw" else ""
+            return web.Response(
+                status=302,
+                headers={"Location": f"http://{userinfo}other.test:{request.url.port}/x"},
+            )
+        if request.host.startswith("other.test"):
+            return web.Response(body=b"<html><body>other</body></html>", content_type="text/html")
         if given != expected:
             return web.Response(status=401, headers={"WWW-Authenticate": 'Basic realm="t"'})
         if request.headers.get("If-None-Match") == '"v1"':
             return web.Response(status=304, headers={"ETag": '"v1"'})
         anchors = "".join(f'<a href="{href}">{href}</a>' for href in links.get(request.path, []))
-        body = f"<html><head><title>{request.path}</title></head><body>{anchors}</body></html>"
+        head = f"<html><head><title>{request.path}</title></head>"
+        body = f"{head}<body>{anchors}{text}</body></html>"
         return web.Response(body=body.encode(), content_type="text/html", headers={"ETag": '"v1"'})
 
     return handle
 
 
+def expected_userinfo(authorization: str) -> str:
+    """``user:password@`` as a URL writes the Basic ``authorization`` (escaped)."""
+    user, _, password = base64.b64decode(authorization.split()[1]).decode().partition(":")
+    return f"{quote(user, safe='')}:{quote(password, safe='')}@"
+
+
+@pytest.mark.parametrize(("host", "address", "escaped", "password"), [PLAIN, AT_SIGN])
 async def test_a_continuous_job_keeps_the_seed_s_password_out_of_its_revisit_state(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    host: str,
+    address: str,
+    escaped: str,
+    password: str,
 ) -> None:
+    """Redis holds the password in ``credentials`` only, through revisits, 304s, duplicates
+    found, redirects to another origin; every revisit sends it, the other origin never gets
+    it; no log line or file of the worker holds it or its Authorization header."""
     caplog.set_level(logging.DEBUG)
-    auth: dict[str, list[str | None]] = {}
-    async with serve(guarded_site(auth, SEED_AUTH)) as port:
+    expected = "Basic " + base64.b64encode(f"alice:{password}".encode()).decode()
+    seen: list[tuple[str, str, str | None]] = []
+    async with serve_on(address, guarded_site(seen, expected)) as port:
         with RedisServer() as redis:
             job = JobSettings(
-                seeds=[f"http://alice:{PASSWORD}@site.test:{port}/"],
-                resolve=["site.test=127.0.0.1"],
+                seeds=[f"http://alice:{escaped}@{host}:{port}/"],
+                resolve=[f"site.test={address}", f"other.test={address}"],
+                allow_domains=[host.strip("[]"), "other.test"],
                 robots=False,
                 sitemaps=False,
                 quiet=True,
@@ -137,6 +192,7 @@ async def test_a_continuous_job_keeps_the_seed_s_password_out_of_its_revisit_sta
                 max_duration=4,
                 delay=0.05,
                 partitions=8,
+                warc=True,
             )
             client = Redis.from_url(redis.url)
             try:
@@ -144,15 +200,19 @@ async def test_a_continuous_job_keeps_the_seed_s_password_out_of_its_revisit_sta
                 worker = Worker(redis.url, job=JOB, name="w0", out=tmp_path / "w0", job_timeout=20)
                 worker.start()
                 await asyncio.wait_for(worker.wait(), 45)
-                revisits = {k async for k in client.scan_iter(match="*:revisits")}
-                assert revisits, "the job kept its pages' revisit state"
-                assert await holding(client, PASSWORD) <= {credentials_key(JOB)}
-                assert not [k async for k in client.scan_iter(match=f"*{PASSWORD}*")]
+                assert [k async for k in client.scan_iter(match="*:revisits")], "kept states"
+                for secret in (SECRET, expected.split()[1]):
+                    assert await holding(client, secret) <= {credentials_key(JOB)}, secret
+                    assert not [k async for k in client.scan_iter(match=f"*{secret}*")]
             finally:
                 await client.aclose()
+    mine = [(path, auth) for name, path, auth in seen if not name.startswith("other.test")]
     for path in ("/", "/a", "/b"):
-        assert auth[path] == [SEED_AUTH] * len(auth[path]), path  # never a 401
-        assert len(auth[path]) >= 2, (path, auth[path])  # revisited, with the password
-    assert not [r.getMessage() for r in caplog.records if PASSWORD in r.getMessage()]
-    files = [p for p in (tmp_path / "w0").rglob("*") if p.is_file()]
-    assert [p.name for p in files if PASSWORD.encode() in p.read_bytes()] == []
+        sent = [auth for p, auth in mine if p == path]
+        assert sent == [expected] * len(sent) and len(sent) >= 2, (path, sent)  # revisited
+    away = [auth for name, _, auth in seen if name.startswith("other.test")]
+    assert away and set(away) == {None}, away  # the redirect followed, no password sent
+    for secret in (SECRET, expected.split()[1]):
+        assert not [r.getMessage() for r in caplog.records if secret in r.getMessage()]
+        files = [p for p in (tmp_path / "w0").rglob("*") if p.is_file()]
+        assert [p.name for p in files if secret.encode() in p.read_bytes()] == [], secret

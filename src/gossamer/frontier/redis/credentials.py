@@ -3,10 +3,11 @@
 A seed may carry user info (``https://user:password@host/``), and the URLs found on its pages
 keep it. The partitions' keys (entries in ``queue``, ``ranked`` and ``claimed``, host names in
 ``hosts``, a continuous job's page states in ``revisits``) name such an authority masked,
-``https://user:***@host``, as the embedded frontier's ``urls`` table does; the authority with its password is stored once a job, in the
-HASH ``gs:{J}:credentials`` (masked authority -> authority), like crawl.db's owner-only
-``credentials`` row. A worker writes it before the entries that name it (:meth:`store`) and
-reads it only for the claims it is about to fetch (:meth:`reveal`), keeping what it read.
+``https://user:***@host``, as the embedded frontier's ``urls`` table does; the authority with
+its password is stored once a job, in the HASH ``gs:{J}:credentials`` (masked authority ->
+authority), like crawl.db's owner-only ``credentials`` row. A worker writes it before the
+entries that name it (:meth:`store`) and reads it only for the claims it is about to fetch
+(:meth:`reveal`), keeping what it read.
 
 Whoever can read the job's Redis can read that one key, as a crawl.db's owner can read its
 row: a worker must send the password to fetch the pages. A Redis ACL may keep it from other

@@ -1,16 +1,16 @@
 """A continuous crawl's revisits on the Redis frontier (``--recrawl``): each page's revisit
 state and due time kept with its partition, so whoever owns the partition revisits it.
 
-Two keys per partition, under the partition's hash tag (see :mod:`.keys`): ``revisits``, a
-HASH of fingerprint -> the page's state packed as a JSON array (:class:`Packed`: its last
-fetch's time, depth and URL first, which the scripts read, then validators, digests, interval
-and counts; the URL with a seed's password masked, as queue entries hold it: the entry
-queued from the state gets it back from the job's ``credentials`` when it is claimed, see
-:mod:`.credentials`), and ``due``, a ZSET of fingerprint -> wall-clock due time. A page is in ``due``
-while it waits; ``revisit_due.lua`` moves the due ones into the partition's queue as ordinary
-entries, atomically, and from there they are claimed, leased through the host scheduler (one
-pace per host with discovery), renewed, reclaimed when their worker dies and handed over with
-their partition like any URL. A page's state is read when it is leased
+Two keys per partition, under the partition's hash tag (see :mod:`.keys`): ``revisits``, a HASH
+of fingerprint -> the page's state packed as a JSON array (:class:`Packed`: its last fetch's
+time, depth and URL first, which the scripts read, then validators, digests, interval and
+counts; the URL with a seed's password masked, as queue entries hold it: the entry queued from
+the state gets it back from the job's ``credentials`` when it is claimed, see
+:mod:`.credentials`), and ``due``, a ZSET of fingerprint -> wall-clock due time. A page is in
+``due`` while it waits; ``revisit_due.lua`` moves the due ones into the partition's queue as
+ordinary entries, atomically, and from there they are claimed, leased through the host
+scheduler (one pace per host with discovery), renewed, reclaimed when their worker dies and
+handed over with their partition like any URL. A page's state is read when it is leased
 (:meth:`RedisRevisits.load`), and its new state goes to Redis with its ack, in one script
 (``revisit_ack.lua``): a worker killed before its ack loses nothing, the claim comes back and
 the page is judged again against the same state.
