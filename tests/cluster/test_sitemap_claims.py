@@ -79,3 +79,14 @@ async def test_a_continuous_job_reads_a_sitemap_an_ended_run_finished(client: Re
     assert await ended.claim(URL)
     await ended.finish(URL)
     assert await SitemapClaims(client, "j", "w2", 60, reread=_reread).claim(URL)
+
+
+async def test_a_sitemap_s_password_is_not_hashed_into_its_claim(client: RedisClient) -> None:
+    """A claim's key hashes the sitemap's URL with its password masked: a hash of a short
+    password is reversed by trying them all."""
+    claims = SitemapClaims(client, "j", "w1", 60, reread=_reread)
+    assert await claims.claim("http://alice:pw@site.test/sitemap.xml")
+    masked = xxhash.xxh3_64_hexdigest(b"http://alice:***@site.test/sitemap.xml")
+    assert [key async for key in client.scan_iter(match="gs:{j}:sitemap:*")] == [
+        f"gs:{{j}}:sitemap:{masked}".encode()
+    ]

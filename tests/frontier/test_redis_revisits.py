@@ -9,8 +9,10 @@ slots fails) and on a 3-master Redis Cluster through a cluster client.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 
+import pytest
 from tests.frontier import topologies
 
 from gossamer.frontier.base import Candidate, Lease
@@ -178,3 +180,32 @@ async def test_without_spare_an_idle_host_waits_for_its_due_time(
     client: RedisClient, job: str
 ) -> None:
     assert await _spare_round(client, job, 0.0) == ([], 0)
+
+
+async def test_a_seed_s_password_stays_out_of_the_revisit_state(
+    client: RedisClient, job: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The state keeps the URL as entries do, its password masked (format 4); the revisit
+    leased from it has the password back, from the job's ``credentials``; a state dropped is
+    logged with the URL masked."""
+    clock = Clock()
+    frontier, revisits = make(client, job, clock)
+    url, other = "http://alice:pw-91@a.test/x", "http://alice:pw-91@a.test/y"
+    await frontier.add([Candidate(url, seed=True), Candidate(other, seed=True)])
+    for lease in await lease_all(frontier):
+        fetched(revisits, lease, clock.now, '"e"')
+        await frontier.ack(lease, None)
+    keys = partition_keys(job, frontier._part("http://a.test", fingerprint(url)))
+    states = await client.hgetall(keys["revisits"])
+    assert len(states) == 2 and not [s for s in states.values() if b"pw-91" in s], states
+    assert b'"http://alice:***@a.test/x"' in states[str(fingerprint(url)).encode()]
+    masked = other.replace("pw-91", "***")
+    long_etag = f'[1.0,0,"{masked}","{"e" * 10_000}",null,null,null,1.0,10.0,0,0,0,0.0,0,null]'
+    await client.hset(keys["revisits"], str(fingerprint(other)), long_etag)
+    clock.now += INTERVAL
+    with caplog.at_level(logging.WARNING):
+        leased = await lease_all(frontier)
+    assert sorted(lease.url for lease in leased) == [url, other]
+    assert revisits.validators(url) == {"If-None-Match": '"e"'}  # the state found
+    [dropped] = [r.getMessage() for r in caplog.records if "malformed" in r.getMessage()]
+    assert "http://alice:***@a.test/y" in dropped and "pw-91" not in dropped, dropped

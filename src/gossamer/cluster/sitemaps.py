@@ -23,7 +23,8 @@ exactly one of them reads it, whichever workers come and go: the schedule lives 
 not in the worker that read last. A claim repeated after a reply lost to an outage (the
 worker's Redis guard repeats it) finds its own name and holds.
 
-``h`` is the xxh3_64 of the sitemap's canonical URL, in hex; the key carries the job's hash
+``h`` is the xxh3_64 of the sitemap's canonical URL (a password in it masked: a hash of a
+short password could be reversed by trying them all), in hex; the key carries the job's hash
 tag like the control plane's.
 """
 
@@ -35,6 +36,7 @@ from collections.abc import Callable
 
 import xxhash
 
+from gossamer.frontier.redis.credentials import masked_url
 from gossamer.frontier.redis.scripts import RedisClient
 
 __all__ = ["SitemapClaims"]
@@ -91,7 +93,7 @@ class SitemapClaims:
         self._release = redis.register_script(_RELEASE)
 
     def _key(self, url: str) -> str:
-        return self._prefix + xxhash.xxh3_64_hexdigest(url.encode())
+        return self._prefix + xxhash.xxh3_64_hexdigest(masked_url(url).encode())
 
     async def claim(self, url: str) -> bool:
         """Whether this worker reads ``url`` now: True once it holds the claim, False if the

@@ -19,12 +19,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from gossamer.frontier.redis.keys import MASK
+from gossamer.frontier.redis.keys import MASK, mask_authority
 from gossamer.frontier.redis.scripts import RedisClient
 
-__all__ = ["Credentials", "credentials_key"]
+__all__ = ["Credentials", "credentials_key", "masked_url"]
 
 _MASKED = f":{MASK}@"
+
+
+def masked_url(url: str) -> str:
+    """``url`` with a password in its user info masked (``https://user:***@host/path``), as
+    a job's keys name it anywhere but in ``credentials``: a continuous job's page states, and
+    the keys of sitemap claims, which hash it."""
+    slash = url.find("/", url.find("://") + 3)
+    return mask_authority(url) if slash < 0 else mask_authority(url[:slash]) + url[slash:]
 
 
 def credentials_key(job: str) -> str:

@@ -48,11 +48,11 @@ from msgspec import Meta
 from redis.commands.core import AsyncScript
 
 from gossamer.frontier.base import Lease
-from gossamer.frontier.redis.keys import Entry, PartitionKeys, mask_authority
+from gossamer.frontier.redis.credentials import masked_url
+from gossamer.frontier.redis.keys import Entry, PartitionKeys
 from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, run_scripts
 from gossamer.frontier.revisit import History, spare_index
 from gossamer.frontier.revisits import BoundsOf, RevisitBook, RevisitState
-from gossamer.redact import redact_url
 from gossamer.urls import fingerprint, host_key
 
 log = logging.getLogger(__name__)
@@ -145,13 +145,6 @@ def unpack(raw: bytes, fp: int) -> RevisitState:
     )
 
 
-def masked_url(url: str) -> str:
-    """``url`` as a page's state keeps it: a seed's password masked, as in queue entries (the
-    entry queued from the state gets it back from the job's ``credentials`` when claimed)."""
-    slash = url.find("/", url.find("://") + 3)
-    return mask_authority(url) if slash < 0 else mask_authority(url[:slash]) + url[slash:]
-
-
 PartOf = Callable[[str, int], int]
 """The partition of a URL by its host key and fingerprint."""
 
@@ -220,7 +213,7 @@ class RedisRevisits(RevisitBook):
             log.warning(
                 "job %s: dropped the malformed revisit state of %s (%s)",
                 self._keys.job,
-                redact_url(lease.url)[:200],
+                masked_url(lease.url)[:200],
                 exc,
                 extra={"event": "revisit-state-dropped", "job": self._keys.job},
             )
