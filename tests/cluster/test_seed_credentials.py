@@ -8,15 +8,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import pytest
 from aiohttp import web
 from redis.asyncio import Redis
+from tests.credentials_site import AT_SIGN, PLAIN, SECRET, guarded_site, serve_on
 from tests.local_app import serve
 from tests.redis_server import RedisServer
 
@@ -99,65 +97,6 @@ async def test_a_seed_s_password_is_kept_in_one_key_and_sent_with_its_pages(
                 await client.aclose()
     assert auth == {path: {SEED_AUTH} for path in ("/", "/a", "/b", "/c")}
     assert PASSWORD not in "".join(p.read_text() for p in (tmp_path / "w0").rglob("*.jsonl"))
-
-
-SECRET = "w0rd-Pw-91"
-"""The part of each password below that reads the same in every encoding."""
-AT_SIGN = ("[::1]", "::1", "p%40ss%3A" + SECRET, "p@ss:" + SECRET)
-"""An IPv6 seed whose password holds '@' and ':', percent-escaped in the URL."""
-PLAIN = ("site.test", "127.0.0.1", "s3cret-" + SECRET, "s3cret-" + SECRET)
-
-
-@asynccontextmanager
-async def serve_on(address: str, handler: Any) -> AsyncIterator[int]:
-    """Serve ``handler`` (every GET) on a free port of the loopback ``address``."""
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", handler)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, address, 0)
-    await site.start()
-    try:
-        yield site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    finally:
-        await runner.cleanup()
-
-
-def guarded_site(seen: list[tuple[str, str, str | None]], expected: str) -> Any:
-    """Pages behind basic auth (401 without ``expected``), each with an ETag (revisits are
-    conditional): ``/`` -> ``/a``, ``/b`` (the same text), ``/away`` and ``/away-pw``, which
-    redirect to another origin, ``other.test`` (the second naming the seed's user info there);
-    ``seen`` gets each request's (host, path, Authorization)."""
-    links = {"/": ["/a", "/b", "/away", "/away-pw"]}
-    text = "<p>" + "Credentials stay with their origin and out of every store. " * 20 + "</p>"
-
-    async def handle(request: web.Request) -> web.Response:
-        given = request.headers.get("Authorization")
-        seen.append((request.host.rpartition(":")[0], request.path, given))
-        if request.path.startswith("/away"):
-            userinfo = expected_userinfo(expected) if request.path == "/away-pw" else ""
-            return web.Response(
-                status=302,
-                headers={"Location": f"http://{userinfo}other.test:{request.url.port}/x"},
-            )
-        if request.host.startswith("other.test"):
-            return web.Response(body=b"<html><body>other</body></html>", content_type="text/html")
-        if given != expected:
-            return web.Response(status=401, headers={"WWW-Authenticate": 'Basic realm="t"'})
-        if request.headers.get("If-None-Match") == '"v1"':
-            return web.Response(status=304, headers={"ETag": '"v1"'})
-        anchors = "".join(f'<a href="{href}">{href}</a>' for href in links.get(request.path, []))
-        head = f"<html><head><title>{request.path}</title></head>"
-        body = f"{head}<body>{anchors}{text}</body></html>"
-        return web.Response(body=body.encode(), content_type="text/html", headers={"ETag": '"v1"'})
-
-    return handle
-
-
-def expected_userinfo(authorization: str) -> str:
-    """``user:password@`` as a URL writes the Basic ``authorization`` (escaped)."""
-    user, _, password = base64.b64decode(authorization.split()[1]).decode().partition(":")
-    return f"{quote(user, safe='')}:{quote(password, safe='')}@"
 
 
 @pytest.mark.parametrize(("host", "address", "escaped", "password"), [PLAIN, AT_SIGN])
