@@ -4,7 +4,12 @@ whole job (``cluster status``, ``cluster metrics``).
 
 Each worker publishes its own counts with its heartbeat (:func:`worker_figures`, the
 ``fresh`` figures); the job's are those summed over every worker that joined, alive or gone
-(the registry keeps a leaver's last figures), read back checked, since they come off Redis.
+(the registry keeps the last figures of a worker that left or died, so a dead worker's counts
+stay in the job's while others revisit its partitions), read back checked, since they come
+off Redis. The registry keeps a row per worker name: a worker started again under a name
+that was in the job (a restarted pod) adds to that name's last counts
+(:func:`earlier_figures`), or the job's would drop by them. What a worker counted after its
+last heartbeat and before it died (a third of ``--heartbeat-ttl`` at most) is not in them.
 The due backlog is read from Redis itself: the revisits of every partition whose due time
 has passed and that no worker has queued yet (:func:`due_backlog`).
 """
@@ -16,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gossamer.cluster.control import WorkerInfo
+from gossamer.cluster.control import Control, WorkerInfo
 from gossamer.frontier.redis.keys import partition_keys
 from gossamer.frontier.redis.scripts import RedisClient
 
@@ -24,7 +29,7 @@ if TYPE_CHECKING:
     from gossamer.crawl.sitemaps import SitemapStage
     from gossamer.frontier.revisits import RevisitBook
 
-__all__ = ["JobFreshness", "due_backlog", "job_freshness", "worker_figures"]
+__all__ = ["JobFreshness", "due_backlog", "earlier_figures", "job_freshness", "worker_figures"]
 
 RESULTS = ("changed", "unchanged", "not-modified", "gone")
 """What a revisit found (as :data:`gossamer.frontier.revisits.RESULTS`)."""
@@ -35,8 +40,30 @@ _CHUNK = 1024
 """Partitions whose due revisits one pipeline counts."""
 
 
-def worker_figures(revisits: RevisitBook | None, sitemaps: SitemapStage | None) -> dict[str, int]:
-    """This worker's ``fresh`` figures for its heartbeat (empty when it has neither)."""
+async def earlier_figures(control: Control, name: str) -> dict[str, int]:
+    """The ``fresh`` figures the job's registry holds for the worker ``name`` (one that ran
+    before under this name; empty for a new name), checked."""
+    [info] = await control.figures_of([name])
+    fresh = info.figures.get("fresh")
+    if not isinstance(fresh, Mapping):
+        return {}
+    return {key: _figure(fresh.get(key)) for key in (*RESULTS, *_COUNTS) if key in fresh}
+
+
+def worker_figures(
+    revisits: RevisitBook | None,
+    sitemaps: SitemapStage | None,
+    earlier: Mapping[str, int] | None = None,
+) -> dict[str, int]:
+    """This worker's ``fresh`` figures for its heartbeat (empty when it has neither), added
+    to ``earlier`` (:func:`earlier_figures`: those of a previous run under its name)."""
+    figures = _counted(revisits, sitemaps)
+    for key, count in (earlier or {}).items():
+        figures[key] = min(figures.get(key, 0) + count, _MOST)
+    return figures
+
+
+def _counted(revisits: RevisitBook | None, sitemaps: SitemapStage | None) -> dict[str, int]:
     figures: dict[str, int] = {}
     if revisits is not None:
         stats = revisits.stats()

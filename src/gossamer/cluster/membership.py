@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from gossamer.balance.capability import Capability
@@ -37,10 +38,13 @@ class Report:
         capability: Capability,
         frontier: RedisFrontier,
         revisits: RevisitBook | None = None,
+        earlier: Mapping[str, int] | None = None,
     ) -> None:
-        """``revisits``: a continuous job's revisit state, whose counts the figures carry."""
+        """``revisits``: a continuous job's revisit state, whose counts the figures carry
+        (added to ``earlier``: those of a previous run under this worker's name)."""
         self._crawler = crawler
         self._revisits = revisits
+        self._earlier = earlier
         self._stages = stages
         self._capability = capability
         self._frontier = frontier
@@ -59,7 +63,7 @@ class Report:
             "pid": os.getpid(),
             "host": socket.gethostname(),
         }
-        fresh = worker_figures(self._revisits, self._stages.sitemaps)
+        fresh = worker_figures(self._revisits, self._stages.sitemaps, self._earlier)
         if fresh:
             figures["fresh"] = fresh
         meter = self._stages.meter

@@ -30,6 +30,7 @@ from gossamer.cluster.assignment import Assignment
 from gossamer.cluster.balancer import Balancer
 from gossamer.cluster.control import Control
 from gossamer.cluster.errors import ClusterError
+from gossamer.cluster.freshness import earlier_figures
 from gossamer.cluster.jobs import load_job, open_control
 from gossamer.cluster.keeper import Keeper, Pace
 from gossamer.cluster.leadership import Leadership
@@ -269,7 +270,8 @@ async def _crawl_share(
             install_signal_handlers(crawler)
         if settings.max_duration is not None:
             stop_after(crawler, settings.max_duration)  # this worker stops, as on SIGTERM
-        report = Report(crawler, stages, capability, frontier, revisits)
+        earlier = await earlier_figures(control, name)  # a run before under this name
+        report = Report(crawler, stages, capability, frontier, revisits, earlier)
         keeper = Keeper(
             control,
             name,
