@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -16,6 +17,8 @@ SECRET = "w0rd-Pw-91"
 AT_SIGN = ("[::1]", "::1", "p%40ss%3A" + SECRET, "p@ss:" + SECRET)
 """An IPv6 seed whose password holds '@' and ':', percent-escaped in the URL."""
 PLAIN = ("site.test", "127.0.0.1", "s3cret-" + SECRET, "s3cret-" + SECRET)
+UNESCAPED = ("site.test", "127.0.0.1", "p@ss:" + SECRET, "p@ss:" + SECRET)
+"""A password with '@' and ':' as a user may type it, unescaped."""
 
 
 @asynccontextmanager
@@ -37,7 +40,8 @@ def guarded_site(seen: list[tuple[str, str, str | None]], expected: str) -> Any:
     """Pages behind basic auth (401 without ``expected``), each with an ETag (revisits are
     conditional): ``/`` -> ``/a``, ``/b`` (the same text), ``/away`` and ``/away-pw``, which
     redirect to another origin, ``other.test`` (the second naming the seed's user info there);
-    ``seen`` gets each request's (host, path, Authorization)."""
+    ``/sitemap.xml`` (open) lists ``/a`` and ``other.test``'s ``/z`` with the seed's user info,
+    changed now; ``seen`` gets each request's (host, path, Authorization)."""
     links = {"/": ["/a", "/b", "/away", "/away-pw"]}
     text = "<p>" + "Credentials stay with their origin and out of every store. " * 20 + "</p>"
 
@@ -50,6 +54,8 @@ def guarded_site(seen: list[tuple[str, str, str | None]], expected: str) -> Any:
                 status=302,
                 headers={"Location": f"http://{userinfo}other.test:{request.url.port}/x"},
             )
+        if request.path == "/sitemap.xml":
+            return _sitemap(request, expected_userinfo(expected))
         if request.host.startswith("other.test"):
             return web.Response(body=b"<html><body>other</body></html>", content_type="text/html")
         if given != expected:
@@ -68,3 +74,11 @@ def expected_userinfo(authorization: str) -> str:
     """``user:password@`` as a URL writes the Basic ``authorization`` (escaped)."""
     user, _, password = base64.b64decode(authorization.split()[1]).decode().partition(":")
     return f"{quote(user, safe='')}:{quote(password, safe='')}@"
+
+
+def _sitemap(request: web.Request, userinfo: str) -> web.Response:
+    port, now = request.url.port, datetime.now(UTC).isoformat()
+    urls = (f"http://{userinfo}{request.host}/a", f"http://{userinfo}other.test:{port}/z")
+    entries = "".join(f"<url><loc>{url}</loc><lastmod>{now}</lastmod></url>" for url in urls)
+    xml = f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{entries}</urlset>'
+    return web.Response(body=xml.encode(), content_type="application/xml")

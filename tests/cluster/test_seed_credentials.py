@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 from redis.asyncio import Redis
-from tests.credentials_site import AT_SIGN, PLAIN, SECRET, guarded_site, serve_on
+from tests.credentials_site import AT_SIGN, PLAIN, SECRET, UNESCAPED, guarded_site, serve_on
 from tests.local_app import serve
 from tests.redis_server import RedisServer
 
@@ -99,7 +99,7 @@ async def test_a_seed_s_password_is_kept_in_one_key_and_sent_with_its_pages(
     assert PASSWORD not in "".join(p.read_text() for p in (tmp_path / "w0").rglob("*.jsonl"))
 
 
-@pytest.mark.parametrize(("host", "address", "escaped", "password"), [PLAIN, AT_SIGN])
+@pytest.mark.parametrize(("host", "address", "escaped", "password"), [PLAIN, AT_SIGN, UNESCAPED])
 async def test_a_continuous_job_keeps_the_seed_s_password_out_of_its_revisit_state(
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
@@ -121,7 +121,7 @@ async def test_a_continuous_job_keeps_the_seed_s_password_out_of_its_revisit_sta
                 resolve=[f"site.test={address}", f"other.test={address}"],
                 allow_domains=[host.strip("[]"), "other.test"],
                 robots=False,
-                sitemaps=False,
+                sitemap=[f"http://{host}:{port}/sitemap.xml"],
                 quiet=True,
                 heartbeat_ttl=2.0,
                 recrawl=True,
@@ -151,6 +151,7 @@ async def test_a_continuous_job_keeps_the_seed_s_password_out_of_its_revisit_sta
         assert sent == [expected] * len(sent) and len(sent) >= 2, (path, sent)  # revisited
     away = [auth for name, _, auth in seen if name.startswith("other.test")]
     assert away and set(away) == {None}, away  # the redirect followed, no password sent
+    assert len([path for _, path, _ in seen if path == "/sitemap.xml"]) >= 2  # read again
     for secret in (SECRET, expected.split()[1]):
         assert not [r.getMessage() for r in caplog.records if secret in r.getMessage()]
         files = [p for p in (tmp_path / "w0").rglob("*") if p.is_file()]

@@ -12,7 +12,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from tests.credentials_site import AT_SIGN, PLAIN, SECRET, guarded_site, serve_on
+from tests.credentials_site import AT_SIGN, PLAIN, SECRET, UNESCAPED, guarded_site, serve_on
 
 from gossamer.crawl import run_crawl
 from gossamer.settings import load_settings
@@ -36,7 +36,7 @@ def holding(db: Path, secret: str) -> set[tuple[str, str]]:
     return found
 
 
-@pytest.mark.parametrize(("host", "address", "escaped", "password"), [PLAIN, AT_SIGN])
+@pytest.mark.parametrize(("host", "address", "escaped", "password"), [PLAIN, AT_SIGN, UNESCAPED])
 async def test_a_continuous_crawl_keeps_the_seed_s_password_in_one_row(
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
@@ -56,7 +56,7 @@ async def test_a_continuous_crawl_keeps_the_seed_s_password_in_one_row(
             "allow_domains": [host.strip("[]"), "other.test"],
             "out": out,
             "robots": False,
-            "sitemaps": "off",
+            "sitemap": [f"http://{host}:{port}/sitemap.xml"],
             "quiet": True,
             "recrawl": True,
             "revisit_initial": 1,
@@ -79,6 +79,7 @@ async def test_a_continuous_crawl_keeps_the_seed_s_password_in_one_row(
         assert sent == [expected] * len(sent) and len(sent) >= 2, (path, sent)  # revisited
     away = [auth for name, _, auth in seen if name.startswith("other.test")]
     assert away and set(away) == {None}, away  # the redirect followed, no password sent
+    assert len([path for _, path, _ in seen if path == "/sitemap.xml"]) >= 2  # read again
     for secret in (SECRET, expected.split()[1]):
         assert not [r.getMessage() for r in caplog.records if secret in r.getMessage()]
         files = [p for p in out.rglob("*") if p.is_file() and not p.name.startswith("crawl.db")]
