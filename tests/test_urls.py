@@ -8,6 +8,7 @@ from gossamer.urls import (
     Resolver,
     Scope,
     canonicalize,
+    credentials_of,
     explicit_port,
     fingerprint,
     host_key,
@@ -223,3 +224,24 @@ def test_remembered_resolutions_depend_on_what_they_read() -> None:
             resolver = Resolver(base)
             for reference in references:
                 assert resolver.resolve(reference) == resolver._resolve(reference)
+
+
+@pytest.mark.parametrize(
+    "seed",
+    [
+        "http://alice:p@ss:w0rd@h.test/d/",
+        "http://alice:p%40ss%3Aw0rd@h.test/d/",
+        "http://al%40ice:p;w=x[y]@[::1]:8080/d/",
+        "http://:pw@h.test/d/",
+    ],
+)
+def test_a_seeds_links_carry_its_very_user_info(seed: str) -> None:
+    """However the seed writes a password's '@', ':' and other delimiters, its canonical form
+    and the links resolved against it name the same user info (a link's credentials must
+    be its page's own to be sent)."""
+    canonical = canonicalize(seed)
+    for link in ("/x", "x", "?q", seed):
+        resolved = Resolver(canonical).resolve(link)
+        assert resolved is not None
+        assert credentials_of(canonicalize(resolved)) == credentials_of(canonical), link
+    assert canonicalize(canonical) == canonical

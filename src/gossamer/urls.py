@@ -107,7 +107,10 @@ def _canonical_form(url: str) -> str:
     port = parsed.port
     netloc = f"{host}:{port}" if port else host
     if parsed.has_credentials():
-        userinfo = _written_authority(url).rpartition("@")[0]
+        # escaped as WHATWG escapes it (an '@' or ':' of a password too), as the links
+        # resolved against the URL write it: they carry the very same credentials
+        password = parsed.password
+        userinfo = parsed.username + (":" + password if password else "")
         netloc = f"{_normalize_component(userinfo, _USERINFO_SAFE)}@{netloc}"
     path = _normalize_component(parsed.pathname, _PATH_SAFE)
     query = parsed.search[1:]
