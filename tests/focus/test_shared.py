@@ -160,6 +160,14 @@ def test_batches_round_trip() -> None:
         decode(b"not msgpack")
 
 
+def test_a_seed_s_password_stays_out_of_the_stream() -> None:
+    """A page of a seed with a password is shared with the password masked."""
+    judged = [("http://alice:pw-91@a.test/x", True), ("http://bob@b.test/p@q", False)]
+    (blob,) = encode(Learnt(judged, []))
+    assert b"pw-91" not in blob
+    assert decode(blob).judged == [("http://alice:***@a.test/x", True), judged[1]]
+
+
 async def test_an_unreachable_redis_delays_the_sharing(
     server: RedisServer, redis: Redis, caplog: pytest.LogCaptureFixture
 ) -> None:

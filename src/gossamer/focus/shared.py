@@ -8,11 +8,11 @@ what the others appended, before it scores the links waiting in its frontier aga
 
 A batch (msgpack, at most :data:`MAX_ENTRY_BYTES`; a larger one is split) holds
 
-* the pages the worker judged: URL and whether it was on-topic. A worker that queued a link to
-  one of them learns from it as from a page it judged itself (a link found by one worker is
-  often fetched by another, whose partition holds its host): the link's features become a
-  training example, its path counts in the places where on-topic pages live, and links to it
-  are known;
+* the pages the worker judged: URL (a password in it as ``***``) and whether it was on-topic. A
+  worker that queued a link to one of them learns from it as from a page it judged itself (a
+  link found by one worker is often fetched by another, whose partition holds its host): the
+  link's features become a training example, its path counts in the places where on-topic pages
+  live, and links to it are known;
 * the link scorer's training examples: the link's hashed feature indices (``u32``, below
   :data:`~gossamer.focus.learner.DIMENSIONS`) and its label (a byte, 0..255 for 0..1).
 
@@ -111,6 +111,7 @@ def encode(learnt: Learnt) -> list[bytes]:
     for url, relevant in learnt.judged:
         if len(url) > MAX_URL_CHARS:
             continue
+        url = _masked(url)
         judged.append((url, relevant))
         size += len(url) + 4
         if size >= MAX_ENTRY_BYTES:
@@ -126,6 +127,18 @@ def encode(learnt: Learnt) -> list[bytes]:
     if judged or examples:
         out.append(_pack(judged, examples))
     return out
+
+
+def _masked(url: str) -> str:
+    """``url`` with the password of its user info (a seed's) as ``***``: the stream is no
+    place for it (a worker that waits for such a link learns nothing of its page, then)."""
+    scheme, sep, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    userinfo, at, host = authority.rpartition("@")
+    user, colon, _ = userinfo.partition(":")
+    if not sep or not at or not colon:
+        return url
+    return f"{scheme}://{user}:***@{host}{slash}{path}"
 
 
 def _pack(judged: list[tuple[str, bool]], examples: list[tuple[Features, float]]) -> bytes:
