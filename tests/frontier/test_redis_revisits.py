@@ -1,7 +1,8 @@
 """The Redis frontier of a continuous crawl on a fake clock: a page's state goes with its ack
 and comes back with its revisit, due times move with their partitions to a new owner, a state
 that does not decode is dropped, a sitemap's newer lastmod queues a page at once, an idle host
-gets a spare revisit of its page of the greatest spare index.
+gets a spare revisit of its page of the greatest spare index, a seed's password stays out of
+the states.
 
 Each test runs on a one-node Redis Cluster through a plain client (a script touching two
 slots fails) and on a 3-master Redis Cluster through a cluster client.
