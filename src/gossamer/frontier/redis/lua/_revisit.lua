@@ -1,6 +1,7 @@
 -- gossamer frontier v2: a page's revisit queued (prepended, after _ranked.lua, to the scripts
 -- that queue revisits). A page's revisit state (HASH revisits, fp -> JSON array [fetched_at,
--- depth, url, ...], see revisits.py) gives its entry; a state that does not decode is dropped
+-- depth, url, ...], see revisits.py; the url with a seed's password masked, as entries hold it)
+-- gives its entry; a state that does not decode is dropped
 -- (the page is no longer revisited; an entry that still does not decode is set aside when
 -- claimed). KEYS of the caller: due (ZSET), revisits (HASH), queue, counts, ranked, ranks,
 -- hosts.
