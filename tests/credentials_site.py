@@ -1,5 +1,6 @@
 """A site behind basic auth for the tests of a seed's password (cluster and embedded): its
-pages revisited with validators, duplicates of each other, redirects to another origin."""
+pages revisited with validators, duplicates of each other, redirects on its origin and to
+another one."""
 
 from __future__ import annotations
 
@@ -38,11 +39,12 @@ async def serve_on(address: str, handler: Any) -> AsyncIterator[int]:
 
 def guarded_site(seen: list[tuple[str, str, str | None]], expected: str) -> Any:
     """Pages behind basic auth (401 without ``expected``), each with an ETag (revisits are
-    conditional): ``/`` -> ``/a``, ``/b`` (the same text), ``/away`` and ``/away-pw``, which
-    redirect to another origin, ``other.test`` (the second naming the seed's user info there);
+    conditional): ``/`` -> ``/a``, ``/b`` (the same text), ``/r``, which redirects to ``/t``
+    (linked from no page), ``/away`` and ``/away-pw``, which redirect to another origin,
+    ``other.test`` (the second naming the seed's user info there);
     ``/sitemap.xml`` (open) lists ``/a`` and ``other.test``'s ``/z`` with the seed's user info,
     changed now; ``seen`` gets each request's (host, path, Authorization)."""
-    links = {"/": ["/a", "/b", "/away", "/away-pw"]}
+    links = {"/": ["/a", "/b", "/r", "/away", "/away-pw"]}
     text = "<p>" + "Credentials stay with their origin and out of every store. " * 20 + "</p>"
 
     async def handle(request: web.Request) -> web.Response:
@@ -54,6 +56,8 @@ def guarded_site(seen: list[tuple[str, str, str | None]], expected: str) -> Any:
                 status=302,
                 headers={"Location": f"http://{userinfo}other.test:{request.url.port}/x"},
             )
+        if request.path == "/r" and given == expected:
+            return web.Response(status=302, headers={"Location": "/t"})
         if request.path == "/sitemap.xml":
             return _sitemap(request, expected_userinfo(expected))
         if request.host.startswith("other.test"):

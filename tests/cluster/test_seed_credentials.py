@@ -1,12 +1,14 @@
 """A seed's password in a cluster job (real redis-server, real site on loopback): once in the
 job's ``credentials`` key and in no other key, queue entries, host names and a continuous
 job's revisit states included, and still sent with every request for the seed's pages (its
-revisits too), never to another origin."""
+revisits, the targets of its redirects and a focused job's links too), never to another
+origin: as the embedded crawl sends it."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,9 @@ from tests.redis_server import RedisServer
 
 import gossamer
 from gossamer import JobSettings, Worker
+from gossamer.crawl import run_crawl
 from gossamer.frontier.redis.credentials import credentials_key
+from gossamer.settings import load_settings
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -63,6 +67,80 @@ async def holding(client: Redis, secret: str) -> set[str]:
         if any(secret.encode() in (v if isinstance(v, bytes) else str(v).encode()) for v in values):
             found.add(key)
     return found
+
+
+Seen = list[tuple[str, str, str | None]]
+"""(host, path, Authorization) of each request the site was sent."""
+
+
+async def crawl_both(
+    tmp_path: Path, seed: tuple[str, str, str, str], **flags: Any
+) -> tuple[set[tuple[str, str, str | None]], Seen, dict[str, int]]:
+    """Crawl `guarded_site` from the ``seed`` (host, address, escaped and plain password) once
+    embedded, then as a cluster job (one worker): what the embedded crawl sent, what the job
+    sent (a set, then the requests) and what its worker turned away. The job's Redis holds
+    the password (or its Authorization header) in ``credentials`` only."""
+    host, address, escaped, password = seed
+    expected = "Basic " + base64.b64encode(f"alice:{password}".encode()).decode()
+    settings: dict[str, Any] = {
+        "seeds": [f"http://alice:{escaped}@{host}:{{port}}/"],
+        "resolve": [f"site.test={address}", f"other.test={address}"],
+        "allow_domains": [host.strip("[]"), "other.test"],
+        "robots": False,
+        "sitemaps": False,
+        "quiet": True,
+        **flags,
+    }
+    embedded: Seen = []
+    async with serve_on(address, guarded_site(embedded, expected)) as port:
+        given = settings | {"seeds": [settings["seeds"][0].format(port=port)]}
+        crawl = load_settings(given | {"out": tmp_path / "embedded"}, env={})
+        await asyncio.wait_for(run_crawl(crawl), 20)
+    seen: Seen = []
+    async with serve_on(address, guarded_site(seen, expected)) as port:
+        with RedisServer() as redis:
+            given = settings | {"seeds": [settings["seeds"][0].format(port=port)]}
+            client = Redis.from_url(redis.url)
+            try:
+                await gossamer.submit(redis.url, JobSettings(**given), job=JOB)
+                worker = Worker(redis.url, job=JOB, name="w0", out=tmp_path / "w0", job_timeout=20)
+                worker.start()
+                await asyncio.wait_for(worker.wait(), 40)
+                for secret in (SECRET, expected.split()[1]):
+                    assert await holding(client, secret) <= {credentials_key(JOB)}, secret
+            finally:
+                await client.aclose()
+    stats = json.loads((tmp_path / "w0" / "stats.json").read_text())
+    return set(embedded), seen, stats["rejected"]
+
+
+@pytest.mark.parametrize("seed", [PLAIN, AT_SIGN], ids=["plain", "at-sign"])
+async def test_a_seed_s_redirects_send_its_password_on_its_origin_only(
+    tmp_path: Path, seed: tuple[str, str, str, str]
+) -> None:
+    """``/r`` -> ``/t`` (the seed's origin) is fetched with the password; ``/away`` ->
+    another origin without it; ``/away-pw``, naming the seed's user info on another origin,
+    is turned away: as the embedded crawl does."""
+    embedded, seen, rejected = await crawl_both(tmp_path, seed)
+    expected = next(auth for _, path, auth in seen if path == "/")
+    mine = {(path, auth) for host, path, auth in seen if not host.startswith("other.test")}
+    assert mine == {(p, expected) for p in ("/", "/a", "/b", "/r", "/t", "/away", "/away-pw")}
+    assert [r for r in seen if r[0] == "other.test"] == [("other.test", "/x", None)]
+    assert rejected == {"userinfo": 1}  # /away-pw's target
+    assert set(seen) == embedded
+
+
+async def test_a_focused_job_sends_a_seed_s_password_with_its_links(tmp_path: Path) -> None:
+    """A focused job's links of the seed's pages (scored, no source page named) keep the
+    seed's password, as the embedded crawl's do."""
+    embedded, seen, rejected = await crawl_both(
+        tmp_path, PLAIN, focus_phrase="credentials stay with their origin"
+    )
+    expected = next(auth for _, path, auth in seen if path == "/")
+    mine = {(path, auth) for host, path, auth in seen if not host.startswith("other.test")}
+    assert mine == {(p, expected) for p in ("/", "/a", "/b", "/r", "/t", "/away", "/away-pw")}
+    assert rejected == {"userinfo": 1}  # /away-pw's target
+    assert set(seen) == embedded
 
 
 async def test_a_seed_s_password_is_kept_in_one_key_and_sent_with_its_pages(
