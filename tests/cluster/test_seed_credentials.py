@@ -23,8 +23,13 @@ from tests.redis_server import RedisServer
 import gossamer
 from gossamer import JobSettings, Worker
 from gossamer.crawl import run_crawl
-from gossamer.frontier.redis.credentials import credentials_key
+from gossamer.frontier.admission import Admission
+from gossamer.frontier.base import Candidate
+from gossamer.frontier.politeness import PolitenessPolicy
+from gossamer.frontier.redis import RedisFrontier, RedisFrontierConfig
+from gossamer.frontier.redis.credentials import Credentials, credentials_key
 from gossamer.settings import load_settings
+from gossamer.urls import Scope
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -67,6 +72,51 @@ async def holding(client: Redis, secret: str) -> set[str]:
         if any(secret.encode() in (v if isinstance(v, bytes) else str(v).encode()) for v in values):
             found.add(key)
     return found
+
+
+async def test_a_worker_learns_a_seed_s_credentials_from_its_first_claim() -> None:
+    """Another process admitted the seed; the worker takes its credentials as a seed's once
+    it claims one of its URLs, and admits a redirect's target (found on no page) on the
+    seed's origin, not on another."""
+    scope = Scope.for_seeds([], ["test"])
+    config = RedisFrontierConfig(partitions=8)
+    with RedisServer() as redis:
+        client = Redis.from_url(redis.url)
+        try:
+            submitter, worker = (
+                RedisFrontier(client, JOB, scope, PolitenessPolicy(), config=config)
+                for _ in range(2)
+            )
+            seed = f"http://alice:{PASSWORD}@a.test/r"
+            assert (await submitter.add([Candidate(seed, seed=True)])).added == 1
+            targets = [
+                Candidate(f"http://alice:{PASSWORD}@a.test/t", hops=1),
+                Candidate(f"http://alice:{PASSWORD}@b.test/t", hops=1),
+            ]
+            assert (await worker.add(targets)).rejected == {"userinfo": 2}  # nothing claimed
+            await worker.refresh()  # finds the seed's partition filled
+            assert [lease.url for lease in await worker.lease(1)] == [seed]
+            result = await worker.add(targets)
+            assert result.added == 1 and result.rejected == {"userinfo": 1}
+            assert await holding(client, PASSWORD) == {credentials_key(JOB)}
+        finally:
+            await client.aclose()
+
+
+async def test_a_forged_credential_in_redis_is_not_taken_as_a_seed_s() -> None:
+    """A value of ``credentials`` that is not the authority its field masks (another host)
+    is no seed's: admission does not take it."""
+    with RedisServer() as redis:
+        client = Redis.from_url(redis.url)
+        try:
+            forged = {"http://bob:***@c.test": "http://bob:pw@evil.test"}
+            await client.hset(credentials_key(JOB), mapping=forged)
+            admission = Admission(Scope.for_seeds([], ["test"]))
+            await Credentials(client, JOB, admission).reveal([b"http://bob:***@c.test|/|/"])
+            _, rejected = admission.admit([Candidate("http://bob:pw@evil.test/", hops=1)])
+            assert rejected == {"userinfo": 1}
+        finally:
+            await client.aclose()
 
 
 Seen = list[tuple[str, str, str | None]]
@@ -187,8 +237,9 @@ async def test_a_continuous_job_keeps_the_seed_s_password_out_of_its_revisit_sta
     password: str,
 ) -> None:
     """Redis holds the password in ``credentials`` only, through revisits, 304s, duplicates
-    found, redirects to another origin; every revisit sends it, the other origin never gets
-    it; no log line or file of the worker holds it or its Authorization header."""
+    found, redirects on the seed's origin and to another; every revisit sends it (a redirect's
+    target's too), the other origin never gets it; no log line or file of the worker holds it
+    or its Authorization header."""
     caplog.set_level(logging.DEBUG)
     expected = "Basic " + base64.b64encode(f"alice:{password}".encode()).decode()
     seen: list[tuple[str, str, str | None]] = []
@@ -224,7 +275,7 @@ async def test_a_continuous_job_keeps_the_seed_s_password_out_of_its_revisit_sta
             finally:
                 await client.aclose()
     mine = [(path, auth) for name, path, auth in seen if not name.startswith("other.test")]
-    for path in ("/", "/a", "/b"):
+    for path in ("/", "/a", "/b", "/t"):  # /t: the target of /r's redirect
         sent = [auth for p, auth in mine if p == path]
         assert sent == [expected] * len(sent) and len(sent) >= 2, (path, sent)  # revisited
     away = [auth for name, _, auth in seen if name.startswith("other.test")]

@@ -137,6 +137,15 @@ class Admission:
             return True
         return source is not None and credentials_of(source) == credentials
 
+    def trust(self, credentials: Iterable[str]) -> None:
+        """Take ``credentials`` (``user:password@host[:port]``, as a canonical URL's authority
+        names them) as a seed's: those of seeds another process admitted (a cluster job's,
+        which ``cluster submit`` or another worker added), learnt when the first of their
+        URLs is claimed. The URLs a crawl finds keep them then, wherever found (redirect
+        targets, a focused crawl's links, canonical URLs and sitemap entries name no page
+        that gave them), on their origin only."""
+        self._credentials.update(credentials)
+
     def screen(
         self, fresh: list[Admitted], rejected: dict[str, int], source: str | None = None
     ) -> list[Admitted]:

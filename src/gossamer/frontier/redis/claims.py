@@ -22,7 +22,7 @@ from typing import Any
 from redis.commands.core import AsyncScript
 
 from gossamer.frontier.redis.config import RedisFrontierConfig
-from gossamer.frontier.redis.credentials import Credentials
+from gossamer.frontier.redis.credentials import Credentials, Trusts
 from gossamer.frontier.redis.keys import BadEntry, Entry, PartitionKeys, bad_keys, split_url
 from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, run_scripts
 
@@ -52,6 +52,7 @@ class Claims:
         keys: PartitionKeys,
         scripts: dict[str, AsyncScript],
         config: RedisFrontierConfig,
+        trusts: Trusts | None = None,
         *,
         owned: frozenset[int],
         clock: Callable[[], float],
@@ -60,7 +61,8 @@ class Claims:
         self._redis = redis
         self._keys = keys
         self._scripts = scripts
-        self._credentials = Credentials(redis, keys.job)
+        self._credentials = Credentials(redis, keys.job, trusts)
+        """The seeds' passwords, put back in the entries claimed (``trusts`` learns them)."""
         self._lease_timeout = config.lease_timeout
         self.batch = config.claim_batch
         """Entries claimed per partition and call, at most."""

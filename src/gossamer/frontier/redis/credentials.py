@@ -9,6 +9,12 @@ authority), like crawl.db's owner-only ``credentials`` row. A worker writes it b
 entries that name it (:meth:`store`) and reads it only for the claims it is about to fetch
 (:meth:`reveal`), keeping what it read.
 
+What it reads tells the worker's admission too (:class:`Trusts`): the seeds of a job were
+admitted by whoever submitted them, so without it the URLs a claimed page names with no page
+of their own (its redirect's target, a focused job's scored links, a canonical URL) would be
+turned away as someone else's user info. They keep the seed's password on its origin only
+(the authority: user info, host and port); another origin's URL naming it is still refused.
+
 Whoever can read the job's Redis can read that one key, as a crawl.db's owner can read its
 row: a worker must send the password to fetch the pages. A Redis ACL may keep it from other
 readers (everything else of the job works without it), and ``cluster clear`` removes it with
@@ -18,11 +24,12 @@ the job's other keys.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Protocol
 
 from gossamer.frontier.redis.keys import MASK, mask_authority
 from gossamer.frontier.redis.scripts import RedisClient
 
-__all__ = ["Credentials", "credentials_key", "masked_url"]
+__all__ = ["Credentials", "Trusts", "credentials_key", "masked_url"]
 
 _MASKED = f":{MASK}@"
 
@@ -40,15 +47,26 @@ def credentials_key(job: str) -> str:
     return f"gs:{{{job}}}:credentials"
 
 
+class Trusts(Protocol):
+    """What takes the credentials a seed gave as the user's own (the worker's
+    :class:`~gossamer.frontier.admission.Admission`)."""
+
+    def trust(self, credentials: Iterable[str]) -> None:
+        """Take ``credentials`` (``user:password@host[:port]``) as a seed's."""
+
+
 class Credentials:
     """The job's seed credentials as one worker writes and reads them (see the module
     docstring)."""
 
-    __slots__ = ("_key", "_known", "_redis")
+    __slots__ = ("_key", "_known", "_redis", "_trusts")
 
-    def __init__(self, redis: RedisClient, job: str) -> None:
+    def __init__(self, redis: RedisClient, job: str, trusts: Trusts | None = None) -> None:
+        """The credentials of ``job`` on ``redis``; ``trusts`` learns those :meth:`reveal`
+        reads."""
         self._redis = redis
         self._key = credentials_key(job)
+        self._trusts = trusts
         self._known: dict[str, str] = {}
         """Masked authority -> authority, as stored in Redis (written or read here)."""
 
@@ -62,14 +80,23 @@ class Credentials:
 
     async def reveal(self, raws: Iterable[bytes | str]) -> Mapping[str, str]:
         """Masked authority -> authority for the entries ``raws`` (as claimed) whose host is
-        masked: read from Redis once each, then kept."""
+        masked: read from Redis once each, then kept (and told to ``trusts``)."""
         missing = {host for host in map(_masked_host, raws) if host and host not in self._known}
         if missing:
             asked = sorted(missing)
             for masked, real in zip(asked, await self._redis.hmget(self._key, asked), strict=True):
                 if real is not None:
                     self._known[masked] = real.decode() if isinstance(real, bytes) else real
+            self._trust(asked)
         return self._known
+
+    def _trust(self, masked: list[str]) -> None:
+        """Tell ``trusts`` the credentials of the authorities ``masked`` read from Redis: each
+        whose masked form is the name it is stored under (a seed's, not another origin's)."""
+        known = self._known
+        read = [known[m] for m in masked if m in known and mask_authority(known[m]) == m]
+        if read and self._trusts is not None:
+            self._trusts.trust(real.partition("://")[2] for real in read)
 
 
 def _masked_host(raw: bytes | str) -> str | None:

@@ -87,7 +87,7 @@ class RedisFrontier:
         partitions, lease_timeout = config.partitions, config.lease_timeout
         self._redis = redis
         self._job = job
-        self._admission = Admission(scope, guards)
+        self._admission = admission = Admission(scope, guards)
         budget = self._admission.budget
         self._pages = PageCounts(budget, keys, scripts["pages"], partitions)
         self._config = config
@@ -98,7 +98,7 @@ class RedisFrontier:
         self._keys = keys
         owned = (ownership or Ownership.every(partitions)).partitions
         self._claims = Claims(
-            redis, keys, scripts, config, owned=owned, clock=clock, wall_clock=wall_clock
+            redis, keys, scripts, config, admission, owned=owned, clock=clock, wall_clock=wall_clock
         )
         self._limiter = (
             HostLimiter(redis, job, scripts, policy, slot_timeout=lease_timeout, clock=clock)
