@@ -74,10 +74,11 @@ async def holding(client: Redis, secret: str) -> set[str]:
     return found
 
 
-async def test_a_worker_learns_a_seed_s_credentials_from_its_first_claim() -> None:
-    """Another process admitted the seed; the worker takes its credentials as a seed's once
-    it claims one of its URLs, and admits a redirect's target (found on no page) on the
-    seed's origin, not on another."""
+@pytest.mark.parametrize("userinfo", [f"alice:{PASSWORD}", "alice"], ids=["password", "user"])
+async def test_a_worker_learns_a_seed_s_credentials_from_its_first_claim(userinfo: str) -> None:
+    """Another process admitted the seed; the worker takes its user info (a password or a
+    user name alone) as a seed's once it claims one of its URLs, and admits a redirect's
+    target (found on no page) on the seed's origin, not on another."""
     scope = Scope.for_seeds([], ["test"])
     config = RedisFrontierConfig(partitions=8)
     with RedisServer() as redis:
@@ -87,18 +88,19 @@ async def test_a_worker_learns_a_seed_s_credentials_from_its_first_claim() -> No
                 RedisFrontier(client, JOB, scope, PolitenessPolicy(), config=config)
                 for _ in range(2)
             )
-            seed = f"http://alice:{PASSWORD}@a.test/r"
+            seed = f"http://{userinfo}@a.test/r"
             assert (await submitter.add([Candidate(seed, seed=True)])).added == 1
             targets = [
-                Candidate(f"http://alice:{PASSWORD}@a.test/t", hops=1),
-                Candidate(f"http://alice:{PASSWORD}@b.test/t", hops=1),
+                Candidate(f"http://{userinfo}@a.test/t", hops=1),
+                Candidate(f"http://{userinfo}@b.test/t", hops=1),
             ]
             assert (await worker.add(targets)).rejected == {"userinfo": 2}  # nothing claimed
             await worker.refresh()  # finds the seed's partition filled
             assert [lease.url for lease in await worker.lease(1)] == [seed]
             result = await worker.add(targets)
             assert result.added == 1 and result.rejected == {"userinfo": 1}
-            assert await holding(client, PASSWORD) == {credentials_key(JOB)}
+            kept = {credentials_key(JOB)} if PASSWORD in userinfo else set()
+            assert await holding(client, PASSWORD) == kept
         finally:
             await client.aclose()
 

@@ -9,10 +9,11 @@ authority), like crawl.db's owner-only ``credentials`` row. A worker writes it b
 entries that name it (:meth:`store`) and reads it only for the claims it is about to fetch
 (:meth:`reveal`), keeping what it read.
 
-What it reads tells the worker's admission too (:class:`Trusts`): the seeds of a job were
+What it reads tells the worker's admission too (:class:`Trusts`), and so does the user info
+of a claim that names a user alone (no password, nothing stored): the seeds of a job were
 admitted by whoever submitted them, so without it the URLs a claimed page names with no page
 of their own (its redirect's target, a focused job's scored links, a canonical URL) would be
-turned away as someone else's user info. They keep the seed's password on its origin only
+turned away as someone else's user info. They keep the seed's user info on its origin only
 (the authority: user info, host and port); another origin's URL naming it is still refused.
 
 Whoever can read the job's Redis can read that one key, as a crawl.db's owner can read its
@@ -68,7 +69,8 @@ class Credentials:
         self._key = credentials_key(job)
         self._trusts = trusts
         self._known: dict[str, str] = {}
-        """Masked authority -> authority, as stored in Redis (written or read here)."""
+        """Masked authority -> authority, as stored in Redis (written or read here); an
+        authority with a user name alone (no password, nothing stored) -> itself."""
 
     async def store(self, secrets: Mapping[str, str]) -> None:
         """Store the ``secrets`` (masked authority -> authority) this worker has not stored or
@@ -80,27 +82,32 @@ class Credentials:
 
     async def reveal(self, raws: Iterable[bytes | str]) -> Mapping[str, str]:
         """Masked authority -> authority for the entries ``raws`` (as claimed) whose host is
-        masked: read from Redis once each, then kept (and told to ``trusts``)."""
-        missing = {host for host in map(_masked_host, raws) if host and host not in self._known}
-        if missing:
-            asked = sorted(missing)
-            for masked, real in zip(asked, await self._redis.hmget(self._key, asked), strict=True):
-                if real is not None:
-                    self._known[masked] = real.decode() if isinstance(real, bytes) else real
-            self._trust(asked)
+        masked: read from Redis once each, then kept. ``trusts`` learns the credentials of
+        each host they name with user info (a user name alone is in the entry itself)."""
+        named = {host for host in map(_named_host, raws) if host and host not in self._known}
+        if named:
+            asked = sorted(host for host in named if _MASKED in host)
+            if asked:
+                replies = await self._redis.hmget(self._key, asked)
+                for masked, real in zip(asked, replies, strict=True):
+                    if real is not None:
+                        self._known[masked] = real.decode() if isinstance(real, bytes) else real
+            self._known.update((host, host) for host in named if _MASKED not in host)
+            self._trust(sorted(named))
         return self._known
 
     def _trust(self, masked: list[str]) -> None:
-        """Tell ``trusts`` the credentials of the authorities ``masked`` read from Redis: each
-        whose masked form is the name it is stored under (a seed's, not another origin's)."""
+        """Tell ``trusts`` the credentials of the authorities ``masked`` (as entries name them)
+        known now: each whose masked form is that name (a seed's, not another origin's)."""
         known = self._known
         read = [known[m] for m in masked if m in known and mask_authority(known[m]) == m]
         if read and self._trusts is not None:
             self._trusts.trust(real.partition("://")[2] for real in read)
 
 
-def _masked_host(raw: bytes | str) -> str | None:
-    """The host of an entry (``scheme://user:***@host|...``) when it is masked, else None."""
+def _named_host(raw: bytes | str) -> str | None:
+    """The host of an entry (``scheme://user:***@host|...``) when it names user info (a
+    password masked or none), else None."""
     head = raw[:2048].decode("utf-8", "replace") if isinstance(raw, bytes) else raw[:2048]
     host = head.partition("|")[0]
-    return host if _MASKED in host else None
+    return host if "@" in host else None
