@@ -37,6 +37,8 @@ Tables:
   and passwords of the seeds' URLs (``user:password@host:port``, a line each), which the
   ``urls`` table shows as ``user:***@host:port`` (:meth:`CrawlDB.hide`): the one place a
   password is kept, to fetch the URLs queued after ``--resume`` (:meth:`CrawlDB.reveal`).
+  A line is ``masked<TAB>user:password@host:port`` when the user info given on a resume
+  replaced another user's (:meth:`CrawlDB.renew`).
   Once it holds one, crawl.db is readable by its owner only, as with cookies.
 * ``cookies(domain, path, name, value, secure, expires, host_only)``: the crawl's cookie
   jar (``gossamer.fetch.cookies``), written as it changes, so ``--resume`` continues the
@@ -235,8 +237,11 @@ class CrawlDB:
         """The seeds' user info by its form with the password masked: what :meth:`hide`
         took out of the URLs stored."""
         stored = self.get_meta(_CREDENTIALS_META)
-        for authority in (stored or "").splitlines():
-            self._secrets[_masked(authority)] = authority
+        for line in (stored or "").splitlines():
+            masked, tab, authority = line.partition("\t")  # a URL holds no tab
+            if not tab:
+                masked, authority = _masked(line), line
+            self._secrets[masked] = authority
 
     def _add_missing_columns(self) -> None:
         """Bring a crawl.db of an earlier version up to the schema (``--resume``)."""
@@ -344,9 +349,43 @@ class CrawlDB:
             return url  # a user name, no password
         if self._secrets.get(masked) != authority:
             self._secrets[masked] = authority
-            self._make_private()
-            self.set_meta(_CREDENTIALS_META, "\n".join(self._secrets.values()))
+            self._store_secrets()
         return f"{scheme}://{masked}{slash}{path}"
+
+    def credentials(self) -> set[str]:
+        """The user info (``user:password@host[:port]``) :meth:`reveal` puts back."""
+        return set(self._secrets.values())
+
+    def renew(self, given: Iterable[str]) -> None:
+        """Take the seeds' user info ``given`` again (``--resume``; ``user[:password]@host
+        [:port]``) over the stored one of the same host and port, that the URLs queued
+        are fetched with it from now on (a password changed, another account): the same
+        user's, else the first given there. The stored user info of other hosts stays."""
+        by_origin: dict[str, dict[str, str]] = {}
+        for authority in given:
+            userinfo, _, origin = authority.rpartition("@")
+            by_origin.setdefault(origin, {}).setdefault(userinfo.partition(":")[0], authority)
+        renewed = {}
+        for masked, stored in self._secrets.items():
+            userinfo, _, origin = masked.rpartition("@")
+            choices = by_origin.get(origin)
+            if choices:
+                authority = choices.get(userinfo.partition(":")[0], next(iter(choices.values())))
+                if authority != stored:
+                    renewed[masked] = authority
+        if renewed:
+            self._secrets.update(renewed)
+            self._store_secrets()
+
+    def _store_secrets(self) -> None:
+        """Stage the credentials row: an authority a line, after its masked form and a tab
+        when that is not its own (another user's, :meth:`renew`)."""
+        lines = [
+            authority if _masked(authority) == masked else f"{masked}\t{authority}"
+            for masked, authority in self._secrets.items()
+        ]
+        self._make_private()
+        self.set_meta(_CREDENTIALS_META, "\n".join(lines))
 
     def reveal(self, url: str) -> str:
         """A URL the ``urls`` table stores as it was queued (its password put back)."""

@@ -259,7 +259,7 @@ async def build_crawler(
         if settings.digests != "off" and settings.text:
             digests = LocalDigests(db, settings.digest_threshold)
         if settings.resume:
-            frontier.restore()
+            frontier.restore(seeds)
             if revisits is not None:
                 revisits.adopt()
             if digests is not None:

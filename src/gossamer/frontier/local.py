@@ -21,7 +21,7 @@ import itertools
 import math
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -47,7 +47,7 @@ from gossamer.frontier.hosts import (
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.revisits import SPARE_HOSTS
 from gossamer.frontier.slotclaims import SlotClaims
-from gossamer.urls import Scope
+from gossamer.urls import Scope, credentials_of
 
 if TYPE_CHECKING:
     from gossamer.frontier.revisits import Revisits
@@ -141,35 +141,70 @@ class LocalFrontier:
         self._deepest = scope.max_depth if scope.max_depth is not None else sys.maxsize
         self._spare_at = -math.inf
         """When idle hosts are looked for again (work-conserving revisits)."""
+        self._stored: dict[str, str] = {}
+        """The stored user info of a resumed crawl by host (and port), for its hosts known
+        by one user only (see :meth:`restore`)."""
 
     # -- loading ---------------------------------------------------------------------------
 
-    def restore(self) -> tuple[int, int]:
+    def restore(self, seeds: Iterable[str] = ()) -> tuple[int, int]:
         """Load the state of a previous run from crawl.db: returns (queued, finished).
 
-        Rows are streamed in seq order; past the memory budget they stay in crawl.db.
+        Rows are streamed in seq order; past the memory budget they stay in crawl.db. The
+        user info of the ``seeds`` given again (canonical) replaces the stored one of their
+        host (:meth:`CrawlDB.renew`); the user info of the URLs restored is a seed's
+        (admission let no other in), so the crawl's redirects and links keep it on its
+        origin, and a seed given again without any takes it (see :meth:`add`).
         """
         if self._db is None:
             return (0, 0)
+        self._db.renew(credentials_of(seed) or "" for seed in seeds if "@" in seed)
         self._seen = SeenSet.from_fingerprints(
             fp for (fp,) in self._db.iterate("SELECT fp FROM urls")
         )
         finished = 0
         last_seq = -1
+        credentials: set[str] = set()
         for fp, url, key, depth, hops, attempts, priority, state, seq in self._db.iterate(
             "SELECT fp, url, host, depth, hops, attempts, priority, state, seq FROM urls "
             "ORDER BY seq"
         ):
             last_seq = seq
+            if "@" in url:
+                url = self._db.reveal(url)
+                credentials.add(credentials_of(url) or "")
             if state == 0:
-                entry = Queued(self._db.reveal(url), fp, depth, hops, attempts, priority)
+                entry = Queued(url, fp, depth, hops, attempts, priority)
                 self._enqueue(entry, key=key, seq=seq)
             else:
                 finished += 1
         self._seq = itertools.count(last_seq + 1)
+        self._trust(credentials | self._db.credentials())
         if self._budget is not None:
             self._budget.preset(dict(self._db.iterate(_FINISHED_BY_HOST)))
         return (self._queued(), finished)
+
+    def _trust(self, credentials: set[str]) -> None:
+        """Take ``credentials`` (``user[:password]@host[:port]``) as the seeds' (admission's
+        :meth:`~Admission.trust`) and keep those of each host known by one user only for
+        the seeds given again without any."""
+        credentials.discard("")
+        self._admission.trust(credentials)
+        by_origin: dict[str, str | None] = {}
+        for authority in credentials:
+            origin = authority.rpartition("@")[2]
+            by_origin[origin] = authority if origin not in by_origin else None
+        self._stored = {origin: a for origin, a in by_origin.items() if a is not None}
+
+    def _credited(self, cand: Candidate) -> Candidate:
+        """A seed with no user info of its own, with the stored one of its host if any."""
+        scheme, sep, rest = cand.url.partition("://")
+        origin, slash, path = rest.partition("/")
+        stored = self._stored.get(origin) if sep and "@" not in origin else None
+        if stored is None:
+            return cand
+        url = f"{scheme}://{stored}{slash}{path}"
+        return Candidate(url, cand.depth, cand.hops, cand.priority, seed=True)
 
     # -- the contract ----------------------------------------------------------------------
 
@@ -183,6 +218,8 @@ class LocalFrontier:
                 Candidate(u, depth) for u in candidates.urls if u not in recent or depth > deepest
             ]
         else:
+            if self._stored:  # resumed: a seed given again without its stored user info
+                candidates = [self._credited(c) if c.seed else c for c in candidates]
             fresh = [c for c in candidates if c.url not in recent or c.depth > deepest]
         admission = self._admission
         source = getattr(candidates, "source", None)
