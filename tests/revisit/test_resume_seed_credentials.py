@@ -26,6 +26,7 @@ from aiohttp import web
 from tests.credentials_site import PLAIN, guarded_site, serve_on
 
 from gossamer.crawl import run_crawl
+from gossamer.crawldb import CrawlDB
 from gossamer.settings import load_settings
 
 pytestmark = pytest.mark.timeout(60)
@@ -236,3 +237,22 @@ async def test_a_seed_given_again_with_other_credentials_overrides_the_stored_on
     # a line a user's (``masked<TAB>authority`` where the user changed)
     kept = {line.rpartition("\t")[2] for line in stored.splitlines()}
     assert kept == {f"{user}:{password}@{HOST}:{site.port}"}
+
+
+async def test_credentials_another_user_gave_on_a_resume_are_kept_for_the_next(
+    tmp_path: Path,
+) -> None:
+    """The stored user info a resume replaced with another user's is read back so by the
+    next resume: the URLs stored under the first user are fetched as the second."""
+    path = tmp_path / "crawl.db"
+    db = CrawlDB(path)
+    stored = db.hide("http://alice:pw@h.test:81/a")
+    db.renew(["bob:b0b@h.test:81", "carol:c@other.test"])
+    await db.commit()
+    db.close()
+    again = CrawlDB(path)
+    try:
+        assert again.reveal(stored) == "http://bob:b0b@h.test:81/a"
+        assert again.credentials() == {"bob:b0b@h.test:81"}
+    finally:
+        again.close()

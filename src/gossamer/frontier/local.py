@@ -158,7 +158,7 @@ class LocalFrontier:
         """
         if self._db is None:
             return (0, 0)
-        self._db.renew(credentials_of(seed) or "" for seed in seeds if "@" in seed)
+        self._db.renew(filter(None, (credentials_of(seed) for seed in seeds if "@" in seed)))
         self._seen = SeenSet.from_fingerprints(
             fp for (fp,) in self._db.iterate("SELECT fp FROM urls")
         )
@@ -170,9 +170,11 @@ class LocalFrontier:
             "ORDER BY seq"
         ):
             last_seq = seq
-            if "@" in url:
+            if "@" in url:  # a seed's user info (admission lets no other in), or a path's @
                 url = self._db.reveal(url)
-                credentials.add(credentials_of(url) or "")
+                authority = credentials_of(url)
+                if authority is not None:
+                    credentials.add(authority)
             if state == 0:
                 entry = Queued(url, fp, depth, hops, attempts, priority)
                 self._enqueue(entry, key=key, seq=seq)
@@ -188,7 +190,6 @@ class LocalFrontier:
         """Take ``credentials`` (``user[:password]@host[:port]``) as the seeds' (admission's
         :meth:`~Admission.trust`) and keep those of each host known by one user only for
         the seeds given again without any."""
-        credentials.discard("")
         self._admission.trust(credentials)
         by_origin: dict[str, str | None] = {}
         for authority in credentials:
