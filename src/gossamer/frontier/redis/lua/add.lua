@@ -1,7 +1,8 @@
 -- gossamer frontier v4: add URLs to one partition, each once.
 -- KEYS[1] seen (the prefix of its SETs), KEYS[2] queue (LIST), KEYS[3] counts (HASH); the
 -- partition's ranked (ZSET), ranks and hosts (HASHes) are named from counts' name when needed
--- (every key of a partition is "<tag>:<name>", one slot): fewer arguments to read a call.
+-- (every key of a partition is "gs:{<job>:<partition>}:<name>", one slot): fewer arguments
+-- to read a call.
 -- ARGV[1] '1' when an entry has a priority other than 0, else '0'; ARGV[2] the highest host
 -- number the call names; ARGV[3] how many URLs come first as stored: each two arguments, its
 -- fingerprint and its entry as stored ("<number>|<numbers>|<path>", or "|..." for a URL
@@ -52,22 +53,22 @@ local limit = LOAD * (width + (FANOUT - 1) * split)
 local prefix = SEEN .. ':'
 local names = {} -- SET number -> its name, made once a call (no string.format for most)
 local function name(b)
-  local key
+  local set
   if b < 10 then
-    key = prefix .. char(48 + b)
+    set = prefix .. char(48 + b)
   elseif b < 100 then
-    key = prefix .. char(48 + (b - b % 10) / 10, 48 + b % 10)
+    set = prefix .. char(48 + (b - b % 10) / 10, 48 + b % 10)
   else
-    key = format('%s%d', prefix, b) -- '%d': Lua's own number format is a float's
+    set = format('%s%d', prefix, b) -- '%d': Lua's own number format is a float's
   end
-  names[b] = key
-  return key
+  names[b] = set
+  return set
 end
 -- A fingerprint's SET comes from six decimal digits from its middle (a number below 10^6, read
 -- with one string.byte: no string made, no strtod), apart from the low bits that place a URL
 -- in its partition (partition_by = "url"); 0 for a fingerprint under 10^12 in size (rare).
--- It is written out where it is used: a Lua function call a URL is a tenth of the script's
--- instructions.
+-- It is written out where it is used rather than called: a Lua function call a URL costs
+-- Redis a few hundred instructions more.
 local ZERO = 5333328 -- 48 * 111111: '0' in each of the six digits
 local function split_one()
   local from = names[split] or name(split)
