@@ -8,7 +8,7 @@ included). CPU seconds (``bench_redis_memory.py``) move with whatever else the m
 instruction counts do not, so two versions of the add path compare on a shared machine.
 
     .venv/bin/python benchmarks/bench_redis_instructions.py [--urls 200000] [--hosts 2000]
-        [--partitions 4096] [--batch 50000]
+        [--partitions 4096] [--batch 50000] [--keep callgrind.out]
 
 Valgrind runs the server some 50 times slower: keep ``--urls`` to a few hundred thousand.
 """
@@ -57,6 +57,8 @@ def run(urls: int, args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+        if urls and args.keep:
+            shutil.copyfile(out, args.keep)
         found = re.search(r"^(?:summary|totals):\s*(\d+)", out.read_text(), re.MULTILINE)
         assert found, "callgrind wrote no totals"
         return int(found.group(1)), stats
@@ -81,6 +83,11 @@ def main() -> int:
     parser.add_argument("--hosts", type=int, default=2_000)
     parser.add_argument("--partitions", type=int, default=4096)
     parser.add_argument("--batch", type=int, default=50_000, help="URLs a pipeline (50,000)")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="keep the loaded run's callgrind output there (for callgrind_annotate)",
+    )
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         print("valgrind is not installed (apt-get install valgrind)", file=sys.stderr)

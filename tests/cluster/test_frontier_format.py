@@ -11,7 +11,7 @@ from tests.redis_server import RedisServer
 
 from gossamer.cluster import DEFAULT_JOB
 from gossamer.cluster.control import Control
-from gossamer.cluster.jobs import job_json, parse_job, status_of
+from gossamer.cluster.jobs import job_json, parse_job
 from gossamer.frontier.redis.credentials import credentials_key
 from gossamer.frontier.redis.keys import FORMAT
 from gossamer.settings import JobSettings, SettingsError, settings_to_json
@@ -39,33 +39,31 @@ async def test_a_worker_refuses_a_job_of_the_old_format(
     assert err.count("\n") == 1, err
 
 
-def _format_3(settings: JobSettings) -> str:
-    return job_json(settings).replace(f'"frontier_format":{FORMAT}', '"frontier_format":3')
+def _format(settings: JobSettings, form: int) -> str:
+    return job_json(settings).replace(f'"frontier_format":{FORMAT}', f'"frontier_format":{form}')
 
 
-def test_a_format_3_job_is_read_unless_its_revisit_states_may_hold_a_password() -> None:
-    """Format 3 kept a seed's password in a continuous job's revisit states, and only there."""
-    once, continuous = JobSettings(partitions=8), JobSettings(partitions=8, recrawl=True)
-    assert parse_job(_format_3(once), "j") == once
-    assert parse_job(_format_3(continuous), "j", seed_passwords=False) == continuous
-    with pytest.raises(SettingsError, match="continuous job of Redis frontier format 3"):
-        parse_job(_format_3(continuous), "j")
+@pytest.mark.parametrize("form", [3, 4])
+def test_a_job_of_an_earlier_format_is_refused(form: int) -> None:
+    """Format 3 kept a seed's password in a continuous job's revisit states; formats 3 and 4
+    placed fingerprints in other seen SETs."""
+    for settings in (JobSettings(partitions=8), JobSettings(partitions=8, recrawl=True)):
+        with pytest.raises(SettingsError, match=f"Redis frontier format {form}; "):
+            parse_job(_format(settings, form), "j")
 
 
 async def test_a_worker_refuses_a_continuous_format_3_job_with_a_seed_s_password(
     tmp_path: Path, redis_server: RedisServer
 ) -> None:
-    """Its revisit states may hold the password: one clear line, exit status 2; ``cluster
-    status`` reads the same job without a password."""
+    """Its revisit states may hold the password: one clear line, exit status 2."""
     client = Redis.from_url(redis_server.url)
     control = Control(client, DEFAULT_JOB)
     try:
-        await control.store_job(_format_3(JobSettings(partitions=8, recrawl=True)))
-        assert (await status_of(control))["submitted"]
+        await control.store_job(_format(JobSettings(partitions=8, recrawl=True), 3))
         await client.hset(credentials_key(DEFAULT_JOB), "http://u:***@a.test", "http://u:p@a.test")
     finally:
         await client.aclose()
     code, _, err = await output(*worker_args(redis_server.url, tmp_path, 0))
     assert code == 2, err
-    assert "continuous job of Redis frontier format 3" in err and "'cluster clear'" in err, err
+    assert "Redis frontier format 3; " in err and f"reads format {FORMAT} only" in err, err
     assert err.count("\n") == 1, err

@@ -62,3 +62,29 @@ async def test_known_hosts_go_as_stored_and_a_cleared_job_is_sent_again_by_name(
             assert await queued(client, keys) == sorted(url for url, *_ in admitted(range(6, 8)))
         finally:
             await client.aclose()
+
+
+async def test_a_known_hosts_url_is_two_arguments_and_a_call_three_keys() -> None:
+    """Once the numbers of a call's hosts are known, a URL is its fingerprint and its entry as
+    stored, with no argument naming its host (most URLs of a call are of a host of their own),
+    and a call names three keys: what Redis reads a call is 9 + 2 per URL arguments."""
+    with RedisServer() as server:
+        client = Redis.from_url(server.url)
+        try:
+            keys = PartitionKeys("adds")
+            adds = Adds(client, keys, register(client)["add"], PARTITIONS, by_url=False)
+            await adds.send(admitted(range(3)))  # learns every host's number
+            await client.config_set("slowlog-log-slower-than", 0)  # every command logged
+            await client.config_set("slowlog-max-len", 1000)
+            await client.slowlog_reset()
+            fresh, _ = await adds.send(admitted(range(3, 6)))
+            assert sum(fresh.values()) == 9
+            calls = [
+                entry["command"].split()
+                for entry in await client.slowlog_get(1000)
+                if entry["command"].startswith(b"EVALSHA")
+            ]
+            assert calls and all(int(call[2]) == 3 for call in calls)  # numkeys
+            assert sum(len(call) for call in calls) == 9 * len(calls) + 2 * 9
+        finally:
+            await client.aclose()

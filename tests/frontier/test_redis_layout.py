@@ -1,6 +1,7 @@
 """What a queued URL costs in Redis: format 2 names a host once per partition, keeps no
 fingerprint in an entry, and keeps the seen set in intsets (8 bytes a fingerprint) under
-Redis' default settings, however many URLs a partition has seen."""
+Redis' default settings, however many URLs a partition has seen; format 4 splits a seen SET
+in four, reading it once and writing it again in order."""
 
 from __future__ import annotations
 
@@ -59,3 +60,21 @@ async def test_a_partition_stores_hosts_once_and_its_seen_set_in_intsets(client:
     assert (await again.add([Candidate(_url(i)) for i in range(0, URLS, 7)])).duplicates == len(
         range(0, URLS, 7)
     )
+
+
+async def test_a_seen_set_splits_in_four_read_once_and_written_again(client: Redis) -> None:
+    """Each split reads one SET (one SMEMBERS) and makes three more: the SETs number
+    4^sl + 3 sp, and no fingerprint is removed one by one (no SREM: the SET is deleted and its
+    members written again, each an append to an intset)."""
+    await client.config_resetstat()
+    frontier = await _frontier(client)
+    for start in range(0, URLS, 1_000):
+        await frontier.add([Candidate(_url(i)) for i in range(start, start + 1_000)])
+    keys = partition_keys("layout", 0)
+    level, split = (int(n) for n in await client.hmget(keys["counts"], "sl", "sp"))
+    seen = [key async for key in client.scan_iter(match=keys["seen"] + ":*")]
+    assert len(seen) == 4**level + 3 * split > 1
+    stats = await client.info("commandstats")
+    assert stats["cmdstat_smembers"]["calls"] == (len(seen) - 1) // 3
+    assert "cmdstat_srem" not in stats
+    assert sum([await client.scard(key) for key in seen]) == URLS

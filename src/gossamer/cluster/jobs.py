@@ -32,7 +32,6 @@ from gossamer.cluster.seeding import Seeding, read_progress, seed_origins, seeds
 from gossamer.frontier.admission import Guards
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import RedisClient, RedisFrontier, RedisFrontierConfig
-from gossamer.frontier.redis.credentials import credentials_key
 from gossamer.frontier.redis.keys import FORMAT
 from gossamer.redact import redact_text, redact_url, strip_password, strip_userinfo
 from gossamer.settings import (
@@ -132,8 +131,6 @@ def refusal(error: BaseException, url: str) -> ClusterError | SettingsError:
 
 _FORMAT_FIELD = "frontier_format"
 """The field of a stored job naming the layout of its queues (:data:`FORMAT`)."""
-_PASSWORDS_IN_REVISITS = 3
-"""The format whose continuous jobs kept a seed's password in their revisit states."""
 
 
 def job_json(settings: JobSettings) -> str:
@@ -143,11 +140,9 @@ def job_json(settings: JobSettings) -> str:
     return json.dumps(document, separators=(",", ":"))
 
 
-def parse_job(raw: str, job: str, *, seed_passwords: bool = True) -> JobSettings:
+def parse_job(raw: str, job: str) -> JobSettings:
     """The stored settings of ``job``; malformed ones, and a job whose queues are of another
-    format than this frontier's, are a settings error. A format 3 job is read unless it is
-    continuous and ``seed_passwords`` (its Redis holds a seed's password): only its revisit
-    states differ, which kept that password (format 4 keeps it in ``credentials`` only)."""
+    format than this frontier's, are a settings error."""
     try:
         document = json.loads(raw)
     except ValueError:
@@ -161,14 +156,7 @@ def parse_job(raw: str, job: str, *, seed_passwords: bool = True) -> JobSettings
     except InvalidSetting as exc:
         problem = f"{exc.field}: {exc.problem}"
         raise SettingsError(f"stored job {job!r} is malformed: {problem}") from None
-    if form == _PASSWORDS_IN_REVISITS and settings.recrawl and seed_passwords:
-        raise SettingsError(
-            f"stored job {job!r} is a continuous job of Redis frontier format 3, whose revisit "
-            f"states keep its seeds' passwords; this gossamer reads format {FORMAT} only: "
-            "submit the job again under a new --job with this version and 'cluster clear' this "
-            "one (or finish it with the version that submitted it)"
-        )
-    if form != FORMAT and form != _PASSWORDS_IN_REVISITS:
+    if form != FORMAT:
         raise SettingsError(
             f"stored job {job!r} keeps its queues in Redis frontier format {form!r}; this "
             f"gossamer reads format {FORMAT} only: submit the job again under a new --job "
@@ -180,18 +168,7 @@ def parse_job(raw: str, job: str, *, seed_passwords: bool = True) -> JobSettings
 async def load_job(control: Control) -> JobSettings | None:
     """The job's settings, or None before submit."""
     raw = await control.load_job()
-    return None if raw is None else await _parsed(control, raw)
-
-
-async def _parsed(control: Control, raw: str) -> JobSettings:
-    """:func:`parse_job` of the stored job ``raw``, asking Redis whether it holds a seed's
-    password only for a job whose format depends on it."""
-    try:
-        return parse_job(raw, control.job, seed_passwords=True)
-    except SettingsError:
-        if not await control.redis.hlen(credentials_key(control.job)):
-            return parse_job(raw, control.job, seed_passwords=False)
-        raise
+    return None if raw is None else parse_job(raw, control.job)
 
 
 # -- submit ---------------------------------------------------------------------------------
@@ -307,7 +284,7 @@ async def status(url: str, job: str) -> dict[str, Any]:
 async def status_of(control: Control) -> dict[str, Any]:
     """The state of the job ``control`` handles (see :func:`status`)."""
     raw = await control.load_job()
-    settings = None if raw is None else await _parsed(control, raw)
+    settings = None if raw is None else parse_job(raw, control.job)
     size = 0 if raw is None else len(raw.encode("utf-8", "surrogatepass"))
     totals = await control.totals(settings.partitions) if settings else None
     infos = await control.workers()

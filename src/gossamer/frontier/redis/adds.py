@@ -98,7 +98,7 @@ class Adds:
         named: list[list[str]] = []
         for part in parts:
             args, hosts = self._args(part, batched.batches[part], part in batched.ranked)
-            keys = self._keys.of(part, "seen", "queue", "counts", "ranked", "ranks", "hosts")
+            keys = self._keys.of(part, "seen", "queue", "counts")
             calls.append((self._script, keys, args))
             named.append(hosts)
         results: list[list[Any]] = await run_scripts(self._redis, calls)
@@ -126,22 +126,27 @@ class Adds:
         self, part: int, hosts: dict[str, list[str]], ranked: bool
     ) -> tuple[list[Any], list[str]]:
         """The arguments of ``add.lua`` for the entries of one partition, and the hosts they
-        name by key (those whose number this worker does not know yet)."""
+        name by key (those whose number this worker does not know yet). The entries stored as
+        they are (a known host's, and those of URLs without a path) come first, counted, with
+        no host argument among them: most of a call's URLs are of a host of their own, so a
+        marker would be one more argument a URL for Redis to read and tell apart."""
         known = self._ids.get(part, {})
-        args: list[Any] = ["1" if ranked else "0", 0]
+        args: list[Any] = ["1" if ranked else "0", 0, 0]
         named: list[str] = []
+        later: list[str] = []
         highest = 0
         for host, rows in hosts.items():
             number = known.get(host)
             if not host:  # URLs without a path: stored as they are, set aside when claimed
-                args += ("#", *rows)
+                args += rows
             elif number is None:
-                args += (host, *rows)
+                later += (host, *rows)
                 named.append(host)
             else:  # the entries as the partition stores them
                 highest = max(highest, int(number))
                 stored = rows.copy()
                 stored[1::2] = [number + tail for tail in rows[1::2]]
-                args += ("#" + number, *stored)
-        args[1] = highest
+                args += stored
+        args[1], args[2] = highest, (len(args) - 3) // 2
+        args += later
         return args, named

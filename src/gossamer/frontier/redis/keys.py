@@ -77,13 +77,13 @@ from gossamer.urls import fingerprint, host_key
 if TYPE_CHECKING:
     from gossamer.frontier.admission import Admitted
 
-FORMAT = 4
+FORMAT = 5
 """The layout of a job's keys and entries this module writes (see the module docstring);
 format 1 kept each entry's fingerprint and host name in the entry and one seen SET a
 partition; format 2 placed a fingerprint in its seen SET by nine of its digits, not six, and
-kept a seed's password in its entries; format 3 kept it in a continuous job's revisit states
-(format 4 masks it there as in entries; a format 3 job is read unless it is continuous with
-a seed's password: see :func:`gossamer.cluster.jobs.parse_job`)."""
+kept a seed's password in its entries; format 3 kept it in a continuous job's revisit states;
+formats 3 and 4 split a seen SET in two, not four, each time the partition had seen 192 more,
+not 100."""
 _MAX_URL = 1 << 20
 """Characters of an entry's URL beyond which it is bad, whatever the job's max URL length."""
 _COUNT = re.compile(r"\d{0,9}")
