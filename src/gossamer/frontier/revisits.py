@@ -3,7 +3,7 @@
 Every page a continuous crawl fetched has a row of ``revisits`` (see :mod:`gossamer.crawldb`):
 its validators (``ETag``, ``Last-Modified``), the digests of its payload and main text, when it
 was fetched, when its content was last archived in full and when a sitemap's ``lastmod`` last
-vouched for it (work-conserving revisits only: :meth:`Revisits.sooner`), its interval and its
+vouched for it (work-conserving revisits only: :meth:`Revisits.vouch`), its interval and its
 due time (unix seconds; null once it is no longer revisited), and its counts (checks, changes,
 answers that it is gone). Nothing of it stays in memory for every URL: the embedded frontier asks
 :meth:`Revisits.due` for the URLs whose time has come, read by the index on due times a batch
