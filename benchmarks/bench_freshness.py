@@ -396,7 +396,10 @@ def figures(pages: list[PageSpec], run: Run, opts: argparse.Namespace) -> Figure
             for i, times in fetched.items()
             if (pages[i].host in feeds) == (hosts is not None)
         }
-        print(f"    hosts announcing in a {name}: {_spread(staleness(pages, group, run.seconds))}")
+        print(
+            f"    hosts announcing in a {name}: {_spread(staleness(pages, group, run.seconds))}"
+            f" (per change {_spread(change_waits(pages, group, run.seconds))})"
+        )
     print(f"  freshness: {freshness(pages, fetched, run.seconds):.3f}")
     print(
         f"  discovery: pages announced after the first pass ({passed:.0f} s): {_spread(found)}, "

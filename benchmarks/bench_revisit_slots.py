@@ -130,7 +130,9 @@ class Host:
 
     def _read(self, now: float, queued: list[int]) -> list[int]:
         """A sitemap or feed read: new pages listed; ``lastmod`` (sitemaps only) makes a page
-        changed since its fetch due now and vouches for the others."""
+        changed since its fetch due now and vouches for the others. A feed's ``pubDate`` is
+        the page's publication, which vouches for nothing, as in the crawl
+        (``Entry.published``)."""
         listed = [
             i
             for i, p in enumerate(self.pages)

@@ -149,6 +149,7 @@ def test_plain_text_sitemap() -> None:
 
 
 def test_rss_items_link_guid_and_pubdate() -> None:
+    """A pubDate or dc:date is a date of publication (``published``)."""
     body = (
         b'<?xml version="1.0"?><rss version="2.0" xmlns:atom="http://www.w3.org/2005/Atom"'
         b' xmlns:dc="http://purl.org/dc/elements/1.1/"><channel><title>t</title>'
@@ -164,8 +165,8 @@ def test_rss_items_link_guid_and_pubdate() -> None:
     )
     items, reader = read_file(SOURCE, body)
     assert items == [
-        Entry("http://h/a/p1", MAY_6_070809, None, None, SOURCE),
-        Entry("http://h/a/p2", MAY_6, None, None, SOURCE),
+        Entry("http://h/a/p1", MAY_6_070809, None, None, SOURCE, published=True),
+        Entry("http://h/a/p2", MAY_6, None, None, SOURCE, published=True),
         Entry("http://h/a/p4", None, None, None, SOURCE),
         Entry("http://h/a/p6", None, None, None, SOURCE),
     ]
@@ -192,9 +193,9 @@ def test_atom_entries_alternate_link_and_dates() -> None:
         b'<entry><link rel="enclosure" href="http://h/a/p3.mp3"/></entry></feed>'
     )
     items, reader = read_file(SOURCE, body)
-    assert items == [
+    assert items == [  # updated: when the entry last changed; published: when it appeared
         Entry("http://h/a/p1", MAY_6_070809, None, None, SOURCE),
-        Entry("http://h/a/p2", MAY_6, None, None, SOURCE),
+        Entry("http://h/a/p2", MAY_6, None, None, SOURCE, published=True),
     ]
     assert reader.format is Format.ATOM
 

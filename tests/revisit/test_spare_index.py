@@ -43,6 +43,12 @@ def _page(url: str, *, fetched_at: float, changes: int) -> RevisitState:
     )
 
 
+async def _sitemap_read(revisits: Revisits, url: str, lastmod: float) -> int:
+    """What a sitemap read listing ``url`` with ``lastmod`` tells the revisits."""
+    assert await revisits.sooner([(url, lastmod)]) == 1
+    return await revisits.vouch([(url, lastmod)])
+
+
 async def _spare_pick(revisits: Revisits) -> str:
     picked = await revisits.spare_for([host_key(SLOW)])
     assert len(picked) == 1, picked
@@ -99,13 +105,13 @@ async def test_a_sitemap_lastmod_that_vouches_for_a_page_sends_the_spare_slot_el
     revisits.finished(SLOW)
     clock.now += 1.0
     # within the second of a lastmod to the second: perhaps changed after the fetch
-    assert await revisits.sooner([(SLOW, clock.now - 61.5)]) == 1
+    assert await _sitemap_read(revisits, SLOW, clock.now - 61.5) == 1
     assert await _spare_pick(revisits) == SLOW
     revisits.finished(SLOW)
-    assert await revisits.sooner([(SLOW, clock.now - 120.0)]) == 1
+    assert await _sitemap_read(revisits, SLOW, clock.now - 120.0) == 1
     assert await _spare_pick(revisits) == FAST
     revisits.finished(FAST)
-    assert await revisits.sooner([(SLOW, clock.now)]) == 1  # changed since: due now
+    assert await _sitemap_read(revisits, SLOW, clock.now) == 1  # changed since: due now
     due = await revisits.due()
     assert [entry.url for _, entry in due] == [SLOW]
     db.close()
@@ -126,7 +132,7 @@ async def test_without_spare_revisits_a_sitemap_read_marks_nothing(tmp_path: Pat
     clock = Clock()
     revisits = _revisits(db, clock, spare=0.0)
     revisits.observed(SLOW, _page(SLOW, fetched_at=clock.now - 60.0, changes=2))
-    await revisits.sooner([(SLOW, clock.now - 120.0)])
+    await _sitemap_read(revisits, SLOW, clock.now - 120.0)
     await db.commit()
     assert db.query("SELECT checked_at FROM revisits") == [(None,)]
     db.close()

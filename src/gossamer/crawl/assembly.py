@@ -243,7 +243,7 @@ async def build_crawler(
 
             revisits = open_revisits(settings, db)
             if revisits is not None and stages.sitemaps is not None:
-                stages.sitemaps.use_lastmod(revisits.sooner)
+                stages.sitemaps.use_lastmod(revisits.sooner, revisits.vouch)
         frontier = LocalFrontier(
             stages.scope,
             stages.politeness,

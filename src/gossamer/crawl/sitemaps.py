@@ -107,6 +107,9 @@ class Claims(Protocol):
 
 Sooner = Callable[[Sequence[tuple[str, float]]], Awaitable[int]]
 """Makes the listed URLs (URL, ``lastmod``) whose last fetch is older due now."""
+Vouch = Callable[[Sequence[tuple[str, float]]], Awaitable[int]]
+"""Marks the listed URLs (URL, ``lastmod``) fetched after their ``lastmod`` unchanged as of
+now."""
 
 
 class Fetch(Protocol):
@@ -165,15 +168,18 @@ class SitemapStage:
         self._ledger: Ledger | None = None
         self._claims: Claims | None = None
         self._sooner: Sooner | None = None
+        self._vouch: Vouch | None = None
 
     def share(self, claims: Claims) -> None:
         """A cluster worker's stage: read a sitemap only once ``claims`` gives it the read."""
         self._claims = claims
 
-    def use_lastmod(self, sooner: Sooner) -> None:
+    def use_lastmod(self, sooner: Sooner, vouch: Vouch | None = None) -> None:
         """A continuous crawl's: entries with a ``lastmod`` go to ``sooner`` too, which
-        makes those newer than their URL's last fetch due now."""
-        self._sooner = sooner
+        makes those newer than their URL's last fetch due now, and those whose date is of
+        their last change (not a feed's date of publication: ``Entry.published``) to
+        ``vouch``, which marks those older unchanged as of the read."""
+        self._sooner, self._vouch = sooner, vouch
 
     def use_robots(self, allowed: Callable[[str], Awaitable[bool]]) -> None:
         """Ask robots.txt (``allowed``: the robots cache's) before each file is fetched."""
@@ -358,6 +364,10 @@ class SitemapStage:
         self._db.stage(_ENTRY, entry_rows(entries))
         if self._sooner is not None:
             await self._sooner([(e.url, e.lastmod) for e in entries if e.lastmod is not None])
+        if self._vouch is not None:
+            await self._vouch(
+                [(e.url, e.lastmod) for e in entries if e.lastmod is not None and not e.published]
+            )
         self._counts.entries += len(entries)
         self._counts.admitted += added.added
 

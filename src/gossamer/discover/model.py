@@ -107,6 +107,11 @@ class Entry(NamedTuple):
     """The sitemap's ``priority`` hint in [0, 1], if valid."""
     source: str
     """The sitemap or feed that listed it."""
+    published: bool = False
+    """``lastmod`` is when the page was published (a feed's ``pubDate``, ``published`` or
+    ``dc:date``), not when it last changed: a page fetched before it has changed since, but
+    one fetched after it may have changed too (a sitemap's ``lastmod`` and an Atom
+    ``updated`` say it has not)."""
 
 
 class Child(NamedTuple):

@@ -226,7 +226,8 @@ class XmlReader:
                 _priority(fields.get("priority")),
                 self.source,
             )
-        return Entry(url, _feed_date(fields), None, None, self.source)
+        lastmod, published = _feed_date(fields)
+        return Entry(url, lastmod, None, None, self.source, published)
 
     def _flag(self, flag: Flag) -> None:
         if flag not in self.flags:
@@ -247,12 +248,15 @@ def _record_url(format: Format, fields: dict[str, str | None]) -> str | None:
     )
 
 
-def _feed_date(fields: dict[str, str | None]) -> float | None:
+def _feed_date(fields: dict[str, str | None]) -> tuple[float | None, bool]:
+    """A feed record's date, and whether it is one of publication (not of its last change:
+    :attr:`~gossamer.discover.model.Entry.published`)."""
     for key in ("updated", "pubDate", "date", "published"):
         text = fields.get(key)
         if text:
-            return parse_date(text)
-    return None
+            date = parse_date(text)
+            return date, date is not None and key != "updated"
+    return None, False
 
 
 def _changefreq(text: str | None) -> str | None:

@@ -3,7 +3,7 @@
 Every page a continuous crawl fetched has a row of ``revisits`` (see :mod:`gossamer.crawldb`):
 its validators (``ETag``, ``Last-Modified``), the digests of its payload and main text, when it
 was fetched, when its content was last archived in full and when a sitemap's ``lastmod`` last
-vouched for it (work-conserving revisits only: :meth:`Revisits.sooner`), its interval and its
+vouched for it (work-conserving revisits only: :meth:`Revisits.vouch`), its interval and its
 due time (unix seconds; null once it is no longer revisited), and its counts (checks, changes,
 answers that it is gone). Nothing of it stays in memory for every URL: the embedded frontier asks
 :meth:`Revisits.due` for the URLs whose time has come, read by the index on due times a batch
@@ -399,21 +399,30 @@ class Revisits(RevisitBook):
         return out
 
     async def sooner(self, listed: Sequence[tuple[str, float]]) -> int:
-        """A sitemap or feed says when pages last changed (``(url, lastmod)`` pairs, unix
-        seconds): those fetched before their ``lastmod`` are due now (staged for the next
-        commit, which the next read of what is due makes; a URL no longer revisited, gone,
-        stays so); with spare revisits on, the others are marked unchanged as of now
-        (``checked_at``), so a spare slot goes to a page no such read vouches for. Returns
-        how many were listed."""
+        """A sitemap or feed says when pages last changed or were published (``(url,
+        lastmod)`` pairs, unix seconds): those fetched before their ``lastmod`` are due now
+        (staged for the next commit, which the next read of what is due makes; a URL no
+        longer revisited, gone, stays so). Returns how many were listed."""
         now = self.clock()
         rows = [(now, fingerprint(url), lastmod) for url, lastmod in listed]
         if rows:
             self._db.stage(_ANNOUNCED, rows)
             self._earliest = now if self._earliest is None else min(self._earliest, now)
-            if self.spare > 0:  # unchanged as of now: those whose last change preceded the fetch
-                vouched = [(at, fp, lastmod + resolution(lastmod)) for at, fp, lastmod in rows]
-                self._db.stage(_CHECKED, vouched)
         return len(rows)
+
+    async def vouch(self, listed: Sequence[tuple[str, float]]) -> int:
+        """A sitemap says when pages last changed (``(url, lastmod)`` pairs, unix seconds):
+        with spare revisits on, those fetched after their ``lastmod`` (by more than its unit,
+        :func:`resolution`) are marked unchanged as of now (``checked_at``), so a spare slot
+        goes to a page no such read vouches for. Only a date of the last change vouches: a
+        feed's date of publication says nothing of the edits since (a page marked unchanged
+        at every read of its feed would never get a spare slot, however often it changes).
+        Returns how many were listed."""
+        if self.spare > 0 and listed:
+            now = self.clock()
+            rows = [(now, fingerprint(url), at + resolution(at)) for url, at in listed]
+            self._db.stage(_CHECKED, rows)
+        return len(listed)
 
     async def _count_backlog(self, now: float) -> None:
         backlog = await self._db.read(_BACKLOG, (now,))
