@@ -33,6 +33,7 @@ from tests.cluster.harness import (
 )
 from tests.redis_replicas import ReplicatedCluster
 
+from gossamer.cluster.control import Control
 from gossamer.cluster.jobs import open_control
 from gossamer.cluster.notices import Notices
 from gossamer.cluster.redisretry import GuardedCluster
@@ -198,16 +199,21 @@ async def test_notices_are_heard_from_the_promoted_replica(replicated: Replicate
     notices.start()
     try:
         await _until(lambda: notices.up)
+        await _announce(control)  # on a Redis Cluster, a script's PUBLISH reaches every node
+        await _until(lambda: bool(heard))
         held_by = redis.nodes_manager.get_node_from_slot(redis.keyslot(control.keys["notify"]))
         heir = replicated.replica_of(held_by.port)
         replicated.kill(held_by.port)
         await _until(lambda: not notices.up)
         await asyncio.to_thread(replicated.wait_promoted, heir)
-        # Nothing else uses the client: the subscription finds the promoted replica itself.
+        heard.clear()
+        # Another client announces: nothing makes the worker's client read the slot table
+        # again but the subscription itself.
         other = await open_control(f"redis://127.0.0.1:{heir}/0", "j")
+        install_guard(other.redis, url, budget=30)
         try:
             for _ in range(80):  # a notice is lost while the subscription is down: repeat
-                await other.redis.publish(control.keys["notify"], "assignment")
+                await _announce(other)
                 if heard:
                     break
                 await asyncio.sleep(0.25)
@@ -218,6 +224,12 @@ async def test_notices_are_heard_from_the_promoted_replica(replicated: Replicate
         await redis.aclose()
     assert heard and set(heard) == {"assignment"}
     assert ups == [True, False, True]
+
+
+async def _announce(control: Control) -> None:
+    """Publish an assignment as the leader does (the script publishing it sends the notice)."""
+    assert await control.lead("w0", 30.0)
+    assert await control.publish("w0", {"w0": frozenset(range(4))}) > 0
 
 
 async def _until(condition: Callable[[], bool], limit: float = 20.0) -> None:
