@@ -11,9 +11,9 @@ when it is back every duty runs once to catch up on what was missed.
 
 On a Redis Cluster the subscription is held by the master of the channel's slot, as the
 client's slot table names it. A pub/sub connection sends nothing that would refresh that
-table, so after a failed subscription the table is read again (through the worker's guard)
-before the next try: after a failover the worker subscribes on the promoted replica, not again
-and again on the dead master.
+table, so after a failed subscription the table is read again before the next try (a read
+that fails is one more failed try): after a failover the worker subscribes on the promoted
+replica, not again and again on the dead master.
 
 Redis' replies are hostile input: a message other than these words is ignored.
 """

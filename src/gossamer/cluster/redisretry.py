@@ -351,12 +351,10 @@ class GuardedPipeline(ClusterPipeline):
         asked for (a transaction places its commands by it as they are queued), but through
         the guard (see the module)."""
         client = self.cluster_client
-        guard = client.guard if isinstance(client, GuardedCluster) else None
-        if guard is None:
-            return await super().initialize()
-        begin = super().initialize
-        assert isinstance(client, GuardedCluster)
-        return await guard.call_with_retry(begin, client.refresh, is_retryable=transient)
+        if isinstance(client, GuardedCluster) and (guard := client.guard) is not None:
+            begin = super().initialize
+            return await guard.call_with_retry(begin, client.refresh, is_retryable=transient)
+        return await super().initialize()
 
     async def execute(self, raise_on_error: bool = True, allow_redirections: bool = True) -> Any:
         """Run the queued commands; those that met an outage run again once it is over."""
