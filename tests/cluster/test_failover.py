@@ -1,6 +1,10 @@
 """Workers ride through a Redis Cluster failover: a master killed with kill -9 mid-crawl, its
 replica promoted; no worker exits, the crawl finishes, every page is fetched once but for the
 leases in flight at the kill (counted from the test web's own request log).
+
+The stages a worker can be at when the master dies are forced here too: a call that begins
+right after the kill (the job's end check, a heartbeat, leaving the job) waits for the
+replica, and the notices' subscription moves to the promoted replica.
 """
 
 from __future__ import annotations
@@ -8,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -28,7 +33,16 @@ from tests.cluster.harness import (
 )
 from tests.redis_replicas import ReplicatedCluster
 
+from gossamer.cluster.control import Control
+from gossamer.cluster.jobs import open_control
+from gossamer.cluster.notices import Notices
+from gossamer.cluster.redisretry import GuardedCluster
+from gossamer.cluster.resilient import install_guard
+from gossamer.frontier.base import Candidate
+from gossamer.frontier.politeness import PolitenessPolicy
+from gossamer.frontier.redis import RedisFrontier, RedisFrontierConfig
 from gossamer.testweb import TestWebServer
+from gossamer.urls import Scope
 
 WORKERS = 3
 HOSTS = 10
@@ -37,8 +51,16 @@ JOB = [*FAST, "--per-host", "1", "--delay", "0.3", "--concurrency", "8", "--part
 
 
 @pytest.fixture
-def replicated() -> ReplicatedCluster:  # type: ignore[misc]
+def replicated() -> Iterator[ReplicatedCluster]:
     with ReplicatedCluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def slow_failover() -> Iterator[ReplicatedCluster]:
+    """A replica promoted some 4 s after its master dies: a call made right after the kill
+    meets the dead master still in the slot table every node answers with."""
+    with ReplicatedCluster(node_timeout_ms=3000) as cluster:
         yield cluster
 
 
@@ -118,3 +140,101 @@ async def test_workers_ride_through_a_master_failover(
     assert not any("Traceback" in log for log in logs), logs
     # The workers whose calls met the dead master's slots waited, and logged it once.
     assert any({"redis-unreachable", "redis-recovered"} <= event_names(log) for log in logs)
+
+
+@pytest.mark.timeout(60)
+async def test_calls_begun_right_after_a_kill_wait_for_the_replica(
+    slow_failover: ReplicatedCluster,
+) -> None:
+    # Reading the slot table again (as the guard asks after any call met the dead master)
+    # asks the table's first master for its command table: the dead one, until the failover.
+    # A pipeline reads the table as it begins: the job's end check, a heartbeat and leaving
+    # the job all did so outside the guard, and the worker exited with "Redis failed".
+    url = slow_failover.url
+    control = await open_control(url, "j")
+    redis = control.redis
+    assert isinstance(redis, GuardedCluster)
+    guard = install_guard(redis, url, budget=30)
+    frontier = RedisFrontier(
+        redis,
+        "j",
+        Scope.for_seeds([], ["test"], max_depth=5),
+        PolitenessPolicy(),
+        config=RedisFrontierConfig(partitions=64, refresh_interval=0.0),
+    )
+    try:
+        await frontier.add([Candidate(f"http://h{i % 40}.test/{i}") for i in range(100)])
+        await control.heartbeat("w0", {"pages": 0}, 30.0)
+        first = redis.get_default_node()
+        assert first is not None
+        heir = slow_failover.replica_of(first.port)
+        slow_failover.kill(first.port)
+        await redis.refresh()
+        done, _, _ = await asyncio.gather(
+            frontier.done(),
+            control.heartbeat("w1", {"pages": 0}, 30.0),
+            control.leave("w0", {"pages": 0}),
+        )
+        live = await control.live_workers()
+        await frontier.refresh()  # a look at every partition's counts
+    finally:
+        await redis.aclose()
+    assert slow_failover.role(heir) == "master"
+    assert done is False
+    assert frontier.stats().queued == 100  # nothing lost with the master
+    assert live == ["w1"]
+    assert guard.stats().outages_total >= 1 and not guard.gave_up
+
+
+@pytest.mark.timeout(60)
+async def test_notices_are_heard_from_the_promoted_replica(replicated: ReplicatedCluster) -> None:
+    url = replicated.url
+    control = await open_control(url, "j")
+    redis = control.redis
+    assert isinstance(redis, GuardedCluster)
+    install_guard(redis, url, budget=30)
+    heard: list[str] = []
+    ups: list[bool] = []
+    notices = Notices(control, "w0", heard.append, ups.append)
+    notices.start()
+    try:
+        await _until(lambda: notices.up)
+        await _announce(control)  # on a Redis Cluster, a script's PUBLISH reaches every node
+        await _until(lambda: bool(heard))
+        held_by = redis.nodes_manager.get_node_from_slot(redis.keyslot(control.keys["notify"]))
+        heir = replicated.replica_of(held_by.port)
+        replicated.kill(held_by.port)
+        await _until(lambda: not notices.up)
+        await asyncio.to_thread(replicated.wait_promoted, heir)
+        heard.clear()
+        # Another client announces: nothing makes the worker's client read the slot table
+        # again but the subscription itself.
+        other = await open_control(f"redis://127.0.0.1:{heir}/0", "j")
+        install_guard(other.redis, url, budget=30)
+        try:
+            for _ in range(80):  # a notice is lost while the subscription is down: repeat
+                await _announce(other)
+                if heard:
+                    break
+                await asyncio.sleep(0.25)
+        finally:
+            await other.redis.aclose()
+    finally:
+        await notices.stop()
+        await redis.aclose()
+    assert heard and set(heard) == {"assignment"}
+    assert ups == [True, False, True]
+
+
+async def _announce(control: Control) -> None:
+    """Publish an assignment as the leader does (the script publishing it sends the notice)."""
+    assert await control.lead("w0", 30.0)
+    assert await control.publish("w0", {"w0": frozenset(range(4))}) > 0
+
+
+async def _until(condition: Callable[[], bool], limit: float = 20.0) -> None:
+    for _ in range(int(limit / 0.02)):
+        if condition():
+            return
+        await asyncio.sleep(0.02)
+    raise TimeoutError(f"not so after {limit:g}s")

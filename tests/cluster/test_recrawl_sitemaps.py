@@ -89,25 +89,33 @@ class _Site:
         return [at for at, hit in self.hits if hit == path]
 
 
+async def _submit(
+    tmp_path: Path, url: str, seed: str, *extra: str
+) -> list[asyncio.subprocess.Process]:
+    """Start workers 0 and 1, then submit the continuous job of ``seed`` (its feed given with
+    ``--sitemap``, every sitemap and feed read again each second) with ``extra`` options once
+    both wait for it; the workers."""
+    config = tmp_path / "job.toml"
+    config.write_text(CONFIG)
+    logs = [tmp_path / f"w{i}.log" for i in range(2)]
+    workers = [await start(logs[i], *worker_args(url, tmp_path, i)) for i in range(2)]
+    await until_waiting(logs)
+    job = ["--recrawl", "--config", str(config), "--revisit-initial", "600"]
+    job += ["--max-duration", str(DURATION), "--delay", "0.05", "--checkpoint-interval", "0.05"]
+    job += ["--heartbeat-ttl", "2", "--claim-timeout", "2", "--partitions", "8"]
+    job += ["--sitemap", f"{seed}feed.rss", *FAST, "--quiet", *extra]
+    assert await run(tmp_path / "submit.log", "cluster", "submit", "--redis", url, seed, *job) == 0
+    return workers
+
+
 async def test_a_continuous_job_reads_sitemaps_and_feeds_again_one_worker_at_a_time(
     tmp_path: Path, redis_server: RedisServer
 ) -> None:
     url = redis_server.url
     site = _Site()
-    config = tmp_path / "job.toml"
-    config.write_text(CONFIG)
     async with serve(site.handle) as port:
-        logs = [tmp_path / f"w{i}.log" for i in range(2)]
-        workers = [await start(logs[i], *worker_args(url, tmp_path, i)) for i in range(2)]
-        await until_waiting(logs)
-        seed = f"http://127.0.0.1:{port}/"
-        submit = ["cluster", "submit", "--redis", url, seed, "--recrawl", "--config",
-                  str(config), "--revisit-initial", "600", "--revisit-min", "1",
-                  "--revisit-max", "600", "--max-duration", str(DURATION), "--delay", "0.05",
-                  "--checkpoint-interval", "0.05", "--heartbeat-ttl", "2", "--claim-timeout",
-                  "2", "--partitions", "8", "--sitemap", f"{seed}feed.rss", *FAST,
-                  "--quiet"]  # fmt: skip
-        assert await run(tmp_path / "submit.log", *submit) == 0
+        extra = ["--revisit-min", "1", "--revisit-max", "600"]
+        workers = await _submit(tmp_path, url, f"http://127.0.0.1:{port}/", *extra)
         for worker in workers:
             assert await asyncio.wait_for(worker.wait(), DURATION + 30) == 0, worker_logs(
                 tmp_path, 2
@@ -142,19 +150,8 @@ async def test_a_killed_readers_feed_is_read_on_time_by_another_worker(
 ) -> None:
     url = redis_server.url
     site = _Site()
-    config = tmp_path / "job.toml"
-    config.write_text(CONFIG)
     async with serve(site.handle) as port:
-        logs = [tmp_path / f"w{i}.log" for i in range(2)]
-        workers = [await start(logs[i], *worker_args(url, tmp_path, i)) for i in range(2)]
-        await until_waiting(logs)
-        seed = f"http://127.0.0.1:{port}/"
-        submit = ["cluster", "submit", "--redis", url, seed, "--recrawl", "--config",
-                  str(config), "--revisit-initial", "600", "--max-duration", str(DURATION),
-                  "--delay", "0.05", "--checkpoint-interval", "0.05", "--heartbeat-ttl", "2",
-                  "--claim-timeout", "2", "--partitions", "8", "--sitemap", f"{seed}feed.rss",
-                  "--sitemaps", "on", *FAST, "--quiet"]  # fmt: skip
-        assert await run(tmp_path / "submit.log", *submit) == 0
+        workers = await _submit(tmp_path, url, f"http://127.0.0.1:{port}/", "--sitemaps", "on")
         reader = await _reader(tmp_path)
         workers[reader].kill()  # kill -9: its claims and "done" stay in Redis to expire
         await workers[reader].wait()

@@ -9,6 +9,12 @@ keeper polls for the same things only slowly (a notice is lost while the subscri
 reconnect, a failover); while the subscription is down it polls at the old fast pace, and
 when it is back every duty runs once to catch up on what was missed.
 
+On a Redis Cluster the subscription is held by the master of the channel's slot, as the
+client's slot table names it. A pub/sub connection sends nothing that would refresh that
+table, so after a failed subscription the table is read again before the next try (a read
+that fails is one more failed try): after a failover the worker subscribes on the promoted
+replica, not again and again on the dead master.
+
 Redis' replies are hostile input: a message other than these words is ignored.
 """
 
@@ -23,6 +29,7 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from gossamer.cluster.control import Control
+from gossamer.cluster.redisretry import GuardedCluster
 
 log = logging.getLogger(__name__)
 WORDS = frozenset({"assignment", "state", "wake", "leader"})
@@ -66,6 +73,8 @@ class Notices:
         while True:
             pubsub = self._control.redis.pubsub(ignore_subscribe_messages=True)
             try:
+                if failures:
+                    await self._reload()
                 await pubsub.subscribe(*self._channels)
                 self._set(True)
                 failures = 0
@@ -83,6 +92,12 @@ class Notices:
             finally:
                 with contextlib.suppress(RedisError, OSError):
                     await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    async def _reload(self) -> None:
+        """Read a Redis Cluster's slot table again: the channel's master may have changed."""
+        redis = self._control.redis
+        if isinstance(redis, GuardedCluster):
+            await redis.reload()
 
     def _hear(self, message: dict[str, Any]) -> None:
         data = message.get("data")

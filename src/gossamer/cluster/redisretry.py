@@ -13,8 +13,11 @@ through the worker's :class:`~gossamer.cluster.resilient.RedisGuard`: the same s
 backoff and budget as a single-server client's connections. redis-py's own cluster retries
 (a few attempts, about a second) stay inside; the guard repeats a call until the cluster
 answers again or the outage outlasts its budget, refreshing the slot table before each
-repeat. A pipeline repeats only its commands that met an outage: those that ran keep their
-replies (see :mod:`gossamer.cluster.resilient` for why repeating any of them is safe).
+repeat. A pipeline reads a slot table asked for as it begins (``async with
+client.pipeline()``), before its ``execute``: that read goes through the guard too (it asks the
+first master of the new table for its command table, which during a failover may be the dead
+master still). A pipeline repeats only its commands that met an outage: those that ran keep
+their replies (see :mod:`gossamer.cluster.resilient` for why repeating any of them is safe).
 
 Writes that must survive a failover: Redis replicates asynchronously, so a master killed
 right after it answered may take writes its replica never received. A URL added to the
@@ -281,6 +284,13 @@ class GuardedCluster(RedisCluster):
         """Read the slot table again before the next call (a replica may lead a slot now)."""
         self._initialize = True
 
+    async def reload(self) -> None:
+        """Read the slot table now, not through the guard (an error passes: the caller tries
+        again at its own pace). A pub/sub connection takes its node from the table, and sends
+        no command that would have it read again."""
+        await self.refresh()
+        await self.initialize()
+
     async def initialize(
         self,
         additional_startup_nodes_info: list[tuple[str, int]] | None = None,
@@ -335,6 +345,16 @@ async def _settle(commands: list[PipelineCommand], quiet: float = 0.05, most: fl
 
 class GuardedPipeline(ClusterPipeline):
     """A cluster pipeline (or one-slot transaction) run through its client's guard."""
+
+    async def initialize(self) -> ClusterPipeline:
+        """Begin the pipeline (``async with``, ``await``). As redis-py's, it reads a slot table
+        asked for (a transaction places its commands by it as they are queued), but through
+        the guard (see the module)."""
+        client = self.cluster_client
+        if isinstance(client, GuardedCluster) and (guard := client.guard) is not None:
+            begin = super().initialize
+            return await guard.call_with_retry(begin, client.refresh, is_retryable=transient)
+        return await super().initialize()
 
     async def execute(self, raise_on_error: bool = True, allow_redirections: bool = True) -> Any:
         """Run the queued commands; those that met an outage run again once it is over."""
@@ -405,6 +425,8 @@ class GuardedPipeline(ClusterPipeline):
         client = self.cluster_client
 
         async def attempt() -> Any:
+            if client._initialize:  # a transaction does not read the slot table itself
+                await client.initialize()
             strategy._command_queue = list(queue)  # type: ignore[attr-defined]
             strategy._pipeline_slots = set(slots)  # type: ignore[attr-defined]
             return await strategy.execute(raise_on_error, allow_redirections)

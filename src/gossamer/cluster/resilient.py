@@ -251,6 +251,7 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
             "gossamer needs; see docs/security.md for the ACL rules"
         ) from None
     except (RedisError, RedisClusterException, OSError) as exc:
+        log.debug("Redis failed", exc_info=True)  # where: the one line below does not say
         raise ClusterError(f"Redis failed: {redact_text(str(exc))}") from None
 
 

@@ -308,8 +308,10 @@ async def _crawl_share(
                 stats = await crawler.run([])
         finally:
             await keeper.stop()
+            # Each waits out an outage; the job goes on without this worker if Redis stays away.
             with contextlib.suppress(RedisError, OSError):
                 await frontier.close()
+            with contextlib.suppress(RedisError, OSError):
                 await keeper.leave()
         keeper.raise_failure()
         stats.write(settings.out / "stats.json")
