@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import numpy as np
+import pytest
 from aiohttp import web
 from tests.focus.test_learning import Recorder, two_lists
 from tests.focus.test_policy import ON, PHRASE, html, judge, prose
@@ -148,3 +150,14 @@ def test_citations_are_calibrated_on_the_crawls_outcomes() -> None:
     for _ in range(8):
         citations.outcome(3.0, True)
     assert citations.score(2.9, 4) > 0.8
+
+
+def test_citation_scores_of_many_urls_match_one_at_a_time() -> None:
+    citations = Citations()
+    for cited, relevant in [(2.1, True), (2.2, False), (3.4, True), (6.0, True), (1.6, False)]:
+        citations.outcome(cited, relevant)
+    cited = [0.5, 1.6, 2.3, 3.0, 7.2]
+    citers = [1, 2, 3, 3, 9]
+    many = citations.scores(np.array(cited), np.array(citers, dtype=np.float64))
+    one = [citations.score(c, n) for c, n in zip(cited, citers, strict=True)]
+    assert many.tolist() == pytest.approx(one)

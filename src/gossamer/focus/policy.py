@@ -42,6 +42,7 @@ from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
 import numpy as np
+import numpy.typing as npt
 
 from gossamer.extract import Content, extract
 from gossamer.focus.anchors import LinkText, link_texts
@@ -66,7 +67,7 @@ _MOST_LEARNT_UNSCORED = 0.3
 with: the scorer's share stays small so new and old priorities stay comparable."""
 _MAX_DONE = 500_000
 _MAX_SECTIONS = 100_000
-_MAX_KNOWN = 40
+_MAX_KNOWN = 16
 """Links to judged pages learnt from per page."""
 _PRIORITY_STEP = 0.02
 """A waiting URL's priority is sent again only when it moved this much."""
@@ -383,14 +384,19 @@ class FocusPolicy:
         count = len(entries)
         learnt = self.model.predict_many([e.features for e in entries])
         share = self._learnt_share()
-        place, cites = self.paths.score_keys, self.citations
-        places = np.fromiter(
-            (max(place(e.place), e.evidence(cites)) for e in entries),
-            dtype=np.float64,
-            count=count,
+
+        def column(values: list[Any]) -> npt.NDArray[np.float64]:
+            return np.fromiter(values, dtype=np.float64, count=count)
+
+        cited = self.citations.scores(
+            column([e.cited for e in entries]), column([e.citers for e in entries])
         )
-        priors = np.fromiter((e.prior for e in entries), dtype=np.float64, count=count)
-        sent = np.fromiter((e.sent for e in entries), dtype=np.float64, count=count)
+        places = np.maximum(
+            column(list(map(self.paths.score_keys, [e.place for e in entries]))),
+            np.maximum(cited, column([e.listed for e in entries])),
+        )
+        priors = column([e.prior for e in entries])
+        sent = column([e.sent for e in entries])
         priorities = np.round(np.maximum((1 - share) * priors + share * learnt, places), 4)
         changed: dict[str, float] = {}
         for i in np.flatnonzero(np.abs(priorities - sent) >= _PRIORITY_STEP).tolist():

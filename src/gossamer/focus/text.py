@@ -100,7 +100,8 @@ def with_pairs(words: list[str], pairs: frozenset[str]) -> list[str]:
     if not pairs or len(words) < 2:
         return words
     firsts = {p.partition(" ")[0] for p in pairs}
-    found = [f"{a} {b}" for a, b in itertools.pairwise(words) if a in firsts]
+    after = itertools.compress(itertools.pairwise(words), map(firsts.__contains__, words))
+    found = [f"{a} {b}" for a, b in after]
     return words + [p for p in found if p in pairs]
 
 
