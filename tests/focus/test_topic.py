@@ -35,7 +35,9 @@ def mixed_pages(seed: int = 1) -> list[tuple[str, str]]:
 def test_stemmer_joins_word_forms() -> None:
     assert stem("transactions") == stem("transaction")
     assert stem("locking") == stem("locks") == "lock"
-    assert terms("The Isolation levels of the locks") == ["isolate", "level", "lock"]
+    assert terms("The Isolation levels of the locks") == ["isolat", "level", "lock"]
+    assert stem("restoring") == stem("restore") == stem("restored")
+    assert stem("encoding") == stem("encode")
 
 
 def test_on_topic_pages_score_above_the_threshold_with_examples() -> None:

@@ -67,7 +67,7 @@ _MOST_LEARNT_UNSCORED = 0.3
 with: the scorer's share stays small so new and old priorities stay comparable."""
 _MAX_DONE = 500_000
 _MAX_SECTIONS = 100_000
-_MAX_KNOWN = 16
+_MAX_KNOWN = 40
 """Links to judged pages learnt from per page."""
 _PRIORITY_STEP = 0.02
 """A waiting URL's priority is sent again only when it moved this much."""
