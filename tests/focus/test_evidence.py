@@ -18,6 +18,7 @@ from tests.focus.test_policy import ON, PHRASE, html, judge, prose
 from tests.local_app import serve
 
 from gossamer.crawl import run_crawl
+from gossamer.focus.calibration import Calibration
 from gossamer.focus.citations import Citations
 from gossamer.focus.paths import PathEvidence, place_keys
 from gossamer.focus.policy import FocusConfig, FocusPolicy
@@ -161,3 +162,19 @@ def test_citation_scores_of_many_urls_match_one_at_a_time() -> None:
     many = citations.scores(np.array(cited), np.array(citers, dtype=np.float64))
     one = [citations.score(c, n) for c, n in zip(cited, citers, strict=True)]
     assert many.tolist() == pytest.approx(one)
+
+
+def test_evidence_that_does_not_pay_off_on_this_web_stops_lifting_links() -> None:
+    """A place or list share of 0.5 starts as 0.5; on a web where the URLs it pointed at
+    turned out off-topic it falls, where they turned out on-topic it rises; below a tenth
+    it says nothing."""
+    mixed, kept = Calibration(), Calibration()
+    assert mixed.score(0.5) == pytest.approx(0.5)
+    for _ in range(12):
+        mixed.outcome(0.55, False)
+        kept.outcome(0.55, True)
+    assert mixed.score(0.5) < 0.15
+    assert kept.score(0.5) > 0.85
+    assert mixed.score(0.05) == 0.0
+    many = mixed.scores(np.array([0.05, 0.5, 0.9]))
+    assert many.tolist() == pytest.approx([mixed.score(v) for v in (0.05, 0.5, 0.9)])

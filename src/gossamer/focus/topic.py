@@ -7,10 +7,13 @@ locking`` has three); the words of a facet and its adjacent word pairs are its t
 A page's ``relevance`` (0..1) blends two signals, each scaled so that an on-topic page scores
 about 1 and an off-topic one about 0, whatever the topic:
 
-* phrase coverage: per facet, the IDF-weighted share of its terms the page holds, each term's
+* phrase coverage: per facet, the weighted share of its terms the page holds, each term's
   count saturated and normalised by the page's length as BM25 does (k1 = 4: a passing
-  mention in a long page counts little); facets combine as a noisy-or (``1 - prod(1 -
-  facet)``): one facet covered well, or several covered in part, make a match;
+  mention in a long page counts little); a term weighs its IDF times its weight in the
+  examples' centroid (the examples say which of the phrase's words make the topic: not a
+  word every page of their site says, nor a word pair their pages never write), the IDF
+  alone (a pair's twice) while there is no centroid; facets combine as a noisy-or (``1 -
+  prod(1 - facet)``): one facet covered well, or several covered in part, make a match;
 * example similarity: the TF-IDF cosine between the page and the examples' centroid, divided
   by how similar the examples are to each other (leave one out; a fixed 0.5 with a single
   example), so a page as close to the examples as they are to one another scores 1.
