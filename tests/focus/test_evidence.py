@@ -10,12 +10,15 @@ import json
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import numpy as np
+import pytest
 from aiohttp import web
 from tests.focus.test_learning import Recorder, two_lists
 from tests.focus.test_policy import ON, PHRASE, html, judge, prose
 from tests.local_app import serve
 
 from gossamer.crawl import run_crawl
+from gossamer.focus.calibration import Calibration
 from gossamer.focus.citations import Citations
 from gossamer.focus.paths import PathEvidence, place_keys
 from gossamer.focus.policy import FocusConfig, FocusPolicy
@@ -148,3 +151,30 @@ def test_citations_are_calibrated_on_the_crawls_outcomes() -> None:
     for _ in range(8):
         citations.outcome(3.0, True)
     assert citations.score(2.9, 4) > 0.8
+
+
+def test_citation_scores_of_many_urls_match_one_at_a_time() -> None:
+    citations = Citations()
+    for cited, relevant in [(2.1, True), (2.2, False), (3.4, True), (6.0, True), (1.6, False)]:
+        citations.outcome(cited, relevant)
+    cited = [0.5, 1.6, 2.3, 3.0, 7.2]
+    citers = [1, 2, 3, 3, 9]
+    many = citations.scores(np.array(cited), np.array(citers, dtype=np.float64))
+    one = [citations.score(c, n) for c, n in zip(cited, citers, strict=True)]
+    assert many.tolist() == pytest.approx(one)
+
+
+def test_evidence_that_does_not_pay_off_on_this_web_stops_lifting_links() -> None:
+    """A place or list share of 0.5 starts as 0.5; on a web where the URLs it pointed at
+    turned out off-topic it falls, where they turned out on-topic it rises; below a tenth
+    it says nothing."""
+    mixed, kept = Calibration(), Calibration()
+    assert mixed.score(0.5) == pytest.approx(0.5)
+    for _ in range(12):
+        mixed.outcome(0.55, False)
+        kept.outcome(0.55, True)
+    assert mixed.score(0.5) < 0.15
+    assert kept.score(0.5) > 0.85
+    assert mixed.score(0.05) == 0.0
+    many = mixed.scores(np.array([0.05, 0.5, 0.9]))
+    assert many.tolist() == pytest.approx([mixed.score(v) for v in (0.05, 0.5, 0.9)])

@@ -35,7 +35,9 @@ def mixed_pages(seed: int = 1) -> list[tuple[str, str]]:
 def test_stemmer_joins_word_forms() -> None:
     assert stem("transactions") == stem("transaction")
     assert stem("locking") == stem("locks") == "lock"
-    assert terms("The Isolation levels of the locks") == ["isolate", "level", "lock"]
+    assert terms("The Isolation levels of the locks") == ["isolat", "level", "lock"]
+    assert stem("restoring") == stem("restore") == stem("restored")
+    assert stem("encoding") == stem("encode")
 
 
 def test_on_topic_pages_score_above_the_threshold_with_examples() -> None:
@@ -84,3 +86,27 @@ def test_link_match_favours_topic_words() -> None:
     topic = Topic(PHRASE)
     assert topic.link_match(topic.words("Isolation levels explained")) > 0.5
     assert topic.link_match(topic.words("Growing tomatoes")) == 0.0
+
+
+def test_the_examples_say_which_of_the_phrases_words_make_the_topic() -> None:
+    """A short reference page on a command of the topic never writes the phrase's word pair
+    ("SQL transactions") but dwells on the word the examples dwell on: it covers the phrase,
+    while a page on the site's other commands, which says "SQL" as often, does not."""
+    examples = [page("database-transactions", 900), page("database-transactions", 901)]
+    topic = Topic("SQL transactions and locking", examples)
+    for name in TOPICS:  # a site whose every page says "SQL"
+        for i in range(3):
+            topic.judge(page(name, 50 + i) + " SQL statements and SQL queries run on the server.")
+    reference = topic.judge(
+        "COMMIT commits the current transaction. All changes made by the transaction become "
+        "visible to others and are guaranteed to be durable if a crash occurs. Issuing COMMIT "
+        "when not inside a transaction does no harm. Use ROLLBACK to abort a transaction."
+    )
+    other = topic.judge(
+        "SELECT retrieves rows from zero or more tables. The SQL FROM clause names the source "
+        "tables, the WHERE clause filters rows and ORDER BY sorts the output of the statement."
+    )
+    assert reference.phrase is not None and other.phrase is not None
+    assert reference.phrase >= 0.5
+    assert other.phrase < 0.2
+    assert reference.relevance > 2 * other.relevance

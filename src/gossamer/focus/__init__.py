@@ -8,7 +8,7 @@ holding it from the parsed tree; ``linkfeatures`` turns a link into the scorer's
 a prior; ``learner`` is the online link scorer (logistic regression on hashed features,
 trained as pages are judged); ``paths`` counts where on-topic pages were found, ``lists``
 in which lists of which pages, ``citations`` calibrates what the pages citing a URL say of
-it; ``policy``
+it, ``calibration`` what its place and its lists say; ``policy``
 ties them together for the engine: it judges pages, sets the priority of outlinks, drops
 links in ``hard`` mode, re-scores the URLs waiting in the frontier, explores within a share
 and keeps the harvest-rate statistics; ``examples`` fetches the example pages before the

@@ -14,6 +14,9 @@ site links to its navigation.
 
 from __future__ import annotations
 
+import numpy as np
+import numpy.typing as npt
+
 FROM = 1.5
 """Summed relevance of the citing pages from which citations count."""
 PRIOR = 2.0
@@ -38,6 +41,16 @@ class Citations:
         level = _level(cited)
         raw = cited / (citers + 1)
         return (self._relevant[level] + PRIOR * raw) / (self._judged[level] + PRIOR)
+
+    def scores(
+        self, cited: npt.NDArray[np.float64], citers: npt.NDArray[np.float64]
+    ) -> npt.NDArray[np.float64]:
+        """``score`` of many URLs at once."""
+        levels = np.minimum((cited + 0.5).astype(np.int64), _LEVELS)
+        relevant = np.asarray(self._relevant, dtype=np.float64)[levels]
+        judged = np.asarray(self._judged, dtype=np.float64)[levels]
+        found = (relevant + PRIOR * cited / (citers + 1)) / (judged + PRIOR)
+        return np.where(cited >= FROM, found, 0.0)
 
     def outcome(self, cited: float, relevant: bool) -> None:
         """A URL fetched while its citing pages summed ``cited`` was judged."""

@@ -48,6 +48,8 @@ class LinkFeatures:
         self._match: dict[str, float] = {}
         self._index: dict[str, int] = {}
         self._statics: dict[tuple[str, str, str], _Static] = {}
+        self._texts: dict[tuple[str, str, str], tuple[Features, str, str, str]] = {}
+        self._by_text: dict[str, Features] = {}
         self._dynamic: dict[tuple[str, int, int, int], Features] = {}
         self._version = topic.version
         self._adopted = 0
@@ -116,32 +118,52 @@ class LinkFeatures:
 
     def _static(self, link: str, anchor: str, context: str) -> _Static:
         """What a link's URL and texts give, whichever page links to it: the indices of
-        their features, their share of the prior, the host and the path (cached while the
-        topic's vector stays the same: a site's navigation repeats on every page)."""
+        their features, their share of the prior, the host and the path. The words' features
+        are cached for good (a site's navigation repeats on every page), how well the texts
+        match the topic while its vector stays the same."""
         self._check_version()
         key = (link, anchor, context)
         found = self._statics.get(key)
         if found is not None:
             return found
-        parts = urlsplit(link)
-        host = parts.hostname or ""
-        url_text = " ".join(_URL_WORDS.findall(f"{parts.path} {parts.query}"))
+        words = self._texts.get(key)
+        if words is None:
+            words = self._words_of(link, anchor, context)
+        base, url_text, host, path = words
         anchor_m = self.match(anchor)
         context_m = self.match(context)
         url_m = self.match(url_text)
-        section = parts.path.strip("/").split("/", 1)[0]
-        names = [
-            f"h:{host}",
-            f"s:{host}/{section}",
-            f"am:{int(anchor_m * 5)}",
-            f"cm:{int(context_m * 5)}",
-            f"um:{int(url_m * 5)}",
-            *(f"a:{w}" for w in self.words(anchor)),
-            *(f"u:{w}" for w in self.words(url_text)),
-            *(f"c:{w}" for w in self.words(context)),
-        ]
+        buckets = self.indices(
+            (f"am:{int(anchor_m * 5)}", f"cm:{int(context_m * 5)}", f"um:{int(url_m * 5)}")
+        )
         match = 0.4 * anchor_m + 0.15 * context_m + 0.15 * url_m
         if len(self._statics) >= MAX_STATICS:
             self._statics.clear()
-        found = self._statics[key] = (self.indices(names), match, host, parts.path)
+        found = self._statics[key] = (np.concatenate((base, buckets)), match, host, path)
+        return found
+
+    def _words_of(self, link: str, anchor: str, context: str) -> tuple[Features, str, str, str]:
+        """The indices of a link's word, host and section features, the words of its URL,
+        its host and its path (cached)."""
+        parts = urlsplit(link)
+        host = parts.hostname or ""
+        url_text = " ".join(_URL_WORDS.findall(f"{parts.path} {parts.query}"))
+        section = parts.path.strip("/").split("/", 1)[0]
+        place = self.indices((f"h:{host}", f"s:{host}/{section}"))
+        texts = (self._text_indices("a:", anchor), self._text_indices("u:", url_text))
+        indices = np.concatenate((place, *texts, self._text_indices("c:", context)))
+        if len(self._texts) >= MAX_STATICS:
+            self._texts.clear()
+        found = self._texts[(link, anchor, context)] = (indices, url_text, host, parts.path)
+        return found
+
+    def _text_indices(self, prefix: str, text: str) -> Features:
+        """The indices of a short text's word features (``a:lock`` for ``prefix`` ``a:``),
+        cached: a site's anchors and list items repeat."""
+        key = prefix + text
+        found = self._by_text.get(key)
+        if found is None:
+            if len(self._by_text) >= MAX_CACHED:
+                self._by_text.clear()
+            found = self._by_text[key] = self.indices(prefix + w for w in self.words(text))
         return found

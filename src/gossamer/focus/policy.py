@@ -11,8 +11,10 @@ For each 2xx HTML page the engine asks :meth:`FocusPolicy.judge`:
    higher, the evidence of where it points (:mod:`gossamer.focus.paths`: into a section of
    the site where on-topic pages or the examples were found, or beside them), of the lists
    holding it (:mod:`gossamer.focus.lists`) and of the judged pages citing it
-   (:mod:`gossamer.focus.citations`); a waiting URL that evidence lifts goes to the frontier
-   at the next :meth:`FocusPolicy.upkeep`;
+   (:mod:`gossamer.focus.citations`), each calibrated on the crawl's outcomes
+   (:mod:`gossamer.focus.calibration`: how often such evidence led to an on-topic page on
+   this web); a waiting URL that evidence lifts goes to the frontier at the next
+   :meth:`FocusPolicy.upkeep`;
 4. in ``hard`` mode the outlinks of an irrelevant page are dropped, unless the page lies
    within ``tolerance`` irrelevant pages of a relevant one (tolerance 1: the links of an
    irrelevant page whose parent was relevant are still followed, those of its irrelevant
@@ -42,9 +44,11 @@ from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
 import numpy as np
+import numpy.typing as npt
 
 from gossamer.extract import Content, extract
 from gossamer.focus.anchors import LinkText, link_texts
+from gossamer.focus.calibration import Calibration
 from gossamer.focus.citations import Citations
 from gossamer.focus.learner import Features, OnlineLogistic, hash_union
 from gossamer.focus.linkfeatures import LinkFeatures
@@ -171,10 +175,10 @@ class _Waiting:
         self.listed = 0.0
         """The on-topic share of the lists holding it (:mod:`gossamer.focus.lists`)."""
 
-    def evidence(self, citations: Citations) -> float:
+    def evidence(self, citations: Citations, lists: Calibration) -> float:
         """What the pages linking to it say of it (:mod:`gossamer.focus.citations`) or, when
-        higher, the lists holding it."""
-        return max(citations.score(self.cited, self.citers), self.listed)
+        higher, the lists holding it (calibrated)."""
+        return max(citations.score(self.cited, self.citers), lists.score(self.listed))
 
 
 class FocusPolicy:
@@ -217,6 +221,8 @@ class FocusPolicy:
         self.paths = PathEvidence()
         self.lists = ListEvidence()
         self.citations = Citations()
+        self.place_calibration = Calibration()
+        self.list_calibration = Calibration()
         self._known = set()
         for url in known:
             self.paths.add(url, True)
@@ -250,6 +256,8 @@ class FocusPolicy:
         streak = 0
         if came_by is not None:
             self.citations.outcome(came_by.cited, relevant)
+            self.place_calibration.outcome(self.paths.score_keys(came_by.place), relevant)
+            self.list_calibration.outcome(came_by.listed, relevant)
             self.model.update(came_by.features, 1.0 if relevant else 0.0)
             self._send([came_by.features], [1.0 if relevant else 0.0])
             streak = came_by.streak
@@ -383,14 +391,21 @@ class FocusPolicy:
         count = len(entries)
         learnt = self.model.predict_many([e.features for e in entries])
         share = self._learnt_share()
-        place, cites = self.paths.score_keys, self.citations
-        places = np.fromiter(
-            (max(place(e.place), e.evidence(cites)) for e in entries),
-            dtype=np.float64,
-            count=count,
+
+        def column(values: list[Any]) -> npt.NDArray[np.float64]:
+            return np.fromiter(values, dtype=np.float64, count=count)
+
+        cited = self.citations.scores(
+            column([e.cited for e in entries]), column([e.citers for e in entries])
         )
-        priors = np.fromiter((e.prior for e in entries), dtype=np.float64, count=count)
-        sent = np.fromiter((e.sent for e in entries), dtype=np.float64, count=count)
+        places = np.maximum(
+            self.place_calibration.scores(
+                column(list(map(self.paths.score_keys, [e.place for e in entries])))
+            ),
+            np.maximum(cited, self.list_calibration.scores(column([e.listed for e in entries]))),
+        )
+        priors = column([e.prior for e in entries])
+        sent = column([e.sent for e in entries])
         priorities = np.round(np.maximum((1 - share) * priors + share * learnt, places), 4)
         changed: dict[str, float] = {}
         for i in np.flatnonzero(np.abs(priorities - sent) >= _PRIORITY_STEP).tolist():
@@ -427,12 +442,13 @@ class FocusPolicy:
         url = page.base_url
         scored = [self.links.of(link, texts.get(link), relevance, streak, url) for link in links]
         learnt = self.model.predict_many([s[0] for s in scored]).tolist() if share else None
-        place = self.paths.score_keys
+        place, lists = self.paths.score_keys, self.list_calibration.score
         for i, (link, (features, prior, host, path)) in enumerate(zip(links, scored, strict=True)):
             p = learnt[i] if learnt is not None else 0.0
             keys = place_keys(host, path)
             listed = self.lists.score(link)
-            priority = max(_priority(prior, p, share, place(keys)), round(listed, 4))
+            evidence = max(self.place_calibration.score(place(keys)), lists(listed))
+            priority = _priority(prior, p, share, evidence)
             if hash(link) in self._known:
                 priority = 1.0
             out.append(Candidate(link, depth, priority=priority))
@@ -452,7 +468,8 @@ class FocusPolicy:
             if entry is not None:
                 entry.cited += relevance
                 entry.citers += 1
-                priority = max(entry.sent, round(place(entry.place), 4))
+                calibrated = self.place_calibration.score(place(entry.place))
+                priority = max(entry.sent, round(calibrated, 4))
                 out.append(Candidate(link, depth, priority=priority))
         return out
 
@@ -486,7 +503,7 @@ class FocusPolicy:
         """A waiting URL more pages cite, or whose lists hold more on-topic pages: when that
         lifts it, its new priority goes to the frontier at the next upkeep, not the next
         re-scoring."""
-        citation = round(entry.evidence(self.citations), 4)
+        citation = round(entry.evidence(self.citations, self.list_calibration), 4)
         if citation >= entry.sent + _PRIORITY_STEP and not entry.explore:
             entry.sent = citation
             if len(self._raised) < _MAX_RAISED:

@@ -55,7 +55,16 @@ _SUFFIXES = (
 def stem(word: str) -> str:
     """A light suffix stemmer: the first matching suffix goes when at least three letters
     stay; a doubled final consonant left behind (``locking`` -> ``lock``, ``running`` ->
-    ``run``) is made single."""
+    ``run``) is made single; a final ``e`` goes from a stem of four letters or more, so that
+    ``restore``, ``restoring`` and ``restored`` meet (``restor``), as ``encode`` and
+    ``encoding`` do."""
+    stem_ = _strip(word)
+    if len(stem_) > 3 and stem_[-1] == "e" and stem_[-2] != "e":
+        return stem_[:-1]
+    return stem_
+
+
+def _strip(word: str) -> str:
     if len(word) <= 3:
         return word
     for suffix, replacement in _SUFFIXES:
@@ -95,12 +104,13 @@ def _term(word: str) -> str:
 
 
 def with_pairs(words: list[str], pairs: frozenset[str]) -> list[str]:
-    """``words`` plus the adjacent pairs among ``pairs`` (``"isolate level"``): the topic's
+    """``words`` plus the adjacent pairs among ``pairs`` (``"isolat level"``): the topic's
     phrases count as terms of their own."""
     if not pairs or len(words) < 2:
         return words
     firsts = {p.partition(" ")[0] for p in pairs}
-    found = [f"{a} {b}" for a, b in itertools.pairwise(words) if a in firsts]
+    after = itertools.compress(itertools.pairwise(words), map(firsts.__contains__, words))
+    found = [f"{a} {b}" for a, b in after]
     return words + [p for p in found if p in pairs]
 
 

@@ -7,10 +7,13 @@ locking`` has three); the words of a facet and its adjacent word pairs are its t
 A page's ``relevance`` (0..1) blends two signals, each scaled so that an on-topic page scores
 about 1 and an off-topic one about 0, whatever the topic:
 
-* phrase coverage: per facet, the IDF-weighted share of its terms the page holds, each term's
+* phrase coverage: per facet, the weighted share of its terms the page holds, each term's
   count saturated and normalised by the page's length as BM25 does (k1 = 4: a passing
-  mention in a long page counts little); facets combine as a noisy-or (``1 - prod(1 -
-  facet)``): one facet covered well, or several covered in part, make a match;
+  mention in a long page counts little); a term weighs its IDF times its weight in the
+  examples' centroid (the examples say which of the phrase's words make the topic: not a
+  word every page of their site says, nor a word pair their pages never write), the IDF
+  alone (a pair's twice) while there is no centroid; facets combine as a noisy-or (``1 -
+  prod(1 - facet)``): one facet covered well, or several covered in part, make a match;
 * example similarity: the TF-IDF cosine between the page and the examples' centroid, divided
   by how similar the examples are to each other (leave one out; a fixed 0.5 with a single
   example), so a page as close to the examples as they are to one another scores 1.
@@ -53,6 +56,9 @@ _PSEUDO_FROM = 0.7
 """Phrase coverage from which a page may serve as a pseudo-example."""
 _MAX_PSEUDO = 5
 """Judged pages between two rebuilds of the topic vector (its IDF weights change)."""
+_CENTROID_FLOOR = 0.02
+"""A facet term's weight beside its weight in the examples' centroid (unit length, 60
+terms: a term the examples dwell on weighs 0.1-0.3)."""
 
 
 class TopicError(ValueError):
@@ -104,6 +110,7 @@ class Topic:
         """Counts the rebuilds of ``vector``."""
         self._centroid: dict[str, float] = {}
         self._reference = _SINGLE_EXAMPLE_SIMILARITY
+        self._facet_weights: list[list[float]] = []
         self._refresh()
 
     @property
@@ -162,19 +169,33 @@ class Topic:
 
     def _coverage(self, counts: Counter[str], length: int) -> float:
         norm = _K1 * (1 - _B + _B * length / max(self._length, 1.0))
-        scores = []
-        for facet in self.facets:
-            weights = [self.df.idf(t) * (2.0 if " " in t else 1.0) for t in facet]
+        missed = 1.0
+        for facet, weights in zip(self.facets, self._facet_weights, strict=True):
             got = sum(
                 w * (counts[t] * (_K1 + 1) / (counts[t] + norm)) / (_K1 + 1)
                 for t, w in zip(facet, weights, strict=True)
                 if counts.get(t)
             )
-            scores.append(got / sum(weights))
-        missed = 1.0
-        for score in scores:
-            missed *= 1.0 - score
+            missed *= 1.0 - got / sum(weights)
         return 1.0 - missed
+
+    def _weigh_facets(self) -> None:
+        """Each facet term's weight in the phrase coverage: its IDF times its weight in the
+        examples' centroid (plus a little): the examples say which of the phrase's words
+        make the topic ("transaction" and "lock" do in pages on SQL transactions and
+        locking; "sql", on every page of a database's manual, does not; nor does the pair
+        "sql transaction", which a command's reference page never writes). Without a
+        centroid yet, the IDF alone, a word pair's twice its words'."""
+        centroid, idf = self._centroid, self.df.idf
+        self._facet_weights = [
+            [
+                idf(t) * (centroid.get(t, 0.0) + _CENTROID_FLOOR)
+                if centroid
+                else idf(t) * (2.0 if " " in t else 1.0)
+                for t in facet
+            ]
+            for facet in self.facets
+        ]
 
     def _feedback(self, phrase: float, counts: Counter[str]) -> None:
         """Pseudo-relevance feedback: the pages that match the phrase best so far (at most
@@ -206,9 +227,13 @@ class Topic:
         vectors = [self.df.vector(c) for c in self._examples]
         vectors += [self.df.vector(c) for _, c in self._pseudo]
         background = (self._background, 1 / max(self._background_pages, 1))
-        self._centroid = _mean(vectors, background)
+        total = _sum(vectors)
+        self._centroid = _mean(total, len(vectors), background)
         if len(vectors) >= 2:
-            alone = [cosine(v, _mean(vectors, background, v)) for v in vectors]
+            # each left out in turn: the terms that can make its centroid are among the
+            # heaviest of all (a vector left out only lowers its own)
+            shortlist = _heaviest(total, len(vectors) - 1, background, 4 * _CENTROID_TERMS)
+            alone = [cosine(v, _mean(shortlist, len(vectors) - 1, background, v)) for v in vectors]
             self._reference = max(sum(alone) / len(alone), 0.05)
         phrase: dict[str, float] = {}
         for facet in self.facets:
@@ -220,25 +245,43 @@ class Topic:
         self.vector = normalise(combined)
         top = sorted(self.vector.values(), reverse=True)[:5]
         self._strong = max(sum(top) / len(top), 1e-6) if top else 1.0
+        self._weigh_facets()
+
+
+def _sum(vectors: Sequence[dict[str, float]]) -> dict[str, float]:
+    total: dict[str, float] = {}
+    for vector in vectors:
+        for t, w in vector.items():
+            total[t] = total.get(t, 0.0) + w
+    return total
+
+
+def _heaviest(
+    total: Mapping[str, float], count: int, background: tuple[dict[str, float], float], n: int
+) -> dict[str, float]:
+    """The ``n`` heaviest terms of ``total`` (the sum of ``count`` vectors) less their share
+    of the crawl's ``background`` (the sum of the judged pages' vectors and one over their
+    number), with their sums."""
+    sums, scale = background
+    share = count * _BACKGROUND_WEIGHT * scale
+    heaviest = heapq.nlargest(n, ((w - share * sums.get(t, 0.0), t) for t, w in total.items()))
+    return {t: total[t] for _, t in heaviest}
 
 
 def _mean(
-    vectors: Sequence[dict[str, float]],
+    total: Mapping[str, float],
+    count: int,
     background: tuple[dict[str, float], float],
-    leave_out: dict[str, float] | None = None,
+    leave_out: Mapping[str, float] | None = None,
 ) -> dict[str, float]:
-    """The unit centroid of ``vectors`` (but ``leave_out``, one of them) less the crawl's
-    ``background`` (Rocchio; the sum of the judged pages' vectors and one over their number),
-    cut to its ``_CENTROID_TERMS`` heaviest terms: the words that make the topic, not those
-    every page of a site shares (a reference's "return", "value", "default")."""
-    total: dict[str, float] = {}
-    for vector in vectors:
-        if vector is leave_out:
-            continue
-        for t, w in vector.items():
-            total[t] = total.get(t, 0.0) + w
+    """The unit centroid of ``count`` vectors summed in ``total`` (less ``leave_out``, one of
+    them) less the crawl's ``background`` (Rocchio), cut to its ``_CENTROID_TERMS``
+    heaviest terms: the words that make the topic, not those every page of a site shares (a
+    reference's "return", "value", "default")."""
+    if leave_out is not None:
+        total = {t: w - leave_out.get(t, 0.0) for t, w in total.items()}
     sums, scale = background
-    share = (len(vectors) - (leave_out is not None)) * _BACKGROUND_WEIGHT * scale
+    share = count * _BACKGROUND_WEIGHT * scale
     heaviest = heapq.nlargest(
         _CENTROID_TERMS,
         ((w - share * sums.get(t, 0.0), t) for t, w in total.items()),
