@@ -159,6 +159,8 @@ def odd_tag(data: bytes, *, names: bool = False) -> bool:
     `LONG_TAG_CHARS` bytes without one, and `_many_names` counts the names."""
     import numpy as np  # a crawl of small pages never loads it
 
+    starts = _name_starts(data) if names else None
+    names = starts is not None and len(starts) > _FEW_NAMES
     array = np.frombuffer(data, np.uint8)
     marks = np.flatnonzero((array == _GT) | (array == _DOUBLE) | (array == _SINGLE))
     kinds = array[marks]
@@ -168,41 +170,55 @@ def odd_tag(data: bytes, *, names: bool = False) -> bool:
     if _quoted_close(data, array, marks, kinds):
         long = _ODD_TAG_BYTES.search(data) is not None
         return (long or names) and _odd_read(data, attributes=long, names=names)
-    return names and _many_names(data, array, closes)
+    return names and starts is not None and _many_names(data, array, closes, starts)
 
 
-def _many_names(data: bytes, array: npt.NDArray[np.uint8], closes: npt.NDArray[np.intp]) -> bool:
+def _many_names(
+    data: bytes,
+    array: npt.NDArray[np.uint8],
+    closes: npt.NDArray[np.intp],
+    starts: npt.NDArray[np.intp],
+) -> bool:
     """Whether the tags of ``data`` could hold more than `MAX_ATTRIBUTE_NAMES` distinct
     attribute names, every tag ending at the first ``>`` after its ``<`` (``closes``: where
-    the ``>`` are). A name takes two bytes of a tag at least (itself and a separator before
-    it), and lexbor pays little for `_FEW_NAMES` names even if all are distinct, so few tag
-    bytes are enough; else the places where a name could start are counted (after a space,
-    ``/`` or quote, inside a tag), and if they are too many the names there are read (up to
-    a space, ``/``, ``>`` or ``=`` after their first byte, as the tokenizer reads them): the
-    set of these holds every name of the document, and pieces of some (a value after a
-    quote or ``= ``), which only count more."""
+    the ``>`` are; ``starts``: where a name could start, see `_name_starts`). Lexbor pays
+    little for `_FEW_NAMES` names even if all are distinct, so few places inside the tags
+    are enough; else the names there are read (up to a space, ``/``, ``>`` or ``=`` after
+    their first byte, as the tokenizer reads them): the set of these holds every name of the
+    document, and pieces of some (a value after a quote or ``= ``), which only count more."""
     import numpy as np
 
     size = len(data)
     opens = np.flatnonzero(array == _LT)
     ends = np.append(closes, size)[np.searchsorted(closes, opens)]
-    if int((ends - opens).sum()) <= 2 * _FEW_NAMES:
-        return False
-    classes = np.frombuffer(data.translate(_CLASSES), np.uint8)
-    before, at = classes[:-1], classes[1:]
-    starts = np.flatnonzero(((before - _QUOTE) < 2) & ((at - _SEPARATOR) >= 2)) + 1
-    # inside a tag: from the first "<" after a ">" to the next ">" (tags never overlap, so
-    # their bounds are in order, and a place inside one comes after an odd number of them)
+    # inside a tag: from the first "<" after a ">" to the next ">" (tags never overlap)
     first = np.diff(ends, prepend=-1) != 0
-    bounds = np.empty(2 * int(first.sum()), np.intp)
-    bounds[0::2], bounds[1::2] = opens[first], ends[first]
-    starts = starts[np.searchsorted(bounds, starts, "right") % 2 == 1]
-    if len(starts) <= _FEW_NAMES:
+    opens, ends = opens[first], ends[first]
+    inside = np.searchsorted(starts, ends) - np.searchsorted(starts, opens, "right")
+    if int(inside.sum()) <= _FEW_NAMES:
         return False
+    bounds = np.empty(2 * len(opens), np.intp)
+    bounds[0::2], bounds[1::2] = opens, ends
+    starts = starts[np.searchsorted(bounds, starts, "right") % 2 == 1]
+    classes = np.frombuffer(data.translate(_CLASSES), np.uint8)
     stops = np.append(np.flatnonzero((classes - _SEPARATOR) < 3), size)
     name_ends = stops[np.searchsorted(stops, starts + 1)].tolist()
     found = {data[start:end] for start, end in zip(starts.tolist(), name_ends, strict=True)}
     return len(found) > MAX_ATTRIBUTE_NAMES
+
+
+def _name_starts(data: bytes) -> npt.NDArray[np.intp]:
+    """Where in ``data`` an attribute name could start, wherever its tags are: the tokenizer
+    starts a name only after a space, ``/`` or quote (after the tag's name, a name, a value
+    or a quoted value), at a byte other than a space, ``/`` or ``>`` (text's words count
+    too: only more). A table lookup and a few array operations, about a tenth of lexbor's
+    parse, where reading the names cost more than it; most pages under 200 KB hold fewer
+    than `_FEW_NAMES` words."""
+    import numpy as np
+
+    classes = np.frombuffer(data.translate(_CLASSES), np.uint8)
+    before, at = classes[:-1], classes[1:]
+    return np.flatnonzero(((before - _QUOTE) < 2) & ((at - _SEPARATOR) >= 2)) + 1
 
 
 def _odd_read(data: bytes, *, attributes: bool, names: bool) -> bool:
