@@ -155,13 +155,24 @@ def test_self_closing_svg_paths_do_not_send_a_page_to_the_pass(
     monkeypatch: pytest.MonkeyPatch, entries: int
 ) -> None:
     """Pages of many self-closing tags (SVG icons), nesting perfectly, between 4,096 and
-    16,384 ``<`` and past it, are read by the nesting check (past 16,384, by the skeleton
-    reading first), not the guard's pass."""
+    16,384 ``<`` and past it, are parsed as they are and their tree checked (their
+    ``<path/>`` count as closed), or past 16,384 read by the skeleton reading, not the
+    guard's pass."""
     body = svg_icons(entries, 8)
     tags = body.count(b"<")
     assert tags > 4096
-    expected = "plain" if tags > scan.ORDINARY_MAX_TAGS else "nested"
+    expected = "plain" if tags > scan.ORDINARY_MAX_TAGS else "check"
     assert scan.route(body, scan.tag_count(body)) == expected
     passes = spy_passes(monkeypatch)
     page = parse_html(body, URL)
     assert passes == [] and page.flags == () and len(page.links) == entries
+
+
+def test_self_closing_formatting_tags_count_as_open() -> None:
+    """``<b c=N/>`` opens a ``<b>`` all the same (the slash closes nothing in HTML): a page of
+    them, each in a paragraph, is not ordinary (lexbor would rebuild them all at every
+    paragraph), while as many ``<path/>`` are closed."""
+    formatting = b"".join(b"<p><b c=%d/>x</p>" % n for n in range(2000))
+    paths = b"".join(b"<p><path d=%d/>x</p>" % n for n in range(2000))
+    assert not scan.ordinary(formatting, scan.tag_count(formatting))
+    assert scan.ordinary(paths, scan.tag_count(paths))

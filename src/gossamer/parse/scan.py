@@ -68,7 +68,10 @@ ODD_TAG = re.compile(
 )
 _ODD_TAG_BYTES = re.compile(ODD_TAG.pattern.encode())
 
-_LT, _GT, _DOUBLE, _SINGLE, _EQUALS = b"<>\"'="
+_LT, _GT, _DOUBLE, _SINGLE, _EQUALS, _SLASH = b"<>\"'=/"
+_FORMATTING_FIRST = list(b"abcefinstu")
+"""The first letters of the formatting elements' names (a b big code em font i nobr s small
+strike strong tt u)."""
 _BEFORE_VALUE = list(b"=\t\n\f\r ")
 """The bytes a quote opening an attribute value follows: ``=`` or the spaces after it."""
 _FEW_NAMES = 2 * MAX_ATTRIBUTE_NAMES
@@ -145,10 +148,10 @@ def ordinary(document: str | bytes, tags: int) -> bool:
     if tags > ORDINARY_MAX_TAGS:
         return False
     most_unclosed = max(_ORDINARY_MIN_UNCLOSED, tags // 4)
-    data = as_bytes(document)
-    if tags - 2 * data.count(b"</") > most_unclosed:
+    marks = _Marks(as_bytes(document))
+    if tags - 2 * marks.closed_tags() > most_unclosed:
         return False
-    return not odd_tag(data, names=True)
+    return not marks.odd(names=True)
 
 
 def odd_tag(data: bytes, *, names: bool = False) -> bool:
@@ -157,31 +160,70 @@ def odd_tag(data: bytes, *, names: bool = False) -> bool:
     a quoted value in a tag could hold ``>``, regexes decide (`ODD_TAG`, then the guard's
     tokenizer); else every tag ends at the first ``>`` after its ``<``, a tag that long has
     `LONG_TAG_CHARS` bytes without one, and `_many_names` counts the names."""
-    import numpy as np  # a crawl of small pages never loads it
+    return _Marks(data).odd(names=names)
 
-    starts = _name_starts(data) if names else None
-    names = starts is not None and len(starts) > _FEW_NAMES
-    array = np.frombuffer(data, np.uint8)
-    marks = np.flatnonzero((array == _GT) | (array == _DOUBLE) | (array == _SINGLE))
-    kinds = array[marks]
-    closes = marks[kinds == _GT]
-    if _long_tag(data, closes):
-        return True
-    if _quoted_close(data, array, marks, kinds):
-        long = _ODD_TAG_BYTES.search(data) is not None
-        return (long or names) and _odd_read(data, attributes=long, names=names)
-    return names and starts is not None and _many_names(data, array, closes, starts)
+
+class _Marks:
+    """Where the ``<``, ``>`` and quotes of a page are, found once for every scan (a numpy
+    array operation each: a comparison costs lexbor's parse a few thousandths, the positions
+    found a few hundredths; `bytes.count` of ``</`` cost a fifth)."""
+
+    def __init__(self, data: bytes) -> None:
+        import numpy as np  # a crawl of small pages never loads it
+
+        self.data = data
+        array = self.array = np.frombuffer(data, np.uint8)
+        marks = self.marks = np.flatnonzero(
+            (array == _LT) | (array == _GT) | (array == _DOUBLE) | (array == _SINGLE)
+        )
+        kinds = self.kinds = array[marks]
+        self.opens = marks[kinds == _LT]
+        self.closes = marks[kinds == _GT]
+
+    def closed_tags(self) -> int:
+        """How many tags close an element or open none, at least: the end tags (``</``),
+        and the self-closing tags (``/>``) whose name starts with no formatting element's
+        first letter (SVG's ``<path/>``, ``<polygon/>``: sqlite's syntax diagrams). In HTML
+        the slash closes nothing, but of the elements it leaves open only formatting ones
+        make a list lexbor rebuilds at each paragraph; the others nest, which the check of
+        the tree then finds."""
+        import numpy as np
+
+        array, opens, closes = self.array, self.opens, self.closes
+        after = opens + 1
+        if len(after) and after[-1] == len(self.data):
+            after = after[:-1]
+        ends = int(np.count_nonzero(array[after] == _SLASH))
+        closes = closes[closes > 0]
+        closes = closes[array[closes - 1] == _SLASH]
+        tags = opens[np.searchsorted(opens, closes) - 1]
+        tags = tags[(tags < closes) & (tags + 1 < len(array))]
+        first = array[tags + 1] | 0x20  # lower case, for letters
+        named = (first - ord("a") < 26) & ~np.isin(first, _FORMATTING_FIRST)
+        return ends + int(np.count_nonzero(named))
+
+    def odd(self, *, names: bool) -> bool:
+        """`odd_tag` of the page."""
+        data, closes = self.data, self.closes
+        if _long_tag(data, closes):
+            return True
+        starts = _name_starts(data) if names else None
+        names = starts is not None and len(starts) > _FEW_NAMES
+        if _quoted_close(data, self.array, self.marks, self.kinds):
+            long = _ODD_TAG_BYTES.search(data) is not None
+            return (long or names) and _odd_read(data, attributes=long, names=names)
+        return names and starts is not None and _many_names(data, self.opens, closes, starts)
 
 
 def _many_names(
     data: bytes,
-    array: npt.NDArray[np.uint8],
+    opens: npt.NDArray[np.intp],
     closes: npt.NDArray[np.intp],
     starts: npt.NDArray[np.intp],
 ) -> bool:
     """Whether the tags of ``data`` could hold more than `MAX_ATTRIBUTE_NAMES` distinct
-    attribute names, every tag ending at the first ``>`` after its ``<`` (``closes``: where
-    the ``>`` are; ``starts``: where a name could start, see `_name_starts`). Lexbor pays
+    attribute names, every tag ending at the first ``>`` after its ``<`` (``opens``,
+    ``closes``: where the ``<`` and ``>`` are; ``starts``: where a name could start, see `_name_starts`). Lexbor pays
     little for `_FEW_NAMES` names even if all are distinct, so few places inside the tags
     are enough; else the names there are read (up to a space, ``/``, ``>`` or ``=`` after
     their first byte, as the tokenizer reads them): the set of these holds every name of the
@@ -189,7 +231,6 @@ def _many_names(
     import numpy as np
 
     size = len(data)
-    opens = np.flatnonzero(array == _LT)
     ends = np.append(closes, size)[np.searchsorted(closes, opens)]
     # inside a tag: from the first "<" after a ">" to the next ">" (tags never overlap)
     first = np.diff(ends, prepend=-1) != 0
@@ -284,7 +325,8 @@ def _quoted_close(
     """Whether a ``>`` could stand in a quoted attribute value: after a quote that follows
     ``=`` or a space inside a tag, before the next quote of its kind (or the end). The first
     value of a tag that holds ``>`` is one of these (no ``>`` stands between it and the tag's
-    ``<``). ``marks`` are the positions of ``>`` and quotes, ``kinds`` their bytes."""
+    ``<``). ``marks`` are the positions of ``>`` and quotes (and maybe ``<``), ``kinds``
+    their bytes."""
     import numpy as np
 
     closes = marks[kinds == _GT]
