@@ -223,11 +223,12 @@ def _many_names(
 ) -> bool:
     """Whether the tags of ``data`` could hold more than `MAX_ATTRIBUTE_NAMES` distinct
     attribute names, every tag ending at the first ``>`` after its ``<`` (``opens``,
-    ``closes``: where the ``<`` and ``>`` are; ``starts``: where a name could start, see `_name_starts`). Lexbor pays
-    little for `_FEW_NAMES` names even if all are distinct, so few places inside the tags
-    are enough; else the names there are read (up to a space, ``/``, ``>`` or ``=`` after
-    their first byte, as the tokenizer reads them): the set of these holds every name of the
-    document, and pieces of some (a value after a quote or ``= ``), which only count more."""
+    ``closes``: where the ``<`` and ``>`` are; ``starts``: where a name could start, see
+    `_name_starts`). Lexbor pays little for `_FEW_NAMES` names even if all are distinct, so
+    few places inside the tags are enough; else the names there are read (up to a space,
+    ``/``, ``>`` or ``=`` after their first byte, as the tokenizer reads them): the set of
+    these holds every name of the document, and pieces of some (a value after a quote or
+    ``= ``), which only count more."""
     import numpy as np
 
     size = len(data)
