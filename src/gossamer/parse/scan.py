@@ -2,8 +2,10 @@
 :mod:`gossamer.parse.guard`, whose module doc says why each is enough).
 
 Every scan here runs on every page of more than 16 KiB and 4,096 ``<``, so each must cost well
-under lexbor's own parse: byte counts, and over the positions of ``>`` and quotes, a few numpy
-operations (half of lexbor's instructions on a real page of 13,000 tags). The one regex that
+under lexbor's own parse: byte counts, and over the positions of ``<``, ``>`` and quotes,
+found once (`_Marks`), a few numpy operations (a third of lexbor's CPU on a real page of
+13,000 tags, three fifths with the depth check; each full-page numpy operation costs about a
+hundredth, each search for positions a twentieth). The one regex that
 reads the document through (`ODD_TAG`: a tag that could hold `MAX_TAG_ATTRIBUTES` attributes
 behind quoted values holding ``>``; it costs as much as lexbor's parse) runs only where a quoted
 value inside a tag could hold ``>``.
