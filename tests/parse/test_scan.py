@@ -176,3 +176,19 @@ def test_self_closing_formatting_tags_count_as_open() -> None:
     paths = b"".join(b"<p><path d=%d/>x</p>" % n for n in range(2000))
     assert not scan.ordinary(formatting, scan.tag_count(formatting))
     assert scan.ordinary(paths, scan.tag_count(paths))
+
+
+@pytest.mark.parametrize("prefix", [b"a", b"abcdefgh"])
+def test_distinct_names_are_told_apart_past_eight_bytes(prefix: bytes) -> None:
+    """Past 32,768 places where a name could start, the names are read and told apart (as
+    64-bit numbers up to 8 bytes, by their bytes past that): 32,769 distinct names of 8 bytes
+    or less, or sharing their first 8 bytes, are too many; 16,384 of them written three
+    times over are not."""
+    names = [prefix + b"%d" % n for n in range(2 * scan.MAX_ATTRIBUTE_NAMES + 1)]
+    many = b"".join(b"<br " + b" ".join(names[n : n + 64]) + b">" for n in range(0, len(names), 64))
+    few = b"".join(
+        b"<br " + b" ".join(names[n : n + 32] * 3) + b">"
+        for n in range(0, scan.MAX_ATTRIBUTE_NAMES, 32)
+    )
+    assert scan.odd_tag(many, names=True)
+    assert not scan.odd_tag(few, names=True)
