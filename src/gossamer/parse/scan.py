@@ -71,9 +71,12 @@ ODD_TAG = re.compile(
 _ODD_TAG_BYTES = re.compile(ODD_TAG.pattern.encode())
 
 _LT, _GT, _DOUBLE, _SINGLE, _EQUALS, _SLASH = b"<>\"'=/"
-_FORMATTING_FIRST = list(b"abcefinstu")
-"""The first letters of the formatting elements' names (a b big code em font i nobr s small
-strike strong tt u)."""
+_CLOSES_ITSELF = bytes(
+    chr(byte).isascii() and chr(byte).isalpha() and chr(byte).lower() not in "abcefinstu"
+    for byte in range(256)
+)
+"""1 for the first letters of names a ``/>`` counts as closing: any but the first letters of
+the formatting elements' names (a b big code em font i nobr s small strike strong tt u)."""
 _BEFORE_VALUE = list(b"=\t\n\f\r ")
 """The bytes a quote opening an attribute value follows: ``=`` or the spaces after it."""
 _FEW_NAMES = 2 * MAX_ATTRIBUTE_NAMES
@@ -210,8 +213,7 @@ class _Marks:
         closes = closes[array[closes - 1] == _SLASH]
         tags = opens[np.searchsorted(opens, closes) - 1]
         tags = tags[(tags < closes) & (tags + 1 < len(array))]
-        first = array[tags + 1] | 0x20  # lower case, for letters
-        named = (first - ord("a") < 26) & ~np.isin(first, _FORMATTING_FIRST)
+        named = np.frombuffer(_CLOSES_ITSELF, np.bool_)[array[tags + 1]]
         return ends + int(np.count_nonzero(named))
 
     def odd(self, *, names: bool) -> bool:
