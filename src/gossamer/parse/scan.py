@@ -2,8 +2,10 @@
 :mod:`gossamer.parse.guard`, whose module doc says why each is enough).
 
 Every scan here runs on every page of more than 16 KiB and 4,096 ``<``, so each must cost well
-under lexbor's own parse: byte counts, and over the positions of ``>`` and quotes, a few numpy
-operations (half of lexbor's instructions on a real page of 13,000 tags). The one regex that
+under lexbor's own parse: byte counts, and over the positions of ``<``, ``>`` and quotes,
+found once (`_Marks`), a few numpy operations (a third of lexbor's CPU on a real page of
+13,000 tags, three fifths with the depth check; each full-page numpy operation costs about a
+hundredth, each search for positions a twentieth). The one regex that
 reads the document through (`ODD_TAG`: a tag that could hold `MAX_TAG_ATTRIBUTES` attributes
 behind quoted values holding ``>``; it costs as much as lexbor's parse) runs only where a quoted
 value inside a tag could hold ``>``.
@@ -68,7 +70,13 @@ ODD_TAG = re.compile(
 )
 _ODD_TAG_BYTES = re.compile(ODD_TAG.pattern.encode())
 
-_LT, _GT, _DOUBLE, _SINGLE, _EQUALS = b"<>\"'="
+_LT, _GT, _DOUBLE, _SINGLE, _EQUALS, _SLASH = b"<>\"'=/"
+_CLOSES_ITSELF = bytes(
+    chr(byte).isascii() and chr(byte).isalpha() and chr(byte).lower() not in "abcefinstu"
+    for byte in range(256)
+)
+"""1 for the first letters of names a ``/>`` counts as closing: any but the first letters of
+the formatting elements' names (a b big code em font i nobr s small strike strong tt u)."""
 _BEFORE_VALUE = list(b"=\t\n\f\r ")
 """The bytes a quote opening an attribute value follows: ``=`` or the spaces after it."""
 _FEW_NAMES = 2 * MAX_ATTRIBUTE_NAMES
@@ -77,6 +85,11 @@ _FEW_NAMES = 2 * MAX_ATTRIBUTE_NAMES
 # starts after a quote or a separator and ends at a separator, ">" or "=" (after its first
 # byte). Anything else (class 0) is a name byte.
 _QUOTE, _SEPARATOR, _CLOSE, _EQUALS_CLASS = 1, 2, 3, 4
+
+
+_WORD = 8
+_KEEP = [(1 << (8 * size)) - 1 for size in range(_WORD + 1)]
+"""The masks that keep the first 0 to 8 bytes of a little-endian 64-bit word."""
 
 
 def _byte_classes() -> bytes:
@@ -89,6 +102,11 @@ def _byte_classes() -> bytes:
 
 
 _CLASSES = _byte_classes()
+_STARTS = bytes(
+    (byte in b"\t\n\f\r /\"'") | (byte not in b"\t\n\f\r />") << 1 for byte in range(256)
+)
+"""`bytes.translate` table for `_name_starts`: bit 1 for the bytes a name may start after (a
+space, ``/``, a quote), bit 2 for those it may start with (any but a space, ``/``, ``>``)."""
 
 
 def tag_count(document: str | bytes) -> int:
@@ -145,10 +163,10 @@ def ordinary(document: str | bytes, tags: int) -> bool:
     if tags > ORDINARY_MAX_TAGS:
         return False
     most_unclosed = max(_ORDINARY_MIN_UNCLOSED, tags // 4)
-    data = as_bytes(document)
-    if tags - 2 * data.count(b"</") > most_unclosed:
+    marks = _Marks(as_bytes(document))
+    if tags - 2 * marks.closed_tags() > most_unclosed:
         return False
-    return not odd_tag(data, names=True)
+    return not marks.odd(names=True)
 
 
 def odd_tag(data: bytes, *, names: bool = False) -> bool:
@@ -157,52 +175,125 @@ def odd_tag(data: bytes, *, names: bool = False) -> bool:
     a quoted value in a tag could hold ``>``, regexes decide (`ODD_TAG`, then the guard's
     tokenizer); else every tag ends at the first ``>`` after its ``<``, a tag that long has
     `LONG_TAG_CHARS` bytes without one, and `_many_names` counts the names."""
-    import numpy as np  # a crawl of small pages never loads it
-
-    array = np.frombuffer(data, np.uint8)
-    marks = np.flatnonzero((array == _GT) | (array == _DOUBLE) | (array == _SINGLE))
-    kinds = array[marks]
-    closes = marks[kinds == _GT]
-    if _long_tag(data, closes):
-        return True
-    if _quoted_close(data, array, marks, kinds):
-        long = _ODD_TAG_BYTES.search(data) is not None
-        return (long or names) and _odd_read(data, attributes=long, names=names)
-    return names and _many_names(data, array, closes)
+    return _Marks(data).odd(names=names)
 
 
-def _many_names(data: bytes, array: npt.NDArray[np.uint8], closes: npt.NDArray[np.intp]) -> bool:
+class _Marks:
+    """Where the ``<``, ``>`` and quotes of a page are, found once for every scan (a numpy
+    array operation each: a comparison costs lexbor's parse a few thousandths, the positions
+    found a few hundredths; `bytes.count` of ``</`` cost a fifth)."""
+
+    def __init__(self, data: bytes) -> None:
+        import numpy as np  # a crawl of small pages never loads it
+
+        self.data = data
+        array = self.array = np.frombuffer(data, np.uint8)
+        marks = self.marks = np.flatnonzero(
+            (array == _LT) | (array == _GT) | (array == _DOUBLE) | (array == _SINGLE)
+        )
+        kinds = self.kinds = array[marks]
+        self.opens = marks[kinds == _LT]
+        self.closes = marks[kinds == _GT]
+
+    def closed_tags(self) -> int:
+        """How many tags close an element or open none, at least: the end tags (``</``),
+        and the self-closing tags (``/>``) whose name starts with no formatting element's
+        first letter (SVG's ``<path/>``, ``<polygon/>``: sqlite's syntax diagrams). In HTML
+        the slash closes nothing, but of the elements it leaves open only formatting ones
+        make a list lexbor rebuilds at each paragraph; the others nest, which the check of
+        the tree then finds."""
+        import numpy as np
+
+        array, opens, closes = self.array, self.opens, self.closes
+        after = opens + 1
+        if len(after) and after[-1] == len(self.data):
+            after = after[:-1]
+        ends = int(np.count_nonzero(array[after] == _SLASH))
+        closes = closes[closes > 0]
+        closes = closes[array[closes - 1] == _SLASH]
+        tags = opens[np.searchsorted(opens, closes) - 1]
+        tags = tags[(tags < closes) & (tags + 1 < len(array))]
+        named = np.frombuffer(_CLOSES_ITSELF, np.bool_)[array[tags + 1]]
+        return ends + int(np.count_nonzero(named))
+
+    def odd(self, *, names: bool) -> bool:
+        """`odd_tag` of the page."""
+        data, closes = self.data, self.closes
+        if _long_tag(data, closes):
+            return True
+        starts = _name_starts(data) if names else None
+        names = starts is not None and len(starts) > _FEW_NAMES
+        if _quoted_close(data, self.array, self.marks, self.kinds):
+            long = _ODD_TAG_BYTES.search(data) is not None
+            return (long or names) and _odd_read(data, attributes=long, names=names)
+        return names and starts is not None and _many_names(data, self.opens, closes, starts)
+
+
+def _many_names(
+    data: bytes,
+    opens: npt.NDArray[np.intp],
+    closes: npt.NDArray[np.intp],
+    starts: npt.NDArray[np.intp],
+) -> bool:
     """Whether the tags of ``data`` could hold more than `MAX_ATTRIBUTE_NAMES` distinct
-    attribute names, every tag ending at the first ``>`` after its ``<`` (``closes``: where
-    the ``>`` are). A name takes two bytes of a tag at least (itself and a separator before
-    it), and lexbor pays little for `_FEW_NAMES` names even if all are distinct, so few tag
-    bytes are enough; else the places where a name could start are counted (after a space,
-    ``/`` or quote, inside a tag), and if they are too many the names there are read (up to
-    a space, ``/``, ``>`` or ``=`` after their first byte, as the tokenizer reads them): the
-    set of these holds every name of the document, and pieces of some (a value after a
-    quote or ``= ``), which only count more."""
+    attribute names, every tag ending at the first ``>`` after its ``<`` (``opens``,
+    ``closes``: where the ``<`` and ``>`` are; ``starts``: where a name could start, see
+    `_name_starts`). Lexbor pays little for `_FEW_NAMES` names even if all are distinct, so
+    few places inside the tags are enough; else the names there are read (up to a space,
+    ``/``, ``>`` or ``=`` after their first byte, as the tokenizer reads them): the set of
+    these holds every name of the document, and pieces of some (a value after a quote or
+    ``= ``), which only count more."""
     import numpy as np
 
     size = len(data)
-    opens = np.flatnonzero(array == _LT)
     ends = np.append(closes, size)[np.searchsorted(closes, opens)]
-    if int((ends - opens).sum()) <= 2 * _FEW_NAMES:
-        return False
-    classes = np.frombuffer(data.translate(_CLASSES), np.uint8)
-    before, at = classes[:-1], classes[1:]
-    starts = np.flatnonzero(((before - _QUOTE) < 2) & ((at - _SEPARATOR) >= 2)) + 1
-    # inside a tag: from the first "<" after a ">" to the next ">" (tags never overlap, so
-    # their bounds are in order, and a place inside one comes after an odd number of them)
+    # inside a tag: from the first "<" after a ">" to the next ">" (tags never overlap)
     first = np.diff(ends, prepend=-1) != 0
-    bounds = np.empty(2 * int(first.sum()), np.intp)
-    bounds[0::2], bounds[1::2] = opens[first], ends[first]
-    starts = starts[np.searchsorted(bounds, starts, "right") % 2 == 1]
-    if len(starts) <= _FEW_NAMES:
+    opens, ends = opens[first], ends[first]
+    inside = np.searchsorted(starts, ends) - np.searchsorted(starts, opens, "right")
+    if int(inside.sum()) <= _FEW_NAMES:
         return False
+    bounds = np.empty(2 * len(opens), np.intp)
+    bounds[0::2], bounds[1::2] = opens, ends
+    starts = starts[np.searchsorted(bounds, starts, "right") % 2 == 1]
+    classes = np.frombuffer(data.translate(_CLASSES), np.uint8)
     stops = np.append(np.flatnonzero((classes - _SEPARATOR) < 3), size)
-    name_ends = stops[np.searchsorted(stops, starts + 1)].tolist()
-    found = {data[start:end] for start, end in zip(starts.tolist(), name_ends, strict=True)}
-    return len(found) > MAX_ATTRIBUTE_NAMES
+    return _distinct_names(data, starts, stops[np.searchsorted(stops, starts + 1)])
+
+
+def _distinct_names(data: bytes, starts: npt.NDArray[np.intp], ends: npt.NDArray[np.intp]) -> bool:
+    """Whether the names ``data[start:end]`` are more than `MAX_ATTRIBUTE_NAMES` distinct ones.
+    Names of 8 bytes or less are told apart by numpy as the 64-bit numbers of their bytes (a
+    set of so many slices cost 2.5 times lexbor's parse on a page of SVG, its paths' numbers
+    read as names); the longer ones, fewer, by a set, unless they are too few to matter."""
+    import numpy as np
+
+    lengths = ends - starts
+    short = lengths <= _WORD
+    padded = data + bytes(_WORD)
+    words = np.ndarray((len(data),), np.dtype("<u8"), padded, 0, (1,))
+    keys = words[starts[short]] & np.array(_KEEP, np.uint64)[lengths[short]]
+    distinct = len(np.unique(keys))
+    long = np.flatnonzero(~short)
+    if distinct + len(long) <= MAX_ATTRIBUTE_NAMES:
+        return False
+    begins, stops = starts[long].tolist(), ends[long].tolist()
+    found = {data[begin:stop] for begin, stop in zip(begins, stops, strict=True)}
+    return distinct + len(found) > MAX_ATTRIBUTE_NAMES
+
+
+def _name_starts(data: bytes) -> npt.NDArray[np.intp]:
+    """Where in ``data`` an attribute name could start, wherever its tags are: the tokenizer
+    starts a name only after a space, ``/`` or quote (after the tag's name, a name, a value
+    or a quoted value), at a byte other than a space, ``/`` or ``>`` (text's words count
+    too: only more). A table lookup and a few array operations, about a tenth of lexbor's
+    parse, where reading the names cost more than it; most pages under 200 KB hold fewer
+    than `_FEW_NAMES` words."""
+    import numpy as np
+
+    classes = np.frombuffer(data.translate(_STARTS), np.uint8)
+    # 0 or 1: numpy finds the true ones in a boolean array several times faster
+    return np.flatnonzero((classes[:-1] & (classes[1:] >> 1)).view(np.bool_)) + 1
 
 
 def _odd_read(data: bytes, *, attributes: bool, names: bool) -> bool:
@@ -268,7 +359,8 @@ def _quoted_close(
     """Whether a ``>`` could stand in a quoted attribute value: after a quote that follows
     ``=`` or a space inside a tag, before the next quote of its kind (or the end). The first
     value of a tag that holds ``>`` is one of these (no ``>`` stands between it and the tag's
-    ``<``). ``marks`` are the positions of ``>`` and quotes, ``kinds`` their bytes."""
+    ``<``). ``marks`` are the positions of ``>`` and quotes (and maybe ``<``), ``kinds``
+    their bytes."""
     import numpy as np
 
     closes = marks[kinds == _GT]
