@@ -245,3 +245,22 @@ def test_a_seeds_links_carry_its_very_user_info(seed: str) -> None:
         assert resolved is not None
         assert credentials_of(canonicalize(resolved)) == credentials_of(canonical), link
     assert canonicalize(canonical) == canonical
+
+
+def test_a_fragment_is_resolved_once_for_all_its_spellings() -> None:
+    """A page's links to the sections of another page (``x.html#a``, ``x.html#b``) are one
+    remembered resolution, the reference without its fragment; one that a space ends before
+    its fragment resolves as a fresh resolution would."""
+    from gossamer.urls import _REMEMBERED
+
+    # forgotten first, so that no earlier test's resolutions fill the cache past its limit
+    _REMEMBERED.absolute.clear()
+    _REMEMBERED.by_base.clear()
+    _REMEMBERED.size = before = 0
+    resolver = Resolver("http://fragments.test/d/p.html?q")
+    found = {resolver.resolve(f"x.html#s{i}") for i in range(5)} | {resolver.resolve("x.html")}
+    assert found == {"http://fragments.test/d/x.html"}
+    assert _REMEMBERED.size == before + 1
+    for reference in ["http: #f", "y.html\t#f", " #f", "#", "z.html#"]:
+        assert resolver.resolve(reference) == resolver._resolve(reference)
+    assert resolver.resolve("http: #f") == "http://fragments.test/d/"

@@ -242,16 +242,27 @@ class Resolver:
         # By the first character before any startswith (a costly call, made for every link
         # of every page): most references are relative or start with a slash.
         first = reference[:1]
+        if first == "#":  # the document itself, whatever the fragment
+            return self.document
         if first == "h" and reference.startswith(_ABSOLUTE_PREFIXES):
             table = _REMEMBERED.absolute
         elif first in _SLASHES:
             table = self._by_root
         else:
             table = self._by_directory
-        try:
-            return table[reference]
-        except KeyError:
-            pass
+        resolved = table.get(reference, _UNKNOWN)
+        if resolved != _UNKNOWN:
+            return resolved
+        if "#" in reference:
+            # A fragment changes nothing: the reference without it is looked up (a page's
+            # links to the sections of another page are resolved once). What precedes the
+            # fragment must not end in a space or control, which resolving strips.
+            bare = reference.partition("#")[0]
+            if bare[-1] > " ":
+                reference = bare
+                resolved = table.get(reference, _UNKNOWN)
+                if resolved != _UNKNOWN:
+                    return resolved
         resolved = self._resolve(reference)
         if not _needs_document(reference):
             table[reference] = resolved
@@ -310,7 +321,8 @@ class _Remembered:
     """Resolutions of references by what they depend on: absolute ones by the reference
     alone, ``/path`` ones by the origin (its root, ``scheme://host/``), the others by the
     directory (the document's URL up to the last ``/`` of its path). The references that
-    depend on the document's own path or query (``?q``, an empty one) are not remembered.
+    depend on the document's own path or query (``?q``, an empty one) are not remembered,
+    and one with a fragment is remembered without it (``x.html#a`` and ``x.html#b`` are one).
     A site's pages repeat most of their links (navigation, sidebars, footers), so most are
     resolved once per process."""
 
@@ -338,6 +350,9 @@ class _Remembered:
 
 
 _REMEMBERED = _Remembered()
+_UNKNOWN = ""
+"""What a table of `_Remembered` gives for a reference it does not hold: no resolution is
+empty (None is one)."""
 
 
 def _needs_document(reference: str) -> bool:

@@ -274,7 +274,9 @@ class _Walker:
             tag_id = child.tag_id
             if tag_id == _TEXT_ID:
                 text = child.text_content
-                if text:
+                # spaces opening a block are dropped by `_close` anyway (the lines between
+                # tags): without them most boxes close with nothing to read
+                if text and (parts or not text.isspace()):
                     parts.append(text)
                     if in_link:
                         self.link_chars += len(text.strip())
