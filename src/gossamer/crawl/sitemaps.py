@@ -34,23 +34,16 @@ entries seen before are duplicates then), and none read already. A continuous cr
 initial revisit interval: ``[[revisit]]`` tables set a feed's), so what it announces later is
 found; with ``--resume`` it reads them all again at the start.
 
-In a cluster job each worker has its stage. A host's robots.txt is fetched by the worker
-owning its partition (the host's robots lease), so that worker reads the host's sitemaps;
-the entries go to the Redis frontier's ``add``, which routes them to their partitions. A
-worker that learns a robots.txt out of band for a host it does not own (a focus example, a
-rendered page's subrequest) reads that host's sitemaps too, at the host's pace in its own
-gate (the bound :mod:`gossamer.frontier.gate` states for out-of-band requests; by URL, also
-a slot of the job's shared host limiter, as a page's fetch). ``--sitemap`` URLs are read by
-the first worker that claims them. Each sitemap is read once per job: a worker claims it in
-Redis first (:mod:`gossamer.cluster.sitemaps`), for the claim timeout. A worker that dies in
-the middle of a sitemap loses none of the entries it handed to ``add`` (they are in Redis);
-once its claim expires, the rest is read by the next worker that learns the host's
-robots.txt (the partition's next owner does before the first of the host's URLs it leases).
-A read is marked done only once its records are in every sink (the ledger's ``after_checkpoint``),
-so a worker killed between the read and its checkpoint loses no record: the claim expires and
-another worker reads the sitemap again. A continuous job reads each sitemap again on the same
-schedule, one worker at a time: the claim of the last read says when the next is due, and every
-worker that learned of the sitemap asks for it then."""
+In a cluster job each worker has its stage and reads the sitemaps of the hosts whose
+robots.txt it fetched (its partitions' hosts, or one learnt out of band, at the host's pace in
+its own gate: :mod:`gossamer.frontier.gate`); entries go to the Redis frontier's ``add``.
+``--sitemap`` URLs are read by the first worker that claims them.
+Each sitemap is read once per job: a worker claims it in Redis first
+(:mod:`gossamer.cluster.sitemaps`), for the claim timeout, and marks it done only once its
+records are in every sink (the ledger's ``after_checkpoint``): a worker killed mid-read loses
+no entry it handed to ``add`` and no record, and once its claim expires the next worker that
+learns the host's robots.txt reads it again. A continuous job reads each sitemap again on
+the same schedule, one worker at a time: the last read's claim says when the next is due."""
 
 from __future__ import annotations
 
@@ -105,11 +98,8 @@ class Claims(Protocol):
     async def release(self, url: str) -> None: ...
 
 
-Sooner = Callable[[Sequence[tuple[str, float]]], Awaitable[int]]
-"""Makes the listed URLs (URL, ``lastmod``) whose last fetch is older due now."""
-Vouch = Callable[[Sequence[tuple[str, float]]], Awaitable[int]]
-"""Marks the listed URLs (URL, ``lastmod``) fetched after their ``lastmod`` unchanged as of
-now."""
+Dated = Callable[[Sequence[tuple[str, float]]], Awaitable[int]]
+"""Takes URLs with their ``lastmod`` (see :meth:`SitemapStage.use_lastmod`)."""
 
 
 class Fetch(Protocol):
@@ -167,14 +157,14 @@ class SitemapStage:
         self._frontier: Frontier | None = None
         self._ledger: Ledger | None = None
         self._claims: Claims | None = None
-        self._sooner: Sooner | None = None
-        self._vouch: Vouch | None = None
+        self._sooner: Dated | None = None
+        self._vouch: Dated | None = None
 
     def share(self, claims: Claims) -> None:
         """A cluster worker's stage: read a sitemap only once ``claims`` gives it the read."""
         self._claims = claims
 
-    def use_lastmod(self, sooner: Sooner, vouch: Vouch | None = None) -> None:
+    def use_lastmod(self, sooner: Dated, vouch: Dated | None = None) -> None:
         """A continuous crawl's: entries with a ``lastmod`` go to ``sooner`` too, which
         makes those newer than their URL's last fetch due now, and those whose date is of
         their last change (not a feed's date of publication: ``Entry.published``) to
