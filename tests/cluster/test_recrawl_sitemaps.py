@@ -27,7 +27,7 @@ from tests.redis_server import RedisServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
-DURATION = 9.0
+DURATION = 12.0
 ANNOUNCED = 1.5
 """Seconds after the first sitemap read when the feed lists /later and the sitemap a newer
 lastmod of /a, or later: the next whole second but one after /a's first fetch, so that

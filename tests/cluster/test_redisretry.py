@@ -193,7 +193,10 @@ async def test_a_slot_gone_for_good_fails_after_the_budget(replicated: Replicate
         waited = time.monotonic() - started
     finally:
         await control.redis.aclose()
-    assert budget <= waited < budget + 5, waited
+    # the last try, begun inside the budget, ends on its own: a topology read and connects to
+    # dead nodes, some seconds on a loaded machine (4 s in all here when quiet, 8.3 s seen
+    # under a full test run)
+    assert budget <= waited < budget + 10, waited
     assert f"unreachable for {budget:g} s" in str(caught.value)
     assert guard.gave_up and guard.stats().outages_total == 1
 
