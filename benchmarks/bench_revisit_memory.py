@@ -9,7 +9,8 @@ now, the rest later). ``gossamer crawl --resume --recrawl`` then runs for ``--se
 the web (which answers every revisit ``304``); the figures are its peak RSS (the kernel's, for
 the whole process), the revisits it made, and the backlog it left.
 
-Usage: ``.venv/bin/python benchmarks/bench_revisit_memory.py [--urls 1000000] [--seconds 60]``
+Usage: ``.venv/bin/python benchmarks/bench_revisit_memory.py [--urls 1000000] [--seconds 60]
+[--spare 1]``
 """
 
 from __future__ import annotations
@@ -154,7 +155,14 @@ async def main(opts: argparse.Namespace) -> None:
                 f"due now ({size:.0f} MB, written in {took:.0f} s)"
             )
             before = answered[:]
-            resume = ["--resume", "--recrawl", "--out", str(out)]
+            resume = [
+                "--resume",
+                "--recrawl",
+                "--revisit-spare",
+                str(opts.spare),
+                "--out",
+                str(out),
+            ]
             seconds = await crawl(*WEB, *polite, *resume, "--max-duration", str(opts.seconds))
             peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
             stats = json.loads((out / "stats.json").read_text())
@@ -179,6 +187,9 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--hosts", type=int, default=1_000)
     parser.add_argument("--due", type=int, default=50_000, help="revisits due at the start")
     parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument(
+        "--spare", type=float, default=0.0, help="--revisit-spare of the resumed crawl"
+    )
     parser.add_argument("--keep", type=Path, help="a folder to leave crawl.db in (not removed)")
     return parser.parse_args()
 
