@@ -89,13 +89,13 @@ class LinkFeatures:
         cache = self._index
         if len(cache) >= MAX_CACHED:
             cache.clear()
-        out = set()
+        get, out = cache.get, set()
         for name in names:
-            index = cache.get(name)
+            index = get(name)
             if index is None:
                 index = cache[name] = zlib.crc32(name.encode("utf-8", "replace")) & (DIMENSIONS - 1)
             out.add(index)
-        return np.fromiter(out, dtype=np.int32, count=len(out))
+        return np.array(list(out), dtype=np.int32)
 
     def of(
         self, link: str, text: LinkText | None, relevance: float, distance: int, parent: str

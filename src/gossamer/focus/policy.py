@@ -35,6 +35,7 @@ example), counts in the places on-topic pages live and is known as judged.
 from __future__ import annotations
 
 import inspect
+import itertools
 import logging
 import time
 from collections import deque
@@ -44,7 +45,6 @@ from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
 import numpy as np
-import numpy.typing as npt
 
 from gossamer.extract import Content, extract
 from gossamer.focus.anchors import LinkText, link_texts
@@ -388,24 +388,23 @@ class FocusPolicy:
         """The waiting URLs and the new priorities of those that moved."""
         urls = list(self._waiting)
         entries = list(self._waiting.values())
-        count = len(entries)
+        count, place = len(entries), self.paths.score_keys
         learnt = self.model.predict_many([e.features for e in entries])
         share = self._learnt_share()
-
-        def column(values: list[Any]) -> npt.NDArray[np.float64]:
-            return np.fromiter(values, dtype=np.float64, count=count)
-
-        cited = self.citations.scores(
-            column([e.cited for e in entries]), column([e.citers for e in entries])
-        )
-        places = np.maximum(
-            self.place_calibration.scores(
-                column(list(map(self.paths.score_keys, [e.place for e in entries])))
+        # one pass over the entries, one array of their six numbers (not six passes)
+        columns = np.fromiter(
+            itertools.chain.from_iterable(
+                (e.cited, e.citers, e.listed, e.prior, e.sent, place(e.place)) for e in entries
             ),
-            np.maximum(cited, self.list_calibration.scores(column([e.listed for e in entries]))),
+            dtype=np.float64,
+            count=6 * count,
+        ).reshape(count, 6)
+        cited = self.citations.scores(columns[:, 0], columns[:, 1])
+        places = np.maximum(
+            self.place_calibration.scores(columns[:, 5]),
+            np.maximum(cited, self.list_calibration.scores(columns[:, 2])),
         )
-        priors = column([e.prior for e in entries])
-        sent = column([e.sent for e in entries])
+        priors, sent = columns[:, 3], columns[:, 4]
         priorities = np.round(np.maximum((1 - share) * priors + share * learnt, places), 4)
         changed: dict[str, float] = {}
         for i in np.flatnonzero(np.abs(priorities - sent) >= _PRIORITY_STEP).tolist():
@@ -433,8 +432,13 @@ class FocusPolicy:
         texts = link_texts(page, set(links))
         self._learn_known(page.base_url, links, texts, relevance, streak)
         self._lists_of(texts)
-        out = [Candidate(link, depth, priority=0.0) for link in links if hash(link) in done]
-        links = [link for link in links if hash(link) not in done]  # the frontier drops those
+        fresh = [hash(link) not in done for link in links]
+        out = [
+            Candidate(link, depth, priority=0.0)
+            for link, new in zip(links, fresh, strict=True)
+            if not new
+        ]
+        links = list(itertools.compress(links, fresh))  # the frontier drops those
         if relevance < self.config.threshold:  # an irrelevant page adds little to what waits
             out += self._waiting_again(links, depth, relevance)
             links = [link for link in links if link not in self._waiting]
@@ -443,13 +447,18 @@ class FocusPolicy:
         scored = [self.links.of(link, texts.get(link), relevance, streak, url) for link in links]
         learnt = self.model.predict_many([s[0] for s in scored]).tolist() if share else None
         place, lists = self.paths.score_keys, self.list_calibration.score
+        calibrated, listed_share, known = (
+            self.place_calibration.score,
+            self.lists.score,
+            self._known,
+        )
         for i, (link, (features, prior, host, path)) in enumerate(zip(links, scored, strict=True)):
             p = learnt[i] if learnt is not None else 0.0
             keys = place_keys(host, path)
-            listed = self.lists.score(link)
-            evidence = max(self.place_calibration.score(place(keys)), lists(listed))
+            listed = listed_share(link)
+            evidence = max(calibrated(place(keys)), lists(listed))
             priority = _priority(prior, p, share, evidence)
-            if hash(link) in self._known:
+            if hash(link) in known:
                 priority = 1.0
             out.append(Candidate(link, depth, priority=priority))
             entry = _Waiting(
