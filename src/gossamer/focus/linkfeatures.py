@@ -31,6 +31,7 @@ _URL_WORDS = re.compile(r"[A-Za-z][A-Za-z0-9]+")
 MAX_CACHED = 50_000
 """Short texts and feature names cached each (some 10 MB at most)."""
 _Static = tuple[Features, float, str, str]
+_Url = tuple[Features, Features, str, str, str]
 _ADOPT_EVERY = 25
 MAX_STATICS = 20_000
 """Links whose URL and text features are cached (some 10 MB at most)."""
@@ -50,6 +51,7 @@ class LinkFeatures:
         self._statics: dict[tuple[str, str, str], _Static] = {}
         self._texts: dict[tuple[str, str, str], tuple[Features, str, str, str]] = {}
         self._by_text: dict[str, Features] = {}
+        self._urls: dict[str, _Url] = {}
         self._dynamic: dict[tuple[str, int, int, int], Features] = {}
         self._version = topic.version
         self._adopted = 0
@@ -145,16 +147,37 @@ class LinkFeatures:
     def _words_of(self, link: str, anchor: str, context: str) -> tuple[Features, str, str, str]:
         """The indices of a link's word, host and section features, the words of its URL,
         its host and its path (cached)."""
+        place, url_words, url_text, host, path = self._url_of(link)
+        anchor_words = self._text_indices("a:", anchor)
+        indices = np.concatenate(
+            (place, anchor_words, url_words, self._text_indices("c:", context))
+        )
+        if len(self._texts) >= MAX_STATICS:
+            self._texts.clear()
+        found = self._texts[(link, anchor, context)] = (indices, url_text, host, path)
+        return found
+
+    def _url_of(self, link: str) -> _Url:
+        """The indices of a link's host and section features and of its URL's words, the
+        words of its URL, its host and its path (cached: a link recurs with other anchors
+        and contexts on other pages)."""
+        found = self._urls.get(link)
+        if found is not None:
+            return found
         parts = urlsplit(link)
         host = parts.hostname or ""
         url_text = " ".join(_URL_WORDS.findall(f"{parts.path} {parts.query}"))
         section = parts.path.strip("/").split("/", 1)[0]
         place = self.indices((f"h:{host}", f"s:{host}/{section}"))
-        texts = (self._text_indices("a:", anchor), self._text_indices("u:", url_text))
-        indices = np.concatenate((place, *texts, self._text_indices("c:", context)))
-        if len(self._texts) >= MAX_STATICS:
-            self._texts.clear()
-        found = self._texts[(link, anchor, context)] = (indices, url_text, host, parts.path)
+        if len(self._urls) >= MAX_STATICS:
+            self._urls.clear()
+        found = self._urls[link] = (
+            place,
+            self._text_indices("u:", url_text),
+            url_text,
+            host,
+            parts.path,
+        )
         return found
 
     def _text_indices(self, prefix: str, text: str) -> Features:

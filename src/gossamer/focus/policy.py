@@ -388,20 +388,23 @@ class FocusPolicy:
         """The waiting URLs and the new priorities of those that moved."""
         urls = list(self._waiting)
         entries = list(self._waiting.values())
-        count, place = len(entries), self.paths.score_keys
+        count = len(entries)
         learnt = self.model.predict_many([e.features for e in entries])
         share = self._learnt_share()
-        # one pass over the entries, one array of their six numbers (not six passes)
+        # one pass over the entries, one array of their five numbers (not five passes)
         columns = np.fromiter(
             itertools.chain.from_iterable(
-                (e.cited, e.citers, e.listed, e.prior, e.sent, place(e.place)) for e in entries
+                (e.cited, e.citers, e.listed, e.prior, e.sent) for e in entries
             ),
             dtype=np.float64,
-            count=6 * count,
-        ).reshape(count, 6)
+            count=5 * count,
+        ).reshape(count, 5)
+        place = np.fromiter(
+            self.paths.score_many([e.place for e in entries]), dtype=np.float64, count=count
+        )
         cited = self.citations.scores(columns[:, 0], columns[:, 1])
         places = np.maximum(
-            self.place_calibration.scores(columns[:, 5]),
+            self.place_calibration.scores(place),
             np.maximum(cited, self.list_calibration.scores(columns[:, 2])),
         )
         priors, sent = columns[:, 3], columns[:, 4]

@@ -8,6 +8,7 @@ the pages and the anchors, so only their agreement matters, not the stems' spell
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -108,10 +109,15 @@ def with_pairs(words: list[str], pairs: frozenset[str]) -> list[str]:
     phrases count as terms of their own."""
     if not pairs or len(words) < 2:
         return words
-    firsts = {p.partition(" ")[0] for p in pairs}
-    after = itertools.compress(itertools.pairwise(words), map(firsts.__contains__, words))
+    after = itertools.compress(itertools.pairwise(words), map(_firsts(pairs).__contains__, words))
     found = [f"{a} {b}" for a, b in after]
     return words + [p for p in found if p in pairs]
+
+
+@functools.lru_cache(maxsize=8)
+def _firsts(pairs: frozenset[str]) -> frozenset[str]:
+    """The first words of ``pairs`` (one topic's, asked for every text it reads)."""
+    return frozenset(p.partition(" ")[0] for p in pairs)
 
 
 _TABLE = 4096
