@@ -23,6 +23,7 @@ import gc
 import heapq
 import json
 import resource
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -79,7 +80,8 @@ class Pages:
             for link in parsed.links
             if (urlsplit(link).hostname or "") in _BY_HOST and _file(*key(link).split("/", 1))
         ]
-        return Page(parsed, extract(parsed.tree, url, "tree"), list(dict.fromkeys(links)))
+        content = extract(parsed.tree, url, "tree") if parsed.tree else Content("")
+        return Page(parsed, content, list(dict.fromkeys(links)))
 
 
 class Frontier:
@@ -96,8 +98,8 @@ class Frontier:
         queue = self._queues.setdefault(urlsplit(url).hostname or "", [])
         heapq.heappush(queue, (-priority, self._count, url))
 
-    def reprioritize(self, changed: dict[str, float]) -> int:
-        moved = [(url, p) for url, p in changed.items() if self.priority.get(url, p) != p]
+    def reprioritize(self, priorities: Mapping[str, float]) -> int:
+        moved = [(url, p) for url, p in priorities.items() if self.priority.get(url, p) != p]
         for url, p in moved:
             self.push(url, p)
         return len(moved)
@@ -138,7 +140,7 @@ async def crawl(topic_name: str, pages: Pages, limit: int, batch: int) -> tuple[
         known=[url_of(e) for e in spec.examples],
     )
     start = url_of(HUB)
-    seen, depth, fetched = {start}, {start: 0}, []
+    seen, depth, fetched = {start}, {start: 0}, list[str]()
     frontier.push(start, 1.0)
     while len(fetched) < limit and (urls := frontier.batch(0.5, 2)[:batch]):
         for url in urls:
