@@ -24,7 +24,6 @@ or a top-level section's share alone says little about one more of its pages.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
 from urllib.parse import urlsplit
 
 MAX_SEGMENTS = 8
@@ -98,22 +97,6 @@ class PathEvidence:
         if siblings is None or siblings[2] < _SIBLINGS_FROM:
             return into
         return max(into, siblings[2] / (max(siblings[3], siblings[4]) + 2))
-
-    def score_many(self, places: Iterable[tuple[int, int] | None]) -> Iterator[float]:
-        """``score_keys`` of many links (re-scoring every waiting link: one loop, no call a
-        link)."""
-        get, floor = self._counts.get, _SIBLINGS_FROM
-        for keys in places:
-            if keys is None:
-                yield 0.0
-                continue
-            below = get(keys[0])
-            into = below[0] / (below[1] + 2) if below is not None else 0.0
-            siblings = get(keys[1])
-            if siblings is None or siblings[2] < floor:
-                yield into
-            else:
-                yield max(into, siblings[2] / (max(siblings[3], siblings[4]) + 2))
 
     def _entry(self, prefix: str) -> list[int] | None:
         key = hash(prefix)

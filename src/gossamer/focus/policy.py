@@ -35,7 +35,6 @@ example), counts in the places on-topic pages live and is known as judged.
 from __future__ import annotations
 
 import inspect
-import itertools
 import logging
 import time
 from collections import deque
@@ -45,6 +44,7 @@ from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
 import numpy as np
+import numpy.typing as npt
 
 from gossamer.extract import Content, extract
 from gossamer.focus.anchors import LinkText, link_texts
@@ -391,23 +391,21 @@ class FocusPolicy:
         count = len(entries)
         learnt = self.model.predict_many([e.features for e in entries])
         share = self._learnt_share()
-        # one pass over the entries, one array of their five numbers (not five passes)
-        columns = np.fromiter(
-            itertools.chain.from_iterable(
-                (e.cited, e.citers, e.listed, e.prior, e.sent) for e in entries
-            ),
-            dtype=np.float64,
-            count=5 * count,
-        ).reshape(count, 5)
-        place = np.fromiter(
-            self.paths.score_many([e.place for e in entries]), dtype=np.float64, count=count
+
+        def column(values: list[Any]) -> npt.NDArray[np.float64]:
+            return np.fromiter(values, dtype=np.float64, count=count)
+
+        cited = self.citations.scores(
+            column([e.cited for e in entries]), column([e.citers for e in entries])
         )
-        cited = self.citations.scores(columns[:, 0], columns[:, 1])
         places = np.maximum(
-            self.place_calibration.scores(place),
-            np.maximum(cited, self.list_calibration.scores(columns[:, 2])),
+            self.place_calibration.scores(
+                column(list(map(self.paths.score_keys, [e.place for e in entries])))
+            ),
+            np.maximum(cited, self.list_calibration.scores(column([e.listed for e in entries]))),
         )
-        priors, sent = columns[:, 3], columns[:, 4]
+        priors = column([e.prior for e in entries])
+        sent = column([e.sent for e in entries])
         priorities = np.round(np.maximum((1 - share) * priors + share * learnt, places), 4)
         changed: dict[str, float] = {}
         for i in np.flatnonzero(np.abs(priorities - sent) >= _PRIORITY_STEP).tolist():
@@ -435,13 +433,8 @@ class FocusPolicy:
         texts = link_texts(page, set(links))
         self._learn_known(page.base_url, links, texts, relevance, streak)
         self._lists_of(texts)
-        fresh = [hash(link) not in done for link in links]
-        out = [
-            Candidate(link, depth, priority=0.0)
-            for link, new in zip(links, fresh, strict=True)
-            if not new
-        ]
-        links = list(itertools.compress(links, fresh))  # the frontier drops those
+        out = [Candidate(link, depth, priority=0.0) for link in links if hash(link) in done]
+        links = [link for link in links if hash(link) not in done]  # the frontier drops those
         if relevance < self.config.threshold:  # an irrelevant page adds little to what waits
             out += self._waiting_again(links, depth, relevance)
             links = [link for link in links if link not in self._waiting]
