@@ -9,9 +9,10 @@ scorer's weights; the prior blends how well the anchor, the context and the URL 
 topic's words (:meth:`Topic.link_match`) with the parent's relevance, so the first links are
 ordered before the scorer has learnt anything.
 
-Pages of one site repeat their navigation on every page: the terms of a short text and the
-weight index of a feature name are cached (bounded; cleared when full), so a link seen on many
-pages costs a dictionary look-up, not a stemmer's pass.
+Pages of one site repeat their navigation on every page: the terms of a short text, the weight
+index of a feature name and a URL's own features (its host, section and words, whatever the
+anchor and context of the page linking to it) are cached (bounded; cleared when full), so a
+link seen on many pages costs a dictionary look-up, not a stemmer's pass.
 """
 
 from __future__ import annotations
