@@ -9,10 +9,14 @@ the same code fetches the same URLs in the same order every time. Pages are pars
 main text extracted once, before the passes; only the policy's own CPU time is counted
 (``cpu_seconds`` of its statistics: judging, learning, link scoring, re-scoring). ``--order
 FILE`` writes each topic's fetched URLs (``host/path``) as JSON, so two versions can be
-checked for the same crawl order.
+checked for the same crawl order. ``--callgrind`` counts instructions instead of time: run
+under ``valgrind --tool=callgrind --instr-atstart=no``, only the passes are instrumented (not
+the parsing), the replay's own frontier included.
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_focus_replay.py [--topics NAME ...]
         [--pages 600] [--passes 3] [--order FILE]
+    PYTHONPATH=src valgrind --tool=callgrind --instr-atstart=no .venv/bin/python \
+        benchmarks/bench_focus_replay.py --topics email --passes 1 --callgrind
 """
 
 from __future__ import annotations
@@ -22,7 +26,9 @@ import asyncio
 import gc
 import heapq
 import json
+import os
 import resource
+import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -157,6 +163,13 @@ async def crawl(topic_name: str, pages: Pages, limit: int, batch: int) -> tuple[
     return fetched, 1000 * stats.cpu_seconds / max(stats.judged, 1)
 
 
+def _instrument(wanted: bool, state: str) -> None:
+    """Turn callgrind's instrumentation of this process on or off."""
+    if wanted:
+        command = ["callgrind_control", "-i", state, str(os.getpid())]
+        subprocess.run(command, check=True, capture_output=True, timeout=300)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--topics", nargs="*", default=[t.name for t in TOPICS])
@@ -164,6 +177,7 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--order", type=Path, help="write the fetched URLs here (JSON)")
+    parser.add_argument("--callgrind", action="store_true", help="instrument only the passes")
     args = parser.parse_args()
     install_missing()
     orders: dict[str, list[str]] = {}
@@ -171,7 +185,9 @@ def main() -> None:
     for name in args.topics:
         pages = Pages()
         asyncio.run(crawl(name, pages, args.pages, args.batch))  # parses the pages
+        _instrument(args.callgrind, "on")
         runs = [asyncio.run(crawl(name, pages, args.pages, args.batch)) for _ in range(args.passes)]
+        _instrument(args.callgrind, "off")
         orders[name] = runs[0][0]
         if any(order != runs[0][0] for order, _ in runs):
             print(f"{name}: the order moved between passes")
