@@ -9,9 +9,10 @@ scorer's weights; the prior blends how well the anchor, the context and the URL 
 topic's words (:meth:`Topic.link_match`) with the parent's relevance, so the first links are
 ordered before the scorer has learnt anything.
 
-Pages of one site repeat their navigation on every page: the terms of a short text and the
-weight index of a feature name are cached (bounded; cleared when full), so a link seen on many
-pages costs a dictionary look-up, not a stemmer's pass.
+Pages of one site repeat their navigation on every page: the terms of a short text, the weight
+index of a feature name and a URL's own features (its host, section and words, whatever the
+anchor and context of the page linking to it) are cached (bounded; cleared when full), so a
+link seen on many pages costs a dictionary look-up, not a stemmer's pass.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ _URL_WORDS = re.compile(r"[A-Za-z][A-Za-z0-9]+")
 MAX_CACHED = 50_000
 """Short texts and feature names cached each (some 10 MB at most)."""
 _Static = tuple[Features, float, str, str]
+_Url = tuple[Features, Features, str, str, str]
 _ADOPT_EVERY = 25
 MAX_STATICS = 20_000
 """Links whose URL and text features are cached (some 10 MB at most)."""
@@ -50,6 +52,7 @@ class LinkFeatures:
         self._statics: dict[tuple[str, str, str], _Static] = {}
         self._texts: dict[tuple[str, str, str], tuple[Features, str, str, str]] = {}
         self._by_text: dict[str, Features] = {}
+        self._urls: dict[str, _Url] = {}
         self._dynamic: dict[tuple[str, int, int, int], Features] = {}
         self._version = topic.version
         self._adopted = 0
@@ -89,13 +92,13 @@ class LinkFeatures:
         cache = self._index
         if len(cache) >= MAX_CACHED:
             cache.clear()
-        out = set()
+        get, out = cache.get, set()
         for name in names:
-            index = cache.get(name)
+            index = get(name)
             if index is None:
                 index = cache[name] = zlib.crc32(name.encode("utf-8", "replace")) & (DIMENSIONS - 1)
             out.add(index)
-        return np.fromiter(out, dtype=np.int32, count=len(out))
+        return np.array(list(out), dtype=np.int32)
 
     def of(
         self, link: str, text: LinkText | None, relevance: float, distance: int, parent: str
@@ -145,16 +148,37 @@ class LinkFeatures:
     def _words_of(self, link: str, anchor: str, context: str) -> tuple[Features, str, str, str]:
         """The indices of a link's word, host and section features, the words of its URL,
         its host and its path (cached)."""
+        place, url_words, url_text, host, path = self._url_of(link)
+        anchor_words = self._text_indices("a:", anchor)
+        indices = np.concatenate(
+            (place, anchor_words, url_words, self._text_indices("c:", context))
+        )
+        if len(self._texts) >= MAX_STATICS:
+            self._texts.clear()
+        found = self._texts[(link, anchor, context)] = (indices, url_text, host, path)
+        return found
+
+    def _url_of(self, link: str) -> _Url:
+        """The indices of a link's host and section features and of its URL's words, the
+        words of its URL, its host and its path (cached: a link recurs with other anchors
+        and contexts on other pages)."""
+        found = self._urls.get(link)
+        if found is not None:
+            return found
         parts = urlsplit(link)
         host = parts.hostname or ""
         url_text = " ".join(_URL_WORDS.findall(f"{parts.path} {parts.query}"))
         section = parts.path.strip("/").split("/", 1)[0]
         place = self.indices((f"h:{host}", f"s:{host}/{section}"))
-        texts = (self._text_indices("a:", anchor), self._text_indices("u:", url_text))
-        indices = np.concatenate((place, *texts, self._text_indices("c:", context)))
-        if len(self._texts) >= MAX_STATICS:
-            self._texts.clear()
-        found = self._texts[(link, anchor, context)] = (indices, url_text, host, parts.path)
+        if len(self._urls) >= MAX_STATICS:
+            self._urls.clear()
+        found = self._urls[link] = (
+            place,
+            self._text_indices("u:", url_text),
+            url_text,
+            host,
+            parts.path,
+        )
         return found
 
     def _text_indices(self, prefix: str, text: str) -> Features:

@@ -443,13 +443,18 @@ class FocusPolicy:
         scored = [self.links.of(link, texts.get(link), relevance, streak, url) for link in links]
         learnt = self.model.predict_many([s[0] for s in scored]).tolist() if share else None
         place, lists = self.paths.score_keys, self.list_calibration.score
+        calibrated, listed_share, known = (
+            self.place_calibration.score,
+            self.lists.score,
+            self._known,
+        )
         for i, (link, (features, prior, host, path)) in enumerate(zip(links, scored, strict=True)):
             p = learnt[i] if learnt is not None else 0.0
             keys = place_keys(host, path)
-            listed = self.lists.score(link)
-            evidence = max(self.place_calibration.score(place(keys)), lists(listed))
+            listed = listed_share(link)
+            evidence = max(calibrated(place(keys)), lists(listed))
             priority = _priority(prior, p, share, evidence)
-            if hash(link) in self._known:
+            if hash(link) in known:
                 priority = 1.0
             out.append(Candidate(link, depth, priority=priority))
             entry = _Waiting(

@@ -8,6 +8,7 @@ the pages and the anchors, so only their agreement matters, not the stems' spell
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -80,27 +81,26 @@ def _strip(word: str) -> str:
     return word
 
 
-_STEMS: dict[str, str] = dict.fromkeys(STOP_WORDS, "")
-"""Word -> term, stop words -> "" (cached: a site repeats its words on every page)."""
+class _Stems(dict[str, str]):
+    """Word -> term, stop words -> "" (cached: a site repeats its words on every page); a word
+    met for the first time is stemmed by ``__missing__``, so a page's words are looked up in
+    one pass with no check for misses after it."""
+
+    def __missing__(self, word: str) -> str:
+        term = "" if word in STOP_WORDS else stem(word)
+        if len(self) < _MAX_STEMS:
+            self[word] = term
+        return term
+
+
 _MAX_STEMS = 200_000
+_STEMS = _Stems(dict.fromkeys(STOP_WORDS, ""))
 
 
 def terms(text: str) -> list[str]:
     """The terms of ``text`` in order (see the module docstring)."""
     words = _WORD.findall(text[:MAX_TEXT_CHARS].lower())
-    found: list[str | None] = list(map(_STEMS.get, words))
-    if None in found:  # words met for the first time
-        found = [_term(w) if t is None else t for t, w in zip(found, words, strict=True)]
-    return list(filter(None, found))
-
-
-def _term(word: str) -> str:
-    term = _STEMS.get(word)
-    if term is None:
-        term = "" if word in STOP_WORDS else stem(word)
-        if len(_STEMS) < _MAX_STEMS:
-            _STEMS[word] = term
-    return term
+    return list(filter(None, map(_STEMS.__getitem__, words)))
 
 
 def with_pairs(words: list[str], pairs: frozenset[str]) -> list[str]:
@@ -108,10 +108,15 @@ def with_pairs(words: list[str], pairs: frozenset[str]) -> list[str]:
     phrases count as terms of their own."""
     if not pairs or len(words) < 2:
         return words
-    firsts = {p.partition(" ")[0] for p in pairs}
-    after = itertools.compress(itertools.pairwise(words), map(firsts.__contains__, words))
+    after = itertools.compress(itertools.pairwise(words), map(_firsts(pairs).__contains__, words))
     found = [f"{a} {b}" for a, b in after]
     return words + [p for p in found if p in pairs]
+
+
+@functools.lru_cache(maxsize=8)
+def _firsts(pairs: frozenset[str]) -> frozenset[str]:
+    """The first words of ``pairs`` (one topic's, asked for every text it reads)."""
+    return frozenset(p.partition(" ")[0] for p in pairs)
 
 
 _TABLE = 4096

@@ -212,8 +212,9 @@ class Topic:
         """Count a judged page's vector in the crawl's background (bounded: past
         ``_MAX_BACKGROUND`` terms the lighter half is forgotten)."""
         background = self._background
+        get = background.get
         for t, w in vector.items():
-            background[t] = background.get(t, 0.0) + w
+            background[t] = get(t, 0.0) + w
         self._background_pages += 1
         if len(background) > _MAX_BACKGROUND:
             keep = sorted(background.items(), key=lambda item: item[1], reverse=True)
