@@ -5,31 +5,26 @@ For each 2xx HTML page the engine asks :meth:`FocusPolicy.judge`:
 1. the page's main text is judged against the topic (``relevance``, 0..1);
 2. the link that led to the page (its features were kept while it waited) becomes a training
    example for the link scorer: relevant (at or above the threshold) or not;
-3. every outlink gets a priority from what is known before fetching it: a prior (the topic
-   words of its anchor text, of the text around it and of its URL, and the page's
-   relevance) blended with the learnt scorer's probability as it gains experience, or, when
-   higher, the evidence of where it points (:mod:`gossamer.focus.paths`: into a section of
-   the site where on-topic pages or the examples were found, or beside them), of the lists
-   holding it (:mod:`gossamer.focus.lists`) and of the judged pages citing it
-   (:mod:`gossamer.focus.citations`), each calibrated on the crawl's outcomes
-   (:mod:`gossamer.focus.calibration`: how often such evidence led to an on-topic page on
-   this web); a waiting URL that evidence lifts goes to the frontier at the next
-   :meth:`FocusPolicy.upkeep`;
-4. in ``hard`` mode the outlinks of an irrelevant page are dropped, unless the page lies
-   within ``tolerance`` irrelevant pages of a relevant one (tolerance 1: the links of an
-   irrelevant page whose parent was relevant are still followed, those of its irrelevant
-   children are not). Seeds count as relevant parents.
+3. every outlink gets a priority from what is known before fetching it: a prior (topic words
+   of its anchor, of the text around it, of its URL; the page's relevance) blended with the
+   learnt scorer's probability as it gains experience, or, when higher, the evidence of its
+   place (:mod:`gossamer.focus.paths`), of the lists holding it (:mod:`gossamer.focus.lists`)
+   and of the judged pages citing it (:mod:`gossamer.focus.citations`), each calibrated on
+   the crawl's outcomes (:mod:`gossamer.focus.calibration`); a waiting URL that evidence
+   lifts goes to the frontier at the next :meth:`FocusPolicy.upkeep`;
+4. in ``hard`` mode an irrelevant page's outlinks are dropped unless it lies within
+   ``tolerance`` irrelevant pages of a relevant one (seeds count as relevant parents).
 
 The features of up to ``max_waiting`` queued URLs are kept (the oldest forgotten first); every
-``rescore_every`` judged pages (a fifth as many during the first ``10 * rescore_every``, while
-the scorer learns fastest) :meth:`upkeep` scores them again with the retrained scorer and
-hands the changed priorities to the frontier's ``reprioritize`` (when it has one).
+``rescore_every`` judged pages (a fifth as many during the first ``10 * rescore_every``) they
+are scored again by :meth:`upkeep` and the changed priorities go to the frontier's
+``reprioritize`` (when it has one).
 
 In a cluster (``shared``, :mod:`gossamer.focus.shared`) every ``share_every`` judged pages the
-policy sends the job's stream the pages it judged and the scorer's examples it trained on,
-and applies the other workers': their examples train its scorer, and a page they judged that
-this worker had queued a link to trains it with that link's features (and is sent on as an
-example), counts in the places on-topic pages live and is known as judged.
+policy sends the job's stream its judged pages and scorer examples and applies the other
+workers': their examples train its scorer; a page they judged that this worker had queued a
+link to trains it with that link's features (sent on as an example), counts in the places
+on-topic pages live and is known as judged.
 """
 
 from __future__ import annotations
@@ -593,8 +588,7 @@ def _priority(prior: float, learnt: float, share: float, place: float) -> float:
 
 
 def _section(host: str, path: str) -> str:
-    """A site's section: its host and the first segment of the path (the whole site for a
-    page at its root)."""
+    """A site's section: its host and its path's first segment (a root page's: the host)."""
     first, _, rest = path.lstrip("/").partition("/")
     return f"{host}/{first}" if rest else host
 
