@@ -353,6 +353,7 @@ class LocalFrontier:
     async def _spare(self, revisits: Revisits) -> None:
         """Queue work-conserving revisits for the hosts idle now or before the next look (see
         :meth:`Revisits.spare_for`; the scheduler holds each until its host's slot is free),
+        and for hosts of crawl.db the scheduler does not know yet (:meth:`Revisits.stored_hosts`),
         looking again after `_SPARE_LOOK` (every `_SPARE_HOSTS_A_LOOK` hosts known add one
         more: a look passes over all of them)."""
         now = self._clock()
@@ -362,7 +363,8 @@ class LocalFrontier:
         every = _SPARE_LOOK * max(1.0, hosts.hosts / _SPARE_HOSTS_A_LOOK)
         self._spare_at = now + every
         idle = hosts.idle(revisits.spare, SPARE_HOSTS, within=every)
-        for key, entry in await revisits.spare_for(idle):
+        unseen = await revisits.stored_hosts(hosts.known)  # idle too: no slot of theirs taken
+        for key, entry in [*await revisits.spare_for(idle), *await revisits.spare_for(unseen)]:
             hosts.push(key, entry)
 
     def _queued(self) -> int:

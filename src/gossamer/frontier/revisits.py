@@ -94,6 +94,11 @@ SPARE_BOUND = 4.0
 share below 1, proportionally fewer; :meth:`Revisits.wait`)."""
 SPARE_HOSTS = 64
 """Idle hosts given a spare revisit per look (the next look serves the others)."""
+_STORED_HOSTS = (  # a skip scan of the index on hosts: one seek a host, whatever its URLs
+    "WITH RECURSIVE h(host) AS (SELECT MIN(host) FROM urls WHERE host > ?1 UNION ALL "
+    "SELECT (SELECT MIN(host) FROM urls WHERE host > h.host) FROM h WHERE h.host IS NOT NULL "
+    "LIMIT ?2) SELECT host FROM h WHERE host IS NOT NULL"
+)
 
 
 def resolution(lastmod: float) -> float:
@@ -266,6 +271,8 @@ class Revisits(RevisitBook):
             db.query(_HOST_INDEX)  # a host's rows by index, not a scan of every URL
         self._per_host: Counter[str] = Counter()
         self._cursor: tuple[float, int] = (-math.inf, -1)
+        self._host_cursor = ""
+        """The last host :meth:`stored_hosts` gave (the next look goes on after it)."""
         self._earliest: float | None = -math.inf
         """The earliest due time not read yet (-inf: not known, read at the next lease)."""
         self.results: Counter[str] = Counter()
@@ -397,6 +404,20 @@ class Revisits(RevisitBook):
                 out.append(entry)
         self.spared += len(out)
         return out
+
+    async def stored_hosts(self, known: Callable[[str], bool]) -> list[str]:
+        """Up to `SPARE_HOSTS` hosts of crawl.db the host scheduler does not know (``known``
+        False: nothing of theirs queued or out, as after a ``--resume`` with nothing queued),
+        for :meth:`spare_for`: with no slot taken, such a host is idle. Successive calls go on
+        in host order from where the last one ended, starting over at the end, so every host
+        gets its turn; each reads at most `SPARE_HOSTS` hosts, a seek of the index on hosts
+        each (a host with no page to revisit then costs :meth:`spare_for` one empty read)."""
+        if self.spare <= 0:
+            return []
+        rows = await self._db.read(_STORED_HOSTS, (self._host_cursor, SPARE_HOSTS))
+        hosts = [str(row[0]) for row in rows]
+        self._host_cursor = hosts[-1] if len(hosts) >= SPARE_HOSTS else ""
+        return [key for key in hosts if not known(key)]
 
     async def sooner(self, listed: Sequence[tuple[str, float]]) -> int:
         """A sitemap or feed says when pages last changed or were published (``(url,
