@@ -36,6 +36,7 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from bench_freshness import change_waits, staleness
 from freshweb import PageSpec, WebShape, draw
 from gossamer.frontier.revisit import Bounds, History, next_interval, observe
 
@@ -209,18 +210,8 @@ def full_crawls(pages: list[PageSpec], opts: argparse.Namespace) -> dict[int, li
 def waits(
     pages: list[PageSpec], fetched: dict[int, list[float]], end: float
 ) -> tuple[list[float], list[float]]:
-    """Staleness per stale spell (the bench's) and per change."""
-    spells, every = [], []
-    for i, times in fetched.items():
-        page = pages[i]
-        stop = min(end, page.gone_at if page.gone_at is not None else end)
-        changes = [c for c in page.changes if c < stop]
-        for at, after in zip(times, [*times[1:], stop], strict=True):
-            k = page.version(at)
-            if k < len(changes) and changes[k] < after:
-                spells.append(after - changes[k])
-            every += [after - c for c in changes[k:] if c < after]
-    return spells, every
+    """Staleness per stale spell and per change, as the bench counts them."""
+    return staleness(pages, fetched, end), change_waits(pages, fetched, end)
 
 
 def _p90(values: list[float]) -> float:
