@@ -280,6 +280,11 @@ class Revisits(RevisitBook):
         self._backlog = 0
         self._counted = -math.inf
         """When the backlog was last counted (``clock``)."""
+        self._reads = 0
+        """Reads of rows to load running (off the event loop)."""
+        self._ended: set[str] = set()
+        """URLs whose lease ended while a read of rows to load ran (emptied once none runs):
+        that read may hold a row of theirs from before their answer's row was committed."""
 
     def adopt(self) -> int:
         """Give each page of a previous run that has no revisit row one (``--resume
@@ -346,6 +351,8 @@ class Revisits(RevisitBook):
         if url not in self._loaded:
             return
         state = self._loaded.pop(url)
+        if self._reads:
+            self._ended.add(url)
         key = host_key(url)
         self._per_host[key] -= 1
         if self._per_host[key] <= 0:
@@ -368,8 +375,8 @@ class Revisits(RevisitBook):
             return []
         after, fp = self._cursor
         limit = min(_BATCH, MAX_LOADED - len(self._loaded))
-        rows = await self._db.read(_READ_DUE, (now, after, after, fp, limit))
-        out = [entry for row in rows if (entry := self._load(row)) is not None]
+        rows, ended = await self._read(_READ_DUE, (now, after, after, fp, limit))
+        out = [entry for row in rows if (entry := self._load(row, ended)) is not None]
         if len(rows) < limit:  # all that is due now was read: the next read starts over
             self._cursor = (-math.inf, -1)
             await self._next_earliest(now)
@@ -399,8 +406,8 @@ class Revisits(RevisitBook):
         now = self.clock()
         out = []
         for key in [key for key in keys if not self._per_host[key]][:SPARE_HOSTS]:
-            rows = await self._db.read(_READ_SPARE, (key, now, now - 1.0))
-            if rows and (entry := self._load(rows[0])) is not None:
+            rows, ended = await self._read(_READ_SPARE, (key, now, now - 1.0))
+            if rows and (entry := self._load(rows[0], ended)) is not None:
                 out.append(entry)
         self.spared += len(out)
         return out
@@ -450,12 +457,31 @@ class Revisits(RevisitBook):
         self._backlog = max(int(backlog[0][0]) - len(self._loaded), 0)
         self._counted = now
 
-    def _load(self, row: tuple[object, ...]) -> tuple[str, Queued] | None:
+    async def _read(
+        self, sql: str, params: tuple[object, ...]
+    ) -> tuple[list[tuple[Any, ...]], set[str]]:
+        """The rows of a read of rows to load, and the URLs not to load from them: those whose
+        lease ended while it ran. Their answer's row was staged then, after the read had
+        committed what was staged: the read may have their row from before it (due still, one
+        check fewer), and loading that would fetch the URL again and judge it against it (a
+        gone page checked once more than ``max_gone``). The next read commits their new row
+        first."""
+        self._reads += 1
+        try:
+            rows = await self._db.read(sql, params)
+        finally:
+            self._reads -= 1
+        ended = self._ended
+        if not self._reads:
+            self._ended = set()
+        return rows, ended
+
+    def _load(self, row: tuple[object, ...], ended: set[str]) -> tuple[str, Queued] | None:
         url, depth, *values = row
         assert isinstance(url, str) and isinstance(depth, int)
         url = self._db.reveal(url)
         key = host_key(url)
-        if url in self._loaded or self._per_host[key] >= PER_HOST:
+        if url in self._loaded or url in ended or self._per_host[key] >= PER_HOST:
             return None
         state = RevisitState(*values)  # type: ignore[arg-type]
         self._loaded[url] = state
