@@ -69,6 +69,7 @@ from gossamer.status import status_file
 
 if TYPE_CHECKING:
     from gossamer.crawl.stages import Stages
+    from gossamer.engine import Crawler
     from gossamer.frontier.revisits import RevisitBook
     from gossamer.metrics.exporter import MetricsServer
 
@@ -307,12 +308,7 @@ async def _crawl_share(
             async with status_file(settings.out, crawler, worker=name):
                 stats = await crawler.run([])
         finally:
-            await keeper.stop()
-            # Each waits out an outage; the job goes on without this worker if Redis stays away.
-            with contextlib.suppress(RedisError, OSError):
-                await frontier.close()
-            with contextlib.suppress(RedisError, OSError):
-                await keeper.leave()
+            await _leave(keeper, frontier, stages, crawler)
         keeper.raise_failure()
         stats.write(settings.out / "stats.json")
         log.info(
@@ -322,6 +318,27 @@ async def _crawl_share(
             extra={"event": "worker-stopped", "worker": name, "pages": stats.pages},
         )
     return stats
+
+
+async def _leave(keeper: Keeper, frontier: RedisFrontier, stages: Stages, crawler: Crawler) -> None:
+    """The crawl ended: stop the sitemap reads and commit what those that ended since the
+    crawl's last checkpoint recorded (a read counted then had no record, and what the reads
+    count from now on would never be published), hand the claims back, then leave the
+    registry with the final figures, which the job's totals keep
+    (:mod:`gossamer.cluster.freshness`), even when the handover failed. Each waits out an
+    outage; the job goes on without this worker if Redis stays away."""
+    try:
+        if stages.sitemaps is not None:
+            await stages.sitemaps.close()
+            await crawler.checkpoint()
+    finally:
+        await keeper.stop()
+        try:
+            with contextlib.suppress(RedisError, OSError):
+                await frontier.close()
+        finally:
+            with contextlib.suppress(RedisError, OSError):
+                await keeper.leave()
 
 
 def _frontier(
