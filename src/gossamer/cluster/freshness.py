@@ -8,8 +8,10 @@ Each worker publishes its own counts with its heartbeat (:func:`worker_figures`,
 stay in the job's while others revisit its partitions), read back checked, since they come
 off Redis. The registry keeps a row per worker name: a worker started again under a name
 that was in the job (a restarted pod) adds to that name's last counts
-(:func:`earlier_figures`), or the job's would drop by them. What a worker counted after its
-last heartbeat and before it died (a third of ``--heartbeat-ttl`` at most) is not in them.
+(:func:`earlier_figures`), or the job's would drop by them. A worker that stops publishes its
+final figures as it leaves the registry (its sitemap reads stopped and their records committed
+first), so the job's counts are then those of its records; what a worker counted after its
+last heartbeat and before it was killed (a third of ``--heartbeat-ttl``) is not in them.
 The due backlog is read from Redis itself: the revisits of every partition whose due time
 has passed and that no worker has queued yet (:func:`due_backlog`).
 """
