@@ -10,7 +10,9 @@ answers that it is gone). Nothing of it stays in memory for every URL: the embed
 at a time (at most `MAX_LOADED` at once, `PER_HOST` of a host), and queues them in the host
 scheduler like discovered URLs, so one pace per host holds for both. While one is out, its row
 is kept here (:meth:`state`) for the conditional request and for the comparison of its
-answer; :meth:`observed` stages its new row with the frontier's ack, in the same commit.
+answer; :meth:`observed` stages its new row with the frontier's ack, in the same commit. A read
+of what is due that ran while a URL's lease ended loads nothing of that URL: the row it read
+may be the one from before the answer (:meth:`Revisits._read`).
 
 A row's due time is only rewritten when its URL is fetched again: a crash (``kill -9``) loses
 no due revisit, since every row still due is read again by the next run.
