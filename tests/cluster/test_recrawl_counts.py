@@ -2,9 +2,10 @@
 records its workers wrote, with a real redis-server and real sites on three hosts.
 
 A worker that stops (SIGTERM, ``--max-duration``) leaves the registry with its final counts:
-once every worker has stopped the job's revisits by result and its sitemap files and URLs
-are exactly those of the records. A worker killed (``kill -9``) publishes nothing more: the
-job's counts lack what it counted after its last heartbeat, and no more than that."""
+once every worker has stopped the job's revisits by result and its sitemap files read are
+exactly those of the records (a read the stop cut has no record; the URLs it listed so far
+are counted). A worker killed (``kill -9``) publishes nothing more: the job's counts lack
+what it counted after its last heartbeat, and no more than that."""
 
 from __future__ import annotations
 
@@ -97,7 +98,9 @@ async def test_a_stopped_workers_final_counts_are_in_the_jobs(
     results, files, entries = _recorded(tmp_path, 2)
     assert results["not-modified"] and results["changed"] and results["gone"], results
     assert fresh["results"] == {name: results[name] for name in fresh["results"]}
-    assert (fresh["sitemap_files"], fresh["sitemap_entries"]) == (files, entries) != (0, 0)
+    # every file read has its record; a read cut by the stop has none, its entries counted
+    assert fresh["sitemap_files"] == files > 0
+    assert fresh["sitemap_entries"] >= entries >= files
 
 
 async def _last_beat(url: str, name: str, ttl: float) -> float:
