@@ -97,4 +97,3 @@ async def test_a_lastmod_past_year_9999_in_utc_is_no_date(tmp_path: Path) -> Non
     assert maps["bad.xml"]["extra"] == {"format": "urlset", "entries": 1, "dropped": 0}
     assert "/p-good" in site.paths
     assert site.paths.count("/index.xml") >= 2  # read again on its schedule
-
