@@ -101,6 +101,10 @@ class SitemapReader:
         self._cut = True
         return self._take()
 
+    def cut(self, flag: Flag) -> None:
+        """Read no more of the file (its caller needs none of the rest), flagged ``flag``."""
+        self._cut_off(flag)
+
     def _take(self) -> list[Item]:
         items = self._out.copy()  # the format reader keeps appending to this list
         self._out.clear()
