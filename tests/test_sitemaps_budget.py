@@ -8,6 +8,7 @@ budget was spent."""
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -107,3 +108,53 @@ async def test_an_index_is_read_no_further_once_its_children_cannot_be_read() ->
     assert len(results) == 3
     assert result.flags == (Flag.TOO_MANY_FILES,)
     assert result.bytes_read < sent[0] // 4  # its first block or so, not the 50,000 entries
+
+
+@pytest.mark.parametrize("compressed", [True, False])
+async def test_a_large_file_is_read_a_slice_at_a_time_between_turns_of_the_loop(
+    compressed: bool,
+) -> None:
+    """A 300 KB gzip of 50,000 entries was read in one go, the event loop held for seconds;
+    now the loop turns every slice (64 KiB uncompressed, some 1,500 entries)."""
+    entries = 50_000
+    ticks = 0
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        base = f"http://{request.host}"
+        urls = "".join(f"<url><loc>{base}/p{n}</loc></url>" for n in range(entries))
+        body = f"<urlset>{urls}</urlset>".encode()
+        return web.Response(body=gzip.compress(body) if compressed else body)
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0)
+            ticks += 1
+
+    async with serve(handle) as port, aiohttp.ClientSession(auto_decompress=False) as session:
+
+        async def fetch(url: str) -> Reply:
+            async with session.get(url, allow_redirects=False) as response:
+                return response.status, dict(response.headers), await response.read()
+
+        counter = asyncio.create_task(tick())
+        per_tick: dict[int, int] = {}
+        async for _item in read_sitemaps([f"http://127.0.0.1:{port}/sitemap.xml"], fetch):
+            per_tick[ticks] = per_tick.get(ticks, 0) + 1
+        counter.cancel()
+    assert sum(per_tick.values()) == entries + 1  # and the file's result
+    assert max(per_tick.values()) <= 3_000
+
+
+async def test_a_read_pauses_as_long_as_it_ran() -> None:
+    share = sitemapbudget.LoopShare()
+    loop = asyncio.get_running_loop()
+    busy_until = loop.time() + 0.05
+    while loop.time() < busy_until:  # a batch of entries read, parsed and admitted
+        pass
+    started = loop.time()
+    await share.pause()
+    assert loop.time() - started >= 0.05
+    started = loop.time()
+    await share.pause()  # nothing ran since: no pause
+    assert loop.time() - started < 0.05

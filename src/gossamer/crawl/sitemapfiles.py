@@ -8,13 +8,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from gossamer.discover import Entry, FileResult
+from gossamer.discover import Entry, FileResult, Flag
 from gossamer.fetch.http import FetchResult
 from gossamer.sinks.base import PageRecord, WarcLocation
 from gossamer.urls import fingerprint
 
 __all__ = [
     "ENTRY_SQL",
+    "NOT_FLAGGED",
     "READ_SQL",
     "Answer",
     "Claims",
@@ -26,6 +27,8 @@ __all__ = [
     "file_record",
 ]
 
+NOT_FLAGGED = frozenset({Flag.OUT_OF_SCOPE})
+"""Flags that leave a file unflagged: entries of other sites are dropped as a rule."""
 READ_SQL = "INSERT OR IGNORE INTO sitemap_reads (origin, url) VALUES (?, ?)"
 """A sitemap read to its end, for an origin that named it."""
 ENTRY_SQL = (

@@ -9,7 +9,8 @@ the host's politeness slot (the host gate; each file takes it in turn with the h
 :mod:`gossamer.frontier.slotclaims`) and, unless ``--no-robots``, robots.txt: a sitemap
 robots.txt disallows is not fetched, and recorded as blocked. The fetcher's timeouts and
 body caps hold, then the reader's limits; the sitemaps one robots.txt names share one budget
-of files a round (:mod:`gossamer.crawl.sitemapbudget`).
+of files a round, and a read takes half of the event loop at most
+(:mod:`gossamer.crawl.sitemapbudget`).
 
 Concurrency is bounded: one sitemap at a time per host (that of the sitemap's URL), a few
 hosts at once, each in a task of its own, so the crawl loop never waits for a read. The
@@ -56,9 +57,10 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
 
-from gossamer.crawl.sitemapbudget import SiteBudgets
+from gossamer.crawl.sitemapbudget import LoopShare, SiteBudgets
 from gossamer.crawl.sitemapfiles import (
     ENTRY_SQL,
+    NOT_FLAGGED,
     READ_SQL,
     Answer,
     Claims,
@@ -98,8 +100,6 @@ ENTRY_DEPTH = 1
 """The depth of a sitemap's entries (see the module doc)."""
 _BATCH = 500
 """Entries handed to admission (and staged in crawl.db) at once."""
-_NOT_FLAGGED = frozenset({Flag.OUT_OF_SCOPE})
-"""Flags that leave a file unflagged: entries of other sites are dropped as a rule."""
 
 
 class SitemapStage:
@@ -305,7 +305,7 @@ class SitemapStage:
         """Read ``url`` (and the sitemaps it lists) within ``limits``; the files read."""
         scope = SitemapScope({origin: [url] for origin in origins if origin != GIVEN})
         batch: list[Entry] = []
-        files = 0
+        files, share = 0, LoopShare()
         async for item in read_sitemaps([url], self._reply, scope=scope, limits=limits):
             if isinstance(item, FileResult):
                 await self._admit(batch)
@@ -315,6 +315,7 @@ class SitemapStage:
                 batch.append(item)
                 if len(batch) >= _BATCH:
                     await self._admit(batch)
+                    await share.pause()
         await self._admit(batch)
         return files
 
@@ -370,7 +371,7 @@ class SitemapStage:
         counts = self._counts
         counts.files += 1
         counts.blocked += blocked
-        counts.flagged += bool(set(flags) - _NOT_FLAGGED)
+        counts.flagged += bool(set(flags) - NOT_FLAGGED)
         if self._ledger is not None:
             self._ledger.note(file_record(file, answer, flags, blocked), answer.archived)
 

@@ -176,20 +176,31 @@ async def _read_one(walk: _Walk, job: _Job) -> AsyncIterator[Entry | FileResult]
 
 
 async def _read_body(reader: SitemapReader, body: Body) -> AsyncIterator[list[Item]]:
-    """The reader's entries chunk by chunk, until the body ends or a limit cuts it."""
+    """The reader's entries a slice at a time, until the body ends or a limit cuts it."""
     if isinstance(body, bytes | bytearray | memoryview):
         view = memoryview(body)
         for start in range(0, len(view), SLICE_BYTES):
-            yield reader.feed(bytes(view[start : start + SLICE_BYTES]))
+            async for items in _slices(reader, bytes(view[start : start + SLICE_BYTES])):
+                yield items
             if reader.done:
                 break
-            await asyncio.sleep(0)  # a whole 50 MB body is not read in one go of the loop
     else:
         async for chunk in body:
-            yield reader.feed(chunk)
+            async for items in _slices(reader, chunk):
+                yield items
             if reader.done:
                 break
     yield reader.close()
+
+
+async def _slices(reader: SitemapReader, chunk: bytes) -> AsyncIterator[list[Item]]:
+    """The entries of ``chunk``, one slice of it (uncompressed) after the other, the event
+    loop given a turn after each: a file is no one stretch of CPU, whatever it inflates to."""
+    yield reader.feed(chunk)
+    await asyncio.sleep(0)
+    while reader.backlog:
+        yield reader.more()
+        await asyncio.sleep(0)
 
 
 async def _close(body: Body) -> None:
