@@ -158,3 +158,47 @@ async def test_a_read_pauses_as_long_as_it_ran() -> None:
     started = loop.time()
     await share.pause()  # nothing ran since: no pause
     assert loop.time() - started < 0.05
+
+
+async def test_a_robots_txt_naming_17_000_sitemaps_holds_the_loop_no_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Queueing each of them looked through the host's queue (quadratic: 12 s of CPU for a
+    robots.txt of 500 KiB, the crawl's event loop held all along); recording each sitemap
+    the budget leaves out gives the loop its turn too."""
+    monkeypatch.setattr(sitemapbudget, "SITE_FILES", 2)
+    gaps: list[float] = []
+    asked: list[str] = []
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        asked.append(request.path)
+        if request.path == "/robots.txt":
+            base = f"http://{request.host}"
+            lines = "".join(f"Sitemap: {base}/maps/{n}.xml\n" for n in range(17_000))
+            return web.Response(text=f"User-agent: *\nAllow: /\n{lines}")
+        return await _handle(request)
+
+    async def watch() -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            before = loop.time()
+            await asyncio.sleep(0.01)
+            gaps.append(loop.time() - before)
+
+    out = tmp_path / "out"
+    async with serve(handle) as port:
+        settings = {
+            "seeds": [f"http://127.0.0.1:{port}/"],
+            "out": out,
+            "allow_private": True,
+            "quiet": True,
+            "delay": 0.01,
+            "checkpoint_interval": 0.05,
+        }
+        watcher = asyncio.create_task(watch())
+        stats = await asyncio.wait_for(run_crawl(load_settings(settings, env={})), 50)
+        watcher.cancel()
+    assert len([path for path in asked if path.startswith("/maps/")]) == 2
+    assert stats.sitemaps is not None
+    assert stats.sitemaps["files_total"] > 10_000  # as many as robots.txt's first 500 KiB name
+    assert max(gaps) < 1.5

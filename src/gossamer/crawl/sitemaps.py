@@ -53,7 +53,6 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
 
@@ -136,7 +135,8 @@ class SitemapStage:
         self._named: dict[str, set[str]] = {}
         """Sitemap URL (canonical) -> origins that named it (``GIVEN`` for --sitemap)."""
         self._done: set[tuple[str, str]] = set()
-        self._queues: dict[str, deque[str]] = {}
+        self._queues: dict[str, dict[str, None]] = {}
+        """Sitemaps waiting per host, in order (a dict: robots.txt may name 20,000)."""
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._answers: dict[str, Answer] = {}
         self._counts = Counts()
@@ -196,9 +196,8 @@ class SitemapStage:
         if origin in origins:
             return
         origins.add(origin)
-        queue = self._queues.setdefault(host_key(canonical), deque())
-        if canonical not in queue:  # else its read to come grants ``origin`` too
-            queue.append(canonical)
+        # queued already: its read to come grants ``origin`` too
+        self._queues.setdefault(host_key(canonical), {}).setdefault(canonical)
         self._spawn(host_key(canonical))
 
     # -- the reads --------------------------------------------------------------------------
@@ -230,11 +229,12 @@ class SitemapStage:
             async with self._room:
                 queue = self._queues[host]
                 while queue:
-                    url = queue[0]
+                    url = next(iter(queue))
                     read = await self._read_contained(url)
-                    queue.popleft()
+                    del queue[url]
                     if self._named.get(url, read) - read:  # named again while being read
-                        queue.append(url)
+                        queue[url] = None
+                    await asyncio.sleep(0)  # a read the budget left out had no await
         finally:
             # No await from the queue's last look to here: a sitemap queued meanwhile found
             # this task running and is read by it.
