@@ -98,9 +98,12 @@ class Answer:
     archived: WarcLocation | None = None
 
 
-def entry_rows(entries: Sequence[Entry]) -> list[tuple[object, ...]]:
+def entry_rows(entries: Sequence[Entry], hide: Callable[[str], str]) -> list[tuple[object, ...]]:
+    """The ``sitemap_entries`` rows of ``entries``: their sitemap's URL as ``hide`` shows it
+    (`gossamer.crawldb.CrawlDB.hide`: its password masked, kept in one place only)."""
     return [
-        (fingerprint(e.url), e.url, e.lastmod, e.changefreq, e.priority, e.source) for e in entries
+        (fingerprint(e.url), e.url, e.lastmod, e.changefreq, e.priority, hide(e.source))
+        for e in entries
     ]
 
 

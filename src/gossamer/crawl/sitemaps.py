@@ -179,7 +179,8 @@ class SitemapStage:
         """``--resume``: the sitemaps already read are not read again, and those robots.txt
         named that were not read to their end are read now. A continuous crawl reads them all
         again."""
-        read = self._db.query("SELECT origin, url FROM sitemap_reads")
+        rows = self._db.query("SELECT origin, url FROM sitemap_reads")
+        read = [(origin, self._db.reveal(url)) for origin, url in rows]  # its password back
         if self._reread is None:
             self._done.update(read)
         for origin, url in [*read, *self._db.query("SELECT host, url FROM sitemaps")]:
@@ -295,7 +296,7 @@ class SitemapStage:
             self._budgets.spend(url, origins, await self._walk(url, origins, limits))
         else:  # the sitemaps its site's robots.txt names took their files
             self._file(FileResult(url, None, Format.UNKNOWN, 0, flags=(Flag.TOO_MANY_FILES,)))
-        self._db.stage(READ_SQL, [(origin, url) for origin in origins])
+        self._db.stage(READ_SQL, [(origin, self._db.hide(url)) for origin in origins])
         self._done.update((origin, url) for origin in origins)
         if self._reread is not None:  # its interval runs from this read's start, as a page's
             when = began + self._reread(url)
@@ -351,7 +352,7 @@ class SitemapStage:
             return
         entries, batch[:] = list(batch), []
         added = await self._frontier.add([Candidate(e.url, ENTRY_DEPTH) for e in entries])
-        self._db.stage(ENTRY_SQL, entry_rows(entries))
+        self._db.stage(ENTRY_SQL, entry_rows(entries, self._db.hide))
         if self._sooner is not None:
             await self._sooner([(e.url, e.lastmod) for e in entries if e.lastmod is not None])
         if self._vouch is not None:
@@ -391,10 +392,9 @@ class SitemapStage:
 
     async def close(self) -> None:
         """Stop the reads under way (a stopped crawl reads them again when resumed)."""
-        for timer in self._timers.values():
-            timer.cancel()
         tasks = list(self._tasks.values())
-        for task in tasks:
-            task.cancel()
+        handles: list[asyncio.TimerHandle | asyncio.Task[None]] = [*self._timers.values(), *tasks]
+        for handle in handles:
+            handle.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.gather(*tasks, return_exceptions=True)
