@@ -56,6 +56,8 @@ def feed_until_done(reader: SitemapReader, chunks: Iterable[bytes]) -> Fed:
         consumed += len(chunk)
         got = reader.feed(chunk)
         items.extend(got[:10])
+        while reader.backlog:
+            items.extend(reader.more()[:10])
         if reader.done:
             break
     items.extend(reader.close()[:10])

@@ -1,17 +1,74 @@
-"""What the sitemap stage leaves behind: its figures, and the crawl.db rows and the record of
-each file it reads (:mod:`gossamer.crawl.sitemaps`)."""
+"""What the sitemap stage (:mod:`gossamer.crawl.sitemaps`) is handed, and what it leaves
+behind: its collaborators' protocols, its figures, and the crawl.db rows and the record of
+each file it reads."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
-from gossamer.discover import Entry, FileResult
+from gossamer.discover import Entry, FileResult, Flag
 from gossamer.fetch.http import FetchResult
 from gossamer.sinks.base import PageRecord, WarcLocation
 from gossamer.urls import fingerprint
 
-__all__ = ["Answer", "SitemapStats", "entry_rows", "file_record"]
+__all__ = [
+    "ENTRY_SQL",
+    "NOT_FLAGGED",
+    "READ_SQL",
+    "Answer",
+    "Claims",
+    "Counts",
+    "Dated",
+    "Fetch",
+    "SitemapStats",
+    "entry_rows",
+    "file_record",
+]
+
+NOT_FLAGGED = frozenset({Flag.OUT_OF_SCOPE})
+"""Flags that leave a file unflagged: entries of other sites are dropped as a rule."""
+READ_SQL = "INSERT OR IGNORE INTO sitemap_reads (origin, url) VALUES (?, ?)"
+"""A sitemap read to its end, for an origin that named it."""
+ENTRY_SQL = (
+    "INSERT INTO sitemap_entries (fp, url, lastmod, changefreq, priority, source)"
+    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (fp) DO UPDATE SET"
+    " lastmod = COALESCE(MAX(excluded.lastmod, lastmod), excluded.lastmod, lastmod),"
+    " changefreq = COALESCE(excluded.changefreq, changefreq),"
+    " priority = COALESCE(excluded.priority, priority), source = excluded.source"
+)
+"""What a sitemap says of a URL (a row of :func:`entry_rows`), the newest ``lastmod`` kept."""
+
+
+class Claims(Protocol):
+    """One read of each sitemap per cluster job (`gossamer.cluster.sitemaps.SitemapClaims`)."""
+
+    async def claim(self, url: str) -> bool: ...
+    def later(self, url: str) -> float | None: ...
+    async def finish(self, url: str) -> None: ...
+    async def release(self, url: str) -> None: ...
+
+
+Dated = Callable[[Sequence[tuple[str, float]]], Awaitable[int]]
+"""Takes URLs with their ``lastmod`` (see ``SitemapStage.use_lastmod``)."""
+
+
+class Fetch(Protocol):
+    """The fetcher behind the host gate (`gossamer.fetch.gated.GatedFetch`)."""
+
+    async def fetch(self, url: str) -> Any: ...
+
+
+@dataclass(slots=True)
+class Counts:
+    """The stage's running tallies (:class:`SitemapStats` is their snapshot)."""
+
+    files: int = 0
+    entries: int = 0
+    admitted: int = 0
+    flagged: int = 0
+    blocked: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,9 +98,12 @@ class Answer:
     archived: WarcLocation | None = None
 
 
-def entry_rows(entries: Sequence[Entry]) -> list[tuple[object, ...]]:
+def entry_rows(entries: Sequence[Entry], hide: Callable[[str], str]) -> list[tuple[object, ...]]:
+    """The ``sitemap_entries`` rows of ``entries``: their sitemap's URL as ``hide`` shows it
+    (`gossamer.crawldb.CrawlDB.hide`: its password masked, kept in one place only)."""
     return [
-        (fingerprint(e.url), e.url, e.lastmod, e.changefreq, e.priority, e.source) for e in entries
+        (fingerprint(e.url), e.url, e.lastmod, e.changefreq, e.priority, hide(e.source))
+        for e in entries
     ]
 
 

@@ -8,7 +8,9 @@ asked for out of band), and ``--sitemap`` (:meth:`SitemapStage.given`). Each is 
 the host's politeness slot (the host gate; each file takes it in turn with the host's pages,
 :mod:`gossamer.frontier.slotclaims`) and, unless ``--no-robots``, robots.txt: a sitemap
 robots.txt disallows is not fetched, and recorded as blocked. The fetcher's timeouts and
-body caps hold, then the sitemap reader's own limits.
+body caps hold, then the reader's limits; the sitemaps one robots.txt names share one budget
+of files a round, and a read takes half of the event loop at most
+(:mod:`gossamer.crawl.sitemapbudget`).
 
 Concurrency is bounded: one sitemap at a time per host (that of the sitemap's URL), a few
 hosts at once, each in a task of its own, so the crawl loop never waits for a read. The
@@ -51,14 +53,34 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import replace
 
-from gossamer.crawl.sitemapfiles import Answer, SitemapStats, entry_rows, file_record
+from gossamer.crawl.sitemapbudget import LoopShare, SiteBudgets
+from gossamer.crawl.sitemapfiles import (
+    ENTRY_SQL,
+    NOT_FLAGGED,
+    READ_SQL,
+    Answer,
+    Claims,
+    Counts,
+    Dated,
+    Fetch,
+    SitemapStats,
+    entry_rows,
+    file_record,
+)
 from gossamer.crawldb import CrawlDB
-from gossamer.discover import Entry, FileResult, Flag, Limits, Reply, SitemapScope, read_sitemaps
+from gossamer.discover import (
+    Entry,
+    FileResult,
+    Flag,
+    Format,
+    Limits,
+    Reply,
+    SitemapScope,
+    read_sitemaps,
+)
 from gossamer.fetch.http import FetchResult
 from gossamer.frontier.base import Candidate, Frontier
 from gossamer.frontier.robots import RobotsPolicy
@@ -77,44 +99,6 @@ ENTRY_DEPTH = 1
 """The depth of a sitemap's entries (see the module doc)."""
 _BATCH = 500
 """Entries handed to admission (and staged in crawl.db) at once."""
-_READ = "INSERT OR IGNORE INTO sitemap_reads (origin, url) VALUES (?, ?)"
-_ENTRY = (
-    "INSERT INTO sitemap_entries (fp, url, lastmod, changefreq, priority, source)"
-    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (fp) DO UPDATE SET"
-    " lastmod = COALESCE(MAX(excluded.lastmod, lastmod), excluded.lastmod, lastmod),"
-    " changefreq = COALESCE(excluded.changefreq, changefreq),"
-    " priority = COALESCE(excluded.priority, priority), source = excluded.source"
-)
-_NOT_FLAGGED = frozenset({Flag.OUT_OF_SCOPE})
-"""Flags that leave a file unflagged: entries of other sites are dropped as a rule."""
-
-
-class Claims(Protocol):
-    """One read of each sitemap per cluster job (`gossamer.cluster.sitemaps.SitemapClaims`)."""
-
-    async def claim(self, url: str) -> bool: ...
-    def later(self, url: str) -> float | None: ...
-    async def finish(self, url: str) -> None: ...
-    async def release(self, url: str) -> None: ...
-
-
-Dated = Callable[[Sequence[tuple[str, float]]], Awaitable[int]]
-"""Takes URLs with their ``lastmod`` (see :meth:`SitemapStage.use_lastmod`)."""
-
-
-class Fetch(Protocol):
-    """The fetcher behind the host gate (`gossamer.fetch.gated.GatedFetch`)."""
-
-    async def fetch(self, url: str) -> Any: ...
-
-
-@dataclass(slots=True)
-class _Counts:
-    files: int = 0
-    entries: int = 0
-    admitted: int = 0
-    flagged: int = 0
-    blocked: int = 0
 
 
 class SitemapStage:
@@ -145,15 +129,17 @@ class SitemapStage:
         self._allowed = allowed
         self._archive = archive
         self._limits = limits or Limits()
+        self._budgets = SiteBudgets(GIVEN)
         self._in_scope = in_scope
         self._room = asyncio.Semaphore(hosts)
         self._named: dict[str, set[str]] = {}
         """Sitemap URL (canonical) -> origins that named it (``GIVEN`` for --sitemap)."""
         self._done: set[tuple[str, str]] = set()
-        self._queues: dict[str, deque[str]] = {}
+        self._queues: dict[str, dict[str, None]] = {}
+        """Sitemaps waiting per host, in order (a dict: robots.txt may name 20,000)."""
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._answers: dict[str, Answer] = {}
-        self._counts = _Counts()
+        self._counts = Counts()
         self._frontier: Frontier | None = None
         self._ledger: Ledger | None = None
         self._claims: Claims | None = None
@@ -193,7 +179,8 @@ class SitemapStage:
         """``--resume``: the sitemaps already read are not read again, and those robots.txt
         named that were not read to their end are read now. A continuous crawl reads them all
         again."""
-        read = self._db.query("SELECT origin, url FROM sitemap_reads")
+        rows = self._db.query("SELECT origin, url FROM sitemap_reads")
+        read = [(origin, self._db.reveal(url)) for origin, url in rows]  # its password back
         if self._reread is None:
             self._done.update(read)
         for origin, url in [*read, *self._db.query("SELECT host, url FROM sitemaps")]:
@@ -210,9 +197,8 @@ class SitemapStage:
         if origin in origins:
             return
         origins.add(origin)
-        queue = self._queues.setdefault(host_key(canonical), deque())
-        if canonical not in queue:  # else its read to come grants ``origin`` too
-            queue.append(canonical)
+        # queued already: its read to come grants ``origin`` too
+        self._queues.setdefault(host_key(canonical), {}).setdefault(canonical)
         self._spawn(host_key(canonical))
 
     # -- the reads --------------------------------------------------------------------------
@@ -244,11 +230,12 @@ class SitemapStage:
             async with self._room:
                 queue = self._queues[host]
                 while queue:
-                    url = queue[0]
+                    url = next(iter(queue))
                     read = await self._read_contained(url)
-                    queue.popleft()
+                    del queue[url]
                     if self._named.get(url, read) - read:  # named again while being read
-                        queue.append(url)
+                        queue[url] = None
+                    await asyncio.sleep(0)  # a read the budget left out had no await
         finally:
             # No await from the queue's last look to here: a sitemap queued meanwhile found
             # this task running and is read by it.
@@ -302,27 +289,41 @@ class SitemapStage:
                 await asyncio.wait_for(self._claims.release(url), 2.0)
 
     async def _read(self, url: str, origins: set[str]) -> None:
-        scope = SitemapScope({origin: [url] for origin in origins if origin != GIVEN})
-        batch: list[Entry] = []
         began = asyncio.get_running_loop().time()
-        async for item in read_sitemaps([url], self._reply, scope=scope, limits=self._limits):
-            if isinstance(item, FileResult):
-                await self._admit(batch)
-                self._file(item)
-            else:
-                batch.append(item)
-                if len(batch) >= _BATCH:
-                    await self._admit(batch)
-        await self._admit(batch)
-        self._db.stage(_READ, [(origin, url) for origin in origins])
+        left = self._budgets.left(origins)
+        if left > 0:
+            limits = replace(self._limits, max_files=min(self._limits.max_files, left))
+            self._budgets.spend(url, origins, await self._walk(url, origins, limits))
+        else:  # the sitemaps its site's robots.txt names took their files
+            self._file(FileResult(url, None, Format.UNKNOWN, 0, flags=(Flag.TOO_MANY_FILES,)))
+        self._db.stage(READ_SQL, [(origin, self._db.hide(url)) for origin in origins])
         self._done.update((origin, url) for origin in origins)
         if self._reread is not None:  # its interval runs from this read's start, as a page's
             when = began + self._reread(url)
             self._timers[url] = asyncio.get_running_loop().call_at(when, self._again, url, origins)
 
+    async def _walk(self, url: str, origins: set[str], limits: Limits) -> int:
+        """Read ``url`` (and the sitemaps it lists) within ``limits``; the files read."""
+        scope = SitemapScope({origin: [url] for origin in origins if origin != GIVEN})
+        batch: list[Entry] = []
+        files, share = 0, LoopShare()
+        async for item in read_sitemaps([url], self._reply, scope=scope, limits=limits):
+            if isinstance(item, FileResult):
+                await self._admit(batch)
+                self._file(item)
+                files += 1
+            else:
+                batch.append(item)
+                if len(batch) >= _BATCH:
+                    await self._admit(batch)
+                    await share.pause()
+        await self._admit(batch)
+        return files
+
     def _again(self, url: str, origins: set[str]) -> None:
         """A continuous crawl's next read of ``url``, for the origins its last read granted."""
         self._timers.pop(url, None)
+        self._budgets.refund(url)
         named = self._named.get(url, set())
         for origin in origins:
             self._done.discard((origin, url))
@@ -351,7 +352,7 @@ class SitemapStage:
             return
         entries, batch[:] = list(batch), []
         added = await self._frontier.add([Candidate(e.url, ENTRY_DEPTH) for e in entries])
-        self._db.stage(_ENTRY, entry_rows(entries))
+        self._db.stage(ENTRY_SQL, entry_rows(entries, self._db.hide))
         if self._sooner is not None:
             await self._sooner([(e.url, e.lastmod) for e in entries if e.lastmod is not None])
         if self._vouch is not None:
@@ -364,12 +365,14 @@ class SitemapStage:
     def _file(self, file: FileResult) -> None:
         """Record one file read."""
         answer = self._answers.pop(file.url, Answer(None))
-        blocked = self._allowed is not None and answer.result is None and file.status is None
+        blocked = (
+            self._allowed is not None and answer.result is None and Flag.HTTP_ERROR in file.flags
+        )
         flags = tuple(f for f in file.flags if not (blocked and f is Flag.HTTP_ERROR))
         counts = self._counts
         counts.files += 1
         counts.blocked += blocked
-        counts.flagged += bool(set(flags) - _NOT_FLAGGED)
+        counts.flagged += bool(set(flags) - NOT_FLAGGED)
         if self._ledger is not None:
             self._ledger.note(file_record(file, answer, flags, blocked), answer.archived)
 
@@ -389,10 +392,9 @@ class SitemapStage:
 
     async def close(self) -> None:
         """Stop the reads under way (a stopped crawl reads them again when resumed)."""
-        for timer in self._timers.values():
-            timer.cancel()
         tasks = list(self._tasks.values())
-        for task in tasks:
-            task.cancel()
+        handles: list[asyncio.TimerHandle | asyncio.Task[None]] = [*self._timers.values(), *tasks]
+        for handle in handles:
+            handle.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.gather(*tasks, return_exceptions=True)

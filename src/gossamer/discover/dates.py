@@ -1,5 +1,7 @@
 """Dates of sitemaps and feeds to epoch seconds: W3C datetime (sitemap ``lastmod``, Atom's
-RFC 3339) and RFC 822 (RSS ``pubDate``). A malformed date is None, never an error."""
+RFC 3339) and RFC 822 (RSS ``pubDate``). A malformed date is None, never an error; so is one
+whose moment in UTC falls outside years 1 to 9999 (``9999-12-31T23:00-01:00``), which no
+``datetime`` downstream could hold."""
 
 from __future__ import annotations
 
@@ -12,6 +14,9 @@ __all__ = ["parse_date", "parse_rfc822", "parse_w3c"]
 
 MAX_DATE_CHARS = 64
 """Longer text is no date (and is not handed to a parser)."""
+_EARLIEST = datetime.min.replace(tzinfo=UTC).timestamp()
+_BEYOND = _EARLIEST + (datetime.max - datetime.min).days * 86_400.0 + 86_400.0
+"""10000-01-01T00:00Z (``datetime.max`` would round to it as a float)."""
 
 _W3C = re.compile(
     r"(?P<y>\d{4})(?:-(?P<m>\d{2})(?:-(?P<d>\d{2})"
@@ -43,7 +48,12 @@ def parse_w3c(text: str) -> float | None:
         )
     except ValueError:  # month 13, hour 25, a zone past a day
         return None
-    return moment.timestamp()
+    return _held(moment.timestamp())
+
+
+def _held(seconds: float) -> float | None:
+    """``seconds`` if its moment has a year from 1 to 9999 in UTC, else None."""
+    return seconds if _EARLIEST <= seconds < _BEYOND else None
 
 
 def _zone(text: str | None) -> timezone:
@@ -66,7 +76,7 @@ def parse_rfc822(text: str) -> float | None:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     try:
-        return moment.timestamp()
+        return _held(moment.timestamp())
     except (ValueError, OverflowError):
         return None
 

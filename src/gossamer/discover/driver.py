@@ -6,6 +6,8 @@ host's politeness gate and robots.txt), and yields every entry in scope as it is
 :class:`~gossamer.discover.model.FileResult` for the file. Children of a sitemap index are
 fetched after it, breadth first, each URL once, ``Limits.max_depth`` levels of indexes deep
 and ``Limits.max_files`` files in all; a redirect is followed ``Limits.max_redirects`` times.
+An index whose children can no longer be read (the depth limit, or the file budget taken) is
+read no further: its result counts the children read until then, flagged.
 """
 
 from __future__ import annotations
@@ -98,6 +100,12 @@ class _Walk:
                 kept.append(item._replace(url=url))
         return kept
 
+    def full(self, job: _Job) -> bool:
+        """Whether no child of ``job`` (an index) could be queued any more: it is at the
+        depth limit, or the file budget is taken."""
+        limits = self.limits
+        return job.depth >= limits.max_depth or self.files + len(self.queue) >= limits.max_files
+
     def _child(self, url: str, tally: _File) -> None:
         tally.kept += 1
         if tally.job.depth >= self.limits.max_depth:
@@ -160,26 +168,39 @@ async def _read_one(walk: _Walk, job: _Job) -> AsyncIterator[Entry | FileResult]
         async for items in _read_body(reader, body):
             for entry in walk.entries(items, tally):
                 yield entry
+            if reader.format is Format.INDEX and tally.flags and walk.full(job):
+                reader.cut(tally.flags[0])  # the rest of its children could not be read
     finally:
         await _close(body)
     yield _result(job, status, reader, tally)
 
 
 async def _read_body(reader: SitemapReader, body: Body) -> AsyncIterator[list[Item]]:
-    """The reader's entries chunk by chunk, until the body ends or a limit cuts it."""
+    """The reader's entries a slice at a time, until the body ends or a limit cuts it."""
     if isinstance(body, bytes | bytearray | memoryview):
         view = memoryview(body)
         for start in range(0, len(view), SLICE_BYTES):
-            yield reader.feed(bytes(view[start : start + SLICE_BYTES]))
+            async for items in _slices(reader, bytes(view[start : start + SLICE_BYTES])):
+                yield items
             if reader.done:
                 break
-            await asyncio.sleep(0)  # a whole 50 MB body is not read in one go of the loop
     else:
         async for chunk in body:
-            yield reader.feed(chunk)
+            async for items in _slices(reader, chunk):
+                yield items
             if reader.done:
                 break
     yield reader.close()
+
+
+async def _slices(reader: SitemapReader, chunk: bytes) -> AsyncIterator[list[Item]]:
+    """The entries of ``chunk``, one slice of it (uncompressed) after the other, the event
+    loop given a turn after each: a file is no one stretch of CPU, whatever it inflates to."""
+    yield reader.feed(chunk)
+    await asyncio.sleep(0)
+    while reader.backlog:
+        yield reader.more()
+        await asyncio.sleep(0)
 
 
 async def _close(body: Body) -> None:

@@ -3,7 +3,11 @@
 Everything handed to expat is UTF-8 decoded here first, with undecodable bytes replaced: a
 sitemap in a multi-byte encoding expat lacks (GB2312, Shift_JIS), one that names an encoding
 no one knows (``utf8``, ``bogus``) or the wrong one (UTF-16 declared over UTF-8 bytes), or one
-with a stray Latin-1 byte would otherwise end at its first character.
+with a stray Latin-1 byte would otherwise end at its first character. Only a text encoding
+that reads the declaration's own ASCII back unchanged is taken: Python's codec registry also
+names transforms (``rot13``, ``hex``, ``base64_codec``, ``zlib_codec``, ``bz2_codec``) that
+fail on the bytes, or would inflate them unbounded, and encodings the declaration could not
+have been written in (``cp037``, ``idna``, ``punycode``).
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ _BOMS = (
 _WIDE_STARTS = ((b"\x00<\x00?", "utf-16-be"), (b"<\x00?\x00", "utf-16-le"))
 _DECLARED = re.compile(rb"""^\s*<\?xml[^>]{0,200}?encoding\s*=\s*["']([A-Za-z0-9._:-]{1,40})["']""")
 _ASCII_INCOMPATIBLE = ("utf-16", "utf-32")
+_PROBE = b'<?xml version="1.0" encoding="x"?><urlset>'
+"""ASCII an encoding must read back unchanged to be taken."""
 
 
 def xml_decoder(head: bytes) -> codecs.IncrementalDecoder:
@@ -43,6 +49,9 @@ def _encoding(head: bytes) -> str:
         return "utf-8"
     try:
         name = codecs.lookup(match.group(1).decode("ascii")).name
-    except LookupError:
+        reads_ascii = codecs.getincrementaldecoder(name)(errors="replace").decode(_PROBE, True)
+    except Exception:  # a transform raises anything: TypeError, zlib.error, OSError...
         return "utf-8"
-    return "utf-8" if name.startswith(_ASCII_INCOMPATIBLE) else name
+    if reads_ascii != _PROBE.decode("ascii") or name.startswith(_ASCII_INCOMPATIBLE):
+        return "utf-8"
+    return name

@@ -97,7 +97,8 @@ def conditional_headers(validators: Mapping[str, str] | None) -> dict[str, str] 
     """The conditional request headers of ``validators`` (stored ``If-None-Match`` and
     ``If-Modified-Since`` values, as a server sent them) that may go out: an ETag of visible
     ASCII (`_ETAG`), and a date that parses as an HTTP-date, sent as an IMF-fixdate. A value
-    that is neither (non-ASCII, a header fragment, a date with trailing bytes) is left out:
+    that is neither (non-ASCII, a header fragment, a date with trailing bytes, one past year
+    9999 in UTC) is left out:
     the request is then less conditional, never malformed. None when nothing is left."""
     if not validators:
         return None
@@ -119,8 +120,9 @@ def _imf_fixdate(value: str) -> str | None:
         return None
     try:
         parsed = email.utils.parsedate_to_datetime(value)
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=UTC)
+        parsed = parsed.astimezone(UTC)  # past year 9999 in UTC (``31 Dec 9999 23:00 -0100``)
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return email.utils.format_datetime(parsed.astimezone(UTC), usegmt=True)
+    return email.utils.format_datetime(parsed, usegmt=True)

@@ -13,8 +13,9 @@ This package may import the standard library, `gossamer.parse`, `gossamer.extrac
 `gossamer.hooks`, `gossamer.digests` (content digests), `gossamer.frontier.base` (the
 candidates it returns), `gossamer.frontier.revisit` and `gossamer.frontier.revisits` (a
 continuous crawl's interval policy and revisit state), `gossamer.sinks.base` (the record),
-`gossamer.outcomes`, `gossamer.redact`, `gossamer.urls` and `gossamer.fetch.exchange` (an
-archived exchange, its body withheld); never the engine, the crawl wiring or the cluster.
+`gossamer.outcomes`, `gossamer.redact`, `gossamer.urls`, `gossamer.fetch.exchange` (an
+archived exchange, its body withheld) and `gossamer.fetch.headers` (the validators a revisit
+sends); never the engine, the crawl wiring or the cluster.
 """
 
 from gossamer.page.stage import (

@@ -3,7 +3,8 @@
 
 * A first fetch is ``new``; a 2xx page gets its row of revisit state (validators, digests, the
   first interval: :mod:`gossamer.frontier.revisits`). Other first answers are not revisited.
-* A revisit answered ``304`` is ``unchanged`` (``not-modified``: no body was downloaded); a 2xx
+* A revisit answered ``304`` is ``unchanged`` (``not-modified``: no body was downloaded) if it
+  sent validators; a 304 to a request that sent none says nothing of the page (below). A 2xx
   one is ``unchanged`` when its payload digest is the last fetch's, or its main-text digest is
   (with text extraction on: a changed ad or timestamp is not a change), else ``changed``.
 * A revisit answered 404, 410 or a redirect is ``gone`` (a tombstone): checked again at the
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from gossamer.fetch.headers import conditional_headers
 from gossamer.frontier.revisit import History, next_interval, observe
 from gossamer.frontier.revisits import RevisitBook, RevisitState, content_digest
 from gossamer.outcomes import Action
@@ -47,7 +49,7 @@ class Freshness:
             return
         state.previous_fetched_at = previous.fetched_at
         status = state.result.status
-        if status == 304:
+        if status == 304 and conditional_headers(self._revisits.validators(url)) is not None:
             self._unchanged(state, previous, previous, NOT_MODIFIED)
         elif action is Action.STORE and status is not None and 200 <= status < 300:
             self._compared(state, previous)

@@ -196,10 +196,8 @@ _FETCH_COLUMNS = frozenset(
     }
 )
 """The columns a short record (a tombstone, a 304) writes: the rest keep the page's content."""
-_SHORT = (
-    """EXCLUDED."change" = 'gone' """
-    """OR (EXCLUDED."change" = 'unchanged' AND EXCLUDED."status" = 304)"""
-)
+_SHORT = """EXCLUDED."change" = 'gone' OR EXCLUDED."status" = 304"""
+"""A 304 holds no content, whatever its ``change`` (none: it answered no conditional request)."""
 
 
 def _update(table: str, column: str) -> str:
