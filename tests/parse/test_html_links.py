@@ -238,7 +238,7 @@ def test_title_is_capped() -> None:
         ('<head><link rel="stylesheet canonical" href="/c"></head>', True),
         ('<body><p><link rel="canonical" href="/late"></p></body>', True),
         ('<head><link rel="canonical"></head>', False),
-        ('<head><link rel="alternate" href="/alt"></head><a rel="canonical" href="/a">a</a>', False),
+        ('<link rel="alternate" href="/alt"><a rel="canonical" href="/a">a</a>', False),
         ('<head><link rel="canonical-ish" href="/x"><meta name="canonical"></head>', False),
         ("<head><title>none</title></head>", False),
     ],
