@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from gossamer.page.canonical import tag_canonical
 from gossamer.parse.links import MAX_TITLE_CHARS, ParsedPage, parse_html
 from gossamer.urls import Resolver
 
@@ -226,6 +227,30 @@ def test_title_is_capped() -> None:
     assert title is not None
     assert len(title) <= MAX_TITLE_CHARS
     assert title.startswith("word word")
+
+
+@pytest.mark.parametrize(
+    ("markup", "names"),
+    [
+        ('<head><link rel="canonical" href="/main"></head>', True),
+        ('<head><link rel="next CANONICAL" href="/main"></head>', True),
+        ('<head><link rel="\tcanonical\n" href=""></head>', True),
+        ('<head><link rel="stylesheet canonical" href="/c"></head>', True),
+        ('<body><p><link rel="canonical" href="/late"></p></body>', True),
+        ('<head><link rel="canonical"></head>', False),
+        ('<link rel="alternate" href="/alt"><a rel="canonical" href="/a">a</a>', False),
+        ('<head><link rel="canonical-ish" href="/x"><meta name="canonical"></head>', False),
+        ("<head><title>none</title></head>", False),
+    ],
+)
+def test_a_canonical_link_is_noticed_with_the_links(markup: str, names: bool) -> None:
+    """The search for links tells whether a ``<link rel=canonical href>`` may be there; when
+    it says no, the canonical link's own search of the head finds nothing either."""
+    page = parse(f"<html>{markup}</html>")
+    assert page.names_canonical is names
+    assert page.tree is not None
+    if not names:
+        assert tag_canonical(page.tree, page.base_url) is None
 
 
 def test_page_url_with_fragment_and_no_path() -> None:

@@ -355,7 +355,7 @@ class PageStage:
         url, parsed = state.lease.url, state.parsed
         header = header_canonical(state.result.headers, url)
         tag = None
-        if parsed is not None and parsed.tree is not None:
+        if parsed is not None and parsed.tree is not None and parsed.names_canonical is not False:
             tag = tag_canonical(parsed.tree, parsed.base_url)
         if header is not None and tag is not None and header != tag:
             state.flags += ("canonical-conflict",)

@@ -72,6 +72,10 @@ class ParsedPage:
     metas: tuple[LexborNode, ...] | None = field(default=None, repr=False, compare=False)
     """The document's ``<meta>`` elements, in document order, found with its links (the
     robots directives are read from them); None when not looked for."""
+    names_canonical: bool | None = None
+    """Whether some ``<link href>`` of the document has ``canonical`` among its rels (found
+    with its links, so a page that names none spares the search of its head for the
+    canonical link); None when not looked for."""
 
 
 def parse_html(
@@ -118,6 +122,7 @@ def parse_html(
         tree=tree,
         flags=parsed.flags,
         metas=tuple(nodes.metas),
+        names_canonical=nodes.canonical,
     )
 
 
@@ -167,6 +172,8 @@ class _Nodes:
     metas: list[LexborNode] = field(default_factory=list)
     base: LexborNode | None = None
     """The first ``<base href>``."""
+    canonical: bool = False
+    """A ``<link>`` names ``canonical`` among its rels (split as ``rel~=`` splits, or finer)."""
 
 
 def _read_nodes(nodes: list[LexborNode], *, honour_nofollow: bool) -> _Nodes:
@@ -185,8 +192,11 @@ def _read_nodes(nodes: list[LexborNode], *, honour_nofollow: bool) -> _Nodes:
         attributes = node.attributes
         rel = attributes.get("rel")
         tokens = rel.lower().split() if rel else ()
-        if tag == "link" and ("stylesheet" in tokens or _FOLLOWED_LINK_RELS.isdisjoint(tokens)):
-            continue
+        if tag == "link":
+            if "canonical" in tokens:
+                found.canonical = True
+            if "stylesheet" in tokens or _FOLLOWED_LINK_RELS.isdisjoint(tokens):
+                continue
         found.eligible += 1
         if honour_nofollow and "nofollow" in tokens:
             found.rel_nofollow += 1
