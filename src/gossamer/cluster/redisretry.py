@@ -138,8 +138,8 @@ def _tls_refused(error: BaseException | None) -> bool:
     certificates or protocol (a plain ``ssl.SSLError`` carries an alert), not a connection
     cut (``SSLEOFError`` and the other subclasses, met when a server restarts)."""
     for _ in range(4):  # redis-py wraps an error once or twice
-        if error is None:
-            return False
+        if not isinstance(error, BaseException):
+            return False  # None, or a reply (a pipeline asks of each result)
         if isinstance(error, ssl.SSLCertVerificationError) or type(error) is ssl.SSLError:
             return True
         error = error.__cause__ or error.__context__
