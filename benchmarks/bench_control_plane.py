@@ -249,16 +249,17 @@ def new_leader(client: redis.Redis, fleet: Fleet, how: str) -> dict[str, Any]:
     word) to another worker's holding the lease, and to an assignment without the old leader."""
     leader_key = keys(JOB)["tag"] + "leader"
     old = client.get(leader_key).decode()
+    left = client.pttl(leader_key)  # the lease's time left: renewed every 0.5 s, if on time
     start = time.monotonic()
     fleet.tell(f"{how} {old}", only=fleet.holder(old))
-    result: dict[str, Any] = {"old": old}
+    result: dict[str, Any] = {"old": old, "lease_left_s": round(left / 1000, 2)}
     while time.monotonic() - start < 60:
         now = client.get(leader_key)
         if "new" not in result and now is not None and now.decode() != old:
             result.update(new=now.decode(), seconds=round(time.monotonic() - start, 2))
         if not client.hexists(keys(JOB)["assignment"], old):
             result["share_moved_s"] = round(time.monotonic() - start, 2)
-        if len(result) == 4:
+        if len(result) == 5:
             return result
         time.sleep(0.02)
     raise RuntimeError(f"no new leader or assignment within 60 s: {result}")
