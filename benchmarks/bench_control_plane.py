@@ -10,7 +10,10 @@ URL queued on each of ``--hosts`` hosts (a busy job: nothing leases them). The d
   steady window, in all and per worker, and the simulating processes' CPU (the workers' side
   of the control plane, per worker);
 - Redis memory held by the job's control keys (``MEMORY USAGE`` of every ``gs:{J}:*`` key);
-- the time to a new leader after the leader's task stops without a word (as if killed);
+- the time to a new leader after the leader leaves (as a worker that ends or is stopped:
+  it deletes its lease and says so on the job's channel) and after the leader's task stops
+  without a word (as if killed with ``kill -9``: the lease runs out after its TTL), and in
+  each case the time until the assignment no longer gives the old leader a partition;
 - the partitions moved when 10% of the workers leave at once, against the minimum (the
   partitions they owned), and how long the new assignment took to reach every worker
   (p50 / p99 / max after its publication).
@@ -70,10 +73,11 @@ def child(url: str, names: list[str], partitions: int, spread: float, idle: floa
         while True:
             line = await loop.run_in_executor(None, sys.stdin.readline)
             word, *rest = line.split() or ["exit"]
-            if word == "die" and rest[0] in workers:
-                await workers[rest[0]].die()
+            if word in ("die", "quit") and rest[0] in workers:
+                worker = workers[rest[0]]
+                await (worker.die() if word == "die" else worker.leave())
                 gone.add(rest[0])
-                say({"died": rest[0]})
+                say({"gone": rest[0]})
             elif word == "leave":
                 fraction, keep = float(rest[0]), set(rest[1:])
                 live = [n for n in names if n not in gone and n not in keep]
@@ -240,17 +244,25 @@ def control_memory(client: redis.Redis) -> dict[str, int]:
     return {"keys": count, "bytes": total}
 
 
-def new_leader(client: redis.Redis, fleet: Fleet) -> dict[str, Any]:
+def new_leader(client: redis.Redis, fleet: Fleet, how: str) -> dict[str, Any]:
+    """Seconds from the leader's end (``how``: ``quit``, it leaves; ``die``, it stops without a
+    word) to another worker's holding the lease, and to an assignment without the old leader."""
     leader_key = keys(JOB)["tag"] + "leader"
     old = client.get(leader_key).decode()
+    left = client.pttl(leader_key)  # the lease's time left: renewed every 0.5 s, if on time
     start = time.monotonic()
-    fleet.tell(f"die {old}", only=fleet.holder(old))
+    fleet.tell(f"{how} {old}", only=fleet.holder(old))
+    result: dict[str, Any] = {"old": old, "lease_left_s": round(left / 1000, 2)}
     while time.monotonic() - start < 60:
         now = client.get(leader_key)
-        if now is not None and now.decode() != old:
-            return {"old": old, "new": now.decode(), "seconds": round(time.monotonic() - start, 2)}
+        if "new" not in result and now is not None and now.decode() != old:
+            result.update(new=now.decode(), seconds=round(time.monotonic() - start, 2))
+        if not client.hexists(keys(JOB)["assignment"], old):
+            result["share_moved_s"] = round(time.monotonic() - start, 2)
+        if len(result) == 5:
+            return result
         time.sleep(0.02)
-    raise RuntimeError("no new leader within 60 s")
+    raise RuntimeError(f"no new leader or assignment within 60 s: {result}")
 
 
 def reach(fleet: Fleet, after: int, live: set[str], limit: float = 60.0) -> dict[str, Any]:
@@ -305,8 +317,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             result["settled_s"] = round(settle(client, args.workers), 1)
             result["steady"] = steady(client, fleet, args.window, args.workers)
             result["memory"] = control_memory(client)
-            result["leader"] = new_leader(client, fleet)
+            result["leader_leaves"] = new_leader(client, fleet, "quit")
             settle(client, args.workers - 1)
+            result["leader"] = new_leader(client, fleet, "die")
+            settle(client, args.workers - 2)
             before, v_before = assignment(client), version(client)
             leader = result["leader"]["new"]
             _, _, calls0 = snapshot(client)

@@ -27,7 +27,7 @@ from gossamer.cluster.errors import ClusterError
 from gossamer.cluster.freshness import JobFreshness, due_backlog, job_freshness
 from gossamer.cluster.redisretry import GuardedCluster
 from gossamer.cluster.redisurl import PASSWORD_ENV
-from gossamer.cluster.resilient import forbidden, install_guard
+from gossamer.cluster.resilient import RedisGuard, RedisUnavailable, forbidden, install_guard
 from gossamer.cluster.seeding import Seeding, read_progress, seed_origins, seeds_digest
 from gossamer.frontier.admission import Guards
 from gossamer.frontier.politeness import PolitenessPolicy
@@ -82,19 +82,51 @@ async def open_control(url: str, job: str) -> Control:
     once whether it runs in cluster mode, and if so a cluster client finds the other nodes
     and sends each key to the node owning its slot.
     """
-    redis = connect(url)
+    control, _ = await _open(url, job, None)
+    return control
+
+
+async def open_guarded(
+    url: str, job: str, budget: float = DEFAULT_BUDGET, *, durable: bool = True
+) -> tuple[Control, RedisGuard]:
+    """As :func:`open_control`, the client guarded from its first connection: a Redis not up
+    yet is waited for (a warning logged once) as a worker waits out an outage mid-crawl, and
+    after ``budget`` seconds :class:`~gossamer.cluster.resilient.RedisUnavailable` says so in
+    one line. A refused credential, ACL rule or certificate fails at once."""
+    control, guard = await _open(url, job, (budget, durable))
+    assert guard is not None
+    return control, guard
+
+
+async def _open(
+    url: str, job: str, guarded: tuple[float, bool] | None
+) -> tuple[Control, RedisGuard | None]:
+    redis, guard = _guarded(connect(url), url, guarded, durable=False)
     try:
         if (await redis.info("cluster")).get("cluster_enabled"):
             await redis.aclose()
-            redis = connect(url, cluster=True)
+            redis, guard = _guarded(connect(url, cluster=True), url, guarded)
         await redis.ping()
-        return Control(redis, job)
+        return Control(redis, job), guard
     except ValueError as exc:
         await redis.aclose()
         raise SettingsError(f"invalid setting 'job': {exc}") from None
+    except RedisUnavailable:
+        await redis.aclose()
+        raise
     except (RedisError, RedisClusterException, OSError) as exc:
         await redis.aclose()
         raise refusal(exc, url) from None
+
+
+def _guarded(
+    redis: RedisClient, url: str, guarded: tuple[float, bool] | None, *, durable: bool = True
+) -> tuple[RedisClient, RedisGuard | None]:
+    """``redis`` with a guard of ``guarded``'s budget (and replica waits), if given."""
+    if guarded is None:
+        return redis, None
+    budget, waits = guarded
+    return redis, install_guard(redis, url, budget, durable=durable and waits)
 
 
 def refusal(error: BaseException, url: str) -> ClusterError | SettingsError:

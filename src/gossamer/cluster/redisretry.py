@@ -6,7 +6,8 @@ reconfiguring while a replica is promoted (``CLUSTERDOWN``, ``TRYAGAIN``, ``MOVE
 storms, a slot not covered yet, ``READONLY`` from a master demoted to a replica) and the
 ``AttributeError`` redis-py's cluster client raises from inside itself when its slot table is
 caught half updated (redis/redis-py#3835: a target node of None). Anything else (a script
-error, a refused credential, an ACL rule) is a real failure and passes through at once.
+error, a refused credential, an ACL rule, a TLS handshake refused for its certificates) is a
+real failure and passes through at once.
 
 :class:`GuardedCluster` is a Redis Cluster client whose every command and pipeline goes
 through the worker's :class:`~gossamer.cluster.resilient.RedisGuard`: the same shared outage,
@@ -42,6 +43,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import ssl
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -120,14 +122,27 @@ RETRIED: tuple[type[BaseException], ...] = (
 
 def transient(error: BaseException) -> bool:
     """True when ``error`` means Redis is (partly) away for now: wait and try again."""
-    if isinstance(error, (AuthenticationError, AuthorizationError)):
-        return False  # wrong credentials: no wait will help
+    if isinstance(error, (AuthenticationError, AuthorizationError)) or _tls_refused(error):
+        return False  # wrong credentials or certificates: no wait will help
     if isinstance(error, _OUTAGE_ERRORS):
         return True
     if isinstance(error, RedisClusterException):
         return str(error).startswith(_NO_TOPOLOGY)
     if isinstance(error, AttributeError):
         return _raised_in_redis_py(error.__traceback__)
+    return False
+
+
+def _tls_refused(error: BaseException | None) -> bool:
+    """True when ``error`` (or what caused it) is a TLS handshake refused for its
+    certificates or protocol (a plain ``ssl.SSLError`` carries an alert), not a connection
+    cut (``SSLEOFError`` and the other subclasses, met when a server restarts)."""
+    for _ in range(4):  # redis-py wraps an error once or twice
+        if not isinstance(error, BaseException):
+            return False  # None, or a reply (a pipeline asks of each result)
+        if isinstance(error, ssl.SSLCertVerificationError) or type(error) is ssl.SSLError:
+            return True
+        error = error.__cause__ or error.__context__
     return False
 
 

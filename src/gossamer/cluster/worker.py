@@ -31,11 +31,11 @@ from gossamer.cluster.balancer import Balancer
 from gossamer.cluster.control import Control
 from gossamer.cluster.errors import ClusterError
 from gossamer.cluster.freshness import earlier_figures
-from gossamer.cluster.jobs import load_job, open_control
+from gossamer.cluster.jobs import load_job, open_guarded
 from gossamer.cluster.keeper import Keeper, Pace
 from gossamer.cluster.leadership import Leadership
 from gossamer.cluster.membership import Membership, Report
-from gossamer.cluster.resilient import RedisGuard, install_guard
+from gossamer.cluster.resilient import RedisGuard
 from gossamer.cluster.seeding import load_origins, seed_origins
 from gossamer.cluster.sitemaps import SitemapClaims
 from gossamer.crawl import (
@@ -134,9 +134,9 @@ async def run_worker(options: WorkerOptions, additions: Additions = NOTHING) -> 
     name = options.name or default_name()
     port, bind = options.metrics_port, options.metrics_bind
     async with serve_metrics(bind, port, options.job, name, options.metrics_hosts) as metrics:
-        control = await open_control(options.redis_url, options.job)
-        guard = install_guard(
-            control.redis, options.redis_url, options.redis_timeout, durable=options.replica_wait
+        # Guarded from the first connection: a worker started before Redis waits for it.
+        control, guard = await open_guarded(
+            options.redis_url, options.job, options.redis_timeout, durable=options.replica_wait
         )
         try:
             settings = await _wait_for_job(control, options, name)
