@@ -34,7 +34,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from bench_focus_real import _BY_HOST, SITES, TOPICS, _file, key
+from bench_focus_real import (
+    _BY_HOST,
+    SITES,
+    TOPICS,
+    _file,
+    figures,
+    key,
+    link_graph,
+    oracle_order,
+    relevant_pages,
+)
 from gossamer.extract import Content, extract
 from gossamer.focus.policy import FocusPolicy
 from gossamer.focus.topic import Topic
@@ -170,6 +180,25 @@ def _instrument(wanted: bool, state: str) -> None:
         subprocess.run(command, check=True, capture_output=True, timeout=300)
 
 
+def recall_line(name: str, fetched: list[str], graph: dict[str, list[str]], ns: list[int]) -> str:
+    """Harvest / recall of the replayed crawl after each N pages, the oracle's, and recall at
+    200 (or the middle N) over the oracle's."""
+    spec = next(t for t in TOPICS if t.name == name)
+    relevant = relevant_pages(spec)
+    oracle = oracle_order(graph, relevant, max(ns))
+    ours = [figures(fetched, relevant, n) for n in ns]
+    best = [figures(oracle, relevant, n) for n in ns]
+    cells = ", ".join(f"@{n} {h:.2f} / {r:.2f}" for n, (h, r) in zip(ns, ours, strict=True))
+    ceiling = ", ".join(f"{h:.2f} / {r:.2f}" for h, r in best)
+    mid = ns[len(ns) // 2]
+    share = ours[len(ns) // 2][1] / best[len(ns) // 2][1] if best[len(ns) // 2][1] else 0.0
+    held = " [held out]" if spec.held_out else ""
+    return (
+        f"  {name}{held} ({len(relevant)} relevant): {cells}; oracle {ceiling}; "
+        f"recall@{mid} / oracle's {share:.2f}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--topics", nargs="*", default=[t.name for t in TOPICS])
@@ -178,8 +207,10 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--order", type=Path, help="write the fetched URLs here (JSON)")
     parser.add_argument("--callgrind", action="store_true", help="instrument only the passes")
+    parser.add_argument("--n", type=int, nargs="+", default=[100, 200, 500])
     args = parser.parse_args()
     install_missing()
+    graph = link_graph(PORT)
     orders: dict[str, list[str]] = {}
     figures = []
     for name in args.topics:
@@ -198,6 +229,7 @@ def main() -> None:
         print(
             f"{name:13} {len(runs[0][0])} pages judged; focus CPU {fastest:.3f} ms/page", flush=True
         )
+        print(recall_line(name, runs[0][0], graph, args.n), flush=True)
     if figures:
         print(
             f"focus CPU a judged page: {min(figures):.3f}-{max(figures):.3f} ms "
