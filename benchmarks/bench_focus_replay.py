@@ -154,6 +154,7 @@ async def crawl(topic_name: str, pages: Pages, limit: int, batch: int) -> tuple[
         Topic(spec.phrase, examples),
         reprioritize=frontier.reprioritize,
         known=[url_of(e) for e in spec.examples],
+        near=[link for e in spec.examples for link in pages.get(e).links],
     )
     start = url_of(HUB)
     seen, depth, fetched = {start}, {start: 0}, list[str]()
