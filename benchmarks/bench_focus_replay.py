@@ -181,22 +181,30 @@ def _instrument(wanted: bool, state: str) -> None:
         subprocess.run(command, check=True, capture_output=True, timeout=300)
 
 
-def recall_line(name: str, fetched: list[str], graph: dict[str, list[str]], ns: list[int]) -> str:
-    """Harvest / recall of the replayed crawl after each N pages, the oracle's, and recall at
-    200 (or the middle N) over the oracle's."""
+def recall_line(
+    name: str, orders: list[list[str]], graph: dict[str, list[str]], ns: list[int]
+) -> str:
+    """Harvest / recall after each N pages (the mean over the replayed crawls ``orders``), the
+    oracle's, and recall at the middle N over the oracle's (with its range over the crawls)."""
     spec = next(t for t in TOPICS if t.name == name)
     relevant = relevant_pages(spec)
     oracle = oracle_order(graph, relevant, max(ns))
-    ours = [figures(fetched, relevant, n) for n in ns]
+    each = [[figures(order, relevant, n) for n in ns] for order in orders]
+    ours = [
+        (sum(run[i][0] for run in each) / len(each), sum(run[i][1] for run in each) / len(each))
+        for i in range(len(ns))
+    ]
     best = [figures(oracle, relevant, n) for n in ns]
     cells = ", ".join(f"@{n} {h:.2f} / {r:.2f}" for n, (h, r) in zip(ns, ours, strict=True))
     ceiling = ", ".join(f"{h:.2f} / {r:.2f}" for h, r in best)
-    mid = ns[len(ns) // 2]
-    share = ours[len(ns) // 2][1] / best[len(ns) // 2][1] if best[len(ns) // 2][1] else 0.0
+    mid = len(ns) // 2
+    top = best[mid][1] or 1.0
+    shares = [run[mid][1] / top for run in each]
+    spread = f" ({min(shares):.2f}-{max(shares):.2f})" if len(each) > 1 else ""
     held = " [held out]" if spec.held_out else ""
     return (
         f"  {name}{held} ({len(relevant)} relevant): {cells}; oracle {ceiling}; "
-        f"recall@{mid} / oracle's {share:.2f}"
+        f"recall@{ns[mid]} / oracle's {ours[mid][1] / top:.2f}{spread}"
     )
 
 
@@ -209,11 +217,14 @@ def main() -> None:
     parser.add_argument("--order", type=Path, help="write the fetched URLs here (JSON)")
     parser.add_argument("--callgrind", action="store_true", help="instrument only the passes")
     parser.add_argument("--n", type=int, nargs="+", default=[100, 200, 500])
+    parser.add_argument(
+        "--spread", type=int, nargs="*", default=[], help="batch sizes of more crawls (recall)"
+    )
     args = parser.parse_args()
     install_missing()
     graph = link_graph(PORT)
     orders: dict[str, list[str]] = {}
-    figures = []
+    costs = []
     for name in args.topics:
         pages = Pages()
         asyncio.run(crawl(name, pages, args.pages, args.batch))  # parses the pages
@@ -224,16 +235,17 @@ def main() -> None:
         if any(order != runs[0][0] for order, _ in runs):
             print(f"{name}: the order moved between passes")
         fastest = min(ms for _, ms in runs)
-        figures.append(fastest)
+        costs.append(fastest)
+        more = [asyncio.run(crawl(name, pages, args.pages, b))[0] for b in args.spread]
         del pages  # a topic's parsed pages (some 600 MB) go before the next topic's
         gc.collect()
         print(
             f"{name:13} {len(runs[0][0])} pages judged; focus CPU {fastest:.3f} ms/page", flush=True
         )
-        print(recall_line(name, runs[0][0], graph, args.n), flush=True)
-    if figures:
+        print(recall_line(name, [runs[0][0], *more], graph, args.n), flush=True)
+    if costs:
         print(
-            f"focus CPU a judged page: {min(figures):.3f}-{max(figures):.3f} ms "
+            f"focus CPU a judged page: {min(costs):.3f}-{max(costs):.3f} ms "
             f"(peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MB)"
         )
     if args.order is not None:
