@@ -1,6 +1,7 @@
-"""CPU the focus spends a judged page, replayed offline: a deterministic best-first crawl of
-the real documentation sites' files (those of ``bench_focus_real.py``, read from disk, no
-HTTP) through ``FocusPolicy``, the fastest of ``--passes`` passes a topic.
+"""CPU the focus spends a judged page and the recall it reaches, replayed offline: a
+deterministic best-first crawl of the real documentation sites' files (those of
+``bench_focus_real.py``, read from disk, no HTTP) through ``FocusPolicy``, the fastest of
+``--passes`` passes a topic.
 
 A crawl over HTTP moves with its requests in flight and the machine's load; this one does not:
 it takes the best waiting URLs in batches (``--batch`` pages, at most two a host, those within
@@ -13,8 +14,14 @@ checked for the same crawl order. ``--callgrind`` counts instructions instead of
 under ``valgrind --tool=callgrind --instr-atstart=no``, only the passes are instrumented (not
 the parsing), the replay's own frontier included.
 
+Each topic's harvest and target recall after ``--n`` pages (100, 200, 500) are printed beside
+the link oracle's (``bench_focus_real.py``'s), with recall at 200 over the oracle's: the same
+every run, so a change to the focus can be measured on every topic without the noise of a
+crawl over HTTP. ``--spread B ...`` replays more crawls in batches of B pages each (the order
+moves with the batch) and reports recall's mean and range over them.
+
     PYTHONPATH=src .venv/bin/python benchmarks/bench_focus_replay.py [--topics NAME ...]
-        [--pages 600] [--passes 3] [--order FILE]
+        [--pages 600] [--passes 3] [--order FILE] [--n 100 200 500] [--spread 4 6 12 16]
     PYTHONPATH=src valgrind --tool=callgrind --instr-atstart=no .venv/bin/python \
         benchmarks/bench_focus_replay.py --topics email --passes 1 --callgrind
 """
