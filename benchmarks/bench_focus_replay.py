@@ -1,6 +1,7 @@
-"""CPU the focus spends a judged page, replayed offline: a deterministic best-first crawl of
-the real documentation sites' files (those of ``bench_focus_real.py``, read from disk, no
-HTTP) through ``FocusPolicy``, the fastest of ``--passes`` passes a topic.
+"""CPU the focus spends a judged page and the recall it reaches, replayed offline: a
+deterministic best-first crawl of the real documentation sites' files (those of
+``bench_focus_real.py``, read from disk, no HTTP) through ``FocusPolicy``, the fastest of
+``--passes`` passes a topic.
 
 A crawl over HTTP moves with its requests in flight and the machine's load; this one does not:
 it takes the best waiting URLs in batches (``--batch`` pages, at most two a host, those within
@@ -13,8 +14,14 @@ checked for the same crawl order. ``--callgrind`` counts instructions instead of
 under ``valgrind --tool=callgrind --instr-atstart=no``, only the passes are instrumented (not
 the parsing), the replay's own frontier included.
 
+Each topic's harvest and target recall after ``--n`` pages (100, 200, 500) are printed beside
+the link oracle's (``bench_focus_real.py``'s), with recall at 200 over the oracle's: the same
+every run, so a change to the focus can be measured on every topic without the noise of a
+crawl over HTTP. ``--spread B ...`` replays more crawls in batches of B pages each (the order
+moves with the batch) and reports recall's mean and range over them.
+
     PYTHONPATH=src .venv/bin/python benchmarks/bench_focus_replay.py [--topics NAME ...]
-        [--pages 600] [--passes 3] [--order FILE]
+        [--pages 600] [--passes 3] [--order FILE] [--n 100 200 500] [--spread 4 6 12 16]
     PYTHONPATH=src valgrind --tool=callgrind --instr-atstart=no .venv/bin/python \
         benchmarks/bench_focus_replay.py --topics email --passes 1 --callgrind
 """
@@ -34,7 +41,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from bench_focus_real import _BY_HOST, SITES, TOPICS, _file, key
+from bench_focus_real import (
+    _BY_HOST,
+    SITES,
+    TOPICS,
+    _file,
+    figures,
+    key,
+    link_graph,
+    oracle_order,
+    relevant_pages,
+)
 from gossamer.extract import Content, extract
 from gossamer.focus.policy import FocusPolicy
 from gossamer.focus.topic import Topic
@@ -144,6 +161,7 @@ async def crawl(topic_name: str, pages: Pages, limit: int, batch: int) -> tuple[
         Topic(spec.phrase, examples),
         reprioritize=frontier.reprioritize,
         known=[url_of(e) for e in spec.examples],
+        near=[link for e in spec.examples for link in pages.get(e).links],
     )
     start = url_of(HUB)
     seen, depth, fetched = {start}, {start: 0}, list[str]()
@@ -170,6 +188,33 @@ def _instrument(wanted: bool, state: str) -> None:
         subprocess.run(command, check=True, capture_output=True, timeout=300)
 
 
+def recall_line(
+    name: str, orders: list[list[str]], graph: dict[str, list[str]], ns: list[int]
+) -> str:
+    """Harvest / recall after each N pages (the mean over the replayed crawls ``orders``), the
+    oracle's, and recall at the middle N over the oracle's (with its range over the crawls)."""
+    spec = next(t for t in TOPICS if t.name == name)
+    relevant = relevant_pages(spec)
+    oracle = oracle_order(graph, relevant, max(ns))
+    each = [[figures(order, relevant, n) for n in ns] for order in orders]
+    ours = [
+        (sum(run[i][0] for run in each) / len(each), sum(run[i][1] for run in each) / len(each))
+        for i in range(len(ns))
+    ]
+    best = [figures(oracle, relevant, n) for n in ns]
+    cells = ", ".join(f"@{n} {h:.2f} / {r:.2f}" for n, (h, r) in zip(ns, ours, strict=True))
+    ceiling = ", ".join(f"{h:.2f} / {r:.2f}" for h, r in best)
+    mid = len(ns) // 2
+    top = best[mid][1] or 1.0
+    shares = [run[mid][1] / top for run in each]
+    spread = f" ({min(shares):.2f}-{max(shares):.2f})" if len(each) > 1 else ""
+    held = " [held out]" if spec.held_out else ""
+    return (
+        f"  {name}{held} ({len(relevant)} relevant): {cells}; oracle {ceiling}; "
+        f"recall@{ns[mid]} / oracle's {ours[mid][1] / top:.2f}{spread}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--topics", nargs="*", default=[t.name for t in TOPICS])
@@ -178,10 +223,15 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--order", type=Path, help="write the fetched URLs here (JSON)")
     parser.add_argument("--callgrind", action="store_true", help="instrument only the passes")
+    parser.add_argument("--n", type=int, nargs="+", default=[100, 200, 500])
+    parser.add_argument(
+        "--spread", type=int, nargs="*", default=[], help="batch sizes of more crawls (recall)"
+    )
     args = parser.parse_args()
     install_missing()
+    graph = link_graph(PORT)
     orders: dict[str, list[str]] = {}
-    figures = []
+    costs = []
     for name in args.topics:
         pages = Pages()
         asyncio.run(crawl(name, pages, args.pages, args.batch))  # parses the pages
@@ -192,15 +242,17 @@ def main() -> None:
         if any(order != runs[0][0] for order, _ in runs):
             print(f"{name}: the order moved between passes")
         fastest = min(ms for _, ms in runs)
-        figures.append(fastest)
+        costs.append(fastest)
+        more = [asyncio.run(crawl(name, pages, args.pages, b))[0] for b in args.spread]
         del pages  # a topic's parsed pages (some 600 MB) go before the next topic's
         gc.collect()
         print(
             f"{name:13} {len(runs[0][0])} pages judged; focus CPU {fastest:.3f} ms/page", flush=True
         )
-    if figures:
+        print(recall_line(name, [runs[0][0], *more], graph, args.n), flush=True)
+    if costs:
         print(
-            f"focus CPU a judged page: {min(figures):.3f}-{max(figures):.3f} ms "
+            f"focus CPU a judged page: {min(costs):.3f}-{max(costs):.3f} ms "
             f"(peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MB)"
         )
     if args.order is not None:

@@ -101,6 +101,7 @@ async def focus_policy(
         reprioritize=reprioritize,
         extractor=settings.extractor,
         known=[e.url for e in examples],
+        near=[link for e in examples for link in e.links],
         shared=None if shared is None else SharedLearning(*shared),
     )
 

@@ -27,6 +27,7 @@ from gossamer.urls import InvalidURL, Resolver, canonicalize
 log = logging.getLogger(__name__)
 _HOPS = 5
 _HTML = ("text/html", "application/xhtml+xml")
+MAX_LINKS = 2_000
 
 
 class ExampleError(ValueError):
@@ -56,6 +57,9 @@ class ExampleFetch(Protocol):
 class Example:
     url: str
     text: str
+    links: tuple[str, ...] = ()
+    """The page's outlinks (at most ``MAX_LINKS``): the crawl's pages the example leads to
+    (its chapter, its neighbours) rise while the crawl finds them on-topic."""
 
 
 async def fetch_examples(
@@ -110,7 +114,7 @@ async def _fetch_one(
         text = extract(page.tree, url, extractor).text if page.tree is not None else ""
         if not text.strip():
             raise ExampleError(f"{given}: holds no text")
-        return Example(given, text)
+        return Example(given, text, tuple(page.links[:MAX_LINKS]))
     raise ExampleError(f"{given}: too many redirects")
 
 

@@ -8,8 +8,9 @@ For each 2xx HTML page the engine asks :meth:`FocusPolicy.judge`:
 3. every outlink gets a priority from what is known before fetching it: a prior (topic words
    of its anchor, of the text around it, of its URL; the page's relevance) blended with the
    learnt scorer's probability as it gains experience, or, when higher, the evidence of its
-   place (:mod:`gossamer.focus.paths`), of the lists holding it (:mod:`gossamer.focus.lists`)
-   and of the judged pages citing it (:mod:`gossamer.focus.citations`), each calibrated on
+   place (:mod:`gossamer.focus.paths`), of the lists holding it (:mod:`gossamer.focus.lists`),
+   of the judged pages citing it (:mod:`gossamer.focus.citations`) and of the examples
+   linking to it (their chapter, their neighbours: ``near``), each calibrated on
    the crawl's outcomes (:mod:`gossamer.focus.calibration`); a waiting URL that evidence
    lifts goes to the frontier at the next :meth:`FocusPolicy.upkeep`;
 4. in ``hard`` mode an irrelevant page's outlinks are dropped unless it lies within
@@ -51,6 +52,7 @@ from gossamer.focus.lists import ListEvidence
 from gossamer.focus.paths import PathEvidence, place_keys
 from gossamer.focus.shared import Learnt, SharedLearning
 from gossamer.focus.topic import Topic
+from gossamer.focus.waiting import Waiting, priority_of, section_of
 from gossamer.frontier.base import Candidate
 from gossamer.parse.links import ParsedPage
 from gossamer.urls import InvalidURL, canonicalize
@@ -70,6 +72,8 @@ _MAX_KNOWN = 40
 _PRIORITY_STEP = 0.02
 """A waiting URL's priority is sent again only when it moved this much."""
 _MAX_RAISED = 5_000
+_NEAR = 0.6
+"""The raw score of a page an example links to (calibrated as the crawl goes)."""
 
 
 class Reprioritize(Protocol):
@@ -130,52 +134,6 @@ class FocusStats:
     """In a cluster: malformed entries of the shared stream skipped."""
 
 
-class _Waiting:
-    __slots__ = (
-        "cited",
-        "citers",
-        "explore",
-        "features",
-        "listed",
-        "place",
-        "prior",
-        "section",
-        "sent",
-        "streak",
-    )
-
-    def __init__(
-        self,
-        features: Features,
-        prior: float,
-        sent: float,
-        streak: int,
-        place: tuple[int, int] | None,
-        section: str,
-        cited: float,
-    ) -> None:
-        self.place = place
-        """The keys of its place (:func:`gossamer.focus.paths.place_keys`)."""
-        self.section = section
-        self.explore = False
-        """Sent first by exploration: re-scoring leaves it first."""
-        self.features = features
-        self.prior = prior
-        self.sent = sent
-        self.streak = streak
-        self.cited = cited
-        """The sum of the relevance of the judged pages that link to it."""
-        self.citers = 1
-        """The judged pages that link to it."""
-        self.listed = 0.0
-        """The on-topic share of the lists holding it (:mod:`gossamer.focus.lists`)."""
-
-    def evidence(self, citations: Citations, lists: Calibration) -> float:
-        """What the pages linking to it say of it (:mod:`gossamer.focus.citations`) or, when
-        higher, the lists holding it (calibrated)."""
-        return max(citations.score(self.cited, self.citers), lists.score(self.listed))
-
-
 class FocusPolicy:
     """Judges pages and prioritises links for one crawl (see the module docstring)."""
 
@@ -187,17 +145,18 @@ class FocusPolicy:
         reprioritize: Reprioritize | None = None,
         extractor: str = "tree",
         known: Sequence[str] = (),
+        near: Sequence[str] = (),
         shared: SharedLearning | None = None,
     ) -> None:
-        """``known``: URLs of pages known to be on-topic (the examples); ``shared``: the
-        exchange of what a cluster's workers learn."""
+        """``known``: URLs of pages known to be on-topic (the examples); ``near``: the URLs
+        their pages link to; ``shared``: the exchange of what a cluster's workers learn."""
         self.topic = topic
         self.config = config or FocusConfig()
         self.model = OnlineLogistic()
         self.links = LinkFeatures(topic)
         self._reprioritize = reprioritize
         self._extractor = extractor
-        self._waiting: dict[str, _Waiting] = {}
+        self._waiting: dict[str, Waiting] = {}
         self._done: dict[int, bool] = {}
         """Hashes of the URLs judged and whether they were relevant: links back to them are
         not kept as waiting, and each is a training example whose outcome is known."""
@@ -218,10 +177,13 @@ class FocusPolicy:
         self.citations = Citations()
         self.place_calibration = Calibration()
         self.list_calibration = Calibration()
+        self.near_calibration = Calibration()
         self._known = set()
         for url in known:
             self.paths.add(url, True)
             self._known.add(hash(url))
+        self._near = {hash(url): _NEAR for url in near if hash(url) not in self._known}
+        """Hashes of the URLs the examples link to, with their raw score."""
 
     # -- the engine's calls ----------------------------------------------------------------
 
@@ -253,6 +215,7 @@ class FocusPolicy:
             self.citations.outcome(came_by.cited, relevant)
             self.place_calibration.outcome(self.paths.score_keys(came_by.place), relevant)
             self.list_calibration.outcome(came_by.listed, relevant)
+            self.near_calibration.outcome(came_by.near, relevant)
             self.model.update(came_by.features, 1.0 if relevant else 0.0)
             self._send([came_by.features], [1.0 if relevant else 0.0])
             streak = came_by.streak
@@ -346,7 +309,7 @@ class FocusPolicy:
             self._listed(self.lists.judged(url, relevant))
         if len(self._sections) < _MAX_SECTIONS:
             parts = urlsplit(url)
-            self._sections.add(_section(parts.hostname or "", parts.path))
+            self._sections.add(section_of(parts.hostname or "", parts.path))
         if len(self._done) >= _MAX_DONE:
             self._done.clear()
         self._done[hash(url)] = relevant
@@ -399,6 +362,9 @@ class FocusPolicy:
             ),
             np.maximum(cited, self.list_calibration.scores(column([e.listed for e in entries]))),
         )
+        if self._near:
+            near = self.near_calibration.scores(column([e.near for e in entries]))
+            places = np.maximum(places, near)
         priors = column([e.prior for e in entries])
         sent = column([e.sent for e in entries])
         priorities = np.round(np.maximum((1 - share) * priors + share * learnt, places), 4)
@@ -447,15 +413,19 @@ class FocusPolicy:
             p = learnt[i] if learnt is not None else 0.0
             keys = place_keys(host, path)
             listed = listed_share(link)
-            evidence = max(calibrated(place(keys)), lists(listed))
-            priority = _priority(prior, p, share, evidence)
+            near = self._near.get(hash(link), 0.0)
+            evidence = max(
+                calibrated(place(keys)), lists(listed), self.near_calibration.score(near)
+            )
+            priority = priority_of(prior, p, share, evidence)
             if hash(link) in known:
                 priority = 1.0
             out.append(Candidate(link, depth, priority=priority))
-            entry = _Waiting(
-                features, prior, priority, streak, keys, _section(host, path), relevance
+            entry = Waiting(
+                features, prior, priority, streak, keys, section_of(host, path), relevance
             )
             entry.listed = listed
+            entry.near = near
             self._keep(link, entry)
         return out
 
@@ -499,7 +469,7 @@ class FocusPolicy:
                     entry.listed = score(url)
                     self._raise(url, entry)
 
-    def _raise(self, url: str, entry: _Waiting) -> None:
+    def _raise(self, url: str, entry: Waiting) -> None:
         """A waiting URL more pages cite, or whose lists hold more on-topic pages: when that
         lifts it, its new priority goes to the frontier at the next upkeep, not the next
         re-scoring."""
@@ -557,7 +527,7 @@ class FocusPolicy:
         self.model.update_many(features, labels)
         self._send(features, labels)
 
-    def _keep(self, link: str, entry: _Waiting) -> None:
+    def _keep(self, link: str, entry: Waiting) -> None:
         try:
             url = canonicalize(link)
         except InvalidURL:
@@ -579,18 +549,6 @@ class FocusPolicy:
         waiting[url] = entry
         if len(waiting) > self.config.max_waiting:
             del waiting[next(iter(waiting))]
-
-
-def _priority(prior: float, learnt: float, share: float, place: float) -> float:
-    """A link's priority: its prior and the scorer's probability blended (the scorer's
-    ``share`` grows as it learns), or its place when stronger."""
-    return round(max((1 - share) * prior + share * learnt, place), 4)
-
-
-def _section(host: str, path: str) -> str:
-    """A site's section: its host and its path's first segment (a root page's: the host)."""
-    first, _, rest = path.lstrip("/").partition("/")
-    return f"{host}/{first}" if rest else host
 
 
 def _sharing(shared: SharedLearning | None) -> dict[str, int]:
