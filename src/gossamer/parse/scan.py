@@ -221,6 +221,9 @@ class _Marks:
         data, closes = self.data, self.closes
         if _long_tag(data, closes):
             return True
+        # fewer bytes cannot write `_FEW_NAMES` distinct names (each new one a separator and
+        # a byte more than the 256 of one byte): lexbor takes them in about 0.1 s
+        names = names and len(data) >= 2 * 256 + 3 * (_FEW_NAMES - 256)
         starts = _name_starts(data) if names else None
         names = starts is not None and len(starts) > _FEW_NAMES
         if _quoted_close(self.array, self.marks, self.kinds):
