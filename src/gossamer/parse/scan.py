@@ -228,7 +228,8 @@ class _Marks:
         names = starts is not None and len(starts) > _FEW_NAMES
         if _quoted_close(self.array, self.marks, self.kinds):
             long = _ODD_TAG_BYTES.search(data) is not None
-            names = names and starts is not None and _many_words(data, starts)
+            if names and not long and starts is not None:  # else the tokenizer reads them
+                names = _many_words(data, starts)
             return (long or names) and _odd_read(data, attributes=long, names=names)
         return names and starts is not None and _many_names(data, self.opens, closes, starts)
 
