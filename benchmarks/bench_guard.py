@@ -86,6 +86,13 @@ HOSTILE: dict[str, Callable[[], bytes]] = {
     "10 MB nesting perfectly, 128 deep": lambda: (
         b"<div>" * 127 + b"<p><span><i>x</i></span></p>" * (10 * MB // 29) + b"</div>" * 127
     ),
+    "10 MB of <b><i>x</b></i> (crossed)": lambda: b"<b><i>x</b></i>" * (10 * MB // 16),
+    "10 MB of values in both quotes": lambda: (
+        b"<div a='1' b='x\"y' c=\"it's\">x</div>" * (10 * MB // 36)
+    ),
+    "10 MB of tags of 256 single-quoted values": lambda: (
+        (b"<a " + b" ".join(b"v%d='1'" % i for i in range(256)) + b">x</a>") * (10 * MB // 2030)
+    ),
     "1 MB tag behind a quoted >, no other": lambda: (
         b'<a x=">" ' + b" ".join(b"a%d=1" % i for i in range(120_000)) + b">"
     ),

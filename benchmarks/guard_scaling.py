@@ -47,6 +47,7 @@ SHAPES: dict[str, Callable[[int], bytes]] = {
     "one tag behind a quoted >": lambda s: b'<a x=">" ' + _numbered(b"a%d=1 ", s, 8) + b">",
     "distinct attribute names <br aN=1>": lambda s: _numbered(b"<br a%d=1>", s, 12),
     "distinct tag names <xN></xN>": lambda s: _numbered(b"<x%d></x%d>", s, 14),
+    "<b><i>x</b></i> (crossed)": lambda s: _repeat(b"<b><i>x</b></i>", s),
     "<b> nested": lambda s: _repeat(b"<b>", s),
     "<span> nested": lambda s: _repeat(b"<span>", s),
     "<svg> nested": lambda s: _repeat(b"<svg>", s),

@@ -58,12 +58,32 @@ REFUSED = {
     "plain text": b"<plaintext><div>",
     "a tag name of 16 bytes": b"<abcdefghijklmnop></abcdefghijklmnop>",
     "a NUL in a tag name": b"<ab\x00></ab>",
+    "a single-quoted value holding >": b"<div x='a>b' y='c'>x</div>",
+    "a double-quoted value holding > after a single-quoted one": b"<div x='1' y=\"a>b\">x</div>",
+    "a quote in a name after a single-quoted value": b"<div x='1' a'b='c'>x</div>",
+    "three formatting end tags crossed": b"<b><i><u>x</b></i></u>",
+    "crossed formatting end tags, one left open": b"<b><i>x</b></i></b>",
 }
 
 
 @pytest.mark.parametrize("name", list(REFUSED))
 def test_shapes_it_cannot_read_exactly_are_refused(name: str) -> None:
     assert not plain(b"<html><body>" + REFUSED[name] * 1000)
+
+
+def test_single_quotes_and_crossed_formatting_end_tags_are_read() -> None:
+    """sqlite's pages: values in single quotes (double quotes inside them, and single ones
+    inside double), and a footer ending ``<small><i>x</small></i>``: the page is read as it
+    is (it went to the nesting check's loop, at twice lexbor's parse), and lexbor stays
+    flat."""
+    unit = (
+        b"<div class='x'><a href='/a' onclick='go(\"m\")' title=\"it's\">a</a>"
+        b"<small><i>x</small></i><b><em>y</b>z</em></div>"
+    )
+    body = b"<html><body>" + unit * 3000 + b"</body></html>"
+    assert body.count(b"<") > scan.ORDINARY_MAX_TAGS
+    assert scan.route(body, scan.tag_count(body)) == "plain"
+    assert lexbor_depth(body) <= 6
 
 
 def test_a_slash_ending_an_unquoted_value_closes_nothing() -> None:

@@ -77,8 +77,8 @@ _CLOSES_ITSELF = bytes(
 )
 """1 for the first letters of names a ``/>`` counts as closing: any but the first letters of
 the formatting elements' names (a b big code em font i nobr s small strike strong tt u)."""
-_BEFORE_VALUE = list(b"=\t\n\f\r ")
-"""The bytes a quote opening an attribute value follows: ``=`` or the spaces after it."""
+_IS_BEFORE_VALUE = bytes(byte in b"=\t\n\f\r " for byte in range(256))
+"""1 for the bytes a quote opening an attribute value follows: ``=`` or the spaces after it."""
 _FEW_NAMES = 2 * MAX_ATTRIBUTE_NAMES
 """Attribute names lexbor takes in about 0.1 s even if every one is new (30,720: 0.08 s)."""
 # Byte classes for `_many_names`, by `bytes.translate` (a table lookup at C speed): a name
@@ -221,10 +221,15 @@ class _Marks:
         data, closes = self.data, self.closes
         if _long_tag(data, closes):
             return True
+        # fewer bytes cannot write `_FEW_NAMES` distinct names (each new one a separator and
+        # a byte more than the 256 of one byte): lexbor takes them in about 0.1 s
+        names = names and len(data) >= 2 * 256 + 3 * (_FEW_NAMES - 256)
         starts = _name_starts(data) if names else None
         names = starts is not None and len(starts) > _FEW_NAMES
-        if _quoted_close(data, self.array, self.marks, self.kinds):
+        if _quoted_close(self.array, self.marks, self.kinds):
             long = _ODD_TAG_BYTES.search(data) is not None
+            if names and not long and starts is not None:  # else the tokenizer reads them
+                names = _many_words(data, starts)
             return (long or names) and _odd_read(data, attributes=long, names=names)
         return names and starts is not None and _many_names(data, self.opens, closes, starts)
 
@@ -258,6 +263,20 @@ def _many_names(
     starts = starts[np.searchsorted(bounds, starts, "right") % 2 == 1]
     classes = np.frombuffer(data.translate(_CLASSES), np.uint8)
     stops = np.append(np.flatnonzero((classes - _SEPARATOR) < 3), size)
+    return _distinct_names(data, starts, stops[np.searchsorted(stops, starts + 1)])
+
+
+def _many_words(data: bytes, starts: npt.NDArray[np.intp]) -> bool:
+    """Whether the names that could start at ``starts``, wherever they are (text's words
+    too), are more than `MAX_ATTRIBUTE_NAMES` distinct ones. Where a quoted value could hold
+    ``>``, no tag is known to end at its first ``>``, so the names inside tags cannot be told
+    from the rest; but every one of them is among these, and a real page holds few distinct
+    words: only a page past the limit has its tags read by the guard's tokenizer
+    (`_odd_read`, ten times the cost)."""
+    import numpy as np
+
+    classes = np.frombuffer(data.translate(_CLASSES), np.uint8)
+    stops = np.append(np.flatnonzero((classes - _SEPARATOR) < 3), len(data))
     return _distinct_names(data, starts, stops[np.searchsorted(stops, starts + 1)])
 
 
@@ -351,7 +370,6 @@ def _crowded(data: bytes, start: int, end: int) -> bool:
 
 
 def _quoted_close(
-    data: bytes,
     array: npt.NDArray[np.uint8],
     marks: npt.NDArray[np.intp],
     kinds: npt.NDArray[np.uint8],
@@ -359,27 +377,28 @@ def _quoted_close(
     """Whether a ``>`` could stand in a quoted attribute value: after a quote that follows
     ``=`` or a space inside a tag, before the next quote of its kind (or the end). The first
     value of a tag that holds ``>`` is one of these (no ``>`` stands between it and the tag's
-    ``<``). ``marks`` are the positions of ``>`` and quotes (and maybe ``<``), ``kinds``
-    their bytes."""
+    ``<``). ``marks`` are the positions of ``<``, ``>`` and quotes, ``kinds`` their bytes.
+    Array operations only: a loop over the quotes found cost a third of lexbor's parse on
+    pages whose scripts hold many quoted strings."""
     import numpy as np
 
-    closes = marks[kinds == _GT]
+    is_close, is_open = kinds == _GT, kinds == _LT
+    closes, opens = marks[is_close], marks[is_open]
     for kind in (_DOUBLE, _SINGLE):
         # among the ">" and the quotes of this kind: a ">" between a quote and the next one
-        sequence = np.flatnonzero((kinds == kind) | (kinds == _GT))
+        sequence = np.flatnonzero((kinds == kind) | is_close)
         quotes = np.flatnonzero(kinds[sequence] == kind)
         if not len(quotes):
             continue
         holding = np.diff(quotes, append=len(sequence)) > 1
         at = marks[sequence[quotes[holding]]]
-        at = at[np.isin(array[at - 1], _BEFORE_VALUE)]  # a quote at 0 reads the last byte
+        # a quote at 0 reads the last byte
+        at = at[np.frombuffer(_IS_BEFORE_VALUE, np.bool_)[array[at - 1]]]
         after = np.searchsorted(closes, at) - 1  # the last ">" before each, if any
-        # inside a tag: a "<" (text "<" counts) since that ">"; a ">" stands between two
-        # quotes found, so the stretches searched never overlap
-        starts = np.where(after < 0, 0, closes[after]).tolist()
-        for start, end in zip(starts, at.tolist(), strict=True):
-            if data.find(b"<", start, end) >= 0:
-                return True
+        # inside a tag: a "<" (text "<" counts) since that ">"
+        starts = np.where(after < 0, 0, closes[after])
+        if (np.searchsorted(opens, at) > np.searchsorted(opens, starts)).any():
+            return True
     return False
 
 

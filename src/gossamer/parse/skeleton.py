@@ -17,10 +17,11 @@ names; see :mod:`gossamer.parse.guard`):
 
 - *Tags it reads as lexbor's tokenizer does.* A tag starts at the first ``<`` that starts
   something (a letter, ``/``, ``!``, ``?`` after it) after a ``>``; it ends at the next ``>``
-  because every quoted value in it is double-quoted right after the ``=`` ending a name
-  (that ``=`` after the tag's name, after a letter of the name, not a space), each value's
-  closing quote is followed by a space, ``/`` or ``>``, no single quote stands outside a value,
-  and an unquoted value ends (at a space or that ``>``) before any quote or ``=``: then no
+  because every quoted value in it is quoted right after the ``=`` ending a name (that
+  ``=`` after the tag's name, after a letter of the name, not a space), each value's closing
+  quote (double quotes paired in page order, else both kinds as the tokenizer pairs them:
+  :mod:`gossamer.parse.pairs`) is followed by a space, ``/`` or ``>``, and an unquoted
+  value ends (at a space or that ``>``) before any quote or ``=``: then no
   ``>`` hides in a value, and a ``<`` before it is inside the tag. Comments end where the
   Standard ends them (``<!-->``, ``-->``, ``--!>``); a raw text element's text (``<script>``,
   ``<style>``, ``<title>``, ``<textarea>`` ...) at its first end tag, found by a regex (a
@@ -31,23 +32,24 @@ names; see :mod:`gossamer.parse.guard`):
   no CDATA section, whose text may hold ``>``, in a page holding SVG) a tag written
   self-closing closes itself.
 - *Tags that nest perfectly*, as in :mod:`gossamer.parse.nesting`: every end tag closes the
-  element opened last and not yet closed (checked level by level after a stable sort of the
-  tags by their depth), no more than `MAX_LEVEL` deep, with at most `MAX_OPEN_FORMATTING`
-  formatting elements open at once and no HTML tag written self-closing. Void elements and
-  their end tags count for nothing, and so do ``<p>`` and ``<li>`` and their end tags: such
-  an element may be left open, but only inside an element whose end tag pops it in lexbor (a
-  block, a list, a definition, a table part, a cell, a form, ``<body>``, ``<html>``) or at the
-  top. The argument of :mod:`gossamer.parse.nesting` then holds: when an end tag is read,
-  lexbor's stack holds above its element only ``<p>`` and ``<li>`` (which it pops too),
-  formatting elements rebuilt by the reconstruction (never a scope boundary) and implied table
-  parts, so the end tag pops it. lexbor's stack holds at most the open elements of this
-  reading, two ``<p>``/``<li>`` or two implied table parts above each (a ``<li>`` closes an
-  open ``<li>`` above the nearest element that is neither a ``<p>`` nor a formatting element,
-  a ``<p>`` an open ``<p>``), the rebuilt formatting elements and ``html``, ``head``, ``body``:
-  3 x (`MAX_LEVEL` + 1) + `MAX_OPEN_FORMATTING` + 3, under the guard's ``MAX_DEPTH``. A
-  ``</p>`` or ``</li>`` lexbor reads only pops more; the formatting elements it pops stay in
-  the list, each rebuilt once at most, until their own end tag removes them (in scope: only
-  such elements stand above them).
+  element opened last and not yet closed (checked level by level after a stable sort of the tags
+  by their depth; two formatting end tags may cross, ``<small><i>x</small></i>``: lexbor's stack
+  and list are then as if they did not), no more than `MAX_LEVEL` deep, with at most
+  `MAX_OPEN_FORMATTING` formatting elements open at once and no HTML tag written self-closing.
+  Void elements and their end tags count for nothing, and so do ``<p>`` and ``<li>`` and their
+  end tags: such an element may be left open, but only inside an element whose end tag pops it
+  in lexbor (a block, a list, a definition, a table part, a cell, a form, ``<body>``,
+  ``<html>``) or at the top. The argument of :mod:`gossamer.parse.nesting` then holds: when an
+  end tag is read, lexbor's stack holds above its element only ``<p>`` and ``<li>`` (which it
+  pops too), formatting elements rebuilt by the reconstruction (never a scope boundary) and
+  implied table parts, so the end tag pops it. lexbor's stack holds at most the open elements of
+  this reading, two ``<p>``/``<li>`` or two implied table parts above each (a ``<li>`` closes an
+  open ``<li>`` above the nearest element that is neither a ``<p>`` nor a formatting element, a
+  ``<p>`` an open ``<p>``), the rebuilt formatting elements and ``html``, ``head``, ``body``: 3
+  x (`MAX_LEVEL` + 1) + `MAX_OPEN_FORMATTING` + 3, under the guard's ``MAX_DEPTH``. A ``</p>``
+  or ``</li>`` lexbor reads only pops more; the formatting elements it pops stay in the list,
+  each rebuilt once at most, until their own end tag removes them (in scope: only such elements
+  stand above them).
 - *Attributes*: no tag of more than `MAX_TAG_ATTRIBUTES` attributes (read by the guard's
   tokenizer in the tags of 512 bytes or more, at most 1,024 of them), and at most
   `MAX_ATTRIBUTE_NAMES` distinct names: those before an ``=`` read exactly up to 7 bytes
@@ -57,8 +59,7 @@ names; see :mod:`gossamer.parse.guard`):
 - At most `MAX_TAG_NAMES` names the Standard does not define, and at most 4,096 comments and
   raw text elements.
 
-Every step is linear in the page (numpy's sorts are of small integers, or of the names).
-"""
+Every step is linear in the page (numpy's sorts are of small integers, or of the names)."""
 
 from __future__ import annotations
 
@@ -69,6 +70,7 @@ import numpy as np
 
 from gossamer.parse import names, tokens
 from gossamer.parse.nesting import MAX_LEVEL, MAX_OPEN_FORMATTING, MAX_TAG_NAMES
+from gossamer.parse.pairs import crossed, quoted_values
 from gossamer.parse.tokens import LONG_TAG_CHARS, MAX_ATTRIBUTE_NAMES, MAX_TAG_ATTRIBUTES
 
 if TYPE_CHECKING:
@@ -370,30 +372,52 @@ class _Page:
     def _quotes(self, at: Ints, ends: Ints, is_end: Bools, length: Ints) -> Ints | None:
         """Whether every tag ends at the first ``>`` after its ``<`` (see the module doc):
         the positions of the ``=`` ending attribute names, or None if the page is refused.
-        Tags never overlap, so when each holds an even number of double quotes, they pair
-        up in page order, and a mark lies in a value when an odd number come before it."""
+        Read with double quotes only, then, if that refuses the page, with single ones too
+        (sqlite's pages: ``href='...'``)."""
+        found = self._quoted(at, ends, is_end, length, single=False)
+        if found is None and (self.kinds == _SQ).any():
+            found = self._quoted(at, ends, is_end, length, single=True)
+        return found
+
+    def _quoted(
+        self, at: Ints, ends: Ints, is_end: Bools, length: Ints, *, single: bool
+    ) -> Ints | None:
+        """`_quotes` with double quotes only (a single quote outside a value refuses the
+        page), or with both kinds (``single``). With double quotes only, tags never overlap,
+        so when each holds an even number of them, they pair up in page order, and a mark
+        lies in a value when an odd number come before it. With both, `quoted_values` pairs them
+        as the tokenizer does."""
         marks, kinds, array = self.marks, self.kinds, self.array
         count = len(marks)
         step = np.zeros(count + 1, np.int8)
         step[at + 1] = 1
         step[ends] -= 1  # a tag's ">" is never the mark after another tag's "<"
         in_tag = np.cumsum(step[:-1], dtype=np.int8).view(bool)
-        double = (kinds == _DQ) & in_tag
-        seen = np.cumsum(double, dtype=np.int32)
-        if ((seen[ends] - seen[at]) & 1).any():
-            return None
-        quotes = marks[double]
-        openers, closers = quotes[0::2], quotes[1::2]
+        if single:
+            values = quoted_values(kinds, in_tag, at, ends)
+            if values is None:
+                return None
+            openers, closers = marks[values[0]], marks[values[1]]
+            step = np.zeros(count + 1, np.int8)
+            step[values[0]], step[values[1]] = 1, -1
+            bare = in_tag & (np.cumsum(step[:-1], dtype=np.int8) == 0)
+        else:
+            double = (kinds == _DQ) & in_tag
+            seen = np.cumsum(double, dtype=np.int32)
+            if ((seen[ends] - seen[at]) & 1).any():
+                return None
+            quotes = marks[double]
+            openers, closers = quotes[0::2], quotes[1::2]
+            bare = in_tag & ((seen & 1) == 0)
+            if ((kinds == _SQ) & bare).any():
+                return None
         if not (array[openers - 1] == _EQ).all():
             return None
         if not _IS_NAME_END[array[closers + 1]].all():
             return None
-        bare = in_tag & ((seen & 1) == 0)
-        if ((kinds == _SQ) & bare).any():
-            return None
         bare &= kinds == _EQ
         equals = marks[bare]
-        if not self._unquoted(np.flatnonzero(bare)):
+        if not self._unquoted(np.flatnonzero(bare), single=single):
             return None
         if _IS_NOT_BEFORE_EQUALS[array[equals - 1]].any():
             return None
@@ -417,17 +441,18 @@ class _Page:
         flags: Bools = (array[close - 1] == _SLASH) & ending
         return flags
 
-    def _unquoted(self, equals: Ints) -> bool:
-        """Whether the values after the ``=`` at these mark indices are double-quoted, or
-        unquoted and ending (at a space or the tag's ``>``) before the next mark: no quote
-        then stands in an unquoted value, where lexbor reads it as a letter."""
+    def _unquoted(self, equals: Ints, *, single: bool) -> bool:
+        """Whether the values after the ``=`` at these mark indices are double-quoted (or
+        single-quoted, with ``single``), or unquoted and ending (at a space or the tag's
+        ``>``) before the next mark: no quote then stands in an unquoted value, where lexbor
+        reads it as a letter."""
         marks, array = self.marks, self.array
         where = marks[equals]
         after = array[where + 1]
-        unquoted = after != _DQ
+        unquoted = (after != _DQ) & (after != _SQ) if single else after != _DQ
         if not unquoted.any():
             return True
-        if (after == _SQ).any():
+        if not single and (after == _SQ).any():
             return False
         at = equals[unquoted]
         following = self.kinds[at + 1]  # a "=" in a tag is never the last mark
@@ -481,7 +506,9 @@ class _Page:
         if (match < group[closing]).any() or not opening[match].all():
             return False
         opened, closed = order[match], order[closing]
-        if (key[opened] != key[closed]).any() or (extra[opened] != extra[closed]).any():
+        wrong = (key[opened] != key[closed]) | (extra[opened] != extra[closed])
+        formatting = (bits & _FORMATTING) != 0
+        if wrong.any() and not crossed(opened, closed, wrong, key, extra, formatting):
             return False
         implied = np.flatnonzero(((bits & _IMPLIED) != 0)[order] & ~is_end[order])
         parent = _last_before(np.where(opening, position, -1))[implied]
