@@ -27,6 +27,7 @@ pytestmark = pytest.mark.timeout(60)
 DURATION = 3.0
 GOOD = "Mon, 01 Jan 2024 00:00:00 GMT"
 BEYOND = "Fri, 31 Dec 9999 23:00:00 -0100"  # 10000-01-01T00:00Z
+IDENTICAL = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 _PAGE = '<html><body><a href="/x">x</a></body></html>'
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -110,3 +111,52 @@ async def test_a_304_to_a_request_without_validators_is_no_unchanged_page(
                 if (record.rec_headers.get_header("WARC-Target-URI") or "").endswith("/x"):
                     profiles.append(record.rec_headers.get_header("WARC-Profile"))
     assert profiles and not any(profiles)  # full response records, no revisit claimed
+
+
+class FirstNotModified:
+    """``/x`` answers its first ``bare`` requests 304 (none sends validators), then the same
+    page in full; ``/y`` always 304; ``asked``: the paths requested, in order."""
+
+    def __init__(self, bare: int = 2) -> None:
+        self.bare = bare
+        self.asked: list[str] = []
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        if request.path == "/":
+            page = '<html><body><a href="/x">x</a> <a href="/y">y</a></body></html>'
+            return web.Response(text=page, content_type="text/html")
+        self.asked.append(request.path)
+        if request.path == "/y" or self.asked.count("/x") <= self.bare:
+            return web.Response(status=304)
+        body = "<html><head><title>x</title></head><body>the page</body></html>"
+        return web.Response(text=body, content_type="text/html")
+
+
+async def test_a_304_to_a_first_fetch_is_no_new_page_and_keeps_the_url_due(
+    tmp_path: Path,
+) -> None:
+    site, out = FirstNotModified(), tmp_path / "out"
+    stats = await _recrawl(site.handle, out, max_duration=4.5)
+    answers = [(r["status"], r["change"]) for r in _records(out, "/x")]
+    assert answers[:4] == [(304, None), (304, None), (200, "new"), (200, "unchanged")]
+    new = _records(out, "/x")[2]
+    assert new["previous_fetched_at"] == pytest.approx(
+        _records(out, "/x")[1]["fetched_at"], abs=0.01
+    )
+    assert site.asked.count("/y") >= 3  # never answered in full, never dropped
+    assert {r["change"] for r in _records(out, "/y")} == {None}
+    assert stats.revisits is not None and not stats.revisits["results"].get("not-modified")
+    kinds = []
+    for path in out.rglob("*.warc.gz"):
+        with path.open("rb") as stream:
+            for record in ArchiveIterator(stream):
+                uri = record.rec_headers.get_header("WARC-Target-URI") or ""
+                if uri.endswith("/x") and record.rec_type in ("response", "revisit"):
+                    kinds.append(record.rec_headers.get_header("WARC-Profile"))
+    assert kinds[2:4] == [None, IDENTICAL]
+
+
+async def test_a_304_to_a_first_fetch_has_no_change_without_recrawl(tmp_path: Path) -> None:
+    site, out = FirstNotModified(), tmp_path / "out"
+    await _recrawl(site.handle, out, recrawl=False, max_duration=None)
+    assert [(r["status"], r["change"]) for r in _records(out, "/x")] == [(304, None)]

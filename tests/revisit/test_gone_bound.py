@@ -80,7 +80,10 @@ def _crawl(tmp_path: Path) -> tuple[HeldReads, Clock, Revisits, LocalFrontier]:
     clock = Clock()
     revisits = Revisits(db, lambda url, kind: BOUNDS, clock=clock)
     revisits.observed(
-        GONE, RevisitState(fingerprint(GONE), fetched_at=990.0, interval=10.0, due=1000.0)
+        GONE,
+        RevisitState(
+            fingerprint(GONE), fetched_at=990.0, captured_at=990.0, interval=10.0, due=1000.0
+        ),
     )
     revisits.observed(
         OTHER, RevisitState(fingerprint(OTHER), fetched_at=1010.0, interval=10.0, due=OTHER_DUE)

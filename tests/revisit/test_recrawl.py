@@ -101,6 +101,7 @@ async def test_unchanged_revisits_are_warc_revisit_records(tmp_path: Path) -> No
     async with serve_site() as site:
         await recrawl(site, out)
     kinds: dict[str, list[tuple[str, str | None]]] = {}
+    statuses: dict[str, list[int]] = {}
     for path in sorted((out / "warc").glob("*.warc.gz")):
         with path.open("rb") as stream:
             for record in ArchiveIterator(stream):
@@ -109,6 +110,9 @@ async def test_unchanged_revisits_are_warc_revisit_records(tmp_path: Path) -> No
                 url = record.rec_headers.get_header("WARC-Target-URI")
                 profile = record.rec_headers.get_header("WARC-Profile")
                 kinds.setdefault(url.rsplit("/", 1)[1], []).append((record.rec_type, profile))
+                if record.rec_type == "response":
+                    status = int(record.http_headers.get_statuscode())
+                    statuses.setdefault(url.rsplit("/", 1)[1], []).append(status)
                 if record.rec_type == "revisit":
                     assert record.rec_headers.get_header("WARC-Refers-To-Target-URI") == url
                     assert record.rec_headers.get_header("WARC-Refers-To-Date")
@@ -119,6 +123,9 @@ async def test_unchanged_revisits_are_warc_revisit_records(tmp_path: Path) -> No
         assert kinds[page][0] == ("response", None), page
         assert set(kinds[page][1:]) == {("revisit", profile)}, (page, kinds[page])
     assert {kind for kind, _ in kinds["changing"]} == {"response"}
+    # a tombstone is the answer that said so, archived as it came (a 404, a 301)
+    assert statuses["gone"][0] == 200 and set(statuses["gone"][1:]) == {404}, statuses
+    assert statuses["moved"][0] == 200 and set(statuses["moved"][1:]) == {301}, statuses
 
 
 async def test_one_pace_per_host_for_revisits_and_discovery(tmp_path: Path) -> None:

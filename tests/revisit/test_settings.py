@@ -47,6 +47,10 @@ def test_revisit_tables(tmp_path: Path) -> None:
         ('[[revisit]]\nurl = "*"\nmin = -1\n', ">= 1"),
         ('[[revisit]]\nurl = "*"\nmin = "soon"\n', "Expected `float"),
         ('[[revisit]]\nurl = "*"\nevery = 5\n', "every"),
+        ('[[revisit]]\nurl = "*"\nmin = "5"\n', "'revisit.0.min': Expected `float`"),
+        ('[[revisit]]\nurl = "*"\ninitial = "60"\n', "'revisit.0.initial'"),
+        (f'[[revisit]]\nurl = "re:{"a" * 1998}"\n', "'revisit.0.url': .* length <= 2000"),
+        (f'[[revisit]]\ncontent_type = "{"t" * 2001}"\n', "length <= 2000"),
     ],
 )
 def test_bad_revisit_tables(tmp_path: Path, toml: str, message: str) -> None:
@@ -73,6 +77,20 @@ def test_bad_values_exit_2_with_one_line(
     assert code == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "table", ['min = "5"', 'max = "5"', f'url = "{"*" * 2001}"', "initial = true"]
+)
+def test_bad_revisit_tables_exit_2_with_one_line(
+    table: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    config = tmp_path / "crawl.toml"
+    config.write_text(f'recrawl = true\n[[revisit]]\ncontent_type = "text/"\n{table}\n')
+    argv = ["--config", str(config), "http://a.test/", "--out", str(tmp_path / "out")]
+    assert main(["crawl", *argv]) == 2
+    err = capsys.readouterr().err
+    assert "'revisit.0." in err and err.count("\n") == 1
 
 
 @pytest.mark.parametrize("flag", ["--revisit-min", "--revisit-max", "--max-duration"])

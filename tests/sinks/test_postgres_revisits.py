@@ -40,3 +40,14 @@ async def test_every_change_value_reaches_the_store(
     assert (etag["status"], etag["change"]) == (304, "unchanged") and etag["bytes"] > 0
     assert ARTICLE[:40] in etag["text"]
     assert rows["changing"]["change"] == "changed"
+
+
+async def test_a_first_fetch_is_new_in_the_store(
+    tmp_path: Path, pg: PostgresServer, table: str
+) -> None:
+    out = tmp_path / "out"
+    async with serve_site() as site:
+        await recrawl(site, out, store=pg.table_url(table), recrawl=False, warc=False)
+    rows = await table_rows(pg.url, table)
+    assert len(rows) == len(records(out)) >= 9
+    assert {(row["change"], row["previous_fetched_at"]) for row in rows} == {("new", None)}

@@ -4,12 +4,16 @@ each file it reads."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gossamer.discover import Entry, FileResult, Flag
 from gossamer.fetch.http import FetchResult
+from gossamer.redact import redact_url
 from gossamer.sinks.base import PageRecord, WarcLocation
 from gossamer.urls import fingerprint
 
@@ -25,7 +29,11 @@ __all__ = [
     "SitemapStats",
     "entry_rows",
     "file_record",
+    "finish_claim",
+    "release_claim",
 ]
+
+log = logging.getLogger(__name__)
 
 NOT_FLAGGED = frozenset({Flag.OUT_OF_SCOPE})
 """Flags that leave a file unflagged: entries of other sites are dropped as a rule."""
@@ -130,3 +138,20 @@ def file_record(
         extra={"format": str(file.format), "entries": file.count, "dropped": file.dropped},
         kind="sitemap",
     )
+
+
+async def finish_claim(claims: Claims, url: str) -> None:
+    """Mark ``url``'s read done once its records are in every sink; if Redis cannot be told,
+    the claim expires and another worker reads the sitemap again."""
+    try:
+        await claims.finish(url)
+    except Exception:
+        log.warning("sitemap %s read, not marked done: may be read again", redact_url(url))
+
+
+async def release_claim(claims: Claims | None, url: str) -> None:
+    """A stopped or failed read gives its claim back, so another worker may read the sitemap
+    now (None: no claims, a crawl of its own)."""
+    if claims is not None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(claims.release(url), 2.0)

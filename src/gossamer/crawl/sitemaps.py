@@ -34,7 +34,9 @@ A sitemap read to its end is staged in ``sitemap_reads`` after its entries and r
 entries seen before are duplicates then), and none read already. A continuous crawl
 (``--recrawl``) reads each sitemap again ``reread`` seconds after its last read (its URL's
 initial revisit interval: ``[[revisit]]`` tables set a feed's), so what it announces later is
-found; with ``--resume`` it reads them all again at the start.
+found, sooner after a read that failed (a bounded backoff: :mod:`~.sitemaprereads`); with
+``--resume`` it reads them all again at the start. A read that ended with an error of its own
+is recorded too (kind ``sitemap``, error ``internal-error``), and not marked read.
 
 In a cluster job each worker has its stage and reads the sitemaps of the hosts whose
 robots.txt it fetched (its partitions' hosts, or one learnt out of band, at the host's pace in
@@ -69,7 +71,10 @@ from gossamer.crawl.sitemapfiles import (
     SitemapStats,
     entry_rows,
     file_record,
+    finish_claim,
+    release_claim,
 )
+from gossamer.crawl.sitemaprereads import Rereads, failed
 from gossamer.crawldb import CrawlDB
 from gossamer.discover import (
     Entry,
@@ -122,9 +127,7 @@ class SitemapStage:
         reread: Callable[[str], float] | None = None,
     ) -> None:
         self._fetch = fetch
-        self._reread = reread
-        self._timers: dict[str, asyncio.TimerHandle] = {}
-        """The next read of each sitemap read (a continuous crawl's), by URL."""
+        self._rereads = Rereads(reread, self._again)
         self._db = db
         self._allowed = allowed
         self._archive = archive
@@ -181,7 +184,7 @@ class SitemapStage:
         again."""
         rows = self._db.query("SELECT origin, url FROM sitemap_reads")
         read = [(origin, self._db.reveal(url)) for origin, url in rows]  # its password back
-        if self._reread is None:
+        if not self._rereads.on:
             self._done.update(read)
         for origin, url in [*read, *self._db.query("SELECT host, url FROM sitemaps")]:
             self._want(origin, url)
@@ -253,64 +256,58 @@ class SitemapStage:
             try:
                 await self._read(url, origins)
             except asyncio.CancelledError:
-                await self._release(url)
+                await release_claim(self._claims, url)
                 raise
             if self._claims is not None and self._ledger is not None:
-                self._ledger.after_checkpoint(functools.partial(self._finish, self._claims, url))
+                self._ledger.after_checkpoint(functools.partial(finish_claim, self._claims, url))
         except asyncio.CancelledError:
             raise
         except Exception:  # a bug a sitemap revealed ends its read, not the crawl
             log.exception("internal error reading sitemap %s; crawl goes on", redact_url(url))
+            await self._failed(url, origins)
         return origins
+
+    async def _failed(self, url: str, origins: set[str]) -> None:
+        """A read that ended with an error of its own (see the module doc)."""
+        with contextlib.suppress(Exception):  # the record must not be the next error
+            self._file(FileResult(url, None, Format.UNKNOWN, 0), error="internal-error")
+        await release_claim(self._claims, url)
+        self._rereads.failure(url, origins)
 
     def _ask_later(self, url: str, origins: set[str]) -> None:
         """A continuous job's sitemap another worker read or reads: claimed again once the
         claims say its next read may be due."""
-        wait = None if self._reread is None or self._claims is None else self._claims.later(url)
+        wait = None if not self._rereads.on or self._claims is None else self._claims.later(url)
         if wait is not None:
-            if (timer := self._timers.get(url)) is not None:
-                timer.cancel()
-            loop = asyncio.get_running_loop()
-            self._timers[url] = loop.call_later(wait, self._again, url, origins)
-
-    @staticmethod
-    async def _finish(claims: Claims, url: str) -> None:
-        """Mark ``url``'s read done once its records are in every sink; if Redis cannot be
-        told, the claim expires and another worker reads the sitemap again."""
-        try:
-            await claims.finish(url)
-        except Exception:
-            log.warning("sitemap %s read, not marked done: may be read again", redact_url(url))
-
-    async def _release(self, url: str) -> None:
-        """A stopped read gives its claim back, so another worker reads the sitemap now."""
-        if self._claims is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._claims.release(url), 2.0)
+            self._rereads.later(url, origins, wait)
 
     async def _read(self, url: str, origins: set[str]) -> None:
         began = asyncio.get_running_loop().time()
         left = self._budgets.left(origins)
         if left > 0:
             limits = replace(self._limits, max_files=min(self._limits.max_files, left))
-            self._budgets.spend(url, origins, await self._walk(url, origins, limits))
+            files, unanswered = await self._walk(url, origins, limits)
+            self._budgets.spend(url, origins, files)
         else:  # the sitemaps its site's robots.txt names took their files
             self._file(FileResult(url, None, Format.UNKNOWN, 0, flags=(Flag.TOO_MANY_FILES,)))
+            unanswered = False
         self._db.stage(READ_SQL, [(origin, self._db.hide(url)) for origin in origins])
         self._done.update((origin, url) for origin in origins)
-        if self._reread is not None:  # its interval runs from this read's start, as a page's
-            when = began + self._reread(url)
-            self._timers[url] = asyncio.get_running_loop().call_at(when, self._again, url, origins)
+        if unanswered:
+            self._rereads.failure(url, origins)
+        else:
+            self._rereads.read(url, origins, began)
 
-    async def _walk(self, url: str, origins: set[str], limits: Limits) -> int:
-        """Read ``url`` (and the sitemaps it lists) within ``limits``; the files read."""
+    async def _walk(self, url: str, origins: set[str], limits: Limits) -> tuple[int, bool]:
+        """Read ``url`` (and the sitemaps it lists) within ``limits``; the files read, and
+        whether the sitemap's own fetch failed as a page's is retried."""
         scope = SitemapScope({origin: [url] for origin in origins if origin != GIVEN})
         batch: list[Entry] = []
-        files, share = 0, LoopShare()
+        files, share, unanswered = 0, LoopShare(), False
         async for item in read_sitemaps([url], self._reply, scope=scope, limits=limits):
             if isinstance(item, FileResult):
                 await self._admit(batch)
-                self._file(item)
+                unanswered |= self._file(item) and item.depth == 0
                 files += 1
             else:
                 batch.append(item)
@@ -318,11 +315,10 @@ class SitemapStage:
                     await self._admit(batch)
                     await share.pause()
         await self._admit(batch)
-        return files
+        return files, unanswered
 
     def _again(self, url: str, origins: set[str]) -> None:
         """A continuous crawl's next read of ``url``, for the origins its last read granted."""
-        self._timers.pop(url, None)
         self._budgets.refund(url)
         named = self._named.get(url, set())
         for origin in origins:
@@ -362,8 +358,8 @@ class SitemapStage:
         self._counts.entries += len(entries)
         self._counts.admitted += added.added
 
-    def _file(self, file: FileResult) -> None:
-        """Record one file read."""
+    def _file(self, file: FileResult, error: str | None = None) -> bool:
+        """Record one file read (``error``: its read's); whether its fetch failed."""
         answer = self._answers.pop(file.url, Answer(None))
         blocked = (
             self._allowed is not None and answer.result is None and Flag.HTTP_ERROR in file.flags
@@ -374,7 +370,11 @@ class SitemapStage:
         counts.blocked += blocked
         counts.flagged += bool(set(flags) - NOT_FLAGGED)
         if self._ledger is not None:
-            self._ledger.note(file_record(file, answer, flags, blocked), answer.archived)
+            record = file_record(file, answer, flags, blocked)
+            if error is not None:
+                record = replace(record, error=error)
+            self._ledger.note(record, answer.archived)
+        return failed(answer.result)
 
     # -- the rest ---------------------------------------------------------------------------
 
@@ -392,9 +392,9 @@ class SitemapStage:
 
     async def close(self) -> None:
         """Stop the reads under way (a stopped crawl reads them again when resumed)."""
+        self._rereads.close()
         tasks = list(self._tasks.values())
-        handles: list[asyncio.TimerHandle | asyncio.Task[None]] = [*self._timers.values(), *tasks]
-        for handle in handles:
-            handle.cancel()
+        for task in tasks:
+            task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.gather(*tasks, return_exceptions=True)

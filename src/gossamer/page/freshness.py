@@ -2,7 +2,12 @@
 ``change``, the URL's next revisit and what an archive keeps of an unchanged page.
 
 * A first fetch is ``new``; a 2xx page gets its row of revisit state (validators, digests, the
-  first interval: :mod:`gossamer.frontier.revisits`). Other first answers are not revisited.
+  first interval: :mod:`gossamer.frontier.revisits`). Other first answers are not revisited,
+  but a ``304``: answered to a request that sent no validators, it says nothing of the page,
+  so its record has no ``change`` and the URL gets a row with nothing captured (no validators,
+  no digests), due again one ``initial`` interval later, and so on until an answer says
+  something: a 2xx one is then the URL's first capture (``new``, with
+  ``previous_fetched_at``), another (404, a redirect, ...) is ``new`` and not revisited.
 * A revisit answered ``304`` is ``unchanged`` (``not-modified``: no body was downloaded) if it
   sent validators; a 304 to a request that sent none says nothing of the page (below). A 2xx
   one is ``unchanged`` when its payload digest is the last fetch's, or its main-text digest is
@@ -48,6 +53,9 @@ class Freshness:
             self._first(state, action)
             return
         state.previous_fetched_at = previous.fetched_at
+        if not _captured(previous):
+            self._uncaptured(state, action, previous)
+            return
         status = state.result.status
         if status == 304 and conditional_headers(self._revisits.validators(url)) is not None:
             self._unchanged(state, previous, previous, NOT_MODIFIED)
@@ -61,6 +69,9 @@ class Freshness:
 
     def _first(self, state: PageState, action: Action) -> None:
         result = state.result
+        if result.status == 304:
+            self._again(state, None)
+            return
         state.change = "new" if result.status is not None else None
         if action is not Action.STORE:
             return
@@ -74,6 +85,29 @@ class Freshness:
             due=now + self._revisits.wait(bounds.initial),
         )
         self._revisits.observed(state.lease.url, self._content(state, fresh))
+
+    def _uncaptured(self, state: PageState, action: Action, previous: RevisitState) -> None:
+        """An answer to a URL whose every answer so far was a bare 304 (nothing captured)."""
+        status = state.result.status
+        if action is Action.STORE or status == 304:
+            self._first(state, action)
+        elif status is None:  # no answer: try again, as any revisit
+            self._again(state, previous)
+        else:  # the first answer that says something, and not a page: not revisited
+            state.change = "new"
+            now = state.result.fetched_at
+            self._revisits.observed(state.lease.url, replace(previous, fetched_at=now, due=None))
+
+    def _again(self, state: PageState, previous: RevisitState | None) -> None:
+        """Nothing captured yet: the URL's row says when it was asked, and that it is due
+        again one ``initial`` interval later (no validators, no digests: a 304 to a request
+        that sent none tells nothing of them)."""
+        result = state.result
+        bounds = self._revisits.bounds(state.lease.url, result.content_type)
+        now = result.fetched_at
+        row = previous or RevisitState(state.lease.fp, interval=bounds.initial)
+        due = now + self._revisits.wait(bounds.initial)
+        self._revisits.observed(state.lease.url, replace(row, fetched_at=now, due=due))
 
     def _content(self, state: PageState, row: RevisitState) -> RevisitState:
         """``row`` with the validators, digests, size and type of the page's answer."""
@@ -161,6 +195,12 @@ class Freshness:
         due = now + previous.interval if gone < self._revisits.max_gone else None
         row = replace(previous, fetched_at=now, gone=gone, due=due)
         self._revisits.observed(state.lease.url, row)
+
+
+def _captured(row: RevisitState) -> bool:
+    """Whether a page was ever captured at ``row``'s URL (a row with nothing captured has
+    neither digest nor capture time: see :meth:`Freshness._again`)."""
+    return row.payload is not None or row.text is not None or row.captured_at > 0
 
 
 __all__ = ["Freshness"]

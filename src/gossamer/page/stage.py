@@ -224,7 +224,7 @@ class PageStage:
             self._count_signals(state)
         if self._freshness is not None:
             self._freshness.judge(state, action)
-        elif result.status is not None:
+        elif result.status not in (None, 304):  # a 304 to no validators says nothing
             state.change = "new"  # no --recrawl: every fetch is a URL's first
         return _result(state)
 

@@ -20,6 +20,7 @@ from msgspec import Meta
 from gossamer.settings.base import FieldError, InvalidSetting, SettingsError, SettingsModel
 from gossamer.settings.cluster import ClusterSettings
 from gossamer.settings.models import CrawlSettings
+from gossamer.settings.revisit import check_tables
 
 Settings = TypeVar("Settings", bound=SettingsModel)
 
@@ -244,6 +245,8 @@ def _prepared(model: type[SettingsModel], values: Mapping[str, Any]) -> dict[str
                 prepared[name] = _budget_pairs(value)
             elif kind is bool and value.lower() in _TRUE | _FALSE:
                 prepared[name] = value.lower() in _TRUE
+        elif name == "revisit":
+            check_tables(value)
         if kind is float and not _finite(value):
             raise InvalidSetting(name, "Input should be a finite number")
     return prepared

@@ -5,7 +5,10 @@ Every fetched URL starts at ``revisit_initial`` seconds and its interval moves b
 ``[[revisit]]`` tables of the TOML file override the three for the URLs they match: by a glob
 (``url = "*/feed*"``), a regular expression (``url = "re:/news/\\d+"``, run by RE2 in linear
 time) or a content type (``content_type = "application/pdf"``); the first table that matches
-wins. Values are seconds, at least 1, so tests can run on a short clock.
+wins. Values are seconds, at least 1, so tests can run on a short clock, and numbers in a
+table (``min = "5"`` is refused, although the environment's and flags' strings are numbers: a
+table comes from the TOML file only). A pattern or content type is at most
+``MAX_PATTERN_CHARS`` characters.
 
 Defaults: a day to start (what a site's most-linked pages change by, and what Nutch and
 StormCrawler start a page at), an hour at least (a news front page changes more often than
@@ -22,10 +25,16 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
+from gossamer.settings.base import InvalidSetting
+
 DEFAULT_INITIAL = 86_400.0
 DEFAULT_MIN = 3_600.0
 DEFAULT_MAX = 30 * 86_400.0
 REGEX_PREFIX = "re:"
+MAX_PATTERN_CHARS = 2_000
+"""The longest ``url`` or ``content_type`` of a ``[[revisit]]`` table: a pattern is compiled
+when the settings load and matched against every URL fetched."""
+_INTERVALS = ("initial", "min", "max")
 
 Seconds = Annotated[float, Meta(ge=1, le=10 * 365 * 86_400, description="Seconds (at least 1).")]
 
@@ -34,13 +43,26 @@ class RevisitRule(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     """One ``[[revisit]]`` table: the intervals of the URLs it matches (unset ones are the
     crawl's own)."""
 
-    url: Annotated[
-        str | None,
-        Meta(description="A glob of URLs (*, ?), or a regular expression after 're:'."),
-    ] = None
-    content_type: Annotated[
-        str | None, Meta(description="A content type (application/pdf), or a prefix (text/).")
-    ] = None
+    url: (
+        Annotated[
+            str,
+            Meta(
+                max_length=MAX_PATTERN_CHARS,
+                description="A glob of URLs (*, ?), or a regular expression after 're:'.",
+            ),
+        ]
+        | None
+    ) = None
+    content_type: (
+        Annotated[
+            str,
+            Meta(
+                max_length=MAX_PATTERN_CHARS,
+                description="A content type (application/pdf), or a prefix (text/).",
+            ),
+        ]
+        | None
+    ) = None
     initial: Seconds | None = None
     min: Seconds | None = None
     max: Seconds | None = None
@@ -52,6 +74,25 @@ class RevisitRule(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
             url_regex(self.url)  # a bad pattern fails when the settings load
         if self.min is not None and self.max is not None and self.min > self.max:
             raise ValueError(f"[[revisit]] {self.url or self.content_type}: min > max")
+
+
+def check_tables(tables: object) -> None:
+    """Raise `InvalidSetting` for a ``[[revisit]]`` table whose interval is not a number
+    (the settings are converted leniently, for the strings of the environment and flags)."""
+    if not isinstance(tables, list):
+        return  # not a list of tables: its conversion says so
+    for index, table in enumerate(tables):
+        if not isinstance(table, dict):
+            continue
+        for key in _INTERVALS:
+            value = table.get(key)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float)
+            ):
+                kind = type(value).__name__
+                raise InvalidSetting(
+                    f"revisit.{index}.{key}", f"Expected `float` (seconds), got `{kind}`"
+                )
 
 
 def url_regex(pattern: str) -> str:
@@ -94,9 +135,11 @@ __all__ = [
     "DEFAULT_INITIAL",
     "DEFAULT_MAX",
     "DEFAULT_MIN",
+    "MAX_PATTERN_CHARS",
     "RevisitRule",
     "Seconds",
     "check_intervals",
+    "check_tables",
     "rule_intervals",
     "url_regex",
 ]
