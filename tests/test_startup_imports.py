@@ -36,6 +36,7 @@ def test_version_and_help_load_no_subcommand() -> None:
 
 def test_crawl_modules_load_no_socks_nor_public_suffixes() -> None:
     names = ["python_socks", "publicsuffixlist", "http.cookiejar", "gossamer.fetch.http"]
+    names += ["gossamer.balance.probe"]  # a cluster worker's bandwidth meter
     loaded = _loaded(["--version"], names, extra="import gossamer.crawl.assembly")
     assert loaded == {"gossamer.fetch.http"}
 
