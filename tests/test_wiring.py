@@ -90,3 +90,16 @@ def test_stages_hold_what_was_built_and_do_nothing() -> None:
         name for name, value in vars(Stages).items() if callable(value) and name[:2] != "__"
     ]
     assert behaviour == []
+
+
+async def test_only_a_cluster_worker_meters_its_bandwidth(tmp_path: Path) -> None:
+    # The meter feeds a worker's capability figures alone: a crawl of one process reports
+    # none, so its fetcher counts no body chunk into one.
+    settings = settings_for(tmp_path / "local", seeds=["http://a.test/"])
+    async with open_stages(settings, ["http://a.test/"]) as stages:
+        assert stages.meter is None
+        assert stages.fetcher.meter is None
+    settings = settings_for(tmp_path / "worker", seeds=["http://a.test/"])
+    async with open_stages(settings, ["http://a.test/"], worker="w1") as stages:
+        assert stages.meter is not None
+        assert stages.fetcher.meter is stages.meter

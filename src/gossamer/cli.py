@@ -67,9 +67,9 @@ def _ui_parser(sub: Any) -> None:
 
 _COMMANDS: dict[str, tuple[Callable[[Any], None], str]] = {
     "cluster": (_cluster_parser, "crawl one job with many workers through Redis"),
-    "plan": (_plan_parser, "node cost plan: first-fit placement"),
+    "plan": (_plan_parser, "node cost plan: first-fit placement and cost curve"),
     "rules": (_rules_parser, "check, test and try rule documents"),
-    "ui": (_ui_parser, "serve the web dashboard of crawls and jobs"),
+    "ui": (_ui_parser, "serve the web dashboard of crawls and cluster jobs"),
     "wacz": (_wacz_parser, "package crawls' WARC files as a WACZ file"),
 }
 """Commands whose modules are imported and parsers built only when they run (or for
@@ -85,9 +85,10 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _crawl_parser(sub)
     command = next((arg for arg in argv or () if not arg.startswith("-")), None)
-    known = command in ("crawl", *_COMMANDS)
+    # No command (``--version``, ``--help``): the placeholders' help lines are all it shows.
+    unknown = command is not None and command not in ("crawl", *_COMMANDS)
     for name, (add_parser, summary) in _COMMANDS.items():
-        if argv is None or not known or name == command:
+        if argv is None or unknown or name == command:
             add_parser(sub)
         else:
             sub.add_parser(name, help=summary, add_help=False)

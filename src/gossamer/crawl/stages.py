@@ -10,7 +10,6 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gossamer.balance.probe import BandwidthMeter
 from gossamer.crawl.builders import (
     authenticator,
     check_extraction,
@@ -46,6 +45,7 @@ from gossamer.sinks.jsonl import ItemJsonlSink, JsonlSink
 from gossamer.urls import Scope
 
 if TYPE_CHECKING:
+    from gossamer.balance.probe import BandwidthMeter
     from gossamer.extract.pdf import PdfPool
     from gossamer.extract.rules import RuleSet
     from gossamer.extract.rules.pool import RulePool
@@ -71,7 +71,8 @@ class Stages:
     store: RecordSink | None = None
     """With ``--store``: the shared page store, after pages.jsonl."""
     meter: BandwidthMeter | None = None
-    """Fed by the fetcher with every body chunk received (a worker's bandwidth figures)."""
+    """A cluster worker's: fed by the fetcher with every body chunk received (its bandwidth
+    figures); None in a crawl of one process, which reports none."""
     warc: WarcWriter | None = None
     """With ``--warc``: where every fetch is archived."""
     pdf: PdfPool | None = None
@@ -106,7 +107,7 @@ class _Fetching:
 
     fetcher: Fetcher
     proxies: ProxyPool | None
-    meter: BandwidthMeter
+    meter: BandwidthMeter | None
     auth: Authenticator | None
     politeness: PolitenessPolicy
     gate: HostGate
@@ -149,7 +150,7 @@ async def open_stages(
         scope = crawl_scope(settings, seeds)
         check_url = proxy_check_url(settings, [first_seed] if first_seed else seeds)
         del seeds  # 200,000 seed origins cost 16 MB: the scope holds what the crawl needs
-        built = _open_fetching(stack, settings, scope, check_url, db)
+        built = _open_fetching(stack, settings, scope, check_url, db, worker is not None)
         pdf, pool = _open_pools(stack, settings, rules is not None)
         renderer = rendering_fetcher(settings, built.fetcher, scope, built.robots, built.gate)
         if renderer is not None:
@@ -184,11 +185,18 @@ def _open_fetching(
     scope: Scope,
     check_url: str | None,
     db: CrawlDB,
+    metered: bool,
 ) -> _Fetching:
     """The fetcher with its proxies, logins, politeness and host gate, the WARC archive and
-    the robots.txt cache, each entered on ``stack`` as it is built."""
+    the robots.txt cache, each entered on ``stack`` as it is built; ``metered``: with the
+    bandwidth meter a cluster worker reports (a crawl of one process spares every body chunk
+    its count, and itself the balancer's module)."""
     proxies = proxy_pool(settings)  # holds nothing until started: closed with the fetcher
-    meter = BandwidthMeter()
+    meter = None
+    if metered:
+        from gossamer.balance.probe import BandwidthMeter
+
+        meter = BandwidthMeter()
     auth = authenticator(settings, db, scope)
     politeness = politeness_policy(settings)
     gate = HostGate(politeness)

@@ -25,16 +25,16 @@ the one ``publicsuffixlist`` ships (no network), read once, when a cookie first 
 from __future__ import annotations
 
 import functools
-import http.cookiejar
 import ipaddress
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlsplit
 
-from publicsuffixlist import PublicSuffixList
+if TYPE_CHECKING:
+    from publicsuffixlist import PublicSuffixList
 
 __all__ = [
     "CookieJar",
@@ -296,6 +296,8 @@ def _attributes(
         elif key == "max-age" and _MAX_AGE_VALUE.fullmatch(argument):
             max_age = now + min(int(argument), MAX_AGE) if int(argument) > 0 else now - 1
         elif key == "expires":
+            import http.cookiejar  # first cookie with an expiry date: most crawls set none
+
             when = http.cookiejar.http2time(argument)  # type: ignore[attr-defined]
             expires = when if when is not None else expires
     return domain, path, secure, max_age, expires
@@ -317,7 +319,10 @@ def _host_only(host: str, domain: str | None, allow: Callable[[str], bool]) -> b
 @functools.cache
 def _public_suffixes() -> PublicSuffixList:
     """The Public Suffix List ``publicsuffixlist`` ships (read once: some 50 ms); a name
-    under no rule of it has its last label as its suffix (the list's ``*`` rule)."""
+    under no rule of it has its last label as its suffix (the list's ``*`` rule). Imported
+    here too, with the list: a crawl no site sets a domain cookie in loads neither."""
+    from publicsuffixlist import PublicSuffixList
+
     return PublicSuffixList()
 
 

@@ -83,8 +83,9 @@ def header_map(raw: CIMultiDictProxy[str]) -> Mapping[str, str]:
     """The headers, names lower-cased, names and values made valid text (`safe_text`)."""
     headers: dict[str, str] = {}
     for name, value in raw.items():
-        key = safe_text(name.lower())
-        value = safe_text(value)
+        key = name.lower()
+        if not (key.isascii() and value.isascii()):  # ASCII is valid text as it is
+            key, value = safe_text(key), safe_text(value)
         previous = headers.get(key)
         if previous is None:
             headers[key] = value

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -46,7 +47,6 @@ from aiohttp.http_exceptions import (
     LineTooLong,
     TransferEncodingError,
 )
-from python_socks import ProxyError as SocksError
 
 from gossamer.fetch.decoding import BOMB_RATIO
 from gossamer.fetch.guard import BlockedAddress
@@ -114,10 +114,18 @@ REASONS: tuple[tuple[_Kinds, _Why], ...] = (
     (ConnectionResetError, "connection-reset"),
     (OSError, _socket),
     (aiohttp.ClientError, "client-error"),
-    (SocksError, "socks-error"),
     (NoProxy, "no-proxy"),
 )
-"""Exception types and their reason (or the function that tells it), the first match wins."""
+"""Exception types and their reason (or the function that tells it), the first match wins;
+a SOCKS proxy's errors (:func:`_socks_error`) are matched after them."""
+
+
+def _socks_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is a SOCKS proxy's error. ``python_socks`` is looked up, not imported:
+    only a SOCKS proxy's connector (``aiohttp_socks``) loads it, and until one has, no error
+    can be its; a crawl through no SOCKS proxy never pays its import."""
+    module = sys.modules.get("python_socks")
+    return module is not None and isinstance(exc, module.ProxyError)
 
 
 def reason(exc: BaseException, url: str) -> str:
@@ -126,6 +134,8 @@ def reason(exc: BaseException, url: str) -> str:
     for kinds, why in REASONS:
         if isinstance(exc, kinds):
             return why if isinstance(why, str) else why(exc)
+    if _socks_error(exc):
+        return "socks-error"
     log.warning(
         "unexpected error fetching %s",
         redact_url(url),

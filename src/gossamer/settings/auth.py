@@ -1,7 +1,5 @@
 """The settings of one login (an ``[[auth]]`` table): :class:`AuthSettings`."""
 
-from __future__ import annotations
-
 import re
 from pathlib import Path
 from typing import Annotated, Literal

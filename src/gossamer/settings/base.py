@@ -1,7 +1,5 @@
 """The base of the settings models: their errors and :class:`SettingsModel`."""
 
-from __future__ import annotations
-
 from collections.abc import Iterator
 from typing import Any, ClassVar
 

@@ -1,8 +1,6 @@
 """What a cluster job adds to a crawl's settings: :class:`ClusterSettings`, and the rule
 documents a job carries (:class:`ShippedRules`)."""
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from msgspec import Meta

@@ -3,8 +3,6 @@ told) and :class:`JobSettings` (with what a cluster job adds), the types of thei
 what their ``__post_init__`` checks. The errors and the base model are in ``base``, a login's
 settings in ``auth``, the cluster's in ``cluster``."""
 
-from __future__ import annotations
-
 import re
 from pathlib import Path
 from typing import Annotated, Literal

@@ -17,8 +17,6 @@ days at most (a page that never changes is still checked monthly, so a change or
 seen within a month).
 """
 
-from __future__ import annotations
-
 import re
 from typing import Annotated
 
