@@ -10,8 +10,10 @@ and exit status 2.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import signal
 import socket
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,8 @@ PASSWORD = "Cr@wl/s3cret:9%"
 WRONG = "Wr0ng-s3cret-Zx"
 SECRETS = (ADMIN, PASSWORD, WRONG)
 PAGES = 4
+LIMIT = 50
+"""Seconds a command may run before it is killed (its output then goes in the failure)."""
 
 
 def _clean(text: str) -> None:
@@ -63,14 +67,32 @@ async def _gossamer(*args: str, env: dict[str, str] | None = None) -> tuple[int,
         stderr=asyncio.subprocess.STDOUT,
         env={**environ, **(env or {})},
     )
+    communicate = asyncio.ensure_future(proc.communicate())
     try:
-        out, _ = await asyncio.wait_for(proc.communicate(), 50)
+        out, _ = await asyncio.wait_for(asyncio.shield(communicate), LIMIT)
     except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        raise
+        said = await _last_words(proc, communicate)
+        raise TimeoutError(f"gossamer {' '.join(args)} still ran after {LIMIT}s:\n{said}") from None
     assert proc.returncode is not None
     return proc.returncode, out.decode()
+
+
+async def _last_words(
+    proc: asyncio.subprocess.Process, communicate: asyncio.Future[tuple[bytes, bytes]]
+) -> str:
+    """What a command that ran too long printed, its asyncio tasks last (a worker prints
+    them on SIGUSR1), once it is killed."""
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(signal.SIGUSR1)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.shield(communicate), 2)
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+    try:
+        out, _ = await asyncio.wait_for(communicate, 10)
+    except TimeoutError:  # a child of its own still holds the pipe
+        return "(its output could not be read)"
+    return out.decode(errors="replace")
 
 
 async def _crawl_job(
