@@ -68,7 +68,9 @@ class Notices:
         """Cancel the listener and wait for its end: again every second, at most
         :data:`_CANCELS` times, should a cancel be lost (see :meth:`_listen`)."""
         task, self._task = self._task, None
-        for _ in range(_CANCELS if task is not None else 0):
+        if task is None:
+            return
+        for _ in range(_CANCELS):
             task.cancel()
             await asyncio.wait({task}, timeout=1.0)
             if task.done():
