@@ -35,7 +35,10 @@ log = logging.getLogger(__name__)
 WORDS = frozenset({"assignment", "state", "wake", "leader"})
 """What a notice may say."""
 _RETRY = (0.5, 1.0, 2.0, 5.0)
-"""Seconds before subscribing again after a failure, growing, then the last kept."""
+"""Seconds before subscribing again after a failure, growing, then the last kept (a
+subscription the ACL refuses fails at its reply: it is tried again every 5 s)."""
+_CANCELS = 10
+"""Cancels :meth:`Notices.stop` sends, a second apart, before it leaves the listener be."""
 
 
 class Notices:
@@ -62,13 +65,22 @@ class Notices:
         self._task = asyncio.create_task(self._listen())
 
     async def stop(self) -> None:
+        """Cancel the listener and wait for its end: again every second, at most
+        :data:`_CANCELS` times, should a cancel be lost (see :meth:`_listen`)."""
         task, self._task = self._task, None
-        if task is not None:
+        if task is None:
+            return
+        for _ in range(_CANCELS):
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await asyncio.wait({task}, timeout=1.0)
+            if task.done():
+                return
 
     async def _listen(self) -> None:
+        """Subscribe and hear notices until cancelled. On Python 3.11 a cancel can be lost in
+        redis-py (``asyncio.wait_for`` drops one that comes as its awaited write ends): the
+        loop ends at its next failure still, and :meth:`stop` cancels again."""
+        task = asyncio.current_task()
         failures = 0
         while True:
             pubsub = self._control.redis.pubsub(ignore_subscribe_messages=True)
@@ -76,13 +88,15 @@ class Notices:
                 if failures:
                     await self._reload()
                 await pubsub.subscribe(*self._channels)
-                self._set(True)
-                failures = 0
                 while True:
                     message = await pubsub.get_message(timeout=None)
+                    self._set(True)  # confirmed (None: the subscription's reply) or heard
+                    failures = 0
                     if message is not None:
                         self._hear(message)
             except Exception as exc:  # the listener never dies: polls stand in meanwhile
+                if task is not None and task.cancelling():
+                    raise asyncio.CancelledError from exc
                 self._set(False)
                 wait = _RETRY[min(failures, len(_RETRY) - 1)]
                 failures += 1
