@@ -15,11 +15,11 @@ sentence with a stop), or whose prose leaves the model unsure, is read by its fi
 documentation, English) that took 0.16 ms a page instead of 0.37 for the first 2,048
 characters, with English found on 2,592 pages instead of 2,544 and no page given another
 language. Measured with ``benchmarks/bench_lang.py`` on the development machine (2 shared
-cores): 0.27 ms of CPU a call (0.39 before), 48 of 48 texts in 27 languages right, and unsure of digits,
-URLs, navigation words, code and emoji. pycld2 was faster (0.10 ms, as accurate) but rejects control characters and is sure
-that URLs and code are English; cld3-py (0.24 ms) took Indonesian for Malay and was sure of a
-language for digits and navigation words; py3langid took 0.57 ms and 115 MB, lingua 4.6 ms and
-800 MB with four texts wrong.
+cores): 0.27 ms of CPU a call (0.39 before), 48 of 48 texts in 27 languages right, and
+unsure of digits, URLs, navigation words, code and emoji. pycld2 was faster (0.10 ms, as
+accurate) but rejects control characters and is sure that URLs and code are English; cld3-py
+(0.24 ms) took Indonesian for Malay and was sure of a language for digits and navigation
+words; py3langid took 0.57 ms and 115 MB, lingua 4.6 ms and 800 MB with four texts wrong.
 
 A text with fewer than `MIN_LETTERS` letters, a best guess under `MIN_CONFIDENCE` (navigation
 words, digits, code, Indonesian against Malay) or a language without a two-letter code gives
