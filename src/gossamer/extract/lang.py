@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 SAMPLE_CHARS = 512
-"""Characters of prose read: at 384 more pages of the real-pages benchmark were unsure."""
+"""Characters of prose read: a paragraph or two (0.11 ms of the model's time)."""
 SCAN_CHARS = 8192
 """Characters of the text searched for prose."""
 MIN_PROSE_CHARS = 40
