@@ -12,10 +12,10 @@ sentence) among the text's first `SCAN_CHARS`, which leaves out the headings, co
 that open many pages; a text with too little prose (a list, a table, Thai, which ends no
 sentence with a stop), or whose prose leaves the model unsure, is read by its first
 `PREFIX_CHARS` characters instead. On the 2,644 pages of the real-pages benchmark (Debian's
-documentation, English) that took 0.16 ms a page instead of 0.37 for the first 2,048
-characters, with English found on 2,592 pages instead of 2,544 and no page given another
+documentation, English) that took 0.11 ms a page instead of 0.37 for the first 2,048
+characters, with English found on 2,598 pages instead of 2,544 and no page given another
 language. Measured with ``benchmarks/bench_lang.py`` on the development machine (2 shared
-cores): 0.27 ms of CPU a call (0.39 before), 48 of 48 texts in 27 languages right, and
+cores): 0.22 ms of CPU a call (0.39 before), 48 of 48 texts in 27 languages right, and
 unsure of digits, URLs, navigation words, code and emoji. pycld2 was faster (0.10 ms, as
 accurate) but rejects control characters and is sure that URLs and code are English; cld3-py
 (0.24 ms) took Indonesian for Malay and was sure of a language for digits and navigation
@@ -42,8 +42,9 @@ __all__ = [
     "load_model",
 ]
 
-SAMPLE_CHARS = 512
-"""Characters of prose read: a paragraph or two (0.11 ms of the model's time)."""
+SAMPLE_CHARS = 384
+"""Characters of prose read: a paragraph or two (0.09 ms of the model's time; at 256, 0.02
+ms less, and as right on the benchmarks, but a guess on fewer words)."""
 SCAN_CHARS = 8192
 """Characters of the text searched for prose."""
 MIN_PROSE_CHARS = 40
