@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench_extract import fetch
+from bench_extract import NEWSPAPER_SHA256, fetch
 from gossamer.extract.lang import PREFIX_CHARS, detect_language
 
 PREFIX = PREFIX_CHARS
@@ -252,7 +252,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("bench-out/extract-eval"))
     args = parser.parse_args()
-    news = news_texts(fetch(args.out))
+    news = news_texts(fetch(args.out, "newspaper4k", "0.9.6", NEWSPAPER_SHA256) / "tests" / "data")
     results = {}
     for name, make in CANDIDATES.items():
         try:

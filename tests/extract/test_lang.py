@@ -81,6 +81,17 @@ def test_only_the_start_of_the_text_is_read() -> None:
     assert time.process_time() - start < 0.5
 
 
+def test_the_prose_is_read_past_the_headings_and_code_that_open_a_page() -> None:
+    """A reference page opens with its title and signatures; its prose comes later."""
+    code = "\n\n".join(
+        f"os.path.join{i}(path, *paths)\n\nreturn_value_{i} = self._cache[key]"
+        for i in range(PREFIX_CHARS // 40)
+    )
+    assert detect_language(code[:PREFIX_CHARS]) is None
+    prose = "\n\n".join([TEXTS["en"], TEXTS["en"].replace("Tuesday", "Friday")] * 3)
+    assert detect_language(code + "\n\n" + prose) == "en"
+
+
 def test_hostile_text_never_raises() -> None:
     for text in (
         "\ud800\udfff lone surrogates " + TEXTS["en"],

@@ -342,3 +342,13 @@ def test_a_stored_member_is_one_whole_gzip_member_of_any_size(size: int) -> None
     assert inflate.decompress(member) == data
     assert inflate.eof and not inflate.unused_data
     assert gzip.decompress(member) == data
+
+
+@pytest.mark.parametrize("sizes", [(0, 0), (300, 0, 12), (300, 0xFFFF - 302, 2), (300, 70_000, 4)])
+def test_a_record_in_parts_is_stored_as_the_member_of_its_bytes(sizes: tuple[int, ...]) -> None:
+    """A record's header, HTTP head and body are written as they are, not joined first."""
+    parts = [bytes([i + 1]) * size for i, size in enumerate(sizes)]
+    member = _stored_member(*parts)
+    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    assert inflate.decompress(member) == b"".join(parts)
+    assert inflate.eof and not inflate.unused_data

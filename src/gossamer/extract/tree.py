@@ -34,6 +34,8 @@ links, a table of figures) keeps the body's text less its boilerplate. The text-
 
 from __future__ import annotations
 
+import re
+
 from selectolax.lexbor import LexborHTMLParser
 
 from gossamer.extract.density import HEADINGS
@@ -97,6 +99,7 @@ _TAG_SCORE = {
 _CELLS = frozenset(["td", "th", "pre"])
 _LABELLED = _CELLS | HEADINGS | {"li", "dt", "dd", "caption", "summary"}
 MAX_LABEL = 20
+_ASCII_LETTER = re.compile("[A-Za-z]")
 
 
 def main_blocks(tree: LexborHTMLParser) -> list[Block]:
@@ -309,6 +312,8 @@ def _descends(boxes: list[Box], index: int, ancestor: int) -> bool:
 
 def _has_word(text: str) -> bool:
     """Whether ``text`` has a letter: pager digits, arrows and bullets have none."""
+    if text.isascii():  # most blocks: one search in C
+        return _ASCII_LETTER.search(text) is not None
     return any(c.isalpha() for c in text)
 
 
