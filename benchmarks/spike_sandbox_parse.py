@@ -31,6 +31,7 @@ Run: ``python benchmarks/spike_sandbox_parse.py [DIR ...] [--step 2] [--repeat 3
 from __future__ import annotations
 
 import argparse
+import ctypes
 import marshal
 import multiprocessing
 import os
@@ -73,7 +74,8 @@ def budget(size: int) -> float:
 
 
 def serve(conn: Connection, codec: str) -> None:
-    """The worker: pages in (url, NUL, body), results out; dies of SIGPROF past the budget."""
+    """The worker: pages in (url, then body), results out; dies of SIGPROF past the budget."""
+    keep_heap()
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
     signal.signal(signal.SIGPROF, signal.SIG_DFL)
     dump = marshal.dumps if codec == "marshal" else pickle.dumps
@@ -84,13 +86,20 @@ def serve(conn: Connection, codec: str) -> None:
         except EOFError:
             return
         started = time.thread_time_ns()
-        split = message.index(b"\0")
-        url, body = message[:split].decode(), message[split + 1 :]
+        url, body = message.decode(), conn.recv_bytes()
         signal.setitimer(signal.ITIMER_PROF, budget(len(body)))
         page = unguarded_parse_html(body, url)
         signal.setitimer(signal.ITIMER_PROF, 0)
         result = (page.links, page.title, page.meta_noindex, page.meta_nofollow, page.flags)
         conn.send_bytes(dump((result, time.thread_time_ns() - started)))
+
+
+def keep_heap() -> None:
+    """glibc keeps 64 MiB at the top of the heap (``MALLOC_TOP_PAD_``, as ``parsefloor.py``
+    says): without it, freeing a tree can shrink the heap and the next parse faults it back."""
+    libc = ctypes.CDLL(None)
+    libc.mallopt(-2, 64 << 20)  # M_TOP_PAD
+    libc.mallopt(-1, 128 << 20)  # M_TRIM_THRESHOLD
 
 
 def proc_cpu(pid: int) -> float:
@@ -128,7 +137,8 @@ class Sandbox:
 
     def parse(self, url: str, body: bytes) -> tuple[Any, int] | None:
         """The worker's result and CPU ns, or None (``parse-timeout``: a new worker started)."""
-        self.conn.send_bytes(url.encode() + b"\0" + body)
+        self.conn.send_bytes(url.encode())
+        self.conn.send_bytes(body)
         if self.conn.poll(10 * budget(len(body)) + 2):
             try:
                 return self.load(self.conn.recv_bytes())  # type: ignore[no-any-return]
@@ -160,9 +170,13 @@ def least(work: Callable[[], object], repeat: int) -> float:
 def in_process(pages: list[tuple[str, bytes, int]], repeat: int) -> dict[str, list[float]]:
     figures: dict[str, list[float]] = {"lexbor": [], "floor": [], "guarded": []}
     for url, body, _ in pages:
-        figures["lexbor"].append(least(lambda: LexborHTMLParser(body), repeat))
-        figures["floor"].append(least(lambda: unguarded_parse_html(body, url), repeat))
-        figures["guarded"].append(least(lambda: links.parse_html(body, url), repeat))
+        ways: dict[str, Callable[[], object]] = {
+            "lexbor": lambda body=body: LexborHTMLParser(body),
+            "floor": lambda body=body, url=url: unguarded_parse_html(body, url),
+            "guarded": lambda body=body, url=url: links.parse_html(body, url),
+        }
+        for name, work in ways.items():
+            figures[name].append(least(work, repeat))
     return figures
 
 
@@ -213,8 +227,8 @@ def ipc_codecs(pages: list[tuple[str, bytes, int]], repeat: int) -> None:
     ]
     bodies = [(url, body) for url, body, _ in pages]
     ways: dict[str, Callable[[], object]] = {
-        "body in, raw bytes (url NUL body)": lambda: [
-            (m := u.encode() + b"\0" + b, m[m.index(b"\0") + 1 :]) for u, b in bodies
+        "body in, raw bytes (url, then body)": lambda: [
+            (u.encode().decode(), b) for u, b in bodies
         ],
         "body in, pickle": lambda: [pickle.loads(pickle.dumps(x, 5)) for x in bodies],
         "results out, marshal": lambda: [marshal.loads(marshal.dumps(r)) for r in results],
@@ -222,8 +236,10 @@ def ipc_codecs(pages: list[tuple[str, bytes, int]], repeat: int) -> None:
     }
     out = sum(len(marshal.dumps(r)) for r in results)
     body_bytes = sum(len(b) for _, b in bodies)
-    print(f"IPC encoding, CPU ms over {len(pages)} pages ({body_bytes >> 20} MB in, {out >> 10}"
-          " KB of results out), least of the passes")
+    print(
+        f"IPC encoding, CPU ms over {len(pages)} pages ({body_bytes >> 20} MB in, {out >> 10}"
+        " KB of results out), least of the passes"
+    )
     for label, work in ways.items():
         print(f"  {label:36s} {least(work, repeat) * 1e3:8.1f}")
 
@@ -270,8 +286,10 @@ def hostile() -> None:
         answer = box.parse("http://example.com/", body)
         wall = time.perf_counter() - started
         outcome = "parse-timeout" if answer is None else f"{len(answer[0][0])} links"
-        print(f"  {shape:36s} {len(body) >> 10:6d} KB budget {budget(len(body)):5.2f} s  "
-              f"wall {wall:5.2f} s  {outcome}")
+        print(
+            f"  {shape:36s} {len(body) >> 10:6d} KB budget {budget(len(body)):5.2f} s  "
+            f"wall {wall:5.2f} s  {outcome}"
+        )
     box.kill()
 
 
@@ -284,9 +302,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-hostile", action="store_true")
     args = parser.parse_args()
+    keep_heap()
     pages = load_pages(args.roots, args.step)
-    print(f"{len(pages)} pages, {sum(len(b) for _, b, _ in pages) >> 20} MB; load "
-          f"{os.getloadavg()[0]:.1f}; CPU ms, each page's least of {args.repeat}")
+    print(
+        f"{len(pages)} pages, {sum(len(b) for _, b, _ in pages) >> 20} MB; load "
+        f"{os.getloadavg()[0]:.1f}; CPU ms, each page's least of {args.repeat}"
+    )
     columns = in_process(pages, args.repeat)
     parent, child, pass_parent, pass_child = sandboxed(pages, args.repeat, "marshal")
     columns["sb.parent"] = parent
@@ -304,8 +325,10 @@ def main() -> None:
     floor = sum(columns["floor"])
     for name in ("guarded", "sandbox", *hybrids):
         print(f"  {name:12s} {100 * (sum(columns[name]) / floor - 1):6.1f}% over the floor")
-    print(f"  sandbox pass totals from /proc: parent {pass_parent * 1e3:.0f} ms, worker "
-          f"{pass_child * 1e3:.0f} ms (least pass; 10 ms ticks)")
+    print(
+        f"  sandbox pass totals from /proc: parent {pass_parent * 1e3:.0f} ms, worker "
+        f"{pass_child * 1e3:.0f} ms (least pass; 10 ms ticks)"
+    )
     ipc_codecs(pages, args.repeat)
     respawns(10)
     if not args.no_hostile:
