@@ -87,6 +87,9 @@ def serve(conn: Connection, codec: str) -> None:
             return
         started = time.thread_time_ns()
         url, body = message.decode(), conn.recv_bytes()
+        if not url:  # an empty round trip, for its cost
+            conn.send_bytes(dump((None, 0)))
+            continue
         signal.setitimer(signal.ITIMER_PROF, budget(len(body)))
         page = unguarded_parse_html(body, url)
         signal.setitimer(signal.ITIMER_PROF, 0)
@@ -244,6 +247,22 @@ def ipc_codecs(pages: list[tuple[str, bytes, int]], repeat: int) -> None:
         print(f"  {label:36s} {least(work, repeat) * 1e3:8.1f}")
 
 
+def round_trips(count: int) -> None:
+    """CPU of both processes per request that does nothing: the fixed cost of a page."""
+    box = Sandbox("forkserver")
+    parent, child = proc_cpu(os.getpid()), proc_cpu(box.process.pid)
+    started = time.thread_time()
+    for _ in range(count):
+        box.parse("", b"")
+    mine = time.thread_time() - started
+    parent, child = proc_cpu(os.getpid()) - parent, proc_cpu(box.process.pid) - child
+    box.kill()
+    print(
+        f"empty round trip, us CPU each over {count}: parent {mine / count * 1e6:.0f} "
+        f"(/proc {parent / count * 1e6:.0f}), worker (/proc) {child / count * 1e6:.0f}"
+    )
+
+
 def respawns(rounds: int) -> None:
     print(f"worker start after a kill, wall ms (median of {rounds}), parent CPU ms each")
     for method in ("fork", "forkserver", "spawn"):
@@ -314,7 +333,10 @@ def main() -> None:
     columns["sb.worker"] = child
     columns["sandbox"] = [p + c for p, c in zip(parent, child, strict=True)]
     routes = [scan.route(body, tags) for _, body, tags in pages]
-    hybrids = {"hyb.as-is": lambda i: routes[i] == "as-is"}
+    hybrids = {
+        "hyb.as-is": lambda i: routes[i] == "as-is",
+        "hyb.<16KiB": lambda i: len(pages[i][1]) < 16_384,
+    }
     for limit in (4096, 16_384):
         hybrids[f"hyb.<={limit}"] = lambda i, limit=limit: pages[i][2] <= limit
     for label, inside in hybrids.items():
@@ -330,6 +352,7 @@ def main() -> None:
         f"{pass_child * 1e3:.0f} ms (least pass; 10 ms ticks)"
     )
     ipc_codecs(pages, args.repeat)
+    round_trips(2000)
     respawns(10)
     if not args.no_hostile:
         hostile()
