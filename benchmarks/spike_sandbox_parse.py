@@ -92,6 +92,8 @@ def serve(conn: Connection, codec: str) -> None:
             message = conn.recv_bytes()
         except EOFError:
             return
+        if message == b"\0":  # stop (a forked worker holds the parent's end too: no EOF)
+            return
         started = time.thread_time_ns()
         url, body = message.decode(), conn.recv_bytes()
         if not url:  # an empty round trip, for its cost
@@ -183,6 +185,7 @@ class Sandbox:
 
     def close(self) -> None:
         """Let the worker end on its own (so that valgrind writes its counts)."""
+        self.conn.send_bytes(b"\0")
         self.conn.close()
         self.process.join()
 
