@@ -58,6 +58,9 @@ BUDGET_S = 0.050
 BUDGET_PER_100KB_S = 0.020
 MEMORY_LIMIT = 1 << 30
 TICK = os.sysconf("SC_CLK_TCK")
+HYBRID_TAGS = 4096
+"""``--only hybrid``: pages of at most this many ``<`` parsed in-process (guarded), the rest in
+the sandbox; counting them is cheap (``route`` itself would run the costly checks)."""
 BUCKETS = ((0, 4096), (4096, 16_384), (16_384, 1 << 62))
 
 
@@ -375,7 +378,7 @@ def only(way: str, pages: list[tuple[str, bytes, int]]) -> None:
     for url, body, tags in pages:
         if way == "floor":
             unguarded_parse_html(body, url)
-        elif way == "guarded" or (way == "hybrid" and scan.route(body, tags) == "as-is"):
+        elif way == "guarded" or (way == "hybrid" and tags <= HYBRID_TAGS):
             links.parse_html(body, url)
         elif box is not None:
             box.parse(url, body)
