@@ -45,7 +45,8 @@ def prose(sentences: list[str], count: int, seed: int) -> str:
 
 
 def article(title: str, body: str) -> str:
-    return f"<html><head><title>{title}</title></head><body><main><h1>{title}</h1>{body}</main></body></html>"
+    head = f"<html><head><title>{title}</title></head>"
+    return f"{head}<body><main><h1>{title}</h1>{body}</main></body></html>"
 
 
 PAGES = {
