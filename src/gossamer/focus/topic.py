@@ -19,11 +19,11 @@ about 1 and an off-topic one about 0, whatever the topic:
   example), so a page as close to the examples as they are to one another scores 1.
 
 A page's lead (its first ``LEAD_TERMS`` terms: its title, heading and first sentence) says
-what it is about whatever its length: read like an anchor (:meth:`Topic.link_match`, the
-phrase's and the examples' centroid's words), it lifts the mean half way towards it when it
-is higher, so a short reference page whose heading names the topic ("COMMIT — commit the
-current transaction") is not judged by a body too short to match, and a long page that
-only shares the topic's vocabulary gains nothing.
+what it is about whatever its length: its phrase coverage (per facet the weighted share of
+the facet's terms it holds, once being enough) lifts the mean half way towards it when it is
+higher, so a short reference page whose heading names the topic ("COMMIT — commit the
+current transaction") is not judged only by a body too short to match the examples, and a
+long page sharing the topic's vocabulary without naming the topic at its start gains nothing.
 
 Their mean (or the one present) goes through a logistic curve centred on 0.5, so the default
 threshold 0.5 separates on-topic from off-topic pages. Document frequencies come from the
