@@ -18,6 +18,13 @@ about 1 and an off-topic one about 0, whatever the topic:
   by how similar the examples are to each other (leave one out; a fixed 0.5 with a single
   example), so a page as close to the examples as they are to one another scores 1.
 
+A page's lead (its first ``LEAD_TERMS`` terms: its title, heading and first sentence) says
+what it is about whatever its length: its phrase coverage (per facet the weighted share of
+the facet's terms it holds, once being enough) lifts the mean half way towards it when it is
+higher, so a short reference page whose heading names the topic ("COMMIT — commit the
+current transaction") is not judged only by a body too short to match the examples, and a
+long page sharing the topic's vocabulary without naming the topic at its start gains nothing.
+
 Their mean (or the one present) goes through a logistic curve centred on 0.5, so the default
 threshold 0.5 separates on-topic from off-topic pages. Document frequencies come from the
 crawl itself: every judged page counts, so words common on the site weigh less as it goes.
@@ -44,6 +51,8 @@ _CENTROID_TERMS = 60
 MAX_JUDGED_CHARS = 20_000
 """A page is judged on the start of its main text (some 3,000 words): what it is about shows
 there, and a 200-page reference costs no more than a chapter."""
+LEAD_TERMS = 20
+"""Terms of a page's start read as its lead (about its first 200 characters)."""
 _REFRESH_EVERY = 25
 _FEEDBACK_EVERY = 5
 """Judged pages at least between two rebuilds that new pseudo-examples ask for."""
@@ -74,6 +83,8 @@ class Judgement:
     """Phrase coverage, 0..1 (None without a phrase)."""
     examples: float | None
     """Example similarity scaled to the examples' own (None without examples)."""
+    lead: float = 0.0
+    """How strongly the page's lead (title, heading, first sentence) names the topic."""
 
 
 class Topic:
@@ -132,7 +143,8 @@ class Topic:
 
     def judge(self, text: str) -> Judgement:
         """Judge a page's main text (and count it in the document frequencies)."""
-        counts = Counter(self.words(text[:MAX_JUDGED_CHARS]))
+        words = terms(text[:MAX_JUDGED_CHARS])
+        counts = Counter(with_pairs(words, self.pairs))
         self.df.add(counts)
         length = sum(counts.values())
         self._length += (length - self._length) / min(self.df.documents, 200)
@@ -151,7 +163,9 @@ class Topic:
             self._feedback(phrase, counts)
         signals = [s for s in (phrase, examples) if s is not None]
         score = sum(signals) / len(signals)
-        return Judgement(_squash(score), phrase, examples)
+        lead = self._lead(with_pairs(words[:LEAD_TERMS], self.pairs)) if self.facets else 0.0
+        score = max(score, (score + lead) / 2)
+        return Judgement(_squash(score), phrase, examples, lead)
 
     def mentions(self, text: str) -> bool:
         """Whether ``text`` holds one of the phrase's words (not counted as judged)."""
@@ -176,6 +190,17 @@ class Topic:
                 for t, w in zip(facet, weights, strict=True)
                 if counts.get(t)
             )
+            missed *= 1.0 - got / sum(weights)
+        return 1.0 - missed
+
+    def _lead(self, words: Sequence[str]) -> float:
+        """Phrase coverage of a page's lead: per facet the weighted share of its terms the
+        lead holds (once is enough: a heading says a word once), facets joined as a
+        noisy-or."""
+        held = set(words)
+        missed = 1.0
+        for facet, weights in zip(self.facets, self._facet_weights, strict=True):
+            got = sum(w for t, w in zip(facet, weights, strict=True) if t in held)
             missed *= 1.0 - got / sum(weights)
         return 1.0 - missed
 
