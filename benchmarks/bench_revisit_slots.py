@@ -19,13 +19,25 @@ at once (every policy but the full crawls). Policies:
 * ``spare r^3/4``: gossamer's ``--revisit-spare 1``: as ``spare sqrt`` with ``r**0.75 t``;
 * ``index``: as ``spare r^3/4`` with no due time but a ``lastmod``'s (the bound never binds);
 * ``oracle``: ``index`` knowing each page's true rate: what a perfect rate estimate reaches.
+* ``host prior`` (``--host-prior``): ``spare r^3/4`` with each page's rate shrunk toward its
+  host's, pooled from the checks of all its pages (Cho and Garcia-Molina's estimator over the
+  host's checks), weighted by the page's own checks: ``(changes + R b) / (observed + b)``,
+  ``R`` the host's rate, ``b`` the host's mean check interval times ``--prior-weight``; a page
+  with no check of its own takes the host's rate (empirical Bayes, the prior of a gamma);
+* ``due, host prior`` (``--host-prior``): ``due`` with the interval ``1 / r``, ``r`` the
+  page's Cho estimate shrunk the same way (``(n r + w R) / (n + w)``, ``n`` its checks, ``w``
+  the weight), the first one ``1 / R``.
 
 ``r`` is ``(changes + 0.5) / (observed + interval)`` for all but the oracle. Printed: fetches,
 staleness per stale spell (the bench's: the first change after a fetch to the next fetch) and
 per change (every change to the next fetch), mean and 90th percentile, and their ratios to the
 full crawls'.
 
-Usage: ``.venv/bin/python benchmarks/bench_revisit_slots.py [--seed 27] [--seconds 600]``
+``--apart`` draws a web whose hosts differ: even hosts' pages change up to 0.5 times a second,
+odd hosts' up to 0.01, each over 10x (where a host's rate says most about a new page).
+
+Usage: ``.venv/bin/python benchmarks/bench_revisit_slots.py [--seed 27] [--seconds 600]
+[--host-prior] [--prior-weight 1] [--apart]``
 """
 
 from __future__ import annotations
@@ -34,11 +46,11 @@ import argparse
 import math
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from bench_freshness import change_waits, staleness
 from freshweb import PageSpec, WebShape, draw
-from gossamer.frontier.revisit import Bounds, History, next_interval, observe
+from gossamer.frontier.revisit import Bounds, History, change_rate, next_interval, observe
 
 FLOOR = 1.0
 """The least seconds between two fetches of a page (the bench's ``--revisit-min``)."""
@@ -73,6 +85,8 @@ class Policy:
     """Due this many intervals after a fetch (None: only when a ``lastmod`` says so)."""
     index: Callable[[Copy, float], float] | None
     """The spare index of a page at a time (None: free slots stay free)."""
+    prior: bool = False
+    """Rates shrunk toward the host's (``host prior``, ``due, host prior``)."""
 
 
 def _r_t(copy: Copy, now: float) -> float:
@@ -91,6 +105,16 @@ def _oracle(copy: Copy, now: float) -> float:
     return copy.spec.rate**0.75 * (now - copy.checked)
 
 
+def _prior_rate(copy: Copy, pooled: tuple[float, float] | None, weight: float) -> float:
+    """The spare index's rate shrunk toward the host's (``pooled``: its rate and mean check
+    interval)."""
+    if pooled is None:
+        return copy.rate()
+    rate, mean = pooled
+    b = weight * mean
+    return max((copy.history.changes + rate * b) / (copy.history.observed + b), 1e-9)
+
+
 POLICIES = (
     Policy("due", 1.0, None),
     Policy("spare r t", 1.0, _r_t),
@@ -98,6 +122,10 @@ POLICIES = (
     Policy("spare r^3/4", 4.0, _r34_t),
     Policy("index", None, _r34_t),
     Policy("oracle", None, _oracle),
+)
+PRIOR_POLICIES = (
+    Policy("host prior", 4.0, _r34_t, prior=True),
+    Policy("due, host prior", 1.0, None, prior=True),
 )
 
 
@@ -159,8 +187,14 @@ class Host:
             return min(due)[1]
         if policy.index is None:
             return None
+        pooled = self._pooled() if policy.prior else None
         for i, copy in ready:
-            if (score := policy.index(copy, now)) > value:
+            if policy.prior:
+                since = now - copy.checked
+                score = _prior_rate(copy, pooled, self.opts.prior_weight) ** 0.75 * since
+            else:
+                score = policy.index(copy, now)
+            if score > value:
                 best, value = i, score
         return best
 
@@ -175,6 +209,7 @@ class Host:
         if copy is None:
             copy = Copy(spec, now, version, interval=self.bounds.initial)
             self.copies[i] = copy
+            copy.interval = self._interval(copy)
         else:
             last = copy.history
             copy.history = observe(
@@ -182,11 +217,44 @@ class Host:
                 version != copy.version,
                 now - copy.fetched,
             )
-            copy.interval = next_interval(copy.history, self.bounds)
+            copy.interval = self._interval(copy)
             copy.fetched, copy.version = now, version
         copy.checked = now
         bound = self.policy.bound
         copy.due = None if bound is None else now + bound * copy.interval
+
+    def _pooled(self) -> tuple[float, float] | None:
+        """The host's change rate from all its pages' checks and its mean check interval."""
+        n = sum(c.history.checks for c in self.copies.values())
+        seconds = sum(c.history.observed for c in self.copies.values())
+        if n <= 0 or seconds <= 0:
+            return None
+        changes = sum(c.history.changes for c in self.copies.values())
+        return change_rate(History(n, changes, seconds)) or 0.0, seconds / n
+
+    def _interval(self, copy: Copy) -> float:
+        """The page's next interval: the policy's (``due, host prior``: its shrunk rate's)."""
+        pooled = self._pooled() if self.policy.prior and self.policy.index is None else None
+        if pooled is None:
+            return next_interval(copy.history, self.bounds)
+        weight, n = self.opts.prior_weight, copy.history.checks
+        own = change_rate(copy.history)
+        rate = pooled[0] if own is None else (n * own + weight * pooled[0]) / (n + weight)
+        target = math.inf if rate <= 0 else 1.0 / rate
+        if n == 0:
+            return self.bounds.clamp(target)
+        return self.bounds.clamp(min(target, copy.interval * 2.0))
+
+
+def _apart(shape: WebShape, seed: int) -> list[PageSpec]:
+    """``--apart``'s web: even hosts' pages change up to 0.5 a second, odd hosts' up to 0.01,
+    each over 10x."""
+    pages = []
+    for host in range(shape.hosts):
+        fastest = 0.5 if host % 2 == 0 else 0.01
+        own = replace(shape, fastest=fastest, spread=10.0)
+        pages += [p for p in draw(own, seed + host) if p.host == host]
+    return pages
 
 
 def full_crawls(pages: list[PageSpec], opts: argparse.Namespace) -> dict[int, list[float]]:
@@ -226,15 +294,18 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=600.0)
     parser.add_argument("--delay", type=float, default=0.2)
     parser.add_argument("--feed-interval", type=float, default=5.0)
+    parser.add_argument("--host-prior", action="store_true", help="add the host prior policies")
+    parser.add_argument("--prior-weight", type=float, default=1.0, help="the prior's checks")
+    parser.add_argument("--apart", action="store_true", help="hosts whose rates differ")
     opts = parser.parse_args()
     shape = WebShape(horizon=opts.seconds + 60)
-    pages = draw(shape, opts.seed)
+    pages = _apart(shape, opts.seed) if opts.apart else draw(shape, opts.seed)
     bounds = Bounds(initial=5.0, least=FLOOR, most=60.0)
     by_host = [[p for p in pages if p.host == h] for h in range(shape.hosts)]
     runs: dict[str, list[tuple[list[PageSpec], dict[int, list[float]]]]] = {
         "full": [(own, full_crawls(own, opts)) for own in by_host]
     }
-    for policy in POLICIES:
+    for policy in POLICIES + (PRIOR_POLICIES if opts.host_prior else ()):
         runs[policy.name] = [
             (own, Host(own, h not in shape.feeds, policy, opts, bounds).run())
             for h, own in enumerate(by_host)
@@ -252,7 +323,7 @@ def main() -> None:
         ratios = [f / b for f, b in zip(figures, base, strict=True)]
         fetches = sum(len(t) for _, fetched in hosts for t in fetched.values())
         print(
-            f"{name:11} {fetches:5} fetches  {figures[0]:5.2f} s / {figures[1]:5.2f} s "
+            f"{name:15} {fetches:5} fetches  {figures[0]:5.2f} s / {figures[1]:5.2f} s "
             f"({ratios[0]:.2f}x / {ratios[1]:.2f}x) | {figures[2]:5.2f} s / {figures[3]:5.2f} s "
             f"({ratios[2]:.2f}x / {ratios[3]:.2f}x)"
         )
