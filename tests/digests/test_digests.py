@@ -133,6 +133,48 @@ def test_simhash_values_are_stable() -> None:
     assert found == [0x0, 0xF3BE6EDDBCA7A1E4, 0xF58FDC0034543EBB, 0x9A5898D6AA5C215C]
 
 
+def _fixed_texts() -> dict[str, str]:
+    rng = random.Random(28)
+    words = ["Debian", "paquet", "déjà", "vu", "naïve", "日本語", "Straße", "x86_64", "0xFF"]
+    words += ["a.b-c", "README", "the", "of", "and"]
+    return {
+        "empty": "",
+        "fifteen letters": "abcdefghijklmno",
+        "sixteen letters": "Abcdefghijklmnop",
+        "1024 letters": "ab3" * 341 + "z",
+        "1025 letters": "ab3" * 341 + "zy",
+        "one letter repeated": "a" * 5000,
+        "punctuation only": ".,;: -- !? " * 300,
+        "words": " ".join(rng.choice(words) for _ in range(3000)),
+        "past the bound": " ".join(f"Line {i}: ÀÉÎ text" for i in range(20000)),
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "size", "expected"),
+    [
+        ("empty", 0, 0x0000000000000000),
+        ("fifteen letters", 15, 0x8F1F1F193FA64F73),
+        ("sixteen letters", 16, 0x77F082B228018AD9),
+        ("1024 letters", 1024, 0xD60362562AE20E4A),
+        ("1025 letters", 1025, 0x526422172AC6007A),
+        ("one letter repeated", 5000, 0x0000000000000000),
+        ("punctuation only", 3300, 0x0000000000000000),
+        ("words", 18106, 0x12718163FC0F3F23),
+        ("past the bound", 468889, 0x8971BBBE1BFDE13F),
+    ],
+)
+def test_simhash_of_fixed_texts_is_the_stored_one(name: str, size: int, expected: int) -> None:
+    """Each edge of the computation (padding, the sampling threshold, a text no shingle of
+    which is sampled, the byte bound) gives the value the numpy version of bincount keys in
+    intp gave: stored near digests stay comparable across the rewrite of the vote count."""
+    from gossamer.digests.simhash import text_simhash
+
+    encoded = _fixed_texts()[name].encode()
+    assert len(encoded) == size
+    assert text_simhash(encoded) == expected
+
+
 def _reference_simhash(letters: bytes) -> int:
     """The SimHash of :func:`gossamer.digests.simhash.simhash` by its definition, one shingle
     at a time in Python integers."""
