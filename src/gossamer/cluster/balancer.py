@@ -194,8 +194,9 @@ class Balancer:
             self._seen_version, self._seen = await self._control.versioned()
         return self._seen
 
-    async def train(self) -> FitReport | None:
-        """Refit the model from the stored observations when new ones arrived."""
+    async def train(self, leading: Callable[[], bool] = lambda: True) -> FitReport | None:
+        """Refit the model from the stored observations when new ones arrived; stored unless
+        ``leading()`` says the leadership was lost during the fit."""
         now = self._clock()
         if now < self._next_train:
             return None
@@ -205,6 +206,8 @@ class Balancer:
             return None
         self._trained_on = len(seen)
         report = await asyncio.to_thread(fit_runtime_model, seen)
+        if not leading():
+            return None
         async with self._control.redis.pipeline(transaction=True) as pipe:
             pipe.set(KEYS["model"], model_to_json(report.model))
             pipe.set(KEYS["report"], json.dumps(report_json(report)))
