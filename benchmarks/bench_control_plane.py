@@ -332,6 +332,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             table = {n: calls1[n] - calls0.get(n, 0) for n in ("hgetall", "hget")}
             result["leave"]["table_reads"] = table
             result["reach"] = reach(fleet, v_before, live)
+        except RuntimeError as error:  # a loaded machine: the figures so far, and why not more
+            result["failed"] = str(error)
         finally:
             fleet.close()
     return result
@@ -359,6 +361,8 @@ def main() -> None:
     print(text)
     if args.json:
         args.json.write_text(text + "\n")
+    if "failed" in result:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -64,7 +64,8 @@ def test_a_duty_that_runs_long_delays_the_next_ones_by_as_much() -> None:
 def test_the_periods_follow_the_job_settings() -> None:
     fast = periods(Pace(heartbeat_ttl=0.9, claim_timeout=3.0, refresh_interval=0.5))
     assert list(fast) == [
-        "beat", "lead", "follow", "hints", "renew", "reclaim", "refresh", "look", "observe",
+        "beat", "lead", "rebalance", "follow", "hints", "renew", "reclaim", "refresh", "look",
+        "observe",
         "state",
     ]  # fmt: skip
     assert fast["beat"] == pytest.approx(0.3)

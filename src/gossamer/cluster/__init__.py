@@ -1,5 +1,5 @@
 """Cluster mode: many workers crawl one job together through Redis: the worker's wiring
-(``worker``), its one housekeeping task (``keeper``) and the objects it runs: this worker in
+(``worker``), its housekeeping tasks (``keeper``) and the objects they run: this worker in
 the registry (``membership``), the leader lease and the leader's work (``leadership``), this
 worker's share of the partitions (``assignment``); the control plane's keys (``control``), the
 leader's balancer (``balancer``), jobs seen from outside (``jobs``: submit, status, wait),

@@ -159,7 +159,11 @@ class Balancer:
         states = [worker_state(w.name, w.figures) for w in infos]
         load = await partition_load(self._control, self._partitions)
         model = await self._current_model() if self._allocator == "bpnn-pso" else None
-        wanted = allocate(self._allocator, states, load, self._partitions, current or None, model)
+        # in a thread: half a second of CPU for 1,000 workers, during which the event loop
+        # (and the keeper's pulse, renewing the lease) goes on
+        wanted = await asyncio.to_thread(
+            allocate, self._allocator, states, load, self._partitions, current or None, model
+        )
         if not wanted or wanted == current:
             return None
         version = await self._control.publish(leader, wanted)
@@ -194,8 +198,9 @@ class Balancer:
             self._seen_version, self._seen = await self._control.versioned()
         return self._seen
 
-    async def train(self) -> FitReport | None:
-        """Refit the model from the stored observations when new ones arrived."""
+    async def train(self, leading: Callable[[], bool] = lambda: True) -> FitReport | None:
+        """Refit the model from the stored observations when new ones arrived; stored unless
+        ``leading()`` says the leadership was lost during the fit."""
         now = self._clock()
         if now < self._next_train:
             return None
@@ -205,6 +210,8 @@ class Balancer:
             return None
         self._trained_on = len(seen)
         report = await asyncio.to_thread(fit_runtime_model, seen)
+        if not leading():
+            return None
         async with self._control.redis.pipeline(transaction=True) as pipe:
             pipe.set(KEYS["model"], model_to_json(report.model))
             pipe.set(KEYS["report"], json.dumps(report_json(report)))

@@ -1,7 +1,6 @@
-"""The keeper: a cluster worker's one housekeeping task, next to the crawl loop.
+"""The keeper: a cluster worker's housekeeping, next to the crawl loop.
 
-It runs every periodic duty of the worker in turn, each at its own pace: the heartbeat
-(:class:`~.membership.Membership`), the leader lease and the leader's work
+It runs every periodic duty of the worker in turn, each at its own pace: the leader's work
 (:class:`~.leadership.Leadership`), following the assignment (:class:`~.assignment.Assignment`,
 each new share handed to the frontier with :meth:`RedisFrontier.own`), the wake hints between
 workers, the job's state (paused: the crawl leases nothing; stopped: it finishes its in-flight
@@ -9,6 +8,14 @@ URLs and ends), and the frontier's upkeep: renewing its claims, reclaiming dead 
 expired claims (as leader), looking at its own partitions' counts for entries to claim, and
 now and then at every partition's (for the job-wide figures of its stats). The frontier does none
 of this itself: its ``lease()`` only awaits the I/O of getting URLs to hand out.
+
+The heartbeat (:class:`~.membership.Membership`) and the leader lease (:meth:`Leadership.hold
+<.leadership.Leadership.hold>`) run apart, in a task of their own (the pulse): after a duty
+that takes seconds (a new leader computing the assignment of 1,000 workers, a reclaim, a
+hand-over of partitions) a renewal would come seconds late, and the lease or the heartbeat
+could run out under a live worker. Apart, they are late by the event loop's latency only. A
+renewal that finds the lease lost ends the leadership at once; the leader's duties check it
+before they act, and the assignment's publication checks the lease itself.
 
 A duty failing with a Redis error is tried again at its next turn until such errors have
 lasted the guard's budget (connection errors the guard waits out itself); then, or on any
@@ -59,6 +66,8 @@ _NOTICE_DUTIES = {"assignment": "follow", "state": "state", "wake": "hints", "le
 """The duty each notice runs (see :mod:`.notices`)."""
 _POLLED_FOR = ("follow", "state", "hints")
 """The duties whose polls notices make rare (``lead`` keeps its pace: it renews the lease)."""
+PULSE = ("beat", "lead")
+"""The duties of the pulse, the keeper's second task: the heartbeat and the leader lease."""
 _REFRESHES_PER_LOOK = 5
 """Refresh intervals between the keeper's looks at its own partitions: hints tell of new
 entries at once, the look is the safety net for a hint lost in a hand-over."""
@@ -93,6 +102,7 @@ def periods(pace: Pace) -> dict[str, float]:
     return {
         "beat": beat,
         "lead": min(0.5, beat),
+        "rebalance": min(0.5, beat),
         "follow": min(_FOLLOW, beat),
         "hints": _HINTS,
         "renew": pace.claim_timeout / 3,
@@ -195,7 +205,8 @@ class Duties:
 
 
 class Keeper:
-    """Runs the worker's duties in one task (see the module docstring)."""
+    """Runs the worker's duties in two tasks, the pulse and the rest (see the module
+    docstring)."""
 
     def __init__(
         self,
@@ -220,7 +231,8 @@ class Keeper:
         self._assignment = assignment
         run: dict[str, Callable[[], Awaitable[object]]] = {
             "beat": self._beat,
-            "lead": self._lead,
+            "lead": self._hold,
+            "rebalance": self._rebalance,
             "follow": self._follow,
             "hints": self._hints,
             "renew": frontier.renew,
@@ -232,35 +244,49 @@ class Keeper:
         }
         self._pace = pace
         every = {name: (seconds, run[name]) for name, seconds in periods(pace).items()}
+        pulse = {name: every.pop(name) for name in PULSE}
+        self._pulse = Duties(pulse, guard.budget, clock)
         self._duties = Duties(every, guard.budget, clock)
-        self._task: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
         self._failure: BaseException | None = None
-        self._wake = asyncio.Event()
+        self._wake = {self._pulse: asyncio.Event(), self._duties: asyncio.Event()}
         self._notices = Notices(control, name, self._heard, self._subscribed)
 
     async def start(self) -> None:
         """Beat, lead and follow once (a worker that waited for the job is in the first
-        assignment, and starts with its share), then run the duties in the background."""
+        assignment, and starts with its share), then run the duties in the background; the
+        pulse runs from the first try at the lease on, however long the first rebalance takes
+        (and stops with the start if the start fails)."""
         await self._beat()
         await self._state()
-        await self._lead()
-        await self._follow()
-        self._duties.start()
-        self._notices.start()
-        self._task = asyncio.create_task(self._run())
-        self._task.add_done_callback(self._ended)
+        await self._hold()
+        self._spawn(self._pulse)
+        try:
+            await self._rebalance()
+            await self._follow()
+            self._notices.start()
+            self._spawn(self._duties)
+        except BaseException:
+            await self.stop()
+            raise
+
+    def _spawn(self, duties: Duties) -> None:
+        duties.start()
+        task = asyncio.create_task(self._run(duties))
+        task.add_done_callback(self._ended)
+        self._tasks.append(task)
 
     async def stop(self) -> None:
-        """Cancel the task; if it does not end within a second it is cancelled again."""
+        """Cancel the tasks; those that do not end within a second are cancelled again."""
         await self._notices.stop()
-        task = self._task
-        if task is None:
-            return
+        tasks = set(self._tasks)
         for _ in range(10):
-            task.cancel()
-            await asyncio.wait({task}, timeout=1.0)
-            if task.done():
+            if not tasks:
                 return
+            for task in tasks:
+                task.cancel()
+            await asyncio.wait(tasks, timeout=1.0)
+            tasks = {task for task in tasks if not task.done()}
 
     async def leave(self) -> None:
         """Leave the job's registry."""
@@ -270,14 +296,15 @@ class Keeper:
         if self._failure is not None:
             raise self._failure
 
-    async def _run(self) -> None:
+    async def _run(self, duties: Duties) -> None:
         task = asyncio.current_task()
+        wake = self._wake[duties]
         while True:
-            self._wake.clear()
+            wake.clear()
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self._duties.wait()):
-                    await self._wake.wait()
-            for duty in self._duties.due():
+                async with asyncio.timeout(duties.wait()):
+                    await wake.wait()
+            for duty in duties.due():
                 await Duties.attempt(duty)
                 if task is not None and task.cancelling():
                     # A cancel that a library turned into an error it then retried (asyncio
@@ -289,6 +316,8 @@ class Keeper:
             return
         if self._failure is None:
             self._failure = task.exception()
+        for other in self._tasks:  # the pulse must not keep a failed keeper's lease
+            other.cancel()
         self._crawler.stop()
 
     async def _beat(self) -> None:
@@ -296,8 +325,13 @@ class Keeper:
 
     def _heard(self, word: str) -> None:
         """A notice: its duty runs now."""
-        self._duties.nudge(_NOTICE_DUTIES[word])
-        self._wake.set()
+        self._nudge(_NOTICE_DUTIES[word])
+
+    def _nudge(self, name: str) -> None:
+        """Run duty ``name`` now, in whichever task runs it."""
+        duties = self._pulse if name in PULSE else self._duties
+        duties.nudge(name)
+        self._wake[duties].set()
 
     def _subscribed(self, up: bool) -> None:
         """Notices heard: poll for what they announce slowly; not heard: at the fast pace.
@@ -307,14 +341,19 @@ class Keeper:
             self._duties.repace(duty, seconds if up else fast[duty])
             if up:
                 self._duties.nudge(duty)
-        self._wake.set()
+        self._wake[self._duties].set()
 
-    async def _lead(self) -> None:
-        if await self._leadership.lead():
+    async def _hold(self) -> None:
+        """The pulse's turn at the lease: taken, the leader's work starts at once."""
+        if await self._leadership.hold():
+            self._nudge("rebalance")
+        if not self._leadership.leading:  # try again when the leader's lease could run out
+            self._pulse.defer("lead", self._leadership.free_in)
+
+    async def _rebalance(self) -> None:
+        if await self._leadership.rebalance():
             await self._follow()  # the leader's own share at once
         await self._leadership.train()
-        if not self._leadership.leading:  # try again when the leader's lease could run out
-            self._duties.defer("lead", self._leadership.free_in)
 
     async def _follow(self) -> None:
         """On a new assignment version: hand the new share to the frontier."""

@@ -50,35 +50,48 @@ class Leadership:
         self._train = train
         self._leading = False
         self.free_in = 0.0
-        """Seconds until the leader's lease could run out (at the last :meth:`lead` of a
+        """Seconds until the leader's lease could run out (at the last :meth:`hold` of a
         follower; 0 while leading)."""
 
     @property
     def leading(self) -> bool:
-        """This worker held the lease at its last :meth:`lead`."""
+        """This worker held the lease at its last :meth:`hold`."""
         return self._leading
 
-    async def lead(self) -> bool:
-        """Take or renew the lease; as leader, publish a new assignment when it should change.
-        True when one was published."""
+    async def hold(self) -> bool:
+        """Take or renew the lease; True when this worker has just taken it.
+
+        Run on its own pace, apart from the leader's work (see the keeper), so a long duty
+        never makes a renewal late. A renewal that finds the lease lost ends the leadership at
+        once: :attr:`leading` is False from then on, and the leader's work checks it (and the
+        lease itself, where it writes what only one worker may) before it acts."""
         free_in = await self._control.try_lead(self._name, self._ttl)
         leading = free_in == 0.0
         self.free_in = free_in + _MARGIN if not leading else 0.0
+        taken = leading and not self._leading
         if leading != self._leading:
             self._leading = leading
             self._log_change(leading)
-        if not leading or not self._settled():
+        return taken
+
+    async def rebalance(self) -> bool:
+        """As leader, publish a new assignment when it should change; True when one was
+        (the publication checks the lease in the same script: a leader that lost it
+        meanwhile publishes nothing)."""
+        if not self._leading or not self._settled():
             return False
         return await self._balancer.rebalance(self._name) is not None
 
     async def train(self) -> None:
         """As leader with ``bpnn-pso``, refit the balancer's model when new observations came."""
         if self._train and self._leading and self._settled():
-            await self._balancer.train()
+            await self._balancer.train(lambda: self._leading)
 
     async def reclaim(self, frontier: RedisFrontier) -> int:
         """As leader, return dead workers' expired claims to their queues; how many."""
-        if not self._settled() or await self._control.leader() != self._name:
+        if not self._leading or not self._settled():
+            return 0
+        if await self._control.leader() != self._name:
             return 0
         return await frontier.reclaim_expired()
 
