@@ -7,7 +7,10 @@ to ``tmp_path / f"w{i}.log"``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
+import signal
 import sys
 import time
 from collections import Counter
@@ -43,8 +46,11 @@ STARTED: list[asyncio.subprocess.Process] = []
 
 async def start(log: Path, *args: str) -> asyncio.subprocess.Process:
     """Start ``gossamer *args``, its stdout and stderr appended to ``log``."""
+    env = {**os.environ, "PYTHONFAULTHANDLER": "1"}  # SIGABRT prints every thread's stack
     with log.open("ab") as out:
-        proc = await asyncio.create_subprocess_exec(*GOSSAMER, *args, stdout=out, stderr=out)
+        proc = await asyncio.create_subprocess_exec(
+            *GOSSAMER, *args, stdout=out, stderr=out, env=env
+        )
     STARTED.append(proc)
     return proc
 
@@ -59,15 +65,47 @@ async def until_waiting(logs: list[Path], limit: float = 30) -> None:
     raise TimeoutError(f"workers not waiting for a job after {limit:g}s")
 
 
+DUMP_WAIT = 2.0
+"""Seconds a process that timed out has to print its asyncio tasks (SIGUSR1), then its threads'
+stacks (SIGABRT), before the kill."""
+LOG_TAIL = 6000
+"""Characters of a timed-out process' log shown in the failure."""
+
+
 async def run(log: Path, *args: str, limit: float = 60) -> int:
-    """Run ``gossamer *args`` to its end, logging to ``log``; its exit code."""
+    """Run ``gossamer *args`` to its end, logging to ``log``; its exit code. Past ``limit`` the
+    process prints its stacks (:func:`dump_and_kill`) and the failure shows its log's tail."""
     proc = await start(log, *args)
     try:
         return await asyncio.wait_for(proc.wait(), limit)
     except TimeoutError:
+        await dump_and_kill(proc)
+        tail = log_tail(log)
+        raise TimeoutError(
+            f"{log.name} still running after {limit:g}s; its log ends:\n{tail}"
+        ) from None
+
+
+async def dump_and_kill(proc: asyncio.subprocess.Process) -> None:
+    """A stuck ``proc`` prints where it waits, then dies: SIGUSR1 prints its asyncio tasks
+    (when its event loop still turns), SIGABRT its threads' Python stacks (faulthandler: also
+    when the loop is blocked), each given :data:`DUMP_WAIT` seconds; then SIGKILL."""
+    for signum in (signal.SIGUSR1, signal.SIGABRT):
+        if proc.returncode is not None:
+            return
+        proc.send_signal(signum)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), DUMP_WAIT)
+    if proc.returncode is None:
         proc.kill()
         await proc.wait()
-        raise
+
+
+def log_tail(log: Path) -> str:
+    """The last :data:`LOG_TAIL` characters of ``log`` (empty before it exists)."""
+    if not log.exists():
+        return ""
+    return log.read_text("utf-8", errors="replace")[-LOG_TAIL:]
 
 
 async def output(*args: str, limit: float = 30) -> tuple[int, str, str]:
@@ -104,6 +142,16 @@ def assert_same_urls(counts: Counter[str], expected: set[str]) -> None:
 def worker_logs(tmp_path: Path, workers: int) -> list[str]:
     """The logs of workers 0 to ``workers - 1``."""
     return [(tmp_path / f"w{i}.log").read_text() for i in range(workers)]
+
+
+def worker_tails(tmp_path: Path, workers: int) -> str:
+    """For a failure: the tails of what workers 0 to ``workers - 1`` printed (a stuck one's
+    stacks, see :func:`dump_and_kill`) and of their ``crawl.log`` (the events of a quiet one)."""
+    return "\n".join(
+        f"--- {log.relative_to(tmp_path)}:\n{log_tail(log)}"
+        for i in range(workers)
+        for log in (tmp_path / f"w{i}.log", tmp_path / f"w{i}" / "crawl.log")
+    )
 
 
 LOG_ARGS = ["--log-level", "info", "--log-json"]

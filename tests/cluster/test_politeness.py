@@ -24,8 +24,9 @@ from tests.cluster.harness import (
     read_records,
     run,
     small_web,
+    until_waiting,
     worker_args,
-    worker_logs,
+    worker_tails,
 )
 from tests.redis_server import RedisClusterServer, RedisServer
 
@@ -86,18 +87,22 @@ async def _crawl(tmp_path: Path, server: HoldingServer, url: str, by: str) -> No
     assert await run(tmp_path / "ref.log", *reference, limit=RUN_LIMIT) == 0
     server.log.clear()
     server.spans.clear()
-    # Workers started before the submit are all in the first assignment.
+    # Workers waiting for the job at the submit are all in the first assignment: no host moves
+    # from a first worker to another at the start (a host's new owner does not know when its
+    # last owner fetched from it last).
+    logs = [tmp_path / f"w{i}.log" for i in range(WORKERS)]
     workers = [
-        asyncio.create_task(
-            run(tmp_path / f"w{i}.log", *worker_args(url, tmp_path, i), limit=RUN_LIMIT)
-        )
+        asyncio.create_task(run(logs[i], *worker_args(url, tmp_path, i), limit=RUN_LIMIT))
         for i in range(WORKERS)
     ]
+    await until_waiting(logs)
     submit = ["cluster", "submit", "--redis", url, seed, *args, *WEB_ARGS,
               "--partitions", "64", "--partition-by", by]  # fmt: skip
     assert await run(tmp_path / "submit.log", *submit, limit=RUN_LIMIT) == 0
-    codes = await asyncio.wait_for(asyncio.gather(*workers), 60)
-    assert codes == [0] * WORKERS, worker_logs(tmp_path, WORKERS)
+    # Every worker's end is awaited, so each one that timed out has printed its tasks and been
+    # killed before the failure shows all of the logs.
+    codes = await asyncio.wait_for(asyncio.gather(*workers, return_exceptions=True), 60)
+    assert codes == [0] * WORKERS, f"{codes}\n{worker_tails(tmp_path, WORKERS)}"
 
 
 @pytest.mark.parametrize(

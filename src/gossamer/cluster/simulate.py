@@ -208,10 +208,9 @@ class SimWorker:
             await asyncio.sleep(IDLE_TURN)
 
     async def _stop(self) -> None:
-        if self._idle is not None:
-            self._idle.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._idle
+        idle, self._idle = self._idle, None
+        if idle is not None:
+            await _cancel(idle)
         await self.keeper.stop()
 
     async def leave(self) -> None:
@@ -255,3 +254,16 @@ async def seed(config: SimConfig, hosts: int) -> int:
         return (await frontier.add(urls)).added
     finally:
         await redis.aclose()
+
+
+async def _cancel(task: asyncio.Task[None]) -> None:
+    """Cancel ``task`` and wait for its end, cancelling again each second, at most ten times:
+    on Python 3.11 redis-py can lose a cancel (see ``Notices.stop``), and an idle worker's loop
+    would then ask until the job is done. An error it ended with is raised."""
+    for _ in range(10):
+        task.cancel()
+        await asyncio.wait({task}, timeout=1.0)
+        if task.done():
+            if not task.cancelled():
+                task.result()
+            return
