@@ -118,11 +118,12 @@ async def test_kill_9_a_worker_survivors_finish(tmp_path: Path, redis_server: Re
     assert alive[f"w{v}"] is False
 
 
-async def test_unreachable_redis_is_one_line_exit_1(tmp_path: Path) -> None:
+async def test_unreachable_redis_is_one_line_exit_1() -> None:
+    """A command run once gives up at once; a worker waits for its Redis as for an outage
+    (tests/cluster/test_worker_startup.py)."""
     bad = "redis://127.0.0.1:1/0"
     for args in (
         ["cluster", "status", "--redis", bad],
-        ["cluster", "worker", "--redis", bad, "--out", str(tmp_path / "w")],
         ["cluster", "submit", "--redis", bad, "http://site0.test/"],
         ["cluster", "wait", "--redis", bad, "--timeout", "1"],
     ):
