@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 
 from aiohttp import web
@@ -23,3 +23,19 @@ async def serve(handler: Handler) -> AsyncIterator[int]:
         yield site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     finally:
         await runner.cleanup()
+
+
+@asynccontextmanager
+async def serve_pages(pages: Mapping[str, str] | Callable[[str], str | None]) -> AsyncIterator[int]:
+    """Serve HTML pages by path (a mapping, or a function of the path; None is a 404) on a free
+    port of 127.0.0.1; yields the port."""
+    find = pages.get if isinstance(pages, Mapping) else pages
+
+    async def page(request: web.Request) -> web.Response:
+        body = find(request.path)
+        if body is None:
+            raise web.HTTPNotFound()
+        return web.Response(text=body, content_type="text/html")
+
+    async with serve(page) as port:
+        yield port

@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from aiohttp import web
 from tests.focus.test_focus_crawl import run_cli
+from tests.local_app import serve_pages
 
 from gossamer.focus.examples import Example, unrelated
 from gossamer.focus.topic import Topic
@@ -27,23 +27,8 @@ PAGES = {
 
 @pytest.fixture
 async def site() -> AsyncIterator[str]:
-    async def page(request: web.Request) -> web.Response:
-        body = PAGES.get(request.path)
-        if body is None:
-            raise web.HTTPNotFound()
-        return web.Response(text=body, content_type="text/html")
-
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", page)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    server = web.TCPSite(runner, "127.0.0.1", 0)
-    await server.start()
-    port = runner.addresses[0][1]
-    try:
+    async with serve_pages(PAGES) as port:
         yield f"http://site.test:{port}"
-    finally:
-        await runner.cleanup()
 
 
 def test_an_example_without_the_phrases_words_is_named() -> None:

@@ -7,15 +7,15 @@ for a re-scoring."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
-from aiohttp import web
 from tests.focus.test_learning import Recorder, two_lists
 from tests.focus.test_policy import ON, PHRASE, html, judge, prose
-from tests.local_app import serve
+from tests.local_app import serve_pages
 
 from gossamer.crawl import run_crawl
 from gossamer.focus.calibration import Calibration
@@ -102,17 +102,10 @@ def _site_page(path: str) -> str | None:
     return None
 
 
-async def test_a_crawl_of_a_flat_site_takes_the_examples_list_first(tmp_path: Path) -> None:
-    """The example lies in the second of the index's two lists, behind the same anchors: the
-    crawl fetches the rest of its list before the first list."""
-
-    async def handler(request: web.Request) -> web.Response:
-        body = _site_page(request.path)
-        if body is None:
-            raise web.HTTPNotFound()
-        return web.Response(text=body, content_type="text/html")
-
-    async with serve(handler) as port:
+async def crawl_docs(tmp_path: Path, pages: Callable[[str], str | None], most: int) -> list[str]:
+    """Crawl the site of ``pages`` from its index, focused on ``PHRASE`` with ``/a0.html`` as
+    the example, one fetch at a time, ``most`` pages; the paths fetched, in order."""
+    async with serve_pages(pages) as port:
         site = f"http://docs.test:{port}"
         settings = load_model(
             CrawlSettings,
@@ -123,7 +116,7 @@ async def test_a_crawl_of_a_flat_site_takes_the_examples_list_first(tmp_path: Pa
                 "allow_domains": ["test"],
                 "quiet": True,
                 "concurrency": 1,
-                "max_pages": 8,
+                "max_pages": most,
                 "sitemaps": False,
                 "focus_phrase": PHRASE,
                 "focus_examples": [f"{site}/a0.html"],
@@ -132,7 +125,14 @@ async def test_a_crawl_of_a_flat_site_takes_the_examples_list_first(tmp_path: Pa
         )
         await run_crawl(settings)
     records = [json.loads(line) for line in (tmp_path / "out/pages.jsonl").read_text().splitlines()]
-    fetched = [urlsplit(r["url"]).path for r in records if r["status"] == 200]
+    return [urlsplit(r["url"]).path for r in records if r["status"] == 200]
+
+
+async def test_a_crawl_of_a_flat_site_takes_the_examples_list_first(tmp_path: Path) -> None:
+    """The example lies in the second of the index's two lists, behind the same anchors: the
+    crawl fetches the rest of its list before the first list."""
+
+    fetched = await crawl_docs(tmp_path, _site_page, 8)
     assert len(fetched) == 8
     assert sum(path.startswith("/a") for path in fetched) >= 6, fetched
 

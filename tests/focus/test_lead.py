@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from aiohttp import web
 from tests.focus.test_focus_crawl import crawl
+from tests.local_app import serve_pages
 
 from gossamer.settings import CrawlSettings, load_model
 
@@ -73,23 +73,8 @@ PAGES = {
 
 @pytest.fixture
 async def site() -> AsyncIterator[str]:
-    async def page(request: web.Request) -> web.Response:
-        body = PAGES.get(request.path)
-        if body is None:
-            raise web.HTTPNotFound()
-        return web.Response(text=body, content_type="text/html")
-
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", page)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    server = web.TCPSite(runner, "127.0.0.1", 0)
-    await server.start()
-    port = runner.addresses[0][1]
-    try:
+    async with serve_pages(PAGES) as port:
         yield f"http://site.test:{port}"
-    finally:
-        await runner.cleanup()
 
 
 async def test_a_short_page_whose_heading_names_the_topic_is_judged_on_topic(

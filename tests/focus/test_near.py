@@ -5,18 +5,14 @@ the pages listed ahead of them behind the same neutral anchors."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from aiohttp import web
+from tests.focus.test_evidence import crawl_docs
 from tests.focus.test_policy import ON, PHRASE, html, judge, prose
-from tests.local_app import serve
 
-from gossamer.crawl import run_crawl
 from gossamer.focus.policy import FocusPolicy
 from gossamer.focus.topic import Topic
-from gossamer.settings import CrawlSettings, load_model
 
 EXAMPLE = "http://site.test/example.html"
 
@@ -57,32 +53,6 @@ def _site_page(path: str) -> str | None:
 
 
 async def test_a_crawl_fetches_the_pages_its_example_links_to_first(tmp_path: Path) -> None:
-    async def handler(request: web.Request) -> web.Response:
-        body = _site_page(request.path)
-        if body is None:
-            raise web.HTTPNotFound()
-        return web.Response(text=body, content_type="text/html")
-
-    async with serve(handler) as port:
-        site = f"http://docs.test:{port}"
-        settings = load_model(
-            CrawlSettings,
-            {
-                "seeds": [f"{site}/index.html"],
-                "out": tmp_path / "out",
-                "resolve": ["docs.test=127.0.0.1"],
-                "allow_domains": ["test"],
-                "quiet": True,
-                "concurrency": 1,
-                "max_pages": 7,
-                "sitemaps": False,
-                "focus_phrase": PHRASE,
-                "focus_examples": [f"{site}/a0.html"],
-            },
-            env={},
-        )
-        await run_crawl(settings)
-    records = [json.loads(line) for line in (tmp_path / "out/pages.jsonl").read_text().splitlines()]
-    fetched = [urlsplit(r["url"]).path for r in records if r["status"] == 200]
+    fetched = await crawl_docs(tmp_path, _site_page, 7)
     assert len(fetched) == 7
     assert sum(path.startswith("/a") for path in fetched) >= 5, fetched
