@@ -44,7 +44,7 @@ from gossamer.cluster.assignment import Assignment
 from gossamer.cluster.control import Control
 from gossamer.cluster.leadership import Leadership
 from gossamer.cluster.membership import Membership
-from gossamer.cluster.notices import Notices
+from gossamer.cluster.notices import Notices, cancel_and_wait
 from gossamer.cluster.resilient import RedisGuard, RedisUnavailable
 from gossamer.engine import Crawler
 from gossamer.frontier.redis import Ownership, RedisFrontier
@@ -279,14 +279,7 @@ class Keeper:
     async def stop(self) -> None:
         """Cancel the tasks; those that do not end within a second are cancelled again."""
         await self._notices.stop()
-        tasks = set(self._tasks)
-        for _ in range(10):
-            if not tasks:
-                return
-            for task in tasks:
-                task.cancel()
-            await asyncio.wait(tasks, timeout=1.0)
-            tasks = {task for task in tasks if not task.done()}
+        await cancel_and_wait(self._tasks)
 
     async def leave(self) -> None:
         """Leave the job's registry."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -38,7 +38,22 @@ _RETRY = (0.5, 1.0, 2.0, 5.0)
 """Seconds before subscribing again after a failure, growing, then the last kept (a
 subscription the ACL refuses fails at its reply: it is tried again every 5 s)."""
 _CANCELS = 10
-"""Cancels :meth:`Notices.stop` sends, a second apart, before it leaves the listener be."""
+"""Cancels :func:`cancel_and_wait` sends, a second apart, before it leaves a task be."""
+
+
+async def cancel_and_wait(tasks: Iterable[asyncio.Task[Any]]) -> None:
+    """Cancel ``tasks`` and wait for their end, cancelling those still running again every
+    second, at most :data:`_CANCELS` times: on Python 3.11 redis-py can lose a cancel
+    (``asyncio.wait_for`` drops one that comes as its awaited write ends; see
+    :meth:`Notices._listen`)."""
+    running = {task for task in tasks if not task.done()}
+    for _ in range(_CANCELS):
+        if not running:
+            return
+        for task in running:
+            task.cancel()
+        await asyncio.wait(running, timeout=1.0)
+        running = {task for task in running if not task.done()}
 
 
 class Notices:
@@ -65,16 +80,10 @@ class Notices:
         self._task = asyncio.create_task(self._listen())
 
     async def stop(self) -> None:
-        """Cancel the listener and wait for its end: again every second, at most
-        :data:`_CANCELS` times, should a cancel be lost (see :meth:`_listen`)."""
+        """Cancel the listener and wait for its end (:func:`cancel_and_wait`)."""
         task, self._task = self._task, None
-        if task is None:
-            return
-        for _ in range(_CANCELS):
-            task.cancel()
-            await asyncio.wait({task}, timeout=1.0)
-            if task.done():
-                return
+        if task is not None:
+            await cancel_and_wait({task})
 
     async def _listen(self) -> None:
         """Subscribe and hear notices until cancelled. On Python 3.11 a cancel can be lost in

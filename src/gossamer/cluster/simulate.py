@@ -34,6 +34,7 @@ from gossamer.cluster.control import Control
 from gossamer.cluster.keeper import Keeper, Pace
 from gossamer.cluster.leadership import Leadership
 from gossamer.cluster.membership import Membership, Report
+from gossamer.cluster.notices import cancel_and_wait
 from gossamer.cluster.resilient import RedisGuard
 from gossamer.engine import Crawler
 from gossamer.frontier.base import Candidate
@@ -257,13 +258,8 @@ async def seed(config: SimConfig, hosts: int) -> int:
 
 
 async def _cancel(task: asyncio.Task[None]) -> None:
-    """Cancel ``task`` and wait for its end, cancelling again each second, at most ten times:
-    on Python 3.11 redis-py can lose a cancel (see ``Notices.stop``), and an idle worker's loop
-    would then ask until the job is done. An error it ended with is raised."""
-    for _ in range(10):
-        task.cancel()
-        await asyncio.wait({task}, timeout=1.0)
-        if task.done():
-            if not task.cancelled():
-                task.result()
-            return
+    """Cancel ``task`` and wait for its end (:func:`cancel_and_wait`: an idle worker's loop
+    whose cancel was lost would ask until the job is done). An error it ended with is raised."""
+    await cancel_and_wait({task})
+    if task.done() and not task.cancelled():
+        task.result()
