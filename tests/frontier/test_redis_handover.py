@@ -1,12 +1,14 @@
 """Handing a partition over (host mode): the new owner claims none of its URLs while the old
 owner still has a request to one of its hosts in flight, nor before that host's delay has
-passed since the request started; a dead old owner's fence lapses with its leases."""
+passed since the request started; a dead old owner's fence lapses with its leases. A new
+owner that learns of the assignment first claims nothing before the old owner has handed the
+partition over, unless the old owner is gone from the job's workers or the grace has passed."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from importlib import resources
 
 import pytest
@@ -17,6 +19,7 @@ from gossamer.frontier.base import Candidate, Feedback, Lease
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import (
     Ownership,
+    Peers,
     RedisFrontier,
     RedisFrontierConfig,
     partition_keys,
@@ -38,17 +41,46 @@ async def client(redis_server: RedisServer) -> AsyncIterator[Redis]:
 
 
 EVERY, NONE = Ownership(frozenset(range(8))), Ownership(frozenset())
+LATER_EVERY, LATER_NONE = Ownership(EVERY.partitions, 1), Ownership(NONE.partitions, 1)
+"""The next assignment's shares."""
+GRACE = 0.8
 
 
-def frontier(client: Redis, owned: Ownership, lease_timeout: float = 30.0) -> RedisFrontier:
-    return RedisFrontier(
+class Workers:
+    """The job's live workers, as the cluster's membership tells them."""
+
+    def __init__(self) -> None:
+        self.live = {"old", "new"}
+
+    async def alive(self, names: Collection[str]) -> Collection[str]:
+        return self.live & set(names)
+
+
+def frontier(
+    client: Redis,
+    owned: Ownership,
+    lease_timeout: float = 30.0,
+    *,
+    name: str = "",
+    workers: Workers | None = None,
+) -> RedisFrontier:
+    made = RedisFrontier(
         client,
         "handover",
         Scope.for_seeds([], ["test"], max_depth=5),
         PolitenessPolicy(per_host=1, delay=DELAY),
         ownership=owned,
-        config=RedisFrontierConfig(partitions=8, lease_timeout=lease_timeout),
+        config=RedisFrontierConfig(partitions=8, lease_timeout=lease_timeout, handover_grace=GRACE),
     )
+    if name:
+        made.join(Peers(name, (workers or Workers()).alive))
+    return made
+
+
+def pair(client: Redis, workers: Workers | None = None) -> tuple[RedisFrontier, RedisFrontier]:
+    """Two cluster workers: the old owner of every partition, and the new one."""
+    old = frontier(client, EVERY, name="old", workers=workers)
+    return old, frontier(client, NONE, name="new", workers=workers)
 
 
 async def first_lease(new: RedisFrontier, limit: float = 3.0) -> tuple[Lease, float]:
@@ -128,8 +160,93 @@ async def test_a_late_fence_call_never_undoes_a_later_one(client: Redis) -> None
     script = client.register_script(
         (resources.files("gossamer.frontier.redis") / "lua" / "fence.lua").read_text("utf-8")
     )
-    lift, hold = [0, 2, 60_000], [30_000, 1, 60_000]  # ms, sequence, keep
-    assert await run_scripts(client, [(script, [fence], ["old", *lift])]) == [1]
-    assert await run_scripts(client, [(script, [fence], ["old", *hold])]) == [0]
+    keys = [fence, partition_keys("handover", partition_of(HOST, 8))["holder"]]
+    lift, hold = [0, 2, 60_000, "old", 0], [30_000, 1, 60_000, "old", 0]  # ms, seq, keep, name, v
+    assert await run_scripts(client, [(script, keys, ["old", *lift])]) == [1]
+    assert await run_scripts(client, [(script, keys, ["old", *hold])]) == [0]
     assert await client.hget(fence, "old") == b"0:2"
     assert len(await new.lease(5)) == 1
+
+
+async def test_a_new_owner_learning_first_keeps_the_old_owners_delay(client: Redis) -> None:
+    """Workers follow the assignment each at its own pace: the new owner may own a partition
+    while its old owner, not knowing yet, still fetches from its hosts. A URL queued after the
+    old owner's claim (an outlink) is the new owner's to claim once the old owner hands the
+    partition over, its host's delay since the old owner's last request start kept."""
+    old, new = pair(client)
+    await old.add([Candidate(f"{HOST}/{i}") for i in range(2)])
+    (in_flight,) = await old.lease(5)  # both claimed, one leased: the host has a delay
+    started = time.monotonic()
+    await old.add([Candidate(f"{HOST}/late")])  # queued in Redis, claimed by no one yet
+    await new.own(LATER_EVERY)  # the old owner has not seen the new assignment yet
+    assert await new.lease(5) == []  # it still fetches from the host
+    await old.own(LATER_NONE)  # now it has: its request to the host is still in flight
+    assert await old.lease(5) == []  # and it starts no other
+    assert await new.lease(5) == []
+    await old.ack(in_flight, Feedback(started_at=started))
+    lease, at = await first_lease(new)
+    assert lease.url != in_flight.url
+    assert at - started >= DELAY - 0.005, at - started
+    assert at - started < DELAY + 0.5
+
+
+async def test_a_silent_old_owner_is_waited_for_the_grace_only(client: Redis) -> None:
+    """An old owner that never follows the assignment (stuck, or killed after it was
+    published, its heartbeat not run out yet) holds the partition for the grace, no longer."""
+    old, new = pair(client)
+    await old.add([Candidate(f"{HOST}/{i}") for i in range(2)])
+    assert len(await old.lease(5)) == 1
+    await old.add([Candidate(f"{HOST}/late")])
+    gained = time.monotonic()
+    await new.own(LATER_EVERY)
+    _, at = await first_lease(new)
+    assert GRACE - 0.005 <= at - gained < GRACE + 0.5
+    await old.add([Candidate(f"{HOST}/more")])  # its claims take nothing from now on
+    assert all(not lease.url.endswith("/more") for lease in await old.lease(5))
+    counts = partition_keys("handover", partition_of(HOST, 8))["counts"]
+    assert await client.hget(counts, "queued") == b"1"
+
+
+async def test_an_old_owner_gone_from_the_workers_is_not_waited_for(client: Redis) -> None:
+    """Killed, the old owner leaves the job's workers when its heartbeat runs out, and only
+    then are its partitions moved: the new owner claims from them at once."""
+    workers = Workers()
+    old, new = pair(client, workers)
+    await old.add([Candidate(f"{HOST}/{i}") for i in range(2)])
+    assert len(await old.lease(5)) == 1
+    await old.add([Candidate(f"{HOST}/late")])  # and then it dies
+    workers.live.discard("old")
+    gained = time.monotonic()
+    await new.own(LATER_EVERY)
+    _, at = await first_lease(new)
+    assert at - gained < GRACE / 2
+
+
+async def test_a_worker_leaving_hands_over_the_partitions_it_claimed_from(client: Redis) -> None:
+    """A worker that stops hands over the partitions it claimed from, those it holds no claim
+    of too: the next owner waits for their hosts' delay, neither less nor the grace."""
+    old, new = pair(client)
+    await old.add([Candidate(f"{HOST}/0")])
+    (done,) = await old.lease(5)
+    started = time.monotonic()
+    await old.ack(done, Feedback(started_at=started))
+    await old.add([Candidate(f"{HOST}/1")])
+    await old.close()  # it holds no claim now, and leaves
+    await new.own(LATER_EVERY)
+    _, at = await first_lease(new)
+    assert DELAY - 0.005 <= at - started < DELAY + 0.3
+
+
+async def test_a_claim_out_as_the_partition_goes_hands_it_over_too(client: Redis) -> None:
+    """A claim answered after its partitions were given away recorded its worker as their
+    holder: the worker hands them over again at once, so the new owner does not wait."""
+    old, new = pair(client)
+    await old.add([Candidate(f"{HOST}/{i}") for i in range(2)])
+    leasing = asyncio.create_task(old.lease(5))
+    await asyncio.sleep(0)  # the claim is on its way to Redis
+    await old.own(LATER_NONE)
+    assert await leasing == []
+    gained = time.monotonic()
+    await new.own(LATER_EVERY)
+    _, at = await first_lease(new)
+    assert at - gained < GRACE / 2

@@ -18,6 +18,7 @@ One module per concern:
 * ``claims``: claims taken, renewed, ended, reclaimed, returned; malformed entries set aside
 * ``limiter``: the shared per-host limiter of ``partition_by="url"``
 * ``fences``: hand-over fences for a partition's new owner
+* ``holders``: which worker may claim from a partition while it changes owner
 * ``frontier``: :class:`RedisFrontier`, the contract's methods and the upkeep its owner calls
 * ``revisits``: a continuous crawl's revisit state and due times, kept with each partition
 * ``continuous``: ``ContinuousFrontier``, the frontier of a continuous crawl (``--recrawl``)
@@ -43,6 +44,7 @@ This package may import ``gossamer.frontier.base``, ``admission``, ``hosts``, ``
 from gossamer.frontier.redis.config import RedisFrontierConfig
 from gossamer.frontier.redis.counts import PartitionCounts, read_counts
 from gossamer.frontier.redis.frontier import RedisFrontier
+from gossamer.frontier.redis.holders import Peers
 from gossamer.frontier.redis.keys import (
     BadEntry,
     Ownership,
@@ -57,6 +59,7 @@ __all__ = [
     "BadEntry",
     "Ownership",
     "PartitionCounts",
+    "Peers",
     "RedisClient",
     "RedisFrontier",
     "RedisFrontierConfig",

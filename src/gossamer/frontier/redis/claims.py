@@ -23,16 +23,24 @@ from redis.commands.core import AsyncScript
 
 from gossamer.frontier.redis.config import RedisFrontierConfig
 from gossamer.frontier.redis.credentials import Credentials, Trusts
-from gossamer.frontier.redis.keys import BadEntry, Entry, PartitionKeys, bad_keys, split_url
+from gossamer.frontier.redis.holders import HANDOVER_POLL, Holders
+from gossamer.frontier.redis.keys import (
+    BadEntry,
+    Entry,
+    Ownership,
+    PartitionKeys,
+    bad_keys,
+    split_url,
+)
 from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, run_scripts
 
 BAD_KEPT = 10_000
 """Bad entries kept in ``gs:{J}:bad`` (the newest)."""
 _BAD_SHOWN = 8192
 """Characters of a bad entry kept in ``gs:{J}:bad``."""
-_FENCE_POLL = 0.25
-"""Seconds before asking again for a partition its previous owner fences (the fence of
-requests still in flight ends when they do, earlier than it says)."""
+_CLAIM_KEYS = ("queue", "claimed", "deadlines", "counts", "fence", "ranked", "ranks", "hosts")
+_HELD = -2
+"""``claim.lua``'s answer for a partition another worker holds (see :mod:`.holders`)."""
 RECLAIM_LIMIT = 1000
 """Expired claims returned per partition and call, at most."""
 
@@ -52,9 +60,9 @@ class Claims:
         keys: PartitionKeys,
         scripts: dict[str, AsyncScript],
         config: RedisFrontierConfig,
-        trusts: Trusts | None = None,
+        trusts: Trusts | None,
+        ownership: Ownership,
         *,
-        owned: frozenset[int],
         clock: Callable[[], float],
         wall_clock: Callable[[], float],
     ) -> None:
@@ -68,7 +76,7 @@ class Claims:
         """Entries claimed per partition and call, at most."""
         self._clock = clock
         self._wall = wall_clock
-        self.owned = owned
+        self.owned = ownership.partitions
         """The partitions this worker owns (see :meth:`RedisFrontier.own`)."""
         self.held: dict[int, dict[int, Entry]] = {}
         """Every claim this worker holds, by partition and claim token."""
@@ -76,7 +84,13 @@ class Claims:
         """Entries this worker set aside."""
         self._waiting: set[int] = set()
         self._claim_after: dict[int, float] = {}
-        """Partitions another worker still fences: not claimed from before this time."""
+        """Partitions another worker still holds or fences: not claimed from before this
+        time."""
+        self.holders = Holders(
+            config.handover_grace, by_host=config.partition_by == "host", clock=clock
+        )
+        """Who may claim from the owned partitions (see :mod:`.holders`)."""
+        self.holders.version = ownership.version
 
     def note(self, parts: Iterable[int]) -> None:
         """``parts`` have entries queued in Redis (those this worker owns are claimed)."""
@@ -86,6 +100,22 @@ class Claims:
         """A fresh look at every partition found ``waiting`` ones with queued entries."""
         self.note(waiting)
         self._claim_after.clear()  # fenced ones are asked again too
+
+    def own(self, ownership: Ownership) -> tuple[set[int], set[int]]:
+        """Own ``ownership``'s partitions from now on; those lost and those gained."""
+        lost = set(self.owned - ownership.partitions)
+        gained = set(ownership.partitions - self.owned)
+        self.owned = ownership.partitions
+        self.holders.own(ownership.version, gained, lost)
+        log.debug(
+            "job %s: owns %d partitions at v%d (%d gained, %d lost)",
+            self._keys.job,
+            len(self.owned),
+            ownership.version,
+            len(gained),
+            len(lost),
+        )
+        return lost, gained
 
     def disown(self, parts: set[int]) -> None:
         self._waiting -= parts
@@ -97,21 +127,41 @@ class Claims:
 
     async def claim(self, parts: list[int], batch: int | None = None) -> list[Entry]:
         """Claim up to a batch of entries (``batch``, else :attr:`batch`) from each of
-        ``parts``; the entries now held (those that do not decode are set aside)."""
+        ``parts``; the entries now held (those that do not decode are set aside). Partitions
+        another worker holds are taken over at once when :mod:`.holders` says so."""
+        entries: list[Entry] = []
+        held = await self._claim(parts, batch or self.batch, entries)
+        if held:
+            take, wait = await self.holders.takeovers(held)
+            after = self._clock() + wait
+            self._claim_after.update((part, after) for part in held.keys() - take)
+            if take:
+                await self._claim(sorted(take), batch or self.batch, entries, takeover=True)
+        return entries
+
+    async def _claim(
+        self, parts: list[int], batch: int, entries: list[Entry], *, takeover: bool = False
+    ) -> dict[int, bytes]:
+        """One claim call per partition of ``parts``; the entries taken go to ``entries``.
+        Returns the holder records of partitions held by another worker."""
         now = self._clock()
         deadline = self._wall() + self._lease_timeout
-        names = ("queue", "claimed", "deadlines", "counts", "fence", "ranked", "ranks", "hosts")
-        args = [batch or self.batch, repr(deadline)]
+        names = (*_CLAIM_KEYS, "holder")
+        args = [batch, repr(deadline), *self.holders.args(takeover)]
         calls = [(self._scripts["claim"], self._keys.of(part, *names), args) for part in parts]
         results: list[list[Any]] = await run_scripts(self._redis, calls)
-        entries: list[Entry] = []
         bad: list[Bad] = []
+        held: dict[int, bytes] = {}
         reveal = await self._credentials.reveal(raw for r in results for raw in r[2:])
         for part, (last, left, *raws) in zip(parts, results, strict=True):
+            if int(last) == _HELD:  # ``left``: the record of the worker holding it
+                held[part] = left
+                continue
             if int(last) < 0:  # fenced by its previous owner for ``left`` ms more (or less)
-                self._claim_after[part] = now + min(int(left) / 1000, _FENCE_POLL)
+                self._claim_after[part] = now + min(int(left) / 1000, HANDOVER_POLL)
                 continue
             self._claim_after.pop(part, None)
+            self.holders.claimed(part)
             if not left:
                 self._waiting.discard(part)
             first = int(last) - len(raws) + 1
@@ -124,7 +174,7 @@ class Claims:
                     self.held.setdefault(part, {})[entry.claim] = entry
                     entries.append(entry)
         await self._set_aside(bad)
-        return entries
+        return held
 
     def forget(self, entry: Entry) -> None:
         """``entry`` is no longer claimed by this worker."""

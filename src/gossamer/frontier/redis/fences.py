@@ -4,7 +4,10 @@ A hand-over in host mode (:meth:`RedisFrontier.own` losing partitions) fences ea
 for its new owner: the claim script returns nothing while the old owner still has requests to
 the partition's hosts in flight (a fence of ``lease_timeout``, so it lapses if that worker
 dies) and, once the last ends, until those hosts' next start is due by the old owner's
-politeness. A host never sees both owners at once, nor a gap shorter than its delay.
+politeness. A host never sees both owners at once, nor a gap shorter than its delay. The first
+fence call of a partition also hands it over: it deletes the worker's holder record, without
+which a new owner that learned of the assignment first claims nothing there (see
+:mod:`.holders`); a partition given away with no host known gets that call alone.
 
 Each worker's fence is its own field of ``gs:{J:p}:fence``, so a partition moved on again keeps
 every previous owner's fence; a worker numbers its fence calls, so a late one (another
@@ -26,6 +29,7 @@ from gossamer.frontier.base import Lease
 from gossamer.frontier.hosts import Host, HostScheduler
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis.config import RedisFrontierConfig
+from gossamer.frontier.redis.holders import Holders
 from gossamer.frontier.redis.keys import Entry, PartitionKeys, partition_of
 from gossamer.frontier.redis.scripts import ScriptCall
 
@@ -37,6 +41,8 @@ class _Leaving:
     in_flight: int
     hosts: dict[str, Host[Entry]]
     """Its hosts' politeness, kept until the last request ends."""
+    version: int
+    """The assignment version it was given away at."""
 
 
 class Handover:
@@ -49,10 +55,13 @@ class Handover:
         scripts: dict[str, AsyncScript],
         policy: PolitenessPolicy,
         config: RedisFrontierConfig,
+        holders: Holders,
         *,
         clock: Callable[[], float],
     ) -> None:
         self._keys = keys
+        self._holders = holders
+        """Which partitions this worker holds, and its name in their records."""
         self._fence_script = scripts["fence"]
         self._policy = policy
         self._partitions = config.partitions
@@ -71,7 +80,10 @@ class Handover:
     def give_away(self, dropped: set[int], hosts: HostScheduler[Entry]) -> dict[int, list[Entry]]:
         """Take the partitions ``dropped`` out of ``hosts``: their queued entries (returned by
         partition, to go back to Redis), their hosts' politeness, and their leases out (each
-        entry marked orphan, to go back when its lease ends); fence them."""
+        entry marked orphan, to go back when its lease ends); fence them and hand them over
+        (those this worker holds with no host known: the hand-over only)."""
+        holders = self._holders
+        version = holders.version
         back: dict[int, list[Entry]] = {}
         for queued in hosts.remove(lambda entry: entry.part in dropped):
             back.setdefault(queued.part, []).append(queued)
@@ -97,11 +109,24 @@ class Handover:
                 in_flight[at] = in_flight.get(at, 0) + 1
         for part, held in leaving.items():
             if in_flight.get(part):
-                self._leaving[part] = _Leaving(in_flight[part], held)
-                self._fence(part, self._lease_timeout)  # until the last request ends
+                self._leaving[part] = _Leaving(in_flight[part], held, version)
+                self._fence(part, self._lease_timeout, version)  # until the last request ends
             else:
-                self._fence(part, self._due_in(held.values()))
+                self._fence(part, self._due_in(held.values()), version)
+        for part in (holders.recorded & dropped) - leaving.keys():
+            self._fence(part, -1.0, version)
+        holders.recorded -= dropped
         return back
+
+    def strays(self, owned: frozenset[int]) -> list[ScriptCall]:
+        """The calls handing over the partitions this worker holds but does not own (a claim
+        that went out before they were given away recorded it), with the fences queued."""
+        holders = self._holders
+        gone = holders.recorded - owned
+        holders.recorded -= gone
+        for part in gone:
+            self._fence(part, -1.0, holders.version)
+        return self.take()
 
     def ended(self, lease: Lease) -> None:
         """A lease ended: the last request to a partition given away lifts its fence down to
@@ -112,7 +137,7 @@ class Handover:
             leaving.in_flight -= 1
             if leaving.in_flight <= 0:
                 del self._leaving[part]
-                self._fence(part, self._due_in(leaving.hosts.values()))
+                self._fence(part, self._due_in(leaving.hosts.values()), leaving.version)
 
     def take(self) -> list[ScriptCall]:
         """The fence calls to send with the next call to Redis."""
@@ -125,8 +150,11 @@ class Handover:
         due = max((self._policy.ready_at(host.slot) for host in hosts), default=now)
         return min(max(due - now, 0.0), self._lease_timeout)
 
-    def _fence(self, part: int, seconds: float) -> None:
-        """Queue a call fencing ``part`` for ``seconds`` (lifting this worker's fence if 0)."""
+    def _fence(self, part: int, seconds: float, version: int) -> None:
+        """Queue a call fencing ``part`` for ``seconds`` (lifting this worker's fence if 0,
+        none if below) and handing it over at ``version``."""
         keep = math.ceil(self._lease_timeout * 1000)
-        args = [self._id, math.ceil(seconds * 1000), next(self._seq), keep]
-        self._fences.append((self._fence_script, self._keys.of(part, "fence"), args))
+        ms = math.ceil(seconds * 1000) if seconds >= 0 else -1
+        args = [self._id, ms, next(self._seq), keep, self._holders.name, version]
+        keys = self._keys.of(part, "fence", "holder")
+        self._fences.append((self._fence_script, keys, args))

@@ -36,6 +36,7 @@ from gossamer.frontier.redis.claims import RECLAIM_LIMIT, Claims
 from gossamer.frontier.redis.config import RedisFrontierConfig
 from gossamer.frontier.redis.counts import Looks
 from gossamer.frontier.redis.fences import Handover
+from gossamer.frontier.redis.holders import Peers
 from gossamer.frontier.redis.keys import (
     Entry,
     Ownership,
@@ -96,16 +97,17 @@ class RedisFrontier:
         self._wall = wall_clock
         self._adds = Adds(redis, keys, scripts["add"], partitions, by_url=self._by_url)
         self._keys = keys
-        owned = (ownership or Ownership.every(partitions)).partitions
+        ownership = ownership or Ownership.every(partitions)
         self._claims = Claims(
-            redis, keys, scripts, config, admission, owned=owned, clock=clock, wall_clock=wall_clock
+            redis, keys, scripts, config, admission, ownership, clock=clock, wall_clock=wall_clock
         )
+        self._holders = self._claims.holders
         self._limiter = (
             HostLimiter(redis, job, scripts, policy, slot_timeout=lease_timeout, clock=clock)
             if self._by_url
             else None
         )
-        self._handover = Handover(keys, scripts, policy, config, clock=clock)
+        self._handover = Handover(keys, scripts, policy, config, self._holders, clock=clock)
         self._hosts: HostScheduler[Entry] = HostScheduler(
             policy,
             budget,
@@ -262,23 +264,19 @@ class RedisFrontier:
 
         Entries of partitions lost go back to the front of their queues (leased ones when
         their ack, retry or release arrives: an ack still finishes the URL), fenced for their
-        new owner (see :mod:`.fences`); partitions gained are looked at at once (those only).
+        new owner and handed over (see :mod:`.fences`); partitions gained are looked at at
+        once (those only), and claimed from once handed over (see :mod:`.holders`).
         """
-        lost = set(self._claims.owned - ownership.partitions)
-        gained = ownership.partitions - self._claims.owned
-        self._claims.owned = ownership.partitions
+        lost, gained = self._claims.own(ownership)
         given = await self._give_away(lost) if lost else 0
         if gained:  # those only: a look at every partition is not each worker's to make often
             self._claims.looked((await self._looks.of(gained)).waiting)
-        log.debug(
-            "job %s: owns %d partitions (%d gained, %d lost, %d entries given back)",
-            self._job,
-            len(ownership.partitions),
-            len(gained),
-            len(lost),
-            given,
-        )
         return given
+
+    def join(self, peers: Peers) -> None:
+        """Hand partitions over among ``peers``, a cluster's workers (see :mod:`.holders`),
+        from now on: call it before the first claim."""
+        self._holders.peers = peers
 
     async def refresh(self, every: bool = True) -> None:
         """Look at every partition's counts: for ``done()``, ``stats()``, and the owned
@@ -323,8 +321,9 @@ class RedisFrontier:
         return lambda: self._send_acks(entries)
 
     async def close(self) -> None:
-        """Give back every held claim that is not leased; the Redis client stays open."""
-        await self._give_away(set(self._claims.held))
+        """Give back every held claim that is not leased, and hand over every partition this
+        worker holds; the Redis client stays open."""
+        await self._give_away(set(self._claims.held) | self._holders.recorded)
 
     # -- internals -------------------------------------------------------------------------
 
@@ -348,6 +347,7 @@ class RedisFrontier:
                 self._hosts.push(host_key(entry.url), entry)
         for part, entries in lost.items():
             await self._give_back(part, entries)
+        await run_scripts(self._redis, self._handover.strays(self._claims.owned))
 
     async def _give_away(self, parts: set[int]) -> int:
         back = self._handover.give_away(parts, self._hosts)

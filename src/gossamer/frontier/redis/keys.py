@@ -27,6 +27,8 @@ only::
                                split pointer)
     gs:{J:p}:fence      HASH   worker -> "ms:seq": Redis-clock ms before which no new owner
                                may claim, and the sequence of the worker's last fence call
+    gs:{J:p}:holder     STRING "worker:version": the worker whose claims hold the partition
+                               until it hands it over (host mode, see :mod:`.holders`)
     gs:{J:p}:pages      HASH   host key -> pages taken, for hosts with a page budget whose
                                partition is p (see :mod:`.pages`)
     gs:{J:p}:revisits   HASH   fingerprint -> revisit state of a page fetched, packed (a
@@ -115,7 +117,7 @@ def partition_keys(job: str, part: int) -> dict[str, str]:
     tag = f"gs:{{{job}:{part}}}:"
     names = (
         *("seen", "queue", "claimed", "deadlines", "counts", "fence", "ranked", "ranks", "pages"),
-        *("revisits", "due", "hosts"),
+        *("revisits", "due", "hosts", "holder"),
     )
     return {name: tag + name for name in names}
 

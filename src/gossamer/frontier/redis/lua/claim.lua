@@ -2,11 +2,26 @@
 -- best ones of a ranked partition).
 -- KEYS[1] queue (LIST), KEYS[2] claimed (HASH), KEYS[3] deadlines (ZSET), KEYS[4] counts (HASH),
 -- KEYS[5] fence (HASH, see fence.lua), KEYS[6] ranked (ZSET), KEYS[7] ranks (HASH),
--- KEYS[8] hosts (HASH)
--- ARGV[1] most entries to claim, ARGV[2] wall-clock deadline of the claims
+-- KEYS[8] hosts (HASH), KEYS[9] holder (STRING "worker:version")
+-- ARGV[1] most entries to claim, ARGV[2] wall-clock deadline of the claims, ARGV[3] the
+-- claiming worker ('' in url mode: no holder), ARGV[4] the assignment version it owns the
+-- partition at, ARGV[5] 1 to take the partition over from its holder
+-- Host mode: a claim records its worker as the partition's holder; another worker claims
+-- there only once the holder gave the partition away (fence.lua deletes the record), or
+-- takes it over (holders.py says when), never from a holder of a later version.
 -- Claims hold entries as workers read them (host keys, not host numbers: see _ranked.lua).
 -- Returns {last_token, entries left in the queue, entry...}; the i-th of n entries claimed has
--- token last_token - n + i. While the previous owner's fence stands: {-1, ms it has left}.
+-- token last_token - n + i. While the previous owner's fence stands: {-1, ms it has left};
+-- while another worker holds the partition: {-2, its record}.
+local me, held = ARGV[3], false
+if me ~= '' then
+  held = redis.call('GET', KEYS[9])
+  local name, version = string.match(held or '', '^(.*):(%-?%d+)$')
+  local later = name and #version <= 18 and tonumber(version) > tonumber(ARGV[4])
+  if name and #version <= 18 and name ~= me and (ARGV[5] ~= '1' or later) then
+    return {-2, held}
+  end
+end
 local fences = redis.call('HVALS', KEYS[5])
 if #fences > 0 then
   local t = redis.call('TIME')
@@ -18,6 +33,9 @@ if #fences > 0 then
   if fenced > 0 then
     return {-1, fenced}
   end
+end
+if me ~= '' and held ~= me .. ':' .. ARGV[4] then
+  redis.call('SET', KEYS[9], me .. ':' .. ARGV[4])
 end
 local entries = redis.call('LPOP', KEYS[1], ARGV[1]) or {}
 local want = tonumber(ARGV[1]) - #entries
