@@ -1,5 +1,6 @@
 """Politeness across a cluster: three `gossamer cluster worker` subprocesses, one Redis, a
-two-host test web served in this process.
+two-host test web served in this process (three hosts, every one with a delay, for workers
+that join a running job).
 
 Host 0 has no Crawl-delay (``--per-host`` bounds it), host 1 a Crawl-delay for gossamer. The
 server's request log is the truth: per host, over every worker, request starts are spaced by
@@ -140,3 +141,55 @@ async def test_politeness_holds_across_workers(
         # of one host's pages with a chance of (2/3)**27 < 2e-5, of both far less.
         fetched = [{r["url"].split("/")[2] for r in records} for records in per_worker]
         assert set.intersection(*fetched), fetched  # some host's pages came from every worker
+
+
+async def _crawl_joining(tmp_path: Path, server: HoldingServer, url: str) -> None:
+    """A job crawled by two workers, which a third joins while they run: partitions move from
+    each of them to the newcomer, which may learn of its share before the one that is not
+    the leader (the leader publishes and follows at once)."""
+    seed = server.url(0)
+    args = [*ARGS, "--delay", str(CRAWL_DELAY), "--sitemaps", "off"]
+    logs = [tmp_path / f"w{i}.log" for i in range(WORKERS)]
+    first = range(WORKERS - 1)
+    workers = [
+        asyncio.create_task(run(logs[i], *worker_args(url, tmp_path, i), limit=RUN_LIMIT))
+        for i in first
+    ]
+    await until_waiting([logs[i] for i in first])
+    submit = ["cluster", "submit", "--redis", url, seed, *args, *WEB_ARGS,
+              "--partitions", "64", "--partition-by", "host"]  # fmt: skip
+    assert await run(tmp_path / "submit.log", *submit, limit=RUN_LIMIT) == 0
+    for _ in range(int(RUN_LIMIT / 0.05)):  # it joins once the others are at work
+        if len(server.log) >= 30:
+            break
+        await asyncio.sleep(0.05)
+    late = run(logs[-1], *worker_args(url, tmp_path, WORKERS - 1), limit=RUN_LIMIT)
+    workers.append(asyncio.create_task(late))
+    codes = await asyncio.wait_for(asyncio.gather(*workers, return_exceptions=True), 60)
+    assert codes == [0] * WORKERS, f"{codes}\n{worker_tails(tmp_path, WORKERS)}"
+
+
+@pytest.mark.parametrize("any_redis", ["one-server"], indirect=True)
+async def test_politeness_holds_as_workers_join_a_running_job(
+    tmp_path: Path, any_redis: RedisServer
+) -> None:
+    """A worker that joins gets partitions of a worker at work: every host's requests stay
+    spaced by the delay and within the per-host limit across the hand-over, whichever of the
+    two learns of the new assignment first."""
+    async with HoldingServer(small_web(8, hosts=3, pages_per_host=40)) as server:
+        await _crawl_joining(tmp_path, server, any_redis.url)
+        log, spans = list(server.log), list(server.spans)
+        names = server.web.host_names
+
+    starts: defaultdict[str, list[float]] = defaultdict(list)
+    for entry in log:
+        starts[entry.host].append(entry.monotonic)
+    for host in names:
+        gaps = [b - a for a, b in itertools.pairwise(sorted(starts[host]))]
+        assert min(gaps) >= CRAWL_DELAY - JITTER, (host, sorted(gaps)[:3])
+        open_at_once = _most_overlapping([(s, e) for h, s, e in spans if h == host])
+        assert open_at_once <= PER_HOST, (host, open_at_once)
+    per_worker = [read_records(tmp_path / f"w{i}") for i in range(WORKERS)]
+    counts = Counter(r["url"] for records in per_worker for r in records)
+    assert max(counts.values()) == 1, [u for u, n in counts.items() if n > 1][:5]
+    assert sum(1 for records in per_worker if records) > 1  # the newcomers took part

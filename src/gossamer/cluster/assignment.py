@@ -21,7 +21,8 @@ class Assignment:
 
     def __init__(self, control: Control, name: str) -> None:
         self._control = control
-        self._name = name
+        self.name = name
+        """This worker's name."""
         self._owners: dict[int, str | None] = {}
         self.ownership = Ownership(frozenset(), version=-1)
         """This worker's share at the last version seen (none before the first)."""
@@ -33,7 +34,7 @@ class Assignment:
         version = self.ownership.version
         if await self._control.version() == version:
             return None
-        version, owned = await self._control.owned_by(self._name)
+        version, owned = await self._control.owned_by(self.name)
         if version == self.ownership.version:
             return None
         self.workers = await self._control.assigned()
@@ -51,6 +52,6 @@ class Assignment:
         owners: dict[str, list[int]] = {}
         for part in wanted:
             owner = self._owners.get(part)
-            if owner is not None and owner != self._name:
+            if owner is not None and owner != self.name:
                 owners.setdefault(owner, []).append(part)
         return owners

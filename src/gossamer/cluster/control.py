@@ -50,7 +50,7 @@ import contextlib
 import json
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -311,6 +311,10 @@ class Control:
         """Names whose heartbeat has not run out (one script call, however many workers)."""
         raw = await self._alive(keys=[self.keys["alive"]])
         return sorted(name for name in map(_name, raw) if name is not None)
+
+    async def alive(self, names: Collection[str]) -> Collection[str]:
+        """Which of ``names`` are live workers (heartbeat not run out), in one pipeline."""
+        return await self._live(sorted(names))
 
     async def _live(self, names: list[str]) -> set[str]:
         if not names:

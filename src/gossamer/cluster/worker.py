@@ -52,7 +52,7 @@ from gossamer.crawl import (
 )
 from gossamer.digests.redis import RedisDigests
 from gossamer.frontier.admission import Guards
-from gossamer.frontier.redis import RedisFrontier, RedisFrontierConfig
+from gossamer.frontier.redis import Peers, RedisFrontier, RedisFrontierConfig
 from gossamer.logs import LOG_FILE, logging_to_file
 from gossamer.redact import redact_url
 from gossamer.settings import (
@@ -367,6 +367,7 @@ def _frontier(
         rules=stages.robots.known if settings.robots else None,
         guards=Guards.of(settings),
     )
+    frontier.join(Peers(assignment.name, control.alive))  # partitions change hands among them
     return frontier
 
 
