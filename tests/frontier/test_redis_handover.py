@@ -250,3 +250,16 @@ async def test_a_claim_out_as_the_partition_goes_hands_it_over_too(client: Redis
     await new.own(LATER_EVERY)
     _, at = await first_lease(new)
     assert at - gained < GRACE / 2
+
+
+@pytest.mark.parametrize("record", [b"\xff\x00no version", b"old:123456789012345678901"])
+async def test_a_holder_record_gossamer_never_wrote_holds_nothing_back(
+    client: Redis, record: bytes
+) -> None:
+    _, new = pair(client)
+    await new.add([Candidate(f"{HOST}/0")])
+    await client.set(partition_keys("handover", partition_of(HOST, 8))["holder"], record)
+    gained = time.monotonic()
+    await new.own(LATER_EVERY)
+    _, at = await first_lease(new)
+    assert at - gained < GRACE / 2
