@@ -14,7 +14,8 @@ live worker to follow an assignment: a holder still silent then is stuck, or die
 after the assignment was published). A record of a later version than the claimer's is never
 taken over: the claimer has not followed that assignment yet.
 
-In url mode no worker owns a host and nothing is recorded.
+In url mode no worker owns a host and nothing is recorded; nor by a frontier alone, which has
+no peers (:meth:`RedisFrontier.join <.frontier.RedisFrontier.join>`).
 """
 
 from __future__ import annotations
@@ -114,13 +115,14 @@ class Holders:
         peers = self.peers
         alive = set(await peers.alive(set(asked.values()))) if asked and peers else set()
         gone = {part for part, name in asked.items() if name not in alive}
-        for part in late:
+        if late:
+            silent = sorted({waiting[part][0] for part in late})
             log.info(
-                "partition %d: its holder %s did not hand it over within %gs; taken over",
-                part,
-                waiting[part][0],
+                "took over %d partitions their holders (%s) did not hand over within %gs",
+                len(late),
+                ", ".join(silent[:5]),
                 self._grace,
-                extra={"event": "partition-taken-over", "partition": part},
+                extra={"event": "partitions-taken-over", "partitions": len(late)},
             )
         take |= late | gone
         left = [self._gained.get(p, self._since) + self._grace - now for p in asked.keys() - gone]
