@@ -123,3 +123,62 @@ async def test_the_index_spreads_over_its_shards(redis: Redis) -> None:
     tags = {key.split(b"}")[0] async for key in redis.scan_iter(match="gs:{spread:d*")}
     assert len(tags) == SHARDS
     assert not [key async for key in redis.scan_iter(match="gs:{spread}:*")]
+
+
+async def _calls(redis: Redis) -> dict[str, int]:
+    stats = await redis.info("commandstats")
+    return {name.removeprefix("cmdstat_"): int(row["calls"]) for name, row in stats.items()}
+
+
+async def test_one_server_checks_most_pages_in_one_call(redis: Redis) -> None:
+    # On one server every shard is on it: a new content (no band set holding anything) and an
+    # exact copy are one script call each, where a Redis Cluster takes two pipelines of five.
+    digests = RedisDigests(redis, "calls")
+    await digests.check("http://a.test/warm", text_digest(article(7)))  # scripts loaded
+    pages = [
+        ("http://a.test/1", ARTICLE, None),
+        ("http://b.test/copy", ARTICLE, "exact"),
+        ("http://c.test/other", OTHER, None),
+    ]
+    for url, paragraphs, kind in pages:
+        await redis.config_resetstat()
+        found = await digests.check(url, text_digest(paragraphs))
+        assert (found and found.kind) == kind
+        assert (await _calls(redis)).get("evalsha") == 1, url
+    await redis.config_resetstat()
+    near = await digests.check("http://d.test/edit", text_digest(EDITED))
+    assert near is not None and (near.kind, near.first) == ("near", "http://a.test/1")
+    calls = await _calls(redis)
+    assert (calls.get("evalsha"), calls.get("hget"), calls.get("hincrby")) == (1, 2, 2)
+    assert await read_totals(redis, "calls") == {"digested": 5, "exact": 1, "near": 1}
+
+
+async def _contents(client: Redis) -> dict[bytes, object]:
+    found: dict[bytes, object] = {}
+    async for key in client.scan_iter(match="gs:*"):
+        kind = await client.type(key)
+        found[key] = await (client.hgetall(key) if kind == b"hash" else client.smembers(key))
+    return found
+
+
+async def test_one_call_and_the_pipelines_keep_the_same_index(redis: Redis) -> None:
+    # A one-node Redis Cluster refuses the one call (its keys span slots): the client falls
+    # back to the pipelines once and for all, and both ways answer and store alike.
+    texts = [ARTICLE, EDITED, OTHER, ARTICLE, *(article(300 + i) for i in range(30)), EDITED]
+    with RedisServer(cluster=True) as node:
+        cluster = Redis.from_url(node.url)
+        try:
+            answers = {}
+            for client in (redis, cluster):
+                digests = RedisDigests(client, "same")
+                answers[client] = [
+                    await digests.check(f"http://a.test/{i}", text_digest(paragraphs))
+                    for i, paragraphs in enumerate(texts)
+                ]
+            assert answers[redis] == answers[cluster]
+            assert [a and a.kind for a in answers[redis]][:4] == [None, "near", None, "exact"]
+            assert await _contents(redis) == await _contents(cluster)
+            errors = await cluster.info("errorstats")
+            assert errors["errorstat_CROSSSLOT"]["count"] == 1
+        finally:
+            await cluster.aclose()

@@ -22,11 +22,15 @@ content agree on the first. In the same pipeline ``lua/members.lua`` reads the S
 sets (they live in several shards); the nearest SimHash within the threshold, found here
 rather than in Redis (Redis only hands the sets over), names the first URL (read from the near
 map). With none, the SimHash joins the near map (``lua/near.lua``) and its band sets
-(``lua/band.lua`` keeps each set bounded), in one pipeline. Two near (not exact) copies checked
-at the same instant by two workers may both be taken as firsts: a near duplicate missed,
-never a page dropped. A reply is checked before use. While Redis cannot be reached, pages are
-taken as no duplicates and the crawl goes on (a worker's guard waits for Redis first; see
-:mod:`gossamer.cluster.resilient`).
+(``lua/band.lua`` keeps each set bounded), in one pipeline. On one Redis server, which holds
+every shard, the first pipeline is one ``lua/check.lua`` call, in which a new content whose
+band sets are all empty (nothing can be near it) also joins the index, and the second one
+``near.lua`` call: most pages cost one call, not five or ten (a plain client of a server in
+cluster mode, refused such a call once, keeps to the pipelines). Two near (not exact) copies
+checked at the same instant by two workers may both be taken as firsts: a near duplicate
+missed, never a page dropped. A reply is checked before use. While Redis cannot be reached,
+pages are taken as no duplicates and the crawl goes on (a worker's guard waits for Redis
+first; see :mod:`gossamer.cluster.resilient`).
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from importlib import resources
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
-from redis.exceptions import RedisClusterException, RedisError
+from redis.exceptions import ClusterCrossSlotError, RedisClusterException, RedisError
 
 from gossamer.digests.base import (
     DEFAULT_THRESHOLD,
@@ -102,13 +106,14 @@ class RedisDigests:
     ) -> None:
         if not 0 <= threshold <= MAX_THRESHOLD:
             raise ValueError(f"threshold must be 0..{MAX_THRESHOLD}, not {threshold}")
-        lua = resources.files("gossamer.digests") / "lua"
         self._redis = redis
         self._scripts = {
-            name: redis.register_script((lua / f"{name}.lua").read_text("utf-8"))
-            for name in ("exact", "members", "near", "band")
+            name: redis.register_script(_source(name))
+            for name in ("exact", "check", "members", "near", "band")
         }
         self._job = job
+        self._one_server = not isinstance(redis, RedisCluster)
+        """Whether ``check.lua`` may read keys of several shards in one call."""
         self._threshold = threshold
         self._counts: Counter[str] = Counter()
         self._down = False
@@ -132,23 +137,14 @@ class RedisDigests:
 
     async def _check(self, url: str, digest: Digest) -> Match | None:
         keys = digest_keys(self._job, digest.exact)
-        calls: list[ScriptCall] = [
-            (self._scripts["exact"], [keys["exact"], keys["counts"]], [f"{digest.exact:016x}", url])
-        ]
-        near = digest.near
-        if near is not None:
-            members = self._scripts["members"]
-            calls += [
-                (members, [band_key(self._job, band)], [_MAX_MEMBERS])
-                for band in bands(near, self._threshold)
-            ]
-        reply, *sets = await run_scripts(self._redis, calls)
+        reply, joined, sets = await self._look_up(url, digest, keys)
         first = _first(reply)
         if first is None:
-            return None  # not a reply the script gives
+            return None  # not a reply the scripts give
         if first and first != url:
             return Match("exact", first)
-        if near is None:
+        near = digest.near
+        if near is None or joined:
             return None
         match = await self._nearest(near, sets)
         if match is not None:
@@ -158,6 +154,39 @@ class RedisDigests:
         if not first:  # a new content: its SimHash joins the index
             await self._remember(url, near)
         return None
+
+    async def _look_up(
+        self, url: str, digest: Digest, keys: dict[str, str]
+    ) -> tuple[object, bool, list[object]]:
+        """The exact script's reply, whether the SimHash joined the index already (only
+        ``check.lua`` does that) and the SimHash's band sets."""
+        exact = [f"{digest.exact:016x}", url]
+        calls: list[ScriptCall] = [(self._scripts["exact"], [keys["exact"], keys["counts"]], exact)]
+        near = digest.near
+        if near is not None:
+            band_keys = [band_key(self._job, band) for band in bands(near, self._threshold)]
+            if self._one_server:
+                try:
+                    return await self._look_up_here(exact, keys, near, band_keys)
+                except ClusterCrossSlotError:
+                    self._one_server = False  # a plain client of a server in cluster mode
+            members = self._scripts["members"]
+            calls += [(members, [key], [_MAX_MEMBERS]) for key in band_keys]
+        reply, *sets = await run_scripts(self._redis, calls)
+        return reply, False, sets
+
+    async def _look_up_here(
+        self, exact: list[str], keys: dict[str, str], near: int, band_keys: list[str]
+    ) -> tuple[object, bool, list[object]]:
+        """``_look_up`` in one ``check.lua`` call (one server: every shard is on it), made
+        directly rather than as a pipeline of one."""
+        script_keys = [keys["exact"], keys["counts"], near_key(self._job, near), *band_keys]
+        args: list[str | int] = [*exact, f"{near:016x}", MAX_BUCKET, _MAX_MEMBERS]
+        reply = await self._scripts["check"](keys=script_keys, args=args)
+        if not isinstance(reply, list) or len(reply) < 2:
+            return None, False, []
+        first, joined, *sets = reply
+        return first, joined == 1, sets
 
     async def _nearest(self, near: int, sets: list[object]) -> Match | None:
         """The first URL of the nearest SimHash of the band ``sets`` within the threshold."""
@@ -175,20 +204,35 @@ class RedisDigests:
         return Match("near", first.decode("utf-8", "replace"), distance)
 
     async def _remember(self, url: str, near: int) -> None:
-        """The SimHash in the near map and its band sets (a second add of it changes nothing)."""
+        """The SimHash in the near map and its band sets (a second add of it changes nothing):
+        one call on one server, else the band sets each by ``band.lua``."""
         hexed = f"{near:016x}"
-        calls: list[ScriptCall] = [
-            (self._scripts["near"], [near_key(self._job, near)], [hexed, url])
-        ]
-        calls += [
-            (self._scripts["band"], [band_key(self._job, band)], [hexed, MAX_BUCKET])
-            for band in bands(near, self._threshold)
-        ]
+        band_keys = [band_key(self._job, band) for band in bands(near, self._threshold)]
+        near_map = near_key(self._job, near)
+        args: list[str | int] = [hexed, url, MAX_BUCKET]
+        if self._one_server:
+            await self._scripts["near"](keys=[near_map, *band_keys], args=args)
+            return
+        band = self._scripts["band"]
+        calls: list[ScriptCall] = [(self._scripts["near"], [near_map], args)]
+        calls += [(band, [key], [hexed, MAX_BUCKET]) for key in band_keys]
         await run_scripts(self._redis, calls)
 
     def stats(self) -> DigestStats:
         """This worker's checks (the job's totals: :func:`read_totals`)."""
         return DigestStats(self._counts["digested"], self._counts["exact"], self._counts["near"])
+
+
+def _source(name: str) -> str:
+    """The source of ``lua/<name>.lua`` (after ``_exact.lua`` for the scripts that take the
+    exact hash, ``_near.lua`` for those that add a SimHash to the index)."""
+    lua = resources.files("gossamer.digests") / "lua"
+    source = (lua / f"{name}.lua").read_text("utf-8")
+    if name in ("near", "check"):
+        source = (lua / "_near.lua").read_text("utf-8") + source
+    if name in ("exact", "check"):
+        source = (lua / "_exact.lua").read_text("utf-8") + source
+    return source
 
 
 def _first(reply: object) -> str | None:

@@ -1,3 +1,4 @@
--- gossamer digests v2: remember URL ARGV[2] as the first of SimHash ARGV[1] (16 hex) in the
--- near map KEYS[1], unless a URL is there already; 1 when it was stored.
-return redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2])
+-- KEYS[1] the near map of the SimHash's shard, KEYS[2..] its band SETs (one server only: a
+-- Redis Cluster's worker adds the SimHash to them by band.lua); ARGV[1] SimHash (16 hex),
+-- ARGV[2] url, ARGV[3] most members of a band set (after _near.lua).
+return join(KEYS[1], 2, ARGV[1], ARGV[2], tonumber(ARGV[3]))
