@@ -158,14 +158,16 @@ class Topic:
         if len(self._examples) + len(self._pseudo) >= (1 if self._examples else 2):
             similarity = cosine(vector, self._centroid)
             examples = min(similarity / self._reference, 1.5)
-        self._add_background(vector)
         if phrase is not None and phrase >= _PSEUDO_FROM and len(self._examples) < _MAX_PSEUDO:
             self._feedback(phrase, counts)
         signals = [s for s in (phrase, examples) if s is not None]
         score = sum(signals) / len(signals)
         lead = self._lead(with_pairs(words[:LEAD_TERMS], self.pairs)) if self.facets else 0.0
         score = max(score, (score + lead) / 2)
-        return Judgement(_squash(score), phrase, examples, lead)
+        relevance = _squash(score)
+        if relevance < 0.5:
+            self._add_background(vector)
+        return Judgement(relevance, phrase, examples, lead)
 
     def mentions(self, text: str) -> bool:
         """Whether ``text`` holds one of the phrase's words (not counted as judged)."""
