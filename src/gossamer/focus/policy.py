@@ -17,7 +17,7 @@ For each 2xx HTML page the engine asks :meth:`FocusPolicy.judge`:
    ``tolerance`` irrelevant pages of a relevant one (seeds count as relevant parents).
 
 The features of up to ``max_waiting`` queued URLs are kept (the oldest forgotten first); every
-``rescore_every`` judged pages (a fifth as many during the first ``10 * rescore_every``) they
+``rescore_every`` judged pages (a fifth as many during the first ``4 * rescore_every``) they
 are scored again by :meth:`upkeep` and the changed priorities go to the frontier's
 ``reprioritize`` (when it has one).
 
@@ -244,7 +244,7 @@ class FocusPolicy:
             raised, self._raised = self._raised, {}
             await self._send_priorities(raised)
         every = self.config.rescore_every
-        if self._judged < 10 * every:  # early on the scorer changes its mind fastest
+        if self._judged < 4 * every:  # early on the scorer changes its mind fastest
             every = max(every // 5, 5)
         if self._since_rescore < every or self._reprioritize is None:
             return
