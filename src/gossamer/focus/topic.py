@@ -48,7 +48,7 @@ _B = 0.6
 _STEEPNESS = 9.0
 _SINGLE_EXAMPLE_SIMILARITY = 0.5
 _CENTROID_TERMS = 60
-MAX_JUDGED_CHARS = 20_000
+MAX_JUDGED_CHARS = 10_000
 """A page is judged on the start of its main text (some 3,000 words): what it is about shows
 there, and a 200-page reference costs no more than a chapter."""
 LEAD_TERMS = 20
