@@ -67,7 +67,7 @@ _MOST_LEARNT_UNSCORED = 0.3
 with: the scorer's share stays small so new and old priorities stay comparable."""
 _MAX_DONE = 500_000
 _MAX_SECTIONS = 100_000
-_MAX_KNOWN = 40
+_MAX_KNOWN = 20
 """Links to judged pages learnt from per page."""
 _PRIORITY_STEP = 0.02
 """A waiting URL's priority is sent again only when it moved this much."""
@@ -391,7 +391,13 @@ class FocusPolicy:
         self, page: ParsedPage, relevance: float, streak: int, depth: int, links: list[str]
     ) -> list[Candidate]:
         done = self._done
-        texts = link_texts(page, set(links))
+        brief: set[str] = set()
+        if relevance < self.config.threshold:  # its links already waiting are counted again
+            waiting, known = self._waiting, self._known  # (those judged teach the scorer)
+            brief = {
+                u for u in links if u in waiting and (k := hash(u)) not in known and k not in done
+            }
+        texts = link_texts(page, set(links), brief)
         self._learn_known(page.base_url, links, texts, relevance, streak)
         self._lists_of(texts)
         out = [Candidate(link, depth, priority=0.0) for link in links if hash(link) in done]
