@@ -6,6 +6,7 @@ crawl: a plain crawl never walks its anchors twice.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass
 
 from selectolax.lexbor import LexborNode
@@ -38,11 +39,14 @@ class LinkText:
     topic."""
 
 
-def link_texts(page: ParsedPage, wanted: set[str]) -> dict[str, LinkText]:
+def link_texts(
+    page: ParsedPage, wanted: set[str], grouped_only: Container[str] = ()
+) -> dict[str, LinkText]:
     """The ``<a href>`` of ``page`` that lead to ``wanted`` URLs (resolved as the link
     extractor resolves them), with their text; a URL linked several times keeps its anchor
-    texts joined (while short) and the context of its first link. Links within the page
-    (``#...``) are skipped unread."""
+    texts joined (while short) and the context of its first link. Of the URLs in
+    ``grouped_only`` only the list holding them is read (their words are not needed: reading
+    them is most of the cost). Links within the page (``#...``) are skipped unread."""
     tree = page.tree
     if tree is None or not wanted:
         return {}
@@ -61,7 +65,10 @@ def link_texts(page: ParsedPage, wanted: set[str]) -> dict[str, LinkText]:
         if url is None or url not in wanted:
             continue
         before = found.get(url)
-        if before is None:
+        if url in grouped_only:
+            if before is None or not before.group:
+                found[url] = LinkText("", "", _group(node, groups))
+        elif before is None:
             found[url] = LinkText(_anchor(node), _context(node, blocks), _group(node, groups))
         elif len(before.anchor) < MAX_ANCHOR_CHARS // 2:  # its first texts say enough
             anchor = f"{before.anchor} {_anchor(node)}"[:MAX_ANCHOR_CHARS]

@@ -17,7 +17,7 @@ For each 2xx HTML page the engine asks :meth:`FocusPolicy.judge`:
    ``tolerance`` irrelevant pages of a relevant one (seeds count as relevant parents).
 
 The features of up to ``max_waiting`` queued URLs are kept (the oldest forgotten first); every
-``rescore_every`` judged pages (a fifth as many during the first ``10 * rescore_every``) they
+``rescore_every`` judged pages (a fifth as many during the first ``4 * rescore_every``) they
 are scored again by :meth:`upkeep` and the changed priorities go to the frontier's
 ``reprioritize`` (when it has one).
 
@@ -67,7 +67,7 @@ _MOST_LEARNT_UNSCORED = 0.3
 with: the scorer's share stays small so new and old priorities stay comparable."""
 _MAX_DONE = 500_000
 _MAX_SECTIONS = 100_000
-_MAX_KNOWN = 40
+_MAX_KNOWN = 20
 """Links to judged pages learnt from per page."""
 _PRIORITY_STEP = 0.02
 """A waiting URL's priority is sent again only when it moved this much."""
@@ -244,7 +244,7 @@ class FocusPolicy:
             raised, self._raised = self._raised, {}
             await self._send_priorities(raised)
         every = self.config.rescore_every
-        if self._judged < 10 * every:  # early on the scorer changes its mind fastest
+        if self._judged < 4 * every:  # early on the scorer changes its mind fastest
             every = max(every // 5, 5)
         if self._since_rescore < every or self._reprioritize is None:
             return
@@ -391,7 +391,13 @@ class FocusPolicy:
         self, page: ParsedPage, relevance: float, streak: int, depth: int, links: list[str]
     ) -> list[Candidate]:
         done = self._done
-        texts = link_texts(page, set(links))
+        brief: set[str] = set()
+        if relevance < self.config.threshold:  # its links already waiting are counted again
+            waiting, known = self._waiting, self._known  # (those judged teach the scorer)
+            brief = {
+                u for u in links if u in waiting and (k := hash(u)) not in known and k not in done
+            }
+        texts = link_texts(page, set(links), brief)
         self._learn_known(page.base_url, links, texts, relevance, streak)
         self._lists_of(texts)
         out = [Candidate(link, depth, priority=0.0) for link in links if hash(link) in done]

@@ -16,7 +16,10 @@ about 1 and an off-topic one about 0, whatever the topic:
   prod(1 - facet)``): one facet covered well, or several covered in part, make a match;
 * example similarity: the TF-IDF cosine between the page and the examples' centroid, divided
   by how similar the examples are to each other (leave one out; a fixed 0.5 with a single
-  example), so a page as close to the examples as they are to one another scores 1.
+  example), so a page as close to the examples as they are to one another scores 1. The
+  centroid is the examples' less the mean of the pages judged off-topic so far (Rocchio's
+  non-relevant set): what the examples share with their whole site leaves it, and the
+  topic's own words stay however many on-topic pages the crawl finds.
 
 A page's lead (its first ``LEAD_TERMS`` terms: its title, heading and first sentence) says
 what it is about whatever its length: its phrase coverage (per facet the weighted share of
@@ -48,8 +51,8 @@ _B = 0.6
 _STEEPNESS = 9.0
 _SINGLE_EXAMPLE_SIMILARITY = 0.5
 _CENTROID_TERMS = 60
-MAX_JUDGED_CHARS = 20_000
-"""A page is judged on the start of its main text (some 3,000 words): what it is about shows
+MAX_JUDGED_CHARS = 10_000
+"""A page is judged on the start of its main text (some 1,500 words): what it is about shows
 there, and a 200-page reference costs no more than a chapter."""
 LEAD_TERMS = 20
 """Terms of a page's start read as its lead (about its first 200 characters)."""
@@ -109,7 +112,10 @@ class Topic:
             self.df.add(counts)
         self._pseudo: list[tuple[float, Counter[str]]] = []
         self._background: dict[str, float] = {}
-        """The sum of the judged pages' unit vectors: what the crawl's pages share."""
+        """The sum of the off-topic judged pages' unit vectors: what the crawl's pages share
+        besides the topic (Rocchio's non-relevant set). A focused crawl judges mostly
+        on-topic pages: were they counted, the topic's own words would leave the centroid as
+        the crawl finds more of them."""
         self._background_pages = 0
         self._length = 300.0
         self._judged = 0
@@ -158,14 +164,16 @@ class Topic:
         if len(self._examples) + len(self._pseudo) >= (1 if self._examples else 2):
             similarity = cosine(vector, self._centroid)
             examples = min(similarity / self._reference, 1.5)
-        self._add_background(vector)
         if phrase is not None and phrase >= _PSEUDO_FROM and len(self._examples) < _MAX_PSEUDO:
             self._feedback(phrase, counts)
         signals = [s for s in (phrase, examples) if s is not None]
         score = sum(signals) / len(signals)
         lead = self._lead(with_pairs(words[:LEAD_TERMS], self.pairs)) if self.facets else 0.0
         score = max(score, (score + lead) / 2)
-        return Judgement(_squash(score), phrase, examples, lead)
+        relevance = _squash(score)
+        if relevance < 0.5:
+            self._add_background(vector)
+        return Judgement(relevance, phrase, examples, lead)
 
     def mentions(self, text: str) -> bool:
         """Whether ``text`` holds one of the phrase's words (not counted as judged)."""
@@ -234,7 +242,7 @@ class Topic:
         self._stale = True
 
     def _add_background(self, vector: Mapping[str, float]) -> None:
-        """Count a judged page's vector in the crawl's background (bounded: past
+        """Count an off-topic judged page's vector in the crawl's background (bounded: past
         ``_MAX_BACKGROUND`` terms the lighter half is forgotten)."""
         background = self._background
         get = background.get
@@ -286,7 +294,7 @@ def _heaviest(
     total: Mapping[str, float], count: int, background: tuple[dict[str, float], float], n: int
 ) -> dict[str, float]:
     """The ``n`` heaviest terms of ``total`` (the sum of ``count`` vectors) less their share
-    of the crawl's ``background`` (the sum of the judged pages' vectors and one over their
+    of the crawl's ``background`` (the sum of the off-topic judged pages' vectors and one over their
     number), with their sums."""
     sums, scale = background
     share = count * _BACKGROUND_WEIGHT * scale
