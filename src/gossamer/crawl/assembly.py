@@ -148,6 +148,7 @@ def assemble_crawler(
         in_scope=functools.partial(in_scope, stages.scope),
         freshness=None if revisits is None else _freshness(revisits),
         canonical_checks=_canonical_checks(settings, stages),
+        sandbox=stages.sandbox,
     )
     fetch: Fetch = stages.renderer if stages.renderer is not None else stages.fetcher
     sources = stats_sources(stages)

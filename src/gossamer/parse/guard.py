@@ -162,6 +162,7 @@ __all__ = [
     "Parsed",
     "guard",
     "parse",
+    "unguarded",
 ]
 
 MAX_DEPTH = 512
@@ -245,6 +246,12 @@ def parse(document: str | bytes) -> Parsed:
             return parsed
     guarded = _guard(document)
     return _lexbor(guarded.document, guarded.flags)
+
+
+def unguarded(document: str | bytes) -> Parsed:
+    """lexbor's tree of ``document`` as it is, for a process whose time and memory are
+    bounded otherwise (:mod:`gossamer.parse.sandbox`)."""
+    return _lexbor(document, ())
 
 
 def guard(document: str | bytes) -> Guarded:
