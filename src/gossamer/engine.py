@@ -243,6 +243,7 @@ class Crawler:
             duplicates_near=page.duplicates_near,
             budget=counts["budget"],
             page_signals=dict(page.signals or {}),
+            parse_sandbox=None if page.sandbox is None else page.sandbox._asdict(),
         )
 
     async def checkpoint(self) -> None:

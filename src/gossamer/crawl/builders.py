@@ -224,7 +224,7 @@ def parse_sandbox(settings: CrawlSettings) -> Sandbox | None:
     from gossamer.page.sandboxed import worker_args
 
     extractor = settings.extractor if settings.text else None
-    return sandbox.Sandbox("gossamer.page.sandboxed", worker_args(extractor), workers=2)
+    return sandbox.Sandbox("gossamer.page.sandboxed", worker_args(extractor), workers=1)
 
 
 def rule_pool(settings: CrawlSettings) -> RulePool:

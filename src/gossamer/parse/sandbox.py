@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import logging
 import os
 import resource
@@ -33,7 +34,7 @@ import signal
 import struct
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = [
     "BUDGET_PER_100KB_S",
@@ -60,6 +61,11 @@ more (a new one starting, a machine loaded to a standstill), is killed all the s
 _HEAD = struct.Struct(">IQ")
 _ANSWER = struct.Struct(">I")
 _MEMORY_EXIT = 3
+_F_SETPIPE_SZ = 1031
+_PIPE_BYTES = 1 << 20
+"""Linux's default ceiling for a pipe's buffer (``/proc/sys/fs/pipe-max-size``): with it, the
+crawler's side of a page costs a third less than with the default 64 KiB (0.25 ms a big page
+of the real-pages benchmark against 0.36)."""
 
 
 def available() -> bool:
@@ -72,8 +78,7 @@ def budget(size: int) -> float:
     return BUDGET_S + BUDGET_PER_100KB_S * size / 100_000
 
 
-@dataclass(frozen=True, slots=True)
-class SandboxStats:
+class SandboxStats(NamedTuple):
     """What the sandbox did so far: pages sent to a worker, workers that died on a page
     (those pages parsed the guarded way), workers started."""
 
@@ -193,6 +198,9 @@ def serve(job: Callable[[bytes, bytes], bytes]) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     signal.signal(signal.SIGPROF, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a ^C reaches the group: the crawler decides
+    for pipe in (0, 1):  # a big body in fewer reads and wake-ups of the crawler's loop
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(pipe, _F_SETPIPE_SZ, _PIPE_BYTES)
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while len(head := stdin.read(_HEAD.size)) == _HEAD.size:
         request_size, body_size = _HEAD.unpack(head)
