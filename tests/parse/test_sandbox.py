@@ -122,8 +122,8 @@ async def test_hostile_shapes_end_in_bounded_time_with_their_links_and_the_guard
 @pytest.mark.parametrize("extractor", [None, "tree"])
 async def test_an_ordinary_big_page_reads_as_it_does_in_process(extractor: str | None) -> None:
     """Title, links (the robots meta tag addressed to the crawler by name says nofollow,
-    which the stage applies), the directives, the canonical tag and the extracted content are those of the in-process
-    parse; the tree stays in the worker."""
+    which the stage applies), the directives, the canonical tag and the extracted content
+    are those of the in-process parse; the tree stays in the worker."""
     body = ordinary_page()
     answer = cast(Fetched, Answer(body, headers={"content-language": "en"}))
     sandbox = Sandbox(WORKER, sandboxed.worker_args(extractor), workers=1)
