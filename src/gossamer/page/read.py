@@ -78,10 +78,12 @@ def parse(
     follow_nofollow: bool,
     extractor: str | None,
     content_language: str | None = None,
+    tags: int | None = None,
 ) -> tuple[ParsedPage, Content | None]:
     """Parse an HTML body; with an ``extractor`` (a crawl keeping text) extract its content
-    (its language, when the markup states none, from the ``Content-Language`` header)."""
-    page = parse_html(body, url, header_charset=charset, follow_nofollow=follow_nofollow)
+    (its language, when the markup states none, from the ``Content-Language`` header).
+    ``tags``: the body's ``<``, if counted (:func:`gossamer.page.sandboxed.tag_count`)."""
+    page = parse_html(body, url, header_charset=charset, follow_nofollow=follow_nofollow, tags=tags)
     if extractor is None:
         return page, None
     from gossamer.extract import Content, extract
@@ -156,7 +158,8 @@ class HtmlReader:
         """The page at ``url`` read from its answer (see :class:`Html`)."""
         language = result.headers.get("content-language")
         flags: tuple[str, ...] = ()
-        if self._sandbox is not None and sandboxed.wanted(result.body):
+        tags = sandboxed.tag_count(result.body)
+        if self._sandbox is not None and tags > sandboxed.MIN_TAGS:
             ask = sandboxed.request(
                 url,
                 result.charset,
@@ -173,7 +176,7 @@ class HtmlReader:
             flags = (SANDBOX_KILLED,)
         body, nofollow = result.body, self._follow_nofollow
         work = functools.partial(
-            parse, url, body, result.charset, nofollow, self._extractor, language
+            parse, url, body, result.charset, nofollow, self._extractor, language, tags
         )
         parsed, content = await self._off_loop(work, len(result.body), bool(flags))
         return Html(parsed, content, None, flags)

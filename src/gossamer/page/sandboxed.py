@@ -23,12 +23,21 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from gossamer.page.canonical import tag_canonical
 from gossamer.page.directives import Directives, meta_directives
 from gossamer.parse.links import ParsedPage, parse_html
-from gossamer.parse.sandbox import serve
+from gossamer.parse.worker import serve
 
 if TYPE_CHECKING:
     from gossamer.extract import Content
 
-__all__ = ["MIN_TAGS", "Reading", "answer", "reading", "request", "wanted", "worker_args"]
+__all__ = [
+    "MIN_TAGS",
+    "Reading",
+    "answer",
+    "reading",
+    "request",
+    "tag_count",
+    "wanted",
+    "worker_args",
+]
 
 MIN_TAGS = 4096
 """Pages with more ``<`` than this are parsed in the sandbox (counted in C, `wanted`)."""
@@ -49,7 +58,14 @@ class Reading(NamedTuple):
 
 def wanted(body: bytes) -> bool:
     """Whether ``body`` goes to the sandbox: more than `MIN_TAGS` ``<``."""
-    return len(body) > MIN_TAGS and body.count(b"<") > MIN_TAGS
+    return tag_count(body) > MIN_TAGS
+
+
+def tag_count(body: bytes) -> int:
+    """The ``<`` of ``body`` (counted in C), or 0 for a body too small to hold more than
+    `MIN_TAGS` (which the guard parses as it is, whatever it holds: it is under
+    :data:`gossamer.parse.scan.GUARD_MIN_CHARS`); the guard's route reuses the count."""
+    return body.count(b"<") if len(body) > MIN_TAGS else 0
 
 
 def worker_args(extractor: str | None) -> tuple[str, ...]:

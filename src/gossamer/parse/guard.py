@@ -232,10 +232,10 @@ class Parsed:
     flags: tuple[str, ...] = ()
 
 
-def parse(document: str | bytes) -> Parsed:
+def parse(document: str | bytes, tags: int | None = None) -> Parsed:
     """lexbor's tree of ``document``, guarded only if it could be hostile (see the module
-    doc); bytes are read as UTF-8."""
-    way = route(document, tag_count(document))
+    doc); bytes are read as UTF-8. ``tags``: its ``<``, if the caller counted them."""
+    way = route(document, tag_count(document) if tags is None else tags)
     if way in ("as-is", "plain"):
         return _lexbor(document, ())
     if way == "nested" and well_formed(as_bytes(document)):

@@ -85,6 +85,7 @@ def parse_html(
     header_charset: str | None = None,
     follow_nofollow: bool = False,
     guarded: bool = True,
+    tags: int | None = None,
 ) -> ParsedPage:
     """Parse an HTML body fetched from ``url`` (an absolute http(s) URL).
 
@@ -93,6 +94,7 @@ def parse_html(
     are skipped unless ``follow_nofollow``. Never raises on malformed or hostile HTML; raises
     ``ValueError`` only if ``url`` itself is not an http(s) URL. Unless ``guarded``, the
     document is parsed as it is (in a process whose time and memory are bounded otherwise).
+    ``tags``: the ``<`` of ``body``, if the caller counted them.
     """
     page = Resolver(url)
     detected = detect_encoding(body, header_charset)
@@ -101,7 +103,10 @@ def parse_html(
     document: str | bytes = payload
     if detected.encoding != "utf-8":
         document = to_unicode(payload, detected.encoding)
-    parsed = parse(document) if guarded else unguarded(document)
+    if not guarded:
+        parsed = unguarded(document)
+    else:
+        parsed = parse(document, tags if isinstance(document, bytes) else None)
     tree = parsed.tree
     if tree is None:
         return ParsedPage(

@@ -12,7 +12,8 @@ crash) answers None: the caller parses the page the guarded way, in-process, and
 is started for the next page. An ordinary page pays lexbor's parse, the pipe and the encoding
 of its answer (a tenth of the parse on big real pages; ``benchmarks/spike_sandbox_parse.py``).
 
-Workers start on first use (at most ``workers`` at a time) and stay; `Sandbox.close` stops and
+The workers' side is :mod:`gossamer.parse.worker` (no asyncio to import there). Workers
+start on first use (at most ``workers`` at a time) and stay; `Sandbox.close` stops and
 reaps them. None outlives the crawler: each asks Linux to kill it when its parent dies
 (``PR_SET_PDEATHSIG``) and ends at the end of its standard input.
 
@@ -26,15 +27,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import logging
-import os
-import resource
-import signal
-import struct
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import NamedTuple
+
+from gossamer.parse.worker import (
+    ANSWER,
+    BUDGET_PER_100KB_S,
+    BUDGET_S,
+    HEAD,
+    MEMORY_MB,
+    available,
+    budget,
+    serve,
+)
 
 __all__ = [
     "BUDGET_PER_100KB_S",
@@ -49,33 +56,10 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-BUDGET_S = 0.050
-"""CPU seconds a page may take in a worker, and `BUDGET_PER_100KB_S` more per 100 KB."""
-BUDGET_PER_100KB_S = 0.020
-MEMORY_MB = 2048
-"""A worker's address space (a 10 MB page's tree takes some 250 MB)."""
 _WALL_FACTOR = 20
 _WALL_GRACE_S = 10.0
 """A worker that has not answered in this many times its page's budget, and this many seconds
 more (a new one starting, a machine loaded to a standstill), is killed all the same."""
-_HEAD = struct.Struct(">IQ")
-_ANSWER = struct.Struct(">I")
-_MEMORY_EXIT = 3
-_F_SETPIPE_SZ = 1031
-_PIPE_BYTES = 1 << 20
-"""Linux's default ceiling for a pipe's buffer (``/proc/sys/fs/pipe-max-size``): with it, the
-crawler's side of a page costs a third less than with the default 64 KiB (0.25 ms a big page
-of the real-pages benchmark against 0.36)."""
-
-
-def available() -> bool:
-    """Whether workers can be bounded here (``ITIMER_PROF``, ``RLIMIT_AS``: Linux)."""
-    return sys.platform.startswith("linux")
-
-
-def budget(size: int) -> float:
-    """The CPU seconds a page of ``size`` bytes may take in a worker."""
-    return BUDGET_S + BUDGET_PER_100KB_S * size / 100_000
 
 
 class SandboxStats(NamedTuple):
@@ -181,59 +165,8 @@ class Sandbox:
 
 async def _exchange(worker: asyncio.subprocess.Process, request: bytes, body: bytes) -> bytes:
     assert worker.stdin is not None and worker.stdout is not None
-    worker.stdin.write(_HEAD.pack(len(request), len(body)) + request)
+    worker.stdin.write(HEAD.pack(len(request), len(body)) + request)
     worker.stdin.write(body)
     await worker.stdin.drain()
-    (size,) = _ANSWER.unpack(await worker.stdout.readexactly(_ANSWER.size))
+    (size,) = ANSWER.unpack(await worker.stdout.readexactly(ANSWER.size))
     return await worker.stdout.readexactly(size)
-
-
-def serve(job: Callable[[bytes, bytes], bytes]) -> None:
-    """A worker's loop (``python -m MODULE MEMORY_BYTES ...``, the module giving its job):
-    bound itself, then answer requests from standard input until it ends. Past its page's
-    budget the process ends (SIGPROF); out of memory it exits."""
-    memory = int(sys.argv[1])
-    _die_with_parent()
-    _keep_heap()
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    signal.signal(signal.SIGPROF, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a ^C reaches the group: the crawler decides
-    for pipe in (0, 1):  # a big body in fewer reads and wake-ups of the crawler's loop
-        with contextlib.suppress(OSError):
-            fcntl.fcntl(pipe, _F_SETPIPE_SZ, _PIPE_BYTES)
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    while len(head := stdin.read(_HEAD.size)) == _HEAD.size:
-        request_size, body_size = _HEAD.unpack(head)
-        request, body = stdin.read(request_size), stdin.read(body_size)
-        signal.setitimer(signal.ITIMER_PROF, budget(body_size))
-        try:
-            answer = job(request, body)
-        except MemoryError:
-            os._exit(_MEMORY_EXIT)
-        signal.setitimer(signal.ITIMER_PROF, 0)
-        del request, body
-        stdout.write(_ANSWER.pack(len(answer)))
-        stdout.write(answer)
-        stdout.flush()
-
-
-def _die_with_parent() -> None:
-    """Ask Linux to kill this worker when the crawler dies (``kill -9`` leaves none behind)."""
-    with contextlib.suppress(OSError, AttributeError):
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() == 1:  # the crawler died before the request took hold
-        os._exit(0)
-
-
-def _keep_heap() -> None:
-    """glibc keeps 64 MiB at the top of the heap: without it, freeing a big page's tree
-    shrinks the heap and the next page faults it back in (as ``benchmarks/parsefloor.py``
-    measures the floor)."""
-    with contextlib.suppress(OSError, AttributeError):
-        import ctypes
-
-        libc = ctypes.CDLL(None)
-        libc.mallopt(-2, 64 << 20)  # M_TOP_PAD
-        libc.mallopt(-1, 128 << 20)  # M_TRIM_THRESHOLD
