@@ -57,7 +57,7 @@ class EngineConfig:
 
 StatsSource = Callable[[], Mapping[str, Any]]
 """A stage's figures as a mapping (what stats.json shows of it)."""
-STATS_SOURCES = ("proxies", "auth", "render", "revisits", "sitemaps")
+STATS_SOURCES = ("proxies", "auth", "render", "revisits", "sitemaps", "parse_sandbox")
 """The names of the stats sources a crawl may have: they become fields of `CrawlStats`."""
 
 
@@ -243,7 +243,6 @@ class Crawler:
             duplicates_near=page.duplicates_near,
             budget=counts["budget"],
             page_signals=dict(page.signals or {}),
-            parse_sandbox=None if page.sandbox is None else page.sandbox._asdict(),
         )
 
     async def checkpoint(self) -> None:

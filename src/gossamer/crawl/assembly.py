@@ -192,6 +192,8 @@ def stats_sources(stages: Stages) -> dict[str, StatsSource]:
         sources["render"] = stages.renderer.json_stats
     if stages.sitemaps is not None:
         sources["sitemaps"] = stages.sitemaps.json_stats
+    if stages.sandbox is not None:
+        sources["parse_sandbox"] = stages.sandbox.json_stats
     return sources
 
 

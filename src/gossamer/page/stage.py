@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from gossamer.extract.rules.pool import RulePool
     from gossamer.page.freshness import Freshness
     from gossamer.page.handlers import Handlers
-    from gossamer.parse.sandbox import Sandbox, SandboxStats
+    from gossamer.parse.sandbox import Sandbox
 
 _UNREAD = frozenset({"decompression-bomb", "unsupported-encoding"})
 """Fetch errors whose body is not the page: one cut where it compressed beyond any page's
@@ -136,8 +136,6 @@ class PageStats:
     focus: dict[str, Any] | None = None
     signals: dict[str, int] | None = None
     """Pages by signal of :data:`SIGNALS` (every one, 0 included)."""
-    sandbox: SandboxStats | None = None
-    """The parse sandbox's counts (pages sent, workers killed on a page, started)."""
 
 
 class PageStage:
@@ -180,7 +178,6 @@ class PageStage:
         self._steps: tuple[Step, ...] = self._pipeline()
         if config.hook is not None or focus is not None:
             sandbox = None
-        self._sandbox = sandbox
         self._reader = read.HtmlReader(
             sandbox,
             follow_nofollow=config.follow_nofollow,
@@ -272,7 +269,6 @@ class PageStage:
             duplicates_near=0 if found is None else found.near,
             focus=None if self._focus is None else self._focus.json_stats(),
             signals=dict(self._signals),
-            sandbox=None if self._sandbox is None else self._sandbox.stats(),
         )
 
     # -- the steps -------------------------------------------------------------------------

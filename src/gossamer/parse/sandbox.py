@@ -122,6 +122,10 @@ class Sandbox:
         """A frozen snapshot of the counts."""
         return SandboxStats(self._pages, self._killed, self._started)
 
+    def json_stats(self) -> dict[str, int]:
+        """The counts as the crawl's stats show them."""
+        return self.stats()._asdict()
+
     async def close(self) -> None:
         """Stop every worker and reap it (its CPU then counts in this process's children's)."""
         self._closed = True
