@@ -17,7 +17,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from w3lib.encoding import to_unicode
 
 from gossamer.parse.charset import detect_encoding
-from gossamer.parse.guard import MAX_DEPTH, parse, unguarded
+from gossamer.parse.guard import MAX_DEPTH, Parsed, _lexbor, parse
 from gossamer.urls import MAX_REFERENCE_CHARS, Resolver
 
 __all__ = ["MAX_DEPTH", "MAX_HREF_CHARS", "MAX_TITLE_CHARS", "ParsedPage", "parse_html"]
@@ -131,6 +131,12 @@ def parse_html(
         metas=tuple(nodes.metas),
         names_canonical=nodes.canonical,
     )
+
+
+def unguarded(document: str | bytes) -> Parsed:
+    """lexbor's tree of ``document`` as it is, for a process whose time and memory are
+    bounded otherwise (:mod:`gossamer.parse.sandbox`)."""
+    return _lexbor(document, ())
 
 
 def _title(tree: LexborHTMLParser) -> str | None:
