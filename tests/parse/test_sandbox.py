@@ -154,3 +154,40 @@ async def test_small_pages_stay_in_process() -> None:
         await sandbox.close()
     assert html.aside is None and html.parsed.tree is not None
     assert sandbox.stats() == (0, 0, 0)
+
+
+async def test_a_handler_gets_a_tree_built_in_process_and_a_hook_turns_the_sandbox_off() -> None:
+    """A page the sandbox parsed has no tree in the crawler; a page handler gets one (the
+    guarded parse, built for the pages it handles only); a hook, which reads every page's
+    tree, has every page parsed in-process."""
+    from tests.page.test_stage import fetched, handle
+
+    from gossamer.hooks import Page
+    from gossamer.page import PageConfig, PageStage
+    from gossamer.page.handlers import Handlers
+
+    trees: list[bool] = []
+    handlers = Handlers()
+
+    @handlers.handler(r"page\.html$")
+    def count(page: Page) -> dict[str, Any]:
+        trees.append(page.tree is not None)
+        return {"paragraphs": len(page.tree.css("p")) if page.tree is not None else None}
+
+    def hook(page: Page) -> dict[str, Any]:
+        return {"tree": page.tree is not None}
+
+    sandbox = Sandbox(WORKER, workers=1)
+    try:
+        stage = PageStage(PageConfig(text=False, handlers=handlers), sandbox=sandbox)
+        handled = await handle(stage, fetched(ordinary_page()))
+        hooked = await handle(
+            PageStage(PageConfig(text=False, hook=hook), sandbox=sandbox), fetched(ordinary_page())
+        )
+    finally:
+        await sandbox.close()
+    assert trees == [True] and [i.fields for i in handled.record.found] == [{"paragraphs": 3001}]
+    assert handled.record.title == "An ordinary big page"
+    assert handled.record.flags == ("nofollow",) and handled.record.outlinks == 0  # its meta tag
+    assert hooked.record.extra == {"tree": True}
+    assert sandbox.stats().pages == 1  # the handled page's; the hooked one stayed in-process
