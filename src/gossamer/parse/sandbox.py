@@ -96,7 +96,11 @@ class Sandbox:
         async with self._slots:
             if self.closed:
                 return None
-            worker = self._idle.pop() if self._idle else await self._start()
+            try:
+                worker = self._idle.pop() if self._idle else await self._start()
+            except OSError:  # no process to be had (a limit on processes or files)
+                log.warning("no parse worker could start; the page is parsed in-process")
+                return None
             answer = None
             try:
                 async with asyncio.timeout(_WALL_FACTOR * budget(len(body)) + _WALL_GRACE_S):
