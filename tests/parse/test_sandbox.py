@@ -126,7 +126,8 @@ async def test_an_ordinary_big_page_reads_as_it_does_in_process(extractor: str |
     are those of the in-process parse; the tree stays in the worker."""
     body = ordinary_page()
     answer = cast(Fetched, Answer(body, headers={"content-language": "en"}))
-    sandbox = Sandbox(WORKER, sandboxed.worker_args(extractor), workers=1)
+    factor = sandboxed.budget_factor(extractor)
+    sandbox = Sandbox(WORKER, sandboxed.worker_args(extractor), workers=1, budget_factor=factor)
     try:
         aside = await reader(sandbox, extractor).page(URL, answer)
     finally:

@@ -221,10 +221,15 @@ def parse_sandbox(settings: CrawlSettings) -> Sandbox | None:
 
     if settings.parse_sandbox == "off" or not sandbox.available():
         return None
-    from gossamer.page.sandboxed import worker_args
+    from gossamer.page.sandboxed import budget_factor, worker_args
 
     extractor = settings.extractor if settings.text else None
-    return sandbox.Sandbox("gossamer.page.sandboxed", worker_args(extractor), workers=1)
+    return sandbox.Sandbox(
+        "gossamer.page.sandboxed",
+        worker_args(extractor),
+        workers=1,
+        budget_factor=budget_factor(extractor),
+    )
 
 
 def rule_pool(settings: CrawlSettings) -> RulePool:

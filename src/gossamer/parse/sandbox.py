@@ -73,7 +73,8 @@ class SandboxStats(NamedTuple):
 
 class Sandbox:
     """At most ``workers`` pages at a time, each in a worker process (``python -m module
-    *args``) limited to `budget` CPU seconds and ``memory_mb`` of address space."""
+    MEMORY FACTOR *args``) limited to `budget` CPU seconds (times ``budget_factor``, for a
+    job that does more than parse the page) and ``memory_mb`` of address space."""
 
     def __init__(
         self,
@@ -82,8 +83,17 @@ class Sandbox:
         *,
         workers: int = 2,
         memory_mb: int = MEMORY_MB,
+        budget_factor: float = 1.0,
     ) -> None:
-        self._command = (sys.executable, "-m", module, str(memory_mb << 20), *args)
+        self._command = (
+            sys.executable,
+            "-m",
+            module,
+            str(memory_mb << 20),
+            str(budget_factor),
+            *args,
+        )
+        self._factor = budget_factor
         self._idle: list[asyncio.subprocess.Process] = []
         self._all: set[asyncio.subprocess.Process] = set()
         self._slots = asyncio.Semaphore(workers)
@@ -103,7 +113,8 @@ class Sandbox:
                 return None
             answer = None
             try:
-                async with asyncio.timeout(_WALL_FACTOR * budget(len(body)) + _WALL_GRACE_S):
+                wall = _WALL_FACTOR * budget(len(body), self._factor) + _WALL_GRACE_S
+                async with asyncio.timeout(wall):
                     answer = await _exchange(worker, request, body)
             except (OSError, asyncio.IncompleteReadError, TimeoutError):
                 pass

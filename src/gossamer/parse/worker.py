@@ -38,16 +38,18 @@ def available() -> bool:
     return sys.platform.startswith("linux")
 
 
-def budget(size: int) -> float:
-    """The CPU seconds a page of ``size`` bytes may take in a worker."""
-    return (BUDGET_S + BUDGET_PER_100KB_S * size / 100_000) * _SCALE
+def budget(size: int, factor: float = 1.0) -> float:
+    """The CPU seconds a page of ``size`` bytes may take in a worker (``factor`` times that
+    for a job that does more than parse it)."""
+    return (BUDGET_S + BUDGET_PER_100KB_S * size / 100_000) * factor * _SCALE
 
 
 def serve(job: Callable[[bytes, bytes], bytes]) -> None:
-    """A worker's loop (``python -m MODULE MEMORY_BYTES ...``, the module giving its job):
+    """A worker's loop (``python -m MODULE MEMORY_BYTES BUDGET_FACTOR ...``, the module giving
+    its job):
     bound itself, then answer requests from standard input until it ends. Past its page's
     budget the process ends (SIGPROF); out of memory it exits."""
-    memory = int(sys.argv[1])
+    memory, factor = int(sys.argv[1]), float(sys.argv[2])
     _die_with_parent()
     _keep_heap()
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
@@ -60,7 +62,7 @@ def serve(job: Callable[[bytes, bytes], bytes]) -> None:
     while len(head := stdin.read(HEAD.size)) == HEAD.size:
         request_size, body_size = HEAD.unpack(head)
         request, body = stdin.read(request_size), stdin.read(body_size)
-        signal.setitimer(signal.ITIMER_PROF, budget(body_size))
+        signal.setitimer(signal.ITIMER_PROF, budget(body_size, factor))
         try:
             answer = job(request, body)
         except MemoryError:
