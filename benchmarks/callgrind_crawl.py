@@ -7,13 +7,14 @@ serves it with nginx on loopback and runs ``gossamer crawl`` once per mode under
 - ``links``: following links only (``--no-text``);
 - ``content``: the whole job (main text and metadata, ``--warc``).
 
-It prints the total instructions (``Ir``) of the crawl process, start-up included, and the
-pages it recorded. Counts are exact for one run but depend on the Python binary, the
-installed libraries and the inputs (the web's seed and size), and on the crawl's wall time:
-checkpoints run every ``checkpoint_interval`` and the loop wakes at least once a second, so
-a run slowed down by a busy machine counts more (the elapsed seconds are printed with it).
-Compare runs of one machine, one web, several times, alternated, on a quiet machine. A run
-is some fifty times slower than the crawl itself; 500 pages take a few minutes.
+It prints the total instructions (``Ir``) of the crawl process and of its parse sandbox's
+workers (traced as children, their CPU budget scaled by ``GOSSAMER_PARSE_BUDGET_SCALE``),
+start-up included, and the pages it recorded. Counts are exact for one run but depend on the
+Python binary, the installed libraries and the inputs (the web's seed and size), and on the
+crawl's wall time: checkpoints run every ``checkpoint_interval`` and the loop wakes at least
+once a second, so a run slowed down by a busy machine counts more (the elapsed seconds are
+printed with it). Compare runs of one machine, one web, several times, alternated, on a quiet
+machine. A run is some fifty times slower than the crawl itself; 500 pages take a few minutes.
 
 With ``--real`` it crawls the real-pages web of ``bench_realpages.py`` instead (Debian's
 documentation sets, ``realweb.py``, gzip-compressed as that benchmark serves them), all of it
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -89,10 +91,13 @@ def crawl_once(mode: str, seeds_file: Path, work: Path, args: argparse.Namespace
     command = MODES[mode].command(seeds_file, work, Settings(args.concurrency, args.per_host))
     command[0:1] = [sys.executable, "-m", "gossamer"]
     out_file = work / "callgrind.out"
-    valgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}"]
+    # the parse sandbox's workers too (their CPU budget scaled to callgrind's slowness)
+    valgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}.%p"]
+    valgrind.append("--trace-children=yes")
+    env = dict(os.environ, GOSSAMER_PARSE_BUDGET_SCALE="100")
     with (work / "log.txt").open("wb") as log:
-        subprocess.run([*valgrind, *command], stdout=log, stderr=log, check=True)
-    return total_instructions(out_file)
+        subprocess.run([*valgrind, *command], stdout=log, stderr=log, check=True, env=env)
+    return sum(total_instructions(path) for path in work.glob("callgrind.out.*"))
 
 
 def generated_web(args: argparse.Namespace, seeds_file: Path) -> tuple[Path, list[str], bool]:

@@ -3,9 +3,11 @@
 Serves the documentation sets of ``realweb.py`` with nginx as ``bench_realpages.py`` does,
 runs one gossamer crawl (links only, or the whole job with ``--content``: text, metadata,
 ``--warc``) under ``py-spy record --format raw`` (the interpreter's stacks, every thread, at
-``--rate`` samples a second), and sorts each sample into one stage by its innermost frame
-that names one (`RULES`, first match from the leaf up): decode, parse (lexbor's own time,
-seen at the Python line that calls it), guard, links, resolution, admission, content
+``--rate`` samples a second, the crawler's worker processes included), and sorts each sample
+into one stage by its innermost frame that names one (`RULES`, first match from the leaf up):
+the parse sandbox's own cost (both ends of its pipes, the encoding of its answers; lexbor's
+parse and the links in its workers count as parse and links), decode, parse (lexbor's own
+time, seen at the Python line that calls it), guard, links, resolution, admission, content
 extraction, digests, WARC, records, frontier, fetch (HTTP), event loop, engine, start-up (and
 a thread pool's worker waiting for work, which py-spy does not always see as idle). A
 stage's share is of all the samples of the crawl; the top frames follow.
@@ -38,6 +40,11 @@ PORT = 18494
 RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (stage, re.compile(pattern))
     for stage, pattern in (
+        ("idle worker thread", r"^ThreadedChildWatcher\._do_waitpid"),  # a worker's reaper
+        (
+            "parse sandbox",
+            r"parse/sandbox|page/sandboxed|asyncio/(unix_events|subprocess|base_subprocess|streams)",
+        ),
         ("decode", r"compression_utils|_decompress|decompress|fetch/decoding|parse/charset"),
         ("parse", r"^_lexbor \(.*parse/guard"),
         ("guard", r"parse/(guard|scan)"),
@@ -112,7 +119,7 @@ def profile(args: argparse.Namespace) -> Path:
     raw = work / "profile.txt"
     crawl = Gossamer(content=args.content).command(seeds, work, Settings(64, 4))
     spy = [str(PY_SPY), "record", "--format", "raw", "--rate", str(args.rate)]
-    spy += ["--threads", "--output", str(raw), "--", *crawl]
+    spy += ["--threads", "--subprocesses", "--output", str(raw), "--", *crawl]
     server_cpu, crawler_cpu = choose_cpus()
     ips = [site.ip for site in sites]
     with nginx.serve(args.out / "nginx", args.out / "www", ips, args.port, server_cpu, True):

@@ -1,5 +1,9 @@
 """Spike: parse pages unguarded in a sandboxed worker process instead of guarding them.
 
+Built into the crawler since (:mod:`gossamer.parse.sandbox`, :mod:`gossamer.page.sandboxed`:
+pages of more than 4,096 ``<``, one worker by default, its pipes 1 MiB); kept for its
+comparisons of the ways (in-process, forked, forkserver, stdio from asyncio).
+
 The markup guard (``gossamer.parse.guard``) bounds lexbor's hostile shapes before parsing, at
 about lexbor's own cost again on big real pages. The alternative measured here: no pre-checks,
 lexbor's parse plus the links (``parse_html`` with the guard taken out) in a persistent worker

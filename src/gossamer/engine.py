@@ -57,7 +57,7 @@ class EngineConfig:
 
 StatsSource = Callable[[], Mapping[str, Any]]
 """A stage's figures as a mapping (what stats.json shows of it)."""
-STATS_SOURCES = ("proxies", "auth", "render", "revisits", "sitemaps")
+STATS_SOURCES = ("proxies", "auth", "render", "revisits", "sitemaps", "parse_sandbox")
 """The names of the stats sources a crawl may have: they become fields of `CrawlStats`."""
 
 

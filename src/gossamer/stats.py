@@ -93,6 +93,10 @@ class CrawlStats:
     another canonical URL) and what ``--canonical follow`` made of it (``canonical-followed``,
     ``-offsite``, ``-scheme``, ``-loop``, ``-error``; ``canonical-conflict``: header and tag
     disagree). See :data:`gossamer.page.stage.SIGNALS`."""
+    parse_sandbox: dict[str, int] | None = None
+    """Unless ``--parse-sandbox off``: pages parsed in its worker processes (``pages``),
+    workers that died on a page, whose page was then parsed the guarded way and flagged
+    ``html-sandbox-killed`` (``killed``), workers started (``started``)."""
 
     def write(self, path: Path) -> None:
         """Write as stats.json."""

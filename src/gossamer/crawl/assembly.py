@@ -148,6 +148,7 @@ def assemble_crawler(
         in_scope=functools.partial(in_scope, stages.scope),
         freshness=None if revisits is None else _freshness(revisits),
         canonical_checks=_canonical_checks(settings, stages),
+        sandbox=stages.sandbox,
     )
     fetch: Fetch = stages.renderer if stages.renderer is not None else stages.fetcher
     sources = stats_sources(stages)
@@ -191,6 +192,8 @@ def stats_sources(stages: Stages) -> dict[str, StatsSource]:
         sources["render"] = stages.renderer.json_stats
     if stages.sitemaps is not None:
         sources["sitemaps"] = stages.sitemaps.json_stats
+    if stages.sandbox is not None:
+        sources["parse_sandbox"] = stages.sandbox.json_stats
     return sources
 
 

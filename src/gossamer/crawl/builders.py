@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from gossamer.extract.rules import RuleSet
     from gossamer.extract.rules.pool import RulePool
     from gossamer.frontier.revisits import BoundsOf
+    from gossamer.parse.sandbox import Sandbox
 
 
 def auth_logins(settings: CrawlSettings, env: Mapping[str, str] | None = None) -> list[Login]:
@@ -211,6 +212,24 @@ def pdf_pool() -> PdfPool:
     from gossamer.extract.pdf import PdfPool  # a --no-text crawl never loads the extractors
 
     return PdfPool(workers=2)
+
+
+def parse_sandbox(settings: CrawlSettings) -> Sandbox | None:
+    """The worker processes big pages are parsed in (started at the first such page), unless
+    ``--parse-sandbox off`` or where they cannot be bounded (not Linux)."""
+    from gossamer.parse import sandbox
+
+    if settings.parse_sandbox == "off" or not sandbox.available():
+        return None
+    from gossamer.page.sandboxed import budget_factor, worker_args
+
+    extractor = settings.extractor if settings.text else None
+    return sandbox.Sandbox(
+        "gossamer.page.sandboxed",
+        worker_args(extractor),
+        workers=1,
+        budget_factor=budget_factor(extractor),
+    )
 
 
 def rule_pool(settings: CrawlSettings) -> RulePool:

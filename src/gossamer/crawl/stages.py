@@ -14,6 +14,7 @@ from gossamer.crawl.builders import (
     authenticator,
     check_extraction,
     load_ruleset,
+    parse_sandbox,
     pdf_pool,
     politeness_policy,
     robots_cache,
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from gossamer.extract.rules import RuleSet
     from gossamer.extract.rules.pool import RulePool
     from gossamer.fetch.render import RenderingFetcher
+    from gossamer.parse.sandbox import Sandbox
     from gossamer.sinks.warc import WarcWriter
 
 FROM_SETTINGS: Any = object()
@@ -77,6 +79,8 @@ class Stages:
     """With ``--warc``: where every fetch is archived."""
     pdf: PdfPool | None = None
     """Worker processes for PDF text (started at the first PDF), unless ``--no-text``."""
+    sandbox: Sandbox | None = None
+    """Worker processes big pages are parsed in, unless ``--parse-sandbox off``."""
     rules: RuleSet | None = None
     """With ``--rules`` (or a job's rules): the rule documents, compiled."""
     rule_pool: RulePool | None = None
@@ -151,7 +155,7 @@ async def open_stages(
         check_url = proxy_check_url(settings, [first_seed] if first_seed else seeds)
         del seeds  # 200,000 seed origins cost 16 MB: the scope holds what the crawl needs
         built = _open_fetching(stack, settings, scope, check_url, db, worker is not None)
-        pdf, pool = _open_pools(stack, settings, rules is not None)
+        pdf, pool, sandbox = _open_pools(stack, settings, rules is not None)
         renderer = rendering_fetcher(settings, built.fetcher, scope, built.robots, built.gate)
         if renderer is not None:
             stack.push_async_callback(renderer.close)
@@ -168,6 +172,7 @@ async def open_stages(
             meter=built.meter,
             warc=built.warc,
             pdf=pdf,
+            sandbox=sandbox,
             rules=rules,
             rule_pool=pool,
             items=item_sink,
@@ -235,13 +240,17 @@ def _open_fetching(
 
 def _open_pools(
     stack: AsyncExitStack, settings: CrawlSettings, with_rules: bool
-) -> tuple[PdfPool | None, RulePool | None]:
-    """The worker processes for PDF text (unless ``--no-text``) and, ``with_rules``, those
-    pages are read by the rules in; each entered on ``stack`` as it is built."""
+) -> tuple[PdfPool | None, RulePool | None, Sandbox | None]:
+    """The worker processes for PDF text (unless ``--no-text``), with ``with_rules`` those
+    pages are read by the rules in, and those big pages are parsed in (unless
+    ``--parse-sandbox off``); each entered on ``stack`` as it is built."""
     pdf = pdf_pool() if settings.text else None
     if pdf is not None:
         stack.push_async_callback(pdf.close)
     pool = rule_pool(settings) if with_rules else None
     if pool is not None:
         stack.push_async_callback(pool.close)
-    return pdf, pool
+    sandbox = parse_sandbox(settings)
+    if sandbox is not None:
+        stack.push_async_callback(sandbox.close)
+    return pdf, pool, sandbox

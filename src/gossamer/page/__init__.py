@@ -16,17 +16,33 @@ continuous crawl's interval policy and revisit state), `gossamer.sinks.base` (th
 `gossamer.outcomes`, `gossamer.redact`, `gossamer.urls`, `gossamer.fetch.exchange` (an
 archived exchange, its body withheld) and `gossamer.fetch.headers` (the validators a revisit
 sends); never the engine, the crawl wiring or the cluster.
+
+The names below are loaded on first use: a parse worker (``sandboxed``) imports the
+directives and the canonical tag without the stage.
 """
 
-from gossamer.page.stage import (
-    RULE_COUNTERS,
-    Focus,
-    PageConfig,
-    PageStage,
-    PageStats,
-    internal_error,
-)
-from gossamer.page.state import Fetched, PageResult, PageState, RuleFields, TextFields, Withheld
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gossamer.page.stage import (
+        RULE_COUNTERS,
+        Focus,
+        PageConfig,
+        PageStage,
+        PageStats,
+        internal_error,
+    )
+    from gossamer.page.state import (
+        Fetched,
+        PageResult,
+        PageState,
+        RuleFields,
+        TextFields,
+        Withheld,
+    )
 
 __all__ = [
     "RULE_COUNTERS",
@@ -42,3 +58,15 @@ __all__ = [
     "Withheld",
     "internal_error",
 ]
+
+_STATE = frozenset({"Fetched", "PageResult", "PageState", "RuleFields", "TextFields", "Withheld"})
+
+
+def __getattr__(name: str) -> Any:
+    """A name of ``__all__``, imported from its module on first use."""
+    if name not in __all__:
+        raise AttributeError(f"module 'gossamer.page' has no attribute {name!r}")
+    module = "gossamer.page.state" if name in _STATE else "gossamer.page.stage"
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

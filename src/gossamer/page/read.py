@@ -1,18 +1,28 @@
 """Reading a body: HTML parsed (links, title, the tree) and its content extracted, plain text
 decoded, and what extraction found turned into the record's content fields.
 
+:class:`HtmlReader` parses a stored page: one of more than 4,096 ``<`` in the parse sandbox
+(:mod:`gossamer.page.sandboxed`) when the crawl has one, else in-process behind the guard (a
+large body in a worker thread, so that the event loop, and with it a cluster worker's claim
+renewals, keeps running). A page whose sandbox worker died on it (its CPU budget spent, its
+memory exhausted) is parsed the guarded way, in a thread, and flagged `SANDBOX_KILLED`.
+
 The extractors (:mod:`gossamer.extract`) are imported on first use: a ``--no-text`` crawl
 never loads them.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from w3lib.encoding import to_unicode
 
-from gossamer.page.state import Fetched, TextFields
+from gossamer.page import sandboxed
+from gossamer.page.state import Aside, Fetched, TextFields
 from gossamer.parse.charset import detect_encoding
 from gossamer.parse.guard import parse as guarded_parse
 from gossamer.parse.links import ParsedPage, parse_html
@@ -21,7 +31,16 @@ if TYPE_CHECKING:
     from selectolax.lexbor import LexborHTMLParser
 
     from gossamer.extract import Content
+    from gossamer.parse.sandbox import Sandbox
 
+_T = TypeVar("_T")
+SANDBOX_KILLED = "html-sandbox-killed"
+"""The flag of a page whose sandbox worker died on it (parsed the guarded way instead)."""
+_PARSE_IN_THREAD_BYTES = 512 * 1024
+"""Bodies from this size on are parsed off the event loop: a worst-case 10 MB page takes the
+guarded parser a few seconds, and lexbor lets the loop run meanwhile (it releases the GIL)."""
+_BIG_PARSES = 2
+"""Large bodies parsed at once in-process: each costs up to some 25 times its size in memory."""
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
 
@@ -59,10 +78,12 @@ def parse(
     follow_nofollow: bool,
     extractor: str | None,
     content_language: str | None = None,
+    tags: int | None = None,
 ) -> tuple[ParsedPage, Content | None]:
     """Parse an HTML body; with an ``extractor`` (a crawl keeping text) extract its content
-    (its language, when the markup states none, from the ``Content-Language`` header)."""
-    page = parse_html(body, url, header_charset=charset, follow_nofollow=follow_nofollow)
+    (its language, when the markup states none, from the ``Content-Language`` header).
+    ``tags``: the body's ``<``, if counted (:func:`gossamer.page.sandboxed.tag_count`)."""
+    page = parse_html(body, url, header_charset=charset, follow_nofollow=follow_nofollow, tags=tags)
     if extractor is None:
         return page, None
     from gossamer.extract import Content, extract
@@ -102,3 +123,70 @@ def text_fields(content: Content, limit: int) -> tuple[TextFields, tuple[str, ..
         text_chars=len(text),
     )
     return fields, cut
+
+
+class Html(NamedTuple):
+    """A stored HTML page read: its parse, its content (when the crawl keeps text), what the
+    sandbox read of its tree (when it parsed it) and the flags of how it was read."""
+
+    parsed: ParsedPage
+    content: Content | None
+    aside: Aside | None
+    flags: tuple[str, ...]
+
+
+class HtmlReader:
+    """Parses HTML bodies for the page stage (see the module docstring); ``sandbox`` is
+    None when the crawl parses every page in-process (``--parse-sandbox off``, or a hook or
+    a focus that reads every page's tree)."""
+
+    def __init__(
+        self,
+        sandbox: Sandbox | None,
+        *,
+        follow_nofollow: bool,
+        extractor: str | None,
+        robots_token: str,
+    ) -> None:
+        self._sandbox = sandbox
+        self._follow_nofollow = follow_nofollow
+        self._extractor = extractor
+        self._robots_token = robots_token
+        self._big_parses = asyncio.Semaphore(_BIG_PARSES)
+
+    async def page(self, url: str, result: Fetched) -> Html:
+        """The page at ``url`` read from its answer (see :class:`Html`)."""
+        language = result.headers.get("content-language")
+        flags: tuple[str, ...] = ()
+        tags = sandboxed.tag_count(result.body)
+        if self._sandbox is not None and tags > sandboxed.MIN_TAGS:
+            ask = sandboxed.request(
+                url,
+                result.charset,
+                self._follow_nofollow,
+                self._extractor,
+                language,
+                self._robots_token,
+                result.fetched_at,
+            )
+            answer = await self._sandbox.ask(ask, result.body)
+            if answer is not None:
+                found = sandboxed.reading(answer)
+                return Html(found.parsed, found.content, Aside(found.robots, found.canonical), ())
+            flags = (SANDBOX_KILLED,)
+        body, nofollow = result.body, self._follow_nofollow
+        work = functools.partial(
+            parse, url, body, result.charset, nofollow, self._extractor, language, tags
+        )
+        parsed, content = await self._off_loop(work, len(result.body), bool(flags))
+        return Html(parsed, content, None, flags)
+
+    async def tree(self, body: bytes, charset: str | None) -> LexborHTMLParser | None:
+        """The guarded tree of an HTML body (:func:`tree_of`), off the loop if large."""
+        return await self._off_loop(functools.partial(tree_of, body, charset), len(body))
+
+    async def _off_loop(self, work: Callable[[], _T], size: int, slow: bool = False) -> _T:
+        if size < _PARSE_IN_THREAD_BYTES and not slow:
+            return work()
+        async with self._big_parses:
+            return await asyncio.to_thread(work)

@@ -2,7 +2,8 @@
 
 A 2xx answer goes through a short pipeline of steps over one :class:`PageState`, chosen once
 when the stage is built from what the crawl asks for (a links-only crawl runs four): read
-(decode, the guarded parse, links, or plain text), robots directives (``X-Robots-Tag`` and
+(decode, the parse, links, or plain text: a big page in the parse sandbox, see
+:mod:`gossamer.page.read`), robots directives (``X-Robots-Tag`` and
 robots meta tags: ``nofollow`` drops the links, ``noindex`` the content), the canonical URL
 (followed with ``--canonical follow``), rules, content fields (main text and metadata, a
 PDF's text), the page handler registered for the URL's pattern (``handlers``, through the
@@ -17,8 +18,7 @@ step here, never a branch in the engine.
 
 from __future__ import annotations
 
-import asyncio
-import functools
+import dataclasses
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -53,12 +53,8 @@ if TYPE_CHECKING:
     from gossamer.extract.rules.pool import RulePool
     from gossamer.page.freshness import Freshness
     from gossamer.page.handlers import Handlers
+    from gossamer.parse.sandbox import Sandbox
 
-_PARSE_IN_THREAD_BYTES = 512 * 1024
-"""Bodies from this size on are parsed off the event loop: a worst-case 10 MB page takes the
-parser a few seconds, and lexbor lets the loop run meanwhile (it releases the GIL)."""
-_BIG_PARSES = 2
-"""Large bodies parsed at once: each costs up to some 25 times its size in memory."""
 _UNREAD = frozenset({"decompression-bomb", "unsupported-encoding"})
 """Fetch errors whose body is not the page: one cut where it compressed beyond any page's
 ratio (a bomb, its capped output mostly filler), or still encoded. The record keeps the
@@ -156,11 +152,13 @@ class PageStage:
         in_scope: Callable[[str], bool] | None = None,
         freshness: Freshness | None = None,
         canonical_checks: Checks | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         """``in_scope`` tells whether the crawl may visit a URL: a canonical URL out of it is
         not followed (``--canonical follow``), nor one ``canonical_checks`` finds admission
         or robots.txt would turn away; ``freshness`` compares a continuous crawl's
-        answers with the URL's last one (``--recrawl``)."""
+        answers with the URL's last one (``--recrawl``); ``sandbox`` parses big pages (not
+        with a hook or a focus, which read every page's tree: it would be parsed twice)."""
         if config.rules is not None and rule_pool is None:
             raise ValueError("a crawl with rules reads them in a RulePool")
         self._config = config
@@ -178,7 +176,14 @@ class PageStage:
         self.upkeep: Callable[[], Awaitable[None]] | None = None if focus is None else focus.upkeep
         """Run after each URL is acked: the focus re-scores the frontier's URLs when due."""
         self._steps: tuple[Step, ...] = self._pipeline()
-        self._big_parses = asyncio.Semaphore(_BIG_PARSES)
+        if config.hook is not None or focus is not None:
+            sandbox = None
+        self._reader = read.HtmlReader(
+            sandbox,
+            follow_nofollow=config.follow_nofollow,
+            extractor=self._extractor,
+            robots_token=config.robots_token,
+        )
 
     def _pipeline(self) -> tuple[Step, ...]:
         config = self._config
@@ -269,32 +274,19 @@ class PageStage:
     # -- the steps -------------------------------------------------------------------------
 
     async def _read(self, state: PageState) -> None:
-        """Parse HTML (a large body in a worker thread, so the event loop, and with it a
-        cluster worker's claim renewals, keeps running) or decode plain text."""
+        """Parse HTML (:class:`gossamer.page.read.HtmlReader`: never on the event loop when
+        it could take long) or decode plain text."""
         result = state.result
         if result.error in _UNREAD:
             return
         if read.is_html(result):
-            config = self._config
-            url, body = state.lease.url, result.body
-            parse = functools.partial(
-                read.parse,
-                url,
-                body,
-                result.charset,
-                config.follow_nofollow,
-                self._extractor,
-                result.headers.get("content-language"),
+            parsed, state.content, state.aside, flags = await self._reader.page(
+                state.lease.url, result
             )
-            if len(result.body) < _PARSE_IN_THREAD_BYTES:
-                parsed, state.content = parse()
-            else:
-                async with self._big_parses:
-                    parsed, state.content = await asyncio.to_thread(parse)
             state.parsed = parsed
             state.links = parsed.links
             state.title = parsed.title
-            state.flags += parsed.flags
+            state.flags += parsed.flags + flags
         elif self._extractor is not None and result.content_type == "text/plain":
             state.content = read.plain_text(result)
 
@@ -304,7 +296,9 @@ class PageStage:
         config, result = self._config, state.result
         found = header_directives(result.headers, config.robots_token, result.fetched_at)
         parsed = state.parsed
-        if parsed is not None and parsed.tree is not None:
+        if state.aside is not None:
+            found = found.merge(state.aside.robots)
+        elif parsed is not None and parsed.tree is not None:
             metas = meta_directives(
                 parsed.tree, config.robots_token, result.fetched_at, parsed.metas
             )
@@ -332,12 +326,7 @@ class PageStage:
             return found
         if not read.names_robots(result.body):
             return found
-        parse = functools.partial(read.tree_of, result.body, result.charset)
-        if len(result.body) < _PARSE_IN_THREAD_BYTES:
-            tree = parse()
-        else:
-            async with self._big_parses:
-                tree = await asyncio.to_thread(parse)
+        tree = await self._reader.tree(result.body, result.charset)
         if tree is None:
             return found
         return found.merge(meta_directives(tree, config.robots_token, result.fetched_at))
@@ -355,7 +344,9 @@ class PageStage:
         url, parsed = state.lease.url, state.parsed
         header = header_canonical(state.result.headers, url)
         tag = None
-        if parsed is not None and parsed.tree is not None and parsed.names_canonical is not False:
+        if state.aside is not None:
+            tag = state.aside.canonical
+        elif parsed is not None and parsed.tree is not None and parsed.names_canonical is not False:
             tag = tag_canonical(parsed.tree, parsed.base_url)
         if header is not None and tag is not None and header != tag:
             state.flags += ("canonical-conflict",)
@@ -427,6 +418,7 @@ class PageStage:
         route = self._config.handlers.select(url)
         if route is None:
             return
+        await self._tree(state)
         found, error = await extras.call_handler(route, extras.hook_page(state))
         if error is not None or found is None:
             if state.error is None:
@@ -440,6 +432,14 @@ class PageStage:
         if links:
             resolved = extras.resolve_links(url, links)
             state.links = [*state.links, *resolved] if route.keep_links else resolved
+
+    async def _tree(self, state: PageState) -> None:
+        """Give a page the sandbox parsed a tree in-process (the guarded parse), for a step
+        that reads it."""
+        parsed = state.parsed
+        if state.aside is not None and parsed is not None and parsed.tree is None:
+            tree = await self._reader.tree(state.result.body, state.result.charset)
+            state.parsed = dataclasses.replace(parsed, tree=tree)
 
     async def _duplicate(self, state: PageState) -> None:
         """The page that had this main text first (content digests), if any."""

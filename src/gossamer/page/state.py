@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from gossamer.frontier.base import Candidate, Lease
 from gossamer.outcomes import Outcome
+from gossamer.page.directives import Directives
 from gossamer.parse.links import ParsedPage
 from gossamer.sinks.base import Archivable, Item, PageRecord
 
@@ -81,6 +82,15 @@ class RuleFields(NamedTuple):
     found: tuple[Item, ...] = ()
 
 
+class Aside(NamedTuple):
+    """What the parse sandbox read of a page's tree besides its `ParsedPage`."""
+
+    robots: Directives
+    """The robots meta tags' directives."""
+    canonical: str | None
+    """The canonical URL the ``<link rel=canonical>`` of the head names."""
+
+
 NO_TEXT = TextFields()
 NO_RULES = RuleFields()
 
@@ -97,6 +107,9 @@ class PageState:
     outcome: Outcome | None = None
     """Set by a step whose failure the record counts as its own kind (the hook's)."""
     parsed: ParsedPage | None = None
+    aside: Aside | None = None
+    """For a page parsed in the parse sandbox (``parsed`` then has no tree, unless a step
+    built one): what was read of its tree there."""
     content: Content | None = None
     """What the extractor read (HTML, plain text), before it becomes `text`."""
     links: list[str] = field(default_factory=list)

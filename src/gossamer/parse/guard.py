@@ -49,6 +49,11 @@ attribute values holding ``>``, raw text elements outside SVG/MathML, a script's
 tag the guard did not, nor the guard an end tag lexbor reads as text. Its errors lean towards more
 depth: 5,001 unclosed ``<a href>`` siblings stay flat and whole.
 
+A crawl parses a page of more than 4,096 ``<`` as it is by default, in a worker process of
+the parse sandbox (:mod:`gossamer.parse.sandbox`), whose CPU budget and memory limit bound the
+same shapes at a tenth of the cost of the checks below: only a page whose worker died there
+comes back here (and every page with ``--parse-sandbox off``).
+
 Most pages need none of this, and the pass costs several times lexbor's own parse, so
 :func:`parse` runs it only on documents that could be hostile
 (:func:`gossamer.parse.scan.route`). A document is parsed as it is when it is small (under
@@ -64,26 +69,20 @@ together could hold more than `MAX_ATTRIBUTE_NAMES` distinct attribute names (co
 bytes by `gossamer.parse.scan.odd_tag`, first from the places a name could start; unguarded,
 8,192 ``<br`` of 60 new names each, closed by ``</x>``, cost lexbor past 300 s, and 2,048 of
 them 6 s). The scans and the depth check below cost three fifths of lexbor's parse on a real
-page (python3-doc's ``library/functions.html``, least CPU ms of 30: marks 0.5, closed tags 0.2,
-names 1.0, quoted values 0.4, depth 0.9; lexbor 4.2); the regex reads almost no real page.
-An ordinary document's tree is then checked, by one CSS match in lexbor walking down from
+page. An ordinary document's tree is then checked, by one CSS match in lexbor walking down from
 ``<html>``, for an element nested deeper than `MAX_DEPTH` below ``<body>``; if there is one
 (start and end tags can balance and still nest: ``<span></i>``), the document is guarded and
 parsed again. A document of more than 16,384 ``<`` whose markup is *plain* is parsed as it is
 (:mod:`gossamer.parse.skeleton`: tags it can read exactly from the positions of ``<``, ``>``,
 quotes and ``=``, nesting perfectly but for ``<p>`` and ``<li>`` left open in a block, few
-attributes and names; read with numpy at about 1.2 times lexbor's parse on python3-doc's
-biggest pages, against 2 to 4 for the nesting check, whose regex alone costs about lexbor's
-parse: no reading of the page in Python can cost much less than lexbor's, so these checks
-still cost more than the 5% of a crawl's CPU aimed at). A document that is not ordinary nor
-plain (more than 16,384 ``<``, or start tags
-outnumbering end tags) but not many more start tags than end and self-closing tags, and whose
-tags nest perfectly, implied end tags lexbor closes at once allowed, is parsed as it is too
+attributes and names; read with numpy at about 1.2 times lexbor's parse). A document that is
+not ordinary nor plain (more than 16,384 ``<``, or start tags outnumbering end tags) but not
+many more start tags than end and self-closing tags, and whose tags nest perfectly, implied
+end tags lexbor closes at once allowed, is parsed as it is too
 (:mod:`gossamer.parse.nesting`, whose doc argues why lexbor is then linear; the check costs
 about 2 to 3 times lexbor's parse, the pass 6). An ordinary document that is hostile all the
 same costs lexbor at most about 0.2 s in its stack's quadratic cases: they need a deep stack
-and a token scanning it, and the document has at most 16,384 tags, half of them end tags
-(``<div></x>`` repeated, 0.19 s; ``<span></i>``, 0.13 s; unclosed ``<div>``s, 0.16 s).
+and a token scanning it, and the document has at most 16,384 tags, half of them end tags.
 
 The list of active formatting elements is not bounded so cheaply: no count sees which end
 tags close nothing (``</i>`` after ``</p>``, ``</b>`` in a comment), and counting the
@@ -97,7 +96,8 @@ its tree is then guarded and parsed again. A document left alone for its size co
 Bounds of the guard (2 shared cores): every step is linear in the document. The pass costs
 at most about 0.5 s per MB (a token scans at most `_REACH` stack entries); lexbor then about
 0.05 s per MB on ordinary pages, 0.7 s per MB on the worst shapes left (a flat run of
-sibling-closing tags at depth `MAX_DEPTH`).
+sibling-closing tags at depth `MAX_DEPTH`); the links under 0.02 s at 1 MB, the main text
+about 1.4 s per MB of flat ``<p>x``, ``<li>x`` or ``<h1>x`` (its Python work per block).
 
 Where the danger is: lexbor alone (CPU s, no guard; ``>40`` ran past 40 s) at 256 KB and 1 MB
 of each shape; 4 times the input costing 4 times the time is linear. Superlinear: a token
@@ -122,9 +122,6 @@ tables, templates, SVG and MathML nest 100,000 deep in linear time.
   foster parenting, ``<select>``, comments,   <0.03   <0.12
   entities, an 8 MB attribute value
   ==========================================  ======  ======
-
-Later stages on these trees: links under 0.02 s at 1 MB; the main text about 1.4 s per MB of
-flat ``<p>x``, ``<li>x`` or ``<h1>x`` (linear: its Python work per block).
 """
 
 from __future__ import annotations
@@ -231,10 +228,10 @@ class Parsed:
     flags: tuple[str, ...] = ()
 
 
-def parse(document: str | bytes) -> Parsed:
+def parse(document: str | bytes, tags: int | None = None) -> Parsed:
     """lexbor's tree of ``document``, guarded only if it could be hostile (see the module
-    doc); bytes are read as UTF-8."""
-    way = route(document, tag_count(document))
+    doc); bytes are read as UTF-8. ``tags``: its ``<``, if the caller counted them."""
+    way = route(document, tag_count(document) if tags is None else tags)
     if way in ("as-is", "plain"):
         return _lexbor(document, ())
     if way == "nested" and well_formed(as_bytes(document)):

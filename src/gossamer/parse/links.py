@@ -17,7 +17,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from w3lib.encoding import to_unicode
 
 from gossamer.parse.charset import detect_encoding
-from gossamer.parse.guard import MAX_DEPTH, parse
+from gossamer.parse.guard import MAX_DEPTH, Parsed, _lexbor, parse
 from gossamer.urls import MAX_REFERENCE_CHARS, Resolver
 
 __all__ = ["MAX_DEPTH", "MAX_HREF_CHARS", "MAX_TITLE_CHARS", "ParsedPage", "parse_html"]
@@ -84,13 +84,17 @@ def parse_html(
     *,
     header_charset: str | None = None,
     follow_nofollow: bool = False,
+    guarded: bool = True,
+    tags: int | None = None,
 ) -> ParsedPage:
     """Parse an HTML body fetched from ``url`` (an absolute http(s) URL).
 
     Links come from ``<a href>``, ``<area href>`` and ``<link rel="next"|"alternate" href>``.
     ``rel=nofollow`` links and, with ``<meta name=robots content=nofollow|none>``, all links
     are skipped unless ``follow_nofollow``. Never raises on malformed or hostile HTML; raises
-    ``ValueError`` only if ``url`` itself is not an http(s) URL.
+    ``ValueError`` only if ``url`` itself is not an http(s) URL. Unless ``guarded``, the
+    document is parsed as it is (in a process whose time and memory are bounded otherwise).
+    ``tags``: the ``<`` of ``body``, if the caller counted them.
     """
     page = Resolver(url)
     detected = detect_encoding(body, header_charset)
@@ -99,7 +103,10 @@ def parse_html(
     document: str | bytes = payload
     if detected.encoding != "utf-8":
         document = to_unicode(payload, detected.encoding)
-    parsed = parse(document)
+    if not guarded:
+        parsed = unguarded(document)
+    else:
+        parsed = parse(document, tags if isinstance(document, bytes) else None)
     tree = parsed.tree
     if tree is None:
         return ParsedPage(
@@ -124,6 +131,12 @@ def parse_html(
         metas=tuple(nodes.metas),
         names_canonical=nodes.canonical,
     )
+
+
+def unguarded(document: str | bytes) -> Parsed:
+    """lexbor's tree of ``document`` as it is, for a process whose time and memory are
+    bounded otherwise (:mod:`gossamer.parse.sandbox`)."""
+    return _lexbor(document, ())
 
 
 def _title(tree: LexborHTMLParser) -> str | None:

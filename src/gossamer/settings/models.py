@@ -298,6 +298,16 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
     max_text_chars: Annotated[
         int, Meta(ge=0, description="Longest main text kept in a record (cut: flag text-cut).")
     ] = 1_000_000
+    parse_sandbox: Annotated[
+        Literal["on", "off"],
+        Meta(
+            description=(
+                "Parse pages of more than 4,096 tags in worker processes under a CPU budget "
+                "and a memory limit (Linux), instead of guarding their markup in-process; off: "
+                "every page guarded in-process."
+            )
+        ),
+    ] = "on"
     digests: Annotated[
         Literal["exact", "near", "off"],
         Meta(

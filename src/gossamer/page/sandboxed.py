@@ -1,0 +1,178 @@
+"""Big HTML pages read in the parse sandbox (:mod:`gossamer.parse.sandbox`).
+
+A page of more than `MIN_TAGS` ``<`` is parsed as it is in a worker process, under the
+sandbox's CPU budget and memory limit, instead of in-process behind the guard: the worker
+reads from the tree everything the page stage needs (:class:`Reading`: the links as
+:func:`gossamer.parse.links.parse_html` gives them, title, flags, base URL, encoding, the
+robots meta directives, the ``<link rel=canonical>`` tag and, when the crawl keeps text, the
+extracted :class:`gossamer.extract.Content`) and sends it back, marshal-encoded. Smaller pages
+stay in-process: the guard's routes for them cost little. The tree itself stays in the
+worker; the stage builds one in-process (guarded) for a page handler that asks for it.
+
+Run as a worker: ``python -m gossamer.page.sandboxed MEMORY_BYTES BUDGET_FACTOR [EXTRACTOR]``
+(the extractor's libraries and the language model are loaded before the first page's budget
+runs). The budget covers the extraction too: `TEXT_BUDGET_FACTOR` times the parse's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import marshal
+import sys
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from gossamer.page.canonical import tag_canonical
+from gossamer.page.directives import Directives, meta_directives
+from gossamer.parse.links import ParsedPage, parse_html
+from gossamer.parse.worker import serve
+
+if TYPE_CHECKING:
+    from gossamer.extract import Content
+
+__all__ = [
+    "MIN_TAGS",
+    "TEXT_BUDGET_FACTOR",
+    "Reading",
+    "answer",
+    "budget_factor",
+    "reading",
+    "request",
+    "tag_count",
+    "wanted",
+    "worker_args",
+]
+
+MIN_TAGS = 4096
+"""Pages with more ``<`` than this are parsed in the sandbox (counted in C, `wanted`)."""
+TEXT_BUDGET_FACTOR = 4.0
+"""A page's budget when its content is extracted too: the main text's Python work costs
+about three parses on big real pages (python3-doc's ``genindex-all.html``, 1.7 MB: parse
+0.05 s, text 0.17 s; its parse budget, 0.39 s, ended it on a loaded machine)."""
+_ANSWER_FIELDS = 12
+
+
+class Reading(NamedTuple):
+    """What the stage needs of a page the sandbox parsed; ``parsed`` has no tree."""
+
+    parsed: ParsedPage
+    content: Content | None
+    """The extracted content, when the crawl keeps text."""
+    robots: Directives
+    """The robots meta tags' directives (:func:`gossamer.page.directives.meta_directives`)."""
+    canonical: str | None
+    """The canonical URL the head's ``<link rel=canonical>`` names, resolved."""
+
+
+def wanted(body: bytes) -> bool:
+    """Whether ``body`` goes to the sandbox: more than `MIN_TAGS` ``<``."""
+    return tag_count(body) > MIN_TAGS
+
+
+def tag_count(body: bytes) -> int:
+    """The ``<`` of ``body`` (counted in C), or 0 for a body too small to hold more than
+    `MIN_TAGS` (which the guard parses as it is, whatever it holds: it is under
+    :data:`gossamer.parse.scan.GUARD_MIN_CHARS`); the guard's route reuses the count."""
+    return body.count(b"<") if len(body) > MIN_TAGS else 0
+
+
+def worker_args(extractor: str | None) -> tuple[str, ...]:
+    """The worker's arguments after its memory limit and budget: the extractor to load."""
+    return () if extractor is None else (extractor,)
+
+
+def budget_factor(extractor: str | None) -> float:
+    """The budget of a worker's page, in parse budgets (:func:`gossamer.parse.worker.budget`)."""
+    return 1.0 if extractor is None else TEXT_BUDGET_FACTOR
+
+
+def request(
+    url: str,
+    charset: str | None,
+    follow_nofollow: bool,
+    extractor: str | None,
+    content_language: str | None,
+    robots_token: str,
+    fetched_at: float,
+) -> bytes:
+    """The request of a page (its body goes apart)."""
+    fields = (url, charset, follow_nofollow, extractor, content_language, robots_token)
+    return marshal.dumps((*fields, fetched_at))
+
+
+def answer(request: bytes, body: bytes) -> bytes:
+    """The worker's job: the page parsed as it is, and all the stage reads of its tree."""
+    url, charset, nofollow, extractor, language, token, fetched_at = marshal.loads(request)
+    page = parse_html(body, url, header_charset=charset, follow_nofollow=nofollow, guarded=False)
+    del body
+    tree, robots, canonical, content = page.tree, (False, False), None, None
+    if tree is not None:
+        found = meta_directives(tree, token, fetched_at, page.metas)
+        robots = (found.noindex, found.nofollow)
+        if page.names_canonical is not False:
+            canonical = tag_canonical(tree, page.base_url)
+    if extractor is not None:
+        content = _content(tree, url, extractor, language)
+    fields: tuple[Any, ...] = (page.title, page.links, page.nofollow_links, page.meta_nofollow)
+    fields += (page.meta_noindex, page.base_url, page.text_encoding, page.flags)
+    return marshal.dumps((*fields, page.names_canonical, robots, canonical, content))
+
+
+def _content(tree: object, url: str, extractor: str, language: str | None) -> tuple[Any, ...]:
+    from selectolax.lexbor import LexborHTMLParser
+
+    from gossamer.extract import extract
+
+    if not isinstance(tree, LexborHTMLParser):
+        return ("", None, None, None, None, (), ())
+    found = extract(tree, url, extractor, content_language=language)
+    images = tuple((image.src, image.alt) for image in found.images)
+    head = (found.text, found.lang, found.description, found.canonical, found.published)
+    return (*head, tuple(found.authors), images)
+
+
+def reading(encoded: bytes) -> Reading:
+    """The worker's answer decoded (marshal builds values only, never runs code)."""
+    fields = marshal.loads(encoded)
+    if not isinstance(fields, tuple) or len(fields) != _ANSWER_FIELDS:
+        raise ValueError("a parse worker's answer is malformed")
+    title, links, skipped, nofollow, noindex, base, encoding, flags, names_canonical = fields[:9]
+    robots, canonical, content = fields[9:]
+    parsed = ParsedPage(
+        title,
+        links,
+        skipped,
+        nofollow,
+        noindex,
+        base,
+        encoding,
+        flags=tuple(flags),
+        names_canonical=names_canonical,
+    )
+    return Reading(parsed, _decoded(content), Directives(*robots), canonical)
+
+
+def _decoded(content: Any) -> Content | None:
+    if content is None:
+        return None
+    from gossamer.extract import Content
+    from gossamer.extract.meta import Image
+
+    text, lang, description, canonical, published, authors, images = content
+    found = tuple(Image(src, alt) for src, alt in images)
+    return Content(text, lang, description, canonical, published, tuple(authors), found)
+
+
+def _warm(extractor: str) -> None:
+    """Load what the first page's extraction would (its libraries, the language model)."""
+    from gossamer.extract import extract
+    from gossamer.extract.lang import load_model
+
+    with contextlib.suppress(Exception):  # a missing library fails the page, as in-process
+        load_model()
+        extract("<html><body><p>A page.</p></body></html>", "http://localhost/", extractor)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 3:
+        _warm(sys.argv[3])
+    serve(answer)

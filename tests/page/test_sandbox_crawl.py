@@ -1,0 +1,108 @@
+"""Crawls of a real server with big pages, the parse sandbox on and off: the same records (a
+hostile page's worker killed at its budget, the page parsed the guarded way and flagged, a new
+worker for the next big page), no worker process left once the crawl ends."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from tests.local_app import serve_pages
+
+from gossamer.crawl import run_crawl
+from gossamer.settings import load_settings
+from gossamer.stats import CrawlStats
+
+pytestmark = pytest.mark.timeout(60)
+
+HOST = "site.test"
+_VARYING = ("fetched_at", "elapsed_ms")
+
+
+def big_page(name: str, links: list[str], head: str = "") -> str:
+    """More than 4,096 tags of ordinary markup: prose, links, metadata."""
+    rows = "".join(
+        f"<p>Paragraph {i} of {name} says something, <em>and</em> a sentence more.</p>"
+        for i in range(1500)
+    )
+    anchors = "".join(f'<a href="{link}">{link}</a>' for link in links)
+    return (
+        f"<html lang=en><head><title>Page {name}</title>"
+        f'<meta name="description" content="About {name}.">{head}</head>'
+        f"<body><main><h1>{name}</h1>{anchors}{rows}</main></body></html>"
+    )
+
+
+PAGES = {
+    "/": '<a href="/one">1</a><a href="/two">2</a><a href="/bomb">bomb</a><a href="/noindex">n</a>',
+    "/one": big_page("one", ["/two", "/three"], '<link rel="canonical" href="/one-canonical">'),
+    "/two": big_page("two", ["/one", "/three?x=1"]),
+    "/three": big_page("three", ["/"]),
+    "/three?x=1": big_page("three again", []),
+    "/noindex": big_page("noindex", ["/hidden"], '<meta name="robots" content="noindex,nofollow">'),
+    "/bomb": '<a href="/after">after</a>' + "<div>" * 200_000 + '<a href="/deep">deep</a>',
+    "/after": big_page("after", []),
+    "/deep": "<p>deep",
+    "/one-canonical": "<p>canonical",
+}
+
+
+def find(path: str) -> str | None:
+    return PAGES.get(path)
+
+
+async def crawl(out: Path, port: int, **flags: Any) -> CrawlStats:
+    settings = {
+        "out": out,
+        "seeds": [f"http://{HOST}:{port}/"],
+        "resolve": [f"{HOST}=127.0.0.1"],
+        "robots": False,
+        "quiet": True,
+    }
+    return await asyncio.wait_for(run_crawl(load_settings(settings | flags, env={})), 45)
+
+
+def records(out: Path) -> dict[str, dict[str, Any]]:
+    found = {}
+    for line in (out / "pages.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        for name in _VARYING:
+            record.pop(name, None)
+        found[record["url"].split("/", 3)[3]] = record
+    return found
+
+
+def workers() -> list[psutil.Process]:
+    return [
+        child
+        for child in psutil.Process().children(recursive=True)
+        if "gossamer.page.sandboxed" in " ".join(child.cmdline())
+    ]
+
+
+@pytest.mark.parametrize("text", [True, False])
+async def test_the_sandbox_gives_the_records_of_the_in_process_parse(
+    tmp_path: Path, text: bool
+) -> None:
+    async with serve_pages(find) as port:
+        stats_on = await crawl(tmp_path / "on", port, text=text)
+        assert workers() == []
+        stats_off = await crawl(tmp_path / "off", port, text=text, parse_sandbox="off")
+    on, off = records(tmp_path / "on"), records(tmp_path / "off")
+    crawled = len(PAGES) - 1  # the canonical URL is recorded, not followed
+    assert sorted(on) == sorted(off) and len(on) == crawled
+    bomb_on, bomb_off = on.pop("bomb"), off.pop("bomb")
+    assert bomb_off["flags"] == ["html-flattened"] and bomb_off["outlinks"] == 2
+    assert bomb_on == bomb_off | {"flags": ["html-flattened", "html-sandbox-killed"]}
+    assert on == off
+    assert on["one"]["canonical"] == f"http://{HOST}:{port}/one-canonical"
+    assert on["noindex"]["flags"] == ["noindex", "nofollow"] and on["noindex"]["outlinks"] == 0
+    assert (on["two"]["text"] is not None) is text and on["two"]["title"] == "Page two"
+    # /one, /two, /three, /three?x=1, /noindex, /bomb (killed), then /after: a new worker
+    assert stats_on.parse_sandbox == {"pages": 7, "killed": 1, "started": 2}
+    assert stats_off.parse_sandbox is None
+    assert stats_on.pages == stats_off.pages == crawled

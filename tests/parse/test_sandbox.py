@@ -1,0 +1,194 @@
+"""Big pages parsed in the parse sandbox's worker processes: hostile shapes end in bounded time
+with their links and the guard's flags (the worker killed by its CPU budget, the page parsed
+the guarded way), a killed worker is replaced, and an ordinary big page reads as in-process."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import psutil
+import pytest
+
+from gossamer.page import read, sandboxed
+from gossamer.page.state import Fetched
+from gossamer.parse.links import parse_html
+from gossamer.parse.sandbox import Sandbox, budget
+
+pytestmark = pytest.mark.timeout(60)
+
+URL = "http://example.com/"
+MB = 1024 * 1024
+LINK = b'<a href="/kept">kept</a>'
+WORKER = "gossamer.page.sandboxed"
+
+
+def _distinct_names(tags: int) -> bytes:
+    return b"".join(
+        b"<br " + b" ".join(b"a%d" % (60 * i + j) for j in range(60)) + b"></x>"
+        for i in range(tags)
+    )
+
+
+HOSTILE: dict[str, Callable[[], bytes]] = {
+    "1 MB of nested divs": lambda: LINK + b"<div>" * (MB // 5) + LINK,
+    "nested lists": lambda: LINK + b"<ul><li>" * (MB // 8),
+    "unclosed formatting elements rebuilt at each paragraph": lambda: (
+        LINK + b"".join(b"<p><b c=%d>x</p></i>" % i for i in range(50_000))
+    ),
+    "one tag of many attributes each, distinct names, stray end tags": lambda: (
+        LINK + _distinct_names(8192)
+    ),
+    "160k distinct tag names": lambda: (
+        LINK + b"".join(b"<x%d></x%d>" % (i, i) for i in range(160_000))
+    ),
+}
+
+
+@dataclass
+class Answer:
+    """The parts of a fetch :class:`gossamer.page.read.HtmlReader` reads."""
+
+    body: bytes
+    charset: str | None = None
+    fetched_at: float = 0.0
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+def reader(sandbox: Sandbox | None, extractor: str | None = None) -> read.HtmlReader:
+    return read.HtmlReader(
+        sandbox, follow_nofollow=False, extractor=extractor, robots_token="gossamer"
+    )
+
+
+def workers() -> list[psutil.Process]:
+    """This process's parse workers still running (or not yet reaped)."""
+    return [
+        child
+        for child in psutil.Process().children(recursive=True)
+        if WORKER in " ".join(child.cmdline())
+    ]
+
+
+def ordinary_page(paragraphs: int = 3000) -> bytes:
+    """A big page of ordinary markup: more than 4,096 tags, links, metadata, prose."""
+    head = (
+        "<html lang=en><head><title>An ordinary  big page</title>"
+        '<meta name="description" content="A long page of prose.">'
+        '<meta name="gossamer" content="nofollow">'
+        '<link rel="canonical" href="/canonical">'
+        '<meta name="author" content="A. Writer"></head><body><main>'
+    )
+    rows = "".join(
+        f'<p>Paragraph {i} says something of <a href="/p{i % 400}">page {i % 400}</a>, '
+        f"and a sentence more, so it reads as prose.</p>"
+        for i in range(paragraphs)
+    )
+    image = '<p>A figure: <img src="/i.png" alt="an image"> and its caption, in prose.</p>'
+    return (head + image + rows + "</main></body></html>").encode()
+
+
+async def test_hostile_shapes_end_in_bounded_time_with_their_links_and_the_guard_flags() -> None:
+    """Each shape costs lexbor seconds to hours unguarded: its worker is killed at its CPU
+    budget, the page is parsed the guarded way (the flags the guard gives it, and
+    ``html-sandbox-killed``), a new worker answers the next page."""
+    sandbox = Sandbox(WORKER, workers=1)
+    try:
+        for name, make in HOSTILE.items():
+            body = make()
+            assert sandboxed.wanted(body), name
+            expected = parse_html(body, URL)
+            started = time.monotonic()
+            html = await reader(sandbox).page(URL, cast(Fetched, Answer(body)))
+            took = time.monotonic() - started
+            assert html.flags == (read.SANDBOX_KILLED,), name
+            assert html.parsed.flags == expected.flags and expected.flags, name
+            assert html.parsed.links == expected.links, name
+            assert "http://example.com/kept" in html.parsed.links, name
+            assert html.aside is None and html.parsed.tree is not None, name
+            assert took < 20 * budget(len(body)) + 10, (name, took)
+        killed = len(HOSTILE)
+        assert sandbox.stats()._replace(pages=0) == (0, killed, killed)
+        html = await reader(sandbox).page(URL, cast(Fetched, Answer(ordinary_page())))
+        assert html.flags == () and html.aside is not None
+        assert sandbox.stats() == (killed + 1, killed, killed + 1)
+    finally:
+        await sandbox.close()
+    assert workers() == []
+
+
+@pytest.mark.parametrize("extractor", [None, "tree"])
+async def test_an_ordinary_big_page_reads_as_it_does_in_process(extractor: str | None) -> None:
+    """Title, links (the robots meta tag addressed to the crawler by name says nofollow,
+    which the stage applies), the directives, the canonical tag and the extracted content
+    are those of the in-process parse; the tree stays in the worker."""
+    body = ordinary_page()
+    answer = cast(Fetched, Answer(body, headers={"content-language": "en"}))
+    factor = sandboxed.budget_factor(extractor)
+    sandbox = Sandbox(WORKER, sandboxed.worker_args(extractor), workers=1, budget_factor=factor)
+    try:
+        aside = await reader(sandbox, extractor).page(URL, answer)
+    finally:
+        await sandbox.close()
+    here = await reader(None, extractor).page(URL, answer)
+    assert aside.aside is not None and here.aside is None and aside.parsed.tree is None
+    assert aside.parsed == here.parsed  # every field but the tree and the meta nodes
+    assert len(here.parsed.links) == 400 and aside.parsed.title == "An ordinary big page"
+    assert aside.aside.robots == (False, True)
+    assert aside.aside.canonical == "http://example.com/canonical"
+    assert aside.content == here.content
+    if extractor is not None:
+        content = cast(Any, aside.content)
+        assert content.text.startswith("A figure") and content.authors == ("A. Writer",)
+        assert content.images and content.description == "A long page of prose."
+    assert workers() == []
+
+
+async def test_small_pages_stay_in_process() -> None:
+    """A page of at most 4,096 ``<`` never goes to a worker: none is started."""
+    sandbox = Sandbox(WORKER, workers=1)
+    try:
+        html = await reader(sandbox).page(URL, cast(Fetched, Answer(ordinary_page(1000))))
+    finally:
+        await sandbox.close()
+    assert html.aside is None and html.parsed.tree is not None
+    assert sandbox.stats() == (0, 0, 0)
+
+
+async def test_a_handler_gets_a_tree_built_in_process_and_a_hook_turns_the_sandbox_off() -> None:
+    """A page the sandbox parsed has no tree in the crawler; a page handler gets one (the
+    guarded parse, built for the pages it handles only); a hook, which reads every page's
+    tree, has every page parsed in-process."""
+    from tests.page.test_stage import fetched, handle
+
+    from gossamer.hooks import Page
+    from gossamer.page import PageConfig, PageStage
+    from gossamer.page.handlers import Handlers
+
+    trees: list[bool] = []
+    handlers = Handlers()
+
+    @handlers.handler(r"page\.html$")
+    def count(page: Page) -> dict[str, Any]:
+        trees.append(page.tree is not None)
+        return {"paragraphs": len(page.tree.css("p")) if page.tree is not None else None}
+
+    def hook(page: Page) -> dict[str, Any]:
+        return {"tree": page.tree is not None}
+
+    sandbox = Sandbox(WORKER, workers=1)
+    try:
+        stage = PageStage(PageConfig(text=False, handlers=handlers), sandbox=sandbox)
+        handled = await handle(stage, fetched(ordinary_page()))
+        hooked = await handle(
+            PageStage(PageConfig(text=False, hook=hook), sandbox=sandbox), fetched(ordinary_page())
+        )
+    finally:
+        await sandbox.close()
+    assert trees == [True] and [i.fields for i in handled.record.found] == [{"paragraphs": 3001}]
+    assert handled.record.title == "An ordinary big page"
+    assert handled.record.flags == ("nofollow",) and handled.record.outlinks == 0  # its meta tag
+    assert hooked.record.extra == {"tree": True}
+    assert sandbox.stats().pages == 1  # the handled page's; the hooked one stayed in-process
