@@ -100,8 +100,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 @contextmanager
 def _no_collection() -> Iterator[None]:
     """No garbage collection while the block runs: the modules a command imports allocate
-    for good, so the collections their imports set off find nothing (they were 8% of a
-    crawl's start-up); the crawl freezes what start-up built (`gossamer.crawl.tune_gc`)."""
+    for good, so the collections their imports would set off find nothing (a fifth of the
+    collector's work at a crawl's start-up); the crawl then freezes what start-up built
+    (`gossamer.crawl.tune_gc`)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
