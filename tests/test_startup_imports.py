@@ -1,11 +1,17 @@
 """What the ``gossamer`` command loads before it needs it: ``--version`` and ``--help`` build
-no subcommand's parser but the crawl's, and the crawl's modules load no SOCKS client, no
-Public Suffix List and no cookie date parser until a proxy or a cookie asks for them."""
+no subcommand's parser but the crawl's, the crawl's modules load no SOCKS client, no
+Public Suffix List and no cookie date parser until a proxy or a cookie asks for them, and a
+links-only crawl (``--no-text``) loads no content extraction, archive, focus, metrics,
+browser or cluster module."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
+from pathlib import Path
+
+from tests.local_app import serve_pages
 
 _PROBE = """
 import sys
@@ -39,6 +45,40 @@ def test_crawl_modules_load_no_socks_nor_public_suffixes() -> None:
     names += ["gossamer.balance.probe"]  # a cluster worker's bandwidth meter
     loaded = _loaded(["--version"], names, extra="import gossamer.crawl.assembly")
     assert loaded == {"gossamer.fetch.http"}
+
+
+_LINKS_ONLY_NEVER = [
+    "gossamer.api.worker",
+    "gossamer.cluster",
+    "gossamer.extract",
+    "gossamer.focus",
+    "gossamer.metrics",
+    "gossamer.fetch.render",
+    "gossamer.sinks.warc",
+    "gossamer.wacz",
+    "gossamer.rules_cli",
+    "playwright",
+    "trafilatura",
+    "prometheus_client",
+]
+"""Modules a ``--no-text`` crawl has no use for: each costs start-up time for nothing."""
+
+
+async def test_links_only_crawl_loads_no_content_nor_cluster_modules(tmp_path: Path) -> None:
+    pages = {"/": '<title>Home</title><a href="/a">a</a>', "/a": "<p>a page</p>"}
+    async with serve_pages(pages) as port:
+        argv = ["crawl", f"http://127.0.0.1:{port}/", "--no-text", "--quiet", "--delay", "0"]
+        argv += ["--out", str(tmp_path / "out"), "--max-pages", "5"]
+        records = str(tmp_path / "out" / "pages.jsonl")
+        extra = f"print(open({records!r}).read().count(chr(10)))"
+        code = _PROBE.format(argv=argv, names=_LINKS_ONLY_NEVER, extra=extra)
+        probe = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", code, stdout=asyncio.subprocess.PIPE
+        )
+        out, _ = await asyncio.wait_for(probe.communicate(), 50)
+    lines = out.decode().splitlines()
+    assert lines[-3] == "2"  # both pages crawled
+    assert lines[-1].split() == []
 
 
 def test_socks_error_still_named() -> None:

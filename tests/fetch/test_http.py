@@ -577,6 +577,26 @@ async def test_stalled_body_hits_the_read_timeout() -> None:
     assert result.body == b"abc"
 
 
+async def test_read_timeout_counts_from_the_last_chunk() -> None:
+    # Chunks 0.1 s apart keep a 0.25 s read timeout from firing however long the body
+    # takes; once they stop, it fires 0.25 s after the last one, not after the first.
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n")
+        for _ in range(6):
+            writer.write(b"x")
+            await writer.drain()
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(5)
+
+    async with raw_server(handler) as base, fetcher(read_timeout=0.25) as f:
+        result = await f.fetch(base + "/")
+    assert result.status == 200
+    assert result.error == "read-timeout"
+    assert result.body == b"x" * 6
+    assert 0.7 < result.elapsed < 2.0
+
+
 async def test_connection_dropped_without_response() -> None:
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await read_request(reader)

@@ -17,8 +17,26 @@ through :func:`gossamer.crawl.run.run_crawl`, a worker through
 values; never ``gossamer.cli`` or ``gossamer.ui``.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from gossamer.api.crawl import Crawl, run
 from gossamer.api.records import RecordStream
-from gossamer.api.worker import Worker, job_status, submit
+
+if TYPE_CHECKING:
+    from gossamer.api.worker import Worker, job_status, submit
 
 __all__ = ["Crawl", "RecordStream", "Worker", "job_status", "run", "submit"]
+
+_WORKER_NAMES = frozenset({"Worker", "job_status", "submit"})
+"""Loaded on first use: a crawl on one machine never needs the cluster's side."""
+
+
+def __getattr__(name: str) -> Any:
+    """``Worker``, ``job_status`` and ``submit``, imported from ``worker`` on first use."""
+    if name not in _WORKER_NAMES:
+        raise AttributeError(f"module 'gossamer.api' has no attribute {name!r}")
+    from gossamer.api import worker
+
+    value = getattr(worker, name)
+    globals()[name] = value
+    return value

@@ -65,6 +65,10 @@ class NotModifiedGuard(ResponseHandler):
     after it is dropped, and a connection whose 304 had bytes after its head, or announced a
     body (``Content-Length`` over 0, ``Transfer-Encoding``), is closed instead of reused. So
     the 304 is the answer, its body ignored, as browsers and curl take it.
+
+    The read timeout (``sock_read``) is aiohttp's, kept with one timer per response: aiohttp
+    cancels its timer and makes a new one on every chunk received; here a chunk moves the
+    deadline only, and the timer, when it fires before the deadline, waits out the rest.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -73,11 +77,32 @@ class NotModifiedGuard(ResponseHandler):
         """A 304's head so far (until its blank line comes)."""
         self._spent = False
         """A 304 came with a body (sent or announced): nothing more is read here."""
+        self._read_deadline = 0.0
+        """When the read timeout expires (loop time), pushed back by every chunk."""
+
+    def _reschedule_timeout(self) -> None:
+        timeout = self._read_timeout
+        if not timeout:
+            self._drop_timeout()
+            return
+        loop = self._loop
+        self._read_deadline = deadline = loop.time() + timeout
+        if self._read_timeout_handle is None:
+            self._read_timeout_handle = loop.call_at(deadline, self._read_timer)
+
+    def _read_timer(self) -> None:
+        handle = self._read_timeout_handle
+        self._read_timeout_handle = None
+        if handle is not None and self._read_deadline > handle.when():
+            # data came since the timer was set: wait for what is left of the timeout
+            self._read_timeout_handle = self._loop.call_at(self._read_deadline, self._read_timer)
+            return
+        self._on_read_timeout()
 
     def data_received(self, data: bytes) -> None:
         if self._spent:
             return  # the body of a 304: no answer to anything; the connection closes
-        if not self._head and not (self._idle() and _NOT_MODIFIED.match(data)):
+        if not self._head and not (_NOT_MODIFIED.match(data) and self._idle()):
             super().data_received(data)
             return
         head = self._head + data
