@@ -23,6 +23,7 @@ __all__ = [
     "STOPS",
     "Block",
     "Box",
+    "Reading",
     "forget_names",
     "read_boxes",
 ]
@@ -217,11 +218,131 @@ def read_boxes(body: LexborNode, *, skim: bool) -> tuple[list[Box], list[Block]]
     """The boxes and blocks of ``body``, totalled. With ``skim``, the text of a box that is
     boilerplate is only measured, not cut into blocks (most of a page's markup can be menus
     and footers)."""
-    walker = _Walker(skim)
-    walker.run(body)
-    _total(walker.boxes, walker.blocks)
-    _unflag_big_boilerplate(walker.boxes)
-    return walker.boxes, walker.blocks
+    reading = Reading(body, skim=skim)
+    return reading.boxes, reading.blocks
+
+
+@dataclass(slots=True)
+class _Skimmed:
+    """A box whose text was only measured, and where the walk stood when it met it."""
+
+    index: int
+    node: LexborNode
+    blocks: int
+    """Blocks read before it."""
+    depth: int
+    in_link: bool
+    in_article: bool
+
+
+class Reading:
+    """The boxes and blocks of one walk of ``body``, totalled (see `read_boxes`); a skimming
+    walk can then be completed (`unskimmed`) by walking only what it skimmed."""
+
+    def __init__(self, body: LexborNode, *, skim: bool) -> None:
+        walker = _Walker(skim)
+        walker.run(body)
+        self._body = body
+        self._nodes = walker.nodes
+        self._skims = walker.skims
+        self._set(walker.boxes, walker.blocks)
+
+    def _set(self, boxes: list[Box], blocks: list[Block]) -> None:
+        _total(boxes, blocks)
+        self.boxes = boxes
+        self.blocks = blocks
+        self._unflagged = _unflag_big_boilerplate(boxes)
+
+    @property
+    def skimmed(self) -> bool:
+        """Whether some box was only measured."""
+        return bool(self._skims)
+
+    def unskimmed(self) -> Reading:
+        """This reading as a walk that skims nothing (``skim=False``) gives it, found by
+        walking only the skimmed boxes: a page read again is most often a long list of links
+        whose menus alone were skimmed."""
+        if not self._skims:
+            return self
+        walkers: list[_Walker] = []
+        nodes = self._nodes
+        for skim in self._skims:
+            walker = _walk_skimmed(self.boxes[skim.index], skim)
+            nodes += walker.nodes
+            if skim.images_pending or nodes > MAX_NODES:  # a walk would go otherwise
+                return Reading(self._body, skim=False)
+            walkers.append(walker)
+        for index in self._unflagged:
+            self.boxes[index].boilerplate = True
+        boxes, blocks = _splice(self.boxes, self.blocks, self._skims, walkers)
+        self._skims = []
+        self._nodes = nodes
+        self._set(boxes, blocks)
+        return self
+
+
+@dataclass(slots=True)
+class _Skim:
+    """A box whose text was only measured, and where the walk stood when it met it."""
+
+    index: int
+    node: LexborNode
+    blocks: int
+    """Blocks read before it."""
+    depth: int
+    in_link: bool
+    in_article: bool
+    images_pending: bool
+    """Images met before it with no text yet to join (its walk would take them in)."""
+
+
+def _walk_skimmed(box: Box, skim: _Skim) -> _Walker:
+    """A walk of a skimmed box alone, as the walk of the page would have gone through it:
+    the box is index 0 of the walker's boxes."""
+    walker = _Walker(False)
+    walker.boxes.append(Box(box.tag, -1, box.names, box.weight, True))
+    walker.tag, walker.box, walker.quiet = box.tag, 0, True
+    walker.visit(skim.node, skim.depth, skim.in_link, skim.in_article)
+    walker.close_box()
+    return walker
+
+
+def _splice(
+    boxes: list[Box], blocks: list[Block], skims: list[_Skim], walkers: list[_Walker]
+) -> tuple[list[Box], list[Block]]:
+    """Fresh boxes and blocks (totals not added) with each skimmed box's walk put in its
+    place: boxes in pre-order, blocks in document order."""
+    new_boxes: list[Box] = []
+    new_blocks: list[Block] = []
+    where = [0] * len(boxes)
+    pending = {skim.index: (skim, walker) for skim, walker in zip(skims, walkers, strict=True)}
+    done = 0
+    for index, box in enumerate(boxes):
+        at = where[index] = len(new_boxes)
+        parent = where[box.parent] if box.parent >= 0 else -1
+        new_boxes.append(Box(box.tag, parent, box.names, box.weight, box.boilerplate))
+        found = pending.get(index)
+        if found is None:
+            continue
+        skim, walker = found
+        done = _move_blocks(blocks, done, skim.blocks, where, new_blocks)
+        for inner in walker.boxes[1:]:
+            inner.parent += at
+            new_boxes.append(inner)
+        for block in walker.blocks:
+            block.box += at
+            new_blocks.append(block)
+    _move_blocks(blocks, done, len(blocks), where, new_blocks)
+    return new_boxes, new_blocks
+
+
+def _move_blocks(
+    blocks: list[Block], start: int, end: int, where: list[int], out: list[Block]
+) -> int:
+    for block in blocks[start:end]:
+        block.box = where[block.box]
+        out.append(block)
+    return end
 
 
 class _Walker:
@@ -239,10 +360,19 @@ class _Walker:
         self.link_chars = 0
         self.images: list[LexborNode] = []
         self.quiet = False  # inside boilerplate
+        self.skims: list[_Skim] = []
 
     def run(self, body: LexborNode) -> None:
         self.boxes.append(Box("body", -1, "", 0.0, False))
-        self._visit(body, 0, 0, False, False)
+        self.visit(body, 0, False, False)
+        self.close_box()
+
+    def visit(self, node: LexborNode, depth: int, in_link: bool, in_article: bool) -> None:
+        """Walk the children of ``node``, the first box (boxes[0])."""
+        self._visit(node, depth, 0, in_link, in_article)
+
+    def close_box(self) -> None:
+        """Close the text of the first box."""
         self._close("div", 0)
 
     def _close(self, next_tag: str, box: int) -> None:
@@ -304,6 +434,8 @@ class _Walker:
             # a box: recursed into here, so that a level of the page costs one frame
             inner = self._enter(child, tag, box, in_article)
             if inner < 0:
+                self.skims[-1].depth = depth + 1
+                self.skims[-1].in_link = in_link
                 continue
             quiet = self.quiet
             self.quiet = quiet or self.boxes[inner].boilerplate
@@ -341,6 +473,10 @@ class _Walker:
         opened.skimmed = True
         opened.chars = len(" ".join(node.text(deep=True).split()))
         opened.link_chars = int(opened.chars * SKIMMED_LINK_SHARE)
+        in_article = in_article or tag in _ARTICLE_TAGS
+        self.skims.append(
+            _Skim(inner, node, len(self.blocks), 0, False, in_article, bool(self.images))
+        )
         self._close("div", parent)
         return -1
 
@@ -431,12 +567,16 @@ def _total(boxes: list[Box], blocks: list[Block]) -> None:
         parent.images += box.images
 
 
-def _unflag_big_boilerplate(boxes: list[Box]) -> None:
-    """A class such as ``with-sidebar`` or a page-wide ``<form>`` must not hide the article."""
+def _unflag_big_boilerplate(boxes: list[Box]) -> list[int]:
+    """A class such as ``with-sidebar`` or a page-wide ``<form>`` must not hide the article:
+    the boxes unflagged."""
     limit = MAX_BOILERPLATE_SHARE * boxes[0].chars
-    for box in boxes:
+    unflagged = []
+    for index, box in enumerate(boxes):
         if box.boilerplate and box.chars > limit:
             box.boilerplate = False
+            unflagged.append(index)
+    return unflagged
 
 
 def _commas(text: str) -> int:
