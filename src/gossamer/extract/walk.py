@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from selectolax.lexbor import LexborNode
+from selectolax.lexbor import LexborHTMLParser, LexborNode, create_tag
 
 from gossamer.extract.density import BLOCK_TAGS, MAX_DEPTH, MAX_NODES, SKIP_TAGS
 
@@ -166,8 +166,10 @@ _TEXT_ID = 2
 """lexbor's id of a text node (``-text``)."""
 _STANDARD_IDS = 1 << 16
 """lexbor numbers the tags it knows below this; other tags get an id per document."""
-_TAG_NAMES: dict[int, str] = {}
-"""Names of the standard tags by id, learnt as met: ``tag_id`` costs less than ``tag``."""
+_INLINE, _LINK, _IMG, _BR, _SKIP, _BOX = range(6)
+"""What an element is to the walk: one lookup by ``tag_id`` (`_KINDS`, built once) tells it,
+at less cost than reading ``tag``; a tag without a kind (custom ones too) is inline."""
+_INLINE_KINDS = {"a": _LINK, "img": _IMG, "br": _BR} | dict.fromkeys(SKIP_TAGS, _SKIP)
 STOPS = frozenset(".!?\u3002\uff01\uff1f")
 """Full stops of a sentence (blocks end without spaces)."""
 
@@ -399,7 +401,7 @@ class _Walker:
         if depth > MAX_DEPTH:
             return
         parts = self.parts
-        names = _TAG_NAMES
+        kinds = _KINDS
         for child in node.iter(include_text=True):
             tag_id = child.tag_id
             if tag_id == _TEXT_ID:
@@ -408,29 +410,31 @@ class _Walker:
                 # tags): without them most boxes close with nothing to read
                 if text and (parts or not text.isspace()):
                     parts.append(text)
-                    if in_link:
-                        self.link_chars += len(text.strip())
+                    self.link_chars += in_link and len(text.strip())  # 0 outside links
                 continue
             self.nodes += 1
             if self.nodes > MAX_NODES:
                 return
-            tag = names.get(tag_id) or _tag_name(child, tag_id)
-            if tag not in _BOX_TAGS:  # no box is in SKIP_TAGS
-                if tag == "img":
-                    self.images.append(child)
-                elif tag == "br":
-                    parts.append(" ")
-                elif tag in SKIP_TAGS or (first := child.first_child) is None:
+            kind = kinds.get(tag_id, _INLINE)
+            if kind <= _LINK:  # most elements: spans, links, code
+                if (first := child.first_child) is None:
                     pass
                 elif first.next is None and first.tag_id == _TEXT_ID:  # <a>words</a>: no walk
                     text = first.text_content
                     if text:
                         parts.append(text)
-                        if in_link or tag == "a":
+                        if in_link or kind:
                             self.link_chars += len(text.strip())
                 else:
-                    self._visit(child, depth + 1, box, in_link or tag == "a", in_article)
+                    self._visit(child, depth + 1, box, in_link or kind == _LINK, in_article)
                 continue
+            if kind != _BOX:
+                if kind == _IMG:
+                    self.images.append(child)
+                elif kind == _BR:
+                    parts.append(" ")
+                continue  # else skipped
+            tag = _TAG_NAMES[tag_id]
             # a box: recursed into here, so that a level of the page costs one frame
             inner = self._enter(child, tag, box, in_article)
             if inner < 0:
@@ -481,12 +485,26 @@ class _Walker:
         return -1
 
 
-def _tag_name(node: LexborNode, tag_id: int) -> str:
-    """``node``'s tag name, remembered when lexbor knows the tag."""
-    name = node.tag or ""
-    if tag_id < _STANDARD_IDS:
-        _TAG_NAMES[tag_id] = name
-    return name
+def _tag_kinds() -> tuple[dict[int, int], dict[int, str]]:
+    """The kind of every tag the walk tells apart, by lexbor's id (standard tags have the
+    same id in every document); and the names of the box tags."""
+    kinds: dict[int, int] = {}
+    names: dict[int, str] = {}
+    for name in _BOX_TAGS:
+        tag_id = create_tag(name).tag_id
+        kinds[tag_id], names[tag_id] = _BOX, name
+    comment = LexborHTMLParser("<p><!----></p>").css_first("p")
+    for name, kind in _INLINE_KINDS.items():
+        if name != "-comment":
+            kinds[create_tag(name).tag_id] = kind
+        elif comment is not None and comment.first_child is not None:
+            kinds[comment.first_child.tag_id] = kind
+    if len(kinds) != len(_BOX_TAGS) + len(_INLINE_KINDS) or max(kinds) >= _STANDARD_IDS:
+        raise RuntimeError("lexbor has no standard id for a tag the walk tells apart")
+    return kinds, names
+
+
+_KINDS, _TAG_NAMES = _tag_kinds()
 
 
 _WORDS: dict[str, int] = {}
