@@ -383,9 +383,11 @@ class _Walker:
             text = " ".join((parts[0] if len(parts) == 1 else "".join(parts)).split())
             parts.clear()  # in place: the walk holds this list
             if text:
-                links = min(self.link_chars, len(text))
+                size = len(text)
+                links = self.link_chars if self.link_chars < size else size
+                commas = text.count(",") if text.isascii() else _commas(text)
                 self.blocks.append(
-                    Block(self.tag, self.box, text, links, images, links / len(text), _commas(text))
+                    Block(self.tag, self.box, text, links, images, links / size, commas)
                 )
                 self.images = []
             elif images and self.quiet:
@@ -453,8 +455,8 @@ class _Walker:
         boilerplate = tag in _BOILERPLATE_TAGS or (tag == "header" and not in_article)
         weight = 0.0
         names = ""
-        if tag in _NAMED_TAGS:  # not paragraphs, items, cells: their names rarely tell
-            attributes = node.attributes
+        # not read: paragraphs, items, cells (their names rarely tell), boxes with no attribute
+        if tag in _NAMED_TAGS and (attributes := node.attributes):
             names = attributes.get("class") or ""
             if (name := attributes.get("id")) is not None:
                 names = f"{names} {name}"
