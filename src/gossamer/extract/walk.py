@@ -4,17 +4,22 @@ One depth-first pass over the parsed page (bounded by `MAX_DEPTH` and `MAX_NODES
 every block-level element as a *box* (its tag, its parent box, what its ``class``, ``id`` and
 ``role`` say) and cuts the text into *blocks*: the text between block-level tags, each knowing
 its innermost box, how much of it sits in links and which images it holds. Then each box is
-totalled with what its descendants hold. Scoring them is `gossamer.extract.tree`'s.
+totalled with what its descendants hold. Scoring them is `gossamer.extract.tree`'s, and
+reading what names say `gossamer.extract.names`'.
+
+A walk may skim boxes that are boilerplate (their text only measured); when the page must be
+read in full after all, `Reading.unskimmed` walks only those boxes and puts their boxes and
+blocks in place, as a walk that skims nothing would have found them.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode, create_tag
 
 from gossamer.extract.density import BLOCK_TAGS, MAX_DEPTH, MAX_NODES, SKIP_TAGS
+from gossamer.extract.names import forget_names, read_names
 
 __all__ = [
     "MAX_BOILERPLATE_SHARE",
@@ -63,104 +68,6 @@ _NAMED_TAGS = frozenset(
 _BOILERPLATE_ROLES = frozenset(
     ["navigation", "banner", "contentinfo", "complementary", "menu", "menubar", "search"]
 )
-# What class and id names say, read word by word (``article-body__text`` is three words;
-# camelCase stays one word), each word as a substring: readability's lists, with the names of
-# consent banners, paywalls and newsletters added.
-_NEGATIVE = [
-    "hidden",
-    "banner",
-    "combx",
-    "comment",
-    "contact",
-    "foot",
-    "masthead",
-    "media",
-    "meta",
-    "outbrain",
-    "promo",
-    "related",
-    "scroll",
-    "share",
-    "shoutbox",
-    "sidebar",
-    "skyscraper",
-    "sponsor",
-    "shopping",
-    "tags",
-    "tool",
-    "widget",
-]
-_POSITIVE = [
-    "article",
-    "body",
-    "content",
-    "entry",
-    "hentry",
-    "main",
-    "page",
-    "post",
-    "text",
-    "blog",
-    "story",
-]
-_UNLIKELY = [
-    "agegate",
-    "banner",
-    "breadcrumb",
-    "combx",
-    "comment",
-    "community",
-    "consent",
-    "cookie",
-    "disqus",
-    "extra",
-    "footer",
-    "gdpr",
-    "header",
-    "legends",
-    "menu",
-    "navigation",
-    "navbar",
-    "newsletter",
-    "pager",
-    "pagination",
-    "popup",
-    "promo",
-    "related",
-    "remark",
-    "replies",
-    "rss",
-    "share",
-    "shoutbox",
-    "sidebar",
-    "skyscraper",
-    "social",
-    "sponsor",
-    "subscribe",
-    "supplemental",
-]
-_MAYBE = ["and", "article", "body", "column", "content", "main", "shadow"]
-_WORD = re.compile(r"[a-z0-9]+")
-_NEG, _POS, _UNL, _MAY = 1, 2, 4, 8
-_EXACT = {
-    "ad": _NEG | _UNL,
-    "ads": _NEG | _UNL,
-    "advert": _NEG | _UNL,
-    "advertisement": _NEG | _UNL,
-    "hid": _NEG | _UNL,
-    "nav": _UNL,
-}
-"""Words that say something only on their own (``ad`` is in ``header``)."""
-_MASKS = {
-    key: sum(
-        flag
-        for flag, words in ((_NEG, _NEGATIVE), (_POS, _POSITIVE), (_UNL, _UNLIKELY), (_MAY, _MAYBE))
-        if any(word in key for word in words)
-    )
-    for key in {*_NEGATIVE, *_POSITIVE, *_UNLIKELY, *_MAYBE}
-}
-"""Each keyword's flags, with those of the keywords inside it (``footer`` is ``foot`` too)."""
-_KEYWORDS = re.compile("|".join(sorted(_MASKS, key=len, reverse=True)))
 _ARTICLE_TAGS = frozenset(["article", "main"])
 _TEXT_ID = 2
 """lexbor's id of a text node (``-text``)."""
@@ -461,7 +368,7 @@ class _Walker:
             if (name := attributes.get("id")) is not None:
                 names = f"{names} {name}"
             if names:
-                weight, unlikely = _read_names(names)
+                weight, unlikely = read_names(names)
                 boilerplate = boilerplate or unlikely
             if attributes.get("role") in _BOILERPLATE_ROLES:
                 boilerplate = True
@@ -507,56 +414,6 @@ def _tag_kinds() -> tuple[dict[int, int], dict[int, str]]:
 
 
 _KINDS, _TAG_NAMES = _tag_kinds()
-
-
-_WORDS: dict[str, int] = {}
-_NAMES: dict[str, tuple[float, bool]] = {}
-_CACHE_MAX = 50_000
-MAX_NAMES_CHARS = 256
-MAX_WORD_CHARS = 40
-
-
-def forget_names() -> None:
-    """Forget the class and id names read so far, so that the next page is read as a crawl's
-    first page of a site is (benchmarks time it so)."""
-    _WORDS.clear()
-    _NAMES.clear()
-
-
-def _read_names(names: str) -> tuple[float, bool]:
-    """What a box's class and id say: its weight, and whether it is unlikely to be content.
-    Remembered by name and by word, as a site repeats its names on every page; only the first
-    `MAX_NAMES_CHARS` characters and words of at most `MAX_WORD_CHARS` are read."""
-    names = names[:MAX_NAMES_CHARS]
-    known = _NAMES.get(names)
-    if known is not None:
-        return known
-    flags = 0
-    for word in _WORD.findall(names.lower()):
-        word = word[:MAX_WORD_CHARS]
-        mask = _WORDS.get(word)
-        if mask is None:
-            mask = _read_word(word)
-            if len(_WORDS) >= _CACHE_MAX:
-                _WORDS.clear()
-            _WORDS[word] = mask
-        flags |= mask
-    weight = (25.0 if flags & _POS else 0.0) - (25.0 if flags & _NEG else 0.0)
-    known = (weight, bool(flags & _UNL) and not flags & _MAY)
-    if len(_NAMES) >= _CACHE_MAX:
-        _NAMES.clear()
-    _NAMES[names] = known
-    return known
-
-
-def _read_word(word: str) -> int:
-    exact = _EXACT.get(word)
-    if exact is not None:
-        return exact
-    mask = 0
-    for key in _KEYWORDS.findall(word):
-        mask |= _MASKS[key]
-    return mask
 
 
 def _total(boxes: list[Box], blocks: list[Block]) -> None:
