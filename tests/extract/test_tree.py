@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import time
+from dataclasses import astuple
 
 from selectolax.lexbor import LexborHTMLParser
 
 from gossamer.extract import DEFAULT_EXTRACTOR, extract
 from gossamer.extract.tree import MAX_NODES, forget_names
+from gossamer.extract.walk import Reading
 
 URL = "https://news.example/2024/story"
 NAV = """<header><a href="/">Example News</a><nav><ul><li><a href="/world">World</a></li>
@@ -150,3 +152,43 @@ def test_huge_class_names_are_read_in_bounded_time() -> None:
     text = text_of(f"<article>{body}</article>")
     assert time.process_time() - start < 1
     assert all(p in text for p in paragraphs)  # "sidebar" is past what is read
+
+
+def reading_of(reading: Reading) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+    boxes = [astuple(box) for box in reading.boxes]
+    blocks = [
+        (b.tag, b.box, b.text, b.link_chars, [i.attributes.get("src") for i in b.images])
+        for b in reading.blocks
+    ]
+    return boxes, blocks
+
+
+def test_a_skimming_walk_completed_reads_as_a_walk_that_skims_nothing() -> None:
+    # boilerplate at the start, between and at the end, nested, with images and links inside;
+    # a sidebar holding most of the text (unflagged), text and an image around each
+    page = LexborHTMLParser(
+        f"<html><body>{NAV}<p>Lead, before the menu.</p>"
+        "<div class='sidebar'><p>Side <a href='/a'>link</a> text.</p><img src='/s.png'>"
+        f"<aside><ul><li><a href='/b'>Deep</a></li></ul></aside>{''.join(sentences('side', 9))}"
+        "</div>loose text <img src='/i.png'><div class='share'>Share this</div>"
+        f"<article><p>{' '.join(sentences('main', 2))}</p><nav><a href='/n'>Next</a></nav>"
+        f"</article>tail{FOOTER}</body></html>"
+    )
+    assert page.body is not None
+    skimming = Reading(page.body, skim=True)
+    assert skimming.skimmed
+    whole = Reading(page.body, skim=False)
+    assert not whole.skimmed
+    assert reading_of(skimming.unskimmed()) == reading_of(whole)
+    assert any(box.boilerplate for box in whole.boxes)
+
+
+def test_a_skimmed_box_after_a_lone_image_is_read_by_walking_again() -> None:
+    # the image waits for text to join: a walk of the sidebar would take it in
+    page = LexborHTMLParser(
+        "<html><body><img src='/logo.png'><nav><a href='/'>Home</a> words in the menu</nav>"
+        f"<p>{' '.join(sentences('main', 3))}</p></body></html>"
+    )
+    assert page.body is not None
+    completed = Reading(page.body, skim=True).unskimmed()
+    assert reading_of(completed) == reading_of(Reading(page.body, skim=False))

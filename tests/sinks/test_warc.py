@@ -8,8 +8,10 @@ import base64
 import contextlib
 import gzip
 import hashlib
+import os
 import socket
 import struct
+import uuid
 import zlib
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,7 +24,7 @@ from tests.warc_check import seek
 from warcio.archiveiterator import ArchiveIterator
 
 from gossamer.fetch import FetchConfig, Fetcher, FetchResult
-from gossamer.sinks.warc import WarcLocation, WarcWriter, _stored_member
+from gossamer.sinks.warc import WarcLocation, WarcWriter, _new_id, _stored_member
 
 PAGE = b"<html><title>t</title><body>" + b"<p>gossamer</p>" * 200 + b"</body></html>"
 GZ = gzip.compress(PAGE)
@@ -352,3 +354,25 @@ def test_a_record_in_parts_is_stored_as_the_member_of_its_bytes(sizes: tuple[int
     inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
     assert inflate.decompress(member) == b"".join(parts)
     assert inflate.eof and not inflate.unused_data
+
+
+def test_record_ids_are_random_uuids_and_a_forked_child_draws_its_own() -> None:
+    ids = [_new_id() for _ in range(600)]  # past one pool of random bytes
+    assert len(set(ids)) == len(ids)
+    for record_id in ids:
+        assert record_id.startswith("<urn:uuid:") and record_id.endswith(">")
+        parsed = uuid.UUID(record_id[10:-1])
+        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
+        assert str(parsed) == record_id[10:-1]
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its next ids, to the parent
+        os.close(read)
+        os.write(write, " ".join(_new_id() for _ in range(4)).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        child = pipe.read().decode().split()
+    os.waitpid(pid, 0)
+    mine = [_new_id() for _ in range(4)]
+    assert len(child) == 4 and not set(child) & set(mine)

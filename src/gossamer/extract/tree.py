@@ -46,8 +46,8 @@ from gossamer.extract.walk import (
     STOPS,
     Block,
     Box,
+    Reading,
     forget_names,
-    read_boxes,
 )
 
 __all__ = ["MAX_DEPTH", "MAX_NODES", "MIN_PARAGRAPH", "Block", "forget_names", "main_blocks"]
@@ -107,18 +107,20 @@ def main_blocks(tree: LexborHTMLParser) -> list[Block]:
     body = tree.body
     if body is None:
         return []
-    boxes, blocks = read_boxes(body, skim=True)
+    reading = Reading(body, skim=True)
+    boxes = reading.boxes
     if any(box.skimmed for box in boxes if box.boilerplate):
         # a box named like boilerplate that holds most of the text is read after all
         limit = MAX_BOILERPLATE_SHARE * boxes[0].chars
         if any(box.skimmed and box.chars > limit for box in boxes):
-            boxes, blocks = read_boxes(body, skim=False)
+            reading = reading.unskimmed()
+    boxes, blocks = reading.boxes, reading.blocks
     found = _select(boxes, blocks, strict=True) if blocks else []
     if sum(len(block.text) for block in found) < MIN_TEXT:
         # the article may sit in a box named or tagged like boilerplate (an <aside>, a
         # "teaser" section): read and score every box
-        if any(box.skimmed for box in boxes):
-            boxes, blocks = read_boxes(body, skim=False)
+        reading = reading.unskimmed()
+        boxes, blocks = reading.boxes, reading.blocks
         again = _select(boxes, blocks, strict=False) if blocks else []
         if sum(len(b.text) for b in again) > sum(len(b.text) for b in found):
             return again

@@ -4,17 +4,22 @@ One depth-first pass over the parsed page (bounded by `MAX_DEPTH` and `MAX_NODES
 every block-level element as a *box* (its tag, its parent box, what its ``class``, ``id`` and
 ``role`` say) and cuts the text into *blocks*: the text between block-level tags, each knowing
 its innermost box, how much of it sits in links and which images it holds. Then each box is
-totalled with what its descendants hold. Scoring them is `gossamer.extract.tree`'s.
+totalled with what its descendants hold. Scoring them is `gossamer.extract.tree`'s, and
+reading what names say `gossamer.extract.names`'.
+
+A walk may skim boxes that are boilerplate (their text only measured); when the page must be
+read in full after all, `Reading.unskimmed` walks only those boxes and puts their boxes and
+blocks in place, as a walk that skims nothing would have found them.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from selectolax.lexbor import LexborNode
+from selectolax.lexbor import LexborHTMLParser, LexborNode, create_tag
 
 from gossamer.extract.density import BLOCK_TAGS, MAX_DEPTH, MAX_NODES, SKIP_TAGS
+from gossamer.extract.names import forget_names, read_names
 
 __all__ = [
     "MAX_BOILERPLATE_SHARE",
@@ -23,6 +28,7 @@ __all__ = [
     "STOPS",
     "Block",
     "Box",
+    "Reading",
     "forget_names",
     "read_boxes",
 ]
@@ -62,111 +68,15 @@ _NAMED_TAGS = frozenset(
 _BOILERPLATE_ROLES = frozenset(
     ["navigation", "banner", "contentinfo", "complementary", "menu", "menubar", "search"]
 )
-# What class and id names say, read word by word (``article-body__text`` is three words;
-# camelCase stays one word), each word as a substring: readability's lists, with the names of
-# consent banners, paywalls and newsletters added.
-_NEGATIVE = [
-    "hidden",
-    "banner",
-    "combx",
-    "comment",
-    "contact",
-    "foot",
-    "masthead",
-    "media",
-    "meta",
-    "outbrain",
-    "promo",
-    "related",
-    "scroll",
-    "share",
-    "shoutbox",
-    "sidebar",
-    "skyscraper",
-    "sponsor",
-    "shopping",
-    "tags",
-    "tool",
-    "widget",
-]
-_POSITIVE = [
-    "article",
-    "body",
-    "content",
-    "entry",
-    "hentry",
-    "main",
-    "page",
-    "post",
-    "text",
-    "blog",
-    "story",
-]
-_UNLIKELY = [
-    "agegate",
-    "banner",
-    "breadcrumb",
-    "combx",
-    "comment",
-    "community",
-    "consent",
-    "cookie",
-    "disqus",
-    "extra",
-    "footer",
-    "gdpr",
-    "header",
-    "legends",
-    "menu",
-    "navigation",
-    "navbar",
-    "newsletter",
-    "pager",
-    "pagination",
-    "popup",
-    "promo",
-    "related",
-    "remark",
-    "replies",
-    "rss",
-    "share",
-    "shoutbox",
-    "sidebar",
-    "skyscraper",
-    "social",
-    "sponsor",
-    "subscribe",
-    "supplemental",
-]
-_MAYBE = ["and", "article", "body", "column", "content", "main", "shadow"]
-_WORD = re.compile(r"[a-z0-9]+")
-_NEG, _POS, _UNL, _MAY = 1, 2, 4, 8
-_EXACT = {
-    "ad": _NEG | _UNL,
-    "ads": _NEG | _UNL,
-    "advert": _NEG | _UNL,
-    "advertisement": _NEG | _UNL,
-    "hid": _NEG | _UNL,
-    "nav": _UNL,
-}
-"""Words that say something only on their own (``ad`` is in ``header``)."""
-_MASKS = {
-    key: sum(
-        flag
-        for flag, words in ((_NEG, _NEGATIVE), (_POS, _POSITIVE), (_UNL, _UNLIKELY), (_MAY, _MAYBE))
-        if any(word in key for word in words)
-    )
-    for key in {*_NEGATIVE, *_POSITIVE, *_UNLIKELY, *_MAYBE}
-}
-"""Each keyword's flags, with those of the keywords inside it (``footer`` is ``foot`` too)."""
-_KEYWORDS = re.compile("|".join(sorted(_MASKS, key=len, reverse=True)))
 _ARTICLE_TAGS = frozenset(["article", "main"])
 _TEXT_ID = 2
 """lexbor's id of a text node (``-text``)."""
 _STANDARD_IDS = 1 << 16
 """lexbor numbers the tags it knows below this; other tags get an id per document."""
-_TAG_NAMES: dict[int, str] = {}
-"""Names of the standard tags by id, learnt as met: ``tag_id`` costs less than ``tag``."""
+_INLINE, _LINK, _IMG, _BR, _SKIP, _BOX = range(6)
+"""What an element is to the walk: one lookup by ``tag_id`` (`_KINDS`, built once) tells it,
+at less cost than reading ``tag``; a tag without a kind (custom ones too) is inline."""
+_INLINE_KINDS = {"a": _LINK, "img": _IMG, "br": _BR} | dict.fromkeys(SKIP_TAGS, _SKIP)
 STOPS = frozenset(".!?\u3002\uff01\uff1f")
 """Full stops of a sentence (blocks end without spaces)."""
 
@@ -217,11 +127,131 @@ def read_boxes(body: LexborNode, *, skim: bool) -> tuple[list[Box], list[Block]]
     """The boxes and blocks of ``body``, totalled. With ``skim``, the text of a box that is
     boilerplate is only measured, not cut into blocks (most of a page's markup can be menus
     and footers)."""
-    walker = _Walker(skim)
-    walker.run(body)
-    _total(walker.boxes, walker.blocks)
-    _unflag_big_boilerplate(walker.boxes)
-    return walker.boxes, walker.blocks
+    reading = Reading(body, skim=skim)
+    return reading.boxes, reading.blocks
+
+
+@dataclass(slots=True)
+class _Skimmed:
+    """A box whose text was only measured, and where the walk stood when it met it."""
+
+    index: int
+    node: LexborNode
+    blocks: int
+    """Blocks read before it."""
+    depth: int
+    in_link: bool
+    in_article: bool
+
+
+class Reading:
+    """The boxes and blocks of one walk of ``body``, totalled (see `read_boxes`); a skimming
+    walk can then be completed (`unskimmed`) by walking only what it skimmed."""
+
+    def __init__(self, body: LexborNode, *, skim: bool) -> None:
+        walker = _Walker(skim)
+        walker.run(body)
+        self._body = body
+        self._nodes = walker.nodes
+        self._skims = walker.skims
+        self._set(walker.boxes, walker.blocks)
+
+    def _set(self, boxes: list[Box], blocks: list[Block]) -> None:
+        _total(boxes, blocks)
+        self.boxes = boxes
+        self.blocks = blocks
+        self._unflagged = _unflag_big_boilerplate(boxes)
+
+    @property
+    def skimmed(self) -> bool:
+        """Whether some box was only measured."""
+        return bool(self._skims)
+
+    def unskimmed(self) -> Reading:
+        """This reading as a walk that skims nothing (``skim=False``) gives it, found by
+        walking only the skimmed boxes: a page read again is most often a long list of links
+        whose menus alone were skimmed."""
+        if not self._skims:
+            return self
+        walkers: list[_Walker] = []
+        nodes = self._nodes
+        for skim in self._skims:
+            walker = _walk_skimmed(self.boxes[skim.index], skim)
+            nodes += walker.nodes
+            if skim.images_pending or nodes > MAX_NODES:  # a walk would go otherwise
+                return Reading(self._body, skim=False)
+            walkers.append(walker)
+        for index in self._unflagged:
+            self.boxes[index].boilerplate = True
+        boxes, blocks = _splice(self.boxes, self.blocks, self._skims, walkers)
+        self._skims = []
+        self._nodes = nodes
+        self._set(boxes, blocks)
+        return self
+
+
+@dataclass(slots=True)
+class _Skim:
+    """A box whose text was only measured, and where the walk stood when it met it."""
+
+    index: int
+    node: LexborNode
+    blocks: int
+    """Blocks read before it."""
+    depth: int
+    in_link: bool
+    in_article: bool
+    images_pending: bool
+    """Images met before it with no text yet to join (its walk would take them in)."""
+
+
+def _walk_skimmed(box: Box, skim: _Skim) -> _Walker:
+    """A walk of a skimmed box alone, as the walk of the page would have gone through it:
+    the box is index 0 of the walker's boxes."""
+    walker = _Walker(False)
+    walker.boxes.append(Box(box.tag, -1, box.names, box.weight, True))
+    walker.tag, walker.box, walker.quiet = box.tag, 0, True
+    walker.visit(skim.node, skim.depth, skim.in_link, skim.in_article)
+    walker.close_box()
+    return walker
+
+
+def _splice(
+    boxes: list[Box], blocks: list[Block], skims: list[_Skim], walkers: list[_Walker]
+) -> tuple[list[Box], list[Block]]:
+    """Fresh boxes and blocks (totals not added) with each skimmed box's walk put in its
+    place: boxes in pre-order, blocks in document order."""
+    new_boxes: list[Box] = []
+    new_blocks: list[Block] = []
+    where = [0] * len(boxes)
+    pending = {skim.index: (skim, walker) for skim, walker in zip(skims, walkers, strict=True)}
+    done = 0
+    for index, box in enumerate(boxes):
+        at = where[index] = len(new_boxes)
+        parent = where[box.parent] if box.parent >= 0 else -1
+        new_boxes.append(Box(box.tag, parent, box.names, box.weight, box.boilerplate))
+        found = pending.get(index)
+        if found is None:
+            continue
+        skim, walker = found
+        done = _move_blocks(blocks, done, skim.blocks, where, new_blocks)
+        for inner in walker.boxes[1:]:
+            inner.parent += at
+            new_boxes.append(inner)
+        for block in walker.blocks:
+            block.box += at
+            new_blocks.append(block)
+    _move_blocks(blocks, done, len(blocks), where, new_blocks)
+    return new_boxes, new_blocks
+
+
+def _move_blocks(
+    blocks: list[Block], start: int, end: int, where: list[int], out: list[Block]
+) -> int:
+    for block in blocks[start:end]:
+        block.box = where[block.box]
+        out.append(block)
+    return end
 
 
 class _Walker:
@@ -239,10 +269,19 @@ class _Walker:
         self.link_chars = 0
         self.images: list[LexborNode] = []
         self.quiet = False  # inside boilerplate
+        self.skims: list[_Skim] = []
 
     def run(self, body: LexborNode) -> None:
         self.boxes.append(Box("body", -1, "", 0.0, False))
-        self._visit(body, 0, 0, False, False)
+        self.visit(body, 0, False, False)
+        self.close_box()
+
+    def visit(self, node: LexborNode, depth: int, in_link: bool, in_article: bool) -> None:
+        """Walk the children of ``node``, the first box (boxes[0])."""
+        self._visit(node, depth, 0, in_link, in_article)
+
+    def close_box(self) -> None:
+        """Close the text of the first box."""
         self._close("div", 0)
 
     def _close(self, next_tag: str, box: int) -> None:
@@ -251,9 +290,11 @@ class _Walker:
             text = " ".join((parts[0] if len(parts) == 1 else "".join(parts)).split())
             parts.clear()  # in place: the walk holds this list
             if text:
-                links = min(self.link_chars, len(text))
+                size = len(text)
+                links = self.link_chars if self.link_chars < size else size
+                commas = text.count(",") if text.isascii() else _commas(text)
                 self.blocks.append(
-                    Block(self.tag, self.box, text, links, images, links / len(text), _commas(text))
+                    Block(self.tag, self.box, text, links, images, links / size, commas)
                 )
                 self.images = []
             elif images and self.quiet:
@@ -269,7 +310,7 @@ class _Walker:
         if depth > MAX_DEPTH:
             return
         parts = self.parts
-        names = _TAG_NAMES
+        kinds = _KINDS
         for child in node.iter(include_text=True):
             tag_id = child.tag_id
             if tag_id == _TEXT_ID:
@@ -278,32 +319,36 @@ class _Walker:
                 # tags): without them most boxes close with nothing to read
                 if text and (parts or not text.isspace()):
                     parts.append(text)
-                    if in_link:
-                        self.link_chars += len(text.strip())
+                    self.link_chars += in_link and len(text.strip())  # 0 outside links
                 continue
             self.nodes += 1
             if self.nodes > MAX_NODES:
                 return
-            tag = names.get(tag_id) or _tag_name(child, tag_id)
-            if tag not in _BOX_TAGS:  # no box is in SKIP_TAGS
-                if tag == "img":
-                    self.images.append(child)
-                elif tag == "br":
-                    parts.append(" ")
-                elif tag in SKIP_TAGS or (first := child.first_child) is None:
+            kind = kinds.get(tag_id, _INLINE)
+            if kind <= _LINK:  # most elements: spans, links, code
+                if (first := child.first_child) is None:
                     pass
                 elif first.next is None and first.tag_id == _TEXT_ID:  # <a>words</a>: no walk
                     text = first.text_content
                     if text:
                         parts.append(text)
-                        if in_link or tag == "a":
+                        if in_link or kind:
                             self.link_chars += len(text.strip())
                 else:
-                    self._visit(child, depth + 1, box, in_link or tag == "a", in_article)
+                    self._visit(child, depth + 1, box, in_link or kind == _LINK, in_article)
                 continue
+            if kind != _BOX:
+                if kind == _IMG:
+                    self.images.append(child)
+                elif kind == _BR:
+                    parts.append(" ")
+                continue  # else skipped
+            tag = _TAG_NAMES[tag_id]
             # a box: recursed into here, so that a level of the page costs one frame
             inner = self._enter(child, tag, box, in_article)
             if inner < 0:
+                self.skims[-1].depth = depth + 1
+                self.skims[-1].in_link = in_link
                 continue
             quiet = self.quiet
             self.quiet = quiet or self.boxes[inner].boilerplate
@@ -317,13 +362,13 @@ class _Walker:
         boilerplate = tag in _BOILERPLATE_TAGS or (tag == "header" and not in_article)
         weight = 0.0
         names = ""
-        if tag in _NAMED_TAGS:  # not paragraphs, items, cells: their names rarely tell
-            attributes = node.attributes
+        # not read: paragraphs, items, cells (their names rarely tell), boxes with no attribute
+        if tag in _NAMED_TAGS and (attributes := node.attributes):
             names = attributes.get("class") or ""
             if (name := attributes.get("id")) is not None:
                 names = f"{names} {name}"
             if names:
-                weight, unlikely = _read_names(names)
+                weight, unlikely = read_names(names)
                 boilerplate = boilerplate or unlikely
             if attributes.get("role") in _BOILERPLATE_ROLES:
                 boilerplate = True
@@ -341,66 +386,34 @@ class _Walker:
         opened.skimmed = True
         opened.chars = len(" ".join(node.text(deep=True).split()))
         opened.link_chars = int(opened.chars * SKIMMED_LINK_SHARE)
+        in_article = in_article or tag in _ARTICLE_TAGS
+        self.skims.append(
+            _Skim(inner, node, len(self.blocks), 0, False, in_article, bool(self.images))
+        )
         self._close("div", parent)
         return -1
 
 
-def _tag_name(node: LexborNode, tag_id: int) -> str:
-    """``node``'s tag name, remembered when lexbor knows the tag."""
-    name = node.tag or ""
-    if tag_id < _STANDARD_IDS:
-        _TAG_NAMES[tag_id] = name
-    return name
+def _tag_kinds() -> tuple[dict[int, int], dict[int, str]]:
+    """The kind of every tag the walk tells apart, by lexbor's id (standard tags have the
+    same id in every document); and the names of the box tags."""
+    kinds: dict[int, int] = {}
+    names: dict[int, str] = {}
+    for name in _BOX_TAGS:
+        tag_id = create_tag(name).tag_id
+        kinds[tag_id], names[tag_id] = _BOX, name
+    comment = LexborHTMLParser("<p><!----></p>").css_first("p")
+    for name, kind in _INLINE_KINDS.items():
+        if name != "-comment":
+            kinds[create_tag(name).tag_id] = kind
+        elif comment is not None and comment.first_child is not None:
+            kinds[comment.first_child.tag_id] = kind
+    if len(kinds) != len(_BOX_TAGS) + len(_INLINE_KINDS) or max(kinds) >= _STANDARD_IDS:
+        raise RuntimeError("lexbor has no standard id for a tag the walk tells apart")
+    return kinds, names
 
 
-_WORDS: dict[str, int] = {}
-_NAMES: dict[str, tuple[float, bool]] = {}
-_CACHE_MAX = 50_000
-MAX_NAMES_CHARS = 256
-MAX_WORD_CHARS = 40
-
-
-def forget_names() -> None:
-    """Forget the class and id names read so far, so that the next page is read as a crawl's
-    first page of a site is (benchmarks time it so)."""
-    _WORDS.clear()
-    _NAMES.clear()
-
-
-def _read_names(names: str) -> tuple[float, bool]:
-    """What a box's class and id say: its weight, and whether it is unlikely to be content.
-    Remembered by name and by word, as a site repeats its names on every page; only the first
-    `MAX_NAMES_CHARS` characters and words of at most `MAX_WORD_CHARS` are read."""
-    names = names[:MAX_NAMES_CHARS]
-    known = _NAMES.get(names)
-    if known is not None:
-        return known
-    flags = 0
-    for word in _WORD.findall(names.lower()):
-        word = word[:MAX_WORD_CHARS]
-        mask = _WORDS.get(word)
-        if mask is None:
-            mask = _read_word(word)
-            if len(_WORDS) >= _CACHE_MAX:
-                _WORDS.clear()
-            _WORDS[word] = mask
-        flags |= mask
-    weight = (25.0 if flags & _POS else 0.0) - (25.0 if flags & _NEG else 0.0)
-    known = (weight, bool(flags & _UNL) and not flags & _MAY)
-    if len(_NAMES) >= _CACHE_MAX:
-        _NAMES.clear()
-    _NAMES[names] = known
-    return known
-
-
-def _read_word(word: str) -> int:
-    exact = _EXACT.get(word)
-    if exact is not None:
-        return exact
-    mask = 0
-    for key in _KEYWORDS.findall(word):
-        mask |= _MASKS[key]
-    return mask
+_KINDS, _TAG_NAMES = _tag_kinds()
 
 
 def _total(boxes: list[Box], blocks: list[Block]) -> None:
@@ -431,12 +444,16 @@ def _total(boxes: list[Box], blocks: list[Block]) -> None:
         parent.images += box.images
 
 
-def _unflag_big_boilerplate(boxes: list[Box]) -> None:
-    """A class such as ``with-sidebar`` or a page-wide ``<form>`` must not hide the article."""
+def _unflag_big_boilerplate(boxes: list[Box]) -> list[int]:
+    """A class such as ``with-sidebar`` or a page-wide ``<form>`` must not hide the article:
+    the boxes unflagged."""
     limit = MAX_BOILERPLATE_SHARE * boxes[0].chars
-    for box in boxes:
+    unflagged = []
+    for index, box in enumerate(boxes):
         if box.boilerplate and box.chars > limit:
             box.boilerplate = False
+            unflagged.append(index)
+    return unflagged
 
 
 def _commas(text: str) -> int:
