@@ -33,7 +33,8 @@ owns the hosts of its partitions (`own`), so for those hosts the pace is exact. 
 feeds are read by a host's owner only: an aside pass for a host owned elsewhere (its
 partition given away, even while the pass waited) is refused (`NotOwned`) and takes no slot.
 A new owner reads them from when it follows the assignment, with no hand-over: until the old
-owner follows too (well under a second), each may send a host one sitemap request.
+owner follows too (well under a second), both may send the host sitemap requests, each at
+its own pace.
 A host owned by another worker gets this worker's other out-of-band requests (its proxy
 checks, focus examples, rendered subrequests, logins, and the robots.txt asked for before
 them, once per host while the rules stay cached) at that host's pace on top of its owner's:
