@@ -7,6 +7,7 @@ each answer and counts the requests.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
 from gossamer.frontier.robots import RobotsCache, RobotsDeferred
@@ -33,7 +34,10 @@ class RobotsFetch:
     (`leased`, then `ended`, which tells when its last request started). Every other
     robots.txt request, a redirect's next hop or one asked for outside a lease (a focus
     example's host, a rendered page's subrequest), goes through ``gated``: the fetcher
-    behind the host gate, pace only (the one asking may hold a lease of the host). In a
+    behind the host gate, pace only (the one asking may hold a lease of the host). The
+    lease's request tells ``started`` (the gate's `started`) when it really started, so a
+    redirect's next hop is spaced from that start, not from when the lease was granted (the
+    lease's slot stays taken meanwhile: a pace-only pass waits for no connection). In a
     crawl through proxies (``proxied``) a request that never reached the site (no
     live proxy, or every proxy tried failed it) raises `RobotsDeferred`: no "unreachable"
     verdict is cached for a site never asked (its URLs would spend their attempts on it).
@@ -47,11 +51,13 @@ class RobotsFetch:
         archive: Archive | None = None,
         *,
         gated: Fetch | None = None,
+        started: Callable[[str, float], None] | None = None,
         proxied: bool = False,
     ) -> None:
         self._fetcher = fetcher
         self._archive = archive
         self._gated = gated if gated is not None else fetcher
+        self._started = started
         self._proxied = proxied
         self._leases: dict[str, float | None] = {}
         """Hosts whose robots lease is out: when their last request started (None: the
@@ -70,6 +76,8 @@ class RobotsFetch:
         host = host_key(url)
         if host in self._leases and self._leases[host] is None:
             result = await self._fetcher.fetch(url)
+            if self._started is not None:
+                self._started(url, result.sent_by)
         else:
             result = await self._gated.fetch(url)
         self.requests += 1

@@ -18,7 +18,7 @@ from aiohttp import web
 from tests.local_app import serve
 
 from gossamer.crawl import run_crawl
-from gossamer.crawl import sitemaps as stage
+from gossamer.crawl import sitemapfiles as stage  # where a read's entries are staged
 from gossamer.settings import load_settings
 
 pytestmark = pytest.mark.timeout(60)

@@ -10,17 +10,21 @@ moves, so no worker reads the whole table, which grows with the number of worker
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from gossamer.cluster.control import Control
 from gossamer.frontier.redis import Ownership
 
 
 class Assignment:
-    """This worker's view of the published assignment."""
+    """This worker's view of the published assignment; ``moved`` is told whenever this
+    worker's share changes (the sitemap stage's, which reads its hosts' sitemaps only)."""
 
-    def __init__(self, control: Control, name: str) -> None:
+    def __init__(
+        self, control: Control, name: str, moved: Callable[[], None] | None = None
+    ) -> None:
         self._control = control
+        self._moved = moved
         self.name = name
         """This worker's name."""
         self._owners: dict[int, str | None] = {}
@@ -40,6 +44,8 @@ class Assignment:
         self.workers = await self._control.assigned()
         self._owners.clear()
         self.ownership = Ownership(owned, version)
+        if self._moved is not None:
+            self._moved()
         return self.ownership
 
     async def owners(self, parts: Iterable[int]) -> dict[str, list[int]]:

@@ -52,7 +52,7 @@ from gossamer.crawl import (
 )
 from gossamer.digests.redis import RedisDigests
 from gossamer.frontier.admission import Guards
-from gossamer.frontier.redis import Peers, RedisFrontier, RedisFrontierConfig
+from gossamer.frontier.redis import Peers, RedisFrontier, RedisFrontierConfig, partition_of
 from gossamer.logs import LOG_FILE, logging_to_file
 from gossamer.redact import redact_url
 from gossamer.settings import (
@@ -224,7 +224,8 @@ async def _crawl_share(
         capability = await probe_capability(
             settings.out, settings.concurrency, settings.max_bandwidth
         )
-        assignment = Assignment(control, name)
+        moved = None if stages.sitemaps is None else stages.sitemaps.moved
+        assignment = Assignment(control, name, moved)
         frontier = _frontier(control, settings, stages, assignment)
         revisits = _keep_fresh(frontier, settings, stages)
         digests = None
@@ -243,6 +244,8 @@ async def _crawl_share(
         shared = frontier.shared_slots()
         if shared is not None and stages.gate is not None:  # sitemaps at the shared pace
             stages.gate.share(shared)
+        if settings.partition_by == "host":  # a host's sitemaps at its owner's pace only
+            _by_owner(stages, assignment, settings.partitions)
         await start_stages(frontier, stages.gate, stages.proxies)
         focus = await focus_policy(
             settings,
@@ -339,6 +342,19 @@ async def _leave(keeper: Keeper, frontier: RedisFrontier, stages: Stages, crawle
         finally:
             with contextlib.suppress(RedisError, OSError):
                 await keeper.leave()
+
+
+def _by_owner(stages: Stages, assignment: Assignment, partitions: int) -> None:
+    """By host: the gate's aside passes and the sitemap stage's reads for the hosts of the
+    partitions ``assignment`` gives this worker only (:mod:`gossamer.frontier.gate`)."""
+
+    def owns(key: str) -> bool:
+        return partition_of(key, partitions) in assignment.ownership.partitions
+
+    if stages.gate is not None:
+        stages.gate.own(owns)
+    if stages.sitemaps is not None:
+        stages.sitemaps.own(owns)
 
 
 def _frontier(

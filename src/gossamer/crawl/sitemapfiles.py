@@ -11,15 +11,19 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from gossamer.crawldb import CrawlDB
 from gossamer.discover import Entry, FileResult, Flag
 from gossamer.fetch.http import FetchResult
+from gossamer.frontier.base import Candidate, Frontier
 from gossamer.redact import redact_url
 from gossamer.sinks.base import PageRecord, WarcLocation
 from gossamer.urls import fingerprint
 
 __all__ = [
+    "ENTRY_DEPTH",
     "ENTRY_SQL",
     "NOT_FLAGGED",
+    "OWNED_ELSEWHERE",
     "READ_SQL",
     "Answer",
     "Claims",
@@ -27,6 +31,7 @@ __all__ = [
     "Dated",
     "Fetch",
     "SitemapStats",
+    "admit",
     "entry_rows",
     "file_record",
     "finish_claim",
@@ -35,8 +40,12 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+ENTRY_DEPTH = 1
+"""The depth of a sitemap's entries (see the :mod:`~gossamer.crawl.sitemaps` doc)."""
 NOT_FLAGGED = frozenset({Flag.OUT_OF_SCOPE})
 """Flags that leave a file unflagged: entries of other sites are dropped as a rule."""
+OWNED_ELSEWHERE = "owned-elsewhere"
+"""The error of a file not fetched: a cluster worker's, of a host another worker owns."""
 READ_SQL = "INSERT OR IGNORE INTO sitemap_reads (origin, url) VALUES (?, ?)"
 """A sitemap read to its end, for an origin that named it."""
 ENTRY_SQL = (
@@ -104,6 +113,8 @@ class Answer:
 
     result: FetchResult | None
     archived: WarcLocation | None = None
+    error: str | None = None
+    """Why it was not fetched, robots.txt aside (`OWNED_ELSEWHERE`)."""
 
 
 def entry_rows(entries: Sequence[Entry], hide: Callable[[str], str]) -> list[tuple[object, ...]]:
@@ -115,12 +126,41 @@ def entry_rows(entries: Sequence[Entry], hide: Callable[[str], str]) -> list[tup
     ]
 
 
-def file_record(
-    file: FileResult, answer: Answer, flags: tuple[str, ...], blocked: bool
-) -> PageRecord:
-    """The record of one sitemap or feed file (kind ``sitemap``)."""
+async def admit(
+    frontier: Frontier,
+    db: CrawlDB,
+    entries: list[Entry],
+    dated: tuple[Dated | None, Dated | None],
+    counts: Counts,
+) -> None:
+    """Hand a read's ``entries`` to ``frontier``'s admission at `ENTRY_DEPTH`, stage what
+    they say of each URL in ``db``, and give those with a ``lastmod`` to the stage's
+    ``dated`` ones (``sooner``, ``vouch``: see ``SitemapStage.use_lastmod``)."""
+    added = await frontier.add([Candidate(e.url, ENTRY_DEPTH) for e in entries])
+    db.stage(ENTRY_SQL, entry_rows(entries, db.hide))
+    sooner, vouch = dated
+    if sooner is not None:
+        await sooner([(e.url, e.lastmod) for e in entries if e.lastmod is not None])
+    if vouch is not None:
+        await vouch(
+            [(e.url, e.lastmod) for e in entries if e.lastmod is not None and not e.published]
+        )
+    counts.entries += len(entries)
+    counts.admitted += added.added
+
+
+def file_record(file: FileResult, answer: Answer, robots: bool, counts: Counts) -> PageRecord:
+    """The record of one sitemap or feed file (kind ``sitemap``), counted in ``counts``;
+    ``robots``: robots.txt was asked before each fetch (a file it forbade was not fetched)."""
+    blocked = (
+        robots and answer.result is None and answer.error is None and Flag.HTTP_ERROR in file.flags
+    )
+    flags = tuple(f for f in file.flags if not (blocked and f is Flag.HTTP_ERROR))
+    counts.files += 1
+    counts.blocked += blocked
+    counts.flagged += bool(set(flags) - NOT_FLAGGED)
     result = answer.result
-    error = "robots" if blocked else (result.error if result is not None else None)
+    error = "robots" if blocked else (result.error if result is not None else answer.error)
     return PageRecord(
         file.url,
         file.status,

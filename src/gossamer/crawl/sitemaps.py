@@ -38,10 +38,13 @@ found, sooner after a read that failed (a bounded backoff: :mod:`~.sitemapreread
 ``--resume`` it reads them all again at the start. A read that ended with an error of its own
 is recorded too (kind ``sitemap``, error ``internal-error``), and not marked read.
 
-In a cluster job each worker has its stage and reads the sitemaps of the hosts whose
-robots.txt it fetched (its partitions' hosts, or one learnt out of band, at the host's pace in
-its own gate: :mod:`gossamer.frontier.gate`); entries go to the Redis frontier's ``add``.
-``--sitemap`` URLs are read by the first worker that claims them.
+In a cluster job each worker has its stage; entries go to the Redis frontier's ``add``. By
+host a worker reads only the sitemaps of hosts it owns (`SitemapStage.own`), at their owner's
+pace (:mod:`gossamer.frontier.gate`): one of a host owned elsewhere waits, not `busy`, until
+the worker gains the host (`moved`); a read whose host is given away stops at its next file,
+its claim given back for the new owner; an index's child on a host owned elsewhere is not
+fetched (error ``owned-elsewhere``). ``--sitemap`` URLs are read by the first worker that
+claims them (by host: of their host's owner).
 Each sitemap is read once per job: a worker claims it in Redis first
 (:mod:`gossamer.cluster.sitemaps`), for the claim timeout, and marks it done only once its
 records are in every sink (the ledger's ``after_checkpoint``): a worker killed mid-read loses
@@ -60,8 +63,7 @@ from dataclasses import replace
 
 from gossamer.crawl.sitemapbudget import LoopShare, SiteBudgets
 from gossamer.crawl.sitemapfiles import (
-    ENTRY_SQL,
-    NOT_FLAGGED,
+    OWNED_ELSEWHERE,
     READ_SQL,
     Answer,
     Claims,
@@ -69,7 +71,7 @@ from gossamer.crawl.sitemapfiles import (
     Dated,
     Fetch,
     SitemapStats,
-    entry_rows,
+    admit,
     file_record,
     finish_claim,
     release_claim,
@@ -87,7 +89,8 @@ from gossamer.discover import (
     read_sitemaps,
 )
 from gossamer.fetch.http import FetchResult
-from gossamer.frontier.base import Candidate, Frontier
+from gossamer.frontier.base import Frontier
+from gossamer.frontier.gate import NotOwned
 from gossamer.frontier.robots import RobotsPolicy
 from gossamer.ledger import Ledger
 from gossamer.redact import redact_url
@@ -100,8 +103,6 @@ log = logging.getLogger(__name__)
 
 GIVEN = ""
 """The origin of a sitemap given by ``--sitemap`` (no robots.txt named it)."""
-ENTRY_DEPTH = 1
-"""The depth of a sitemap's entries (see the module doc)."""
 _BATCH = 500
 """Entries handed to admission (and staged in crawl.db) at once."""
 
@@ -146,12 +147,22 @@ class SitemapStage:
         self._frontier: Frontier | None = None
         self._ledger: Ledger | None = None
         self._claims: Claims | None = None
+        self._owns: Callable[[str], bool] = lambda host: True  # alone: every host is ours
         self._sooner: Dated | None = None
         self._vouch: Dated | None = None
 
     def share(self, claims: Claims) -> None:
         """A cluster worker's stage: read a sitemap only once ``claims`` gives it the read."""
         self._claims = claims
+
+    def own(self, owns: Callable[[str], bool]) -> None:
+        """By host: read the sitemaps of hosts ``owns`` (by key) only; `moved` tells a move."""
+        self._owns = owns
+
+    def moved(self) -> None:
+        """The hosts owned changed: read the sitemaps waiting for those gained."""
+        for host in list(self._queues):
+            self._spawn(host)
 
     def use_lastmod(self, sooner: Dated, vouch: Dated | None = None) -> None:
         """A continuous crawl's: entries with a ``lastmod`` go to ``sooner`` too, which
@@ -218,11 +229,12 @@ class SitemapStage:
             self._spawn(host)
 
     def busy(self) -> bool:
-        """Whether a sitemap is being read or waits to be."""
-        return bool(self._tasks or self._queues)
+        """Whether a sitemap is being read or waits to be (of a host this worker owns)."""
+        return bool(self._tasks) or any(self._owns(host) for host in self._queues)
 
     def _spawn(self, host: str) -> None:
-        if self._ledger is None or self._frontier is None or host in self._tasks:
+        busy = self._ledger is None or self._frontier is None or host in self._tasks
+        if busy or not self._owns(host):  # a host owned elsewhere: its owner reads it
             return
         task = asyncio.create_task(self._read_host(host), name=f"sitemaps {host}")
         self._tasks[host] = task
@@ -232,7 +244,7 @@ class SitemapStage:
         try:
             async with self._room:
                 queue = self._queues[host]
-                while queue:
+                while queue and self._owns(host):
                     url = next(iter(queue))
                     read = await self._read_contained(url)
                     del queue[url]
@@ -258,6 +270,9 @@ class SitemapStage:
             except asyncio.CancelledError:
                 await release_claim(self._claims, url)
                 raise
+            except NotOwned:  # its host was given away: the new owner reads it
+                await release_claim(self._claims, url)
+                return set()
             if self._claims is not None and self._ledger is not None:
                 self._ledger.after_checkpoint(functools.partial(finish_claim, self._claims, url))
         except asyncio.CancelledError:
@@ -304,7 +319,8 @@ class SitemapStage:
         scope = SitemapScope({origin: [url] for origin in origins if origin != GIVEN})
         batch: list[Entry] = []
         files, share, unanswered = 0, LoopShare(), False
-        async for item in read_sitemaps([url], self._reply, scope=scope, limits=limits):
+        reply = functools.partial(self._reply, host_key(url))
+        async for item in read_sitemaps([url], reply, scope=scope, limits=limits):
             if isinstance(item, FileResult):
                 await self._admit(batch)
                 unanswered |= self._file(item) and item.depth == 0
@@ -326,11 +342,14 @@ class SitemapStage:
             named.discard(origin)
             self._want(origin, url)
 
-    async def _reply(self, url: str) -> Reply:
-        """One file's fetch for the reader: robots.txt asked first, through the host gate,
-        archived; what its record needs kept."""
-        if self._allowed is not None and not await self._allowed(url):
-            self._answers[url] = Answer(None)
+    async def _reply(self, host: str, url: str) -> Reply:
+        """One file's fetch for the reader of a sitemap of ``host``: robots.txt asked first,
+        through the host gate, archived; what its record needs kept."""
+        ours = self._owns(key := host_key(url))
+        if not ours and key == host:
+            raise NotOwned(url)
+        if not ours or (self._allowed is not None and not await self._allowed(url)):
+            self._answers[url] = Answer(None, error=None if ours else OWNED_ELSEWHERE)
             return None, {}, b""
         result: FetchResult = await self._fetch.fetch(url)
         archived = await self._archive.write(result) if self._archive is not None else None
@@ -344,36 +363,17 @@ class SitemapStage:
 
     async def _admit(self, batch: list[Entry]) -> None:
         """Hand ``batch`` to admission and stage what it says of each URL; empties it."""
-        if not batch or self._frontier is None:
-            return
-        entries, batch[:] = list(batch), []
-        added = await self._frontier.add([Candidate(e.url, ENTRY_DEPTH) for e in entries])
-        self._db.stage(ENTRY_SQL, entry_rows(entries, self._db.hide))
-        if self._sooner is not None:
-            await self._sooner([(e.url, e.lastmod) for e in entries if e.lastmod is not None])
-        if self._vouch is not None:
-            await self._vouch(
-                [(e.url, e.lastmod) for e in entries if e.lastmod is not None and not e.published]
-            )
-        self._counts.entries += len(entries)
-        self._counts.admitted += added.added
+        if batch and self._frontier is not None:
+            entries, batch[:] = list(batch), []
+            dated = self._sooner, self._vouch
+            await admit(self._frontier, self._db, entries, dated, self._counts)
 
     def _file(self, file: FileResult, error: str | None = None) -> bool:
         """Record one file read (``error``: its read's); whether its fetch failed."""
         answer = self._answers.pop(file.url, Answer(None))
-        blocked = (
-            self._allowed is not None and answer.result is None and Flag.HTTP_ERROR in file.flags
-        )
-        flags = tuple(f for f in file.flags if not (blocked and f is Flag.HTTP_ERROR))
-        counts = self._counts
-        counts.files += 1
-        counts.blocked += blocked
-        counts.flagged += bool(set(flags) - NOT_FLAGGED)
+        record = file_record(file, answer, self._allowed is not None, self._counts)
         if self._ledger is not None:
-            record = file_record(file, answer, flags, blocked)
-            if error is not None:
-                record = replace(record, error=error)
-            self._ledger.note(record, answer.archived)
+            self._ledger.note(replace(record, error=error or record.error), answer.archived)
         return failed(answer.result)
 
     # -- the rest ---------------------------------------------------------------------------

@@ -223,6 +223,7 @@ def _open_fetching(
         fetcher,
         warc,
         gated=GatedFetch(fetcher, gate, pace_only=True),
+        started=gate.started,
         proxied=proxies is not None,
     )
     sitemaps = sitemap_stage(settings, GatedFetch(fetcher, gate, aside=True), db, warc, scope)

@@ -38,6 +38,10 @@ class HostPace(Protocol):
         """The clock slots are kept by."""
         ...
 
+    def started(self, url: str, at: float) -> None:
+        """A request to ``url``'s host under a lease started ``at`` (the clock's time)."""
+        ...
+
 
 class SubFetch(Protocol):
     """A fetcher: `gossamer.fetch.http.Fetcher` or the rendering middleware (headers are

@@ -419,6 +419,8 @@ class Fetcher:
             paced=paced,
             host=host,
         )
+        if not paced and self._gate is not None:  # a login next: spaced from its real start
+            self._gate.started(url, result.sent_by)
         checked = result.status, result.headers, result.body, session
         if await auth.check(url, sent, *checked, host=host):
             self._count(result)  # the logged-out answer counts as a request of its own

@@ -29,14 +29,21 @@ Before `bind` (the rule editor, which has no frontier) the gate keeps slots in a
 its own. In a crawl it is bound to the frontier's scheduler before the first request.
 
 **Cluster mode.** The gate takes this worker's slots. With ``partition_by="host"`` a worker
-owns each host it leases pages of, so for those hosts the pace is exact; a host owned by
-another worker gets this worker's out-of-band requests (its proxy checks, rendered
-subrequests, logins) at that host's pace on top of its owner's: at most one more request per
-delay per worker. With ``partition_by="url"`` page leases also take the shared limiter's slot
-(:mod:`gossamer.frontier.redis.limiter`), and so do aside passes (sitemaps and feeds, whose
-files may be many: `share`), after their local slot; the other out-of-band requests do not,
-and are bounded the same way. They are few next to pages: one check per proxy per check
-interval, the examples before the crawl, a page's subrequests and its logins.
+owns the hosts of its partitions (`own`), so for those hosts the pace is exact. Sitemaps and
+feeds are read by a host's owner only: an aside pass for a host owned elsewhere (its
+partition given away, even while the pass waited) is refused (`NotOwned`) and takes no slot.
+A new owner reads them from when it follows the assignment, with no hand-over: until the old
+owner follows too (well under a second), both may send the host sitemap requests, each at
+its own pace.
+A host owned by another worker gets this worker's other out-of-band requests (its proxy
+checks, focus examples, rendered subrequests, logins, and the robots.txt asked for before
+them, once per host while the rules stay cached) at that host's pace on top of its owner's:
+at most one more request per delay per worker. With ``partition_by="url"`` page leases also
+take the shared limiter's slot (:mod:`gossamer.frontier.redis.limiter`), and so do aside
+passes (sitemaps and feeds, whose files may be many: `share`), after their local slot; the
+other out-of-band requests do not, and are bounded the same way. They are few next to pages:
+one check per proxy per check interval, the examples before the crawl, a page's subrequests
+and its logins.
 """
 
 from __future__ import annotations
@@ -55,12 +62,21 @@ from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.outcomes import is_failure
 from gossamer.urls import host_key
 
-__all__ = ["GateStats", "HostGate", "Pass", "SharedSlots", "SlotKeeper", "SlotSource"]
+__all__ = ["GateStats", "HostGate", "NotOwned", "Pass", "SharedSlots", "SlotKeeper", "SlotSource"]
 
 log = logging.getLogger(__name__)
 
 _BUSY_POLL = 0.05
 """Seconds between looks at a host whose connections are all in use."""
+
+
+class NotOwned(Exception):
+    """An aside pass (a sitemap's fetch) for a host this cluster worker does not own: no slot
+    was taken, no request is to be sent (see the module doc)."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.url = url
 
 
 class SlotKeeper(Protocol):
@@ -126,6 +142,7 @@ class HostGate:
         self._clock = clock
         self._freed: Callable[[], None] | None = None
         self._shared: SharedSlots | None = None
+        self._owns: Callable[[str], bool] | None = None
         self._giving: set[asyncio.Task[None]] = set()
         self._requests = self._waited = self._waiting = 0
 
@@ -148,6 +165,15 @@ class HostGate:
         too, once it has its local one, so the host's pace holds over every worker."""
         self._shared = shared
 
+    def own(self, owns: Callable[[str], bool]) -> None:
+        """By host in a cluster: ``owns`` says, by host key, whether this worker owns the host
+        (its partition) now; aside passes for the others are refused (`NotOwned`)."""
+        self._owns = owns
+
+    def owns(self, url: str) -> bool:
+        """Whether this worker paces ``url``'s host (always, but in a cluster by host)."""
+        return self._owns is None or self._owns(host_key(url))
+
     def bind(self, keeper: SlotKeeper) -> None:
         """Take slots from ``keeper`` (the frontier's scheduler's `SlotClaims`) from now on."""
         self._keeper = keeper
@@ -156,9 +182,11 @@ class HostGate:
         """Wait until ``url``'s host is due (and, unless ``pace_only``, has a free
         connection), then take its slot. An ``aside`` request (a sitemap's) takes turns with
         the host's pages (:mod:`gossamer.frontier.slotclaims`): it holds the host only while
-        no page is owed the next slot."""
+        no page is owed the next slot, and raises `NotOwned` for a host this worker does not
+        own (or no longer does once it is due)."""
         key = host_key(url)
         keeper = self._keeper
+        self._refuse(url, aside)
         self._requests += 1
         wait = keeper.claim(key, room=not pace_only, aside=aside)
         if wait > 0:
@@ -174,6 +202,7 @@ class HostGate:
                         if not hold and self._freed is not None:
                             self._freed()
                     await self._sleep(_BUSY_POLL if math.isinf(wait) else wait)
+                    self._refuse(url, aside)  # the partition may have moved meanwhile
                     wait = keeper.claim(key, room=not pace_only, aside=aside)
             finally:
                 if held:
@@ -182,6 +211,10 @@ class HostGate:
         if aside and self._shared is not None:
             return await self._share(Pass(key, keeper), self._shared)
         return Pass(key, keeper)
+
+    def _refuse(self, url: str, aside: bool) -> None:
+        if aside and not self.owns(url):
+            raise NotOwned(url)
 
     async def _share(self, taken: Pass, shared: SharedSlots) -> Pass:
         """``taken`` with a slot of the shared limiter too (the local one given back if the
