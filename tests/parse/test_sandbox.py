@@ -192,3 +192,19 @@ async def test_a_handler_gets_a_tree_built_in_process_and_a_hook_turns_the_sandb
     assert handled.record.flags == ("nofollow",) and handled.record.outlinks == 0  # its meta tag
     assert hooked.record.extra == {"tree": True}
     assert sandbox.stats().pages == 1  # the handled page's; the hooked one stayed in-process
+
+
+async def test_a_page_past_the_workers_memory_is_parsed_the_guarded_way() -> None:
+    """lexbor out of memory in a worker refuses the document instead of raising (the
+    worker lives on and answers a page without links, flagged ``html-parse-error``): the
+    page is parsed in-process, as for a worker that died, and keeps its links."""
+    body = b'<a href="/first">f</a>' + b"<i>a</i>" * (MB // 2) + b'<a href="/last">l</a>'
+    sandbox = Sandbox(WORKER, workers=1, memory_mb=160)
+    try:
+        html = await reader(sandbox).page(URL, cast(Fetched, Answer(body)))
+    finally:
+        await sandbox.close()
+    assert sandbox.stats().pages == 1
+    assert html.flags == (read.SANDBOX_KILLED,) and html.parsed.flags == ()
+    assert html.parsed.links == ["http://example.com/first", "http://example.com/last"]
+    assert workers() == []
