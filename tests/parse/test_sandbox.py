@@ -4,9 +4,11 @@ the guarded way), a killed worker is replaced, and an ordinary big page reads as
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, cast
 
 import psutil
@@ -208,3 +210,34 @@ async def test_a_page_past_the_workers_memory_is_parsed_the_guarded_way() -> Non
     assert html.flags == (read.SANDBOX_KILLED,) and html.parsed.flags == ()
     assert html.parsed.links == ["http://example.com/first", "http://example.com/last"]
     assert workers() == []
+
+
+PRINTING_JOB = """
+import os, sys
+from gossamer.parse.worker import serve
+
+def job(request: bytes, body: bytes) -> bytes:
+    print("a library's warning")
+    os.write(1, b"and its C code's")
+    return request + body
+
+serve(job)
+"""
+
+
+async def test_a_job_that_prints_still_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a job prints (``print``, or C code writing to descriptor 1) never reaches the
+    answers: each page is answered at once and the worker serves the next."""
+    (tmp_path / "printing_job.py").write_text(PRINTING_JOB)
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    sandbox = Sandbox("printing_job", workers=1)
+    try:
+        started = time.monotonic()
+        answers = [await sandbox.ask(b"page %d " % i, b"body") for i in range(3)]
+        took = time.monotonic() - started
+    finally:
+        await sandbox.close()
+    assert answers == [b"page 0 body", b"page 1 body", b"page 2 body"]
+    assert sandbox.stats() == (3, 0, 1) and took < 10
