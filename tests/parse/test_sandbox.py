@@ -4,9 +4,11 @@ the guarded way), a killed worker is replaced, and an ordinary big page reads as
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, cast
 
 import psutil
@@ -192,3 +194,50 @@ async def test_a_handler_gets_a_tree_built_in_process_and_a_hook_turns_the_sandb
     assert handled.record.flags == ("nofollow",) and handled.record.outlinks == 0  # its meta tag
     assert hooked.record.extra == {"tree": True}
     assert sandbox.stats().pages == 1  # the handled page's; the hooked one stayed in-process
+
+
+async def test_a_page_past_the_workers_memory_is_parsed_the_guarded_way() -> None:
+    """lexbor out of memory in a worker refuses the document instead of raising (the
+    worker lives on and answers a page without links, flagged ``html-parse-error``): the
+    page is parsed in-process, as for a worker that died, and keeps its links."""
+    body = b'<a href="/first">f</a>' + b"<i>a</i>" * (MB // 2) + b'<a href="/last">l</a>'
+    sandbox = Sandbox(WORKER, workers=1, memory_mb=160)
+    try:
+        html = await reader(sandbox).page(URL, cast(Fetched, Answer(body)))
+    finally:
+        await sandbox.close()
+    assert sandbox.stats().pages == 1
+    assert html.flags == (read.SANDBOX_KILLED,) and html.parsed.flags == ()
+    assert html.parsed.links == ["http://example.com/first", "http://example.com/last"]
+    assert workers() == []
+
+
+PRINTING_JOB = """
+import os, sys
+from gossamer.parse.worker import serve
+
+def job(request: bytes, body: bytes) -> bytes:
+    print("a library's warning")
+    os.write(1, b"and its C code's")
+    return request + body
+
+serve(job)
+"""
+
+
+async def test_a_job_that_prints_still_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a job prints (``print``, or C code writing to descriptor 1) never reaches the
+    answers: each page is answered at once and the worker serves the next."""
+    (tmp_path / "printing_job.py").write_text(PRINTING_JOB)
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    sandbox = Sandbox("printing_job", workers=1)
+    try:
+        started = time.monotonic()
+        answers = [await sandbox.ask(b"page %d " % i, b"body") for i in range(3)]
+        took = time.monotonic() - started
+    finally:
+        await sandbox.close()
+    assert answers == [b"page 0 body", b"page 1 body", b"page 2 body"]
+    assert sandbox.stats() == (3, 0, 1) and took < 10

@@ -5,7 +5,9 @@ decoded, and what extraction found turned into the record's content fields.
 (:mod:`gossamer.page.sandboxed`) when the crawl has one, else in-process behind the guard (a
 large body in a worker thread, so that the event loop, and with it a cluster worker's claim
 renewals, keeps running). A page whose sandbox worker died on it (its CPU budget spent, its
-memory exhausted) is parsed the guarded way, in a thread, and flagged `SANDBOX_KILLED`.
+memory exhausted) is parsed the guarded way, in a thread, and flagged `SANDBOX_KILLED`; so is
+one lexbor refused in its worker (out of the worker's memory, lexbor fails the parse instead of
+raising: a page the crawler's memory holds would otherwise lose all its links).
 
 The extractors (:mod:`gossamer.extract`) are imported on first use: a ``--no-text`` crawl
 never loads them.
@@ -24,6 +26,7 @@ from w3lib.encoding import to_unicode
 from gossamer.page import sandboxed
 from gossamer.page.state import Aside, Fetched, TextFields
 from gossamer.parse.charset import detect_encoding
+from gossamer.parse.guard import PARSE_ERROR
 from gossamer.parse.guard import parse as guarded_parse
 from gossamer.parse.links import ParsedPage, parse_html
 
@@ -35,7 +38,8 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 SANDBOX_KILLED = "html-sandbox-killed"
-"""The flag of a page whose sandbox worker died on it (parsed the guarded way instead)."""
+"""The flag of a page whose sandbox worker died on it, or whose lexbor refused it there (parsed
+the guarded way instead)."""
 _PARSE_IN_THREAD_BYTES = 512 * 1024
 """Bodies from this size on are parsed off the event loop: a worst-case 10 MB page takes the
 guarded parser a few seconds, and lexbor lets the loop run meanwhile (it releases the GIL)."""
@@ -170,8 +174,8 @@ class HtmlReader:
                 result.fetched_at,
             )
             answer = await self._sandbox.ask(ask, result.body)
-            if answer is not None:
-                found = sandboxed.reading(answer)
+            found = None if answer is None else sandboxed.reading(answer)
+            if found is not None and PARSE_ERROR not in found.parsed.flags:
                 return Html(found.parsed, found.content, Aside(found.robots, found.canonical), ())
             flags = (SANDBOX_KILLED,)
         body, nofollow = result.body, self._follow_nofollow

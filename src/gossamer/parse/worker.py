@@ -11,6 +11,7 @@ import signal
 import struct
 import sys
 from collections.abc import Callable
+from typing import BinaryIO
 
 __all__ = ["ANSWER", "BUDGET_PER_100KB_S", "BUDGET_S", "HEAD", "MEMORY_MB", "budget", "serve"]
 
@@ -58,7 +59,7 @@ def serve(job: Callable[[bytes, bytes], bytes]) -> None:
     for pipe in (0, 1):  # a big body in fewer reads and wake-ups of the crawler's loop
         with contextlib.suppress(OSError):
             fcntl.fcntl(pipe, _F_SETPIPE_SZ, _PIPE_BYTES)
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    stdin, stdout = sys.stdin.buffer, _answers_out()
     while len(head := stdin.read(HEAD.size)) == HEAD.size:
         request_size, body_size = HEAD.unpack(head)
         request, body = stdin.read(request_size), stdin.read(body_size)
@@ -72,6 +73,18 @@ def serve(job: Callable[[bytes, bytes], bytes]) -> None:
         stdout.write(ANSWER.pack(len(answer)))
         stdout.write(answer)
         stdout.flush()
+
+
+def _answers_out() -> BinaryIO:
+    """The answers' stream: a copy of standard output kept for them alone, file descriptor 1
+    and ``sys.stdout`` pointed at standard error (the crawler's null device). A job's library
+    that prints went into the answers: the crawler read its text as an answer's length and
+    waited for it until the page's wall time ran out, for every page."""
+    answers = os.fdopen(os.dup(1), "wb")
+    with contextlib.suppress(OSError):  # no standard error: prints go where they went
+        os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return answers
 
 
 def _die_with_parent() -> None:
