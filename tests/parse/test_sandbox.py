@@ -241,3 +241,53 @@ async def test_a_job_that_prints_still_answers(
         await sandbox.close()
     assert answers == [b"page 0 body", b"page 1 body", b"page 2 body"]
     assert sandbox.stats() == (3, 0, 1) and took < 10
+
+
+SPINNING_JOB = """
+import time
+from gossamer.parse.worker import budget, rest_of_budget, serve
+
+def spin(seconds: float) -> None:
+    until = time.process_time() + seconds
+    while time.process_time() < until:
+        pass
+
+def job(request: bytes, body: bytes) -> bytes:
+    parse, rest = request.split(b" ")
+    spin(float(parse) * budget(len(body)))
+    rest_of_budget()
+    spin(float(rest) * budget(len(body)))
+    return b"done"
+
+serve(job)
+"""
+
+
+async def test_the_parse_has_one_budget_and_the_rest_of_the_job_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a job of four budgets (a crawl keeping text), the parse is ended at one budget:
+    a hostile page's parse costs the same whether the crawl keeps text or not; the work after
+    `rest_of_budget` (the extraction) has the other three."""
+    (tmp_path / "spinning_job.py").write_text(SPINNING_JOB)
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    sandbox = Sandbox("spinning_job", workers=1, budget_factor=4.0)
+    try:
+        long_rest = await sandbox.ask(b"0.3 2.2", b"body")
+        long_parse = await sandbox.ask(b"1.6 0", b"body")
+    finally:
+        await sandbox.close()
+    assert long_rest == b"done"
+    assert long_parse is None
+    assert sandbox.stats() == (2, 1, 1)  # the next page would start a new worker
+
+
+async def test_a_closed_sandbox_leaves_the_page_to_the_in_process_parse_unflagged() -> None:
+    """No worker ran (the sandbox closed at the crawl's end): the page is read in-process as
+    without a sandbox, and nothing says a worker died on it."""
+    sandbox = Sandbox(WORKER, workers=1)
+    await sandbox.close()
+    answer = cast(Fetched, Answer(ordinary_page()))
+    html = await reader(sandbox).page(URL, answer)
+    assert html.flags == () and html.aside is None and len(html.parsed.links) == 400
+    assert sandbox.stats() == (0, 0, 0)

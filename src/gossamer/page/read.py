@@ -29,6 +29,7 @@ from gossamer.parse.charset import detect_encoding
 from gossamer.parse.guard import PARSE_ERROR
 from gossamer.parse.guard import parse as guarded_parse
 from gossamer.parse.links import ParsedPage, parse_html
+from gossamer.parse.sandbox import Unavailable
 
 if TYPE_CHECKING:
     from selectolax.lexbor import LexborHTMLParser
@@ -173,11 +174,16 @@ class HtmlReader:
                 self._robots_token,
                 result.fetched_at,
             )
-            answer = await self._sandbox.ask(ask, result.body)
-            found = None if answer is None else sandboxed.reading(answer)
-            if found is not None and PARSE_ERROR not in found.parsed.flags:
-                return Html(found.parsed, found.content, Aside(found.robots, found.canonical), ())
-            flags = (SANDBOX_KILLED,)
+            try:
+                answer = await self._sandbox.ask(ask, result.body)
+            except Unavailable:  # no worker ran: the page is read here, as without a sandbox
+                pass
+            else:
+                found = None if answer is None else sandboxed.reading(answer)
+                if found is not None and PARSE_ERROR not in found.parsed.flags:
+                    aside = Aside(found.robots, found.canonical)
+                    return Html(found.parsed, found.content, aside, ())
+                flags = (SANDBOX_KILLED,)
         body, nofollow = result.body, self._follow_nofollow
         work = functools.partial(
             parse, url, body, result.charset, nofollow, self._extractor, language, tags

@@ -11,7 +11,9 @@ worker; the stage builds one in-process (guarded) for a page handler that asks f
 
 Run as a worker: ``python -m gossamer.page.sandboxed MEMORY_BYTES BUDGET_FACTOR [EXTRACTOR]``
 (the extractor's libraries and the language model are loaded before the first page's budget
-runs). The budget covers the extraction too: `TEXT_BUDGET_FACTOR` times the parse's.
+runs). The parse, with the robots meta tags and the canonical tag, has one parse budget; the
+extraction the rest of `TEXT_BUDGET_FACTOR` parse budgets, so a hostile page's parse ends at
+the one budget whether the crawl keeps text or not.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from gossamer.page.canonical import tag_canonical
 from gossamer.page.directives import Directives, meta_directives
 from gossamer.parse.links import ParsedPage, parse_html
-from gossamer.parse.worker import serve
+from gossamer.parse.worker import rest_of_budget, serve
 
 if TYPE_CHECKING:
     from gossamer.extract import Content
@@ -111,6 +113,7 @@ def answer(request: bytes, body: bytes) -> bytes:
         if page.names_canonical is not False:
             canonical = tag_canonical(tree, page.base_url)
     if extractor is not None:
+        rest_of_budget()
         content = _content(tree, url, extractor, language)
     fields: tuple[Any, ...] = (page.title, page.links, page.nofollow_links, page.meta_nofollow)
     fields += (page.meta_noindex, page.base_url, page.text_encoding, page.flags)

@@ -49,6 +49,7 @@ __all__ = [
     "MEMORY_MB",
     "Sandbox",
     "SandboxStats",
+    "Unavailable",
     "available",
     "budget",
     "serve",
@@ -60,6 +61,10 @@ _WALL_FACTOR = 20
 _WALL_GRACE_S = 10.0
 """A worker that has not answered in this many times its page's budget, and this many seconds
 more (a new one starting, a machine loaded to a standstill), is killed all the same."""
+
+
+class Unavailable(Exception):
+    """No worker could take a page: the sandbox is closed, or no process could start."""
 
 
 class SandboxStats(NamedTuple):
@@ -101,16 +106,17 @@ class Sandbox:
         self._pages = self._killed = self._started = 0
 
     async def ask(self, request: bytes, body: bytes) -> bytes | None:
-        """The job's answer for ``request`` and ``body``, or None if the worker died on them
-        (or the sandbox is closed): the caller parses the page another way."""
+        """The job's answer for ``request`` and ``body``, or None if the worker died on them:
+        the caller parses the page another way. Raises `Unavailable` when no worker could
+        take the page (the sandbox closed, or no process to be had)."""
         async with self._slots:
             if self.closed:
-                return None
+                raise Unavailable("the parse sandbox is closed")
             try:
                 worker = self._idle.pop() if self._idle else await self._start()
-            except OSError:  # no process to be had (a limit on processes or files)
+            except OSError as error:  # no process to be had (a limit on processes or files)
                 log.warning("no parse worker could start; the page is parsed in-process")
-                return None
+                raise Unavailable("no parse worker could start") from error
             answer = None
             try:
                 wall = _WALL_FACTOR * budget(len(body), self._factor) + _WALL_GRACE_S

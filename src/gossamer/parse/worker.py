@@ -13,7 +13,16 @@ import sys
 from collections.abc import Callable
 from typing import BinaryIO
 
-__all__ = ["ANSWER", "BUDGET_PER_100KB_S", "BUDGET_S", "HEAD", "MEMORY_MB", "budget", "serve"]
+__all__ = [
+    "ANSWER",
+    "BUDGET_PER_100KB_S",
+    "BUDGET_S",
+    "HEAD",
+    "MEMORY_MB",
+    "budget",
+    "rest_of_budget",
+    "serve",
+]
 
 BUDGET_S = 0.050
 """CPU seconds a page may take in a worker, and `BUDGET_PER_100KB_S` more per 100 KB."""
@@ -45,11 +54,23 @@ def budget(size: int, factor: float = 1.0) -> float:
     return (BUDGET_S + BUDGET_PER_100KB_S * size / 100_000) * factor * _SCALE
 
 
+_rest: list[float] = [0.0]
+"""The CPU seconds the current page's job has left after its parse (`rest_of_budget`)."""
+
+
+def rest_of_budget() -> None:
+    """Start the rest of the current page's budget: a job that does more than parse (the main
+    text's extraction) calls this once the parse is done, so that a hostile page's parse is
+    ended at one parse budget, not at the whole job's (the extraction gets the rest)."""
+    signal.setitimer(signal.ITIMER_PROF, _rest[0])
+
+
 def serve(job: Callable[[bytes, bytes], bytes]) -> None:
     """A worker's loop (``python -m MODULE MEMORY_BYTES BUDGET_FACTOR ...``, the module giving
     its job):
     bound itself, then answer requests from standard input until it ends. Past its page's
-    budget the process ends (SIGPROF); out of memory it exits."""
+    budget the process ends (SIGPROF); out of memory it exits. The parse gets one budget,
+    the rest of the job (`rest_of_budget`) ``BUDGET_FACTOR`` minus one."""
     memory, factor = int(sys.argv[1]), float(sys.argv[2])
     _die_with_parent()
     _keep_heap()
@@ -63,7 +84,8 @@ def serve(job: Callable[[bytes, bytes], bytes]) -> None:
     while len(head := stdin.read(HEAD.size)) == HEAD.size:
         request_size, body_size = HEAD.unpack(head)
         request, body = stdin.read(request_size), stdin.read(body_size)
-        signal.setitimer(signal.ITIMER_PROF, budget(body_size, factor))
+        _rest[0] = budget(body_size, max(factor - 1.0, 0.0))
+        signal.setitimer(signal.ITIMER_PROF, budget(body_size))
         try:
             answer = job(request, body)
         except MemoryError:
