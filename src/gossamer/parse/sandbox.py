@@ -28,6 +28,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -183,9 +185,21 @@ class Sandbox:
 
     async def _kill(self, worker: asyncio.subprocess.Process) -> int:
         self._all.discard(worker)
-        with contextlib.suppress(ProcessLookupError):
-            worker.kill()
+        # os.kill, not worker.kill(): Popen.send_signal polls first, which can reap a worker
+        # that just died before asyncio's child watcher does (which then logs "Unknown child
+        # process" and reports 255). Until the watcher reaps it, the pid is still the worker's.
+        if worker.returncode is None and _running(worker.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(worker.pid, signal.SIGKILL)
         return await asyncio.shield(worker.wait())
+
+
+def _running(pid: int) -> bool:
+    """Whether child ``pid`` has not exited (asked without reaping it)."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+    except ChildProcessError:  # reaped by asyncio's child watcher already
+        return False
 
 
 async def _exchange(worker: asyncio.subprocess.Process, request: bytes, body: bytes) -> bytes:
