@@ -24,6 +24,7 @@ from tests.cluster.harness import (
     worker_args,
     worker_tails,
 )
+from tests.cluster.test_sitemap_pace import sitemap_site
 from tests.local_app import serve
 from tests.redis_server import RedisServer
 
@@ -35,7 +36,6 @@ JITTER = 0.01
 HOSTS = 4
 FILES = 3
 WORKERS = 3
-_XML = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 
 
 class Site:
@@ -48,22 +48,7 @@ class Site:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         path, base = request.path, f"http://{request.host}"
         self.log[request.host.split(":")[0]].append((time.monotonic(), path))
-        xml = "application/xml"
-        if path == "/robots.txt":
-            return web.Response(text="User-agent: *\nAllow: /\n")
-        if path == "/index.xml":
-            maps = "".join(f"<sitemap><loc>{base}/m{i}.xml</loc></sitemap>" for i in range(FILES))
-            return web.Response(
-                text=f"<sitemapindex {_XML}>{maps}</sitemapindex>", content_type=xml
-            )
-        if path.startswith("/m") and path.endswith(".xml"):
-            n = path[2:-4]
-            urls = "".join(f"<url><loc>{base}/s{n}-{k}</loc></url>" for k in range(2))
-            return web.Response(text=f"<urlset {_XML}>{urls}</urlset>", content_type=xml)
-        links = "".join(f'<a href="/p{i}">p</a>' for i in range(4)) if path == "/" else ""
-        return web.Response(
-            text=f"<html><body>{path}{links}</body></html>", content_type="text/html"
-        )
+        return sitemap_site(path, base, files=FILES, links=4, robots="")
 
 
 async def test_a_hosts_sitemaps_are_read_by_its_owner_at_its_pace(

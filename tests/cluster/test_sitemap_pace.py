@@ -33,22 +33,25 @@ class Site:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         path, base = request.path, f"http://{request.host}"
         self.log.append((time.monotonic(), path))
-        xml = "application/xml"
-        if path == "/robots.txt":
-            return web.Response(text=f"User-agent: *\nAllow: /\nSitemap: {base}/index.xml\n")
-        if path == "/index.xml":
-            maps = "".join(f"<sitemap><loc>{base}/m{i}.xml</loc></sitemap>" for i in range(FILES))
-            return web.Response(
-                text=f"<sitemapindex {_XML}>{maps}</sitemapindex>", content_type=xml
-            )
-        if path.startswith("/m") and path.endswith(".xml"):
-            n = path[2:-4]
-            urls = "".join(f"<url><loc>{base}/s{n}-{k}</loc></url>" for k in range(2))
-            return web.Response(text=f"<urlset {_XML}>{urls}</urlset>", content_type=xml)
-        links = "".join(f'<a href="/p{i}">p</a>' for i in range(8)) if path == "/" else ""
-        return web.Response(
-            text=f"<html><body>{path}{links}</body></html>", content_type="text/html"
-        )
+        return sitemap_site(path, base, files=FILES, links=8, robots=f"Sitemap: {base}/index.xml\n")
+
+
+def sitemap_site(path: str, base: str, *, files: int, links: int, robots: str) -> web.Response:
+    """A host of a sitemap index: robots.txt allowing all, then ``robots``; /index.xml lists
+    ``files`` sitemaps /m0.xml.., each two pages /sN-0 and /sN-1; ``/`` links /p0.. (``links``
+    of them); any other path a page without links."""
+    xml = "application/xml"
+    if path == "/robots.txt":
+        return web.Response(text=f"User-agent: *\nAllow: /\n{robots}")
+    if path == "/index.xml":
+        maps = "".join(f"<sitemap><loc>{base}/m{i}.xml</loc></sitemap>" for i in range(files))
+        return web.Response(text=f"<sitemapindex {_XML}>{maps}</sitemapindex>", content_type=xml)
+    if path.startswith("/m") and path.endswith(".xml"):
+        n = path[2:-4]
+        urls = "".join(f"<url><loc>{base}/s{n}-{k}</loc></url>" for k in range(2))
+        return web.Response(text=f"<urlset {_XML}>{urls}</urlset>", content_type=xml)
+    anchors = "".join(f'<a href="/p{i}">p</a>' for i in range(links)) if path == "/" else ""
+    return web.Response(text=f"<html><body>{path}{anchors}</body></html>", content_type="text/html")
 
 
 async def test_sitemaps_take_the_shared_pace_by_url(

@@ -131,19 +131,6 @@ def read_boxes(body: LexborNode, *, skim: bool) -> tuple[list[Box], list[Block]]
     return reading.boxes, reading.blocks
 
 
-@dataclass(slots=True)
-class _Skimmed:
-    """A box whose text was only measured, and where the walk stood when it met it."""
-
-    index: int
-    node: LexborNode
-    blocks: int
-    """Blocks read before it."""
-    depth: int
-    in_link: bool
-    in_article: bool
-
-
 class Reading:
     """The boxes and blocks of one walk of ``body``, totalled (see `read_boxes`); a skimming
     walk can then be completed (`unskimmed`) by walking only what it skimmed."""
