@@ -143,7 +143,8 @@ class DocumentFrequencies:
     def add(self, document: Iterable[str]) -> None:
         """Count one document's (distinct) terms."""
         self.documents += 1
-        self._df.update(set(document))
+        # a bag's keys are distinct already: counted as they are, without a set built
+        self._df.update(document.keys() if isinstance(document, Mapping) else set(document))
         if len(self._df) > self._max_terms:
             keep = self._df.most_common(self._max_terms // 2)
             self._df = Counter(dict(keep))
@@ -158,14 +159,19 @@ class DocumentFrequencies:
         inlined, small logarithms from a table: a page's thousand terms cost little)."""
         n = math.log(self.documents + self._prior + 1)
         floor = 0.1 * n
-        df = self._df.get
+        df, logs = self._df.get, _LOGS
         weights = {}
+        squares = 0.0  # normalise's sum, in the same order: the same float
         for t, c in counts.items():
             d = df(t, 0) + 1
-            idf = n - (_LOGS[d] if d < _TABLE else math.log(d))
-            tf = 1.0 + (_LOGS[c] if c < _TABLE else math.log(c))
-            weights[t] = tf * (idf if idf > floor else floor)
-        return normalise(weights)
+            idf = n - (logs[d] if d < _TABLE else math.log(d))
+            w = (1.0 + (logs[c] if c < _TABLE else math.log(c))) * (idf if idf > floor else floor)
+            weights[t] = w
+            squares += w * w
+        if squares == 0:
+            return {}
+        norm = math.sqrt(squares)
+        return {t: w / norm for t, w in weights.items()}
 
 
 def normalise(vector: Mapping[str, float]) -> dict[str, float]:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import operator
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -245,9 +246,9 @@ class Topic:
         """Count an off-topic judged page's vector in the crawl's background (bounded: past
         ``_MAX_BACKGROUND`` terms the lighter half is forgotten)."""
         background = self._background
-        get = background.get
-        for t, w in vector.items():
-            background[t] = get(t, 0.0) + w
+        # the sums of a thousand terms in one update, no bytecode a term
+        olds = map(background.get, vector, itertools.repeat(0.0))
+        background.update(zip(vector, map(operator.add, olds, vector.values()), strict=True))
         self._background_pages += 1
         if len(background) > _MAX_BACKGROUND:
             keep = sorted(background.items(), key=lambda item: item[1], reverse=True)
