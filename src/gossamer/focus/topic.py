@@ -44,6 +44,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from gossamer.focus.text import DocumentFrequencies, cosine, normalise, terms, with_pairs
 
 _FACET_SPLIT = re.compile(r"[,;/|]|\band\b|\bor\b|\n", re.IGNORECASE)
@@ -298,8 +300,7 @@ def _heaviest(
     of the crawl's ``background`` (the sum of the off-topic judged pages' vectors and one over their
     number), with their sums."""
     sums, scale = background
-    share = count * _BACKGROUND_WEIGHT * scale
-    heaviest = heapq.nlargest(n, ((w - share * sums.get(t, 0.0), t) for t, w in total.items()))
+    heaviest = _largest(total, count * _BACKGROUND_WEIGHT * scale, sums, n)
     return {t: total[t] for _, t in heaviest}
 
 
@@ -316,12 +317,25 @@ def _mean(
     if leave_out is not None:
         total = {t: w - leave_out.get(t, 0.0) for t, w in total.items()}
     sums, scale = background
-    share = count * _BACKGROUND_WEIGHT * scale
-    heaviest = heapq.nlargest(
-        _CENTROID_TERMS,
-        ((w - share * sums.get(t, 0.0), t) for t, w in total.items()),
-    )
+    heaviest = _largest(total, count * _BACKGROUND_WEIGHT * scale, sums, _CENTROID_TERMS)
     return normalise({t: w for w, t in heaviest if w > 0})
+
+
+def _largest(
+    total: Mapping[str, float], share: float, sums: Mapping[str, float], n: int
+) -> list[tuple[float, str]]:
+    """``heapq.nlargest(n, ((w - share * sums.get(t, 0.0), t) for t, w in total.items()))``,
+    the differences taken by numpy (the same floats) when ``total`` is long: the examples'
+    thousands of terms are weighed at each rebuild."""
+    if len(total) <= 4 * n:
+        return heapq.nlargest(n, ((w - share * sums.get(t, 0.0), t) for t, w in total.items()))
+    names = list(total)
+    weights = np.fromiter(total.values(), dtype=np.float64, count=len(names))
+    background = map(sums.get, names, itertools.repeat(0.0))
+    weights -= share * np.fromiter(background, dtype=np.float64, count=len(names))
+    kth = np.partition(weights, len(names) - n)[len(names) - n]
+    ties = np.flatnonzero(weights >= kth).tolist()  # n of them, more when tied at the kth
+    return heapq.nlargest(n, ((float(weights[i]), names[i]) for i in ties))
 
 
 def _squash(score: float) -> float:
