@@ -57,7 +57,7 @@ def link_texts(
     """A block's text by its node's identity: a list of many links is read once."""
     groups: dict[int, int] = {}
     for node in tree.css(_OUTWARD)[:MAX_ANCHORS]:
-        href = node.attributes.get("href") or ""  # a dict: cheaper than ``attrs``
+        href = node.attrs.get("href") or ""
         if href in resolved:
             url = resolved[href]
         else:
