@@ -93,17 +93,23 @@ class _Stems(dict[str, str]):
 
 
 _DIGITS = "0123456789"
-_SEPARATORS = bytes(b if b in b"abcdefghijklmnopqrstuvwxyz0123456789" else 32 for b in range(256))
-"""Every byte but a lower-case letter or a digit becomes a space."""
+_SEPARATORS = bytes(
+    b if b in b"abcdefghijklmnopqrstuvwxyz0123456789" else b + 32 if 65 <= b <= 90 else 32
+    for b in range(256)
+)
+"""Upper-case letters become lower-case, every other byte but a letter or a digit a space: the
+text is lower-cased in the same pass (``str.lower`` of a text holding one character outside
+ASCII takes Unicode's slow path for all of it)."""
 _MAX_STEMS = 200_000
 _STEMS = _Stems(dict.fromkeys(STOP_WORDS, ""))
 
 
 def terms(text: str) -> list[str]:
     """The terms of ``text`` in order (see the module docstring). Words are split on the
-    bytes of the ASCII text (any other character a separator), a translation and a split
-    that cost half a regular expression's scan; leading digits go in the stemmer's cache."""
-    ascii_ = text[:MAX_TEXT_CHARS].lower().encode("ascii", "replace")
+    bytes of the ASCII text (any other character a separator), a translation (lower-casing
+    too) and a split that cost half a regular expression's scan; leading digits go in the
+    stemmer's cache."""
+    ascii_ = text[:MAX_TEXT_CHARS].encode("ascii", "replace")
     words = ascii_.translate(_SEPARATORS).decode("ascii").split()
     return list(filter(None, map(_STEMS.__getitem__, words)))
 
