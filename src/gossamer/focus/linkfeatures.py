@@ -41,15 +41,6 @@ _CONTEXT_CHARS = 200
 _MAX_DISTANCE = 3
 
 
-class _Indices(dict[str, int]):
-    """Feature name -> weight index; a name met for the first time is hashed by
-    ``__missing__``, so a text's names are looked up in one pass of ``map``."""
-
-    def __missing__(self, name: str) -> int:
-        index = self[name] = zlib.crc32(name.encode("utf-8", "replace")) & (DIMENSIONS - 1)
-        return index
-
-
 class LinkFeatures:
     """Features and priors of links for one topic (see the module docstring)."""
 
@@ -57,7 +48,7 @@ class LinkFeatures:
         self.topic = topic
         self._words: dict[str, tuple[str, ...]] = {}
         self._match: dict[str, float] = {}
-        self._index = _Indices()
+        self._index: dict[str, int] = {}
         self._statics: dict[tuple[str, str, str], _Static] = {}
         self._texts: dict[tuple[str, str, str], tuple[Features, str, str, str]] = {}
         self._by_text: dict[str, Features] = {}
@@ -101,8 +92,13 @@ class LinkFeatures:
         cache = self._index
         if len(cache) >= MAX_CACHED:
             cache.clear()
-        out = set(map(cache.__getitem__, names))  # a name met first is hashed by __missing__
-        return np.fromiter(out, dtype=np.int32, count=len(out))
+        get, out = cache.get, set()
+        for name in names:
+            index = get(name)
+            if index is None:
+                index = cache[name] = zlib.crc32(name.encode("utf-8", "replace")) & (DIMENSIONS - 1)
+            out.add(index)
+        return np.array(list(out), dtype=np.int32)
 
     def of(
         self, link: str, text: LinkText | None, relevance: float, distance: int, parent: str
@@ -193,5 +189,5 @@ class LinkFeatures:
         if found is None:
             if len(self._by_text) >= MAX_CACHED:
                 self._by_text.clear()
-            found = self._by_text[key] = self.indices(map(prefix.__add__, self.words(text)))
+            found = self._by_text[key] = self.indices(prefix + w for w in self.words(text))
         return found
