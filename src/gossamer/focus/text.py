@@ -93,17 +93,23 @@ class _Stems(dict[str, str]):
 
 
 _DIGITS = "0123456789"
-_SEPARATORS = bytes(b if b in b"abcdefghijklmnopqrstuvwxyz0123456789" else 32 for b in range(256))
-"""Every byte but a lower-case letter or a digit becomes a space."""
+_SEPARATORS = bytes(
+    b if b in b"abcdefghijklmnopqrstuvwxyz0123456789" else b + 32 if 65 <= b <= 90 else 32
+    for b in range(256)
+)
+"""Upper-case letters become lower-case, every other byte but a letter or a digit a space: the
+text is lower-cased in the same pass (``str.lower`` of a text holding one character outside
+ASCII takes Unicode's slow path for all of it)."""
 _MAX_STEMS = 200_000
 _STEMS = _Stems(dict.fromkeys(STOP_WORDS, ""))
 
 
 def terms(text: str) -> list[str]:
     """The terms of ``text`` in order (see the module docstring). Words are split on the
-    bytes of the ASCII text (any other character a separator), a translation and a split
-    that cost half a regular expression's scan; leading digits go in the stemmer's cache."""
-    ascii_ = text[:MAX_TEXT_CHARS].lower().encode("ascii", "replace")
+    bytes of the ASCII text (any other character a separator), a translation (lower-casing
+    too) and a split that cost half a regular expression's scan; leading digits go in the
+    stemmer's cache."""
+    ascii_ = text[:MAX_TEXT_CHARS].encode("ascii", "replace")
     words = ascii_.translate(_SEPARATORS).decode("ascii").split()
     return list(filter(None, map(_STEMS.__getitem__, words)))
 
@@ -143,7 +149,8 @@ class DocumentFrequencies:
     def add(self, document: Iterable[str]) -> None:
         """Count one document's (distinct) terms."""
         self.documents += 1
-        self._df.update(set(document))
+        # a bag's keys are distinct already: counted as they are, without a set built
+        self._df.update(document.keys() if isinstance(document, Mapping) else set(document))
         if len(self._df) > self._max_terms:
             keep = self._df.most_common(self._max_terms // 2)
             self._df = Counter(dict(keep))
@@ -158,14 +165,19 @@ class DocumentFrequencies:
         inlined, small logarithms from a table: a page's thousand terms cost little)."""
         n = math.log(self.documents + self._prior + 1)
         floor = 0.1 * n
-        df = self._df.get
+        df, logs = self._df.get, _LOGS
         weights = {}
+        squares = 0.0  # normalise's sum, in the same order: the same float
         for t, c in counts.items():
             d = df(t, 0) + 1
-            idf = n - (_LOGS[d] if d < _TABLE else math.log(d))
-            tf = 1.0 + (_LOGS[c] if c < _TABLE else math.log(c))
-            weights[t] = tf * (idf if idf > floor else floor)
-        return normalise(weights)
+            idf = n - (logs[d] if d < _TABLE else math.log(d))
+            w = (1.0 + (logs[c] if c < _TABLE else math.log(c))) * (idf if idf > floor else floor)
+            weights[t] = w
+            squares += w * w
+        if squares == 0:
+            return {}
+        norm = math.sqrt(squares)
+        return {t: w / norm for t, w in weights.items()}
 
 
 def normalise(vector: Mapping[str, float]) -> dict[str, float]:
