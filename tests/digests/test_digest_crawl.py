@@ -108,3 +108,39 @@ async def test_empty_and_huge_texts(tmp_path: Path) -> None:
     assert all(r["text_chars"] > 600_000 for r in huge)
     assert sorted(r["duplicate_of"] is None for r in huge) == [False, True]
     assert {r["duplicate_of"] for r in huge} - {None} <= {r["url"] for r in huge}
+
+
+FOOTER = (
+    "<footer><p>Copyright 2001-2026, the Example Software Foundation. This page is licensed"
+    " under the Example License, version 2. Examples and recipes in the documentation are"
+    " additionally licensed under a permissive licence. See the history for details.</p>"
+    "</footer>"
+)
+
+
+async def index_site(request: web.Request) -> web.Response:
+    """Two link lists whose main text the extractor finds only in the shared footer (as
+    python3-doc's ``genindex.html`` and ``using/index.html``), each leading to pages of its
+    own; those pages hold a paragraph of their own."""
+    lists = {"/": ("Contents", "/index-a", "/guide"), "/index-a": ("Index", "/letter-a", "/b")}
+    if request.path in lists:
+        title, *targets = lists[request.path]
+        items = "".join(f'<li><a href="{t}">{t[1:]}</a></li>' for t in targets)
+        body = f"<ul>{items}</ul>{FOOTER}"
+    else:
+        title = request.path[1:]
+        body = f"<article><p>{'The page about ' + title + ' says more. ' * 12}</p></article>"
+    html = f"<html><head><title>{title}</title></head><body>{body}</body></html>"
+    return web.Response(text=html, content_type="text/html")
+
+
+async def test_pages_with_one_boilerplate_text_and_other_titles_are_no_duplicates(
+    tmp_path: Path,
+) -> None:
+    """The title is digested with the main text: a second list of links whose extracted
+    text is the site's footer alone is not the first list's duplicate, and its links are
+    followed."""
+    records = await crawl(tmp_path / "out", index_site)
+    assert records["/"]["text"] == records["/index-a"]["text"]  # the footer, in both
+    assert records["/index-a"]["duplicate_of"] is None
+    assert {"/letter-a", "/b", "/guide"} <= set(records)

@@ -27,7 +27,8 @@ hash is compared only with those sharing one of its band values. A band value ho
 
 Texts of fewer than :data:`MIN_WORDS` words get no digest: short texts (a hub page whose main
 text is a heading) are alike without being the same page, and a duplicate's links are not
-followed. The SimHash (:mod:`gossamer.digests.simhash`) reads a bounded prefix of the text.
+followed. The page's title is digested with its text, for the same reason. The SimHash
+(:mod:`gossamer.digests.simhash`) reads a bounded prefix of the text.
 """
 
 from __future__ import annotations
@@ -91,12 +92,17 @@ class DigestIndex(Protocol):
     def stats(self) -> DigestStats: ...
 
 
-def digest(text: str, near: bool = True) -> Digest | None:
-    """The digest of a main text (with its SimHash if ``near``), or None when the text has
-    fewer than :data:`MIN_WORDS` words."""
+def digest(text: str, near: bool = True, title: str | None = None) -> Digest | None:
+    """The digest of a main text and the page's ``title`` (with its SimHash if ``near``), or
+    None when the text has fewer than :data:`MIN_WORDS` words. The title counts because two
+    pages whose main text is the same boilerplate (a list of links that the extractor drops,
+    leaving the footer: python3-doc's ``genindex.html`` and ``using/index.html``) are still
+    different pages, and a duplicate's links are not followed; copies of one page keep its
+    title."""
     if len(text.split(maxsplit=MIN_WORDS)) < MIN_WORDS:
         return None
-    encoded = text[:MAX_TEXT_CHARS].encode("utf-8", "surrogatepass")
+    document = f"{title}\n{text}" if title else text
+    encoded = document[:MAX_TEXT_CHARS].encode("utf-8", "surrogatepass")
     exact = xxhash.xxh3_64_intdigest(encoded)
     if not near:
         return Digest(exact)
