@@ -118,13 +118,14 @@ FOOTER = (
 )
 
 
-async def index_site(request: web.Request) -> web.Response:
+async def index_site(request: web.Request, second_title: str = "Index") -> web.Response:
     """Two link lists whose main text the extractor finds only in the shared footer (as
     python3-doc's ``genindex.html`` and ``using/index.html``), each leading to pages of its
     own; those pages hold a paragraph of their own."""
-    lists = {"/": ("Contents", "/index-a", "/guide"), "/index-a": ("Index", "/letter-a", "/b")}
+    lists = {"/": ("Contents", "/index-a", "/guide"), "/index-a": (second_title, "/letter-a", "/b")}
     if request.path in lists:
         title, *targets = lists[request.path]
+        targets += [f"{targets[0]}-{i}" for i in range(12)]  # a list: more links than words / 4
         items = "".join(f'<li><a href="{t}">{t[1:]}</a></li>' for t in targets)
         body = f"<ul>{items}</ul>{FOOTER}"
     else:
@@ -142,5 +143,19 @@ async def test_pages_with_one_boilerplate_text_and_other_titles_are_no_duplicate
     followed."""
     records = await crawl(tmp_path / "out", index_site)
     assert records["/"]["text"] == records["/index-a"]["text"]  # the footer, in both
+    assert records["/index-a"]["duplicate_of"] is None
+    assert {"/letter-a", "/b", "/guide"} <= set(records)
+
+
+async def test_lists_of_links_are_no_duplicates_even_with_one_title(tmp_path: Path) -> None:
+    """Pages with fewer than four words of main text per link are lists of links (hubs): no
+    digest, so a second list titled as the first, its text the same footer, is no duplicate
+    and its links are followed."""
+
+    async def same_titles(request: web.Request) -> web.Response:
+        return await index_site(request, second_title="Contents")
+
+    records = await crawl(tmp_path / "out", same_titles)
+    assert records["/"]["title"] == records["/index-a"]["title"]
     assert records["/index-a"]["duplicate_of"] is None
     assert {"/letter-a", "/b", "/guide"} <= set(records)

@@ -447,7 +447,7 @@ class PageStage:
         text = (state.text or NO_TEXT).text
         if not text:
             return
-        found = digest(text, self._config.near_digests, state.title)
+        found = digest(text, self._config.near_digests, state.title, len(state.links))
         url = redact_url(state.lease.url)  # the index is stored (crawl.db, Redis): no password
         match = None if found is None else await self._digests.check(url, found)
         if match is not None:
