@@ -183,6 +183,18 @@ def worker_args(url: str, tmp_path: Path, i: int, *extra: str) -> list[str]:
             "--out", str(tmp_path / name), "--quiet", *extra]  # fmt: skip
 
 
+async def one_worker_job(tmp_path: Path, url: str, *submit: str) -> list[dict[str, Any]]:
+    """One `gossamer cluster worker` (``w0``) on the Redis at ``url`` takes up the job that
+    `gossamer cluster submit` ``submit`` (its arguments after ``--redis``) queues; once the
+    job is done and the worker has exited 0, its records."""
+    proc = await start(tmp_path / "w0.log", *worker_args(url, tmp_path, 0))
+    await until_waiting([tmp_path / "w0.log"])
+    assert await run(tmp_path / "submit.log", "cluster", "submit", "--redis", url, *submit) == 0
+    await cluster_wait(url, 60)
+    assert await asyncio.wait_for(proc.wait(), 30) == 0, worker_logs(tmp_path, 1)
+    return read_records(tmp_path / "w0")
+
+
 async def cluster_status(url: str) -> dict[str, Any]:
     """The job's state, as `gossamer cluster status --json` prints it."""
     code, out, err = await output("cluster", "status", "--redis", url, "--json")

@@ -5,20 +5,10 @@ a subprocess."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
-from tests.cluster.harness import (
-    FAST,
-    cluster_wait,
-    read_records,
-    run,
-    start,
-    until_waiting,
-    worker_args,
-    worker_logs,
-)
+from tests.cluster.harness import FAST, one_worker_job
 from tests.local_app import serve_pages
 from tests.page.test_sandbox_crawl import PAGES
 from tests.redis_server import RedisServer
@@ -29,16 +19,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 async def test_a_cluster_worker_parses_big_pages_in_the_sandbox(
     tmp_path: Path, redis_server: RedisServer
 ) -> None:
-    url = redis_server.url
+    options = ["--resolve", "*.test=127.0.0.1", "--quiet", "--digests", "off"]
     async with serve_pages(PAGES.get) as port:
-        proc = await start(tmp_path / "w0.log", *worker_args(url, tmp_path, 0))
-        await until_waiting([tmp_path / "w0.log"])
-        options = ["--resolve", "*.test=127.0.0.1", "--quiet", "--digests", "off"]
-        submit = ["cluster", "submit", "--redis", url, f"http://site.test:{port}/", *FAST]
-        assert await run(tmp_path / "submit.log", *submit, *options) == 0
-        await cluster_wait(url, 60)
-        assert await asyncio.wait_for(proc.wait(), 30) == 0, worker_logs(tmp_path, 1)
-    records = {r["url"].split("/", 3)[3]: r for r in read_records(tmp_path / "w0")}
+        seed = f"http://site.test:{port}/"
+        found = await one_worker_job(tmp_path, redis_server.url, seed, *FAST, *options)
+    records = {r["url"].split("/", 3)[3]: r for r in found}
     assert records["bomb"]["flags"] == ["html-flattened", "html-sandbox-killed"]
     assert records["bomb"]["outlinks"] == 2 and "after" in records
     assert records["two"]["title"] == "Page two" and records["two"]["text"]

@@ -4,20 +4,10 @@ real site on loopback, the worker as a subprocess."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
-from tests.cluster.harness import (
-    FAST,
-    cluster_wait,
-    read_records,
-    run,
-    start,
-    until_waiting,
-    worker_args,
-    worker_logs,
-)
+from tests.cluster.harness import FAST, one_worker_job
 from tests.local_app import serve
 from tests.redis_server import RedisServer
 from tests.test_canonical_crawl import HEADER as CANONICAL_HEADERS
@@ -31,18 +21,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 async def test_a_worker_obeys_noindex_nofollow_and_follows_canonicals(
     tmp_path: Path, redis_server: RedisServer
 ) -> None:
-    url = redis_server.url
+    options = ["--resolve", "*.test=127.0.0.1", "--quiet", "--digests", "off"]
+    options += ["--canonical", "follow"]
     async with serve(robots_site) as robots_port, serve(canonical_site) as canonical_port:
-        proc = await start(tmp_path / "w0.log", *worker_args(url, tmp_path, 0))
-        await until_waiting([tmp_path / "w0.log"])
         seeds = [f"http://robots.test:{robots_port}/", f"http://canon.test:{canonical_port}/"]
-        options = ["--resolve", "*.test=127.0.0.1", "--quiet", "--digests", "off"]
-        submit = ["cluster", "submit", "--redis", url, *seeds, *FAST, *options]
-        submit += ["--canonical", "follow"]
-        assert await run(tmp_path / "submit.log", *submit) == 0
-        await cluster_wait(url, 60)
-        assert await asyncio.wait_for(proc.wait(), 30) == 0, worker_logs(tmp_path, 1)
-    records = {r["url"].split("/", 2)[2]: r for r in read_records(tmp_path / "w0")}
+        found = await one_worker_job(tmp_path, redis_server.url, *seeds, *FAST, *options)
+    records = {r["url"].split("/", 2)[2]: r for r in found}
     robots = {"/" + k.split("/", 1)[1]: r for k, r in records.items() if k.startswith("robots")}
     canon = {"/" + k.split("/", 1)[1]: r for k, r in records.items() if k.startswith("canon")}
     for path in PAGES:

@@ -5,20 +5,10 @@ loopback, the worker as a subprocess."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
-from tests.cluster.harness import (
-    FAST,
-    cluster_wait,
-    read_records,
-    run,
-    start,
-    until_waiting,
-    worker_args,
-    worker_logs,
-)
+from tests.cluster.harness import FAST, one_worker_job
 from tests.local_app import serve
 from tests.redis_server import RedisServer
 from tests.sitemap_site import PAGES, SitemapSite
@@ -27,20 +17,13 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 
 async def test_a_worker_reads_sitemaps_and_feeds(tmp_path: Path, redis_server: RedisServer) -> None:
-    url = redis_server.url
     site = SitemapSite()
     async with serve(site.handle) as port:
         site.port = port
-        proc = await start(tmp_path / "w0.log", *worker_args(url, tmp_path, 0))
-        await until_waiting([tmp_path / "w0.log"])
         seeds = [site.url("site.test", "/"), site.url("other.test", "/")]
         options = ["--resolve", "*.test=127.0.0.1", "--quiet", "--delay", "0.1"]
         options += ["--sitemap", site.url("site.test", "/feed.rss")]
-        submit = ["cluster", "submit", "--redis", url, *seeds, *FAST, *options]
-        assert await run(tmp_path / "submit.log", *submit) == 0
-        await cluster_wait(url, 60)
-        assert await asyncio.wait_for(proc.wait(), 30) == 0, worker_logs(tmp_path, 1)
-    records = read_records(tmp_path / "w0")
+        records = await one_worker_job(tmp_path, redis_server.url, *seeds, *FAST, *options)
     pages = {r["url"].split("/", 3)[3] for r in records if r["kind"] == "page"}
     maps = {r["url"].split("/", 3)[3]: r for r in records if r["kind"] == "sitemap"}
     assert {p.lstrip("/") for p in PAGES - {"/t1"}} <= pages
