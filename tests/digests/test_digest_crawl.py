@@ -147,15 +147,17 @@ async def test_pages_with_one_boilerplate_text_and_other_titles_are_no_duplicate
     assert {"/letter-a", "/b", "/guide"} <= set(records)
 
 
-async def test_lists_of_links_are_no_duplicates_even_with_one_title(tmp_path: Path) -> None:
-    """Pages with fewer than four words of main text per link are lists of links (hubs): no
-    digest, so a second list titled as the first, its text the same footer, is no duplicate
-    and its links are followed."""
+async def test_a_list_of_links_named_duplicate_still_has_its_links_followed(
+    tmp_path: Path,
+) -> None:
+    """Pages with fewer than four words of main text per link are lists of links: a second
+    list titled as the first, its text the same footer, is named its duplicate, and its
+    links are followed all the same."""
 
     async def same_titles(request: web.Request) -> web.Response:
         return await index_site(request, second_title="Contents")
 
     records = await crawl(tmp_path / "out", same_titles)
     assert records["/"]["title"] == records["/index-a"]["title"]
-    assert records["/index-a"]["duplicate_of"] is None
+    assert records["/index-a"]["duplicate_of"] == records["/"]["url"]
     assert {"/letter-a", "/b", "/guide"} <= set(records)

@@ -27,8 +27,8 @@ hash is compared only with those sharing one of its band values. A band value ho
 
 Texts of fewer than :data:`MIN_WORDS` words get no digest: short texts (a hub page whose main
 text is a heading) are alike without being the same page, and a duplicate's links are not
-followed; nor do the texts of pages with more links than a quarter of their words (lists of
-links). The page's title is digested with its text, for the same reason. The SimHash
+followed, except those of a list of links (`list_of_links`: its text is often the site's
+footer alone). The page's title is digested with its text, for the same reason. The SimHash
 (:mod:`gossamer.digests.simhash`) reads a bounded prefix of the text.
 """
 
@@ -42,7 +42,7 @@ import xxhash
 MIN_WORDS = 16
 """Texts with fewer words get no digest (never a duplicate, never a first)."""
 WORDS_PER_LINK = 4
-"""A text with fewer words than this per link of its page is a hub's: no digest."""
+"""A page with fewer words of main text than this per link it holds is a list of links."""
 MAX_TEXT_CHARS = 1_000_000
 """Characters of a text digested (a record keeps no more by default)."""
 DEFAULT_THRESHOLD = 3
@@ -95,16 +95,13 @@ class DigestIndex(Protocol):
     def stats(self) -> DigestStats: ...
 
 
-def digest(text: str, near: bool = True, title: str | None = None, links: int = 0) -> Digest | None:
+def digest(text: str, near: bool = True, title: str | None = None) -> Digest | None:
     """The digest of a main text and the page's ``title`` (with its SimHash if ``near``), or
-    None when the text has fewer than :data:`MIN_WORDS` words, or fewer than
-    :data:`WORDS_PER_LINK` per link of the page's ``links``: a list of links (a hub) whose
-    extractor dropped the list keeps the site's footer as its text (python3-doc's
-    ``genindex.html``, ``using/index.html`` and ``faq/index.html``), which says nothing of
-    whether it is another page's copy, and a duplicate's links are not followed. The title
-    counts for the same reason; copies of one page keep its title."""
-    least = max(MIN_WORDS, WORDS_PER_LINK * links)
-    if len(text.split(maxsplit=least)) < least:
+    None when the text has fewer than :data:`MIN_WORDS` words. The title counts because two
+    pages whose main text is the same boilerplate (lists of links whose extractor dropped the
+    list, leaving the site's footer: python3-doc's ``genindex.html`` and
+    ``using/index.html``) are different pages; copies of one page keep its title."""
+    if len(text.split(maxsplit=MIN_WORDS)) < MIN_WORDS:
         return None
     document = f"{title}\n{text}" if title else text
     encoded = document[:MAX_TEXT_CHARS].encode("utf-8", "surrogatepass")
@@ -114,6 +111,15 @@ def digest(text: str, near: bool = True, title: str | None = None, links: int = 
     from gossamer.digests.simhash import text_simhash  # numpy: only when near ones are asked for
 
     return Digest(exact, text_simhash(encoded))
+
+
+def list_of_links(text: str, links: int) -> bool:
+    """Whether a page of main text ``text`` and ``links`` links is a list of links (fewer
+    than :data:`WORDS_PER_LINK` words per link): its text, often the site's footer alone
+    (python3-doc's ``genindex.html``, ``faq/index.html``), says little of what it links to,
+    so even as a duplicate its links are followed."""
+    least = WORDS_PER_LINK * links
+    return len(text.split(maxsplit=least)) < least
 
 
 def bands(near: int, threshold: int) -> list[int]:

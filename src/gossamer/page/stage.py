@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from gossamer.digests.base import DigestIndex, digest
+from gossamer.digests.base import DigestIndex, digest, list_of_links
 from gossamer.frontier.base import Candidate, Lease, Outlinks
 from gossamer.hooks import Hook
 from gossamer.outcomes import Action, Outcome
@@ -447,18 +447,19 @@ class PageStage:
         text = (state.text or NO_TEXT).text
         if not text:
             return
-        found = digest(text, self._config.near_digests, state.title, len(state.links))
+        found = digest(text, self._config.near_digests, state.title)
         url = redact_url(state.lease.url)  # the index is stored (crawl.db, Redis): no password
         match = None if found is None else await self._digests.check(url, found)
         if match is not None:
             state.duplicate_of = match.first
 
     def _follow(self, state: PageState) -> list[str]:
-        """The links to follow: none of a duplicate's (unless asked), whose record still
-        counts them."""
+        """The links to follow: none of a duplicate's (unless asked, or it is a list of
+        links), whose record still counts them."""
         state.outlinks = len(state.links)
         if state.duplicate_of is not None and not self._config.follow_duplicates:
-            return []
+            text = (state.text or NO_TEXT).text or ""
+            return state.links if list_of_links(text, len(state.links)) else []
         return state.links
 
     async def _outlinks(self, state: PageState) -> None:
