@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -105,6 +106,20 @@ def _site_page(path: str) -> str | None:
 async def crawl_docs(tmp_path: Path, pages: Callable[[str], str | None], most: int) -> list[str]:
     """Crawl the site of ``pages`` from its index, focused on ``PHRASE`` with ``/a0.html`` as
     the example, one fetch at a time, ``most`` pages; the paths fetched, in order."""
+    records = await focused_crawl(tmp_path, pages, most, PHRASE, ["a0.html"])
+    return [urlsplit(r["url"]).path for r in records if r["status"] == 200]
+
+
+async def focused_crawl(
+    tmp_path: Path,
+    pages: Callable[[str], str | None],
+    most: int,
+    phrase: str,
+    examples: list[str],
+) -> list[dict[str, Any]]:
+    """Crawl the site of ``pages`` (host ``docs.test``) from ``/index.html``, focused on
+    ``phrase`` with the ``examples`` (paths without their leading slash), one fetch at a time,
+    ``most`` pages; its records, in order."""
     async with serve_pages(pages) as port:
         site = f"http://docs.test:{port}"
         settings = load_model(
@@ -118,14 +133,14 @@ async def crawl_docs(tmp_path: Path, pages: Callable[[str], str | None], most: i
                 "concurrency": 1,
                 "max_pages": most,
                 "sitemaps": False,
-                "focus_phrase": PHRASE,
-                "focus_examples": [f"{site}/a0.html"],
+                "focus_phrase": phrase,
+                "focus_examples": [f"{site}/{path}" for path in examples],
             },
             env={},
         )
         await run_crawl(settings)
-    records = [json.loads(line) for line in (tmp_path / "out/pages.jsonl").read_text().splitlines()]
-    return [urlsplit(r["url"]).path for r in records if r["status"] == 200]
+    lines = (tmp_path / "out/pages.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
 
 
 async def test_a_crawl_of_a_flat_site_takes_the_examples_list_first(tmp_path: Path) -> None:

@@ -5,17 +5,14 @@ dozen on-topic ones are judged on-topic as they are at the start."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from tests.local_app import serve_pages
+from tests.focus.test_evidence import focused_crawl
 
-from gossamer.crawl import run_crawl
 from gossamer.extract import extract
 from gossamer.focus.topic import Topic
-from gossamer.settings import CrawlSettings, load_model
 
 DOCS = Path("/usr/share/doc/postgresql-doc-15/html")
 pytestmark = pytest.mark.skipif(not DOCS.is_dir(), reason="needs postgresql-doc-15")
@@ -100,29 +97,10 @@ async def test_a_focused_crawl_judges_the_short_pages_it_meets_late_on_topic(
 ) -> None:
     """A real local site: the manual's long pages on transactions and locks first (their
     anchors name the topic), its short command pages behind bare names after them."""
-    async with serve_pages(_page) as port:
-        site = f"http://docs.test:{port}"
-        settings = load_model(
-            CrawlSettings,
-            {
-                "seeds": [f"{site}/index.html"],
-                "out": tmp_path / "out",
-                "resolve": ["docs.test=127.0.0.1"],
-                "allow_domains": ["test"],
-                "quiet": True,
-                "concurrency": 1,
-                "max_pages": 80,
-                "sitemaps": False,
-                "focus_phrase": "SQL transactions and locking",
-                "focus_examples": [f"{site}/{name}" for name in EXAMPLES],
-            },
-            env={},
-        )
-        await run_crawl(settings)
-    lines = (tmp_path / "out/pages.jsonl").read_text().splitlines()
-    judged = {
-        urlsplit(r["url"]).path.lstrip("/"): r.get("relevance") for r in map(json.loads, lines)
-    }
+    records = await focused_crawl(
+        tmp_path, _page, 80, "SQL transactions and locking", list(EXAMPLES)
+    )
+    judged = {urlsplit(r["url"]).path.lstrip("/"): r.get("relevance") for r in records}
     order = [name for name in judged if name in LONG]
     assert len(order) >= 10, judged
     scores = {name: judged.get(name) for name in SHORT}
