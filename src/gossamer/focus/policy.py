@@ -174,9 +174,12 @@ class FocusPolicy:
         """Sections of sites (host and first path segment) where a page was judged."""
         self.paths = PathEvidence()
         self.lists = ListEvidence()
+        self.hubs = ListEvidence()
+        """Each judged page's links as one list: a hub's share of on-topic targets."""
         self.citations = Citations()
         self.place_calibration = Calibration()
         self.list_calibration = Calibration()
+        self.hub_calibration = Calibration()
         self.near_calibration = Calibration()
         self._known = set()
         for url in known:
@@ -215,6 +218,7 @@ class FocusPolicy:
             self.citations.outcome(came_by.cited, relevant)
             self.place_calibration.outcome(self.paths.score_keys(came_by.place), relevant)
             self.list_calibration.outcome(came_by.listed, relevant)
+            self.hub_calibration.outcome(came_by.hub, relevant)
             self.near_calibration.outcome(came_by.near, relevant)
             self.model.update(came_by.features, 1.0 if relevant else 0.0)
             self._send([came_by.features], [1.0 if relevant else 0.0])
@@ -307,6 +311,7 @@ class FocusPolicy:
         self.paths.add(url, relevant)
         if hash(url) not in self._known:
             self._listed(self.lists.judged(url, relevant))
+            self._listed(self.hubs.judged(url, relevant))
         if len(self._sections) < _MAX_SECTIONS:
             parts = urlsplit(url)
             self._sections.add(section_of(parts.hostname or "", parts.path))
@@ -362,6 +367,7 @@ class FocusPolicy:
             ),
             np.maximum(cited, self.list_calibration.scores(column([e.listed for e in entries]))),
         )
+        places = np.maximum(places, self.hub_calibration.scores(column([e.hub for e in entries])))
         if self._near:
             near = self.near_calibration.scores(column([e.near for e in entries]))
             places = np.maximum(places, near)
@@ -400,6 +406,7 @@ class FocusPolicy:
         texts = link_texts(page, set(links), brief)
         self._learn_known(page.base_url, links, texts, relevance, streak)
         self._lists_of(texts)
+        self._hub_of(links)
         out = [Candidate(link, depth, priority=0.0) for link in links if hash(link) in done]
         links = [link for link in links if hash(link) not in done]  # the frontier drops those
         if relevance < self.config.threshold:  # an irrelevant page adds little to what waits
@@ -410,6 +417,7 @@ class FocusPolicy:
         scored = [self.links.of(link, texts.get(link), relevance, streak, url) for link in links]
         learnt = self.model.predict_many([s[0] for s in scored]).tolist() if share else None
         place, lists = self.paths.score_keys, self.list_calibration.score
+        hubs, hub_share = self.hub_calibration.score, self.hubs.score
         calibrated, listed_share, known = (
             self.place_calibration.score,
             self.lists.score,
@@ -419,9 +427,13 @@ class FocusPolicy:
             p = learnt[i] if learnt is not None else 0.0
             keys = place_keys(host, path)
             listed = listed_share(link)
+            hub = hub_share(link)
             near = self._near.get(hash(link), 0.0)
             evidence = max(
-                calibrated(place(keys)), lists(listed), self.near_calibration.score(near)
+                calibrated(place(keys)),
+                lists(listed),
+                hubs(hub),
+                self.near_calibration.score(near),
             )
             priority = priority_of(prior, p, share, evidence)
             if hash(link) in known:
@@ -431,6 +443,7 @@ class FocusPolicy:
                 features, prior, priority, streak, keys, section_of(host, path), relevance
             )
             entry.listed = listed
+            entry.hub = hub
             entry.near = near
             self._keep(link, entry)
         return out
@@ -465,21 +478,36 @@ class FocusPolicy:
 
         self._listed(self.lists.add((tuple(g) for g in groups.values()), outcome))
 
+    def _hub_of(self, links: list[str]) -> None:
+        """Keep a judged page's links as a hub; when some already led to on-topic pages, the
+        others waiting rise (sibling credit: a table of contents whose own words are off-topic
+        but whose targets are on it)."""
+        done, known = self._done, self._known
+
+        def outcome(key: int) -> bool | None:
+            return True if key in known else done.get(key)
+
+        self._listed(self.hubs.add((tuple(links),), outcome))
+
     def _listed(self, lists: list[tuple[str, ...]]) -> None:
-        """The waiting members of ``lists`` scored again by their lists."""
-        waiting, score = self._waiting, self.lists.score
+        """The waiting members of ``lists`` (or of hubs) scored again by their lists and
+        hubs."""
+        waiting, score, hub = self._waiting, self.lists.score, self.hubs.score
         for members in lists:
             for url in members:
                 entry = waiting.get(url)
                 if entry is not None:
                     entry.listed = score(url)
+                    entry.hub = hub(url)
                     self._raise(url, entry)
 
     def _raise(self, url: str, entry: Waiting) -> None:
         """A waiting URL more pages cite, or whose lists hold more on-topic pages: when that
         lifts it, its new priority goes to the frontier at the next upkeep, not the next
         re-scoring."""
-        citation = round(entry.evidence(self.citations, self.list_calibration), 4)
+        citation = round(
+            entry.evidence(self.citations, self.list_calibration, self.hub_calibration), 4
+        )
         if citation >= entry.sent + _PRIORITY_STEP and not entry.explore:
             entry.sent = citation
             if len(self._raised) < _MAX_RAISED:

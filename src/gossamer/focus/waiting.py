@@ -16,6 +16,7 @@ class Waiting:
         "citers",
         "explore",
         "features",
+        "hub",
         "listed",
         "near",
         "place",
@@ -50,13 +51,20 @@ class Waiting:
         """The judged pages that link to it."""
         self.listed = 0.0
         """The on-topic share of the lists holding it (:mod:`gossamer.focus.lists`)."""
+        self.hub = 0.0
+        """The on-topic share of the targets of the judged pages linking to it, as lists
+        (:mod:`gossamer.focus.lists`): how good a hub each of its parents proved."""
         self.near = 0.0
         """Its raw score as a page the examples link to (0 when none does)."""
 
-    def evidence(self, citations: Citations, lists: Calibration) -> float:
+    def evidence(self, citations: Citations, lists: Calibration, hubs: Calibration) -> float:
         """What the pages linking to it say of it (:mod:`gossamer.focus.citations`) or, when
-        higher, the lists holding it (calibrated)."""
-        return max(citations.score(self.cited, self.citers), lists.score(self.listed))
+        higher, the lists holding it or its parents as hubs (calibrated)."""
+        return max(
+            citations.score(self.cited, self.citers),
+            lists.score(self.listed),
+            hubs.score(self.hub),
+        )
 
 
 def priority_of(prior: float, learnt: float, share: float, place: float) -> float:
