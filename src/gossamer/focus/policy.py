@@ -311,7 +311,7 @@ class FocusPolicy:
         self.paths.add(url, relevant)
         if hash(url) not in self._known:
             self._listed(self.lists.judged(url, relevant))
-            self._listed(self.hubs.judged(url, relevant))
+            self._hubbed(self.hubs.judged(url, relevant))
         if len(self._sections) < _MAX_SECTIONS:
             parts = urlsplit(url)
             self._sections.add(section_of(parts.hostname or "", parts.path))
@@ -406,7 +406,8 @@ class FocusPolicy:
         texts = link_texts(page, set(links), brief)
         self._learn_known(page.base_url, links, texts, relevance, streak)
         self._lists_of(texts)
-        self._hub_of(links)
+        if relevance < self.config.threshold:
+            self._hub_of(links)
         out = [Candidate(link, depth, priority=0.0) for link in links if hash(link) in done]
         links = [link for link in links if hash(link) not in done]  # the frontier drops those
         if relevance < self.config.threshold:  # an irrelevant page adds little to what waits
@@ -487,18 +488,26 @@ class FocusPolicy:
         def outcome(key: int) -> bool | None:
             return True if key in known else done.get(key)
 
-        self._listed(self.hubs.add((tuple(links),), outcome))
+        self._hubbed(self.hubs.add((tuple(links),), outcome))
+
+    def _hubbed(self, hubs: list[tuple[str, ...]]) -> None:
+        """The waiting targets of ``hubs`` scored again by their hubs."""
+        waiting, score = self._waiting, self.hubs.score
+        for members in hubs:
+            for url in members:
+                entry = waiting.get(url)
+                if entry is not None:
+                    entry.hub = score(url)
+                    self._raise(url, entry)
 
     def _listed(self, lists: list[tuple[str, ...]]) -> None:
-        """The waiting members of ``lists`` (or of hubs) scored again by their lists and
-        hubs."""
-        waiting, score, hub = self._waiting, self.lists.score, self.hubs.score
+        """The waiting members of ``lists`` scored again by their lists."""
+        waiting, score = self._waiting, self.lists.score
         for members in lists:
             for url in members:
                 entry = waiting.get(url)
                 if entry is not None:
                     entry.listed = score(url)
-                    entry.hub = hub(url)
                     self._raise(url, entry)
 
     def _raise(self, url: str, entry: Waiting) -> None:
