@@ -1,7 +1,7 @@
 """Hub credit: a page's links are worth more once several of its targets proved on-topic,
 whatever the page's own words and however it lays out its links (in prose, where no list
 holds them): the rest of such a hub's targets rise above those of a hub whose targets
-proved off-topic, at the next upkeep; a crawl of a site whose on-topic pages hide behind one
+proved off-topic, at the next re-scoring; a crawl of a site whose on-topic pages hide behind one
 off-topic chapter page among eight, its links in paragraphs, takes that chapter's pages
 first once it met it."""
 
@@ -10,11 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from tests.focus.test_evidence import NO_RESCORING, focused_crawl
+from tests.focus.test_evidence import focused_crawl
 from tests.focus.test_learning import Recorder
 from tests.focus.test_policy import ON, PHRASE, html, judge, prose
 
-from gossamer.focus.policy import FocusPolicy
+from gossamer.focus.policy import FocusConfig, FocusPolicy
 from gossamer.focus.topic import Topic
 
 
@@ -27,21 +27,21 @@ def chapter(urls: list[str], topic: str = "gardening", seed: int = 3) -> bytes:
 
 async def test_the_other_targets_of_a_hub_whose_targets_proved_on_topic_rise() -> None:
     recorder = Recorder()
-    policy = FocusPolicy(Topic(PHRASE), NO_RESCORING, reprioritize=recorder)
-    good = [f"http://a{i}.test/page.html" for i in range(8)]
-    bad = [f"http://b{i}.test/page.html" for i in range(8)]
+    policy = FocusPolicy(Topic(PHRASE), FocusConfig(rescore_every=5), reprioritize=recorder)
+    good = [f"http://a{i}.test/page.html" for i in range(12)]
+    bad = [f"http://b{i}.test/page.html" for i in range(12)]
     _, first = judge(policy, "http://site.test/good.html", chapter(good))
     _, second = judge(policy, "http://site.test/bad.html", chapter(bad, seed=4))
     first.update(second)
-    assert first[good[7]] == first[bad[7]]
-    for i in range(3):
+    assert first[good[11]] == first[bad[11]]
+    for i in range(5):
         judge(policy, good[i], html(ON, 10 + i, []))
         judge(policy, bad[i], html("astronomy", 20 + i, []))
     await policy.upkeep()
     sent = {url: p for batch in recorder.sent for url, p in batch.items()}
     assert sent, "nothing reached the frontier"
     now = {url: sent.get(url, first[url]) for url in good + bad}
-    assert min(now[url] for url in good[3:]) > max(now[url] for url in bad[3:]), now
+    assert min(now[url] for url in good[5:]) > max(now[url] for url in bad[5:]), now
 
 
 CHAPTERS = 8

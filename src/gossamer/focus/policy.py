@@ -491,14 +491,14 @@ class FocusPolicy:
         self._hubbed(self.hubs.add((tuple(links),), outcome))
 
     def _hubbed(self, hubs: list[tuple[str, ...]]) -> None:
-        """The waiting targets of ``hubs`` scored again by their hubs."""
+        """The waiting targets of ``hubs`` scored again by their hubs, for the next
+        re-scoring (a hub's links are also the lists it holds, which rise at once)."""
         waiting, score = self._waiting, self.hubs.score
         for members in hubs:
             for url in members:
                 entry = waiting.get(url)
                 if entry is not None:
                     entry.hub = score(url)
-                    self._raise(url, entry)
 
     def _listed(self, lists: list[tuple[str, ...]]) -> None:
         """The waiting members of ``lists`` scored again by their lists."""
@@ -514,9 +514,7 @@ class FocusPolicy:
         """A waiting URL more pages cite, or whose lists hold more on-topic pages: when that
         lifts it, its new priority goes to the frontier at the next upkeep, not the next
         re-scoring."""
-        citation = round(
-            entry.evidence(self.citations, self.list_calibration, self.hub_calibration), 4
-        )
+        citation = round(entry.evidence(self.citations, self.list_calibration), 4)
         if citation >= entry.sent + _PRIORITY_STEP and not entry.explore:
             entry.sent = citation
             if len(self._raised) < _MAX_RAISED:

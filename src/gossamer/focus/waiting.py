@@ -57,14 +57,10 @@ class Waiting:
         self.near = 0.0
         """Its raw score as a page the examples link to (0 when none does)."""
 
-    def evidence(self, citations: Citations, lists: Calibration, hubs: Calibration) -> float:
+    def evidence(self, citations: Citations, lists: Calibration) -> float:
         """What the pages linking to it say of it (:mod:`gossamer.focus.citations`) or, when
-        higher, the lists holding it or its parents as hubs (calibrated)."""
-        return max(
-            citations.score(self.cited, self.citers),
-            lists.score(self.listed),
-            hubs.score(self.hub),
-        )
+        higher, the lists holding it (calibrated)."""
+        return max(citations.score(self.cited, self.citers), lists.score(self.listed))
 
 
 def priority_of(prior: float, learnt: float, share: float, place: float) -> float:
