@@ -9,6 +9,7 @@ For each 2xx HTML page the engine asks :meth:`FocusPolicy.judge`:
    of its anchor, of the text around it, of its URL; the page's relevance) blended with the
    learnt scorer's probability as it gains experience, or, when higher, the evidence of its
    place (:mod:`gossamer.focus.paths`), of the lists holding it (:mod:`gossamer.focus.lists`),
+   of the off-topic pages linking to it as hubs (their links kept as one list: hub credit),
    of the judged pages citing it (:mod:`gossamer.focus.citations`) and of the examples
    linking to it (their chapter, their neighbours: ``near``), each calibrated on
    the crawl's outcomes (:mod:`gossamer.focus.calibration`); a waiting URL that evidence
