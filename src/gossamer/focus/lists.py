@@ -43,10 +43,7 @@ class _List:
 class ListEvidence:
     """Judged and on-topic members per list of links (see the module docstring)."""
 
-    def __init__(self, *, least: int = 1) -> None:
-        """``least``: the on-topic members a list needs before it says anything of the
-        others."""
-        self._least = least
+    def __init__(self) -> None:
         self._lists: list[_List] = []
         self._kept = 0
         self._of: dict[int, list[int]] = {}
@@ -101,8 +98,4 @@ class ListEvidence:
     def score(self, url: str) -> float:
         """The best share of the lists ``url`` is a member of (0 for none)."""
         lists = self._lists
-        least = self._least
-        return max(
-            (e.share() for i in self._of.get(hash(url), ()) if (e := lists[i]).relevant >= least),
-            default=0.0,
-        )
+        return max((lists[i].share() for i in self._of.get(hash(url), ())), default=0.0)
