@@ -56,9 +56,9 @@ class OnlineLogistic:
         """``predict`` of many links at once."""
         if not batch:
             return np.zeros(0)
-        lengths = np.fromiter((len(f) for f in batch), dtype=np.int64, count=len(batch))
+        lengths = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch))
         flat = np.concatenate(batch) if lengths.sum() else np.zeros(0, dtype=np.int32)
-        sums = np.add.reduceat(self.weights[flat], np.r_[0, np.cumsum(lengths)[:-1]])
+        sums = np.add.reduceat(self.weights[flat], np.cumsum(lengths) - lengths)
         sums = np.where(lengths > 0, sums, 0.0) + self.bias
         return 1.0 / (1.0 + np.exp(-np.clip(sums, -30.0, 30.0)))
 
@@ -66,10 +66,12 @@ class OnlineLogistic:
         """One step towards ``label`` (1 relevant, 0 not; values between allowed)."""
         error = self.predict(features) - label
         if len(features):
-            self._squares[features] += error * error
-            step = self._rate / np.sqrt(self._squares[features])
-            self.weights[features] -= (step * error).astype(np.float32)
-            self.weights[features] *= 1.0 - self._decay
+            # each array read and written once (the same floats as in place, twice: an
+            # index given twice gets the same value at both places)
+            squares = self._squares[features] + error * error
+            self._squares[features] = squares
+            weights = self.weights[features] - self._rate / np.sqrt(squares) * error
+            self.weights[features] = weights * (1.0 - self._decay)
         self.bias -= 0.05 * error
         self.updates += 1
 
@@ -79,7 +81,7 @@ class OnlineLogistic:
         if not batch:
             return
         errors = self.predict_many(batch) - np.asarray(labels)
-        lengths = [len(f) for f in batch]
+        lengths = list(map(len, batch))
         flat = np.concatenate(batch)
         gradient = np.repeat(errors, lengths).astype(np.float32)
         np.add.at(self._squares, flat, gradient * gradient)
