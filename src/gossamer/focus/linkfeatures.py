@@ -58,6 +58,7 @@ class LinkFeatures:
         self._statics: dict[tuple[str, str, str], _Static] = {}
         self._texts: dict[tuple[str, str, str], tuple[_Ids, str, str, str]] = {}
         self._by_text: dict[str, _Ids] = {}
+        self._by_word: dict[str, dict[str, int]] = {}
         self._urls: dict[str, _Url] = {}
         self._dynamic: dict[tuple[str, int, int, int], _Ids] = {}
         self._version = topic.version
@@ -230,5 +231,20 @@ class LinkFeatures:
         if found is None:
             if len(self._by_text) >= MAX_CACHED:
                 self._by_text.clear()
-            found = self._by_text[key] = self._ids(prefix + w for w in self.words(text))
+            found = self._by_text[key] = self._word_ids(prefix, self.words(text))
         return found
+
+    def _word_ids(self, prefix: str, words: Iterable[str]) -> _Ids:
+        """``_ids`` of ``prefix`` + each word, looked up by the word (a term, its hash kept
+        by the string: no feature name is built and hashed again), in the same order."""
+        cache = self._by_word.setdefault(prefix, {})
+        if len(cache) >= MAX_CACHED:
+            cache.clear()
+        get, out = cache.get, set()
+        for word in words:
+            index = get(word)
+            if index is None:
+                name = prefix + word
+                index = cache[word] = zlib.crc32(name.encode("utf-8", "replace")) & (DIMENSIONS - 1)
+            out.add(index)
+        return tuple(out)
