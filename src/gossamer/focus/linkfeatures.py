@@ -12,7 +12,9 @@ ordered before the scorer has learnt anything.
 Pages of one site repeat their navigation on every page: the terms of a short text, the weight
 index of a feature name and a URL's own features (its host, section and words, whatever the
 anchor and context of the page linking to it) are cached (bounded; cleared when full), so a
-link seen on many pages costs a dictionary look-up, not a stemmer's pass.
+link seen on many pages costs a dictionary look-up, not a stemmer's pass. A page's links are
+put together as tuples of indices and made arrays at once (:meth:`LinkFeatures.many`): a
+numpy call costs more than the tuple work it would save.
 """
 
 from __future__ import annotations
@@ -238,7 +240,7 @@ class LinkFeatures:
         """``_ids`` of ``prefix`` + each word, looked up by the word (a term, its hash kept
         by the string: no feature name is built and hashed again), in the same order."""
         cache = self._by_word.setdefault(prefix, {})
-        if len(cache) >= MAX_CACHED:
+        if len(cache) >= MAX_CACHED // 3:  # three prefixes: no more than the names were
             cache.clear()
         get, out = cache.get, set()
         for word in words:
