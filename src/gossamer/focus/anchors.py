@@ -58,9 +58,8 @@ def link_texts(
     groups: dict[int, int] = {}
     for node in tree.css(_OUTWARD)[:MAX_ANCHORS]:
         href = node.attrs.get("href") or ""
-        if href in resolved:
-            url = resolved[href]
-        else:
+        url = resolved.get(href, "")  # "" no URL resolves to: one look-up a link
+        if url == "":
             url = resolved[href] = resolver.resolve(href)
         if url is None or url not in wanted:
             continue

@@ -32,8 +32,9 @@ def hash_features(names: Iterable[str]) -> Features:
 
 
 def hash_union(a: Features, b: Features) -> Features:
-    """The distinct indices of two feature sets."""
-    return np.union1d(a, b).astype(np.int32)
+    """The distinct indices of two feature sets, sorted (``np.union1d``'s answer: a link's
+    few dozen indices are merged by a set, not numpy's sort and masks)."""
+    return np.array(sorted({*a.tolist(), *b.tolist()}), dtype=np.int32)
 
 
 class OnlineLogistic:
@@ -56,20 +57,24 @@ class OnlineLogistic:
         """``predict`` of many links at once."""
         if not batch:
             return np.zeros(0)
-        lengths = np.fromiter((len(f) for f in batch), dtype=np.int64, count=len(batch))
+        lengths = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch))
         flat = np.concatenate(batch) if lengths.sum() else np.zeros(0, dtype=np.int32)
-        sums = np.add.reduceat(self.weights[flat], np.r_[0, np.cumsum(lengths)[:-1]])
+        sums = np.add.reduceat(self.weights[flat], np.cumsum(lengths) - lengths)
         sums = np.where(lengths > 0, sums, 0.0) + self.bias
-        return 1.0 / (1.0 + np.exp(-np.clip(sums, -30.0, 30.0)))
+        # np.clip's bounds as two ufuncs: the same floats without its Python wrapper
+        bounded: npt.NDArray[np.float64] = np.minimum(np.maximum(sums, -30.0), 30.0)
+        return 1.0 / (1.0 + np.exp(-bounded))
 
     def update(self, features: Features, label: float) -> None:
         """One step towards ``label`` (1 relevant, 0 not; values between allowed)."""
         error = self.predict(features) - label
         if len(features):
-            self._squares[features] += error * error
-            step = self._rate / np.sqrt(self._squares[features])
-            self.weights[features] -= (step * error).astype(np.float32)
-            self.weights[features] *= 1.0 - self._decay
+            # each array read and written once (the same floats as in place, twice: an
+            # index given twice gets the same value at both places)
+            squares = self._squares[features] + error * error
+            self._squares[features] = squares
+            weights = self.weights[features] - self._rate / np.sqrt(squares) * error
+            self.weights[features] = weights * (1.0 - self._decay)
         self.bias -= 0.05 * error
         self.updates += 1
 
@@ -79,9 +84,9 @@ class OnlineLogistic:
         if not batch:
             return
         errors = self.predict_many(batch) - np.asarray(labels)
-        lengths = [len(f) for f in batch]
+        lengths = list(map(len, batch))
         flat = np.concatenate(batch)
-        gradient = np.repeat(errors, lengths).astype(np.float32)
+        gradient = errors.repeat(lengths).astype(np.float32)
         np.add.at(self._squares, flat, gradient * gradient)
         step = self._rate / np.sqrt(self._squares[flat])
         np.subtract.at(self.weights, flat, step * gradient)

@@ -12,14 +12,17 @@ ordered before the scorer has learnt anything.
 Pages of one site repeat their navigation on every page: the terms of a short text, the weight
 index of a feature name and a URL's own features (its host, section and words, whatever the
 anchor and context of the page linking to it) are cached (bounded; cleared when full), so a
-link seen on many pages costs a dictionary look-up, not a stemmer's pass.
+link seen on many pages costs a dictionary look-up, not a stemmer's pass. A page's links are
+put together as tuples of indices and made arrays at once (:meth:`LinkFeatures.many`): a
+numpy call costs more than the tuple work it would save.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -31,14 +34,19 @@ from gossamer.focus.topic import Topic
 _URL_WORDS = re.compile(r"[A-Za-z][A-Za-z0-9]+")
 MAX_CACHED = 50_000
 """Short texts and feature names cached each (some 10 MB at most)."""
-_Static = tuple[Features, float, str, str]
-_Url = tuple[Features, Features, str, str, str]
+_Ids = tuple[int, ...]
+"""Weight indices while a link's features are put together: one array is made of them per
+link at the end (a numpy call costs more than the tuple operations it replaces)."""
+_Static = tuple[_Ids, float, str, str]
+_Url = tuple[_Ids, _Ids, str, str, str]
 _ADOPT_EVERY = 25
 MAX_STATICS = 20_000
 """Links whose URL and text features are cached (some 10 MB at most)."""
 _CONTEXT_CHARS = 200
 """Of the text around a link, the words nearest it count (the block's start)."""
 _MAX_DISTANCE = 3
+Scored = tuple[Features, float, str, str]
+"""A link's features, its prior (0..1), its host and its path."""
 
 
 class LinkFeatures:
@@ -50,10 +58,11 @@ class LinkFeatures:
         self._match: dict[str, float] = {}
         self._index: dict[str, int] = {}
         self._statics: dict[tuple[str, str, str], _Static] = {}
-        self._texts: dict[tuple[str, str, str], tuple[Features, str, str, str]] = {}
-        self._by_text: dict[str, Features] = {}
+        self._texts: dict[tuple[str, str, str], tuple[_Ids, str, str, str]] = {}
+        self._by_text: dict[str, _Ids] = {}
+        self._by_word: dict[str, dict[str, int]] = {}
         self._urls: dict[str, _Url] = {}
-        self._dynamic: dict[tuple[str, int, int, int], Features] = {}
+        self._dynamic: dict[tuple[str, int, int, int], _Ids] = {}
         self._version = topic.version
         self._adopted = 0
 
@@ -89,6 +98,10 @@ class LinkFeatures:
 
     def indices(self, names: Iterable[str]) -> Features:
         """The distinct weight indices of feature names (CRC-32: the same in every process)."""
+        return np.array(self._ids(names), dtype=np.int32)
+
+    def _ids(self, names: Iterable[str]) -> _Ids:
+        """``indices`` as a tuple, in the same order (a set's, built the same way)."""
         cache = self._index
         if len(cache) >= MAX_CACHED:
             cache.clear()
@@ -98,13 +111,46 @@ class LinkFeatures:
             if index is None:
                 index = cache[name] = zlib.crc32(name.encode("utf-8", "replace")) & (DIMENSIONS - 1)
             out.add(index)
-        return np.array(list(out), dtype=np.int32)
+        return tuple(out)
 
     def of(
         self, link: str, text: LinkText | None, relevance: float, distance: int, parent: str
-    ) -> tuple[Features, float, str, str]:
+    ) -> Scored:
         """A link's features, its prior (0..1), its host and its path; ``parent`` is the URL
         of the page that links to it."""
+        return self.many([link], [text], relevance, distance, parent)[0]
+
+    def many(
+        self,
+        links: Sequence[str],
+        texts: Sequence[LinkText | None],
+        relevance: float,
+        distance: int,
+        parent: str,
+    ) -> list[Scored]:
+        """``of`` of a page's links at once (``texts`` in the same order): their indices are
+        put together as tuples and one array made of them all, each link's features a copy
+        of its slice (its own memory: a waiting URL's features keep no page's array
+        alive)."""
+        if not links:
+            return []
+        ids: list[_Ids] = []
+        out: list[tuple[float, str, str]] = []
+        for link, text in zip(links, texts, strict=True):
+            static, prior, host, path = self._one(link, text, relevance, distance, parent)
+            ids.append(static)
+            out.append((prior, host, path))
+        flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int32)
+        ends = list(itertools.accumulate(map(len, ids)))
+        starts = [0, *ends[:-1]]
+        return [
+            (flat[start:end].copy(), prior, host, path)
+            for start, end, (prior, host, path) in zip(starts, ends, out, strict=True)
+        ]
+
+    def _one(
+        self, link: str, text: LinkText | None, relevance: float, distance: int, parent: str
+    ) -> tuple[_Ids, float, str, str]:
         anchor = text.anchor if text is not None else ""
         context = text.context[:_CONTEXT_CHARS] if text is not None else ""
         static, match, host, path = self._static(link, anchor, context)
@@ -116,8 +162,8 @@ class LinkFeatures:
                 self._dynamic.clear()
             group = f"g:{parent}#{key[1]}" if key[1] else "g:"
             names = ("b", f"p:{key[2]}", f"d:{min(distance, _MAX_DISTANCE)}", group)
-            found = self._dynamic[key] = self.indices(names)
-        return np.concatenate((static, found)), prior, host, path
+            found = self._dynamic[key] = self._ids(names)
+        return static + found, prior, host, path
 
     def _static(self, link: str, anchor: str, context: str) -> _Static:
         """What a link's URL and texts give, whichever page links to it: the indices of
@@ -136,23 +182,21 @@ class LinkFeatures:
         anchor_m = self.match(anchor)
         context_m = self.match(context)
         url_m = self.match(url_text)
-        buckets = self.indices(
+        buckets = self._ids(
             (f"am:{int(anchor_m * 5)}", f"cm:{int(context_m * 5)}", f"um:{int(url_m * 5)}")
         )
         match = 0.4 * anchor_m + 0.15 * context_m + 0.15 * url_m
         if len(self._statics) >= MAX_STATICS:
             self._statics.clear()
-        found = self._statics[key] = (np.concatenate((base, buckets)), match, host, path)
+        found = self._statics[key] = (base + buckets, match, host, path)
         return found
 
-    def _words_of(self, link: str, anchor: str, context: str) -> tuple[Features, str, str, str]:
+    def _words_of(self, link: str, anchor: str, context: str) -> tuple[_Ids, str, str, str]:
         """The indices of a link's word, host and section features, the words of its URL,
         its host and its path (cached)."""
         place, url_words, url_text, host, path = self._url_of(link)
-        anchor_words = self._text_indices("a:", anchor)
-        indices = np.concatenate(
-            (place, anchor_words, url_words, self._text_indices("c:", context))
-        )
+        anchor_words = self._text_ids("a:", anchor)
+        indices = place + anchor_words + url_words + self._text_ids("c:", context)
         if len(self._texts) >= MAX_STATICS:
             self._texts.clear()
         found = self._texts[(link, anchor, context)] = (indices, url_text, host, path)
@@ -169,19 +213,19 @@ class LinkFeatures:
         host = parts.hostname or ""
         url_text = " ".join(_URL_WORDS.findall(f"{parts.path} {parts.query}"))
         section = parts.path.strip("/").split("/", 1)[0]
-        place = self.indices((f"h:{host}", f"s:{host}/{section}"))
+        place = self._ids((f"h:{host}", f"s:{host}/{section}"))
         if len(self._urls) >= MAX_STATICS:
             self._urls.clear()
         found = self._urls[link] = (
             place,
-            self._text_indices("u:", url_text),
+            self._text_ids("u:", url_text),
             url_text,
             host,
             parts.path,
         )
         return found
 
-    def _text_indices(self, prefix: str, text: str) -> Features:
+    def _text_ids(self, prefix: str, text: str) -> _Ids:
         """The indices of a short text's word features (``a:lock`` for ``prefix`` ``a:``),
         cached: a site's anchors and list items repeat."""
         key = prefix + text
@@ -189,5 +233,20 @@ class LinkFeatures:
         if found is None:
             if len(self._by_text) >= MAX_CACHED:
                 self._by_text.clear()
-            found = self._by_text[key] = self.indices(prefix + w for w in self.words(text))
+            found = self._by_text[key] = self._word_ids(prefix, self.words(text))
         return found
+
+    def _word_ids(self, prefix: str, words: Iterable[str]) -> _Ids:
+        """``_ids`` of ``prefix`` + each word, looked up by the word (a term, its hash kept
+        by the string: no feature name is built and hashed again), in the same order."""
+        cache = self._by_word.setdefault(prefix, {})
+        if len(cache) >= MAX_CACHED // 3:  # three prefixes: no more than the names were
+            cache.clear()
+        get, out = cache.get, set()
+        for word in words:
+            index = get(word)
+            if index is None:
+                name = prefix + word
+                index = cache[word] = zlib.crc32(name.encode("utf-8", "replace")) & (DIMENSIONS - 1)
+            out.add(index)
+        return tuple(out)

@@ -416,7 +416,7 @@ class FocusPolicy:
             links = [link for link in links if link not in self._waiting]
         share = self._learnt_share()
         url = page.base_url
-        scored = [self.links.of(link, texts.get(link), relevance, streak, url) for link in links]
+        scored = self.links.many(links, list(map(texts.get, links)), relevance, streak, url)
         learnt = self.model.predict_many([s[0] for s in scored]).tolist() if share else None
         place, lists = self.paths.score_keys, self.list_calibration.score
         hubs, hub_share = self.hub_calibration.score, self.hubs.score
@@ -564,7 +564,8 @@ class FocusPolicy:
         if not seen:
             return
         seen = seen[:_MAX_KNOWN]
-        features = [self.links.of(link, text, relevance, streak, url)[0] for link, text in seen]
+        targets, found = [link for link, _ in seen], [text for _, text in seen]
+        features = [s[0] for s in self.links.many(targets, found, relevance, streak, url)]
         labels = [1.0 if done.get(hash(link), True) else 0.0 for link, _ in seen]
         self.model.update_many(features, labels)
         self._send(features, labels)

@@ -14,6 +14,9 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
+import numpy as np
+import numpy.typing as npt
+
 MAX_TEXT_CHARS = 200_000
 """Longer texts are judged on their start: a bound on the time a page costs."""
 
@@ -85,9 +88,15 @@ class _Stems(dict[str, str]):
     one pass with no check for misses after it."""
 
     def __missing__(self, word: str) -> str:
-        word = word.lstrip(_DIGITS)
-        term = "" if len(word) < 2 or word in STOP_WORDS else stem(word)
+        stripped = word.lstrip(_DIGITS)
+        term = "" if len(stripped) < 2 or stripped in STOP_WORDS else stem(stripped)
         if len(self) < _MAX_STEMS:
+            self[stripped] = term
+        if len(stripped) < len(word) and len(self) < _MAX_STEMS // 2:
+            # a word led by digits (a number, "3rd", "2d") is cached as it is written too:
+            # else each of a page's numbers came here on every page (a tenth of a manual's
+            # words, most of the look-ups' time); only while the cache is half full, so
+            # numbers do not crowd the words out
             self[word] = term
         return term
 
@@ -101,7 +110,10 @@ _SEPARATORS = bytes(
 text is lower-cased in the same pass (``str.lower`` of a text holding one character outside
 ASCII takes Unicode's slow path for all of it)."""
 _MAX_STEMS = 200_000
-_STEMS = _Stems(dict.fromkeys(STOP_WORDS, ""))
+_STEMS = _Stems({word: "" for word in STOP_WORDS})
+"""Built from a comprehension, not ``dict.fromkeys`` of a set: a dict pre-sized from a set
+keeps the lay-out for keys of any type for good, and each look-up then compares the words
+through the generic protocol (an eighth of ``terms``' instructions, in CPython 3.11)."""
 
 
 def terms(text: str) -> list[str]:
@@ -132,6 +144,7 @@ def _firsts(pairs: frozenset[str]) -> frozenset[str]:
 
 _TABLE = 4096
 _LOGS = [0.0, *(math.log(i) for i in range(1, _TABLE))]
+_LOG_TABLE = np.array(_LOGS, dtype=np.float64)
 
 
 class DocumentFrequencies:
@@ -161,23 +174,30 @@ class DocumentFrequencies:
         return max(math.log(n / (self._df.get(term, 0) + 1)), 0.1 * math.log(n))
 
     def vector(self, counts: Mapping[str, int]) -> dict[str, float]:
-        """The unit TF-IDF vector (sublinear term frequency) of a bag of terms (``idf``
-        inlined, small logarithms from a table: a page's thousand terms cost little)."""
+        """The unit TF-IDF vector (sublinear term frequency) of a bag of terms: ``idf`` of
+        each term, its weight and the norm taken by numpy over the bag at once (the same
+        floats as one term at a time: the sum of squares is accumulated in order), small
+        logarithms from a table."""
+        size = len(counts)
+        if not size:
+            return {}
         n = math.log(self.documents + self._prior + 1)
-        floor = 0.1 * n
-        df, logs = self._df.get, _LOGS
-        weights = {}
-        squares = 0.0  # normalise's sum, in the same order: the same float
-        for t, c in counts.items():
-            d = df(t, 0) + 1
-            idf = n - (logs[d] if d < _TABLE else math.log(d))
-            w = (1.0 + (logs[c] if c < _TABLE else math.log(c))) * (idf if idf > floor else floor)
-            weights[t] = w
-            squares += w * w
+        found = map(self._df.get, counts, itertools.repeat(0))
+        idf = n - _logs(np.fromiter(found, dtype=np.int64, count=size) + 1)
+        tf = 1.0 + _logs(np.fromiter(counts.values(), dtype=np.int64, count=size))
+        weights = tf * np.maximum(idf, 0.1 * n)
+        squares = float(np.cumsum(weights * weights)[-1])
         if squares == 0:
             return {}
-        norm = math.sqrt(squares)
-        return {t: w / norm for t, w in weights.items()}
+        return dict(zip(counts, (weights / math.sqrt(squares)).tolist(), strict=True))
+
+
+def _logs(values: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+    """``math.log`` of positive counts (of 0: 0), from the table when they are small."""
+    if int(values.max()) < _TABLE:
+        return _LOG_TABLE[values]
+    logs = (_LOGS[v] if v < _TABLE else math.log(v) for v in values.tolist())
+    return np.fromiter(logs, dtype=np.float64, count=len(values))
 
 
 def normalise(vector: Mapping[str, float]) -> dict[str, float]:
