@@ -56,6 +56,15 @@ def verified_context() -> ssl.SSLContext:
     return _verified
 
 
+def unverified_context() -> ssl.SSLContext:
+    """A context that accepts any certificate (``verify_tls=False``)."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    context.set_alpn_protocols(("http/1.1",))
+    return context
+
+
 def ca_file_deferred() -> bool:
     """Whether `load_ca_file` must run before the verified context can be used."""
     return _deferred is not None

@@ -15,7 +15,7 @@ from aiohttp.connector import Connection
 
 from gossamer.redact import MASK
 
-__all__ = ["Exchange", "PeerResponse", "capture", "cut_by"]
+__all__ = ["Exchange", "PeerResponse", "capture", "cut_by", "masked"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +76,13 @@ _CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie
 WARC file."""
 
 
+def masked(headers: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """``headers`` with the values of credentials shown as ``***``."""
+    return tuple(
+        (name, MASK if name.lower() in _CREDENTIAL_HEADERS else value) for name, value in headers
+    )
+
+
 def capture(response: aiohttp.ClientResponse, body: bytes, cut: str | None) -> Exchange:
     """The `Exchange` of ``response`` whose wire body was ``body`` (``cut`` for why not all)."""
     info = response.request_info
@@ -83,10 +90,7 @@ def capture(response: aiohttp.ClientResponse, body: bytes, cut: str | None) -> E
     return Exchange(
         method=info.method,
         target=info.url.raw_path_qs or "/",
-        request_headers=tuple(
-            (name, MASK if name.lower() in _CREDENTIAL_HEADERS else value)
-            for name, value in info.headers.items()
-        ),
+        request_headers=masked(tuple(info.headers.items())),
         version=f"HTTP/{version.major}.{version.minor}" if version else "HTTP/1.1",
         status=response.status,
         reason=response.reason or "",

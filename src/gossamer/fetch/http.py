@@ -60,7 +60,7 @@ from gossamer import tls
 from gossamer.fetch.auth import RequestAuth
 from gossamer.fetch.decoding import BOMB_RATIO, Body, body_caps
 from gossamer.fetch.dns import CachingResolver
-from gossamer.fetch.exchange import PeerResponse, capture, cut_by
+from gossamer.fetch.exchange import PeerResponse, cut_by
 from gossamer.fetch.gated import HostPace, leave
 from gossamer.fetch.guard import AddressGuard, BlockedAddress, GuardedResolver
 from gossamer.fetch.headers import header_map, parse_content_type, parse_retry_after
@@ -76,9 +76,11 @@ from gossamer.fetch.result import (
     FetchResult,
     FetchStats,
 )
+from gossamer.fetch.lean import Answer, LeanClient
 from gossamer.fetch.sending import (
     SENDING,
     UNROUTED,
+    AiohttpAnswer,
     Probe,
     StampingRequest,
     direct_connector,
@@ -157,6 +159,8 @@ class Fetcher:
         self._clock = clock
         self._wall_clock = wall_clock
         self._session: aiohttp.ClientSession | None = None
+        self._lean: LeanClient | None = None
+        self._lean_client = config.http_client == "lean"
         self._slots = asyncio.Semaphore(config.concurrency)
         self._requests = self._waiting = self._in_flight = self._truncated = 0
         self._wire_bytes = self._body_bytes = 0
@@ -184,7 +188,10 @@ class Fetcher:
         return self._resolver
 
     async def __aenter__(self) -> Fetcher:
-        self._open()
+        if self._lean_client:
+            self._open_lean()
+        else:
+            self._open()
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -200,6 +207,9 @@ class Fetcher:
         if self._session is not None:
             await self._session.close()
             self._session = None
+        if self._lean is not None:
+            self._lean.close()
+            self._lean = None
         for session in (*self._socks.values(), *self._proxied.values()):
             await session.close()
         self._socks.clear()
@@ -347,7 +357,8 @@ class Fetcher:
             self._session = self._new_session()
         return self._session
 
-    def _new_session(self, proxy: Proxy | None = None) -> aiohttp.ClientSession:
+    def _guarded_resolver(self) -> AbstractResolver:
+        """The resolver new connections use: the DNS cache, through the address guard."""
         config = self._config
         if self._resolver is None:
             self._resolver = CachingResolver(
@@ -359,6 +370,25 @@ class Fetcher:
         resolver: AbstractResolver = self._resolver
         if self._address_guard is not None:
             resolver = GuardedResolver(resolver, self._address_guard)
+        return resolver
+
+    def _open_lean(self) -> LeanClient:
+        config = self._config
+        self._lean = LeanClient(
+            self._guarded_resolver().resolve,
+            headers={**config.headers, "User-Agent": config.user_agent},
+            ssl_context=tls.verified_context() if config.verify_tls else tls.unverified_context(),
+            connect_timeout=config.connect_timeout,
+            read_timeout=config.read_timeout,
+            total_timeout=config.total_timeout,
+            keepalive_timeout=config.keepalive_timeout,
+            limit=config.concurrency,
+        )
+        return self._lean
+
+    def _new_session(self, proxy: Proxy | None = None) -> aiohttp.ClientSession:
+        config = self._config
+        resolver = self._guarded_resolver()
         logs_in = self._auth is not None and self._auth.logs_in
         if self._ca_file_deferred and (logs_in or self._proxies is not None):
             self._load_ca_file()  # logins and HTTPS proxies shake hands outside `_fetch`
@@ -467,6 +497,8 @@ class Fetcher:
         probe = Probe(self._clock)
         if self._address_guard is not None and self._address_guard.check_url(url) is not None:
             return self._failure(url, probe.started_at, BlockedAddress(url))
+        if proxy is None and self._lean_client:
+            return await self._fetch_lean(url, headers, probe)
         session, via = self._route(proxy)
         sending = SENDING.set(probe)
         try:
@@ -477,13 +509,29 @@ class Fetcher:
             result = self._failure(url, probe.started_at, exc)
         else:
             probe.answered_at = self._clock()
+            protocol = self._guard.watch(response)
             try:
-                result = await self._read(url, probe, response)
+                result = await self._read(url, probe, AiohttpAnswer(response))
             finally:
+                self._guard.unwatch(protocol)
                 response.release()
         finally:
             SENDING.reset(sending)
         return result if proxy is None else replace(result, proxy=proxy.label)
+
+    async def _fetch_lean(
+        self, url: str, headers: Mapping[str, str] | None, probe: Probe
+    ) -> FetchResult:
+        client = self._lean or self._open_lean()
+        try:
+            response = await client.get(url, headers, probe.stamp)
+        except Exception as exc:
+            return self._failure(url, probe.started_at, exc)
+        probe.answered_at = self._clock()
+        try:
+            return await self._read(url, probe, response)
+        finally:
+            response.release()
 
     def _load_ca_file(self) -> None:
         tls.load_ca_file()
@@ -501,19 +549,16 @@ class Fetcher:
             session = self._socks[proxy.url] = self._new_session(proxy)
         return session, {}
 
-    async def _read(self, url: str, probe: Probe, response: aiohttp.ClientResponse) -> FetchResult:
+    async def _read(self, url: str, probe: Probe, response: Answer) -> FetchResult:
         config = self._config
-        raw = response.headers
         keep = config.keep_wire
         wire_cap, decoded_cap = body_caps(url, config.max_body_bytes, config.decoded_cap)
-        body = Body(raw.get("Content-Encoding"), wire_cap, decoded_cap, keep_raw=keep)
+        body = Body(response.header(b"content-encoding"), wire_cap, decoded_cap, keep_raw=keep)
         error = body.error
         paced = 0.0
         stopped = False  # bytes were left unread: the wire body is cut
-        protocol = self._guard.watch(response)
         try:
-            content = response.content
-            while chunk := await content.readany():
+            while chunk := await response.readany():
                 if self._pacing:
                     paced += await self._pace(len(chunk))
                 if not body.feed(chunk):
@@ -527,17 +572,15 @@ class Fetcher:
             error = reason(exc, url)
             body.truncated = stopped = True
             response.close()
-        finally:
-            self._guard.unwatch(protocol)
         status = response.status
-        headers = header_map(raw)
+        headers = header_map(response.header_items())
         content_type, charset = parse_content_type(headers.get("content-type"))
-        location = headers.get("location") if 300 <= status < 400 else None
+        location = response.header(b"location") if 300 <= status < 400 else None
         now = self._wall_clock()
         exchange = None
         if keep:
             cut = cut_by(error, body.truncated) if stopped else None
-            exchange = capture(response, body.raw() or b"", cut)
+            exchange = response.exchange(body.raw() or b"", cut)
         return FetchResult(
             url=url,
             status=status,
@@ -552,8 +595,10 @@ class Fetcher:
             fetched_at=now,
             elapsed=self._clock() - probe.started_at - paced,
             wire_bytes=body.wire,
-            retry_after=parse_retry_after(raw.get("Retry-After"), now, raw.get("Date")),
-            location=safe_location(raw.getone("Location")) if location is not None else None,
+            retry_after=parse_retry_after(
+                response.header(b"retry-after"), now, response.header(b"date")
+            ),
+            location=safe_location(location) if location is not None else None,
             paced=paced,
             flags=body.flags,
             exchange=exchange,

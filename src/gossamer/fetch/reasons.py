@@ -50,6 +50,7 @@ from aiohttp.http_exceptions import (
 
 from gossamer.fetch.decoding import BOMB_RATIO
 from gossamer.fetch.guard import BlockedAddress
+from gossamer.fetch.wire import WireError
 from gossamer.redact import redact_url
 
 __all__ = ["BOMB_RATIO", "REASONS", "NoProxy", "reason"]
@@ -85,6 +86,10 @@ def _body(exc: Any) -> str:
     return "protocol-error"
 
 
+def _wire(exc: WireError) -> str:
+    return exc.reason
+
+
 def _head(exc: BaseException) -> str:
     # aiohttp wraps the parser's error in a ClientResponseError, its cause a copy of it
     seen: BaseException | None = exc
@@ -100,6 +105,7 @@ def _head(exc: BaseException) -> str:
 _Kinds = type[BaseException] | tuple[type[BaseException], ...]
 _Why = str | Callable[[Any], str]
 REASONS: tuple[tuple[_Kinds, _Why], ...] = (
+    (WireError, _wire),
     ((aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError), "invalid-url"),
     (aiohttp.ConnectionTimeoutError, "connect-timeout"),
     (aiohttp.ServerTimeoutError, "read-timeout"),

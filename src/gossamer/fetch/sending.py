@@ -17,6 +17,7 @@ import yarl
 from aiohttp.client_proto import ResponseHandler
 from aiohttp.connector import Connection
 
+from gossamer.fetch.exchange import Exchange, capture
 from gossamer.proxyurl import Proxy
 from gossamer.urls import is_plainly_canonical
 
@@ -26,6 +27,7 @@ __all__ = [
     "NotModifiedGuard",
     "Probe",
     "StampingRequest",
+    "AiohttpAnswer",
     "Unrouted",
     "direct_connector",
     "request_url",
@@ -180,6 +182,10 @@ class Probe:
         self.started_at = clock()
         self.answered_at: float | None = None
 
+    def stamp(self) -> None:
+        """The request starts to be sent now."""
+        self.started_at = self.clock()
+
 
 SENDING: ContextVar[Probe | None] = ContextVar("gossamer_sending", default=None)
 """The probe of the request the current task is making (set by `Fetcher._fetch`)."""
@@ -194,3 +200,37 @@ class StampingRequest(aiohttp.ClientRequest):
         if probe is not None:
             probe.started_at = probe.clock()
         return await super().send(conn)
+
+
+class AiohttpAnswer:
+    """An aiohttp response as `gossamer.fetch.lean.Answer`, what the fetcher reads."""
+
+    __slots__ = ("response",)
+
+    def __init__(self, response: aiohttp.ClientResponse) -> None:
+        self.response = response
+
+    @property
+    def status(self) -> int:
+        """The status code."""
+        return self.response.status
+
+    def header(self, name: bytes) -> str | None:
+        """The first value of the header ``name``, or None."""
+        return self.response.headers.get(name.decode("ascii"))
+
+    def header_items(self) -> list[tuple[str, str]]:
+        """The headers as text, in order."""
+        return list(self.response.headers.items())
+
+    async def readany(self) -> bytes:
+        """The next body bytes; ``b""`` at the end."""
+        return await self.response.content.readany()
+
+    def close(self) -> None:
+        """Stop reading: the connection closes."""
+        self.response.close()
+
+    def exchange(self, body: bytes, cut: str | None) -> Exchange:
+        """The exchange as sent and received, whose wire body was ``body``."""
+        return capture(self.response, body, cut)
