@@ -46,25 +46,24 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Any
-
-import aiohttp
-from aiohttp.abc import AbstractResolver
+from typing import TYPE_CHECKING, Any
 
 from gossamer import tls
 from gossamer.fetch.auth import RequestAuth
 from gossamer.fetch.decoding import BOMB_RATIO, Body, body_caps
-from gossamer.fetch.dns import CachingResolver
-from gossamer.fetch.exchange import PeerResponse, cut_by
+from gossamer.fetch.dns import CachingResolver, Resolver
+from gossamer.fetch.exchange import cut_by
 from gossamer.fetch.gated import HostPace, leave
 from gossamer.fetch.guard import AddressGuard, BlockedAddress, GuardedResolver
 from gossamer.fetch.headers import header_map, parse_content_type, parse_retry_after
 from gossamer.fetch.hostnames import HostNames
+from gossamer.fetch.lean import Answer, LeanClient, Probe
 from gossamer.fetch.proxies import ProxyPool, proxy_fault
 from gossamer.fetch.ratelimit import ByteMeter, TokenBucket
 from gossamer.fetch.reasons import NoProxy, reason
@@ -76,21 +75,14 @@ from gossamer.fetch.result import (
     FetchResult,
     FetchStats,
 )
-from gossamer.fetch.lean import Answer, LeanClient
-from gossamer.fetch.sending import (
-    SENDING,
-    UNROUTED,
-    AiohttpAnswer,
-    Probe,
-    StampingRequest,
-    direct_connector,
-    request_url,
-    socks_connector,
-)
-from gossamer.fetch.stuck import StuckBodyGuard
 from gossamer.proxyurl import Proxy
 from gossamer.safe import safe_location
 from gossamer.urls import host_key
+
+if TYPE_CHECKING:
+    import aiohttp
+
+    from gossamer.fetch.stuck import StuckBodyGuard
 
 __all__ = [
     "BOMB_RATIO",
@@ -132,7 +124,7 @@ class Fetcher:
         self,
         config: FetchConfig | None = None,
         *,
-        resolver: AbstractResolver | None = None,
+        resolver: Resolver | None = None,
         clock: Clock = time.monotonic,
         wall_clock: Clock = time.time,
         meter: ByteMeter | None = None,
@@ -168,7 +160,8 @@ class Fetcher:
         self._by_class = [0] * 6
         self._durations = [0] * (len(DURATION_BUCKETS) + 1)
         self._errors: dict[str, int] = {}
-        self._guard = StuckBodyGuard()
+        self._guard: StuckBodyGuard | None = None
+        """Made with the first aiohttp session."""
         self._hosts = HostNames()
         self._meter = meter
         self._bucket = (
@@ -183,7 +176,7 @@ class Fetcher:
         return self._meter
 
     @property
-    def resolver(self) -> AbstractResolver | None:
+    def resolver(self) -> Resolver | None:
         """The resolver in use (None until the session exists, unless injected)."""
         return self._resolver
 
@@ -357,7 +350,7 @@ class Fetcher:
             self._session = self._new_session()
         return self._session
 
-    def _guarded_resolver(self) -> AbstractResolver:
+    def _guarded_resolver(self) -> Resolver:
         """The resolver new connections use: the DNS cache, through the address guard."""
         config = self._config
         if self._resolver is None:
@@ -367,7 +360,7 @@ class Fetcher:
                 negative_ttl=config.dns_negative_ttl,
                 timeout=config.connect_timeout,
             )
-        resolver: AbstractResolver = self._resolver
+        resolver: Resolver = self._resolver
         if self._address_guard is not None:
             resolver = GuardedResolver(resolver, self._address_guard)
         return resolver
@@ -387,38 +380,15 @@ class Fetcher:
         return self._lean
 
     def _new_session(self, proxy: Proxy | None = None) -> aiohttp.ClientSession:
-        config = self._config
-        resolver = self._guarded_resolver()
+        from gossamer.fetch.sending import new_session
+        from gossamer.fetch.stuck import StuckBodyGuard
+
+        if self._guard is None:
+            self._guard = StuckBodyGuard()
         logs_in = self._auth is not None and self._auth.logs_in
         if self._ca_file_deferred and (logs_in or self._proxies is not None):
             self._load_ca_file()  # logins and HTTPS proxies shake hands outside `_fetch`
-        options: dict[str, Any] = {
-            "limit": config.concurrency,
-            "limit_per_host": 0,
-            "resolver": resolver,
-            "use_dns_cache": False,
-            "keepalive_timeout": config.keepalive_timeout,
-            "ssl": tls.verified_context() if config.verify_tls else False,
-        }
-        socks = proxy is not None and proxy.scheme == "socks5"
-        if socks and proxy is not None:
-            connector = socks_connector(proxy, options)
-        else:
-            connector = direct_connector(proxy, options)
-        return aiohttp.ClientSession(
-            connector=connector,
-            headers={**config.headers, "User-Agent": config.user_agent},
-            timeout=aiohttp.ClientTimeout(
-                total=config.total_timeout,
-                sock_connect=config.connect_timeout,
-                sock_read=config.read_timeout,
-            ),
-            auto_decompress=False,
-            cookie_jar=aiohttp.DummyCookieJar(),
-            proxy=None if proxy is None or socks or proxy is UNROUTED else proxy.url,
-            request_class=StampingRequest,
-            response_class=PeerResponse if config.keep_wire else aiohttp.ClientResponse,
-        )
+        return new_session(self._config, self._guarded_resolver(), proxy)
 
     def _login_session(self, host: str) -> aiohttp.ClientSession:
         """The session logins for ``url`` go out with (form POST, token request, login hook):
@@ -432,6 +402,8 @@ class Fetcher:
             return self._route(proxy)[0]
         session = self._proxied.get(key)
         if session is None:
+            from gossamer.fetch.sending import UNROUTED
+
             session = self._proxied[key] = self._new_session(proxy or UNROUTED)
         return session
 
@@ -439,7 +411,7 @@ class Fetcher:
         self, auth: RequestAuth, url: str, headers: Mapping[str, str] | None
     ) -> FetchResult:
         host = self._hosts(url)
-        session = self._login_session(host)
+        session = functools.partial(self._login_session, host)
         before = auth.sent
         sent = await auth.prepare(url, session, host=host)
         paced = auth.sent != before  # a login went first: the page waits for the host's pace
@@ -499,25 +471,34 @@ class Fetcher:
             return self._failure(url, probe.started_at, BlockedAddress(url))
         if proxy is None and self._lean_client:
             return await self._fetch_lean(url, headers, probe)
+        result = await self._fetch_aiohttp(url, headers, probe, proxy)
+        return result if proxy is None else replace(result, proxy=proxy.label)
+
+    async def _fetch_aiohttp(
+        self, url: str, headers: Mapping[str, str] | None, probe: Probe, proxy: Proxy | None
+    ) -> FetchResult:
+        from gossamer.fetch.sending import SENDING, AiohttpAnswer, request_url
+
         session, via = self._route(proxy)
+        guard = self._guard
+        assert guard is not None  # made with the session
         sending = SENDING.set(probe)
         try:
             response = await session.get(
                 request_url(url), headers=headers, allow_redirects=False, **via
             )
         except Exception as exc:
-            result = self._failure(url, probe.started_at, exc)
+            return self._failure(url, probe.started_at, exc)
         else:
             probe.answered_at = self._clock()
-            protocol = self._guard.watch(response)
+            protocol = guard.watch(response)
             try:
-                result = await self._read(url, probe, AiohttpAnswer(response))
+                return await self._read(url, probe, AiohttpAnswer(response))
             finally:
-                self._guard.unwatch(protocol)
+                guard.unwatch(protocol)
                 response.release()
         finally:
             SENDING.reset(sending)
-        return result if proxy is None else replace(result, proxy=proxy.label)
 
     async def _fetch_lean(
         self, url: str, headers: Mapping[str, str] | None, probe: Probe

@@ -32,7 +32,7 @@ from gossamer.fetch.exchange import Exchange, masked
 from gossamer.fetch.wire import Connection, WireError
 from gossamer.urls import is_plainly_canonical
 
-__all__ = ["Answer", "LeanClient", "LeanResponse", "Resolve"]
+__all__ = ["Answer", "LeanClient", "LeanResponse", "Probe", "Resolve"]
 
 Resolve = Callable[[str, int, socket.AddressFamily], Awaitable[list[Any]]]
 """A resolver's ``resolve(host, port, family)`` (`CachingResolver`, `GuardedResolver`)."""
@@ -40,6 +40,22 @@ _Key = tuple[str, str, int]
 _PORTS = {"http": 80, "https": 443}
 _TARGET_SAFE = "!#$%&'()*+,/:;=?@[]~"
 """Characters a request target keeps as they are (the rest of printable ASCII too)."""
+
+
+class Probe:
+    """One request's times: when `Fetcher._fetch` began it, then when its client started to
+    send it (its connection made: DNS, connect and TLS done), and when its answer began."""
+
+    __slots__ = ("answered_at", "clock", "started_at")
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.started_at = clock()
+        self.answered_at: float | None = None
+
+    def stamp(self) -> None:
+        """The request starts to be sent now."""
+        self.started_at = self.clock()
 
 
 class Answer(Protocol):

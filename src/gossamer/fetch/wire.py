@@ -173,11 +173,13 @@ class Connection(asyncio.Protocol):
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserError as exc:
-            cause = exc.__context__
-            if self._done:  # bytes after a whole response: dropped, connection not reused
-                self._reuse = False
-            elif not isinstance(cause, _Stop):
-                self._fail(WireError("protocol-error", str(exc)))
+            self._parser_error(exc)
+
+    def _parser_error(self, exc: httptools.HttpParserError) -> None:
+        if self._done:  # bytes after a whole response: dropped, connection not reused
+            self._reuse = False
+        elif not isinstance(exc.__context__, _Stop):  # a callback's stop has its reason
+            self._fail(WireError("protocol-error", str(exc)))
 
     def _head_line_fits(self, data: bytes) -> bool:
         """Bound the head's unfinished line (llhttp holds a line until its end comes)."""
