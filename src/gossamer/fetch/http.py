@@ -1,4 +1,9 @@
-"""HTTP fetching: one pooled aiohttp session, capped content decoding, a fetch that never raises.
+"""HTTP fetching: pooled connections, capped content decoding, a fetch that never raises.
+
+Direct requests go over the lean HTTP/1.1 client (`gossamer.fetch.lean`); requests through a
+proxy, logins and token requests, and every request with ``http_client="aiohttp"``, over one
+pooled aiohttp session (aiohttp is imported when the first of those is made). Both give the
+same results, error reasons and exchanges.
 
 `Fetcher.fetch` sends one GET, never follows redirects (the crawler sends each target back
 through its pipeline) and turns every network, protocol and HTTP problem into a `FetchResult`
@@ -16,12 +21,12 @@ body is decoded. A decoding fallback is named in ``flags``: ``deflate-raw-fallba
 deflate that looked zlib-wrapped) and ``trailing-garbage`` (bytes after the compressed data
 that are not a further gzip member, left unread; the body decoded before them is kept).
 
-``started_at`` is stamped when aiohttp starts sending the request (`StampingRequest`), after
-DNS, connect and TLS, where its ``on_request_headers_sent`` trace signal would fire, without
-the cost of the trace machinery on every request; the head goes out on a later turn of the
-event loop (milliseconds later on a busy loop). ``answered_at`` is when the response head
-arrived, by which time the request had surely been sent: ``sent_by`` is what the scheduler's
-per-host spacing measures from, so the gap the host sees is never short.
+``started_at`` is stamped when the client starts sending the request, after DNS, connect
+and TLS (aiohttp: `StampingRequest`, where its ``on_request_headers_sent`` trace signal would
+fire, without the cost of the trace machinery on every request; the head goes out on a later
+turn of the event loop, milliseconds later on a busy loop). ``answered_at`` is when the
+response head arrived, by which time the request had surely been sent: ``sent_by`` is what
+the scheduler's per-host spacing measures from, so the gap the host sees is never short.
 
 ``max_bandwidth`` paces body bytes (as received, before decoding) through one
 `TokenBucket` shared by every request of the fetcher; a ``meter`` is told of every chunk.
@@ -45,7 +50,6 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import contextlib
 import functools
 import logging
 import time
@@ -64,7 +68,7 @@ from gossamer.fetch.guard import AddressGuard, BlockedAddress, GuardedResolver
 from gossamer.fetch.headers import header_map, parse_content_type, parse_retry_after
 from gossamer.fetch.hostnames import HostNames
 from gossamer.fetch.lean import Answer, LeanClient, Probe
-from gossamer.fetch.proxies import ProxyPool, proxy_fault
+from gossamer.fetch.proxies import ProxyPool, proxy_fault, proxy_listens
 from gossamer.fetch.ratelimit import ByteMeter, TokenBucket
 from gossamer.fetch.reasons import NoProxy, reason
 from gossamer.fetch.result import (
@@ -105,7 +109,7 @@ _NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 
 
 class Fetcher:
-    """Fetches URLs over one pooled aiohttp session (see the module doc for the contract).
+    """Fetches URLs over pooled connections (see the module doc for the contract).
 
     ``resolver`` replaces the `CachingResolver` built from the config (the caller then owns
     and closes it). ``clock`` (monotonic) stamps ``started_at``/``elapsed``; ``wall_clock``
@@ -247,7 +251,7 @@ class Fetcher:
         when the rules forbid the check URL, or that answer says nothing for sure about them,
         the robots.txt answer is the check."""
         url = self._config.proxy_check_url
-        if url is None or not await self._proxy_listens(proxy):
+        if url is None or not await proxy_listens(proxy, self._config.connect_timeout):
             return None
         rules = self._check_rules
         allowed = True if rules is None else rules.verdict(url)
@@ -259,20 +263,6 @@ class Fetcher:
         elif not allowed:
             url = host_key(url) + "/robots.txt"
         return (await self._check_request(url, proxy))[1]
-
-    async def _proxy_listens(self, proxy: Proxy) -> bool:
-        """Whether ``proxy`` accepts a TCP connection: a proxy that does not is dead without a
-        request to the site, so a round of dead proxies takes none of the site's slots (and
-        holds none of its pages back)."""
-        try:
-            async with asyncio.timeout(self._config.connect_timeout):
-                _, writer = await asyncio.open_connection(proxy.host, proxy.port)
-        except (OSError, TimeoutError):
-            return False
-        writer.close()
-        with contextlib.suppress(OSError):
-            await writer.wait_closed()
-        return True
 
     async def _check_request(self, url: str, proxy: Proxy) -> tuple[FetchResult, float | None]:
         """``url`` through ``proxy`` in its host's slot, and the seconds it took (None when
