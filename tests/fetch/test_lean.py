@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from gossamer.fetch import FetchConfig, Fetcher, FetchResult
+from tests.tls_certs import TlsFiles
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
 
 @contextlib.asynccontextmanager
-async def serve(handler: Handler) -> AsyncIterator[tuple[str, list[int]]]:
+async def serve(
+    handler: Handler, context: ssl.SSLContext | None = None
+) -> AsyncIterator[tuple[str, list[int]]]:
     """A server on 127.0.0.1 running ``handler`` per connection; yields its base URL and a
     list that grows by one per connection accepted."""
     accepted: list[int] = []
@@ -34,10 +38,10 @@ async def serve(handler: Handler) -> AsyncIterator[tuple[str, list[int]]]:
         finally:
             writer.transport.abort()
 
-    server = await asyncio.start_server(on_connect, "127.0.0.1", 0)
+    server = await asyncio.start_server(on_connect, "127.0.0.1", 0, ssl=context)
     port = server.sockets[0].getsockname()[1]
     try:
-        yield f"http://127.0.0.1:{port}", accepted
+        yield f"{'https' if context else 'http'}://127.0.0.1:{port}", accepted
     finally:
         server.close()
         for writer in writers:  # a handler still writing or reading ends on a closed socket
@@ -239,3 +243,24 @@ async def test_aiohttp_serves_every_request_when_set() -> None:
             result = await fetcher.fetch(base + "/")
     assert (result.status, result.body) == (200, b"ok")
     assert fetcher._lean is None and result.exchange is not None
+
+
+async def test_tls_is_verified_and_may_be_waived(tls_files: TlsFiles) -> None:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(tls_files.server_cert, tls_files.server_key)
+
+    async def plain(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            await _request(reader)
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nsecret")
+            await writer.drain()
+
+    async with serve(plain, context) as (base, accepted):
+        refused, _ = await fetch(base + "/")  # the test CA is not the system's
+        config = FetchConfig(verify_tls=False, read_timeout=5.0, total_timeout=10.0)
+        async with Fetcher(config) as fetcher:
+            first = await fetcher.fetch(base + "/a")
+            second = await fetcher.fetch(base + "/b")
+    assert (refused.status, refused.error) == (None, "tls")
+    assert (first.status, first.body, second.body) == (200, b"secret", b"secret")
+    assert len(accepted) == 1  # one kept connection (the refused handshake never got here)
