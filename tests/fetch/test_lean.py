@@ -10,8 +10,9 @@ import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from gossamer.fetch import FetchConfig, Fetcher, FetchResult
 from tests.tls_certs import TlsFiles
+
+from gossamer.fetch import FetchConfig, Fetcher, FetchResult
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
