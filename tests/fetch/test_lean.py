@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import ssl
 import time
+import tracemalloc
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from tests.tls_certs import TlsFiles
@@ -265,3 +266,26 @@ async def test_tls_is_verified_and_may_be_waived(tls_files: TlsFiles) -> None:
     assert (refused.status, refused.error) == (None, "tls")
     assert (first.status, first.body, second.body) == (200, b"secret", b"secret")
     assert len(accepted) == 1  # one kept connection (the refused handshake never got here)
+
+
+async def test_a_body_faster_than_its_reader_is_held_back_at_the_socket() -> None:
+    async def flood(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 1073741824\r\n\r\n")
+        block = b"f" * 65536
+        for _ in range(16384):
+            writer.write(block)
+            await writer.drain()
+
+    async with serve(flood) as (base, _):
+        tracemalloc.start()
+        try:  # the reader waits for the bandwidth cap: 2 MB at 2 MB/s
+            result, took = await fetch(
+                base + "/", max_body_bytes=2 * 1024 * 1024, max_bandwidth=2 * 1024 * 1024
+            )
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert result.truncated and len(result.body) == 2 * 1024 * 1024
+    assert took < 10
+    assert peak < 12 * 1024 * 1024, peak

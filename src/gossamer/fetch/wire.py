@@ -58,7 +58,13 @@ class Connection(asyncio.Protocol):
         self.idle_since = 0.0
         self.received = 0
         """Bytes received for the current request (0: nothing of its answer came)."""
-        self._parser = httptools.HttpResponseParser(self)
+        self._parser = parser = httptools.HttpResponseParser(self)
+        # aiohttp's leniencies (outside its debug mode), so both clients take the same answers
+        parser.set_dangerous_leniencies(
+            lenient_headers=True,
+            lenient_optional_cr_before_lf=True,
+            lenient_spaces_after_chunk_size=True,
+        )
         self._active = self._done = self._closed = self._paused = False
         self._reuse = True
         self._error: BaseException | None = None
@@ -112,7 +118,7 @@ class Connection(asyncio.Protocol):
     @property
     def reason(self) -> str:
         """The reason phrase of the status line."""
-        return self._status.decode("latin-1")
+        return self._status.decode("utf-8", "surrogateescape")
 
     @property
     def version(self) -> str:
@@ -221,6 +227,9 @@ class Connection(asyncio.Protocol):
     def on_header(self, name: bytes, value: bytes) -> None:
         if len(name) > MAX_LINE or len(value) > MAX_LINE:
             self._stop(WireError("headers-too-long", "a header line"))
+        value = value.rstrip(b" \t")  # llhttp strips the space before a value, not after
+        if b"\x00" in value:  # a control character lenient parsing lets through
+            self._stop(WireError("protocol-error", "a NUL byte in a header value"))
         headers = self.raw_headers
         if len(headers) >= MAX_HEADERS:
             self._stop(WireError("protocol-error", "too many headers"))
@@ -240,7 +249,8 @@ class Connection(asyncio.Protocol):
                 if status == 304 and value.strip(b" 0"):
                     self._reuse = False  # a 304 that announces a body
             elif lower == b"transfer-encoding":
-                framed = True
+                # chunked last frames the body; any other coding runs to the connection's end
+                framed = value.rstrip().lower().endswith(b"chunked")
                 if status == 304:
                     self._reuse = False
         self._until_close = not framed and status not in (204, 304)
@@ -298,8 +308,8 @@ class Connection(asyncio.Protocol):
         self._paused = False
         if self.transport is not None and not self._closed:
             self.transport.resume_reading()
-            self._read_deadline = self._loop.time() + self._read_timeout
-            self._arm_read()
+            if not self._done:
+                self._arm_read()
 
     def _arm_read(self) -> None:
         if self._read_timer is None and self._read_timeout:
