@@ -15,9 +15,11 @@ recipe) holding the system's CAs when its first handshake starts.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import ssl
 import sys
+from collections.abc import Iterator
 
 _deferred: ssl.SSLContext | None = None
 """gossamer's verified context while its CA bundle file is still unread."""
@@ -28,16 +30,36 @@ def defer_ca_file() -> None:
     """Build the verified context without reading the CA bundle file.
 
     Call it before the event loop starts (it changes the process environment for the time
-    it takes); it does nothing once aiohttp is imported. aiohttp itself is no longer
-    imported here: the lean client (`gossamer.fetch.lean`) needs it not, and a crawl that
-    does (proxies, logins) pays its contexts' CA reads then."""
+    it takes); it does nothing once aiohttp is imported. aiohttp is not imported here: the
+    lean client (`gossamer.fetch.lean`) has no use for it; `import_aiohttp` imports it, its
+    contexts skipping the file too, when a request needs it."""
     global _deferred, _verified
     if "aiohttp.connector" in sys.modules or _verified is not None:
         return
+    with _no_ca_file():
+        _verified = _deferred = _new_context()
+
+
+def import_aiohttp() -> None:
+    """Import aiohttp; while `defer_ca_file` holds the CA bundle back, with
+    ``SSL_CERT_FILE`` pointed at an empty file, so its two default contexts skip it (they
+    still look CAs up in the system's CA directory)."""
+    if "aiohttp.connector" in sys.modules:
+        return
+    if _deferred is None:
+        import aiohttp
+
+        return
+    with _no_ca_file():
+        import aiohttp  # noqa: F401
+
+
+@contextlib.contextmanager
+def _no_ca_file() -> Iterator[None]:
     saved = os.environ.get("SSL_CERT_FILE")
     os.environ["SSL_CERT_FILE"] = os.devnull
     try:
-        _verified = _deferred = _new_context()
+        yield
     finally:
         if saved is None:
             del os.environ["SSL_CERT_FILE"]

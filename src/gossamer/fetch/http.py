@@ -370,6 +370,7 @@ class Fetcher:
         return self._lean
 
     def _new_session(self, proxy: Proxy | None = None) -> aiohttp.ClientSession:
+        tls.import_aiohttp()  # the first session: aiohttp's import skips the CA file too
         from gossamer.fetch.sending import new_session
         from gossamer.fetch.stuck import StuckBodyGuard
 
@@ -392,6 +393,7 @@ class Fetcher:
             return self._route(proxy)[0]
         session = self._proxied.get(key)
         if session is None:
+            tls.import_aiohttp()
             from gossamer.fetch.sending import UNROUTED
 
             session = self._proxied[key] = self._new_session(proxy or UNROUTED)
