@@ -38,6 +38,8 @@ Resolve = Callable[[str, int, socket.AddressFamily], Awaitable[list[Any]]]
 """A resolver's ``resolve(host, port, family)`` (`CachingResolver`, `GuardedResolver`)."""
 _Key = tuple[str, str, int]
 _PORTS = {"http": 80, "https": 443}
+_SITES = 4096
+"""Origins whose parts are remembered (forgotten all at once when full)."""
 _TARGET_SAFE = "!#$%&'()*+,/:;=?@[]~"
 """Characters a request target keeps as they are (the rest of printable ASCII too)."""
 
@@ -85,7 +87,7 @@ class Answer(Protocol):
 class LeanResponse:
     """A response whose head has come; `read` its body, then `release` it."""
 
-    __slots__ = ("_client", "_conn", "_key", "method", "request_headers", "target")
+    __slots__ = ("_client", "_conn", "_first", "_key", "method", "request_headers", "target")
 
     def __init__(
         self,
@@ -98,6 +100,7 @@ class LeanResponse:
         self._client = client
         self._key = key
         self._conn = conn
+        self._first: dict[bytes, bytes] | None = None
         self.method = "GET"
         self.target = target
         self.request_headers = request_headers
@@ -114,10 +117,13 @@ class LeanResponse:
 
     def header(self, name: bytes) -> str | None:
         """The first value of the header ``name`` (lower case), or None."""
-        for key, value in self._conn.raw_headers:
-            if len(key) == len(name) and key.lower() == name:
-                return value.decode("utf-8", "surrogateescape")
-        return None
+        first = self._first
+        if first is None:
+            first = self._first = {}
+            for key, value in reversed(self._conn.raw_headers):
+                first[key.lower()] = value
+        found = first.get(name)
+        return None if found is None else found.decode("utf-8", "surrogateescape")
 
     def header_items(self) -> list[tuple[str, str]]:
         """The headers as text, in order."""
@@ -172,6 +178,12 @@ class LeanClient:
     ) -> None:
         self._resolve = resolve
         self._headers = dict(headers)
+        self._defaults = tuple(self._headers.items())
+        self._block = _encode("", self._defaults)[len("GET  HTTP/1.1\r\n") :]
+        """The default headers' lines and the blank line that ends a head."""
+        self._sites: dict[str, tuple[_Key, str, str | None]] = {}
+        """Per origin (``scheme://host:port`` as written): the pool key, the ``Host``
+        header and the ``Authorization`` of its user info."""
         self._ssl = ssl_context
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
@@ -189,8 +201,7 @@ class LeanClient:
         when the request is handed to a connection)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._total_timeout
-        key, target, request_headers = self._request(url, headers)
-        request = _encode(target, request_headers)
+        key, target, request_headers, request = self._request(url, headers)
         for attempt in (0, 1):
             conn = self._pooled(key, loop.time()) if attempt == 0 else None
             fresh = conn is None
@@ -233,38 +244,40 @@ class LeanClient:
 
     def _request(
         self, url: str, headers: Mapping[str, str] | None
-    ) -> tuple[_Key, str, tuple[tuple[str, str], ...]]:
-        try:
-            parts = urlsplit(url)
-            scheme = parts.scheme.lower()
-            host = parts.hostname
-            port = parts.port
-        except ValueError as exc:
-            raise WireError("invalid-url", str(exc)) from None
-        if scheme not in _PORTS or not host or _numeric_name(host):
-            raise WireError("invalid-url", "not an http(s) URL with a host")
-        default = _PORTS[scheme]
-        port = default if port is None else port
-        target = parts.path or "/"
-        if parts.query:
-            target = f"{target}?{parts.query}"
+    ) -> tuple[_Key, str, tuple[tuple[str, str], ...], bytes]:
+        """The pool key, request target, headers and encoded head of ``url``'s request."""
         if not is_plainly_canonical(url):
-            target = quote(target, safe=_TARGET_SAFE)
-        name = f"[{host}]" if ":" in host else host
-        sent = [("Host", name if port == default else f"{name}:{port}")]
+            key, host, target, auth = _parse(url)
+        else:  # the common case: the origin's parts known already, the target as it is
+            end = _origin_end(url)
+            origin = url[:end]
+            site = self._sites.get(origin)
+            if site is None:
+                if len(self._sites) >= _SITES:
+                    self._sites.clear()
+                key, host, _, auth = _parse(url)
+                site = self._sites[origin] = (key, host, auth)
+            key, host, auth = site
+            target = url[end:].partition("#")[0] or "/"
+            if target[0] != "/":
+                target = "/" + target
+        if not headers and auth is None:
+            sent = (("Host", host), *self._defaults)
+            head = f"GET {target} HTTP/1.1\r\nHost: {host}\r\n".encode() + self._block
+            return key, target, sent, head
         merged = dict(self._headers)
-        if parts.username is not None:
-            merged["Authorization"] = _basic(parts.username, parts.password or "")
+        if auth is not None:
+            merged["Authorization"] = auth
         if headers:
             lower = {k.lower(): k for k in merged}
-            for key, value in headers.items():
-                known = lower.get(key.lower())
-                if known is not None and known != key:
-                    merged = {(key if k == known else k): v for k, v in merged.items()}
-                    lower[key.lower()] = key
-                merged[key] = value
-        sent.extend(merged.items())
-        return (scheme, host, port), target, tuple(sent)
+            for name, value in headers.items():
+                known = lower.get(name.lower())
+                if known is not None and known != name:
+                    merged = {(name if k == known else k): v for k, v in merged.items()}
+                    lower[name.lower()] = name
+                merged[name] = value
+        sent = (("Host", host), *merged.items())
+        return key, target, sent, _encode(target, sent)
 
     def _pooled(self, key: _Key, now: float) -> Connection | None:
         conns = self._idle.get(key)
@@ -369,6 +382,42 @@ class LeanClient:
                 self._idle[key] = kept
             else:
                 del self._idle[key]
+
+
+def _origin_end(url: str) -> int:
+    """Where ``url``'s origin (scheme and authority) ends."""
+    start = url.find("//") + 2
+    end = len(url)
+    for sep in "/?#":
+        found = url.find(sep, start)
+        if 0 <= found < end:
+            end = found
+    return end
+
+
+def _parse(url: str) -> tuple[_Key, str, str, str | None]:
+    """The pool key, ``Host`` header, request target and ``Authorization`` (of the URL's
+    user info, as aiohttp sends it) of ``url``; raises `WireError` for an invalid one."""
+    try:
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        host = parts.hostname
+        port = parts.port
+    except ValueError as exc:
+        raise WireError("invalid-url", str(exc)) from None
+    if scheme not in _PORTS or not host or _numeric_name(host):
+        raise WireError("invalid-url", "not an http(s) URL with a host")
+    default = _PORTS[scheme]
+    port = default if port is None else port
+    target = parts.path or "/"
+    if parts.query:
+        target = f"{target}?{parts.query}"
+    target = quote(target, safe=_TARGET_SAFE)
+    name = f"[{host}]" if ":" in host else host
+    auth = None
+    if parts.username is not None:
+        auth = _basic(parts.username, parts.password or "")
+    return (scheme, host, port), name if port == default else f"{name}:{port}", target, auth
 
 
 def _numeric_name(host: str) -> bool:
