@@ -2,7 +2,7 @@
 no subcommand's parser but the crawl's, the crawl's modules load no SOCKS client, no
 Public Suffix List and no cookie date parser until a proxy or a cookie asks for them, and a
 links-only crawl (``--no-text``) loads no content extraction, archive, focus, metrics,
-browser or cluster module."""
+browser or cluster module, nor aiohttp."""
 
 from __future__ import annotations
 
@@ -60,6 +60,7 @@ _LINKS_ONLY_NEVER = [
     "playwright",
     "trafilatura",
     "prometheus_client",
+    "aiohttp",  # direct requests go through the lean client (gossamer.fetch.lean)
 ]
 """Modules a ``--no-text`` crawl has no use for: each costs start-up time for nothing."""
 

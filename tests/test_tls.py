@@ -1,7 +1,8 @@
 """`gossamer.tls`: with the CA bundle file read late (``gossamer crawl``), https is verified
 exactly as before, against the CAs of ``SSL_CERT_FILE``; plain http never reads the file.
 
-Each case runs in a fresh interpreter: the deferral only works before aiohttp is imported."""
+Each case runs in a fresh interpreter: the deferral only works before aiohttp is imported
+(`tls.import_aiohttp` imports it so, when a request needs it)."""
 
 from __future__ import annotations
 
@@ -21,9 +22,11 @@ import asyncio, json, ssl, sys
 from gossamer import tls
 
 tls.defer_ca_file()
+from gossamer.fetch import FetchConfig, Fetcher
+lean = "aiohttp" not in sys.modules
+tls.import_aiohttp()  # as the fetcher does for its first aiohttp session
 import aiohttp.connector
 from aiohttp import web
-from gossamer.fetch import FetchConfig, Fetcher
 
 
 async def main(cert: str, key: str) -> dict:
@@ -37,6 +40,7 @@ async def main(cert: str, key: str) -> dict:
     await web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context).start()
     plain, secure = (address[1] for address in runner.addresses)
     seen = {"aiohttp": aiohttp.connector._SSL_CONTEXT_VERIFIED.cert_store_stats()["x509"]}
+    seen["lean"] = lean
     try:
         async with Fetcher(FetchConfig(total_timeout=10)) as fetcher:
             http = await fetcher.fetch(f"http://127.0.0.1:{plain}/")
@@ -74,6 +78,7 @@ def test_https_is_verified_against_the_ca_file_read_at_the_first_https_request(
     tls_files: TlsFiles,
 ) -> None:
     seen = _run(tls_files, tls_files.ca)
+    assert seen["lean"]  # the fetcher imports no aiohttp for direct requests
     assert seen["aiohttp"] == 0  # aiohttp's own default contexts skipped the file
     assert seen["http"] == [200, True]  # plain http left it unread
     assert seen["https"] == [200, None, False]

@@ -1,24 +1,25 @@
 """The TLS context gossamer's HTTP client verifies servers with, and its CA bundle read late.
 
 aiohttp builds two default SSL contexts when it is imported (``aiohttp.connector``), and
-each reads the system's CA bundle file: about a fifth of the instructions of a ``gossamer
-crawl``'s start-up, spent even when no URL is https. The `gossamer.fetch.Fetcher` does not
-use them: its connectors get `verified_context` (or ``ssl=False`` without verification,
-where the CA store plays no part). `defer_ca_file`, called by ``gossamer crawl`` before
-anything imports aiohttp, imports it with ``SSL_CERT_FILE`` pointed at an empty file, so
-its two contexts skip the bundle (they still look CAs up in the system's CA directory),
-and builds gossamer's verified context the same way; `load_ca_file` then reads the bundle
-into that context, as ``ssl.create_default_context`` would have, before the first https
-request (the Fetcher calls it). Either way the context a Fetcher verifies with is
-``ssl.create_default_context()`` with ALPN ``http/1.1`` (aiohttp's own recipe) holding the
-system's CAs when its first handshake starts.
+each reads the system's CA bundle file. The `gossamer.fetch.Fetcher` does not use them:
+its lean client and its aiohttp connectors get `verified_context` (or, without
+verification, a context that accepts any certificate, or ``ssl=False``), and a crawl that
+makes only direct requests never imports aiohttp. `defer_ca_file`, called by ``gossamer
+crawl``, builds gossamer's verified context with ``SSL_CERT_FILE`` pointed at an empty file,
+so it skips the bundle (it still looks CAs up in the system's CA directory); `load_ca_file`
+then reads the bundle into that context, as ``ssl.create_default_context`` would have,
+before the first https request (the Fetcher calls it). Either way the context a Fetcher
+verifies with is ``ssl.create_default_context()`` with ALPN ``http/1.1`` (aiohttp's own
+recipe) holding the system's CAs when its first handshake starts.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import ssl
 import sys
+from collections.abc import Iterator
 
 _deferred: ssl.SSLContext | None = None
 """gossamer's verified context while its CA bundle file is still unread."""
@@ -26,20 +27,39 @@ _verified: ssl.SSLContext | None = None
 
 
 def defer_ca_file() -> None:
-    """Import aiohttp, and build the verified context, without reading the CA bundle file.
+    """Build the verified context without reading the CA bundle file.
 
-    Call it before the event loop starts and before anything imports aiohttp (it changes
-    the process environment for the time of the import); it does nothing once aiohttp is
-    imported."""
+    Call it before the event loop starts (it changes the process environment for the time
+    it takes); it does nothing once aiohttp is imported. aiohttp is not imported here: the
+    lean client (`gossamer.fetch.lean`) has no use for it; `import_aiohttp` imports it, its
+    contexts skipping the file too, when a request needs it."""
     global _deferred, _verified
     if "aiohttp.connector" in sys.modules or _verified is not None:
         return
+    with _no_ca_file():
+        _verified = _deferred = _new_context()
+
+
+def import_aiohttp() -> None:
+    """Import aiohttp; while `defer_ca_file` holds the CA bundle back, with
+    ``SSL_CERT_FILE`` pointed at an empty file, so its two default contexts skip it (they
+    still look CAs up in the system's CA directory)."""
+    if "aiohttp.connector" in sys.modules:
+        return
+    if _deferred is None:
+        import aiohttp
+
+        return
+    with _no_ca_file():
+        import aiohttp  # noqa: F401
+
+
+@contextlib.contextmanager
+def _no_ca_file() -> Iterator[None]:
     saved = os.environ.get("SSL_CERT_FILE")
     os.environ["SSL_CERT_FILE"] = os.devnull
     try:
-        import aiohttp  # noqa: F401  (its default contexts are built now)
-
-        _verified = _deferred = _new_context()
+        yield
     finally:
         if saved is None:
             del os.environ["SSL_CERT_FILE"]
@@ -54,6 +74,15 @@ def verified_context() -> ssl.SSLContext:
     if _verified is None:
         _verified = _new_context()
     return _verified
+
+
+def unverified_context() -> ssl.SSLContext:
+    """A context that accepts any certificate (``verify_tls=False``)."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    context.set_alpn_protocols(("http/1.1",))
+    return context
 
 
 def ca_file_deferred() -> bool:

@@ -29,6 +29,7 @@ def fetch_config(settings: CrawlSettings, proxy_check: str | None = None) -> Fet
         connect_timeout=settings.connect_timeout,
         read_timeout=settings.read_timeout,
         total_timeout=settings.total_timeout,
+        http_client=settings.http_client,
         max_body_bytes=settings.max_body_bytes,
         concurrency=settings.concurrency,
         resolve=tuple(settings.resolve),

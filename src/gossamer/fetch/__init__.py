@@ -1,5 +1,6 @@
 """The fetch stage: DNS caching and overrides (``dns``), the address guard (``guard``), pooled
-HTTP with capped decoding (``http``, ``decoding``), what a fetch gives and takes (``result``),
+HTTP with capped decoding (``http``, ``decoding``; direct requests over the lean HTTP/1.1
+client, ``lean`` on ``wire``, the others over aiohttp), what a fetch gives and takes (``result``),
 its error reasons (``reasons``), response headers made safe (``headers``), the connectors and
 request class a request goes out with (``sending``), the stuck-body guard (``stuck``), a
 request's host name parsed once per host (``hostnames``), the bandwidth cap (``ratelimit``),
@@ -7,7 +8,8 @@ the wire capture for WARC (``exchange``), the proxy pool (``proxies``), host pac
 fetcher's own requests (``gated``), logins per domain (``auth``, with ``login``,
 ``tokencache`` and ``cookies``) and rendering in headless Chromium (``render``, a package).
 
-This package may import the standard library, aiohttp, brotli, aiohttp-socks and
+This package may import the standard library, aiohttp (lazily: only a request through a
+proxy, a login or ``http_client="aiohttp"`` loads it), httptools, brotli, aiohttp-socks and
 python-socks (SOCKS5 proxies), selectolax, psutil, playwright (in ``render``, lazily),
 ``gossamer.redact``, ``gossamer.proxyurl`` (proxy URLs), ``gossamer.safe``, ``gossamer.tls``
 and ``gossamer.urls``; it knows no other stage (the engine hands it URLs and reads its

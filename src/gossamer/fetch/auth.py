@@ -21,9 +21,9 @@ Cookies live in one `CookieJar` (`gossamer.fetch.cookies`); ``cookies`` says who
 site's of ``in_scope`` (``on``), only the login domains' (``login-only``), none (``off``). A
 login domain's cookies never cover another host, and no other site's cookie covers a login
 domain. The jar's ``on_update`` callback is how the crawl keeps them (in crawl.db, for
-``--resume``). The `Fetcher` hands `prepare` and `check` the session logins go out with
-(through the request's proxy when there is a pool). Secrets are `Secret` values, shown as
-``***``; no log line, error or stats snapshot holds one.
+``--resume``). The `Fetcher` hands `prepare` and `check` what makes the session logins go
+out with, on first use (through the request's proxy when there is a pool). Secrets are
+`Secret` values, shown as ``***``; no log line, error or stats snapshot holds one.
 """
 
 from __future__ import annotations
@@ -39,10 +39,9 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
-import aiohttp
 from selectolax.lexbor import LexborHTMLParser
 
 from gossamer.fetch.cookies import CookieJar, domain_match, read_cookies_txt
@@ -51,6 +50,12 @@ from gossamer.fetch.login import Login, LoginContext, Secret, UserLogin
 from gossamer.fetch.tokencache import cache_path, forget_cache, read_cache, write_cache
 from gossamer.redact import redact_url
 from gossamer.urls import Resolver
+
+if TYPE_CHECKING:
+    import aiohttp
+
+SessionFactory = Callable[[], "aiohttp.ClientSession"]
+"""Gives the aiohttp session logins go out with (made, and aiohttp imported, on first use)."""
 
 __all__ = [
     "AuthHeaders",
@@ -109,7 +114,7 @@ class RequestAuth(Protocol):
         """Whether it sends requests of its own (logins, token requests, login hooks)."""
 
     async def prepare(
-        self, url: str, session: aiohttp.ClientSession, *, host: str | None = None
+        self, url: str, session: SessionFactory, *, host: str | None = None
     ) -> Mapping[str, str]:
         """The headers ``url``'s request carries (none for a domain without a login);
         ``host`` is ``url``'s host name when the caller has it (`login_for`)."""
@@ -121,7 +126,7 @@ class RequestAuth(Protocol):
         status: int | None,
         headers: Mapping[str, str],
         body: bytes,
-        session: aiohttp.ClientSession,
+        session: SessionFactory,
         *,
         retried: bool = False,
         host: str | None = None,
@@ -237,7 +242,7 @@ class Authenticator:
         return dataclasses.asdict(self.stats())
 
     async def prepare(
-        self, url: str, session: aiohttp.ClientSession, *, host: str | None = None
+        self, url: str, session: SessionFactory, *, host: str | None = None
     ) -> AuthHeaders:
         """The headers of ``url``'s request: its domain's login, never another's (``host``:
         see `login_for`)."""
@@ -255,11 +260,11 @@ class Authenticator:
         elif login.kind == "bearer" and login.token is not None:
             headers["Authorization"] = "Bearer " + login.token.reveal()
         elif login.kind == "oauth2":
-            token = await self._token(login, state, session)
+            token = await self._token(login, state, session())
             if token is not None:
                 headers["Authorization"] = "Bearer " + token
         elif login.kind == "form" and self._needs_first_login(login, state, url):
-            await self._login(login, state, session, 0)
+            await self._login(login, state, session(), 0)
         cookie = self._jar.header(url)
         if cookie is not None:
             headers["Cookie"] = cookie
@@ -273,7 +278,7 @@ class Authenticator:
         status: int | None,
         headers: Mapping[str, str],
         body: bytes,
-        session: aiohttp.ClientSession,
+        session: SessionFactory,
         *,
         retried: bool = False,
         host: str | None = None,
@@ -298,7 +303,7 @@ class Authenticator:
         state = self._sessions[login.domain]
         seen = sent.generation if isinstance(sent, AuthHeaders) else state.generation
         if login.kind == "oauth2" and status == 401:
-            return await self._renew(login, state, session, seen)
+            return await self._renew(login, state, session(), seen)
         if login.kind != "form" or _same_page(url, login.login_url):
             return False
         if not self._logged_out(login, url, status, headers, body):
@@ -309,7 +314,7 @@ class Authenticator:
             redact_url(url),
             extra={"event": "auth-logged-out", "domain": login.domain},
         )
-        return await self._login(login, state, session, seen)
+        return await self._login(login, state, session(), seen)
 
     def _site_allowed(self, url: str) -> bool:
         """Whether ``url``'s answer may set cookies: a site of the crawl's scope."""

@@ -1,7 +1,9 @@
 """DNS for the fetch stage: a caching, coalescing resolver with curl-style overrides.
 
-`CachingResolver` plugs into aiohttp's `TCPConnector` (build the connector with
-``use_dns_cache=False`` so that this is the only cache). In front of a real resolver it:
+`CachingResolver` serves the lean client (`gossamer.fetch.lean`) and plugs into aiohttp's
+`TCPConnector` alike (build the connector with ``use_dns_cache=False`` so that this is the
+only cache); it has aiohttp's resolver interface (`Resolver`) without importing aiohttp. In
+front of a real resolver it:
 
 - answers from a per-(host, family) cache for ``ttl`` seconds (getaddrinfo does not expose
   record TTLs, so one fixed TTL applies to every name);
@@ -13,7 +15,8 @@
   touching the real resolver.
 
 Failures surface as `socket.gaierror` (an `OSError`), which aiohttp turns into
-`aiohttp.ClientConnectorDNSError`; a look-up that exceeds ``timeout`` fails the same way.
+`aiohttp.ClientConnectorDNSError` (the lean client into the error ``dns``); a look-up that
+exceeds ``timeout`` fails the same way.
 """
 
 from __future__ import annotations
@@ -26,15 +29,16 @@ import socket
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-
-from aiohttp.abc import AbstractResolver, ResolveResult
-from aiohttp.resolver import ThreadedResolver
+from typing import Protocol, TypedDict
 
 __all__ = [
     "CachingResolver",
     "DnsStats",
     "IPAddress",
     "ResolveOverrides",
+    "ResolveResult",
+    "Resolver",
+    "SystemResolver",
     "normalize_host",
     "parse_resolve_overrides",
 ]
@@ -44,6 +48,55 @@ Clock = Callable[[], float]
 
 _LABEL = re.compile(r"(?!-)[a-z0-9_-]{1,63}(?<!-)")
 _NUMERIC_FLAGS = socket.AI_NUMERICHOST | socket.AI_NUMERICSERV
+
+
+class ResolveResult(TypedDict):
+    """One address of a host, as aiohttp's resolvers give it (``aiohttp.abc.ResolveResult``)."""
+
+    hostname: str
+    host: str
+    port: int
+    family: int
+    proto: int
+    flags: int
+
+
+class Resolver(Protocol):
+    """What resolves host names for a connection: aiohttp's ``AbstractResolver`` interface."""
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        """The addresses of ``host``."""
+        ...
+
+    async def close(self) -> None:
+        """Release what the resolver holds."""
+        ...
+
+
+class SystemResolver:
+    """The system's resolver (getaddrinfo in the loop's threads: hosts file, nsswitch), as
+    aiohttp's ``ThreadedResolver`` asks it."""
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        """The addresses of ``host``; raises `socket.gaierror` when it has none."""
+        infos = await asyncio.get_running_loop().getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, family=family, flags=socket.AI_ADDRCONFIG
+        )
+        results = []
+        for af, _, proto, _, address in infos:
+            if af == socket.AF_INET6 and len(address) > 3 and address[3]:
+                continue  # a link-local address with a scope: never crawled
+            if af in (socket.AF_INET, socket.AF_INET6):
+                ip = str(address[0])
+                results.append(_result(host, ip, port, af, proto, _NUMERIC_FLAGS))
+        return results
+
+    async def close(self) -> None:
+        """Nothing to release."""
 
 
 def normalize_host(host: str) -> str:
@@ -183,19 +236,19 @@ def _result(host: str, ip: str, port: int, family: int, proto: int, flags: int) 
     return ResolveResult(hostname=host, host=ip, port=port, family=family, proto=proto, flags=flags)
 
 
-class CachingResolver(AbstractResolver):
+class CachingResolver:
     """A TTL cache with negative caching, look-up coalescing and overrides (see module doc).
 
     ``resolver`` is the real resolver; by default one is created lazily (inside the running
-    loop): aiohttp's `ThreadedResolver` (getaddrinfo in threads, as the system resolves: hosts
-    file, nsswitch). The cache closes only a resolver it created.
+    loop): `SystemResolver` (getaddrinfo in threads, as the system resolves: hosts file,
+    nsswitch). The cache closes only a resolver it created.
     ``overrides`` takes parsed `ResolveOverrides` or raw ``HOST=IP`` strings. ``clock``
     (monotonic seconds) is injectable for tests.
     """
 
     def __init__(
         self,
-        resolver: AbstractResolver | None = None,
+        resolver: Resolver | None = None,
         *,
         overrides: ResolveOverrides | Iterable[str] = (),
         ttl: float = 300.0,
@@ -262,9 +315,9 @@ class CachingResolver(AbstractResolver):
         self._store(key, entry)
         return entry
 
-    def _real(self) -> AbstractResolver:
+    def _real(self) -> Resolver:
         if self._resolver is None:
-            self._resolver = ThreadedResolver()
+            self._resolver = SystemResolver()
         return self._resolver
 
     def _store(self, key: tuple[str, int], entry: _Entry) -> None:

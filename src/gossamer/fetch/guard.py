@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from aiohttp.abc import AbstractResolver, ResolveResult
+from gossamer.fetch.dns import Resolver, ResolveResult
 
 __all__ = ["AddressGuard", "BlockedAddress", "GuardedResolver"]
 
@@ -200,11 +200,11 @@ def _embedded_ipv4(ip: IPAddress) -> IPAddress:
     return ip
 
 
-class GuardedResolver(AbstractResolver):
+class GuardedResolver:
     """A resolver whose answers pass the guard: forbidden addresses are dropped, and a name
     left with none fails with `BlockedAddress`."""
 
-    def __init__(self, inner: AbstractResolver, guard: AddressGuard) -> None:
+    def __init__(self, inner: Resolver, guard: AddressGuard) -> None:
         self.inner = inner
         self._guard = guard
         self.blocked = 0

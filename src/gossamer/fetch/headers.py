@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import email.utils
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC
 from types import MappingProxyType
-
-from multidict import CIMultiDictProxy
 
 from gossamer.safe import safe_text
 
@@ -79,10 +77,11 @@ _LINE_JOINED = frozenset({"set-cookie", "x-robots-tag"})
 holds a comma, and an ``X-Robots-Tag`` user-agent prefix holds to the end of its header."""
 
 
-def header_map(raw: CIMultiDictProxy[str]) -> Mapping[str, str]:
-    """The headers, names lower-cased, names and values made valid text (`safe_text`)."""
+def header_map(raw: Iterable[tuple[str, str]]) -> Mapping[str, str]:
+    """The headers (name and value pairs), names lower-cased, names and values made valid
+    text (`safe_text`)."""
     headers: dict[str, str] = {}
-    for name, value in raw.items():
+    for name, value in raw:
         key = name.lower()
         if not (key.isascii() and value.isascii()):  # ASCII is valid text as it is
             key, value = safe_text(key), safe_text(value)

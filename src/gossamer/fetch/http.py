@@ -1,4 +1,9 @@
-"""HTTP fetching: one pooled aiohttp session, capped content decoding, a fetch that never raises.
+"""HTTP fetching: pooled connections, capped content decoding, a fetch that never raises.
+
+Direct requests go over the lean HTTP/1.1 client (`gossamer.fetch.lean`); requests through a
+proxy, logins and token requests, and every request with ``http_client="aiohttp"``, over one
+pooled aiohttp session (aiohttp is imported when the first of those is made). Both give the
+same results, error reasons and exchanges.
 
 `Fetcher.fetch` sends one GET, never follows redirects (the crawler sends each target back
 through its pipeline) and turns every network, protocol and HTTP problem into a `FetchResult`
@@ -16,12 +21,12 @@ body is decoded. A decoding fallback is named in ``flags``: ``deflate-raw-fallba
 deflate that looked zlib-wrapped) and ``trailing-garbage`` (bytes after the compressed data
 that are not a further gzip member, left unread; the body decoded before them is kept).
 
-``started_at`` is stamped when aiohttp starts sending the request (`StampingRequest`), after
-DNS, connect and TLS, where its ``on_request_headers_sent`` trace signal would fire, without
-the cost of the trace machinery on every request; the head goes out on a later turn of the
-event loop (milliseconds later on a busy loop). ``answered_at`` is when the response head
-arrived, by which time the request had surely been sent: ``sent_by`` is what the scheduler's
-per-host spacing measures from, so the gap the host sees is never short.
+``started_at`` is stamped when the client starts sending the request, after DNS, connect
+and TLS (aiohttp: `StampingRequest`, where its ``on_request_headers_sent`` trace signal would
+fire, without the cost of the trace machinery on every request; the head goes out on a later
+turn of the event loop, milliseconds later on a busy loop). ``answered_at`` is when the
+response head arrived, by which time the request had surely been sent: ``sent_by`` is what
+the scheduler's per-host spacing measures from, so the gap the host sees is never short.
 
 ``max_bandwidth`` paces body bytes (as received, before decoding) through one
 `TokenBucket` shared by every request of the fetcher; a ``meter`` is told of every chunk.
@@ -45,27 +50,25 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import contextlib
+import functools
 import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Any
-
-import aiohttp
-from aiohttp.abc import AbstractResolver
+from typing import TYPE_CHECKING, Any
 
 from gossamer import tls
 from gossamer.fetch.auth import RequestAuth
 from gossamer.fetch.decoding import BOMB_RATIO, Body, body_caps
-from gossamer.fetch.dns import CachingResolver
-from gossamer.fetch.exchange import PeerResponse, capture, cut_by
+from gossamer.fetch.dns import CachingResolver, Resolver
+from gossamer.fetch.exchange import cut_by
 from gossamer.fetch.gated import HostPace, leave
 from gossamer.fetch.guard import AddressGuard, BlockedAddress, GuardedResolver
 from gossamer.fetch.headers import header_map, parse_content_type, parse_retry_after
 from gossamer.fetch.hostnames import HostNames
-from gossamer.fetch.proxies import ProxyPool, proxy_fault
+from gossamer.fetch.lean import Answer, LeanClient, Probe
+from gossamer.fetch.proxies import ProxyPool, proxy_fault, proxy_listens
 from gossamer.fetch.ratelimit import ByteMeter, TokenBucket
 from gossamer.fetch.reasons import NoProxy, reason
 from gossamer.fetch.result import (
@@ -76,19 +79,14 @@ from gossamer.fetch.result import (
     FetchResult,
     FetchStats,
 )
-from gossamer.fetch.sending import (
-    SENDING,
-    UNROUTED,
-    Probe,
-    StampingRequest,
-    direct_connector,
-    request_url,
-    socks_connector,
-)
-from gossamer.fetch.stuck import StuckBodyGuard
 from gossamer.proxyurl import Proxy
 from gossamer.safe import safe_location
 from gossamer.urls import host_key
+
+if TYPE_CHECKING:
+    import aiohttp
+
+    from gossamer.fetch.stuck import StuckBodyGuard
 
 __all__ = [
     "BOMB_RATIO",
@@ -111,7 +109,7 @@ _NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 
 
 class Fetcher:
-    """Fetches URLs over one pooled aiohttp session (see the module doc for the contract).
+    """Fetches URLs over pooled connections (see the module doc for the contract).
 
     ``resolver`` replaces the `CachingResolver` built from the config (the caller then owns
     and closes it). ``clock`` (monotonic) stamps ``started_at``/``elapsed``; ``wall_clock``
@@ -130,7 +128,7 @@ class Fetcher:
         self,
         config: FetchConfig | None = None,
         *,
-        resolver: AbstractResolver | None = None,
+        resolver: Resolver | None = None,
         clock: Clock = time.monotonic,
         wall_clock: Clock = time.time,
         meter: ByteMeter | None = None,
@@ -157,6 +155,8 @@ class Fetcher:
         self._clock = clock
         self._wall_clock = wall_clock
         self._session: aiohttp.ClientSession | None = None
+        self._lean: LeanClient | None = None
+        self._lean_client = config.http_client == "lean"
         self._slots = asyncio.Semaphore(config.concurrency)
         self._requests = self._waiting = self._in_flight = self._truncated = 0
         self._wire_bytes = self._body_bytes = 0
@@ -164,7 +164,8 @@ class Fetcher:
         self._by_class = [0] * 6
         self._durations = [0] * (len(DURATION_BUCKETS) + 1)
         self._errors: dict[str, int] = {}
-        self._guard = StuckBodyGuard()
+        self._guard: StuckBodyGuard | None = None
+        """Made with the first aiohttp session."""
         self._hosts = HostNames()
         self._meter = meter
         self._bucket = (
@@ -179,12 +180,15 @@ class Fetcher:
         return self._meter
 
     @property
-    def resolver(self) -> AbstractResolver | None:
+    def resolver(self) -> Resolver | None:
         """The resolver in use (None until the session exists, unless injected)."""
         return self._resolver
 
     async def __aenter__(self) -> Fetcher:
-        self._open()
+        if self._lean_client:
+            self._open_lean()
+        else:
+            self._open()
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -200,6 +204,9 @@ class Fetcher:
         if self._session is not None:
             await self._session.close()
             self._session = None
+        if self._lean is not None:
+            self._lean.close()
+            self._lean = None
         for session in (*self._socks.values(), *self._proxied.values()):
             await session.close()
         self._socks.clear()
@@ -244,7 +251,7 @@ class Fetcher:
         when the rules forbid the check URL, or that answer says nothing for sure about them,
         the robots.txt answer is the check."""
         url = self._config.proxy_check_url
-        if url is None or not await self._proxy_listens(proxy):
+        if url is None or not await proxy_listens(proxy, self._config.connect_timeout):
             return None
         rules = self._check_rules
         allowed = True if rules is None else rules.verdict(url)
@@ -256,20 +263,6 @@ class Fetcher:
         elif not allowed:
             url = host_key(url) + "/robots.txt"
         return (await self._check_request(url, proxy))[1]
-
-    async def _proxy_listens(self, proxy: Proxy) -> bool:
-        """Whether ``proxy`` accepts a TCP connection: a proxy that does not is dead without a
-        request to the site, so a round of dead proxies takes none of the site's slots (and
-        holds none of its pages back)."""
-        try:
-            async with asyncio.timeout(self._config.connect_timeout):
-                _, writer = await asyncio.open_connection(proxy.host, proxy.port)
-        except (OSError, TimeoutError):
-            return False
-        writer.close()
-        with contextlib.suppress(OSError):
-            await writer.wait_closed()
-        return True
 
     async def _check_request(self, url: str, proxy: Proxy) -> tuple[FetchResult, float | None]:
         """``url`` through ``proxy`` in its host's slot, and the seconds it took (None when
@@ -347,7 +340,8 @@ class Fetcher:
             self._session = self._new_session()
         return self._session
 
-    def _new_session(self, proxy: Proxy | None = None) -> aiohttp.ClientSession:
+    def _guarded_resolver(self) -> Resolver:
+        """The resolver new connections use: the DNS cache, through the address guard."""
         config = self._config
         if self._resolver is None:
             self._resolver = CachingResolver(
@@ -356,39 +350,36 @@ class Fetcher:
                 negative_ttl=config.dns_negative_ttl,
                 timeout=config.connect_timeout,
             )
-        resolver: AbstractResolver = self._resolver
+        resolver: Resolver = self._resolver
         if self._address_guard is not None:
             resolver = GuardedResolver(resolver, self._address_guard)
+        return resolver
+
+    def _open_lean(self) -> LeanClient:
+        config = self._config
+        self._lean = LeanClient(
+            self._guarded_resolver().resolve,
+            headers={**config.headers, "User-Agent": config.user_agent},
+            ssl_context=tls.verified_context() if config.verify_tls else tls.unverified_context(),
+            connect_timeout=config.connect_timeout,
+            read_timeout=config.read_timeout,
+            total_timeout=config.total_timeout,
+            keepalive_timeout=config.keepalive_timeout,
+            limit=config.concurrency,
+        )
+        return self._lean
+
+    def _new_session(self, proxy: Proxy | None = None) -> aiohttp.ClientSession:
+        tls.import_aiohttp()  # the first session: aiohttp's import skips the CA file too
+        from gossamer.fetch.sending import new_session
+        from gossamer.fetch.stuck import StuckBodyGuard
+
+        if self._guard is None:
+            self._guard = StuckBodyGuard()
         logs_in = self._auth is not None and self._auth.logs_in
         if self._ca_file_deferred and (logs_in or self._proxies is not None):
             self._load_ca_file()  # logins and HTTPS proxies shake hands outside `_fetch`
-        options: dict[str, Any] = {
-            "limit": config.concurrency,
-            "limit_per_host": 0,
-            "resolver": resolver,
-            "use_dns_cache": False,
-            "keepalive_timeout": config.keepalive_timeout,
-            "ssl": tls.verified_context() if config.verify_tls else False,
-        }
-        socks = proxy is not None and proxy.scheme == "socks5"
-        if socks and proxy is not None:
-            connector = socks_connector(proxy, options)
-        else:
-            connector = direct_connector(proxy, options)
-        return aiohttp.ClientSession(
-            connector=connector,
-            headers={**config.headers, "User-Agent": config.user_agent},
-            timeout=aiohttp.ClientTimeout(
-                total=config.total_timeout,
-                sock_connect=config.connect_timeout,
-                sock_read=config.read_timeout,
-            ),
-            auto_decompress=False,
-            cookie_jar=aiohttp.DummyCookieJar(),
-            proxy=None if proxy is None or socks or proxy is UNROUTED else proxy.url,
-            request_class=StampingRequest,
-            response_class=PeerResponse if config.keep_wire else aiohttp.ClientResponse,
-        )
+        return new_session(self._config, self._guarded_resolver(), proxy)
 
     def _login_session(self, host: str) -> aiohttp.ClientSession:
         """The session logins for ``url`` go out with (form POST, token request, login hook):
@@ -402,6 +393,9 @@ class Fetcher:
             return self._route(proxy)[0]
         session = self._proxied.get(key)
         if session is None:
+            tls.import_aiohttp()
+            from gossamer.fetch.sending import UNROUTED
+
             session = self._proxied[key] = self._new_session(proxy or UNROUTED)
         return session
 
@@ -409,7 +403,7 @@ class Fetcher:
         self, auth: RequestAuth, url: str, headers: Mapping[str, str] | None
     ) -> FetchResult:
         host = self._hosts(url)
-        session = self._login_session(host)
+        session = functools.partial(self._login_session, host)
         before = auth.sent
         sent = await auth.prepare(url, session, host=host)
         paced = auth.sent != before  # a login went first: the page waits for the host's pace
@@ -467,23 +461,50 @@ class Fetcher:
         probe = Probe(self._clock)
         if self._address_guard is not None and self._address_guard.check_url(url) is not None:
             return self._failure(url, probe.started_at, BlockedAddress(url))
+        if proxy is None and self._lean_client:
+            return await self._fetch_lean(url, headers, probe)
+        result = await self._fetch_aiohttp(url, headers, probe, proxy)
+        return result if proxy is None else replace(result, proxy=proxy.label)
+
+    async def _fetch_aiohttp(
+        self, url: str, headers: Mapping[str, str] | None, probe: Probe, proxy: Proxy | None
+    ) -> FetchResult:
+        from gossamer.fetch.sending import SENDING, AiohttpAnswer, request_url
+
         session, via = self._route(proxy)
+        guard = self._guard
+        assert guard is not None  # made with the session
         sending = SENDING.set(probe)
         try:
             response = await session.get(
                 request_url(url), headers=headers, allow_redirects=False, **via
             )
         except Exception as exc:
-            result = self._failure(url, probe.started_at, exc)
+            return self._failure(url, probe.started_at, exc)
         else:
             probe.answered_at = self._clock()
+            protocol = guard.watch(response)
             try:
-                result = await self._read(url, probe, response)
+                return await self._read(url, probe, AiohttpAnswer(response))
             finally:
+                guard.unwatch(protocol)
                 response.release()
         finally:
             SENDING.reset(sending)
-        return result if proxy is None else replace(result, proxy=proxy.label)
+
+    async def _fetch_lean(
+        self, url: str, headers: Mapping[str, str] | None, probe: Probe
+    ) -> FetchResult:
+        client = self._lean or self._open_lean()
+        try:
+            response = await client.get(url, headers, probe.stamp)
+        except Exception as exc:
+            return self._failure(url, probe.started_at, exc)
+        probe.answered_at = self._clock()
+        try:
+            return await self._read(url, probe, response)
+        finally:
+            response.release()
 
     def _load_ca_file(self) -> None:
         tls.load_ca_file()
@@ -501,19 +522,16 @@ class Fetcher:
             session = self._socks[proxy.url] = self._new_session(proxy)
         return session, {}
 
-    async def _read(self, url: str, probe: Probe, response: aiohttp.ClientResponse) -> FetchResult:
+    async def _read(self, url: str, probe: Probe, response: Answer) -> FetchResult:
         config = self._config
-        raw = response.headers
         keep = config.keep_wire
         wire_cap, decoded_cap = body_caps(url, config.max_body_bytes, config.decoded_cap)
-        body = Body(raw.get("Content-Encoding"), wire_cap, decoded_cap, keep_raw=keep)
+        body = Body(response.header(b"content-encoding"), wire_cap, decoded_cap, keep_raw=keep)
         error = body.error
         paced = 0.0
         stopped = False  # bytes were left unread: the wire body is cut
-        protocol = self._guard.watch(response)
         try:
-            content = response.content
-            while chunk := await content.readany():
+            while chunk := await response.readany():
                 if self._pacing:
                     paced += await self._pace(len(chunk))
                 if not body.feed(chunk):
@@ -527,17 +545,15 @@ class Fetcher:
             error = reason(exc, url)
             body.truncated = stopped = True
             response.close()
-        finally:
-            self._guard.unwatch(protocol)
         status = response.status
-        headers = header_map(raw)
+        headers = header_map(response.header_items())
         content_type, charset = parse_content_type(headers.get("content-type"))
-        location = headers.get("location") if 300 <= status < 400 else None
+        location = response.header(b"location") if 300 <= status < 400 else None
         now = self._wall_clock()
         exchange = None
         if keep:
             cut = cut_by(error, body.truncated) if stopped else None
-            exchange = capture(response, body.raw() or b"", cut)
+            exchange = response.exchange(body.raw() or b"", cut)
         return FetchResult(
             url=url,
             status=status,
@@ -552,8 +568,10 @@ class Fetcher:
             fetched_at=now,
             elapsed=self._clock() - probe.started_at - paced,
             wire_bytes=body.wire,
-            retry_after=parse_retry_after(raw.get("Retry-After"), now, raw.get("Date")),
-            location=safe_location(raw.getone("Location")) if location is not None else None,
+            retry_after=parse_retry_after(
+                response.header(b"retry-after"), now, response.header(b"date")
+            ),
+            location=safe_location(location) if location is not None else None,
             paced=paced,
             flags=body.flags,
             exchange=exchange,

@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import aiohttp
+from typing import TYPE_CHECKING
 
 from gossamer.fetch.cookies import CookieRow
+
+if TYPE_CHECKING:
+    import aiohttp
 
 __all__ = ["Login", "LoginContext", "Secret", "UserLogin"]
 

@@ -46,6 +46,7 @@ __all__ = [
     "ProxyPool",
     "ProxyStats",
     "proxy_fault",
+    "proxy_listens",
     "read_proxies_file",
 ]
 
@@ -513,3 +514,18 @@ class ProxyPool:
             self._ring = live
             self._ring_stale = False
         return self._ring
+
+
+async def proxy_listens(proxy: Proxy, connect_timeout: float) -> bool:
+    """Whether ``proxy`` accepts a TCP connection within ``connect_timeout`` seconds: one that
+    does not is dead without a request to the site, so a round of dead proxies takes none
+    of the site's slots (and holds none of its pages back)."""
+    try:
+        async with asyncio.timeout(connect_timeout):
+            _, writer = await asyncio.open_connection(proxy.host, proxy.port)
+    except (OSError, TimeoutError):
+        return False
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return True

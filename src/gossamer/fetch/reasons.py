@@ -28,31 +28,26 @@
 - ``proxy-error``: every proxy tried failed (see `gossamer.fetch.http`)
 
 The three decoding reasons come from `gossamer.fetch.decoding`, ``proxy-error`` from the
-fetcher; `reason` gives the others, from `REASONS`: the first row whose exception type
-matches decides, so a subclass comes before its base.
+fetcher; `reason` gives the others, from `reasons()`: the first row whose exception type
+matches decides, so a subclass comes before its base. The lean client's errors
+(`gossamer.fetch.wire.WireError`) carry their reason.
 """
 
 from __future__ import annotations
 
 import errno
+import functools
 import logging
 import sys
 from collections.abc import Callable
 from typing import Any
 
-import aiohttp
-from aiohttp.http_exceptions import (
-    ContentLengthError,
-    HttpProcessingError,
-    LineTooLong,
-    TransferEncodingError,
-)
-
 from gossamer.fetch.decoding import BOMB_RATIO
 from gossamer.fetch.guard import BlockedAddress
+from gossamer.fetch.wire import WireError
 from gossamer.redact import redact_url
 
-__all__ = ["BOMB_RATIO", "REASONS", "NoProxy", "reason"]
+__all__ = ["BOMB_RATIO", "NoProxy", "reason", "reasons"]
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +69,12 @@ def _socket(exc: Any) -> str:
 
 
 def _body(exc: Any) -> str:
+    from aiohttp.http_exceptions import (
+        ContentLengthError,
+        HttpProcessingError,
+        TransferEncodingError,
+    )
+
     # aiohttp records a reset that cut a body only in the payload error's message
     if "ConnectionResetError" in str(exc):
         return "connection-reset"
@@ -86,6 +87,8 @@ def _body(exc: Any) -> str:
 
 
 def _head(exc: BaseException) -> str:
+    from aiohttp.http_exceptions import LineTooLong
+
     # aiohttp wraps the parser's error in a ClientResponseError, its cause a copy of it
     seen: BaseException | None = exc
     for _ in range(4):  # the chain is short; bounded all the same
@@ -97,27 +100,50 @@ def _head(exc: BaseException) -> str:
     return "protocol-error"
 
 
+def _wire(exc: WireError) -> str:
+    return exc.reason
+
+
 _Kinds = type[BaseException] | tuple[type[BaseException], ...]
 _Why = str | Callable[[Any], str]
-REASONS: tuple[tuple[_Kinds, _Why], ...] = (
-    ((aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError), "invalid-url"),
-    (aiohttp.ConnectionTimeoutError, "connect-timeout"),
-    (aiohttp.ServerTimeoutError, "read-timeout"),
+_Rows = tuple[tuple[_Kinds, _Why], ...]
+_LEAN: _Rows = (
+    (WireError, _wire),
     (TimeoutError, "timeout"),
     (BlockedAddress, "blocked-address"),
-    (aiohttp.ClientConnectorDNSError, _dns),
-    ((aiohttp.ClientSSLError, aiohttp.ClientConnectorCertificateError), "tls"),
-    (aiohttp.ClientConnectorError, _connect),
-    (aiohttp.ServerDisconnectedError, "server-disconnected"),
-    ((aiohttp.ClientPayloadError, HttpProcessingError), _body),
-    (aiohttp.ClientResponseError, _head),
     (ConnectionResetError, "connection-reset"),
     (OSError, _socket),
-    (aiohttp.ClientError, "client-error"),
     (NoProxy, "no-proxy"),
 )
-"""Exception types and their reason (or the function that tells it), the first match wins;
-a SOCKS proxy's errors (:func:`_socks_error`) are matched after them."""
+"""The rows of the errors a request raises when aiohttp played no part in it."""
+
+
+@functools.cache
+def reasons() -> _Rows:
+    """Exception types and their reason (or the function that tells it), the first match
+    wins; a SOCKS proxy's errors (:func:`_socks_error`) are matched after them. Built on the
+    first error of a request aiohttp made (aiohttp is imported only when a request uses it)."""
+    import aiohttp
+    from aiohttp.http_exceptions import HttpProcessingError
+
+    return (
+        (WireError, _wire),
+        ((aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError), "invalid-url"),
+        (aiohttp.ConnectionTimeoutError, "connect-timeout"),
+        (aiohttp.ServerTimeoutError, "read-timeout"),
+        (TimeoutError, "timeout"),
+        (BlockedAddress, "blocked-address"),
+        (aiohttp.ClientConnectorDNSError, _dns),
+        ((aiohttp.ClientSSLError, aiohttp.ClientConnectorCertificateError), "tls"),
+        (aiohttp.ClientConnectorError, _connect),
+        (aiohttp.ServerDisconnectedError, "server-disconnected"),
+        ((aiohttp.ClientPayloadError, HttpProcessingError), _body),
+        (aiohttp.ClientResponseError, _head),
+        (ConnectionResetError, "connection-reset"),
+        (OSError, _socket),
+        (aiohttp.ClientError, "client-error"),
+        (NoProxy, "no-proxy"),
+    )
 
 
 def _socks_error(exc: BaseException) -> bool:
@@ -131,7 +157,8 @@ def _socks_error(exc: BaseException) -> bool:
 def reason(exc: BaseException, url: str) -> str:
     """The reason for ``exc``, raised while fetching ``url`` (see the module doc); an
     exception no row names is a bug, logged with its traceback."""
-    for kinds, why in REASONS:
+    rows = reasons() if "aiohttp" in sys.modules else _LEAN
+    for kinds, why in rows:
         if isinstance(exc, kinds):
             return why if isinstance(why, str) else why(exc)
     if _socks_error(exc):

@@ -136,6 +136,8 @@ class FetchConfig:
     keep_wire: bool = False
     proxy_retries: int = 2
     proxy_check_url: str | None = None
+    http_client: str = "lean"
+    """``lean`` (`gossamer.fetch.lean`: direct requests) or ``aiohttp`` (every request)."""
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout", "read_timeout", "total_timeout", "keepalive_timeout"):

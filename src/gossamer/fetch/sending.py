@@ -8,26 +8,36 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import aiohttp
 import yarl
 from aiohttp.client_proto import ResponseHandler
 from aiohttp.connector import Connection
 
+from gossamer import tls
+from gossamer.fetch.exchange import Exchange, masked
+from gossamer.fetch.lean import Probe
 from gossamer.proxyurl import Proxy
 from gossamer.urls import is_plainly_canonical
+
+if TYPE_CHECKING:
+    from gossamer.fetch.dns import Resolver
+    from gossamer.fetch.result import FetchConfig
 
 __all__ = [
     "SENDING",
     "UNROUTED",
+    "AiohttpAnswer",
     "NotModifiedGuard",
+    "PeerResponse",
     "Probe",
     "StampingRequest",
     "Unrouted",
+    "capture",
     "direct_connector",
+    "new_session",
     "request_url",
     "socks_connector",
 ]
@@ -169,18 +179,6 @@ def request_url(url: str) -> str | yarl.URL:
     return yarl.URL(url, encoded=True) if is_plainly_canonical(url) else url
 
 
-class Probe:
-    """One request's times: when `Fetcher._fetch` began it, then when aiohttp started to send
-    it (`StampingRequest`), and when its answer began."""
-
-    __slots__ = ("answered_at", "clock", "started_at")
-
-    def __init__(self, clock: Callable[[], float]) -> None:
-        self.clock = clock
-        self.started_at = clock()
-        self.answered_at: float | None = None
-
-
 SENDING: ContextVar[Probe | None] = ContextVar("gossamer_sending", default=None)
 """The probe of the request the current task is making (set by `Fetcher._fetch`)."""
 
@@ -194,3 +192,104 @@ class StampingRequest(aiohttp.ClientRequest):
         if probe is not None:
             probe.started_at = probe.clock()
         return await super().send(conn)
+
+
+class AiohttpAnswer:
+    """An aiohttp response as `gossamer.fetch.lean.Answer`, what the fetcher reads."""
+
+    __slots__ = ("response",)
+
+    def __init__(self, response: aiohttp.ClientResponse) -> None:
+        self.response = response
+
+    @property
+    def status(self) -> int:
+        """The status code."""
+        return self.response.status
+
+    def header(self, name: bytes) -> str | None:
+        """The first value of the header ``name``, or None."""
+        return self.response.headers.get(name.decode("ascii"))
+
+    def header_items(self) -> list[tuple[str, str]]:
+        """The headers as text, in order."""
+        return list(self.response.headers.items())
+
+    async def readany(self) -> bytes:
+        """The next body bytes; ``b""`` at the end."""
+        return await self.response.content.readany()
+
+    def close(self) -> None:
+        """Stop reading: the connection closes."""
+        self.response.close()
+
+    def exchange(self, body: bytes, cut: str | None) -> Exchange:
+        """The exchange as sent and received, whose wire body was ``body``."""
+        return capture(self.response, body, cut)
+
+
+class PeerResponse(aiohttp.ClientResponse):
+    """A response that notes the peer's IP address while its connection is open (a small
+    body may be read, and its connection closed, before `aiohttp.ClientSession.get` returns).
+    """
+
+    peer: str | None = None
+
+    async def start(self, connection: Connection) -> aiohttp.ClientResponse:
+        transport = connection.transport
+        peer = transport.get_extra_info("peername") if transport is not None else None
+        if isinstance(peer, tuple) and peer and isinstance(peer[0], str):
+            self.peer = peer[0]
+        return await super().start(connection)
+
+
+def capture(response: aiohttp.ClientResponse, body: bytes, cut: str | None) -> Exchange:
+    """The `Exchange` of ``response`` whose wire body was ``body`` (``cut`` for why not all)."""
+    info = response.request_info
+    version = response.version
+    return Exchange(
+        method=info.method,
+        target=info.url.raw_path_qs or "/",
+        request_headers=masked(tuple(info.headers.items())),
+        version=f"HTTP/{version.major}.{version.minor}" if version else "HTTP/1.1",
+        status=response.status,
+        reason=response.reason or "",
+        response_headers=tuple(response.raw_headers),
+        body=body,
+        peer=response.peer if isinstance(response, PeerResponse) else None,
+        cut=cut,
+    )
+
+
+def new_session(
+    config: FetchConfig, resolver: Resolver, proxy: Proxy | None = None
+) -> aiohttp.ClientSession:
+    """A session for direct requests (``proxy`` None), requests through an HTTP(S) proxy
+    (named per request) or a SOCKS5 one, or none (`UNROUTED`), resolving with ``resolver``."""
+    options: dict[str, Any] = {
+        "limit": config.concurrency,
+        "limit_per_host": 0,
+        "resolver": resolver,
+        "use_dns_cache": False,
+        "keepalive_timeout": config.keepalive_timeout,
+        "ssl": tls.verified_context() if config.verify_tls else False,
+    }
+    socks = proxy is not None and proxy.scheme == "socks5"
+    if socks and proxy is not None:
+        connector = socks_connector(proxy, options)
+    else:
+        connector = direct_connector(proxy, options)
+    return aiohttp.ClientSession(
+        connector=connector,
+        headers={**config.headers, "User-Agent": config.user_agent},
+        timeout=aiohttp.ClientTimeout(
+            total=config.total_timeout,
+            sock_connect=config.connect_timeout,
+            sock_read=config.read_timeout,
+        ),
+        auto_decompress=False,
+        cookie_jar=aiohttp.DummyCookieJar(),
+        proxy=None if proxy is None or socks or proxy is UNROUTED else proxy.url,
+        request_class=StampingRequest,
+        response_class=PeerResponse if config.keep_wire else aiohttp.ClientResponse,
+    )

@@ -153,6 +153,15 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
         30.0
     )
     total_timeout: Annotated[float, Meta(gt=0, description="Longest a request may take.")] = 60.0
+    http_client: Annotated[
+        Literal["lean", "aiohttp"],
+        Meta(
+            description=(
+                "HTTP client of direct requests: lean (gossamer's own HTTP/1.1 client, "
+                "pooled keep-alive) or aiohttp (every request; proxies and logins always use it)."
+            )
+        ),
+    ] = "lean"
     max_body_bytes: Annotated[
         int, Meta(ge=1024, description="Bodies past this are truncated and flagged.")
     ] = 10 * 1024 * 1024
