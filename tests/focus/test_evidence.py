@@ -21,8 +21,9 @@ from tests.local_app import serve_pages
 from gossamer.crawl import run_crawl
 from gossamer.focus.calibration import Calibration
 from gossamer.focus.citations import Citations
+from gossamer.focus.config import FocusConfig
 from gossamer.focus.paths import PathEvidence, place_keys
-from gossamer.focus.policy import FocusConfig, FocusPolicy
+from gossamer.focus.policy import FocusPolicy
 from gossamer.focus.topic import Topic
 from gossamer.settings import CrawlSettings, load_model
 

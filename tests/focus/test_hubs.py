@@ -14,7 +14,8 @@ from tests.focus.test_evidence import focused_crawl
 from tests.focus.test_learning import Recorder
 from tests.focus.test_policy import ON, PHRASE, html, judge, prose
 
-from gossamer.focus.policy import FocusConfig, FocusPolicy
+from gossamer.focus.config import FocusConfig
+from gossamer.focus.policy import FocusPolicy
 from gossamer.focus.topic import Topic
 
 

@@ -9,7 +9,8 @@ from collections.abc import Mapping
 
 from tests.focus.test_policy import ON, PHRASE, html, judge, prose
 
-from gossamer.focus.policy import FocusConfig, FocusPolicy
+from gossamer.focus.config import FocusConfig
+from gossamer.focus.policy import FocusPolicy
 from gossamer.focus.topic import Topic
 from gossamer.parse.links import parse_html
 

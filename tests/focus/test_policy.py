@@ -7,7 +7,8 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 
-from gossamer.focus.policy import FocusConfig, FocusPolicy
+from gossamer.focus.config import FocusConfig
+from gossamer.focus.policy import FocusPolicy
 from gossamer.focus.topic import Topic
 from gossamer.parse.links import parse_html
 from gossamer.testweb.prose import TOPICS

@@ -24,9 +24,10 @@ import pytest
 from gossamer.extract import extract
 from gossamer.focus import text
 from gossamer.focus.anchors import LinkText
+from gossamer.focus.config import FocusConfig
 from gossamer.focus.learner import OnlineLogistic, hash_union
 from gossamer.focus.linkfeatures import LinkFeatures
-from gossamer.focus.policy import FocusConfig, FocusPolicy
+from gossamer.focus.policy import FocusPolicy
 from gossamer.focus.text import DocumentFrequencies, terms
 from gossamer.focus.topic import Topic
 from gossamer.parse.links import parse_html

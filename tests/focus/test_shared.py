@@ -15,8 +15,9 @@ from tests.focus.test_learning import Recorder, two_lists
 from tests.focus.test_policy import ON, PHRASE, html, judge
 from tests.redis_server import RedisServer
 
+from gossamer.focus.config import FocusConfig
 from gossamer.focus.learner import DIMENSIONS
-from gossamer.focus.policy import FocusConfig, FocusPolicy
+from gossamer.focus.policy import FocusPolicy
 from gossamer.focus.shared import (
     MAX_ENTRY_BYTES,
     Learnt,

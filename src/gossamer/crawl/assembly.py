@@ -69,8 +69,9 @@ async def focus_policy(
     policy shares what it learns with the other workers."""
     if not settings.focused:
         return None
+    from gossamer.focus.config import FocusConfig
     from gossamer.focus.examples import ExampleError, fetch_examples, warn_unrelated
-    from gossamer.focus.policy import FocusConfig, FocusPolicy
+    from gossamer.focus.policy import FocusPolicy
     from gossamer.focus.shared import SharedLearning
     from gossamer.focus.topic import Topic, TopicError
 

@@ -22,11 +22,9 @@ deflate that looked zlib-wrapped) and ``trailing-garbage`` (bytes after the comp
 that are not a further gzip member, left unread; the body decoded before them is kept).
 
 ``started_at`` is stamped when the client starts sending the request, after DNS, connect
-and TLS (aiohttp: `StampingRequest`, where its ``on_request_headers_sent`` trace signal would
-fire, without the cost of the trace machinery on every request; the head goes out on a later
-turn of the event loop, milliseconds later on a busy loop). ``answered_at`` is when the
-response head arrived, by which time the request had surely been sent: ``sent_by`` is what
-the scheduler's per-host spacing measures from, so the gap the host sees is never short.
+and TLS (aiohttp: `StampingRequest`, where its ``on_request_headers_sent`` signal would fire).
+``answered_at`` is when the response head arrived, by which time the request had surely been
+sent: ``sent_by`` is what the scheduler's per-host spacing measures from.
 
 ``max_bandwidth`` paces body bytes (as received, before decoding) through one
 `TokenBucket` shared by every request of the fetcher; a ``meter`` is told of every chunk.

@@ -36,8 +36,8 @@ import logging
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any, Literal, Protocol
+from dataclasses import asdict
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -47,6 +47,7 @@ from gossamer.extract import Content, extract
 from gossamer.focus.anchors import LinkText, link_texts
 from gossamer.focus.calibration import Calibration
 from gossamer.focus.citations import Citations
+from gossamer.focus.config import FocusConfig, FocusStats, sharing_stats
 from gossamer.focus.learner import Features, OnlineLogistic, hash_union
 from gossamer.focus.linkfeatures import LinkFeatures
 from gossamer.focus.lists import ListEvidence
@@ -59,7 +60,6 @@ from gossamer.parse.links import ParsedPage
 from gossamer.urls import InvalidURL, canonicalize
 
 log = logging.getLogger(__name__)
-FocusMode = Literal["soft", "hard"]
 _LEARN_AFTER = 10
 """Judged pages before the scorer's opinion counts."""
 _MOST_LEARNT = 0.7
@@ -79,60 +79,6 @@ _NEAR = 0.6
 
 class Reprioritize(Protocol):
     def __call__(self, priorities: Mapping[str, float]) -> Any: ...
-
-
-@dataclass(frozen=True, slots=True)
-class FocusConfig:
-    threshold: float = 0.5
-    mode: FocusMode = "soft"
-    tolerance: int = 1
-    """Irrelevant pages in a row whose links ``hard`` mode still follows."""
-    max_waiting: int = 50_000
-    rescore_every: int = 50
-    explore_share: float = 0.05
-    """Of the pages judged, the share at most that exploration may add: the waiting URL
-    thought best in a section of a site (host and first path segment) where no page was
-    judged yet goes first at a re-scoring, so one dead end cannot hold the crawl."""
-    window: int = 100
-    """Pages the recent harvest rate is measured over."""
-    share_every: int = 5
-    """In a cluster, judged pages between two exchanges of what was learnt."""
-
-
-@dataclass(frozen=True, slots=True)
-class FocusStats:
-    """Frozen snapshot of a focused crawl."""
-
-    mode: str
-    threshold: float
-    judged: int
-    """2xx HTML pages judged."""
-    relevant: int
-    """Judged pages at or above the threshold."""
-    harvest_rate: float
-    """relevant / judged."""
-    recent_harvest_rate: float
-    """The same over the last ``window`` judged pages."""
-    window: int
-    links_dropped: int
-    """Outlinks ``hard`` mode left out."""
-    model_updates: int
-    explorations: int
-    """Waiting URLs exploration sent first."""
-    rescores: int
-    reprioritized: int
-    """Waiting URLs whose priority a re-scoring changed in the frontier."""
-    waiting: int
-    """Queued URLs whose features are kept for re-scoring."""
-    cpu_seconds: float
-    """CPU time (this thread's) spent judging pages, learning and scoring links: the cost of
-    the focus on top of the crawl (fetching, parsing and main text are not counted)."""
-    shared_sent: int = 0
-    """In a cluster: examples and judged pages sent to the other workers."""
-    shared_received: int = 0
-    """In a cluster: examples and judged pages received from the other workers."""
-    shared_bad: int = 0
-    """In a cluster: malformed entries of the shared stream skipped."""
 
 
 class FocusPolicy:
@@ -297,7 +243,7 @@ class FocusPolicy:
             reprioritized=self._reprioritized,
             waiting=len(self._waiting),
             cpu_seconds=round(self._cpu, 4),
-            **_sharing(self._shared),
+            **sharing_stats(self._shared),
         )
 
     def json_stats(self) -> dict[str, Any]:
@@ -592,10 +538,3 @@ class FocusPolicy:
         waiting[url] = entry
         if len(waiting) > self.config.max_waiting:
             del waiting[next(iter(waiting))]
-
-
-def _sharing(shared: SharedLearning | None) -> dict[str, int]:
-    if shared is None:
-        return {}
-    stats = shared.stats()
-    return {"shared_sent": stats.sent, "shared_received": stats.received, "shared_bad": stats.bad}
