@@ -9,7 +9,8 @@ extracted :class:`gossamer.extract.Content`) and sends it back, marshal-encoded.
 stay in-process: the guard's routes for them cost little. The tree itself stays in the
 worker; the stage builds one in-process (guarded) for a page handler that asks for it.
 
-Run as a worker: ``python -m gossamer.page.sandboxed MEMORY_BYTES BUDGET_FACTOR [EXTRACTOR]``
+Run as a worker: ``python -m gossamer.page.sandboxed MEMORY_BYTES BUDGET_FACTOR PAGES_FD
+[EXTRACTOR]``
 (the extractor's libraries and the language model are loaded before the first page's budget
 runs). The parse, with the robots meta tags and the canonical tag, has one parse budget; the
 extraction the rest of `TEXT_BUDGET_FACTOR` parse budgets, so a hostile page's parse ends at
@@ -176,6 +177,6 @@ def _warm(extractor: str) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 3:
-        _warm(sys.argv[3])
+    if len(sys.argv) > 4:
+        _warm(sys.argv[4])
     serve(answer)
