@@ -335,12 +335,20 @@ serve(job)
 """
 
 
+@pytest.mark.parametrize("pidfd", [True, False])
 async def test_a_worker_whose_cpu_time_stands_still_on_a_page_is_given_up(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pidfd: bool
 ) -> None:
     """A worker that sleeps on its page (as a frozen one would: not running, its CPU time not
     moving) is given up after two looks, not at the wall limit; the next page gets a new
-    worker."""
+    worker. So too where no pidfd can be had (under valgrind): workers are killed and reaped
+    all the same."""
+    if not pidfd:
+
+        def no_pidfd(pid: int, flags: int = 0) -> int:
+            raise OSError(38, "Function not implemented")
+
+        monkeypatch.setattr(os, "pidfd_open", no_pidfd)
     (tmp_path / "sleeping_job.py").write_text(SLEEPING_JOB)
     monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
     sandbox = Sandbox("sleeping_job", workers=1)
@@ -354,6 +362,7 @@ async def test_a_worker_whose_cpu_time_stands_still_on_a_page_is_given_up(
     assert waited is None and answered == b"done"
     assert took < 4 * PROGRESS_S + 2, took
     assert sandbox.stats() == (2, 1, 2)
+    assert [w for w in psutil.Process().children() if "sleeping_job" in w.cmdline()] == []
 
 
 async def test_a_crawler_killed_with_sigkill_leaves_no_worker_behind(tmp_path: Path) -> None:

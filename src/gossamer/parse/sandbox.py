@@ -242,6 +242,7 @@ class _Worker:
         self._pages = pages
         self._cpu = -1
         self._looking: asyncio.TimerHandle | None = None
+        self._released = False
 
     @classmethod
     def start(cls, command: Sequence[str], args: Sequence[str]) -> _Worker:
@@ -268,13 +269,8 @@ class _Worker:
             os.close(fd)
         try:
             pidfd = os.pidfd_open(process.pid)
-        except OSError:
-            process.kill()
-            process.wait()
-            for fd in ours:
-                os.close(fd)
-            pages.close()
-            raise
+        except OSError:  # no pidfd here (valgrind knows none): a thread waits for its end
+            pidfd = -1
         for fd in ours:
             os.set_blocking(fd, False)
         return cls(process, pidfd, (requests, answers), pages)
@@ -295,29 +291,33 @@ class _Worker:
 
     async def kill(self) -> int:
         """Kill the worker (if it still runs), reap it; its exit status."""
-        if self.process.returncode is None:
+        if self.process.returncode is None:  # not reaped: the pid is still the worker's
             with contextlib.suppress(ProcessLookupError):
-                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+                if self._pidfd >= 0:
+                    signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+                else:
+                    os.kill(self.pid, signal.SIGKILL)
         return await self.reap()
 
     async def reap(self) -> int:
         """Wait for the worker to end, reap it and release what it held; its exit status."""
-        if self.process.returncode is None:
+        if self.process.returncode is None and self._pidfd >= 0:
             loop = asyncio.get_running_loop()
-            ended = loop.create_future()
+            ended: asyncio.Future[None] = loop.create_future()
             loop.add_reader(self._pidfd, _settle, ended)
             try:
                 await ended
             finally:
                 loop.remove_reader(self._pidfd)
-        code = self.process.wait()  # it has ended: no wait
-        if self._pidfd >= 0:
+        elif self.process.returncode is None:  # no pidfd: a thread waits for it
+            await asyncio.to_thread(self.process.wait)
+        if not self._released:
+            self._released = True
             for fd in (self._pidfd, self._answers, self._requests):
                 if fd >= 0:
                     os.close(fd)
-            self._pidfd = self._answers = self._requests = -1
             self._pages.close()
-        return code
+        return self.process.wait()  # it has ended: no wait
 
     async def _write(self, data: bytes) -> None:
         view = memoryview(data)
