@@ -327,7 +327,9 @@ import time
 from gossamer.parse.worker import serve
 
 def job(request: bytes, body: bytes) -> bytes:
-    if request == b"wait":
+    if request.startswith(b"wait"):
+        if request[5:]:  # the path of a file that says the page is here
+            open(request[5:], "wb").close()
         time.sleep(50)
     return b"done"
 
@@ -419,3 +421,25 @@ async def _ended_within(process: psutil.Process, seconds: float) -> bool:
             return True
         await asyncio.sleep(0.05)
     return False
+
+
+async def test_closing_the_sandbox_ends_a_page_in_a_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page still in a worker when the sandbox closes (the crawl's end) falls back at once:
+    the worker is killed and reaped, the page answers None, none is left running."""
+    (tmp_path / "sleeping_job.py").write_text(SLEEPING_JOB)
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    sandbox = Sandbox("sleeping_job", workers=1)
+    assert await sandbox.ask(b"go", b"body") == b"done"
+    here = tmp_path / "here"
+    waiting = asyncio.create_task(sandbox.ask(b"wait " + bytes(here), b"body"))
+    for _ in range(500):  # at most 5 s
+        if here.exists() or waiting.done():
+            break
+        await asyncio.sleep(0.01)
+    assert here.exists()  # the page is in the worker
+    await sandbox.close()
+    assert await asyncio.wait_for(waiting, 5) is None
+    assert sandbox.stats() == (2, 0, 1)
+    assert [w for w in psutil.Process().children() if "sleeping_job" in w.cmdline()] == []

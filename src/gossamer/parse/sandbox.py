@@ -242,6 +242,7 @@ class _Worker:
         self._pages = pages
         self._cpu = -1
         self._looking: asyncio.TimerHandle | None = None
+        self._pending: asyncio.Future[None] | None = None
         self._released = False
 
     @classmethod
@@ -312,12 +313,24 @@ class _Worker:
         elif self.process.returncode is None:  # no pidfd: a thread waits for it
             await asyncio.to_thread(self.process.wait)
         if not self._released:
-            self._released = True
-            for fd in (self._pidfd, self._answers, self._requests):
-                if fd >= 0:
-                    os.close(fd)
-            self._pages.close()
+            self._release()
         return self.process.wait()  # it has ended: no wait
+
+    def _release(self) -> None:
+        """Close what the worker held; a page still waiting on it gets EOFError (its
+        descriptors unregistered here: their numbers may be another's by the time it runs)."""
+        self._released = True
+        if self._pending is not None and not self._pending.done():
+            self._pending.set_exception(EOFError("the parse worker was killed"))
+        loop = asyncio.get_running_loop()
+        for fd in (self._answers, self._requests):
+            if fd >= 0:
+                loop.remove_reader(fd)
+                loop.remove_writer(fd)
+        for fd in (self._pidfd, self._answers, self._requests):
+            if fd >= 0:
+                os.close(fd)
+        self._pages.close()
 
     async def _write(self, data: bytes) -> None:
         view = memoryview(data)
@@ -350,12 +363,16 @@ class _Worker:
         else:
             loop.add_reader(fd, _settle, ready)
         self._looking = loop.call_later(PROGRESS_S, self._look, ready)
+        self._pending = ready
         try:
             await ready
         finally:
+            self._pending = None
             if self._looking is not None:
                 self._looking.cancel()
-            if writing:
+            if self._released:
+                pass  # unregistered then
+            elif writing:
                 loop.remove_writer(fd)
             else:
                 loop.remove_reader(fd)
