@@ -135,9 +135,9 @@ def _batch() -> None:
     """Run as a batch task (``SCHED_BATCH``): a request wakes the worker without preempting
     the crawler that wrote it, which goes on with its other pages until it waits. On a CPU
     the two share (the benchmarks pin them to one) the crawler sat preempted in its write
-    for much of the parse, which a profile counts as the write's (a 4 ms page on a loaded
-    machine: 1.9 ms in the write, 0.56 ms as a batch task). Every budget is CPU time: none
-    changes."""
+    for much of the parse, which a sampling profile counts as the write's (a page of 4 ms,
+    on one CPU of a loaded machine: 1.3 to 1.9 ms in the write, 0.4 to 0.8 ms as a batch
+    task; 8 us of CPU either way). Every budget is CPU time: none changes."""
     with contextlib.suppress(OSError, AttributeError):
         os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
 
