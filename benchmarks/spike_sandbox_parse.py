@@ -1,7 +1,7 @@
 """Spike: parse pages unguarded in a sandboxed worker process instead of guarding them.
 
 Built into the crawler since (:mod:`gossamer.parse.sandbox`, :mod:`gossamer.page.sandboxed`:
-pages of more than 4,096 ``<``, one worker by default, its pipes 1 MiB); kept for its
+pages of more than 4,096 ``<``, one worker by default, bodies through shared memory); kept for its
 comparisons of the ways (in-process, forked, forkserver, stdio from asyncio).
 
 The markup guard (``gossamer.parse.guard``) bounds lexbor's hostile shapes before parsing, at

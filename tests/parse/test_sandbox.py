@@ -1,10 +1,14 @@
 """Big pages parsed in the parse sandbox's worker processes: hostile shapes end in bounded time
 with their links and the guard's flags (the worker killed by its CPU budget, the page parsed
-the guarded way), a killed worker is replaced, and an ordinary big page reads as in-process."""
+the guarded way), a killed worker is replaced, so is one stopped from outside, an ordinary big
+page reads as in-process, and no worker outlives a crawler killed with ``kill -9``."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -13,11 +17,13 @@ from typing import Any, cast
 
 import psutil
 import pytest
+from aiohttp import web
+from tests.local_app import serve
 
 from gossamer.page import read, sandboxed
 from gossamer.page.state import Fetched
 from gossamer.parse.links import parse_html
-from gossamer.parse.sandbox import Sandbox, budget
+from gossamer.parse.sandbox import PROGRESS_S, Sandbox, budget
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -291,3 +297,149 @@ async def test_a_closed_sandbox_leaves_the_page_to_the_in_process_parse_unflagge
     html = await reader(sandbox).page(URL, answer)
     assert html.flags == () and html.aside is None and len(html.parsed.links) == 400
     assert sandbox.stats() == (0, 0, 0)
+
+
+async def test_a_stopped_worker_is_given_up_within_seconds_and_replaced() -> None:
+    """A worker stopped from outside (SIGSTOP) holds no page for the wall limit (20 budgets
+    and 10 s): seen stopped at the next look, it is killed, the page parsed the guarded way
+    and flagged, and a new worker answers the next page."""
+    sandbox = Sandbox(WORKER, workers=1)
+    try:
+        first = await reader(sandbox).page(URL, cast(Fetched, Answer(ordinary_page())))
+        [worker] = workers()
+        worker.suspend()
+        started = time.monotonic()
+        held = await reader(sandbox).page(URL, cast(Fetched, Answer(ordinary_page())))
+        took = time.monotonic() - started
+        assert not worker.is_running()  # killed and reaped
+        again = await reader(sandbox).page(URL, cast(Fetched, Answer(ordinary_page())))
+    finally:
+        await sandbox.close()
+    assert first.flags == again.flags == () and again.aside is not None
+    assert held.flags == (read.SANDBOX_KILLED,) and len(held.parsed.links) == 400
+    assert took < 3 * PROGRESS_S + 2, took
+    assert sandbox.stats() == (3, 1, 2)
+    assert workers() == []
+
+
+SLEEPING_JOB = """
+import time
+from gossamer.parse.worker import serve
+
+def job(request: bytes, body: bytes) -> bytes:
+    if request.startswith(b"wait"):
+        if request[5:]:  # the path of a file that says the page is here
+            open(request[5:], "wb").close()
+        time.sleep(50)
+    return b"done"
+
+serve(job)
+"""
+
+
+@pytest.mark.parametrize("pidfd", [True, False])
+async def test_a_worker_whose_cpu_time_stands_still_on_a_page_is_given_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pidfd: bool
+) -> None:
+    """A worker that sleeps on its page (as a frozen one would: not running, its CPU time not
+    moving) is given up after two looks, not at the wall limit; the next page gets a new
+    worker. So too where no pidfd can be had (under valgrind): workers are killed and reaped
+    all the same."""
+    if not pidfd:
+
+        def no_pidfd(pid: int, flags: int = 0) -> int:
+            raise OSError(38, "Function not implemented")
+
+        monkeypatch.setattr(os, "pidfd_open", no_pidfd)
+    (tmp_path / "sleeping_job.py").write_text(SLEEPING_JOB)
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    sandbox = Sandbox("sleeping_job", workers=1)
+    try:
+        started = time.monotonic()
+        waited = await sandbox.ask(b"wait", b"body")
+        took = time.monotonic() - started
+        answered = await sandbox.ask(b"go", b"body")
+    finally:
+        await sandbox.close()
+    assert waited is None and answered == b"done"
+    assert took < 4 * PROGRESS_S + 2, took
+    assert sandbox.stats() == (2, 1, 2)
+    assert [w for w in psutil.Process().children() if "sleeping_job" in w.cmdline()] == []
+
+
+async def test_a_crawler_killed_with_sigkill_leaves_no_worker_behind(tmp_path: Path) -> None:
+    """``kill -9`` of a crawl (a real ``gossamer crawl`` process): Linux kills its parse
+    worker with it (``PR_SET_PDEATHSIG``), nothing is left running. The worker is stopped
+    first, so that it cannot end on its own at the end of its input (as an idle one does)."""
+    linked, hold = asyncio.Event(), asyncio.Event()
+
+    async def site(request: web.Request) -> web.StreamResponse:
+        if request.path == "/":  # its links followed: no robots meta tag addressed to us
+            page = ordinary_page().replace(b'<meta name="gossamer" content="nofollow">', b"")
+            return web.Response(body=page, content_type="text/html")
+        linked.set()  # the worker has parsed the front page: it is past its start
+        with contextlib.suppress(TimeoutError):  # the crawl waits here until it is killed
+            await asyncio.wait_for(hold.wait(), 30)
+        return web.Response(text="<p>late", content_type="text/html")
+
+    async with serve(site) as port:
+        crawl = await asyncio.create_subprocess_exec(
+            *(sys.executable, "-m", "gossamer", "crawl", f"http://site.test:{port}/"),
+            *("--resolve", "site.test=127.0.0.1", "--no-robots", "--quiet", "--no-text"),
+            *("--out", str(tmp_path / "out")),
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        try:
+            await asyncio.wait_for(linked.wait(), 30)
+            [worker] = [
+                child
+                for child in psutil.Process(crawl.pid).children()
+                if WORKER in " ".join(child.cmdline())
+            ]
+            worker.suspend()
+            crawl.kill()
+            await crawl.wait()
+            ended = await _ended_within(worker, 10)
+            hold.set()
+        finally:
+            if crawl.returncode is None:
+                crawl.kill()
+                await crawl.wait()
+    assert ended, worker
+
+
+async def _ended_within(process: psutil.Process, seconds: float) -> bool:
+    """Whether ``process`` ends (exits, or is a zombie its new parent has not reaped yet)
+    within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if process.status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+async def test_closing_the_sandbox_ends_a_page_in_a_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page still in a worker when the sandbox closes (the crawl's end) falls back at once:
+    the worker is killed and reaped, the page answers None, none is left running."""
+    (tmp_path / "sleeping_job.py").write_text(SLEEPING_JOB)
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    sandbox = Sandbox("sleeping_job", workers=1)
+    assert await sandbox.ask(b"go", b"body") == b"done"
+    here = tmp_path / "here"
+    waiting = asyncio.create_task(sandbox.ask(b"wait " + bytes(here), b"body"))
+    for _ in range(500):  # at most 5 s
+        if here.exists() or waiting.done():
+            break
+        await asyncio.sleep(0.01)
+    assert here.exists()  # the page is in the worker
+    await sandbox.close()
+    assert await asyncio.wait_for(waiting, 5) is None
+    assert sandbox.stats() == (2, 0, 1)
+    assert [w for w in psutil.Process().children() if "sleeping_job" in w.cmdline()] == []

@@ -184,9 +184,9 @@ class HtmlReader:
                     aside = Aside(found.robots, found.canonical)
                     return Html(found.parsed, found.content, aside, ())
                 flags = (SANDBOX_KILLED,)
-        body, nofollow = result.body, self._follow_nofollow
+        body, nofollow, counted = result.body, self._follow_nofollow, sandboxed.exact(tags)
         work = functools.partial(
-            parse, url, body, result.charset, nofollow, self._extractor, language, tags
+            parse, url, body, result.charset, nofollow, self._extractor, language, counted
         )
         parsed, content = await self._off_loop(work, len(result.body), bool(flags))
         return Html(parsed, content, None, flags)

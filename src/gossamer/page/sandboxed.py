@@ -9,7 +9,8 @@ extracted :class:`gossamer.extract.Content`) and sends it back, marshal-encoded.
 stay in-process: the guard's routes for them cost little. The tree itself stays in the
 worker; the stage builds one in-process (guarded) for a page handler that asks for it.
 
-Run as a worker: ``python -m gossamer.page.sandboxed MEMORY_BYTES BUDGET_FACTOR [EXTRACTOR]``
+Run as a worker: ``python -m gossamer.page.sandboxed MEMORY_BYTES BUDGET_FACTOR PAGES_FD
+[EXTRACTOR]``
 (the extractor's libraries and the language model are loaded before the first page's budget
 runs). The parse, with the robots meta tags and the canonical tag, has one parse budget; the
 extraction the rest of `TEXT_BUDGET_FACTOR` parse budgets, so a hostile page's parse ends at
@@ -37,6 +38,7 @@ __all__ = [
     "Reading",
     "answer",
     "budget_factor",
+    "exact",
     "reading",
     "request",
     "tag_count",
@@ -51,6 +53,8 @@ TEXT_BUDGET_FACTOR = 4.0
 about three parses on big real pages (python3-doc's ``genindex-all.html``, 1.7 MB: parse
 0.05 s, text 0.17 s; its parse budget, 0.39 s, ended it on a loaded machine)."""
 _ANSWER_FIELDS = 12
+_COUNT_STEP = 16 * 1024
+"""`tag_count` counts this many bytes at a time (each count a call into C, no copy)."""
 
 
 class Reading(NamedTuple):
@@ -71,10 +75,25 @@ def wanted(body: bytes) -> bool:
 
 
 def tag_count(body: bytes) -> int:
-    """The ``<`` of ``body`` (counted in C), or 0 for a body too small to hold more than
-    `MIN_TAGS` (which the guard parses as it is, whatever it holds: it is under
-    :data:`gossamer.parse.scan.GUARD_MIN_CHARS`); the guard's route reuses the count."""
-    return body.count(b"<") if len(body) > MIN_TAGS else 0
+    """The ``<`` of ``body`` (counted in C), exact up to `MIN_TAGS`; past it, a count over
+    `MIN_TAGS` that stops within `_COUNT_STEP` bytes of the tag that passed it (a big page's
+    decision made on its first hundred KB, not all of it), or 0 for a body too small to hold
+    more than `MIN_TAGS` (which the guard parses as it is, whatever it holds: it is under
+    :data:`gossamer.parse.scan.GUARD_MIN_CHARS`); the guard's route reuses an exact count
+    (`exact`)."""
+    size = len(body)
+    if size <= MIN_TAGS:
+        return 0
+    count = start = 0
+    while start < size and count <= MIN_TAGS:
+        count += body.count(b"<", start, start + _COUNT_STEP)
+        start += _COUNT_STEP
+    return count
+
+
+def exact(tags: int) -> int | None:
+    """A `tag_count` if it is the body's exact count, else None (the guard counts again)."""
+    return tags if tags <= MIN_TAGS else None
 
 
 def worker_args(extractor: str | None) -> tuple[str, ...]:
@@ -176,6 +195,6 @@ def _warm(extractor: str) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 3:
-        _warm(sys.argv[3])
+    if len(sys.argv) > 4:
+        _warm(sys.argv[4])
     serve(answer)

@@ -9,27 +9,36 @@ the process, even inside lexbor's C code; CPU, not wall time, so a loaded machin
 end ordinary pages) at `budget` (50 ms and 20 ms per 100 KB of body), and whose address space
 is capped (``RLIMIT_AS``). A worker that dies (its budget spent, its memory exhausted, a
 crash) answers None: the caller parses the page the guarded way, in-process, and a new worker
-is started for the next page. An ordinary page pays lexbor's parse, the pipe and the encoding
-of its answer (a tenth of the parse on big real pages; ``benchmarks/spike_sandbox_parse.py``).
+is started for the next page. So does a worker that makes no progress on its page (stopped
+from outside: ``SIGSTOP``, a frozen cgroup), seen within `PROGRESS_S` or two: it is killed.
+An ordinary page pays lexbor's parse, one copy of its body and the encoding of its answer.
 
 The workers' side is :mod:`gossamer.parse.worker` (no asyncio to import there). Workers
 start on first use (at most ``workers`` at a time) and stay; `Sandbox.close` stops and
 reaps them. None outlives the crawler: each asks Linux to kill it when its parent dies
-(``PR_SET_PDEATHSIG``) and ends at the end of its standard input.
+(``PR_SET_PDEATHSIG``) and ends at the end of its standard input. They are started with
+:class:`subprocess.Popen` and watched by the event loop through their pipes and a pidfd: no
+child watcher, no thread per worker.
 
-Protocol (the worker's standard input and output): a request is a 4-byte length of the
-job's own request, an 8-byte length of the body, the request and the body; an answer a 4-byte
-length and the job's answer (the page module's: :mod:`gossamer.page.sandboxed`, marshal).
-Only this process writes requests; a job's answers must be decoded without running code.
+Protocol: a page's body goes through memory the crawler shares with its worker alone (a
+``memfd`` given as ``PAGES_FD``, grown to the biggest body, never shrunk: sealed so, since a
+worker that shrank it would fault the crawler's writes), copied there once; a request, on the
+worker's standard input, is a 4-byte length of the job's own request, an 8-byte length of the
+body and the request; an answer, on its standard output, a 4-byte length and the job's answer
+(the page module's: :mod:`gossamer.page.sandboxed`, marshal). Only this process writes
+requests; a job's answers must be decoded without running code.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import logging
+import mmap
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -49,6 +58,7 @@ __all__ = [
     "BUDGET_PER_100KB_S",
     "BUDGET_S",
     "MEMORY_MB",
+    "PROGRESS_S",
     "Sandbox",
     "SandboxStats",
     "Unavailable",
@@ -63,6 +73,16 @@ _WALL_FACTOR = 20
 _WALL_GRACE_S = 10.0
 """A worker that has not answered in this many times its page's budget, and this many seconds
 more (a new one starting, a machine loaded to a standstill), is killed all the same."""
+PROGRESS_S = 1.0
+"""While a page waits, its worker's state is read this often (``/proc/PID/stat``): one
+stopped (``T``, ``t``) is given up at once, one not running whose CPU time has not moved
+since the last look (frozen) too."""
+_PAGES_BYTES = 1 << 20
+"""The shared memory a worker starts with (grown to the biggest body it is given)."""
+_ANSWER_PIPE_BYTES = 1 << 20
+"""Linux's default ceiling for a pipe's buffer (``/proc/sys/fs/pipe-max-size``): a big
+page's answer in one read."""
+_CLOSE_S = 5.0
 
 
 class Unavailable(Exception):
@@ -78,10 +98,14 @@ class SandboxStats(NamedTuple):
     started: int = 0
 
 
+class _Stalled(Exception):
+    """The worker makes no progress on its page (stopped, or frozen)."""
+
+
 class Sandbox:
     """At most ``workers`` pages at a time, each in a worker process (``python -m module
-    MEMORY FACTOR *args``) limited to `budget` CPU seconds (times ``budget_factor``, for a
-    job that does more than parse the page) and ``memory_mb`` of address space."""
+    MEMORY FACTOR PAGES_FD *args``) limited to `budget` CPU seconds (times ``budget_factor``,
+    for a job that does more than parse the page) and ``memory_mb`` of address space."""
 
     def __init__(
         self,
@@ -92,30 +116,25 @@ class Sandbox:
         memory_mb: int = MEMORY_MB,
         budget_factor: float = 1.0,
     ) -> None:
-        self._command = (
-            sys.executable,
-            "-m",
-            module,
-            str(memory_mb << 20),
-            str(budget_factor),
-            *args,
-        )
+        self._module, self._args = module, tuple(args)
+        self._memory = memory_mb << 20
         self._factor = budget_factor
-        self._idle: list[asyncio.subprocess.Process] = []
-        self._all: set[asyncio.subprocess.Process] = set()
+        self._idle: list[_Worker] = []
+        self._all: set[_Worker] = set()
         self._slots = asyncio.Semaphore(workers)
         self._closed = False
         self._pages = self._killed = self._started = 0
 
     async def ask(self, request: bytes, body: bytes) -> bytes | None:
-        """The job's answer for ``request`` and ``body``, or None if the worker died on them:
-        the caller parses the page another way. Raises `Unavailable` when no worker could
-        take the page (the sandbox closed, or no process to be had)."""
+        """The job's answer for ``request`` and ``body``, or None if the worker died on them
+        (or stopped making progress): the caller parses the page another way. Raises
+        `Unavailable` when no worker could take the page (the sandbox closed, or no process
+        to be had)."""
         async with self._slots:
             if self.closed:
                 raise Unavailable("the parse sandbox is closed")
             try:
-                worker = self._idle.pop() if self._idle else await self._start()
+                worker = self._idle.pop() if self._idle else self._start()
             except OSError as error:  # no process to be had (a limit on processes or files)
                 log.warning("no parse worker could start; the page is parsed in-process")
                 raise Unavailable("no parse worker could start") from error
@@ -123,15 +142,15 @@ class Sandbox:
             try:
                 wall = _WALL_FACTOR * budget(len(body), self._factor) + _WALL_GRACE_S
                 async with asyncio.timeout(wall):
-                    answer = await _exchange(worker, request, body)
-            except (OSError, asyncio.IncompleteReadError, TimeoutError):
+                    answer = await worker.exchange(request, body)
+            except (OSError, EOFError, _Stalled, TimeoutError):
                 pass
             finally:
                 self._pages += 1
-                if answer is None:  # died, or cancelled mid-page: its state is unknown
+                if answer is None:  # died, stalled, or cancelled mid-page: state unknown
                     await self._discard(worker)
                 elif self._closed:
-                    await self._kill(worker)
+                    await self._end(worker)
                 else:
                     self._idle.append(worker)
             return answer
@@ -155,57 +174,239 @@ class Sandbox:
         for worker in list(self._idle):
             self._idle.remove(worker)
             self._all.discard(worker)
-            assert worker.stdin is not None
-            worker.stdin.close()  # the worker ends at the end of its input
+            worker.stop()  # the worker ends at the end of its input
             try:
-                await asyncio.wait_for(worker.wait(), 5.0)
+                await asyncio.wait_for(worker.reap(), _CLOSE_S)
             except TimeoutError:
-                await self._kill(worker)
+                await worker.kill()
         for worker in list(self._all):  # busy ones: their pages fall back
-            await self._kill(worker)
+            await self._end(worker)
 
-    async def _start(self) -> asyncio.subprocess.Process:
-        worker = await asyncio.create_subprocess_exec(
-            *self._command,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-        )
+    def _start(self) -> _Worker:
+        command = (sys.executable, "-m", self._module, str(self._memory), str(self._factor))
+        worker = _Worker.start(command, self._args)
         self._all.add(worker)
         self._started += 1
         return worker
 
-    async def _discard(self, worker: asyncio.subprocess.Process) -> None:
+    async def _discard(self, worker: _Worker) -> None:
         """A worker that died on its page (or may be mid-page): killed if need be, reaped."""
         if worker not in self._all:
             return
-        code = await self._kill(worker)
+        code = await self._end(worker)
         self._killed += 1
         log.info("parse worker %d ended on a page (exit %s); another will start", worker.pid, code)
 
-    async def _kill(self, worker: asyncio.subprocess.Process) -> int:
+    async def _end(self, worker: _Worker) -> int:
         self._all.discard(worker)
-        # os.kill, not worker.kill(): Popen.send_signal polls first, which can reap a worker
-        # that just died before asyncio's child watcher does (which then logs "Unknown child
-        # process" and reports 255). Until the watcher reaps it, the pid is still the worker's.
-        if worker.returncode is None and _running(worker.pid):
+        return await asyncio.shield(worker.kill())
+
+
+class _Pages:
+    """The memory a worker reads its pages' bodies from: a sealed ``memfd`` mapped here."""
+
+    def __init__(self) -> None:
+        self.fd = os.memfd_create("gossamer-pages", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        try:
+            os.ftruncate(self.fd, _PAGES_BYTES)
+            # Never shrunk, by anyone: a worker's ftruncate would fault our writes (SIGBUS).
+            fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+            self._map = mmap.mmap(self.fd, _PAGES_BYTES)
+        except BaseException:
+            os.close(self.fd)
+            raise
+
+    def put(self, body: bytes) -> None:
+        """Copy ``body`` to the start of the memory, grown first if it is too small."""
+        if len(body) > len(self._map):
+            size = max(len(body), 2 * len(self._map))
+            os.ftruncate(self.fd, size)
+            self._map.close()
+            self._map = mmap.mmap(self.fd, size)
+        self._map[: len(body)] = body
+
+    def close(self) -> None:
+        self._map.close()
+        os.close(self.fd)
+
+
+class _Worker:
+    """One worker process: its request and answer pipes (this process's ends, non-blocking),
+    its pages' memory and a pidfd that turns readable when it ends."""
+
+    def __init__(
+        self, process: subprocess.Popen[bytes], pidfd: int, pipes: tuple[int, int], pages: _Pages
+    ) -> None:
+        self.process, self.pid, self._pidfd = process, process.pid, pidfd
+        self._requests, self._answers = pipes
+        self._pages = pages
+        self._cpu = -1
+        self._looking: asyncio.TimerHandle | None = None
+        self._pending: asyncio.Future[None] | None = None
+        self._released = False
+
+    @classmethod
+    def start(cls, command: Sequence[str], args: Sequence[str]) -> _Worker:
+        """Start ``command PAGES_FD *args`` (raises OSError when no process can start)."""
+        pages = _Pages()
+        ours: list[int] = []  # this process's ends (and, once started, the pidfd)
+        theirs: list[int] = []
+        try:
+            request_in, requests = os.pipe()
+            theirs.append(request_in)
+            ours.append(requests)
+            answers, answer_out = os.pipe()
+            ours.append(answers)
+            theirs.append(answer_out)
+            with contextlib.suppress(OSError):  # a big page's answer in one read
+                fcntl.fcntl(answers, fcntl.F_SETPIPE_SZ, _ANSWER_PIPE_BYTES)
+            process = _spawn((*command, str(pages.fd), *args), request_in, answer_out, pages.fd)
+        except BaseException:
+            for fd in ours + theirs:
+                os.close(fd)
+            pages.close()
+            raise
+        for fd in theirs:
+            os.close(fd)
+        try:
+            pidfd = os.pidfd_open(process.pid)
+        except OSError:  # no pidfd here (valgrind knows none): a thread waits for its end
+            pidfd = -1
+        for fd in ours:
+            os.set_blocking(fd, False)
+        return cls(process, pidfd, (requests, answers), pages)
+
+    async def exchange(self, request: bytes, body: bytes) -> bytes:
+        """The answer to one page (EOFError if the worker ended, `_Stalled` if it stopped)."""
+        self._pages.put(body)
+        self._cpu = -1
+        await self._write(HEAD.pack(len(request), len(body)) + request)
+        (size,) = ANSWER.unpack(await self._read(ANSWER.size))
+        return await self._read(size)
+
+    def stop(self) -> None:
+        """End the worker's input: it ends once it has answered."""
+        with contextlib.suppress(OSError):
+            os.close(self._requests)
+        self._requests = -1
+
+    async def kill(self) -> int:
+        """Kill the worker (if it still runs), reap it; its exit status."""
+        if self.process.returncode is None:  # not reaped: the pid is still the worker's
             with contextlib.suppress(ProcessLookupError):
-                os.kill(worker.pid, signal.SIGKILL)
-        return await asyncio.shield(worker.wait())
+                if self._pidfd >= 0:
+                    signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+                else:
+                    os.kill(self.pid, signal.SIGKILL)
+        return await self.reap()
+
+    async def reap(self) -> int:
+        """Wait for the worker to end, reap it and release what it held; its exit status."""
+        if self.process.returncode is None and self._pidfd >= 0:
+            loop = asyncio.get_running_loop()
+            ended: asyncio.Future[None] = loop.create_future()
+            loop.add_reader(self._pidfd, _settle, ended)
+            try:
+                await ended
+            finally:
+                loop.remove_reader(self._pidfd)
+        elif self.process.returncode is None:  # no pidfd: a thread waits for it
+            await asyncio.to_thread(self.process.wait)
+        if not self._released:
+            self._release()
+        return self.process.wait()  # it has ended: no wait
+
+    def _release(self) -> None:
+        """Close what the worker held; a page still waiting on it gets EOFError (its
+        descriptors unregistered here: their numbers may be another's by the time it runs)."""
+        self._released = True
+        if self._pending is not None and not self._pending.done():
+            self._pending.set_exception(EOFError("the parse worker was killed"))
+        loop = asyncio.get_running_loop()
+        for fd in (self._answers, self._requests):
+            if fd >= 0:
+                loop.remove_reader(fd)
+                loop.remove_writer(fd)
+        for fd in (self._pidfd, self._answers, self._requests):
+            if fd >= 0:
+                os.close(fd)
+        self._pages.close()
+
+    async def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(self._requests, view) :]
+            except BlockingIOError:
+                await self._ready(self._requests, writing=True)
+
+    async def _read(self, size: int) -> bytes:
+        parts: list[bytes] = []
+        while size:
+            try:
+                part = os.read(self._answers, size)
+            except BlockingIOError:
+                await self._ready(self._answers, writing=False)
+                continue
+            if not part:
+                raise EOFError("the parse worker ended")
+            parts.append(part)
+            size -= len(part)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    async def _ready(self, fd: int, *, writing: bool) -> None:
+        """Wait until ``fd`` is ready, looking at the worker every `PROGRESS_S` meanwhile."""
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[None] = loop.create_future()
+        if writing:
+            loop.add_writer(fd, _settle, ready)
+        else:
+            loop.add_reader(fd, _settle, ready)
+        self._looking = loop.call_later(PROGRESS_S, self._look, ready)
+        self._pending = ready
+        try:
+            await ready
+        finally:
+            self._pending = None
+            if self._looking is not None:
+                self._looking.cancel()
+            if self._released:
+                pass  # unregistered then
+            elif writing:
+                loop.remove_writer(fd)
+            else:
+                loop.remove_reader(fd)
+
+    def _look(self, ready: asyncio.Future[None]) -> None:
+        """Give the page up if the worker is stopped, or frozen (not running, its CPU time
+        where it was at the last look); else look again later."""
+        if ready.done():
+            return
+        state, cpu = _progress(self.pid)
+        if state in ("T", "t") or (state not in ("R", "") and cpu == self._cpu):
+            log.info("parse worker %d makes no progress (state %s)", self.pid, state)
+            ready.set_exception(_Stalled())
+            return
+        self._cpu = cpu
+        self._looking = asyncio.get_running_loop().call_later(PROGRESS_S, self._look, ready)
 
 
-def _running(pid: int) -> bool:
-    """Whether child ``pid`` has not exited (asked without reaping it)."""
+def _spawn(command: Sequence[str], stdin: int, stdout: int, pages: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        command, stdin=stdin, stdout=stdout, stderr=subprocess.DEVNULL, pass_fds=(pages,)
+    )
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _progress(pid: int) -> tuple[str, int]:
+    """A process's state (``R``, ``S``, ``T``...; "" if it cannot be read) and CPU ticks."""
     try:
-        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
-    except ChildProcessError:  # reaped by asyncio's child watcher already
-        return False
-
-
-async def _exchange(worker: asyncio.subprocess.Process, request: bytes, body: bytes) -> bytes:
-    assert worker.stdin is not None and worker.stdout is not None
-    worker.stdin.write(HEAD.pack(len(request), len(body)) + request)
-    worker.stdin.write(body)
-    await worker.stdin.drain()
-    (size,) = ANSWER.unpack(await worker.stdout.readexactly(ANSWER.size))
-    return await worker.stdout.readexactly(size)
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return "", -1
+    return fields[0].decode("ascii", "replace"), int(fields[11]) + int(fields[12])
