@@ -108,3 +108,22 @@ def test_a_password_in_a_url_of_a_record_or_item_is_shown_as_stars() -> None:
     line = record.to_json() + item.to_json()
     assert "pw" not in line.replace("***", "") and "hunter2" not in line
     assert record.canonical == "http://u:***@h.test/c" and item.url == "http://a:***@h.test/x"
+
+
+async def test_a_file_of_lines_holds_each_record_s_json_line(tmp_path: Path) -> None:
+    """The sink encodes into one buffer and escapes the line breaks there: each line is
+    still the record's own `to_json`, whichever encoder wrote it, across write chunks."""
+    path = tmp_path / "pages.jsonl"
+    sink = JsonlSink(path)
+    records = [
+        PageRecord("http://a.test/1", 200, 0, title=BREAKS, text=f"é{BREAKS}ü" * 9000),
+        PageRecord("http://a.test/2", 200, 0, text="plain " * 100_000, flags=("a", "b")),
+        PageRecord("http://a.test/3", 200, 0, extra={None: BREAKS}),  # the standard encoder
+        PageRecord("http://a.test/4", 200, 0, extra={"x": [1, "\x85"]}, authors=("Zoë",)),
+        PageRecord("http://a.test/5", None, 0, error="dns"),
+    ]
+    records += [PageRecord(f"http://a.test/{i}", 200, 0, text="✓" * i) for i in range(6, 80)]
+    await sink.write(records)
+    sink.close()
+    expected = "".join(record.to_json() + "\n" for record in records)
+    assert path.read_bytes() == expected.encode("utf-8")

@@ -9,11 +9,14 @@ import contextlib
 import gzip
 import hashlib
 import os
+import random
 import socket
 import struct
 import uuid
 import zlib
 from collections.abc import AsyncIterator
+from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +27,17 @@ from tests.warc_check import seek
 from warcio.archiveiterator import ArchiveIterator
 
 from gossamer.fetch import FetchConfig, Fetcher, FetchResult
-from gossamer.sinks.warc import WarcLocation, WarcWriter, _new_id, _stored_member
+from gossamer.fetch.exchange import Exchange
+from gossamer.sinks.warc import (
+    WarcLocation,
+    WarcWriter,
+    _base32,
+    _new_id,
+    _response_head,
+    _stored_member,
+    _warc_date,
+    request_block,
+)
 
 PAGE = b"<html><title>t</title><body>" + b"<p>gossamer</p>" * 200 + b"</body></html>"
 GZ = gzip.compress(PAGE)
@@ -376,3 +389,72 @@ def test_record_ids_are_random_uuids_and_a_forked_child_draws_its_own() -> None:
     os.waitpid(pid, 0)
     mine = [_new_id() for _ in range(4)]
     assert len(child) == 4 and not set(child) & set(mine)
+
+
+def test_a_digest_in_base32_is_the_standard_library_s() -> None:
+    digests = [bytes(20), b"\xff" * 20, bytes(range(20))]
+    digests += [hashlib.sha1(os.urandom(8)).digest() for _ in range(2000)]
+    for digest in digests:
+        assert _base32(digest) == base64.b32encode(digest).decode()
+
+
+def test_a_warc_date_is_the_utc_time_to_the_microsecond() -> None:
+    rng = random.Random(7)
+    moments = [0.0, 1.0, 1795975931.0, 1795975931.211, 1795975931.9999995, 4102444799.999999]
+    moments += [rng.uniform(0, 4e9) for _ in range(2000)]
+    moments += [round(rng.uniform(1.7e9, 1.9e9), 3) for _ in range(2000)]
+    for when in moments:
+        expected = datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        assert _warc_date(when) == expected
+
+
+def _old_response_head(exchange: Exchange) -> bytes:
+    """The response head as written header by header, each cleaned on its own."""
+    lines = [f"{exchange.version} {exchange.status} {exchange.reason}".encode(errors="replace")]
+    for name, value in exchange.response_headers:
+        if name.lower() == b"transfer-encoding":
+            name = b"X-Crawler-Transfer-Encoding"
+        clean = name.replace(b"\r", b" ").replace(b"\n", b" ")
+        lines.append(clean + b": " + value.replace(b"\r", b" ").replace(b"\n", b" "))
+    return b"\r\n".join(lines) + b"\r\n\r\n"
+
+
+def _old_request_block(exchange: Exchange) -> bytes:
+    lines = [f"{exchange.method} {exchange.target} HTTP/1.1"]
+    lines += [f"{name}: {value}" for name, value in exchange.request_headers]
+    text = "".join(line.replace("\r", " ").replace("\n", " ") + "\r\n" for line in lines)
+    return (text + "\r\n").encode("utf-8", "surrogateescape")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ("", b""),
+        ("\r", b"\r"),
+        ("\n", b"\n"),
+        ("\r\n", b"\r\n"),
+        ("x\ry", b"x\n\ny"),
+        ("\udcff", b"\xff\r"),
+    ],
+)
+def test_heads_with_line_breaks_inside_headers_are_written_one_line_a_header(
+    bad: tuple[str, bytes],
+) -> None:
+    text, raw = bad
+    headers = ((b"Content-Type", b"text/html"), (b"Transfer-" + raw + b"Encoding", raw))
+    exchange = Exchange(
+        method="GET",
+        target="/a" + text,
+        request_headers=(("User-Agent", "g" + text), ("Accept", text)),
+        version="HTTP/1.1",
+        status=200,
+        reason="OK",
+        response_headers=(*headers, (b"transfer-ENCODING", b"chunked" + raw)),
+        body=b"",
+        peer=None,
+    )
+    assert _response_head(exchange) == _old_response_head(exchange)
+    assert request_block(exchange) == _old_request_block(exchange)
+    for empty in (replace(exchange, response_headers=()), replace(exchange, request_headers=())):
+        assert _response_head(empty) == _old_response_head(empty)
+        assert request_block(empty) == _old_request_block(empty)

@@ -191,6 +191,19 @@ class PageRecord:
         except (msgspec.EncodeError, TypeError, ValueError):
             return json_line(_ENCODER.encode(values))
 
+    def json_into(self, buffer: bytearray) -> None:
+        """Append the record's JSON to ``buffer``, UTF-8, with no newline: the bytes of
+        :meth:`to_json` but for the line breaks `json_line` escapes, which `json_lines`
+        escapes in the whole buffer (no text decoded from the encoder's bytes, then encoded
+        again for the file)."""
+        values = dict(zip(FIELD_NAMES, _values(self), strict=True))
+        start = len(buffer)
+        try:
+            _FAST_ENCODER.encode_into(values, buffer, -1)
+        except (msgspec.EncodeError, TypeError, ValueError):
+            del buffer[start:]
+            buffer += _ENCODER.encode(values).encode("utf-8")
+
     def values(self) -> tuple[Any, ...]:
         """The values in field order, as they are (``flags`` a tuple)."""
         return _values(self)
@@ -259,6 +272,26 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _FAST_ENCODER = msgspec.json.Encoder()
 """Records' lines: msgspec's encoder writes the same JSON in a third of the time of
 `_ENCODER`, which takes over for a value it refuses (a hook's field of a type JSON lacks)."""
+
+
+_LINE_BREAKS = (
+    (b"\xc2\x85", b"\\u0085"),
+    (b"\xe2\x80\xa8", b"\\u2028"),
+    (b"\xe2\x80\xa9", b"\\u2029"),
+)
+"""`json_line`'s line breaks in UTF-8 (no other character's bytes hold these) and their
+JSON escapes."""
+
+
+def json_lines(lines: bytearray) -> bytearray:
+    """JSON lines in UTF-8 as `json_line` leaves them: U+0085, U+2028 and U+2029 escaped
+    (ASCII lines come back at once)."""
+    if lines.isascii():
+        return lines
+    for raw, escape in _LINE_BREAKS:
+        if raw in lines:
+            lines = lines.replace(raw, escape)
+    return lines
 
 
 class Journal(Protocol):

@@ -10,10 +10,10 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from gossamer.sinks.base import Item, PageRecord
+from gossamer.sinks.base import Item, PageRecord, json_lines
 
-_WRITE_CHARS = 1 << 20
-"""Characters of JSON lines encoded and handed to the file at a time."""
+_WRITE_BYTES = 1 << 20
+"""Bytes of JSON lines encoded and handed to the file at a time."""
 
 
 class JsonlSink:
@@ -27,26 +27,20 @@ class JsonlSink:
         """Append and flush to the OS (a killed process loses nothing written here).
 
         Written a megabyte at a time: a checkpoint after a slow commit holds thousands of
-        records, and their text joined at once would cost the process that much memory thrice
-        (the lines, the joined text and its bytes)."""
+        records, and their lines encoded at once would cost the process that much memory
+        (twice, with a line break to escape)."""
         if not records:
             return
-        lines: list[str] = []
-        size = 0
+        lines = bytearray()
         for record in records:
-            line = record.to_json()
-            lines.append(line)
-            size += len(line)
-            if size >= _WRITE_CHARS:
-                self._write_lines(lines)
-                lines, size = [], 0
-        self._write_lines(lines)
-        self._file.flush()
-
-    def _write_lines(self, lines: list[str]) -> None:
+            record.json_into(lines)
+            lines += b"\n"
+            if len(lines) >= _WRITE_BYTES:
+                self._file.write(json_lines(lines))
+                lines = bytearray()
         if lines:
-            lines.append("")  # the last line's newline
-            self._file.write("\n".join(lines).encode("utf-8"))
+            self._file.write(json_lines(lines))
+        self._file.flush()
 
     def close(self) -> None:
         """Flush and close."""
