@@ -64,12 +64,25 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def total_instructions(out_file: Path) -> int:
-    """The ``Ir`` total of a callgrind output file (its ``summary:`` or ``totals:`` line)."""
+def total_instructions(out_file: Path) -> int | None:
+    """The ``Ir`` total of a callgrind output file (its ``summary:`` or ``totals:`` line);
+    None when it has none (a process killed before callgrind wrote it out)."""
     for line in out_file.read_text(encoding="utf-8", errors="replace").splitlines():
         if line.startswith(("summary:", "totals:")):
             return int(line.split()[1])
-    raise ValueError(f"no instruction total in {out_file}")
+    return None
+
+
+def summed(work: Path) -> int:
+    """The instructions of every process of a run (the crawler and its parse workers); says
+    how many processes left no total (a worker ended by its CPU budget writes none)."""
+    totals = [total_instructions(path) for path in sorted(work.glob("callgrind.out.*"))]
+    if not any(total is not None for total in totals):
+        raise ValueError(f"no instruction total in {work}/callgrind.out.*")
+    missing = totals.count(None)
+    if missing:
+        print(f"  {missing} process(es) ended before writing a total: not counted")
+    return sum(total for total in totals if total is not None)
 
 
 def recorded(work: Path) -> tuple[int, int, float]:
@@ -97,7 +110,7 @@ def crawl_once(mode: str, seeds_file: Path, work: Path, args: argparse.Namespace
     env = dict(os.environ, GOSSAMER_PARSE_BUDGET_SCALE="100")
     with (work / "log.txt").open("wb") as log:
         subprocess.run([*valgrind, *command], stdout=log, stderr=log, check=True, env=env)
-    return sum(total_instructions(path) for path in work.glob("callgrind.out.*"))
+    return summed(work)
 
 
 def generated_web(args: argparse.Namespace, seeds_file: Path) -> tuple[Path, list[str], bool]:
