@@ -60,6 +60,7 @@ _LINKS_ONLY_NEVER = [
     "playwright",
     "trafilatura",
     "prometheus_client",
+    "tomllib",  # no config file given: no TOML to read
 ]
 """Modules a ``--no-text`` crawl has no use for: each costs start-up time for nothing."""
 

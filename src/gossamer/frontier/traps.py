@@ -171,8 +171,8 @@ class _HostTraps:
 
 
 class Shape(msgspec.Struct):
-    """What the guard reads of a URL: its path template, query names and what it holds. Not
-    frozen: one is made per new URL, and a frozen dataclass takes longer to make."""
+    """What the guard reads of a URL: its path template, query names and what it holds (one
+    is made per new URL)."""
 
     path: str
     names: str
