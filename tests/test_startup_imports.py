@@ -61,6 +61,7 @@ _LINKS_ONLY_NEVER = [
     "trafilatura",
     "prometheus_client",
     "aiohttp",  # direct requests go through the lean client (gossamer.fetch.lean)
+    "tomllib",  # no config file given: no TOML to read
 ]
 """Modules a ``--no-text`` crawl has no use for: each costs start-up time for nothing."""
 

@@ -19,8 +19,9 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from gossamer.frontier.base import Candidate, Feedback, Frontier, HeldBack, Lease
 from gossamer.frontier.robots import RobotsDeferred, RobotsPolicy
@@ -43,8 +44,7 @@ SEEDING_META = "seeding"
 """Journal meta: ``started`` while seeds are being queued, ``done`` once all are durable."""
 
 
-@dataclass(frozen=True, slots=True)
-class EngineConfig:
+class EngineConfig(msgspec.Struct, frozen=True):
     """The knobs of the crawl loop (the page stage has its own, `PageConfig`)."""
 
     concurrency: int = 64
@@ -52,7 +52,7 @@ class EngineConfig:
     robots_retry: float = 30.0
     """Seconds before a URL of a host whose robots.txt was unreachable is tried again."""
     checkpoint_interval: float = 0.5
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    retry: RetryPolicy = msgspec.field(default_factory=RetryPolicy)
 
 
 StatsSource = Callable[[], Mapping[str, Any]]
@@ -61,8 +61,7 @@ STATS_SOURCES = ("proxies", "auth", "render", "revisits", "sitemaps", "parse_san
 """The names of the stats sources a crawl may have: they become fields of `CrawlStats`."""
 
 
-@dataclass(frozen=True, slots=True)
-class LoopState:
+class LoopState(msgspec.Struct, frozen=True):
     """Whether the crawl loop runs: its phase (``starting``, ``running``, ``stopping``,
     ``stopped``, ``failed``) and the seconds since it last went round (at least once a
     second while it runs)."""

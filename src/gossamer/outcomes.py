@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import enum
 import random
-from dataclasses import dataclass
+
+import msgspec
 
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504, 507, 509, 520, 521, 522, 523, 524})
@@ -25,8 +26,7 @@ class Action(enum.Enum):
     RETRY = "retry"
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(msgspec.Struct, frozen=True):
     """The action, and for retries how long to wait; ``error`` names a final failure."""
 
     action: Action
@@ -63,8 +63,7 @@ def is_failure(status: int | None, error: str | None) -> bool:
     return status in _RETRY_STATUSES
 
 
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
+class RetryPolicy(msgspec.Struct, frozen=True):
     """How many times and how long to wait before trying a URL again."""
 
     max_retries: int = 3

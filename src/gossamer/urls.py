@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
 from urllib.parse import quote
 
 import can_ada
+import msgspec
 import xxhash
 
 _SCHEMES = frozenset({"http:", "https:"})
@@ -418,8 +418,7 @@ def explicit_port(canonical_url: str) -> int | None:
     return int(port) if port else None
 
 
-@dataclass(frozen=True, slots=True)
-class Scope:
+class Scope(msgspec.Struct, frozen=True):
     """Which canonical URLs a crawl may enqueue.
 
     A URL is in scope when both its host and its port are allowed. ``domains`` are allowed

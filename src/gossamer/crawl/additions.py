@@ -6,8 +6,9 @@ crawl loop once it is built, and whether signals stop the crawl."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import msgspec
 
 if TYPE_CHECKING:
     from gossamer.engine import Crawler
@@ -17,8 +18,7 @@ if TYPE_CHECKING:
 __all__ = ["Additions"]
 
 
-@dataclass(frozen=True, slots=True)
-class Additions:
+class Additions(msgspec.Struct, frozen=True):
     """What the program running a crawl adds to it (see the module docstring)."""
 
     handlers: Handlers | None = None

@@ -5,11 +5,12 @@ needs; :class:`~gossamer.crawl.stages.Stages` holds data only."""
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from gossamer.crawl.additions import NOTHING, Additions
 from gossamer.crawl.builders import engine_config, page_config, proxies_down
@@ -139,7 +140,7 @@ def assemble_crawler(
     sinks.extend(additions.sinks)
     config = page_config(settings, stages.rules)
     if additions.handlers:
-        config = dataclasses.replace(config, handlers=additions.handlers)
+        config = msgspec.structs.replace(config, handlers=additions.handlers)
     page = PageStage(
         config,
         pdf=stages.pdf,

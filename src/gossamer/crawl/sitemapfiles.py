@@ -11,6 +11,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import msgspec
+
 from gossamer.crawldb import CrawlDB
 from gossamer.discover import Entry, FileResult, Flag
 from gossamer.fetch.http import FetchResult
@@ -77,8 +79,7 @@ class Fetch(Protocol):
     async def fetch(self, url: str) -> Any: ...
 
 
-@dataclass(slots=True)
-class Counts:
+class Counts(msgspec.Struct):
     """The stage's running tallies (:class:`SitemapStats` is their snapshot)."""
 
     files: int = 0
@@ -107,8 +108,7 @@ class SitemapStats:
         return {name: getattr(self, name) for name in self.__slots__}
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
+class Answer(msgspec.Struct, frozen=True):
     """What the fetch of one file left for its record."""
 
     result: FetchResult | None

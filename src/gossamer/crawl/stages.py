@@ -10,6 +10,8 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from gossamer.crawl.builders import (
     authenticator,
     check_extraction,
@@ -105,8 +107,7 @@ class Stages:
     :func:`~gossamer.crawl.assembly.assemble_crawler`."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Fetching:
+class _Fetching(msgspec.Struct, frozen=True):
     """What :func:`_open_fetching` built."""
 
     fetcher: Fetcher

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Container, Iterable, Mapping
-from dataclasses import dataclass, field
+
+import msgspec
 
 from gossamer.frontier.base import Candidate
 from gossamer.frontier.budgets import BudgetLimits, HostBudget
@@ -37,14 +38,13 @@ Admitted = tuple[str, str, int, Candidate]
 millions pass here."""
 
 
-@dataclass(frozen=True, slots=True)
-class Guards:
+class Guards(msgspec.Struct, frozen=True):
     """What admission does besides the scope: the parameters it strips (none: keep all),
     the trap guards' limits (None: off) and the per-host page budgets."""
 
     strip: tuple[str, ...] = TRACKING_PARAMS
-    traps: TrapLimits | None = field(default_factory=TrapLimits)
-    budgets: BudgetLimits = field(default_factory=BudgetLimits)
+    traps: TrapLimits | None = msgspec.field(default_factory=TrapLimits)
+    budgets: BudgetLimits = msgspec.field(default_factory=BudgetLimits)
 
     @classmethod
     def of(cls, settings: CrawlSettings) -> Guards:

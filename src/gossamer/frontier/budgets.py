@@ -13,18 +13,19 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+import msgspec
 
 from gossamer.urls import host_of
 
 
-@dataclass(frozen=True, slots=True)
-class BudgetLimits:
+class BudgetLimits(msgspec.Struct, frozen=True):
     """How many pages a host may have recorded: ``per_host`` for every host (None: no limit)
     unless a pattern of ``patterns`` matches its name first."""
 
     per_host: int | None = None
-    patterns: Mapping[str, int] = field(default_factory=dict)
+    patterns: Mapping[str, int] = msgspec.field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return self.per_host is not None or bool(self.patterns)

@@ -56,6 +56,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+import msgspec
+
 from gossamer.frontier.base import Feedback, Rules
 from gossamer.frontier.hosts import HostScheduler, Queued, RulesLookup
 from gossamer.frontier.politeness import PolitenessPolicy
@@ -103,8 +105,7 @@ class SlotSource(Protocol):
     def slots(self) -> SlotKeeper: ...
 
 
-@dataclass(frozen=True, slots=True)
-class Pass:
+class Pass(msgspec.Struct, frozen=True):
     """A slot taken by `HostGate.enter`: give it back with `HostGate.leave`."""
 
     key: str

@@ -27,8 +27,9 @@ import itertools
 import math
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Generic, TypeVar
+
+import msgspec
 
 from gossamer.frontier.base import Rules
 from gossamer.frontier.politeness import HostSlot
@@ -36,8 +37,7 @@ from gossamer.frontier.politeness import HostSlot
 __all__ = ["Host", "HostQueue", "HostQueues", "Queued", "section_of"]
 
 
-@dataclass(slots=True)
-class Queued:
+class Queued(msgspec.Struct):
     """A queued URL as the scheduler reads it; a backend's entries add their storage fields."""
 
     url: str
@@ -194,8 +194,7 @@ def _key(item: tuple[float, int, object]) -> tuple[float, int]:
     return item[0], item[1]
 
 
-@dataclass(slots=True, eq=False)
-class Host(Generic[E]):
+class Host(msgspec.Struct, Generic[E], eq=False):
     """The scheduling state of one host."""
 
     queue: HostQueue[E] | None = None

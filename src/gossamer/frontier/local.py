@@ -22,8 +22,9 @@ import math
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from gossamer.crawldb import CrawlDB
 from gossamer.frontier.admission import Admission, Guards
@@ -77,8 +78,7 @@ _SPARE_HOSTS_A_LOOK = 10_000
 """Fingerprints per query of spilled priorities (SQLite allows a few hundred at least)."""
 
 
-@dataclass(frozen=True, slots=True)
-class LocalFrontierConfig:
+class LocalFrontierConfig(msgspec.Struct, frozen=True):
     """How a :class:`LocalFrontier` is sized and timed."""
 
     lease_timeout: float = 600.0

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
+
+import msgspec
 
 from gossamer.frontier.base import Feedback, WaitReason
 
@@ -31,8 +32,7 @@ _NEGLIGIBLE = 0.01
 log = logging.getLogger(__name__)
 
 
-@dataclass(slots=True)
-class HostSlot:
+class HostSlot(msgspec.Struct):
     """Politeness state of one host (scheme://host:port)."""
 
     active: int = 0
@@ -54,8 +54,7 @@ class HostSlot:
     """When a page's turn lapses, once an aside request finds one owed (0: not yet set)."""
 
 
-@dataclass(frozen=True, slots=True)
-class PolitenessPolicy:
+class PolitenessPolicy(msgspec.Struct, frozen=True):
     """The rules every slot follows."""
 
     per_host: int = 2

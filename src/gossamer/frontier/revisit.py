@@ -16,14 +16,14 @@ time: a page that changed once in fifty checks is rushed back as one that change
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+
+import msgspec
 
 GROWTH = 2.0
 """The most an interval grows from one check to the next."""
 
 
-@dataclass(frozen=True, slots=True)
-class Bounds:
+class Bounds(msgspec.Struct, frozen=True):
     """A URL's revisit intervals in seconds: the first, and the least and most."""
 
     initial: float
@@ -35,8 +35,7 @@ class Bounds:
         return min(max(seconds, self.least), self.most)
 
 
-@dataclass(frozen=True, slots=True)
-class History:
+class History(msgspec.Struct, frozen=True):
     """What a URL's revisits saw: checks made (fetches after the first), how many of them saw
     a change, the seconds they covered and the last interval."""
 

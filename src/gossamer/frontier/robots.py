@@ -40,6 +40,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+import msgspec
 from protego import Protego
 
 from gossamer.urls import Resolver
@@ -107,8 +108,7 @@ class RobotsResponse(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class RobotsReply:
+class RobotsReply(msgspec.Struct, frozen=True):
     """A plain :class:`RobotsResponse`."""
 
     status: int | None
@@ -229,8 +229,7 @@ class RobotsStats:
     """Look-ups that ended unreachable (5xx, 429, no response, broken 2xx body)."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Entry:
+class _Entry(msgspec.Struct, frozen=True):
     policy: RobotsPolicy
     expires: float
 

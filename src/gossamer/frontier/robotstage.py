@@ -16,8 +16,9 @@ A due host's rules are looked up before any of its URLs goes out:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Generic
+
+import msgspec
 
 from gossamer.frontier.base import Lease, Rules
 from gossamer.frontier.hostqueue import E, Host, HostQueues
@@ -31,8 +32,7 @@ RulesLookup = Callable[[str], Rules | None]
 no I/O (:meth:`~gossamer.frontier.robots.RobotsCache.known`)."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Verdict:
+class _Verdict(msgspec.Struct, frozen=True):
     """Rules of the stage's own: one answer for every URL."""
 
     status: str

@@ -10,8 +10,9 @@ could use (a :class:`Round` of :class:`Want`\\ s),
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Generic
+
+import msgspec
 
 from gossamer.frontier.base import Lease, Rules
 from gossamer.frontier.hostqueue import E, Host
@@ -19,8 +20,7 @@ from gossamer.frontier.hostqueue import E, Host
 __all__ = ["Batch", "Round", "Want"]
 
 
-@dataclass(slots=True)
-class Batch:
+class Batch(msgspec.Struct):
     """What :meth:`HostScheduler.lease` handed out."""
 
     leases: list[Lease]
@@ -28,8 +28,7 @@ class Batch:
     """Due hosts whose queued URLs are all in storage: refill them."""
 
 
-@dataclass(slots=True)
-class Want(Generic[E]):
+class Want(msgspec.Struct, Generic[E]):
     """A due host and how many slots it could use now (:meth:`HostScheduler.due`)."""
 
     key: str
@@ -39,8 +38,7 @@ class Want(Generic[E]):
     """The rules its URLs go out by; None when the slot is for its ``robots`` lease."""
 
 
-@dataclass(slots=True)
-class Round(Generic[E]):
+class Round(msgspec.Struct, Generic[E]):
     """What :meth:`HostScheduler.due` found."""
 
     leases: list[Lease]

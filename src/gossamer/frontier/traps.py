@@ -57,6 +57,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import msgspec
+
 from gossamer.frontier.trapvariants import appends, grows_a_value, odd_path, variant
 from gossamer.urls import fingerprint
 
@@ -101,8 +103,7 @@ date (``/events/2026/november``)."""
 _ID, _DATED = "{id}", "{date}"
 
 
-@dataclass(frozen=True, slots=True)
-class TrapLimits:
+class TrapLimits(msgspec.Struct, frozen=True):
     """The bounds of :class:`TrapGuard` (see the module docstring)."""
 
     per_template: int = 100_000
@@ -146,8 +147,7 @@ class TrapStats:
     """URLs whose line of descent is remembered now."""
 
 
-@dataclass(slots=True)
-class _Template:
+class _Template(msgspec.Struct):
     count: int
     shallowest: int
 
@@ -170,10 +170,9 @@ class _HostTraps:
         them with a token, with a date."""
 
 
-@dataclass(slots=True)
-class Shape:
-    """What the guard reads of a URL: its path template, query names and what it holds. Not
-    frozen: one is made per new URL, and a frozen dataclass takes longer to make."""
+class Shape(msgspec.Struct):
+    """What the guard reads of a URL: its path template, query names and what it holds (one
+    is made per new URL)."""
 
     path: str
     names: str

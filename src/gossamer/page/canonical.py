@@ -47,8 +47,9 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
+
+import msgspec
 
 from gossamer.page.directives import head_first
 from gossamer.redact import redact_url
@@ -109,8 +110,7 @@ def _absolute(base: str, href: str) -> str | None:
         return None
 
 
-@dataclass(frozen=True, slots=True)
-class Checks:
+class Checks(msgspec.Struct, frozen=True):
     """What a crawl would do with a canonical URL, asked before a page's content is withheld
     for it: ``strip`` makes it the URL admission would queue (tracking and session
     parameters stripped); ``refusal`` tells why admission would turn it away when found on

@@ -19,8 +19,9 @@ handler that awaits it (``await asyncio.to_thread(work, page)``), which the boun
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
+
+import msgspec
 
 from gossamer.hooks import HANDLER_TIMEOUT, Handler
 
@@ -32,8 +33,7 @@ __all__ = ["Handlers", "Route"]
 H = TypeVar("H", bound=Handler)
 
 
-@dataclass(frozen=True, slots=True)
-class Route:
+class Route(msgspec.Struct, frozen=True):
     """One registered handler: the pattern a page's URL must hold, its name (the record's
     ``rule`` and its items' ``rule``), and whether the page's own links are kept too."""
 

@@ -24,6 +24,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+import msgspec
+
 from gossamer.digests.base import DigestIndex, digest, list_of_links
 from gossamer.frontier.base import Candidate, Lease, Outlinks
 from gossamer.hooks import Hook
@@ -91,8 +93,7 @@ class Focus(Protocol):
     def json_stats(self) -> dict[str, Any]: ...
 
 
-@dataclass(frozen=True, slots=True)
-class PageConfig:
+class PageConfig(msgspec.Struct, frozen=True):
     """The knobs of the page stage."""
 
     follow_nofollow: bool = False

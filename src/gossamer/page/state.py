@@ -4,8 +4,10 @@ and what it hands back to the engine (the record, the links, the outcome)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+import msgspec
 
 from gossamer.frontier.base import Candidate, Lease
 from gossamer.outcomes import Outcome
@@ -95,8 +97,7 @@ NO_TEXT = TextFields()
 NO_RULES = RuleFields()
 
 
-@dataclass(slots=True, eq=False, match_args=False)
-class PageState:
+class PageState(msgspec.Struct, eq=False):
     """One page on its way through the stage's steps; each step reads and sets its fields."""
 
     lease: Lease
@@ -112,7 +113,7 @@ class PageState:
     built one): what was read of its tree there."""
     content: Content | None = None
     """What the extractor read (HTML, plain text), before it becomes `text`."""
-    links: list[str] = field(default_factory=list)
+    links: list[str] = msgspec.field(default_factory=list)
     """The links to follow, as the parse, the rules and the hook leave them."""
     title: str | None = None
     text: TextFields | None = None

@@ -6,10 +6,10 @@ environment < flags (:func:`load_settings`, :func:`load_model`), values converte
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, get_args, get_origin, get_type_hints
@@ -27,9 +27,11 @@ Settings = TypeVar("Settings", bound=SettingsModel)
 _ENV_PREFIX = "GOSSAMER_"
 
 
+@functools.cache
 def _table_fields(model: type[SettingsModel]) -> frozenset[str]:
     """The settings whose value is a table (a ``dict``): the top-level tables a config file
-    without [crawl] may hold (``[host_page_budgets]``, ``[rule_functions]``)."""
+    without [crawl] may hold (``[host_page_budgets]``, ``[rule_functions]``). Worked out
+    when a config file is read, not at import (it evaluates every setting's type)."""
     hints = get_type_hints(model, include_extras=True)
     return frozenset(name for name, hint in hints.items() if _is_table(hint))
 
@@ -40,7 +42,6 @@ def _is_table(hint: Any) -> bool:
     return get_origin(hint) is dict
 
 
-_TABLE_FIELDS = _table_fields(CrawlSettings)
 _SPLIT_FIELDS = frozenset(
     {
         "seeds",
@@ -88,13 +89,16 @@ def _from_toml(path: Path) -> dict[str, Any]:
             raise SettingsError(f"config: keys outside [crawl] in {path}: {stray}")
     else:
         section = data
-        tables = [k for k, v in data.items() if isinstance(v, dict) and k not in _TABLE_FIELDS]
+        known = _table_fields(CrawlSettings)
+        tables = [k for k, v in data.items() if isinstance(v, dict) and k not in known]
         if tables:
             raise SettingsError(f"config: unknown table [{tables[0]}] in {path}")
     return {k.replace("-", "_"): v for k, v in section.items()} | focus
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    import tomllib  # only a crawl with a config file reads TOML
+
     try:
         with path.open("rb") as file:
             raw = file.read(_MAX_CONFIG_BYTES + 1)

@@ -159,8 +159,7 @@ class BadEntry(ValueError):
     """A queue entry from Redis that does not decode; it is set aside (see :mod:`.claims`)."""
 
 
-@dataclass(slots=True, kw_only=True)
-class Entry(Queued):
+class Entry(Queued, kw_only=True):
     """A claimed entry: where it came from in Redis, and when it may be fetched."""
 
     not_before: float
