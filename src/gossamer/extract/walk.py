@@ -70,8 +70,7 @@ _BOILERPLATE_ROLES = frozenset(
 )
 _ARTICLE_TAGS = frozenset(["article", "main"])
 _WHOLE_TAGS = frozenset(
-    ["p", "pre", "h1", "h2", "h3", "h4", "h5", "h6", "dt", "dd", "td", "th", "caption"]
-    + ["figcaption", "summary", "address"]
+    ["p", "pre", "h1", "h2", "h3", "h4", "h5", "h6", "dt", "dd", "td", "th", "caption", "address"]
 )
 """Boxes that most often hold text and inline elements alone, read whole when they do."""
 _WHOLE_MIN = 2
@@ -347,14 +346,16 @@ class _Walker:
                     self._visit(
                         child, depth + 1, inner, in_link, in_article or tag in _ARTICLE_TAGS
                     )
-                    self._leave(inner, box, quiet)
-                else:
-                    self._leave(-inner, box, quiet)
-            elif kind == _IMG:
-                self.images.append(child)
-            elif kind == _BR:
-                parts.append(" ")
-            # else skipped
+                self._leave(inner, box, quiet)
+            elif kind != _SKIP:
+                self._mark(child, kind)
+
+    def _mark(self, node: LexborNode, kind: int) -> None:
+        """An image joins the block, a line break spaces it."""
+        if kind == _IMG:
+            self.images.append(node)
+        else:
+            self.parts.append(" ")
 
     def _enter(
         self, node: LexborNode, tag: str, parent: int, in_link: bool, in_article: bool, depth: int
@@ -427,8 +428,11 @@ class _Walker:
         return True
 
     def _leave(self, inner: int, parent: int, quiet: bool) -> None:
-        """Close box ``inner``: the walk back to the text of box ``parent`` (and out of the
-        quiet of ``inner``), ``inner``'s totals added into ``parent``'s."""
+        """Close box ``inner`` (as `_enter` answered: negated if read already): the walk back
+        to the text of box ``parent`` (and out of the quiet of ``inner``), ``inner``'s totals
+        added into ``parent``'s."""
+        if inner < 0:
+            inner = -inner
         if self.parts or self.images:
             self._close("div", parent)
         else:  # nothing to read: no link characters either
