@@ -3,9 +3,11 @@
 One depth-first pass over the parsed page (bounded by `MAX_DEPTH` and `MAX_NODES`) records
 every block-level element as a *box* (its tag, its parent box, what its ``class``, ``id`` and
 ``role`` say) and cuts the text into *blocks*: the text between block-level tags, each knowing
-its innermost box, how much of it sits in links and which images it holds. Then each box is
-totalled with what its descendants hold. Scoring them is `gossamer.extract.tree`'s, and
-reading what names say `gossamer.extract.names`'.
+its innermost box, how much of it sits in links and which images it holds. Each box is
+totalled with what its descendants hold as it closes. A paragraph, cell, heading or term that
+holds only text and inline elements is read whole (`_Walker._read_whole`): its elements are
+scanned, its text joined by lexbor, its text nodes never met one by one. Scoring the boxes is
+`gossamer.extract.tree`'s, and reading what names say `gossamer.extract.names`'.
 
 A walk may skim boxes that are boilerplate (their text only measured); when the page must be
 read in full after all, `Reading.unskimmed` walks only those boxes and puts their boxes and
