@@ -5,9 +5,10 @@ from __future__ import annotations
 import time
 from dataclasses import astuple
 
+import pytest
 from selectolax.lexbor import LexborHTMLParser
 
-from gossamer.extract import DEFAULT_EXTRACTOR, extract
+from gossamer.extract import DEFAULT_EXTRACTOR, extract, walk
 from gossamer.extract.tree import MAX_NODES, forget_names
 from gossamer.extract.walk import Reading
 
@@ -192,3 +193,29 @@ def test_a_skimmed_box_after_a_lone_image_is_read_by_walking_again() -> None:
     assert page.body is not None
     completed = Reading(page.body, skim=True).unskimmed()
     assert reading_of(completed) == reading_of(Reading(page.body, skim=False))
+
+
+def test_a_box_of_text_and_inline_elements_reads_whole_as_the_walk_reads_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # read whole: links (nested in inline elements, or around the box), comments, entities,
+    # spaces between inline elements, an image waiting before the box; walked: a box holding
+    # a line break, a marquee (which may hold a link inside a link) or a box
+    page = LexborHTMLParser(
+        "<html><body><img src='/a.png'><p>The <a href='/x'><code><span>AST</span></code></a>"
+        " <span class='pre'>node</span> <span>class</span>, <!-- note --> see"
+        " <em>the <a href='/y'>grammar</a></em>&nbsp;&amp; more.</p>"
+        "<a href='/z'><p><b>Linked</b> <i>para</i><span>graph</span></p></a>"
+        "<pre><span>x</span> <span>=</span>\n  <span>1</span></pre>"
+        "<dd><code>a</code><br><code>b</code> c</dd>"
+        "<td><b>cell</b> <marquee><a href='/m'>moving</a></marquee> <i>text</i></td>"
+        "<dt><em>term</em> <code>x</code><div>inside</div></dt></body></html>"
+    )
+    assert page.body is not None
+    whole = reading_of(Reading(page.body, skim=False))
+    monkeypatch.setattr(walk, "_WHOLE_TAGS", frozenset())
+    walked = reading_of(Reading(page.body, skim=False))
+    assert whole == walked
+    texts = [block[2] for block in whole[1]]
+    assert texts[0] == "The AST node class, see the grammar & more."
+    assert whole[1][0][3] == len("AST") + len("grammar")

@@ -3,9 +3,11 @@
 One depth-first pass over the parsed page (bounded by `MAX_DEPTH` and `MAX_NODES`) records
 every block-level element as a *box* (its tag, its parent box, what its ``class``, ``id`` and
 ``role`` say) and cuts the text into *blocks*: the text between block-level tags, each knowing
-its innermost box, how much of it sits in links and which images it holds. Then each box is
-totalled with what its descendants hold. Scoring them is `gossamer.extract.tree`'s, and
-reading what names say `gossamer.extract.names`'.
+its innermost box, how much of it sits in links and which images it holds. Each box is
+totalled with what its descendants hold as it closes. A paragraph, cell, heading or term that
+holds only text and inline elements is read whole (`_Walker._read_whole`): its elements are
+scanned, its text joined by lexbor, its text nodes never met one by one. Scoring the boxes is
+`gossamer.extract.tree`'s, and reading what names say `gossamer.extract.names`'.
 
 A walk may skim boxes that are boilerplate (their text only measured); when the page must be
 read in full after all, `Reading.unskimmed` walks only those boxes and puts their boxes and
@@ -69,6 +71,11 @@ _BOILERPLATE_ROLES = frozenset(
     ["navigation", "banner", "contentinfo", "complementary", "menu", "menubar", "search"]
 )
 _ARTICLE_TAGS = frozenset(["article", "main"])
+_WHOLE_TAGS = frozenset(
+    ["p", "pre", "h1", "h2", "h3", "h4", "h5", "h6", "dt", "dd", "td", "th", "caption", "address"]
+)
+"""Boxes that most often hold text and inline elements alone, read whole when they do."""
+_WHOLE_MIN = 2
 _TEXT_ID = 2
 """lexbor's id of a text node (``-text``)."""
 _STANDARD_IDS = 1 << 16
@@ -144,7 +151,6 @@ class Reading:
         self._set(walker.boxes, walker.blocks)
 
     def _set(self, boxes: list[Box], blocks: list[Block]) -> None:
-        _total(boxes, blocks)
         self.boxes = boxes
         self.blocks = blocks
         self._unflagged = _unflag_big_boilerplate(boxes)
@@ -171,6 +177,7 @@ class Reading:
         for index in self._unflagged:
             self.boxes[index].boilerplate = True
         boxes, blocks = _splice(self.boxes, self.blocks, self._skims, walkers)
+        _total(boxes, blocks)
         self._skims = []
         self._nodes = nodes
         self._set(boxes, blocks)
@@ -223,8 +230,9 @@ def _splice(
         skim, walker = found
         done = _move_blocks(blocks, done, skim.blocks, where, new_blocks)
         for inner in walker.boxes[1:]:
-            inner.parent += at
-            new_boxes.append(inner)
+            new_boxes.append(
+                Box(inner.tag, inner.parent + at, inner.names, inner.weight, inner.boilerplate)
+            )
         for block in walker.blocks:
             block.box += at
             new_blocks.append(block)
@@ -242,7 +250,7 @@ def _move_blocks(
 
 
 class _Walker:
-    """One depth-first pass recording boxes and blocks."""
+    """One depth-first pass recording boxes and blocks, each box totalled as it closes."""
 
     def __init__(self, skim: bool) -> None:
         self.skim = skim
@@ -283,6 +291,13 @@ class _Walker:
                 self.blocks.append(
                     Block(self.tag, self.box, text, links, images, links / size, commas)
                 )
+                owner = self.boxes[self.box]  # its own blocks' totals, here at once
+                owner.chars += size
+                owner.link_chars += links
+                owner.commas += commas
+                owner.images += len(images)
+                owner.blocks += 1
+                owner.ends_sentence = text[-1] in STOPS
                 self.images = []
             elif images and self.quiet:
                 images.clear()
@@ -298,7 +313,7 @@ class _Walker:
             return
         parts = self.parts
         kinds = _KINDS
-        for child in node.iter(include_text=True):
+        for child in node.iter(True):
             tag_id = child.tag_id
             if tag_id == _TEXT_ID:
                 text = child.text_content
@@ -306,7 +321,8 @@ class _Walker:
                 # tags): without them most boxes close with nothing to read
                 if text and (parts or not text.isspace()):
                     parts.append(text)
-                    self.link_chars += in_link and len(text.strip())  # 0 outside links
+                    if in_link:
+                        self.link_chars += len(text.strip())
                 continue
             self.nodes += 1
             if self.nodes > MAX_NODES:
@@ -323,84 +339,158 @@ class _Walker:
                             self.link_chars += len(text.strip())
                 else:
                     self._visit(child, depth + 1, box, in_link or kind == _LINK, in_article)
-                continue
-            if kind != _BOX:
-                if kind == _IMG:
-                    self.images.append(child)
-                elif kind == _BR:
-                    parts.append(" ")
-                continue  # else skipped
-            tag = _TAG_NAMES[tag_id]
-            # a box: recursed into here, so that a level of the page costs one frame
-            inner = self._enter(child, tag, box, in_article)
-            if inner < 0:
-                self.skims[-1].depth = depth + 1
-                self.skims[-1].in_link = in_link
-                continue
-            quiet = self.quiet
-            self.quiet = quiet or self.boxes[inner].boilerplate
-            self._visit(child, depth + 1, inner, in_link, in_article or tag in _ARTICLE_TAGS)
-            self._close("div", box)  # back to the text of ``box``
-            self.quiet = quiet
+            elif kind == _BOX:
+                # recursed into here, so that a level of the page costs one frame
+                tag = _TAG_NAMES[tag_id]
+                quiet = self.quiet
+                inner = self._enter(child, tag, box, in_link, in_article, depth + 1)
+                if inner > 0:
+                    self._visit(
+                        child, depth + 1, inner, in_link, in_article or tag in _ARTICLE_TAGS
+                    )
+                self._leave(inner, box, quiet)
+            elif kind != _SKIP:
+                self._mark(child, kind)
 
-    def _enter(self, node: LexborNode, tag: str, parent: int, in_article: bool) -> int:
-        """Open a box for the block-level ``node`` inside box ``parent``: its index, to walk
-        it; or -1 when it was skimmed (only the length of its text measured)."""
+    def _mark(self, node: LexborNode, kind: int) -> None:
+        """An image joins the block, a line break spaces it."""
+        if kind == _IMG:
+            self.images.append(node)
+        else:
+            self.parts.append(" ")
+
+    def _enter(
+        self, node: LexborNode, tag: str, parent: int, in_link: bool, in_article: bool, depth: int
+    ) -> int:
+        """Open a box for the block-level ``node`` (at ``depth``) inside box ``parent``: its
+        index, to walk it (the walk quiet inside boilerplate); or its index negated when its
+        text was read already: whole (`_read_whole`) or skimmed (only its length measured)."""
         boilerplate = tag in _BOILERPLATE_TAGS or (tag == "header" and not in_article)
-        weight = 0.0
         names = ""
+        weight = 0.0
         # not read: paragraphs, items, cells (their names rarely tell), boxes with no attribute
         if tag in _NAMED_TAGS and (attributes := node.attributes):
-            names = attributes.get("class") or ""
-            if (name := attributes.get("id")) is not None:
-                names = f"{names} {name}"
-            if names:
-                weight, unlikely = read_names(names)
-                boilerplate = boilerplate or unlikely
-            if attributes.get("role") in _BOILERPLATE_ROLES:
-                boilerplate = True
-            if "hidden" in attributes or attributes.get("aria-hidden") == "true":
-                boilerplate = True
+            names, weight, named = _named(attributes)
+            boilerplate = boilerplate or named
         opened = Box(tag, parent, names, weight, boilerplate)
-        self.boxes.append(opened)
-        inner = len(self.boxes) - 1
+        if tag == "p":
+            opened.paragraphs = 1
+        elif tag == "li":
+            opened.items = 1
+        boxes = self.boxes
+        inner = len(boxes)
+        boxes.append(opened)
         if self.parts or self.images:
             self._close(tag, inner)
         else:
             self.tag, self.box = tag, inner
         if not (boilerplate and self.skim):
+            self.quiet = self.quiet or boilerplate
+            if tag in _WHOLE_TAGS and self._read_whole(node, in_link):
+                return -inner
             return inner
         opened.skimmed = True
         opened.chars = len(" ".join(node.text(deep=True).split()))
         opened.link_chars = int(opened.chars * SKIMMED_LINK_SHARE)
         in_article = in_article or tag in _ARTICLE_TAGS
-        self.skims.append(
-            _Skim(inner, node, len(self.blocks), 0, False, in_article, bool(self.images))
-        )
-        self._close("div", parent)
-        return -1
+        images = bool(self.images)
+        self.skims.append(_Skim(inner, node, len(self.blocks), depth, in_link, in_article, images))
+        return -inner
+
+    def _read_whole(self, node: LexborNode, in_link: bool) -> bool:
+        """Read the text of box ``node`` in one piece, as lexbor joins it, if it holds only
+        text and inline elements (no box, image, line break or skipped element): a scan of
+        its elements costs a fraction of their walk, their text nodes are not met at all.
+        Whether it did."""
+        elements = 0
+        links: list[LexborNode] = []
+        kinds = _WHOLE_KINDS
+        scan = node.traverse()
+        next(scan)  # the box itself
+        for element in scan:
+            kind = kinds.get(element.tag_id, _INLINE)
+            if kind == _LINK:
+                links.append(element)
+            elif kind:
+                return False
+            elements += 1
+        if elements - len(links) < _WHOLE_MIN:
+            return False  # a few text nodes and links: walked at less cost
+        elements += self.nodes
+        if elements > MAX_NODES:  # the walk stops inside
+            return False
+        self.nodes = elements
+        text = node.text()
+        if text:
+            self.parts.append(text)
+            if in_link:
+                self.link_chars += len(node.text(True, "", True))
+            elif links:  # (a link holds no link: it would need a box in between)
+                self.link_chars += sum(len(link.text(True, "", True)) for link in links)
+        return True
+
+    def _leave(self, inner: int, parent: int, quiet: bool) -> None:
+        """Close box ``inner`` (as `_enter` answered: negated if read already): the walk back
+        to the text of box ``parent`` (and out of the quiet of ``inner``), ``inner``'s totals
+        added into ``parent``'s."""
+        if inner < 0:
+            inner = -inner
+        if self.parts or self.images:
+            self._close("div", parent)
+        else:  # nothing to read: no link characters either
+            self.tag, self.box = "div", parent
+        self.quiet = quiet
+        boxes = self.boxes
+        box, into = boxes[inner], boxes[parent]
+        into.chars += box.chars
+        into.link_chars += box.link_chars
+        into.commas += box.commas
+        into.paragraphs += box.paragraphs
+        into.blocks += box.blocks
+        into.items += box.items
+        into.images += box.images
 
 
-def _tag_kinds() -> tuple[dict[int, int], dict[int, str]]:
+def _named(attributes: dict[str, str | None]) -> tuple[str, float, bool]:
+    """A named box's ``class`` and ``id``, its weight and whether it is boilerplate by its
+    names, ``role`` or being hidden."""
+    names = attributes.get("class") or ""
+    if (name := attributes.get("id")) is not None:
+        names = f"{names} {name}"
+    weight, boilerplate = read_names(names) if names else (0.0, False)
+    if attributes.get("role") in _BOILERPLATE_ROLES:
+        boilerplate = True
+    if "hidden" in attributes or attributes.get("aria-hidden") == "true":
+        boilerplate = True
+    return names, weight, boilerplate
+
+
+def _tag_kinds() -> tuple[dict[int, int], dict[int, str], dict[int, int]]:
     """The kind of every tag the walk tells apart, by lexbor's id (standard tags have the
-    same id in every document); and the names of the box tags."""
+    same id in every document); the names of the box tags; and the kinds of tags inside a
+    box read whole (`_Walker._read_whole`): a comment holds no text there, while an
+    ``<applet>`` or a ``<marquee>`` may hold a link inside a link (as a cell may)."""
     kinds: dict[int, int] = {}
     names: dict[int, str] = {}
     for name in _BOX_TAGS:
         tag_id = create_tag(name).tag_id
         kinds[tag_id], names[tag_id] = _BOX, name
     comment = LexborHTMLParser("<p><!----></p>").css_first("p")
+    comment_id = -1
     for name, kind in _INLINE_KINDS.items():
         if name != "-comment":
             kinds[create_tag(name).tag_id] = kind
         elif comment is not None and comment.first_child is not None:
-            kinds[comment.first_child.tag_id] = kind
+            comment_id = comment.first_child.tag_id
+            kinds[comment_id] = kind
     if len(kinds) != len(_BOX_TAGS) + len(_INLINE_KINDS) or max(kinds) >= _STANDARD_IDS:
         raise RuntimeError("lexbor has no standard id for a tag the walk tells apart")
-    return kinds, names
+    whole = {tag_id: kind for tag_id, kind in kinds.items() if tag_id != comment_id}
+    whole |= {create_tag(name).tag_id: _SKIP for name in ("applet", "marquee")}
+    return kinds, names, whole
 
 
-_KINDS, _TAG_NAMES = _tag_kinds()
+_KINDS, _TAG_NAMES, _WHOLE_KINDS = _tag_kinds()
 
 
 def _total(boxes: list[Box], blocks: list[Block]) -> None:
