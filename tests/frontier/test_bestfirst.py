@@ -1,8 +1,9 @@
 """Best first across hosts in the host scheduler: synchronous, on a fake clock, exact.
 
 The due host whose next URL is best goes first; while the best queued URL's host is not due,
-only URLs within ``slack`` of it go out (a share of its priority from even odds up); politeness is kept; a breadth-first crawl (every
-priority 0) keeps its order and never turns the ranking on.
+only URLs within ``slack`` of it go out (a share of its priority from even odds up);
+politeness is kept; a breadth-first crawl (every priority 0) keeps its order and never turns
+the ranking on.
 """
 
 from __future__ import annotations
@@ -353,8 +354,8 @@ def test_rerank_to_a_worse_priority_moves_a_due_host_down() -> None:
 def test_every_lease_is_the_best_allowed_by_a_model(seed: int) -> None:
     """Random hosts, Crawl-delays, priorities, adds and request lengths: each ``lease(1)``
     hands out what a plain model of the rule says (the best due host's next URL unless its
-    priority is below the best queued URL's less the slack: a share of it from 0.5 up), and no host starts requests less
-    than its Crawl-delay apart."""
+    priority is below the best queued URL's less the slack: a share of it from 0.5 up), and
+    no host starts requests less than its Crawl-delay apart."""
     rng = random.Random(seed)
     clock = Clock()
     slack = rng.choice([0.0, 0.1, 0.3, 0.5, math.inf])
