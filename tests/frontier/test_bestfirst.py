@@ -1,8 +1,9 @@
 """Best first across hosts in the host scheduler: synchronous, on a fake clock, exact.
 
 The due host whose next URL is best goes first; while the best queued URL's host is not due,
-only URLs within ``slack`` of it go out; politeness is kept; a breadth-first crawl (every
-priority 0) keeps its order and never turns the ranking on.
+only URLs within ``slack`` of it go out (a share of its priority from even odds up);
+politeness is kept; a breadth-first crawl (every priority 0) keeps its order and never turns
+the ranking on.
 """
 
 from __future__ import annotations
@@ -148,7 +149,7 @@ def test_while_the_best_host_waits_only_urls_within_the_slack_go() -> None:
     push(hosts, f"{B}/1", 0.75)
     push(hosts, f"{C}/0", 0.5)
     first = hosts.lease(10).leases
-    assert urls(first) == [f"{A}/0", f"{B}/0"]  # c.test's 0.5 is more than 0.2 below a's 0.9
+    assert urls(first) == [f"{A}/0", f"{B}/0"]  # c.test's 0.5 is below 0.9 less 0.2 of it (0.72)
     for lease in first:
         hosts.finish(lease, Feedback(started_at=clock.now))
     assert hosts.next_ready() == 0.0  # b.test's 0.75 is due and within the slack
@@ -177,6 +178,27 @@ def test_the_slack_sets_how_much_worse_may_go_meanwhile(slack: float, first: lis
     push(hosts, f"{C}/0", 0.1)
     got = hosts.lease(10).leases
     assert [url.split("//")[1].replace(".test", "") for url in urls(got)] == first
+
+
+@pytest.mark.parametrize(
+    ("best", "ready", "goes"),
+    [
+        (0.8, 0.45, True),  # at least half of 0.8
+        (0.8, 0.35, False),  # within 0.5 of 0.8, but less than half of it
+        (0.6, 0.2, False),
+        (0.4, 0.0, True),  # below even odds the slack is a difference: 0.4 less 0.5
+        (0.2, 0.0, True),
+    ],
+)
+def test_from_even_odds_up_the_slack_is_a_share_of_the_best_priority(
+    best: float, ready: float, goes: bool
+) -> None:
+    clock = Clock()
+    hosts = make(clock, slack=0.5, rules=crawl_delays({A: 10.0}))
+    push(hosts, f"{A}/0", best)
+    push(hosts, f"{A}/1", best)
+    push(hosts, f"{B}/0", ready)
+    assert urls(hosts.lease(10).leases) == [f"{A}/0", f"{B}/0"][: 2 if goes else 1]
 
 
 def test_a_best_host_at_its_connection_limit_holds_worse_urls_back() -> None:
@@ -331,12 +353,12 @@ def test_rerank_to_a_worse_priority_moves_a_due_host_down() -> None:
 @pytest.mark.parametrize("seed", range(12))
 def test_every_lease_is_the_best_allowed_by_a_model(seed: int) -> None:
     """Random hosts, Crawl-delays, priorities, adds and request lengths: each ``lease(1)``
-    hands out what a plain model of the rule says (the best due host's next URL unless it is
-    worse than the best queued URL by more than the slack), and no host starts requests less
-    than its Crawl-delay apart."""
+    hands out what a plain model of the rule says (the best due host's next URL unless its
+    priority is below the best queued URL's less the slack: a share of it from 0.5 up), and
+    no host starts requests less than its Crawl-delay apart."""
     rng = random.Random(seed)
     clock = Clock()
-    slack = rng.choice([0.0, 0.1, 0.3, math.inf])
+    slack = rng.choice([0.0, 0.1, 0.3, 0.5, math.inf])
     keys = [f"http://h{i}.test" for i in range(rng.randint(2, 6))]
     delays = {key: rng.choice([0.0, 0.0, 1.0, 2.5]) for key in keys}
     policy = PolitenessPolicy(per_host=1)
@@ -365,7 +387,11 @@ def test_every_lease_is_the_best_allowed_by_a_model(seed: int) -> None:
         }
         best = max((max(q) for q in queued.values() if q), default=None)
         got = hosts.lease(1).leases
-        if not due or best is None or max(due.values()) < best - slack:
+        if best is None or slack == math.inf:
+            floor = -math.inf
+        else:
+            floor = best - slack * best if best >= 0.5 else best - slack
+        if not due or best is None or max(due.values()) < floor:
             assert got == [], (seed, clock.now, due, best)
         else:
             (lease,) = got

@@ -373,6 +373,29 @@ async def test_best_first_keeps_each_hosts_delay(make: Make) -> None:
         assert starts["a/1"] - starts["a/0"] >= 3.0 and starts["a/2"] - starts["a/1"] >= 3.0
 
 
+async def test_the_slack_is_a_share_of_the_best_priority(make: Make) -> None:
+    """Slack 0.5 while the best host (0.8) waits out its Crawl-delay: 0.45 goes meanwhile,
+    0.35 (at least 0.8 - 0.5 but under half of 0.8) waits for the best host's next turn."""
+    clock = Clock()
+    frontier = make(clock, slack=0.5)
+    await frontier.add([Candidate(f"http://a.test/{i}", priority=0.8) for i in range(2)])
+    await frontier.add([Candidate("http://b.test/0", priority=0.35)])
+    await frontier.add([Candidate("http://c.test/0", priority=0.45)])
+    order: list[str] = []
+    for _ in range(40):
+        if await settled(frontier):
+            break
+        leases = await frontier.lease(1)
+        for lease in leases:
+            name = lease.url.split("//", 1)[1].replace(".test", "")
+            order.append(name)
+            feedback = Feedback(started_at=clock.now, crawl_delay=3.0)
+            await frontier.ack(lease, feedback if name.startswith("a") else None)
+        if not leases:
+            clock.now += 0.5
+    assert order == ["a/0", "c/0", "a/1", "b/0"]
+
+
 async def test_retried_and_released_urls_keep_their_priority(make: Make) -> None:
     clock = Clock()
     frontier = make(clock, slack=float("inf"))

@@ -28,10 +28,11 @@ Lease rules:
 * Priorities (``Candidate.priority``, higher first, all 0 by default) order the URLs best
   first within each host and across hosts: of the hosts due now, the one whose next URL is
   best goes first. While the best queued URL's host is not due (its delay, Crawl-delay or
-  connection limit), URLs worse than it by more than the frontier's ``slack`` wait too, so a
-  page budget is not spent on far worse URLs meanwhile. Politeness is never traded for
-  priority. A URL keeps its priority through retries, releases, reclaims, ``--resume`` and
-  (Redis) partition hand-over; ``reprioritize`` changes the priorities of URLs still queued.
+  connection limit), URLs worse than it by more than the frontier's ``slack`` (a share of its
+  priority when that is 0.5 or more) wait too, so a page budget is not spent on far worse URLs
+  meanwhile. Politeness is never traded for priority. A URL keeps its priority through
+  retries, releases, reclaims, ``--resume`` and (Redis) partition hand-over;
+  ``reprioritize`` changes the priorities of URLs still queued.
   While every priority is 0 the frontier serves hosts in the order they become due
   (breadth first), at no extra cost.
 * Nothing leaves durable state before its ack: a crash loses no URL; URLs leased at a crash

@@ -6,9 +6,19 @@ anything. Once an entry with another priority arrives it makes one, and from the
 is one of a heap ranked by the priority of its next URL: the due host whose next URL is best
 goes first (earlier due first among equals). When the best queued URL waits (its host's delay,
 Crawl-delay, connection limit or robots.txt lease), a due host is leased only if its next
-URL's priority is at least the best one's less ``slack``; otherwise nothing goes out until the
-best host is due, so a page budget is not spent on far worse URLs. ``slack=inf`` never holds
-back (best first among due hosts only); ``slack=0`` holds back everything worse than the best.
+URL's priority is at least the best one's less the ``slack``; otherwise nothing goes out until
+the best host is due, so a page budget is not spent on far worse URLs. ``slack=inf`` never
+holds back (best first among due hosts only); ``slack=0`` holds back everything worse than
+the best.
+
+From even odds up (a best priority of :data:`EVEN`, 0.5 or more: a focus's priorities are the
+odds that a page is on topic) the slack is a share of the best priority, not a difference: a
+URL goes meanwhile if its priority is at least ``1 - slack`` times the best one's. A fixed
+difference of 0.5 let 0.2s through behind a 0.7 (when waiting for the 0.7 was worth most) and
+held nothing back behind a 0.5 or less. Below even odds the best URL is a guess among guesses
+(the crawl is still looking for its topic) and a share of a small number would hold the crawl
+to one host over differences of noise: there the slack stays a difference.
+
 Politeness is untouched: only hosts due by their slot are ever leased. Both heaps are updated
 lazily (a host's items carry the rank they were pushed with and are checked against it when
 they come to the top).
@@ -25,7 +35,11 @@ from gossamer.frontier.hostqueue import E, Host
 from gossamer.frontier.ready import ReadyHeap
 from gossamer.settings.models import DEFAULT_SLACK
 
-__all__ = ["DEFAULT_SLACK", "BestFirst"]
+__all__ = ["DEFAULT_SLACK", "EVEN", "BestFirst"]
+
+EVEN = 0.5
+"""The priority (a focus's odds that a URL's page is on topic) from which the slack is a share
+of the best one's, not a difference."""
 
 
 class BestFirst(Generic[E]):
@@ -72,13 +86,14 @@ class BestFirst(Generic[E]):
 
     def floor(self) -> float:
         """The lowest rank a due host may have to be leased now: the best queued URL's
-        priority (its host due or not) less the slack; -infinity when nothing is queued."""
+        priority (its host due or not) less the slack (a share of it from even odds up);
+        -infinity when nothing is queued."""
         best, hosts = self._best, self._hosts
         while best:
             rank, key = best[0]
             host = hosts.get(key)
             if host is not None and host.best_rank == -rank and _live(host):
-                return -rank - self._slack
+                return _floor(-rank, self._slack)
             heapq.heappop(best)
         return -math.inf
 
@@ -111,6 +126,17 @@ class BestFirst(Generic[E]):
         host = self._hosts[key]
         host.due_rank = None
         return key, host
+
+
+def _floor(best: float, slack: float) -> float:
+    """The lowest priority that goes while a URL of priority ``best`` waits (see the module
+    docstring): from even odds up, ``best`` less ``slack`` times it; below, ``best`` less
+    ``slack``."""
+    if best == math.inf:
+        return best
+    if slack == math.inf:
+        return -math.inf
+    return best - slack * best if best >= EVEN else best - slack
 
 
 def _rank(host: Host[E]) -> float:

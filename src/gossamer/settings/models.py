@@ -269,9 +269,11 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
             le=1e9,
             description=(
                 "How much lower a URL's priority may be than the best queued one's and still be "
-                "fetched while the best one's host waits (its Crawl-delay or delay); 0 fetches "
-                "nothing worse meanwhile, a large value never waits. Priorities are 0..1 in a "
-                "focused crawl; the default's figures: benchmarks/bench_bestfirst.py."
+                "fetched while the best one's host waits (its Crawl-delay or delay): a share of "
+                "the best priority when that is 0.5 or more (0.5: at least half of it), a "
+                "difference below; 0 fetches nothing worse meanwhile, a large value never waits. "
+                "Priorities are 0..1 in a focused crawl; the default's figures: "
+                "benchmarks/bench_bestfirst.py."
             ),
         ),
     ] = DEFAULT_SLACK
