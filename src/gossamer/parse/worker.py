@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import mmap
 import os
 import resource
@@ -70,6 +71,7 @@ def serve(job: Callable[[bytes, bytes], bytes]) -> None:
     _die_with_parent()
     _keep_heap()
     _batch()
+    _tune_gc()
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     signal.signal(signal.SIGPROF, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a ^C reaches the group: the crawler decides
@@ -140,6 +142,14 @@ def _batch() -> None:
     task; 8 us of CPU either way). Every budget is CPU time: none changes."""
     with contextlib.suppress(OSError, AttributeError):
         os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+
+
+def _tune_gc() -> None:
+    """Collect as the crawler does (`gossamer.crawl.run.tune_gc`): what the job's modules
+    built is frozen out of the collector, young collections run less often. The main text of
+    120 big real pages: 9.4 ms a page against 9.8-11.0 with the default thresholds."""
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)
 
 
 def _keep_heap() -> None:
