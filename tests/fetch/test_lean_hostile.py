@@ -1,0 +1,144 @@
+"""The lean HTTP/1.1 client against servers that attack it after the head: trailers, chunk
+lines without end, a protocol switch, forged answers queued behind a body (real asyncio
+servers on 127.0.0.1). Where aiohttp answers the same, both clients are run."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+import pytest
+from tests.fetch.test_lean import fetch, serve
+
+from gossamer.fetch import FetchConfig, Fetcher
+
+_CHUNKED = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: text/html\r\n\r\n"
+
+
+async def _request(reader: asyncio.StreamReader) -> None:
+    await reader.readuntil(b"\r\n\r\n")
+
+
+async def test_an_endless_trailer_line_is_too_long() -> None:
+    """llhttp holds a trailer line whole until its end: unbounded, it grew to 127 MB."""
+    sent = [0]
+
+    async def endless(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(_CHUNKED + b"5\r\nhello\r\n0\r\nX-Trailer: ")
+        for _ in range(100_000):  # 400 MB at most
+            writer.write(b"a" * 4096)
+            sent[0] += 4096
+            await writer.drain()
+
+    async with serve(endless) as (base, _):
+        result, took = await fetch(base + "/")
+    assert (result.status, result.error, result.body) == (200, "headers-too-long", b"hello")
+    assert took < 5
+    assert sent[0] < 16 * 1024 * 1024  # the client hung up early
+
+
+async def test_an_endless_chunk_extension_is_cut() -> None:
+    sent = [0]
+
+    async def endless(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(_CHUNKED + b"5;ext=")
+        for _ in range(100_000):  # 400 MB at most
+            writer.write(b"a" * 4096)
+            sent[0] += 4096
+            await writer.drain()
+
+    async with serve(endless) as (base, _):
+        result, took = await fetch(base + "/")
+    assert (result.status, result.error, result.body) == (200, "protocol-error", b"")
+    assert took < 5
+    assert sent[0] < 16 * 1024 * 1024
+
+
+@pytest.mark.parametrize("client", ["lean", "aiohttp"])
+async def test_trailers_never_become_headers(client: str) -> None:
+    async def trailing(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(_CHUNKED + b"5\r\nhello\r\n0\r\n")
+        writer.write(b"Content-Type: image/png\r\nX-Trailer: 1\r\nLocation: /elsewhere\r\n\r\n")
+        await writer.drain()
+        await reader.read()
+
+    async with serve(trailing) as (base, _):
+        result, _took = await fetch(base + "/", http_client=client)
+    assert (result.status, result.error, result.body) == (200, None, b"hello")
+    assert result.headers.get("content-type") == "text/html"
+    assert "x-trailer" not in result.headers and "location" not in result.headers
+
+
+@pytest.mark.parametrize("client", ["lean", "aiohttp"])
+async def test_endless_trailers_are_cut(client: str) -> None:
+    sent = [0]
+
+    async def endless(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(_CHUNKED + b"5\r\nhello\r\n0\r\n")
+        for i in range(10_000):  # 10 million fields at most
+            writer.write(b"".join(b"X-T%d-%d: v\r\n" % (i, j) for j in range(1000)))
+            sent[0] += 1
+            await writer.drain()
+
+    async with serve(endless) as (base, _):
+        result, took = await fetch(base + "/", http_client=client)
+    assert result.error == "protocol-error"
+    assert took < 5
+    assert sent[0] < 1000
+
+
+async def test_an_unasked_protocol_switch_is_a_protocol_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A 101 to a plain GET: llhttp's upgrade signal is no parse error (aiohttp takes it as
+    a 101 answer with no body; the lean client refuses it)."""
+
+    async def switch(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(b"HTTP/1.1 101 Switching\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\nhi")
+        await writer.drain()
+        await reader.read()
+
+    async with serve(switch) as (base, _):
+        with caplog.at_level(logging.ERROR, logger="asyncio"):
+            result, took = await fetch(base + "/")
+    assert (result.status, result.error) == (None, "protocol-error")
+    assert took < 5
+    assert not [r for r in caplog.records if r.name == "asyncio"]
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+        b"HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+    ],
+    ids=["length", "no-content", "chunked"],
+)
+async def test_a_forged_answer_queued_behind_a_body_answers_no_request(first: bytes) -> None:
+    """Pool poisoning: a second answer sent with the first must not answer the next
+    request; the connection is dropped and the next request gets a new one."""
+
+    async def forging(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(first + b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged")
+        await writer.drain()
+        with contextlib.suppress(asyncio.IncompleteReadError):
+            await _request(reader)
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nreal")
+            await writer.drain()
+            await reader.read()
+
+    async with serve(forging) as (base, accepted):
+        config = FetchConfig(read_timeout=5.0, total_timeout=10.0)
+        async with Fetcher(config) as fetcher:
+            await fetcher.fetch(base + "/a")
+            second = await fetcher.fetch(base + "/b")
+    assert second.body != b"forged"
+    assert len(accepted) == 2
