@@ -142,3 +142,47 @@ async def test_a_forged_answer_queued_behind_a_body_answers_no_request(first: by
             second = await fetcher.fetch(base + "/b")
     assert second.body != b"forged"
     assert len(accepted) == 2
+
+
+async def _heads_sent(client: str, settings: dict[str, object], headers: dict[str, str]) -> bytes:
+    """The request head ``client`` sends for ``headers``."""
+    heads: list[bytes] = []
+
+    async def record(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        heads.append(await reader.readuntil(b"\r\n\r\n"))
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+        await writer.drain()
+
+    async with serve(record) as (base, _):
+        config = FetchConfig(http_client=client, read_timeout=5.0, total_timeout=10.0, **settings)  # type: ignore[arg-type]
+        async with Fetcher(config) as fetcher:
+            result = await fetcher.fetch(base + "/", headers=headers)
+    assert (result.status, result.error) == (200, None)
+    return heads[0].replace(base.partition("//")[2].encode(), b"HOST")
+
+
+@pytest.mark.parametrize(
+    ("settings", "headers"),
+    [({}, {"host": "other.example"}), ({"headers": {"Host": "other.example"}}, {})],
+    ids=["per-request", "default"],
+)
+async def test_a_host_header_given_replaces_the_urls(
+    settings: dict[str, object], headers: dict[str, str]
+) -> None:
+    """Two Host lines let a server or a proxy on the way pick either: one, as aiohttp."""
+    lean = await _heads_sent("lean", settings, headers)
+    assert lean.lower().count(b"\r\nhost:") == 1
+    line = lean.split(b"\r\n")[1]
+    assert line.lower() == b"host: other.example"
+    assert line == (await _heads_sent("aiohttp", settings, headers)).split(b"\r\n")[1]
+
+
+async def test_a_nul_in_a_header_sent_is_refused() -> None:
+    async def never(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()
+
+    config = FetchConfig(read_timeout=5.0, total_timeout=10.0)
+    async with serve(never) as (base, accepted), Fetcher(config) as fetcher:
+        result = await fetcher.fetch(base + "/", headers={"If-None-Match": '"a\x00b"'})
+    assert (result.status, result.error) == (None, "client-error")
+    assert not accepted
