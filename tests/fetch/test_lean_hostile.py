@@ -186,3 +186,37 @@ async def test_a_nul_in_a_header_sent_is_refused() -> None:
         result = await fetcher.fetch(base + "/", headers={"If-None-Match": '"a\x00b"'})
     assert (result.status, result.error) == (None, "client-error")
     assert not accepted
+
+
+async def test_kept_connections_are_never_shared_between_host_names() -> None:
+    """Two names of one server: each has its own connections, its own Host line, and the
+    credentials of one URL go with that request only."""
+    heads: list[tuple[int, bytes]] = []
+
+    async def keep(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for _ in range(10):
+            head = await reader.readuntil(b"\r\n\r\n")
+            heads.append((id(writer), head))
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            await writer.drain()
+
+    async with serve(keep) as (base, accepted):
+        port = base.rpartition(":")[2]
+        config = FetchConfig(
+            resolve=("a.test=127.0.0.1", "b.test=127.0.0.1"), read_timeout=5.0, total_timeout=10.0
+        )
+        async with Fetcher(config) as fetcher:
+            for url in ("a.test/1", "b.test/2", "u:p@a.test/3", "a.test/4", "b.test/5"):
+                name, _, path = url.partition("/")
+                result = await fetcher.fetch(f"http://{name}:{port}/{path}")
+                assert (result.status, result.error) == (200, None)
+    assert len(accepted) == 2
+    by_name: dict[bytes, set[int]] = {}
+    for conn, head in heads:
+        host = head.split(b"\r\n")[1]
+        by_name.setdefault(host, set()).add(conn)
+        assert (b"Authorization:" in head) == head.startswith(b"GET /3 ")
+    assert sorted(by_name) == [f"Host: {n}.test:{port}".encode() for n in "ab"]
+    assert by_name[b"Host: a.test:" + port.encode()].isdisjoint(
+        by_name[b"Host: b.test:" + port.encode()]
+    )
