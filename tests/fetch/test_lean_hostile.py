@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import tracemalloc
 
 import pytest
 from tests.fetch.test_lean import fetch, serve
@@ -220,3 +221,30 @@ async def test_kept_connections_are_never_shared_between_host_names() -> None:
     assert by_name[b"Host: a.test:" + port.encode()].isdisjoint(
         by_name[b"Host: b.test:" + port.encode()]
     )
+
+
+async def test_a_body_in_one_byte_chunks_is_read_in_pieces() -> None:
+    """One-byte chunks: each held and handed on alone cost 70 MB and the whole total
+    timeout for a 1 MB body; read as aiohttp reads them, all that came at once."""
+
+    async def tiny(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        block = b"1\r\na\r\n" * 10_000
+        for _ in range(2000):  # 20 MB of body at most
+            writer.write(block)
+            await writer.drain()
+
+    async with serve(tiny) as (base, _):
+        tracemalloc.start()
+        try:  # the reader waits for the bandwidth cap: 512 kB at 1 MB/s
+            result, took = await fetch(
+                base + "/", max_body_bytes=512 * 1024, max_bandwidth=1024 * 1024
+            )
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert (result.status, result.error, result.truncated) == (200, None, True)
+    assert result.body == b"a" * 512 * 1024
+    assert peak < 16 * 1024 * 1024, peak
+    assert took < 5

@@ -7,9 +7,10 @@ more than `MAX_HEADERS` header lines as ``protocol-error``, as does any framing 
 refuses (a bad status line, invalid chunk sizes or chunk endings). After the head, what llhttp
 holds between body pieces (a trailer line, a chunk line) is bounded alike; trailer fields
 are counted against `MAX_HEADERS` and dropped, as aiohttp drops them. Body bytes are buffered
-up to `HIGH_WATER` before the socket is paused, so a 1 GB chunk costs what the reader takes
-of it. The read timeout (no byte for ``read_timeout``, waiting for the head counts) and the
-total timeout run as two loop timers per response, the read timer pushed back by data.
+up to `HIGH_WATER` before the socket is paused (each piece counted with what holding it
+costs), so a 1 GB chunk, or a million one-byte chunks, costs what the reader takes of it.
+The read timeout (no byte for ``read_timeout``, waiting for the head counts) and the total
+timeout run as two loop timers per response, the read timer pushed back by data.
 
 A failure is a `WireError` naming its fetch error reason (`gossamer.fetch.reasons`); the
 connection is then closed. A connection is reusable only when its response ended cleanly,
@@ -32,7 +33,10 @@ MAX_LINE = 8190
 MAX_HEADERS = 128
 """Most header lines in a response head (aiohttp's limit)."""
 HIGH_WATER = 512 * 1024
-"""Body bytes buffered before the socket is paused (resumed below a quarter of it)."""
+"""Body bytes buffered before the socket is paused (resumed when the reader takes them)."""
+_PIECE = 64
+"""What one buffered body piece costs beyond its bytes (a bytes object, a deque slot): a body
+sent in one-byte chunks is held back at the socket as soon as a big one would be."""
 _PARTIAL = 2 * MAX_LINE + 4
 """Longest unfinished line held while a head comes in (a name, ``: `` and a value)."""
 
@@ -132,13 +136,15 @@ class Connection(asyncio.Protocol):
         return f"HTTP/{self._parser.get_http_version()}"
 
     async def read(self) -> bytes:
-        """The next body bytes; ``b""`` at the end of the body."""
+        """The body bytes come since the last read (as aiohttp's ``readany``: a body sent in
+        tiny chunks is not handed on one chunk at a time); ``b""`` at the end of the body."""
         while True:
             chunks = self._chunks
             if chunks:
-                chunk = chunks.popleft()
-                self._buffered -= len(chunk)
-                if self._paused and self._buffered < HIGH_WATER // 4:
+                chunk = chunks.popleft() if len(chunks) == 1 else b"".join(chunks)
+                chunks.clear()
+                self._buffered = 0
+                if self._paused:
                     self._resume()
                 return chunk
             if self._error is not None:
@@ -289,7 +295,7 @@ class Connection(asyncio.Protocol):
         self._unparsed = 0
         self._trailing = False
         self._chunks.append(body)
-        self._buffered += len(body)
+        self._buffered += len(body) + _PIECE
         if self._buffered > HIGH_WATER and not self._paused and self.transport is not None:
             self._paused = True
             self.transport.pause_reading()
