@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import ipaddress
+import re
 import socket
 import ssl
 from collections.abc import Awaitable, Callable, Mapping
@@ -42,6 +43,8 @@ _SITES = 4096
 """Origins whose parts are remembered (forgotten all at once when full)."""
 _TARGET_SAFE = "!#$%&'()*+,/:;=?@[]~"
 """Characters a request target keeps as they are (the rest of printable ASCII too)."""
+_FORBIDDEN = re.compile("[\r\n\x00]")
+"""What a header sent must not hold (a line break splits the head; aiohttp refuses NUL)."""
 
 
 class Probe:
@@ -181,6 +184,8 @@ class LeanClient:
         self._defaults = tuple(self._headers.items())
         self._block = _encode("", self._defaults)[len("GET  HTTP/1.1\r\n") :]
         """The default headers' lines and the blank line that ends a head."""
+        self._own_host = _names_host(self._headers)
+        """Whether the default headers carry a ``Host`` of their own (it replaces the URL's)."""
         self._sites: dict[str, tuple[_Key, str, str | None]] = {}
         """Per origin (``scheme://host:port`` as written): the pool key, the ``Host``
         header and the ``Authorization`` of its user info."""
@@ -261,7 +266,7 @@ class LeanClient:
             target = url[end:].partition("#")[0] or "/"
             if target[0] != "/":
                 target = "/" + target
-        if not headers and auth is None:
+        if not headers and auth is None and not self._own_host:
             sent = (("Host", host), *self._defaults)
             head = f"GET {target} HTTP/1.1\r\nHost: {host}\r\n".encode() + self._block
             return key, target, sent, head
@@ -276,7 +281,7 @@ class LeanClient:
                     merged = {(name if k == known else k): v for k, v in merged.items()}
                     lower[name.lower()] = name
                 merged[name] = value
-        sent = (("Host", host), *merged.items())
+        sent = _host_first(host, merged)
         return key, target, sent, _encode(target, sent)
 
     def _pooled(self, key: _Key, now: float) -> Connection | None:
@@ -433,6 +438,23 @@ def _numeric_name(host: str) -> bool:
     return False
 
 
+def _names_host(headers: Mapping[str, str]) -> bool:
+    return any(name.lower() == "host" for name in headers)
+
+
+def _host_first(host: str, headers: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """``headers`` after a ``Host`` line: the one given replaces the URL's ``host``, as
+    aiohttp sends it (two would let a server, or a proxy on the way, pick either)."""
+    given = ("Host", host)
+    rest = []
+    for item in headers.items():
+        if item[0].lower() == "host":
+            given = item
+        else:
+            rest.append(item)
+    return (given, *rest)
+
+
 def _basic(user: str, password: str) -> str:
     token = f"{unquote(user)}:{unquote(password)}".encode()
     return "Basic " + base64.b64encode(token).decode("ascii")
@@ -441,8 +463,8 @@ def _basic(user: str, password: str) -> str:
 def _encode(target: str, headers: tuple[tuple[str, str], ...]) -> bytes:
     lines = [f"GET {target} HTTP/1.1"]
     for name, value in headers:
-        if "\r" in value or "\n" in value or "\r" in name or "\n" in name:
-            raise WireError("client-error", f"a line break in the header {name[:64]!r}")
+        if _FORBIDDEN.search(value) or _FORBIDDEN.search(name):
+            raise WireError("client-error", f"a line break or NUL in the header {name[:64]!r}")
         lines.append(f"{name}: {value}")
     lines.append("\r\n")
     return "\r\n".join(lines).encode("utf-8")

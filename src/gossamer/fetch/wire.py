@@ -4,10 +4,13 @@ protocol that writes a request and parses its response with llhttp (``httptools`
 Hostile input is stopped here, where it arrives: a status line or header line over
 `MAX_LINE` bytes fails as ``headers-too-long`` (aiohttp's limit, so both clients agree),
 more than `MAX_HEADERS` header lines as ``protocol-error``, as does any framing llhttp
-refuses (a bad status line, invalid chunk sizes or chunk endings). Body bytes are buffered
-up to `HIGH_WATER` before the socket is paused, so a 1 GB chunk costs what the reader takes
-of it. The read timeout (no byte for ``read_timeout``, waiting for the head counts) and the
-total timeout run as two loop timers per response, the read timer pushed back by data.
+refuses (a bad status line, invalid chunk sizes or chunk endings). After the head, what llhttp
+holds between body pieces (a trailer line, a chunk line) is bounded alike; trailer fields
+are counted against `MAX_HEADERS` and dropped, as aiohttp drops them. Body bytes are buffered
+up to `HIGH_WATER` before the socket is paused (each piece counted with what holding it
+costs), so a 1 GB chunk, or a million one-byte chunks, costs what the reader takes of it.
+The read timeout (no byte for ``read_timeout``, waiting for the head counts) and the total
+timeout run as two loop timers per response, the read timer pushed back by data.
 
 A failure is a `WireError` naming its fetch error reason (`gossamer.fetch.reasons`); the
 connection is then closed. A connection is reusable only when its response ended cleanly,
@@ -30,7 +33,10 @@ MAX_LINE = 8190
 MAX_HEADERS = 128
 """Most header lines in a response head (aiohttp's limit)."""
 HIGH_WATER = 512 * 1024
-"""Body bytes buffered before the socket is paused (resumed below a quarter of it)."""
+"""Body bytes buffered before the socket is paused (resumed when the reader takes them)."""
+_PIECE = 64
+"""What one buffered body piece costs beyond its bytes (a bytes object, a deque slot): a body
+sent in one-byte chunks is held back at the socket as soon as a big one would be."""
 _PARTIAL = 2 * MAX_LINE + 4
 """Longest unfinished line held while a head comes in (a name, ``: `` and a value)."""
 
@@ -78,6 +84,10 @@ class Connection(asyncio.Protocol):
         self._head_done = False
         self._until_close = False
         self._line = 0
+        self._unparsed = 0
+        """Bytes fed since llhttp last reported progress (a chunk, a body piece, a field)."""
+        self._trailing = False
+        self._trailers = 0
         self._status = b""
         self.raw_headers: list[tuple[bytes, bytes]] = []
         self._chunks: deque[bytes] = deque()
@@ -126,13 +136,15 @@ class Connection(asyncio.Protocol):
         return f"HTTP/{self._parser.get_http_version()}"
 
     async def read(self) -> bytes:
-        """The next body bytes; ``b""`` at the end of the body."""
+        """The body bytes come since the last read (as aiohttp's ``readany``: a body sent in
+        tiny chunks is not handed on one chunk at a time); ``b""`` at the end of the body."""
         while True:
             chunks = self._chunks
             if chunks:
-                chunk = chunks.popleft()
-                self._buffered -= len(chunk)
-                if self._paused and self._buffered < HIGH_WATER // 4:
+                chunk = chunks.popleft() if len(chunks) == 1 else b"".join(chunks)
+                chunks.clear()
+                self._buffered = 0
+                if self._paused:
                     self._resume()
                 return chunk
             if self._error is not None:
@@ -176,10 +188,23 @@ class Connection(asyncio.Protocol):
         self._read_deadline = self._loop.time() + self._read_timeout
         if not self._head_done and not self._head_line_fits(data):
             return
+        self._unparsed += len(data)
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserError as exc:
             self._parser_error(exc)
+        except httptools.HttpParserUpgrade:  # a 101 answer to a GET that asked for none
+            self._fail(WireError("protocol-error", "a switch of protocols"))
+        if self._unparsed > _PARTIAL and self._head_done and not self._done:
+            self._framing_too_long()
+
+    def _framing_too_long(self) -> None:
+        """Bound what llhttp holds between body pieces: a trailer line is kept whole until
+        its end comes, and a chunk extension never ends where a server wants."""
+        if self._trailing:
+            self._fail(WireError("headers-too-long", "a trailer line"))
+        else:
+            self._fail(WireError("protocol-error", "a chunk line without end"))
 
     def _parser_error(self, exc: httptools.HttpParserError) -> None:
         if self._done:  # bytes after a whole response: dropped, connection not reused
@@ -225,8 +250,14 @@ class Connection(asyncio.Protocol):
             self._stop(WireError("headers-too-long", "status line"))
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        self._unparsed = 0
         if len(name) > MAX_LINE or len(value) > MAX_LINE:
             self._stop(WireError("headers-too-long", "a header line"))
+        if self._head_done:  # a trailer field: dropped, as aiohttp drops it, but counted
+            self._trailers += 1
+            if self._trailers > MAX_HEADERS:
+                self._stop(WireError("protocol-error", "too many trailers"))
+            return
         value = value.rstrip(b" \t")  # llhttp strips the space before a value, not after
         if b"\x00" in value:  # a control character lenient parsing lets through
             self._stop(WireError("protocol-error", "a NUL byte in a header value"))
@@ -254,19 +285,30 @@ class Connection(asyncio.Protocol):
                 if status == 304:
                     self._reuse = False
         self._until_close = not framed and status not in (204, 304)
+        self._unparsed = 0
         if self._until_close or not self._parser.should_keep_alive():
             self._reuse = False
         self._head_done = True
         self._wake()
 
     def on_body(self, body: bytes) -> None:
+        self._unparsed = 0
+        self._trailing = False
         self._chunks.append(body)
-        self._buffered += len(body)
+        self._buffered += len(body) + _PIECE
         if self._buffered > HIGH_WATER and not self._paused and self.transport is not None:
             self._paused = True
             self.transport.pause_reading()
             self._drop_read_timer()  # the reader is behind, not the server
         self._wake()
+
+    def on_chunk_header(self) -> None:
+        self._unparsed = 0
+        self._trailing = True  # until its data comes: the last chunk's trailers follow
+
+    def on_chunk_complete(self) -> None:
+        self._unparsed = 0
+        self._trailing = False
 
     def on_message_complete(self) -> None:
         if not self._head_done:
