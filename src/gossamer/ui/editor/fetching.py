@@ -26,6 +26,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
+import msgspec
+
 from gossamer.crawl import (
     authenticator,
     politeness_policy,
@@ -317,7 +319,9 @@ class PageFetcher:
         """The editor's host gate (made at the first fetch, kept for the next ones)."""
         if self._gate is None:
             policy = politeness_policy(settings)
-            self._gate = HostGate(replace(policy, delay=max(policy.delay, self.delay)))
+            self._gate = HostGate(
+                msgspec.structs.replace(policy, delay=max(policy.delay, self.delay))
+            )
         return self._gate
 
 
