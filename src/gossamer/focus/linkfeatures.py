@@ -81,6 +81,10 @@ class LinkFeatures:
         """How strongly a short text points at the topic, 0..1 (cached while the topic's
         vector stays the same)."""
         self._check_version()
+        return self._matched(text)
+
+    def _matched(self, text: str) -> float:
+        """``match`` once the topic's version is checked (a page's links check it once)."""
         found = self._match.get(text)
         if found is None:
             found = self._match[text] = self.topic.link_match(self.words(text))
@@ -134,6 +138,7 @@ class LinkFeatures:
         alive)."""
         if not links:
             return []
+        self._check_version()  # the topic stays the same while its links are read
         ids: list[_Ids] = []
         out: list[tuple[float, str, str]] = []
         for link, text in zip(links, texts, strict=True):
@@ -169,8 +174,7 @@ class LinkFeatures:
         """What a link's URL and texts give, whichever page links to it: the indices of
         their features, their share of the prior, the host and the path. The words' features
         are cached for good (a site's navigation repeats on every page), how well the texts
-        match the topic while its vector stays the same."""
-        self._check_version()
+        match the topic while its vector stays the same (checked by the caller)."""
         key = (link, anchor, context)
         found = self._statics.get(key)
         if found is not None:
@@ -179,9 +183,9 @@ class LinkFeatures:
         if words is None:
             words = self._words_of(link, anchor, context)
         base, url_text, host, path = words
-        anchor_m = self.match(anchor)
-        context_m = self.match(context)
-        url_m = self.match(url_text)
+        anchor_m = self._matched(anchor)
+        context_m = self._matched(context)
+        url_m = self._matched(url_text)
         buckets = self._ids(
             (f"am:{int(anchor_m * 5)}", f"cm:{int(context_m * 5)}", f"um:{int(url_m * 5)}")
         )
