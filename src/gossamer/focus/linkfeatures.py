@@ -59,7 +59,7 @@ class LinkFeatures:
         self._index: dict[str, int] = {}
         self._statics: dict[tuple[str, str, str], _Static] = {}
         self._texts: dict[tuple[str, str, str], tuple[_Ids, str, str, str]] = {}
-        self._by_text: dict[str, _Ids] = {}
+        self._by_text: dict[tuple[str, str], _Ids] = {}
         self._by_word: dict[str, dict[str, int]] = {}
         self._urls: dict[str, _Url] = {}
         self._dynamic: dict[tuple[str, int, int, int], _Ids] = {}
@@ -231,8 +231,9 @@ class LinkFeatures:
 
     def _text_ids(self, prefix: str, text: str) -> _Ids:
         """The indices of a short text's word features (``a:lock`` for ``prefix`` ``a:``),
-        cached: a site's anchors and list items repeat."""
-        key = prefix + text
+        cached: a site's anchors and list items repeat. Keyed by the pair, not ``prefix +
+        text``: the text's hash is kept by the string, a new string is hashed again whole."""
+        key = (prefix, text)
         found = self._by_text.get(key)
         if found is None:
             if len(self._by_text) >= MAX_CACHED:
