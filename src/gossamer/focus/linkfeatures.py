@@ -63,6 +63,7 @@ class LinkFeatures:
         self._by_word: dict[str, dict[str, int]] = {}
         self._urls: dict[str, _Url] = {}
         self._dynamic: dict[tuple[str, int, int, int], _Ids] = {}
+        self._buckets: dict[tuple[int, int, int], _Ids] = {}
         self._version = topic.version
         self._adopted = 0
 
@@ -186,9 +187,11 @@ class LinkFeatures:
         anchor_m = self._matched(anchor)
         context_m = self._matched(context)
         url_m = self._matched(url_text)
-        buckets = self._ids(
-            (f"am:{int(anchor_m * 5)}", f"cm:{int(context_m * 5)}", f"um:{int(url_m * 5)}")
-        )
+        levels = (int(anchor_m * 5), int(context_m * 5), int(url_m * 5))
+        buckets = self._buckets.get(levels)
+        if buckets is None:  # a few hundred at most: no name made and hashed a link
+            a, c, u = levels
+            buckets = self._buckets[levels] = self._ids((f"am:{a}", f"cm:{c}", f"um:{u}"))
         match = 0.4 * anchor_m + 0.15 * context_m + 0.15 * url_m
         if len(self._statics) >= MAX_STATICS:
             self._statics.clear()
