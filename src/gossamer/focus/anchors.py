@@ -22,6 +22,8 @@ _OUTWARD = 'a[href]:not([href^="#"])'
 """Links within the page are left to lexbor: a reference page holds a thousand of them."""
 _GROUPS = frozenset({"ul", "ol", "dl", "table", "nav", "menu"})
 _GROUP_LEVELS = 6
+_CONTEXT_LEVELS = 3
+_TOP = frozenset({"body", "html"})
 _BLOCKS = frozenset({"p", "li", "td", "dd", "dt", "section", "div", "article", "blockquote"})
 
 
@@ -57,7 +59,10 @@ def link_texts(
     """A block's text by its node's identity: a list of many links is read once."""
     groups: dict[int, int] = {}
     for node in tree.css(_OUTWARD)[:MAX_ANCHORS]:
-        href = node.attrs.get("href") or ""
+        try:  # indexed, not ``get``: its exception caught in C, a third of a link's cost
+            href = node.attrs["href"] or ""
+        except KeyError:  # matched by a prefixed name alone (``xlink:href``)
+            href = ""
         url = resolved.get(href, "")  # "" no URL resolves to: one look-up a link
         if url == "":
             url = resolved[href] = resolver.resolve(href)
@@ -68,7 +73,7 @@ def link_texts(
             if before is None or not before.group:
                 found[url] = LinkText("", "", _group(node, groups))
         elif before is None:
-            found[url] = LinkText(_anchor(node), _context(node, blocks), _group(node, groups))
+            found[url] = LinkText(_anchor(node), *_context_and_group(node, blocks, groups))
         elif len(before.anchor) < MAX_ANCHOR_CHARS // 2:  # its first texts say enough
             anchor = f"{before.anchor} {_anchor(node)}"[:MAX_ANCHOR_CHARS]
             found[url] = LinkText(anchor, before.context, before.group or _group(node, groups))
@@ -89,21 +94,45 @@ def _group(node: LexborNode, groups: dict[int, int]) -> int:
     """The ordinal of the list or table holding ``node`` (0 none), by its identity."""
     parent = node.parent
     for _ in range(_GROUP_LEVELS):
-        if parent is None or parent.tag in ("body", "html"):
+        tag = parent.tag if parent is not None else None
+        if parent is None or tag in _TOP:
             return 0
-        if parent.tag in _GROUPS:
+        if tag in _GROUPS:
             return groups.setdefault(parent.mem_id, len(groups) + 1)
         parent = parent.parent
     return 0
 
 
-def _context(node: LexborNode, blocks: dict[int, str]) -> str:
-    parent = node.parent
-    for _ in range(3):
-        if parent is None or parent.tag in _BLOCKS:
-            break
-        parent = parent.parent
-    if parent is None or parent.tag in ("body", "html"):
+def _context_and_group(
+    node: LexborNode, blocks: dict[int, str], groups: dict[int, int]
+) -> tuple[str, int]:
+    """The text of the block holding ``node`` (see ``_context``) and the ordinal of the list
+    or table holding it (see ``_group``), found in one walk up its parents: each parent is
+    made and its tag read once, not once for each (a link's parents are most of its cost)."""
+    block: LexborNode | None = None
+    block_tag: str | None = None
+    group = -1  # -1: not found yet
+    parent, level, placed = node.parent, 1, False
+    while True:
+        tag = parent.tag if parent is not None else None
+        if not placed and (parent is None or tag in _BLOCKS or level == _CONTEXT_LEVELS + 1):
+            block, block_tag, placed = parent, tag, True
+        if group < 0:
+            if parent is None or tag in _TOP:
+                group = 0
+            elif tag in _GROUPS:
+                group = groups.setdefault(parent.mem_id, len(groups) + 1)
+            elif level == _GROUP_LEVELS:
+                group = 0
+        if placed and group >= 0:
+            return _block_text(block, block_tag, blocks), group
+        assert parent is not None  # a missing parent settles both
+        parent, level = parent.parent, level + 1
+
+
+def _block_text(parent: LexborNode | None, tag: str | None, blocks: dict[int, str]) -> str:
+    """The text of a link's block (none from the whole body), cut; read once a block."""
+    if parent is None or tag in _TOP:
         return ""
     key = parent.mem_id
     text = blocks.get(key)

@@ -32,6 +32,12 @@ from gossamer.focus.learner import DIMENSIONS, Features
 from gossamer.focus.topic import Topic
 
 _URL_WORDS = re.compile(r"[A-Za-z][A-Za-z0-9]+")
+_PLAIN_URL = re.compile(
+    r"https?://([a-z0-9.-]+)(?::[0-9]*)?(/[\x21\x22\x24-\x3e\x40-\x7e]*)?(?:\?([\x21\x22\x24-\x7e]*))?"
+)
+"""An http(s) URL of printable ASCII with a plain lower-case host, no user, fragment or space:
+its host, path and query as ``urlsplit`` gives them, from one match (``urlsplit`` costs several
+times more, and a crawl meets each link once); any other URL goes to ``urlsplit``."""
 MAX_CACHED = 50_000
 """Short texts and feature names cached each (some 10 MB at most)."""
 _Ids = tuple[int, ...]
@@ -59,10 +65,11 @@ class LinkFeatures:
         self._index: dict[str, int] = {}
         self._statics: dict[tuple[str, str, str], _Static] = {}
         self._texts: dict[tuple[str, str, str], tuple[_Ids, str, str, str]] = {}
-        self._by_text: dict[str, _Ids] = {}
+        self._by_text: dict[tuple[str, str], _Ids] = {}
         self._by_word: dict[str, dict[str, int]] = {}
         self._urls: dict[str, _Url] = {}
         self._dynamic: dict[tuple[str, int, int, int], _Ids] = {}
+        self._buckets: dict[tuple[int, int, int], _Ids] = {}
         self._version = topic.version
         self._adopted = 0
 
@@ -81,6 +88,10 @@ class LinkFeatures:
         """How strongly a short text points at the topic, 0..1 (cached while the topic's
         vector stays the same)."""
         self._check_version()
+        return self._matched(text)
+
+    def _matched(self, text: str) -> float:
+        """``match`` once the topic's version is checked (a page's links check it once)."""
         found = self._match.get(text)
         if found is None:
             found = self._match[text] = self.topic.link_match(self.words(text))
@@ -134,6 +145,7 @@ class LinkFeatures:
         alive)."""
         if not links:
             return []
+        self._check_version()  # the topic stays the same while its links are read
         ids: list[_Ids] = []
         out: list[tuple[float, str, str]] = []
         for link, text in zip(links, texts, strict=True):
@@ -169,8 +181,7 @@ class LinkFeatures:
         """What a link's URL and texts give, whichever page links to it: the indices of
         their features, their share of the prior, the host and the path. The words' features
         are cached for good (a site's navigation repeats on every page), how well the texts
-        match the topic while its vector stays the same."""
-        self._check_version()
+        match the topic while its vector stays the same (checked by the caller)."""
         key = (link, anchor, context)
         found = self._statics.get(key)
         if found is not None:
@@ -179,12 +190,14 @@ class LinkFeatures:
         if words is None:
             words = self._words_of(link, anchor, context)
         base, url_text, host, path = words
-        anchor_m = self.match(anchor)
-        context_m = self.match(context)
-        url_m = self.match(url_text)
-        buckets = self._ids(
-            (f"am:{int(anchor_m * 5)}", f"cm:{int(context_m * 5)}", f"um:{int(url_m * 5)}")
-        )
+        anchor_m = self._matched(anchor)
+        context_m = self._matched(context)
+        url_m = self._matched(url_text)
+        levels = (int(anchor_m * 5), int(context_m * 5), int(url_m * 5))
+        buckets = self._buckets.get(levels)
+        if buckets is None:  # a few hundred at most: no name made and hashed a link
+            a, c, u = levels
+            buckets = self._buckets[levels] = self._ids((f"am:{a}", f"cm:{c}", f"um:{u}"))
         match = 0.4 * anchor_m + 0.15 * context_m + 0.15 * url_m
         if len(self._statics) >= MAX_STATICS:
             self._statics.clear()
@@ -209,10 +222,9 @@ class LinkFeatures:
         found = self._urls.get(link)
         if found is not None:
             return found
-        parts = urlsplit(link)
-        host = parts.hostname or ""
-        url_text = " ".join(_URL_WORDS.findall(f"{parts.path} {parts.query}"))
-        section = parts.path.strip("/").split("/", 1)[0]
+        host, path, query = _host_path_query(link)
+        url_text = " ".join(_URL_WORDS.findall(f"{path} {query}"))
+        section = path.strip("/").split("/", 1)[0]
         place = self._ids((f"h:{host}", f"s:{host}/{section}"))
         if len(self._urls) >= MAX_STATICS:
             self._urls.clear()
@@ -221,14 +233,15 @@ class LinkFeatures:
             self._text_ids("u:", url_text),
             url_text,
             host,
-            parts.path,
+            path,
         )
         return found
 
     def _text_ids(self, prefix: str, text: str) -> _Ids:
         """The indices of a short text's word features (``a:lock`` for ``prefix`` ``a:``),
-        cached: a site's anchors and list items repeat."""
-        key = prefix + text
+        cached: a site's anchors and list items repeat. Keyed by the pair, not ``prefix +
+        text``: the text's hash is kept by the string, a new string is hashed again whole."""
+        key = (prefix, text)
         found = self._by_text.get(key)
         if found is None:
             if len(self._by_text) >= MAX_CACHED:
@@ -250,3 +263,13 @@ class LinkFeatures:
                 index = cache[word] = zlib.crc32(name.encode("utf-8", "replace")) & (DIMENSIONS - 1)
             out.add(index)
         return tuple(out)
+
+
+def _host_path_query(url: str) -> tuple[str, str, str]:
+    """``urlsplit(url)``'s hostname (or ""), path and query."""
+    plain = _PLAIN_URL.fullmatch(url)
+    if plain is not None:
+        host, path, query = plain.groups()
+        return host, path or "", query or ""
+    parts = urlsplit(url)
+    return parts.hostname or "", parts.path, parts.query

@@ -186,7 +186,8 @@ class DocumentFrequencies:
         idf = n - _logs(np.fromiter(found, dtype=np.int64, count=size) + 1)
         tf = 1.0 + _logs(np.fromiter(counts.values(), dtype=np.int64, count=size))
         weights = tf * np.maximum(idf, 0.1 * n)
-        squares = float(np.cumsum(weights * weights)[-1])
+        # cumsum's ufunc without its Python wrapper: the same floats, summed in order
+        squares = float(np.add.accumulate(weights * weights)[-1])
         if squares == 0:
             return {}
         return dict(zip(counts, (weights / math.sqrt(squares)).tolist(), strict=True))
