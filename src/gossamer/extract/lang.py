@@ -14,7 +14,7 @@ sentence with a stop), or whose prose leaves the model unsure, is read by its fi
 `PREFIX_CHARS` characters instead. The model first glances at the sample's first
 `GLANCE_CHARS` characters and keeps its answer when it is `GLANCE_CONFIDENCE` sure of it, which
 it is on most pages of prose: on the real pages that read 39% fewer characters (0.06 ms a page
-instead of 0.085, 29% fewer instructions), with the same answer on all 2,709 pages and on
+instead of 0.085, 28% fewer instructions), with the same answer on all 2,709 pages and on
 every text of ``benchmarks/bench_lang.py``. On the 2,644 pages of the real-pages benchmark (Debian's
 documentation, English) that took 0.11 ms a page instead of 0.37 for the first 2,048
 characters, with English found on 2,598 pages instead of 2,544 and no page given another
