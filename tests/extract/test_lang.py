@@ -9,7 +9,13 @@ import time
 import pytest
 
 from gossamer.extract import extract, lang
-from gossamer.extract.lang import MIN_LETTERS, PREFIX_CHARS, detect_language
+from gossamer.extract.lang import (
+    GLANCE_CHARS,
+    MIN_LETTERS,
+    PREFIX_CHARS,
+    SAMPLE_CHARS,
+    detect_language,
+)
 
 URL = "https://news.example/story"
 
@@ -137,3 +143,43 @@ def test_extract_prefers_the_markup_and_detects_when_it_is_silent_or_unusable() 
     meta = '<head><meta http-equiv="content-language" content="fr"></head>'
     assert extract(f"<html>{meta}{body}", URL).lang == "fr"
     assert extract("<html><body><nav><a href=/>Home</a></nav></body></html>", URL).lang is None
+
+
+def _samples_read(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The samples the model is given from now on, recorded around its real ``predict``."""
+    predict = lang._predict()
+    read: list[str] = []
+
+    def recorded(line: str, k: int, threshold: float, errors: str) -> list[tuple[float, str]]:
+        read.append(line)
+        return predict(line, k, threshold, errors)
+
+    monkeypatch.setattr(lang, "_predict", lambda: recorded)
+    return read
+
+
+def test_a_sure_glance_at_the_prose_is_the_whole_reading(monkeypatch: pytest.MonkeyPatch) -> None:
+    prose = "\n\n".join([TEXTS["en"], TEXTS["en"].replace("Tuesday", "Friday")] * 3)
+    read = _samples_read(monkeypatch)
+    assert detect_language(prose) == "en"
+    assert len(read) == 1
+    assert len(read[0]) <= GLANCE_CHARS + 1  # with its "\n"
+
+
+def test_an_unsure_glance_reads_the_whole_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Prose that opens with a list of names leaves the glance unsure: the sample decides."""
+    names = "Alice, Bob, Carol, Dave, Erin, Frank, Grace, Heidi, Ivan, Judy, Mallory, Niaj."
+    prose = "\n".join([names, TEXTS["fr"], TEXTS["fr"].replace("mardi", "vendredi")] * 2)
+    read = _samples_read(monkeypatch)
+    assert detect_language(prose) == "fr"
+    assert len(read) == 2
+    assert len(read[0]) <= GLANCE_CHARS + 1 < len(read[1]) <= SAMPLE_CHARS + 1
+
+
+@pytest.mark.parametrize("code", sorted(TEXTS))
+def test_the_glance_answers_as_the_whole_sample_does(code: str) -> None:
+    """Equivalence: whenever the glance is sure, the whole sample gives the same answer."""
+    text = "\n".join([TEXTS[code]] * 8)
+    prose = lang._prose(text)
+    assert prose is not None and len(prose) > GLANCE_CHARS
+    assert detect_language(text) == lang._detect(prose) == code

@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 
 import pytest
+from selectolax.lexbor import LexborHTMLParser
 
-from gossamer.extract import extract
+from gossamer.extract import extract, meta
 from gossamer.urls import Resolver
 
 URL = "https://news.example/2024/story"
@@ -152,3 +153,31 @@ def test_non_utf8_bytes() -> None:
     body = '<html><head><meta charset="windows-1252"></head><body><p>caf\xe9 cr\xe8me</p>'
     content = extract(body.encode("cp1252") + b"\xff\xfe\x81", URL)
     assert "café crème" in content.text
+
+
+_SEVEN_SELECTORS = (
+    'meta[content], link[rel][href], script[type="application/ld+json"], '
+    "[itemprop=datePublished], time[datetime], [rel~=author], [itemprop=author]"
+)
+"""The marks as seven plain selectors: what `meta.gather`'s one query must select."""
+
+
+def test_gather_selects_what_the_seven_plain_selectors_do() -> None:
+    """Equivalence on a page with every kind of mark, near misses and their mixes."""
+    head = (
+        '<meta name="description" content="d"><meta name="x"><link rel="canonical" href="/c">'
+        '<link rel="stylesheet"><script type="application/ld+json">{}</script>'
+        '<script type="text/javascript">1</script><meta itemprop="datePublished" content="z">'
+    )
+    body = (
+        '<span itemprop="datePublished">a</span><span itemprop="DATEPUBLISHED">b</span>'
+        '<span itemprop="datePublished dateCreated">c</span><span itemprop="author">d</span>'
+        '<div itemprop="name">e</div><time datetime="2020-01-02">f</time><time>g</time>'
+        '<a rel="author" href="/me">h</a><a rel="nofollow author">i</a><a rel="nofollow">j</a>'
+        '<time itemprop="author" datetime="x" rel="author">k</time><p itemprop>l</p>'
+    ) * 3
+    tree = LexborHTMLParser(page(head, body))
+    expected = tree.css(_SEVEN_SELECTORS)
+    assert len(expected) > 20
+    assert [n.html for n in tree.css(meta._MARKS)] == [n.html for n in expected]
+    assert len(meta.gather(tree).dated) == 3
