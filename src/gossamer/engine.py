@@ -251,8 +251,8 @@ class Crawler:
     # -- the loop --------------------------------------------------------------------------
 
     async def _loop(self) -> None:
-        frontier = self._frontier
-        limit = self._config.concurrency
+        frontier, limit, loop = self._frontier, self._config.concurrency, asyncio.get_running_loop()
+        alarm = loop.call_later(1.0, self._wake.set)  # wakes the loop; one left set is harmless
         while not self._stopping:
             self._turned = self._clock()
             free = min(limit - len(self._fetching), 2 * limit - len(self._tasks), self._budget())
@@ -271,10 +271,11 @@ class Crawler:
                     self._flush.set()  # idle: nothing to batch the records with
             wait = frontier.next_ready()
             timeout = 1.0 if wait is None or free <= 0 else min(max(wait, 0.001), 1.0)
+            if not 0 < alarm.when() - loop.time() <= timeout + 0.001:  # rang, or would ring late:
+                alarm.cancel()  # a timer a second (or a due host), not one per page woken
+                alarm = loop.call_later(timeout, self._wake.set)
             self._wake.clear()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(timeout):
-                    await self._wake.wait()
+            await self._wake.wait()
 
     def _seeded(self) -> bool:  # no URL to come from outside: seeds, sitemaps being read
         return (self._seeding is None or self._seeding.done()) and not self._ledger.awaiting()

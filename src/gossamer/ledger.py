@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
 from typing import NamedTuple, Protocol
+
+from msgspec.structs import replace
 
 from gossamer.outcomes import Outcome
 from gossamer.sinks.base import Archive, Journal, PageRecord, RecordSink, WarcLocation

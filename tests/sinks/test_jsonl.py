@@ -7,12 +7,13 @@ import asyncio
 import json
 from pathlib import Path
 
+import msgspec
 from aiohttp import web
 from tests.local_app import serve
 
 from gossamer.crawl import run_crawl
 from gossamer.settings import load_settings
-from gossamer.sinks.base import Item, PageRecord
+from gossamer.sinks.base import FIELD_NAMES, Item, PageRecord
 from gossamer.sinks.jsonl import ItemJsonlSink, JsonlSink, repair_jsonl
 
 
@@ -127,3 +128,19 @@ async def test_a_file_of_lines_holds_each_record_s_json_line(tmp_path: Path) -> 
     sink.close()
     expected = "".join(record.to_json() + "\n" for record in records)
     assert path.read_bytes() == expected.encode("utf-8")
+
+
+def test_a_record_s_line_holds_its_stored_fields_with_items_or_without() -> None:
+    """A record without items is encoded as itself, its empty ``found`` cut off: the line is
+    the one of its stored fields, in order, as a record with items writes it."""
+    item = Item("http://a.test/", "rule", 0, 1.5, {"f": "v"})
+    bare = PageRecord("http://a.test/", 200, 0, title="Zoë", flags=("a",), extra={"k": [1]})
+    carrying = msgspec.structs.replace(bare, found=(item,), items=1)
+    stored = dict(zip(FIELD_NAMES, bare.values(), strict=True))
+    assert "found" not in FIELD_NAMES and bare == msgspec.structs.replace(carrying, items=0)
+    assert bare.to_json() == json.dumps(stored, ensure_ascii=False, separators=(",", ":"))
+    assert carrying.to_json() == bare.to_json().replace('"items":0', '"items":1')
+    for record in (bare, carrying):
+        buffer = bytearray(b"[")
+        record.json_into(buffer)
+        assert buffer == b"[" + record.to_json().encode("utf-8")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import sys
 import time
@@ -11,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import asyncpg
+import msgspec
 import pytest
 from tests.pg_server import PostgresServer, table_rows
 
@@ -105,7 +105,7 @@ async def test_round_trip_of_unicode_and_large_fields(pg: PostgresServer, table:
 
 async def test_duplicate_url_is_upserted(pg: PostgresServer, table: str) -> None:
     first = PageRecord("http://a.test/p", 503, 1, error="http-503", attempts=1)
-    second = dataclasses.replace(first, status=200, error=None, attempts=2, title="again")
+    second = msgspec.structs.replace(first, status=200, error=None, attempts=2, title="again")
     sink = await PostgresSink.open(pg.table_url(table), "w0")
     other = await PostgresSink.open(pg.table_url(table), "w1")  # the table exists already
     try:

@@ -149,9 +149,12 @@ async def admit(
     counts.admitted += added.added
 
 
-def file_record(file: FileResult, answer: Answer, robots: bool, counts: Counts) -> PageRecord:
+def file_record(
+    file: FileResult, answer: Answer, robots: bool, counts: Counts, error: str | None = None
+) -> PageRecord:
     """The record of one sitemap or feed file (kind ``sitemap``), counted in ``counts``;
-    ``robots``: robots.txt was asked before each fetch (a file it forbade was not fetched)."""
+    ``robots``: robots.txt was asked before each fetch (a file it forbade was not fetched);
+    ``error``: what went wrong reading it, if anything did (else its fetch's error)."""
     blocked = (
         robots and answer.result is None and answer.error is None and Flag.HTTP_ERROR in file.flags
     )
@@ -160,7 +163,8 @@ def file_record(file: FileResult, answer: Answer, robots: bool, counts: Counts) 
     counts.blocked += blocked
     counts.flagged += bool(set(flags) - NOT_FLAGGED)
     result = answer.result
-    error = "robots" if blocked else (result.error if result is not None else answer.error)
+    if not error:
+        error = "robots" if blocked else (result.error if result is not None else answer.error)
     return PageRecord(
         file.url,
         file.status,

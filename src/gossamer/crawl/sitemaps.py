@@ -371,9 +371,9 @@ class SitemapStage:
     def _file(self, file: FileResult, error: str | None = None) -> bool:
         """Record one file read (``error``: its read's); whether its fetch failed."""
         answer = self._answers.pop(file.url, Answer(None))
-        record = file_record(file, answer, self._allowed is not None, self._counts)
+        record = file_record(file, answer, self._allowed is not None, self._counts, error)
         if self._ledger is not None:
-            self._ledger.note(replace(record, error=error or record.error), answer.archived)
+            self._ledger.note(record, answer.archived)
         return failed(answer.result)
 
     # -- the rest ---------------------------------------------------------------------------

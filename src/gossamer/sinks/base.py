@@ -20,10 +20,11 @@ from __future__ import annotations
 import json
 import operator
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import msgspec
+from msgspec.structs import astuple, force_setattr
 
 from gossamer.redact import redact_url
 from gossamer.safe import json_line, safe_text
@@ -44,9 +45,6 @@ _TEXT_FIELDS = (
     "published",
     "rule",
 )
-
-
-_NOT_STORED = {"stored": False}
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,9 +91,13 @@ def _safe_json(value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True, slots=True)
-class PageRecord:
-    """The outcome of one URL: fetched, redirected, failed or skipped by robots.txt."""
+class PageRecord(msgspec.Struct, frozen=True):
+    """The outcome of one URL: fetched, redirected, failed or skipped by robots.txt.
+
+    A frozen msgspec struct, not a dataclass: one is built per page, and a struct of this
+    many fields is built in C several times faster than a frozen dataclass's ``__init__``
+    sets them one by one (``msgspec.structs.replace`` makes a changed copy). ``found`` is
+    left out of equality, as it is of the row and the line."""
 
     url: str
     status: int | None
@@ -167,42 +169,62 @@ class PageRecord:
     """``page``, or ``sitemap`` for a sitemap or feed file read for its URLs (``outlinks``:
     the entries it listed in scope; ``extra``: its ``format``, ``entries`` and ``dropped``;
     ``flags``: what cut or spoilt it, see :class:`gossamer.discover.Flag`)."""
-    found: tuple[Item, ...] = field(default=(), compare=False, repr=False, metadata=_NOT_STORED)
+    found: tuple[Item, ...] = ()
     """The items themselves: not a field of the record's row or line, they travel with the
     record to the sinks, which keep them in their items table or file."""
 
     def __post_init__(self) -> None:
-        for name in _URL_FIELDS:  # credentials in a URL are shown as ***
-            value = getattr(self, name)
-            if value is not None and _has_userinfo(value):
-                object.__setattr__(self, name, _redact_authority(value))
-        for name in _TEXT_FIELDS:
-            value = getattr(self, name)
-            if value is not None and not value.isascii():
-                object.__setattr__(self, name, safe_text(value))
+        for name, value in zip(_URL_FIELDS, _urls(self), strict=True):
+            # credentials in a URL are shown as ***
+            if value and "@" in value and _has_userinfo(value):
+                force_setattr(self, name, _redact_authority(value))
+        if not all(map(str.isascii, filter(None, _texts(self)))):  # seldom: one C pass
+            for name, value in zip(_TEXT_FIELDS, _texts(self), strict=True):
+                if value is not None and not value.isascii():
+                    force_setattr(self, name, safe_text(value))
         if self.rule_errors:
-            object.__setattr__(self, "rule_errors", tuple(_safe_json(self.rule_errors)))
+            force_setattr(self, "rule_errors", tuple(_safe_json(self.rule_errors)))
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not PageRecord:
+            return NotImplemented
+        return _values(self) == _values(other)
+
+    def __hash__(self) -> int:
+        return hash(_values(self))
 
     def to_json(self) -> str:
         """One JSON line (no newline; no raw line break either: `json_line`)."""
-        values = dict(zip(FIELD_NAMES, _values(self), strict=True))
         try:
-            return json_line(_FAST_ENCODER.encode(values).decode())
+            return json_line(self._fast_json())
         except (msgspec.EncodeError, TypeError, ValueError):
-            return json_line(_ENCODER.encode(values))
+            return json_line(_ENCODER.encode(self._stored()))
 
     def json_into(self, buffer: bytearray) -> None:
         """Append the record's JSON to ``buffer``, UTF-8, with no newline: the bytes of
         :meth:`to_json` but for the line breaks `json_line` escapes, which `json_lines`
         escapes in the whole buffer (no text decoded from the encoder's bytes, then encoded
         again for the file)."""
-        values = dict(zip(FIELD_NAMES, _values(self), strict=True))
         start = len(buffer)
         try:
-            _FAST_ENCODER.encode_into(values, buffer, -1)
+            if self.found:
+                _FAST_ENCODER.encode_into(self._stored(), buffer, -1)
+            else:  # the struct's own fields, ``found`` (the last, empty) cut off
+                _FAST_ENCODER.encode_into(self, buffer, -1)
+                buffer[len(buffer) - len(_NO_ITEMS) :] = b"}"
         except (msgspec.EncodeError, TypeError, ValueError):
             del buffer[start:]
-            buffer += _ENCODER.encode(values).encode("utf-8")
+            buffer += _ENCODER.encode(self._stored()).encode("utf-8")
+
+    def _fast_json(self) -> str:
+        """The line from msgspec's encoder (which may refuse a hook's value)."""
+        if self.found:
+            return _FAST_ENCODER.encode(self._stored()).decode()
+        return _FAST_ENCODER.encode(self)[: -len(_NO_ITEMS)].decode() + "}"
+
+    def _stored(self) -> dict[str, Any]:
+        """The fields of the row and the line, by name."""
+        return dict(zip(FIELD_NAMES, _values(self), strict=True))
 
     def values(self) -> tuple[Any, ...]:
         """The values in field order, as they are (``flags`` a tuple)."""
@@ -211,7 +233,8 @@ class PageRecord:
     def as_row(self) -> tuple[Any, ...]:
         """The values in field order for SQLite (``flags`` as one space-separated text,
         ``extra`` as JSON text)."""
-        values = list(_values(self))
+        values = list(astuple(self))
+        values.pop()  # ``found``, the last
         values[_FLAGS] = " ".join(self.flags)
         for i in _JSON_FIELDS:
             values[i] = _sqlite_value(values[i])
@@ -231,6 +254,12 @@ class PageRecord:
         values["rule_errors"] = tuple(json.loads(values["rule_errors"] or "[]"))
         values["items"] = values["items"] or 0
         return cls(**values)
+
+
+def _values(record: PageRecord) -> tuple[Any, ...]:
+    """The stored fields' values, in order: the struct's own tuple (read in C, faster than
+    an attribute getter) but ``found``, the last."""
+    return astuple(record)[:-1]
 
 
 def _sqlite_value(value: Any) -> Any:
@@ -258,16 +287,19 @@ def _redact_authority(url: str) -> str:
     return redact_url(f"{scheme}://{authority}") + slash + path
 
 
-FIELD_NAMES = tuple(f.name for f in fields(PageRecord) if f.metadata.get("stored", True))
-"""The fields a record's row and line hold (not ``found``: items are kept apart)."""
-_values = operator.attrgetter(*FIELD_NAMES)
+FIELD_NAMES = PageRecord.__struct_fields__[:-1]
+"""The fields a record's row and line hold (not ``found``, the last: items are kept apart)."""
+_urls = operator.attrgetter(*_URL_FIELDS)
+_texts = operator.attrgetter(*_TEXT_FIELDS)
 _FLAGS = FIELD_NAMES.index("flags")
 _JSON_FIELDS = tuple(
     i
-    for i, f in enumerate(f for f in fields(PageRecord) if f.name in FIELD_NAMES)
-    if f.name != "flags" and str(f.type).startswith(("tuple", "dict"))
+    for i, name in enumerate(FIELD_NAMES)
+    if name != "flags" and PageRecord.__annotations__[name].startswith(("tuple", "dict"))
 )
 """The fields stored as JSON text (tuples and dicts), ``flags`` aside."""
+_NO_ITEMS = b',"found":[]}'
+"""How a record's JSON ends when it carries no items: the struct's last field, empty."""
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _FAST_ENCODER = msgspec.json.Encoder()
 """Records' lines: msgspec's encoder writes the same JSON in a third of the time of

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from typing import Any
+
+from msgspec.structs import replace
 
 from gossamer.crawldb import CrawlDB
 from gossamer.sinks.base import FIELD_NAMES, Item, PageRecord
