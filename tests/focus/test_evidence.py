@@ -52,13 +52,7 @@ async def test_the_rest_of_an_on_topic_list_rises_on_a_flat_site() -> None:
     good = [f"http://site.test/g{i}.html" for i in range(10)]
     bad = [f"http://site.test/b{i}.html" for i in range(10)]
     _, first = judge(policy, "http://site.test/index.html", two_lists(good, bad))
-    for i in range(3):
-        judge(policy, good[i], html(ON, 10 + i, []))
-        judge(policy, bad[i], html("astronomy", 20 + i, []))
-    await policy.upkeep()
-    sent = {url: p for batch in recorder.sent for url, p in batch.items()}
-    assert sent, "nothing reached the frontier"
-    now = {url: sent.get(url, first[url]) for url in good + bad}
+    now = await after_outcomes(policy, recorder, first, good, bad, 3)
     assert min(now[url] for url in good[3:]) > max(now[url] for url in bad[3:]), now
 
 
@@ -194,3 +188,23 @@ def test_evidence_that_does_not_pay_off_on_this_web_stops_lifting_links() -> Non
     assert mixed.score(0.05) == 0.0
     many = mixed.scores(np.array([0.05, 0.5, 0.9]))
     assert many.tolist() == pytest.approx([mixed.score(v) for v in (0.05, 0.5, 0.9)])
+
+
+async def after_outcomes(
+    policy: FocusPolicy,
+    recorder: Recorder,
+    first: dict[str, float],
+    good: list[str],
+    bad: list[str],
+    judged: int,
+) -> dict[str, float]:
+    """The priorities of ``good`` and ``bad`` after the first ``judged`` of each proved on-topic
+    and off-topic and a re-scoring: what the frontier was sent, else what they were queued
+    with (``first``)."""
+    for i in range(judged):
+        judge(policy, good[i], html(ON, 10 + i, []))
+        judge(policy, bad[i], html("astronomy", 20 + i, []))
+    await policy.upkeep()
+    sent = {url: p for batch in recorder.sent for url, p in batch.items()}
+    assert sent, "nothing reached the frontier"
+    return {url: sent.get(url, first[url]) for url in good + bad}

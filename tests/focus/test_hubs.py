@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from tests.focus.test_evidence import focused_crawl
+from tests.focus.test_evidence import after_outcomes, focused_crawl
 from tests.focus.test_learning import Recorder
 from tests.focus.test_policy import ON, PHRASE, html, judge, prose
 
@@ -35,13 +35,7 @@ async def test_the_other_targets_of_a_hub_whose_targets_proved_on_topic_rise() -
     _, second = judge(policy, "http://site.test/bad.html", chapter(bad, seed=4))
     first.update(second)
     assert first[good[11]] == first[bad[11]]
-    for i in range(5):
-        judge(policy, good[i], html(ON, 10 + i, []))
-        judge(policy, bad[i], html("astronomy", 20 + i, []))
-    await policy.upkeep()
-    sent = {url: p for batch in recorder.sent for url, p in batch.items()}
-    assert sent, "nothing reached the frontier"
-    now = {url: sent.get(url, first[url]) for url in good + bad}
+    now = await after_outcomes(policy, recorder, first, good, bad, 5)
     assert min(now[url] for url in good[5:]) > max(now[url] for url in bad[5:]), now
 
 
