@@ -105,18 +105,23 @@ def field_docs(cls: type) -> dict[str, str]:
 def _rows(cls: type) -> Iterator[str]:
     documented = field_docs(cls)
     hints = typing.get_type_hints(cls)
-    for info in dataclasses.fields(cls):
-        if info.metadata.get("stored") is False or info.name == "found":
-            continue
-        text = (
-            PLAIN.get(f"{cls.__name__}.{info.name}")
-            or documented.get(info.name)
-            or PLAIN.get(info.name)
-        )
+    for name in _stored_fields(cls):
+        text = PLAIN.get(f"{cls.__name__}.{name}") or documented.get(name) or PLAIN.get(name)
         if text is None:
-            raise LookupError(f"{cls.__name__}.{info.name} has no description")
+            raise LookupError(f"{cls.__name__}.{name} has no description")
         text = text.replace("``", "`").replace("|", "\\|").replace("\n", " ")
-        yield f"| `{info.name}` | {json_type(hints[info.name])} | {_plain(text)} |"
+        yield f"| `{name}` | {json_type(hints[name])} | {_plain(text)} |"
+
+
+def _stored_fields(cls: type) -> list[str]:
+    """The names of the fields a record stores: a msgspec Struct's (``PageRecord``), or a
+    dataclass's whose metadata does not say ``stored=False``; never ``found``."""
+    struct_fields: tuple[str, ...] | None = getattr(cls, "__struct_fields__", None)
+    if struct_fields is not None:
+        names = list(struct_fields)
+    else:
+        names = [f.name for f in dataclasses.fields(cls) if f.metadata.get("stored") is not False]
+    return [name for name in names if name != "found"]
 
 
 def json_type(kind: object) -> str:
