@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-__all__ = ["json_line", "safe_location", "safe_text"]
+__all__ = ["json_line", "json_lines", "safe_location", "safe_text"]
 
 _LOCATION_SAFE = "/?#[]@!$&'()*+,;=:%-._~"
 _LINE_BREAKS = (("\x85", "\\u0085"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
@@ -41,6 +41,20 @@ def json_line(text: str) -> str:
         if char in text:
             text = text.replace(char, escape)
     return text
+
+
+_LINE_BREAKS_UTF8 = tuple((char.encode(), escape.encode()) for char, escape in _LINE_BREAKS)
+
+
+def json_lines(lines: bytearray) -> bytearray:
+    """JSON lines in UTF-8 as `json_line` leaves text: U+0085, U+2028 and U+2029 escaped
+    (ASCII lines come back at once; no other character's UTF-8 bytes hold theirs)."""
+    if lines.isascii():
+        return lines
+    for raw, escape in _LINE_BREAKS_UTF8:
+        if raw in lines:
+            lines = lines.replace(raw, escape)
+    return lines
 
 
 def _utf8(value: str) -> bytes:

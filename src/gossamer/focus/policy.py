@@ -419,23 +419,18 @@ class FocusPolicy:
                 groups.setdefault(text.group, []).append(link)
         if not groups:
             return
-        done, known = self._done, self._known
-
-        def outcome(key: int) -> bool | None:
-            return True if key in known else done.get(key)
-
-        self._listed(self.lists.add((tuple(g) for g in groups.values()), outcome))
+        self._listed(self.lists.add((tuple(g) for g in groups.values()), self._outcome))
 
     def _hub_of(self, links: list[str]) -> None:
         """Keep a judged page's links as a hub; when some already led to on-topic pages, the
         others waiting rise (sibling credit: a table of contents whose own words are off-topic
         but whose targets are on it)."""
-        done, known = self._done, self._known
+        self._hubbed(self.hubs.add((tuple(links),), self._outcome))
 
-        def outcome(key: int) -> bool | None:
-            return True if key in known else done.get(key)
-
-        self._hubbed(self.hubs.add((tuple(links),), outcome))
+    def _outcome(self, key: int) -> bool | None:
+        """What the page of ``key`` proved: on-topic (an example's link, or judged so),
+        off-topic, or None while it waits."""
+        return True if key in self._known else self._done.get(key)
 
     def _hubbed(self, hubs: list[tuple[str, ...]]) -> None:
         """The waiting targets of ``hubs`` scored again by their hubs, for the next

@@ -306,26 +306,6 @@ _FAST_ENCODER = msgspec.json.Encoder()
 `_ENCODER`, which takes over for a value it refuses (a hook's field of a type JSON lacks)."""
 
 
-_LINE_BREAKS = (
-    (b"\xc2\x85", b"\\u0085"),
-    (b"\xe2\x80\xa8", b"\\u2028"),
-    (b"\xe2\x80\xa9", b"\\u2029"),
-)
-"""`json_line`'s line breaks in UTF-8 (no other character's bytes hold these) and their
-JSON escapes."""
-
-
-def json_lines(lines: bytearray) -> bytearray:
-    """JSON lines in UTF-8 as `json_line` leaves them: U+0085, U+2028 and U+2029 escaped
-    (ASCII lines come back at once)."""
-    if lines.isascii():
-        return lines
-    for raw, escape in _LINE_BREAKS:
-        if raw in lines:
-            lines = lines.replace(raw, escape)
-    return lines
-
-
 class Journal(Protocol):
     """The crawl's own durable store (crawl.db): records are staged next to the frontier's
     state and committed with it in one transaction, so a resumed crawl finds both or neither."""

@@ -10,7 +10,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from gossamer.sinks.base import Item, PageRecord, json_lines
+from gossamer.safe import json_lines
+from gossamer.sinks.base import Item, PageRecord
 
 _WRITE_BYTES = 1 << 20
 """Bytes of JSON lines encoded and handed to the file at a time."""
