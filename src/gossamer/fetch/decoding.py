@@ -29,6 +29,7 @@ gzip-compressed HTML (0.120 against 0.060 ms a page of Debian's documentation se
 
 from __future__ import annotations
 
+import functools
 import sys
 import zlib
 from collections.abc import Callable
@@ -382,14 +383,25 @@ class _StackedDecoder:
         return any(layer.stopped for layer in self._layers)
 
 
-def _decoder(encoding: str | None, cap: int) -> _Decoder | None:
-    """The decoder of a ``Content-Encoding`` value (None: identity); raises KeyError for a
-    coding not supported (or too many)."""
-    codings = [c.strip().lower() for c in (encoding or "").split(",")]
+@functools.lru_cache(maxsize=256)
+def _codings(encoding: str) -> tuple[str, ...]:
+    """The codings of a ``Content-Encoding`` value in the order to undo them (identity left
+    out); raises KeyError for more than `MAX_CODINGS` (a crawl meets few distinct values:
+    the last ones are remembered)."""
+    codings = [c.strip().lower() for c in encoding.split(",")]
     codings = [c for c in codings if c and c != "identity"]
     if len(codings) > MAX_CODINGS:
         raise KeyError(encoding)
-    layers = [_DECODERS[coding](cap) for coding in reversed(codings)]
+    return tuple(reversed(codings))
+
+
+def _decoder(encoding: str | None, cap: int) -> _Decoder | None:
+    """The decoder of a ``Content-Encoding`` value (None: identity); raises KeyError for a
+    coding not supported (or too many)."""
+    if not encoding:
+        return None
+    codings = _codings(encoding) if len(encoding) <= 256 else _codings.__wrapped__(encoding)
+    layers = [_DECODERS[coding](cap) for coding in codings]
     if len(layers) <= 1:
         return layers[0] if layers else None
     return _StackedDecoder(layers)

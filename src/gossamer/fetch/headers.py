@@ -4,14 +4,22 @@ and Retry-After; and the validators a revisit sends back (`conditional_headers`)
 from __future__ import annotations
 
 import email.utils
+import functools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC
 from types import MappingProxyType
 
 from gossamer.safe import safe_text
 
-__all__ = ["conditional_headers", "header_map", "parse_content_type", "parse_retry_after"]
+__all__ = [
+    "conditional_headers",
+    "header_map",
+    "parse_content_type",
+    "parse_retry_after",
+    "raw_header_map",
+    "retry_after",
+]
 
 _TOKEN_CHARS = r"[!#$%&'*+.^_`|~0-9a-z-]"
 _MIME = re.compile(f"{_TOKEN_CHARS}{{1,127}}/{_TOKEN_CHARS}{{1,127}}")
@@ -26,10 +34,25 @@ def parse_content_type(value: str | None) -> tuple[str | None, str | None]:
 
     Either is None unless it is well formed (``type/subtype`` of RFC 9110 token characters; a
     charset of token characters, at most 64): a hostile header yields no value, never an odd
-    one.
+    one. A crawl meets few distinct values: the last short ones parsed are remembered.
     """
     if not value:
         return None, None
+    if len(value) <= _CACHED_LENGTH:
+        return _cached_content_type(value)
+    return _content_type(value)
+
+
+_CACHED_LENGTH = 256
+"""Longest header value whose parse is remembered (what the caches hold stays small)."""
+
+
+@functools.lru_cache(maxsize=512)
+def _cached_content_type(value: str) -> tuple[str | None, str | None]:
+    return _content_type(value)
+
+
+def _content_type(value: str) -> tuple[str | None, str | None]:
     mime, _, params = value.partition(";")
     charset = None
     for param in params.split(";"):
@@ -62,6 +85,13 @@ def parse_retry_after(value: str | None, now: float, date: str | None = None) ->
     return max(0.0, when - (now if reference is None else reference))
 
 
+def retry_after(header: Callable[[bytes], str | None], now: float) -> float | None:
+    """`parse_retry_after` of a response whose first header values ``header`` gives (by
+    lower-case name); its ``Date`` is read only when it has a ``Retry-After``."""
+    value = header(b"retry-after")
+    return None if value is None else parse_retry_after(value, now, header(b"date"))
+
+
 def _http_date(value: str) -> float | None:
     try:
         parsed = email.utils.parsedate_to_datetime(value)
@@ -90,6 +120,24 @@ def header_map(raw: Iterable[tuple[str, str]]) -> Mapping[str, str]:
             headers[key] = value
         else:
             headers[key] = f"{previous}{chr(10) if key in _LINE_JOINED else ', '}{value}"
+    return MappingProxyType(headers)
+
+
+def raw_header_map(raw: Iterable[tuple[bytes, bytes]]) -> Mapping[str, str]:
+    """`header_map` of headers as received (bytes): the same map, without first making
+    text of every name and value that is ASCII already (most are)."""
+    headers: dict[str, str] = {}
+    for name, value in raw:
+        if name.isascii() and value.isascii():
+            key, text = name.lower().decode("ascii"), value.decode("ascii")
+        else:
+            key = safe_text(name.decode("utf-8", "surrogateescape").lower())
+            text = safe_text(value.decode("utf-8", "surrogateescape"))
+        previous = headers.get(key)
+        if previous is None:
+            headers[key] = text
+        else:
+            headers[key] = f"{previous}{chr(10) if key in _LINE_JOINED else ', '}{text}"
     return MappingProxyType(headers)
 
 

@@ -52,9 +52,10 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from gossamer import tls
 from gossamer.fetch.auth import RequestAuth
@@ -63,7 +64,7 @@ from gossamer.fetch.dns import CachingResolver, Resolver
 from gossamer.fetch.exchange import cut_by
 from gossamer.fetch.gated import HostPace, leave
 from gossamer.fetch.guard import AddressGuard, BlockedAddress, GuardedResolver
-from gossamer.fetch.headers import header_map, parse_content_type, parse_retry_after
+from gossamer.fetch.headers import parse_content_type, parse_retry_after, retry_after
 from gossamer.fetch.hostnames import HostNames
 from gossamer.fetch.lean import Answer, LeanClient, Probe
 from gossamer.fetch.proxies import ProxyPool, proxy_fault, proxy_listens
@@ -297,7 +298,7 @@ class Fetcher:
             tried.append(proxy)
         if result is None:
             return self._failure(url, self._clock(), NoProxy())
-        return replace(result, error="proxy-error")
+        return msgspec.structs.replace(result, error="proxy-error")
 
     def stats(self) -> FetchStats:
         """Return a snapshot of the counters."""
@@ -462,7 +463,7 @@ class Fetcher:
         if proxy is None and self._lean_client:
             return await self._fetch_lean(url, headers, probe)
         result = await self._fetch_aiohttp(url, headers, probe, proxy)
-        return result if proxy is None else replace(result, proxy=proxy.label)
+        return result if proxy is None else msgspec.structs.replace(result, proxy=proxy.label)
 
     async def _fetch_aiohttp(
         self, url: str, headers: Mapping[str, str] | None, probe: Probe, proxy: Proxy | None
@@ -544,7 +545,7 @@ class Fetcher:
             body.truncated = stopped = True
             response.close()
         status = response.status
-        headers = header_map(response.header_items())
+        headers = response.headers()
         content_type, charset = parse_content_type(headers.get("content-type"))
         location = response.header(b"location") if 300 <= status < 400 else None
         now = self._wall_clock()
@@ -566,9 +567,7 @@ class Fetcher:
             fetched_at=now,
             elapsed=self._clock() - probe.started_at - paced,
             wire_bytes=body.wire,
-            retry_after=parse_retry_after(
-                response.header(b"retry-after"), now, response.header(b"date")
-            ),
+            retry_after=retry_after(response.header, now),
             location=safe_location(location) if location is not None else None,
             paced=paced,
             flags=body.flags,

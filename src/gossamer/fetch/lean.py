@@ -30,6 +30,7 @@ from typing import Any, Protocol
 from urllib.parse import quote, unquote, urlsplit
 
 from gossamer.fetch.exchange import Exchange, masked
+from gossamer.fetch.headers import raw_header_map
 from gossamer.fetch.wire import Connection, WireError
 from gossamer.urls import is_plainly_canonical
 
@@ -74,8 +75,8 @@ class Answer(Protocol):
     def header(self, name: bytes) -> str | None:
         """The first value of the header ``name`` (lower case), or None."""
 
-    def header_items(self) -> list[tuple[str, str]]:
-        """The headers as text, in order."""
+    def headers(self) -> Mapping[str, str]:
+        """The headers as `gossamer.fetch.headers.header_map` gives them."""
 
     async def readany(self) -> bytes:
         """The next body bytes (de-chunked, not decoded); ``b""`` at the end."""
@@ -128,12 +129,9 @@ class LeanResponse:
         found = first.get(name)
         return None if found is None else found.decode("utf-8", "surrogateescape")
 
-    def header_items(self) -> list[tuple[str, str]]:
-        """The headers as text, in order."""
-        return [
-            (k.decode("utf-8", "surrogateescape"), v.decode("utf-8", "surrogateescape"))
-            for k, v in self._conn.raw_headers
-        ]
+    def headers(self) -> Mapping[str, str]:
+        """The headers as `gossamer.fetch.headers.header_map` gives them."""
+        return raw_header_map(self._conn.raw_headers)
 
     async def readany(self) -> bytes:
         """The next body bytes (de-chunked, not decoded); ``b""`` at the end."""

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol
 
+import msgspec
+
 from gossamer.fetch.dns import parse_resolve_overrides
 from gossamer.fetch.exchange import Exchange
 
@@ -29,8 +31,7 @@ DEFAULT_HEADERS: Mapping[str, str] = MappingProxyType(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class FetchResult:
+class FetchResult(msgspec.Struct, frozen=True, gc=False):
     """The outcome of one GET; see `gossamer.fetch.reasons` for the ``error`` reasons.
 
     ``headers`` has lower-cased names; repeated headers are joined with ``", "`` (RFC 9110 5.3),
@@ -40,7 +41,9 @@ class FetchResult:
     runs from then to the end of the body or the error, less ``paced``, the seconds the body
     read waited for the bandwidth cap. ``fetched_at`` is wall-clock unix time at the end.
     ``wire_bytes`` counts body bytes received from the network, before content decoding.
-    ``retry_after`` is in seconds; ``location`` is set for 3xx only.
+    ``retry_after`` is in seconds; ``location`` is set for 3xx only. A `msgspec.Struct`
+    (one per response: cheaper to make than a frozen dataclass); change a copy with
+    `msgspec.structs.replace`.
     """
 
     url: str

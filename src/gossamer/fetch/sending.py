@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, cast
 
@@ -18,6 +19,7 @@ from aiohttp.connector import Connection
 
 from gossamer import tls
 from gossamer.fetch.exchange import Exchange, masked
+from gossamer.fetch.headers import header_map
 from gossamer.fetch.lean import Probe
 from gossamer.proxyurl import Proxy
 from gossamer.urls import is_plainly_canonical
@@ -211,9 +213,9 @@ class AiohttpAnswer:
         """The first value of the header ``name``, or None."""
         return self.response.headers.get(name.decode("ascii"))
 
-    def header_items(self) -> list[tuple[str, str]]:
-        """The headers as text, in order."""
-        return list(self.response.headers.items())
+    def headers(self) -> Mapping[str, str]:
+        """The headers as `gossamer.fetch.headers.header_map` gives them."""
+        return header_map(self.response.headers.items())
 
     async def readany(self) -> bytes:
         """The next body bytes; ``b""`` at the end."""

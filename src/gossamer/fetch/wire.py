@@ -10,7 +10,8 @@ are counted against `MAX_HEADERS` and dropped, as aiohttp drops them. Body bytes
 up to `HIGH_WATER` before the socket is paused (each piece counted with what holding it
 costs), so a 1 GB chunk, or a million one-byte chunks, costs what the reader takes of it.
 The read timeout (no byte for ``read_timeout``, waiting for the head counts) and the total
-timeout run as two loop timers per response, the read timer pushed back by data.
+timeout share one loop timer per response, set at the earlier deadline; data pushes the read
+deadline back without touching the timer, which sets itself again when it fires early.
 
 A failure is a `WireError` naming its fetch error reason (`gossamer.fetch.reasons`); the
 connection is then closed. A connection is reusable only when its response ended cleanly,
@@ -75,9 +76,11 @@ class Connection(asyncio.Protocol):
         self._reuse = True
         self._error: BaseException | None = None
         self._waiter: asyncio.Future[None] | None = None
-        self._read_timer: asyncio.TimerHandle | None = None
-        self._total_timer: asyncio.TimerHandle | None = None
-        self._read_deadline = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+        """One timer for both timeouts, at the earlier of the two deadlines."""
+        self._total_deadline = self._read_deadline = 0.0
+        self._reading = False
+        """Whether the read timeout runs (not while the socket is paused for the reader)."""
         self._reset()
 
     def _reset(self) -> None:
@@ -108,8 +111,8 @@ class Connection(asyncio.Protocol):
         self._active = True
         self._done = False
         self._error = None
-        loop = self._loop
-        self._total_timer = loop.call_at(deadline, self._fail, WireError("timeout"))
+        self._total_deadline = deadline
+        self._reading = False
         self._arm_read()
         self.transport.write(request)
 
@@ -299,7 +302,7 @@ class Connection(asyncio.Protocol):
         if self._buffered > HIGH_WATER and not self._paused and self.transport is not None:
             self._paused = True
             self.transport.pause_reading()
-            self._drop_read_timer()  # the reader is behind, not the server
+            self._reading = False  # the reader is behind, not the server
         self._wake()
 
     def on_chunk_header(self) -> None:
@@ -354,26 +357,33 @@ class Connection(asyncio.Protocol):
                 self._arm_read()
 
     def _arm_read(self) -> None:
-        if self._read_timer is None and self._read_timeout:
-            self._read_deadline = deadline = self._loop.time() + self._read_timeout
-            self._read_timer = self._loop.call_at(deadline, self._on_read_timer)
+        """Start the read timeout now (and the timer, at the earlier deadline)."""
+        if not self._reading and self._read_timeout:
+            self._reading = True
+            self._read_deadline = self._loop.time() + self._read_timeout
+        due = min(self._read_deadline, self._total_deadline) if self._reading else None
+        timer = self._timer
+        if timer is None or (due is not None and due < timer.when()):
+            if timer is not None:
+                timer.cancel()
+            self._timer = self._loop.call_at(due or self._total_deadline, self._on_timer)
 
-    def _on_read_timer(self) -> None:
-        handle = self._read_timer
-        self._read_timer = None
-        if handle is not None and self._read_deadline > handle.when():
-            # data came since the timer was set: wait out the rest of the timeout
-            self._read_timer = self._loop.call_at(self._read_deadline, self._on_read_timer)
+    def _on_timer(self) -> None:
+        handle = self._timer
+        self._timer = None
+        if handle is None:  # pragma: no cover - a cancelled handle never runs
             return
-        self._fail(WireError("read-timeout"))
-
-    def _drop_read_timer(self) -> None:
-        if self._read_timer is not None:
-            self._read_timer.cancel()
-            self._read_timer = None
+        when = handle.when()
+        read_by = self._read_deadline if self._reading else float("inf")
+        if read_by <= when and read_by < self._total_deadline:
+            self._fail(WireError("read-timeout"))
+        elif self._total_deadline <= when:
+            self._fail(WireError("timeout"))
+        else:  # data came since the timer was set: wait out the rest of the timeout
+            self._timer = self._loop.call_at(min(read_by, self._total_deadline), self._on_timer)
 
     def _stop_timers(self) -> None:
-        self._drop_read_timer()
-        if self._total_timer is not None:
-            self._total_timer.cancel()
-            self._total_timer = None
+        self._reading = False
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None

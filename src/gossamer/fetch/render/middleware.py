@@ -15,8 +15,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+import msgspec
 
 from gossamer.fetch.http import FetchResult
 from gossamer.fetch.render.auto import HostLearner, Signals, proved_useful, read_signals
@@ -124,7 +126,7 @@ class RenderingFetcher:
         if outcome.html is None:
             self._counts["failures"] += 1
             log.info("render of %s failed (%s); raw page kept", redact_url(url), outcome.error)
-            return replace(raw, flags=(*raw.flags, "render-failed"))
+            return msgspec.structs.replace(raw, flags=(*raw.flags, "render-failed"))
         self._counts["rendered"] += 1
         if learn is not None:
             host, signals = learn
@@ -197,7 +199,7 @@ def _rendered_result(raw: FetchResult, outcome: Rendered, max_bytes: int) -> Fet
     if len(body) > max_bytes:
         body = body[:max_bytes]
         flags = (*flags, "render-cut")
-    return replace(
+    return msgspec.structs.replace(
         raw,
         body=body,
         content_type="text/html",
