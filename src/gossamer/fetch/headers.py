@@ -123,13 +123,14 @@ def header_map(raw: Iterable[tuple[str, str]]) -> Mapping[str, str]:
     return MappingProxyType(headers)
 
 
-def raw_header_map(raw: Iterable[tuple[bytes, bytes]]) -> Mapping[str, str]:
-    """`header_map` of headers as received (bytes): the same map, without first making
-    text of every name and value that is ASCII already (most are)."""
+def raw_header_map(raw: Iterable[tuple[bytes, bytes]], names: Iterable[bytes]) -> Mapping[str, str]:
+    """`header_map` of headers as received (bytes; ``names``: theirs, lower-cased): the same
+    map, without first making text of every name and value that is ASCII already (most
+    are)."""
     headers: dict[str, str] = {}
-    for name, value in raw:
-        if name.isascii() and value.isascii():
-            key, text = name.lower().decode("ascii"), value.decode("ascii")
+    for (name, value), lower in zip(raw, names, strict=True):
+        if lower.isascii() and value.isascii():
+            key, text = lower.decode("ascii"), value.decode("ascii")
         else:
             key = safe_text(name.decode("utf-8", "surrogateescape").lower())
             text = safe_text(value.decode("utf-8", "surrogateescape"))

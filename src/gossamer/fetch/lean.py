@@ -91,7 +91,7 @@ class Answer(Protocol):
 class LeanResponse:
     """A response whose head has come; `read` its body, then `release` it."""
 
-    __slots__ = ("_client", "_conn", "_first", "_key", "method", "request_headers", "target")
+    __slots__ = ("_client", "_conn", "_key", "method", "request_headers", "target")
 
     def __init__(
         self,
@@ -104,7 +104,6 @@ class LeanResponse:
         self._client = client
         self._key = key
         self._conn = conn
-        self._first: dict[bytes, bytes] | None = None
         self.method = "GET"
         self.target = target
         self.request_headers = request_headers
@@ -121,17 +120,16 @@ class LeanResponse:
 
     def header(self, name: bytes) -> str | None:
         """The first value of the header ``name`` (lower case), or None."""
-        first = self._first
-        if first is None:
-            first = self._first = {}
-            for key, value in reversed(self._conn.raw_headers):
-                first[key.lower()] = value
-        found = first.get(name)
-        return None if found is None else found.decode("utf-8", "surrogateescape")
+        conn = self._conn
+        try:
+            found = conn.raw_headers[conn.names.index(name)][1]
+        except ValueError:
+            return None
+        return found.decode("utf-8", "surrogateescape")
 
     def headers(self) -> Mapping[str, str]:
         """The headers as `gossamer.fetch.headers.header_map` gives them."""
-        return raw_header_map(self._conn.raw_headers)
+        return raw_header_map(self._conn.raw_headers, self._conn.names)
 
     async def readany(self) -> bytes:
         """The next body bytes (de-chunked, not decoded); ``b""`` at the end."""

@@ -10,8 +10,9 @@ are counted against `MAX_HEADERS` and dropped, as aiohttp drops them. Body bytes
 up to `HIGH_WATER` before the socket is paused (each piece counted with what holding it
 costs), so a 1 GB chunk, or a million one-byte chunks, costs what the reader takes of it.
 The read timeout (no byte for ``read_timeout``, waiting for the head counts) and the total
-timeout share one loop timer per response, set at the earlier deadline; data pushes the read
-deadline back without touching the timer, which sets itself again when it fires early.
+timeout share one loop timer per connection, set at the earlier deadline; data pushes the read
+deadline back, and a keep-alive connection's next request moves the deadlines on, without
+touching the timer, which sets itself again when it fires early.
 
 A failure is a `WireError` naming its fetch error reason (`gossamer.fetch.reasons`); the
 connection is then closed. A connection is reusable only when its response ended cleanly,
@@ -40,6 +41,7 @@ _PIECE = 64
 sent in one-byte chunks is held back at the socket as soon as a big one would be."""
 _PARTIAL = 2 * MAX_LINE + 4
 """Longest unfinished line held while a head comes in (a name, ``: `` and a value)."""
+_NEVER = float("inf")
 
 
 class WireError(Exception):
@@ -78,7 +80,7 @@ class Connection(asyncio.Protocol):
         self._waiter: asyncio.Future[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
         """One timer for both timeouts, at the earlier of the two deadlines."""
-        self._total_deadline = self._read_deadline = 0.0
+        self._total_deadline = self._read_deadline = _NEVER
         self._reading = False
         """Whether the read timeout runs (not while the socket is paused for the reader)."""
         self._reset()
@@ -93,6 +95,10 @@ class Connection(asyncio.Protocol):
         self._trailers = 0
         self._status = b""
         self.raw_headers: list[tuple[bytes, bytes]] = []
+        self.names: list[bytes] = []
+        """The names of `raw_headers`, lower-cased."""
+        self._framing: list[tuple[bytes, bytes]] = []
+        """The ``Content-Length`` and ``Transfer-Encoding`` headers (lower-case names)."""
         self._chunks: deque[bytes] = deque()
         self._buffered = 0
         self.received = 0
@@ -170,6 +176,9 @@ class Connection(asyncio.Protocol):
         """Close the connection now."""
         self._reuse = False
         self._stop_timers()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if self.transport is not None and not self._closed:
             self._closed = True
             self.transport.abort()
@@ -268,16 +277,21 @@ class Connection(asyncio.Protocol):
         if len(headers) >= MAX_HEADERS:
             self._stop(WireError("protocol-error", "too many headers"))
         headers.append((name, value))
+        lower = name.lower()
+        self.names.append(lower)
+        if lower == b"content-length" or lower == b"transfer-encoding":
+            self._framing.append((lower, value))
 
     def on_headers_complete(self) -> None:
         status = self._parser.get_status_code()
         if status < 200:  # an interim answer (100 Continue): the real one follows
             self._status = b""
             self.raw_headers = []
+            self.names = []
+            self._framing = []
             return
         framed = False
-        for name, value in self.raw_headers:
-            lower = name.lower()
+        for lower, value in self._framing:
             if lower == b"content-length":
                 framed = True
                 if status == 304 and value.strip(b" 0"):
@@ -357,16 +371,18 @@ class Connection(asyncio.Protocol):
                 self._arm_read()
 
     def _arm_read(self) -> None:
-        """Start the read timeout now (and the timer, at the earlier deadline)."""
+        """Start the read timeout now; the timer is set again only to fire sooner."""
         if not self._reading and self._read_timeout:
             self._reading = True
             self._read_deadline = self._loop.time() + self._read_timeout
-        due = min(self._read_deadline, self._total_deadline) if self._reading else None
+        due = self._total_deadline
+        if self._reading and self._read_deadline < due:
+            due = self._read_deadline
         timer = self._timer
-        if timer is None or (due is not None and due < timer.when()):
+        if timer is None or due < timer.when():
             if timer is not None:
                 timer.cancel()
-            self._timer = self._loop.call_at(due or self._total_deadline, self._on_timer)
+            self._timer = self._loop.call_at(due, self._on_timer)
 
     def _on_timer(self) -> None:
         handle = self._timer
@@ -374,16 +390,19 @@ class Connection(asyncio.Protocol):
         if handle is None:  # pragma: no cover - a cancelled handle never runs
             return
         when = handle.when()
-        read_by = self._read_deadline if self._reading else float("inf")
+        read_by = self._read_deadline if self._reading else _NEVER
         if read_by <= when and read_by < self._total_deadline:
             self._fail(WireError("read-timeout"))
         elif self._total_deadline <= when:
             self._fail(WireError("timeout"))
-        else:  # data came since the timer was set: wait out the rest of the timeout
-            self._timer = self._loop.call_at(min(read_by, self._total_deadline), self._on_timer)
+        else:  # early: data came since, or a request that began after it was set
+            due = min(read_by, self._total_deadline)
+            if due < _NEVER:  # else no request is waiting: the timer lapses
+                self._timer = self._loop.call_at(due, self._on_timer)
 
     def _stop_timers(self) -> None:
+        """No timeout runs now. The timer itself is left set (when it fires early it is set
+        again, or lapses): a keep-alive connection's next request reuses it, rather than
+        each request making a timer and cancelling it."""
         self._reading = False
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._total_deadline = _NEVER
