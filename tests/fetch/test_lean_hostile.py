@@ -170,6 +170,24 @@ async def test_a_host_header_given_replaces_the_urls(
     assert line == (await _heads_sent("aiohttp", settings, headers)).split(b"\r\n")[1]
 
 
+@pytest.mark.parametrize(
+    ("settings", "headers"),
+    [
+        ({"headers": {"X-A": "1"}}, {}),
+        ({"headers": {"X-A": "1"}}, {"accept": "text/plain"}),
+        ({}, {"Accept-Encoding": "gzip"}),
+    ],
+    ids=["session", "per-request-accept", "per-request-coding"],
+)
+async def test_headers_without_accept_go_out_as_aiohttp_sends_them(
+    settings: dict[str, object], headers: dict[str, str]
+) -> None:
+    """Headers that name no ``Accept`` or ``Accept-Encoding``: both clients send the same
+    head (aiohttp adds its own two)."""
+    lean = await _heads_sent("lean", settings, headers)
+    assert lean == await _heads_sent("aiohttp", settings, headers)
+
+
 async def test_a_nul_in_a_header_sent_is_refused() -> None:
     async def never(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.read()

@@ -14,7 +14,8 @@ never reused.
 
 The request goes out as aiohttp would write it (the same header order: ``Host``, the
 session headers with per-request ones replacing those of the same name, then the other
-per-request ones), so a `--warc` archive does not tell the clients apart.
+per-request ones, then aiohttp's ``Accept`` and ``Accept-Encoding`` where none of those named
+them), so a `--warc` archive does not tell the clients apart.
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ _SITES = 4096
 """Origins whose parts are remembered (forgotten all at once when full)."""
 _TARGET_SAFE = "!#$%&'()*+,/:;=?@[]~"
 """Characters a request target keeps as they are (the rest of printable ASCII too)."""
+_AUTO = (("Accept", "*/*"), ("Accept-Encoding", "gzip, deflate, br, zstd"))
+"""The headers aiohttp sends when neither the session's nor the request's name them (the
+codings: those both clients decode)."""
 _FORBIDDEN = re.compile("[\r\n\x00]")
 """What a header sent must not hold (a line break splits the head; aiohttp refuses NUL)."""
 
@@ -177,7 +181,7 @@ class LeanClient:
     ) -> None:
         self._resolve = resolve
         self._headers = dict(headers)
-        self._defaults = tuple(self._headers.items())
+        self._defaults = _with_auto(tuple(self._headers.items()))
         self._block = _encode("", self._defaults)[len("GET  HTTP/1.1\r\n") :]
         """The default headers' lines and the blank line that ends a head."""
         self._own_host = _names_host(self._headers)
@@ -277,7 +281,7 @@ class LeanClient:
                     merged = {(name if k == known else k): v for k, v in merged.items()}
                     lower[name.lower()] = name
                 merged[name] = value
-        sent = _host_first(host, merged)
+        sent = _with_auto(_host_first(host, merged))
         return key, target, sent, _encode(target, sent)
 
     def _pooled(self, key: _Key, now: float) -> Connection | None:
@@ -449,6 +453,12 @@ def _host_first(host: str, headers: Mapping[str, str]) -> tuple[tuple[str, str],
         else:
             rest.append(item)
     return (given, *rest)
+
+
+def _with_auto(headers: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """``headers`` and, after them, those of `_AUTO` they lack, as aiohttp adds them."""
+    names = {name.lower() for name, _ in headers}
+    return (*headers, *(item for item in _AUTO if item[0].lower() not in names))
 
 
 def _basic(user: str, password: str) -> str:
