@@ -26,6 +26,8 @@ MAX_MEMBERS = 300
 MAX_LISTS = 20_000
 MAX_KEPT = 300_000
 MAX_OF = 8
+_LEVELS = 10
+"""A share's tenths (those of :mod:`gossamer.focus.calibration`)."""
 
 
 class _List:
@@ -85,15 +87,18 @@ class ListEvidence:
         return rose
 
     def judged(self, url: str, relevant: bool) -> list[tuple[str, ...]]:
-        """Count a judged page in its lists; the members of those whose share rose."""
-        rose = []
+        """Count a judged page in its lists; the members of those whose share rose, or fell
+        by a tenth (a long list whose first members proved off-topic no longer lifts the
+        rest: the members waiting are scored again, each list a few times at most)."""
+        moved = []
         for index in self._of.get(hash(url), ()):
             entry = self._lists[index]
+            before = int(entry.share() * _LEVELS)
             entry.judged += 1
             entry.relevant += relevant
-            if relevant:
-                rose.append(entry.members)
-        return rose
+            if relevant or int(entry.share() * _LEVELS) != before:
+                moved.append(entry.members)
+        return moved
 
     def score(self, url: str) -> float:
         """The best share of the lists ``url`` is a member of (0 for none)."""
