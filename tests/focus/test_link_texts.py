@@ -25,7 +25,7 @@ def _chapter_page() -> bytes:
     )
     toc = "".join(
         f'<dt><span class="refentrytitle"><a href="{href}">{name}</a></span>'
-        f"<span class=\"refpurpose\"> \u2014 {purpose}</span></dt>"
+        f'<span class="refpurpose"> \u2014 {purpose}</span></dt>'
         for href, name, purpose in entries
     )
     footer = '<div class="navfooter"><a href="abort.html">Next</a></div>'
