@@ -26,8 +26,8 @@ MAX_MEMBERS = 300
 MAX_LISTS = 20_000
 MAX_KEPT = 300_000
 MAX_OF = 8
-_LEVELS = 10
-"""A share's tenths (those of :mod:`gossamer.focus.calibration`)."""
+_SAYS_SOMETHING = 0.1
+"""A share below this says nothing (the first tenth of :mod:`gossamer.focus.calibration`)."""
 
 
 class _List:
@@ -88,15 +88,16 @@ class ListEvidence:
 
     def judged(self, url: str, relevant: bool) -> list[tuple[str, ...]]:
         """Count a judged page in its lists; the members of those whose share rose, or fell
-        by a tenth (a long list whose first members proved off-topic no longer lifts the
-        rest: the members waiting are scored again, each list a few times at most)."""
+        below a tenth, where it says nothing (a long list with one on-topic member, whose
+        next members proved off-topic, no longer lifts the rest: its members waiting are
+        scored again, once)."""
         moved = []
         for index in self._of.get(hash(url), ()):
             entry = self._lists[index]
-            before = int(entry.share() * _LEVELS)
+            said = entry.share() >= _SAYS_SOMETHING
             entry.judged += 1
             entry.relevant += relevant
-            if relevant or int(entry.share() * _LEVELS) != before:
+            if relevant or (said and entry.share() < _SAYS_SOMETHING):
                 moved.append(entry.members)
         return moved
 
