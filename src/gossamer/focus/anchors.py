@@ -62,6 +62,9 @@ def link_texts(
     blocks: dict[int, str] = {}
     """A block's text by its node's identity: a list of many links is read once."""
     groups: dict[int, int] = {}
+    again: set[str] = set()
+    """URLs whose later link was read for a better context (once a URL: an index of terms
+    links one page from many short entries)."""
     for node in tree.css(_OUTWARD)[:MAX_ANCHORS]:
         try:  # indexed, not ``get``: its exception caught in C, a third of a link's cost
             href = node.attrs["href"] or ""
@@ -79,21 +82,29 @@ def link_texts(
         elif before is None:
             found[url] = LinkText(_anchor(node), *_context_and_group(node, blocks, groups))
         else:
-            found[url] = _again(before, node, blocks, groups)
+            found[url] = _again(before, node, url not in again, blocks, groups)
+            again.add(url)
     return found
 
 
 def _again(
-    before: LinkText, node: LexborNode, blocks: dict[int, str], groups: dict[int, int]
+    before: LinkText,
+    node: LexborNode,
+    first: bool,
+    blocks: dict[int, str],
+    groups: dict[int, int],
 ) -> LinkText:
     """A URL's texts once ``node`` links to it again: the anchors joined (while short); the
-    context and list of the link whose block says most, while the first's says little (a
-    page's navigation links to its next page, "Next", before its table of contents
-    describes that page)."""
+    context and list of its second link (``first`` time again) when its block says more,
+    while the first's says little (a page's navigation links to its next page, "Next",
+    before its table of contents describes that page)."""
     anchor = before.anchor
+    if len(anchor) >= MAX_ANCHOR_CHARS // 2 and (not first or len(before.context) >= _SAYS_LITTLE):
+        return LinkText(anchor, before.context, before.group or _group(node, groups))
+    text = _anchor(node)
     if len(anchor) < MAX_ANCHOR_CHARS // 2:  # its first texts say enough
-        anchor = f"{anchor} {_anchor(node)}"[:MAX_ANCHOR_CHARS]
-    if len(before.context) < _SAYS_LITTLE:
+        anchor = f"{anchor} {text}"[:MAX_ANCHOR_CHARS]
+    if first and len(before.context) < _SAYS_LITTLE and text not in before.anchor:
         context, group = _context_and_group(node, blocks, groups)
         if len(context) > len(before.context):
             return LinkText(anchor, context, group or before.group)
