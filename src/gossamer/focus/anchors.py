@@ -49,8 +49,8 @@ def link_texts(
 ) -> dict[str, LinkText]:
     """The ``<a href>`` of ``page`` that lead to ``wanted`` URLs (resolved as the link
     extractor resolves them), with their text; a URL linked several times keeps its anchor
-    texts joined (while short) and the context (and list) of its first link, or of a later one
-    whose block says more when the first's says little. Of the URLs in
+    texts joined (while short) and the context (and list) of its first link, or of its second
+    when that one's block says more and the first's says little. Of the URLs in
     ``grouped_only`` only the list holding them is read (their words are not needed: reading
     them is most of the cost). Links within the page (``#...``) are skipped unread."""
     tree = page.tree
