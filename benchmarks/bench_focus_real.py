@@ -7,9 +7,10 @@ named ``python.test``, ``postgres.test``, ``sqlite.test`` and ``git.test``; the 
 neutral hub page (``hub.test``) holding one link to each site's root. A topic is a phrase and
 two example pages; its relevant pages are defined by documentation section (a chapter and the
 pages its table of contents lists, or a named set of pages where a site has no chapters), not
-by words, so the crawler has to find pages that name the topic in the site's own terms. Two
-topics (``backup``, ``dates``) are held out: added to check that what was tuned on the first
-four generalises, their figures were not looked at while tuning and are reported apart.
+by words, so the crawler has to find pages that name the topic in the site's own terms. Three
+topics (``backup``, ``dates``, ``concurrency``) are held out: added to check that what was tuned
+on the first four generalises, their figures were not looked at while tuning and are reported
+apart.
 
 For each topic: ``--rounds`` focused crawls (``--focus-mode soft``; three by default: the
 order of a crawl with 16 requests in flight varies from run to run, and the figures are their
@@ -241,6 +242,16 @@ TOPICS = (
                 pages=("datatype-datetime.html", "functions-datetime.html"),
             ),
             Section("sqlite.test", pages=("lang_datefunc.html",)),
+        ),
+        held_out=True,
+    ),
+    Topic(
+        "concurrency",
+        "running code concurrently with threads and processes",
+        ("python.test/library/threading.html", "sqlite.test/threadsafe.html"),
+        (
+            Section("python.test", chapters=("library/concurrency.html",), toc=PY_TOC),
+            Section("sqlite.test", pages=("threadsafe.html",)),
         ),
         held_out=True,
     ),

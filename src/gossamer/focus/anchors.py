@@ -24,6 +24,9 @@ _GROUPS = frozenset({"ul", "ol", "dl", "table", "nav", "menu"})
 _GROUP_LEVELS = 6
 _CONTEXT_LEVELS = 3
 _TOP = frozenset({"body", "html"})
+_SAYS_LITTLE = 60
+"""A link's context shorter than this (a navigation's "Next") gives way to a later link's
+longer one (the same URL's entry in a table of contents)."""
 _BLOCKS = frozenset({"p", "li", "td", "dd", "dt", "section", "div", "article", "blockquote"})
 
 
@@ -46,7 +49,8 @@ def link_texts(
 ) -> dict[str, LinkText]:
     """The ``<a href>`` of ``page`` that lead to ``wanted`` URLs (resolved as the link
     extractor resolves them), with their text; a URL linked several times keeps its anchor
-    texts joined (while short) and the context of its first link. Of the URLs in
+    texts joined (while short) and the context (and list) of its first link, or of its second
+    when that one's block says more and the first's says little. Of the URLs in
     ``grouped_only`` only the list holding them is read (their words are not needed: reading
     them is most of the cost). Links within the page (``#...``) are skipped unread."""
     tree = page.tree
@@ -58,6 +62,9 @@ def link_texts(
     blocks: dict[int, str] = {}
     """A block's text by its node's identity: a list of many links is read once."""
     groups: dict[int, int] = {}
+    again: set[str] = set()
+    """URLs whose later link was read for a better context (once a URL: an index of terms
+    links one page from many short entries)."""
     for node in tree.css(_OUTWARD)[:MAX_ANCHORS]:
         try:  # indexed, not ``get``: its exception caught in C, a third of a link's cost
             href = node.attrs["href"] or ""
@@ -74,10 +81,34 @@ def link_texts(
                 found[url] = LinkText("", "", _group(node, groups))
         elif before is None:
             found[url] = LinkText(_anchor(node), *_context_and_group(node, blocks, groups))
-        elif len(before.anchor) < MAX_ANCHOR_CHARS // 2:  # its first texts say enough
-            anchor = f"{before.anchor} {_anchor(node)}"[:MAX_ANCHOR_CHARS]
-            found[url] = LinkText(anchor, before.context, before.group or _group(node, groups))
+        else:
+            found[url] = _again(before, node, url not in again, blocks, groups)
+            again.add(url)
     return found
+
+
+def _again(
+    before: LinkText,
+    node: LexborNode,
+    first: bool,
+    blocks: dict[int, str],
+    groups: dict[int, int],
+) -> LinkText:
+    """A URL's texts once ``node`` links to it again: the anchors joined (while short); the
+    context and list of its second link (``first`` time again) when its block says more,
+    while the first's says little (a page's navigation links to its next page, "Next",
+    before its table of contents describes that page)."""
+    anchor = before.anchor
+    if len(anchor) >= MAX_ANCHOR_CHARS // 2 and (not first or len(before.context) >= _SAYS_LITTLE):
+        return LinkText(anchor, before.context, before.group or _group(node, groups))
+    text = _anchor(node)
+    if len(anchor) < MAX_ANCHOR_CHARS // 2:  # its first texts say enough
+        anchor = f"{anchor} {text}"[:MAX_ANCHOR_CHARS]
+    if first and len(before.context) < _SAYS_LITTLE and text not in before.anchor:
+        context, group = _context_and_group(node, blocks, groups)
+        if len(context) > len(before.context):
+            return LinkText(anchor, context, group or before.group)
+    return LinkText(anchor, before.context, before.group or _group(node, groups))
 
 
 def _anchor(node: LexborNode) -> str:

@@ -26,6 +26,8 @@ MAX_MEMBERS = 300
 MAX_LISTS = 20_000
 MAX_KEPT = 300_000
 MAX_OF = 8
+_SAYS_SOMETHING = 0.1
+"""A share below this says nothing (the first tenth of :mod:`gossamer.focus.calibration`)."""
 
 
 class _List:
@@ -85,15 +87,19 @@ class ListEvidence:
         return rose
 
     def judged(self, url: str, relevant: bool) -> list[tuple[str, ...]]:
-        """Count a judged page in its lists; the members of those whose share rose."""
-        rose = []
+        """Count a judged page in its lists; the members of those whose share rose, or fell
+        below a tenth, where it says nothing (a long list with one on-topic member, whose
+        next members proved off-topic, no longer lifts the rest: its members waiting are
+        scored again, once)."""
+        moved = []
         for index in self._of.get(hash(url), ()):
             entry = self._lists[index]
+            said = entry.share() >= _SAYS_SOMETHING
             entry.judged += 1
             entry.relevant += relevant
-            if relevant:
-                rose.append(entry.members)
-        return rose
+            if relevant or (said and entry.share() < _SAYS_SOMETHING):
+                moved.append(entry.members)
+        return moved
 
     def score(self, url: str) -> float:
         """The best share of the lists ``url`` is a member of (0 for none)."""

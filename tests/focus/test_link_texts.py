@@ -1,0 +1,60 @@
+"""What a judged page tells of its links when a documentation site's navigation links to them
+first: the link's entry in the table of contents gives its context and list, not the "Next"
+of the navigation; and a long list whose members prove off-topic stops lifting the rest."""
+
+from __future__ import annotations
+
+from gossamer.focus.anchors import link_texts
+from gossamer.focus.lists import ListEvidence
+from gossamer.parse.links import parse_html
+
+SITE = "http://docs.test"
+
+
+def _chapter_page() -> bytes:
+    """A reference chapter as DocBook writes it: a navigation table linking its next page
+    ("Next") above the table of contents that lists and describes that page."""
+    nav = (
+        '<div class="navheader"><table><tr><td><a href="prev.html">Prev</a></td>'
+        '<td><a href="abort.html">Next</a></td></tr></table></div>'
+    )
+    entries = (
+        ("abort.html", "ABORT", "abort the current transaction"),
+        ("analyze.html", "ANALYZE", "collect statistics about a database"),
+        ("begin.html", "BEGIN", "start a transaction block"),
+    )
+    toc = "".join(
+        f'<dt><span class="refentrytitle"><a href="{href}">{name}</a></span>'
+        f'<span class="refpurpose"> \u2014 {purpose}</span></dt>'
+        for href, name, purpose in entries
+    )
+    footer = '<div class="navfooter"><a href="abort.html">Next</a></div>'
+    return f"<html><body>{nav}<h1>SQL Commands</h1><dl>{toc}</dl>{footer}</body></html>".encode()
+
+
+def test_a_link_the_navigation_names_first_keeps_its_table_of_contents_entry() -> None:
+    page = parse_html(_chapter_page(), f"{SITE}/commands.html")
+    texts = link_texts(page, set(page.links))
+    first = texts[f"{SITE}/abort.html"]
+    assert "abort the current transaction" in first.context
+    assert "ABORT" in first.anchor
+    others = texts[f"{SITE}/analyze.html"], texts[f"{SITE}/begin.html"]
+    assert all(first.group == other.group for other in others)  # one list: the contents
+    assert texts[f"{SITE}/prev.html"].group != first.group
+
+
+def test_a_long_list_whose_members_prove_off_topic_stops_lifting_the_rest() -> None:
+    """One on-topic member lifts the rest of its list of forty; as the next ones prove
+    off-topic its share falls, and the members waiting are told (scored again) before the
+    share says nothing."""
+    members = tuple(f"{SITE}/lang_{i}.html" for i in range(40))
+    lists = ListEvidence()
+    lists.add([members], lambda _key: None)
+    assert lists.judged(members[0], True) == [members]
+    lifted = lists.score(members[-1])
+    told = []
+    for url in members[1:12]:
+        if lists.judged(url, False):
+            told.append(lists.score(members[-1]))
+    assert told, "the members waiting were never told the list's share fell"
+    assert told[-1] < 0.1 <= lifted
