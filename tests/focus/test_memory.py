@@ -35,7 +35,7 @@ def test_no_term_outgrows_the_word_cap() -> None:
     assert max(map(len, text._STEMS)) <= MAX_WORD_CHARS
     policy = FocusPolicy(Topic(PHRASE))
     judge(policy, "http://x.test/", page(" ".join(endless), [("/a/", " ".join(endless))]))
-    kept = policy.topic.df._df  # noqa: SLF001 - the counts themselves are what is bounded
+    kept = policy.topic.df._df  # the counts themselves are what is bounded
     assert max(map(len, kept)) <= MAX_WORD_CHARS
 
 
@@ -62,5 +62,5 @@ def test_a_waiting_urls_features_stay_bounded_however_many_pages_link_to_it() ->
         anchor = " ".join(f"w{n}x{i}" for i in range(40))
         judge(policy, f"http://x.test/page{n}/", page(ON_TOPIC, [("/hub/", anchor)]))
     assert policy.stats().relevant == 40  # so each page's link joins the features kept
-    hub = policy._waiting["http://x.test/hub/"]  # noqa: SLF001 - linked from every page
+    hub = policy._waiting["http://x.test/hub/"]  # linked from every page
     assert 400 <= len(hub.features) < 400 + 100
