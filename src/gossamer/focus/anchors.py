@@ -7,9 +7,9 @@ crawl: a plain crawl never walks its anchors twice.
 from __future__ import annotations
 
 from collections.abc import Container
-from dataclasses import dataclass
+from typing import NamedTuple
 
-from selectolax.lexbor import LexborNode
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from gossamer.parse.links import ParsedPage
 from gossamer.urls import Resolver
@@ -30,9 +30,9 @@ longer one (the same URL's entry in a table of contents)."""
 _BLOCKS = frozenset({"p", "li", "td", "dd", "dt", "section", "div", "article", "blockquote"})
 
 
-@dataclass(frozen=True, slots=True)
-class LinkText:
-    """The words a page gives one of its links."""
+class LinkText(NamedTuple):
+    """The words a page gives one of its links (a named tuple: a page makes one for each of
+    its links, and a dataclass's ``__init__`` cost some ten times more)."""
 
     anchor: str
     """The link's text (its ``title`` or an image's ``alt`` when it has none)."""
@@ -65,11 +65,7 @@ def link_texts(
     again: set[str] = set()
     """URLs whose later link was read for a better context (once a URL: an index of terms
     links one page from many short entries)."""
-    for node in tree.css(_OUTWARD)[:MAX_ANCHORS]:
-        try:  # indexed, not ``get``: its exception caught in C, a third of a link's cost
-            href = node.attrs["href"] or ""
-        except KeyError:  # matched by a prefixed name alone (``xlink:href``)
-            href = ""
+    for href, node in _outward(page, tree):
         url = resolved.get(href, "")  # "" no URL resolves to: one look-up a link
         if url == "":
             url = resolved[href] = resolver.resolve(href)
@@ -109,6 +105,23 @@ def _again(
         if len(context) > len(before.context):
             return LinkText(anchor, context, group or before.group)
     return LinkText(anchor, before.context, before.group or _group(node, groups))
+
+
+def _outward(page: ParsedPage, tree: LexborHTMLParser) -> list[tuple[str, LexborNode]]:
+    """The page's first ``MAX_ANCHORS`` links out of it (not within: ``#...``) with their
+    ``href``: those the link extractor found with its links when it kept them (no search of
+    the tree again: that search was half of this module's cost), else searched for."""
+    if page.anchors is not None:
+        return [anchor for anchor in page.anchors if anchor[0][:1] != "#"][:MAX_ANCHORS]
+    return list(map(_with_href, tree.css(_OUTWARD)[:MAX_ANCHORS]))
+
+
+def _with_href(node: LexborNode) -> tuple[str, LexborNode]:
+    try:  # indexed, not ``get``: its exception caught in C, a third of a link's cost
+        href = node.attrs["href"] or ""
+    except KeyError:  # matched by a prefixed name alone (``xlink:href``)
+        href = ""
+    return href, node
 
 
 def _anchor(node: LexborNode) -> str:

@@ -1,9 +1,10 @@
 """Terms of a text and the crawl's document frequencies.
 
-A term is a lower-cased word of two or more letters (digits allowed after the first letter),
-not a stop word, cut by a light suffix stemmer (``transactions`` and ``transaction`` meet,
-``locking`` and ``locks`` meet ``lock``). Stemming and weighting are the same for the topic,
-the pages and the anchors, so only their agreement matters, not the stems' spelling.
+A term is a lower-cased word of two or more letters (digits allowed after the first letter;
+at most ``MAX_WORD_CHARS`` characters are read of a word), not a stop word, cut by a light
+suffix stemmer (``transactions`` and ``transaction`` meet, ``locking`` and ``locks`` meet
+``lock``). Stemming and weighting are the same for the topic, the pages and the anchors, so
+only their agreement matters, not the stems' spelling.
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ import numpy.typing as npt
 
 MAX_TEXT_CHARS = 200_000
 """Longer texts are judged on their start: a bound on the time a page costs."""
+MAX_WORD_CHARS = 64
+"""A longer word is read as its first 64 characters (no word of a language is that long; a
+Git hash is 40): a bound on the bytes of each term the crawl keeps (document frequencies,
+the background, the stemmer's cache), whatever a page holds."""
 
 STOP_WORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been
@@ -88,6 +93,10 @@ class _Stems(dict[str, str]):
     one pass with no check for misses after it."""
 
     def __missing__(self, word: str) -> str:
+        if len(word) > MAX_WORD_CHARS:
+            # a hash, a blob of base64, a run of letters a hostile page repeats: cut, and not
+            # cached, so no term (nor a cached word) holds more than MAX_WORD_CHARS
+            return self[word[:MAX_WORD_CHARS]]
         stripped = word.lstrip(_DIGITS)
         term = "" if len(stripped) < 2 or stripped in STOP_WORDS else stem(stripped)
         if len(self) < _MAX_STEMS:
@@ -131,7 +140,10 @@ def with_pairs(words: list[str], pairs: frozenset[str]) -> list[str]:
     phrases count as terms of their own."""
     if not pairs or len(words) < 2:
         return words
-    after = itertools.compress(itertools.pairwise(words), map(_firsts(pairs).__contains__, words))
+    firsts = _firsts(pairs)
+    if firsts.isdisjoint(words):  # most short texts (anchors, contexts): one pass in C
+        return words
+    after = itertools.compress(itertools.pairwise(words), map(firsts.__contains__, words))
     found = [f"{a} {b}" for a, b in after]
     return words + [p for p in found if p in pairs]
 
@@ -167,6 +179,10 @@ class DocumentFrequencies:
         if len(self._df) > self._max_terms:
             keep = self._df.most_common(self._max_terms // 2)
             self._df = Counter(dict(keep))
+
+    def __len__(self) -> int:
+        """Terms counted (at most ``max_terms``)."""
+        return len(self._df)
 
     def idf(self, term: str) -> float:
         """``log((N + prior + 1) / (df + 1))``, at least a tenth of the largest."""

@@ -76,6 +76,12 @@ class ParsedPage:
     """Whether some ``<link href>`` of the document has ``canonical`` among its rels (found
     with its links, so a page that names none spares the search of its head for the
     canonical link); None when not looked for."""
+    anchors: tuple[tuple[str, LexborNode], ...] | None = field(
+        default=None, repr=False, compare=False
+    )
+    """The document's ``<a href>`` elements with their ``href`` as written (``nofollow`` ones
+    too), in document order, found with its links: a focused crawl reads their texts
+    without searching the tree again; None when not looked for."""
 
 
 def parse_html(
@@ -130,6 +136,7 @@ def parse_html(
         flags=parsed.flags,
         metas=tuple(nodes.metas),
         names_canonical=nodes.canonical,
+        anchors=tuple(nodes.anchors),
     )
 
 
@@ -187,6 +194,8 @@ class _Nodes:
     """The first ``<base href>``."""
     canonical: bool = False
     """A ``<link>`` names ``canonical`` among its rels (split as ``rel~=`` splits, or finer)."""
+    anchors: list[tuple[str, LexborNode]] = field(default_factory=list)
+    """Each ``<a>`` element with its ``href`` as written, in document order."""
 
 
 def _read_nodes(nodes: list[LexborNode], *, honour_nofollow: bool) -> _Nodes:
@@ -203,6 +212,9 @@ def _read_nodes(nodes: list[LexborNode], *, honour_nofollow: bool) -> _Nodes:
                 found.base = node
             continue
         attributes = node.attributes
+        href = attributes.get("href") or ""
+        if tag == "a":
+            found.anchors.append((href, node))
         rel = attributes.get("rel")
         tokens = rel.lower().split() if rel else ()
         if tag == "link":
@@ -214,7 +226,7 @@ def _read_nodes(nodes: list[LexborNode], *, honour_nofollow: bool) -> _Nodes:
         if honour_nofollow and "nofollow" in tokens:
             found.rel_nofollow += 1
             continue
-        hrefs[attributes.get("href") or ""] = None
+        hrefs[href] = None
     found.hrefs = list(hrefs)
     return found
 
