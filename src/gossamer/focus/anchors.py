@@ -111,9 +111,18 @@ def _outward(page: ParsedPage, tree: LexborHTMLParser) -> list[tuple[str, Lexbor
     """The page's first ``MAX_ANCHORS`` links out of it (not within: ``#...``) with their
     ``href``: those the link extractor found with its links when it kept them (no search of
     the tree again: that search was half of this module's cost), else searched for."""
-    if page.anchors is not None:
-        return [anchor for anchor in page.anchors if anchor[0][:1] != "#"][:MAX_ANCHORS]
-    return list(map(_with_href, tree.css(_OUTWARD)[:MAX_ANCHORS]))
+    nodes = page.nodes
+    if nodes is None:
+        return list(map(_with_href, tree.css(_OUTWARD)[:MAX_ANCHORS]))
+    outward = []
+    for node in nodes:
+        if node.tag == "a":
+            anchor = _with_href(node)
+            if anchor[0][:1] != "#":
+                outward.append(anchor)
+                if len(outward) == MAX_ANCHORS:
+                    break
+    return outward
 
 
 def _with_href(node: LexborNode) -> tuple[str, LexborNode]:

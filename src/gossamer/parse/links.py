@@ -76,12 +76,11 @@ class ParsedPage:
     """Whether some ``<link href>`` of the document has ``canonical`` among its rels (found
     with its links, so a page that names none spares the search of its head for the
     canonical link); None when not looked for."""
-    anchors: tuple[tuple[str, LexborNode], ...] | None = field(
-        default=None, repr=False, compare=False
-    )
-    """The document's ``<a href>`` elements with their ``href`` as written (``nofollow`` ones
-    too), in document order, found with its links: a focused crawl reads their texts
-    without searching the tree again; None when not looked for."""
+    nodes: list[LexborNode] | None = field(default=None, repr=False, compare=False)
+    """The elements the links were read from (every element with an ``href``, and the meta
+    tags), in document order: a focused crawl reads its ``<a href>`` texts from them without
+    searching the tree again (kept, not copied: a crawl without focus pays nothing for
+    them); None when not looked for."""
 
 
 def parse_html(
@@ -118,7 +117,8 @@ def parse_html(
         return ParsedPage(
             None, [], 0, False, False, page.document, detected.encoding, flags=parsed.flags
         )
-    nodes = _read_nodes(tree.css(_NODE_SELECTOR), honour_nofollow=not follow_nofollow)
+    elements = tree.css(_NODE_SELECTOR)
+    nodes = _read_nodes(elements, honour_nofollow=not follow_nofollow)
     noindex, nofollow = _meta_robots(nodes.metas)
     base = _base_resolver(nodes.base, page)
     links, skipped = _resolve_links(
@@ -136,7 +136,7 @@ def parse_html(
         flags=parsed.flags,
         metas=tuple(nodes.metas),
         names_canonical=nodes.canonical,
-        anchors=tuple(nodes.anchors),
+        nodes=elements,
     )
 
 
@@ -194,8 +194,6 @@ class _Nodes:
     """The first ``<base href>``."""
     canonical: bool = False
     """A ``<link>`` names ``canonical`` among its rels (split as ``rel~=`` splits, or finer)."""
-    anchors: list[tuple[str, LexborNode]] = field(default_factory=list)
-    """Each ``<a>`` element with its ``href`` as written, in document order."""
 
 
 def _read_nodes(nodes: list[LexborNode], *, honour_nofollow: bool) -> _Nodes:
@@ -213,8 +211,6 @@ def _read_nodes(nodes: list[LexborNode], *, honour_nofollow: bool) -> _Nodes:
             continue
         attributes = node.attributes
         href = attributes.get("href") or ""
-        if tag == "a":
-            found.anchors.append((href, node))
         rel = attributes.get("rel")
         tokens = rel.lower().split() if rel else ()
         if tag == "link":
