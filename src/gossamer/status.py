@@ -20,6 +20,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from gossamer.engine import Crawler
 
 log = logging.getLogger(__name__)
@@ -33,7 +35,7 @@ HELD_BACK = 20
 
 def snapshot(crawler: Crawler, state: str, worker: str | None = None) -> dict[str, Any]:
     """What status.json holds now."""
-    stats = asdict(crawler.stats())
+    stats = msgspec.structs.asdict(crawler.stats())
     stats["elapsed"] = round(stats["elapsed"], 3)
     stats["pages_per_second"] = round(stats["pages_per_second"], 2)
     return {
