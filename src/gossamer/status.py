@@ -16,7 +16,6 @@ import logging
 import os
 import time
 from collections.abc import AsyncIterator
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +43,7 @@ def snapshot(crawler: Crawler, state: str, worker: str | None = None) -> dict[st
         "worker": worker,
         "updated": round(time.time(), 3),
         "stats": stats,
-        "held_back": [asdict(h) for h in crawler.held_back(HELD_BACK)],
+        "held_back": [msgspec.structs.asdict(h) for h in crawler.held_back(HELD_BACK)],
     }
 
 

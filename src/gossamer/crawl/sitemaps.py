@@ -60,8 +60,6 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 
-import msgspec
-
 from gossamer.crawl.sitemapbudget import LoopShare, SiteBudgets
 from gossamer.crawl.sitemapfiles import (
     OWNED_ELSEWHERE,
@@ -301,9 +299,7 @@ class SitemapStage:
         began = asyncio.get_running_loop().time()
         left = self._budgets.left(origins)
         if left > 0:
-            limits = msgspec.structs.replace(
-                self._limits, max_files=min(self._limits.max_files, left)
-            )
+            limits = self._limits.at_most(left)
             files, unanswered = await self._walk(url, origins, limits)
             self._budgets.spend(url, origins, files)
         else:  # the sitemaps its site's robots.txt names took their files

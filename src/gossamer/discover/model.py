@@ -94,6 +94,10 @@ class Limits(msgspec.Struct, frozen=True):
     max_redirects: int = 5
     """Redirects followed from one sitemap URL."""
 
+    def at_most(self, files: int) -> Limits:
+        """These limits, with at most ``files`` files fetched in a walk."""
+        return msgspec.structs.replace(self, max_files=min(self.max_files, files))
+
 
 class Entry(NamedTuple):
     """A page URL a sitemap or feed lists, with its hints."""
