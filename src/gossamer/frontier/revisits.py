@@ -27,11 +27,11 @@ import operator
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
+from msgspec.structs import replace
 
 from gossamer.crawldb import CrawlDB
 from gossamer.frontier.hostqueue import Queued
@@ -129,8 +129,7 @@ def _text_digest(text: str | None) -> int | None:
     return None if not text else content_digest(text.encode("utf-8", "replace"))
 
 
-@dataclass(frozen=True, slots=True)
-class RevisitState:
+class RevisitState(msgspec.Struct, frozen=True):
     """A URL's row of ``revisits``."""
 
     fp: int
