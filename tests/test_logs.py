@@ -13,7 +13,8 @@ import pytest
 from aiohttp import web
 from tests.local_app import serve
 
-from gossamer.logs import JsonFormatter, TextFormatter, logging_to_stderr
+import gossamer.logs
+from gossamer.logs import JsonFormatter, TextFormatter, logging_to_file, logging_to_stderr
 
 GOSSAMER = [sys.executable, "-m", "gossamer.cli"]
 
@@ -85,6 +86,24 @@ def test_logging_to_stderr_sets_up_and_restores(capsys: pytest.CaptureFixture[st
 
 
 # -- a crawl --------------------------------------------------------------------------------
+
+
+def test_the_log_file_rotates_keeping_one_old_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gossamer.logs, "LOG_FILE_BYTES", 2000)
+    path = tmp_path / "crawl.log"
+    log = logging.getLogger("gossamer.test")
+    with logging_to_file(path):
+        for n in range(100):
+            log.info("record %03d %s", n, "x" * 50)
+    lines = path.read_text("utf-8").splitlines()
+    old = (tmp_path / "crawl.log.1").read_text("utf-8").splitlines()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["crawl.log", "crawl.log.1"]
+    assert path.stat().st_size < 2000 and (tmp_path / "crawl.log.1").stat().st_size < 2000
+    assert json.loads(lines[-1])["message"].startswith("record 099")
+    numbers = [int(json.loads(line)["message"].split()[1]) for line in old + lines]
+    assert numbers == list(range(numbers[0], 100))  # none lost between the two files
 
 
 async def handler(request: web.Request) -> web.Response:

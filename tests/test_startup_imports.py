@@ -2,7 +2,9 @@
 no subcommand's parser but the crawl's, the crawl's modules load no SOCKS client, no
 Public Suffix List and no cookie date parser until a proxy or a cookie asks for them, and a
 links-only crawl (``--no-text``) loads no content extraction, archive, focus, metrics,
-browser or cluster module, nor aiohttp."""
+browser or cluster module, nor aiohttp, nor ``logging.handlers``, and builds no dataclass
+outside the modules that still have theirs (each costs start-up its generated methods'
+compilation). A parse sandbox's worker loads no ``email`` parser until a page has a date."""
 
 from __future__ import annotations
 
@@ -62,6 +64,7 @@ _LINKS_ONLY_NEVER = [
     "prometheus_client",
     "aiohttp",  # direct requests go through the lean client (gossamer.fetch.lean)
     "tomllib",  # no config file given: no TOML to read
+    "logging.handlers",  # crawl.log rotates without it (pickle, queue, socket)
 ]
 """Modules a ``--no-text`` crawl has no use for: each costs start-up time for nothing."""
 
@@ -72,15 +75,48 @@ async def test_links_only_crawl_loads_no_content_nor_cluster_modules(tmp_path: P
         argv = ["crawl", f"http://127.0.0.1:{port}/", "--no-text", "--quiet", "--delay", "0"]
         argv += ["--out", str(tmp_path / "out"), "--max-pages", "5"]
         records = str(tmp_path / "out" / "pages.jsonl")
-        extra = f"print(open({records!r}).read().count(chr(10)))"
+        extra = f"print(open({records!r}).read().count(chr(10)))\n{_DATACLASSES}"
         code = _PROBE.format(argv=argv, names=_LINKS_ONLY_NEVER, extra=extra)
         probe = await asyncio.create_subprocess_exec(
             sys.executable, "-c", code, stdout=asyncio.subprocess.PIPE
         )
         out, _ = await asyncio.wait_for(probe.communicate(), 50)
     lines = out.decode().splitlines()
-    assert lines[-3] == "2"  # both pages crawled
+    assert lines[-4] == "2"  # both pages crawled
+    assert [name for name in lines[-3].split() if not name.startswith(_STILL_DATACLASSES)] == []
     assert lines[-1].split() == []
+
+
+_DATACLASSES = """
+import dataclasses
+print(" ".join(
+    f"{name}.{key}" for name, module in list(sys.modules.items()) if name.startswith("gossamer")
+    for key, value in vars(module).items()
+    if isinstance(value, type) and dataclasses.is_dataclass(value) and value.__module__ == name
+))
+"""
+_STILL_DATACLASSES = (
+    "gossamer.fetch.",
+    "gossamer.parse.guard.",
+    "gossamer.parse.links.",
+    "gossamer.digests.",
+    "gossamer.frontier.robots.RobotsPolicy",  # its rules compare as equal whatever they hold
+)
+"""The modules whose dataclasses a links-only crawl still builds."""
+
+
+def test_a_parse_worker_loads_no_email_parser(tmp_path: Path) -> None:
+    found = tmp_path / "modules.txt"
+    code = (
+        "import runpy, sys\n"
+        "sys.argv = ['gossamer.page.sandboxed', str(2 << 30), '1.0', '0']\n"
+        "runpy.run_module('gossamer.page.sandboxed', run_name='__main__')\n"
+        f"open({str(found)!r}, 'w').write(' '.join(sorted(sys.modules)))\n"
+    )
+    subprocess.run([sys.executable, "-c", code], stdin=subprocess.DEVNULL, check=True, timeout=60)
+    modules = set(found.read_text().split())
+    assert "gossamer.parse.links" in modules  # the worker did start
+    assert "email.utils" not in modules
 
 
 def test_socks_error_still_named() -> None:

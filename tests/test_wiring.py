@@ -3,10 +3,10 @@ opened, and a close that fails does not skip the others."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 
+import msgspec
 import pytest
 from tests.test_engine import settings_for
 
@@ -83,8 +83,8 @@ async def test_a_browser_that_cannot_start_closes_the_fetcher_and_the_outputs(
 def test_stages_hold_what_was_built_and_do_nothing() -> None:
     """Starting the stages and fetching focus examples are functions of their own
     (``gossamer.crawl.assembly``); the bundle is data only."""
-    assert dataclasses.is_dataclass(Stages)
-    fields = {field.name for field in dataclasses.fields(Stages)}
+    assert issubclass(Stages, msgspec.Struct)
+    fields = set(Stages.__struct_fields__)
     assert {"db", "fetcher", "proxies", "gate", "renderer"} <= fields
     behaviour = [
         name for name, value in vars(Stages).items() if callable(value) and name[:2] != "__"

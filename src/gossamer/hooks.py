@@ -36,8 +36,9 @@ import asyncio
 import inspect
 import json
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 if TYPE_CHECKING:
     from selectolax.lexbor import LexborHTMLParser
@@ -77,9 +78,9 @@ class HookError(Exception):
     """A hook failed, or returned what a record cannot hold; the message says which."""
 
 
-@dataclass(frozen=True, slots=True)
-class Page:
-    """What a hook sees of one fetched page (read-only)."""
+class Page(msgspec.Struct, frozen=True):
+    """What a hook sees of one fetched page (read-only; a frozen msgspec Struct, as the
+    crawl's other per-page values are)."""
 
     url: str
     status: int
@@ -90,12 +91,12 @@ class Page:
     content_type: str | None
     encoding: str | None
     """The Python codec the HTML was read with (None for a page that is not HTML)."""
-    tree: LexborHTMLParser | None = field(repr=False)
+    tree: LexborHTMLParser | None
     """The parsed HTML (selectolax lexbor), or None for a page that is not HTML."""
     links: tuple[str, ...] = ()
     """The absolute links the crawl would follow from the page."""
     title: str | None = None
-    content: Content | None = field(default=None, repr=False)
+    content: Content | None = None
     """The extracted main text and metadata (:class:`gossamer.extract.Content`), or None
     with ``--no-text`` or for a page without text."""
 
@@ -106,20 +107,25 @@ class Page:
             return None
         return self.body.decode(self.encoding, "replace")
 
+    def __repr__(self) -> str:  # the tree and the content are left out: too long to read
+        return (
+            f"Page(url={self.url!r}, status={self.status!r}, headers={self.headers!r}, "
+            f"body={self.body!r}, content_type={self.content_type!r}, "
+            f"encoding={self.encoding!r}, links={self.links!r}, title={self.title!r})"
+        )
 
-@dataclass(frozen=True, slots=True)
-class HookResult:
+
+class HookResult(msgspec.Struct, frozen=True):
     """Extra record fields and, unless None, the links to follow instead of the page's own."""
 
-    fields: Mapping[str, Any] = field(default_factory=dict)
+    fields: Mapping[str, Any] = msgspec.field(default_factory=dict)
     links: Sequence[str] | None = None
 
 
 Hook = Callable[[Page], "Mapping[str, Any] | HookResult | None"]
 
 
-@dataclass(frozen=True, slots=True)
-class Link:
+class Link(msgspec.Struct, frozen=True):
     """A link a page handler gives to follow: absolute, or relative to the page's URL. It goes
     through the crawl's scope, depth and dedup like any link the page holds."""
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -101,9 +101,7 @@ def logging_to_file(path: Path, level: str = "info") -> Iterator[None]:
     ``path`` as JSON lines (the dashboard reads its tail), rotated at :data:`LOG_FILE_BYTES`."""
     logger = logging.getLogger(_PACKAGE)
     try:
-        handler = RotatingFileHandler(
-            path, maxBytes=LOG_FILE_BYTES, backupCount=1, encoding="utf-8", delay=True
-        )
+        handler = _RotatingFile(path, LOG_FILE_BYTES)
     except OSError:
         yield
         return
@@ -120,6 +118,30 @@ def logging_to_file(path: Path, level: str = "info") -> Iterator[None]:
         logger.removeHandler(handler)
         logger.setLevel(saved)
         handler.close()
+
+
+class _RotatingFile(logging.FileHandler):
+    """A file renamed to ``NAME.1`` (the one old file kept) when a record would take it to
+    ``max_bytes``, as ``logging.handlers.RotatingFileHandler`` with one backup does: that
+    module loads pickle, queue and socket at every crawl's start for this one class."""
+
+    def __init__(self, path: Path, max_bytes: int) -> None:
+        super().__init__(path, encoding="utf-8", delay=True)
+        self._max_bytes = max_bytes
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            if self.stream is None:
+                self.stream = self._open()
+            size = self.stream.tell()
+            if size and size + len(self.format(record)) + 1 >= self._max_bytes:
+                self.stream.close()
+                self.stream = None  # reopened, empty, below
+                os.replace(self.baseFilename, self.baseFilename + ".1")
+        except Exception:  # as logging does: a failing handler never fails the crawl
+            self.handleError(record)
+            return
+        super().emit(record)
 
 
 def _iso_time(created: float) -> str:

@@ -9,8 +9,9 @@ default), optional credentials, nothing else. A proxy is shown (logs, records, s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
+
+import msgspec
 
 from gossamer.redact import redact_url
 
@@ -24,8 +25,7 @@ class ProxyError(ValueError):
     """A proxy URL that cannot be used; the message never holds its password."""
 
 
-@dataclass(frozen=True, slots=True)
-class Proxy:
+class Proxy(msgspec.Struct, frozen=True):
     """One proxy: its URL as given (credentials included) and how to show it."""
 
     url: str

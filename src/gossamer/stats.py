@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import resource
 import sys
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 
 def peak_rss_mb() -> float:
@@ -17,9 +18,10 @@ def peak_rss_mb() -> float:
     return round(peak / divisor, 1)
 
 
-@dataclass(frozen=True, slots=True)
-class CrawlStats:
-    """Counters of one crawl (cumulative over ``--resume`` runs for record counts)."""
+class CrawlStats(msgspec.Struct, frozen=True):
+    """Counters of one crawl (cumulative over ``--resume`` runs for record counts). A frozen
+    msgspec Struct (``msgspec.structs.asdict`` gives its fields): a dataclass's generated
+    methods are compiled at every start."""
 
     pages: int
     """Records written: one per finished URL."""
@@ -88,7 +90,7 @@ class CrawlStats:
     budget: int = 0
     """URLs recorded with the ``budget`` outcome: queued when their host's page budget was
     spent, never fetched (``rejected["budget"]`` counts those turned away on arrival)."""
-    page_signals: dict[str, int] = field(default_factory=dict)
+    page_signals: dict[str, int] = msgspec.field(default_factory=dict)
     """Pages by the site owner's signal: ``noindex``, ``nofollow``, ``canonical`` (naming
     another canonical URL) and what ``--canonical follow`` made of it (``canonical-followed``,
     ``-offsite``, ``-scheme``, ``-loop``, ``-error``; ``canonical-conflict``: header and tag
@@ -100,7 +102,7 @@ class CrawlStats:
 
     def write(self, path: Path) -> None:
         """Write as stats.json."""
-        data = asdict(self)
+        data = msgspec.structs.asdict(self)
         data["elapsed"] = round(self.elapsed, 3)
         data["pages_per_second"] = round(self.pages_per_second, 2)
         path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")

@@ -16,9 +16,10 @@ import logging
 import os
 import time
 from collections.abc import AsyncIterator
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from gossamer.engine import Crawler
 
@@ -33,7 +34,7 @@ HELD_BACK = 20
 
 def snapshot(crawler: Crawler, state: str, worker: str | None = None) -> dict[str, Any]:
     """What status.json holds now."""
-    stats = asdict(crawler.stats())
+    stats = msgspec.structs.asdict(crawler.stats())
     stats["elapsed"] = round(stats["elapsed"], 3)
     stats["pages_per_second"] = round(stats["pages_per_second"], 2)
     return {
@@ -42,7 +43,7 @@ def snapshot(crawler: Crawler, state: str, worker: str | None = None) -> dict[st
         "worker": worker,
         "updated": round(time.time(), 3),
         "stats": stats,
-        "held_back": [asdict(h) for h in crawler.held_back(HELD_BACK)],
+        "held_back": [msgspec.structs.asdict(h) for h in crawler.held_back(HELD_BACK)],
     }
 
 

@@ -1,6 +1,5 @@
 """The URL-seen set: exact, like a Python set, across merges, skew and bulk loads."""
 
-import dataclasses
 import random
 
 import numpy as np
@@ -163,7 +162,7 @@ def test_stats_are_a_frozen_snapshot() -> None:
     assert stats.entries == 10
     assert stats.nbytes == seen.nbytes
     assert stats.bytes_per_entry == stats.nbytes / 10
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError):  # frozen
         stats.entries = 0  # type: ignore[misc]
 
 

@@ -11,9 +11,9 @@ slots fails) and on a 3-master Redis Cluster through a cluster client.
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 
 import pytest
+from msgspec.structs import replace
 from tests.frontier import topologies
 
 from gossamer.frontier.base import Candidate, Lease

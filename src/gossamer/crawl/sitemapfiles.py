@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import msgspec
@@ -89,8 +88,7 @@ class Counts(msgspec.Struct):
     blocked: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class SitemapStats:
+class SitemapStats(msgspec.Struct, frozen=True):
     """What the stage did: files read (children and feeds included), entries they listed in
     scope, entries admission took (new URLs queued), files flagged, sitemaps robots.txt
     blocked, hosts whose sitemaps are being read, sitemaps waiting."""
@@ -105,7 +103,7 @@ class SitemapStats:
 
     def as_json(self) -> dict[str, int]:
         """The figures by name (stats.json's ``sitemaps``)."""
-        return {name: getattr(self, name) for name in self.__slots__}
+        return {name: getattr(self, name) for name in self.__struct_fields__}
 
 
 class Answer(msgspec.Struct, frozen=True):

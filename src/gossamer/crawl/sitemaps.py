@@ -59,7 +59,6 @@ import contextlib
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import replace
 
 from gossamer.crawl.sitemapbudget import LoopShare, SiteBudgets
 from gossamer.crawl.sitemapfiles import (
@@ -300,7 +299,7 @@ class SitemapStage:
         began = asyncio.get_running_loop().time()
         left = self._budgets.left(origins)
         if left > 0:
-            limits = replace(self._limits, max_files=min(self._limits.max_files, left))
+            limits = self._limits.at_most(left)
             files, unanswered = await self._walk(url, origins, limits)
             self._budgets.spend(url, origins, files)
         else:  # the sitemaps its site's robots.txt names took their files

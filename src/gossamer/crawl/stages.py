@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -60,8 +59,7 @@ FROM_SETTINGS: Any = object()
 """``open_stages`` without rules given: it reads those of the settings."""
 
 
-@dataclass(frozen=True, slots=True)
-class Stages:
+class Stages(msgspec.Struct, frozen=True):
     """The stages every crawl process has, whatever its frontier."""
 
     db: CrawlDB

@@ -16,9 +16,10 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import urljoin
+
+import msgspec
 
 from gossamer.discover.model import Child, Entry, FileResult, Flag, Format, Item, Limits
 from gossamer.discover.reader import SLICE_BYTES, SitemapReader
@@ -42,23 +43,21 @@ class SitemapFetch(Protocol):
     def __call__(self, url: str) -> Awaitable[Reply]: ...
 
 
-@dataclass(slots=True)
-class _Job:
+class _Job(msgspec.Struct):
     url: str
     depth: int
     inherited: frozenset[str] = frozenset()
     redirects: int = 0
 
 
-@dataclass(slots=True)
-class _File:
+class _File(msgspec.Struct):
     """The tally of one file as it is read."""
 
     job: _Job
     grant: Grant
     kept: int = 0
     dropped: int = 0
-    flags: list[Flag] = field(default_factory=list)
+    flags: list[Flag] = msgspec.field(default_factory=list)
 
     def flag(self, flag: Flag) -> None:
         if flag not in self.flags:

@@ -3,9 +3,10 @@ file's result record."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import NamedTuple
+
+import msgspec
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -71,8 +72,7 @@ class Flag(StrEnum):
     """Entries the scope rule dropped (counted in ``FileResult.dropped``)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Limits:
+class Limits(msgspec.Struct, frozen=True):
     """Bounds of one file and of one walk over sitemap indexes."""
 
     max_urls: int = MAX_FILE_URLS
@@ -93,6 +93,10 @@ class Limits:
     """Files fetched in one walk (start URLs, children, redirects)."""
     max_redirects: int = 5
     """Redirects followed from one sitemap URL."""
+
+    def at_most(self, files: int) -> Limits:
+        """These limits, with at most ``files`` files fetched in a walk."""
+        return msgspec.structs.replace(self, max_files=min(self.max_files, files))
 
 
 class Entry(NamedTuple):
@@ -125,8 +129,7 @@ class Child(NamedTuple):
 Item = Entry | Child
 
 
-@dataclass(frozen=True, slots=True)
-class FileResult:
+class FileResult(msgspec.Struct, frozen=True):
     """What reading one sitemap or feed file came to (recorded as kind ``sitemap``)."""
 
     url: str

@@ -16,7 +16,8 @@ site, and answers with a :class:`Grant` per sitemap.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+
+import msgspec
 
 from gossamer.urls import InvalidURL, canonicalize, host_key
 
@@ -42,8 +43,7 @@ def _canonical(url: str) -> str | None:
         return None
 
 
-@dataclass(frozen=True, slots=True)
-class Grant:
+class Grant(msgspec.Struct, frozen=True):
     """What one sitemap may list."""
 
     site: str

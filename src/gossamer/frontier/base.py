@@ -51,7 +51,6 @@ Lease rules:
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Literal, Protocol, get_args, overload
 
 import msgspec
@@ -172,8 +171,7 @@ class AddResult(msgspec.Struct, frozen=True):
     rejected: dict[str, int] = msgspec.field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class FrontierStats:
+class FrontierStats(msgspec.Struct, frozen=True):
     """Frozen snapshot of a frontier."""
 
     queued: int
@@ -201,8 +199,7 @@ POLITE_REASONS: frozenset[WaitReason] = frozenset({"delay", "crawl-delay", "limi
 """Reasons of a host waiting at its polite pace, not backing off (:func:`waiting`)."""
 
 
-@dataclass(frozen=True, slots=True)
-class HeldBack:
+class HeldBack(msgspec.Struct, frozen=True):
     """A host politeness holds back (see :meth:`Frontier.held_back`)."""
 
     host: str

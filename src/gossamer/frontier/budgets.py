@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import msgspec
 
@@ -39,8 +38,7 @@ class BudgetLimits(msgspec.Struct, frozen=True):
         return self.per_host
 
 
-@dataclass(frozen=True, slots=True)
-class BudgetStats:
+class BudgetStats(msgspec.Struct, frozen=True):
     """A frozen snapshot of a :class:`HostBudget`."""
 
     hosts: int

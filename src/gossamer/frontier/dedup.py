@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Self
+
+import msgspec
 
 from gossamer.urls import INT64_MAX, INT64_MIN
 
@@ -26,8 +27,7 @@ _INT_BYTES = 40
 """A 64-bit Python int: 36 bytes, rounded up to pymalloc's 8-byte size class."""
 
 
-@dataclass(frozen=True, slots=True)
-class SeenStats:
+class SeenStats(msgspec.Struct, frozen=True):
     """Frozen snapshot of a :class:`SeenSet`."""
 
     entries: int

@@ -53,7 +53,6 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Protocol
 
 import msgspec
@@ -114,8 +113,7 @@ class Pass(msgspec.Struct, frozen=True):
     """The shared limiter's slot taken with it (an aside pass by URL), and its holder."""
 
 
-@dataclass(frozen=True, slots=True)
-class GateStats:
+class GateStats(msgspec.Struct, frozen=True):
     """Requests that went through the gate, and those that had to wait."""
 
     requests: int

@@ -27,9 +27,11 @@ import operator
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
+
+import msgspec
+from msgspec.structs import replace
 
 from gossamer.crawldb import CrawlDB
 from gossamer.frontier.hostqueue import Queued
@@ -127,8 +129,7 @@ def _text_digest(text: str | None) -> int | None:
     return None if not text else content_digest(text.encode("utf-8", "replace"))
 
 
-@dataclass(frozen=True, slots=True)
-class RevisitState:
+class RevisitState(msgspec.Struct, frozen=True):
     """A URL's row of ``revisits``."""
 
     fp: int
@@ -169,8 +170,7 @@ BoundsOf = Callable[[str, str | None], Bounds]
 """The revisit bounds of a URL with a content type (None when not known yet)."""
 
 
-@dataclass(frozen=True, slots=True)
-class RevisitStats:
+class RevisitStats(msgspec.Struct, frozen=True):
     """Revisits by result (``changed``, ``unchanged``, ``not-modified``, ``gone``), the bytes
     304 answers saved (the size of the body last fetched in full), the revisits due and not
     fetched yet (at the last read), those out of crawl.db now, and those sent early."""
@@ -229,7 +229,7 @@ class RevisitBook:
 
     def json_stats(self) -> dict[str, Any]:
         """:meth:`stats` as stats.json shows it."""
-        return asdict(self.stats())
+        return msgspec.structs.asdict(self.stats())
 
     def metrics(self) -> dict[str, int]:
         """:meth:`stats` flat, as ``/metrics`` shows it (``gossamer_revisits_<name>``)."""

@@ -211,8 +211,7 @@ class RobotsPolicy:
         return verdict
 
 
-@dataclass(frozen=True, slots=True)
-class RobotsStats:
+class RobotsStats(msgspec.Struct, frozen=True):
     """A snapshot of a :class:`RobotsCache`."""
 
     hosts_cached: int

@@ -55,7 +55,6 @@ import re
 import sys
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import msgspec
 
@@ -133,8 +132,7 @@ class TrapLimits(msgspec.Struct, frozen=True):
     """URLs whose descent (kind, steps) is remembered, over all hosts."""
 
 
-@dataclass(frozen=True, slots=True)
-class TrapStats:
+class TrapStats(msgspec.Struct, frozen=True):
     """A frozen snapshot of a :class:`TrapGuard`."""
 
     rejected: dict[str, int]

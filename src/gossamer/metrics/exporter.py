@@ -34,6 +34,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
+import msgspec
 from aiohttp import web
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -282,13 +283,13 @@ def labels_of(values: list[str]) -> list[str]:
 
 
 def _numbers(snapshot: object) -> Iterator[tuple[str, float]]:
-    """The finite numeric fields of a dataclass or mapping snapshot, names made safe."""
+    """The finite numeric fields of a Struct, dataclass or mapping snapshot, names made safe."""
     if snapshot is None:
         return
-    if is_dataclass(snapshot) and not isinstance(snapshot, type):
-        items: Iterable[tuple[str, Any]] = (
-            (f.name, getattr(snapshot, f.name)) for f in fields(snapshot)
-        )
+    if isinstance(snapshot, msgspec.Struct):
+        items: Iterable[tuple[str, Any]] = msgspec.structs.asdict(snapshot).items()
+    elif is_dataclass(snapshot) and not isinstance(snapshot, type):
+        items = ((f.name, getattr(snapshot, f.name)) for f in fields(snapshot))
     elif isinstance(snapshot, Mapping):
         items = snapshot.items()
     else:

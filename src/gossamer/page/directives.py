@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
@@ -169,6 +168,8 @@ def _is_past(value: str, now: float) -> bool:
 def _date(value: str) -> datetime | None:
     """The moment ``value`` names (RFC 822/850, ISO 8601, or a day as ``25 Jun 2010``), or
     None."""
+    from email.utils import parsedate_to_datetime  # a worker that meets no date never loads it
+
     try:
         return parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError, OverflowError):

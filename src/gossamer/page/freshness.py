@@ -26,7 +26,7 @@ is a ``revisit`` record referring to the last full capture (``identical-payload-
 
 from __future__ import annotations
 
-from dataclasses import replace
+from msgspec.structs import replace
 
 from gossamer.fetch.headers import conditional_headers
 from gossamer.frontier.revisit import History, next_interval, observe

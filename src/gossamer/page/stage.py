@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import msgspec
@@ -123,8 +122,7 @@ class PageConfig(msgspec.Struct, frozen=True):
     """``follow``: queue a page's canonical URL and store no content for the page."""
 
 
-@dataclass(frozen=True, slots=True)
-class PageStats:
+class PageStats(msgspec.Struct, frozen=True):
     """What the page stage counted: the rules' pages, items and errors, content duplicates,
     and a focused crawl's figures."""
 

@@ -18,9 +18,9 @@ used; short or mixed snippets can still be misread, never with an error.
 from __future__ import annotations
 
 import codecs
-from dataclasses import dataclass
 from typing import Literal
 
+import msgspec
 from w3lib.encoding import (
     html_body_declared_encoding,
     http_content_type_encoding,
@@ -85,8 +85,7 @@ _EXTRA_LABELS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class DetectedEncoding:
+class DetectedEncoding(msgspec.Struct, frozen=True):
     """The encoding chosen for a body, where the choice came from, and the BOM to skip."""
 
     encoding: str

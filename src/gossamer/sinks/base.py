@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import operator
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import msgspec
@@ -47,8 +46,7 @@ _TEXT_FIELDS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Item:
+class Item(msgspec.Struct, frozen=True):
     """One item a rule read from a page: the ``index``-th of the page's items."""
 
     url: str
@@ -59,11 +57,11 @@ class Item:
     """The item's fields in document order (JSON values), made safe when the item is built."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "fields", _safe_json(self.fields))
+        force_setattr(self, "fields", _safe_json(self.fields))
         if _has_userinfo(self.url):
-            object.__setattr__(self, "url", _redact_authority(self.url))
+            force_setattr(self, "url", _redact_authority(self.url))
         if not self.url.isascii():
-            object.__setattr__(self, "url", safe_text(self.url))
+            force_setattr(self, "url", safe_text(self.url))
 
     def as_json(self) -> dict[str, Any]:
         """The line of items.jsonl, as a dict."""
@@ -373,8 +371,7 @@ class Revisit(NamedTuple):
     refers_to_date: float
 
 
-@dataclass(frozen=True, slots=True)
-class WarcLocation:
+class WarcLocation(msgspec.Struct, frozen=True):
     """Where a response record lies: its file (name only, under ``OUT/warc/``), the offset of
     its gzip member and the member's length in bytes."""
 

@@ -40,11 +40,11 @@ import math
 import random
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
 from typing import Annotated, Any
 
 import msgspec
 from msgspec import Meta
+from msgspec.structs import replace
 from redis.commands.core import AsyncScript
 
 from gossamer.frontier.base import Lease
