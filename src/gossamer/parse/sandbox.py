@@ -292,7 +292,8 @@ class _Worker:
             raise EOFError("the parse worker ended") from self._ended
         self._pages.put(body)
         loop = asyncio.get_running_loop()
-        self._pending = answer = loop.create_future()
+        answer: asyncio.Future[bytes] = loop.create_future()
+        self._pending = answer
         self._cpu, self._deadline = -1, loop.time() + wall
         if self._looking is None:
             self._looking = loop.call_later(PROGRESS_S, self._look)
