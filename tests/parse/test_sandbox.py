@@ -265,6 +265,30 @@ async def test_a_job_that_prints_still_answers(
     assert sandbox.stats() == (3, 0, 1) and took < 10
 
 
+SIZED_JOB = """
+from gossamer.parse.worker import serve
+
+serve(lambda request, body: body * int(request))
+"""
+
+
+async def test_answers_past_the_pipe_and_the_read_buffer_arrive_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An answer of 3 MB (past the answers' pipe, 1 MiB, and the room an answer is read into,
+    64 KiB) is read as the worker writes it, whole; the answers before and after it too."""
+    (tmp_path / "sized_job.py").write_text(SIZED_JOB)
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    sandbox = Sandbox("sized_job", workers=1)
+    try:
+        sizes = (1, 3 * MB, 70_000, 3 * MB + 1, 0)
+        answers = [await sandbox.ask(b"%d" % size, b"x") for size in sizes]
+    finally:
+        await sandbox.close()
+    assert answers == [b"x" * size for size in sizes]
+    assert sandbox.stats() == (len(sizes), 0, 1)
+
+
 SPINNING_JOB = """
 import time
 from gossamer.parse.worker import budget, rest_of_budget, serve

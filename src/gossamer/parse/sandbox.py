@@ -26,7 +26,11 @@ worker that shrank it would fault the crawler's writes), copied there once; a re
 worker's standard input, is a 4-byte length of the job's own request, an 8-byte length of the
 body and the request; an answer, on its standard output, a 4-byte length and the job's answer
 (the page module's: :mod:`gossamer.page.sandboxed`, marshal). Only this process writes
-requests; a job's answers must be decoded without running code.
+requests; a job's answers must be decoded without running code. Each is written in one
+``write``; the answers' pipe stays registered with the event loop for the worker's life (read
+as it comes into a buffer kept for it), and one timer per worker, not per page, looks at its
+progress and its page's wall time while a page waits: a page costs the loop its write, one
+read and the wake-up of its task (0.08 M instructions of the crawler's against 0.2 M).
 """
 
 from __future__ import annotations
@@ -72,7 +76,8 @@ log = logging.getLogger(__name__)
 _WALL_FACTOR = 20
 _WALL_GRACE_S = 10.0
 """A worker that has not answered in this many times its page's budget, and this many seconds
-more (a new one starting, a machine loaded to a standstill), is killed all the same."""
+more (a new one starting, a machine loaded to a standstill), is killed all the same (seen at
+a look, within `PROGRESS_S`)."""
 PROGRESS_S = 1.0
 """While a page waits, its worker's state is read this often (``/proc/PID/stat``): one
 stopped (``T``, ``t``) is given up at once, one not running whose CPU time has not moved
