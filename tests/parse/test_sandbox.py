@@ -155,14 +155,30 @@ async def test_an_ordinary_big_page_reads_as_it_does_in_process(extractor: str |
 
 
 async def test_small_pages_stay_in_process() -> None:
-    """A page of at most 4,096 ``<`` never goes to a worker: none is started."""
+    """A page of at most 64 KiB and 4,096 ``<`` never goes to a worker: none is started."""
     sandbox = Sandbox(WORKER, workers=1)
     try:
-        html = await reader(sandbox).page(URL, cast(Fetched, Answer(ordinary_page(1000))))
+        html = await reader(sandbox).page(URL, cast(Fetched, Answer(ordinary_page(500))))
     finally:
         await sandbox.close()
     assert html.aside is None and html.parsed.tree is not None
     assert sandbox.stats() == (0, 0, 0)
+
+
+async def test_a_long_page_of_few_tags_goes_to_a_worker() -> None:
+    """A page past 64 KiB goes to a worker however few its ``<`` (in-process, the guard would
+    read it whole before lexbor), and reads as it does in-process."""
+    body = ordinary_page(1000)
+    assert len(body) > 64 * 1024 and body.count(b"<") <= 4096
+    sandbox = Sandbox(WORKER, workers=1)
+    try:
+        aside = await reader(sandbox).page(URL, cast(Fetched, Answer(body)))
+    finally:
+        await sandbox.close()
+    here = await reader(None).page(URL, cast(Fetched, Answer(body)))
+    assert aside.aside is not None and aside.parsed.tree is None and aside.flags == ()
+    assert aside.parsed == here.parsed and len(here.parsed.links) == 400
+    assert sandbox.stats() == (1, 0, 1)
 
 
 async def test_a_handler_gets_a_tree_built_in_process_and_a_hook_turns_the_sandbox_off() -> None:
@@ -247,6 +263,30 @@ async def test_a_job_that_prints_still_answers(
         await sandbox.close()
     assert answers == [b"page 0 body", b"page 1 body", b"page 2 body"]
     assert sandbox.stats() == (3, 0, 1) and took < 10
+
+
+SIZED_JOB = """
+from gossamer.parse.worker import serve
+
+serve(lambda request, body: body * int(request))
+"""
+
+
+async def test_answers_past_the_pipe_and_the_read_buffer_arrive_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An answer of 3 MB (past the answers' pipe, 1 MiB, and the room an answer is read into,
+    64 KiB) is read as the worker writes it, whole; the answers before and after it too."""
+    (tmp_path / "sized_job.py").write_text(SIZED_JOB)
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    sandbox = Sandbox("sized_job", workers=1)
+    try:
+        sizes = (1, 3 * MB, 70_000, 3 * MB + 1, 0)
+        answers = [await sandbox.ask(b"%d" % size, b"x") for size in sizes]
+    finally:
+        await sandbox.close()
+    assert answers == [b"x" * size for size in sizes]
+    assert sandbox.stats() == (len(sizes), 0, 1)
 
 
 SPINNING_JOB = """

@@ -1,10 +1,10 @@
 """Reading a body: HTML parsed (links, title, the tree) and its content extracted, plain text
 decoded, and what extraction found turned into the record's content fields.
 
-:class:`HtmlReader` parses a stored page: one of more than 4,096 ``<`` in the parse sandbox
-(:mod:`gossamer.page.sandboxed`) when the crawl has one, else in-process behind the guard (a
-large body in a worker thread, so that the event loop, and with it a cluster worker's claim
-renewals, keeps running). A page whose sandbox worker died on it (its CPU budget spent, its
+:class:`HtmlReader` parses a stored page: one of more than 4,096 ``<`` or 64 KiB in the parse
+sandbox (:mod:`gossamer.page.sandboxed`) when the crawl has one, else in-process behind the
+guard (a large body in a worker thread, so that the event loop, and with it a cluster worker's
+claim renewals, keeps running). A page whose sandbox worker died on it (its CPU budget spent, its
 memory exhausted) is parsed the guarded way, in a thread, and flagged `SANDBOX_KILLED`; so is
 one lexbor refused in its worker (out of the worker's memory, lexbor fails the parse instead of
 raising: a page the crawler's memory holds would otherwise lose all its links).
@@ -87,7 +87,7 @@ def parse(
 ) -> tuple[ParsedPage, Content | None]:
     """Parse an HTML body; with an ``extractor`` (a crawl keeping text) extract its content
     (its language, when the markup states none, from the ``Content-Language`` header).
-    ``tags``: the body's ``<``, if counted (:func:`gossamer.page.sandboxed.tag_count`)."""
+    ``tags``: the body's ``<``, if counted (:func:`gossamer.page.sandboxed.weigh`)."""
     page = parse_html(body, url, header_charset=charset, follow_nofollow=follow_nofollow, tags=tags)
     if extractor is None:
         return page, None
@@ -163,8 +163,8 @@ class HtmlReader:
         """The page at ``url`` read from its answer (see :class:`Html`)."""
         language = result.headers.get("content-language")
         flags: tuple[str, ...] = ()
-        tags = sandboxed.tag_count(result.body)
-        if self._sandbox is not None and tags > sandboxed.MIN_TAGS:
+        weight = sandboxed.weigh(result.body)
+        if self._sandbox is not None and weight.big:
             ask = sandboxed.request(
                 url,
                 result.charset,
@@ -184,9 +184,9 @@ class HtmlReader:
                     aside = Aside(found.robots, found.canonical)
                     return Html(found.parsed, found.content, aside, ())
                 flags = (SANDBOX_KILLED,)
-        body, nofollow, counted = result.body, self._follow_nofollow, sandboxed.exact(tags)
+        body, nofollow = result.body, self._follow_nofollow
         work = functools.partial(
-            parse, url, body, result.charset, nofollow, self._extractor, language, counted
+            parse, url, body, result.charset, nofollow, self._extractor, language, weight.tags
         )
         parsed, content = await self._off_loop(work, len(result.body), bool(flags))
         return Html(parsed, content, None, flags)

@@ -1,12 +1,13 @@
 """Big HTML pages read in the parse sandbox (:mod:`gossamer.parse.sandbox`).
 
-A page of more than `MIN_TAGS` ``<`` is parsed as it is in a worker process, under the
-sandbox's CPU budget and memory limit, instead of in-process behind the guard: the worker
+A page of more than `MIN_TAGS` ``<``, or longer than `MIN_BYTES`, is parsed as it is in a
+worker process, under the sandbox's CPU budget and memory limit, instead of in-process behind
+the guard (`weigh`): the worker
 reads from the tree everything the page stage needs (:class:`Reading`: the links as
 :func:`gossamer.parse.links.parse_html` gives them, title, flags, base URL, encoding, the
 robots meta directives, the ``<link rel=canonical>`` tag and, when the crawl keeps text, the
 extracted :class:`gossamer.extract.Content`) and sends it back, marshal-encoded. Smaller pages
-stay in-process: the guard's routes for them cost little. The tree itself stays in the
+stay in-process: the guard parses them as they are, unread. The tree itself stays in the
 worker; the stage builds one in-process (guarded) for a page handler that asks for it.
 
 Run as a worker: ``python -m gossamer.page.sandboxed MEMORY_BYTES BUDGET_FACTOR PAGES_FD
@@ -27,34 +28,41 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from gossamer.page.canonical import tag_canonical
 from gossamer.page.directives import Directives, meta_directives
 from gossamer.parse.links import ParsedPage, parse_html
+from gossamer.parse.scan import GUARD_MIN_CHARS
 from gossamer.parse.worker import rest_of_budget, serve
 
 if TYPE_CHECKING:
     from gossamer.extract import Content
 
 __all__ = [
+    "MIN_BYTES",
     "MIN_TAGS",
     "TEXT_BUDGET_FACTOR",
     "Reading",
+    "Weight",
     "answer",
     "budget_factor",
-    "exact",
     "reading",
     "request",
-    "tag_count",
     "wanted",
+    "weigh",
     "worker_args",
 ]
 
 MIN_TAGS = 4096
-"""Pages with more ``<`` than this are parsed in the sandbox (counted in C, `wanted`)."""
+"""Pages with more ``<`` than this are parsed in the sandbox (`weigh`)."""
+MIN_BYTES = 64 * 1024
+"""So are pages longer than this, whatever they hold: the guard reads each such page before
+lexbor (:func:`gossamer.parse.scan.odd_tag`), for 0.65 ms on a real page of 85 KB of 2,000
+to 4,000 tags (0.76 ms to parse it, links and all), where the sandbox's own cost is some
+0.04 ms. Shorter pages of at most `MIN_TAGS` ``<`` the guard parses as they are, unread."""
 TEXT_BUDGET_FACTOR = 4.0
 """A page's budget when its content is extracted too: the main text's Python work costs
 about three parses on big real pages (python3-doc's ``genindex-all.html``, 1.7 MB: parse
 0.05 s, text 0.17 s; its parse budget, 0.39 s, ended it on a loaded machine)."""
 _ANSWER_FIELDS = 12
 _COUNT_STEP = 16 * 1024
-"""`tag_count` counts this many bytes at a time (each count a call into C, no copy)."""
+_LT = ord("<")
 
 
 class Reading(NamedTuple):
@@ -69,31 +77,52 @@ class Reading(NamedTuple):
     """The canonical URL the head's ``<link rel=canonical>`` names, resolved."""
 
 
+class Weight(NamedTuple):
+    """Where a body is parsed (`weigh`), and its ``<`` for the guard's route."""
+
+    big: bool
+    """In the sandbox, when the crawl has one."""
+    tags: int | None
+    """Its ``<`` (:func:`gossamer.parse.guard.parse` reuses them), 0 for a body too short for
+    the guard to read them (:data:`gossamer.parse.scan.GUARD_MIN_CHARS`), None when not
+    counted (a page for the sandbox: the guard counts them if it parses the page after all)."""
+
+
 def wanted(body: bytes) -> bool:
-    """Whether ``body`` goes to the sandbox: more than `MIN_TAGS` ``<``."""
-    return tag_count(body) > MIN_TAGS
+    """Whether ``body`` goes to the sandbox: longer than `MIN_BYTES`, or more than
+    `MIN_TAGS` ``<``."""
+    return weigh(body).big
 
 
-def tag_count(body: bytes) -> int:
-    """The ``<`` of ``body`` (counted in C), exact up to `MIN_TAGS`; past it, a count over
-    `MIN_TAGS` that stops within `_COUNT_STEP` bytes of the tag that passed it (a big page's
-    decision made on its first hundred KB, not all of it), or 0 for a body too small to hold
-    more than `MIN_TAGS` (which the guard parses as it is, whatever it holds: it is under
-    :data:`gossamer.parse.scan.GUARD_MIN_CHARS`); the guard's route reuses an exact count
-    (`exact`)."""
+def weigh(body: bytes) -> Weight:
+    """Whether ``body`` goes to the sandbox (`wanted`), and its ``<`` when counted: those of a
+    body between :data:`gossamer.parse.scan.GUARD_MIN_CHARS` and `MIN_BYTES`, counted in C up
+    to the step past `MIN_TAGS` (`_COUNT_STEP` bytes a step, no copy).
+
+    ``bytes.count`` of one byte is a loop a byte at a time (some 6 instructions, 0.3 ns a
+    byte: 3% of a links-only crawl's instructions on real pages when every body was counted
+    from 4 KiB on); numpy's compare and count run on vectors, 2.5 to 3 times faster on real
+    bodies: numpy counts once something else has loaded it (a crawl keeping text does), this
+    never loads it."""
     size = len(body)
-    if size <= MIN_TAGS:
-        return 0
+    if size <= GUARD_MIN_CHARS:
+        return Weight(False, 0)
+    if size > MIN_BYTES:
+        return Weight(True, None)
+    tags = _count(body)
+    return Weight(tags > MIN_TAGS, tags if tags <= MIN_TAGS else None)
+
+
+def _count(body: bytes) -> int:
+    numpy = sys.modules.get("numpy")
     count = start = 0
-    while start < size and count <= MIN_TAGS:
-        count += body.count(b"<", start, start + _COUNT_STEP)
-        start += _COUNT_STEP
-    return count
-
-
-def exact(tags: int) -> int | None:
-    """A `tag_count` if it is the body's exact count, else None (the guard counts again)."""
-    return tags if tags <= MIN_TAGS else None
+    if numpy is None:
+        while start < len(body) and count <= MIN_TAGS:
+            count += body.count(b"<", start, start + _COUNT_STEP)
+            start += _COUNT_STEP
+        return count
+    marks = numpy.frombuffer(body, numpy.uint8)
+    return int(numpy.count_nonzero(marks == _LT))
 
 
 def worker_args(extractor: str | None) -> tuple[str, ...]:

@@ -26,7 +26,11 @@ worker that shrank it would fault the crawler's writes), copied there once; a re
 worker's standard input, is a 4-byte length of the job's own request, an 8-byte length of the
 body and the request; an answer, on its standard output, a 4-byte length and the job's answer
 (the page module's: :mod:`gossamer.page.sandboxed`, marshal). Only this process writes
-requests; a job's answers must be decoded without running code.
+requests; a job's answers must be decoded without running code. Each is written in one
+``write``; the answers' pipe stays registered with the event loop for the worker's life (read
+as it comes into a buffer kept for it), and one timer per worker, not per page, looks at its
+progress and its page's wall time while a page waits: a page costs the loop its write, one
+read and the wake-up of its task (0.08 M instructions of the crawler's against 0.2 M).
 """
 
 from __future__ import annotations
@@ -72,7 +76,8 @@ log = logging.getLogger(__name__)
 _WALL_FACTOR = 20
 _WALL_GRACE_S = 10.0
 """A worker that has not answered in this many times its page's budget, and this many seconds
-more (a new one starting, a machine loaded to a standstill), is killed all the same."""
+more (a new one starting, a machine loaded to a standstill), is killed all the same (seen at
+a look, within `PROGRESS_S`)."""
 PROGRESS_S = 1.0
 """While a page waits, its worker's state is read this often (``/proc/PID/stat``): one
 stopped (``T``, ``t``) is given up at once, one not running whose CPU time has not moved
@@ -82,6 +87,8 @@ _PAGES_BYTES = 1 << 20
 _ANSWER_PIPE_BYTES = 1 << 20
 """Linux's default ceiling for a pipe's buffer (``/proc/sys/fs/pipe-max-size``): a big
 page's answer in one read."""
+_ANSWER_BYTES = 64 * 1024
+"""The room an answer is read into (grown for a bigger one)."""
 _CLOSE_S = 5.0
 
 
@@ -141,8 +148,7 @@ class Sandbox:
             answer = None
             try:
                 wall = _WALL_FACTOR * budget(len(body), self._factor) + _WALL_GRACE_S
-                async with asyncio.timeout(wall):
-                    answer = await worker.exchange(request, body)
+                answer = await worker.exchange(request, body, wall)
             except (OSError, EOFError, _Stalled, TimeoutError):
                 pass
             finally:
@@ -231,8 +237,9 @@ class _Pages:
 
 
 class _Worker:
-    """One worker process: its request and answer pipes (this process's ends, non-blocking),
-    its pages' memory and a pidfd that turns readable when it ends."""
+    """One worker process: its request and answer pipes (this process's ends, non-blocking;
+    the answers' end watched by the event loop as long as the worker lives), its pages'
+    memory and a pidfd that turns readable when it ends."""
 
     def __init__(
         self, process: subprocess.Popen[bytes], pidfd: int, pipes: tuple[int, int], pages: _Pages
@@ -240,10 +247,17 @@ class _Worker:
         self.process, self.pid, self._pidfd = process, process.pid, pidfd
         self._requests, self._answers = pipes
         self._pages = pages
+        self._answer = bytearray(_ANSWER_BYTES)
+        self._got = 0
+        """The bytes of the current answer in `_answer` so far."""
         self._cpu = -1
+        self._deadline = 0.0
         self._looking: asyncio.TimerHandle | None = None
-        self._pending: asyncio.Future[None] | None = None
+        self._pending: asyncio.Future[bytes] | None = None
+        self._unsent = memoryview(b"")
+        self._ended: BaseException | None = None
         self._released = False
+        asyncio.get_running_loop().add_reader(self._answers, self._readable)
 
     @classmethod
     def start(cls, command: Sequence[str], args: Sequence[str]) -> _Worker:
@@ -276,13 +290,23 @@ class _Worker:
             os.set_blocking(fd, False)
         return cls(process, pidfd, (requests, answers), pages)
 
-    async def exchange(self, request: bytes, body: bytes) -> bytes:
-        """The answer to one page (EOFError if the worker ended, `_Stalled` if it stopped)."""
+    async def exchange(self, request: bytes, body: bytes, wall: float) -> bytes:
+        """The answer to one page (EOFError if the worker ended, `_Stalled` if it stopped,
+        TimeoutError past ``wall`` seconds)."""
+        if self._ended is not None:
+            raise EOFError("the parse worker ended") from self._ended
         self._pages.put(body)
-        self._cpu = -1
-        await self._write(HEAD.pack(len(request), len(body)) + request)
-        (size,) = ANSWER.unpack(await self._read(ANSWER.size))
-        return await self._read(size)
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[bytes] = loop.create_future()
+        self._pending = answer
+        self._cpu, self._deadline = -1, loop.time() + wall
+        if self._looking is None:
+            self._looking = loop.call_later(PROGRESS_S, self._look)
+        try:
+            self._send(HEAD.pack(len(request), len(body)) + request)
+            return await answer
+        finally:
+            self._pending = None
 
     def stop(self) -> None:
         """End the worker's input: it ends once it has answered."""
@@ -320,8 +344,9 @@ class _Worker:
         """Close what the worker held; a page still waiting on it gets EOFError (its
         descriptors unregistered here: their numbers may be another's by the time it runs)."""
         self._released = True
-        if self._pending is not None and not self._pending.done():
-            self._pending.set_exception(EOFError("the parse worker was killed"))
+        self._fail(EOFError("the parse worker was killed"))
+        if self._looking is not None:
+            self._looking.cancel()
         loop = asyncio.get_running_loop()
         for fd in (self._answers, self._requests):
             if fd >= 0:
@@ -332,63 +357,93 @@ class _Worker:
                 os.close(fd)
         self._pages.close()
 
-    async def _write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            try:
-                view = view[os.write(self._requests, view) :]
-            except BlockingIOError:
-                await self._ready(self._requests, writing=True)
+    def _send(self, request: bytes) -> None:
+        """Write a request: at once (the worker has read the last one whole, so its pipe is
+        empty), else the rest as the pipe takes it."""
+        sent = 0
+        with contextlib.suppress(BlockingIOError):
+            sent = os.write(self._requests, request)
+        if sent < len(request):
+            self._unsent = memoryview(request)[sent:]
+            asyncio.get_running_loop().add_writer(self._requests, self._writable)
 
-    async def _read(self, size: int) -> bytes:
-        parts: list[bytes] = []
-        while size:
-            try:
-                part = os.read(self._answers, size)
-            except BlockingIOError:
-                await self._ready(self._answers, writing=False)
-                continue
-            if not part:
-                raise EOFError("the parse worker ended")
-            parts.append(part)
-            size -= len(part)
-        return parts[0] if len(parts) == 1 else b"".join(parts)
-
-    async def _ready(self, fd: int, *, writing: bool) -> None:
-        """Wait until ``fd`` is ready, looking at the worker every `PROGRESS_S` meanwhile."""
-        loop = asyncio.get_running_loop()
-        ready: asyncio.Future[None] = loop.create_future()
-        if writing:
-            loop.add_writer(fd, _settle, ready)
-        else:
-            loop.add_reader(fd, _settle, ready)
-        self._looking = loop.call_later(PROGRESS_S, self._look, ready)
-        self._pending = ready
+    def _writable(self) -> None:
         try:
-            await ready
-        finally:
-            self._pending = None
-            if self._looking is not None:
-                self._looking.cancel()
-            if self._released:
-                pass  # unregistered then
-            elif writing:
-                loop.remove_writer(fd)
-            else:
-                loop.remove_reader(fd)
+            self._unsent = self._unsent[os.write(self._requests, self._unsent) :]
+        except BlockingIOError:
+            return
+        except OSError as error:
+            self._unsent = memoryview(b"")
+            self._end(error)
+        if not self._unsent and not self._released:
+            asyncio.get_running_loop().remove_writer(self._requests)
 
-    def _look(self, ready: asyncio.Future[None]) -> None:
-        """Give the page up if the worker is stopped, or frozen (not running, its CPU time
-        where it was at the last look); else look again later."""
-        if ready.done():
+    def _readable(self) -> None:
+        """Read what the worker wrote of its answer (its end of the pipe is watched as long
+        as it lives: no registration per page); the page gets its answer once it is whole."""
+        try:
+            got = os.readv(self._answers, (memoryview(self._answer)[self._got :],))
+        except BlockingIOError:
+            return
+        except OSError as error:
+            self._end(error)
+            return
+        if not got or self._pending is None or self._pending.done():  # ended, or unasked
+            self._end(EOFError("the parse worker ended"))
+            return
+        self._got += got
+        if self._got >= ANSWER.size:
+            self._answered()
+
+    def _answered(self) -> None:
+        (size,) = ANSWER.unpack_from(self._answer)
+        whole = ANSWER.size + size
+        if self._got < whole:
+            if len(self._answer) < whole:  # room for it, but no more than twice what came
+                more = min(whole, 2 * len(self._answer)) - len(self._answer)
+                self._answer.extend(bytes(more))
+            return
+        if self._got > whole:
+            self._end(EOFError("the parse worker answered more than it was asked"))
+            return
+        answer = bytes(memoryview(self._answer)[ANSWER.size : whole])
+        self._got = 0
+        if len(self._answer) > _ANSWER_PIPE_BYTES:  # a huge page's answer: not kept
+            self._answer = bytearray(_ANSWER_BYTES)
+        if self._pending is not None and not self._pending.done():
+            self._pending.set_result(answer)
+
+    def _end(self, error: BaseException) -> None:
+        """The worker ended (or broke the protocol): its answers no longer watched, the page
+        waiting on it (and any later one) gets ``error``."""
+        self._ended = error
+        if not self._released:
+            asyncio.get_running_loop().remove_reader(self._answers)
+        self._fail(error)
+
+    def _fail(self, error: BaseException) -> None:
+        if self._pending is not None and not self._pending.done():
+            self._pending.set_exception(error)
+
+    def _look(self) -> None:
+        """While a page waits: give it up if its wall time is out, or if the worker is
+        stopped, or frozen (not running, its CPU time where it was at the last look); look
+        again later. An idle worker is not looked at."""
+        self._looking = None
+        if self._pending is None or self._pending.done():
+            return
+        loop = asyncio.get_running_loop()
+        if loop.time() >= self._deadline:
+            log.info("parse worker %d has not answered in its wall time", self.pid)
+            self._fail(TimeoutError())
             return
         state, cpu = _progress(self.pid)
         if state in ("T", "t") or (state not in ("R", "") and cpu == self._cpu):
             log.info("parse worker %d makes no progress (state %s)", self.pid, state)
-            ready.set_exception(_Stalled())
+            self._fail(_Stalled())
             return
         self._cpu = cpu
-        self._looking = asyncio.get_running_loop().call_later(PROGRESS_S, self._look, ready)
+        self._looking = loop.call_later(PROGRESS_S, self._look)
 
 
 def _spawn(command: Sequence[str], stdin: int, stdout: int, pages: int) -> subprocess.Popen[bytes]:

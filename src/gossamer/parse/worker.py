@@ -12,7 +12,6 @@ import signal
 import struct
 import sys
 from collections.abc import Callable
-from typing import BinaryIO
 
 __all__ = [
     "ANSWER",
@@ -75,7 +74,7 @@ def serve(job: Callable[[bytes, bytes], bytes]) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     signal.signal(signal.SIGPROF, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a ^C reaches the group: the crawler decides
-    stdin, stdout = sys.stdin.buffer, _answers_out()
+    stdin, answers = sys.stdin.buffer, _answers_out()
     while len(head := stdin.read(HEAD.size)) == HEAD.size:
         request_size, body_size = HEAD.unpack(head)
         request, body = stdin.read(request_size), pages.read(body_size)
@@ -87,9 +86,15 @@ def serve(job: Callable[[bytes, bytes], bytes]) -> None:
             os._exit(_MEMORY_EXIT)
         signal.setitimer(signal.ITIMER_PROF, 0)
         del request, body
-        stdout.write(ANSWER.pack(len(answer)))
-        stdout.write(answer)
-        stdout.flush()
+        _write_all(answers, ANSWER.pack(len(answer)) + answer)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """``data`` written to ``fd`` in one ``write`` (a blocking pipe takes it all at once but
+    for a signal between its parts): the crawler wakes once for an answer, head and all."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 class _Pages:
@@ -111,12 +116,12 @@ class _Pages:
         return self._map[:size]
 
 
-def _answers_out() -> BinaryIO:
-    """The answers' stream: a copy of standard output kept for them alone, file descriptor 1
-    and ``sys.stdout`` pointed at standard error (the crawler's null device). A job's library
-    that prints went into the answers: the crawler read its text as an answer's length and
-    waited for it until the page's wall time ran out, for every page."""
-    answers = os.fdopen(os.dup(1), "wb")
+def _answers_out() -> int:
+    """The answers' descriptor: a copy of standard output kept for them alone, file
+    descriptor 1 and ``sys.stdout`` pointed at standard error (the crawler's null device). A
+    job's library that prints went into the answers: the crawler read its text as an answer's
+    length and waited for it until the page's wall time ran out, for every page."""
+    answers = os.dup(1)
     with contextlib.suppress(OSError):  # no standard error: prints go where they went
         os.dup2(2, 1)
     sys.stdout = sys.stderr
