@@ -275,7 +275,7 @@ class LocalFrontier:
         """Finish a lease; its URL is marked finished at the next checkpoint."""
         entry = self._hosts.finish(lease, feedback)
         if entry is not None and self._db is not None:
-            self._db.stage(_FINISH_URL, [(entry.fp,)])
+            self._db.stage_last(_FINISH_URL, (entry.fp,))
         if self._revisits is not None:
             self._revisits.finished(lease.url)
 
