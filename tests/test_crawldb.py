@@ -40,7 +40,8 @@ async def test_rows_staged_last_run_after_everything_staged(tmp_path: Path) -> N
     try:
         db.query("CREATE TABLE scratch (k INTEGER PRIMARY KEY, done INTEGER DEFAULT 0)")
         db.query("CREATE TABLE other (k INTEGER)")
-        insert, done = "INSERT INTO scratch (k) VALUES (?)", "UPDATE scratch SET done = 1 WHERE k = ?"
+        insert = "INSERT INTO scratch (k) VALUES (?)"
+        done = "UPDATE scratch SET done = 1 WHERE k = ?"
         for k in range(3):  # a page's pattern: its new URL, a row elsewhere, its URL finished
             db.stage(insert, [(k + 10,)])
             db.stage("INSERT INTO other (k) VALUES (?)", [(k,)])

@@ -115,7 +115,7 @@ class Admission:
                     admitted.append((same[0], same[1], same[2], cand))
                     continue
             verdict = self._verdict(cand, source)
-            if type(verdict) is str:
+            if isinstance(verdict, str):
                 rejected[verdict] = rejected.get(verdict, 0) + 1
                 continue
             admitted.append(verdict)
