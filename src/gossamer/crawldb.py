@@ -2,7 +2,9 @@
 
 Writers *stage* statements; :meth:`CrawlDB.commit` runs everything staged in one transaction
 on a worker thread, so the frontier's state and the records it refers to always change
-together (the basis of ``--resume`` after ``kill -9``).
+together (the basis of ``--resume`` after ``kill -9``). A statement whose rows no later one
+depends on (a URL marked finished) is staged *last* (:meth:`CrawlDB.stage_last`): its rows
+run at the end of the transaction, one batch however they came between the others.
 
 Tables:
 
@@ -231,6 +233,8 @@ class CrawlDB:
         self._add_missing_columns()
         self._conn.execute("COMMIT")
         self._staged: list[tuple[str, list[Row]]] = []
+        self._last: dict[str, list[Row]] = {}
+        """Rows of the statements staged last, by statement."""
         self._lock = asyncio.Lock()
         self._private = False
         self._secrets: dict[str, str] = {}
@@ -267,9 +271,23 @@ class CrawlDB:
         else:
             self._staged.append((sql, batch))
 
+    def stage_last(self, sql: str, row: Row) -> None:
+        """Queue a row of a statement for the end of the next commit, after everything
+        staged: for a statement no other staged one depends on, nor it on one staged after
+        it (marking a URL finished: its row was inserted before, nothing reads the mark in
+        the transaction), whose rows would otherwise make a batch of one per page."""
+        rows = self._last.get(sql)
+        if rows is None:
+            self._last[sql] = [row]
+        else:
+            rows.append(row)
+
     async def commit(self) -> None:
         """Write everything staged so far in one transaction (off the event loop)."""
         staged, self._staged = self._staged, []
+        if self._last:
+            staged.extend(self._last.items())
+            self._last = {}
         if not staged:
             return
         async with self._lock:

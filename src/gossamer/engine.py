@@ -400,9 +400,11 @@ class Crawler:
     def _fetched(self) -> None:
         """The current task's response is in: its fetch slot is free for the next URL."""
         task = asyncio.current_task()
-        if task in self._fetching:
-            self._fetching.discard(task)
-            self._wake.set()
+        fetching = self._fetching
+        if task in fetching:
+            if len(fetching) >= self._config.concurrency:  # the slots held the loop back:
+                self._wake.set()  # (else a free slot changes nothing it waits for)
+            fetching.discard(task)
 
     async def _fetch_robots(self, lease: Lease) -> None:
         """A ``robots`` lease: fetch the host's robots.txt into the cache (unless it is there)

@@ -36,6 +36,9 @@ from gossamer.urls import (
 Admitted = tuple[str, str, int, Candidate]
 """A candidate in scope: (canonical URL, host key, fingerprint, the candidate). A plain tuple:
 millions pass here."""
+_REFUSED_SPELLINGS = 16_384
+"""Candidate URLs remembered as turned away for good, as they were spelled (see
+`Admission.admit`); emptied when it reaches this many."""
 
 
 class Guards(msgspec.Struct, frozen=True):
@@ -71,11 +74,17 @@ class Admission:
         self._origins = OriginCache(scope)
         self._rejected: dict[str, int] = {}
         self._strip = ParamStripper(guards.strip)
+        self._strip_url = self._strip.strip if self._strip else None
         self._credentials: set[str] = set()
         """The user names and passwords (with their hosts) the user's seeds gave."""
         self._traps = TrapGuard(guards.traps) if guards.traps is not None else None
         self.budget = HostBudget(guards.budgets) if guards.budgets else None
         """The page budgets the frontier's scheduler spends (None: no host has one)."""
+        self._refused: dict[str, str] = {}
+        """Candidate URLs as spelled, turned away for a reason their spelling alone decides
+        (``invalid-url``, an origin out of scope) and so whatever page links them: the
+        same spelling again is counted without being canonicalized (a site's every page
+        links the same offsite pages). Bounded by `_REFUSED_SPELLINGS`."""
 
     def admit(
         self,
@@ -92,28 +101,26 @@ class Admission:
         source = source or getattr(candidates, "source", None)
         rejected: dict[str, int] = {}
         admitted: list[Admitted] = []
-        origins, scope, budget = self._origins, self._scope, self.budget
-        strip = self._strip.strip if self._strip else None
+        refused = self._refused
+        again: dict[str, Admitted] = {}  # this batch's admitted spellings: a page often
+        # names a new link twice (the same verdict: nothing admission reads changes meanwhile)
         for cand in candidates:
-            try:
-                url = canonicalize(cand.url)
-            except InvalidURL:
-                rejected["invalid-url"] = rejected.get("invalid-url", 0) + 1
+            if not cand.priority:  # a priority's verdict may differ (bad-priority)
+                reason = refused.get(cand.url)
+                if reason is not None:
+                    rejected[reason] = rejected.get(reason, 0) + 1
+                    continue
+                same = again.get(cand.url)
+                if same is not None and same[3].depth == cand.depth:
+                    admitted.append((same[0], same[1], same[2], cand))
+                    continue
+            verdict = self._verdict(cand, source)
+            if isinstance(verdict, str):
+                rejected[verdict] = rejected.get(verdict, 0) + 1
                 continue
-            if strip is not None:
-                url = strip(url)
-            key = host_key(url)
-            reason = origins.reason(key) or scope.trap_reason(url, cand.depth)
-            if "@" in url and not self._may_send(url, cand, source):
-                reason = "userinfo"
-            if reason is None and budget is not None and budget.spent(key):
-                reason = "budget"
-            if cand.priority and not -math.inf < cand.priority < math.inf:
-                reason = "bad-priority"  # a NaN or an infinity would upset every ranking
-            if reason is not None:
-                rejected[reason] = rejected.get(reason, 0) + 1
-                continue
-            admitted.append((url, key, fingerprint(url), cand))
+            admitted.append(verdict)
+            if not cand.priority and "@" not in verdict[0]:  # (userinfo: the seed's own)
+                again[cand.url] = verdict
         for reason, count in rejected.items():
             self._rejected[reason] = self._rejected.get(reason, 0) + count
         if known is not None and self._traps is not None:
@@ -121,6 +128,35 @@ class Admission:
             kept = {a[2] for a in self.screen(fresh, rejected, source)}
             admitted = [a for a in admitted if a[2] in kept or a[2] in known]
         return admitted, rejected
+
+    def _verdict(self, cand: Candidate, source: str | None) -> Admitted | str:
+        """A candidate in scope, or why it is turned away (see :meth:`admit`)."""
+        try:
+            url = canonicalize(cand.url)
+        except InvalidURL:
+            self._refuse(cand.url, "invalid-url")
+            return "invalid-url"
+        if self._strip_url is not None:
+            url = self._strip_url(url)
+        key = host_key(url)
+        reason = self._origins.reason(key)
+        if reason is None:
+            reason = self._scope.trap_reason(url, cand.depth)
+        elif "@" not in url or credentials_of(url) is None:  # no page's may change it
+            self._refuse(cand.url, reason)
+        if "@" in url and not self._may_send(url, cand, source):
+            reason = "userinfo"
+        if reason is None and self.budget is not None and self.budget.spent(key):
+            reason = "budget"
+        if cand.priority and not -math.inf < cand.priority < math.inf:
+            reason = "bad-priority"  # a NaN or an infinity would upset every ranking
+        return (url, key, fingerprint(url), cand) if reason is None else reason
+
+    def _refuse(self, spelling: str, reason: str) -> None:
+        """Remember that ``spelling`` is turned away for ``reason`` whatever page links it."""
+        if len(self._refused) >= _REFUSED_SPELLINGS:
+            self._refused.clear()
+        self._refused[spelling] = reason
 
     def _may_send(self, url: str, cand: Candidate, source: str | None) -> bool:
         """Whether the URL's user name and password (if any) may be sent: a seed's are the

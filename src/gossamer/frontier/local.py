@@ -222,6 +222,9 @@ class LocalFrontier:
             if self._stored:  # resumed: a seed given again without its stored user info
                 candidates = [self._credited(c) if c.seed else c for c in candidates]
             fresh = [c for c in candidates if c.url not in recent or c.depth > deepest]
+        if not fresh:  # every link was added lately (a site's pages link the same pages)
+            self._duplicates += len(candidates)
+            return AddResult(0, len(candidates), {})
         admission = self._admission
         source = getattr(candidates, "source", None)
         admitted, rejected = admission.admit(fresh, source=source)
@@ -275,7 +278,7 @@ class LocalFrontier:
         """Finish a lease; its URL is marked finished at the next checkpoint."""
         entry = self._hosts.finish(lease, feedback)
         if entry is not None and self._db is not None:
-            self._db.stage(_FINISH_URL, [(entry.fp,)])
+            self._db.stage_last(_FINISH_URL, (entry.fp,))
         if self._revisits is not None:
             self._revisits.finished(lease.url)
 

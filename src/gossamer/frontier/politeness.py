@@ -102,8 +102,12 @@ class PolitenessPolicy(msgspec.Struct, frozen=True):
         the real start of the one before (a lease and its request start are not the same
         instant); without a delay up to ``per_host`` run at once.
         """
-        limit = 1 if self.delay_of(slot) > 0 else self.per_host
-        return math.inf if slot.active >= limit else slot.next_start
+        active = slot.active
+        if not active:  # the limit is one request at least: no spacing to work out
+            return slot.next_start
+        if active >= self.per_host:
+            return math.inf
+        return math.inf if self.delay_of(slot) > 0 else slot.next_start
 
     def room(self, slot: HostSlot) -> int:
         """Requests the host may still start at once: ``per_host``, or one while it has a
@@ -167,7 +171,7 @@ class PolitenessPolicy(msgspec.Struct, frozen=True):
                     host,
                     extra={"event": "host-recovered", "host": host, "delay": round(after, 3)},
                 )
-            slot.next_start = max(slot.next_start, feedback.started_at + self.delay_of(slot))
+            slot.next_start = max(slot.next_start, feedback.started_at + after)
         if feedback.retry_after is not None and feedback.retry_after <= self.max_pause:
             slot.next_start = max(slot.next_start, now + feedback.retry_after)
             slot.paused_until = now + feedback.retry_after

@@ -284,9 +284,13 @@ class RobotsCache:
 
         Raises ``ValueError`` if ``url`` is not an http(s) URL.
         """
-        key = robots_origin(url)
         entries = self._entries
-        entry = entries.get(key)
+        entry = entries.get(url)  # the frontier asks by host key: a key as it is
+        if entry is None:
+            key = robots_origin(url)
+            entry = entries.get(key)
+        else:
+            key = url
         if entry is None or entry.expires <= self._clock():
             return None
         if next(reversed(entries)) != key:  # least recently used go first

@@ -67,7 +67,9 @@ pages naming another canonical URL (``canonical``) and what ``--canonical follow
 (the record flags of :mod:`gossamer.page.canonical`)."""
 _SIGNAL_FLAGS = frozenset(SIGNALS)
 
-Step = Callable[[PageState], Awaitable[None]]
+Step = Callable[[PageState], Awaitable[None] | None]
+"""A step: a coroutine when it may wait (a worker's answer), else a plain call (no task
+switch, no coroutine made for a page)."""
 
 
 class Focus(Protocol):
@@ -216,7 +218,9 @@ class PageStage:
         if action is Action.STORE:
             for step in self._steps:
                 if state.withheld is None or step not in self._content_steps:
-                    await step(state)
+                    waits = step(state)
+                    if waits is not None:
+                        await waits
         else:
             await self._robots_of_other(state)
             if action is Action.REDIRECT and result.location is not None:
@@ -289,7 +293,7 @@ class PageStage:
         elif self._extractor is not None and result.content_type == "text/plain":
             state.content = read.plain_text(result)
 
-    async def _robots(self, state: PageState) -> None:
+    def _robots(self, state: PageState) -> None:
         """``X-Robots-Tag`` headers and robots meta tags: ``nofollow`` drops the links (unless
         ``follow_nofollow``), ``noindex`` withholds the content (unless ``ignore_noindex``)."""
         config, result = self._config, state.result
@@ -338,7 +342,7 @@ class PageStage:
             return Withheld.of(result, "noindex")
         return result
 
-    async def _canonical(self, state: PageState) -> None:
+    def _canonical(self, state: PageState) -> None:
         """The canonical URL (the header's, else the tag's); followed, with ``follow``."""
         url, parsed = state.lease.url, state.parsed
         header = header_canonical(state.result.headers, url)
@@ -398,7 +402,7 @@ class PageStage:
         text = extracted.text
         state.text = TextFields(text=text, text_chars=len(text), lang=detect_language(text))
 
-    async def _hook(self, state: PageState) -> None:
+    def _hook(self, state: PageState) -> None:
         """The user's hook: its fields, and the links to follow when it names them."""
         assert self._config.hook is not None
         extra, links, error = extras.call_hook(self._config.hook, extras.hook_page(state))
@@ -461,7 +465,7 @@ class PageStage:
             return state.links if list_of_links(text, len(state.links)) else []
         return state.links
 
-    async def _outlinks(self, state: PageState) -> None:
+    def _outlinks(self, state: PageState) -> None:
         """The links to follow, one level deeper (and a canonical URL followed, at the
         page's depth)."""
         lease = state.lease
@@ -469,7 +473,7 @@ class PageStage:
         if state.canonical_link is not None:
             state.candidates = [*state.candidates, state.canonical_link]
 
-    async def _judge(self, state: PageState) -> None:
+    def _judge(self, state: PageState) -> None:
         """With a focus: a 2xx HTML page's relevance and its links' priorities."""
         assert self._focus is not None
         links, lease, parsed = self._follow(state), state.lease, state.parsed

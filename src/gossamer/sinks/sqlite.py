@@ -32,6 +32,9 @@ class SQLiteSink:
 
     def stage(self, records: list[PageRecord]) -> None:
         """Stage a batch of records, each followed by its items, for the next commit."""
+        if len(records) == 1 and not records[0].found:  # a page's record, as most are
+            self._db.stage(_INSERT, [records[0].as_row()])
+            return
         start = 0
         for i, record in enumerate(records):
             if record.found:
