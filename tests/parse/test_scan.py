@@ -192,3 +192,30 @@ def test_distinct_names_are_told_apart_past_eight_bytes(prefix: bytes) -> None:
     )
     assert scan.odd_tag(many, names=True)
     assert not scan.odd_tag(few, names=True)
+
+
+def test_names_are_looked_for_only_where_the_tags_could_write_too_many(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A page of 200 KB of text and few short tags cannot hold 32,768 attribute names inside
+    its tags: the places a name could start are never searched for (a pass over every byte
+    of the page); the same page whose tags hold the bytes is read, and its names found."""
+    words = b" ".join(b"w%d" % n for n in range(2 * scan.MAX_ATTRIBUTE_NAMES + 1))
+    text = b"<html><body><p>" + words + b"</p></body></html>"
+    names = [b"a%d" % n for n in range(2 * scan.MAX_ATTRIBUTE_NAMES + 1)]
+    crowded = b"".join(
+        b"<br " + b" ".join(names[n : n + 64]) + b">" for n in range(0, len(names), 64)
+    )
+    searched: list[int] = []
+    name_starts = scan._name_starts
+
+    def spy(data: bytes) -> object:
+        searched.append(len(data))
+        return name_starts(data)
+
+    monkeypatch.setattr(scan, "_name_starts", spy)
+    assert len(text) > 6 * scan.MAX_ATTRIBUTE_NAMES  # bytes enough to write them
+    assert not scan.odd_tag(text, names=True)
+    assert searched == []
+    assert scan.odd_tag(crowded, names=True)
+    assert searched == [len(crowded)]

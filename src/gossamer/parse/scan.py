@@ -21,6 +21,7 @@ from gossamer.parse.tokens import (
     LONG_TAG_CHARS,
     MAX_ATTRIBUTE_NAMES,
     MAX_TAG_ATTRIBUTES,
+    TAG_ATTRIBUTES_BYTES,
     TOKEN_BYTES,
     more_attributes,
 )
@@ -81,6 +82,9 @@ _IS_BEFORE_VALUE = bytes(byte in b"=\t\n\f\r " for byte in range(256))
 """1 for the bytes a quote opening an attribute value follows: ``=`` or the spaces after it."""
 _FEW_NAMES = 2 * MAX_ATTRIBUTE_NAMES
 """Attribute names lexbor takes in about 0.1 s even if every one is new (30,720: 0.08 s)."""
+_FEW_NAMES_BYTES = 2 * 256 + 3 * (_FEW_NAMES - 256)
+"""Fewer bytes cannot write `_FEW_NAMES` distinct names (each new one a separator and a byte
+more than the 256 of one byte): lexbor takes them in about 0.1 s."""
 # Byte classes for `_many_names`, by `bytes.translate` (a table lookup at C speed): a name
 # starts after a quote or a separator and ends at a separator, ">" or "=" (after its first
 # byte). Anything else (class 0) is a name byte.
@@ -221,17 +225,33 @@ class _Marks:
         data, closes = self.data, self.closes
         if _long_tag(data, closes):
             return True
-        # fewer bytes cannot write `_FEW_NAMES` distinct names (each new one a separator and
-        # a byte more than the 256 of one byte): lexbor takes them in about 0.1 s
-        names = names and len(data) >= 2 * 256 + 3 * (_FEW_NAMES - 256)
-        starts = _name_starts(data) if names else None
-        names = starts is not None and len(starts) > _FEW_NAMES
+        names = names and len(data) >= _FEW_NAMES_BYTES
         if _quoted_close(self.array, self.marks, self.kinds):
+            starts = _name_starts(data) if names else None
+            names = starts is not None and len(starts) > _FEW_NAMES
             long = _ODD_TAG_BYTES.search(data) is not None
             if names and not long and starts is not None:  # else the tokenizer reads them
                 names = _many_words(data, starts)
             return (long or names) and _odd_read(data, attributes=long, names=names)
-        return names and starts is not None and _many_names(data, self.opens, closes, starts)
+        # every tag ends at its first ">": the names are inside the tags, and most pages
+        # hold too few bytes there to write that many (text-heavy pages of 100 KB and more)
+        if not names or _tag_bytes(self.opens, closes, len(data)) < _FEW_NAMES_BYTES:
+            return False
+        starts = _name_starts(data)
+        return len(starts) > _FEW_NAMES and _many_names(data, self.opens, closes, starts)
+
+
+def _tag_bytes(opens: npt.NDArray[np.intp], closes: npt.NDArray[np.intp], size: int) -> int:
+    """How many bytes of the document stand inside its tags, every tag ending at the first
+    ``>`` after its ``<`` (``opens``, ``closes``: where the ``<`` and ``>`` are): from the
+    first ``<`` after a ``>`` to the next ``>``, as `_many_names` reads them. A few array
+    operations on the tags' positions, where finding the places a name could start reads
+    every byte of the page."""
+    import numpy as np
+
+    ends = np.append(closes, size)[np.searchsorted(closes, opens)]
+    first = np.diff(ends, prepend=-1) != 0
+    return int((ends[first] - opens[first]).sum())
 
 
 def _many_names(
@@ -321,7 +341,7 @@ def _odd_read(data: bytes, *, attributes: bool, names: bool) -> bool:
     their attributes counted if `ODD_TAG` found a tag that could be long (``attributes``), and
     their distinct attribute names (``names``). The regex alone sent every page with a long
     script holding ``i < n`` and a quoted ``">"`` to the guard's pass."""
-    texts = [text for _, _, text, _ in TOKEN_BYTES.findall(data) if text]
+    texts = [text for text in TAG_ATTRIBUTES_BYTES.findall(data) if text]
     if attributes and any(
         len(text) >= LONG_TAG_CHARS and more_attributes(text, MAX_TAG_ATTRIBUTES) for text in texts
     ):

@@ -12,6 +12,7 @@ __all__ = [
     "MAX_ATTRIBUTE_NAMES",
     "MAX_TAG_ATTRIBUTES",
     "SPACE",
+    "TAG_ATTRIBUTES_BYTES",
     "TOKEN",
     "TOKEN_BYTES",
     "more_attributes",
@@ -54,6 +55,12 @@ TOKEN_BYTES = re.compile(_TOKEN.encode(), re.DOTALL)
 ATTRIBUTE = re.compile(_ATTRIBUTE)
 """One attribute of a tag's attribute text; its group is the attribute's name."""
 ATTRIBUTE_BYTES = re.compile(_ATTRIBUTE.encode())
+TAG_ATTRIBUTES_BYTES = re.compile(
+    _TOKEN.replace("(/?)([A-Za-z]", "(?:/?)(?:[A-Za-z]", 1).replace("(>?))", "(?:>?))", 1).encode(),
+    re.DOTALL,
+)
+"""`TOKEN_BYTES` with its attributes' group alone: what ``findall`` gives is each token's
+attribute text (empty for a comment), one bytes object a token instead of a tuple of four."""
 
 
 def more_attributes(attributes: bytes, count: int) -> bool:
