@@ -63,8 +63,7 @@ STATS_SOURCES = ("proxies", "auth", "render", "revisits", "sitemaps", "parse_san
 
 class LoopState(msgspec.Struct, frozen=True):
     """Whether the crawl loop runs: its phase (``starting``, ``running``, ``stopping``,
-    ``stopped``, ``failed``) and the seconds since it last went round (at least once a
-    second while it runs)."""
+    ``stopped``, ``failed``) and the seconds since it last went round (once a second or so)."""
 
     phase: str
     silent: float
@@ -400,11 +399,10 @@ class Crawler:
     def _fetched(self) -> None:
         """The current task's response is in: its fetch slot is free for the next URL."""
         task = asyncio.current_task()
-        fetching = self._fetching
-        if task in fetching:
-            if len(fetching) >= self._config.concurrency:  # the slots held the loop back:
-                self._wake.set()  # (else a free slot changes nothing it waits for)
-            fetching.discard(task)
+        if task in self._fetching:  # the loop waits for a free slot only when all were taken
+            if len(self._fetching) >= self._config.concurrency:
+                self._wake.set()
+            self._fetching.discard(task)
 
     async def _fetch_robots(self, lease: Lease) -> None:
         """A ``robots`` lease: fetch the host's robots.txt into the cache (unless it is there)
