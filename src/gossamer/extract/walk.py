@@ -406,6 +406,17 @@ class _Walker:
         text and inline elements (no box, image, line break or skipped element): a scan of
         its elements costs a fraction of their walk, their text nodes are not met at all.
         Whether it did."""
+        first = node.first_child
+        if first is None:
+            return True  # an empty box
+        if first.next is None and first.tag_id == _TEXT_ID:
+            # text alone (a third of these boxes): read as the walk would, without its frame
+            text = first.text_content
+            if text:
+                self.parts.append(text)
+                if in_link:
+                    self.link_chars += len(text.strip())
+            return True
         elements = 0
         links: list[LexborNode] = []
         kinds = _WHOLE_KINDS
