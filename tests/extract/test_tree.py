@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
-from dataclasses import astuple
 
+import msgspec
 import pytest
 from selectolax.lexbor import LexborHTMLParser
 
@@ -156,7 +156,7 @@ def test_huge_class_names_are_read_in_bounded_time() -> None:
 
 
 def reading_of(reading: Reading) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
-    boxes = [astuple(box) for box in reading.boxes]
+    boxes = [msgspec.structs.astuple(box) for box in reading.boxes]
     blocks = [
         (b.tag, b.box, b.text, b.link_chars, [i.attributes.get("src") for i in b.images])
         for b in reading.blocks

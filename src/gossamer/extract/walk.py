@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import msgspec
 from selectolax.lexbor import LexborHTMLParser, LexborNode, create_tag
 
 from gossamer.extract.density import BLOCK_TAGS, MAX_DEPTH, MAX_NODES, SKIP_TAGS
@@ -88,8 +89,12 @@ STOPS = frozenset(".!?\u3002\uff01\uff1f")
 """Full stops of a sentence (blocks end without spaces)."""
 
 
-@dataclass(slots=True)
-class Box:
+# Boxes and blocks are msgspec Structs, built in C: a page's walk makes some 170 boxes and
+# 110 blocks, which as slotted dataclasses took a fifth of its time. Untracked by the garbage
+# collector (``gc=False``): they hold numbers, strings and a list of nodes, never a cycle.
+
+
+class Box(msgspec.Struct, gc=False):
     """A block-level element: where it sits, what its name says, what it holds."""
 
     tag: str
@@ -112,8 +117,7 @@ class Box:
         return min(self.link_chars, self.chars) / self.chars if self.chars else 0.0
 
 
-@dataclass(slots=True)
-class Block:
+class Block(msgspec.Struct, gc=False):
     """The text between two block-level tags, in its innermost box."""
 
     tag: str
@@ -402,6 +406,17 @@ class _Walker:
         text and inline elements (no box, image, line break or skipped element): a scan of
         its elements costs a fraction of their walk, their text nodes are not met at all.
         Whether it did."""
+        first = node.first_child
+        if first is None:
+            return True  # an empty box
+        if first.next is None and first.tag_id == _TEXT_ID:
+            # text alone (a third of these boxes): read as the walk would, without its frame
+            text = first.text_content
+            if text:
+                self.parts.append(text)
+                if in_link:
+                    self.link_chars += len(text.strip())
+            return True
         elements = 0
         links: list[LexborNode] = []
         kinds = _WHOLE_KINDS
