@@ -80,6 +80,8 @@ _TIMER_CAP_MS = 5000
 """Pending ``setTimeout`` callbacks due within this many ms keep a page unsettled (longer
 ones, and ``setInterval`` polls, do not)."""
 _CONTENT_SECONDS = 3.0
+_CONTENT_TRIES = 3
+"""Reads of the DOM while navigations replace it (see `_content`)."""
 _DROP_HEADERS = frozenset(
     {"content-encoding", "content-length", "transfer-encoding", "connection", "keep-alive"}
 )
@@ -208,7 +210,7 @@ class PageRenderer:
         settled = work in done
         try:
             async with asyncio.timeout(_CONTENT_SECONDS):
-                html = await page.content()
+                html = await _content(page)
         except TimeoutError:
             return Rendered(None, "timeout", deadline=True)
         return Rendered(html, deadline=not settled)
@@ -242,6 +244,23 @@ class PageRenderer:
             if quiet >= settle:
                 return int(height), int(elements)
             await asyncio.sleep(max(_POLL_SECONDS, settle - quiet))
+
+
+async def _content(page: Page) -> str:
+    """The page's DOM as HTML; while a navigation is under way (a load slower than the load
+    timeout, a script's redirect) Chromium refuses it: read again once the new document has
+    its DOM, a few times at most (the caller bounds the time)."""
+    from playwright.async_api import Error as PlaywrightError
+
+    for _ in range(_CONTENT_TRIES - 1):
+        try:
+            return await page.content()
+        except PlaywrightError as exc:
+            if "navigating" not in str(exc):
+                raise
+            with contextlib.suppress(PlaywrightError):
+                await page.wait_for_load_state("domcontentloaded")
+    return await page.content()
 
 
 class _Handler:
