@@ -62,11 +62,11 @@ class LinkFeatures:
         self.topic = topic
         self._words: dict[str, tuple[str, ...]] = {}
         self._match: dict[str, float] = {}
-        self._index: dict[str, int] = {}
+        self._index = _Hashes("")
         self._statics: dict[tuple[str, str, str], _Static] = {}
         self._texts: dict[tuple[str, str, str], tuple[_Ids, str, str, str]] = {}
         self._by_text: dict[tuple[str, str], _Ids] = {}
-        self._by_word: dict[str, dict[str, int]] = {}
+        self._by_word: dict[str, _Hashes] = {}
         self._urls: dict[str, _Url] = {}
         self._dynamic: dict[tuple[str, int, int, int], _Ids] = {}
         self._buckets: dict[tuple[int, int, int], _Ids] = {}
@@ -116,13 +116,7 @@ class LinkFeatures:
         cache = self._index
         if len(cache) >= MAX_CACHED:
             cache.clear()
-        get, out = cache.get, set()
-        for name in names:
-            index = get(name)
-            if index is None:
-                index = cache[name] = zlib.crc32(name.encode("utf-8", "replace")) & (DIMENSIONS - 1)
-            out.add(index)
-        return tuple(out)
+        return tuple(set(map(cache.__getitem__, names)))
 
     def of(
         self, link: str, text: LinkText | None, relevance: float, distance: int, parent: str
@@ -252,17 +246,28 @@ class LinkFeatures:
     def _word_ids(self, prefix: str, words: Iterable[str]) -> _Ids:
         """``_ids`` of ``prefix`` + each word, looked up by the word (a term, its hash kept
         by the string: no feature name is built and hashed again), in the same order."""
-        cache = self._by_word.setdefault(prefix, {})
+        cache = self._by_word.get(prefix)
+        if cache is None:
+            cache = self._by_word[prefix] = _Hashes(prefix)
         if len(cache) >= MAX_CACHED // 3:  # three prefixes: no more than the names were
             cache.clear()
-        get, out = cache.get, set()
-        for word in words:
-            index = get(word)
-            if index is None:
-                name = prefix + word
-                index = cache[word] = zlib.crc32(name.encode("utf-8", "replace")) & (DIMENSIONS - 1)
-            out.add(index)
-        return tuple(out)
+        return tuple(set(map(cache.__getitem__, words)))
+
+
+class _Hashes(dict[str, int]):
+    """A word -> the weight index of ``prefix`` + the word (CRC-32: the same in every
+    process); a word met for the first time is hashed by ``__missing__``, so a text's words
+    are looked up and their set built in one pass in C (the same set, built in the same
+    order, as one look-up at a time)."""
+
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+
+    def __missing__(self, word: str) -> int:
+        name = self.prefix + word
+        index = self[word] = zlib.crc32(name.encode("utf-8", "replace")) & (DIMENSIONS - 1)
+        return index
 
 
 def _host_path_query(url: str) -> tuple[str, str, str]:
