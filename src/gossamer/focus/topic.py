@@ -210,7 +210,7 @@ class Topic:
         held = set(words)
         missed = 1.0
         for facet, weights in zip(self.facets, self._facet_weights, strict=True):
-            got = sum(w for t, w in zip(facet, weights, strict=True) if t in held)
+            got = sum(itertools.compress(weights, map(held.__contains__, facet)))
             missed *= 1.0 - got / sum(weights)
         return 1.0 - missed
 
@@ -287,8 +287,9 @@ class Topic:
 def _sum(vectors: Sequence[dict[str, float]]) -> dict[str, float]:
     total: dict[str, float] = {}
     for vector in vectors:
-        for t, w in vector.items():
-            total[t] = total.get(t, 0.0) + w
+        # each vector's sums in one update (its terms are distinct), as ``_add_background``
+        olds = map(total.get, vector, itertools.repeat(0.0))
+        total.update(zip(vector, map(operator.add, olds, vector.values()), strict=True))
     return total
 
 
