@@ -315,7 +315,9 @@ def _mean(
     heaviest terms: the words that make the topic, not those every page of a site shares (a
     reference's "return", "value", "default")."""
     if leave_out is not None:
-        total = {t: w - leave_out.get(t, 0.0) for t, w in total.items()}
+        # the same differences, with no bytecode a term (once a vector, at each rebuild)
+        lefts = map(leave_out.get, total, itertools.repeat(0.0))
+        total = dict(zip(total, map(operator.sub, total.values(), lefts), strict=True))
     sums, scale = background
     heaviest = _largest(total, count * _BACKGROUND_WEIGHT * scale, sums, _CENTROID_TERMS)
     return normalise({t: w for w, t in heaviest if w > 0})
