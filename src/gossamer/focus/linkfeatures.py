@@ -13,13 +13,12 @@ Pages of one site repeat their navigation on every page: the terms of a short te
 index of a feature name and a URL's own features (its host, section and words, whatever the
 anchor and context of the page linking to it) are cached (bounded; cleared when full), so a
 link seen on many pages costs a dictionary look-up, not a stemmer's pass. A page's links are
-put together as tuples of indices and made arrays at once (:meth:`LinkFeatures.many`): a
+put together as tuples of indices and made arrays at the end (:meth:`LinkFeatures.many`): a
 numpy call costs more than the tuple work it would save.
 """
 
 from __future__ import annotations
 
-import itertools
 import re
 import zlib
 from collections.abc import Iterable, Sequence
@@ -134,9 +133,9 @@ class LinkFeatures:
         parent: str,
     ) -> list[Scored]:
         """``of`` of a page's links at once (``texts`` in the same order): their indices are
-        put together as tuples and one array made of them all, each link's features a copy
-        of its slice (its own memory: a waiting URL's features keep no page's array
-        alive)."""
+        put together as tuples, each link's made an array of its own at the end (its own
+        memory: a waiting URL's features keep no page's array alive; one call a link costs
+        less than one array of them all sliced and copied)."""
         if not links:
             return []
         self._check_version()  # the topic stays the same while its links are read
@@ -146,12 +145,9 @@ class LinkFeatures:
             static, prior, host, path = self._one(link, text, relevance, distance, parent)
             ids.append(static)
             out.append((prior, host, path))
-        flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int32)
-        ends = list(itertools.accumulate(map(len, ids)))
-        starts = [0, *ends[:-1]]
         return [
-            (flat[start:end].copy(), prior, host, path)
-            for start, end, (prior, host, path) in zip(starts, ends, out, strict=True)
+            (np.array(found, dtype=np.int32), prior, host, path)
+            for found, (prior, host, path) in zip(ids, out, strict=True)
         ]
 
     def _one(
