@@ -81,7 +81,8 @@ class OnlineLogistic:
         np.negative(sums, out=sums)
         np.exp(sums, out=sums)
         sums += 1.0
-        return np.divide(1.0, sums, out=sums)
+        np.divide(1.0, sums, out=sums)
+        return sums
 
     def update(self, features: Features, label: float) -> None:
         """One step towards ``label`` (1 relevant, 0 not; values between allowed)."""

@@ -233,4 +233,6 @@ def cosine(a: Mapping[str, float], b: Mapping[str, float]) -> float:
     if len(a) > len(b):
         a, b = b, a
     # the same products summed in the same order, with no bytecode a term
-    return sum(map(operator.mul, a.values(), map(b.get, a, itertools.repeat(0.0))))
+    products = map(operator.mul, a.values(), map(b.get, a, itertools.repeat(0.0)))
+    total: float = sum(products)
+    return total

@@ -343,7 +343,8 @@ def _left_out(
     for vector in vectors:
         lefts = np.fromiter(map(vector.get, names, itertools.repeat(0.0)), np.float64, size)
         weights = (totals - lefts) - shares
-        heaviest = sorted(zip(weights.tolist(), names), reverse=True)[:_CENTROID_TERMS]
+        pairs = zip(weights.tolist(), names, strict=True)
+        heaviest = sorted(pairs, reverse=True)[:_CENTROID_TERMS]
         alone.append(cosine(vector, normalise({t: w for w, t in heaviest if w > 0})))
     return alone
 
@@ -365,7 +366,7 @@ def _largest(
     weights -= share * np.fromiter(background, dtype=np.float64, count=len(names))
     kth = np.partition(weights, len(names) - n)[len(names) - n]
     ties = np.flatnonzero(weights >= kth)  # n of them, more when tied at the kth
-    tied = zip(weights[ties].tolist(), map(names.__getitem__, ties.tolist()))
+    tied = zip(weights[ties].tolist(), map(names.__getitem__, ties.tolist()), strict=True)
     return sorted(tied, reverse=True)[:n]
 
 
