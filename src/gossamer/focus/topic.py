@@ -188,7 +188,7 @@ class Topic:
         if not words:
             return 0.0
         vector = self.vector
-        mass = sum(vector.get(t, 0.0) for t in set(words))
+        mass = sum(map(vector.get, set(words), itertools.repeat(0.0)))  # no bytecode a term
         return 1.0 - math.exp(-mass / self._strong)
 
     def _coverage(self, counts: Counter[str], length: int) -> float:
