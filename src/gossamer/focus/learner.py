@@ -9,6 +9,7 @@ O(its link's features) and memory is fixed (1 MiB of weights).
 
 from __future__ import annotations
 
+import itertools
 import math
 import zlib
 from collections.abc import Iterable
@@ -57,13 +58,31 @@ class OnlineLogistic:
         """``predict`` of many links at once."""
         if not batch:
             return np.zeros(0)
-        lengths = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch))
+        counts = list(map(len, batch))
+        if all(counts):  # every link has features (a page's always do): no mask needed
+            return self._predict_full(batch, counts)
+        lengths = np.fromiter(counts, dtype=np.int64, count=len(batch))
         flat = np.concatenate(batch) if lengths.sum() else np.zeros(0, dtype=np.int32)
         sums = np.add.reduceat(self.weights[flat], np.cumsum(lengths) - lengths)
         sums = np.where(lengths > 0, sums, 0.0) + self.bias
         # np.clip's bounds as two ufuncs: the same floats without its Python wrapper
         bounded: npt.NDArray[np.float64] = np.minimum(np.maximum(sums, -30.0), 30.0)
         return 1.0 / (1.0 + np.exp(-bounded))
+
+    def _predict_full(self, batch: list[Features], counts: list[int]) -> npt.NDArray[np.float64]:
+        """``predict_many`` of links that all have features: the same floats (the sums'
+        mask is the identity then), the starts summed in Python and the logistic taken in
+        place, half the numpy calls (each costs more than a page's few links)."""
+        starts = list(itertools.accumulate(counts[:-1], initial=0))
+        sums = np.add.reduceat(self.weights[np.concatenate(batch)], starts)
+        sums += self.bias
+        np.maximum(sums, -30.0, out=sums)
+        np.minimum(sums, 30.0, out=sums)
+        np.negative(sums, out=sums)
+        np.exp(sums, out=sums)
+        sums += 1.0
+        np.divide(1.0, sums, out=sums)
+        return sums
 
     def update(self, features: Features, label: float) -> None:
         """One step towards ``label`` (1 relevant, 0 not; values between allowed)."""

@@ -13,13 +13,12 @@ Pages of one site repeat their navigation on every page: the terms of a short te
 index of a feature name and a URL's own features (its host, section and words, whatever the
 anchor and context of the page linking to it) are cached (bounded; cleared when full), so a
 link seen on many pages costs a dictionary look-up, not a stemmer's pass. A page's links are
-put together as tuples of indices and made arrays at once (:meth:`LinkFeatures.many`): a
+put together as tuples of indices and made arrays at the end (:meth:`LinkFeatures.many`): a
 numpy call costs more than the tuple work it would save.
 """
 
 from __future__ import annotations
 
-import itertools
 import re
 import zlib
 from collections.abc import Iterable, Sequence
@@ -62,11 +61,11 @@ class LinkFeatures:
         self.topic = topic
         self._words: dict[str, tuple[str, ...]] = {}
         self._match: dict[str, float] = {}
-        self._index: dict[str, int] = {}
+        self._index = _Hashes("")
         self._statics: dict[tuple[str, str, str], _Static] = {}
         self._texts: dict[tuple[str, str, str], tuple[_Ids, str, str, str]] = {}
         self._by_text: dict[tuple[str, str], _Ids] = {}
-        self._by_word: dict[str, dict[str, int]] = {}
+        self._by_word: dict[str, _Hashes] = {}
         self._urls: dict[str, _Url] = {}
         self._dynamic: dict[tuple[str, int, int, int], _Ids] = {}
         self._buckets: dict[tuple[int, int, int], _Ids] = {}
@@ -116,13 +115,7 @@ class LinkFeatures:
         cache = self._index
         if len(cache) >= MAX_CACHED:
             cache.clear()
-        get, out = cache.get, set()
-        for name in names:
-            index = get(name)
-            if index is None:
-                index = cache[name] = zlib.crc32(name.encode("utf-8", "replace")) & (DIMENSIONS - 1)
-            out.add(index)
-        return tuple(out)
+        return tuple(set(map(cache.__getitem__, names)))
 
     def of(
         self, link: str, text: LinkText | None, relevance: float, distance: int, parent: str
@@ -140,9 +133,9 @@ class LinkFeatures:
         parent: str,
     ) -> list[Scored]:
         """``of`` of a page's links at once (``texts`` in the same order): their indices are
-        put together as tuples and one array made of them all, each link's features a copy
-        of its slice (its own memory: a waiting URL's features keep no page's array
-        alive)."""
+        put together as tuples, each link's made an array of its own at the end (its own
+        memory: a waiting URL's features keep no page's array alive; one call a link costs
+        less than one array of them all sliced and copied)."""
         if not links:
             return []
         self._check_version()  # the topic stays the same while its links are read
@@ -152,12 +145,9 @@ class LinkFeatures:
             static, prior, host, path = self._one(link, text, relevance, distance, parent)
             ids.append(static)
             out.append((prior, host, path))
-        flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int32)
-        ends = list(itertools.accumulate(map(len, ids)))
-        starts = [0, *ends[:-1]]
         return [
-            (flat[start:end].copy(), prior, host, path)
-            for start, end, (prior, host, path) in zip(starts, ends, out, strict=True)
+            (np.array(found, dtype=np.int32), prior, host, path)
+            for found, (prior, host, path) in zip(ids, out, strict=True)
         ]
 
     def _one(
@@ -252,17 +242,28 @@ class LinkFeatures:
     def _word_ids(self, prefix: str, words: Iterable[str]) -> _Ids:
         """``_ids`` of ``prefix`` + each word, looked up by the word (a term, its hash kept
         by the string: no feature name is built and hashed again), in the same order."""
-        cache = self._by_word.setdefault(prefix, {})
+        cache = self._by_word.get(prefix)
+        if cache is None:
+            cache = self._by_word[prefix] = _Hashes(prefix)
         if len(cache) >= MAX_CACHED // 3:  # three prefixes: no more than the names were
             cache.clear()
-        get, out = cache.get, set()
-        for word in words:
-            index = get(word)
-            if index is None:
-                name = prefix + word
-                index = cache[word] = zlib.crc32(name.encode("utf-8", "replace")) & (DIMENSIONS - 1)
-            out.add(index)
-        return tuple(out)
+        return tuple(set(map(cache.__getitem__, words)))
+
+
+class _Hashes(dict[str, int]):
+    """A word -> the weight index of ``prefix`` + the word (CRC-32: the same in every
+    process); a word met for the first time is hashed by ``__missing__``, so a text's words
+    are looked up and their set built in one pass in C (the same set, built in the same
+    order, as one look-up at a time)."""
+
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+
+    def __missing__(self, word: str) -> int:
+        name = self.prefix + word
+        index = self[word] = zlib.crc32(name.encode("utf-8", "replace")) & (DIMENSIONS - 1)
+        return index
 
 
 def _host_path_query(url: str) -> tuple[str, str, str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import operator
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
@@ -219,14 +220,19 @@ def _logs(values: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
 
 def normalise(vector: Mapping[str, float]) -> dict[str, float]:
     """``vector`` scaled to unit length (empty stays empty)."""
-    norm = math.sqrt(sum(w * w for w in vector.values()))
+    # the same products and quotients, summed in the same order, with no bytecode a term
+    weights = vector.values()
+    norm = math.sqrt(sum(map(operator.mul, weights, weights)))
     if norm == 0:
         return {}
-    return {t: w / norm for t, w in vector.items()}
+    return dict(zip(vector, map(operator.truediv, weights, itertools.repeat(norm)), strict=True))
 
 
 def cosine(a: Mapping[str, float], b: Mapping[str, float]) -> float:
     """Dot product of two unit vectors."""
     if len(a) > len(b):
         a, b = b, a
-    return sum(w * b.get(t, 0.0) for t, w in a.items())
+    # the same products summed in the same order, with no bytecode a term
+    products = map(operator.mul, a.values(), map(b.get, a, itertools.repeat(0.0)))
+    total: float = sum(products)
+    return total

@@ -35,7 +35,6 @@ crawl itself: every judged page counts, so words common on the site weigh less a
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import math
 import operator
@@ -189,7 +188,7 @@ class Topic:
         if not words:
             return 0.0
         vector = self.vector
-        mass = sum(vector.get(t, 0.0) for t in set(words))
+        mass = sum(map(vector.get, set(words), itertools.repeat(0.0)))  # no bytecode a term
         return 1.0 - math.exp(-mass / self._strong)
 
     def _coverage(self, counts: Counter[str], length: int) -> float:
@@ -211,7 +210,7 @@ class Topic:
         held = set(words)
         missed = 1.0
         for facet, weights in zip(self.facets, self._facet_weights, strict=True):
-            got = sum(w for t, w in zip(facet, weights, strict=True) if t in held)
+            got = sum(itertools.compress(weights, map(held.__contains__, facet)))
             missed *= 1.0 - got / sum(weights)
         return 1.0 - missed
 
@@ -270,7 +269,7 @@ class Topic:
             # each left out in turn: the terms that can make its centroid are among the
             # heaviest of all (a vector left out only lowers its own)
             shortlist = _heaviest(total, len(vectors) - 1, background, 4 * _CENTROID_TERMS)
-            alone = [cosine(v, _mean(shortlist, len(vectors) - 1, background, v)) for v in vectors]
+            alone = _left_out(vectors, shortlist, len(vectors) - 1, background)
             self._reference = max(sum(alone) / len(alone), 0.05)
         phrase: dict[str, float] = {}
         for facet in self.facets:
@@ -288,8 +287,9 @@ class Topic:
 def _sum(vectors: Sequence[dict[str, float]]) -> dict[str, float]:
     total: dict[str, float] = {}
     for vector in vectors:
-        for t, w in vector.items():
-            total[t] = total.get(t, 0.0) + w
+        # each vector's sums in one update (its terms are distinct), as ``_add_background``
+        olds = map(total.get, vector, itertools.repeat(0.0))
+        total.update(zip(vector, map(operator.add, olds, vector.values()), strict=True))
     return total
 
 
@@ -315,10 +315,38 @@ def _mean(
     heaviest terms: the words that make the topic, not those every page of a site shares (a
     reference's "return", "value", "default")."""
     if leave_out is not None:
-        total = {t: w - leave_out.get(t, 0.0) for t, w in total.items()}
+        # the same differences, with no bytecode a term (once a vector, at each rebuild)
+        lefts = map(leave_out.get, total, itertools.repeat(0.0))
+        total = dict(zip(total, map(operator.sub, total.values(), lefts), strict=True))
     sums, scale = background
     heaviest = _largest(total, count * _BACKGROUND_WEIGHT * scale, sums, _CENTROID_TERMS)
     return normalise({t: w for w, t in heaviest if w > 0})
+
+
+def _left_out(
+    vectors: Sequence[dict[str, float]],
+    shortlist: Mapping[str, float],
+    count: int,
+    background: tuple[dict[str, float], float],
+) -> list[float]:
+    """Each vector's cosine with ``_mean(shortlist, count, background, vector)``, the
+    centroid of the others: the shortlist's names and its background's share read once, each
+    centroid's weights taken by numpy (the same floats: the vector's weight, then the share,
+    subtracted from each sum) and sorted in C."""
+    names = list(shortlist)
+    size = len(names)
+    sums, scale = background
+    share = count * _BACKGROUND_WEIGHT * scale
+    totals = np.fromiter(shortlist.values(), dtype=np.float64, count=size)
+    shares = share * np.fromiter(map(sums.get, names, itertools.repeat(0.0)), np.float64, size)
+    alone = []
+    for vector in vectors:
+        lefts = np.fromiter(map(vector.get, names, itertools.repeat(0.0)), np.float64, size)
+        weights = (totals - lefts) - shares
+        pairs = zip(weights.tolist(), names, strict=True)
+        heaviest = sorted(pairs, reverse=True)[:_CENTROID_TERMS]
+        alone.append(cosine(vector, normalise({t: w for w, t in heaviest if w > 0})))
+    return alone
 
 
 def _largest(
@@ -327,15 +355,19 @@ def _largest(
     """``heapq.nlargest(n, ((w - share * sums.get(t, 0.0), t) for t, w in total.items()))``,
     the differences taken by numpy (the same floats) when ``total`` is long: the examples'
     thousands of terms are weighed at each rebuild."""
+    # ``sorted(..., reverse=True)[:n]`` is ``nlargest``'s definition, its loop in C (no two
+    # pairs are equal: the terms differ): half the cost of a heap's loop in Python
     if len(total) <= 4 * n:
-        return heapq.nlargest(n, ((w - share * sums.get(t, 0.0), t) for t, w in total.items()))
+        get = sums.get
+        return sorted([(w - share * get(t, 0.0), t) for t, w in total.items()], reverse=True)[:n]
     names = list(total)
     weights = np.fromiter(total.values(), dtype=np.float64, count=len(names))
     background = map(sums.get, names, itertools.repeat(0.0))
     weights -= share * np.fromiter(background, dtype=np.float64, count=len(names))
     kth = np.partition(weights, len(names) - n)[len(names) - n]
-    ties = np.flatnonzero(weights >= kth).tolist()  # n of them, more when tied at the kth
-    return heapq.nlargest(n, ((float(weights[i]), names[i]) for i in ties))
+    ties = np.flatnonzero(weights >= kth)  # n of them, more when tied at the kth
+    tied = zip(weights[ties].tolist(), map(names.__getitem__, ties.tolist()), strict=True)
+    return sorted(tied, reverse=True)[:n]
 
 
 def _squash(score: float) -> float:
