@@ -115,11 +115,7 @@ def header_map(raw: Iterable[tuple[str, str]]) -> Mapping[str, str]:
         key = name.lower()
         if not (key.isascii() and value.isascii()):  # ASCII is valid text as it is
             key, value = safe_text(key), safe_text(value)
-        previous = headers.get(key)
-        if previous is None:
-            headers[key] = value
-        else:
-            headers[key] = f"{previous}{chr(10) if key in _LINE_JOINED else ', '}{value}"
+        _add(headers, key, value)
     return MappingProxyType(headers)
 
 
@@ -134,12 +130,17 @@ def raw_header_map(raw: Iterable[tuple[bytes, bytes]], names: Iterable[bytes]) -
         else:
             key = safe_text(name.decode("utf-8", "surrogateescape").lower())
             text = safe_text(value.decode("utf-8", "surrogateescape"))
-        previous = headers.get(key)
-        if previous is None:
-            headers[key] = text
-        else:
-            headers[key] = f"{previous}{chr(10) if key in _LINE_JOINED else ', '}{text}"
+        _add(headers, key, text)
     return MappingProxyType(headers)
+
+
+def _add(headers: dict[str, str], key: str, value: str) -> None:
+    """One header into ``headers``: a repeated name's values joined (`_LINE_JOINED`)."""
+    previous = headers.get(key)
+    if previous is None:
+        headers[key] = value
+    else:
+        headers[key] = f"{previous}{chr(10) if key in _LINE_JOINED else ', '}{value}"
 
 
 def conditional_headers(validators: Mapping[str, str] | None) -> dict[str, str] | None:
