@@ -456,14 +456,7 @@ class _Walker:
             self.tag, self.box = "div", parent
         self.quiet = quiet
         boxes = self.boxes
-        box, into = boxes[inner], boxes[parent]
-        into.chars += box.chars
-        into.link_chars += box.link_chars
-        into.commas += box.commas
-        into.paragraphs += box.paragraphs
-        into.blocks += box.blocks
-        into.items += box.items
-        into.images += box.images
+        _add_into(boxes[parent], boxes[inner])
 
 
 def _named(attributes: dict[str, str | None]) -> tuple[str, float, bool]:
@@ -526,14 +519,18 @@ def _total(boxes: list[Box], blocks: list[Block]) -> None:
             box.items = 1
     for index in range(len(boxes) - 1, 0, -1):
         box = boxes[index]
-        parent = boxes[box.parent]
-        parent.chars += box.chars
-        parent.link_chars += box.link_chars
-        parent.commas += box.commas
-        parent.paragraphs += box.paragraphs
-        parent.blocks += box.blocks
-        parent.items += box.items
-        parent.images += box.images
+        _add_into(boxes[box.parent], box)
+
+
+def _add_into(into: Box, box: Box) -> None:
+    """``box``'s totals added into ``into``'s."""
+    into.chars += box.chars
+    into.link_chars += box.link_chars
+    into.commas += box.commas
+    into.paragraphs += box.paragraphs
+    into.blocks += box.blocks
+    into.items += box.items
+    into.images += box.images
 
 
 def _unflag_big_boilerplate(boxes: list[Box]) -> list[int]:
