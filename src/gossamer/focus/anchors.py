@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Container
 from typing import NamedTuple
 
-from selectolax.lexbor import LexborHTMLParser, LexborNode
+from selectolax.lexbor import LexborNode
 
 from gossamer.parse.links import ParsedPage
 from gossamer.urls import Resolver
@@ -56,20 +56,38 @@ def link_texts(
     tree = page.tree
     if tree is None or not wanted:
         return {}
-    resolver = Resolver(page.base_url)
+    resolve = Resolver(page.base_url).resolve
     found: dict[str, LinkText] = {}
-    resolved: dict[str, str | None] = {}
+    targets: dict[str, str | None] = {}
+    """An ``href`` -> the wanted URL it leads to (None: none): one look-up a link."""
     blocks: dict[int, str] = {}
     """A block's text by its node's identity: a list of many links is read once."""
     groups: dict[int, int] = {}
     again: set[str] = set()
     """URLs whose later link was read for a better context (once a URL: an index of terms
     links one page from many short entries)."""
-    for href, node in _outward(page, tree):
-        url = resolved.get(href, "")  # "" no URL resolves to: one look-up a link
+    nodes = page.nodes
+    if nodes is None:
+        nodes = tree.css(_OUTWARD)
+    outward = 0
+    # one loop over the elements, the link's href read in it: no list of them built first
+    for node in nodes:
+        if node.tag != "a":
+            continue
+        try:  # indexed, not ``get``: its exception caught in C, a third of a link's cost
+            href = node.attrs["href"] or ""
+        except KeyError:  # matched by a prefixed name alone (``xlink:href``)
+            href = ""
+        if href[:1] == "#":
+            continue
+        outward += 1
+        if outward > MAX_ANCHORS:
+            break
+        url = targets.get(href, "")  # "" no URL resolves to
         if url == "":
-            url = resolved[href] = resolver.resolve(href)
-        if url is None or url not in wanted:
+            url = resolve(href)
+            url = targets[href] = url if url is not None and url in wanted else None
+        if url is None:
             continue
         before = found.get(url)
         if url in grouped_only:
@@ -105,32 +123,6 @@ def _again(
         if len(context) > len(before.context):
             return LinkText(anchor, context, group or before.group)
     return LinkText(anchor, before.context, before.group or _group(node, groups))
-
-
-def _outward(page: ParsedPage, tree: LexborHTMLParser) -> list[tuple[str, LexborNode]]:
-    """The page's first ``MAX_ANCHORS`` links out of it (not within: ``#...``) with their
-    ``href``: those the link extractor found with its links when it kept them (no search of
-    the tree again: that search was half of this module's cost), else searched for."""
-    nodes = page.nodes
-    if nodes is None:
-        return list(map(_with_href, tree.css(_OUTWARD)[:MAX_ANCHORS]))
-    outward = []
-    for node in nodes:
-        if node.tag == "a":
-            anchor = _with_href(node)
-            if anchor[0][:1] != "#":
-                outward.append(anchor)
-                if len(outward) == MAX_ANCHORS:
-                    break
-    return outward
-
-
-def _with_href(node: LexborNode) -> tuple[str, LexborNode]:
-    try:  # indexed, not ``get``: its exception caught in C, a third of a link's cost
-        href = node.attrs["href"] or ""
-    except KeyError:  # matched by a prefixed name alone (``xlink:href``)
-        href = ""
-    return href, node
 
 
 def _anchor(node: LexborNode) -> str:

@@ -51,7 +51,8 @@ class OnlineLogistic:
 
     def predict(self, features: Features) -> float:
         """The probability that a link with these features leads to a relevant page."""
-        z = float(self.weights[features].sum()) + self.bias
+        # the ufunc's reduction, not ``ndarray.sum``'s Python wrapper: the same float
+        z = float(np.add.reduce(self.weights[features])) + self.bias
         return 1.0 / (1.0 + math.exp(-max(min(z, 30.0), -30.0)))
 
     def predict_many(self, batch: list[Features]) -> npt.NDArray[np.float64]:
@@ -60,7 +61,7 @@ class OnlineLogistic:
             return np.zeros(0)
         counts = list(map(len, batch))
         if all(counts):  # every link has features (a page's always do): no mask needed
-            return self._predict_full(batch, counts)
+            return self._logistic(np.concatenate(batch), counts)
         lengths = np.fromiter(counts, dtype=np.int64, count=len(batch))
         flat = np.concatenate(batch) if lengths.sum() else np.zeros(0, dtype=np.int32)
         sums = np.add.reduceat(self.weights[flat], np.cumsum(lengths) - lengths)
@@ -69,12 +70,13 @@ class OnlineLogistic:
         bounded: npt.NDArray[np.float64] = np.minimum(np.maximum(sums, -30.0), 30.0)
         return 1.0 / (1.0 + np.exp(-bounded))
 
-    def _predict_full(self, batch: list[Features], counts: list[int]) -> npt.NDArray[np.float64]:
-        """``predict_many`` of links that all have features: the same floats (the sums'
-        mask is the identity then), the starts summed in Python and the logistic taken in
-        place, half the numpy calls (each costs more than a page's few links)."""
+    def _logistic(self, flat: Features, counts: list[int]) -> npt.NDArray[np.float64]:
+        """The probabilities of links whose indices are ``flat`` joined (``counts`` each, none
+        empty): the same floats as with a mask (the identity then), the starts summed in Python
+        and the logistic taken in place, half the numpy calls (each costs more than a page's
+        few links)."""
         starts = list(itertools.accumulate(counts[:-1], initial=0))
-        sums = np.add.reduceat(self.weights[np.concatenate(batch)], starts)
+        sums = np.add.reduceat(self.weights[flat], starts)
         sums += self.bias
         np.maximum(sums, -30.0, out=sums)
         np.minimum(sums, 30.0, out=sums)
@@ -102,9 +104,11 @@ class OnlineLogistic:
         links at once: one pass over the weights instead of one per link)."""
         if not batch:
             return
-        errors = self.predict_many(batch) - np.asarray(labels)
         lengths = list(map(len, batch))
         flat = np.concatenate(batch)
+        # the links' indices joined once, for the prediction and the step
+        predicted = self._logistic(flat, lengths) if all(lengths) else self.predict_many(batch)
+        errors = predicted - np.asarray(labels)
         gradient = errors.repeat(lengths).astype(np.float32)
         np.add.at(self._squares, flat, gradient * gradient)
         step = self._rate / np.sqrt(self._squares[flat])

@@ -73,9 +73,11 @@ def stem(word: str) -> str:
 
 
 def _strip(word: str) -> str:
+    # only the suffixes ending in the word's last letter are tried, in their order (the
+    # same first match as trying all of them: most words end in a letter none ends in)
     if len(word) <= 3:
         return word
-    for suffix, replacement in _SUFFIXES:
+    for suffix, replacement in _BY_LAST.get(word[-1], ()):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             if suffix == "s" and word.endswith(("ss", "us", "is")):
                 return word
@@ -86,6 +88,13 @@ def _strip(word: str) -> str:
                 stem_ = stem_[:-1]
             return stem_
     return word
+
+
+_BY_LAST = {
+    last: tuple(pair for pair in _SUFFIXES if pair[0][-1] == last)
+    for last in {suffix[-1] for suffix, _ in _SUFFIXES}
+}
+"""The suffixes by their last letter, each letter's in the order of ``_SUFFIXES``."""
 
 
 class _Stems(dict[str, str]):

@@ -44,6 +44,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from gossamer.focus.text import DocumentFrequencies, cosine, normalise, terms, with_pairs
 
@@ -264,11 +265,14 @@ class Topic:
         vectors += [self.df.vector(c) for _, c in self._pseudo]
         background = (self._background, 1 / max(self._background_pages, 1))
         total = _sum(vectors)
-        self._centroid = _mean(total, len(vectors), background)
+        # the sums' terms and their background read once for the centroid and the shortlist
+        arrays = _arrays(total, background[0]) if len(total) > 4 * _CENTROID_TERMS else None
+        self._centroid = _mean(total, len(vectors), background, arrays)
         if len(vectors) >= 2:
             # each left out in turn: the terms that can make its centroid are among the
             # heaviest of all (a vector left out only lowers its own)
-            shortlist = _heaviest(total, len(vectors) - 1, background, 4 * _CENTROID_TERMS)
+            n = 4 * _CENTROID_TERMS
+            shortlist = _heaviest(total, len(vectors) - 1, background, n, arrays)
             alone = _left_out(vectors, shortlist, len(vectors) - 1, background)
             self._reference = max(sum(alone) / len(alone), 0.05)
         phrase: dict[str, float] = {}
@@ -293,14 +297,30 @@ def _sum(vectors: Sequence[dict[str, float]]) -> dict[str, float]:
     return total
 
 
+_Arrays = tuple[list[str], npt.NDArray[np.float64], npt.NDArray[np.float64]]
+"""The terms of a sum of vectors, their sums and their sums in the crawl's background."""
+
+
+def _arrays(total: Mapping[str, float], sums: Mapping[str, float]) -> _Arrays:
+    """``total``'s terms, their sums and their sums in ``sums`` (0 for none), as arrays."""
+    names = list(total)
+    weights = np.fromiter(total.values(), dtype=np.float64, count=len(names))
+    background = map(sums.get, names, itertools.repeat(0.0))
+    return names, weights, np.fromiter(background, dtype=np.float64, count=len(names))
+
+
 def _heaviest(
-    total: Mapping[str, float], count: int, background: tuple[dict[str, float], float], n: int
+    total: Mapping[str, float],
+    count: int,
+    background: tuple[dict[str, float], float],
+    n: int,
+    arrays: _Arrays | None = None,
 ) -> dict[str, float]:
     """The ``n`` heaviest terms of ``total`` (the sum of ``count`` vectors) less their share
     of the crawl's ``background`` (the sum of the off-topic judged pages' vectors and one over their
     number), with their sums."""
     sums, scale = background
-    heaviest = _largest(total, count * _BACKGROUND_WEIGHT * scale, sums, n)
+    heaviest = _largest(total, count * _BACKGROUND_WEIGHT * scale, sums, n, arrays)
     return {t: total[t] for _, t in heaviest}
 
 
@@ -308,18 +328,15 @@ def _mean(
     total: Mapping[str, float],
     count: int,
     background: tuple[dict[str, float], float],
-    leave_out: Mapping[str, float] | None = None,
+    arrays: _Arrays | None = None,
 ) -> dict[str, float]:
-    """The unit centroid of ``count`` vectors summed in ``total`` (less ``leave_out``, one of
-    them) less the crawl's ``background`` (Rocchio), cut to its ``_CENTROID_TERMS``
-    heaviest terms: the words that make the topic, not those every page of a site shares (a
-    reference's "return", "value", "default")."""
-    if leave_out is not None:
-        # the same differences, with no bytecode a term (once a vector, at each rebuild)
-        lefts = map(leave_out.get, total, itertools.repeat(0.0))
-        total = dict(zip(total, map(operator.sub, total.values(), lefts), strict=True))
+    """The unit centroid of ``count`` vectors summed in ``total`` less the crawl's
+    ``background`` (Rocchio), cut to its ``_CENTROID_TERMS`` heaviest terms: the words that
+    make the topic, not those every page of a site shares (a reference's "return", "value",
+    "default"); ``arrays``: ``_arrays`` of ``total``, when read already."""
     sums, scale = background
-    heaviest = _largest(total, count * _BACKGROUND_WEIGHT * scale, sums, _CENTROID_TERMS)
+    share = count * _BACKGROUND_WEIGHT * scale
+    heaviest = _largest(total, share, sums, _CENTROID_TERMS, arrays)
     return normalise({t: w for w, t in heaviest if w > 0})
 
 
@@ -342,29 +359,38 @@ def _left_out(
     alone = []
     for vector in vectors:
         lefts = np.fromiter(map(vector.get, names, itertools.repeat(0.0)), np.float64, size)
-        weights = (totals - lefts) - shares
-        pairs = zip(weights.tolist(), names, strict=True)
-        heaviest = sorted(pairs, reverse=True)[:_CENTROID_TERMS]
+        heaviest = _top((totals - lefts) - shares, names, _CENTROID_TERMS)
         alone.append(cosine(vector, normalise({t: w for w, t in heaviest if w > 0})))
     return alone
 
 
 def _largest(
-    total: Mapping[str, float], share: float, sums: Mapping[str, float], n: int
+    total: Mapping[str, float],
+    share: float,
+    sums: Mapping[str, float],
+    n: int,
+    arrays: _Arrays | None = None,
 ) -> list[tuple[float, str]]:
     """``heapq.nlargest(n, ((w - share * sums.get(t, 0.0), t) for t, w in total.items()))``,
-    the differences taken by numpy (the same floats) when ``total`` is long: the examples'
+    the differences taken by numpy (the same floats) when ``total`` is long or ``arrays`` are
+    given (``_arrays`` of ``total``, read once for two of these): the examples'
     thousands of terms are weighed at each rebuild."""
     # ``sorted(..., reverse=True)[:n]`` is ``nlargest``'s definition, its loop in C (no two
     # pairs are equal: the terms differ): half the cost of a heap's loop in Python
-    if len(total) <= 4 * n:
+    if arrays is None and len(total) <= 4 * n:
         get = sums.get
         return sorted([(w - share * get(t, 0.0), t) for t, w in total.items()], reverse=True)[:n]
-    names = list(total)
-    weights = np.fromiter(total.values(), dtype=np.float64, count=len(names))
-    background = map(sums.get, names, itertools.repeat(0.0))
-    weights -= share * np.fromiter(background, dtype=np.float64, count=len(names))
-    kth = np.partition(weights, len(names) - n)[len(names) - n]
+    names, weights, background = arrays if arrays is not None else _arrays(total, sums)
+    return _top(weights - share * background, names, n)
+
+
+def _top(weights: npt.NDArray[np.float64], names: Sequence[str], n: int) -> list[tuple[float, str]]:
+    """``sorted(zip(weights, names), reverse=True)[:n]``: the ``n`` heaviest found by numpy's
+    partition, only they (and those tied with the last) sorted in Python."""
+    size = len(names)
+    if size <= n:
+        return sorted(zip(weights.tolist(), names, strict=True), reverse=True)
+    kth = np.partition(weights, size - n)[size - n]
     ties = np.flatnonzero(weights >= kth)  # n of them, more when tied at the kth
     tied = zip(weights[ties].tolist(), map(names.__getitem__, ties.tolist()), strict=True)
     return sorted(tied, reverse=True)[:n]
