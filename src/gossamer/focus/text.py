@@ -221,7 +221,7 @@ class DocumentFrequencies:
 
 def _logs(values: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
     """``math.log`` of positive counts (of 0: 0), from the table when they are small."""
-    if int(values.max()) < _TABLE:
+    if int(np.maximum.reduce(values)) < _TABLE:  # the ufunc: no ``ndarray.max`` wrapper
         return _LOG_TABLE[values]
     logs = (_LOGS[v] if v < _TABLE else math.log(v) for v in values.tolist())
     return np.fromiter(logs, dtype=np.float64, count=len(values))
