@@ -63,8 +63,9 @@ class OnlineLogistic:
         if all(counts):  # every link has features (a page's always do): no mask needed
             return self._logistic(np.concatenate(batch), counts)
         lengths = np.fromiter(counts, dtype=np.int64, count=len(batch))
-        flat = np.concatenate(batch) if lengths.sum() else np.zeros(0, dtype=np.int32)
-        sums = np.add.reduceat(self.weights[flat], np.cumsum(lengths) - lengths)
+        # a zero after the links' weights: a link without features last starts past them
+        values = np.append(self.weights[np.concatenate(batch)], np.float32(0.0))
+        sums = np.add.reduceat(values, np.cumsum(lengths) - lengths)
         sums = np.where(lengths > 0, sums, 0.0) + self.bias
         # np.clip's bounds as two ufuncs: the same floats without its Python wrapper
         bounded: npt.NDArray[np.float64] = np.minimum(np.maximum(sums, -30.0), 30.0)
