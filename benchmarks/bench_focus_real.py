@@ -28,6 +28,7 @@ comes from the crawl's ``focus`` statistics.
         [--topics NAME ...] [--rounds 3] [--port 8391] [--json]
         [--slack S] [--concurrency C]   (the focused crawls' --focus-slack and requests in flight)
         [--order]   (each relevant page's place in the first focused crawl and the oracle's)
+        [--keep DIR]   (each focused crawl's pages.jsonl copied to DIR/TOPIC-ROUND.jsonl)
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import asyncio
 import heapq
 import json
 import logging
+import shutil
 import socket
 import tempfile
 import time
@@ -366,6 +368,8 @@ def write_hub(www: Path) -> None:
 
 
 PORT = [8391]
+KEEP: list[Path] = []
+"""Where each focused crawl's pages.jsonl is copied (``--keep``)."""
 FOCUSED: dict[str, Any] = {}
 """Settings of the focused crawls given on the command line (``focus_slack``, ``concurrency``)."""
 
@@ -450,6 +454,12 @@ async def run(ns: list[int], names: list[str], port: int, rounds: int = 1) -> di
             for i, topic in enumerate(topics):
                 relevant = relevant_pages(topic)
                 runs = [await crawl(topic, budget, Path(tmp) / f"{i}-{r}") for r in range(rounds)]
+                if KEEP:
+                    for r in range(rounds):
+                        shutil.copy(
+                            Path(tmp) / f"{i}-{r}" / "pages.jsonl",
+                            KEEP[0] / f"{topic.name}-{r}.jsonl",
+                        )
                 oracle = oracle_order(graph, relevant, max(ns))
                 judged = sum(max((run["focus"] or {}).get("judged", 0), 1) for run in runs)
                 cpu = sum((run["focus"] or {}).get("cpu_seconds", 0.0) for run in runs)
@@ -531,7 +541,11 @@ def main() -> None:
     parser.add_argument(
         "--order", action="store_true", help="each relevant page's place, crawl and oracle"
     )
+    parser.add_argument("--keep", type=Path, help="copy each focused crawl's pages.jsonl here")
     args = parser.parse_args()
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=True)
+        KEEP.append(args.keep)
     if args.slack is not None:
         FOCUSED["focus_slack"] = args.slack
     if args.concurrency is not None:

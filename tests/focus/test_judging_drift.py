@@ -105,3 +105,39 @@ async def test_a_focused_crawl_judges_the_short_pages_it_meets_late_on_topic(
     assert len(order) >= 10, judged
     scores = {name: judged.get(name) for name in SHORT}
     assert all(score is not None and score >= 0.5 for score in scores.values()), scores
+
+
+ON_THE_BORDER = (
+    # a focused crawl's order in which a long page on the topic is judged just off it
+    "transaction-iso.html",
+    "explicit-locking.html",
+    "sql-set-transaction.html",
+    "sql-start-transaction.html",
+    "sql-commit.html",
+    "sql-prepare-transaction.html",
+    "sql-lock.html",
+    "mvcc-intro.html",
+    "mvcc-serialization-failure-handling.html",
+    "runtime-config-locks.html",
+    "view-pg-locks.html",
+    "applevel-consistency.html",
+    "locking-indexes.html",
+    "mvcc-caveats.html",
+)
+
+
+def test_the_first_off_topic_pages_do_not_take_the_topics_words_out() -> None:
+    """The crawl's background (the off-topic pages' mean) is young at first: a front page
+    listing the topic's chapters and one long on-topic page judged just below the threshold
+    are all it holds, and it must not take the topic's own words out of the centroid (the
+    short command pages after them fell to 0.10-0.28)."""
+    topic = Topic("SQL transactions and locking", [text(name) for name in EXAMPLES])
+    front = _page("index.html")
+    assert front is not None
+    topic.judge(extract(front, "http://docs.test/").text)
+    for name in ON_THE_BORDER:
+        topic.judge(text(name))
+    scores = {
+        name: topic.judge(text(name)).relevance for name in ("sql-begin.html", "sql-end.html")
+    }
+    assert min(scores.values()) >= 0.5, scores

@@ -1,7 +1,8 @@
 """What the focus learns as it goes, on pages made for it: links that share a list with one
 that led to an on-topic page rise at the next re-scoring; links to pages already judged and
 to the examples train the scorer at once; exploration sends a link into an unexplored
-section first, within its share; the CPU the focus spends is counted."""
+section, or of an unexplored hub on a flat site, first, within its share; the CPU the focus
+spends is counted."""
 
 from __future__ import annotations
 
@@ -89,6 +90,46 @@ async def test_exploration_sends_an_unexplored_section_first_within_its_share() 
         judge(policy, f"http://site.test/docs/{i}.html", html("gardening", 50 + i, []))
     await policy.upkeep()
     assert policy.stats().explorations == 1  # 19 judged: the share allows one
+
+
+async def test_exploration_sends_a_link_of_an_unexplored_hub_on_a_flat_site() -> None:
+    """Every page in one directory (one section): the crawl follows the front page's links
+    with topic words in their anchors; a contents page it judged, whose fifteen links say
+    nothing of the topic, is a hub none of whose links was tried, and exploration sends its
+    best link first, within half its share."""
+    recorder = Recorder()
+    config = FocusConfig(rescore_every=5, explore_share=0.1)
+    policy = FocusPolicy(Topic(PHRASE), config, reprioritize=recorder)
+    front = [(f"http://site.test/a{i}.html", "Locking and deadlocks") for i in range(30)]
+    contents = [(f"http://site.test/c{i}.html", "Chapter") for i in range(15)]
+    judge(policy, "http://site.test/", html("gardening", 1, front))
+    judge(policy, "http://site.test/contents.html", html("astronomy", 2, contents))
+    for i in range(18):
+        judge(policy, f"http://site.test/a{i}.html", html("gardening", 40 + i, []))
+    await policy.upkeep()
+    assert policy.stats().explorations == 1
+    explored = [url for batch in recorder.sent for url, p in batch.items() if p == 1.0]
+    assert len(explored) == 1 and explored[0].startswith("http://site.test/c"), explored
+    judge(policy, explored[0], html("astronomy", 70, []))
+    for i in range(18, 22):
+        judge(policy, f"http://site.test/a{i}.html", html("gardening", 60 + i, []))
+    await policy.upkeep()
+    assert policy.stats().explorations == 1  # 25 judged: half the share allows one hub
+
+
+def test_evidence_learns_only_from_the_pages_it_ranked() -> None:
+    """A page fetched for its list (its list's share well above its hubs') turns out
+    on-topic: the lists' calibration learns from it, the hubs' does not (a chapter fetched
+    for its citations or its list made every hub at the same level look as good)."""
+    policy = FocusPolicy(Topic(PHRASE))
+    url = "http://site.test/a.html"
+    judge(policy, "http://site.test/", html("gardening", 1, [(url, "Chapter")]))
+    entry = policy._waiting[url]
+    entry.listed, entry.hub = 0.8, 0.3
+    hub, listed = policy.hub_calibration.score(0.3), policy.list_calibration.score(0.8)
+    judge(policy, url, html(ON, 2, []))
+    assert policy.list_calibration.score(0.8) > listed
+    assert policy.hub_calibration.score(0.3) == hub
 
 
 def test_the_focus_counts_its_cpu() -> None:

@@ -3,8 +3,9 @@ a fixed session of 39 pages judged (every relevance, every outlink's priority, e
 re-scored priority sent to the frontier, what the scorer learnt), a link's features and
 prior, the TF-IDF vectors against their term-by-term sums, the scorer's steps against the
 plain numpy ones. ``scoring_session.json`` was written by :func:`session` on the code of
-2026-11-29 before the change, with hub credit in (``python tests/focus/test_recorded_scores.py
-FILE``)."""
+2026-11-29 before the change, with hub credit in, and written again when the evidence's
+calibration, the background's first pages and exploration changed what the focus does
+(``python tests/focus/test_recorded_scores.py FILE``)."""
 
 from __future__ import annotations
 

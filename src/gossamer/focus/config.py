@@ -23,7 +23,9 @@ class FocusConfig:
     explore_share: float = 0.05
     """Of the pages judged, the share at most that exploration may add: the waiting URL
     thought best in a section of a site (host and first path segment) where no page was
-    judged yet goes first at a re-scoring, so one dead end cannot hold the crawl."""
+    judged yet goes first at a re-scoring, so one dead end cannot hold the crawl; and, within
+    half as much again, the best link of a hub (an off-topic page) none of whose links was
+    tried (:mod:`gossamer.focus.explore`)."""
     window: int = 100
     """Pages the recent harvest rate is measured over."""
     share_every: int = 5

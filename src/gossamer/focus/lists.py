@@ -101,6 +101,19 @@ class ListEvidence:
                 moved.append(entry.members)
         return moved
 
+    def unexplored(self, least: int) -> list[tuple[int, int]]:
+        """(members not judged, index) of the lists with ``least`` or more such members and
+        at most a quarter of their members judged."""
+        return [
+            (len(entry.members) - entry.judged, index)
+            for index, entry in enumerate(self._lists)
+            if len(entry.members) - entry.judged >= least and 4 * entry.judged <= len(entry.members)
+        ]
+
+    def members(self, index: int) -> tuple[str, ...]:
+        """The members of the list ``index`` (of ``unexplored``)."""
+        return self._lists[index].members
+
     def score(self, url: str) -> float:
         """The best share of the lists ``url`` is a member of (0 for none)."""
         lists = self._lists

@@ -44,6 +44,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gossamer.extract import Content, extract
+from gossamer.focus import explore
 from gossamer.focus.anchors import LinkText, link_texts
 from gossamer.focus.calibration import Calibration
 from gossamer.focus.citations import Citations
@@ -75,6 +76,9 @@ _PRIORITY_STEP = 0.02
 _MAX_RAISED = 5_000
 _NEAR = 0.6
 """The raw score of a page an example links to (calibrated as the crawl goes)."""
+_EXPLAINS = 0.1
+"""An evidence's score this close to the highest of a fetched URL's ranked it (it learns
+from the page's outcome)."""
 
 
 class Reprioritize(Protocol):
@@ -119,6 +123,8 @@ class FocusPolicy:
         """Waiting URLs whose priority citations lifted, for the next upkeep."""
         self._sections: set[str] = set()
         """Sections of sites (host and first path segment) where a page was judged."""
+        self._explored_hubs: set[int] = set()
+        self._hub_explorations = 0
         self.paths = PathEvidence()
         self.lists = ListEvidence()
         self.hubs = ListEvidence()
@@ -162,11 +168,7 @@ class FocusPolicy:
             self._outgoing.judged.append((url, relevant))
         streak = 0
         if came_by is not None:
-            self.citations.outcome(came_by.cited, relevant)
-            self.place_calibration.outcome(self.paths.score_keys(came_by.place), relevant)
-            self.list_calibration.outcome(came_by.listed, relevant)
-            self.hub_calibration.outcome(came_by.hub, relevant)
-            self.near_calibration.outcome(came_by.near, relevant)
+            self._calibrate(came_by, relevant)
             self.model.update(came_by.features, 1.0 if relevant else 0.0)
             self._send([came_by.features], [1.0 if relevant else 0.0])
             streak = came_by.streak
@@ -328,6 +330,27 @@ class FocusPolicy:
                 entry.sent = changed[urls[i]] = float(priorities[i])
         return urls, changed
 
+    def _calibrate(self, came_by: Waiting, relevant: bool) -> None:
+        """Each kind of evidence learns from the pages it ranks: those where its score is
+        within ``_EXPLAINS`` of the highest evidence's. A page that several kinds point at
+        teaches only those that ranked it highest: a chapter of on-topic pages fetched for
+        its citations does not make every hub or list at the same level look as good (which
+        sent the rest of a site's pages first)."""
+        cited = self.citations.score(came_by.cited, came_by.citers)
+        kinds = (
+            (self.place_calibration, self.paths.score_keys(came_by.place)),
+            (self.list_calibration, came_by.listed),
+            (self.hub_calibration, came_by.hub),
+            (self.near_calibration, came_by.near),
+        )
+        scores = [calibration.score(raw) for calibration, raw in kinds]
+        floor = max(cited, *scores) - _EXPLAINS
+        if cited >= floor:
+            self.citations.outcome(came_by.cited, relevant)
+        for (calibration, raw), score in zip(kinds, scores, strict=True):
+            if score >= floor:
+                calibration.outcome(raw, relevant)
+
     def _tally(self, relevant: bool) -> None:
         self._judged += 1
         self._relevant += relevant
@@ -463,24 +486,27 @@ class FocusPolicy:
                 self._raised[url] = citation
 
     def _explore(self) -> dict[str, float]:
-        """The waiting URLs exploration sends first now (see ``FocusConfig.explore_share``):
-        at most one a call, while the explorations stay within their share."""
-        if self._explorations + 1 > self.config.explore_share * self._judged:
-            return {}
-        sections = self._sections
-        best: tuple[float, str] | None = None
-        for url, entry in self._waiting.items():
-            if entry.explore or entry.section in sections:
-                continue
-            if best is None or entry.sent > best[0]:
-                best = (entry.sent, url)
-        if best is None:
-            return {}
-        entry = self._waiting[best[1]]
+        """The waiting URLs exploration sends first now (see :mod:`gossamer.focus.explore`):
+        at most one into a new section, while those stay within ``explore_share`` of the
+        pages judged, and one of a new hub, while those stay within half as much."""
+        share, judged, sent = self.config.explore_share, self._judged, {}
+        if self._explorations - self._hub_explorations + 1 <= share * judged:
+            url = explore.in_new_section(self._waiting, self._sections)
+            if url is not None:
+                sent[url] = self._explored(url)
+        if self._hub_explorations + 1 <= share / 2 * judged:
+            url = explore.in_new_hub(self._waiting, self.hubs, self._explored_hubs)
+            if url is not None:
+                sent[url] = self._explored(url)
+                self._hub_explorations += 1
+        return sent
+
+    def _explored(self, url: str) -> float:
+        entry = self._waiting[url]
         entry.explore = True
         entry.sent = 1.0
         self._explorations += 1
-        return {best[1]: 1.0}
+        return 1.0
 
     def _learn_known(
         self,

@@ -66,6 +66,10 @@ _EARLY_REFRESHES = frozenset({5, 10, 15})
 """Judged pages at which the topic vector is also rebuilt: the background is young."""
 _BACKGROUND_WEIGHT = 1.0
 """Rocchio's weight of the crawl's background against the examples' centroid."""
+_BACKGROUND_SHRINK = 5
+"""Off-topic pages the background's mean counts besides the judged ones (as empty pages):
+the first few off-topic pages (a front page listing the topic's own chapters) do not take
+the topic's words out of the centroid."""
 _MAX_BACKGROUND = 50_000
 _PSEUDO_FROM = 0.7
 """Phrase coverage from which a page may serve as a pseudo-example."""
@@ -263,7 +267,7 @@ class Topic:
         self._refreshed = self._judged
         vectors = [self.df.vector(c) for c in self._examples]
         vectors += [self.df.vector(c) for _, c in self._pseudo]
-        background = (self._background, 1 / max(self._background_pages, 1))
+        background = (self._background, 1 / (self._background_pages + _BACKGROUND_SHRINK))
         total = _sum(vectors)
         # the sums' terms and their background read once for the centroid and the shortlist
         arrays = _arrays(total, background[0]) if len(total) > 4 * _CENTROID_TERMS else None
