@@ -164,6 +164,10 @@ class Reading:
         """Whether some box was only measured."""
         return bool(self._skims)
 
+    def skimmed_boxes(self) -> list[Box]:
+        """The boxes only measured, in page order."""
+        return [self.boxes[skim.index] for skim in self._skims]
+
     def unskimmed(self) -> Reading:
         """This reading as a walk that skims nothing (``skim=False``) gives it, found by
         walking only the skimmed boxes: a page read again is most often a long list of links
