@@ -76,7 +76,6 @@ _WHOLE_TAGS = frozenset(
     ["p", "pre", "h1", "h2", "h3", "h4", "h5", "h6", "dt", "dd", "td", "th", "caption", "address"]
 )
 """Boxes that most often hold text and inline elements alone, read whole when they do."""
-_WHOLE_MIN = 2
 _TEXT_ID = 2
 """lexbor's id of a text node (``-text``)."""
 _STANDARD_IDS = 1 << 16
@@ -459,8 +458,6 @@ class _Walker:
             elif kind:
                 return False
             elements += 1
-        if elements - len(links) < _WHOLE_MIN:
-            return False  # a few text nodes and links: walked at less cost
         elements += self.nodes
         if elements > MAX_NODES:  # the walk stops inside
             return False
