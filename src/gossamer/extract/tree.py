@@ -161,9 +161,10 @@ def _choose(boxes: list[Box], blocks: list[Block], *, strict: bool) -> tuple[set
     ranked = sorted(final, key=final.__getitem__, reverse=True)
     top = _climb(boxes, ranked, final)
     for index in range(len(boxes) - 1, 0, -1):
-        parent = boxes[index].parent
-        mass[parent] += mass[index]
-        prose[parent] += prose[index]
+        if prose[index]:  # (as mass: a box holds prose or scores none)
+            parent = boxes[index].parent
+            mass[parent] += mass[index]
+            prose[parent] += prose[index]
     dense = _densest(boxes, mass, prose)
     if dense > 0 and _worth(boxes, dense, mass, prose) >= COMPACT_GAIN * _worth(
         boxes, top, mass, prose

@@ -151,12 +151,12 @@ class Reading:
         self._body = body
         self._nodes = walker.nodes
         self._skims = walker.skims
-        self._set(walker.boxes, walker.blocks)
+        self._set(walker.boxes, walker.blocks, walker.flagged)
 
-    def _set(self, boxes: list[Box], blocks: list[Block]) -> None:
+    def _set(self, boxes: list[Box], blocks: list[Block], flagged: list[int]) -> None:
         self.boxes = boxes
         self.blocks = blocks
-        self._unflagged = _unflag_big_boilerplate(boxes)
+        self._unflagged = _unflag_big_boilerplate(boxes, flagged)
 
     @property
     def skimmed(self) -> bool:
@@ -187,7 +187,7 @@ class Reading:
         _total(boxes, blocks)
         self._skims = []
         self._nodes = nodes
-        self._set(boxes, blocks)
+        self._set(boxes, blocks, [i for i, box in enumerate(boxes) if box.boilerplate])
         return self
 
 
@@ -272,6 +272,7 @@ class _Walker:
         self.images: list[LexborNode] = []
         self.quiet = False  # inside boilerplate
         self.skims: list[_Skim] = []
+        self.flagged: list[int] = []  # the boxes that are boilerplate
 
     def run(self, body: LexborNode) -> None:
         self.boxes.append(Box("body", -1, "", 0.0, False))
@@ -345,6 +346,8 @@ class _Walker:
             boxes = self.boxes
             box = len(boxes)
             boxes.append(opened)
+            if boilerplate:
+                self.flagged.append(box)
             if self.parts or self.images:
                 self._close(tag, box)
             else:
@@ -546,15 +549,13 @@ def _add_into(into: Box, box: Box) -> None:
     into.images += box.images
 
 
-def _unflag_big_boilerplate(boxes: list[Box]) -> list[int]:
+def _unflag_big_boilerplate(boxes: list[Box], flagged: list[int]) -> list[int]:
     """A class such as ``with-sidebar`` or a page-wide ``<form>`` must not hide the article:
-    the boxes unflagged."""
+    the boxes unflagged, of those ``flagged`` as boilerplate."""
     limit = MAX_BOILERPLATE_SHARE * boxes[0].chars
-    unflagged = []
-    for index, box in enumerate(boxes):
-        if box.boilerplate and box.chars > limit:
-            box.boilerplate = False
-            unflagged.append(index)
+    unflagged = [index for index in flagged if boxes[index].chars > limit]
+    for index in unflagged:
+        boxes[index].boilerplate = False
     return unflagged
 
 
