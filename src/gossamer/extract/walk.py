@@ -368,9 +368,12 @@ class _Walker:
             for child in node.iter(True):
                 tag_id = child.tag_id
                 if tag_id == _TEXT_ID:
-                    text = child.text_content
                     # spaces opening a block are dropped by `_close` anyway (the lines between
-                    # tags): without them most boxes close with nothing to read
+                    # tags): without them most boxes close with nothing to read; lexbor tells
+                    # ASCII spaces without the text read
+                    if not parts and child.is_empty_text_node:
+                        continue
+                    text = child.text_content
                     if text and (parts or not text.isspace()):
                         parts.append(text)
                         if in_link:
