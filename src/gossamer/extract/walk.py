@@ -386,7 +386,7 @@ class _Walker:
                 if kind <= _LINK:  # most elements: spans, links, code
                     if (first := child.first_child) is None:
                         pass
-                    elif first.next is None and first.tag_id == _TEXT_ID:  # <a>words</a>
+                    elif first.tag_id == _TEXT_ID and first.next is None:  # <a>words</a>
                         text = first.text_content
                         if text:
                             parts.append(text)
