@@ -30,10 +30,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import realweb
 from selectolax.lexbor import LexborHTMLParser
 from w3lib.encoding import to_unicode
 
+import realweb
 from gossamer.extract.tree import main_blocks
 from gossamer.parse.charset import detect_encoding
 from gossamer.parse.guard import parse
