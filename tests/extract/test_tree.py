@@ -219,3 +219,18 @@ def test_a_box_of_text_and_inline_elements_reads_whole_as_the_walk_reads_it(
     texts = [block[2] for block in whole[1]]
     assert texts[0] == "The AST node class, see the grammar & more."
     assert whole[1][0][3] == len("AST") + len("grammar")
+
+
+def test_a_skimming_walk_lists_the_boxes_it_only_measured() -> None:
+    page = LexborHTMLParser(
+        f"<html><body>{NAV}<p>{' '.join(sentences('main', 2))}</p>"
+        "<div class='sidebar'><p>Side text.</p></div>"
+        f"<aside><nav><a href='/x'>Deep</a></nav></aside>{FOOTER}</body></html>"
+    )
+    assert page.body is not None
+    skimming = Reading(page.body, skim=True)
+    skimmed = skimming.skimmed_boxes()
+    assert [box.tag for box in skimmed] == ["header", "div", "aside", "footer"]
+    assert all(box.skimmed and box.chars for box in skimmed)
+    assert skimmed == [box for box in skimming.boxes if box.skimmed]
+    assert Reading(page.body, skim=False).skimmed_boxes() == []

@@ -108,11 +108,11 @@ def main_blocks(tree: LexborHTMLParser) -> list[Block]:
     if body is None:
         return []
     reading = Reading(body, skim=True)
-    boxes = reading.boxes
-    if any(box.skimmed for box in boxes if box.boilerplate):
+    skimmed = reading.skimmed_boxes()
+    if any(box.boilerplate for box in skimmed):
         # a box named like boilerplate that holds most of the text is read after all
-        limit = MAX_BOILERPLATE_SHARE * boxes[0].chars
-        if any(box.skimmed and box.chars > limit for box in boxes):
+        limit = MAX_BOILERPLATE_SHARE * reading.boxes[0].chars
+        if any(box.chars > limit for box in skimmed):
             reading = reading.unskimmed()
     boxes, blocks = reading.boxes, reading.blocks
     found = _select(boxes, blocks, strict=True) if blocks else []
@@ -161,9 +161,10 @@ def _choose(boxes: list[Box], blocks: list[Block], *, strict: bool) -> tuple[set
     ranked = sorted(final, key=final.__getitem__, reverse=True)
     top = _climb(boxes, ranked, final)
     for index in range(len(boxes) - 1, 0, -1):
-        parent = boxes[index].parent
-        mass[parent] += mass[index]
-        prose[parent] += prose[index]
+        if prose[index]:  # (as mass: a box holds prose or scores none)
+            parent = boxes[index].parent
+            mass[parent] += mass[index]
+            prose[parent] += prose[index]
     dense = _densest(boxes, mass, prose)
     if dense > 0 and _worth(boxes, dense, mass, prose) >= COMPACT_GAIN * _worth(
         boxes, top, mass, prose

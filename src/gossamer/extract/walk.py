@@ -76,7 +76,6 @@ _WHOLE_TAGS = frozenset(
     ["p", "pre", "h1", "h2", "h3", "h4", "h5", "h6", "dt", "dd", "td", "th", "caption", "address"]
 )
 """Boxes that most often hold text and inline elements alone, read whole when they do."""
-_WHOLE_MIN = 2
 _TEXT_ID = 2
 """lexbor's id of a text node (``-text``)."""
 _STANDARD_IDS = 1 << 16
@@ -152,17 +151,21 @@ class Reading:
         self._body = body
         self._nodes = walker.nodes
         self._skims = walker.skims
-        self._set(walker.boxes, walker.blocks)
+        self._set(walker.boxes, walker.blocks, walker.flagged)
 
-    def _set(self, boxes: list[Box], blocks: list[Block]) -> None:
+    def _set(self, boxes: list[Box], blocks: list[Block], flagged: list[int]) -> None:
         self.boxes = boxes
         self.blocks = blocks
-        self._unflagged = _unflag_big_boilerplate(boxes)
+        self._unflagged = _unflag_big_boilerplate(boxes, flagged)
 
     @property
     def skimmed(self) -> bool:
         """Whether some box was only measured."""
         return bool(self._skims)
+
+    def skimmed_boxes(self) -> list[Box]:
+        """The boxes only measured, in page order."""
+        return [self.boxes[skim.index] for skim in self._skims]
 
     def unskimmed(self) -> Reading:
         """This reading as a walk that skims nothing (``skim=False``) gives it, found by
@@ -184,7 +187,7 @@ class Reading:
         _total(boxes, blocks)
         self._skims = []
         self._nodes = nodes
-        self._set(boxes, blocks)
+        self._set(boxes, blocks, [i for i, box in enumerate(boxes) if box.boilerplate])
         return self
 
 
@@ -269,6 +272,7 @@ class _Walker:
         self.images: list[LexborNode] = []
         self.quiet = False  # inside boilerplate
         self.skims: list[_Skim] = []
+        self.flagged: list[int] = []  # the boxes that are boilerplate
 
     def run(self, body: LexborNode) -> None:
         self.boxes.append(Box("body", -1, "", 0.0, False))
@@ -310,51 +314,105 @@ class _Walker:
         # else an image between paragraphs belongs with the text after it
         self.tag, self.box, self.link_chars = next_tag, box, 0
 
-    def _visit(
-        self, node: LexborNode, depth: int, box: int, in_link: bool, in_article: bool
+    def _visit(  # noqa: C901, PLR0912, PLR0915 (one frame a level: see below)
+        self,
+        node: LexborNode,
+        depth: int,
+        box: int,
+        in_link: bool,
+        in_article: bool,
+        tag: str = "",
     ) -> None:
-        if depth > MAX_DEPTH:
-            return
-        parts = self.parts
-        kinds = _KINDS
-        for child in node.iter(True):
-            tag_id = child.tag_id
-            if tag_id == _TEXT_ID:
-                text = child.text_content
-                # spaces opening a block are dropped by `_close` anyway (the lines between
-                # tags): without them most boxes close with nothing to read
-                if text and (parts or not text.isspace()):
-                    parts.append(text)
-                    if in_link:
-                        self.link_chars += len(text.strip())
-                continue
-            self.nodes += 1
-            if self.nodes > MAX_NODES:
-                return
-            kind = kinds.get(tag_id, _INLINE)
-            if kind <= _LINK:  # most elements: spans, links, code
-                if (first := child.first_child) is None:
-                    pass
-                elif first.next is None and first.tag_id == _TEXT_ID:  # <a>words</a>: no walk
-                    text = first.text_content
-                    if text:
+        """Walk the children of ``node`` in box ``box``. With ``tag``, ``node`` is block-level
+        and opens a box of its own inside ``box`` first: its text walked, read whole
+        (`_read_whole`) or skimmed (`_skim`), the walk quiet inside boilerplate; then the walk
+        goes back to the text of ``box``, the box's totals added into ``box``'s. All in one
+        frame: a level of the page costs one (`MAX_DEPTH` levels within Python's recursion
+        limit) and a box one call."""
+        if tag:
+            boilerplate = tag in _BOILERPLATE_TAGS or (tag == "header" and not in_article)
+            names = ""
+            weight = 0.0
+            # not read: paragraphs, items, cells (their names rarely tell), unnamed boxes
+            if tag in _NAMED_TAGS and (attributes := node.attributes):
+                names, weight, named = _named(attributes)
+                boilerplate = boilerplate or named
+            parent = box
+            opened = Box(tag, parent, names, weight, boilerplate)
+            if tag == "p":
+                opened.paragraphs = 1
+            elif tag == "li":
+                opened.items = 1
+            boxes = self.boxes
+            box = len(boxes)
+            boxes.append(opened)
+            if boilerplate:
+                self.flagged.append(box)
+            if self.parts or self.images:
+                self._close(tag, box)
+            else:
+                self.tag, self.box = tag, box
+            quiet = self.quiet
+            in_article = in_article or tag in _ARTICLE_TAGS
+            if boilerplate and self.skim:
+                self._skim(opened, box, node, depth, in_link, in_article)
+                walk = False
+            else:
+                self.quiet = quiet or boilerplate
+                walk = not (tag in _WHOLE_TAGS and self._read_whole(node, in_link))
+        else:
+            walk = True
+        if walk and depth <= MAX_DEPTH:
+            parts = self.parts
+            kinds = _KINDS
+            for child in node.iter(True):
+                tag_id = child.tag_id
+                if tag_id == _TEXT_ID:
+                    # spaces opening a block are dropped by `_close` anyway (the lines between
+                    # tags): without them most boxes close with nothing to read; lexbor tells
+                    # ASCII spaces without the text read
+                    if not parts and child.is_empty_text_node:
+                        continue
+                    text = child.text_content
+                    if text and (parts or not text.isspace()):
                         parts.append(text)
-                        if in_link or kind:
+                        if in_link:
                             self.link_chars += len(text.strip())
-                else:
-                    self._visit(child, depth + 1, box, in_link or kind == _LINK, in_article)
-            elif kind == _BOX:
-                # recursed into here, so that a level of the page costs one frame
-                tag = _TAG_NAMES[tag_id]
-                quiet = self.quiet
-                inner = self._enter(child, tag, box, in_link, in_article, depth + 1)
-                if inner > 0:
-                    self._visit(
-                        child, depth + 1, inner, in_link, in_article or tag in _ARTICLE_TAGS
-                    )
-                self._leave(inner, box, quiet)
-            elif kind != _SKIP:
-                self._mark(child, kind)
+                    continue
+                self.nodes += 1
+                if self.nodes > MAX_NODES:
+                    break
+                kind = kinds.get(tag_id, _INLINE)
+                if kind <= _LINK:  # most elements: spans, links, code
+                    if (first := child.first_child) is None:
+                        pass
+                    elif first.tag_id == _TEXT_ID and first.next is None:  # <a>words</a>
+                        text = first.text_content
+                        if text:
+                            parts.append(text)
+                            if in_link or kind:
+                                self.link_chars += len(text.strip())
+                    else:
+                        self._visit(child, depth + 1, box, in_link or kind == _LINK, in_article)
+                elif kind == _BOX:
+                    tag_name = _TAG_NAMES[tag_id]
+                    self._visit(child, depth + 1, box, in_link, in_article, tag_name)
+                elif kind != _SKIP:
+                    self._mark(child, kind)
+        if tag:
+            if self.parts or self.images:
+                self._close("div", parent)
+            else:  # nothing to read: no link characters either
+                self.tag, self.box = "div", parent
+            self.quiet = quiet
+            into = boxes[parent]  # `_add_into`, without a call a box
+            into.chars += opened.chars
+            into.link_chars += opened.link_chars
+            into.commas += opened.commas
+            into.paragraphs += opened.paragraphs
+            into.blocks += opened.blocks
+            into.items += opened.items
+            into.images += opened.images
 
     def _mark(self, node: LexborNode, kind: int) -> None:
         """An image joins the block, a line break spaces it."""
@@ -363,43 +421,16 @@ class _Walker:
         else:
             self.parts.append(" ")
 
-    def _enter(
-        self, node: LexborNode, tag: str, parent: int, in_link: bool, in_article: bool, depth: int
-    ) -> int:
-        """Open a box for the block-level ``node`` (at ``depth``) inside box ``parent``: its
-        index, to walk it (the walk quiet inside boilerplate); or its index negated when its
-        text was read already: whole (`_read_whole`) or skimmed (only its length measured)."""
-        boilerplate = tag in _BOILERPLATE_TAGS or (tag == "header" and not in_article)
-        names = ""
-        weight = 0.0
-        # not read: paragraphs, items, cells (their names rarely tell), boxes with no attribute
-        if tag in _NAMED_TAGS and (attributes := node.attributes):
-            names, weight, named = _named(attributes)
-            boilerplate = boilerplate or named
-        opened = Box(tag, parent, names, weight, boilerplate)
-        if tag == "p":
-            opened.paragraphs = 1
-        elif tag == "li":
-            opened.items = 1
-        boxes = self.boxes
-        inner = len(boxes)
-        boxes.append(opened)
-        if self.parts or self.images:
-            self._close(tag, inner)
-        else:
-            self.tag, self.box = tag, inner
-        if not (boilerplate and self.skim):
-            self.quiet = self.quiet or boilerplate
-            if tag in _WHOLE_TAGS and self._read_whole(node, in_link):
-                return -inner
-            return inner
-        opened.skimmed = True
-        opened.chars = len(" ".join(node.text(deep=True).split()))
-        opened.link_chars = int(opened.chars * SKIMMED_LINK_SHARE)
-        in_article = in_article or tag in _ARTICLE_TAGS
+    def _skim(
+        self, box: Box, index: int, node: LexborNode, depth: int, in_link: bool, in_article: bool
+    ) -> None:
+        """Only the length of the text of ``box`` (boxes[``index``]) measured, and where the
+        walk stands kept, to walk it if the page must be read in full."""
+        box.skimmed = True
+        box.chars = len(" ".join(node.text(deep=True).split()))
+        box.link_chars = int(box.chars * SKIMMED_LINK_SHARE)
         images = bool(self.images)
-        self.skims.append(_Skim(inner, node, len(self.blocks), depth, in_link, in_article, images))
-        return -inner
+        self.skims.append(_Skim(index, node, len(self.blocks), depth, in_link, in_article, images))
 
     def _read_whole(self, node: LexborNode, in_link: bool) -> bool:
         """Read the text of box ``node`` in one piece, as lexbor joins it, if it holds only
@@ -409,14 +440,18 @@ class _Walker:
         first = node.first_child
         if first is None:
             return True  # an empty box
-        if first.next is None and first.tag_id == _TEXT_ID:
-            # text alone (a third of these boxes): read as the walk would, without its frame
-            text = first.text_content
-            if text:
-                self.parts.append(text)
-                if in_link:
-                    self.link_chars += len(text.strip())
-            return True
+        first_id = first.tag_id
+        if first_id == _TEXT_ID:
+            if first.next is None:
+                # text alone (a third of these boxes): read as the walk would, without its frame
+                text = first.text_content
+                if text:
+                    self.parts.append(text)
+                    if in_link:
+                        self.link_chars += len(text.strip())
+                return True
+        elif _WHOLE_KINDS.get(first_id, _INLINE) > _LINK:
+            return False  # a box first (a term's paragraph): the scan would stop there
         elements = 0
         links: list[LexborNode] = []
         kinds = _WHOLE_KINDS
@@ -429,8 +464,6 @@ class _Walker:
             elif kind:
                 return False
             elements += 1
-        if elements - len(links) < _WHOLE_MIN:
-            return False  # a few text nodes and links: walked at less cost
         elements += self.nodes
         if elements > MAX_NODES:  # the walk stops inside
             return False
@@ -443,20 +476,6 @@ class _Walker:
             elif links:  # (a link holds no link: it would need a box in between)
                 self.link_chars += sum(len(link.text(True, "", True)) for link in links)
         return True
-
-    def _leave(self, inner: int, parent: int, quiet: bool) -> None:
-        """Close box ``inner`` (as `_enter` answered: negated if read already): the walk back
-        to the text of box ``parent`` (and out of the quiet of ``inner``), ``inner``'s totals
-        added into ``parent``'s."""
-        if inner < 0:
-            inner = -inner
-        if self.parts or self.images:
-            self._close("div", parent)
-        else:  # nothing to read: no link characters either
-            self.tag, self.box = "div", parent
-        self.quiet = quiet
-        boxes = self.boxes
-        _add_into(boxes[parent], boxes[inner])
 
 
 def _named(attributes: dict[str, str | None]) -> tuple[str, float, bool]:
@@ -533,15 +552,13 @@ def _add_into(into: Box, box: Box) -> None:
     into.images += box.images
 
 
-def _unflag_big_boilerplate(boxes: list[Box]) -> list[int]:
+def _unflag_big_boilerplate(boxes: list[Box], flagged: list[int]) -> list[int]:
     """A class such as ``with-sidebar`` or a page-wide ``<form>`` must not hide the article:
-    the boxes unflagged."""
+    the boxes unflagged, of those ``flagged`` as boilerplate."""
     limit = MAX_BOILERPLATE_SHARE * boxes[0].chars
-    unflagged = []
-    for index, box in enumerate(boxes):
-        if box.boilerplate and box.chars > limit:
-            box.boilerplate = False
-            unflagged.append(index)
+    unflagged = [index for index in flagged if boxes[index].chars > limit]
+    for index in unflagged:
+        boxes[index].boilerplate = False
     return unflagged
 
 
