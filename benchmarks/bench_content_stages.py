@@ -259,7 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--warc", type=Path, required=True, help="a crawl's warc directory")
     parser.add_argument("--runs", type=int, default=5, help="runs of each stage (5)")
     parser.add_argument("--only", choices=STAGES, action="append", help="these stages only")
-    parser.add_argument("--limit", type=int, help="the first LIMIT pages only")
+    parser.add_argument("--limit", type=int, help="the first LIMIT pages of the files only")
     parser.add_argument("--churn", action="store_true", help="parse and walk between pages")
     parser.add_argument("--check", type=Path, help="write every stage's output here")
     parser.add_argument(
@@ -270,9 +270,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.limit = args.limit or 300
         instructions(args)
         return 0
-    pages = load(args.warc)
+    pages = load(args.warc)[: args.limit]
     prepare(pages)
-    pages = [page for page in pages if page.tree is not None][: args.limit]
+    pages = [page for page in pages if page.tree is not None]
     if args.check is not None:
         text = json.dumps(outputs(pages), sort_keys=True, indent=0)
         args.check.write_text(text)
