@@ -25,10 +25,7 @@ import argparse
 import gzip
 import hashlib
 import json
-import os
-import subprocess
 import sys
-import tempfile
 import time
 import zlib
 from collections.abc import Callable, Sequence
@@ -228,32 +225,6 @@ def outputs(pages: Sequence[Page]) -> dict[str, Any]:
     return found
 
 
-def instructions(args: argparse.Namespace) -> None:
-    """Each stage's instructions a page under callgrind: a run of the stage over the first
-    ``--limit`` pages less a run of the untimed steps alone."""
-    stages = args.only or list(STAGES)
-    base = [sys.executable, __file__, "--warc", str(args.warc), "--limit", str(args.limit)]
-    env = dict(os.environ, PYTHONHASHSEED="0")
-    counted: dict[str, int] = {}
-    with tempfile.TemporaryDirectory() as work:
-        for name in ("none", *stages):
-            out = Path(work) / f"callgrind.{name}"
-            valgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
-            what = ["--runs", "0"] if name == "none" else ["--runs", "1", "--only", name]
-            subprocess.run([*valgrind, *base, *what], env=env, check=True, capture_output=True)
-            counted[name] = _total(out)
-    print(f"{args.limit} pages, instructions a page (callgrind):")
-    for name in stages:
-        print(f"  {name:8} {(counted[name] - counted['none']) / args.limit:,.0f}")
-
-
-def _total(out_file: Path) -> int:
-    for line in out_file.read_text(encoding="utf-8", errors="replace").splitlines():
-        if line.startswith(("summary:", "totals:")):
-            return int(line.split()[1])
-    raise ValueError(f"no instruction total in {out_file}")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--warc", type=Path, required=True, help="a crawl's warc directory")
@@ -262,14 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, help="the first LIMIT pages of the files only")
     parser.add_argument("--churn", action="store_true", help="parse and walk between pages")
     parser.add_argument("--check", type=Path, help="write every stage's output here")
-    parser.add_argument(
-        "--instructions", action="store_true", help="count instructions (callgrind), --limit pages"
-    )
     args = parser.parse_args(argv)
-    if args.instructions:
-        args.limit = args.limit or 300
-        instructions(args)
-        return 0
     pages = load(args.warc)[: args.limit]
     prepare(pages)
     pages = [page for page in pages if page.tree is not None]
@@ -287,7 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for _ in range(args.runs):
         for name, spent in time_stages(stages, pages, args.churn).items():
             best[name] = min(best[name], spent)
-    if not args.runs:  # the untimed steps alone (the floor of an instruction count)
+    if not args.runs:  # the untimed steps alone
         return 0
     print(f"{len(pages)} pages, ms a page (least of {args.runs} runs):")
     for name in stages:
