@@ -183,30 +183,25 @@ def _members(
 ) -> tuple[bytes, bytes]:
     """The response and request records of ``exchange``, each a gzip member; the response's
     by ``stored`` when its body came compressed. Serialised here, not by FastWARC: its
-    record's fixed cost was most of a fetch's (a third of the 0.12 ms)."""
-    date = _warc_date(fetched_at)
+    record's fixed cost was most of a fetch's (a third of the 0.12 ms); each record's header
+    is one template filled in, not a line made for each field."""
     target = _one_line(strip_userinfo(url))  # the credentials: redacted headers
     response_id, request_id = _new_id(), _new_id()
-    head = _response_head(exchange)
-    fields = [
-        ("WARC-Type", "response"),
-        ("WARC-Record-ID", response_id),
-        *_common(date, target, exchange.peer),
-        ("Content-Type", "application/http; msgtype=response"),
-    ]
-    if exchange.cut is not None:
-        fields.append(("WARC-Truncated", exchange.cut))
-    fields.append(("WARC-Payload-Digest", _digest(exchange.body)))
-    response = _serialise(fields, head, exchange.body)
+    common = f"WARC-Date: {_warc_date(fetched_at)}\r\nWARC-Target-URI: {target}\r\n"
+    if exchange.peer is not None:
+        common += f"WARC-IP-Address: {_one_line(exchange.peer)}\r\n"
+    cut = "" if exchange.cut is None else f"WARC-Truncated: {exchange.cut}\r\n"
+    response = _serialise(
+        f"WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: {response_id}\r\n{common}"
+        f"Content-Type: application/http; msgtype=response\r\n{cut}"
+        f"WARC-Payload-Digest: {_digest(exchange.body)}\r\n",
+        _response_head(exchange),
+        exchange.body,
+    )
     request = _serialise(
-        [
-            ("WARC-Type", "request"),
-            ("WARC-Record-ID", request_id),
-            *_common(date, target, exchange.peer),
-            ("Content-Type", "application/http; msgtype=request"),
-            ("WARC-Concurrent-To", response_id),
-            ("WARC-Payload-Digest", _EMPTY_DIGEST),
-        ],
+        f"WARC/1.1\r\nWARC-Type: request\r\nWARC-Record-ID: {request_id}\r\n{common}"
+        f"Content-Type: application/http; msgtype=request\r\n"
+        f"WARC-Concurrent-To: {response_id}\r\nWARC-Payload-Digest: {_EMPTY_DIGEST}\r\n",
         request_block(exchange),
         b"",
     )
@@ -214,23 +209,17 @@ def _members(
     return packer.pack(response), compressor.pack(request)
 
 
-def _common(date: str, target: str, peer: str | None) -> list[tuple[str, str]]:
-    fields = [("WARC-Date", date), ("WARC-Target-URI", target)]
-    if peer is not None:
-        fields.append(("WARC-IP-Address", _one_line(peer)))
-    return fields
-
-
-def _serialise(fields: list[tuple[str, str]], head: bytes, body: bytes) -> list[bytes]:
-    """A WARC/1.1 record of ``fields`` and the block ``head`` + ``body`` (its digest and
-    length added), as the parts to write one after the other (the body is not copied)."""
+def _serialise(fields: str, head: bytes, body: bytes) -> list[bytes]:
+    """A WARC/1.1 record of the header lines ``fields`` (its version line first) and the
+    block ``head`` + ``body`` (its digest and length added), as the parts to write one after
+    the other (the body is not copied)."""
     digest = hashlib.sha1(head)
     digest.update(body)
-    lines = [f"{name}: {value}\r\n" for name, value in fields]
-    lines.append(f"WARC-Block-Digest: sha1:{_base32(digest.digest())}\r\n")
-    lines.append(f"Content-Length: {len(head) + len(body)}\r\n\r\n")
-    header = ("WARC/1.1\r\n" + "".join(lines)).encode("utf-8", "replace")
-    return [header, head, body, b"\r\n\r\n"]
+    header = (
+        f"{fields}WARC-Block-Digest: sha1:{_base32(digest.digest())}\r\n"
+        f"Content-Length: {len(head) + len(body)}\r\n\r\n"
+    )
+    return [header.encode("utf-8", "replace"), head, body, b"\r\n\r\n"]
 
 
 class _RandomIds:
