@@ -44,19 +44,20 @@ record's ``canonical`` field shows a password in it as ``***``.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
-from gossamer.page.directives import head_first
+from gossamer.page.directives import MAX_HEAD_NODES, head_first
 from gossamer.redact import redact_url
 from gossamer.urls import Resolver, canonicalize, explicit_port, host_key, host_of
 
 if TYPE_CHECKING:
-    from selectolax.lexbor import LexborHTMLParser
+    from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 __all__ = ["FLAGS", "MAX_REMEMBERED", "Canonicals", "Checks", "header_canonical", "tag_canonical"]
 
@@ -77,6 +78,9 @@ FLAGS = (
 _LINK = re.compile(r"<([^<>]*)>([^<]*)")
 _REL = re.compile(r';\s*rel\s*=\s*(?:"([^"]*)"|([^;,\s]*))', re.IGNORECASE)
 _CANONICAL_TAG = 'link[rel~="canonical" i][href]:not([href=""])'
+_ODD_REL = re.compile(r"[^\x20-\x7e\t\n\r\f]")
+"""Characters of a ``rel`` that Python's ``lower`` and ``split`` may read otherwise than
+the CSS ``~= i`` of `_CANONICAL_TAG` (anything but printable ASCII and CSS's whitespace)."""
 _V = TypeVar("_V")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -93,12 +97,50 @@ def header_canonical(headers: Mapping[str, str], url: str) -> str | None:
     return None
 
 
-def tag_canonical(tree: LexborHTMLParser, base_url: str) -> str | None:
+def tag_canonical(
+    tree: LexborHTMLParser, base_url: str, nodes: Sequence[LexborNode] | None = None
+) -> str | None:
     """The canonical URL the first ``<link rel=canonical href>`` of the document's head names
-    (search engines ignore one in the body; see :func:`head_first`)."""
-    node = head_first(tree, _CANONICAL_TAG)
+    (search engines ignore one in the body; see :func:`head_first`). ``nodes``: every
+    element of the document with an ``href``, in document order, if the parse kept them
+    (:attr:`gossamer.parse.links.ParsedPage.nodes`): the link is looked for among them."""
+    node = head_first(tree, _CANONICAL_TAG) if nodes is None else _first_in_head(tree, nodes)
     href = None if node is None else node.attributes.get("href")
     return None if not href else _absolute(base_url, href)
+
+
+def _first_in_head(tree: LexborHTMLParser, nodes: Sequence[LexborNode]) -> LexborNode | None:
+    """What ``head_first(tree, _CANONICAL_TAG)`` finds, read from ``nodes`` (a CSS query
+    costs some 40,000 instructions before it reads a node): the first canonical link if it
+    is in the head, else (a link in the body, a ``rel`` spelt with odd characters, an empty
+    ``href``, more than `MAX_HEAD_NODES` elements before it) the search itself."""
+    for node in itertools.islice(nodes, MAX_HEAD_NODES):
+        if node.tag != "link":
+            continue
+        attributes = node.attributes
+        rel = attributes.get("rel")
+        if not rel or "canonical" not in rel.lower().split():
+            continue
+        if _ODD_REL.search(rel) is not None or not attributes.get("href"):
+            break  # split as CSS does not split, or matched and refused: the search decides
+        head = tree.head
+        if head is not None and _within(node, head.mem_id):
+            return node
+        break
+    else:
+        if len(nodes) <= MAX_HEAD_NODES:
+            return None  # no element with an href names it: neither does the head
+    return head_first(tree, _CANONICAL_TAG)
+
+
+def _within(node: LexborNode, ancestor: int) -> bool:
+    """Whether the element whose ``mem_id`` is ``ancestor`` holds ``node``."""
+    parent = node.parent
+    while parent is not None:
+        if parent.mem_id == ancestor:
+            return True
+        parent = parent.parent
+    return False
 
 
 def _absolute(base: str, href: str) -> str | None:
