@@ -154,6 +154,6 @@ def test_another_scheme_is_followed_once_its_origin_served_a_page() -> None:
 )
 def test_a_tag_read_from_the_parsed_links_is_the_one_the_search_finds(markup: str) -> None:
     page = parse_html(markup.encode(), PAGE)
-    assert page.tree is not None and page.nodes is not None
+    assert page.tree is not None
     searched = tag_canonical(page.tree, page.base_url)
-    assert tag_canonical(page.tree, page.base_url, page.nodes) == searched
+    assert tag_canonical(page.tree, page.base_url, page.canonical_link) == searched

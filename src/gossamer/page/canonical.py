@@ -44,15 +44,14 @@ record's ``canonical`` field shows a password in it as ``***``.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
-from gossamer.page.directives import MAX_HEAD_NODES, head_first
+from gossamer.page.directives import head_first
 from gossamer.redact import redact_url
 from gossamer.urls import Resolver, canonicalize, explicit_port, host_key, host_of
 
@@ -98,38 +97,27 @@ def header_canonical(headers: Mapping[str, str], url: str) -> str | None:
 
 
 def tag_canonical(
-    tree: LexborHTMLParser, base_url: str, nodes: Sequence[LexborNode] | None = None
+    tree: LexborHTMLParser, base_url: str, first: LexborNode | None = None
 ) -> str | None:
     """The canonical URL the first ``<link rel=canonical href>`` of the document's head names
-    (search engines ignore one in the body; see :func:`head_first`). ``nodes``: every
-    element of the document with an ``href``, in document order, if the parse kept them
-    (:attr:`gossamer.parse.links.ParsedPage.nodes`): the link is looked for among them."""
-    node = head_first(tree, _CANONICAL_TAG) if nodes is None else _first_in_head(tree, nodes)
+    (search engines ignore one in the body; see :func:`head_first`). ``first``: the first
+    ``<link href>`` of the document with ``canonical`` among its rels as Python splits them,
+    if the parse found it (:attr:`gossamer.parse.links.ParsedPage.canonical_link`)."""
+    node = head_first(tree, _CANONICAL_TAG) if first is None else _first_in_head(tree, first)
     href = None if node is None else node.attributes.get("href")
     return None if not href else _absolute(base_url, href)
 
 
-def _first_in_head(tree: LexborHTMLParser, nodes: Sequence[LexborNode]) -> LexborNode | None:
-    """What ``head_first(tree, _CANONICAL_TAG)`` finds, read from ``nodes`` (a CSS query
-    costs some 40,000 instructions before it reads a node): the first canonical link if it
-    is in the head, else (a link in the body, a ``rel`` spelt with odd characters, an empty
-    ``href``, more than `MAX_HEAD_NODES` elements before it) the search itself."""
-    for node in itertools.islice(nodes, MAX_HEAD_NODES):
-        if node.tag != "link":
-            continue
-        attributes = node.attributes
-        rel = attributes.get("rel")
-        if not rel or "canonical" not in rel.lower().split():
-            continue
-        if _ODD_REL.search(rel) is not None or not attributes.get("href"):
-            break  # split as CSS does not split, or matched and refused: the search decides
+def _first_in_head(tree: LexborHTMLParser, first: LexborNode) -> LexborNode | None:
+    """What ``head_first(tree, _CANONICAL_TAG)`` finds, without a search (a CSS query costs
+    some 40,000 instructions before it reads a node): ``first`` if it is in the head, else
+    (a link in the body, a ``rel`` spelt with characters Python and CSS split differently,
+    an empty ``href``) the search itself."""
+    attributes = first.attributes
+    if _ODD_REL.search(attributes.get("rel") or "") is None and attributes.get("href"):
         head = tree.head
-        if head is not None and _within(node, head.mem_id):
-            return node
-        break
-    else:
-        if len(nodes) <= MAX_HEAD_NODES:
-            return None  # no element with an href names it: neither does the head
+        if head is not None and _within(first, head.mem_id):
+            return first
     return head_first(tree, _CANONICAL_TAG)
 
 
