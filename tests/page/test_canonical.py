@@ -8,6 +8,7 @@ import pytest
 from selectolax.lexbor import LexborHTMLParser
 
 from gossamer.page.canonical import Canonicals, header_canonical, tag_canonical
+from gossamer.parse.links import parse_html
 
 PAGE = "http://site.test/dir/page.html?x=1"
 
@@ -133,3 +134,26 @@ def test_another_scheme_is_followed_once_its_origin_served_a_page() -> None:
     judge.judge("https://127.0.0.1:8443/", None)  # a page of https://127.0.0.1:8443 fetched
     target = "https://127.0.0.1:8443/a"
     assert judge.judge("http://127.0.0.1:8443/a", target) == (target, "canonical-followed")
+
+
+@pytest.mark.parametrize(
+    "markup",
+    [
+        '<head><link rel="canonical" href="/c"></head><body><a href="/a">a</a></body>',
+        '<head><link rel="canonical" href=""><link rel="X CANONICAL" href="/y"></head>',
+        '<head><link rel="canonical\x0b" href="/odd"><link rel=canonical href="/z"></head>',
+        '<head><link rel="canonical\xa0" href="/nbsp"><link rel=canonical href="/z"></head>',
+        '<head><link rel="canonical" href></head><body><p>x</p></body>',
+        '<head></head><body><link rel="canonical" href="/body"></body>',
+        '<head><noscript><img src="/px"></noscript><link rel=canonical href="/px-c"></head>',
+        '<head><img src="/px"><link rel=canonical href="/late"><link rel=canonical href="/2">',
+        "<head>" + '<link rel="alternate" href="/x">' * 1500 + '<link rel=canonical href="/f">',
+        '<svg><link rel="canonical" xlink:href="/svg"></svg><link rel="canonical" href="/h">',
+        "<head><title>no canonical link</title></head>",
+    ],
+)
+def test_a_tag_read_from_the_parsed_links_is_the_one_the_search_finds(markup: str) -> None:
+    page = parse_html(markup.encode(), PAGE)
+    assert page.tree is not None
+    searched = tag_canonical(page.tree, page.base_url)
+    assert tag_canonical(page.tree, page.base_url, page.canonical_link) == searched

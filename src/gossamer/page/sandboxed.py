@@ -159,7 +159,7 @@ def answer(request: bytes, body: bytes) -> bytes:
         found = meta_directives(tree, token, fetched_at, page.metas)
         robots = (found.noindex, found.nofollow)
         if page.names_canonical is not False:
-            canonical = tag_canonical(tree, page.base_url)
+            canonical = tag_canonical(tree, page.base_url, page.canonical_link)
     if extractor is not None:
         rest_of_budget()
         content = _content(tree, url, extractor, language)

@@ -350,7 +350,7 @@ class PageStage:
         if state.aside is not None:
             tag = state.aside.canonical
         elif parsed is not None and parsed.tree is not None and parsed.names_canonical is not False:
-            tag = tag_canonical(parsed.tree, parsed.base_url)
+            tag = tag_canonical(parsed.tree, parsed.base_url, parsed.canonical_link)
         if header is not None and tag is not None and header != tag:
             state.flags += ("canonical-conflict",)
         state.canonical = header or tag
