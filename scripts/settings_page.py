@@ -16,6 +16,7 @@ from typing import Any, Literal, get_args, get_origin
 import msgspec
 from msgspec import Meta
 
+from gossamer import eventloop
 from gossamer.cli import build_parser
 from gossamer.settings import (
     AuthSettings,
@@ -200,6 +201,20 @@ def _rows(model: type[msgspec.Struct], command: str | None) -> list[str]:
     return rows
 
 
+def _process() -> str:
+    """The section of what a process chooses before it reads any setting: its event loop."""
+    loops = ", ".join(f"`{name}`" for name in get_args(eventloop.Loop))
+    row = [f"`{eventloop.ENV}`", f"one of {loops}", f"`{eventloop.chosen({})}`", eventloop.ABOUT]
+    line = " | ".join(_cell(cell) for cell in row)
+    return (
+        "\n## The process: its event loop\n\n"
+        "Not a crawl setting: every `gossamer` command (`crawl`, `cluster worker` and the other "
+        "cluster commands, `ui`, `rules`) and `gossamer.run()` choose their event loop when "
+        "they start, before they read a config file or a cluster job, from the environment "
+        f"only.\n\n| Environment | Type | Default | Description |\n|---|---|---|---|\n| {line} |"
+    )
+
+
 def render() -> str:
     """The settings page, as it must read for the models of this tree."""
     parts = [HEADER]
@@ -207,4 +222,5 @@ def render() -> str:
         head = "| Key | Flag | Environment | Type | Default | Description |"
         parts.append(f"\n## {title}\n\n{intro}\n\n{head}\n|---|---|---|---|---|---|")
         parts.append("\n".join(_rows(model, command)))
+    parts.append(_process())
     return "\n".join(parts) + "\n"

@@ -5,7 +5,6 @@ a Python program's do."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import gc
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -13,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
 
-from gossamer import __version__
+from gossamer import __version__, eventloop
 from gossamer.errors import CommandError
 from gossamer.flags import add_crawl_flags, settings_from_args
 from gossamer.logs import DEFAULT_LEVEL, logging_to_stderr
@@ -123,7 +122,7 @@ def _crawl(args: argparse.Namespace) -> int:
         # The same entry a Python program uses: the command adds signals and the progress
         # line.
         crawl = Crawl(settings_from_args(args, CrawlSettings), signals=True, progress=None)
-    stats = asyncio.run(crawl.run())
+    stats = eventloop.run(crawl.run())
     if not crawl.settings.quiet:
         print(summary(stats, crawl.settings.out))
         from gossamer.wacz.cli import default_target

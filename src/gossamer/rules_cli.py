@@ -19,7 +19,6 @@ The functions rule documents may call come from the settings' ``rule_functions``
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import difflib
 import json
@@ -29,6 +28,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+from gossamer import eventloop
 from gossamer.crawl import address_guard, politeness_policy
 from gossamer.errors import CommandError
 from gossamer.extract.rules import RuleError, RuleSet, load_rules
@@ -171,7 +171,7 @@ def _try(args: argparse.Namespace) -> int:
             settings = load_settings(flags, config=args.config)
         except SettingsError as exc:
             raise _Problems([str(exc)]) from None
-        url, body, charset = asyncio.run(fetch_page(settings, args.page))
+        url, body, charset = eventloop.run(fetch_page(settings, args.page))
     elif args.url is None:
         raise CommandError("rules try: give --url, the URL the page was fetched from")
     else:
@@ -275,7 +275,7 @@ def sample_output(
         async with _pool(timeout) as pool:
             return await pooled_output(pool, rules, url, body, charset)
 
-    return asyncio.run(read())
+    return eventloop.run(read())
 
 
 async def pooled_output(
@@ -303,7 +303,7 @@ async def _pool(page_seconds: float) -> AsyncIterator[RulePool]:
 @_reporting
 def _test(args: argparse.Namespace) -> int:
     rules = _load(args, args.paths)
-    return asyncio.run(_test_samples(rules, update=args.update, page_seconds=args.rule_timeout))
+    return eventloop.run(_test_samples(rules, update=args.update, page_seconds=args.rule_timeout))
 
 
 async def _test_samples(rules: RuleSet, *, update: bool, page_seconds: float) -> int:

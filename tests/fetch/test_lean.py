@@ -35,7 +35,8 @@ async def serve(
         assert task is not None
         tasks.append(task)
         try:
-            with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+            # a write to an aborted connection: RuntimeError on uvloop, ignored on asyncio's
+            with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError, RuntimeError):
                 await handler(reader, writer)
         finally:
             writer.transport.abort()

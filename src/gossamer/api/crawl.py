@@ -4,11 +4,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Coroutine, Mapping
 from typing import Any, TypeVar
 
+from gossamer import eventloop
 from gossamer.api.running import Running
 from gossamer.crawl.additions import Additions
 from gossamer.page.handlers import Handlers
@@ -87,4 +87,4 @@ def run(
     values: Mapping[str, Any] = base | fields | ({"seeds": list(seeds)} if seeds else {})
     main = threading.current_thread() is threading.main_thread()
     crawl = Crawl(validate_model(CrawlSettings, values), handlers=handlers, signals=main)
-    return asyncio.run(crawl.run())
+    return eventloop.run(crawl.run())

@@ -49,6 +49,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoPermissionError, RedisClusterException, RedisError, ResponseError
 
+from gossamer import eventloop
 from gossamer.cluster import DEFAULT_BUDGET, EXIT_REDIS_OUTAGE
 from gossamer.cluster.errors import ClusterError
 from gossamer.cluster.redisretry import RETRIED, GuardedCluster, ReplicaWait, transient
@@ -240,7 +241,7 @@ def install_guard(
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """Run a cluster command's coroutine; a lost Redis becomes a one-line ClusterError."""
     try:
-        return asyncio.run(coro)
+        return eventloop.run(coro)
     except RedisUnavailable as exc:
         raise RedisOutage(redact_text(str(exc))) from None
     except ResponseError as exc:

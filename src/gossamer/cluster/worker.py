@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
 
+from gossamer import eventloop
 from gossamer.balance.probe import probe_capability
 from gossamer.cluster import DEFAULT_BUDGET, DEFAULT_JOB
 from gossamer.cluster.assignment import Assignment
@@ -300,12 +301,19 @@ async def _crawl_share(
         await keeper.start()
         if additions.started is not None:
             additions.started(crawler)
+        loop = eventloop.running()
         log.info(
-            "%s crawls job %s into %s",
+            "%s crawls job %s into %s (%s loop)",
             name,
             control.job,
             settings.out,
-            extra={"event": "worker-started", "worker": name, "job": control.job},
+            loop,
+            extra={
+                "event": "worker-started",
+                "worker": name,
+                "job": control.job,
+                "event_loop": loop,
+            },
         )
         try:
             async with status_file(settings.out, crawler, worker=name):

@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gossamer import eventloop
 from gossamer.crawl.additions import NOTHING, Additions
 from gossamer.crawl.assembly import build_crawler
 from gossamer.crawl.builders import auth_logins, load_ruleset, page_config
@@ -65,14 +66,17 @@ async def run_crawl(settings: CrawlSettings, additions: Additions = NOTHING) -> 
                 show = additions.progress
                 if show is None:
                     show = not settings.quiet and sys.stderr.isatty()
+                loop = eventloop.running()
                 log.info(
-                    "crawl of %d seed(s) into %s started",
+                    "crawl of %d seed(s) into %s started (%s loop)",
                     len(seeds),
                     settings.out,
+                    loop,
                     extra={
                         "event": "crawl-started",
                         "seeds": len(seeds),
                         "resume": settings.resume,
+                        "event_loop": loop,
                     },
                 )
                 async with (

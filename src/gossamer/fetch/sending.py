@@ -91,6 +91,9 @@ class NotModifiedGuard(ResponseHandler):
         """A 304 came with a body (sent or announced): nothing more is read here."""
         self._read_deadline = 0.0
         """When the read timeout expires (loop time), pushed back by every chunk."""
+        self._read_timer_at = 0.0
+        """What the read timer was set for (not its ``when()``: uvloop's timers count whole
+        milliseconds, and one due now is a plain handle)."""
 
     def _reschedule_timeout(self) -> None:
         timeout = self._read_timeout
@@ -101,12 +104,14 @@ class NotModifiedGuard(ResponseHandler):
         self._read_deadline = deadline = loop.time() + timeout
         if self._read_timeout_handle is None:
             self._read_timeout_handle = loop.call_at(deadline, self._read_timer)
+            self._read_timer_at = deadline
 
     def _read_timer(self) -> None:
         handle = self._read_timeout_handle
         self._read_timeout_handle = None
-        if handle is not None and self._read_deadline > handle.when():
+        if handle is not None and self._read_deadline > self._read_timer_at:
             # data came since the timer was set: wait for what is left of the timeout
+            self._read_timer_at = self._read_deadline
             self._read_timeout_handle = self._loop.call_at(self._read_deadline, self._read_timer)
             return
         self._on_read_timeout()

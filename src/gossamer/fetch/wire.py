@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import errno
 from collections import deque
+from typing import cast
 
 import httptools
 
@@ -78,8 +79,11 @@ class Connection(asyncio.Protocol):
         self._reuse = True
         self._error: BaseException | None = None
         self._waiter: asyncio.Future[None] | None = None
-        self._timer: asyncio.TimerHandle | None = None
-        """One timer for both timeouts, at the earlier of the two deadlines."""
+        self._timer: asyncio.Handle | None = None
+        self._timer_at = _NEVER
+        """One timer for both timeouts, set for the earlier of the two deadlines: loop time
+        `_timer_at` (not the handle's ``when()``: uvloop's timers count whole milliseconds,
+        and one due now is a plain handle)."""
         self._total_deadline = self._read_deadline = _NEVER
         self._reading = False
         """Whether the read timeout runs (not while the socket is paused for the reader)."""
@@ -178,7 +182,7 @@ class Connection(asyncio.Protocol):
         self._stop_timers()
         if self._timer is not None:
             self._timer.cancel()
-            self._timer = None
+            self._timer, self._timer_at = None, _NEVER
         if self.transport is not None and not self._closed:
             self._closed = True
             self.transport.abort()
@@ -186,8 +190,8 @@ class Connection(asyncio.Protocol):
     # -- the event loop's side
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # a stream transport (uvloop's are not asyncio.Transport subclasses)
+        self.transport = transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple) and peer and isinstance(peer[0], str):
             self.peer = peer[0]
@@ -379,17 +383,14 @@ class Connection(asyncio.Protocol):
         if self._reading and self._read_deadline < due:
             due = self._read_deadline
         timer = self._timer
-        if timer is None or due < timer.when():
+        if timer is None or due < self._timer_at:
             if timer is not None:
                 timer.cancel()
-            self._timer = self._loop.call_at(due, self._on_timer)
+            self._timer, self._timer_at = self._loop.call_at(due, self._on_timer), due
 
     def _on_timer(self) -> None:
-        handle = self._timer
-        self._timer = None
-        if handle is None:  # pragma: no cover - a cancelled handle never runs
-            return
-        when = handle.when()
+        when = self._timer_at
+        self._timer, self._timer_at = None, _NEVER
         read_by = self._read_deadline if self._reading else _NEVER
         if read_by <= when and read_by < self._total_deadline:
             self._fail(WireError("read-timeout"))
@@ -398,7 +399,7 @@ class Connection(asyncio.Protocol):
         else:  # early: data came since, or a request that began after it was set
             due = min(read_by, self._total_deadline)
             if due < _NEVER:  # else no request is waiting: the timer lapses
-                self._timer = self._loop.call_at(due, self._on_timer)
+                self._timer, self._timer_at = self._loop.call_at(due, self._on_timer), due
 
     def _stop_timers(self) -> None:
         """No timeout runs now. The timer itself is left set (when it fires early it is set

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gossamer import eventloop
 from gossamer.cluster.cli import add_redis_password_flag
 from gossamer.redact import redact_url
 from gossamer.settings import SettingsError
@@ -145,7 +146,7 @@ def _ui(args: argparse.Namespace) -> int:
     elif args.redis_password_file is not None:
         raise SettingsError("invalid setting 'redis-password-file': give --redis too")
     editor = editor_options(args)
-    asyncio.run(serve(host, port, token, outs, redis, editor))
+    eventloop.run(serve(host, port, token, outs, redis, editor))
     return 0
 
 

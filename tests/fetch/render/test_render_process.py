@@ -55,7 +55,7 @@ async def test_no_browser_outlives_the_crawler(tmp_path: Path, signum: int) -> N
             sys.executable, "-m", "gossamer.cli", "crawl", f"http://127.0.0.1:{port}/js/poll",
             "--out", str(tmp_path / "out"), "--render", "always", "--render-timeout", "3",
             "--quiet", "--no-text",
-            env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         browsers: list[psutil.Process] = []
         for _ in range(300):  # the browser starts within a few seconds
