@@ -11,7 +11,9 @@ requests in flight, three ways, alternated round by round:
   decoding, headers read into the record, times stamped), as a crawl's fetch step.
 
 It prints the CPU milliseconds per response of each round and the medians: what the client
-costs a page before any parse, next to the parse floor of ``bench_realpages.py``.
+costs a page before any parse, next to the parse floor of ``bench_realpages.py``. Every way
+runs on the event loop a crawl runs on (uvloop when installed; ``GOSSAMER_EVENT_LOOP=asyncio``
+for the standard loop: see ``gossamer.eventloop``).
 
 Usage: ``PYTHONPATH=src .venv/bin/python benchmarks/bench_fetch_cost.py [--rounds 4]
 [--port 18497] [--limit N]``.
@@ -105,16 +107,16 @@ def urls_of(sites: Sequence[realweb.Site], port: int, limit: int | None) -> list
 
 def measure(urls: list[str], rounds: int) -> dict[str, list[float]]:
     """CPU milliseconds per response, by way, round by round (the order alternating)."""
-    from gossamer import tls
+    from gossamer import eventloop, tls
 
     tls.defer_ca_file()  # as ``gossamer crawl`` does: no CA bundle read for http pages
-    asyncio.run(gossamer_fetcher(urls[:50]))  # imports and first connections out of the way
+    eventloop.run(gossamer_fetcher(urls[:50]))  # imports and first connections out of the way
     figures: dict[str, list[float]] = {name: [] for name in WAYS}
     for number in range(rounds):
         order = list(WAYS.items())
         for name, way in order if number % 2 == 0 else order[::-1]:
             started = _cpu()
-            asyncio.run(way(urls))
+            eventloop.run(way(urls))  # the loop a crawl runs on (GOSSAMER_EVENT_LOOP)
             figures[name].append(1000 * (_cpu() - started) / len(urls))
             print(f"round {number + 1} {name:<13} {figures[name][-1]:.4f} ms", flush=True)
     return figures
