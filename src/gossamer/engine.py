@@ -251,7 +251,7 @@ class Crawler:
 
     async def _loop(self) -> None:
         frontier, limit, loop = self._frontier, self._config.concurrency, asyncio.get_running_loop()
-        alarm, ring = loop.call_later(1.0, self._wake.set), loop.time() + 1.0  # wakes the loop
+        alarm = loop.call_later(1.0, self._wake.set)  # wakes the loop; one left set is harmless
         while not self._stopping:
             self._turned = self._clock()
             free = min(limit - len(self._fetching), 2 * limit - len(self._tasks), self._budget())
@@ -270,9 +270,9 @@ class Crawler:
                     self._flush.set()  # idle: nothing to batch the records with
             wait = frontier.next_ready()
             timeout = 1.0 if wait is None or free <= 0 else min(max(wait, 0.001), 1.0)
-            if not 0 < ring - loop.time() <= timeout + 0.001:  # rang, or would ring late:
-                alarm.cancel()  # a timer a second (or a due host), not one per page woken
-                alarm, ring = loop.call_later(timeout, self._wake.set), loop.time() + timeout
+            if not 0.0005 < alarm.when() - loop.time() <= timeout + 0.001:  # rang (uvloop: or
+                alarm.cancel()  # at 0 in the ms it rang), or late: a timer a second (or a due
+                alarm = loop.call_later(timeout, self._wake.set)  # host), not one per page woken
             self._wake.clear()
             await self._wake.wait()
 

@@ -7,11 +7,13 @@ commands, ``ui``, ``rules``) and :func:`gossamer.run` start it with :func:`run`.
 that runs a :class:`gossamer.Crawl` in its own loop chooses that loop itself. The choice is
 the process's, not a crawl setting: a cluster worker starts its loop before it reads its job.
 
-What the crawl asks of its loop works on both: timers (whose ``when()`` nothing reads: uvloop
-counts whole milliseconds, so a timer may ring up to half of one early, and a delay that rounds
-to nothing gives a plain handle), readers and writers on pipes and pidfds (the parse sandbox),
-signal handlers, subprocesses (uvloop spawns its own, no child watcher), threads, TLS, and
-aiohttp, redis-py and asyncpg over it.
+What the crawl asks of its loop works on both: timers (uvloop counts whole milliseconds: a
+timer may ring up to half of one early, one that rang in this millisecond shows ``when()`` as
+now, and a delay that rounds to nothing gives a plain handle, with no ``when()``; so the lean
+client and aiohttp's read timer keep the time they set theirs for, and the crawl loop takes an
+alarm due within half a millisecond as rung), readers and writers on pipes and pidfds (the
+parse sandbox), signal handlers, subprocesses (uvloop spawns its own, no child watcher),
+threads, TLS, and aiohttp, redis-py and asyncpg over it.
 """
 
 from __future__ import annotations
