@@ -37,11 +37,12 @@ import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
+from itertools import repeat
+from operator import attrgetter
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import numpy as np
-import numpy.typing as npt
 
 from gossamer.extract import Content, extract
 from gossamer.focus import explore
@@ -76,6 +77,8 @@ _PRIORITY_STEP = 0.02
 _MAX_RAISED = 5_000
 _NEAR = 0.6
 """The raw score of a page an example links to (calibrated as the crawl goes)."""
+_COLUMNS = attrgetter("cited", "citers", "listed", "hub", "near", "prior", "sent")
+"""A waiting URL's numbers that re-scoring reads (as one array's columns)."""
 _EXPLAINS = 0.1
 """An evidence's score this close to the highest of a fetched URL's ranked it (it learns
 from the page's outcome)."""
@@ -301,27 +304,18 @@ class FocusPolicy:
         urls = list(self._waiting)
         entries = list(self._waiting.values())
         count = len(entries)
-        learnt = self.model.predict_many([e.features for e in entries])
+        learnt = self.model.predict_many(list(map(attrgetter("features"), entries)))
         share = self._learnt_share()
-
-        def column(values: list[Any]) -> npt.NDArray[np.float64]:
-            return np.fromiter(values, dtype=np.float64, count=count)
-
-        cited = self.citations.scores(
-            column([e.cited for e in entries]), column([e.citers for e in entries])
-        )
+        columns = np.array(list(map(_COLUMNS, entries)), dtype=np.float64).reshape(count, -1)
+        cited, citers, listed, hub, near, priors, sent = columns.T
+        place = np.fromiter(map(self.paths.score_keys, map(attrgetter("place"), entries)), float)
         places = np.maximum(
-            self.place_calibration.scores(
-                column(list(map(self.paths.score_keys, [e.place for e in entries])))
-            ),
-            np.maximum(cited, self.list_calibration.scores(column([e.listed for e in entries]))),
+            self.place_calibration.scores(place),
+            np.maximum(self.citations.scores(cited, citers), self.list_calibration.scores(listed)),
         )
-        places = np.maximum(places, self.hub_calibration.scores(column([e.hub for e in entries])))
+        places = np.maximum(places, self.hub_calibration.scores(hub))
         if self._near:
-            near = self.near_calibration.scores(column([e.near for e in entries]))
-            places = np.maximum(places, near)
-        priors = column([e.prior for e in entries])
-        sent = column([e.sent for e in entries])
+            places = np.maximum(places, self.near_calibration.scores(near))
         priorities = np.round(np.maximum((1 - share) * priors + share * learnt, places), 4)
         changed: dict[str, float] = {}
         for i in np.flatnonzero(np.abs(priorities - sent) >= _PRIORITY_STEP).tolist():
@@ -387,28 +381,24 @@ class FocusPolicy:
         url = page.base_url
         scored = self.links.many(links, list(map(texts.get, links)), relevance, streak, url)
         learnt = self.model.predict_many([s[0] for s in scored]).tolist() if share else None
-        place, lists = self.paths.score_keys, self.list_calibration.score
-        hubs, hub_share = self.hub_calibration.score, self.hubs.score
-        calibrated, listed_share, known = (
-            self.place_calibration.score,
-            self.lists.score,
-            self._known,
-        )
-        for i, (link, (features, prior, host, path)) in enumerate(zip(links, scored, strict=True)):
-            p = learnt[i] if learnt is not None else 0.0
+        place, calibrated = self.paths.score_keys, self.place_calibration.score
+        listed_share, hub_share, near_of = self.lists.score, self.hubs.score, self._near.get
+        known = self._known
+        for link, (features, prior, host, path), p in zip(
+            links, scored, learnt or repeat(0.0, len(links)), strict=True
+        ):
+            key = hash(link)
             keys = place_keys(host, path)
-            listed = listed_share(link)
-            hub = hub_share(link)
-            near = self._near.get(hash(link), 0.0)
-            evidence = max(
-                calibrated(place(keys)),
-                lists(listed),
-                hubs(hub),
-                self.near_calibration.score(near),
-            )
-            priority = priority_of(prior, p, share, evidence)
-            if hash(link) in known:
-                priority = 1.0
+            listed, hub, near = listed_share(link), hub_share(link), near_of(key, 0.0)
+            evidence = calibrated(place(keys))
+            if listed or hub or near:  # most links have none of these (each scores 0 then)
+                evidence = max(
+                    evidence,
+                    self.list_calibration.score(listed),
+                    self.hub_calibration.score(hub),
+                    self.near_calibration.score(near),
+                )
+            priority = 1.0 if key in known else priority_of(prior, p, share, evidence)
             out.append(Candidate(link, depth, priority=priority))
             entry = Waiting(
                 features, prior, priority, streak, keys, section_of(host, path), relevance
