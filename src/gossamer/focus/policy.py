@@ -38,11 +38,11 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from itertools import repeat
-from operator import attrgetter
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import numpy as np
+import numpy.typing as npt
 
 from gossamer.extract import Content, extract
 from gossamer.focus import explore
@@ -77,8 +77,6 @@ _PRIORITY_STEP = 0.02
 _MAX_RAISED = 5_000
 _NEAR = 0.6
 """The raw score of a page an example links to (calibrated as the crawl goes)."""
-_COLUMNS = attrgetter("cited", "citers", "listed", "hub", "near", "prior", "sent")
-"""A waiting URL's numbers that re-scoring reads (as one array's columns)."""
 _EXPLAINS = 0.1
 """An evidence's score this close to the highest of a fetched URL's ranked it (it learns
 from the page's outcome)."""
@@ -304,18 +302,27 @@ class FocusPolicy:
         urls = list(self._waiting)
         entries = list(self._waiting.values())
         count = len(entries)
-        learnt = self.model.predict_many(list(map(attrgetter("features"), entries)))
+        learnt = self.model.predict_many([e.features for e in entries])
         share = self._learnt_share()
-        columns = np.array(list(map(_COLUMNS, entries)), dtype=np.float64).reshape(count, -1)
-        cited, citers, listed, hub, near, priors, sent = columns.T
-        place = np.fromiter(map(self.paths.score_keys, map(attrgetter("place"), entries)), float)
-        places = np.maximum(
-            self.place_calibration.scores(place),
-            np.maximum(self.citations.scores(cited, citers), self.list_calibration.scores(listed)),
+
+        def column(values: list[Any]) -> npt.NDArray[np.float64]:
+            return np.fromiter(values, dtype=np.float64, count=count)
+
+        cited = self.citations.scores(
+            column([e.cited for e in entries]), column([e.citers for e in entries])
         )
-        places = np.maximum(places, self.hub_calibration.scores(hub))
+        places = np.maximum(
+            self.place_calibration.scores(
+                column(list(map(self.paths.score_keys, [e.place for e in entries])))
+            ),
+            np.maximum(cited, self.list_calibration.scores(column([e.listed for e in entries]))),
+        )
+        places = np.maximum(places, self.hub_calibration.scores(column([e.hub for e in entries])))
         if self._near:
-            places = np.maximum(places, self.near_calibration.scores(near))
+            near = self.near_calibration.scores(column([e.near for e in entries]))
+            places = np.maximum(places, near)
+        priors = column([e.prior for e in entries])
+        sent = column([e.sent for e in entries])
         priorities = np.round(np.maximum((1 - share) * priors + share * learnt, places), 4)
         changed: dict[str, float] = {}
         for i in np.flatnonzero(np.abs(priorities - sent) >= _PRIORITY_STEP).tolist():
@@ -375,8 +382,8 @@ class FocusPolicy:
         out = [Candidate(link, depth, priority=0.0) for link in links if hash(link) in done]
         links = [link for link in links if hash(link) not in done]  # the frontier drops those
         if relevance < self.config.threshold:  # an irrelevant page adds little to what waits
-            out += self._waiting_again(links, depth, relevance)
-            links = [link for link in links if link not in self._waiting]
+            again, links = self._waiting_again(links, depth, relevance)
+            out += again
         share = self._learnt_share()
         url = page.base_url
         scored = self.links.many(links, list(map(texts.get, links)), relevance, streak, url)
@@ -409,19 +416,23 @@ class FocusPolicy:
             self._keep(link, entry)
         return out
 
-    def _waiting_again(self, links: list[str], depth: int, relevance: float) -> list[Candidate]:
+    def _waiting_again(
+        self, links: list[str], depth: int, relevance: float
+    ) -> tuple[list[Candidate], list[str]]:
         """Links to URLs already waiting, at their priority or, when higher now, their
-        place's; each counts one more page citing it."""
-        waiting, place, out = self._waiting, self.paths.score_keys, []
+        place's (each counts one more page citing it), and the other links."""
+        waiting, place, out, rest = self._waiting, self.paths.score_keys, [], []
         for link in links:
             entry = waiting.get(link)
-            if entry is not None:
+            if entry is None:
+                rest.append(link)
+            else:
                 entry.cited += relevance
                 entry.citers += 1
                 calibrated = self.place_calibration.score(place(entry.place))
                 priority = max(entry.sent, round(calibrated, 4))
                 out.append(Candidate(link, depth, priority=priority))
-        return out
+        return out, rest
 
     def _lists_of(self, texts: Mapping[str, LinkText]) -> None:
         """Keep the lists of a judged page; the waiting members of those holding on-topic
