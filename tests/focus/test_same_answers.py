@@ -15,6 +15,7 @@ from gossamer.focus import text, topic
 from gossamer.focus.calibration import PRIOR, Calibration
 from gossamer.focus.learner import OnlineLogistic
 from gossamer.focus.lists import ListEvidence
+from gossamer.focus.paths import PathEvidence, place_keys
 
 
 def _strip_trying_all(word: str) -> str:
@@ -145,3 +146,19 @@ def test_a_url_in_no_list_scores_0_and_one_in_lists_its_best_share() -> None:
         for url in group:
             best = max(e.share() for e in lists._lists if url in e.members)
             assert lists.score(url) == best
+
+
+def test_places_scored_at_once_score_as_one_at_a_time() -> None:
+    rng = random.Random(3)
+    paths = PathEvidence()
+    urls = [
+        f"http://s{rng.randrange(3)}.test/" + "/".join(str(rng.randrange(4)) for _ in range(d))
+        for d in (rng.randrange(0, 5) for _ in range(3_000))
+    ]
+    for url in urls[:1_500]:
+        paths.add(url, rng.random() < 0.4)
+    places = [place_keys(*url[7:].partition("/")[::2]) for url in urls]
+    for keys in places[1_500:]:
+        paths.linked(keys)
+    assert any(0 < score < 1 for score in paths.scores_keys(places))
+    assert paths.scores_keys(places) == [paths.score_keys(keys) for keys in places]

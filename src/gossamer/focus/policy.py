@@ -313,7 +313,7 @@ class FocusPolicy:
         )
         places = np.maximum(
             self.place_calibration.scores(
-                column(list(map(self.paths.score_keys, [e.place for e in entries])))
+                column(self.paths.scores_keys([e.place for e in entries]))
             ),
             np.maximum(cited, self.list_calibration.scores(column([e.listed for e in entries]))),
         )
