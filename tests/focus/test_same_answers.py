@@ -12,7 +12,10 @@ import numpy as np
 import pytest
 
 from gossamer.focus import text, topic
+from gossamer.focus.calibration import PRIOR, Calibration
 from gossamer.focus.learner import OnlineLogistic
+from gossamer.focus.lists import ListEvidence
+from gossamer.focus.paths import PathEvidence, place_keys
 
 
 def _strip_trying_all(word: str) -> str:
@@ -105,3 +108,57 @@ def test_a_batch_ending_with_links_without_features_is_predicted_link_by_link() 
     assert model.predict_many(batch).tolist() == pytest.approx([model.predict(f) for f in batch])
     empty = [np.array([], dtype=np.int32)] * 2
     assert model.predict_many(empty).tolist() == [0.5, 0.5]
+
+
+def _calibrated_by_numpy(relevant: np.ndarray, judged: np.ndarray, value: float) -> float:
+    """``Calibration.score`` as it was: its counts in numpy arrays, read as numpy scalars."""
+    if value < 0.1:
+        return 0.0
+    level = min(int(value * 10), 9)
+    return float((relevant[level] + PRIOR * value) / (judged[level] + PRIOR))
+
+
+def test_a_calibration_counted_in_python_floats_scores_as_in_numpy_arrays() -> None:
+    rng = random.Random(5)
+    calibration = Calibration()
+    relevant, judged = np.zeros(10), np.zeros(10)
+    values = [0.0, 0.05, 0.1, 0.99, 1.0] + [rng.random() for _ in range(2_000)]
+    for value in values:
+        outcome = rng.random() < 0.3
+        calibration.outcome(value, outcome)
+        if value >= 0.1:
+            level = min(int(value * 10), 9)
+            judged[level] += 1
+            relevant[level] += outcome
+        assert calibration.score(value) == _calibrated_by_numpy(relevant, judged, value)
+    many = calibration.scores(np.array(values))
+    assert many.tolist() == [_calibrated_by_numpy(relevant, judged, v) for v in values]
+
+
+def test_a_url_in_no_list_scores_0_and_one_in_lists_its_best_share() -> None:
+    lists = ListEvidence()
+    members = [tuple(f"http://a.test/{g}/{i}" for i in range(4 + g)) for g in range(3)]
+    lists.add(members, lambda key: None)
+    for url in ("http://a.test/0/0", "http://a.test/0/1", "http://a.test/1/0"):
+        lists.judged(url, True)
+    assert lists.score("http://a.test/elsewhere") == 0.0
+    for group in members:
+        for url in group:
+            best = max(e.share() for e in lists._lists if url in e.members)
+            assert lists.score(url) == best
+
+
+def test_places_scored_at_once_score_as_one_at_a_time() -> None:
+    rng = random.Random(3)
+    paths = PathEvidence()
+    urls = [
+        f"http://s{rng.randrange(3)}.test/" + "/".join(str(rng.randrange(4)) for _ in range(d))
+        for d in (rng.randrange(0, 5) for _ in range(3_000))
+    ]
+    for url in urls[:1_500]:
+        paths.add(url, rng.random() < 0.4)
+    places = [place_keys(*url[7:].partition("/")[::2]) for url in urls]
+    for keys in places[1_500:]:
+        paths.linked(keys)
+    assert any(0 < score < 1 for score in paths.scores_keys(places))
+    assert paths.scores_keys(places) == [paths.score_keys(keys) for keys in places]

@@ -25,20 +25,22 @@ class Calibration:
     __slots__ = ("_judged", "_relevant")
 
     def __init__(self) -> None:
-        self._relevant = np.zeros(_LEVELS)
-        self._judged = np.zeros(_LEVELS)
+        self._relevant = [0.0] * _LEVELS
+        self._judged = [0.0] * _LEVELS
+        """Python floats: one score a link reads two of them (numpy's scalars cost more)."""
 
     def score(self, value: float) -> float:
         """The calibrated score of a raw ``value``."""
         if value < 1 / _LEVELS:
             return 0.0
         level = min(int(value * _LEVELS), _LEVELS - 1)
-        return float((self._relevant[level] + PRIOR * value) / (self._judged[level] + PRIOR))
+        return (self._relevant[level] + PRIOR * value) / (self._judged[level] + PRIOR)
 
     def scores(self, values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """``score`` of many raw values at once."""
         levels = np.minimum((values * _LEVELS).astype(np.int64), _LEVELS - 1)
-        found = (self._relevant[levels] + PRIOR * values) / (self._judged[levels] + PRIOR)
+        relevant = np.asarray(self._relevant)[levels]
+        found = (relevant + PRIOR * values) / (np.asarray(self._judged)[levels] + PRIOR)
         return np.where(values >= 1 / _LEVELS, found, 0.0)
 
     def outcome(self, value: float, relevant: bool) -> None:

@@ -116,5 +116,8 @@ class ListEvidence:
 
     def score(self, url: str) -> float:
         """The best share of the lists ``url`` is a member of (0 for none)."""
+        indices = self._of.get(hash(url))
+        if indices is None:  # most links are in no list
+            return 0.0
         lists = self._lists
-        return max((lists[i].share() for i in self._of.get(hash(url), ())), default=0.0)
+        return max(lists[i].share() for i in indices)

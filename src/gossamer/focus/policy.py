@@ -37,6 +37,7 @@ import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
+from itertools import repeat
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
@@ -312,7 +313,7 @@ class FocusPolicy:
         )
         places = np.maximum(
             self.place_calibration.scores(
-                column(list(map(self.paths.score_keys, [e.place for e in entries])))
+                column(self.paths.scores_keys([e.place for e in entries]))
             ),
             np.maximum(cited, self.list_calibration.scores(column([e.listed for e in entries]))),
         )
@@ -381,34 +382,30 @@ class FocusPolicy:
         out = [Candidate(link, depth, priority=0.0) for link in links if hash(link) in done]
         links = [link for link in links if hash(link) not in done]  # the frontier drops those
         if relevance < self.config.threshold:  # an irrelevant page adds little to what waits
-            out += self._waiting_again(links, depth, relevance)
-            links = [link for link in links if link not in self._waiting]
+            again, links = self._waiting_again(links, depth, relevance)
+            out += again
         share = self._learnt_share()
         url = page.base_url
         scored = self.links.many(links, list(map(texts.get, links)), relevance, streak, url)
         learnt = self.model.predict_many([s[0] for s in scored]).tolist() if share else None
-        place, lists = self.paths.score_keys, self.list_calibration.score
-        hubs, hub_share = self.hub_calibration.score, self.hubs.score
-        calibrated, listed_share, known = (
-            self.place_calibration.score,
-            self.lists.score,
-            self._known,
-        )
-        for i, (link, (features, prior, host, path)) in enumerate(zip(links, scored, strict=True)):
-            p = learnt[i] if learnt is not None else 0.0
+        place, calibrated = self.paths.score_keys, self.place_calibration.score
+        listed_share, hub_share, near_of = self.lists.score, self.hubs.score, self._near.get
+        known = self._known
+        for link, (features, prior, host, path), p in zip(
+            links, scored, learnt or repeat(0.0, len(links)), strict=True
+        ):
+            key = hash(link)
             keys = place_keys(host, path)
-            listed = listed_share(link)
-            hub = hub_share(link)
-            near = self._near.get(hash(link), 0.0)
-            evidence = max(
-                calibrated(place(keys)),
-                lists(listed),
-                hubs(hub),
-                self.near_calibration.score(near),
-            )
-            priority = priority_of(prior, p, share, evidence)
-            if hash(link) in known:
-                priority = 1.0
+            listed, hub, near = listed_share(link), hub_share(link), near_of(key, 0.0)
+            evidence = calibrated(place(keys))
+            if listed or hub or near:  # most links have none of these (each scores 0 then)
+                evidence = max(
+                    evidence,
+                    self.list_calibration.score(listed),
+                    self.hub_calibration.score(hub),
+                    self.near_calibration.score(near),
+                )
+            priority = 1.0 if key in known else priority_of(prior, p, share, evidence)
             out.append(Candidate(link, depth, priority=priority))
             entry = Waiting(
                 features, prior, priority, streak, keys, section_of(host, path), relevance
@@ -419,19 +416,23 @@ class FocusPolicy:
             self._keep(link, entry)
         return out
 
-    def _waiting_again(self, links: list[str], depth: int, relevance: float) -> list[Candidate]:
+    def _waiting_again(
+        self, links: list[str], depth: int, relevance: float
+    ) -> tuple[list[Candidate], list[str]]:
         """Links to URLs already waiting, at their priority or, when higher now, their
-        place's; each counts one more page citing it."""
-        waiting, place, out = self._waiting, self.paths.score_keys, []
+        place's (each counts one more page citing it), and the other links."""
+        waiting, place, out, rest = self._waiting, self.paths.score_keys, [], []
         for link in links:
             entry = waiting.get(link)
-            if entry is not None:
+            if entry is None:
+                rest.append(link)
+            else:
                 entry.cited += relevance
                 entry.citers += 1
                 calibrated = self.place_calibration.score(place(entry.place))
                 priority = max(entry.sent, round(calibrated, 4))
                 out.append(Candidate(link, depth, priority=priority))
-        return out
+        return out, rest
 
     def _lists_of(self, texts: Mapping[str, LinkText]) -> None:
         """Keep the lists of a judged page; the waiting members of those holding on-topic
