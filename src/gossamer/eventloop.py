@@ -23,9 +23,7 @@ import os
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Literal, TypeVar, get_args
 
-from gossamer.settings import InvalidSetting
-
-__all__ = ["ABOUT", "ENV", "Loop", "chosen", "loop_factory", "run", "running"]
+__all__ = ["ABOUT", "ENV", "Loop", "chosen", "loop_factory", "run", "running", "send"]
 
 T = TypeVar("T")
 
@@ -49,6 +47,8 @@ def chosen(env: Mapping[str, str] = os.environ) -> Loop:
     for loop in loops:
         if name == loop:
             return loop
+    from gossamer.settings import InvalidSetting  # only for this error: a pipe's user is light
+
     raise InvalidSetting(ENV, f"give one of {', '.join(loops)}, not {name!r}")
 
 
@@ -69,7 +69,7 @@ def run(main: Coroutine[Any, Any, T], loop: Loop | None = None) -> T:
     ``loop`` names (None: :func:`chosen`)."""
     try:
         factory = loop_factory(chosen() if loop is None else loop)
-    except InvalidSetting:
+    except BaseException:
         main.close()  # never to be awaited: no warning about it
         raise
     with asyncio.Runner(loop_factory=factory) as runner:
@@ -80,3 +80,16 @@ def running() -> Loop:
     """The kind of the loop this coroutine runs on."""
     module = type(asyncio.get_running_loop()).__module__
     return "uvloop" if module.split(".")[0] == "uvloop" else "asyncio"
+
+
+async def send(stream: asyncio.StreamWriter, data: bytes) -> None:
+    """Write ``data`` to ``stream`` (a worker's pipe) and drain it. A stream whose other end
+    is gone raises :class:`ConnectionResetError` on either loop: asyncio drops a write to a
+    closed transport or resets at the drain, uvloop raises RuntimeError from the write."""
+    if stream.is_closing():
+        raise ConnectionResetError("the stream is closed")
+    try:
+        stream.write(data)
+    except RuntimeError as exc:  # uvloop: "unable to perform operation on ... closed=True"
+        raise ConnectionResetError(str(exc)) from exc
+    await stream.drain()

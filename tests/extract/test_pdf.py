@@ -57,3 +57,15 @@ async def test_a_document_over_the_time_limit_is_stopped() -> None:
 
 def test_in_process_extraction_never_raises() -> None:
     assert pdf_text(b"\x00" * 100, 100).error == "pdf-invalid"
+
+
+@pytest.mark.asyncio(loop_factories=["asyncio", "uvloop"])
+async def test_a_worker_that_died_while_idle_is_an_error_and_replaced(pool: PdfPool) -> None:
+    """Killed while idle (its memory cap, the OOM killer): the next document's write meets a
+    closed pipe, which uvloop reports as RuntimeError and asyncio as a reset."""
+    assert (await pool.text(payloads.pdf("first"))).text == "first"
+    (worker,) = pool._idle
+    worker.kill()
+    await worker.wait()
+    assert (await pool.text(payloads.pdf("second"))).error == "pdf-worker-died"
+    assert (await pool.text(payloads.pdf("third"))).text == "third"

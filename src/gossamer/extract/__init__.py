@@ -12,8 +12,9 @@ memory limit (``pypdf`` is imported in the workers only).
 record containers, link rules) checked once and evaluated on the parsed page.
 
 This package may import the standard library, selectolax, w3lib, pydantic, `gossamer.parse`,
-`gossamer.urls`, `gossamer.safe` and `gossamer.usercode` (how rule documents' registered
-functions are imported); the third-party extractors are imported lazily, only when chosen, and
+`gossamer.urls`, `gossamer.safe`, `gossamer.usercode` (how rule documents' registered
+functions are imported) and `gossamer.eventloop` (a write to a worker's pipe that fails alike
+on either loop); the third-party extractors are imported lazily, only when chosen, and
 so are lxml (for rules with XPath) and fastText, whose model (`lang`) detects the language of a
 text whose markup does not state it. Nothing here does I/O but the PDF pool's pipes to its
 workers, the model's one read and the reading of rule documents.

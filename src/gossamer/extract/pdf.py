@@ -23,6 +23,8 @@ import struct
 import sys
 from dataclasses import dataclass
 
+from gossamer.eventloop import send
+
 __all__ = ["PdfPool", "PdfText", "pdf_text"]
 
 
@@ -135,8 +137,7 @@ class PdfPool:
         self, worker: asyncio.subprocess.Process, data: bytes, max_chars: int
     ) -> PdfText:
         assert worker.stdin is not None and worker.stdout is not None
-        worker.stdin.write(struct.pack(">QI", len(data), max_chars) + data)
-        await worker.stdin.drain()
+        await send(worker.stdin, struct.pack(">QI", len(data), max_chars) + data)
         (size,) = struct.unpack(">I", await worker.stdout.readexactly(4))
         text, error, pages = json.loads(await worker.stdout.readexactly(size))
         return PdfText(text, error, pages)

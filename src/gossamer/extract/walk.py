@@ -405,14 +405,7 @@ class _Walker:
             else:  # nothing to read: no link characters either
                 self.tag, self.box = "div", parent
             self.quiet = quiet
-            into = boxes[parent]  # `_add_into`, without a call a box
-            into.chars += opened.chars
-            into.link_chars += opened.link_chars
-            into.commas += opened.commas
-            into.paragraphs += opened.paragraphs
-            into.blocks += opened.blocks
-            into.items += opened.items
-            into.images += opened.images
+            _add_into(boxes[parent], opened)
 
     def _mark(self, node: LexborNode, kind: int) -> None:
         """An image joins the block, a line break spaces it."""

@@ -213,8 +213,8 @@ class LeanClient:
             if conn is None:
                 conn = await self._connect(key, deadline, loop)
             on_sending()
-            conn.start(request, deadline)
             try:
+                conn.start(request, deadline)
                 await conn.head()
             except WireError as exc:
                 conn.finish()

@@ -112,11 +112,21 @@ class Connection(asyncio.Protocol):
     @property
     def usable(self) -> bool:
         """Whether the connection may carry another request (idle, open, clean)."""
-        return not self._closed and self._reuse and not self._active
+        return (
+            not self._closed
+            and self._reuse
+            and not self._active
+            and not (self.transport is None or self.transport.is_closing())
+        )
 
     def start(self, request: bytes, deadline: float) -> None:
-        """Send ``request``; the response must be whole by ``deadline`` (loop time)."""
+        """Send ``request``; the response must be whole by ``deadline`` (loop time). Raises
+        `WireError` when the connection closed before it (the server's close not yet seen as
+        lost: asyncio drops such a write, uvloop raises RuntimeError)."""
         assert self.transport is not None and not self._active
+        if self._closed or self.transport.is_closing():
+            self._reuse = False
+            raise WireError("server-disconnected", "closed before the request was sent")
         self._reset()
         self._active = True
         self._done = False

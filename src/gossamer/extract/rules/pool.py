@@ -38,6 +38,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from gossamer.eventloop import send
 from gossamer.extract.rules.evaluate import PageItems, evaluate_body
 from gossamer.extract.rules.schema import Document, RuleSet, rules_from_documents
 from gossamer.urls import Resolver
@@ -219,8 +220,7 @@ class _Worker:
         documents = None if key in self.compiled else (rules.documents, rules.functions)
         message = (key, documents, *(request or (None, b"", None, False)))
         data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-        self.process.stdin.write(_HEAD.pack(len(data)) + data)
-        await self.process.stdin.drain()
+        await send(self.process.stdin, _HEAD.pack(len(data)) + data)
         (size,) = _HEAD.unpack(await self.process.stdout.readexactly(_HEAD.size))
         answer = json.loads(await self.process.stdout.readexactly(size))
         if not isinstance(answer, dict):
