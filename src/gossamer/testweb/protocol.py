@@ -6,6 +6,7 @@ how to misbehave (delay, hang, drop, reset, raw framing); ``server.py`` carries 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -143,3 +144,11 @@ def encode_head(reply: Reply, keep_alive: bool) -> bytes:
     if not keep_alive:
         lines.append("Connection: close")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+def write_to(writer: asyncio.StreamWriter, data: bytes) -> None:
+    """Write ``data`` to a client's connection; one the client closed raises
+    :class:`ConnectionResetError` on either event loop (uvloop raises RuntimeError)."""
+    if writer.is_closing():
+        raise ConnectionResetError("the client closed the connection")
+    writer.write(data)

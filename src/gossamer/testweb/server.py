@@ -26,6 +26,7 @@ from gossamer.testweb.protocol import (
     encode_head,
     page,
     parse_head,
+    write_to,
 )
 from gossamer.testweb.router import Router
 from gossamer.testweb.web import Web
@@ -248,11 +249,11 @@ class TestWebServer:
         self, writer: asyncio.StreamWriter, reply: Reply, keep: bool, head_only: bool = False
     ) -> None:
         data = encode_head(reply, keep) + (b"" if head_only else reply.body)
-        writer.write(data)
+        write_to(writer, data)
         self._bytes_sent += len(data)
         if reply.stream is not None and not head_only:
             async for piece in reply.stream():
-                writer.write(piece)
+                write_to(writer, piece)
                 self._bytes_sent += len(piece)
                 await writer.drain()
         await writer.drain()

@@ -30,6 +30,7 @@ from types import TracebackType
 from typing import Self
 
 from gossamer.testweb.prose import GENERIC, TITLES, TOPICS
+from gossamer.testweb.protocol import write_to
 
 TARGET = "database-transactions"
 SLOW_HOST = "slow.test"
@@ -362,10 +363,11 @@ class TopicalServer:
                 )
                 self.log.append(Hit(host, target, time.monotonic()))
                 status, kind, body = self._answer(host, target.split("?")[0])
-                writer.write(
+                write_to(
+                    writer,
                     f"HTTP/1.1 {status}\r\nContent-Type: {kind}\r\n"
                     f"Content-Length: {len(body)}\r\n\r\n".encode()
-                    + body
+                    + body,
                 )
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
