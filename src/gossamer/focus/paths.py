@@ -100,21 +100,9 @@ class PathEvidence:
         return max(into, siblings[2] / (max(siblings[3], siblings[4]) + 2))
 
     def scores_keys(self, places: Iterable[tuple[int, int] | None]) -> list[float]:
-        """``score_keys`` of many links (re-scoring reads every waiting URL's: one loop, no
-        call a link)."""
-        counts, out = self._counts, []
-        for keys in places:
-            if keys is None:
-                out.append(0.0)
-                continue
-            below = counts.get(keys[0])
-            into = below[0] / (below[1] + 2) if below is not None else 0.0
-            siblings = counts.get(keys[1])
-            if siblings is None or siblings[2] < _SIBLINGS_FROM:
-                out.append(into)
-            else:
-                out.append(max(into, siblings[2] / (max(siblings[3], siblings[4]) + 2)))
-        return out
+        """``score_keys`` of many links (re-scoring reads every waiting URL's)."""
+        score = self.score_keys
+        return [score(keys) for keys in places]
 
     def _entry(self, prefix: str) -> list[int] | None:
         key = hash(prefix)
