@@ -7,6 +7,7 @@ partition over, unless the old owner is gone from the job's workers or the grace
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Collection
 from importlib import resources
@@ -263,3 +264,36 @@ async def test_a_holder_record_gossamer_never_wrote_holds_nothing_back(
     await new.own(LATER_EVERY)
     _, at = await first_lease(new)
     assert at - gained < GRACE / 2
+
+
+@pytest.mark.parametrize("steps", range(8))
+async def test_a_hand_over_cancelled_midway_is_finished_by_the_close(
+    client: Redis, steps: int
+) -> None:
+    """A worker stopping cancels its keeper mid-duty, a hand-over included, ``steps`` turns
+    of the loop in (some cancel it at each of its awaits, some after it ended): ``close()``
+    still gives every held entry back and lifts its fences, so the new owner gets all the
+    URLs at once rather than after the claims' and the fences' lease timeout (30 s here)."""
+    old, new = pair(client)
+    urls = {f"{HOST}/{i}" for i in range(3)} | {f"http://other{i}.test/" for i in range(4)}
+    await old.add([Candidate(url) for url in sorted(urls)])
+    in_flight = await old.lease(10)
+    started = time.monotonic()
+    moving = asyncio.create_task(old.own(LATER_NONE))
+    for _ in range(steps):
+        await asyncio.sleep(0)
+    moving.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await moving
+    for lease in in_flight:
+        await old.ack(lease, Feedback(started_at=started))
+    await old.close()
+    await new.own(LATER_EVERY)
+    got: set[str] = set()
+    deadline = time.monotonic() + 3.0
+    while got != urls - {lease.url for lease in in_flight}:
+        assert time.monotonic() < deadline, sorted(got)
+        for lease in await new.lease(10):
+            got.add(lease.url)
+            await new.ack(lease, Feedback(started_at=time.monotonic()))
+        await asyncio.sleep(0.01)

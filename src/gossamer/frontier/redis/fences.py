@@ -144,6 +144,13 @@ class Handover:
         calls, self._fences = self._fences, []
         return calls
 
+    def keep(self, calls: list[ScriptCall]) -> None:
+        """Fence calls :meth:`take` gave whose pipeline failed or was cancelled: sent again,
+        before those queued since, with the next one (a call that did run is numbered, so
+        running it again never undoes a later one; one lost would leave the new owner fenced
+        out until the fence lapses, a whole ``lease_timeout``)."""
+        self._fences[:0] = calls
+
     def _due_in(self, hosts: Iterable[Host[Entry]]) -> float:
         """Seconds until every one of ``hosts`` may be requested again (0 if all may now)."""
         now = self._clock()

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gossamer.frontier.admission import Admission, Guards
 from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease, Rules
@@ -117,6 +117,7 @@ class RedisFrontier:
             clock=clock,
         )
         self._unsent: list[Entry] = []  # acked, the ack not sent to Redis yet (defer_acks)
+        self._returning: dict[int, list[Entry]] = {}  # taken out to give back, not yet given
         self._looks = Looks(redis, job, partitions)  # the last look at every partition
         self._finished = False  # the last look found nothing queued or claimed, nor added
         self._next_look = float("-inf")  # when ``done()`` may look again (its own looks only)
@@ -170,20 +171,20 @@ class RedisFrontier:
         if entry is None or self._config.defer_acks:
             if entry is not None:
                 self._unsent.append(entry)  # its claim stays held (and renewed) until sent
-            await run_scripts(self._redis, slot)  # the host's slot goes back at once
+            await self._send_fenced(slot)  # the host's slot goes back at once
             return
         await self._send_acks([entry], slot)
 
     async def retry(self, lease: Lease, after: float, feedback: Feedback | None) -> None:
         """Count an attempt, store it with a not-before time in the claim; wait in memory."""
         entry = self._finish(lease, feedback)
-        await run_scripts(self._redis, self._slot_release(lease, feedback))
+        await self._send_fenced(self._slot_release(lease, feedback))
         if entry is None:
             return
         entry.attempts += 1
         entry.not_before = self._wall() + after
         if entry.orphan:
-            await self._give_back(entry.part, [entry])
+            await self._hand_back([entry])
         elif await self._claims.update(entry):  # else reclaimed meanwhile: queued in Redis
             self._hosts.delay(lease.host, entry, self._clock() + after)
 
@@ -191,18 +192,18 @@ class RedisFrontier:
         """Queue the URL again at the front of its host, no attempt counted (claim kept)."""
         entry = self._finish(lease, feedback)
         back = self._pages.given_back(lease) if entry is not None else []  # not fetched
-        await run_scripts(self._redis, self._slot_release(lease, feedback) + back)
+        await self._send_fenced(self._slot_release(lease, feedback) + back)
         if entry is None:
             return
         if entry.orphan:
-            await self._give_back(entry.part, [entry])
+            await self._hand_back([entry])
         else:
             self._hosts.push(lease.host, entry, front=True)
 
     async def rules(self, lease: Lease, rules: Rules, feedback: Feedback | None) -> None:
         """End a ``robots`` lease with its host's rules."""
         self._finish(lease, feedback, rules)
-        await run_scripts(self._redis, self._slot_release(lease, feedback))
+        await self._send_fenced(self._slot_release(lease, feedback))
 
     def next_ready(self) -> float | None:
         """Seconds until a held URL may be leasable; a short poll while others hold work, None
@@ -350,13 +351,36 @@ class RedisFrontier:
         await run_scripts(self._redis, self._handover.strays(self._claims.owned))
 
     async def _give_away(self, parts: set[int]) -> int:
+        """Hand ``parts`` over: fence them and give their held entries back. Resumable: what a
+        cancel (the keeper stopping mid-duty) or a Redis error kept from being sent waits in
+        ``_returning`` and the hand-over's fences for the next give-away (``close()`` makes
+        one), rather than sitting claimed and fenced until the lease timeout."""
         back = self._handover.give_away(parts, self._hosts)
         self._claims.disown(parts)
-        await run_scripts(self._redis, self._handover.take())
+        return await self._hand_back(entry for entries in back.values() for entry in entries)
+
+    async def _hand_back(self, entries: Iterable[Entry]) -> int:
+        """Give ``entries`` (of partitions given away) back to their queues with the fences
+        waiting, and whatever an earlier hand-back left; how many went back."""
+        for entry in entries:
+            self._returning.setdefault(entry.part, []).append(entry)
+        await self._send_fenced([])
         given = 0
-        for part, entries in back.items():
-            given += await self._give_back(part, entries)
+        while self._returning:  # a give-back sent twice is harmless: unclaim skips claims gone
+            part = next(iter(self._returning))
+            given += await self._give_back(part, self._returning[part])
+            del self._returning[part]
         return given
+
+    async def _send_fenced(self, calls: list[ScriptCall]) -> list[Any]:
+        """``calls`` and the hand-over's waiting fence calls in one pipeline; fences it did not
+        surely send are kept for the next."""
+        fences = self._handover.take()
+        try:
+            return await run_scripts(self._redis, calls + fences)
+        except BaseException:
+            self._handover.keep(fences)
+            raise
 
     async def _refill(self) -> None:  # hooks of a continuous crawl's frontier from here on
         """Claim more entries from owned partitions believed to have some."""
@@ -372,7 +396,7 @@ class RedisFrontier:
     async def _send_acks(self, entries: list[Entry], extra: Iterable[ScriptCall] = ()) -> None:
         """Acks (and ``extra`` calls, in the same pipeline) to Redis."""
         calls = [*extra, *(self._ack_call(entry) for entry in entries)]
-        await run_scripts(self._redis, calls)
+        await self._send_fenced(calls)
         for entry in entries:
             self._claims.forget(entry)
 
@@ -381,10 +405,9 @@ class RedisFrontier:
         return fp % partitions if self._by_url else partition_of(key, partitions)
 
     def _slot_release(self, lease: Lease, feedback: Feedback | None) -> list[ScriptCall]:
-        """The calls to send as a lease ends: its host slot back (url mode), and the fences of
-        partitions given away."""
-        calls = [] if self._limiter is None else self._limiter.release(lease, feedback, self._hosts)
-        return calls + self._handover.take()
+        """The calls to send as a lease ends: its host slot back (url mode); the fences of
+        partitions given away go with them (:meth:`_send_fenced`)."""
+        return [] if self._limiter is None else self._limiter.release(lease, feedback, self._hosts)
 
     def _finish(
         self, lease: Lease, feedback: Feedback | None, rules: Rules | None = None
