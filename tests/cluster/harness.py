@@ -204,11 +204,14 @@ async def cluster_status(url: str) -> dict[str, Any]:
 
 
 async def cluster_wait(url: str, limit: int = 50) -> None:
-    """Run `gossamer cluster wait` with a timeout of ``limit`` seconds; assert the job finished."""
+    """Run `gossamer cluster wait` with a timeout of ``limit`` seconds; assert the job finished
+    (if not, the failure shows the job's state: what is still queued, claimed and by whom)."""
     code, _, err = await output(
         "cluster", "wait", "--redis", url, "--timeout", str(limit), limit=limit + 5
     )
-    assert code == 0, err
+    if code != 0:
+        _, state, _ = await output("cluster", "status", "--redis", url, "--json")
+        raise AssertionError(f"{err.strip()}\njob state: {state}")
 
 
 async def wait_alive(url: str, count: int, limit: float = 20) -> dict[str, Any]:
