@@ -16,8 +16,10 @@ counted from the first page to the last (``sys.call_tracing``):
   read, a worker started and stopped) is subtracted.
 
 It prints the instructions per page of each way and of each side of the sandbox, and the
-worker's start-up (paid once per crawl, again after a worker dies on a page). The worker's
-budget is scaled for valgrind's slowness (``GOSSAMER_PARSE_BUDGET_SCALE=100``).
+worker's start-up (paid once per crawl, again after a worker dies on a page). callgrind counts
+each byte of a large copy (``rep movsb``) as an instruction: of the crawler's side, some
+210,000 a page (2026-11-30) are copies, most of them the body's to the shared memory.
+The worker's budget is scaled for valgrind's slowness (``GOSSAMER_PARSE_BUDGET_SCALE=100``).
 
 Usage: ``PYTHONPATH=src .venv/bin/python benchmarks/callgrind_sandbox.py [--step 4]
 [--out bench-out/sandbox-cost]`` (valgrind; the gossamer measured is the one this Python
