@@ -12,6 +12,15 @@ extraction, digests, WARC, records, frontier, fetch (HTTP), event loop, engine, 
 a thread pool's worker waiting for work, which py-spy does not always see as idle). A
 stage's share is of all the samples of the crawl; the top frames follow.
 
+py-spy samples a thread that is ready to run as busy, and the crawler and its sandbox worker
+share one core here: the two sandbox stages are mostly such samples, not CPU. ``sandbox
+worker waits`` is the worker in its loop's read of the next request, woken by it and waiting
+for the core the crawler holds; ``sandbox handoff`` is the crawler in the write that hands a
+page to the worker, the worker it woke running meanwhile. ``perf record -e cpu-clock`` of
+the same crawl finds the crawler's writes (pipes and sockets) at 0.06% of its CPU, and
+``callgrind_sandbox.py`` counts a page's whole round trip, both sides, at 2.5% of the page's
+own parse.
+
 Run: ``PYTHONPATH=src .venv/bin/python benchmarks/profile_stages.py [--content] [--top 25]``
 (py-spy: ``pip install py-spy``; the raw profile stays in ``bench-out/real-profile/``).
 """
@@ -41,6 +50,8 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (stage, re.compile(pattern))
     for stage, pattern in (
         ("idle worker thread", r"^ThreadedChildWatcher\._do_waitpid"),  # a worker's reaper
+        ("sandbox worker waits", r"^serve \(gossamer/parse/worker\.py"),  # read of a request
+        ("sandbox handoff", r"^_Worker\._send \(gossamer/parse/sandbox\.py"),
         (
             "parse sandbox",
             r"parse/sandbox|page/sandboxed|asyncio/(unix_events|subprocess|base_subprocess|streams)",
