@@ -78,6 +78,7 @@ _LINKS_ONLY_NEVER = [
     "aiohttp",  # direct requests go through the lean client (gossamer.fetch.lean)
     "tomllib",  # no config file given: no TOML to read
     "logging.handlers",  # crawl.log rotates without it (pickle, queue, socket)
+    "email",  # its date parser: loaded by the first HTTP date read (Retry-After, a revisit)
 ]
 """Modules a ``--no-text`` crawl has no use for: each costs start-up time for nothing."""
 
