@@ -1,7 +1,6 @@
 """The ``gossamer`` command: a thin layer over the Python API (:mod:`gossamer.api`); a crawl
 runs through :class:`gossamer.Crawl` and a cluster worker through :class:`gossamer.Worker`, as
-a Python program's do. Importing this module loads none of gossamer's other modules: `main`
-loads them with no garbage collection (`_no_collection`)."""
+a Python program's do."""
 
 from __future__ import annotations
 
@@ -155,7 +154,8 @@ def _cluster_worker(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``gossamer`` console script."""
+    """Entry point of the ``gossamer`` console script. Importing this module loads none of
+    gossamer's other modules: they are loaded here, with no garbage collection."""
     argv = sys.argv[1:] if argv is None else argv
     with _no_collection():
         from gossamer.errors import CommandError
