@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Iterable
+from typing import NamedTuple
 from urllib.parse import quote
 
 import can_ada
-import msgspec
 import xxhash
 
 _SCHEMES = frozenset({"http:", "https:"})
@@ -418,7 +418,7 @@ def explicit_port(canonical_url: str) -> int | None:
     return int(port) if port else None
 
 
-class Scope(msgspec.Struct, frozen=True):
+class Scope(NamedTuple):
     """Which canonical URLs a crawl may enqueue.
 
     A URL is in scope when both its host and its port are allowed. ``domains`` are allowed

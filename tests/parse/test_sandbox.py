@@ -483,3 +483,30 @@ async def test_closing_the_sandbox_ends_a_page_in_a_worker(
     assert await asyncio.wait_for(waiting, 5) is None
     assert sandbox.stats() == (2, 0, 1)
     assert [w for w in psutil.Process().children() if "sleeping_job" in w.cmdline()] == []
+
+
+GC_JOB = """
+import gc, sys
+imported = gc.isenabled()
+from gossamer.parse.worker import serve
+
+def job(request: bytes, body: bytes) -> bytes:
+    return repr((imported, gc.isenabled(), sys.argv[1:3])).encode()
+
+serve(job)
+"""
+
+
+async def test_a_worker_imports_with_the_collector_off_and_runs_with_it_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker's modules are imported with no garbage collection (they allocate for good);
+    its pages run with the collector on, and its arguments are as ``python -m`` gives them."""
+    (tmp_path / "gc_job.py").write_text(GC_JOB)
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    sandbox = Sandbox("gc_job", workers=1, memory_mb=512)
+    try:
+        answer = await sandbox.ask(b"go", b"body")
+    finally:
+        await sandbox.close()
+    assert answer == repr((False, True, [str(512 << 20), "1.0"])).encode()

@@ -34,9 +34,9 @@ footer alone). The page's title is digested with its text, for the same reason. 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal, Protocol
 
+import msgspec
 import xxhash
 
 MIN_WORDS = 16
@@ -55,8 +55,7 @@ MAX_BUCKET = 256
 Kind = Literal["exact", "near"]
 
 
-@dataclass(frozen=True, slots=True)
-class Digest:
+class Digest(msgspec.Struct, frozen=True):
     """A text's exact hash and SimHash (unsigned 64-bit integers; no SimHash when only exact
     duplicates are looked for)."""
 
@@ -64,8 +63,7 @@ class Digest:
     near: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Match:
+class Match(msgspec.Struct, frozen=True):
     """The URL that had the content first, and how alike the two are."""
 
     kind: Kind
@@ -74,8 +72,7 @@ class Match:
     """Bits the SimHashes differ in (0 for an exact duplicate)."""
 
 
-@dataclass(frozen=True, slots=True)
-class DigestStats:
+class DigestStats(msgspec.Struct, frozen=True):
     """What an index has seen: texts checked by this process, duplicates found (the embedded
     index's over ``--resume`` runs)."""
 

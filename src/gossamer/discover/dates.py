@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta, timezone
-from email.utils import parsedate_to_datetime
 from functools import lru_cache
 
 __all__ = ["parse_date", "parse_rfc822", "parse_w3c"]
@@ -69,6 +68,8 @@ def parse_rfc822(text: str) -> float | None:
     """An RFC 822 / 2822 date (``Mon, 06 May 2024 07:08:09 GMT``) as epoch seconds."""
     if len(text) > MAX_DATE_CHARS or not text.strip():
         return None
+    from email.utils import parsedate_to_datetime  # loaded by the first RSS date, not at start
+
     try:
         moment = parsedate_to_datetime(text.strip())
     except (TypeError, ValueError, IndexError, OverflowError):

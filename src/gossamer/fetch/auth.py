@@ -31,17 +31,16 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import dataclasses
 import functools
 import json
 import logging
 import re
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
+import msgspec
 from selectolax.lexbor import LexborHTMLParser
 
 from gossamer.fetch.cookies import CookieJar, domain_match, read_cookies_txt
@@ -87,8 +86,7 @@ RELOGIN_INTERVAL = 5.0
 session is refused for good, and a failing login is not tried by every waiting page."""
 
 
-@dataclass(frozen=True, slots=True)
-class AuthStats:
+class AuthStats(msgspec.Struct, frozen=True):
     """A snapshot of an `Authenticator`'s counters (no secret, no cookie value)."""
 
     domains: int
@@ -239,7 +237,7 @@ class Authenticator:
 
     def stats_counts(self) -> dict[str, int]:
         """`stats` as a mapping (what stats.json shows)."""
-        return dataclasses.asdict(self.stats())
+        return msgspec.structs.asdict(self.stats())
 
     async def prepare(
         self, url: str, session: SessionFactory, *, host: str | None = None

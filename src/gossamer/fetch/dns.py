@@ -28,8 +28,9 @@ import re
 import socket
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Protocol, TypedDict
+
+import msgspec
 
 __all__ = [
     "CachingResolver",
@@ -104,8 +105,7 @@ def normalize_host(host: str) -> str:
     return host.rstrip(".").lower()
 
 
-@dataclass(frozen=True, slots=True)
-class ResolveOverrides:
+class ResolveOverrides(msgspec.Struct, frozen=True):
     """Fixed answers for some host names, like curl's ``--resolve``.
 
     ``exact`` maps a normalized name to its addresses. ``wildcards`` holds ``(suffix,
@@ -198,8 +198,7 @@ def _parse_ip(item: str, text: str) -> IPAddress:
         ) from None
 
 
-@dataclass(frozen=True, slots=True)
-class DnsStats:
+class DnsStats(msgspec.Struct, frozen=True):
     """A snapshot of a `CachingResolver`'s counters.
 
     Every `resolve` call counts once, as one of: ``hits`` (fresh cache entry, positive or
@@ -217,8 +216,7 @@ class DnsStats:
     in_flight: int
 
 
-@dataclass(frozen=True, slots=True)
-class _Entry:
+class _Entry(msgspec.Struct, frozen=True):
     expires: float
     results: tuple[ResolveResult, ...]
     error: tuple[int, str] | None

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from gossamer.fetch.cookies import CookieRow
 
 if TYPE_CHECKING:
@@ -64,8 +66,7 @@ class Login:
         return host == self.domain or host.endswith("." + self.domain)
 
 
-@dataclass(frozen=True, slots=True)
-class LoginContext:
+class LoginContext(msgspec.Struct, frozen=True):
     """What a `UserLogin` hook gets: the domain's session to log in with and its secrets."""
 
     session: aiohttp.ClientSession

@@ -33,10 +33,11 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, Protocol
+
+import msgspec
 
 from gossamer.proxyurl import Proxy, ProxyError, parse_proxy
 
@@ -84,8 +85,7 @@ def read_proxies_file(path: Path) -> list[Proxy]:
     return proxies
 
 
-@dataclass(frozen=True, slots=True)
-class ProxyStats:
+class ProxyStats(msgspec.Struct, frozen=True):
     """One proxy's figures: requests sent through it and those that failed at the proxy,
     the mean time of its answered requests, its checked response time and its state."""
 
@@ -97,8 +97,7 @@ class ProxyStats:
     response_time: float | None
 
 
-@dataclass(frozen=True, slots=True)
-class PoolStats:
+class PoolStats(msgspec.Struct, frozen=True):
     """A snapshot of the pool: its proxies, and requests that found no live proxy or were
     tried again through another proxy."""
 

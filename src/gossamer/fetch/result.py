@@ -164,8 +164,7 @@ DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.
 """Upper bounds (seconds) of the fetch-time histogram in :attr:`FetchStats.durations`."""
 
 
-@dataclass(frozen=True, slots=True)
-class FetchStats:
+class FetchStats(msgspec.Struct, frozen=True):
     """A snapshot of a `Fetcher`'s counters.
 
     ``responses`` counts by status class (``"2xx"``...), ``errors`` by reason; a response

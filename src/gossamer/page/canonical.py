@@ -47,9 +47,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, TypeVar
-
-import msgspec
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from gossamer.page.directives import head_first
 from gossamer.redact import redact_url
@@ -140,7 +138,7 @@ def _absolute(base: str, href: str) -> str | None:
         return None
 
 
-class Checks(msgspec.Struct, frozen=True):
+class Checks(NamedTuple):
     """What a crawl would do with a canonical URL, asked before a page's content is withheld
     for it: ``strip`` makes it the URL admission would queue (tracking and session
     parameters stripped); ``refusal`` tells why admission would turn it away when found on

@@ -18,9 +18,8 @@ used; short or mixed snippets can still be misread, never with an error.
 from __future__ import annotations
 
 import codecs
-from typing import Literal
+from typing import Literal, NamedTuple
 
-import msgspec
 from w3lib.encoding import (
     html_body_declared_encoding,
     http_content_type_encoding,
@@ -85,7 +84,7 @@ _EXTRA_LABELS = {
 }
 
 
-class DetectedEncoding(msgspec.Struct, frozen=True):
+class DetectedEncoding(NamedTuple):
     """The encoding chosen for a body, where the choice came from, and the BOM to skip."""
 
     encoding: str

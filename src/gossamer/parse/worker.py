@@ -152,9 +152,11 @@ def _batch() -> None:
 def _tune_gc() -> None:
     """Collect as the crawler does (`gossamer.crawl.run.tune_gc`): what the job's modules
     built is frozen out of the collector, young collections run less often. The main text of
-    120 big real pages: 9.4 ms a page against 9.8-11.0 with the default thresholds."""
+    120 big real pages: 9.4 ms a page against 9.8-11.0 with the default thresholds. The
+    collector is turned on: the sandbox starts a worker with it off for its imports."""
     gc.freeze()
     gc.set_threshold(50_000, 20, 100)
+    gc.enable()
 
 
 def _keep_heap() -> None:
