@@ -80,6 +80,9 @@ _NEAR = 0.6
 _EXPLAINS = 0.1
 """An evidence's score this close to the highest of a fetched URL's ranked it (it learns
 from the page's outcome)."""
+_TRUSTED_LIST = 0.4
+"""A list's raw share from which its calibration cannot lower it: a chapter whose judged
+members are mostly on-topic defines the topic, its pages not about the topic's words too."""
 
 
 class Reprioritize(Protocol):
@@ -132,7 +135,7 @@ class FocusPolicy:
         """Each judged page's links as one list: a hub's share of on-topic targets."""
         self.citations = Citations()
         self.place_calibration = Calibration()
-        self.list_calibration = Calibration()
+        self.list_calibration = Calibration(_TRUSTED_LIST)
         self.hub_calibration = Calibration()
         self.near_calibration = Calibration()
         self._known = set()
