@@ -1,14 +1,16 @@
-"""A chapter that defines the topic: once most of a list's judged members are on-topic, its
-other members rise to the list's share even where lists at that level proved off-topic
-elsewhere on the web (a documentation section holds pages the classifier judges off-topic,
-such as Python's ``webbrowser`` in the chapter that "sending email" is defined by, and those
-outcomes had taught the lists' calibration to discount every list at that level)."""
+"""A chapter that defines the topic: once most of a list's judged members (or of a chapter
+page's links, a hub) are on-topic, its other members rise to the list's share even where
+lists at that level proved off-topic elsewhere on the web (a documentation section holds
+pages the classifier judges off-topic, such as Python's ``webbrowser`` in the chapter that
+"sending email" is defined by, and those outcomes had taught the lists' calibration to
+discount every list at that level)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from tests.focus.test_evidence import after_outcomes
+from tests.focus.test_hubs import chapter
 from tests.focus.test_learning import Recorder, two_lists
 from tests.focus.test_policy import PHRASE, judge
 
@@ -48,3 +50,22 @@ def test_a_trusted_share_is_never_lowered_below_itself() -> None:
     assert trusting.score(0.8) > 0.85
     values = np.array([0.05, 0.35, 0.5, 0.8])
     assert trusting.scores(values).tolist() == pytest.approx([trusting.score(v) for v in values])
+
+
+async def test_the_rest_of_a_chapter_page_mostly_on_topic_rises_whatever_its_level_paid_off() -> (
+    None
+):
+    """The same for a chapter page's links in prose (hub credit, no list holding them)."""
+    recorder = Recorder()
+    policy = FocusPolicy(Topic(PHRASE), FocusConfig(rescore_every=5), reprioritize=recorder)
+    for _ in range(20):  # hubs at this share led to off-topic pages elsewhere on this web
+        policy.hub_calibration.outcome(0.6, False)
+    good = [f"http://a{i}.test/page.html" for i in range(8)]
+    bad = [f"http://b{i}.test/page.html" for i in range(8)]
+    _, first = judge(policy, "http://site.test/good.html", chapter(good))
+    _, second = judge(policy, "http://site.test/bad.html", chapter(bad, seed=4))
+    first.update(second)
+    now = await after_outcomes(policy, recorder, first, good, bad, 5)
+    share = 5 / (5 + 2 + len(good) / 10)  # the hub's on-topic share (focus/lists.py)
+    assert min(now[url] for url in good[5:]) >= round(share, 4) - 1e-4, now
+    assert max(now[url] for url in bad[5:]) < 0.3, now
