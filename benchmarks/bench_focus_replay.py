@@ -18,10 +18,14 @@ Each topic's harvest and target recall after ``--n`` pages (100, 200, 500) are p
 the link oracle's (``bench_focus_real.py``'s), with recall at 200 over the oracle's: the same
 every run, so a change to the focus can be measured on every topic without the noise of a
 crawl over HTTP. ``--spread B ...`` replays more crawls in batches of B pages each (the order
-moves with the batch) and reports recall's mean and range over them.
+moves with the batch) and reports recall's mean and range over them; ``--shuffled N`` N more,
+each in an order shuffled as a crawl over HTTP might take it (seeded 0..N-1: the same every
+run; the hosts within the slack of the best, as the crawl's frontier holds back, one or two a
+host, 3 to 16 pages between upkeeps), harsher than the crawls over HTTP.
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_focus_replay.py [--topics NAME ...]
         [--pages 600] [--passes 3] [--order FILE] [--n 100 200 500] [--spread 4 6 12 16]
+        [--shuffled 24]
     PYTHONPATH=src valgrind --tool=callgrind --instr-atstart=no .venv/bin/python \
         benchmarks/bench_focus_replay.py --topics email --passes 1 --callgrind
 """
@@ -34,6 +38,7 @@ import gc
 import heapq
 import json
 import os
+import random
 import resource
 import subprocess
 from collections.abc import Mapping
@@ -151,9 +156,35 @@ class Frontier:
                 taken.append((negated, url))
         return [url for _, url in sorted(taken)]
 
+    def shuffled(self, rng: random.Random) -> list[str]:
+        """The next URLs as a crawl over HTTP might take them: the hosts within the crawl
+        frontier's slack of the best (a share of it from even odds up, ``bestfirst.py``), one
+        or two a host, in a random order, a random number of them."""
+        tops = {h: t for h, q in self._queues.items() if (t := self._top(q)) is not None}
+        if not tops:
+            return []
+        best = max(tops.values())
+        floor = best * 0.5 if best >= 0.5 else best - 0.5
+        hosts = [host for host, top in tops.items() if top >= floor]
+        rng.shuffle(hosts)
+        taken = []
+        for host in hosts:
+            queue = self._queues[host]
+            for _ in range(rng.choice((1, 2, 2))):
+                if self._top(queue) is None:
+                    break
+                _, _, url = heapq.heappop(queue)
+                del self.priority[url]
+                taken.append(url)
+        rng.shuffle(taken)
+        return taken[: rng.randint(3, 16)]
 
-async def crawl(topic_name: str, pages: Pages, limit: int, batch: int) -> tuple[list[str], float]:
-    """One replayed crawl: the fetched pages in order and the focus's CPU ms a judged page."""
+
+async def crawl(
+    topic_name: str, pages: Pages, limit: int, batch: int, seed: int | None = None
+) -> tuple[list[str], float]:
+    """One replayed crawl: the fetched pages in order and the focus's CPU ms a judged page
+    (``seed``: the order shuffled as in ``Frontier.shuffled``)."""
     spec = next(t for t in TOPICS if t.name == topic_name)
     examples = [pages.get(e).content.text for e in spec.examples]
     frontier = Frontier()
@@ -166,7 +197,12 @@ async def crawl(topic_name: str, pages: Pages, limit: int, batch: int) -> tuple[
     start = url_of(HUB)
     seen, depth, fetched = {start}, {start: 0}, list[str]()
     frontier.push(start, 1.0)
-    while len(fetched) < limit and (urls := frontier.batch(0.5, 2)[:batch]):
+    rng = random.Random(seed)
+
+    def next_urls() -> list[str]:
+        return frontier.batch(0.5, 2)[:batch] if seed is None else frontier.shuffled(rng)
+
+    while len(fetched) < limit and (urls := next_urls()):
         for url in urls:
             page = pages.get(key(url))
             fetched.append(key(url))
@@ -227,6 +263,9 @@ def main() -> None:
     parser.add_argument(
         "--spread", type=int, nargs="*", default=[], help="batch sizes of more crawls (recall)"
     )
+    parser.add_argument(
+        "--shuffled", type=int, default=0, help="more crawls, each in a shuffled order (recall)"
+    )
     args = parser.parse_args()
     install_missing()
     graph = link_graph(PORT)
@@ -244,6 +283,10 @@ def main() -> None:
         fastest = min(ms for _, ms in runs)
         costs.append(fastest)
         more = [asyncio.run(crawl(name, pages, args.pages, b))[0] for b in args.spread]
+        more += [
+            asyncio.run(crawl(name, pages, args.pages, args.batch, seed))[0]
+            for seed in range(args.shuffled)
+        ]
         del pages  # a topic's parsed pages (some 600 MB) go before the next topic's
         gc.collect()
         print(

@@ -4,7 +4,8 @@ re-scored priority sent to the frontier, what the scorer learnt), a link's featu
 prior, the TF-IDF vectors against their term-by-term sums, the scorer's steps against the
 plain numpy ones. ``scoring_session.json`` was written by :func:`session` on the code of
 2026-11-29 before the change, with hub credit in, and written again when the evidence's
-calibration, the background's first pages and exploration changed what the focus does
+calibration, the background's first pages and exploration changed what the focus does, and
+when a list's or a hub's share from 0.4 up stopped being calibrated down
 (``python tests/focus/test_recorded_scores.py FILE``)."""
 
 from __future__ import annotations

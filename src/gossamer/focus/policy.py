@@ -80,6 +80,11 @@ _NEAR = 0.6
 _EXPLAINS = 0.1
 """An evidence's score this close to the highest of a fetched URL's ranked it (it learns
 from the page's outcome)."""
+_TRUSTED = 0.4
+"""A list's or a hub's raw share from which its calibration cannot lower it: a chapter whose
+judged pages are mostly on-topic defines the topic, its pages not about the topic's words
+too (the pages of those the classifier judges off-topic had taught the calibration that
+lists and hubs at that share lead nowhere)."""
 
 
 class Reprioritize(Protocol):
@@ -132,8 +137,8 @@ class FocusPolicy:
         """Each judged page's links as one list: a hub's share of on-topic targets."""
         self.citations = Citations()
         self.place_calibration = Calibration()
-        self.list_calibration = Calibration()
-        self.hub_calibration = Calibration()
+        self.list_calibration = Calibration(_TRUSTED)
+        self.hub_calibration = Calibration(_TRUSTED)
         self.near_calibration = Calibration()
         self._known = set()
         for url in known:
