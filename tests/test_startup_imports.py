@@ -55,6 +55,24 @@ def test_the_command_module_loads_nothing_before_main() -> None:
     assert not modules & {"asyncio", "msgspec"}
 
 
+def test_main_called_again_in_one_process_freezes_nothing() -> None:
+    """The first ``main`` freezes what its imports built out of the collector; a program
+    calling it again loads no module, and the garbage it made since stays collectable."""
+    code = (
+        "import gc\nfrom gossamer.cli import main\n"
+        "argv = ['crawl', '--max-pages', '-1', 'http://127.0.0.1:9/']\n"
+        "main(argv)\nfrozen = gc.get_freeze_count()\n"
+        "cycle = []\ncycle.append(cycle)\ndel cycle\n"
+        "main(argv)\nprint(frozen, gc.get_freeze_count())"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    first, second = map(int, done.stdout.split())
+    assert first > 0
+    assert second == first
+
+
 def test_crawl_modules_load_no_socks_nor_public_suffixes() -> None:
     names = ["python_socks", "publicsuffixlist", "http.cookiejar", "gossamer.fetch.http"]
     names += ["gossamer.balance.probe"]  # a cluster worker's bandwidth meter

@@ -100,13 +100,16 @@ def _no_collection() -> Iterator[None]:
     built is frozen out of the collector at its end (`gc.freeze`), as the crawl freezes what
     start-up built (`gossamer.crawl.tune_gc`), or the first collection after it would walk it
     all once more. The event loop's and the settings' modules, then the crawl's: 25 M
-    instructions of a one-page crawl's 705 M."""
+    instructions of a one-page crawl's 705 M. Only a block that loaded modules freezes: a
+    program calling ``main`` again loads none, and its garbage stays collectable."""
     enabled = gc.isenabled()
+    loaded = len(sys.modules)
     gc.disable()
     try:
         yield
     finally:
-        gc.freeze()
+        if len(sys.modules) > loaded:
+            gc.freeze()
         if enabled:
             gc.enable()
 
