@@ -474,7 +474,10 @@ class _Walker:
             if in_link:
                 self.link_chars += len(node.text(True, "", True))
             elif links:  # (a link holds no link: it would need a box in between)
-                self.link_chars += sum(len(link.text(True, "", True)) for link in links)
+                chars = 0
+                for link in links:
+                    chars += len(link.text(True, "", True))
+                self.link_chars += chars
         return True
 
 
