@@ -12,6 +12,7 @@ from aiohttp import web
 from tests.local_app import serve
 
 from gossamer.crawl import run_crawl
+from gossamer.safe import json_lines
 from gossamer.settings import load_settings
 from gossamer.sinks.base import FIELD_NAMES, Item, PageRecord
 from gossamer.sinks.jsonl import ItemJsonlSink, JsonlSink, repair_jsonl
@@ -36,6 +37,19 @@ async def test_a_big_checkpoint_is_written_whole_and_in_order(tmp_path: Path) ->
 
 BREAKS = "one\u2028two\u2029three\x85four"
 """Line breaks that JSON encoders leave raw and ``str.splitlines`` splits on."""
+
+
+def test_line_breaks_are_escaped_and_characters_ending_in_their_last_bytes_are_not() -> None:
+    # é, è and Å end in the last byte of U+2029, U+2028 and U+0085 (A9, A8, 85)
+    kept = "é è Å ©"
+    for breaks in (BREAKS, "\u2028", "\u2029", "\x85", ""):
+        line = json.dumps({"text": f"{kept}{breaks}{kept}"}, ensure_ascii=False)
+        escaped = json_lines(bytearray(line.encode()))
+        assert escaped.decode() == line.replace("\u2028", "\\u2028").replace(
+            "\u2029", "\\u2029"
+        ).replace("\x85", "\\u0085")
+        assert json.loads(escaped)["text"] == f"{kept}{breaks}{kept}"
+        assert len(escaped.decode().splitlines()) == 1
 
 
 async def test_no_line_break_inside_a_line_of_pages_or_items(tmp_path: Path) -> None:

@@ -17,7 +17,6 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from w3lib.encoding import to_unicode
 
 from gossamer.extract import density, meta, tree
-from gossamer.extract.density import HEADINGS
 from gossamer.extract.lang import detect_language
 from gossamer.parse.charset import detect_encoding
 from gossamer.parse.guard import parse
@@ -74,15 +73,18 @@ def _tree(page: LexborHTMLParser, markup: str | None) -> tuple[str, list[LexborN
 
 
 def _join(blocks: list[density.Block] | list[tree.Block]) -> tuple[str, list[LexborNode]]:
+    """The blocks' text, a blank line between two but for two list items, and their images."""
     out: list[str] = []
     images: list[LexborNode] = []
     previous = ""
     for block in blocks:
+        tag = block.tag
         if out:
-            out.append("\n" if block.tag == previous == "li" else "\n\n")
+            out.append("\n" if tag == previous == "li" else "\n\n")
         out.append(block.text)
-        images.extend(block.images)
-        previous = block.tag if block.tag not in HEADINGS else "h"
+        if block.images:
+            images.extend(block.images)
+        previous = tag
     return "".join(out), images
 
 

@@ -99,6 +99,9 @@ _TAG_SCORE = {
 _CELLS = frozenset(["td", "th", "pre"])
 _LABELLED = _CELLS | HEADINGS | {"li", "dt", "dd", "caption", "summary"}
 MAX_LABEL = 20
+_DIVIDERS = (1.0, 2.0, 6.0)
+_CLUTTER_TAGS = frozenset(["div", "section", "ul", "ol", "dl", "table", "figure"])
+"""Boxes that may be clutter inside the main text (`_clutter`)."""
 _ASCII_LETTER = re.compile("[A-Za-z]")
 
 
@@ -135,19 +138,25 @@ def _select(boxes: list[Box], blocks: list[Block], *, strict: bool) -> list[Bloc
         for block in blocks
         if block.density <= LINK_DENSITY_MAX
         and (kept[block.box] or (block.box == parent and _is_prose_text(block)))
-        and (_has_word(block.text) or boxes[block.box].tag in _CELLS)
+        # most blocks open with a letter: the search for one is spared them
+        and (block.text[0].isalpha() or _has_word(block.text) or boxes[block.box].tag in _CELLS)
     ]
-    said = [block for block in found if not _label(block, boxes[block.box].tag)]
+    said = [
+        block
+        for block in found
+        if len(block.text) > MAX_LABEL or not _label(block, boxes[block.box].tag)
+    ]
     return said or found  # a page of one word keeps it
 
 
-def _in_boilerplate(boxes: list[Box], index: int) -> bool:
-    while index >= 0:
-        box = boxes[index]
-        if box.boilerplate:
-            return True
-        index = box.parent
-    return False
+def _in_boilerplate(boxes: list[Box]) -> list[bool]:
+    """For each box, whether it or a box it sits in is boilerplate (one pass: boxes are in
+    pre-order, a parent before its children)."""
+    inside: list[bool] = []
+    for box in boxes:
+        parent = box.parent
+        inside.append(box.boilerplate or (parent >= 0 and inside[parent]))
+    return inside
 
 
 def _choose(boxes: list[Box], blocks: list[Block], *, strict: bool) -> tuple[set[int], int]:
@@ -180,31 +189,30 @@ def _score(
 ) -> tuple[dict[int, float], list[float], list[int]]:
     """Each box's score from the prose below it (see the module docstring); and the prose
     scores and characters of each box's own blocks."""
-    flagged: dict[int, bool] = {}
+    quiet = _in_boilerplate(boxes) if strict else None
     scores: dict[int, float] = {}
     mass = [0.0] * len(boxes)  # the prose scores of all a box holds, undivided
     prose = [0] * len(boxes)  # and the characters of that prose
+    tag_score = _TAG_SCORE.get
     for block in blocks:
         chars = len(block.text)
+        owner = block.box
         if chars < MIN_PARAGRAPH or block.density > LINK_DENSITY_MAX:
             continue
-        if strict:
-            inside = flagged.get(block.box)
-            if inside is None:
-                inside = flagged[block.box] = _in_boilerplate(boxes, block.box)
-            if inside:
-                continue
-        score = 1.0 + block.commas + min(chars // 100, 3)
-        mass[block.box] += score
-        prose[block.box] += chars
-        index = boxes[block.box].parent
-        for divider in (1.0, 2.0, 6.0):
+        if quiet is not None and quiet[owner]:
+            continue
+        score = 1.0 + block.commas + (chars // 100 if chars < 300 else 3)
+        mass[owner] += score
+        prose[owner] += chars
+        # the parent in full, the grandparent by half, the next ancestor by a sixth
+        index = boxes[owner].parent
+        for divider in _DIVIDERS:
             if index < 0:
                 break
-            box = boxes[index]
             known = scores.get(index)
+            box = boxes[index]
             if known is None:
-                known = _TAG_SCORE.get(box.tag, 0.0) + box.weight
+                known = tag_score(box.tag, 0.0) + box.weight
             scores[index] = known + score / divider
             index = box.parent
     return scores, mass, prose
@@ -346,20 +354,30 @@ def _is_prose_text(block: Block) -> bool:
 
 def _keep(boxes: list[Box], chosen: set[int]) -> list[bool]:
     """For each box, whether its own blocks are main text: it is inside a chosen box, and
-    neither it nor a box between is boilerplate or a link list."""
+    neither it nor a box between is boilerplate or a link list.
+
+    Only the boxes from the first chosen one to the end of the last one's are read (boxes are
+    in pre-order: a box's descendants follow it, and a box after the last chosen whose parent
+    comes before the first is in no chosen box, nor is any box after it)."""
     kept = [False] * len(boxes)
-    for index, box in enumerate(boxes):
+    first, last = min(chosen), max(chosen)
+    for index in range(first, len(boxes)):
+        box = boxes[index]
         parent = box.parent
         if index in chosen:
             kept[index] = True
-        elif parent >= 0 and kept[parent]:
-            kept[index] = not box.boilerplate and not _clutter(box)
+        elif index > last and parent < first:
+            break
+        elif kept[parent]:
+            kept[index] = not box.boilerplate and (
+                box.tag not in _CLUTTER_TAGS or not _clutter(box)
+            )
     return kept
 
 
 def _clutter(box: Box) -> bool:
     """A box inside the main text that is a link list, a gallery or a widget, not prose."""
-    if box.tag not in ("div", "section", "ul", "ol", "dl", "table", "figure"):
+    if box.tag not in _CLUTTER_TAGS:
         return False
     if box.commas >= 10 or not box.chars:
         return False

@@ -405,7 +405,14 @@ class _Walker:
             else:  # nothing to read: no link characters either
                 self.tag, self.box = "div", parent
             self.quiet = quiet
-            _add_into(boxes[parent], opened)
+            into = boxes[parent]  # the box's totals added into its parent's (`_add_into`, inline)
+            into.chars += opened.chars
+            into.link_chars += opened.link_chars
+            into.commas += opened.commas
+            into.paragraphs += opened.paragraphs
+            into.blocks += opened.blocks
+            into.items += opened.items
+            into.images += opened.images
 
     def _mark(self, node: LexborNode, kind: int) -> None:
         """An image joins the block, a line break spaces it."""
@@ -467,7 +474,10 @@ class _Walker:
             if in_link:
                 self.link_chars += len(node.text(True, "", True))
             elif links:  # (a link holds no link: it would need a box in between)
-                self.link_chars += sum(len(link.text(True, "", True)) for link in links)
+                chars = 0
+                for link in links:
+                    chars += len(link.text(True, "", True))
+                self.link_chars += chars
         return True
 
 
