@@ -257,21 +257,14 @@ class Claims:
         return [(script, self._keys.of(part, *names), args) for part, args in parts.items()]
 
     def update_call(self, entry: Entry) -> ScriptCall:
-        """The call storing ``entry`` (a new priority) in its claim, if still held."""
+        """The call storing ``entry`` (a new priority, or a retry's attempts and not-before
+        time) in its claim, if still held; it answers 0 when the claim was reclaimed meanwhile
+        (the URL is queued in Redis again)."""
         return (
             self._scripts["update"],
             self._keys.of(entry.part, "claimed"),
             [entry.claim, entry.encode()],
         )
-
-    async def update(self, entry: Entry) -> bool:
-        """Store ``entry`` (a retry: attempts and not-before) in its claim; False when the
-        claim was reclaimed meanwhile (the URL is queued in Redis again)."""
-        keys = self._keys.of(entry.part, "claimed")
-        held: int = await self._scripts["update"](keys=keys, args=[entry.claim, entry.encode()])
-        if not held:
-            self.forget(entry)
-        return bool(held)
 
     async def _set_aside(self, bad: list[Bad]) -> None:
         """Move claimed entries that do not decode to the job's bad entries: first into

@@ -20,8 +20,9 @@ from __future__ import annotations
 import itertools
 import math
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from redis.commands.core import AsyncScript
 
@@ -31,7 +32,10 @@ from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis.config import RedisFrontierConfig
 from gossamer.frontier.redis.holders import Holders
 from gossamer.frontier.redis.keys import Entry, PartitionKeys, partition_of
-from gossamer.frontier.redis.scripts import ScriptCall
+from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, run_scripts
+
+GiveBack = Callable[[int, list[Entry]], Awaitable[int]]
+"""Gives held entries of a partition back to the front of its queue; how many went back."""
 
 
 @dataclass(slots=True)
@@ -47,10 +51,11 @@ class _Leaving:
 
 class Handover:
     """Takes given-away partitions out of the scheduler and fences them for their new owner;
-    the fence calls wait in :meth:`take` for the frontier's next pipeline."""
+    the fence calls wait for the frontier's next pipeline (:meth:`send`)."""
 
     def __init__(
         self,
+        redis: RedisClient,
         keys: PartitionKeys,
         scripts: dict[str, AsyncScript],
         policy: PolitenessPolicy,
@@ -59,6 +64,7 @@ class Handover:
         *,
         clock: Callable[[], float],
     ) -> None:
+        self._redis = redis
         self._keys = keys
         self._holders = holders
         """Which partitions this worker holds, and its name in their records."""
@@ -76,6 +82,8 @@ class Handover:
         """Lease token -> partition, for leases out when their partition was given away."""
         self._seq = itertools.count(1)
         self._fences: list[ScriptCall] = []
+        self._returning: dict[int, list[Entry]] = {}
+        """Entries of partitions given away, taken out to go back to Redis, not yet gone."""
 
     def give_away(self, dropped: set[int], hosts: HostScheduler[Entry]) -> dict[int, list[Entry]]:
         """Take the partitions ``dropped`` out of ``hosts``: their queued entries (returned by
@@ -118,15 +126,14 @@ class Handover:
         holders.recorded -= dropped
         return back
 
-    def strays(self, owned: frozenset[int]) -> list[ScriptCall]:
-        """The calls handing over the partitions this worker holds but does not own (a claim
-        that went out before they were given away recorded it), with the fences queued."""
+    def strays(self, owned: frozenset[int]) -> None:
+        """Queue the calls handing over the partitions this worker holds but does not own (a
+        claim that went out before they were given away recorded it)."""
         holders = self._holders
         gone = holders.recorded - owned
         holders.recorded -= gone
         for part in gone:
             self._fence(part, -1.0, holders.version)
-        return self.take()
 
     def ended(self, lease: Lease) -> None:
         """A lease ended: the last request to a partition given away lifts its fence down to
@@ -139,17 +146,35 @@ class Handover:
                 del self._leaving[part]
                 self._fence(part, self._due_in(leaving.hosts.values()), leaving.version)
 
-    def take(self) -> list[ScriptCall]:
-        """The fence calls to send with the next call to Redis."""
-        calls, self._fences = self._fences, []
-        return calls
+    async def hand_back(
+        self, entries: Iterable[Entry], calls: list[ScriptCall], give_back: GiveBack
+    ) -> int:
+        """Give ``entries`` (of partitions given away) back to their queues with ``give_back``
+        after ``calls`` and the fence calls waiting, and whatever an earlier hand-back left;
+        how many went back. Resumable: what a cancel (the keeper stopping mid-duty, the
+        engine's drain) or a Redis error kept from going back waits for the next hand-back
+        (``close()`` makes one), rather than sitting claimed until the lease timeout."""
+        for entry in entries:
+            self._returning.setdefault(entry.part, []).append(entry)
+        await self.send(calls)
+        given = 0
+        while self._returning:  # a give-back sent twice is harmless: unclaim skips claims gone
+            part = next(iter(self._returning))
+            given += await give_back(part, self._returning[part])
+            del self._returning[part]
+        return given
 
-    def keep(self, calls: list[ScriptCall]) -> None:
-        """Fence calls :meth:`take` gave whose pipeline failed or was cancelled: sent again,
-        before those queued since, with the next one (a call that did run is numbered, so
-        running it again never undoes a later one; one lost would leave the new owner fenced
-        out until the fence lapses, a whole ``lease_timeout``)."""
-        self._fences[:0] = calls
+    async def send(self, calls: list[ScriptCall]) -> list[Any]:
+        """``calls`` and the fence calls waiting, in one pipeline; its replies. Fence calls it
+        did not surely send (it failed or was cancelled) wait for the next: one that did run
+        is numbered, so running it again never undoes a later one; one lost would leave the
+        new owner fenced out until the fence lapses, a whole ``lease_timeout``."""
+        fences, self._fences = self._fences, []
+        try:
+            return await run_scripts(self._redis, calls + fences)
+        except BaseException:
+            self._fences[:0] = fences
+            raise
 
     def _due_in(self, hosts: Iterable[Host[Entry]]) -> float:
         """Seconds until every one of ``hosts`` may be requested again (0 if all may now)."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gossamer.frontier.admission import Admission, Guards
 from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease, Rules
@@ -107,7 +107,7 @@ class RedisFrontier:
             if self._by_url
             else None
         )
-        self._handover = Handover(keys, scripts, policy, config, self._holders, clock=clock)
+        self._handover = Handover(redis, keys, scripts, policy, config, self._holders, clock=clock)
         self._hosts: HostScheduler[Entry] = HostScheduler(
             policy,
             budget,
@@ -117,7 +117,6 @@ class RedisFrontier:
             clock=clock,
         )
         self._unsent: list[Entry] = []  # acked, the ack not sent to Redis yet (defer_acks)
-        self._returning: dict[int, list[Entry]] = {}  # taken out to give back, not yet given
         self._looks = Looks(redis, job, partitions)  # the last look at every partition
         self._finished = False  # the last look found nothing queued or claimed, nor added
         self._next_look = float("-inf")  # when ``done()`` may look again (its own looks only)
@@ -171,39 +170,50 @@ class RedisFrontier:
         if entry is None or self._config.defer_acks:
             if entry is not None:
                 self._unsent.append(entry)  # its claim stays held (and renewed) until sent
-            await self._send_fenced(slot)  # the host's slot goes back at once
+            await self._handover.send(slot)  # the host's slot goes back at once
             return
         await self._send_acks([entry], slot)
 
     async def retry(self, lease: Lease, after: float, feedback: Feedback | None) -> None:
-        """Count an attempt, store it with a not-before time in the claim; wait in memory."""
+        """Count an attempt, store it with a not-before time in the claim; wait in memory (also
+        when cancelled, the engine's drain: ``close()`` gives it back, as any held entry)."""
         entry = self._finish(lease, feedback)
-        await self._send_fenced(self._slot_release(lease, feedback))
+        calls = self._slot_release(lease, feedback)
         if entry is None:
+            await self._handover.send(calls)
             return
         entry.attempts += 1
         entry.not_before = self._wall() + after
         if entry.orphan:
-            await self._hand_back([entry])
-        elif await self._claims.update(entry):  # else reclaimed meanwhile: queued in Redis
+            await self._handover.hand_back([entry], calls, self._give_back)
+            return
+        try:
+            results = await self._handover.send([*calls, self._claims.update_call(entry)])
+        except BaseException:
+            self._hosts.delay(lease.host, entry, self._clock() + after)  # still claimed here
+            raise
+        if int(results[len(calls)]):
             self._hosts.delay(lease.host, entry, self._clock() + after)
+        else:  # reclaimed meanwhile: queued in Redis again
+            self._claims.forget(entry)
 
     async def release(self, lease: Lease, feedback: Feedback | None) -> None:
-        """Queue the URL again at the front of its host, no attempt counted (claim kept)."""
+        """Queue the URL again at the front of its host, no attempt counted (claim kept); in
+        memory again before the calls go (a cancel loses nothing, as in :meth:`retry`)."""
         entry = self._finish(lease, feedback)
         back = self._pages.given_back(lease) if entry is not None else []  # not fetched
-        await self._send_fenced(self._slot_release(lease, feedback) + back)
-        if entry is None:
+        calls = self._slot_release(lease, feedback) + back
+        if entry is not None and entry.orphan:
+            await self._handover.hand_back([entry], calls, self._give_back)
             return
-        if entry.orphan:
-            await self._hand_back([entry])
-        else:
+        if entry is not None:
             self._hosts.push(lease.host, entry, front=True)
+        await self._handover.send(calls)
 
     async def rules(self, lease: Lease, rules: Rules, feedback: Feedback | None) -> None:
         """End a ``robots`` lease with its host's rules."""
         self._finish(lease, feedback, rules)
-        await self._send_fenced(self._slot_release(lease, feedback))
+        await self._handover.send(self._slot_release(lease, feedback))
 
     def next_ready(self) -> float | None:
         """Seconds until a held URL may be leasable; a short poll while others hold work, None
@@ -261,13 +271,10 @@ class RedisFrontier:
 
     async def own(self, ownership: Ownership) -> int:
         """Own ``ownership``'s partitions from now on; returns how many held entries went back
-        to Redis now.
-
-        Entries of partitions lost go back to the front of their queues (leased ones when
-        their ack, retry or release arrives: an ack still finishes the URL), fenced for their
-        new owner and handed over (see :mod:`.fences`); partitions gained are looked at at
-        once (those only), and claimed from once handed over (see :mod:`.holders`).
-        """
+        to Redis now. Entries of partitions lost go back to the front of their queues (leased
+        ones when their ack, retry or release arrives: an ack still finishes the URL), fenced
+        for their new owner and handed over (see :mod:`.fences`); partitions gained are looked
+        at at once (those only), and claimed from once handed over (see :mod:`.holders`)."""
         lost, gained = self._claims.own(ownership)
         given = await self._give_away(lost) if lost else 0
         if gained:  # those only: a look at every partition is not each worker's to make often
@@ -294,10 +301,8 @@ class RedisFrontier:
 
     async def reclaim_expired(self, limit: int = RECLAIM_LIMIT) -> int:
         """Return expired claims (their worker died) to their queues; any worker may call it.
-
         Looks at every partition first, then at those holding claims, at most ``limit`` claims
-        per partition; returns how many were returned.
-        """
+        per partition; returns how many were returned."""
         await self.refresh()
         return await self._claims.reclaim(sorted(self._looks.counts.holding), limit)
 
@@ -313,11 +318,9 @@ class RedisFrontier:
 
     def take_acks(self) -> Callable[[], Awaitable[None]]:
         """With ``defer_acks``: the acks made so far, as a function sending them to Redis.
-
         Take them just before the commit that makes their records durable and call the
         function after it: a worker killed in between loses no record (its claims expire and
-        the URLs are fetched again).
-        """
+        the URLs are fetched again)."""
         entries, self._unsent = self._unsent, []
         return lambda: self._send_acks(entries)
 
@@ -336,51 +339,25 @@ class RedisFrontier:
             batch = max(1, room // len(parts))
         claimed = await self._claims.claim(parts[: max(1, room // batch)], batch)
         await self._pages.load(self._redis, (host_key(entry.url) for entry in claimed))
-        lost: dict[int, list[Entry]] = {}
+        lost: list[Entry] = []
         for entry in claimed:
             if entry.part not in self._claims.owned:  # given away while the claim was out
-                lost.setdefault(entry.part, []).append(entry)
+                lost.append(entry)
                 continue
             wait = entry.not_before - self._wall()
             if wait > 0:
                 self._hosts.delay(host_key(entry.url), entry, self._clock() + wait)
             else:
                 self._hosts.push(host_key(entry.url), entry)
-        for part, entries in lost.items():
-            await self._give_back(part, entries)
-        await run_scripts(self._redis, self._handover.strays(self._claims.owned))
+        self._handover.strays(self._claims.owned)
+        await self._handover.hand_back(lost, [], self._give_back)
 
     async def _give_away(self, parts: set[int]) -> int:
-        """Hand ``parts`` over: fence them and give their held entries back. Resumable: what a
-        cancel (the keeper stopping mid-duty) or a Redis error kept from being sent waits in
-        ``_returning`` and the hand-over's fences for the next give-away (``close()`` makes
-        one), rather than sitting claimed and fenced until the lease timeout."""
+        """Hand ``parts`` over: fence them, give their held entries back (``Handover``)."""
         back = self._handover.give_away(parts, self._hosts)
         self._claims.disown(parts)
-        return await self._hand_back(entry for entries in back.values() for entry in entries)
-
-    async def _hand_back(self, entries: Iterable[Entry]) -> int:
-        """Give ``entries`` (of partitions given away) back to their queues with the fences
-        waiting, and whatever an earlier hand-back left; how many went back."""
-        for entry in entries:
-            self._returning.setdefault(entry.part, []).append(entry)
-        await self._send_fenced([])
-        given = 0
-        while self._returning:  # a give-back sent twice is harmless: unclaim skips claims gone
-            part = next(iter(self._returning))
-            given += await self._give_back(part, self._returning[part])
-            del self._returning[part]
-        return given
-
-    async def _send_fenced(self, calls: list[ScriptCall]) -> list[Any]:
-        """``calls`` and the hand-over's waiting fence calls in one pipeline; fences it did not
-        surely send are kept for the next."""
-        fences = self._handover.take()
-        try:
-            return await run_scripts(self._redis, calls + fences)
-        except BaseException:
-            self._handover.keep(fences)
-            raise
+        entries = (entry for held in back.values() for entry in held)
+        return await self._handover.hand_back(entries, [], self._give_back)
 
     async def _refill(self) -> None:  # hooks of a continuous crawl's frontier from here on
         """Claim more entries from owned partitions believed to have some."""
@@ -396,7 +373,7 @@ class RedisFrontier:
     async def _send_acks(self, entries: list[Entry], extra: Iterable[ScriptCall] = ()) -> None:
         """Acks (and ``extra`` calls, in the same pipeline) to Redis."""
         calls = [*extra, *(self._ack_call(entry) for entry in entries)]
-        await self._send_fenced(calls)
+        await self._handover.send(calls)
         for entry in entries:
             self._claims.forget(entry)
 
@@ -406,7 +383,7 @@ class RedisFrontier:
 
     def _slot_release(self, lease: Lease, feedback: Feedback | None) -> list[ScriptCall]:
         """The calls to send as a lease ends: its host slot back (url mode); the fences of
-        partitions given away go with them (:meth:`_send_fenced`)."""
+        partitions given away go with them (:meth:`Handover.send`)."""
         return [] if self._limiter is None else self._limiter.release(lease, feedback, self._hosts)
 
     def _finish(

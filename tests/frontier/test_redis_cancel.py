@@ -1,0 +1,74 @@
+"""A lease's end cancelled midway (the engine's drain cancels the URLs still in flight after its
+grace): the URL stays where ``close()`` finds it, so the next owner gets it at once rather than
+after the claim's lease timeout, and only once."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+from redis.asyncio import Redis
+from tests.frontier.test_redis_handover import LATER_EVERY, LATER_NONE, pair
+from tests.redis_server import RedisServer
+
+from gossamer.frontier.base import Candidate, Feedback, Lease
+from gossamer.frontier.redis import RedisFrontier
+
+URLS = [f"http://host{i}.test/" for i in range(3)]
+
+
+@pytest.fixture
+async def client(redis_server: RedisServer) -> AsyncIterator[Redis]:
+    redis = Redis.from_url(redis_server.url)
+    yield redis
+    await redis.flushall()
+    await redis.aclose()
+
+
+async def end(frontier: RedisFrontier, lease: Lease, how: str) -> None:
+    if how == "retry":
+        await frontier.retry(lease, 0.0, Feedback(started_at=time.monotonic()))
+    else:
+        await frontier.release(lease, None)
+
+
+@pytest.mark.parametrize("steps", range(12))
+@pytest.mark.parametrize("given_away", [False, True], ids=["owned", "given-away"])
+@pytest.mark.parametrize("how", ["retry", "release"])
+async def test_a_lease_end_cancelled_midway_goes_back_at_the_close(
+    client: Redis, how: str, given_away: bool, steps: int
+) -> None:
+    """The lease's end is cancelled ``steps`` turns of the loop in (at each of its awaits, or
+    after it ended), then released as the engine's ``_process`` does on a cancel; its
+    partition given away before (the entry an orphan) or at the close."""
+    old, new = pair(client)
+    await old.add([Candidate(url) for url in URLS])
+    leases = await old.lease(10)
+    assert len(leases) == len(URLS)
+    if given_away:
+        await old.own(LATER_NONE)
+    ending = asyncio.create_task(end(old, leases[0], how))
+    for _ in range(steps):
+        await asyncio.sleep(0)
+    ending.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await ending
+    await old.release(leases[0], None)
+    for lease in leases[1:]:
+        await old.ack(lease, Feedback(started_at=time.monotonic()))
+    await old.close()
+    await new.own(LATER_EVERY)
+    got: list[str] = []
+    deadline = time.monotonic() + 3.0  # the claims' lease timeout is 30 s
+    while not got:
+        assert time.monotonic() < deadline, "the URL is still claimed by the old owner"
+        for lease in await new.lease(10):
+            got.append(lease.url)
+            await new.ack(lease, Feedback(started_at=time.monotonic()))
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.5)  # past the hosts' delay: a second copy would be leasable now
+    got += [lease.url for lease in await new.lease(10)]
+    assert got == [leases[0].url]
