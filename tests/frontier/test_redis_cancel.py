@@ -72,3 +72,36 @@ async def test_a_lease_end_cancelled_midway_goes_back_at_the_close(
     await asyncio.sleep(0.5)  # past the hosts' delay: a second copy would be leasable now
     got += [lease.url for lease in await new.lease(10)]
     assert got == [leases[0].url]
+
+
+@pytest.mark.parametrize("stagger", [1, 2, 3, 5])
+async def test_leases_of_given_away_partitions_ending_together_each_go_back_once(
+    client: Redis, stagger: int
+) -> None:
+    """Requests in flight as their partitions go (a rebalance, a drain's cancels) end at the
+    same time: each hand-back sends what is waiting without another taking it from under it,
+    no end fails, and the new owner gets every URL at once."""
+    old, new = pair(client)
+    urls = [f"http://h{i}.test/" for i in range(6)]
+    await old.add([Candidate(url) for url in urls])
+    leases = await old.lease(10)
+    assert len(leases) == len(urls)
+    await old.own(LATER_NONE)
+
+    async def release(i: int, lease: Lease) -> None:
+        for _ in range(i % stagger):
+            await asyncio.sleep(0)
+        await old.release(lease, None)
+
+    await asyncio.gather(*(release(i, lease) for i, lease in enumerate(leases)))
+    await old.close()
+    await new.own(LATER_EVERY)
+    got: list[str] = []
+    deadline = time.monotonic() + 3.0
+    while len(got) < len(urls):
+        assert time.monotonic() < deadline, sorted(got)
+        for lease in await new.lease(10):
+            got.append(lease.url)
+            await new.ack(lease, Feedback(started_at=time.monotonic()))
+        await asyncio.sleep(0.01)
+    assert sorted(got) == sorted(urls)

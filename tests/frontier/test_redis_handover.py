@@ -14,6 +14,7 @@ from importlib import resources
 
 import pytest
 from redis.asyncio import Redis
+from redis.exceptions import ResponseError
 from tests.redis_server import RedisServer
 
 from gossamer.frontier.base import Candidate, Feedback, Lease
@@ -27,7 +28,7 @@ from gossamer.frontier.redis import (
     partition_of,
     run_scripts,
 )
-from gossamer.urls import Scope
+from gossamer.urls import Scope, host_key
 
 DELAY = 0.3
 HOST = "http://slow.test"
@@ -297,3 +298,21 @@ async def test_a_hand_over_cancelled_midway_is_finished_by_the_close(
             got.add(lease.url)
             await new.ack(lease, Feedback(started_at=time.monotonic()))
         await asyncio.sleep(0.01)
+
+
+async def test_a_fence_call_redis_refuses_is_not_sent_with_every_later_call(client: Redis) -> None:
+    """A fence call Redis answers with an error of its data (a key of another type) fails the
+    hand-over once; it is not kept to fail the later calls of other partitions with it (one
+    cut off or cancelled on its way is: see the tests above)."""
+    old, _ = pair(client)
+    other = "http://other.test"
+    assert partition_of(other, 8) != partition_of(HOST, 8)
+    await old.add([Candidate(f"{HOST}/0"), Candidate(f"{other}/0")])
+    leases = {lease.host: lease for lease in await old.lease(5)}
+    assert len(leases) == 2
+    await old.ack(leases.pop(host_key(HOST)), Feedback(started_at=time.monotonic()))
+    await client.set(partition_keys("handover", partition_of(HOST, 8))["fence"], b"not a hash")
+    with pytest.raises(ResponseError):
+        await old.own(LATER_NONE)
+    (in_flight,) = leases.values()  # its partition's fence lifted with its ack, alone
+    await old.ack(in_flight, Feedback(started_at=time.monotonic()))

@@ -25,6 +25,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from redis.commands.core import AsyncScript
+from redis.exceptions import (
+    AskError,
+    ClusterError,
+    ReadOnlyError,
+    ResponseError,
+    TryAgainError,
+)
 
 from gossamer.frontier.base import Lease
 from gossamer.frontier.hosts import Host, HostScheduler
@@ -158,10 +165,14 @@ class Handover:
             self._returning.setdefault(entry.part, []).append(entry)
         await self.send(calls)
         given = 0
-        while self._returning:  # a give-back sent twice is harmless: unclaim skips claims gone
-            part = next(iter(self._returning))
-            given += await give_back(part, self._returning[part])
-            del self._returning[part]
+        while self._returning:  # each batch taken out first: hand-backs may run at once
+            part, batch = self._returning.popitem()
+            try:
+                given += await give_back(part, batch)
+            except BaseException as exc:  # sent again by the next (unclaim skips claims gone)
+                if not _refused(exc):
+                    self._returning[part] = batch + self._returning.get(part, [])
+                raise
         return given
 
     async def send(self, calls: list[ScriptCall]) -> list[Any]:
@@ -172,8 +183,9 @@ class Handover:
         fences, self._fences = self._fences, []
         try:
             return await run_scripts(self._redis, calls + fences)
-        except BaseException:
-            self._fences[:0] = fences
+        except BaseException as exc:
+            if not _refused(exc):
+                self._fences[:0] = fences
             raise
 
     def _due_in(self, hosts: Iterable[Host[Entry]]) -> float:
@@ -190,3 +202,11 @@ class Handover:
         args = [self._id, ms, next(self._seq), keep, self._holders.name, version]
         keys = self._keys.of(part, "fence", "holder")
         self._fences.append((self._fence_script, keys, args))
+
+
+def _refused(error: BaseException) -> bool:
+    """Redis ran the calls and answered one with an error of its data (a key of another type,
+    say): sending it again would fail again, and every pipeline carrying it with it. A cluster
+    mid-failover or moving slots answers errors that go away: those are sent again."""
+    moving = (ClusterError, TryAgainError, AskError, ReadOnlyError)
+    return isinstance(error, ResponseError) and not isinstance(error, moving)
