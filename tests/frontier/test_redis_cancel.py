@@ -11,11 +11,13 @@ from collections.abc import AsyncIterator
 
 import pytest
 from redis.asyncio import Redis
+from redis.exceptions import ResponseError
 from tests.frontier.test_redis_handover import LATER_EVERY, LATER_NONE, pair
 from tests.redis_server import RedisServer
 
 from gossamer.frontier.base import Candidate, Feedback, Lease
-from gossamer.frontier.redis import RedisFrontier
+from gossamer.frontier.redis import RedisFrontier, partition_keys, partition_of
+from gossamer.urls import host_key
 
 URLS = [f"http://host{i}.test/" for i in range(3)]
 
@@ -105,3 +107,64 @@ async def test_leases_of_given_away_partitions_ending_together_each_go_back_once
             await new.ack(lease, Feedback(started_at=time.monotonic()))
         await asyncio.sleep(0.01)
     assert sorted(got) == sorted(urls)
+
+
+async def test_a_partition_given_away_during_a_retry_goes_with_its_url(client: Redis) -> None:
+    """The keeper gives every partition away while a retry's update is on its way to Redis:
+    the retried URL goes to the new owner with the rest, and the old owner never leases it."""
+    old, new = pair(client)
+    await old.add([Candidate(url) for url in URLS])
+    leases = await old.lease(10)
+    retrying = asyncio.create_task(old.retry(leases[0], 0.0, Feedback(started_at=time.monotonic())))
+    await asyncio.sleep(0)  # the retry awaits its pipeline
+    await old.own(LATER_NONE)
+    await retrying
+    for lease in leases[1:]:
+        await old.ack(lease, Feedback(started_at=time.monotonic()))
+    await new.own(LATER_EVERY)
+    got: list[str] = []
+    deadline = time.monotonic() + 3.0
+    while not got:
+        assert await old.lease(10) == []
+        assert time.monotonic() < deadline, "the retried URL stayed with the old owner"
+        got += [lease.url for lease in await new.lease(10)]
+        await asyncio.sleep(0.01)
+    assert got == [leases[0].url]
+
+
+async def test_a_fence_redis_refuses_fails_neither_the_ack_it_rides_with_nor_the_close(
+    client: Redis,
+) -> None:
+    """A hand-over fence call Redis answers with an error of its data (its key of another
+    type) is logged and dropped: the ack in its pipeline ends its URL, and the worker is done."""
+    old, _ = pair(client)
+    await old.add([Candidate(URLS[0])])
+    (lease,) = await old.lease(5)
+    await old.own(LATER_NONE)  # fenced while the request is in flight; lifted by its end
+    fence = partition_keys("handover", partition_of(host_key(URLS[0]), 8))["fence"]
+    await client.delete(fence)
+    await client.set(fence, b"not a hash")
+    await old.ack(lease, Feedback(started_at=time.monotonic()))
+    await client.delete(fence)
+    await old.close()
+    await old.refresh()
+    assert await old.done()
+
+
+async def test_a_give_back_redis_refuses_leaves_the_claims_to_lapse(client: Redis) -> None:
+    """A give-back Redis answers with an error of its data (the queue's key of another type)
+    fails once; its entries are not held, and renewed, for ever: their claims lapse."""
+    old, _ = pair(client)
+    await old.add([Candidate(f"{URLS[0]}{i}") for i in range(3)])
+    (lease,) = await old.lease(5)  # the others wait in memory for the host's delay
+    await old.ack(lease, Feedback(started_at=time.monotonic()))
+    keys = partition_keys("handover", partition_of(host_key(URLS[0]), 8))
+    await client.delete(keys["queue"])
+    await client.hset(keys["queue"], "not", "a list")
+    with pytest.raises(ResponseError):
+        await old.own(LATER_NONE)
+    before = await client.zrange(keys["deadlines"], 0, -1, withscores=True)
+    await asyncio.sleep(0.05)
+    await old.renew()
+    assert before
+    assert await client.zrange(keys["deadlines"], 0, -1, withscores=True) == before

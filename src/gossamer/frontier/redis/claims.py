@@ -32,7 +32,7 @@ from gossamer.frontier.redis.keys import (
     bad_keys,
     split_url,
 )
-from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, run_scripts
+from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, refused, run_scripts
 
 BAD_KEPT = 10_000
 """Bad entries kept in ``gs:{J}:bad`` (the newest)."""
@@ -228,7 +228,13 @@ class Claims:
         args = [x for e in entries for x in (e.claim, e.encode())]
         names = ("claimed", "deadlines", "queue", "counts", "ranked", "ranks", "hosts")
         keys = self._keys.of(part, *names)
-        given: int = await self._scripts["unclaim"](keys=keys, args=args)
+        try:
+            given: int = await self._scripts["unclaim"](keys=keys, args=args)
+        except BaseException as exc:
+            if refused(exc):  # it would fail again: forgotten, the claims lapse and are reclaimed
+                for entry in entries:
+                    self.forget(entry)
+            raise
         for entry in entries:
             self.forget(entry)
         return given

@@ -18,6 +18,7 @@ limiter keeps their politeness) and nothing is fenced.
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
@@ -25,13 +26,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from redis.commands.core import AsyncScript
-from redis.exceptions import (
-    AskError,
-    ClusterError,
-    ReadOnlyError,
-    ResponseError,
-    TryAgainError,
-)
 
 from gossamer.frontier.base import Lease
 from gossamer.frontier.hosts import Host, HostScheduler
@@ -39,10 +33,12 @@ from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis.config import RedisFrontierConfig
 from gossamer.frontier.redis.holders import Holders
 from gossamer.frontier.redis.keys import Entry, PartitionKeys, partition_of
-from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, run_scripts
+from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, refused, run_scripts
 
 GiveBack = Callable[[int, list[Entry]], Awaitable[int]]
 """Gives held entries of a partition back to the front of its queue; how many went back."""
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -170,23 +166,34 @@ class Handover:
             try:
                 given += await give_back(part, batch)
             except BaseException as exc:  # sent again by the next (unclaim skips claims gone)
-                if not _refused(exc):
+                if not refused(exc):  # refused: forgotten, the claims lapse and are reclaimed
                     self._returning[part] = batch + self._returning.get(part, [])
                 raise
         return given
 
     async def send(self, calls: list[ScriptCall]) -> list[Any]:
-        """``calls`` and the fence calls waiting, in one pipeline; its replies. Fence calls it
-        did not surely send (it failed or was cancelled) wait for the next: one that did run
-        is numbered, so running it again never undoes a later one; one lost would leave the
-        new owner fenced out until the fence lapses, a whole ``lease_timeout``."""
+        """``calls`` and the fence calls waiting, in one pipeline; the replies of ``calls``
+        (only their errors raised). Fence calls it did not surely send (it failed or was
+        cancelled, or Redis answered an error that goes away) wait for the next: one that did
+        run is numbered, so running it again never undoes a later one; one lost would leave
+        the new owner fenced out until the fence lapses, a whole ``lease_timeout``. One Redis
+        refuses (:func:`refused`) is logged and dropped: it would fail again."""
         fences, self._fences = self._fences, []
         try:
-            return await run_scripts(self._redis, calls + fences)
-        except BaseException as exc:
-            if not _refused(exc):
-                self._fences[:0] = fences
+            results = await run_scripts(self._redis, calls + fences, check=len(calls))
+        except BaseException:
+            self._fences[:0] = fences
             raise
+        kept = []
+        for call, result in zip(fences, results[len(calls) :], strict=True):
+            if not isinstance(result, Exception):
+                continue
+            if refused(result):
+                log.warning("a hand-over fence refused by Redis: %s", result)
+            else:
+                kept.append(call)
+        self._fences[:0] = kept
+        return results[: len(calls)]
 
     def _due_in(self, hosts: Iterable[Host[Entry]]) -> float:
         """Seconds until every one of ``hosts`` may be requested again (0 if all may now)."""
@@ -202,11 +209,3 @@ class Handover:
         args = [self._id, ms, next(self._seq), keep, self._holders.name, version]
         keys = self._keys.of(part, "fence", "holder")
         self._fences.append((self._fence_script, keys, args))
-
-
-def _refused(error: BaseException) -> bool:
-    """Redis ran the calls and answered one with an error of its data (a key of another type,
-    say): sending it again would fail again, and every pipeline carrying it with it. A cluster
-    mid-failover or moving slots answers errors that go away: those are sent again."""
-    moving = (ClusterError, TryAgainError, AskError, ReadOnlyError)
-    return isinstance(error, ResponseError) and not isinstance(error, moving)

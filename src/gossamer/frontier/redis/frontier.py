@@ -187,14 +187,10 @@ class RedisFrontier:
         if entry.orphan:
             await self._handover.hand_back([entry], calls, self._give_back)
             return
-        try:
-            results = await self._handover.send([*calls, self._claims.update_call(entry)])
-        except BaseException:
-            self._hosts.delay(lease.host, entry, self._clock() + after)  # still claimed here
-            raise
-        if int(results[len(calls)]):
-            self._hosts.delay(lease.host, entry, self._clock() + after)
-        else:  # reclaimed meanwhile: queued in Redis again
+        self._hosts.delay(lease.host, entry, self._clock() + after)  # a give-away finds it
+        results = await self._handover.send([*calls, self._claims.update_call(entry)])
+        if not int(results[len(calls)]):  # reclaimed meanwhile: queued in Redis again
+            self._hosts.remove(lambda held: held is entry)
             self._claims.forget(entry)
 
     async def release(self, lease: Lease, feedback: Feedback | None) -> None:

@@ -14,7 +14,15 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.commands.core import AsyncScript
-from redis.exceptions import NoScriptError
+from redis.exceptions import (
+    AskError,
+    ClusterError,
+    NoScriptError,
+    OutOfMemoryError,
+    ReadOnlyError,
+    ResponseError,
+    TryAgainError,
+)
 
 RedisClient = Redis | RedisCluster
 """A client of one Redis server or of a Redis Cluster (see
@@ -71,9 +79,12 @@ def register(redis: RedisClient) -> dict[str, AsyncScript]:
     return {name: redis.register_script(load_script(name)) for name in SCRIPTS}
 
 
-async def run_scripts(redis: RedisClient, calls: list[ScriptCall]) -> list[Any]:
+async def run_scripts(
+    redis: RedisClient, calls: list[ScriptCall], *, check: int | None = None
+) -> list[Any]:
     """Run script calls in one pipeline (a Redis Cluster client splits it per node); results
-    in order, the first error raised.
+    in order, the first error raised (of the first ``check`` calls only, when given: the
+    others' errors come back as results).
 
     A call answered NOSCRIPT (first use, a restarted server, a replica promoted by failover)
     ran nothing: its script is loaded (on every primary of a cluster) and only those calls
@@ -89,10 +100,18 @@ async def run_scripts(redis: RedisClient, calls: list[ScriptCall]) -> list[Any]:
         again = await _pipeline_scripts(redis, [calls[i] for i in missing])
         for i, result in zip(missing, again, strict=True):
             results[i] = result
-    for result in results:
+    for result in results[:check]:
         if isinstance(result, Exception):
             raise result
     return results
+
+
+def refused(error: BaseException) -> bool:
+    """Redis ran the call and answered it with an error of its data (a key of another type,
+    say): sending it again would fail again. A cluster mid-failover or moving slots, or a
+    server out of memory for now, answers errors that go away: not refusals."""
+    passing = (ClusterError, TryAgainError, AskError, ReadOnlyError, OutOfMemoryError)
+    return isinstance(error, ResponseError) and not isinstance(error, passing)
 
 
 async def _pipeline_scripts(redis: RedisClient, calls: list[ScriptCall]) -> list[Any]:
