@@ -173,11 +173,14 @@ class Frontier:
             for _ in range(rng.choice((1, 2, 2))):
                 if self._top(queue) is None:
                     break
-                _, _, url = heapq.heappop(queue)
+                negated, _, url = heapq.heappop(queue)
                 del self.priority[url]
-                taken.append(url)
+                taken.append((url, -negated))
         rng.shuffle(taken)
-        return taken[: rng.randint(3, 16)]
+        count = rng.randint(3, 16)
+        for url, priority in taken[count:]:  # not fetched this time: they wait again
+            self.push(url, priority)
+        return [url for url, _ in taken[:count]]
 
 
 async def crawl(
