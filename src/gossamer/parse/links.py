@@ -39,7 +39,9 @@ _A, _AREA, _LINK, _META, _BASE = (
 )
 """lexbor's ids of the elements `_read_nodes` tells apart (a standard tag has the same id in
 every document): comparing an element's ``tag_id`` spares the look-up of its name (``tag``),
-some 400 instructions an element, 8% of the pass over a real page's links."""
+some 400 instructions an element, 8% of the pass over a real page's links. The elements
+``[href]`` finds with the first three are the ones ``a[href], area[href], link[href]`` would
+find, in a third fewer instructions (one selector tried on each element, not three)."""
 _TITLE_SELECTOR = "title:not(svg title)"
 _HOLDERS = frozenset({"template", "noscript"})
 """Children of a head that may hold elements (a title among them, before a later one)."""
@@ -224,7 +226,10 @@ class _Nodes:
 
 def _read_nodes(nodes: list[LexborNode], *, honour_nofollow: bool) -> _Nodes:
     """Sort the elements of `_NODE_SELECTOR` into links, meta tags and the base, in one pass
-    (reading an element's name and attributes is most of a link's cost)."""
+    (reading an element's name and attributes is most of a link's cost). All attributes are
+    read at once: ``attrs`` read by name raises inside for a missing ``rel`` and cost more,
+    and a selector setting ``a[href]:not([rel])`` apart returns those elements twice (lexbor
+    returns an element once per selector it matches), which costs more than it spares."""
     found = _Nodes()
     hrefs: dict[str, None] = {}  # as written: a page repeats many (navigation, footer)
     eligible = rel_nofollow = 0
