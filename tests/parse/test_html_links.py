@@ -276,3 +276,38 @@ def test_parsed_page_is_frozen() -> None:
     page = parse("<title>t</title>")
     with pytest.raises(AttributeError):
         page.title = "other"  # type: ignore[misc]
+
+
+def test_links_in_order_whatever_their_attributes_say() -> None:
+    """The elements with an ``href`` are told apart by name and ``rel``: the links of every
+    kind keep document order, the first canonical link is the one kept, an ``xlink:href``
+    alone reads as an empty ``href``, the first of two ``href`` counts, and each element
+    counts once towards ``nofollow``."""
+    markup = (
+        '<html><head><base href="/base/"><link rel="canonical" href="/first-canonical">'
+        '<link rel="CANONICAL next" href="/second-canonical"><link href="/no-rel"></head><body>'
+        '<a href="/1">1</a><A HREF="/2" REL="NoFollow">2</A><a href="/3" rel>3</a>'
+        '<a href="/4" rel="">4</a><area href="/5" rel="nofollow"><a href="/6" href="/7">6</a>'
+        '<a-b href="/custom">custom</a-b><svg><a xlink:href="/svg">svg</a><a href="/8"></a></svg>'
+        '<a href="/9" rel="next  alternate">9</a><area href="/10"><link rel="next" href="/1">'
+        "</body></html>"
+    )
+    page = parse(markup)
+    after_canonical = ["http://example.com/second-canonical"]
+    kept = ["/1", "/3", "/4", "/6", "/base/", "/8", "/9", "/10"]  # /base/: xlink:href
+    assert page.links == [*after_canonical, *(f"http://example.com{path}" for path in kept)]
+    assert page.nofollow_links == 2
+    assert page.canonical_link is not None
+    assert page.canonical_link.attributes["href"] == "/first-canonical"
+    assert page.nodes is not None
+    tags = "base link link link a a a a area a a-b a a a area link"
+    assert [node.tag for node in page.nodes] == tags.split()
+    followed = parse(markup, follow_nofollow=True)
+    assert followed.links[:3] == [
+        *after_canonical,
+        "http://example.com/1",
+        "http://example.com/2",
+    ]
+    assert followed.nofollow_links == 0
+    robots = parse(markup.replace("<body>", '<body><meta name="robots" content="nofollow">'))
+    assert (robots.links, robots.nofollow_links) == ([], 12)
