@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 
 from gossamer.cluster import DEFAULT_JOB
 from gossamer.cluster.control import Control
@@ -211,7 +212,32 @@ async def cluster_wait(url: str, limit: int = 50) -> None:
     )
     if code != 0:
         _, state, _ = await output("cluster", "status", "--redis", url, "--json")
-        raise AssertionError(f"{err.strip()}\njob state: {state}")
+        raise AssertionError(f"{err.strip()}\njob state: {state}\n{await _partitions(url)}")
+
+
+async def _partitions(url: str) -> str:
+    """The fences, holder records and counts of the partitions with entries queued or claimed,
+    or fenced: what a stalled hand-over leaves behind (a Redis Cluster's keys are read on
+    every primary)."""
+    lines: list[str] = []
+    try:
+        probe = Redis.from_url(url)
+        cluster = (await probe.info("cluster")).get("cluster_enabled") == 1
+        lines.append(f"Redis time (the fences' clock): {await probe.time()}")
+        await probe.aclose()
+        client: Any = RedisCluster.from_url(url) if cluster else Redis.from_url(url)
+        try:
+            kinds = ("fence", "counts", "holder")
+            keys = [k for kind in kinds async for k in client.scan_iter(match=f"gs:*:{kind}")]
+            for key in sorted(keys):
+                kind = await client.type(key)
+                value = await (client.hgetall(key) if kind == b"hash" else client.get(key))
+                lines.append(f"{key!r}: {value!r}")
+        finally:
+            await client.aclose()
+    except Exception as exc:  # the failure shows what it could read
+        lines.append(f"(partitions not read: {exc!r})")
+    return "partitions:\n" + "\n".join(lines)
 
 
 async def wait_alive(url: str, count: int, limit: float = 20) -> dict[str, Any]:
