@@ -318,3 +318,45 @@ async def test_a_fence_call_redis_refuses_is_not_sent_with_every_later_call(
     (in_flight,) = leases.values()  # its partition's fence lifted with its ack, alone
     await old.ack(in_flight, Feedback(started_at=time.monotonic()))
     assert caplog.text.count("fence refused by Redis") == 1
+
+
+async def test_a_request_outside_the_leases_does_not_fence_its_host_for_the_lease_timeout(
+    client: Redis,
+) -> None:
+    """A request outside the leases (through the host gate: a sitemap's read, a focus
+    example) holds its host's connection as the partition goes: the new owner waits for the
+    host's delay since that request started, not for the fence's lease timeout (30 s here),
+    which nothing would lift (the gate hands the slot back to a host the scheduler forgot).
+    Before, the fence counted the host as busy until then."""
+    old, new = pair(client)
+    await old.add([Candidate(f"{HOST}/{i}") for i in range(2)])
+    assert await old.lease(0) == []  # claimed, the host known: nothing leased
+    assert old.slots.claim(host_key(HOST)) == 0.0  # the request starts
+    started = time.monotonic()
+    await old.own(LATER_NONE)
+    await new.own(LATER_EVERY)
+    _, at = await first_lease(new)
+    assert DELAY - 0.005 <= at - started < DELAY + 0.5
+    old.slots.unclaim(host_key(HOST), Feedback(started_at=started))  # it ends
+
+
+async def test_a_request_outside_the_leases_outlasting_them_does_not_keep_the_fence(
+    client: Redis,
+) -> None:
+    """The last lease of a partition given away lifts its fence down to its hosts' delay
+    even while a request outside the leases to another of its hosts is still in flight."""
+    old, new = pair(client)
+    hosts = (f"http://h{i}.test" for i in range(100))
+    other = next(host for host in hosts if partition_of(host, 8) == partition_of(HOST, 8))
+    await old.add([Candidate(f"{HOST}/{i}") for i in range(2)] + [Candidate(f"{other}/0")])
+    assert await old.lease(0) == []
+    assert old.slots.claim(host_key(other)) == 0.0  # say its sitemap's read
+    (in_flight,) = await old.lease(5)  # HOST's: the other host's connection is taken
+    started = time.monotonic()
+    await old.own(LATER_NONE)
+    await new.own(LATER_EVERY)
+    assert await new.lease(5) == []  # the request to HOST is still in flight
+    await old.ack(in_flight, Feedback(started_at=started))
+    _, at = await first_lease(new)
+    assert DELAY - 0.005 <= at - started < DELAY + 0.5
+    old.slots.unclaim(host_key(other), Feedback(started_at=started))

@@ -4,7 +4,12 @@ A hand-over in host mode (:meth:`RedisFrontier.own` losing partitions) fences ea
 for its new owner: the claim script returns nothing while the old owner still has requests to
 the partition's hosts in flight (a fence of ``lease_timeout``, so it lapses if that worker
 dies) and, once the last ends, until those hosts' next start is due by the old owner's
-politeness. A host never sees both owners at once, nor a gap shorter than its delay. The first
+politeness. A host never sees both owners' leased requests at once, nor a gap shorter than its
+delay. A request outside the leases still in flight (a sitemap's read through the host gate,
+:mod:`gossamer.frontier.gate`) is not waited for: the gate gives its slot back to a host the
+scheduler has forgotten, so nothing would lift a fence waiting for it before the fence lapsed
+(the new owner's claims held back a whole ``lease_timeout``); its start spaces the next all the
+same. The first
 fence call of a partition also hands it over: it deletes the worker's holder record, without
 which a new owner that learned of the assignment first claims nothing there (see
 :mod:`.holders`); a partition given away with no host known gets that call alone.
@@ -29,7 +34,6 @@ from redis.commands.core import AsyncScript
 
 from gossamer.frontier.base import Lease
 from gossamer.frontier.hosts import Host, HostScheduler
-from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis.config import RedisFrontierConfig
 from gossamer.frontier.redis.holders import Holders
 from gossamer.frontier.redis.keys import Entry, PartitionKeys, partition_of
@@ -61,7 +65,6 @@ class Handover:
         redis: RedisClient,
         keys: PartitionKeys,
         scripts: dict[str, AsyncScript],
-        policy: PolitenessPolicy,
         config: RedisFrontierConfig,
         holders: Holders,
         *,
@@ -72,7 +75,6 @@ class Handover:
         self._holders = holders
         """Which partitions this worker holds, and its name in their records."""
         self._fence_script = scripts["fence"]
-        self._policy = policy
         self._partitions = config.partitions
         self._by_url = config.partition_by == "url"
         self._lease_timeout = config.lease_timeout
@@ -196,9 +198,11 @@ class Handover:
         return results[: len(calls)]
 
     def _due_in(self, hosts: Iterable[Host[Entry]]) -> float:
-        """Seconds until every one of ``hosts`` may be requested again (0 if all may now)."""
+        """Seconds until the pace of every one of ``hosts`` allows its next start (0 if all
+        may start now), their connections in use aside: the requests outside the leases (see
+        the module doc)."""
         now = self._clock()
-        due = max((self._policy.ready_at(host.slot) for host in hosts), default=now)
+        due = max((host.slot.next_start for host in hosts), default=now)
         return min(max(due - now, 0.0), self._lease_timeout)
 
     def _fence(self, part: int, seconds: float, version: int) -> None:

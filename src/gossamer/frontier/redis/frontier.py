@@ -107,7 +107,7 @@ class RedisFrontier:
             if self._by_url
             else None
         )
-        self._handover = Handover(redis, keys, scripts, policy, config, self._holders, clock=clock)
+        self._handover = Handover(redis, keys, scripts, config, self._holders, clock=clock)
         self._hosts: HostScheduler[Entry] = HostScheduler(
             policy,
             budget,
