@@ -26,6 +26,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from tests.clock import SleepClock
 from tests.redis_replicas import ReplicatedCluster
+from tests.redis_server import RedisClusterServer
 
 from gossamer.cluster.control import Control
 from gossamer.cluster.jobs import open_control
@@ -210,3 +211,22 @@ async def _key_served_by(control: Control, port: int) -> str:
         if node.port == port:
             return key
     raise LookupError(port)
+
+
+async def test_closing_after_a_slot_table_read_was_asked_for_closes_every_connection() -> None:
+    """A guarded call that met an outage asks for the slot table again before the next call
+    (:meth:`GuardedCluster.refresh`); closed then, the client still closes every connection,
+    the startup node's it read the first table from too (redis-py's own close does nothing
+    while a read is pending: the connection stayed open past the event loop's end, which
+    uvloop reported at its close, or failed with EBUSY)."""
+    with RedisClusterServer() as cluster:
+        control = await open_control(cluster.url, "j")
+        client = control.redis
+        assert isinstance(client, GuardedCluster)
+        await client.set("gs:{j}:probe", "1")
+        await client.refresh()
+        await client.aclose()
+        manager = client.nodes_manager
+        nodes = [*manager.startup_nodes.values(), *manager.nodes_cache.values()]
+        assert nodes
+        assert not [n.name for n in nodes if any(c.is_connected for c in n._connections)]

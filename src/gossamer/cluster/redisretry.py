@@ -321,9 +321,14 @@ class GuardedCluster(RedisCluster):
                 met[id(node)] = node  # a few per failover: the topology's nodes
 
     async def aclose(self) -> None:
-        """Close every connection, those of nodes no longer in the slot table included."""
+        """Close every connection, those of nodes no longer in the slot table included, and
+        the startup nodes' (the first slot table's read): redis-py's own close does nothing
+        while a slot table read is pending, which :meth:`refresh` asks for after an outage."""
         await super().aclose()
         met = self._met()
+        manager = self.nodes_manager
+        for node in (*manager.nodes_cache.values(), *manager.startup_nodes.values()):
+            met[id(node)] = node
         while met:
             _, node = met.popitem()
             with contextlib.suppress(RedisError, OSError):
