@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
-from tests.cluster.harness import STARTED
+from tests.cluster.harness import reap_started
 from tests.redis_server import RedisClusterServer, RedisServer
 
 
 @pytest.fixture(autouse=True)
-def no_process_outlives_its_test() -> Iterator[None]:
-    """A test that fails midway leaves no worker running into the next tests."""
+async def no_process_outlives_its_test() -> AsyncIterator[None]:
+    """A test that fails midway leaves no worker running into the next tests, nor its
+    process' handle open in the test's event loop as it closes (uvloop reports it then, or
+    the next test does)."""
     yield
-    while STARTED:
-        proc = STARTED.pop()
-        if proc.returncode is None:  # not reaped: its pid is still its own
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(proc.pid, signal.SIGKILL)
+    await reap_started()
 
 
 @pytest.fixture

@@ -45,6 +45,18 @@ STARTED: list[asyncio.subprocess.Process] = []
 """The processes ``start`` started; ``conftest.py`` kills those left at a test's end."""
 
 
+async def reap_started() -> None:
+    """Kill the processes ``start`` started that still run, and reap them: their handles
+    close in the test's event loop, not open as it closes (uvloop reports them then, or the
+    next test does)."""
+    while STARTED:
+        proc = STARTED.pop()
+        if proc.returncode is None:  # not reaped: its pid is still its own
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGKILL)
+            await proc.wait()
+
+
 async def start(log: Path, *args: str) -> asyncio.subprocess.Process:
     """Start ``gossamer *args``, its stdout and stderr appended to ``log``."""
     env = {**os.environ, "PYTHONFAULTHANDLER": "1"}  # SIGABRT prints every thread's stack
