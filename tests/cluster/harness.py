@@ -216,15 +216,42 @@ async def cluster_status(url: str) -> dict[str, Any]:
     return state
 
 
-async def cluster_wait(url: str, limit: int = 50) -> None:
+async def cluster_wait(url: str, limit: int = 50, workers: Path | None = None) -> None:
     """Run `gossamer cluster wait` with a timeout of ``limit`` seconds; assert the job finished
-    (if not, the failure shows the job's state: what is still queued, claimed and by whom)."""
+    (if not, the failure shows the job's state: what is still queued, claimed and by whom;
+    given ``workers``, the folder of the workers' logs and outputs, each worker's own view
+    too: see :func:`workers_view`)."""
     code, _, err = await output(
         "cluster", "wait", "--redis", url, "--timeout", str(limit), limit=limit + 5
     )
     if code != 0:
         _, state, _ = await output("cluster", "status", "--redis", url, "--json")
-        raise AssertionError(f"{err.strip()}\njob state: {state}\n{await _partitions(url)}")
+        view = "" if workers is None else await workers_view(workers)
+        raise AssertionError(f"{err.strip()}\njob state: {state}\n{await _partitions(url)}{view}")
+
+
+async def workers_view(tmp_path: Path) -> str:
+    """For a job that did not finish: what each worker under ``tmp_path`` sees, its
+    status.json (URLs in flight and held in memory, the hosts politeness holds back, the
+    sitemaps being read) and the tails of its logs, where each live one has printed its
+    asyncio tasks (SIGUSR1, given :data:`DUMP_WAIT` seconds)."""
+    live = [proc for proc in STARTED if proc.returncode is None]
+    for proc in live:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGUSR1)
+    if live:
+        await asyncio.sleep(DUMP_WAIT)  # no event tells that a process has printed
+    return _shown(tmp_path)
+
+
+def _shown(tmp_path: Path) -> str:
+    """The workers' status.json and the tails of their logs (:func:`workers_view`)."""
+    shown = [
+        f"--- {status.relative_to(tmp_path)}:\n{status.read_text('utf-8', errors='replace')}"
+        for status in sorted(tmp_path.glob("w*/status.json"))
+    ]
+    workers = len(list(tmp_path.glob("w*.log")))
+    return "\n" + "\n".join([*shown, worker_tails(tmp_path, workers)])
 
 
 async def _partitions(url: str) -> str:

@@ -304,7 +304,7 @@ async def test_sigterm_hands_partitions_back_and_loses_nothing(
             assert time.monotonic() < deadline, assignment
             await asyncio.sleep(0.2)
         assert sorted(p for parts in assignment.values() for p in parts) == list(range(64))
-        await cluster_wait(url)
+        await cluster_wait(url, workers=tmp_path)
         survivors = [w for i, w in enumerate(workers) if i != v]
         codes = await asyncio.wait_for(asyncio.gather(*(w.wait() for w in survivors)), 30)
         assert codes == [0, 0], worker_logs(tmp_path, 3)
