@@ -360,3 +360,38 @@ async def test_a_request_outside_the_leases_outlasting_them_does_not_keep_the_fe
     _, at = await first_lease(new)
     assert DELAY - 0.005 <= at - started < DELAY + 0.5
     old.slots.unclaim(host_key(other), Feedback(started_at=started))
+
+
+async def test_a_robots_redirect_in_flight_as_the_partition_goes_does_not_keep_the_fence(
+    client: Redis,
+) -> None:
+    """A robots.txt redirect's next hop goes through the host gate inside the host's lease,
+    pace only (a second connection: :mod:`gossamer.robots_fetch`). Given away meanwhile, the
+    host is forgotten and the hop's slot comes back to no host: when the lease ends, the
+    fence comes down all the same (here at once: the host has no delay), not after the lease
+    timeout (30 s)."""
+    workers = Workers()
+    policy = PolitenessPolicy(per_host=1)
+    old, new = (
+        RedisFrontier(
+            client,
+            "handover",
+            Scope.for_seeds([], ["test"], max_depth=5),
+            policy,
+            ownership=owned,
+            config=RedisFrontierConfig(partitions=8, lease_timeout=30.0, handover_grace=GRACE),
+        )
+        for owned in (EVERY, NONE)
+    )
+    old.join(Peers("old", workers.alive))
+    new.join(Peers("new", workers.alive))
+    await old.add([Candidate(f"{HOST}/{i}") for i in range(2)])
+    (in_flight,) = await old.lease(5)
+    assert old.slots.claim(host_key(HOST), room=False) == 0.0  # the redirect's hop
+    await old.own(LATER_NONE)
+    await new.own(LATER_EVERY)
+    old.slots.unclaim(host_key(HOST), None)  # the hop ends
+    assert await new.lease(5) == []  # the lease's request is still in flight
+    await old.ack(in_flight, Feedback(started_at=time.monotonic()))
+    lease, _ = await first_lease(new, limit=1.0)
+    assert lease.url != in_flight.url

@@ -5,14 +5,14 @@ for its new owner: the claim script returns nothing while the old owner still ha
 the partition's hosts in flight (a fence of ``lease_timeout``, so it lapses if that worker
 dies) and, once the last ends, until those hosts' next start is due by the old owner's
 politeness. A host never sees both owners' leased requests at once, nor a gap shorter than its
-delay. A request outside the leases still in flight (a sitemap's read through the host gate,
-:mod:`gossamer.frontier.gate`) is not waited for: the gate gives its slot back to a host the
-scheduler has forgotten, so nothing would lift a fence waiting for it before the fence lapsed
-(the new owner's claims held back a whole ``lease_timeout``); its start spaces the next all the
-same. The first
-fence call of a partition also hands it over: it deletes the worker's holder record, without
-which a new owner that learned of the assignment first claims nothing there (see
-:mod:`.holders`); a partition given away with no host known gets that call alone.
+delay. A request through the host gate still in flight (:mod:`gossamer.frontier.gate`: a
+sitemap's read, a robots.txt redirect's next hop inside the host's lease) is not waited for:
+the gate gives its slot back to a host the scheduler has forgotten, so nothing would lift a
+fence waiting for it before the fence lapsed (the new owner's claims held back a whole
+``lease_timeout``); its start spaces the next all the same. The first fence call of a partition
+also hands it over: it deletes the worker's holder record, without which a new owner that
+learned of the assignment first claims nothing there (see :mod:`.holders`); a partition given
+away with no host known gets that call alone.
 
 Each worker's fence is its own field of ``gs:{J:p}:fence``, so a partition moved on again keeps
 every previous owner's fence; a worker numbers its fence calls, so a late one (another
