@@ -199,8 +199,8 @@ class Handover:
 
     def _due_in(self, hosts: Iterable[Host[Entry]]) -> float:
         """Seconds until the pace of every one of ``hosts`` allows its next start (0 if all
-        may start now), their connections in use aside: the requests outside the leases (see
-        the module doc)."""
+        may start now), their connections in use aside: those of requests through the host
+        gate, which nothing would count down (see the module doc)."""
         now = self._clock()
         due = max((host.slot.next_start for host in hosts), default=now)
         return min(max(due - now, 0.0), self._lease_timeout)
