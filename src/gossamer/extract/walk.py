@@ -299,13 +299,19 @@ class _Walker:
                 self.blocks.append(
                     Block(self.tag, self.box, text, links, images, links / size, commas)
                 )
-                owner = self.boxes[self.box]  # its own blocks' totals, here at once
+                # its own blocks' totals, here at once; a field is written only when it
+                # changes (a Struct's attribute store costs some 200 instructions)
+                owner = self.boxes[self.box]
                 owner.chars += size
-                owner.link_chars += links
-                owner.commas += commas
-                owner.images += len(images)
                 owner.blocks += 1
-                owner.ends_sentence = text[-1] in STOPS
+                if links:
+                    owner.link_chars += links
+                if commas:
+                    owner.commas += commas
+                if images:
+                    owner.images += len(images)
+                if (ends := text[-1] in STOPS) is not owner.ends_sentence:
+                    owner.ends_sentence = ends
                 self.images = []
             elif images and self.quiet:
                 images.clear()
@@ -338,11 +344,12 @@ class _Walker:
                 names, weight, named = _named(attributes)
                 boilerplate = boilerplate or named
             parent = box
-            opened = Box(tag, parent, names, weight, boilerplate)
             if tag == "p":
-                opened.paragraphs = 1
+                opened = Box(tag, parent, names, weight, boilerplate, paragraphs=1)
             elif tag == "li":
-                opened.items = 1
+                opened = Box(tag, parent, names, weight, boilerplate, items=1)
+            else:
+                opened = Box(tag, parent, names, weight, boilerplate)
             boxes = self.boxes
             box = len(boxes)
             boxes.append(opened)
@@ -405,14 +412,23 @@ class _Walker:
             else:  # nothing to read: no link characters either
                 self.tag, self.box = "div", parent
             self.quiet = quiet
-            into = boxes[parent]  # the box's totals added into its parent's (`_add_into`, inline)
-            into.chars += opened.chars
-            into.link_chars += opened.link_chars
-            into.commas += opened.commas
-            into.paragraphs += opened.paragraphs
-            into.blocks += opened.blocks
-            into.items += opened.items
-            into.images += opened.images
+            # the box's totals added into its parent's (`_add_into`, inline), but for zeros:
+            # most boxes hold no images, commas or items, and many no text
+            into = boxes[parent]
+            if chars := opened.chars:
+                into.chars += chars
+                if links := opened.link_chars:
+                    into.link_chars += links
+                if commas := opened.commas:
+                    into.commas += commas
+                if blocks := opened.blocks:
+                    into.blocks += blocks
+                if images := opened.images:
+                    into.images += images
+            if paragraphs := opened.paragraphs:
+                into.paragraphs += paragraphs
+            if items := opened.items:
+                into.items += items
 
     def _mark(self, node: LexborNode, kind: int) -> None:
         """An image joins the block, a line break spaces it."""
