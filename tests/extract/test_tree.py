@@ -234,3 +234,24 @@ def test_a_skimming_walk_lists_the_boxes_it_only_measured() -> None:
     assert all(box.skimmed and box.chars for box in skimmed)
     assert skimmed == [box for box in skimming.boxes if box.skimmed]
     assert Reading(page.body, skim=False).skimmed_boxes() == []
+
+
+def test_the_walk_totals_each_box_as_its_blocks_add_up() -> None:
+    # the walk writes a box's totals only where they change: what it holds must be what
+    # adding up the blocks gives (`walk._total` writes every field of every box)
+    page = LexborHTMLParser(
+        "<html><body><div>Opening words. <p>A first, short, paragraph.</p>tail without stop"
+        "<p></p><ul><li>one, two</li><li><a href='/x'>linked</a> item.</li><li></li></ul>"
+        "</div><div>no stop<p>Inside, <img src='/a.png'> <img src='/b.png'>here</p>ends.</div>"
+        "<section><div><div></div></div><p><a href='/y'>all links</a></p></section>"
+        f"<table><tr><td>cell, one</td><td>cell two.</td></tr></table>{FOOTER}</body></html>"
+    )
+    assert page.body is not None
+    reading = Reading(page.body, skim=False)
+    fresh = [walk.Box(b.tag, b.parent, b.names, b.weight, b.boilerplate) for b in reading.boxes]
+    walk._total(fresh, reading.blocks)
+    assert [msgspec.structs.astuple(b) for b in reading.boxes] == [
+        msgspec.structs.astuple(b) for b in fresh
+    ]
+    assert {b.ends_sentence for b in fresh} == {True, False}
+    assert any(b.images > 1 for b in fresh) and any(b.items for b in fresh)

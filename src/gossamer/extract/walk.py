@@ -73,9 +73,11 @@ _BOILERPLATE_ROLES = frozenset(
 )
 _ARTICLE_TAGS = frozenset(["article", "main"])
 _WHOLE_TAGS = frozenset(
-    ["p", "pre", "h1", "h2", "h3", "h4", "h5", "h6", "dt", "dd", "td", "th", "caption", "address"]
+    ["p", "pre", "h1", "h2", "h3", "h4", "h5", "h6", "dt", "td", "th", "caption", "address"]
 )
-"""Boxes that most often hold text and inline elements alone, read whole when they do."""
+"""Boxes that most often hold text and inline elements alone, read whole when they do. Not
+``dd`` (on the real pages 98% of them open with a paragraph, and the scan that finds it costs
+more than the whole reads of the others spare) nor ``li`` (most hold one link or a list)."""
 _TEXT_ID = 2
 """lexbor's id of a text node (``-text``)."""
 _STANDARD_IDS = 1 << 16
@@ -299,13 +301,19 @@ class _Walker:
                 self.blocks.append(
                     Block(self.tag, self.box, text, links, images, links / size, commas)
                 )
-                owner = self.boxes[self.box]  # its own blocks' totals, here at once
+                # its own blocks' totals, here at once; a field is written only when it
+                # changes (a Struct's attribute store costs some 200 instructions)
+                owner = self.boxes[self.box]
                 owner.chars += size
-                owner.link_chars += links
-                owner.commas += commas
-                owner.images += len(images)
                 owner.blocks += 1
-                owner.ends_sentence = text[-1] in STOPS
+                if links:
+                    owner.link_chars += links
+                if commas:
+                    owner.commas += commas
+                if images:
+                    owner.images += len(images)
+                if (ends := text[-1] in STOPS) is not owner.ends_sentence:
+                    owner.ends_sentence = ends
                 self.images = []
             elif images and self.quiet:
                 images.clear()
@@ -338,11 +346,12 @@ class _Walker:
                 names, weight, named = _named(attributes)
                 boilerplate = boilerplate or named
             parent = box
-            opened = Box(tag, parent, names, weight, boilerplate)
             if tag == "p":
-                opened.paragraphs = 1
+                opened = Box(tag, parent, names, weight, boilerplate, paragraphs=1)
             elif tag == "li":
-                opened.items = 1
+                opened = Box(tag, parent, names, weight, boilerplate, items=1)
+            else:
+                opened = Box(tag, parent, names, weight, boilerplate)
             boxes = self.boxes
             box = len(boxes)
             boxes.append(opened)
@@ -405,14 +414,23 @@ class _Walker:
             else:  # nothing to read: no link characters either
                 self.tag, self.box = "div", parent
             self.quiet = quiet
-            into = boxes[parent]  # the box's totals added into its parent's (`_add_into`, inline)
-            into.chars += opened.chars
-            into.link_chars += opened.link_chars
-            into.commas += opened.commas
-            into.paragraphs += opened.paragraphs
-            into.blocks += opened.blocks
-            into.items += opened.items
-            into.images += opened.images
+            # the box's totals added into its parent's (`_add_into`, inline), but for zeros:
+            # most boxes hold no images, commas or items, and many no text
+            into = boxes[parent]
+            if chars := opened.chars:
+                into.chars += chars
+                if links := opened.link_chars:
+                    into.link_chars += links
+                if commas := opened.commas:
+                    into.commas += commas
+                if blocks := opened.blocks:
+                    into.blocks += blocks
+                if images := opened.images:
+                    into.images += images
+            if paragraphs := opened.paragraphs:
+                into.paragraphs += paragraphs
+            if items := opened.items:
+                into.items += items
 
     def _mark(self, node: LexborNode, kind: int) -> None:
         """An image joins the block, a line break spaces it."""
