@@ -45,16 +45,28 @@ STARTED: list[asyncio.subprocess.Process] = []
 """The processes ``start`` started; ``conftest.py`` kills those left at a test's end."""
 
 
+REAP_WAIT = 10.0
+"""Seconds :func:`reap_started` waits for a killed process to exit."""
+
+
 async def reap_started() -> None:
     """Kill the processes ``start`` started that still run, and reap them: their handles
     close in the test's event loop, not open as it closes (uvloop reports them then, or the
-    next test does)."""
-    while STARTED:
-        proc = STARTED.pop()
-        if proc.returncode is None:  # not reaped: its pid is still its own
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(proc.pid, signal.SIGKILL)
-            await proc.wait()
+    next test does). All are killed first, then waited for together, each at most
+    :data:`REAP_WAIT` seconds. Only those of the running loop: one of a loop closed already
+    (left by a test without this reaping) is neither waited for (it would never end) nor
+    killed (reaped with no loop to tell, its pid may be another process's now)."""
+    loop = asyncio.get_running_loop()
+    started = list(STARTED)
+    STARTED.clear()
+    ours = [
+        proc for proc in started if getattr(proc, "_loop", loop) is loop and proc.returncode is None
+    ]  # not reaped: its pid is still its own
+    for proc in ours:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGKILL)
+    waits = (asyncio.wait_for(proc.wait(), REAP_WAIT) for proc in ours)
+    await asyncio.gather(*waits, return_exceptions=True)
 
 
 async def start(log: Path, *args: str) -> asyncio.subprocess.Process:

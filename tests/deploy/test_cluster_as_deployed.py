@@ -18,7 +18,7 @@ import secrets
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,15 @@ import pytest
 from redis.asyncio import Redis
 from redis.exceptions import BusyLoadingError, RedisError
 from redis.exceptions import ConnectionError as RedisConnectionError
-from tests.cluster.harness import FAST, GOSSAMER, STARTED, WEB_ARGS, cluster_wait, read_records
+from tests.cluster.harness import (
+    FAST,
+    GOSSAMER,
+    STARTED,
+    WEB_ARGS,
+    cluster_wait,
+    read_records,
+    reap_started,
+)
 from tests.deploy.kustomize import Manifest, build
 from tests.pg_server import PostgresServer, table_rows
 from tests.redis_server import REDIS_SERVER
@@ -112,6 +120,14 @@ class Redis_:
 
 
 PG_PASSWORD = "Pg-" + secrets.token_hex(12)
+
+
+@pytest.fixture(autouse=True)
+async def no_process_outlives_its_test() -> AsyncIterator[None]:
+    """The processes started here are reaped in the test's own event loop, and leave
+    ``STARTED`` empty: a later cluster test never waits for one of a loop closed since."""
+    yield
+    await reap_started()
 
 
 @pytest.fixture
