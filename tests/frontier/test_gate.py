@@ -13,7 +13,6 @@ from gossamer.frontier.gate import HostGate
 from gossamer.frontier.hosts import HostScheduler, Queued
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.robots import RobotsPolicy
-from gossamer.urls import host_key
 
 HOST = "http://site.test"
 
@@ -116,27 +115,3 @@ async def test_a_cancelled_wait_lets_the_pages_go() -> None:
         await waiting
     scheduler.finish(page, Feedback(started_at=0.0))
     assert [lease.url for lease in scheduler.lease(5).leases] == [f"{HOST}/p1"]
-
-
-async def test_a_host_forgotten_with_requests_out_keeps_their_slot_until_they_end() -> None:
-    """Its partition given away, a host is forgotten while requests through the gate to it
-    are out: their ends land on its slot, the last one tells the hand-over (once), and a
-    request to it afterwards is spaced from them (their Retry-After), not from a fresh slot."""
-    clock, scheduler, gate = _setup(PolitenessPolicy(per_host=2, delay=1.0))
-    released: list[str] = []
-    scheduler.claims.on_released(lambda key, host: released.append(key))
-    key = host_key(HOST)
-    scheduler.push(key, Queued(HOST + "/a", 1, 0, 0))
-    first = await gate.enter(HOST + "/sitemap.xml")
-    second = await gate.enter(HOST + "/login", pace_only=True)  # waits the delay: at 1.0
-    assert scheduler.forget(key) is not None
-    assert [busy for busy, _ in scheduler.claims.busy()] == [key]
-    gate.leave(first, 0.0, elapsed=0.1, status=200)
-    assert released == []  # the other is still out
-    gate.leave(second, clock(), elapsed=0.1, status=503, retry_after=5.0)
-    assert released == [key]
-    assert scheduler.claims.busy() == []
-    taken = await gate.enter(HOST + "/check")
-    assert clock() == pytest.approx(6.0)  # the Retry-After, from the slot kept
-    gate.leave(taken, clock(), elapsed=0.1, status=200)
-    assert released == [key, key]  # its last request ended again

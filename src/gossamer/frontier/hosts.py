@@ -233,12 +233,10 @@ class HostScheduler(Generic[E]):
         return gone
 
     def forget(self, key: str) -> Host[E] | None:
-        """Drop host ``key`` (its queue emptied): its leases still end on the host returned,
-        and so do the requests of :attr:`claims` out (:meth:`SlotClaims.keep`)."""
+        """Drop host ``key`` (its queue emptied): its leases still end on the host returned."""
         host = self._queues.forget(key)
         if host is not None:
             self._set.forget(host)
-            self.claims.keep(key, host)
         return host
 
     def host_keys(self) -> list[str]:

@@ -11,14 +11,7 @@ holding the host. So a host's seed and the pages found on it go out between the 
 its sitemaps, one slot each in turn, instead of after every file of them. A page's turn
 lapses `TURN_GRACE` seconds after the host was next due, so an aside request whose host's
 pages cannot be leased (the crawl's concurrency is all in use, best first ranks them low)
-still goes.
-
-A host forgotten while requests of :meth:`SlotClaims.claim` to it are out (its partition
-given away: :meth:`~gossamer.frontier.hosts.HostScheduler.forget`) is *kept* here
-(:meth:`SlotClaims.keep`): their ends land on its slot (their start, failure, Retry-After),
-the last one tells the :meth:`SlotClaims.on_released` hook (the hand-over lifts its fence
-then), and a claim to it meanwhile, or before its pace allows the next start, takes that slot
-rather than a fresh one, so it is spaced from the request before."""
+still goes."""
 
 from __future__ import annotations
 
@@ -59,27 +52,6 @@ class SlotClaims(Generic[E]):
         self._policy = policy
         self._schedule = schedule
         self._clock = clock
-        self._out: dict[str, int] = {}
-        """Requests of :meth:`claim` out (not given back), by host key."""
-        self._kept: dict[str, Host[E]] = {}
-        """Hosts forgotten with requests out, until those end and their pace allows the next
-        start (see the module doc)."""
-        self._released: Callable[[str, Host[E]], None] | None = None
-
-    def on_released(self, released: Callable[[str, Host[E]], None]) -> None:
-        """Call ``released`` with a kept host's key and host when its last request ends."""
-        self._released = released
-
-    def keep(self, key: str, host: Host[E]) -> None:
-        """Host ``key`` is forgotten: keep ``host`` while requests of :meth:`claim` to it
-        are out (see the module doc)."""
-        self._prune()
-        if self._out.get(key):
-            self._kept[key] = host
-
-    def busy(self) -> list[tuple[str, Host[E]]]:
-        """The kept hosts with requests out, by key."""
-        return [(key, host) for key, host in self._kept.items() if self._out.get(key)]
 
     def claim(self, key: str, *, room: bool = True, aside: bool = False) -> float:
         """Take a slot of host ``key`` for a request outside any lease
@@ -87,17 +59,15 @@ class SlotClaims(Generic[E]):
         may be (infinity while ``room`` is asked for and its connections are all in use).
         The host's robots.txt Crawl-delay, when known, counts as for its URLs. An ``aside``
         request waits while a page of the host has the turn (see the module doc)."""
-        slot = (self._kept.get(key) or self._queues.host(key)).slot
+        slot = self._queues.host(key).slot
         self._robots.pace(key, slot)
         now = self._clock()
         if aside and self.yields(key):
             return max(_ASIDE_POLL, min(slot.next_start, slot.owed_until) - now)
         wait = self._policy.claim(slot, now, room)
-        if wait == 0.0:
-            self._out[key] = self._out.get(key, 0) + 1
-            if aside:
-                slot.pages_owed = True
-                slot.owed_until = 0.0
+        if aside and wait == 0.0:
+            slot.pages_owed = True
+            slot.owed_until = 0.0
         return wait
 
     def yields(self, key: str) -> bool:
@@ -114,24 +84,15 @@ class SlotClaims(Generic[E]):
 
     def unclaim(self, key: str, feedback: Feedback | None) -> None:
         """A request of :meth:`claim` ended; its host's slot learns from ``feedback``."""
-        out = self._out.pop(key, 0) - 1
-        if out > 0:
-            self._out[key] = out
-        kept = self._kept.get(key)
-        host = kept or self._hosts.get(key)
-        if host is None:
-            return
-        self._policy.on_finish(host.slot, feedback, self._clock(), key)
-        if kept is None:
+        host = self._hosts.get(key)
+        if host is not None:
+            self._policy.on_finish(host.slot, feedback, self._clock(), key)
             self._schedule(key, host)
-        elif out <= 0 and self._released is not None:
-            self._released(key, kept)
-        self._prune()
 
     def note(self, key: str, started_at: float) -> None:
         """A leased request to host ``key`` started at ``started_at``: its next start is
         spaced from that (a rendered page's subrequests go out while its lease is held)."""
-        host = self._kept.get(key) or self._hosts.get(key)
+        host = self._hosts.get(key)
         if host is not None:
             self._policy.started(host.slot, started_at)
 
@@ -146,10 +107,3 @@ class SlotClaims(Generic[E]):
             host.claims -= 1
             if not host.claims:
                 self._schedule(key, host)
-
-    def _prune(self) -> None:
-        """Drop the kept hosts with no request out whose pace allows the next start."""
-        now = self._clock()
-        for key, host in list(self._kept.items()):
-            if not self._out.get(key) and host.slot.next_start <= now:
-                del self._kept[key]

@@ -5,14 +5,14 @@ for its new owner: the claim script returns nothing while the old owner still ha
 the partition's hosts in flight (a fence of ``lease_timeout``, so it lapses if that worker
 dies) and, once the last ends, until those hosts' next start is due by the old owner's
 politeness. A host never sees both owners' leased requests at once, nor a gap shorter than its
-delay. A request through the host gate in flight to one of the partition's hosts
-(:mod:`gossamer.frontier.gate`: a sitemap's read, a robots.txt redirect's next hop, a proxy
-check) counts as one of them: the scheduler keeps the host it forgets while such requests are
-out (:meth:`~gossamer.frontier.slotclaims.SlotClaims.keep`), their ends land on its slot, and
-the last one lifts the fence (:meth:`Handover.released`) as a lease's end does. The first
-fence call of a partition also hands it over: it deletes the worker's holder record, without
-which a new owner that learned of the assignment first claims nothing there (see
-:mod:`.holders`); a partition given away with no host known gets that call alone.
+delay. A request through the host gate still in flight (:mod:`gossamer.frontier.gate`: a
+sitemap's read, a robots.txt redirect's next hop inside the host's lease) is not waited for:
+the gate gives its slot back to a host the scheduler has forgotten, so nothing would lift a
+fence waiting for it before the fence lapsed (the new owner's claims held back a whole
+``lease_timeout``); its start spaces the next all the same. The first fence call of a partition
+also hands it over: it deletes the worker's holder record, without which a new owner that
+learned of the assignment first claims nothing there (see :mod:`.holders`); a partition given
+away with no host known gets that call alone.
 
 Each worker's fence is its own field of ``gs:{J:p}:fence``, so a partition moved on again keeps
 every previous owner's fence; a worker numbers its fence calls, so a late one (another
@@ -50,11 +50,8 @@ class _Leaving:
     """A partition given away with requests to its hosts still in flight (host mode)."""
 
     in_flight: int
-    """Its leases out, and its hosts with requests through the host gate out."""
     hosts: dict[str, Host[Entry]]
     """Its hosts' politeness, kept until the last request ends."""
-    gated: set[str]
-    """Its hosts with requests through the host gate out (each counts once in ``in_flight``)."""
     version: int
     """The assignment version it was given away at."""
 
@@ -103,8 +100,14 @@ class Handover:
         back: dict[int, list[Entry]] = {}
         for queued in hosts.remove(lambda entry: entry.part in dropped):
             back.setdefault(queued.part, []).append(queued)
-        leaving, gated = self._forget(dropped, hosts) if not self._by_url else ({}, {})
-        in_flight = {part: len(keys) for part, keys in gated.items()}
+        leaving: dict[int, dict[str, Host[Entry]]] = {}
+        if not self._by_url:
+            for key in hosts.host_keys():
+                part = partition_of(key, self._partitions)
+                host = hosts.forget(key) if part in dropped else None
+                if host is not None:  # the host's new owner keeps its politeness now
+                    leaving.setdefault(part, {})[key] = host
+        in_flight: dict[int, int] = {}
         for lease, leased in hosts.out():
             if leased is not None:
                 at = leased.part
@@ -119,9 +122,7 @@ class Handover:
                 in_flight[at] = in_flight.get(at, 0) + 1
         for part, held in leaving.items():
             if in_flight.get(part):
-                self._leaving[part] = _Leaving(
-                    in_flight[part], held, gated.get(part, set()), version
-                )
+                self._leaving[part] = _Leaving(in_flight[part], held, version)
                 self._fence(part, self._lease_timeout, version)  # until the last request ends
             else:
                 self._fence(part, self._due_in(held.values()), version)
@@ -129,25 +130,6 @@ class Handover:
             self._fence(part, -1.0, version)
         holders.recorded -= dropped
         return back
-
-    def _forget(
-        self, dropped: set[int], hosts: HostScheduler[Entry]
-    ) -> tuple[dict[int, dict[str, Host[Entry]]], dict[int, set[str]]]:
-        """Forget the hosts of the partitions ``dropped`` in ``hosts`` (host mode): their
-        hosts by partition, and those with requests through the host gate out."""
-        leaving: dict[int, dict[str, Host[Entry]]] = {}
-        gated: dict[int, set[str]] = {}
-        for key in hosts.host_keys():
-            part = partition_of(key, self._partitions)
-            host = hosts.forget(key) if part in dropped else None
-            if host is not None:  # the host's new owner keeps its politeness now
-                leaving.setdefault(part, {})[key] = host
-        for key, host in hosts.claims.busy():  # kept: requests through the gate still out
-            part = partition_of(key, self._partitions)
-            if part in dropped:
-                leaving.setdefault(part, {})[key] = host
-                gated.setdefault(part, set()).add(key)
-        return leaving, gated
 
     def strays(self, owned: frozenset[int]) -> None:
         """Queue the calls handing over the partitions this worker holds but does not own (a
@@ -162,22 +144,8 @@ class Handover:
         """A lease ended: the last request to a partition given away lifts its fence down to
         the delay its hosts still need."""
         part = self._orphans.pop(lease.token, None)
-        if part is not None:
-            self._one_ended(part)
-
-    def released(self, key: str, host: Host[Entry]) -> None:
-        """The last request through the host gate to host ``key``, forgotten when its
-        partition was given away, ended (its start and feedback are on ``host``'s slot): as
-        a lease's end (:meth:`ended`)."""
-        part = partition_of(key, self._partitions)
-        leaving = self._leaving.get(part)
-        if leaving is not None and key in leaving.gated:
-            leaving.gated.discard(key)
-            self._one_ended(part)
-
-    def _one_ended(self, part: int) -> None:
-        leaving = self._leaving.get(part)
-        if leaving is not None:
+        leaving = self._leaving.get(part) if part is not None else None
+        if part is not None and leaving is not None:
             leaving.in_flight -= 1
             if leaving.in_flight <= 0:
                 del self._leaving[part]
@@ -229,19 +197,10 @@ class Handover:
         self._fences[:0] = kept
         return results[: len(calls)]
 
-    async def flush(self) -> None:
-        """Send the fence calls waiting, if any (:meth:`released` queues one outside any
-        call of the frontier that sends)."""
-        if self._fences:
-            await self.send([])
-
     def _due_in(self, hosts: Iterable[Host[Entry]]) -> float:
         """Seconds until the pace of every one of ``hosts`` allows its next start (0 if all
-        may start now). Their pace only, not the policy's readiness (infinity while a
-        connection is in use): the fence is computed once every request to them has ended
-        (leases and requests through the host gate alike), when no connection is in use
-        and the two agree; a connection counted busy by mistake would otherwise fence the
-        partition for the whole ``lease_timeout``, with nothing left to lift it."""
+        may start now), their connections in use aside: those of requests through the host
+        gate, which nothing would count down (see the module doc)."""
         now = self._clock()
         due = max((host.slot.next_start for host in hosts), default=now)
         return min(max(due - now, 0.0), self._lease_timeout)

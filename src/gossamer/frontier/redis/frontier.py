@@ -116,7 +116,6 @@ class RedisFrontier:
             slack=config.slack,
             clock=clock,
         )
-        self._hosts.claims.on_released(self._handover.released)
         self._unsent: list[Entry] = []  # acked, the ack not sent to Redis yet (defer_acks)
         self._looks = Looks(redis, job, partitions)  # the last look at every partition
         self._finished = False  # the last look found nothing queued or claimed, nor added
@@ -158,7 +157,6 @@ class RedisFrontier:
         """
         for lease in self._hosts.expired():  # a stuck fetch: back to its host's front
             await self.release(lease, None)
-        await self._handover.flush()  # a fence a request through the host gate lifted
         if self._hosts.queued < self._config.memory_budget // 2:
             await self._refill()
         if self._limiter is not None:
