@@ -230,3 +230,42 @@ async def test_closing_after_a_slot_table_read_was_asked_for_closes_every_connec
         nodes = [*manager.startup_nodes.values(), *manager.nodes_cache.values()]
         assert nodes
         assert not [n.name for n in nodes if any(c.is_connected for c in n._connections)]
+
+
+@pytest.mark.asyncio(loop_factories=["asyncio", "uvloop"])
+async def test_a_connection_taken_while_redis_py_closes_it_is_an_outage() -> None:
+    """redis-py closes a node's connections, the idle ones too, when a slot table read fails
+    or a failover answers CLUSTERDOWN; until the close ends, an idle one looks connected still
+    and another call may take it. uvloop then raises ``RuntimeError ... the handler is closed``
+    from the write (the standard loop drops the write, and the read meets the end): a worker
+    crashed on it during a master failover. The guard waits it out like any cut connection."""
+    with RedisClusterServer() as cluster:
+        control = await open_control(cluster.url, "j")
+        client = control.redis
+        assert isinstance(client, GuardedCluster)
+        install_guard(client, cluster.url, budget=30)
+        try:
+            await client.set("gs:{j}:probe", "1")
+            node = client.nodes_manager.get_node_from_slot(client.keyslot("gs:{j}:probe"))
+            [idle] = node._free
+            assert idle._writer is not None
+            # What redis-py's close of a node runs for each of its connections.
+            closing = asyncio.create_task(idle.disconnect())
+            await asyncio.sleep(0)  # one turn: the close has begun, waits for its end
+            assert idle._writer.transport.is_closing()
+            assert not closing.done() and idle.is_connected
+            assert await client.get("gs:{j}:probe") == b"1"
+            await closing
+        finally:
+            await client.aclose()
+
+
+def test_a_closed_handler_is_an_outage_only_inside_redis_py() -> None:
+    message = "unable to perform operation on <TCPTransport closed=True>; the handler is closed"
+
+    try:
+        raise RuntimeError(message)  # not from a write to Redis: a bug of gossamer's to show
+    except RuntimeError as error:
+        outside = error
+    assert not transient(outside)
+    assert not transient(RuntimeError("Event loop is closed"))

@@ -5,9 +5,11 @@ connection refused, reset or timed out, ``LOADING``, a Redis Cluster that is dow
 reconfiguring while a replica is promoted (``CLUSTERDOWN``, ``TRYAGAIN``, ``MOVED``/``ASK``
 storms, a slot not covered yet, ``READONLY`` from a master demoted to a replica) and the
 ``AttributeError`` redis-py's cluster client raises from inside itself when its slot table is
-caught half updated (redis/redis-py#3835: a target node of None). Anything else (a script
-error, a refused credential, an ACL rule, a TLS handshake refused for its certificates) is a
-real failure and passes through at once.
+caught half updated (redis/redis-py#3835: a target node of None), and uvloop's
+``RuntimeError ... the handler is closed`` from a write to a connection redis-py was closing
+(see :func:`_closed_under_redis_py`). Anything else (a script error, a refused credential, an
+ACL rule, a TLS handshake refused for its certificates) is a real failure and passes through
+at once.
 
 :class:`GuardedCluster` is a Redis Cluster client whose every command and pipeline goes
 through the worker's :class:`~gossamer.cluster.resilient.RedisGuard`: the same shared outage,
@@ -112,10 +114,13 @@ _NO_TOPOLOGY = (
 )
 """How redis-py's cluster client says it found no usable slot table (no node answered, or
 the nodes that did disagree while a failover settles)."""
+_CLOSED_HANDLE = "the handler is closed"
+"""The end of uvloop's message for a write to a transport it closed already."""
 RETRIED: tuple[type[BaseException], ...] = (
     *_OUTAGE_ERRORS,
     RedisClusterException,
     AttributeError,
+    RuntimeError,
 )
 """The error classes the guard looks at; :func:`transient` decides which of them it waits out."""
 
@@ -130,7 +135,31 @@ def transient(error: BaseException) -> bool:
         return str(error).startswith(_NO_TOPOLOGY)
     if isinstance(error, AttributeError):
         return _raised_in_redis_py(error.__traceback__)
+    if isinstance(error, RuntimeError):
+        return _closed_under_redis_py(error)
     return False
+
+
+def _closed_under_redis_py(error: RuntimeError) -> bool:
+    """True when ``error`` is uvloop's refusal of a write to a closed transport made by
+    redis-py's code. redis-py closes a node's connections, the idle ones too, when a slot table
+    read fails or a node answers CLUSTERDOWN (a failover), and a connection looks connected
+    until its close has ended: a call that takes an idle one meanwhile writes to a closed
+    transport. The standard loop drops that write and the read then meets the connection's
+    end (a ``ConnectionError``); uvloop raises this from the write, which redis-py passes on
+    as it is (it closes the connection first: the next try connects again)."""
+    if not str(error).endswith(_CLOSED_HANDLE):
+        return False
+    tb = error.__traceback__
+    while tb is not None:
+        if _in_redis_py(tb.tb_frame.f_code.co_filename):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _in_redis_py(filename: str) -> bool:
+    return Path(filename).resolve().is_relative_to(_REDIS_PY)
 
 
 def _tls_refused(error: BaseException | None) -> bool:
@@ -152,7 +181,7 @@ def _raised_in_redis_py(tb: TracebackType | None) -> bool:
         return False
     while tb.tb_next is not None:
         tb = tb.tb_next
-    return Path(tb.tb_frame.f_code.co_filename).resolve().is_relative_to(_REDIS_PY)
+    return _in_redis_py(tb.tb_frame.f_code.co_filename)
 
 
 @dataclass(frozen=True, slots=True)
