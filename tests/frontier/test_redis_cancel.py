@@ -7,27 +7,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
 
 import pytest
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 from tests.frontier.test_redis_handover import LATER_EVERY, LATER_NONE, pair
-from tests.redis_server import RedisServer
 
 from gossamer.frontier.base import Candidate, Feedback, Lease
 from gossamer.frontier.redis import RedisFrontier, partition_keys, partition_of
 from gossamer.urls import host_key
 
 URLS = [f"http://host{i}.test/" for i in range(3)]
-
-
-@pytest.fixture
-async def client(redis_server: RedisServer) -> AsyncIterator[Redis]:
-    redis = Redis.from_url(redis_server.url)
-    yield redis
-    await redis.flushall()
-    await redis.aclose()
 
 
 async def end(frontier: RedisFrontier, lease: Lease, how: str) -> None:

@@ -9,12 +9,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Collection
+from collections.abc import Collection
 from importlib import resources
 
 import pytest
 from redis.asyncio import Redis
-from tests.redis_server import RedisServer
 
 from gossamer.frontier.base import Candidate, Feedback, Lease
 from gossamer.frontier.politeness import PolitenessPolicy
@@ -31,14 +30,6 @@ from gossamer.urls import Scope, host_key
 
 DELAY = 0.3
 HOST = "http://slow.test"
-
-
-@pytest.fixture
-async def client(redis_server: RedisServer) -> AsyncIterator[Redis]:
-    redis = Redis.from_url(redis_server.url)
-    yield redis
-    await redis.flushall()
-    await redis.aclose()
 
 
 EVERY, NONE = Ownership(frozenset(range(8))), Ownership(frozenset())
