@@ -102,7 +102,7 @@ class Pages:
             host, path = page.split("/", 1)
             file = _file(host, path)
             html = file.read_bytes() if file is not None else b""
-        parsed = parse_html(html, url)
+        parsed = parse_html(html, url, anchors=True)
         links = [
             link
             for link in parsed.links

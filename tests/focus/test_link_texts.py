@@ -58,3 +58,25 @@ def test_a_long_list_whose_members_prove_off_topic_stops_lifting_the_rest() -> N
             told.append(lists.score(members[-1]))
     assert told, "the members waiting were never told the list's share fell"
     assert told[-1] < 0.1 <= lifted
+
+
+def test_the_links_read_with_the_page_give_the_texts_the_tree_gives() -> None:
+    """A focused crawl parses with ``anchors``: each ``<a>`` with its ``href`` as written, in
+    document order (in-page, nofollow and repeated links too; an SVG link's ``xlink:href`` read
+    as empty; no ``<area>`` or ``<link>``), and the texts read from them are those read from
+    the tree."""
+    body = (
+        b'<html><head><link rel="next" href="n.html"></head><body>'
+        b'<p>See <a href="#top">top</a> and <a href="a.html" rel="nofollow">A page</a>.</p>'
+        b'<map><area href="m.html"></map><a href="b.html">B</a><svg><a xlink:href="s.html">s</a>'
+        b'</svg><a href="a.html">A again</a></body></html>'
+    )
+    url = f"{SITE}/x/index.html"
+    plain, kept = parse_html(body, url), parse_html(body, url, anchors=True)
+    assert plain.anchors is None
+    assert kept.anchors is not None
+    assert [href for _, href in kept.anchors] == ["#top", "a.html", "b.html", "", "a.html"]
+    assert [node.text() for node, _ in kept.anchors] == ["top", "A page", "B", "s", "A again"]
+    wanted = {f"{SITE}/x/{name}" for name in ("a.html", "b.html", "m.html", "n.html")}
+    assert link_texts(kept, wanted) == link_texts(plain, wanted)
+    assert link_texts(kept, wanted)[f"{SITE}/x/a.html"].anchor == "A page A again"

@@ -299,9 +299,12 @@ def test_links_in_order_whatever_their_attributes_say() -> None:
     assert page.nofollow_links == 2
     assert page.canonical_link is not None
     assert page.canonical_link.attributes["href"] == "/first-canonical"
-    assert page.nodes is not None
-    tags = "base link link link a a a a area a a-b a a a area link"
-    assert [node.tag for node in page.nodes] == tags.split()
+    assert page.anchors is None
+    anchors = parse_html(markup.encode(), "http://example.com/", anchors=True).anchors
+    assert anchors is not None
+    hrefs = ["/1", "/2", "/3", "/4", "/6", "", "/8", "/9"]  # "": an xlink:href alone
+    assert [href for _, href in anchors] == hrefs
+    assert [node.tag for node, _ in anchors] == ["a"] * len(hrefs)
     followed = parse(markup, follow_nofollow=True)
     assert followed.links[:3] == [
         *after_canonical,

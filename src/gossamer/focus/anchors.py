@@ -1,7 +1,8 @@
 """What a page says about each of its links: the anchor text and the text around it.
 
-Read from the tree the link extractor already parsed (``ParsedPage.tree``), only in a focused
-crawl: a plain crawl never walks its anchors twice.
+Read from the ``<a href>`` elements the link extractor found (``ParsedPage.anchors``, kept with
+their ``href`` in a focused crawl: each element's attributes are read once), else from the tree
+it parsed; only in a focused crawl: a plain crawl never walks its anchors twice.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Container
 from typing import NamedTuple
 
-from selectolax.lexbor import LexborNode
+from selectolax.lexbor import LexborNode, create_tag
 
 from gossamer.parse.links import ParsedPage
 from gossamer.urls import Resolver
@@ -20,14 +21,19 @@ MAX_ANCHORS = 2_000
 """Links of one page read for their text; the rest are scored from their URL alone."""
 _OUTWARD = 'a[href]:not([href^="#"])'
 """Links within the page are left to lexbor: a reference page holds a thousand of them."""
-_GROUPS = frozenset({"ul", "ol", "dl", "table", "nav", "menu"})
+_GROUPS = frozenset(create_tag(t).tag_id for t in ("ul", "ol", "dl", "table", "nav", "menu"))
 _GROUP_LEVELS = 6
 _CONTEXT_LEVELS = 3
-_TOP = frozenset({"body", "html"})
+_TOP = frozenset({create_tag("body").tag_id, create_tag("html").tag_id})
 _SAYS_LITTLE = 60
 """A link's context shorter than this (a navigation's "Next") gives way to a later link's
 longer one (the same URL's entry in a table of contents)."""
-_BLOCKS = frozenset({"p", "li", "td", "dd", "dt", "section", "div", "article", "blockquote"})
+_BLOCKS = frozenset(
+    create_tag(t).tag_id
+    for t in ("p", "li", "td", "dd", "dt", "section", "div", "article", "blockquote")
+)
+"""Tags by lexbor's ids (a standard tag's is the same in every document): an element's
+``tag_id`` is read for a third of the cost of its name."""
 
 
 class LinkText(NamedTuple):
@@ -66,18 +72,11 @@ def link_texts(
     again: set[str] = set()
     """URLs whose later link was read for a better context (once a URL: an index of terms
     links one page from many short entries)."""
-    nodes = page.nodes
-    if nodes is None:
-        nodes = tree.css(_OUTWARD)
+    anchors = page.anchors
+    if anchors is None:
+        anchors = _read(tree.css(_OUTWARD))
     outward = 0
-    # one loop over the elements, the link's href read in it: no list of them built first
-    for node in nodes:
-        if node.tag != "a":
-            continue
-        try:  # indexed, not ``get``: its exception caught in C, a third of a link's cost
-            href = node.attrs["href"] or ""
-        except KeyError:  # matched by a prefixed name alone (``xlink:href``)
-            href = ""
+    for node, href in anchors:
         if href[:1] == "#":
             continue
         outward += 1
@@ -98,6 +97,19 @@ def link_texts(
         else:
             found[url] = _again(before, node, url not in again, blocks, groups)
             again.add(url)
+    return found
+
+
+def _read(nodes: list[LexborNode]) -> list[tuple[LexborNode, str]]:
+    """Links with their ``href``, for a page parsed without them
+    (:attr:`ParsedPage.anchors`)."""
+    found = []
+    for node in nodes:
+        try:  # indexed, not ``get``: its exception caught in C, a third of a link's cost
+            href = node.attrs["href"] or ""
+        except KeyError:  # matched by a prefixed name alone (``xlink:href``)
+            href = ""
+        found.append((node, href))
     return found
 
 
@@ -139,7 +151,7 @@ def _group(node: LexborNode, groups: dict[int, int]) -> int:
     """The ordinal of the list or table holding ``node`` (0 none), by its identity."""
     parent = node.parent
     for _ in range(_GROUP_LEVELS):
-        tag = parent.tag if parent is not None else None
+        tag = parent.tag_id if parent is not None else None
         if parent is None or tag in _TOP:
             return 0
         if tag in _GROUPS:
@@ -155,11 +167,11 @@ def _context_and_group(
     or table holding it (see ``_group``), found in one walk up its parents: each parent is
     made and its tag read once, not once for each (a link's parents are most of its cost)."""
     block: LexborNode | None = None
-    block_tag: str | None = None
+    block_tag: int | None = None
     group = -1  # -1: not found yet
     parent, level, placed = node.parent, 1, False
     while True:
-        tag = parent.tag if parent is not None else None
+        tag = parent.tag_id if parent is not None else None
         if not placed and (parent is None or tag in _BLOCKS or level == _CONTEXT_LEVELS + 1):
             block, block_tag, placed = parent, tag, True
         if group < 0:
@@ -175,7 +187,7 @@ def _context_and_group(
         parent, level = parent.parent, level + 1
 
 
-def _block_text(parent: LexborNode | None, tag: str | None, blocks: dict[int, str]) -> str:
+def _block_text(parent: LexborNode | None, tag: int | None, blocks: dict[int, str]) -> str:
     """The text of a link's block (none from the whole body), cut; read once a block."""
     if parent is None or tag in _TOP:
         return ""

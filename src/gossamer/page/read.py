@@ -84,11 +84,20 @@ def parse(
     extractor: str | None,
     content_language: str | None = None,
     tags: int | None = None,
+    anchors: bool = False,
 ) -> tuple[ParsedPage, Content | None]:
     """Parse an HTML body; with an ``extractor`` (a crawl keeping text) extract its content
     (its language, when the markup states none, from the ``Content-Language`` header).
-    ``tags``: the body's ``<``, if counted (:func:`gossamer.page.sandboxed.weigh`)."""
-    page = parse_html(body, url, header_charset=charset, follow_nofollow=follow_nofollow, tags=tags)
+    ``tags``: the body's ``<``, if counted (:func:`gossamer.page.sandboxed.weigh`);
+    ``anchors``: keep the ``<a href>`` elements (:attr:`ParsedPage.anchors`)."""
+    page = parse_html(
+        body,
+        url,
+        header_charset=charset,
+        follow_nofollow=follow_nofollow,
+        tags=tags,
+        anchors=anchors,
+    )
     if extractor is None:
         return page, None
     from gossamer.extract import Content, extract
@@ -143,7 +152,8 @@ class Html(NamedTuple):
 class HtmlReader:
     """Parses HTML bodies for the page stage (see the module docstring); ``sandbox`` is
     None when the crawl parses every page in-process (``--parse-sandbox off``, or a hook or
-    a focus that reads every page's tree)."""
+    a focus that reads every page's tree); ``anchors``: keep each page's ``<a href>``
+    elements (a focus reads their texts)."""
 
     def __init__(
         self,
@@ -152,8 +162,10 @@ class HtmlReader:
         follow_nofollow: bool,
         extractor: str | None,
         robots_token: str,
+        anchors: bool = False,
     ) -> None:
         self._sandbox = sandbox
+        self._anchors = anchors
         self._follow_nofollow = follow_nofollow
         self._extractor = extractor
         self._robots_token = robots_token
@@ -186,7 +198,15 @@ class HtmlReader:
                 flags = (SANDBOX_KILLED,)
         body, nofollow = result.body, self._follow_nofollow
         work = functools.partial(
-            parse, url, body, result.charset, nofollow, self._extractor, language, weight.tags
+            parse,
+            url,
+            body,
+            result.charset,
+            nofollow,
+            self._extractor,
+            language,
+            weight.tags,
+            self._anchors,
         )
         parsed, content = await self._off_loop(work, len(result.body), bool(flags))
         return Html(parsed, content, None, flags)

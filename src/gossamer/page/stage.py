@@ -184,6 +184,7 @@ class PageStage:
             follow_nofollow=config.follow_nofollow,
             extractor=self._extractor,
             robots_token=config.robots_token,
+            anchors=focus is not None,
         )
 
     def _pipeline(self) -> tuple[Step, ...]:

@@ -86,11 +86,11 @@ class ParsedPage:
     """The first ``<link href>`` with ``canonical`` among its rels, found with the links
     (:func:`gossamer.page.canonical.tag_canonical` starts from it); None when none is or
     when not looked for."""
-    nodes: list[LexborNode] | None = field(default=None, repr=False, compare=False)
-    """The elements the links were read from (every element with an ``href``, and the meta
-    tags), in document order: a focused crawl reads its ``<a href>`` texts from them without
-    searching the tree again (kept, not copied: a crawl without focus pays nothing for
-    them); None when not looked for."""
+    anchors: list[tuple[LexborNode, str]] | None = field(default=None, repr=False, compare=False)
+    """Each ``<a href>`` element with its ``href`` as written, in document order, read in the
+    pass over the links (``parse_html(anchors=True)``: a focused crawl reads their texts
+    without reading each element's attributes again; a crawl without focus pays nothing for
+    them); None when not asked for."""
 
 
 def parse_html(
@@ -101,6 +101,7 @@ def parse_html(
     follow_nofollow: bool = False,
     guarded: bool = True,
     tags: int | None = None,
+    anchors: bool = False,
 ) -> ParsedPage:
     """Parse an HTML body fetched from ``url`` (an absolute http(s) URL).
 
@@ -109,7 +110,8 @@ def parse_html(
     are skipped unless ``follow_nofollow``. Never raises on malformed or hostile HTML; raises
     ``ValueError`` only if ``url`` itself is not an http(s) URL. Unless ``guarded``, the
     document is parsed as it is (in a process whose time and memory are bounded otherwise).
-    ``tags``: the ``<`` of ``body``, if the caller counted them.
+    ``tags``: the ``<`` of ``body``, if the caller counted them. ``anchors``: keep each ``<a
+    href>`` with its ``href`` (:attr:`ParsedPage.anchors`).
     """
     page = Resolver(url)
     detected = detect_encoding(body, header_charset)
@@ -128,7 +130,8 @@ def parse_html(
             None, [], 0, False, False, page.document, detected.encoding, flags=parsed.flags
         )
     elements = tree.css(_NODE_SELECTOR)
-    nodes = _read_nodes(elements, honour_nofollow=not follow_nofollow)
+    kept: list[tuple[LexborNode, str]] | None = [] if anchors else None
+    nodes = _read_nodes(elements, honour_nofollow=not follow_nofollow, anchors=kept)
     noindex, nofollow = _meta_robots(nodes.metas)
     base = _base_resolver(nodes.base, page)
     links, skipped = _resolve_links(
@@ -147,7 +150,7 @@ def parse_html(
         metas=tuple(nodes.metas),
         names_canonical=nodes.canonical is not None,
         canonical_link=nodes.canonical,
-        nodes=elements,
+        anchors=kept,
     )
 
 
@@ -224,12 +227,18 @@ class _Nodes:
     finer)."""
 
 
-def _read_nodes(nodes: list[LexborNode], *, honour_nofollow: bool) -> _Nodes:
+def _read_nodes(
+    nodes: list[LexborNode],
+    *,
+    honour_nofollow: bool,
+    anchors: list[tuple[LexborNode, str]] | None = None,
+) -> _Nodes:
     """Sort the elements of `_NODE_SELECTOR` into links, meta tags and the base, in one pass
     (reading an element's name and attributes is most of a link's cost). All attributes are
     read at once: ``attrs`` read by name raises inside for a missing ``rel`` and cost more,
     and a selector setting ``a[href]:not([rel])`` apart returns those elements twice (lexbor
-    returns an element once per selector it matches), which costs more than it spares."""
+    returns an element once per selector it matches), which costs more than it spares.
+    ``anchors``, when given, gets each ``<a>`` with its ``href``."""
     found = _Nodes()
     hrefs: dict[str, None] = {}  # as written: a page repeats many (navigation, footer)
     eligible = rel_nofollow = 0
@@ -243,6 +252,8 @@ def _read_nodes(nodes: list[LexborNode], *, honour_nofollow: bool) -> _Nodes:
             continue
         attributes = node.attributes
         href = attributes.get("href") or ""
+        if anchors is not None and tag == _A:
+            anchors.append((node, href))
         rel = attributes.get("rel")
         if not rel and tag != _LINK:  # most links: followed, nothing more to read
             eligible += 1

@@ -27,7 +27,7 @@ import random
 import time
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 from gossamer.testweb.prose import GENERIC, TITLES, TOPICS
 from gossamer.testweb.protocol import write_to
@@ -323,6 +323,7 @@ class TopicalServer:
         self.log: list[Hit] = []
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
+        self._handlers: set[asyncio.Task[Any]] = set()
         self.port = 0
 
     async def __aenter__(self) -> Self:
@@ -338,12 +339,18 @@ class TopicalServer:
             for writer in list(self._writers):
                 writer.close()
             await self._server.wait_closed()
+            if self._handlers:  # each ends at its closed connection's end of file
+                await asyncio.wait(self._handlers, timeout=5)
 
     def url(self, host: str, path: str = "/") -> str:
         return _url(host, path, self.port)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._writers.add(writer)
+        handler = asyncio.current_task()
+        if handler is not None:  # awaited at the close, not cancelled with the loop
+            self._handlers.add(handler)
+            handler.add_done_callback(self._handlers.discard)
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
