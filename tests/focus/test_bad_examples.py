@@ -62,3 +62,20 @@ async def test_an_off_topic_example_is_named_and_the_crawl_goes_on(
     assert code == 0, output
     assert f"focus example {site}/garden.html holds none of the phrase's words" in output
     assert "locks.html holds none" not in output
+
+
+@pytest.mark.slow
+async def test_an_example_outside_the_scope_is_named_and_shapes_the_topic(
+    site: str, tmp_path: Path
+) -> None:
+    """An example on a host the crawl may not visit is fetched (it says what the topic is)
+    and named in a warning; an example in scope is not."""
+    port = site.rpartition(":")[2]
+    elsewhere = f"http://elsewhere.example:{port}/locks.html"
+    args = [f"{site}/", "--focus-phrase", PHRASE, "--max-pages", "2"]
+    args += ["--focus-example", elsewhere, "--focus-example", f"{site}/locks.html"]
+    args += ["--resolve", "elsewhere.example=127.0.0.1"]
+    code, output = await run_cli(args, tmp_path)
+    assert code == 0, output
+    assert f"focus example {elsewhere} is outside the crawl's scope" in output, output
+    assert f"{site}/locks.html is outside" not in output, output

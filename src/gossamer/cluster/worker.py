@@ -255,6 +255,7 @@ async def _crawl_share(
             stages.gate,
             stages.robots,
             shared=(control.redis, control.job),
+            scope=stages.scope,
         )
         crawler = assemble_crawler(
             stages,

@@ -34,7 +34,7 @@ from gossamer.robots_fetch import Fetch
 from gossamer.settings import CrawlSettings, SettingsError
 from gossamer.sinks.base import RecordSink
 from gossamer.sinks.sqlite import SQLiteSink
-from gossamer.urls import ParamStripper, host_key
+from gossamer.urls import ParamStripper, Scope, host_key
 
 if TYPE_CHECKING:
     from gossamer.extract.rules import RuleSet
@@ -61,13 +61,15 @@ async def focus_policy(
     gate: HostGate | None,
     robots: RobotsCache,
     shared: tuple[Any, str] | None = None,
+    scope: Scope | None = None,
 ) -> Focus | None:
     """A focused crawl's policy (None for a plain crawl, which imports nothing of
     :mod:`gossamer.focus`): the example pages are fetched now by ``fetcher`` (through
     ``gate``, robots.txt and the hosts' delays obeyed, and waited for before the crawl's first
     request), and with the phrase they make the topic. A bad example or an empty topic raises
     SettingsError. ``shared``: a cluster job's Redis client and job name, through which the
-    policy shares what it learns with the other workers."""
+    policy shares what it learns with the other workers. An example outside ``scope`` is
+    named in a warning."""
     if not settings.focused:
         return None
     from gossamer.focus.config import FocusConfig
@@ -90,7 +92,7 @@ async def focus_policy(
         topic = Topic(settings.focus_phrase or "", [e.text for e in examples])
     except TopicError as exc:
         raise SettingsError(f"invalid setting 'focus_phrase': {exc}") from None
-    warn_unrelated(examples, topic)
+    warn_unrelated(examples, topic, None if scope is None else functools.partial(in_scope, scope))
     config = FocusConfig(
         threshold=settings.focus_threshold,
         mode=settings.focus_mode,
@@ -271,7 +273,9 @@ async def build_crawler(
             if digests is not None:
                 digests.restore()
         await start_stages(frontier, stages.gate, stages.proxies)
-        focus = await focus_policy(settings, frontier, stages.fetcher, stages.gate, stages.robots)
+        focus = await focus_policy(
+            settings, frontier, stages.fetcher, stages.gate, stages.robots, scope=stages.scope
+        )
         crawler = assemble_crawler(
             stages,
             settings,

@@ -8,13 +8,15 @@ page: its delay and Crawl-delay hold between them and the crawl's own requests. 
 cannot be fetched, is forbidden by robots.txt, is not a 2xx HTML page or holds no text stops
 the crawl before it starts with an :class:`ExampleError` naming it; one that holds none of the
 phrase's words is named in a warning (:func:`warn_unrelated`): the crawl goes on, since a page
-may be on the topic in other words, but a wrong URL shows.
+may be on the topic in other words, but a wrong URL shows. So is one outside the crawl's scope
+(:func:`outside`): it still says what the topic is (a page of another site may define it
+best), but the crawl fetches none of its site's pages, its neighbours among them.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -130,7 +132,23 @@ def unrelated(examples: Sequence[Example], topic: Topic) -> list[str]:
     ]
 
 
-def warn_unrelated(examples: Sequence[Example], topic: Topic) -> None:
-    """Log :func:`unrelated`'s messages as warnings."""
-    for message in unrelated(examples, topic):
+def outside(examples: Sequence[Example], in_scope: Callable[[str], bool]) -> list[str]:
+    """Messages naming the examples the crawl's scope leaves out (``in_scope`` false)."""
+    return [
+        f"focus example {example.url} is outside the crawl's scope: it shapes the topic, but "
+        "no page of its site is fetched (--allow-domain takes its site in)"
+        for example in examples
+        if not in_scope(example.url)
+    ]
+
+
+def warn_unrelated(
+    examples: Sequence[Example], topic: Topic, in_scope: Callable[[str], bool] | None = None
+) -> None:
+    """Log :func:`unrelated`'s messages, and :func:`outside`'s with ``in_scope``, as
+    warnings."""
+    messages = unrelated(examples, topic)
+    if in_scope is not None:
+        messages += outside(examples, in_scope)
+    for message in messages:
         log.warning("%s", message)
