@@ -313,6 +313,20 @@ async def wait_for_records(tmp_path: Path, workers: range, least: int, limit: fl
         await asyncio.sleep(0.05)
 
 
+async def next_leader(url: str, old: str, limit: float = 15) -> tuple[str, float]:
+    """The leader after ``old`` and the seconds it took to come, read from Redis every 20 ms
+    (a ``cluster status`` each time would take a process start, a second under load)."""
+    control = Control(Redis.from_url(url), DEFAULT_JOB)
+    started = time.monotonic()
+    try:
+        while (leader := await control.leader()) in (None, old):
+            assert time.monotonic() - started < limit, f"{old} still leads or none does"
+            await asyncio.sleep(0.02)
+        return leader, time.monotonic() - started
+    finally:
+        await control.redis.aclose()
+
+
 async def first_assignment(url: str, limit: float = 20) -> dict[str, frozenset[int]]:
     """The first published assignment (version 1), read from Redis as soon as it is there."""
     control = Control(Redis.from_url(url), DEFAULT_JOB)
