@@ -17,6 +17,7 @@ from tests.redis_server import RedisServer
 
 import gossamer
 from gossamer import JobSettings, Link, Page, PageRecord, Worker, WorkerOptions
+from gossamer.api.running import Running
 from gossamer.testweb import TestWebServer, generate
 
 pytestmark = pytest.mark.timeout(60)
@@ -97,6 +98,20 @@ async def test_a_worker_stopped_before_its_job_came(tmp_path: Path) -> None:
         worker.start()
         await asyncio.sleep(0.2)
         worker.stop()
+        with pytest.raises(RuntimeError, match="before its job came"):
+            await asyncio.wait_for(worker.wait(), 5)
+
+
+async def test_a_stop_before_the_job_ends_the_wait_even_when_its_cancel_is_lost(
+    tmp_path: Path,
+) -> None:
+    """The wait for the job also looks at the stop asked: a cancel lost in a race (here not
+    sent at all: the base class's stop) still ends it at the next look, not at the job
+    timeout."""
+    with RedisServer() as redis:
+        worker = Worker(redis.url, out=tmp_path / "w", job_timeout=30)
+        worker.start()
+        Running.stop(worker)  # the stop asked, without Worker.stop's cancel
         with pytest.raises(RuntimeError, match="before its job came"):
             await asyncio.wait_for(worker.wait(), 5)
 

@@ -93,7 +93,11 @@ class Running:
             started=self._started,
             signals=self._signals,
             progress=self._progress(),
+            stopping=self._stopping,
         )
+
+    def _stopping(self) -> bool:
+        return self._stop_asked
 
     def _progress(self) -> bool | None:
         return False

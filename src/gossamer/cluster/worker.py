@@ -140,16 +140,22 @@ async def run_worker(options: WorkerOptions, additions: Additions = NOTHING) -> 
             options.redis_url, options.job, options.redis_timeout, durable=options.replica_wait
         )
         try:
-            settings = await _wait_for_job(control, options, name)
+            settings = await _wait_for_job(control, options, name, additions.stopping)
             tune_gc()
             return await _work(control, settings, name, guard, metrics, additions)
         finally:
             await control.redis.aclose()
 
 
-async def _wait_for_job(control: Control, options: WorkerOptions, name: str) -> JobSettings:
+async def _wait_for_job(
+    control: Control,
+    options: WorkerOptions,
+    name: str,
+    stopping: Callable[[], bool] | None = None,
+) -> JobSettings:
     """The job's settings with this worker's options, once it is submitted. Meanwhile the
-    worker beats, so the first leader's first assignment includes every waiting worker."""
+    worker beats, so the first leader's first assignment includes every waiting worker.
+    Cancelled, or at its next look once ``stopping`` says so."""
     deadline = time.monotonic() + options.job_timeout
     ttl = options.heartbeat_ttl or ClusterSettings().heartbeat_ttl
     figures = {"pages": 0, "partitions": 0, "pid": os.getpid(), "host": socket.gethostname()}
@@ -157,6 +163,8 @@ async def _wait_for_job(control: Control, options: WorkerOptions, name: str) -> 
     next_beat = 0.0
     told = False
     while (settings := await load_job(control)) is None:
+        if stopping is not None and stopping():
+            raise asyncio.CancelledError  # as the cancel that may have been lost
         now = time.monotonic()
         if now >= next_beat:
             await control.heartbeat(name, figures, ttl)

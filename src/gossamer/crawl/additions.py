@@ -31,6 +31,10 @@ class Additions(msgspec.Struct, frozen=True):
     """SIGINT and SIGTERM stop the crawl gracefully (a second one exits at once)."""
     progress: bool | None = None
     """Show the progress line on stderr; None: unless ``quiet``, when stderr is a terminal."""
+    stopping: Callable[[], bool] | None = None
+    """Whether the program asked the crawl to stop: a cluster worker still waiting for its
+    job stops waiting at its next look (the program cancels that wait too, but a cancel can
+    be lost in a race with a Redis reply)."""
 
     @property
     def items(self) -> bool:
