@@ -115,3 +115,20 @@ async def test_an_example_redirecting_to_a_port_not_allowed_exits_2(
         assert code == 2, output
         assert f"{example}: redirects to {target}, a port the crawl may not visit" in output
         assert asked == []
+
+
+@pytest.mark.slow
+async def test_an_example_redirecting_to_a_non_http_url_is_named_for_it(
+    site: str, tmp_path: Path
+) -> None:
+    """Not "too many redirects": the one redirect it makes leads nowhere a crawl goes."""
+
+    async def hop(request: web.Request) -> web.Response:
+        raise web.HTTPFound("javascript:alert(1)")
+
+    async with serve(hop) as port:
+        example = f"http://hop.test:{port}/hop.html"
+        args = [f"{site}/", "--focus-phrase", PHRASE, "--focus-example", example]
+        code, output = await run_cli([*args, "--allow-port", str(port)], tmp_path)
+    assert code == 2, output
+    assert f"{example}: redirects to 'javascript:alert(1)', not an http(s) URL" in output, output

@@ -119,7 +119,8 @@ async def _fetch_one(
         if result.status is not None and 300 <= result.status < 400 and result.location:
             target = Resolver(url).resolve(result.location)
             if target is None:
-                break
+                where = result.location[:200]
+                raise ExampleError(f"{given}: redirects to {where!r}, not an http(s) URL")
             url = canonicalize(target)
             if not _port_named(url, given, in_scope):
                 raise ExampleError(f"{given}: redirects to {url}, a port the crawl may not visit")
