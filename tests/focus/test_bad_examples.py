@@ -8,8 +8,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 from tests.focus.test_focus_crawl import run_cli
-from tests.local_app import serve_pages
+from tests.local_app import serve, serve_pages
 
 from gossamer.focus.examples import Example, unrelated
 from gossamer.focus.topic import Topic
@@ -79,3 +80,55 @@ async def test_an_example_outside_the_scope_is_named_and_shapes_the_topic(
     assert code == 0, output
     assert f"focus example {elsewhere} is outside the crawl's scope" in output, output
     assert f"{site}/locks.html is outside" not in output, output
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("allowed", [False, True])
+async def test_an_example_redirecting_to_a_port_not_allowed_exits_2(
+    site: str, tmp_path: Path, allowed: bool
+) -> None:
+    """An example page that redirects to another port of a host the crawl may reach is not
+    followed there (a Redis, an admin page) unless the crawl allows that port; no request
+    reaches the other port."""
+    asked: list[str] = []
+
+    async def other(request: web.Request) -> web.Response:
+        asked.append(request.path)
+        return web.Response(text=PAGES["/locks.html"], content_type="text/html")
+
+    async with serve(other) as port:
+        target = f"http://other.test:{port}/locks.html"
+
+        async def hop(request: web.Request) -> web.Response:
+            raise web.HTTPFound(target)
+
+        async with serve(hop) as hop_port:
+            example = f"http://hop.test:{hop_port}/hop.html"
+            args = [f"{site}/", "--focus-phrase", PHRASE, "--max-pages", "1"]
+            args += ["--focus-example", example, "--allow-port", str(hop_port)]
+            args += ["--allow-port", str(port)] if allowed else []
+            code, output = await run_cli(args, tmp_path)
+    if allowed:
+        assert code == 0, output
+        assert "/locks.html" in asked
+    else:
+        assert code == 2, output
+        assert f"{example}: redirects to {target}, a port the crawl may not visit" in output
+        assert asked == []
+
+
+@pytest.mark.slow
+async def test_an_example_redirecting_to_a_non_http_url_is_named_for_it(
+    site: str, tmp_path: Path
+) -> None:
+    """Not "too many redirects": the one redirect it makes leads nowhere a crawl goes."""
+
+    async def hop(request: web.Request) -> web.Response:
+        raise web.HTTPFound("javascript:alert(1)")
+
+    async with serve(hop) as port:
+        example = f"http://hop.test:{port}/hop.html"
+        args = [f"{site}/", "--focus-phrase", PHRASE, "--focus-example", example]
+        code, output = await run_cli([*args, "--allow-port", str(port)], tmp_path)
+    assert code == 2, output
+    assert f"{example}: redirects to 'javascript:alert(1)', not an http(s) URL" in output, output

@@ -79,12 +79,14 @@ async def focus_policy(
     from gossamer.focus.topic import Topic, TopicError
 
     fetch: Any = fetcher if gate is None else GatedFetch(fetcher, gate)
+    scoped = None if scope is None else functools.partial(in_scope, scope)
     try:
         examples = await fetch_examples(
             settings.focus_examples,
             fetch,
             robots if settings.robots else None,
             extractor=settings.extractor,
+            in_scope=scoped,
         )
     except ExampleError as exc:
         raise SettingsError(f"invalid setting 'focus_examples': {exc}") from None
@@ -92,7 +94,7 @@ async def focus_policy(
         topic = Topic(settings.focus_phrase or "", [e.text for e in examples])
     except TopicError as exc:
         raise SettingsError(f"invalid setting 'focus_phrase': {exc}") from None
-    warn_unrelated(examples, topic, None if scope is None else functools.partial(in_scope, scope))
+    warn_unrelated(examples, topic, scoped)
     config = FocusConfig(
         threshold=settings.focus_threshold,
         mode=settings.focus_mode,

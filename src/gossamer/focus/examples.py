@@ -2,15 +2,18 @@
 
 Each example is fetched like any page: robots.txt first (through the crawl's robots cache,
 which keeps the rules for the crawl), one request at a time, redirects followed (up to five
-hops). The crawl hands in a fetcher behind its host gate (:mod:`gossamer.frontier.gate`), so
-the examples' requests, robots.txt's included, take their host's politeness slot like any
-page: its delay and Crawl-delay hold between them and the crawl's own requests. An example that
-cannot be fetched, is forbidden by robots.txt, is not a 2xx HTML page or holds no text stops
-the crawl before it starts with an :class:`ExampleError` naming it; one that holds none of the
-phrase's words is named in a warning (:func:`warn_unrelated`): the crawl goes on, since a page
-may be on the topic in other words, but a wrong URL shows. So is one outside the crawl's scope
-(:func:`outside`): it still says what the topic is (a page of another site may define it
-best), but the crawl fetches none of its site's pages, its neighbours among them.
+hops) while they keep to the ports the user named: a redirect to an explicit port is followed
+only to the origin of the example as given or to a URL in the crawl's scope (a hostile example
+page cannot send the crawl to a Redis on 6379 of a host it may reach). The crawl hands in a
+fetcher behind its host gate (:mod:`gossamer.frontier.gate`), so the examples' requests,
+robots.txt's included, take their host's politeness slot like any page: its delay and
+Crawl-delay hold between them and the crawl's own requests. An example that cannot be fetched,
+is forbidden by robots.txt, is not a 2xx HTML page or holds no text stops the crawl before it
+starts with an :class:`ExampleError` naming it; one that holds none of the phrase's words is
+named in a warning (:func:`warn_unrelated`): the crawl goes on, since a page may be on the
+topic in other words, but a wrong URL shows. So is one outside the crawl's scope
+(:func:`outside`): it still says what the topic is (a page of another site may define it best),
+but the crawl fetches none of its site's pages, its neighbours among them.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from gossamer.extract import extract
 from gossamer.focus.topic import Topic
 from gossamer.frontier.robots import RobotsCache, RobotsDeferred
 from gossamer.parse.links import parse_html
-from gossamer.urls import InvalidURL, Resolver, canonicalize
+from gossamer.urls import InvalidURL, Resolver, canonicalize, explicit_port, host_of
 
 log = logging.getLogger(__name__)
 _HOPS = 5
@@ -70,16 +73,28 @@ async def fetch_examples(
     robots: RobotsCache | None,
     *,
     extractor: str = "tree",
+    in_scope: Callable[[str], bool] | None = None,
 ) -> list[Example]:
-    """The examples' main texts."""
+    """The examples' main texts. ``in_scope``: whether the crawl may visit a URL (a redirect
+    to an explicit port is followed only there or to the example's own origin)."""
     examples = []
     for given in urls:
         try:
             url = canonicalize(given)
         except InvalidURL as exc:
             raise ExampleError(f"{given!r} is not an http(s) URL: {exc}") from None
-        examples.append(await _fetch_one(url, fetcher, robots, extractor))
+        examples.append(await _fetch_one(url, fetcher, robots, extractor, in_scope))
     return examples
+
+
+def _port_named(url: str, given: str, in_scope: Callable[[str], bool] | None) -> bool:
+    """Whether a redirect of the example ``given`` to ``url`` keeps to the ports the user
+    named: the scheme's default, the example's own origin's, or any the crawl's scope
+    allows."""
+    port = explicit_port(url)
+    if port is None or (port == explicit_port(given) and host_of(url) == host_of(given)):
+        return True
+    return in_scope is not None and in_scope(url)
 
 
 async def _fetch_one(
@@ -87,6 +102,7 @@ async def _fetch_one(
     fetcher: ExampleFetch,
     robots: RobotsCache | None,
     extractor: str,
+    in_scope: Callable[[str], bool] | None = None,
 ) -> Example:
     given = url
     for _ in range(_HOPS + 1):
@@ -103,8 +119,11 @@ async def _fetch_one(
         if result.status is not None and 300 <= result.status < 400 and result.location:
             target = Resolver(url).resolve(result.location)
             if target is None:
-                break
+                where = result.location[:200]
+                raise ExampleError(f"{given}: redirects to {where!r}, not an http(s) URL")
             url = canonicalize(target)
+            if not _port_named(url, given, in_scope):
+                raise ExampleError(f"{given}: redirects to {url}, a port the crawl may not visit")
             continue
         if result.status is None or not 200 <= result.status < 300:
             why = result.error or f"HTTP {result.status}"
