@@ -264,3 +264,15 @@ def test_a_fragment_is_resolved_once_for_all_its_spellings() -> None:
     for reference in ["http: #f", "y.html\t#f", " #f", "#", "z.html#"]:
         assert resolver.resolve(reference) == resolver._resolve(reference)
     assert resolver.resolve("http: #f") == "http://fragments.test/d/"
+
+
+def test_a_lone_surrogate_is_a_malformed_url_not_a_crash() -> None:
+    """A byte that is not UTF-8 in a seed file or an argument comes as a lone surrogate
+    (``surrogateescape``): the URL parser refuses such text with a TypeError, which every
+    caller reads as a malformed URL."""
+    url = "http://a.test/\udcff"
+    with pytest.raises(InvalidURL):
+        canonicalize(url)
+    with pytest.raises(ValueError, match="not an absolute http"):
+        Resolver(url)
+    assert Resolver("http://a.test/").resolve("x\udcff.html") is None

@@ -95,7 +95,7 @@ def _canonicalize(url: str) -> str:
 def _canonical_form(url: str) -> str:
     try:
         parsed = can_ada.parse(url)
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:  # TypeError: a lone surrogate, not UTF-8 text
         raise InvalidURL(f"malformed URL: {url[:200]!r}") from exc
     scheme = parsed.protocol
     if scheme not in _SCHEMES:
@@ -220,7 +220,7 @@ class Resolver:
     def __init__(self, base: str) -> None:
         try:
             parsed = can_ada.parse(base)
-        except ValueError as exc:
+        except (ValueError, TypeError) as exc:  # TypeError: a lone surrogate
             raise ValueError(f"not an absolute http(s) URL: {base[:200]!r}") from exc
         if parsed.protocol not in _SCHEMES:
             raise ValueError(f"not an absolute http(s) URL: {base[:200]!r}")
@@ -292,7 +292,7 @@ class Resolver:
             return None
         try:
             return can_ada.parse(url).href
-        except ValueError:
+        except (ValueError, TypeError):  # TypeError: a lone surrogate (from a file or argv)
             return None
 
     def _with_scheme(self, reference: str) -> str | None:
