@@ -559,6 +559,25 @@ async def test_known_keeps_the_recently_used_origins() -> None:
     assert cache.stats().hosts_cached == 3
 
 
+async def test_an_origin_loaded_again_counts_as_the_newest(clock: FakeClock) -> None:
+    """Expired and loaded again, A goes after B and C: loading D evicts B."""
+
+    async def missing(url: str) -> RobotsResponse:
+        return RobotsReply(404)
+
+    cache = RobotsCache(missing, clock=clock, ttl=10.0, max_hosts=3)
+    await cache.get("http://a.test/")
+    clock.now += 5
+    for name in "bc":
+        await cache.get(f"http://{name}.test/")
+    clock.now += 5
+    await cache.get("http://a.test/")  # expired: loaded again
+    await cache.get("http://d.test/")
+    assert cache.known("http://b.test/") is None
+    for name in "acd":
+        assert cache.known(f"http://{name}.test/") is not None, name
+
+
 async def test_a_host_the_address_guard_blocks_is_allowed_and_soon_asked_again(
     clock: FakeClock,
 ) -> None:

@@ -36,6 +36,7 @@ import asyncio
 import logging
 import re
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
@@ -271,7 +272,9 @@ class RobotsCache:
         self._retry_interval = retry_interval
         self._clock = clock
         self._max_hosts = max_hosts
-        self._entries: dict[str, _Entry] = {}
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        """Origin -> its policy, the least recently used first (a dict would find its oldest
+        key by scanning past every key deleted before it)."""
         self._in_flight: dict[str, asyncio.Task[RobotsPolicy]] = {}
         self._verdicts = VerdictCounts()
         self._fetches = 0
@@ -294,7 +297,7 @@ class RobotsCache:
         if entry is None or entry.expires <= self._clock():
             return None
         if next(reversed(entries)) != key:  # least recently used go first
-            entries[key] = entries.pop(key)
+            entries.move_to_end(key)
         return entry.policy
 
     async def get(self, url: str) -> RobotsPolicy:
@@ -391,7 +394,7 @@ class RobotsCache:
         self._entries.pop(key, None)  # re-insert at the end: eviction goes oldest first
         self._entries[key] = _Entry(policy, self._clock() + lifetime)
         while len(self._entries) > self._max_hosts:
-            del self._entries[next(iter(self._entries))]
+            self._entries.popitem(last=False)
         if self._on_rules is not None:
             self._on_rules(key, policy)
 
