@@ -236,6 +236,23 @@ async def test_max_entries_evicts_the_oldest() -> None:
     assert resolver.stats().entries == 0
 
 
+async def test_an_answer_resolved_again_counts_as_the_newest() -> None:
+    """h0 expired and resolved again goes after h1 and h2: h3 evicts h1, not h0."""
+    real = FakeResolver({f"h{i}.example": f"192.0.2.{i}" for i in range(4)})
+    clock = FakeClock()
+    resolver = CachingResolver(real, ttl=10.0, max_entries=3, clock=clock)
+    await resolver.resolve("h0.example", 80)
+    clock.now += 5
+    for name in ("h1.example", "h2.example"):
+        await resolver.resolve(name, 80)
+    clock.now += 5
+    await resolver.resolve("h0.example", 80)  # expired: resolved again
+    await resolver.resolve("h3.example", 80)
+    for name in ("h0.example", "h2.example", "h3.example", "h1.example"):
+        await resolver.resolve(name, 80)
+    assert real.calls == [f"h{i}.example" for i in (0, 1, 2, 0, 3, 1)]
+
+
 async def test_injected_resolver_is_not_closed() -> None:
     real = FakeResolver()
     resolver = CachingResolver(real)

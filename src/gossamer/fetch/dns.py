@@ -27,6 +27,7 @@ import ipaddress
 import re
 import socket
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol, TypedDict
 
@@ -267,7 +268,9 @@ class CachingResolver:
         self._timeout = timeout
         self._max_entries = max_entries
         self._clock = clock
-        self._cache: dict[tuple[str, int], _Entry] = {}
+        self._cache: OrderedDict[tuple[str, int], _Entry] = OrderedDict()
+        """Answers, the oldest first (a dict would find its oldest key by scanning past every
+        key deleted before it)."""
         self._in_flight: dict[tuple[str, int], asyncio.Task[_Entry]] = {}
         self._hits = self._misses = self._failures = self._coalesced = self._override_hits = 0
 
@@ -321,7 +324,7 @@ class CachingResolver:
     def _store(self, key: tuple[str, int], entry: _Entry) -> None:
         self._cache[key] = entry
         if len(self._cache) > self._max_entries:
-            del self._cache[next(iter(self._cache))]
+            self._cache.popitem(last=False)
 
     def clear(self) -> None:
         """Forget every cached answer (positive and negative)."""
