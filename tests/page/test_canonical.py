@@ -102,6 +102,18 @@ def test_memory_is_bounded() -> None:
     assert judge.judge("http://site.test/x", "http://site.test/f99") == (None, "canonical-error")
 
 
+def test_the_oldest_remembered_are_forgotten_first() -> None:
+    """f0 failed again goes after f1 and f2: f3's failure forgets f1, not f0."""
+    judge = Canonicals(limit=3)
+    for name in ("f0", "f1", "f2", "f0", "f3"):
+        judge.ended(f"http://site.test/{name}", failed=True)
+    for name in ("f0", "f2", "f3"):
+        assert judge.judge("http://site.test/x", f"http://site.test/{name}")[1] == (
+            "canonical-error"
+        ), name
+    assert judge.judge("http://site.test/x", "http://site.test/f1")[1] == "canonical-followed"
+
+
 def test_a_tag_in_the_body_or_without_href_names_nothing() -> None:
     body = '<html><head></head><body><link rel="canonical" href="/body"></body></html>'
     assert tag_canonical(LexborHTMLParser(body), PAGE) is None

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
@@ -165,14 +166,14 @@ class Canonicals:
         self._in_scope = in_scope
         self._limit = limit
         self._checks = checks or Checks()
-        self._named: dict[str, str] = {}
+        self._named: OrderedDict[str, str] = OrderedDict()
         """Pages that named another canonical URL and were not stored: page -> canonical."""
-        self._awaited: dict[str, str] = {}
+        self._awaited: OrderedDict[str, str] = OrderedDict()
         """Canonical URLs queued and not fetched yet: canonical -> the page that named it."""
-        self._failed: dict[str, None] = {}
-        self._redirects: dict[str, str] = {}
+        self._failed: OrderedDict[str, None] = OrderedDict()
+        self._redirects: OrderedDict[str, str] = OrderedDict()
         """URLs that redirected: URL -> its target."""
-        self._origins: dict[str, None] = {}
+        self._origins: OrderedDict[str, None] = OrderedDict()
         """Origins (``scheme://host[:port]``) that served a page judged here."""
 
     def judge(
@@ -257,11 +258,14 @@ class Canonicals:
         )
         return "canonical-error"
 
-    def _remember(self, table: dict[str, _V], key: str, value: _V) -> None:
+    def _remember(self, table: OrderedDict[str, _V], key: str, value: _V) -> None:
+        """Keep ``key`` in ``table`` as its newest, forgetting its oldest past the limit (an
+        ``OrderedDict``: a dict finds its oldest key by scanning past every key deleted
+        before it)."""
         table.pop(key, None)
         table[key] = value
         if len(table) > self._limit:
-            del table[next(iter(table))]
+            table.popitem(last=False)
 
 
 def _scheme_only(url: str, canonical: str) -> bool:
