@@ -106,3 +106,12 @@ def test_a_host_learns_rendering_is_useless_and_rechecks_a_share() -> None:
     complete = read_signals(_page(PROSE + LINKS), URL)
     assert not learner.should_render("h", complete)
     assert learner.verdict("other") is Verdict.LEARNING
+
+
+def test_the_oldest_hosts_are_forgotten_first() -> None:
+    """Past ``max_hosts`` the host first seen is forgotten, however recently it was seen."""
+    learner = HostLearner(probe=1, max_hosts=2)
+    for host in ("a", "b", "a", "c"):
+        learner.observe(host, useful=True)
+    assert learner.verdict("a") is Verdict.LEARNING  # forgotten
+    assert learner.verdict("b") is learner.verdict("c") is Verdict.NEEDED

@@ -17,6 +17,7 @@ where rendering proved useful has every candidate rendered.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from dataclasses import dataclass
 from enum import Enum
 from urllib.parse import urlsplit
@@ -129,7 +130,9 @@ class HostLearner:
         self._probe = probe
         self._recheck = recheck
         self._max_hosts = max_hosts
-        self._hosts: dict[str, _Host] = {}
+        self._hosts: OrderedDict[str, _Host] = OrderedDict()
+        """The hosts' records, the oldest first (a dict would find its oldest key by scanning
+        past every key deleted before it)."""
 
     def verdict(self, host: str) -> Verdict:
         """What ``host`` has shown so far."""
@@ -171,7 +174,7 @@ class HostLearner:
         entry = self._hosts.get(host)
         if entry is None:
             if len(self._hosts) >= self._max_hosts:
-                self._hosts.pop(next(iter(self._hosts)))
+                self._hosts.popitem(last=False)
             entry = self._hosts[host] = _Host()
         return entry
 
