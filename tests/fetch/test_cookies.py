@@ -103,6 +103,24 @@ def test_bounds_per_domain_and_in_all() -> None:
     assert len(jar.parse("http://x.test/", lines, _everywhere)) == 100
 
 
+@pytest.mark.parametrize(("sites", "per_site"), [(1, MAX_PER_DOMAIN), (20, MAX_COOKIES // 20)])
+def test_a_cookie_set_again_counts_as_the_newest(sites: int, per_site: int) -> None:
+    """The site (one site full) or the jar (20 sites) full: c0 of d0 set again goes last, and
+    a new cookie evicts c1 of d0 (the least recently set), not c0."""
+    jar = CookieJar(clock=lambda: NOW)
+    jar.add(
+        (f"d{i}.test", "/", f"c{j}", "v", False, None, True)
+        for i in range(sites)
+        for j in range(per_site)
+    )
+    jar.add([("d0.test", "/", "c0", "again", False, None, True)])
+    jar.add([("d0.test", "/", "new", "v", False, None, True)])
+    kept = {(row[0], row[2]) for row in jar.rows()}
+    assert ("d0.test", "c0") in kept and ("d0.test", "new") in kept
+    assert ("d0.test", "c1") not in kept
+    assert len(kept) == sites * per_site
+
+
 @pytest.mark.parametrize(
     ("host", "suffix"),
     [

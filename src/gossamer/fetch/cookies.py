@@ -28,6 +28,7 @@ import functools
 import ipaddress
 import re
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -82,8 +83,10 @@ class CookieJar:
         on_change: Callable[[list[CookieRow]], None] | None = None,
         on_update: Callable[[list[CookieRow], list[Key]], None] | None = None,
     ) -> None:
-        self._cookies: dict[Key, CookieRow] = {}
-        """Every cookie, the least recently set first."""
+        self._cookies: OrderedDict[Key, CookieRow] = OrderedDict()
+        """Every cookie, the least recently set first. Ordered, not a dict: a dict finds its
+        oldest key by scanning past every key deleted before it (a site's, in ``_sites``,
+        are dicts: at most `MAX_PER_DOMAIN`, the scan is short)."""
         self._domains: dict[str, dict[Key, CookieRow]] = {}
         """The cookies by their domain (what a request's host looks up)."""
         self._sites: dict[str, dict[Key, None]] = {}
