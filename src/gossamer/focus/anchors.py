@@ -27,8 +27,10 @@ another (500 ``<div>`` each holding a link and the next, or 500 ``<a>`` nested i
 ``<svg>``) over 9 MB of text or a million empty elements read them 500 times: 6 to 11 s for
 one page. A page of 5,000 links in lists takes 12 ms."""
 _CHECK_EVERY = 8
-"""Links read between two looks at the clock (each some 0.5 µs): past the budget by at most
-this many links' reads (a few of the document's size each)."""
+"""Links read between two looks at the clock: past the budget by at most this many links'
+reads (a few of the document's size each). The look is at the wall clock (45 ns, read without
+a system call); the thread's CPU clock (a system call, 0.56 µs: 2 % of the focus's time when
+read every 8 links) only once the wall clock says the budget may be spent."""
 _OUTWARD = 'a[href]:not([href^="#"])'
 """Links within the page are left to lexbor: a reference page holds a thousand of them."""
 _GROUPS = frozenset(create_tag(t).tag_id for t in ("ul", "ol", "dl", "table", "nav", "menu"))
@@ -86,14 +88,19 @@ def link_texts(
     if anchors is None:
         anchors = _read(tree.css(_OUTWARD))
     outward = 0
-    deadline = time.thread_time() + MAX_READ_SECONDS
+    started = time.thread_time()
+    deadline = time.perf_counter() + MAX_READ_SECONDS
     for node, href in anchors:
         if href[:1] == "#":
             continue
         outward += 1
         if outward > MAX_ANCHORS:
             break
-        if not outward % _CHECK_EVERY and time.thread_time() > deadline:
+        if (
+            not outward % _CHECK_EVERY
+            and time.perf_counter() > deadline
+            and time.thread_time() - started > MAX_READ_SECONDS
+        ):
             break
         url = targets.get(href, "")  # "" no URL resolves to
         if url == "":
