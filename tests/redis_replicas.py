@@ -98,6 +98,10 @@ class ReplicatedCluster(StartStop):
                 self._wait(port, "CLUSTER INFO", "cluster_state:ok")
             for port in self.replicas():
                 self._wait(port, "INFO replication", "master_link_status:up")
+            for port in self.master_ports():
+                # the master's own view: a replica is online (ROLE lists it) only at its first
+                # acknowledgement after the sync, up to a second after the replica's link is up
+                self._wait(port, "INFO replication", "state=online")
         except BaseException:
             self.stop()
             raise
