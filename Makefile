@@ -49,8 +49,8 @@ test: lint typecheck docs-check pytest
 # make docs: the documentation site (mkdocs.yml, docs/) into site/, its generated reference
 # pages (settings, records) written again from the code first. make test checks they are
 # current and builds the site in strict mode (a broken link or anchor fails); its pytest run
-# executes every command block of README.md and docs/ marked runnable
-# (tests/test_docs_commands.py).
+# executes every command block of README.md and docs/ marked runnable and compares the
+# output a console block shows with what its commands print (tests/test_docs_commands.py).
 docs: $(STAMP)
 	$(BIN)/python scripts/reference_pages.py
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict

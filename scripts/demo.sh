@@ -16,7 +16,8 @@ done
 PORT=$(sed -n 's|^serving .* on http://127.0.0.1:\([0-9]*\).*|\1|p' "$LOG")
 [ -n "$PORT" ] || { echo "demo web did not start:"; cat "$LOG"; exit 1; }
 echo "demo web: 6 hosts (site0.test ... site5.test) on 127.0.0.1:$PORT"
-echo "crawling: gossamer crawl http://site0.test:$PORT/ --allow-domain test --resolve '*.test=127.0.0.1'"
+echo "crawling: gossamer crawl http://site0.test:$PORT/ --allow-domain test \\"
+echo "    --resolve '*.test=127.0.0.1' --out $OUT --overwrite --robots-retry 1"
 "$BIN/gossamer" crawl "http://site0.test:$PORT/" --allow-domain test \
     --resolve '*.test=127.0.0.1' --out "$OUT" --overwrite --robots-retry 1
 echo

@@ -5,7 +5,8 @@ the line just before its fence:
 
 - ``<!-- runnable -->``: this test runs it (``<!-- runnable timeout=50 -->`` gives it more
   than the default 40 s). A ``bash`` block runs as one ``bash -e`` script; in a ``console``
-  block only the lines after ``$ `` (with their ``\\`` continuations) run, the rest is output.
+  block only the lines after ``$ `` (with their ``\\`` continuations) run, the rest is the
+  output the page shows, which the commands must print (see below).
   ``<!-- runnable continues -->`` runs the block after the page's previous runnable block, in
   the same folder and shell (a tutorial's steps): the chain is one test.
   ``<!-- runnable needs=chromium-headless-shell -->`` names programs the block needs (comma
@@ -25,6 +26,13 @@ that starts a server in the background (ending in ``&`` and naming ``--port N``,
 ``--metrics-port N`` or ``--bind HOST:N``) is followed by a wait until port N answers, as a
 reader waits for it before typing the next command. Whatever the block left running is ended
 when it ends (an EXIT trap, then the process group).
+
+The output a ``console`` block shows under a command is compared with what the command printed
+(stdout and stderr), numbers aside: a run of digits (with its decimals) matches any other,
+spaces and line breaks count as one space, and a line ``...`` (or a line ending in ``...``,
+its last word cut) stands for anything. A command in the foreground prints what the page
+shows and nothing else; one in the background (a server, its output sent to a file of its
+own) prints what the page shows among other lines.
 """
 
 from __future__ import annotations
@@ -48,7 +56,10 @@ DEFAULT_TIMEOUT = 40.0
 _FENCE = re.compile(r"^(?P<indent> *)(?P<fence>```+)(?P<lang>[\w-]*)")
 _MARK = re.compile(r"^\s*<!--\s*(?P<kind>runnable|not-runnable)(?P<rest>[^>]*)-->\s*$")
 _PORT = re.compile(r"(?:--(?:metrics-)?port[ =]|--bind[ =]\S*:)(\d+)")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_SHOWN_SPLIT = re.compile(r"^@@docs-command (\d+)@@$", re.MULTILINE)
 _PRELUDE = """\
+: "${DOCS_OUTPUT:?the folder for the output of background commands}"
 trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 __wait_port() {
     for _ in $(seq 400); do
@@ -144,15 +155,63 @@ def chains() -> list[tuple[Block, ...]]:
     return [tuple(chain) for chain in found]
 
 
+@dataclass(frozen=True)
+class Command:
+    """One command of a ``console`` block and the output the page shows under it."""
+
+    text: str
+    shown: tuple[str, ...]
+
+    @property
+    def background(self) -> bool:
+        return self.text.rstrip().endswith("&") and not self.text.rstrip().endswith("&&")
+
+
+def console_commands(block: Block) -> list[Command]:
+    """The commands of a ``console`` block (after ``$ ``, with their continuations), each with
+    the lines below it up to the next."""
+    found: list[Command] = []
+    command: list[str] = []
+    shown: list[str] = []
+    continuing = False
+    for line in block.text.splitlines():
+        if continuing or line.startswith("$ "):
+            if not continuing and command:
+                found.append(Command("\n".join(command), tuple(shown)))
+                command, shown = [], []
+            command.append(line if continuing else line[2:])
+            continuing = line.rstrip().endswith("\\")
+        elif command:
+            shown.append(line)
+    if command:
+        found.append(Command("\n".join(command), tuple(shown)))
+    return found
+
+
 def script_of(*chain: Block) -> str:
-    """The commands of blocks as one bash script, a port wait after each server started."""
-    return _PRELUDE + "".join(_commands(block) for block in chain)
+    """The commands of blocks as one bash script, a port wait after each server started; each
+    command of a ``console`` block is announced by a line of its number (0 before the other
+    blocks) and sends its output to ``$DOCS_OUTPUT/N`` when it runs in the background."""
+    script = [_PRELUDE]
+    number = 0
+    for block in chain:
+        if block.lang != "console":
+            script.append(_mark(0) + _commands(block.text.splitlines()))
+            continue
+        for command in console_commands(block):
+            number += 1
+            text = command.text
+            if command.background:
+                text = f'{text.rstrip()[:-1].rstrip()} >"$DOCS_OUTPUT/{number}" 2>&1 &'
+            script.append(_mark(number) + _commands(text.splitlines()))
+    return "".join(script)
 
 
-def _commands(block: Block) -> str:
-    lines = block.text.splitlines()
-    if block.lang == "console":
-        lines = _console_commands(lines)
+def _mark(number: int) -> str:
+    return f"printf '\\n@@docs-command {number}@@\\n'\n"
+
+
+def _commands(lines: list[str]) -> str:
     script: list[str] = []
     command: list[str] = []
     for line in lines:
@@ -169,14 +228,53 @@ def _commands(block: Block) -> str:
     return "\n".join(script) + "\n"
 
 
-def _console_commands(lines: list[str]) -> list[str]:
-    commands: list[str] = []
-    continuing = False
-    for line in lines:
-        if line.startswith("$ ") or continuing:
-            commands.append(line[2:] if line.startswith("$ ") and not continuing else line)
-            continuing = line.rstrip().endswith("\\")
-    return commands
+def shown_pattern(shown: tuple[str, ...]) -> re.Pattern[str]:
+    """What a command's output must be, from the lines the page shows: numbers as any number,
+    spacing as one space, ``...`` as anything (see the module's docstring)."""
+    pieces: list[str] = []
+    for line in shown:
+        text = line.strip()
+        cut = text.endswith("...")
+        if cut:
+            text = re.sub(r"[\w-]*\.\.\.$", "", text)
+        if normal := _normal(text):
+            pieces.append(re.escape(normal))
+        if cut:
+            pieces.append(".*")
+    return re.compile(" ?".join(pieces), re.DOTALL)
+
+
+def _normal(text: str) -> str:
+    return " ".join(_NUMBER.sub("0", text).split())
+
+
+def shown_mismatches(chain: tuple[Block, ...], output: str, logs: Path) -> list[str]:
+    """The commands of the chain's ``console`` blocks whose output is not what the page shows
+    (``output``: the script's, split by its command marks; ``logs``: background outputs)."""
+    parts = _SHOWN_SPLIT.split(output)
+    printed = dict(zip(parts[1::2], parts[2::2], strict=True))
+    problems: list[str] = []
+    number = 0
+    for block in chain:
+        if block.lang != "console":
+            continue
+        for command in console_commands(block):
+            number += 1
+            pattern = shown_pattern(command.shown)
+            if command.background:
+                log = logs / str(number)
+                text = log.read_text(errors="replace") if log.exists() else ""
+                found = pattern.search(_normal(text)) is not None
+            else:
+                text = printed.get(str(number), "")
+                found = pattern.fullmatch(_normal(text)) is not None
+            if not found:
+                shown = "\n".join(command.shown)
+                problems.append(
+                    f"{block.ident}: $ {command.text}\n--- the page shows:\n{shown}\n"
+                    f"--- it printed:\n{text.strip()}"
+                )
+    return problems
 
 
 def _workdir(tmp_path: Path) -> Path:
@@ -208,7 +306,8 @@ RUNNABLE = [
 
 @pytest.mark.parametrize("chain", RUNNABLE)
 def test_runnable_block(chain: tuple[Block, ...], tmp_path: Path) -> None:
-    """The block's commands run in a fresh folder against their own loopback and exit 0."""
+    """The block's commands run in a fresh folder against their own loopback, exit 0 and print
+    what the page shows."""
     block = chain[0]
     missing = [name for each in chain for name in each.needs if shutil.which(name) is None]
     if missing:
@@ -217,7 +316,10 @@ def test_runnable_block(chain: tuple[Block, ...], tmp_path: Path) -> None:
     work = _workdir(tmp_path / "work")
     script = tmp_path / "block.sh"
     script.write_text(script_of(*chain), encoding="utf-8")
-    env = {**os.environ, "PATH": f"{Path(sys.prefix) / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    logs = tmp_path / "background"
+    logs.mkdir()
+    path = f"{Path(sys.prefix) / 'bin'}{os.pathsep}{os.environ['PATH']}"
+    env = {**os.environ, "PATH": path, "DOCS_OUTPUT": str(logs)}
     process = subprocess.Popen(
         _namespaced(script),
         cwd=work,
@@ -237,6 +339,8 @@ def test_runnable_block(chain: tuple[Block, ...], tmp_path: Path) -> None:
         _kill_group(process.pid)
     text = output.decode(errors="replace")
     assert process.returncode == 0, f"{block.ident} exited {process.returncode}:\n{text}"
+    problems = shown_mismatches(chain, text, logs)
+    assert not problems, "\n\n".join(problems)
 
 
 def _kill_group(pgid: int) -> None:
@@ -295,7 +399,36 @@ def test_the_marker_is_found() -> None:
         text="$ serve --port 8099 &\n$ crawl a \\\n    b\noutput line\n$ echo done",
     )
     script = script_of(block)
-    assert "serve --port 8099 &\n__wait_port 8099\ncrawl a \\\n    b\necho done\n" in script
+    assert (
+        'serve --port 8099 >"$DOCS_OUTPUT/1" 2>&1 &\n__wait_port 8099\n'
+        "printf '\\n@@docs-command 2@@\\n'\ncrawl a \\\n    b\n"
+        "printf '\\n@@docs-command 3@@\\n'\necho done\n"
+    ) in script
     assert "output line" not in script
+    assert [command.shown for command in console_commands(block)] == [(), ("output line",), ()]
     assert block.timeout == 50.0
     assert block.needs == ["redis-server", "jq"]
+
+
+def test_shown_output_is_compared(tmp_path: Path) -> None:
+    """Numbers, spacing and ``...`` aside, a command prints what the page shows: a line it
+    prints that the page does not show is a difference too; a server's output may hold more."""
+    text = (
+        "$ serve --port 8099 &\nserving on 127.0.0.1:8099\n"
+        "$ crawl\ncrawled 30 pages in 2.7s\n...\n$ ls out\ncrawl.db  pages.jsonl\n"
+        "$ token\nopen http://127.0.0.1:8077/?token=f0HbX6Zn..."
+    )
+    block = Block("x.md", 1, "console", "runnable", "", text)
+    (tmp_path / "1").write_text("started\nserving on 127.0.0.1:8123\n")
+    printed = (
+        "@@docs-command 2@@\ncrawled 41 pages in 3.25s\nstatuses: 200: 41\n"
+        "@@docs-command 3@@\ncrawl.db\npages.jsonl\n"
+        "@@docs-command 4@@\nopen http://127.0.0.1:8077/?token=Xq3zz\n"
+    )
+    assert shown_mismatches((block,), printed, tmp_path) == []
+    stale = printed.replace("pages.jsonl\n", "pages.jsonl\nstats.json\n")
+    assert [problem.split("\n")[0] for problem in shown_mismatches((block,), stale, tmp_path)] == [
+        "x.md:1: $ ls out"
+    ]
+    (tmp_path / "1").write_text("address already in use\n")
+    assert len(shown_mismatches((block,), printed, tmp_path)) == 1

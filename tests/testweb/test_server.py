@@ -202,3 +202,25 @@ async def test_throughput_over_keep_alive(server: TestWebServer) -> None:
 
         await asyncio.gather(*(worker() for _ in range(10)))
     assert count / (time.monotonic() - started) > 500
+
+
+async def test_stop_with_an_idle_connection_logs_nothing(web: Web) -> None:
+    """Stopping the server (SIGTERM, ``kill %1`` in the docs) ends a kept-alive connection
+    quietly: no traceback from asyncio's stream callback (Python 3.11 logs one for a cancelled
+    connection handler)."""
+    loop = asyncio.get_running_loop()
+    reported: list[dict[str, object]] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _, context: reported.append(context))
+    try:
+        async with TestWebServer(web, flaky_failures=0) as server:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(get("site0.test", "/robots.txt", server.port, keep_alive=True))
+            await reader.readuntil(b"\r\n\r\n")  # answered: the connection now waits, kept alive
+        await reader.read()  # the rest of the answer, then the end the server's stop made
+        assert reader.at_eof()
+        writer.close()
+        await asyncio.sleep(0)  # the stream's done callbacks run
+    finally:
+        loop.set_exception_handler(previous)
+    assert [context.get("message") for context in reported] == []

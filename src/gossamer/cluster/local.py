@@ -40,12 +40,20 @@ def up(settings: JobSettings, workers: int, job: str, log_flags: Sequence[str] =
         (out / "redis").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise SettingsError(f"invalid setting 'out': {exc.strerror}: {out}") from exc
-    return run(_up(msgspec.structs.replace(settings, out=out), workers, job, binary, log_flags))
+    resolved = msgspec.structs.replace(settings, out=out)
+    return run(_up(resolved, workers, job, binary, log_flags, shown=settings.out))
 
 
 async def _up(
-    settings: JobSettings, workers: int, job: str, binary: str, log_flags: Sequence[str]
+    settings: JobSettings,
+    workers: int,
+    job: str,
+    binary: str,
+    log_flags: Sequence[str],
+    shown: Path,
 ) -> int:
+    """``up`` with ``settings.out`` absolute (Redis and the workers run elsewhere); the summary
+    names the folder as it was given (``shown``), as ``gossamer crawl`` names its outputs."""
     out = settings.out
     started = time.monotonic()
     url, proc = await _start_redis(binary, out / "redis")
@@ -60,7 +68,7 @@ async def _up(
         print(format_status(state))
         print(
             f"{state['totals']['finished']} URLs finished by {workers} workers in "
-            f"{time.monotonic() - started:.1f}s; pages in {out}/worker-*/pages.jsonl"
+            f"{time.monotonic() - started:.1f}s; pages in {shown}/worker-*/pages.jsonl"
         )
         return 0 if all(code == 0 for code in codes) and state["done"] else 1
     finally:
