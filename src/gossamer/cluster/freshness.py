@@ -103,15 +103,23 @@ class JobFreshness:
         return asdict(self)
 
     def line(self) -> str:
-        """As ``cluster status`` shows it."""
+        """As ``cluster status`` shows it: the revisits' figures when the job revisits (or
+        has revisited), the sitemaps' when it read any."""
         r = self.results
-        return (
-            "  revisits "
-            + " ".join(f"{name} {r[name]}" for name in RESULTS)
-            + f", spare {self.spared}, due {self.backlog}, saved {self.bytes_saved} bytes by "
-            f"304s; sitemaps {self.sitemap_files} files, {self.sitemap_entries} URLs "
-            f"(+{self.sitemap_admitted})"
-        )
+        parts = []
+        if any(r.values()) or self.spared or self.backlog or self.bytes_saved:
+            parts.append(
+                "revisits "
+                + " ".join(f"{name} {r[name]}" for name in RESULTS)
+                + f", spare {self.spared}, due {self.backlog}, saved {self.bytes_saved} bytes"
+                " by 304s"
+            )
+        if self.sitemap_files:
+            parts.append(
+                f"sitemaps {self.sitemap_files} files, {self.sitemap_entries} URLs "
+                f"(+{self.sitemap_admitted})"
+            )
+        return "  " + "; ".join(parts)
 
 
 def job_freshness(workers: Iterable[WorkerInfo], backlog: int) -> JobFreshness:
