@@ -119,6 +119,27 @@ async def test_a_seed_s_token_as_its_user_name_is_sent_and_never_stored_in_clear
     assert TOKEN.encode() not in archived(out)
 
 
+async def test_a_duplicate_names_the_first_page_whose_path_holds_an_at_sign_whole(
+    tmp_path: Path,
+) -> None:
+    """The content digests' index keeps a page's URL with its password masked in the
+    authority only: a path's ``@`` (``/@home``) is the path's, not the end of user info."""
+
+    async def handle(request: web.Request) -> web.Response:
+        links = '<a href="/copy">copy</a>' if request.path == "/@home" else ""
+        body = f"<html><head><title>t</title></head><body><p>{TEXT}</p>{links}</body></html>"
+        return web.Response(body=body.encode(), content_type="text/html")
+
+    out = tmp_path / "out"
+    async with serve(handle) as port:
+        await run(out, port, seeds=[f"http://alice:{PASSWORD}@site.test:{port}/@home"])
+        first = f"http://alice:***@site.test:{port}/@home"
+    records = records_by_path(out)
+    assert records["/@home"]["url"] == first
+    assert records["/copy"]["duplicate_of"] == first
+    assert PASSWORD not in stored(out, "digests")
+
+
 async def test_a_canonical_url_of_a_seed_page_sends_no_credentials_of_its_own(
     tmp_path: Path,
 ) -> None:

@@ -74,6 +74,8 @@ def redact_authority(url: str) -> str:
     its user info masked as :func:`redact_url` masks it, looked for in its authority only:
     its path, query and fragment, which may hold an ``@`` of their own, are left alone. For
     the URLs a crawl stores and shows (records, crawl.db, the shared focus stream)."""
+    if "@" not in url:
+        return url
     scheme, sep, rest = url.partition("://")
     end = _AUTHORITY_END.search(rest)
     authority, tail = (rest, "") if end is None else (rest[: end.start()], rest[end.start() :])
