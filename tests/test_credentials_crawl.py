@@ -23,6 +23,8 @@ pytestmark = pytest.mark.timeout(60)
 
 PASSWORD = "s3cretpw"
 SEED_AUTH = "Basic " + base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
+TOKEN = "ghp_t0kenAsUserName"
+TOKEN_AUTH = "Basic " + base64.b64encode(f"{TOKEN}:".encode()).decode()
 PAGE_AUTH = "Basic " + base64.b64encode(b"user:hunter2").decode()
 TEXT = "Pages behind a password hold text the crawl keeps like any other page's. " * 3
 CANONICAL = {
@@ -58,6 +60,7 @@ async def run(out: Path, port: int, resume: bool = False, **flags: Any) -> None:
     """Crawl from the seed with a password (none with ``resume``: crawl.db's)."""
     settings = {
         "seeds": [] if resume else [f"http://alice:{PASSWORD}@site.test:{port}/"],
+        **({"seeds": flags.pop("seeds")} if "seeds" in flags else {}),
         "resume": resume,
         "out": out,
         "resolve": ["site.test=127.0.0.1"],
@@ -93,6 +96,48 @@ async def test_a_seed_s_password_is_sent_and_never_stored_in_clear(tmp_path: Pat
     assert PASSWORD.encode() not in warc and b"alice" not in warc
     assert b"WARC-Target-URI: http://site.test:" in warc  # the URI requested
     assert b"Authorization: ***" in warc  # the credential sent, redacted
+
+
+async def test_a_seed_s_token_as_its_user_name_is_sent_and_never_stored_in_clear(
+    tmp_path: Path,
+) -> None:
+    """A user name alone (``http://TOKEN@host/``, as many services take a token) is sent as
+    the seed's user info and kept out of every output as a password is."""
+    auth: dict[str, set[str | None]] = {}
+    out = tmp_path / "out"
+    async with serve(site(auth)) as port:
+        await run(out, port, seeds=[f"http://{TOKEN}@site.test:{port}/"], canonical="follow")
+    records = records_by_path(out)
+    assert auth["/"] == auth["/copy"] == auth["/main"] == {TOKEN_AUTH}
+    assert records["/copy"]["canonical"].startswith("http://***@site.test:")
+    assert records["/other"]["url"].startswith("http://***@site.test:")
+    assert TOKEN not in (out / "pages.jsonl").read_text()
+    assert TOKEN not in stored(out, "pages", "digests", "urls")
+    assert "http://***@site.test:" in stored(out, "urls")
+    assert TOKEN in stored(out, "meta")  # for --resume, crawl.db readable by its owner only
+    assert (out / "crawl.db").stat().st_mode & 0o077 == 0
+    assert TOKEN.encode() not in archived(out)
+
+
+async def test_a_duplicate_names_the_first_page_whose_path_holds_an_at_sign_whole(
+    tmp_path: Path,
+) -> None:
+    """The content digests' index keeps a page's URL with its password masked in the
+    authority only: a path's ``@`` (``/@home``) is the path's, not the end of user info."""
+
+    async def handle(request: web.Request) -> web.Response:
+        links = '<a href="/copy">copy</a>' if request.path == "/@home" else ""
+        body = f"<html><head><title>t</title></head><body><p>{TEXT}</p>{links}</body></html>"
+        return web.Response(body=body.encode(), content_type="text/html")
+
+    out = tmp_path / "out"
+    async with serve(handle) as port:
+        await run(out, port, seeds=[f"http://alice:{PASSWORD}@site.test:{port}/@home"])
+        first = f"http://alice:***@site.test:{port}/@home"
+    records = records_by_path(out)
+    assert records["/@home"]["url"] == first
+    assert records["/copy"]["duplicate_of"] == first
+    assert PASSWORD not in stored(out, "digests")
 
 
 async def test_a_canonical_url_of_a_seed_page_sends_no_credentials_of_its_own(

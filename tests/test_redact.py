@@ -41,3 +41,45 @@ def test_a_password_of_any_case_is_masked() -> None:
         redact_url("http://host.test/?pa\u017fsword=x") == f"http://host.test/?pa\u017fsword={MASK}"
     )
     assert redact_url("http://me:pw@host.test/") == f"http://me:{MASK}@host.test/"
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("https://ghp_T0KEN@host.test/o/r.git", "https://***@host.test/o/r.git"),
+        (
+            "fetching https://T0KEN@host.test:8443 failed",
+            "fetching https://***@host.test:8443 failed",
+        ),
+        ("http://T0KEN@host.test/p@q?m=a@b.test", "http://***@host.test/p@q?m=a@b.test"),
+        ("http://T0KEN@host.test?m=a@b.test", "http://***@host.test?m=a@b.test"),
+        ("http://a@T0KEN@host.test/", "http://***@host.test/"),  # the last @ ends user info
+        ("https://host.test/@name/post", "https://host.test/@name/post"),  # a path's @
+        ("https://host.test/?to=a@b.test", "https://host.test/?to=a@b.test"),
+        ("http://@host.test/", "http://@host.test/"),  # no user info
+        ("postgres://me@db.test/x?password=pw", f"postgres://me@db.test/x?password={MASK}"),
+    ],
+)
+def test_a_user_name_alone_is_masked_as_a_password(text: str, shown: str) -> None:
+    """It may be a token (``https://TOKEN@host/``): masked whole, unless the URL's password is
+    a parameter; an ``@`` past the authority is left alone."""
+    assert redact_text(text) == shown == _both_searches(text)
+
+
+def test_a_password_is_only_in_user_info_or_a_parameter() -> None:
+    assert not redact.has_password("https://T0KEN@host.test/")
+    assert redact.has_password("https://me:pw@host.test/")
+    assert redact.has_password("postgres://me@db.test/x?password=pw")
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://T0KEN@host.test/p@q", "https://***@host.test/p@q"),
+        ("https://me:pw@host.test:8080/x@y", f"https://me:{MASK}@host.test:8080/x@y"),
+        ("https://host.test:8080/@name", "https://host.test:8080/@name"),
+        ("https://host.test/", "https://host.test/"),
+    ],
+)
+def test_the_user_info_of_a_url_is_masked_in_its_authority_only(url: str, shown: str) -> None:
+    assert redact.redact_authority(url) == shown

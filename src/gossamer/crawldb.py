@@ -37,8 +37,9 @@ Tables:
   ``revisits_due`` on due times lets the frontier read the URLs due, a batch at a time.
 * ``meta(key, value)``: small facts about the crawl; ``credentials`` holds the user names
   and passwords of the seeds' URLs (``user:password@host:port``, a line each), which the
-  ``urls`` table shows as ``user:***@host:port`` (:meth:`CrawlDB.hide`): the one place a
-  password is kept, to fetch the URLs queued after ``--resume`` (:meth:`CrawlDB.reveal`).
+  ``urls`` table shows as ``user:***@host:port`` (a user name alone, maybe a token, as
+  ``***@host:port``; :meth:`CrawlDB.hide`): the one place a password is kept, to fetch the
+  URLs queued after ``--resume`` (:meth:`CrawlDB.reveal`).
   A line is ``masked<TAB>user:password@host:port`` when the user info given on a resume
   replaced another user's (:meth:`CrawlDB.renew`).
   Once it holds one, crawl.db is readable by its owner only, as with cookies.
@@ -364,7 +365,7 @@ class CrawlDB:
             return url
         masked = _masked(authority)
         if masked == authority:
-            return url  # a user name, no password
+            return url  # no user info to mask (``@host``)
         if self._secrets.get(masked) != authority:
             self._secrets[masked] = authority
             self._store_secrets()
@@ -426,5 +427,5 @@ class CrawlDB:
 
 
 def _masked(authority: str) -> str:
-    """``user:password@host`` as ``user:***@host``."""
+    """``user:password@host`` as ``user:***@host``, ``user@host`` as ``***@host``."""
     return redact_url(f"http://{authority}").partition("://")[2]

@@ -3,7 +3,11 @@
 Any scheme counts (``redis://``, ``rediss://``, ``postgres://``, ``http://user:pw@proxy`` ...):
 the password of a URL's user info, and any ``...password=`` parameter (libpq's ``password``
 and ``sslpassword``, in a query string or a ``key=value`` DSN), is a credential. The user name
-stays, so a message still says who connected.
+before a password stays (``redis://user:***@host/0``; ``postgres://user@host/db?password=***``),
+so a message still says who connected; a user name alone is masked whole
+(``https://***@host/``): many services take a token there (``https://TOKEN@host/``), and a URL
+does not say which it holds. An ``@`` past the end of
+the authority (``https://host/@name``, ``?to=a@b.test``) is the path's or the query's.
 """
 
 from __future__ import annotations
@@ -15,11 +19,15 @@ MASK = "***"
 _USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^\s'\"<>]*)@")
 """A URL's scheme and user info: up to the last ``@`` before a space or a quote (an
 unescaped ``/`` or ``@`` in a password stays inside it)."""
+_AUTHORITY_END = re.compile(r"[/?#\\]")
+"""Where an authority ends (WHATWG: ``\\`` too, in the special schemes)."""
 _PARAM = re.compile(
     r"(?i)(?P<lead>^|[?&;\s])(?P<key>[\w.-]*password)\s*=\s*"
     r"(?P<value>'(?:[^'\\]|\\.)*'?|[^&#;\s]*)"
 )
 """A ``...password=`` parameter; a libpq value may be quoted (``password='a b'``)."""
+_URL_REST = re.compile(r"[^\s'\"<>]*")
+"""The rest of a URL in a text: up to a space or a quote."""
 
 
 def redact_text(text: str) -> str:
@@ -61,14 +69,46 @@ def strip_userinfo(url: str) -> str:
     return f"{scheme}://{authority.rpartition('@')[2]}{slash}{path}"
 
 
+def redact_authority(url: str) -> str:
+    """``url``, a URL as parsed (canonical: a ``/`` or ``@`` in its user info escaped), with
+    its user info masked as :func:`redact_url` masks it, looked for in its authority only:
+    its path, query and fragment, which may hold an ``@`` of their own, are left alone. For
+    the URLs a crawl stores and shows (records, crawl.db, the shared focus stream)."""
+    if "@" not in url:
+        return url
+    scheme, sep, rest = url.partition("://")
+    end = _AUTHORITY_END.search(rest)
+    authority, tail = (rest, "") if end is None else (rest[: end.start()], rest[end.start() :])
+    if not sep or "@" not in authority:
+        return url
+    return redact_url(f"{scheme}://{authority}") + tail
+
+
 def has_password(url: str) -> bool:
-    """True when ``url`` holds a password."""
-    return redact_url(url) != url
+    """True when ``url`` holds a password (a user name alone is no password, though shown
+    masked)."""
+    if "password" in url.casefold() and _PARAM.search(url):
+        return True
+    return any(":" in match["userinfo"] for match in _USERINFO.finditer(url))
 
 
 def _mask_userinfo(match: re.Match[str]) -> str:
-    user, colon, _ = match["userinfo"].partition(":")
-    return f"{match['scheme']}{user}{colon and ':' + MASK}@"
+    userinfo = match["userinfo"]
+    user, colon, _ = userinfo.partition(":")
+    if colon:
+        return f"{match['scheme']}{user}:{MASK}@"
+    end = _AUTHORITY_END.search(userinfo)
+    if end is not None:  # the @ is past the authority: user info only before an @ in it
+        userinfo = userinfo[: end.start()].rpartition("@")[0]
+    if not userinfo or _names_a_password(match.string, match.end()):
+        return match[0]  # no user info, or a user name whose password is a parameter
+    return f"{match['scheme']}{MASK}{match['userinfo'][len(userinfo) :]}@"
+
+
+def _names_a_password(text: str, start: int) -> bool:
+    """Whether the URL going on at ``start`` of ``text`` has a ``...password=`` parameter."""
+    rest = _URL_REST.match(text, start)
+    return rest is not None and "password" in rest[0].casefold() and bool(_PARAM.search(rest[0]))
 
 
 def _drop_password(match: re.Match[str]) -> str:

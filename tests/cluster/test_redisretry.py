@@ -29,7 +29,7 @@ from tests.redis_replicas import ReplicatedCluster
 from tests.redis_server import RedisClusterServer
 
 from gossamer.cluster.control import Control
-from gossamer.cluster.jobs import open_control
+from gossamer.cluster.jobs import connect, open_control
 from gossamer.cluster.redisretry import GuardedCluster, transient
 from gossamer.cluster.resilient import RedisGuard, RedisUnavailable, install_guard
 from gossamer.frontier.base import Candidate
@@ -230,6 +230,26 @@ async def test_closing_after_a_slot_table_read_was_asked_for_closes_every_connec
         nodes = [*manager.startup_nodes.values(), *manager.nodes_cache.values()]
         assert nodes
         assert not [n.name for n in nodes if any(c.is_connected for c in n._connections)]
+
+
+async def test_closing_closes_the_connection_of_a_startup_node_the_slot_table_dropped() -> None:
+    """A startup node the slot table names otherwise (given as 127.0.0.2, the nodes call
+    themselves 127.0.0.1) is dropped from redis-py's nodes, its connection, which read the
+    table, left to a background task of redis-py's: closing the client right after the read
+    (as a start-up cancelled then does) waits for that task, so nothing is open once the
+    close returns. Before, the connection was still open then (and the task pending)."""
+    with RedisClusterServer(config=("--bind", "127.0.0.1 127.0.0.2")) as cluster:
+        client = connect(cluster.url.replace("//127.0.0.1:", "//127.0.0.2:"), cluster=True)
+        assert isinstance(client, GuardedCluster)
+        manager = client.nodes_manager
+        (given,) = manager.startup_nodes.values()
+        await manager.initialize()  # the slot table read, as the client's first call runs it
+        assert given not in manager.startup_nodes.values()
+        assert [c.is_connected for c in given._connections] == [True]
+        await client.aclose()
+        nodes = [given, *manager.startup_nodes.values(), *manager.nodes_cache.values()]
+        assert not [n.name for n in nodes if any(c.is_connected for c in n._connections)]
+        assert not manager._background_tasks
 
 
 @pytest.mark.asyncio(loop_factories=["asyncio", "uvloop"])

@@ -88,12 +88,14 @@ def _assert_clean(text: str) -> None:
          "postgresql://h/db?table=t"),
         ("http://user:pa/ss@proxy:8080/", "http://user:***@proxy:8080/", "http://user@proxy:8080/"),
         ("redis://:pw@[::1]:6379/0", "redis://:***@[::1]:6379/0", "redis://[::1]:6379/0"),
+        ("http://T0KEN@proxy:8080/", "http://***@proxy:8080/", "http://T0KEN@proxy:8080/"),
+        ("postgres://me@db/x", "postgres://***@db/x", "postgres://me@db/x"),
     ],
 )  # fmt: skip
 def test_redact_and_strip_every_scheme(url: str, shown: str, stored: str) -> None:
     assert redact_url(url) == shown
     assert strip_password(url) == stored
-    assert has_password(url) == (url != stored)
+    assert has_password(url) == (url != stored)  # a user name alone: masked, no password
 
 
 def test_redact_text_masks_urls_inside_messages() -> None:

@@ -36,6 +36,8 @@ pytestmark = pytest.mark.timeout(60)
 JOB = "creds"
 PASSWORD = "s3cret-Pw-91"
 SEED_AUTH = "Basic " + base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
+TOKEN = "glpat-t0kenAsUserName"
+TOKEN_AUTH = "Basic " + base64.b64encode(f"{TOKEN}:".encode()).decode()
 
 
 def site(auth: dict[str, set[str | None]]) -> Any:
@@ -195,14 +197,21 @@ async def test_a_focused_job_sends_a_seed_s_password_with_its_links(tmp_path: Pa
     assert set(seen) == embedded
 
 
+@pytest.mark.parametrize(
+    ("userinfo", "secret", "shown", "sent"),
+    [(f"alice:{PASSWORD}", PASSWORD, "alice:***", SEED_AUTH), (TOKEN, TOKEN, "***", TOKEN_AUTH)],
+    ids=["password", "token"],
+)
 async def test_a_seed_s_password_is_kept_in_one_key_and_sent_with_its_pages(
-    tmp_path: Path,
+    tmp_path: Path, userinfo: str, secret: str, shown: str, sent: str
 ) -> None:
+    """A seed's password, or its user name alone (a token, maybe), is in the job's
+    ``credentials`` key only and is sent with each of its pages."""
     auth: dict[str, set[str | None]] = {}
     async with serve(site(auth)) as port:
         with RedisServer() as redis:
             job = JobSettings(
-                seeds=[f"http://alice:{PASSWORD}@site.test:{port}/"],
+                seeds=[f"http://{userinfo}@site.test:{port}/"],
                 resolve=["site.test=127.0.0.1"],
                 robots=False,
                 sitemaps=False,
@@ -212,21 +221,21 @@ async def test_a_seed_s_password_is_kept_in_one_key_and_sent_with_its_pages(
             client = Redis.from_url(redis.url)
             try:
                 await gossamer.submit(redis.url, job, job=JOB)
-                assert await holding(client, PASSWORD) == {credentials_key(JOB)}
+                assert await holding(client, secret) == {credentials_key(JOB)}
                 queued = [
                     e for k in await client.keys("*:queue") for e in await client.lrange(k, 0, -1)
                 ]
                 assert len(queued) == 1 and b"|/" in queued[0]  # the host by its number
                 hosts = [v for k in await client.keys("*:hosts") for v in await client.hvals(k)]
-                assert f"http://alice:***@site.test:{port}".encode() in hosts
+                assert f"http://{shown}@site.test:{port}".encode() in hosts
                 worker = Worker(redis.url, job=JOB, name="w0", out=tmp_path / "w0", job_timeout=20)
                 worker.start()
                 await asyncio.wait_for(worker.wait(), 45)
-                assert await holding(client, PASSWORD) <= {credentials_key(JOB)}
+                assert await holding(client, secret) <= {credentials_key(JOB)}
             finally:
                 await client.aclose()
-    assert auth == {path: {SEED_AUTH} for path in ("/", "/a", "/b", "/c")}
-    assert PASSWORD not in "".join(p.read_text() for p in (tmp_path / "w0").rglob("*.jsonl"))
+    assert auth == {path: {sent} for path in ("/", "/a", "/b", "/c")}
+    assert secret not in "".join(p.read_text() for p in (tmp_path / "w0").rglob("*.jsonl"))
 
 
 @pytest.mark.parametrize(("host", "address", "escaped", "password"), [PLAIN, AT_SIGN, UNESCAPED])

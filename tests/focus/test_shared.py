@@ -187,11 +187,13 @@ def test_batches_round_trip() -> None:
 
 
 def test_a_seed_s_password_stays_out_of_the_stream() -> None:
-    """A page of a seed with a password is shared with the password masked."""
-    judged = [("http://alice:pw-91@a.test/x", True), ("http://bob@b.test/p@q", False)]
+    """A page of a seed with a password is shared with the password masked, one of a seed
+    with a user name alone (a token, maybe) with the user name masked."""
+    judged = [("http://alice:pw-91@a.test/x", True), ("http://T0KEN@b.test/p@q", False)]
     (blob,) = encode(Learnt(judged, []))
-    assert b"pw-91" not in blob
-    assert decode(blob).judged == [("http://alice:***@a.test/x", True), judged[1]]
+    assert b"pw-91" not in blob and b"T0KEN" not in blob
+    shown = [("http://alice:***@a.test/x", True), ("http://***@b.test/p@q", False)]
+    assert decode(blob).judged == shown
 
 
 async def test_an_unreachable_redis_delays_the_sharing(

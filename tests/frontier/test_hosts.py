@@ -522,3 +522,21 @@ def test_sections_beyond_the_bound_share_one() -> None:
     queue.push(queued_entry(f"{A}/real/two"))
     order = [queue.pop().url for _ in range(len(queue))]
     assert order.index(f"{A}/real/two") < 70  # after the first of each section, not 400
+
+
+def test_a_host_forgotten_and_made_again_keeps_its_slot() -> None:
+    """A host forgotten (its partition given away) with a request in flight, then queued
+    again (the partition back): its next URL waits for that request, as its slot says, and
+    goes once it ends and the delay has passed; the host is not left unscheduled."""
+    clock = Clock()
+    hosts = make(clock, delay=1.0, rules=lookup({A: ALLOW_ALL}))
+    push(hosts, f"{A}/1")
+    (first,) = hosts.lease(5).leases
+    assert hosts.forget(A) is not None
+    push(hosts, f"{A}/2")
+    clock.now += 2.0
+    assert hosts.lease(5).leases == []  # the request in flight holds the host's one slot
+    hosts.finish(first, Feedback(started_at=clock.now))
+    assert hosts.lease(5).leases == []  # spaced from its start
+    clock.now += 1.0
+    assert urls(hosts.lease(5).leases) == [f"{A}/2"]

@@ -125,6 +125,17 @@ def test_a_password_in_a_url_of_a_record_or_item_is_shown_as_stars() -> None:
     assert record.canonical == "http://u:***@h.test/c" and item.url == "http://a:***@h.test/x"
 
 
+def test_a_token_as_a_url_s_user_name_is_shown_as_stars() -> None:
+    """A user name alone (``https://TOKEN@host/``) may be a token: masked like a password,
+    the path's own ``@`` left alone."""
+    record = PageRecord("http://T0KEN@h.test/@me", 200, 0, redirect_to="http://T0KEN@h.test/x")
+    item = Item("http://T0KEN@h.test/p@q", "rule", 0, None, {})
+    line = record.to_json() + item.to_json()
+    assert "T0KEN" not in line
+    assert (record.url, record.redirect_to) == ("http://***@h.test/@me", "http://***@h.test/x")
+    assert item.url == "http://***@h.test/p@q"
+
+
 async def test_a_file_of_lines_holds_each_record_s_json_line(tmp_path: Path) -> None:
     """The sink encodes into one buffer and escapes the line breaks there: each line is
     still the record's own `to_json`, whichever encoder wrote it, across write chunks."""

@@ -288,6 +288,10 @@ class ReplicaWait:
         return ReplicaWaitStats(self.replicas, self._waits, self._missed)
 
 
+CLOSE_TIMEOUT = 5.0
+"""Seconds :meth:`GuardedCluster.aclose` waits for its connections to close, at most."""
+
+
 class GuardedCluster(RedisCluster):
     """A Redis Cluster client whose calls ride through outages (see the module).
 
@@ -341,27 +345,37 @@ class GuardedCluster(RedisCluster):
         last_failed_node_name: str | None = None,
     ) -> RedisCluster:
         """As redis-py's; the nodes met are remembered, so that closing the client closes
-        the connections of those a failover took out of the slot table too."""
+        the connections of those a failover took out of the slot table too, and of the
+        startup nodes the table names otherwise (which redis-py drops)."""
+        met = self._met()
+        for node in self.nodes_manager.startup_nodes.values():
+            met[id(node)] = node
         try:
             return await super().initialize(additional_startup_nodes_info, last_failed_node_name)
         finally:
-            met = self._met()
             for node in self.nodes_manager.nodes_cache.values():
                 met[id(node)] = node  # a few per failover: the topology's nodes
 
     async def aclose(self) -> None:
         """Close every connection, those of nodes no longer in the slot table included, and
         the startup nodes' (the first slot table's read): redis-py's own close does nothing
-        while a slot table read is pending, which :meth:`refresh` asks for after an outage."""
+        while a slot table read is pending, which :meth:`refresh` asks for after an outage.
+        The nodes close at once, and redis-py's background closes (of the idle connections
+        of a node the slot table dropped, of a connection marked to reconnect) are waited
+        for: nothing is open once this returns, or ``CLOSE_TIMEOUT`` has passed."""
         await super().aclose()
         met = self._met()
         manager = self.nodes_manager
         for node in (*manager.nodes_cache.values(), *manager.startup_nodes.values()):
             met[id(node)] = node
-        while met:
-            _, node = met.popitem()
-            with contextlib.suppress(RedisError, OSError):
-                await node.disconnect()
+        nodes = list(met.values())
+        met.clear()
+        pending = [*manager._background_tasks, *(t for n in nodes for t in n._background_tasks)]
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(CLOSE_TIMEOUT):
+                await asyncio.gather(
+                    *pending, *(node.disconnect() for node in nodes), return_exceptions=True
+                )
 
     def _met(self) -> dict[int, ClusterNode]:
         met: dict[int, ClusterNode] | None = self.__dict__.get("_nodes_met")

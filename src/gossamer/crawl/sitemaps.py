@@ -58,6 +58,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 
 from gossamer.crawl.sitemapbudget import LoopShare, SiteBudgets
@@ -138,8 +139,8 @@ class SitemapStage:
         self._named: dict[str, set[str]] = {}
         """Sitemap URL (canonical) -> origins that named it (``GIVEN`` for --sitemap)."""
         self._done: set[tuple[str, str]] = set()
-        self._queues: dict[str, dict[str, None]] = {}
-        """Sitemaps waiting per host, in order (a dict: robots.txt may name 20,000)."""
+        self._queues: dict[str, OrderedDict[str, None]] = {}
+        """Sitemaps waiting per host, in order (robots.txt may name 20,000: oldest at once)."""
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._answers: dict[str, Answer] = {}
         self._counts = Counts()
@@ -211,7 +212,7 @@ class SitemapStage:
             return
         origins.add(origin)
         # queued already: its read to come grants ``origin`` too
-        self._queues.setdefault(host_key(canonical), {}).setdefault(canonical)
+        self._queues.setdefault(host_key(canonical), OrderedDict()).setdefault(canonical)
         self._spawn(host_key(canonical))
 
     # -- the reads --------------------------------------------------------------------------

@@ -19,7 +19,7 @@ The content digests every crawl keeps are :mod:`gossamer.digests`, not part of t
 
 This package may import the standard library, numpy, msgspec, selectolax, redis (``shared``),
 `gossamer.parse`, `gossamer.extract`, `gossamer.frontier.base`, `gossamer.frontier.robots`,
-`gossamer.urls` and `gossamer.crawldb`; nothing
+`gossamer.urls`, `gossamer.redact` (``shared``) and `gossamer.crawldb`; nothing
 above the stages (engine, crawl wiring, cluster, cli), which build its objects and hand them
 to the engine.
 """

@@ -8,7 +8,9 @@ what the others appended, before it scores the links waiting in its frontier aga
 
 A batch (msgpack, at most :data:`MAX_ENTRY_BYTES`; a larger one is split) holds
 
-* the pages the worker judged: URL (a password in it as ``***``) and whether it was on-topic. A
+* the pages the worker judged: URL (its user info masked as :mod:`gossamer.redact` masks it:
+  ``user:***@``, a user name alone ``***@``; a worker that queued such a link learns nothing of
+  its page) and whether it was on-topic. A
   worker that queued a link to one of them learns from it as from a page it judged itself (a
   link found by one worker is often fetched by another, whose partition holds its host): the
   link's features become a training example, its path counts in the places where on-topic pages
@@ -37,6 +39,7 @@ import numpy as np
 from redis.exceptions import RedisError
 
 from gossamer.focus.learner import DIMENSIONS, Features
+from gossamer.redact import redact_authority
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -116,7 +119,7 @@ def encode(learnt: Learnt) -> list[bytes]:
     for url, relevant in learnt.judged:
         if len(url) > MAX_URL_CHARS:
             continue
-        url = _masked(url)
+        url = redact_authority(url)  # a seed's user info: the stream is no place for it
         judged.append((url, relevant))
         size += len(url) + 4
         if size >= MAX_ENTRY_BYTES:
@@ -132,18 +135,6 @@ def encode(learnt: Learnt) -> list[bytes]:
     if judged or examples:
         out.append(_pack(judged, examples))
     return out
-
-
-def _masked(url: str) -> str:
-    """``url`` with the password of its user info (a seed's) as ``***``: the stream is no
-    place for it (a worker that waits for such a link learns nothing of its page, then)."""
-    scheme, sep, rest = url.partition("://")
-    authority, slash, path = rest.partition("/")
-    userinfo, at, host = authority.rpartition("@")
-    user, colon, _ = userinfo.partition(":")
-    if not sep or not at or not colon:
-        return url
-    return f"{scheme}://{user}:***@{host}{slash}{path}"
 
 
 def _pack(judged: list[tuple[str, bool]], examples: list[tuple[Features, float]]) -> bytes:

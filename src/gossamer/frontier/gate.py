@@ -38,12 +38,14 @@ its own pace.
 A host owned by another worker gets this worker's other out-of-band requests (its proxy
 checks, focus examples, rendered subrequests, logins, and the robots.txt asked for before
 them, once per host while the rules stay cached) at that host's pace on top of its owner's:
-at most one more request per delay per worker. With ``partition_by="url"`` page leases also
-take the shared limiter's slot (:mod:`gossamer.frontier.redis.limiter`), and so do aside
-passes (sitemaps and feeds, whose files may be many: `share`), after their local slot; the
-other out-of-band requests do not, and are bounded the same way. They are few next to pages:
-one check per proxy per check interval, the examples before the crawl, a page's subrequests
-and its logins.
+at most one more request per delay per worker. The pace holds across a hand-over: a host
+whose partition this worker gives away keeps its slot here (``HostQueues.left``), so the
+worker's next request to it is still spaced from its last one. With ``partition_by="url"``
+page leases also take the shared limiter's slot (:mod:`gossamer.frontier.redis.limiter`), and
+so do aside passes (sitemaps and feeds, whose files may be many: `share`), after their local
+slot; the other out-of-band requests do not, and are bounded the same way. They are few next
+to pages: one check per proxy per check interval, the examples before the crawl, a page's
+subrequests and its logins.
 """
 
 from __future__ import annotations

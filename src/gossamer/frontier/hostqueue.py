@@ -25,7 +25,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -34,7 +34,10 @@ import msgspec
 from gossamer.frontier.base import Rules
 from gossamer.frontier.politeness import HostSlot
 
-__all__ = ["Host", "HostQueue", "HostQueues", "Queued", "section_of"]
+__all__ = ["MAX_LEFT", "Host", "HostQueue", "HostQueues", "Queued", "section_of"]
+
+MAX_LEFT = 10_000
+"""Slots of hosts forgotten kept at most (:attr:`HostQueues.left`), the oldest dropped."""
 
 
 class Queued(msgspec.Struct):
@@ -242,11 +245,16 @@ class Host(msgspec.Struct, Generic[E], eq=False):
 class HostQueues(Generic[E]):
     """Every host's queue, its stored count, and the entries waiting for a time."""
 
-    __slots__ = ("_seq", "delayed", "hosts", "queued", "stored")
+    __slots__ = ("_seq", "delayed", "hosts", "left", "queued", "stored")
 
     def __init__(self) -> None:
         self.hosts: dict[str, Host[E]] = {}
         """Every host known, by key."""
+        self.left: OrderedDict[str, HostSlot] = OrderedDict()
+        """The slots of hosts forgotten (their partition given away) while their spacing
+        still held or a request to them was in flight: a host made again (this worker's
+        request through the host gate, its partition back) takes its slot back, so its next
+        request is still spaced from this worker's last one."""
         self.delayed: list[tuple[float, int, str, E]] = []
         """Entries waiting for a time: a heap of (until, order, host key, entry)."""
         self._seq = itertools.count()
@@ -259,14 +267,21 @@ class HostQueues(Generic[E]):
         """Host ``key``, made when first named."""
         host = self.hosts.get(key)
         if host is None:
-            host = self.hosts[key] = Host()
+            host = self.hosts[key] = self._made(key)
+        return host
+
+    def _made(self, key: str) -> Host[E]:
+        """A new host ``key``, with the slot it left with if it was forgotten."""
+        host: Host[E] = Host()
+        if self.left:
+            host._slot = self.left.pop(key, None)
         return host
 
     def push(self, key: str, entry: E, front: bool) -> Host[E]:
         """Queue ``entry`` in host ``key`` (at the ``front`` of its priority); its host."""
         host = self.hosts.get(key)
         if host is None:
-            host = self.hosts[key] = Host()
+            host = self.hosts[key] = self._made(key)
         queue = host.queue
         if queue is None:
             queue = host.queue = HostQueue()
@@ -346,10 +361,17 @@ class HostQueues(Generic[E]):
             self.delayed = kept
         return gone, touched
 
-    def forget(self, key: str) -> Host[E] | None:
-        """Drop host ``key`` and its counts; the host, None if not known."""
+    def forget(self, key: str, now: float) -> Host[E] | None:
+        """Drop host ``key`` and its counts; the host, None if not known. Its slot stays in
+        :attr:`left` while a request is in flight or its next start is after ``now``."""
         host = self.hosts.pop(key, None)
         if host is not None:
             self.queued -= len(host.queue or ())
             self.stored -= host.stored
+            slot = host._slot
+            if slot is not None and (slot.active or slot.next_start > now):
+                self.left[key] = slot
+                self.left.move_to_end(key)
+                if len(self.left) > MAX_LEFT:
+                    self.left.popitem(last=False)
         return host

@@ -202,8 +202,11 @@ class HostScheduler(Generic[E]):
             self._policy.on_finish(host.slot, feedback, self._clock(), lease.host)
         if lease.kind == "robots":
             host.robots_out = False
-        if self._hosts.get(lease.host) is host:
-            self._schedule(lease.host, host)
+        current = self._hosts.get(lease.host)  # a host forgotten, made again, shares its slot
+        if current is host or (
+            current is not None and lease.kind in _SLOTTED and current.slot is host.slot
+        ):
+            self._schedule(lease.host, current)
         return entry
 
     def rules(self, lease: Lease, rules: Rules | None, feedback: Feedback | None) -> bool:
@@ -233,8 +236,9 @@ class HostScheduler(Generic[E]):
         return gone
 
     def forget(self, key: str) -> Host[E] | None:
-        """Drop host ``key`` (its queue emptied): its leases still end on the host returned."""
-        host = self._queues.forget(key)
+        """Drop host ``key`` (its queue emptied): its leases still end on the host returned,
+        and its slot spaces this worker's next request to it (``HostQueues.left``)."""
+        host = self._queues.forget(key, self._clock())
         if host is not None:
             self._set.forget(host)
         return host

@@ -83,18 +83,22 @@ class SlotClaims(Generic[E]):
         return now < slot.owed_until
 
     def unclaim(self, key: str, feedback: Feedback | None) -> None:
-        """A request of :meth:`claim` ended; its host's slot learns from ``feedback``."""
+        """A request of :meth:`claim` ended; its host's slot learns from ``feedback`` (the
+        slot it left with, when the host was forgotten meanwhile: its partition given away)."""
         host = self._hosts.get(key)
         if host is not None:
             self._policy.on_finish(host.slot, feedback, self._clock(), key)
             self._schedule(key, host)
+        elif (slot := self._queues.left.get(key)) is not None:
+            self._policy.on_finish(slot, feedback, self._clock(), key)
 
     def note(self, key: str, started_at: float) -> None:
         """A leased request to host ``key`` started at ``started_at``: its next start is
         spaced from that (a rendered page's subrequests go out while its lease is held)."""
         host = self._hosts.get(key)
-        if host is not None:
-            self._policy.started(host.slot, started_at)
+        slot = host.slot if host is not None else self._queues.left.get(key)
+        if slot is not None:
+            self._policy.started(slot, started_at)
 
     def hold(self, key: str, waiting: bool) -> None:
         """A request outside the leases starts (``waiting``) or stops waiting for host

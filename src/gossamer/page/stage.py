@@ -43,7 +43,7 @@ from gossamer.page.state import (
     Withheld,
 )
 from gossamer.parse.links import ParsedPage
-from gossamer.redact import redact_url
+from gossamer.redact import redact_authority
 from gossamer.sinks.base import PageRecord
 from gossamer.urls import Resolver, canonicalize
 
@@ -452,7 +452,7 @@ class PageStage:
         if not text:
             return
         found = digest(text, self._config.near_digests, state.title)
-        url = redact_url(state.lease.url)  # the index is stored (crawl.db, Redis): no password
+        url = redact_authority(state.lease.url)  # the index is stored: no password
         match = None if found is None else await self._digests.check(url, found)
         if match is not None:
             state.duplicate_of = match.first

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 import msgspec
 from msgspec.structs import astuple, force_setattr
 
-from gossamer.redact import redact_url
+from gossamer.redact import redact_authority
 from gossamer.safe import json_line, safe_text
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ class Item(msgspec.Struct, frozen=True):
     def __post_init__(self) -> None:
         force_setattr(self, "fields", _safe_json(self.fields))
         if _has_userinfo(self.url):
-            force_setattr(self, "url", _redact_authority(self.url))
+            force_setattr(self, "url", redact_authority(self.url))
         if not self.url.isascii():
             force_setattr(self, "url", safe_text(self.url))
 
@@ -175,7 +175,7 @@ class PageRecord(msgspec.Struct, frozen=True):
         for name, value in zip(_URL_FIELDS, _urls(self), strict=True):
             # credentials in a URL are shown as ***
             if value and "@" in value and _has_userinfo(value):
-                force_setattr(self, name, _redact_authority(value))
+                force_setattr(self, name, redact_authority(value))
         if not all(map(str.isascii, filter(None, _texts(self)))):  # seldom: one C pass
             for name, value in zip(_TEXT_FIELDS, _texts(self), strict=True):
                 if value is not None and not value.isascii():
@@ -275,14 +275,6 @@ are shown as ``***`` in them."""
 
 def _has_userinfo(url: str) -> bool:
     return "@" in url.partition("://")[2].partition("/")[0]
-
-
-def _redact_authority(url: str) -> str:
-    """``url`` with the password of its user info masked; the path, which may hold an ``@``
-    of its own, is left alone."""
-    scheme, _, rest = url.partition("://")
-    authority, slash, path = rest.partition("/")
-    return redact_url(f"{scheme}://{authority}") + slash + path
 
 
 FIELD_NAMES = PageRecord.__struct_fields__[:-1]

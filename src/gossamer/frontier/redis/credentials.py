@@ -1,16 +1,17 @@
 """A seed's user name and password in a Redis job: kept once, out of every queue entry.
 
-A seed may carry user info (``https://user:password@host/``), and the URLs found on its pages
-keep it. The partitions' keys (entries in ``queue``, ``ranked`` and ``claimed``, host names in
-``hosts``, a continuous job's page states in ``revisits``) name such an authority masked,
-``https://user:***@host``, as the embedded frontier's ``urls`` table does; the authority with
-its password is stored once a job, in the HASH ``gs:{J}:credentials`` (masked authority ->
-authority), like crawl.db's owner-only ``credentials`` row. A worker writes it before the
-entries that name it (:meth:`store`) and reads it only for the claims it is about to fetch
-(:meth:`reveal`), keeping what it read.
+A seed may carry user info (``https://user:password@host/``, or a user name alone, which may
+be a token: ``https://TOKEN@host/``), and the URLs found on its pages keep it. The
+partitions' keys (entries in ``queue``, ``ranked`` and ``claimed``, host names in ``hosts``, a
+continuous job's page states in ``revisits``) name such an authority masked,
+``https://user:***@host`` (``https://***@host``), as the embedded frontier's ``urls`` table
+does; the authority with its password is stored once a job, in the HASH
+``gs:{J}:credentials`` (masked authority -> authority), like crawl.db's owner-only
+``credentials`` row. A worker writes it before the entries that name it (:meth:`store`) and
+reads it only for the claims it is about to fetch (:meth:`reveal`), keeping what it read.
 
 What it reads tells the worker's admission too (:class:`Trusts`), and so does the user info
-of a claim that names a user alone (no password, nothing stored): the seeds of a job were
+of a claim that names an empty password (``user:@host``, nothing stored): the seeds of a job were
 admitted by whoever submitted them, so without it the URLs a claimed page names with no page
 of their own (its redirect's target, a focused job's scored links, a canonical URL) would be
 turned away as someone else's user info. They keep the seed's user info on its origin only
@@ -32,11 +33,13 @@ from gossamer.frontier.redis.scripts import RedisClient
 
 __all__ = ["Credentials", "Trusts", "credentials_key", "masked_url"]
 
-_MASKED = f":{MASK}@"
+_MASKED = (f":{MASK}@", f"://{MASK}@")
+"""What a masked authority holds: a password masked, or a user name alone."""
 
 
 def masked_url(url: str) -> str:
-    """``url`` with a password in its user info masked (``https://user:***@host/path``), as
+    """``url`` with its user info masked (``https://user:***@host/path``, a user name alone as
+    ``https://***@host/path``), as
     a job's keys name it anywhere but in ``credentials``: a continuous job's page states, and
     the keys of sitemap claims, which hash it."""
     slash = url.find("/", url.find("://") + 3)
@@ -83,16 +86,16 @@ class Credentials:
     async def reveal(self, raws: Iterable[bytes | str]) -> Mapping[str, str]:
         """Masked authority -> authority for the entries ``raws`` (as claimed) whose host is
         masked: read from Redis once each, then kept. ``trusts`` learns the credentials of
-        each host they name with user info (a user name alone is in the entry itself)."""
+        each host they name with user info (an empty password is in the entry itself)."""
         named = {host for host in map(_named_host, raws) if host and host not in self._known}
         if named:
-            asked = sorted(host for host in named if _MASKED in host)
+            asked = sorted(host for host in named if _masked(host))
             if asked:
                 replies = await self._redis.hmget(self._key, asked)
                 for masked, real in zip(asked, replies, strict=True):
                     if real is not None:
                         self._known[masked] = real.decode() if isinstance(real, bytes) else real
-            self._known.update((host, host) for host in named if _MASKED not in host)
+            self._known.update((host, host) for host in named if not _masked(host))
             self._trust(sorted(named))
         return self._known
 
@@ -105,9 +108,13 @@ class Credentials:
             self._trusts.trust(real.partition("://")[2] for real in read)
 
 
+def _masked(host: str) -> bool:
+    return _MASKED[0] in host or _MASKED[1] in host
+
+
 def _named_host(raw: bytes | str) -> str | None:
-    """The host of an entry (``scheme://user:***@host|...``) when it names user info (a
-    password masked or none), else None."""
+    """The host of an entry (``scheme://user:***@host|...``) when it names user info (masked
+    or an empty password), else None."""
     head = raw[:2048].decode("utf-8", "replace") if isinstance(raw, bytes) else raw[:2048]
     host = head.partition("|")[0]
     return host if "@" in host else None

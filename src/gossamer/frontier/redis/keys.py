@@ -41,8 +41,9 @@ Job-level keys, tagged ``{J}`` like the control plane's::
 
     gs:{J}:bad          LIST   bad entries as JSON {partition, reason, entry}, newest first
     gs:{J}:bad:count    STRING how many entries were ever set aside
-    gs:{J}:credentials  HASH   "scheme://user:***@host" -> the same with the seed's password:
-                               the one key that holds it (see :mod:`.credentials`)
+    gs:{J}:credentials  HASH   "scheme://user:***@host" (or "scheme://***@host") -> the same
+                               with the seed's password (or user name): the one key that
+                               holds it (see :mod:`.credentials`)
 
 The shared limiter of ``partition_by="url"`` keeps each host ``h`` (its host key's xxh3_64,
 in hex) under its own hash tag ``{J:h:h}`` (see :mod:`.limiter`)::
@@ -51,7 +52,8 @@ in hex) under its own hash tag ``{J:h:h}`` (see :mod:`.limiter`)::
     gs:{J:h:h}:pace     HASH   next (earliest next request start), delay
 
 An entry, as workers write and read it, is ``host|numbers|path``: ``host`` the URL's
-``scheme://authority`` (a password masked: ``user:***@host``), ``path`` the rest from its
+``scheme://authority`` (a password masked: ``user:***@host``; a user name alone too:
+``***@host``), ``path`` the rest from its
 first ``/``, ``numbers`` the depth alone when the others are 0, else
 ``depth,hops,attempts,not_before,priority`` (a number 0 written empty; ``not_before`` the
 wall-clock time before which a retried URL may not be fetched). A partition stores it with
@@ -79,18 +81,19 @@ from gossamer.urls import fingerprint, host_key
 if TYPE_CHECKING:
     from gossamer.frontier.admission import Admitted
 
-FORMAT = 5
+FORMAT = 6
 """The layout of a job's keys and entries this module writes (see the module docstring);
 format 1 kept each entry's fingerprint and host name in the entry and one seen SET a
 partition; format 2 placed a fingerprint in its seen SET by nine of its digits, not six, and
 kept a seed's password in its entries; format 3 kept it in a continuous job's revisit states;
 formats 3 and 4 split a seen SET in two, not four, each time the partition had seen 192 more,
-not 100."""
+not 100; format 5 kept a seed's user name given alone (a token, maybe) in its entries."""
 _MAX_URL = 1 << 20
 """Characters of an entry's URL beyond which it is bad, whatever the job's max URL length."""
 _COUNT = re.compile(r"\d{0,9}")
 MASK = "***"
-"""A password as entries show it (as :mod:`gossamer.redact` shows one)."""
+"""A password, or a user name given alone, as entries show it (as :mod:`gossamer.redact`
+shows one)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,16 +251,19 @@ def split_url(url: str) -> tuple[str, str]:
 
 
 def mask_authority(key: str) -> str:
-    """``scheme://user:***@host[:port]`` for ``scheme://user:password@host[:port]``; any other
-    ``scheme://authority`` as it is. Entries and host names in Redis hold a seed's user info so
-    masked; the password itself is kept once, in the job's ``credentials`` (see
-    :mod:`.credentials`)."""
+    """``scheme://user:***@host[:port]`` for ``scheme://user:password@host[:port]``,
+    ``scheme://***@host[:port]`` for ``scheme://user@host[:port]`` (a user name alone may be a
+    token); any other ``scheme://authority`` as it is. Entries and host names in Redis hold a
+    seed's user info so masked; the user info itself is kept once, in the job's
+    ``credentials`` (see :mod:`.credentials`)."""
     if "@" not in key:
         return key
     scheme, _, authority = key.partition("://")
     userinfo, _, hostport = authority.rpartition("@")
     user, colon, password = userinfo.partition(":")
-    if not colon or password in ("", MASK):
+    if not colon:
+        return key if user in ("", MASK) else f"{scheme}://{MASK}@{hostport}"
+    if password in ("", MASK):
         return key
     return f"{scheme}://{user}:{MASK}@{hostport}"
 
