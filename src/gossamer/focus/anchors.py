@@ -70,10 +70,13 @@ def link_texts(
     texts joined (while short) and the context (and list) of its first link, or of its second
     when that one's block says more and the first's says little. Of the URLs in
     ``grouped_only`` only the list holding them is read (their words are not needed: reading
-    them is most of the cost). Links within the page (``#...``) are skipped unread."""
+    them is most of the cost). Links within the page (``#...``) are skipped unread. A page a
+    parse worker read has no tree here: its texts are the worker's (`given`)."""
     tree = page.tree
-    if tree is None or not wanted:
+    if not wanted:
         return {}
+    if tree is None:
+        return given(page.texts or {}, wanted, grouped_only)
     resolve = Resolver(page.base_url).resolve
     found: dict[str, LinkText] = {}
     targets: dict[str, str | None] = {}
@@ -118,6 +121,19 @@ def link_texts(
             found[url] = _again(before, node, url not in again, blocks, groups)
             again.add(url)
     return found
+
+
+def given(
+    texts: dict[str, tuple[str, str, int]], wanted: set[str], grouped_only: Container[str] = ()
+) -> dict[str, LinkText]:
+    """The texts a parse worker read of a page's links (:attr:`ParsedPage.texts`, each wanted
+    URL's read whole) as `link_texts` gives them: those of the ``wanted`` URLs, in the order
+    found, each of ``grouped_only`` with its list alone."""
+    return {
+        url: LinkText("", "", text[2]) if url in grouped_only else LinkText(*text)
+        for url, text in texts.items()
+        if url in wanted
+    }
 
 
 def _read(nodes: list[LexborNode]) -> list[tuple[LexborNode, str]]:
