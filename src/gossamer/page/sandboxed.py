@@ -181,13 +181,12 @@ def answer(request: bytes, body: bytes) -> bytes:
     return marshal.dumps((*fields, page.names_canonical, robots, canonical, content, read))
 
 
-def _texts(page: ParsedPage, count: int) -> dict[str, tuple[str, str, int]]:
+def _texts(page: ParsedPage, count: int) -> Any:
     """The texts a focus reads of the page's first ``count`` links, every one's whole (which
     of them it reads only the list of is its to say, later)."""
-    from gossamer.focus.anchors import link_texts
+    from gossamer.focus.anchors import read_whole
 
-    found = link_texts(page, set(page.links[:count]))
-    return {url: (text.anchor, text.context, text.group) for url, text in found.items()}
+    return read_whole(page, set(page.links[:count]))
 
 
 def _content(tree: object, url: str, extractor: str, language: str | None) -> tuple[Any, ...]:

@@ -91,10 +91,11 @@ class ParsedPage:
     pass over the links (``parse_html(anchors=True)``: a focused crawl reads their texts
     without reading each element's attributes again; a crawl without focus pays nothing for
     them); None when not asked for."""
-    texts: dict[str, tuple[str, str, int]] | None = field(default=None, repr=False, compare=False)
+    texts: tuple[dict[str, tuple[str, str, int]], list[tuple[str, int]]] | None = field(
+        default=None, repr=False, compare=False
+    )
     """What a parse worker read of the links' texts for a focus (the page's tree stays in the
-    worker): each wanted URL's anchor text, context and list, in the order
-    :func:`gossamer.focus.anchors.link_texts` found them; None when not read there."""
+    worker: :func:`gossamer.focus.anchors.read_whole`); None when not read there."""
 
 
 def parse_html(
