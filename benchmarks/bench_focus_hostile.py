@@ -9,14 +9,20 @@ apart), its peak memory (and its workers' peak), the longest the event loop was 
 timer (a stall: claim renewals and heartbeats wait that long), and the hostile page's flags and
 outlinks. ``ordinary`` is a site without a hostile page: the floor.
 
-    PYTHONPATH=src .venv/bin/python benchmarks/bench_focus_hostile.py --port 19350
+``--docs DIR`` crawls ordinary pages instead, the same figures: ``DIR`` served as it is (a
+documentation package's HTML, whose big pages go to the sandbox), ``--pages`` of it from
+``--seed`` (its flags column: the pages over 64 KiB crawled).
+
+    PYTHONPATH=src:benchmarks .venv/bin/python benchmarks/bench_focus_hostile.py --port 19350
         [--shapes NAME ...] [--modes plain focused] [--timeout 120] [--json]
+        [--docs /usr/share/doc/python3-doc/html --seed /library/index.html --pages 400]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import resource
 import subprocess
@@ -25,7 +31,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +95,19 @@ def serve(port: int, pages: dict[str, bytes]) -> ThreadingHTTPServer:
     return server
 
 
+def serve_dir(port: int, root: Path) -> ThreadingHTTPServer:
+    """The files under ``root`` served on 127.0.0.1:``port`` from a thread."""
+
+    class Handler(SimpleHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    handler = functools.partial(Handler, directory=str(root))
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
 async def _ticking(late: list[float]) -> None:
     loop = asyncio.get_running_loop()
     while True:
@@ -97,18 +116,21 @@ async def _ticking(late: list[float]) -> None:
         late[0] = max(late[0], loop.time() - due)
 
 
-async def _crawl(port: int, focused: bool, out: Path) -> dict[str, Any]:
+async def _crawl(port: int, focused: bool, out: Path, seed: str, pages: int) -> dict[str, Any]:
     from gossamer.crawl import run_crawl
     from gossamer.settings import load_settings
 
     settings: dict[str, Any] = {
         "out": out,
-        "seeds": [f"http://127.0.0.1:{port}/"],
+        "seeds": [f"http://127.0.0.1:{port}{seed}"],
         "robots": False,
         "quiet": True,
         "delay": 0,
-        "max_depth": 1,  # the hostile page's links are not fetched
     }
+    if pages:
+        settings |= {"max_pages": pages, "concurrency": 16}
+    else:
+        settings["max_depth"] = 1  # the hostile page's links are not fetched
     if focused:
         settings["focus_phrase"] = PHRASE
     late = [0.0]
@@ -118,7 +140,10 @@ async def _crawl(port: int, focused: bool, out: Path) -> dict[str, Any]:
     wall, cpu = time.monotonic() - started, time.process_time() - cpu
     ticker.cancel()
     records = [json.loads(line) for line in (out / "pages.jsonl").read_text().splitlines()]
-    hostile = next(r for r in records if r["url"].endswith("/hostile"))
+    hostile = next((r for r in records if r["url"].endswith("/hostile")), {})
+    if pages:
+        big = sum((r.get("bytes") or 0) > 64 * 1024 for r in records)
+        hostile = {"flags": [f"{big} pages over 64 KiB"]}
     own, workers = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
     return {
         "wall_s": round(wall, 2),
@@ -135,14 +160,18 @@ async def _crawl(port: int, focused: bool, out: Path) -> dict[str, Any]:
     }
 
 
-def child(port: int, focused: bool) -> None:
+def child(port: int, focused: bool, seed: str, pages: int) -> None:
     with tempfile.TemporaryDirectory() as out:
-        print(json.dumps(asyncio.run(_crawl(port, focused, Path(out) / "out"))))
+        print(json.dumps(asyncio.run(_crawl(port, focused, Path(out) / "out", seed, pages))))
 
 
-def one(shape: str, mode: str, port: int, timeout: float) -> dict[str, Any]:
-    server = serve(port, _site(SHAPES[shape]()))
-    command = [sys.executable, __file__, "--child", mode, "--port", str(port)]
+def one(shape: str, mode: str, args: argparse.Namespace) -> dict[str, Any]:
+    """One crawl of ``shape``'s site (or of ``--docs``), in a child process."""
+    port, timeout = args.port, args.timeout
+    server = serve_dir(port, args.docs) if args.docs else serve(port, _site(SHAPES[shape]()))
+    seed, pages = (args.seed, args.pages) if args.docs else ("/", 0)
+    command = [sys.executable, __file__, "--child", mode, "--port", str(port), "--seed", seed]
+    command += ["--pages", str(pages)]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=True)
         return dict(json.loads(done.stdout.strip().splitlines()[-1]))
@@ -164,16 +193,19 @@ def main() -> None:
     )
     parser.add_argument("--timeout", type=float, default=120)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--docs", type=Path, help="crawl this directory's pages instead")
+    parser.add_argument("--seed", default="/library/index.html", help="with --docs")
+    parser.add_argument("--pages", type=int, default=400, help="with --docs")
     parser.add_argument("--child", choices=("plain", "focused"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.port, args.child == "focused")
+        child(args.port, args.child == "focused", args.seed, args.pages)
         return
     found: dict[str, dict[str, Any]] = {}
     print(f"{'shape':44s} {'mode':8s}  wall s  cpu s  workers  peak MB  stall s  flags")
-    for shape in args.shapes:
+    for shape in [str(args.docs)] if args.docs else args.shapes:
         for mode in args.modes:
-            figures = found.setdefault(shape, {})[mode] = one(shape, mode, args.port, args.timeout)
+            figures = found.setdefault(shape, {})[mode] = one(shape, mode, args)
             if "cpu_s" not in figures:
                 print(f"{shape[:44]:44s} {mode:8s}  {figures}", flush=True)
                 continue
@@ -182,7 +214,7 @@ def main() -> None:
                 f"{figures['workers_cpu_s']:8.2f} {figures['peak_mb']:5d}/"
                 f"{figures['workers_peak_mb']:<5d} {figures['stall_s']:7.3f}  "
                 f"{','.join(figures['flags'])} "
-                f"{figures['outlinks']} {figures['error'] or ''}",
+                f"{figures['outlinks'] or ''} {figures['error'] or ''}",
                 flush=True,
             )
     if args.json:
