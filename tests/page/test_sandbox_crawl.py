@@ -113,20 +113,21 @@ PHRASE = "paragraph sentence"
 """The big pages' words: a focused crawl judges them relevant, and reads their links' texts."""
 
 
+@pytest.mark.parametrize("text", [True, False])
 async def test_a_focused_crawl_reads_big_pages_in_the_sandbox_as_in_process(
-    tmp_path: Path,
+    tmp_path: Path, text: bool
 ) -> None:
     """A focus reads each page's tree (its links' texts, its main text): a big page's stays in
     the sandbox's worker, which reads them there. The records are those of the in-process
     parse; the page that kills its worker is read the guarded way and flagged, as in a plain
     crawl, and the crawl goes on. (Relevance moves a little with the order pages are judged in,
     which moves with the sandbox's answers: the texts read are compared in
-    ``tests/parse/test_sandbox.py``.)"""
+    ``tests/parse/test_sandbox.py``.) Without text, the main text is extracted there for the
+    focus alone."""
+    focused = {"focus_phrase": PHRASE, "concurrency": 1, "text": text}
     async with serve_pages(find) as port:
-        stats_on = await crawl(tmp_path / "on", port, focus_phrase=PHRASE, concurrency=1)
-        stats_off = await crawl(
-            tmp_path / "off", port, focus_phrase=PHRASE, concurrency=1, parse_sandbox="off"
-        )
+        stats_on = await crawl(tmp_path / "on", port, **focused)
+        stats_off = await crawl(tmp_path / "off", port, **focused, parse_sandbox="off")
     assert workers() == []
     on, off = records(tmp_path / "on"), records(tmp_path / "off")
     assert sorted(on) == sorted(off) and len(on) == len(PAGES) - 1
@@ -135,7 +136,7 @@ async def test_a_focused_crawl_reads_big_pages_in_the_sandbox_as_in_process(
     assert relevance["two"][0] > 0.4 and relevance["deep"][0] < 0.1
     bomb_on, bomb_off = on.pop("bomb"), off.pop("bomb")
     assert bomb_on == bomb_off | {"flags": ["html-flattened", "html-sandbox-killed"]}
-    assert on == off
+    assert on == off and (on["two"]["text"] is not None) is text
     assert stats_on.parse_sandbox == {"pages": 7, "killed": 1, "started": 2}
     assert stats_on.focus is not None and stats_off.focus is not None
     assert stats_on.focus["judged"] == stats_off.focus["judged"] == len(PAGES) - 1
