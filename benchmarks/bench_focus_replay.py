@@ -10,9 +10,11 @@ the same code fetches the same URLs in the same order every time. Pages are pars
 main text extracted once, before the passes; only the policy's own CPU time is counted
 (``cpu_seconds`` of its statistics: judging, learning, link scoring, re-scoring). ``--order
 FILE`` writes each topic's fetched URLs (``host/path``) as JSON, so two versions can be
-checked for the same crawl order. ``--callgrind`` counts instructions instead of time: run
-under ``valgrind --tool=callgrind --instr-atstart=no``, only the passes are instrumented (not
-the parsing), the replay's own frontier included.
+checked for the same crawl order; ``--as-sandboxed`` reads each page a crawl's parse sandbox
+would take as its worker reads it (the tree as it is, the links' texts read there, no tree
+kept), for the same check against the in-process reading. ``--callgrind`` counts
+instructions instead of time: run under ``valgrind --tool=callgrind --instr-atstart=no``, only
+the passes are instrumented (not the parsing), the replay's own frontier included.
 
 Each topic's harvest and target recall after ``--n`` pages (100, 200, 500) are printed beside
 the link oracle's (``bench_focus_real.py``'s), with recall at 200 over the oracle's: the same
@@ -25,7 +27,7 @@ host, 3 to 16 pages between upkeeps), harsher than the crawls over HTTP.
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_focus_replay.py [--topics NAME ...]
         [--pages 600] [--passes 3] [--order FILE] [--n 100 200 500] [--spread 4 6 12 16]
-        [--shuffled 24]
+        [--shuffled 24] [--as-sandboxed]
     PYTHONPATH=src valgrind --tool=callgrind --instr-atstart=no .venv/bin/python \
         benchmarks/bench_focus_replay.py --topics email --passes 1 --callgrind
 """
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import gc
 import heapq
 import json
@@ -58,8 +61,10 @@ from bench_focus_real import (
     relevant_pages,
 )
 from gossamer.extract import Content, extract
-from gossamer.focus.policy import FocusPolicy
+from gossamer.focus.anchors import read_whole
+from gossamer.focus.policy import MAX_SCORED_LINKS, FocusPolicy
 from gossamer.focus.topic import Topic
+from gossamer.page.sandboxed import wanted
 from gossamer.parse.links import ParsedPage, parse_html
 from realweb import install_missing
 
@@ -80,10 +85,13 @@ class Page:
 
 
 class Pages:
-    """The sites' pages, parsed once (their links kept when they lead to a site's file)."""
+    """The sites' pages, parsed once (their links kept when they lead to a site's file);
+    ``as_sandboxed``: a page a crawl's parse sandbox takes read as its worker reads it (the
+    tree as it is, the main text and the links' texts read there, no tree kept)."""
 
-    def __init__(self) -> None:
+    def __init__(self, as_sandboxed: bool = False) -> None:
         self._pages: dict[str, Page] = {}
+        self._as_sandboxed = as_sandboxed
 
     def get(self, page: str) -> Page:
         found = self._pages.get(page)
@@ -102,13 +110,17 @@ class Pages:
             host, path = page.split("/", 1)
             file = _file(host, path)
             html = file.read_bytes() if file is not None else b""
-        parsed = parse_html(html, url, anchors=True)
+        sandboxed = self._as_sandboxed and wanted(html)
+        parsed = parse_html(html, url, anchors=True, guarded=not sandboxed)
         links = [
             link
             for link in parsed.links
             if (urlsplit(link).hostname or "") in _BY_HOST and _file(*key(link).split("/", 1))
         ]
         content = extract(parsed.tree, url, "tree") if parsed.tree else Content("")
+        if sandboxed:
+            texts = read_whole(parsed, set(parsed.links[:MAX_SCORED_LINKS]))
+            parsed = dataclasses.replace(parsed, tree=None, anchors=None, texts=texts)
         return Page(parsed, content, list(dict.fromkeys(links)))
 
 
@@ -262,6 +274,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--order", type=Path, help="write the fetched URLs here (JSON)")
     parser.add_argument("--callgrind", action="store_true", help="instrument only the passes")
+    parser.add_argument(
+        "--as-sandboxed", action="store_true", help="big pages read as the parse sandbox does"
+    )
     parser.add_argument("--n", type=int, nargs="+", default=[100, 200, 500])
     parser.add_argument(
         "--spread", type=int, nargs="*", default=[], help="batch sizes of more crawls (recall)"
@@ -275,7 +290,7 @@ def main() -> None:
     orders: dict[str, list[str]] = {}
     costs = []
     for name in args.topics:
-        pages = Pages()
+        pages = Pages(args.as_sandboxed)
         asyncio.run(crawl(name, pages, args.pages, args.batch))  # parses the pages
         _instrument(args.callgrind, "on")
         runs = [asyncio.run(crawl(name, pages, args.pages, args.batch)) for _ in range(args.passes)]

@@ -4,7 +4,10 @@ of the navigation; and a long list whose members prove off-topic stops lifting t
 
 from __future__ import annotations
 
-from gossamer.focus.anchors import link_texts
+import dataclasses
+import random
+
+from gossamer.focus.anchors import link_texts, read_whole
 from gossamer.focus.lists import ListEvidence
 from gossamer.parse.links import parse_html
 
@@ -80,3 +83,46 @@ def test_the_links_read_with_the_page_give_the_texts_the_tree_gives() -> None:
     wanted = {f"{SITE}/x/{name}" for name in ("a.html", "b.html", "m.html", "n.html")}
     assert link_texts(kept, wanted) == link_texts(plain, wanted)
     assert link_texts(kept, wanted)[f"{SITE}/x/a.html"].anchor == "A page A again"
+
+
+def _shuffled_page(seed: int) -> bytes:
+    """Links to 40 URLs, each linked one to four times from lists, tables, paragraphs and
+    navigation (short texts and long), in an order drawn from ``seed``."""
+    rng = random.Random(seed)
+    parts = []
+    for _ in range(160):
+        href = f"/p{rng.randrange(40)}.html"
+        text = rng.choice(["Next", "Up", f"Chapter {rng.randrange(99)} of the manual"])
+        words = " about locking" * rng.randrange(8)
+        link = f'<a href="{href}">{text}</a>{words}'
+        parts.append(
+            rng.choice(
+                [
+                    f"<ul><li>{link}</li></ul>",
+                    f"<ul><li>{link}</li><li>{link}</li></ul>",
+                    f"<table><tr><td>{link}</td></tr></table>",
+                    f"<p>{link}</p>",
+                    f"<nav>{link}</nav>",
+                    f"<div><div><div><div><div><div><ol><li>{link}",
+                ]
+            )
+        )
+    return f"<html><body>{''.join(parts)}</body></html>".encode()
+
+
+def test_a_parse_workers_reading_gives_the_texts_the_tree_gives_whatever_the_focus_asks() -> None:
+    """A parse worker reads every link's texts whole, not knowing which URLs the focus will
+    ask only the list of: `given` turns that into what `link_texts` reads from the tree for
+    any URLs wanted and any asked the list alone of, lists numbered alike (a list read for a
+    URL asked its list alone is numbered later, or not at all, and every later one moves)."""
+    rng = random.Random(7)
+    for seed in range(40):
+        page = parse_html(_shuffled_page(seed), f"{SITE}/", anchors=True)
+        whole = read_whole(page, set(page.links))
+        without_tree = dataclasses.replace(page, tree=None, anchors=None, texts=whole)
+        for _ in range(6):
+            wanted = {u for u in page.links if rng.random() < 0.8}
+            brief = {u for u in page.links if rng.random() < 0.4}
+            expected = link_texts(page, wanted, brief)
+            found = link_texts(without_tree, wanted, brief)
+            assert found == expected and list(found) == list(expected), seed

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -106,3 +107,67 @@ async def test_the_sandbox_gives_the_records_of_the_in_process_parse(
     assert stats_on.parse_sandbox == {"pages": 7, "killed": 1, "started": 2}
     assert stats_off.parse_sandbox is None
     assert stats_on.pages == stats_off.pages == crawled
+
+
+PHRASE = "paragraph sentence"
+"""The big pages' words: a focused crawl judges them relevant, and reads their links' texts."""
+
+
+@pytest.mark.parametrize("text", [True, False])
+async def test_a_focused_crawl_reads_big_pages_in_the_sandbox_as_in_process(
+    tmp_path: Path, text: bool
+) -> None:
+    """A focus reads each page's tree (its links' texts, its main text): a big page's stays in
+    the sandbox's worker, which reads them there. The records are those of the in-process
+    parse; the page that kills its worker is read the guarded way and flagged, as in a plain
+    crawl, and the crawl goes on. (Relevance moves a little with the order pages are judged in,
+    which moves with the sandbox's answers: the texts read are compared in
+    ``tests/parse/test_sandbox.py``.) Without text, the main text is extracted there for the
+    focus alone."""
+    focused = {"focus_phrase": PHRASE, "concurrency": 1, "text": text}
+    async with serve_pages(find) as port:
+        stats_on = await crawl(tmp_path / "on", port, **focused)
+        stats_off = await crawl(tmp_path / "off", port, **focused, parse_sandbox="off")
+    assert workers() == []
+    on, off = records(tmp_path / "on"), records(tmp_path / "off")
+    assert sorted(on) == sorted(off) and len(on) == len(PAGES) - 1
+    relevance = {name: (on[name].pop("relevance"), off[name].pop("relevance")) for name in on}
+    assert all(abs(a - b) < 0.01 for a, b in relevance.values()), relevance
+    assert relevance["two"][0] > 0.4 and relevance["deep"][0] < 0.1
+    bomb_on, bomb_off = on.pop("bomb"), off.pop("bomb")
+    assert bomb_on == bomb_off | {"flags": ["html-flattened", "html-sandbox-killed"]}
+    assert on == off and (on["two"]["text"] is not None) is text
+    assert stats_on.parse_sandbox == {"pages": 7, "killed": 1, "started": 2}
+    assert stats_on.focus is not None and stats_off.focus is not None
+    assert stats_on.focus["judged"] == stats_off.focus["judged"] == len(PAGES) - 1
+
+
+NESTED = (
+    '<a href="/after">after</a>'
+    + "<div>" * 127
+    + "<p><span><i>x</i></span></p>" * (3 * 1024 * 1024 // 29)
+    + "</div>" * 127
+)
+"""3 MB nested as deep as the guard lets through, every element closed: lexbor parses it as it
+is in 0.1 s, the guard reads it first in Python for 1 s."""
+
+
+async def test_a_focused_crawl_costs_a_hostile_page_what_a_plain_crawl_does(
+    tmp_path: Path,
+) -> None:
+    """Markup the guard reads slowly costs a focused crawl, whose parse sandbox reads the page
+    and its links' texts, no more of the crawler's own CPU than a plain crawl (before, a focus
+    parsed every page in-process: 1 s of the guard's Python on this one, on the event loop's
+    interpreter)."""
+    pages = {"/": '<a href="/nested">nested</a>', "/nested": NESTED, "/after": big_page("a", [])}
+    spent = {}
+    async with serve_pages(pages) as port:
+        for mode, flags in (("plain", {}), ("focused", {"focus_phrase": PHRASE})):
+            started = time.process_time()
+            await crawl(tmp_path / mode, port, concurrency=1, **flags)
+            spent[mode] = time.process_time() - started
+    plain, focused = records(tmp_path / "plain"), records(tmp_path / "focused")
+    assert sorted(plain) == sorted(focused) == ["", "after", "nested"]
+    assert focused["nested"]["flags"] == plain["nested"]["flags"] == []
+    assert focused["nested"]["outlinks"] == plain["nested"]["outlinks"] == 1
+    assert spent["focused"] < spent["plain"] + 0.5, spent

@@ -154,6 +154,61 @@ async def test_an_ordinary_big_page_reads_as_it_does_in_process(extractor: str |
     assert workers() == []
 
 
+def listed_page() -> bytes:
+    """An ordinary big page whose links are in lists too (each URL linked from a list and from
+    the prose), with a navigation of short texts: the texts, contexts and lists a focus reads."""
+    nav = '<nav><ul><li><a href="/p7">Next</a></li><li><a href="/">Home</a></li></ul></nav>'
+    lists = "".join(
+        f'<ul><li><a href="/p{i}">Chapter {i} of the guide</a>: its long description, '
+        f"a sentence or two about locking and transactions.</li></ul>"
+        for i in range(0, 400, 7)
+    )
+    return ordinary_page().replace(b"<main>", (nav + "<main>" + lists).encode())
+
+
+@pytest.mark.parametrize("extractor", [None, "tree"])
+async def test_a_focus_has_the_link_texts_and_main_text_of_the_in_process_parse(
+    extractor: str | None,
+) -> None:
+    """A focused crawl's big page stays in the worker, tree and all: the texts a focus reads of
+    its links (anchor, context, list) are read there as they are from the in-process tree,
+    those of URLs it asks only the list of included, and its main text is extracted there
+    for the focus alone when the crawl keeps none (not the record's)."""
+    from gossamer.extract import extract
+    from gossamer.focus.anchors import link_texts
+
+    answer = cast(Fetched, Answer(listed_page()))
+    focus = {"focus_extractor": "tree", "focus_links": 10_000}
+    sandbox = Sandbox(WORKER, sandboxed.worker_args("tree"), workers=1, budget_factor=4.0)
+    try:
+        there = await read.HtmlReader(
+            sandbox, follow_nofollow=False, extractor=extractor, robots_token="g", **focus
+        ).page(URL, answer)
+    finally:
+        await sandbox.close()
+    here = await read.HtmlReader(
+        None, follow_nofollow=False, extractor=extractor, robots_token="g", **focus
+    ).page(URL, answer)
+    assert there.aside is not None and there.parsed.tree is None and there.flags == ()
+    assert here.parsed.tree is not None and here.parsed.anchors is not None
+    wanted = set(here.parsed.links)
+    texts = link_texts(there.parsed, wanted)
+    assert texts == link_texts(here.parsed, wanted) and list(texts) == list(
+        link_texts(here.parsed, wanted)
+    )
+    assert len(texts) == 400 and texts["http://example.com/p7"].group > 0
+    assert texts["http://example.com/p7"].anchor.startswith("Next Chapter 7 of the guide")
+    # /p7's second link, in a list of its own, is read for its context: its list is numbered
+    # then, unless the focus asks /p7's list alone, and every later list's number moves.
+    for brief in ({"http://example.com/p7"}, set(sorted(wanted)[::3])):
+        assert link_texts(there.parsed, wanted, brief) == link_texts(here.parsed, wanted, brief)
+    few = set(sorted(wanted)[:5])
+    assert link_texts(there.parsed, few) == link_texts(here.parsed, few)
+    judged = extract(here.parsed.tree, URL, "tree")
+    assert there.content == here.content == (None if extractor is None else judged)
+    assert there.aside.content == (judged if extractor is None else None)
+
+
 async def test_small_pages_stay_in_process() -> None:
     """A page of at most 64 KiB and 4,096 ``<`` never goes to a worker: none is started."""
     sandbox = Sandbox(WORKER, workers=1)

@@ -216,14 +216,15 @@ def pdf_pool() -> PdfPool:
 
 def parse_sandbox(settings: CrawlSettings) -> Sandbox | None:
     """The worker processes big pages are parsed in (started at the first such page), unless
-    ``--parse-sandbox off`` or where they cannot be bounded (not Linux)."""
+    ``--parse-sandbox off`` or where they cannot be bounded (not Linux); their main text
+    extracted there when the crawl keeps it, or judges it (a focus)."""
     from gossamer.parse import sandbox
 
     if settings.parse_sandbox == "off" or not sandbox.available():
         return None
     from gossamer.page.sandboxed import budget_factor, worker_args
 
-    extractor = settings.extractor if settings.text else None
+    extractor = settings.extractor if settings.text or settings.focused else None
     return sandbox.Sandbox(
         "gossamer.page.sandboxed",
         worker_args(extractor),

@@ -70,17 +70,30 @@ def link_texts(
     texts joined (while short) and the context (and list) of its first link, or of its second
     when that one's block says more and the first's says little. Of the URLs in
     ``grouped_only`` only the list holding them is read (their words are not needed: reading
-    them is most of the cost). Links within the page (``#...``) are skipped unread."""
-    tree = page.tree
-    if tree is None or not wanted:
+    them is most of the cost). Links within the page (``#...``) are skipped unread. A page a
+    parse worker read has no tree here: its texts are the worker's (`given`)."""
+    if not wanted:
         return {}
+    if page.tree is None:
+        return given(page.texts, wanted, grouped_only)
+    return _link_texts(page, wanted, grouped_only, {}, {})
+
+
+def _link_texts(
+    page: ParsedPage,
+    wanted: set[str],
+    grouped_only: Container[str],
+    found: dict[str, LinkText],
+    groups: dict[int, int],
+) -> dict[str, LinkText]:
+    """`link_texts` into ``found``, the lists numbered in ``groups`` (by their identity)."""
+    tree = page.tree
+    assert tree is not None
     resolve = Resolver(page.base_url).resolve
-    found: dict[str, LinkText] = {}
     targets: dict[str, str | None] = {}
     """An ``href`` -> the wanted URL it leads to (None: none): one look-up a link."""
     blocks: dict[int, str] = {}
     """A block's text by its node's identity: a list of many links is read once."""
-    groups: dict[int, int] = {}
     again: set[str] = set()
     """URLs whose later link was read for a better context (once a URL: an index of terms
     links one page from many short entries)."""
@@ -118,6 +131,82 @@ def link_texts(
             found[url] = _again(before, node, url not in again, blocks, groups)
             again.add(url)
     return found
+
+
+Read = tuple[dict[str, tuple[str, str, int]], list[tuple[str, int]]]
+"""What a parse worker read of a page's links (`read_whole`, :attr:`ParsedPage.texts`): each
+URL's texts, its list by the number the reading gave it, and each list the reading of a URL's
+link numbered (the URL, the list), in the order read."""
+
+
+class _Lists(dict[int, int]):
+    """Lists numbered as they are read (`_link_texts`'s ``groups``), each number asked for
+    kept until the link it was read for is known (`_Reading`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[int] = []
+
+    def setdefault(self, key: int, default: int) -> int:
+        number = super().setdefault(key, default)
+        self.asked.append(number)
+        return number
+
+
+class _Reading(dict[str, LinkText]):
+    """`_link_texts`'s ``found`` for `read_whole`: each URL's texts, and the lists read for it
+    (``asked``), in order. Every list is read for a link whose texts are then set."""
+
+    def __init__(self, lists: _Lists) -> None:
+        super().__init__()
+        self.lists = lists
+        self.asked: list[tuple[str, int]] = []
+
+    def __setitem__(self, url: str, text: LinkText) -> None:
+        for number in self.lists.asked:
+            if not self.asked or self.asked[-1] != (url, number):
+                self.asked.append((url, number))
+        self.lists.asked.clear()
+        super().__setitem__(url, text)
+
+
+def read_whole(page: ParsedPage, wanted: set[str]) -> Read:
+    """The texts of the links of ``page`` to ``wanted`` URLs, every one's read (a parse
+    worker's, which cannot know which URLs the focus will ask only the list of), and what
+    `given` needs to number the lists as `link_texts` would for any of those."""
+    lists = _Lists()
+    found = _link_texts(page, wanted, (), _Reading(lists), lists)
+    assert isinstance(found, _Reading)
+    texts = {url: (text.anchor, text.context, text.group) for url, text in found.items()}
+    return texts, found.asked
+
+
+def given(
+    read: Read | None, wanted: set[str], grouped_only: Container[str] = ()
+) -> dict[str, LinkText]:
+    """The texts a parse worker read of a page's links (`read_whole`) as `link_texts` gives
+    them from the tree: those of the ``wanted`` URLs, in the order found, each of
+    ``grouped_only`` with its list alone, the lists numbered as that reading numbers them
+    (a URL of ``grouped_only`` reads the list of its first link in one, no other)."""
+    if read is None:
+        return {}
+    texts, asked = read
+    numbers: dict[int, int] = {}
+    grouped: dict[str, int] = {}
+    for url, number in asked:
+        if url not in wanted:
+            continue
+        if url not in grouped_only:
+            numbers.setdefault(number, len(numbers) + 1)
+        elif not grouped.get(url):
+            grouped[url] = numbers.setdefault(number, len(numbers) + 1)
+    return {
+        url: LinkText("", "", grouped.get(url, 0))
+        if url in grouped_only
+        else LinkText(anchor, context, numbers[group] if group else 0)
+        for url, (anchor, context, group) in texts.items()
+        if url in wanted
+    }
 
 
 def _read(nodes: list[LexborNode]) -> list[tuple[LexborNode, str]]:

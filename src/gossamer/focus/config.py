@@ -59,7 +59,8 @@ class FocusStats:
     """Queued URLs whose features are kept for re-scoring."""
     cpu_seconds: float
     """CPU time (this thread's) spent judging pages, learning and scoring links: the cost of
-    the focus on top of the crawl (fetching, parsing and main text are not counted)."""
+    the focus on top of the crawl (fetching, parsing and main text are not counted, nor the
+    reading of the link texts of a page the parse sandbox read: its worker's)."""
     shared_sent: int = 0
     """In a cluster: examples and judged pages sent to the other workers."""
     shared_received: int = 0

@@ -156,6 +156,11 @@ class FocusPolicy:
 
     # -- the engine's calls ----------------------------------------------------------------
 
+    @property
+    def scored_links(self) -> int:
+        """The links of a page scored, and read for their texts: its first so many."""
+        return MAX_SCORED_LINKS
+
     def judge(
         self, url: str, depth: int, page: ParsedPage, content: Content | None, links: list[str]
     ) -> tuple[float, list[Candidate]]:

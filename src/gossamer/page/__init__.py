@@ -14,8 +14,10 @@ This package may import the standard library, `gossamer.parse`, `gossamer.extrac
 candidates it returns), `gossamer.frontier.revisit` and `gossamer.frontier.revisits` (a
 continuous crawl's interval policy and revisit state), `gossamer.sinks.base` (the record),
 `gossamer.outcomes`, `gossamer.redact`, `gossamer.urls`, `gossamer.fetch.exchange` (an
-archived exchange, its body withheld) and `gossamer.fetch.headers` (the validators a revisit
-sends); never the engine, the crawl wiring or the cluster.
+archived exchange, its body withheld), `gossamer.fetch.headers` (the validators a revisit
+sends) and `gossamer.focus.anchors` (a parse worker reads the texts of a page's links for a
+focus, whose policy the stage knows by its protocol alone); never the engine, the crawl
+wiring or the cluster.
 
 The names below are loaded on first use: a parse worker (``sandboxed``) imports the
 directives and the canonical tag without the stage.

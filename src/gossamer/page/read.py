@@ -151,9 +151,12 @@ class Html(NamedTuple):
 
 class HtmlReader:
     """Parses HTML bodies for the page stage (see the module docstring); ``sandbox`` is
-    None when the crawl parses every page in-process (``--parse-sandbox off``, or a hook or
-    a focus that reads every page's tree); ``anchors``: keep each page's ``<a href>``
-    elements (a focus reads their texts)."""
+    None when the crawl parses every page in-process (``--parse-sandbox off``, or a hook,
+    which reads every page's tree). With a focus (``focus_extractor``, its extractor), each
+    page's ``<a href>`` elements are kept (it reads their texts), and a page parsed in the
+    sandbox has the texts of its first ``focus_links`` links read there, and its main text
+    extracted there even when the crawl keeps none (:attr:`Aside.content`): its tree, and all a
+    hostile tree could cost, stays in the worker."""
 
     def __init__(
         self,
@@ -162,10 +165,13 @@ class HtmlReader:
         follow_nofollow: bool,
         extractor: str | None,
         robots_token: str,
-        anchors: bool = False,
+        focus_extractor: str | None = None,
+        focus_links: int = 0,
     ) -> None:
         self._sandbox = sandbox
-        self._anchors = anchors
+        self._anchors = focus_extractor is not None
+        self._focus_extractor = focus_extractor
+        self._focus_links = focus_links if focus_extractor is not None else 0
         self._follow_nofollow = follow_nofollow
         self._extractor = extractor
         self._robots_token = robots_token
@@ -181,10 +187,11 @@ class HtmlReader:
                 url,
                 result.charset,
                 self._follow_nofollow,
-                self._extractor,
+                self._extractor or self._focus_extractor,
                 language,
                 self._robots_token,
                 result.fetched_at,
+                self._focus_links,
             )
             try:
                 answer = await self._sandbox.ask(ask, result.body)
@@ -193,6 +200,9 @@ class HtmlReader:
             else:
                 found = None if answer is None else sandboxed.reading(answer)
                 if found is not None and PARSE_ERROR not in found.parsed.flags:
+                    if self._extractor is None:  # read for the focus alone
+                        aside = Aside(found.robots, found.canonical, found.content)
+                        return Html(found.parsed, None, aside, ())
                     aside = Aside(found.robots, found.canonical)
                     return Html(found.parsed, found.content, aside, ())
                 flags = (SANDBOX_KILLED,)

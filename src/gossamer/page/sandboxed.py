@@ -5,17 +5,20 @@ worker process, under the sandbox's CPU budget and memory limit, instead of in-p
 the guard (`weigh`): the worker
 reads from the tree everything the page stage needs (:class:`Reading`: the links as
 :func:`gossamer.parse.links.parse_html` gives them, title, flags, base URL, encoding, the
-robots meta directives, the ``<link rel=canonical>`` tag and, when the crawl keeps text, the
-extracted :class:`gossamer.extract.Content`) and sends it back, marshal-encoded. Smaller pages
-stay in-process: the guard parses them as they are, unread. The tree itself stays in the
-worker; the stage builds one in-process (guarded) for a page handler that asks for it.
+robots meta directives, the ``<link rel=canonical>`` tag, when the crawl keeps text or judges
+pages the extracted :class:`gossamer.extract.Content`, and for a focus the texts of the page's
+links, :attr:`gossamer.parse.links.ParsedPage.texts`) and sends it back, marshal-encoded.
+Smaller pages stay in-process: the guard parses them as they are, unread. The tree itself
+stays in the worker; the stage builds one in-process (guarded) for a page handler that asks
+for it.
 
 Run as a worker: ``python -m gossamer.page.sandboxed MEMORY_BYTES BUDGET_FACTOR PAGES_FD
 [EXTRACTOR]``
 (the extractor's libraries and the language model are loaded before the first page's budget
 runs). The parse, with the robots meta tags and the canonical tag, has one parse budget; the
-extraction the rest of `TEXT_BUDGET_FACTOR` parse budgets, so a hostile page's parse ends at
-the one budget whether the crawl keeps text or not.
+extraction (and a focus's reading of the link texts, itself bounded by
+:data:`gossamer.focus.anchors.MAX_READ_SECONDS`) the rest of `TEXT_BUDGET_FACTOR` parse
+budgets, so a hostile page's parse ends at the one budget whether the crawl keeps text or not.
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ TEXT_BUDGET_FACTOR = 4.0
 """A page's budget when its content is extracted too: the main text's Python work costs
 about three parses on big real pages (python3-doc's ``genindex-all.html``, 1.7 MB: parse
 0.05 s, text 0.17 s; its parse budget, 0.39 s, ended it on a loaded machine)."""
-_ANSWER_FIELDS = 12
+_ANSWER_FIELDS = 13
 _COUNT_STEP = 16 * 1024
 _LT = ord("<")
 
@@ -143,16 +146,25 @@ def request(
     content_language: str | None,
     robots_token: str,
     fetched_at: float,
+    texts: int = 0,
 ) -> bytes:
-    """The request of a page (its body goes apart)."""
+    """The request of a page (its body goes apart); ``texts``: read the texts of the page's
+    first so many links for a focus (:attr:`gossamer.parse.links.ParsedPage.texts`)."""
     fields = (url, charset, follow_nofollow, extractor, content_language, robots_token)
-    return marshal.dumps((*fields, fetched_at))
+    return marshal.dumps((*fields, fetched_at, texts))
 
 
 def answer(request: bytes, body: bytes) -> bytes:
     """The worker's job: the page parsed as it is, and all the stage reads of its tree."""
-    url, charset, nofollow, extractor, language, token, fetched_at = marshal.loads(request)
-    page = parse_html(body, url, header_charset=charset, follow_nofollow=nofollow, guarded=False)
+    url, charset, nofollow, extractor, language, token, fetched_at, texts = marshal.loads(request)
+    page = parse_html(
+        body,
+        url,
+        header_charset=charset,
+        follow_nofollow=nofollow,
+        guarded=False,
+        anchors=texts > 0,
+    )
     del body
     tree, robots, canonical, content = page.tree, (False, False), None, None
     if tree is not None:
@@ -163,9 +175,18 @@ def answer(request: bytes, body: bytes) -> bytes:
     if extractor is not None:
         rest_of_budget()
         content = _content(tree, url, extractor, language)
+    read = _texts(page, texts) if texts > 0 else None  # within the extraction's budget
     fields: tuple[Any, ...] = (page.title, page.links, page.nofollow_links, page.meta_nofollow)
     fields += (page.meta_noindex, page.base_url, page.text_encoding, page.flags)
-    return marshal.dumps((*fields, page.names_canonical, robots, canonical, content))
+    return marshal.dumps((*fields, page.names_canonical, robots, canonical, content, read))
+
+
+def _texts(page: ParsedPage, count: int) -> Any:
+    """The texts a focus reads of the page's first ``count`` links, every one's whole (which
+    of them it reads only the list of is its to say, later)."""
+    from gossamer.focus.anchors import read_whole
+
+    return read_whole(page, set(page.links[:count]))
 
 
 def _content(tree: object, url: str, extractor: str, language: str | None) -> tuple[Any, ...]:
@@ -187,7 +208,7 @@ def reading(encoded: bytes) -> Reading:
     if not isinstance(fields, tuple) or len(fields) != _ANSWER_FIELDS:
         raise ValueError("a parse worker's answer is malformed")
     title, links, skipped, nofollow, noindex, base, encoding, flags, names_canonical = fields[:9]
-    robots, canonical, content = fields[9:]
+    robots, canonical, content, texts = fields[9:]
     parsed = ParsedPage(
         title,
         links,
@@ -198,6 +219,7 @@ def reading(encoded: bytes) -> Reading:
         encoding,
         flags=tuple(flags),
         names_canonical=names_canonical,
+        texts=texts,
     )
     return Reading(parsed, _decoded(content), Directives(*robots), canonical)
 

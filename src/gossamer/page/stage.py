@@ -93,6 +93,11 @@ class Focus(Protocol):
 
     def json_stats(self) -> dict[str, Any]: ...
 
+    @property
+    def scored_links(self) -> int:
+        """The links of a page it reads the texts of (its first so many)."""
+        ...
+
 
 class PageConfig(msgspec.Struct, frozen=True):
     """The knobs of the page stage."""
@@ -159,7 +164,8 @@ class PageStage:
         not followed (``--canonical follow``), nor one ``canonical_checks`` finds admission
         or robots.txt would turn away; ``freshness`` compares a continuous crawl's
         answers with the URL's last one (``--recrawl``); ``sandbox`` parses big pages (not
-        with a hook or a focus, which read every page's tree: it would be parsed twice)."""
+        with a hook, which reads every page's tree: it would be parsed twice; a focus has the
+        texts of the links it reads read there, and its main text)."""
         if config.rules is not None and rule_pool is None:
             raise ValueError("a crawl with rules reads them in a RulePool")
         self._config = config
@@ -177,14 +183,13 @@ class PageStage:
         self.upkeep: Callable[[], Awaitable[None]] | None = None if focus is None else focus.upkeep
         """Run after each URL is acked: the focus re-scores the frontier's URLs when due."""
         self._steps: tuple[Step, ...] = self._pipeline()
-        if config.hook is not None or focus is not None:
-            sandbox = None
         self._reader = read.HtmlReader(
-            sandbox,
+            sandbox if config.hook is None else None,
             follow_nofollow=config.follow_nofollow,
             extractor=self._extractor,
             robots_token=config.robots_token,
-            anchors=focus is not None,
+            focus_extractor=None if focus is None else config.extractor,
+            focus_links=0 if focus is None else focus.scored_links,
         )
 
     def _pipeline(self) -> tuple[Step, ...]:
@@ -482,8 +487,11 @@ class PageStage:
         if parsed is None or status is None or not 200 <= status < 300:
             state.candidates = Outlinks(links, lease.depth + 1, lease.url)
             return
+        content = state.content
+        if content is None and state.aside is not None:  # read in the sandbox for it alone
+            content = state.aside.content
         state.relevance, state.candidates = self._focus.judge(
-            lease.url, lease.depth, parsed, state.content, links
+            lease.url, lease.depth, parsed, content, links
         )
         if state.canonical_link is not None:
             state.candidates = [*state.candidates, state.canonical_link]

@@ -91,6 +91,8 @@ class Aside(NamedTuple):
     """The robots meta tags' directives."""
     canonical: str | None
     """The canonical URL the ``<link rel=canonical>`` of the head names."""
+    content: Content | None = None
+    """The main text a focus judges, extracted there for it alone (a crawl keeping no text)."""
 
 
 NO_TEXT = TextFields()

@@ -91,6 +91,11 @@ class ParsedPage:
     pass over the links (``parse_html(anchors=True)``: a focused crawl reads their texts
     without reading each element's attributes again; a crawl without focus pays nothing for
     them); None when not asked for."""
+    texts: tuple[dict[str, tuple[str, str, int]], list[tuple[str, int]]] | None = field(
+        default=None, repr=False, compare=False
+    )
+    """What a parse worker read of the links' texts for a focus (the page's tree stays in the
+    worker: :func:`gossamer.focus.anchors.read_whole`); None when not read there."""
 
 
 def parse_html(
