@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import resource
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -171,3 +173,35 @@ async def test_a_focused_crawl_costs_a_hostile_page_what_a_plain_crawl_does(
     assert focused["nested"]["flags"] == plain["nested"]["flags"] == []
     assert focused["nested"]["outlinks"] == plain["nested"]["outlinks"] == 1
     assert spent["focused"] < spent["plain"] + 0.5, spent
+
+
+RECONSTRUCTION = (
+    "".join(f"<p><b c={i}>x</p></i>" for i in range(4095)) + '<p><a href="/after">x</a>'
+)
+"""89 KB of exactly 16,383 ``<`` that look ordinary to the guard's routes (as many ends as
+starts), whose 4,095 ``<b>`` lexbor rebuilds at every paragraph: parsed as it is, 2.4 s and
+3 GB. Its sandbox worker dies on it."""
+
+
+async def test_a_page_that_killed_its_worker_is_guarded_before_lexbor_reads_it(
+    tmp_path: Path,
+) -> None:
+    """The crawler parses a page its worker died on the guarded way from the start: the
+    guard's cheaper routes would give it to lexbor as it is first (its check comes after the
+    parse), 3 GB for this page. The crawl runs with 1.5 GB of address space: it keeps the
+    page's link."""
+
+    def limited() -> None:
+        limit = 1536 << 20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    pages = {"/": '<a href="/shape">shape</a>', "/shape": RECONSTRUCTION, "/after": "<p>after"}
+    async with serve_pages(pages) as port:
+        out = tmp_path / "out"
+        command = [sys.executable, "-m", "gossamer", "crawl", f"http://127.0.0.1:{port}/"]
+        command += ["--out", str(out), "--no-robots", "--quiet", "--no-text"]
+        process = await asyncio.create_subprocess_exec(*command, preexec_fn=limited)
+        assert await asyncio.wait_for(process.wait(), 45) == 0
+    found = records(out)
+    assert "html-sandbox-killed" in found["shape"]["flags"], found["shape"]
+    assert found["shape"]["outlinks"] == 1 and found["after"]["status"] == 200

@@ -7,7 +7,10 @@ guard (a large body in a worker thread, so that the event loop, and with it a cl
 claim renewals, keeps running). A page whose sandbox worker died on it (its CPU budget spent, its
 memory exhausted) is parsed the guarded way, in a thread, and flagged `SANDBOX_KILLED`; so is
 one lexbor refused in its worker (out of the worker's memory, lexbor fails the parse instead of
-raising: a page the crawler's memory holds would otherwise lose all its links).
+raising: a page the crawler's memory holds would otherwise lose all its links). Such a page is
+always rewritten by the guard before lexbor reads it (``hostile``): the guard's cheaper routes
+parse an ordinary-looking document as it is first, which a page shaped to exhaust the worker's
+memory would do to the crawler's.
 
 The extractors (:mod:`gossamer.extract`) are imported on first use: a ``--no-text`` crawl
 never loads them.
@@ -85,11 +88,13 @@ def parse(
     content_language: str | None = None,
     tags: int | None = None,
     anchors: bool = False,
+    hostile: bool = False,
 ) -> tuple[ParsedPage, Content | None]:
     """Parse an HTML body; with an ``extractor`` (a crawl keeping text) extract its content
     (its language, when the markup states none, from the ``Content-Language`` header).
     ``tags``: the body's ``<``, if counted (:func:`gossamer.page.sandboxed.weigh`);
-    ``anchors``: keep the ``<a href>`` elements (:attr:`ParsedPage.anchors`)."""
+    ``anchors``: keep the ``<a href>`` elements (:attr:`ParsedPage.anchors`); ``hostile``:
+    the body's sandbox worker died on it (always guarded, never parsed as it is first)."""
     page = parse_html(
         body,
         url,
@@ -97,6 +102,7 @@ def parse(
         follow_nofollow=follow_nofollow,
         tags=tags,
         anchors=anchors,
+        hostile=hostile,
     )
     if extractor is None:
         return page, None
@@ -217,6 +223,7 @@ class HtmlReader:
             language,
             weight.tags,
             self._anchors,
+            bool(flags),
         )
         parsed, content = await self._off_loop(work, len(result.body), bool(flags))
         return Html(parsed, content, None, flags)

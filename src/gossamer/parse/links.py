@@ -107,6 +107,7 @@ def parse_html(
     guarded: bool = True,
     tags: int | None = None,
     anchors: bool = False,
+    hostile: bool = False,
 ) -> ParsedPage:
     """Parse an HTML body fetched from ``url`` (an absolute http(s) URL).
 
@@ -116,7 +117,8 @@ def parse_html(
     ``ValueError`` only if ``url`` itself is not an http(s) URL. Unless ``guarded``, the
     document is parsed as it is (in a process whose time and memory are bounded otherwise).
     ``tags``: the ``<`` of ``body``, if the caller counted them. ``anchors``: keep each ``<a
-    href>`` with its ``href`` (:attr:`ParsedPage.anchors`).
+    href>`` with its ``href`` (:attr:`ParsedPage.anchors`). ``hostile``: the body has shown
+    itself hostile (its sandbox worker died on it): always guarded (`gossamer.parse.guard`).
     """
     page = Resolver(url)
     detected = detect_encoding(body, header_charset)
@@ -128,7 +130,7 @@ def parse_html(
     if not guarded:
         parsed = unguarded(document)
     else:
-        parsed = parse(document, tags if isinstance(document, bytes) else None)
+        parsed = parse(document, tags if isinstance(document, bytes) else None, hostile=hostile)
     tree = parsed.tree
     if tree is None:
         return ParsedPage(
