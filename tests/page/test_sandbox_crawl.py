@@ -17,6 +17,7 @@ import pytest
 from tests.local_app import serve_pages
 
 from gossamer.crawl import run_crawl
+from gossamer.page import sandboxed
 from gossamer.settings import load_settings
 from gossamer.stats import CrawlStats
 
@@ -115,9 +116,24 @@ PHRASE = "paragraph sentence"
 """The big pages' words: a focused crawl judges them relevant, and reads their links' texts."""
 
 
+async def test_a_focused_crawl_reads_only_pages_past_the_focus_limit_in_the_sandbox(
+    tmp_path: Path,
+) -> None:
+    """A focus judges a page the sandbox read later than one read in-process, and chooses
+    what to fetch next worse meanwhile: its crawl sends the sandbox only pages past
+    `sandboxed.FOCUS_MIN_TAGS` ``<`` (the bomb) or `sandboxed.FOCUS_MIN_BYTES`, not the pages
+    of some 6,000 tags a plain crawl sends there."""
+    focused = {"focus_phrase": PHRASE, "concurrency": 1, "text": False}
+    async with serve_pages(find) as port:
+        stats = await crawl(tmp_path / "on", port, **focused)
+    assert stats.parse_sandbox == {"pages": 1, "killed": 1, "started": 1}
+    found = records(tmp_path / "on")
+    assert found["bomb"]["flags"] == ["html-flattened", "html-sandbox-killed"]
+
+
 @pytest.mark.parametrize("text", [True, False])
 async def test_a_focused_crawl_reads_big_pages_in_the_sandbox_as_in_process(
-    tmp_path: Path, text: bool
+    tmp_path: Path, text: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A focus reads each page's tree (its links' texts, its main text): a big page's stays in
     the sandbox's worker, which reads them there. The records are those of the in-process
@@ -126,6 +142,7 @@ async def test_a_focused_crawl_reads_big_pages_in_the_sandbox_as_in_process(
     which moves with the sandbox's answers: the texts read are compared in
     ``tests/parse/test_sandbox.py``.) Without text, the main text is extracted there for the
     focus alone."""
+    monkeypatch.setattr(sandboxed, "FOCUS_MIN_TAGS", sandboxed.MIN_TAGS)  # the big pages too
     focused = {"focus_phrase": PHRASE, "concurrency": 1, "text": text}
     async with serve_pages(find) as port:
         stats_on = await crawl(tmp_path / "on", port, **focused)

@@ -168,7 +168,7 @@ def listed_page() -> bytes:
 
 @pytest.mark.parametrize("extractor", [None, "tree"])
 async def test_a_focus_has_the_link_texts_and_main_text_of_the_in_process_parse(
-    extractor: str | None,
+    extractor: str | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A focused crawl's big page stays in the worker, tree and all: the texts a focus reads of
     its links (anchor, context, list) are read there as they are from the in-process tree,
@@ -177,6 +177,7 @@ async def test_a_focus_has_the_link_texts_and_main_text_of_the_in_process_parse(
     from gossamer.extract import extract
     from gossamer.focus.anchors import link_texts
 
+    monkeypatch.setattr(sandboxed, "FOCUS_MIN_TAGS", sandboxed.MIN_TAGS)  # this page too
     answer = cast(Fetched, Answer(listed_page()))
     focus = {"focus_extractor": "tree", "focus_links": 10_000}
     sandbox = Sandbox(WORKER, sandboxed.worker_args("tree"), workers=1, budget_factor=4.0)

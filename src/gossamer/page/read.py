@@ -159,8 +159,10 @@ class HtmlReader:
     """Parses HTML bodies for the page stage (see the module docstring); ``sandbox`` is
     None when the crawl parses every page in-process (``--parse-sandbox off``, or a hook,
     which reads every page's tree). With a focus (``focus_extractor``, its extractor), each
-    page's ``<a href>`` elements are kept (it reads their texts), and a page parsed in the
-    sandbox has the texts of its first ``focus_links`` links read there, and its main text
+    page's ``<a href>`` elements are kept (it reads their texts), only pages past
+    :data:`gossamer.page.sandboxed.FOCUS_MIN_TAGS` ``<`` or ``FOCUS_MIN_BYTES`` go to the
+    sandbox (a page read there is judged later), and those have the texts of their first
+    ``focus_links`` links read there, and its main text
     extracted there even when the crawl keeps none (:attr:`Aside.content`): its tree, and all a
     hostile tree could cost, stays in the worker."""
 
@@ -187,7 +189,8 @@ class HtmlReader:
         """The page at ``url`` read from its answer (see :class:`Html`)."""
         language = result.headers.get("content-language")
         flags: tuple[str, ...] = ()
-        weight = sandboxed.weigh(result.body)
+        weigh = sandboxed.weigh_for_focus if self._anchors else sandboxed.weigh
+        weight = weigh(result.body)
         if self._sandbox is not None and weight.big:
             ask = sandboxed.request(
                 url,

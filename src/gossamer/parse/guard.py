@@ -231,15 +231,10 @@ class Parsed:
 
 def parse(document: str | bytes, tags: int | None = None, *, hostile: bool = False) -> Parsed:
     """lexbor's tree of ``document``, guarded only if it could be hostile (see the module
-    doc); bytes are read as UTF-8. ``tags``: its ``<``, if the caller counted them.
-    ``hostile``: the document has shown itself hostile already (a parse sandbox's worker died
-    on it): it is guarded whatever its route, never given to lexbor as it is first (the
-    ``check`` route's document at its limit, ``<p><b c=N>x</p></i>`` 4,096 times, 89 KB,
-    costs lexbor 2.4 s and 3 GB before its check; guarded, 0.06 s)."""
-    if hostile:
-        guarded = _guard(document)
-        return _lexbor(guarded.document, guarded.flags)
-    way = route(document, tag_count(document) if tags is None else tags)
+    doc); bytes are read as UTF-8. ``tags``: its ``<``, if the caller counted them. A
+    ``hostile`` one (its sandbox worker died on it) is guarded whatever its route: the
+    ``check`` route's worst (``<p><b c=N>x</p></i>`` 4,096 times) costs lexbor 3 GB."""
+    way = "guard" if hostile else route(document, tag_count(document) if tags is None else tags)
     if way in ("as-is", "plain"):
         return _lexbor(document, ())
     if way == "nested" and well_formed(as_bytes(document)):
