@@ -8,9 +8,8 @@ guarded parse, robots meta, base, title and the same links). By size bucket (``<
 up to 4,096, up to 16,384, more) it prints the pages that ran the guard's full Python pass,
 ``parse_html`` against the floor, and the guard's share of ``parse_html`` (the guarded parse
 less lexbor's own). Then, over all the pages, the same by route (how
-`gossamer.parse.scan.route` took each page: ``as-is``, ``plain``, ``check``, ``nested``,
-``guard``) and
-the total: the guard's CPU (the guarded parse less lexbor's own) against lexbor's. Then the
+`gossamer.parse.scan.route` took each page: ``as-is``, ``plain``, ``nested``, ``guard``)
+and the total: the guard's CPU (the guarded parse less lexbor's own) against lexbor's. Then the
 worst hostile shapes, each parsed once by ``parse_html`` in a child process (CPU time of the
 parsing thread; ``>Ns`` when it ran past ``--timeout``).
 
@@ -72,9 +71,15 @@ HOSTILE: dict[str, Callable[[], bytes]] = {
     "10 MB of <ul><li>": lambda: b"<ul><li>" * (10 * MB // 8),
     "nested tables": lambda: b"<table><tr><td>" * (10 * MB // 15),
     "stray end tags at depth": lambda: b"<span>" * 600 + b"</p>" * (10 * MB // 4),
-    "<span></i> at the ordinary limit": lambda: b"<span></i>" * 8192,
-    "<p><b c=N>x</p></i> at the limit": lambda: b"".join(
+    "<span></i>, 16,384 <": lambda: b"<span></i>" * 8192,
+    "<p><b c=N>x</p></i>, 16,384 <": lambda: b"".join(
         b"<p><b c=%d>x</p></i>" % n for n in range(4096)
+    ),
+    "<p><b c=N>x</p><!--</b>-->, 16,384 <": lambda: b"".join(
+        b"<p><b c=%d>x</p><!--</b>-->" % n for n in range(3276)
+    ),
+    "<p><b c=N>x, 4,096 < (left as it is)": lambda: b"".join(
+        b"<p><b c=%d>x" % n for n in range(2048)
     ),
     "1 MB of <p><b c=N>x</p>": lambda: b"".join(b"<p><b c=%d>x</p>" % n for n in range(MB // 18)),
     "attributes behind quoted >": lambda: (

@@ -35,7 +35,7 @@ def test_a_real_shaped_page_is_parsed_without_the_pass_or_a_regex(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     body = sphinx_like(750)
-    assert 14_000 < body.count(b"<") <= scan.ORDINARY_MAX_TAGS
+    assert 14_000 < body.count(b"<") <= 16_384
     calls: list[str] = []
 
     class Spy:
@@ -61,7 +61,7 @@ def test_a_quoted_angle_bracket_in_text_is_no_tag() -> None:
     # the regex alone took the text '=' for a quoted value, and the page for a hostile one
     body = sphinx_like(400)
     assert scan._ODD_TAG_BYTES.search(body) is not None
-    assert scan.ordinary(body, scan.tag_count(body))
+    assert not scan.odd_tag(body, names=True)
 
 
 @pytest.mark.parametrize(
@@ -76,7 +76,7 @@ def test_a_quoted_angle_bracket_in_text_is_no_tag() -> None:
 )
 def test_tags_that_could_hold_too_many_attributes_are_found(tag: str) -> None:
     body = ("<p>filler</p>" * 6000 + f"<a {tag} href=/x>k</a>").encode()
-    assert not scan.ordinary(body, scan.tag_count(body))
+    assert scan.odd_tag(body, names=True)
     assert guard.parse(body).flags == ("html-cut-attributes",)
 
 
@@ -136,7 +136,7 @@ def test_a_long_script_holding_lt_is_no_long_tag(
     no tag of many attributes: the page is parsed without the guard's pass (it was not)."""
     body = asciidoc_like(sections)
     assert len(body) > 64 * 1024 and scan.long_tag(body) is False
-    assert scan.route(body, scan.tag_count(body)) in ("as-is", "check")
+    assert scan.route(body, scan.tag_count(body)) in ("as-is", "plain")
     passes = spy_passes(monkeypatch)
     page = parse_html(body, URL)
     assert passes == [] and page.flags == () and len(page.links) == sections
@@ -155,14 +155,11 @@ def test_self_closing_svg_paths_do_not_send_a_page_to_the_pass(
     monkeypatch: pytest.MonkeyPatch, entries: int
 ) -> None:
     """Pages of many self-closing tags (SVG icons), nesting perfectly, between 4,096 and
-    16,384 ``<`` and past it, are parsed as they are and their tree checked (their
-    ``<path/>`` count as closed), or past 16,384 read by the skeleton reading, not the
-    guard's pass."""
+    16,384 ``<`` and past it, are read by the skeleton reading, not the guard's pass."""
     body = svg_icons(entries, 8)
     tags = body.count(b"<")
     assert tags > 4096
-    expected = "plain" if tags > scan.ORDINARY_MAX_TAGS else "check"
-    assert scan.route(body, scan.tag_count(body)) == expected
+    assert scan.route(body, scan.tag_count(body)) == "plain"
     passes = spy_passes(monkeypatch)
     page = parse_html(body, URL)
     assert passes == [] and page.flags == () and len(page.links) == entries
@@ -170,12 +167,14 @@ def test_self_closing_svg_paths_do_not_send_a_page_to_the_pass(
 
 def test_self_closing_formatting_tags_count_as_open() -> None:
     """``<b c=N/>`` opens a ``<b>`` all the same (the slash closes nothing in HTML): a page of
-    them, each in a paragraph, is not ordinary (lexbor would rebuild them all at every
-    paragraph), while as many ``<path/>`` are closed."""
+    them, each in a paragraph, is guarded (lexbor would rebuild them all at every paragraph),
+    while as many ``<path/>`` in SVG close themselves."""
     formatting = b"".join(b"<p><b c=%d/>x</p>" % n for n in range(2000))
-    paths = b"".join(b"<p><path d=%d/>x</p>" % n for n in range(2000))
-    assert not scan.ordinary(formatting, scan.tag_count(formatting))
-    assert scan.ordinary(paths, scan.tag_count(paths))
+    paths = b"<svg>" + b"".join(b'<path d="%d"/>' % n for n in range(5000)) + b"</svg>"
+    assert scan.route(formatting, scan.tag_count(formatting)) in ("nested", "guard")
+    assert guard.parse(formatting).flags == ("html-cut-formatting",)
+    assert scan.route(paths, scan.tag_count(paths)) in ("plain", "nested")
+    assert guard.parse(paths).flags == ()
 
 
 @pytest.mark.parametrize("prefix", [b"a", b"abcdefgh"])

@@ -1,14 +1,15 @@
 """The cheap scans that decide whether a document needs the guard's pass (see
 :mod:`gossamer.parse.guard`, whose module doc says why each is enough).
 
-Every scan here runs on every page of more than 16 KiB and 4,096 ``<``, so each must cost well
-under lexbor's own parse: byte counts, and over the positions of ``<``, ``>`` and quotes,
+`odd_tag` runs on every page of more than 64 KiB and at most 4,096 ``<``, so it must cost
+well under lexbor's own parse: byte counts, and over the positions of ``<``, ``>`` and quotes,
 found once (`_Marks`), a few numpy operations (a third of lexbor's CPU on a real page of
-13,000 tags, three fifths with the depth check; each full-page numpy operation costs about a
-hundredth, each search for positions a twentieth). The one regex that
-reads the document through (`ODD_TAG`: a tag that could hold `MAX_TAG_ATTRIBUTES` attributes
-behind quoted values holding ``>``; it costs as much as lexbor's parse) runs only where a quoted
-value inside a tag could hold ``>``.
+13,000 tags; each full-page numpy operation costs about a hundredth, each search for
+positions a twentieth). The one regex that reads the document through (`ODD_TAG`: a tag that
+could hold `MAX_TAG_ATTRIBUTES` attributes behind quoted values holding ``>``; it costs as
+much as lexbor's parse) runs only where a quoted value inside a tag could hold ``>``. Past
+4,096 ``<`` the skeleton reading (:mod:`gossamer.parse.skeleton`) and the nesting check
+(:mod:`gossamer.parse.nesting`) decide.
 """
 
 from __future__ import annotations
@@ -36,28 +37,24 @@ __all__ = [
     "MAX_ATTRIBUTE_NAMES",
     "MAX_TAG_ATTRIBUTES",
     "ODD_TAG",
-    "ORDINARY_MAX_TAGS",
     "Route",
     "as_bytes",
     "long_tag",
     "needs_guard",
     "odd_tag",
-    "ordinary",
     "route",
     "tag_count",
     "too_deep_selector",
 ]
 
-Route = Literal["as-is", "plain", "check", "nested", "guard"]
+Route = Literal["as-is", "plain", "nested", "guard"]
 """How a document is parsed: as it is, as it is because its markup is plain
-(:func:`gossamer.parse.skeleton.plain`), as it is and its tree checked, as it is if its tags
-nest perfectly, or guarded."""
+(:func:`gossamer.parse.skeleton.plain`), as it is if its tags nest perfectly, or guarded."""
 GUARD_MIN_CHARS = 16 * 1024
-"""Documents this small are parsed as they are (the worst case costs lexbor about 0.4 s)."""
+"""Documents this small are parsed as they are (the worst case costs lexbor about 0.2 s and
+280 MB)."""
 _GUARD_MIN_TAGS = 4096
 _LONG_TAG_MIN_CHARS = 64 * 1024
-ORDINARY_MAX_TAGS = 16_384
-_ORDINARY_MIN_UNCLOSED = 512
 
 _SPACE = r"\t\n\f\r "
 # A tag of LONG_TAG_CHARS characters, also when quoted values holding ">" hide its length: after
@@ -72,12 +69,6 @@ ODD_TAG = re.compile(
 _ODD_TAG_BYTES = re.compile(ODD_TAG.pattern.encode())
 
 _LT, _GT, _DOUBLE, _SINGLE, _EQUALS, _SLASH = b"<>\"'=/"
-_CLOSES_ITSELF = bytes(
-    chr(byte).isascii() and chr(byte).isalpha() and chr(byte).lower() not in "abcefinstu"
-    for byte in range(256)
-)
-"""1 for the first letters of names a ``/>`` counts as closing: any but the first letters of
-the formatting elements' names (a b big code em font i nobr s small strike strong tt u)."""
 _IS_BEFORE_VALUE = bytes(byte in b"=\t\n\f\r " for byte in range(256))
 """1 for the bytes a quote opening an attribute value follows: ``=`` or the spaces after it."""
 _FEW_NAMES = 2 * MAX_ATTRIBUTE_NAMES
@@ -122,9 +113,8 @@ def tag_count(document: str | bytes) -> int:
 
 def route(document: str | bytes, tags: int) -> Route:
     """How :func:`gossamer.parse.guard.parse` takes ``document`` (holding ``tags`` ``<``):
-    ``as-is`` if it cannot be hostile, ``check`` if it is `ordinary`, else (past
-    `ORDINARY_MAX_TAGS` ``<``) ``plain`` if :func:`gossamer.parse.skeleton.plain` says so,
-    else ``nested`` if not many more start tags than end and self-closing tags (then
+    ``as-is`` if it cannot be hostile, else ``plain`` if :func:`gossamer.parse.skeleton.plain`
+    says so, else ``nested`` if not many more start tags than end and self-closing tags (then
     :func:`gossamer.parse.nesting.well_formed` decides), else ``guard``."""
     size = len(document)
     if size <= GUARD_MIN_CHARS:
@@ -133,14 +123,11 @@ def route(document: str | bytes, tags: int) -> Route:
         if size <= _LONG_TAG_MIN_CHARS or not odd_tag(as_bytes(document), names=True):
             return "as-is"
         return "guard"
-    if tags <= ORDINARY_MAX_TAGS and ordinary(document, tags):
-        return "check"
     data = as_bytes(document)
-    if tags > ORDINARY_MAX_TAGS:
-        from gossamer.parse.skeleton import plain  # numpy: imported when a page needs it
+    from gossamer.parse.skeleton import plain  # numpy: imported when a page needs it
 
-        if plain(data):
-            return "plain"
+    if plain(data):
+        return "plain"
     # A self-closing tag (SVG's <path/>) counts as closed here: the nesting check decides.
     unclosed = tags - 2 * data.count(b"</") - data.count(b"/>")
     return "nested" if unclosed <= tags // 2 else "guard"
@@ -157,20 +144,6 @@ def needs_guard(document: str | bytes, tags: int) -> bool:
     if tags > _GUARD_MIN_TAGS:
         return True
     return size > _LONG_TAG_MIN_CHARS and odd_tag(as_bytes(document), names=True)
-
-
-def ordinary(document: str | bytes, tags: int) -> bool:
-    """Whether lexbor may parse ``document`` before it is checked: at most
-    `ORDINARY_MAX_TAGS` ``<``, not many more start tags than end tags, no tag that could
-    hold `MAX_TAG_ATTRIBUTES` attributes, and tags that could not hold more than
-    `MAX_ATTRIBUTE_NAMES` distinct attribute names."""
-    if tags > ORDINARY_MAX_TAGS:
-        return False
-    most_unclosed = max(_ORDINARY_MIN_UNCLOSED, tags // 4)
-    marks = _Marks(as_bytes(document))
-    if tags - 2 * marks.closed_tags() > most_unclosed:
-        return False
-    return not marks.odd(names=True)
 
 
 def odd_tag(data: bytes, *, names: bool = False) -> bool:
@@ -198,27 +171,6 @@ class _Marks:
         kinds = self.kinds = array[marks]
         self.opens = marks[kinds == _LT]
         self.closes = marks[kinds == _GT]
-
-    def closed_tags(self) -> int:
-        """How many tags close an element or open none, at least: the end tags (``</``),
-        and the self-closing tags (``/>``) whose name starts with no formatting element's
-        first letter (SVG's ``<path/>``, ``<polygon/>``: sqlite's syntax diagrams). In HTML
-        the slash closes nothing, but of the elements it leaves open only formatting ones
-        make a list lexbor rebuilds at each paragraph; the others nest, which the check of
-        the tree then finds."""
-        import numpy as np
-
-        array, opens, closes = self.array, self.opens, self.closes
-        after = opens + 1
-        if len(after) and after[-1] == len(self.data):
-            after = after[:-1]
-        ends = int(np.count_nonzero(array[after] == _SLASH))
-        closes = closes[closes > 0]
-        closes = closes[array[closes - 1] == _SLASH]
-        tags = opens[np.searchsorted(opens, closes) - 1]
-        tags = tags[(tags < closes) & (tags + 1 < len(array))]
-        named = np.frombuffer(_CLOSES_ITSELF, np.bool_)[array[tags + 1]]
-        return ends + int(np.count_nonzero(named))
 
     def odd(self, *, names: bool) -> bool:
         """`odd_tag` of the page."""
