@@ -8,6 +8,7 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from selectolax.lexbor import LexborHTMLParser
 
 from gossamer.parse import guard, scan
 from gossamer.parse.guard import _ATTRIBUTE, _TOKEN, MAX_TAG_ATTRIBUTES
@@ -35,7 +36,7 @@ def test_a_real_shaped_page_is_parsed_without_the_pass_or_a_regex(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     body = sphinx_like(750)
-    assert 14_000 < body.count(b"<") <= 16_384
+    assert 14_000 < body.count(b"<") <= scan.ORDINARY_MAX_TAGS
     calls: list[str] = []
 
     class Spy:
@@ -61,7 +62,7 @@ def test_a_quoted_angle_bracket_in_text_is_no_tag() -> None:
     # the regex alone took the text '=' for a quoted value, and the page for a hostile one
     body = sphinx_like(400)
     assert scan._ODD_TAG_BYTES.search(body) is not None
-    assert not scan.odd_tag(body, names=True)
+    assert scan.ordinary(body, scan.tag_count(body))
 
 
 @pytest.mark.parametrize(
@@ -76,7 +77,7 @@ def test_a_quoted_angle_bracket_in_text_is_no_tag() -> None:
 )
 def test_tags_that_could_hold_too_many_attributes_are_found(tag: str) -> None:
     body = ("<p>filler</p>" * 6000 + f"<a {tag} href=/x>k</a>").encode()
-    assert scan.odd_tag(body, names=True)
+    assert not scan.ordinary(body, scan.tag_count(body))
     assert guard.parse(body).flags == ("html-cut-attributes",)
 
 
@@ -136,7 +137,7 @@ def test_a_long_script_holding_lt_is_no_long_tag(
     no tag of many attributes: the page is parsed without the guard's pass (it was not)."""
     body = asciidoc_like(sections)
     assert len(body) > 64 * 1024 and scan.long_tag(body) is False
-    assert scan.route(body, scan.tag_count(body)) in ("as-is", "plain")
+    assert scan.route(body, scan.tag_count(body)) in ("as-is", "check")
     passes = spy_passes(monkeypatch)
     page = parse_html(body, URL)
     assert passes == [] and page.flags == () and len(page.links) == sections
@@ -155,11 +156,14 @@ def test_self_closing_svg_paths_do_not_send_a_page_to_the_pass(
     monkeypatch: pytest.MonkeyPatch, entries: int
 ) -> None:
     """Pages of many self-closing tags (SVG icons), nesting perfectly, between 4,096 and
-    16,384 ``<`` and past it, are read by the skeleton reading, not the guard's pass."""
+    16,384 ``<`` and past it, are parsed as they are and their tree checked (their
+    ``<path/>`` count as closed), or past 16,384 read by the skeleton reading, not the
+    guard's pass."""
     body = svg_icons(entries, 8)
     tags = body.count(b"<")
     assert tags > 4096
-    assert scan.route(body, scan.tag_count(body)) == "plain"
+    expected = "plain" if tags > scan.ORDINARY_MAX_TAGS else "check"
+    assert scan.route(body, scan.tag_count(body)) == expected
     passes = spy_passes(monkeypatch)
     page = parse_html(body, URL)
     assert passes == [] and page.flags == () and len(page.links) == entries
@@ -167,14 +171,12 @@ def test_self_closing_svg_paths_do_not_send_a_page_to_the_pass(
 
 def test_self_closing_formatting_tags_count_as_open() -> None:
     """``<b c=N/>`` opens a ``<b>`` all the same (the slash closes nothing in HTML): a page of
-    them, each in a paragraph, is guarded (lexbor would rebuild them all at every paragraph),
-    while as many ``<path/>`` in SVG close themselves."""
+    them, each in a paragraph, is not ordinary (lexbor would rebuild them all at every
+    paragraph), while as many ``<path/>`` are closed."""
     formatting = b"".join(b"<p><b c=%d/>x</p>" % n for n in range(2000))
-    paths = b"<svg>" + b"".join(b'<path d="%d"/>' % n for n in range(5000)) + b"</svg>"
-    assert scan.route(formatting, scan.tag_count(formatting)) in ("nested", "guard")
-    assert guard.parse(formatting).flags == ("html-cut-formatting",)
-    assert scan.route(paths, scan.tag_count(paths)) in ("plain", "nested")
-    assert guard.parse(paths).flags == ()
+    paths = b"".join(b"<p><path d=%d/>x</p>" % n for n in range(2000))
+    assert not scan.ordinary(formatting, scan.tag_count(formatting))
+    assert scan.ordinary(paths, scan.tag_count(paths))
 
 
 @pytest.mark.parametrize("prefix", [b"a", b"abcdefgh"])
@@ -218,3 +220,94 @@ def test_names_are_looked_for_only_where_the_tags_could_write_too_many(
     assert searched == []
     assert scan.odd_tag(crowded, names=True)
     assert searched == [len(crowded)]
+
+
+# Formatting start tags, each with attributes of its own, in 16,000 '<' of paragraphs: closed
+# at once, they leave the page ordinary; closed by end tags that may close nothing (of another
+# name, in a comment, behind a comment, after a quoted ">", after a tag cut short), they count
+# as staying in the list of active formatting elements, and the page is not ordinary.
+CLOSED_AT_ONCE = ["<p><b c={n}>x</b></p>", "<p><CODE c={n}><span class=pre>x</span></code></p>"]
+MAYBE_OPEN = [
+    "<p><b c={n}>x</i></p>",
+    "<p><b c={n}>x<!--</b>--></p>",
+    "<p><b c={n}>x<!----></b></p>",
+    '<p><b c={n} d=">">x</b></p>',
+    "<p><b c={n}>x</b</p>",
+    "<p><b c={n}><span>x<br></span></b></p>",
+]
+
+
+@pytest.mark.parametrize("shape", CLOSED_AT_ONCE + MAYBE_OPEN)
+def test_formatting_that_could_stay_open_is_counted(shape: str) -> None:
+    units = 16_000 // shape.count("<")
+    body = "".join(shape.format(n=n) for n in range(units)).encode()
+    marks = scan._Marks(body)
+    if shape in CLOSED_AT_ONCE:
+        assert marks.open_formatting() == 0
+        assert scan.ordinary(body, scan.tag_count(body))
+    else:
+        assert marks.open_formatting() == units
+        assert not scan.ordinary(body, scan.tag_count(body))
+
+
+FORMATTING_PIECES = [
+    "<b c=N>",
+    "</b>",
+    "<B c=N>",
+    "</B >",
+    "<i c=N>",
+    "</i>",
+    "<span>",
+    "</span>",
+    "<p>",
+    "</p>",
+    "<div>",
+    "</div>",
+    "<!--",
+    "-->",
+    "x",
+    "<td>",
+    "<table>",
+    "</table>",
+    "<a>",
+    "<code c=N>",
+    "</code>",
+    "<script>",
+    "</script>",
+    "<svg>",
+    "</svg>",
+    '"',
+    "'",
+    ">",
+    "<",
+    "<nobr c=N>",
+    "</nobr>",
+    "<select>",
+    "<textarea>",
+    "<![CDATA[",
+    "]]>",
+    "<b/c=N>",
+    "<font color=N>",
+    "<math>",
+    "<mi>",
+    "<template>",
+    "</template>",
+    "<em c=N>",
+    "</em>",
+]
+formatting_pieces = st.lists(st.sampled_from(FORMATTING_PIECES), min_size=1, max_size=12).map(
+    "".join
+)
+
+
+@settings(max_examples=200, derandomize=True, deadline=None)
+@given(formatting_pieces, st.integers(1, 300))
+def test_lexbor_rebuilds_no_more_than_the_open_formatting(unit: str, count: int) -> None:
+    """However the page is shaped, lexbor builds no more elements than its tags and, at each
+    token (at most two a ``<``), the formatting elements `_Marks.open_formatting` counts and
+    an ``<a>``: what `ORDINARY_MAX_REBUILT` bounds."""
+    body = "".join(unit.replace("N", str(n)) for n in range(count)).encode()
+    tags = scan.tag_count(body)
+    rebuilt = scan._Marks(body).open_formatting() + 1
+    elements = len(LexborHTMLParser(body).css("*"))
+    assert elements <= tags + 3 + rebuilt * (2 * tags + 2)
