@@ -8,8 +8,9 @@ guarded parse, robots meta, base, title and the same links). By size bucket (``<
 up to 4,096, up to 16,384, more) it prints the pages that ran the guard's full Python pass,
 ``parse_html`` against the floor, and the guard's share of ``parse_html`` (the guarded parse
 less lexbor's own). Then, over all the pages, the same by route (how
-`gossamer.parse.scan.route` took each page: ``as-is``, ``plain``, ``nested``, ``guard``)
-and the total: the guard's CPU (the guarded parse less lexbor's own) against lexbor's. Then the
+`gossamer.parse.scan.route` took each page: ``as-is``, ``plain``, ``check``, ``nested``,
+``guard``) and
+the total: the guard's CPU (the guarded parse less lexbor's own) against lexbor's. Then the
 worst hostile shapes, each parsed once by ``parse_html`` in a child process (CPU time of the
 parsing thread; ``>Ns`` when it ran past ``--timeout``).
 
