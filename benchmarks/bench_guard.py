@@ -72,9 +72,15 @@ HOSTILE: dict[str, Callable[[], bytes]] = {
     "10 MB of <ul><li>": lambda: b"<ul><li>" * (10 * MB // 8),
     "nested tables": lambda: b"<table><tr><td>" * (10 * MB // 15),
     "stray end tags at depth": lambda: b"<span>" * 600 + b"</p>" * (10 * MB // 4),
-    "<span></i> at the ordinary limit": lambda: b"<span></i>" * 8192,
-    "<p><b c=N>x</p></i> at the limit": lambda: b"".join(
+    "<span></i>, 16,384 <": lambda: b"<span></i>" * 8192,
+    "<p><b c=N>x</p></i>, 16,384 <": lambda: b"".join(
         b"<p><b c=%d>x</p></i>" % n for n in range(4096)
+    ),
+    "<p><b c=N>x</p><!--</b>-->, 16,384 <": lambda: b"".join(
+        b"<p><b c=%d>x</p><!--</b>-->" % n for n in range(3276)
+    ),
+    "<p><b c=N>x, 4,096 < (left as it is)": lambda: b"".join(
+        b"<p><b c=%d>x" % n for n in range(2048)
     ),
     "1 MB of <p><b c=N>x</p>": lambda: b"".join(b"<p><b c=%d>x</p>" % n for n in range(MB // 18)),
     "attributes behind quoted >": lambda: (

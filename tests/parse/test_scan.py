@@ -8,6 +8,7 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from selectolax.lexbor import LexborHTMLParser
 
 from gossamer.parse import guard, scan
 from gossamer.parse.guard import _ATTRIBUTE, _TOKEN, MAX_TAG_ATTRIBUTES
@@ -219,3 +220,94 @@ def test_names_are_looked_for_only_where_the_tags_could_write_too_many(
     assert searched == []
     assert scan.odd_tag(crowded, names=True)
     assert searched == [len(crowded)]
+
+
+# Formatting start tags, each with attributes of its own, in 16,000 '<' of paragraphs: closed
+# at once, they leave the page ordinary; closed by end tags that may close nothing (of another
+# name, in a comment, behind a comment, after a quoted ">", after a tag cut short), they count
+# as staying in the list of active formatting elements, and the page is not ordinary.
+CLOSED_AT_ONCE = ["<p><b c={n}>x</b></p>", "<p><CODE c={n}><span class=pre>x</span></code></p>"]
+MAYBE_OPEN = [
+    "<p><b c={n}>x</i></p>",
+    "<p><b c={n}>x<!--</b>--></p>",
+    "<p><b c={n}>x<!----></b></p>",
+    '<p><b c={n} d=">">x</b></p>',
+    "<p><b c={n}>x</b</p>",
+    "<p><b c={n}><span>x<br></span></b></p>",
+]
+
+
+@pytest.mark.parametrize("shape", CLOSED_AT_ONCE + MAYBE_OPEN)
+def test_formatting_that_could_stay_open_is_counted(shape: str) -> None:
+    units = 16_000 // shape.count("<")
+    body = "".join(shape.format(n=n) for n in range(units)).encode()
+    marks = scan._Marks(body)
+    if shape in CLOSED_AT_ONCE:
+        assert marks.open_formatting() == 0
+        assert scan.ordinary(body, scan.tag_count(body))
+    else:
+        assert marks.open_formatting() == units
+        assert not scan.ordinary(body, scan.tag_count(body))
+
+
+FORMATTING_PIECES = [
+    "<b c=N>",
+    "</b>",
+    "<B c=N>",
+    "</B >",
+    "<i c=N>",
+    "</i>",
+    "<span>",
+    "</span>",
+    "<p>",
+    "</p>",
+    "<div>",
+    "</div>",
+    "<!--",
+    "-->",
+    "x",
+    "<td>",
+    "<table>",
+    "</table>",
+    "<a>",
+    "<code c=N>",
+    "</code>",
+    "<script>",
+    "</script>",
+    "<svg>",
+    "</svg>",
+    '"',
+    "'",
+    ">",
+    "<",
+    "<nobr c=N>",
+    "</nobr>",
+    "<select>",
+    "<textarea>",
+    "<![CDATA[",
+    "]]>",
+    "<b/c=N>",
+    "<font color=N>",
+    "<math>",
+    "<mi>",
+    "<template>",
+    "</template>",
+    "<em c=N>",
+    "</em>",
+]
+formatting_pieces = st.lists(st.sampled_from(FORMATTING_PIECES), min_size=1, max_size=12).map(
+    "".join
+)
+
+
+@settings(max_examples=200, derandomize=True, deadline=None)
+@given(formatting_pieces, st.integers(1, 300))
+def test_lexbor_rebuilds_no_more_than_the_open_formatting(unit: str, count: int) -> None:
+    """However the page is shaped, lexbor builds no more elements than its tags and, at each
+    token (at most two a ``<``), the formatting elements `_Marks.open_formatting` counts and
+    an ``<a>``: what `ORDINARY_MAX_REBUILT` bounds."""
+    body = "".join(unit.replace("N", str(n)) for n in range(count)).encode()
+    tags = scan.tag_count(body)
+    rebuilt = scan._Marks(body).open_formatting() + 1
+    elements = len(LexborHTMLParser(body).css("*"))
+    assert elements <= tags + 3 + rebuilt * (2 * tags + 2)

@@ -49,50 +49,48 @@ attribute values holding ``>``, raw text elements outside SVG/MathML, a script's
 tag the guard did not, nor the guard an end tag lexbor reads as text. Its errors lean towards more
 depth: 5,001 unclosed ``<a href>`` siblings stay flat and whole.
 
-A crawl parses a page of more than 4,096 ``<`` as it is by default, in a worker process of
-the parse sandbox (:mod:`gossamer.parse.sandbox`), whose CPU budget and memory limit bound the
-same shapes at a tenth of the cost of the checks below: only a page whose worker died there
-comes back here, to be guarded whatever its route (``parse(..., hostile=True)``), and every
-page with ``--parse-sandbox off`` or a hook.
+A crawl parses a page of more than 4,096 ``<`` as it is by default, in a worker process of the
+parse sandbox (:mod:`gossamer.parse.sandbox`), whose CPU budget and memory limit bound the same
+shapes at a tenth of the cost of the checks below: only a page whose worker died there comes back
+here, guarded whatever its route (``parse(..., hostile=True)``), and every page with
+``--parse-sandbox off`` or a hook.
 
-Most pages need none of this, and the pass costs several times lexbor's own parse, so
-:func:`parse` runs it only on documents that could be hostile
-(:func:`gossamer.parse.scan.route`). A document is parsed as it is when it is small (under
-16 KiB; or at most 4,096 ``<`` and under 64 KiB or without an *odd tag*, below) or *ordinary*
-(:func:`gossamer.parse.scan.ordinary`): at most 16,384 ``<``, not many more start tags than
-closing ones (``<`` minus twice the ``</`` and the ``/>`` of names no formatting element's start
-like, SVG's ``<path/>``, at most a quarter of the ``<``), and no odd tag. An odd tag holds more
-than `MAX_TAG_ATTRIBUTES` attributes as the guard's tokenizer reads them, where a tag could be
-that long (after a ``<`` with no ``>`` in the 512 bytes after it, found from the positions of
-``>``; and where a quoted value could hold ``>``, behind the regex `gossamer.parse.scan.ODD_TAG`,
-which finds such tags behind those values: a script's ``i < n`` is no odd tag), or the tags
-together could hold more than `MAX_ATTRIBUTE_NAMES` distinct attribute names (counted from the
-bytes by `gossamer.parse.scan.odd_tag`, first from the places a name could start; unguarded,
-8,192 ``<br`` of 60 new names each, closed by ``</x>``, cost lexbor past 300 s, and 2,048 of
-them 6 s). The scans and the depth check below cost three fifths of lexbor's parse on a real
-page. An ordinary document's tree is then checked, by one CSS match in lexbor walking down from
-``<html>``, for an element nested deeper than `MAX_DEPTH` below ``<body>``; if there is one
-(start and end tags can balance and still nest: ``<span></i>``), the document is guarded and
-parsed again. A document of more than 16,384 ``<`` whose markup is *plain* is parsed as it is
-(:mod:`gossamer.parse.skeleton`: tags it can read exactly from the positions of ``<``, ``>``,
-quotes and ``=``, nesting perfectly but for ``<p>`` and ``<li>`` left open in a block, few
-attributes and names; read with numpy at about 1.2 times lexbor's parse). A document that is
-not ordinary nor plain (more than 16,384 ``<``, or start tags outnumbering end tags) but not
-many more start tags than end and self-closing tags, and whose tags nest perfectly, implied
-end tags lexbor closes at once allowed, is parsed as it is too
-(:mod:`gossamer.parse.nesting`, whose doc argues why lexbor is then linear; the check costs
-about 2 to 3 times lexbor's parse, the pass 6). An ordinary document that is hostile all the
-same costs lexbor at most about 0.2 s in its stack's quadratic cases: they need a deep stack
-and a token scanning it, and the document has at most 16,384 tags, half of them end tags.
+Most pages need none of this, and the pass costs several times lexbor's own parse, so :func:`parse`
+runs it only on documents that could be hostile (:func:`gossamer.parse.scan.route`). A document is
+parsed as it is when it is small (under 16 KiB; or at most 4,096 ``<`` and under 64 KiB or without
+an *odd tag*, below) or *ordinary* (:func:`gossamer.parse.scan.ordinary`): at most 16,384 ``<``,
+not many more start tags than closing ones (``<`` minus twice the ``</`` and the ``/>`` of names no
+formatting element's start like, SVG's ``<path/>``, at most a quarter of the ``<``), no odd tag,
+and few formatting start tags that could stay open (below). An odd tag holds more than
+`MAX_TAG_ATTRIBUTES` attributes as the guard's tokenizer reads them, where a tag could be that long
+(after a ``<`` with no ``>`` in the 512 bytes after it; where a quoted value could hold ``>``,
+behind the regex `gossamer.parse.scan.ODD_TAG`: a script's ``i < n`` is no odd tag), or the tags
+together could hold more than `MAX_ATTRIBUTE_NAMES` distinct attribute names (counted by
+`gossamer.parse.scan.odd_tag`; unguarded, 8,192 ``<br`` of 60 new names each, closed by ``</x>``,
+cost lexbor past 300 s, and 2,048 of them 6 s). The scans and the depth check below cost three
+fifths of lexbor's parse on a real page, the count of formatting tags a third more. An ordinary
+document's tree is then checked, by one CSS match in lexbor walking down from ``<html>``, for an
+element nested deeper than `MAX_DEPTH` below ``<body>``; if there is one (``<span></i>``), the
+document is guarded and parsed again. A document past 4,096 ``<`` and not ordinary whose markup is
+*plain* is parsed as it is (:mod:`gossamer.parse.skeleton`: tags it can read exactly from the
+positions of ``<``, ``>``, quotes and ``=``, nesting perfectly but for ``<p>`` and ``<li>`` left
+open in a block, few attributes and names; read with numpy at about 1.2 times lexbor's parse past
+16,384 ``<``, 3 times below). One that is neither but has not many more start tags than end and
+self-closing tags, and whose tags nest perfectly, implied end tags lexbor closes at once allowed,
+is parsed as it is too (:mod:`gossamer.parse.nesting`, whose doc argues why lexbor is then linear;
+the check costs about 2 to 3 times lexbor's parse, the pass 6). An ordinary document that is
+hostile all the same costs lexbor at most about 0.2 s in its stack's quadratic cases: they need a
+deep stack and a token scanning it, and the document has at most 16,384 tags, half of them ends.
 
-The list of active formatting elements is not bounded so cheaply: no count sees which end
-tags close nothing (``</i>`` after ``</p>``, ``</b>`` in a comment), and counting the
-formatting tags alone (a regex over the document) would add a fifth to the cost of parsing an
-ordinary page. So it is bounded by the checks above, at about 2.3 s of lexbor's time: an
-ordinary document at the limit (``<p><b c=N>x</p></i>``, 4,096 times) makes lexbor build a
-list of 4,096 elements and rebuild it at every paragraph, nesting past `MAX_DEPTH`, so that
-its tree is then guarded and parsed again. A document left alone for its size costs at most
-0.2 s (16 KiB of ``<p><b c=N>x``) or 0.4 s (4,096 ``<``).
+The list of active formatting elements is bounded by what could enter it, trusting no end tag that
+could close nothing (``</i>`` after ``</p>``, ``</b>`` in a comment or after one): every ``<`` and
+a formatting element's name but ``a`` counts, but a start tag its end tag follows at once
+(`gossamer.parse.scan._Marks.open_formatting`); plus one (an ``<a>``), times the ``<``, that is at
+most `gossamer.parse.scan.ORDINARY_MAX_REBUILT` in an ordinary document, bounding the elements
+lexbor builds again (44 ``<b c=N>`` left open, then 8,000 ``<p>x</p>``: 0.13 s, 164 MB; without it
+89 KB of ``<p><b c=N>x</p></i>`` cost lexbor 2.4 s and 3 GB, now 0.05 s). A document left alone for
+its size costs at most 0.2 s and 280 MB (16 KiB of ``<p><b c=N>x``) or 0.55 s and 770 MB (26 KB,
+4,096 ``<``).
 
 Bounds of the guard (2 shared cores): every step is linear in the document. The pass costs
 at most about 0.5 s per MB (a token scans at most `_REACH` stack entries); lexbor then about
@@ -189,8 +187,7 @@ _DEEP = 64
 
 _SPACE = tokens.SPACE
 _SPACE_CHARS = "\t\n\f\r /"
-# Matches an element deeper than MAX_DEPTH below <body> (html and body are the first two).
-_TOO_DEEP = too_deep_selector(MAX_DEPTH + 3)
+_TOO_DEEP = too_deep_selector(MAX_DEPTH + 3)  # deeper than MAX_DEPTH below <html><body>
 _TOKEN = tokens.TOKEN
 _ATTRIBUTE = tokens.ATTRIBUTE
 _ATTRIBUTE_PAIR = re.compile(f"({_ATTRIBUTE.pattern})")
@@ -232,8 +229,8 @@ class Parsed:
 def parse(document: str | bytes, tags: int | None = None, *, hostile: bool = False) -> Parsed:
     """lexbor's tree of ``document``, guarded only if it could be hostile (see the module
     doc); bytes are read as UTF-8. ``tags``: its ``<``, if the caller counted them. A
-    ``hostile`` one (its sandbox worker died on it) is guarded whatever its route: the
-    ``check`` route's worst (``<p><b c=N>x</p></i>`` 4,096 times) costs lexbor 3 GB."""
+    ``hostile`` one (its sandbox worker died on it) is guarded whatever its route, never
+    given to lexbor as it is (770 MB at most)."""
     way = "guard" if hostile else route(document, tag_count(document) if tags is None else tags)
     if way in ("as-is", "plain"):
         return _lexbor(document, ())

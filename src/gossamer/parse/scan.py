@@ -1,11 +1,13 @@
 """The cheap scans that decide whether a document needs the guard's pass (see
 :mod:`gossamer.parse.guard`, whose module doc says why each is enough).
 
-Every scan here runs on every page of more than 16 KiB and 4,096 ``<``, so each must cost well
+Every scan here runs on every page of more than 16 KiB and 4,096 to 16,384 ``<`` parsed
+in-process (and `odd_tag` on those of more than 64 KiB and fewer ``<``), so each must cost well
 under lexbor's own parse: byte counts, and over the positions of ``<``, ``>`` and quotes,
 found once (`_Marks`), a few numpy operations (a third of lexbor's CPU on a real page of
 13,000 tags, three fifths with the depth check; each full-page numpy operation costs about a
-hundredth, each search for positions a twentieth). The one regex that
+hundredth, each search for positions a twentieth; the count of formatting tags that could stay
+open, `_Marks.open_formatting`, a third). The one regex that
 reads the document through (`ODD_TAG`: a tag that could hold `MAX_TAG_ATTRIBUTES` attributes
 behind quoted values holding ``>``; it costs as much as lexbor's parse) runs only where a quoted
 value inside a tag could hold ``>``.
@@ -36,6 +38,7 @@ __all__ = [
     "MAX_ATTRIBUTE_NAMES",
     "MAX_TAG_ATTRIBUTES",
     "ODD_TAG",
+    "ORDINARY_MAX_REBUILT",
     "ORDINARY_MAX_TAGS",
     "Route",
     "as_bytes",
@@ -53,11 +56,16 @@ Route = Literal["as-is", "plain", "check", "nested", "guard"]
 (:func:`gossamer.parse.skeleton.plain`), as it is and its tree checked, as it is if its tags
 nest perfectly, or guarded."""
 GUARD_MIN_CHARS = 16 * 1024
-"""Documents this small are parsed as they are (the worst case costs lexbor about 0.4 s)."""
+"""Documents this small are parsed as they are (the worst case costs lexbor about 0.2 s and
+280 MB)."""
 _GUARD_MIN_TAGS = 4096
 _LONG_TAG_MIN_CHARS = 64 * 1024
 ORDINARY_MAX_TAGS = 16_384
 _ORDINARY_MIN_UNCLOSED = 512
+ORDINARY_MAX_REBUILT = 750_000
+"""An ordinary document's formatting start tags lexbor could keep in its list of active
+formatting elements, plus one, times its ``<`` are at most this: a bound on the elements
+lexbor builds again for the list (see `_Marks.open_formatting`)."""
 
 _SPACE = r"\t\n\f\r "
 # A tag of LONG_TAG_CHARS characters, also when quoted values holding ">" hide its length: after
@@ -78,6 +86,18 @@ _CLOSES_ITSELF = bytes(
 )
 """1 for the first letters of names a ``/>`` counts as closing: any but the first letters of
 the formatting elements' names (a b big code em font i nobr s small strike strong tt u)."""
+_FOLD = bytes(
+    byte + 32 if 65 <= byte <= 90 else 62 if byte in b"\t\n\f\r " else byte for byte in range(256)
+)
+"""`_Marks.open_formatting`'s table: ASCII letters to lower case and the spaces that end a
+tag's name to ``>``."""
+_FORMATTING_KEYS = sorted(
+    int.from_bytes(name, "little")
+    for name in b"b big code em font i nobr s small strike strong tt u".split()
+)
+"""The formatting elements' names but ``a`` (the list holds one ``<a>`` at most since its last
+marker: an ``<a>`` start tag removes the one there), as little-endian numbers."""
+_SPAN = int.from_bytes(b"span", "little")
 _IS_BEFORE_VALUE = bytes(byte in b"=\t\n\f\r " for byte in range(256))
 """1 for the bytes a quote opening an attribute value follows: ``=`` or the spaces after it."""
 _FEW_NAMES = 2 * MAX_ATTRIBUTE_NAMES
@@ -122,10 +142,10 @@ def tag_count(document: str | bytes) -> int:
 
 def route(document: str | bytes, tags: int) -> Route:
     """How :func:`gossamer.parse.guard.parse` takes ``document`` (holding ``tags`` ``<``):
-    ``as-is`` if it cannot be hostile, ``check`` if it is `ordinary`, else (past
-    `ORDINARY_MAX_TAGS` ``<``) ``plain`` if :func:`gossamer.parse.skeleton.plain` says so,
-    else ``nested`` if not many more start tags than end and self-closing tags (then
-    :func:`gossamer.parse.nesting.well_formed` decides), else ``guard``."""
+    ``as-is`` if it cannot be hostile, ``check`` if it is `ordinary`, else ``plain`` if
+    :func:`gossamer.parse.skeleton.plain` says so, else ``nested`` if not many more start tags
+    than end and self-closing tags (then :func:`gossamer.parse.nesting.well_formed` decides),
+    else ``guard``."""
     size = len(document)
     if size <= GUARD_MIN_CHARS:
         return "as-is"
@@ -136,11 +156,10 @@ def route(document: str | bytes, tags: int) -> Route:
     if tags <= ORDINARY_MAX_TAGS and ordinary(document, tags):
         return "check"
     data = as_bytes(document)
-    if tags > ORDINARY_MAX_TAGS:
-        from gossamer.parse.skeleton import plain  # numpy: imported when a page needs it
+    from gossamer.parse.skeleton import plain  # numpy: imported when a page needs it
 
-        if plain(data):
-            return "plain"
+    if plain(data):
+        return "plain"
     # A self-closing tag (SVG's <path/>) counts as closed here: the nesting check decides.
     unclosed = tags - 2 * data.count(b"</") - data.count(b"/>")
     return "nested" if unclosed <= tags // 2 else "guard"
@@ -162,13 +181,16 @@ def needs_guard(document: str | bytes, tags: int) -> bool:
 def ordinary(document: str | bytes, tags: int) -> bool:
     """Whether lexbor may parse ``document`` before it is checked: at most
     `ORDINARY_MAX_TAGS` ``<``, not many more start tags than end tags, no tag that could
-    hold `MAX_TAG_ATTRIBUTES` attributes, and tags that could not hold more than
-    `MAX_ATTRIBUTE_NAMES` distinct attribute names."""
+    hold `MAX_TAG_ATTRIBUTES` attributes, tags that could not hold more than
+    `MAX_ATTRIBUTE_NAMES` distinct attribute names, and few formatting start tags that could
+    stay in lexbor's list of active formatting elements (`ORDINARY_MAX_REBUILT`)."""
     if tags > ORDINARY_MAX_TAGS:
         return False
     most_unclosed = max(_ORDINARY_MIN_UNCLOSED, tags // 4)
     marks = _Marks(as_bytes(document))
     if tags - 2 * marks.closed_tags() > most_unclosed:
+        return False
+    if (marks.open_formatting() + 1) * tags > ORDINARY_MAX_REBUILT:
         return False
     return not marks.odd(names=True)
 
@@ -198,6 +220,13 @@ class _Marks:
         kinds = self.kinds = array[marks]
         self.opens = marks[kinds == _LT]
         self.closes = marks[kinds == _GT]
+        self._quoted: bool | None = None
+
+    def quoted(self) -> bool:
+        """`_quoted_close` of the page: whether a ``>`` could stand in a quoted value."""
+        if self._quoted is None:
+            self._quoted = _quoted_close(self.array, self.marks, self.kinds)
+        return self._quoted
 
     def closed_tags(self) -> int:
         """How many tags close an element or open none, at least: the end tags (``</``),
@@ -220,13 +249,78 @@ class _Marks:
         named = np.frombuffer(_CLOSES_ITSELF, np.bool_)[array[tags + 1]]
         return ends + int(np.count_nonzero(named))
 
+    def open_formatting(self) -> int:
+        """How many formatting start tags but ``<a>`` the page could hold that lexbor could
+        keep in its list of active formatting elements past their own end tag: every ``<``
+        followed by such a name (any case) ending as a tag's name does, wherever it is (in a
+        comment, a script, a value: only more), but those closed at once. No other end tag is
+        trusted: a comment, a script or a value can hold one that closes nothing, and so can
+        another name (``</i>`` for ``<b>``). A start tag is closed at once when, every tag
+        ending at its first ``>`` (no ``>`` can stand in a quoted value), the next tags are
+        its end tag (``</b>``), or ``<span ...>``, ``</span>`` and its end tag, with a ``>``
+        between each ``<`` and the next: only text stands between them, so that the element
+        is the list's last entry and the current node (no text rebuilds anything) until its
+        end tag removes it. Every element of the list was added by one of the others (the
+        ``<a>`` apart, one since the last marker), so lexbor rebuilds at most these and an
+        ``<a>`` at a token."""
+        import numpy as np
+
+        opens = self.opens
+        rows = np.arange(len(opens))
+        padded = self.data + bytes(_WORD + 1)
+        # the 8 bytes after each "<" as one number, folded (a table lookup at C speed)
+        raw = np.ndarray((len(self.data),), np.dtype("<u8"), padded, 1, (1,))[opens]
+        folded_bytes = raw.tobytes().translate(_FOLD)
+        words = np.frombuffer(folded_bytes, np.dtype("<u8"))
+        folded = np.frombuffer(folded_bytes, np.uint8).reshape(len(opens), _WORD)
+        keep = np.array(_KEEP, np.uint64)
+        # a start tag's name ends at the first ">" or "/" (spaces are ">" here)
+        ends = (folded == _GT) | (folded == _SLASH)
+        length = ends.argmax(axis=1)
+        starts = ends.ravel()[rows * _WORD + length] & (length > 0)
+        names = words & keep[length]
+        table = np.array(_FORMATTING_KEYS, np.uint64)
+        found = table[np.minimum(np.searchsorted(table, names), len(table) - 1)] == names
+        formatting = starts & found
+        count = int(np.count_nonzero(formatting))
+        if not count or self.quoted():
+            return count
+        # an end tag: "/", its name, ">" or a space
+        slashed = np.flatnonzero(folded[:, 0] == _SLASH)
+        closes = folded[slashed] == _GT
+        closes[:, 0] = False
+        end = closes.argmax(axis=1)
+        kept = closes[np.arange(len(slashed)), end] & (end > 1)
+        slashed, end = slashed[kept], end[kept]
+        end_names = np.zeros(len(opens), np.uint64)
+        end_names[slashed] = (words[slashed] >> np.uint64(8)) & keep[end - 1]
+        # a ">" between each "<" and the next: each is a tag's start, only text between tags
+        tags = self.kinds[(self.kinds == _LT) | (self.kinds == _GT)]
+        after = np.append(tags[1:], _LT)[tags == _LT] == _GT
+        spans = starts & (names == _SPAN) & after
+        span_ends = end_names == _SPAN
+        last = len(opens)
+        direct = formatting[: last - 1] & after[: last - 1] & (end_names[1:] == names[: last - 1])
+        closed = int(np.count_nonzero(direct))
+        if last > 3:
+            wrapped = (
+                formatting[: last - 3]
+                & after[: last - 3]
+                & spans[1 : last - 2]
+                & span_ends[2 : last - 1]
+                & after[2 : last - 1]
+                & (end_names[3:] == names[: last - 3])
+            )
+            closed += int(np.count_nonzero(wrapped))
+        return count - closed
+
     def odd(self, *, names: bool) -> bool:
         """`odd_tag` of the page."""
         data, closes = self.data, self.closes
         if _long_tag(data, closes):
             return True
         names = names and len(data) >= _FEW_NAMES_BYTES
-        if _quoted_close(self.array, self.marks, self.kinds):
+        if self.quoted():
             starts = _name_starts(data) if names else None
             names = starts is not None and len(starts) > _FEW_NAMES
             long = _ODD_TAG_BYTES.search(data) is not None
