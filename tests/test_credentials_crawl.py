@@ -140,6 +140,28 @@ async def test_a_duplicate_names_the_first_page_whose_path_holds_an_at_sign_whol
     assert PASSWORD not in stored(out, "digests")
 
 
+async def test_a_token_stays_out_of_the_log_when_the_path_holds_a_colon_and_an_at_sign(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A seed's user name alone before a port and a path with an ``@`` (``TOKEN@host:PORT/@me``):
+    the log's messages mask the token, not the port as a password (``TOKEN@host:***@me``)."""
+
+    async def handle(request: web.Request) -> web.Response:
+        if request.path != "/@home":
+            raise web.HTTPNotFound()
+        head = '<link rel="canonical" href="/@gone">'
+        body = f"<html><head><title>t</title>{head}</head><body><p>{TEXT}</p></body></html>"
+        return web.Response(body=body.encode(), content_type="text/html")
+
+    out = tmp_path / "out"
+    async with serve(handle) as port:
+        seed = f"http://{TOKEN}@site.test:{port}/@home"
+        await run(out, port, seeds=[seed], canonical="follow")
+    log = caplog.text + (out / "crawl.log").read_text()
+    assert f"canonical URL http://***@site.test:{port}/@gone failed" in log  # and names /@home
+    assert TOKEN not in log
+
+
 async def test_a_canonical_url_of_a_seed_page_sends_no_credentials_of_its_own(
     tmp_path: Path,
 ) -> None:

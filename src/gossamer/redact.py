@@ -92,10 +92,18 @@ def has_password(url: str) -> bool:
     return any(":" in match["userinfo"] for match in _USERINFO.finditer(url))
 
 
+def _user_before_password(userinfo: str) -> str | None:
+    """The user name of ``userinfo`` to show before a masked password, else None. A user name
+    with an ``@`` in it is none: its user info may end there, the colon after it being a
+    port's or a path's (``TOKEN@host:8080/@me``), so it is masked as a user name alone."""
+    user, colon, _ = userinfo.partition(":")
+    return user if colon and "@" not in user else None
+
+
 def _mask_userinfo(match: re.Match[str]) -> str:
     userinfo = match["userinfo"]
-    user, colon, _ = userinfo.partition(":")
-    if colon:
+    user = _user_before_password(userinfo)
+    if user is not None:
         return f"{match['scheme']}{user}:{MASK}@"
     end = _AUTHORITY_END.search(userinfo)
     if end is not None:  # the @ is past the authority: user info only before an @ in it
