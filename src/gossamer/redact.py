@@ -12,6 +12,7 @@ the authority (``https://host/@name``, ``?to=a@b.test``) is the path's or the qu
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 MASK = "***"
@@ -26,6 +27,8 @@ _PARAM = re.compile(
     r"(?P<value>'(?:[^'\\]|\\.)*'?|[^&#;\s]*)"
 )
 """A ``...password=`` parameter; a libpq value may be quoted (``password='a b'``)."""
+_MASKED_USER = re.compile(r"\*\*\*\.[0-9a-f]{8}")
+"""A user name alone as the frontier keeps it (:func:`mask_user_alone`)."""
 _URL_REST = re.compile(r"[^\s'\"<>]*")
 """The rest of a URL in a text: up to a space or a quote."""
 
@@ -82,6 +85,21 @@ def redact_authority(url: str) -> str:
     if not sep or "@" not in authority:
         return url
     return redact_url(f"{scheme}://{authority}") + tail
+
+
+def mask_user_alone(authority: str) -> str:
+    """``user@host[:port]``, a seed's user name given alone (a token, maybe), as the crawl's
+    frontier keeps it in the URLs it queues (crawl.db's ``urls`` table, a Redis job's entries):
+    ``***.`` and eight hex digits of the authority's digest for the user name
+    (``***.5d41402a@host``), so that seeds of one origin with tokens of their own stay apart,
+    each URL fetched with its own seed's token. Records and messages show ``***@host``."""
+    tag = hashlib.blake2b(authority.encode("utf-8", "surrogatepass"), digest_size=4).hexdigest()
+    return f"{MASK}.{tag}@{authority.rpartition('@')[2]}"
+
+
+def is_masked_user(user: str) -> bool:
+    """Whether ``user`` is a user name alone as :func:`mask_user_alone` masks it."""
+    return _MASKED_USER.fullmatch(user) is not None
 
 
 def has_password(url: str) -> bool:
