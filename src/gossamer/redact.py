@@ -4,10 +4,12 @@ Any scheme counts (``redis://``, ``rediss://``, ``postgres://``, ``http://user:p
 the password of a URL's user info, and any ``...password=`` parameter (libpq's ``password``
 and ``sslpassword``, in a query string or a ``key=value`` DSN), is a credential. The user name
 before a password stays (``redis://user:***@host/0``; ``postgres://user@host/db?password=***``),
-so a message still says who connected; a user name alone is masked whole
-(``https://***@host/``): many services take a token there (``https://TOKEN@host/``), and a URL
-does not say which it holds. An ``@`` past the end of
-the authority (``https://host/@name``, ``?to=a@b.test``) is the path's or the query's.
+so a message still says who connected; a user name alone, or before an empty password, is
+masked whole (``https://***@host/``): many services take a token there
+(``https://TOKEN@host/``, ``http://APIKEY:@proxy/``), and a URL does not say which it holds;
+a stored DSN or proxy (:func:`strip_password`) keeps no user name before an empty password.
+An ``@`` past the end of the authority (``https://host/@name``, ``?to=a@b.test``) is the
+path's or the query's.
 """
 
 from __future__ import annotations
@@ -113,9 +115,10 @@ def has_password(url: str) -> bool:
 def _user_before_password(userinfo: str) -> str | None:
     """The user name of ``userinfo`` to show before a masked password, else None. A user name
     with an ``@`` in it is none: its user info may end there, the colon after it being a
-    port's or a path's (``TOKEN@host:8080/@me``), so it is masked as a user name alone."""
-    user, colon, _ = userinfo.partition(":")
-    return user if colon and "@" not in user else None
+    port's or a path's (``TOKEN@host:8080/@me``), so it is masked as a user name alone; so is
+    one before an empty password (``TOKEN:@host``, as ``curl -u TOKEN:`` sends a token)."""
+    user, colon, password = userinfo.partition(":")
+    return user if colon and password and "@" not in user else None
 
 
 def _mask_userinfo(match: re.Match[str]) -> str:
@@ -138,5 +141,7 @@ def _names_a_password(text: str, start: int) -> bool:
 
 
 def _drop_password(match: re.Match[str]) -> str:
-    user = match["userinfo"].partition(":")[0]
+    user, colon, password = match["userinfo"].partition(":")
+    if colon and not password:
+        return match["scheme"]  # a user name before an empty password: a token, maybe
     return f"{match['scheme']}{user}@" if user else match["scheme"]
