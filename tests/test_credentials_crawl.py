@@ -113,7 +113,7 @@ async def test_a_seed_s_token_as_its_user_name_is_sent_and_never_stored_in_clear
     assert records["/other"]["url"].startswith("http://***@site.test:")
     assert TOKEN not in (out / "pages.jsonl").read_text()
     assert TOKEN not in stored(out, "pages", "digests", "urls")
-    assert "http://***@site.test:" in stored(out, "urls")
+    assert "http://***." in stored(out, "urls")  # tagged: see test_two_tokens_of_one_host
     assert TOKEN in stored(out, "meta")  # for --resume, crawl.db readable by its owner only
     assert (out / "crawl.db").stat().st_mode & 0o077 == 0
     assert TOKEN.encode() not in archived(out)
@@ -138,6 +138,57 @@ async def test_a_duplicate_names_the_first_page_whose_path_holds_an_at_sign_whol
     assert records["/@home"]["url"] == first
     assert records["/copy"]["duplicate_of"] == first
     assert PASSWORD not in stored(out, "digests")
+
+
+async def test_a_token_stays_out_of_the_log_when_the_path_holds_a_colon_and_an_at_sign(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A seed's user name alone before a port and a path with an ``@`` (``TOKEN@host:PORT/@me``):
+    the log's messages mask the token, not the port as a password (``TOKEN@host:***@me``)."""
+
+    async def handle(request: web.Request) -> web.Response:
+        if request.path != "/@home":
+            raise web.HTTPNotFound()
+        head = '<link rel="canonical" href="/@gone">'
+        body = f"<html><head><title>t</title>{head}</head><body><p>{TEXT}</p></body></html>"
+        return web.Response(body=body.encode(), content_type="text/html")
+
+    out = tmp_path / "out"
+    async with serve(handle) as port:
+        seed = f"http://{TOKEN}@site.test:{port}/@home"
+        await run(out, port, seeds=[seed], canonical="follow")
+    log = caplog.text + (out / "crawl.log").read_text()
+    assert f"canonical URL http://***@site.test:{port}/@gone failed" in log  # and names /@home
+    assert TOKEN not in log
+
+
+async def test_two_tokens_of_one_host_each_go_with_their_own_seed_s_urls_after_resume(
+    tmp_path: Path,
+) -> None:
+    """Seeds ``TOKEN_A@host/a/`` and ``TOKEN_B@host/b/``, stopped and resumed (given no seed,
+    then both again): crawl.db keeps their URLs apart, each fetched with its own token (the
+    URLs of one were fetched with the token stored last, or given first on resume)."""
+    auth: dict[str, set[str | None]] = {}
+    links = {"/a/": ["/a/1", "/a/2"], "/b/": ["/b/1", "/b/2"]}
+
+    async def handle(request: web.Request) -> web.Response:
+        auth.setdefault(request.path, set()).add(request.headers.get("Authorization"))
+        anchors = "".join(f'<a href="{href}">x</a>' for href in links.get(request.path, []))
+        return web.Response(body=f"<p>{TEXT}{request.path}{anchors}</p>", content_type="text/html")
+
+    tokens = {"/a/": "ghp_tokenA", "/b/": "ghp_tokenB"}
+    sent = {p: "Basic " + base64.b64encode(f"{t}:".encode()).decode() for p, t in tokens.items()}
+    out = tmp_path / "out"
+    async with serve(handle) as port:
+        seeds = [f"http://{token}@site.test:{port}{path}" for path, token in tokens.items()]
+        await run(out, port, seeds=seeds, max_pages=2, concurrency=1)
+        assert set(auth) == set(tokens)  # the first one's links queued
+        await run(out, port, resume=True, max_pages=3, concurrency=1)  # one of them
+        queued = next(path[:3] for path in auth if len(path) > 3)
+        given = sorted(seeds, key=lambda seed: queued in seed)  # the other seed's first
+        await run(out, port, resume=True, seeds=given)  # the other link
+    assert len(auth) == 4 and all(auth[path] == {sent[path[:3]]} for path in auth), auth
+    assert not any(token in stored(out, "urls") for token in tokens.values())
 
 
 async def test_a_canonical_url_of_a_seed_page_sends_no_credentials_of_its_own(

@@ -54,6 +54,11 @@ def test_a_password_of_any_case_is_masked() -> None:
         ("http://T0KEN@host.test/p@q?m=a@b.test", "http://***@host.test/p@q?m=a@b.test"),
         ("http://T0KEN@host.test?m=a@b.test", "http://***@host.test?m=a@b.test"),
         ("http://a@T0KEN@host.test/", "http://***@host.test/"),  # the last @ ends user info
+        ("http://T0KEN@host.test:8080/@me", "http://***@host.test:8080/@me"),  # a port's colon
+        ("http://T0KEN@host.test/a:b@c", "http://***@host.test/a:b@c"),  # a path's colon
+        ("http://a@b:pw@host.test/", "http://***@host.test/"),  # an unescaped @ in the user
+        ("https://T0KEN:@host.test/", "https://***@host.test/"),  # an empty password
+        ("redis://:@host.test/0", "redis://***@host.test/0"),
         ("https://host.test/@name/post", "https://host.test/@name/post"),  # a path's @
         ("https://host.test/?to=a@b.test", "https://host.test/?to=a@b.test"),
         ("http://@host.test/", "http://@host.test/"),  # no user info

@@ -79,6 +79,18 @@ def test_cli_exits_2_with_one_line(
     assert err.count("\n") == 1
 
 
+@pytest.mark.parametrize("userinfo", ["ghp_T0KEN", "ghp_T0KEN:"], ids=["alone", "empty-password"])
+def test_a_bad_seed_s_token_stays_out_of_the_message(
+    userinfo: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A seed's user name alone, or before an empty password (``TOKEN:@``, as ``curl -u
+    TOKEN:`` sends it), may be a token: the message names the seed without it."""
+    argv = ["crawl", f"http://{userinfo}@a.test:99999/", "--out", str(tmp_path / "out")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "'seeds'" in err and "http://***@a.test:99999/" in err and "T0KEN" not in err
+
+
 def test_malformed_flag_value_exits_2_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["crawl", "--max-pages", "abc", "http://a.test/"])

@@ -38,8 +38,9 @@ Tables:
 * ``meta(key, value)``: small facts about the crawl; ``credentials`` holds the user names
   and passwords of the seeds' URLs (``user:password@host:port``, a line each), which the
   ``urls`` table shows as ``user:***@host:port`` (a user name alone, maybe a token, as
-  ``***@host:port``; :meth:`CrawlDB.hide`): the one place a password is kept, to fetch the
-  URLs queued after ``--resume`` (:meth:`CrawlDB.reveal`).
+  ``***.TAG@host:port``, ``TAG`` 8 hex digits of its digest; :meth:`CrawlDB.hide`): the one
+  place a password is kept, to fetch the URLs queued after ``--resume``
+  (:meth:`CrawlDB.reveal`).
   A line is ``masked<TAB>user:password@host:port`` when the user info given on a resume
   replaced another user's (:meth:`CrawlDB.renew`).
   Once it holds one, crawl.db is readable by its owner only, as with cookies.
@@ -59,7 +60,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from gossamer.redact import MASK, redact_url
+from gossamer.redact import mask_user_alone, redact_url
 
 _SCHEMA = """
 PRAGMA journal_mode=WAL;
@@ -382,7 +383,7 @@ class CrawlDB:
         user's, else the first given there. The stored user info of other hosts stays."""
         by_origin: dict[str, dict[str, str]] = {}
         for authority in given:
-            userinfo, _, origin = authority.rpartition("@")
+            userinfo, _, origin = _masked(authority).rpartition("@")  # a token: its tag
             by_origin.setdefault(origin, {}).setdefault(userinfo.partition(":")[0], authority)
         renewed = {}
         for masked, stored in self._secrets.items():
@@ -410,7 +411,7 @@ class CrawlDB:
         """A URL the ``urls`` table stores as it was queued (its password put back)."""
         scheme, _, rest = url.partition("://")
         authority, slash, path = rest.partition("/")
-        if f"{MASK}@" not in authority:
+        if "@" not in authority:
             return url
         return f"{scheme}://{self._secrets.get(authority, authority)}{slash}{path}"
 
@@ -427,5 +428,9 @@ class CrawlDB:
 
 
 def _masked(authority: str) -> str:
-    """``user:password@host`` as ``user:***@host``, ``user@host`` as ``***@host``."""
+    """``user:password@host`` as ``user:***@host``, ``user@host`` as ``***.TAG@host``
+    (:func:`~gossamer.redact.mask_user_alone`: two tokens of one host stay two)."""
+    userinfo = authority.rpartition("@")[0]
+    if userinfo and ":" not in userinfo:
+        return mask_user_alone(authority)
     return redact_url(f"http://{authority}").partition("://")[2]

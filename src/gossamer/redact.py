@@ -4,14 +4,17 @@ Any scheme counts (``redis://``, ``rediss://``, ``postgres://``, ``http://user:p
 the password of a URL's user info, and any ``...password=`` parameter (libpq's ``password``
 and ``sslpassword``, in a query string or a ``key=value`` DSN), is a credential. The user name
 before a password stays (``redis://user:***@host/0``; ``postgres://user@host/db?password=***``),
-so a message still says who connected; a user name alone is masked whole
-(``https://***@host/``): many services take a token there (``https://TOKEN@host/``), and a URL
-does not say which it holds. An ``@`` past the end of
-the authority (``https://host/@name``, ``?to=a@b.test``) is the path's or the query's.
+so a message still says who connected; a user name alone, or before an empty password, is
+masked whole (``https://***@host/``): many services take a token there
+(``https://TOKEN@host/``, ``http://APIKEY:@proxy/``), and a URL does not say which it holds;
+a stored DSN or proxy (:func:`strip_password`) keeps no user name before an empty password.
+An ``@`` past the end of the authority (``https://host/@name``, ``?to=a@b.test``) is the
+path's or the query's.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 MASK = "***"
@@ -26,6 +29,8 @@ _PARAM = re.compile(
     r"(?P<value>'(?:[^'\\]|\\.)*'?|[^&#;\s]*)"
 )
 """A ``...password=`` parameter; a libpq value may be quoted (``password='a b'``)."""
+_MASKED_USER = re.compile(r"\*\*\*\.[0-9a-f]{8}")
+"""A user name alone as the frontier keeps it (:func:`mask_user_alone`)."""
 _URL_REST = re.compile(r"[^\s'\"<>]*")
 """The rest of a URL in a text: up to a space or a quote."""
 
@@ -84,6 +89,21 @@ def redact_authority(url: str) -> str:
     return redact_url(f"{scheme}://{authority}") + tail
 
 
+def mask_user_alone(authority: str) -> str:
+    """``user@host[:port]``, a seed's user name given alone (a token, maybe), as the crawl's
+    frontier keeps it in the URLs it queues (crawl.db's ``urls`` table, a Redis job's entries):
+    ``***.`` and eight hex digits of the authority's digest for the user name
+    (``***.5d41402a@host``), so that seeds of one origin with tokens of their own stay apart,
+    each URL fetched with its own seed's token. Records and messages show ``***@host``."""
+    tag = hashlib.blake2b(authority.encode("utf-8", "surrogatepass"), digest_size=4).hexdigest()
+    return f"{MASK}.{tag}@{authority.rpartition('@')[2]}"
+
+
+def is_masked_user(user: str) -> bool:
+    """Whether ``user`` is a user name alone as :func:`mask_user_alone` masks it."""
+    return _MASKED_USER.fullmatch(user) is not None
+
+
 def has_password(url: str) -> bool:
     """True when ``url`` holds a password (a user name alone is no password, though shown
     masked)."""
@@ -92,10 +112,19 @@ def has_password(url: str) -> bool:
     return any(":" in match["userinfo"] for match in _USERINFO.finditer(url))
 
 
+def _user_before_password(userinfo: str) -> str | None:
+    """The user name of ``userinfo`` to show before a masked password, else None. A user name
+    with an ``@`` in it is none: its user info may end there, the colon after it being a
+    port's or a path's (``TOKEN@host:8080/@me``), so it is masked as a user name alone; so is
+    one before an empty password (``TOKEN:@host``, as ``curl -u TOKEN:`` sends a token)."""
+    user, colon, password = userinfo.partition(":")
+    return user if colon and password and "@" not in user else None
+
+
 def _mask_userinfo(match: re.Match[str]) -> str:
     userinfo = match["userinfo"]
-    user, colon, _ = userinfo.partition(":")
-    if colon:
+    user = _user_before_password(userinfo)
+    if user is not None:
         return f"{match['scheme']}{user}:{MASK}@"
     end = _AUTHORITY_END.search(userinfo)
     if end is not None:  # the @ is past the authority: user info only before an @ in it
@@ -112,5 +141,7 @@ def _names_a_password(text: str, start: int) -> bool:
 
 
 def _drop_password(match: re.Match[str]) -> str:
-    user = match["userinfo"].partition(":")[0]
+    user, colon, password = match["userinfo"].partition(":")
+    if colon and not password:
+        return match["scheme"]  # a user name before an empty password: a token, maybe
     return f"{match['scheme']}{user}@" if user else match["scheme"]

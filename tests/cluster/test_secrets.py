@@ -90,6 +90,7 @@ def _assert_clean(text: str) -> None:
         ("redis://:pw@[::1]:6379/0", "redis://:***@[::1]:6379/0", "redis://[::1]:6379/0"),
         ("http://T0KEN@proxy:8080/", "http://***@proxy:8080/", "http://T0KEN@proxy:8080/"),
         ("postgres://me@db/x", "postgres://***@db/x", "postgres://me@db/x"),
+        ("http://APIKEY:@proxy:8011/", "http://***@proxy:8011/", "http://proxy:8011/"),
     ],
 )  # fmt: skip
 def test_redact_and_strip_every_scheme(url: str, shown: str, stored: str) -> None:

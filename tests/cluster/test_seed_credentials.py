@@ -199,7 +199,7 @@ async def test_a_focused_job_sends_a_seed_s_password_with_its_links(tmp_path: Pa
 
 @pytest.mark.parametrize(
     ("userinfo", "secret", "shown", "sent"),
-    [(f"alice:{PASSWORD}", PASSWORD, "alice:***", SEED_AUTH), (TOKEN, TOKEN, "***", TOKEN_AUTH)],
+    [(f"alice:{PASSWORD}", PASSWORD, "alice:***@", SEED_AUTH), (TOKEN, TOKEN, "***.", TOKEN_AUTH)],
     ids=["password", "token"],
 )
 async def test_a_seed_s_password_is_kept_in_one_key_and_sent_with_its_pages(
@@ -227,7 +227,10 @@ async def test_a_seed_s_password_is_kept_in_one_key_and_sent_with_its_pages(
                 ]
                 assert len(queued) == 1 and b"|/" in queued[0]  # the host by its number
                 hosts = [v for k in await client.keys("*:hosts") for v in await client.hvals(k)]
-                assert f"http://{shown}@site.test:{port}".encode() in hosts
+                named = f"@site.test:{port}".encode()
+                assert any(
+                    h.startswith(f"http://{shown}".encode()) and h.endswith(named) for h in hosts
+                )
                 worker = Worker(redis.url, job=JOB, name="w0", out=tmp_path / "w0", job_timeout=20)
                 worker.start()
                 await asyncio.wait_for(worker.wait(), 45)
@@ -236,6 +239,34 @@ async def test_a_seed_s_password_is_kept_in_one_key_and_sent_with_its_pages(
                 await client.aclose()
     assert auth == {path: {sent} for path in ("/", "/a", "/b", "/c")}
     assert secret not in "".join(p.read_text() for p in (tmp_path / "w0").rglob("*.jsonl"))
+
+
+async def test_two_seeds_of_one_host_with_tokens_of_their_own_each_send_their_own(
+    tmp_path: Path,
+) -> None:
+    """Seeds ``TOKEN_A@host/a/`` and ``TOKEN_B@host/b/``: both masked, yet the URLs of each
+    are fetched with its own token, not the one stored last."""
+    auth: dict[str, set[str | None]] = {}
+    links = {"/a/": ["/a/1"], "/b/": ["/b/1"]}
+
+    async def handle(request: web.Request) -> web.Response:
+        auth.setdefault(request.path, set()).add(request.headers.get("Authorization"))
+        anchors = "".join(f'<a href="{href}">x</a>' for href in links.get(request.path, []))
+        return web.Response(body=f"<p>{anchors}</p>".encode(), content_type="text/html")
+
+    tokens = {"/a/": "glpat-tokenA", "/b/": "glpat-tokenB"}
+    async with serve(handle) as port:
+        with RedisServer() as redis:
+            seeds = [f"http://{token}@site.test:{port}{path}" for path, token in tokens.items()]
+            job = JobSettings(
+                seeds=seeds, resolve=["site.test=127.0.0.1"], robots=False, sitemaps=False
+            )
+            await gossamer.submit(redis.url, job, job=JOB)
+            worker = Worker(redis.url, job=JOB, name="w0", out=tmp_path / "w0", job_timeout=20)
+            worker.start()
+            await asyncio.wait_for(worker.wait(), 45)
+    sent = {p: "Basic " + base64.b64encode(f"{t}:".encode()).decode() for p, t in tokens.items()}
+    assert auth == {path: {sent[path[:3]]} for path in ("/a/", "/a/1", "/b/", "/b/1")}
 
 
 @pytest.mark.parametrize(("host", "address", "escaped", "password"), [PLAIN, AT_SIGN, UNESCAPED])

@@ -154,7 +154,7 @@ async def test_a_stopped_crawl_resumed_keeps_the_seed_s_password(
     tmp_path: Path, password: str
 ) -> None:
     """A seed's user name and password (or its user name alone, which crawl.db keeps as a
-    password: ``***@`` in its URLs) are the resumed crawl's, given no seed."""
+    password: ``***.TAG@`` in its URLs) are the resumed crawl's, given no seed."""
     out = tmp_path / "out"
     async with serving() as site:
         site.expect(basic("alice", password))

@@ -23,8 +23,9 @@ the slots of hosts ``idle`` finds free), and ``revisit`` (the interval policy, p
 
 This package may import the standard library, numpy (the seen set), protego, redis, xxhash,
 ``gossamer.crawldb`` (the embedded frontier's storage), ``gossamer.logs``, ``gossamer.retry``,
-``gossamer.outcomes`` (what counts as a host's failure),
-``gossamer.settings`` (the default focus slack) and ``gossamer.urls``; never the engine, the
+``gossamer.outcomes`` (what counts as a host's failure), ``gossamer.redact`` (a seed's user
+name alone as entries mask it), ``gossamer.settings`` (the default focus slack) and
+``gossamer.urls``; never the engine, the
 fetcher, the sinks or the cluster, which hands the Redis frontier its partitions as a value
 (``Ownership``) and runs its upkeep.
 """

@@ -4,7 +4,7 @@ A seed may carry user info (``https://user:password@host/``, or a user name alon
 be a token: ``https://TOKEN@host/``), and the URLs found on its pages keep it. The
 partitions' keys (entries in ``queue``, ``ranked`` and ``claimed``, host names in ``hosts``, a
 continuous job's page states in ``revisits``) name such an authority masked,
-``https://user:***@host`` (``https://***@host``), as the embedded frontier's ``urls`` table
+``https://user:***@host`` (``https://***.TAG@host``), as the embedded frontier's ``urls`` table
 does; the authority with its password is stored once a job, in the HASH
 ``gs:{J}:credentials`` (masked authority -> authority), like crawl.db's owner-only
 ``credentials`` row. A worker writes it before the entries that name it (:meth:`store`) and
@@ -33,13 +33,13 @@ from gossamer.frontier.redis.scripts import RedisClient
 
 __all__ = ["Credentials", "Trusts", "credentials_key", "masked_url"]
 
-_MASKED = (f":{MASK}@", f"://{MASK}@")
+_MASKED = (f":{MASK}@", f"://{MASK}.")
 """What a masked authority holds: a password masked, or a user name alone."""
 
 
 def masked_url(url: str) -> str:
     """``url`` with its user info masked (``https://user:***@host/path``, a user name alone as
-    ``https://***@host/path``), as
+    ``https://***.TAG@host/path``), as
     a job's keys name it anywhere but in ``credentials``: a continuous job's page states, and
     the keys of sitemap claims, which hash it."""
     slash = url.find("/", url.find("://") + 3)

@@ -41,7 +41,7 @@ Job-level keys, tagged ``{J}`` like the control plane's::
 
     gs:{J}:bad          LIST   bad entries as JSON {partition, reason, entry}, newest first
     gs:{J}:bad:count    STRING how many entries were ever set aside
-    gs:{J}:credentials  HASH   "scheme://user:***@host" (or "scheme://***@host") -> the same
+    gs:{J}:credentials  HASH   "scheme://user:***@host" (or "scheme://***.TAG@host") -> the same
                                with the seed's password (or user name): the one key that
                                holds it (see :mod:`.credentials`)
 
@@ -53,7 +53,7 @@ in hex) under its own hash tag ``{J:h:h}`` (see :mod:`.limiter`)::
 
 An entry, as workers write and read it, is ``host|numbers|path``: ``host`` the URL's
 ``scheme://authority`` (a password masked: ``user:***@host``; a user name alone too:
-``***@host``), ``path`` the rest from its
+``***.TAG@host``, see :func:`mask_authority`), ``path`` the rest from its
 first ``/``, ``numbers`` the depth alone when the others are 0, else
 ``depth,hops,attempts,not_before,priority`` (a number 0 written empty; ``not_before`` the
 wall-clock time before which a retried URL may not be fetched). A partition stores it with
@@ -76,18 +76,20 @@ from typing import TYPE_CHECKING
 import xxhash
 
 from gossamer.frontier.hosts import Queued
+from gossamer.redact import is_masked_user, mask_user_alone
 from gossamer.urls import fingerprint, host_key
 
 if TYPE_CHECKING:
     from gossamer.frontier.admission import Admitted
 
-FORMAT = 6
+FORMAT = 7
 """The layout of a job's keys and entries this module writes (see the module docstring);
 format 1 kept each entry's fingerprint and host name in the entry and one seen SET a
 partition; format 2 placed a fingerprint in its seen SET by nine of its digits, not six, and
 kept a seed's password in its entries; format 3 kept it in a continuous job's revisit states;
 formats 3 and 4 split a seen SET in two, not four, each time the partition had seen 192 more,
-not 100; format 5 kept a seed's user name given alone (a token, maybe) in its entries."""
+not 100; format 5 kept a seed's user name given alone (a token, maybe) in its entries, format
+6 masked every one of a host as one (``***@host``: two seeds' tokens there took one's)."""
 _MAX_URL = 1 << 20
 """Characters of an entry's URL beyond which it is bad, whatever the job's max URL length."""
 _COUNT = re.compile(r"\d{0,9}")
@@ -252,17 +254,20 @@ def split_url(url: str) -> tuple[str, str]:
 
 def mask_authority(key: str) -> str:
     """``scheme://user:***@host[:port]`` for ``scheme://user:password@host[:port]``,
-    ``scheme://***@host[:port]`` for ``scheme://user@host[:port]`` (a user name alone may be a
-    token); any other ``scheme://authority`` as it is. Entries and host names in Redis hold a
-    seed's user info so masked; the user info itself is kept once, in the job's
-    ``credentials`` (see :mod:`.credentials`)."""
+    ``scheme://***.TAG@host[:port]`` for ``scheme://user@host[:port]`` (a user name alone may
+    be a token; ``TAG`` tells two apart: :func:`gossamer.redact.mask_user_alone`); any other
+    ``scheme://authority`` as it is. Entries and host names in Redis hold a seed's user info
+    so masked; the user info itself is kept once, in the job's ``credentials`` (see
+    :mod:`.credentials`)."""
     if "@" not in key:
         return key
     scheme, _, authority = key.partition("://")
     userinfo, _, hostport = authority.rpartition("@")
     user, colon, password = userinfo.partition(":")
     if not colon:
-        return key if user in ("", MASK) else f"{scheme}://{MASK}@{hostport}"
+        if user in ("", MASK) or is_masked_user(user):
+            return key
+        return f"{scheme}://{mask_user_alone(authority)}"
     if password in ("", MASK):
         return key
     return f"{scheme}://{user}:{MASK}@{hostport}"
