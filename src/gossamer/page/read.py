@@ -189,8 +189,12 @@ class HtmlReader:
         """The page at ``url`` read from its answer (see :class:`Html`)."""
         language = result.headers.get("content-language")
         flags: tuple[str, ...] = ()
-        weigh = sandboxed.weigh_for_focus if self._anchors else sandboxed.weigh
-        weight = weigh(result.body)
+        if self._anchors:  # a focus: only the biggest pages (see FOCUS_MIN_TAGS)
+            weight = sandboxed.weigh(
+                result.body, sandboxed.FOCUS_MIN_TAGS, sandboxed.FOCUS_MIN_BYTES
+            )
+        else:
+            weight = sandboxed.weigh(result.body)
         if self._sandbox is not None and weight.big:
             ask = sandboxed.request(
                 url,

@@ -51,7 +51,6 @@ __all__ = [
     "request",
     "wanted",
     "weigh",
-    "weigh_for_focus",
     "worker_args",
 ]
 
@@ -113,22 +112,12 @@ FOCUS_MIN_BYTES = 1 << 20
 """See `FOCUS_MIN_TAGS`."""
 
 
-def weigh_for_focus(body: bytes) -> Weight:
-    """`weigh` for a focused crawl: to the sandbox past `FOCUS_MIN_TAGS` ``<`` or
-    `FOCUS_MIN_BYTES`."""
-    size = len(body)
-    if size <= GUARD_MIN_CHARS:
-        return Weight(False, 0)
-    if size > FOCUS_MIN_BYTES:
-        return Weight(True, None)
-    tags = _count(body, FOCUS_MIN_TAGS)
-    return Weight(tags > FOCUS_MIN_TAGS, tags if tags <= FOCUS_MIN_TAGS else None)
-
-
-def weigh(body: bytes) -> Weight:
-    """Whether ``body`` goes to the sandbox (`wanted`), and its ``<`` when counted: those of a
-    body between :data:`gossamer.parse.scan.GUARD_MIN_CHARS` and `MIN_BYTES`, counted in C up
-    to the step past `MIN_TAGS` (`_COUNT_STEP` bytes a step, no copy).
+def weigh(body: bytes, most_tags: int = MIN_TAGS, most_bytes: int = MIN_BYTES) -> Weight:
+    """Whether ``body`` goes to the sandbox (`wanted`): more ``<`` than ``most_tags`` or
+    longer than ``most_bytes`` (a focused crawl's are `FOCUS_MIN_TAGS` and `FOCUS_MIN_BYTES`);
+    and its ``<`` when counted: those of a body between
+    :data:`gossamer.parse.scan.GUARD_MIN_CHARS` and ``most_bytes``, counted in C up to the step
+    past ``most_tags`` (`_COUNT_STEP` bytes a step, no copy).
 
     ``bytes.count`` of one byte is a loop a byte at a time (some 6 instructions, 0.3 ns a
     byte: 3% of a links-only crawl's instructions on real pages when every body was counted
@@ -138,13 +127,13 @@ def weigh(body: bytes) -> Weight:
     size = len(body)
     if size <= GUARD_MIN_CHARS:
         return Weight(False, 0)
-    if size > MIN_BYTES:
+    if size > most_bytes:
         return Weight(True, None)
-    tags = _count(body)
-    return Weight(tags > MIN_TAGS, tags if tags <= MIN_TAGS else None)
+    tags = _count(body, most_tags)
+    return Weight(tags > most_tags, tags if tags <= most_tags else None)
 
 
-def _count(body: bytes, most: int = MIN_TAGS) -> int:
+def _count(body: bytes, most: int) -> int:
     """The ``<`` of ``body``, counted up to the step past ``most`` at least."""
     numpy = sys.modules.get("numpy")
     count = start = 0
