@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -159,21 +160,25 @@ async def test_the_event_loop_keeps_running_while_a_worst_case_page_is_parsed(
     in-process, guarded, in a thread), and so is one of nested ``<div>`` (parsed in the parse
     sandbox, its worker killed at its CPU budget, then guarded in a thread): a task
     beating every 10 ms meanwhile (as a cluster worker's claim renewals do) is never held up
-    for long."""
+    for long by this process's own work (a gap counts for the CPU the process spent in it: a
+    machine busy with other work may deschedule the whole process)."""
 
     async def handle(request: web.Request) -> web.Response:
         return web.Response(body=bomb, content_type="text/html")
 
-    gaps: list[float] = []
+    stalls: list[float] = []
 
     async def beat() -> None:
+        # A gap counts for the CPU this process spent in it, at most: a gap the process spent
+        # descheduled (other work on the machine) is no stall of the loop, one spent running
+        # a parse that holds the loop (or the GIL) is.
         loop = asyncio.get_running_loop()
-        last = loop.time()
+        last, last_cpu = loop.time(), time.process_time()
         while True:
             await asyncio.sleep(0.01)
-            now = loop.time()
-            gaps.append(now - last)
-            last = now
+            now, cpu = loop.time(), time.process_time()
+            stalls.append(min(now - last, cpu - last_cpu))
+            last, last_cpu = now, cpu
 
     async with serve(handle) as port:
         beating = asyncio.create_task(beat())
@@ -184,4 +189,4 @@ async def test_the_event_loop_keeps_running_while_a_worst_case_page_is_parsed(
         finally:
             beating.cancel()
     assert stats.pages == 1 and records(out)[0]["flags"] == flags
-    assert len(bomb) > 9_000_000 and max(gaps) < 0.5, max(gaps)
+    assert len(bomb) > 9_000_000 and max(stalls) < 0.5, max(stalls)
