@@ -26,7 +26,13 @@ import gossamer
 from gossamer import JobSettings, Worker
 from gossamer.cluster.control import job_keys
 from gossamer.cluster.jobs import job_settings
-from gossamer.cluster.jobusers import hide_user, lone_users, reveal_users, store_users
+from gossamer.cluster.jobusers import (
+    hide_user,
+    holds_password,
+    lone_users,
+    reveal_users,
+    store_users,
+)
 from gossamer.frontier.redis.credentials import credentials_key
 from gossamer.redact import mask_user_alone
 from gossamer.settings import SettingsError
@@ -43,6 +49,7 @@ MASKED = mask_user_alone(f"{TOKEN}@p.test:3128")
     [
         (f"http://{TOKEN}@p.test:3128", f"http://{MASKED}"),
         (f"socks5://{TOKEN}@p.test:3128/", f"socks5://{MASKED}/"),
+        (f"http://{TOKEN}:@p.test:3128", f"http://{mask_user_alone(f'{TOKEN}:@p.test:3128')}"),
         ("http://u:pw@p.test:3128", "http://u@p.test:3128"),  # a user name, before a password
         ("postgres://crawler@db.test/pages?password=pw", "postgres://crawler@db.test/pages"),
         (
@@ -54,6 +61,7 @@ MASKED = mask_user_alone(f"{TOKEN}@p.test:3128")
 )
 def test_a_job_masks_a_user_name_given_alone_and_strips_a_password(given: str, stored: str) -> None:
     assert hide_user(given) == stored
+    assert holds_password(given) == (given != stored and "***" not in stored)  # says submit
     if given.startswith("postgres"):
         settings = JobSettings(seeds=["http://a.test/"], store=given)
         assert job_settings(settings, []).store == stored
@@ -87,8 +95,9 @@ async def test_a_worker_without_the_job_s_credentials_is_refused_in_one_line() -
             await client.aclose()
 
 
+@pytest.mark.parametrize("userinfo", [TOKEN, f"{TOKEN}:"], ids=["alone", "empty-password"])
 async def test_a_proxy_s_token_is_kept_in_credentials_only_and_sent_by_the_worker(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, userinfo: str
 ) -> None:
     """The job's settings name the proxy ``http://***.TAG@...``; no key but ``credentials``
     holds the token, before the crawl and after it; the worker reaches the site through the
@@ -107,7 +116,7 @@ async def test_a_proxy_s_token_is_kept_in_credentials_only_and_sent_by_the_worke
             with RedisServer() as redis:
                 job = JobSettings(
                     seeds=[f"http://127.0.0.1:{port}/"],
-                    proxies=[f"http://{TOKEN}@127.0.0.1:{proxy.port}/"],
+                    proxies=[f"http://{userinfo}@127.0.0.1:{proxy.port}/"],
                     robots=False,
                     sitemaps=False,
                     quiet=True,
@@ -117,7 +126,7 @@ async def test_a_proxy_s_token_is_kept_in_credentials_only_and_sent_by_the_worke
                     await gossamer.submit(redis.url, job, job=JOB)
                     assert await holding(client, TOKEN) == {credentials_key(JOB)}
                     stored = json.loads(await client.get(job_keys(JOB)["job"]))
-                    tag = mask_user_alone(f"{TOKEN}@127.0.0.1:{proxy.port}")
+                    tag = mask_user_alone(f"{userinfo}@127.0.0.1:{proxy.port}")
                     assert stored["proxies"] == [f"http://{tag}/"]
                     worker = Worker(
                         redis.url, job=JOB, name="w0", out=tmp_path / "w0", job_timeout=20

@@ -2,9 +2,10 @@
 
 The stored job (``gs:{J}:job``) holds no password: ``cluster submit`` strips a proxy's or the
 store's, and each worker brings its own (see :func:`gossamer.cluster.jobs.job_settings`). A
-user name given alone (``http://TOKEN@proxy:3128/``, ``postgresql://TOKEN@db/pages``) is no
-password to strip: the workers connect as it (the store's password, if any, from
-``PGPASSWORD`` or a passfile), yet it may be a token. The job names it masked as a seed's
+user name given alone (``http://TOKEN@proxy:3128/``, ``postgresql://TOKEN@db/pages``, or
+before an empty password: ``http://TOKEN:@proxy:3128/``) is no password to strip: the
+workers connect as it (the store's password, if any, from ``PGPASSWORD`` or a passfile), yet
+it may be a token. The job names it masked as a seed's
 is, ``http://***.TAG@proxy:3128/`` (:func:`~gossamer.redact.mask_user_alone`), and the job's
 ``credentials`` HASH (:mod:`gossamer.frontier.redis.credentials`), the one key that holds the
 seeds' passwords, maps ``scheme://***.TAG@host[:port]`` to ``scheme://TOKEN@host[:port]``. A
@@ -22,10 +23,16 @@ import msgspec
 
 from gossamer.frontier.redis.credentials import Credentials, credentials_key
 from gossamer.frontier.redis.scripts import RedisClient
-from gossamer.redact import has_password, is_masked_user, mask_user_alone, strip_password
+from gossamer.redact import (
+    has_password,
+    is_masked_user,
+    mask_user_alone,
+    strip_password,
+    strip_userinfo,
+)
 from gossamer.settings import JobSettings, SettingsError
 
-__all__ = ["hide_user", "lone_users", "reveal_users", "store_users"]
+__all__ = ["hide_user", "holds_password", "lone_users", "reveal_users", "store_users"]
 
 _AUTHORITY = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<authority>[^/?#\\]*)")
 """A URL's scheme and authority (up to its path, query or fragment)."""
@@ -88,14 +95,21 @@ def _urls(settings: JobSettings, *, store: bool, proxies: bool) -> list[str]:
     return urls + (list(settings.proxies) if proxies else [])
 
 
+def holds_password(url: str) -> bool:
+    """Whether the job stores ``url`` without a password its workers must bring themselves
+    (one that :func:`hide_user` strips, not a user name it keeps apart)."""
+    return has_password(url) and _lone_user(url) is None
+
+
 def _lone_user(url: str) -> tuple[str, str] | None:
     """``("scheme://", "user@host[:port]")`` of ``url`` when its user info is a user name alone
-    (no password, nor a ``password=`` parameter; not masked already), else None."""
+    or before an empty password (``TOKEN:@``, as ``curl -u TOKEN:`` sends a token), and no
+    ``password=`` parameter follows; else (or masked already) None."""
     match = _AUTHORITY.match(url)
-    if match is None or "@" not in match["authority"] or has_password(url):
+    if match is None or "@" not in match["authority"] or has_password(strip_userinfo(url)):
         return None
-    user = match["authority"].rpartition("@")[0]
-    if not user or is_masked_user(user):
+    user, _, password = match["authority"].rpartition("@")[0].partition(":")
+    if not user or password or is_masked_user(user):
         return None
     return match["scheme"], match["authority"]
 
