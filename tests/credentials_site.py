@@ -98,9 +98,11 @@ PACED_LINKS = {"/": ["/1", "/2"], "/x": ["/x1", "/x2"]}
 """The links of `paced_site`'s pages: two seeds' (``/`` and ``/x``) two pages each."""
 
 
-def paced_site(answered: Answered, hold: float) -> Any:
-    """The pages of `PACED_LINKS` and a robots.txt allowing them, each answer held ``hold``
-    seconds (so that requests let in at once overlap); ``answered`` gets each request."""
+def paced_site(answered: Answered, hold: float, crawl_delay: float = 0.0) -> Any:
+    """The pages of `PACED_LINKS` and a robots.txt allowing them (with ``crawl_delay``), each
+    answer held ``hold`` seconds (so that requests let in at once overlap); ``answered`` gets
+    each request."""
+    robots = "User-agent: *\nAllow: /\n" + (f"Crawl-delay: {crawl_delay}\n" if crawl_delay else "")
 
     async def handle(request: web.Request) -> web.Response:
         start = time.monotonic()
@@ -109,7 +111,7 @@ def paced_site(answered: Answered, hold: float) -> Any:
         user = base64.b64decode(given.split()[1]).decode().partition(":")[0] if given else None
         answered.append((start, time.monotonic(), request.path, user))
         if request.path == "/robots.txt":
-            return web.Response(text="User-agent: *\nAllow: /\n")
+            return web.Response(text=robots)
         anchors = "".join(f'<a href="{href}">x</a>' for href in PACED_LINKS.get(request.path, []))
         return web.Response(body=f"<p>{anchors}</p>".encode(), content_type="text/html")
 

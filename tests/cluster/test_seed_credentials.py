@@ -281,30 +281,41 @@ async def test_two_seeds_of_one_host_with_tokens_of_their_own_each_send_their_ow
 
 
 @pytest.mark.parametrize(
-    ("users", "by", "delay", "per_host"),
+    ("users", "by", "delay", "per_host", "workers"),
     [
-        (("tokA", "tokB"), "host", 0.3, 2),
-        (("tokA", "tokB"), "url", 0.3, 2),
-        (("a:pa", "b:pb"), "host", 0.3, 2),
-        (("tokA", "tokB"), "host", 0.0, 1),
+        (("tokA", "tokB"), "host", 0.3, 2, 1),
+        (("tokA", "tokB"), "url", 0.3, 2, 1),
+        (("a:pa", "b:pb"), "host", 0.3, 2, 1),
+        (("tokA", "tokB"), "host", 0.0, 1, 1),
+        (("tokA", "tokB"), "url", -0.3, 2, 2),
     ],
-    ids=["tokens", "tokens-by-url", "passwords", "one-slot"],
+    ids=["tokens", "tokens-by-url", "passwords", "one-slot", "crawl-delay-two-workers-by-url"],
 )
 async def test_one_host_s_seeds_with_credentials_of_their_own_share_its_pace(
-    tmp_path: Path, users: tuple[str, str], by: str, delay: float, per_host: int
+    tmp_path: Path,
+    users: tuple[str, str],
+    by: str,
+    delay: float,
+    per_host: int,
+    workers: int,
 ) -> None:
     """Seeds ``tokA@host/`` and ``tokB@host/x`` (or two user:password pairs): one host, one
-    partition, one robots.txt, one pace (``--delay``) and one slot (``--per-host``) for the
-    requests of both, each sent with its own seed's credentials."""
+    partition, one robots.txt (a worker's, by URL), one pace (``--delay``, or robots.txt's
+    Crawl-delay for ``delay`` below 0) and one slot (``--per-host``) for the requests of both,
+    each sent with its own seed's credentials."""
     answered: Answered = []
-    async with serve(paced_site(answered, hold=0.05)) as port:
+    async with serve(paced_site(answered, hold=0.05, crawl_delay=max(-delay, 0))) as port:
         with RedisServer() as redis:
             seeds = [
                 f"http://{users[0]}@127.0.0.1:{port}/",
                 f"http://{users[1]}@127.0.0.1:{port}/x",
             ]
             job = JobSettings(
-                seeds=seeds, sitemaps=False, delay=delay, per_host=per_host, partition_by=by
+                seeds=seeds,
+                sitemaps=False,
+                delay=max(delay, 0),
+                per_host=per_host,
+                partition_by=by,
             )
             client = Redis.from_url(redis.url)
             try:
@@ -314,16 +325,21 @@ async def test_one_host_s_seeds_with_credentials_of_their_own_share_its_pace(
                     assert [n for _, n in queues] == [2], queues
             finally:
                 await client.aclose()
-            worker = Worker(redis.url, job=JOB, name="w0", out=tmp_path / "w0", job_timeout=20)
-            worker.start()
-            await asyncio.wait_for(worker.wait(), 45)
-    check_paced(answered, delay)
+            crew = [
+                Worker(redis.url, job=JOB, name=f"w{i}", out=tmp_path / f"w{i}", job_timeout=20)
+                for i in range(workers)
+            ]
+            for worker in crew:
+                worker.start()
+            await asyncio.wait_for(asyncio.gather(*(worker.wait() for worker in crew)), 45)
+    check_paced(answered, abs(delay))
     user = {"/": users[0], "/x": users[1]}
     sent = {path: name for _, _, path, name in answered}
     assert sent == {"/robots.txt": None} | {
         page: user[seed].partition(":")[0] for seed in user for page in (seed, *PACED_LINKS[seed])
     }
-    assert len(answered) == len(sent)  # robots.txt fetched once
+    robots = [path for _, _, path, _ in answered if path == "/robots.txt"]
+    assert len(answered) == len(sent) - 1 + len(robots) and 1 <= len(robots) <= workers
 
 
 @pytest.mark.parametrize(("host", "address", "escaped", "password"), [PLAIN, AT_SIGN, UNESCAPED])
