@@ -5,13 +5,13 @@ store's, and each worker brings its own (see :func:`gossamer.cluster.jobs.job_se
 user name given alone (``http://TOKEN@proxy:3128/``, ``postgresql://TOKEN@db/pages``, or
 before an empty password: ``http://TOKEN:@proxy:3128/``) is no password to strip: the
 workers connect as it (the store's password, if any, from ``PGPASSWORD`` or a passfile), yet
-it may be a token. The job names it masked as a seed's
-is, ``http://***.TAG@proxy:3128/`` (:func:`~gossamer.redact.mask_user_alone`), and the job's
-``credentials`` HASH (:mod:`gossamer.frontier.redis.credentials`), the one key that holds the
-seeds' passwords, maps ``scheme://***.TAG@host[:port]`` to ``scheme://TOKEN@host[:port]``. A
-worker puts it back (:func:`reveal_users`) before it builds its proxy pool and its store, for
-those its own ``--proxy`` or ``--store`` do not replace. A user name before a password, or
-before a ``password=`` parameter, is a user name, not a token: the job keeps it, without the
+it may be a token. The job names it masked as a seed's is, ``http://***.TAG@proxy:3128/``
+(:func:`~gossamer.redact.mask_user_alone`), and the job's ``credentials`` HASH
+(:mod:`gossamer.frontier.redis.credentials`), the one key that holds the seeds' passwords,
+maps ``scheme://***.TAG@host[:port]`` to ``scheme://TOKEN@host[:port]``. A worker puts it
+back (:func:`reveal_users`) before it builds its proxy pool and its store, for those its own
+``--proxy`` or ``--store`` do not replace. A user name before a password, or before a
+``password=`` parameter, is a user name, not a token: the job keeps it, without the
 password.
 """
 
@@ -46,6 +46,12 @@ def hide_user(url: str) -> str:
         return strip_password(url)
     scheme, authority = alone
     return scheme + mask_user_alone(authority) + url[len(scheme) + len(authority) :]
+
+
+def holds_password(url: str) -> bool:
+    """Whether the job stores ``url`` without a password its workers must bring themselves
+    (one that :func:`hide_user` strips, not a user name it keeps apart)."""
+    return has_password(url) and _lone_user(url) is None
 
 
 def lone_users(settings: JobSettings) -> dict[str, str]:
@@ -93,12 +99,6 @@ async def reveal_users(
 def _urls(settings: JobSettings, *, store: bool, proxies: bool) -> list[str]:
     urls = [settings.store] if store and settings.store is not None else []
     return urls + (list(settings.proxies) if proxies else [])
-
-
-def holds_password(url: str) -> bool:
-    """Whether the job stores ``url`` without a password its workers must bring themselves
-    (one that :func:`hide_user` strips, not a user name it keeps apart)."""
-    return has_password(url) and _lone_user(url) is None
 
 
 def _lone_user(url: str) -> tuple[str, str] | None:
