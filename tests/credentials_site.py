@@ -1,10 +1,14 @@
 """A site behind basic auth for the tests of a seed's password (cluster and embedded): its
 pages revisited with validators, duplicates of each other, redirects on its origin and to
-another one."""
+another one; a site recording when each request came and with which user name, for the tests
+of one host's pace across its seeds' credentials."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import itertools
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -86,3 +90,45 @@ def _sitemap(request: web.Request, userinfo: str) -> web.Response:
     entries = "".join(f"<url><loc>{url}</loc><lastmod>{now}</lastmod></url>" for url in urls)
     xml = f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{entries}</urlset>'
     return web.Response(body=xml.encode(), content_type="application/xml")
+
+
+Answered = list[tuple[float, float, str, str | None]]
+"""(start, end, path, user name sent) of each request a `paced_site` answered, monotonic."""
+PACED_LINKS = {"/": ["/1", "/2"], "/x": ["/x1", "/x2"]}
+"""The links of `paced_site`'s pages: two seeds' (``/`` and ``/x``) two pages each."""
+
+
+def paced_site(answered: Answered, hold: float, crawl_delay: float = 0.0) -> Any:
+    """The pages of `PACED_LINKS` and a robots.txt allowing them (with ``crawl_delay``), each
+    answer held ``hold`` seconds (so that requests let in at once overlap); ``answered`` gets
+    each request."""
+    robots = "User-agent: *\nAllow: /\n" + (f"Crawl-delay: {crawl_delay}\n" if crawl_delay else "")
+
+    async def handle(request: web.Request) -> web.Response:
+        start = time.monotonic()
+        await asyncio.sleep(hold)
+        given = request.headers.get("Authorization")
+        user = base64.b64decode(given.split()[1]).decode().partition(":")[0] if given else None
+        answered.append((start, time.monotonic(), request.path, user))
+        if request.path == "/robots.txt":
+            return web.Response(text=robots)
+        anchors = "".join(f'<a href="{href}">x</a>' for href in PACED_LINKS.get(request.path, []))
+        return web.Response(body=f"<p>{anchors}</p>".encode(), content_type="text/html")
+
+    return handle
+
+
+JITTER = 0.05
+"""Seconds a request's start stamp may lag its arrival: the server runs in the test's event
+loop, beside the crawl, on a busy machine. Two paces for one host start requests a few
+milliseconds apart, far below the delay less this."""
+
+
+def check_paced(answered: Answered, delay: float) -> None:
+    """The requests of ``answered`` (one host's) started ``delay`` apart at least (less
+    `JITTER`) and none started before the one before it ended: one pace and one slot for the
+    host, whatever user info each URL carried."""
+    spans = sorted(answered)
+    for (start, end, path, _), (after, _, later, _) in itertools.pairwise(spans):
+        assert after - start >= delay - JITTER, (path, later, after - start)
+        assert after >= end, (path, later, "overlap")

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 from tests.content_site import records_by_path
+from tests.credentials_site import PACED_LINKS, Answered, check_paced, paced_site
 from tests.local_app import serve
 
 from gossamer.crawl import run_crawl
@@ -189,6 +190,31 @@ async def test_two_tokens_of_one_host_each_go_with_their_own_seed_s_urls_after_r
         await run(out, port, resume=True, seeds=given)  # the other link
     assert len(auth) == 4 and all(auth[path] == {sent[path[:3]]} for path in auth), auth
     assert not any(token in stored(out, "urls") for token in tokens.values())
+
+
+@pytest.mark.parametrize(
+    ("users", "delay", "per_host"),
+    [(("tokA", "tokB"), 0.3, 2), (("a:pa", "b:pb"), 0.3, 2), (("tokA", "tokB"), 0.0, 1)],
+    ids=["tokens", "passwords", "one-slot"],
+)
+async def test_one_host_s_seeds_with_credentials_of_their_own_share_its_pace(
+    tmp_path: Path, users: tuple[str, str], delay: float, per_host: int
+) -> None:
+    """Seeds ``tokA@host/`` and ``tokB@host/x`` (or two user:password pairs): one robots.txt,
+    one pace (``--delay``) and one slot (``--per-host``) for the requests of both, each sent
+    with its own seed's credentials (as a cluster job does)."""
+    answered: Answered = []
+    async with serve(paced_site(answered, hold=0.05)) as port:
+        seeds = [f"http://{users[0]}@127.0.0.1:{port}/", f"http://{users[1]}@127.0.0.1:{port}/x"]
+        flags = {"delay": delay, "per_host": per_host, "robots": True, "sitemaps": False}
+        await run(tmp_path / "out", port, seeds=seeds, **flags)
+    check_paced(answered, delay)
+    user = {"/": users[0], "/x": users[1]}
+    sent = {path: name for _, _, path, name in answered}
+    assert sent == {"/robots.txt": None} | {
+        page: user[seed].partition(":")[0] for seed in user for page in (seed, *PACED_LINKS[seed])
+    }
+    assert len(answered) == len(sent)  # robots.txt fetched once
 
 
 async def test_a_canonical_url_of_a_seed_page_sends_no_credentials_of_its_own(

@@ -16,6 +16,9 @@ from gossamer.frontier.redis.credentials import credentials_key
 from gossamer.frontier.redis.keys import FORMAT
 from gossamer.settings import JobSettings, SettingsError, settings_to_json
 
+READ = f"reads formats 7 and {FORMAT} only"
+"""What a refusal says this gossamer reads: format 7's queues are as format 8's."""
+
 
 def test_a_stored_job_names_its_format() -> None:
     settings = JobSettings(partitions=8)
@@ -35,7 +38,7 @@ async def test_a_worker_refuses_a_job_of_the_old_format(
         await client.aclose()
     code, _, err = await output(*worker_args(redis_server.url, tmp_path, 0))
     assert code == 2, err
-    assert "Redis frontier format 1" in err and f"reads format {FORMAT} only" in err, err
+    assert "Redis frontier format 1" in err and READ in err, err
     assert err.count("\n") == 1, err
 
 
@@ -43,10 +46,17 @@ def _format(settings: JobSettings, form: int) -> str:
     return job_json(settings).replace(f'"frontier_format":{FORMAT}', f'"frontier_format":{form}')
 
 
-@pytest.mark.parametrize("form", [3, 4])
+def test_a_job_of_format_7_is_read_with_its_proxy_s_user_name_as_stored() -> None:
+    """Format 7 kept a proxy's user name given alone in the job's settings, its queues as
+    format 8 keeps them: a worker takes it as it is."""
+    settings = JobSettings(partitions=8, proxies=["http://TOKEN@p.test:3128"])
+    assert parse_job(_format(settings, 7), "j") == settings
+
+
+@pytest.mark.parametrize("form", [3, 4, 6])
 def test_a_job_of_an_earlier_format_is_refused(form: int) -> None:
     """Format 3 kept a seed's password in a continuous job's revisit states; formats 3 and 4
-    placed fingerprints in other seen SETs."""
+    placed fingerprints in other seen SETs; format 6 masked two tokens of one host as one."""
     for settings in (JobSettings(partitions=8), JobSettings(partitions=8, recrawl=True)):
         with pytest.raises(SettingsError, match=f"Redis frontier format {form}; "):
             parse_job(_format(settings, form), "j")
@@ -65,5 +75,5 @@ async def test_a_worker_refuses_a_continuous_format_3_job_with_a_seed_s_password
         await client.aclose()
     code, _, err = await output(*worker_args(redis_server.url, tmp_path, 0))
     assert code == 2, err
-    assert "Redis frontier format 3; " in err and f"reads format {FORMAT} only" in err, err
+    assert "Redis frontier format 3; " in err and READ in err, err
     assert err.count("\n") == 1, err

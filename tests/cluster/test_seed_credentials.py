@@ -16,7 +16,18 @@ from typing import Any
 import pytest
 from aiohttp import web
 from redis.asyncio import Redis
-from tests.credentials_site import AT_SIGN, PLAIN, SECRET, UNESCAPED, guarded_site, serve_on
+from tests.credentials_site import (
+    AT_SIGN,
+    PACED_LINKS,
+    PLAIN,
+    SECRET,
+    UNESCAPED,
+    Answered,
+    check_paced,
+    guarded_site,
+    paced_site,
+    serve_on,
+)
 from tests.local_app import serve
 from tests.redis_server import RedisServer
 
@@ -267,6 +278,68 @@ async def test_two_seeds_of_one_host_with_tokens_of_their_own_each_send_their_ow
             await asyncio.wait_for(worker.wait(), 45)
     sent = {p: "Basic " + base64.b64encode(f"{t}:".encode()).decode() for p, t in tokens.items()}
     assert auth == {path: {sent[path[:3]]} for path in ("/a/", "/a/1", "/b/", "/b/1")}
+
+
+@pytest.mark.parametrize(
+    ("users", "by", "delay", "per_host", "workers"),
+    [
+        (("tokA", "tokB"), "host", 0.3, 2, 1),
+        (("tokA", "tokB"), "url", 0.3, 2, 1),
+        (("a:pa", "b:pb"), "host", 0.3, 2, 1),
+        (("tokA", "tokB"), "host", 0.0, 1, 1),
+        (("tokA", "tokB"), "url", -0.3, 2, 2),
+    ],
+    ids=["tokens", "tokens-by-url", "passwords", "one-slot", "crawl-delay-two-workers-by-url"],
+)
+async def test_one_host_s_seeds_with_credentials_of_their_own_share_its_pace(
+    tmp_path: Path,
+    users: tuple[str, str],
+    by: str,
+    delay: float,
+    per_host: int,
+    workers: int,
+) -> None:
+    """Seeds ``tokA@host/`` and ``tokB@host/x`` (or two user:password pairs): one host, one
+    partition, one robots.txt (a worker's, by URL), one pace (``--delay``, or robots.txt's
+    Crawl-delay for ``delay`` below 0) and one slot (``--per-host``) for the requests of both,
+    each sent with its own seed's credentials."""
+    answered: Answered = []
+    async with serve(paced_site(answered, hold=0.05, crawl_delay=max(-delay, 0))) as port:
+        with RedisServer() as redis:
+            seeds = [
+                f"http://{users[0]}@127.0.0.1:{port}/",
+                f"http://{users[1]}@127.0.0.1:{port}/x",
+            ]
+            job = JobSettings(
+                seeds=seeds,
+                sitemaps=False,
+                delay=max(delay, 0),
+                per_host=per_host,
+                partition_by=by,
+            )
+            client = Redis.from_url(redis.url)
+            try:
+                await gossamer.submit(redis.url, job, job=JOB)
+                if by == "host":  # both seeds queued in the host's partition
+                    queues = [(k, await client.llen(k)) for k in await client.keys("*:queue")]
+                    assert [n for _, n in queues] == [2], queues
+            finally:
+                await client.aclose()
+            crew = [
+                Worker(redis.url, job=JOB, name=f"w{i}", out=tmp_path / f"w{i}", job_timeout=20)
+                for i in range(workers)
+            ]
+            for worker in crew:
+                worker.start()
+            await asyncio.wait_for(asyncio.gather(*(worker.wait() for worker in crew)), 45)
+    check_paced(answered, abs(delay))
+    user = {"/": users[0], "/x": users[1]}
+    sent = {path: name for _, _, path, name in answered}
+    assert sent == {"/robots.txt": None} | {
+        page: user[seed].partition(":")[0] for seed in user for page in (seed, *PACED_LINKS[seed])
+    }
+    robots = [path for _, _, path, _ in answered if path == "/robots.txt"]
+    assert len(answered) == len(sent) - 1 + len(robots) and 1 <= len(robots) <= workers
 
 
 @pytest.mark.parametrize(("host", "address", "escaped", "password"), [PLAIN, AT_SIGN, UNESCAPED])

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from gossamer.cluster import DEFAULT_BUDGET, DEFAULT_JOB
 from gossamer.flags import add_crawl_flags, add_log_flags, settings_from_args
-from gossamer.redact import has_password, redact_url
+from gossamer.redact import redact_url
 from gossamer.settings import CrawlSettings, JobSettings, SettingsError, validate_model
 
 if TYPE_CHECKING:
@@ -199,6 +199,7 @@ def _redis_url(args: argparse.Namespace) -> str:
 
 def _submit(args: argparse.Namespace) -> int:
     from gossamer.cluster.jobs import submit
+    from gossamer.cluster.jobusers import holds_password
     from gossamer.cluster.resilient import run
 
     settings = settings_from_args(args, JobSettings, skip=("redis", "redis_password_file", "job"))
@@ -211,13 +212,13 @@ def _submit(args: argparse.Namespace) -> int:
             f"submitted job {args.job!r}: {done.queued} seed(s) queued at "
             f"{redact_url(args.redis)}{resumed}"
         )
-        if any(has_password(url) for url in settings.proxies):
+        if any(holds_password(url) for url in settings.proxies):
             print(
                 "the proxies' passwords are not stored with the job: give each worker --proxy "
                 "or --proxies-file (or GOSSAMER_PROXIES)",
                 file=sys.stderr,
             )
-        if settings.store is not None and has_password(settings.store):
+        if settings.store is not None and holds_password(settings.store):
             print(
                 "the store's password is not stored with the job: give each worker --store "
                 "(or GOSSAMER_STORE), or PGPASSWORD / ~/.pgpass",

@@ -25,6 +25,7 @@ from gossamer.cluster.bounded import bounded_parser
 from gossamer.cluster.control import Control, JobTotals, WorkerInfo
 from gossamer.cluster.errors import ClusterError
 from gossamer.cluster.freshness import JobFreshness, due_backlog, job_freshness
+from gossamer.cluster.jobusers import hide_user, lone_users, store_users
 from gossamer.cluster.redisretry import GuardedCluster
 from gossamer.cluster.redisurl import PASSWORD_ENV
 from gossamer.cluster.resilient import RedisGuard, RedisUnavailable, forbidden, install_guard
@@ -32,8 +33,8 @@ from gossamer.cluster.seeding import Seeding, read_progress, seed_origins, seeds
 from gossamer.frontier.admission import Guards
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import RedisClient, RedisFrontier, RedisFrontierConfig
-from gossamer.frontier.redis.keys import FORMAT
-from gossamer.redact import redact_text, redact_url, strip_password, strip_userinfo
+from gossamer.frontier.redis.keys import FORMAT, READS
+from gossamer.redact import redact_text, redact_url, strip_userinfo
 from gossamer.settings import (
     InvalidSetting,
     JobSettings,
@@ -188,11 +189,12 @@ def parse_job(raw: str, job: str) -> JobSettings:
     except InvalidSetting as exc:
         problem = f"{exc.field}: {exc.problem}"
         raise SettingsError(f"stored job {job!r} is malformed: {problem}") from None
-    if form != FORMAT:
+    if form not in READS:
         raise SettingsError(
             f"stored job {job!r} keeps its queues in Redis frontier format {form!r}; this "
-            f"gossamer reads format {FORMAT} only: submit the job again under a new --job "
-            "with this version (or finish it with the version that submitted it)"
+            f"gossamer reads formats {' and '.join(map(str, READS))} only: submit the job "
+            "again under a new --job with this version (or finish it with the version that "
+            "submitted it)"
         )
     return settings
 
@@ -223,7 +225,8 @@ async def submit(settings: JobSettings, url: str, job: str) -> Submitted:
     (see :mod:`gossamer.cluster.seeding`: a submit killed midway is resumed by the next).
 
     The stored job holds no seed and no credential: the page store's DSN is stored without
-    its password (see :func:`job_settings`).
+    its password (see :func:`job_settings`), a user name given alone in the job's
+    ``credentials`` (see :mod:`gossamer.cluster.jobusers`).
     """
     if settings.revisit_spare > 0 and settings.partition_by == "url":
         raise SettingsError(
@@ -231,6 +234,7 @@ async def submit(settings: JobSettings, url: str, job: str) -> Submitted:
             "pages over every partition, so no owner sees a host idle; use --partition-by host"
         )
     seeds = canonical_seeds(settings)
+    users = lone_users(settings)
     settings = job_settings(settings, seeds)
     control = await open_control(url, job)
     try:
@@ -251,6 +255,7 @@ async def submit(settings: JobSettings, url: str, job: str) -> Submitted:
         )
         seeding = Seeding(control, frontier)
         start = await seeding.run(seeds, origins, seeds_digest(settings, seeds))
+        await store_users(control.redis, job, users)  # before a worker reads the job
         # Seeds first: a worker that sees the job must not find it finished already.
         await control.store_job(job_json(settings))
         # Only this submit wrote to the queues so far: their seen sets hold the seeds.
@@ -264,7 +269,9 @@ def job_settings(settings: JobSettings, seeds: list[str]) -> JobSettings:
     """The settings as a job stores them: no seeds (they are queued, their origins stored
     apart: see :mod:`gossamer.cluster.seeding`), the first seed (without its user info) as the
     URL that checks proxies unless one is given, ``store`` and ``proxies`` without their
-    passwords, and the rule documents' texts with their digest instead of their paths.
+    passwords and with a user name given alone masked (kept in the job's ``credentials``:
+    see :mod:`gossamer.cluster.jobusers`), and the rule documents' texts with their digest
+    instead of their paths.
 
     Everyone who can read the job's Redis can read the job, so it holds no credential. Each
     worker supplies the store's password itself: its own ``--store`` (or ``GOSSAMER_STORE``)
@@ -278,9 +285,9 @@ def job_settings(settings: JobSettings, seeds: list[str]) -> JobSettings:
         # as a crawl checks its proxies; a seed's user info stays out of the job
         update["proxy_check_url"] = strip_userinfo(seeds[0])
     if settings.store is not None:
-        update["store"] = strip_password(settings.store)
+        update["store"] = hide_user(settings.store)
     if settings.proxies:
-        update["proxies"] = [strip_password(url) for url in settings.proxies]
+        update["proxies"] = [hide_user(url) for url in settings.proxies]
     if settings.rules:
         update["shipped_rules"] = ship_rules(settings)
         update["rules"] = []

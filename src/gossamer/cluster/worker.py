@@ -33,6 +33,7 @@ from gossamer.cluster.control import Control
 from gossamer.cluster.errors import ClusterError
 from gossamer.cluster.freshness import earlier_figures
 from gossamer.cluster.jobs import load_job, open_guarded
+from gossamer.cluster.jobusers import reveal_users
 from gossamer.cluster.keeper import Keeper, Pace
 from gossamer.cluster.leadership import Leadership
 from gossamer.cluster.membership import Membership, Report
@@ -95,7 +96,8 @@ class WorkerOptions:
     heartbeat_ttl: float | None = None
     store: str | None = None
     """This worker's page store DSN, password included: it replaces the job's, which is
-    stored without a password (``--store`` or ``GOSSAMER_STORE``; see ``jobs.job_settings``)."""
+    stored without a password, and with a user name given alone kept apart (``--store`` or
+    ``GOSSAMER_STORE``; see ``jobs.job_settings``)."""
     proxies: tuple[str, ...] = ()
     """This worker's proxies, passwords included: with ``proxies_file``, they replace the
     job's, which are stored without passwords (``--proxy`` or ``GOSSAMER_PROXIES``)."""
@@ -180,6 +182,10 @@ async def _wait_for_job(
             print(f"waiting for job {options.job!r} to be submitted", file=sys.stderr)
             told = True
         await asyncio.sleep(_JOB_POLL)
+    own_proxies = bool(options.proxies) or options.proxies_file is not None
+    settings = await reveal_users(  # those of the job's store and proxies this one keeps
+        control.redis, control.job, settings, store=options.store is None, proxies=not own_proxies
+    )
     update: dict[str, Any] = {"resume": True, "quiet": True, "metrics_port": None}
     if options.out is not None:
         update["out"] = options.out
@@ -191,7 +197,7 @@ async def _wait_for_job(
         update["heartbeat_ttl"] = options.heartbeat_ttl
     if options.store is not None:
         update["store"] = options.store
-    if options.proxies or options.proxies_file is not None:
+    if own_proxies:
         update["proxies"] = list(options.proxies)
         update["proxies_file"] = options.proxies_file
     try:

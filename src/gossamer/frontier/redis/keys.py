@@ -43,7 +43,9 @@ Job-level keys, tagged ``{J}`` like the control plane's::
     gs:{J}:bad:count    STRING how many entries were ever set aside
     gs:{J}:credentials  HASH   "scheme://user:***@host" (or "scheme://***.TAG@host") -> the same
                                with the seed's password (or user name): the one key that
-                               holds it (see :mod:`.credentials`)
+                               holds it (see :mod:`.credentials`); likewise the user name
+                               a proxy or the page store gives alone (the job's settings
+                               name it masked: :mod:`gossamer.cluster.jobusers`)
 
 The shared limiter of ``partition_by="url"`` keeps each host ``h`` (its host key's xxh3_64,
 in hex) under its own hash tag ``{J:h:h}`` (see :mod:`.limiter`)::
@@ -60,7 +62,7 @@ wall-clock time before which a retried URL may not be fetched). A partition stor
 the host's number in place of its key (the host name is stored once per partition, in
 ``hosts``) and without its fingerprint (the worker computes it again from the URL); claims
 hold it as written. :data:`FORMAT` names this layout: a job stores it, and a worker refuses
-a job of another format.
+a job of a format it does not read (:data:`READS`).
 What comes off Redis is checked where it is decoded (:meth:`Entry.decode`): an entry that
 does not decode raises :class:`BadEntry` and is set aside (see :mod:`.claims`).
 """
@@ -82,14 +84,20 @@ from gossamer.urls import fingerprint, host_key
 if TYPE_CHECKING:
     from gossamer.frontier.admission import Admitted
 
-FORMAT = 7
+FORMAT = 8
 """The layout of a job's keys and entries this module writes (see the module docstring);
 format 1 kept each entry's fingerprint and host name in the entry and one seen SET a
 partition; format 2 placed a fingerprint in its seen SET by nine of its digits, not six, and
 kept a seed's password in its entries; format 3 kept it in a continuous job's revisit states;
 formats 3 and 4 split a seen SET in two, not four, each time the partition had seen 192 more,
 not 100; format 5 kept a seed's user name given alone (a token, maybe) in its entries, format
-6 masked every one of a host as one (``***@host``: two seeds' tokens there took one's)."""
+6 masked every one of a host as one (``***@host``: two seeds' tokens there took one's);
+format 7 kept a proxy's or the page store's user name given alone in the job's settings, not
+in ``credentials`` (see :mod:`gossamer.cluster.jobusers`; its queues are as format 8's, so a
+worker still reads it: :data:`READS`)."""
+READS = (7, FORMAT)
+"""The formats of the jobs a worker takes: format 7's keys differ from 8's in its settings
+only, whose user names given alone a worker connects as they are."""
 _MAX_URL = 1 << 20
 """Characters of an entry's URL beyond which it is bad, whatever the job's max URL length."""
 _COUNT = re.compile(r"\d{0,9}")
