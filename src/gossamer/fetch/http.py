@@ -525,7 +525,8 @@ class Fetcher:
         config = self._config
         keep = config.keep_wire
         wire_cap, decoded_cap = body_caps(url, config.max_body_bytes, config.decoded_cap)
-        body = Body(response.header(b"content-encoding"), wire_cap, decoded_cap, keep_raw=keep)
+        headers = response.headers()  # a header on several lines: one comma list (RFC 9110 5.3)
+        body = Body(headers.get("content-encoding"), wire_cap, decoded_cap, keep_raw=keep)
         error = body.error
         paced = 0.0
         stopped = False  # bytes were left unread: the wire body is cut
@@ -545,7 +546,6 @@ class Fetcher:
             body.truncated = stopped = True
             response.close()
         status = response.status
-        headers = response.headers()
         content_type, charset = parse_content_type(headers.get("content-type"))
         location = response.header(b"location") if 300 <= status < 400 else None
         now = self._wall_clock()
