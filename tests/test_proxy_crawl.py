@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import sqlite3
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +18,11 @@ import pytest
 from aiohttp import web
 from prometheus_client import generate_latest
 from tests.fetch.proxy_servers import HttpProxy, dead_port
+from tests.fetch.test_lean import serve as serve_raw
 from tests.fetch.tinyproxy import tinyproxy
 from tests.local_app import serve
 
+import gossamer
 from gossamer.crawl import build_crawler, run_crawl
 from gossamer.engine import RobotsFetch
 from gossamer.fetch.http import FetchConfig, Fetcher
@@ -253,3 +257,118 @@ async def test_a_robots_txt_that_no_proxy_reached_is_asked_for_again(tmp_path: P
         finally:
             await proxy.stop()
     assert robots.stats().unreachable == 0
+
+
+async def test_a_crawl_whose_every_proxy_rejects_its_credentials_ends_with_an_error(
+    tmp_path: Path,
+) -> None:
+    """Every proxy answers 407: the crawl does not wait for ever (no check can pass until the
+    credentials change) but stops, says why in one line with exit status 1, and keeps its
+    queue: run again with --resume and the right password, it crawls the site."""
+    guarded = await HttpProxy(credentials=("carol", "pa55word")).start()
+    wrong = f"http://carol:n0tit@127.0.0.1:{guarded.port}"
+    out = tmp_path / "out"
+    try:
+        async with serve(_page) as port:
+            seed = f"http://127.0.0.1:{port}/"
+            flags = ["--no-robots", "--no-text", "--quiet", "--out", str(out)]
+            command = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "gossamer",
+                "crawl",
+                seed,
+                *flags,
+                "--proxy",
+                wrong,
+                stderr=asyncio.subprocess.PIPE,
+                env={**os.environ, "PYTHONPATH": str(Path(gossamer.__file__).parents[1])},
+            )
+            try:
+                _, stderr = await asyncio.wait_for(command.communicate(), 30)
+            finally:
+                if command.returncode is None:  # it never ended: end it
+                    command.kill()
+                    await command.wait()
+            assert command.returncode == 1
+            said = stderr.decode()
+            assert "every proxy rejected the crawl's credentials (407" in said
+            assert "--resume" in said and "n0tit" not in said
+            assert (out / "pages.jsonl").read_text() == ""
+            assert json.loads((out / "stats.json").read_text())["pages"] == 0
+            log = (out / "crawl.log").read_text()
+            assert "rejected: credentials (407 Proxy Authentication Required)" in log
+            assert "the crawl waits" not in log  # it stops
+            assert "n0tit" not in log
+            settings = load_settings(
+                {
+                    "seeds": [seed],
+                    "out": out,
+                    "robots": False,
+                    "text": False,
+                    "quiet": True,
+                    "resume": True,
+                    "proxies": [guarded.url],
+                },
+                env={},
+            )
+            stats = await asyncio.wait_for(run_crawl(settings), 30)
+    finally:
+        await guarded.stop()
+    assert stats.ok == PAGES + 1
+    assert [r["attempts"] for r in _records(out)] == [1] * (PAGES + 1)
+
+
+async def test_proxies_that_hang_or_answer_garbage_keep_the_crawl_waiting_and_say_why(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A proxy that hangs or answers garbage may come back: with one rejecting the
+    credentials beside them, the crawl waits (no error), and its warning says why each
+    proxy failed."""
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()  # takes the request, never answers
+
+    garbage = await HttpProxy(corrupt=True).start()
+    guarded = await HttpProxy(credentials=("carol", "pa55word")).start()
+    none_live = asyncio.Event()
+    watch = _Events(**{"proxies-none-live": none_live})
+    logger = logging.getLogger("gossamer.fetch.proxies")
+    logger.addHandler(watch)
+    try:
+        async with serve(_page) as port, serve_raw(silent) as (hung_url, _):
+            settings = load_settings(
+                {
+                    "seeds": [f"http://127.0.0.1:{port}/"],
+                    "out": tmp_path / "out",
+                    "robots": False,
+                    "text": False,
+                    "quiet": True,
+                    "read_timeout": 0.5,
+                    "total_timeout": 1.0,
+                    "proxies": [
+                        hung_url,
+                        garbage.url,
+                        f"http://carol:n0tit@127.0.0.1:{guarded.port}",
+                    ],
+                },
+                env={},
+            )
+            (tmp_path / "out").mkdir()
+            seeds = canonical_seeds(settings)
+            with caplog.at_level(logging.WARNING, "gossamer.fetch.proxies"):
+                async with build_crawler(settings, seeds) as crawler:
+                    run = asyncio.create_task(crawler.run(seeds))
+                    await asyncio.wait_for(none_live.wait(), 20)
+                    crawler.stop()
+                    stats = await asyncio.wait_for(run, 20)
+    finally:
+        logger.removeHandler(watch)
+        for proxy in (garbage, guarded):
+            await proxy.stop()
+    assert stats.pages == 0
+    [waiting] = [r.getMessage() for r in caplog.records if "no proxy live" in r.getMessage()]
+    assert "1 rejected: credentials (407 Proxy Authentication Required)" in waiting
+    assert "failing: timeout" in waiting or "failing: read-timeout" in waiting
+    assert "failing: protocol-error" in waiting
+    assert "n0tit" not in caplog.text

@@ -73,13 +73,14 @@ def test_proxies_file_skips_comments_and_names_a_bad_line(tmp_path: Path) -> Non
 
 
 class Checks:
-    """A checker answering from a table: a response time, or None for a failed check."""
+    """A checker answering from a table: a response time, or why the check failed (None:
+    no reason known)."""
 
-    def __init__(self, **times: float | None) -> None:
+    def __init__(self, **times: float | str | None) -> None:
         self.times = times
         self.calls: list[str] = []
 
-    async def __call__(self, proxy: Proxy) -> float | None:
+    async def __call__(self, proxy: Proxy) -> float | str | None:
         self.calls.append(proxy.host)
         return self.times[proxy.host]
 
@@ -160,6 +161,51 @@ async def test_proxies_file_is_read_again_when_it_changes(tmp_path: Path) -> Non
     os.utime(path, (2, 2))
     await pool.check_due()  # a bad file leaves the pool as it was
     assert sorted(pool.states()) == ["http://b:8080", "http://given:8080"]
+
+
+async def test_every_proxy_rejecting_the_credentials_refuses_the_pool(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = SleepClock()
+    checks = Checks(a="proxy-auth", b="read-timeout")
+    pool = ProxyPool(_proxies("a", "b"), checker=checks, clock=clock, revalidate=10)
+    stops: list[str] = []
+    pool.on_refused(lambda: stops.append("stop"))
+    with caplog.at_level(logging.WARNING, "gossamer.fetch.proxies"):
+        await pool.check_due()
+        assert pool.waiting and not pool.refused  # b may come back: the crawl waits
+        checks.times["b"] = "proxy-auth"
+        clock.now += 10
+        await pool.check_due()
+    assert pool.refused and stops == ["stop"]
+    assert pool.refusal() == (
+        "every proxy rejected the crawl's credentials (407 Proxy Authentication Required): "
+        "http://a:8080, http://b:8080; the queued URLs are kept: fix the proxies' "
+        "user:password and run again with --resume"
+    )
+    pool.on_refused(lambda: stops.append("late"))  # told at once
+    assert stops == ["stop", "late"]
+    said = [r.getMessage() for r in caplog.records]
+    rejected = "rejected: credentials (407 Proxy Authentication Required)"
+    assert said[:3] == [
+        f"proxy http://a:8080 {rejected} (1 failure(s) in a row); checked again in 10s",
+        "proxy http://b:8080 failing: read-timeout (1 failure(s) in a row); checked again in 10s",
+        f"no proxy live (1 {rejected}, 1 failing: read-timeout): the crawl waits for the next "
+        "proxy check (in 10s at most)",
+    ]
+    assert said[3:] == [  # each check that a 407 fails says so again
+        f"proxy http://a:8080 {rejected} (2 failure(s) in a row); checked again in 10s",
+        f"proxy http://b:8080 {rejected} (2 failure(s) in a row); checked again in 10s",
+        "every proxy rejected the crawl's credentials (407): the crawl stops",
+    ]
+
+
+async def test_a_proxies_file_may_bring_new_credentials_so_the_pool_waits(tmp_path: Path) -> None:
+    path = tmp_path / "proxies.txt"
+    path.write_text("http://u:old@a:8080\n")
+    pool = ProxyPool(file=path, checker=Checks(a="proxy-auth"), clock=SleepClock())
+    await pool.check_due()
+    assert pool.waiting and not pool.refused
 
 
 def test_proxy_errors_do_not_count_against_the_site() -> None:

@@ -4,6 +4,7 @@ coding not supported anywhere in the list leaves the body unread as the page."""
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from aiohttp import web
 from tests.content_site import crawl
 from tests.fetch.test_http import PAGE, fetcher, serve_app
+from tests.fetch.test_lean import fetch, serve
 
 from gossamer.fetch import FetchResult
 
@@ -77,3 +79,32 @@ async def test_stacked_pages_in_a_crawl(tmp_path: Path) -> None:
         assert records[path]["title"] == "Stacked" and "two codings" in records[path]["text"]
     odd = records["/odd"]
     assert odd["error"] == "unsupported-encoding" and odd["text"] is None and odd["title"] is None
+
+
+@pytest.mark.parametrize("client", ["lean", "aiohttp"])
+@pytest.mark.parametrize(
+    ("lines", "error"),
+    [
+        ([b"gzip", b"gzip"], None),  # one list on two lines (RFC 9110 5.3): both undone
+        ([b"gzip", b"compress"], "unsupported-encoding"),
+        ([b"gzip, gzip", b"gzip, gzip"], "unsupported-encoding"),  # past the layer limit
+    ],
+    ids=["gzip-twice", "then-compress", "four-layers"],
+)
+async def test_a_coding_list_on_several_lines_is_one_list(
+    client: str, lines: list[bytes], error: str | None
+) -> None:
+    body = gzip.compress(gzip.compress(PAGE))
+    head = b"".join(b"Content-Encoding: %s\r\n" % line for line in lines)
+
+    async def send(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n" + head)
+        writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        await writer.drain()
+        await reader.read()
+
+    async with serve(send) as (base, _):
+        result, _took = await fetch(base + "/", http_client=client)
+    assert (result.status, result.error) == (200, error)
+    assert (result.body == PAGE) == (error is None)

@@ -32,7 +32,7 @@ class Clock:
 
 
 def _setup(
-    policy: PolitenessPolicy, crawl_delay: float | None = None
+    policy: PolitenessPolicy, crawl_delay: float | str | None = None
 ) -> tuple[Clock, HostScheduler[Queued], HostGate]:
     clock = Clock()
     rules = RobotsPolicy.allow_all("ok", "gossamer")
@@ -44,6 +44,17 @@ def _setup(
     gate = HostGate(policy, clock=clock, sleep=clock.sleep)
     gate.bind(scheduler.claims)
     return clock, scheduler, gate
+
+
+@pytest.mark.parametrize("crawl_delay", ["inf", "Infinity", "1e400", "1e308"])
+async def test_an_endless_crawl_delay_spaces_at_the_cap(crawl_delay: str) -> None:
+    clock, _, gate = _setup(PolitenessPolicy(max_crawl_delay=7.0), crawl_delay=crawl_delay)
+    starts = []
+    for path in ("/robots.txt", "/example", "/check"):
+        taken = await gate.enter(HOST + path)
+        starts.append(clock())
+        gate.leave(taken, clock(), elapsed=0.0, status=200)
+    assert starts == pytest.approx([0.0, 7.0, 14.0])
 
 
 async def test_requests_outside_the_leases_keep_the_hosts_crawl_delay() -> None:

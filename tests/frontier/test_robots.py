@@ -203,6 +203,33 @@ async def test_token_group_without_crawl_delay_does_not_inherit_star_delay(
     assert not policy.allowed(site.url("/x"))
 
 
+@pytest.mark.parametrize(
+    ("value", "delay"),
+    [
+        ("inf", 1e308),  # endless: the longest delay, which the politeness policy caps
+        ("Infinity  # forever", 1e308),
+        ("+INF\r", 1e308),
+        ("1e400", 1e308),  # overflows to inf
+        ("1" + "0" * 400, 1e308),
+        ("1e308", 1e308),
+        ("2.5", 2.5),
+        ("NaN", None),
+        ("-inf", None),
+        ("-1", None),
+        ("inf seconds", None),  # not a number: no delay, as protego reads it
+    ],
+)
+async def test_an_endless_crawl_delay_is_the_longest(
+    site: Site, cache: RobotsCache, value: str, delay: float | None
+) -> None:
+    site.robots(f"User-agent: *\nDisallow: /x\nCrawl-delay: {value}\n")
+    policy = await cache.get(site.url("/"))
+    assert policy.crawl_delay == delay
+    assert not policy.allowed(site.url("/x"))
+    spelt = RobotsPolicy.parse(f"user-agent: *\n  crawl delay {value}\n".encode())
+    assert spelt.crawl_delay == delay
+
+
 async def test_token_matching_is_case_insensitive_and_whole_token(
     site: Site, fetch: Callable[[str], Awaitable[RobotsResponse]]
 ) -> None:

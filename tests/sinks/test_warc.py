@@ -44,6 +44,10 @@ GZ = gzip.compress(PAGE)
 FAST = {"connect_timeout": 2.0, "read_timeout": 2.0, "total_timeout": 5.0}
 
 
+ODD_STATUS = b"HTTP/1.1 200 \xff\xfe caf\xc3\xa9 \xe9t\xe9 \x01weird reason"
+"""A status line whose reason phrase is not UTF-8 (and holds a control byte)."""
+
+
 def _head(status: str, *headers: str) -> bytes:
     return (f"HTTP/1.1 {status}\r\n" + "".join(h + "\r\n" for h in headers) + "\r\n").encode()
 
@@ -72,6 +76,7 @@ RESPONSES = {
     "/big": _head("200 OK", "Content-Length: 200000", "Connection: close") + b"x" * 200_000,
     "/large": _head("200 OK", "Content-Length: 700000", "Connection: close") + b"z" * 700_000,
     "/moved": _head("301 Moved", "Location: /plain", "Content-Length: 0", "Connection: close"),
+    "/odd-reason": ODD_STATUS + b"\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
 }
 
 
@@ -213,6 +218,26 @@ async def test_exchange_is_stored_as_received_and_read_back(tmp_path: Path) -> N
     assert cut.body == b"y" * 1000
     for whole in (plain, gz, chunked, moved):
         assert whole.rec_headers.get_header("WARC-Truncated") is None
+
+
+@pytest.mark.parametrize("client", ["lean", "aiohttp"])
+async def test_a_reason_phrase_is_stored_as_received(tmp_path: Path, client: str) -> None:
+    async with wire_server() as base:
+        [result] = await fetch_all(base, ["/odd-reason"], keep_wire=True, http_client=client)
+    assert (result.status, result.body) == (200, b"ok")
+    writer = WarcWriter(tmp_path)
+    await writer.write(result)
+    writer.close()
+    path = tmp_path / writer.files[0]
+    [response] = [r for r in read_warcio(path) if r.rec_type == "response"]  # digests checked
+    assert response.http_headers.get_statuscode() == "200"
+    assert response.body == b"ok"
+    with path.open("rb") as handle:
+        [block] = [
+            r.reader.read()
+            for r in FastIterator(handle, record_types=WarcRecordType.response, parse_http=False)
+        ]
+    assert block.startswith(ODD_STATUS + b"\r\nContent-Length: 2\r\n")
 
 
 async def test_fastwarc_reads_the_file_and_checks_both_digests(tmp_path: Path) -> None:
@@ -410,7 +435,9 @@ def test_a_warc_date_is_the_utc_time_to_the_microsecond() -> None:
 
 def _old_response_head(exchange: Exchange) -> bytes:
     """The response head as written header by header, each cleaned on its own."""
-    lines = [f"{exchange.version} {exchange.status} {exchange.reason}".encode(errors="replace")]
+    lines = [
+        f"{exchange.version} {exchange.status} {exchange.reason}".encode(errors="surrogateescape")
+    ]
     for name, value in exchange.response_headers:
         if name.lower() == b"transfer-encoding":
             name = b"X-Crawler-Transfer-Encoding"

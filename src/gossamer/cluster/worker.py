@@ -44,6 +44,7 @@ from gossamer.crawl import (
     NOTHING,
     Additions,
     assemble_crawler,
+    check_proxies,
     focus_policy,
     install_signal_handlers,
     metric_sources,
@@ -343,6 +344,7 @@ async def _crawl_share(
             stats.pages,
             extra={"event": "worker-stopped", "worker": name, "pages": stats.pages},
         )
+        check_proxies(stages.proxies)  # stopped by proxies that refuse it: an error exit
     return stats
 
 

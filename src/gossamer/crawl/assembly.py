@@ -14,7 +14,7 @@ import msgspec
 
 from gossamer.crawl.additions import NOTHING, Additions
 from gossamer.crawl.builders import engine_config, page_config, proxies_down
-from gossamer.crawl.fetching import in_scope
+from gossamer.crawl.fetching import check_proxies, in_scope
 from gossamer.crawl.outputs import stored_seeds
 from gossamer.crawl.stages import FROM_SETTINGS, Stages, open_stages
 from gossamer.digests.base import DigestIndex
@@ -178,6 +178,8 @@ def assemble_crawler(
     )
     if stages.gate is not None:
         stages.gate.on_free(crawler.wake)  # a slot the gate gives back is leased at once
+    if stages.proxies is not None:  # no proxy takes the credentials: stop, the queue kept
+        stages.proxies.on_refused(crawler.stop)
     return crawler
 
 
@@ -292,3 +294,4 @@ async def build_crawler(
         if metrics is not None:
             metrics.attach(metric_sources(stages, crawler, frontier, revisits))
         yield crawler
+        check_proxies(stages.proxies)  # stopped by proxies that refuse it: an error exit

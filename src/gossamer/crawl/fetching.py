@@ -8,6 +8,7 @@ import re
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from gossamer.errors import CommandError
 from gossamer.fetch.gated import GatedFetch
 from gossamer.fetch.guard import AddressGuard
 from gossamer.fetch.http import FetchConfig, Fetcher, FetchResult
@@ -89,6 +90,13 @@ def proxy_pool(settings: CrawlSettings) -> ProxyPool | None:
         check_interval=settings.proxy_check_interval,
         revalidate=settings.proxy_revalidate,
     )
+
+
+def check_proxies(proxies: ProxyPool | None) -> None:
+    """Raise CommandError (exit status 1) when every proxy rejected the crawl's credentials
+    (`ProxyPool.refused`): the crawl stopped for it, it is not done."""
+    if proxies is not None and proxies.refused:
+        raise CommandError(proxies.refusal())
 
 
 def proxy_check_url(settings: CrawlSettings, seeds: list[str]) -> str | None:

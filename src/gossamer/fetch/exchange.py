@@ -28,6 +28,8 @@ class Exchange:
     """The response's protocol, ``HTTP/1.1``."""
     status: int
     reason: str
+    """The reason phrase, its bytes as received: decoded as UTF-8 with ``surrogateescape``
+    (both clients' parsers do), so encoding it back the same way gives them again."""
     response_headers: tuple[tuple[bytes, bytes], ...]
     body: bytes
     peer: str | None

@@ -238,11 +238,11 @@ class Fetcher:
         """The robots.txt rules proxy checks obey (the crawl's robots cache)."""
         self._check_rules = rules
 
-    async def check_proxy(self, proxy: Proxy) -> float | None:
+    async def check_proxy(self, proxy: Proxy) -> float | str:
         """Check ``proxy`` with ``proxy_check_url``: the seconds the check URL's request
         through it took when the proxy relayed the site's answer, whatever its status (a
-        redirect, a 404 or a 500 is the site's answer: the proxy works), or None when the
-        proxy failed it (`proxy_fault`; no check URL counts as a failed check).
+        redirect, a 404 or a 500 is the site's answer: the proxy works), or why the proxy
+        failed it (`proxy_fault`, ``no-connection``; no check URL fails it: ``no-check-url``).
 
         A check is a request to the site like any other: it waits for the host's slot in
         the gate, and obeys robots.txt. While the host's rules are not known, the check
@@ -251,21 +251,21 @@ class Fetcher:
         the robots.txt answer is the check."""
         url = self._config.proxy_check_url
         if url is None or not await proxy_listens(proxy, self._config.connect_timeout):
-            return None
+            return "no-connection" if url else "no-check-url"
         rules = self._check_rules
         allowed = True if rules is None else rules.verdict(url)
         if allowed is None:
             assert rules is not None
             robots, seconds = await self._check_request(host_key(url) + "/robots.txt", proxy)
-            if seconds is None or not await rules.learn(url, robots):
+            if isinstance(seconds, str) or not await rules.learn(url, robots):
                 return seconds
         elif not allowed:
             url = host_key(url) + "/robots.txt"
         return (await self._check_request(url, proxy))[1]
 
-    async def _check_request(self, url: str, proxy: Proxy) -> tuple[FetchResult, float | None]:
-        """``url`` through ``proxy`` in its host's slot, and the seconds it took (None when
-        the proxy failed it)."""
+    async def _check_request(self, url: str, proxy: Proxy) -> tuple[FetchResult, float | str]:
+        """``url`` through ``proxy`` in its host's slot, and the seconds it took (or why the
+        proxy failed it)."""
         gate = self._gate
         taken = None if gate is None else await gate.enter(url)
         started = self._clock()
@@ -276,7 +276,7 @@ class Fetcher:
         finally:
             if gate is not None:  # the proxy's fault tells nothing of the site
                 leave(gate, taken, result if fault is None else None)
-        return result, None if fault is not None else self._clock() - started
+        return result, fault if fault is not None else self._clock() - started
 
     async def _fetch_proxied(
         self, url: str, headers: Mapping[str, str] | None, pool: ProxyPool, host: str | None
@@ -525,7 +525,8 @@ class Fetcher:
         config = self._config
         keep = config.keep_wire
         wire_cap, decoded_cap = body_caps(url, config.max_body_bytes, config.decoded_cap)
-        body = Body(response.header(b"content-encoding"), wire_cap, decoded_cap, keep_raw=keep)
+        headers = response.headers()  # a header on several lines: one comma list (RFC 9110 5.3)
+        body = Body(headers.get("content-encoding"), wire_cap, decoded_cap, keep_raw=keep)
         error = body.error
         paced = 0.0
         stopped = False  # bytes were left unread: the wire body is cut
@@ -545,7 +546,6 @@ class Fetcher:
             body.truncated = stopped = True
             response.close()
         status = response.status
-        headers = response.headers()
         content_type, charset = parse_content_type(headers.get("content-type"))
         location = response.header(b"location") if 300 <= status < 400 else None
         now = self._wall_clock()

@@ -16,8 +16,13 @@ Three parts:
   back when that passes. Checks are requests to the check URL's host like
   any other: the fetcher sends them through the host's politeness slot.
 - **waiting**: while no proxy is live the pool is ``waiting`` (`PoolStats.waiting`, logged
-  once when it starts and when a proxy is back): the crawl leases nothing and spends no
-  URL's attempts until a check brings a proxy back.
+  once when it starts, with why the proxies failed, and when a proxy is back): the crawl
+  leases nothing and spends no URL's attempts until a check brings a proxy back.
+- **refused**: a proxy answering 407 (Proxy Authentication Required) is "rejected:
+  credentials", logged at each of its checks. When every proxy is, and none can change (no
+  proxies file, which a collector may rewrite with new credentials), the pool is `refused`:
+  the crawl stops (its queue kept for ``--resume``) and ends with an error (`refusal`), as
+  no check would ever pass. Proxies that hang or answer garbage may come back: the crawl waits.
 - **pool** (`ProxyPool.pick`): the live proxies in a ring ordered by response time, fastest
   first. Each domain walks the ring from the head, one step per request: good proxies serve
   first and one domain's requests spread over several proxies.
@@ -32,6 +37,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -61,6 +67,8 @@ _LATENCY_WEIGHT = 0.3
 
 State = Literal["unchecked", "live", "dead"]
 Clock = Callable[[], float]
+REJECTED = "proxy-auth"
+"""The `proxy_fault` of a 407: the proxy rejected the crawl's credentials."""
 
 
 def read_proxies_file(path: Path) -> list[Proxy]:
@@ -144,6 +152,7 @@ class _Entry:
         "failures",
         "latency",
         "proxy",
+        "reason",
         "requests",
         "response_time",
         "state",
@@ -159,6 +168,8 @@ class _Entry:
         self.response_time: float | None = None
         self.due = 0.0
         """When the manager checks it next (monotonic)."""
+        self.reason = ""
+        """Why it failed last (a `proxy_fault` reason), while not live."""
 
     def stats(self) -> ProxyStats:
         mean = self.latency / self.timed if self.timed else 0.0
@@ -230,9 +241,10 @@ def _made_by_proxy(result: ProxyAnswer, proxy: Proxy) -> bool:
     return "via" not in headers
 
 
-Checker = Callable[[Proxy], Awaitable[float | None]]
-"""Fetches the check URL through a proxy: its response time in seconds, or None if it
-failed (the fetcher provides it: `gossamer.fetch.http.Fetcher.check_proxy`)."""
+Checker = Callable[[Proxy], Awaitable[float | str | None]]
+"""Fetches the check URL through a proxy: its response time in seconds, or why it failed
+(a `proxy_fault` reason; None: no reason known) (the fetcher provides it:
+`gossamer.fetch.http.Fetcher.check_proxy`)."""
 
 
 class ProxyPool:
@@ -277,6 +289,8 @@ class ProxyPool:
         self._waits = 0
         self._live = asyncio.Event()
         """Set while a proxy is live."""
+        self._refused = False
+        self._on_refused: list[Callable[[], None]] = []
         self._set_proxies(self._given)
 
     def set_checker(self, checker: Checker) -> None:
@@ -346,6 +360,26 @@ class ProxyPool:
     async def wait_live(self) -> None:
         """Return once some proxy is live."""
         await self._live.wait()
+
+    @property
+    def refused(self) -> bool:
+        """Every proxy rejected the crawl's credentials (407), and none can change."""
+        return self._refused
+
+    def on_refused(self, call: Callable[[], None]) -> None:
+        """Have ``call`` called once the pool is `refused` (at once if it is already)."""
+        if self._refused:
+            call()
+        else:
+            self._on_refused.append(call)
+
+    def refusal(self) -> str:
+        """Why a `refused` pool stopped the crawl, in one line (no credential in it)."""
+        return (
+            "every proxy rejected the crawl's credentials (407 Proxy Authentication Required): "
+            f"{', '.join(self.states())}; the queued URLs are kept: fix the proxies' "
+            "user:password and run again with --resume"
+        )
 
     def json_stats(self) -> dict[str, Any]:
         """`stats` as stats.json holds it."""
@@ -437,8 +471,8 @@ class ProxyPool:
         if entry.proxy.url not in self._entries:
             return  # left the pool meanwhile
         now = self._clock()
-        if seconds is None:
-            self._failure(entry, "check failed")
+        if seconds is None or isinstance(seconds, str):
+            self._failure(entry, seconds or "check failed")
             if entry.state == "live":
                 entry.due = now + min(self._check_interval, self._revalidate)
             return
@@ -465,24 +499,30 @@ class ProxyPool:
         """One more failure in a row: a live proxy dies after ``max_failures``, an unchecked
         one at once (it failed its first check); a dead one waits for its next check."""
         entry.streak += 1
+        entry.reason = reason
         now = self._clock()
         if entry.state == "dead":
             entry.due = now + self._revalidate
+            if reason == REJECTED:  # it will not pass until its credentials change: say so
+                self._log_dead(entry)
             return
         if entry.state == "live" and entry.streak < self._max_failures:
             return
         entry.state = "dead"
         entry.due = now + self._revalidate
         self._ring_stale = True
-        log.warning(
-            "proxy %s dead (%d failure(s) in a row, last: %s); checked again in %.0fs",
-            entry.proxy.label,
-            entry.streak,
-            reason,
-            self._revalidate,
-            extra={"event": "proxy-dead", "proxy": entry.proxy.label, "reason": reason},
-        )
+        self._log_dead(entry)
         self._note_live()
+
+    def _log_dead(self, entry: _Entry) -> None:
+        log.warning(
+            "proxy %s %s (%d failure(s) in a row); checked again in %.0fs",
+            entry.proxy.label,
+            _why(entry.reason),
+            entry.streak,
+            self._revalidate,
+            extra={"event": "proxy-dead", "proxy": entry.proxy.label, "reason": entry.reason},
+        )
 
     def _note_live(self) -> None:
         """Log the pool's passing into and out of ``waiting`` (no proxy live), once each."""
@@ -493,18 +533,35 @@ class ProxyPool:
             self._live.clear()
         checked = all(e.state != "unchecked" for e in self._entries.values())
         waiting = not live and checked and bool(self._entries)
+        if waiting and self._file is None and not self._refused:
+            self._note_refused()
         if waiting == self._waiting:
             return
         self._waiting = waiting
-        if waiting:
-            self._waits += 1
+        if not waiting:
+            log.info("a proxy is live again: the crawl goes on", extra={"event": "proxies-back"})
+            return
+        self._waits += 1
+        if not self._refused:  # a refused pool stops the crawl: it does not wait
+            reasons = Counter(_why(entry.reason) for entry in self._entries.values())
             log.warning(
-                "no proxy live: the crawl waits for the next proxy check (in %gs at most)",
+                "no proxy live (%s): the crawl waits for the next proxy check (in %gs at most)",
+                ", ".join(f"{count} {why}" for why, count in reasons.items()),
                 self._revalidate,
                 extra={"event": "proxies-none-live", "proxies": len(self._entries)},
             )
-        else:
-            log.info("a proxy is live again: the crawl goes on", extra={"event": "proxies-back"})
+
+    def _note_refused(self) -> None:
+        """Every proxy is dead: if each rejected the credentials, the pool is `refused`."""
+        if all(e.reason == REJECTED for e in self._entries.values()):
+            self._refused = True
+            log.error(
+                "every proxy rejected the crawl's credentials (407): the crawl stops",
+                extra={"event": "proxies-refused", "proxies": len(self._entries)},
+            )
+            calls, self._on_refused = self._on_refused, []
+            for call in calls:
+                call()
 
     def _live_ring(self) -> list[_Entry]:
         if self._ring_stale:
@@ -513,6 +570,13 @@ class ProxyPool:
             self._ring = live
             self._ring_stale = False
         return self._ring
+
+
+def _why(reason: str) -> str:
+    """A proxy's failure as the log says it."""
+    if reason == REJECTED:
+        return "rejected: credentials (407 Proxy Authentication Required)"
+    return f"failing: {reason or 'not checked yet'}"
 
 
 async def proxy_listens(proxy: Proxy, connect_timeout: float) -> bool:

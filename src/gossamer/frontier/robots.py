@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import re
 import time
 from collections import OrderedDict
@@ -139,9 +140,10 @@ class RobotsPolicy:
 
     ``crawl_delay`` comes from the group that applies to the token: the token's own group if
     the file has one (then ``None`` if that group sets no delay, as RFC 9309 applies one group
-    only), else the ``*`` group. It is the file's value (protego drops negative and non-finite
-    ones); the politeness policy caps it at ``--max-crawl-delay`` and fetches a host asking for
-    more at the cap (see :mod:`gossamer.frontier.politeness`).
+    only), else the ``*`` group. It is the file's value (protego drops negative ones and
+    ``NaN``; an endless one, ``inf`` or ``1e400``, is read as ``1e308``); the politeness policy
+    caps it at ``--max-crawl-delay`` and fetches a host asking for more at the cap (see
+    :mod:`gossamer.frontier.politeness`).
     """
 
     status: RobotsStatus
@@ -497,4 +499,26 @@ def _robots_text(body: bytes, cut: bool = False) -> str:
     if cut or len(body) > MAX_ROBOTS_BYTES:
         body = body[:MAX_ROBOTS_BYTES]
         body = body[: body.rfind(b"\n") + 1]
-    return body.decode("utf-8", "replace").removeprefix("\ufeff")
+    text = body.decode("utf-8", "replace").removeprefix("\ufeff")
+    return _ENDLESS_DELAY.sub(_finite_delay, text) if "delay" in text.lower() else text
+
+
+_ENDLESS_DELAY = re.compile(
+    r"^([ \t]*crawl(?:-|[ \t]+)delay[ \t]*:?[ \t]*)([^\s#]+)(?=[ \t\r]*(?:#|$))",
+    re.IGNORECASE | re.MULTILINE,
+)
+_LONGEST_DELAY = "1e308"
+"""The value an endless ``Crawl-delay`` is read as (a 500 KiB file without one is not
+searched: its lower-case copy is a tenth of the search's cost)."""
+
+
+def _finite_delay(line: re.Match[str]) -> str:
+    """A ``Crawl-delay`` line as protego should read it: an endless delay (``inf``,
+    ``Infinity``, ``1e400``), which protego drops as no delay at all, as the longest finite
+    one (`_LONGEST_DELAY`), which the politeness policy caps at ``--max-crawl-delay``. Any
+    other value is left as it is (protego drops a negative one and ``NaN``)."""
+    try:
+        delay = float(line[2])
+    except ValueError:
+        return line[0]
+    return line[1] + _LONGEST_DELAY if delay == math.inf else line[0]

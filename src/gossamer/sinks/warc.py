@@ -382,7 +382,9 @@ def response_block(exchange: Exchange) -> bytes:
 
 def _response_head(exchange: Exchange) -> bytes:
     """The status line and raw headers of the response, and the blank line after them."""
-    status = f"{exchange.version} {exchange.status} {exchange.reason}".encode(errors="replace")
+    status = f"{exchange.version} {exchange.status} {exchange.reason}".encode(
+        errors="surrogateescape"  # the reason phrase's bytes as received (`Exchange.reason`)
+    )
     if not exchange.response_headers:
         return status + b"\r\n\r\n"
     lines = [
