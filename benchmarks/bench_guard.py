@@ -12,7 +12,7 @@ less lexbor's own). Then, over all the pages, the same by route (how
 ``guard``) and
 the total: the guard's CPU (the guarded parse less lexbor's own) against lexbor's. Then the
 worst hostile shapes, each parsed once by ``parse_html`` in a child process (CPU time of the
-parsing thread; ``>Ns`` when it ran past ``--timeout``).
+parsing thread, and the child's peak resident memory; ``>Ns`` when it ran past ``--timeout``).
 
 Run: ``python benchmarks/bench_guard.py [DIR ...] [--repeat 5] [--no-hostile] [--timeout 60]``.
 The four documentation packages of the issue: ``python benchmarks/bench_guard.py
@@ -25,6 +25,7 @@ counts (valgrind's callgrind) are the steadier figure.
 from __future__ import annotations
 
 import argparse
+import resource
 import subprocess
 import sys
 import time
@@ -49,6 +50,10 @@ def distinct_names(tags: int) -> bytes:
         b"<br " + b" ".join(b"a%d" % (60 * i + j) for j in range(60)) + b"></x>"
         for i in range(tags)
     )
+
+
+NAMES = [b"%c%c" % (a, b) for a in range(97, 123) for b in range(97, 123)]
+ATTRIBUTES_100, ATTRIBUTES_200, ATTRIBUTES_250 = (b" ".join(NAMES[:n]) for n in (100, 200, 250))
 
 
 HOSTILE: dict[str, Callable[[], bytes]] = {
@@ -83,6 +88,33 @@ HOSTILE: dict[str, Callable[[], bytes]] = {
         b"<p><b c=%d>x" % n for n in range(2048)
     ),
     "1 MB of <p><b c=N>x</p>": lambda: b"".join(b"<p><b c=%d>x</p>" % n for n in range(MB // 18)),
+    "<p><b c=N>x, 16 KiB (left as it is)": lambda: b"".join(
+        b"<p><b c=%d>x" % n for n in range(1489)
+    ),
+    "<P><B C=N>x, 4,096 < (left as it is)": lambda: b"".join(
+        b"<P><B C=%d>x" % n for n in range(2048)
+    ),
+    "<p><a><b c=N>x, 4,095 < (left as it is)": lambda: b"".join(
+        b"<p><a><b c=%d>x" % n for n in range(1365)
+    ),
+    "10 <b> of 200 attributes, <p>x, 12 KB": lambda: (
+        b"<p>" + b"".join(b"<b c=%d %s>" % (n, ATTRIBUTES_200) for n in range(10)) + b"<p>x" * 1500
+    ),
+    "<b> of a 60 KB value, <p>x, 4,096 <": lambda: (
+        b'<p><b c="%s">x' % (b"v" * 60_000) + b"<p>x" * 4000
+    ),
+    "16 <b> of 250 attributes, <p>x</p>, 50 KB": lambda: (
+        b"<p>"
+        + b"".join(b"<b c=%d %s>" % (n, ATTRIBUTES_250) for n in range(16))
+        + b"</p>"
+        + b"<p>x</p>" * 4000
+    ),
+    "20 <b> of 100 attributes, <p>x</p>, 16,022 <": lambda: (
+        b"<p>"
+        + b"".join(b"<b c=%d %s>" % (n, ATTRIBUTES_100) for n in range(20))
+        + b"</p>"
+        + b"<p>x</p>" * 8000
+    ),
     "attributes behind quoted >": lambda: (
         b"<a " + b" ".join(b'x%d=">"' % i for i in range(100_000)) + b">" + b"<p>x</p>" * 6000
     ),
@@ -233,9 +265,12 @@ def hostile(timeout: float) -> None:
 
 def one_shape(shape: str) -> None:
     body = HOSTILE[shape]()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.thread_time()
     page = parse_html(body, "http://example.com/")
-    print(f"{time.thread_time() - started:6.2f} s  {page.flags}")
+    seconds = time.thread_time() - started
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(f"{seconds:6.2f} s  peak {peak >> 10:5d} MB (+{(peak - before) >> 10})  {page.flags}")
 
 
 def main() -> None:

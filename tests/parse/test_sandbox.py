@@ -211,21 +211,32 @@ async def test_a_focus_has_the_link_texts_and_main_text_of_the_in_process_parse(
 
 
 async def test_small_pages_stay_in_process() -> None:
-    """A page of at most 64 KiB and 4,096 ``<`` never goes to a worker: none is started."""
+    """A page of at most 3 KiB never goes to a worker: none is started."""
+    body = ordinary_page(10)
+    assert len(body) <= sandboxed.MIN_BYTES
     sandbox = Sandbox(WORKER, workers=1)
     try:
-        html = await reader(sandbox).page(URL, cast(Fetched, Answer(ordinary_page(500))))
+        html = await reader(sandbox).page(URL, cast(Fetched, Answer(body)))
     finally:
         await sandbox.close()
     assert html.aside is None and html.parsed.tree is not None
     assert sandbox.stats() == (0, 0, 0)
 
 
+def test_a_page_past_3_kib_goes_to_a_worker_whatever_its_tags() -> None:
+    """In-process, the guard would read it before lexbor (its formatting elements could cost
+    lexbor 770 MB in 27 KB), for about lexbor's own cost: the sandbox parses it instead."""
+    body = b"".join(b"<p><b c=%d>x" % n for n in range(2048))
+    assert len(body) < 64 * 1024 and body.count(b"<") <= 4096
+    assert sandboxed.weigh(body) == (True, None)
+    assert sandboxed.weigh(body[: sandboxed.MIN_BYTES]) == (False, 0)
+
+
 async def test_a_long_page_of_few_tags_goes_to_a_worker() -> None:
-    """A page past 64 KiB goes to a worker however few its ``<`` (in-process, the guard would
+    """A page past 3 KiB goes to a worker however few its ``<`` (in-process, the guard would
     read it whole before lexbor), and reads as it does in-process."""
     body = ordinary_page(1000)
-    assert len(body) > 64 * 1024 and body.count(b"<") <= 4096
+    assert len(body) > sandboxed.MIN_BYTES and body.count(b"<") <= 4096
     sandbox = Sandbox(WORKER, workers=1)
     try:
         aside = await reader(sandbox).page(URL, cast(Fetched, Answer(body)))

@@ -78,7 +78,8 @@ def test_a_quoted_angle_bracket_in_text_is_no_tag() -> None:
 def test_tags_that_could_hold_too_many_attributes_are_found(tag: str) -> None:
     body = ("<p>filler</p>" * 6000 + f"<a {tag} href=/x>k</a>").encode()
     assert not scan.ordinary(body, scan.tag_count(body))
-    assert guard.parse(body).flags == ("html-cut-attributes",)
+    # the <a> left holds 256 attributes: too costly to rebuild, it is closed at once
+    assert guard.parse(body).flags == ("html-cut-attributes", "html-cut-formatting")
 
 
 pieces = st.lists(

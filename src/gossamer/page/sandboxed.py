@@ -8,7 +8,8 @@ reads from the tree everything the page stage needs (:class:`Reading`: the links
 robots meta directives, the ``<link rel=canonical>`` tag, when the crawl keeps text or judges
 pages the extracted :class:`gossamer.extract.Content`, and for a focus the texts of the page's
 links, :attr:`gossamer.parse.links.ParsedPage.texts`) and sends it back, marshal-encoded.
-Smaller pages stay in-process: the guard parses them as they are, unread. The tree itself
+Smaller pages stay in-process: the guard parses them as they are, unread (a real site's
+pages are mostly longer: the sandbox reads nearly every page). The tree itself
 stays in the worker; the stage builds one in-process (guarded) for a page handler that asks
 for it.
 
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gossamer.page.canonical import tag_canonical
 from gossamer.page.directives import Directives, meta_directives
+from gossamer.parse.formatting import SMALL_CHARS
 from gossamer.parse.links import ParsedPage, parse_html
 from gossamer.parse.scan import GUARD_MIN_CHARS
 from gossamer.parse.worker import rest_of_budget, serve
@@ -56,11 +58,13 @@ __all__ = [
 
 MIN_TAGS = 4096
 """Pages with more ``<`` than this are parsed in the sandbox (`weigh`)."""
-MIN_BYTES = 64 * 1024
-"""So are pages longer than this, whatever they hold: the guard reads each such page before
-lexbor (:func:`gossamer.parse.scan.odd_tag`), for 0.65 ms on a real page of 85 KB of 2,000
-to 4,000 tags (0.76 ms to parse it, links and all), where the sandbox's own cost is some
-0.04 ms. Shorter pages of at most `MIN_TAGS` ``<`` the guard parses as they are, unread."""
+MIN_BYTES = SMALL_CHARS
+"""So are pages longer than this (3 KiB), whatever they hold: in-process, the guard reads each
+before lexbor (:func:`gossamer.parse.scan.left_alone`: its formatting elements, which lexbor
+copies at every paragraph, could cost it 770 MB in 27 KB), which costs about lexbor's parse,
+where the sandbox's own cost is some 0.04 ms a page (a links-only crawl of the real pages:
+2.6% more instructions than parsing pages of up to 64 KiB in-process unread, the guard's read
+14%). Shorter pages the guard parses as they are, unread (25 MB at worst)."""
 TEXT_BUDGET_FACTOR = 4.0
 """A page's budget when its content is extracted too: the main text's Python work costs
 about three parses on big real pages (python3-doc's ``genindex-all.html``, 1.7 MB: parse
@@ -116,8 +120,8 @@ def weigh(body: bytes, most_tags: int = MIN_TAGS, most_bytes: int = MIN_BYTES) -
     """Whether ``body`` goes to the sandbox (`wanted`): more ``<`` than ``most_tags`` or
     longer than ``most_bytes`` (a focused crawl's are `FOCUS_MIN_TAGS` and `FOCUS_MIN_BYTES`);
     and its ``<`` when counted: those of a body between
-    :data:`gossamer.parse.scan.GUARD_MIN_CHARS` and ``most_bytes``, counted in C up to the step
-    past ``most_tags`` (`_COUNT_STEP` bytes a step, no copy).
+    :data:`gossamer.parse.scan.GUARD_MIN_CHARS` and ``most_bytes`` (a focused crawl's), counted
+    in C up to the step past ``most_tags`` (`_COUNT_STEP` bytes a step, no copy).
 
     ``bytes.count`` of one byte is a loop a byte at a time (some 6 instructions, 0.3 ns a
     byte: 3% of a links-only crawl's instructions on real pages when every body was counted
@@ -125,7 +129,7 @@ def weigh(body: bytes, most_tags: int = MIN_TAGS, most_bytes: int = MIN_BYTES) -
     bodies: numpy counts once something else has loaded it (a crawl keeping text does), this
     never loads it."""
     size = len(body)
-    if size <= GUARD_MIN_CHARS:
+    if size <= min(GUARD_MIN_CHARS, most_bytes):
         return Weight(False, 0)
     if size > most_bytes:
         return Weight(True, None)

@@ -15,14 +15,15 @@ that could hold such shapes so that lexbor never sees:
   ``rel`` and the few others links and robots directives need are always kept); flagged
   ``html-cut-attributes``;
 - more than `MAX_ACTIVE_FORMATTING` elements in the list of active formatting elements
-  since its last marker: a formatting start tag (``<b>``, ``<font>``, ``<i>`` ..., any but
-  ``<a>``) that would add one more is dropped, keeping its text; flagged
-  ``html-cut-formatting``. Lexbor rebuilds every element of that list that a block closed at
-  the next text, as the Standard says ("reconstruct the active formatting elements"), so
-  ``<p><b c=1>x</p>`` repeated, a different attribute on each ``<b>`` so that the Noah's Ark
-  clause never collapses them, is quadratic (150 KB: 42 s; 500 KB: past 23 GB of memory),
+  since its last marker, or elements whose copies cost lexbor more than
+  `MAX_FORMATTING_BYTES`: a formatting start tag (``<b>``, ``<font>``, ``<i>`` ..., any but
+  ``<a>``) that would add one more is dropped, keeping its text (an ``<a>`` is closed at once);
+  flagged ``html-cut-formatting``. Lexbor rebuilds every element of that list that a block
+  closed at the next text, as the Standard says ("reconstruct the active formatting
+  elements"), so ``<p><b c=1>x</p>`` repeated, a different attribute on each ``<b>`` so that
+  the Noah's Ark clause never collapses them, is quadratic (150 KB: 42 s; 500 KB: past 23 GB),
   and even a short list is built again for every paragraph (64 elements and 500 KB of
-  ``<p>x``: 6 s);
+  ``<p>x``: 6 s; 16 ``<b>`` of 250 attributes and 50 KB of ``<p>x</p>``: 1.6 s, 2.4 GB);
 - more than `MAX_TAG_NAMES` distinct tag names the Standard does not define: tags with a new
   name past that are dropped, keeping their content (lexbor's table of names never grows, so
   each new name makes every later lookup slower: 160,000 ``<xN></xN>`` cost it 7.5 s); flagged
@@ -58,29 +59,31 @@ here, guarded whatever its route (``parse(..., hostile=True)``), and every page 
 Most pages need none of this, and the pass costs several times lexbor's own parse, so :func:`parse`
 runs it only on documents that could be hostile (:func:`gossamer.parse.scan.route`). A document is
 parsed as it is when it is small (under 16 KiB; or at most 4,096 ``<`` and under 64 KiB or without
-an *odd tag*, below) or *ordinary* (:func:`gossamer.parse.scan.ordinary`): at most 16,384 ``<``,
-not many more start tags than closing ones (``<`` minus twice the ``</`` and the ``/>`` of names no
-formatting element's start like, SVG's ``<path/>``, at most a quarter of the ``<``), no odd tag,
-and few formatting start tags that could stay open (below). An odd tag holds more than
-`MAX_TAG_ATTRIBUTES` attributes as the guard's tokenizer reads them, where a tag could be that long
-(after a ``<`` with no ``>`` in the 512 bytes after it; where a quoted value could hold ``>``,
-behind the regex `gossamer.parse.scan.ODD_TAG`: a script's ``i < n`` is no odd tag), or the tags
-together could hold more than `MAX_ATTRIBUTE_NAMES` distinct attribute names (counted by
-`gossamer.parse.scan.odd_tag`; unguarded, 8,192 ``<br`` of 60 new names each, closed by ``</x>``,
-cost lexbor past 300 s, and 2,048 of them 6 s). The scans and the depth check below cost three
-fifths of lexbor's parse on a real page, the count of formatting tags a third more. An ordinary
-document's tree is then checked, by one CSS match in lexbor walking down from ``<html>``, for an
-element nested deeper than `MAX_DEPTH` below ``<body>``; if there is one (``<span></i>``), the
-document is guarded and parsed again. A document past 4,096 ``<`` and not ordinary whose markup is
-*plain* is parsed as it is (:mod:`gossamer.parse.skeleton`: tags it can read exactly from the
-positions of ``<``, ``>``, quotes and ``=``, nesting perfectly but for ``<p>`` and ``<li>`` left
-open in a block, few attributes and names; read with numpy at about 1.2 times lexbor's parse past
-16,384 ``<``, 3 times below). One that is neither but has not many more start tags than end and
-self-closing tags, and whose tags nest perfectly, implied end tags lexbor closes at once allowed,
-is parsed as it is too (:mod:`gossamer.parse.nesting`, whose doc argues why lexbor is then linear;
-the check costs about 2 to 3 times lexbor's parse, the pass 6). An ordinary document that is
-hostile all the same costs lexbor at most about 0.2 s in its stack's quadratic cases: they need a
-deep stack and a token scanning it, and the document has at most 16,384 tags, half of them ends.
+an *odd tag*, below) and its formatting elements' copies could not cost lexbor more than
+`gossamer.parse.formatting.AS_IS_MAX_REBUILT` (:mod:`gossamer.parse.formatting`), or *ordinary*
+(:func:`gossamer.parse.scan.ordinary`): at most 16,384 ``<``, not many more start tags than closing
+ones (``<`` minus twice the ``</`` and the ``/>`` of names no formatting element's start like, SVG's
+``<path/>``, at most a quarter of the ``<``), no odd tag, and few formatting start tags that could
+stay open (below). An odd tag holds more than `MAX_TAG_ATTRIBUTES` attributes as the guard's
+tokenizer reads them, where a tag could be that long (after a ``<`` with no ``>`` in the 512 bytes
+after it; where a quoted value could hold ``>``, behind the regex `gossamer.parse.scan.ODD_TAG`: a
+script's ``i < n`` is no odd tag), or the tags together could hold more than `MAX_ATTRIBUTE_NAMES`
+distinct attribute names (counted by `gossamer.parse.scan.odd_tag`; unguarded, 8,192 ``<br`` of 60
+new names each, closed by ``</x>``, cost lexbor past 300 s, and 2,048 of them 6 s). The scans and
+the depth check below cost three fifths of lexbor's parse on a real page, the count of formatting
+tags a third more. An ordinary document's tree is then checked, by one CSS match in lexbor walking
+down from ``<html>``, for an element nested deeper than `MAX_DEPTH` below ``<body>``; if there is
+one (``<span></i>``), the document is guarded and parsed again. A document past 4,096 ``<`` and not
+ordinary whose markup is *plain* is parsed as it is (:mod:`gossamer.parse.skeleton`: tags it can
+read exactly from the positions of ``<``, ``>``, quotes and ``=``, nesting perfectly but for ``<p>``
+and ``<li>`` left open in a block, few attributes and names; read with numpy at about 1.2 times
+lexbor's parse past 16,384 ``<``, 3 times below). One that is neither but has not many more start
+tags than end and self-closing tags, and whose tags nest perfectly, implied end tags lexbor closes
+at once allowed, is parsed as it is too (:mod:`gossamer.parse.nesting`, whose doc argues why lexbor
+is then linear; the check costs about 2 to 3 times lexbor's parse, the pass 6). An ordinary document
+that is hostile all the same costs lexbor at most about 0.2 s in its stack's quadratic cases: they
+need a deep stack and a token scanning it, and the document has at most 16,384 tags, half of them
+ends.
 
 The list of active formatting elements is bounded by what could enter it, trusting no end tag that
 could close nothing (``</i>`` after ``</p>``, ``</b>`` in a comment or after one): every ``<`` and
@@ -88,9 +91,11 @@ a formatting element's name but ``a`` counts, but a start tag its end tag follow
 (`gossamer.parse.scan._Marks.open_formatting`); plus one (an ``<a>``), times the ``<``, that is at
 most `gossamer.parse.scan.ORDINARY_MAX_REBUILT` in an ordinary document, bounding the elements
 lexbor builds again (44 ``<b c=N>`` left open, then 8,000 ``<p>x</p>``: 0.13 s, 164 MB; without it
-89 KB of ``<p><b c=N>x</p></i>`` cost lexbor 2.4 s and 3 GB, now 0.05 s). A document left alone for
-its size costs at most 0.2 s and 280 MB (16 KiB of ``<p><b c=N>x``) or 0.55 s and 770 MB (26 KB,
-4,096 ``<``).
+89 KB of ``<p><b c=N>x</p></i>`` cost lexbor 2.4 s and 3 GB, now 0.05 s); what their copies cost is
+bounded too (:mod:`gossamer.parse.formatting`: 20 ``<b>`` of 100 attributes, then 8,000 ``<p>x</p>``
+cost lexbor 1.7 s and 2.4 GB). A document left alone for its size costs at most 0.03 s and 55 MB
+at its peak (a ``<b>`` of a 40 KB value, then 800 ``<p>x``; unbounded, 4,096 ``<`` of
+``<p><b c=N>x`` cost 0.55 s and 770 MB, 12 KB 0.3 s and 460 MB).
 
 Bounds of the guard (2 shared cores): every step is linear in the document. The pass costs
 at most about 0.5 s per MB (a token scans at most `_REACH` stack entries); lexbor then about
@@ -131,6 +136,7 @@ from dataclasses import dataclass
 from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
 from gossamer.parse import names, tokens
+from gossamer.parse.formatting import MAX_FORMATTING_BYTES, entry_bytes, too_heavy
 from gossamer.parse.nesting import well_formed
 from gossamer.parse.scan import (
     LONG_TAG_CHARS,
@@ -151,6 +157,7 @@ __all__ = [
     "MAX_ACTIVE_FORMATTING",
     "MAX_ATTRIBUTE_NAMES",
     "MAX_DEPTH",
+    "MAX_FORMATTING_BYTES",
     "MAX_TAG_ATTRIBUTES",
     "MAX_TAG_NAMES",
     "PARSE_ERROR",
@@ -279,8 +286,9 @@ class _Guard:
         self.tag_names: set[str] = set()
         """Names of the tags met that the Standard does not define (see `MAX_TAG_NAMES`)."""
         self.unread: list[str] = []
-        self.formatting: list[tuple[str, str]] = []
-        """The list of active formatting elements: names and attributes, markers apart."""
+        self.formatting: list[tuple[str, str, int]] = []
+        """The list of active formatting elements: names, attributes and what a copy costs
+        lexbor (`entry_bytes`), markers apart."""
         self.markers: list[int] = []
         """Where each marker stands in `formatting`."""
         self.pieces: list[str] = []
@@ -327,7 +335,7 @@ class _Guard:
                 stack.append(name)
                 open_count[name] = open_count.get(name, 0) + 1
             else:
-                self._replace(token, "")
+                self._drop(token, name)
         return self._finish()
 
     def _finish(self) -> Guarded:
@@ -350,10 +358,14 @@ class _Guard:
         return self._attributes(raw_name, attributes)
 
     def _flatten(self, token: re.Match[str], name: str) -> None:
-        """Drop a start tag that would nest past `MAX_DEPTH` (an ``<a>`` is kept, closed at
-        once, for its link)."""
+        """Drop a start tag that would nest past `MAX_DEPTH`."""
         self.flags.add(FLATTENED)
-        self._replace(token, token[0] + "</a>" if name == "a" else "")
+        self._drop(token, name)
+
+    def _drop(self, token: re.Match[str], name: str, tag: str | None = None) -> None:
+        """Drop a start tag (``tag``: its rewrite, if any); an ``<a>`` is kept, closed at
+        once, for its link."""
+        self._replace(token, (token[0] if tag is None else tag) + "</a>" if name == "a" else "")
 
     def _new_name(self, name: str) -> bool:
         """Count a tag name the Standard does not define; False if it is one too many."""
@@ -414,13 +426,10 @@ class _Guard:
         stack = self.stack
         if len(stack) >= MAX_DEPTH:
             self.flags.add(FLATTENED)
-            if name == "a":
-                self._replace(token, (token[0] if tag is None else tag) + "</a>")
-            else:
-                self._replace(token, "")
+            self._drop(token, name, tag)
             return token.end()
         if name in _LISTED and not self._list(name, attributes):
-            self._replace(token, "")
+            self._drop(token, name, tag)
             return token.end()
         stack.append(name)
         open_count = self.open_count
@@ -431,27 +440,21 @@ class _Guard:
 
     def _list(self, name: str, attributes: str) -> bool:
         """Add the element about to open to the list of active formatting elements, or a
-        marker; False if the list is full and its start tag is to be dropped."""
+        marker; False if the list is full (`MAX_ACTIVE_FORMATTING`, an ``<a>`` apart) or would
+        cost lexbor too much to rebuild (`MAX_FORMATTING_BYTES`): its start tag is dropped."""
         formatting = self.formatting
         if name in _MARKERS:
             self.markers.append(len(formatting))
             return True
-        if name == "a":  # never dropped: the Standard keeps one <a> at most after a marker
-            markers = self.markers
-            if not (
-                formatting
-                and formatting[-1][0] == "a"
-                and (not markers or markers[-1] < len(formatting))
-            ):
-                self._unlist("a")
-                formatting.append(("a", ""))
-            return True
-        entry = (name, attributes.strip(_SPACE_CHARS))
+        if name == "a":  # the Standard keeps one <a> at most after a marker
+            self._unlist("a")
+        text = attributes.strip(_SPACE_CHARS)
+        entry = (name, text, entry_bytes(name, text))
         start = self.markers[-1] if self.markers else 0
         section = formatting[start:]
         if section.count(entry) >= 3:  # the Noah's Ark clause
             del formatting[start + section.index(entry)]
-        elif len(section) >= MAX_ACTIVE_FORMATTING:
+        elif (len(section) >= MAX_ACTIVE_FORMATTING and name != "a") or too_heavy(section, entry):
             self.flags.add(CUT_FORMATTING)
             return False
         formatting.append(entry)

@@ -1,16 +1,16 @@
 """The cheap scans that decide whether a document needs the guard's pass (see
-:mod:`gossamer.parse.guard`, whose module doc says why each is enough).
-
-Every scan here runs on every page of more than 16 KiB and 4,096 to 16,384 ``<`` parsed
-in-process (and `odd_tag` on those of more than 64 KiB and fewer ``<``), so each must cost well
-under lexbor's own parse: byte counts, and over the positions of ``<``, ``>`` and quotes,
-found once (`_Marks`), a few numpy operations (a third of lexbor's CPU on a real page of
-13,000 tags, three fifths with the depth check; each full-page numpy operation costs about a
-hundredth, each search for positions a twentieth; the count of formatting tags that could stay
-open, `_Marks.open_formatting`, a third). The one regex that
-reads the document through (`ODD_TAG`: a tag that could hold `MAX_TAG_ATTRIBUTES` attributes
-behind quoted values holding ``>``; it costs as much as lexbor's parse) runs only where a quoted
-value inside a tag could hold ``>``.
+:mod:`gossamer.parse.guard`, whose module doc says why each is enough). `left_alone`
+(:func:`gossamer.parse.formatting.rebuilt_bytes`, one regex) reads every page of more than 3 KiB the
+guard may leave as it is (it costs about lexbor's parse). Every other scan here runs on every page
+of more than 16 KiB and 4,096 to 16,384 ``<`` parsed in-process (and `odd_tag` on those of more than
+64 KiB and fewer ``<``), so each must cost well under lexbor's own parse: byte counts, and over the
+positions of ``<``, ``>`` and quotes, found once (`_Marks`), a few numpy operations (a third of
+lexbor's CPU on a real page of 13,000 tags, three fifths with the depth check; each full-page numpy
+operation costs about a hundredth, each search for positions a twentieth; the count of formatting
+tags that could stay open, `_Marks.open_formatting`, a third). The one regex that reads the document
+through (`ODD_TAG`: a tag that could hold `MAX_TAG_ATTRIBUTES` attributes behind quoted values
+holding ``>``; it costs as much as lexbor's parse) runs only where a quoted value inside a tag could
+hold ``>``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Literal
 
+from gossamer.parse.formatting import AS_IS_MAX_REBUILT, SMALL_CHARS, rebuilt_bytes
 from gossamer.parse.tokens import (
     ATTRIBUTE_BYTES,
     LONG_TAG_CHARS,
@@ -42,6 +43,7 @@ __all__ = [
     "ORDINARY_MAX_TAGS",
     "Route",
     "as_bytes",
+    "left_alone",
     "long_tag",
     "needs_guard",
     "odd_tag",
@@ -56,8 +58,8 @@ Route = Literal["as-is", "plain", "check", "nested", "guard"]
 (:func:`gossamer.parse.skeleton.plain`), as it is and its tree checked, as it is if its tags
 nest perfectly, or guarded."""
 GUARD_MIN_CHARS = 16 * 1024
-"""Documents this small are parsed as they are (the worst case costs lexbor about 0.2 s and
-280 MB)."""
+"""Documents this small are parsed as they are if `left_alone` (unbounded, the worst cost lexbor
+0.3 s and 460 MB: ten ``<b>`` of 200 attributes, then 12 KB of ``<p>x``)."""
 _GUARD_MIN_TAGS = 4096
 _LONG_TAG_MIN_CHARS = 64 * 1024
 ORDINARY_MAX_TAGS = 16_384
@@ -142,18 +144,20 @@ def tag_count(document: str | bytes) -> int:
 
 def route(document: str | bytes, tags: int) -> Route:
     """How :func:`gossamer.parse.guard.parse` takes ``document`` (holding ``tags`` ``<``):
-    ``as-is`` if it cannot be hostile, ``check`` if it is `ordinary`, else ``plain`` if
-    :func:`gossamer.parse.skeleton.plain` says so, else ``nested`` if not many more start tags
-    than end and self-closing tags (then :func:`gossamer.parse.nesting.well_formed` decides),
-    else ``guard``."""
+    ``as-is`` if it is too small to be hostile but for its formatting elements and those are
+    `left_alone` (else ``guard``), ``check`` if it is `ordinary` and `left_alone`, else
+    ``plain`` if :func:`gossamer.parse.skeleton.plain` says so, else ``nested`` if not many
+    more start tags than end and self-closing tags (then
+    :func:`gossamer.parse.nesting.well_formed` decides), else ``guard``."""
     size = len(document)
-    if size <= GUARD_MIN_CHARS:
-        return "as-is"
+    if size <= GUARD_MIN_CHARS or (
+        tags <= _GUARD_MIN_TAGS
+        and (size <= _LONG_TAG_MIN_CHARS or not odd_tag(as_bytes(document), names=True))
+    ):
+        return "as-is" if left_alone(document, tags) else "guard"
     if tags <= _GUARD_MIN_TAGS:
-        if size <= _LONG_TAG_MIN_CHARS or not odd_tag(as_bytes(document), names=True):
-            return "as-is"
         return "guard"
-    if tags <= ORDINARY_MAX_TAGS and ordinary(document, tags):
+    if tags <= ORDINARY_MAX_TAGS and ordinary(document, tags) and left_alone(document, tags):
         return "check"
     data = as_bytes(document)
     from gossamer.parse.skeleton import plain  # numpy: imported when a page needs it
@@ -163,6 +167,19 @@ def route(document: str | bytes, tags: int) -> Route:
     # A self-closing tag (SVG's <path/>) counts as closed here: the nesting check decides.
     unclosed = tags - 2 * data.count(b"</") - data.count(b"/>")
     return "nested" if unclosed <= tags // 2 else "guard"
+
+
+def left_alone(document: str | bytes, tags: int) -> bool:
+    """Whether lexbor may parse ``document`` (holding ``tags`` ``<``; 0 if it was too short
+    to count them, `GUARD_MIN_CHARS`) as it is, its formatting elements' copies costing at
+    most `gossamer.parse.formatting.AS_IS_MAX_REBUILT` bytes
+    (:func:`gossamer.parse.formatting.rebuilt_bytes`; a document of at most
+    `gossamer.parse.formatting.SMALL_CHARS` is not read)."""
+    size = len(document)
+    if size <= SMALL_CHARS:
+        return True
+    counted = tags if size > GUARD_MIN_CHARS else None
+    return rebuilt_bytes(document, counted) <= AS_IS_MAX_REBUILT
 
 
 def needs_guard(document: str | bytes, tags: int) -> bool:

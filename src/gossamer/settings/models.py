@@ -313,9 +313,9 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
         Literal["on", "off"],
         Meta(
             description=(
-                "Parse pages of more than 4,096 tags or 64 KiB in worker processes under a CPU "
-                "budget and a memory limit (Linux), instead of guarding their markup in-process; "
-                "off: every page guarded in-process."
+                "Parse pages of more than 3 KiB (a focused crawl: 16,384 tags or 1 MiB) in worker "
+                "processes under a CPU budget and a memory limit (Linux), instead of guarding "
+                "their markup in-process; off: every page guarded in-process."
             )
         ),
     ] = "on"
