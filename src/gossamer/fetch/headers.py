@@ -54,6 +54,8 @@ def _cached_content_type(value: str) -> tuple[str | None, str | None]:
 
 
 def _content_type(value: str) -> tuple[str | None, str | None]:
+    if "," in value:
+        return _combined_content_type(value)
     mime, _, params = value.partition(";")
     charset = None
     for param in params.split(";"):
@@ -65,6 +67,23 @@ def _content_type(value: str) -> tuple[str | None, str | None]:
     if charset is not None and not _CHARSET.fullmatch(charset):
         charset = None
     return (mime if _MIME.fullmatch(mime) else None), charset
+
+
+def _combined_content_type(value: str) -> tuple[str | None, str | None]:
+    """Content-Type sent on several lines (or as a list), read as the Fetch Standard's
+    "extract a MIME type" reads it: the last valid type counts; a charset carries over from an
+    earlier value of the same type when the later one names none."""
+    mime: str | None = None
+    charset: str | None = None
+    for part in value.split(","):
+        found, found_charset = _content_type(part)
+        if found is None or found == "*/*":
+            continue
+        if found != mime:
+            mime, charset = found, found_charset
+        elif found_charset is not None:
+            charset = found_charset
+    return mime, charset
 
 
 def parse_retry_after(value: str | None, now: float, date: str | None = None) -> float | None:
