@@ -200,8 +200,9 @@ async def test_metrics_and_stats_count_sitemaps(tmp_path: Path) -> None:
         await server.close()
     assert stats.sitemaps is not None
     scrape = samples(text)
-    for name in ("files", "entries", "admitted", "flagged", "blocked"):
+    for name in ("files", "entries", "admitted", "flagged", "blocked", "offscope", "invalid"):
         assert value(scrape, f"gossamer_sitemap_{name}_total") == stats.sitemaps[f"{name}_total"]
-    assert stats.sitemaps["files_total"] == 5  # the index, its 2 children, cross.xml, private
+    assert stats.sitemaps["files_total"] == 4  # the index, its 2 children, private
     assert stats.sitemaps["blocked_total"] == 1
-    assert "sitemaps 5 (+" in stats.progress_line()
+    assert stats.sitemaps["offscope_total"] == 1  # cross.xml: other.test is no seed's host
+    assert "sitemaps 4 (+" in stats.progress_line()

@@ -80,7 +80,8 @@ class CrawlStats(msgspec.Struct, frozen=True):
     sitemaps: dict[str, Any] | None = None
     """With ``--sitemaps on`` (the default): sitemap and feed files read, their entries
     found and admitted, files flagged, sitemaps robots.txt blocked, reads under way and
-    waiting (see :class:`gossamer.crawl.sitemapfiles.SitemapStats`)."""
+    waiting, files not fetched as out of the crawl's scope and invalid sitemap URLs (see
+    :class:`gossamer.crawl.sitemapfiles.SitemapStats`)."""
 
     duplicates_exact: int = 0
     """Pages whose main text an earlier page had exactly (``duplicate_of`` in their record;

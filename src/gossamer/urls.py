@@ -41,8 +41,11 @@ _PLAIN = re.compile(r"[A-Za-z0-9\-._~/:@!$&'()*+,;=?]*")
 # http(s) scheme and host, no user info, no default port, a path of safe characters, a query
 # of safe characters, no fragment. Dot segments are ruled out apart.
 _HOST = r"[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?"
+# 1 to 65535 without a leading zero: a port out of range is no URL (WHATWG's parse fails).
+# Five digits tried first: the shorter alternative first backtracks on every 5-digit port.
+_PORT = r"(?:[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]|[1-9][0-9]{0,3})"
 _CANONICAL = re.compile(
-    rf"(?:http://{_HOST}(?::(?!80/)[1-9][0-9]{{0,4}})?|https://{_HOST}(?::(?!443/)[1-9][0-9]{{0,4}})?)"
+    rf"(?:http://{_HOST}(?::(?!80/){_PORT})?|https://{_HOST}(?::(?!443/){_PORT})?)"
     r"/[A-Za-z0-9\-._~!$&'()*+,;=:@/]*(?:\?[A-Za-z0-9\-._~!$&'()*+,;=:@/?]+)?"
 )
 
@@ -96,7 +99,8 @@ def _canonical_form(url: str) -> str:
     try:
         parsed = can_ada.parse(url)
     except (ValueError, TypeError) as exc:  # TypeError: a lone surrogate, not UTF-8 text
-        raise InvalidURL(f"malformed URL: {url[:200]!r}") from exc
+        what = "port out of range (1-65535)" if _port_too_big(url) else "malformed URL"
+        raise InvalidURL(f"{what}: {url[:200]!r}") from exc
     scheme = parsed.protocol
     if scheme not in _SCHEMES:
         raise InvalidURL(f"not an http(s) URL: {url[:200]!r}")
@@ -105,6 +109,9 @@ def _canonical_form(url: str) -> str:
         # WHATWG decodes escapes in host names; gossamer takes them for a hostile host
         raise InvalidURL(f"bad host name: {url[:200]!r}")
     port = parsed.port
+    if port == "0":  # WHATWG takes port 0; no server listens there
+        del parsed  # not kept alive by the traceback (nanobind warns of it at exit)
+        raise InvalidURL(f"port out of range (1-65535): {url[:200]!r}")
     netloc = f"{host}:{port}" if port else host
     if parsed.has_credentials():
         # escaped as WHATWG escapes it (an '@' or ':' of a password too), as the links
@@ -118,6 +125,15 @@ def _canonical_form(url: str) -> str:
         query = _written_query(url)
     query = _normalize_component(query, _QUERY_SAFE) if query else ""
     return f"{scheme}//{netloc}{path}?{query}" if query else f"{scheme}//{netloc}{path}"
+
+
+def _port_too_big(url: str) -> bool:
+    """Whether the URL as written names a port past 65535 (why it failed to parse)."""
+    try:
+        port = _written_host(url).rpartition("]")[2].rpartition(":")[2]
+    except (ValueError, UnicodeError):
+        return False
+    return port.isascii() and port.isdigit() and int(port) > 65535
 
 
 def _written_authority(url: str) -> str:

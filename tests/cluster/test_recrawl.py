@@ -206,14 +206,15 @@ async def test_a_newer_sitemap_lastmod_makes_a_page_due_now(
     url = redis_server.url
     async with serve_site() as site, serve_site() as other:
         # The sitemap is another host's, named by the site's robots.txt (so its fetch, which
-        # waits for the gate, holds no slot of the site's).
+        # waits for the gate, holds no slot of the site's); its port in scope, or it is not
+        # fetched.
         pages = [site.url("etag"), site.url("lm")]
         other.listed = {pages[0]: NOW, pages[1]: "2015-10-21T07:28:00Z"}
         site.robots = f"User-agent: *\nAllow: /\nSitemap: {other.url('sitemap.xml')}\n"
         submit = ["cluster", "submit", "--redis", url, site.url(), "--recrawl",
                   "--revisit-initial", "3600", "--revisit-min", "3600", *QUICK,
                   "--max-duration", "6", "--delay", "0.05", "--partitions", "8",
-                  "--quiet"]  # fmt: skip
+                  "--allow-port", str(other.port), "--quiet"]  # fmt: skip
         assert await run(tmp_path / "submit.log", *submit) == 0
         worker = await start(tmp_path / "w0.log", *worker_args(url, tmp_path, 0))
         # The sitemap answers once both pages' revisit states are in Redis.

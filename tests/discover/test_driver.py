@@ -251,6 +251,32 @@ async def test_redirects_are_followed_a_bounded_number_of_times(
     assert results[site.url("/loop5.xml")].flags == (Flag.HTTP_ERROR,)
 
 
+async def test_no_file_is_fetched_that_may_fetch_refuses(
+    site: Site, session: aiohttp.ClientSession
+) -> None:
+    """A child and a redirect's target ``may_fetch`` refuses (the crawl's scope) are not
+    fetched: the child is dropped, the redirect not followed; each URL is asked once."""
+    site.add("/index.xml", index(site.url("/kept.xml"), site.url("/refused.xml")))
+    site.add("/kept.xml", urlset(site.url("/p")))
+    site.add("/refused.xml", urlset(site.url("/q")))
+    site.add("/moved.xml", b"", status=302, Location="/refused.xml")
+    asked: list[str] = []
+
+    def may_fetch(url: str) -> bool:
+        asked.append(url)
+        return not url.endswith("/refused.xml")
+
+    start = [site.url("/index.xml"), site.url("/moved.xml")]
+    entries, results = await walk(start, aiohttp_fetch(session), may_fetch=may_fetch)
+    assert [e.url for e in entries] == [site.url("/p")]
+    assert set(results) == {site.url("/index.xml"), site.url("/kept.xml"), site.url("/moved.xml")}
+    assert results[site.url("/index.xml")].dropped == 1
+    moved = results[site.url("/moved.xml")]
+    assert (moved.status, moved.flags) == (302, (Flag.HTTP_ERROR,))
+    assert site.asked["/refused.xml"] == 0
+    assert asked.count(site.url("/refused.xml")) == 1
+
+
 async def test_no_answer_is_a_flagged_result(session: aiohttp.ClientSession) -> None:
     url = "http://127.0.0.1:9/sitemap.xml"  # the discard port: nothing listens
     entries, results = await walk([url, "not a url"], aiohttp_fetch(session))

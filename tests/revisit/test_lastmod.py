@@ -37,12 +37,14 @@ async def test_a_newer_sitemap_lastmod_makes_a_page_due_now(tmp_path: Path) -> N
     out = tmp_path / "out"
     async with serve_site() as site, serve_site() as other:
         # The sitemap is another host's, named by the site's robots.txt (so its fetch, which
-        # waits for the gate, holds no slot of the site's).
+        # waits for the gate, holds no slot of the site's); its port in scope, or it is not
+        # fetched.
         pages = [site.url("etag"), site.url("lm")]
         other.listed = {pages[0]: NOW, pages[1]: OLD}
         site.robots = f"User-agent: *\nAllow: /\nSitemap: {other.url('sitemap.xml')}\n"
         settings = {
             "seeds": [site.url()],
+            "allow_ports": [other.port],
             "out": out,
             "quiet": True,
             "recrawl": True,

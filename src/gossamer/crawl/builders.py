@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, cast
 
-from gossamer.crawl.fetching import in_scope
+from gossamer.crawl.fetching import in_scope, scope_refusal
 from gossamer.crawl.sitemaps import SitemapStage
 from gossamer.crawldb import CrawlDB
 from gossamer.engine import EngineConfig, RobotsFetch
@@ -177,9 +177,8 @@ def sitemap_stage(
         from gossamer.crawl.revisiting import revisit_bounds
 
         reread = functools.partial(_first_interval, revisit_bounds(settings))
-    stage = SitemapStage(
-        fetch, db, archive=archive, in_scope=functools.partial(in_scope, scope), reread=reread
-    )
+    refusal = functools.partial(scope_refusal, scope)
+    stage = SitemapStage(fetch, db, archive=archive, refusal=refusal, reread=reread)
     if settings.resume:
         stage.restore()
     stage.given(settings.sitemap)

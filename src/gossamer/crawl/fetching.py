@@ -43,10 +43,16 @@ def fetch_config(settings: CrawlSettings, proxy_check: str | None = None) -> Fet
 
 def in_scope(scope: Scope, url: str) -> bool:
     """Whether the crawl may visit ``url`` (any form), by its host and port."""
+    return scope_refusal(scope, url) is None
+
+
+def scope_refusal(scope: Scope, url: str) -> str | None:
+    """Why the crawl may not visit ``url`` (any form): ``invalid-url``, ``offsite``,
+    ``offsite-port`` ... as admission says of a link; None: it may."""
     try:
-        return scope.reject_reason(canonicalize(url), 0) is None
+        return scope.reject_reason(canonicalize(url), 0)
     except InvalidURL:
-        return False
+        return "invalid-url"
 
 
 def address_guard(

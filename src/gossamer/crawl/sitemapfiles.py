@@ -18,7 +18,7 @@ from gossamer.fetch.http import FetchResult
 from gossamer.frontier.base import Candidate, Frontier
 from gossamer.redact import redact_url
 from gossamer.sinks.base import PageRecord, WarcLocation
-from gossamer.urls import fingerprint
+from gossamer.urls import InvalidURL, canonicalize, fingerprint
 
 __all__ = [
     "ENTRY_DEPTH",
@@ -31,6 +31,7 @@ __all__ = [
     "Counts",
     "Dated",
     "Fetch",
+    "FileScope",
     "SitemapStats",
     "admit",
     "entry_rows",
@@ -86,12 +87,31 @@ class Counts(msgspec.Struct):
     admitted: int = 0
     flagged: int = 0
     blocked: int = 0
+    offscope: int = 0
+    invalid: int = 0
+
+    def snapshot(self, reading: int, waiting: int) -> SitemapStats:
+        """The tallies with the reads under way and waiting (a frozen snapshot)."""
+        return SitemapStats(
+            self.files,
+            self.entries,
+            self.admitted,
+            self.flagged,
+            self.blocked,
+            reading,
+            waiting,
+            self.offscope,
+            self.invalid,
+        )
 
 
 class SitemapStats(msgspec.Struct, frozen=True):
     """What the stage did: files read (children and feeds included), entries they listed in
     scope, entries admission took (new URLs queued), files flagged, sitemaps robots.txt
-    blocked, hosts whose sitemaps are being read, sitemaps waiting."""
+    blocked, hosts whose sitemaps are being read, sitemaps waiting, sitemap files not fetched
+    as out of the crawl's scope (a ``Sitemap:`` line's, an index's child, a redirect's
+    target: by host, port or trap guard, as a link), ``Sitemap:`` URLs that are no valid
+    http(s) URL (a port out of 1-65535 too)."""
 
     files_total: int = 0
     entries_total: int = 0
@@ -100,6 +120,8 @@ class SitemapStats(msgspec.Struct, frozen=True):
     blocked_total: int = 0
     reading: int = 0
     waiting: int = 0
+    offscope_total: int = 0
+    invalid_total: int = 0
 
     def as_json(self) -> dict[str, int]:
         """The figures by name (stats.json's ``sitemaps``)."""
@@ -113,6 +135,53 @@ class Answer(msgspec.Struct, frozen=True):
     archived: WarcLocation | None = None
     error: str | None = None
     """Why it was not fetched, robots.txt aside (`OWNED_ELSEWHERE`)."""
+
+
+class FileScope:
+    """Which sitemap files the crawl may fetch: those it may visit, by the one rule a link and
+    a page's redirect obey (``refusal``, the crawl's scope: host, port, trap guards; None:
+    every URL), whoever names them (a robots.txt, ``--sitemap``, an index, a redirect). The
+    address guard holds at connect time as for a page. One refused is counted (``offscope``,
+    ``invalid`` in ``counts``) and logged, never fetched. ``given``: the origin of a
+    ``--sitemap`` URL, whose refusal is a warning (the user asked for it)."""
+
+    def __init__(
+        self, refusal: Callable[[str], str | None] | None, counts: Counts, given: str
+    ) -> None:
+        self._refusal = refusal
+        self._counts = counts
+        self._given = given
+
+    def visits(self, url: str) -> bool:
+        """Whether the crawl may visit ``url`` (no count, no log)."""
+        return self._refusal is None or self._refusal(url) is None
+
+    def canonical(self, url: str, origin: str) -> str | None:
+        """A sitemap URL ``origin`` named (its robots.txt, or `given`), canonical; None (counted
+        ``invalid``, as an invalid link is) if it is no valid http(s) URL."""
+        try:
+            return canonicalize(url.strip())
+        except InvalidURL as exc:
+            self._counts.invalid += 1
+            log.debug("sitemap named by %s dropped: %s", self._named(origin), redact_url(str(exc)))
+            return None
+
+    def allows(self, url: str, origin: str | None = None) -> bool:
+        """Whether the sitemap file at canonical ``url`` may be fetched (``origin`` named it;
+        None: an index or a redirect did); one refused is counted ``offscope``, logged."""
+        reason = None if self._refusal is None else self._refusal(url)
+        if reason is None:
+            return True
+        self._counts.offscope += 1
+        level = logging.WARNING if origin == self._given else logging.DEBUG
+        named = self._named(origin)
+        log.log(level, "sitemap %s not fetched: %s, named by %s", redact_url(url), reason, named)
+        return False
+
+    def _named(self, origin: str | None) -> str:
+        if origin is None:
+            return "an index or a redirect"
+        return "--sitemap" if origin == self._given else f"{origin}/robots.txt"
 
 
 def entry_rows(entries: Sequence[Entry], hide: Callable[[str], str]) -> list[tuple[object, ...]]:

@@ -70,6 +70,7 @@ from gossamer.crawl.sitemapfiles import (
     Counts,
     Dated,
     Fetch,
+    FileScope,
     SitemapStats,
     admit,
     file_record,
@@ -95,7 +96,7 @@ from gossamer.frontier.robots import RobotsPolicy
 from gossamer.ledger import Ledger
 from gossamer.redact import redact_url
 from gossamer.sinks.base import Archive
-from gossamer.urls import InvalidURL, canonicalize, host_key
+from gossamer.urls import host_key
 
 __all__ = ["GIVEN", "Claims", "SitemapStage", "SitemapStats"]
 
@@ -110,9 +111,10 @@ _BATCH = 500
 class SitemapStage:
     """See the module doc. ``fetch`` goes through the host gate; ``allowed`` is robots.txt's
     verdict (None: ``--no-robots``); ``archive`` keeps every answer (``--warc``); ``db`` is
-    crawl.db; ``hosts`` is how many hosts' sitemaps are read at once; ``in_scope`` says
-    which hosts' robots.txt sitemaps are read (those the crawl visits: a robots.txt asked for
-    only to check a sitemap on another host names none for this crawl); ``reread`` (a
+    crawl.db; ``hosts`` is how many hosts' sitemaps are read at once; ``refusal`` says why
+    the crawl may not visit a URL (its scope: see `FileScope`): only the robots.txt of hosts
+    it may visit name sitemaps for it (a robots.txt asked for only to check a sitemap on
+    another host names none), and it fetches no sitemap file it may not; ``reread`` (a
     continuous crawl) the seconds after which a sitemap read is read again."""
 
     def __init__(
@@ -124,7 +126,7 @@ class SitemapStage:
         archive: Archive | None = None,
         limits: Limits | None = None,
         hosts: int = 4,
-        in_scope: Callable[[str], bool] | None = None,
+        refusal: Callable[[str], str | None] | None = None,
         reread: Callable[[str], float] | None = None,
     ) -> None:
         self._fetch = fetch
@@ -134,7 +136,6 @@ class SitemapStage:
         self._archive = archive
         self._limits = limits or Limits()
         self._budgets = SiteBudgets(GIVEN)
-        self._in_scope = in_scope
         self._room = asyncio.Semaphore(hosts)
         self._named: dict[str, set[str]] = {}
         """Sitemap URL (canonical) -> origins that named it (``GIVEN`` for --sitemap)."""
@@ -144,6 +145,7 @@ class SitemapStage:
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._answers: dict[str, Answer] = {}
         self._counts = Counts()
+        self._scope = FileScope(refusal, self._counts, GIVEN)
         self._frontier: Frontier | None = None
         self._ledger: Ledger | None = None
         self._claims: Claims | None = None
@@ -179,7 +181,7 @@ class SitemapStage:
 
     def learned(self, origin: str, policy: RobotsPolicy) -> None:
         """The robots.txt of ``origin`` is known: its ``Sitemap:`` lines are to be read."""
-        if self._in_scope is not None and not self._in_scope(origin + "/"):
+        if not self._scope.visits(origin + "/"):
             return
         for url in policy.sitemaps:
             self._want(origin, url)
@@ -201,11 +203,10 @@ class SitemapStage:
             self._want(origin, url)
 
     def _want(self, origin: str, url: str) -> None:
-        try:
-            canonical = canonicalize(url.strip())
-        except InvalidURL:
+        canonical = self._scope.canonical(url, origin)
+        if canonical is None:
             return
-        if (origin, canonical) in self._done:
+        if (origin, canonical) in self._done or not self._scope.allows(canonical, origin):
             return
         origins = self._named.setdefault(canonical, set())
         if origin in origins:
@@ -320,7 +321,8 @@ class SitemapStage:
         batch: list[Entry] = []
         files, share, unanswered = 0, LoopShare(), False
         reply = functools.partial(self._reply, host_key(url))
-        async for item in read_sitemaps([url], reply, scope=scope, limits=limits):
+        walk = read_sitemaps([url], reply, scope=scope, limits=limits, may_fetch=self._scope.allows)
+        async for item in walk:
             if isinstance(item, FileResult):
                 await self._admit(batch)
                 unanswered |= self._file(item) and item.depth == 0
@@ -380,11 +382,8 @@ class SitemapStage:
 
     def stats(self) -> SitemapStats:
         """A frozen snapshot."""
-        c = self._counts
         waiting = sum(len(queue) for queue in self._queues.values())
-        return SitemapStats(
-            c.files, c.entries, c.admitted, c.flagged, c.blocked, len(self._tasks), waiting
-        )
+        return self._counts.snapshot(len(self._tasks), waiting)
 
     def json_stats(self) -> dict[str, int]:
         """:meth:`stats` as stats.json shows it."""

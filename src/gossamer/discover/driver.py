@@ -6,6 +6,9 @@ host's politeness gate and robots.txt), and yields every entry in scope as it is
 :class:`~gossamer.discover.model.FileResult` for the file. Children of a sitemap index are
 fetched after it, breadth first, each URL once, ``Limits.max_depth`` levels of indexes deep
 and ``Limits.max_files`` files in all; a redirect is followed ``Limits.max_redirects`` times.
+No file is fetched that ``may_fetch`` refuses (the crawl's scope: a child or a redirect's
+target on a host or port the crawl may not visit): such a child is dropped, such a redirect
+not followed.
 An index whose children can no longer be read (the depth limit, or the file budget taken) is
 read no further: its result counts the children read until then, flagged.
 """
@@ -15,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Iterable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Protocol
 from urllib.parse import urljoin
 
@@ -28,6 +31,9 @@ from gossamer.discover.scope import Grant, SitemapScope
 __all__ = ["Body", "Reply", "SitemapFetch", "read_sitemaps"]
 
 logger = logging.getLogger(__name__)
+
+_REFUSED = 10_000
+"""URLs ``may_fetch`` refused a walk remembers at most (past it, one asked again is asked)."""
 
 Body = bytes | AsyncIterable[bytes]
 """A response body: whole, or its chunks as they arrive."""
@@ -64,15 +70,27 @@ class _File(msgspec.Struct):
             self.flags.append(flag)
 
 
+def _anywhere(url: str) -> bool:
+    return True
+
+
 class _Walk:
     """The state of one walk: the queue, the URLs seen, the file budget."""
 
-    def __init__(self, fetch: SitemapFetch, scope: SitemapScope, limits: Limits) -> None:
+    def __init__(
+        self,
+        fetch: SitemapFetch,
+        scope: SitemapScope,
+        limits: Limits,
+        may_fetch: Callable[[str], bool] = _anywhere,
+    ) -> None:
         self.fetch = fetch
         self.scope = scope
         self.limits = limits
+        self._may_fetch = may_fetch
         self.queue: deque[_Job] = deque()
         self.seen: set[str] = set()
+        self.refused: set[str] = set()
         self.files = 0
 
     def add(self, url: str, depth: int, inherited: frozenset[str] = frozenset()) -> bool:
@@ -84,6 +102,18 @@ class _Walk:
         self.seen.add(url)
         self.queue.append(_Job(url, depth, inherited))
         return True
+
+    def may_fetch(self, url: str) -> bool:
+        """Whether the file at ``url`` may be fetched (asked once per URL of the walk)."""
+        if url in self.seen:
+            return True
+        if url in self.refused:
+            return False
+        if self._may_fetch(url):
+            return True
+        if len(self.refused) < _REFUSED:
+            self.refused.add(url)
+        return False
 
     def entries(self, items: list[Item], tally: _File) -> list[Entry]:
         """The entries of ``items`` in scope; children in scope are queued."""
@@ -106,6 +136,9 @@ class _Walk:
         return job.depth >= limits.max_depth or self.files + len(self.queue) >= limits.max_files
 
     def _child(self, url: str, tally: _File) -> None:
+        if not self.may_fetch(url):
+            tally.dropped += 1
+            return
         tally.kept += 1
         if tally.job.depth >= self.limits.max_depth:
             tally.flag(Flag.DEPTH)
@@ -117,6 +150,8 @@ class _Walk:
         followed. The target keeps what robots.txt granted the URL (on the same site)."""
         target = self.scope.canonical(urljoin(job.url, location or ""))
         if location is None or target is None or job.redirects >= self.limits.max_redirects:
+            return False
+        if not self.may_fetch(target):
             return False
         if target in self.seen or self.files + len(self.queue) >= self.limits.max_files:
             return False
@@ -131,17 +166,20 @@ async def read_sitemaps(
     *,
     scope: SitemapScope | None = None,
     limits: Limits | None = None,
+    may_fetch: Callable[[str], bool] = _anywhere,
 ) -> AsyncIterator[Entry | FileResult]:
     """Reads the sitemaps and feeds at ``start_urls`` and the sitemaps their indexes list.
 
     Yields each entry in scope as soon as it is read (its URL canonical), and after each file
     its :class:`FileResult`. ``scope`` holds what robots.txt said (none: each sitemap lists
-    its own directory only). Invalid start URLs are skipped.
+    its own directory only). ``may_fetch`` tells whether a file (canonical URL) may be
+    fetched at all (the crawl's scope); it is asked once per URL. Invalid start URLs are
+    skipped, as are those ``may_fetch`` refuses.
     """
-    walk = _Walk(fetch, scope or SitemapScope(), limits or Limits())
+    walk = _Walk(fetch, scope or SitemapScope(), limits or Limits(), may_fetch)
     for url in start_urls:
         canonical = walk.scope.canonical(url)
-        if canonical is not None:
+        if canonical is not None and walk.may_fetch(canonical):
             walk.add(canonical, 0)
     while walk.queue:
         job = walk.queue.popleft()

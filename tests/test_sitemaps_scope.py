@@ -1,0 +1,127 @@
+"""Sitemap files stay in the crawl's scope as links and page redirects do: a robots.txt's
+``Sitemap:`` line on another port of its host, on the loopback address or on a host out of
+scope, and a sitemap's redirect to another port, are never fetched (a listener on the other
+port hears nothing), but counted; one with a port out of range is dropped as an invalid URL,
+no internal error. A host the scope takes in (``--allow-domain``) has its sitemaps read, those
+another host's robots.txt names (the protocol's cross-submission) too. A seed with a port out
+of range is a clear error at start. Real servers on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from tests.local_app import serve
+from tests.sitemap_scope_site import LISTED, ScopeSite
+
+from gossamer.crawl import run_crawl
+from gossamer.settings import load_settings
+from gossamer.urls import InvalidURL, canonicalize
+
+pytestmark = pytest.mark.timeout(60)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _records(out: Path) -> list[dict[str, Any]]:
+    lines = (out / "pages.jsonl").read_text("utf-8").splitlines()
+    return [json.loads(line) for line in lines]
+
+
+async def test_sitemaps_out_of_scope_are_counted_never_fetched(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    site = ScopeSite()
+    out = tmp_path / "out"
+    caplog.set_level(logging.DEBUG, "gossamer.crawl.sitemapfiles")
+    async with serve(site.handle) as port, serve(site.listen) as listener:
+        site.port, site.listener = port, listener
+        settings = {
+            "seeds": [site.url("a.test", "/")],
+            "out": out,
+            "resolve": ["a.test=127.0.0.1", "victim.test=127.0.0.1"],
+            "delay": 0.01,
+            "quiet": True,
+        }
+        stats = await asyncio.wait_for(run_crawl(load_settings(settings, env={})), 45)
+    assert site.heard == []  # no request on the other port, robots.txt included
+    assert [r for r in site.requests if not r[0].startswith("a.test:")] == []
+    records = _records(out)
+    maps = {r["url"]: r for r in records if r["kind"] == "sitemap"}
+    assert set(maps) == {site.url("a.test", "/redirect.xml"), site.url("a.test", "/in-scope.xml")}
+    redirect = maps[site.url("a.test", "/redirect.xml")]
+    assert (redirect["status"], redirect["redirect_to"]) == (
+        302,
+        site.url("a.test", "/redirected.xml", site.listener),
+    )
+    assert all(r["error"] != "internal-error" for r in records)
+    assert site.url("a.test", LISTED) in {r["url"] for r in records if r["kind"] == "page"}
+    assert stats.sitemaps is not None
+    # 4 Sitemap: lines (other port, loopback, victim.test on both ports) and the redirect
+    assert stats.sitemaps["offscope_total"] == 5
+    assert stats.sitemaps["invalid_total"] == 1  # port 99999
+    refused = [r.getMessage() for r in caplog.records if "not fetched: offsite" in r.getMessage()]
+    assert len(refused) == 5
+    assert any("redirected.xml not fetched: offsite-port" in m for m in refused)
+
+
+async def test_a_host_the_scope_takes_in_has_its_sitemaps_read(tmp_path: Path) -> None:
+    """www.x.test's robots.txt names a sitemap on cdn.x.test listing a www page: read with
+    ``--allow-domain x.test``."""
+    asked: list[tuple[str, str]] = []
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        asked.append((request.host.partition(":")[0], request.path))
+        port = request.host.partition(":")[2]
+        if request.path == "/robots.txt" and request.host.startswith("www."):
+            return web.Response(text=f"Sitemap: http://cdn.x.test:{port}/sitemap.xml\n")
+        if request.path == "/sitemap.xml":
+            body = f"<urlset><url><loc>http://www.x.test:{port}/from-cdn</loc></url></urlset>"
+            return web.Response(text=body, content_type="application/xml")
+        return web.Response(text="<html><body>page</body></html>", content_type="text/html")
+
+    async with serve(handle) as port:
+        settings = {
+            "seeds": [f"http://www.x.test:{port}/"],
+            "allow_domains": ["x.test"],
+            "out": tmp_path / "out",
+            "resolve": ["*.x.test=127.0.0.1"],
+            "delay": 0.01,
+            "quiet": True,
+        }
+        stats = await asyncio.wait_for(run_crawl(load_settings(settings, env={})), 45)
+    assert ("cdn.x.test", "/sitemap.xml") in asked
+    assert ("www.x.test", "/from-cdn") in asked
+    assert stats.sitemaps is not None and stats.sitemaps["offscope_total"] == 0
+
+
+@pytest.mark.parametrize("port", ["99999", "65536", "0"])
+def test_a_port_out_of_range_is_an_invalid_url(port: str) -> None:
+    with pytest.raises(InvalidURL, match="port out of range"):
+        canonicalize(f"http://a.test:{port}/x")
+
+
+def test_the_ports_at_the_ends_of_the_range_are_valid() -> None:
+    assert canonicalize("http://a.test:65535/x") == "http://a.test:65535/x"
+    assert canonicalize("http://a.test:1/x") == "http://a.test:1/x"
+
+
+async def test_a_seed_with_a_port_out_of_range_is_a_clear_error(tmp_path: Path) -> None:
+    seed = "http://127.0.0.1:99999/"
+    proc = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "gossamer", "crawl", seed, "--out", str(tmp_path / "o")),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
+    )
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 2
+    lines = err.decode().strip().splitlines()
+    assert len(lines) == 1 and seed in lines[0] and "port out of range" in lines[0], lines
