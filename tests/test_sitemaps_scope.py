@@ -125,3 +125,30 @@ async def test_a_seed_with_a_port_out_of_range_is_a_clear_error(tmp_path: Path) 
     assert proc.returncode == 2
     lines = err.decode().strip().splitlines()
     assert len(lines) == 1 and seed in lines[0] and "port out of range" in lines[0], lines
+
+
+@pytest.mark.parametrize(
+    ("sitemap", "reason"),
+    [
+        ("http://elsewhere.test/s.xml", "offsite"),
+        ("http://127.0.0.1:8081/s.xml", "offsite-port"),
+    ],
+)
+async def test_a_sitemap_given_out_of_scope_is_a_clear_error(
+    tmp_path: Path, sitemap: str, reason: str
+) -> None:
+    """A ``--sitemap`` the crawl could not fetch stops it at the start, naming the way in (a
+    warning in the log would be missed, and the file was asked for)."""
+    argv = ["crawl", "http://127.0.0.1:8080/", "--sitemap", sitemap, "--out", str(tmp_path / "o")]
+    proc = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "gossamer", *argv),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
+    )
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 2
+    lines = err.decode().strip().splitlines()
+    assert len(lines) == 1 and sitemap in lines[0] and f"is {reason}," in lines[0], lines
+    assert "--allow-domain" in lines[0]
