@@ -152,3 +152,23 @@ async def test_a_sitemap_given_out_of_scope_is_a_clear_error(
     lines = err.decode().strip().splitlines()
     assert len(lines) == 1 and sitemap in lines[0] and f"is {reason}," in lines[0], lines
     assert "--allow-domain" in lines[0]
+
+
+async def test_a_cluster_job_with_a_sitemap_out_of_scope_is_refused_at_submit(
+    tmp_path: Path,
+) -> None:
+    """``cluster submit`` refuses it before it reaches Redis (none listens here): no worker
+    would read the file, so none is left to stop on it."""
+    argv = ["cluster", "submit", "--redis", "redis://127.0.0.1:9/0", "http://127.0.0.1:8080/"]
+    argv += ["--sitemap", "http://elsewhere.test/s.xml"]
+    proc = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "gossamer", *argv),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
+    )
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 2
+    lines = err.decode().strip().splitlines()
+    assert len(lines) == 1 and "elsewhere.test/s.xml is offsite," in lines[0], lines

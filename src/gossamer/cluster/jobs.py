@@ -30,6 +30,7 @@ from gossamer.cluster.redisretry import GuardedCluster
 from gossamer.cluster.redisurl import PASSWORD_ENV
 from gossamer.cluster.resilient import RedisGuard, RedisUnavailable, forbidden, install_guard
 from gossamer.cluster.seeding import Seeding, read_progress, seed_origins, seeds_digest
+from gossamer.crawl import check_given_sitemaps
 from gossamer.frontier.admission import Guards
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import RedisClient, RedisFrontier, RedisFrontierConfig
@@ -236,17 +237,19 @@ async def submit(settings: JobSettings, url: str, job: str) -> Submitted:
     seeds = canonical_seeds(settings)
     users = lone_users(settings)
     settings = job_settings(settings, seeds)
+    origins = seed_origins(seeds)
+    scope = crawl_scope(settings, origins)
+    check_given_sitemaps(settings.sitemap, scope)
     control = await open_control(url, job)
     try:
         if await control.redis.exists(control.keys["job"]):
             raise SettingsError(
                 f"job {job!r} exists already at {redact_url(url)}; choose another --job"
             )
-        origins = seed_origins(seeds)
         frontier = RedisFrontier(
             control.redis,
             job,
-            crawl_scope(settings, origins),
+            scope,
             PolitenessPolicy(),
             config=RedisFrontierConfig(
                 partitions=settings.partitions, partition_by=settings.partition_by

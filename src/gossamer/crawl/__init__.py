@@ -39,6 +39,7 @@ from gossamer.crawl.assembly import (
 from gossamer.crawl.builders import auth_logins, authenticator, load_ruleset, politeness_policy
 from gossamer.crawl.fetching import (
     address_guard,
+    check_given_sitemaps,
     check_proxies,
     check_rendering,
     in_scope,
@@ -60,6 +61,7 @@ __all__ = [
     "auth_logins",
     "authenticator",
     "build_crawler",
+    "check_given_sitemaps",
     "check_proxies",
     "check_rendering",
     "focus_policy",

@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, cast
 
-from gossamer.crawl.fetching import in_scope, scope_refusal
+from gossamer.crawl.fetching import check_given_sitemaps, in_scope, scope_refusal
 from gossamer.crawl.sitemaps import SitemapStage
 from gossamer.crawldb import CrawlDB
 from gossamer.engine import EngineConfig, RobotsFetch
@@ -22,7 +22,6 @@ from gossamer.frontier.robots import RobotsCache, RobotsPolicy
 from gossamer.hooks import load_hook
 from gossamer.outcomes import RetryPolicy
 from gossamer.page import PageConfig
-from gossamer.redact import redact_url
 from gossamer.settings import AuthSettings, CrawlSettings, SettingsError, read_secret
 from gossamer.sinks.base import Archive
 from gossamer.sinks.sqlite import SQLiteSink
@@ -179,12 +178,7 @@ def sitemap_stage(
 
         reread = functools.partial(_first_interval, revisit_bounds(settings))
     refusal = functools.partial(scope_refusal, scope)
-    for url in settings.sitemap:  # the user asked for it: a clear error, not a skipped file
-        if (reason := refusal(url)) is not None:
-            raise SettingsError(
-                f"invalid setting 'sitemap': {redact_url(url)} is {reason}, out of the crawl's"
-                " scope (give a seed of its host, or --allow-domain / --allow-port)"
-            )
+    check_given_sitemaps(settings.sitemap, scope)
     stage = SitemapStage(fetch, db, archive=archive, refusal=refusal, reread=reread)
     if settings.resume:
         stage.restore()

@@ -16,10 +16,13 @@ from gossamer.fetch.proxies import ProxyPool, read_proxies_file
 from gossamer.frontier.gate import HostGate
 from gossamer.frontier.robots import RobotsCache
 from gossamer.proxyurl import ProxyError, parse_proxy
+from gossamer.redact import redact_url
 from gossamer.settings import CrawlSettings, SettingsError
 from gossamer.urls import InvalidURL, Scope, canonicalize
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from gossamer.fetch.render import RenderingFetcher
 
 
@@ -53,6 +56,18 @@ def scope_refusal(scope: Scope, url: str) -> str | None:
         return scope.reject_reason(canonicalize(url), 0)
     except InvalidURL:
         return "invalid-url"
+
+
+def check_given_sitemaps(urls: Sequence[str], scope: Scope) -> None:
+    """Raise SettingsError for a ``--sitemap`` URL the crawl could not fetch (out of its
+    scope, or invalid): the user asked for it, so a clear error at the start, naming the way
+    in, not a file never read."""
+    for url in urls:
+        if (reason := scope_refusal(scope, url)) is not None:
+            raise SettingsError(
+                f"invalid setting 'sitemap': {redact_url(url)} is {reason}, out of the crawl's"
+                " scope (give a seed of its host, or --allow-domain / --allow-port)"
+            )
 
 
 def address_guard(
