@@ -24,11 +24,13 @@ class InvalidSetting(SettingsError):
         self.problem = problem
 
 
-class FieldError(ValueError):
-    """A ``__post_init__`` check's error about the field ``name`` of its model."""
+class FieldError(InvalidSetting):
+    """A ``__post_init__`` check's error about the field ``name`` of its model: an
+    :class:`InvalidSetting` naming it, so a model built in Python (``CrawlSettings(...)``)
+    raises what a converted one does (converted, its place is the field's dotted path)."""
 
     def __init__(self, name: str, problem: str) -> None:
-        super().__init__(problem)
+        super().__init__(name, problem)
         self.name = name
 
 
