@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import socket
 import sys
 from pathlib import Path
@@ -119,3 +120,24 @@ def test_the_filter_counts_and_limits_its_lines() -> None:
     assert bad.filter(later) and later.getMessage().startswith("5 request(s)")
     other = record(RuntimeError("a handler's bug"))
     assert bad.filter(other) and other.levelno == logging.ERROR and other.exc_info
+
+
+async def test_the_dashboard_s_stderr_says_nothing_of_bad_requests(tmp_path: Path) -> None:
+    """``gossamer ui`` shares the logger: its stderr holds its two start lines only."""
+    ui = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "gossamer", "ui", "--bind", "127.0.0.1:0", "--out", str(tmp_path),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert ui.stdout is not None
+    try:
+        line = await asyncio.wait_for(ui.stdout.readline(), 30)
+        port = int(line.decode().split("127.0.0.1:")[1].split("/")[0])
+        answers = [await send_raw(port, LONG_PATH) for _ in range(10)]
+        answers += [await send_raw(port, GARBAGE) for _ in range(3)]
+    finally:
+        ui.send_signal(signal.SIGTERM)
+        _, err = await asyncio.wait_for(ui.communicate(), 30)
+    assert all(a.startswith(b"HTTP/1.0 400") for a in answers[:10]), answers[0][:100]
+    text = err.decode(errors="replace")
+    assert "Traceback" not in text and "Error handling request" not in text, text[:2000]
+    assert text.count("\n") == 2, text  # "showing crawls in ...", "rule editor: ..."
