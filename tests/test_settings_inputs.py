@@ -104,6 +104,8 @@ BAD_VALUES: list[tuple[dict[str, Any], str]] = [
     ({"proxies": "http://p.test/"}, "proxies"),
     ({"auth": {"domain": "a.test"}}, "auth"),
     ({"revisit": [{"url": "*", "nope": 1}]}, "revisit.0.nope"),
+    ({"auth": [AuthSettings(domain=3, type="bearer", token_env="T")]}, "auth.0.domain"),
+    ({"revisit": [RevisitRule(url=3)]}, "revisit.0.url"),
     # the model's own checks: raised by its constructor
     ({"user_agent": "x\r\ny"}, "user_agent"),
     ({"robots_token": "a\tb"}, "robots_token"),
@@ -126,16 +128,16 @@ BAD_VALUES: list[tuple[dict[str, Any], str]] = [
 ]
 
 
-def _auth(**fields: Any) -> AuthSettings:
-    return AuthSettings(**fields)
+def _auth(fields: dict[str, Any], tmp_path: Path) -> AuthSettings:
+    return AuthSettings(**fields, cookies_file=tmp_path / "c.txt")
 
 
 @pytest.mark.parametrize(("fields", "field"), BAD_VALUES, ids=lambda v: str(v)[:40])
 def test_the_api_raises_settings_error_naming_the_field(
     fields: dict[str, Any], field: str, tmp_path: Path
 ) -> None:
-    if isinstance(fields.get("auth"), list):
-        auth = [_auth(**a, cookies_file=tmp_path / "c.txt") for a in fields["auth"]]
+    if isinstance(fields.get("auth"), list):  # a table of the cookies case: built here
+        auth = [_auth(a, tmp_path) if isinstance(a, dict) else a for a in fields["auth"]]
         fields = fields | {"auth": auth}
     with pytest.raises(SettingsError) as info:
         Crawl(CrawlSettings(**({"seeds": [SEED], "out": tmp_path / "out"} | fields)))

@@ -11,8 +11,9 @@ cluster keys and does not use them.
 The models are msgspec Structs: immutable, every key known, keyword arguments only. Types and
 bounds are checked when values are converted (:func:`load_model`, :func:`validate_model`,
 :func:`settings_from_json`), not when a model is built directly (``CrawlSettings(...)``);
-the checks of ``__post_init__`` run in both, and raise :class:`InvalidSetting` naming the
-field (a value of another type than its field's is left to the conversion).
+the checks of ``__post_init__`` (each model's ``_check``) run in both, and raise
+:class:`InvalidSetting` naming the field (a value of another type than its field's is left
+to the conversion).
 
 ``base`` holds the errors and :class:`SettingsModel`; ``models`` the crawl's settings Structs
 (:class:`CrawlSettings`, :class:`JobSettings`), ``auth`` a login's and ``cluster`` a cluster

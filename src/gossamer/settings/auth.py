@@ -115,7 +115,7 @@ class AuthSettings(SettingsModel, frozen=True, kw_only=True):
         Meta(ge=0, le=86_400, description="OAuth 2.0: seconds before expiry a token is renewed."),
     ] = 60.0
 
-    def __post_init__(self) -> None:
+    def _check(self) -> None:
         domain = self.domain.strip().lower().rstrip(".")
         if not _DOMAIN.fullmatch(domain):
             raise FieldError("domain", f"{domain!r} is not a host name (no scheme, port or path)")

@@ -1,7 +1,7 @@
 """The crawl's settings models and their checks: :class:`CrawlSettings` (what any crawl can be
 told) and :class:`JobSettings` (with what a cluster job adds), the types of their fields and
-what their ``__post_init__`` checks. The errors and the base model are in ``base``, a login's
-settings in ``auth``, the cluster's in ``cluster``."""
+what their checks (``_check``, run by ``__post_init__``) look at. The errors and the base
+model are in ``base``, a login's settings in ``auth``, the cluster's in ``cluster``."""
 
 import ipaddress
 import re
@@ -677,18 +677,9 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
         """Whether the crawl is focused (a phrase or example pages given)."""
         return self.focus_phrase is not None or bool(self.focus_examples)
 
-    def __post_init__(self) -> None:
+    def _check(self) -> None:
         if self.wacz:
             force_setattr(self, "warc", True)  # a WACZ packages the crawl's WARC files
-        try:
-            self._check()
-        except (TypeError, AttributeError):
-            # A value of another type than its field's, in a model built in Python: its
-            # conversion (when a Crawl takes the settings) names the field, then runs these
-            # checks again on converted values.
-            return
-
-    def _check(self) -> None:
         for name in ("user_agent", "robots_token"):
             if any(ord(c) < 32 for c in getattr(self, name)):
                 raise FieldError(name, "must not contain control characters")
