@@ -89,7 +89,7 @@ def test_float_settings_are_some() -> None:
         ({"auth": [{"type": "bearer", "token_env": "T"}]}, "auth.0.domain"),
         ({"auth": [{"domain": "a.test", "type": "digest"}]}, "auth.0.type"),
         ({"auth": [{"domain": "a.test/x", "type": "bearer", "token_env": "T"}]}, "auth.0.domain"),
-        ({"auth": [{"domain": "a.test", "type": "bearer"}]}, "auth.0"),
+        ({"auth": [{"domain": "a.test", "type": "bearer"}]}, "auth.0.token_env"),
         ({"allow_ports": [80, 0]}, "allow_ports.1"),
         ({"shipped_rules": {"documents": [], "digest": "ab\n"}}, "shipped_rules.digest"),
         ({"shipped_rules": {"documents": [{"name": "a"}], "digest": "0" * 64}},

@@ -70,6 +70,8 @@ HOSTILE = [
     pytest.param(b"", lambda i: b"*1\r\n", 100_000, "nested", id="deep-nesting"),
     pytest.param(b"+", lambda i: b"a" * _MIB, 100 * _MIB, "line longer", id="endless-line"),
     pytest.param(b"$abc\r\n", lambda i: b"", 0, "malformed reply header", id="bad-length"),
+    pytest.param(b"$-5\r\n", lambda i: b"", 0, "malformed reply header", id="negative-length"),
+    pytest.param(b"*-5\r\n", lambda i: b"", 0, "malformed reply header", id="negative-count"),
     pytest.param(b":12x\r\n", lambda i: b"", 0, "malformed number", id="bad-integer"),
 ]  # fmt: skip
 
@@ -142,3 +144,15 @@ async def test_cluster_commands_fail_with_one_line(
     assert "string of 10000000000 bytes" in err.splitlines()[-1], err
     assert "Traceback" not in err and "MemoryError" not in err
     assert time.monotonic() - started < 20
+
+
+async def test_a_negative_length_is_a_redis_error_not_the_job_s() -> None:
+    """A bulk length below -1 (the real redis-server never sends one; this "Redis" is a
+    fake): one line saying Redis sent a malformed reply, naming the server; not an invalid
+    --job setting (exit 2), as redis-py's reader made of it."""
+    async with fake_redis(b"$-5\r\n", lambda i: b"", 0) as url:
+        code, out, err = await output("cluster", "status", "--redis", url, "--job", "rt", limit=30)
+    assert code == 1, (out, err)
+    assert err.count("\n") == 1, err
+    assert "malformed reply header" in err and url.split("//")[1].split("/")[0] in err, err
+    assert "'job'" not in err and "Traceback" not in err

@@ -14,7 +14,8 @@ reading it, they refuse:
 - an aggregate of more than :data:`MAX_ELEMENTS` elements, more than that many elements in one
   reply, or nesting deeper than :data:`MAX_DEPTH`,
 - a reply of more than :data:`MAX_REPLY` bytes in all, a header line longer than the stream's
-  64 KiB limit, or a header whose length or number does not parse.
+  64 KiB limit, or a header whose length or number does not parse (or is a length below
+  -1, RESP2's null).
 
 A refusal raises :class:`ReplyRefused`, a redis-py ConnectionError: redis-py drops the
 connection, and a worker treats it like an outage (its guard retries, then gives up with one
@@ -89,7 +90,9 @@ class _Bounded:
         try:
             count = int(rest)
         except ValueError:
-            raise ReplyRefused(f"Redis sent a malformed reply header {rest[:20]!r}") from None
+            count = -2
+        if count < -1:  # -1 is RESP2's null; no other length is below 0
+            raise ReplyRefused(f"Redis sent a malformed reply header {rest[:20]!r}")
         if code in _SIZED:
             if count > MAX_BULK:
                 raise ReplyRefused(f"Redis sent a string of {count} bytes (most {MAX_BULK})")

@@ -11,9 +11,9 @@ fetcher's own requests (``gated``), logins per domain (``auth``, with ``login``,
 This package may import the standard library, aiohttp (lazily: only a request through a
 proxy, a login or ``http_client="aiohttp"`` loads it), httptools, brotli, aiohttp-socks and
 python-socks (SOCKS5 proxies), selectolax, psutil, playwright (in ``render``, lazily),
-``gossamer.redact``, ``gossamer.proxyurl`` (proxy URLs), ``gossamer.safe``, ``gossamer.tls``
-and ``gossamer.urls``; it knows no other stage (the engine hands it URLs and reads its
-results).
+``gossamer.redact``, ``gossamer.proxyurl`` (proxy URLs), ``gossamer.safe``, ``gossamer.tls``,
+``gossamer.urls`` and ``gossamer.settings`` (the parser of ``--resolve`` items); it knows no
+other stage (the engine hands it URLs and reads its results).
 """
 
 from gossamer.fetch.dns import (

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
-import re
 import socket
 import time
 from collections import OrderedDict
@@ -32,6 +30,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol, TypedDict
 
 import msgspec
+
+from gossamer.settings.resolve import IPAddress, normalize_host, parse_resolve_item
 
 __all__ = [
     "CachingResolver",
@@ -45,10 +45,8 @@ __all__ = [
     "parse_resolve_overrides",
 ]
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Clock = Callable[[], float]
 
-_LABEL = re.compile(r"(?!-)[a-z0-9_-]{1,63}(?<!-)")
 _NUMERIC_FLAGS = socket.AI_NUMERICHOST | socket.AI_NUMERICSERV
 
 
@@ -101,11 +99,6 @@ class SystemResolver:
         """Nothing to release."""
 
 
-def normalize_host(host: str) -> str:
-    """Return the cache/override key of a host name: lower case, without a trailing dot."""
-    return host.rstrip(".").lower()
-
-
 class ResolveOverrides(msgspec.Struct, frozen=True):
     """Fixed answers for some host names, like curl's ``--resolve``.
 
@@ -144,7 +137,7 @@ def parse_resolve_overrides(items: Iterable[str]) -> ResolveOverrides:
     exact: dict[str, list[IPAddress]] = {}
     wildcards: dict[str, list[IPAddress]] = {}
     for item in items:
-        pattern, addresses = _parse_item(item)
+        pattern, addresses = parse_resolve_item(item)
         if pattern == "*":
             table, key = wildcards, ""
         elif pattern.startswith("*."):
@@ -158,45 +151,6 @@ def parse_resolve_overrides(items: Iterable[str]) -> ResolveOverrides:
         exact={name: tuple(addrs) for name, addrs in exact.items()},
         wildcards=tuple((suffix, tuple(addrs)) for suffix, addrs in ordered),
     )
-
-
-def _parse_item(item: str) -> tuple[str, list[IPAddress]]:
-    host, sep, ips = item.strip().partition("=")
-    if not sep:
-        raise ValueError(f"invalid resolve override {item!r}: expected HOST=IP")
-    pattern = _parse_pattern(item, host.strip())
-    texts = [t.strip() for t in ips.split(",")]
-    if not any(texts):
-        raise ValueError(f"invalid resolve override {item!r}: no IP address after '='")
-    return pattern, [_parse_ip(item, text) for text in texts]
-
-
-def _parse_pattern(item: str, host: str) -> str:
-    if host == "*":
-        return host
-    wildcard = host.startswith("*.")
-    name = normalize_host(host[2:] if wildcard else host)
-    try:
-        name = name.encode("idna").decode("ascii")
-    except UnicodeError as exc:
-        raise ValueError(f"invalid resolve override {item!r}: bad host name {host!r}") from exc
-    labels = name.split(".")
-    if not name or len(name) > 253 or not all(_LABEL.fullmatch(label) for label in labels):
-        raise ValueError(
-            f"invalid resolve override {item!r}: bad host name {host!r} "
-            "(expected a name like example.com, a wildcard like *.test, or *)"
-        )
-    return f"*.{name}" if wildcard else name
-
-
-def _parse_ip(item: str, text: str) -> IPAddress:
-    literal = text[1:-1] if text.startswith("[") and text.endswith("]") else text
-    try:
-        return ipaddress.ip_address(literal)
-    except ValueError:
-        raise ValueError(
-            f"invalid resolve override {item!r}: {text!r} is not an IPv4 or IPv6 address"
-        ) from None
 
 
 class DnsStats(msgspec.Struct, frozen=True):

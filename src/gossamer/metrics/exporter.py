@@ -54,6 +54,7 @@ from gossamer.engine import LoopState
 from gossamer.fetch.http import DURATION_BUCKETS, FetchStats
 from gossamer.fetch.proxies import PoolStats
 from gossamer.metrics.hostcheck import HostCheck, host_middleware
+from gossamer.metrics.serverlog import server_logger
 from gossamer.settings import SettingsError
 from gossamer.stats import CrawlStats
 
@@ -405,7 +406,7 @@ def application(hosts: HostCheck | None) -> web.Application:
 
 async def listen(app: web.Application, bind: str, port: int) -> web.AppRunner:
     """``app`` listening on ``bind``:``port``; one that cannot be had is a settings error."""
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, logger=server_logger())
     await runner.setup()
     try:
         await web.TCPSite(runner, bind, port, reuse_address=True).start()

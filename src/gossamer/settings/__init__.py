@@ -11,7 +11,9 @@ cluster keys and does not use them.
 The models are msgspec Structs: immutable, every key known, keyword arguments only. Types and
 bounds are checked when values are converted (:func:`load_model`, :func:`validate_model`,
 :func:`settings_from_json`), not when a model is built directly (``CrawlSettings(...)``);
-the checks of ``__post_init__`` run in both.
+the checks of ``__post_init__`` (each model's ``_check``) run in both, and raise
+:class:`InvalidSetting` naming the field (a value of another type than its field's is left
+to the conversion).
 
 ``base`` holds the errors and :class:`SettingsModel`; ``models`` the crawl's settings Structs
 (:class:`CrawlSettings`, :class:`JobSettings`), ``auth`` a login's and ``cluster`` a cluster
@@ -19,8 +21,9 @@ job's, each with its fields' types, defaults and ``__post_init__`` checks; ``loa
 values come from and how they are converted (TOML, the environment, :func:`load_settings`,
 :func:`load_model`, :func:`validate_model`, the JSON and dict forms, a field's type and
 description); ``inputs`` what a crawl reads through its settings (the secrets of its logins,
-its seeds, its scope). ``loading`` and ``inputs`` build on the models, never on each other;
-code outside imports from ``gossamer.settings``.
+its seeds, its scope); ``resolve`` the parser of the ``resolve`` setting's items, which the
+fetch stage's resolver uses too. ``loading`` and ``inputs`` build on the models, never on each
+other; code outside imports from ``gossamer.settings``.
 
 This package may import the standard library, msgspec, ``gossamer`` (its version),
 ``gossamer.proxyurl`` (proxy URLs checked), ``gossamer.redact`` and ``gossamer.urls``: it is

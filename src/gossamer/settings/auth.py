@@ -115,7 +115,7 @@ class AuthSettings(SettingsModel, frozen=True, kw_only=True):
         Meta(ge=0, le=86_400, description="OAuth 2.0: seconds before expiry a token is renewed."),
     ] = 60.0
 
-    def __post_init__(self) -> None:
+    def _check(self) -> None:
         domain = self.domain.strip().lower().rstrip(".")
         if not _DOMAIN.fullmatch(domain):
             raise FieldError("domain", f"{domain!r} is not a host name (no scheme, port or path)")
@@ -130,16 +130,16 @@ class AuthSettings(SettingsModel, frozen=True, kw_only=True):
         for name in ("username", "password", "token", "client_id", "client_secret"):
             env, file = getattr(self, f"{name}_env"), getattr(self, f"{name}_file")
             if env is not None and file is not None:
-                raise ValueError(f"give {name}_env or {name}_file, not both")
+                raise FieldError(f"{name}_env", f"give {name}_env or {name}_file, not both")
         needed = _SECRETS[self.type]
         if self.type == "form" and self.login_hook is None:
             needed = ("username", "password")
             if self.login_url is None:
-                raise ValueError("type form needs login_url (or login_hook)")
+                raise FieldError("login_url", "type form needs login_url (or login_hook)")
         for name in needed:
             if getattr(self, f"{name}_env") is None and getattr(self, f"{name}_file") is None:
-                raise ValueError(f"type {self.type} needs {name}_env or {name}_file")
+                raise FieldError(f"{name}_env", f"type {self.type} needs {name}_env or {name}_file")
         if self.type == "cookies" and self.cookies_file is None:
-            raise ValueError("type cookies needs cookies_file")
+            raise FieldError("cookies_file", "type cookies needs cookies_file")
         if self.type == "oauth2" and self.token_url is None:
-            raise ValueError("type oauth2 needs token_url")
+            raise FieldError("token_url", "type oauth2 needs token_url")

@@ -24,11 +24,13 @@ class InvalidSetting(SettingsError):
         self.problem = problem
 
 
-class FieldError(ValueError):
-    """A ``__post_init__`` check's error about the field ``name`` of its model."""
+class FieldError(InvalidSetting):
+    """A model's check's error (``_check``) about the field ``name`` of the model: an
+    :class:`InvalidSetting` naming it, so a model built in Python (``CrawlSettings(...)``)
+    raises what a converted one does (converted, its place is the field's dotted path)."""
 
     def __init__(self, name: str, problem: str) -> None:
-        super().__init__(problem)
+        super().__init__(name, problem)
         self.name = name
 
 
@@ -41,6 +43,19 @@ class SettingsModel(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     the values of the fields a model names in ``_masked_fields`` are shown as ``***``."""
 
     _masked_fields: ClassVar[tuple[str, ...]] = ()
+
+    def __post_init__(self) -> None:
+        try:
+            self._check()
+        except (TypeError, AttributeError):
+            # A value of another type than its field's, in a model built in Python: its
+            # conversion (when a Crawl takes the settings) names the field, then runs the
+            # checks again on converted values.
+            return
+
+    def _check(self) -> None:
+        """The model's checks beyond its fields' types and bounds (each raises
+        :class:`FieldError`); they may assume every value has its field's type."""
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{name}={value!r}" for name, value in self.__rich_repr__())

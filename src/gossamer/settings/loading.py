@@ -112,6 +112,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise SettingsError(f"config: {path} is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(f"config: {path} is not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise SettingsError(f"config: {path} nests arrays or tables too deeply") from None
 
 
 def _from_env(env: Mapping[str, str], model: type[SettingsModel]) -> dict[str, Any]:
@@ -311,6 +313,7 @@ def _invalid(error: msgspec.MsgspecError) -> InvalidSetting:
     cause = error.__cause__
     if isinstance(cause, FieldError):
         steps.append(cause.name)
+        problem = cause.problem
     elif named := _ERROR_NAMED.fullmatch(problem):
         steps.append(named[2])
         problem = "not a setting" if named[1] == "contains unknown" else "required"

@@ -1,8 +1,9 @@
 """The crawl's settings models and their checks: :class:`CrawlSettings` (what any crawl can be
 told) and :class:`JobSettings` (with what a cluster job adds), the types of their fields and
-what their ``__post_init__`` checks. The errors and the base model are in ``base``, a login's
-settings in ``auth``, the cluster's in ``cluster``."""
+what their checks (``_check``, run by ``__post_init__``) look at. The errors and the base
+model are in ``base``, a login's settings in ``auth``, the cluster's in ``cluster``."""
 
+import ipaddress
 import re
 from pathlib import Path
 from typing import Annotated, Literal
@@ -22,6 +23,7 @@ from gossamer.settings.cluster import (
     ClusterPartitions,
     ShippedRules,
 )
+from gossamer.settings.resolve import host_name, parse_resolve_item
 from gossamer.settings.revisit import (
     DEFAULT_INITIAL,
     DEFAULT_MAX,
@@ -234,7 +236,7 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
         | None
     ) = None
     host_page_budgets: Annotated[
-        dict[str, int],
+        dict[str, Annotated[int, Meta(ge=1)]],
         Meta(
             description=(
                 "Page budgets by host pattern (a glob on the host name, the first match "
@@ -675,7 +677,7 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
         """Whether the crawl is focused (a phrase or example pages given)."""
         return self.focus_phrase is not None or bool(self.focus_examples)
 
-    def __post_init__(self) -> None:
+    def _check(self) -> None:
         if self.wacz:
             force_setattr(self, "warc", True)  # a WACZ packages the crawl's WARC files
         for name in ("user_agent", "robots_token"):
@@ -686,6 +688,8 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
             raise FieldError("focus_phrase", "must not contain control characters")
         _check_functions(self.rule_functions)
         _check_patterns(self.render_url)
+        _check_resolve(self.resolve)
+        _check_domains(self.allow_domains)
         _check_proxies(self.proxies)
         _check_sitemaps(self.sitemap)
         if not _BIND.fullmatch(self.metrics_bind):
@@ -698,31 +702,40 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
             if domains.count(domain) > 1:
                 raise FieldError("auth", f"two [[auth]] tables for {domain}")
         self._focus_topic()
-        try:
-            intervals = (self.revisit_initial, self.revisit_min, self.revisit_max)
-            check_intervals(*intervals)
-            for rule in self.revisit:
-                check_intervals(*rule_intervals(rule, *intervals))
-        except ValueError as exc:
-            raise FieldError("revisit_initial", str(exc)) from None
+        self._revisit_intervals()
         if self.cookies == "off":
             for auth in self.auth:
                 if auth.type in ("cookies", "form"):
-                    raise ValueError(
+                    problem = (
                         f"[[auth]] {auth.domain}: type {auth.type} needs --cookies on or login-only"
                     )
+                    raise FieldError("cookies", problem)
+
+    def _revisit_intervals(self) -> None:
+        intervals = (self.revisit_initial, self.revisit_min, self.revisit_max)
+        try:
+            check_intervals(*intervals)
+        except ValueError as exc:
+            raise FieldError("revisit_min", str(exc)) from None
+        for rule in self.revisit:
+            try:
+                check_intervals(*rule_intervals(rule, *intervals))
+            except ValueError as exc:
+                raise FieldError("revisit", str(exc)) from None
 
     def _focus_topic(self) -> None:
         phrase = self.focus_phrase
         if phrase is not None and not phrase.strip() and not self.focus_examples:
-            raise ValueError("focus_phrase is empty: give the topic's words or --focus-example")
+            problem = "empty: give the topic's words or --focus-example"
+            raise FieldError("focus_phrase", problem)
         if not self.focused and (self.focus_mode != "soft" or self.focus_threshold != 0.5):
-            raise ValueError("focus_mode and focus_threshold need a phrase or example pages")
+            name = "focus_mode" if self.focus_mode != "soft" else "focus_threshold"
+            raise FieldError(name, "needs a focus phrase or example pages")
         for url in self.focus_examples:
             try:
                 canonicalize(url)
             except InvalidURL as exc:
-                raise ValueError(f"focus_examples: {url[:200]!r}: {exc}") from None
+                raise FieldError("focus_examples", f"{url[:200]!r}: {exc}") from None
 
 
 def _check_functions(functions: dict[str, str]) -> None:
@@ -741,6 +754,29 @@ def _check_patterns(patterns: list[str]) -> None:
         except re.error as exc:
             problem = f"{pattern!r} is not a regular expression: {exc}"
             raise FieldError("render_url", problem) from None
+
+
+def _check_domains(domains: list[str]) -> None:
+    for domain in domains:
+        if host_name(domain.strip(".")) is None and not _is_address(domain):
+            problem = f"{domain[:80]!r} is not a domain name (e.g. example.org, or test)"
+            raise FieldError("allow_domains", problem)
+
+
+def _is_address(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
+def _check_resolve(items: list[str]) -> None:
+    for item in items:
+        try:
+            parse_resolve_item(item)
+        except ValueError as exc:
+            raise FieldError("resolve", str(exc)) from None
 
 
 def _check_sitemaps(urls: list[str]) -> None:

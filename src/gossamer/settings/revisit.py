@@ -20,10 +20,9 @@ seen within a month).
 import re
 from typing import Annotated
 
-import msgspec
 from msgspec import Meta
 
-from gossamer.settings.base import InvalidSetting
+from gossamer.settings.base import FieldError, InvalidSetting, SettingsModel
 
 DEFAULT_INITIAL = 86_400.0
 DEFAULT_MIN = 3_600.0
@@ -37,7 +36,7 @@ _INTERVALS = ("initial", "min", "max")
 Seconds = Annotated[float, Meta(ge=1, le=10 * 365 * 86_400, description="Seconds (at least 1).")]
 
 
-class RevisitRule(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class RevisitRule(SettingsModel, frozen=True, kw_only=True):
     """One ``[[revisit]]`` table: the intervals of the URLs it matches (unset ones are the
     crawl's own)."""
 
@@ -65,13 +64,16 @@ class RevisitRule(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     min: Seconds | None = None
     max: Seconds | None = None
 
-    def __post_init__(self) -> None:
+    def _check(self) -> None:
         if self.url is None and self.content_type is None:
-            raise ValueError("a [[revisit]] table needs url or content_type")
+            raise FieldError("url", "a [[revisit]] table needs url or content_type")
         if self.url is not None:
-            url_regex(self.url)  # a bad pattern fails when the settings load
+            try:
+                url_regex(self.url)  # a bad pattern fails when the settings load
+            except ValueError as exc:
+                raise FieldError("url", str(exc)) from None
         if self.min is not None and self.max is not None and self.min > self.max:
-            raise ValueError(f"[[revisit]] {self.url or self.content_type}: min > max")
+            raise FieldError("min", f"[[revisit]] {self.url or self.content_type}: min > max")
 
 
 def check_tables(tables: object) -> None:

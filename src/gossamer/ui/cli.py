@@ -205,6 +205,7 @@ async def serve(
     """Serve until interrupted; print the URL to open (with the token when it was made here)."""
     from aiohttp import web
 
+    from gossamer.metrics.serverlog import server_logger
     from gossamer.ui.app import Sources, build_app, mount
     from gossamer.ui.security import Guard, new_token
 
@@ -216,7 +217,7 @@ async def serve(
     app = build_app(guard, Sources(outs, redis))
     if editor is not None:
         mount(app, "/editor", editor_app(editor, bound))
-    runner = web.AppRunner(app, access_log=None)
+    runner = web.AppRunner(app, access_log=None, logger=server_logger())
     await runner.setup()
     site = web.SockSite(runner, site_socket)
     await site.start()
