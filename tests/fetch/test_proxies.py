@@ -12,6 +12,7 @@ import ssl
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from aiohttp import web
@@ -20,7 +21,7 @@ from tests.fetch.proxy_servers import HttpProxy, Socks5Proxy, dead_port
 from tests.local_app import serve
 
 from gossamer.fetch.http import FetchConfig, Fetcher
-from gossamer.fetch.proxies import ProxyPool, read_proxies_file
+from gossamer.fetch.proxies import ProxyPool, proxy_fault, read_proxies_file
 from gossamer.outcomes import is_failure
 from gossamer.proxyurl import Proxy, ProxyError, parse_proxy
 
@@ -161,6 +162,35 @@ async def test_proxies_file_is_read_again_when_it_changes(tmp_path: Path) -> Non
     os.utime(path, (2, 2))
     await pool.check_due()  # a bad file leaves the pool as it was
     assert sorted(pool.states()) == ["http://b:8080", "http://given:8080"]
+
+
+async def test_requests_answered_407_never_refuse_the_pool() -> None:
+    """A site may answer 407 itself (relayed by the proxy, or inside a tunnel): requests
+    failing so kill a proxy until its next check, which alone can refuse the pool."""
+    checks = Checks(a=0.05, b=0.05)
+    pool = ProxyPool(_proxies("a", "b"), checker=checks, revalidate=10)
+    stops: list[str] = []
+    pool.on_refused(lambda: stops.append("stop"))
+    await pool.check_due()
+    for _ in range(5):
+        for proxy in _proxies("a", "b"):
+            pool.failed(proxy, "proxy-auth")
+    assert pool.waiting and not pool.refused and stops == []
+
+
+@pytest.mark.parametrize(
+    ("url", "proxy", "fault"),
+    [
+        ("http://site.test/", "http://u:p@127.0.0.1:3128", "proxy-auth"),
+        ("https://site.test/", "http://u:p@127.0.0.1:3128", None),  # in the tunnel: the site's
+        ("http://site.test/", "socks5://u:p@127.0.0.1:1080", None),  # relayed bytes
+    ],
+)
+def test_a_407_is_the_proxy_s_only_where_the_proxy_answers(
+    url: str, proxy: str, fault: str | None
+) -> None:
+    answer = SimpleNamespace(status=407, error=None, url=url, headers={})
+    assert proxy_fault(answer, parse_proxy(proxy)) == fault
 
 
 async def test_every_proxy_rejecting_the_credentials_refuses_the_pool(
@@ -320,6 +350,21 @@ async def test_proxy_credentials_are_sent_and_never_shown(
         await guarded.stop()
     assert "hunter2" not in caplog.text
     assert "wrong-pw" not in caplog.text
+
+
+async def test_a_connect_answered_407_is_the_proxy_refusing_the_credentials() -> None:
+    """An HTTPS URL goes through a CONNECT: the proxy's 407 to it is a refusal (a 407
+    inside the tunnel would be the site's)."""
+    guarded = await HttpProxy(credentials=("alice", "hunter2")).start()
+    pool = ProxyPool([parse_proxy(f"http://alice:wrong-pw@127.0.0.1:{guarded.port}")])
+    check = "https://127.0.0.1:9/check"  # never reached: the CONNECT is refused first
+    fetcher = Fetcher(FetchConfig(**FAST, proxy_check_url=check), proxies=pool)
+    try:
+        await pool.check_due()
+        assert pool.refused
+    finally:
+        await fetcher.close()
+        await guarded.stop()
 
 
 @pytest.fixture(scope="module")

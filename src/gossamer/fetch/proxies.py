@@ -153,6 +153,7 @@ class _Entry:
         "latency",
         "proxy",
         "reason",
+        "refused",
         "requests",
         "response_time",
         "state",
@@ -163,6 +164,7 @@ class _Entry:
     def __init__(self, proxy: Proxy) -> None:
         self.proxy = proxy
         self.state: State = "unchecked"
+        self.refused = False  # its last check got a 407 (a request's may be the site's)
         self.requests = self.failures = self.streak = self.timed = 0
         self.latency = 0.0
         self.response_time: float | None = None
@@ -210,14 +212,16 @@ def proxy_fault(result: ProxyAnswer | None, proxy: Proxy | None = None) -> str |
 
     The proxy's failures: no answer at all (a connection refused or reset, a timeout, a TLS
     or SOCKS failure, a CONNECT the proxy refused or failed: aiohttp raises for a CONNECT
-    that does not answer 200), but for faults of the URL itself; a 407 (the proxy refused
-    the request); and a gateway error the proxy made itself (`_made_by_proxy`)."""
+    that does not answer 200, a 407 there ``proxy-auth``), but for faults of the URL itself;
+    a 407 to a plain-HTTP URL through an HTTP(S) proxy (in a tunnel, the site's answer); and
+    a gateway error the proxy made itself (`_made_by_proxy`)."""
     if result is None:
         return "no-answer"
     if result.status is None:
         return None if result.error in _NOT_PROXY_FAULTS else result.error
-    if result.status == 407:
-        return "proxy-auth"
+    if result.status == 407:  # inside an HTTPS tunnel or through SOCKS: the site's own
+        by_proxy = result.url[:5].lower() == "http:" and (proxy is None or proxy.scheme != "socks5")
+        return "proxy-auth" if by_proxy else None
     if result.status in _GATEWAY_ERRORS and proxy is not None and _made_by_proxy(result, proxy):
         return f"proxy-{result.status}"
     return None
@@ -472,6 +476,7 @@ class ProxyPool:
             return  # left the pool meanwhile
         now = self._clock()
         if seconds is None or isinstance(seconds, str):
+            entry.refused = seconds == REJECTED
             self._failure(entry, seconds or "check failed")
             if entry.state == "live":
                 entry.due = now + min(self._check_interval, self._revalidate)
@@ -483,6 +488,7 @@ class ProxyPool:
             else (1 - _LATENCY_WEIGHT) * previous + _LATENCY_WEIGHT * seconds
         )
         entry.streak = 0
+        entry.refused = False
         entry.due = now + self._check_interval
         if entry.state != "live":
             log.info(
@@ -552,8 +558,8 @@ class ProxyPool:
             )
 
     def _note_refused(self) -> None:
-        """Every proxy is dead: if each rejected the credentials, the pool is `refused`."""
-        if all(e.reason == REJECTED for e in self._entries.values()):
+        """Every proxy is dead: if each one's last check got a 407, the pool is `refused`."""
+        if all(e.refused for e in self._entries.values()):
             self._refused = True
             log.error(
                 "every proxy rejected the crawl's credentials (407): the crawl stops",

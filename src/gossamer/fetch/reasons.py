@@ -100,6 +100,12 @@ def _head(exc: BaseException) -> str:
     return "protocol-error"
 
 
+def _connect_refused(exc: BaseException) -> str:
+    """A CONNECT the proxy answered otherwise than 200: a 407 is the proxy refusing the
+    crawl's credentials (``proxy-auth``, as `gossamer.fetch.proxies.proxy_fault` names it)."""
+    return "proxy-auth" if getattr(exc, "status", None) == 407 else _head(exc)
+
+
 def _wire(exc: WireError) -> str:
     return exc.reason
 
@@ -138,6 +144,7 @@ def reasons() -> _Rows:
         (aiohttp.ClientConnectorError, _connect),
         (aiohttp.ServerDisconnectedError, "server-disconnected"),
         ((aiohttp.ClientPayloadError, HttpProcessingError), _body),
+        (aiohttp.ClientHttpProxyError, _connect_refused),
         (aiohttp.ClientResponseError, _head),
         (ConnectionResetError, "connection-reset"),
         (OSError, _socket),
