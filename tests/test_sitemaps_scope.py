@@ -150,6 +150,14 @@ async def test_a_sitemap_given_out_of_scope_is_a_clear_error(
     seed = "http://127.0.0.1:8080/"
     line = await _refused("crawl", seed, "--sitemap", sitemap, "--out", str(tmp_path / "o"))
     assert sitemap in line and f"is {reason}," in line and "--allow-domain" in line
+    assert not (tmp_path / "o").exists()  # refused before anything is written
+
+
+async def test_a_sitemap_given_with_another_fault_is_named_so(tmp_path: Path) -> None:
+    sitemap = "http://127.0.0.1:8080/" + "a/" * 5000
+    argv = ["crawl", "http://127.0.0.1:8080/", "--sitemap", sitemap, "--out", str(tmp_path)]
+    line = await _refused(*argv)
+    assert "is url-too-long" in line and "--allow-domain" not in line
 
 
 async def test_a_cluster_job_with_a_sitemap_out_of_scope_is_refused_at_submit() -> None:

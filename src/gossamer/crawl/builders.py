@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, cast
 
-from gossamer.crawl.fetching import check_given_sitemaps, in_scope, scope_refusal
+from gossamer.crawl.fetching import in_scope, scope_refusal
 from gossamer.crawl.sitemaps import SitemapStage
 from gossamer.crawldb import CrawlDB
 from gossamer.engine import EngineConfig, RobotsFetch
@@ -178,7 +178,6 @@ def sitemap_stage(
 
         reread = functools.partial(_first_interval, revisit_bounds(settings))
     refusal = functools.partial(scope_refusal, scope)
-    check_given_sitemaps(settings.sitemap, scope)
     stage = SitemapStage(fetch, db, archive=archive, refusal=refusal, reread=reread)
     if settings.resume:
         stage.restore()

@@ -60,14 +60,17 @@ def scope_refusal(scope: Scope, url: str) -> str | None:
 
 def check_given_sitemaps(urls: Sequence[str], scope: Scope) -> None:
     """Raise SettingsError for a ``--sitemap`` URL the crawl could not fetch (out of its
-    scope, or invalid): the user asked for it, so a clear error at the start, naming the way
-    in, not a file never read."""
+    scope, or invalid): the user asked for it, so a clear error before the crawl starts,
+    naming the way in, not a file never read. A cluster worker given a job submitted before
+    this check skips such a file with a warning (`gossamer.crawl.sitemapfiles.FileScope`)."""
     for url in urls:
-        if (reason := scope_refusal(scope, url)) is not None:
-            raise SettingsError(
-                f"invalid setting 'sitemap': {redact_url(url)} is {reason}, out of the crawl's"
-                " scope (give a seed of its host, or --allow-domain / --allow-port)"
-            )
+        if (reason := scope_refusal(scope, url)) is None:
+            continue
+        why = f"invalid setting 'sitemap': {redact_url(url)} is {reason}"
+        if reason in ("offsite", "offsite-port"):
+            why += ", out of the crawl's scope (give a seed of its host, or --allow-domain"
+            why += " / --allow-port)"
+        raise SettingsError(why)
 
 
 def address_guard(

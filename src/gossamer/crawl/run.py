@@ -21,12 +21,12 @@ from gossamer import eventloop
 from gossamer.crawl.additions import NOTHING, Additions
 from gossamer.crawl.assembly import build_crawler
 from gossamer.crawl.builders import auth_logins, load_ruleset, page_config
-from gossamer.crawl.fetching import check_rendering
+from gossamer.crawl.fetching import check_given_sitemaps, check_rendering
 from gossamer.crawl.outputs import prepare_out_dir
 from gossamer.engine import Crawler
 from gossamer.logs import LOG_FILE, logging_to_file
 from gossamer.progress import progress_line
-from gossamer.settings import CrawlSettings, canonical_seeds
+from gossamer.settings import CrawlSettings, canonical_seeds, crawl_scope
 from gossamer.stats import CrawlStats
 from gossamer.status import status_file
 
@@ -52,6 +52,7 @@ async def run_crawl(settings: CrawlSettings, additions: Additions = NOTHING) -> 
     rules = load_ruleset(settings)  # and so do bad rule documents
     auth_logins(settings)  # and a missing secret
     check_rendering(settings)  # and --render without Playwright or the browser
+    check_given_sitemaps(settings.sitemap, crawl_scope(settings, seeds))  # and --sitemap
     async with metrics_server(settings) as metrics:  # a port in use fails before the crawl
         prepare_out_dir(settings)
         with logging_to_file(settings.out / LOG_FILE):
