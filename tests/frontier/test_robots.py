@@ -230,6 +230,21 @@ async def test_an_endless_crawl_delay_is_the_longest(
     assert spelt.crawl_delay == delay
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"User-agent: *\rCrawl-delay: inf\r",  # lines ended by CR alone
+        b"User-agent: *\nCrawl-delay:\xc2\xa0inf\n",  # a no-break space before the value
+        b"User-agent: *\nCrawl-delay: inf\x0b\n",  # a vertical tab after it
+        b"User-agent: *\xc2\x85Crawl-delay: inf",  # NEL: a line break to str.splitlines
+    ],
+)
+def test_an_endless_crawl_delay_is_found_where_protego_reads_a_line(body: bytes) -> None:
+    """Protego splits lines as ``str.splitlines`` does and strips every space: an endless
+    delay must be found on each line it reads."""
+    assert RobotsPolicy.parse(body).crawl_delay == 1e308
+
+
 async def test_token_matching_is_case_insensitive_and_whole_token(
     site: Site, fetch: Callable[[str], Awaitable[RobotsResponse]]
 ) -> None:

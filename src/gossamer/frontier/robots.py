@@ -500,11 +500,14 @@ def _robots_text(body: bytes, cut: bool = False) -> str:
         body = body[:MAX_ROBOTS_BYTES]
         body = body[: body.rfind(b"\n") + 1]
     text = body.decode("utf-8", "replace").removeprefix("\ufeff")
-    return _ENDLESS_DELAY.sub(_finite_delay, text) if "delay" in text.lower() else text
+    if "delay" not in text.lower():
+        return text
+    # lines as protego splits them (every line break str.splitlines knows), spaces as it strips
+    return _ENDLESS_DELAY.sub(_finite_delay, "\n".join(text.splitlines()))
 
 
 _ENDLESS_DELAY = re.compile(
-    r"^([ \t]*crawl(?:-|[ \t]+)delay[ \t]*:?[ \t]*)([^\s#]+)(?=[ \t\r]*(?:#|$))",
+    r"^([^\S\n]*crawl(?:-|[^\S\n]+)delay[^\S\n]*:?[^\S\n]*)([^\s#]+)(?=[^\S\n]*(?:#|$))",
     re.IGNORECASE | re.MULTILINE,
 )
 _LONGEST_DELAY = "1e308"
