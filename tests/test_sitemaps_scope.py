@@ -10,6 +10,7 @@ cluster submit). Real servers on loopback."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import sys
@@ -22,7 +23,10 @@ from tests.local_app import serve
 from tests.sitemap_scope_site import LISTED, ScopeSite
 
 from gossamer.crawl import run_crawl
-from gossamer.settings import load_settings
+from gossamer.crawl.fetching import scope_refusal
+from gossamer.crawl.sitemapfiles import Counts, FileScope
+from gossamer.crawl.sitemaps import GIVEN
+from gossamer.settings import canonical_seeds, crawl_scope, load_settings
 from gossamer.urls import InvalidURL, canonicalize
 
 pytestmark = pytest.mark.timeout(60)
@@ -166,3 +170,24 @@ async def test_a_cluster_job_with_a_sitemap_out_of_scope_is_refused_at_submit() 
     argv = ["cluster", "submit", "--redis", "redis://127.0.0.1:9/0", "http://127.0.0.1:8080/"]
     line = await _refused(*argv, "--sitemap", "http://elsewhere.test/s.xml")
     assert "elsewhere.test/s.xml is offsite," in line
+
+
+def test_a_worker_skips_a_given_sitemap_out_of_scope_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A job an older gossamer submitted may hold a ``--sitemap`` out of its scope (its
+    worker has no flag to widen the scope, so it does not stop on it): the sitemap stage's
+    scope skips the file, counts it and names it in a warning."""
+    settings = load_settings(
+        {"seeds": ["http://127.0.0.1:8080/"], "sitemap": ["http://elsewhere.test/s.xml"]},
+        env={},
+    )
+    scope = crawl_scope(settings, canonical_seeds(settings))
+    counts = Counts()
+    files = FileScope(functools.partial(scope_refusal, scope), counts, GIVEN)
+    with caplog.at_level(logging.WARNING, "gossamer.crawl.sitemapfiles"):
+        assert not files.allows("http://elsewhere.test/s.xml", GIVEN)
+    assert counts.offscope == 1
+    assert [r.getMessage() for r in caplog.records] == [
+        "sitemap http://elsewhere.test/s.xml not fetched: offsite, named by --sitemap"
+    ]
