@@ -3,7 +3,6 @@ told) and :class:`JobSettings` (with what a cluster job adds), the types of thei
 what their checks (``_check``, run by ``__post_init__``) look at. The errors and the base
 model are in ``base``, a login's settings in ``auth``, the cluster's in ``cluster``."""
 
-import ipaddress
 import re
 from pathlib import Path
 from typing import Annotated, Literal
@@ -23,7 +22,7 @@ from gossamer.settings.cluster import (
     ClusterPartitions,
     ShippedRules,
 )
-from gossamer.settings.resolve import host_name, parse_resolve_item
+from gossamer.settings.resolve import host_name, ip_literal, parse_resolve_item
 from gossamer.settings.revisit import (
     DEFAULT_INITIAL,
     DEFAULT_MAX,
@@ -758,17 +757,9 @@ def _check_patterns(patterns: list[str]) -> None:
 
 def _check_domains(domains: list[str]) -> None:
     for domain in domains:
-        if host_name(domain.strip(".")) is None and not _is_address(domain):
+        if host_name(domain.strip(".")) is None and ip_literal(domain) is None:
             problem = f"{domain[:80]!r} is not a domain name (e.g. example.org, or test)"
             raise FieldError("allow_domains", problem)
-
-
-def _is_address(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text.strip("[]"))
-    except ValueError:
-        return False
-    return True
 
 
 def _check_resolve(items: list[str]) -> None:

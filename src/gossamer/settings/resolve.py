@@ -56,13 +56,21 @@ def host_name(text: str) -> str | None:
 
 
 def _parse_ip(item: str, text: str) -> IPAddress:
+    address = ip_literal(text)
+    if address is None:
+        raise ValueError(
+            f"invalid resolve override {item!r}: {text!r} is not an IPv4 or IPv6 address"
+        )
+    return address
+
+
+def ip_literal(text: str) -> IPAddress | None:
+    """``text`` as an IPv4 or IPv6 address (an IPv6 one bracketed or not), or None."""
     literal = text[1:-1] if text.startswith("[") and text.endswith("]") else text
     try:
         return ipaddress.ip_address(literal)
     except ValueError:
-        raise ValueError(
-            f"invalid resolve override {item!r}: {text!r} is not an IPv4 or IPv6 address"
-        ) from None
+        return None
 
 
-__all__ = ["IPAddress", "host_name", "normalize_host", "parse_resolve_item"]
+__all__ = ["IPAddress", "host_name", "ip_literal", "normalize_host", "parse_resolve_item"]
