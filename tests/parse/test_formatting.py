@@ -104,13 +104,15 @@ def test_a_hostile_page_left_alone_before_is_parsed_in_400_mb(name: str, kind: s
 
 # The guard's own pass kept them whole: 16 <b> of 250 attributes, or an <a> of 250, rebuilt at
 # 4,000 or 8,000 paragraphs cost lexbor 1.6 s and 2.4 GB, 0.2 s and 300 MB.
+def _open_bs(count: int, attributes: int, paragraphs: int) -> bytes:
+    """``count`` ``<b>`` of ``attributes`` attributes left open in a paragraph, then
+    ``paragraphs`` paragraphs of text (each rebuilds them)."""
+    opened = b"".join(b"<b c=%d %s>" % (n, _attributes(attributes)) for n in range(count))
+    return b"<p>" + opened + b"</p>" + b"<p>x</p>" * paragraphs
+
+
 GUARDED = {
-    "16 <b> of 250 attributes": (
-        b"<p>"
-        + b"".join(b"<b c=%d %s>" % (n, _attributes(250)) for n in range(16))
-        + b"</p>"
-        + b"<p>x</p>" * 4000
-    ),
+    "16 <b> of 250 attributes": _open_bs(16, 250, 4000),
     "<a> of 250 attributes": b"<p><a %s>x</p>" % _attributes(250) + b"<p>x</p>" * 8000,
 }
 
@@ -124,12 +126,7 @@ def test_the_guard_bounds_what_its_formatting_elements_cost(name: str) -> None:
 # Ordinary pages (up to 16,384 "<", parsed as they are, their tree checked after) whose few
 # formatting elements left open hold many attributes: 1.7 s and 2.4 GB, 0.25 s and 330 MB.
 ORDINARY = {
-    "20 <b> of 100 attributes": (
-        b"<p>"
-        + b"".join(b"<b c=%d %s>" % (n, _attributes(100)) for n in range(20))
-        + b"</p>"
-        + b"<p>x</p>" * 8000
-    ),
+    "20 <b> of 100 attributes": _open_bs(20, 100, 8000),
     "<a> of 250 attributes": b"<p><a %s>x</p>" % _attributes(250) + b"<p>x</p>" * 8000,
 }
 
