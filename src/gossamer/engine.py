@@ -7,8 +7,7 @@ outlinks and acking, so a frontier round trip after a fetch (the Redis frontier'
 fetch slot. It sleeps until a task ends or the frontier says a host becomes due. A checkpoint
 task has the ledger (:mod:`gossamer.ledger`) commit the records and hand them to the sinks
 every ``checkpoint_interval``, and as soon as no task is left. Every fetch is archived (WARC),
-a page's once its stage said what to keep (noindex), and its record names where it lies.
-"""
+a page's once its stage said what to keep (noindex), and its record names where it lies."""
 
 from __future__ import annotations
 
@@ -381,6 +380,9 @@ class Crawler:
             return
         archive = self._archive  # written once the page stage said what to keep (noindex)
         archived = await archive.write(page.archive or result) if archive is not None else None
+        if (kept := page.kept) is not None:  # a page stored after all: its canonical led back
+            at = await archive.write(kept.archive) if archive is not None else None
+            self._ledger.note(kept.record, at)  # the same page again: not one more page
         if page.links:
             await self._frontier.add(page.links)
         self._ledger.record(page.record, page.outcome, archived)
@@ -406,8 +408,7 @@ class Crawler:
 
     async def _fetch_robots(self, lease: Lease) -> None:
         """A ``robots`` lease: fetch the host's robots.txt into the cache (unless it is there)
-        and report its rules, which free the host's URLs. A robots.txt that could not be asked
-        for (no live proxy) is asked for again at the host's next slot."""
+        and report its rules, which free its URLs; asked for again if it could not be (no proxy)."""
         self._robots_fetch.leased(lease.host)
         try:
             policy = await self._robots.get(lease.url)
@@ -426,9 +427,8 @@ class Crawler:
         """A URL of a host whose robots.txt could not be fetched: tried again after
         ``robots_retry`` (an attempt), recorded once the attempts run out."""
         if lease.attempts >= self._config.retry.max_retries:
-            record = PageRecord(
-                lease.url, None, lease.depth, error="robots-unreachable", attempts=lease.attempts
-            )
+            error, attempts = "robots-unreachable", lease.attempts
+            record = PageRecord(lease.url, None, lease.depth, error=error, attempts=attempts)
             self._ledger.record(record, Outcome.FAILED)
             await self._frontier.ack(lease, None)
             return

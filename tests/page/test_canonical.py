@@ -93,6 +93,50 @@ def test_a_failed_target_is_ignored_before_and_flagged_after() -> None:
     assert judge.ended(B, failed=True) == "canonical-error"  # named by A, then failed
 
 
+def test_a_redirect_back_hands_the_held_page_back_once() -> None:
+    judge: Canonicals[str] = Canonicals()
+    assert judge.judge(A, B) == (B, "canonical-followed")
+    judge.hold(A, "page A", 10)
+    assert judge.ended(A, failed=False, withheld="not-canonical") is None
+    assert judge.redirected(B, A) == ("canonical-loop", "page A")  # B -> A: A is canonical
+    assert judge.judge(A, B) == (None, "canonical-loop")  # A again: it keeps its content
+    assert judge.redirected(B, A) == (None, None)  # handed back once
+
+
+def test_longer_cycles_back_hand_the_held_page_back() -> None:
+    judge: Canonicals[str] = Canonicals()
+    judge.judge(A, B)  # A names B, B names C, C redirects to A
+    judge.hold(A, "page A", 10)
+    assert judge.judge(B, C) == (C, "canonical-followed")
+    judge.hold(B, "page B", 10)
+    assert judge.ended(B, failed=False, withheld="not-canonical") is None  # A held on
+    assert judge.redirected(C, A) == ("canonical-loop", "page A")
+    D = "http://site.test/d"  # D names B, B redirects to C, C redirects to D
+    judge.judge(D, "http://site.test/e")
+    judge.hold(D, "page D", 10)
+    assert judge.redirected("http://site.test/e", C) == (None, None)  # handed on to C
+    assert judge.redirected(C, D) == ("canonical-loop", "page D")
+
+
+def test_a_cycle_back_to_a_page_not_held_is_an_error() -> None:
+    judge: Canonicals[str] = Canonicals(held_bytes=15)
+    judge.judge(A, B)
+    judge.hold(A, "page A", 10)
+    judge.judge(C, "http://site.test/d")
+    judge.hold(C, "page C", 10)  # over the bound: A is dropped
+    assert judge.redirected(B, A) == ("canonical-error", None)
+    judge.hold("http://site.test/big", "big", 16)  # bigger than the bound: never held
+    assert judge.redirected("http://site.test/d", C) == ("canonical-loop", "page C")
+
+
+def test_a_held_page_is_dropped_once_its_canonical_url_is_stored() -> None:
+    judge: Canonicals[str] = Canonicals()
+    judge.judge(A, B)
+    judge.hold(A, "page A", 10)
+    assert judge.ended(B, failed=False) is None  # B stored: A's content is B's
+    assert judge.redirected(B, A) == ("canonical-error", None)  # B revisited: A not held
+
+
 def test_memory_is_bounded() -> None:
     judge = Canonicals(limit=10)
     for i in range(100):

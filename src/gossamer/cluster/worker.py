@@ -271,6 +271,7 @@ async def _crawl_share(
             stages.robots,
             shared=(control.redis, control.job),
             scope=stages.scope,
+            proxies=stages.proxies,
         )
         crawler = assemble_crawler(
             stages,

@@ -62,6 +62,7 @@ async def focus_policy(
     robots: RobotsCache,
     shared: tuple[Any, str] | None = None,
     scope: Scope | None = None,
+    proxies: ProxyPool | None = None,
 ) -> Focus | None:
     """A focused crawl's policy (None for a plain crawl, which imports nothing of
     :mod:`gossamer.focus`): the example pages are fetched now by ``fetcher`` (through
@@ -69,8 +70,11 @@ async def focus_policy(
     request), and with the phrase they make the topic. A bad example or an empty topic raises
     SettingsError. ``shared``: a cluster job's Redis client and job name, through which the
     policy shares what it learns with the other workers. An example outside ``scope`` is
-    named in a warning."""
-    if not settings.focused:
+    named in a warning. None too when every one of ``proxies`` rejected the crawl's
+    credentials (before or while the examples were fetched): no example is at fault, and the
+    crawl the caller builds stops at once as a plain one does (its seeds queued, stats.json
+    written, then :func:`check_proxies` raises CommandError)."""
+    if not settings.focused or (proxies is not None and proxies.refused):
         return None
     from gossamer.focus.config import FocusConfig
     from gossamer.focus.examples import ExampleError, fetch_examples, warn_unrelated
@@ -89,6 +93,8 @@ async def focus_policy(
             in_scope=scoped,
         )
     except ExampleError as exc:
+        if proxies is not None and proxies.refused:  # no proxy takes the credentials
+            return None
         raise SettingsError(f"invalid setting 'focus_examples': {exc}") from None
     try:
         topic = Topic(settings.focus_phrase or "", [e.text for e in examples])
@@ -278,7 +284,13 @@ async def build_crawler(
                 digests.restore()
         await start_stages(frontier, stages.gate, stages.proxies)
         focus = await focus_policy(
-            settings, frontier, stages.fetcher, stages.gate, stages.robots, scope=stages.scope
+            settings,
+            frontier,
+            stages.fetcher,
+            stages.gate,
+            stages.robots,
+            scope=stages.scope,
+            proxies=stages.proxies,
         )
         crawler = assemble_crawler(
             stages,

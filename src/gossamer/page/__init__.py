@@ -35,21 +35,23 @@ if TYPE_CHECKING:
         PageConfig,
         PageStage,
         PageStats,
-        internal_error,
     )
     from gossamer.page.state import (
         Fetched,
+        Kept,
         PageResult,
         PageState,
         RuleFields,
         TextFields,
         Withheld,
+        internal_error,
     )
 
 __all__ = [
     "RULE_COUNTERS",
     "Fetched",
     "Focus",
+    "Kept",
     "PageConfig",
     "PageResult",
     "PageStage",
@@ -61,7 +63,10 @@ __all__ = [
     "internal_error",
 ]
 
-_STATE = frozenset({"Fetched", "PageResult", "PageState", "RuleFields", "TextFields", "Withheld"})
+_STATE = frozenset(
+    {"Fetched", "Kept", "PageResult", "PageState", "RuleFields", "TextFields", "Withheld"}
+    | {"internal_error"}
+)
 
 
 def __getattr__(name: str) -> Any:

@@ -28,12 +28,25 @@ strips (``/a?utm_source=feed`` and ``/a;jsessionid=X`` name ``/a`` itself):
   rules are known), or whose fetch failed (a 4xx, a 5xx, a network error): ignored,
   ``canonical-error``, the page keeps its content;
 * a page that named another canonical URL itself (A -> B -> A, or a longer chain back), or
-  a URL that redirected to the page: ignored, ``canonical-loop``, and the page keeps its
-  content, so one page of a loop always does;
+  a URL that redirects back to the page, at once or through other redirects: ignored,
+  ``canonical-loop``, and the page keeps its content, so one page of a loop always does;
 * the page itself: nothing to do (most pages name themselves).
 
+A page whose content is withheld for its canonical URL is held (:meth:`Canonicals.hold`)
+until that URL's fetch tells where it leads. When a redirect comes back to a held page
+through the canonical URLs and redirects it led to (A names B and B redirects to A; A names
+B, B names C and C redirects to A; A names B, B redirects to C and C to A), that page is the
+canonical page in fact: it is handed back (:meth:`Canonicals.redirected`) for its content to
+be stored after all, under its own URL, in a second record flagged ``canonical-loop`` (its
+first, ``canonical-followed``, has none), and the redirect closing the cycle is flagged
+``canonical-loop`` too. Nothing is fetched again for it: the redirect's target is a URL
+the crawl has seen. Held pages are bounded (`MAX_HELD_BYTES` of bodies, oldest forgotten
+first, and dropped once their canonical URL is stored, fails or leads elsewhere); a cycle
+back to a page no longer held (or ``noindex``) is flagged ``canonical-error`` and named
+in a warning.
+
 A canonical URL fetched after the page that named it and found failing, ``noindex``, or
-redirecting back to that page or out of scope is flagged ``canonical-error`` on its own
+redirecting out of scope or back to a page not held is flagged ``canonical-error`` on its own
 record (the page that named it has no content stored; the log names it); one redirecting
 elsewhere in scope hands the wait on to its target. What the judge remembers (pages that
 named another canonical URL, URLs that failed or redirected) is bounded (`MAX_REMEMBERED`
@@ -48,7 +61,7 @@ import logging
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
 
 from gossamer.page.directives import head_first
 from gossamer.redact import redact_url
@@ -57,13 +70,25 @@ from gossamer.urls import Resolver, canonicalize, explicit_port, host_key, host_
 if TYPE_CHECKING:
     from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-__all__ = ["FLAGS", "MAX_REMEMBERED", "Canonicals", "Checks", "header_canonical", "tag_canonical"]
+__all__ = [
+    "FLAGS",
+    "MAX_HELD_BYTES",
+    "MAX_REMEMBERED",
+    "Canonicals",
+    "Checks",
+    "header_canonical",
+    "tag_canonical",
+]
 
 log = logging.getLogger(__name__)
 
 MAX_LINK_CHARS = 8192
 """A ``Link`` header is read up to this many characters."""
 MAX_REMEMBERED = 100_000
+MAX_HELD_BYTES = 32 * 1024 * 1024
+"""The bodies of pages held while their canonical URL is awaited, at most (oldest dropped)."""
+MAX_CHAIN = 16
+"""Steps (canonical URLs named, redirects) a walk follows looking for a way back."""
 FLAGS = (
     "canonical-conflict",
     "canonical-followed",
@@ -80,6 +105,7 @@ _ODD_REL = re.compile(r"[^\x20-\x7e\t\n\r\f]")
 """Characters of a ``rel`` that Python's ``lower`` and ``split`` may read otherwise than
 the CSS ``~= i`` of `_CANONICAL_TAG` (anything but printable ASCII and CSS's whitespace)."""
 _V = TypeVar("_V")
+_P = TypeVar("_P")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -151,21 +177,28 @@ class Checks(NamedTuple):
     allowed: Callable[[str], bool | None] | None = None
 
 
-class Canonicals:
-    """``--canonical follow``: which canonical URLs to queue (see the module docstring).
+class Canonicals(Generic[_P]):
+    """``--canonical follow``: which canonical URLs to queue, and which held pages (``_P``:
+    what the stage needs to store one) to store after all (see the module docstring).
 
     ``in_scope`` tells whether the crawl may visit a URL (None: every URL); ``checks`` what
-    admission and robots.txt would say of it."""
+    admission and robots.txt would say of it; ``held_bytes`` bounds the pages held."""
 
     def __init__(
         self,
         in_scope: Callable[[str], bool] | None = None,
         limit: int = MAX_REMEMBERED,
         checks: Checks | None = None,
+        held_bytes: int = MAX_HELD_BYTES,
     ) -> None:
         self._in_scope = in_scope
         self._limit = limit
         self._checks = checks or Checks()
+        self._held: OrderedDict[str, tuple[_P, int]] = OrderedDict()
+        """Pages withheld for their canonical URL, kept until it is fetched: page -> (what
+        stores it, its size)."""
+        self._held_bytes = 0
+        self._held_limit = held_bytes
         self._named: OrderedDict[str, str] = OrderedDict()
         """Pages that named another canonical URL and were not stored: page -> canonical."""
         self._awaited: OrderedDict[str, str] = OrderedDict()
@@ -196,7 +229,7 @@ class Canonicals:
             return None, "canonical-scheme"
         if queued in self._failed or not self._may_queue(url, queued, depth):
             return None, "canonical-error"
-        if queued in self._named or self._redirects.get(queued) == url:
+        if queued in self._named or self._leads_back(queued, url):
             return None, "canonical-loop"
         self._remember(self._named, url, queued)
         self._remember(self._awaited, queued, url)
@@ -220,18 +253,55 @@ class Canonicals:
         )
         return False
 
-    def redirected(self, url: str, target: str | None) -> str | None:
-        """``url`` redirected to ``target`` (None: a bad or one redirect too many); the flag
-        of its record when a page named it canonical and the redirect leads nowhere new (back
-        to that page, out of the crawl's scope, nowhere): the page has no content stored."""
+    def _leads_back(self, start: str, url: str) -> bool:
+        """Whether ``start`` leads to ``url`` through the canonical URLs pages named and the
+        redirects met (at most `MAX_CHAIN` steps)."""
+        step = start
+        for _ in range(MAX_CHAIN):
+            if step == url:
+                return True
+            step = self._named.get(step) or self._redirects.get(step) or ""
+            if not step:
+                return False
+        return False
+
+    def hold(self, url: str, page: _P, size: int) -> None:
+        """Keep ``page``, withheld for its canonical URL, until that URL's fetch tells
+        where it leads (``size``: its bytes; `MAX_HELD_BYTES` in all, oldest dropped)."""
+        self._drop(url)
+        if size > self._held_limit:
+            return
+        self._held[url] = (page, size)
+        self._held_bytes += size
+        while self._held_bytes > self._held_limit or len(self._held) > self._limit:
+            self._held_bytes -= self._held.popitem(last=False)[1][1]
+
+    def _drop(self, url: str) -> None:
+        held = self._held.pop(url, None)
+        if held is not None:
+            self._held_bytes -= held[1]
+
+    def redirected(self, url: str, target: str | None) -> tuple[str | None, _P | None]:
+        """``url`` redirected to ``target`` (None: a bad or one redirect too many): the flag
+        of its record, and the held page to store after all when the redirect comes back to
+        it (``canonical-loop``). ``canonical-error`` when a page named it canonical and the
+        redirect leads nowhere new (back to a page not held, out of the crawl's scope,
+        nowhere): that page has no content stored."""
         self._remember(self._redirects, url, target or "")
         named_by = self._awaited.pop(url, None)
+        back = None if target is None else self._named.get(target)
+        if back is not None and target is not None and self._leads_back(back, target):
+            found = self._back(url, target)  # the cycle comes back to a page that named back
+            if named_by is not None:  # its content is that page's
+                self._drop(named_by)
+            return found
         if named_by is None:
-            return None
+            return None, None
         out = target is None or (self._in_scope is not None and not self._in_scope(target))
         if not out and target != named_by:
             self._remember(self._awaited, target or "", named_by)  # its target's fetch decides
-            return None
+            return None, None
+        self._drop(named_by)
         log.warning(
             "canonical URL %s redirects %s; %s named it and has no content stored",
             redact_url(url),
@@ -239,16 +309,44 @@ class Canonicals:
             redact_url(named_by),
             extra={"event": "canonical-error"},
         )
-        return "canonical-error"
+        return "canonical-error", None
 
-    def ended(self, url: str, failed: bool, withheld: bool = False) -> str | None:
-        """``url``'s fetch ended (``failed``: with no page; ``withheld``: a page whose content
-        is not stored, ``noindex``); the flag of its record when a page named it canonical and
-        it failed or was withheld."""
+    def _back(self, url: str, target: str) -> tuple[str | None, _P | None]:
+        """``url`` redirected to ``target``, a page withheld for a canonical URL that led
+        here: the page held, to store (None, and a warning, if it is not held)."""
+        held = self._held.pop(target, None)
+        if held is None:
+            log.warning(
+                "canonical URL %s leads back to %s, which has no content stored (noindex, "
+                "or its page no longer held)",
+                redact_url(url),
+                redact_url(target),
+                extra={"event": "canonical-error"},
+            )
+            return "canonical-error", None
+        self._held_bytes -= held[1]
+        del self._named[target]  # stored after all: no more a page that named another
+        log.info(
+            "canonical URL %s leads back to %s: its content is stored after all",
+            redact_url(url),
+            redact_url(target),
+            extra={"event": "canonical-loop"},
+        )
+        return "canonical-loop", held[0]
+
+    def ended(self, url: str, failed: bool, withheld: str | None = None) -> str | None:
+        """``url``'s fetch ended (``failed``: with no page; ``withheld``: why the content
+        of its page is not stored); the flag of its record when a page named it canonical and
+        it failed or was ``noindex``. The page that named it is held on while ``url`` waits
+        for a canonical URL of its own (``not-canonical``): the chain may come back to it."""
         named_by = self._awaited.pop(url, None)
         if failed:
             self._remember(self._failed, url, None)
-        if named_by is None or not (failed or withheld):
+        if named_by is None:
+            return None
+        if withheld != "not-canonical":
+            self._drop(named_by)
+        if not (failed or withheld == "noindex"):
             return None
         log.warning(
             "canonical URL %s failed or is noindex; %s named it and has no content stored",

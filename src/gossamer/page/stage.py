@@ -37,6 +37,7 @@ from gossamer.page.state import (
     NO_RULES,
     NO_TEXT,
     Fetched,
+    Kept,
     PageResult,
     PageState,
     TextFields,
@@ -177,7 +178,7 @@ class PageStage:
         self._extractor = config.extractor if config.text else None
         self._counts: Counter[str] = Counter()
         self._signals = dict.fromkeys(SIGNALS, 0)
-        self._canonicals = None
+        self._canonicals: Canonicals[tuple[Lease, Fetched]] | None = None
         if config.canonical == "follow":
             self._canonicals = Canonicals(in_scope, checks=canonical_checks)
         self.upkeep: Callable[[], Awaitable[None]] | None = None if focus is None else focus.upkeep
@@ -231,8 +232,9 @@ class PageStage:
             await self._robots_of_other(state)
             if action is Action.REDIRECT and result.location is not None:
                 self._redirect(state, result.location)
+        kept = None
         if self._canonicals is not None:
-            flag = self._canonical_ended(state, action)
+            flag, kept = await self._canonical_ended(state, action)
             state.flags += (flag,) if flag is not None else ()
         if state.flags or state.canonical is not None:
             self._count_signals(state)
@@ -240,17 +242,37 @@ class PageStage:
             self._freshness.judge(state, action)
         elif result.status not in (None, 304):  # a 304 to no validators says nothing
             state.change = "new"  # no --recrawl: every fetch is a URL's first
-        return _result(state)
+        return _result(state) if kept is None else _result(state)._replace(kept=kept)
 
-    def _canonical_ended(self, state: PageState, action: Action) -> str | None:
-        """What the fetch of a URL means to the page that named it canonical, if one did."""
+    async def _canonical_ended(
+        self, state: PageState, action: Action
+    ) -> tuple[str | None, Kept | None]:
+        """What the fetch of a URL means to the page that named it canonical, if one did,
+        and the held page it leads back to, stored after all (see `gossamer.page.canonical`)."""
         assert self._canonicals is not None
-        url = state.lease.url
+        lease, result = state.lease, state.result
         if action is Action.REDIRECT:
             target = state.redirect_to if state.candidates else None
-            return self._canonicals.redirected(url, target)
-        withheld = state.withheld == "noindex"
-        return self._canonicals.ended(url, action is not Action.STORE, withheld)
+            flag, held = self._canonicals.redirected(lease.url, target)
+            return flag, None if held is None else await self._stored_after_all(*held)
+        if state.withheld == "not-canonical":  # its canonical URL may lead back to it
+            size = 2 * len(result.body)  # the body, and at most as much for the archive's
+            self._canonicals.hold(lease.url, (lease, result), size)
+        failed = action is not Action.STORE
+        return self._canonicals.ended(lease.url, failed, state.withheld), None
+
+    async def _stored_after_all(self, lease: Lease, result: Fetched) -> Kept:
+        """A held page its canonical URL led back to, through the steps again but the links'
+        (queued at its fetch): the record with its content, and its whole answer to archive."""
+        state = PageState(lease, result, None, result.flags)
+        for step in self._steps[:-1]:
+            if state.withheld is None or step not in self._content_steps:
+                waits = step(state)
+                if waits is not None:
+                    await waits
+        self._follow(state)  # its record counts its links; its signals counted at its fetch
+        state.change = "new" if self._freshness is None else None
+        return Kept(_result(state).record, state.revisit or result)
 
     def _count_signals(self, state: PageState) -> None:
         signals = self._signals
@@ -516,22 +538,6 @@ class PageStage:
             state.candidates = [Candidate(target, lease.depth, lease.hops + 1, priority)]
 
 
-def internal_error(lease: Lease, result: Fetched) -> PageRecord:
-    """The record of a URL whose answer could not be handled (a bug the input revealed)."""
-    return PageRecord(
-        lease.url,
-        result.status,
-        lease.depth,
-        bytes=len(result.body),
-        fetched_at=round(result.fetched_at, 3),
-        elapsed_ms=round(result.elapsed * 1000, 1),
-        error="internal-error",
-        attempts=lease.attempts + 1,
-        truncated=result.truncated,
-        proxy=result.proxy,
-    )
-
-
 def _result(state: PageState) -> PageResult:
     """The record of a page the steps are done with, how it counts, and what of it an
     archive keeps."""
@@ -591,5 +597,4 @@ __all__ = [
     "PageConfig",
     "PageStage",
     "PageStats",
-    "internal_error",
 ]

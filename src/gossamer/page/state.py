@@ -140,14 +140,24 @@ class PageState(msgspec.Struct, eq=False):
     """An unchanged page's WARC revisit record (instead of its response)."""
 
 
+class Kept(NamedTuple):
+    """A page stored after all while another URL's fetch is handled (``--canonical follow``:
+    its canonical URL led back to it): its record, with its content, and what to archive."""
+
+    record: PageRecord
+    archive: Archivable
+
+
 class PageResult(NamedTuple):
     """What the stage hands back: the URL's record, the candidates it leads to, how the
-    record counts, and what of the fetch an archive keeps (None: all of it)."""
+    record counts, what of the fetch an archive keeps (None: all of it), and a page stored
+    after all (`Kept`), if the fetch led back to one."""
 
     record: PageRecord
     links: Sequence[Candidate]
     outcome: Outcome
     archive: Archivable | None = None
+    kept: Kept | None = None
 
 
 class Withheld(NamedTuple):
@@ -165,3 +175,19 @@ class Withheld(NamedTuple):
         if exchange is not None:
             exchange = replace(exchange, body=b"", cut=reason)
         return cls(result.url, result.fetched_at, exchange)
+
+
+def internal_error(lease: Lease, result: Fetched) -> PageRecord:
+    """The record of a URL whose answer could not be handled (a bug the input revealed)."""
+    return PageRecord(
+        lease.url,
+        result.status,
+        lease.depth,
+        bytes=len(result.body),
+        fetched_at=round(result.fetched_at, 3),
+        elapsed_ms=round(result.elapsed * 1000, 1),
+        error="internal-error",
+        attempts=lease.attempts + 1,
+        truncated=result.truncated,
+        proxy=result.proxy,
+    )
