@@ -38,13 +38,19 @@ def _sizes(out: Path) -> str:
     return ", ".join(f"{name} {size / 1e6:,.0f} MB" for name, size in sorted(sizes.items()))
 
 
-def _rss_profile(path: Path) -> str:
-    """RSS (MB) at each tenth of the samples."""
+def _rss_profile(path: Path, column: int = 1) -> str:
+    """RSS (MB) at each tenth of the samples: the crawler's own (column 1), or with its
+    workers' (column 2)."""
     rows = [line.split("\t") for line in path.read_text().splitlines()] if path.exists() else []
     if not rows:
         return "no samples"
     picks = [rows[min(len(rows) - 1, len(rows) * i // 10)] for i in range(1, 11)]
-    return " ".join(f"{float(mb):.0f}" for _, mb in picks)
+    return " ".join(f"{float(row[min(column, len(row) - 1)]):.0f}" for row in picks)
+
+
+def _peak(path: Path, column: int) -> float:
+    rows = [line.split("\t") for line in path.read_text().splitlines()] if path.exists() else []
+    return max((float(row[min(column, len(row) - 1)]) for row in rows), default=0.0)
 
 
 def main() -> int:
@@ -84,8 +90,14 @@ def main() -> int:
         f"{stats['ok'] / cost.cpu:.0f} pages per CPU-second"
     )
     print(f"output: {_sizes(work / 'out')}")
-    print(f"RSS by tenth of the run: {_rss_profile(work / 'rss.tsv')}")
-    print(f"peak RSS: {cost.peak_rss_mb:.0f} MB (target < {TARGET_MB} MB)")
+    rss = work / "rss.tsv"
+    print(f"RSS by tenth of the run: {_rss_profile(rss)}")
+    print(f"with its workers (parse sandbox, PDF): {_rss_profile(rss, 2)}")
+    print(
+        f"peak RSS: {cost.peak_rss_mb:.0f} MB of one process (wait4: the crawler or a worker; "
+        f"target < {TARGET_MB} MB); sampled each second, the crawler {_peak(rss, 1):.0f} MB, "
+        f"with its workers {_peak(rss, 2):.0f} MB"
+    )
     failed = cost.returncode != 0 or cost.timed_out or stats["ok"] != expected.ok
     return 1 if failed or cost.peak_rss_mb >= TARGET_MB else 0
 

@@ -73,20 +73,49 @@ def _kill_group(pid: int) -> None:
 
 
 def _sample_rss(pid: int, path: Path, stop: threading.Event, every: float = 1.0) -> None:
-    """Append ``seconds<TAB>RSS MB`` of process ``pid`` to ``path`` every ``every`` seconds."""
+    """Append ``seconds<TAB>RSS MB<TAB>tree RSS MB`` every ``every`` seconds: the RSS of
+    process ``pid``, and the sum over it and its descendants (a crawler's parse and PDF
+    workers are processes of their own)."""
     started = time.perf_counter()
     with path.open("w", encoding="utf-8") as out:
         while not stop.wait(every):
-            try:
-                status = Path(f"/proc/{pid}/status").read_text()
-            except OSError:
+            own = _rss_kb(pid)
+            if own is None:
                 return
-            kb = next(
-                (int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")),
-                0,
-            )
-            out.write(f"{time.perf_counter() - started:.1f}\t{kb / 1024:.1f}\n")
+            tree = own + sum(_rss_kb(child) or 0 for child in _descendants(pid))
+            out.write(f"{time.perf_counter() - started:.1f}\t{own / 1024:.1f}\t{tree / 1024:.1f}\n")
             out.flush()
+
+
+def _rss_kb(pid: int) -> int | None:
+    """The resident set of ``pid`` in KiB; None once it has ended."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    return next(
+        (int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0
+    )
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes below ``pid`` (Linux's ``/proc/PID/task/TID/children``)."""
+    found: list[int] = []
+    waiting = [pid]
+    while waiting:
+        parent = waiting.pop()
+        try:
+            tasks = list(Path(f"/proc/{parent}/task").iterdir())
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                children = [int(c) for c in (task / "children").read_text().split()]
+            except (OSError, ValueError):
+                continue
+            found.extend(children)
+            waiting.extend(children)
+    return found
 
 
 def run_measured(
