@@ -13,10 +13,13 @@
 - ``server-disconnected``: the connection closed before a complete response head
 - ``connection-reset``: the peer reset the connection
 - ``incomplete-body``: the connection closed before the announced end of the body
-- ``protocol-error``: malformed status line, headers or chunked framing
+- ``protocol-error``: malformed status line, headers or chunked framing: bytes no client may
+  accept (a NUL byte in a header, a header line without a colon, an invalid Content-Length
+  or chunk size, ...). Without a status (the head was malformed) it is not asked for again,
+  and the host is not slowed down for it: a server sends the same head each time (see
+  `gossamer.outcomes`); with one, the body broke off there and the answer is kept, truncated
 - ``headers-too-long``: a response head line (status line or one header) over aiohttp's
-  limit of 8,190 bytes; the answer is refused unread, and not asked for again (a server
-  sends the same head each time; see `gossamer.outcomes`)
+  limit of 8,190 bytes; the answer is refused unread, and not asked for again, as above
 - ``unsupported-encoding``: a Content-Encoding we cannot decode; the raw body is returned
 - ``decode-error``: corrupt gzip/deflate/br/zstd data; the body decoded so far is returned
 - ``decompression-bomb``: decoding hit ``max_decoded_bytes`` at a ratio over `BOMB_RATIO`
