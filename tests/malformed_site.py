@@ -38,6 +38,8 @@ class MalformedSite:
 
     bad: tuple[str, ...] = (*MALFORMED, *CUT, SHORT)
     """The paths the home page links, besides /chain1."""
+    host: str = "127.0.0.1"
+    """The host name of its URLs (another than the address: given to the crawl's resolve)."""
     log: list[tuple[float, str]] = field(default_factory=list)
     port: int = 0
 
@@ -50,7 +52,7 @@ class MalformedSite:
         return [t for t, path in self.log if path.startswith("/chain")]
 
     def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
+        return f"http://{self.host}:{self.port}{path}"
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
