@@ -3,7 +3,8 @@ a malformed head (a NUL byte in a header, a bad status line, a header line witho
 invalid or doubled Content-Length) is the same at every try, so it is asked for once, recorded
 ``protocol-error``, and its host's other pages go on at their pace. An answer cut short before
 its head ended is retried and slows its host, as before; a body shorter than its
-Content-Length is kept, flagged truncated, as before."""
+Content-Length is kept, flagged truncated, as before. Through a SOCKS5 proxy, which relays
+the site's bytes, a malformed head is the site's: the proxy is not failed for it."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.fetch.proxy_servers import Socks5Proxy
 from tests.malformed_site import CHAIN, CUT, MALFORMED, SHORT, MalformedSite, serving
 
 from gossamer.crawl import run_crawl
@@ -30,8 +32,8 @@ other in a few milliseconds; a host slowed down for its failures waits 0.5 s at 
 rate, more above)."""
 
 
-async def _crawl(site: MalformedSite, out: Path, client: str) -> CrawlStats:
-    settings = {
+async def _crawl(site: MalformedSite, out: Path, client: str, **flags: Any) -> CrawlStats:
+    settings = flags | {
         "seeds": [site.url("/")],
         "out": out,
         "quiet": True,
@@ -112,3 +114,25 @@ async def test_an_answer_cut_short_is_still_retried_and_slows_its_host(
     assert (short["status"], short["error"], short["truncated"]) == (200, "incomplete-body", True)
     assert seen[SHORT] == 1
     assert (records["/nul"]["error"], seen["/nul"]) == ("protocol-error", 1)
+
+
+async def test_a_malformed_head_through_a_socks5_proxy_is_the_sites(tmp_path: Path) -> None:
+    """Three malformed pages failed the only proxy (3 failures in a row): the crawl waited
+    for its next check, 60 s, with every page still to fetch."""
+    proxy = await Socks5Proxy().start()
+    out = tmp_path / "out"
+    try:
+        async with serving(MalformedSite(bad=tuple(MALFORMED))) as site:
+            stats = await _crawl(site, out, "lean", proxies=[proxy.url])
+    finally:
+        await proxy.stop()
+    records = _records(out)
+    assert {path: records[path]["error"] for path in MALFORMED} == dict.fromkeys(
+        MALFORMED, "protocol-error"
+    )
+    assert all(records[path]["attempts"] == 1 for path in MALFORMED)
+    seen = site.requests()
+    assert [seen[path] for path in MALFORMED] == [1] * len(MALFORMED), seen
+    assert stats.proxies is not None and stats.proxies["waiting"] is False
+    assert [p["state"] for p in stats.proxies["proxies"]] == ["live"]
+    assert records[f"/chain{CHAIN}"]["status"] == 200
