@@ -113,6 +113,11 @@ def test_how_a_proxys_errors_are_told_from_the_sites() -> None:
         assert proxy_fault(_answer(site, None, {}, error), proxy) == error
         assert proxy_fault(_answer(site, None, {}, error), socks) is None
     assert proxy_fault(_answer(site, None, {}, "server-disconnected"), socks)
+    # in a CONNECT tunnel, the site's too (the CONNECT's own garbage has a reason of its own)
+    tunnelled = _answer("https://site.test/", None, {}, "protocol-error")
+    assert proxy_fault(tunnelled, proxy) is None
+    connect = _answer("https://site.test/", None, {}, "proxy-connect-error")
+    assert proxy_fault(connect, proxy) == "proxy-connect-error"
 
 
 async def test_a_check_obeys_robots_txt_and_its_hosts_pace(tmp_path: Path) -> None:

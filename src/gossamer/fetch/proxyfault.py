@@ -30,7 +30,7 @@ class ProxyAnswer(Protocol):
 
 _NOT_PROXY_FAULTS = frozenset({"invalid-url", "blocked-address"})
 _MALFORMED = frozenset({"protocol-error", "headers-too-long"})
-"""A head no client may accept (`gossamer.outcomes`): through a SOCKS5 proxy, the site's."""
+"""A head no client may accept (`gossamer.outcomes`): the site's, when a proxy relayed it."""
 
 _GATEWAY_ERRORS = frozenset({500, 502, 503, 504})
 """What a proxy answers itself when it cannot reach the site (tinyproxy's "Unable to
@@ -44,17 +44,18 @@ def proxy_fault(result: ProxyAnswer | None, proxy: Proxy | None = None) -> str |
     The proxy's failures: no answer at all (a connection refused or reset, a timeout, a TLS
     or SOCKS failure, a CONNECT the proxy refused or failed: aiohttp raises for a CONNECT
     that does not answer 200, a 407 there ``proxy-auth``), but for faults of the URL itself,
-    and for a malformed head through a SOCKS5 proxy: past its handshake (whose failures are
-    ``socks-error``) it relays the site's bytes as they came, and the site would send the
-    same again through any proxy; a 407 to a plain-HTTP URL through an HTTP(S) proxy (in a
-    tunnel, the site's answer); and a gateway error the proxy made itself
-    (`_made_by_proxy`)."""
+    and for a malformed head a proxy relayed: a SOCKS5 proxy past its handshake (whose
+    failures are ``socks-error``) and an HTTP(S) proxy's CONNECT tunnel (a CONNECT it
+    refused or garbled is ``proxy-connect-error``) pass the site's bytes on as they came,
+    and the site would send the same again through any proxy; a 407 to a plain-HTTP URL
+    through an HTTP(S) proxy (in a tunnel, the site's answer); and a gateway error the proxy
+    made itself (`_made_by_proxy`)."""
     if result is None:
         return "no-answer"
     if result.status is None:
         if result.error in _NOT_PROXY_FAULTS:
             return None
-        relayed = proxy is not None and proxy.scheme == "socks5"
+        relayed = proxy is not None and (proxy.scheme == "socks5" or _tunnelled(result))
         return None if relayed and result.error in _MALFORMED else result.error
     if result.status == 407:  # inside an HTTPS tunnel or through SOCKS: the site's own
         by_proxy = result.url[:5].lower() == "http:" and (proxy is None or proxy.scheme != "socks5")
@@ -80,3 +81,9 @@ def _made_by_proxy(result: ProxyAnswer, proxy: Proxy) -> bool:
     if "error=" in headers.get("proxy-status", "").lower() or "x-squid-error" in headers:
         return True
     return "via" not in headers
+
+
+def _tunnelled(result: ProxyAnswer) -> bool:
+    """Whether ``result`` came through a CONNECT tunnel (an HTTPS URL through an HTTP(S)
+    proxy), where TLS keeps the proxy from changing a byte."""
+    return result.url[:6].lower() == "https:"

@@ -29,6 +29,9 @@
 - ``socks-error``: a SOCKS5 proxy refused or failed the request
 - ``no-proxy``: a proxy pool is set and none of its proxies is live
 - ``proxy-error``: every proxy tried failed (see `gossamer.fetch.http`)
+- ``proxy-connect-error``: an HTTP(S) proxy answered the CONNECT of an HTTPS URL with
+  garbage, or refused it otherwise than with a 407 (``proxy-auth``): the proxy's failure; a
+  malformed head that comes through the tunnel is the site's ``protocol-error``
 
 The three decoding reasons come from `gossamer.fetch.decoding`, ``proxy-error`` from the
 fetcher; `reason` gives the others, from `reasons()`: the first row whose exception type
@@ -92,6 +95,8 @@ def _body(exc: Any) -> str:
 def _head(exc: BaseException) -> str:
     from aiohttp.http_exceptions import LineTooLong
 
+    if getattr(getattr(exc, "request_info", None), "method", None) == "CONNECT":
+        return "proxy-connect-error"  # the proxy's answer to the CONNECT, not the site's
     # aiohttp wraps the parser's error in a ClientResponseError, its cause a copy of it
     seen: BaseException | None = exc
     for _ in range(4):  # the chain is short; bounded all the same
@@ -105,7 +110,8 @@ def _head(exc: BaseException) -> str:
 
 def _connect_refused(exc: BaseException) -> str:
     """A CONNECT the proxy answered otherwise than 200: a 407 is the proxy refusing the
-    crawl's credentials (``proxy-auth``, as `gossamer.fetch.proxies.proxy_fault` names it)."""
+    crawl's credentials (``proxy-auth``, as `gossamer.fetch.proxyfault.proxy_fault` names
+    it), any other its ``proxy-connect-error``."""
     return "proxy-auth" if getattr(exc, "status", None) == 407 else _head(exc)
 
 
