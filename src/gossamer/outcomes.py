@@ -2,7 +2,8 @@
 
 2xx: store. 3xx with a Location: record and send the target back through the pipeline.
 404/410 and other 4xx: record and drop. 429, 5xx, timeouts and connection errors: retry with
-exponential backoff and jitter (or the server's Retry-After) up to a limit, then record.
+exponential backoff and jitter (or the server's Retry-After) up to a limit, then record. A
+malformed answer (``protocol-error``, ``headers-too-long``): record at once.
 """
 
 from __future__ import annotations
@@ -34,11 +35,16 @@ class Decision(msgspec.Struct, frozen=True):
     error: str | None = None
 
 
-_PERMANENT_ERRORS = frozenset({"invalid-url", "blocked-address", "headers-too-long"})
+_PERMANENT_ERRORS = frozenset(
+    {"invalid-url", "blocked-address", "headers-too-long", "protocol-error"}
+)
 """Failures that trying again cannot change, and that tell nothing of the host's health: no
-request could go out, or the answer's head was over the parser's limits (the same URL sends
-the same head; browsers and curl give such an answer up at once too). Recorded at once, and
-not counted against the host's pace."""
+request could go out, or the server answered with a head no client may accept, whole or not:
+over the parser's limits, or malformed (a NUL byte, a bad status line, a header line without
+a colon, an invalid Content-Length, ...). The same URL sends the same head; browsers and curl
+give such an answer up at once too. Recorded at once, and not counted against the host's
+pace. An answer cut short (``server-disconnected``, ``connection-reset``) or late (the
+timeouts) is no such thing: it is retried, and counts against the host."""
 _PROXY_ERRORS = frozenset({"proxy-error", "no-proxy"})
 """Failures of the proxy pool (retried), not of the host."""
 

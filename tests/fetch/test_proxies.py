@@ -404,6 +404,44 @@ async def test_https_proxy_with_credentials(origin: str, tls_context: ssl.SSLCon
         await proxy.stop()
 
 
+async def test_a_malformed_head_in_a_connect_tunnel_is_the_sites(
+    tls_context: ssl.SSLContext, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Through an HTTP proxy's CONNECT tunnel the site's malformed head comes as the site
+    sent it (TLS keeps the proxy from changing a byte): no failure of the proxy, which
+    stays live. A proxy garbling its answer to the CONNECT is at fault."""
+
+    async def nul(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nX-A: a\x00b\r\nContent-Length: 2\r\n\r\nhi")
+        await writer.drain()
+        writer.close()
+
+    site = await asyncio.start_server(nul, "127.0.0.1", 0, ssl=tls_context)
+    url = f"https://127.0.0.1:{site.sockets[0].getsockname()[1]}/nul"
+    relaying, garbling = HttpProxy(), HttpProxy(corrupt=True)
+    await relaying.start()
+    await garbling.start()
+    config = FetchConfig(**FAST, proxy_check_url=url, verify_tls=False, proxy_retries=0)
+    try:
+        pool = ProxyPool([parse_proxy(relaying.url)], max_failures=1)
+        async with Fetcher(config, proxies=pool) as fetcher:
+            await pool.check_due()  # the check URL's malformed head: the proxy relayed it
+            results = [await fetcher.fetch(url) for _ in range(3)]
+        assert [(r.status, r.error) for r in results] == [(None, "protocol-error")] * 3
+        assert pool.states()[relaying.url] == "live"
+        pool = ProxyPool([parse_proxy(garbling.url)], max_failures=1)
+        async with Fetcher(config, proxies=pool):
+            await pool.check_due()
+        assert pool.states()[garbling.url] == "dead"
+        assert "failing: proxy-connect-error" in caplog.text
+    finally:
+        await relaying.stop()
+        await garbling.stop()
+        site.close()
+        await site.wait_closed()
+
+
 async def test_socks5_proxy_with_credentials(origin: str) -> None:
     socks = await Socks5Proxy(credentials=("bob", "s3cret")).start()
     fetcher, pool = await _pool(origin, socks.url)

@@ -73,7 +73,9 @@ async def test_the_proxys_own_errors_fail_the_check(tmp_path: Path) -> None:
     assert pool.stats().waiting
 
 
-def _answer(url: str, status: int, headers: dict[str, str]) -> FetchResult:
+def _answer(
+    url: str, status: int | None, headers: dict[str, str], error: str | None = None
+) -> FetchResult:
     return FetchResult(
         url=url,
         status=status,
@@ -82,7 +84,7 @@ def _answer(url: str, status: int, headers: dict[str, str]) -> FetchResult:
         content_type=None,
         charset=None,
         truncated=False,
-        error=None,
+        error=error,
         started_at=0.0,
         fetched_at=0.0,
         elapsed=0.0,
@@ -104,7 +106,18 @@ def test_how_a_proxys_errors_are_told_from_the_sites() -> None:
     assert proxy_fault(_answer(site, 407, via), proxy) == "proxy-auth"
     assert proxy_fault(_answer(site, 404, {}), proxy) is None  # any other answer is the site's
     assert proxy_fault(_answer("https://site.test/", 502, {}), proxy) is None  # in a tunnel
-    assert proxy_fault(_answer(site, 502, {}), parse_proxy("socks5://127.0.0.1:1080")) is None
+    socks = parse_proxy("socks5://127.0.0.1:1080")
+    assert proxy_fault(_answer(site, 502, {}), socks) is None
+    # a malformed head: an HTTP proxy's own garbage; relayed as it came through SOCKS5
+    for error in ("protocol-error", "headers-too-long"):
+        assert proxy_fault(_answer(site, None, {}, error), proxy) == error
+        assert proxy_fault(_answer(site, None, {}, error), socks) is None
+    assert proxy_fault(_answer(site, None, {}, "server-disconnected"), socks)
+    # in a CONNECT tunnel, the site's too (the CONNECT's own garbage has a reason of its own)
+    tunnelled = _answer("https://site.test/", None, {}, "protocol-error")
+    assert proxy_fault(tunnelled, proxy) is None
+    connect = _answer("https://site.test/", None, {}, "proxy-connect-error")
+    assert proxy_fault(connect, proxy) == "proxy-connect-error"
 
 
 async def test_a_check_obeys_robots_txt_and_its_hosts_pace(tmp_path: Path) -> None:

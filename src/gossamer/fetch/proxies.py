@@ -38,13 +38,14 @@ import contextlib
 import logging
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import msgspec
 
+from gossamer.fetch.proxyfault import REJECTED, ProxyAnswer, proxy_fault
 from gossamer.proxyurl import Proxy, ProxyError, parse_proxy
 
 __all__ = [
@@ -67,8 +68,6 @@ _LATENCY_WEIGHT = 0.3
 
 State = Literal["unchecked", "live", "dead"]
 Clock = Callable[[], float]
-REJECTED = "proxy-auth"
-"""The `proxy_fault` of a 407: the proxy rejected the crawl's credentials."""
 
 
 def read_proxies_file(path: Path) -> list[Proxy]:
@@ -183,66 +182,6 @@ class _Entry:
             mean,
             self.response_time,
         )
-
-
-class ProxyAnswer(Protocol):
-    """What `proxy_fault` reads of a fetch result (`gossamer.fetch.http.FetchResult`)."""
-
-    @property
-    def url(self) -> str: ...
-    @property
-    def status(self) -> int | None: ...
-    @property
-    def error(self) -> str | None: ...
-    @property
-    def headers(self) -> Mapping[str, str]: ...
-
-
-_NOT_PROXY_FAULTS = frozenset({"invalid-url", "blocked-address"})
-
-
-_GATEWAY_ERRORS = frozenset({500, 502, 503, 504})
-"""What a proxy answers itself when it cannot reach the site (tinyproxy's "Unable to
-connect" is a 500; Squid's and most others' a 502, 503 or 504)."""
-
-
-def proxy_fault(result: ProxyAnswer | None, proxy: Proxy | None = None) -> str | None:
-    """Why ``result`` through ``proxy`` counts as the proxy's failure, or None when the
-    proxy relayed the site's answer, whatever its status.
-
-    The proxy's failures: no answer at all (a connection refused or reset, a timeout, a TLS
-    or SOCKS failure, a CONNECT the proxy refused or failed: aiohttp raises for a CONNECT
-    that does not answer 200, a 407 there ``proxy-auth``), but for faults of the URL itself;
-    a 407 to a plain-HTTP URL through an HTTP(S) proxy (in a tunnel, the site's answer); and
-    a gateway error the proxy made itself (`_made_by_proxy`)."""
-    if result is None:
-        return "no-answer"
-    if result.status is None:
-        return None if result.error in _NOT_PROXY_FAULTS else result.error
-    if result.status == 407:  # inside an HTTPS tunnel or through SOCKS: the site's own
-        by_proxy = result.url[:5].lower() == "http:" and (proxy is None or proxy.scheme != "socks5")
-        return "proxy-auth" if by_proxy else None
-    if result.status in _GATEWAY_ERRORS and proxy is not None and _made_by_proxy(result, proxy):
-        return f"proxy-{result.status}"
-    return None
-
-
-def _made_by_proxy(result: ProxyAnswer, proxy: Proxy) -> bool:
-    """Whether an error answer is the proxy's own rather than the site's, relayed.
-
-    Only a plain-HTTP URL through an HTTP(S) proxy can get one: an HTTPS URL goes through a
-    CONNECT tunnel and a SOCKS5 proxy relays bytes, so what comes back is the site's (a
-    CONNECT the proxy fails is an error, not an answer). A proxy names its own errors with
-    a ``Proxy-Status`` carrying ``error=`` (RFC 9209) or Squid's ``X-Squid-Error``; and it
-    adds ``Via`` to every answer it relays (RFC 9110, 7.6.3) but not to the ones it makes
-    (tinyproxy's "Unable to connect" has none): a gateway error without ``Via`` is the
-    proxy's own. A site's 500, 502 or 503 relayed comes with the proxy's ``Via``."""
-    if proxy.scheme == "socks5" or result.url[:5].lower() != "http:":
-        return False
-    headers = result.headers
-    if "error=" in headers.get("proxy-status", "").lower() or "x-squid-error" in headers:
-        return True
-    return "via" not in headers
 
 
 Checker = Callable[[Proxy], Awaitable[float | str | None]]

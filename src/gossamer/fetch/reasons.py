@@ -13,10 +13,13 @@
 - ``server-disconnected``: the connection closed before a complete response head
 - ``connection-reset``: the peer reset the connection
 - ``incomplete-body``: the connection closed before the announced end of the body
-- ``protocol-error``: malformed status line, headers or chunked framing
+- ``protocol-error``: malformed status line, headers or chunked framing: bytes no client may
+  accept (a NUL byte in a header, a header line without a colon, an invalid Content-Length
+  or chunk size, ...). Without a status (the head was malformed) it is not asked for again,
+  and the host is not slowed down for it: a server sends the same head each time (see
+  `gossamer.outcomes`); with one, the body broke off there and the answer is kept, truncated
 - ``headers-too-long``: a response head line (status line or one header) over aiohttp's
-  limit of 8,190 bytes; the answer is refused unread, and not asked for again (a server
-  sends the same head each time; see `gossamer.outcomes`)
+  limit of 8,190 bytes; the answer is refused unread, and not asked for again, as above
 - ``unsupported-encoding``: a Content-Encoding we cannot decode; the raw body is returned
 - ``decode-error``: corrupt gzip/deflate/br/zstd data; the body decoded so far is returned
 - ``decompression-bomb``: decoding hit ``max_decoded_bytes`` at a ratio over `BOMB_RATIO`
@@ -26,6 +29,9 @@
 - ``socks-error``: a SOCKS5 proxy refused or failed the request
 - ``no-proxy``: a proxy pool is set and none of its proxies is live
 - ``proxy-error``: every proxy tried failed (see `gossamer.fetch.http`)
+- ``proxy-connect-error``: an HTTP(S) proxy answered the CONNECT of an HTTPS URL with
+  garbage, or refused it otherwise than with a 407 (``proxy-auth``): the proxy's failure; a
+  malformed head that comes through the tunnel is the site's ``protocol-error``
 
 The three decoding reasons come from `gossamer.fetch.decoding`, ``proxy-error`` from the
 fetcher; `reason` gives the others, from `reasons()`: the first row whose exception type
@@ -89,6 +95,8 @@ def _body(exc: Any) -> str:
 def _head(exc: BaseException) -> str:
     from aiohttp.http_exceptions import LineTooLong
 
+    if getattr(getattr(exc, "request_info", None), "method", None) == "CONNECT":
+        return "proxy-connect-error"  # the proxy's answer to the CONNECT, not the site's
     # aiohttp wraps the parser's error in a ClientResponseError, its cause a copy of it
     seen: BaseException | None = exc
     for _ in range(4):  # the chain is short; bounded all the same
@@ -102,7 +110,8 @@ def _head(exc: BaseException) -> str:
 
 def _connect_refused(exc: BaseException) -> str:
     """A CONNECT the proxy answered otherwise than 200: a 407 is the proxy refusing the
-    crawl's credentials (``proxy-auth``, as `gossamer.fetch.proxies.proxy_fault` names it)."""
+    crawl's credentials (``proxy-auth``, as `gossamer.fetch.proxyfault.proxy_fault` names
+    it), any other its ``proxy-connect-error``."""
     return "proxy-auth" if getattr(exc, "status", None) == 407 else _head(exc)
 
 

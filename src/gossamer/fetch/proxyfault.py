@@ -1,0 +1,89 @@
+"""Whose fault a failed request through a proxy is: `proxy_fault` tells the proxy's own
+failures (the pool counts them against it, `gossamer.fetch.proxies`) from the site's answers
+it relayed, whatever their status."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from gossamer.proxyurl import Proxy
+
+__all__ = ["REJECTED", "ProxyAnswer", "proxy_fault"]
+
+REJECTED = "proxy-auth"
+"""The `proxy_fault` of a 407: the proxy rejected the crawl's credentials."""
+
+
+class ProxyAnswer(Protocol):
+    """What `proxy_fault` reads of a fetch result (`gossamer.fetch.http.FetchResult`)."""
+
+    @property
+    def url(self) -> str: ...
+    @property
+    def status(self) -> int | None: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+
+_NOT_PROXY_FAULTS = frozenset({"invalid-url", "blocked-address"})
+_MALFORMED = frozenset({"protocol-error", "headers-too-long"})
+"""A head no client may accept (`gossamer.outcomes`): the site's, when a proxy relayed it."""
+
+_GATEWAY_ERRORS = frozenset({500, 502, 503, 504})
+"""What a proxy answers itself when it cannot reach the site (tinyproxy's "Unable to
+connect" is a 500; Squid's and most others' a 502, 503 or 504)."""
+
+
+def proxy_fault(result: ProxyAnswer | None, proxy: Proxy | None = None) -> str | None:
+    """Why ``result`` through ``proxy`` counts as the proxy's failure, or None when the
+    proxy relayed the site's answer, whatever its status.
+
+    The proxy's failures: no answer at all (a connection refused or reset, a timeout, a TLS
+    or SOCKS failure, a CONNECT the proxy refused or failed: aiohttp raises for a CONNECT
+    that does not answer 200, a 407 there ``proxy-auth``), but for faults of the URL itself,
+    and for a malformed head a proxy relayed: a SOCKS5 proxy past its handshake (whose
+    failures are ``socks-error``) and an HTTP(S) proxy's CONNECT tunnel (a CONNECT it
+    refused or garbled is ``proxy-connect-error``) pass the site's bytes on as they came,
+    and the site would send the same again through any proxy; a 407 to a plain-HTTP URL
+    through an HTTP(S) proxy (in a tunnel, the site's answer); and a gateway error the proxy
+    made itself (`_made_by_proxy`)."""
+    if result is None:
+        return "no-answer"
+    if result.status is None:
+        if result.error in _NOT_PROXY_FAULTS:
+            return None
+        relayed = proxy is not None and (proxy.scheme == "socks5" or _tunnelled(result))
+        return None if relayed and result.error in _MALFORMED else result.error
+    if result.status == 407:  # inside an HTTPS tunnel or through SOCKS: the site's own
+        by_proxy = result.url[:5].lower() == "http:" and (proxy is None or proxy.scheme != "socks5")
+        return "proxy-auth" if by_proxy else None
+    if result.status in _GATEWAY_ERRORS and proxy is not None and _made_by_proxy(result, proxy):
+        return f"proxy-{result.status}"
+    return None
+
+
+def _made_by_proxy(result: ProxyAnswer, proxy: Proxy) -> bool:
+    """Whether an error answer is the proxy's own rather than the site's, relayed.
+
+    Only a plain-HTTP URL through an HTTP(S) proxy can get one: an HTTPS URL goes through a
+    CONNECT tunnel and a SOCKS5 proxy relays bytes, so what comes back is the site's (a
+    CONNECT the proxy fails is an error, not an answer). A proxy names its own errors with
+    a ``Proxy-Status`` carrying ``error=`` (RFC 9209) or Squid's ``X-Squid-Error``; and it
+    adds ``Via`` to every answer it relays (RFC 9110, 7.6.3) but not to the ones it makes
+    (tinyproxy's "Unable to connect" has none): a gateway error without ``Via`` is the
+    proxy's own. A site's 500, 502 or 503 relayed comes with the proxy's ``Via``."""
+    if proxy.scheme == "socks5" or result.url[:5].lower() != "http:":
+        return False
+    headers = result.headers
+    if "error=" in headers.get("proxy-status", "").lower() or "x-squid-error" in headers:
+        return True
+    return "via" not in headers
+
+
+def _tunnelled(result: ProxyAnswer) -> bool:
+    """Whether ``result`` came through a CONNECT tunnel (an HTTPS URL through an HTTP(S)
+    proxy), where TLS keeps the proxy from changing a byte."""
+    return result.url[:6].lower() == "https:"
