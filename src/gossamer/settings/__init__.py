@@ -26,7 +26,8 @@ fetch stage's resolver uses too. ``loading`` and ``inputs`` build on the models,
 other; code outside imports from ``gossamer.settings``.
 
 This package may import the standard library, msgspec, ``gossamer`` (its version),
-``gossamer.proxyurl`` (proxy URLs checked), ``gossamer.redact`` and ``gossamer.urls``: it is
+``gossamer.proxyurl`` (proxy URLs checked), ``gossamer.addresses``, ``gossamer.redact`` and
+``gossamer.urls``: it is
 the lowest layer with them (the frontier's default focus slack lives here, in ``models``);
 never a stage, the engine, the crawl's wiring or the cluster.
 """

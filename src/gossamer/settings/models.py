@@ -11,6 +11,7 @@ from msgspec import Meta, field
 from msgspec.structs import force_setattr
 
 from gossamer import __version__
+from gossamer.addresses import ip_literal
 from gossamer.proxyurl import ProxyError, parse_proxy
 from gossamer.settings.auth import AuthSettings
 from gossamer.settings.base import FieldError, SettingsModel
@@ -22,7 +23,7 @@ from gossamer.settings.cluster import (
     ClusterPartitions,
     ShippedRules,
 )
-from gossamer.settings.resolve import host_name, ip_literal, parse_resolve_item
+from gossamer.settings.resolve import host_name, parse_resolve_item
 from gossamer.settings.revisit import (
     DEFAULT_INITIAL,
     DEFAULT_MAX,
