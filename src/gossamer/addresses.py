@@ -74,6 +74,8 @@ def _ipv4(text: str) -> ipaddress.IPv4Address | None:
 
 def _ipv4_number(part: str) -> int | None:
     """One part of an IPv4 host: decimal, ``0x`` hex or ``0`` octal; None if it is none."""
+    if part.isascii() and part.isdigit() and (part[0] != "0" or len(part) == 1):
+        return int(part)  # decimal, the usual form: told first
     if not part:
         return None
     radix = 10
