@@ -82,6 +82,45 @@ async def test_crawl_through_the_pool(tmp_path: Path) -> None:
             assert b"pa55word" not in path.read_bytes(), path.name
 
 
+async def test_the_proxy_check_url_s_credentials_reach_the_site_and_no_output(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``--proxy-check-url http://user:secret@site/check``: the check sends them to the site
+    (a crawl and its ``--resume``); no file of the crawl and no log line holds the secret."""
+    secret = "Ch3ck-S3cret-Zx"
+    caplog.set_level(logging.DEBUG)
+    checked: list[str | None] = []
+
+    async def site(request: web.Request) -> web.Response:
+        if request.path == "/check":
+            checked.append(request.headers.get("Authorization"))
+        return await _page(request)
+
+    proxy = await HttpProxy().start()
+    try:
+        async with serve(site) as port:
+            for resume in (False, True):
+                settings = load_settings(
+                    {
+                        "seeds": [f"http://127.0.0.1:{port}/"],
+                        "out": tmp_path / "out",
+                        "resume": resume,
+                        "robots": False,
+                        "quiet": True,
+                        "proxies": [proxy.url],
+                        "proxy_check_url": f"http://checker:{secret}@127.0.0.1:{port}/check",
+                    },
+                    env={},
+                )
+                await asyncio.wait_for(run_crawl(settings), 30)
+    finally:
+        await proxy.stop()
+    assert checked and set(checked) == {"Basic Y2hlY2tlcjpDaDNjay1TM2NyZXQtWng="}, checked
+    assert not [r.getMessage() for r in caplog.records if secret in r.getMessage()]
+    files = [p for p in (tmp_path / "out").rglob("*") if p.is_file()]
+    assert files and [p.name for p in files if secret.encode() in p.read_bytes()] == []
+
+
 def test_a_bad_proxy_is_a_settings_error() -> None:
     with pytest.raises(SettingsError, match=r"invalid setting 'proxies'.*scheme") as info:
         load_settings({"seeds": ["http://a.example/"], "proxies": ["ftp://u:hunter2@p:1"]})

@@ -85,6 +85,19 @@ def test_scope_hosts_and_domains() -> None:
     assert scope.reject_reason("http://attest/x", 1) == "offsite"
 
 
+def test_an_allowed_address_is_allowed_as_itself_only() -> None:
+    """An IP address is no subdomain (of ``1``, ``0.1``), and an address allowed in any form
+    a URL's host has (``[::1]``, ``127.1``) allows that address."""
+    numbers = Scope.for_seeds(["http://a.test/"], ["1", "0.1"])
+    assert numbers.reject_reason("http://127.0.0.1/", 1) == "offsite"
+    assert numbers.reject_reason("http://10.0.0.1/", 1) == "offsite"
+    addresses = Scope.for_seeds(["http://a.test/"], ["[::1]", "127.1", "[::FFFF:10.0.0.1]"])
+    assert addresses.reject_reason("http://[::1]/", 1) is None
+    assert addresses.reject_reason("http://127.0.0.1/", 1) is None
+    assert addresses.reject_reason("http://[::ffff:a00:1]/", 1) is None
+    assert addresses.reject_reason("http://10.0.0.1/", 1) == "offsite"
+
+
 def test_scope_ports_are_the_seeds_the_defaults_and_the_allowed() -> None:
     scope = Scope.for_seeds(["http://127.0.0.1:8080/", "http://site0.test:8080/"], ["test"])
     assert scope.reject_reason("http://127.0.0.1:8080/x", 1) is None

@@ -18,6 +18,8 @@ from urllib.parse import quote
 import can_ada
 import xxhash
 
+from gossamer.addresses import domain_key, ip_literal
+
 _SCHEMES = frozenset({"http:", "https:"})
 _C0_AND_SPACE = "".join(map(chr, range(0x21)))
 _NO_TAB_NEWLINE = str.maketrans("", "", "\t\n\r")
@@ -438,14 +440,14 @@ class Scope(NamedTuple):
     """Which canonical URLs a crawl may enqueue.
 
     A URL is in scope when both its host and its port are allowed. ``domains`` are allowed
-    together with their subdomains; ``hosts`` only exactly. A URL without an explicit port
-    (its scheme's default, 80 for http, 443 for https) is always allowed, so the redirect of a
-    seed from http to https, the most common one there is, stays in scope. An explicit port is
-    allowed for a seed's own host when a seed names it (``origins``), for hosts of the allowed
-    domains when any seed names it (``ports``: a multi-host web on one port), and everywhere
-    when given (``allow_ports``). Any other port of an allowed host (a Redis on 6379, an admin
-    page on 8081) is out of scope. Trap guards bound the URL length, the depth and how often
-    one path segment may repeat.
+    together with their subdomains (an IP address only as itself); ``hosts`` only exactly. A
+    URL without an explicit port (its scheme's default, 80 for http, 443 for https) is always
+    allowed, so the redirect of a seed from http to https, the most common one there is, stays
+    in scope. An explicit port is allowed for a seed's own host when a seed names it
+    (``origins``), for hosts of the allowed domains when any seed names it (``ports``: a
+    multi-host web on one port), and everywhere when given (``allow_ports``). Any other port
+    of an allowed host (a Redis on 6379, an admin page on 8081) is out of scope. Trap guards
+    bound the URL length, the depth and how often one path segment may repeat.
     """
 
     hosts: frozenset[str] = frozenset()
@@ -482,7 +484,7 @@ class Scope(NamedTuple):
         frozen = frozenset(hosts)
         return cls(
             hosts=frozen,
-            domains=frozenset(d.lower().strip(".") for d in allow_domains),
+            domains=frozenset(domain_key(d) for d in allow_domains),
             ports=frozenset(by_port),
             # Seeds all on one port (the usual case) name every host there: one set, not two.
             origins=tuple(
@@ -502,6 +504,8 @@ class Scope(NamedTuple):
     def _in_domains(self, host: str) -> bool:
         if not self.domains:
             return False
+        if ip_literal(host) is not None:
+            return host in self.domains  # an address is no domain's subdomain (127.0.0.1, 1)
         labels = host.split(".")
         return any(".".join(labels[i:]) in self.domains for i in range(len(labels)))
 

@@ -7,6 +7,7 @@ is named like one, a real site on loopback)."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
 from pathlib import Path
@@ -181,3 +182,89 @@ async def test_a_store_s_user_name_given_alone_is_kept_in_credentials_only(tmp_p
                     await client.aclose()
         rows = await table_rows(pg.url, "by_token")
     assert [row["url"] for row in rows] == [f"http://127.0.0.1:{port}/"]
+
+
+CHECK_SECRET = "Ch3ckS3cret-Vq9"
+
+
+async def test_a_proxy_check_url_s_user_info_comes_back_from_credentials_only() -> None:
+    """The job names the check URL's user info masked; a worker puts it back from
+    ``credentials``, and is refused in one line when that does not hold it."""
+    given = f"http://checker:{CHECK_SECRET}@site.test:81/check?x=1"
+    settings = JobSettings(
+        seeds=["http://a.test/"], proxies=["http://p.test:3128"], proxy_check_url=given
+    )
+    tag = mask_user_alone(f"checker:{CHECK_SECRET}@site.test:81")
+    stored = job_settings(settings, [])
+    assert stored.proxy_check_url == f"http://{tag}/check?x=1"
+    users = lone_users(settings)
+    assert users == {f"http://{tag}": f"http://checker:{CHECK_SECRET}@site.test:81"}
+    with RedisServer() as redis:
+        client = Redis.from_url(redis.url)
+        try:
+            with pytest.raises(SettingsError, match=r"proxy check URL http://\*\*\*@site") as info:
+                await reveal_users(client, JOB, stored, store=True, proxies=False)
+            assert CHECK_SECRET not in str(info.value) and "\n" not in str(info.value)
+            await store_users(client, JOB, users)
+            revealed = await reveal_users(client, JOB, stored, store=True, proxies=False)
+            assert revealed.proxy_check_url == given
+        finally:
+            await client.aclose()
+
+
+@pytest.mark.parametrize("userinfo", [f"checker:{CHECK_SECRET}", CHECK_SECRET])
+async def test_the_proxy_check_url_s_user_info_is_kept_in_credentials_only(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, userinfo: str
+) -> None:
+    """``--proxy-check-url http://user:secret@site/check``: the job names it masked
+    (``http://***.TAG@site/check``), ``credentials`` alone holds the secret, and the worker
+    checks its proxy with it as given: the site gets the request with its credentials."""
+    caplog.set_level(logging.DEBUG)
+    checked: list[str | None] = []
+
+    async def site(request: web.Request) -> web.Response:
+        if request.path == "/check":
+            checked.append(request.headers.get("Authorization"))
+        return web.Response(body=b"<html><body><p>page</p></body></html>", content_type="text/html")
+
+    proxy = await HttpProxy().start()
+    try:
+        async with serve(site) as port:
+            check = f"http://{userinfo}@127.0.0.1:{port}/check"
+            with RedisServer() as redis:
+                job = JobSettings(
+                    seeds=[f"http://127.0.0.1:{port}/"],
+                    proxies=[proxy.url],
+                    proxy_check_url=check,
+                    robots=False,
+                    sitemaps=False,
+                    quiet=True,
+                )
+                client = Redis.from_url(redis.url)
+                try:
+                    await gossamer.submit(redis.url, job, job=JOB)
+                    assert await holding(client, CHECK_SECRET) == {credentials_key(JOB)}
+                    stored = json.loads(await client.get(job_keys(JOB)["job"]))
+                    tag = mask_user_alone(f"{userinfo}@127.0.0.1:{port}")
+                    assert stored["proxy_check_url"] == f"http://{tag}/check"
+                    worker = Worker(
+                        redis.url, job=JOB, name="w0", out=tmp_path / "w0", job_timeout=20
+                    )
+                    worker.start()
+                    await asyncio.wait_for(worker.wait(), 30)
+                    assert await holding(client, CHECK_SECRET) == {credentials_key(JOB)}
+                finally:
+                    await client.aclose()
+                for args in (("status",), ("status", "--json")):
+                    code, out, err = await output(
+                        "cluster", *args, "--redis", redis.url, "--job", JOB
+                    )
+                    assert code == 0 and CHECK_SECRET not in out + err, out + err
+    finally:
+        await proxy.stop()
+    pair = userinfo if ":" in userinfo else userinfo + ":"  # a user name alone: no password
+    sent = "Basic " + base64.b64encode(pair.encode()).decode()
+    assert checked and set(checked) == {sent}, checked
+    assert not [r.getMessage() for r in caplog.records if CHECK_SECRET in r.getMessage()]
+    files = [p for p in (tmp_path / "w0").rglob("*") if p.is_file()]
+    assert [p.name for p in files if CHECK_SECRET.encode() in p.read_bytes()] == []

@@ -102,6 +102,8 @@ def test_exact_beats_wildcard_and_addresses_accumulate() -> None:
         "example.com=999.1.1.1",
         "example.com=127.0.0.1,",
         "example.com=[::1",
+        "example.com=[127.0.0.1]",  # brackets hold an IPv6 address only
+        "example.com=fe80::1%eth0",  # a zone id: no URL's host has one
         "*example.com=127.0.0.1",
         "a.*.com=127.0.0.1",
         "ex ample.com=127.0.0.1",
@@ -112,6 +114,19 @@ def test_exact_beats_wildcard_and_addresses_accumulate() -> None:
 def test_malformed_overrides_raise_value_error(item: str) -> None:
     with pytest.raises(ValueError, match="invalid resolve override"):
         parse_resolve_overrides([item])
+
+
+def test_an_override_s_address_is_written_in_its_usual_form() -> None:
+    """A setting's value, not a URL's host: ``127.1`` is more likely a typo."""
+    overrides = parse_resolve_overrides(["a.test=127.0.0.1", "c.test=[::1]", "d.test=::1"])
+    assert [str(overrides.lookup(h)[0]) for h in ("a.test", "c.test", "d.test")] == [
+        "127.0.0.1",
+        "::1",
+        "::1",
+    ]
+    for short in ("127.1", "0x7f.0.0.1", "2130706433", "127.0.0.1."):
+        with pytest.raises(ValueError, match="is not an IPv4 or IPv6 address"):
+            parse_resolve_overrides([f"a.test={short}"])
 
 
 # --- CachingResolver -------------------------------------------------------------------

@@ -147,6 +147,19 @@ def test_check_url_judges_ip_literals_only() -> None:
 # --- the guard of a crawl ------------------------------------------------------------------
 
 
+def test_an_allowed_domain_names_no_address_under_it() -> None:
+    """``--allow-domain 1`` names no address that ends in ``.1``; an address allowed in any
+    form a URL's host has (``[::1]``, ``127.1``) is named."""
+    numbers = AddressGuard.for_crawl(["a.test"], ["1", "0.1"])
+    assert numbers.verdict("127.0.0.1", "127.0.0.1") is not None
+    assert numbers.verdict("10.0.0.1", "10.0.0.1") is not None
+    addresses = AddressGuard.for_crawl(["a.test"], ["[::1]", "127.1"])
+    assert addresses.verdict("::1", "::1") is None
+    assert addresses.verdict("127.0.0.1", "127.0.0.1") is None
+    assert addresses.check_url("http://[::1]:8080/") is None
+    assert addresses.check_url("http://127.0.0.2:8080/") is not None
+
+
 def test_for_crawl_names_seed_hosts_allowed_domains_and_resolve_names() -> None:
     guard = AddressGuard.for_crawl(
         ["Seed.TEST.", "[::1]", "127.0.0.5"],
@@ -316,6 +329,15 @@ async def test_fetcher_judges_ip_literals_that_no_resolver_sees() -> None:
             allowed = await fetcher.fetch(f"http://127.0.0.1:{server.port}/")
         assert (allowed.status, allowed.error) == (200, None)
         assert server.connections == 1
+
+
+async def test_fetcher_keeps_loopback_closed_to_an_allowed_domain_of_numbers() -> None:
+    """``--allow-domain 1`` names hosts under ``1``: 127.0.0.1 is none of them."""
+    guard = AddressGuard.for_crawl(["a.test"], ["1"])
+    async with counting_server() as server, Fetcher(resolving(), guard=guard) as fetcher:
+        blocked = await fetcher.fetch(f"http://127.0.0.1:{server.port}/")
+        assert (blocked.error, blocked.status) == ("blocked-address", None)
+        assert server.connections == 0
 
 
 async def test_fetcher_never_connects_to_metadata_even_for_a_named_host(

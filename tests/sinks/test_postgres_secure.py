@@ -72,6 +72,14 @@ def _store(server: PostgresServer, table: str, query: str = "", password: str = 
     return f"postgresql://crawler{auth}@127.0.0.1:{server.port}/postgres?table={table}{query}"
 
 
+def _key_value(server: PostgresServer, table: str, extra: str = "", password: str = "") -> str:
+    """The store as libpq's ``key=value`` connection string, the password quoted."""
+    auth = f" password='{password}'" if password else ""
+    return f"host=127.0.0.1 port={server.port} user=crawler{auth} dbname=postgres table={table}" + (
+        f" {extra}" if extra else ""
+    )
+
+
 async def _gossamer(tmp_path: Path, *args: str, env: dict[str, str]) -> tuple[int, str]:
     """``gossamer *args`` with ``env`` added to a clean environment (no libpq variables of
     the caller's, no ~/.pgpass but the test's own); its exit code and output."""
@@ -136,6 +144,18 @@ async def test_a_password_in_the_dsn_reaches_no_file(
         assert not path.is_file() or password.encode() not in path.read_bytes(), path
 
 
+async def test_a_key_value_dsn_is_used_and_its_password_reaches_no_file(
+    tmp_path: Path, pg_tls: PostgresServer
+) -> None:
+    """``host=... user=crawler password='...' dbname=...``: the crawl writes its pages with
+    it; neither its output nor any file it writes (crawl.db's meta key too) holds the
+    password."""
+    tls = pg_tls.tls_query().replace("&", " ")
+    code, said = await _crawl(tmp_path, _key_value(pg_tls, "kv", tls, PASSWORD), {})
+    assert code == 0, said
+    await _assert_stored(tmp_path, pg_tls, "kv")
+
+
 @pytest.mark.parametrize("how", ["PGPASSFILE", "~/.pgpass", "passfile="])
 async def test_password_from_a_passfile(
     tmp_path: Path, pg_password: PostgresServer, how: str
@@ -166,6 +186,7 @@ async def test_refusals_are_one_line_exit_2(
     other_ca = "&" + pg_tls.tls_query("verify-full", tls_files.other_ca)
     cases = [
         (_store(pg_password, "t", password=WRONG), {}, "refused the connection"),
+        (_key_value(pg_password, "t", password=WRONG), {}, "refused the connection"),
         (_store(pg_password, "t"), {"PGPASSWORD": WRONG}, "password authentication failed"),
         (_store(pg_password, "t"), {}, "refused the connection"),
         (_store(pg_tls, "t", "&sslmode=disable"), {"PGPASSWORD": PASSWORD}, "no encryption"),
@@ -180,12 +201,17 @@ async def test_refusals_are_one_line_exit_2(
         assert len(lines) == 1 and "Traceback" not in said, said
 
 
+@pytest.mark.parametrize("form", ["url", "key=value"])
 async def test_cluster_workers_bring_their_own_password(
-    tmp_path: Path, pg_tls: PostgresServer
+    tmp_path: Path, pg_tls: PostgresServer, form: str
 ) -> None:
-    """The job keeps the store's TLS parameters but not its password: each worker's
-    PGPASSWORD completes the DSN."""
-    store = _store(pg_tls, "cluster", "&" + pg_tls.tls_query(), password=quote(PASSWORD, safe=""))
+    """The job keeps the store's TLS parameters but not its password (a URL's, or a
+    ``key=value`` string's): each worker's PGPASSWORD completes the DSN."""
+    table = "cluster" if form == "url" else "cluster_kv"
+    if form == "url":
+        store = _store(pg_tls, table, "&" + pg_tls.tls_query(), password=quote(PASSWORD, safe=""))
+    else:
+        store = _key_value(pg_tls, table, pg_tls.tls_query().replace("&", " "), PASSWORD)
     with RedisServer() as redis:
         async with TestWebServer(small_web(hosts=1, pages_per_host=PAGES), flaky_failures=0) as web:
             job = [web.url(0), *FAST, *WEB_ARGS[:-1], "--partitions", "4", "--store", store]
@@ -205,7 +231,7 @@ async def test_cluster_workers_bring_their_own_password(
             await client.aclose()
     assert stored is not None and PASSWORD.encode() not in stored
     assert "sslmode=verify-full" in json.loads(stored)["store"]
-    await _assert_stored(tmp_path, pg_tls, "cluster")
+    await _assert_stored(tmp_path, pg_tls, table)
 
 
 def test_tls_files_are_checked_where_the_url_comes_in(tmp_path: Path, tls_files: TlsFiles) -> None:

@@ -184,3 +184,33 @@ def test_the_suggested_pattern_keeps_the_port() -> None:
     assert pattern == r"^http://site\d+\.test:8642/shop/[a-z]+-\d+/$"
     assert re.search(pattern, "http://site4.test:8642/shop/town-12/")
     assert not re.search(pattern, "http://site4.test:6379/shop/town-12/")
+
+
+async def test_editor_allow_reads_an_address_as_a_url_s_host_reads_it(tmp_path: Path) -> None:
+    """``127.1`` is the address ``127.0.0.1`` (not a name no URL has); ``::ffff:127.0.0.1``
+    is a socket to 127.0.0.1, the endpoint allowed."""
+    async with (
+        three_servers() as (site, other, redis, asked),
+        editor(tmp_path, [f"127.1:{site}"]) as served,
+    ):
+        for url in (f"http://127.0.0.1:{site}/items/1", f"http://[::ffff:127.0.0.1]:{site}/"):
+            status, found = await post(served, "fetch", {"url": url})
+            assert status == 200, found
+        for url in (f"http://0x7f.1:{redis}/", f"http://[::ffff:7f00:1]:{other}/items/1"):
+            status, refused = await post(served, "fetch", {"url": url})
+            assert status == 403, refused
+    assert pages(asked[other]) == [] and pages(asked[redis]) == []
+
+
+def test_the_editor_guard_judges_every_form_of_an_address() -> None:
+    guard = EditorGuard.from_allow(["127.0.0.1:8642", "0x0a000001", "[::ffff:10.0.0.2]"])
+    assert guard.check_url("http://0x7f.1:6379/") is not None  # an address, not a name
+    assert guard.check_url("http://2130706433:6379/") is not None
+    assert guard.check_url("http://127.1:8642/") is None
+    assert guard.check_url("http://[::ffff:127.0.0.1]:8642/") is None
+    assert guard.check_url("http://[::ffff:127.0.0.1]:6379/") is not None
+    assert guard.check_url("http://10.0.0.1:6379/") is None  # 0x0a000001: every port
+    assert guard.check_url("http://[::ffff:10.0.0.1]:6379/") is None
+    assert guard.check_url("http://10.0.0.2:6379/") is None
+    assert guard.check_url("http://10.0.0.3:6379/") is not None
+    assert guard.check_url("http://[fe80::1%25eth0]/") is not None  # the address, zone cut

@@ -21,9 +21,15 @@ from gossamer.settings import load_settings
 
 pytestmark = pytest.mark.timeout(60)
 
-REFUSED = ["evil.example:{port}", "evil.example", "127.0.0.1.evil.example:{port}", "a b", ""]
+REFUSED = ["evil.example:{port}", "evil.example", "127.0.0.1.evil.example:{port}", "a b", "",
+           "[127.0.0.1]:{port}", "[fe80::1%eth0]:{port}", "1.2.3.4.5:{port}"]  # fmt: skip
+"""Names a page can be served under, and what no URL's host is (a bracketed IPv4 address, a
+zone id, five numbers)."""
 ANSWERED = ["127.0.0.1:{port}", "localhost:{port}", "LOCALHOST.:{port}", "[::1]:{port}",
-            "10.1.2.3:{port}", "127.0.0.1:9200", socket.gethostname() + ":{port}"]  # fmt: skip
+            "10.1.2.3:{port}", "127.0.0.1:9200", socket.gethostname() + ":{port}",
+            "0x7f.1:{port}", "127.1:{port}", "2130706433", "[::ffff:127.0.0.1]:{port}"]  # fmt: skip
+"""Addresses (in every form a URL's host reads as one: no page is served under them), and
+names of this machine."""
 
 
 async def status_of(port: int, path: str, host: str | None) -> int:

@@ -25,7 +25,7 @@ from gossamer.cluster.bounded import bounded_parser
 from gossamer.cluster.control import Control, JobTotals, WorkerInfo
 from gossamer.cluster.errors import ClusterError
 from gossamer.cluster.freshness import JobFreshness, due_backlog, job_freshness
-from gossamer.cluster.jobusers import hide_user, lone_users, store_users
+from gossamer.cluster.jobusers import hide_check_url, hide_user, lone_users, store_users
 from gossamer.cluster.redisretry import GuardedCluster
 from gossamer.cluster.redisurl import PASSWORD_ENV
 from gossamer.cluster.resilient import RedisGuard, RedisUnavailable, forbidden, install_guard
@@ -271,7 +271,8 @@ async def submit(settings: JobSettings, url: str, job: str) -> Submitted:
 def job_settings(settings: JobSettings, seeds: list[str]) -> JobSettings:
     """The settings as a job stores them: no seeds (they are queued, their origins stored
     apart: see :mod:`gossamer.cluster.seeding`), the first seed (without its user info) as the
-    URL that checks proxies unless one is given, ``store`` and ``proxies`` without their
+    URL that checks proxies unless one is given (a given one's user info kept in the job's
+    ``credentials``, as a seed's is), ``store`` and ``proxies`` without their
     passwords and with a user name given alone masked (kept in the job's ``credentials``:
     see :mod:`gossamer.cluster.jobusers`), and the rule documents' texts with their digest
     instead of their paths.
@@ -287,6 +288,8 @@ def job_settings(settings: JobSettings, seeds: list[str]) -> JobSettings:
     if settings.proxy_check_url is None and seeds:
         # as a crawl checks its proxies; a seed's user info stays out of the job
         update["proxy_check_url"] = strip_userinfo(seeds[0])
+    elif settings.proxy_check_url is not None:
+        update["proxy_check_url"] = hide_check_url(settings.proxy_check_url)
     if settings.store is not None:
         update["store"] = hide_user(settings.store)
     if settings.proxies:

@@ -13,6 +13,12 @@ back (:func:`reveal_users`) before it builds its proxy pool and its store, for t
 ``--proxy`` or ``--store`` do not replace. A user name before a password, or before a
 ``password=`` parameter, is a user name, not a token: the job keeps it, without the
 password.
+
+The proxy check URL (``--proxy-check-url http://user:secret@site/``) names the site's
+credentials, not a proxy's: every worker checks its proxies with it as the submitter gave
+it, and no worker brings its own. So its whole user info, a password too, is kept so
+(:func:`hide_check_url`): the job names it ``http://***.TAG@site/`` and ``credentials``
+holds ``http://user:secret@site``.
 """
 
 from __future__ import annotations
@@ -32,7 +38,14 @@ from gossamer.redact import (
 )
 from gossamer.settings import JobSettings, SettingsError
 
-__all__ = ["hide_user", "holds_password", "lone_users", "reveal_users", "store_users"]
+__all__ = [
+    "hide_check_url",
+    "hide_user",
+    "holds_password",
+    "lone_users",
+    "reveal_users",
+    "store_users",
+]
 
 _AUTHORITY = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<authority>[^/?#\\]*)")
 """A URL's scheme and authority (up to its path, query or fragment)."""
@@ -48,6 +61,15 @@ def hide_user(url: str) -> str:
     return scheme + mask_user_alone(authority) + url[len(scheme) + len(authority) :]
 
 
+def hide_check_url(url: str) -> str:
+    """The proxy check URL as a job stores it: its user info, whatever it holds, masked as a
+    user name given alone is (``scheme://***.TAG@host/path``)."""
+    match = _AUTHORITY.match(url)
+    if match is None or "@" not in match["authority"] or _masked_user(url) is not None:
+        return url
+    return match["scheme"] + mask_user_alone(match["authority"]) + url[match.end() :]
+
+
 def holds_password(url: str) -> bool:
     """Whether the job stores ``url`` without a password its workers must bring themselves
     (one that :func:`hide_user` strips, not a user name it keeps apart)."""
@@ -56,13 +78,17 @@ def holds_password(url: str) -> bool:
 
 def lone_users(settings: JobSettings) -> dict[str, str]:
     """Masked authority -> authority of each user name the store or a proxy of ``settings``
-    gives alone, as :func:`store_users` keeps them."""
+    gives alone, and of the proxy check URL's user info, as :func:`store_users` keeps them."""
     found = {}
     for url in _urls(settings, store=True, proxies=True):
         alone = _lone_user(url)
         if alone is not None:
             scheme, authority = alone
             found[scheme + mask_user_alone(authority)] = scheme + authority
+    check = settings.proxy_check_url
+    match = None if check is None else _AUTHORITY.match(check)
+    if match is not None and hide_check_url(match[0]) != match[0]:
+        found[hide_check_url(match[0])] = match[0]
     return found
 
 
@@ -78,11 +104,9 @@ async def reveal_users(
     """``settings`` (a stored job's) with the user names of its store (``store``) and its
     proxies (``proxies``) put back from the job's ``credentials``; a :class:`SettingsError`
     when one is missing there (the job's keys were cleared under it)."""
-    masked = {
-        head
-        for url in _urls(settings, store=store, proxies=proxies)
-        if (head := _masked_user(url)) is not None
-    }
+    check = settings.proxy_check_url
+    urls = _urls(settings, store=store, proxies=proxies) + ([check] if check else [])
+    masked = {head for url in urls if (head := _masked_user(url)) is not None}
     if not masked:
         return settings
     asked = sorted(masked)
@@ -93,6 +117,8 @@ async def reveal_users(
         update["store"] = _put_back(settings.store, found, "store", job)
     if proxies and settings.proxies:
         update["proxies"] = [_put_back(url, found, "proxy", job) for url in settings.proxies]
+    if check is not None:
+        update["proxy_check_url"] = _put_back(check, found, "proxy check URL", job)
     return msgspec.structs.replace(settings, **update)
 
 
@@ -132,10 +158,12 @@ def _put_back(url: str, found: dict[str, str | None], what: str, job: str) -> st
     if head is None:
         return url
     real = found.get(head)
-    if real is None or _masked_user(real) is not None or hide_user(real) != head:
-        flag = "--store" if what == "store" else "--proxy"
+    hide = hide_check_url if what == "proxy check URL" else hide_user
+    if real is None or _masked_user(real) is not None or hide(real) != head:
+        remedy = {"store": "give this worker --store", "proxy": "give this worker --proxy"}
         raise SettingsError(
             f"the job's {what} {head.partition('.')[0]}@{head.rpartition('@')[2]} names a user "
-            f"kept in {credentials_key(job)}, which does not hold it: give this worker {flag}"
+            f"kept in {credentials_key(job)}, which does not hold it: "
+            + remedy.get(what, "submit the job again")
         )
     return real + url[len(head) :]

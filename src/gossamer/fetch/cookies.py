@@ -25,7 +25,6 @@ the one ``publicsuffixlist`` ships (no network), read once, when a cookie first 
 from __future__ import annotations
 
 import functools
-import ipaddress
 import re
 import time
 from collections import OrderedDict
@@ -33,6 +32,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlsplit
+
+from gossamer.addresses import ip_literal
 
 if TYPE_CHECKING:
     from publicsuffixlist import PublicSuffixList
@@ -369,11 +370,9 @@ def _host(hostname: str | None) -> str:
 
 
 def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return False
-    return True
+    """Whether ``host`` (a URL's host, a ``Domain`` attribute, a stored cookie's domain) is
+    an IP address: one only that very host may set and get cookies for (RFC 6265 5.1.3)."""
+    return ip_literal(host) is not None
 
 
 def _row(row: Sequence[object]) -> CookieRow | None:

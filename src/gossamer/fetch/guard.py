@@ -30,6 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from gossamer.addresses import domain_key, ip_literal
 from gossamer.fetch.dns import Resolver, ResolveResult
 
 __all__ = ["AddressGuard", "BlockedAddress", "GuardedResolver"]
@@ -104,7 +105,7 @@ class AddressGuard:
         """The guard of a crawl: ``resolve`` holds ``HOST=IP`` overrides as given (``*.test``
         names the domain ``test``, a bare ``*`` every host)."""
         hosts = {_host_name(h) for h in seed_hosts}
-        domains = {d.lower().strip(".") for d in allow_domains}
+        domains = {domain_key(d) for d in allow_domains}
         subdomains: set[str] = set()
         for item in resolve:
             name = item.partition("=")[0].strip().lower().rstrip(".")
@@ -126,6 +127,8 @@ class AddressGuard:
         host = host.lower().strip("[]").rstrip(".")
         if host in self.named_hosts or "" in self.named_domains:
             return True
+        if ip_literal(host) is not None:
+            return host in self.named_domains  # an address is no domain's subdomain
         labels = host.split(".")
         if any(".".join(labels[i:]) in self.named_subdomains for i in range(1, len(labels))):
             return True
@@ -172,11 +175,8 @@ class AddressGuard:
             return None
         if not host or not (host[0].isdigit() or ":" in host):
             return None
-        try:
-            ip = ipaddress.ip_address(host.partition("%")[0])
-        except ValueError:
-            return None
-        return self.verdict(host, ip)
+        ip = ip_literal(host.partition("%")[0])  # a zone id cut off, the address judged
+        return None if ip is None else self.verdict(host, ip)
 
 
 def _host_name(host: str) -> str:

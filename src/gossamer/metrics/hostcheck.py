@@ -6,8 +6,9 @@ at 127.0.0.1 (or a pod's address); the browser sends ``Host: evil.example:9100``
 the page read the answer. So the check is on the name: a request is answered when its
 ``Host`` is
 
-* an IP address (``127.0.0.1:9100``, ``[::1]:9100``, ``10.1.2.3:9100``): no name, nothing to
-  rebind. This is what Prometheus sends when it scrapes a pod by address (Kubernetes
+* an IP address (``127.0.0.1:9100``, ``[::1]:9100``, ``10.1.2.3:9100``, and the other forms a
+  URL's host reads as one, such as ``0x7f.1:9100``: see :mod:`gossamer.addresses`): no name,
+  nothing to rebind. This is what Prometheus sends when it scrapes a pod by address (Kubernetes
   service discovery, the ``prometheus.io`` annotations, a ServiceMonitor's endpoints) and
   what a kubelet's HTTP probe sends (``<pod-ip>:<port>``);
 * ``localhost``, this machine's host name (``socket.gethostname()``: ``crawler-1:9100`` in a
@@ -25,7 +26,6 @@ another port than the one bound. Anything else is answered 400 ``unknown Host``.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import re
 import socket
@@ -35,13 +35,15 @@ from dataclasses import dataclass
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
+from gossamer.addresses import ip_literal
+
 __all__ = ["ANY_HOST", "HostCheck", "host_middleware"]
 
 log = logging.getLogger(__name__)
 
 ANY_HOST = "*"
 """The ``metrics_hosts`` entry that answers every ``Host``."""
-_HOST = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9._-]+))(?::\d{1,5})?")
+_HOST = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::\d{1,5})?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,10 +68,8 @@ class HostCheck:
         match = _HOST.fullmatch(host.strip())
         if match is None:
             return False
-        if match["v6"] is not None:
-            return _is_address(match["v6"])
-        name = _name(match["name"])
-        return _is_address(name) or name in self.names
+        named = match["host"]
+        return ip_literal(named) is not None or _name(named) in self.names
 
 
 def host_middleware(check: HostCheck) -> Middleware:
@@ -88,11 +88,3 @@ def host_middleware(check: HostCheck) -> Middleware:
 
 def _name(host: str) -> str:
     return host.strip().lower().rstrip(".")
-
-
-def _is_address(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return True

@@ -22,13 +22,14 @@ values come from and how they are converted (TOML, the environment, :func:`load_
 :func:`load_model`, :func:`validate_model`, the JSON and dict forms, a field's type and
 description); ``inputs`` what a crawl reads through its settings (the secrets of its logins,
 its seeds, its scope); ``resolve`` the parser of the ``resolve`` setting's items, which the
-fetch stage's resolver uses too. ``loading`` and ``inputs`` build on the models, never on each
-other; code outside imports from ``gossamer.settings``.
+fetch stage's resolver uses too; ``conninfo`` the reader of a ``key=value`` store DSN.
+``loading`` and ``inputs`` build on the models, never on each other; code outside imports
+from ``gossamer.settings``.
 
 This package may import the standard library, msgspec, ``gossamer`` (its version),
-``gossamer.proxyurl`` (proxy URLs checked), ``gossamer.redact`` and ``gossamer.urls``: it is
-the lowest layer with them (the frontier's default focus slack lives here, in ``models``);
-never a stage, the engine, the crawl's wiring or the cluster.
+``gossamer.proxyurl`` (proxy URLs checked), ``gossamer.addresses``, ``gossamer.redact`` and
+``gossamer.urls``: it is the lowest layer with them (the frontier's default focus slack lives
+here, in ``models``); never a stage, the engine, the crawl's wiring or the cluster.
 """
 
 from gossamer.settings.auth import AuthSettings, AuthType

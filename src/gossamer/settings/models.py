@@ -11,6 +11,7 @@ from msgspec import Meta, field
 from msgspec.structs import force_setattr
 
 from gossamer import __version__
+from gossamer.addresses import ip_literal
 from gossamer.proxyurl import ProxyError, parse_proxy
 from gossamer.settings.auth import AuthSettings
 from gossamer.settings.base import FieldError, SettingsModel
@@ -22,7 +23,8 @@ from gossamer.settings.cluster import (
     ClusterPartitions,
     ShippedRules,
 )
-from gossamer.settings.resolve import host_name, ip_literal, parse_resolve_item
+from gossamer.settings.conninfo import store_url
+from gossamer.settings.resolve import host_name, parse_resolve_item
 from gossamer.settings.revisit import (
     DEFAULT_INITIAL,
     DEFAULT_MAX,
@@ -404,7 +406,12 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
     store: (
         Annotated[
             str,
-            Meta(description="Also write page records to this database (postgres://user@host/db)."),
+            Meta(
+                description=(
+                    "Also write page records to this database: postgres://user@host/db, or "
+                    "libpq's key=value connection string (host=h user=u dbname=db)."
+                )
+            ),
         ]
         | None
     ) = None
@@ -690,6 +697,8 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
         _check_resolve(self.resolve)
         _check_domains(self.allow_domains)
         _check_proxies(self.proxies)
+        if self.store is not None:
+            force_setattr(self, "store", _store_url(self.store))
         _check_sitemaps(self.sitemap)
         if not _BIND.fullmatch(self.metrics_bind):
             raise FieldError("metrics_bind", "must be an IP address or a host name, e.g. 0.0.0.0")
@@ -786,6 +795,14 @@ def _check_proxies(urls: list[str]) -> None:
             parse_proxy(url)
         except ProxyError as exc:
             raise FieldError("proxies", str(exc)) from None
+
+
+def _store_url(value: str) -> str:
+    """The store's DSN in the URL form (a libpq ``key=value`` string read into it)."""
+    try:
+        return store_url(value)
+    except ValueError as exc:
+        raise FieldError("store", str(exc)) from None
 
 
 class JobSettings(CrawlSettings, frozen=True, kw_only=True):

@@ -1,10 +1,9 @@
 """The ``resolve`` setting's ``HOST=IP[,IP...]`` items, parsed: the one parser both the
 settings' checks and the fetch stage's resolver (:mod:`gossamer.fetch.dns`) use."""
 
-import ipaddress
 import re
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+from gossamer.addresses import IPAddress, ip_literal
 
 _LABEL = re.compile(r"(?!-)[a-z0-9_-]{1,63}(?<!-)")
 
@@ -56,7 +55,9 @@ def host_name(text: str) -> str | None:
 
 
 def _parse_ip(item: str, text: str) -> IPAddress:
-    address = ip_literal(text)
+    """The address of an item, in its usual form only (a typo such as ``1.2.3`` is refused,
+    not read as the URL Standard would, ``1.2.0.3``)."""
+    address = ip_literal(text, short_forms=False)
     if address is None:
         raise ValueError(
             f"invalid resolve override {item!r}: {text!r} is not an IPv4 or IPv6 address"
@@ -64,13 +65,4 @@ def _parse_ip(item: str, text: str) -> IPAddress:
     return address
 
 
-def ip_literal(text: str) -> IPAddress | None:
-    """``text`` as an IPv4 or IPv6 address (an IPv6 one bracketed or not), or None."""
-    literal = text[1:-1] if text.startswith("[") and text.endswith("]") else text
-    try:
-        return ipaddress.ip_address(literal)
-    except ValueError:
-        return None
-
-
-__all__ = ["IPAddress", "host_name", "ip_literal", "normalize_host", "parse_resolve_item"]
+__all__ = ["IPAddress", "host_name", "normalize_host", "parse_resolve_item"]

@@ -95,7 +95,8 @@ def parse_store_url(url: str) -> StoreTarget:
     shown = redact_url(url)
     if parts.scheme not in ("postgres", "postgresql"):
         raise SettingsError(
-            f"invalid setting 'store': expected postgres://user@host/database, got {shown!r}"
+            "invalid setting 'store': expected a postgres://host/database URL or a key=value "
+            f"connection string, got {shown!r}"
         )
     try:
         parts.port  # noqa: B018 -- raises on a malformed port

@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+from gossamer.addresses import ip_literal
 from gossamer.crawl import (
     authenticator,
     politeness_policy,
@@ -81,8 +82,10 @@ class EditorGuard(AddressGuard):
             if port is not None:
                 endpoints.add((_allowed_host(value, item), port))
                 continue
+            address = ip_literal(value)
             try:
-                networks.append(ipaddress.ip_network(value, strict=False))
+                network = value if address is None else _unmapped(address)
+                networks.append(ipaddress.ip_network(network, strict=False))
                 continue
             except ValueError:
                 pass
@@ -107,9 +110,10 @@ class EditorGuard(AddressGuard):
             return "not a URL"
         if self.own_port and port == self.own_port:
             return f"the UI's own port {port} is never read"
-        try:
-            ip = ipaddress.ip_address((host or "").partition("%")[0])
-        except ValueError:
+        # A zone id (``fe80::1%eth0``, which no URL the editor fetches carries) is cut off,
+        # not let through as a name: the address before it is judged.
+        ip = ip_literal((host or "").partition("%")[0])
+        if ip is None:
             return None  # a name: the addresses it resolves to are judged, with the port
         return self.verdict(host or "", ip, port)
 
@@ -118,7 +122,7 @@ class EditorGuard(AddressGuard):
         if never is not None:
             return never
         ip = ipaddress.ip_address(address) if isinstance(address, str) else address
-        if any(ip in net for net in self.networks if net.version == ip.version):
+        if any(_within(ip, net) for net in self.networks):
             return None
         if port and self._endpoint(host, ip, port):
             return None
@@ -136,7 +140,7 @@ class EditorGuard(AddressGuard):
         for allowed, allowed_port in self.endpoints:
             if allowed_port != port:
                 continue
-            if allowed in (name, ip.compressed):
+            if allowed in (name, ip.compressed, _unmapped(ip).compressed):
                 return True
             if allowed.startswith("*.") and name.endswith(allowed[1:]):
                 return True
@@ -162,12 +166,11 @@ def _split_port(value: str) -> tuple[str, int | None]:
 
 
 def _allowed_host(value: str, given: str) -> str:
-    """An address (in its usual form) or a host name (``*.domain`` too) of
-    ``--editor-allow``."""
-    try:
-        return ipaddress.ip_address(value).compressed
-    except ValueError:
-        pass
+    """An address (in its usual form: ``127.1`` is ``127.0.0.1``) or a host name (``*.domain``
+    too) of ``--editor-allow``."""
+    address = ip_literal(value)
+    if address is not None:
+        return _unmapped(address).compressed
     if not _NAME.fullmatch(value):
         raise _bad_allow(given)
     return value
@@ -360,7 +363,7 @@ def suggest_pattern(url: str) -> str:
     parts = urlsplit(url)
     name = parts.hostname or ""
     host = re.escape(parts.netloc.rpartition("@")[2].rsplit(":", 1)[0] if parts.port else name)
-    if not _is_address(name):
+    if ip_literal(name) is None:
         host = _DIGITS.sub(r"\\d+", host)
     if parts.port:
         host += f":{parts.port}"
@@ -370,12 +373,16 @@ def suggest_pattern(url: str) -> str:
     return pattern.replace(r"\-", "-")
 
 
-def _is_address(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
+def _within(ip: IPAddress, network: _Network) -> bool:
+    """Whether ``ip``, or the IPv4 address an IPv4-mapped ``ip`` is, lies in ``network``."""
+    return any(a in network for a in (ip, _unmapped(ip)) if a.version == network.version)
+
+
+def _unmapped(ip: IPAddress) -> IPAddress:
+    """The IPv4 address of an IPv4-mapped IPv6 one (``::ffff:127.0.0.1`` is a socket to
+    ``127.0.0.1``, the same endpoint), else ``ip``."""
+    mapped = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else None
+    return ip if mapped is None else mapped
 
 
 def _segment(segment: str) -> str:
