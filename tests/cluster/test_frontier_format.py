@@ -16,8 +16,8 @@ from gossamer.frontier.redis.credentials import credentials_key
 from gossamer.frontier.redis.keys import FORMAT
 from gossamer.settings import JobSettings, SettingsError, settings_to_json
 
-READ = f"reads formats 7 and {FORMAT} only"
-"""What a refusal says this gossamer reads: format 7's queues are as format 8's."""
+READ = f"reads formats 7, 8 and {FORMAT} only"
+"""What a refusal says this gossamer reads: formats 7's and 8's queues are as format 9's."""
 
 
 def test_a_stored_job_names_its_format() -> None:
@@ -51,6 +51,17 @@ def test_a_job_of_format_7_is_read_with_its_proxy_s_user_name_as_stored() -> Non
     format 8 keeps them: a worker takes it as it is."""
     settings = JobSettings(partitions=8, proxies=["http://TOKEN@p.test:3128"])
     assert parse_job(_format(settings, 7), "j") == settings
+
+
+def test_a_job_of_format_8_is_read_with_its_proxy_check_url_as_stored() -> None:
+    """Format 8 kept the user info of the URL that checks proxies in the job's settings, its
+    queues as format 9 keeps them: a worker takes it as it is."""
+    settings = JobSettings(
+        partitions=8,
+        proxies=["http://p.test:3128"],
+        proxy_check_url="http://user:secret@site.test/check",
+    )
+    assert parse_job(_format(settings, 8), "j") == settings
 
 
 @pytest.mark.parametrize("form", [3, 4, 6])

@@ -193,7 +193,7 @@ def parse_job(raw: str, job: str) -> JobSettings:
     if form not in READS:
         raise SettingsError(
             f"stored job {job!r} keeps its queues in Redis frontier format {form!r}; this "
-            f"gossamer reads formats {' and '.join(map(str, READS))} only: submit the job "
+            f"gossamer reads formats {_listed(READS)} only: submit the job "
             "again under a new --job with this version (or finish it with the version that "
             "submitted it)"
         )
@@ -498,3 +498,9 @@ def format_status(state: dict[str, Any]) -> str:
             f"partitions {w['partitions']:<6} pages {w['pages']:<8} {w['pages_per_second']}/s"
         )
     return "\n".join(lines)
+
+
+def _listed(forms: tuple[int, ...]) -> str:
+    """``7, 8 and 9``."""
+    *first, last = map(str, forms)
+    return f"{', '.join(first)} and {last}" if first else last

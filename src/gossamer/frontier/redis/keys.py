@@ -84,7 +84,7 @@ from gossamer.urls import fingerprint, host_key
 if TYPE_CHECKING:
     from gossamer.frontier.admission import Admitted
 
-FORMAT = 8
+FORMAT = 9
 """The layout of a job's keys and entries this module writes (see the module docstring);
 format 1 kept each entry's fingerprint and host name in the entry and one seen SET a
 partition; format 2 placed a fingerprint in its seen SET by nine of its digits, not six, and
@@ -93,11 +93,12 @@ formats 3 and 4 split a seen SET in two, not four, each time the partition had s
 not 100; format 5 kept a seed's user name given alone (a token, maybe) in its entries, format
 6 masked every one of a host as one (``***@host``: two seeds' tokens there took one's);
 format 7 kept a proxy's or the page store's user name given alone in the job's settings, not
-in ``credentials`` (see :mod:`gossamer.cluster.jobusers`; its queues are as format 8's, so a
-worker still reads it: :data:`READS`)."""
-READS = (7, FORMAT)
-"""The formats of the jobs a worker takes: format 7's keys differ from 8's in its settings
-only, whose user names given alone a worker connects as they are."""
+in ``credentials`` (see :mod:`gossamer.cluster.jobusers`), format 8 the user info of the URL
+that checks proxies (``--proxy-check-url``); their queues are as format 9's, so a worker
+still reads them: :data:`READS`."""
+READS = (7, 8, FORMAT)
+"""The formats of the jobs a worker takes: formats 7 and 8 differ from 9 in their settings
+only, whose user names a worker connects with as they are stored."""
 _MAX_URL = 1 << 20
 """Characters of an entry's URL beyond which it is bad, whatever the job's max URL length."""
 _COUNT = re.compile(r"\d{0,9}")
