@@ -32,7 +32,9 @@ PLAIN = {
     "error": "Null, or a short reason: `robots`, `timeout`, `retries-exhausted`, "
     "`blocked-address`, `budget`, `proxy-error`, `hook-error: ...`, `pdf-timeout`...",
     "attempts": "Requests made for the URL (retries included).",
-    "truncated": "The body was cut at `--max-body-bytes`, a timeout or a reset.",
+    "truncated": "The body was cut at `--max-body-bytes`, a timeout or a reset. A body the "
+    "connection cut short (`incomplete-body`, `connection-reset`) is kept only once the retries "
+    "are spent.",
     "description": "The page's meta description (or `og:description`).",
     "authors": "The authors the page names (meta tags, JSON-LD).",
     "Item.url": "The URL of the page the item was read from.",

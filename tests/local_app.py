@@ -25,6 +25,20 @@ async def serve(handler: Handler) -> AsyncIterator[int]:
         await runner.cleanup()
 
 
+async def cut_short(
+    request: web.Request, body: bytes, headers: Mapping[str, str]
+) -> web.StreamResponse:
+    """A 200 of ``body`` with ``headers``, then the connection closed: 100 bytes short of the
+    Content-Length its head announced."""
+    response = web.StreamResponse(headers=headers)
+    response.content_length = len(body) + 100
+    await response.prepare(request)
+    await response.write(body)
+    assert request.transport is not None
+    request.transport.close()
+    return response
+
+
 @asynccontextmanager
 async def serve_pages(pages: Mapping[str, str] | Callable[[str], str | None]) -> AsyncIterator[int]:
     """Serve HTML pages by path (a mapping, or a function of the path; None is a 404) on a free

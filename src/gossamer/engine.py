@@ -362,7 +362,7 @@ class Crawler:
         try:
             action = classify(result.status, result.error, result.location)
             decision = self._config.retry.decide(
-                action, lease.attempts, result.retry_after, self._rng, result.error
+                action, lease.attempts, result.retry_after, self._rng, result.error, result.status
             )
         except Exception:
             await self._contain(lease, result, feedback)

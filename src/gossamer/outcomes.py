@@ -3,7 +3,9 @@
 2xx: store. 3xx with a Location: record and send the target back through the pipeline.
 404/410 and other 4xx: record and drop. 429, 5xx, timeouts and connection errors: retry with
 exponential backoff and jitter (or the server's Retry-After) up to a limit, then record. A
-malformed answer (``protocol-error``, ``headers-too-long``): record at once.
+2xx whose body the connection cut short (`cut_short`): retry the same way, then store the last
+partial copy, flagged truncated. A malformed answer (``protocol-error``, ``headers-too-long``):
+record at once.
 """
 
 from __future__ import annotations
@@ -47,6 +49,20 @@ pace. An answer cut short (``server-disconnected``, ``connection-reset``) or lat
 timeouts) is no such thing: it is retried, and counts against the host."""
 _PROXY_ERRORS = frozenset({"proxy-error", "no-proxy"})
 """Failures of the proxy pool (retried), not of the host."""
+DISCONNECTS = frozenset(
+    {"connection-reset", "incomplete-body", "server-disconnected", "connection-error"}
+)
+"""Errors of a connection that closed or broke (the reasons `gossamer.fetch.exchange.cut_by`
+archives as ``WARC-Truncated: disconnect``). After the head (the answer has a status) the body
+is cut short there: the server or the network dropped it, and a second try usually gets it
+whole. Not our own cuts: the body caps (no error, or ``decompression-bomb``) and the timeouts
+(``time``) keep their copy at once."""
+
+
+def cut_short(status: int | None, error: str | None) -> bool:
+    """Whether a 2xx answer's body was cut by its connection (see `DISCONNECTS`): retried as
+    a reset is, and once the retries are spent, its last partial copy stored."""
+    return status is not None and 200 <= status < 300 and error in DISCONNECTS
 
 
 def classify(status: int | None, error: str | None, location: str | None) -> Action:
@@ -54,7 +70,7 @@ def classify(status: int | None, error: str | None, location: str | None) -> Act
     if status is None:
         return Action.DROP if error in _PERMANENT_ERRORS else Action.RETRY
     if 200 <= status < 300:
-        return Action.STORE
+        return Action.RETRY if error in DISCONNECTS else Action.STORE
     if status in _REDIRECTS and location:
         return Action.REDIRECT
     if status in _RETRY_STATUSES:
@@ -66,7 +82,7 @@ def is_failure(status: int | None, error: str | None) -> bool:
     """Whether the host misbehaved (for adaptive politeness)."""
     if status is None:
         return error not in _PERMANENT_ERRORS and error not in _PROXY_ERRORS
-    return status in _RETRY_STATUSES
+    return status in _RETRY_STATUSES or cut_short(status, error)
 
 
 class RetryPolicy(msgspec.Struct, frozen=True):
@@ -83,15 +99,19 @@ class RetryPolicy(msgspec.Struct, frozen=True):
         retry_after: float | None,
         rng: random.Random,
         error: str | None = None,
+        status: int | None = None,
     ) -> Decision:
-        """Turn a RETRY into a wait or a final failure; other actions pass through."""
+        """Turn a RETRY into a wait or a final failure; other actions pass through. A 2xx
+        cut short (`cut_short`) that is not tried again is stored, partial, not dropped."""
         if action is not Action.RETRY:
             return Decision(action)
-        if attempts >= self.max_retries:
-            return Decision(Action.DROP, error=error or "retries-exhausted")
+        spent = attempts >= self.max_retries
+        if spent or (retry_after is not None and retry_after > self.max_retry_after):
+            if cut_short(status, error):
+                return Decision(Action.STORE)  # its last partial copy, flagged truncated
+            why = (error or "retries-exhausted") if spent else "retry-after-too-long"
+            return Decision(Action.DROP, error=why)
         if retry_after is not None:
-            if retry_after > self.max_retry_after:
-                return Decision(Action.DROP, error="retry-after-too-long")
             return Decision(Action.RETRY, after=retry_after)
         base = min(self.backoff * (2**attempts), _MAX_BACKOFF)
         return Decision(Action.RETRY, after=base * rng.uniform(0.5, 1.5))

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from tests.local_app import serve
+from tests.local_app import cut_short, serve
 
 from gossamer.crawl import run_crawl
 from gossamer.crawl import sitemapfiles as stage  # where a read's entries are staged
@@ -27,10 +27,12 @@ DURATION = 5.5
 
 
 class Site:
-    """``/sitemap.xml`` lists ``/a``; its first ``failing`` answers are 503."""
+    """``/sitemap.xml`` lists ``/a``; its first ``failing`` answers are 503, the ``cut`` next
+    ones break off: the connection closes before the end of the body its head announced."""
 
-    def __init__(self, failing: int = 0) -> None:
+    def __init__(self, failing: int = 0, cut: int = 0) -> None:
         self.failing = failing
+        self.cut = cut
         self.hits: list[tuple[float, str]] = []
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
@@ -43,6 +45,8 @@ class Site:
                 return web.Response(status=503)
             rows = f"<url><loc>{base}/a</loc></url>"
             xml = f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{rows}</urlset>'
+            if self.reads() <= self.failing + self.cut:
+                return await cut_short(request, xml.encode(), {"Content-Type": "application/xml"})
             return web.Response(text=xml, content_type="application/xml")
         if request.path in ("/", "/a"):
             return web.Response(text="<html><body>page</body></html>", content_type="text/html")
@@ -103,3 +107,17 @@ async def test_a_sitemap_answered_503_is_read_again_after_a_backoff(tmp_path: Pa
     statuses = [r["status"] for r in _sitemap_records(out)]
     assert statuses[:3] == [503, 503, 200]
     assert any(path == "/a" for _, path in site.hits)
+
+
+async def test_a_sitemap_cut_short_is_read_again_after_a_backoff(tmp_path: Path) -> None:
+    """A 2xx whose body the connection cut is a failed fetch, as a page's is retried: before,
+    its read counted as complete and the next waited the whole interval."""
+    site, out = Site(cut=1), tmp_path / "out"
+    await _recrawl(site, out)
+    reads = [at for at, path in site.hits if path == "/sitemap.xml"]
+    assert len(reads) >= 2 and 0.9 <= reads[1] - reads[0] < 1.9, reads
+    records = _sitemap_records(out)
+    first = (records[0]["status"], records[0]["error"], records[0]["truncated"])
+    assert first == (200, "incomplete-body", True), records[0]
+    assert (records[1]["error"], records[1]["truncated"]) == (None, False), records[1]
+    assert any(path == "/a" for _, path in site.hits)  # its entries before the cut admitted

@@ -14,8 +14,11 @@
   (with text extraction on: a changed ad or timestamp is not a change), else ``changed``.
 * A revisit answered 404, 410 or a redirect is ``gone`` (a tombstone): checked again at the
   same interval, and no more once it said so ``max_gone`` times; an answer back resets that.
-* A revisit without an answer (timeouts, 5xx after its retries) or with another status keeps
-  its row and is due again one interval later; its record has no ``change``.
+* A revisit without an answer (timeouts, 5xx after its retries), with another status or with
+  a 2xx body the connection cut short (`gossamer.outcomes.cut_short`: its partial copy, kept
+  once the retries were spent) keeps its row and is due again one interval later; its record
+  has no ``change``. A first fetch cut short is ``new``, its row without validators: a
+  conditional revisit's 304 would stand for the partial copy, the next fetch asks for it all.
 
 The record of an unchanged page holds what was fetched: a 2xx one, its full fields (the page
 was read anyway); a 304, a short record (status 304, no body, no content fields), which the
@@ -31,11 +34,17 @@ from msgspec.structs import replace
 from gossamer.fetch.headers import conditional_headers
 from gossamer.frontier.revisit import History, next_interval, observe
 from gossamer.frontier.revisits import RevisitBook, RevisitState, content_digest
-from gossamer.outcomes import Action
+from gossamer.outcomes import Action, cut_short
 from gossamer.page.state import PageState
 from gossamer.sinks.base import IDENTICAL_PAYLOAD, NOT_MODIFIED, Revisit
 
 _GONE = frozenset({404, 410})
+
+
+def _whole_2xx(status: int | None, error: str | None) -> bool:
+    """A 2xx answer whose copy is the page: whole, or cut by our own caps (not a partial copy
+    its connection cut short, stored once the retries were spent)."""
+    return status is not None and 200 <= status < 300 and not cut_short(status, error)
 
 
 class Freshness:
@@ -59,11 +68,12 @@ class Freshness:
         status = state.result.status
         if status == 304 and conditional_headers(self._revisits.validators(url)) is not None:
             self._unchanged(state, previous, previous, NOT_MODIFIED)
-        elif action is Action.STORE and status is not None and 200 <= status < 300:
+        elif action is Action.STORE and _whole_2xx(status, state.result.error):
             self._compared(state, previous)
         elif status in _GONE or action is Action.REDIRECT:
             self._gone(state, previous)
-        else:  # no answer, or one that says nothing of the page: try again an interval later
+        else:  # no answer, or one that says nothing of the page (a partial copy, once the
+            # retries were spent): try again an interval later
             now = state.result.fetched_at
             self._revisits.observed(url, replace(previous, due=now + previous.interval))
 
@@ -84,7 +94,10 @@ class Freshness:
             interval=bounds.initial,
             due=now + self._revisits.wait(bounds.initial),
         )
-        self._revisits.observed(state.lease.url, self._content(state, fresh))
+        row = self._content(state, fresh)
+        if cut_short(result.status, result.error):  # a partial copy: its validators would
+            row = replace(row, etag=None, last_modified=None)  # get a 304 standing for it
+        self._revisits.observed(state.lease.url, row)
 
     def _uncaptured(self, state: PageState, action: Action, previous: RevisitState) -> None:
         """An answer to a URL whose every answer so far was a bare 304 (nothing captured)."""

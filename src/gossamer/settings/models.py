@@ -141,7 +141,10 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
     max_redirects: Annotated[
         int, Meta(ge=0, le=100, description="Redirect hops per URL chain.")
     ] = 10
-    max_retries: Annotated[int, Meta(ge=0, le=100, description="Retries of a failing URL.")] = 3
+    max_retries: Annotated[
+        int,
+        Meta(ge=0, le=100, description="Retries of a failing URL (a 2xx body cut short included)."),
+    ] = 3
     retry_backoff: Annotated[
         float,
         Meta(gt=0, description="First retry delay in seconds; doubles per attempt, jittered."),
