@@ -210,30 +210,37 @@ async def test_a_focus_has_the_link_texts_and_main_text_of_the_in_process_parse(
     assert there.aside.content == (judged if extractor is None else None)
 
 
-async def test_small_pages_stay_in_process() -> None:
-    """A page of at most 3 KiB never goes to a worker: none is started."""
-    body = ordinary_page(10)
-    assert len(body) <= sandboxed.MIN_BYTES
+@pytest.mark.parametrize("paragraphs", [10, 200])
+async def test_pages_of_up_to_64_kib_and_4096_tags_stay_in_process(paragraphs: int) -> None:
+    """A page of at most 64 KiB and 4,096 ``<`` never goes to a worker: none is started (the
+    guard reads it in-process, for less than a round trip to a worker costs)."""
+    body = ordinary_page(paragraphs)
+    assert len(body) <= sandboxed.MIN_BYTES and body.count(b"<") <= sandboxed.MIN_TAGS
     sandbox = Sandbox(WORKER, workers=1)
     try:
         html = await reader(sandbox).page(URL, cast(Fetched, Answer(body)))
     finally:
         await sandbox.close()
     assert html.aside is None and html.parsed.tree is not None
+    assert len(html.parsed.links) == min(paragraphs, 400)
     assert sandbox.stats() == (0, 0, 0)
 
 
-def test_a_page_past_3_kib_goes_to_a_worker_whatever_its_tags() -> None:
-    """In-process, the guard would read it before lexbor (its formatting elements could cost
-    lexbor 770 MB in 27 KB), for about lexbor's own cost: the sandbox parses it instead."""
-    body = b"".join(b"<p><b c=%d>x" % n for n in range(2048))
-    assert len(body) < 64 * 1024 and body.count(b"<") <= 4096
-    assert sandboxed.weigh(body) == (True, None)
-    assert sandboxed.weigh(body[: sandboxed.MIN_BYTES]) == (False, 0)
+def test_where_a_page_is_parsed_goes_by_its_bytes_and_its_tags() -> None:
+    """Past 64 KiB, or past 4,096 ``<``, to a worker; else in-process, its ``<`` counted for
+    the guard (whose bound on formatting elements, which could cost lexbor 770 MB in 27 KB,
+    tests/parse/test_formatting.py proves in-process)."""
+    hostile = b"".join(b"<p><b c=%d>x" % n for n in range(2048))
+    assert len(hostile) < sandboxed.MIN_BYTES
+    assert sandboxed.weigh(hostile) == (False, 4096)
+    assert sandboxed.weigh(hostile + b"<p>") == (True, None)  # one tag too many
+    few = b"<p>" + b"x" * sandboxed.MIN_BYTES
+    assert sandboxed.weigh(few[: sandboxed.MIN_BYTES]) == (False, 1)
+    assert sandboxed.weigh(few) == (True, None)  # one byte too many
 
 
 async def test_a_long_page_of_few_tags_goes_to_a_worker() -> None:
-    """A page past 3 KiB goes to a worker however few its ``<`` (in-process, the guard would
+    """A page past 64 KiB goes to a worker however few its ``<`` (in-process, the guard would
     read it whole before lexbor), and reads as it does in-process."""
     body = ordinary_page(1000)
     assert len(body) > sandboxed.MIN_BYTES and body.count(b"<") <= 4096

@@ -8,8 +8,8 @@ reads from the tree everything the page stage needs (:class:`Reading`: the links
 robots meta directives, the ``<link rel=canonical>`` tag, when the crawl keeps text or judges
 pages the extracted :class:`gossamer.extract.Content`, and for a focus the texts of the page's
 links, :attr:`gossamer.parse.links.ParsedPage.texts`) and sends it back, marshal-encoded.
-Smaller pages stay in-process: the guard parses them as they are, unread (a real site's
-pages are mostly longer: the sandbox reads nearly every page). The tree itself
+Smaller pages stay in-process behind the guard, which bounds them at about the cost of a
+second parse, less than a round trip to a worker costs a small page. The tree itself
 stays in the worker; the stage builds one in-process (guarded) for a page handler that asks
 for it.
 
@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gossamer.page.canonical import tag_canonical
 from gossamer.page.directives import Directives, meta_directives
-from gossamer.parse.formatting import SMALL_CHARS
 from gossamer.parse.links import ParsedPage, parse_html
 from gossamer.parse.scan import GUARD_MIN_CHARS
 from gossamer.parse.worker import rest_of_budget, serve
@@ -58,13 +57,20 @@ __all__ = [
 
 MIN_TAGS = 4096
 """Pages with more ``<`` than this are parsed in the sandbox (`weigh`)."""
-MIN_BYTES = SMALL_CHARS
-"""So are pages longer than this (3 KiB), whatever they hold: in-process, the guard reads each
-before lexbor (:func:`gossamer.parse.scan.left_alone`: its formatting elements, which lexbor
-copies at every paragraph, could cost it 770 MB in 27 KB), which costs about lexbor's parse,
-where the sandbox's own cost is some 0.04 ms a page (a links-only crawl of the real pages:
-2.6% more instructions than parsing pages of up to 64 KiB in-process unread, the guard's read
-14%). Shorter pages the guard parses as they are, unread (25 MB at worst)."""
+MIN_BYTES = 64 * 1024
+"""So are pages longer than this, whatever they hold. Shorter ones the guard parses
+in-process: pages of at most 3 KiB as they are, unread (25 MB at worst,
+:data:`gossamer.parse.formatting.SMALL_CHARS`), longer ones once it has read them
+(:func:`gossamer.parse.scan.left_alone`: the formatting elements lexbor copies at every
+paragraph could cost it 770 MB in 27 KB), which costs about lexbor's parse again. The sandbox
+costs fewer instructions (a links-only crawl of the real pages: 14,162 M with every page past
+3 KiB in the worker, 15,623 M with those up to 64 KiB read in-process) but more CPU: a page's
+round trip to the worker is two context switches and a cold cache on a busy core, some
+0.1-0.5 ms of CPU a page whatever its size. Crawls pinned to one core (2026-11-30, medians of
+3-6 alternated runs): the real pages links-only 2.25 s with 64 KiB against 2.46 s with 3 KiB,
+the whole job even (6.99 s, 6.92 s); the generated web of 10-60 KB articles 2.20 s against
+2.61 s links-only, 7.70 s against 9.15 s for the whole job; 20,000 pages of 2-4 KB with text
+19.7 s against 25.5 s (19.2 s with every page in-process)."""
 TEXT_BUDGET_FACTOR = 4.0
 """A page's budget when its content is extracted too: the main text's Python work costs
 about three parses on big real pages (python3-doc's ``genindex-all.html``, 1.7 MB: parse

@@ -319,9 +319,10 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
         Literal["on", "off"],
         Meta(
             description=(
-                "Parse pages of more than 3 KiB (a focused crawl: 16,384 tags or 1 MiB) in worker "
-                "processes under a CPU budget and a memory limit (Linux), instead of guarding "
-                "their markup in-process; off: every page guarded in-process."
+                "Parse pages of more than 64 KiB or 4,096 tags (a focused crawl: 16,384 tags "
+                "or 1 MiB) in worker processes under a CPU budget and a memory limit (Linux), "
+                "instead of guarding their markup in-process; off: every page guarded "
+                "in-process."
             )
         ),
     ] = "on"
