@@ -9,8 +9,9 @@ import ssl
 
 from tests.fetch.test_lean import serve
 
+from gossamer.fetch import FetchConfig, Fetcher
 from gossamer.fetch.dns import CachingResolver
-from gossamer.fetch.lean import LeanClient
+from gossamer.fetch.lean import LeanClient, idle_limit
 from gossamer.fetch.wire import Connection
 
 
@@ -43,6 +44,28 @@ async def _get(client: LeanClient, url: str) -> tuple[tuple[str, str, int], Conn
     key, conn = response._key, response._conn
     response.release()
     return key, conn
+
+
+async def test_one_idle_connection_is_kept_for_each_host_beyond_the_concurrency() -> None:
+    """Each of 6 x concurrency hosts fetched twice in turn: the second round reuses every
+    host's connection (the pool held only `concurrency` of them: 2 connections a host)."""
+    concurrency = 4
+    hosts = 6 * concurrency
+    assert idle_limit(concurrency) >= hosts
+    async with serve(_keep_alive) as (base, accepted):
+        port = base.rpartition(":")[2]
+        config = FetchConfig(
+            concurrency=concurrency,
+            resolve=("*.pool=127.0.0.1",),
+            read_timeout=5.0,
+            total_timeout=10.0,
+        )
+        async with Fetcher(config) as fetcher:
+            for page in range(2):
+                for i in range(hosts):
+                    result = await fetcher.fetch(f"http://h{i}.pool:{port}/p{page}")
+                    assert (result.status, result.error) == (200, None)
+    assert len(accepted) == hosts
 
 
 async def test_the_oldest_idle_connection_of_all_hosts_is_dropped_first() -> None:
@@ -86,3 +109,12 @@ async def test_no_host_is_kept_once_its_connections_are_gone() -> None:
         assert list(client._idle) == [keys[3]]
         client.close()
     assert len(accepted) == 5
+
+
+def test_the_idle_limit_stays_within_half_the_open_file_limit() -> None:
+    """32 idle connections per request in flight, within half the open-file limit less the
+    requests in flight; at least one."""
+    assert idle_limit(64, nofile=1_000_000) == 2048
+    assert idle_limit(64, nofile=1024) == 512 - 64
+    assert idle_limit(64, nofile=256) == 64
+    assert idle_limit(512, nofile=1024) == 1

@@ -7,11 +7,11 @@ address guard's `GuardedResolver` when there is one: every new connection is jud
 address it really uses), tried in the order given; an IP literal is connected to as it is
 (the fetcher's guard has judged it). TLS verifies with the fetcher's context, the server
 name being the URL's host. Idle connections are kept per (scheme, host, port) for
-``keepalive_timeout`` seconds, at most ``limit`` of them in all; the newest of a host's is
-reused first, the oldest of all dropped first when the pool is full. A request sent on a kept
-connection that the server had closed meanwhile is sent once more on a new connection, if
-nothing of its answer came; a connection whose body was not read to its end is closed,
-never reused.
+``keepalive_timeout`` seconds, at most ``limit`` of them in all (`idle_limit`: one for each
+host a polite crawl has in rotation); the newest of a host's is reused first, the oldest of
+all dropped first when the pool is full. A request sent on a kept connection that the server
+had closed meanwhile is sent once more on a new connection, if nothing of its answer came; a
+connection whose body was not read to its end is closed, never reused.
 
 The request goes out as aiohttp would write it (the same header order: ``Host``, the
 session headers with per-request ones replacing those of the same name, then the other
@@ -25,6 +25,7 @@ import asyncio
 import base64
 import ipaddress
 import re
+import resource
 import socket
 import ssl
 from collections import OrderedDict, deque
@@ -37,7 +38,7 @@ from gossamer.fetch.headers import raw_header_map
 from gossamer.fetch.wire import Connection, WireError
 from gossamer.urls import is_plainly_canonical
 
-__all__ = ["Answer", "LeanClient", "LeanResponse", "Probe", "Resolve"]
+__all__ = ["Answer", "LeanClient", "LeanResponse", "Probe", "Resolve", "idle_limit"]
 
 Resolve = Callable[[str, int, socket.AddressFamily], Awaitable[list[Any]]]
 """A resolver's ``resolve(host, port, family)`` (`CachingResolver`, `GuardedResolver`)."""
@@ -52,6 +53,25 @@ _AUTO = (("Accept", "*/*"), ("Accept-Encoding", "gzip, deflate, br, zstd"))
 codings: those both clients decode)."""
 _FORBIDDEN = re.compile("[\r\n\x00]")
 """What a header sent must not hold (a line break splits the head; aiohttp refuses NUL)."""
+_IDLE_PER_REQUEST = 32
+"""Idle connections kept per request in flight, at most. A polite crawl has more hosts in
+rotation than requests in flight (each host waits its delay between pages), about
+``concurrency x keep-alive time / page time`` of them worth keeping (15 s / 0.5 s: 30); an
+idle connection costs 7 KiB, or 53 KiB with TLS (uvloop; 306 KiB on asyncio's loop)."""
+
+
+def idle_limit(concurrency: int, nofile: int | None = None) -> int:
+    """How many idle connections a client with ``concurrency`` requests in flight keeps:
+    `_IDLE_PER_REQUEST` per request, within half the soft limit of open files (``nofile``, the
+    process's ``RLIMIT_NOFILE`` by default) less the connections in flight, the other half
+    left to everything else the crawl opens (output, WARC, DNS, Redis, the rules' and
+    renderer's pipes); at least one."""
+    wanted = _IDLE_PER_REQUEST * concurrency
+    if nofile is None:
+        nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        if nofile == resource.RLIM_INFINITY:
+            return wanted
+    return max(1, min(wanted, nofile // 2 - concurrency))
 
 
 class Probe:
