@@ -66,7 +66,7 @@ from gossamer.fetch.gated import HostPace, leave
 from gossamer.fetch.guard import AddressGuard, BlockedAddress, GuardedResolver
 from gossamer.fetch.headers import parse_content_type, parse_retry_after, retry_after
 from gossamer.fetch.hostnames import HostNames
-from gossamer.fetch.lean import Answer, LeanClient, Probe
+from gossamer.fetch.lean import Answer, LeanClient, Probe, idle_limit
 from gossamer.fetch.proxies import ProxyPool, proxy_fault, proxy_listens
 from gossamer.fetch.ratelimit import ByteMeter, TokenBucket
 from gossamer.fetch.reasons import NoProxy, reason
@@ -364,7 +364,7 @@ class Fetcher:
             read_timeout=config.read_timeout,
             total_timeout=config.total_timeout,
             keepalive_timeout=config.keepalive_timeout,
-            limit=config.concurrency,
+            limit=idle_limit(config.concurrency),
         )
         return self._lean
 

@@ -7,10 +7,11 @@ address guard's `GuardedResolver` when there is one: every new connection is jud
 address it really uses), tried in the order given; an IP literal is connected to as it is
 (the fetcher's guard has judged it). TLS verifies with the fetcher's context, the server
 name being the URL's host. Idle connections are kept per (scheme, host, port) for
-``keepalive_timeout`` seconds, at most ``limit`` of them in all. A request sent on a kept
-connection that the server had closed meanwhile is sent once more on a new connection, if
-nothing of its answer came; a connection whose body was not read to its end is closed,
-never reused.
+``keepalive_timeout`` seconds, at most ``limit`` of them in all (`idle_limit`: one for each
+host a polite crawl has in rotation); the newest of a host's is reused first, the oldest of
+all dropped first when the pool is full. A request sent on a kept connection that the server
+had closed meanwhile is sent once more on a new connection, if nothing of its answer came; a
+connection whose body was not read to its end is closed, never reused.
 
 The request goes out as aiohttp would write it (the same header order: ``Host``, the
 session headers with per-request ones replacing those of the same name, then the other
@@ -24,8 +25,10 @@ import asyncio
 import base64
 import ipaddress
 import re
+import resource
 import socket
 import ssl
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 from urllib.parse import quote, unquote, urlsplit
@@ -35,7 +38,7 @@ from gossamer.fetch.headers import raw_header_map
 from gossamer.fetch.wire import Connection, WireError
 from gossamer.urls import is_plainly_canonical
 
-__all__ = ["Answer", "LeanClient", "LeanResponse", "Probe", "Resolve"]
+__all__ = ["Answer", "LeanClient", "LeanResponse", "Probe", "Resolve", "idle_limit"]
 
 Resolve = Callable[[str, int, socket.AddressFamily], Awaitable[list[Any]]]
 """A resolver's ``resolve(host, port, family)`` (`CachingResolver`, `GuardedResolver`)."""
@@ -50,6 +53,25 @@ _AUTO = (("Accept", "*/*"), ("Accept-Encoding", "gzip, deflate, br, zstd"))
 codings: those both clients decode)."""
 _FORBIDDEN = re.compile("[\r\n\x00]")
 """What a header sent must not hold (a line break splits the head; aiohttp refuses NUL)."""
+_IDLE_PER_REQUEST = 32
+"""Idle connections kept per request in flight, at most. A polite crawl has more hosts in
+rotation than requests in flight (each host waits its delay between pages), about
+``concurrency x keep-alive time / page time`` of them worth keeping (15 s / 0.5 s: 30); an
+idle connection costs 7 KiB, or 53 KiB with TLS (uvloop; 306 KiB on asyncio's loop)."""
+
+
+def idle_limit(concurrency: int, nofile: int | None = None) -> int:
+    """How many idle connections a client with ``concurrency`` requests in flight keeps:
+    `_IDLE_PER_REQUEST` per request, within half the soft limit of open files (``nofile``, the
+    process's ``RLIMIT_NOFILE`` by default) less the connections in flight, the other half
+    left to everything else the crawl opens (output, WARC, DNS, Redis, the rules' and
+    renderer's pipes); at least one."""
+    wanted = _IDLE_PER_REQUEST * concurrency
+    if nofile is None:
+        nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        if nofile == resource.RLIM_INFINITY:
+            return wanted
+    return max(1, min(wanted, nofile // 2 - concurrency))
 
 
 class Probe:
@@ -195,8 +217,11 @@ class LeanClient:
         self._total_timeout = total_timeout
         self._keepalive = keepalive_timeout
         self._limit = max(1, limit)
-        self._idle: dict[_Key, list[Connection]] = {}
-        self._idle_count = 0
+        self._idle: dict[_Key, deque[Connection]] = {}
+        """Per key, its idle connections, the newest last; a key with none is removed."""
+        self._order: OrderedDict[Connection, _Key] = OrderedDict()
+        """Every idle connection and its key, in the order released: the oldest first (its
+        ``idle_since`` the smallest)."""
         self._swept = 0.0
 
     async def get(
@@ -231,21 +256,23 @@ class LeanClient:
         """Take ``conn`` back after its response (closed instead unless clean)."""
         if not conn.finish():
             return
-        if self._idle_count >= self._limit:
+        if len(self._order) >= self._limit:
             self._drop_oldest()
-        self._idle.setdefault(key, []).append(conn)
-        self._idle_count += 1
+        conns = self._idle.get(key)
+        if conns is None:
+            conns = self._idle[key] = deque()
+        conns.append(conn)
+        self._order[conn] = key
         now = conn.idle_since
         if now - self._swept > self._keepalive:
             self._sweep(now)
 
     def close(self) -> None:
         """Close every idle connection."""
-        for conns in self._idle.values():
-            for conn in conns:
-                conn.close()
+        for conn in self._order:
+            conn.close()
         self._idle.clear()
-        self._idle_count = 0
+        self._order.clear()
 
     def _request(
         self, url: str, headers: Mapping[str, str] | None
@@ -288,7 +315,9 @@ class LeanClient:
         conns = self._idle.get(key)
         while conns:
             conn = conns.pop()
-            self._idle_count -= 1
+            del self._order[conn]
+            if not conns:
+                del self._idle[key]
             if conn.usable and now - conn.idle_since < self._keepalive:
                 return conn
             conn.close()
@@ -365,28 +394,31 @@ class LeanClient:
         return conn
 
     def _drop_oldest(self) -> None:
-        oldest: tuple[float, _Key] | None = None
-        for key, conns in self._idle.items():
-            if conns and (oldest is None or conns[0].idle_since < oldest[0]):
-                oldest = (conns[0].idle_since, key)
-        if oldest is not None:
-            self._idle[oldest[1]].pop(0).close()
-            self._idle_count -= 1
+        conn, key = self._order.popitem(last=False)
+        self._forget(conn, key)
 
     def _sweep(self, now: float) -> None:
-        """Close the connections idle for longer than the keep-alive time."""
+        """Close the connections idle for longer than the keep-alive time, or closed."""
         self._swept = now
-        for key in list(self._idle):
-            conns = self._idle[key]
-            kept = [c for c in conns if c.usable and now - c.idle_since < self._keepalive]
-            for conn in conns:
-                if conn not in kept:
-                    conn.close()
-            self._idle_count -= len(conns) - len(kept)
-            if kept:
-                self._idle[key] = kept
-            else:
-                del self._idle[key]
+        keepalive = self._keepalive
+        for conn, key in [
+            (conn, key)
+            for conn, key in self._order.items()
+            if not conn.usable or now - conn.idle_since >= keepalive
+        ]:
+            del self._order[conn]
+            self._forget(conn, key)
+
+    def _forget(self, conn: Connection, key: _Key) -> None:
+        """Close ``conn``, taken out of `_order` already, and take it out of `_idle`."""
+        conns = self._idle[key]
+        if conns[0] is conn:  # the oldest of its key: always so when the oldest of all
+            conns.popleft()
+        else:
+            conns.remove(conn)
+        if not conns:
+            del self._idle[key]
+        conn.close()
 
 
 def _origin_end(url: str) -> int:
