@@ -7,12 +7,13 @@ keep-alive connections; a cut one closes its connection."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import socket
 import struct
 from collections import Counter
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from tests.raw_site import RawSite
 
 PAGE = b"<html><body><p>" + b"the whole page " * 40 + b"</p></body></html>"
 """The body of every page but the home page and `BIG`."""
@@ -35,31 +36,16 @@ KEPT = 40
 
 
 @dataclass
-class CutBodySite:
+class CutBodySite(RawSite):
     """The server's state: the paths asked for, in order."""
 
-    host: str = "127.0.0.1"
-    """The host name of its URLs (another than the address: given to the crawl's resolve)."""
     paths: tuple[str, ...] = (*ONCE, ALWAYS, BIG)
     """The paths the home page links."""
     log: list[str] = field(default_factory=list)
-    port: int = 0
 
     def requests(self) -> Counter[str]:
         """How many times each path was asked for."""
         return Counter(self.log)
-
-    def url(self, path: str) -> str:
-        return f"http://{self.host}:{self.port}{path}"
-
-    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while await self._answer(reader, writer):
-                pass
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            writer.close()
 
     async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
         """Read one request and answer it; whether the connection stays open."""
@@ -103,15 +89,3 @@ class CutBodySite:
 
 def _head(framing: bytes) -> bytes:
     return b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n" + framing + b"\r\n\r\n"
-
-
-@contextlib.asynccontextmanager
-async def serving(site: CutBodySite) -> AsyncIterator[CutBodySite]:
-    """Serve ``site`` on a free port of 127.0.0.1 (``site.port``) while the block runs."""
-    server = await asyncio.start_server(site.serve, "127.0.0.1", 0)
-    site.port = server.sockets[0].getsockname()[1]
-    try:
-        yield site
-    finally:
-        server.close()
-        await server.wait_closed()

@@ -6,11 +6,12 @@ served on keep-alive connections; every other answer closes its connection."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from tests.raw_site import RawSite
 
 MALFORMED: Mapping[str, bytes] = {
     "/nul": b"HTTP/1.1 200 OK\r\nX-A: a\x00b\r\nContent-Length: 2\r\n\r\nhi",
@@ -33,15 +34,12 @@ CHAIN = 6
 
 
 @dataclass
-class MalformedSite:
+class MalformedSite(RawSite):
     """The server's state: every request it read, as (monotonic time, path)."""
 
     bad: tuple[str, ...] = (*MALFORMED, *CUT, SHORT)
     """The paths the home page links, besides /chain1."""
-    host: str = "127.0.0.1"
-    """The host name of its URLs (another than the address: given to the crawl's resolve)."""
     log: list[tuple[float, str]] = field(default_factory=list)
-    port: int = 0
 
     def requests(self) -> Counter[str]:
         """How many times each path was asked for."""
@@ -50,18 +48,6 @@ class MalformedSite:
     def chain_times(self) -> list[float]:
         """When each good page of the chain was asked for (in order)."""
         return [t for t, path in self.log if path.startswith("/chain")]
-
-    def url(self, path: str) -> str:
-        return f"http://{self.host}:{self.port}{path}"
-
-    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while await self._answer(reader, writer):
-                pass
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            writer.close()
 
     async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
         """Read one request and answer it; whether the connection stays open."""
@@ -96,15 +82,3 @@ class MalformedSite:
         body = f"<html><body>{path} {anchors}</body></html>".encode()
         head = f"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {len(body)}\r\n\r\n"
         return head.encode() + body
-
-
-@contextlib.asynccontextmanager
-async def serving(site: MalformedSite) -> AsyncIterator[MalformedSite]:
-    """Serve ``site`` on a free port of 127.0.0.1 (``site.port``) while the block runs."""
-    server = await asyncio.start_server(site.serve, "127.0.0.1", 0)
-    site.port = server.sockets[0].getsockname()[1]
-    try:
-        yield site
-    finally:
-        server.close()
-        await server.wait_closed()

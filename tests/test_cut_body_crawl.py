@@ -21,8 +21,8 @@ from tests.cut_body_site import (
     PAGE,
     PRIVATE,
     CutBodySite,
-    serving,
 )
+from tests.raw_site import serving
 from tests.warc_check import read_dir
 
 from gossamer.crawl import run_crawl

@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 from tests.fetch.proxy_servers import Socks5Proxy
-from tests.malformed_site import CHAIN, CUT, MALFORMED, SHORT, MalformedSite, serving
+from tests.malformed_site import CHAIN, CUT, MALFORMED, SHORT, MalformedSite
+from tests.raw_site import serving
 
 from gossamer.crawl import run_crawl
 from gossamer.settings import load_settings

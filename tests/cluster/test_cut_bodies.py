@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 from tests.cluster.harness import FAST, one_worker_job
-from tests.cut_body_site import ALWAYS, BIG, KEPT, ONCE, PAGE, CutBodySite, serving
+from tests.cut_body_site import ALWAYS, BIG, KEPT, ONCE, PAGE, CutBodySite
+from tests.raw_site import serving
 from tests.redis_server import RedisServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 from tests.cluster.harness import FAST, one_worker_job
-from tests.malformed_site import CHAIN, CUT, MALFORMED, MalformedSite, serving
+from tests.malformed_site import CHAIN, CUT, MALFORMED, MalformedSite
+from tests.raw_site import serving
 from tests.redis_server import RedisServer
 from tests.test_malformed_answers_crawl import PACE
 
