@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from selectolax.lexbor import LexborHTMLParser
 
-from gossamer.page.canonical import Canonicals, header_canonical, tag_canonical
+from gossamer.page.canonical import MAX_WAITING, Canonicals, header_canonical, tag_canonical
 from gossamer.parse.links import parse_html
 
 PAGE = "http://site.test/dir/page.html?x=1"
@@ -213,3 +213,63 @@ def test_a_tag_read_from_the_parsed_links_is_the_one_the_search_finds(markup: st
     assert page.tree is not None
     searched = tag_canonical(page.tree, page.base_url)
     assert tag_canonical(page.tree, page.base_url, page.canonical_link) == searched
+
+
+def test_a_page_naming_a_url_stored_before_is_not_held() -> None:
+    """/ fetched first, then pages naming it: nothing they wait for is to come."""
+    judge: Canonicals[str] = Canonicals()
+    assert judge.ended(B, failed=False) is None  # B's page stored
+    assert judge.judge(A, B) == (B, "canonical-followed")  # A's content is B's
+    judge.hold(A, "page A", 10)
+    assert judge.redirected(B, A) == ("canonical-error", None)  # never held
+    assert judge._held_bytes == 0
+
+
+def test_every_page_naming_one_url_is_released_when_it_is_stored() -> None:
+    judge: Canonicals[str] = Canonicals()
+    pages = [f"http://site.test/p{i}" for i in range(10)]
+    for page in pages:
+        assert judge.judge(page, B) == (B, "canonical-followed")
+        judge.hold(page, page, 10)
+    assert judge._held_bytes == 100
+    assert judge.ended(B, failed=False) is None
+    assert judge._held_bytes == 0
+
+
+def test_pages_waiting_for_one_url_are_bounded() -> None:
+    judge: Canonicals[str] = Canonicals()
+    pages = [f"http://site.test/p{i}" for i in range(MAX_WAITING + 36)]
+    for page in pages:
+        judge.judge(page, B)
+        judge.hold(page, page, 10)
+    assert judge._held_bytes == 10 * MAX_WAITING  # the oldest released
+    assert judge.redirected(B, pages[-1]) == ("canonical-loop", pages[-1])
+    assert judge._held_bytes == 0  # the others' content is the page handed back
+
+
+def test_a_page_noindex_before_it_is_named_leaves_the_page_its_content() -> None:
+    judge: Canonicals[str] = Canonicals()
+    assert judge.ended(B, failed=False, withheld="noindex") is None
+    assert judge.judge(A, B) == (None, "canonical-error")
+
+
+def test_pages_wait_on_along_a_chain_and_are_released_at_its_end() -> None:
+    """A names B, B names C: A waits on for C; C stored releases both."""
+    judge: Canonicals[str] = Canonicals()
+    judge.judge(A, B)
+    judge.hold(A, "page A", 10)
+    assert judge.judge(B, C) == (C, "canonical-followed")
+    judge.hold(B, "page B", 10)
+    assert judge.ended(B, failed=False, withheld="not-canonical") is None
+    assert judge._held_bytes == 20
+    assert judge.ended(C, failed=False) is None
+    assert judge._held_bytes == 0
+
+
+def test_a_redirect_to_a_url_stored_before_releases_the_page() -> None:
+    judge: Canonicals[str] = Canonicals()
+    assert judge.ended(C, failed=False) is None
+    judge.judge(A, B)
+    judge.hold(A, "page A", 10)
+    assert judge.redirected(B, C) == (None, None)  # A's content is C's, stored
+    assert judge._held_bytes == 0

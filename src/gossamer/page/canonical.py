@@ -25,8 +25,8 @@ strips (``/a?utm_source=feed`` and ``/a;jsessionid=X`` name ``/a`` itself):
   usual move to https and followed when in scope);
 * a URL admission would turn away (:func:`gossamer.frontier.admission.refusal`: the
   scope's guards, credentials that are not the page's own), robots.txt disallows (when its
-  rules are known), or whose fetch failed (a 4xx, a 5xx, a network error): ignored,
-  ``canonical-error``, the page keeps its content;
+  rules are known), or whose fetch failed (a 4xx, a 5xx, a network error) or whose page was
+  ``noindex``: ignored, ``canonical-error``, the page keeps its content;
 * a page that named another canonical URL itself (A -> B -> A, or a longer chain back), or
   a URL that redirects back to the page, at once or through other redirects: ignored,
   ``canonical-loop``, and the page keeps its content, so one page of a loop always does;
@@ -41,9 +41,11 @@ be stored after all, under its own URL, in a second record flagged ``canonical-l
 first, ``canonical-followed``, has none), and the redirect closing the cycle is flagged
 ``canonical-loop`` too. Nothing is fetched again for it: the redirect's target is a URL
 the crawl has seen. Held pages are bounded (`MAX_HELD_BYTES` of bodies, oldest forgotten
-first, and dropped once their canonical URL is stored, fails or leads elsewhere); a cycle
-back to a page no longer held (or ``noindex``) is flagged ``canonical-error`` and named
-in a warning.
+first; `MAX_WAITING` for one canonical URL, newest kept) and dropped once the canonical URL
+they wait for is stored, fails or leads elsewhere (pages waiting for a URL that names a
+canonical URL of its own wait on for that one); a page naming a canonical URL whose page is
+stored already is not held at all. A cycle back to a page no longer held (or
+``noindex``) is flagged ``canonical-error`` and named in a warning.
 
 A canonical URL fetched after the page that named it and found failing, ``noindex``, or
 redirecting out of scope or back to a page not held is flagged ``canonical-error`` on its own
@@ -87,6 +89,8 @@ MAX_LINK_CHARS = 8192
 MAX_REMEMBERED = 100_000
 MAX_HELD_BYTES = 32 * 1024 * 1024
 """The bodies of pages held while their canonical URL is awaited, at most (oldest dropped)."""
+MAX_WAITING = 64
+"""Pages held waiting for one canonical URL's fetch, at most (the newest kept)."""
 MAX_CHAIN = 16
 """Steps (canonical URLs named, redirects) a walk follows looking for a way back."""
 FLAGS = (
@@ -201,9 +205,15 @@ class Canonicals(Generic[_P]):
         self._held_limit = held_bytes
         self._named: OrderedDict[str, str] = OrderedDict()
         """Pages that named another canonical URL and were not stored: page -> canonical."""
-        self._awaited: OrderedDict[str, str] = OrderedDict()
-        """Canonical URLs queued and not fetched yet: canonical -> the page that named it."""
+        self._awaited: OrderedDict[str, list[str]] = OrderedDict()
+        """Canonical URLs queued and not fetched yet: canonical -> the pages that named it
+        (at most `limit`), oldest first."""
         self._failed: OrderedDict[str, None] = OrderedDict()
+        """URLs whose fetch failed or whose page was ``noindex``: no content of theirs is
+        stored, so a page naming one keeps its own."""
+        self._stored: OrderedDict[str, None] = OrderedDict()
+        """URLs whose page was stored: a page naming one later is not held, as nothing it
+        waits for is to come."""
         self._redirects: OrderedDict[str, str] = OrderedDict()
         """URLs that redirected: URL -> its target."""
         self._origins: OrderedDict[str, None] = OrderedDict()
@@ -232,7 +242,8 @@ class Canonicals(Generic[_P]):
         if queued in self._named or self._leads_back(queued, url):
             return None, "canonical-loop"
         self._remember(self._named, url, queued)
-        self._remember(self._awaited, queued, url)
+        if queued not in self._stored:
+            self._await(queued, [url])
         return queued, "canonical-followed"
 
     def _may_queue(self, url: str, queued: str, depth: int) -> bool:
@@ -267,9 +278,10 @@ class Canonicals(Generic[_P]):
 
     def hold(self, url: str, page: _P, size: int) -> None:
         """Keep ``page``, withheld for its canonical URL, until that URL's fetch tells
-        where it leads (``size``: its bytes; `MAX_HELD_BYTES` in all, oldest dropped)."""
+        where it leads (``size``: its bytes; `MAX_HELD_BYTES` in all, oldest dropped). Not
+        held when that URL's page is stored already (fetched before this page named it)."""
         self._drop(url)
-        if size > self._held_limit:
+        if size > self._held_limit or self._named.get(url) in self._stored:
             return
         self._held[url] = (page, size)
         self._held_bytes += size
@@ -292,21 +304,23 @@ class Canonicals(Generic[_P]):
         back = None if target is None else self._named.get(target)
         if back is not None and target is not None and self._leads_back(back, target):
             found = self._back(url, target)  # the cycle comes back to a page that named back
-            if named_by is not None:  # its content is that page's
-                self._drop(named_by)
+            self._drop_all(named_by)  # their content is that page's
             return found
-        if named_by is None:
+        if not named_by:
             return None, None
         out = target is None or (self._in_scope is not None and not self._in_scope(target))
-        if not out and target != named_by:
-            self._remember(self._awaited, target or "", named_by)  # its target's fetch decides
+        if not out and target not in named_by:
+            if target in self._stored:  # their content is its, stored already
+                self._drop_all(named_by)
+            else:
+                self._await(target or "", named_by)  # its target's fetch decides
             return None, None
-        self._drop(named_by)
+        self._drop_all(named_by)
         log.warning(
             "canonical URL %s redirects %s; %s named it and has no content stored",
             redact_url(url),
-            "back to it" if target == named_by else "away",
-            redact_url(named_by),
+            "back to it" if target in named_by else "away",
+            _pages(named_by),
             extra={"event": "canonical-error"},
         )
         return "canonical-error", None
@@ -340,21 +354,45 @@ class Canonicals(Generic[_P]):
         it failed or was ``noindex``. The page that named it is held on while ``url`` waits
         for a canonical URL of its own (``not-canonical``): the chain may come back to it."""
         named_by = self._awaited.pop(url, None)
-        if failed:
+        lost = failed or withheld == "noindex"
+        if lost:
             self._remember(self._failed, url, None)
-        if named_by is None:
+        elif withheld is None:
+            self._remember(self._stored, url, None)
+        if not named_by:
             return None
-        if withheld != "not-canonical":
-            self._drop(named_by)
-        if not (failed or withheld == "noindex"):
+        if withheld == "not-canonical":  # they wait on for the canonical URL it named
+            onward = self._named.get(url)
+            if onward is not None and onward not in self._stored:
+                self._await(onward, named_by)
+                return None
+        self._drop_all(named_by)
+        if not lost:
             return None
         log.warning(
             "canonical URL %s failed or is noindex; %s named it and has no content stored",
             redact_url(url),
-            redact_url(named_by),
+            _pages(named_by),
             extra={"event": "canonical-error"},
         )
         return "canonical-error"
+
+    def _await(self, url: str, pages: list[str]) -> None:
+        """``pages`` wait for ``url``'s fetch: the newest `MAX_WAITING`; older ones are
+        released (no longer held: a way back to one finds no content to store)."""
+        waiting = self._awaited.pop(url, None)
+        if waiting is None:
+            waiting = pages
+        else:
+            waiting.extend(page for page in pages if page not in waiting)
+        if len(waiting) > MAX_WAITING:
+            self._drop_all(waiting[:-MAX_WAITING])
+            del waiting[:-MAX_WAITING]
+        self._remember(self._awaited, url, waiting)
+
+    def _drop_all(self, pages: list[str] | None) -> None:
+        for page in pages or ():
+            self._drop(page)
 
     def _remember(self, table: OrderedDict[str, _V], key: str, value: _V) -> None:
         """Keep ``key`` in ``table`` as its newest, forgetting its oldest past the limit (an
@@ -364,6 +402,12 @@ class Canonicals(Generic[_P]):
         table[key] = value
         if len(table) > self._limit:
             table.popitem(last=False)
+
+
+def _pages(pages: list[str]) -> str:
+    """The pages of a warning: the first, and how many more."""
+    first = redact_url(pages[0])
+    return first if len(pages) == 1 else f"{first} and {len(pages) - 1} more pages"
 
 
 def _scheme_only(url: str, canonical: str) -> bool:
