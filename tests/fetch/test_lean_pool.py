@@ -9,6 +9,7 @@ import ssl
 
 from tests.fetch.test_lean import serve
 
+from gossamer import eventloop
 from gossamer.fetch import FetchConfig, Fetcher
 from gossamer.fetch.dns import CachingResolver
 from gossamer.fetch.lean import LeanClient, idle_limit
@@ -118,3 +119,19 @@ def test_the_idle_limit_stays_within_half_the_open_file_limit() -> None:
     assert idle_limit(64, nofile=1024) == 512 - 64
     assert idle_limit(64, nofile=256) == 64
     assert idle_limit(512, nofile=1024) == 1
+
+
+def test_asyncio_s_own_loop_keeps_fewer_idle_connections() -> None:
+    """Its TLS transport holds a 256 KiB buffer for a connection's life."""
+    assert idle_limit(64, nofile=1_000_000, loop="asyncio") == 256
+    assert idle_limit(4, nofile=1_000_000, loop="asyncio") == 128
+
+
+def test_a_fetcher_on_asyncio_s_own_loop_bounds_its_pool() -> None:
+    async def limit() -> int:
+        async with Fetcher(FetchConfig(concurrency=64)) as fetcher:
+            assert fetcher._lean is not None
+            return fetcher._lean._limit
+
+    assert asyncio.run(limit()) == 256  # pytest's loop: asyncio's own
+    assert eventloop.run(limit(), "uvloop") == idle_limit(64)

@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from gossamer import tls
+from gossamer import eventloop, tls
 from gossamer.fetch.auth import RequestAuth
 from gossamer.fetch.decoding import BOMB_RATIO, Body, body_caps
 from gossamer.fetch.dns import CachingResolver, Resolver
@@ -364,7 +364,7 @@ class Fetcher:
             read_timeout=config.read_timeout,
             total_timeout=config.total_timeout,
             keepalive_timeout=config.keepalive_timeout,
-            limit=idle_limit(config.concurrency),
+            limit=idle_limit(config.concurrency, loop=eventloop.running()),
         )
         return self._lean
 

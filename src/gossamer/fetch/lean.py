@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 from urllib.parse import quote, unquote, urlsplit
 
+from gossamer.eventloop import Loop
 from gossamer.fetch.exchange import Exchange, masked
 from gossamer.fetch.headers import raw_header_map
 from gossamer.fetch.wire import Connection, WireError
@@ -58,15 +59,20 @@ _IDLE_PER_REQUEST = 32
 rotation than requests in flight (each host waits its delay between pages), about
 ``concurrency x keep-alive time / page time`` of them worth keeping (15 s / 0.5 s: 30); an
 idle connection costs 7 KiB, or 53 KiB with TLS (uvloop; 306 KiB on asyncio's loop)."""
+_ASYNCIO_IDLE = 256
+"""Idle connections kept on asyncio's own loop, at most: its TLS transport holds a 256 KiB
+buffer for the connection's life (an idle one costs 306 KiB: 256 of them some 77 MB)."""
 
 
-def idle_limit(concurrency: int, nofile: int | None = None) -> int:
+def idle_limit(concurrency: int, nofile: int | None = None, *, loop: Loop = "uvloop") -> int:
     """How many idle connections a client with ``concurrency`` requests in flight keeps:
     `_IDLE_PER_REQUEST` per request, within half the soft limit of open files (``nofile``, the
     process's ``RLIMIT_NOFILE`` by default) less the connections in flight, the other half
     left to everything else the crawl opens (output, WARC, DNS, Redis, the rules' and
-    renderer's pipes); at least one."""
+    renderer's pipes); at least one. On asyncio's own ``loop``, `_ASYNCIO_IDLE` at most."""
     wanted = _IDLE_PER_REQUEST * concurrency
+    if loop == "asyncio":
+        wanted = min(wanted, _ASYNCIO_IDLE)
     if nofile is None:
         nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
         if nofile == resource.RLIM_INFINITY:
