@@ -94,17 +94,20 @@ class _Server:
 
 class HttpProxy(_Server):
     """An HTTP forward proxy. ``delay`` seconds pass before each answer; ``corrupt`` answers
-    every request with garbage; ``credentials`` (user, password) are required when set."""
+    every request with garbage, ``corrupt_paths`` those for a path starting with one of them;
+    ``credentials`` (user, password) are required when set."""
 
     def __init__(
         self,
         *,
         delay: float = 0.0,
         corrupt: bool = False,
+        corrupt_paths: tuple[str, ...] = (),
         credentials: tuple[str, str] | None = None,
         resolve: dict[str, str] | None = None,
     ) -> None:
         super().__init__()
+        self.corrupt_paths = corrupt_paths
         self.resolve = resolve or {}
         """``*.test`` or ``host`` -> address: names this proxy resolves itself."""
         self.delay = delay
@@ -140,7 +143,9 @@ class HttpProxy(_Server):
         self.targets.append(target)
         if self.delay:
             await asyncio.sleep(self.delay)
-        if self.corrupt:
+        if self.corrupt or (
+            self.corrupt_paths and urlsplit(target).path.startswith(self.corrupt_paths)
+        ):
             writer.write(b"HTTP/1.1 2\x00\x00 garbled\r\n\x01\x02\x03\r\n\r\nnot a page")
             await writer.drain()
             return

@@ -470,3 +470,73 @@ async def test_manager_runs_in_the_background(origin: str) -> None:
         await pool.close()
         await fetcher.close()
         await proxy.stop()
+
+
+@pytest.fixture
+async def garbage_site() -> AsyncIterator[str]:
+    """A plain-HTTP site whose every answer has a NUL byte in a header."""
+
+    async def nul(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nX-A: a\x00b\r\nContent-Length: 2\r\n\r\nhi")
+        await writer.drain()
+        writer.close()
+
+    site = await asyncio.start_server(nul, "127.0.0.1", 0)
+    try:
+        yield f"http://127.0.0.1:{site.sockets[0].getsockname()[1]}"
+    finally:
+        site.close()
+
+
+async def test_a_site_s_malformed_head_through_plain_http_proxies_is_the_site_s(
+    origin: str, garbage_site: str
+) -> None:
+    """Two proxies relay the same malformed head: the site's, recorded ``protocol-error``
+    and not tried again; no proxy is charged, so a site of garbage cannot kill the pool."""
+    first, second = await HttpProxy().start(), await HttpProxy().start()
+    fetcher, pool = await _pool(origin, first.url, second.url, max_failures=1)
+    try:
+        results = [await fetcher.fetch(f"{garbage_site}/p{i}") for i in range(4)]
+        assert [(r.status, r.error) for r in results] == [(None, "protocol-error")] * 4
+        assert set(pool.states().values()) == {"live"}
+        assert sum(p.failures for p in pool.stats().proxies) == 0
+    finally:
+        await fetcher.close()
+        await first.stop()
+        await second.stop()
+
+
+async def test_a_lone_proxy_relaying_a_malformed_head_is_checked_not_charged(
+    origin: str, garbage_site: str
+) -> None:
+    """No other proxy to ask: the answer is the site's, and the proxy is checked at once
+    (it relays the check URL whole, so it stays live)."""
+    only = await HttpProxy().start()
+    fetcher, pool = await _pool(origin, only.url, max_failures=1, check_interval=3600)
+    try:
+        checks = only.targets.count(f"{origin}/check")
+        result = await fetcher.fetch(f"{garbage_site}/p")
+        assert (result.status, result.error) == (None, "protocol-error")
+        await pool.check_due()
+        assert only.targets.count(f"{origin}/check") == checks + 1
+        assert pool.states()[only.url] == "live"
+    finally:
+        await fetcher.close()
+        await only.stop()
+
+
+async def test_a_proxy_garbling_what_another_relays_whole_is_charged(origin: str) -> None:
+    garbler = await HttpProxy(corrupt_paths=("/p",)).start()  # its checks pass
+    good = await HttpProxy().start()
+    fetcher, pool = await _pool(origin, garbler.url, good.url, max_failures=1)
+    try:
+        assert set(pool.states().values()) == {"live"}
+        results = [await fetcher.fetch(f"{origin}/p{i}") for i in range(4)]
+        assert all(r.ok for r in results)
+        assert {r.proxy for r in results} == {good.url}
+        assert pool.states()[garbler.url] == "dead"
+    finally:
+        await fetcher.close()
+        await garbler.stop()
+        await good.stop()

@@ -12,9 +12,9 @@ This package may import the standard library, aiohttp (lazily: only a request th
 proxy, a login or ``http_client="aiohttp"`` loads it), httptools, brotli, aiohttp-socks and
 python-socks (SOCKS5 proxies), selectolax, psutil, playwright (in ``render``, lazily),
 ``gossamer.redact``, ``gossamer.proxyurl`` (proxy URLs), ``gossamer.safe``, ``gossamer.tls``,
-``gossamer.urls``, ``gossamer.addresses`` (IP literals) and ``gossamer.settings`` (the parser
-of ``--resolve`` items); it knows no
-other stage (the engine hands it URLs and reads its results).
+``gossamer.urls``, ``gossamer.addresses`` (IP literals), ``gossamer.eventloop`` (which loop
+runs) and ``gossamer.settings`` (the parser of ``--resolve`` items); it knows no other stage
+(the engine hands it URLs and reads its results).
 """
 
 from gossamer.fetch.dns import (

@@ -36,8 +36,10 @@ With a `ProxyPool` (``proxies``), each request goes through the proxy the pool p
 host. A request that fails at the proxy (`proxy_fault`: no response at all, a 407, or a
 gateway error the proxy made itself) is tried again through the next proxy, at most
 ``proxy_retries`` times; the pool is told of each success and failure. When every try failed
-the result's error is ``proxy-error``: the site was not at fault. ``FetchResult.proxy`` names
-the proxy of the answer (``scheme://host:port``).
+the result's error is ``proxy-error``: the site was not at fault. A malformed answer to a
+plain-HTTP URL through an HTTP(S) proxy, the proxy's or the site's, counts against the proxy
+only if another relays a good answer (`gossamer.fetch.proxies.fetch_through`).
+``FetchResult.proxy`` names the proxy of the answer (``scheme://host:port``).
 
 With a host gate (``gate``, :mod:`gossamer.fetch.gated`), the requests the fetcher makes of
 its own accord wait for their host's politeness slot like any page: proxy checks, logins and
@@ -67,7 +69,7 @@ from gossamer.fetch.guard import AddressGuard, BlockedAddress, GuardedResolver
 from gossamer.fetch.headers import parse_content_type, parse_retry_after, retry_after
 from gossamer.fetch.hostnames import HostNames
 from gossamer.fetch.lean import Answer, LeanClient, Probe, idle_limit
-from gossamer.fetch.proxies import ProxyPool, proxy_fault, proxy_listens
+from gossamer.fetch.proxies import ProxyPool, fetch_through, proxy_fault, proxy_listens
 from gossamer.fetch.ratelimit import ByteMeter, TokenBucket
 from gossamer.fetch.reasons import NoProxy, reason
 from gossamer.fetch.result import (
@@ -283,22 +285,12 @@ class Fetcher:
     ) -> FetchResult:
         """``url`` through the pool's proxies for its host, the next one after a proxy fails."""
         domain = self._hosts(url) if host is None else host
-        tried: list[Proxy] = []
-        result = None
-        for _ in range(self._config.proxy_retries + 1):
-            proxy = pool.pick(domain, tried)
-            if proxy is None:
-                break
-            result = await self._fetch(url, headers, proxy)
-            reason = proxy_fault(result, proxy)
-            if reason is None:
-                pool.succeeded(proxy, result.elapsed)
-                return result
-            pool.failed(proxy, reason)
-            tried.append(proxy)
-        if result is None:
+        tries = self._config.proxy_retries + 1
+        found = await fetch_through(pool, domain, tries, lambda p: self._fetch(url, headers, p))
+        if found is None:
             return self._failure(url, self._clock(), NoProxy())
-        return msgspec.structs.replace(result, error="proxy-error")
+        result, relayed = found
+        return result if relayed else msgspec.structs.replace(result, error="proxy-error")
 
     def stats(self) -> FetchStats:
         """Return a snapshot of the counters."""

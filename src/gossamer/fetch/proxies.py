@@ -41,11 +41,11 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 import msgspec
 
-from gossamer.fetch.proxyfault import REJECTED, ProxyAnswer, proxy_fault
+from gossamer.fetch.proxyfault import REJECTED, ProxyAnswer, garbled_or_relayed, proxy_fault
 from gossamer.proxyurl import Proxy, ProxyError, parse_proxy
 
 __all__ = [
@@ -53,6 +53,7 @@ __all__ = [
     "ProxyAnswer",
     "ProxyPool",
     "ProxyStats",
+    "fetch_through",
     "proxy_fault",
     "proxy_listens",
     "read_proxies_file",
@@ -67,6 +68,16 @@ _LATENCY_WEIGHT = 0.3
 """Weight of the newest check in a proxy's response time (an exponential average)."""
 
 State = Literal["unchecked", "live", "dead"]
+
+
+class Answer(ProxyAnswer, Protocol):
+    """What `fetch_through` reads of a fetch result: whose fault, and how long it took."""
+
+    @property
+    def elapsed(self) -> float: ...
+
+
+_A = TypeVar("_A", bound=Answer)
 Clock = Callable[[], float]
 
 
@@ -282,6 +293,13 @@ class ProxyPool:
             entry.requests += 1
             entry.failures += 1
             self._failure(entry, reason)
+
+    def check_soon(self, proxy: Proxy) -> None:
+        """Check ``proxy`` at the manager's next round, if it is live (an answer through it
+        may have been garbled by it)."""
+        entry = self._entries.get(proxy.url)
+        if entry is not None and entry.state == "live":
+            entry.due = min(entry.due, self._clock())
 
     def stats(self) -> PoolStats:
         """A frozen snapshot (ring order first, then the others)."""
@@ -537,3 +555,44 @@ async def proxy_listens(proxy: Proxy, connect_timeout: float) -> bool:
     with contextlib.suppress(OSError):
         await writer.wait_closed()
     return True
+
+
+async def fetch_through(
+    pool: ProxyPool, domain: str, tries: int, attempt: Callable[[Proxy], Awaitable[_A]]
+) -> tuple[_A, bool] | None:
+    """``attempt`` through the pool's proxies for ``domain``, the next one after a proxy
+    fails, ``tries`` at most; the pool told of each success and failure. The last result, and
+    whether a proxy relayed it (else every try failed at its proxy); None: no proxy live.
+
+    A malformed head that may be the proxy's or the site's (`garbled_or_relayed`) is tried
+    through the next proxy and counts against the first only when that one relays a good
+    answer; when it relays the same, or there is no other, it is the site's answer, and the
+    first proxy is checked at once (`ProxyPool.check_soon`), which one garbling everything
+    fails."""
+    tried: list[Proxy] = []
+    result: _A | None = None
+    garbled: tuple[Proxy, _A] | None = None
+    for _ in range(tries):
+        proxy = pool.pick(domain, tried)
+        if proxy is None:
+            break
+        result = await attempt(proxy)
+        reason = proxy_fault(result, proxy)
+        if reason is None:
+            pool.succeeded(proxy, result.elapsed)
+            if garbled is not None:  # another proxy relayed the answer whole
+                pool.failed(garbled[0], garbled[1].error or "protocol-error")
+            return result, True
+        tried.append(proxy)
+        if garbled_or_relayed(result, proxy):
+            if garbled is not None:  # two proxies relayed the same: the site's
+                pool.succeeded(garbled[0], garbled[1].elapsed)
+                pool.succeeded(proxy, result.elapsed)
+                return result, True
+            garbled = (proxy, result)
+            continue
+        pool.failed(proxy, reason)
+    if garbled is not None:  # no other proxy relayed it: the site's, the proxy checked
+        pool.check_soon(garbled[0])
+        return garbled[1], True
+    return None if result is None else (result, False)

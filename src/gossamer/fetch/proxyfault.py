@@ -9,7 +9,7 @@ from typing import Protocol
 
 from gossamer.proxyurl import Proxy
 
-__all__ = ["REJECTED", "ProxyAnswer", "proxy_fault"]
+__all__ = ["REJECTED", "ProxyAnswer", "garbled_or_relayed", "proxy_fault"]
 
 REJECTED = "proxy-auth"
 """The `proxy_fault` of a 407: the proxy rejected the crawl's credentials."""
@@ -63,6 +63,19 @@ def proxy_fault(result: ProxyAnswer | None, proxy: Proxy | None = None) -> str |
     if result.status in _GATEWAY_ERRORS and proxy is not None and _made_by_proxy(result, proxy):
         return f"proxy-{result.status}"
     return None
+
+
+def garbled_or_relayed(result: ProxyAnswer, proxy: Proxy) -> bool:
+    """Whether ``result`` through ``proxy`` is a malformed head that may be the proxy's or
+    the site's, relayed: a plain-HTTP URL through an HTTP(S) proxy, which parses the site's
+    answer and writes its own (`proxy_fault` counts it the proxy's; the fetcher asks another
+    proxy before it does)."""
+    return (
+        result.status is None
+        and result.error in _MALFORMED
+        and proxy.scheme != "socks5"
+        and not _tunnelled(result)
+    )
 
 
 def _made_by_proxy(result: ProxyAnswer, proxy: Proxy) -> bool:
