@@ -566,9 +566,9 @@ async def fetch_through(
 
     A malformed head that may be the proxy's or the site's (`garbled_or_relayed`) is tried
     through the next proxy and counts against the first only when that one relays a good
-    answer; when it relays the same, or there is no other, it is the site's answer, and the
-    first proxy is checked at once (`ProxyPool.check_soon`), which one garbling everything
-    fails."""
+    answer; when it relays the same, it is the site's answer. With no other proxy to ask it
+    is neither's: not charged, but not relayed either (the URL is tried again later), and the
+    proxy is checked at once (`ProxyPool.check_soon`), which one garbling everything fails."""
     tried: list[Proxy] = []
     result: _A | None = None
     garbled: tuple[Proxy, _A] | None = None
@@ -592,7 +592,7 @@ async def fetch_through(
             garbled = (proxy, result)
             continue
         pool.failed(proxy, reason)
-    if garbled is not None:  # no other proxy relayed it: the site's, the proxy checked
+    if garbled is not None:  # no other proxy to ask: the proxy checked, the URL tried later
         pool.check_soon(garbled[0])
-        return garbled[1], True
+        return garbled[1], False
     return None if result is None else (result, False)
