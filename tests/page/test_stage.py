@@ -13,6 +13,7 @@ from gossamer.frontier.base import Candidate, Lease
 from gossamer.hooks import HookResult, Page
 from gossamer.outcomes import Action, Outcome
 from gossamer.page import PageConfig, PageResult, PageStage
+from gossamer.page.canonical import MAX_HELD_BYTES
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -212,3 +213,17 @@ def test_rules_need_their_pool() -> None:
 
     with pytest.raises(ValueError, match="RulePool"):
         PageStage(PageConfig(rules=RuleSet(())))
+
+
+async def test_pages_held_for_their_canonical_url_are_bounded_with_their_headers() -> None:
+    """A page held while its canonical URL is awaited counts its headers too: pages of 1 MB
+    of headers and no body were held by the thousand (1.5 GB)."""
+    stage = PageStage(PageConfig(text=False, canonical="follow"))
+    pad = {f"x-pad-{i}": "a" * 8000 for i in range(125)}  # 1 MB
+    for i in range(40):
+        headers = pad | {"content-type": "text/html", "link": f'</c{i}>; rel="canonical"'}
+        url = f"http://site.test/p{i}"
+        await handle(stage, fetched(b"<p>x</p>", headers=headers, url=url), url=url)
+    canonicals = stage._canonicals
+    assert canonicals is not None
+    assert 0 < len(canonicals._held) <= MAX_HELD_BYTES // 2_000_000

@@ -42,6 +42,7 @@ from gossamer.page.state import (
     PageState,
     TextFields,
     Withheld,
+    held_bytes,
 )
 from gossamer.parse.links import ParsedPage
 from gossamer.redact import redact_authority
@@ -256,8 +257,7 @@ class PageStage:
             flag, held = self._canonicals.redirected(lease.url, target)
             return flag, None if held is None else await self._stored_after_all(*held)
         if state.withheld == "not-canonical":  # its canonical URL may lead back to it
-            size = 2 * len(result.body)  # the body, and at most as much for the archive's
-            self._canonicals.hold(lease.url, (lease, result), size)
+            self._canonicals.hold(lease.url, (lease, result), held_bytes(result))
         failed = action is not Action.STORE
         return self._canonicals.ended(lease.url, failed, state.withheld), None
 

@@ -191,3 +191,16 @@ def internal_error(lease: Lease, result: Fetched) -> PageRecord:
         truncated=result.truncated,
         proxy=result.proxy,
     )
+
+
+HELD_OVERHEAD = 2048
+"""What a fetch result kept in memory costs beyond its bytes (its objects), about."""
+
+
+def held_bytes(result: Fetched) -> int:
+    """What keeping ``result`` costs in memory, about: its body, the archive's copy of the
+    body as received, its headers twice (decoded, and as received) and `HELD_OVERHEAD`."""
+    exchange = result.exchange
+    received = len(result.body) if exchange is None else len(exchange.body)
+    head = sum(len(name) + len(value) for name, value in result.headers.items())
+    return len(result.body) + received + 2 * head + HELD_OVERHEAD
