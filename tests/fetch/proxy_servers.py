@@ -95,7 +95,8 @@ class _Server:
 class HttpProxy(_Server):
     """An HTTP forward proxy. ``delay`` seconds pass before each answer; ``corrupt`` answers
     every request with garbage, ``corrupt_paths`` those for a path starting with one of them;
-    ``credentials`` (user, password) are required when set."""
+    ``hang_paths``: those are never answered; ``credentials`` (user, password) are required
+    when set."""
 
     def __init__(
         self,
@@ -103,11 +104,13 @@ class HttpProxy(_Server):
         delay: float = 0.0,
         corrupt: bool = False,
         corrupt_paths: tuple[str, ...] = (),
+        hang_paths: tuple[str, ...] = (),
         credentials: tuple[str, str] | None = None,
         resolve: dict[str, str] | None = None,
     ) -> None:
         super().__init__()
         self.corrupt_paths = corrupt_paths
+        self.hang_paths = hang_paths
         self.resolve = resolve or {}
         """``*.test`` or ``host`` -> address: names this proxy resolves itself."""
         self.delay = delay
@@ -143,6 +146,9 @@ class HttpProxy(_Server):
         self.targets.append(target)
         if self.delay:
             await asyncio.sleep(self.delay)
+        if self.hang_paths and urlsplit(target).path.startswith(self.hang_paths):
+            await reader.read()  # until the client gives up
+            return
         if self.corrupt or (
             self.corrupt_paths and urlsplit(target).path.startswith(self.corrupt_paths)
         ):
@@ -159,6 +165,7 @@ class HttpProxy(_Server):
         origin = await asyncio.open_connection(
             self._address(parts.hostname or ""), parts.port or 80
         )
+        self._writers.add(origin[1])  # `stop` drops it too: a site may never answer
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         kept = [
             h
@@ -176,6 +183,7 @@ class HttpProxy(_Server):
         await origin[1].drain()
         await _pipe(origin[0], writer)
         origin[1].close()
+        self._writers.discard(origin[1])
 
     def _address(self, host: str) -> str:
         for name, address in self.resolve.items():

@@ -541,3 +541,88 @@ async def test_a_proxy_garbling_what_another_relays_whole_is_charged(origin: str
         await fetcher.close()
         await garbler.stop()
         await good.stop()
+
+
+async def test_a_proxy_in_use_is_not_checked_until_it_has_been_idle_a_check_interval() -> None:
+    """Its relayed answers prove it works; checks would take the check URL's host's slots,
+    which the crawl of that host needs."""
+    now = [0.0]
+    checks: list[str] = []
+
+    async def checker(proxy: Proxy) -> float:
+        checks.append(proxy.url)
+        return 0.01
+
+    proxy = parse_proxy("http://127.0.0.1:3128")
+    pool = ProxyPool([proxy], check_interval=10, checker=checker, clock=lambda: now[0])
+    await pool.check_due()
+    assert len(checks) == 1
+    now[0] = 9.0
+    pool.succeeded(proxy, 0.1)
+    now[0] = 12.0
+    await pool.check_due()
+    assert len(checks) == 1  # answered at 9: next check at 19
+    now[0] = 19.5
+    await pool.check_due()
+    assert len(checks) == 2
+
+
+@pytest.fixture
+async def hung_site() -> AsyncIterator[str]:
+    """A plain-HTTP site that reads each request and never answers."""
+    handlers: set[asyncio.Task[None]] = set()
+
+    async def hang(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        handlers.add(task)
+        try:
+            await reader.read()
+        finally:
+            writer.close()
+
+    site = await asyncio.start_server(hang, "127.0.0.1", 0)
+    try:
+        yield f"http://127.0.0.1:{site.sockets[0].getsockname()[1]}"
+    finally:
+        site.close()
+        for task in handlers:
+            task.cancel()
+        await asyncio.gather(*handlers, return_exceptions=True)
+        await site.wait_closed()
+
+
+async def test_a_site_that_hangs_through_two_proxies_is_the_site_s(
+    origin: str, hung_site: str
+) -> None:
+    """Both proxies pass the silence on: the site's timeout (retried as one, counted against
+    the host), no proxy charged, both checked at once; a hung site cannot kill the pool."""
+    first, second = await HttpProxy().start(), await HttpProxy().start()
+    fetcher, pool = await _pool(origin, first.url, second.url, max_failures=1)
+    try:
+        checks = first.targets.count(f"{origin}/check")
+        result = await fetcher.fetch(f"{hung_site}/p")
+        assert (result.status, result.error) == (None, "read-timeout")
+        assert set(pool.states().values()) == {"live"}
+        assert sum(p.failures for p in pool.stats().proxies) == 0
+        await pool.check_due()
+        assert first.targets.count(f"{origin}/check") == checks + 1
+    finally:
+        await fetcher.close()
+        await first.stop()
+        await second.stop()
+
+
+async def test_a_proxy_hanging_where_another_relays_an_answer_is_charged(origin: str) -> None:
+    hanging = await HttpProxy(hang_paths=("/p",)).start()  # its checks pass
+    good = await HttpProxy().start()
+    fetcher, pool = await _pool(origin, hanging.url, good.url, max_failures=1)
+    try:
+        assert set(pool.states().values()) == {"live"}
+        results = [await fetcher.fetch(f"{origin}/p{i}") for i in range(3)]
+        assert all(r.ok for r in results)
+        assert pool.states()[hanging.url] == "dead"
+    finally:
+        await fetcher.close()
+        await hanging.stop()
+        await good.stop()

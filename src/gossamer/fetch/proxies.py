@@ -8,13 +8,14 @@ Three parts:
   pool. `gossamer.proxyurl.parse_proxy` validates a URL: http, https or socks5, a host, a
   port, optional credentials, nothing else.
 - **manager** (`ProxyPool.maintain`): checks each proxy by sending a request to the check URL
-  through it before first use and every ``check_interval`` seconds while live, and records
-  its response time. A proxy that relays the site's answer, whatever its status, passes; one
-  that fails to (no connection, a timeout, a TLS or CONNECT failure, an error of its own: see
-  `proxy_fault`) fails. A proxy that fails ``max_failures`` times in a row (checks or
-  requests) is dead; a dead proxy is checked again ``revalidate`` seconds later and comes
-  back when that passes. Checks are requests to the check URL's host like
-  any other: the fetcher sends them through the host's politeness slot.
+  through it before first use and ``check_interval`` seconds after its last relayed answer
+  while live (a proxy in use needs no check), and records its response time. A proxy that
+  relays the site's answer, whatever its status, passes; one that fails to (no connection, a
+  timeout, a TLS or CONNECT failure, an error of its own: see `proxy_fault`) fails. A proxy
+  that fails ``max_failures`` times in a row (checks or requests) is dead; a dead proxy is
+  checked again ``revalidate`` seconds later and comes back when that passes. Checks are
+  requests to the check URL's host like any other: the fetcher sends them through the
+  host's politeness slot.
 - **waiting**: while no proxy is live the pool is ``waiting`` (`PoolStats.waiting`, logged
   once when it starts, with why the proxies failed, and when a proxy is back): the crawl
   leases nothing and spends no URL's attempts until a check brings a proxy back.
@@ -41,11 +42,11 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal
 
 import msgspec
 
-from gossamer.fetch.proxyfault import REJECTED, ProxyAnswer, garbled_or_relayed, proxy_fault
+from gossamer.fetch.proxyfault import REJECTED, ProxyAnswer, fetch_through, proxy_fault
 from gossamer.proxyurl import Proxy, ProxyError, parse_proxy
 
 __all__ = [
@@ -70,14 +71,6 @@ _LATENCY_WEIGHT = 0.3
 State = Literal["unchecked", "live", "dead"]
 
 
-class Answer(ProxyAnswer, Protocol):
-    """What `fetch_through` reads of a fetch result: whose fault, and how long it took."""
-
-    @property
-    def elapsed(self) -> float: ...
-
-
-_A = TypeVar("_A", bound=Answer)
 Clock = Callable[[], float]
 
 
@@ -278,13 +271,17 @@ class ProxyPool:
         return ring[self._cursors.get(domain, 0) % len(ring)].proxy if ring else None
 
     def succeeded(self, proxy: Proxy, elapsed: float) -> None:
-        """A request through ``proxy`` got an answer after ``elapsed`` seconds."""
+        """A request through ``proxy`` got an answer after ``elapsed`` seconds: proof enough
+        that it works, so a live one's next check waits ``check_interval`` from now (checks
+        take the check URL's host's politeness slots, which a crawl of it needs)."""
         entry = self._entries.get(proxy.url)
         if entry is not None:
             entry.requests += 1
             entry.timed += 1
             entry.latency += elapsed
             entry.streak = 0
+            if entry.state == "live" and entry.due != float("inf"):
+                entry.due = max(entry.due, self._clock() + self._check_interval)
 
     def failed(self, proxy: Proxy, reason: str) -> None:
         """A request through ``proxy`` failed at the proxy (``reason``, a fetch error)."""
@@ -555,44 +552,3 @@ async def proxy_listens(proxy: Proxy, connect_timeout: float) -> bool:
     with contextlib.suppress(OSError):
         await writer.wait_closed()
     return True
-
-
-async def fetch_through(
-    pool: ProxyPool, domain: str, tries: int, attempt: Callable[[Proxy], Awaitable[_A]]
-) -> tuple[_A, bool] | None:
-    """``attempt`` through the pool's proxies for ``domain``, the next one after a proxy
-    fails, ``tries`` at most; the pool told of each success and failure. The last result, and
-    whether a proxy relayed it (else every try failed at its proxy); None: no proxy live.
-
-    A malformed head that may be the proxy's or the site's (`garbled_or_relayed`) is tried
-    through the next proxy and counts against the first only when that one relays a good
-    answer; when it relays the same, it is the site's answer. With no other proxy to ask it
-    is neither's: not charged, but not relayed either (the URL is tried again later), and the
-    proxy is checked at once (`ProxyPool.check_soon`), which one garbling everything fails."""
-    tried: list[Proxy] = []
-    result: _A | None = None
-    garbled: tuple[Proxy, _A] | None = None
-    for _ in range(tries):
-        proxy = pool.pick(domain, tried)
-        if proxy is None:
-            break
-        result = await attempt(proxy)
-        reason = proxy_fault(result, proxy)
-        if reason is None:
-            pool.succeeded(proxy, result.elapsed)
-            if garbled is not None:  # another proxy relayed the answer whole
-                pool.failed(garbled[0], garbled[1].error or "protocol-error")
-            return result, True
-        tried.append(proxy)
-        if garbled_or_relayed(result, proxy):
-            if garbled is not None:  # two proxies relayed the same: the site's
-                pool.succeeded(garbled[0], garbled[1].elapsed)
-                pool.succeeded(proxy, result.elapsed)
-                return result, True
-            garbled = (proxy, result)
-            continue
-        pool.failed(proxy, reason)
-    if garbled is not None:  # no other proxy to ask: the proxy checked, the URL tried later
-        pool.check_soon(garbled[0])
-        return garbled[1], False
-    return None if result is None else (result, False)

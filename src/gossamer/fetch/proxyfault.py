@@ -1,15 +1,24 @@
 """Whose fault a failed request through a proxy is: `proxy_fault` tells the proxy's own
 failures (the pool counts them against it, `gossamer.fetch.proxies`) from the site's answers
-it relayed, whatever their status."""
+it relayed, whatever their status; `fetch_through` asks another proxy where it cannot tell
+(`either_fault`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Protocol
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Protocol, TypeVar
 
 from gossamer.proxyurl import Proxy
 
-__all__ = ["REJECTED", "ProxyAnswer", "garbled_or_relayed", "proxy_fault"]
+__all__ = [
+    "REJECTED",
+    "Pool",
+    "ProxyAnswer",
+    "TimedAnswer",
+    "either_fault",
+    "fetch_through",
+    "proxy_fault",
+]
 
 REJECTED = "proxy-auth"
 """The `proxy_fault` of a 407: the proxy rejected the crawl's credentials."""
@@ -28,9 +37,32 @@ class ProxyAnswer(Protocol):
     def headers(self) -> Mapping[str, str]: ...
 
 
+class TimedAnswer(ProxyAnswer, Protocol):
+    """What the pool's `gossamer.fetch.proxies.fetch_through` reads of a fetch result."""
+
+    @property
+    def elapsed(self) -> float: ...
+
+
+class Pool(Protocol):
+    """What `fetch_through` asks of the pool (`gossamer.fetch.proxies.ProxyPool`)."""
+
+    def pick(self, domain: str, exclude: Iterable[Proxy] = ()) -> Proxy | None: ...
+    def succeeded(self, proxy: Proxy, elapsed: float) -> None: ...
+    def failed(self, proxy: Proxy, reason: str) -> None: ...
+    def check_soon(self, proxy: Proxy) -> None: ...
+
+
+_A = TypeVar("_A", bound=TimedAnswer)
 _NOT_PROXY_FAULTS = frozenset({"invalid-url", "blocked-address"})
 _MALFORMED = frozenset({"protocol-error", "headers-too-long"})
 """A head no client may accept (`gossamer.outcomes`): the site's, when a proxy relayed it."""
+
+_HUNG = frozenset(
+    {"read-timeout", "timeout", "server-disconnected", "connection-reset", "incomplete-body"}
+)
+"""No head in time, or the connection closed before one: the proxy's failure, or the site's
+that the proxy passed on."""
 
 _GATEWAY_ERRORS = frozenset({500, 502, 503, 504})
 """What a proxy answers itself when it cannot reach the site (tinyproxy's "Unable to
@@ -65,17 +97,20 @@ def proxy_fault(result: ProxyAnswer | None, proxy: Proxy | None = None) -> str |
     return None
 
 
-def garbled_or_relayed(result: ProxyAnswer, proxy: Proxy) -> bool:
-    """Whether ``result`` through ``proxy`` is a malformed head that may be the proxy's or
-    the site's, relayed: a plain-HTTP URL through an HTTP(S) proxy, which parses the site's
-    answer and writes its own (`proxy_fault` counts it the proxy's; the fetcher asks another
-    proxy before it does)."""
-    return (
-        result.status is None
-        and result.error in _MALFORMED
-        and proxy.scheme != "socks5"
-        and not _tunnelled(result)
-    )
+def either_fault(result: ProxyAnswer, proxy: Proxy) -> str | None:
+    """What of ``result``'s failure through ``proxy`` could be the proxy's or the site's
+    (`proxy_fault` counts it the proxy's; `gossamer.fetch.proxies.fetch_through` asks another
+    proxy before it does): ``malformed``, a malformed head an HTTP(S) proxy wrote for a
+    plain-HTTP URL from the site's answer; ``hung``, no head in time or a connection closed
+    before it, which a proxy passes on from a site that hangs or closes (any proxy); else
+    None."""
+    if result.status is not None:
+        return None
+    if result.error in _HUNG:
+        return "hung"
+    if result.error in _MALFORMED and proxy.scheme != "socks5" and not _tunnelled(result):
+        return "malformed"
+    return None
 
 
 def _made_by_proxy(result: ProxyAnswer, proxy: Proxy) -> bool:
@@ -100,3 +135,49 @@ def _tunnelled(result: ProxyAnswer) -> bool:
     """Whether ``result`` came through a CONNECT tunnel (an HTTPS URL through an HTTP(S)
     proxy), where TLS keeps the proxy from changing a byte."""
     return result.url[:6].lower() == "https:"
+
+
+async def fetch_through(
+    pool: Pool, domain: str, tries: int, attempt: Callable[[Proxy], Awaitable[_A]]
+) -> tuple[_A, bool] | None:
+    """``attempt`` through the pool's proxies for ``domain``, the next after a proxy fails,
+    ``tries`` at most, the pool told of each outcome: the last result, and whether a proxy
+    relayed it (else every try failed at its proxy); None: no proxy live.
+
+    A failure that may be the proxy's or the site's (`either_fault`: a malformed head, a
+    hang) is tried through the next proxy and charged only if another relays an answer; the
+    same failure through two proxies is the site's, and a hang has both proxies checked at
+    once (`ProxyPool.check_soon`: proxies that all hang fail their checks). Left undecided
+    (no other proxy), it is not relayed (the URL is tried later) and the proxy is checked."""
+    tried: list[Proxy] = []
+    result: _A | None = None
+    pending: list[tuple[Proxy, _A, str]] = []
+    for _ in range(tries):
+        proxy = pool.pick(domain, tried)
+        if proxy is None:
+            break
+        result = await attempt(proxy)
+        reason = proxy_fault(result, proxy)
+        if reason is None:
+            pool.succeeded(proxy, result.elapsed)
+            for other, failed, _ in pending:  # another proxy relayed an answer
+                pool.failed(other, failed.error or "proxy-error")
+            return result, True
+        tried.append(proxy)
+        kind = either_fault(result, proxy)
+        if kind is None:
+            pool.failed(proxy, reason)
+            continue
+        if any(seen == kind for _, _, seen in pending):  # twice the same: the site's
+            for other, failed, seen in (*pending, (proxy, result, kind)):
+                if seen == "malformed":  # an answer came through it
+                    pool.succeeded(other, failed.elapsed)
+                else:
+                    pool.check_soon(other)
+            return result, True
+        pending.append((proxy, result, kind))
+    for other, _, _ in pending:  # no other proxy to ask: the URL tried later
+        pool.check_soon(other)
+    if pending:
+        return pending[-1][1], False
+    return None if result is None else (result, False)

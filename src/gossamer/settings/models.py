@@ -476,7 +476,12 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
         | None
     ) = None
     proxy_check_interval: Annotated[
-        float, Meta(gt=0, le=86_400, description="Seconds between checks of a live proxy.")
+        float,
+        Meta(
+            gt=0,
+            le=86_400,
+            description="Seconds after a live proxy's last check or relayed answer to check it.",
+        ),
     ] = 300.0
     proxy_revalidate: Annotated[
         float, Meta(gt=0, le=86_400, description="Seconds before a dead proxy is checked again.")
