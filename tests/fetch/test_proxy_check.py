@@ -105,6 +105,12 @@ def test_how_a_proxys_errors_are_told_from_the_sites() -> None:
     assert proxy_fault(_answer(site, 502, via | status), proxy) == "proxy-502"
     assert proxy_fault(_answer(site, 407, via), proxy) == "proxy-auth"
     assert proxy_fault(_answer(site, 404, {}), proxy) is None  # any other answer is the site's
+    # an error page the proxy names its own, whatever its status (Squid's ERR_ACCESS_DENIED)
+    denied = via | {"x-squid-error": "ERR_ACCESS_DENIED 0"}
+    assert proxy_fault(_answer(site, 403, denied), proxy) == "proxy-403"
+    assert proxy_fault(_answer(site, 404, {"proxy-status": "p; error=dns_error"}), proxy)
+    assert proxy_fault(_answer(site, 403, via), proxy) is None  # the site's 403, relayed
+    assert proxy_fault(_answer("https://site.test/", 403, denied), proxy) is None  # tunnel
     assert proxy_fault(_answer("https://site.test/", 502, {}), proxy) is None  # in a tunnel
     socks = parse_proxy("socks5://127.0.0.1:1080")
     assert proxy_fault(_answer(site, 502, {}), socks) is None

@@ -80,8 +80,9 @@ def proxy_fault(result: ProxyAnswer | None, proxy: Proxy | None = None) -> str |
     failures are ``socks-error``) and an HTTP(S) proxy's CONNECT tunnel (a CONNECT it
     refused or garbled is ``proxy-connect-error``) pass the site's bytes on as they came,
     and the site would send the same again through any proxy; a 407 to a plain-HTTP URL
-    through an HTTP(S) proxy (in a tunnel, the site's answer); and a gateway error the proxy
-    made itself (`_made_by_proxy`)."""
+    through an HTTP(S) proxy (in a tunnel, the site's answer); and an error answer the proxy
+    made itself: one it names its own (`_names_itself`: Squid's 403 ``ERR_ACCESS_DENIED`` to
+    every request), or a gateway error without its ``Via`` (`_made_by_proxy`)."""
     if result is None:
         return "no-answer"
     if result.status is None:
@@ -92,7 +93,11 @@ def proxy_fault(result: ProxyAnswer | None, proxy: Proxy | None = None) -> str |
     if result.status == 407:  # inside an HTTPS tunnel or through SOCKS: the site's own
         by_proxy = result.url[:5].lower() == "http:" and (proxy is None or proxy.scheme != "socks5")
         return "proxy-auth" if by_proxy else None
-    if result.status in _GATEWAY_ERRORS and proxy is not None and _made_by_proxy(result, proxy):
+    if result.status < 400 or proxy is None:
+        return None
+    if _names_itself(result, proxy) or (
+        result.status in _GATEWAY_ERRORS and _made_by_proxy(result, proxy)
+    ):
         return f"proxy-{result.status}"
     return None
 
@@ -125,10 +130,17 @@ def _made_by_proxy(result: ProxyAnswer, proxy: Proxy) -> bool:
     proxy's own. A site's 500, 502 or 503 relayed comes with the proxy's ``Via``."""
     if proxy.scheme == "socks5" or result.url[:5].lower() != "http:":
         return False
+    return _names_itself(result, proxy) or "via" not in result.headers
+
+
+def _names_itself(result: ProxyAnswer, proxy: Proxy) -> bool:
+    """Whether an error answer to a plain-HTTP URL through an HTTP(S) proxy says it is the
+    proxy's own: a ``Proxy-Status`` carrying ``error=`` (RFC 9209) or Squid's
+    ``X-Squid-Error``, which a proxy adds to the error pages it makes, not to the site's."""
+    if proxy.scheme == "socks5" or result.url[:5].lower() != "http:":
+        return False
     headers = result.headers
-    if "error=" in headers.get("proxy-status", "").lower() or "x-squid-error" in headers:
-        return True
-    return "via" not in headers
+    return "error=" in headers.get("proxy-status", "").lower() or "x-squid-error" in headers
 
 
 def _tunnelled(result: ProxyAnswer) -> bool:
