@@ -95,8 +95,8 @@ class _Server:
 class HttpProxy(_Server):
     """An HTTP forward proxy. ``delay`` seconds pass before each answer; ``corrupt`` answers
     every request with garbage, ``corrupt_paths`` those for a path starting with one of them;
-    ``hang_paths``: those are never answered; ``credentials`` (user, password) are required
-    when set."""
+    ``hang_paths``: those are never answered, ``cut_paths`` answered with a body cut short;
+    ``credentials`` (user, password) are required when set."""
 
     def __init__(
         self,
@@ -105,12 +105,14 @@ class HttpProxy(_Server):
         corrupt: bool = False,
         corrupt_paths: tuple[str, ...] = (),
         hang_paths: tuple[str, ...] = (),
+        cut_paths: tuple[str, ...] = (),
         credentials: tuple[str, str] | None = None,
         resolve: dict[str, str] | None = None,
     ) -> None:
         super().__init__()
         self.corrupt_paths = corrupt_paths
         self.hang_paths = hang_paths
+        self.cut_paths = cut_paths
         self.resolve = resolve or {}
         """``*.test`` or ``host`` -> address: names this proxy resolves itself."""
         self.delay = delay
@@ -146,6 +148,10 @@ class HttpProxy(_Server):
         self.targets.append(target)
         if self.delay:
             await asyncio.sleep(self.delay)
+        if self.cut_paths and urlsplit(target).path.startswith(self.cut_paths):
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + b"x" * 2500)
+            await writer.drain()
+            return
         if self.hang_paths and urlsplit(target).path.startswith(self.hang_paths):
             await reader.read()  # until the client gives up
             return

@@ -626,3 +626,37 @@ async def test_a_proxy_hanging_where_another_relays_an_answer_is_charged(origin:
         await fetcher.close()
         await hanging.stop()
         await good.stop()
+
+
+async def test_a_proxy_cutting_bodies_another_relays_whole_is_charged(origin: str) -> None:
+    cutting = await HttpProxy(cut_paths=("/p",)).start()  # its checks pass
+    good = await HttpProxy().start()
+    fetcher, pool = await _pool(origin, cutting.url, good.url, max_failures=1)
+    try:
+        assert set(pool.states().values()) == {"live"}
+        results = [await fetcher.fetch(f"{origin}/p{i}") for i in range(3)]
+        assert all(r.ok and r.error is None for r in results)
+        assert {r.proxy for r in results} == {good.url}
+        assert pool.states()[cutting.url] == "dead"
+    finally:
+        await fetcher.close()
+        await cutting.stop()
+        await good.stop()
+
+
+async def test_a_body_cut_through_two_proxies_is_the_site_s(origin: str) -> None:
+    """Both proxies cut it: the site's answer, kept as a cut body is (retried by the crawl);
+    no proxy charged."""
+    first, second = HttpProxy(cut_paths=("/p",)), HttpProxy(cut_paths=("/p",))
+    await first.start()
+    await second.start()
+    fetcher, pool = await _pool(origin, first.url, second.url, max_failures=1)
+    try:
+        result = await fetcher.fetch(f"{origin}/p")
+        assert (result.status, result.error) == (200, "incomplete-body")
+        assert set(pool.states().values()) == {"live"}
+        assert sum(p.failures for p in pool.stats().proxies) == 0
+    finally:
+        await fetcher.close()
+        await first.stop()
+        await second.stop()

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Protocol, TypeVar
 
+from gossamer.fetch.exchange import cut_by
 from gossamer.proxyurl import Proxy
 
 __all__ = [
@@ -107,10 +108,11 @@ def either_fault(result: ProxyAnswer, proxy: Proxy) -> str | None:
     (`proxy_fault` counts it the proxy's; `gossamer.fetch.proxies.fetch_through` asks another
     proxy before it does): ``malformed``, a malformed head an HTTP(S) proxy wrote for a
     plain-HTTP URL from the site's answer; ``hung``, no head in time or a connection closed
-    before it, which a proxy passes on from a site that hangs or closes (any proxy); else
-    None."""
+    before it, which a proxy passes on from a site that hangs or closes (any proxy); ``cut``,
+    a 2xx whose body the connection cut short (any proxy); else None."""
     if result.status is not None:
-        return None
+        cut = 200 <= result.status < 300 and cut_by(result.error, True) == "disconnect"
+        return "cut" if cut else None
     if result.error in _HUNG:
         return "hung"
     if result.error in _MALFORMED and proxy.scheme != "socks5" and not _tunnelled(result):
@@ -157,10 +159,11 @@ async def fetch_through(
     relayed it (else every try failed at its proxy); None: no proxy live.
 
     A failure that may be the proxy's or the site's (`either_fault`: a malformed head, a
-    hang) is tried through the next proxy and charged only if another relays an answer; the
-    same failure through two proxies is the site's, and a hang has both proxies checked at
-    once (`ProxyPool.check_soon`: proxies that all hang fail their checks). Left undecided
-    (no other proxy), it is not relayed (the URL is tried later) and the proxy is checked."""
+    hang, a body cut short) is tried through the next proxy and charged only if another
+    relays a whole answer; the same failure through two proxies is the site's, and a hang
+    has both proxies checked at once (`ProxyPool.check_soon`: proxies that all hang fail
+    their checks). Left undecided (no other proxy), the proxy is checked and the URL tried
+    again later (a cut answer is kept: it is retried as any cut body is)."""
     tried: list[Proxy] = []
     result: _A | None = None
     pending: list[tuple[Proxy, _A, str]] = []
@@ -170,26 +173,26 @@ async def fetch_through(
             break
         result = await attempt(proxy)
         reason = proxy_fault(result, proxy)
-        if reason is None:
+        kind = either_fault(result, proxy)
+        if reason is None and kind is None:
             pool.succeeded(proxy, result.elapsed)
-            for other, failed, _ in pending:  # another proxy relayed an answer
+            for other, failed, _ in pending:  # another proxy relayed a whole answer
                 pool.failed(other, failed.error or "proxy-error")
             return result, True
         tried.append(proxy)
-        kind = either_fault(result, proxy)
         if kind is None:
-            pool.failed(proxy, reason)
+            pool.failed(proxy, reason or "proxy-error")
             continue
         if any(seen == kind for _, _, seen in pending):  # twice the same: the site's
             for other, failed, seen in (*pending, (proxy, result, kind)):
-                if seen == "malformed":  # an answer came through it
-                    pool.succeeded(other, failed.elapsed)
-                else:
+                if seen == "hung":
                     pool.check_soon(other)
+                else:  # an answer came through it
+                    pool.succeeded(other, failed.elapsed)
             return result, True
         pending.append((proxy, result, kind))
-    for other, _, _ in pending:  # no other proxy to ask: the URL tried later
+    for other, _, _ in pending:  # no other proxy to ask: the proxy checked
         pool.check_soon(other)
-    if pending:
-        return pending[-1][1], False
+    if pending:  # a cut answer is kept as one (retried, as a cut body is); else tried later
+        return pending[-1][1], pending[-1][2] == "cut"
     return None if result is None else (result, False)
