@@ -5,6 +5,7 @@ and in a loop."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +88,7 @@ async def test_follow_queues_the_canonical_url_and_stores_the_copy_without_conte
 ) -> None:
     out = tmp_path / "out"
     records = await crawl(out, handle, canonical="follow", per_host=1, warc=True)
-    for path in ("/agree", "/disagree", "/header-only", "/tag-only", "/doc.pdf", "/to-missing"):
+    for path in ("/agree", "/disagree", "/header-only", "/tag-only", "/doc.pdf"):
         record = records[path]
         assert "canonical-followed" in record["flags"], record
         assert record["status"] == 200 and record["text"] is None and record["title"] is None
@@ -99,7 +100,15 @@ async def test_follow_queues_the_canonical_url_and_stores_the_copy_without_conte
         assert records[path]["depth"] == 1
     assert records["/main.pdf"]["text"] == PDF_TEXT
     assert "/main-tag" not in records  # the header won
-    check_archive(out, list(records.values()))
+    lines = [json.loads(line) for line in (out / "pages.jsonl").read_text().splitlines()]
+    check_archive(out, lines)
+    # its canonical URL turned out missing: the page's content stored after all, in a
+    # second record (the first says it was followed, its WARC record without content)
+    missing = [r for r in lines if r["url"] == _url(records, "/to-missing")]
+    assert [r["flags"] for r in missing] == [["canonical-followed"], ["canonical-error"]]
+    assert missing[0]["text"] is None and missing[1]["text"]
+    assert seek(out / "warc", missing[0]).body == b""
+    assert TEXT.strip() in seek(out / "warc", missing[1]).body.decode()
 
 
 async def test_follow_ignores_and_flags_offsite_self_error_and_loop(tmp_path: Path) -> None:

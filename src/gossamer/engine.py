@@ -380,7 +380,7 @@ class Crawler:
             return
         archive = self._archive  # written once the page stage said what to keep (noindex)
         archived = await archive.write(page.archive or result) if archive is not None else None
-        if (kept := page.kept) is not None:  # a page stored after all: its canonical led back
+        for kept in page.kept:  # pages stored after all: their canonical URL led back or failed
             at = await archive.write(kept.archive) if archive is not None else None
             self._ledger.note(kept.record, at)  # the same page again: not one more page
         if page.links:

@@ -70,7 +70,7 @@ def test_follow_a_canonical_url_in_scope() -> None:
     assert judge.judge(A, None) == (None, None)
     assert judge.judge(A, A) == (None, None)  # the page itself: nothing to do
     assert judge.judge(A, B) == (B, "canonical-followed")
-    assert judge.ended(B, failed=False) is None
+    assert judge.ended(B, failed=False) == (None, [])
 
 
 def test_out_of_scope_is_ignored_and_flagged() -> None:
@@ -87,20 +87,20 @@ def test_loops_are_ignored_and_one_page_keeps_its_content() -> None:
 
 def test_a_failed_target_is_ignored_before_and_flagged_after() -> None:
     judge = Canonicals()
-    assert judge.ended(C, failed=True) is None  # nobody named it yet
+    assert judge.ended(C, failed=True) == (None, [])  # nobody named it yet
     assert judge.judge(A, C) == (None, "canonical-error")
     assert judge.judge(A, B) == (B, "canonical-followed")
-    assert judge.ended(B, failed=True) == "canonical-error"  # named by A, then failed
+    assert judge.ended(B, failed=True)[0] == "canonical-error"  # named by A, then failed
 
 
 def test_a_redirect_back_hands_the_held_page_back_once() -> None:
     judge: Canonicals[str] = Canonicals()
     assert judge.judge(A, B) == (B, "canonical-followed")
     judge.hold(A, "page A", 10)
-    assert judge.ended(A, failed=False, withheld="not-canonical") is None
-    assert judge.redirected(B, A) == ("canonical-loop", "page A")  # B -> A: A is canonical
+    assert judge.ended(A, failed=False, withheld="not-canonical") == (None, [])
+    assert judge.redirected(B, A) == ("canonical-loop", ["page A"])  # B -> A: A is canonical
     assert judge.judge(A, B) == (None, "canonical-loop")  # A again: it keeps its content
-    assert judge.redirected(B, A) == (None, None)  # handed back once
+    assert judge.redirected(B, A) == (None, [])  # handed back once
 
 
 def test_longer_cycles_back_hand_the_held_page_back() -> None:
@@ -109,13 +109,13 @@ def test_longer_cycles_back_hand_the_held_page_back() -> None:
     judge.hold(A, "page A", 10)
     assert judge.judge(B, C) == (C, "canonical-followed")
     judge.hold(B, "page B", 10)
-    assert judge.ended(B, failed=False, withheld="not-canonical") is None  # A held on
-    assert judge.redirected(C, A) == ("canonical-loop", "page A")
+    assert judge.ended(B, failed=False, withheld="not-canonical") == (None, [])  # A held on
+    assert judge.redirected(C, A) == ("canonical-loop", ["page A"])
     D = "http://site.test/d"  # D names B, B redirects to C, C redirects to D
     judge.judge(D, "http://site.test/e")
     judge.hold(D, "page D", 10)
-    assert judge.redirected("http://site.test/e", C) == (None, None)  # handed on to C
-    assert judge.redirected(C, D) == ("canonical-loop", "page D")
+    assert judge.redirected("http://site.test/e", C) == (None, [])  # handed on to C
+    assert judge.redirected(C, D) == ("canonical-loop", ["page D"])
 
 
 def test_a_cycle_back_to_a_page_not_held_is_an_error() -> None:
@@ -124,17 +124,17 @@ def test_a_cycle_back_to_a_page_not_held_is_an_error() -> None:
     judge.hold(A, "page A", 10)
     judge.judge(C, "http://site.test/d")
     judge.hold(C, "page C", 10)  # over the bound: A is dropped
-    assert judge.redirected(B, A) == ("canonical-error", None)
+    assert judge.redirected(B, A) == ("canonical-error", [])
     judge.hold("http://site.test/big", "big", 16)  # bigger than the bound: never held
-    assert judge.redirected("http://site.test/d", C) == ("canonical-loop", "page C")
+    assert judge.redirected("http://site.test/d", C) == ("canonical-loop", ["page C"])
 
 
 def test_a_held_page_is_dropped_once_its_canonical_url_is_stored() -> None:
     judge: Canonicals[str] = Canonicals()
     judge.judge(A, B)
     judge.hold(A, "page A", 10)
-    assert judge.ended(B, failed=False) is None  # B stored: A's content is B's
-    assert judge.redirected(B, A) == ("canonical-error", None)  # B revisited: A not held
+    assert judge.ended(B, failed=False) == (None, [])  # B stored: A's content is B's
+    assert judge.redirected(B, A) == ("canonical-error", [])  # B revisited: A not held
 
 
 def test_memory_is_bounded() -> None:
@@ -218,10 +218,10 @@ def test_a_tag_read_from_the_parsed_links_is_the_one_the_search_finds(markup: st
 def test_a_page_naming_a_url_stored_before_is_not_held() -> None:
     """/ fetched first, then pages naming it: nothing they wait for is to come."""
     judge: Canonicals[str] = Canonicals()
-    assert judge.ended(B, failed=False) is None  # B's page stored
+    assert judge.ended(B, failed=False) == (None, [])  # B's page stored
     assert judge.judge(A, B) == (B, "canonical-followed")  # A's content is B's
     judge.hold(A, "page A", 10)
-    assert judge.redirected(B, A) == ("canonical-error", None)  # never held
+    assert judge.redirected(B, A) == ("canonical-error", [])  # never held
     assert judge._held_bytes == 0
 
 
@@ -232,7 +232,7 @@ def test_every_page_naming_one_url_is_released_when_it_is_stored() -> None:
         assert judge.judge(page, B) == (B, "canonical-followed")
         judge.hold(page, page, 10)
     assert judge._held_bytes == 100
-    assert judge.ended(B, failed=False) is None
+    assert judge.ended(B, failed=False) == (None, [])
     assert judge._held_bytes == 0
 
 
@@ -243,13 +243,13 @@ def test_pages_waiting_for_one_url_are_bounded() -> None:
         judge.judge(page, B)
         judge.hold(page, page, 10)
     assert judge._held_bytes == 10 * MAX_WAITING  # the oldest released
-    assert judge.redirected(B, pages[-1]) == ("canonical-loop", pages[-1])
+    assert judge.redirected(B, pages[-1]) == ("canonical-loop", [pages[-1]])
     assert judge._held_bytes == 0  # the others' content is the page handed back
 
 
 def test_a_page_noindex_before_it_is_named_leaves_the_page_its_content() -> None:
     judge: Canonicals[str] = Canonicals()
-    assert judge.ended(B, failed=False, withheld="noindex") is None
+    assert judge.ended(B, failed=False, withheld="noindex") == (None, [])
     assert judge.judge(A, B) == (None, "canonical-error")
 
 
@@ -260,16 +260,40 @@ def test_pages_wait_on_along_a_chain_and_are_released_at_its_end() -> None:
     judge.hold(A, "page A", 10)
     assert judge.judge(B, C) == (C, "canonical-followed")
     judge.hold(B, "page B", 10)
-    assert judge.ended(B, failed=False, withheld="not-canonical") is None
+    assert judge.ended(B, failed=False, withheld="not-canonical") == (None, [])
     assert judge._held_bytes == 20
-    assert judge.ended(C, failed=False) is None
+    assert judge.ended(C, failed=False) == (None, [])
     assert judge._held_bytes == 0
 
 
 def test_a_redirect_to_a_url_stored_before_releases_the_page() -> None:
     judge: Canonicals[str] = Canonicals()
-    assert judge.ended(C, failed=False) is None
+    assert judge.ended(C, failed=False) == (None, [])
     judge.judge(A, B)
     judge.hold(A, "page A", 10)
-    assert judge.redirected(B, C) == (None, None)  # A's content is C's, stored
+    assert judge.redirected(B, C) == (None, [])  # A's content is C's, stored
     assert judge._held_bytes == 0
+
+
+def test_pages_whose_canonical_url_fails_are_handed_back_to_keep_their_content() -> None:
+    """A names B, B fails (a 404, a 5xx, noindex): nothing holds A's content but A itself."""
+    for failed, withheld in ((True, None), (False, "noindex")):
+        judge: Canonicals[str] = Canonicals()
+        judge.judge(A, B)
+        judge.hold(A, "page A", 10)
+        judge.judge(C, B)
+        judge.hold(C, "page C", 10)
+        assert judge.ended(B, failed=failed, withheld=withheld) == (
+            "canonical-error",
+            ["page A", "page C"],
+        )
+        assert judge._held_bytes == 0
+        assert judge.judge(A, B) == (None, "canonical-error")  # A again: it keeps its content
+
+
+def test_pages_whose_canonical_url_redirects_out_of_scope_are_handed_back() -> None:
+    judge: Canonicals[str] = Canonicals(lambda url: url.startswith("http://site.test/"))
+    judge.judge(A, B)
+    judge.hold(A, "page A", 10)
+    assert judge.redirected(B, "http://other.test/") == ("canonical-error", ["page A"])
+    assert judge.judge(A, B) == (None, "canonical-error")

@@ -49,8 +49,11 @@ stored already is not held at all. A cycle back to a page no longer held (or
 
 A canonical URL fetched after the page that named it and found failing, ``noindex``, or
 redirecting out of scope or back to a page not held is flagged ``canonical-error`` on its own
-record (the page that named it has no content stored; the log names it); one redirecting
-elsewhere in scope hands the wait on to its target. What the judge remembers (pages that
+record, and the pages still held that named it are handed back (:meth:`Canonicals.ended`,
+:meth:`Canonicals.redirected`) for their content to be stored after all, each under its own
+URL in a second record flagged ``canonical-error``, as nothing else holds it; a page no
+longer held has no content stored (a warning names it). One redirecting elsewhere in scope
+hands the wait on to its target. What the judge remembers (pages that
 named another canonical URL, URLs that failed or redirected) is bounded (`MAX_REMEMBERED`
 each, oldest forgotten first) and per process: in a cluster job it sees the pages its worker
 fetched, which holds a host's pages, and canonical links mostly stay on their host. The
@@ -293,37 +296,63 @@ class Canonicals(Generic[_P]):
         if held is not None:
             self._held_bytes -= held[1]
 
-    def redirected(self, url: str, target: str | None) -> tuple[str | None, _P | None]:
+    def redirected(self, url: str, target: str | None) -> tuple[str | None, list[_P]]:
         """``url`` redirected to ``target`` (None: a bad or one redirect too many): the flag
-        of its record, and the held page to store after all when the redirect comes back to
-        it (``canonical-loop``). ``canonical-error`` when a page named it canonical and the
+        of its record, and the held pages to store after all: the one the redirect comes back
+        to (``canonical-loop``), or (``canonical-error``) those that named ``url`` when the
         redirect leads nowhere new (back to a page not held, out of the crawl's scope,
-        nowhere): that page has no content stored."""
+        nowhere): their content is stored after all, as nothing else holds it."""
         self._remember(self._redirects, url, target or "")
         named_by = self._awaited.pop(url, None)
         back = None if target is None else self._named.get(target)
         if back is not None and target is not None and self._leads_back(back, target):
-            found = self._back(url, target)  # the cycle comes back to a page that named back
+            flag, found = self._back(url, target)  # the cycle comes back to a page
             self._drop_all(named_by)  # their content is that page's
-            return found
+            return flag, [] if found is None else [found]
         if not named_by:
-            return None, None
+            return None, []
         out = target is None or (self._in_scope is not None and not self._in_scope(target))
         if not out and target not in named_by:
             if target in self._stored:  # their content is its, stored already
                 self._drop_all(named_by)
             else:
                 self._await(target or "", named_by)  # its target's fetch decides
-            return None, None
-        self._drop_all(named_by)
-        log.warning(
-            "canonical URL %s redirects %s; %s named it and has no content stored",
-            redact_url(url),
-            "back to it" if target in named_by else "away",
-            _pages(named_by),
-            extra={"event": "canonical-error"},
-        )
-        return "canonical-error", None
+            return None, []
+        self._remember(self._failed, url, None)  # a page naming it again keeps its content
+        way = "back to it" if target in named_by else "away"
+        return "canonical-error", self._release(url, f"redirects {way}", named_by)
+
+    def _release(self, url: str, why: str, pages: list[str]) -> list[_P]:
+        """The held ones of ``pages``, whose canonical URL ``url`` holds no content (``why``):
+        to store after all, each under its own URL; those no longer held are named in a
+        warning (no content stored for them)."""
+        found: list[_P] = []
+        lost: list[str] = []
+        for page in pages:
+            held = self._held.pop(page, None)
+            if held is None:
+                lost.append(page)
+                continue
+            self._held_bytes -= held[1]
+            self._named.pop(page, None)  # stored after all: no more a page that named another
+            found.append(held[0])
+        if found:
+            log.info(
+                "canonical URL %s %s: %d page(s) that named it are stored after all",
+                redact_url(url),
+                why,
+                len(found),
+                extra={"event": "canonical-error"},
+            )
+        if lost:
+            log.warning(
+                "canonical URL %s %s; %s named it and has no content stored (no longer held)",
+                redact_url(url),
+                why,
+                _pages(lost),
+                extra={"event": "canonical-error"},
+            )
+        return found
 
     def _back(self, url: str, target: str) -> tuple[str | None, _P | None]:
         """``url`` redirected to ``target``, a page withheld for a canonical URL that led
@@ -348,11 +377,14 @@ class Canonicals(Generic[_P]):
         )
         return "canonical-loop", held[0]
 
-    def ended(self, url: str, failed: bool, withheld: str | None = None) -> str | None:
+    def ended(
+        self, url: str, failed: bool, withheld: str | None = None
+    ) -> tuple[str | None, list[_P]]:
         """``url``'s fetch ended (``failed``: with no page; ``withheld``: why the content
-        of its page is not stored); the flag of its record when a page named it canonical and
-        it failed or was ``noindex``. The page that named it is held on while ``url`` waits
-        for a canonical URL of its own (``not-canonical``): the chain may come back to it."""
+        of its page is not stored): the flag of its record when a page named it canonical and
+        it failed or was ``noindex``, and the held pages that named it, then to store after
+        all. The pages that named it are held on while ``url`` waits for a canonical URL of
+        its own (``not-canonical``): the chain may come back to them."""
         named_by = self._awaited.pop(url, None)
         lost = failed or withheld == "noindex"
         if lost:
@@ -360,22 +392,16 @@ class Canonicals(Generic[_P]):
         elif withheld is None:
             self._remember(self._stored, url, None)
         if not named_by:
-            return None
+            return None, []
         if withheld == "not-canonical":  # they wait on for the canonical URL it named
             onward = self._named.get(url)
             if onward is not None and onward not in self._stored:
                 self._await(onward, named_by)
-                return None
-        self._drop_all(named_by)
+                return None, []
         if not lost:
-            return None
-        log.warning(
-            "canonical URL %s failed or is noindex; %s named it and has no content stored",
-            redact_url(url),
-            _pages(named_by),
-            extra={"event": "canonical-error"},
-        )
-        return "canonical-error"
+            self._drop_all(named_by)
+            return None, []
+        return "canonical-error", self._release(url, "failed or is noindex", named_by)
 
     def _await(self, url: str, pages: list[str]) -> None:
         """``pages`` wait for ``url``'s fetch: the newest `MAX_WAITING`; older ones are

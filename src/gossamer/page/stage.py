@@ -233,7 +233,7 @@ class PageStage:
             await self._robots_of_other(state)
             if action is Action.REDIRECT and result.location is not None:
                 self._redirect(state, result.location)
-        kept = None
+        kept: tuple[Kept, ...] = ()
         if self._canonicals is not None:
             flag, kept = await self._canonical_ended(state, action)
             state.flags += (flag,) if flag is not None else ()
@@ -243,23 +243,23 @@ class PageStage:
             self._freshness.judge(state, action)
         elif result.status not in (None, 304):  # a 304 to no validators says nothing
             state.change = "new"  # no --recrawl: every fetch is a URL's first
-        return _result(state) if kept is None else _result(state)._replace(kept=kept)
+        return _result(state)._replace(kept=kept) if kept else _result(state)
 
     async def _canonical_ended(
         self, state: PageState, action: Action
-    ) -> tuple[str | None, Kept | None]:
-        """What the fetch of a URL means to the page that named it canonical, if one did,
-        and the held page it leads back to, stored after all (see `gossamer.page.canonical`)."""
+    ) -> tuple[str | None, tuple[Kept, ...]]:
+        """What the fetch of a URL means to the pages that named it canonical, if any did,
+        and the held pages stored after all (see `gossamer.page.canonical`)."""
         assert self._canonicals is not None
-        lease, result = state.lease, state.result
+        lease, result, failed = state.lease, state.result, action is not Action.STORE
         if action is Action.REDIRECT:
             target = state.redirect_to if state.candidates else None
             flag, held = self._canonicals.redirected(lease.url, target)
-            return flag, None if held is None else await self._stored_after_all(*held)
-        if state.withheld == "not-canonical":  # its canonical URL may lead back to it
-            self._canonicals.hold(lease.url, (lease, result), held_bytes(result))
-        failed = action is not Action.STORE
-        return self._canonicals.ended(lease.url, failed, state.withheld), None
+        else:
+            if state.withheld == "not-canonical":  # its canonical URL may lead back to it
+                self._canonicals.hold(lease.url, (lease, result), held_bytes(result))
+            flag, held = self._canonicals.ended(lease.url, failed, state.withheld)
+        return flag, tuple([await self._stored_after_all(*page) for page in held])
 
     async def _stored_after_all(self, lease: Lease, result: Fetched) -> Kept:
         """A held page its canonical URL led back to, through the steps again but the links'

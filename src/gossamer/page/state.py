@@ -150,14 +150,14 @@ class Kept(NamedTuple):
 
 class PageResult(NamedTuple):
     """What the stage hands back: the URL's record, the candidates it leads to, how the
-    record counts, what of the fetch an archive keeps (None: all of it), and a page stored
-    after all (`Kept`), if the fetch led back to one."""
+    record counts, what of the fetch an archive keeps (None: all of it), and the pages stored
+    after all (`Kept`), if the fetch led back to one or failed pages that named it."""
 
     record: PageRecord
     links: Sequence[Candidate]
     outcome: Outcome
     archive: Archivable | None = None
-    kept: Kept | None = None
+    kept: tuple[Kept, ...] = ()
 
 
 class Withheld(NamedTuple):
