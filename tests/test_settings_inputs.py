@@ -115,6 +115,7 @@ BAD_VALUES: list[tuple[dict[str, Any], str]] = [
     ({"focus_threshold": 0.7}, "focus_threshold"),
     ({"focus_examples": ["ftp://a.test/"]}, "focus_examples"),
     ({"render_url": ["(a"]}, "render_url"),
+    ({"render_url": ["/a(?=b)"]}, "render_url"),  # lookaround: RE2 cannot run it in linear time
     ({"resolve": ["nonsense"]}, "resolve"),
     ({"allow_domains": [""]}, "allow_domains"),
     ({"allow_domains": ["."]}, "allow_domains"),

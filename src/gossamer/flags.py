@@ -90,8 +90,8 @@ def add_crawl_flags(parser: argparse.ArgumentParser, *, cluster: bool = False) -
         dest="render_url",
         action="append",
         metavar="REGEX",
-        help="always render URLs matching this regular expression in headless Chromium "
-        "(repeatable; see --render)",
+        help="always render URLs matching this regular expression (RE2 syntax) in headless "
+        "Chromium (repeatable; see --render)",
     )
     parser.add_argument(
         "--focus-example",

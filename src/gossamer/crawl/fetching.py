@@ -4,7 +4,6 @@ URL that checks it, and the rendering middleware (headless Chromium) with its br
 from __future__ import annotations
 
 import functools
-import re
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -18,6 +17,7 @@ from gossamer.frontier.robots import RobotsCache
 from gossamer.proxyurl import ProxyError, parse_proxy
 from gossamer.redact import redact_url
 from gossamer.settings import CrawlSettings, SettingsError
+from gossamer.settings.regex import compile_url_regex
 from gossamer.urls import InvalidURL, Scope, canonicalize
 
 if TYPE_CHECKING:
@@ -214,7 +214,7 @@ def rendering_fetcher(
         in_scope=functools.partial(in_scope, scope),
         allowed=robots.allowed if settings.robots else None,
     )
-    patterns = tuple(re.compile(p) for p in settings.render_url)
+    patterns = tuple(compile_url_regex(p) for p in settings.render_url)
     mode = settings.render
     documents = fetcher if gate is None else _StartsTold(fetcher, gate)
     return RenderingFetcher(

@@ -24,6 +24,7 @@ from gossamer.settings.cluster import (
     ShippedRules,
 )
 from gossamer.settings.conninfo import store_url
+from gossamer.settings.regex import compile_url_regex
 from gossamer.settings.resolve import host_name, parse_resolve_item
 from gossamer.settings.revisit import (
     DEFAULT_INITIAL,
@@ -582,8 +583,8 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
         list[str],
         Meta(
             description=(
-                "Always render URLs matching this regular expression (--render-url, "
-                "repeatable), whatever --render says."
+                "Always render URLs matching this regular expression (RE2 syntax, linear "
+                "in the URL; --render-url, repeatable), whatever --render says."
             )
         ),
     ] = field(default_factory=list)
@@ -767,10 +768,9 @@ def _check_functions(functions: dict[str, str]) -> None:
 def _check_patterns(patterns: list[str]) -> None:
     for pattern in patterns:
         try:
-            re.compile(pattern)
-        except re.error as exc:
-            problem = f"{pattern!r} is not a regular expression: {exc}"
-            raise FieldError("render_url", problem) from None
+            compile_url_regex(pattern)
+        except ValueError as exc:
+            raise FieldError("render_url", str(exc)) from None
 
 
 def _check_domains(domains: list[str]) -> None:

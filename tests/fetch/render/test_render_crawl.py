@@ -158,6 +158,15 @@ async def test_render_url_patterns_force_rendering(tmp_path: Path) -> None:
     assert "/found/built" in records and "/found/timer" not in records
 
 
+async def test_a_render_url_pattern_cannot_freeze_the_crawl(tmp_path: Path) -> None:
+    """``(a+)+$`` against ``/aaaa...!``: exponential with Python's ``re``, the crawl's loop
+    frozen; RE2 runs it in time linear in the URL."""
+    hostile = "/found/" + "a" * 40 + "!"  # an HTML page: the patterns read its URL
+    async with serve_site() as (_, port):
+        _, records, _ = await crawl(tmp_path, port, [hostile, "/js/timer"], render_url=[r"/(a+)+$"])
+    assert records[hostile]["rendered"] is False and "/js/timer" in records
+
+
 async def test_subrequests_keep_to_robots_txt_and_blocked_kinds(tmp_path: Path) -> None:
     seeds = ["/js/robots", "/js/image", "/js/moved", "/js/socket"]
     async with serve_site() as (site, port):

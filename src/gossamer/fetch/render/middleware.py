@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -25,6 +24,7 @@ from gossamer.fetch.render.auto import HostLearner, Signals, proved_useful, read
 from gossamer.fetch.render.browser import BrowserPool
 from gossamer.fetch.render.page import PageRenderer, Rendered
 from gossamer.redact import redact_url
+from gossamer.settings.regex import UrlPattern
 from gossamer.urls import host_key
 
 log = logging.getLogger(__name__)
@@ -71,7 +71,7 @@ class RenderingFetcher:
         renderer: PageRenderer,
         pool: BrowserPool,
         mode: str,
-        patterns: tuple[re.Pattern[str], ...] = (),
+        patterns: tuple[UrlPattern, ...] = (),
         learner: HostLearner | None = None,
         max_bytes: int = 10 * 1024 * 1024,
     ) -> None:
