@@ -410,4 +410,5 @@ async def test_proxies_that_hang_or_answer_garbage_keep_the_crawl_waiting_and_sa
     assert "1 rejected: credentials (407 Proxy Authentication Required)" in waiting
     assert "failing: timeout" in waiting or "failing: read-timeout" in waiting
     assert "failing: protocol-error" in waiting
+    assert f"the next proxy check of http://127.0.0.1:{port}/ (" in waiting  # the first seed
     assert "n0tit" not in caplog.text

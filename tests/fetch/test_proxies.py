@@ -221,7 +221,8 @@ async def test_every_proxy_rejecting_the_credentials_refuses_the_pool(
         f"proxy http://a:8080 {rejected} (1 failure(s) in a row); checked again in 10s",
         "proxy http://b:8080 failing: read-timeout (1 failure(s) in a row); checked again in 10s",
         f"no proxy live (1 {rejected}, 1 failing: read-timeout): the crawl waits for the next "
-        "proxy check (in 10s at most)",
+        "proxy check (in 10s at most; a check URL that hangs or fails fails every proxy: "
+        "--proxy-check-url)",
     ]
     assert said[3:] == [  # each check that a 407 fails says so again
         f"proxy http://a:8080 {rejected} (2 failure(s) in a row); checked again in 10s",

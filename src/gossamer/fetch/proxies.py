@@ -48,6 +48,7 @@ import msgspec
 
 from gossamer.fetch.proxyfault import REJECTED, ProxyAnswer, fetch_through, proxy_fault
 from gossamer.proxyurl import Proxy, ProxyError, parse_proxy
+from gossamer.redact import redact_url
 
 __all__ = [
     "PoolStats",
@@ -222,6 +223,7 @@ class ProxyPool:
         self._check_interval = check_interval
         self._revalidate = revalidate
         self._checker = checker
+        self._target: str | None = None
         self._clock = clock
         self._entries: dict[str, _Entry] = {}
         self._ring: list[_Entry] = []
@@ -240,9 +242,11 @@ class ProxyPool:
         self._on_refused: list[Callable[[], None]] = []
         self._set_proxies(self._given)
 
-    def set_checker(self, checker: Checker) -> None:
-        """The function the manager checks proxies with."""
+    def set_checker(self, checker: Checker, target: str | None = None) -> None:
+        """The function the manager checks proxies with, and the URL it asks for (named
+        when no proxy passes: a check URL that hangs or fails fails every proxy)."""
         self._checker = checker
+        self._target = target
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -504,9 +508,12 @@ class ProxyPool:
         self._waits += 1
         if not self._refused:  # a refused pool stops the crawl: it does not wait
             reasons = Counter(_why(entry.reason) for entry in self._entries.values())
+            target = "" if self._target is None else f" of {redact_url(self._target)}"
             log.warning(
-                "no proxy live (%s): the crawl waits for the next proxy check (in %gs at most)",
+                "no proxy live (%s): the crawl waits for the next proxy check%s (in %gs at "
+                "most; a check URL that hangs or fails fails every proxy: --proxy-check-url)",
                 ", ".join(f"{count} {why}" for why, count in reasons.items()),
+                target,
                 self._revalidate,
                 extra={"event": "proxies-none-live", "proxies": len(self._entries)},
             )
