@@ -21,7 +21,7 @@ from tests.ui.server import Served
 
 from gossamer.cli import main
 from gossamer.extract.rules import PROCESSORS, load_rules
-from gossamer.ui.editor.documents import to_toml
+from gossamer.ui.editor.documents import Rules, SamplePage, to_toml
 from gossamer.ui.editor.editor import PROCESSOR_ARGUMENTS
 from gossamer.ui.editor.fetching import EditorGuard, suggest_pattern
 from gossamer.ui.editor.sanitize import sanitize
@@ -351,3 +351,20 @@ async def test_sample_pages_are_fetched_logged_in(
     monkeypatch.delenv("ED_PASS")
     code = main(["ui", "--config", str(config), "--bind", "127.0.0.1:0"])
     assert code == 2
+
+
+def test_rules_whose_names_differ_keep_their_own_samples(tmp_path: Path) -> None:
+    """``a b`` and ``a_b`` made the same file name: saving one overwrote the other's sample."""
+    folder = Rules(tmp_path)
+    body = b"<html><h1>T</h1></html>"
+    rule = {"field": [{"name": "title", "css": "h1"}]}
+    first = folder.save(
+        "col.toml", rule | {"name": "a b", "url": "/one"}, [SamplePage("http://s.test/one", body)]
+    )
+    second = folder.save(
+        "col.toml", rule | {"name": "a_b", "url": "/two"}, [SamplePage("http://s.test/two", body)]
+    )
+    rules, _ = folder.open("col.toml")
+    files = [r["sample"][0]["html"] for r in rules]
+    assert len(set(files)) == 2, files
+    assert first and second

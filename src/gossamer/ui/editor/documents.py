@@ -12,6 +12,7 @@ together) before it replaces the file; the old text stays when it does not pass.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -116,7 +117,7 @@ class Rules:
         rule = dict(rule)
         if not isinstance(rule.get("name"), str) or not rule["name"]:
             raise DocumentError(["the rule needs a name"])
-        slug = f"{path.stem}-{_SLUG.sub('_', rule['name'])[:60]}"
+        slug = f"{path.stem}-{_slug(rule['name'])}"
         rule["sample"] = [
             {
                 "html": f"samples/{slug}-{n}.html",
@@ -171,6 +172,15 @@ class Rules:
             return rules_from_documents([*others, document], functions)
         except RuleError as exc:
             raise DocumentError(exc.problems) from None
+
+
+def _slug(name: str) -> str:
+    """A rule's name as a file name's part, one per name: letters, digits, ``_`` and ``-``,
+    and a digest of the name when it had to change (``a b`` and ``a_b`` differ)."""
+    safe = _SLUG.sub("_", name)[:60]
+    if safe == name:
+        return safe
+    return f"{safe}-{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:10]}"
 
 
 def _read_raw(path: Path) -> dict[str, Any]:
