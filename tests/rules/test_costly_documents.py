@@ -1,18 +1,25 @@
 """Rule documents whose cost is the document's fault are refused when read, by ``rules check``
-and every command: URL patterns too big to match on every URL in the crawl's loop."""
+and every command: URL patterns too big to match on every URL in the crawl's loop, date
+formats ``strptime`` cannot use. What fails on a page all the same costs its field only."""
 
 from __future__ import annotations
 
+import dataclasses
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gossamer.cli import main
+from gossamer.extract.rules import evaluate_body
 from gossamer.extract.rules.patterns import MAX_URL_PROGRAM
-from gossamer.extract.rules.schema import MAX_SELECT_PROGRAM
+from gossamer.extract.rules.processors import Processor
+from gossamer.extract.rules.schema import MAX_SELECT_PROGRAM, load_rules
 
 # 4 KB, 166,504 RE2 instructions: 4 s per 2 KB URL, its DFA out of states
 ALTERNATION = "(?:" + "|".join(f"[a-z]{{{i}}}q" for i in range(1, 1000, 3)) + ")"
+PAGE = "<html><body><h1>Lamp</h1><span class='date'>2024-05-01</span></body></html>"
 
 
 def _check(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
@@ -50,3 +57,48 @@ def test_check_refuses_url_patterns_too_big_together(
     assert f"over {MAX_SELECT_PROGRAM}" in err
     code, _err = _check(tmp_path, rules.split('[[rule]]\nname = "r2"')[0], capsys)
     assert code == 0
+
+
+def test_check_refuses_a_date_format_strptime_cannot_use(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rules = '[[rule]]\nname = "h"\nurl = "."\n'
+    for name, fmt in [("twice", "%Y%Y"), ("unknown", "%Q"), ("stray", "%d/%m/%")]:
+        rules += f'[[rule.field]]\nname = "{name}"\ncss = "span"\nprocess = [{{date = "{fmt}"}}]\n'
+    rules += '[[rule.field]]\nname = "fine"\ncss = "span"\nprocess = [{date = "%d/%m/%Y"}]\n'
+    code, err = _check(tmp_path, rules, capsys)
+    assert code == 2
+    assert err.splitlines() == [
+        "rules.toml: rule 'h': field 'twice': process[0]: date: bad format '%Y%Y': "
+        "redefinition of group name 'Y' as group 2; was group 1 at position 19 "
+        "(each directive may appear once)",
+        "rules.toml: rule 'h': field 'unknown': process[0]: date: bad format '%Q': "
+        "'Q' is a bad directive in format '%Q'",
+        "rules.toml: rule 'h': field 'stray': process[0]: date: bad format '%d/%m/%': "
+        "stray % in format '%d/%m/%'",
+    ]
+
+
+def test_a_field_failing_at_run_time_costs_that_field_only(tmp_path: Path) -> None:
+    path = tmp_path / "rules.toml"
+    path.write_text(
+        '[[rule]]\nname = "h"\nurl = "."\n[[rule.field]]\nname = "title"\ncss = "h1"\n'
+        '[[rule.field]]\nname = "date"\ncss = "span.date"\nprocess = ["date"]\n',
+        "utf-8",
+    )
+    rules = load_rules([path])
+    rule = rules.rules[0]
+
+    def unforeseen(value: Any, base_url: str) -> Any:  # as '%Y%Y' did: re.error, no ValueError
+        return datetime.strptime(value, "%Y%Y")
+
+    date = dataclasses.replace(rule.fields[1], process=(Processor("date", unforeseen),))
+    broken = dataclasses.replace(rule, fields=(rule.fields[0], date))
+    rules = dataclasses.replace(rules, rules=(broken,))
+    _page, found = evaluate_body(rules, "https://site.test/", PAGE.encode())
+    assert found is not None
+    assert found.items == [{"title": "Lamp", "date": None}]
+    assert found.errors == [
+        "field 'date': date: internal error: error(\"redefinition of group name 'Y' as group 2; "
+        'was group 1 at position 19")'
+    ]
