@@ -1,10 +1,14 @@
 """Rule documents whose cost is the document's fault are refused when read, by ``rules check``
 and every command: URL patterns too big to match on every URL in the crawl's loop, date
-formats ``strptime`` cannot use. What fails on a page all the same costs its field only."""
+formats ``strptime`` cannot use. A rule set within the bounds whose choice of a page's rule
+could still cost milliseconds chooses it off the crawl's loop; what fails on a page all the
+same costs its field only."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import random
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -14,6 +18,7 @@ import pytest
 from gossamer.cli import main
 from gossamer.extract.rules import evaluate_body
 from gossamer.extract.rules.patterns import MAX_URL_PROGRAM
+from gossamer.extract.rules.pool import RulePool
 from gossamer.extract.rules.processors import Processor
 from gossamer.extract.rules.schema import MAX_SELECT_PROGRAM, load_rules
 
@@ -57,6 +62,37 @@ def test_check_refuses_url_patterns_too_big_together(
     assert f"over {MAX_SELECT_PROGRAM}" in err
     code, _err = _check(tmp_path, rules.split('[[rule]]\nname = "r2"')[0], capsys)
     assert code == 0
+
+
+async def test_a_costly_choice_of_rule_leaves_the_loop_free(tmp_path: Path) -> None:
+    # within MAX_SELECT_PROGRAM, and RE2's worst: a new DFA state for each character of the
+    # URL (tens of ms for the 40 patterns on a 2 KB URL)
+    rules = "".join(f'[[rule]]\nname = "r{i}"\nurl = "(a|b)*a[ab]{{30}}q{i}"\n' for i in range(40))
+    (tmp_path / "rules.toml").write_text(rules, "utf-8")
+    ruleset = load_rules([tmp_path / "rules.toml"])
+    draw = random.Random(7)
+    url = "http://a.test/" + "".join(draw.choice("ab") for _ in range(2034))
+    turns = 0
+    done = False
+
+    async def turn() -> None:
+        nonlocal turns
+        while not done:
+            await asyncio.sleep(0)
+            turns += 1
+
+    turning = asyncio.create_task(turn())
+    await asyncio.sleep(0)
+    pool = RulePool(workers=1)
+    try:
+        before = turns
+        assert await pool.evaluate(ruleset, url, b"<p>x</p>") is None
+        during = turns - before
+    finally:
+        done = True
+        await turning
+        await pool.close()
+    assert during >= 3  # inline, the loop did not turn once until the rule was chosen
 
 
 def test_check_refuses_a_date_format_strptime_cannot_use(
