@@ -28,6 +28,7 @@ async def read_rules(
     reads it in a worker process of the pool, within its time bound; a failure or a page over
     the bound becomes the page's rule error, never the crawl's."""
     from gossamer.extract.rules import PageItems
+    from gossamer.extract.rules.pool import select
 
     try:
         return await pool.evaluate(
@@ -35,7 +36,7 @@ async def read_rules(
         )
     except Exception as exc:
         log.exception("rules failed on %s; recorded, crawl goes on", redact_url(url))
-        rule = rules.select(url)
+        rule = await select(rules, url)
         return PageItems(rule.name if rule else "", [], None, [f"internal error: {exc!r}"])
 
 

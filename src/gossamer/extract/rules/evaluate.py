@@ -6,7 +6,8 @@ crawler parsed already (:class:`gossamer.parse.links.ParsedPage`): its items, th
 follow and what went wrong. Nothing raises out of it for anything a page holds: a selector
 that fails on the page, a processor that cannot convert a value, a required field missing
 become short strings in :attr:`PageItems.errors` (at most `MAX_ERRORS`, the last one saying
-how many more there were).
+how many more there were); a failure no check foresaw is its field's error too (the value
+null), never the other fields'.
 
 Items: without a ``record``, one item per page; with one, an item per container element, its
 CSS and XPath fields read inside that element only (its regex fields read the element's HTML;
@@ -182,10 +183,17 @@ def _items(rule: Rule, view: PageView, errors: _Errors) -> tuple[list[dict[str, 
 
 
 def _value(field: Field, view: PageView, scope: Any, errors: _Errors) -> Any:
+    """The field's value; what fails on the page is the field's error (its value null, or
+    ``[]``), never the other fields'."""
     try:
         found = field.source.values(view, scope, not field.multiple)
     except SourceError as exc:
         errors.add(f"field {field.name!r}: {exc}")
+        return [] if field.multiple else None
+    except MemoryError:
+        raise
+    except Exception as exc:  # a failure no check of the rule foresaw: this field's only
+        errors.add(f"field {field.name!r}: internal error: {type(exc).__name__}: {exc}")
         return [] if field.multiple else None
     found = [_bounded(value, field, errors) for value in found]
     value: Any = found if field.multiple else (found[0] if found else None)
@@ -194,6 +202,11 @@ def _value(field: Field, view: PageView, scope: Any, errors: _Errors) -> Any:
             value = processor(value, view.base_url)
         except ProcessorError as exc:
             errors.add(f"field {field.name!r}: {exc}")
+            return None
+        except MemoryError:
+            raise
+        except Exception as exc:  # as above
+            errors.add(f"field {field.name!r}: {processor.name}: internal error: {exc!r}")
             return None
     return value
 

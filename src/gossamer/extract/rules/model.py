@@ -112,10 +112,15 @@ class RuleSet:
     """The functions ``call`` may name, as (name, module:function): what a worker process
     needs, with the documents, to compile the same rules."""
     _by_priority: tuple[Rule, ...] = field(init=False, repr=False, compare=False)
+    url_program: int = field(init=False, repr=False, compare=False)
+    """The RE2 instructions of every ``url`` and ``exclude`` pattern: what :meth:`select`
+    costs per character of a URL at worst."""
 
     def __post_init__(self) -> None:
         ranked = sorted(self.rules, key=lambda rule: (-rule.priority, rule.order))
         object.__setattr__(self, "_by_priority", tuple(ranked))
+        patterns = [pattern for rule in self.rules for pattern in (rule.url, *rule.exclude)]
+        object.__setattr__(self, "url_program", sum(p.programsize for p in patterns))
 
     def select(self, url: str) -> Rule | None:
         """The one rule for ``url``: the highest priority among those that match, the

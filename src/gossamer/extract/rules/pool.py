@@ -11,8 +11,11 @@ whose errors say so (:func:`timed_out`). The crawl's loop, ``rules try`` and the
 other requests never wait on a rule for longer than that.
 
 Pages no rule is for cost nothing: the rule is chosen in this process (its URL patterns are
-RE2's, linear in the URL). A worker compiles a rule set once, when first sent it (its
-documents and functions, keyed by digest), and keeps the last few.
+RE2's, linear in the URL). Their cost is the URL's length times the patterns' size at worst
+(`schema.MAX_SELECT_PROGRAM` bounds the size): past `INLINE_SELECT` the choice runs in a
+thread (RE2 lets go of the GIL while it matches), so the crawl's loop goes on meanwhile. A
+worker compiles a rule set once, when first sent it (its documents and functions, keyed by
+digest), and keeps the last few.
 
 Protocol (stdin and stdout of the worker): a request is an 8-byte big-endian length and a
 pickle of ``(key, documents or None, url, body, charset, follow_nofollow)`` (the documents
@@ -40,10 +43,10 @@ from typing import Any, BinaryIO
 
 from gossamer.eventloop import send
 from gossamer.extract.rules.evaluate import PageItems, evaluate_body
-from gossamer.extract.rules.schema import Document, RuleSet, rules_from_documents
+from gossamer.extract.rules.schema import Document, Rule, RuleSet, rules_from_documents
 from gossamer.urls import Resolver
 
-__all__ = ["RULE_TIMEOUT", "RulePool", "RulePoolStats", "timed_out"]
+__all__ = ["INLINE_SELECT", "RULE_TIMEOUT", "RulePool", "RulePoolStats", "select", "timed_out"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +55,9 @@ RULE_TIMEOUT = 5.0
 _START_TIMEOUT = 60.0
 """Seconds a new worker may take to start and compile a rule set."""
 _KEPT_RULE_SETS = 4
+INLINE_SELECT = 100_000
+"""The most URL characters x RE2 instructions of a rule choice made in the crawl's loop (at
+worst about 12 ns each: 1 ms); a costlier choice is made in a thread."""
 _HEAD = struct.Struct(">Q")
 
 
@@ -107,7 +113,7 @@ class RulePool:
         error when the rule passed its time or the worker failed. Raises ``ValueError`` for
         a URL that is not an absolute http(s) URL."""
         Resolver(url)  # raises ValueError as the page's parse would
-        rule = rules.select(url)
+        rule = await select(rules, url)
         if rule is None:
             return None
         async with self._slots:
@@ -184,6 +190,13 @@ class RulePool:
         with contextlib.suppress(ProcessLookupError):
             worker.process.kill()
         await worker.process.wait()
+
+
+async def select(rules: RuleSet, url: str) -> Rule | None:
+    """``rules.select(url)``, in a thread when it could cost the loop over `INLINE_SELECT`."""
+    if len(url) * rules.url_program <= INLINE_SELECT:
+        return rules.select(url)
+    return await asyncio.to_thread(rules.select, url)
 
 
 def _found(answer: dict[str, Any], rule: str) -> PageItems:

@@ -245,6 +245,20 @@ def _auto_date(text: str) -> str | None:
         return None
 
 
+def _date_format(pattern: str) -> str:
+    """``pattern`` if ``strptime`` can read text with it; raises ``ValueError`` saying why
+    not (an unknown directive, a stray ``%``, a directive given twice)."""
+    try:
+        datetime.strptime("", pattern)
+    except ValueError as exc:
+        if not str(exc).startswith("time data"):  # the format's fault, not the text's
+            raise ValueError(f"date: bad format {pattern!r}: {exc}") from None
+    except re.error as exc:  # '%Y%Y': strptime's own regex of the format does not compile
+        reason = f"{exc} (each directive may appear once)"
+        raise ValueError(f"date: bad format {pattern!r}: {reason}") from None
+    return pattern
+
+
 def _date(formats: Sequence[str]) -> Callable[[Any, str], Any]:
     return _text("date", lambda text: _iso_date(text, formats))
 
@@ -453,7 +467,7 @@ def _with_options(
             raise ValueError("split: the separator is empty")
         return _split(argument)
     if name == "date":
-        return _date((argument,))
+        return _date((_date_format(argument),))
     if argument not in functions:
         known = ", ".join(sorted(functions)) or "none"
         raise ValueError(f"call: no function {argument!r} in rule_functions (known: {known})")

@@ -38,6 +38,7 @@ from gossamer.usercode import load_function
 
 __all__ = [
     "MAX_DOCUMENT_BYTES",
+    "MAX_SELECT_PROGRAM",
     "Document",
     "Field",
     "LinkRule",
@@ -54,6 +55,11 @@ __all__ = [
 ]
 
 MAX_DOCUMENT_BYTES = 1 << 20
+MAX_SELECT_PROGRAM = 2000
+"""The most RE2 instructions the ``url`` and ``exclude`` patterns of all the rules read
+together compile to: the crawl's loop matches a page's URL against them to choose its rule,
+and in the worst case each costs the URL's length times its size (2 KB URLs then cost at
+most about 50 ms; everyday rules take 10 to 120 each)."""
 
 
 def document_paths(paths: Sequence[Path]) -> list[Path]:
@@ -125,10 +131,27 @@ def rules_from_documents(
                 )
             names.setdefault(rule.name, document.name)
             rules.append(rule)
+    _check_selection(rules, problems)
     if problems:
         raise RuleError(problems)
     specs = tuple(sorted((functions or {}).items()))
     return RuleSet(tuple(rules), tuple(documents), digest_of(documents), specs)
+
+
+def _check_selection(rules: Sequence[Rule], problems: list[str]) -> None:
+    """Refuse rules whose URL patterns together pass `MAX_SELECT_PROGRAM` (naming the rule
+    that passes it)."""
+    total = 0
+    for rule in rules:
+        total += sum(pattern.programsize for pattern in (rule.url, *rule.exclude))
+        if total > MAX_SELECT_PROGRAM:
+            problems.append(
+                f"{rule.document}: rule {rule.name!r}: url: the url and exclude patterns of the "
+                f"rules up to this one compile to {total} RE2 instructions, over "
+                f"{MAX_SELECT_PROGRAM}: every URL the crawl fetches is matched against them "
+                "(write them shorter or use fewer rules)"
+            )
+            return
 
 
 def digest_of(documents: Sequence[Document]) -> str:
