@@ -243,7 +243,7 @@ async def _preview(request: web.Request, pool: RulePool) -> web.Response:
         raise web.HTTPBadRequest(text=f"scope is one of {', '.join(SCOPES)}\n")
     within = None if scope == "pattern" else _origins(samples)
     rows = [await _row(pool, rules, page) for page in samples]
-    wanted = _more_urls(rules, samples, more, within)
+    wanted = await asyncio.to_thread(_more_urls, rules, samples, more, within)  # parses pages
     cached = {url: pages.by_url(url) for url in wanted}
     missing = [url for url, page in cached.items() if page is None]
     fetched = dict(zip(missing, await config.fetcher.fetch(missing, within), strict=True))
