@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import psutil  # type: ignore[import-untyped]
 import pytest
 from redis.asyncio import Redis
 from redis.exceptions import BusyLoadingError, RedisError
@@ -166,6 +167,9 @@ def _text(log: Path) -> str:
 
 
 async def _until_healthy(url: str, proc: asyncio.subprocess.Process, log: Path) -> None:
+    """Until ``url`` answers 200 and ``proc`` is what listens on its port (a free port
+    picked here can be taken by another test's server meanwhile: its answer is not ours)."""
+    port = int(url.split("//", 1)[1].split("/", 1)[0].rpartition(":")[2])
     for _ in range(300):
         assert proc.returncode is None, _text(log)
         try:
@@ -173,9 +177,21 @@ async def _until_healthy(url: str, proc: asyncio.subprocess.Process, log: Path) 
         except (aiohttp.ClientError, TimeoutError):
             status = 0
         if status == 200:
+            assert _listens(proc.pid, port), f"another process answers on port {port}"
             return
         await asyncio.sleep(0.1)
     raise AssertionError(f"{url} not healthy: {_text(log)}")
+
+
+def _listens(pid: int, port: int) -> bool:
+    """Whether process ``pid`` (or a child of it) listens on TCP ``port``."""
+    process = psutil.Process(pid)
+    for each in (process, *process.children(recursive=True)):
+        with contextlib.suppress(psutil.Error):
+            for conn in each.net_connections("tcp"):
+                if conn.status == psutil.CONN_LISTEN and conn.laddr.port == port:
+                    return True
+    return False
 
 
 async def _start(log: Path, args: list[str], env: dict[str, str]) -> asyncio.subprocess.Process:
