@@ -412,3 +412,44 @@ async def test_proxies_that_hang_or_answer_garbage_keep_the_crawl_waiting_and_sa
     assert "failing: protocol-error" in waiting
     assert f"the next proxy check of http://127.0.0.1:{port}/ (" in waiting  # the first seed
     assert "n0tit" not in caplog.text
+
+
+async def test_a_first_seed_that_hangs_cannot_fail_every_proxy(tmp_path: Path) -> None:
+    """Proxies are checked with the first seed: when it gives no answer through a proxy,
+    the first seed of another host is tried, so the crawl goes on (the hanging host's pages
+    end as the site's timeouts)."""
+
+    async def hang(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await reader.read()
+        finally:
+            writer.close()
+
+    hung = await asyncio.start_server(hang, "127.0.0.1", 0)
+    hung_port = hung.sockets[0].getsockname()[1]
+    first, second = await HttpProxy().start(), await HttpProxy().start()
+    try:
+        async with serve(_page) as port:
+            settings = load_settings(
+                {
+                    "seeds": [f"http://127.0.0.1:{hung_port}/", f"http://127.0.0.1:{port}/"],
+                    "out": tmp_path / "out",
+                    "robots": False,
+                    "quiet": True,
+                    "text": False,
+                    "proxies": [first.url, second.url],
+                    "read_timeout": 0.5,
+                    "total_timeout": 1.0,
+                    "max_retries": 0,
+                    "per_host": 4,
+                },
+                env={},
+            )
+            stats = await asyncio.wait_for(run_crawl(settings), 40)
+    finally:
+        await first.stop()
+        await second.stop()
+        hung.close()
+    assert stats.ok == PAGES + 1
+    pool: dict[str, Any] = json.loads((tmp_path / "out" / "stats.json").read_text())["proxies"]
+    assert pool["live"] == 2

@@ -18,7 +18,7 @@ from gossamer.proxyurl import ProxyError, parse_proxy
 from gossamer.redact import redact_url
 from gossamer.settings import CrawlSettings, SettingsError
 from gossamer.settings.regex import compile_url_regex
-from gossamer.urls import InvalidURL, Scope, canonicalize
+from gossamer.urls import InvalidURL, Scope, canonicalize, host_key
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -26,8 +26,11 @@ if TYPE_CHECKING:
     from gossamer.fetch.render import RenderingFetcher
 
 
-def fetch_config(settings: CrawlSettings, proxy_check: str | None = None) -> FetchConfig:
-    """The fetcher's settings; ``proxy_check`` is the URL proxies are checked with."""
+def fetch_config(
+    settings: CrawlSettings, proxy_check: str | None = None, fallbacks: tuple[str, ...] = ()
+) -> FetchConfig:
+    """The fetcher's settings; ``proxy_check`` is the URL proxies are checked with, and
+    ``fallbacks`` those tried after it (`proxy_check_fallbacks`)."""
     return FetchConfig(
         user_agent=settings.user_agent,
         connect_timeout=settings.connect_timeout,
@@ -41,6 +44,7 @@ def fetch_config(settings: CrawlSettings, proxy_check: str | None = None) -> Fet
         keep_wire=settings.warc,
         proxy_retries=settings.proxy_retries,
         proxy_check_url=proxy_check,
+        proxy_check_fallbacks=fallbacks,
     )
 
 
@@ -136,6 +140,29 @@ def proxy_check_url(settings: CrawlSettings, seeds: list[str]) -> str | None:
     if not seeds:
         raise SettingsError("invalid setting 'proxy_check_url': no seed to check proxies with")
     return seeds[0]
+
+
+_CHECK_HOSTS = 3
+"""Seed hosts proxies are checked with, at most, when ``--proxy-check-url`` is not given."""
+_CHECK_SEEDS = 10_000
+"""Seeds looked through for them."""
+
+
+def proxy_check_fallbacks(settings: CrawlSettings, seeds: list[str]) -> tuple[str, ...]:
+    """The URLs a proxy check tries after the first seed gave no answer through a proxy (it
+    may hang for every proxy): the first seed of up to two more hosts; none with
+    ``--proxy-check-url`` (the user chose the check) or without proxies."""
+    if settings.proxy_check_url is not None or not (settings.proxies or settings.proxies_file):
+        return ()
+    hosts = {host_key(seeds[0])} if seeds else set()
+    found: list[str] = []
+    for seed in seeds[1:_CHECK_SEEDS]:
+        if len(hosts) >= _CHECK_HOSTS:
+            break
+        if (host := host_key(seed)) not in hosts:
+            hosts.add(host)
+            found.append(seed)
+    return tuple(found)
 
 
 def _proxy_hosts(settings: CrawlSettings, check_url: str | None) -> frozenset[str]:

@@ -25,6 +25,7 @@ from gossamer.crawl.builders import (
 from gossamer.crawl.fetching import (
     address_guard,
     fetch_config,
+    proxy_check_fallbacks,
     proxy_check_url,
     proxy_pool,
     rendering_fetcher,
@@ -152,8 +153,10 @@ async def open_stages(
         sink, db, jsonl, item_sink = await open_outputs(stack, settings, worker, with_items)
         scope = crawl_scope(settings, seeds)
         check_url = proxy_check_url(settings, [first_seed] if first_seed else seeds)
+        fallbacks = proxy_check_fallbacks(settings, seeds)
         del seeds  # 200,000 seed origins cost 16 MB: the scope holds what the crawl needs
-        built = _open_fetching(stack, settings, scope, check_url, db, worker is not None)
+        checks = (check_url, fallbacks)
+        built = _open_fetching(stack, settings, scope, checks, db, worker is not None)
         pdf, pool, sandbox = _open_pools(stack, settings, rules is not None)
         renderer = rendering_fetcher(settings, built.fetcher, scope, built.robots, built.gate)
         if renderer is not None:
@@ -187,7 +190,7 @@ def _open_fetching(
     stack: AsyncExitStack,
     settings: CrawlSettings,
     scope: Scope,
-    check_url: str | None,
+    checks: tuple[str | None, tuple[str, ...]],
     db: CrawlDB,
     metered: bool,
 ) -> _Fetching:
@@ -195,6 +198,7 @@ def _open_fetching(
     the robots.txt cache, each entered on ``stack`` as it is built; ``metered``: with the
     bandwidth meter a cluster worker reports (a crawl of one process spares every body chunk
     its count, and itself the balancer's module)."""
+    check_url = checks[0]  # the URLs proxies are checked with (`proxy_check_fallbacks`)
     proxies = proxy_pool(settings)  # holds nothing until started: closed with the fetcher
     meter = None
     if metered:
@@ -205,7 +209,7 @@ def _open_fetching(
     politeness = politeness_policy(settings)
     gate = HostGate(politeness)
     fetcher = Fetcher(
-        fetch_config(settings, check_url),
+        fetch_config(settings, *checks),
         meter=meter,
         guard=address_guard(settings, scope, check_url),
         proxies=proxies,

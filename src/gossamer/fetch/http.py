@@ -7,8 +7,7 @@ same results, error reasons and exchanges.
 
 `Fetcher.fetch` sends one GET, never follows redirects (the crawler sends each target back
 through its pipeline) and turns every network, protocol and HTTP problem into a `FetchResult`
-whose ``error`` is one short reason
-(`gossamer.fetch.reasons` lists them; ``proxy-error`` is named below).
+whose ``error`` is one short reason (`gossamer.fetch.reasons`; ``proxy-error`` below).
 
 An error after the status line keeps ``status``, ``headers`` and the partial body, with
 ``truncated=True``. Bodies are capped twice: at most ``max_body_bytes`` are taken from the
@@ -23,23 +22,20 @@ that are not a further gzip member, left unread; the body decoded before them is
 
 ``started_at`` is stamped when the client starts sending the request, after DNS, connect
 and TLS (aiohttp: `StampingRequest`, where its ``on_request_headers_sent`` signal would fire).
-``answered_at`` is when the response head arrived, by which time the request had surely been
-sent: ``sent_by`` is what the scheduler's per-host spacing measures from.
+``answered_at`` is when the response head arrived (the request surely sent): ``sent_by``,
+what the scheduler's per-host spacing measures from.
 
 ``max_bandwidth`` paces body bytes (as received, before decoding) through one
 `TokenBucket` shared by every request of the fetcher; a ``meter`` is told of every chunk.
-Time a body read spends waiting for the cap is left out of ``elapsed`` (and reported as
-``paced``), so the cap does not make hosts look slow to the politeness policy; it still counts
-towards ``total_timeout``.
+Time waiting for the cap is left out of ``elapsed`` (reported as ``paced``): the cap does not
+make hosts look slow to the politeness policy; it still counts towards ``total_timeout``.
 
 With a `ProxyPool` (``proxies``), each request goes through the proxy the pool picks for its
-host. A request that fails at the proxy (`proxy_fault`: no response at all, a 407, or a
-gateway error the proxy made itself) is tried again through the next proxy, at most
-``proxy_retries`` times; the pool is told of each success and failure. When every try failed
-the result's error is ``proxy-error``: the site was not at fault. A malformed answer to a
-plain-HTTP URL through an HTTP(S) proxy, the proxy's or the site's, counts against the proxy
-only if another relays a good answer (`gossamer.fetch.proxies.fetch_through`).
-``FetchResult.proxy`` names the proxy of the answer (``scheme://host:port``).
+host; one that fails at the proxy (`proxy_fault`) is tried again through the next, at most
+``proxy_retries`` times, the pool told of each outcome (`gossamer.fetch.proxyfault.
+fetch_through`, which also tells the proxy's failures from the site's). When every try failed
+the result's error is ``proxy-error``: the site was not at fault. ``FetchResult.proxy`` names
+the proxy of the answer (``scheme://host:port``).
 
 With a host gate (``gate``, :mod:`gossamer.fetch.gated`), the requests the fetcher makes of
 its own accord wait for their host's politeness slot like any page: proxy checks, logins and
@@ -70,6 +66,7 @@ from gossamer.fetch.headers import parse_content_type, parse_retry_after, retry_
 from gossamer.fetch.hostnames import HostNames
 from gossamer.fetch.lean import Answer, LeanClient, Probe, idle_limit
 from gossamer.fetch.proxies import ProxyPool, fetch_through, proxy_fault, proxy_listens
+from gossamer.fetch.proxyfault import EITHER_FAULTS
 from gossamer.fetch.ratelimit import ByteMeter, TokenBucket
 from gossamer.fetch.reasons import NoProxy, reason
 from gossamer.fetch.result import (
@@ -143,6 +140,7 @@ class Fetcher:
         self._auth = auth
         self._gate = gate
         self._check_rules: CheckRules | None = None
+        self._check_first: str | None = None
         if auth is not None and gate is not None:
             auth.set_gate(gate)
         self._socks: dict[str, aiohttp.ClientSession] = {}
@@ -241,19 +239,30 @@ class Fetcher:
         self._check_rules = rules
 
     async def check_proxy(self, proxy: Proxy) -> float | str:
-        """Check ``proxy`` with ``proxy_check_url``: the seconds the check URL's request
-        through it took when the proxy relayed the site's answer, whatever its status (a
-        redirect, a 404 or a 500 is the site's answer: the proxy works), or why the proxy
-        failed it (`proxy_fault`, ``no-connection``; no check URL fails it: ``no-check-url``).
+        """Check ``proxy`` with ``proxy_check_url``: the seconds its request through it took
+        when the proxy relayed the site's answer, whatever its status (a redirect, a 404 or a
+        500: the proxy works), or why the proxy failed it (`proxy_fault`, ``no-connection``;
+        no check URL: ``no-check-url``). A failure the site could cause (`EITHER_FAULTS`: a
+        hang, a malformed head) has ``proxy_check_fallbacks`` tried in turn, the last URL
+        that passed first: one site that hangs cannot fail every proxy. A check waits for
+        its host's slot in the gate and obeys robots.txt: unknown rules are asked for through
+        the proxy first; the robots.txt answer is the check when they forbid the URL or it
+        says nothing for sure of them."""
+        config = self._config
+        urls = [u for u in (config.proxy_check_url, *config.proxy_check_fallbacks) if u]
+        if not urls or not await proxy_listens(proxy, config.connect_timeout):
+            return "no-connection" if urls else "no-check-url"
+        urls.sort(key=lambda url: url != self._check_first)
+        found: float | str = "no-check-url"
+        for url in urls:
+            found = await self._check_with(url, proxy)
+            if not isinstance(found, str):
+                self._check_first = url
+            if not isinstance(found, str) or found not in EITHER_FAULTS:
+                break
+        return found
 
-        A check is a request to the site like any other: it waits for the host's slot in
-        the gate, and obeys robots.txt. While the host's rules are not known, the check
-        first asks for its robots.txt through the proxy (the rules learnt are the crawl's);
-        when the rules forbid the check URL, or that answer says nothing for sure about them,
-        the robots.txt answer is the check."""
-        url = self._config.proxy_check_url
-        if url is None or not await proxy_listens(proxy, self._config.connect_timeout):
-            return "no-connection" if url else "no-check-url"
+    async def _check_with(self, url: str, proxy: Proxy) -> float | str:
         rules = self._check_rules
         allowed = True if rules is None else rules.verdict(url)
         if allowed is None:

@@ -12,6 +12,7 @@ from gossamer.fetch.exchange import cut_by
 from gossamer.proxyurl import Proxy
 
 __all__ = [
+    "EITHER_FAULTS",
     "REJECTED",
     "Pool",
     "ProxyAnswer",
@@ -64,6 +65,9 @@ _HUNG = frozenset(
 )
 """No head in time, or the connection closed before one: the proxy's failure, or the site's
 that the proxy passed on."""
+
+EITHER_FAULTS = _HUNG | _MALFORMED
+"""Reasons of a failure through a proxy that the site could cause as well as the proxy."""
 
 _GATEWAY_ERRORS = frozenset({500, 502, 503, 504})
 """What a proxy answers itself when it cannot reach the site (tinyproxy's "Unable to

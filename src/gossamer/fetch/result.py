@@ -139,6 +139,8 @@ class FetchConfig:
     keep_wire: bool = False
     proxy_retries: int = 2
     proxy_check_url: str | None = None
+    proxy_check_fallbacks: tuple[str, ...] = ()
+    """Check URLs tried in turn when the proxy check URL gives no answer through a proxy."""
     http_client: str = "lean"
     """``lean`` (`gossamer.fetch.lean`: direct requests) or ``aiohttp`` (every request)."""
 
