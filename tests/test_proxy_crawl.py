@@ -438,8 +438,8 @@ async def test_a_first_seed_that_hangs_cannot_fail_every_proxy(tmp_path: Path) -
                     "quiet": True,
                     "text": False,
                     "proxies": [first.url, second.url],
-                    "read_timeout": 0.5,
-                    "total_timeout": 1.0,
+                    "read_timeout": 2.0,  # the hung seed's wait, not a loaded machine's
+                    "total_timeout": 4.0,
                     "max_retries": 0,
                     "per_host": 4,
                 },
