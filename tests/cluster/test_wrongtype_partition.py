@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from redis.asyncio import Redis
+from tests.cluster.acl import GOSSAMER_ACL, acl_user
 from tests.cluster.harness import (
     FAST,
     WEB_ARGS,
@@ -40,6 +41,8 @@ from gossamer.frontier.redis import (
 from gossamer.frontier.redis.faults import read_aside
 from gossamer.testweb import TestWebServer
 from gossamer.urls import Scope, host_key
+
+PASSWORD = "crawler-secret"
 
 PARTITIONS = 64
 KINDS = {"counts": "hash", "hosts": "hash", "claimed": "hash", "deadlines": "zset"}
@@ -98,6 +101,37 @@ async def test_a_frontier_sets_a_partition_of_a_wrong_type_key_aside(
         assert totals.aside == {part: why} and totals.queued == totals.claimed == 0
     finally:
         await redis.aclose()
+
+
+async def test_a_user_with_the_documented_acl_sets_it_aside_too(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The documented ACL has no TYPE: the scripts' own reply names the key."""
+    with RedisServer(password="admin", config=acl_user("crawler", PASSWORD, *GOSSAMER_ACL)) as s:
+        admin = Redis.from_url(s.url)
+        redis = Redis.from_url(f"redis://crawler:{PASSWORD}@127.0.0.1:{s.port}/0")
+        urls = [f"http://h{i}.test/" for i in range(8)]
+        victim, part = _victim(urls)
+        config = RedisFrontierConfig(partitions=PARTITIONS, refresh_interval=0.0)
+        scope = Scope.for_seeds([], ["test"], max_depth=5)
+        frontier = RedisFrontier(redis, "j", scope, PolitenessPolicy(), config=config)
+        try:
+            await frontier.add([Candidate(url) for url in urls])
+            key = await _break(admin, "j", part, "hosts")
+            leased = []
+            with caplog.at_level(logging.WARNING, logger="gossamer.frontier.redis"):
+                for _ in range(100):
+                    for lease in await frontier.lease(10):
+                        leased.append(lease.url)
+                        await frontier.ack(lease, None)
+                    if await frontier.done():
+                        break
+            assert sorted(leased) == sorted(url for url in urls if url != victim)
+            assert await read_aside(redis, "j") == {part: f"{key} is not a hash"}
+            assert sum("set aside" in r.message for r in caplog.records) == 1
+        finally:
+            await redis.aclose()
+            await admin.aclose()
 
 
 @pytest.mark.slow

@@ -41,8 +41,8 @@ TYPES = {
 """The type of each key of a partition (its ``seen:n`` SETs aside: see :mod:`.keys`)."""
 ASIDE_SHOWN = 300
 """Characters of a reason kept in ``gs:{J}:aside`` (and read back)."""
-_ASIDE_READ = 4096
-"""Partitions set aside read back, at most (more stay set aside, unnamed)."""
+_ASIDE_READ = 1 << 16
+"""Partitions set aside read back, at most (a job has fewer partitions)."""
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ class Faults:
         try:
             first = await self._redis.hsetnx(aside_key(job), str(part), reason)
         except RedisError as exc:
-            if not refused(exc):
+            if not faulty(exc):
                 raise
             first = True  # the job's record itself is unusable: this worker logs its own
         if first:
@@ -129,34 +129,36 @@ class Faults:
             )
 
     async def _describe(self, part: int, error: object) -> str:
-        """Which key of ``part`` holds the wrong type, else what Redis answered."""
+        """Which key of ``part`` holds which wrong type (TYPE, where the user's ACL allows it),
+        else what Redis answered (the scripts name the key: ``lua/_types.lua``)."""
         keys = self._keys.of(part, *TYPES)
         try:
             async with self._redis.pipeline(transaction=False) as pipe:
                 for key in keys:
                     pipe.type(key)
                 types: list[Any] = await pipe.execute()
-        except RedisError:
+        except RedisError:  # not allowed (the documented ACL has no TYPE), or an outage
             types = []
         for key, want, got in zip(keys, TYPES.values(), types, strict=False):
             kind = got.decode() if isinstance(got, bytes) else str(got)
             if kind not in ("none", want):
                 return f"{key} holds a {kind}, not a {want}"
-        if isinstance(error, BaseException):
-            return f"{type(error).__name__}: {error}"
-        return str(error)
+        return str(error).removeprefix("WRONGTYPE ")
 
 
 async def read_aside(redis: RedisClient, job: str) -> dict[int, str]:
-    """The job's partitions set aside and why (empty when its record is unreadable)."""
+    """The job's partitions set aside and why (empty when its record is unreadable, or holds
+    more than :data:`_ASIDE_READ`: not gossamer's)."""
+    key = aside_key(job)
     try:
-        raw = await redis.hscan(aside_key(job), 0, count=_ASIDE_READ)
+        if await redis.hlen(key) > _ASIDE_READ:
+            return {}
+        rows = await redis.hgetall(key)
     except RedisError as exc:
-        if not refused(exc):
+        if not faulty(exc):
             raise
         return {}
     aside: dict[int, str] = {}
-    rows = raw[1]
     pairs = rows.items() if isinstance(rows, dict) else zip(rows[::2], rows[1::2], strict=False)
     for field, value in pairs:
         name = field.decode("ascii", "replace") if isinstance(field, bytes) else str(field)
