@@ -157,7 +157,8 @@ async def test_workers_crawl_every_other_partition_and_status_flags_it(
             procs = await asyncio.gather(*workers)
             codes = await asyncio.wait_for(asyncio.gather(*(p.wait() for p in procs)), 90)
             assert codes == [0, 0], worker_tails(tmp_path, 2)
-            assert await redis.lrange(queue, 0, -1) == held  # what it held stays for an operator
+            kept = await redis.lrange(queue, 0, -1)  # what it held stays, for an operator
+            assert kept[: len(held)] == held  # (and outlinks added before it was met)
         finally:
             await redis.aclose()
     logs = "".join((tmp_path / f"w{i}.log").read_text() for i in (0, 1))

@@ -151,7 +151,7 @@ async def read_aside(redis: RedisClient, job: str) -> dict[int, str]:
     more than :data:`_ASIDE_READ`: not gossamer's)."""
     key = aside_key(job)
     try:
-        if await redis.hlen(key) > _ASIDE_READ:
+        if not 0 < await redis.hlen(key) <= _ASIDE_READ:  # none, as in most jobs: one HLEN
             return {}
         rows = await redis.hgetall(key)
     except RedisError as exc:
