@@ -43,11 +43,6 @@ local plain = ARGV[1] == '0' and not state[4]
 local function key(name) -- another key of the partition, from counts' name
   return string.sub(COUNTS, 1, -7) .. name
 end
-local wrong = wrong_type(QUEUE, 'list', key('hosts'), 'hash', key('ranked'), 'zset',
-  key('ranks'), 'hash')
-if wrong then
-  return wrong
-end
 local RANKED, RANKS = nil, nil -- named once a call, when the partition is not plain
 if not plain then
   RANKED, RANKS = key('ranked'), key('ranks')
