@@ -10,11 +10,11 @@ import time
 
 import pytest
 from redis.asyncio import Redis
-from redis.exceptions import ResponseError
 from tests.frontier.test_redis_handover import LATER_EVERY, LATER_NONE, pair
 
 from gossamer.frontier.base import Candidate, Feedback, Lease
 from gossamer.frontier.redis import RedisFrontier, partition_keys, partition_of
+from gossamer.frontier.redis.faults import read_aside
 from gossamer.urls import host_key
 
 URLS = [f"http://host{i}.test/" for i in range(3)]
@@ -143,7 +143,8 @@ async def test_a_fence_redis_refuses_fails_neither_the_ack_it_rides_with_nor_the
 
 async def test_a_give_back_redis_refuses_leaves_the_claims_to_lapse(client: Redis) -> None:
     """A give-back Redis answers with an error of its data (the queue's key of another type)
-    fails once; its entries are not held, and renewed, for ever: their claims lapse."""
+    sets its partition aside, named in the job's record; its entries are not held, and
+    renewed, for ever: their claims lapse."""
     old, _ = pair(client)
     await old.add([Candidate(f"{URLS[0]}{i}") for i in range(3)])
     (lease,) = await old.lease(5)  # the others wait in memory for the host's delay
@@ -151,8 +152,11 @@ async def test_a_give_back_redis_refuses_leaves_the_claims_to_lapse(client: Redi
     keys = partition_keys("handover", partition_of(host_key(URLS[0]), 8))
     await client.delete(keys["queue"])
     await client.hset(keys["queue"], "not", "a list")
-    with pytest.raises(ResponseError):
-        await old.own(LATER_NONE)
+    assert await old.own(LATER_NONE) == 0
+    part = partition_of(host_key(URLS[0]), 8)
+    assert await read_aside(client, "handover") == {
+        part: f"{keys['queue']} holds a hash, not a list"
+    }
     before = await client.zrange(keys["deadlines"], 0, -1, withscores=True)
     await asyncio.sleep(0.05)
     await old.renew()

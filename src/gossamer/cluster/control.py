@@ -51,7 +51,7 @@ import json
 import logging
 import re
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from redis.exceptions import NoPermissionError, RedisError
@@ -207,6 +207,9 @@ class JobTotals:
     finished: int
     set_aside: int = 0
     """Malformed entries moved aside (``gs:{J}:bad``, see :mod:`gossamer.frontier.redis`)."""
+    aside: Mapping[int, str] = field(default_factory=dict)
+    """Partitions set aside (a key of the wrong type...) and why; left out of the counts
+    (see :mod:`gossamer.frontier.redis.faults`)."""
 
     @property
     def done(self) -> bool:
@@ -263,10 +266,12 @@ class Control:
         return text if text in JOB_STATES else "running"
 
     async def totals(self, partitions: int) -> JobTotals:
-        """Queued, claimed, seen and finished URLs summed over every partition."""
+        """Queued, claimed, seen and finished URLs summed over every partition (but those set
+        aside, named in ``aside``: a look finds those whose counts are unreadable too)."""
         counts = await read_counts(self.redis, self.job, partitions)
         bad = _count(await self.redis.get(bad_keys(self.job)["count"]))
-        return JobTotals(counts.queued, counts.claimed, counts.seen, counts.finished, bad)
+        c = counts
+        return JobTotals(c.queued, c.claimed, c.seen, c.finished, bad, dict(c.aside))
 
     # membership
 

@@ -53,6 +53,8 @@ _POLL = (0.1, 1.0)
 """Seconds between looks of ``cluster wait`` at the job's counts: the least and the most."""
 _FAST_RATE = 5_000.0
 """URLs per second no job outruns: ``wait`` looks again in (queued + claimed) / this."""
+_ASIDE_SHOWN = 10
+"""Partitions set aside that ``status`` names (``--json`` names every one)."""
 
 
 def connect(url: str, *, cluster: bool = False) -> RedisClient:
@@ -343,6 +345,7 @@ async def status_of(control: Control) -> dict[str, Any]:
         "leader": await control.leader(),
         "assignment_version": await control.version(),
         "totals": _totals(totals),
+        "aside": {} if totals is None else {str(p): why for p, why in sorted(totals.aside.items())},
         "pages_per_second": round(sum(w["pages_per_second"] for w in workers if w["alive"]), 2),
         "workers": workers,
         "allocator": settings.allocator if settings else None,
@@ -486,6 +489,13 @@ def format_status(state: dict[str, Any]) -> str:
     ]
     if t.get("set_aside"):
         lines[0] += f", {t['set_aside']} malformed entries set aside"
+    if aside := state.get("aside"):
+        lines.append(f"  {len(aside)} partition(s) set aside, their URLs not crawled:")
+        lines += [
+            f"    partition {part}: {why}" for part, why in list(aside.items())[:_ASIDE_SHOWN]
+        ]
+        if len(aside) > _ASIDE_SHOWN:
+            lines.append(f"    ... and {len(aside) - _ASIDE_SHOWN} more (--json lists them all)")
     fresh = state.get("freshness")
     if fresh and (shown := JobFreshness(**fresh)).anything:
         lines.append(shown.line())

@@ -52,6 +52,8 @@ class JobView:
     """(name, partitions, live figures) of each live worker."""
     freshness: JobFreshness = field(default_factory=JobFreshness)
     """Revisits and sitemaps of every worker that joined, the due backlog."""
+    partitions_aside: int = 0
+    """Partitions set aside (a key of the wrong type...), their URLs not crawled."""
 
     @property
     def done(self) -> bool:
@@ -85,6 +87,7 @@ async def read_job(control: Control, *, fresh: bool = True) -> JobView:
         totals.set_aside,
         tuple(workers),
         job_freshness(infos, backlog),
+        len(totals.aside),
     )
 
 
@@ -109,6 +112,7 @@ class JobCollector(Collector):
         yield family(COUNTER, "gossamer_job_seen_urls_total", job, view.seen)
         yield family(COUNTER, "gossamer_job_finished_urls_total", job, view.finished)
         yield family(COUNTER, "gossamer_job_set_aside_total", job, view.set_aside)
+        yield family(GAUGE, "gossamer_job_partitions_set_aside", job, view.partitions_aside)
         yield from _fresh(view)
         for kind, name, figure in _PER_WORKER:
             yield _per_worker(kind, name, view, figure)

@@ -131,6 +131,8 @@ HELP = {
     "gossamer_job_seen_urls_total": "URLs the job has queued (each once).",
     "gossamer_job_finished_urls_total": "URLs the job has finished.",
     "gossamer_job_set_aside_total": "Malformed queue entries moved aside.",
+    "gossamer_job_partitions_set_aside": "Partitions set aside for a key of the wrong type "
+    "or a reply Redis refused: their URLs are not crawled (cluster status names them).",
     "gossamer_job_revisits_total": "Revisits (--recrawl) of the job's workers, by result: "
     "changed, unchanged, not_modified, gone.",
     "gossamer_job_revisits_bytes_saved_total": "Body bytes 304 answers saved the job's workers.",

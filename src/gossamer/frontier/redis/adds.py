@@ -19,6 +19,7 @@ from redis.commands.core import AsyncScript
 
 from gossamer.frontier.dedup import SeenSet
 from gossamer.frontier.redis.credentials import Credentials
+from gossamer.frontier.redis.faults import Faults, faulty
 from gossamer.frontier.redis.keys import Batched, PartitionKeys, batch_entries
 from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, run_scripts
 
@@ -45,6 +46,7 @@ class Adds:
         "_redis",
         "_script",
         "duplicates",
+        "faults",
         "ranked",
         "sent",
     )
@@ -57,8 +59,11 @@ class Adds:
         partitions: int,
         *,
         by_url: bool,
+        faults: Faults | None = None,
     ) -> None:
         self._redis = redis
+        self.faults = faults or Faults(redis, keys)
+        """The partitions set aside: their URLs go to the job's bad entries."""
         self._keys = keys
         self._script = script
         self._partitions = partitions
@@ -84,7 +89,10 @@ class Adds:
         duplicates = batched.duplicates
         if batched.batches:
             await self._credentials.store(batched.secrets)  # before an entry can be claimed
-            fresh = await self._run(batched, list(batched.batches))
+            parts = [part for part in batched.batches if part not in self.faults]
+            for part in batched.batches.keys() - set(parts):
+                fresh[part] = await self._keep(part, batched.batches[part])
+            fresh.update(await self._run(batched, parts))
             self.sent.add_many(batched.fps)  # only once Redis has them
             duplicates += len(batched.fps) - sum(fresh.values())
         self.duplicates += duplicates
@@ -101,10 +109,18 @@ class Adds:
             keys = self._keys.of(part, "seen", "queue", "counts")
             calls.append((self._script, keys, args))
             named.append(hosts)
-        results: list[list[Any]] = await run_scripts(self._redis, calls)
+        results: list[Any] = await run_scripts(self._redis, calls, check=0)
         fresh: dict[int, int] = {}
         again = []
-        for part, hosts, (added, *ids) in zip(parts, named, results, strict=True):
+        for part, hosts, result in zip(parts, named, results, strict=True):
+            if not _well_formed(result, hosts):
+                if isinstance(result, Exception) and not faulty(result):
+                    raise result
+                error = result if isinstance(result, Exception) else f"add answered {result!r:.100}"
+                await self.faults.set_aside(part, error)
+                fresh[part] = await self._keep(part, batched.batches[part])
+                continue
+            added, *ids = result
             if int(added) < 0:
                 self._ids.pop(part, None)
                 again.append(part)
@@ -121,6 +137,12 @@ class Adds:
         if again:
             fresh.update(await self._run(batched, again))
         return fresh
+
+    async def _keep(self, part: int, hosts: dict[str, list[str]]) -> int:
+        """Store the URLs of ``hosts`` (by host key, as :attr:`Batched.batches` holds them) for
+        ``part``, set aside, with the job's bad entries; how many (counted as added)."""
+        entries = (host + tail for host, rows in hosts.items() for tail in rows[1::2])
+        return await self.faults.keep(part, entries)
 
     def _args(
         self, part: int, hosts: dict[str, list[str]], ranked: bool
@@ -150,3 +172,14 @@ class Adds:
         args[1], args[2] = highest, (len(args) - 3) // 2
         args += later
         return args, named
+
+
+def _well_formed(result: object, hosts: list[str]) -> bool:
+    """An ``add.lua`` answer: how many were added, and the number of each host named (-1
+    alone when the worker's host numbers are not the partition's)."""
+    if not isinstance(result, list) or not result or not isinstance(result[0], int):
+        return False
+    if result[0] < 0:
+        return True
+    numbers = result[1:]
+    return len(numbers) == len(hosts) and all(isinstance(n, bytes | str | int) for n in numbers)

@@ -10,11 +10,14 @@ never crashing the worker nor staying claimed: it goes to the job's list of bad 
 (``gs:{J}:bad``, the last :data:`BAD_KEPT` kept, each cut at 8 KiB), then leaves its
 partition's claims (``set_aside.lua``), in that order, so a worker killed in between loses
 nothing (the claim expires and comes back, to be set aside again).
+
+A partition whose keys Redis refuses to work on (a key of the wrong type, a reply of the wrong
+shape) is set aside as a whole (:mod:`.faults`): no longer claimed from nor reclaimed, its
+claims not renewed; the other partitions' calls of the same pipeline go on.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -23,21 +26,20 @@ from redis.commands.core import AsyncScript
 
 from gossamer.frontier.redis.config import RedisFrontierConfig
 from gossamer.frontier.redis.credentials import Credentials, Trusts
+from gossamer.frontier.redis.faults import Faults, faulty
 from gossamer.frontier.redis.holders import HANDOVER_POLL, Holders
 from gossamer.frontier.redis.keys import (
+    BAD_KEPT,
     BadEntry,
     Entry,
     Ownership,
     PartitionKeys,
+    bad_json,
     bad_keys,
     split_url,
 )
 from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, refused, run_scripts
 
-BAD_KEPT = 10_000
-"""Bad entries kept in ``gs:{J}:bad`` (the newest)."""
-_BAD_SHOWN = 8192
-"""Characters of a bad entry kept in ``gs:{J}:bad``."""
 _CLAIM_KEYS = ("queue", "claimed", "deadlines", "counts", "fence", "ranked", "ranks", "hosts")
 _HELD = -2
 """``claim.lua``'s answer for a partition another worker holds (see :mod:`.holders`)."""
@@ -65,8 +67,11 @@ class Claims:
         *,
         clock: Callable[[], float],
         wall_clock: Callable[[], float],
+        faults: Faults | None = None,
     ) -> None:
         self._redis = redis
+        self.faults = faults or Faults(redis, keys)
+        """The partitions set aside: never claimed from."""
         self._keys = keys
         self._scripts = scripts
         self._credentials = Credentials(redis, keys.job, trusts)
@@ -94,7 +99,9 @@ class Claims:
 
     def note(self, parts: Iterable[int]) -> None:
         """``parts`` have entries queued in Redis (those this worker owns are claimed)."""
-        self._waiting.update(part for part in parts if part in self.owned)
+        self._waiting.update(
+            part for part in parts if part in self.owned and part not in self.faults
+        )
 
     def looked(self, waiting: Iterable[int]) -> None:
         """A fresh look at every partition found ``waiting`` ones with queued entries."""
@@ -123,6 +130,7 @@ class Claims:
     def claimable(self, now: float) -> list[int]:
         """Owned partitions believed to have queued entries and not fenced now."""
         after = self._claim_after
+        self._waiting.difference_update(self.faults.parts)
         return sorted(p for p in self._waiting if p in self.owned and after.get(p, now) <= now)
 
     async def claim(self, parts: list[int], batch: int | None = None) -> list[Entry]:
@@ -149,7 +157,8 @@ class Claims:
         names = (*_CLAIM_KEYS, "holder")
         args = [batch, repr(deadline), *self.holders.args(takeover)]
         calls = [(self._scripts["claim"], self._keys.of(part, *names), args) for part in parts]
-        results: list[list[Any]] = await run_scripts(self._redis, calls)
+        answers = await run_scripts(self._redis, calls, check=0)
+        parts, results = await self._sound(parts, answers, "claim")
         bad: list[Bad] = []
         held: dict[int, bytes] = {}
         reveal = await self._credentials.reveal(raw for r in results for raw in r[2:])
@@ -176,6 +185,28 @@ class Claims:
         await self._set_aside(bad)
         return held
 
+    async def _sound(
+        self, parts: list[int], results: list[Any], script: str
+    ) -> tuple[list[int], list[list[Any]]]:
+        """The partitions of ``parts`` whose ``script`` call answered a list starting with two
+        integers, and those answers; the others are set aside (an error Redis answers that is
+        no partition's is raised)."""
+        kept: list[tuple[int, list[Any]]] = []
+        for part, result in zip(parts, results, strict=True):
+            if isinstance(result, Exception) and not faulty(result):
+                raise result
+            if isinstance(result, Exception) or not _well_formed(result):
+                await self._fault(part, result, script)
+            else:
+                kept.append((part, result))
+        return [part for part, _ in kept], [result for _, result in kept]
+
+    async def _fault(self, part: int, result: object, script: str) -> None:
+        """Set ``part`` aside: its ``script`` call answered ``result``."""
+        error = result if isinstance(result, Exception) else f"{script} answered {result!r:.100}"
+        await self.faults.set_aside(part, error)
+        self._waiting.discard(part)
+
     def forget(self, entry: Entry) -> None:
         """``entry`` is no longer claimed by this worker."""
         held = self.held.get(entry.part)
@@ -189,22 +220,38 @@ class Claims:
         if not self.held:
             return
         deadline = self._wall() + self._lease_timeout
+        parts = [part for part in self.held if part not in self.faults]
         async with self._redis.pipeline(transaction=False) as pipe:
-            for part, held in self.held.items():
-                mapping = dict.fromkeys(map(str, held), deadline)
+            for part in parts:
+                mapping = dict.fromkeys(map(str, self.held[part]), deadline)
                 pipe.zadd(self._keys(part)["deadlines"], mapping, xx=True)
-            await pipe.execute()
+            results = await pipe.execute(raise_on_error=False)
+        for part, result in zip(parts, results, strict=True):
+            if isinstance(result, Exception):
+                if not faulty(result):
+                    raise result
+                await self._fault(part, result, "renew")
 
     async def reclaim(self, parts: list[int], limit: int = RECLAIM_LIMIT) -> int:
         """Return the expired claims of ``parts`` (their worker died) to their queues, at most
         ``limit`` per partition; how many were returned."""
+        parts = [part for part in parts if part not in self.faults]
         if not parts:
             return 0
         names = ("claimed", "deadlines", "queue", "counts", "ranked", "ranks", "hosts")
         args = [repr(self._wall()), limit]
         calls = [(self._scripts["reclaim"], self._keys.of(part, *names), args) for part in parts]
-        counts: list[int] = await run_scripts(self._redis, calls)
-        self.note(part for part, count in zip(parts, counts, strict=True) if count)
+        answers = await run_scripts(self._redis, calls, check=0)
+        counts: list[int] = []
+        for part, answer in zip(parts, answers, strict=True):
+            if isinstance(answer, int):
+                counts.append(answer)
+                if answer:
+                    self.note([part])
+                continue
+            if isinstance(answer, Exception) and not faulty(answer):
+                raise answer
+            await self._fault(part, answer, "reclaim")
         if any(counts):
             job = self._keys.job
             log.info(
@@ -234,6 +281,9 @@ class Claims:
             if refused(exc):  # it would fail again: forgotten, the claims lapse and are reclaimed
                 for entry in entries:
                     self.forget(entry)
+                if faulty(exc):  # the partition's keys: set aside, the job goes on
+                    await self._fault(part, exc, "unclaim")
+                    return 0
             raise
         for entry in entries:
             self.forget(entry)
@@ -289,7 +339,7 @@ class Claims:
                     raw,
                     extra={"event": "entry-set-aside", "job": job, "partition": part},
                 )
-                pipe.lpush(keys["entries"], _bad_json(part, raw, reason))
+                pipe.lpush(keys["entries"], bad_json(part, raw, reason))
             pipe.ltrim(keys["entries"], 0, BAD_KEPT - 1)
             pipe.incrby(keys["count"], len(bad))
             await pipe.execute()
@@ -299,14 +349,16 @@ class Claims:
         self.set_aside += len(bad)
 
 
+def _well_formed(result: object) -> bool:
+    """A ``claim.lua`` answer: a list of two integers and the entries claimed."""
+    if not isinstance(result, list) or len(result) < 2 or not isinstance(result[0], int):
+        return False
+    if result[0] == _HELD:
+        return len(result) == 2 and isinstance(result[1], bytes | str)
+    return isinstance(result[1], int) and all(isinstance(raw, bytes | str) for raw in result[2:])
+
+
 def _ranked(url: str, priority: float) -> tuple[str, str, str]:
     """A URL (host, path) and a priority as ``reprioritize.lua`` takes them ('' for 0)."""
     host, path = split_url(url)
     return host, path, repr(priority) if priority else ""
-
-
-def _bad_json(part: int, raw: bytes | str, reason: str) -> str:
-    """A set-aside entry as stored in ``gs:{J}:bad`` (cut at ``_BAD_SHOWN`` characters)."""
-    text = raw.decode("utf-8", "backslashreplace") if isinstance(raw, bytes) else raw
-    entry = text[:_BAD_SHOWN].encode("utf-8", "backslashreplace").decode("utf-8")
-    return json.dumps({"partition": part, "reason": reason, "entry": entry})

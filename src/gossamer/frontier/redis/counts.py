@@ -5,6 +5,10 @@ entries waiting; the control plane and the balancer read them for the job's tota
 a few partitions (those a worker just gained, the busiest of the last look) reads only those:
 :class:`Looks` keeps the frontier's last look and answers ``done()`` from a few counts while
 the job is busy.
+
+A partition set aside (:mod:`.faults`) is left out of every look and named in its
+``aside``; one whose ``counts`` key is not a HASH is left out too (``broken``: the frontier sets
+it aside).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import ClusterCrossSlotError
 
+from gossamer.frontier.redis.faults import Faults, faulty, read_aside
 from gossamer.frontier.redis.keys import partition_keys
 from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, load_script, run_scripts
 
@@ -45,6 +50,11 @@ class PartitionCounts:
     finished: int = 0
     busy: dict[int, tuple[int, int]] = field(default_factory=dict)
     """(queued, claimed) of every partition with either."""
+    aside: dict[int, str] = field(default_factory=dict)
+    """The partitions set aside (left out of the counts), and why."""
+    broken: frozenset[int] = frozenset()
+    """Partitions of ``aside`` whose ``counts`` key this look found unreadable, not recorded
+    as set aside yet."""
 
     @property
     def waiting(self) -> frozenset[int]:
@@ -65,25 +75,45 @@ async def read_counts(
     keeps each partition in its own slot, so there it is one HMGET per partition (about 150 ms
     of client CPU for 4,096)."""
     parts = list(range(partitions)) if only is None else sorted(set(only))
-    return await _read(redis, [partition_keys(job, part)["counts"] for part in parts], parts)
+    keys = [partition_keys(job, part)["counts"] for part in parts]
+    return await _read(redis, job, keys, parts)
 
 
-async def _read(redis: RedisClient, keys: list[str], parts: list[int]) -> PartitionCounts:
-    """The counts of ``parts``, whose counts keys are ``keys``."""
+async def _read(redis: RedisClient, job: str, keys: list[str], parts: list[int]) -> PartitionCounts:
+    """The counts of ``parts`` but those set aside, whose counts keys are ``keys``."""
+    aside = await read_aside(redis, job)
+    if aside:
+        kept = [(key, part) for key, part in zip(keys, parts, strict=True) if part not in aside]
+        keys, parts = [key for key, _ in kept], [part for _, part in kept]
     if not isinstance(redis, RedisCluster) and _SLOTLESS.get(redis, True):
         try:
-            return await _summed_by_script(redis, keys, parts)
+            counts = await _summed_by_script(redis, keys, parts)
         except ClusterCrossSlotError:
             _SLOTLESS[redis] = False  # a plain client of a one-node cluster
-    return await _summed_here(redis, keys, parts)
+        else:
+            return _with_aside(counts, aside, keys, parts)
+    return _with_aside(await _summed_here(redis, keys, parts), aside, keys, parts)
+
+
+def _with_aside(
+    counts: PartitionCounts, aside: dict[int, str], keys: list[str], parts: list[int]
+) -> PartitionCounts:
+    """``counts`` naming the partitions set aside: ``aside``, and those found ``broken``."""
+    if not aside and not counts.broken:
+        return counts
+    where = dict(zip(parts, keys, strict=True))
+    aside = {**aside, **{part: f"{where[part]} is not a hash" for part in counts.broken}}
+    c = counts
+    return PartitionCounts(c.queued, c.claimed, c.seen, c.finished, c.busy, aside, c.broken)
 
 
 class Looks:
     """A frontier's looks at its job's counts: the last look at every partition, and the cheap
     check ``done()`` makes between such looks."""
 
-    def __init__(self, redis: RedisClient, job: str, partitions: int) -> None:
+    def __init__(self, redis: RedisClient, job: str, partitions: int, faults: Faults) -> None:
         self._redis = redis
+        self._faults = faults
         self._job = job
         self._partitions = partitions
         self._keys: list[str] = []  # every partition's counts key, built at the first look
@@ -99,7 +129,8 @@ class Looks:
                 partition_keys(self._job, part)["counts"] for part in range(self._partitions)
             ]
         parts = list(range(self._partitions))
-        counts = self.counts = await _read(self._redis, self._keys, parts)
+        counts = await _read(self._redis, self._job, self._keys, parts)
+        counts = self.counts = await self._without_faults(counts)
         busy = counts.busy
         self._busiest = sorted(busy, key=lambda part: -sum(busy[part]))[:RECHECKED]
         return counts
@@ -109,7 +140,22 @@ class Looks:
         parts = list(parts)
         if not parts:
             return PartitionCounts()
-        return await read_counts(self._redis, self._job, self._partitions, parts)
+        counts = await read_counts(self._redis, self._job, self._partitions, parts)
+        return await self._without_faults(counts)
+
+    async def _without_faults(self, counts: PartitionCounts) -> PartitionCounts:
+        """``counts`` as the frontier takes them: the partitions it found broken set aside,
+        and those it knows set aside (its record may be unreadable) left out."""
+        await self._faults.found(counts.aside, counts.broken)
+        gone = counts.busy.keys() & self._faults.parts.keys()
+        if not gone:
+            return counts
+        queued = counts.queued - sum(counts.busy[part][0] for part in gone)
+        claimed = counts.claimed - sum(counts.busy[part][1] for part in gone)
+        busy = {part: n for part, n in counts.busy.items() if part not in gone}
+        aside = {**counts.aside, **{part: self._faults.parts[part] for part in gone}}
+        c = counts
+        return PartitionCounts(queued, claimed, c.seen, c.finished, busy, aside, c.broken)
 
     async def still_busy(self, owned: Iterable[int], note: Callable[[Iterable[int]], None]) -> bool:
         """The busiest partitions of the last look at every partition (:data:`RECHECKED` of
@@ -137,28 +183,36 @@ async def _summed_by_script(redis: Redis, keys: list[str], parts: list[int]) -> 
     results = await run_scripts(redis, calls)
     sums = [0, 0, 0, 0]
     busy: dict[int, tuple[int, int]] = {}
-    for start, (*chunk, flat) in zip(starts, results, strict=True):
+    broken: set[int] = set()
+    for start, (*chunk, flat, unread) in zip(starts, results, strict=True):
         sums = [total + int(value) for total, value in zip(sums, chunk, strict=True)]
         for i in range(0, len(flat), 3):
             busy[parts[start + int(flat[i])]] = (int(flat[i + 1]), int(flat[i + 2]))
+        broken.update(parts[start + int(i)] for i in unread)
     queued, claimed, seen, finished = sums
-    return PartitionCounts(queued, claimed, seen, finished, busy)
+    return PartitionCounts(queued, claimed, seen, finished, busy, broken=frozenset(broken))
 
 
 async def _summed_here(redis: RedisClient, keys: list[str], parts: list[int]) -> PartitionCounts:
     async with redis.pipeline(transaction=False) as pipe:
         for key in keys:
             pipe.hmget(key, _COUNT_FIELDS)
-        rows: list[list[Any]] = await pipe.execute()
+        rows: list[Any] = await pipe.execute(raise_on_error=False)
     sums = [0, 0, 0, 0]
     busy: dict[int, tuple[int, int]] = {}
+    broken: set[int] = set()
     for part, row in zip(parts, rows, strict=True):
+        if isinstance(row, Exception):
+            if not faulty(row):
+                raise row
+            broken.add(part)
+            continue
         values = [_count(value) for value in row]
         sums = [total + value for total, value in zip(sums, values, strict=True)]
         if values[0] or values[1]:
             busy[part] = (values[0], values[1])
     queued, claimed, seen, finished = sums
-    return PartitionCounts(queued, claimed, seen, finished, busy)
+    return PartitionCounts(queued, claimed, seen, finished, busy, broken=frozenset(broken))
 
 
 def _count(value: bytes | str | None) -> int:

@@ -173,16 +173,18 @@ class Handover:
                 raise
         return given
 
-    async def send(self, calls: list[ScriptCall]) -> list[Any]:
+    async def send(self, calls: list[ScriptCall], check: int | None = None) -> list[Any]:
         """``calls`` and the fence calls waiting, in one pipeline; the replies of ``calls``
-        (only their errors raised). Fence calls it did not surely send (it failed or was
-        cancelled, or Redis answered an error that goes away) wait for the next: one that did
-        run is numbered, so running it again never undoes a later one; one lost would leave
-        the new owner fenced out until the fence lapses, a whole ``lease_timeout``. One Redis
-        refuses (:func:`refused`) is logged and dropped: it would fail again."""
+        (their errors raised; of the first ``check`` only when given, the others' returned).
+        Fence calls it did not surely send (it failed or was cancelled, or Redis answered an
+        error that goes away) wait for the next: one that did run is numbered, so running it
+        again never undoes a later one; one lost would leave the new owner fenced out until
+        the fence lapses, a whole ``lease_timeout``. One Redis refuses (:func:`refused`) is
+        logged and dropped: it would fail again."""
         fences, self._fences = self._fences, []
         try:
-            results = await run_scripts(self._redis, calls + fences, check=len(calls))
+            checked = len(calls) if check is None else check
+            results = await run_scripts(self._redis, calls + fences, check=checked)
         except BaseException:
             self._fences[:0] = fences
             raise

@@ -37,12 +37,7 @@ from gossamer.frontier.redis.config import RedisFrontierConfig
 from gossamer.frontier.redis.counts import Looks
 from gossamer.frontier.redis.fences import Handover
 from gossamer.frontier.redis.holders import Peers
-from gossamer.frontier.redis.keys import (
-    Entry,
-    Ownership,
-    PartitionKeys,
-    partition_of,
-)
+from gossamer.frontier.redis.keys import Entry, Ownership, PartitionKeys, partition_of
 from gossamer.frontier.redis.limiter import HostLimiter, SharedSlots
 from gossamer.frontier.redis.pages import PageCounts
 from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, register, run_scripts
@@ -95,12 +90,13 @@ class RedisFrontier:
         self._by_url = config.partition_by == "url"
         self._clock = clock
         self._wall = wall_clock
-        self._adds = Adds(redis, keys, scripts["add"], partitions, by_url=self._by_url)
         self._keys = keys
         ownership = ownership or Ownership.every(partitions)
         self._claims = Claims(
             redis, keys, scripts, config, admission, ownership, clock=clock, wall_clock=wall_clock
         )
+        self._adds = Adds(redis, keys, scripts["add"], partitions, by_url=self._by_url)
+        self._adds.faults = self._faults = self._claims.faults  # partitions set aside
         self._holders = self._claims.holders
         self._limiter = (
             HostLimiter(redis, job, scripts, policy, slot_timeout=lease_timeout, clock=clock)
@@ -117,7 +113,9 @@ class RedisFrontier:
             clock=clock,
         )
         self._unsent: list[Entry] = []  # acked, the ack not sent to Redis yet (defer_acks)
-        self._looks = Looks(redis, job, partitions)  # the last look at every partition
+        self._looks = Looks(
+            redis, job, partitions, self._faults
+        )  # the last look at every partition
         self._finished = False  # the last look found nothing queued or claimed, nor added
         self._next_look = float("-inf")  # when ``done()`` may look again (its own looks only)
         self._filled: set[int] = set()
@@ -188,7 +186,10 @@ class RedisFrontier:
             await self._handover.hand_back([entry], calls, self._give_back)
             return
         self._hosts.delay(lease.host, entry, self._clock() + after)  # a give-away finds it
-        results = await self._handover.send([*calls, self._claims.update_call(entry)])
+        update = [] if entry.part in self._faults else [self._claims.update_call(entry)]
+        results = await self._handover.send([*calls, *update], check=len(calls))
+        if not (update and await self._faults.answered([entry.part], results[len(calls) :])):
+            return  # its partition set aside: held here until fetched, its claim not written
         if not int(results[len(calls)]):  # reclaimed meanwhile: queued in Redis again
             self._hosts.remove(lambda held: held is entry)
             self._claims.forget(entry)
@@ -368,8 +369,11 @@ class RedisFrontier:
 
     async def _send_acks(self, entries: list[Entry], extra: Iterable[ScriptCall] = ()) -> None:
         """Acks (and ``extra`` calls, in the same pipeline) to Redis."""
-        calls = [*extra, *(self._ack_call(entry) for entry in entries)]
-        await self._handover.send(calls)
+        extra = list(extra)
+        sent = [entry for entry in entries if entry.part not in self._faults]  # others: fetched
+        calls = [*extra, *(self._ack_call(entry) for entry in sent)]
+        results = await self._handover.send(calls, check=len(extra))
+        await self._faults.answered([entry.part for entry in sent], results[len(extra) :])
         for entry in entries:
             self._claims.forget(entry)
 

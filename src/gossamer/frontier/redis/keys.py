@@ -41,6 +41,8 @@ Job-level keys, tagged ``{J}`` like the control plane's::
 
     gs:{J}:bad          LIST   bad entries as JSON {partition, reason, entry}, newest first
     gs:{J}:bad:count    STRING how many entries were ever set aside
+    gs:{J}:aside        HASH   partition -> why it is set aside: a key of the wrong type, a
+                               reply Redis refused (see :mod:`.faults`)
     gs:{J}:credentials  HASH   "scheme://user:***@host" (or "scheme://***.TAG@host") -> the same
                                with the seed's password (or user name): the one key that
                                holds it (see :mod:`.credentials`); likewise the user name
@@ -69,6 +71,7 @@ does not decode raises :class:`BadEntry` and is set aside (see :mod:`.claims`).
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Container, Iterable, Mapping
@@ -101,6 +104,10 @@ READS = (7, 8, FORMAT)
 only, whose user names a worker connects with as they are stored."""
 _MAX_URL = 1 << 20
 """Characters of an entry's URL beyond which it is bad, whatever the job's max URL length."""
+BAD_KEPT = 10_000
+"""Bad entries kept in ``gs:{J}:bad`` (the newest)."""
+_BAD_SHOWN = 8192
+"""Characters of a bad entry kept in ``gs:{J}:bad``."""
 _COUNT = re.compile(r"\d{0,9}")
 MASK = "***"
 """A password, or a user name given alone, as entries show it (as :mod:`gossamer.redact`
@@ -139,6 +146,18 @@ def partition_keys(job: str, part: int) -> dict[str, str]:
 def bad_keys(job: str) -> dict[str, str]:
     """The job's keys of set-aside entries (``entries`` LIST, ``count`` STRING), tag ``{job}``."""
     return {"entries": f"gs:{{{job}}}:bad", "count": f"gs:{{{job}}}:bad:count"}
+
+
+def aside_key(job: str) -> str:
+    """The job's partitions set aside (HASH, tag ``{job}``, see :mod:`.faults`)."""
+    return f"gs:{{{job}}}:aside"
+
+
+def bad_json(part: int, raw: bytes | str, reason: str) -> str:
+    """A set-aside entry as stored in ``gs:{J}:bad`` (cut at ``_BAD_SHOWN`` characters)."""
+    text = raw.decode("utf-8", "backslashreplace") if isinstance(raw, bytes) else raw
+    entry = text[:_BAD_SHOWN].encode("utf-8", "backslashreplace").decode("utf-8")
+    return json.dumps({"partition": part, "reason": reason, "entry": entry})
 
 
 def host_keys(job: str, key: str) -> dict[str, str]:

@@ -13,6 +13,11 @@
 -- Returns {last_token, entries left in the queue, entry...}; the i-th of n entries claimed has
 -- token last_token - n + i. While the previous owner's fence stands: {-1, ms it has left};
 -- while another worker holds the partition: {-2, its record}.
+local wrong = wrong_type(KEYS[1], 'list', KEYS[2], 'hash', KEYS[3], 'zset', KEYS[4], 'hash',
+  KEYS[5], 'hash', KEYS[6], 'zset', KEYS[7], 'hash', KEYS[8], 'hash', KEYS[9], 'string')
+if wrong then
+  return wrong
+end
 local me, held = ARGV[3], false
 if me ~= '' then
   held = redis.call('GET', KEYS[9])

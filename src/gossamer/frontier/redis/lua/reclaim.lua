@@ -4,6 +4,11 @@
 -- front of its priority.
 -- ARGV[1] wall-clock now, ARGV[2] most claims to return in this call
 -- Returns how many claims were returned.
+local wrong = wrong_type(KEYS[1], 'hash', KEYS[2], 'zset', KEYS[3], 'list', KEYS[4], 'hash',
+  KEYS[5], 'zset', KEYS[6], 'hash', KEYS[7], 'hash')
+if wrong then
+  return wrong
+end
 local tokens = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
 local n = 0
 for i = #tokens, 1, -1 do

@@ -5,6 +5,11 @@
 -- ARGV: token1, entry1, token2, entry2, ... in queue order (entry1 ends up first).
 -- Claims no longer held (reclaimed by another worker) are skipped: their entry is queued
 -- already. Returns how many entries were given back.
+local wrong = wrong_type(KEYS[1], 'hash', KEYS[2], 'zset', KEYS[3], 'list', KEYS[4], 'hash',
+  KEYS[5], 'zset', KEYS[6], 'hash', KEYS[7], 'hash')
+if wrong then
+  return wrong
+end
 local n = 0
 for i = #ARGV - 1, 1, -2 do
   if redis.call('HDEL', KEYS[1], ARGV[i]) == 1 then

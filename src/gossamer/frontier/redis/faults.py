@@ -1,0 +1,168 @@
+"""Partitions set aside: one whose keys Redis refuses to work on is left, the job goes on.
+
+A partition key of the wrong type (``counts`` a STRING, say: Redis answers ``WRONGTYPE``), a
+counter that is not a number, or a script's reply of the wrong shape is hostile input of one
+partition: it must not stop the workers nor ``cluster status``. The first worker to meet it
+records the partition in the job's ``gs:{J}:aside`` HASH (partition -> which key holds what,
+or the error) and logs it once for the job (``partition-set-aside``); from then on no worker
+claims from it, adds to it nor waits for it, and every look at the job's counts leaves it out
+(and names it: :func:`read_aside`). What the partition held stays in Redis as it was for an
+operator to mend; URLs found for it later are stored with the job's bad entries
+(``gs:{J}:bad``, reason ``partition set aside``) rather than lost.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from redis.exceptions import RedisError
+
+from gossamer.frontier.redis.keys import BAD_KEPT, PartitionKeys, aside_key, bad_json, bad_keys
+from gossamer.frontier.redis.scripts import RedisClient, refused
+
+__all__ = ["ASIDE_SHOWN", "TYPES", "Faults", "faulty", "read_aside"]
+
+TYPES = {
+    "queue": "list",
+    "ranked": "zset",
+    "ranks": "hash",
+    "claimed": "hash",
+    "deadlines": "zset",
+    "counts": "hash",
+    "fence": "hash",
+    "hosts": "hash",
+    "holder": "string",
+    "pages": "hash",
+    "revisits": "hash",
+    "due": "zset",
+}
+"""The type of each key of a partition (its ``seen:n`` SETs aside: see :mod:`.keys`)."""
+ASIDE_SHOWN = 300
+"""Characters of a reason kept in ``gs:{J}:aside`` (and read back)."""
+_ASIDE_READ = 1 << 16
+"""Partitions set aside read back, at most (a job has fewer partitions)."""
+
+log = logging.getLogger(__name__)
+
+
+def faulty(error: object) -> bool:
+    """Redis refused a call of one partition for its data (a key of another type, a counter
+    that is not a number): the partition is set aside. An ACL refusal is the user's, not the
+    partition's: it stops the worker with its own message."""
+    if not isinstance(error, BaseException) or not refused(error):
+        return False
+    text = str(error)
+    return not ("NOPERM" in text or "no permissions" in text or "can't run this command" in text)
+
+
+class Faults:
+    """The partitions of a job set aside, as this worker knows them (see the module)."""
+
+    def __init__(self, redis: RedisClient, keys: PartitionKeys) -> None:
+        self._redis = redis
+        self._keys = keys
+        self.parts: dict[int, str] = {}
+        """Partition -> what is wrong with it."""
+        self.kept = 0
+        """URLs found for partitions set aside, stored with the job's bad entries."""
+
+    def __contains__(self, part: object) -> bool:
+        return part in self.parts
+
+    async def answered(self, parts: list[int], results: list[Any]) -> bool:
+        """Whether every call of ``parts`` (``results`` their answers, in order) went through;
+        a partition whose call Redis refused for its data is set aside, another error raised."""
+        failed = [(p, r) for p, r in zip(parts, results, strict=True) if isinstance(r, Exception)]
+        for _, error in failed:
+            if not faulty(error):
+                raise error
+        for part, error in failed:
+            await self.set_aside(part, error)
+        return not failed
+
+    async def found(self, aside: Mapping[int, str], broken: Iterable[int]) -> None:
+        """A look at the job found ``aside`` set aside (by this worker or another), and the
+        ``broken`` ones of them not recorded yet: those are recorded now."""
+        broken = set(broken)
+        self.parts.update((part, why) for part, why in aside.items() if part not in broken)
+        for part in sorted(broken):
+            await self.set_aside(part, aside[part])
+
+    async def keep(self, part: int, entries: Iterable[str]) -> int:
+        """Store ``entries`` (as workers write them) of ``part``, set aside, with the job's bad
+        entries rather than lose them; how many."""
+        keys = bad_keys(self._keys.job)
+        rows = [bad_json(part, entry, "partition set aside") for entry in entries]
+        if not rows:
+            return 0
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.lpush(keys["entries"], *rows)
+            pipe.ltrim(keys["entries"], 0, BAD_KEPT - 1)
+            pipe.incrby(keys["count"], len(rows))
+            await pipe.execute()
+        self.kept += len(rows)
+        return len(rows)
+
+    async def set_aside(self, part: int, error: object) -> None:
+        """Set ``part`` aside for ``error`` (an exception Redis answered, or a description of
+        a reply of the wrong shape): recorded for the job, logged once."""
+        if part in self.parts:
+            return
+        reason = (await self._describe(part, error))[:ASIDE_SHOWN]
+        self.parts[part] = reason
+        job = self._keys.job
+        try:
+            first = await self._redis.hsetnx(aside_key(job), str(part), reason)
+        except RedisError as exc:
+            if not faulty(exc):
+                raise
+            first = True  # the job's record itself is unusable: this worker logs its own
+        if first:
+            log.warning(
+                "job %s: partition %d set aside, its URLs are no longer crawled: %s",
+                job,
+                part,
+                reason,
+                extra={"event": "partition-set-aside", "job": job, "partition": part},
+            )
+
+    async def _describe(self, part: int, error: object) -> str:
+        """Which key of ``part`` holds which wrong type (TYPE, where the user's ACL allows it),
+        else what Redis answered (the scripts name the key: ``lua/_types.lua``)."""
+        keys = self._keys.of(part, *TYPES)
+        try:
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for key in keys:
+                    pipe.type(key)
+                types: list[Any] = await pipe.execute()
+        except RedisError:  # not allowed (the documented ACL has no TYPE), or an outage
+            types = []
+        for key, want, got in zip(keys, TYPES.values(), types, strict=False):
+            kind = got.decode() if isinstance(got, bytes) else str(got)
+            if kind not in ("none", want):
+                return f"{key} holds a {kind}, not a {want}"
+        return str(error).removeprefix("WRONGTYPE ")
+
+
+async def read_aside(redis: RedisClient, job: str) -> dict[int, str]:
+    """The job's partitions set aside and why (empty when its record is unreadable, or holds
+    more than :data:`_ASIDE_READ`: not gossamer's)."""
+    key = aside_key(job)
+    try:
+        if not 0 < await redis.hlen(key) <= _ASIDE_READ:  # none, as in most jobs: one HLEN
+            return {}
+        rows = await redis.hgetall(key)
+    except RedisError as exc:
+        if not faulty(exc):
+            raise
+        return {}
+    aside: dict[int, str] = {}
+    pairs = rows.items() if isinstance(rows, dict) else zip(rows[::2], rows[1::2], strict=False)
+    for field, value in pairs:
+        name = field.decode("ascii", "replace") if isinstance(field, bytes) else str(field)
+        text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+        if name.isdigit() and len(name) <= 9:
+            aside[int(name)] = text[:ASIDE_SHOWN]
+    return aside
