@@ -97,12 +97,13 @@ async def test_the_state_comes_from_status_json(tmp_path: Path) -> None:
     status = {"state": "running", "updated": time.time(), "stats": {"pages": 3, "queued": 9},
               "held_back": held}  # fmt: skip
     write_status(out / "status.json", status)
-    state, stats, held_back = view.live()
-    assert state == "running" and stats["queued"] == 9 and held_back == held
+    state, stats, held_back, error = view.live()
+    assert state == "running" and stats["queued"] == 9 and held_back == held and error is None
     write_status(out / "status.json", {**status, "updated": time.time() - 60})
     assert view.live()[0] == "interrupted"  # the crawl died without a word
     (out / "status.json").write_text("[not json")
-    assert view.live()[0] == "finished"
+    state, _, _, error = view.live()
+    assert state == "finished" and error is not None and error.startswith("status.json: not valid")
 
 
 async def test_the_log_tail_reads_only_the_end(tmp_path: Path) -> None:

@@ -5,7 +5,9 @@ subfolders, e.g. the workers' folders of a cluster job). Its page records are re
 crawl.db opened read-only (``mode=ro``: a running crawl is not disturbed), a batch of new rows
 at each look, so the figures grow with the crawl and a long crawl is read once, not at every
 look. Its live counters and held-back hosts come from status.json (rewritten by the crawl
-every few seconds), its final ones from stats.json, its log from the tail of crawl.log.
+every few seconds), its final ones from stats.json, its log from the tail of crawl.log, each
+read through :mod:`gossamer.ui.files` (bounded; a file that cannot be shown is the crawl's
+``error``, and the other crawls are shown as ever).
 
 Everything read is the crawl's output, i.e. pages of the web: it reaches the page as JSON and
 is shown as text, never as HTML.
@@ -14,7 +16,6 @@ is shown as text, never as HTML.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import sqlite3
 import threading
@@ -23,6 +24,8 @@ from collections import Counter, deque
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+from gossamer.ui.files import FileError, open_file, parse_json, read_json
 
 log = logging.getLogger(__name__)
 
@@ -71,14 +74,6 @@ def discover(outs: list[Path]) -> dict[str, Path]:
             if (folder / DB_FILE).is_file():
                 found[crawl_id(folder)] = folder
     return found
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def _reason(error: str) -> str:
@@ -224,41 +219,47 @@ class CrawlView:
 
     # -- what the page shows ---------------------------------------------------------------
 
-    def live(self) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
-        """The state, the counters and the held-back hosts, from status.json or stats.json."""
-        status = _read_json(self.path / STATUS_FILE)
-        final = _read_json(self.path / STATS_FILE)
+    def live(self) -> tuple[str, dict[str, Any], list[dict[str, Any]], str | None]:
+        """The state, the counters and the held-back hosts, from status.json or stats.json
+        (stats.json when status.json cannot be read), and what is wrong with those files."""
+        errors: list[str] = []
+        status = _read(self.path / STATUS_FILE, errors)
         if status is not None:
-            state = str(status.get("state", "unknown"))
-            updated = status.get("updated")
-            stale = not isinstance(updated, int | float) or time.time() - updated > STALE_AFTER
-            if state in ("running", "paused") and stale:
-                state = "interrupted"
-            stats = status.get("stats") if isinstance(status.get("stats"), dict) else {}
+            state = _state(status)
+            stats = status.get("stats")
             held = status.get("held_back") if state in ("running", "paused") else []
-            return state, stats or {}, held if isinstance(held, list) else []
+            held = [h for h in held if isinstance(h, dict)] if isinstance(held, list) else []
+            return state, stats if isinstance(stats, dict) else {}, held, None
+        final = _read(self.path / STATS_FILE, errors)
+        error = "; ".join(errors) or None
         if final is not None:
-            return "finished", final, []
-        return "unknown", {}, []
+            return "finished", final, [], error
+        return "unknown", {}, [], error
 
     def summary(self) -> dict[str, Any]:
-        state, stats, _ = self.live()
+        return self._summary(*self.live())
+
+    def _summary(
+        self, state: str, stats: dict[str, Any], _: Any, error: str | None
+    ) -> dict[str, Any]:
+        rate = stats.get("pages_per_second")
         return {
             "id": self.ident,
             "name": self.path.name,
             "path": str(self.path),
             "state": state,
             "pages": max(self._pages, _int(stats.get("pages"))),
-            "pages_per_second": stats.get("pages_per_second", 0),
+            "pages_per_second": rate if isinstance(rate, int | float) else 0,
+            "error": error,
         }
 
     def detail(self) -> dict[str, Any]:
         """Everything the crawl's page shows."""
-        state, stats, held = self.live()
+        live = self.live()
+        state, stats, held, _ = live
         with self._lock:
             return {
-                **self.summary(),
-                "state": state,
+                **self._summary(*live),
                 "stats": stats,
                 "held_back": held[:20],
                 "rate": self._rate(state),
@@ -290,15 +291,18 @@ class CrawlView:
         return out
 
     def log_tail(self, level: str) -> list[dict[str, Any]]:
-        """The last lines of crawl.log at ``level`` or above (read from its end only)."""
+        """The last lines of crawl.log at ``level`` or above (read from its end only; none
+        if it is not a regular file)."""
         floor = LEVELS.index(level)
-        path = self.path / LOG_FILE
         try:
-            with path.open("rb") as handle:
+            handle = open_file(self.path / LOG_FILE)
+            if handle is None:
+                return []
+            with handle:
                 size = handle.seek(0, 2)
                 handle.seek(max(0, size - LOG_TAIL_BYTES))
                 data = handle.read(LOG_TAIL_BYTES)
-        except OSError:
+        except (OSError, FileError):
             return []
         lines = data.split(b"\n")
         if size > LOG_TAIL_BYTES:
@@ -315,8 +319,8 @@ def _log_entry(line: bytes) -> dict[str, Any] | None:
     if not line.strip():
         return None
     try:
-        data = json.loads(line)
-    except ValueError:
+        data = parse_json(line)
+    except FileError:
         data = {"message": line.decode("utf-8", "replace")}
     if not isinstance(data, dict):
         return None
@@ -328,6 +332,23 @@ def _log_entry(line: bytes) -> dict[str, Any] | None:
         "event": str(data.get("event", ""))[:80],
         "message": str(data.get("message", ""))[:2000],
     }
+
+
+def _read(path: Path, errors: list[str]) -> dict[str, Any] | None:
+    """The JSON object in ``path``; None (with why in ``errors``) if it cannot be read."""
+    try:
+        return read_json(path)
+    except FileError as exc:
+        errors.append(str(exc))
+        return None
+
+
+def _state(status: dict[str, Any]) -> str:
+    """status.json's state; ``interrupted`` if it says running but is no longer rewritten."""
+    state = str(status.get("state", "unknown"))[:40]
+    updated = status.get("updated")  # compared, not subtracted: 1e400 is a JSON number too
+    stale = not (isinstance(updated, int | float) and updated >= time.time() - STALE_AFTER)
+    return "interrupted" if state in ("running", "paused") and stale else state
 
 
 def _int(value: Any) -> int:
