@@ -7,7 +7,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sqlite3
 import time
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from tests.ui.server import Served, dashboard
 from tests.ui.test_crawls import make_crawl
 
 from gossamer.status import write_status
+from gossamer.ui.crawls import TEXT_CHARS, URL_CHARS, Crawls
 from gossamer.ui.files import MAX_DEPTH, MAX_JSON_BYTES, FileError, parse_json
 
 pytestmark = pytest.mark.timeout(30)
@@ -136,3 +139,36 @@ def test_crawl_files_parse_bounded_in_depth() -> None:
     assert parse_json(b"[NaN, -Infinity, 1e999, 2.5]") == [None, None, None, 2.5]
     with pytest.raises(FileError, match="not valid JSON"):
         parse_json(b"\xff[")
+
+
+async def test_a_crawl_db_of_huge_values_is_read_cut(tmp_path: Path) -> None:
+    out = tmp_path / "a"
+    await make_crawl(out, 3)
+    huge = "x" * 4_000_000
+    with sqlite3.connect(out / "crawl.db") as db:
+        db.execute(
+            "UPDATE pages SET url = ?, title = ?, error = ?, text = ?, extra = ? WHERE id = 2",
+            ("http://h.test/" + huge, huge, "timeout: " + huge, huge, huge.encode()),
+        )
+    db.close()
+    async with dashboard([tmp_path]) as served, session(served) as http:
+        async with http.get(served.base + "/api/overview") as response:
+            [crawl] = (await response.json())["crawls"]
+        async with http.get(f"{served.base}/api/crawls/{crawl['id']}") as response:
+            detail = await response.read()
+        assert len(detail) < 100_000  # the URL, title and error of the last pages, cut
+        [page] = [p for p in json.loads(detail)["last_pages"] if p["id"] == 2]
+        assert len(page["url"]) == URL_CHARS and len(page["title"]) == 200
+        async with http.get(f"{served.base}/api/crawls/{crawl['id']}/pages/2") as response:
+            record = await response.json()
+        assert len(record["text"]) == TEXT_CHARS + len(" [...]")
+        assert record["extra"] == "<4000000 bytes>" and record["status"] == 200
+    [view] = Crawls([tmp_path]).refresh_list()
+    tracemalloc.start()
+    try:
+        assert view.record(2) is not None
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1_000_000  # SQLite cut the texts: none was read whole into Python
+    view.close()

@@ -51,8 +51,14 @@ MAX_FOLDERS = 1_000
 """Subfolders of an ``--out`` folder looked into, at most."""
 TEXT_CHARS = 20_000
 """Characters of a record's long text fields shown."""
+URL_CHARS = 4_096
+"""Characters of a URL read for the lists (the record shows it to :data:`TEXT_CHARS`)."""
 
-_COLUMNS = "id, url, status, error, fetched_at, elapsed_ms, title, bytes, depth"
+# The texts are cut by SQLite, never read whole into Python: a crawl.db may hold anything.
+_COLUMNS = (
+    f"id, substr(url, 1, {URL_CHARS}), status, substr(error, 1, 300), fetched_at, "
+    "elapsed_ms, substr(title, 1, 200), bytes, depth"
+)
 
 
 def crawl_id(path: Path) -> str:
@@ -78,6 +84,16 @@ def discover(outs: list[Path]) -> dict[str, Path]:
 
 def _reason(error: str) -> str:
     return error.split(":", 1)[0].strip()[:80] or "error"
+
+
+def _cut(column: str) -> str:
+    """SQL for ``column`` (any name) as the record shows it: a text of more than
+    :data:`TEXT_CHARS` characters cut after one more, a blob as its size."""
+    name = '"' + column.replace('"', '""') + '"'
+    return (
+        f"CASE typeof({name}) WHEN 'text' THEN substr({name}, 1, {TEXT_CHARS + 1}) "
+        f"WHEN 'blob' THEN '<' || length({name}) || ' bytes>' ELSE {name} END"
+    )
 
 
 def _host(url: str) -> str:
@@ -197,19 +213,23 @@ class CrawlView:
         )
 
     def record(self, page: int) -> dict[str, Any] | None:
-        """The whole record of page row ``page`` (long texts cut)."""
+        """The whole record of page row ``page`` (long texts cut, blobs by their size)."""
         with self._lock:
-            cursor = self._connect().execute("SELECT * FROM pages WHERE id = ?", (page,))
-            row = cursor.fetchone()
-            names = [d[0] for d in cursor.description]
+            try:
+                conn = self._connect()
+                names = [str(info[1]) for info in conn.execute("PRAGMA table_info(pages)")]
+                columns = ", ".join(_cut(name) for name in names)
+                query = f"SELECT {columns} FROM pages WHERE id = ?"
+                row = conn.execute(query, (page,)).fetchone()
+            except sqlite3.Error as exc:
+                log.warning("cannot read %s: %s", self.path / DB_FILE, exc)
+                return None
         if row is None:
             return None
         out = dict(zip(names, row, strict=True))
         for key, value in out.items():
             if isinstance(value, str) and len(value) > TEXT_CHARS:
                 out[key] = value[:TEXT_CHARS] + " [...]"
-            elif isinstance(value, bytes):
-                out[key] = f"<{len(value)} bytes>"
         return out
 
     def close(self) -> None:
