@@ -12,6 +12,7 @@ import time
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -172,3 +173,26 @@ async def test_a_crawl_db_of_huge_values_is_read_cut(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert peak < 1_000_000  # SQLite cut the texts: none was read whole into Python
     view.close()
+
+
+async def test_infinite_numbers_in_crawl_db_are_shown_as_null(tmp_path: Path) -> None:
+    await make_crawl(tmp_path / "good", 2)
+    out = tmp_path / "odd"
+    await make_crawl(out, 3)
+    with sqlite3.connect(out / "crawl.db") as db:
+        db.execute("UPDATE pages SET fetched_at = 9e999, elapsed_ms = -9e999 WHERE id = 2")
+    db.close()
+    async with dashboard([tmp_path]) as served, session(served) as http:
+
+        async def strict_json(path: str) -> Any:
+            async with http.get(served.base + path) as response:
+                assert response.status == 200, path
+                return json.loads(await response.text(), parse_constant=strict)
+
+        crawls = {c["name"]: c for c in (await strict_json("/api/overview"))["crawls"]}
+        assert crawls["good"]["pages"] == 2 and crawls["odd"]["pages"] == 3
+        detail = await strict_json(f"/api/crawls/{crawls['odd']['id']}")
+        [page] = [p for p in detail["last_pages"] if p["id"] == 2]
+        assert page["fetched_at"] is None and page["elapsed_ms"] is None
+        record = await strict_json(f"/api/crawls/{crawls['odd']['id']}/pages/2")
+        assert record["fetched_at"] is None and record["url"] == "http://h1.test/1"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import sqlite3
 import threading
 import time
@@ -94,6 +95,11 @@ def _cut(column: str) -> str:
         f"CASE typeof({name}) WHEN 'text' THEN substr({name}, 1, {TEXT_CHARS + 1}) "
         f"WHEN 'blob' THEN '<' || length({name}) || ' bytes>' ELSE {name} END"
     )
+
+
+def _finite(value: Any) -> Any:
+    """``value``, but None for an infinite or NaN REAL (a crawl.db may hold one; JSON may not)."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def _host(url: str) -> str:
@@ -175,7 +181,7 @@ class CrawlView:
                 self._count(row)
 
     def _count(self, row: tuple[Any, ...]) -> None:
-        ident, url, status, error, fetched_at, elapsed_ms, title, size, depth = row
+        ident, url, status, error, fetched_at, elapsed_ms, title, size, depth = map(_finite, row)
         self._last_id = ident
         self._pages += 1
         if isinstance(fetched_at, int | float):
@@ -226,7 +232,7 @@ class CrawlView:
                 return None
         if row is None:
             return None
-        out = dict(zip(names, row, strict=True))
+        out = {name: _finite(value) for name, value in zip(names, row, strict=True)}
         for key, value in out.items():
             if isinstance(value, str) and len(value) > TEXT_CHARS:
                 out[key] = value[:TEXT_CHARS] + " [...]"
