@@ -22,6 +22,7 @@ import sqlite3
 import threading
 import time
 from collections import Counter, deque
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -107,6 +108,17 @@ def _host(url: str) -> str:
         return urlsplit(url).netloc[:200] or "?"
     except ValueError:
         return "?"
+
+
+@dataclass(frozen=True, slots=True)
+class Live:
+    """A crawl's state as status.json (or stats.json) tells it."""
+
+    state: str
+    stats: dict[str, Any]
+    held_back: list[dict[str, Any]]
+    error: str | None = None
+    """Why status.json or stats.json could not be read, in one line (None: no problem)."""
 
 
 class CrawlView:
@@ -245,9 +257,8 @@ class CrawlView:
 
     # -- what the page shows ---------------------------------------------------------------
 
-    def live(self) -> tuple[str, dict[str, Any], list[dict[str, Any]], str | None]:
-        """The state, the counters and the held-back hosts, from status.json or stats.json
-        (stats.json when status.json cannot be read), and what is wrong with those files."""
+    def live(self) -> Live:
+        """What status.json says (stats.json when status.json is missing or cannot be read)."""
         errors: list[str] = []
         status = _read(self.path / STATUS_FILE, errors)
         if status is not None:
@@ -255,40 +266,36 @@ class CrawlView:
             stats = status.get("stats")
             held = status.get("held_back") if state in ("running", "paused") else []
             held = [h for h in held if isinstance(h, dict)] if isinstance(held, list) else []
-            return state, stats if isinstance(stats, dict) else {}, held, None
+            return Live(state, stats if isinstance(stats, dict) else {}, held)
         final = _read(self.path / STATS_FILE, errors)
         error = "; ".join(errors) or None
         if final is not None:
-            return "finished", final, [], error
-        return "unknown", {}, [], error
+            return Live("finished", final, [], error)
+        return Live("unknown", {}, [], error)
 
-    def summary(self) -> dict[str, Any]:
-        return self._summary(*self.live())
-
-    def _summary(
-        self, state: str, stats: dict[str, Any], _: Any, error: str | None
-    ) -> dict[str, Any]:
-        rate = stats.get("pages_per_second")
+    def summary(self, live: Live | None = None) -> dict[str, Any]:
+        """The crawl's line in the overview (of ``live``, else read now)."""
+        live = live or self.live()
+        rate = live.stats.get("pages_per_second")
         return {
             "id": self.ident,
             "name": self.path.name,
             "path": str(self.path),
-            "state": state,
-            "pages": max(self._pages, _int(stats.get("pages"))),
+            "state": live.state,
+            "pages": max(self._pages, _int(live.stats.get("pages"))),
             "pages_per_second": rate if isinstance(rate, int | float) else 0,
-            "error": error,
+            "error": live.error,
         }
 
     def detail(self) -> dict[str, Any]:
         """Everything the crawl's page shows."""
         live = self.live()
-        state, stats, held, _ = live
         with self._lock:
             return {
-                **self._summary(*live),
-                "stats": stats,
-                "held_back": held[:20],
-                "rate": self._rate(state),
+                **self.summary(live),
+                "stats": live.stats,
+                "held_back": live.held_back[:20],
+                "rate": self._rate(live.state),
                 "statuses": dict(self._statuses.most_common(30)),
                 "errors": [
                     {"reason": reason, "count": count, "examples": examples}
@@ -372,7 +379,7 @@ def _read(path: Path, errors: list[str]) -> dict[str, Any] | None:
 def _state(status: dict[str, Any]) -> str:
     """status.json's state; ``interrupted`` if it says running but is no longer rewritten."""
     state = str(status.get("state", "unknown"))[:40]
-    updated = status.get("updated")  # compared, not subtracted: 1e400 is a JSON number too
+    updated = status.get("updated")  # compared, not subtracted: 10**400 is JSON too
     stale = not (isinstance(updated, int | float) and updated >= time.time() - STALE_AFTER)
     return "interrupted" if state in ("running", "paused") and stale else state
 
