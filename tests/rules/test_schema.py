@@ -311,3 +311,43 @@ def test_patterns_that_backtrack_without_end_in_re_run_in_linear_time(tmp_path: 
     _page, found = evaluate_body(rules, "https://x.test/page", body)
     assert found is not None and found.items == [{"n": None, "p": None}]
     assert time.monotonic() - started < 2
+
+
+LONG = 20_000
+
+
+@pytest.mark.parametrize(
+    ("text", "start"),
+    [
+        (HEAD + f'[[rule.field]]\nname = "f"\nxpath = "{"(" * LONG}"\n', "bad XPath '((("),
+        (HEAD + f'[rule.record]\nxpath = "//a[{"1" * LONG}"\n', "bad XPath '//a[111"),
+        (HEAD + f'[[rule.field]]\nname = "f"\ncss = "a!{"b" * LONG}"\n', "bad CSS selector 'a!bb"),
+        (HEAD + f'[[rule.link]]\ncss = "{"::" * LONG}"\n', "bad CSS selector '::::"),
+        (
+            HEAD
+            + f'[rule.record]\ncss = "li"\n[[rule.field]]\nname = "f"\nxpath = "//{"a" * LONG}"\n',
+            "xpath '//aaa",
+        ),
+        (HEAD + f'[[rule.field]]\nname = "f"\njsonld = "T.{"." * LONG}"\n', "jsonld path 'T..."),
+        (HEAD + f'[[rule.field]]\nname = "f"\ncss = "a"\nattr = "{"=" * LONG}"\n', "attr '==="),
+        (
+            HEAD
+            + f'[[rule.field]]\nname = "f"\ncss = "a"\nprocess = [{{date = "%Q{"x" * LONG}"}}]\n',
+            "date: bad format '%Qxxx",
+        ),
+        (
+            HEAD
+            + '[[rule.field]]\nname = "f"\ncss = "a"\n'
+            + f'process = [{{regex = "{"a" * LONG}", group = 3}}]\n',
+            "regex: no group 3 in 'aaa",
+        ),
+    ],
+)
+def test_a_long_selector_or_path_is_cut_in_its_message(
+    tmp_path: Path, text: str, start: str
+) -> None:
+    """A rule's XPath, CSS selector, path or format is quoted cut to 80 characters, as
+    regexes are: a 40 KB expression does not make a 40 KB line."""
+    [found] = problems(tmp_path, text)
+    assert start in found, found[:200]
+    assert len(found) < 500 and "...'" in found, len(found)

@@ -23,6 +23,7 @@ from redis.asyncio import Redis
 from tests.cluster.harness import FAST, WEB_ARGS, output, small_web, worker_args
 from tests.redis_server import RedisServer
 from tests.ui.server import Served, dashboard
+from tests.ui.test_crawls import make_crawl
 
 from gossamer.cluster import DEFAULT_JOB
 from gossamer.cluster.control import Control
@@ -219,3 +220,20 @@ async def test_a_job_its_workers_and_its_controls(browser: Browser, tmp_path: Pa
                     with contextlib.suppress(ProcessLookupError):
                         worker.kill()
                     await worker.wait()
+
+
+async def test_a_crawl_whose_status_json_is_malformed_shows_why(
+    browser: Browser, tmp_path: Path
+) -> None:
+    await make_crawl(tmp_path / "good", 3)
+    await make_crawl(tmp_path / "nested", 2)
+    (tmp_path / "nested" / "status.json").write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    why = "status.json: JSON nested deeper than 32 levels"
+    async with dashboard([tmp_path]) as served:
+        page = await open_page(browser, served, "")
+        await page.locator("#crawl-list .crawl-error").wait_for()
+        assert await page.locator("#crawl-list a").count() == 2  # the good one too
+        assert await page.locator("#crawl-list .crawl-error").all_inner_texts() == [why]
+        await page.locator("#crawl-list a", has_text="nested").click()
+        await page.locator("#main p.error", has_text=why).wait_for()
+        await page.close()

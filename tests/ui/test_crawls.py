@@ -91,18 +91,20 @@ async def test_the_state_comes_from_status_json(tmp_path: Path) -> None:
     await make_crawl(out, 3)
     [view] = Crawls([tmp_path]).refresh_list()
     (out / "stats.json").write_text(json.dumps({"pages": 3, "pages_per_second": 1.5}))
-    assert view.live()[0] == "finished"
+    assert view.live().state == "finished"
     held = [{"host": "http://h.test", "reason": "crawl-delay", "wait": 2.0, "queued": 4,
              "in_flight": 0}]  # fmt: skip
     status = {"state": "running", "updated": time.time(), "stats": {"pages": 3, "queued": 9},
               "held_back": held}  # fmt: skip
     write_status(out / "status.json", status)
-    state, stats, held_back = view.live()
-    assert state == "running" and stats["queued"] == 9 and held_back == held
+    live = view.live()
+    assert live.state == "running" and live.stats["queued"] == 9 and live.held_back == held
+    assert live.error is None
     write_status(out / "status.json", {**status, "updated": time.time() - 60})
-    assert view.live()[0] == "interrupted"  # the crawl died without a word
+    assert view.live().state == "interrupted"  # the crawl died without a word
     (out / "status.json").write_text("[not json")
-    assert view.live()[0] == "finished"
+    live = view.live()
+    assert live.state == "finished" and str(live.error).startswith("status.json: not valid JSON")
 
 
 async def test_the_log_tail_reads_only_the_end(tmp_path: Path) -> None:

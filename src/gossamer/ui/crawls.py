@@ -5,7 +5,9 @@ subfolders, e.g. the workers' folders of a cluster job). Its page records are re
 crawl.db opened read-only (``mode=ro``: a running crawl is not disturbed), a batch of new rows
 at each look, so the figures grow with the crawl and a long crawl is read once, not at every
 look. Its live counters and held-back hosts come from status.json (rewritten by the crawl
-every few seconds), its final ones from stats.json, its log from the tail of crawl.log.
+every few seconds), its final ones from stats.json, its log from the tail of crawl.log, each
+read through :mod:`gossamer.ui.files` (bounded; a file that cannot be shown is the crawl's
+``error``, and the other crawls are shown as ever).
 
 Everything read is the crawl's output, i.e. pages of the web: it reaches the page as JSON and
 is shown as text, never as HTML.
@@ -14,15 +16,18 @@ is shown as text, never as HTML.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
+import math
 import sqlite3
 import threading
 import time
 from collections import Counter, deque
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+from gossamer.ui.files import FileError, open_file, parse_json, read_json
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +53,14 @@ MAX_FOLDERS = 1_000
 """Subfolders of an ``--out`` folder looked into, at most."""
 TEXT_CHARS = 20_000
 """Characters of a record's long text fields shown."""
+URL_CHARS = 4_096
+"""Characters of a URL read for the lists (the record shows it to :data:`TEXT_CHARS`)."""
 
-_COLUMNS = "id, url, status, error, fetched_at, elapsed_ms, title, bytes, depth"
+# The texts are cut by SQLite, never read whole into Python: a crawl.db may hold anything.
+_COLUMNS = (
+    f"id, substr(url, 1, {URL_CHARS}), status, substr(error, 1, 300), fetched_at, "
+    "elapsed_ms, substr(title, 1, 200), bytes, depth"
+)
 
 
 def crawl_id(path: Path) -> str:
@@ -73,16 +84,23 @@ def discover(outs: list[Path]) -> dict[str, Path]:
     return found
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def _reason(error: str) -> str:
     return error.split(":", 1)[0].strip()[:80] or "error"
+
+
+def _cut(column: str) -> str:
+    """SQL for ``column`` (any name) as the record shows it: a text of more than
+    :data:`TEXT_CHARS` characters cut after one more, a blob as its size."""
+    name = '"' + column.replace('"', '""') + '"'
+    return (
+        f"CASE typeof({name}) WHEN 'text' THEN substr({name}, 1, {TEXT_CHARS + 1}) "
+        f"WHEN 'blob' THEN '<' || length({name}) || ' bytes>' ELSE {name} END"
+    )
+
+
+def _finite(value: Any) -> Any:
+    """``value``, but None for an infinite or NaN REAL (a crawl.db may hold one; JSON may not)."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def _host(url: str) -> str:
@@ -90,6 +108,17 @@ def _host(url: str) -> str:
         return urlsplit(url).netloc[:200] or "?"
     except ValueError:
         return "?"
+
+
+@dataclass(frozen=True, slots=True)
+class Live:
+    """A crawl's state as status.json (or stats.json) tells it."""
+
+    state: str
+    stats: dict[str, Any]
+    held_back: list[dict[str, Any]]
+    error: str | None = None
+    """Why status.json or stats.json could not be read, in one line (None: no problem)."""
 
 
 class CrawlView:
@@ -164,7 +193,7 @@ class CrawlView:
                 self._count(row)
 
     def _count(self, row: tuple[Any, ...]) -> None:
-        ident, url, status, error, fetched_at, elapsed_ms, title, size, depth = row
+        ident, url, status, error, fetched_at, elapsed_ms, title, size, depth = map(_finite, row)
         self._last_id = ident
         self._pages += 1
         if isinstance(fetched_at, int | float):
@@ -202,19 +231,23 @@ class CrawlView:
         )
 
     def record(self, page: int) -> dict[str, Any] | None:
-        """The whole record of page row ``page`` (long texts cut)."""
+        """The whole record of page row ``page`` (long texts cut, blobs by their size)."""
         with self._lock:
-            cursor = self._connect().execute("SELECT * FROM pages WHERE id = ?", (page,))
-            row = cursor.fetchone()
-            names = [d[0] for d in cursor.description]
+            try:
+                conn = self._connect()
+                names = [str(info[1]) for info in conn.execute("PRAGMA table_info(pages)")]
+                columns = ", ".join(_cut(name) for name in names)
+                query = f"SELECT {columns} FROM pages WHERE id = ?"
+                row = conn.execute(query, (page,)).fetchone()
+            except sqlite3.Error as exc:
+                log.warning("cannot read %s: %s", self.path / DB_FILE, exc)
+                return None
         if row is None:
             return None
-        out = dict(zip(names, row, strict=True))
+        out = {name: _finite(value) for name, value in zip(names, row, strict=True)}
         for key, value in out.items():
             if isinstance(value, str) and len(value) > TEXT_CHARS:
                 out[key] = value[:TEXT_CHARS] + " [...]"
-            elif isinstance(value, bytes):
-                out[key] = f"<{len(value)} bytes>"
         return out
 
     def close(self) -> None:
@@ -224,44 +257,45 @@ class CrawlView:
 
     # -- what the page shows ---------------------------------------------------------------
 
-    def live(self) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
-        """The state, the counters and the held-back hosts, from status.json or stats.json."""
-        status = _read_json(self.path / STATUS_FILE)
-        final = _read_json(self.path / STATS_FILE)
+    def live(self) -> Live:
+        """What status.json says (stats.json when status.json is missing or cannot be read)."""
+        errors: list[str] = []
+        status = _read(self.path / STATUS_FILE, errors)
         if status is not None:
-            state = str(status.get("state", "unknown"))
-            updated = status.get("updated")
-            stale = not isinstance(updated, int | float) or time.time() - updated > STALE_AFTER
-            if state in ("running", "paused") and stale:
-                state = "interrupted"
-            stats = status.get("stats") if isinstance(status.get("stats"), dict) else {}
+            state = _state(status)
+            stats = status.get("stats")
             held = status.get("held_back") if state in ("running", "paused") else []
-            return state, stats or {}, held if isinstance(held, list) else []
+            held = [h for h in held if isinstance(h, dict)] if isinstance(held, list) else []
+            return Live(state, stats if isinstance(stats, dict) else {}, held)
+        final = _read(self.path / STATS_FILE, errors)
+        error = "; ".join(errors) or None
         if final is not None:
-            return "finished", final, []
-        return "unknown", {}, []
+            return Live("finished", final, [], error)
+        return Live("unknown", {}, [], error)
 
-    def summary(self) -> dict[str, Any]:
-        state, stats, _ = self.live()
+    def summary(self, live: Live | None = None) -> dict[str, Any]:
+        """The crawl's line in the overview (of ``live``, else read now)."""
+        live = live or self.live()
+        rate = live.stats.get("pages_per_second")
         return {
             "id": self.ident,
             "name": self.path.name,
             "path": str(self.path),
-            "state": state,
-            "pages": max(self._pages, _int(stats.get("pages"))),
-            "pages_per_second": stats.get("pages_per_second", 0),
+            "state": live.state,
+            "pages": max(self._pages, _int(live.stats.get("pages"))),
+            "pages_per_second": rate if isinstance(rate, int | float) else 0,
+            "error": live.error,
         }
 
     def detail(self) -> dict[str, Any]:
         """Everything the crawl's page shows."""
-        state, stats, held = self.live()
+        live = self.live()
         with self._lock:
             return {
-                **self.summary(),
-                "state": state,
-                "stats": stats,
-                "held_back": held[:20],
-                "rate": self._rate(state),
+                **self.summary(live),
+                "stats": live.stats,
+                "held_back": live.held_back[:20],
+                "rate": self._rate(live.state),
                 "statuses": dict(self._statuses.most_common(30)),
                 "errors": [
                     {"reason": reason, "count": count, "examples": examples}
@@ -290,15 +324,18 @@ class CrawlView:
         return out
 
     def log_tail(self, level: str) -> list[dict[str, Any]]:
-        """The last lines of crawl.log at ``level`` or above (read from its end only)."""
+        """The last lines of crawl.log at ``level`` or above (read from its end only; none
+        if it is not a regular file)."""
         floor = LEVELS.index(level)
-        path = self.path / LOG_FILE
         try:
-            with path.open("rb") as handle:
+            handle = open_file(self.path / LOG_FILE)
+            if handle is None:
+                return []
+            with handle:
                 size = handle.seek(0, 2)
                 handle.seek(max(0, size - LOG_TAIL_BYTES))
                 data = handle.read(LOG_TAIL_BYTES)
-        except OSError:
+        except (OSError, FileError):
             return []
         lines = data.split(b"\n")
         if size > LOG_TAIL_BYTES:
@@ -315,8 +352,8 @@ def _log_entry(line: bytes) -> dict[str, Any] | None:
     if not line.strip():
         return None
     try:
-        data = json.loads(line)
-    except ValueError:
+        data = parse_json(line)
+    except FileError:
         data = {"message": line.decode("utf-8", "replace")}
     if not isinstance(data, dict):
         return None
@@ -328,6 +365,23 @@ def _log_entry(line: bytes) -> dict[str, Any] | None:
         "event": str(data.get("event", ""))[:80],
         "message": str(data.get("message", ""))[:2000],
     }
+
+
+def _read(path: Path, errors: list[str]) -> dict[str, Any] | None:
+    """The JSON object in ``path``; None (with why in ``errors``) if it cannot be read."""
+    try:
+        return read_json(path)
+    except FileError as exc:
+        errors.append(str(exc))
+        return None
+
+
+def _state(status: dict[str, Any]) -> str:
+    """status.json's state; ``interrupted`` if it says running but is no longer rewritten."""
+    state = str(status.get("state", "unknown"))[:40]
+    updated = status.get("updated")  # compared, not subtracted: 10**400 is JSON too
+    stale = not (isinstance(updated, int | float) and updated >= time.time() - STALE_AFTER)
+    return "interrupted" if state in ("running", "paused") and stale else state
 
 
 def _int(value: Any) -> int:

@@ -15,7 +15,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from selectolax.lexbor import LexborHTMLParser
 
 from gossamer.extract.rules.model import Document, Field, LinkRule, Record, Rule, Sample
-from gossamer.extract.rules.patterns import Pattern, compile_pattern, compile_url_pattern
+from gossamer.extract.rules.patterns import (
+    Pattern,
+    compile_pattern,
+    compile_url_pattern,
+    show,
+)
 from gossamer.extract.rules.processors import RuleFunction, compile_processors
 from gossamer.extract.rules.sources import (
     CssSource,
@@ -250,7 +255,7 @@ def _check_css(selector: str) -> str | None:
     try:
         _PROBE.css(selector)
     except Exception:
-        return f"bad CSS selector {selector!r}"
+        return f"bad CSS selector {show(selector)}"
     return None
 
 
@@ -260,7 +265,7 @@ def _check_xpath(expression: str) -> str | None:
     try:
         etree.XPath(expression)
     except etree.XPathSyntaxError as exc:
-        return f"bad XPath {expression!r}: {exc}"
+        return f"bad XPath {show(expression)}: {str(exc)[:200]}"
     return None
 
 
@@ -313,7 +318,7 @@ def _field(
     if spec.attr is not None and kind not in ("css", "xpath"):
         report(f"attr applies to css and xpath fields, not {kind}")
     elif not _ATTRIBUTE.fullmatch(attr):
-        report(f"attr {attr!r} is not text, html or an attribute name")
+        report(f"attr {show(attr)} is not text, html or an attribute name")
     try:
         source = _source(kind, getattr(spec, kind), attr, record)
         process = compile_processors(spec.process, functions)
@@ -331,7 +336,7 @@ def _source(kind: str, value: str, attr: str, record: _RecordSpec | None) -> Sou
     if kind == "xpath":
         if record is not None and value.lstrip().startswith("/"):
             raise ValueError(
-                f"xpath {value!r} inside a record must be relative to it ('.//h2', not '//h2')"
+                f"xpath {show(value)} inside a record must be relative to it ('.//h2', not '//h2')"
             )
         _raise(_check_xpath(value))
         return XPathSource(value, attr)
@@ -340,7 +345,7 @@ def _source(kind: str, value: str, attr: str, record: _RecordSpec | None) -> Sou
     if kind == "jsonld":
         type_name, *keys = value.split(".")
         if not all(part.strip() for part in [type_name, *keys]):
-            raise ValueError(f"jsonld path {value!r} is not Type.key.key (or *.key)")
+            raise ValueError(f"jsonld path {show(value)} is not Type.key.key (or *.key)")
         return JsonLdSource(type_name, tuple(keys))
     if not value.strip():
         raise ValueError("the meta name is empty")

@@ -28,7 +28,14 @@ from typing import Any, Protocol, cast
 
 import re2
 
-__all__ = ["MAX_URL_PROGRAM", "Match", "Pattern", "compile_pattern", "compile_url_pattern"]
+__all__ = [
+    "MAX_URL_PROGRAM",
+    "Match",
+    "Pattern",
+    "compile_pattern",
+    "compile_url_pattern",
+    "show",
+]
 
 MAX_URL_PROGRAM = 1000
 """The most RE2 instructions a URL pattern compiles to (a 2 KB URL then costs at most about
@@ -73,7 +80,7 @@ def compile_url_pattern(text: str) -> Pattern:
     pattern = compile_pattern(text)
     if pattern.programsize > MAX_URL_PROGRAM:
         raise ValueError(
-            f"regex {_show(text)} compiles to {pattern.programsize} RE2 instructions, over "
+            f"regex {show(text)} compiles to {pattern.programsize} RE2 instructions, over "
             f"{MAX_URL_PROGRAM}: a URL pattern is matched on every URL and its cost grows with "
             "its size (write it shorter)"
         )
@@ -89,12 +96,12 @@ def compile_pattern(text: str) -> Pattern:
         reason = exc.args[0] if exc.args else exc
         if isinstance(reason, bytes):
             reason = reason.decode("utf-8", "replace")
-        message = f"bad regex {_show(text)}: {reason}"
+        message = f"bad regex {show(text)}: {reason}"
         if _unsupported(str(reason)):
             message += f" ({_UNSUPPORTED})"
         raise ValueError(message) from None
     except (TypeError, ValueError, OverflowError) as exc:
-        raise ValueError(f"bad regex {_show(text)}: {exc}") from None
+        raise ValueError(f"bad regex {show(text)}: {exc}") from None
 
 
 def _unsupported(reason: str) -> bool:
@@ -104,5 +111,7 @@ def _unsupported(reason: str) -> bool:
     )
 
 
-def _show(text: str) -> str:
+def show(text: str) -> str:
+    """``text`` (a rule's pattern, selector or path) quoted for a one-line message: cut to
+    80 characters, as a document may hold one of many kilobytes."""
     return repr(text if len(text) <= 80 else text[:77] + "...")

@@ -53,7 +53,7 @@ from datetime import date, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from gossamer.extract.rules.patterns import Pattern, compile_pattern
+from gossamer.extract.rules.patterns import Pattern, compile_pattern, show
 from gossamer.safe import safe_text
 from gossamer.urls import Resolver
 
@@ -252,10 +252,10 @@ def _date_format(pattern: str) -> str:
         datetime.strptime("", pattern)
     except ValueError as exc:
         if not str(exc).startswith("time data"):  # the format's fault, not the text's
-            raise ValueError(f"date: bad format {pattern!r}: {exc}") from None
+            raise ValueError(f"date: bad format {show(pattern)}: {str(exc)[:200]}") from None
     except re.error as exc:  # '%Y%Y': strptime's own regex of the format does not compile
         reason = f"{exc} (each directive may appear once)"
-        raise ValueError(f"date: bad format {pattern!r}: {reason}") from None
+        raise ValueError(f"date: bad format {show(pattern)}: {reason}") from None
     return pattern
 
 
@@ -481,7 +481,7 @@ def _regex_processor(pattern_text: str, group: Any) -> Callable[[Any, str], Any]
     if isinstance(group, bool) or not isinstance(group, (int, str)):
         raise ValueError(f"regex: group must be a number or a name, got {_kind(group)}")
     if isinstance(group, int) and not 0 <= group <= pattern.groups:
-        raise ValueError(f"regex: no group {group} in {pattern_text!r}")
+        raise ValueError(f"regex: no group {group} in {show(pattern_text)}")
     if isinstance(group, str) and group not in pattern.groupindex:
-        raise ValueError(f"regex: no group named {group!r} in {pattern_text!r}")
+        raise ValueError(f"regex: no group named {show(group)} in {show(pattern_text)}")
     return _regex(pattern, group)

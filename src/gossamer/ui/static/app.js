@@ -49,7 +49,8 @@ async function refreshList() {
     const crawls = data.crawls.map((c) => el("li", {},
       el("a", { href: `#/crawl/${c.id}`, "data-id": `crawl/${c.id}`, title: c.path },
         el("span", { class: "name", text: c.name }), badge(c.state),
-        el("span", { class: "muted small", text: `${fmt(c.pages)} pages` }))));
+        el("span", { class: "muted small", text: `${fmt(c.pages)} pages` }),
+        c.error && el("span", { class: "error small crawl-error", text: c.error }))));
     document.getElementById("crawl-list").replaceChildren(
       ...(crawls.length ? crawls : [el("li", { class: "muted", text: "no crawl found" })]));
     document.getElementById("jobs-title").hidden = !data.redis;
@@ -82,6 +83,7 @@ function showCrawl(id) {
     title: el("h2", { text: "crawl" }),
     state: el("span"),
     path: el("p", { class: "muted small" }),
+    fileError: el("p", { class: "error", hidden: true }),
     cards: el("div", { class: "cards" }),
     fresh: section("Freshness"),
     chart: el("div", { class: "chart-box" }),
@@ -93,8 +95,8 @@ function showCrawl(id) {
   };
   parts.level.value = "info";
   document.getElementById("main").replaceChildren(
-    el("div", { class: "title" }, parts.title, parts.state), parts.path, parts.error, parts.cards,
-    parts.fresh,
+    el("div", { class: "title" }, parts.title, parts.state), parts.path, parts.fileError,
+    parts.error, parts.cards, parts.fresh,
     section("Pages/s per minute", parts.chart),
     el("div", { class: "columns" },
       section("Held back by politeness", parts.held),
@@ -119,6 +121,8 @@ function renderCrawl(id, d, parts) {
   parts.title.textContent = d.name;
   parts.state.replaceChildren(badge(d.state));
   parts.path.textContent = d.path;
+  parts.fileError.hidden = !d.error;
+  parts.fileError.textContent = d.error || "";
   parts.cards.replaceChildren(
     card("pages", fmt(d.pages), "pages"),
     card("pages/s", fmt(s.pages_per_second, 1), "pages_per_second"),
