@@ -270,7 +270,7 @@ async def test_cookies_txt_within_the_domain(site: tuple[Server, int], tmp_path:
     async with fetcher(auth) as f:
         page = await f.fetch(f"http://intranet.test:{port}/echo")
         other = await f.fetch(f"http://other.test:{port}/echo")
-    assert json.loads(page.body)["Cookie"] == "session=abc; long=def"
+    assert json.loads(page.body)["Cookie"] == "long=def; session=abc"  # longer path first
     assert "Cookie" not in json.loads(other.body)
     path.write_text("intranet.test\tFALSE\t/\n")
     with pytest.raises(ValueError, match="line 1"):

@@ -18,13 +18,17 @@ character can reach a request header).
 Bounds: at most `MAX_COOKIE_BYTES` per cookie (name and value), `MAX_PER_DOMAIN` per site (a
 registrable domain, eTLD+1, with all its hosts: past it the site's least recently set cookie
 goes, never another site's) and `MAX_COOKIES` in all (the least recently set goes first); at
-most `MAX_SET_COOKIES` ``Set-Cookie`` lines of one answer are read. The Public Suffix List is
+most `MAX_SET_COOKIES` ``Set-Cookie`` lines of one answer are read. A request's ``Cookie``
+header holds at most `MAX_HEADER_BYTES`: the cookies in RFC 6265 5.4's order (longer paths
+first, then the earlier created), those that no longer fit left out, so a site's hosts cannot
+make another host's requests too big for its server to take. The Public Suffix List is
 the one ``publicsuffixlist`` ships (no network), read once, when a cookie first needs it.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import time
 from collections import OrderedDict
@@ -60,6 +64,10 @@ MAX_PER_DOMAIN = 200
 cannot crowd the others out, however many hosts it has."""
 MAX_COOKIE_BYTES = 4096
 """The longest cookie (name and value) kept (RFC 6265 6.1)."""
+MAX_HEADER_BYTES = 7168
+"""The longest ``Cookie`` header a request carries (7 KiB: with its name, one header line
+within nginx's 8 KiB buffer and Apache's 8190-byte field limit; a site's sibling hosts may
+hold 200 cookies of 4 KiB, 800 KB, which a server answers 400 or 431)."""
 MAX_SET_COOKIES = 100
 """The most ``Set-Cookie`` lines of one answer read."""
 MAX_AGE = 400 * 86_400
@@ -92,6 +100,10 @@ class CookieJar:
         """The cookies by their domain (what a request's host looks up)."""
         self._sites: dict[str, dict[Key, None]] = {}
         """The cookies' keys by site (`site_of` their domain), the least recently set first."""
+        self._created: dict[Key, int] = {}
+        """When each cookie was first set, as a count (a cookie set again keeps its own:
+        RFC 6265 5.3 step 11.3): the order of a ``Cookie`` header's equal paths."""
+        self._serial = itertools.count()
         self._secure = 0
         self._clock = clock
         self._on_change = on_change
@@ -119,16 +131,24 @@ class CookieJar:
         host, path = _host(parts.hostname), parts.path or "/"
         secure = parts.scheme == "https"
         now = self._clock()
+        rows = [
+            row
+            for domain in _domains_of(host)
+            for row in self._domains.get(domain, {}).values()
+            if (domain == host or not row[6])
+            and _path_match(path, row[1])
+            and (secure or not row[4])
+            and (row[5] is None or row[5] > now)
+        ]
+        if len(rows) > 1:
+            rows.sort(key=lambda row: (-len(row[1]), self._created[row[:3]]))
         pairs = []
-        for domain in _domains_of(host):
-            for row in self._domains.get(domain, {}).values():
-                if (
-                    (domain == host or not row[6])
-                    and _path_match(path, row[1])
-                    and (secure or not row[4])
-                    and (row[5] is None or row[5] > now)
-                ):
-                    pairs.append(f"{row[2]}={row[3]}" if row[2] else row[3])
+        size = -2  # the first pair has no "; " before it
+        for row in rows:
+            pair = f"{row[2]}={row[3]}" if row[2] else row[3]
+            if size + 2 + len(pair) <= MAX_HEADER_BYTES:
+                pairs.append(pair)
+                size += 2 + len(pair)
         return "; ".join(pairs) or None
 
     def add(self, rows: Iterable[Sequence[object]]) -> None:
@@ -191,6 +211,7 @@ class CookieJar:
         """Keep ``row`` as the most recently set cookie; return the keys evicted for it."""
         key = row[:3]
         evicted = []
+        created = self._created.get(key)
         if not self._drop(key):
             site = self._sites.get(site_of(key[0]), {})
             if len(site) >= MAX_PER_DOMAIN:
@@ -199,12 +220,13 @@ class CookieJar:
                 evicted.append(next(iter(self._cookies)))
             for oldest in evicted:
                 self._drop(oldest)
-        self._put(row)
+        self._put(row, created)
         return evicted
 
-    def _put(self, row: CookieRow) -> None:
+    def _put(self, row: CookieRow, created: int | None = None) -> None:
         key = row[:3]
         self._cookies[key] = row
+        self._created[key] = next(self._serial) if created is None else created
         self._domains.setdefault(row[0], {})[key] = row
         self._sites.setdefault(site_of(row[0]), {})[key] = None
         self._secure += row[4]
@@ -214,6 +236,7 @@ class CookieJar:
         if row is None:
             return False
         self._secure -= row[4]
+        del self._created[key]
         _discard(self._domains, key[0], key)
         _discard(self._sites, site_of(key[0]), key)
         return True
