@@ -19,9 +19,10 @@ Bounds: at most `MAX_COOKIE_BYTES` per cookie (name and value), `MAX_PER_DOMAIN`
 registrable domain, eTLD+1, with all its hosts: past it the site's least recently set cookie
 goes, never another site's) and `MAX_COOKIES` in all (the least recently set goes first); at
 most `MAX_SET_COOKIES` ``Set-Cookie`` lines of one answer are read. A request's ``Cookie``
-header holds at most `MAX_HEADER_BYTES`: the cookies in RFC 6265 5.4's order (longer paths
-first, then the earlier created), those that no longer fit left out, so a site's hosts cannot
-make another host's requests too big for its server to take. The Public Suffix List is
+header holds at most `MAX_HEADER_BYTES` (a login domain's, `MAX_LOGIN_HEADER_BYTES`): the
+cookies in RFC 6265 5.4's order (longer paths first, then the earlier created), those that no
+longer fit left out, so a site's hosts cannot make another host's requests too big for its
+server to take. The Public Suffix List is
 the one ``publicsuffixlist`` ships (no network), read once, when a cookie first needs it.
 """
 
@@ -68,6 +69,10 @@ MAX_HEADER_BYTES = 7168
 """The longest ``Cookie`` header a request carries (7 KiB: with its name, one header line
 within nginx's 8 KiB buffer and Apache's 8190-byte field limit; a site's sibling hosts may
 hold 200 cookies of 4 KiB, 800 KB, which a server answers 400 or 431)."""
+MAX_LOGIN_HEADER_BYTES = 32768
+"""The longest ``Cookie`` header of a login domain's request (32 KiB, what Kestrel takes of
+all headers): a single sign-on session may be several cookies of 4 KiB, ASP.NET's in chunks,
+and only the login domain's own hosts set them (no other site's cookie covers it)."""
 MAX_SET_COOKIES = 100
 """The most ``Set-Cookie`` lines of one answer read."""
 MAX_AGE = 400 * 86_400
@@ -123,8 +128,8 @@ class CookieJar:
         now = self._clock()
         return [r for r in self._cookies.values() if r[5] is None or r[5] > now]
 
-    def header(self, url: str) -> str | None:
-        """The ``Cookie`` header for ``url``, or None."""
+    def header(self, url: str, limit: int = MAX_HEADER_BYTES) -> str | None:
+        """The ``Cookie`` header for ``url`` of at most ``limit`` characters, or None."""
         if not self._cookies:
             return None
         parts = urlsplit(url)
@@ -146,7 +151,7 @@ class CookieJar:
         size = -2  # the first pair has no "; " before it
         for row in rows:
             pair = f"{row[2]}={row[3]}" if row[2] else row[3]
-            if size + 2 + len(pair) <= MAX_HEADER_BYTES:
+            if size + 2 + len(pair) <= limit:
                 pairs.append(pair)
                 size += 2 + len(pair)
         return "; ".join(pairs) or None
