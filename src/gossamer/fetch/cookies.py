@@ -101,13 +101,12 @@ class CookieJar:
         """Every cookie, the least recently set first. Ordered, not a dict: a dict finds its
         oldest key by scanning past every key deleted before it (a site's, in ``_sites``,
         are dicts: at most `MAX_PER_DOMAIN`, the scan is short)."""
-        self._domains: dict[str, dict[Key, CookieRow]] = {}
-        """The cookies by their domain (what a request's host looks up)."""
+        self._domains: dict[str, dict[Key, tuple[int, CookieRow]]] = {}
+        """The cookies by their domain (what a request's host looks up), each with when it
+        was first set, as a count (set again, it keeps it: RFC 6265 5.3 step 11.3), which
+        orders a ``Cookie`` header's cookies of equal paths."""
         self._sites: dict[str, dict[Key, None]] = {}
         """The cookies' keys by site (`site_of` their domain), the least recently set first."""
-        self._created: dict[Key, int] = {}
-        """When each cookie was first set, as a count (a cookie set again keeps its own:
-        RFC 6265 5.3 step 11.3): the order of a ``Cookie`` header's equal paths."""
         self._serial = itertools.count()
         self._secure = 0
         self._clock = clock
@@ -136,25 +135,23 @@ class CookieJar:
         host, path = _host(parts.hostname), parts.path or "/"
         secure = parts.scheme == "https"
         now = self._clock()
-        rows = [
-            row
-            for domain in _domains_of(host)
-            for row in self._domains.get(domain, {}).values()
-            if (domain == host or not row[6])
-            and _path_match(path, row[1])
-            and (secure or not row[4])
-            and (row[5] is None or row[5] > now)
-        ]
-        if len(rows) > 1:
-            rows.sort(key=lambda row: (-len(row[1]), self._created[row[:3]]))
-        pairs = []
-        size = -2  # the first pair has no "; " before it
-        for row in rows:
-            pair = f"{row[2]}={row[3]}" if row[2] else row[3]
-            if size + 2 + len(pair) <= limit:
-                pairs.append(pair)
-                size += 2 + len(pair)
-        return "; ".join(pairs) or None
+        found = []
+        for domain in _domains_of(host):
+            for created, row in self._domains.get(domain, {}).values():
+                if (
+                    (domain == host or not row[6])
+                    and _path_match(path, row[1])
+                    and (secure or not row[4])
+                    and (row[5] is None or row[5] > now)
+                ):
+                    pair = f"{row[2]}={row[3]}" if row[2] else row[3]
+                    found.append((-len(row[1]), created, pair))
+        if len(found) <= 1:
+            return found[0][2] if found and len(found[0][2]) <= limit else None
+        found.sort()  # longer paths first, then the first set (RFC 6265 5.4 step 2)
+        pairs = [pair for _, _, pair in found]
+        header = "; ".join(pairs)
+        return header if len(header) <= limit else _within(pairs, limit)
 
     def add(self, rows: Iterable[Sequence[object]]) -> None:
         """Store ``rows`` (an expired one removes its cookie; when its site or the jar is
@@ -216,7 +213,8 @@ class CookieJar:
         """Keep ``row`` as the most recently set cookie; return the keys evicted for it."""
         key = row[:3]
         evicted = []
-        created = self._created.get(key)
+        stored = self._domains.get(key[0], {}).get(key)
+        created = None if stored is None else stored[0]
         if not self._drop(key):
             site = self._sites.get(site_of(key[0]), {})
             if len(site) >= MAX_PER_DOMAIN:
@@ -231,8 +229,8 @@ class CookieJar:
     def _put(self, row: CookieRow, created: int | None = None) -> None:
         key = row[:3]
         self._cookies[key] = row
-        self._created[key] = next(self._serial) if created is None else created
-        self._domains.setdefault(row[0], {})[key] = row
+        created = next(self._serial) if created is None else created
+        self._domains.setdefault(row[0], {})[key] = (created, row)
         self._sites.setdefault(site_of(row[0]), {})[key] = None
         self._secure += row[4]
 
@@ -241,7 +239,6 @@ class CookieJar:
         if row is None:
             return False
         self._secure -= row[4]
-        del self._created[key]
         _discard(self._domains, key[0], key)
         _discard(self._sites, site_of(key[0]), key)
         return True
@@ -261,6 +258,18 @@ def _discard(index: dict[str, dict[Key, _V]], name: str, key: Key) -> None:
     del keys[key]
     if not keys:
         del index[name]
+
+
+def _within(pairs: list[str], limit: int) -> str | None:
+    """``pairs`` joined as a ``Cookie`` header of at most ``limit`` characters: each in turn
+    that still fits."""
+    kept = []
+    size = -2  # the first pair has no "; " before it
+    for pair in pairs:
+        if size + 2 + len(pair) <= limit:
+            kept.append(pair)
+            size += 2 + len(pair)
+    return "; ".join(kept) or None
 
 
 def _domains_of(host: str) -> list[str]:
