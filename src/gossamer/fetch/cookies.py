@@ -20,10 +20,10 @@ registrable domain, eTLD+1, with all its hosts: past it the site's least recentl
 goes, never another site's) and `MAX_COOKIES` in all (the least recently set goes first); at
 most `MAX_SET_COOKIES` ``Set-Cookie`` lines of one answer are read. A request's ``Cookie``
 header holds at most `MAX_HEADER_BYTES` (a login domain's, `MAX_LOGIN_HEADER_BYTES`): the
-cookies in RFC 6265 5.4's order (longer paths first, then the earlier created), those that no
+cookies in RFC 6265 5.4's order (longer paths first, then the first set), those that no
 longer fit left out, so a site's hosts cannot make another host's requests too big for its
-server to take. The Public Suffix List is
-the one ``publicsuffixlist`` ships (no network), read once, when a cookie first needs it.
+server to take. The Public Suffix List is the one ``publicsuffixlist`` ships (no network),
+read once, when a cookie first needs it.
 """
 
 from __future__ import annotations
