@@ -1,7 +1,9 @@
 """Whole crawls with the cookie jar: a site that hands out a session cookie keeps one session
 for the crawl, --resume continues it (crawl.db holds the jar), --cookies off sends none, and
 the cookies of the site never reach another host of the crawl: not through a public suffix
-(``co.uk``, ``github.io``) the crawl allows, nor by crowding out its session with many hosts."""
+(``co.uk``, ``github.io``) the crawl allows, nor by crowding out its session with many hosts;
+nor can a sibling host's cookies make another host's requests too big for its server, or
+reach its robots.txt."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from tests.local_app import serve
 
 from gossamer.cli import main
 from gossamer.crawl import run_crawl
-from gossamer.fetch.cookies import MAX_PER_DOMAIN
+from gossamer.fetch.cookies import MAX_HEADER_BYTES, MAX_PER_DOMAIN
 from gossamer.settings import load_settings
 from gossamer.stats import CrawlStats
 
@@ -34,12 +36,14 @@ class Site:
     port: int = 0
     sessions: int = 0
     cookies: dict[str, list[str | None]] = field(default_factory=dict)
+    robots: list[str | None] = field(default_factory=list)
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         host = request.host.split(":")[0]
-        self.cookies.setdefault(host, []).append(request.headers.get("Cookie"))
         if request.path == "/robots.txt":
+            self.robots.append(request.headers.get("Cookie"))
             return web.Response(status=404)
+        self.cookies.setdefault(host, []).append(request.headers.get("Cookie"))
         n = int(request.path.strip("/") or 0)
         links = f'<a href="/{n + 1}">next</a>' if n + 1 < PAGES else ""
         if host == "www.shop.test" and n == 0:
@@ -93,9 +97,10 @@ async def test_one_session_for_the_crawl_and_resume_continues_it(tmp_path: Path)
         assert stats.pages == 2 * PAGES  # both hosts
         assert site.sessions == 1  # the stored session went on
     shop = site.cookies["www.shop.test"]
-    assert shop[:2] == [None, None]  # robots.txt, then the page that set it
-    assert shop[2:] and all(c == "sid=s1" for c in shop[2:])
+    assert shop[0] is None  # the page that set it
+    assert shop[1:] and all(c == "sid=s1" for c in shop[1:])
     assert set(site.cookies["other.test"]) == {None}  # another host never gets it
+    assert len(site.robots) == 3 and set(site.robots) == {None}  # no robots.txt gets one
 
 
 async def test_cookies_off_sends_none(tmp_path: Path) -> None:
@@ -187,3 +192,47 @@ async def test_many_hosts_of_one_site_do_not_crowd_out_another_sites_session(
         rows = conn.execute("SELECT domain, name FROM cookies").fetchall()
     assert ("www.shop.test", "sid") in rows  # its session outlived the farm's cookies
     assert len(rows) == 1 + MAX_PER_DOMAIN  # farm.test kept its 200 most recently set
+
+
+async def test_a_sibling_hosts_cookies_neither_bloat_requests_nor_hide_robots_txt(
+    tmp_path: Path,
+) -> None:
+    """evil.example.test sets 200 cookies of 3.9 KB for all of example.test, half of them
+    for robots.txt only (781 KB a request, which the server answers 400 as nginx does):
+    www's pages get a bounded Cookie header, its robots.txt none, and its Disallow holds."""
+    sent: list[tuple[str, str, str | None]] = []
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        host = request.host.split(":")[0]
+        sent.append((host, request.path, request.headers.get("Cookie")))
+        if host == "www.example.test":
+            if request.path == "/robots.txt":
+                return web.Response(text="User-agent: *\nDisallow: /private\n")
+            return web.Response(text='<a href="/private/secret">s</a>', content_type="text/html")
+        if request.path == "/robots.txt":
+            return web.Response(status=404)
+        page = int(request.path.strip("/") or 0)
+        link = "/1" if page == 0 else f"http://www.example.test:{request.url.port}/"
+        response = web.Response(text=f'<a href="{link}">next</a>', content_type="text/html")
+        path = "/robots.txt" if page == 0 else "/"
+        for i in range(100):
+            line = f"c{page}_{i}={'v' * 3900}; Domain=example.test; Path={path}"
+            response.headers.add("Set-Cookie", line)
+        return response
+
+    async with serve(handle) as port:  # aiohttp refuses a header line past 8190 bytes: 400
+        stats = await crawl_sites(
+            tmp_path / "out",
+            f"http://evil.example.test:{port}/",
+            allow_domains=["example.test"],
+            resolve=["*.example.test=127.0.0.1"],
+            max_depth=3,
+            concurrency=1,
+        )
+    assert stats.robots_blocked == 1 and stats.ok == 3  # /private/secret never asked
+    www = [(path, cookie) for host, path, cookie in sent if host == "www.example.test"]
+    assert [path for path, _ in www] == ["/robots.txt", "/"]
+    assert www[0][1] is None  # robots.txt carries no cookie
+    page_cookie = www[1][1] or ""
+    assert 3900 < len(page_cookie) <= MAX_HEADER_BYTES
+    assert all(len(cookie or "") <= MAX_HEADER_BYTES for _, _, cookie in sent)

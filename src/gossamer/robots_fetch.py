@@ -7,7 +7,7 @@ each answer and counts the requests.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import NamedTuple, Protocol
 
 from gossamer.frontier.robots import RobotsCache, RobotsDeferred
@@ -20,6 +20,28 @@ class Fetch(Protocol):
     """Anything that fetches one URL without following redirects and never raises."""
 
     async def fetch(self, url: str) -> Fetched: ...
+
+
+class SessionFetch(Protocol):
+    """A fetcher that can send a request outside the site's session: with no cookie
+    (`gossamer.fetch.http.Fetcher`)."""
+
+    async def fetch(
+        self, url: str, *, headers: Mapping[str, str] | None = None, cookies: bool = True
+    ) -> Fetched: ...
+
+
+class NoCookies:
+    """``fetcher``'s requests with no cookie sent and none of their answers' kept: robots.txt
+    is no page of the site's session, and no cookie (a sibling host's ``Domain`` cookies
+    with ``Path=/robots.txt``, big enough for the server to refuse the request) may change
+    what it says."""
+
+    def __init__(self, fetcher: SessionFetch) -> None:
+        self._fetcher = fetcher
+
+    async def fetch(self, url: str, *, headers: Mapping[str, str] | None = None) -> Fetched:
+        return await self._fetcher.fetch(url, headers=headers, cookies=False)
 
 
 UNSENT = frozenset({"no-proxy", "proxy-error"})
@@ -98,4 +120,4 @@ class Robots(NamedTuple):
     fetch: RobotsFetch
 
 
-__all__ = ["UNSENT", "Fetch", "Robots", "RobotsFetch"]
+__all__ = ["UNSENT", "Fetch", "NoCookies", "Robots", "RobotsFetch", "SessionFetch"]

@@ -27,6 +27,7 @@ from gossamer.fetch.auth import (
     Secret,
     read_cookies_txt,
 )
+from gossamer.fetch.cookies import MAX_HEADER_BYTES, MAX_LOGIN_HEADER_BYTES
 from gossamer.fetch.http import FetchConfig, Fetcher
 
 FAST = {"connect_timeout": 2.0, "read_timeout": 2.0, "total_timeout": 5.0}
@@ -270,11 +271,44 @@ async def test_cookies_txt_within_the_domain(site: tuple[Server, int], tmp_path:
     async with fetcher(auth) as f:
         page = await f.fetch(f"http://intranet.test:{port}/echo")
         other = await f.fetch(f"http://other.test:{port}/echo")
-    assert json.loads(page.body)["Cookie"] == "session=abc; long=def"
+    assert json.loads(page.body)["Cookie"] == "long=def; session=abc"  # longer path first
     assert "Cookie" not in json.loads(other.body)
     path.write_text("intranet.test\tFALSE\t/\n")
     with pytest.raises(ValueError, match="line 1"):
         read_cookies_txt(path, "intranet.test")
+
+
+async def test_a_login_domains_big_session_goes_whole_another_sites_is_bounded() -> None:
+    """Three 3.9 KB cookies of a single sign-on session (11.7 KB) all reach the login domain
+    (a server that takes 64 KiB headers); the same cookies of a site without a login are cut
+    to `MAX_HEADER_BYTES`."""
+    seen: dict[str, str | None] = {}
+
+    async def handle(request: web.Request) -> web.Response:
+        seen[request.host.split(":")[0]] = request.headers.get("Cookie")
+        return web.Response(text="ok")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handle)
+    runner = web.AppRunner(app, access_log=None, max_field_size=65536)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    port = runner.addresses[0][1]
+    jar = CookieJar()
+    chunks = [(f"C{i}", "v" * 3900) for i in range(3)]
+    for domain in ("intranet.test", "other.test"):
+        jar.add((domain, "/", name, value, False, None, True) for name, value in chunks)
+    login = Login(domain="intranet.test", kind="cookies")
+    try:
+        async with fetcher(Authenticator([login], jar, cookies="on")) as f:
+            for host in ("intranet.test", "other.test"):
+                assert (await f.fetch(f"http://{host}:{port}/")).ok
+    finally:
+        await runner.cleanup()
+    assert seen["intranet.test"] == "; ".join(f"{n}={v}" for n, v in chunks)
+    assert seen["other.test"] == "C0=" + "v" * 3900  # C1 no longer fits
+    assert len(seen["intranet.test"] or "") <= MAX_LOGIN_HEADER_BYTES
+    assert len(seen["other.test"] or "") <= MAX_HEADER_BYTES
 
 
 async def test_form_login_then_relogin_after_the_session_ends(

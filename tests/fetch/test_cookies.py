@@ -18,6 +18,7 @@ from gossamer.fetch.auth import Authenticator
 from gossamer.fetch.cookies import (
     MAX_COOKIE_BYTES,
     MAX_COOKIES,
+    MAX_HEADER_BYTES,
     MAX_PER_DOMAIN,
     CookieJar,
     parse_set_cookie,
@@ -168,6 +169,26 @@ def test_a_site_is_capped_with_all_its_hosts_and_evicts_only_its_own() -> None:
     assert jar.header("http://h0.farm.test/") is None  # the site's least recently set went
     assert jar.header("http://h35.farm.test/") == "; ".join(f"c{j}=v" for j in range(100))
     assert set(stored) == {row[:3] for row in jar.rows()}  # the store saw the same
+
+
+def test_a_cookie_header_is_bounded_the_most_specific_cookies_first() -> None:
+    """A sibling host's 200 cookies of 3.9 KB (781 KB in all) leave www's header within
+    `MAX_HEADER_BYTES`: longer paths first, then the earlier set (a cookie set again keeps
+    its place), and what does not fit is left out."""
+    jar = CookieJar(clock=lambda: NOW)
+    jar.add(jar.parse("http://www.example.test/", ["sid=1", "pref=a; Path=/shop"], _everywhere))
+    big = [f"c{i}={'v' * 3900}; Domain=example.test; Path=/" for i in range(100)]
+    for page in range(2):
+        jar.add(jar.parse(f"http://evil.example.test/{page}", big, _everywhere))
+    jar.add(jar.parse("http://www.example.test/", ["sid=2"], _everywhere))
+    header = jar.header("http://www.example.test/shop/cart") or ""
+    assert len(header) <= MAX_HEADER_BYTES
+    assert header.split("; ")[:3] == ["pref=a", "sid=2", f"c0={'v' * 3900}"]
+    assert len(jar) == 2 + 100  # the jar keeps them all: only the header leaves them out
+    assert len(jar.header("http://evil.example.test/") or "") <= MAX_HEADER_BYTES
+    small = CookieJar(clock=lambda: NOW)
+    small.add(small.parse("http://x.test/", [f"k{i}=v" for i in range(100)], _everywhere))
+    assert small.header("http://x.test/") == "; ".join(f"k{i}=v" for i in range(100))
 
 
 @dataclass

@@ -254,8 +254,10 @@ async def test_token_matching_is_case_insensitive_and_whole_token(
     assert policy.allowed(site.url("/b"))
 
 
-@pytest.mark.parametrize("status", [401, 403, 404, 410])
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 410, 431])
 async def test_4xx_means_allow_all(site: Site, cache: RobotsCache, status: int) -> None:
+    """RFC 9309 2.3.1.3, 400 and 431 too: a request of ours too big for the server (a sibling
+    host's cookies) cannot cause one, as robots.txt requests carry no cookie."""
     site.robots("User-agent: *\nDisallow: /\n", status=status)
     policy = await cache.get(site.url("/"))
     assert policy.status == "missing"

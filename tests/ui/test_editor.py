@@ -368,3 +368,39 @@ def test_rules_whose_names_differ_keep_their_own_samples(tmp_path: Path) -> None
     files = [r["sample"][0]["html"] for r in rules]
     assert len(set(files)) == 2, files
     assert first and second
+
+
+async def test_sample_pages_keep_the_sites_cookies_and_robots_txt_gets_none(
+    tmp_path: Path,
+) -> None:
+    """The editor's jar gives the second sample the cookie the first one set; the robots.txt
+    request before each sample carries none, as the crawl's do."""
+    sent: list[tuple[str, str | None]] = []
+
+    async def handle(request: web.Request) -> web.Response:
+        sent.append((request.path, request.headers.get("Cookie")))
+        if request.path == "/robots.txt":
+            return web.Response(text="User-agent: *\nDisallow: /private\n")
+        response = web.Response(text=PAGE, content_type="text/html")
+        response.set_cookie("sid", "s1", path="/")
+        return response
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    base = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    try:
+        async with editor(tmp_path, ["127.0.0.1"]) as served, client(served) as session:
+            for n in (1, 2):
+                status, found = await post(session, served, "fetch", {"url": f"{base}/items/{n}"})
+                assert status == 200, found
+    finally:
+        await runner.cleanup()
+    assert sent == [
+        ("/robots.txt", None),
+        ("/items/1", None),
+        ("/robots.txt", None),
+        ("/items/2", "sid=s1"),
+    ]

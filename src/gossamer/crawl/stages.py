@@ -42,6 +42,7 @@ from gossamer.fetch.proxies import ProxyPool
 from gossamer.frontier.gate import HostGate
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.robots import RobotsCache
+from gossamer.robots_fetch import NoCookies
 from gossamer.settings import CrawlSettings, crawl_scope
 from gossamer.sinks.base import RecordSink
 from gossamer.sinks.jsonl import ItemJsonlSink, JsonlSink
@@ -222,10 +223,11 @@ def _open_fetching(
     warc = warc_writer(settings)
     if warc is not None:
         stack.callback(warc.close)
+    cookieless = NoCookies(fetcher)
     robots_fetch = RobotsFetch(
-        fetcher,
+        cookieless,
         warc,
-        gated=GatedFetch(fetcher, gate, pace_only=True),
+        gated=GatedFetch(cookieless, gate, pace_only=True),
         started=gate.started,
         proxied=proxies is not None,
     )

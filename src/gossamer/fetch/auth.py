@@ -43,7 +43,12 @@ from urllib.parse import urlsplit
 import msgspec
 from selectolax.lexbor import LexborHTMLParser
 
-from gossamer.fetch.cookies import CookieJar, domain_match, read_cookies_txt
+from gossamer.fetch.cookies import (
+    MAX_LOGIN_HEADER_BYTES,
+    CookieJar,
+    domain_match,
+    read_cookies_txt,
+)
 from gossamer.fetch.gated import HostPace
 from gossamer.fetch.login import Login, LoginContext, Secret, UserLogin
 from gossamer.fetch.tokencache import cache_path, forget_cache, read_cache, write_cache
@@ -263,7 +268,7 @@ class Authenticator:
                 headers["Authorization"] = "Bearer " + token
         elif login.kind == "form" and self._needs_first_login(login, state, url):
             await self._login(login, state, session(), 0)
-        cookie = self._jar.header(url)
+        cookie = self._jar.header(url, MAX_LOGIN_HEADER_BYTES)
         if cookie is not None:
             headers["Cookie"] = cookie
         headers.generation = state.generation

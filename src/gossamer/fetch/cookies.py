@@ -18,13 +18,18 @@ character can reach a request header).
 Bounds: at most `MAX_COOKIE_BYTES` per cookie (name and value), `MAX_PER_DOMAIN` per site (a
 registrable domain, eTLD+1, with all its hosts: past it the site's least recently set cookie
 goes, never another site's) and `MAX_COOKIES` in all (the least recently set goes first); at
-most `MAX_SET_COOKIES` ``Set-Cookie`` lines of one answer are read. The Public Suffix List is
-the one ``publicsuffixlist`` ships (no network), read once, when a cookie first needs it.
+most `MAX_SET_COOKIES` ``Set-Cookie`` lines of one answer are read. A request's ``Cookie``
+header holds at most `MAX_HEADER_BYTES` (a login domain's, `MAX_LOGIN_HEADER_BYTES`): the
+cookies in RFC 6265 5.4's order (longer paths first, then the first set), those that no
+longer fit left out, so a site's hosts cannot make another host's requests too big for its
+server to take. The Public Suffix List is the one ``publicsuffixlist`` ships (no network),
+read once, when a cookie first needs it.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import time
 from collections import OrderedDict
@@ -60,6 +65,14 @@ MAX_PER_DOMAIN = 200
 cannot crowd the others out, however many hosts it has."""
 MAX_COOKIE_BYTES = 4096
 """The longest cookie (name and value) kept (RFC 6265 6.1)."""
+MAX_HEADER_BYTES = 7168
+"""The longest ``Cookie`` header a request carries (7 KiB: with its name, one header line
+within nginx's 8 KiB buffer and Apache's 8190-byte field limit; a site's sibling hosts may
+hold 200 cookies of 4 KiB, 800 KB, which a server answers 400 or 431)."""
+MAX_LOGIN_HEADER_BYTES = 32768
+"""The longest ``Cookie`` header of a login domain's request (32 KiB, what Kestrel takes of
+all headers): a single sign-on session may be several cookies of 4 KiB, ASP.NET's in chunks,
+and only the login domain's own hosts set them (no other site's cookie covers it)."""
 MAX_SET_COOKIES = 100
 """The most ``Set-Cookie`` lines of one answer read."""
 MAX_AGE = 400 * 86_400
@@ -88,10 +101,13 @@ class CookieJar:
         """Every cookie, the least recently set first. Ordered, not a dict: a dict finds its
         oldest key by scanning past every key deleted before it (a site's, in ``_sites``,
         are dicts: at most `MAX_PER_DOMAIN`, the scan is short)."""
-        self._domains: dict[str, dict[Key, CookieRow]] = {}
-        """The cookies by their domain (what a request's host looks up)."""
+        self._domains: dict[str, dict[Key, tuple[int, CookieRow]]] = {}
+        """The cookies by their domain (what a request's host looks up), each with when it
+        was first set, as a count (set again, it keeps it: RFC 6265 5.3 step 11.3), which
+        orders a ``Cookie`` header's cookies of equal paths."""
         self._sites: dict[str, dict[Key, None]] = {}
         """The cookies' keys by site (`site_of` their domain), the least recently set first."""
+        self._serial = itertools.count()
         self._secure = 0
         self._clock = clock
         self._on_change = on_change
@@ -111,25 +127,31 @@ class CookieJar:
         now = self._clock()
         return [r for r in self._cookies.values() if r[5] is None or r[5] > now]
 
-    def header(self, url: str) -> str | None:
-        """The ``Cookie`` header for ``url``, or None."""
+    def header(self, url: str, limit: int = MAX_HEADER_BYTES) -> str | None:
+        """The ``Cookie`` header for ``url`` of at most ``limit`` characters, or None."""
         if not self._cookies:
             return None
         parts = urlsplit(url)
         host, path = _host(parts.hostname), parts.path or "/"
         secure = parts.scheme == "https"
         now = self._clock()
-        pairs = []
+        found = []
         for domain in _domains_of(host):
-            for row in self._domains.get(domain, {}).values():
+            for created, row in self._domains.get(domain, {}).values():
                 if (
                     (domain == host or not row[6])
                     and _path_match(path, row[1])
                     and (secure or not row[4])
                     and (row[5] is None or row[5] > now)
                 ):
-                    pairs.append(f"{row[2]}={row[3]}" if row[2] else row[3])
-        return "; ".join(pairs) or None
+                    pair = f"{row[2]}={row[3]}" if row[2] else row[3]
+                    found.append((-len(row[1]), created, pair))
+        if len(found) <= 1:
+            return found[0][2] if found and len(found[0][2]) <= limit else None
+        found.sort()  # longer paths first, then the first set (RFC 6265 5.4 step 2)
+        pairs = [pair for _, _, pair in found]
+        header = "; ".join(pairs)
+        return header if len(header) <= limit else _within(pairs, limit)
 
     def add(self, rows: Iterable[Sequence[object]]) -> None:
         """Store ``rows`` (an expired one removes its cookie; when its site or the jar is
@@ -191,6 +213,8 @@ class CookieJar:
         """Keep ``row`` as the most recently set cookie; return the keys evicted for it."""
         key = row[:3]
         evicted = []
+        stored = self._domains.get(key[0], {}).get(key)
+        created = None if stored is None else stored[0]
         if not self._drop(key):
             site = self._sites.get(site_of(key[0]), {})
             if len(site) >= MAX_PER_DOMAIN:
@@ -199,13 +223,14 @@ class CookieJar:
                 evicted.append(next(iter(self._cookies)))
             for oldest in evicted:
                 self._drop(oldest)
-        self._put(row)
+        self._put(row, created)
         return evicted
 
-    def _put(self, row: CookieRow) -> None:
+    def _put(self, row: CookieRow, created: int | None = None) -> None:
         key = row[:3]
         self._cookies[key] = row
-        self._domains.setdefault(row[0], {})[key] = row
+        created = next(self._serial) if created is None else created
+        self._domains.setdefault(row[0], {})[key] = (created, row)
         self._sites.setdefault(site_of(row[0]), {})[key] = None
         self._secure += row[4]
 
@@ -233,6 +258,18 @@ def _discard(index: dict[str, dict[Key, _V]], name: str, key: Key) -> None:
     del keys[key]
     if not keys:
         del index[name]
+
+
+def _within(pairs: list[str], limit: int) -> str | None:
+    """``pairs`` joined as a ``Cookie`` header of at most ``limit`` characters: each in turn
+    that still fits."""
+    kept = []
+    size = -2  # the first pair has no "; " before it
+    for pair in pairs:
+        if size + 2 + len(pair) <= limit:
+            kept.append(pair)
+            size += 2 + len(pair)
+    return "; ".join(kept) or None
 
 
 def _domains_of(host: str) -> list[str]:

@@ -214,8 +214,12 @@ class Fetcher:
             await self._resolver.close()
             self._resolver = None
 
-    async def fetch(self, url: str, *, headers: Mapping[str, str] | None = None) -> FetchResult:
-        """GET ``url`` without following redirects; never raises for network/HTTP problems."""
+    async def fetch(
+        self, url: str, *, headers: Mapping[str, str] | None = None, cookies: bool = True
+    ) -> FetchResult:
+        """GET ``url`` without following redirects; never raises for network/HTTP problems.
+        Without ``cookies`` (robots.txt: no page of the site's session) it sends no cookie
+        and keeps none its answer sets."""
         self._requests += 1
         self._waiting += 1
         try:
@@ -227,7 +231,7 @@ class Fetcher:
             if self._auth is None:
                 result = await self._send(url, headers)
             else:
-                result = await self._fetch_with_auth(self._auth, url, headers)
+                result = await self._fetch_with_auth(self._auth, url, headers, cookies)
         finally:
             self._in_flight -= 1
             self._slots.release()
@@ -400,12 +404,14 @@ class Fetcher:
         return session
 
     async def _fetch_with_auth(
-        self, auth: RequestAuth, url: str, headers: Mapping[str, str] | None
+        self, auth: RequestAuth, url: str, headers: Mapping[str, str] | None, cookies: bool
     ) -> FetchResult:
         host = self._hosts(url)
         session = functools.partial(self._login_session, host)
         before = auth.sent
         sent = await auth.prepare(url, session, host=host)
+        if not cookies:
+            sent = {name: value for name, value in sent.items() if name != "Cookie"}
         paced = auth.sent != before  # a login went first: the page waits for the host's pace
         result = await self._send(
             url,
@@ -416,7 +422,7 @@ class Fetcher:
         if not paced and self._gate is not None:  # a login next: spaced from its real start
             self._gate.started(url, result.sent_by)
         checked = result.status, result.headers, result.body, session
-        if await auth.check(url, sent, *checked, host=host):
+        if cookies and await auth.check(url, sent, *checked, host=host):
             self._count(result)  # the logged-out answer counts as a request of its own
             self._requests += 1
             sent = await auth.prepare(url, session, host=host)

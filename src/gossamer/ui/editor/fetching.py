@@ -43,6 +43,7 @@ from gossamer.fetch.guard import AddressGuard, IPAddress
 from gossamer.fetch.http import Fetcher
 from gossamer.frontier.gate import HostGate
 from gossamer.frontier.robots import RobotsCache
+from gossamer.robots_fetch import NoCookies
 from gossamer.rules_cli import fetch_config, fetch_following
 from gossamer.settings import CrawlSettings, SettingsError, crawl_scope
 from gossamer.urls import InvalidURL, canonicalize
@@ -294,7 +295,8 @@ class PageFetcher:
         fetcher = Fetcher(config, guard=self.guard, proxies=proxies, auth=self.auth, gate=gate)
         robots = None
         if settings.robots:
-            robots = RobotsCache(GatedFetch(fetcher, gate).fetch, token=settings.robots_token)
+            cookieless = GatedFetch(NoCookies(fetcher), gate)
+            robots = RobotsCache(cookieless.fetch, token=settings.robots_token)
             gate.use_rules(robots.known)
             fetcher.set_check_rules(robots)
         renderer = None
