@@ -60,6 +60,8 @@ def authenticator(
 
 
 def _login(auth: AuthSettings, index: int, env: Mapping[str, str]) -> Login:
+    scheme, domain, port = auth.origin()
+
     def secret(name: str) -> Secret | None:
         if getattr(auth, f"{name}_env") is None and getattr(auth, f"{name}_file") is None:
             return None
@@ -68,7 +70,7 @@ def _login(auth: AuthSettings, index: int, env: Mapping[str, str]) -> Login:
     cookies: tuple[CookieRow, ...] = ()
     if auth.cookies_file is not None:
         try:
-            cookies = read_cookies_txt(auth.cookies_file, auth.domain)
+            cookies = read_cookies_txt(auth.cookies_file, domain)
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             why = exc.strerror if isinstance(exc, OSError) else str(exc)
             raise SettingsError(f"invalid setting 'auth.{index}.cookies_file': {why}") from None
@@ -79,7 +81,9 @@ def _login(auth: AuthSettings, index: int, env: Mapping[str, str]) -> Login:
         except ValueError as exc:
             raise SettingsError(f"invalid setting 'auth.{index}.login_hook': {exc}") from None
     return Login(
-        domain=auth.domain,
+        domain=domain,
+        scheme=scheme,
+        port=port,
         kind=auth.type,
         username=secret("username"),
         password=secret("password"),

@@ -2,7 +2,9 @@
 what to do when a response shows the session has ended.
 
 An `Authenticator` holds one `Login` per domain; a login applies to requests whose URL host
-is its domain or a subdomain of it, and to no other: the `Fetcher` asks `Authenticator.prepare`
+is its domain or a subdomain of it, over its own scheme and port, and to no other (another
+port or scheme of a login domain gets no credential and no cookie, and keeps none it sets):
+the `Fetcher` asks `Authenticator.prepare`
 for the headers of every request by the request's own URL (redirects are new requests, so a
 redirect to another domain carries nothing), then hands the response to
 `Authenticator.check`, which keeps the cookies it sets and says whether the page should be
@@ -214,15 +216,22 @@ class Authenticator:
         return bool(self._logins)
 
     def login_for(self, url: str, host: str | None = None) -> Login | None:
-        """The login whose domain covers ``url``'s host, the most specific one; else None.
-        ``host`` is that host's name (``urlsplit(url).hostname``) when the caller has it:
-        the fetcher parses it once per host, not once per request."""
+        """The login of ``url``: that of the most specific domain holding its host, when the
+        URL has the login's scheme and port; else None. ``host`` is that host's name
+        (``urlsplit(url).hostname``) when the caller has it: the fetcher parses it once per
+        host, not once per request."""
+        holder, host = self._holder(url, host)
+        return holder if holder is not None and holder.covers(url, host) else None
+
+    def _holder(self, url: str, host: str | None) -> tuple[Login | None, str]:
+        """The login of the most specific domain holding ``url``'s host, whatever the URL's
+        scheme and port, and that host's name (lower case)."""
         if not self._logins:
-            return None
+            return None, ""
         if host is None:
             host = urlsplit(url).hostname or ""
         host = host.lower().rstrip(".")
-        return next((login for login in self._logins if login.covers(host)), None)
+        return next((login for login in self._logins if login.holds(host)), None), host
 
     def stats(self) -> AuthStats:
         """Return a snapshot of the counters."""
@@ -243,14 +252,16 @@ class Authenticator:
         self, url: str, session: SessionFactory, *, host: str | None = None
     ) -> AuthHeaders:
         """The headers of ``url``'s request: its domain's login, never another's (``host``:
-        see `login_for`)."""
-        login = self.login_for(url, host)
+        see `login_for`). Another scheme or port of a login domain gets nothing."""
+        login, host = self._holder(url, host)
         if login is None:
             headers = AuthHeaders()
             cookie = self._jar.header(url) if self._cookies == "on" else None
             if cookie is not None:
                 headers["Cookie"] = cookie
             return headers
+        if not login.covers(url, host):
+            return AuthHeaders()
         state = self._sessions[login.domain]
         headers = AuthHeaders()
         if login.kind == "basic" and login.username is not None and login.password is not None:
@@ -284,9 +295,10 @@ class Authenticator:
         """Keep the cookies the response sets; True when it looked logged out and a new login
         (or token) is there, so the page should be fetched again. A page refused again with
         a login younger than `RELOGIN_INTERVAL` is refused for good, not logged out: no new
-        login for it. ``host``: see `login_for`."""
-        login = self.login_for(url, host)
-        if status is None:
+        login for it. ``host``: see `login_for`. Another scheme or port of a login domain
+        sets no cookie (it could replace the session's)."""
+        login, host = self._holder(url, host)
+        if status is None or (login is not None and not login.covers(url, host)):
             return False
         set_cookie = headers.get("set-cookie")
         if login is None:
@@ -322,7 +334,7 @@ class Authenticator:
         """Whether a cookie ``url``'s answer sets may cover all of ``domain``: a domain of
         the crawl's scope (asked with ``url``'s scheme and port), none holding a login."""
         logins = self._logins
-        if any(login.covers(domain) or domain_match(login.domain, domain) for login in logins):
+        if any(login.holds(domain) or domain_match(login.domain, domain) for login in logins):
             return False
         if self._in_scope is None:
             return True
@@ -335,7 +347,7 @@ class Authenticator:
         cookies hold its session already (or the page is the login page)."""
         if state.generation or _same_page(url, login.login_url):
             return False
-        return not any(login.covers(row[0]) for row in self._jar.rows())
+        return not any(login.holds(row[0]) for row in self._jar.rows())
 
     def _logged_out(
         self, login: Login, url: str, status: int, headers: Mapping[str, str], body: bytes
