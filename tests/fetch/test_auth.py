@@ -437,14 +437,25 @@ async def test_oauth_token_cached_0600_shared_and_refreshed(
         assert (await f.fetch(url)).ok
     assert state.issued == 2 and second.stats().token_refreshes == 1
 
-    # a token closer to its expiry than the margin is renewed before use
+    # a token living less than the margin (30 s, 60 s) serves half its life, not one page
     state.lifetime = 30
-    third = Authenticator([oauth_login(port, cache, margin=60.0)])
+    clock = Clock()
+    third = Authenticator([oauth_login(port, cache, margin=60.0)], clock=clock)
     async with fetcher(third) as f:
         cache.unlink()
+        assert all(page.ok for page in await asyncio.gather(*(f.fetch(url) for _ in range(5))))
+        clock.offset = 14
         assert (await f.fetch(url)).ok
+        assert state.issued == 3
+        clock.offset = 16  # past half its life: renewed before use
         assert (await f.fetch(url)).ok
-    assert state.issued == 4  # 30 s tokens are always inside the 60 s margin
+    assert state.issued == 4 and third.stats().token_refreshes == 2
+
+    # and a later crawl reuses the cached one for as long
+    fourth = Authenticator([oauth_login(port, cache, margin=60.0)], clock=clock)
+    async with fetcher(fourth) as f:
+        assert (await f.fetch(url)).ok
+    assert state.issued == 4 and fourth.stats().token_refreshes == 0
 
 
 async def test_oauth_bad_client_fails_without_leaking(

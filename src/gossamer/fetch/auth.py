@@ -16,8 +16,9 @@ fetched again after a fresh login.
   and again when a page looks logged out (a status of ``logged_out_status``, a redirect to
   the login URL, or ``logged_out_selector`` matching); the page is then fetched once more.
 - ``oauth2``: the client-credentials grant; the token is cached in a file (mode 0600) until
-  ``refresh_margin`` seconds before it expires, shared by every request of the process (and
-  by later processes through the file); a 401 renews it and fetches the page again.
+  ``refresh_margin`` seconds before it expires (or half its life, if shorter), shared by
+  every request of the process (and by later processes through the file); a 401 renews it
+  and fetches the page again.
 
 Cookies live in one `CookieJar` (`gossamer.fetch.cookies`); ``cookies`` says whose: every
 site's of ``in_scope`` (``on``), only the login domains' (``login-only``), none (``off``). A
@@ -147,14 +148,14 @@ class AuthHeaders(dict[str, str]):
 
 class _Session:
     """One domain's state: its lock, how many logins (tokens) it has had, the last one's
-    time (wall clock) and its OAuth token."""
+    time (wall clock), its OAuth token and when that is renewed."""
 
     def __init__(self) -> None:
         self.lock = asyncio.Lock()
         self.generation = 0
         self.renewed_at = -float("inf")
         self.token: str | None = None
-        self.expires_at = 0.0
+        self.renew_at = 0.0
 
 
 class Authenticator:
@@ -446,7 +447,7 @@ class Authenticator:
     async def _token(
         self, login: Login, state: _Session, session: aiohttp.ClientSession
     ) -> str | None:
-        if state.token is not None and state.expires_at - login.refresh_margin > self._clock():
+        if state.token is not None and state.renew_at > self._clock():
             return state.token
         async with state.lock:
             return await self._locked_token(login, state, session)
@@ -468,27 +469,28 @@ class Authenticator:
         self, login: Login, state: _Session, session: aiohttp.ClientSession
     ) -> str | None:
         now = self._clock()
-        if state.token is not None and state.expires_at - login.refresh_margin > now:
+        if state.token is not None and state.renew_at > now:
             return state.token
         cached = read_cache(login)
-        if cached is not None and cached[1] - login.refresh_margin > now:
-            state.token, state.expires_at = cached
+        if cached is not None and (renew_at := login.renew_at(*cached[1:])) > now:
+            state.token, state.renew_at = cached[0], renew_at
             state.generation += 1
             return state.token
         if now - state.renewed_at < RELOGIN_INTERVAL and state.token is None:
             return None  # the last request failed: not one per page
         state.renewed_at = now
         try:
-            token, expires_at = await self._fetch_token(login, session)
+            token, lifetime = await self._fetch_token(login, session)
         except Exception as exc:
             self.failures += 1
             state.token = None
             self._failed(login, f"token request: {type(exc).__name__}")
             return None
-        state.token, state.expires_at = token, expires_at
+        expires_at = self._clock() + lifetime
+        state.token, state.renew_at = token, login.renew_at(expires_at, lifetime)
         state.generation += 1
         self.token_refreshes += 1
-        write_cache(login, token, expires_at)
+        write_cache(login, token, expires_at, lifetime)
         log.info(
             "new OAuth token for %s",
             login.domain,
@@ -519,7 +521,7 @@ class Authenticator:
         lifetime = reply.get("expires_in", 3600)
         if not isinstance(lifetime, int | float) or lifetime <= 0:
             lifetime = 3600
-        return token, self._clock() + float(lifetime)
+        return token, float(lifetime)
 
 
 class _TokenError(Exception):

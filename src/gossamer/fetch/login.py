@@ -81,6 +81,15 @@ class Login:
             return False
         return (port or DEFAULT_PORTS[self.scheme]) == self.port
 
+    def renew_at(self, expires_at: float, lifetime: float | None) -> float:
+        """When an OAuth token that expires at ``expires_at`` is renewed: ``refresh_margin``
+        before, or halfway through its ``lifetime`` (when known) if that is later, so a
+        token living less than the margin still serves half its life."""
+        margin = self.refresh_margin
+        if lifetime is not None:
+            margin = min(margin, lifetime / 2)
+        return expires_at - margin
+
 
 class LoginContext(msgspec.Struct, frozen=True):
     """What a `UserLogin` hook gets: the domain's session to log in with and its secrets."""

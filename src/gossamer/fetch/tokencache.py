@@ -32,7 +32,9 @@ def _client_digest(login: Login) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def read_cache(login: Login) -> tuple[str, float] | None:
+def read_cache(login: Login) -> tuple[str, float, float | None] | None:
+    """The cached token of ``login``, when it expires and its lifetime (None when the file
+    does not say); None without a usable one."""
     try:
         data: Any = json.loads(cache_path(login).read_text("utf-8"))
     except (OSError, ValueError):
@@ -40,15 +42,21 @@ def read_cache(login: Login) -> tuple[str, float] | None:
     if not isinstance(data, dict) or data.get("client") != _client_digest(login):
         return None
     token, expires_at = data.get("access_token"), data.get("expires_at")
-    if isinstance(token, str) and isinstance(expires_at, int | float):
-        return token, float(expires_at)
-    return None
+    if not isinstance(token, str) or not isinstance(expires_at, int | float):
+        return None
+    lifetime = data.get("lifetime")
+    return token, float(expires_at), float(lifetime) if isinstance(lifetime, int | float) else None
 
 
-def write_cache(login: Login, token: str, expires_at: float) -> None:
+def write_cache(login: Login, token: str, expires_at: float, lifetime: float) -> None:
     path = cache_path(login)
     text = json.dumps(
-        {"client": _client_digest(login), "access_token": token, "expires_at": expires_at}
+        {
+            "client": _client_digest(login),
+            "access_token": token,
+            "expires_at": expires_at,
+            "lifetime": lifetime,
+        }
     )
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:

@@ -124,7 +124,13 @@ class AuthSettings(SettingsModel, frozen=True, kw_only=True):
     ) = None
     refresh_margin: Annotated[
         float,
-        Meta(ge=0, le=86_400, description="OAuth 2.0: seconds before expiry a token is renewed."),
+        Meta(
+            ge=0,
+            le=86_400,
+            description=(
+                "OAuth 2.0: seconds before expiry a token is renewed (at most half its lifetime)."
+            ),
+        ),
     ] = 60.0
 
     def _check(self) -> None:
