@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sqlite3
 import stat
 from collections.abc import AsyncIterator
@@ -390,3 +391,32 @@ async def test_a_login_goes_to_its_own_scheme_and_port_only(
     assert len(other.seen) >= 4  # robots.txt and a page, on each host
     for headers in other.seen:
         assert "Cookie" not in headers and "Authorization" not in headers, headers
+
+
+@pytest.mark.parametrize(
+    ("table", "size", "message"),
+    [
+        ('type = "cookies"\ncookies_file = "{path}"', 17 << 20, "cookies_file.*larger than 16 MiB"),
+        (
+            'type = "oauth2"\ntoken_url = "https://a.test/token"\nclient_id_env = "I"\n'
+            'client_secret_env = "S"\ntoken_cache = "{path}"',
+            2 << 20,
+            "token_cache.*larger than 1 MiB",
+        ),
+    ],
+)
+def test_a_huge_cookies_file_or_token_cache_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], table: str, size: int, message: str
+) -> None:
+    """A cookies file or token cache is read up to a bound (not whole: ``/dev/zero``)."""
+    path = tmp_path / "huge"
+    with path.open("wb") as file:
+        file.truncate(size)  # sparse
+    config = _write(tmp_path, '[[auth]]\ndomain = "a.test"\n' + table.format(path=path) + "\n")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("I", CLIENT)
+        env.setenv("S", CLIENT_SECRET)
+        argv = ["crawl", "http://a.test/", "--config", str(config), "--out", str(tmp_path / "o")]
+        assert main([*argv, "--resolve", "a.test=127.0.0.1", "--max-duration", "5"]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert re.search(message, line) and CLIENT_SECRET not in line

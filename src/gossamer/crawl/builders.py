@@ -17,6 +17,7 @@ from gossamer.fetch.auth import Authenticator, Login, Secret, UserLogin
 from gossamer.fetch.cookies import CookieJar, CookieRow, read_cookies_txt
 from gossamer.fetch.gated import GatedFetch
 from gossamer.fetch.proxies import ProxyPool
+from gossamer.fetch.tokencache import check_cache
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.robots import RobotsCache, RobotsPolicy
 from gossamer.hooks import load_hook
@@ -80,7 +81,7 @@ def _login(auth: AuthSettings, index: int, env: Mapping[str, str]) -> Login:
             user_login = cast(UserLogin, load_hook(auth.login_hook))
         except ValueError as exc:
             raise SettingsError(f"invalid setting 'auth.{index}.login_hook': {exc}") from None
-    return Login(
+    login = Login(
         domain=domain,
         scheme=scheme,
         port=port,
@@ -103,6 +104,12 @@ def _login(auth: AuthSettings, index: int, env: Mapping[str, str]) -> Login:
         token_cache=auth.token_cache,
         refresh_margin=auth.refresh_margin,
     )
+    if login.kind == "oauth2":
+        try:
+            check_cache(login)
+        except ValueError as exc:
+            raise SettingsError(f"invalid setting 'auth.{index}.token_cache': {exc}") from None
+    return login
 
 
 def load_ruleset(settings: CrawlSettings) -> RuleSet | None:

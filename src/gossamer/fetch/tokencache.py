@@ -3,6 +3,7 @@ every request of the process, and later processes, share a token until it expire
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -12,9 +13,18 @@ from typing import Any
 
 from gossamer.fetch.login import Login
 
-__all__ = ["cache_path", "forget_cache", "read_cache", "write_cache"]
+__all__ = [
+    "MAX_CACHE_BYTES",
+    "cache_path",
+    "check_cache",
+    "forget_cache",
+    "read_cache",
+    "write_cache",
+]
 
 log = logging.getLogger(__name__)
+MAX_CACHE_BYTES = 1 << 20
+"""The largest token cache file read (it holds one token of at most 4 KiB)."""
 
 
 def cache_path(login: Login) -> Path:
@@ -32,11 +42,26 @@ def _client_digest(login: Login) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
+def check_cache(login: Login) -> None:
+    """Raise ValueError saying so when ``login``'s token cache is larger than
+    `MAX_CACHE_BYTES` (``/dev/zero``): the crawl would read it again for every token."""
+    with contextlib.suppress(OSError):  # none yet, or unreadable: a new token is written
+        _read(cache_path(login))
+
+
+def _read(path: Path) -> bytes:
+    with path.open("rb") as file:
+        raw = file.read(MAX_CACHE_BYTES + 1)
+    if len(raw) > MAX_CACHE_BYTES:
+        raise ValueError(f"{path} is larger than {MAX_CACHE_BYTES >> 20} MiB")
+    return raw
+
+
 def read_cache(login: Login) -> tuple[str, float, float | None] | None:
     """The cached token of ``login``, when it expires and its lifetime (None when the file
     does not say); None without a usable one."""
     try:
-        data: Any = json.loads(cache_path(login).read_text("utf-8"))
+        data: Any = json.loads(_read(cache_path(login)))
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or data.get("client") != _client_digest(login):
