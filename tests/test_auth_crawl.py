@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sqlite3
 import stat
 from collections.abc import AsyncIterator
@@ -78,6 +79,37 @@ def test_bad_domain_and_duplicate_domains(tmp_path: Path) -> None:
     twice = table.format("a.test") + table.format("A.test")
     with pytest.raises(SettingsError, match=r"two \[\[auth\]\] tables for a\.test"):
         load_settings({}, config=_write(tmp_path, twice), env={})
+
+
+@pytest.mark.parametrize(
+    ("domain", "login_url", "written", "origin"),
+    [
+        ("a.test", None, "a.test", ("https", "a.test", 443)),
+        ("HTTPS://A.test:443", None, "https://a.test", ("https", "a.test", 443)),
+        ("http://a.test:8080", None, "http://a.test:8080", ("http", "a.test", 8080)),
+        ("http://a.test:80", None, "http://a.test", ("http", "a.test", 80)),
+        ("a.test", "http://www.a.test:8080/login", "a.test", ("http", "a.test", 8080)),
+        ("a.test", "http://sso.b.test/login", "a.test", ("https", "a.test", 443)),
+        ("https://a.test", "http://a.test/login", "https://a.test", ("https", "a.test", 443)),
+    ],
+)
+def test_an_auth_domain_names_its_origin(
+    domain: str, login_url: str | None, written: str, origin: tuple[str, str, int]
+) -> None:
+    table: dict[str, Any] = {"domain": domain, "type": "form", "login_hook": "m:f"}
+    if login_url is not None:
+        table["login_url"] = login_url
+    [auth] = load_settings({"auth": [table]}, env={}).auth
+    assert (auth.domain, auth.origin()) == (written, origin)
+
+
+@pytest.mark.parametrize(
+    "domain", ["https://a.test/", "ftp://a.test", "http://a.test:70000", "a.test:8080", "http://"]
+)
+def test_an_auth_origin_has_no_path_and_a_known_scheme(domain: str) -> None:
+    table = {"domain": domain, "type": "bearer", "token_env": "T"}
+    with pytest.raises(SettingsError, match=r"'auth\.0\.domain'"):
+        load_settings({"auth": [table]}, env={})
 
 
 def test_secrets_from_environment_and_files(tmp_path: Path) -> None:
@@ -238,7 +270,7 @@ async def test_oauth_token_cache_serves_two_crawls(tmp_path: Path) -> None:
     async with serving() as site:
         auth = [
             {
-                "domain": "api.intranet.test",
+                "domain": f"http://api.intranet.test:{site.port}",
                 "type": "oauth2",
                 "token_url": f"http://intranet.test:{site.port}/token",
                 "client_id_env": "GOSSAMER_TEST_CLIENT",
@@ -297,3 +329,94 @@ def test_a_cluster_job_stores_the_tables_and_no_secret(tmp_path: Path) -> None:
     assert again.auth == settings.auth
     with pytest.raises(SettingsError, match=r"'auth\.0\.client_secret_file'"):
         auth_logins(again, {"CID": CLIENT})  # each worker reads the secrets itself
+
+
+@dataclass
+class Service:
+    """Another port of a login domain: what it was sent, and a cookie it tries to plant."""
+
+    port: int = 0
+    seen: list[dict[str, str]] = field(default_factory=list)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        self.seen.append(dict(request.headers))
+        response = web.Response(text="<html><body>other</body></html>", content_type="text/html")
+        response.set_cookie("sid", "planted", path="/")
+        return response
+
+
+@asynccontextmanager
+async def serving_other() -> AsyncIterator[Service]:
+    service = Service()
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", service.handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    service.port = runner.addresses[0][1]
+    try:
+        yield service
+    finally:
+        await runner.cleanup()
+
+
+@pytest.mark.usefixtures("secrets")
+async def test_a_login_goes_to_its_own_scheme_and_port_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A form login's session (its origin: login_url's) reaches no other port of its domain,
+    which cannot replace it either; a bare domain's token (https) never goes over http."""
+    monkeypatch.setenv("GOSSAMER_TEST_TOKEN", "bearer-token-321")
+    async with serving() as site, serving_other() as other:
+        bearer = {
+            "domain": "api.intranet.test",
+            "type": "bearer",
+            "token_env": "GOSSAMER_TEST_TOKEN",
+        }
+        seeds = [
+            f"http://intranet.test:{site.port}/",
+            f"http://intranet.test:{other.port}/a",
+            f"http://api.intranet.test:{other.port}/b",
+            f"http://intranet.test:{site.port}/1",
+        ]
+        stats = await crawl(
+            tmp_path / "out",
+            seeds=seeds,
+            auth=[*form_auth(site), bearer],
+            allow_ports=[site.port, other.port],
+            per_host=1,
+        )
+    assert (stats.auth["logins"], stats.auth["relogins"], site.logins) == (1, 0, 1)
+    assert stats.ok == PAGES + 2  # the session held: every members' page came
+    assert len(other.seen) >= 4  # robots.txt and a page, on each host
+    for headers in other.seen:
+        assert "Cookie" not in headers and "Authorization" not in headers, headers
+
+
+@pytest.mark.parametrize(
+    ("table", "size", "message"),
+    [
+        ('type = "cookies"\ncookies_file = "{path}"', 17 << 20, "cookies_file.*larger than 16 MiB"),
+        (
+            'type = "oauth2"\ntoken_url = "https://a.test/token"\nclient_id_env = "I"\n'
+            'client_secret_env = "S"\ntoken_cache = "{path}"',
+            2 << 20,
+            "token_cache.*larger than 1 MiB",
+        ),
+    ],
+)
+def test_a_huge_cookies_file_or_token_cache_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], table: str, size: int, message: str
+) -> None:
+    """A cookies file or token cache is read up to a bound (not whole: ``/dev/zero``)."""
+    path = tmp_path / "huge"
+    with path.open("wb") as file:
+        file.truncate(size)  # sparse
+    config = _write(tmp_path, '[[auth]]\ndomain = "a.test"\n' + table.format(path=path) + "\n")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("I", CLIENT)
+        env.setenv("S", CLIENT_SECRET)
+        argv = ["crawl", "http://a.test/", "--config", str(config), "--out", str(tmp_path / "o")]
+        assert main([*argv, "--resolve", "a.test=127.0.0.1", "--max-duration", "5"]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert re.search(message, line) and CLIENT_SECRET not in line

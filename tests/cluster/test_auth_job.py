@@ -110,7 +110,7 @@ def _config(tmp_path: Path, port: int) -> Path:
         'username_field = "user"\npassword_field = "pass"\n'
         'username_env = "MEMBERS_USER"\npassword_env = "MEMBERS_PASS"\n'
         "[[auth]]\n"
-        'domain = "docs.test"\ntype = "basic"\n'
+        f'domain = "http://docs.test:{port}"\ntype = "basic"\n'
         'username_env = "DOCS_USER"\npassword_file = "/run/secrets/docs"\n'
     )
     return path

@@ -203,6 +203,14 @@ def test_an_empty_or_missing_password_file_is_a_settings_error(tmp_path: Path) -
             resolve_redis_url("redis://h/0", password_file=path, env={})
 
 
+def test_a_password_file_is_read_to_4_kib_at_most(tmp_path: Path) -> None:
+    huge = tmp_path / "huge"
+    with huge.open("wb") as file:
+        file.truncate(64 << 20)  # sparse: a line of NULs with no end
+    with pytest.raises(SettingsError, match=r"'/.*/huge' is larger than 4 KiB$"):
+        resolve_redis_url("redis://h/0", password_file=huge, env={})
+
+
 # -- jobs over secured servers ------------------------------------------------------------
 
 

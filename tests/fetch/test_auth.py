@@ -167,6 +167,8 @@ def form_login(port: int, **extra: object) -> Login:
         username_field="user",
         password_field="pass",
         fields={"extra": "1"},
+        scheme="http",
+        port=port,
         **extra,  # type: ignore[arg-type]
     )
 
@@ -180,13 +182,27 @@ def oauth_login(port: int, cache: Path, margin: float = 60.0) -> Login:
         client_secret=Secret(CLIENT_SECRET),
         token_cache=cache,
         refresh_margin=margin,
+        scheme="http",
+        port=port,
     )
 
 
 def test_a_login_covers_its_domain_and_subdomains_only() -> None:
     login = Login(domain="intranet.test", kind="bearer", token=Secret(TOKEN))
-    assert login.covers("intranet.test") and login.covers("a.b.intranet.test")
-    assert not login.covers("evilintranet.test") and not login.covers("intranet.test.evil")
+    assert login.holds("intranet.test") and login.holds("a.b.intranet.test")
+    assert not login.holds("evilintranet.test") and not login.holds("intranet.test.evil")
+    assert login.covers("https://a.b.intranet.test/x", "a.b.intranet.test")
+    assert login.covers("https://intranet.test:443/", "intranet.test")
+
+
+def test_a_login_covers_its_scheme_and_port_only() -> None:
+    secure = Login(domain="intranet.test", kind="bearer", token=Secret(TOKEN))
+    assert not secure.covers("http://intranet.test/", "intranet.test")  # never in clear
+    assert not secure.covers("https://intranet.test:8443/", "intranet.test")
+    plain = Login(domain="intranet.test", kind="bearer", scheme="http", port=8080)
+    assert plain.covers("http://www.intranet.test:8080/a", "www.intranet.test")
+    assert not plain.covers("http://intranet.test/", "intranet.test")
+    assert not plain.covers("https://intranet.test:8080/", "intranet.test")
 
 
 def test_the_jar_is_bounded() -> None:
@@ -216,8 +232,16 @@ async def test_basic_and_bearer_go_to_their_domain_and_subdomains_only(
                 kind="basic",
                 username=Secret(USER),
                 password=Secret(PASSWORD),
+                scheme="http",
+                port=port,
             ),
-            Login(domain="deep.intranet.test", kind="bearer", token=Secret(TOKEN)),
+            Login(
+                domain="deep.intranet.test",
+                kind="bearer",
+                token=Secret(TOKEN),
+                scheme="http",
+                port=port,
+            ),
         ]
     )
     async with fetcher(auth) as f:
@@ -240,7 +264,12 @@ async def test_a_redirect_to_another_domain_carries_no_credential(
     state, port = site
     rows = [("intranet.test", "/", "sid", "cookie-value", False, None)]
     auth = Authenticator(
-        [Login(domain="intranet.test", kind="bearer", token=Secret(TOKEN))], CookieJar(rows)
+        [
+            Login(
+                domain="intranet.test", kind="bearer", token=Secret(TOKEN), scheme="http", port=port
+            )
+        ],
+        CookieJar(rows),
     )
     async with fetcher(auth) as f:
         first = await f.fetch(f"http://intranet.test:{port}/away")
@@ -267,7 +296,8 @@ async def test_cookies_txt_within_the_domain(site: tuple[Server, int], tmp_path:
     )
     rows = read_cookies_txt(path, "intranet.test")
     assert {r[2] for r in rows} == {"session", "long", "secure", "expired"}
-    auth = Authenticator([Login(domain="intranet.test", kind="cookies", cookies=rows)])
+    login = Login(domain="intranet.test", kind="cookies", cookies=rows, scheme="http", port=port)
+    auth = Authenticator([login])
     async with fetcher(auth) as f:
         page = await f.fetch(f"http://intranet.test:{port}/echo")
         other = await f.fetch(f"http://other.test:{port}/echo")
@@ -441,14 +471,25 @@ async def test_oauth_token_cached_0600_shared_and_refreshed(
         assert (await f.fetch(url)).ok
     assert state.issued == 2 and second.stats().token_refreshes == 1
 
-    # a token closer to its expiry than the margin is renewed before use
+    # a token living less than the margin (30 s, 60 s) serves half its life, not one page
     state.lifetime = 30
-    third = Authenticator([oauth_login(port, cache, margin=60.0)])
+    clock = Clock()
+    third = Authenticator([oauth_login(port, cache, margin=60.0)], clock=clock)
     async with fetcher(third) as f:
         cache.unlink()
+        assert all(page.ok for page in await asyncio.gather(*(f.fetch(url) for _ in range(5))))
+        clock.offset = 14
         assert (await f.fetch(url)).ok
+        assert state.issued == 3
+        clock.offset = 16  # past half its life: renewed before use
         assert (await f.fetch(url)).ok
-    assert state.issued == 4  # 30 s tokens are always inside the 60 s margin
+    assert state.issued == 4 and third.stats().token_refreshes == 2
+
+    # and a later crawl reuses the cached one for as long
+    fourth = Authenticator([oauth_login(port, cache, margin=60.0)], clock=clock)
+    async with fetcher(fourth) as f:
+        assert (await f.fetch(url)).ok
+    assert state.issued == 4 and fourth.stats().token_refreshes == 0
 
 
 async def test_oauth_bad_client_fails_without_leaking(
@@ -476,7 +517,12 @@ async def test_an_archived_request_shows_no_credential(site: tuple[Server, int])
     port = site[1]
     rows = [("intranet.test", "/", "sid", "cookie-value", False, None)]
     auth = Authenticator(
-        [Login(domain="intranet.test", kind="bearer", token=Secret(TOKEN))], CookieJar(rows)
+        [
+            Login(
+                domain="intranet.test", kind="bearer", token=Secret(TOKEN), scheme="http", port=port
+            )
+        ],
+        CookieJar(rows),
     )
     resolve = ("intranet.test=127.0.0.1",)
     config = FetchConfig(resolve=resolve, keep_wire=True, **FAST)  # type: ignore[arg-type]

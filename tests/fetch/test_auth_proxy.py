@@ -118,7 +118,14 @@ async def test_a_redirect_through_the_proxy_carries_no_credential() -> None:
         credentials=("carol", PROXY_PASSWORD), resolve={"*.test": "127.0.0.1"}
     ).start()
     deep = "deep.intranet.test"
-    login = Login(domain=deep, kind="basic", username=Secret(USER), password=Secret(PASSWORD))
+    login = Login(
+        domain=deep,
+        kind="basic",
+        username=Secret(USER),
+        password=Secret(PASSWORD),
+        scheme="http",
+        port=port,
+    )
     jar = CookieJar([(deep, "/", "sid", "deep-session", False, None, True)])
     try:
         auth = Authenticator([login], jar, cookies="on")

@@ -334,7 +334,7 @@ async def test_sample_pages_are_fetched_logged_in(
     url = f"http://127.0.0.1:{runner.addresses[0][1]}/members"
     config = tmp_path / "crawl.toml"
     config.write_text(
-        '[[auth]]\ndomain = "127.0.0.1"\ntype = "basic"\n'
+        f'[[auth]]\ndomain = "http://127.0.0.1:{runner.addresses[0][1]}"\ntype = "basic"\n'
         'username_env = "ED_USER"\npassword_env = "ED_PASS"\n'
     )
     monkeypatch.setenv("ED_USER", "ed")

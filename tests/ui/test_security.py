@@ -202,6 +202,11 @@ def test_non_loopback_bind_needs_a_token_of_the_user(
     token_file = tmp_path / "token"
     token_file.write_text("x" * 10)
     assert main(["ui", "--bind", "10.1.2.3:0", "--token-file", str(token_file)]) == 2
+    with token_file.open("wb") as file:
+        file.truncate(64 << 20)  # sparse: a token file that is not one (a device, a dump)
+    capsys.readouterr()
+    assert main(["ui", "--bind", "10.1.2.3:0", "--token-file", str(token_file)]) == 2
+    assert capsys.readouterr().err.strip().endswith(f"{token_file} is larger than 4 KiB")
     assert main(["ui", "--bind", "nonsense"]) == 2
     assert "is not HOST:PORT" in capsys.readouterr().err
 

@@ -25,6 +25,8 @@ from gossamer.settings import SettingsError
 
 PASSWORD_ENV = "GOSSAMER_REDIS_PASSWORD"
 """The environment variable holding the Redis password of a URL that has none."""
+MAX_PASSWORD_FILE = 4 << 10
+"""The largest ``--redis-password-file`` read (its first line is the password)."""
 
 _TLS_FILES = {
     "ssl_ca_certs": "file",
@@ -140,12 +142,19 @@ def _password(password_file: Path | None, env: Mapping[str, str]) -> str | None:
     if password_file is None:
         return env.get(PASSWORD_ENV) or None
     try:
-        text = password_file.read_text("utf-8")
+        with password_file.open("rb") as file:
+            raw = file.read(MAX_PASSWORD_FILE + 1)
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
         raise SettingsError(
             f"invalid setting 'redis-password-file': cannot read {str(password_file)!r}: {reason}"
         ) from None
+    if len(raw) > MAX_PASSWORD_FILE:
+        raise SettingsError(
+            f"invalid setting 'redis-password-file': {str(password_file)!r} is larger than "
+            f"{MAX_PASSWORD_FILE >> 10} KiB"
+        )
     password = text.splitlines()[0] if text else ""
     if not password:
         raise SettingsError(

@@ -17,6 +17,7 @@ from gossamer.fetch.auth import Authenticator, Login, Secret, UserLogin
 from gossamer.fetch.cookies import CookieJar, CookieRow, read_cookies_txt
 from gossamer.fetch.gated import GatedFetch
 from gossamer.fetch.proxies import ProxyPool
+from gossamer.fetch.tokencache import check_cache
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.robots import RobotsCache, RobotsPolicy
 from gossamer.hooks import load_hook
@@ -60,6 +61,8 @@ def authenticator(
 
 
 def _login(auth: AuthSettings, index: int, env: Mapping[str, str]) -> Login:
+    scheme, domain, port = auth.origin()
+
     def secret(name: str) -> Secret | None:
         if getattr(auth, f"{name}_env") is None and getattr(auth, f"{name}_file") is None:
             return None
@@ -68,7 +71,7 @@ def _login(auth: AuthSettings, index: int, env: Mapping[str, str]) -> Login:
     cookies: tuple[CookieRow, ...] = ()
     if auth.cookies_file is not None:
         try:
-            cookies = read_cookies_txt(auth.cookies_file, auth.domain)
+            cookies = read_cookies_txt(auth.cookies_file, domain)
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             why = exc.strerror if isinstance(exc, OSError) else str(exc)
             raise SettingsError(f"invalid setting 'auth.{index}.cookies_file': {why}") from None
@@ -78,8 +81,10 @@ def _login(auth: AuthSettings, index: int, env: Mapping[str, str]) -> Login:
             user_login = cast(UserLogin, load_hook(auth.login_hook))
         except ValueError as exc:
             raise SettingsError(f"invalid setting 'auth.{index}.login_hook': {exc}") from None
-    return Login(
-        domain=auth.domain,
+    login = Login(
+        domain=domain,
+        scheme=scheme,
+        port=port,
         kind=auth.type,
         username=secret("username"),
         password=secret("password"),
@@ -99,6 +104,12 @@ def _login(auth: AuthSettings, index: int, env: Mapping[str, str]) -> Login:
         token_cache=auth.token_cache,
         refresh_margin=auth.refresh_margin,
     )
+    if login.kind == "oauth2":
+        try:
+            check_cache(login)
+        except ValueError as exc:
+            raise SettingsError(f"invalid setting 'auth.{index}.token_cache': {exc}") from None
+    return login
 
 
 def load_ruleset(settings: CrawlSettings) -> RuleSet | None:

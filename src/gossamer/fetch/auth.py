@@ -2,7 +2,9 @@
 what to do when a response shows the session has ended.
 
 An `Authenticator` holds one `Login` per domain; a login applies to requests whose URL host
-is its domain or a subdomain of it, and to no other: the `Fetcher` asks `Authenticator.prepare`
+is its domain or a subdomain of it, over its own scheme and port, and to no other (another
+port or scheme of a login domain gets no credential and no cookie, and keeps none it sets):
+the `Fetcher` asks `Authenticator.prepare`
 for the headers of every request by the request's own URL (redirects are new requests, so a
 redirect to another domain carries nothing), then hands the response to
 `Authenticator.check`, which keeps the cookies it sets and says whether the page should be
@@ -14,8 +16,9 @@ fetched again after a fresh login.
   and again when a page looks logged out (a status of ``logged_out_status``, a redirect to
   the login URL, or ``logged_out_selector`` matching); the page is then fetched once more.
 - ``oauth2``: the client-credentials grant; the token is cached in a file (mode 0600) until
-  ``refresh_margin`` seconds before it expires, shared by every request of the process (and
-  by later processes through the file); a 401 renews it and fetches the page again.
+  ``refresh_margin`` seconds before it expires (or half its life, if shorter), shared by
+  every request of the process (and by later processes through the file); a 401 renews it
+  and fetches the page again.
 
 Cookies live in one `CookieJar` (`gossamer.fetch.cookies`); ``cookies`` says whose: every
 site's of ``in_scope`` (``on``), only the login domains' (``login-only``), none (``off``). A
@@ -150,14 +153,14 @@ class AuthHeaders(dict[str, str]):
 
 class _Session:
     """One domain's state: its lock, how many logins (tokens) it has had, the last one's
-    time (wall clock) and its OAuth token."""
+    time (wall clock), its OAuth token and when that is renewed."""
 
     def __init__(self) -> None:
         self.lock = asyncio.Lock()
         self.generation = 0
         self.renewed_at = -float("inf")
         self.token: str | None = None
-        self.expires_at = 0.0
+        self.renew_at = 0.0
 
 
 class Authenticator:
@@ -219,15 +222,22 @@ class Authenticator:
         return bool(self._logins)
 
     def login_for(self, url: str, host: str | None = None) -> Login | None:
-        """The login whose domain covers ``url``'s host, the most specific one; else None.
-        ``host`` is that host's name (``urlsplit(url).hostname``) when the caller has it:
-        the fetcher parses it once per host, not once per request."""
+        """The login of ``url``: that of the most specific domain holding its host, when the
+        URL has the login's scheme and port; else None. ``host`` is that host's name
+        (``urlsplit(url).hostname``) when the caller has it: the fetcher parses it once per
+        host, not once per request."""
+        holder, host = self._holder(url, host)
+        return holder if holder is not None and holder.covers(url, host) else None
+
+    def _holder(self, url: str, host: str | None) -> tuple[Login | None, str]:
+        """The login of the most specific domain holding ``url``'s host, whatever the URL's
+        scheme and port, and that host's name (lower case)."""
         if not self._logins:
-            return None
+            return None, ""
         if host is None:
             host = urlsplit(url).hostname or ""
         host = host.lower().rstrip(".")
-        return next((login for login in self._logins if login.covers(host)), None)
+        return next((login for login in self._logins if login.holds(host)), None), host
 
     def stats(self) -> AuthStats:
         """Return a snapshot of the counters."""
@@ -248,14 +258,16 @@ class Authenticator:
         self, url: str, session: SessionFactory, *, host: str | None = None
     ) -> AuthHeaders:
         """The headers of ``url``'s request: its domain's login, never another's (``host``:
-        see `login_for`)."""
-        login = self.login_for(url, host)
+        see `login_for`). Another scheme or port of a login domain gets nothing."""
+        login, host = self._holder(url, host)
         if login is None:
             headers = AuthHeaders()
             cookie = self._jar.header(url) if self._cookies == "on" else None
             if cookie is not None:
                 headers["Cookie"] = cookie
             return headers
+        if not login.covers(url, host):
+            return AuthHeaders()
         state = self._sessions[login.domain]
         headers = AuthHeaders()
         if login.kind == "basic" and login.username is not None and login.password is not None:
@@ -289,9 +301,10 @@ class Authenticator:
         """Keep the cookies the response sets; True when it looked logged out and a new login
         (or token) is there, so the page should be fetched again. A page refused again with
         a login younger than `RELOGIN_INTERVAL` is refused for good, not logged out: no new
-        login for it. ``host``: see `login_for`."""
-        login = self.login_for(url, host)
-        if status is None:
+        login for it. ``host``: see `login_for`. Another scheme or port of a login domain
+        sets no cookie (it could replace the session's)."""
+        login, host = self._holder(url, host)
+        if status is None or (login is not None and not login.covers(url, host)):
             return False
         set_cookie = headers.get("set-cookie")
         if login is None:
@@ -327,7 +340,7 @@ class Authenticator:
         """Whether a cookie ``url``'s answer sets may cover all of ``domain``: a domain of
         the crawl's scope (asked with ``url``'s scheme and port), none holding a login."""
         logins = self._logins
-        if any(login.covers(domain) or domain_match(login.domain, domain) for login in logins):
+        if any(login.holds(domain) or domain_match(login.domain, domain) for login in logins):
             return False
         if self._in_scope is None:
             return True
@@ -340,7 +353,7 @@ class Authenticator:
         cookies hold its session already (or the page is the login page)."""
         if state.generation or _same_page(url, login.login_url):
             return False
-        return not any(login.covers(row[0]) for row in self._jar.rows())
+        return not any(login.holds(row[0]) for row in self._jar.rows())
 
     def _logged_out(
         self, login: Login, url: str, status: int, headers: Mapping[str, str], body: bytes
@@ -439,7 +452,7 @@ class Authenticator:
     async def _token(
         self, login: Login, state: _Session, session: aiohttp.ClientSession
     ) -> str | None:
-        if state.token is not None and state.expires_at - login.refresh_margin > self._clock():
+        if state.token is not None and state.renew_at > self._clock():
             return state.token
         async with state.lock:
             return await self._locked_token(login, state, session)
@@ -461,27 +474,28 @@ class Authenticator:
         self, login: Login, state: _Session, session: aiohttp.ClientSession
     ) -> str | None:
         now = self._clock()
-        if state.token is not None and state.expires_at - login.refresh_margin > now:
+        if state.token is not None and state.renew_at > now:
             return state.token
         cached = read_cache(login)
-        if cached is not None and cached[1] - login.refresh_margin > now:
-            state.token, state.expires_at = cached
+        if cached is not None and (renew_at := login.renew_at(*cached[1:])) > now:
+            state.token, state.renew_at = cached[0], renew_at
             state.generation += 1
             return state.token
         if now - state.renewed_at < RELOGIN_INTERVAL and state.token is None:
             return None  # the last request failed: not one per page
         state.renewed_at = now
         try:
-            token, expires_at = await self._fetch_token(login, session)
+            token, lifetime = await self._fetch_token(login, session)
         except Exception as exc:
             self.failures += 1
             state.token = None
             self._failed(login, f"token request: {type(exc).__name__}")
             return None
-        state.token, state.expires_at = token, expires_at
+        expires_at = self._clock() + lifetime
+        state.token, state.renew_at = token, login.renew_at(expires_at, lifetime)
         state.generation += 1
         self.token_refreshes += 1
-        write_cache(login, token, expires_at)
+        write_cache(login, token, expires_at, lifetime)
         log.info(
             "new OAuth token for %s",
             login.domain,
@@ -512,7 +526,7 @@ class Authenticator:
         lifetime = reply.get("expires_in", 3600)
         if not isinstance(lifetime, int | float) or lifetime <= 0:
             lifetime = 3600
-        return token, self._clock() + float(lifetime)
+        return token, float(lifetime)
 
 
 class _TokenError(Exception):

@@ -77,6 +77,8 @@ MAX_SET_COOKIES = 100
 """The most ``Set-Cookie`` lines of one answer read."""
 MAX_AGE = 400 * 86_400
 """The longest a cookie lives (RFC 6265bis 5.6.1)."""
+MAX_COOKIES_FILE = 16 << 20
+"""The largest ``cookies.txt`` read (a browser's export of every site's cookies fits)."""
 _MAX_ATTRIBUTE = 1024
 _NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}")
 _VALUE = re.compile(r"[\x20-\x3a\x3c-\x7e]*")
@@ -436,9 +438,14 @@ def _row(row: Sequence[object]) -> CookieRow | None:
 def read_cookies_txt(path: Path, within: str) -> tuple[CookieRow, ...]:
     """The cookies of a Netscape ``cookies.txt`` file whose domain lies within ``within``
     (its second field says whether subdomains get the cookie). Raises ValueError naming the
-    line of a malformed entry (never its value)."""
+    line of a malformed entry (never its value), or saying the file is larger than
+    `MAX_COOKIES_FILE`."""
     rows = []
-    text = path.read_text("utf-8")
+    with path.open("rb") as file:
+        raw = file.read(MAX_COOKIES_FILE + 1)
+    if len(raw) > MAX_COOKIES_FILE:
+        raise ValueError(f"{path} is larger than {MAX_COOKIES_FILE >> 20} MiB")
+    text = raw.decode("utf-8")
     for number, line in enumerate(text.splitlines(), 1):
         if line.startswith("#HttpOnly_"):
             line = line[len("#HttpOnly_") :]

@@ -7,10 +7,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 import msgspec
 
 from gossamer.fetch.cookies import CookieRow
+from gossamer.settings.auth import DEFAULT_PORTS
 
 if TYPE_CHECKING:
     import aiohttp
@@ -60,10 +62,33 @@ class Login:
     scope: str | None = None
     token_cache: Path | None = None
     refresh_margin: float = 60.0
+    scheme: str = "https"
+    """With `port`, the origin of the domain (and its subdomains) the login goes to."""
+    port: int = 443
 
-    def covers(self, host: str) -> bool:
-        """Whether requests to ``host`` carry this login (the domain or a subdomain)."""
+    def holds(self, host: str) -> bool:
+        """Whether ``host`` is the login's domain or a subdomain of it (whatever the port)."""
         return host == self.domain or host.endswith("." + self.domain)
+
+    def covers(self, url: str, host: str) -> bool:
+        """Whether ``url``'s request (its host name ``host``, lower case) carries this login:
+        its host within the domain, its scheme and port the login's own."""
+        if not self.holds(host) or not url.startswith(self.scheme + "://"):
+            return False
+        try:
+            port = urlsplit(url).port
+        except ValueError:
+            return False
+        return (port or DEFAULT_PORTS[self.scheme]) == self.port
+
+    def renew_at(self, expires_at: float, lifetime: float | None) -> float:
+        """When an OAuth token that expires at ``expires_at`` is renewed: ``refresh_margin``
+        before, or halfway through its ``lifetime`` (when known) if that is later, so a
+        token living less than the margin still serves half its life."""
+        margin = self.refresh_margin
+        if lifetime is not None:
+            margin = min(margin, lifetime / 2)
+        return expires_at - margin
 
 
 class LoginContext(msgspec.Struct, frozen=True):

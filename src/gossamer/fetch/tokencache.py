@@ -3,6 +3,7 @@ every request of the process, and later processes, share a token until it expire
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -12,9 +13,18 @@ from typing import Any
 
 from gossamer.fetch.login import Login
 
-__all__ = ["cache_path", "forget_cache", "read_cache", "write_cache"]
+__all__ = [
+    "MAX_CACHE_BYTES",
+    "cache_path",
+    "check_cache",
+    "forget_cache",
+    "read_cache",
+    "write_cache",
+]
 
 log = logging.getLogger(__name__)
+MAX_CACHE_BYTES = 1 << 20
+"""The largest token cache file read (it holds one token of at most 4 KiB)."""
 
 
 def cache_path(login: Login) -> Path:
@@ -32,23 +42,46 @@ def _client_digest(login: Login) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def read_cache(login: Login) -> tuple[str, float] | None:
+def check_cache(login: Login) -> None:
+    """Raise ValueError saying so when ``login``'s token cache is larger than
+    `MAX_CACHE_BYTES` (``/dev/zero``): the crawl would read it again for every token."""
+    with contextlib.suppress(OSError):  # none yet, or unreadable: a new token is written
+        _read(cache_path(login))
+
+
+def _read(path: Path) -> bytes:
+    with path.open("rb") as file:
+        raw = file.read(MAX_CACHE_BYTES + 1)
+    if len(raw) > MAX_CACHE_BYTES:
+        raise ValueError(f"{path} is larger than {MAX_CACHE_BYTES >> 20} MiB")
+    return raw
+
+
+def read_cache(login: Login) -> tuple[str, float, float | None] | None:
+    """The cached token of ``login``, when it expires and its lifetime (None when the file
+    does not say); None without a usable one."""
     try:
-        data: Any = json.loads(cache_path(login).read_text("utf-8"))
+        data: Any = json.loads(_read(cache_path(login)))
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or data.get("client") != _client_digest(login):
         return None
     token, expires_at = data.get("access_token"), data.get("expires_at")
-    if isinstance(token, str) and isinstance(expires_at, int | float):
-        return token, float(expires_at)
-    return None
+    if not isinstance(token, str) or not isinstance(expires_at, int | float):
+        return None
+    lifetime = data.get("lifetime")
+    return token, float(expires_at), float(lifetime) if isinstance(lifetime, int | float) else None
 
 
-def write_cache(login: Login, token: str, expires_at: float) -> None:
+def write_cache(login: Login, token: str, expires_at: float, lifetime: float) -> None:
     path = cache_path(login)
     text = json.dumps(
-        {"client": _client_digest(login), "access_token": token, "expires_at": expires_at}
+        {
+            "client": _client_digest(login),
+            "access_token": token,
+            "expires_at": expires_at,
+            "lifetime": lifetime,
+        }
     )
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:

@@ -3,13 +3,14 @@
 import re
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from msgspec import Meta, field
 from msgspec.structs import force_setattr
 
 from gossamer.settings.base import FieldError, SettingsModel
 
-__all__ = ["AuthSettings", "AuthType"]
+__all__ = ["DEFAULT_PORTS", "AuthSettings", "AuthType", "Origin"]
 
 AuthType = Literal["basic", "bearer", "cookies", "form", "oauth2"]
 _SECRETS: dict[str, tuple[str, ...]] = {
@@ -21,6 +22,10 @@ _SECRETS: dict[str, tuple[str, ...]] = {
 }
 """The secrets each kind of login needs (each as ``NAME_env`` or ``NAME_file``)."""
 _DOMAIN = re.compile(r"(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?\.)*[a-z0-9_-]{1,63}")
+_ORIGIN = re.compile(r"(https?)://([^/:?#]+)(?::([0-9]{1,5}))?")
+DEFAULT_PORTS = {"http": 80, "https": 443}
+Origin = tuple[str, str, int]
+"""A scheme, a host and a port: ``("https", "example.org", 443)``."""
 
 
 class AuthSettings(SettingsModel, frozen=True, kw_only=True):
@@ -35,7 +40,14 @@ class AuthSettings(SettingsModel, frozen=True, kw_only=True):
     _masked_fields = ("fields",)
 
     domain: Annotated[
-        str, Meta(description="The host whose requests carry the login, and its subdomains.")
+        str,
+        Meta(
+            description=(
+                "The host whose requests carry the login, and its subdomains, over one scheme "
+                "and port: https://host[:port] or http://host[:port]; a bare host means "
+                "login_url's scheme and port when its host lies within it, else https on 443."
+            )
+        ),
     ]
     type: Annotated[AuthType, Meta(description="basic | bearer | cookies | form | oauth2.")]
     username_env: Annotated[str, Meta(description="Variable holding the user name.")] | None = None
@@ -112,19 +124,44 @@ class AuthSettings(SettingsModel, frozen=True, kw_only=True):
     ) = None
     refresh_margin: Annotated[
         float,
-        Meta(ge=0, le=86_400, description="OAuth 2.0: seconds before expiry a token is renewed."),
+        Meta(
+            ge=0,
+            le=86_400,
+            description=(
+                "OAuth 2.0: seconds before expiry a token is renewed (at most half its lifetime)."
+            ),
+        ),
     ] = 60.0
 
     def _check(self) -> None:
-        domain = self.domain.strip().lower().rstrip(".")
-        if not _DOMAIN.fullmatch(domain):
-            raise FieldError("domain", f"{domain!r} is not a host name (no scheme, port or path)")
-        force_setattr(self, "domain", domain)
+        force_setattr(self, "domain", _domain(self.domain))
         for name in ("login_url", "token_url"):
             url = getattr(self, name)
             if url is not None and not url.lower().startswith(("http://", "https://")):
                 raise FieldError(name, "must be an http:// or https:// URL")
         self._complete()
+
+    def origin(self) -> Origin:
+        """The scheme, domain and port whose requests carry the login: those ``domain``
+        names; for a bare host, ``login_url``'s scheme and port when its host lies within
+        the domain (the site a form posts to), else https on 443. A credential never goes
+        to another scheme or port of the domain."""
+        found = _ORIGIN.fullmatch(self.domain)
+        if found is not None:
+            scheme, host, port = found.groups()
+            return scheme, host, int(port) if port else DEFAULT_PORTS[scheme]
+        host = self.domain
+        if self.login_url is not None:
+            parts = urlsplit(self.login_url.lower())
+            within = parts.hostname is not None and (
+                parts.hostname == host or parts.hostname.endswith("." + host)
+            )
+            try:
+                if within and parts.scheme in DEFAULT_PORTS:
+                    return parts.scheme, host, parts.port or DEFAULT_PORTS[parts.scheme]
+            except ValueError:  # a port out of range: no origin of its own
+                pass
+        return "https", host, DEFAULT_PORTS["https"]
 
     def _complete(self) -> None:
         for name in ("username", "password", "token", "client_id", "client_secret"):
@@ -143,3 +180,25 @@ class AuthSettings(SettingsModel, frozen=True, kw_only=True):
             raise FieldError("cookies_file", "type cookies needs cookies_file")
         if self.type == "oauth2" and self.token_url is None:
             raise FieldError("token_url", "type oauth2 needs token_url")
+
+
+def _domain(given: str) -> str:
+    """``domain`` in its one written form: a lower-case host, or an origin without its
+    scheme's default port."""
+    text = given.strip().lower()
+    found = _ORIGIN.fullmatch(text)
+    if found is None:
+        host = text.rstrip(".")
+        if not _DOMAIN.fullmatch(host):
+            problem = "is not a host name or an origin (https://host:port, no path)"
+            raise FieldError("domain", f"{text[:200]!r} {problem}")
+        return host
+    scheme, host, port = found.groups()
+    host = host.rstrip(".")
+    if not _DOMAIN.fullmatch(host):
+        raise FieldError("domain", f"{host[:200]!r} is not a host name")
+    if port is not None and not 0 < int(port) < 65536:
+        raise FieldError("domain", f"port {port} is out of range")
+    if port is None or int(port) == DEFAULT_PORTS[scheme]:
+        return f"{scheme}://{host}"
+    return f"{scheme}://{host}:{int(port)}"

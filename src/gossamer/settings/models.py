@@ -715,9 +715,9 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
         for host in self.metrics_hosts:
             if host != "*" and not _METRICS_HOST.fullmatch(host):
                 raise FieldError("metrics_hosts", f"{host[:80]!r} is not a host name (or *)")
-        domains = [a.domain for a in self.auth]
+        domains = [a.origin()[1] for a in self.auth]
         for domain in domains:
-            if domains.count(domain) > 1:
+            if domains.count(domain) > 1:  # one session (cookies, token) per domain
                 raise FieldError("auth", f"two [[auth]] tables for {domain}")
         self._focus_topic()
         self._revisit_intervals()

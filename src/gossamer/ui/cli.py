@@ -22,6 +22,8 @@ from gossamer.settings import SettingsError
 
 DEFAULT_BIND = "127.0.0.1:8077"
 TOKEN_ENV = "GOSSAMER_UI_TOKEN"
+MAX_TOKEN_FILE = 4 << 10
+"""The largest ``--token-file`` read (a token is a line)."""
 PUBLIC = frozenset({"/healthz"})
 """What a GET reads without the token: the health check of a container's probes."""
 _BIND = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[A-Za-z0-9.-]+)):(?P<port>\d{1,5})")
@@ -110,12 +112,19 @@ def user_token(token_file: Path | None, env: dict[str, str]) -> str | None:
 
     if token_file is not None:
         try:
-            token = token_file.read_text("utf-8").strip()
+            with token_file.open("rb") as file:
+                raw = file.read(MAX_TOKEN_FILE + 1)
+            token = raw.decode("utf-8").strip()
         except (OSError, UnicodeDecodeError) as exc:
             reason = getattr(exc, "strerror", None) or "not UTF-8"
             raise SettingsError(
                 f"invalid setting 'token-file': cannot read {token_file}: {reason}"
             ) from None
+        if len(raw) > MAX_TOKEN_FILE:
+            raise SettingsError(
+                f"invalid setting 'token-file': {token_file} is larger than "
+                f"{MAX_TOKEN_FILE >> 10} KiB"
+            )
     else:
         token = env.get(TOKEN_ENV, "").strip()
         if not token:
