@@ -107,20 +107,14 @@ _NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 
 
 class Fetcher:
-    """Fetches URLs over pooled connections (see the module doc for the contract).
-
-    ``resolver`` replaces the `CachingResolver` built from the config (the caller then owns
-    and closes it). ``clock`` (monotonic) stamps ``started_at``/``elapsed``; ``wall_clock``
-    stamps ``fetched_at`` and dates ``Retry-After``; ``clock`` also drives the bandwidth cap.
-    ``meter`` is told the size of every body chunk received. ``proxies`` sends requests
-    through a proxy pool (see the module doc), whose checks the fetcher then makes
-    (`check_proxy`). ``auth`` (`gossamer.fetch.auth`) gives each request the headers of its
-    own URL's login and may have a page that looked logged out fetched once more after a new
-    login (logins and token requests go direct, not through the pool). Use as an async
-    context manager or call `close`. The session is created on first use, inside the
-    running loop. ``gate`` paces the requests the fetcher makes of its own accord (see the
-    module doc).
-    """
+    """Fetches URLs over pooled connections (the module doc holds the contract). ``resolver``
+    replaces the config's `CachingResolver` (the caller owns it); ``clock`` (monotonic)
+    stamps ``started_at``/``elapsed`` and drives the bandwidth cap, ``wall_clock`` stamps
+    ``fetched_at`` and dates ``Retry-After``; ``meter`` is told every body chunk's size;
+    ``proxies``: a pool the fetcher checks (`check_proxy`); ``auth`` (`gossamer.fetch.auth`)
+    gives each request its login's headers and may fetch a logged-out page once more after
+    a new login (logins and tokens go direct); ``gate`` paces the fetcher's own requests.
+    An async context manager (or call `close`); the session is made on first use."""
 
     def __init__(
         self,
