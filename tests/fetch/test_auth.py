@@ -328,7 +328,7 @@ async def test_a_login_domains_big_session_goes_whole_another_sites_is_bounded()
     chunks = [(f"C{i}", "v" * 3900) for i in range(3)]
     for domain in ("intranet.test", "other.test"):
         jar.add((domain, "/", name, value, False, None, True) for name, value in chunks)
-    login = Login(domain="intranet.test", kind="cookies")
+    login = Login(domain="intranet.test", kind="cookies", scheme="http", port=port)
     try:
         async with fetcher(Authenticator([login], jar, cookies="on")) as f:
             for host in ("intranet.test", "other.test"):

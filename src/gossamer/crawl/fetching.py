@@ -148,15 +148,17 @@ _CHECK_SEEDS = 10_000
 """Seeds looked through for them."""
 
 
-def proxy_check_fallbacks(settings: CrawlSettings, seeds: list[str]) -> tuple[str, ...]:
-    """The URLs a proxy check tries after the first seed gave no answer through a proxy (it
-    may hang for every proxy): the first seed of up to two more hosts; none with
+def proxy_check_fallbacks(
+    settings: CrawlSettings, seeds: list[str], check_url: str | None
+) -> tuple[str, ...]:
+    """The URLs a proxy check tries after ``check_url`` (the first seed) gave no answer
+    through a proxy (it may hang for every proxy): a seed of up to two more hosts; none with
     ``--proxy-check-url`` (the user chose the check) or without proxies."""
-    if settings.proxy_check_url is not None or not (settings.proxies or settings.proxies_file):
+    if settings.proxy_check_url is not None or check_url is None:
         return ()
-    hosts = {host_key(seeds[0])} if seeds else set()
+    hosts = {host_key(check_url)}
     found: list[str] = []
-    for seed in seeds[1:_CHECK_SEEDS]:
+    for seed in seeds[:_CHECK_SEEDS]:
         if len(hosts) >= _CHECK_HOSTS:
             break
         if (host := host_key(seed)) not in hosts:

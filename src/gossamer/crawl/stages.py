@@ -154,7 +154,7 @@ async def open_stages(
         sink, db, jsonl, item_sink = await open_outputs(stack, settings, worker, with_items)
         scope = crawl_scope(settings, seeds)
         check_url = proxy_check_url(settings, [first_seed] if first_seed else seeds)
-        fallbacks = proxy_check_fallbacks(settings, seeds)
+        fallbacks = proxy_check_fallbacks(settings, seeds, check_url)
         del seeds  # 200,000 seed origins cost 16 MB: the scope holds what the crawl needs
         checks = (check_url, fallbacks)
         built = _open_fetching(stack, settings, scope, checks, db, worker is not None)
