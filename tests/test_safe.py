@@ -4,6 +4,8 @@ which passes its text fields through `safe_text` when built."""
 from __future__ import annotations
 
 import json
+import sqlite3
+import typing
 
 import pytest
 
@@ -115,3 +117,41 @@ def test_a_record_masks_the_password_of_its_url_only() -> None:
     record = PageRecord("https://u:pw@social.test/@alice?x=a@b", 200, 0)
     assert record.url == "https://u:***@social.test/@alice?x=a@b"
     assert PageRecord("https://social.test/@alice", 200, 0).url == "https://social.test/@alice"
+
+
+def _poisoned(kind: object) -> object:
+    """A value of a record field's type holding a lone surrogate, or None for a field that
+    holds no text."""
+    text = "Eve\ud800"
+    if kind in (str, str | None):
+        return text
+    if kind == tuple[str, ...]:
+        return (text, "Ada")
+    if kind == tuple[dict[str, str | None], ...]:
+        return ({"src": "http://h.test/i\ud800.png", "alt": text},)
+    return None
+
+
+def test_every_text_a_record_holds_is_made_safe() -> None:
+    """A page's metadata (a JSON-LD author's name, an image's alt text) may hold a lone
+    surrogate: the record makes it U+FFFD, so its row, its line and every sink can write it.
+    Every field whose type holds text is tried, so a field added later is covered."""
+    kinds = typing.get_type_hints(PageRecord)
+    poisoned = {
+        name: value
+        for name in PageRecord.__struct_fields__
+        if name not in ("extra", "found") and (value := _poisoned(kinds[name])) is not None
+    }
+    assert {"url", "title", "text", "authors", "images"} <= poisoned.keys()
+    record = PageRecord(**{"status": 200, "depth": 0, **poisoned})  # type: ignore[arg-type]
+    for value in record.as_row():
+        if isinstance(value, str):
+            value.encode("utf-8")  # never raises
+    line = json.loads(record.to_json().encode("utf-8"))
+    assert line["authors"] == ["Eve\ufffd", "Ada"]
+    assert line["images"] == [{"src": "http://h.test/i\ufffd.png", "alt": "Eve\ufffd"}]
+    db = sqlite3.connect(":memory:")
+    db.execute(f"CREATE TABLE pages ({', '.join(FIELD_NAMES)})")
+    db.execute(f"INSERT INTO pages VALUES ({', '.join('?' * len(FIELD_NAMES))})", record.as_row())
+    (stored,) = db.execute("SELECT * FROM pages").fetchall()
+    assert PageRecord.from_row(stored) == record

@@ -43,7 +43,13 @@ _TEXT_FIELDS = (
     "canonical",
     "published",
     "rule",
+    "warc_file",
+    "proxy",
+    "duplicate_of",
+    "change",
+    "kind",
 )
+"""Every field of one text (a test makes sure): made safe when a record is built."""
 
 
 class Item(msgspec.Struct, frozen=True):
@@ -182,6 +188,13 @@ class PageRecord(msgspec.Struct, frozen=True):
                     force_setattr(self, name, safe_text(value))
         if self.rule_errors:
             force_setattr(self, "rule_errors", tuple(_safe_json(self.rule_errors)))
+        # a page's metadata: author names and image texts from its JSON-LD or markup
+        if self.authors and not all(map(str.isascii, self.authors)):
+            force_setattr(self, "authors", tuple(_safe_json(self.authors)))
+        if self.flags and not all(map(str.isascii, self.flags)):
+            force_setattr(self, "flags", tuple(_safe_json(self.flags)))
+        if self.images:
+            force_setattr(self, "images", tuple(_safe_json(self.images)))
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not PageRecord:
