@@ -204,3 +204,25 @@ async def test_the_robots_token_names_the_crawler(tmp_path: Path) -> None:
 
     records = await crawl(tmp_path / "out", mine, robots_token="MyBot")
     assert records["/p"]["flags"] == ["noindex"] and "/from/p" in records
+
+
+async def test_the_user_agent_names_the_crawler_by_default(tmp_path: Path) -> None:
+    """A site owner addresses the crawler by the name in their logs: with no
+    ``--robots-token``, ``--user-agent``'s own product is it, robots.txt's groups included."""
+
+    async def mine(request: web.Request) -> web.Response:
+        if request.path == "/robots.txt":
+            rules = "User-agent: *\nDisallow: /private\n\nUser-agent: mybot\nDisallow: /no\n"
+            return web.Response(text=rules)
+        if request.path == "/":
+            links = b'<a href="/p">p</a><a href="/no/x">x</a><a href="/private/y">y</a>'
+            return web.Response(body=links, content_type="text/html")
+        response = web.Response(body=_html(request.path), content_type="text/html")
+        response.headers["X-Robots-Tag"] = "mybot: noindex, gossamer: nofollow"
+        return response
+
+    agent = "MyBot/2.0 (+https://bot.test/about)"
+    records = await crawl(tmp_path / "out", mine, user_agent=agent, robots=True)
+    assert records["/p"]["flags"] == ["noindex"] and "/from/p" in records
+    assert records["/no/x"]["error"] == "robots"  # MyBot's group, not *'s
+    assert records["/private/y"]["status"] == 200

@@ -194,7 +194,7 @@ async def fetch_page(settings: CrawlSettings, url: str) -> tuple[str, bytes, str
         gated = GatedFetch(fetcher, gate)
         robots = None
         if settings.robots:
-            robots = RobotsCache(gated.fetch, token=settings.robots_token)
+            robots = RobotsCache(gated.fetch, token=settings.robots_name)
             gate.use_rules(robots.known)
         return await fetch_following(gated, robots, target, settings.max_redirects)
 

@@ -254,6 +254,18 @@ async def test_token_matching_is_case_insensitive_and_whole_token(
     assert policy.allowed(site.url("/b"))
 
 
+@pytest.mark.parametrize(
+    "group", ["Gossamer/1.0", "gossamer/0.1.0 (+https://bot.test)", "GOSSAMER/2 # us"]
+)
+def test_a_group_named_with_its_version_is_the_crawlers(group: str) -> None:
+    """Owners copy the name from their logs, version and all: the product token is the name
+    before the slash (RFC 9309 2.2.1, as Google reads it)."""
+    body = f"User-agent: {group}\nDisallow: /a\n\nUser-agent: *\nDisallow: /b\n".encode()
+    policy = RobotsPolicy.parse(body, "gossamer")
+    assert not policy.allowed("http://h.test/a")
+    assert policy.allowed("http://h.test/b")
+
+
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 410, 431])
 async def test_4xx_means_allow_all(site: Site, cache: RobotsCache, status: int) -> None:
     """RFC 9309 2.3.1.3, 400 and 431 too: a request of ours too big for the server (a sibling

@@ -147,7 +147,7 @@ def robots_cache(
     sitemaps each one names."""
     return RobotsCache(
         fetch=fetch,
-        token=settings.robots_token,
+        token=settings.robots_name,
         retry_interval=settings.robots_retry,
         may_follow=functools.partial(in_scope, scope),
         on_rules=functools.partial(_keep_sitemaps, SQLiteSink(db), sitemaps),
@@ -302,7 +302,7 @@ def page_config(settings: CrawlSettings, rules: RuleSet | None = None) -> PageCo
         rules=rules,
         follow_duplicates=settings.follow_duplicates,
         near_digests=settings.digests == "near",
-        robots_token=settings.robots_token,
+        robots_token=settings.robots_name,
         ignore_noindex=settings.ignore_noindex,
         canonical=settings.canonical,
     )

@@ -500,10 +500,23 @@ def _robots_text(body: bytes, cut: bool = False) -> str:
         body = body[:MAX_ROBOTS_BYTES]
         body = body[: body.rfind(b"\n") + 1]
     text = body.decode("utf-8", "replace").removeprefix("\ufeff")
-    if "delay" not in text.lower():
+    lower = text.lower()
+    delays, versions = "delay" in lower, "/" in text and "agent" in lower
+    if not (delays or versions):
         return text
     # lines as protego splits them (every line break str.splitlines knows), spaces as it strips
-    return _ENDLESS_DELAY.sub(_finite_delay, "\n".join(text.splitlines()))
+    text = "\n".join(text.splitlines())
+    if versions:  # "User-agent: Gossamer/1.0", as owners copy it from their logs
+        text = _VERSIONED_AGENT.sub(r"\1", text)
+    return _ENDLESS_DELAY.sub(_finite_delay, text) if delays else text
+
+
+_VERSIONED_AGENT = re.compile(
+    r"^([^\S\n]*user-agent[^\S\n]*:?[^\S\n]*[A-Za-z_][A-Za-z0-9_-]*)/[^#\n]*",
+    re.IGNORECASE | re.MULTILINE,
+)
+"""A group's user agent written with its version: its product token is the name before the
+slash (RFC 9309 section 2.2.1; Google's parser reads it so), which protego would not match."""
 
 
 _ENDLESS_DELAY = re.compile(

@@ -35,6 +35,7 @@ from gossamer.settings.revisit import (
     check_intervals,
     rule_intervals,
 )
+from gossamer.settings.useragent import MAX_TOKEN_CHARS, product_token
 from gossamer.urls import TRACKING_PARAMS, InvalidURL, canonicalize
 
 DEFAULT_SLACK = 0.5
@@ -82,9 +83,19 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
     user_agent: Annotated[str, Meta(min_length=1, description="User-Agent.")] = (
         f"gossamer/{__version__}"
     )
-    robots_token: Annotated[str, Meta(min_length=1, description="robots.txt product token.")] = (
-        "gossamer"
-    )
+    robots_token: (
+        Annotated[
+            str,
+            Meta(
+                min_length=1,
+                max_length=MAX_TOKEN_CHARS,
+                description="robots.txt product token: the name robots.txt groups, X-Robots-Tag "
+                "and robots meta tags address (default: --user-agent's own product, AcmeBot "
+                "for 'AcmeBot/2.0 (+https://acme.example/bot)'; gossamer if it names none).",
+            ),
+        ]
+        | None
+    ) = None
     robots: Annotated[bool, Meta(description="Obey robots.txt (disable with --no-robots).")] = True
     robots_retry: Annotated[
         float, Meta(gt=0, description="Seconds before retrying an unreachable robots.txt.")
@@ -689,6 +700,12 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
     ] = field(default_factory=list)
 
     @property
+    def robots_name(self) -> str:
+        """The robots.txt product token the crawl goes by: `robots_token`, else the product
+        token of `user_agent` (:func:`gossamer.settings.useragent.product_token`)."""
+        return self.robots_token or product_token(self.user_agent)
+
+    @property
     def focused(self) -> bool:
         """Whether the crawl is focused (a phrase or example pages given)."""
         return self.focus_phrase is not None or bool(self.focus_examples)
@@ -697,7 +714,7 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
         if self.wacz:
             force_setattr(self, "warc", True)  # a WACZ packages the crawl's WARC files
         for name in ("user_agent", "robots_token"):
-            if any(ord(c) < 32 for c in getattr(self, name)):
+            if any(ord(c) < 32 for c in getattr(self, name) or ""):
                 raise FieldError(name, "must not contain control characters")
         phrase = self.focus_phrase
         if phrase is not None and any(ord(c) < 32 and c not in "\t\n\r" for c in phrase):

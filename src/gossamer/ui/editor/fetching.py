@@ -296,7 +296,7 @@ class PageFetcher:
         robots = None
         if settings.robots:
             cookieless = GatedFetch(NoCookies(fetcher), gate)
-            robots = RobotsCache(cookieless.fetch, token=settings.robots_token)
+            robots = RobotsCache(cookieless.fetch, token=settings.robots_name)
             gate.use_rules(robots.known)
             fetcher.set_check_rules(robots)
         renderer = None
