@@ -70,3 +70,39 @@ async def test_a_sitemap_password_is_kept_in_one_place_and_used_on_resume(
         again["sitemap"] = []
         await asyncio.wait_for(run_crawl(load_settings(again, env={})), 30)
     assert authorized == [True, True]  # read again, with its password
+
+
+async def test_a_site_naming_a_sitemap_with_credentials_gets_none_sent_or_kept(
+    tmp_path: Path,
+) -> None:
+    """Credentials are the user's to give: a robots.txt ``Sitemap:`` line, or a sitemap
+    index's child, carrying a user name is not fetched, and its password is kept nowhere."""
+    asked: dict[str, str | None] = {}
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        asked[request.path] = request.headers.get("Authorization")
+        here = f"127.0.0.1:{request.url.port}"
+        if request.path == "/robots.txt":
+            lines = f"Sitemap: http://u5:{SECRET}@{here}/sm.xml\nSitemap: http://{here}/ix.xml\n"
+            return web.Response(text=f"User-agent: *\nAllow: /\n{lines}")
+        if request.path == "/ix.xml":
+            child = f"<sitemap><loc>http://u6:{SECRET}@{here}/child.xml</loc></sitemap>"
+            return web.Response(
+                text=f"<sitemapindex>{child}</sitemapindex>", content_type="text/xml"
+            )
+        return web.Response(text="<html><body>page</body></html>", content_type="text/html")
+
+    out = tmp_path / "out"
+    async with serve(handle) as port:
+        settings: dict[str, Any] = {
+            "seeds": [f"http://127.0.0.1:{port}/"],
+            "out": out,
+            "allow_private": True,
+            "quiet": True,
+            "checkpoint_interval": 0.05,
+        }
+        await asyncio.wait_for(run_crawl(load_settings(settings, env={})), 30)
+    assert "/ix.xml" in asked and "/sm.xml" not in asked and "/child.xml" not in asked
+    assert not any(asked.values())
+    for name in ("crawl.db", "pages.jsonl"):
+        assert SECRET.encode() not in (out / name).read_bytes()

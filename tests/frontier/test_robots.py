@@ -680,3 +680,17 @@ async def test_a_host_the_address_guard_blocks_is_allowed_and_soon_asked_again(
     assert cache.known("http://blocked.test/") is None
     # the host asked did answer; only the place it sends us to is blocked
     assert (await cache.get("http://redirect.test/")).status == "unreachable"
+
+
+def test_a_sitemap_line_with_credentials_is_dropped() -> None:
+    """Credentials are the user's to give: a site naming a sitemap with a user name (to have
+    the crawler send it, or keep it as its own) gets it neither fetched nor kept."""
+    body = (
+        b"User-agent: *\nDisallow: /x\n"
+        b"Sitemap: http://u5:pw@h.test/a.xml\nSitemap: http:\\\\u:pw@h.test\\b.xml\n"
+        b"Sitemap: https://h.test/c.xml?by=a@b\nSitemap: http://h.test/d@e.xml\n"
+    )
+    assert RobotsPolicy.parse(body).sitemaps == (
+        "https://h.test/c.xml?by=a@b",
+        "http://h.test/d@e.xml",
+    )

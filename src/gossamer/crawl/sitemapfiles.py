@@ -18,7 +18,7 @@ from gossamer.fetch.http import FetchResult
 from gossamer.frontier.base import Candidate, Frontier
 from gossamer.redact import redact_url
 from gossamer.sinks.base import PageRecord, WarcLocation
-from gossamer.urls import InvalidURL, canonicalize, fingerprint
+from gossamer.urls import InvalidURL, canonicalize, credentials_of, fingerprint
 
 __all__ = [
     "ENTRY_DEPTH",
@@ -168,8 +168,12 @@ class FileScope:
 
     def allows(self, url: str, origin: str | None = None) -> bool:
         """Whether the sitemap file at canonical ``url`` may be fetched (``origin`` named it;
-        None: an index or a redirect did); one refused is counted ``offscope``, logged."""
+        None: an index or a redirect did); one refused is counted ``offscope``, logged. Only a
+        ``--sitemap`` URL may carry credentials: one a site named with a user name in it is
+        refused (``userinfo``), as a link is, never sent nor kept."""
         reason = None if self._refusal is None else self._refusal(url)
+        if reason is None and origin != self._given and credentials_of(url) is not None:
+            reason = "userinfo"  # credentials only the user gives (--sitemap), as for links
         if reason is None:
             return True
         self._counts.offscope += 1

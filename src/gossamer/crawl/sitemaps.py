@@ -321,7 +321,12 @@ class SitemapStage:
         batch: list[Entry] = []
         files, share, unanswered = 0, LoopShare(), False
         reply = functools.partial(self._reply, host_key(url))
-        walk = read_sitemaps([url], reply, scope=scope, limits=limits, may_fetch=self._scope.allows)
+        given = url if GIVEN in origins else None  # the user's own: its credentials too
+
+        def may_fetch(file: str) -> bool:
+            return file == given or self._scope.allows(file)
+
+        walk = read_sitemaps([url], reply, scope=scope, limits=limits, may_fetch=may_fetch)
         async for item in walk:
             if isinstance(item, FileResult):
                 await self._admit(batch)

@@ -191,7 +191,7 @@ class RobotsPolicy:
             status="ok",
             token=token,
             crawl_delay=rules.crawl_delay(token),
-            sitemaps=tuple(rules.sitemaps),
+            sitemaps=tuple(url for url in rules.sitemaps if not _names_a_user(url)),
             rules=rules,
             verdicts=verdicts,
         )
@@ -486,6 +486,16 @@ class RobotsCache:
         if status == "unreachable":
             return RobotsPolicy.disallow_all(status, self._token, verdicts=self._verdicts)
         return RobotsPolicy.allow_all(status, self._token, verdicts=self._verdicts)
+
+
+_AUTHORITY = re.compile(r"\s*[A-Za-z][A-Za-z0-9+.-]*:[/\\]*([^/\\?#]*)")
+
+
+def _names_a_user(url: str) -> bool:
+    """Whether a ``Sitemap:`` URL carries a user name (a password): a site may name any
+    URL, and credentials are only the user's to give (its seeds, ``--sitemap``)."""
+    match = _AUTHORITY.match(url)
+    return match is not None and "@" in match[1]
 
 
 def _wildcard_rules(rules: Protego, token: str) -> int:
