@@ -243,3 +243,26 @@ async def test_stop_ends_a_crawl_held_by_a_stream_never_read(tmp_path: Path) -> 
         rest = [record async for record in read]
         kept = [record async for record in never_read]
     assert len(taken) + len(rest) == len(kept) >= 2  # every record reached both streams
+
+
+async def test_a_second_crawl_on_a_folder_in_use_is_refused(tmp_path: Path) -> None:
+    """Two crawls on one folder (a resume started again while the last still runs, an
+    overwrite over a running crawl) would record URLs twice and double every host's pace:
+    the second is refused, naming the first's process, and the folder is free once the
+    first ends."""
+    out = tmp_path / "out"
+    async with TestWebServer(_web()) as server:
+        first = Crawl(_settings(server, out))
+        async with first:
+            async for _ in first.records(limit=1):
+                break
+            for fields in ({"resume": True, "seeds": []}, {"overwrite": True}):
+                second = Crawl(_settings(server, out, **fields))
+                with pytest.raises(gossamer.SettingsError, match="another crawl is running in"):
+                    await second.run()
+            first.stop()
+        await first.wait()
+        written = _lines(out / "pages.jsonl")
+        again = await Crawl(_settings(server, out, seeds=[], resume=True)).run()
+    assert len({r["url"] for r in written}) == len(written)
+    assert again.pages >= len(written)

@@ -3,9 +3,11 @@ archive and the shared page store, each opened by one function."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import socket
-from contextlib import AsyncExitStack
+from collections.abc import Iterator
+from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,6 +33,33 @@ _OUTPUTS = (
     "crawl.log.1",
     "crawl.wacz",
 )
+
+
+@contextmanager
+def holding_out_dir(settings: CrawlSettings) -> Iterator[None]:
+    """--out created, locked for this crawl and prepared (`prepare_out_dir`) while the block
+    runs. The lock (``flock`` on the folder itself: no file of its own, none that
+    ``--overwrite`` deletes) refuses a second crawl on the folder, resumed or overwriting,
+    which would record URLs twice and double every host's pace. Linux drops it with the
+    process, however that ends."""
+    out = settings.out
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise SettingsError(f"invalid setting 'out': {exc.strerror}: {out}") from exc
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            raise SettingsError(
+                f"invalid setting 'out': another crawl is running in {out} (see its "
+                "status.json); wait for it to end or stop it first"
+            ) from exc
+        prepare_out_dir(settings)
+        yield
+    finally:
+        os.close(fd)  # the lock goes with it
 
 
 def prepare_out_dir(settings: CrawlSettings) -> None:

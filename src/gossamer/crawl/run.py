@@ -22,7 +22,7 @@ from gossamer.crawl.additions import NOTHING, Additions
 from gossamer.crawl.assembly import build_crawler
 from gossamer.crawl.builders import auth_logins, load_ruleset, page_config
 from gossamer.crawl.fetching import check_given_sitemaps, check_rendering
-from gossamer.crawl.outputs import prepare_out_dir
+from gossamer.crawl.outputs import holding_out_dir
 from gossamer.engine import Crawler
 from gossamer.logs import LOG_FILE, logging_to_file
 from gossamer.progress import progress_line
@@ -54,8 +54,7 @@ async def run_crawl(settings: CrawlSettings, additions: Additions = NOTHING) -> 
     check_rendering(settings)  # and --render without Playwright or the browser
     check_given_sitemaps(settings.sitemap, crawl_scope(settings, seeds))  # and --sitemap
     async with metrics_server(settings) as metrics:  # a port in use fails before the crawl
-        prepare_out_dir(settings)
-        with logging_to_file(settings.out / LOG_FILE):
+        with holding_out_dir(settings), logging_to_file(settings.out / LOG_FILE):
             async with build_crawler(settings, seeds, rules, metrics, additions) as crawler:
                 tune_gc()
                 if additions.signals:
