@@ -182,6 +182,11 @@ class FileScope:
         log.log(level, "sitemap %s not fetched: %s, named by %s", redact_url(url), reason, named)
         return False
 
+    def walks(self, given: str | None, url: str) -> bool:
+        """Whether a walk from ``given`` (a ``--sitemap`` URL, the user's own, credentials
+        and all; None for one a site named) may fetch ``url`` (`allows`)."""
+        return url == given or self.allows(url)
+
     def _named(self, origin: str | None) -> str:
         if origin is None:
             return "an index or a redirect"

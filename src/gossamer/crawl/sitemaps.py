@@ -321,11 +321,7 @@ class SitemapStage:
         batch: list[Entry] = []
         files, share, unanswered = 0, LoopShare(), False
         reply = functools.partial(self._reply, host_key(url))
-        given = url if GIVEN in origins else None  # the user's own: its credentials too
-
-        def may_fetch(file: str) -> bool:
-            return file == given or self._scope.allows(file)
-
+        may_fetch = functools.partial(self._scope.walks, url if GIVEN in origins else None)
         walk = read_sitemaps([url], reply, scope=scope, limits=limits, may_fetch=may_fetch)
         async for item in walk:
             if isinstance(item, FileResult):

@@ -12,7 +12,10 @@ Outcomes of a fetch (``RobotsPolicy.status``):
   unavailable, everything allowed (§2.3.1.2).
 - ``redirect-offsite``: a redirect to a URL outside the crawl's scope (``may_follow`` says
   no: another host or port than the crawl may visit), not followed, so robots.txt can never
-  take the crawler where its links could not; treated as unavailable, everything allowed.
+  take the crawler where its links could not. The rules are unknown and may forbid the
+  site: everything is disallowed (a warning names the host and the way in, ``--allow-domain``
+  or ``--allow-port``). Allowing it all would crawl past an owner's ``Disallow: /`` served
+  from ``www.`` or a CDN.
 - ``invalid``: a body the parser fails on; no rules apply (§2.2: unparsable lines are
   ignored), everything allowed.
 - ``blocked``: no request could be made, the address guard (:mod:`gossamer.fetch.guard`)
@@ -45,6 +48,7 @@ from typing import Literal, Protocol
 import msgspec
 from protego import Protego
 
+from gossamer.redact import redact_url
 from gossamer.urls import Resolver
 
 __all__ = [
@@ -429,7 +433,7 @@ class RobotsCache:
         "crawlers SHOULD follow at least five consecutive redirects ... If there are more than
         five consecutive redirects, crawlers MAY assume that the robots.txt file is
         unavailable"). The rules found apply to the original origin."""
-        seen = {url}
+        seen, first = {url}, url
         for hop in range(MAX_REDIRECTS + 1):
             response = await self._get_once(url)
             status = response.status if response is not None else None
@@ -446,6 +450,13 @@ class RobotsCache:
                 if target is None:
                     return self._policy_without_rules("missing")
                 if self._may_follow is not None and not self._may_follow(target):
+                    log.warning(
+                        "robots.txt of %s redirects to %s, outside the crawl's scope: none of "
+                        "its URLs is fetched (--allow-domain or --allow-port takes it in)",
+                        robots_origin(first),
+                        redact_url(target),
+                        extra={"event": "robots-redirect-offsite"},
+                    )
                     return self._policy_without_rules("redirect-offsite")
                 if target in seen:
                     return self._policy_without_rules("redirect-loop")
@@ -483,7 +494,7 @@ class RobotsCache:
             return self._policy_without_rules("invalid")
 
     def _policy_without_rules(self, status: RobotsStatus) -> RobotsPolicy:
-        if status == "unreachable":
+        if status in ("unreachable", "redirect-offsite"):
             return RobotsPolicy.disallow_all(status, self._token, verdicts=self._verdicts)
         return RobotsPolicy.allow_all(status, self._token, verdicts=self._verdicts)
 
