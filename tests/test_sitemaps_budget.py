@@ -206,3 +206,46 @@ async def test_a_robots_txt_naming_17_000_sitemaps_holds_the_loop_no_time(
     assert stats.sitemaps is not None
     assert stats.sitemaps["files_total"] > 10_000  # as many as robots.txt's first 500 KiB name
     assert max(gaps) < 1.5
+
+
+async def test_the_sitemaps_one_robots_txt_names_share_one_budget_of_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """1,000 files of 50,000 entries would queue 50 million URLs of one site: past
+    ``SITE_ENTRIES`` a round the walk stops, and the sitemaps left are recorded
+    ``too-many-urls``, not fetched; ``--sitemap`` URLs are the user's and keep no budget."""
+    monkeypatch.setattr(sitemapbudget, "SITE_ENTRIES", 6)
+    asked: list[str] = []
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        asked.append(request.path)
+        base = f"http://{request.host}"
+        if request.path == "/robots.txt":
+            lines = "".join(f"Sitemap: {base}/s{n}.xml\n" for n in range(3))
+            return web.Response(text=f"User-agent: *\nAllow: /\n{lines}")
+        if request.path.endswith(".xml"):
+            name = request.path[1:-4]
+            urls = "".join(f"<url><loc>{base}/{name}-{i}</loc></url>" for i in range(4))
+            return web.Response(text=f"<urlset>{urls}</urlset>", content_type="text/xml")
+        return web.Response(text="<html><body>page</body></html>", content_type="text/html")
+
+    out = tmp_path / "out"
+    async with serve(handle) as port:
+        base = f"http://127.0.0.1:{port}"
+        settings = {
+            "seeds": [f"{base}/"],
+            "sitemap": [f"{base}/given.xml"],
+            "out": out,
+            "allow_private": True,
+            "quiet": True,
+            "delay": 0.01,
+            "checkpoint_interval": 0.05,
+        }
+        stats = await asyncio.wait_for(run_crawl(load_settings(settings, env={})), 40)
+    pages = [p for p in asked if "-" in p]
+    assert len([p for p in pages if p.startswith("/s")]) == 6  # the site's entries, all it may
+    assert len([p for p in pages if p.startswith("/given-")]) == 4
+    lines = (out / "pages.jsonl").read_text("utf-8").splitlines()
+    cut = [r for r in map(json.loads, lines) if "too-many-urls" in r["flags"]]
+    assert len(cut) == 2 and stats.sitemaps is not None
+    assert stats.sitemaps["entries_total"] == 10

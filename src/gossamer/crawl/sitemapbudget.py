@@ -1,4 +1,5 @@
-"""What reading a site's sitemaps may cost: files a round, and time of the event loop.
+"""What reading a site's sitemaps may cost: files and entries a round, and time of the event
+loop.
 
 Files (:class:`SiteBudgets`): a walk from one sitemap URL reads at most ``Limits.max_files``
 files; without a bound across walks, a robots.txt of 500 KiB naming 20,000 sitemaps (each an
@@ -23,7 +24,9 @@ import asyncio
 from collections import Counter
 from collections.abc import Iterable
 
-__all__ = ["MOST_PAUSE", "SITE_FILES", "LoopShare", "SiteBudgets"]
+from gossamer.discover import FileResult, Flag, Format
+
+__all__ = ["MOST_PAUSE", "SITE_ENTRIES", "SITE_FILES", "LoopShare", "SiteBudgets", "skipped"]
 
 MOST_PAUSE = 1.0
 """Longest pause of a read after a batch of entries, seconds."""
@@ -31,43 +34,71 @@ MOST_PAUSE = 1.0
 SITE_FILES = 1000
 """Files a round the walks of the sitemaps one robots.txt names take together (as many as
 one walk may: ``Limits.max_files``)."""
+SITE_ENTRIES = 1_000_000
+"""Entries a round the walks of the sitemaps one robots.txt names hand to admission
+together: 1,000 files of 50,000 would queue 50 million URLs of one site (some 18 GB of
+crawl.db and 4.5 GB of memory); a site of a million pages fits. Past it, the walk stops
+and the sitemaps left are recorded ``too-many-urls``, not fetched."""
 
 
 class SiteBudgets:
-    """Files left per naming origin, ``per_site`` a round (see the module doc); ``given``:
-    the origin of the sitemaps the user gave, which no budget bounds."""
+    """Files and entries left per naming origin, ``per_site`` files and `SITE_ENTRIES`
+    entries a round (see the module doc); ``given``: the origin of the sitemaps the user
+    gave, which no budget bounds."""
 
     def __init__(self, given: str, per_site: int | None = None) -> None:
         self._per_site = SITE_FILES if per_site is None else per_site
+        self._entries = SITE_ENTRIES
         self._given = given
         self._spent: Counter[str] = Counter()
-        self._charged: dict[str, tuple[int, frozenset[str]]] = {}
-        """Sitemap URL -> the files its last read took, and from which origins."""
+        self._listed: Counter[str] = Counter()
+        self._charged: dict[str, tuple[int, int, frozenset[str]]] = {}
+        """Sitemap URL -> the files and entries its last read took, and from which origins."""
 
     def left(self, origins: Iterable[str]) -> int:
         """Files a read of a sitemap named by ``origins`` may take: the most any of them has
-        left, as each named it."""
+        left, as each named it (none for one whose entries are spent)."""
         return max(
             (
-                self._per_site if o == self._given else self._per_site - self._spent[o]
+                self._per_site
+                if o == self._given
+                else (self._per_site - self._spent[o]) * (self._listed[o] < self._entries)
                 for o in origins
             ),
             default=self._per_site,
         )
 
-    def spend(self, url: str, origins: Iterable[str], files: int) -> None:
-        """The read of ``url`` took ``files`` files, charged to each origin that named it."""
+    def entries_left(self, origins: Iterable[str]) -> int:
+        """Entries a read of a sitemap named by ``origins`` may hand to admission."""
+        left = [self._entries - self._listed[o] for o in origins if o != self._given]
+        return max(left) if left and len(left) == len(set(origins)) else 1 << 62
+
+    def spent_flag(self, origins: Iterable[str]) -> Flag:
+        """What a sitemap named by ``origins`` that finds nothing `left` is recorded with."""
+        return Flag.TOO_MANY_URLS if self.entries_left(origins) <= 0 else Flag.TOO_MANY_FILES
+
+    def spend(self, url: str, origins: Iterable[str], files: int, entries: int = 0) -> None:
+        """The read of ``url`` took ``files`` files and listed ``entries``, charged to each
+        origin that named it."""
         charged = frozenset(o for o in origins if o != self._given)
         for origin in charged:
             self._spent[origin] += files
-        previous, before = self._charged.get(url, (0, frozenset()))
-        self._charged[url] = (previous + files, before | charged)
+            self._listed[origin] += entries
+        spent, listed, before = self._charged.get(url, (0, 0, frozenset()))
+        self._charged[url] = (spent + files, listed + entries, before | charged)
 
     def refund(self, url: str) -> None:
-        """``url`` is read again (a continuous crawl): its last read's files are given back."""
-        files, origins = self._charged.pop(url, (0, frozenset()))
+        """``url`` is read again (a continuous crawl): its last read's files and entries are
+        given back."""
+        files, entries, origins = self._charged.pop(url, (0, 0, frozenset()))
         for origin in origins:
             self._spent[origin] = max(self._spent[origin] - files, 0)
+            self._listed[origin] = max(self._listed[origin] - entries, 0)
+
+
+def skipped(url: str, flag: Flag) -> FileResult:
+    """The result of a sitemap file not read (``flag`` says why)."""
+    return FileResult(url, None, Format.UNKNOWN, 0, flags=(flag,))
 
 
 class LoopShare:

@@ -61,7 +61,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 
-from gossamer.crawl.sitemapbudget import LoopShare, SiteBudgets
+from gossamer.crawl.sitemapbudget import LoopShare, SiteBudgets, skipped
 from gossamer.crawl.sitemapfiles import (
     OWNED_ELSEWHERE,
     READ_SQL,
@@ -104,8 +104,7 @@ log = logging.getLogger(__name__)
 
 GIVEN = ""
 """The origin of a sitemap given by ``--sitemap`` (no robots.txt named it)."""
-_BATCH = 500
-"""Entries handed to admission (and staged in crawl.db) at once."""
+_BATCH = 500  # entries handed to admission (and staged in crawl.db) at once
 
 
 class SitemapStage:
@@ -299,13 +298,11 @@ class SitemapStage:
 
     async def _read(self, url: str, origins: set[str]) -> None:
         began = asyncio.get_running_loop().time()
-        left = self._budgets.left(origins)
-        if left > 0:
-            limits = self._limits.at_most(left)
-            files, unanswered = await self._walk(url, origins, limits)
-            self._budgets.spend(url, origins, files)
-        else:  # the sitemaps its site's robots.txt names took their files
-            self._file(FileResult(url, None, Format.UNKNOWN, 0, flags=(Flag.TOO_MANY_FILES,)))
+        if (left := self._budgets.left(origins)) > 0:
+            files, entries, unanswered = await self._walk(url, origins, self._limits.at_most(left))
+            self._budgets.spend(url, origins, files, entries)
+        else:  # the sitemaps its site's robots.txt names took their files (or entries)
+            self._file(skipped(url, self._budgets.spent_flag(origins)))
             unanswered = False
         self._db.stage(READ_SQL, [(origin, self._db.hide(url)) for origin in origins])
         self._done.update((origin, url) for origin in origins)
@@ -314,12 +311,13 @@ class SitemapStage:
         else:
             self._rereads.read(url, origins, began)
 
-    async def _walk(self, url: str, origins: set[str], limits: Limits) -> tuple[int, bool]:
-        """Read ``url`` (and the sitemaps it lists) within ``limits``; the files read, and
-        whether the sitemap's own fetch failed as a page's is retried."""
+    async def _walk(self, url: str, origins: set[str], limits: Limits) -> tuple[int, int, bool]:
+        """Read ``url`` (and the sitemaps it lists) within ``limits`` and the entries left to
+        ``origins``; the files read, entries listed, and whether its own fetch failed."""
         scope = SitemapScope({origin: [url] for origin in origins if origin != GIVEN})
         batch: list[Entry] = []
-        files, share, unanswered = 0, LoopShare(), False
+        files, entries, room, unanswered = 0, 0, self._budgets.entries_left(origins), False
+        share = LoopShare()
         reply = functools.partial(self._reply, host_key(url))
         may_fetch = functools.partial(self._scope.walks, url if GIVEN in origins else None)
         walk = read_sitemaps([url], reply, scope=scope, limits=limits, may_fetch=may_fetch)
@@ -328,13 +326,16 @@ class SitemapStage:
                 await self._admit(batch)
                 unanswered |= self._file(item) and item.depth == 0
                 files += 1
+            elif (entries := entries + 1) > room:  # the site's entries are spent: stop here
+                self._file(skipped(item.source, Flag.TOO_MANY_URLS))
+                break
             else:
                 batch.append(item)
                 if len(batch) >= _BATCH:
                     await self._admit(batch)
                     await share.pause()
         await self._admit(batch)
-        return files, unanswered
+        return files, min(entries, room), unanswered
 
     def _again(self, url: str, origins: set[str]) -> None:
         """A continuous crawl's next read of ``url``, for the origins its last read granted."""
@@ -383,8 +384,7 @@ class SitemapStage:
 
     def stats(self) -> SitemapStats:
         """A frozen snapshot."""
-        waiting = sum(len(queue) for queue in self._queues.values())
-        return self._counts.snapshot(len(self._tasks), waiting)
+        return self._counts.snapshot(len(self._tasks), sum(map(len, self._queues.values())))
 
     def json_stats(self) -> dict[str, int]:
         """:meth:`stats` as stats.json shows it."""
