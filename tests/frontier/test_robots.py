@@ -695,3 +695,13 @@ def test_a_sitemap_line_with_credentials_is_dropped() -> None:
         "https://h.test/c.xml?by=a@b",
         "http://h.test/d@e.xml",
     )
+
+
+@pytest.mark.parametrize("newline", [b"\r", b"\n", b"\r\n", b"\x0c"])
+def test_a_file_cut_at_the_limit_keeps_its_rules_whatever_its_line_breaks(newline: bytes) -> None:
+    """A file over `MAX_ROBOTS_BYTES` is cut at its last line break: one of CR alone lost
+    every rule (cut at the last LF, which it has none of), and allowed everything."""
+    lines = [b"User-agent: *", b"Disallow: /private", *[b"# padding comment line"] * 30_000]
+    body = newline.join(lines) + newline
+    assert len(body) > MAX_ROBOTS_BYTES
+    assert not RobotsPolicy.parse(body).allowed("http://h.test/private/x")

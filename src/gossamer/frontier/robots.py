@@ -552,7 +552,7 @@ def _robots_text(body: bytes, cut: bool = False) -> str:
     would block the whole site)."""
     if cut or len(body) > MAX_ROBOTS_BYTES:
         body = body[:MAX_ROBOTS_BYTES]
-        body = body[: body.rfind(b"\n") + 1]
+        body = body[: max(map(body.rfind, _LINE_BREAKS)) + 1]
     text = body.decode("utf-8", "replace").removeprefix("\ufeff")
     lower = text.lower()
     delays, versions = "delay" in lower, "/" in text and "agent" in lower
@@ -565,6 +565,9 @@ def _robots_text(body: bytes, cut: bool = False) -> str:
     return _ENDLESS_DELAY.sub(_finite_delay, text) if delays else text
 
 
+_LINE_BREAKS = (b"\n", b"\r", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e")
+"""Bytes that end a line as protego splits them (``str.splitlines``'s ASCII ones; not NEL,
+whose byte ``\x85`` ends many another UTF-8 character): a cut file ends at its last."""
 _VERSIONED_AGENT = re.compile(
     r"^([^\S\n]*user-agent[^\S\n]*:?[^\S\n]*[A-Za-z_][A-Za-z0-9_-]*)/[^#\n]*",
     re.IGNORECASE | re.MULTILINE,
