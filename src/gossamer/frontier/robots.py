@@ -12,10 +12,9 @@ Outcomes of a fetch (``RobotsPolicy.status``):
   unavailable, everything allowed (§2.3.1.2).
 - ``redirect-offsite``: a redirect to a URL outside the crawl's scope (``may_follow`` says
   no: another host or port than the crawl may visit), not followed, so robots.txt can never
-  take the crawler where its links could not. The rules are unknown and may forbid the
-  site: everything is disallowed (a warning names the host and the way in, ``--allow-domain``
-  or ``--allow-port``). Allowing it all would crawl past an owner's ``Disallow: /`` served
-  from ``www.`` or a CDN.
+  take the crawler where its links could not; treated as unavailable, everything allowed,
+  and a warning names the host, the target and the way to read it (``--allow-domain``,
+  ``--allow-port``): the owner's rules there were not read.
 - ``invalid``: a body the parser fails on; no rules apply (§2.2: unparsable lines are
   ignored), everything allowed.
 - ``blocked``: no request could be made, the address guard (:mod:`gossamer.fetch.guard`)
@@ -451,8 +450,9 @@ class RobotsCache:
                     return self._policy_without_rules("missing")
                 if self._may_follow is not None and not self._may_follow(target):
                     log.warning(
-                        "robots.txt of %s redirects to %s, outside the crawl's scope: none of "
-                        "its URLs is fetched (--allow-domain or --allow-port takes it in)",
+                        "robots.txt of %s redirects to %s, outside the crawl's scope: its rules "
+                        "are not read and its URLs are crawled as if it had none "
+                        "(--allow-domain or --allow-port reads them)",
                         robots_origin(first),
                         redact_url(target),
                         extra={"event": "robots-redirect-offsite"},
@@ -494,7 +494,7 @@ class RobotsCache:
             return self._policy_without_rules("invalid")
 
     def _policy_without_rules(self, status: RobotsStatus) -> RobotsPolicy:
-        if status in ("unreachable", "redirect-offsite"):
+        if status == "unreachable":
             return RobotsPolicy.disallow_all(status, self._token, verdicts=self._verdicts)
         return RobotsPolicy.allow_all(status, self._token, verdicts=self._verdicts)
 
