@@ -56,7 +56,7 @@ import asyncio
 import contextlib
 import os
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +160,7 @@ CREATE TABLE IF NOT EXISTS revisits (
 );
 CREATE INDEX IF NOT EXISTS revisits_due ON revisits (due) WHERE due IS NOT NULL;
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS paces (host TEXT PRIMARY KEY, not_before REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS cookies (
     domain TEXT NOT NULL, path TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL,
     secure INTEGER NOT NULL, expires REAL, PRIMARY KEY (domain, path, name)
@@ -236,6 +237,7 @@ class CrawlDB:
         self._conn.execute("COMMIT")
         self._staged: list[tuple[str, list[Row]]] = []
         self._last: dict[str, list[Row]] = {}
+        self._keyed: dict[str, dict[Hashable, Row]] = {}
         """Rows of the statements staged last, by statement."""
         self._lock = asyncio.Lock()
         self._private = False
@@ -284,12 +286,24 @@ class CrawlDB:
         else:
             rows.append(row)
 
+    def stage_keyed(self, sql: str, key: Hashable, row: Row) -> None:
+        """Queue a row of a statement for the next commit, in place of the one staged with
+        the same ``key`` since the last (a host's latest pace, not one per page)."""
+        rows = self._keyed.get(sql)
+        if rows is None:
+            self._keyed[sql] = {key: row}
+        else:
+            rows[key] = row
+
     async def commit(self) -> None:
         """Write everything staged so far in one transaction (off the event loop)."""
         staged, self._staged = self._staged, []
         if self._last:
             staged.extend(self._last.items())
             self._last = {}
+        if self._keyed:
+            staged.extend((sql, list(rows.values())) for sql, rows in self._keyed.items())
+            self._keyed = {}
         if not staged:
             return
         async with self._lock:

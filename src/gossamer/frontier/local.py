@@ -66,6 +66,11 @@ _MIN_REFILL = 16
 _RECENT_URLS = 16_384
 """URLs remembered as seen, as candidates spelled them (see `LocalFrontier.add`)."""
 _FINISH_URL = "UPDATE urls SET state = 1 WHERE fp = ?"
+_KEEP_PACE = "INSERT OR REPLACE INTO paces (host, not_before) VALUES (?, ?)"
+_PACES = "SELECT host, not_before FROM paces WHERE not_before > ?"
+_MOST_PACE = 3600.0
+"""The longest wait a stored pace asks of a resumed crawl (a clock set back, or a
+``Retry-After`` pause, is never waited out for longer)."""
 _FINISHED_BY_HOST = "SELECT host, COUNT(*) FROM urls WHERE state = 1 GROUP BY host"
 _COUNT_ATTEMPT = "UPDATE urls SET attempts = ? WHERE fp = ?"
 _SET_PRIORITY = "UPDATE urls SET priority = ? WHERE fp = ? AND state = 0"
@@ -182,9 +187,20 @@ class LocalFrontier:
                 finished += 1
         self._seq = itertools.count(last_seq + 1)
         self._trust(credentials | self._db.credentials())
+        self._resume_paces()
         if self._budget is not None:
             self._budget.preset(dict(self._db.iterate(_FINISHED_BY_HOST)))
         return (self._queued(), finished)
+
+    def _resume_paces(self) -> None:
+        """The hosts' pace as the last run left it: a host asked last under a delay that has
+        not run out waits for the rest of it (`_keep_paces`)."""
+        assert self._db is not None
+        wall, now = time.time(), self._clock()
+        for key, not_before in self._db.iterate(_PACES, (wall,)):
+            slot = self._hosts.slot(key)
+            if slot is not None:  # a host with nothing queued is not asked again
+                slot.next_start = max(slot.next_start, now + min(not_before - wall, _MOST_PACE))
 
     def _trust(self, credentials: set[str]) -> None:
         """Take ``credentials`` (``user[:password]@host[:port]``) as the seeds' (admission's
@@ -272,7 +288,21 @@ class LocalFrontier:
         batch = self._hosts.lease(n)
         for key in batch.dry:
             await self._refill(key)
+        if self._db is not None and batch.leases:
+            self._keep_paces(batch.leases)
         return batch.leases
+
+    def _keep_paces(self, leases: list[Lease]) -> None:
+        """Stage when each leased host may next be asked (wall clock, its latest only): a
+        crawl resumed at once after a stop or a crash keeps the hosts' pace
+        (:meth:`restore`), robots.txt's first request included."""
+        assert self._db is not None
+        offset = time.time() - self._clock()
+        for lease in leases:
+            slot = self._hosts.slot(lease.host)
+            if slot is not None and slot.next_start > 0:
+                row = (lease.host, slot.next_start + offset)
+                self._db.stage_keyed(_KEEP_PACE, lease.host, row)
 
     async def ack(self, lease: Lease, feedback: Feedback | None) -> None:
         """Finish a lease; its URL is marked finished at the next checkpoint."""
