@@ -9,7 +9,7 @@ import ipaddress
 import can_ada
 import pytest
 
-from gossamer.addresses import domain_key, ip_literal
+from gossamer.addresses import domain_key, ip_literal, registrable_domain
 
 ADDRESSES = {
     "127.0.0.1": "127.0.0.1",
@@ -80,3 +80,21 @@ def test_a_setting_s_address_is_read_in_its_usual_form_only() -> None:
     assert ip_literal("[::1]", short_forms=False) == ipaddress.ip_address("::1")
     for short in ("127.1", "0x7f.0.0.1", "2130706433", "127.0.0.1.", "1.2.3", "[127.0.0.1]"):
         assert ip_literal(short, short_forms=False) is None
+
+
+@pytest.mark.parametrize(
+    ("host", "domain"),
+    [
+        ("h17.evil.test", "evil.test"),
+        ("www.example.co.uk", "example.co.uk"),
+        ("a.b.c.example.com", "example.com"),
+        ("alice.github.io", "alice.github.io"),  # the list's private section
+        ("co.uk", "co.uk"),  # a public suffix: its own
+        ("localhost", "localhost"),  # no registrable part: its own
+        ("test", "test"),
+        ("127.0.0.1", "127.0.0.1"),  # an address: its own, whatever its last numbers
+        ("::1", "::1"),
+    ],
+)
+def test_a_host_s_registrable_domain(host: str, domain: str) -> None:
+    assert registrable_domain(host) == domain

@@ -65,6 +65,12 @@ def add_crawl_flags(parser: argparse.ArgumentParser, *, cluster: bool = False) -
     parser.add_argument("--max-depth", type=int, help="skip links deeper than this")
     parser.add_argument("--concurrency", type=int, help="requests in flight in all (64)")
     parser.add_argument("--per-host", type=int, help="requests in flight per host (2)")
+    parser.add_argument(
+        "--per-domain",
+        type=int,
+        help="requests in flight over the hosts of one registrable domain "
+        "(a quarter of --concurrency, at least --per-host)",
+    )
     parser.add_argument("--delay", type=float, help="minimum seconds between starts per host")
     parser.add_argument("--user-agent", help="User-Agent header")
     parser.add_argument(

@@ -39,7 +39,13 @@ class Clock:
 
 class Make(Protocol):
     def __call__(
-        self, clock: Clock, *, per_host: int = 1, delay: float = 0.0, **kw: Any
+        self,
+        clock: Clock,
+        *,
+        per_host: int = 1,
+        delay: float = 0.0,
+        per_domain: int | None = None,
+        **kw: Any,
     ) -> Frontier: ...
 
 
@@ -60,17 +66,31 @@ async def make(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
         cluster: RedisClusterServer = request.getfixturevalue("redis_cluster")
         client = RedisCluster.from_url(cluster.url)
 
-    def make_local(clock: Clock, *, per_host: int = 1, delay: float = 0.0, **kw: Any) -> Frontier:
+    def make_local(
+        clock: Clock,
+        *,
+        per_host: int = 1,
+        delay: float = 0.0,
+        per_domain: int | None = None,
+        **kw: Any,
+    ) -> Frontier:
         db = CrawlDB(tmp_path / f"crawl{len(dbs)}.db")
         dbs.append(db)
-        policy = PolitenessPolicy(per_host=per_host, delay=delay)
+        policy = PolitenessPolicy(per_host=per_host, delay=delay, per_domain=per_domain)
         rules = kw.pop("rules", None)
         config = LocalFrontierConfig(**kw)
         return LocalFrontier(_scope(), policy, db, rules=rules, config=config, clock=clock)
 
-    def make_redis(clock: Clock, *, per_host: int = 1, delay: float = 0.0, **kw: Any) -> Frontier:
+    def make_redis(
+        clock: Clock,
+        *,
+        per_host: int = 1,
+        delay: float = 0.0,
+        per_domain: int | None = None,
+        **kw: Any,
+    ) -> Frontier:
         assert client is not None
-        policy = PolitenessPolicy(per_host=per_host, delay=delay)
+        policy = PolitenessPolicy(per_host=per_host, delay=delay, per_domain=per_domain)
         job = f"contract-{next(_jobs)}"
         rules = kw.pop("rules", None)
         config = RedisFrontierConfig(partitions=16, refresh_interval=0.0, **kw)
@@ -148,6 +168,41 @@ async def test_per_host_limit_and_fifo(make: Make) -> None:
     await frontier.ack(first, Feedback(started_at=clock.now))
     more = await frontier.lease(10)
     assert [lease.url for lease in more] == ["http://a.test/2"]
+
+
+@pytest.mark.parametrize("outcome", ["ack", "error", "retry", "release", "expired"])
+async def test_the_hosts_of_a_domain_share_its_slots_given_back_on_every_outcome(
+    make: Make, outcome: str
+) -> None:
+    """Three hosts of swamp.test share ``per_domain`` 2 (a host of another site goes beside
+    them); a lease of the domain that ends in any way gives its slot to the next host."""
+    clock = Clock()
+    frontier = make(clock, per_host=2, per_domain=2, lease_timeout=10.0)
+    swamp = [f"http://h{i}.swamp.test/{j}" for i in range(3) for j in range(2)]
+    await frontier.add([Candidate(url) for url in swamp])
+    await frontier.add([Candidate("http://good.test/0")])
+    leases = await frontier.lease(10)
+    ours = [lease for lease in leases if "swamp" in lease.url]
+    assert len(ours) == 2
+    assert [lease.url for lease in leases if "good" in lease.url] == ["http://good.test/0"]
+    assert await frontier.lease(10) == []
+    ended = ours[0]
+    if outcome == "ack":
+        await frontier.ack(ended, Feedback(started_at=clock.now))
+    elif outcome == "error":
+        await frontier.ack(ended, Feedback(started_at=clock.now, failed=True))
+    elif outcome == "retry":
+        await frontier.retry(ended, 100.0, Feedback(started_at=clock.now, failed=True))
+    elif outcome == "release":  # cancelled before any request
+        await frontier.release(ended, None)
+    else:  # its fetch stuck: reclaimed at the deadline, with every other lease out
+        clock.now += 11
+        reclaimed = await frontier.lease(10)
+        assert len([lease for lease in reclaimed if "swamp" in lease.url]) == 2
+        return
+    more = await frontier.lease(10)
+    assert len(more) == 1 and "swamp" in more[0].url
+    assert await frontier.lease(10) == []
 
 
 async def test_delay_spaces_starts_from_real_start_time(make: Make) -> None:

@@ -201,9 +201,14 @@ def _first_interval(bounds: BoundsOf, url: str) -> float:
 
 
 def politeness_policy(settings: CrawlSettings) -> PolitenessPolicy:
-    """The rules every host slot follows."""
+    """The rules every host slot follows. Unless set, a registrable domain's hosts share a
+    quarter of the crawl's concurrency (at least one host's): a page naming hundreds of hosts
+    of one domain that never answer leaves three quarters to the other sites, and a crawl whose
+    sites are each a host or a few (every benchmark web) never meets the cap."""
+    per_domain = settings.per_domain or max(settings.per_host, settings.concurrency // 4)
     return PolitenessPolicy(
         per_host=settings.per_host,
+        per_domain=per_domain,
         delay=settings.delay,
         slow_latency=settings.adaptive_latency,
         max_delay=settings.max_host_delay,

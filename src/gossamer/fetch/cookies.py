@@ -35,13 +35,11 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 from gossamer.addresses import ip_literal
-
-if TYPE_CHECKING:
-    from publicsuffixlist import PublicSuffixList
+from gossamer.addresses import public_suffixes as _public_suffixes
 
 __all__ = [
     "CookieJar",
@@ -357,16 +355,6 @@ def _host_only(host: str, domain: str | None, allow: Callable[[str], bool]) -> b
     if not domain_match(host, domain) or is_public_suffix(domain):  # no IP address matches
         return None
     return not allow(domain)
-
-
-@functools.cache
-def _public_suffixes() -> PublicSuffixList:
-    """The Public Suffix List ``publicsuffixlist`` ships (read once: some 50 ms); a name
-    under no rule of it has its last label as its suffix (the list's ``*`` rule). Imported
-    here too, with the list: a crawl no site sets a domain cookie in loads neither."""
-    from publicsuffixlist import PublicSuffixList
-
-    return PublicSuffixList()
 
 
 @functools.lru_cache(maxsize=4096)

@@ -6,7 +6,8 @@ fingerprinted), is checked against the URL-seen set (``dedup`` in the embedded f
 job's Redis set in the cluster) and is queued per host in the shared, synchronous ``hosts``
 scheduler. It coordinates parts that each own one concern: ``hostqueue`` (each host's URLs
 in memory, in storage and waiting for a time), ``ready`` (the heap of hosts with a free
-politeness slot, ``politeness`` deciding when), ``workingset`` (which hosts are scheduled at
+politeness slot, ``politeness`` deciding when, ``domains`` holding back the hosts of a
+registrable domain with all its share in flight), ``workingset`` (which hosts are scheduled at
 all), ``robotstage`` (what a due host's URLs go out as: a host's URLs wait until its
 robots.txt rules, ``robots``, are known), ``taker`` (which of them go out as pages: those
 the rules forbid as ``blocked``, new ones past a host's page budget, ``budgets``, as
@@ -24,8 +25,8 @@ the slots of hosts ``idle`` finds free), and ``revisit`` (the interval policy, p
 This package may import the standard library, numpy (the seen set), protego, redis, xxhash,
 ``gossamer.crawldb`` (the embedded frontier's storage), ``gossamer.logs``, ``gossamer.retry``,
 ``gossamer.outcomes`` (what counts as a host's failure), ``gossamer.redact`` (a seed's user
-name alone as entries mask it), ``gossamer.settings`` (the default focus slack) and
-``gossamer.urls``; never the engine, the
+name alone as entries mask it), ``gossamer.settings`` (the default focus slack),
+``gossamer.addresses`` (a host's registrable domain) and ``gossamer.urls``; never the engine, the
 fetcher, the sinks or the cluster, which hands the Redis frontier its partitions as a value
 (``Ownership``) and runs its upkeep.
 """

@@ -60,13 +60,13 @@ class HostScheduler(Generic[E]):
         self._queues: HostQueues[E] = HostQueues()
         self._hosts = self._queues.hosts
         self._leases: LeaseTable[E] = LeaseTable(lease_timeout)
-        self._robots = RobotsStage(rules, policy, self._queues, self._leases)
+        robots = self._robots = RobotsStage(rules, policy, self._queues, self._leases)
         self._taker = PageTaker(policy, budget, self._queues, self._leases)
         self._best: BestFirst[E] | None = None
         """Made once an entry with a priority other than 0 comes; None: breadth first."""
         self._set: WorkingSet[E] = WorkingSet(max_active)
-        self._ready: ReadyHeap[E] = ReadyHeap(self._hosts, policy, self._schedule)
-        self.claims = SlotClaims(self._queues, self._robots, policy, self._schedule, clock)
+        ready = self._ready = ReadyHeap(self._hosts, policy, self._schedule)  # and domains
+        self.claims = SlotClaims(self._queues, robots, policy, self._schedule, clock, ready.domains)
         """The host slots requests outside the leases take (the host gate's keeper)."""
 
     # -- URLs in ---------------------------------------------------------------------------
@@ -171,11 +171,11 @@ class HostScheduler(Generic[E]):
             return out, used
         now = self._clock()
         if want.rules is None:
-            if granted > 0 and not host.robots_out:
+            if granted > 0 and not host.robots_out and self._policy.room(host.slot) > 0:
                 out.append(self._robots.lease(key, host, now))
                 used = 1
         else:
-            while used < granted:
+            while used < granted and self._policy.room(host.slot) > 0:  # (its domain's too)
                 lease = self._taker.take(key, host, want.rules, now, out)
                 if lease is None:
                     break
@@ -333,7 +333,7 @@ class HostScheduler(Generic[E]):
         """The next host in line that joins the working set and is due now, if any."""
         while (joined := self._set.join(self._hosts)) is not None:
             key, host = joined
-            if self._ready.ready_at(host) <= now:
+            if self._ready.ready_at(key, host) <= now:
                 return joined
             self._schedule(key, host)
         return None
@@ -351,7 +351,7 @@ class HostScheduler(Generic[E]):
             if rank < floor:
                 return None
             key, host = best.pop()
-            if self._ready.ready_at(host) > now:
+            if self._ready.ready_at(key, host) > now:
                 self._schedule(key, host)
                 continue
             return key, host

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 
 import msgspec
 
@@ -30,6 +31,23 @@ _ERROR_ALPHA = 0.2
 _NEGLIGIBLE = 0.01
 
 log = logging.getLogger(__name__)
+
+
+class DomainSlot(msgspec.Struct):
+    """The requests in flight over the hosts of one registrable domain, and its hosts that
+    wait for one of them to end (:class:`gossamer.frontier.domains.DomainShare`)."""
+
+    name: str
+    """The domain (or, until the Public Suffix List is read, the last two labels)."""
+    host: str
+    """The first host named into it (its name is worked out again from this one)."""
+    active: int = 0
+    parked: dict[str, None] | None = None
+    """Keys of its hosts due while it was full, the longest waiting first."""
+    gone: bool = False
+    """Dropped from the share (idle): a slot pointing here takes the live one next time."""
+    wake: Callable[[DomainSlot], None] | None = None
+    """Called when one of its requests ends while hosts are parked."""
 
 
 class HostSlot(msgspec.Struct):
@@ -52,12 +70,16 @@ class HostSlot(msgspec.Struct):
     a page if one is waiting. True at first: a host's seed goes before its sitemaps."""
     owed_until: float = 0.0
     """When a page's turn lapses, once an aside request finds one owed (0: not yet set)."""
+    domain: DomainSlot | None = None
+    """Its registrable domain's share, once it has had a request with domains capped."""
 
 
 class PolitenessPolicy(msgspec.Struct, frozen=True):
     """The rules every slot follows."""
 
     per_host: int = 2
+    per_domain: int | None = None
+    """Requests in flight over the hosts of one registrable domain (None: no cap)."""
     delay: float = 0.0
     slow_latency: float = 2.0
     """Mean latency above which the host gets one request per latency period."""
@@ -111,13 +133,20 @@ class PolitenessPolicy(msgspec.Struct, frozen=True):
 
     def room(self, slot: HostSlot) -> int:
         """Requests the host may still start at once: ``per_host``, or one while it has a
-        delay, less those in flight."""
+        delay, less those in flight; no more than its domain's room (``per_domain`` less the
+        requests in flight over its hosts; none for a domain dropped since the host was found
+        due: it is looked at again)."""
         limit = 1 if self.delay_of(slot) > 0 else self.per_host
-        return limit - slot.active
+        room = limit - slot.active
+        if (domain := slot.domain) is not None and self.per_domain is not None:
+            return 0 if domain.gone else min(room, self.per_domain - domain.active)
+        return room
 
     def on_lease(self, slot: HostSlot, now: float) -> None:
         """A request is about to start on the host."""
         slot.active += 1
+        if (domain := slot.domain) is not None:
+            domain.active += 1
         slot.next_start = max(slot.next_start, now) + self.delay_of(slot)
 
     def claim(self, slot: HostSlot, now: float, room: bool) -> float:
@@ -140,7 +169,12 @@ class PolitenessPolicy(msgspec.Struct, frozen=True):
     ) -> None:
         """A leased request ended; learn from what it told about the host (named ``host`` in
         the log)."""
-        slot.active = max(0, slot.active - 1)
+        if slot.active:
+            slot.active -= 1
+            if (domain := slot.domain) is not None and domain.active:
+                domain.active -= 1
+                if domain.parked and domain.wake is not None:
+                    domain.wake(domain)  # its hosts parked longest take the room
         if feedback is None:
             return
         if feedback.crawl_delay is not None:

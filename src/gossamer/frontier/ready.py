@@ -4,7 +4,9 @@ with queued URLs and a free slot, by the time their slot is next free.
 A host is due when its politeness slot says so (:mod:`gossamer.frontier.politeness`), but not
 before its ``not_before`` (the Redis frontier's shared limiter refused it a slot), and never
 while a request outside the leases waits for its slot (``claims``) or its ``robots`` lease is
-out. The heap is updated lazily: a host's item carries the time it was pushed with
+out, nor while its registrable domain has all its ``per_domain`` requests in flight
+(:mod:`gossamer.frontier.domains`: it waits parked on its domain, out of the heap, until one
+of them ends). The heap is updated lazily: a host's item carries the time it was pushed with
 (``Host.heap_time``) and is dropped when it comes to the top superseded.
 """
 
@@ -16,6 +18,7 @@ from collections.abc import Callable
 from typing import Generic
 
 from gossamer.frontier.base import HeldBack
+from gossamer.frontier.domains import DomainShare
 from gossamer.frontier.hostqueue import E, Host
 from gossamer.frontier.politeness import PolitenessPolicy
 
@@ -25,9 +28,9 @@ __all__ = ["ReadyHeap"]
 class ReadyHeap(Generic[E]):
     """Hosts by the time they may next be leased; see the module docstring. ``hosts`` is the
     scheduler's table of hosts (read only), ``reschedule`` what it does with a host that
-    came to the top before its time."""
+    came to the top before its time (or whose domain has room again)."""
 
-    __slots__ = ("_heap", "_hosts", "_policy", "_reschedule")
+    __slots__ = ("_heap", "_hosts", "_policy", "_reschedule", "domains")
 
     def __init__(
         self,
@@ -39,10 +42,16 @@ class ReadyHeap(Generic[E]):
         self._policy = policy
         self._reschedule = reschedule
         self._heap: list[tuple[float, str]] = []
+        self.domains: DomainShare[E] | None = None
+        """The registrable domains' share of the slots (None: ``per_domain`` not capped)."""
+        if policy.per_domain is not None:
+            self.domains = DomainShare(policy.per_domain, hosts, reschedule)
 
-    def ready_at(self, host: Host[E]) -> float:
-        """When ``host`` may next be leased (infinity while it may not)."""
+    def ready_at(self, key: str, host: Host[E]) -> float:
+        """When host ``key`` may next be leased (infinity while it may not)."""
         if host.claims:
+            return math.inf
+        if self.domains is not None and self.domains.full(key, host.slot):
             return math.inf
         when = self._policy.ready_at(host.slot)
         return when if when >= host.not_before else host.not_before
@@ -61,6 +70,8 @@ class ReadyHeap(Generic[E]):
             return
         if host.heap_time is not None and host.heap_time <= when:
             return
+        if self.domains is not None and self.domains.parks(key, host):
+            return  # scheduled again when its domain has room
         host.heap_time = when
         heapq.heappush(self._heap, (when, key))
 
@@ -76,7 +87,7 @@ class ReadyHeap(Generic[E]):
             host.heap_time = None
             if host.robots_out:
                 continue
-            if self.ready_at(host) > now:
+            if self.ready_at(key, host) > now:
                 self._reschedule(key, host)
                 continue
             return when, key, host
@@ -97,7 +108,7 @@ class ReadyHeap(Generic[E]):
             if key in found or self._stale(when, key):
                 continue
             host = self._hosts[key]
-            ready = self.ready_at(host)
+            ready = self.ready_at(key, host)
             if ready <= now or math.isinf(ready):
                 continue
             reason = "limiter" if host.not_before > now else self._policy.why_waiting(host.slot)

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Generic
 
 from gossamer.frontier.base import Feedback
+from gossamer.frontier.domains import DomainShare
 from gossamer.frontier.hostqueue import E, Host, HostQueues
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.robotstage import RobotsStage
@@ -35,8 +36,9 @@ _ASIDE_POLL = 0.05
 class SlotClaims(Generic[E]):
     """The slots of ``queues``' hosts under ``policy`` for requests outside the leases
     (a :class:`~gossamer.frontier.gate.SlotKeeper`); ``robots`` knows their Crawl-delays,
-    ``schedule`` puts a host whose slot was given back where it waits its turn, and
-    ``clock`` is the scheduler's."""
+    ``schedule`` puts a host whose slot was given back where it waits its turn,
+    ``clock`` is the scheduler's, and ``domains`` its domains' share, if capped (a request
+    here counts on its host's domain but never waits for it: see :mod:`.domains`)."""
 
     def __init__(
         self,
@@ -45,8 +47,10 @@ class SlotClaims(Generic[E]):
         policy: PolitenessPolicy,
         schedule: Callable[[str, Host[E]], None],
         clock: Callable[[], float],
+        domains: DomainShare[E] | None = None,
     ) -> None:
         self._queues = queues
+        self._domains = domains
         self._hosts = queues.hosts
         self._robots = robots
         self._policy = policy
@@ -61,6 +65,8 @@ class SlotClaims(Generic[E]):
         request waits while a page of the host has the turn (see the module doc)."""
         slot = self._queues.host(key).slot
         self._robots.pace(key, slot)
+        if self._domains is not None:
+            self._domains.attach(key, slot)
         now = self._clock()
         if aside and self.yields(key):
             return max(_ASIDE_POLL, min(slot.next_start, slot.owed_until) - now)

@@ -76,6 +76,21 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
         int, Meta(ge=1, le=100_000, description="Requests in flight, in all.")
     ] = 64
     per_host: Annotated[int, Meta(ge=1, le=1000, description="Requests in flight per host.")] = 2
+    per_domain: (
+        Annotated[
+            int,
+            Meta(
+                ge=1,
+                le=100_000,
+                description=(
+                    "Requests in flight over all the hosts of one registrable domain (eTLD+1 "
+                    "by the Public Suffix List; an IP address is its own); unset: a quarter "
+                    "of concurrency, at least per_host."
+                ),
+            ),
+        ]
+        | None
+    ) = None
     delay: Annotated[
         float,
         Meta(ge=0, le=3600, description="Seconds between request starts on one host (minimum)."),
