@@ -141,7 +141,7 @@ class Fetcher:
         self._proxied: dict[str, aiohttp.ClientSession] = {}
         """Sessions whose requests go through an HTTP(S) proxy: those logins use."""
         if proxies is not None:
-            proxies.set_checker(self.check_proxy, config.proxy_check_url)
+            proxies.set_checker(self.check_proxy, config.proxy_check_url, config.connect_timeout)
         self._address_guard = guard
         self._resolver = resolver
         self._owns_resolver = resolver is None

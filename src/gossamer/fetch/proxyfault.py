@@ -1,10 +1,13 @@
 """Whose fault a failed request through a proxy is: `proxy_fault` tells the proxy's own
 failures (the pool counts them against it, `gossamer.fetch.proxies`) from the site's answers
 it relayed, whatever their status; `fetch_through` asks another proxy where it cannot tell
-(`either_fault`)."""
+(`either_fault`); `proxy_listens` finds a proxy that takes no
+connection before any request."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Protocol, TypeVar
 
@@ -20,6 +23,7 @@ __all__ = [
     "either_fault",
     "fetch_through",
     "proxy_fault",
+    "proxy_listens",
 ]
 
 REJECTED = "proxy-auth"
@@ -200,3 +204,18 @@ async def fetch_through(
     if pending:  # a cut answer is kept as one (retried, as a cut body is); else tried later
         return pending[-1][1], pending[-1][2] == "cut"
     return None if result is None else (result, False)
+
+
+async def proxy_listens(proxy: Proxy, connect_timeout: float) -> bool:
+    """Whether ``proxy`` accepts a TCP connection within ``connect_timeout`` seconds: one that
+    does not is dead without a request to the site, so a round of dead proxies takes none
+    of the site's slots (and holds none of its pages back)."""
+    try:
+        async with asyncio.timeout(connect_timeout):
+            _, writer = await asyncio.open_connection(proxy.host, proxy.port)
+    except (OSError, TimeoutError):
+        return False
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return True

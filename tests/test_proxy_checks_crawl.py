@@ -1,0 +1,84 @@
+"""Proxy checks in whole crawls through real proxies on 127.0.0.1 of a real site with a
+Crawl-delay: the checks take a small share of the check URL's host's slots (many proxies,
+a check interval far below proxies x delay)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from tests.fetch.proxy_servers import HttpProxy
+from tests.local_app import serve
+
+from gossamer.crawl import run_crawl
+from gossamer.settings import load_settings
+
+pytestmark = pytest.mark.timeout(60)
+
+DELAY = 0.4
+PAGES = 6
+
+
+def _site(log: list[tuple[float, str]], gone: str = "") -> web.Handler:
+    async def handler(request: web.Request) -> web.Response:
+        log.append((time.monotonic(), request.path))
+        if request.path == "/robots.txt":
+            return web.Response(text=f"User-agent: *\nCrawl-delay: {DELAY}\n")
+        if request.path == gone:
+            raise web.HTTPNotFound()
+        links = "".join(f'<a href="/p{i}">{i}</a>' for i in range(PAGES))
+        if gone:
+            links += f'<a href="{gone}">gone</a>'
+        body = links if request.path == "/" else "leaf"
+        return web.Response(text=f"<html><body>{body}</body></html>", content_type="text/html")
+
+    return handler
+
+
+def _records(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / "pages.jsonl").read_text().splitlines()]
+
+
+async def test_checks_of_many_proxies_keep_to_a_small_share_of_the_hosts_slots(
+    tmp_path: Path,
+) -> None:
+    """12 proxies, a Crawl-delay of 0.4 s and a check interval of 0.5 s (far below 12 x 0.4):
+    the pages go out from the start, one slot after another, and the checks take few of
+    the host's slots (before: 12 checks before the first page, then checks crowding them)."""
+    log: list[tuple[float, str]] = []
+    proxies = [await HttpProxy().start() for _ in range(12)]
+    try:
+        async with serve(_site(log)) as port:
+            origin = f"http://127.0.0.1:{port}"
+            settings = load_settings(
+                {
+                    "seeds": [f"{origin}/"],
+                    "out": tmp_path / "out",
+                    "quiet": True,
+                    "text": False,
+                    "per_host": 1,
+                    "proxies": [p.url for p in proxies],
+                    "proxy_check_url": f"{origin}/check",
+                    "proxy_check_interval": 0.5,
+                },
+                env={},
+            )
+            started = time.monotonic()
+            stats = await asyncio.wait_for(run_crawl(settings), 40)
+    finally:
+        for proxy in proxies:
+            await proxy.stop()
+    assert stats.ok == PAGES + 1
+    paths = [path for _, path in log]
+    checks = paths.count("/check")
+    pages = len(paths) - checks - paths.count("/robots.txt")
+    assert pages == PAGES + 1
+    assert 1 <= checks <= 2, paths  # one at the start, another a while later at most
+    first_page = next(at for at, path in log if path == "/")
+    assert first_page - started < 4 * DELAY + 1.0  # robots.txt, one check, then the seed
+    assert {r["proxy"] for r in _records(tmp_path / "out")} <= {p.url for p in proxies}
