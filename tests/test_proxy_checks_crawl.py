@@ -1,6 +1,7 @@
 """Proxy checks in whole crawls through real proxies on 127.0.0.1 of a real site with a
 Crawl-delay: the checks take a small share of the check URL's host's slots (many proxies,
-a check interval far below proxies x delay)."""
+a check interval far below proxies x delay), and a proxy that answers a plain 404 to
+everything has its 404s asked of another proxy, so none is recorded as the site's."""
 
 from __future__ import annotations
 
@@ -82,3 +83,41 @@ async def test_checks_of_many_proxies_keep_to_a_small_share_of_the_hosts_slots(
     first_page = next(at for at, path in log if path == "/")
     assert first_page - started < 4 * DELAY + 1.0  # robots.txt, one check, then the seed
     assert {r["proxy"] for r in _records(tmp_path / "out")} <= {p.url for p in proxies}
+
+
+async def test_a_proxy_answering_404_to_everything_has_no_404_recorded(tmp_path: Path) -> None:
+    """A proxy whose every answer is a plain 404 of its own passes its check (it relays an
+    answer): its 404s are asked of another proxy, which relays the page, so it is charged
+    (``proxy-404``) and dies, while the site's own 404 (``/gone``) is recorded as one."""
+    log: list[tuple[float, str]] = []
+    good = [await HttpProxy().start() for _ in range(2)]
+    liar = await HttpProxy(not_found=True).start()
+    try:
+        async with serve(_site(log, gone="/gone")) as port:
+            origin = f"http://127.0.0.1:{port}"
+            settings = load_settings(
+                {
+                    "seeds": [f"{origin}/"],
+                    "out": tmp_path / "out",
+                    "quiet": True,
+                    "text": False,
+                    "robots": False,
+                    "delay": 0.02,
+                    "per_host": 1,
+                    "proxies": [liar.url, *(p.url for p in good)],
+                    "proxy_check_url": f"{origin}/check",
+                },
+                env={},
+            )
+            stats = await asyncio.wait_for(run_crawl(settings), 40)
+    finally:
+        for proxy in (liar, *good):
+            await proxy.stop()
+    records = {r["url"].removeprefix(origin): r for r in _records(tmp_path / "out")}
+    assert sorted(records) == sorted(["/", "/gone", *(f"/p{i}" for i in range(PAGES))])
+    assert {url: r["status"] for url, r in records.items() if r["status"] != 200} == {"/gone": 404}
+    assert all(r["proxy"] != liar.url for r in records.values())
+    assert liar.requests >= 1  # it was asked, and refuted
+    assert stats.proxies is not None
+    by_proxy = {p["proxy"]: p for p in stats.proxies["proxies"]}
+    assert by_proxy[liar.url]["failures"] >= 1

@@ -1,6 +1,7 @@
-"""What the pool spends of a site on proxy checks: proxies that take a connection are used on
-trial before any check (their first relayed answer is their check), and checks go one at a
-time within `CHECK_SHARE` of the time."""
+"""What the pool spends of a site on proxy checks, and the 404s it trusts: proxies that take a
+connection are used on trial before any check (their first relayed answer is their check),
+checks go one at a time within `CHECK_SHARE` of the time, and a 404 through a proxy not yet
+vouched for is asked of another proxy, within a budget a site of real 404s cannot double."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ FAST = {"connect_timeout": 1.0, "read_timeout": 1.0, "total_timeout": 3.0}
 @pytest.fixture
 async def origin() -> AsyncIterator[str]:
     async def page(request: web.Request) -> web.Response:
+        if request.path.startswith("/gone"):
+            raise web.HTTPNotFound()
         return web.Response(text=f"<p>page {request.path}</p>", content_type="text/html")
 
     async with serve(page) as port:
@@ -87,3 +90,101 @@ async def test_checks_go_one_at_a_time_each_waiting_nine_times_the_one_before() 
     gaps = [s for s in clock.slept if s != 2.0]
     assert gaps == [pytest.approx(2.0 * (1 / CHECK_SHARE - 1))] * 3
     assert CHECK_SHARE == 0.1
+
+
+async def test_a_site_s_real_404s_are_asked_again_within_half_its_requests(origin: str) -> None:
+    """Every page a 404 of the site's: the first 404s of proxies not vouched for are asked of
+    another, which vouches for both; no proxy is charged, every 404 is returned, and the
+    extra requests stay within one plus half the others."""
+    proxies = [await HttpProxy().start() for _ in range(3)]
+    pool = ProxyPool([parse_proxy(p.url) for p in proxies])
+    fetcher = Fetcher(FetchConfig(**FAST, proxy_check_url=f"{origin}/check"), proxies=pool)
+    try:
+        await pool.check_due()
+        before = sum(p.requests for p in proxies)
+        results = [await fetcher.fetch(f"{origin}/gone{i}") for i in range(20)]
+        sent = sum(p.requests for p in proxies) - before
+    finally:
+        await fetcher.close()
+        for proxy in proxies:
+            await proxy.stop()
+    assert [(r.status, r.error) for r in results] == [(404, None)] * 20
+    assert 20 < sent <= 20 + 1 + 20 // 2
+    assert sum(p.failures for p in pool.stats().proxies) == 0
+    assert set(pool.states().values()) == {"live"}
+
+
+async def test_a_lone_proxy_s_404_is_recorded_as_it_came(origin: str) -> None:
+    """With one proxy nothing can be compared: its 404 is the answer (documented)."""
+    liar = await HttpProxy(not_found=True).start()
+    pool = ProxyPool([parse_proxy(liar.url)])
+    fetcher = Fetcher(FetchConfig(**FAST, proxy_check_url=f"{origin}/check"), proxies=pool)
+    try:
+        await pool.check_due()
+        result = await fetcher.fetch(f"{origin}/p")
+    finally:
+        await fetcher.close()
+        await liar.stop()
+    assert (result.status, result.error, result.proxy) == (404, None, liar.url)
+    assert pool.states()[liar.url] == "live"
+
+
+async def test_a_proxy_answering_404_to_everything_is_charged_and_dies(origin: str) -> None:
+    """Its 404s are refuted by another proxy's answer (``proxy-404``): every page comes back
+    whole, through the other proxies, and the liar dies."""
+    liar = await HttpProxy(not_found=True).start()
+    good = [await HttpProxy().start() for _ in range(2)]
+    pool = ProxyPool([parse_proxy(p.url) for p in (liar, *good)], max_failures=2)
+    fetcher = Fetcher(FetchConfig(**FAST, proxy_check_url=f"{origin}/check"), proxies=pool)
+    try:
+        await pool.check_due()
+        assert set(pool.states().values()) == {"live"}  # it relays an answer: its check passes
+        results = [await fetcher.fetch(f"{origin}/p{i}") for i in range(9)]
+    finally:
+        await fetcher.close()
+        for proxy in (liar, *good):
+            await proxy.stop()
+    assert [(r.status, r.error) for r in results] == [(200, None)] * 9
+    assert {r.proxy for r in results} == {p.url for p in good}
+    assert pool.states()[liar.url] == "dead"
+    stats = {p.proxy: p for p in pool.stats().proxies}
+    assert stats[liar.url].failures == 2
+
+
+async def test_a_vouched_proxy_that_turns_is_caught_at_its_second_404_in_a_row(
+    origin: str,
+) -> None:
+    """Vouched for by a real 404, then answering 404 to everything: the first of its run is
+    taken as it came, the second is asked of another proxy, and from then on every one."""
+    turning, other = await HttpProxy().start(), await HttpProxy().start()
+    pool = ProxyPool([parse_proxy(turning.url), parse_proxy(other.url)], max_failures=2)
+    fetcher = Fetcher(FetchConfig(**FAST, proxy_check_url=f"{origin}/check"), proxies=pool)
+    try:
+        await pool.check_due()
+        gone = [await fetcher.fetch(f"{origin}/gone{i}") for i in range(4)]
+        assert [r.status for r in gone] == [404] * 4
+        turning.not_found = True
+        results = [await fetcher.fetch(f"{origin}/p{i}") for i in range(6)]
+    finally:
+        await fetcher.close()
+        await turning.stop()
+        await other.stop()
+    wrong = [r for r in results if r.status == 404]
+    assert len(wrong) <= 1 and all(r.proxy == turning.url for r in wrong)
+    assert pool.states()[turning.url] == "dead"
+
+
+async def test_a_404_no_other_proxy_could_vouch_for_is_tried_again_later(origin: str) -> None:
+    """The other proxy fails itself: the 404 is left undecided, ``proxy-error`` without a
+    status (retried by the crawl, as any proxy error), never a 404 recorded as the site's."""
+    liar, other = await HttpProxy(not_found=True).start(), await HttpProxy().start()
+    pool = ProxyPool([parse_proxy(liar.url), parse_proxy(other.url)], max_failures=3)
+    fetcher = Fetcher(FetchConfig(**FAST, proxy_check_url=f"{origin}/check"), proxies=pool)
+    try:
+        await pool.check_due()
+        await other.stop()
+        result = await fetcher.fetch(f"{origin}/p")
+    finally:
+        await fetcher.close()
+        await liar.stop()
+    assert (result.status, result.error) == (None, "proxy-error")

@@ -21,6 +21,10 @@ Its parts:
   politeness slot like any request, one at a time, and a check that took T seconds (its
   wait for the slot included) has the next wait T * 9 (`CHECK_SHARE`): checks hold that
   host a tenth of the time at most, however many proxies, however short the interval.
+- **404s**: a proxy may answer a plain 404 of its own to everything and pass its checks. A
+  404 through a proxy no other has vouched for, or that one refuted, is asked of another
+  proxy first (`doubts`, `fetch_through`): another 404 vouches for both, another answer
+  charges the first (``proxy-404``). With one proxy in the ring its 404s are recorded.
 - **waiting**: while no proxy is live the pool is ``waiting`` (`PoolStats.waiting`, logged
   once when it starts, with why the proxies failed, and when a proxy is back): the crawl
   leases nothing and spends no URL's attempts until a check brings a proxy back.
@@ -51,6 +55,7 @@ from types import MappingProxyType
 from typing import Any
 
 from gossamer.fetch.proxyfault import (
+    NOT_FOUND,
     REJECTED,
     ProxyAnswer,
     fetch_through,
@@ -81,6 +86,9 @@ _LATENCY_WEIGHT = 0.3
 CHECK_SHARE = 0.1
 """The share of time checks may take at most: a check that took T seconds (its wait for the
 check URL's host's slot included) has the next one start T * (1 / CHECK_SHARE - 1) later."""
+_RUN_404 = 2
+"""A vouched proxy's second 404 in a row is asked of another proxy again (it may have
+turned: the first of the run is recorded as it came)."""
 
 Clock = Callable[[], float]
 
@@ -92,6 +100,7 @@ class _Entry:
         "due",
         "failures",
         "latency",
+        "not_found",
         "probed",
         "proxy",
         "reason",
@@ -102,6 +111,7 @@ class _Entry:
         "streak",
         "timed",
         "trial",
+        "vouched",
     )
 
     def __init__(self, proxy: Proxy) -> None:
@@ -119,6 +129,10 @@ class _Entry:
         """When it last took a TCP connection (the pool's prober), or failed to."""
         self.trial = False
         """Unchecked but listening: in the ring, its first relayed answer its check."""
+        self.vouched = False
+        """Another proxy relayed a 404 it relayed, and none refuted one since."""
+        self.not_found = 0
+        """404s it relayed in a row (since another answer, or since it was vouched for)."""
 
     def stats(self) -> ProxyStats:
         mean = self.latency / self.timed if self.timed else 0.0
@@ -175,6 +189,8 @@ class ProxyPool:
         """No check starts before then (`CHECK_SHARE`)."""
         self._checking = asyncio.Lock()
         """Held by the check running: one at a time."""
+        self._doubted: dict[str, int] = {}
+        """404s asked of another proxy, by domain (`doubts`)."""
         self._entries: dict[str, _Entry] = {}
         self._ring: list[_Entry] = []
         self._ring_stale = True
@@ -221,6 +237,7 @@ class ProxyPool:
         self._retries += bool(skip)
         if len(self._cursors) >= _MAX_DOMAINS and domain not in self._cursors:
             self._cursors.clear()
+            self._doubted.clear()
         step = self._cursors.get(domain, 0)
         self._cursors[domain] = step + 1
         return choices[step % len(choices)].proxy
@@ -231,8 +248,8 @@ class ProxyPool:
         ring = self._live_ring()
         return ring[self._cursors.get(domain, 0) % len(ring)].proxy if ring else None
 
-    def succeeded(self, proxy: Proxy, elapsed: float) -> None:
-        """A request through ``proxy`` got an answer after ``elapsed`` seconds:
+    def succeeded(self, proxy: Proxy, elapsed: float, status: int | None = None) -> None:
+        """A request through ``proxy`` got an answer (``status``) after ``elapsed`` seconds:
         proof enough that it works (one on trial is live: that was its check), so a live
         one's next check waits ``check_interval`` from now (checks take the check URL's
         host's politeness slots, which a crawl of it needs)."""
@@ -243,11 +260,39 @@ class ProxyPool:
         entry.timed += 1
         entry.latency += elapsed
         entry.streak = 0
+        if status != 404:
+            entry.not_found = 0
         if entry.state == "unchecked" and entry.trial:
             entry.response_time = elapsed
             self._passed(entry, elapsed)
         if entry.state == "live" and entry.due != float("inf"):
             entry.due = max(entry.due, self._clock() + self._check_interval)
+
+    def doubts(self, proxy: Proxy, domain: str) -> bool:
+        """Whether a 404 ``proxy`` relayed for ``domain`` is to be asked of another proxy
+        first (`fetch_through`): one answering 404 to everything passes its checks. Yes
+        while no other proxy has relayed a 404 it relayed, after one refuted a 404 of its,
+        and for every `_RUN_404`-th 404 in a row of a vouched one; never with fewer than two
+        proxies in the ring (nothing to compare: the 404 is recorded) nor beyond one more
+        request for ``domain`` plus one for every two it had (a site of real 404s)."""
+        entry = self._entries.get(proxy.url)
+        if entry is None or len(self._live_ring()) < 2:
+            return False
+        entry.not_found += 1
+        if entry.vouched and entry.not_found % _RUN_404:
+            return False
+        doubted = self._doubted.get(domain, 0)
+        if 2 * doubted > self._cursors.get(domain, 0) - doubted:
+            return False
+        self._doubted[domain] = doubted + 1
+        return True
+
+    def vouched(self, proxy: Proxy) -> None:
+        """Another proxy relayed the 404 ``proxy`` relayed: its 404s are the sites'."""
+        entry = self._entries.get(proxy.url)
+        if entry is not None:
+            entry.vouched = True
+            entry.not_found = 0
 
     def failed(self, proxy: Proxy, reason: str) -> None:
         """A request through ``proxy`` failed at the proxy (``reason``, a fetch error)."""
@@ -255,6 +300,8 @@ class ProxyPool:
         if entry is not None:
             entry.requests += 1
             entry.failures += 1
+            if reason == NOT_FOUND:
+                entry.vouched = False
             self._failure(entry, reason)
 
     def check_soon(self, proxy: Proxy) -> None:
