@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,8 @@ from aiohttp import web
 from tests.fetch.proxy_servers import HttpProxy
 from tests.local_app import serve
 
-from gossamer.crawl import run_crawl
-from gossamer.settings import load_settings
+from gossamer.crawl import build_crawler, run_crawl
+from gossamer.settings import canonical_seeds, load_settings
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -121,3 +122,50 @@ async def test_a_proxy_answering_404_to_everything_has_no_404_recorded(tmp_path:
     assert stats.proxies is not None
     by_proxy = {p["proxy"]: p for p in stats.proxies["proxies"]}
     assert by_proxy[liar.url]["failures"] >= 1
+
+
+async def test_proxies_that_all_hang_at_the_start_spend_no_attempt(tmp_path: Path) -> None:
+    """Proxies that take connections and never answer (their upstream down): no check passes,
+    so none is trusted with the crawl's pages; the checks go back to back (no page waits for
+    them) and the crawl waits with every URL's attempts whole."""
+    log: list[tuple[float, str]] = []
+    proxies = [await HttpProxy(hang_paths=("/",)).start() for _ in range(3)]
+    none_live = asyncio.Event()
+
+    class Watch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if getattr(record, "event", None) == "proxies-none-live":
+                none_live.set()
+
+    watch = Watch()
+    logger = logging.getLogger("gossamer.fetch.proxies")
+    logger.addHandler(watch)
+    try:
+        async with serve(_site(log)) as port:
+            settings = load_settings(
+                {
+                    "seeds": [f"http://127.0.0.1:{port}/"],
+                    "out": tmp_path / "out",
+                    "quiet": True,
+                    "text": False,
+                    "robots": False,
+                    "read_timeout": 0.3,
+                    "total_timeout": 0.6,
+                    "max_retries": 1,
+                    "proxies": [p.url for p in proxies],
+                },
+                env={},
+            )
+            (tmp_path / "out").mkdir()
+            seeds = canonical_seeds(settings)
+            async with build_crawler(settings, seeds) as crawler:
+                run = asyncio.create_task(crawler.run(seeds))
+                await asyncio.wait_for(none_live.wait(), 20)
+                crawler.stop()
+                stats = await asyncio.wait_for(run, 20)
+    finally:
+        logger.removeHandler(watch)
+        for proxy in proxies:
+            await proxy.stop()
+    assert stats.pages == 0 and log == []
+    assert not (tmp_path / "out" / "pages.jsonl").read_text().strip()

@@ -18,13 +18,14 @@ Its parts:
   to (no connection, a timeout, a TLS or CONNECT failure, an error of its own: see
   `proxy_fault`) fails. ``max_failures`` in a row (checks or requests) kill a live proxy;
   a dead one comes back when a check passes. Checks go through the check URL's host's
-  politeness slot like any request, one at a time, and a check that took T seconds (its
-  wait for the slot included) has the next wait T * 9 (`CHECK_SHARE`): checks hold that
-  host a tenth of the time at most, however many proxies, however short the interval.
-- **404s**: a proxy may answer a plain 404 of its own to everything and pass its checks. A
-  404 through a proxy no other has vouched for, or that one refuted, is asked of another
-  proxy first (`doubts`, `fetch_through`): another 404 vouches for both, another answer
-  charges the first (``proxy-404``). With one proxy in the ring its 404s are recorded.
+  politeness slot like any request, one at a time, and while a proxy is live a check that
+  took T seconds (its wait for the slot included) has the next wait T * 9 (`CHECK_SHARE`):
+  checks hold that host a tenth of the time at most, however many proxies, however short
+  the interval. While none is live no page goes out: they go back to back (`start` checks
+  until one passes, or none is left). A retry goes through a proxy off trial while one is
+  left: it tells a site's failure from a proxy's.
+- **404s**: a proxy may answer a plain 404 of its own to everything: the pool `doubts`
+  some 404s (:mod:`gossamer.fetch.proxydoubts`), which `fetch_through` asks another proxy.
 - **waiting**: while no proxy is live the pool is ``waiting`` (`PoolStats.waiting`, logged
   once when it starts, with why the proxies failed, and when a proxy is back): the crawl
   leases nothing and spends no URL's attempts until a check brings a proxy back.
@@ -54,6 +55,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from gossamer.fetch.proxydoubts import NotFoundDoubts
 from gossamer.fetch.proxyfault import (
     NOT_FOUND,
     REJECTED,
@@ -86,9 +88,6 @@ _LATENCY_WEIGHT = 0.3
 CHECK_SHARE = 0.1
 """The share of time checks may take at most: a check that took T seconds (its wait for the
 check URL's host's slot included) has the next one start T * (1 / CHECK_SHARE - 1) later."""
-_RUN_404 = 2
-"""A vouched proxy's second 404 in a row is asked of another proxy again (it may have
-turned: the first of the run is recorded as it came)."""
 
 Clock = Callable[[], float]
 
@@ -100,7 +99,6 @@ class _Entry:
         "due",
         "failures",
         "latency",
-        "not_found",
         "probed",
         "proxy",
         "reason",
@@ -111,7 +109,6 @@ class _Entry:
         "streak",
         "timed",
         "trial",
-        "vouched",
     )
 
     def __init__(self, proxy: Proxy) -> None:
@@ -129,10 +126,6 @@ class _Entry:
         """When it last took a TCP connection (the pool's prober), or failed to."""
         self.trial = False
         """Unchecked but listening: in the ring, its first relayed answer its check."""
-        self.vouched = False
-        """Another proxy relayed a 404 it relayed, and none refuted one since."""
-        self.not_found = 0
-        """404s it relayed in a row (since another answer, or since it was vouched for)."""
 
     def stats(self) -> ProxyStats:
         mean = self.latency / self.timed if self.timed else 0.0
@@ -189,8 +182,7 @@ class ProxyPool:
         """No check starts before then (`CHECK_SHARE`)."""
         self._checking = asyncio.Lock()
         """Held by the check running: one at a time."""
-        self._doubted: dict[str, int] = {}
-        """404s asked of another proxy, by domain (`doubts`)."""
+        self._doubts = NotFoundDoubts()
         self._entries: dict[str, _Entry] = {}
         self._ring: list[_Entry] = []
         self._ring_stale = True
@@ -226,18 +218,20 @@ class ProxyPool:
 
     def pick(self, domain: str, exclude: Iterable[Proxy] = ()) -> Proxy | None:
         """The next live proxy for ``domain`` (its step on the ring), skipping ``exclude``
-        (the proxies a request failed through already: this pick is a retry); None when no
-        live proxy is left."""
+        (the proxies a request failed through already: this pick is a retry, through a
+        proxy off trial while one is left, which tells the site's failures from a proxy's);
+        None when no live proxy is left."""
         ring = self._live_ring()
         skip = {p.url for p in exclude}
         choices = [e for e in ring if e.proxy.url not in skip] if skip else ring
+        if skip:
+            choices = [e for e in choices if not e.trial] or choices
         if not choices:
             self._unserved += not skip
             return None
         self._retries += bool(skip)
         if len(self._cursors) >= _MAX_DOMAINS and domain not in self._cursors:
             self._cursors.clear()
-            self._doubted.clear()
         step = self._cursors.get(domain, 0)
         self._cursors[domain] = step + 1
         return choices[step % len(choices)].proxy
@@ -260,8 +254,7 @@ class ProxyPool:
         entry.timed += 1
         entry.latency += elapsed
         entry.streak = 0
-        if status != 404:
-            entry.not_found = 0
+        self._doubts.answered(proxy.url, status)
         if entry.state == "unchecked" and entry.trial:
             entry.response_time = elapsed
             self._passed(entry, elapsed)
@@ -270,29 +263,13 @@ class ProxyPool:
 
     def doubts(self, proxy: Proxy, domain: str) -> bool:
         """Whether a 404 ``proxy`` relayed for ``domain`` is to be asked of another proxy
-        first (`fetch_through`): one answering 404 to everything passes its checks. Yes
-        while no other proxy has relayed a 404 it relayed, after one refuted a 404 of its,
-        and for every `_RUN_404`-th 404 in a row of a vouched one; never with fewer than two
-        proxies in the ring (nothing to compare: the 404 is recorded) nor beyond one more
-        request for ``domain`` plus one for every two it had (a site of real 404s)."""
-        entry = self._entries.get(proxy.url)
-        if entry is None or len(self._live_ring()) < 2:
-            return False
-        entry.not_found += 1
-        if entry.vouched and entry.not_found % _RUN_404:
-            return False
-        doubted = self._doubted.get(domain, 0)
-        if 2 * doubted > self._cursors.get(domain, 0) - doubted:
-            return False
-        self._doubted[domain] = doubted + 1
-        return True
+        first (`fetch_through`, :mod:`gossamer.fetch.proxydoubts`)."""
+        steps = self._cursors.get(domain, 0)
+        return self._doubts.doubts(proxy.url, domain, len(self._live_ring()), steps)
 
     def vouched(self, proxy: Proxy) -> None:
         """Another proxy relayed the 404 ``proxy`` relayed: its 404s are the sites'."""
-        entry = self._entries.get(proxy.url)
-        if entry is not None:
-            entry.vouched = True
-            entry.not_found = 0
+        self._doubts.vouched(proxy.url)
 
     def failed(self, proxy: Proxy, reason: str) -> None:
         """A request through ``proxy`` failed at the proxy (``reason``, a fetch error)."""
@@ -301,7 +278,7 @@ class ProxyPool:
             entry.requests += 1
             entry.failures += 1
             if reason == NOT_FOUND:
-                entry.vouched = False
+                self._doubts.refuted(proxy.url)
             self._failure(entry, reason)
 
     def check_soon(self, proxy: Proxy) -> None:
@@ -467,8 +444,14 @@ class ProxyPool:
                 log.exception("checking proxy %s failed", entry.proxy.label)
                 seconds = None
             now = self._clock()
-            if seconds not in ("no-connection", "no-check-url"):  # it asked the site
-                self._next_check = now + (now - started) * (1 / CHECK_SHARE - 1)
+        self._judge(entry, seconds, now)
+        if seconds not in ("no-connection", "no-check-url") and any(  # it asked the site
+            e.state == "live" for e in self._entries.values()
+        ):  # while no proxy is live, no page waits for the checks: they go back to back
+            self._next_check = now + (now - started) * (1 / CHECK_SHARE - 1)
+
+    def _judge(self, entry: _Entry, seconds: float | str | None, now: float) -> None:
+        """``entry`` after its check: ``seconds`` it took, or why it failed."""
         if entry.proxy.url not in self._entries:
             return  # left the pool meanwhile
         if seconds is None or isinstance(seconds, str):
