@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import web
 from tests.clock import SleepClock
-from tests.fetch.proxy_servers import HttpProxy, dead_port
+from tests.fetch.proxy_servers import HttpProxy, Socks5Proxy, dead_port
 from tests.local_app import serve
 
 from gossamer.fetch.http import FetchConfig, Fetcher
@@ -188,3 +188,27 @@ async def test_a_404_no_other_proxy_could_vouch_for_is_tried_again_later(origin:
         await fetcher.close()
         await liar.stop()
     assert (result.status, result.error) == (None, "proxy-error")
+
+
+async def test_a_404_through_socks5_is_the_site_s_bytes_and_never_asked_again() -> None:
+    """A SOCKS5 proxy passes the site's bytes on: no 404 through it is doubted."""
+    asked: list[str] = []
+
+    async def gone(request: web.Request) -> web.Response:
+        asked.append(request.path)
+        raise web.HTTPNotFound()
+
+    proxies = [await Socks5Proxy().start() for _ in range(2)]
+    pool = ProxyPool([parse_proxy(p.url) for p in proxies])
+    try:
+        async with serve(gone) as port:
+            config = FetchConfig(**FAST, proxy_check_url=f"http://127.0.0.1:{port}/check")
+            async with Fetcher(config, proxies=pool) as fetcher:
+                await pool.check_due()
+                asked.clear()
+                results = [await fetcher.fetch(f"http://127.0.0.1:{port}/g{i}") for i in range(6)]
+    finally:
+        for proxy in proxies:
+            await proxy.stop()
+    assert [r.status for r in results] == [404] * 6
+    assert len(asked) == 6

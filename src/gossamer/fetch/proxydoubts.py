@@ -3,13 +3,15 @@
 
 A proxy may answer a plain 404 of its own to every request (nothing in it names the proxy:
 `proxy_fault` cannot tell it from the site's) and pass its checks, which it relays *an*
-answer to. So a 404 through a proxy is doubted while no other proxy has vouched for one of
-its 404s (relayed a 404 for the same URL), after another proxy refuted one (relayed another
-answer: the proxy is charged ``proxy-404``), and at a vouched proxy's second 404 in a row
-(it may have turned: the first of that run is taken as it came). Bounded: never with fewer
-than two proxies to compare (one proxy's 404s are recorded as they come), and never more
-than one doubt for a domain plus one for every two of its other requests, so a site of real
-404s never sees its requests doubled.
+answer to; where it writes the answer's head, that is (a plain-HTTP URL through an HTTP(S)
+proxy: through SOCKS5 or in an HTTPS URL's CONNECT tunnel the site's bytes come as they
+were). So such a 404 is doubted while no other proxy has vouched for one of the proxy's 404s
+(relayed a 404 for the same URL), after another proxy refuted one (relayed another answer:
+the proxy is charged ``proxy-404``), and at a vouched proxy's second 404 in a row (it may
+have turned: the first of that run is taken as it came). Bounded: never with fewer than two
+proxies to compare (one proxy's 404s are recorded as they come), and never more than one
+doubt for a domain plus one for every two of its other requests, so a site of real 404s
+never sees its requests doubled.
 """
 
 from __future__ import annotations

@@ -161,6 +161,13 @@ def _names_itself(result: ProxyAnswer, proxy: Proxy) -> bool:
     return "error=" in headers.get("proxy-status", "").lower() or "x-squid-error" in headers
 
 
+def _written(result: ProxyAnswer, proxy: Proxy) -> bool:
+    """Whether the proxy wrote the answer's head (a plain-HTTP URL through an HTTP(S) proxy)
+    rather than passed the site's bytes on (SOCKS5, a CONNECT tunnel): only then may it be
+    the proxy's own."""
+    return proxy.scheme != "socks5" and not _tunnelled(result)
+
+
 def _tunnelled(result: ProxyAnswer) -> bool:
     """Whether ``result`` came through a CONNECT tunnel (an HTTPS URL through an HTTP(S)
     proxy), where TLS keeps the proxy from changing a byte."""
@@ -175,7 +182,8 @@ async def fetch_through(
     relayed it (else every try failed at its proxy); None: no proxy live.
 
     A failure that may be the proxy's or the site's (`either_fault`: a malformed head, a
-    hang, a body cut short; a 404 the pool `doubts`: a proxy may answer 404 to everything)
+    hang, a body cut short; a 404 the pool `doubts` where the proxy wrote the head: it may
+    answer 404 to everything)
     is tried through the next proxy and charged only if another relays a whole answer (a
     404's, `NOT_FOUND`); the same failure through two proxies is the site's (a 404 vouches
     for both), and a hang has both proxies checked at once (`ProxyPool.check_soon`:
@@ -192,7 +200,7 @@ async def fetch_through(
         result = await attempt(proxy)
         reason = proxy_fault(result, proxy)
         kind = either_fault(result, proxy)
-        if reason is None and kind is None and result.status == 404:
+        if reason is None and kind is None and result.status == 404 and _written(result, proxy):
             again = any(seen == "404" for _, _, seen in pending)
             kind = "404" if again or pool.doubts(proxy, domain) else None
         if reason is None and kind is None:
