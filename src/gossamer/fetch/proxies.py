@@ -371,8 +371,8 @@ class ProxyPool:
             self._ring_stale = True
 
     async def start(self, tick: float = 1.0) -> None:
-        """Probe every proxy and check what the check share allows (one at least: a proxy
-        on trial needs none), then run `maintain` in the background until `close`."""
+        """Probe every proxy and check them until one passes (or none is left: the others
+        serve on trial), then run `maintain` in the background until `close`."""
         if self._task is None:
             await self._round(wait=False)
             self._task = asyncio.create_task(self.maintain(tick), name="proxy-manager")
