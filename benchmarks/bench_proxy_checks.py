@@ -4,9 +4,9 @@ Two whole crawls (`gossamer.crawl.run_crawl`) of one loopback site through real 
 (`tests.fetch.proxy_servers.HttpProxy`), the site counting what it is asked for:
 
 - ``share``: ``--proxies`` proxies, a Crawl-delay of ``--delay`` seconds, ``--interval`` as
-  ``--proxy-check-interval`` (far below proxies x delay by default), 7 pages, one request per
-  host at a time: the checks the site got, its robots.txt fetches, its pages, when the first
-  page came and how long the crawl took.
+  ``--proxy-check-interval`` (far below proxies x delay by default), ``--pages`` (7), one
+  request per host at a time: the checks the site got, its robots.txt fetches, its pages,
+  when the first page came and how long the crawl took.
 - ``404``: 3 proxies, the first answering a plain 404 of its own to everything (``--liar``)
   or not, a site of 20 pages and ``--gone`` links to real 404s: the records by status and
   error, and the site's requests (checks apart).
@@ -82,14 +82,15 @@ async def _crawl(origin: str, proxies: list[HttpProxy], **options: object) -> li
         return [json.loads(line) for line in (out / "pages.jsonl").read_text().splitlines()]
 
 
-async def share(port: int, count: int, delay: float, interval: float) -> None:
+async def share(port: int, count: int, delay: float, interval: float, pages: int) -> None:
     log: list[tuple[float, str]] = []
 
     async def site(request: web.Request) -> web.Response:
         log.append((time.monotonic(), request.path))
         if request.path == "/robots.txt":
             return web.Response(text=f"User-agent: *\nCrawl-delay: {delay}\n")
-        body = "".join(f'<a href="/p{i}">{i}</a>' for i in range(6)) if request.path == "/" else ""
+        links = "".join(f'<a href="/p{i}">{i}</a>' for i in range(pages - 1))
+        body = links if request.path == "/" else ""
         return web.Response(text=f"<html><body>{body}leaf</body></html>", content_type="text/html")
 
     proxies = await _proxies(port + 1, count)
@@ -143,11 +144,12 @@ def main() -> None:
     parser.add_argument("--proxies", type=int, default=12)
     parser.add_argument("--delay", type=float, default=0.4)
     parser.add_argument("--interval", type=float, default=0.5)
+    parser.add_argument("--pages", type=int, default=7, help="share: the site's pages")
     parser.add_argument("--liar", action="store_true")
     parser.add_argument("--gone", type=int, default=5)
     args = parser.parse_args()
     if args.what == "share":
-        asyncio.run(share(args.port, args.proxies, args.delay, args.interval))
+        asyncio.run(share(args.port, args.proxies, args.delay, args.interval, args.pages))
     else:
         asyncio.run(not_found(args.port, args.liar, args.gone))
 

@@ -26,14 +26,16 @@ DELAY = 0.4
 PAGES = 6
 
 
-def _site(log: list[tuple[float, str]], gone: str = "") -> web.Handler:
+def _site(
+    log: list[tuple[float, str]], gone: str = "", pages: int = PAGES, delay: float = DELAY
+) -> web.Handler:
     async def handler(request: web.Request) -> web.Response:
         log.append((time.monotonic(), request.path))
         if request.path == "/robots.txt":
-            return web.Response(text=f"User-agent: *\nCrawl-delay: {DELAY}\n")
+            return web.Response(text=f"User-agent: *\nCrawl-delay: {delay}\n")
         if request.path == gone:
             raise web.HTTPNotFound()
-        links = "".join(f'<a href="/p{i}">{i}</a>' for i in range(PAGES))
+        links = "".join(f'<a href="/p{i}">{i}</a>' for i in range(pages))
         if gone:
             links += f'<a href="{gone}">gone</a>'
         body = links if request.path == "/" else "leaf"
@@ -84,6 +86,38 @@ async def test_checks_of_many_proxies_keep_to_a_small_share_of_the_hosts_slots(
     first_page = next(at for at, path in log if path == "/")
     assert first_page - started < 4 * DELAY + 1.0  # robots.txt, one check, then the seed
     assert {r["proxy"] for r in _records(tmp_path / "out")} <= {p.url for p in proxies}
+
+
+async def test_checks_take_one_of_the_check_host_s_slots_in_ten_at_most(tmp_path: Path) -> None:
+    """A longer crawl of the check host (40 pages, Crawl-delay 0.2 s) with 12 proxies due for
+    a check every 0.3 s: quick checks (the host was due) take a slot each all the same, so
+    they wait for nine of the host's pages each (before: spaced in time only, more)."""
+    log: list[tuple[float, str]] = []
+    proxies = [await HttpProxy().start() for _ in range(12)]
+    try:
+        async with serve(_site(log, pages=39, delay=0.2)) as port:
+            origin = f"http://127.0.0.1:{port}"
+            settings = load_settings(
+                {
+                    "seeds": [f"{origin}/"],
+                    "out": tmp_path / "out",
+                    "quiet": True,
+                    "text": False,
+                    "per_host": 1,
+                    "proxies": [p.url for p in proxies],
+                    "proxy_check_url": f"{origin}/check",
+                    "proxy_check_interval": 0.3,
+                },
+                env={},
+            )
+            stats = await asyncio.wait_for(run_crawl(settings), 40)
+    finally:
+        for proxy in proxies:
+            await proxy.stop()
+    assert stats.ok == 40
+    paths = [path for _, path in log]
+    pages = len(paths) - paths.count("/check")  # robots.txt is one of the host's requests
+    assert paths.count("/check") <= 1 + pages / 9, paths
 
 
 async def test_a_proxy_answering_404_to_everything_has_no_404_recorded(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from tests.clock import SleepClock
 from tests.fetch.proxy_servers import HttpProxy, Socks5Proxy, dead_port
 from tests.local_app import serve
 
+from gossamer.fetch.checkshare import CheckShare
 from gossamer.fetch.http import FetchConfig, Fetcher
 from gossamer.fetch.proxies import CHECK_SHARE, ProxyPool
 from gossamer.proxyurl import Proxy, parse_proxy
@@ -212,3 +213,24 @@ async def test_a_404_through_socks5_is_the_site_s_bytes_and_never_asked_again() 
             await proxy.stop()
     assert [r.status for r in results] == [404] * 6
     assert len(asked) == 6
+
+
+def test_while_the_crawl_sends_the_check_host_pages_a_check_waits_for_nine_of_them() -> None:
+    """A quick check (the host was due) still takes one of the host's slots: while pages of
+    the check host go out, one check per nine of them; once none has gone for a minute, the
+    time spacing alone; with no proxy live, at once."""
+    share = CheckShare()
+    share.host = "site.test"
+    share.checked(0.0, 0.01, asked_site=True, live=True)  # next by time: 0.1
+    for second in range(1, 9):
+        share.requested("site.test", float(second))
+        share.requested("other.test", float(second))  # another host's pages do not count
+        assert not share.allows(second + 0.5, live=True)
+    assert not share.allows(8.5, live=True)
+    assert share.allows(8.5, live=False)
+    share.requested("site.test", 9.0)
+    assert share.allows(9.5, live=True)  # the ninth page of the host
+    share.checked(10.0, 10.02, asked_site=True, live=True)
+    share.requested("site.test", 10.5)
+    assert not share.allows(11.0, live=True)
+    assert share.allows(10.5 + 60.0, live=True)  # the host idle a minute: time alone

@@ -18,12 +18,11 @@ Its parts:
   to (no connection, a timeout, a TLS or CONNECT failure, an error of its own: see
   `proxy_fault`) fails. ``max_failures`` in a row (checks or requests) kill a live proxy;
   a dead one comes back when a check passes. Checks go through the check URL's host's
-  politeness slot like any request, one at a time, and while a proxy is live a check that
-  took T seconds (its wait for the slot included) has the next wait T * 9 (`CHECK_SHARE`):
-  checks hold that host a tenth of the time at most, however many proxies, however short
-  the interval. While none is live no page goes out: they go back to back (`start` checks
-  until one passes, or none is left). A retry goes through a proxy off trial while one is
-  left: it tells a site's failure from a proxy's.
+  politeness slot like any request, one at a time, a tenth of that host's slots at most
+  (:mod:`gossamer.fetch.checkshare`) however many proxies, however short the interval; back
+  to back while no proxy is live (`start` checks until one passes, or none is left). A
+  retry goes through a proxy off trial while one is left: it tells a site's failure from
+  a proxy's.
 - **404s**: a proxy may answer a plain 404 of its own to everything: the pool `doubts`
   some 404s (:mod:`gossamer.fetch.proxydoubts`), which `fetch_through` asks another proxy.
 - **waiting**: while no proxy is live the pool is ``waiting`` (`PoolStats.waiting`, logged
@@ -54,7 +53,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+from urllib.parse import urlsplit
 
+from gossamer.fetch.checkshare import CHECK_SHARE, CheckShare
 from gossamer.fetch.proxydoubts import NotFoundDoubts
 from gossamer.fetch.proxyfault import (
     NOT_FOUND,
@@ -69,6 +70,7 @@ from gossamer.proxyurl import Proxy, ProxyError, read_proxies_file
 from gossamer.redact import redact_url
 
 __all__ = [
+    "CHECK_SHARE",
     "PoolStats",
     "ProxyAnswer",
     "ProxyPool",
@@ -85,9 +87,6 @@ _MAX_DOMAINS = 100_000
 """Domains whose place in the ring is remembered (forgotten all at once when full)."""
 _LATENCY_WEIGHT = 0.3
 """Weight of the newest check in a proxy's response time (an exponential average)."""
-CHECK_SHARE = 0.1
-"""The share of time checks may take at most: a check that took T seconds (its wait for the
-check URL's host's slot included) has the next one start T * (1 / CHECK_SHARE - 1) later."""
 
 Clock = Callable[[], float]
 
@@ -178,8 +177,7 @@ class ProxyPool:
         self._target: str | None = None
         self._clock = clock
         self._sleep = sleep
-        self._next_check = -float("inf")
-        """No check starts before then (`CHECK_SHARE`)."""
+        self._share = CheckShare()
         self._checking = asyncio.Lock()
         """Held by the check running: one at a time."""
         self._doubts = NotFoundDoubts()
@@ -209,6 +207,7 @@ class ProxyPool:
         trial at once (`proxy_listens`)."""
         self._checker = checker
         self._target = target
+        self._share.host = None if target is None else urlsplit(target).hostname
         self._prober = (
             None if probe is None else functools.partial(proxy_listens, connect_timeout=probe)
         )
@@ -230,6 +229,7 @@ class ProxyPool:
             self._unserved += not skip
             return None
         self._retries += bool(skip)
+        self._share.requested(domain, self._clock())
         if len(self._cursors) >= _MAX_DOMAINS and domain not in self._cursors:
             self._cursors.clear()
         step = self._cursors.get(domain, 0)
@@ -354,7 +354,7 @@ class ProxyPool:
         for entry in due:
             if entry.due > self._clock() or entry.proxy.url not in self._entries:
                 continue  # proved by a request, failed its probe, or gone meanwhile
-            if not wait and self._clock() < self._next_check:
+            if not wait and not self._share.allows(self._clock(), self._has_live()):
                 break
             await self._check(entry)
         self._note_live()
@@ -435,7 +435,7 @@ class ProxyPool:
             return
         entry.due = float("inf")  # not again while this check runs
         async with self._checking:
-            if (wait := self._next_check - self._clock()) > 0:
+            if self._has_live() and (wait := self._share.wait(self._clock())) > 0:
                 await self._sleep(wait)
             started = self._clock()
             try:
@@ -445,10 +445,11 @@ class ProxyPool:
                 seconds = None
             now = self._clock()
         self._judge(entry, seconds, now)
-        if seconds not in ("no-connection", "no-check-url") and any(  # it asked the site
-            e.state == "live" for e in self._entries.values()
-        ):  # while no proxy is live, no page waits for the checks: they go back to back
-            self._next_check = now + (now - started) * (1 / CHECK_SHARE - 1)
+        asked = seconds not in ("no-connection", "no-check-url")  # a request to the host
+        self._share.checked(started, now, asked_site=asked, live=self._has_live())
+
+    def _has_live(self) -> bool:
+        return any(e.state == "live" for e in self._entries.values())
 
     def _judge(self, entry: _Entry, seconds: float | str | None, now: float) -> None:
         """``entry`` after its check: ``seconds`` it took, or why it failed."""
@@ -524,7 +525,7 @@ class ProxyPool:
 
     def _note_live(self) -> None:
         """Log the pool's passing into and out of ``waiting`` (no proxy live), once each."""
-        live = any(e.state == "live" or e.trial for e in self._entries.values())
+        live = self._has_live() or any(e.trial for e in self._entries.values())
         if live:
             self._live.set()
         else:
