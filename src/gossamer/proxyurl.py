@@ -9,16 +9,18 @@ default), optional credentials, nothing else. A proxy is shown (logs, records, s
 
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import msgspec
 
 from gossamer.redact import redact_url
 
-__all__ = ["SCHEMES", "Proxy", "ProxyError", "parse_proxy"]
+__all__ = ["SCHEMES", "Proxy", "ProxyError", "parse_proxy", "read_proxies_file"]
 
 SCHEMES = ("http", "https", "socks5")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+_MAX_FILE_BYTES = 1 << 20
 
 
 class ProxyError(ValueError):
@@ -82,3 +84,25 @@ def _password_of(url: str) -> str | None:
 
 def _no_secret(message: str, secret: str | None) -> str:
     return message.replace(secret, "***") if secret else message
+
+
+def read_proxies_file(path: Path) -> list[Proxy]:
+    """The proxies of a file, one URL a line (blank and ``#`` lines skipped); raises
+    `ProxyError` naming the line of a bad one, or OSError."""
+    with path.open("rb") as file:
+        raw = file.read(_MAX_FILE_BYTES + 1)
+    if len(raw) > _MAX_FILE_BYTES:
+        raise ProxyError(f"proxies file {path} is larger than {_MAX_FILE_BYTES} bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProxyError(f"proxies file {path} is not UTF-8 text") from None
+    proxies = []
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if line and not line.startswith("#"):
+            try:
+                proxies.append(parse_proxy(line))
+            except ProxyError as exc:
+                raise ProxyError(f"{path}, line {number}: {exc}") from None
+    return proxies

@@ -96,7 +96,8 @@ class HttpProxy(_Server):
     """An HTTP forward proxy. ``delay`` seconds pass before each answer; ``corrupt`` answers
     every request with garbage, ``corrupt_paths`` those for a path starting with one of them;
     ``hang_paths``: those are never answered, ``cut_paths`` answered with a body cut short;
-    ``credentials`` (user, password) are required when set."""
+    ``not_found`` answers every request with a plain 404 of its own (no ``Via``, nothing
+    that names it); ``credentials`` (user, password) are required when set."""
 
     def __init__(
         self,
@@ -106,6 +107,7 @@ class HttpProxy(_Server):
         corrupt_paths: tuple[str, ...] = (),
         hang_paths: tuple[str, ...] = (),
         cut_paths: tuple[str, ...] = (),
+        not_found: bool = False,
         credentials: tuple[str, str] | None = None,
         resolve: dict[str, str] | None = None,
     ) -> None:
@@ -113,6 +115,7 @@ class HttpProxy(_Server):
         self.corrupt_paths = corrupt_paths
         self.hang_paths = hang_paths
         self.cut_paths = cut_paths
+        self.not_found = not_found
         self.resolve = resolve or {}
         """``*.test`` or ``host`` -> address: names this proxy resolves itself."""
         self.delay = delay
@@ -148,6 +151,13 @@ class HttpProxy(_Server):
         self.targets.append(target)
         if self.delay:
             await asyncio.sleep(self.delay)
+        if self.not_found:
+            writer.write(
+                b"HTTP/1.1 404 Not Found\r\nContent-Type: text/html\r\nContent-Length: 9\r\n"
+                b"Connection: close\r\n\r\nnot found"
+            )
+            await writer.drain()
+            return
         if self.cut_paths and urlsplit(target).path.startswith(self.cut_paths):
             writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + b"x" * 2500)
             await writer.drain()

@@ -34,8 +34,8 @@ With a `ProxyPool` (``proxies``), each request goes through the proxy the pool p
 host; one that fails at the proxy (`proxy_fault`) is tried again through the next, at most
 ``proxy_retries`` times, the pool told of each outcome (`gossamer.fetch.proxyfault.
 fetch_through`, which also tells the proxy's failures from the site's). When every try failed
-the result's error is ``proxy-error``: the site was not at fault. ``FetchResult.proxy`` names
-the proxy of the answer (``scheme://host:port``).
+(or no other proxy could vouch for a 404) the result is ``proxy-error``, no status: the site
+was not at fault. ``FetchResult.proxy`` names the answer's proxy (``scheme://host:port``).
 
 With a host gate (``gate``, :mod:`gossamer.fetch.gated`), the requests the fetcher makes of
 its own accord wait for their host's politeness slot like any page: proxy checks, logins and
@@ -141,7 +141,7 @@ class Fetcher:
         self._proxied: dict[str, aiohttp.ClientSession] = {}
         """Sessions whose requests go through an HTTP(S) proxy: those logins use."""
         if proxies is not None:
-            proxies.set_checker(self.check_proxy, config.proxy_check_url)
+            proxies.set_checker(self.check_proxy, config.proxy_check_url, config.connect_timeout)
         self._address_guard = guard
         self._resolver = resolver
         self._owns_resolver = resolver is None
@@ -273,8 +273,7 @@ class Fetcher:
         return (await self._check_request(url, proxy))[1]
 
     async def _check_request(self, url: str, proxy: Proxy) -> tuple[FetchResult, float | str]:
-        """``url`` through ``proxy`` in its host's slot, and the seconds it took (or why the
-        proxy failed it)."""
+        """``url`` through ``proxy`` in its host's slot, and its seconds (or why it failed)."""
         gate = self._gate
         taken = None if gate is None else await gate.enter(url)
         started = self._clock()
@@ -296,8 +295,9 @@ class Fetcher:
         found = await fetch_through(pool, domain, tries, lambda p: self._fetch(url, headers, p))
         if found is None:
             return self._failure(url, self._clock(), NoProxy())
-        result, relayed = found
-        return result if relayed else msgspec.structs.replace(result, error="proxy-error")
+        if found[1]:  # relayed
+            return found[0]
+        return msgspec.structs.replace(found[0], status=None, error="proxy-error")
 
     def stats(self) -> FetchStats:
         """Return a snapshot of the counters."""

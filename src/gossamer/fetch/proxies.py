@@ -1,21 +1,30 @@
 """The proxy pool: the proxies a crawl sends its requests through, checked and ranked.
 
-Three parts:
+Its parts:
 
 - **collector**: the proxies come from ``--proxy`` URLs and a ``--proxies-file`` (one URL a
   line, ``#`` comments), which is re-read whenever its modification time changes (another
   program, the collector proper, keeps it up to date); proxies gone from the file leave the
   pool. `gossamer.proxyurl.parse_proxy` validates a URL: http, https or socks5, a host, a
   port, optional credentials, nothing else.
-- **manager** (`ProxyPool.maintain`): checks each proxy by sending a request to the check URL
-  through it before first use and ``check_interval`` seconds after its last relayed answer
-  while live (a proxy in use needs no check), and records its response time. A proxy that
-  relays the site's answer, whatever its status, passes; one that fails to (no connection, a
-  timeout, a TLS or CONNECT failure, an error of its own: see `proxy_fault`) fails. A proxy
-  that fails ``max_failures`` times in a row (checks or requests) is dead; a dead proxy is
-  checked again ``revalidate`` seconds later and comes back when that passes. Checks are
-  requests to the check URL's host like any other: the fetcher sends them through the
-  host's politeness slot.
+- **manager** (`ProxyPool.maintain`): a proxy that takes no TCP connection fails with no
+  request to any site (`proxy_listens`); an unchecked one that takes one is used **on
+  trial** at once (in the ring after the live ones): its first relayed answer is its check,
+  its first failure kills it (`fetch_through` asks the next proxy: a retry, no URL lost). A
+  check sends the check URL through a proxy no answer vouched for yet (its first, unless an
+  answer came first), one idle ``check_interval`` seconds while live, one in doubt
+  (`check_soon`), a dead one ``revalidate`` seconds after it died; it records the response
+  time. A proxy that relays the site's answer, whatever its status, passes; one that fails
+  to (no connection, a timeout, a TLS or CONNECT failure, an error of its own: see
+  `proxy_fault`) fails. ``max_failures`` in a row (checks or requests) kill a live proxy;
+  a dead one comes back when a check passes. Checks go through the check URL's host's
+  politeness slot like any request, one at a time, a tenth of that host's slots at most
+  (:mod:`gossamer.fetch.checkshare`) however many proxies, however short the interval; back
+  to back while no proxy is live (`start` checks until one passes, or none is left). A
+  retry goes through a proxy off trial while one is left: it tells a site's failure from
+  a proxy's.
+- **404s**: a proxy may answer a plain 404 of its own to everything: the pool `doubts`
+  some 404s (:mod:`gossamer.fetch.proxydoubts`), which `fetch_through` asks another proxy.
 - **waiting**: while no proxy is live the pool is ``waiting`` (`PoolStats.waiting`, logged
   once when it starts, with why the proxies failed, and when a proxy is back): the crawl
   leases nothing and spends no URL's attempts until a check brings a proxy back.
@@ -36,21 +45,32 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any
+from urllib.parse import urlsplit
 
-import msgspec
-
-from gossamer.fetch.proxyfault import REJECTED, ProxyAnswer, fetch_through, proxy_fault
-from gossamer.proxyurl import Proxy, ProxyError, parse_proxy
+from gossamer.fetch.checkshare import CHECK_SHARE, CheckShare
+from gossamer.fetch.proxydoubts import NotFoundDoubts
+from gossamer.fetch.proxyfault import (
+    NOT_FOUND,
+    REJECTED,
+    ProxyAnswer,
+    fetch_through,
+    proxy_fault,
+    proxy_listens,
+)
+from gossamer.fetch.proxystats import PoolStats, ProxyStats, State
+from gossamer.proxyurl import Proxy, ProxyError, read_proxies_file
 from gossamer.redact import redact_url
 
 __all__ = [
+    "CHECK_SHARE",
     "PoolStats",
     "ProxyAnswer",
     "ProxyPool",
@@ -63,89 +83,12 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_MAX_FILE_BYTES = 1 << 20
 _MAX_DOMAINS = 100_000
 """Domains whose place in the ring is remembered (forgotten all at once when full)."""
 _LATENCY_WEIGHT = 0.3
 """Weight of the newest check in a proxy's response time (an exponential average)."""
 
-State = Literal["unchecked", "live", "dead"]
-
-
 Clock = Callable[[], float]
-
-
-def read_proxies_file(path: Path) -> list[Proxy]:
-    """The proxies of a file, one URL a line (blank and ``#`` lines skipped); raises
-    `ProxyError` naming the line of a bad one, or OSError."""
-    with path.open("rb") as file:
-        raw = file.read(_MAX_FILE_BYTES + 1)
-    if len(raw) > _MAX_FILE_BYTES:
-        raise ProxyError(f"proxies file {path} is larger than {_MAX_FILE_BYTES} bytes")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ProxyError(f"proxies file {path} is not UTF-8 text") from None
-    proxies = []
-    for number, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if line and not line.startswith("#"):
-            try:
-                proxies.append(parse_proxy(line))
-            except ProxyError as exc:
-                raise ProxyError(f"{path}, line {number}: {exc}") from None
-    return proxies
-
-
-class ProxyStats(msgspec.Struct, frozen=True):
-    """One proxy's figures: requests sent through it and those that failed at the proxy,
-    the mean time of its answered requests, its checked response time and its state."""
-
-    proxy: str
-    state: State
-    requests: int
-    failures: int
-    mean_latency: float
-    response_time: float | None
-
-
-class PoolStats(msgspec.Struct, frozen=True):
-    """A snapshot of the pool: its proxies, and requests that found no live proxy or were
-    tried again through another proxy."""
-
-    proxies: tuple[ProxyStats, ...]
-    retries: int
-    unserved: int
-    waiting: bool = False
-    """No proxy is live (after the first checks): the crawl waits for the next check."""
-    waits: int = 0
-    """Times the pool has had no live proxy left."""
-
-    @property
-    def live(self) -> int:
-        """Proxies in the ring."""
-        return sum(p.state == "live" for p in self.proxies)
-
-    def as_json(self) -> dict[str, Any]:
-        """The snapshot as stats.json holds it."""
-        return {
-            "live": self.live,
-            "waiting": self.waiting,
-            "waits": self.waits,
-            "retries": self.retries,
-            "unserved": self.unserved,
-            "proxies": [
-                {
-                    "proxy": p.proxy,
-                    "state": p.state,
-                    "requests": p.requests,
-                    "failures": p.failures,
-                    "mean_latency": round(p.mean_latency, 4),
-                    "response_time": None if p.response_time is None else round(p.response_time, 4),
-                }
-                for p in self.proxies
-            ],
-        }
 
 
 class _Entry:
@@ -155,6 +98,7 @@ class _Entry:
         "due",
         "failures",
         "latency",
+        "probed",
         "proxy",
         "reason",
         "refused",
@@ -163,6 +107,7 @@ class _Entry:
         "state",
         "streak",
         "timed",
+        "trial",
     )
 
     def __init__(self, proxy: Proxy) -> None:
@@ -176,6 +121,10 @@ class _Entry:
         """When the manager checks it next (monotonic)."""
         self.reason = ""
         """Why it failed last (a `proxy_fault` reason), while not live."""
+        self.probed = -float("inf")
+        """When it last took a TCP connection (the pool's prober), or failed to."""
+        self.trial = False
+        """Unchecked but listening: in the ring, its first relayed answer its check."""
 
     def stats(self) -> ProxyStats:
         mean = self.latency / self.timed if self.timed else 0.0
@@ -213,6 +162,7 @@ class ProxyPool:
         revalidate: float = 60.0,
         checker: Checker | None = None,
         clock: Clock = time.monotonic,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     ) -> None:
         if max_failures < 1 or check_interval <= 0 or revalidate <= 0:
             raise ValueError("max_failures must be >= 1, the intervals > 0")
@@ -223,8 +173,14 @@ class ProxyPool:
         self._check_interval = check_interval
         self._revalidate = revalidate
         self._checker = checker
+        self._prober: Callable[[Proxy], Awaitable[bool]] | None = None
         self._target: str | None = None
         self._clock = clock
+        self._sleep = sleep
+        self._share = CheckShare()
+        self._checking = asyncio.Lock()
+        """Held by the check running: one at a time."""
+        self._doubts = NotFoundDoubts()
         self._entries: dict[str, _Entry] = {}
         self._ring: list[_Entry] = []
         self._ring_stale = True
@@ -242,26 +198,38 @@ class ProxyPool:
         self._on_refused: list[Callable[[], None]] = []
         self._set_proxies(self._given)
 
-    def set_checker(self, checker: Checker, target: str | None = None) -> None:
+    def set_checker(
+        self, checker: Checker, target: str | None = None, probe: float | None = None
+    ) -> None:
         """The function the manager checks proxies with, and the URL it asks for (named
-        when no proxy passes: a check URL that hangs or fails fails every proxy)."""
+        when no proxy passes: a check URL that hangs or fails fails every proxy); with a
+        ``probe`` timeout, an unchecked proxy that takes a connection in time is used on
+        trial at once (`proxy_listens`)."""
         self._checker = checker
         self._target = target
+        self._share.host = None if target is None else urlsplit(target).hostname
+        self._prober = (
+            None if probe is None else functools.partial(proxy_listens, connect_timeout=probe)
+        )
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def pick(self, domain: str, exclude: Iterable[Proxy] = ()) -> Proxy | None:
         """The next live proxy for ``domain`` (its step on the ring), skipping ``exclude``
-        (the proxies a request failed through already: this pick is a retry); None when no
-        live proxy is left."""
+        (the proxies a request failed through already: this pick is a retry, through a
+        proxy off trial while one is left, which tells the site's failures from a proxy's);
+        None when no live proxy is left."""
         ring = self._live_ring()
         skip = {p.url for p in exclude}
         choices = [e for e in ring if e.proxy.url not in skip] if skip else ring
+        if skip:
+            choices = [e for e in choices if not e.trial] or choices
         if not choices:
             self._unserved += not skip
             return None
         self._retries += bool(skip)
+        self._share.requested(domain, self._clock())
         if len(self._cursors) >= _MAX_DOMAINS and domain not in self._cursors:
             self._cursors.clear()
         step = self._cursors.get(domain, 0)
@@ -274,18 +242,34 @@ class ProxyPool:
         ring = self._live_ring()
         return ring[self._cursors.get(domain, 0) % len(ring)].proxy if ring else None
 
-    def succeeded(self, proxy: Proxy, elapsed: float) -> None:
-        """A request through ``proxy`` got an answer after ``elapsed`` seconds: proof enough
-        that it works, so a live one's next check waits ``check_interval`` from now (checks
-        take the check URL's host's politeness slots, which a crawl of it needs)."""
+    def succeeded(self, proxy: Proxy, elapsed: float, status: int | None = None) -> None:
+        """A request through ``proxy`` got an answer (``status``) after ``elapsed`` seconds:
+        proof enough that it works (one on trial is live: that was its check), so a live
+        one's next check waits ``check_interval`` from now (checks take the check URL's
+        host's politeness slots, which a crawl of it needs)."""
         entry = self._entries.get(proxy.url)
-        if entry is not None:
-            entry.requests += 1
-            entry.timed += 1
-            entry.latency += elapsed
-            entry.streak = 0
-            if entry.state == "live" and entry.due != float("inf"):
-                entry.due = max(entry.due, self._clock() + self._check_interval)
+        if entry is None:
+            return
+        entry.requests += 1
+        entry.timed += 1
+        entry.latency += elapsed
+        entry.streak = 0
+        self._doubts.answered(proxy.url, status)
+        if entry.state == "unchecked" and entry.trial:
+            entry.response_time = elapsed
+            self._passed(entry, elapsed)
+        if entry.state == "live" and entry.due != float("inf"):
+            entry.due = max(entry.due, self._clock() + self._check_interval)
+
+    def doubts(self, proxy: Proxy, domain: str) -> bool:
+        """Whether a 404 ``proxy`` relayed for ``domain`` is to be asked of another proxy
+        first (`fetch_through`, :mod:`gossamer.fetch.proxydoubts`)."""
+        steps = self._cursors.get(domain, 0)
+        return self._doubts.doubts(proxy.url, domain, len(self._live_ring()), steps)
+
+    def vouched(self, proxy: Proxy) -> None:
+        """Another proxy relayed the 404 ``proxy`` relayed: its 404s are the sites'."""
+        self._doubts.vouched(proxy.url)
 
     def failed(self, proxy: Proxy, reason: str) -> None:
         """A request through ``proxy`` failed at the proxy (``reason``, a fetch error)."""
@@ -293,6 +277,8 @@ class ProxyPool:
         if entry is not None:
             entry.requests += 1
             entry.failures += 1
+            if reason == NOT_FOUND:
+                self._doubts.refuted(proxy.url)
             self._failure(entry, reason)
 
     def check_soon(self, proxy: Proxy) -> None:
@@ -305,7 +291,7 @@ class ProxyPool:
     def stats(self) -> PoolStats:
         """A frozen snapshot (ring order first, then the others)."""
         ring = self._live_ring()
-        rest = [e for e in self._entries.values() if e.state != "live"]
+        rest = [e for e in self._entries.values() if e.state != "live" and not e.trial]
         return PoolStats(
             tuple(e.stats() for e in (*ring, *rest)),
             retries=self._retries,
@@ -352,20 +338,43 @@ class ProxyPool:
         return MappingProxyType({e.proxy.label: e.state for e in self._entries.values()})
 
     async def check_due(self) -> None:
-        """Re-read the file if it changed, then check every proxy whose check is due, all at
-        once (the manager's one round)."""
+        """Re-read the file if it changed, then check every proxy whose check is due, one
+        after the other, each waiting the time the one before earned (`CHECK_SHARE`)."""
+        await self._round(wait=True)
+
+    async def _round(self, *, wait: bool) -> None:
+        """A round: the due proxies probed (all at once: no request to any site), then
+        checked in turn while their time has come (or waiting for it)."""
         self.reload()
         now = self._clock()
         due = [e for e in self._entries.values() if e.due <= now]
-        if due:
-            await asyncio.gather(*(self._check(e) for e in due))
+        if self._prober is not None:
+            await asyncio.gather(*(self._probe(e) for e in due if e.probed < e.due))
+        due.sort(key=lambda e: e.due)
+        for entry in due:
+            if entry.due > self._clock() or entry.proxy.url not in self._entries:
+                continue  # proved by a request, failed its probe, or gone meanwhile
+            if not wait and not self._share.allows(self._clock(), self._has_live()):
+                break
+            await self._check(entry)
         self._note_live()
 
+    async def _probe(self, entry: _Entry) -> None:
+        """``entry``'s proxy probed: one that takes no connection fails (no slot of the site
+        taken), an unchecked one that does goes on trial."""
+        assert self._prober is not None
+        entry.probed = self._clock()
+        if not await self._prober(entry.proxy):
+            self._failure(entry, "no-connection")
+        elif entry.state == "unchecked" and not entry.trial:
+            entry.trial = True
+            self._ring_stale = True
+
     async def start(self, tick: float = 1.0) -> None:
-        """Check every proxy once (before the first request), then run `maintain` in the
-        background until `close`."""
+        """Probe every proxy and check them until one passes (or none is left: the others
+        serve on trial), then run `maintain` in the background until `close`."""
         if self._task is None:
-            await self.check_due()
+            await self._round(wait=False)
             self._task = asyncio.create_task(self.maintain(tick), name="proxy-manager")
 
     async def close(self) -> None:
@@ -380,7 +389,7 @@ class ProxyPool:
         """The manager: a round of `check_due` every ``tick`` seconds, until cancelled."""
         while True:
             try:
-                await self.check_due()
+                await self._round(wait=False)
             except Exception:
                 log.exception("proxy check round failed; trying again")
             await asyncio.sleep(tick)
@@ -425,14 +434,27 @@ class ProxyPool:
         if self._checker is None:
             return
         entry.due = float("inf")  # not again while this check runs
-        try:
-            seconds = await self._checker(entry.proxy)
-        except Exception:
-            log.exception("checking proxy %s failed", entry.proxy.label)
-            seconds = None
+        async with self._checking:
+            if self._has_live() and (wait := self._share.wait(self._clock())) > 0:
+                await self._sleep(wait)
+            started = self._clock()
+            try:
+                seconds = await self._checker(entry.proxy)
+            except Exception:
+                log.exception("checking proxy %s failed", entry.proxy.label)
+                seconds = None
+            now = self._clock()
+        self._judge(entry, seconds, now)
+        asked = seconds not in ("no-connection", "no-check-url")  # a request to the host
+        self._share.checked(started, now, asked_site=asked, live=self._has_live())
+
+    def _has_live(self) -> bool:
+        return any(e.state == "live" for e in self._entries.values())
+
+    def _judge(self, entry: _Entry, seconds: float | str | None, now: float) -> None:
+        """``entry`` after its check: ``seconds`` it took, or why it failed."""
         if entry.proxy.url not in self._entries:
             return  # left the pool meanwhile
-        now = self._clock()
         if seconds is None or isinstance(seconds, str):
             entry.refused = seconds == REJECTED
             self._failure(entry, seconds or "check failed")
@@ -447,7 +469,11 @@ class ProxyPool:
         )
         entry.streak = 0
         entry.refused = False
-        entry.due = now + self._check_interval
+        self._passed(entry, seconds)
+
+    def _passed(self, entry: _Entry, seconds: float) -> None:
+        """``entry`` passed its check, or relayed an answer while on trial."""
+        entry.due = self._clock() + self._check_interval
         if entry.state != "live":
             log.info(
                 "proxy %s live (%.3fs)",
@@ -456,6 +482,7 @@ class ProxyPool:
                 extra={"event": "proxy-live", "proxy": entry.proxy.label},
             )
             entry.state = "live"
+            entry.trial = False
             self._note_live()
         self._ring_stale = True
 
@@ -465,6 +492,14 @@ class ProxyPool:
         entry.streak += 1
         entry.reason = reason
         now = self._clock()
+        if entry.trial:  # its first request failed: its first check (still due) tells why
+            entry.trial = False
+            entry.state = "dead"
+            entry.due = now if entry.due <= now else now + self._revalidate
+            self._ring_stale = True
+            self._log_dead(entry)
+            self._note_live()
+            return
         if entry.state == "dead":
             entry.due = now + self._revalidate
             if reason == REJECTED:  # it will not pass until its credentials change: say so
@@ -484,13 +519,13 @@ class ProxyPool:
             entry.proxy.label,
             _why(entry.reason),
             entry.streak,
-            self._revalidate,
+            max(0.0, entry.due - self._clock()),
             extra={"event": "proxy-dead", "proxy": entry.proxy.label, "reason": entry.reason},
         )
 
     def _note_live(self) -> None:
         """Log the pool's passing into and out of ``waiting`` (no proxy live), once each."""
-        live = any(e.state == "live" for e in self._entries.values())
+        live = self._has_live() or any(e.trial for e in self._entries.values())
         if live:
             self._live.set()
         else:
@@ -534,7 +569,7 @@ class ProxyPool:
         if self._ring_stale:
             live = [e for e in self._entries.values() if e.state == "live"]
             live.sort(key=lambda e: e.response_time or 0.0)
-            self._ring = live
+            self._ring = live + [e for e in self._entries.values() if e.trial]
             self._ring_stale = False
         return self._ring
 
@@ -544,18 +579,3 @@ def _why(reason: str) -> str:
     if reason == REJECTED:
         return "rejected: credentials (407 Proxy Authentication Required)"
     return f"failing: {reason or 'not checked yet'}"
-
-
-async def proxy_listens(proxy: Proxy, connect_timeout: float) -> bool:
-    """Whether ``proxy`` accepts a TCP connection within ``connect_timeout`` seconds: one that
-    does not is dead without a request to the site, so a round of dead proxies takes none
-    of the site's slots (and holds none of its pages back)."""
-    try:
-        async with asyncio.timeout(connect_timeout):
-            _, writer = await asyncio.open_connection(proxy.host, proxy.port)
-    except (OSError, TimeoutError):
-        return False
-    writer.close()
-    with contextlib.suppress(OSError):
-        await writer.wait_closed()
-    return True

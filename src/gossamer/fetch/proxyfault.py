@@ -1,10 +1,13 @@
 """Whose fault a failed request through a proxy is: `proxy_fault` tells the proxy's own
 failures (the pool counts them against it, `gossamer.fetch.proxies`) from the site's answers
 it relayed, whatever their status; `fetch_through` asks another proxy where it cannot tell
-(`either_fault`)."""
+(`either_fault`, and 404s the pool `doubts`); `proxy_listens` finds a proxy that takes no
+connection before any request."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Protocol, TypeVar
 
@@ -13,6 +16,7 @@ from gossamer.proxyurl import Proxy
 
 __all__ = [
     "EITHER_FAULTS",
+    "NOT_FOUND",
     "REJECTED",
     "Pool",
     "ProxyAnswer",
@@ -20,10 +24,14 @@ __all__ = [
     "either_fault",
     "fetch_through",
     "proxy_fault",
+    "proxy_listens",
 ]
 
 REJECTED = "proxy-auth"
 """The `proxy_fault` of a 407: the proxy rejected the crawl's credentials."""
+NOT_FOUND = "proxy-404"
+"""A proxy's failure to relay: it answered 404 where another proxy relayed the site's other
+answer (`fetch_through`)."""
 
 
 class ProxyAnswer(Protocol):
@@ -50,12 +58,16 @@ class Pool(Protocol):
     """What `fetch_through` asks of the pool (`gossamer.fetch.proxies.ProxyPool`)."""
 
     def pick(self, domain: str, exclude: Iterable[Proxy] = ()) -> Proxy | None: ...
-    def succeeded(self, proxy: Proxy, elapsed: float) -> None: ...
+    def succeeded(self, proxy: Proxy, elapsed: float, status: int | None = None) -> None: ...
     def failed(self, proxy: Proxy, reason: str) -> None: ...
     def check_soon(self, proxy: Proxy) -> None: ...
+    def doubts(self, proxy: Proxy, domain: str) -> bool: ...
+    def vouched(self, proxy: Proxy) -> None: ...
 
 
 _A = TypeVar("_A", bound=TimedAnswer)
+_CHARGE = {"404": NOT_FOUND}
+"""What a proxy is charged with when another relayed a whole answer, by what it got."""
 _NOT_PROXY_FAULTS = frozenset({"invalid-url", "blocked-address"})
 _MALFORMED = frozenset({"protocol-error", "headers-too-long"})
 """A head no client may accept (`gossamer.outcomes`): the site's, when a proxy relayed it."""
@@ -149,6 +161,13 @@ def _names_itself(result: ProxyAnswer, proxy: Proxy) -> bool:
     return "error=" in headers.get("proxy-status", "").lower() or "x-squid-error" in headers
 
 
+def _written(result: ProxyAnswer, proxy: Proxy) -> bool:
+    """Whether the proxy wrote the answer's head (a plain-HTTP URL through an HTTP(S) proxy)
+    rather than passed the site's bytes on (SOCKS5, a CONNECT tunnel): only then may it be
+    the proxy's own."""
+    return proxy.scheme != "socks5" and not _tunnelled(result)
+
+
 def _tunnelled(result: ProxyAnswer) -> bool:
     """Whether ``result`` came through a CONNECT tunnel (an HTTPS URL through an HTTP(S)
     proxy), where TLS keeps the proxy from changing a byte."""
@@ -163,11 +182,14 @@ async def fetch_through(
     relayed it (else every try failed at its proxy); None: no proxy live.
 
     A failure that may be the proxy's or the site's (`either_fault`: a malformed head, a
-    hang, a body cut short) is tried through the next proxy and charged only if another
-    relays a whole answer; the same failure through two proxies is the site's, and a hang
-    has both proxies checked at once (`ProxyPool.check_soon`: proxies that all hang fail
-    their checks). Left undecided (no other proxy), the proxy is checked and the URL tried
-    again later (a cut answer is kept: it is retried as any cut body is)."""
+    hang, a body cut short; a 404 the pool `doubts` where the proxy wrote the head: it may
+    answer 404 to everything)
+    is tried through the next proxy and charged only if another relays a whole answer (a
+    404's, `NOT_FOUND`); the same failure through two proxies is the site's (a 404 vouches
+    for both), and a hang has both proxies checked at once (`ProxyPool.check_soon`:
+    proxies that all hang fail their checks). Left undecided (no other proxy), the proxy is
+    checked (not for a 404: its checks pass) and the URL tried again later (a cut answer is
+    kept: it is retried as any cut body is)."""
     tried: list[Proxy] = []
     result: _A | None = None
     pending: list[tuple[Proxy, _A, str]] = []
@@ -178,10 +200,13 @@ async def fetch_through(
         result = await attempt(proxy)
         reason = proxy_fault(result, proxy)
         kind = either_fault(result, proxy)
+        if reason is None and kind is None and result.status == 404 and _written(result, proxy):
+            again = any(seen == "404" for _, _, seen in pending)
+            kind = "404" if again or pool.doubts(proxy, domain) else None
         if reason is None and kind is None:
-            pool.succeeded(proxy, result.elapsed)
-            for other, failed, _ in pending:  # another proxy relayed a whole answer
-                pool.failed(other, failed.error or "proxy-error")
+            pool.succeeded(proxy, result.elapsed, result.status)
+            for other, failed, seen in pending:  # another proxy relayed a whole answer
+                pool.failed(other, failed.error or _CHARGE.get(seen, "proxy-error"))
             return result, True
         tried.append(proxy)
         if kind is None:
@@ -193,10 +218,28 @@ async def fetch_through(
                     pool.check_soon(other)
                 else:  # an answer came through it
                     pool.succeeded(other, failed.elapsed)
+                if seen == "404" == kind:
+                    pool.vouched(other)
             return result, True
         pending.append((proxy, result, kind))
-    for other, _, _ in pending:  # no other proxy to ask: the proxy checked
-        pool.check_soon(other)
+    for other, _, seen in pending:  # no other proxy to ask: the proxy checked
+        if seen != "404":
+            pool.check_soon(other)
     if pending:  # a cut answer is kept as one (retried, as a cut body is); else tried later
         return pending[-1][1], pending[-1][2] == "cut"
     return None if result is None else (result, False)
+
+
+async def proxy_listens(proxy: Proxy, connect_timeout: float) -> bool:
+    """Whether ``proxy`` accepts a TCP connection within ``connect_timeout`` seconds: one that
+    does not is dead without a request to the site, so a round of dead proxies takes none
+    of the site's slots (and holds none of its pages back)."""
+    try:
+        async with asyncio.timeout(connect_timeout):
+            _, writer = await asyncio.open_connection(proxy.host, proxy.port)
+    except (OSError, TimeoutError):
+        return False
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return True

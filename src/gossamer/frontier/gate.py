@@ -44,7 +44,8 @@ worker's next request to it is still spaced from its last one. With ``partition_
 page leases also take the shared limiter's slot (:mod:`gossamer.frontier.redis.limiter`), and
 so do aside passes (sitemaps and feeds, whose files may be many: `share`), after their local
 slot; the other out-of-band requests do not, and are bounded the same way. They are few next
-to pages: one check per proxy per check interval, the examples before the crawl, a page's
+to pages: proxy checks, one at a time and a tenth of the time at most
+(`gossamer.fetch.proxies.CHECK_SHARE`), the examples before the crawl, a page's
 subrequests and its logins.
 """
 
