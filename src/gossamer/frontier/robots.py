@@ -570,8 +570,7 @@ def _robots_text(body: bytes, cut: bool = False) -> str:
 
 
 _LINE_BREAKS = (b"\n", b"\r", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e")
-"""Bytes that end a line as protego splits them (``str.splitlines``'s ASCII ones; not NEL,
-whose byte ``\x85`` ends many another UTF-8 character): a cut file ends at its last."""
+"""Bytes ending a line as protego splits them (not NEL: ``\x85`` ends other characters)."""
 _VERSIONED_AGENT = re.compile(
     r"^([^\S\n]*user-agent[^\S\n]*:?[^\S\n]*[A-Za-z_][A-Za-z0-9_-]*)/[^#\n]*",
     re.IGNORECASE | re.MULTILINE,
