@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gossamer.settings import load_settings
-from gossamer.settings.useragent import DEFAULT_TOKEN, product_token
+from gossamer.settings.useragent import DEFAULT_TOKEN, borrowed_name, product_token
 
 
 @pytest.mark.parametrize(
@@ -33,3 +33,13 @@ def test_the_crawl_goes_by_its_user_agent_unless_told_otherwise() -> None:
     assert load_settings(agent, env={}).robots_name == "AcmeBot"
     told = load_settings(agent | {"robots_token": "acme"}, env={})
     assert told.robots_name == "acme"
+
+
+def test_a_user_agent_naming_a_well_known_crawler_is_told_apart() -> None:
+    """Sites give Googlebot rights they give no one else: a crawl whose User-Agent names it
+    takes them, and is warned so."""
+    googlebot = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
+    assert borrowed_name(googlebot, None) == "Googlebot"
+    assert borrowed_name(googlebot, "acme") is None
+    assert borrowed_name("AcmeBot/2.0", None) is None
+    assert borrowed_name("AcmeBot/2.0", "bingbot") == "bingbot"

@@ -5,6 +5,7 @@ stage's configurations."""
 from __future__ import annotations
 
 import functools
+import logging
 import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, cast
@@ -24,6 +25,7 @@ from gossamer.hooks import load_hook
 from gossamer.outcomes import RetryPolicy
 from gossamer.page import PageConfig
 from gossamer.settings import AuthSettings, CrawlSettings, SettingsError, read_secret
+from gossamer.settings.useragent import borrowed_name
 from gossamer.sinks.base import Archive
 from gossamer.sinks.sqlite import SQLiteSink
 from gossamer.urls import Scope
@@ -34,6 +36,8 @@ if TYPE_CHECKING:
     from gossamer.extract.rules.pool import RulePool
     from gossamer.frontier.revisits import BoundsOf
     from gossamer.parse.sandbox import Sandbox
+
+log = logging.getLogger(__name__)
 
 
 def auth_logins(settings: CrawlSettings, env: Mapping[str, str] | None = None) -> list[Login]:
@@ -145,6 +149,13 @@ def robots_cache(
 ) -> RobotsCache:
     """The crawl's robots.txt rules, fetched through ``fetch``; ``sitemaps`` reads the
     sitemaps each one names."""
+    if (borrowed := borrowed_name(settings.user_agent, settings.robots_token)) is not None:
+        log.warning(
+            "the crawl goes by %s in robots.txt, X-Robots-Tag and robots meta tags: the rules "
+            "sites give that crawler apply to it (--robots-token names it otherwise)",
+            borrowed,
+            extra={"event": "robots-token-borrowed", "token": borrowed},
+        )
     return RobotsCache(
         fetch=fetch,
         token=settings.robots_name,

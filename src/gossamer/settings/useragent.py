@@ -52,3 +52,29 @@ def product_token(user_agent: str) -> str:
     if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", bare) and bare.lower() not in _BROWSER_PRODUCTS:
         return bare[:MAX_TOKEN_CHARS]
     return DEFAULT_TOKEN
+
+
+OTHER_CRAWLERS = frozenset(
+    {
+        "googlebot",
+        "bingbot",
+        "slurp",
+        "duckduckbot",
+        "baiduspider",
+        "yandexbot",
+        "applebot",
+        "facebookexternalhit",
+        "gptbot",
+        "ccbot",
+        "ia_archiver",
+    }
+)
+"""Product tokens of well-known crawlers: a User-Agent naming one takes the rights site
+owners give that crawler in their robots.txt (see `borrowed_name`)."""
+
+
+def borrowed_name(user_agent: str, robots_token: str | None) -> str | None:
+    """The well-known crawler whose robots.txt rules ``user_agent`` takes, when no
+    ``robots_token`` names the crawl otherwise; None when it takes none."""
+    token = robots_token or product_token(user_agent)
+    return token if token.lower() in OTHER_CRAWLERS else None
