@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gossamer.page.canonical import tag_canonical
-from gossamer.parse.links import MAX_TITLE_CHARS, ParsedPage, parse_html
+from gossamer.parse.links import MAX_PAGE_LINKS, MAX_TITLE_CHARS, ParsedPage, parse_html
 from gossamer.urls import Resolver
 
 PAGE = "http://example.com/dir/page.html?x=1"
@@ -314,3 +314,16 @@ def test_links_in_order_whatever_their_attributes_say() -> None:
     assert followed.nofollow_links == 0
     robots = parse(markup.replace("<body>", '<body><meta name="robots" content="nofollow">'))
     assert (robots.links, robots.nofollow_links) == ([], 12)
+
+
+@pytest.mark.parametrize("guarded", [True, False])
+def test_a_link_farm_gives_its_first_links_only(guarded: bool) -> None:
+    """One page of 400,000 links would queue them all at once: a page gives the crawl its
+    first `MAX_PAGE_LINKS`, in document order, and is flagged ``links-cut``."""
+    farm = "".join(f'<a href="/l{n}">l</a>' for n in range(MAX_PAGE_LINKS + 500))
+    page = parse_html(f"<html><body>{farm}</body></html>".encode(), PAGE, guarded=guarded)
+    assert len(page.links) == MAX_PAGE_LINKS
+    assert page.links[-1].endswith(f"/l{MAX_PAGE_LINKS - 1}")
+    assert "links-cut" in page.flags
+    few = parse_html(b'<a href="/a">a</a><a href="/b">b</a>', PAGE, guarded=guarded)
+    assert "links-cut" not in few.flags

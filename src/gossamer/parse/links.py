@@ -22,6 +22,10 @@ from gossamer.urls import MAX_REFERENCE_CHARS, Resolver
 
 __all__ = ["MAX_DEPTH", "MAX_HREF_CHARS", "MAX_TITLE_CHARS", "ParsedPage", "parse_html"]
 
+MAX_PAGE_LINKS = 10_000
+"""Links a page gives the crawl, at most (its first in document order; the record is flagged
+``links-cut``): one page of 400,000 links (8.8 MB) would queue them all at once. Heritrix
+keeps 6,000; real pages rarely pass a few thousand."""
 MAX_TITLE_CHARS = 512
 """Titles are cut to this many characters after whitespace is collapsed."""
 
@@ -74,7 +78,8 @@ class ParsedPage:
     """What parsing had to give up, sorted: ``html-flattened`` (start tags past `MAX_DEPTH`
     dropped), ``html-cut-attributes`` (excess attributes dropped), ``html-cut-formatting``
     (formatting start tags past the guard's `MAX_ACTIVE_FORMATTING` active ones dropped),
-    ``html-parse-error`` (lexbor refused the document: no links)."""
+    ``html-parse-error`` (lexbor refused the document: no links), ``links-cut`` (its links
+    past `MAX_PAGE_LINKS` dropped)."""
     metas: tuple[LexborNode, ...] | None = field(default=None, repr=False, compare=False)
     """The document's ``<meta>`` elements, in document order, found with its links (the
     robots directives are read from them); None when not looked for."""
@@ -144,6 +149,9 @@ def parse_html(
     links, skipped = _resolve_links(
         nodes, base, page.document, honour_nofollow=not follow_nofollow, meta_nofollow=nofollow
     )
+    flags = parsed.flags
+    if len(links) >= MAX_PAGE_LINKS:
+        flags = (*flags, "links-cut")
     return ParsedPage(
         title=_title(tree),
         links=links,
@@ -153,7 +161,7 @@ def parse_html(
         base_url=base.document,
         text_encoding=detected.encoding,
         tree=tree,
-        flags=parsed.flags,
+        flags=flags,
         metas=tuple(nodes.metas),
         names_canonical=nodes.canonical is not None,
         canonical_link=nodes.canonical,
@@ -296,6 +304,8 @@ def _resolve_links(
         if resolved is not None and resolved not in seen:
             seen.add(resolved)
             links.append(resolved)
+            if len(links) >= MAX_PAGE_LINKS:  # the rest of a link farm is dropped
+                break
     return links, nodes.rel_nofollow
 
 
