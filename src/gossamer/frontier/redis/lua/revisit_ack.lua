@@ -6,6 +6,10 @@
 -- ARGV[4] wall-clock due time ('' : none)
 -- Returns 1 when the claim was still held (the state is stored), 0 when it had been reclaimed
 -- already (the URL is queued again and judged by its next fetch: nothing is stored).
+local wrong = wrong_type(KEYS[2], 'zset', KEYS[3], 'hash', KEYS[4], 'hash', KEYS[5], 'zset')
+if wrong then -- checked before any write: the claim stays, the partition is set aside
+  return wrong
+end
 if not finish_claim(KEYS[1], KEYS[2], KEYS[3], ARGV[1]) then
   return 0
 end
