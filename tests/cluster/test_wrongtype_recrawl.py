@@ -43,7 +43,7 @@ from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import Ownership, RedisFrontierConfig, partition_keys, partition_of
 from gossamer.frontier.redis.continuous import ContinuousFrontier
 from gossamer.frontier.redis.faults import RETAKE_EVERY, read_aside
-from gossamer.frontier.redis.keys import aside_key
+from gossamer.frontier.redis.keys import aside_key, bad_keys
 from gossamer.frontier.revisit import Bounds
 from gossamer.frontier.revisits import RevisitState
 from gossamer.testweb import TestWebServer
@@ -272,6 +272,38 @@ async def test_a_partition_stays_aside_while_its_key_is_still_wrong(
         assert VICTIM not in await take_up(frontier, clock)
         await redis.hset(partition_keys("j", PART)["counts"], "queued", "0")
         assert VICTIM in await take_up(frontier, clock)
+    finally:
+        await redis.aclose()
+
+
+async def test_a_partition_set_aside_again_and_again_waits_longer_each_time(
+    redis_server: RedisServer,
+) -> None:
+    """A ``seen:n`` SET of the wrong type: the probes do not read those, so the partition is
+    taken up, and set aside again by the next add; each next look waits twice as long."""
+    redis = Redis.from_url(redis_server.url)
+    clock = Clock()
+    frontier = make(redis, clock)
+    seen = partition_keys("j", PART)["seen"]
+    try:
+        await frontier.add([Candidate(url) for url in URLS])
+        for key in [k async for k in redis.scan_iter(match=seen + ":*")]:
+            await redis.delete(key)
+            await redis.set(key, "garbage")
+        await frontier.add([Candidate(VICTIM + "0")])  # kept with the bad entries
+        assert list(await read_aside(redis, "j")) == [PART]
+        await frontier.refresh()  # the first look takes it up: the probes find nothing wrong
+        assert await read_aside(redis, "j") == {}
+        for n, wait in enumerate((2, 4, 8), 1):
+            await frontier.add([Candidate(f"{VICTIM}{n}")])
+            assert list(await read_aside(redis, "j")) == [PART]
+            clock.now += wait * RETAKE_EVERY - RETAKE_EVERY
+            await frontier.refresh()
+            assert list(await read_aside(redis, "j")) == [PART], wait
+            clock.now += RETAKE_EVERY
+            await frontier.refresh()
+            assert await read_aside(redis, "j") == {}, wait
+        assert await redis.llen(bad_keys("j")["entries"]) == 4
     finally:
         await redis.aclose()
 

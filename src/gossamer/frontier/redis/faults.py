@@ -17,7 +17,10 @@ refresh). The owner reads each key of a partition it owns with a command of the 
 (the documented ACL has no TYPE), and the counters of ``counts``; when all answer, it deletes
 the partition's field of ``gs:{J}:aside`` and logs it (``partition-taken-up``). Another
 worker takes it up once its field is gone. Its claims lapsed meanwhile come back to its queue
-with the leader's next reclaim; the URLs kept with the bad entries stay there.
+with the leader's next reclaim; the URLs kept with the bad entries stay there. A partition set
+aside again after it was taken up (a key the probes do not read, its ``seen:n`` SETs, is
+still wrong) is not looked at before ``RETAKE_EVERY * 2**n`` seconds after its ``n``-th take
+up, :data:`RETAKE_MOST` at most.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from redis.exceptions import RedisError
 from gossamer.frontier.redis.keys import BAD_KEPT, PartitionKeys, aside_key, bad_json, bad_keys
 from gossamer.frontier.redis.scripts import RedisClient, refused
 
-__all__ = ["ASIDE_SHOWN", "RETAKE_EVERY", "TYPES", "Faults", "faulty", "read_aside"]
+__all__ = ["ASIDE_SHOWN", "RETAKE_EVERY", "RETAKE_MOST", "TYPES", "Faults", "faulty", "read_aside"]
 
 TYPES = {
     "queue": "list",
@@ -54,6 +57,8 @@ _ASIDE_READ = 1 << 16
 """Partitions set aside read back, at most (a job has fewer partitions)."""
 RETAKE_EVERY = 5.0
 """Seconds between a worker's looks at the partitions set aside, at least."""
+RETAKE_MOST = 640.0
+"""Seconds a partition set aside again and again waits for its next look, at most."""
 _RETAKE_MOST = 64
 """Partitions set aside one look reads the keys of, at most (and as many others' records)."""
 _PROBES = {"hash": "HLEN", "list": "LLEN", "zset": "ZCARD", "string": "GET"}
@@ -86,6 +91,10 @@ class Faults:
         self.kept = 0
         """URLs found for partitions set aside, stored with the job's bad entries."""
         self._retake_at = float("-inf")
+        self._taken: dict[int, int] = {}
+        """Partition -> times this worker took it up again."""
+        self._not_before: dict[int, float] = {}
+        """Partition taken up -> when it may be looked at again once set aside again."""
 
     def __contains__(self, part: object) -> bool:
         return part in self.parts
@@ -164,7 +173,9 @@ class Faults:
         if not self.parts or now < self._retake_at:
             return set()
         self._retake_at = now + RETAKE_EVERY
-        mine = [part for part in sorted(self.parts) if part in owned][:_RETAKE_MOST]
+        due = self._not_before
+        mine = [p for p in sorted(self.parts) if p in owned and due.get(p, now) <= now]
+        mine = mine[:_RETAKE_MOST]
         others = [part for part in sorted(self.parts) if part not in owned][:_RETAKE_MOST]
         if not mine and not others:
             return set()
@@ -181,7 +192,7 @@ class Faults:
                 raise reply
         step = len(TYPES) + 1
         sound = {p for i, p in enumerate(mine) if _sound(replies[i * step : (i + 1) * step])}
-        await self._take_up(sorted(sound))
+        await self._take_up(sorted(sound), now)
         await self._record([part for part in mine if part not in sound])
         if others and isinstance(records := replies[-1], list):
             for part, record in zip(others, records, strict=True):
@@ -198,7 +209,7 @@ class Faults:
                     pipe.hsetnx(aside_key(self._keys.job), str(part), self.parts[part])
                 await pipe.execute(raise_on_error=False)
 
-    async def _take_up(self, parts: list[int]) -> None:
+    async def _take_up(self, parts: list[int], now: float) -> None:
         """Forget ``parts`` were set aside, delete their records, log those this worker did."""
         if not parts:
             return
@@ -211,6 +222,8 @@ class Faults:
             if isinstance(gone, Exception) and not faulty(gone):
                 raise gone
             why = self.parts.pop(part, "")
+            taken = self._taken[part] = self._taken.get(part, 0) + 1
+            self._not_before[part] = now + min(RETAKE_EVERY * 2 ** min(taken, 16), RETAKE_MOST)
             if gone == 0:  # another worker took it up (or an operator deleted the record)
                 continue
             log.warning(
