@@ -90,6 +90,9 @@ class Faults:
         """Partition -> what is wrong with it."""
         self.kept = 0
         """URLs found for partitions set aside, stored with the job's bad entries."""
+        self.unkept = 0
+        """URLs found for partitions set aside while Redis refused the job's bad entries."""
+        self._bad_said = False
         self._retake_at = float("-inf")
         self._taken: dict[int, int] = {}
         """Partition -> times this worker took it up again."""
@@ -135,13 +138,34 @@ class Faults:
         rows = [bad_json(part, entry, "partition set aside") for entry in entries]
         if not rows:
             return 0
-        async with self._redis.pipeline(transaction=True) as pipe:
-            pipe.lpush(keys["entries"], *rows)
-            pipe.ltrim(keys["entries"], 0, BAD_KEPT - 1)
-            pipe.incrby(keys["count"], len(rows))
-            await pipe.execute()
+        try:
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.lpush(keys["entries"], *rows)
+                pipe.ltrim(keys["entries"], 0, BAD_KEPT - 1)
+                pipe.incrby(keys["count"], len(rows))
+                await pipe.execute()
+        except RedisError as exc:
+            if not faulty(exc):
+                raise
+            self.bad_refused(exc)
+            self.unkept += len(rows)
+            return len(rows)
         self.kept += len(rows)
         return len(rows)
+
+    def bad_refused(self, error: object) -> None:
+        """Redis refused the job's bad entries (``gs:{J}:bad`` or its count of another type):
+        said once; the worker goes on without them."""
+        if not self._bad_said:
+            self._bad_said = True
+            text = str(error)
+            log.warning(
+                "job %s: its bad entries (%s) are unusable, the worker goes on without them: %s",
+                self._keys.job,
+                " or ".join(bad_keys(self._keys.job).values()),
+                "a key of another type" if "WRONGTYPE" in text else text[:200],
+                extra={"event": "bad-entries-unusable", "job": self._keys.job},
+            )
 
     async def set_aside(self, part: int, error: object) -> None:
         """Set ``part`` aside for ``error`` (an exception Redis answered, or a description of
