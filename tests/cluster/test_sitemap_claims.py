@@ -4,7 +4,8 @@ sitemap claimed waits for the claim to end instead of leaving the sitemap unread
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 import xxhash
@@ -90,3 +91,24 @@ async def test_a_sitemap_s_password_is_not_hashed_into_its_claim(client: RedisCl
     assert [key async for key in client.scan_iter(match="gs:{j}:sitemap:*")] == [
         f"gs:{{j}}:sitemap:{masked}".encode()
     ]
+
+
+@pytest.mark.parametrize("reread", [None, _reread], ids=["ends", "continuous"])
+async def test_a_claim_key_of_the_wrong_type_is_read_without_a_claim_and_mended(
+    client: RedisClient, caplog: pytest.LogCaptureFixture, reread: Callable[[str], float] | None
+) -> None:
+    """A HASH where the claim's STRING goes: the sitemap is read all the same (no error, a
+    warning once), and its finish writes the claim again, so the next worker finds it read."""
+    key = "gs:{j}:sitemap:" + xxhash.xxh3_64_hexdigest(URL.encode())
+    other = "http://site.test/other.xml"
+    await client.hset(key, "x", "1")
+    await client.hset("gs:{j}:sitemap:" + xxhash.xxh3_64_hexdigest(other.encode()), "x", "1")
+    reader = SitemapClaims(client, "j", "w1", 60, reread=reread)
+    with caplog.at_level(logging.WARNING, logger="gossamer.cluster.sitemaps"):
+        assert await asyncio.wait_for(reader.claim(URL), 1) is True
+        assert await asyncio.wait_for(reader.claim(other), 1) is True
+        await reader.release(other)  # nothing to give back: let be
+    assert sum("unusable" in r.message for r in caplog.records) == 1
+    await reader.finish(URL)
+    assert await client.get(key) == b"done"
+    assert await SitemapClaims(client, "j", "w2", 60, reread=reread).claim(URL) is False

@@ -195,3 +195,41 @@ async def test_status_flags_a_counts_key_of_the_wrong_type_nobody_met_yet(
         await redis.aclose()
     assert state["aside"] == {str(part): f"{key} is not a hash"}
     assert state["totals"]["queued"] == 0
+
+
+@pytest.mark.parametrize("which", ["entries", "count"])
+async def test_bad_entries_of_the_wrong_type_stop_nothing(
+    redis_server: RedisServer, caplog: pytest.LogCaptureFixture, which: str
+) -> None:
+    """The job's bad entries (a LIST and its count) of another type, where a partition set
+    aside keeps its URLs and a malformed entry goes: said once, the frontier goes on (the
+    malformed entry stays claimed: its claim lapses and comes back), status reads on."""
+    redis = Redis.from_url(redis_server.url)
+    urls = [f"http://h{i}.test/" for i in range(8)]
+    victim, part = _victim(urls)
+    config = RedisFrontierConfig(partitions=PARTITIONS, refresh_interval=0.0)
+    frontier = RedisFrontier(
+        redis, "j", Scope.for_seeds([], ["test"], max_depth=5), PolitenessPolicy(), config=config
+    )
+    try:
+        await frontier.add([Candidate(url) for url in urls])
+        await _break(redis, "j", part, "counts")
+        other = partition_of(host_key(urls[1]), PARTITIONS)
+        await redis.rpush(partition_keys("j", other)["queue"], "not an entry")
+        await redis.hset(bad_keys("j")[which], "x", "1")  # a HASH: neither LIST nor STRING
+        leased: list[str] = []
+        with caplog.at_level(logging.WARNING, logger="gossamer.frontier.redis"):
+            for _ in range(50):
+                for lease in await frontier.lease(10):
+                    leased.append(lease.url)
+                    await frontier.ack(lease, None)
+                if not await frontier.lease(10) and await frontier.done():
+                    break
+            assert (await frontier.add([Candidate(victim + "later")])).added == 1
+        assert sorted(leased) == sorted(url for url in urls if url != victim)
+        assert sum("bad entries" in r.message for r in caplog.records) == 1
+        assert await redis.hlen(partition_keys("j", other)["claimed"]) == 1  # kept, not lost
+        totals = await Control(redis, "j").totals(PARTITIONS)
+        assert list(totals.aside) == [part]  # the count of a refused list may have moved
+    finally:
+        await redis.aclose()

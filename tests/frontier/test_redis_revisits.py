@@ -20,6 +20,7 @@ from gossamer.frontier.base import Candidate, Lease
 from gossamer.frontier.politeness import PolitenessPolicy
 from gossamer.frontier.redis import Ownership, RedisClient, RedisFrontierConfig, partition_keys
 from gossamer.frontier.redis.continuous import ContinuousFrontier
+from gossamer.frontier.redis.faults import RETAKE_EVERY, read_aside
 from gossamer.frontier.redis.revisits import RedisRevisits
 from gossamer.frontier.revisit import Bounds
 from gossamer.frontier.revisits import RevisitState
@@ -210,3 +211,31 @@ async def test_a_seed_s_password_stays_out_of_the_revisit_state(
     assert revisits.validators(url) == {"If-None-Match": '"e"'}  # the state found
     [dropped] = [r.getMessage() for r in caplog.records if "malformed" in r.getMessage()]
     assert "http://alice:***@a.test/y" in dropped and "pw-91" not in dropped, dropped
+
+
+async def test_a_due_key_of_the_wrong_type_sets_its_partition_aside_until_mended(
+    client: RedisClient, job: str
+) -> None:
+    """On both topologies: the look for due revisits refused, the partition set aside (the
+    others revisited); its key restored, the next refresh takes it up and its page comes back."""
+    clock = Clock()
+    frontier, revisits = make(client, job, clock)
+    pages = [f"http://h{i}.test/p" for i in range(4)]
+    await frontier.add([Candidate(url) for url in pages])
+    for lease in await lease_all(frontier):
+        fetched(revisits, lease, clock.now, '"e"')
+        await frontier.ack(lease, None)
+    due = partition_keys(job, frontier._part("http://h0.test", 0))["due"]
+    held = await client.dump(due)
+    await client.delete(due)
+    await client.set(due, "garbage")
+    clock.now += INTERVAL
+    again = [lease.url for lease in await lease_all(frontier)]
+    assert pages[0] not in again and len(again) >= 1
+    assert list(await read_aside(client, job)) == [frontier._part("http://h0.test", 0)]
+    await client.delete(due)
+    await client.restore(due, 0, held)
+    clock.now += RETAKE_EVERY
+    await frontier.refresh()
+    assert await read_aside(client, job) == {}
+    assert pages[0] in [lease.url for lease in await lease_all(frontier)]

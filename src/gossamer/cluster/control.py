@@ -57,6 +57,7 @@ from typing import Any
 from redis.exceptions import NoPermissionError, RedisError
 
 from gossamer.frontier.redis import RedisClient, bad_keys, read_counts
+from gossamer.frontier.redis.faults import faulty
 
 log = logging.getLogger(__name__)
 
@@ -269,7 +270,12 @@ class Control:
         """Queued, claimed, seen and finished URLs summed over every partition (but those set
         aside, named in ``aside``: a look finds those whose counts are unreadable too)."""
         counts = await read_counts(self.redis, self.job, partitions)
-        bad = _count(await self.redis.get(bad_keys(self.job)["count"]))
+        try:
+            bad = _count(await self.redis.get(bad_keys(self.job)["count"]))
+        except RedisError as exc:
+            if not faulty(exc):
+                raise
+            bad = 0  # not a STRING: the workers said so (bad-entries-unusable)
         c = counts
         return JobTotals(c.queued, c.claimed, c.seen, c.finished, bad, dict(c.aside))
 

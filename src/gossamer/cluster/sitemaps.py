@@ -23,6 +23,11 @@ exactly one of them reads it, whichever workers come and go: the schedule lives 
 not in the worker that read last. A claim repeated after a reply lost to an outage (the
 worker's Redis guard repeats it) finds its own name and holds.
 
+A claim key of another type (a HASH where the STRING goes: an operator's mistake, or hostile)
+is no reason to stop nor to skip the sitemap: the worker asking reads it without a claim (the
+host's owner, which alone reads its sitemaps while it owns it), warns once, and its
+``finish`` writes the key as a STRING again (SET replaces a key of any type), which mends it.
+
 ``h`` is the xxh3_64 of the sitemap's canonical URL (a password in it masked: a hash of a
 short password could be reversed by trying them all), in hex; the key carries the job's hash
 tag like the control plane's.
@@ -31,12 +36,14 @@ tag like the control plane's.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import xxhash
 
 from gossamer.frontier.redis.credentials import masked_url
+from gossamer.frontier.redis.faults import faulty
 from gossamer.frontier.redis.scripts import RedisClient
 
 __all__ = ["SitemapClaims"]
@@ -62,6 +69,8 @@ claim or the last read's "done" expires."""
 _CLAIMED = -3
 _FIRST_WAIT = 0.25
 _LONGEST_WAIT = 5.0
+
+log = logging.getLogger(__name__)
 
 
 class SitemapClaims:
@@ -91,6 +100,7 @@ class SitemapClaims:
         """Seconds until the sitemaps another worker holds or read may be claimed, by URL."""
         self._claim_again = redis.register_script(_CLAIM_AGAIN)
         self._release = redis.register_script(_RELEASE)
+        self._warned = False
 
     def _key(self, url: str) -> str:
         return self._prefix + xxhash.xxh3_64_hexdigest(masked_url(url).encode())
@@ -100,8 +110,34 @@ class SitemapClaims:
         sitemap was read to its end (a continuous job's: or is being read or was read, and
         :meth:`later` says when to ask again); while another worker holds it, a job that ends
         waits (see the module docstring)."""
-        if self._reread is not None:
-            return await self._claim_now(url)
+        try:
+            return await (
+                self._claim_now(url) if self._reread is not None else self._claim_or_wait(url)
+            )
+        except Exception as exc:
+            if not faulty(exc):
+                raise
+            self._wrong_type(url, exc)
+            if self._reread is not None:
+                self._began[url] = self._clock()
+            return True
+
+    def _wrong_type(self, url: str, error: object) -> None:
+        """Redis refused ``url``'s claim key for its type: read without a claim, said once."""
+        if not self._warned:
+            self._warned = True
+            log.warning(
+                "sitemap claim %s of %s unusable (%s): read without a claim, its finish "
+                "writes the key again",
+                self._key(url),
+                masked_url(url)[:200],
+                error,
+                extra={"event": "sitemap-claim-unusable", "key": self._key(url)},
+            )
+
+    async def _claim_or_wait(self, url: str) -> bool:
+        """A job that ends: ``url``'s claim taken, or False once it was read (waiting for the
+        worker reading it)."""
         key, wait = self._key(url), _FIRST_WAIT
         give_up = time.monotonic() + self._ttl + _LONGEST_WAIT
         while True:
@@ -133,7 +169,16 @@ class SitemapClaims:
     async def release(self, url: str) -> None:
         """Give back the claim of a read this worker did not finish."""
         self._began.pop(url, None)
-        await self._release(keys=[self._key(url)], args=[self._worker])
+        await self._refusing(self._release(keys=[self._key(url)], args=[self._worker]))
+
+    @staticmethod
+    async def _refusing(call: Awaitable[object]) -> None:
+        """Await ``call``; a key of another type (nothing to give back) is let be."""
+        try:
+            await call
+        except Exception as exc:
+            if not faulty(exc):
+                raise
 
     async def finish(self, url: str) -> None:
         """``url`` was read to its end: no worker reads it again in this job (a continuous

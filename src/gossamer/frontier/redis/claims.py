@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from redis.commands.core import AsyncScript
+from redis.exceptions import RedisError
 
 from gossamer.frontier.redis.config import RedisFrontierConfig
 from gossamer.frontier.redis.credentials import Credentials, Trusts
@@ -329,20 +330,26 @@ class Claims:
             return
         job = self._keys.job
         keys = bad_keys(job)
-        async with self._redis.pipeline(transaction=True) as pipe:
-            for part, _, raw, reason in bad:
-                log.warning(
-                    "job %s: set aside a malformed entry of partition %d (%s): %.200r",
-                    job,
-                    part,
-                    reason,
-                    raw,
-                    extra={"event": "entry-set-aside", "job": job, "partition": part},
-                )
-                pipe.lpush(keys["entries"], bad_json(part, raw, reason))
-            pipe.ltrim(keys["entries"], 0, BAD_KEPT - 1)
-            pipe.incrby(keys["count"], len(bad))
-            await pipe.execute()
+        try:
+            async with self._redis.pipeline(transaction=True) as pipe:
+                for part, _, raw, reason in bad:
+                    log.warning(
+                        "job %s: set aside a malformed entry of partition %d (%s): %.200r",
+                        job,
+                        part,
+                        reason,
+                        raw,
+                        extra={"event": "entry-set-aside", "job": job, "partition": part},
+                    )
+                    pipe.lpush(keys["entries"], bad_json(part, raw, reason))
+                pipe.ltrim(keys["entries"], 0, BAD_KEPT - 1)
+                pipe.incrby(keys["count"], len(bad))
+                await pipe.execute()
+        except RedisError as exc:  # nowhere to keep them: they stay claimed, lapse, come back
+            if not faulty(exc):
+                raise
+            self.faults.bad_refused(exc)
+            return
         names = ("claimed", "deadlines", "counts")
         calls = [(self._scripts["set_aside"], self._keys.of(p, *names), [c]) for p, c, _, _ in bad]
         await run_scripts(self._redis, calls)

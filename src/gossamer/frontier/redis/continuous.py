@@ -22,7 +22,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from gossamer.frontier.base import Lease
 from gossamer.frontier.redis.frontier import RedisFrontier
@@ -53,7 +53,12 @@ class ContinuousFrontier(RedisFrontier):
         with ``spare`` (``--revisit-spare``) fill that share of idle hosts' free slots with
         early revisits; returns the revisit state."""
         revisits = RedisRevisits(
-            self._redis, self._keys, self._scripts, bounds, wall_clock=self._wall
+            self._redis,
+            self._keys,
+            self._scripts,
+            bounds,
+            wall_clock=self._wall,
+            faults=self._faults,
         )
         revisits.own(self._claims.owned)
         self.revisits = revisits
@@ -124,6 +129,11 @@ class ContinuousFrontier(RedisFrontier):
         if self.revisits is not None:
             self.revisits.forget(entries)
         return await super()._give_back(part, entries)
+
+    async def _send_acks(self, entries: list[Entry], extra: Iterable[ScriptCall] = ()) -> None:
+        if self.revisits is not None:  # those of partitions set aside: no ack goes, no state
+            self.revisits.forget(entry for entry in entries if entry.part in self._faults)
+        await super()._send_acks(entries, extra)
 
     def _ack_call(self, entry: Entry) -> ScriptCall:
         call = None if self.revisits is None else self.revisits.ack_call(entry)

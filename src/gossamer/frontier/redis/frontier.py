@@ -84,8 +84,6 @@ class RedisFrontier:
         self._redis = redis
         self._job = job
         self._admission = admission = Admission(scope, guards)
-        budget = self._admission.budget
-        self._pages = PageCounts(budget, keys, scripts["pages"], partitions)
         self._config = config
         self._by_url = config.partition_by == "url"
         self._clock = clock
@@ -96,7 +94,8 @@ class RedisFrontier:
             redis, keys, scripts, config, admission, ownership, clock=clock, wall_clock=wall_clock
         )
         self._adds = Adds(redis, keys, scripts["add"], partitions, by_url=self._by_url)
-        self._adds.faults = self._faults = self._claims.faults  # partitions set aside
+        self._adds.faults = self._faults = faults = self._claims.faults  # partitions set aside
+        self._pages = PageCounts(admission.budget, keys, scripts["pages"], partitions, faults)
         self._holders = self._claims.holders
         self._limiter = (
             HostLimiter(redis, job, scripts, policy, slot_timeout=lease_timeout, clock=clock)
@@ -106,16 +105,14 @@ class RedisFrontier:
         self._handover = Handover(redis, keys, scripts, config, self._holders, clock=clock)
         self._hosts: HostScheduler[Entry] = HostScheduler(
             policy,
-            budget,
+            admission.budget,
             rules=rules,
             lease_timeout=lease_timeout,
             slack=config.slack,
             clock=clock,
         )
         self._unsent: list[Entry] = []  # acked, the ack not sent to Redis yet (defer_acks)
-        self._looks = Looks(
-            redis, job, partitions, self._faults
-        )  # the last look at every partition
+        self._looks = Looks(redis, job, partitions, faults)  # the last look at every partition
         self._finished = False  # the last look found nothing queued or claimed, nor added
         self._next_look = float("-inf")  # when ``done()`` may look again (its own looks only)
         self._filled: set[int] = set()
@@ -199,13 +196,14 @@ class RedisFrontier:
         memory again before the calls go (a cancel loses nothing, as in :meth:`retry`)."""
         entry = self._finish(lease, feedback)
         back = self._pages.given_back(lease) if entry is not None else []  # not fetched
-        calls = self._slot_release(lease, feedback) + back
+        slot = self._slot_release(lease, feedback)
         if entry is not None and entry.orphan:
-            await self._handover.hand_back([entry], calls, self._give_back)
-            return
-        if entry is not None:
+            await self._handover.hand_back([entry], slot, self._give_back)
+            slot = []
+        elif entry is not None:
             self._hosts.push(lease.host, entry, front=True)
-        await self._handover.send(calls)
+        results = await self._handover.send([*slot, *back], check=len(slot))
+        await self._pages.answered(lease, results[len(slot) :])
 
     async def rules(self, lease: Lease, rules: Rules, feedback: Feedback | None) -> None:
         """End a ``robots`` lease with its host's rules."""
@@ -284,8 +282,10 @@ class RedisFrontier:
         self._holders.peers = peers
 
     async def refresh(self, every: bool = True) -> None:
-        """Look at every partition's counts: for ``done()``, ``stats()``, and the owned
-        partitions with entries to claim (``every`` False: at the owned ones only, for those)."""
+        """Take up the partitions set aside since mended (:meth:`Faults.retake`); look at every
+        partition's counts: for ``done()``, ``stats()``, and the owned partitions with entries
+        to claim (``every`` False: at the owned ones only, for those)."""
+        await self._faults.retake(self._claims.owned, self._clock())
         counts = await (self._looks.every() if every else self._looks.of(self._claims.owned))
         self._claims.looked(counts.waiting)
         if every:

@@ -8,17 +8,21 @@ host for the first time (its entries claimed) reads the host's count from there 
 host's budget holds across partition moves, restarts and workers. With ``partition_by="host"``
 one worker holds a host at a time and the count is exact; with ``"url"`` several workers lease
 one host's URLs at once and each may take a page past the budget before it learns of the
-others' (at most one lease round per worker).
+others' (at most one lease round per worker). A ``pages`` key Redis refuses (of another type)
+sets its partition aside (:mod:`.faults`); the hosts whose count could not be read start from
+this worker's own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from redis.commands.core import AsyncScript
 
 from gossamer.frontier.base import Lease
 from gossamer.frontier.budgets import HostBudget
+from gossamer.frontier.redis.faults import Faults
 from gossamer.frontier.redis.keys import PartitionKeys, partition_of
 from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, run_scripts
 
@@ -27,9 +31,15 @@ class PageCounts:
     """Mirrors a :class:`HostBudget` into Redis and loads it from there (module docstring)."""
 
     def __init__(
-        self, budget: HostBudget | None, keys: PartitionKeys, script: AsyncScript, partitions: int
+        self,
+        budget: HostBudget | None,
+        keys: PartitionKeys,
+        script: AsyncScript,
+        partitions: int,
+        faults: Faults,
     ) -> None:
         self._budget = budget
+        self._faults = faults
         self._keys = keys
         self._script = script
         self._partitions = partitions
@@ -43,7 +53,9 @@ class PageCounts:
         budget = self._budget
         if budget is not None:
             taken = [lease.host for lease in leases if lease.kind == "page" and not lease.attempts]
-            await run_scripts(redis, [self._call(k, 1) for k in taken if budget.limited(k)])
+            hosts = [key for key in taken if budget.limited(key)]
+            results = await run_scripts(redis, [self._call(key, 1) for key in hosts], check=0)
+            await self._through(hosts, results)
         return leases
 
     def given_back(self, lease: Lease) -> list[ScriptCall]:
@@ -56,6 +68,10 @@ class PageCounts:
         budget.give_back(lease.host)
         return [self._call(lease.host, -1)]
 
+    async def answered(self, lease: Lease, results: list[Any]) -> None:
+        """The answers of :meth:`given_back`'s calls for ``lease``, as Redis sent them."""
+        await self._through([lease.host] * len(results), results)
+
     async def load(self, redis: RedisClient, keys: Iterable[str]) -> None:
         """Read the counts of the hosts ``keys`` this worker has not met yet."""
         budget = self._budget
@@ -64,5 +80,12 @@ class PageCounts:
         new = sorted({key for key in keys if not budget.known(key) and budget.limited(key)})
         if not new:
             return
-        counts = await run_scripts(redis, [self._call(key, 0) for key in new])
-        budget.preset({key: int(count) for key, count in zip(new, counts, strict=True)})
+        counts = await run_scripts(redis, [self._call(key, 0) for key in new], check=0)
+        budget.preset({key: int(count) for key, count in await self._through(new, counts)})
+
+    async def _through(self, hosts: list[str], results: list[Any]) -> list[tuple[str, Any]]:
+        """The (host, answer) of the calls of ``hosts`` that went through; the partition of a
+        ``pages`` key Redis refused is set aside (another error raised)."""
+        parts = [partition_of(key, self._partitions) for key in hosts]
+        await self._faults.through(parts, results)
+        return [(k, r) for k, r in zip(hosts, results, strict=True) if not isinstance(r, Exception)]

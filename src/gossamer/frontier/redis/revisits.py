@@ -49,6 +49,7 @@ from redis.commands.core import AsyncScript
 
 from gossamer.frontier.base import Lease
 from gossamer.frontier.redis.credentials import masked_url
+from gossamer.frontier.redis.faults import Faults
 from gossamer.frontier.redis.keys import Entry, PartitionKeys
 from gossamer.frontier.redis.scripts import RedisClient, ScriptCall, run_scripts
 from gossamer.frontier.revisit import History, spare_index
@@ -162,11 +163,15 @@ class RedisRevisits(RevisitBook):
         *,
         max_gone: int = 3,
         wall_clock: Callable[[], float] = time.time,
+        faults: Faults | None = None,
     ) -> None:
         """``max_gone``: answers of gone after which a page is no longer revisited;
-        ``wall_clock``: unix time (due times outlive the worker, and are shared)."""
+        ``wall_clock``: unix time (due times outlive the worker, and are shared); ``faults``:
+        the partitions set aside (the frontier's), where a partition whose revisit keys Redis
+        refuses goes."""
         super().__init__(bounds, max_gone=max_gone)
         self._redis = redis
+        self._faults = faults or Faults(redis, keys)
         self._keys = keys
         self._scripts = scripts
         self._wall = wall_clock
@@ -200,9 +205,9 @@ class RedisRevisits(RevisitBook):
         async with self._redis.pipeline(transaction=False) as pipe:
             for part, held in by_part.items():
                 pipe.hmget(self._keys(part)["revisits"], [str(lease.fp) for lease in held])
-            rows: list[list[bytes | None]] = await pipe.execute()
-        for held, raws in zip(by_part.values(), rows, strict=True):
-            for lease, raw in zip(held, raws, strict=True):
+            rows: list[Any] = await pipe.execute(raise_on_error=False)
+        for part, raws in await self._faults.through(list(by_part), rows):
+            for lease, raw in zip(by_part[part], raws, strict=True):
                 if raw is not None:
                     self._load(lease, raw)
 
@@ -254,12 +259,16 @@ class RedisRevisits(RevisitBook):
         self._owned = parts
 
     def looking(self) -> list[int]:
-        """The owned partitions to look at for due revisits now."""
+        """The owned partitions to look at for due revisits now (none set aside)."""
         now = self._wall()
+        for part in self._faults.parts.keys() & self._next.keys():
+            del self._next[part]
+            self._backlogs.pop(part, None)
         if now >= self._sweep_at:
             self._sweep_at = now + SWEEP
-            return sorted(self._owned)
-        return sorted(p for p in self._owned if self._next.get(p, -math.inf) <= now)
+            return sorted(p for p in self._owned if p not in self._faults)
+        looked = self._owned - self._faults.parts.keys()
+        return sorted(p for p in looked if self._next.get(p, -math.inf) <= now)
 
     async def queue_due(self, parts: list[int], most: int) -> list[int]:
         """Queue up to ``most`` due revisits of each of ``parts``; the partitions that got
@@ -267,9 +276,9 @@ class RedisRevisits(RevisitBook):
         now = self._wall()
         script = self._scripts["revisit_due"]
         calls = [(script, self._keys.of(part, *_QUEUE), [repr(now), most]) for part in parts]
-        results: list[list[Any]] = await run_scripts(self._redis, calls)
+        results: list[Any] = await run_scripts(self._redis, calls, check=0)
         queued = []
-        for part, (count, left, first) in zip(parts, results, strict=True):
+        for part, (count, left, first) in await self._faults.through(parts, results):
             if part not in self._owned:
                 continue
             self._backlogs[part] = int(left)
@@ -293,6 +302,7 @@ class RedisRevisits(RevisitBook):
             return []
         now = self._wall()
         sample = self._scripts["revisit_sample"]
+        idle = [(part, key) for part, key in idle if part not in self._faults]
         calls: list[ScriptCall] = [
             (
                 sample,
@@ -301,15 +311,15 @@ class RedisRevisits(RevisitBook):
             )
             for part, _ in idle
         ]
+        flats = await run_scripts(self._redis, calls, check=0)
+        await self._faults.through([part for part, _ in idle], flats)  # refused: set aside
         picks: dict[int, list[str]] = {}
-        for (part, key), flat in zip(idle, await run_scripts(self._redis, calls), strict=True):
-            if (fp := _pick(key, flat, now)) is not None:
+        for (part, key), flat in zip(idle, flats, strict=True):
+            if not isinstance(flat, Exception) and (fp := _pick(key, flat, now)) is not None:
                 picks.setdefault(part, []).extend((fp, _ANY))
-        script = self._scripts["revisit_sooner"]
-        queue = [(script, self._keys.of(part, *_QUEUE), a) for part, a in picks.items()]
-        counts: list[int] = await run_scripts(self._redis, queue)
-        self.spared += sum(int(count) for count in counts)
-        return [part for part, count in zip(picks, counts, strict=True) if int(count)]
+        queued = await self._queue_now(picks)
+        self.spared += sum(queued.values())
+        return list(queued)
 
     async def sooner(self, listed: Sequence[tuple[str, float]], part_of: PartOf) -> list[int]:
         """Queue now the pages ``listed`` (URL, sitemap ``lastmod``) whose last fetch is
@@ -317,11 +327,19 @@ class RedisRevisits(RevisitBook):
         args: dict[int, list[str]] = {}
         for url, lastmod in listed:
             fp = fingerprint(url)
-            args.setdefault(part_of(host_key(url), fp), []).extend((str(fp), repr(lastmod)))
+            part = part_of(host_key(url), fp)
+            if part not in self._faults:  # set aside: its pages wait for their due time there
+                args.setdefault(part, []).extend((str(fp), repr(lastmod)))
+        return list(await self._queue_now(args))
+
+    async def _queue_now(self, args: dict[int, list[str]]) -> dict[int, int]:
+        """Queue now the pages of ``revisit_sooner.lua``'s ``args`` by partition; how many
+        each partition that got some got (a partition whose keys Redis refuses is set aside)."""
         script = self._scripts["revisit_sooner"]
         calls = [(script, self._keys.of(part, *_QUEUE), a) for part, a in args.items()]
-        counts: list[int] = await run_scripts(self._redis, calls)
-        return [part for part, count in zip(args, counts, strict=True) if int(count)]
+        counts = await run_scripts(self._redis, calls, check=0)
+        through = await self._faults.through(list(args), counts)
+        return {part: int(count) for part, count in through if int(count)}
 
 
 def _pick(key: str, flat: list[Any], now: float) -> str | None:

@@ -57,11 +57,12 @@ _RANKED = frozenset({"add", "claim", "unclaim", "reclaim", "reprioritize"}) | _R
 first in their source."""
 _FINISH = frozenset({"ack", "revisit_ack"})
 """Scripts that finish a claim: ``_finish.lua`` comes before their source."""
-_TYPED = frozenset({"claim", "reclaim", "unclaim"})
-"""Scripts that move entries from key to key: ``_types.lua`` (their keys' types checked
-before any write) comes first in their source. Not ``add``, the hot path (a check of its keys
-cost 20% more Redis instructions a URL in batches of 5,000): the worker keeps the URLs of an
-add Redis refuses with the job's bad entries (:mod:`.faults`)."""
+_TYPED = frozenset({"claim", "reclaim", "unclaim"}) | _REVISIT
+"""Scripts that move entries or revisits from key to key: ``_types.lua`` (their keys' types
+checked before any write) comes first in their source. Not ``add``, the hot path (a check of
+its keys cost 20% more Redis instructions a URL in batches of 5,000): the worker keeps the
+URLs of an add Redis refuses with the job's bad entries (:mod:`.faults`). Nor
+``revisit_ack``, once a page: it writes the state before it finishes the claim."""
 
 
 def load_script(name: str) -> str:

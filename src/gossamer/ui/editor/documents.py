@@ -26,11 +26,15 @@ from typing import Any
 from gossamer.extract.rules import Document, RuleError, RuleSet, rules_from_documents
 from gossamer.extract.rules.schema import MAX_DOCUMENT_BYTES, read_documents
 from gossamer.rules_cli import sample_output
+from gossamer.ui.files import FileError, open_file
 
-__all__ = ["MAX_SAMPLES", "DocumentError", "Rules", "SamplePage", "to_toml"]
+__all__ = ["MAX_SAMPLES", "MAX_SAMPLE_BYTES", "DocumentError", "Rules", "SamplePage", "to_toml"]
 
 MAX_SAMPLES = 5
 """Samples saved with a rule."""
+MAX_SAMPLE_BYTES = 50 << 20
+"""Bytes of a sample page read when a document is opened (the first ones: a longer file is
+cut there)."""
 _FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,79}\.toml")
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _SLUG = re.compile(r"[^A-Za-z0-9_-]+")
@@ -89,10 +93,9 @@ class Rules:
             for sample in rule.get("sample", [])[:MAX_SAMPLES]:
                 html = self._inside(sample.get("html"))
                 if html is not None and isinstance(sample.get("url"), str):
-                    try:
-                        pages.append(SamplePage(sample["url"], html.read_bytes()[: 50 << 20]))
-                    except OSError:
-                        continue
+                    body = _read_sample(html)
+                    if body is not None:
+                        pages.append(SamplePage(sample["url"], body))
             samples[str(rule.get("name"))] = pages
         return rules, samples
 
@@ -181,6 +184,19 @@ def _slug(name: str) -> str:
     if safe == name:
         return safe
     return f"{safe}-{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:10]}"
+
+
+def _read_sample(path: Path) -> bytes | None:
+    """The first :data:`MAX_SAMPLE_BYTES` of the sample page ``path``; None when it is
+    missing, unreadable or not a regular file (a FIFO is not waited on, a device not read)."""
+    try:
+        handle = open_file(path)
+        if handle is None:
+            return None
+        with handle:
+            return handle.read(MAX_SAMPLE_BYTES)
+    except (OSError, FileError):
+        return None
 
 
 def _read_raw(path: Path) -> dict[str, Any]:

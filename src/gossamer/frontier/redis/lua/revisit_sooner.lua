@@ -4,6 +4,11 @@
 -- KEYS[5] ranked (ZSET), KEYS[6] ranks (HASH), KEYS[7] hosts (HASH)
 -- ARGV: fingerprint, lastmod (epoch seconds), fingerprint, lastmod, ...
 -- Returns how many were queued.
+local wrong = wrong_type(KEYS[1], 'zset', KEYS[2], 'hash', KEYS[3], 'list', KEYS[4], 'hash',
+  KEYS[5], 'zset', KEYS[6], 'hash', KEYS[7], 'hash')
+if wrong then
+  return wrong
+end
 local n = 0
 for i = 1, #ARGV, 2 do
   local fp = ARGV[i]
