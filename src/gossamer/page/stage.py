@@ -32,7 +32,7 @@ from gossamer.outcomes import Action, Outcome
 from gossamer.page import extras, read
 from gossamer.page.canonical import FLAGS as CANONICAL_FLAGS
 from gossamer.page.canonical import Canonicals, Checks, header_canonical, tag_canonical
-from gossamer.page.directives import Directives, header_directives, meta_directives
+from gossamer.page.owner import OwnerSignals
 from gossamer.page.state import (
     NO_RULES,
     NO_TEXT,
@@ -58,10 +58,6 @@ if TYPE_CHECKING:
     from gossamer.page.handlers import Handlers
     from gossamer.parse.sandbox import Sandbox
 
-_UNREAD = frozenset({"decompression-bomb", "unsupported-encoding"})
-"""Fetch errors whose body is not the page: one cut where it compressed beyond any page's
-ratio (a bomb, its capped output mostly filler), or still encoded. The record keeps the
-error; no text, title or links are read from it."""
 RULE_COUNTERS = ("rule_pages", "items", "items_dropped", "rule_errors")
 SIGNALS = ("noindex", "nofollow", "canonical", *CANONICAL_FLAGS)
 """What the stage counts of the site owner's signals: pages ``noindex`` and ``nofollow``,
@@ -193,6 +189,12 @@ class PageStage:
             focus_extractor=None if focus is None else config.extractor,
             focus_links=0 if focus is None else focus.scored_links,
         )
+        self._owner = OwnerSignals(
+            self._reader,
+            config.robots_token,
+            follow_nofollow=config.follow_nofollow,
+            ignore_noindex=config.ignore_noindex,
+        )
 
     def _pipeline(self) -> tuple[Step, ...]:
         config = self._config
@@ -230,7 +232,7 @@ class PageStage:
                     if waits is not None:
                         await waits
         else:
-            await self._robots_of_other(state)
+            await self._owner.apply_other(state)
             if action is Action.REDIRECT and result.location is not None:
                 self._redirect(state, result.location)
         kept: tuple[Kept, ...] = ()
@@ -308,7 +310,7 @@ class PageStage:
         """Parse HTML (:class:`gossamer.page.read.HtmlReader`: never on the event loop when
         it could take long) or decode plain text."""
         result = state.result
-        if result.error in _UNREAD:
+        if result.error in read.UNREAD:
             return
         if read.is_html(result):
             parsed, state.content, state.aside, flags = await self._reader.page(
@@ -321,54 +323,14 @@ class PageStage:
         elif self._extractor is not None and result.content_type == "text/plain":
             state.content = read.plain_text(result)
 
-    def _robots(self, state: PageState) -> None:
-        """``X-Robots-Tag`` headers and robots meta tags: ``nofollow`` drops the links (unless
-        ``follow_nofollow``), ``noindex`` withholds the content (unless ``ignore_noindex``)."""
-        config, result = self._config, state.result
-        found = header_directives(result.headers, config.robots_token, result.fetched_at)
-        parsed = state.parsed
-        if state.aside is not None:
-            found = found.merge(state.aside.robots)
-        elif parsed is not None and parsed.tree is not None:
-            metas = meta_directives(
-                parsed.tree, config.robots_token, result.fetched_at, parsed.metas
-            )
-            found = found.merge(metas)
-        state.flags += found.flags
-        if found.nofollow and not config.follow_nofollow:
-            state.links = []
-        if found.noindex and not config.ignore_noindex:
-            state.withheld = "noindex"
-
-    async def _robots_of_other(self, state: PageState) -> None:
-        """An answer that is not stored (an error, a redirect): its ``noindex`` withholds its
-        body from the archive all the same, and flags its record."""
-        found = await self._other_directives(state.result)
-        state.flags += found.flags
-        if found.noindex and not self._config.ignore_noindex:
-            state.withheld = "noindex"
-
-    async def _other_directives(self, result: Fetched) -> Directives:
-        """The robots directives of an answer that is not stored: its headers', and, for an
-        HTML body that names a robots meta tag at all, its tags' (the body parsed for them)."""
-        config = self._config
-        found = header_directives(result.headers, config.robots_token, result.fetched_at)
-        if found.noindex or result.error in _UNREAD or not read.is_html(result):
-            return found
-        if not read.names_robots(result.body):
-            return found
-        tree = await self._reader.tree(result.body, result.charset)
-        if tree is None:
-            return found
-        return found.merge(meta_directives(tree, config.robots_token, result.fetched_at))
+    def _robots(self, state: PageState) -> Awaitable[None] | None:
+        """The site owner's robots directives (:mod:`gossamer.page.owner`)."""
+        return self._owner.apply(state)
 
     async def archivable(self, result: Fetched) -> Fetched | Withheld:
         """What an archive keeps of an answer to be tried again: without its body if it is
         ``noindex`` (unless ``ignore_noindex``)."""
-        found = await self._other_directives(result)
-        if found.noindex and not self._config.ignore_noindex:
-            return Withheld.of(result, "noindex")
-        return result
+        return await self._owner.archivable(result)
 
     def _canonical(self, state: PageState) -> None:
         """The canonical URL (the header's, else the tag's); followed, with ``follow``."""
