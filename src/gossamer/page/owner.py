@@ -1,7 +1,9 @@
 """The site owner's robots directives of a fetched page, for the page stage: ``X-Robots-Tag``
 headers and robots meta tags (see :mod:`gossamer.page.directives`) and what they do to the
 page: ``nofollow`` drops its links (unless ``follow_nofollow``), ``noindex`` withholds its
-content (unless ``ignore_noindex``).
+content (unless ``ignore_noindex``), ``noarchive`` its payload from the archive (unless
+``archive_noarchive``): a WARC is a replayable copy of the page, exactly what ``noarchive``
+asks a crawler not to keep; its text and record are kept, as for any page.
 
 A rendered page (``--render``) answers to the most restrictive of its served document's
 directives and its rendered DOM's: a script that removes a served ``noindex`` does not undo
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
 
     from gossamer.page.state import PageState
 
-_SERVED_WORDS = re.compile(rb"(?i)noindex|nofollow|none|unavailable_after")
+_SERVED_WORDS = re.compile(rb"(?i)noindex|nofollow|none|noarchive|unavailable_after")
 """The words a served document's robots meta tag restricts with: one without any is not
 parsed again."""
 
@@ -38,11 +40,13 @@ class OwnerSignals:
         *,
         follow_nofollow: bool = False,
         ignore_noindex: bool = False,
+        archive_noarchive: bool = False,
     ) -> None:
         self._reader = reader
         self._token = token
         self._follow_nofollow = follow_nofollow
         self._ignore_noindex = ignore_noindex
+        self._archive_noarchive = archive_noarchive
 
     def apply(self, state: PageState) -> Awaitable[None] | None:
         """A stored page's directives: its headers', its (rendered) DOM's, and, rendered, its
@@ -74,6 +78,8 @@ class OwnerSignals:
             state.links = []
         if found.noindex and not self._ignore_noindex:
             state.withheld = "noindex"
+        elif found.noarchive and not self._archive_noarchive:
+            state.unarchived = "noarchive"
 
     async def apply_other(self, state: PageState) -> None:
         """An answer that is not stored (an error, a redirect): its ``noindex`` withholds its
@@ -82,6 +88,8 @@ class OwnerSignals:
         state.flags += found.flags
         if found.noindex and not self._ignore_noindex:
             state.withheld = "noindex"
+        elif found.noarchive and not self._archive_noarchive:
+            state.unarchived = "noarchive"
 
     async def directives(self, result: Fetched) -> Directives:
         """The robots directives of an answer that is not stored: its headers', and, for an
@@ -98,8 +106,11 @@ class OwnerSignals:
 
     async def archivable(self, result: Fetched) -> Fetched | Withheld:
         """What an archive keeps of an answer to be tried again: without its body if it is
-        ``noindex`` (unless ``ignore_noindex``)."""
+        ``noindex`` (unless ``ignore_noindex``) or ``noarchive`` (unless
+        ``archive_noarchive``)."""
         found = await self.directives(result)
         if found.noindex and not self._ignore_noindex:
             return Withheld.of(result, "noindex")
+        if found.noarchive and not self._archive_noarchive:
+            return Withheld.of(result, "noarchive")
         return result

@@ -64,12 +64,14 @@ def is_html(result: Fetched) -> bool:
     return head.startswith((b"<!doctype html", b"<html"))
 
 
-_RESTRICTIVE = re.compile(rb"(?i)noindex|none|unavailable_after")
-"""The words a robots meta tag withholds a page with: a body without any has none to read."""
+_RESTRICTIVE = re.compile(rb"(?i)noindex|none|noarchive|unavailable_after")
+"""The words a robots meta tag withholds a page (or its archived payload) with: a body without
+any has none to read."""
 
 
 def names_robots(body: bytes) -> bool:
-    """Whether ``body`` may hold a robots meta tag that withholds it (a search in C)."""
+    """Whether ``body`` may hold a robots meta tag that withholds it, or its archived payload
+    (a search in C)."""
     return _RESTRICTIVE.search(body) is not None
 
 

@@ -59,8 +59,9 @@ if TYPE_CHECKING:
     from gossamer.parse.sandbox import Sandbox
 
 RULE_COUNTERS = ("rule_pages", "items", "items_dropped", "rule_errors")
-SIGNALS = ("noindex", "nofollow", "canonical", *CANONICAL_FLAGS)
-"""What the stage counts of the site owner's signals: pages ``noindex`` and ``nofollow``,
+SIGNALS = ("noindex", "nofollow", "noarchive", "canonical", *CANONICAL_FLAGS)
+"""What the stage counts of the site owner's signals: pages ``noindex``, ``nofollow`` and
+``noarchive``,
 pages naming another canonical URL (``canonical``) and what ``--canonical follow`` made of it
 (the record flags of :mod:`gossamer.page.canonical`)."""
 _SIGNAL_FLAGS = frozenset(SIGNALS)
@@ -123,6 +124,8 @@ class PageConfig(msgspec.Struct, frozen=True):
     """The crawler's name in ``X-Robots-Tag: NAME: ...`` and ``<meta name=NAME>``."""
     ignore_noindex: bool = False
     """Store the content of ``noindex`` pages too (the user answers for it)."""
+    archive_noarchive: bool = False
+    """Archive the payload of ``noarchive`` pages too (the user answers for it)."""
     canonical: Literal["record", "follow"] = "record"
     """``follow``: queue a page's canonical URL and store no content for the page."""
 
@@ -194,6 +197,7 @@ class PageStage:
             config.robots_token,
             follow_nofollow=config.follow_nofollow,
             ignore_noindex=config.ignore_noindex,
+            archive_noarchive=config.archive_noarchive,
         )
 
     def _pipeline(self) -> tuple[Step, ...]:
@@ -329,7 +333,8 @@ class PageStage:
 
     async def archivable(self, result: Fetched) -> Fetched | Withheld:
         """What an archive keeps of an answer to be tried again: without its body if it is
-        ``noindex`` (unless ``ignore_noindex``)."""
+        ``noindex`` (unless ``ignore_noindex``) or ``noarchive`` (unless
+        ``archive_noarchive``)."""
         return await self._owner.archivable(result)
 
     def _canonical(self, state: PageState) -> None:
@@ -510,6 +515,8 @@ def _result(state: PageState) -> PageResult:
     if state.withheld is not None:
         state.title = state.extra = None
         archive = Withheld.of(result, state.withheld)
+    elif state.unarchived is not None:
+        archive = Withheld.of(result, state.unarchived)
     record = PageRecord(
         url=lease.url,
         status=result.status,
