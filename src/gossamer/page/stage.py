@@ -278,7 +278,8 @@ class PageStage:
                     await waits
         self._follow(state)  # its record counts its links; its signals counted at its fetch
         state.change = "new" if self._freshness is None else None
-        return Kept(_result(state).record, state.revisit or result)
+        page = _result(state)  # its archive: a noarchive page's withheld, else all of it
+        return Kept(page.record, page.archive or result)
 
     def _count_signals(self, state: PageState) -> None:
         signals = self._signals
