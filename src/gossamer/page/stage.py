@@ -3,8 +3,9 @@
 A 2xx answer goes through a short pipeline of steps over one :class:`PageState`, chosen once
 when the stage is built from what the crawl asks for (a links-only crawl runs four): read
 (decode, the parse, links, or plain text: a big page in the parse sandbox, see
-:mod:`gossamer.page.read`), robots directives (``X-Robots-Tag`` and
-robots meta tags: ``nofollow`` drops the links, ``noindex`` the content), the canonical URL
+:mod:`gossamer.page.read`), robots directives (``X-Robots-Tag`` and robots meta tags, a
+rendered page's served ones too, :mod:`gossamer.page.owner`: ``nofollow`` drops the links,
+``noindex`` the content, ``noarchive`` the archived payload), the canonical URL
 (followed with ``--canonical follow``), rules, content fields (main text and metadata, a
 PDF's text), the page handler registered for the URL's pattern (``handlers``, through the
 Python API), the user's hook, content digests (a duplicate's links are not followed), and
