@@ -17,7 +17,10 @@ pytestmark = pytest.mark.timeout(60)
 
 TEXT = "Lakes hold the water rivers bring down from the hills, still and deep. " * 4
 HEADERS = {"/h-noarchive": "noarchive, noai, noimageai", "/h-agent": "gossamer: noarchive"}
-METAS = {"/m-noarchive": '<meta name="robots" content="noarchive, noai">'}
+METAS = {
+    "/m-noarchive": '<meta name="robots" content="noarchive, noai">',
+    "/m-big": '<meta name="robots" content="noarchive">',  # parsed in the parse sandbox
+}
 PAGES = ["/plain", *HEADERS, *METAS]
 
 
@@ -28,9 +31,10 @@ async def handle(request: web.Request) -> web.Response:
         return web.Response(body=f"<html>{links}</html>".encode(), content_type="text/html")
     if path not in PAGES:
         return web.Response(status=404, text="not here")
+    filler = "<span>x</span>" * 5000 if path == "/m-big" else ""
     body = (
         f"<!doctype html><html><head><title>Title of {path}</title>{METAS.get(path, '')}"
-        f"</head><body><article><p>{TEXT}</p></article></body></html>"
+        f"</head><body><article><p>{TEXT}</p></article>{filler}</body></html>"
     )
     response = web.Response(body=body.encode(), content_type="text/html")
     if path in HEADERS:
@@ -55,7 +59,7 @@ async def test_noarchive_withholds_the_archived_payload_only(tmp_path: Path) -> 
             assert found.rec_headers.get_header("WARC-Truncated") is None
             assert len(found.body) == record["bytes"]
     stats = json.loads((out / "stats.json").read_text())
-    assert stats["page_signals"]["noarchive"] == 3
+    assert stats["page_signals"]["noarchive"] == 4
 
 
 async def test_archive_noarchive_keeps_the_payload(tmp_path: Path) -> None:

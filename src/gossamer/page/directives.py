@@ -45,6 +45,7 @@ __all__ = [
     "MAX_DIRECTIVES",
     "MAX_HEADER_CHARS",
     "MAX_META_TAGS",
+    "NONE",
     "Directives",
     "head_first",
     "header_directives",
