@@ -14,7 +14,9 @@ from aiohttp import web
 from tests.local_app import serve
 
 import gossamer.logs
+from gossamer import Crawl, CrawlSettings
 from gossamer.logs import JsonFormatter, TextFormatter, logging_to_file, logging_to_stderr
+from gossamer.testweb import TestWebServer, generate
 
 GOSSAMER = [sys.executable, "-m", "gossamer.cli"]
 
@@ -150,3 +152,51 @@ async def test_a_crawl_at_the_default_level_logs_no_state_changes(tmp_path: Path
     async with serve(handler) as port:
         code, err = await crawl(tmp_path, port)
     assert (code, err) == (0, "")
+
+
+async def test_two_log_files_in_two_tasks_keep_their_own_records(tmp_path: Path) -> None:
+    log = logging.getLogger("gossamer.test")
+    both_open = asyncio.Barrier(2)
+
+    async def task(name: str) -> None:
+        with logging_to_file(tmp_path / f"{name}.log"):
+            await both_open.wait()
+            log.info("from %s", name)
+            await asyncio.gather(asyncio.to_thread(log.info, "thread of %s", name))
+            await both_open.wait()
+
+    await asyncio.gather(task("a"), task("b"))
+    for name in ("a", "b"):
+        lines = (tmp_path / f"{name}.log").read_text("utf-8").splitlines()
+        assert [json.loads(line)["message"] for line in lines] == [
+            f"from {name}",
+            f"thread of {name}",
+        ]
+
+
+@pytest.mark.slow
+async def test_two_crawls_in_one_process_keep_to_their_own_crawl_log(tmp_path: Path) -> None:
+    web_ = generate(5, hosts=1, pages_per_host=12, specials=(), crawl_delay=0.0)
+    async with TestWebServer(web_) as server:
+        crawls = {
+            name: Crawl(
+                CrawlSettings(
+                    seeds=[server.url(0)],
+                    out=tmp_path / name,
+                    resolve=["*.test=127.0.0.1"],
+                    allow_domains=["test"],
+                    quiet=True,
+                )
+            )
+            for name in ("a", "b")
+        }
+        for crawl_ in crawls.values():
+            crawl_.start()
+        await asyncio.wait_for(asyncio.gather(*(c.wait() for c in crawls.values())), 30)
+    for name in crawls:
+        lines = (tmp_path / name / "crawl.log").read_text("utf-8").splitlines()
+        messages = [json.loads(line)["message"] for line in lines]
+        started = [m for m in messages if m.startswith("crawl of")]
+        assert len(started) == 1, messages
+        assert started[0].startswith(f"crawl of 1 seed(s) into {tmp_path / name} started")
+        assert len([m for m in messages if m.startswith("crawl ended")]) == 1, messages

@@ -87,6 +87,7 @@ async def test_signals_and_rejections_are_counted_alike(tmp_path: Path) -> None:
     assert signals == {
         "noindex": 2,  # /noindex, /none
         "nofollow": 2,  # /nofollow, /none
+        "noarchive": 0,
         "canonical": 5,  # /copy, /away, /loop-a, /loop-b, /scheme
         "canonical-conflict": 0,
         "canonical-followed": 2,  # /copy, /loop-a

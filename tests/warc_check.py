@@ -90,7 +90,7 @@ def check_archive(out: Path, records: list[dict[str, Any]]) -> dict[str, list[An
         assert response["length"] == record["warc_length"]
         found = seek(warc, record)
         assert found.rec_headers.get_header("WARC-Target-URI") == record["url"]
-        if response["truncated"] not in (None, "noindex", "not-canonical"):  # body withheld
+        if response["truncated"] not in (None, "noindex", "noarchive", "not-canonical"):
             assert record["truncated"], record
     # The responses no record points at: robots.txt, and answers that were retried.
     retried = {r["url"] for r in records if r["attempts"] > 1}

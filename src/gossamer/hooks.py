@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import logging
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 
     from gossamer.extract import Content
 
+from gossamer.redact import redact_url
 from gossamer.usercode import load_function
 
 __all__ = [
@@ -72,6 +74,12 @@ MAX_HANDLER_BYTES = 10 << 20
 """The most all the items of one handler call may take together, encoded as JSON."""
 HANDLER_TIMEOUT = 30.0
 """Seconds a handler call may take by default (see :class:`gossamer.Handlers`)."""
+HANDLER_GRACE = 1.0
+"""Seconds a cancelled handler call is given to end before it is abandoned."""
+_ABANDONED: set[asyncio.Task[BaseException | None]] = set()
+"""Handler calls that ignored their cancellation, still running (a task nothing references
+may be collected while it runs)."""
+log = logging.getLogger(__name__)
 
 
 class HookError(Exception):
@@ -207,28 +215,59 @@ async def run_handler(
     `MAX_HANDLER_OUTPUTS` items and links, an item over `MAX_EXTRA_BYTES`, all its items over
     `MAX_HANDLER_BYTES`); the items it gave before a failure are dropped.
 
+    The call runs in a task of its own. At its bound, or when the task calling it is
+    cancelled (the crawl being stopped), it is cancelled and given `HANDLER_GRACE` seconds
+    to end; one that ignores its cancellation (a retry loop with a bare ``except:``) is then
+    abandoned, still running, with a warning: the page ends ``handler-error: timeout`` and a
+    stop goes through all the same, never waiting on user code without a bound.
+
     Any exception of the handler is its failure, ``SystemExit``, ``KeyboardInterrupt`` and
     a ``CancelledError`` it raised itself included; only the cancellation of the task calling
     it (the crawl being stopped) goes through."""
     collected = _Collected()
-    task = asyncio.current_task()
-    cancelling = task.cancelling() if task is not None else 0
-    timer = asyncio.timeout(bound)
+    call = asyncio.get_running_loop().create_task(_call(handler, page, collected))
     try:
-        async with timer:
-            await _collect(handler(page), collected)
-    except HookError:
+        done, _ = await asyncio.wait((call,), timeout=bound)
+    except asyncio.CancelledError:  # the crawl itself is cancelled (stop, SIGTERM)
+        await _cancel(call, page.url)
         raise
-    except BaseException as exc:
-        if task is not None and task.cancelling() > cancelling:
-            # the crawl itself is cancelled (stop, SIGTERM): never swallowed, whatever the
-            # handler made of it
-            if isinstance(exc, asyncio.CancelledError):
-                raise
-            raise asyncio.CancelledError from exc
-        expired = isinstance(exc, TimeoutError) and timer.expired()
-        raise HookError(f"handler-error: {'timeout' if expired else type(exc).__name__}") from exc
-    return collected.items, collected.links
+    if not done:
+        await _cancel(call, page.url)
+        raise HookError("handler-error: timeout")
+    failure = call.result()
+    if failure is None:
+        return collected.items, collected.links
+    if isinstance(failure, HookError):
+        raise failure
+    raise HookError(f"handler-error: {type(failure).__name__}") from failure
+
+
+async def _call(handler: Handler, page: Page, collected: _Collected) -> BaseException | None:
+    """Run the handler; what it raised, as a value (``SystemExit`` and ``KeyboardInterrupt``
+    raised in a task would stop the event loop)."""
+    try:
+        await _collect(handler(page), collected)
+    except BaseException as exc:  # every failure of user code is its own
+        return exc
+    return None
+
+
+async def _cancel(call: asyncio.Task[BaseException | None], url: str) -> None:
+    """Cancel a handler's call and give it `HANDLER_GRACE` seconds to end; one still running
+    then is abandoned (kept referenced until it ends) and logged."""
+    call.cancel()
+    try:
+        await asyncio.wait((call,), timeout=HANDLER_GRACE)
+    finally:
+        if not call.done():
+            log.warning(
+                "a page handler on %s ignored its cancellation for %.0f s: left running, "
+                "the page recorded as a handler timeout",
+                redact_url(url),
+                HANDLER_GRACE,
+            )
+            _ABANDONED.add(call)
+            call.add_done_callback(_ABANDONED.discard)
 
 
 class _Collected:

@@ -18,6 +18,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -95,10 +96,32 @@ LOG_FILE_BYTES = 2 * 1024 * 1024
 """Size at which crawl.log is rotated to crawl.log.1 (one old file kept): at most 4 MiB."""
 
 
+_LOG_FILE_OWNER: ContextVar[object | None] = ContextVar("gossamer_log_file", default=None)
+"""The log file whose block the running code is in (the tasks a crawl starts inherit it)."""
+
+
+class _OwnRecords(logging.Filter):
+    """Passes the records logged in its file's block (its crawl's task and the tasks and
+    threads it started with their context), and those logged outside every file's block (a
+    thread started without one): two crawls in one process keep to their own files."""
+
+    def __init__(self, owner: object) -> None:
+        super().__init__()
+        self._owner = owner
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        owner = _LOG_FILE_OWNER.get()
+        return owner is None or owner is self._owner
+
+
 @contextmanager
 def logging_to_file(path: Path, level: str = "info") -> Iterator[None]:
     """While the block runs, gossamer's records of ``level`` and above are also written to
-    ``path`` as JSON lines (the dashboard reads its tail), rotated at :data:`LOG_FILE_BYTES`."""
+    ``path`` as JSON lines (the dashboard reads its tail), rotated at :data:`LOG_FILE_BYTES`.
+
+    Only the records of the block's own context go there (see :class:`_OwnRecords`): the
+    block must run in a task of its own (each crawl does), or other code of that task writes
+    to the file too."""
     logger = logging.getLogger(_PACKAGE)
     try:
         handler = _RotatingFile(path, LOG_FILE_BYTES)
@@ -107,6 +130,9 @@ def logging_to_file(path: Path, level: str = "info") -> Iterator[None]:
         return
     handler.setLevel(level.upper())
     handler.setFormatter(JsonFormatter())
+    owner = object()
+    handler.addFilter(_OwnRecords(owner))
+    owned = _LOG_FILE_OWNER.set(owner)
     saved = logger.level
     logger.addHandler(handler)
     wanted = logging.getLevelName(level.upper())
@@ -115,6 +141,7 @@ def logging_to_file(path: Path, level: str = "info") -> Iterator[None]:
     try:
         yield
     finally:
+        _LOG_FILE_OWNER.reset(owned)
         logger.removeHandler(handler)
         logger.setLevel(saved)
         handler.close()

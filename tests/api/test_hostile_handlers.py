@@ -6,6 +6,7 @@ much it gave. A real stop still ends a crawl whose handler is waiting."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Callable
@@ -129,3 +130,70 @@ def test_handlers_refuse_a_bad_timeout_and_a_non_function() -> None:
             Handlers(timeout=timeout)
     with pytest.raises(ValueError, match="callable"):
         Handlers().handler(r"/")(None)  # type: ignore[type-var]
+
+
+class Stubborn:
+    """A handler that swallows its cancellation (a retry loop with a bare ``except:``) until
+    ``release`` is set; ``entered`` is set at its first call."""
+
+    def __init__(self) -> None:
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+        self.running = 0
+
+    async def __call__(self, page: Page) -> None:
+        self.entered.set()
+        self.running += 1
+        try:
+            while not self.release.is_set():
+                with contextlib.suppress(BaseException):  # the hostile shape under test
+                    await self.release.wait()
+        finally:
+            self.running -= 1
+
+
+async def _stubborn_crawl(
+    tmp_path: Path, stubborn: Stubborn, bound: float, stop: bool
+) -> tuple[list[dict[str, Any]], float]:
+    """The records of a crawl whose front page's handler is ``stubborn``, and the seconds
+    from the handler's first call (and ``stop()``) to the crawl's end."""
+    web = generate(5, hosts=1, pages_per_host=12, specials=(), crawl_delay=0.0)
+    handlers = Handlers(timeout=bound)
+    handlers.add(r"^http://[^/]+/$", stubborn)
+    async with TestWebServer(web) as server:
+        settings = CrawlSettings(
+            seeds=[server.url(0)],
+            out=tmp_path / "out",
+            resolve=["*.test=127.0.0.1"],
+            allow_domains=["test"],
+            quiet=True,
+            max_depth=1,
+        )
+        crawl = Crawl(settings, handlers=handlers)
+        crawl.start()
+        await asyncio.wait_for(stubborn.entered.wait(), 20)
+        started = time.monotonic()
+        if stop:
+            crawl.stop()
+        done, _ = await asyncio.wait([asyncio.ensure_future(crawl.wait())], timeout=20)
+        took = time.monotonic() - started
+        stubborn.release.set()  # the abandoned call ends, so the loop can close
+        assert done, "the crawl waited on a handler that ignores its cancellation"
+    lines = (tmp_path / "out" / "pages.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines], took
+
+
+async def test_a_handler_that_ignores_its_cancellation_ends_at_its_bound(tmp_path: Path) -> None:
+    stubborn = Stubborn()
+    records, _ = await _stubborn_crawl(tmp_path, stubborn, bound=0.3, stop=False)
+    errors = [r["error"] for r in records if r["error"] is not None]
+    assert errors == ["handler-error: timeout"]
+    assert any(r["depth"] == 1 and r["error"] is None for r in records)  # its links followed
+    assert stubborn.running == 1  # abandoned, not waited on (released at the end)
+
+
+async def test_stop_ends_a_crawl_whose_handler_ignores_its_cancellation(tmp_path: Path) -> None:
+    stubborn = Stubborn()
+    _, took = await _stubborn_crawl(tmp_path, stubborn, bound=50, stop=True)
+    assert took < 15
+    assert (tmp_path / "out" / "stats.json").exists()

@@ -24,6 +24,7 @@ NOINDEX, NOFOLLOW, BOTH, NONE = (
     Directives(True, True),
     Directives(),
 )
+NOARCHIVE = Directives(noarchive=True)
 
 
 def header(value: str, token: str = "gossamer") -> Directives:
@@ -40,7 +41,7 @@ def header(value: str, token: str = "gossamer") -> Directives:
         ("none", BOTH),
         ("all", NONE),
         ("index, follow", NONE),
-        ("noarchive, nosnippet, max-snippet: 20, max-image-preview: large", NONE),
+        ("noarchive, nosnippet, max-snippet: 20, max-image-preview: large", NOARCHIVE),
         ("", NONE),
         ("gossamer: noindex", NOINDEX),
         ("GOSSAMER : noindex, nofollow", BOTH),
@@ -96,8 +97,8 @@ def test_no_header_and_hostile_headers() -> None:
         (", " * 10_000 + "noindex", NOINDEX),  # past the directive bound
         ("max-snippet:1," * MAX_DIRECTIVES + "nofollow", NOFOLLOW),
         ("x" * 9000 + "\nnoindex", NOINDEX),  # a long header then a short one
-        ("noarchive," * 200 + "otherbot: none", BOTH),  # past the bound: for anyone
-        ("noarchive," * 200 + "nonesuch, nofollowing", NONE),
+        ("noarchive," * 200 + "otherbot: none", BOTH.merge(NOARCHIVE)),  # past the bound
+        ("noarchive," * 200 + "nonesuch, nofollowing", NOARCHIVE),
     ],
 )
 def test_restrictive_words_past_the_bounds_still_count(value: str, expected: Directives) -> None:

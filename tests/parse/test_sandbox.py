@@ -144,7 +144,7 @@ async def test_an_ordinary_big_page_reads_as_it_does_in_process(extractor: str |
     assert aside.aside is not None and here.aside is None and aside.parsed.tree is None
     assert aside.parsed == here.parsed  # every field but the tree and the meta nodes
     assert len(here.parsed.links) == 400 and aside.parsed.title == "An ordinary big page"
-    assert aside.aside.robots == (False, True)
+    assert aside.aside.robots == (False, True, False)  # noindex, nofollow, noarchive
     assert aside.aside.canonical == "http://example.com/canonical"
     assert aside.content == here.content
     if extractor is not None:

@@ -320,5 +320,6 @@ def page_config(settings: CrawlSettings, rules: RuleSet | None = None) -> PageCo
         near_digests=settings.digests == "near",
         robots_token=settings.robots_name,
         ignore_noindex=settings.ignore_noindex,
+        archive_noarchive=settings.archive_noarchive,
         canonical=settings.canonical,
     )

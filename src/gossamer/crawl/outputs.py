@@ -3,9 +3,11 @@ archive and the shared page store, each opened by one function."""
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import socket
+import sqlite3
 from collections.abc import Iterator
 from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
@@ -13,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from gossamer.crawldb import CrawlDB
 from gossamer.engine import SEEDING_META
+from gossamer.errors import CommandError
 from gossamer.settings import CrawlSettings, SettingsError
 from gossamer.sinks.jsonl import ItemJsonlSink, JsonlSink, repair_jsonl
 from gossamer.sinks.sqlite import SQLiteSink
@@ -33,6 +36,41 @@ _OUTPUTS = (
     "crawl.log.1",
     "crawl.wacz",
 )
+
+
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+_STORAGE = frozenset({errno.EROFS, errno.EIO})
+
+
+@contextmanager
+def storage_errors(out: Path) -> Iterator[None]:
+    """A full disk, a read-only or failing one, or a corrupt crawl.db met in the block ends it
+    as a :class:`CommandError`: one line naming the file and what to do (the crawl can be
+    resumed once there is room; a corrupt crawl.db cannot)."""
+    db = out / "crawl.db"
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in _FULL | _STORAGE:
+            raise
+        where = exc.filename or out
+        if exc.errno in _FULL:
+            raise CommandError(
+                f"cannot write {where}: no space left on device ({_RESUME})"
+            ) from exc
+        raise CommandError(f"cannot write {where}: {exc.strerror}") from exc
+    except sqlite3.OperationalError as exc:
+        if "full" not in str(exc):
+            raise
+        raise CommandError(f"cannot write {db}: no space left on device ({_RESUME})") from exc
+    except sqlite3.DatabaseError as exc:  # malformed, not a database
+        raise CommandError(
+            f"{db} is corrupt ({exc}): restore it from a copy, or start the crawl again with "
+            "--overwrite"
+        ) from exc
+
+
+_RESUME = "free some space, then continue the crawl with --resume"
 
 
 @contextmanager

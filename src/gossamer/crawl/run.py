@@ -22,7 +22,7 @@ from gossamer.crawl.additions import NOTHING, Additions
 from gossamer.crawl.assembly import build_crawler
 from gossamer.crawl.builders import auth_logins, load_ruleset, page_config
 from gossamer.crawl.fetching import check_given_sitemaps, check_rendering
-from gossamer.crawl.outputs import holding_out_dir
+from gossamer.crawl.outputs import holding_out_dir, storage_errors
 from gossamer.engine import Crawler
 from gossamer.logs import LOG_FILE, logging_to_file
 from gossamer.progress import progress_line
@@ -46,7 +46,13 @@ def tune_gc() -> None:
 
 async def run_crawl(settings: CrawlSettings, additions: Additions = NOTHING) -> CrawlStats:
     """Run a whole crawl: signals, progress line, stats.json, with what ``additions`` adds
-    (handlers, sinks, the crawl loop handed to ``started``). Raises SettingsError."""
+    (handlers, sinks, the crawl loop handed to ``started``). Raises SettingsError, and
+    CommandError for a full disk or a corrupt crawl.db (:func:`storage_errors`)."""
+    with storage_errors(settings.out):
+        return await _run_crawl(settings, additions)
+
+
+async def _run_crawl(settings: CrawlSettings, additions: Additions) -> CrawlStats:
     seeds = canonical_seeds(settings)
     page_config(settings)  # a bad --hook fails before anything is written
     rules = load_ruleset(settings)  # and so do bad rule documents

@@ -71,6 +71,10 @@ class FetchResult(msgspec.Struct, frozen=True, gc=False):
     """The proxy the request went through (``scheme://host:port``, no credentials), or None."""
     rendered: bool = False
     """``body`` is the DOM a browser rendered (``gossamer.fetch.render``), not the answer's."""
+    served: bytes | None = None
+    """A rendered page's body as the answer served it (its robots meta tags still hold)."""
+    served_charset: str | None = None
+    """The charset of ``served``, as the answer named it."""
 
     @property
     def sent_by(self) -> float:

@@ -9,13 +9,14 @@ other crawlers are passed over. In HTML, ``<meta name="robots">`` speaks to ever
 ``<meta name="gossamer">`` (the token) to this one; ``<meta http-equiv="X-Robots-Tag">`` is
 read as the header. A semicolon separates directives as a comma does.
 
-Directives read: ``noindex``, ``nofollow``, ``none`` (both), ``all``, ``index`` and
+Directives read: ``noindex``, ``nofollow``, ``none`` (both), ``noarchive`` (keep no
+replayable copy: the page's payload is left out of the WARC), ``all``, ``index`` and
 ``follow`` (nothing to restrict), and ``unavailable_after: DATE``, honoured: a date in the
 past when the page was fetched is ``noindex`` (an RFC 822/850 or ISO 8601 date, or a day such
 as ``25 Jun 2010``; one that cannot be read, or out of range, is ignored). Every rule
 addressed to the crawler counts and the most restrictive wins: a ``noindex`` anywhere is not
-undone by an ``index`` elsewhere. Other directives (``noarchive``, ``max-snippet: N`` ...)
-concern search results and are ignored.
+undone by an ``index`` elsewhere. Other directives (``nosnippet``, ``max-snippet: N``,
+``noai`` ...) concern search results or are no standard, and are ignored.
 
 Each header and each meta tag's content is read up to `MAX_HEADER_CHARS` characters and
 `MAX_DIRECTIVES` directives, and what lies past those bounds is only searched for the words
@@ -44,6 +45,7 @@ __all__ = [
     "MAX_DIRECTIVES",
     "MAX_HEADER_CHARS",
     "MAX_META_TAGS",
+    "NONE",
     "Directives",
     "head_first",
     "header_directives",
@@ -77,18 +79,29 @@ class Directives(NamedTuple):
     """Store no content of the page (its record keeps status, links and flags)."""
     nofollow: bool = False
     """Follow none of the page's links."""
+    noarchive: bool = False
+    """Keep no replayable copy of the page (its WARC payload)."""
 
     def merge(self, other: Directives) -> Directives:
         """Both rules at once: the most restrictive of each."""
-        return Directives(self.noindex or other.noindex, self.nofollow or other.nofollow)
+        return Directives(
+            self.noindex or other.noindex,
+            self.nofollow or other.nofollow,
+            self.noarchive or other.noarchive,
+        )
 
     @property
     def flags(self) -> tuple[str, ...]:
-        """The record's flags: ``noindex``, ``nofollow``."""
-        return ("noindex",) * self.noindex + ("nofollow",) * self.nofollow
+        """The record's flags: ``noindex``, ``nofollow``, ``noarchive``."""
+        return (
+            ("noindex",) * self.noindex
+            + ("nofollow",) * self.nofollow
+            + ("noarchive",) * self.noarchive
+        )
 
 
 NONE = Directives()
+_NOARCHIVE = Directives(noarchive=True)
 
 
 def header_directives(headers: Mapping[str, str], token: str, fetched_at: float) -> Directives:
@@ -145,6 +158,8 @@ def _directive(word: str, fetched_at: float) -> Directives:
     """What one directive asks (nothing for those that do not restrict a crawler)."""
     if word in ("noindex", "nofollow", "none"):
         return Directives(word != "nofollow", word != "noindex")
+    if word == "noarchive":
+        return _NOARCHIVE
     name, _, value = word.partition(":")
     if name.strip() == "unavailable_after" and _is_past(value.strip(), fetched_at):
         return Directives(noindex=True)

@@ -50,6 +50,10 @@ guarded parser a few seconds, and lexbor lets the loop run meanwhile (it release
 _BIG_PARSES = 2
 """Large bodies parsed at once in-process: each costs up to some 25 times its size in memory."""
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+UNREAD = frozenset({"decompression-bomb", "unsupported-encoding"})
+"""Fetch errors whose body is not the page: one cut where it compressed beyond any page's
+ratio (a bomb, its capped output mostly filler), or still encoded. The record keeps the
+error; no text, title or links are read from it."""
 
 
 def is_html(result: Fetched) -> bool:
@@ -60,12 +64,14 @@ def is_html(result: Fetched) -> bool:
     return head.startswith((b"<!doctype html", b"<html"))
 
 
-_RESTRICTIVE = re.compile(rb"(?i)noindex|none|unavailable_after")
-"""The words a robots meta tag withholds a page with: a body without any has none to read."""
+_RESTRICTIVE = re.compile(rb"(?i)noindex|none|noarchive|unavailable_after")
+"""The words a robots meta tag withholds a page (or its archived payload) with: a body without
+any has none to read."""
 
 
 def names_robots(body: bytes) -> bool:
-    """Whether ``body`` may hold a robots meta tag that withholds it (a search in C)."""
+    """Whether ``body`` may hold a robots meta tag that withholds it, or its archived payload
+    (a search in C)."""
     return _RESTRICTIVE.search(body) is not None
 
 

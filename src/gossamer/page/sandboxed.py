@@ -30,7 +30,7 @@ import sys
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gossamer.page.canonical import tag_canonical
-from gossamer.page.directives import Directives, meta_directives
+from gossamer.page.directives import NONE, Directives, meta_directives
 from gossamer.parse.links import ParsedPage, parse_html
 from gossamer.parse.scan import GUARD_MIN_CHARS
 from gossamer.parse.worker import rest_of_budget, serve
@@ -194,10 +194,9 @@ def answer(request: bytes, body: bytes) -> bytes:
         anchors=texts > 0,
     )
     del body
-    tree, robots, canonical, content = page.tree, (False, False), None, None
+    tree, robots, canonical, content = page.tree, tuple(NONE), None, None
     if tree is not None:
-        found = meta_directives(tree, token, fetched_at, page.metas)
-        robots = (found.noindex, found.nofollow)
+        robots = tuple(meta_directives(tree, token, fetched_at, page.metas))
         if page.names_canonical is not False:
             canonical = tag_canonical(tree, page.base_url, page.canonical_link)
     if extractor is not None:

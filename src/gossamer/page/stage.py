@@ -3,8 +3,9 @@
 A 2xx answer goes through a short pipeline of steps over one :class:`PageState`, chosen once
 when the stage is built from what the crawl asks for (a links-only crawl runs four): read
 (decode, the parse, links, or plain text: a big page in the parse sandbox, see
-:mod:`gossamer.page.read`), robots directives (``X-Robots-Tag`` and
-robots meta tags: ``nofollow`` drops the links, ``noindex`` the content), the canonical URL
+:mod:`gossamer.page.read`), robots directives (``X-Robots-Tag`` and robots meta tags, a
+rendered page's served ones too, :mod:`gossamer.page.owner`: ``nofollow`` drops the links,
+``noindex`` the content, ``noarchive`` the archived payload), the canonical URL
 (followed with ``--canonical follow``), rules, content fields (main text and metadata, a
 PDF's text), the page handler registered for the URL's pattern (``handlers``, through the
 Python API), the user's hook, content digests (a duplicate's links are not followed), and
@@ -32,7 +33,7 @@ from gossamer.outcomes import Action, Outcome
 from gossamer.page import extras, read
 from gossamer.page.canonical import FLAGS as CANONICAL_FLAGS
 from gossamer.page.canonical import Canonicals, Checks, header_canonical, tag_canonical
-from gossamer.page.directives import Directives, header_directives, meta_directives
+from gossamer.page.owner import OwnerSignals
 from gossamer.page.state import (
     NO_RULES,
     NO_TEXT,
@@ -58,13 +59,10 @@ if TYPE_CHECKING:
     from gossamer.page.handlers import Handlers
     from gossamer.parse.sandbox import Sandbox
 
-_UNREAD = frozenset({"decompression-bomb", "unsupported-encoding"})
-"""Fetch errors whose body is not the page: one cut where it compressed beyond any page's
-ratio (a bomb, its capped output mostly filler), or still encoded. The record keeps the
-error; no text, title or links are read from it."""
 RULE_COUNTERS = ("rule_pages", "items", "items_dropped", "rule_errors")
-SIGNALS = ("noindex", "nofollow", "canonical", *CANONICAL_FLAGS)
-"""What the stage counts of the site owner's signals: pages ``noindex`` and ``nofollow``,
+SIGNALS = ("noindex", "nofollow", "noarchive", "canonical", *CANONICAL_FLAGS)
+"""What the stage counts of the site owner's signals: pages ``noindex``, ``nofollow`` and
+``noarchive``,
 pages naming another canonical URL (``canonical``) and what ``--canonical follow`` made of it
 (the record flags of :mod:`gossamer.page.canonical`)."""
 _SIGNAL_FLAGS = frozenset(SIGNALS)
@@ -127,6 +125,8 @@ class PageConfig(msgspec.Struct, frozen=True):
     """The crawler's name in ``X-Robots-Tag: NAME: ...`` and ``<meta name=NAME>``."""
     ignore_noindex: bool = False
     """Store the content of ``noindex`` pages too (the user answers for it)."""
+    archive_noarchive: bool = False
+    """Archive the payload of ``noarchive`` pages too (the user answers for it)."""
     canonical: Literal["record", "follow"] = "record"
     """``follow``: queue a page's canonical URL and store no content for the page."""
 
@@ -193,6 +193,13 @@ class PageStage:
             focus_extractor=None if focus is None else config.extractor,
             focus_links=0 if focus is None else focus.scored_links,
         )
+        self._owner = OwnerSignals(
+            self._reader,
+            config.robots_token,
+            follow_nofollow=config.follow_nofollow,
+            ignore_noindex=config.ignore_noindex,
+            archive_noarchive=config.archive_noarchive,
+        )
 
     def _pipeline(self) -> tuple[Step, ...]:
         config = self._config
@@ -230,7 +237,7 @@ class PageStage:
                     if waits is not None:
                         await waits
         else:
-            await self._robots_of_other(state)
+            await self._owner.apply_other(state)
             if action is Action.REDIRECT and result.location is not None:
                 self._redirect(state, result.location)
         kept: tuple[Kept, ...] = ()
@@ -272,7 +279,8 @@ class PageStage:
                     await waits
         self._follow(state)  # its record counts its links; its signals counted at its fetch
         state.change = "new" if self._freshness is None else None
-        return Kept(_result(state).record, state.revisit or result)
+        page = _result(state)  # its archive: a noarchive page's withheld, else all of it
+        return Kept(page.record, page.archive or result)
 
     def _count_signals(self, state: PageState) -> None:
         signals = self._signals
@@ -308,7 +316,7 @@ class PageStage:
         """Parse HTML (:class:`gossamer.page.read.HtmlReader`: never on the event loop when
         it could take long) or decode plain text."""
         result = state.result
-        if result.error in _UNREAD:
+        if result.error in read.UNREAD:
             return
         if read.is_html(result):
             parsed, state.content, state.aside, flags = await self._reader.page(
@@ -321,54 +329,15 @@ class PageStage:
         elif self._extractor is not None and result.content_type == "text/plain":
             state.content = read.plain_text(result)
 
-    def _robots(self, state: PageState) -> None:
-        """``X-Robots-Tag`` headers and robots meta tags: ``nofollow`` drops the links (unless
-        ``follow_nofollow``), ``noindex`` withholds the content (unless ``ignore_noindex``)."""
-        config, result = self._config, state.result
-        found = header_directives(result.headers, config.robots_token, result.fetched_at)
-        parsed = state.parsed
-        if state.aside is not None:
-            found = found.merge(state.aside.robots)
-        elif parsed is not None and parsed.tree is not None:
-            metas = meta_directives(
-                parsed.tree, config.robots_token, result.fetched_at, parsed.metas
-            )
-            found = found.merge(metas)
-        state.flags += found.flags
-        if found.nofollow and not config.follow_nofollow:
-            state.links = []
-        if found.noindex and not config.ignore_noindex:
-            state.withheld = "noindex"
-
-    async def _robots_of_other(self, state: PageState) -> None:
-        """An answer that is not stored (an error, a redirect): its ``noindex`` withholds its
-        body from the archive all the same, and flags its record."""
-        found = await self._other_directives(state.result)
-        state.flags += found.flags
-        if found.noindex and not self._config.ignore_noindex:
-            state.withheld = "noindex"
-
-    async def _other_directives(self, result: Fetched) -> Directives:
-        """The robots directives of an answer that is not stored: its headers', and, for an
-        HTML body that names a robots meta tag at all, its tags' (the body parsed for them)."""
-        config = self._config
-        found = header_directives(result.headers, config.robots_token, result.fetched_at)
-        if found.noindex or result.error in _UNREAD or not read.is_html(result):
-            return found
-        if not read.names_robots(result.body):
-            return found
-        tree = await self._reader.tree(result.body, result.charset)
-        if tree is None:
-            return found
-        return found.merge(meta_directives(tree, config.robots_token, result.fetched_at))
+    def _robots(self, state: PageState) -> Awaitable[None] | None:
+        """The site owner's robots directives (:mod:`gossamer.page.owner`)."""
+        return self._owner.apply(state)
 
     async def archivable(self, result: Fetched) -> Fetched | Withheld:
         """What an archive keeps of an answer to be tried again: without its body if it is
-        ``noindex`` (unless ``ignore_noindex``)."""
-        found = await self._other_directives(result)
-        if found.noindex and not self._config.ignore_noindex:
-            return Withheld.of(result, "noindex")
-        return result
+        ``noindex`` (unless ``ignore_noindex``) or ``noarchive`` (unless
+        ``archive_noarchive``)."""
+        return await self._owner.archivable(result)
 
     def _canonical(self, state: PageState) -> None:
         """The canonical URL (the header's, else the tag's); followed, with ``follow``."""
@@ -548,6 +517,8 @@ def _result(state: PageState) -> PageResult:
     if state.withheld is not None:
         state.title = state.extra = None
         archive = Withheld.of(result, state.withheld)
+    elif state.unarchived is not None:
+        archive = Withheld.of(result, state.unarchived)
     record = PageRecord(
         url=lease.url,
         status=result.status,

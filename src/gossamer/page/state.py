@@ -57,6 +57,10 @@ class Fetched(Archivable, Protocol):
     def proxy(self) -> str | None: ...
     @property
     def rendered(self) -> bool: ...
+    @property
+    def served(self) -> bytes | None: ...
+    @property
+    def served_charset(self) -> str | None: ...
 
 
 class TextFields(NamedTuple):
@@ -131,6 +135,8 @@ class PageState(msgspec.Struct, eq=False):
     """The canonical URL the page names (``Link`` header, else ``<link rel=canonical>``)."""
     withheld: str | None = None
     """Why no content of the page is stored (``noindex``, ``not-canonical``), if so."""
+    unarchived: str | None = None
+    """Why the page's payload is not archived though its content is stored (``noarchive``)."""
     canonical_link: Candidate | None = None
     """The canonical URL to queue (``--canonical follow``), at the page's depth."""
     change: str | None = None
@@ -162,7 +168,8 @@ class PageResult(NamedTuple):
 
 class Withheld(NamedTuple):
     """A fetch whose body an archive does not keep: the response with its headers and an
-    empty payload, ``WARC-Truncated`` giving the reason (``noindex``, ``not-canonical``)."""
+    empty payload, ``WARC-Truncated`` giving the reason (``noindex``, ``noarchive``,
+    ``not-canonical``)."""
 
     url: str
     fetched_at: float

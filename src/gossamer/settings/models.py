@@ -156,6 +156,15 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
             )
         ),
     ] = False
+    archive_noarchive: Annotated[
+        bool,
+        Meta(
+            description=(
+                "Keep the payload of pages that ask not to be archived (noarchive in "
+                "X-Robots-Tag or a robots meta tag) in the WARC too: the user answers for it."
+            )
+        ),
+    ] = False
     canonical: Annotated[
         Literal["record", "follow"],
         Meta(

@@ -10,6 +10,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from gossamer.errors import named
 from gossamer.safe import json_lines
 from gossamer.sinks.base import Item, PageRecord
 
@@ -33,19 +34,25 @@ class JsonlSink:
         if not records:
             return
         lines = bytearray()
-        for record in records:
-            record.json_into(lines)
-            lines += b"\n"
-            if len(lines) >= _WRITE_BYTES:
+        try:
+            for record in records:
+                record.json_into(lines)
+                lines += b"\n"
+                if len(lines) >= _WRITE_BYTES:
+                    self._file.write(json_lines(lines))
+                    lines = bytearray()
+            if lines:
                 self._file.write(json_lines(lines))
-                lines = bytearray()
-        if lines:
-            self._file.write(json_lines(lines))
-        self._file.flush()
+            self._file.flush()
+        except OSError as exc:
+            raise named(exc, self.path) from exc
 
     def close(self) -> None:
         """Flush and close."""
-        self._file.close()
+        try:
+            self._file.close()
+        except OSError as exc:
+            raise named(exc, self.path) from exc
 
 
 class ItemJsonlSink:
@@ -63,12 +70,18 @@ class ItemJsonlSink:
         """Append items (the catch-up after a crash) and flush to the OS."""
         lines = "".join(item.to_json() + "\n" for item in items)
         if lines:
-            self._file.write(lines.encode("utf-8"))
-            self._file.flush()
+            try:
+                self._file.write(lines.encode("utf-8"))
+                self._file.flush()
+            except OSError as exc:
+                raise named(exc, self.path) from exc
 
     def close(self) -> None:
         """Flush and close."""
-        self._file.close()
+        try:
+            self._file.close()
+        except OSError as exc:
+            raise named(exc, self.path) from exc
 
 
 def repair_jsonl(path: Path, chunk: int = 1 << 20) -> int:

@@ -197,8 +197,13 @@ _FETCH_COLUMNS = frozenset(
     }
 )
 """The columns a short record (a tombstone, a 304) writes: the rest keep the page's content."""
-_SHORT = """EXCLUDED."change" = 'gone' OR EXCLUDED."status" = 304"""
-"""A 304 holds no content, whatever its ``change`` (none: it answered no conditional request)."""
+_SHORT = (
+    """(EXCLUDED."change" = 'gone' OR EXCLUDED."status" = 304)"""
+    """ AND NOT EXCLUDED."flags" ? 'noindex'"""
+)
+"""A 304 holds no content, whatever its ``change`` (none: it answered no conditional request);
+one that says ``noindex`` (an ``X-Robots-Tag``) clears the row's content, as a 200 ``noindex``
+does: the owner no longer wants it indexed."""
 
 
 def _update(table: str, column: str) -> str:
@@ -211,7 +216,8 @@ def _update(table: str, column: str) -> str:
 def _upsert_sql(table: str) -> str:
     """The upsert of the incoming rows: a record replaces the URL's row, except a tombstone
     (``change`` gone) or a 304 (unchanged), which mark it: status, times, change, and the
-    content of the last full fetch kept (a gone page's row is marked, never deleted)."""
+    content of the last full fetch kept (a gone page's row is marked, never deleted), unless
+    the mark says ``noindex``."""
     names = ", ".join(f'"{c}"' for c in COLUMNS)
     updates = ", ".join(_update(table, c) for c in COLUMNS[1:])
     return (

@@ -55,6 +55,7 @@ from fastwarc.warc import WarcRecord, WarcRecordType
 from isal import isal_zlib
 
 from gossamer import __version__
+from gossamer.errors import named
 from gossamer.fetch.exchange import Exchange
 from gossamer.redact import strip_userinfo
 from gossamer.sinks.base import IDENTICAL_PAYLOAD, Archivable, Revisit, WarcLocation
@@ -137,13 +138,19 @@ class WarcWriter:
     def flush(self) -> None:
         """Hand what is buffered to the OS (a killed process loses nothing written)."""
         if self._file is not None:
-            self._file.flush()
+            try:
+                self._file.flush()
+            except OSError as exc:
+                raise named(exc, self.directory / self._name) from exc
 
     def close(self) -> None:
         """Flush and close the current file."""
         if self._file is not None:
-            self._file.close()
-            self._file = None
+            file, self._file = self._file, None
+            try:
+                file.close()
+            except OSError as exc:
+                raise named(exc, self.directory / self._name) from exc
 
     def _rotate(self) -> None:
         self.close()
@@ -174,7 +181,10 @@ class WarcWriter:
     def _append(self, member: bytes) -> None:
         """Write one gzip member."""
         assert self._file is not None
-        self._file.write(member)
+        try:
+            self._file.write(member)
+        except OSError as exc:
+            raise named(exc, self.directory / self._name) from exc
         self._size += len(member)
 
 

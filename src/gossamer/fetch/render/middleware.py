@@ -2,8 +2,9 @@
 to render it, and hands the engine the rendered DOM as the page's body.
 
 The engine sees a fetcher like any other (``fetch(url)``); a rendered page's result is the
-plain HTTP result with the rendered HTML as its body, ``rendered`` set, and its wire
-exchange (what WARC archives) untouched: the archive keeps the raw HTTP response. A render
+plain HTTP result with the rendered HTML as its body, ``rendered`` set, the served body kept
+as ``served`` (the page stage reads its robots meta tags: a script cannot undo them), and its
+wire exchange (what WARC archives) untouched: the archive keeps the raw HTTP response. A render
 that fails (a crash, retried once; a page whose DOM could not be read in time) leaves the raw
 result, flagged ``render-failed``; a page that had not settled by the deadline is flagged
 ``render-deadline``, and a DOM larger than the body cap (``--max-body-bytes``) is cut there,
@@ -206,4 +207,6 @@ def _rendered_result(raw: FetchResult, outcome: Rendered, max_bytes: int) -> Fet
         charset="utf-8",
         rendered=True,
         flags=flags,
+        served=raw.body,
+        served_charset=raw.charset,
     )
