@@ -132,7 +132,7 @@ class PageState(msgspec.Struct, eq=False):
     withheld: str | None = None
     """Why no content of the page is stored (``noindex``, ``not-canonical``), if so."""
     canonical_link: Candidate | None = None
-    """The canonical URL to queue (``--canonical follow``), at the page's depth."""
+    """The canonical URL to queue (``--canonical follow``), one level deeper than the page."""
     change: str | None = None
     """What changed since the URL's last fetch (:mod:`gossamer.page.freshness`)."""
     previous_fetched_at: float | None = None
