@@ -396,6 +396,15 @@ async def test_spellings_of_one_path_in_letter_case_stop() -> None:
     assert guard.check(H, f"{H}/Other/Page", 1) is None
 
 
+async def test_spellings_of_one_query_in_order_and_repeats_stop() -> None:
+    guard = TrapGuard()
+    spellings = ["a=1&b=2", "b=2&a=1", "a=1&b=2&a=1", "b=2&a=1&b=2", "b=2&b=2&a=1"]
+    verdicts = [guard.check(H, f"{H}/item?{query}", 1) for query in spellings]
+    assert verdicts == [None, None, None, "trap-template", "trap-template"]
+    assert guard.check(H, f"{H}/item?b=3&a=1", 1) is None  # another query
+    assert guard.check(H, f"{H}/item?a=1", 1) is None
+
+
 async def test_path_parameters_that_link_more_of_themselves_stop() -> None:
     front = frontier()
 

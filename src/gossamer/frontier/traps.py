@@ -36,7 +36,8 @@ repeated on every page counts once) and turns it away when:
   Also when its query only appends to (or swaps the last list item of) its page's for more
   than ``growth_steps`` pages in a row; a query grown so counts as a token for its kind;
 * ``trap-template``: its template has ``per_template`` URLs already, it is one more than
-  ``case_variants`` spellings of one path in letter case, or it has path parameters and was
+  ``spellings`` spellings of one path in letter case or query order (its query's pairs
+  reordered or repeated: :func:`reordered`), or it has path parameters and was
   found on a page of the same path with path parameters (a variant of that page).
 
 Seeds (depth 0) are never turned away. A template is the URL, lower-cased, with digit runs,
@@ -58,7 +59,14 @@ from collections.abc import Sequence
 
 import msgspec
 
-from gossamer.frontier.trapvariants import appends, grows_a_value, odd_path, variant
+from gossamer.frontier.trapvariants import (
+    appends,
+    folded,
+    grows_a_value,
+    odd_path,
+    reordered,
+    variant,
+)
 from gossamer.urls import fingerprint
 
 TRAP_REASONS = (
@@ -120,8 +128,9 @@ class TrapLimits(msgspec.Struct, frozen=True):
     """Id segments (tokens, long numbers) one path may hold (``trap-nesting``)."""
     loop_repeats: int = 3
     """Repeats in a row of a run of path segments that make a loop (``trap-loop``)."""
-    case_variants: int = 2
-    """Spellings of one path in different letter case per host (``trap-template``)."""
+    spellings: int = 2
+    """Spellings of one path (and query) in letter case or query order per host, besides
+    the one in lower case and order (``trap-template``)."""
     growth_steps: int = 1
     """Pages in a row whose query only grows their page's by appending (``trap-facets``)."""
     templates: int = 2000
@@ -154,11 +163,12 @@ class _HostTraps:
     """One host's templates (with their counts), paths (with their query combinations) and
     kinds that showed a token or a date (with their counts)."""
 
-    __slots__ = ("cases", "faceted", "kinds", "paths", "templates")
+    __slots__ = ("faceted", "kinds", "paths", "spellings", "templates")
 
     def __init__(self) -> None:
-        self.cases: OrderedDict[str, int] = OrderedDict()
-        """Paths with a capital letter, lower-cased: the spellings of each seen."""
+        self.spellings: OrderedDict[str, int] = OrderedDict()
+        """Paths with a capital letter or a query out of order, folded (:func:`folded`):
+        the spellings of each seen."""
         self.templates: OrderedDict[str, _Template] = OrderedDict()
         self.paths: OrderedDict[str, set[str]] = OrderedDict()
         self.faceted: set[str] = set()
@@ -417,11 +427,13 @@ class TrapGuard:
 
     def _variant_of_a_page(self, key: str, tail: str, source: str | None) -> str | None:
         """The reason a URL (its ``tail`` after the host) is a variant of a page: a path grown
-        by slashes, file names or encoding, one more spelling in letter case, path
-        parameters found on the same path's (None: it is none)."""
+        by slashes, file names or encoding, one more spelling in letter case or query order,
+        path parameters found on the same path's (None: it is none)."""
         if odd_path(tail):
             return "trap-loop"
-        if _UPPER.search(tail) and self._spellings(key, tail) > self._limits.case_variants:
+        if (_UPPER.search(tail) or ("&" in tail and reordered(tail))) and self._spellings(
+            key, tail
+        ) > self._limits.spellings:
             return "trap-template"
         if source is not None and ";" in tail and variant(tail, source):
             return "trap-template"
@@ -473,15 +485,15 @@ class TrapGuard:
         return reason
 
     def _spellings(self, key: str, tail: str) -> int:
-        """How many spellings of ``tail`` in letter case host ``key`` has shown, this one
-        counted."""
-        cases = self._host(key).cases
-        folded = tail.lower()
-        count = cases.get(folded, 0) + 1
-        cases[folded] = count
-        cases.move_to_end(folded)
-        if len(cases) > self._limits.templates:
-            cases.popitem(last=False)
+        """How many spellings of ``tail`` in letter case or query order host ``key`` has
+        shown, this one counted."""
+        spellings = self._host(key).spellings
+        plain = folded(tail)
+        count = spellings.get(plain, 0) + 1
+        spellings[plain] = count
+        spellings.move_to_end(plain)
+        if len(spellings) > self._limits.templates:
+            spellings.popitem(last=False)
         return count
 
     def _grows(self, url: str, source: str) -> int:

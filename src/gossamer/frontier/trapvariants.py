@@ -1,13 +1,21 @@
 """Variants of one page a trap makes by growing a URL rather than naming a new one: paths
 grown by empty segments, page file names or re-encoding, path parameters on a page of the same
-path, query values that append to their page's (:mod:`gossamer.frontier.traps` turns them
-away)."""
+path, queries reordered or with pairs repeated, query values that append to their page's
+(:mod:`gossamer.frontier.traps` turns them away)."""
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["appends", "grows_a_value", "odd_path", "swaps_an_item", "variant"]
+__all__ = [
+    "appends",
+    "folded",
+    "grows_a_value",
+    "odd_path",
+    "reordered",
+    "swaps_an_item",
+    "variant",
+]
 
 _PAGE_DIR = re.compile(r"\.(?:s?html?|php[0-9]?|aspx?|jsp|cgi)(?:/|$)", re.IGNORECASE)
 """A page's file name (``index.html``): a segment with more path below it grows the path."""
@@ -82,3 +90,23 @@ def variant(tail: str, source: str) -> bool:
     if ";" not in theirs:
         return False
     return _PARAMETERS.sub("", tail.partition("?")[0]) == _PARAMETERS.sub("", theirs)
+
+
+def reordered(tail: str) -> bool:
+    """Whether the query of a URL (its ``tail`` after the host) has its pairs out of order or
+    one of them twice (``?b=2&a=1``, ``?a=1&b=2&a=1``): one of the endless spellings of the
+    query in order (which servers mostly read alike), each pair once."""
+    if "&" not in tail:
+        return False  # most URLs: one scan
+    pairs = tail.partition("?")[2].split("&")
+    return len(pairs) > 1 and pairs != sorted(set(pairs))
+
+
+def folded(tail: str) -> str:
+    """What the spellings of one page share (a URL's ``tail`` after the host): letter case
+    folded, the query's pairs in order, each once."""
+    tail = tail.lower()
+    path, _, query = tail.partition("?")
+    if "&" not in query:
+        return tail
+    return f"{path}?{'&'.join(sorted(set(query.split('&'))))}"
