@@ -22,6 +22,7 @@ pytestmark = pytest.mark.timeout(60)
 
 REAL = 30
 SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "ta", "so", "vi", "de", "po", "gu", "be", "fa", "zi"]
+ECHO = ["news", "blog", "about", "team", "jobs"]
 MONTHS = "january february march april may june july august september october november december"
 
 
@@ -69,6 +70,8 @@ def variants(kind: str, here: str) -> list[str]:
         )
         at = year * 12 + month
         return [f"/events/{(at + k) // 12}/{months[(at + k) % 12]}" for k in (1, -1, 12)]
+    if kind == "echo":  # a soft 404: any path below /soft/ names the same relative links
+        return [f"{w}/" for w in ECHO] if path.startswith("/soft/") else ["/soft/"]
     if kind == "spell":
         return [spelling(x) for x in h]
     if kind == "session":
@@ -119,6 +122,7 @@ def trap_of(path_qs: str) -> str:
         ("/events/", "months"),
         ("/shop/", "session"),
         ("/item", "spell"),
+        ("/soft/", "echo"),
         ("/topics/", "words"),
     ):
         if path_qs.startswith(prefix):
@@ -156,3 +160,14 @@ async def test_an_endless_trap_of_words_does_not_starve_real_pages(tmp_path: Pat
     reals, traps = tally(log)
     print(f"real {len(reals)}, trap fetches {traps}")
     assert len(reals) == REAL  # the trap is bounded by the budget, beside them
+
+
+async def test_a_soft_404_naming_the_same_relative_links_everywhere_ends(tmp_path: Path) -> None:
+    log: list[str] = []
+    async with serve(trap_site(("echo",), log)) as port:
+        stats = await crawl(port, tmp_path / "out", max_pages=1000, digests="off")
+    reals, traps = tally(log)
+    print(f"real {len(reals)}, trap fetches {traps}, rejected {stats.rejected}")
+    assert len(reals) == REAL
+    assert traps["echo"] <= 1 + 5 + 25  # /soft/, its subdirectories and theirs
+    assert stats.rejected["trap-loop"] >= 25 * 5

@@ -7,7 +7,9 @@ themselves. The guard sees each URL new to the crawl once (after the seen check,
 repeated on every page counts once) and turns it away when:
 
 * ``trap-loop``: a run of one to three path segments repeats ``loop_repeats`` times in a row,
-  or the path grows by empty segments, page file names or re-encoding (:func:`odd_path`);
+  or the path grows by empty segments, page file names or re-encoding (:func:`odd_path`),
+  or it is a subdirectory of a page linking the same subdirectories as the page it was found
+  on, which did so too, past ``echo_steps`` (:class:`Echoes`: a soft 404 with relative links);
 * ``trap-session``: a session id the canonical form does not strip (an ASP.NET
   ``(S(...))`` segment, a query parameter named like ``*session*``);
 * ``trap-nesting``: its path holds more than ``max_ids`` id segments (random tokens and long
@@ -60,6 +62,7 @@ from collections.abc import Sequence
 import msgspec
 
 from gossamer.frontier.trapvariants import (
+    Echoes,
     appends,
     folded,
     grows_a_value,
@@ -133,6 +136,9 @@ class TrapLimits(msgspec.Struct, frozen=True):
     the one in lower case and order (``trap-template``)."""
     growth_steps: int = 1
     """Pages in a row whose query only grows their page's by appending (``trap-facets``)."""
+    echo_steps: int = 1
+    """Pages in a row that may link the same subdirectories as their parent (``trap-loop``,
+    :class:`~gossamer.frontier.trapvariants.Echoes`)."""
     templates: int = 2000
     """Templates (and paths, and kinds) tracked per host."""
     hosts: int = 10_000
@@ -331,15 +337,23 @@ class TrapGuard:
         self._growth: OrderedDict[int, int] = OrderedDict()
         """URL fingerprint -> the pages in a row whose query grew by appending to it."""
         self._last: tuple[str, tuple[str, int]] | None = None
+        self._echoes = Echoes(self._limits.echo_steps, self._limits.lineage)
 
     def screen(
         self, urls: Sequence[tuple[str, str, int]], source: str | None = None
     ) -> list[str | None]:
         """:meth:`check` each of a batch of (host key, canonical URL, depth) found on the page
-        ``source`` (None: unknown), after looking for faceted navigation in the batch (see
-        the module docstring)."""
+        ``source`` (None: unknown), after looking for faceted navigation in the batch and
+        for subdirectories the page's parent linked too (see the module docstring)."""
         self._spot_facets(urls)
-        return [self.check(key, url, depth, source) for key, url, depth in urls]
+        echoing = None if source is None else self._echoes.echoing(urls, source)
+        if not echoing:
+            return [self.check(key, url, depth, source) for key, url, depth in urls]
+        self._rejected["trap-loop"] += len(echoing)
+        return [
+            "trap-loop" if at in echoing else self.check(key, url, depth, source)
+            for at, (key, url, depth) in enumerate(urls)
+        ]
 
     def _descent_of(self, source: str) -> tuple[str, int]:
         """The line and descent of the page ``source`` (one not remembered: 0 of its own
@@ -553,7 +567,7 @@ class TrapGuard:
     def stats(self) -> TrapStats:
         """A frozen snapshot."""
         templates = sum(len(host.templates) for host in self._hosts.values())
-        lines = len(self._lineage) + len(self._growth)
+        lines = len(self._lineage) + len(self._growth) + len(self._echoes)
         return TrapStats(dict(self._rejected), len(self._hosts), templates, lines)
 
 

@@ -1,13 +1,19 @@
 """Variants of one page a trap makes by growing a URL rather than naming a new one: paths
 grown by empty segments, page file names or re-encoding, path parameters on a page of the same
-path, queries reordered or with pairs repeated, query values that append to their page's
+path, queries reordered or with pairs repeated, query values that append to their page's,
+paths grown by the same relative links on every page below one (:class:`Echoes`)
 (:mod:`gossamer.frontier.traps` turns them away)."""
 
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
+from collections.abc import Sequence
+
+from gossamer.urls import fingerprint
 
 __all__ = [
+    "Echoes",
     "appends",
     "folded",
     "grows_a_value",
@@ -110,3 +116,53 @@ def folded(tail: str) -> str:
     if "&" not in query:
         return tail
     return f"{path}?{'&'.join(sorted(set(query.split('&'))))}"
+
+
+class Echoes:
+    """Pages linking the same subdirectories (``name/`` below the page's own directory) as
+    the page they were found on, which did so too: a server answering every path below a
+    page with one set of relative links (a soft 404: ``news/ blog/ team/``) makes paths
+    without end (``/news/blog/team/jobs/about/news/...``) that no run of segments repeats
+    in. The subdirectories of a page whose set is its parent's, past ``steps`` pages in a
+    row, are turned away; the sets of at most ``limit`` pages are remembered (oldest
+    forgotten first). A real tree's directories name subdirectories of their own."""
+
+    __slots__ = ("_limit", "_sets", "_steps")
+
+    def __init__(self, steps: int, limit: int) -> None:
+        self._steps = steps
+        self._limit = limit
+        self._sets: OrderedDict[int, tuple[frozenset[str], int]] = OrderedDict()
+        """A page's fingerprint -> the subdirectories its parent linked, and how many pages
+        in a row above it linked the same."""
+
+    def __len__(self) -> int:
+        return len(self._sets)
+
+    def echoing(self, urls: Sequence[tuple[str, str, int]], source: str) -> set[int]:
+        """The positions of ``urls`` (host key, canonical URL and depth of the URLs new to
+        the crawl the page ``source`` links) to turn away: its subdirectories, when it echoes
+        its parent's."""
+        path = source.partition("?")[0]
+        base = path[: path.rfind("/") + 1]
+        size = len(base)
+        children = [
+            (at, url[size:-1])
+            for at, (_, url, _) in enumerate(urls)
+            if url.endswith("/")
+            and url.startswith(base)
+            and url.find("/", size) == len(url) - 1 > size
+        ]
+        if not children:
+            return set()
+        names = frozenset(name for _, name in children)
+        known = self._sets.get(fingerprint(source))
+        steps = known[1] + 1 if known is not None and known[0] == names else 0
+        if steps > self._steps:
+            return {at for at, _ in children}
+        sets = self._sets
+        for at, _ in children:
+            if len(sets) >= self._limit:
+                sets.popitem(last=False)
+            sets[fingerprint(urls[at][1])] = (names, steps)
+        return set()
