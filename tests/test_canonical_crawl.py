@@ -97,7 +97,7 @@ async def test_follow_queues_the_canonical_url_and_stores_the_copy_without_conte
         assert found.body == b""
     for path in MAINS:  # each canonical page fetched once, its content kept
         assert records[path]["status"] == 200 and records[path]["text"], path
-        assert records[path]["depth"] == 1
+        assert records[path]["depth"] == 2  # a canonical hop counts as a link
     assert records["/main.pdf"]["text"] == PDF_TEXT
     assert "/main-tag" not in records  # the header won
     lines = [json.loads(line) for line in (out / "pages.jsonl").read_text().splitlines()]

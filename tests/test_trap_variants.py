@@ -1,5 +1,6 @@
 """Crawls of a live site whose traps are variants of one page no template told apart before
-(letter case, path parameters, a query grown by appending, paths grown by slashes and file
+(letter case, path parameters, a query grown by appending, one query spelt with empty pairs,
+its pairs in either order or repeated, paths grown by slashes and file
 names, a percent sign encoded again and again, a calendar of month names, random values
 under odd parameter names) and of one whose trap is made of words only, beside a chain of 60
 real pages: the guards stop the first kind, the host queue's sections keep the real pages
@@ -21,6 +22,7 @@ pytestmark = pytest.mark.timeout(60)
 
 REAL = 30
 SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "ta", "so", "vi", "de", "po", "gu", "be", "fa", "zi"]
+ECHO = ["news", "blog", "about", "team", "jobs"]
 MONTHS = "january february march april may june july august september october november december"
 
 
@@ -68,12 +70,25 @@ def variants(kind: str, here: str) -> list[str]:
         )
         at = year * 12 + month
         return [f"/events/{(at + k) // 12}/{months[(at + k) % 12]}" for k in (1, -1, 12)]
+    if kind == "echo":  # a soft 404: any path below /soft/ names the same relative links
+        return [f"{w}/" for w in ECHO] if path.startswith("/soft/") else ["/soft/"]
+    if kind == "spell":
+        return [spelling(x) for x in h]
     if kind == "session":
         return [
             f"/shop/view?{name}={x:012x}{x:012x}"
             for name, x in zip(("s", "ctx", "tkn", "bv"), h, strict=False)
         ]
     return [f"/topics/{word(x)}-{word(x >> 16)}.html" for x in h]  # words
+
+
+def spelling(x: int) -> str:
+    """One of the endless spellings of ``/item?id=7&color=red``: ``&`` runs before, between
+    and after its pairs, the pairs in either order, one of them repeated."""
+    pairs = ["id=7", "color=red"] if x & 1 else ["color=red", "id=7"]
+    pairs += [pairs[x >> 1 & 1]] * (x >> 2 & 3)
+    between = "&" * (1 + (x >> 4) % 60)
+    return f"/item?{'&' * (x >> 10 & 3)}{between.join(pairs)}{'&' * (x >> 12 & 3)}"
 
 
 def trap_site(kinds: tuple[str, ...], log: list[str]):
@@ -106,6 +121,8 @@ def trap_of(path_qs: str) -> str:
         ("/enc/", "encode"),
         ("/events/", "months"),
         ("/shop/", "session"),
+        ("/item", "spell"),
+        ("/soft/", "echo"),
         ("/topics/", "words"),
     ):
         if path_qs.startswith(prefix):
@@ -124,13 +141,13 @@ async def test_variants_of_one_page_are_stopped_and_every_real_page_is_crawled(
     tmp_path: Path,
 ) -> None:
     log: list[str] = []
-    kinds = ("case", "param", "grow", "slash", "encode", "months", "session")
+    kinds = ("case", "param", "grow", "slash", "encode", "months", "session", "spell")
     async with serve(trap_site(kinds, log)) as port:
         stats = await crawl(port, tmp_path / "out", max_pages=1500)
     reals, traps = tally(log)
     print(f"real {len(reals)}, trap fetches {traps}, rejected {stats.rejected}")
     assert len(reals) == REAL
-    for kind in ("case", "slash", "encode", "months"):  # a few URLs in all
+    for kind in ("case", "slash", "encode", "months", "spell"):  # a few URLs in all
         assert traps[kind] <= 20, kind
     for kind in ("param", "grow", "session"):  # a few URLs from each real page linking them
         assert traps[kind] <= 10 * REAL, kind
@@ -143,3 +160,14 @@ async def test_an_endless_trap_of_words_does_not_starve_real_pages(tmp_path: Pat
     reals, traps = tally(log)
     print(f"real {len(reals)}, trap fetches {traps}")
     assert len(reals) == REAL  # the trap is bounded by the budget, beside them
+
+
+async def test_a_soft_404_naming_the_same_relative_links_everywhere_ends(tmp_path: Path) -> None:
+    log: list[str] = []
+    async with serve(trap_site(("echo",), log)) as port:
+        stats = await crawl(port, tmp_path / "out", max_pages=1000, digests="off")
+    reals, traps = tally(log)
+    print(f"real {len(reals)}, trap fetches {traps}, rejected {stats.rejected}")
+    assert len(reals) == REAL
+    assert traps["echo"] <= 1 + 5 + 25  # /soft/, its subdirectories and theirs
+    assert stats.rejected["trap-loop"] >= 25 * 5

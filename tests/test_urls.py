@@ -38,6 +38,10 @@ from gossamer.urls import (
         ("http://example.com/?b=2&a=1", "http://example.com/?b=2&a=1"),
         ("http://example.com/p?q=a%20b#x", "http://example.com/p?q=a%20b"),
         ("http://example.com/?", "http://example.com/"),
+        ("http://example.com/i?&&id=7&&&color=red&&", "http://example.com/i?id=7&color=red"),
+        ("http://example.com/i?&", "http://example.com/i"),
+        ("http://example.com/i?a&&b=%41&", "http://example.com/i?a&b=A"),
+        ("http://example.com/i?a=%26&&b", "http://example.com/i?a=%26&b"),
         ("http://EXAMPLE.com./x", "http://example.com/x"),
         ("http://[::1]:8080/x", "http://[::1]:8080/x"),
         ("http://münchen.de/", "http://xn--mnchen-3ya.de/"),
@@ -140,6 +144,7 @@ def test_fast_path_agrees_with_full_canonicalization() -> None:
 
     rng = random.Random(5)
     pieces = ["a", "Z", "0", "-", ".", "..", "/", "~", "%41", "%7e", "?", "=", "&", "#", ":", "@"]
+    pieces += ["&", "?&", "&&"]
     pieces += ["é", " ", "!", "'", "(", "*", ";", ",", "+", "$", "_", "%2F", "%zz"]
     hosts = ["a.test", "a.test:80", "a.test:8080", "A.test", "a.test.", "a.test:0", "1.2.3.4"]
     accepted = 0

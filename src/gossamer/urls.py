@@ -48,8 +48,10 @@ _HOST = r"[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?"
 _PORT = r"(?:[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]|[1-9][0-9]{0,3})"
 _CANONICAL = re.compile(
     rf"(?:http://{_HOST}(?::(?!80/){_PORT})?|https://{_HOST}(?::(?!443/){_PORT})?)"
-    r"/[A-Za-z0-9\-._~!$&'()*+,;=:@/]*(?:\?[A-Za-z0-9\-._~!$&'()*+,;=:@/?]+)?"
+    r"/[A-Za-z0-9\-._~!$&'()*+,;=:@/]*"
+    r"(?:\?[A-Za-z0-9\-._~!$'()*+,;=:@/?]+(?:&[A-Za-z0-9\-._~!$'()*+,;=:@/?]+)*)?"
 )
+"""A canonical query has no empty pair: no ``&`` leading, trailing or doubled."""
 
 
 class InvalidURL(ValueError):
@@ -76,7 +78,9 @@ def canonicalize(url: str) -> str:
 
     Lower-cases scheme and host, drops the default port, removes dot segments, normalises
     percent-encoding (upper-case hex, unreserved characters decoded, unsafe ones encoded),
-    drops the fragment, keeps the query (order included). Raises :class:`InvalidURL`.
+    drops the fragment, keeps the query (order included) without its empty pairs (``&&``,
+    a leading or trailing ``&``: endless spellings of one query, which no server tells apart;
+    as w3lib's ``canonicalize_url`` drops them). Raises :class:`InvalidURL`.
     """
     if is_plainly_canonical(url):
         return url
@@ -125,6 +129,8 @@ def _canonical_form(url: str) -> str:
     query = parsed.search[1:]
     if "%27" in query:  # WHATWG escapes ' in queries; gossamer keeps it as written
         query = _written_query(url)
+    if "&" in query:
+        query = "&".join(part for part in query.split("&") if part)
     query = _normalize_component(query, _QUERY_SAFE) if query else ""
     return f"{scheme}//{netloc}{path}?{query}" if query else f"{scheme}//{netloc}{path}"
 

@@ -58,6 +58,19 @@ async def test_patterns_win_over_the_default() -> None:
     assert kinds[("small.test", "page")] == 2 and kinds[("none.test", "page")] == 8
 
 
+async def test_a_pattern_with_a_wildcard_is_one_budget_for_all_its_hosts() -> None:
+    front = frontier(BudgetLimits(per_host=2, patterns={"*.x.test": 5, "exact.test": 3}))
+    subdomains = [c for n in range(4) for c in urls(f"s{n}.x.test", 3)]
+    await front.add(subdomains + urls("exact.test", 4) + urls("other.test", 3))
+    kinds = await drain(front)
+    pages = sum(
+        n for (host, kind), n in kinds.items() if host.endswith(".x.test") and kind == "page"
+    )
+    assert pages == 5 and kinds[("exact.test", "page")] == 3 and kinds[("other.test", "page")] == 2
+    late = await front.add(urls("s9.x.test", 2) + urls("exact.test", 5)[4:] + urls("new.test", 1))
+    assert late.rejected == {"budget": 3} and late.added == 1  # a new subdomain: spent too
+
+
 async def test_a_released_page_is_not_spent_and_a_retried_one_is_fetched() -> None:
     front = frontier(BudgetLimits(per_host=2))
     await front.add(urls("a.test", 5))

@@ -396,6 +396,34 @@ async def test_spellings_of_one_path_in_letter_case_stop() -> None:
     assert guard.check(H, f"{H}/Other/Page", 1) is None
 
 
+def test_subdirectories_a_page_echoes_from_its_parents_stop() -> None:
+    guard = TrapGuard()
+    names = ["news", "blog", "team"]
+
+    def screen(page: str) -> list[str | None]:
+        return guard.screen([(H, f"{H}{page}{name}/", 1) for name in names], f"{H}{page}")
+
+    assert screen("/") == [None] * 3
+    assert screen("/news/") == [None] * 3  # the same as its parent's
+    assert screen("/news/blog/") == ["trap-loop"] * 3  # and its grandparent's
+    assert screen("/blog/") == [None] * 3  # another line
+    # a tree whose directories name their own subdirectories is not one
+    tree = [("/docs/", ["guide", "api"]), ("/docs/guide/", ["intro", "install"])]
+    tree += [("/docs/guide/intro/", ["first", "second"]), ("/docs/api/", ["urls", "frontier"])]
+    for page, subdirectories in tree:
+        batch = [(H, f"{H}{page}{name}/", 1) for name in subdirectories]
+        assert guard.screen(batch, f"{H}{page}") == [None, None]
+
+
+async def test_spellings_of_one_query_in_order_and_repeats_stop() -> None:
+    guard = TrapGuard()
+    spellings = ["a=1&b=2", "b=2&a=1", "a=1&b=2&a=1", "b=2&a=1&b=2", "b=2&b=2&a=1"]
+    verdicts = [guard.check(H, f"{H}/item?{query}", 1) for query in spellings]
+    assert verdicts == [None, None, None, "trap-template", "trap-template"]
+    assert guard.check(H, f"{H}/item?b=3&a=1", 1) is None  # another query
+    assert guard.check(H, f"{H}/item?a=1", 1) is None
+
+
 async def test_path_parameters_that_link_more_of_themselves_stop() -> None:
     front = frontier()
 

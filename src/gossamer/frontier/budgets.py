@@ -6,13 +6,18 @@ page ends as one record, whatever retries it takes, so a host with budget N ends
 N page records. Once a host's budget is spent its queued URLs go out as ``budget`` leases
 (recorded once with the ``budget`` outcome, never fetched) and admission turns its new URLs
 away (``budget``). Limits come from ``--max-pages-per-host`` and, per host pattern (a glob
-matched against the bare host name, the first match wins), from ``host_page_budgets``.
+matched against the bare host name, the first match wins), from ``host_page_budgets``. A
+pattern with a wildcard is one budget for all the hosts it matches (``*.example.org = 500``:
+500 pages over its subdomains, however many a site makes up: a wildcard DNS names endless
+hosts, each a host of its own to every per-host bound); a host name, like
+``--max-pages-per-host``, one budget for each host (each scheme and port).
 """
 
 from __future__ import annotations
 
 import fnmatch
 from collections.abc import Mapping
+from typing import NamedTuple
 
 import msgspec
 
@@ -29,45 +34,65 @@ class BudgetLimits(msgspec.Struct, frozen=True):
     def __bool__(self) -> bool:
         return self.per_host is not None or bool(self.patterns)
 
-    def limit(self, key: str) -> int | None:
-        """The budget of host key ``key`` (``scheme://host[:port]``); None: unlimited."""
+    def rule(self, key: str) -> Rule:
+        """The budget of host key ``key`` (``scheme://host[:port]``) and what counts it."""
         host = host_of(key + "/")
         for pattern, limit in self.patterns.items():
             if fnmatch.fnmatchcase(host, pattern.lower()):
-                return limit
-        return self.per_host
+                shared = any(char in pattern for char in "*?[")
+                return Rule(pattern if shared else key, limit)
+        return Rule(key, self.per_host)
+
+
+class Rule(NamedTuple):
+    """The budget of a host: the ``account`` its pages count in (the host key, or a pattern
+    with a wildcard that matched it: one count for all its hosts) and its ``limit`` (None:
+    unlimited)."""
+
+    account: str
+    limit: int | None
+
+
+_ACCOUNTS = 100_000
+"""Hosts whose account :meth:`HostBudget.spent` remembers at most (all forgotten past it)."""
 
 
 class BudgetStats(msgspec.Struct, frozen=True):
     """A frozen snapshot of a :class:`HostBudget`."""
 
     hosts: int
-    """Hosts with a budget that had a page leased."""
+    """Budgets (hosts, patterns shared by their hosts) that had a page leased."""
     spent: int
-    """Hosts whose budget is spent."""
+    """Budgets spent."""
 
 
 class HostBudget:
-    """The page count of each host with a budget (see the module docstring)."""
+    """The page count of each budget: a host's, or a pattern's shared by its hosts (see the
+    module docstring)."""
 
-    __slots__ = ("_limits", "_of", "_pages", "_spent")
+    __slots__ = ("_accounts", "_limits", "_of", "_pages", "_spent")
 
     def __init__(self, limits: BudgetLimits) -> None:
         self._limits = limits
-        self._of: dict[str, int | None] = {}
+        self._of: dict[str, Rule] = {}
+        """Hosts met here (their counts are this object's): their rules."""
+        self._accounts: dict[str, str] = {}
+        """Hosts asked about by :meth:`spent`: their accounts."""
         self._pages: dict[str, int] = {}
+        """Accounts: their pages."""
         self._spent: set[str] = set()
+        """Accounts spent."""
 
-    def _limit(self, key: str) -> int | None:
+    def _rule(self, key: str) -> Rule:
         try:
             return self._of[key]
         except KeyError:
-            limit = self._of[key] = self._limits.limit(key)
-            return limit
+            rule = self._of[key] = self._limits.rule(key)
+            return rule
 
     def limited(self, key: str) -> bool:
         """Whether host ``key`` has a budget."""
-        return self._limit(key) is not None
+        return self._rule(key).limit is not None
 
     def known(self, key: str) -> bool:
         """Whether host ``key`` was asked about here before (its count is this object's)."""
@@ -75,37 +100,46 @@ class HostBudget:
 
     def take(self, key: str) -> bool:
         """One more page of host ``key``, if its budget allows (True, counted)."""
-        limit = self._limit(key)
+        account, limit = self._rule(key)
         if limit is None:
             return True
-        pages = self._pages.get(key, 0)
+        pages = self._pages.get(account, 0)
         if pages >= limit:
-            self._spent.add(key)
+            self._spent.add(account)
             return False
-        self._pages[key] = pages + 1
+        self._pages[account] = pages + 1
         if pages + 1 >= limit:
-            self._spent.add(key)
+            self._spent.add(account)
         return True
 
     def give_back(self, key: str) -> None:
         """A page taken for host ``key`` went back to its queue unfetched."""
-        pages = self._pages.get(key, 0)
+        account = self._rule(key).account
+        pages = self._pages.get(account, 0)
         if pages > 0:
-            self._pages[key] = pages - 1
-            self._spent.discard(key)
+            self._pages[account] = pages - 1
+            self._spent.discard(account)
 
     def preset(self, counts: Mapping[str, int]) -> None:
-        """Pages recorded by hosts before (``--resume``)."""
+        """Pages recorded by hosts before, not counted here yet (``--resume``; a cluster
+        worker meeting a host): added to their accounts."""
         for key, pages in counts.items():
-            if self._limit(key) is not None:
-                self._pages[key] = pages
-                limit = self._of[key]
-                if limit is not None and pages >= limit:
-                    self._spent.add(key)
+            account, limit = self._rule(key)
+            if limit is not None:
+                total = self._pages[account] = self._pages.get(account, 0) + pages
+                if total >= limit:
+                    self._spent.add(account)
 
     def spent(self, key: str) -> bool:
         """Whether host ``key`` may take no more pages."""
-        return key in self._spent
+        if not self._spent:
+            return False
+        account = self._accounts.get(key)
+        if account is None:
+            if len(self._accounts) >= _ACCOUNTS:
+                self._accounts.clear()
+            account = self._accounts[key] = self._limits.rule(key).account
+        return account in self._spent
 
     def stats(self) -> BudgetStats:
         """A frozen snapshot."""

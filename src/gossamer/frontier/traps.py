@@ -7,7 +7,9 @@ themselves. The guard sees each URL new to the crawl once (after the seen check,
 repeated on every page counts once) and turns it away when:
 
 * ``trap-loop``: a run of one to three path segments repeats ``loop_repeats`` times in a row,
-  or the path grows by empty segments, page file names or re-encoding (:func:`odd_path`);
+  or the path grows by empty segments, page file names or re-encoding (:func:`odd_path`),
+  or it is a subdirectory of a page linking the same subdirectories as the page it was found
+  on, which did so too, past ``echo_steps`` (:class:`Echoes`: a soft 404 with relative links);
 * ``trap-session``: a session id the canonical form does not strip (an ASP.NET
   ``(S(...))`` segment, a query parameter named like ``*session*``);
 * ``trap-nesting``: its path holds more than ``max_ids`` id segments (random tokens and long
@@ -36,7 +38,8 @@ repeated on every page counts once) and turns it away when:
   Also when its query only appends to (or swaps the last list item of) its page's for more
   than ``growth_steps`` pages in a row; a query grown so counts as a token for its kind;
 * ``trap-template``: its template has ``per_template`` URLs already, it is one more than
-  ``case_variants`` spellings of one path in letter case, or it has path parameters and was
+  ``spellings`` spellings of one path in letter case or query order (its query's pairs
+  reordered or repeated: :func:`reordered`), or it has path parameters and was
   found on a page of the same path with path parameters (a variant of that page).
 
 Seeds (depth 0) are never turned away. A template is the URL, lower-cased, with digit runs,
@@ -58,7 +61,15 @@ from collections.abc import Sequence
 
 import msgspec
 
-from gossamer.frontier.trapvariants import appends, grows_a_value, odd_path, variant
+from gossamer.frontier.trapvariants import (
+    Echoes,
+    appends,
+    folded,
+    grows_a_value,
+    odd_path,
+    reordered,
+    variant,
+)
 from gossamer.urls import fingerprint
 
 TRAP_REASONS = (
@@ -120,10 +131,14 @@ class TrapLimits(msgspec.Struct, frozen=True):
     """Id segments (tokens, long numbers) one path may hold (``trap-nesting``)."""
     loop_repeats: int = 3
     """Repeats in a row of a run of path segments that make a loop (``trap-loop``)."""
-    case_variants: int = 2
-    """Spellings of one path in different letter case per host (``trap-template``)."""
+    spellings: int = 2
+    """Spellings of one path (and query) in letter case or query order per host, besides
+    the one in lower case and order (``trap-template``)."""
     growth_steps: int = 1
     """Pages in a row whose query only grows their page's by appending (``trap-facets``)."""
+    echo_steps: int = 1
+    """Pages in a row that may link the same subdirectories as their parent (``trap-loop``,
+    :class:`~gossamer.frontier.trapvariants.Echoes`)."""
     templates: int = 2000
     """Templates (and paths, and kinds) tracked per host."""
     hosts: int = 10_000
@@ -154,11 +169,12 @@ class _HostTraps:
     """One host's templates (with their counts), paths (with their query combinations) and
     kinds that showed a token or a date (with their counts)."""
 
-    __slots__ = ("cases", "faceted", "kinds", "paths", "templates")
+    __slots__ = ("faceted", "kinds", "paths", "spellings", "templates")
 
     def __init__(self) -> None:
-        self.cases: OrderedDict[str, int] = OrderedDict()
-        """Paths with a capital letter, lower-cased: the spellings of each seen."""
+        self.spellings: OrderedDict[str, int] = OrderedDict()
+        """Paths with a capital letter or a query out of order, folded (:func:`folded`):
+        the spellings of each seen."""
         self.templates: OrderedDict[str, _Template] = OrderedDict()
         self.paths: OrderedDict[str, set[str]] = OrderedDict()
         self.faceted: set[str] = set()
@@ -321,15 +337,23 @@ class TrapGuard:
         self._growth: OrderedDict[int, int] = OrderedDict()
         """URL fingerprint -> the pages in a row whose query grew by appending to it."""
         self._last: tuple[str, tuple[str, int]] | None = None
+        self._echoes = Echoes(self._limits.echo_steps, self._limits.lineage)
 
     def screen(
         self, urls: Sequence[tuple[str, str, int]], source: str | None = None
     ) -> list[str | None]:
         """:meth:`check` each of a batch of (host key, canonical URL, depth) found on the page
-        ``source`` (None: unknown), after looking for faceted navigation in the batch (see
-        the module docstring)."""
+        ``source`` (None: unknown), after looking for faceted navigation in the batch and
+        for subdirectories the page's parent linked too (see the module docstring)."""
         self._spot_facets(urls)
-        return [self.check(key, url, depth, source) for key, url, depth in urls]
+        echoing = None if source is None else self._echoes.echoing(urls, source)
+        if not echoing:
+            return [self.check(key, url, depth, source) for key, url, depth in urls]
+        self._rejected["trap-loop"] += len(echoing)
+        return [
+            "trap-loop" if at in echoing else self.check(key, url, depth, source)
+            for at, (key, url, depth) in enumerate(urls)
+        ]
 
     def _descent_of(self, source: str) -> tuple[str, int]:
         """The line and descent of the page ``source`` (one not remembered: 0 of its own
@@ -417,11 +441,13 @@ class TrapGuard:
 
     def _variant_of_a_page(self, key: str, tail: str, source: str | None) -> str | None:
         """The reason a URL (its ``tail`` after the host) is a variant of a page: a path grown
-        by slashes, file names or encoding, one more spelling in letter case, path
-        parameters found on the same path's (None: it is none)."""
+        by slashes, file names or encoding, one more spelling in letter case or query order,
+        path parameters found on the same path's (None: it is none)."""
         if odd_path(tail):
             return "trap-loop"
-        if _UPPER.search(tail) and self._spellings(key, tail) > self._limits.case_variants:
+        if (_UPPER.search(tail) or ("&" in tail and reordered(tail))) and self._spellings(
+            key, tail
+        ) > self._limits.spellings:
             return "trap-template"
         if source is not None and ";" in tail and variant(tail, source):
             return "trap-template"
@@ -473,15 +499,15 @@ class TrapGuard:
         return reason
 
     def _spellings(self, key: str, tail: str) -> int:
-        """How many spellings of ``tail`` in letter case host ``key`` has shown, this one
-        counted."""
-        cases = self._host(key).cases
-        folded = tail.lower()
-        count = cases.get(folded, 0) + 1
-        cases[folded] = count
-        cases.move_to_end(folded)
-        if len(cases) > self._limits.templates:
-            cases.popitem(last=False)
+        """How many spellings of ``tail`` in letter case or query order host ``key`` has
+        shown, this one counted."""
+        spellings = self._host(key).spellings
+        plain = folded(tail)
+        count = spellings.get(plain, 0) + 1
+        spellings[plain] = count
+        spellings.move_to_end(plain)
+        if len(spellings) > self._limits.templates:
+            spellings.popitem(last=False)
         return count
 
     def _grows(self, url: str, source: str) -> int:
@@ -541,7 +567,7 @@ class TrapGuard:
     def stats(self) -> TrapStats:
         """A frozen snapshot."""
         templates = sum(len(host.templates) for host in self._hosts.values())
-        lines = len(self._lineage) + len(self._growth)
+        lines = len(self._lineage) + len(self._growth) + len(self._echoes)
         return TrapStats(dict(self._rejected), len(self._hosts), templates, lines)
 
 

@@ -13,7 +13,9 @@ strips (``/a?utm_source=feed`` and ``/a;jsessionid=X`` name ``/a`` itself):
 
 * in scope, one admission and robots.txt would let the crawl fetch, neither known to have
   failed nor itself a page that named another canonical URL: the canonical URL is queued
-  (at the page's depth, never as a seed: a user name or password of its own is refused) and
+  (one level deeper than the page, as its links are, so ``--max-depth`` ends a chain of pages
+  each naming a new canonical URL; never as a seed: a user name or password of its own is
+  refused) and
   the page's record is flagged ``canonical-followed``: it keeps its status, links and
   ``canonical`` field, but no content is stored for it (the canonical page's is), as for
   ``noindex``;
@@ -225,8 +227,8 @@ class Canonicals(Generic[_P]):
     def judge(
         self, url: str, canonical: str | None, depth: int = 0
     ) -> tuple[str | None, str | None]:
-        """The canonical URL to queue for the page at ``url`` (at ``depth``; None: none) and
-        the record's flag (None: none)."""
+        """The canonical URL to queue for the page at ``url`` (at ``depth``; None: none), one
+        level deeper, and the record's flag (None: none)."""
         origin = host_key(url)
         if origin not in self._origins:
             self._remember(self._origins, origin, None)
@@ -253,7 +255,7 @@ class Canonicals(Generic[_P]):
         """Whether admission and robots.txt would let the crawl fetch ``queued``, named by
         the page ``url``: a page whose canonical URL will not be fetched keeps its content."""
         refusal, allowed = self._checks.refusal, self._checks.allowed
-        reason = None if refusal is None else refusal(queued, depth, url)
+        reason = None if refusal is None else refusal(queued, depth + 1, url)
         if reason is None and allowed is not None and allowed(queued) is False:
             reason = "robots"
         if reason is None:

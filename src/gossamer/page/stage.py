@@ -357,7 +357,7 @@ class PageStage:
         state.flags += (flag,) if flag is not None else ()
         if target is not None:
             state.withheld = state.withheld or "not-canonical"
-            state.canonical_link = Candidate(target, state.lease.depth)
+            state.canonical_link = Candidate(target, state.lease.depth + 1)
 
     async def _rules(self, state: PageState) -> None:
         """The rule matching an HTML page: its fields, and its links when it has link rules."""
@@ -463,8 +463,7 @@ class PageStage:
         return state.links
 
     def _outlinks(self, state: PageState) -> None:
-        """The links to follow, one level deeper (and a canonical URL followed, at the
-        page's depth)."""
+        """The links to follow, one level deeper (and a canonical URL followed, as deep)."""
         lease = state.lease
         state.candidates = Outlinks(self._follow(state), lease.depth + 1, lease.url)
         if state.canonical_link is not None:

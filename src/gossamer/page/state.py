@@ -138,7 +138,7 @@ class PageState(msgspec.Struct, eq=False):
     unarchived: str | None = None
     """Why the page's payload is not archived though its content is stored (``noarchive``)."""
     canonical_link: Candidate | None = None
-    """The canonical URL to queue (``--canonical follow``), at the page's depth."""
+    """The canonical URL to queue (``--canonical follow``), one level deeper than the page."""
     change: str | None = None
     """What changed since the URL's last fetch (:mod:`gossamer.page.freshness`)."""
     previous_fetched_at: float | None = None

@@ -280,8 +280,9 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
         Meta(
             description=(
                 "Page budgets by host pattern (a glob on the host name, the first match "
-                "wins over --max-pages-per-host): a [host_page_budgets] table, or "
-                "PATTERN=N pairs comma-separated."
+                "wins over --max-pages-per-host; a pattern with a wildcard is one budget "
+                "shared by all its hosts): a [host_page_budgets] table, or PATTERN=N pairs "
+                "comma-separated."
             )
         ),
     ] = field(default_factory=dict)
