@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 import aiohttp
+import msgspec
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
@@ -19,6 +20,7 @@ from protego import Protego
 
 from gossamer.frontier.robots import (
     MAX_ROBOTS_BYTES,
+    MAX_ROBOTS_WAIT,
     MAX_WILDCARD_RULES,
     RobotsCache,
     RobotsPolicy,
@@ -707,3 +709,40 @@ def test_a_file_cut_at_the_limit_keeps_its_rules_whatever_its_line_breaks(newlin
     body = newline.join(lines) + newline
     assert len(body) > MAX_ROBOTS_BYTES
     assert not RobotsPolicy.parse(body).allowed("http://h.test/private/x")
+
+
+class _Answer(msgspec.Struct, frozen=True):
+    """A robots.txt answer as the crawl's fetcher gives it: its ``Retry-After`` too."""
+
+    status: int | None
+    body: bytes = b""
+    location: str | None = None
+    error: str | None = None
+    truncated: bool = False
+    retry_after: float | None = None
+
+
+@pytest.mark.parametrize(
+    ("status", "retry_after", "left_alone"),
+    [(503, 3600.0, 3600.0), (429, 10.0, 60.0), (503, 1e9, MAX_ROBOTS_WAIT), (500, None, 60.0)],
+)
+async def test_an_unreachable_robots_txt_is_asked_again_when_its_site_says(
+    clock: FakeClock, status: int, retry_after: float | None, left_alone: float
+) -> None:
+    """A 429 or 503 saying ``Retry-After: 3600`` was asked again every ``--robots-retry``
+    (30 s): it is left alone as long as it asks (`MAX_ROBOTS_WAIT` at most), never less than
+    the retry interval."""
+    asked: list[str] = []
+
+    async def fetch(url: str) -> RobotsResponse:
+        asked.append(url)
+        return _Answer(status, retry_after=retry_after)
+
+    cache = RobotsCache(fetch, clock=clock, retry_interval=60.0)
+    policy = await cache.get("http://a.test/page")
+    assert policy.status == "unreachable" and not policy.allowed("http://a.test/page")
+    clock.now += left_alone - 1
+    assert cache.known("http://a.test/other") is policy
+    clock.now += 2
+    assert cache.known("http://a.test/other") is None
+    assert asked == ["http://a.test/robots.txt"]

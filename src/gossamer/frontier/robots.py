@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import re
 import time
 from collections import OrderedDict
@@ -47,6 +46,12 @@ from typing import Literal, Protocol
 import msgspec
 from protego import Protego
 
+from gossamer.frontier.robotstext import (
+    MAX_ROBOTS_BYTES,
+    names_a_user,
+    robots_text,
+    wildcard_count,
+)
 from gossamer.redact import redact_url
 from gossamer.urls import Resolver
 
@@ -68,8 +73,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 DEFAULT_TOKEN = "gossamer"
-MAX_ROBOTS_BYTES = 500 * 1024
-"""Parsing limit (RFC 9309 §2.5: at least 500 kibibytes). Fetchers may stop reading here."""
 _CUT = frozenset({None, "decompression-bomb"})
 """Fetch errors that leave a robots.txt whole up to the parsing limit: a compressed file
 decoded past `MAX_ROBOTS_BYTES` at a bomb's ratio is cut there, as a plain one is."""
@@ -90,6 +93,9 @@ RobotsStatus = Literal[
     "blocked",
     "too-complex",
 ]
+MAX_ROBOTS_WAIT = 6 * 3600.0
+"""The longest a robots.txt answered 429 or 5xx with a ``Retry-After`` is left alone (its
+host's URLs wait as long): the site asked, and a day or a year would stall them for good."""
 MAX_WILDCARD_RULES = 1_000
 """Wildcards (``*``, a run of them counting once) in the rules of the group that applies to
 the crawler, at most: each costs a search of the URL on every check (protego), so 30,000
@@ -181,7 +187,7 @@ class RobotsPolicy:
         verdicts: VerdictCounts | None = None,
     ) -> RobotsPolicy:
         """Parse a robots.txt body (UTF-8, undecodable bytes tolerated, first 500 KiB)."""
-        return cls.from_rules(Protego.parse(_robots_text(body)), token, verdicts=verdicts)
+        return cls.from_rules(Protego.parse(robots_text(body)), token, verdicts=verdicts)
 
     @classmethod
     def from_rules(
@@ -189,13 +195,13 @@ class RobotsPolicy:
     ) -> RobotsPolicy:
         """Wrap an already parsed protego object (every URL forbidden, ``too-complex``, when
         the group that applies holds more than `MAX_WILDCARD_RULES` wildcard rules)."""
-        if _wildcard_rules(rules, token) > MAX_WILDCARD_RULES:
+        if wildcard_count(rules, token) > MAX_WILDCARD_RULES:
             return cls.disallow_all("too-complex", token, verdicts=verdicts)
         return cls(
             status="ok",
             token=token,
             crawl_delay=rules.crawl_delay(token),
-            sitemaps=tuple(url for url in rules.sitemaps if not _names_a_user(url)),
+            sitemaps=tuple(url for url in rules.sitemaps if not names_a_user(url)),
             rules=rules,
             verdicts=verdicts,
         )
@@ -298,6 +304,8 @@ class RobotsCache:
         """Origin -> its policy, the least recently used first (a dict would find its oldest
         key by scanning past every key deleted before it)."""
         self._in_flight: dict[str, asyncio.Task[RobotsPolicy]] = {}
+        self._waits: dict[str, float] = {}
+        """robots.txt URL -> the ``Retry-After`` of its last 429 or 5xx (read by `_load`)."""
         self._verdicts = VerdictCounts()
         self._fetches = 0
         self._requests = 0
@@ -392,18 +400,15 @@ class RobotsCache:
     async def _load(self, key: str) -> RobotsPolicy:
         try:
             policy = await self._download(key + "/robots.txt")
+            asked = max(self._retry_interval, self._waits.pop(key + "/robots.txt", 0.0))
             lifetime = self._ttl
             if policy.status == "unreachable":
                 self._unreachable += 1
                 log.info(
                     "robots.txt of %s unreachable; its URLs wait, asked again in %gs",
                     key,
-                    self._retry_interval,
-                    extra={
-                        "event": "robots-unreachable",
-                        "origin": key,
-                        "retry_in": self._retry_interval,
-                    },
+                    asked,
+                    extra={"event": "robots-unreachable", "origin": key, "retry_in": asked},
                 )
             if policy.status == "too-complex":
                 log.warning(
@@ -413,8 +418,10 @@ class RobotsCache:
                     MAX_WILDCARD_RULES,
                     extra={"event": "robots-too-complex", "origin": key},
                 )
-            if policy.status in ("unreachable", "blocked"):
+            if policy.status == "blocked":
                 lifetime = self._retry_interval
+            elif policy.status == "unreachable":
+                lifetime = asked
             self._keep(key, policy, lifetime)
             return policy
         finally:
@@ -466,6 +473,9 @@ class RobotsCache:
                 continue
             if 400 <= status < 500 and status != 429:
                 return self._policy_without_rules("missing")
+            wait = getattr(response, "retry_after", None)  # a 429 or 5xx may say when
+            if isinstance(wait, int | float) and wait > 0:
+                self._waits[first] = min(float(wait), MAX_ROBOTS_WAIT)
             return self._policy_without_rules("unreachable")
         return self._policy_without_rules("redirect-loop")
 
@@ -479,7 +489,7 @@ class RobotsCache:
             return None
 
     async def _parse(self, body: bytes, cut: bool = False) -> RobotsPolicy:
-        text = _robots_text(body, cut)
+        text = robots_text(body, cut)
         try:
             if len(text) > _PARSE_IN_THREAD_BYTES:  # large files take protego a while
                 rules = await asyncio.to_thread(Protego.parse, text)
@@ -498,28 +508,6 @@ class RobotsCache:
         if status == "unreachable":
             return RobotsPolicy.disallow_all(status, self._token, verdicts=self._verdicts)
         return RobotsPolicy.allow_all(status, self._token, verdicts=self._verdicts)
-
-
-_AUTHORITY = re.compile(r"\s*[A-Za-z][A-Za-z0-9+.-]*:[/\\]*([^/\\?#]*)")
-
-
-def _names_a_user(url: str) -> bool:
-    """Whether a ``Sitemap:`` URL carries a user name (a password): a site may name any
-    URL, and credentials are only the user's to give (its seeds, ``--sitemap``)."""
-    match = _AUTHORITY.match(url)
-    return match is not None and "@" in match[1]
-
-
-_WILDCARDS = re.compile(r"\*+")
-
-
-def _wildcard_rules(rules: Protego, token: str) -> int:
-    """The wildcards (runs of ``*``) in the rules of the group of ``rules`` that applies to
-    ``token`` (protego 0.7's rule set, as pinned: a test fails if its shape changes)."""
-    group = rules._get_matching_rule_set(token)
-    if group is None:
-        return 0
-    return sum(len(_WILDCARDS.findall(rule.value._pattern)) for rule in group._rules)
 
 
 def robots_origin(url: str) -> str:
@@ -548,53 +536,3 @@ def _redirect_target(url: str, location: str | None) -> str | None:
     except ValueError:
         return None
     return target if target is not None and _ORIGIN.match(target) else None
-
-
-def _robots_text(body: bytes, cut: bool = False) -> str:
-    """Decode the first ``MAX_ROBOTS_BYTES`` as UTF-8, dropping a line cut by the limit (or
-    by the fetcher, which says so with ``cut``: ``Disallow: /private`` cut to ``Disallow: /``
-    would block the whole site)."""
-    if cut or len(body) > MAX_ROBOTS_BYTES:
-        body = body[:MAX_ROBOTS_BYTES]
-        body = body[: max(map(body.rfind, _LINE_BREAKS)) + 1]
-    text = body.decode("utf-8", "replace").removeprefix("\ufeff")
-    lower = text.lower()
-    delays, versions = "delay" in lower, "/" in text and "agent" in lower
-    if not (delays or versions):
-        return text
-    # lines as protego splits them (every line break str.splitlines knows), spaces as it strips
-    text = "\n".join(text.splitlines())
-    if versions:  # "User-agent: Gossamer/1.0", as owners copy it from their logs
-        text = _VERSIONED_AGENT.sub(r"\1", text)
-    return _ENDLESS_DELAY.sub(_finite_delay, text) if delays else text
-
-
-_LINE_BREAKS = (b"\n", b"\r", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e")
-"""Bytes ending a line as protego splits them (not NEL: ``\x85`` ends other characters)."""
-_VERSIONED_AGENT = re.compile(
-    r"^([^\S\n]*user-agent[^\S\n]*:?[^\S\n]*[A-Za-z_][A-Za-z0-9_-]*)/[^#\n]*",
-    re.IGNORECASE | re.MULTILINE,
-)
-"""A group's user agent written with its version: its product token is the name before the
-slash (RFC 9309 section 2.2.1; Google's parser reads it so), which protego would not match."""
-
-
-_ENDLESS_DELAY = re.compile(
-    r"^([^\S\n]*crawl(?:-|[^\S\n]+)delay[^\S\n]*:?[^\S\n]*)([^\s#]+)(?=[^\S\n]*(?:#|$))",
-    re.IGNORECASE | re.MULTILINE,
-)
-_LONGEST_DELAY = "1e308"
-"""The value an endless ``Crawl-delay`` is read as (a 500 KiB file without one is not
-searched: its lower-case copy is a tenth of the search's cost)."""
-
-
-def _finite_delay(line: re.Match[str]) -> str:
-    """A ``Crawl-delay`` line as protego should read it: an endless delay (``inf``,
-    ``Infinity``, ``1e400``), which protego drops as no delay at all, as the longest finite
-    one (`_LONGEST_DELAY`), which the politeness policy caps at ``--max-crawl-delay``. Any
-    other value is left as it is (protego drops a negative one and ``NaN``)."""
-    try:
-        delay = float(line[2])
-    except ValueError:
-        return line[0]
-    return line[1] + _LONGEST_DELAY if delay == math.inf else line[0]
