@@ -41,6 +41,9 @@ crawl.db and 4.5 GB of memory); a site of a million pages fits. Past it, the wal
 and the sitemaps left are recorded ``too-many-urls``, not fetched."""
 
 
+_UNBOUNDED = 1 << 62
+
+
 class SiteBudgets:
     """Files and entries left per naming origin, ``per_site`` files and `SITE_ENTRIES`
     entries a round (see the module doc); ``given``: the origin of the sitemaps the user
@@ -58,20 +61,22 @@ class SiteBudgets:
     def left(self, origins: Iterable[str]) -> int:
         """Files a read of a sitemap named by ``origins`` may take: the most any of them has
         left, as each named it (none for one whose entries are spent)."""
-        return max(
-            (
-                self._per_site
-                if o == self._given
-                else (self._per_site - self._spent[o]) * (self._listed[o] < self._entries)
-                for o in origins
-            ),
-            default=self._per_site,
-        )
+        return max((self._files_left(o) for o in origins), default=self._per_site)
 
     def entries_left(self, origins: Iterable[str]) -> int:
-        """Entries a read of a sitemap named by ``origins`` may hand to admission."""
-        left = [self._entries - self._listed[o] for o in origins if o != self._given]
-        return max(left) if left and len(left) == len(set(origins)) else 1 << 62
+        """Entries a read of a sitemap named by ``origins`` may hand to admission: the most
+        any of them has left (``--sitemap`` URLs, the user's, are not bounded)."""
+        return max(
+            (_UNBOUNDED if o == self._given else self._entries - self._listed[o] for o in origins),
+            default=_UNBOUNDED,
+        )
+
+    def _files_left(self, origin: str) -> int:
+        if origin == self._given:
+            return self._per_site
+        if self._listed[origin] >= self._entries:  # its entries are spent
+            return 0
+        return self._per_site - self._spent[origin]
 
     def spent_flag(self, origins: Iterable[str]) -> Flag:
         """What a sitemap named by ``origins`` that finds nothing `left` is recorded with."""
