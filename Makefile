@@ -13,9 +13,12 @@ $(BIN)/python:
 		echo "python3-venv missing; installing it with apt-get"; \
 		apt-get update -qq && apt-get install -y -qq python3-venv && $(PYTHON) -m venv $(VENV); }
 
-$(STAMP): pyproject.toml | $(BIN)/python
+# setup.py builds the C parts (src/gossamer/**/_*.c) in place; where they cannot be built the
+# Python code they speed up runs, and the line after the install says which are in use.
+$(STAMP): pyproject.toml setup.py $(wildcard src/gossamer/*/_*.c) | $(BIN)/python
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev,plot,render,docs]'
+	@$(BIN)/python -c "from gossamer.parse import native; print('C parts:', native.in_use())"
 	@touch $(STAMP)
 
 demo: $(STAMP)

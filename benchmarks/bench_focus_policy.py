@@ -24,7 +24,7 @@ from typing import Any
 import bench_focus_replay as replayed
 from gossamer.focus.policy import FocusPolicy
 from gossamer.focus.topic import Topic
-from realweb import install_missing
+from realweb import provide_missing
 
 Event = tuple[Any, ...]
 
@@ -92,7 +92,7 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=5)
     parser.add_argument("--callgrind", action="store_true", help="instrument only the passes")
     args = parser.parse_args()
-    install_missing()
+    provide_missing()
     for name in args.topics:
         pages = replayed.Pages()
         events = record(name, pages)

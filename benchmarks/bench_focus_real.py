@@ -54,17 +54,23 @@ from gossamer.crawl import run_crawl
 from gossamer.parse.links import parse_html
 from gossamer.settings import CrawlSettings, load_model
 from nginx import port_free, serve
-from realweb import install_missing
+from realweb import located, provide_missing
 
 
 @dataclass(frozen=True, slots=True)
 class Site:
     host: str
     ip: str
-    root: Path
+    installed: Path
+    """Where the set's HTML is once its package is installed (`root`)."""
     start: str
     """The path the hub links to."""
     name: str
+
+    @property
+    def root(self) -> Path:
+        """The set's HTML directory, installed or unpacked (`realweb.located`)."""
+        return located(self.installed) if self.installed.parts else self.installed
 
 
 SITES = (
@@ -436,10 +442,10 @@ def mean_figures(runs: list[dict[str, Any]], relevant: set[str], n: int) -> tupl
 
 
 async def run(ns: list[int], names: list[str], port: int, rounds: int = 1) -> dict[str, Any]:
-    install_missing()
+    provide_missing()
     missing = [str(s.root) for s in SITES if not s.root.is_dir()]
     if missing:
-        raise SystemExit(f"missing documentation: {missing} (apt-get install python3-doc ...)")
+        raise SystemExit(f"missing documentation: {missing} (apt-get download failed?)")
     PORT[0] = _free_port(port)
     topics = [t for t in TOPICS if not names or t.name in names]
     budget = max(ns) + max(ns) // 5  # text files (sources) are fetched too: N HTML pages

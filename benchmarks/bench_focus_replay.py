@@ -66,7 +66,7 @@ from gossamer.focus.policy import MAX_SCORED_LINKS, FocusPolicy
 from gossamer.focus.topic import Topic
 from gossamer.page.sandboxed import wanted
 from gossamer.parse.links import ParsedPage, parse_html
-from realweb import install_missing
+from realweb import provide_missing
 
 PORT = 8391
 HUB = "hub.test/index.html"
@@ -285,7 +285,7 @@ def main() -> None:
         "--shuffled", type=int, default=0, help="more crawls, each in a shuffled order (recall)"
     )
     args = parser.parse_args()
-    install_missing()
+    provide_missing()
     graph = link_graph(PORT)
     orders: dict[str, list[str]] = {}
     costs = []

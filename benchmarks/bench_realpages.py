@@ -256,12 +256,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if (why := crawler.missing()) is not None:
             print(f"bench: {why}", file=sys.stderr)
             return 2
-    if missing := realweb.install_missing():
-        print(f"note: not served (not installed): {', '.join(missing)}")
+    if missing := realweb.provide_missing():
+        print(f"note: not served (not found): {', '.join(missing)}")
     args.out.mkdir(parents=True, exist_ok=True)
     sites = realweb.lay_out(args.out / "www")
     if not sites:
-        print("bench: no documentation package installed", file=sys.stderr)
+        print("bench: no documentation package found or unpacked", file=sys.stderr)
         return 2
     compile_gossamer()
     for site in sites:

@@ -3,8 +3,9 @@
 Each documentation set (`DOCS`) is served whole by nginx on its own loopback address, from a
 symbolic link ``www/<ip>`` to the package's HTML directory: its pages link to each other with
 relative links, so a set crawled from its ``index.html`` stays on its host. The packages
-missing here are installed with ``apt-get install -y --no-install-recommends`` (as root only;
-otherwise the sets found are served and the missing ones named).
+missing here are unpacked from their ``.deb`` files under ``bench-out/debs``
+(`provide_missing`: ``apt-get download`` and ``dpkg-deb -x``, root or not; nothing is
+installed), otherwise the sets found are served and the missing ones named.
 
 The sets are hand-written and generated HTML of several tool chains (Sphinx, DocBook,
 AsciiDoc, SQLite's own): API references of 20,000-50,000 tags, long tutorials, release notes,
@@ -13,7 +14,6 @@ and many small pages, with the markup those tools really emit.
 
 from __future__ import annotations
 
-import os
 import shutil
 import statistics
 import subprocess
@@ -37,10 +37,14 @@ class DocSet:
     pattern: str
     """A glob from ``/`` matching the HTML directory (the version may be in the name)."""
 
-    def root(self) -> Path | None:
-        """The installed HTML directory, or None."""
-        found = sorted(Path("/").glob(self.pattern))
-        return found[-1] if found and (found[-1] / "index.html").exists() else None
+    def root(self, unpacked: Path | None = None) -> Path | None:
+        """The HTML directory, installed or else unpacked under ``unpacked``
+        (`provide_missing`; `UNPACKED` by default), or None."""
+        for base in (Path("/"), (unpacked or UNPACKED) / "root"):
+            found = sorted(base.glob(self.pattern))
+            if found and (found[-1] / "index.html").exists():
+                return found[-1]
+        return None
 
 
 DOCS = (
@@ -61,38 +65,61 @@ class Site:
     ip: str
 
 
-_APT = ["apt-get", "install", "-y", "-q", "--no-install-recommends"]
+UNPACKED = Path(__file__).resolve().parent.parent / "bench-out" / "debs"
+"""Where the documentation packages not installed here are unpacked (`provide_missing`)."""
 
 
-def install_missing(docs: Sequence[DocSet] = DOCS) -> list[str]:
-    """Install the documentation packages not found (root only), each only if that upgrades
-    or removes no installed package (postgresql-doc-N moves an installed PostgreSQL server
-    of an older point release to its own); the ones still missing."""
-    missing = [doc.package for doc in docs if doc.root() is None]
-    if missing and os.geteuid() == 0 and shutil.which("apt-get"):
-        env = os.environ | {"DEBIAN_FRONTEND": "noninteractive"}
-        for package in missing:
-            if (why := _touches_others(package, env)) is not None:
-                print(f"not installing {package}: {why}", flush=True)
-                continue
-            print(f"installing {package} with apt-get", flush=True)
-            command = [*_APT, package]
-            subprocess.run(command, env=env, stdout=subprocess.DEVNULL, check=False)
-    return [doc.package for doc in docs if doc.root() is None]
+def provide_missing(docs: Sequence[DocSet] = DOCS, into: Path = UNPACKED) -> list[str]:
+    """Unpack the documentation packages not found into ``into``: each ``.deb`` fetched
+    with ``apt-get download`` (with the ``-doc`` packages it depends on, which hold the
+    files of versioned sets such as python3.11-doc) and opened with ``dpkg-deb -x``.
+    Nothing is installed: no installed package is upgraded or removed, root or not
+    (installing python3-doc would upgrade the machine's Python to the docs' point
+    release). The packages still missing."""
+    missing = [doc for doc in docs if doc.root(into) is None]
+    if missing and shutil.which("apt-get") and shutil.which("dpkg-deb"):
+        debs = into / "files"
+        debs.mkdir(parents=True, exist_ok=True)
+        for doc in missing:
+            print(f"unpacking {doc.package} (apt-get download) into {into}", flush=True)
+            for package in (doc.package, *_doc_dependencies(doc.package)):
+                _unpack(package, debs, into / "root")
+    return [doc.package for doc in docs if doc.root(into) is None]
 
 
-def _touches_others(package: str, env: dict[str, str]) -> str | None:
-    """Why installing ``package`` would change installed packages (apt-get's simulation:
-    an ``Inst`` with the old version in brackets is an upgrade, ``Remv`` a removal)."""
-    plan = subprocess.run(
-        [*_APT, "-s", package], env=env, capture_output=True, text=True, check=False
+def located(path: Path) -> Path:
+    """``path`` (an installed documentation directory) if it is there, else where
+    `provide_missing` unpacked it, if it did."""
+    unpacked = UNPACKED / "root" / path.relative_to("/")
+    return unpacked if not path.exists() and unpacked.exists() else path
+
+
+def _doc_dependencies(package: str) -> list[str]:
+    """The ``-doc`` packages ``package`` depends on (``apt-cache depends``)."""
+    listed = subprocess.run(
+        ["apt-cache", "depends", package], capture_output=True, text=True, check=False
     )
-    changes = [
-        line.split()[1]
-        for line in plan.stdout.splitlines()
-        if line.startswith("Remv ") or (line.startswith("Inst ") and " [" in line)
-    ]
-    return f"it would upgrade or remove {', '.join(changes)}" if changes else None
+    names = (
+        line.split(":", 1)[1].strip().strip("<>")
+        for line in listed.stdout.splitlines()
+        if line.strip().startswith("Depends:")
+    )
+    return [name for name in names if name.endswith("-doc") or "-doc-" in name]
+
+
+def _unpack(package: str, debs: Path, root: Path) -> None:
+    """Fetch ``package``'s ``.deb`` into ``debs`` (kept for the next run) and open it
+    under ``root``."""
+    if not any(debs.glob(f"{package}_*.deb")):
+        subprocess.run(
+            ["apt-get", "download", "-q", package],
+            cwd=debs,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,  # (as root: a warning that _apt cannot write here)
+            check=False,
+        )
+    for deb in sorted(debs.glob(f"{package}_*.deb"))[-1:]:
+        subprocess.run(["dpkg-deb", "-x", str(deb), str(root)], check=False)
 
 
 def lay_out(www: Path, docs: Sequence[DocSet] = DOCS) -> list[Site]:

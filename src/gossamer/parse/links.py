@@ -18,6 +18,7 @@ from w3lib.encoding import to_unicode
 
 from gossamer.parse.charset import detect_encoding
 from gossamer.parse.guard import MAX_DEPTH, Parsed, _lexbor, parse
+from gossamer.parse.native import LINKWALK
 from gossamer.urls import MAX_REFERENCE_CHARS, Resolver
 
 __all__ = ["MAX_DEPTH", "MAX_HREF_CHARS", "MAX_TITLE_CHARS", "ParsedPage", "parse_html"]
@@ -141,9 +142,8 @@ def parse_html(
         return ParsedPage(
             None, [], 0, False, False, page.document, detected.encoding, flags=parsed.flags
         )
-    elements = tree.css(_NODE_SELECTOR)
     kept: list[tuple[LexborNode, str]] | None = [] if anchors else None
-    nodes = _read_nodes(elements, honour_nofollow=not follow_nofollow, anchors=kept)
+    nodes = read_nodes(tree, honour_nofollow=not follow_nofollow, anchors=kept)
     noindex, nofollow = _meta_robots(nodes.metas)
     base = _base_resolver(nodes.base, page)
     links, skipped = _resolve_links(
@@ -240,6 +240,29 @@ class _Nodes:
     canonical: LexborNode | None = None
     """The first ``<link>`` naming ``canonical`` among its rels (split as ``rel~=`` splits, or
     finer)."""
+
+
+def read_nodes(
+    tree: LexborHTMLParser,
+    *,
+    honour_nofollow: bool,
+    anchors: list[tuple[LexborNode, str]] | None = None,
+    native: bool = True,
+) -> _Nodes:
+    """What `_read_nodes` reads of the elements `_NODE_SELECTOR` finds in ``tree``: by the C
+    walk of the tree (:data:`gossamer.parse.native.LINKWALK`) where it is built, unless not
+    ``native``, else by the search and `_read_nodes`."""
+    root = tree.root
+    if root is None:
+        return _Nodes()
+    if LINKWALK is None or not native:
+        return _read_nodes(
+            tree.css(_NODE_SELECTOR), honour_nofollow=honour_nofollow, anchors=anchors
+        )
+    hrefs, eligible, rel_nofollow, metas, base, canonical = LINKWALK.read(
+        root.mem_id, tree, honour_nofollow, anchors
+    )
+    return _Nodes(hrefs, eligible, rel_nofollow, metas, base, canonical)
 
 
 def _read_nodes(

@@ -1,0 +1,368 @@
+/* The search for a page's links in C: gossamer.parse.links._read_nodes over lexbor's tree.
+
+   One depth-first walk of the tree under <html> (the root included, as lexbor's CSS search
+   does) reads what `tree.css("[href], meta:not([href])")` and `_read_nodes` read together:
+   the href of each <a>, <area> and <link> to follow (once each, in document order), the
+   counts of followed and rel=nofollow links, the <meta> elements, the first <base href> and
+   the first <link rel=canonical>. It makes no Python object for an element it does not
+   return, where the Python path makes one per element the search finds and a dict of every
+   attribute of each.
+
+   It calls lexbor through the functions selectolax's own module exports (dlsym on the loaded
+   module, `bind`), never through a struct's layout, and builds selectolax's LexborNode for
+   the few elements it returns by selectolax's own type (`tp_new`), writing its two fields: a
+   layout `bind` checks against a node selectolax made. Python code that reads the same
+   (gossamer.parse.links) is the reference and stays: it runs when this module is not built
+   or does not bind, and tests compare the two. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <dlfcn.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef void node_t;
+typedef void attr_t;
+
+static node_t *(*first_child)(node_t *);
+static node_t *(*next_sibling)(node_t *);
+static node_t *(*parent_of)(node_t *);
+static uintptr_t (*tag_id_of)(node_t *);
+static int (*type_of)(node_t *);
+static attr_t *(*first_attribute)(node_t *);
+static attr_t *(*next_attribute)(attr_t *);
+static const unsigned char *(*qualified_name)(attr_t *, size_t *);
+static const unsigned char *(*local_name)(attr_t *, size_t *);
+static const unsigned char *(*value_of)(attr_t *, size_t *);
+
+typedef struct {
+    PyObject_HEAD
+    void *vtab;
+    node_t *node;
+    PyObject *parser;
+    int is_fragment_root;
+    int is_template_content;
+} NodeObject; /* selectolax.lexbor.LexborNode, as its lexbor.pxd declares it */
+
+static PyTypeObject *node_type = NULL;
+static uintptr_t TAG_A, TAG_AREA, TAG_LINK, TAG_META, TAG_BASE;
+static const int ELEMENT = 1;
+
+static int bound = 0;
+
+static PyObject *
+bind_lexbor(PyObject *self, PyObject *args)
+{
+    const char *path;
+    PyObject *type;
+    unsigned long long a, area, link, meta, base;
+    if (!PyArg_ParseTuple(args, "sOKKKKK", &path, &type, &a, &area, &link, &meta, &base))
+        return NULL;
+    if (!PyType_Check(type) || ((PyTypeObject *)type)->tp_basicsize != sizeof(NodeObject)) {
+        PyErr_SetString(PyExc_ImportError, "selectolax's LexborNode has another layout");
+        return NULL;
+    }
+    void *lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+    if (lib == NULL) {
+        PyErr_Format(PyExc_ImportError, "selectolax's module is not loaded: %s", dlerror());
+        return NULL;
+    }
+#define FIND(var, name)                                                                 \
+    do {                                                                                \
+        *(void **)(&var) = dlsym(lib, name);                                            \
+        if (var == NULL) {                                                              \
+            PyErr_Format(PyExc_ImportError, "lexbor's %s is not exported", name);       \
+            return NULL;                                                                \
+        }                                                                               \
+    } while (0)
+    FIND(first_child, "lxb_dom_node_first_child_noi");
+    FIND(next_sibling, "lxb_dom_node_next_noi");
+    FIND(parent_of, "lxb_dom_node_parent_noi");
+    FIND(tag_id_of, "lxb_dom_node_tag_id_noi");
+    FIND(type_of, "lxb_dom_node_type_noi");
+    FIND(first_attribute, "lxb_dom_element_first_attribute_noi");
+    FIND(next_attribute, "lxb_dom_element_next_attribute_noi");
+    FIND(qualified_name, "lxb_dom_attr_qualified_name");
+    FIND(local_name, "lxb_dom_attr_local_name_noi");
+    FIND(value_of, "lxb_dom_attr_value_noi");
+#undef FIND
+    Py_INCREF(type);
+    Py_XSETREF(node_type, (PyTypeObject *)type);
+    TAG_A = (uintptr_t)a;
+    TAG_AREA = (uintptr_t)area;
+    TAG_LINK = (uintptr_t)link;
+    TAG_META = (uintptr_t)meta;
+    TAG_BASE = (uintptr_t)base;
+    bound = 1;
+    Py_RETURN_NONE;
+}
+
+/* A LexborNode for `node` of the tree `parser`, as selectolax's LexborNode.new makes it. */
+static PyObject *
+make_node(node_t *node, PyObject *parser)
+{
+    PyObject *empty = PyTuple_New(0);
+    if (empty == NULL)
+        return NULL;
+    PyObject *made = node_type->tp_new(node_type, empty, NULL);
+    Py_DECREF(empty);
+    if (made == NULL)
+        return NULL;
+    NodeObject *obj = (NodeObject *)made;
+    obj->node = node;
+    Py_INCREF(parser);
+    Py_XSETREF(obj->parser, parser);
+    obj->is_fragment_root = 0;
+    obj->is_template_content = 0;
+    return made;
+}
+
+static int
+same(const unsigned char *name, size_t length, const char *text)
+{
+    size_t size = strlen(text);
+    return name != NULL && length == size && memcmp(name, text, size) == 0;
+}
+
+/* Python's str.split() on ASCII text: these are the ASCII characters it splits at. */
+static int
+is_space(unsigned char c)
+{
+    return c == ' ' || (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x1f);
+}
+
+enum { REL_CANONICAL = 1, REL_STYLESHEET = 2, REL_FOLLOWED = 4, REL_NOFOLLOW = 8 };
+
+/* The rel tokens that matter, as `rel.lower().split()` finds them; -1 on an error. */
+static int
+rel_tokens(const unsigned char *rel, size_t length)
+{
+    for (size_t i = 0; i < length; i++) {
+        if (rel[i] >= 0x80) { /* beyond ASCII: Python's own lower() and split() */
+            PyObject *text = PyUnicode_DecodeUTF8((const char *)rel, length, "replace");
+            if (text == NULL)
+                return -1;
+            PyObject *lower = PyObject_CallMethod(text, "lower", NULL);
+            Py_DECREF(text);
+            if (lower == NULL)
+                return -1;
+            PyObject *words = PyUnicode_Split(lower, NULL, -1);
+            Py_DECREF(lower);
+            if (words == NULL)
+                return -1;
+            int found = 0;
+            for (Py_ssize_t w = 0; w < PyList_GET_SIZE(words); w++) {
+                PyObject *word = PyList_GET_ITEM(words, w);
+                if (PyUnicode_CompareWithASCIIString(word, "canonical") == 0)
+                    found |= REL_CANONICAL;
+                else if (PyUnicode_CompareWithASCIIString(word, "stylesheet") == 0)
+                    found |= REL_STYLESHEET;
+                else if (PyUnicode_CompareWithASCIIString(word, "next") == 0 ||
+                         PyUnicode_CompareWithASCIIString(word, "alternate") == 0)
+                    found |= REL_FOLLOWED;
+                else if (PyUnicode_CompareWithASCIIString(word, "nofollow") == 0)
+                    found |= REL_NOFOLLOW;
+            }
+            Py_DECREF(words);
+            return found;
+        }
+    }
+    int found = 0;
+    size_t i = 0;
+    while (i < length) {
+        while (i < length && is_space(rel[i]))
+            i++;
+        size_t start = i;
+        char word[16];
+        size_t n = 0;
+        while (i < length && !is_space(rel[i])) {
+            if (n < sizeof(word) - 1) {
+                unsigned char c = rel[i];
+                word[n] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+            }
+            n++;
+            i++;
+        }
+        if (i == start || n >= sizeof(word))
+            continue;
+        word[n] = '\0';
+        if (strcmp(word, "canonical") == 0)
+            found |= REL_CANONICAL;
+        else if (strcmp(word, "stylesheet") == 0)
+            found |= REL_STYLESHEET;
+        else if (strcmp(word, "next") == 0 || strcmp(word, "alternate") == 0)
+            found |= REL_FOLLOWED;
+        else if (strcmp(word, "nofollow") == 0)
+            found |= REL_NOFOLLOW;
+    }
+    return found;
+}
+
+static PyObject *
+decoded(const unsigned char *data, size_t length)
+{
+    if (data == NULL)
+        return PyUnicode_FromStringAndSize("", 0);
+    return PyUnicode_DecodeUTF8((const char *)data, (Py_ssize_t)length, "replace");
+}
+
+/* read(root, parser, honour_nofollow, anchors) -> (hrefs, eligible, rel_nofollow, metas,
+   base, canonical); `root` the address of the <html> element (LexborNode.mem_id), `anchors`
+   a list that gets (node, href) for each <a href>, or None. */
+static PyObject *
+read_links(PyObject *self, PyObject *args)
+{
+    unsigned long long root_address;
+    PyObject *parser, *anchors;
+    int honour_nofollow;
+    if (!PyArg_ParseTuple(args, "KOpO", &root_address, &parser, &honour_nofollow, &anchors))
+        return NULL;
+    if (!bound) {
+        PyErr_SetString(PyExc_RuntimeError, "bind() first");
+        return NULL;
+    }
+    if (anchors != Py_None && !PyList_Check(anchors)) {
+        PyErr_SetString(PyExc_TypeError, "anchors: a list or None");
+        return NULL;
+    }
+    node_t *root = (node_t *)(uintptr_t)root_address;
+    PyObject *hrefs = PyDict_New();
+    PyObject *metas = PyList_New(0);
+    PyObject *base = NULL, *canonical = NULL;
+    long eligible = 0, rel_nofollow = 0;
+    if (hrefs == NULL || metas == NULL)
+        goto fail;
+    node_t *node = root;
+    while (node != NULL) {
+        if (type_of(node) == ELEMENT) {
+            uintptr_t tag = tag_id_of(node);
+            if (tag == TAG_META) {
+                PyObject *meta = make_node(node, parser);
+                if (meta == NULL || PyList_Append(metas, meta) < 0) {
+                    Py_XDECREF(meta);
+                    goto fail;
+                }
+                Py_DECREF(meta);
+            } else if (tag == TAG_A || tag == TAG_AREA || tag == TAG_LINK ||
+                       (tag == TAG_BASE && base == NULL)) {
+                int has_href = 0;
+                const unsigned char *href = NULL, *rel = NULL;
+                size_t href_length = 0, rel_length = 0;
+                int has_rel = 0;
+                for (attr_t *attr = first_attribute(node); attr != NULL;
+                     attr = next_attribute(attr)) {
+                    size_t length = 0;
+                    const unsigned char *name = local_name(attr, &length);
+                    if (same(name, length, "href"))
+                        has_href = 1;
+                    name = qualified_name(attr, &length);
+                    if (same(name, length, "href")) {
+                        href = value_of(attr, &href_length);
+                    } else if (same(name, length, "rel")) {
+                        rel = value_of(attr, &rel_length);
+                        has_rel = 1;
+                    }
+                }
+                if (has_href && tag == TAG_BASE) {
+                    base = make_node(node, parser);
+                    if (base == NULL)
+                        goto fail;
+                } else if (has_href) {
+                    PyObject *text = decoded(href, href_length);
+                    if (text == NULL)
+                        goto fail;
+                    if (anchors != Py_None && tag == TAG_A) {
+                        PyObject *anchor = make_node(node, parser);
+                        PyObject *pair = anchor ? PyTuple_Pack(2, anchor, text) : NULL;
+                        Py_XDECREF(anchor);
+                        if (pair == NULL || PyList_Append(anchors, pair) < 0) {
+                            Py_XDECREF(pair);
+                            Py_DECREF(text);
+                            goto fail;
+                        }
+                        Py_DECREF(pair);
+                    }
+                    int follow = 1;
+                    if (!(has_rel && rel != NULL && rel_length > 0) && tag != TAG_LINK) {
+                        eligible++;
+                    } else {
+                        int tokens = has_rel && rel != NULL ? rel_tokens(rel, rel_length) : 0;
+                        if (tokens < 0) {
+                            Py_DECREF(text);
+                            goto fail;
+                        }
+                        if (tag == TAG_LINK) {
+                            if ((tokens & REL_CANONICAL) && canonical == NULL) {
+                                canonical = make_node(node, parser);
+                                if (canonical == NULL) {
+                                    Py_DECREF(text);
+                                    goto fail;
+                                }
+                            }
+                            if ((tokens & REL_STYLESHEET) || !(tokens & REL_FOLLOWED))
+                                follow = 0;
+                        }
+                        if (follow) {
+                            eligible++;
+                            if (honour_nofollow && (tokens & REL_NOFOLLOW)) {
+                                rel_nofollow++;
+                                follow = 0;
+                            }
+                        }
+                    }
+                    if (follow && PyDict_SetDefault(hrefs, text, Py_None) == NULL) {
+                        Py_DECREF(text);
+                        goto fail;
+                    }
+                    Py_DECREF(text);
+                }
+            }
+        }
+        /* the next node in document order: the first child, else the next sibling of
+           the node or of its nearest ancestor that has one, never above the root */
+        node_t *next = first_child(node);
+        if (next == NULL) {
+            while (node != root && (next = next_sibling(node)) == NULL)
+                node = parent_of(node);
+            if (node == root)
+                next = NULL;
+        }
+        node = next;
+    }
+    PyObject *links = PyDict_Keys(hrefs);
+    Py_DECREF(hrefs);
+    if (links == NULL) {
+        hrefs = NULL;
+        goto fail;
+    }
+    PyObject *result = Py_BuildValue("(NllNNN)", links, eligible, rel_nofollow, metas,
+                                     base ? base : Py_NewRef(Py_None),
+                                     canonical ? canonical : Py_NewRef(Py_None));
+    return result;
+fail:
+    Py_XDECREF(hrefs);
+    Py_XDECREF(metas);
+    Py_XDECREF(base);
+    Py_XDECREF(canonical);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"bind", bind_lexbor, METH_VARARGS,
+     "bind(selectolax_lexbor_path, LexborNode, a, area, link, meta, base): find lexbor's "
+     "functions in selectolax's loaded module; the tag ids of the elements read."},
+    {"read", read_links, METH_VARARGS,
+     "read(root_mem_id, parser, honour_nofollow, anchors) -> (hrefs, eligible, rel_nofollow, "
+     "metas, base, canonical)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_linkwalk", "The search for a page's links, in C.", -1, methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__linkwalk(void)
+{
+    return PyModule_Create(&module);
+}
