@@ -5,13 +5,16 @@ speeds up, which stays the reference (``gossamer.native`` says which are in use)
 
 from setuptools import Extension, setup
 
+_FLAGS = ["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"]
+
 setup(
     ext_modules=[
-        Extension(
-            "gossamer.parse._linkwalk",
-            ["src/gossamer/parse/_linkwalk.c"],
-            optional=True,
-            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
-        ),
+        Extension(name, [source], optional=True, extra_compile_args=_FLAGS)
+        for name, source in (
+            ("gossamer.parse._linkwalk", "src/gossamer/parse/_linkwalk.c"),
+            ("gossamer.extract._squash", "src/gossamer/extract/_squash.c"),
+            ("gossamer.digests._simhash", "src/gossamer/digests/_simhash.c"),
+            ("gossamer.extract._whole", "src/gossamer/extract/_whole.c"),
+        )
     ]
 )

@@ -8,8 +8,9 @@ the index: ``local`` (an embedded crawl's, in memory with its first URLs in craw
 ``lua/``).
 
 This package may import the standard library, numpy (``simhash``, lazily), redis, xxhash and
-``gossamer.crawldb`` (where an embedded crawl keeps its digests) and
-``gossamer.frontier.redis.scripts`` (the Lua script runner its Redis index shares); it knows
+``gossamer.crawldb`` (where an embedded crawl keeps its digests),
+``gossamer.frontier.redis.scripts`` (the Lua script runner its Redis index shares) and
+``gossamer.parse.native`` (which of gossamer's C parts run: ``simhash``'s); it knows
 no other stage, and nothing above the stages (engine, crawl wiring, cluster, cli), which
 build its objects and hand them to the engine.
 """

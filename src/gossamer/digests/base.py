@@ -105,7 +105,7 @@ def digest(text: str, near: bool = True, title: str | None = None) -> Digest | N
     exact = xxhash.xxh3_64_intdigest(encoded)
     if not near:
         return Digest(exact)
-    from gossamer.digests.simhash import text_simhash  # numpy: only when near ones are asked for
+    from gossamer.digests.simhash import text_simhash  # only when near ones are asked for
 
     return Digest(exact, text_simhash(encoded))
 

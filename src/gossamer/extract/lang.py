@@ -38,6 +38,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gossamer.extract.spaces import squash
+
 __all__ = [
     "MIN_CONFIDENCE",
     "MIN_LETTERS",
@@ -131,7 +133,7 @@ def _prose(text: str) -> str | None:
 
 def _detect(text: str, confidence: float = MIN_CONFIDENCE) -> str | None:
     """What the model says of ``text`` (a sample), if it is at least ``confidence`` sure."""
-    sample = " ".join(text.split())  # one line, as the model reads it
+    sample = squash(text)  # one line, as the model reads it
     if not sample.isascii():
         # Lone surrogates (from a body decoded with surrogateescape) cannot cross into C++.
         sample = sample.encode("utf-8", "replace").decode("utf-8")

@@ -19,10 +19,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import msgspec
-from selectolax.lexbor import LexborHTMLParser, LexborNode, create_tag
+from selectolax.lexbor import LexborNode
 
-from gossamer.extract.density import BLOCK_TAGS, MAX_DEPTH, MAX_NODES, SKIP_TAGS
+from gossamer.extract.density import MAX_DEPTH, MAX_NODES
+from gossamer.extract.kinds import BOX as _BOX
+from gossamer.extract.kinds import IMG as _IMG
+from gossamer.extract.kinds import INLINE as _INLINE
+from gossamer.extract.kinds import KINDS as _KINDS
+from gossamer.extract.kinds import LINK as _LINK
+from gossamer.extract.kinds import SKIP as _SKIP
+from gossamer.extract.kinds import TAG_NAMES as _TAG_NAMES
+from gossamer.extract.kinds import TEXT_ID as _TEXT_ID
+from gossamer.extract.kinds import WHOLE_KINDS as _WHOLE_KINDS
+from gossamer.extract.kinds import scan_whole
 from gossamer.extract.names import forget_names, read_names
+from gossamer.extract.spaces import squash, squashed_length
 
 __all__ = [
     "MAX_BOILERPLATE_SHARE",
@@ -42,7 +53,6 @@ SKIMMED_LINK_SHARE = 0.5
 """Share of a skimmed box's text counted as links (boilerplate is mostly links)."""
 MAX_BOILERPLATE_SHARE = 0.4
 """A box named like boilerplate that holds more of the page's text than this is kept."""
-_BOX_TAGS = BLOCK_TAGS | {"body", "tfoot", "footer", "nav", "aside", "form", "fieldset", "menu"}
 # A caption annotates an image (its alt text in `images`), it is not a paragraph.
 _BOILERPLATE_TAGS = frozenset(["nav", "aside", "footer", "form", "menu", "fieldset", "figcaption"])
 _NAMED_TAGS = frozenset(
@@ -78,14 +88,6 @@ _WHOLE_TAGS = frozenset(
 """Boxes that most often hold text and inline elements alone, read whole when they do. Not
 ``dd`` (on the real pages 98% of them open with a paragraph, and the scan that finds it costs
 more than the whole reads of the others spare) nor ``li`` (most hold one link or a list)."""
-_TEXT_ID = 2
-"""lexbor's id of a text node (``-text``)."""
-_STANDARD_IDS = 1 << 16
-"""lexbor numbers the tags it knows below this; other tags get an id per document."""
-_INLINE, _LINK, _IMG, _BR, _SKIP, _BOX = range(6)
-"""What an element is to the walk: one lookup by ``tag_id`` (`_KINDS`, built once) tells it,
-at less cost than reading ``tag``; a tag without a kind (custom ones too) is inline."""
-_INLINE_KINDS = {"a": _LINK, "img": _IMG, "br": _BR} | dict.fromkeys(SKIP_TAGS, _SKIP)
 STOPS = frozenset(".!?\u3002\uff01\uff1f")
 """Full stops of a sentence (blocks end without spaces)."""
 
@@ -292,7 +294,7 @@ class _Walker:
     def _close(self, next_tag: str, box: int) -> None:
         parts, images = self.parts, self.images
         if parts:
-            text = " ".join((parts[0] if len(parts) == 1 else "".join(parts)).split())
+            text = squash(parts)
             parts.clear()  # in place: the walk holds this list
             if text:
                 size = len(text)
@@ -445,7 +447,7 @@ class _Walker:
         """Only the length of the text of ``box`` (boxes[``index``]) measured, and where the
         walk stands kept, to walk it if the page must be read in full."""
         box.skimmed = True
-        box.chars = len(" ".join(node.text(deep=True).split()))
+        box.chars = squashed_length(node.text(deep=True))
         box.link_chars = int(box.chars * SKIMMED_LINK_SHARE)
         images = bool(self.images)
         self.skims.append(_Skim(index, node, len(self.blocks), depth, in_link, in_article, images))
@@ -470,22 +472,11 @@ class _Walker:
                 return True
         elif _WHOLE_KINDS.get(first_id, _INLINE) > _LINK:
             return False  # a box first (a term's paragraph): the scan would stop there
-        elements = 0
-        links: list[LexborNode] = []
-        kinds = _WHOLE_KINDS
-        scan = node.traverse()
-        next(scan)  # the box itself
-        for element in scan:
-            kind = kinds.get(element.tag_id, _INLINE)
-            if kind == _LINK:
-                links.append(element)
-            elif kind:
-                return False
-            elements += 1
-        elements += self.nodes
-        if elements > MAX_NODES:  # the walk stops inside
+        # (not whole, or the walk stops inside: None)
+        if (scanned := scan_whole(node, MAX_NODES - self.nodes)) is None:
             return False
-        self.nodes = elements
+        elements, links = scanned
+        self.nodes += elements
         text = node.text()
         if text:
             self.parts.append(text)
@@ -511,34 +502,6 @@ def _named(attributes: dict[str, str | None]) -> tuple[str, float, bool]:
     if "hidden" in attributes or attributes.get("aria-hidden") == "true":
         boilerplate = True
     return names, weight, boilerplate
-
-
-def _tag_kinds() -> tuple[dict[int, int], dict[int, str], dict[int, int]]:
-    """The kind of every tag the walk tells apart, by lexbor's id (standard tags have the
-    same id in every document); the names of the box tags; and the kinds of tags inside a
-    box read whole (`_Walker._read_whole`): a comment holds no text there, while an
-    ``<applet>`` or a ``<marquee>`` may hold a link inside a link (as a cell may)."""
-    kinds: dict[int, int] = {}
-    names: dict[int, str] = {}
-    for name in _BOX_TAGS:
-        tag_id = create_tag(name).tag_id
-        kinds[tag_id], names[tag_id] = _BOX, name
-    comment = LexborHTMLParser("<p><!----></p>").css_first("p")
-    comment_id = -1
-    for name, kind in _INLINE_KINDS.items():
-        if name != "-comment":
-            kinds[create_tag(name).tag_id] = kind
-        elif comment is not None and comment.first_child is not None:
-            comment_id = comment.first_child.tag_id
-            kinds[comment_id] = kind
-    if len(kinds) != len(_BOX_TAGS) + len(_INLINE_KINDS) or max(kinds) >= _STANDARD_IDS:
-        raise RuntimeError("lexbor has no standard id for a tag the walk tells apart")
-    whole = {tag_id: kind for tag_id, kind in kinds.items() if tag_id != comment_id}
-    whole |= {create_tag(name).tag_id: _SKIP for name in ("applet", "marquee")}
-    return kinds, names, whole
-
-
-_KINDS, _TAG_NAMES, _WHOLE_KINDS = _tag_kinds()
 
 
 def _total(boxes: list[Box], blocks: list[Block]) -> None:

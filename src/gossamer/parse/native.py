@@ -14,11 +14,21 @@ import importlib
 import os
 from types import ModuleType
 
-__all__ = ["LINKWALK", "in_use"]
+__all__ = ["LINKWALK", "SIMHASH", "SQUASH", "WHOLE", "in_use"]
 
 
 def _enabled() -> bool:
     return os.environ.get("GOSSAMER_NATIVE", "1").strip() != "0"
+
+
+def _module(name: str) -> ModuleType | None:
+    """The C module ``name`` where it was built and is not turned off, or None."""
+    if not _enabled():
+        return None
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
 
 
 def _linkwalk() -> ModuleType | None:
@@ -44,6 +54,23 @@ LINKWALK: ModuleType | None = _linkwalk()
 pass over lexbor's tree, made without a Python object per element; None: the Python pass."""
 
 
+SQUASH: ModuleType | None = _module("gossamer.extract._squash")
+"""A text's words, one space between them, in C (``extract/_squash.c``): the walk's blocks
+(`gossamer.extract.spaces`); None: the Python expression."""
+
+SIMHASH: ModuleType | None = _module("gossamer.digests._simhash")
+"""The SimHash of a text's letters in one C pass (``digests/_simhash.c``); None: numpy's."""
+
+WHOLE: ModuleType | None = _module("gossamer.extract._whole")
+"""The scan of a box the walk reads whole, in C (``extract/_whole.c``), not yet bound:
+`gossamer.extract.kinds` binds it (it knows the kinds); None: the Python scan."""
+
+
 def in_use() -> dict[str, bool]:
     """Each C part and whether it runs."""
-    return {"linkwalk": LINKWALK is not None}
+    return {
+        "linkwalk": LINKWALK is not None,
+        "squash": SQUASH is not None,
+        "simhash": SIMHASH is not None,
+        "whole": WHOLE is not None,
+    }

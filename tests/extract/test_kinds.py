@@ -1,0 +1,98 @@
+"""The C scan of a box read whole (``extract/_whole.c``) finds what the Python one finds: the
+same verdict, element count and links (by address) for every box of hand-made edge cases,
+generated markup and a real documentation set, within any budget; and the walk reads the
+same boxes and blocks with either."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+from gossamer.extract import kinds
+from gossamer.extract.walk import Reading
+from gossamer.parse import native
+
+pytestmark = pytest.mark.skipif(
+    kinds.scan_whole is kinds.scan_whole_reference, reason="_whole was not built (setup.py)"
+)
+
+PYTHON_DOCS = Path("/usr/share/doc/python3-doc/html")
+
+
+def found(scanned: tuple[int, list[LexborNode]] | None) -> tuple[int, list[int]] | None:
+    return None if scanned is None else (scanned[0], [link.mem_id for link in scanned[1]])
+
+
+def assert_same(document: str | bytes, budgets: tuple[int, ...] = (-1, 0, 1, 3, 10**6)) -> None:
+    tree = LexborHTMLParser(document)
+    root = tree.root
+    if root is None:
+        return
+    for box in root.traverse():
+        for budget in budgets:
+            expected = found(kinds.scan_whole_reference(box, budget))
+            assert found(kinds.scan_whole(box, budget)) == expected, (document, box.tag, budget)
+
+
+EDGES = [
+    "",
+    "<p></p>",
+    "<p>text</p>",
+    "<p>a <b>bold <i>move</i></b> <a href=x>link <code>x</code></a> end</p>",
+    "<p>a<!-- a comment --><span>b</span></p>",
+    "<td>a <a href=1>one</a> <a href=2>two</a> <img src=i> after</td>",
+    "<h1>a<br>b</h1><h2>a<script>x</script></h2><h3><div>box</div></h3>",
+    "<td><applet><a href=in>x</a></applet></td><td><marquee>m</marquee></td>",
+    "<p><custom-tag><a href=c>custom</a></custom-tag></p>",
+    "<p><template><a href=t>t</a><div>d</div></template>after</p>",
+    "<p><svg><a href=s>svg</a><title>t</title></svg></p>",
+    "<th>" + "<b>" * 300 + "deep" + "</b>" * 300 + "</th>",
+    "<table><tr><td><a href=x><a href=y>nested</a></a></td></tr></table>",
+]
+
+
+@pytest.mark.parametrize("document", EDGES)
+def test_edge_cases_scan_alike(document: str) -> None:
+    assert_same(document)
+
+
+def test_anything_but_a_node_is_refused() -> None:
+    module = native.WHOLE
+    assert module is not None
+    for wrong in (None, "p", object()):
+        with pytest.raises(TypeError):
+            module.scan(wrong, 10)
+
+
+_PIECES = st.sampled_from(
+    ["<p>", "</p>", "<td>", "<h2>", "<a href=x>", "</a>", "<b>", "</b>", "<img>", "<br>",
+     "<div>", "</div>", "text", " ", "<!-- c -->", "<script>s</script>", "<span>", "</span>",
+     "<applet>", "<x-y>", "<template>", "</template>", "<table>", "<li>"]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES, max_size=40))
+def test_generated_markup_scans_alike(pieces: list[str]) -> None:
+    assert_same("".join(pieces))
+
+
+@pytest.mark.skipif(not PYTHON_DOCS.is_dir(), reason="python3-doc is not installed")
+def test_a_real_documentation_set_scans_and_walks_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    files = sorted(PYTHON_DOCS.rglob("*.html"))[::6]
+    assert len(files) > 50
+    for file in files:
+        markup = file.read_bytes()
+        assert_same(markup, budgets=(5, 10**6))
+        readings = []
+        for scan in (kinds.scan_whole, kinds.scan_whole_reference):
+            monkeypatch.setattr("gossamer.extract.walk.scan_whole", scan)
+            body = LexborHTMLParser(markup).body
+            assert body is not None
+            reading = Reading(body, skim=False)
+            readings.append((reading.boxes, [(b.tag, b.box, b.text) for b in reading.blocks]))
+        assert readings[0] == readings[1], file
