@@ -5,6 +5,9 @@ same boxes and blocks with either."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +17,6 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from gossamer.extract import kinds
 from gossamer.extract.walk import Reading
-from gossamer.parse import native
 
 pytestmark = pytest.mark.skipif(
     kinds.scan_whole is kinds.scan_whole_reference, reason="_whole was not built (setup.py)"
@@ -61,7 +63,7 @@ def test_edge_cases_scan_alike(document: str) -> None:
 
 
 def test_anything_but_a_node_is_refused() -> None:
-    module = native.WHOLE
+    module = kinds._WHOLE
     assert module is not None
     for wrong in (None, "p", object()):
         with pytest.raises(TypeError):
@@ -96,3 +98,23 @@ def test_a_real_documentation_set_scans_and_walks_alike(monkeypatch: pytest.Monk
             reading = Reading(body, skim=False)
             readings.append((reading.boxes, [(b.tag, b.box, b.text) for b in reading.blocks]))
         assert readings[0] == readings[1], file
+
+
+@pytest.mark.parametrize(
+    "first",
+    ["gossamer.parse.native", "gossamer.parse.links", "gossamer.extract", "gossamer.digests"],
+)
+def test_the_c_parts_run_whichever_module_is_imported_first(first: str) -> None:
+    """The parse sandbox's worker imports `gossamer.parse.native` (by the links) before the
+    extractor: each C part must load all the same (it was left out, half imported)."""
+    code = (
+        f"import {first}; from gossamer.parse import native; "
+        "from gossamer.extract import kinds, spaces; from gossamer.digests import simhash; "
+        "print(spaces.SQUASH is not None, kinds._WHOLE is not None, "
+        "simhash._SIMHASH is not None, all(native.in_use().values()))"
+    )
+    source = str(Path(kinds.__file__).parents[2])
+    env = {**os.environ, "PYTHONPATH": source}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True"] * 4

@@ -14,22 +14,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from selectolax.lexbor import LexborHTMLParser
 
-from gossamer.extract.spaces import squash_reference, squashed_length_reference
-from gossamer.parse import native
+from gossamer.extract.spaces import SQUASH, squash_reference, squashed_length_reference
 
-pytestmark = pytest.mark.skipif(native.SQUASH is None, reason="_squash was not built (setup.py)")
+pytestmark = pytest.mark.skipif(SQUASH is None, reason="_squash was not built (setup.py)")
 
 PYTHON_DOCS = Path("/usr/share/doc/python3-doc/html")
 WHITESPACE = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()]
 
 
 def assert_same(parts: str | list[str]) -> None:
-    assert native.SQUASH is not None
+    assert SQUASH is not None
     expected = squash_reference(parts)
-    found = native.SQUASH.squash(parts)
+    found = SQUASH.squash(parts)
     assert found == expected, parts
     assert type(found) is str and found.isascii() == expected.isascii()  # the narrowest kind
-    assert native.SQUASH.squashed_length(parts) == squashed_length_reference(parts)
+    assert SQUASH.squashed_length(parts) == squashed_length_reference(parts)
 
 
 EDGES: list[str | list[str]] = [
@@ -60,12 +59,12 @@ def test_edge_cases_squash_alike(parts: str | list[str]) -> None:
 
 
 def test_anything_but_text_is_refused() -> None:
-    assert native.SQUASH is not None
+    assert SQUASH is not None
     for wrong in (None, b"bytes", ["a", b"b"], ("a",), [1]):
         with pytest.raises(TypeError):
-            native.SQUASH.squash(wrong)
+            SQUASH.squash(wrong)
         with pytest.raises(TypeError):
-            native.SQUASH.squashed_length(wrong)
+            SQUASH.squashed_length(wrong)
 
 
 _CHARS = st.sampled_from([" ", "\t", "\n", "\u00a0", "\u2003", "\u3000", "a", "\u00e9", "\u5b57"])
@@ -92,9 +91,9 @@ def test_a_real_documentation_sets_text_squashes_alike() -> None:
 
 
 def test_a_hostile_text_takes_linear_time() -> None:
-    assert native.SQUASH is not None
+    assert SQUASH is not None
     hostile = " \u3000a" * 2_000_000  # 6 M characters, a word every three
     started = time.process_time()
-    found = native.SQUASH.squash([hostile, hostile])
+    found = SQUASH.squash([hostile, hostile])
     assert time.process_time() - started < 1.0
     assert len(found) == 4_000_000 * 2 - 1 and found == squash_reference([hostile, hostile])

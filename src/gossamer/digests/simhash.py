@@ -15,7 +15,7 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from gossamer.parse.native import SIMHASH
+from gossamer.parse.native import load
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -105,5 +105,6 @@ def _simhash(letters: bytes) -> int:
     return int(np.packbits(majority, bitorder="little").view("<u8")[0])
 
 
-_hash: Callable[[bytes], int] = _simhash if SIMHASH is None else SIMHASH.simhash
+_SIMHASH = load("gossamer.digests._simhash")
+_hash: Callable[[bytes], int] = _simhash if _SIMHASH is None else _SIMHASH.simhash
 """`_simhash`, in C where it is built."""

@@ -21,7 +21,7 @@ import selectolax.lexbor as lexbor
 from selectolax.lexbor import LexborHTMLParser, LexborNode, create_tag
 
 from gossamer.extract.density import BLOCK_TAGS, SKIP_TAGS
-from gossamer.parse.native import WHOLE
+from gossamer.parse.native import load
 
 __all__ = [
     "BOX",
@@ -109,7 +109,7 @@ def _bound(module: ModuleType | None) -> ModuleType | None:
     return module
 
 
-_WHOLE = _bound(WHOLE)
+_WHOLE = _bound(load("gossamer.extract._whole"))
 scan_whole: Callable[[LexborNode, int], tuple[int, list[LexborNode]] | None] = (
     scan_whole_reference if _WHOLE is None else _WHOLE.scan
 )

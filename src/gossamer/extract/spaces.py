@@ -16,9 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gossamer.parse.native import SQUASH
+from gossamer.parse.native import load
 
 __all__ = ["squash", "squash_reference", "squashed_length", "squashed_length_reference"]
+
+SQUASH = load("gossamer.extract._squash")
 
 
 def squash_reference(parts: str | list[str]) -> str:

@@ -5,24 +5,30 @@ where the C part was not built (no C compiler at install time: the build skips i
 so), does not bind (:data:`LINKWALK`: selectolax's module must export lexbor's functions and
 lay its nodes out as its ``lexbor.pxd`` says), or is turned off with ``GOSSAMER_NATIVE=0``
 (the tests run both and compare them). `in_use` names the parts that run; ``make`` prints it
-after each install.
+after each install. The parts of other packages are loaded by the module each speeds up
+(`load`), as that module is imported.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 from types import ModuleType
 
-__all__ = ["LINKWALK", "SIMHASH", "SQUASH", "WHOLE", "in_use"]
+__all__ = ["LINKWALK", "in_use", "load"]
 
 
 def _enabled() -> bool:
     return os.environ.get("GOSSAMER_NATIVE", "1").strip() != "0"
 
 
-def _module(name: str) -> ModuleType | None:
-    """The C module ``name`` where it was built and is not turned off, or None."""
+@functools.cache
+def load(name: str) -> ModuleType | None:
+    """The C module ``name`` where it was built and is not turned off, or None. Called by
+    the module it speeds up as that one is imported (its package is imported then): loading
+    them here, as this module is imported, would import their packages from inside this
+    import, and a package that comes back to this module would find it half made."""
     if not _enabled():
         return None
     try:
@@ -54,23 +60,17 @@ LINKWALK: ModuleType | None = _linkwalk()
 pass over lexbor's tree, made without a Python object per element; None: the Python pass."""
 
 
-SQUASH: ModuleType | None = _module("gossamer.extract._squash")
-"""A text's words, one space between them, in C (``extract/_squash.c``): the walk's blocks
-(`gossamer.extract.spaces`); None: the Python expression."""
-
-SIMHASH: ModuleType | None = _module("gossamer.digests._simhash")
-"""The SimHash of a text's letters in one C pass (``digests/_simhash.c``); None: numpy's."""
-
-WHOLE: ModuleType | None = _module("gossamer.extract._whole")
-"""The scan of a box the walk reads whole, in C (``extract/_whole.c``), not yet bound:
-`gossamer.extract.kinds` binds it (it knows the kinds); None: the Python scan."""
-
-
 def in_use() -> dict[str, bool]:
     """Each C part and whether it runs."""
     return {
         "linkwalk": LINKWALK is not None,
-        "squash": SQUASH is not None,
-        "simhash": SIMHASH is not None,
-        "whole": WHOLE is not None,
+        **{name: load(f"gossamer.{module}") is not None for name, module in _PARTS.items()},
     }
+
+
+_PARTS = {
+    "squash": "extract._squash",  # `gossamer.extract.spaces`
+    "whole": "extract._whole",  # `gossamer.extract.kinds`, which binds it
+    "simhash": "digests._simhash",  # `gossamer.digests.simhash`
+}
+"""The C parts loaded by the module they speed up (`load`), by name."""
