@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,16 @@ def test_anything_but_a_node_is_refused() -> None:
     for wrong in (None, "p", object()):
         with pytest.raises(TypeError):
             module.scan(wrong, 10)
+
+
+def test_a_hostile_box_is_scanned_within_its_budget() -> None:
+    box = LexborHTMLParser("<p>" + "<b>x</b>" * 50_000 + "</p>").css_first("p")
+    assert box is not None
+    started = time.process_time()
+    assert kinds.scan_whole(box, 1000) is None  # stops at the budget
+    whole = kinds.scan_whole(box, 10**6)
+    assert whole is not None and whole[0] == 50_000 and whole[1] == []
+    assert time.process_time() - started < 1.0
 
 
 _PIECES = st.sampled_from(

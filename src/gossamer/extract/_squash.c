@@ -5,7 +5,8 @@
    every word of the block is made and joined again. Here two passes over the parts' code
    points (Python's own whitespace test, `Py_UNICODE_ISSPACE`, as `str.split()` uses) find the
    result's length and widest character, then write it once. Time and memory are linear in
-   the parts' length; nothing is read outside a part. The Python expression stays the
+   the parts' length; nothing is read outside a part. ASCII parts (most blocks) take one
+   pass, written into a string of their length and cut to what was written. The Python expression stays the
    reference (gossamer.extract.squash): it runs where this module is not built or
    GOSSAMER_NATIVE=0, and tests compare the two. */
 
@@ -103,11 +104,68 @@ measure_all(PyObject *parts, measure_t *m)
         measure(PyList_GET_ITEM(parts, i), m);
 }
 
+/* Whether every part is ASCII, and their total length. */
+static int
+all_ascii(PyObject *parts, Py_ssize_t *total)
+{
+    if (PyUnicode_Check(parts)) {
+        *total = PyUnicode_GET_LENGTH(parts);
+        return PyUnicode_IS_ASCII(parts);
+    }
+    *total = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(parts); i++) {
+        PyObject *part = PyList_GET_ITEM(parts, i);
+        if (!PyUnicode_IS_ASCII(part))
+            return 0;
+        *total += PyUnicode_GET_LENGTH(part);
+    }
+    return 1;
+}
+
+/* The squash of ASCII parts in one pass: written into a string of their total length, cut
+   to what was written (most pages' blocks are ASCII). */
+static PyObject *
+squash_ascii(PyObject *parts, Py_ssize_t total)
+{
+    PyObject *out = PyUnicode_New(total, 127);
+    if (out == NULL)
+        return NULL;
+    Py_UCS1 *to = PyUnicode_1BYTE_DATA(out);
+    Py_ssize_t at = 0;
+    int words = 0, gap = 0;
+    Py_ssize_t count = PyUnicode_Check(parts) ? 1 : PyList_GET_SIZE(parts);
+    for (Py_ssize_t n = 0; n < count; n++) {
+        PyObject *part = PyUnicode_Check(parts) ? parts : PyList_GET_ITEM(parts, n);
+        const Py_UCS1 *from = PyUnicode_1BYTE_DATA(part);
+        Py_ssize_t size = PyUnicode_GET_LENGTH(part);
+        for (Py_ssize_t i = 0; i < size; i++) {
+            Py_UCS1 c = from[i];
+            if (Py_UNICODE_ISSPACE(c)) {
+                gap = 1;
+                continue;
+            }
+            if (words && gap)
+                to[at++] = ' ';
+            words = 1;
+            gap = 0;
+            to[at++] = c;
+        }
+    }
+    if (at < total && PyUnicode_Resize(&out, at) < 0) {
+        Py_DECREF(out); /* (left as it was) */
+        return NULL;
+    }
+    return out;
+}
+
 static PyObject *
 squash(PyObject *self, PyObject *parts)
 {
     if (!check_parts(parts))
         return NULL;
+    Py_ssize_t total;
+    if (all_ascii(parts, &total))
+        return squash_ascii(parts, total);
     measure_t m = {0, 0, 0, 0};
     measure_all(parts, &m);
     /* the list cannot change between the passes: nothing here runs Python code */

@@ -7,7 +7,7 @@ less cost than reading its ``tag``; a tag without a kind (custom ones too) is in
 (then it is not read whole) and finds its links: in C (``extract/_whole.c``: each element's
 tag id read, a LexborNode made for the links alone) where it is built, else by
 `scan_whole_reference`, the reference (``GOSSAMER_NATIVE=0``). With the C squash of the
-blocks' spaces (`gossamer.extract.spaces`) it takes the tree extractor from 885 to 777 M
+blocks' spaces (`gossamer.extract.spaces`) it takes the tree extractor from 885 to 754 M
 instructions over every tenth real page (``benchmarks/bench_walk.py --callgrind --every 10``,
 ``GOSSAMER_NATIVE=0`` against the default).
 """

@@ -4,11 +4,11 @@ The walk of the tree model (`gossamer.extract.walk`) closes each block of a page
 measures each box it skims by the length of the same; the language detector makes its
 sample one line. In Python the expression makes a string for every word and joins them
 again: the walk's line that does it held 3.4% of the samples of a whole-job crawl of the
-real pages (py-spy). The C part (``extract/_squash.c``, two passes over the code points,
-Python's own whitespace test, linear time, no word made) is used where it is built;
+real pages (py-spy). The C part (``extract/_squash.c``: one pass over ASCII text, two over
+other text, Python's own whitespace test, linear time, no word made) is used where built;
 `squash_reference` and `squashed_length_reference` are the reference and run where it is
 not, or with ``GOSSAMER_NATIVE=0``. With the C scan of boxes read whole
-(`gossamer.extract.kinds`) it takes the tree extractor from 885 to 777 M instructions over
+(`gossamer.extract.kinds`) it takes the tree extractor from 885 to 754 M instructions over
 every tenth real page (``benchmarks/bench_walk.py --callgrind --every 10``).
 """
 
