@@ -3,10 +3,11 @@
 In one C pass where ``digests/_simhash.c`` is built (each shingle hashed where it lies, its
 bytes' votes counted in one table), else in numpy (`_simhash`, the reference, which also runs
 with ``GOSSAMER_NATIVE=0``; the tests compare the two and a definition one shingle at a time).
-numpy is loaded only by the reference: a crawl with the C part never loads it (0.13 s of CPU
-at start-up). On the 2,666 texts of the real pages the C pass costs 741 M instructions where
-numpy's cost 2,075 M (278 thousand a text instead of 778; callgrind of both over the
-``pages.jsonl`` texts of a whole-job crawl of the real-pages web).
+numpy is loaded only by the reference: with the C part the SimHash never loads it (0.13 s of
+CPU; a whole-job crawl of the real-pages web then loads no numpy at all). On the 2,666 texts
+of the real pages the C pass costs 741 M instructions where numpy's cost 2,075 M, its import
+included (callgrind of both over the ``pages.jsonl`` texts of a whole-job crawl of the
+real-pages web).
 """
 
 from __future__ import annotations
