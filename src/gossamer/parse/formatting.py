@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import re
 
+from gossamer.parse.native import FORMATSCAN
+
 __all__ = [
     "AS_IS_MAX_REBUILT",
     "MAX_FORMATTING_BYTES",
@@ -75,11 +77,24 @@ _OPEN_BYTES = re.compile(_OPEN.encode())
 _TAG_BYTES = re.compile(f"{_ATTRIBUTES}>".encode())
 _SEPARATORS = b" \t\n\f\r/"
 _A = ord("a")
+_NATIVE_MOST_BYTES = 1 << 28  # past this, the C scan's sums could pass 64 bits
 
 
 def rebuilt_bytes(document: str | bytes, tags: int | None = None) -> int:
     """A bound on the bytes lexbor's copies of ``document``'s formatting elements could take
-    (see the module doc); ``tags``: its ``<``, counted here if None."""
+    (see the module doc); ``tags``: its ``<``, counted here if None. The C scan
+    (:data:`gossamer.parse.native.FORMATSCAN`) reads it where it is built, else the regex
+    (`_rebuilt_bytes_regex`, the reference)."""
+    # UTF-8 is as long as the text, or longer; the scan lower-cases names as it reads them
+    data = document if isinstance(document, bytes) else document.encode("utf-8", "surrogatepass")
+    if FORMATSCAN is None or len(data) > _NATIVE_MOST_BYTES:
+        return _rebuilt_bytes_regex(data, tags)
+    listed, anchor, nobr = FORMATSCAN.scan(data)
+    return _bound(data, tags, listed + anchor, nobr)
+
+
+def _rebuilt_bytes_regex(document: str | bytes, tags: int | None = None) -> int:
+    """`rebuilt_bytes` read by the regexes `_OPEN_BYTES` and `_TAG_BYTES`."""
     # lower case, ASCII only, as lexbor reads names; UTF-8 is as long as the text, or longer
     data = document if isinstance(document, bytes) else document.encode("utf-8", "surrogatepass")
     data = data.lower()
@@ -100,12 +115,18 @@ def rebuilt_bytes(document: str | bytes, tags: int | None = None) -> int:
         else:
             listed += cost
             nobr += data.startswith(b"nobr", at + 1)
-    if not listed + anchor:
+    return _bound(data, tags, listed + anchor, nobr)
+
+
+def _bound(data: bytes, tags: int | None, weight: int, nobr: int) -> int:
+    """What ``weight`` bytes of a list copied at every token cost (``tags`` ``<``, counted
+    in ``data`` if None; ``nobr`` ``<nobr>`` left open)."""
+    if not weight:
         return 0
     if tags is None:
         tags = data.count(b"<")
     # a token rebuilds the list once (a <nobr> with one open before it, twice)
-    return (tags + 1 + nobr) * (listed + anchor)
+    return (tags + 1 + nobr) * weight
 
 
 def entry_bytes(name: str, attributes: str) -> int:
