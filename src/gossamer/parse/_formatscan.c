@@ -10,9 +10,10 @@
    closed formatting elements of text; a span holds text and spans of text), a fixed depth:
    no recursion on the input's. Every index is checked against the length before it is read.
 
-   scan(data) -> (listed, anchor, nobr): the sum of the costs of the formatting start tags not
-   closed at once but `<a>`, the largest cost of an `<a>` not closed at once, the `<nobr>`
-   among the first, for a document of at most 2**28 bytes (the regex reads larger ones). The
+   scan(data) -> (listed, anchor, nobr, tags): the sum of the costs of the formatting start tags
+   not closed at once but `<a>`, the largest cost of an `<a>` not closed at once, the `<nobr>`
+   among the first, and the document's `<` (each found once, as the scan looks for the next),
+   for a document of at most 2**28 bytes (the regex reads larger ones). The
    Python wrapper (`rebuilt_bytes`) makes the bound of them. */
 
 #define PY_SSIZE_T_CLEAN
@@ -265,7 +266,7 @@ closed_at_once(text_t t, size_t name_end, int name)
 #define MOST_BYTES ((size_t)1 << 28)
 
 typedef struct {
-    uint64_t listed, anchor, nobr;
+    uint64_t listed, anchor, nobr, tags;
 } found_t;
 
 static void
@@ -275,6 +276,7 @@ read_document(text_t t, found_t *found)
     for (size_t at = 0; at < t.n && (next = memchr(t.d + at, '<', t.n - at)) != NULL;
          at = (size_t)(next - t.d) + 1) {
         size_t start = (size_t)(next - t.d), name_end;
+        found->tags++;
         int name = formatting_name(t, start + 1, &name_end);
         if (name < 0 || closed_at_once(t, name_end, name))
             continue;
@@ -311,20 +313,19 @@ scan(PyObject *self, PyObject *args)
         PyErr_Format(PyExc_OverflowError, "more than %zu bytes", MOST_BYTES);
         return NULL;
     }
-    found_t found = {0, 0, 0};
-    Py_BEGIN_ALLOW_THREADS
-    read_document(t, &found);
-    Py_END_ALLOW_THREADS
+    found_t found = {0, 0, 0, 0};
+    read_document(t, &found); /* the GIL held: a page takes microseconds, a handover more */
     PyBuffer_Release(&buffer);
-    return Py_BuildValue("(KKK)", (unsigned long long)found.listed,
-                         (unsigned long long)found.anchor, (unsigned long long)found.nobr);
+    return Py_BuildValue("(KKKK)", (unsigned long long)found.listed,
+                         (unsigned long long)found.anchor, (unsigned long long)found.nobr,
+                         (unsigned long long)found.tags);
 }
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(data) -> (listed, anchor, nobr): the formatting start tags of `data` (bytes, at "
-     "most 2**28) not closed at once, as gossamer.parse.formatting's regex reads them: the sum of their costs but "
-     "<a>'s, the largest <a>'s, the <nobr> among them."},
+     "scan(data) -> (listed, anchor, nobr, tags): the formatting start tags of `data` (bytes, "
+     "at most 2**28) not closed at once, as gossamer.parse.formatting's regex reads them: the "
+     "sum of their costs but <a>'s, the largest <a>'s, the <nobr> among them; its '<'."},
     {NULL, NULL, 0, NULL},
 };
 

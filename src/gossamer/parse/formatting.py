@@ -23,8 +23,22 @@ and its end tag removes it from the list (no block can stand between them). Ever
 tried on its own (the regex takes the name only), so no match hides another start tag; every
 start tag not closed at once counts, wherever it is (in a comment, a script, a value: only
 more), its copy's cost read from its tag if that is written plainly, else from the rest of the
-document. The regex costs about lexbor's parse (one pass, a lower-case copy and a try at every
-``<``), numpy's positions of every ``<`` no less, and its import more than a crawl can spare.
+document.
+
+What runs: the C scan (``parse/_formatscan.c``, :data:`gossamer.parse.native.FORMATSCAN`) where
+it is built, which reads what the regexes `_OPEN_BYTES` and `_TAG_BYTES` read on the document's
+lower-case copy without making it (every ``<`` tried, names compared case-insensitively, each
+part of the regex matching one way or not at all, as its possessive quantifiers do; it counts
+the ``<`` as it goes); else, and with ``GOSSAMER_NATIVE=0`` or past 256 MiB, the regexes
+(`_rebuilt_bytes_regex`, the reference: tests compare the two on generated markup, hostile
+shapes and python3-doc). Over the 2,360 pages of python3-doc, postgresql-doc, sqlite3-doc and
+git-doc a crawl scans in-process (3 to 64 KiB, at most 4,096 ``<``), the C scan costs a fifth
+of lexbor's parse (37 ms against 190), the regex three quarters (142 ms; numpy's positions of
+every ``<`` cost no less, and its import more than a crawl can spare); what the guard adds to
+lexbor's parse a page fell from 0.076 ms to 0.031 (`bench_realpages.guard_ms`, 2,708 pages),
+about 2.7% of a links-only crawl's CPU where it was 6.7%. Measured with ``python
+benchmarks/bench_formatscan.py DIR ...`` run alternately with and without
+``GOSSAMER_NATIVE=0``, medians.
 """
 
 from __future__ import annotations
@@ -89,8 +103,8 @@ def rebuilt_bytes(document: str | bytes, tags: int | None = None) -> int:
     data = document if isinstance(document, bytes) else document.encode("utf-8", "surrogatepass")
     if FORMATSCAN is None or len(data) > _NATIVE_MOST_BYTES:
         return _rebuilt_bytes_regex(data, tags)
-    listed, anchor, nobr = FORMATSCAN.scan(data)
-    return _bound(data, tags, listed + anchor, nobr)
+    listed, anchor, nobr, counted = FORMATSCAN.scan(data)
+    return _bound(data, counted if tags is None else tags, listed + anchor, nobr)
 
 
 def _rebuilt_bytes_regex(document: str | bytes, tags: int | None = None) -> int:
