@@ -7,9 +7,11 @@ it runs (the C part where built, ``parse/_formatscan.c``; the regex with
 links-only crawl scans in-process (more than 3 KiB, at most 64 KiB and 4,096 ``<``), each the
 least of ``--repeat`` passes; then what the guard adds to lexbor's parse a page over all the
 pages (`bench_realpages.guard_ms`). Run it with and without ``GOSSAMER_NATIVE=0``, alternated,
-to compare the guard with and without the C scan.
+to compare the guard with and without the C scan, and with ``MALLOC_TOP_PAD_=67108864`` as
+``bench_realpages.py`` measures the guard (without it lexbor's parse costs up to twice as much
+here, the pages held in memory).
 
-Run: ``python benchmarks/bench_formatscan.py [DIR ...] [--repeat 7]``.
+Run: ``MALLOC_TOP_PAD_=67108864 python benchmarks/bench_formatscan.py [DIR ...] [--repeat 7]``.
 """
 
 from __future__ import annotations

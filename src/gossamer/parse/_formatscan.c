@@ -9,6 +9,11 @@
    backtracks. The nesting is the regex's own (an element holds text, void tags, spans and
    closed formatting elements of text; a span holds text and spans of text), a fixed depth:
    no recursion on the input's. Every index is checked against the length before it is read.
+   A try reads on from its `<` as far as the regex does: its tag, then the text, void tags,
+   spans and closed elements that follow, up to the first other tag. A byte is read by the
+   tries of the start tag whose element holds it, of a closed element inside that and of the
+   tags whose quoted values reach it, so the scan is linear in practice, as the regex is (the
+   tests time the shapes that make tries read far), in a few indexes of memory.
 
    scan(data) -> (listed, anchor, nobr, tags): the sum of the costs of the formatting start tags
    not closed at once but `<a>`, the largest cost of an `<a>` not closed at once, the `<nobr>`
@@ -25,10 +30,10 @@
 
 enum { ELEMENT_BYTES = 390, ATTRIBUTE_BYTES = 195 };
 
-/* The formatting names `_NAMES` and `a`, at most 6 letters each. */
+/* The formatting names `_NAMES` and `a`, at most 6 letters each (`name_index` finds them). */
 static const char *const NAMES[] = {"a",    "b",     "big",    "code",   "em", "font", "i",
                                     "nobr", "s",     "small",  "strike", "strong", "tt", "u"};
-enum { NAME_COUNT = sizeof(NAMES) / sizeof(NAMES[0]), NAME_A = 0, NAME_NOBR = 7, LONGEST = 6 };
+enum { NAME_A = 0, NAME_NOBR = 7, LONGEST = 6 };
 
 typedef struct {
     const unsigned char *d;
@@ -125,34 +130,70 @@ tag_end(text_t t, size_t i)
     return i < t.n && t.d[i] == '>' ? i + 1 : NONE;
 }
 
+static inline int
+same(const char *name, size_t length, const char *text, size_t text_length)
+{
+    return length == text_length && memcmp(name, text, length) == 0;
+}
+
+/* The index in NAMES of `name` (`length` lower-case letters), or -1. */
+static int
+name_index(const char *name, size_t length)
+{
+    switch (name[0]) {
+    case 'a':
+        return length == 1 ? NAME_A : -1;
+    case 'b':
+        return length == 1 ? 1 : same(name, length, "big", 3) ? 2 : -1;
+    case 'c':
+        return same(name, length, "code", 4) ? 3 : -1;
+    case 'e':
+        return same(name, length, "em", 2) ? 4 : -1;
+    case 'f':
+        return same(name, length, "font", 4) ? 5 : -1;
+    case 'i':
+        return length == 1 ? 6 : -1;
+    case 'n':
+        return same(name, length, "nobr", 4) ? NAME_NOBR : -1;
+    case 's':
+        if (length == 1)
+            return 8;
+        if (same(name, length, "small", 5))
+            return 9;
+        return same(name, length, "strike", 6) ? 10 : same(name, length, "strong", 6) ? 11 : -1;
+    case 't':
+        return same(name, length, "tt", 2) ? 12 : -1;
+    case 'u':
+        return length == 1 ? 13 : -1;
+    default:
+        return -1;
+    }
+}
+
 /* The formatting name (index in NAMES) at `i` followed by one of `{_S}/>`, or -1; `*end`
    where the name ends. */
 static int
 formatting_name(text_t t, size_t i, size_t *end)
 {
-    char name[LONGEST + 1];
+    char name[LONGEST];
     size_t k = 0;
-    while (i + k < t.n && k <= LONGEST) {
+    for (; i + k < t.n; k++) {
         unsigned char c = lower(t.d[i + k]);
         if (c < 'a' || c > 'z')
             break;
         if (k == LONGEST)
             return -1;
-        name[k++] = (char)c;
+        name[k] = (char)c;
     }
     if (k == 0 || i + k >= t.n)
         return -1;
     unsigned char next = t.d[i + k];
     if (!is_separator(next) && next != '>')
         return -1;
-    name[k] = '\0';
-    for (int found = 0; found < NAME_COUNT; found++) {
-        if (strcmp(name, NAMES[found]) == 0) {
-            *end = i + k;
-            return found;
-        }
-    }
-    return -1;
+    int found = name_index(name, k);
+    if (found >= 0)
+        *end = i + k;
+    return found;
 }
 
 /* `</{name}[{_S}]*+>` at `i`: where it ends, or NONE. */

@@ -32,13 +32,14 @@ part of the regex matching one way or not at all, as its possessive quantifiers 
 the ``<`` as it goes); else, and with ``GOSSAMER_NATIVE=0`` or past 256 MiB, the regexes
 (`_rebuilt_bytes_regex`, the reference: tests compare the two on generated markup, hostile
 shapes and python3-doc). Over the 2,360 pages of python3-doc, postgresql-doc, sqlite3-doc and
-git-doc a crawl scans in-process (3 to 64 KiB, at most 4,096 ``<``), the C scan costs a fifth
-of lexbor's parse (37 ms against 190), the regex three quarters (142 ms; numpy's positions of
-every ``<`` cost no less, and its import more than a crawl can spare); what the guard adds to
-lexbor's parse a page fell from 0.076 ms to 0.031 (`bench_realpages.guard_ms`, 2,708 pages),
-about 2.7% of a links-only crawl's CPU where it was 6.7%. Measured with ``python
-benchmarks/bench_formatscan.py DIR ...`` run alternately with and without
-``GOSSAMER_NATIVE=0``, medians.
+git-doc a crawl scans in-process (3 to 64 KiB, at most 4,096 ``<``: 36.6 MB), the C scan costs
+an eighth of lexbor's parse (22 ms against 180), the regex four fifths (140 ms; numpy's
+positions of every ``<`` cost no less, and its import more than a crawl can spare). What the
+guard adds to lexbor's parse a page (`bench_realpages.guard_ms`, 2,708 pages) fell from 0.070 ms
+to 0.023, and a links-only crawl of python3-doc from 7.35 to 6.77 billion instructions
+(``benchmarks/callgrind_crawl.py --real --only links``). Measured with ``MALLOC_TOP_PAD_=67108864
+python benchmarks/bench_formatscan.py DIR ...``, run alternately with and without
+``GOSSAMER_NATIVE=0``, medians of three.
 """
 
 from __future__ import annotations
