@@ -156,7 +156,7 @@ def test_the_scan_is_linear_on_its_worst_shapes() -> None:
                 native.FORMATSCAN.scan(body)  # type: ignore[union-attr]
                 best = min(best, time.process_time() - started)
             per_byte.append(best / len(body))
-        assert per_byte[1] < 3 * per_byte[0] + 1e-9
+        assert per_byte[1] < 4 * per_byte[0] + 1e-9  # quadratic: 8 times
 
 
 @pytest.mark.parametrize("root", DOCUMENTATION, ids=str)
