@@ -13,5 +13,11 @@ setup(
             optional=True,
             extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
         ),
+        Extension(
+            "gossamer.parse._formatscan",
+            ["src/gossamer/parse/_formatscan.c"],
+            optional=True,
+            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+        ),
     ]
 )

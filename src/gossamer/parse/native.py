@@ -14,7 +14,7 @@ import importlib
 import os
 from types import ModuleType
 
-__all__ = ["LINKWALK", "in_use"]
+__all__ = ["FORMATSCAN", "LINKWALK", "in_use"]
 
 
 def _enabled() -> bool:
@@ -44,6 +44,21 @@ LINKWALK: ModuleType | None = _linkwalk()
 pass over lexbor's tree, made without a Python object per element; None: the Python pass."""
 
 
+def _formatscan() -> ModuleType | None:
+    """`gossamer.parse._formatscan`, or None."""
+    if not _enabled():
+        return None
+    try:
+        return importlib.import_module("gossamer.parse._formatscan")
+    except ImportError:
+        return None
+
+
+FORMATSCAN: ModuleType | None = _formatscan()
+"""The formatting scan in C (``parse/_formatscan.c``): what
+`gossamer.parse.formatting.rebuilt_bytes`' regex reads, read without it; None: the regex."""
+
+
 def in_use() -> dict[str, bool]:
     """Each C part and whether it runs."""
-    return {"linkwalk": LINKWALK is not None}
+    return {"linkwalk": LINKWALK is not None, "formatscan": FORMATSCAN is not None}
