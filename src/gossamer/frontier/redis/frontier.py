@@ -52,11 +52,8 @@ log = logging.getLogger(__name__)
 
 
 class RedisFrontier:
-    """Frontier contract (see :mod:`gossamer.frontier.base`) over partitioned Redis queues.
-
-    See :mod:`gossamer.frontier.redis` for the layout and this module for what each method
-    does with Redis.
-    """
+    """Frontier contract (see :mod:`gossamer.frontier.base`) over partitioned Redis queues;
+    :mod:`gossamer.frontier.redis` holds the layout, this module what each method does."""
 
     def __init__(
         self,
@@ -84,6 +81,7 @@ class RedisFrontier:
         self._redis = redis
         self._job = job
         self._admission = admission = Admission(scope, guards)
+        self.budget_spent = admission.spent  # the contract's (the counts of hosts it met)
         self._config = config
         self._by_url = config.partition_by == "url"
         self._clock = clock
