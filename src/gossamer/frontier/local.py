@@ -121,6 +121,7 @@ class LocalFrontier:
         self._revisits = revisits
         self._admission = Admission(scope, guards)
         self._budget = self._admission.budget
+        self.budget_spent = self._admission.spent  # the contract's
         self._db = db
         self._memory_budget = config.memory_budget if db is not None else 1 << 62
         self._hosts: HostScheduler[Queued] = HostScheduler(
