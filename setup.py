@@ -12,6 +12,7 @@ setup(
         Extension(name, [source], optional=True, extra_compile_args=_FLAGS)
         for name, source in (
             ("gossamer.parse._linkwalk", "src/gossamer/parse/_linkwalk.c"),
+            ("gossamer.parse._formatscan", "src/gossamer/parse/_formatscan.c"),
             ("gossamer.extract._squash", "src/gossamer/extract/_squash.c"),
             ("gossamer.digests._simhash", "src/gossamer/digests/_simhash.c"),
             ("gossamer.extract._whole", "src/gossamer/extract/_whole.c"),

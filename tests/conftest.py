@@ -6,7 +6,10 @@ the standard loop with ``GOSSAMER_EVENT_LOOP=asyncio``); a test marked
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+import os
+import subprocess
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 
 import pytest
 from tests.tls_certs import TlsFiles, make_tls_files
@@ -18,6 +21,26 @@ from gossamer import eventloop
 def tls_files(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
     """A throwaway CA, server and client certificates (made once per session)."""
     return make_tls_files(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 3 MiB tmpfs, unmounted at the end."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)],
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {done.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def pytest_asyncio_loop_factories(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -249,3 +250,51 @@ async def test_the_sitemaps_one_robots_txt_names_share_one_budget_of_entries(
     cut = [r for r in map(json.loads, lines) if "too-many-urls" in r["flags"]]
     assert len(cut) == 2 and stats.sitemaps is not None
     assert stats.sitemaps["entries_total"] == 10
+
+
+async def test_entries_of_a_host_whose_page_budget_is_spent_are_neither_kept_nor_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host's page budget spent, its sitemaps' entries would never be fetched: they are
+    turned away (``budget_total``), not staged in crawl.db's ``sitemap_entries`` and not
+    counted toward the site's entries a round. Before, each went to crawl.db (a red team
+    filled 83 MB in 30 s) and took the site's entries, so its last sitemaps were cut."""
+    monkeypatch.setattr(sitemapbudget, "SITE_ENTRIES", 6)
+    asked: list[str] = []
+    seed_asked = asyncio.Event()
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        asked.append(request.path)
+        base = f"http://{request.host}"
+        if request.path == "/robots.txt":
+            lines = "".join(f"Sitemap: {base}/s{n}.xml\n" for n in range(3))
+            return web.Response(text=f"User-agent: *\nAllow: /\n{lines}")
+        if request.path.endswith(".xml"):
+            await seed_asked.wait()  # the seed's lease took the host's one page first
+            name = request.path[1:-4]
+            urls = "".join(f"<url><loc>{base}/{name}-{i}</loc></url>" for i in range(4))
+            return web.Response(text=f"<urlset>{urls}</urlset>", content_type="text/xml")
+        seed_asked.set()
+        return web.Response(text="<html><body>page</body></html>", content_type="text/html")
+
+    out = tmp_path / "out"
+    async with serve(handle) as port:
+        settings = {
+            "seeds": [f"http://127.0.0.1:{port}/"],
+            "max_pages_per_host": 1,
+            "out": out,
+            "allow_private": True,
+            "quiet": True,
+            "delay": 0.01,
+            "checkpoint_interval": 0.05,
+        }
+        stats = await asyncio.wait_for(run_crawl(load_settings(settings, env={})), 40)
+    assert [p for p in asked if "-" in p] == []
+    assert sorted(p for p in asked if p.endswith(".xml")) == ["/s0.xml", "/s1.xml", "/s2.xml"]
+    lines = (out / "pages.jsonl").read_text("utf-8").splitlines()
+    assert not [r for r in map(json.loads, lines) if "too-many-urls" in r["flags"]]
+    with sqlite3.connect(out / "crawl.db") as db:
+        assert db.execute("SELECT COUNT(*) FROM sitemap_entries").fetchone()[0] == 0
+    assert stats.sitemaps is not None
+    assert stats.sitemaps["budget_total"] == 12
+    assert stats.sitemaps["entries_total"] == stats.sitemaps["admitted_total"] == 0

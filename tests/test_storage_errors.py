@@ -1,18 +1,17 @@
 """A full disk and a corrupt crawl.db end ``gossamer crawl`` with one line naming the file
 and what to do, no traceback; a crawl stopped by a full disk resumes once there is room.
 
-The full disk is a real one: a 3 MiB tmpfs (mounting it needs root; skipped otherwise)."""
+The full disk is a real one: a 3 MiB tmpfs (``small_disk``, tests/conftest.py: mounting it needs
+root; skipped otherwise)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -46,26 +45,6 @@ async def gossamer(out: Path, port: int, *flags: str) -> tuple[int, str]:
     _, err = await asyncio.wait_for(proc.communicate(), 90)
     assert proc.returncode is not None
     return proc.returncode, err.decode()
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 3 MiB tmpfs, unmounted at the end."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)],
-        capture_output=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {done.stderr.decode().strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 async def test_a_full_disk_is_one_line_and_the_crawl_resumes(small_disk: Path) -> None:

@@ -20,11 +20,14 @@ def shipped() -> set[str]:
 
 
 def data_files() -> set[str]:
-    """Every file of the package but Python sources and their caches."""
+    """Every file of the package but Python sources, their caches and the C parts (their
+    sources and the modules built from them, which setup.py's extensions ship)."""
     return {
         path.relative_to(PACKAGE).as_posix()
         for path in PACKAGE.rglob("*")
-        if path.is_file() and path.suffix not in (".py", ".pyc") and "__pycache__" not in path.parts
+        if path.is_file()
+        and path.suffix not in (".py", ".pyc", ".c", ".so")
+        and "__pycache__" not in path.parts
     }
 
 

@@ -48,6 +48,7 @@ async def test_a_host_stops_at_its_budget() -> None:
     late = await front.add(urls("a.test", 12)[10:] + urls("b.test", 3)[2:])
     assert late.added == 1 and late.rejected == {"budget": 2}
     assert front.in_memory == 1  # a.test's URLs are gone from the queue
+    assert front.budget_spent("http://a.test") and not front.budget_spent("http://b.test")
 
 
 async def test_patterns_win_over_the_default() -> None:

@@ -103,8 +103,11 @@ async def test_the_budget_holds_when_a_host_moves_to_another_worker(client: Redi
     assert by_kind(taken) == {("moving.test", "page"): 2}
     await first.own(Ownership(frozenset()))  # its partitions go to a new worker
     second = make(client, job, set(range(P)), guards)
+    assert not second.budget_spent("http://moving.test")
     kinds = by_kind(await drain(second))
     assert kinds == {("moving.test", "page"): 2, ("moving.test", "budget"): 6}
+    assert second.budget_spent("http://moving.test")  # (the sitemap stage asks)
+    assert not second.budget_spent("http://other.test")
 
 
 async def test_admission_strips_and_guards_on_the_redis_frontier(client: RedisClient) -> None:

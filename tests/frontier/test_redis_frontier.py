@@ -231,6 +231,24 @@ async def test_close_gives_back_held_entries(client: Redis, job: str) -> None:
     assert (totals["queued"], totals["claimed"]) == (8, 1)
 
 
+async def test_close_gives_back_the_urls_of_acks_never_sent(client: Redis, job: str) -> None:
+    """Deferred acks whose checkpoint failed (taken, never sent) or that no checkpoint took:
+    their records are not durable, so ``close()`` queues their URLs again at once; sent ones
+    stay finished."""
+    clock = Clock()
+    a = make(client, job, clock, defer_acks=True)
+    await a.add([Candidate(u) for u in urls(hosts=3, per_host=3)])
+    leases = await a.lease(3)
+    await a.ack(leases[0], None)
+    await a.take_acks()()  # its checkpoint committed: sent
+    await a.ack(leases[1], None)
+    a.take_acks()  # its checkpoint failed: never sent
+    await a.ack(leases[2], None)  # no checkpoint took it
+    await a.close()
+    totals = await counts(client, job)
+    assert (totals["queued"], totals["claimed"], totals["finished"]) == (8, 0, 1)
+
+
 async def test_refresh_over_4096_partitions_is_fast(client: Redis, job: str) -> None:
     scope = Scope.for_seeds([], ["test"], max_depth=5)
     frontier = RedisFrontier(

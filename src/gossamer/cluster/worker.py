@@ -42,6 +42,7 @@ from gossamer.cluster.seeding import load_origins, seed_origins
 from gossamer.cluster.sitemaps import SitemapClaims
 from gossamer.crawl import (
     NOTHING,
+    WORKER_ADVICE,
     Additions,
     assemble_crawler,
     check_proxies,
@@ -51,6 +52,7 @@ from gossamer.crawl import (
     open_stages,
     start_stages,
     stop_after,
+    storage_errors,
     tune_gc,
 )
 from gossamer.digests.redis import RedisDigests
@@ -215,12 +217,15 @@ async def _work(
     metrics: MetricsServer | None = None,
     additions: Additions = NOTHING,
 ) -> CrawlStats:
-    """Build the worker's parts from the job's settings (the one wiring place), crawl, stop."""
+    """Build the worker's parts from the job's settings (the one wiring place), crawl, stop.
+    A full disk or a corrupt crawl.db ends it with one line, as it does a crawl
+    (:func:`~gossamer.crawl.storage_errors`), once it has left the job as it does at its
+    normal end (`_leave`)."""
     try:
         settings.out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise SettingsError(f"invalid setting 'out': {exc.strerror}: {settings.out}") from exc
-    with logging_to_file(settings.out / LOG_FILE):
+    with storage_errors(settings.out, WORKER_ADVICE), logging_to_file(settings.out / LOG_FILE):
         return await _crawl_share(control, settings, name, guard, metrics, additions)
 
 

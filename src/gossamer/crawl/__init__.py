@@ -48,12 +48,13 @@ from gossamer.crawl.fetching import (
     rendering_fetcher,
     renders,
 )
-from gossamer.crawl.outputs import prepare_out_dir
+from gossamer.crawl.outputs import WORKER_ADVICE, prepare_out_dir, storage_errors
 from gossamer.crawl.run import install_signal_handlers, run_crawl, stop_after, summary, tune_gc
 from gossamer.crawl.stages import Stages, open_stages
 
 __all__ = [
     "NOTHING",
+    "WORKER_ADVICE",
     "Additions",
     "Stages",
     "address_guard",
@@ -79,6 +80,7 @@ __all__ = [
     "run_crawl",
     "start_stages",
     "stop_after",
+    "storage_errors",
     "summary",
     "tune_gc",
 ]

@@ -268,7 +268,9 @@ async def build_crawler(
             db,
             rules=stages.robots.known if settings.robots else None,
             config=LocalFrontierConfig(
-                memory_budget=settings.queue_memory, slack=settings.focus_slack
+                memory_budget=settings.queue_memory,
+                max_active=settings.active_hosts,
+                slack=settings.focus_slack,
             ),
             guards=Guards.of(settings),
             revisits=revisits,

@@ -164,7 +164,7 @@ def robots_cache(
         on_rules=functools.partial(_keep_sitemaps, SQLiteSink(db), sitemaps),
         # More than the hosts a frontier schedules at once (the embedded one's working set,
         # a cluster worker's claimed URLs), so their rules are never evicted before use.
-        max_hosts=max(100_000, 2 * settings.queue_memory),
+        max_hosts=max(100_000, 2 * settings.queue_memory, 2 * settings.active_hosts),
     )
 
 

@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from gossamer.crawldb import CrawlDB
 from gossamer.engine import SEEDING_META
@@ -42,11 +42,31 @@ _FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 _STORAGE = frozenset({errno.EROFS, errno.EIO})
 
 
+class Advice(NamedTuple):
+    """What :func:`storage_errors` tells a user to do: once the disk has room, and with a
+    corrupt crawl.db."""
+
+    full: str
+    corrupt: str
+
+
+CRAWL_ADVICE = Advice(
+    "free some space, then continue the crawl with --resume",
+    "restore it from a copy, or start the crawl again with --overwrite",
+)
+WORKER_ADVICE = Advice(
+    "free some space, then start the worker again",
+    "restore it from a copy, or move it away, then start the worker again",
+)
+"""A cluster worker's: it always resumes, and one that starts with no crawl.db of its own
+loses nothing of the job (its state is in Redis)."""
+
+
 @contextmanager
-def storage_errors(out: Path) -> Iterator[None]:
+def storage_errors(out: Path, advice: Advice = CRAWL_ADVICE) -> Iterator[None]:
     """A full disk, a read-only or failing one, or a corrupt crawl.db met in the block ends it
-    as a :class:`CommandError`: one line naming the file and what to do (the crawl can be
-    resumed once there is room; a corrupt crawl.db cannot)."""
+    as a :class:`CommandError`: one line naming the file and what to do (``advice``: the
+    crawl can be resumed once there is room; a corrupt crawl.db cannot)."""
     db = out / "crawl.db"
     try:
         yield
@@ -56,21 +76,15 @@ def storage_errors(out: Path) -> Iterator[None]:
         where = exc.filename or out
         if exc.errno in _FULL:
             raise CommandError(
-                f"cannot write {where}: no space left on device ({_RESUME})"
+                f"cannot write {where}: no space left on device ({advice.full})"
             ) from exc
         raise CommandError(f"cannot write {where}: {exc.strerror}") from exc
     except sqlite3.OperationalError as exc:
         if "full" not in str(exc):
             raise
-        raise CommandError(f"cannot write {db}: no space left on device ({_RESUME})") from exc
+        raise CommandError(f"cannot write {db}: no space left on device ({advice.full})") from exc
     except sqlite3.DatabaseError as exc:  # malformed, not a database
-        raise CommandError(
-            f"{db} is corrupt ({exc}): restore it from a copy, or start the crawl again with "
-            "--overwrite"
-        ) from exc
-
-
-_RESUME = "free some space, then continue the crawl with --resume"
+        raise CommandError(f"{db} is corrupt ({exc}): {advice.corrupt}") from exc
 
 
 @contextmanager

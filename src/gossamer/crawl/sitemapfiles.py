@@ -89,6 +89,7 @@ class Counts(msgspec.Struct):
     blocked: int = 0
     offscope: int = 0
     invalid: int = 0
+    budget: int = 0
 
     def snapshot(self, reading: int, waiting: int) -> SitemapStats:
         """The tallies with the reads under way and waiting (a frozen snapshot)."""
@@ -102,6 +103,7 @@ class Counts(msgspec.Struct):
             waiting,
             self.offscope,
             self.invalid,
+            self.budget,
         )
 
 
@@ -111,7 +113,8 @@ class SitemapStats(msgspec.Struct, frozen=True):
     blocked, hosts whose sitemaps are being read, sitemaps waiting, sitemap files not fetched
     as out of the crawl's scope (a ``Sitemap:`` line's, an index's child, a redirect's
     target: by host, port or trap guard, as a link), ``Sitemap:`` URLs that are no valid
-    http(s) URL (a port out of 1-65535 too)."""
+    http(s) URL (a port out of 1-65535 too), entries of hosts whose page budget was spent
+    (turned away: neither queued nor kept in crawl.db, nor counted as entries)."""
 
     files_total: int = 0
     entries_total: int = 0
@@ -122,6 +125,7 @@ class SitemapStats(msgspec.Struct, frozen=True):
     waiting: int = 0
     offscope_total: int = 0
     invalid_total: int = 0
+    budget_total: int = 0
 
     def as_json(self) -> dict[str, int]:
         """The figures by name (stats.json's ``sitemaps``)."""

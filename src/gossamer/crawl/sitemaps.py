@@ -20,14 +20,14 @@ frontier's ``done()`` is believed), and a read's records go through the ledger i
 with the pages'. The loop looks at the frontier at every checkpoint, so URLs a read queues
 are leased within ``--checkpoint-interval``.
 
-Entries go to ``frontier.add`` in batches, at depth 1: a sitemap stands one hop below its
-site, as the links of its home page do, so ``--max-depth 0`` still crawls the seeds only and
-breadth first puts the seeds before what their sites announce. The crawl's scope, per-host
-budgets and trap guards apply as for links. What a sitemap says of each URL (``lastmod``,
-``changefreq``, ``priority``) is staged in crawl.db's ``sitemap_entries`` in the same
-batches. Each file read becomes a record of kind ``sitemap`` (status, ``format``, entry and
-dropped counts in ``extra``, flags), in pages.jsonl, crawl.db and the store like a page's,
-counted as no page.
+Entries go to ``frontier.add`` in batches, at depth 1: a sitemap stands one hop below its site,
+as the links of its home page do, so ``--max-depth 0`` still crawls the seeds only and breadth
+first puts the seeds before what their sites announce. The crawl's scope, per-host budgets and
+trap guards apply as for links (entries of a host whose page budget is spent are turned away:
+`~.sitemapbudget.Intake`). What a sitemap says of each URL (``lastmod``, ``changefreq``,
+``priority``) is staged in crawl.db's ``sitemap_entries`` in the same batches. Each file read
+becomes a record of kind ``sitemap`` (status, ``format``, entry and dropped counts in ``extra``,
+flags), in pages.jsonl, crawl.db and the store like a page's, counted as no page.
 
 A sitemap read to its end is staged in ``sitemap_reads`` after its entries and records, so
 ``--resume`` reads again only the sitemaps a stopped or killed crawl had not finished (their
@@ -61,7 +61,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 
-from gossamer.crawl.sitemapbudget import LoopShare, SiteBudgets, skipped
+from gossamer.crawl.sitemapbudget import SiteBudgets, skipped
 from gossamer.crawl.sitemapfiles import (
     OWNED_ELSEWHERE,
     READ_SQL,
@@ -104,7 +104,6 @@ log = logging.getLogger(__name__)
 
 GIVEN = ""
 """The origin of a sitemap given by ``--sitemap`` (no robots.txt named it)."""
-_BATCH = 500  # entries handed to admission (and staged in crawl.db) at once
 
 
 class SitemapStage:
@@ -220,6 +219,7 @@ class SitemapStage:
     def start(self, frontier: Frontier) -> None:
         """Entries go to ``frontier`` (the crawl's, before its loop starts)."""
         self._frontier = frontier
+        self._budgets.spent = frontier.budget_spent
 
     def bind(self, ledger: Ledger) -> None:
         """Read what is waiting, and from now on what comes, recording through ``ledger``
@@ -316,8 +316,7 @@ class SitemapStage:
         ``origins``; the files read, entries listed, and whether its own fetch failed."""
         scope = SitemapScope({origin: [url] for origin in origins if origin != GIVEN})
         batch: list[Entry] = []
-        files, entries, room, unanswered = 0, 0, self._budgets.entries_left(origins), False
-        share = LoopShare()
+        files, unanswered, intake = 0, False, self._budgets.intake(origins)
         reply = functools.partial(self._reply, host_key(url))
         may_fetch = functools.partial(self._scope.walks, url if GIVEN in origins else None)
         walk = read_sitemaps([url], reply, scope=scope, limits=limits, may_fetch=may_fetch)
@@ -326,16 +325,17 @@ class SitemapStage:
                 await self._admit(batch)
                 unanswered |= self._file(item) and item.depth == 0
                 files += 1
-            elif (entries := entries + 1) > room:  # the site's entries are spent: stop here
+            elif (take := intake.take(item)) is None:  # the site's entries are spent: stop
                 self._file(skipped(item.source, Flag.TOO_MANY_URLS))
                 break
-            else:
+            elif take:
                 batch.append(item)
-                if len(batch) >= _BATCH:
-                    await self._admit(batch)
-                    await share.pause()
+            if intake.batched():
+                await self._admit(batch)
+                await intake.pause()
         await self._admit(batch)
-        return files, min(entries, room), unanswered
+        self._counts.budget += intake.turned
+        return files, intake.listed, unanswered
 
     def _again(self, url: str, origins: set[str]) -> None:
         """A continuous crawl's next read of ``url``, for the origins its last read granted."""

@@ -8,8 +8,9 @@ scheduler. It coordinates parts that each own one concern: ``hostqueue`` (each h
 in memory, in storage and waiting for a time), ``ready`` (the heap of hosts with a free
 politeness slot, ``politeness`` deciding when, ``domains`` holding back the hosts of a
 registrable domain with all its share in flight), ``workingset`` (which hosts are scheduled at
-all), ``robotstage`` (what a due host's URLs go out as: a host's URLs wait until its
-robots.txt rules, ``robots``, are known), ``taker`` (which of them go out as pages: those
+all, a registrable domain's hosts at most a share of them), ``robotstage`` (what a due
+host's URLs go out as: a host's URLs wait until its robots.txt rules, ``robots``, are
+known), ``taker`` (which of them go out as pages: those
 the rules forbid as ``blocked``, new ones past a host's page budget, ``budgets``, as
 ``budget``), ``leases`` (the lease table), ``bestfirst`` (the order across hosts once a
 priority arrives), ``rounds`` (what it hands out) and ``slotclaims`` (the slots requests

@@ -146,11 +146,16 @@ class Admission:
             self._refuse(cand.url, reason)
         if "@" in url and not self._may_send(url, cand, source):
             reason = "userinfo"
-        if reason is None and self.budget is not None and self.budget.spent(key):
+        if reason is None and self.spent(key):
             reason = "budget"
         if cand.priority and not -math.inf < cand.priority < math.inf:
             reason = "bad-priority"  # a NaN or an infinity would upset every ranking
         return (url, key, fingerprint(url), cand) if reason is None else reason
+
+    def spent(self, key: str) -> bool:
+        """Whether host ``key``'s page budget is spent: its new URLs are turned away
+        (``budget``)."""
+        return self.budget is not None and self.budget.spent(key)
 
     def _refuse(self, spelling: str, reason: str) -> None:
         """Remember that ``spelling`` is turned away for ``reason`` whatever page links it."""

@@ -262,6 +262,11 @@ class Frontier(Protocol):
         """End a ``robots`` lease with the rules its host's robots.txt gave."""
         ...
 
+    def budget_spent(self, key: str) -> bool:
+        """Whether host ``key``'s page budget is spent (:mod:`gossamer.frontier.budgets`):
+        ``add`` turns its new URLs away (``budget``)."""
+        ...
+
     def next_ready(self) -> float | None:
         """Seconds until some URL may be leasable; None when nothing is queued."""
         ...

@@ -28,8 +28,10 @@ on both (:meth:`~gossamer.frontier.politeness.PolitenessPolicy.on_lease`,
 parked hosts) and gives a host no more room than its domain has
 (:meth:`~gossamer.frontier.politeness.PolitenessPolicy.room`: the Redis frontier's two-step
 rounds). Domains with nothing in
-flight and nothing parked are dropped when the table has doubled since the last sweep; a slot
-that points at a dropped one takes the live one at its next request.
+flight, nothing parked and no host in the working set (nor waiting to join it: the set's share
+per domain, :mod:`gossamer.frontier.workingset`, counts on the same ``DomainSlot``) are
+dropped when the table has doubled since the last sweep; a slot that points at a dropped one
+takes the live one at its next request.
 
 In a cluster the share is each worker's: a domain whose hosts several workers own may have
 ``per_domain`` in flight from each of them.
@@ -91,12 +93,24 @@ class DomainShare(Generic[E]):
         """The Public Suffix List names the domains (see the module docstring)."""
         self._sweep_at = _SWEEP_AT
 
+    @property
+    def most(self) -> int:
+        """Requests in flight over one domain's hosts at most (``per_domain``)."""
+        return self._most
+
     def attach(self, key: str, slot: HostSlot) -> DomainSlot:
         """The domain of host ``key``, its ``slot`` pointed at it."""
         domain = slot.domain
         if domain is None or domain.gone:
             domain = slot.domain = self._named(domain_host(key))
         return domain
+
+    def of(self, key: str, slot: HostSlot | None) -> DomainSlot:
+        """The domain of host ``key``: its ``slot``'s, pointed at it, or without a slot (a
+        host waiting to join the working set has none yet) named from the key alone."""
+        if slot is not None:
+            return self.attach(key, slot)
+        return self._named(domain_host(key))
 
     def full(self, key: str, slot: HostSlot) -> bool:
         """Whether host ``key``'s domain has all its requests in flight."""
@@ -165,10 +179,11 @@ class DomainShare(Generic[E]):
         self._domains = renamed
 
     def _sweep(self) -> None:
-        """Drop the domains with nothing in flight and nothing parked."""
+        """Drop the domains with nothing in flight, nothing parked, no host in the working
+        set and none waiting to join it."""
         kept: dict[str, DomainSlot] = {}
         for name, domain in self._domains.items():
-            if domain.active or domain.parked:
+            if domain.active or domain.parked or domain.members or domain.joining:
                 kept[name] = domain
             else:
                 domain.gone = True

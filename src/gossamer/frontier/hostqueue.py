@@ -214,7 +214,8 @@ class Host(msgspec.Struct, Generic[E], eq=False):
     active: bool = False
     """In the working set: its URLs are scheduled."""
     pending: bool = False
-    """In the line of hosts waiting to join the working set."""
+    """In the line of hosts waiting to join the working set (or waiting on its domain,
+    whose hosts hold their share of the set)."""
     not_before: float = -math.inf
     """Not due before this time whatever its slot says (a limiter's refusal)."""
     robots_out: bool = False
@@ -234,6 +235,11 @@ class Host(msgspec.Struct, Generic[E], eq=False):
         in line, never scheduled yet)."""
         if self._slot is None:
             self._slot = HostSlot()
+        return self._slot
+
+    @property
+    def slot_made(self) -> HostSlot | None:
+        """Its politeness slot if it has one, without making one."""
         return self._slot
 
     @property

@@ -64,8 +64,8 @@ class HostScheduler(Generic[E]):
         self._taker = PageTaker(policy, budget, self._queues, self._leases)
         self._best: BestFirst[E] | None = None
         """Made once an entry with a priority other than 0 comes; None: breadth first."""
-        self._set: WorkingSet[E] = WorkingSet(max_active)
         ready = self._ready = ReadyHeap(self._hosts, policy, self._schedule)  # and domains
+        self._set: WorkingSet[E] = WorkingSet(max_active, self._hosts, ready.domains)
         self.claims = SlotClaims(self._queues, robots, policy, self._schedule, clock, ready.domains)
         """The host slots requests outside the leases take (the host gate's keeper)."""
 
@@ -239,8 +239,8 @@ class HostScheduler(Generic[E]):
         """Drop host ``key`` (its queue emptied): its leases still end on the host returned,
         and its slot spaces this worker's next request to it (``HostQueues.left``)."""
         host = self._queues.forget(key, self._clock())
-        if host is not None:
-            self._set.forget(host)
+        if host is not None and (heir := self._set.forget(host)) is not None:
+            self._schedule(*heir)  # its domain's host waiting longest takes its place
         return host
 
     def host_keys(self) -> list[str]:
@@ -331,7 +331,7 @@ class HostScheduler(Generic[E]):
 
     def _join(self, now: float) -> tuple[str, Host[E]] | None:
         """The next host in line that joins the working set and is due now, if any."""
-        while (joined := self._set.join(self._hosts)) is not None:
+        while (joined := self._set.join()) is not None:
             key, host = joined
             if self._ready.ready_at(key, host) <= now:
                 return joined
@@ -341,7 +341,7 @@ class HostScheduler(Generic[E]):
     def _pop_best(self, best: BestFirst[E], now: float) -> tuple[str, Host[E]] | None:
         """:meth:`_pop` best first (:mod:`gossamer.frontier.bestfirst`). Hosts in line join
         the working set while it has room, whether or not one is due."""
-        while (joined := self._set.join(self._hosts)) is not None:  # ranks are known only
+        while (joined := self._set.join()) is not None:  # ranks are known only
             self._schedule(*joined)  # inside the working set
         best.take_due(self._ready, now)
         floor: float | None = None
@@ -381,8 +381,8 @@ class HostScheduler(Generic[E]):
         """Put a host with something queued where it waits its turn (the ready heap, the
         best-first order or the working set's line); one with nothing left leaves the set."""
         if not host.waiting:
-            if host.active and not host.leased:
-                self._set.leave(host)
+            if host.active and not host.leased and (heir := self._set.leave(host)) is not None:
+                self._schedule(*heir)  # its domain's host waiting longest takes its place
             return
         if not host.active and not self._set.enter(key, host, front):
             return

@@ -92,7 +92,8 @@ class LocalFrontierConfig(msgspec.Struct, frozen=True):
     """Queued URLs held in memory; past that a host's new URLs stay in crawl.db only (no
     limit without a crawl.db)."""
     max_active: int = 50_000
-    """Hosts in the scheduler's working set at most."""
+    """Hosts in the scheduler's working set at most (a registrable domain's at most a few
+    times ``per_domain`` of them, :mod:`gossamer.frontier.workingset`)."""
     slack: float = DEFAULT_SLACK
     """How far the best-first ordering may stray from the best URL to keep hosts busy (see
     :mod:`gossamer.frontier.hosts`)."""
@@ -120,6 +121,7 @@ class LocalFrontier:
         self._revisits = revisits
         self._admission = Admission(scope, guards)
         self._budget = self._admission.budget
+        self.budget_spent = self._admission.spent  # the contract's
         self._db = db
         self._memory_budget = config.memory_budget if db is not None else 1 << 62
         self._hosts: HostScheduler[Queued] = HostScheduler(

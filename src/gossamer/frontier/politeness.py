@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import deque
 from collections.abc import Callable
 
 import msgspec
@@ -35,7 +36,8 @@ log = logging.getLogger(__name__)
 
 class DomainSlot(msgspec.Struct):
     """The requests in flight over the hosts of one registrable domain, and its hosts that
-    wait for one of them to end (:class:`gossamer.frontier.domains.DomainShare`)."""
+    wait for one of them to end (:class:`gossamer.frontier.domains.DomainShare`); its hosts
+    in the working set, and those waiting for one of them to leave it."""
 
     name: str
     """The domain (or, until the Public Suffix List is read, the last two labels)."""
@@ -48,6 +50,11 @@ class DomainSlot(msgspec.Struct):
     """Dropped from the share (idle): a slot pointing here takes the live one next time."""
     wake: Callable[[DomainSlot], None] | None = None
     """Called when one of its requests ends while hosts are parked."""
+    members: int = 0
+    """Its hosts in the scheduler's working set (:mod:`gossamer.frontier.workingset`)."""
+    joining: deque[str] | None = None
+    """Keys of its hosts that came to join the working set while it held its share of it,
+    the first come first."""
 
 
 class HostSlot(msgspec.Struct):

@@ -110,6 +110,8 @@ HELP = {
     "gossamer_sitemap_offscope_total": "Sitemap files not fetched: out of the crawl's scope "
     "(host, port), as named by robots.txt, an index or a redirect.",
     "gossamer_sitemap_invalid_total": "Sitemap URLs that are no valid URL (dropped).",
+    "gossamer_sitemap_budget_total": "Sitemap entries of hosts whose page budget was spent "
+    "(turned away: neither queued nor kept in crawl.db).",
     "gossamer_revisits_changed_total": "Revisits (--recrawl) that found the page changed.",
     "gossamer_revisits_unchanged_total": "Revisits answered 2xx with the content unchanged.",
     "gossamer_revisits_not_modified_total": "Revisits answered 304 Not Modified.",

@@ -41,12 +41,13 @@ B, B names C and C redirects to A; A names B, B redirects to C and C to A), that
 canonical page in fact: it is handed back (:meth:`Canonicals.redirected`) for its content to
 be stored after all, under its own URL, in a second record flagged ``canonical-loop`` (its
 first, ``canonical-followed``, has none), and the redirect closing the cycle is flagged
-``canonical-loop`` too. Nothing is fetched again for it: the redirect's target is a URL
-the crawl has seen. Held pages are bounded (`MAX_HELD_BYTES` of bodies, oldest forgotten
-first; `MAX_WAITING` for one canonical URL, newest kept) and dropped once the canonical URL
-they wait for is stored, fails or leads elsewhere (pages waiting for a URL that names a
-canonical URL of its own wait on for that one); a page naming a canonical URL whose page is
-stored already is not held at all. A cycle back to a page no longer held (or
+``canonical-loop`` too. Nothing is fetched again for it: the redirect's target is a URL the
+crawl has seen. Held pages are bounded (`MAX_HELD_BYTES` of bodies, a rendered page's served
+body counted beside its rendered one: :func:`gossamer.page.state.held_bytes`; oldest
+forgotten first; `MAX_WAITING` for one canonical URL, newest kept) and dropped once the
+canonical URL they wait for is stored, fails or leads elsewhere (pages waiting for a URL
+that names a canonical URL of its own wait on for that one); a page naming a canonical URL
+whose page is stored already is not held at all. A cycle back to a page no longer held (or
 ``noindex``) is flagged ``canonical-error`` and named in a warning.
 
 A canonical URL fetched after the page that named it and found failing, ``noindex``, or
@@ -191,14 +192,15 @@ class Canonicals(Generic[_P]):
     what the stage needs to store one) to store after all (see the module docstring).
 
     ``in_scope`` tells whether the crawl may visit a URL (None: every URL); ``checks`` what
-    admission and robots.txt would say of it; ``held_bytes`` bounds the pages held."""
+    admission and robots.txt would say of it; ``held_bytes`` bounds the pages held
+    (`MAX_HELD_BYTES` by default)."""
 
     def __init__(
         self,
         in_scope: Callable[[str], bool] | None = None,
         limit: int = MAX_REMEMBERED,
         checks: Checks | None = None,
-        held_bytes: int = MAX_HELD_BYTES,
+        held_bytes: int | None = None,
     ) -> None:
         self._in_scope = in_scope
         self._limit = limit
@@ -207,7 +209,7 @@ class Canonicals(Generic[_P]):
         """Pages withheld for their canonical URL, kept until it is fetched: page -> (what
         stores it, its size)."""
         self._held_bytes = 0
-        self._held_limit = held_bytes
+        self._held_limit = MAX_HELD_BYTES if held_bytes is None else held_bytes
         self._named: OrderedDict[str, str] = OrderedDict()
         """Pages that named another canonical URL and were not stored: page -> canonical."""
         self._awaited: OrderedDict[str, list[str]] = OrderedDict()

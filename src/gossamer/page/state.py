@@ -205,9 +205,13 @@ HELD_OVERHEAD = 2048
 
 
 def held_bytes(result: Fetched) -> int:
-    """What keeping ``result`` costs in memory, about: its body, the archive's copy of the
-    body as received, its headers twice (decoded, and as received) and `HELD_OVERHEAD`."""
+    """What keeping ``result`` costs in memory, about: its body, a rendered page's served
+    body (``served``, kept beside the rendered one; the same bytes when the render gave no
+    DOM), the archive's copy of the body as received, its headers twice (decoded, and as
+    received) and `HELD_OVERHEAD`."""
     exchange = result.exchange
     received = len(result.body) if exchange is None else len(exchange.body)
+    served = result.served
+    kept = 0 if served is None or served is result.body else len(served)
     head = sum(len(name) + len(value) for name, value in result.headers.items())
-    return len(result.body) + received + 2 * head + HELD_OVERHEAD
+    return len(result.body) + kept + received + 2 * head + HELD_OVERHEAD

@@ -23,13 +23,30 @@ and its end tag removes it from the list (no block can stand between them). Ever
 tried on its own (the regex takes the name only), so no match hides another start tag; every
 start tag not closed at once counts, wherever it is (in a comment, a script, a value: only
 more), its copy's cost read from its tag if that is written plainly, else from the rest of the
-document. The regex costs about lexbor's parse (one pass, a lower-case copy and a try at every
-``<``), numpy's positions of every ``<`` no less, and its import more than a crawl can spare.
+document.
+
+What runs: the C scan (``parse/_formatscan.c``, :data:`gossamer.parse.native.FORMATSCAN`) where
+it is built, which reads what the regexes `_OPEN_BYTES` and `_TAG_BYTES` read on the document's
+lower-case copy without making it (every ``<`` tried, names compared case-insensitively, each
+part of the regex matching one way or not at all, as its possessive quantifiers do; it counts
+the ``<`` as it goes); else, and with ``GOSSAMER_NATIVE=0`` or past 256 MiB, the regexes
+(`_rebuilt_bytes_regex`, the reference: tests compare the two on generated markup, hostile
+shapes and python3-doc). Over the 2,360 pages of python3-doc, postgresql-doc, sqlite3-doc and
+git-doc a crawl scans in-process (3 to 64 KiB, at most 4,096 ``<``: 36.6 MB), the C scan costs
+an eighth of lexbor's parse (22 ms against 180), the regex four fifths (140 ms; numpy's
+positions of every ``<`` cost no less, and its import more than a crawl can spare). What the
+guard adds to lexbor's parse a page (`bench_realpages.guard_ms`, 2,708 pages) fell from 0.070 ms
+to 0.023, and a links-only crawl of python3-doc from 7.35 to 6.77 billion instructions
+(``benchmarks/callgrind_crawl.py --real --only links``). Measured with ``MALLOC_TOP_PAD_=67108864
+python benchmarks/bench_formatscan.py DIR ...``, run alternately with and without
+``GOSSAMER_NATIVE=0``, medians of three.
 """
 
 from __future__ import annotations
 
 import re
+
+from gossamer.parse.native import FORMATSCAN
 
 __all__ = [
     "AS_IS_MAX_REBUILT",
@@ -75,11 +92,24 @@ _OPEN_BYTES = re.compile(_OPEN.encode())
 _TAG_BYTES = re.compile(f"{_ATTRIBUTES}>".encode())
 _SEPARATORS = b" \t\n\f\r/"
 _A = ord("a")
+_NATIVE_MOST_BYTES = 1 << 28  # past this, the C scan's sums could pass 64 bits
 
 
 def rebuilt_bytes(document: str | bytes, tags: int | None = None) -> int:
     """A bound on the bytes lexbor's copies of ``document``'s formatting elements could take
-    (see the module doc); ``tags``: its ``<``, counted here if None."""
+    (see the module doc); ``tags``: its ``<``, counted here if None. The C scan
+    (:data:`gossamer.parse.native.FORMATSCAN`) reads it where it is built, else the regex
+    (`_rebuilt_bytes_regex`, the reference)."""
+    # UTF-8 is as long as the text, or longer; the scan lower-cases names as it reads them
+    data = document if isinstance(document, bytes) else document.encode("utf-8", "surrogatepass")
+    if FORMATSCAN is None or len(data) > _NATIVE_MOST_BYTES:
+        return _rebuilt_bytes_regex(data, tags)
+    listed, anchor, nobr, counted = FORMATSCAN.scan(data)
+    return _bound(data, counted if tags is None else tags, listed + anchor, nobr)
+
+
+def _rebuilt_bytes_regex(document: str | bytes, tags: int | None = None) -> int:
+    """`rebuilt_bytes` read by the regexes `_OPEN_BYTES` and `_TAG_BYTES`."""
     # lower case, ASCII only, as lexbor reads names; UTF-8 is as long as the text, or longer
     data = document if isinstance(document, bytes) else document.encode("utf-8", "surrogatepass")
     data = data.lower()
@@ -100,12 +130,18 @@ def rebuilt_bytes(document: str | bytes, tags: int | None = None) -> int:
         else:
             listed += cost
             nobr += data.startswith(b"nobr", at + 1)
-    if not listed + anchor:
+    return _bound(data, tags, listed + anchor, nobr)
+
+
+def _bound(data: bytes, tags: int | None, weight: int, nobr: int) -> int:
+    """What ``weight`` bytes of a list copied at every token cost (``tags`` ``<``, counted
+    in ``data`` if None; ``nobr`` ``<nobr>`` left open)."""
+    if not weight:
         return 0
     if tags is None:
         tags = data.count(b"<")
     # a token rebuilds the list once (a <nobr> with one open before it, twice)
-    return (tags + 1 + nobr) * (listed + anchor)
+    return (tags + 1 + nobr) * weight
 
 
 def entry_bytes(name: str, attributes: str) -> int:

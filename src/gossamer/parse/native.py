@@ -16,7 +16,7 @@ import importlib
 import os
 from types import ModuleType
 
-__all__ = ["LINKWALK", "in_use", "load"]
+__all__ = ["FORMATSCAN", "LINKWALK", "in_use", "load"]
 
 
 def _enabled() -> bool:
@@ -60,10 +60,26 @@ LINKWALK: ModuleType | None = _linkwalk()
 pass over lexbor's tree, made without a Python object per element; None: the Python pass."""
 
 
+def _formatscan() -> ModuleType | None:
+    """`gossamer.parse._formatscan`, or None."""
+    if not _enabled():
+        return None
+    try:
+        return importlib.import_module("gossamer.parse._formatscan")
+    except ImportError:
+        return None
+
+
+FORMATSCAN: ModuleType | None = _formatscan()
+"""The formatting scan in C (``parse/_formatscan.c``): what
+`gossamer.parse.formatting.rebuilt_bytes`' regex reads, read without it; None: the regex."""
+
+
 def in_use() -> dict[str, bool]:
     """Each C part and whether it runs."""
     return {
         "linkwalk": LINKWALK is not None,
+        "formatscan": FORMATSCAN is not None,
         **{name: load(f"gossamer.{module}") is not None for name, module in _PARTS.items()},
     }
 

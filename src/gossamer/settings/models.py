@@ -305,6 +305,19 @@ class CrawlSettings(SettingsModel, frozen=True, kw_only=True):
     queue_memory: Annotated[
         int, Meta(ge=100, description="Queued URLs held in memory; the rest wait in crawl.db.")
     ] = 100_000
+    active_hosts: Annotated[
+        int,
+        Meta(
+            ge=1,
+            le=10_000_000,
+            description=(
+                "Hosts scheduled at once at most (the embedded frontier's working set; a "
+                "cluster worker schedules every host it owns); the others wait in line, and "
+                "a registrable domain's hosts past its share of the set (4 x per_domain, at "
+                "most half the set unless per_domain is more) wait for one of theirs to leave."
+            ),
+        ),
+    ] = 50_000
     focus_slack: Annotated[
         float,
         Meta(

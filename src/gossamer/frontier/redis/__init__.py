@@ -20,6 +20,7 @@ One module per concern:
 * ``fences``: hand-over fences for a partition's new owner
 * ``holders``: which worker may claim from a partition while it changes owner
 * ``frontier``: :class:`RedisFrontier`, the contract's methods and the upkeep its owner calls
+* ``acks``: a worker's acks held back until their records are durable (``defer_acks``)
 * ``revisits``: a continuous crawl's revisit state and due times, kept with each partition
 * ``continuous``: ``ContinuousFrontier``, the frontier of a continuous crawl (``--recrawl``)
 

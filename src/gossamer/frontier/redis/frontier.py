@@ -31,6 +31,7 @@ from gossamer.frontier.admission import Admission, Guards
 from gossamer.frontier.base import AddResult, Candidate, Feedback, FrontierStats, Lease, Rules
 from gossamer.frontier.hosts import HostScheduler, RulesLookup
 from gossamer.frontier.politeness import PolitenessPolicy
+from gossamer.frontier.redis.acks import DeferredAcks
 from gossamer.frontier.redis.adds import Adds
 from gossamer.frontier.redis.claims import RECLAIM_LIMIT, Claims
 from gossamer.frontier.redis.config import RedisFrontierConfig
@@ -52,11 +53,8 @@ log = logging.getLogger(__name__)
 
 
 class RedisFrontier:
-    """Frontier contract (see :mod:`gossamer.frontier.base`) over partitioned Redis queues.
-
-    See :mod:`gossamer.frontier.redis` for the layout and this module for what each method
-    does with Redis.
-    """
+    """Frontier contract (see :mod:`gossamer.frontier.base`) over partitioned Redis queues;
+    :mod:`gossamer.frontier.redis` holds the layout, this module what each method does."""
 
     def __init__(
         self,
@@ -84,6 +82,7 @@ class RedisFrontier:
         self._redis = redis
         self._job = job
         self._admission = admission = Admission(scope, guards)
+        self.budget_spent = admission.spent  # the contract's (the counts of hosts it met)
         self._config = config
         self._by_url = config.partition_by == "url"
         self._clock = clock
@@ -111,7 +110,7 @@ class RedisFrontier:
             slack=config.slack,
             clock=clock,
         )
-        self._unsent: list[Entry] = []  # acked, the ack not sent to Redis yet (defer_acks)
+        self._acks = DeferredAcks(self._send_acks)  # with defer_acks: those not sent yet
         self._looks = Looks(redis, job, partitions, faults)  # the last look at every partition
         self._finished = False  # the last look found nothing queued or claimed, nor added
         self._next_look = float("-inf")  # when ``done()`` may look again (its own looks only)
@@ -164,7 +163,7 @@ class RedisFrontier:
         slot = self._slot_release(lease, feedback)
         if entry is None or self._config.defer_acks:
             if entry is not None:
-                self._unsent.append(entry)  # its claim stays held (and renewed) until sent
+                self._acks.add(entry)  # its claim stays held (and renewed) until sent
             await self._handover.send(slot)  # the host's slot goes back at once
             return
         await self._send_acks([entry], slot)
@@ -317,13 +316,14 @@ class RedisFrontier:
         """With ``defer_acks``: the acks made so far, as a function sending them to Redis.
         Take them just before the commit that makes their records durable and call the
         function after it: a worker killed in between loses no record (its claims expire and
-        the URLs are fetched again)."""
-        entries, self._unsent = self._unsent, []
-        return lambda: self._send_acks(entries)
+        the URLs are fetched again; :mod:`.acks`)."""
+        return self._acks.take()
 
     async def close(self) -> None:
-        """Give back every held claim that is not leased, and hand over every partition this
-        worker holds; the Redis client stays open."""
+        """Give back every held claim that is not leased and the URLs of acks never sent
+        (their records not durable: :mod:`.acks`), and hand over every partition this worker
+        holds; the Redis client stays open."""
+        await self._handover.hand_back(self._acks.unsent(), [], self._give_back)
         await self._give_away(set(self._claims.held) | self._holders.recorded)
 
     # -- internals -------------------------------------------------------------------------
