@@ -15,7 +15,7 @@ $(BIN)/python:
 
 # setup.py builds the C parts (src/gossamer/**/_*.c) in place; where they cannot be built the
 # Python code they speed up runs, and the line after the install says which are in use.
-$(STAMP): pyproject.toml setup.py $(wildcard src/gossamer/*/_*.c) | $(BIN)/python
+$(STAMP): pyproject.toml setup.py $(wildcard src/gossamer/*/_*.c src/gossamer/_*.h) | $(BIN)/python
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev,plot,render,docs]'
 	@$(BIN)/python -c "from gossamer.parse import native; print('C parts:', native.in_use())"

@@ -6,10 +6,11 @@ speeds up, which stays the reference (``gossamer.native`` says which are in use)
 from setuptools import Extension, setup
 
 _FLAGS = ["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"]
+_HEADERS = ["src/gossamer/_lexbor.h"]  # lexbor through selectolax, for the parts reading its tree
 
 setup(
     ext_modules=[
-        Extension(name, [source], optional=True, extra_compile_args=_FLAGS)
+        Extension(name, [source], optional=True, extra_compile_args=_FLAGS, depends=_HEADERS)
         for name, source in (
             ("gossamer.parse._linkwalk", "src/gossamer/parse/_linkwalk.c"),
             ("gossamer.parse._formatscan", "src/gossamer/parse/_formatscan.c"),

@@ -26,7 +26,7 @@ def data_files() -> set[str]:
         path.relative_to(PACKAGE).as_posix()
         for path in PACKAGE.rglob("*")
         if path.is_file()
-        and path.suffix not in (".py", ".pyc", ".c", ".so")
+        and path.suffix not in (".py", ".pyc", ".c", ".h", ".so")
         and "__pycache__" not in path.parts
     }
 

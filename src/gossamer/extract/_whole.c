@@ -14,31 +14,8 @@
    LexborNode by its type, as parse/_linkwalk.c does. The Python scan is the reference and
    stays: it runs when this module is not built or does not bind, and tests compare them. */
 
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <dlfcn.h>
-#include <stdint.h>
+#include "../_lexbor.h"
 #include <string.h>
-
-typedef void node_t;
-
-static node_t *(*first_child)(node_t *);
-static node_t *(*next_sibling)(node_t *);
-static node_t *(*parent_of)(node_t *);
-static uintptr_t (*tag_id_of)(node_t *);
-static int (*type_of)(node_t *);
-
-typedef struct {
-    PyObject_HEAD
-    void *vtab;
-    node_t *node;
-    PyObject *parser;
-    int is_fragment_root;
-    int is_template_content;
-} NodeObject; /* selectolax.lexbor.LexborNode, as its lexbor.pxd declares it */
-
-static PyTypeObject *node_type = NULL;
-static const int TEXT = 3; /* LXB_DOM_NODE_TYPE_TEXT */
 
 enum { INLINE = 0, LINK = 1 }; /* kinds, as gossamer.extract.walk numbers them */
 #define KINDS 65536            /* tag ids below this (lexbor's standard tags) have a kind */
@@ -61,53 +38,10 @@ bind_lexbor(PyObject *self, PyObject *args)
     memset(kinds, INLINE, sizeof(kinds));
     memcpy(kinds, table.buf, (size_t)table.len);
     PyBuffer_Release(&table);
-    if (!PyType_Check(type) || ((PyTypeObject *)type)->tp_basicsize != sizeof(NodeObject)) {
-        PyErr_SetString(PyExc_ImportError, "selectolax's LexborNode has another layout");
+    if (lexbor_bind(path, type) < 0)
         return NULL;
-    }
-    void *lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-    if (lib == NULL) {
-        PyErr_Format(PyExc_ImportError, "selectolax's module is not loaded: %s", dlerror());
-        return NULL;
-    }
-#define FIND(var, name)                                                                 \
-    do {                                                                                \
-        *(void **)(&var) = dlsym(lib, name);                                            \
-        if (var == NULL) {                                                              \
-            PyErr_Format(PyExc_ImportError, "lexbor's %s is not exported", name);       \
-            return NULL;                                                                \
-        }                                                                               \
-    } while (0)
-    FIND(first_child, "lxb_dom_node_first_child_noi");
-    FIND(next_sibling, "lxb_dom_node_next_noi");
-    FIND(parent_of, "lxb_dom_node_parent_noi");
-    FIND(tag_id_of, "lxb_dom_node_tag_id_noi");
-    FIND(type_of, "lxb_dom_node_type_noi");
-#undef FIND
-    Py_INCREF(type);
-    Py_XSETREF(node_type, (PyTypeObject *)type);
     bound = 1;
     Py_RETURN_NONE;
-}
-
-/* A LexborNode for `node` of the tree `parser`, as selectolax's LexborNode.new makes it. */
-static PyObject *
-make_node(node_t *node, PyObject *parser)
-{
-    PyObject *empty = PyTuple_New(0);
-    if (empty == NULL)
-        return NULL;
-    PyObject *made = node_type->tp_new(node_type, empty, NULL);
-    Py_DECREF(empty);
-    if (made == NULL)
-        return NULL;
-    NodeObject *obj = (NodeObject *)made;
-    obj->node = node;
-    Py_INCREF(parser);
-    Py_XSETREF(obj->parser, parser);
-    obj->is_fragment_root = 0;
-    obj->is_template_content = 0;
-    return made;
 }
 
 /* scan(box, budget) -> (elements, links) or None: see the module's comment. */
@@ -138,7 +72,7 @@ scan(PyObject *self, PyObject *args)
     Py_ssize_t elements = 0;
     node_t *node = first_child(root);
     while (node != NULL) {
-        if (type_of(node) != TEXT) {
+        if (type_of(node) != LEXBOR_TEXT) {
             uintptr_t tag = tag_id_of(node);
             int kind = tag < KINDS ? kinds[tag] : INLINE;
             if (kind == LINK) {
@@ -158,16 +92,7 @@ scan(PyObject *self, PyObject *args)
                 Py_RETURN_NONE; /* the walk would stop inside */
             }
         }
-        /* the next node in document order: the first child, else the next sibling of the
-           node or of its nearest ancestor that has one, never above the box */
-        node_t *next = first_child(node);
-        if (next == NULL) {
-            while (node != root && (next = next_sibling(node)) == NULL)
-                node = parent_of(node);
-            if (node == root)
-                next = NULL;
-        }
-        node = next;
+        node = next_below(node, root);
     }
     if (elements > budget) { /* a budget below zero */
         Py_DECREF(links);

@@ -15,38 +15,10 @@
    (gossamer.parse.links) is the reference and stays: it runs when this module is not built
    or does not bind, and tests compare the two. */
 
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <dlfcn.h>
-#include <stdint.h>
+#include "../_lexbor.h"
 #include <string.h>
 
-typedef void node_t;
-typedef void attr_t;
-
-static node_t *(*first_child)(node_t *);
-static node_t *(*next_sibling)(node_t *);
-static node_t *(*parent_of)(node_t *);
-static uintptr_t (*tag_id_of)(node_t *);
-static int (*type_of)(node_t *);
-static attr_t *(*first_attribute)(node_t *);
-static attr_t *(*next_attribute)(attr_t *);
-static const unsigned char *(*qualified_name)(attr_t *, size_t *);
-static const unsigned char *(*local_name)(attr_t *, size_t *);
-static const unsigned char *(*value_of)(attr_t *, size_t *);
-
-typedef struct {
-    PyObject_HEAD
-    void *vtab;
-    node_t *node;
-    PyObject *parser;
-    int is_fragment_root;
-    int is_template_content;
-} NodeObject; /* selectolax.lexbor.LexborNode, as its lexbor.pxd declares it */
-
-static PyTypeObject *node_type = NULL;
 static uintptr_t TAG_A, TAG_AREA, TAG_LINK, TAG_META, TAG_BASE;
-static const int ELEMENT = 1;
 
 static int bound = 0;
 
@@ -58,36 +30,8 @@ bind_lexbor(PyObject *self, PyObject *args)
     unsigned long long a, area, link, meta, base;
     if (!PyArg_ParseTuple(args, "sOKKKKK", &path, &type, &a, &area, &link, &meta, &base))
         return NULL;
-    if (!PyType_Check(type) || ((PyTypeObject *)type)->tp_basicsize != sizeof(NodeObject)) {
-        PyErr_SetString(PyExc_ImportError, "selectolax's LexborNode has another layout");
+    if (lexbor_bind(path, type) < 0)
         return NULL;
-    }
-    void *lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-    if (lib == NULL) {
-        PyErr_Format(PyExc_ImportError, "selectolax's module is not loaded: %s", dlerror());
-        return NULL;
-    }
-#define FIND(var, name)                                                                 \
-    do {                                                                                \
-        *(void **)(&var) = dlsym(lib, name);                                            \
-        if (var == NULL) {                                                              \
-            PyErr_Format(PyExc_ImportError, "lexbor's %s is not exported", name);       \
-            return NULL;                                                                \
-        }                                                                               \
-    } while (0)
-    FIND(first_child, "lxb_dom_node_first_child_noi");
-    FIND(next_sibling, "lxb_dom_node_next_noi");
-    FIND(parent_of, "lxb_dom_node_parent_noi");
-    FIND(tag_id_of, "lxb_dom_node_tag_id_noi");
-    FIND(type_of, "lxb_dom_node_type_noi");
-    FIND(first_attribute, "lxb_dom_element_first_attribute_noi");
-    FIND(next_attribute, "lxb_dom_element_next_attribute_noi");
-    FIND(qualified_name, "lxb_dom_attr_qualified_name");
-    FIND(local_name, "lxb_dom_attr_local_name_noi");
-    FIND(value_of, "lxb_dom_attr_value_noi");
-#undef FIND
-    Py_INCREF(type);
-    Py_XSETREF(node_type, (PyTypeObject *)type);
     TAG_A = (uintptr_t)a;
     TAG_AREA = (uintptr_t)area;
     TAG_LINK = (uintptr_t)link;
@@ -95,26 +39,6 @@ bind_lexbor(PyObject *self, PyObject *args)
     TAG_BASE = (uintptr_t)base;
     bound = 1;
     Py_RETURN_NONE;
-}
-
-/* A LexborNode for `node` of the tree `parser`, as selectolax's LexborNode.new makes it. */
-static PyObject *
-make_node(node_t *node, PyObject *parser)
-{
-    PyObject *empty = PyTuple_New(0);
-    if (empty == NULL)
-        return NULL;
-    PyObject *made = node_type->tp_new(node_type, empty, NULL);
-    Py_DECREF(empty);
-    if (made == NULL)
-        return NULL;
-    NodeObject *obj = (NodeObject *)made;
-    obj->node = node;
-    Py_INCREF(parser);
-    Py_XSETREF(obj->parser, parser);
-    obj->is_fragment_root = 0;
-    obj->is_template_content = 0;
-    return made;
 }
 
 static int
@@ -234,7 +158,7 @@ read_links(PyObject *self, PyObject *args)
         goto fail;
     node_t *node = root;
     while (node != NULL) {
-        if (type_of(node) == ELEMENT) {
+        if (type_of(node) == LEXBOR_ELEMENT) {
             uintptr_t tag = tag_id_of(node);
             if (tag == TAG_META) {
                 PyObject *meta = make_node(node, parser);
@@ -318,16 +242,7 @@ read_links(PyObject *self, PyObject *args)
                 }
             }
         }
-        /* the next node in document order: the first child, else the next sibling of
-           the node or of its nearest ancestor that has one, never above the root */
-        node_t *next = first_child(node);
-        if (next == NULL) {
-            while (node != root && (next = next_sibling(node)) == NULL)
-                node = parent_of(node);
-            if (node == root)
-                next = NULL;
-        }
-        node = next;
+        node = next_below(node, root);
     }
     PyObject *links = PyDict_Keys(hrefs);
     Py_DECREF(hrefs);
