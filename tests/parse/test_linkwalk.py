@@ -174,3 +174,26 @@ def test_the_walk_takes_the_root_element_never_an_address() -> None:
             walk.read(wrong, True, None)
     with pytest.raises(ValueError):
         walk.read(LexborNode.__new__(LexborNode), True, None)
+
+
+def test_bind_checks_the_layout_on_a_node_selectolax_made() -> None:
+    """The fields written to the nodes it makes are checked where selectolax put them: a
+    node whose address or tree is not where the layout says is refused (before, only the
+    size of the type was)."""
+    import selectolax.lexbor as lexbor
+
+    walk = native.LINKWALK
+    assert walk is not None
+    ids = [lexbor.create_tag(name).tag_id for name in ("a", "area", "link", "meta", "base")]
+    tree, other = LexborHTMLParser("<p>"), LexborHTMLParser("<p>")
+    node = tree.root
+    assert node is not None
+    for sample, its_tree, address in [
+        (node, tree, node.mem_id + 8),
+        (node, other, node.mem_id),
+        (tree, tree, node.mem_id),
+    ]:
+        with pytest.raises(ImportError, match="another layout"):
+            walk.bind(lexbor.__file__, LexborNode, sample, its_tree, address, *ids)
+    walk.bind(lexbor.__file__, LexborNode, node, tree, node.mem_id, *ids)
+    assert walk.read(LexborHTMLParser("<a href=x>").root, True, None)[0] == ["x"]

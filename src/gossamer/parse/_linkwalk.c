@@ -54,11 +54,16 @@ static PyObject *
 bind_lexbor(PyObject *self, PyObject *args)
 {
     const char *path;
-    PyObject *type;
-    unsigned long long a, area, link, meta, base;
-    if (!PyArg_ParseTuple(args, "sOKKKKK", &path, &type, &a, &area, &link, &meta, &base))
+    PyObject *type, *sample, *tree;
+    unsigned long long address, a, area, link, meta, base;
+    if (!PyArg_ParseTuple(args, "sOOOKKKKKK", &path, &type, &sample, &tree, &address, &a, &area,
+                          &link, &meta, &base))
         return NULL;
-    if (!PyType_Check(type) || ((PyTypeObject *)type)->tp_basicsize != sizeof(NodeObject)) {
+    /* the layout read off a node selectolax made: its type, size, node, tree and flags */
+    NodeObject *made = (NodeObject *)sample;
+    if (!PyType_Check(type) || ((PyTypeObject *)type)->tp_basicsize != sizeof(NodeObject) ||
+        Py_TYPE(sample) != (PyTypeObject *)type || made->node != (node_t *)(uintptr_t)address ||
+        made->parser != tree || made->is_fragment_root != 0 || made->is_template_content != 0) {
         PyErr_SetString(PyExc_ImportError, "selectolax's LexborNode has another layout");
         return NULL;
     }
@@ -360,8 +365,9 @@ fail:
 
 static PyMethodDef methods[] = {
     {"bind", bind_lexbor, METH_VARARGS,
-     "bind(selectolax_lexbor_path, LexborNode, a, area, link, meta, base): find lexbor's "
-     "functions in selectolax's loaded module; the tag ids of the elements read."},
+     "bind(selectolax_lexbor_path, LexborNode, node, its tree, its mem_id, a, area, link, meta, "
+     "base): check the layout on a node selectolax made; find lexbor's functions in "
+     "selectolax's loaded module; the tag ids of the elements read."},
     {"read", read_links, METH_VARARGS,
      "read(root, honour_nofollow, anchors) -> (hrefs, eligible, rel_nofollow, metas, base, "
      "canonical): root, the <html> LexborNode of a parsed document"},
