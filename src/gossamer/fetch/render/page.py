@@ -269,8 +269,7 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 def _well_formed(html: str) -> str:
     """``html`` with each lone surrogate as U+FFFD, as a browser encodes one. A script's
     strings may hold them (``'\\ud800'``) and Playwright hands them on; UTF-8 holds none (the
-    body's encoding failed and ended the crawl), and lexbor, given a str, drops them where the
-    formatting scan reads them (``<\\ud800b>`` is a ``<b>`` to one, no tag to the other)."""
+    body's encoding failed and ended the crawl)."""
     return html if html.isascii() else _LONE_SURROGATE.sub("\ufffd", html)
 
 
