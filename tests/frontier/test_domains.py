@@ -230,3 +230,33 @@ def test_a_round_leases_nothing_of_a_host_whose_domain_was_dropped_meanwhile() -
     slot = hosts.slot("http://h0.swamp.test")
     assert slot is not None and slot.domain is not None
     assert not slot.domain.gone and slot.domain.active == 1
+
+
+def test_an_ipv6_address_is_in_its_64_network_others_their_own() -> None:
+    """A server can name itself by every address of its /64: one domain, not 2**64."""
+    share: DomainShare[Queued] = DomainShare(2, {}, lambda key, host: None)
+    keys = [
+        "http://[2001:db8::1]",
+        "http://[2001:db8::ffff:1]:8080",
+        "http://[2001:db8:0:1::1]",
+        "http://[::1]",
+        "http://[::ffff:7f00:1]",
+        "http://[64:ff9b::102:304]",
+        "http://[64:ff9b::102:305]",
+    ]
+    assert names(share, *keys) == [
+        "2001:db8::/64",
+        "2001:db8::/64",
+        "2001:db8:0:1::/64",
+        "::1",
+        "::ffff:7f00:1",
+        "64:ff9b::102:304",  # NAT64: an IPv4 address, its own
+        "64:ff9b::102:305",
+    ]
+    assert not share._read  # addresses: no list to read
+    slot = HostSlot()
+    assert share.attach("http://a.example.co.uk", slot).name == "co.uk"
+    assert names(share, "http://b.example.co.uk", "http://[2001:db8::2]") == [
+        "example.co.uk",
+        "2001:db8::/64",  # named again when the list is read: still its network
+    ]

@@ -115,3 +115,21 @@ def test_a_domain_with_hosts_in_the_set_is_not_swept_while_idle() -> None:
     assert [lease.url for lease in hosts.lease(5000).leases] == []
     clock.now += 10.0
     assert [lease.url for lease in hosts.lease(5000).leases] == ["http://h0.swamp.test/1"]
+
+
+def test_the_addresses_of_one_ipv6_network_hold_one_share_of_the_set() -> None:
+    """40 addresses of one /64 queued first, their requests hanging: another site leases
+    beside them at once (before, each address was a domain: they held the whole set)."""
+    hosts = make(Clock(), max_active=8)
+    flood = [f"http://[2001:db8::{i:x}]/" for i in range(1, 41)]
+    good = [f"http://good.test/{i}" for i in range(3)]
+    push(hosts, *flood, *good)
+    first = hosts.lease(64).leases
+    assert [lease.url for lease in first] == [flood[0], good[0]]
+    assert hosts.active == 5  # the network's share and good.test
+    leased = [lease.url for lease in first]
+    ack(hosts, [lease for lease in first if lease.url in good])
+    while batch := [lease for lease in hosts.lease(64).leases if lease.url in good]:
+        leased += [lease.url for lease in batch]
+        ack(hosts, batch)
+    assert leased == [flood[0], *good]  # good.test done, the flood's one request hanging

@@ -304,3 +304,17 @@ def test_a_page_looking_ordinary_is_parsed_in_a_gigabyte(name: str) -> None:
         [sys.executable, "-c", IN_A_GIGABYTE], input=body, capture_output=True, check=True
     )
     assert done.stdout.decode().split("\n")[:2] == ["True", "html-cut-formatting"]
+
+
+def test_markup_behind_lone_surrogates_is_text_to_lexbor_as_to_the_guard() -> None:
+    """selectolax drops a str's lone surrogates: ``<\\ud800div>`` was a ``<div>`` to lexbor
+    and text to the guard's scans, so 40,000 of them nested unguarded (2.2 s), and a hundred
+    ``<\\ud800b ...>`` then ``<p>x`` went as-is (597 MB): lexbor now reads U+FFFD there."""
+    deep = parse("<\ud800div>" * 40_000 + "<a href=x>")
+    assert deep.tree is not None and deep.tree.css_first("div") is None
+    assert deep.tree.css_first("a") is not None
+    tags = "".join(f"<\ud800b {' '.join(f'a{i}=v{k}' for i in range(20))}>" for k in range(100))
+    heavy = parse(f"<p>{tags}x" + "<p>x" * 1500)
+    assert heavy.tree is not None and heavy.tree.css_first("b") is None
+    assert "<\ufffdb a0=v0" in heavy.tree.body.text()
+    assert parse(b"<\xed\xa0\x80b>x").tree.css_first("b") is None  # bytes: lexbor's own U+FFFD

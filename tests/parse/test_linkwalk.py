@@ -157,3 +157,43 @@ def test_parse_html_gives_the_same_page_either_way() -> None:
     page = parse_html(body, "http://h/p")
     assert page.links == ["http://h/b/x", "http://h/b/n"]
     assert page.nofollow_links == 1 and page.meta_noindex
+
+
+def test_the_walk_takes_the_root_element_never_an_address() -> None:
+    """`read` takes the node and its tree from the <html> LexborNode itself: a number (an
+    address, maybe of a freed tree: read as if it were a tree before) or an object of another
+    type is refused, as is a node of no tree."""
+    walk = native.LINKWALK
+    assert walk is not None
+    tree = LexborHTMLParser("<a href=x rel=nofollow><a href=y>")
+    root = tree.root
+    assert root is not None
+    assert walk.read(root, True, None)[:3] == (["y"], 2, 1)
+    for wrong in (root.mem_id, 0xDEADBEEF, "<a href=x>", tree, None):
+        with pytest.raises(TypeError):
+            walk.read(wrong, True, None)
+    with pytest.raises(ValueError):
+        walk.read(LexborNode.__new__(LexborNode), True, None)
+
+
+def test_bind_checks_the_layout_on_a_node_selectolax_made() -> None:
+    """The fields written to the nodes it makes are checked where selectolax put them: a
+    node whose address or tree is not where the layout says is refused (before, only the
+    size of the type was)."""
+    import selectolax.lexbor as lexbor
+
+    walk = native.LINKWALK
+    assert walk is not None
+    ids = [lexbor.create_tag(name).tag_id for name in ("a", "area", "link", "meta", "base")]
+    tree, other = LexborHTMLParser("<p>"), LexborHTMLParser("<p>")
+    node = tree.root
+    assert node is not None
+    for sample, its_tree, address in [
+        (node, tree, node.mem_id + 8),
+        (node, other, node.mem_id),
+        (tree, tree, node.mem_id),
+    ]:
+        with pytest.raises(ImportError, match="another layout"):
+            walk.bind(lexbor.__file__, LexborNode, sample, its_tree, address, *ids)
+    walk.bind(lexbor.__file__, LexborNode, node, tree, node.mem_id, *ids)
+    assert walk.read(LexborHTMLParser("<a href=x>").root, True, None)[0] == ["x"]

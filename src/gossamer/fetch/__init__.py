@@ -13,7 +13,8 @@ proxy, a login or ``http_client="aiohttp"`` loads it), httptools, brotli, aiohtt
 python-socks (SOCKS5 proxies), selectolax, psutil, playwright (in ``render``, lazily),
 ``gossamer.redact``, ``gossamer.proxyurl`` (proxy URLs), ``gossamer.safe``, ``gossamer.tls``,
 ``gossamer.urls``, ``gossamer.addresses`` (IP literals), ``gossamer.eventloop`` (which loop
-runs) and ``gossamer.settings`` (the parser of ``--resolve`` items); it knows no other stage
+runs), ``gossamer.settings`` (the parser of ``--resolve`` items) and ``gossamer.parse`` (its
+guarded parse: ``render``'s ``auto`` reads every page it considers); it knows no other stage
 (the engine hands it URLs and reads its results).
 """
 

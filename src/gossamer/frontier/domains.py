@@ -15,11 +15,14 @@ turns. Requests outside the leases (the host gate:
 sitemaps, proxy checks, a rendered page's subrequests) count on the domain too, but never wait
 for it: they are few, bounded per host, and not the crawl's slots.
 
-Which domain a host is in: an IP literal is its own; a name is in its registrable domain by
-the Public Suffix List, its own when it has none (``localhost``, a bare TLD). The list costs
-some 0.4 s and 3 MB to read, and most crawls never need it: only hosts that end in the same
-two labels can share a domain. So until two such hosts come, each host's domain is named by
-its last two labels; when they come the list is read, and the domains known are named again
+Which domain a host is in: an IPv4 literal is its own, an IPv6 literal is in its /64 network
+(the least a site is given: counted by address, one server could be 2**64 domains, and 40 of
+its addresses queued first filled the working set ahead of every other site; loopback,
+IPv4-mapped and NAT64 addresses stay their own); a name is in its registrable domain by the
+Public Suffix List, its own when it has none (``localhost``, a bare TLD). The list costs some
+0.4 s and 3 MB to read, and most crawls never need it: only names that end in the same two
+labels can share a domain. So until two such hosts come, each host's domain is named by its
+last two labels; when they come the list is read, and the domains known are named again
 by it (each held one host until then, so none merges).
 
 Each host's slot points at its domain (``HostSlot.domain``), and the policy counts a request
@@ -39,6 +42,7 @@ In a cluster the share is each worker's: a domain whose hosts several workers ow
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from collections.abc import Callable
 from typing import Generic
@@ -64,11 +68,33 @@ def domain_host(key: str) -> str:
     return authority.rpartition(":")[0].rstrip(".") if ":" in authority else authority.rstrip(".")
 
 
-def _last_two(host: str) -> str:
-    """A host's name until the Public Suffix List is read: an address itself, a name its last
-    two labels (every host of a registrable domain ends in the same two)."""
-    if ip_literal(host) is not None:
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+"""IPv4 addresses written as IPv6 ones (RFC 6052): each its own, as the IPv4 one is."""
+
+
+def _address_name(host: str) -> str | None:
+    """The domain of an IP literal (see the module docstring); None for a name."""
+    address = ip_literal(host)
+    if address is None:
+        return None
+    if (
+        isinstance(address, ipaddress.IPv4Address)
+        or int(address) >> 64 == 0  # ::1, and IPv4 written the old way (::1.2.3.4)
+        or address.ipv4_mapped is not None
+        or address in _NAT64
+    ):
         return host
+    return str(ipaddress.IPv6Network((address, 64), strict=False))
+
+
+def _name(host: str) -> str:
+    """A host's domain by the Public Suffix List, an IP literal's by `_address_name`."""
+    return _address_name(host) or registrable_domain(host)
+
+
+def _last_two(host: str) -> str:
+    """A name's domain until the Public Suffix List is read: its last two labels (every host
+    of a registrable domain ends in the same two)."""
     head, dot, last = host.rpartition(".")
     return head.rpartition(".")[2] + dot + last if dot else host
 
@@ -154,9 +180,10 @@ class DomainShare(Generic[E]):
     def _named(self, host: str) -> DomainSlot:
         """The live domain of ``host``, made if there is none."""
         domains = self._domains
-        if self._read:
+        name = _address_name(host)  # an address's: no list to read
+        if name is None and self._read:
             name = registrable_domain(host)
-        else:
+        elif name is None:
             name = _last_two(host)
             found = domains.get(name)
             if found is not None and found.host != host:
@@ -174,7 +201,7 @@ class DomainShare(Generic[E]):
         self._read = True
         renamed: dict[str, DomainSlot] = {}
         for domain in self._domains.values():
-            domain.name = registrable_domain(domain.host)
+            domain.name = _name(domain.host)
             renamed[domain.name] = domain
         self._domains = renamed
 

@@ -26,11 +26,12 @@ static PyObject *
 bind_lexbor(PyObject *self, PyObject *args)
 {
     const char *path;
-    PyObject *type;
-    unsigned long long a, area, link, meta, base;
-    if (!PyArg_ParseTuple(args, "sOKKKKK", &path, &type, &a, &area, &link, &meta, &base))
+    PyObject *type, *sample, *tree;
+    unsigned long long address, a, area, link, meta, base;
+    if (!PyArg_ParseTuple(args, "sOOOKKKKKK", &path, &type, &sample, &tree, &address, &a, &area,
+                          &link, &meta, &base))
         return NULL;
-    if (lexbor_bind(path, type) < 0)
+    if (lexbor_bind(path, type, sample, tree, address) < 0)
         return NULL;
     TAG_A = (uintptr_t)a;
     TAG_AREA = (uintptr_t)area;
@@ -130,26 +131,37 @@ decoded(const unsigned char *data, size_t length)
     return PyUnicode_DecodeUTF8((const char *)data, (Py_ssize_t)length, "replace");
 }
 
-/* read(root, parser, honour_nofollow, anchors) -> (hrefs, eligible, rel_nofollow, metas,
-   base, canonical); `root` the address of the <html> element (LexborNode.mem_id), `anchors`
+/* read(root, honour_nofollow, anchors) -> (hrefs, eligible, rel_nofollow, metas, base,
+   canonical); `root` the <html> element (a LexborNode of a parsed document: its node and its
+   tree are read from it, never taken as an address or an object of another type), `anchors`
    a list that gets (node, href) for each <a href>, or None. */
 static PyObject *
 read_links(PyObject *self, PyObject *args)
 {
-    unsigned long long root_address;
-    PyObject *parser, *anchors;
+    PyObject *start, *anchors;
     int honour_nofollow;
-    if (!PyArg_ParseTuple(args, "KOpO", &root_address, &parser, &honour_nofollow, &anchors))
+    if (!PyArg_ParseTuple(args, "OpO", &start, &honour_nofollow, &anchors))
         return NULL;
     if (!bound) {
         PyErr_SetString(PyExc_RuntimeError, "bind() first");
         return NULL;
     }
+    if (Py_TYPE(start) != node_type) {
+        PyErr_SetString(PyExc_TypeError, "read takes a LexborNode");
+        return NULL;
+    }
+    NodeObject *from = (NodeObject *)start;
+    if (from->node == NULL || from->parser == NULL || from->parser == Py_None ||
+        from->is_fragment_root || from->is_template_content) {
+        PyErr_SetString(PyExc_ValueError, "read takes an element of a parsed document");
+        return NULL;
+    }
+    PyObject *parser = from->parser; /* held by `start`, which the caller holds */
     if (anchors != Py_None && !PyList_Check(anchors)) {
         PyErr_SetString(PyExc_TypeError, "anchors: a list or None");
         return NULL;
     }
-    node_t *root = (node_t *)(uintptr_t)root_address;
+    node_t *root = from->node;
     PyObject *hrefs = PyDict_New();
     PyObject *metas = PyList_New(0);
     PyObject *base = NULL, *canonical = NULL;
@@ -264,11 +276,12 @@ fail:
 
 static PyMethodDef methods[] = {
     {"bind", bind_lexbor, METH_VARARGS,
-     "bind(selectolax_lexbor_path, LexborNode, a, area, link, meta, base): find lexbor's "
-     "functions in selectolax's loaded module; the tag ids of the elements read."},
+     "bind(selectolax_lexbor_path, LexborNode, node, its tree, its mem_id, a, area, link, meta, "
+     "base): check the layout on a node selectolax made; find lexbor's functions in "
+     "selectolax's loaded module; the tag ids of the elements read."},
     {"read", read_links, METH_VARARGS,
-     "read(root_mem_id, parser, honour_nofollow, anchors) -> (hrefs, eligible, rel_nofollow, "
-     "metas, base, canonical)"},
+     "read(root, honour_nofollow, anchors) -> (hrefs, eligible, rel_nofollow, metas, base, "
+     "canonical): root, the <html> LexborNode of a parsed document"},
     {NULL, NULL, 0, NULL},
 };
 

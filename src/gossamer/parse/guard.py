@@ -81,9 +81,8 @@ lexbor's parse past 16,384 ``<``, 3 times below). One that is neither but has no
 tags than end and self-closing tags, and whose tags nest perfectly, implied end tags lexbor closes
 at once allowed, is parsed as it is too (:mod:`gossamer.parse.nesting`, whose doc argues why lexbor
 is then linear; the check costs about 2 to 3 times lexbor's parse, the pass 6). An ordinary document
-that is hostile all the same costs lexbor at most about 0.2 s in its stack's quadratic cases: they
-need a deep stack and a token scanning it, and the document has at most 16,384 tags, half of them
-ends.
+that is hostile all the same costs lexbor at most about 0.2 s in its stack's quadratic cases, which
+need a deep stack and a token scanning it: the document has at most 16,384 tags, half of them ends.
 
 The list of active formatting elements is bounded by what could enter it, trusting no end tag that
 could close nothing (``</i>`` after ``</p>``, ``</b>`` in a comment or after one): every ``<`` and
@@ -145,6 +144,7 @@ from gossamer.parse.scan import (
     as_bytes,
     needs_guard,
     route,
+    scalar_values,
     tag_count,
     too_deep_selector,
 )
@@ -266,7 +266,7 @@ def _guard(document: str | bytes) -> Guarded:
 
 def _lexbor(document: str | bytes, flags: tuple[str, ...]) -> Parsed:
     try:
-        return Parsed(LexborHTMLParser(document), flags)
+        return Parsed(LexborHTMLParser(scalar_values(document)), flags)
     except SelectolaxError:
         return Parsed(None, (*flags, PARSE_ERROR))
 

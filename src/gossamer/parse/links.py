@@ -260,7 +260,7 @@ def read_nodes(
             tree.css(_NODE_SELECTOR), honour_nofollow=honour_nofollow, anchors=anchors
         )
     hrefs, eligible, rel_nofollow, metas, base, canonical = LINKWALK.read(
-        root.mem_id, tree, honour_nofollow, anchors
+        root, honour_nofollow, anchors
     )
     return _Nodes(hrefs, eligible, rel_nofollow, metas, base, canonical)
 

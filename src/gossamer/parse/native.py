@@ -48,8 +48,12 @@ def _linkwalk() -> ModuleType | None:
     import selectolax.lexbor as lexbor
 
     ids = [lexbor.create_tag(name).tag_id for name in ("a", "area", "link", "meta", "base")]
+    tree = lexbor.LexborHTMLParser("<p>")
+    sample = tree.root  # the layout is checked on a node selectolax made
+    if sample is None:
+        return None
     try:
-        _linkwalk.bind(lexbor.__file__, lexbor.LexborNode, *ids)
+        _linkwalk.bind(lexbor.__file__, lexbor.LexborNode, sample, tree, sample.mem_id, *ids)
     except ImportError:
         return None
     return _linkwalk

@@ -115,3 +115,36 @@ def test_the_oldest_hosts_are_forgotten_first() -> None:
         learner.observe(host, useful=True)
     assert learner.verdict("a") is Verdict.LEARNING  # forgotten
     assert learner.verdict("b") is learner.verdict("c") is Verdict.NEEDED
+
+
+IN_A_GIGABYTE = """
+import resource, sys, time
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+from gossamer.fetch.render import read_signals
+started = time.process_time()
+signals = read_signals(sys.stdin.buffer.read(), "http://site.test/page")
+print(signals.scripts, signals.text_chars, time.process_time() - started)
+"""
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"".join(b"<p><b c=%d>x" % n for n in range(4096)),  # 27 KB: 3 GB, 9.9 s unguarded
+        b"<div>" * 50_000 + b"<script>app()</script>",  # 250 KB: 3.1 s unguarded
+    ],
+    ids=["formatting", "nesting"],
+)
+def test_a_hostile_page_is_read_guarded(body: bytes) -> None:
+    """auto reads every served page's signals, on the event loop below 512 KiB: lexbor's
+    parse is guarded (gossamer.parse.guard), in a gigabyte and a fraction of a second."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", IN_A_GIGABYTE], input=body, capture_output=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr.decode()[-500:]
+    scripts, _, seconds = done.stdout.split()
+    assert float(seconds) < 1.0
+    assert scripts == (b"True" if b"<script>" in body else b"False")

@@ -7,7 +7,8 @@ removed; its limits are written there), the ``auto`` mode's choice (``auto``) an
 middleware the engine calls (``middleware``).
 
 This package may import what the fetch stage may (``gossamer.redact``, ``gossamer.urls``,
-``gossamer.fetch.http`` for the results it hands on), selectolax, psutil and playwright:
+``gossamer.fetch.http`` for the results it hands on, ``gossamer.parse.guard`` for the pages
+``auto`` reads), selectolax, psutil and playwright:
 importing it does not import Playwright; starting the pool does.
 """
 

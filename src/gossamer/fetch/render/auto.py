@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from enum import Enum
 from urllib.parse import urlsplit
 
-from selectolax.lexbor import LexborHTMLParser
-
+from gossamer.parse.guard import parse
 from gossamer.urls import Resolver
 
 _SCRIPT = re.compile(rb"<script", re.IGNORECASE)
@@ -70,9 +69,14 @@ class Signals:
 
 
 def read_signals(html: bytes | str, url: str) -> Signals:
-    """The signals of an HTML document fetched from ``url``."""
+    """The signals of an HTML document fetched from ``url``, parsed as the crawl parses a
+    page: guarded (:mod:`gossamer.parse.guard`). Every page ``auto`` considers is read here,
+    in the crawl's process: lexbor unguarded took 9.9 s and 3 GB for 4,096 ``<p><b c=N>x``
+    (27 KB), 3.1 s for 50,000 ``<div>``."""
     raw = html.encode("utf-8", "replace") if isinstance(html, str) else html
-    tree = LexborHTMLParser(raw)
+    tree = parse(raw).tree
+    if tree is None:  # lexbor refused it: nothing to see
+        return Signals(False, 0, frozenset(), False, False)
     scripts = _SCRIPT.search(raw) is not None and any(
         _runs((node.attributes.get("type") or "").strip().lower()) for node in tree.css("script")
     )

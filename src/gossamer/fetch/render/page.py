@@ -247,20 +247,30 @@ class PageRenderer:
 
 
 async def _content(page: Page) -> str:
-    """The page's DOM as HTML; while a navigation is under way (a load slower than the load
-    timeout, a script's redirect) Chromium refuses it: read again once the new document has
-    its DOM, a few times at most (the caller bounds the time)."""
+    """The page's DOM as HTML (`_well_formed`); while a navigation is under way (a load slower
+    than the load timeout, a script's redirect) Chromium refuses it: read again once the new
+    document has its DOM, a few times at most (the caller bounds the time)."""
     from playwright.async_api import Error as PlaywrightError
 
     for _ in range(_CONTENT_TRIES - 1):
         try:
-            return await page.content()
+            return _well_formed(await page.content())
         except PlaywrightError as exc:
             if "navigating" not in str(exc):
                 raise
             with contextlib.suppress(PlaywrightError):
                 await page.wait_for_load_state("domcontentloaded")
-    return await page.content()
+    return _well_formed(await page.content())
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _well_formed(html: str) -> str:
+    """``html`` with each lone surrogate as U+FFFD, as a browser encodes one. A script's
+    strings may hold them (``'\\ud800'``) and Playwright hands them on; UTF-8 holds none (the
+    body's encoding failed and ended the crawl)."""
+    return html if html.isascii() else _LONE_SURROGATE.sub("\ufffd", html)
 
 
 class _Handler:
