@@ -104,6 +104,9 @@ class GatedAdd:
     async def rules(self, lease: Lease, rules: Rules, feedback: Feedback | None) -> None:
         await self.inner.rules(lease, rules, feedback)
 
+    def budget_spent(self, key: str) -> bool:
+        return self.inner.budget_spent(key)
+
     def next_ready(self) -> float | None:
         return self.inner.next_ready()
 

@@ -5,7 +5,8 @@
    RTLD_NOLOAD on its path, then dlsym), never through a struct's layout, so that a lexbor
    built otherwise breaks `lexbor_bind` (an ImportError: the Python code runs), not a read.
    selectolax's LexborNode is made by its own type (`tp_new`) with its two fields written, a
-   layout `lexbor_bind` checks by the type's size against the one its lexbor.pxd declares. */
+   layout `lexbor_bind` checks on a node selectolax made against the one its lexbor.pxd
+   declares. */
 
 #ifndef GOSSAMER_LEXBOR_H
 #define GOSSAMER_LEXBOR_H
@@ -43,11 +44,16 @@ typedef struct {
 static PyTypeObject *node_type = NULL;
 
 /* Find lexbor's functions in selectolax's loaded module at `path` and take `type`, its
-   LexborNode; 0, or -1 with an ImportError set. */
+   LexborNode, once the layout is read off `sample`, a node selectolax made (of `tree`, its
+   mem_id `address`): its type, size, node, tree and flags. 0, or -1 with an ImportError. */
 static int
-lexbor_bind(const char *path, PyObject *type)
+lexbor_bind(const char *path, PyObject *type, PyObject *sample, PyObject *tree,
+            unsigned long long address)
 {
-    if (!PyType_Check(type) || ((PyTypeObject *)type)->tp_basicsize != sizeof(NodeObject)) {
+    NodeObject *made = (NodeObject *)sample;
+    if (!PyType_Check(type) || ((PyTypeObject *)type)->tp_basicsize != sizeof(NodeObject) ||
+        Py_TYPE(sample) != (PyTypeObject *)type || made->node != (node_t *)(uintptr_t)address ||
+        made->parser != tree || made->is_fragment_root != 0 || made->is_template_content != 0) {
         PyErr_SetString(PyExc_ImportError, "selectolax's LexborNode has another layout");
         return -1;
     }

@@ -26,9 +26,10 @@ static PyObject *
 bind_lexbor(PyObject *self, PyObject *args)
 {
     const char *path;
-    PyObject *type;
+    PyObject *type, *sample, *tree;
+    unsigned long long address;
     Py_buffer table;
-    if (!PyArg_ParseTuple(args, "sOy*", &path, &type, &table))
+    if (!PyArg_ParseTuple(args, "sOOOKy*", &path, &type, &sample, &tree, &address, &table))
         return NULL;
     if (table.len > KINDS) {
         PyBuffer_Release(&table);
@@ -38,7 +39,7 @@ bind_lexbor(PyObject *self, PyObject *args)
     memset(kinds, INLINE, sizeof(kinds));
     memcpy(kinds, table.buf, (size_t)table.len);
     PyBuffer_Release(&table);
-    if (lexbor_bind(path, type) < 0)
+    if (lexbor_bind(path, type, sample, tree, address) < 0)
         return NULL;
     bound = 1;
     Py_RETURN_NONE;
@@ -103,8 +104,9 @@ scan(PyObject *self, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"bind", bind_lexbor, METH_VARARGS,
-     "bind(selectolax_lexbor_path, LexborNode, kinds): find lexbor's functions in "
-     "selectolax's loaded module; kinds: a byte per tag id, its kind to the walk"},
+     "bind(selectolax_lexbor_path, LexborNode, node, its tree, its mem_id, kinds): check the "
+     "layout on a node selectolax made; find lexbor's functions in selectolax's loaded "
+     "module; kinds: a byte per tag id, its kind to the walk"},
     {"scan", scan, METH_VARARGS,
      "scan(box, budget) -> (elements, links) or None: the elements below box if all are "
      "inline and at most budget, the links among them"},

@@ -102,8 +102,12 @@ def _bound(module: ModuleType | None) -> ModuleType | None:
     table = bytearray(max(WHOLE_KINDS) + 1)
     for tag_id, kind in WHOLE_KINDS.items():
         table[tag_id] = kind
+    tree = lexbor.LexborHTMLParser("<p>")
+    sample = tree.root  # the layout is checked on a node selectolax made
+    if sample is None:
+        return None
     try:
-        module.bind(lexbor.__file__, LexborNode, bytes(table))
+        module.bind(lexbor.__file__, LexborNode, sample, tree, sample.mem_id, bytes(table))
     except ImportError:
         return None
     return module
