@@ -13,46 +13,19 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-/* What the squash of the parts would be: its length and its widest character. */
+/* One pass of the squash over the parts: its length and widest character so far, and the
+   string it writes into (`data` NULL: measured only). */
 typedef struct {
     Py_ssize_t length;
     Py_UCS4 widest;
     int words; /* a word was met: a space goes before the next one */
     int gap;   /* whitespace since the last word */
-} measure_t;
-
-static void
-measure(PyObject *part, measure_t *m)
-{
-    int kind = PyUnicode_KIND(part);
-    const void *data = PyUnicode_DATA(part);
-    Py_ssize_t size = PyUnicode_GET_LENGTH(part);
-    for (Py_ssize_t i = 0; i < size; i++) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        if (Py_UNICODE_ISSPACE(c)) {
-            m->gap = 1;
-            continue;
-        }
-        if (m->words && m->gap)
-            m->length++;
-        m->words = 1;
-        m->gap = 0;
-        m->length++;
-        if (c > m->widest)
-            m->widest = c;
-    }
-}
-
-typedef struct {
     int kind;
     void *data;
-    Py_ssize_t at;
-    int words;
-    int gap;
-} writer_t;
+} squash_t;
 
 static void
-write_part(PyObject *part, writer_t *w)
+squash_part(PyObject *part, squash_t *s)
 {
     int kind = PyUnicode_KIND(part);
     const void *data = PyUnicode_DATA(part);
@@ -60,14 +33,21 @@ write_part(PyObject *part, writer_t *w)
     for (Py_ssize_t i = 0; i < size; i++) {
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
         if (Py_UNICODE_ISSPACE(c)) {
-            w->gap = 1;
+            s->gap = 1;
             continue;
         }
-        if (w->words && w->gap)
-            PyUnicode_WRITE(w->kind, w->data, w->at++, ' ');
-        w->words = 1;
-        w->gap = 0;
-        PyUnicode_WRITE(w->kind, w->data, w->at++, c);
+        if (s->words && s->gap) {
+            if (s->data != NULL)
+                PyUnicode_WRITE(s->kind, s->data, s->length, ' ');
+            s->length++;
+        }
+        s->words = 1;
+        s->gap = 0;
+        if (s->data != NULL)
+            PyUnicode_WRITE(s->kind, s->data, s->length, c);
+        s->length++;
+        if (c > s->widest)
+            s->widest = c;
     }
 }
 
@@ -93,15 +73,16 @@ check_parts(PyObject *parts)
     return 1;
 }
 
+/* One pass over every part (the list cannot change meanwhile: nothing here runs Python). */
 static void
-measure_all(PyObject *parts, measure_t *m)
+squash_all(PyObject *parts, squash_t *s)
 {
     if (PyUnicode_Check(parts)) {
-        measure(parts, m);
+        squash_part(parts, s);
         return;
     }
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(parts); i++)
-        measure(PyList_GET_ITEM(parts, i), m);
+        squash_part(PyList_GET_ITEM(parts, i), s);
 }
 
 /* Whether every part is ASCII, and their total length. */
@@ -166,20 +147,14 @@ squash(PyObject *self, PyObject *parts)
     Py_ssize_t total;
     if (all_ascii(parts, &total))
         return squash_ascii(parts, total);
-    measure_t m = {0, 0, 0, 0};
-    measure_all(parts, &m);
-    /* the list cannot change between the passes: nothing here runs Python code */
-    PyObject *out = PyUnicode_New(m.length, m.widest);
+    squash_t measured = {0, 0, 0, 0, 0, NULL};
+    squash_all(parts, &measured);
+    PyObject *out = PyUnicode_New(measured.length, measured.widest);
     if (out == NULL)
         return NULL;
-    writer_t w = {PyUnicode_KIND(out), PyUnicode_DATA(out), 0, 0, 0};
-    if (PyUnicode_Check(parts)) {
-        write_part(parts, &w);
-    } else {
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(parts); i++)
-            write_part(PyList_GET_ITEM(parts, i), &w);
-    }
-    if (w.at != m.length) {
+    squash_t written = {0, 0, 0, 0, PyUnicode_KIND(out), PyUnicode_DATA(out)};
+    squash_all(parts, &written);
+    if (written.length != measured.length) {
         Py_DECREF(out);
         PyErr_SetString(PyExc_RuntimeError, "squash measured another length than it wrote");
         return NULL;
@@ -192,9 +167,9 @@ squashed_length(PyObject *self, PyObject *parts)
 {
     if (!check_parts(parts))
         return NULL;
-    measure_t m = {0, 0, 0, 0};
-    measure_all(parts, &m);
-    return PyLong_FromSsize_t(m.length);
+    squash_t measured = {0, 0, 0, 0, 0, NULL};
+    squash_all(parts, &measured);
+    return PyLong_FromSsize_t(measured.length);
 }
 
 static PyMethodDef methods[] = {
