@@ -17,11 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from types import ModuleType
 
-import selectolax.lexbor as lexbor
 from selectolax.lexbor import LexborHTMLParser, LexborNode, create_tag
 
 from gossamer.extract.density import BLOCK_TAGS, SKIP_TAGS
-from gossamer.parse.native import load
+from gossamer.parse.native import bound, load
 
 __all__ = [
     "BOX",
@@ -102,15 +101,7 @@ def _bound(module: ModuleType | None) -> ModuleType | None:
     table = bytearray(max(WHOLE_KINDS) + 1)
     for tag_id, kind in WHOLE_KINDS.items():
         table[tag_id] = kind
-    tree = lexbor.LexborHTMLParser("<p>")
-    sample = tree.root  # the layout is checked on a node selectolax made
-    if sample is None:
-        return None
-    try:
-        module.bind(lexbor.__file__, LexborNode, sample, tree, sample.mem_id, bytes(table))
-    except ImportError:
-        return None
-    return module
+    return bound(module, bytes(table))
 
 
 _WHOLE = _bound(load("gossamer.extract._whole"))

@@ -16,7 +16,7 @@ import importlib
 import os
 from types import ModuleType
 
-__all__ = ["FORMATSCAN", "LINKWALK", "in_use", "load"]
+__all__ = ["FORMATSCAN", "LINKWALK", "bound", "in_use", "load"]
 
 
 def _enabled() -> bool:
@@ -37,44 +37,41 @@ def load(name: str) -> ModuleType | None:
         return None
 
 
-def _linkwalk() -> ModuleType | None:
-    """`gossamer.parse._linkwalk` bound to the lexbor of selectolax's loaded module, or None."""
-    if not _enabled():
-        return None
-    try:
-        _linkwalk = importlib.import_module("gossamer.parse._linkwalk")
-    except ImportError:
+def bound(module: ModuleType | None, *told: object) -> ModuleType | None:
+    """``module``, a C part that reads lexbor's tree (``src/gossamer/_lexbor.h``), bound to
+    the lexbor of selectolax's loaded module and told ``told``; None when it is None or
+    does not bind. Its layout check reads a node selectolax made."""
+    if module is None:
         return None
     import selectolax.lexbor as lexbor
 
-    ids = [lexbor.create_tag(name).tag_id for name in ("a", "area", "link", "meta", "base")]
     tree = lexbor.LexborHTMLParser("<p>")
-    sample = tree.root  # the layout is checked on a node selectolax made
+    sample = tree.root
     if sample is None:
         return None
     try:
-        _linkwalk.bind(lexbor.__file__, lexbor.LexborNode, sample, tree, sample.mem_id, *ids)
+        module.bind(lexbor.__file__, lexbor.LexborNode, sample, tree, sample.mem_id, *told)
     except ImportError:
         return None
-    return _linkwalk
+    return module
+
+
+def _linkwalk() -> ModuleType | None:
+    """`gossamer.parse._linkwalk` told the tag ids of the elements it reads, or None."""
+    module = load("gossamer.parse._linkwalk")
+    if module is None:
+        return None
+    from selectolax.lexbor import create_tag
+
+    ids = [create_tag(name).tag_id for name in ("a", "area", "link", "meta", "base")]
+    return bound(module, *ids)
 
 
 LINKWALK: ModuleType | None = _linkwalk()
 """The search for a page's links in C (``parse/_linkwalk.c``): `gossamer.parse.links`' own
 pass over lexbor's tree, made without a Python object per element; None: the Python pass."""
 
-
-def _formatscan() -> ModuleType | None:
-    """`gossamer.parse._formatscan`, or None."""
-    if not _enabled():
-        return None
-    try:
-        return importlib.import_module("gossamer.parse._formatscan")
-    except ImportError:
-        return None
-
-
-FORMATSCAN: ModuleType | None = _formatscan()
+FORMATSCAN: ModuleType | None = load("gossamer.parse._formatscan")
 """The formatting scan in C (``parse/_formatscan.c``): what
 `gossamer.parse.formatting.rebuilt_bytes`' regex reads, read without it; None: the regex."""
 
