@@ -166,3 +166,23 @@ def test_anything_but_a_node_is_refused() -> None:
     for wrong in (None, "p", object()):
         with pytest.raises(TypeError):
             module.walk(wrong, False, 0, False, False, None)
+
+
+def test_an_error_in_the_names_reaches_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    # raised from inside the C walk (boxes, blocks and images made so far released), which
+    # walks again afterwards as before
+    tree = LexborHTMLParser(
+        "<html><body><p>a <img src=i> b</p><div class=x>named<img src=j></div></body></html>"
+    )
+    assert tree.body is not None
+    expected = described(walk.Reading(tree.body, skim=False))
+
+    def fails(attributes: dict[str, str | None]) -> tuple[str, float, bool]:
+        raise LookupError(attributes)
+
+    monkeypatch.setattr(walk, "_named", fails)
+    for _ in range(1000):
+        with pytest.raises(LookupError):
+            walk.Reading(tree.body, skim=False)
+    monkeypatch.undo()
+    assert described(walk.Reading(tree.body, skim=False)) == expected
