@@ -17,6 +17,7 @@ setup(
             ("gossamer.extract._squash", "src/gossamer/extract/_squash.c"),
             ("gossamer.digests._simhash", "src/gossamer/digests/_simhash.c"),
             ("gossamer.extract._whole", "src/gossamer/extract/_whole.c"),
+            ("gossamer.extract._walk", "src/gossamer/extract/_walk.c"),
         )
     ]
 )

@@ -1,5 +1,6 @@
 /* lexbor through selectolax, for gossamer's C parts that read its tree (parse/_linkwalk.c,
-   extract/_whole.c): each includes this header and has its own copy of what it holds.
+   extract/_whole.c, extract/_walk.c): each includes this header and has its own copy of what
+   it holds.
 
    lexbor is reached through the functions selectolax's own loaded module exports (dlopen with
    RTLD_NOLOAD on its path, then dlsym), never through a struct's layout, so that a lexbor

@@ -102,6 +102,7 @@ def test_a_real_documentation_set_scans_and_walks_alike(monkeypatch: pytest.Monk
         markup = file.read_bytes()
         assert_same(markup, budgets=(5, 10**6))
         readings = []
+        monkeypatch.setattr("gossamer.extract.walk._WALK", None)  # the walk that scans
         for scan in (kinds.scan_whole, kinds.scan_whole_reference):
             monkeypatch.setattr("gossamer.extract.walk.scan_whole", scan)
             body = LexborHTMLParser(markup).body
@@ -120,12 +121,12 @@ def test_the_c_parts_run_whichever_module_is_imported_first(first: str) -> None:
     extractor: each C part must load all the same (it was left out, half imported)."""
     code = (
         f"import {first}; from gossamer.parse import native; "
-        "from gossamer.extract import kinds, spaces; from gossamer.digests import simhash; "
-        "print(spaces.SQUASH is not None, kinds._WHOLE is not None, "
+        "from gossamer.extract import kinds, spaces, walk; from gossamer.digests import simhash; "
+        "print(spaces.SQUASH is not None, kinds._WHOLE is not None, walk._WALK is not None, "
         "simhash._SIMHASH is not None, all(native.in_use().values()))"
     )
     source = str(Path(kinds.__file__).parents[2])
     env = {**os.environ, "PYTHONPATH": source}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["True"] * 4
+    assert done.stdout.split() == ["True"] * 5

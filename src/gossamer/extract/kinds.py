@@ -9,7 +9,9 @@ tag id read, a LexborNode made for the links alone) where it is built, else by
 `scan_whole_reference`, the reference (``GOSSAMER_NATIVE=0``). With the C squash of the
 blocks' spaces (`gossamer.extract.spaces`) it takes the tree extractor from 885 to 754 M
 instructions over every tenth real page (``benchmarks/bench_walk.py --callgrind --every 10``,
-``GOSSAMER_NATIVE=0`` against the default).
+``GOSSAMER_NATIVE=0`` against the default). The walk in C (``extract/_walk.c``) reads `KINDS`
+and `WHOLE_KINDS` as tables by tag id and scans a box in its own loop; `scan_whole` serves the
+Python walk (where that one is not built or does not bind).
 """
 
 from __future__ import annotations

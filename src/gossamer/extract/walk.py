@@ -12,15 +12,32 @@ scanned, its text joined by lexbor, its text nodes never met one by one. Scoring
 A walk may skim boxes that are boilerplate (their text only measured); when the page must be
 read in full after all, `Reading.unskimmed` walks only those boxes and puts their boxes and
 blocks in place, as a walk that skims nothing would have found them.
+
+The walk runs in C where it is built and binds (``extract/_walk.c``: lexbor's tree read
+directly, a Python object made only for what the result holds: boxes, blocks and their text,
+images, skims; its levels an array, not the C stack); `_Walker` is the reference and runs
+where it is not, or with ``GOSSAMER_NATIVE=0``. Tests compare the two on edge cases,
+generated markup and the real pages (``tests/extract/test_walk.py``). It takes the tree
+extractor from 1,641 M to 839 M instructions over every tenth real page
+(``benchmarks/bench_walk.py --callgrind --every 10``; 0.73 to 0.40 ms a page over all of
+them, ``--rounds 3``, pinned, alternated) and the whole-job crawl of python3-doc
+from 18,207 M to 14,099 M (-22.6%, ``benchmarks/callgrind_crawl.py --real --only content
+--sites python3-doc``), its records identical field by field.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import ModuleType
 
-import msgspec
-from selectolax.lexbor import LexborNode
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from gossamer.extract.boxes import ARTICLE_TAGS as _ARTICLE_TAGS
+from gossamer.extract.boxes import BOILERPLATE_TAGS as _BOILERPLATE_TAGS
+from gossamer.extract.boxes import NAMED_TAGS as _NAMED_TAGS
+from gossamer.extract.boxes import STOPS, Block, Box, walk_tables
+from gossamer.extract.boxes import WHOLE_TAGS as _WHOLE_TAGS
+from gossamer.extract.boxes import box_names as _named
 from gossamer.extract.density import MAX_DEPTH, MAX_NODES
 from gossamer.extract.kinds import BOX as _BOX
 from gossamer.extract.kinds import IMG as _IMG
@@ -32,8 +49,9 @@ from gossamer.extract.kinds import TAG_NAMES as _TAG_NAMES
 from gossamer.extract.kinds import TEXT_ID as _TEXT_ID
 from gossamer.extract.kinds import WHOLE_KINDS as _WHOLE_KINDS
 from gossamer.extract.kinds import scan_whole
-from gossamer.extract.names import forget_names, read_names
+from gossamer.extract.names import forget_names
 from gossamer.extract.spaces import squash, squashed_length
+from gossamer.parse.native import bound, load
 
 __all__ = [
     "MAX_BOILERPLATE_SHARE",
@@ -53,88 +71,6 @@ SKIMMED_LINK_SHARE = 0.5
 """Share of a skimmed box's text counted as links (boilerplate is mostly links)."""
 MAX_BOILERPLATE_SHARE = 0.4
 """A box named like boilerplate that holds more of the page's text than this is kept."""
-# A caption annotates an image (its alt text in `images`), it is not a paragraph.
-_BOILERPLATE_TAGS = frozenset(["nav", "aside", "footer", "form", "menu", "fieldset", "figcaption"])
-_NAMED_TAGS = frozenset(
-    [
-        "div",
-        "section",
-        "article",
-        "main",
-        "aside",
-        "header",
-        "footer",
-        "nav",
-        "ul",
-        "ol",
-        "dl",
-        "table",
-        "form",
-        "figure",
-        "p",
-        "li",
-        "center",
-        "details",
-    ]
-)
-"""Boxes whose class, id and role are read."""
-_BOILERPLATE_ROLES = frozenset(
-    ["navigation", "banner", "contentinfo", "complementary", "menu", "menubar", "search"]
-)
-_ARTICLE_TAGS = frozenset(["article", "main"])
-_WHOLE_TAGS = frozenset(
-    ["p", "pre", "h1", "h2", "h3", "h4", "h5", "h6", "dt", "td", "th", "caption", "address"]
-)
-"""Boxes that most often hold text and inline elements alone, read whole when they do. Not
-``dd`` (on the real pages 98% of them open with a paragraph, and the scan that finds it costs
-more than the whole reads of the others spare) nor ``li`` (most hold one link or a list)."""
-STOPS = frozenset(".!?\u3002\uff01\uff1f")
-"""Full stops of a sentence (blocks end without spaces)."""
-
-
-# Boxes and blocks are msgspec Structs, built in C: a page's walk makes some 170 boxes and
-# 110 blocks, which as slotted dataclasses took a fifth of its time. Untracked by the garbage
-# collector (``gc=False``): they hold numbers, strings and a list of nodes, never a cycle.
-
-
-class Box(msgspec.Struct, gc=False):
-    """A block-level element: where it sits, what its name says, what it holds."""
-
-    tag: str
-    parent: int
-    names: str
-    weight: float
-    boilerplate: bool
-    skimmed: bool = False
-    """Only the length of its text was read (see `read_boxes`)."""
-    chars: int = 0
-    link_chars: int = 0
-    commas: int = 0
-    blocks: int = 0
-    ends_sentence: bool = False
-    paragraphs: int = 0
-    items: int = 0
-    images: int = 0
-
-    def link_density(self) -> float:
-        return min(self.link_chars, self.chars) / self.chars if self.chars else 0.0
-
-
-class Block(msgspec.Struct, gc=False):
-    """The text between two block-level tags, in its innermost box."""
-
-    tag: str
-    box: int
-    text: str
-    link_chars: int
-    """Characters of the text inside links (at most all of them)."""
-    images: list[LexborNode]
-    density: float
-    """Share of the text inside links."""
-    commas: int
-
-    def link_density(self) -> float:
-        return self.density
 
 
 def read_boxes(body: LexborNode, *, skim: bool) -> tuple[list[Box], list[Block]]:
@@ -150,12 +86,9 @@ class Reading:
     walk can then be completed (`unskimmed`) by walking only what it skimmed."""
 
     def __init__(self, body: LexborNode, *, skim: bool) -> None:
-        walker = _Walker(skim)
-        walker.run(body)
+        boxes, blocks, flagged, self._nodes, self._skims = _walk(body, skim)
         self._body = body
-        self._nodes = walker.nodes
-        self._skims = walker.skims
-        self._set(walker.boxes, walker.blocks, walker.flagged)
+        self._set(boxes, blocks, flagged)
 
     def _set(self, boxes: list[Box], blocks: list[Block], flagged: list[int]) -> None:
         self.boxes = boxes
@@ -177,17 +110,17 @@ class Reading:
         whose menus alone were skimmed."""
         if not self._skims:
             return self
-        walkers: list[_Walker] = []
+        walks: list[tuple[list[Box], list[Block]]] = []
         nodes = self._nodes
         for skim in self._skims:
-            walker = _walk_skimmed(self.boxes[skim.index], skim)
-            nodes += walker.nodes
+            inner_boxes, inner_blocks, inner_nodes = _walk_skimmed(self.boxes[skim.index], skim)
+            nodes += inner_nodes
             if skim.images_pending or nodes > MAX_NODES:  # a walk would go otherwise
                 return Reading(self._body, skim=False)
-            walkers.append(walker)
+            walks.append((inner_boxes, inner_blocks))
         for index in self._unflagged:
             self.boxes[index].boilerplate = True
-        boxes, blocks = _splice(self.boxes, self.blocks, self._skims, walkers)
+        boxes, blocks = _splice(self.boxes, self.blocks, self._skims, walks)
         _total(boxes, blocks)
         self._skims = []
         self._nodes = nodes
@@ -210,26 +143,48 @@ class _Skim:
     """Images met before it with no text yet to join (its walk would take them in)."""
 
 
-def _walk_skimmed(box: Box, skim: _Skim) -> _Walker:
+def _walk(
+    body: LexborNode, skim: bool
+) -> tuple[list[Box], list[Block], list[int], int, list[_Skim]]:
+    """The boxes, blocks, boxes flagged as boilerplate, nodes read and skims of a walk of
+    ``body``: in C where it is built and binds, else by `_Walker`, the reference."""
+    if _WALK is not None:
+        boxes, blocks, flagged, nodes, skims = _WALK.walk(body, skim, 0, False, False, None)
+        return boxes, blocks, flagged, nodes, [_Skim(*found) for found in skims]
+    walker = _Walker(skim)
+    walker.run(body)
+    return walker.boxes, walker.blocks, walker.flagged, walker.nodes, walker.skims
+
+
+def _walk_skimmed(box: Box, skim: _Skim) -> tuple[list[Box], list[Block], int]:
     """A walk of a skimmed box alone, as the walk of the page would have gone through it:
-    the box is index 0 of the walker's boxes."""
+    its boxes (the box is index 0), blocks and nodes read."""
+    if _WALK is not None:
+        first = (box.tag, box.names, box.weight)
+        boxes, blocks, _, nodes, _ = _WALK.walk(
+            skim.node, False, skim.depth, skim.in_link, skim.in_article, first
+        )
+        return boxes, blocks, nodes
     walker = _Walker(False)
     walker.boxes.append(Box(box.tag, -1, box.names, box.weight, True))
     walker.tag, walker.box, walker.quiet = box.tag, 0, True
     walker.visit(skim.node, skim.depth, skim.in_link, skim.in_article)
     walker.close_box()
-    return walker
+    return walker.boxes, walker.blocks, walker.nodes
 
 
 def _splice(
-    boxes: list[Box], blocks: list[Block], skims: list[_Skim], walkers: list[_Walker]
+    boxes: list[Box],
+    blocks: list[Block],
+    skims: list[_Skim],
+    walks: list[tuple[list[Box], list[Block]]],
 ) -> tuple[list[Box], list[Block]]:
     """Fresh boxes and blocks (totals not added) with each skimmed box's walk put in its
     place: boxes in pre-order, blocks in document order."""
     new_boxes: list[Box] = []
     new_blocks: list[Block] = []
     where = [0] * len(boxes)
-    pending = {skim.index: (skim, walker) for skim, walker in zip(skims, walkers, strict=True)}
+    pending = {skim.index: (skim, walk) for skim, walk in zip(skims, walks, strict=True)}
     done = 0
     for index, box in enumerate(boxes):
         at = where[index] = len(new_boxes)
@@ -238,13 +193,13 @@ def _splice(
         found = pending.get(index)
         if found is None:
             continue
-        skim, walker = found
+        skim, (inner_boxes, inner_blocks) = found
         done = _move_blocks(blocks, done, skim.blocks, where, new_blocks)
-        for inner in walker.boxes[1:]:
+        for inner in inner_boxes[1:]:
             new_boxes.append(
                 Box(inner.tag, inner.parent + at, inner.names, inner.weight, inner.boilerplate)
             )
-        for block in walker.blocks:
+        for block in inner_blocks:
             block.box += at
             new_blocks.append(block)
     _move_blocks(blocks, done, len(blocks), where, new_blocks)
@@ -490,20 +445,6 @@ class _Walker:
         return True
 
 
-def _named(attributes: dict[str, str | None]) -> tuple[str, float, bool]:
-    """A named box's ``class`` and ``id``, its weight and whether it is boilerplate by its
-    names, ``role`` or being hidden."""
-    names = attributes.get("class") or ""
-    if (name := attributes.get("id")) is not None:
-        names = f"{names} {name}"
-    weight, boilerplate = read_names(names) if names else (0.0, False)
-    if attributes.get("role") in _BOILERPLATE_ROLES:
-        boilerplate = True
-    if "hidden" in attributes or attributes.get("aria-hidden") == "true":
-        boilerplate = True
-    return names, weight, boilerplate
-
-
 def _total(boxes: list[Box], blocks: list[Block]) -> None:
     """Each box's totals: its own blocks', then its descendants' (boxes are in pre-order, so a
     reverse pass adds every box into its parent after its children were added into it)."""
@@ -552,3 +493,24 @@ def _commas(text: str) -> int:
     if not text.isascii():
         count += text.count("\u060c") + text.count("\uff0c") + text.count("\u3001")
     return count
+
+
+def _bound() -> ModuleType | None:
+    """``extract/_walk.c`` bound to selectolax's lexbor and told what it reads, or None."""
+    sample = LexborHTMLParser("<p>gossamer \u00e9\u00e8</p>").css_first("p")
+    text = None if sample is None else sample.first_child
+    if text is None or text.text_content is None:
+        return None
+    told = (text, text.text_content.encode(), *walk_tables(), Box, Block)
+    named = _names_of
+    return bound(
+        load("gossamer.extract._walk"), *told, named, squash, squashed_length, MAX_NODES, MAX_DEPTH
+    )
+
+
+def _names_of(node: LexborNode) -> tuple[str, float, bool]:
+    return _named(node.attributes)
+
+
+_WALK = _bound()
+"""The walk in C (``extract/_walk.c``), or None: `_Walker`, the reference."""
