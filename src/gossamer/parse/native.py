@@ -88,6 +88,7 @@ def in_use() -> dict[str, bool]:
 _PARTS = {
     "squash": "extract._squash",  # `gossamer.extract.spaces`
     "whole": "extract._whole",  # `gossamer.extract.kinds`, which binds it
+    "walk": "extract._walk",  # `gossamer.extract.walk`, which binds it
     "simhash": "digests._simhash",  # `gossamer.digests.simhash`
 }
 """The C parts loaded by the module they speed up (`load`), by name."""
