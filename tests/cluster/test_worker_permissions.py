@@ -80,3 +80,21 @@ async def test_a_worker_refused_its_files_says_so_in_one_line(
     assert "Traceback" not in text and "Redis" not in text, text
     [told] = [line for line in text.splitlines() if line.startswith("gossamer: ")]
     assert told.startswith(f"gossamer: cannot write {refused}: "), text
+
+
+def test_only_the_outputs_failures_are_told_as_such(tmp_path: Path) -> None:
+    """A refused file in --out is one line; another OSError (a file elsewhere, a socket's)
+    goes on as it was raised."""
+    from gossamer.crawl import storage_errors
+    from gossamer.errors import CommandError
+
+    out = tmp_path / "out"
+    told = f"^cannot write {out}/warc/a: Permission denied$"
+    with pytest.raises(CommandError, match=told), storage_errors(out):
+        raise PermissionError(13, "Permission denied", str(out / "warc" / "a"))
+    for error in (
+        PermissionError(13, "Permission denied", str(tmp_path / "rules.json")),
+        ConnectionRefusedError(111, "Connection refused"),
+    ):
+        with pytest.raises(type(error)), storage_errors(out):
+            raise error

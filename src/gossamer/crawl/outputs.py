@@ -68,16 +68,16 @@ loses nothing of the job (its state is in Redis)."""
 
 @contextmanager
 def storage_errors(out: Path, advice: Advice = CRAWL_ADVICE) -> Iterator[None]:
-    """A full disk, a read-only or failing one, a file the crawl may not write (a failed
-    system call on a file: permission denied, not a directory...) or a corrupt crawl.db met
-    in the block ends it as a :class:`CommandError`: one line naming the file and what to do
-    (``advice``: the crawl can be resumed once there is room; a corrupt crawl.db cannot).
-    An OSError naming no file (a socket's) is not the outputs': it goes on."""
+    """A full disk, a read-only or failing one, an output the crawl may not write (a failed
+    system call on a file in ``out``: permission denied, not a directory...) or a corrupt
+    crawl.db met in the block ends it as a :class:`CommandError`: one line naming the file and
+    what to do (``advice``: the crawl can be resumed once there is room; a corrupt crawl.db
+    cannot). Another OSError (a socket's, a file's outside ``out``) goes on."""
     db = out / "crawl.db"
     try:
         yield
     except OSError as exc:
-        if exc.errno not in _FULL | _STORAGE and exc.filename is None:
+        if exc.errno not in _FULL | _STORAGE and not _within(exc.filename, out):
             raise
         where = exc.filename or out
         if exc.errno in _FULL:
@@ -95,6 +95,14 @@ def storage_errors(out: Path, advice: Advice = CRAWL_ADVICE) -> Iterator[None]:
         raise CommandError(f"cannot write {db}: {exc}") from exc
     except sqlite3.DatabaseError as exc:  # malformed, not a database
         raise CommandError(f"{db} is corrupt ({exc}): {advice.corrupt}") from exc
+
+
+def _within(filename: object, out: Path) -> bool:
+    """Whether an OSError's ``filename`` is ``out`` or a file in it."""
+    if not isinstance(filename, str | bytes):
+        return False
+    path = os.path.abspath(os.fsdecode(filename))
+    return Path(path).is_relative_to(os.path.abspath(out))
 
 
 @contextmanager
