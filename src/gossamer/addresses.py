@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from publicsuffixlist import PublicSuffixList
 
-__all__ = ["IPAddress", "domain_key", "ip_literal", "public_suffixes", "registrable_domain"]
+__all__ = [
+    "IPAddress",
+    "address_domain",
+    "domain_key",
+    "ip_literal",
+    "public_suffixes",
+    "registrable_domain",
+]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -64,6 +71,29 @@ def domain_key(text: str) -> str:
     ``127.1`` is ``127.0.0.1``), a name lower case without its final dots."""
     address = ip_literal(text.strip())
     return text.lower().strip(".") if address is None else address.compressed
+
+
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+"""IPv4 addresses written as IPv6 ones (RFC 6052): each its own, as the IPv4 one is."""
+
+
+def address_domain(host: str) -> str | None:
+    """The domain of an IP literal, as the frontier counts a domain's share and a host's page
+    budget: an IPv4 address is its own, an IPv6 address is in its /64 network (the least a
+    site is given: counted by address, one server could be 2**64 domains), but loopback,
+    IPv4-mapped and NAT64 addresses stay their own (``2001:db8::/64``, ``::1``). None for a
+    name."""
+    address = ip_literal(host)
+    if address is None:
+        return None
+    if (
+        isinstance(address, ipaddress.IPv4Address)
+        or int(address) >> 64 == 0  # ::1, and IPv4 written the old way (::1.2.3.4)
+        or address.ipv4_mapped is not None
+        or address in _NAT64
+    ):
+        return host
+    return str(ipaddress.IPv6Network((address, 64), strict=False))
 
 
 @functools.cache

@@ -61,6 +61,7 @@ __all__ = [
     "HookResult",
     "Link",
     "Page",
+    "let_go_abandoned",
     "load_hook",
     "run_handler",
     "run_hook",
@@ -76,9 +77,9 @@ HANDLER_TIMEOUT = 30.0
 """Seconds a handler call may take by default (see :class:`gossamer.Handlers`)."""
 HANDLER_GRACE = 1.0
 """Seconds a cancelled handler call is given to end before it is abandoned."""
-_ABANDONED: set[asyncio.Task[BaseException | None]] = set()
-"""Handler calls that ignored their cancellation, still running (a task nothing references
-may be collected while it runs)."""
+_ABANDONED: dict[asyncio.Task[BaseException | None], str] = {}
+"""Handler calls that ignored their cancellation, still running, with their handlers' names
+(a task nothing references may be collected while it runs)."""
 log = logging.getLogger(__name__)
 
 
@@ -219,7 +220,9 @@ async def run_handler(
     cancelled (the crawl being stopped), it is cancelled and given `HANDLER_GRACE` seconds
     to end; one that ignores its cancellation (a retry loop with a bare ``except:``) is then
     abandoned, still running, with a warning: the page ends ``handler-error: timeout`` and a
-    stop goes through all the same, never waiting on user code without a bound.
+    stop goes through all the same, never waiting on user code without a bound. The crawl's
+    end lets the abandoned calls still running go (:func:`let_go_abandoned`), so that the
+    program's ``asyncio.run()`` does not wait for them at its exit either.
 
     Any exception of the handler is its failure, ``SystemExit``, ``KeyboardInterrupt`` and
     a ``CancelledError`` it raised itself included; only the cancellation of the task calling
@@ -229,10 +232,10 @@ async def run_handler(
     try:
         done, _ = await asyncio.wait((call,), timeout=bound)
     except asyncio.CancelledError:  # the crawl itself is cancelled (stop, SIGTERM)
-        await _cancel(call, page.url)
+        await _cancel(call, handler, page.url)
         raise
     if not done:
-        await _cancel(call, page.url)
+        await _cancel(call, handler, page.url)
         raise HookError("handler-error: timeout")
     failure = call.result()
     if failure is None:
@@ -252,7 +255,7 @@ async def _call(handler: Handler, page: Page, collected: _Collected) -> BaseExce
     return None
 
 
-async def _cancel(call: asyncio.Task[BaseException | None], url: str) -> None:
+async def _cancel(call: asyncio.Task[BaseException | None], handler: Handler, url: str) -> None:
     """Cancel a handler's call and give it `HANDLER_GRACE` seconds to end; one still running
     then is abandoned (kept referenced until it ends) and logged."""
     call.cancel()
@@ -260,14 +263,71 @@ async def _cancel(call: asyncio.Task[BaseException | None], url: str) -> None:
         await asyncio.wait((call,), timeout=HANDLER_GRACE)
     finally:
         if not call.done():
+            name = _handler_name(handler)
             log.warning(
-                "a page handler on %s ignored its cancellation for %.0f s: left running, "
+                "page handler %s on %s ignored its cancellation for %.0f s: left running, "
                 "the page recorded as a handler timeout",
+                name,
                 redact_url(url),
                 HANDLER_GRACE,
+                extra={"event": "handler-abandoned", "handler": name},
             )
-            _ABANDONED.add(call)
-            call.add_done_callback(_ABANDONED.discard)
+            _ABANDONED[call] = name
+            call.add_done_callback(_forget)
+
+
+def _forget(call: asyncio.Task[BaseException | None]) -> None:
+    _ABANDONED.pop(call, None)
+
+
+def _handler_name(handler: Handler) -> str:
+    """A handler as a log line names it: its module and qualified name (its class's, for a
+    callable object)."""
+    named = handler if hasattr(handler, "__qualname__") else type(handler)
+    module = getattr(named, "__module__", None)
+    qualname = getattr(named, "__qualname__", repr(named))
+    return f"{module}.{qualname}" if module else qualname
+
+
+async def let_go_abandoned(bound: float = HANDLER_GRACE) -> list[str]:
+    """At a crawl's end: the handler calls of this event loop that ignored their cancellation
+    (:func:`run_handler`) and still run are cancelled once more and given ``bound`` seconds;
+    those still running then are logged, naming their handler, and taken off the loop's
+    list of tasks (``asyncio.all_tasks``). ``asyncio.run()`` cancels every task of that list
+    at its exit and waits for all, without a bound: one such call held the program there
+    for good. Taken off, it runs on until it ends or the loop closes. Returns the names of
+    the handlers let go."""
+    loop = asyncio.get_running_loop()
+    calls = [call for call in _ABANDONED if call.get_loop() is loop and not call.done()]
+    if not calls:
+        return []
+    for call in calls:
+        call.cancel()
+    await asyncio.wait(calls, timeout=bound)
+    names = []
+    for call in calls:
+        if call.done():
+            continue
+        name = _ABANDONED[call]
+        names.append(name)
+        log.warning(
+            "page handler %s still ignores its cancellation %.0f s after the crawl's end: "
+            "left running, no longer a task asyncio.run() waits for at its exit",
+            name,
+            bound,
+            extra={"event": "handler-let-go", "handler": name},
+        )
+        _untracked(call)
+    return names
+
+
+def _untracked(call: asyncio.Task[BaseException | None]) -> None:
+    """Take ``call`` off ``asyncio.all_tasks``. asyncio has no public way to: its
+    ``_unregister_task`` (Python 3.11 to 3.14, there for other task implementations) is
+    what a task's end does; without it, the call stays listed."""
+    unregister = getattr(asyncio.tasks, "_unregister_task", None)
+    if unregister is not None:
+        unregister(call)
 
 
 class _Collected:

@@ -197,3 +197,45 @@ async def test_stop_ends_a_crawl_whose_handler_ignores_its_cancellation(tmp_path
     _, took = await _stubborn_crawl(tmp_path, stubborn, bound=50, stop=True)
     assert took < 15
     assert (tmp_path / "out" / "stats.json").exists()
+
+
+A_PROGRAM = """
+import asyncio, contextlib, sys
+from gossamer import Crawl, CrawlSettings, Handlers, Page
+from gossamer.testweb import TestWebServer, generate
+
+async def stubborn(page: Page) -> None:
+    while True:  # a retry loop that takes every exception for its own
+        with contextlib.suppress(BaseException):
+            await asyncio.sleep(3600)
+
+async def main() -> None:
+    web = generate(5, hosts=1, pages_per_host=12, specials=(), crawl_delay=0.0)
+    handlers = Handlers(timeout=0.3)
+    handlers.add(r"^http://[^/]+/$", stubborn)
+    async with TestWebServer(web) as server:
+        settings = CrawlSettings(
+            seeds=[server.url(0)], out=sys.argv[1], resolve=["*.test=127.0.0.1"],
+            allow_domains=["test"], quiet=True, max_depth=1,
+        )
+        stats = await Crawl(settings, handlers=handlers).run()
+    print("pages", stats.pages, flush=True)
+
+asyncio.run(main())
+print("asyncio.run returned", flush=True)
+"""
+
+
+def test_a_program_whose_handler_ignores_its_cancellation_exits(tmp_path: Path) -> None:
+    """``asyncio.run()`` cancels every task at its exit and waits for all: a handler call that
+    ignores its cancellation held the program there for good. The crawl's end gives it one
+    more cancellation and `HANDLER_GRACE`, then lets it go with a warning naming it."""
+    import subprocess
+    import sys
+
+    program = [sys.executable, "-c", A_PROGRAM, str(tmp_path / "out")]
+    done = subprocess.run(program, capture_output=True, text=True, timeout=40)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["pages 12", "asyncio.run returned"], done.stdout
+    [warning] = [line for line in done.stderr.splitlines() if "after the crawl's end" in line]
+    assert warning.startswith("page handler __main__.stubborn still ignores its cancellation")

@@ -72,6 +72,26 @@ async def test_a_pattern_with_a_wildcard_is_one_budget_for_all_its_hosts() -> No
     assert late.rejected == {"budget": 3} and late.added == 1  # a new subdomain: spent too
 
 
+async def test_an_ipv6_literal_counts_in_its_64_as_the_domain_share_names_it() -> None:
+    """Addresses of one /64 are one budget (one server may name itself by 2**64 of them),
+    per scheme and port as a host's; another /64, loopback and IPv4-mapped addresses are
+    each their own (gossamer.addresses.address_domain, the working set's domain share too)."""
+    one = [f"2001:db8:0:1::{n:x}" for n in range(1, 9)]
+    own = ["2001:db8:0:2::1", "::1", "::ffff:7f00:1", "::ffff:7f00:2"]
+    scope = Scope.for_seeds([], [*one, *own], [8080])
+    budgets = Guards(budgets=BudgetLimits(per_host=3))
+    front = LocalFrontier(scope, PolitenessPolicy(per_host=2), None, guards=budgets)
+    await front.add([c for host in [*one, *own] for c in urls(f"[{host}]", 2)])
+    await front.add(urls(f"[{one[0]}]:8080", 2))
+    kinds = await drain(front)
+    pages = Counter({host: n for (host, kind), n in kinds.items() if kind == "page"})
+    assert sum(pages[f"[{host}]"] for host in one) == 3  # 16 URLs, one budget
+    assert pages[f"[{one[0]}]:8080"] == 2  # another port: another budget
+    assert [pages[f"[{host}]"] for host in own] == [2] * len(own)
+    late = await front.add(urls(f"[{one[-1]}]", 3)[2:] + urls(f"[{own[0]}]", 3)[2:])
+    assert late.rejected == {"budget": 1} and late.added == 1
+
+
 async def test_a_released_page_is_not_spent_and_a_retried_one_is_fetched() -> None:
     front = frontier(BudgetLimits(per_host=2))
     await front.add(urls("a.test", 5))

@@ -44,12 +44,14 @@ async def client(redis_server: RedisServer) -> AsyncIterator[RedisClient]:
     await redis.aclose()
 
 
-def make(client: RedisClient, job: str, owned: set[int], guards: Guards) -> RedisFrontier:
+def make(
+    client: RedisClient, job: str, owned: set[int], guards: Guards, allow: tuple[str, ...] = ()
+) -> RedisFrontier:
     clock = Clock()
     return RedisFrontier(
         client,
         job,
-        Scope.for_seeds([], ["test"]),
+        Scope.for_seeds([], ["test", *allow]),
         PolitenessPolicy(per_host=2),
         config=RedisFrontierConfig(partitions=P, claim_batch=4, refresh_interval=0.0),
         ownership=Ownership(frozenset(owned)),
@@ -108,6 +110,18 @@ async def test_the_budget_holds_when_a_host_moves_to_another_worker(client: Redi
     assert kinds == {("moving.test", "page"): 2, ("moving.test", "budget"): 6}
     assert second.budget_spent("http://moving.test")  # (the sitemap stage asks)
     assert not second.budget_spent("http://other.test")
+
+
+async def test_the_addresses_of_one_ipv6_64_are_one_budget(client: RedisClient) -> None:
+    """A worker counts each address's pages in Redis and the /64's budget over the addresses
+    it met (gossamer.frontier.budgets): one worker holding them all stops the /64 at 3."""
+    addresses = [f"2001:db8:0:1::{n:x}" for n in range(1, 7)]
+    guards = Guards(budgets=BudgetLimits(per_host=3))
+    front = make(client, f"budget{next(_jobs)}", set(range(P)), guards, tuple(addresses))
+    await front.add([Candidate(f"http://[{a}]/{i}") for a in addresses for i in range(2)])
+    kinds = by_kind(await drain(front))
+    assert sum(n for (_, kind), n in kinds.items() if kind == "page") == 3  # before: 12
+    assert sum(n for (_, kind), n in kinds.items() if kind == "budget") == 9
 
 
 async def test_admission_strips_and_guards_on_the_redis_frontier(client: RedisClient) -> None:

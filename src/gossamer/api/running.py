@@ -12,7 +12,7 @@ from typing import Any, Self, TypeVar
 from gossamer.api.records import DEFAULT_LIMIT, Broadcast, RecordStream
 from gossamer.crawl.additions import Additions
 from gossamer.engine import Crawler
-from gossamer.hooks import Handler
+from gossamer.hooks import Handler, let_go_abandoned
 from gossamer.page.handlers import Handlers
 from gossamer.stats import CrawlStats
 
@@ -112,6 +112,7 @@ class Running:
             return await self._main(self._additions())
         finally:
             self._broadcast.end()
+            await let_go_abandoned()  # else the program's asyncio.run() waits for them
 
     def _main(self, additions: Additions) -> Coroutine[Any, Any, CrawlStats]:
         raise NotImplementedError

@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import re
 import socket
 import sqlite3
 from collections.abc import Iterator
@@ -40,6 +41,9 @@ _OUTPUTS = (
 
 _FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 _STORAGE = frozenset({errno.EROFS, errno.EIO})
+_REFUSED = re.compile(r"unable to open database file|readonly database|disk I/O error")
+"""sqlite's words for a crawl.db it cannot open or write (its folder or itself not writable,
+the disk failing)."""
 
 
 class Advice(NamedTuple):
@@ -64,14 +68,16 @@ loses nothing of the job (its state is in Redis)."""
 
 @contextmanager
 def storage_errors(out: Path, advice: Advice = CRAWL_ADVICE) -> Iterator[None]:
-    """A full disk, a read-only or failing one, or a corrupt crawl.db met in the block ends it
-    as a :class:`CommandError`: one line naming the file and what to do (``advice``: the
-    crawl can be resumed once there is room; a corrupt crawl.db cannot)."""
+    """A full disk, a read-only or failing one, an output the crawl may not write (a failed
+    system call on a file in ``out``: permission denied, not a directory...) or a corrupt
+    crawl.db met in the block ends it as a :class:`CommandError`: one line naming the file and
+    what to do (``advice``: the crawl can be resumed once there is room; a corrupt crawl.db
+    cannot). Another OSError (a socket's, a file's outside ``out``) goes on."""
     db = out / "crawl.db"
     try:
         yield
     except OSError as exc:
-        if exc.errno not in _FULL | _STORAGE:
+        if exc.errno not in _FULL | _STORAGE and not _within(exc.filename, out):
             raise
         where = exc.filename or out
         if exc.errno in _FULL:
@@ -80,11 +86,23 @@ def storage_errors(out: Path, advice: Advice = CRAWL_ADVICE) -> Iterator[None]:
             ) from exc
         raise CommandError(f"cannot write {where}: {exc.strerror}") from exc
     except sqlite3.OperationalError as exc:
-        if "full" not in str(exc):
+        if "full" in str(exc):
+            raise CommandError(
+                f"cannot write {db}: no space left on device ({advice.full})"
+            ) from exc
+        if _REFUSED.search(str(exc)) is None:
             raise
-        raise CommandError(f"cannot write {db}: no space left on device ({advice.full})") from exc
+        raise CommandError(f"cannot write {db}: {exc}") from exc
     except sqlite3.DatabaseError as exc:  # malformed, not a database
         raise CommandError(f"{db} is corrupt ({exc}): {advice.corrupt}") from exc
+
+
+def _within(filename: object, out: Path) -> bool:
+    """Whether an OSError's ``filename`` is ``out`` or a file in it."""
+    if not isinstance(filename, str | bytes):
+        return False
+    path = os.path.abspath(os.fsdecode(filename))
+    return Path(path).is_relative_to(os.path.abspath(out))
 
 
 @contextmanager

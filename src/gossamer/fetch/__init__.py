@@ -14,7 +14,8 @@ python-socks (SOCKS5 proxies), selectolax, psutil, playwright (in ``render``, la
 ``gossamer.redact``, ``gossamer.proxyurl`` (proxy URLs), ``gossamer.safe``, ``gossamer.tls``,
 ``gossamer.urls``, ``gossamer.addresses`` (IP literals), ``gossamer.eventloop`` (which loop
 runs), ``gossamer.settings`` (the parser of ``--resolve`` items) and ``gossamer.parse`` (its
-guarded parse: ``render``'s ``auto`` reads every page it considers); it knows no other stage
+guarded parse: ``render``'s ``auto`` reads every page it considers, ``auth`` a page a
+``logged_out_selector`` is matched on); it knows no other stage
 (the engine hands it URLs and reads its results).
 """
 

@@ -1,16 +1,23 @@
 """Per-host page budgets: a host stops at N recorded pages.
 
 A budget counts the page leases of a host's URLs that are new (first attempt), and gives one
-back when such a lease is released (it goes back to the queue unfetched): a URL leased as a
-page ends as one record, whatever retries it takes, so a host with budget N ends with at most
-N page records. Once a host's budget is spent its queued URLs go out as ``budget`` leases
-(recorded once with the ``budget`` outcome, never fetched) and admission turns its new URLs
-away (``budget``). Limits come from ``--max-pages-per-host`` and, per host pattern (a glob
-matched against the bare host name, the first match wins), from ``host_page_budgets``. A
-pattern with a wildcard is one budget for all the hosts it matches (``*.example.org = 500``:
-500 pages over its subdomains, however many a site makes up: a wildcard DNS names endless
-hosts, each a host of its own to every per-host bound); a host name, like
-``--max-pages-per-host``, one budget for each host (each scheme and port).
+back when such a lease is released (it goes back to the queue unfetched): a URL leased as a page
+ends as one record, whatever retries it takes, so a host with budget N ends with at most N page
+records. Once a host's budget is spent its queued URLs go out as ``budget`` leases (recorded
+once with the ``budget`` outcome, never fetched) and admission turns its new URLs away
+(``budget``). In a continuous crawl a revisit is a first attempt too: once its host's budget is
+spent it goes out as a ``budget`` lease, recorded once, and is no longer revisited (it would
+never be fetched; both backends). Limits come from ``--max-pages-per-host`` and, per host
+pattern (a glob matched against the bare host name, the first match wins), from
+``host_page_budgets``. A pattern with a wildcard is one budget for all the hosts it matches
+(``*.example.org = 500``: 500 pages over its subdomains, however many a site makes up: a
+wildcard DNS names endless hosts, each a host of its own to every per-host bound); a host name,
+like ``--max-pages-per-host``, one budget for each host (each scheme and port). An IPv6
+literal's host under ``--max-pages-per-host`` is its /64 network, as for the working set's
+domain share (:func:`gossamer.addresses.address_domain`): one server may name itself by 2**64
+addresses, each a host of its own to every per-host bound. In a cluster, a budget of several
+hosts (a pattern's, a /64's) counts, on each worker, the pages of the hosts that worker has met
+(:mod:`gossamer.frontier.redis.pages`).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from typing import NamedTuple
 
 import msgspec
 
+from gossamer.addresses import address_domain
 from gossamer.urls import host_of
 
 
@@ -41,7 +49,18 @@ class BudgetLimits(msgspec.Struct, frozen=True):
             if fnmatch.fnmatchcase(host, pattern.lower()):
                 shared = any(char in pattern for char in "*?[")
                 return Rule(pattern if shared else key, limit)
-        return Rule(key, self.per_host)
+        return Rule(_account(key, host), self.per_host)
+
+
+def _account(key: str, host: str) -> str:
+    """The account of host key ``key`` (its bare host ``host``) under ``per_host``: the key,
+    but an IPv6 literal's counts in its /64 network (`address_domain`)."""
+    if ":" not in host:
+        return key  # a name or an IPv4 address
+    domain = address_domain(host)
+    if domain is None or domain == host:
+        return key
+    return key.replace(f"[{host}]", f"[{domain}]", 1)
 
 
 class Rule(NamedTuple):

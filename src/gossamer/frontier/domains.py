@@ -42,12 +42,11 @@ In a cluster the share is each worker's: a domain whose hosts several workers ow
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 from collections.abc import Callable
 from typing import Generic
 
-from gossamer.addresses import ip_literal, registrable_domain
+from gossamer.addresses import address_domain, registrable_domain
 from gossamer.frontier.hostqueue import E, Host
 from gossamer.frontier.politeness import DomainSlot, HostSlot
 
@@ -68,28 +67,9 @@ def domain_host(key: str) -> str:
     return authority.rpartition(":")[0].rstrip(".") if ":" in authority else authority.rstrip(".")
 
 
-_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
-"""IPv4 addresses written as IPv6 ones (RFC 6052): each its own, as the IPv4 one is."""
-
-
-def _address_name(host: str) -> str | None:
-    """The domain of an IP literal (see the module docstring); None for a name."""
-    address = ip_literal(host)
-    if address is None:
-        return None
-    if (
-        isinstance(address, ipaddress.IPv4Address)
-        or int(address) >> 64 == 0  # ::1, and IPv4 written the old way (::1.2.3.4)
-        or address.ipv4_mapped is not None
-        or address in _NAT64
-    ):
-        return host
-    return str(ipaddress.IPv6Network((address, 64), strict=False))
-
-
 def _name(host: str) -> str:
-    """A host's domain by the Public Suffix List, an IP literal's by `_address_name`."""
-    return _address_name(host) or registrable_domain(host)
+    """A host's domain by the Public Suffix List, an IP literal's by `address_domain`."""
+    return address_domain(host) or registrable_domain(host)
 
 
 def _last_two(host: str) -> str:
@@ -180,7 +160,7 @@ class DomainShare(Generic[E]):
     def _named(self, host: str) -> DomainSlot:
         """The live domain of ``host``, made if there is none."""
         domains = self._domains
-        name = _address_name(host)  # an address's: no list to read
+        name = address_domain(host)  # an address's: no list to read
         if name is None and self._read:
             name = registrable_domain(host)
         elif name is None:

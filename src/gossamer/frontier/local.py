@@ -312,7 +312,7 @@ class LocalFrontier:
         if entry is not None and self._db is not None:
             self._db.stage_last(_FINISH_URL, (entry.fp,))
         if self._revisits is not None:
-            self._revisits.finished(lease.url)
+            self._revisits.finished(lease.url, again=lease.kind != "budget")
 
     async def retry(self, lease: Lease, after: float, feedback: Feedback | None) -> None:
         """Queue the URL again after ``after`` seconds, counting one more attempt."""

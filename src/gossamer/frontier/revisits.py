@@ -346,10 +346,12 @@ class Revisits(RevisitBook):
             self._db.stage(_ANNOUNCED, rows)
             self._earliest = now if self._earliest is None else min(self._earliest, now)
 
-    def finished(self, url: str) -> None:
+    def finished(self, url: str, *, again: bool = True) -> None:
         """The lease of ``url`` ended for good: its row is no longer kept here. A revisit
         that ended without an answer judged (robots.txt now forbids it, its host's robots.txt
-        stayed unreachable, an internal error) is due again one interval later."""
+        stayed unreachable, an internal error) is due again one interval later; unless not
+        ``again`` (its host's page budget is spent: it would never be fetched), when it is no
+        longer revisited (its ``budget`` record is its last)."""
         if url not in self._loaded:
             return
         state = self._loaded.pop(url)
@@ -360,7 +362,7 @@ class Revisits(RevisitBook):
         if self._per_host[key] <= 0:
             del self._per_host[key]  # a host with no revisit out costs nothing here
         if state is not None:
-            due = self.clock() + max(state.interval, 1.0)
+            due = self.clock() + max(state.interval, 1.0) if again else None
             self._db.stage(_UPSERT, [replace(state, due=due).row()])
 
     def next_due(self) -> float | None:
