@@ -1,11 +1,17 @@
 """The walk in C (``extract/_walk.c``) reads what the Python walk (`walk._Walker`) reads: the
 same boxes (every total), blocks (text, links, images by address, density, commas), flagged
 boxes, nodes read and skims, skimming or not and completed after a skim, on hand-made edge
-cases, generated markup, hostile nesting and sizes, and a real documentation set."""
+cases, generated markup, hostile nesting and sizes, and a real documentation set. It also
+fails cleanly (an allocation or a callback failing at any point of it) and reads alike from
+several threads at once."""
 
 from __future__ import annotations
 
 import resource
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -186,3 +192,139 @@ def test_an_error_in_the_names_reaches_the_caller(monkeypatch: pytest.MonkeyPatc
             walk.Reading(tree.body, skim=False)
     monkeypatch.undo()
     assert described(walk.Reading(tree.body, skim=False)) == expected
+
+
+HOSTILE_PAGE = (
+    f"<html><body><img src=logo>{NAV}<p>Some <a href=x>text</a>, <img src=a> here.</p>"
+    "<div class=sidebar>side<img src=s></div><td>cell <b>bold</b></td><div id=main><p>x<br>y"
+    "</p><header>h</header><pre>a <i>b</i> <a href=q>link</a></pre></div><footer>f <img src=f>"
+    "</footer><p>w\u00f6rd, \u3001 x.</p><div>" + "<span>deep " * 30 + "</div></body></html>"
+)
+_MODES = ((True, 0, False, None), (False, 0, False, None), (False, 3, True, ("nav", "x", 1.0)))
+"""The walks the C module makes: skimming, not, and of a skimmed box alone."""
+
+
+def _walks(tree: LexborHTMLParser | None = None) -> Iterator[Callable[[], Any]]:
+    if tree is None:
+        tree = LexborHTMLParser(HOSTILE_PAGE)
+    assert tree.body is not None and walk._WALK is not None
+    module, body = walk._WALK, tree.body
+    for skim, depth, in_link, first in _MODES:
+        yield partial(module.walk, body, skim, depth, in_link, False, first)
+
+
+def _shown(found: Any) -> Any:
+    boxes, blocks, flagged, nodes, skims = found
+    return (
+        [msgspec.structs.astuple(box) for box in boxes],
+        [(b.tag, b.box, b.text, b.link_chars, len(b.images), b.commas) for b in blocks],
+        flagged,
+        nodes,
+        [(s[0], s[2], s[3]) for s in skims],
+    )
+
+
+def test_a_failed_allocation_anywhere_raises_memory_error() -> None:
+    # every allocation in turn fails (CPython's test hook): each walk ends with a MemoryError
+    # or its full result, never a crash, a reference or a block kept, and walks on alike
+    testcapi = pytest.importorskip("_testcapi")
+    tree = LexborHTMLParser(HOSTILE_PAGE)
+    for run in _walks(tree):
+        expected = _shown(run())
+        refs = sys.getrefcount(tree), [sys.getrefcount(name) for name in ("div", "p", "")]
+        completed = 0
+        for allowed in range(2_000):
+            testcapi.set_nomemory(allowed, 0)
+            try:
+                found = run()
+            except MemoryError:
+                continue
+            finally:
+                testcapi.remove_mem_hooks()
+            completed += 1
+            assert _shown(found) == expected
+            del found
+            if completed == 3:
+                break
+        assert completed == 3  # the walk needs fewer allocations than were tried
+        assert (sys.getrefcount(tree), [sys.getrefcount(n) for n in ("div", "p", "")]) == refs
+
+
+@pytest.mark.parametrize("name", ["Box", "Block", "squash", "squashed_length", "_names_of"])
+def test_a_failing_callback_raises_at_any_call(name: str) -> None:
+    # what the C walk calls back (the boxes and blocks it builds, the squash, the names) raises
+    # or gives a wrong value at its n-th call: the error reaches the caller, nothing is kept
+    original = getattr(walk, name)
+    expected = [_shown(run()) for run in _walks()]
+    outcomes = set()
+
+    def failing(at: int, wrong: object) -> Callable[..., Any]:
+        calls = 0
+
+        def call(*args: Any) -> Any:
+            nonlocal calls
+            calls += 1
+            if calls != at:
+                return original(*args)
+            if wrong is LookupError:
+                raise LookupError(name)
+            return wrong
+
+        return call
+
+    try:
+        for at in range(1, 30):
+            for wrong in (LookupError, None, 1 << 80, ("names", "weight", 1)):
+                setattr(walk, name, failing(at, wrong))
+                assert walk._bound() is not None
+                for run in _walks():
+                    try:
+                        run()
+                        outcomes.add("done")
+                    except (LookupError, TypeError, OverflowError, SystemError) as error:
+                        outcomes.add(type(error).__name__)
+    finally:
+        setattr(walk, name, original)
+        assert walk._bound() is not None
+    assert "LookupError" in outcomes
+    assert [_shown(run()) for run in _walks()] == expected
+
+
+def test_walks_from_several_threads_at_once_read_alike() -> None:
+    # parse threads walk their pages at once (callbacks let the GIL go): each reading is its
+    # own, whether the threads share a tree or not
+    documents = [HOSTILE_PAGE, *(f"<html><body>{page}</body></html>" for page in EDGES[4:])]
+    trees = [LexborHTMLParser(document) for document in documents]
+    shared = LexborHTMLParser(HOSTILE_PAGE)
+
+    def reading(tree: LexborHTMLParser) -> Any:
+        assert tree.body is not None
+        found = walk.Reading(tree.body, skim=True).unskimmed()
+        boxes = [msgspec.structs.astuple(box) for box in found.boxes]
+        return boxes, [(b.text, b.box, [i.html for i in b.images]) for b in found.blocks]
+
+    expected = [reading(tree) for tree in (*trees, shared)]
+    failures: list[object] = []
+
+    def work(offset: int) -> None:
+        try:
+            for _ in range(20):
+                for index in range(offset, len(trees), 2):
+                    if reading(trees[index]) != expected[index]:
+                        failures.append(index)
+                if reading(shared) != expected[-1]:
+                    failures.append("shared")
+        except Exception as error:  # reported by the assertion below
+            failures.append(error)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(n % 2,)) for n in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert failures == []
