@@ -92,6 +92,26 @@ def test_edge_cases_walk_alike(document: str, monkeypatch: pytest.MonkeyPatch) -
     assert_same(f"<html><body>{document}</body></html>", monkeypatch)
 
 
+# _walk.c spells out these three in C: a change to one on the Python side must fail here
+SENTENCE_ENDS = list(".!?\u3002\uff01\uff1f;:\u2026\u061f\uff0ea")
+COMMAS = [",", "\u060c", "\uff0c", "\u3001", ";", "\uff64", "\u066b"]
+
+
+@pytest.mark.parametrize("end", SENTENCE_ENDS)
+def test_every_sentence_end_is_read_alike(end: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert_same(f"<html><body><div>a box<p>a sentence{end}</p></div></body></html>", monkeypatch)
+
+
+@pytest.mark.parametrize("comma", COMMAS)
+def test_every_comma_is_counted_alike(comma: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert_same(f"<html><body><p>one{comma} two{comma}{comma}</p></body></html>", monkeypatch)
+
+
+def test_the_skimmed_link_share_is_the_one_in_c() -> None:
+    # _walk.c counts a skimmed box's link characters as chars / 2
+    assert walk.SKIMMED_LINK_SHARE == 0.5
+
+
 def test_invalid_utf8_walks_alike(monkeypatch: pytest.MonkeyPatch) -> None:
     # bytes lexbor passes through: each text node decoded alone, a box read whole at once
     assert_same(b"<p>a\xe2<b>\x82\xac</b>\xff</p><div>x\xe2<b>\x82\xac</b>y<br></div>", monkeypatch)
