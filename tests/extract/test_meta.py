@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import pytest
 from selectolax.lexbor import LexborHTMLParser
 
 from gossamer.extract import extract, meta
+from gossamer.parse.links import parse_html
 from gossamer.urls import Resolver
 
 URL = "https://news.example/2024/story"
@@ -181,3 +183,49 @@ def test_gather_selects_what_the_seven_plain_selectors_do() -> None:
     assert len(expected) > 20
     assert [n.html for n in tree.css(meta._MARKS)] == [n.html for n in expected]
     assert len(meta.gather(tree).dated) == 3
+
+
+_EVERY_MARK = page(
+    '<meta name="description" content="first"><meta name="description" content="second">'
+    '<meta property="og:locale" content="de_DE"><meta name="author" content="Ann Lee">'
+    '<meta itemprop="datePublished" content="2021-03-04"><meta name="empty" content="">'
+    '<link rel="stylesheet" href="/s.css"><link rel="Author" href="/about">'
+    '<link rel="alternate canonical" href="/canon?x=1#f"><link rel="canonical" href="/second">'
+    '<script type="application/ld+json">{"author": {"name": "Bo Chen"}}</script>',
+    '<p>Text.</p><span itemprop="author">Cy Diaz</span><time datetime="2020-01-02">t</time>'
+    '<svg><link rel="canonical" href="/in-svg"></svg><a rel="author" href="/me">Di Eng</a>'
+    '<meta name="keywords" content="late">',
+)
+"""A page with every kind of mark, a second of some, near misses and one element that two
+selectors of the query match (the ``<link rel=author>``)."""
+
+
+def test_extract_with_the_parse_reads_the_metadata_its_own_query_does() -> None:
+    """The meta elements and the canonical link the parse's walk for links found stand for
+    the query's: every field the same, with far fewer elements for the query to look for."""
+    parsed = parse_html(_EVERY_MARK.encode(), URL)
+    assert parsed.tree is not None and parsed.metas is not None
+    alone = extract(_EVERY_MARK, URL)
+    assert extract(parsed.tree, URL, parsed=parsed) == alone
+    assert alone.canonical == "https://news.example/canon?x=1"
+    assert alone.authors == ("Ann Lee", "Bo Chen", "Cy Diaz", "Di Eng")
+    with_parse, own = meta.gather(parsed.tree, parsed), meta.gather(parsed.tree)
+    assert with_parse.metas == own.metas and with_parse.metas["keywords"] == "late"
+    assert with_parse.canonical is not None and own.canonical is not None
+    assert with_parse.canonical.html == own.canonical.html
+    assert len(with_parse.bylines) == 3 and len(own.bylines) == 4  # the link, once
+
+
+def test_gather_reads_the_meta_elements_of_the_parse() -> None:
+    """Given the parse, the query leaves meta elements out: they come from the parse (here
+    one that found none); past `MAX_MARKS` of them the query reads them itself."""
+    tree = LexborHTMLParser(_EVERY_MARK)
+    found = parse_html(_EVERY_MARK.encode(), URL)
+    none = replace(found, metas=(), canonical_link=None)
+    assert meta.gather(tree, none).metas == {}
+    assert meta.gather(tree, none).canonical is None
+    many = page("".join(f'<meta name="n{i}" content="{i}">' for i in range(meta.MAX_MARKS + 1)))
+    parsed = parse_html(many.encode(), URL)
+    assert parsed.tree is not None and parsed.metas is not None
+    assert len(parsed.metas) > meta.MAX_MARKS
+    assert len(meta.gather(parsed.tree, parsed).metas) == meta.MAX_MARKS
