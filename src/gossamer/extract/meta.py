@@ -29,8 +29,9 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import TYPE_CHECKING
 
-from selectolax.lexbor import LexborHTMLParser, LexborNode
+from selectolax.lexbor import LexborHTMLParser, LexborNode, create_tag
 
+from gossamer.parse.native import bound, load
 from gossamer.urls import Resolver
 
 if TYPE_CHECKING:
@@ -101,6 +102,9 @@ _OTHER_MARKS = ", ".join(
 """The marks but the meta tags and the links: what a page's parse has not found already."""
 _MARKS = f"meta[content], link[rel][href], {_OTHER_MARKS}"
 MAX_MARKS = 2000
+MARKS = bound(load("gossamer.extract._marks"), *(create_tag(n).tag_id for n in ("script", "time")))
+"""The search for `_OTHER_MARKS` in C (``extract/_marks.c``): one walk of the tree that
+compares an attribute's name only to the names an element has; None: lexbor's query."""
 MAX_CANONICAL_LINKS = 200
 """``<link rel href>`` elements searched for the canonical one when the parse has not found it."""
 
@@ -133,7 +137,7 @@ def gather(tree: LexborHTMLParser, page: ParsedPage | None = None) -> Marks:
     if found is not None and len(found) <= MAX_MARKS:
         _read_metas(found, metas)
         canonical = page.canonical_link if page is not None else None
-        nodes = tree.css(_OTHER_MARKS)[:MAX_MARKS]
+        nodes = _other_marks(tree)
     else:
         links = []
         nodes = tree.css(_MARKS)[:MAX_MARKS]
@@ -169,6 +173,16 @@ def gather(tree: LexborHTMLParser, page: ParsedPage | None = None) -> Marks:
     if links is not None:
         canonical = _canonical_link(links)
     return Marks(_html_lang(tree.root), metas, canonical, json_ld, dated, times, bylines)
+
+
+def _other_marks(tree: LexborHTMLParser, native: bool = True) -> list[LexborNode]:
+    """The first `MAX_MARKS` elements ``tree.css(_OTHER_MARKS)`` finds: by the C walk of the
+    tree (:data:`MARKS`) where it is built, unless not ``native``, else by that query."""
+    root = tree.root
+    if MARKS is None or not native or root is None:
+        return tree.css(_OTHER_MARKS)[:MAX_MARKS]
+    found: list[LexborNode] = MARKS.read(root, MAX_MARKS)
+    return found
 
 
 def _read_metas(nodes: Sequence[LexborNode], metas: dict[str, str]) -> None:

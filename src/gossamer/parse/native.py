@@ -89,5 +89,6 @@ _PARTS = {
     "squash": "extract._squash",  # `gossamer.extract.spaces`
     "whole": "extract._whole",  # `gossamer.extract.kinds`, which binds it
     "simhash": "digests._simhash",  # `gossamer.digests.simhash`
+    "marks": "extract._marks",  # `gossamer.extract.meta`, which binds it
 }
 """The C parts loaded by the module they speed up (`load`), by name."""
