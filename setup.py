@@ -15,6 +15,7 @@ setup(
             ("gossamer.parse._linkwalk", "src/gossamer/parse/_linkwalk.c"),
             ("gossamer.parse._formatscan", "src/gossamer/parse/_formatscan.c"),
             ("gossamer.extract._squash", "src/gossamer/extract/_squash.c"),
+            ("gossamer.extract._marks", "src/gossamer/extract/_marks.c"),
             ("gossamer.digests._simhash", "src/gossamer/digests/_simhash.c"),
             ("gossamer.extract._whole", "src/gossamer/extract/_whole.c"),
             ("gossamer.extract._walk", "src/gossamer/extract/_walk.c"),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 from w3lib.encoding import to_unicode
@@ -20,6 +21,9 @@ from gossamer.extract import density, meta, tree
 from gossamer.extract.lang import detect_language
 from gossamer.parse.charset import detect_encoding
 from gossamer.parse.guard import parse
+
+if TYPE_CHECKING:
+    from gossamer.parse.links import ParsedPage
 
 __all__ = ["DEFAULT_EXTRACTOR", "EXTRACTORS", "Content", "extract"]
 
@@ -154,6 +158,7 @@ def extract(
     extractor: str = DEFAULT_EXTRACTOR,
     *,
     content_language: str | None = None,
+    parsed: ParsedPage | None = None,
 ) -> Content:
     """Extract the main text and metadata of ``page`` fetched from ``url``.
 
@@ -161,16 +166,18 @@ def extract(
     (``content_language``), else the one detected in the text (`lang.detect_language`).
 
     ``page`` is best the tree the crawler already parsed (`gossamer.parse.parse_html`'s
-    lexbor tree, guarded against hostile nesting); markup is guarded and parsed here. The tree
-    is only read. Raises ``KeyError`` for an unknown extractor and ``ImportError`` if its library
-    is missing; never raises on malformed or hostile markup.
+    lexbor tree, guarded against hostile nesting), with that parse (``parsed``: the meta
+    elements and the canonical link it found spare a part of the metadata's query, as
+    `meta.gather` says); markup is guarded and parsed here. The tree is only read. Raises
+    ``KeyError`` for an unknown extractor and ``ImportError`` if its library is missing;
+    never raises on malformed or hostile markup.
     """
     run = EXTRACTORS[extractor]
     tree = page if isinstance(page, LexborHTMLParser) else _parse(page)
     if tree is None:
         return Content(text="")
     text, image_nodes = run(tree, page if isinstance(page, str) else None)
-    marks = meta.gather(tree)
+    marks = meta.gather(tree, parsed if parsed is not None and parsed.tree is tree else None)
     return Content(
         text=text,
         lang=meta.language(marks, content_language) or detect_language(text),

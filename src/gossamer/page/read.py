@@ -116,7 +116,8 @@ def parse(
 
     if page.tree is None:
         return page, Content(text="")
-    return page, extract(page.tree, url, extractor, content_language=content_language)
+    found = extract(page.tree, url, extractor, content_language=content_language, parsed=page)
+    return page, found
 
 
 def plain_text(result: Fetched) -> Content:

@@ -201,7 +201,7 @@ def answer(request: bytes, body: bytes) -> bytes:
             canonical = tag_canonical(tree, page.base_url, page.canonical_link)
     if extractor is not None:
         rest_of_budget()
-        content = _content(tree, url, extractor, language)
+        content = _content(page, url, extractor, language)
     read = _texts(page, texts) if texts > 0 else None  # within the extraction's budget
     fields: tuple[Any, ...] = (page.title, page.links, page.nofollow_links, page.meta_nofollow)
     fields += (page.meta_noindex, page.base_url, page.text_encoding, page.flags)
@@ -216,14 +216,15 @@ def _texts(page: ParsedPage, count: int) -> Any:
     return read_whole(page, set(page.links[:count]))
 
 
-def _content(tree: object, url: str, extractor: str, language: str | None) -> tuple[Any, ...]:
+def _content(page: ParsedPage, url: str, extractor: str, language: str | None) -> tuple[Any, ...]:
     from selectolax.lexbor import LexborHTMLParser
 
     from gossamer.extract import extract
 
+    tree = page.tree
     if not isinstance(tree, LexborHTMLParser):
         return ("", None, None, None, None, (), ())
-    found = extract(tree, url, extractor, content_language=language)
+    found = extract(tree, url, extractor, content_language=language, parsed=page)
     images = tuple((image.src, image.alt) for image in found.images)
     head = (found.text, found.lang, found.description, found.canonical, found.published)
     return (*head, tuple(found.authors), images)

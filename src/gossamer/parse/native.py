@@ -90,5 +90,6 @@ _PARTS = {
     "whole": "extract._whole",  # `gossamer.extract.kinds`, which binds it
     "walk": "extract._walk",  # `gossamer.extract.walk`, which binds it
     "simhash": "digests._simhash",  # `gossamer.digests.simhash`
+    "marks": "extract._marks",  # `gossamer.extract.meta`, which binds it
 }
 """The C parts loaded by the module they speed up (`load`), by name."""
