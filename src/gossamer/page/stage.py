@@ -19,6 +19,7 @@ step here, never a branch in the engine.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -438,7 +439,7 @@ class PageStage:
         parsed = state.parsed
         if state.aside is not None and parsed is not None and parsed.tree is None:
             tree = await self._reader.tree(state.result.body, state.result.charset)
-            state.parsed = parsed.replace(tree=tree)
+            state.parsed = dataclasses.replace(parsed, tree=tree)
 
     async def _duplicate(self, state: PageState) -> None:
         """The page that had this main text first (content digests), if any."""

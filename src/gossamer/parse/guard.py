@@ -130,7 +130,7 @@ tables, templates, SVG and MathML nest 100,000 deep in linear time.
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from dataclasses import dataclass
 
 from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
@@ -216,15 +216,16 @@ _RAW_TEXT_END = {name: LazyPattern(rf"</{name}[{_SPACE}/>]", re.IGNORECASE) for 
 _KEPT_ATTRIBUTES = frozenset({"href", "rel", "name", "content", "http-equiv", "charset"})
 
 
-class Guarded(NamedTuple):
-    """A document made safe for lexbor, and what had to be dropped to make it so (a named
-    tuple, not a dataclass: a parse worker imports no ``dataclasses``, see `ParsedPage`)."""
+@dataclass(frozen=True, slots=True)
+class Guarded:
+    """A document made safe for lexbor, and what had to be dropped to make it so."""
 
     document: str | bytes
     flags: tuple[str, ...] = ()
 
 
-class Parsed(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Parsed:
     """A document parsed by lexbor, and what had to be dropped to parse it safely."""
 
     tree: LexborHTMLParser | None

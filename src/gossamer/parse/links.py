@@ -11,7 +11,7 @@ changed; the guard's module doc states the time bounds."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode, create_tag
 from w3lib.encoding import to_unicode
@@ -53,30 +53,9 @@ _HOLDERS = frozenset({"template", "noscript"})
 _FOLLOWED_LINK_RELS = frozenset({"next", "alternate"})
 
 
+@dataclass(frozen=True, slots=True)
 class ParsedPage:
-    """What the crawler needs from one HTML page: a frozen value compared by the fields
-    before `tree` and by `flags` and `names_canonical` (the nodes and texts are not compared
-    nor shown), as a frozen dataclass would be; written out, not one, because a parse
-    worker imports no ``dataclasses`` then (with the ``inspect`` and ``ast`` it brings and
-    the source each class compiles: 50 M instructions of every worker's start)."""
-
-    __slots__ = _FIELDS = (
-        "title",
-        "links",
-        "nofollow_links",
-        "meta_nofollow",
-        "meta_noindex",
-        "base_url",
-        "text_encoding",
-        "tree",
-        "flags",
-        "metas",
-        "names_canonical",
-        "canonical_link",
-        "anchors",
-        "texts",
-    )
-    _COMPARED = (*_FIELDS[:7], "flags", "names_canonical")
+    """What the crawler needs from one HTML page."""
 
     title: str | None
     """First ``<title>``, stripped, whitespace collapsed, cut to ``MAX_TITLE_CHARS``; ``None``
@@ -93,88 +72,36 @@ class ParsedPage:
     """The URL relative links were resolved against (``<base href>`` or the page URL)."""
     text_encoding: str
     """Python codec name the body was decoded with."""
-    tree: LexborHTMLParser | None
+    tree: LexborHTMLParser | None = field(default=None, repr=False, compare=False)
     """The parsed document, for later stages (extraction, hooks) to read without parsing
     again; None when lexbor refused it."""
-    flags: tuple[str, ...]
+    flags: tuple[str, ...] = ()
     """What parsing had to give up, sorted: ``html-flattened`` (start tags past `MAX_DEPTH`
     dropped), ``html-cut-attributes`` (excess attributes dropped), ``html-cut-formatting``
     (formatting start tags past the guard's `MAX_ACTIVE_FORMATTING` active ones dropped),
     ``html-parse-error`` (lexbor refused the document: no links), ``links-cut`` (its links
     past `MAX_PAGE_LINKS` dropped)."""
-    metas: tuple[LexborNode, ...] | None
+    metas: tuple[LexborNode, ...] | None = field(default=None, repr=False, compare=False)
     """The document's ``<meta>`` elements, in document order, found with its links (the
     robots directives are read from them); None when not looked for."""
-    names_canonical: bool | None
+    names_canonical: bool | None = None
     """Whether some ``<link href>`` of the document has ``canonical`` among its rels (found
     with its links, so a page that names none spares the search of its head for the
     canonical link); None when not looked for."""
-    canonical_link: LexborNode | None
+    canonical_link: LexborNode | None = field(default=None, repr=False, compare=False)
     """The first ``<link href>`` with ``canonical`` among its rels, found with the links
     (:func:`gossamer.page.canonical.tag_canonical` starts from it); None when none is or
     when not looked for."""
-    anchors: list[tuple[LexborNode, str]] | None
+    anchors: list[tuple[LexborNode, str]] | None = field(default=None, repr=False, compare=False)
     """Each ``<a href>`` element with its ``href`` as written, in document order, read in the
     pass over the links (``parse_html(anchors=True)``: a focused crawl reads their texts
     without reading each element's attributes again; a crawl without focus pays nothing for
     them); None when not asked for."""
-    texts: tuple[dict[str, tuple[str, str, int]], list[tuple[str, int]]] | None
+    texts: tuple[dict[str, tuple[str, str, int]], list[tuple[str, int]]] | None = field(
+        default=None, repr=False, compare=False
+    )
     """What a parse worker read of the links' texts for a focus (the page's tree stays in the
     worker: :func:`gossamer.focus.anchors.read_whole`); None when not read there."""
-
-    def __init__(  # noqa: PLR0913 (the fields, as the dataclass took them)
-        self,
-        title: str | None,
-        links: list[str],
-        nofollow_links: int,
-        meta_nofollow: bool,
-        meta_noindex: bool,
-        base_url: str,
-        text_encoding: str,
-        tree: LexborHTMLParser | None = None,
-        flags: tuple[str, ...] = (),
-        metas: tuple[LexborNode, ...] | None = None,
-        names_canonical: bool | None = None,
-        canonical_link: LexborNode | None = None,
-        anchors: list[tuple[LexborNode, str]] | None = None,
-        texts: tuple[dict[str, tuple[str, str, int]], list[tuple[str, int]]] | None = None,
-    ) -> None:
-        values = (
-            *(title, links, nofollow_links, meta_nofollow, meta_noindex, base_url),
-            *(text_encoding, tree, flags, metas, names_canonical, canonical_link, anchors, texts),
-        )
-        for name, value in zip(self._FIELDS, values, strict=True):
-            object.__setattr__(self, name, value)
-
-    def replace(self, **changes: Any) -> ParsedPage:
-        """A copy with ``changes`` (fields by name), as ``dataclasses.replace`` makes one."""
-        values = {name: getattr(self, name) for name in self._FIELDS}
-        unknown = changes.keys() - values.keys()
-        if unknown:
-            raise TypeError(f"ParsedPage has no field {sorted(unknown)[0]!r}")
-        return ParsedPage(**(values | changes))
-
-    def _compared(self) -> tuple[object, ...]:
-        return tuple(getattr(self, name) for name in self._COMPARED)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        assert isinstance(other, ParsedPage)
-        return self._compared() == other._compared()
-
-    def __hash__(self) -> int:
-        return hash(self._compared())
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._COMPARED)
-        return f"ParsedPage({shown})"
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}: a ParsedPage is frozen")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}: a ParsedPage is frozen")
 
 
 def parse_html(
@@ -295,39 +222,24 @@ def _base_resolver(node: LexborNode | None, page: Resolver) -> Resolver:
     return page if resolved is None else Resolver(resolved)
 
 
+@dataclass(slots=True)
 class _Nodes:
     """What one pass over the elements `_NODE_SELECTOR` found keeps."""
 
-    __slots__ = ("base", "canonical", "eligible", "hrefs", "metas", "rel_nofollow")
-
-    hrefs: list[str]
+    hrefs: list[str] = field(default_factory=list)
     """The ``href`` of each link element to follow (``rel=nofollow`` ones left out when
     honoured), in document order, each once."""
-    eligible: int
+    eligible: int = 0
     """Link elements to follow or skipped for ``nofollow`` (``<link>`` of other rels and
     stylesheets are neither)."""
-    rel_nofollow: int
+    rel_nofollow: int = 0
     """Of those, the ``rel=nofollow`` ones skipped."""
-    metas: list[LexborNode]
-    base: LexborNode | None
+    metas: list[LexborNode] = field(default_factory=list)
+    base: LexborNode | None = None
     """The first ``<base href>``."""
-    canonical: LexborNode | None
+    canonical: LexborNode | None = None
     """The first ``<link>`` naming ``canonical`` among its rels (split as ``rel~=`` splits, or
     finer)."""
-
-    def __init__(
-        self,
-        hrefs: list[str] | None = None,
-        eligible: int = 0,
-        rel_nofollow: int = 0,
-        metas: list[LexborNode] | None = None,
-        base: LexborNode | None = None,
-        canonical: LexborNode | None = None,
-    ) -> None:
-        self.hrefs = [] if hrefs is None else hrefs
-        self.eligible, self.rel_nofollow = eligible, rel_nofollow
-        self.metas = [] if metas is None else metas
-        self.base, self.canonical = base, canonical
 
 
 def read_nodes(
