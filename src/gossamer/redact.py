@@ -14,7 +14,6 @@ path's or the query's.
 
 from __future__ import annotations
 
-import hashlib
 import re
 
 MASK = "***"
@@ -95,6 +94,8 @@ def mask_user_alone(authority: str) -> str:
     ``***.`` and eight hex digits of the authority's digest for the user name
     (``***.5d41402a@host``), so that seeds of one origin with tokens of their own stay apart,
     each URL fetched with its own seed's token. Records and messages show ``***@host``."""
+    import hashlib  # here: its OpenSSL start costs a parse worker 12 M instructions otherwise
+
     tag = hashlib.blake2b(authority.encode("utf-8", "surrogatepass"), digest_size=4).hexdigest()
     return f"{MASK}.{tag}@{authority.rpartition('@')[2]}"
 

@@ -44,8 +44,7 @@ python benchmarks/bench_formatscan.py DIR ...``, run alternately with and withou
 
 from __future__ import annotations
 
-import re
-
+from gossamer.parse.lazy import LazyPattern
 from gossamer.parse.native import FORMATSCAN
 
 __all__ = [
@@ -88,8 +87,9 @@ _OPEN = (
     rf"<(?P<name>a|{_NAMES})(?=[{_S}/>])"
     rf"(?!{_ATTRIBUTES}>(?:{_TEXT}|{_NESTED})*+</(?P=name)[{_S}]*+>)"
 )
-_OPEN_BYTES = re.compile(_OPEN.encode())
-_TAG_BYTES = re.compile(f"{_ATTRIBUTES}>".encode())
+# the reference regexes, compiled only where the C scan is not used
+_OPEN_BYTES = LazyPattern(_OPEN.encode())
+_TAG_BYTES = LazyPattern(f"{_ATTRIBUTES}>".encode())
 _SEPARATORS = b" \t\n\f\r/"
 _A = ord("a")
 _NATIVE_MOST_BYTES = 1 << 28  # past this, the C scan's sums could pass 64 bits

@@ -136,6 +136,7 @@ from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
 from gossamer.parse import names, tokens
 from gossamer.parse.formatting import MAX_FORMATTING_BYTES, entry_bytes, too_heavy
+from gossamer.parse.lazy import LazyPattern
 from gossamer.parse.nesting import well_formed
 from gossamer.parse.scan import (
     LONG_TAG_CHARS,
@@ -197,7 +198,6 @@ _SPACE_CHARS = "\t\n\f\r /"
 _TOO_DEEP = too_deep_selector(MAX_DEPTH + 3)  # deeper than MAX_DEPTH below <html><body>
 _TOKEN = tokens.TOKEN
 _ATTRIBUTE = tokens.ATTRIBUTE
-_ATTRIBUTE_PAIR = re.compile(f"({_ATTRIBUTE.pattern})")
 _BUTTON_SCOPE = names.BUTTON_SCOPE
 _CLOSES_P = names.CLOSES_P
 _CLOSES_SIBLING = names.CLOSES_SIBLING
@@ -212,7 +212,7 @@ _NO_PUSH = names.NO_PUSH
 _RAW_TEXT = names.RAW_TEXT
 _SPECIAL = names.SPECIAL
 _SPECIAL_START = names.SPECIAL_START
-_RAW_TEXT_END = {name: re.compile(rf"</{name}[{_SPACE}/>]", re.IGNORECASE) for name in _RAW_TEXT}
+_RAW_TEXT_END = {name: LazyPattern(rf"</{name}[{_SPACE}/>]", re.IGNORECASE) for name in _RAW_TEXT}
 _KEPT_ATTRIBUTES = frozenset({"href", "rel", "name", "content", "http-equiv", "charset"})
 
 
@@ -298,7 +298,7 @@ class _Guard:
 
     def run(self) -> Guarded:
         text = self.text
-        search = _TOKEN.search
+        search = _TOKEN.compiled.search
         stack = self.stack
         open_count = self.open_count
         position = 0
@@ -561,7 +561,7 @@ class _Guard:
 
     def _attributes(self, raw_name: str, attributes: str) -> str | None:
         """The tag rewritten without its excess attributes, or None if it has none."""
-        pairs = _ATTRIBUTE_PAIR.findall(attributes)
+        pairs = tokens.ATTRIBUTE_PAIR.findall(attributes)
         names = [name for _, name in pairs]
         known = self.names
         if len(names) <= MAX_TAG_ATTRIBUTES and (

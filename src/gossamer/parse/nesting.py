@@ -65,6 +65,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from gossamer.parse import names, tokens
+from gossamer.parse.lazy import LazyPattern
 from gossamer.parse.tokens import MAX_ATTRIBUTE_NAMES, MAX_TAG_ATTRIBUTES
 
 __all__ = ["MAX_LEVEL", "MAX_OPEN_FORMATTING", "MAX_TAG_NAMES", "well_formed"]
@@ -89,7 +90,7 @@ _ATTRIBUTES = (
 # tag and its text, up to its first end tag (read next as an end tag) or its first "<!--" (in
 # a script, it may hide the end tag from lexbor). Groups: raw text element's name, its
 # attributes, "<!--" if its text holds one; end-tag slash, tag name, attributes, closing ">".
-_TOKEN = re.compile(
+_TOKEN = LazyPattern(
     (
         r"<(?:!--(?:-?>|.*?(?:--!?>|\Z))"
         r"|[!?][^>]*>?"
@@ -306,6 +307,6 @@ def _self_closing(attributes: bytes) -> bool:
 # The attributes of a tag one after another, as `tokens.ATTRIBUTE_BYTES.finditer` finds them
 # (skipping only spaces, "/" and ">" between them), in one call instead of a loop in Python:
 # a quarter less on the SVG of sqlite's syntax diagrams.
-_ATTRIBUTES_READ = re.compile(
+_ATTRIBUTES_READ = LazyPattern(
     rb"(?:[%b/>]*+(?>%b))*+" % (_S.encode(), tokens.ATTRIBUTE_BYTES.pattern)
 )

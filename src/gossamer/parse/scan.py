@@ -16,10 +16,10 @@ hold ``>``.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Literal
 
 from gossamer.parse.formatting import AS_IS_MAX_REBUILT, SMALL_CHARS, rebuilt_bytes
+from gossamer.parse.lazy import LazyPattern
 from gossamer.parse.tokens import (
     ATTRIBUTE_BYTES,
     LONG_TAG_CHARS,
@@ -76,12 +76,12 @@ _SPACE = r"\t\n\f\r "
 # one of them, LONG_TAG_CHARS characters in which ">" appears only inside quotes (where the
 # regex's quotes are off the tokenizer's, it sees quoted text that is not, and finds tags longer
 # than they are).
-ODD_TAG = re.compile(
+ODD_TAG = LazyPattern(
     f"<[^>]{{{LONG_TAG_CHARS}}}"
     f"|=[{_SPACE}]*(?:\"[^\"]*>[^\"]*\"|'[^']*>[^']*')"
     f"(?:[^>\"']|\"[^\"]*\"|'[^']*'){{{LONG_TAG_CHARS}}}"
 )
-_ODD_TAG_BYTES = re.compile(ODD_TAG.pattern.encode())
+_ODD_TAG_BYTES = LazyPattern(ODD_TAG.pattern.encode())
 
 _LT, _GT, _DOUBLE, _SINGLE, _EQUALS, _SLASH = b"<>\"'=/"
 _CLOSES_ITSELF = bytes(
@@ -549,7 +549,7 @@ def as_bytes(document: str | bytes) -> bytes:
     return document if isinstance(document, bytes) else document.encode("utf-8", "surrogatepass")
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_LONE_SURROGATE = LazyPattern("[\ud800-\udfff]")
 
 
 def scalar_values(document: str | bytes) -> str | bytes:

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import re
 
+from gossamer.parse.lazy import LazyPattern
+
 __all__ = [
     "ATTRIBUTE",
     "ATTRIBUTE_BYTES",
+    "ATTRIBUTE_PAIR",
     "LONG_TAG_CHARS",
     "MAX_ATTRIBUTE_NAMES",
     "MAX_TAG_ATTRIBUTES",
@@ -49,13 +52,16 @@ _ATTRIBUTE = (
     rf"([^{_S}/>][^{_S}/>=]*+)"
     rf"(?:[{_S}]*=[{_S}]*+(?:\"[^\"]*+\"?|'[^']*+'?|[^{_S}>]*+))?"
 )
-TOKEN = re.compile(_TOKEN, re.DOTALL)
+# compiled on first use (`LazyPattern`): a crawl of ordinary pages never reads a page with them
+TOKEN = LazyPattern(_TOKEN, re.DOTALL)
 """A comment, a bogus comment, or a tag: (end-tag slash, name, attributes, closing ``>``)."""
-TOKEN_BYTES = re.compile(_TOKEN.encode(), re.DOTALL)
-ATTRIBUTE = re.compile(_ATTRIBUTE)
+TOKEN_BYTES = LazyPattern(_TOKEN.encode(), re.DOTALL)
+ATTRIBUTE = LazyPattern(_ATTRIBUTE)
 """One attribute of a tag's attribute text; its group is the attribute's name."""
-ATTRIBUTE_BYTES = re.compile(_ATTRIBUTE.encode())
-TAG_ATTRIBUTES_BYTES = re.compile(
+ATTRIBUTE_PAIR = LazyPattern(f"({_ATTRIBUTE})")
+"""`ATTRIBUTE` with the whole attribute as a group before its name's."""
+ATTRIBUTE_BYTES = LazyPattern(_ATTRIBUTE.encode())
+TAG_ATTRIBUTES_BYTES = LazyPattern(
     _TOKEN.replace("(/?)([A-Za-z]", "(?:/?)(?:[A-Za-z]", 1).replace("(>?))", "(?:>?))", 1).encode(),
     re.DOTALL,
 )
@@ -83,7 +89,7 @@ def _many_attributes(count: int) -> re.Pattern[bytes]:
 
 # What changes the state of a script's text: an escape's start and end, a script's start tag
 # (double escape) and end tag.
-_SCRIPT_MARK = re.compile(rf"<!--|-->|<(/?)[Ss][Cc][Rr][Ii][Pp][Tt](?=[{_S}/>])")
+_SCRIPT_MARK = LazyPattern(rf"<!--|-->|<(/?)[Ss][Cc][Rr][Ii][Pp][Tt](?=[{_S}/>])")
 
 
 def script_end(text: str, start: int) -> int:
@@ -94,7 +100,8 @@ def script_end(text: str, start: int) -> int:
     some scripts earlier than lexbor does, and reads as tags what lexbor reads as text."""
     state = "data"
     position = start
-    while (mark := _SCRIPT_MARK.search(text, position)) is not None:
+    search = _SCRIPT_MARK.compiled.search
+    while (mark := search(text, position)) is not None:
         token = mark[0]
         position = mark.end()
         if token == "<!--":
