@@ -6,7 +6,11 @@
    8 x 256 counts, the bits' votes read off the table at the end: time linear in the letters
    (each read 8 bytes wide, never past the last), memory fixed. Same shingles, same sample,
    same hash, same votes: the numpy code stays the reference (it runs where this module is
-   not built or GOSSAMER_NATIVE=0) and tests compare the two. */
+   not built or GOSSAMER_NATIVE=0) and tests compare the two.
+
+   text_simhash picks the letters of a UTF-8 text (those bytes.translate kept) in the same
+   call, into a buffer of its own: on the 525 texts of a whole-job crawl of python3-doc the
+   pick and hash cost 289 M instructions where translate and simhash cost 326 M. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -16,6 +20,7 @@
 #define SHINGLE 16
 #define SAMPLE 4
 #define FEW 256
+#define MAX_NEAR_BYTES 200000 /* gossamer.digests.simhash.MAX_NEAR_BYTES */
 
 static const uint64_t K1 = 0x9E3779B97F4A7C15ULL;
 static const uint64_t K2 = 0xBF58476D1CE4E5B9ULL;
@@ -119,9 +124,75 @@ simhash(PyObject *self, PyObject *arg)
     return PyLong_FromUnsignedLongLong(hash_letters(letters, size));
 }
 
+/* Each byte of a UTF-8 text as a letter (ASCII upper case in lower case, the rest as is) in
+   the low byte, and in the next 1 where the byte is kept: ASCII letters and digits and every
+   byte of a non-ASCII character (>= 0x80); other ASCII bytes (spaces, punctuation, controls)
+   are dropped. One table, one load a byte. */
+static uint16_t letter_of[256];
+
+static void
+fill_tables(void)
+{
+    for (int c = 0; c < 256; c++) {
+        int upper = c >= 'A' && c <= 'Z';
+        int kept = upper || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c >= 0x80;
+        letter_of[c] = (uint16_t)((upper ? c + 32 : c) | kept << 8);
+    }
+}
+
+static PyObject *
+text_simhash(PyObject *self, PyObject *arg)
+{
+    /* simhash() of the letters of the first MAX_NEAR_BYTES bytes of a UTF-8 text, picked
+       here in one pass without a branch (each byte written, the end moved on when it is
+       kept): what Python's bytes.translate(table, dropped) made as a second bytes object,
+       a branch a byte, before. */
+    if (!PyBytes_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "text_simhash takes bytes");
+        return NULL;
+    }
+    const unsigned char *text = (const unsigned char *)PyBytes_AS_STRING(arg);
+    Py_ssize_t size = PyBytes_GET_SIZE(arg);
+    if (size > MAX_NEAR_BYTES)
+        size = MAX_NEAR_BYTES;
+    unsigned char small[4096];
+    /* at least one shingle: a short text's letters are padded with zeros */
+    Py_ssize_t room = size < SHINGLE ? SHINGLE : size;
+    unsigned char *letters = room <= (Py_ssize_t)sizeof(small) ? small : PyMem_Malloc((size_t)room);
+    if (letters == NULL)
+        return PyErr_NoMemory();
+    Py_ssize_t n = 0, i = 0;
+#define PICK(at)                                                                         \
+    do {                                                                                 \
+        uint16_t letter = letter_of[text[at]];                                           \
+        letters[n] = (unsigned char)letter;                                              \
+        n += letter >> 8;                                                                \
+    } while (0)
+    for (; i + 4 <= size; i += 4) { /* four a turn: a third fewer instructions a byte */
+        PICK(i);
+        PICK(i + 1);
+        PICK(i + 2);
+        PICK(i + 3);
+    }
+    for (; i < size; i++)
+        PICK(i);
+#undef PICK
+    if (n < SHINGLE) {
+        memset(letters + n, 0, (size_t)(SHINGLE - n));
+        n = SHINGLE;
+    }
+    uint64_t result = hash_letters(letters, n);
+    if (letters != small)
+        PyMem_Free(letters);
+    return PyLong_FromUnsignedLongLong(result);
+}
+
 static PyMethodDef methods[] = {
     {"simhash", simhash, METH_O,
      "simhash(letters: bytes) -> int: the 64-bit SimHash of the letters' shingles"},
+    {"text_simhash", text_simhash, METH_O,
+     "text_simhash(text: bytes) -> int: simhash() of a UTF-8 text's letters and digits (ASCII "
+     "in lower case) in its first MAX_NEAR_BYTES bytes"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -133,5 +204,11 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__simhash(void)
 {
-    return PyModule_Create(&module);
+    fill_tables();
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddIntConstant(m, "MAX_NEAR_BYTES", MAX_NEAR_BYTES) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

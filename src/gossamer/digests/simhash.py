@@ -36,7 +36,14 @@ _PAD = bytes(SHINGLE)
 
 
 def text_simhash(encoded: bytes) -> int:
-    """The SimHash of a UTF-8 text: its letters and digits, ASCII in lower case."""
+    """The SimHash of a UTF-8 text: its letters and digits, ASCII in lower case (in C, the
+    letters picked in the same call: `_text_simhash`)."""
+    return _text_hash(encoded)
+
+
+def _text_simhash(encoded: bytes) -> int:
+    """`text_simhash` in Python: the letters picked by ``bytes.translate`` (the reference of
+    the C module's ``text_simhash``, which picks them in one branchless pass of its own)."""
     return _hash(encoded[:MAX_NEAR_BYTES].translate(_LOWER_TABLE, _DROPPED))
 
 
@@ -107,5 +114,9 @@ def _simhash(letters: bytes) -> int:
 
 
 _SIMHASH = load("gossamer.digests._simhash")
+if _SIMHASH is not None and getattr(_SIMHASH, "MAX_NEAR_BYTES", None) != MAX_NEAR_BYTES:
+    _SIMHASH = None  # built from another version of the source: its bound would differ
 _hash: Callable[[bytes], int] = _simhash if _SIMHASH is None else _SIMHASH.simhash
 """`_simhash`, in C where it is built."""
+_text_hash: Callable[[bytes], int] = _text_simhash if _SIMHASH is None else _SIMHASH.text_simhash
+"""`_text_simhash`, in C where it is built."""
