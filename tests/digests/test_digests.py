@@ -344,3 +344,55 @@ def test_the_c_text_simhash_refuses_anything_but_bytes() -> None:
     for wrong in ("text", bytearray(b"letters"), None, memoryview(b"x")):
         with pytest.raises(TypeError):
             native.text_simhash(wrong)
+
+
+def _old_digest(text: str, near: bool, title: str | None) -> Digest | None:
+    """`digest` as it was: the text and title joined, then encoded as one."""
+    import xxhash
+
+    from gossamer.digests.base import MAX_TEXT_CHARS
+    from gossamer.digests.simhash import _text_simhash
+
+    if len(text.split(maxsplit=MIN_WORDS)) < MIN_WORDS:
+        return None
+    document = f"{title}\n{text}" if title else text
+    encoded = document[:MAX_TEXT_CHARS].encode("utf-8", "surrogatepass")
+    exact = xxhash.xxh3_64_intdigest(encoded)
+    return Digest(exact, _text_simhash(encoded) if near else None)
+
+
+def test_digest_of_text_and_title_encoded_apart_is_the_joined_ones() -> None:
+    """The text's UTF-8 (kept with it) after the title's gives the digests of the joined
+    document, surrogates in either, at the bound of the characters digested too."""
+    from gossamer.digests import base
+
+    rng = random.Random(3)
+    for size in (40, 300, 5000):
+        for title in (None, "", "Title", "Tïtle \ud800 😀", "\udfff"):
+            words = _unicode_sample(rng, size) + " word" * MIN_WORDS
+            for near in (True, False):
+                assert digest(words, near, title) == _old_digest(words, near, title)
+    words = " ".join(["wörd"] * (base.MAX_TEXT_CHARS // 5 + 10))
+    for text in (words[: base.MAX_TEXT_CHARS - 6], words[: base.MAX_TEXT_CHARS - 5], words):
+        for title in (None, "Title", "Tïtle"):
+            assert digest(text, True, title) == _old_digest(text, True, title)
+
+
+@pytest.mark.skipif(not native_simhash(), reason="_simhash was not built (setup.py)")
+def test_digest_leaves_the_texts_utf8_for_the_records_writers() -> None:
+    """After its digest a text holds its UTF-8 (CPython's copy, which SQLite's binding and
+    msgspec read): the text is encoded once, not again by each."""
+    import sys
+
+    from gossamer.digests.simhash import text_utf8
+
+    text = " ".join(f"wörd{i}" for i in range(200))
+    bare = sys.getsizeof(text)
+    assert digest(text, True, "Tïtle") is not None
+    assert sys.getsizeof(text) >= bare + len(text.encode())
+    assert text_utf8(text) == text.encode()
+    lone = "a\ud800b"
+    assert text_utf8(lone) == lone.encode("utf-8", "surrogatepass")
+    assert text_utf8(lone, "replace") == b"a?b"
+    with pytest.raises(TypeError):
+        text_utf8(b"bytes")  # type: ignore[arg-type]

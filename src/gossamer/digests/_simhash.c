@@ -187,7 +187,28 @@ text_simhash(PyObject *self, PyObject *arg)
     return PyLong_FromUnsignedLongLong(result);
 }
 
+static PyObject *
+utf8(PyObject *self, PyObject *arg)
+{
+    /* The UTF-8 bytes of a text, through the UTF-8 copy CPython keeps with the text once made
+       (PyUnicode_AsUTF8AndSize): SQLite's binding of the text and msgspec's encoding of it
+       into the record's JSON line read that copy, so the text is encoded once where
+       str.encode made a copy of its own besides. A lone surrogate raises
+       UnicodeEncodeError (strict), as encode would. */
+    if (!PyUnicode_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "utf8 takes str");
+        return NULL;
+    }
+    Py_ssize_t size;
+    const char *data = PyUnicode_AsUTF8AndSize(arg, &size);
+    if (data == NULL)
+        return NULL;
+    return PyBytes_FromStringAndSize(data, size);
+}
+
 static PyMethodDef methods[] = {
+    {"utf8", utf8, METH_O,
+     "utf8(text: str) -> bytes: the text's UTF-8 (strict), made once and kept with the text"},
     {"simhash", simhash, METH_O,
      "simhash(letters: bytes) -> int: the 64-bit SimHash of the letters' shingles"},
     {"text_simhash", text_simhash, METH_O,
