@@ -89,18 +89,18 @@ hash_letters(const unsigned char *letters, Py_ssize_t size)
     }
     uint64_t result = 0;
     for (int b = 0; b < 8; b++) {
-        uint64_t votes[8] = {0};
-        for (int v = 1; v < 256; v++) {
-            uint64_t n = counts[b][v];
-            if (n == 0)
-                continue;
-            for (int bit = 0; bit < 8; bit++)
-                if (v >> bit & 1)
-                    votes[bit] += n;
-        }
-        for (int bit = 0; bit < 8; bit++)
-            if (votes[bit] * 2 > count)
+        /* a bit's votes: the counts of the byte values that have it, which lie in runs of
+           2**bit values every 2**(bit + 1) (128 additions a bit, no branch: a text's fixed
+           cost was a loop over each value's eight bits) */
+        for (int bit = 0; bit < 8; bit++) {
+            int run = 1 << bit;
+            uint64_t votes = 0;
+            for (int first = run; first < 256; first += 2 * run)
+                for (int v = first; v < first + run; v++)
+                    votes += counts[b][v];
+            if (votes * 2 > count)
                 result |= (uint64_t)1 << (8 * b + bit);
+        }
     }
     return result;
 }
