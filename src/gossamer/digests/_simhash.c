@@ -60,7 +60,9 @@ hash_letters(const unsigned char *letters, Py_ssize_t size)
        (which one is kept is a coin toss: a branch on it mispredicts one time in four) */
     uint32_t counts[8][256]; /* at most MAX_NEAR_BYTES shingles: far below 2**32 */
     memset(counts, 0, sizeof(counts));
-    int sampled = size > SAMPLE * FEW;
+    /* a shingle votes when its head is at most `limit`: below SAMPLED in a long text, any
+       head in a short one (one comparison an offset, no test of which text it is) */
+    uint64_t limit = size > SAMPLE * FEW ? SAMPLED - 1 : UINT64_MAX;
     Py_ssize_t last = size - SHINGLE; /* the last offset */
     uint64_t count = 0;
     uint64_t heads[BATCH];
@@ -72,7 +74,7 @@ hash_letters(const unsigned char *letters, Py_ssize_t size)
             uint64_t head = window(letters + i) * K1;
             heads[n] = head;
             kept[n] = (uint32_t)(i - start);
-            n += !sampled || head < SAMPLED;
+            n += head <= limit;
         }
         for (int k = 0; k < n; k++) {
             uint64_t h = finalised(heads[k] ^ window(letters + start + kept[k] + 8));
@@ -89,15 +91,21 @@ hash_letters(const unsigned char *letters, Py_ssize_t size)
     }
     uint64_t result = 0;
     for (int b = 0; b < 8; b++) {
-        /* a bit's votes: the counts of the byte values that have it, which lie in runs of
-           2**bit values every 2**(bit + 1) (128 additions a bit, no branch: a text's fixed
-           cost was a loop over each value's eight bits) */
-        for (int bit = 0; bit < 8; bit++) {
-            int run = 1 << bit;
+        /* a bit's votes: the counts of the byte values that have it. The top bit's are the
+           upper half's; the halves then folded into one (each value's lower bits kept), the
+           next bit's are the upper half of that, and so on down: 255 additions for the votes
+           and 255 for the folds, in whole runs, where each value's eight bits were tested
+           one by one (most of a short text's fixed cost) */
+        uint64_t folded[256];
+        for (int v = 0; v < 256; v++)
+            folded[v] = counts[b][v];
+        for (int bit = 7; bit >= 0; bit--) {
+            int half = 1 << bit;
             uint64_t votes = 0;
-            for (int first = run; first < 256; first += 2 * run)
-                for (int v = first; v < first + run; v++)
-                    votes += counts[b][v];
+            for (int v = 0; v < half; v++) {
+                votes += folded[half + v];
+                folded[v] += folded[half + v];
+            }
             if (votes * 2 > count)
                 result |= (uint64_t)1 << (8 * b + bit);
         }
