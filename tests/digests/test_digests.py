@@ -255,3 +255,144 @@ def test_the_c_simhash_refuses_anything_but_bytes() -> None:
     for wrong in ("text", bytearray(b"letters"), None, memoryview(b"x")):
         with pytest.raises(TypeError):
             native.simhash(wrong)
+
+
+def _unicode_sample(rng: random.Random, size: int) -> str:
+    """``size`` characters drawn from every kind the letters' pick meets: ASCII (letters,
+    digits, each punctuation and control byte), Unicode spaces and punctuation, letters of
+    other scripts, characters past the BMP and lone surrogates."""
+    import sys
+    import unicodedata
+
+    spaces = [chr(c) for c in range(0x80, 0x3100) if unicodedata.category(chr(c))[0] in "ZPSC"]
+    kinds = [
+        [chr(c) for c in range(128)],
+        spaces,
+        ["é", "ß", "Ж", "日", "ﬁ", "Ａ", "İ", "\u0301"],
+        [chr(rng.randrange(0x10000, sys.maxunicode + 1)) for _ in range(64)],
+        [chr(rng.randrange(0xD800, 0xE000)) for _ in range(16)],
+        list("The Quick brown FOX 0123 "),
+    ]
+    weights = [6, 2, 2, 1, 1, 8]
+    return "".join(rng.choice(rng.choices(kinds, weights)[0]) for _ in range(size))
+
+
+@pytest.mark.skipif(not native_simhash(), reason="_simhash was not built (setup.py)")
+@pytest.mark.parametrize(
+    "size", [0, 1, 5, 15, 16, 17, 40, 300, 1100, 2000, 4095, 4096, 4097, 9000, 70_000]
+)
+def test_the_c_text_simhash_picks_the_letters_of_the_translate(size: int) -> None:
+    """The C pass that picks a text's letters and hashes them gives, bit for bit, the
+    SimHash of ``bytes.translate``'s letters (numpy's and the C hash of them) for texts of
+    every kind of character, encoded as the digests encode them (lone surrogates passed)."""
+    from gossamer.digests.simhash import _SIMHASH as native
+
+    assert native is not None
+    from gossamer.digests import simhash as module
+
+    rng = random.Random(size)
+    for _ in range(6):
+        encoded = _unicode_sample(rng, size).encode("utf-8", "surrogatepass")
+        letters = encoded.translate(module._LOWER_TABLE, module._DROPPED)
+        expected = module._text_simhash(encoded)
+        assert native.text_simhash(encoded) == expected == module._simhash(letters)
+    every_byte = bytes(range(256)) * (size // 256 + 1)
+    assert native.text_simhash(every_byte) == module._text_simhash(every_byte)
+
+
+@pytest.mark.skipif(not native_simhash(), reason="_simhash was not built (setup.py)")
+def test_the_c_text_simhash_reads_the_bound_of_the_translate() -> None:
+    """Only the first MAX_NEAR_BYTES bytes count, as for the translate, also where the
+    bound cuts a character in two and where no letter but past it."""
+    from gossamer.digests.simhash import _SIMHASH as native
+
+    assert native is not None
+    from gossamer.digests import simhash as module
+
+    bound = module.MAX_NEAR_BYTES
+    assert bound == native.MAX_NEAR_BYTES
+    rng = random.Random(7)
+    head = _unicode_sample(rng, bound // 3).encode("utf-8", "surrogatepass")
+    for cut in (bound - 1, bound, bound + 1):
+        text = (head * 3)[:cut] + "𝔸b€".encode() * 9
+        assert native.text_simhash(text) == module._text_simhash(text)
+    blank = b" " * bound + b"letters past the bound"
+    assert native.text_simhash(blank) == module._text_simhash(blank) == 0
+
+
+@pytest.mark.skipif(not native_simhash(), reason="_simhash was not built (setup.py)")
+def test_the_c_text_simhash_of_real_pages_is_the_translates() -> None:
+    from gossamer.digests.simhash import _SIMHASH as native
+
+    assert native is not None
+    from gossamer.digests import simhash as module
+
+    files = sorted(Path("/usr/share/doc/python3-doc/html").rglob("*.html"))[::3]
+    if not files:
+        pytest.skip("python3-doc is not installed")
+    for file in files:
+        text = file.read_bytes().decode("utf-8", "replace")
+        for encoded in (text.encode(), text.upper().encode(), text[::7].encode()):
+            assert native.text_simhash(encoded) == module._text_simhash(encoded), file
+
+
+@pytest.mark.skipif(not native_simhash(), reason="_simhash was not built (setup.py)")
+def test_the_c_text_simhash_refuses_anything_but_bytes() -> None:
+    from gossamer.digests.simhash import _SIMHASH as native
+
+    assert native is not None
+    for wrong in ("text", bytearray(b"letters"), None, memoryview(b"x")):
+        with pytest.raises(TypeError):
+            native.text_simhash(wrong)
+
+
+def _old_digest(text: str, near: bool, title: str | None) -> Digest | None:
+    """`digest` as it was: the text and title joined, then encoded as one."""
+    import xxhash
+
+    from gossamer.digests.base import MAX_TEXT_CHARS
+    from gossamer.digests.simhash import _text_simhash
+
+    if len(text.split(maxsplit=MIN_WORDS)) < MIN_WORDS:
+        return None
+    document = f"{title}\n{text}" if title else text
+    encoded = document[:MAX_TEXT_CHARS].encode("utf-8", "surrogatepass")
+    exact = xxhash.xxh3_64_intdigest(encoded)
+    return Digest(exact, _text_simhash(encoded) if near else None)
+
+
+def test_digest_of_text_and_title_encoded_apart_is_the_joined_ones() -> None:
+    """The text's UTF-8 (kept with it) after the title's gives the digests of the joined
+    document, surrogates in either, at the bound of the characters digested too."""
+    from gossamer.digests import base
+
+    rng = random.Random(3)
+    for size in (40, 300, 5000):
+        for title in (None, "", "Title", "Tïtle \ud800 😀", "\udfff"):
+            words = _unicode_sample(rng, size) + " word" * MIN_WORDS
+            for near in (True, False):
+                assert digest(words, near, title) == _old_digest(words, near, title)
+    words = " ".join(["wörd"] * (base.MAX_TEXT_CHARS // 5 + 10))
+    for text in (words[: base.MAX_TEXT_CHARS - 6], words[: base.MAX_TEXT_CHARS - 5], words):
+        for title in (None, "Title", "Tïtle"):
+            assert digest(text, True, title) == _old_digest(text, True, title)
+
+
+@pytest.mark.skipif(not native_simhash(), reason="_simhash was not built (setup.py)")
+def test_digest_leaves_the_texts_utf8_for_the_records_writers() -> None:
+    """After its digest a text holds its UTF-8 (CPython's copy, which SQLite's binding and
+    msgspec read): the text is encoded once, not again by each."""
+    import sys
+
+    from gossamer.digests.simhash import text_utf8
+
+    text = " ".join(f"wörd{i}" for i in range(200))
+    bare = sys.getsizeof(text)
+    assert digest(text, True, "Tïtle") is not None
+    assert sys.getsizeof(text) >= bare + len(text.encode())
+    assert text_utf8(text) == text.encode()
+    lone = "a\ud800b"
+    assert text_utf8(lone) == lone.encode("utf-8", "surrogatepass")
+    assert text_utf8(lone, "replace") == b"a?b"
+    with pytest.raises(TypeError):
+        text_utf8(b"bytes")  # type: ignore[arg-type]

@@ -39,6 +39,8 @@ from typing import Literal, Protocol
 import msgspec
 import xxhash
 
+from gossamer.digests.simhash import text_simhash, text_utf8
+
 MIN_WORDS = 16
 """Texts with fewer words get no digest (never a duplicate, never a first)."""
 WORDS_PER_LINK = 4
@@ -100,13 +102,16 @@ def digest(text: str, near: bool = True, title: str | None = None) -> Digest | N
     ``using/index.html``) are different pages; copies of one page keep its title."""
     if len(text.split(maxsplit=MIN_WORDS)) < MIN_WORDS:
         return None
-    document = f"{title}\n{text}" if title else text
-    encoded = document[:MAX_TEXT_CHARS].encode("utf-8", "surrogatepass")
+    if len(text) + (len(title) + 1 if title else 0) <= MAX_TEXT_CHARS:
+        # the text's own UTF-8 (kept with it for the record's writers), the title's before it
+        body = text_utf8(text)
+        encoded = b"".join((title.encode("utf-8", "surrogatepass"), b"\n", body)) if title else body
+    else:
+        document = f"{title}\n{text}" if title else text
+        encoded = document[:MAX_TEXT_CHARS].encode("utf-8", "surrogatepass")
     exact = xxhash.xxh3_64_intdigest(encoded)
     if not near:
         return Digest(exact)
-    from gossamer.digests.simhash import text_simhash  # only when near ones are asked for
-
     return Digest(exact, text_simhash(encoded))
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from msgspec.structs import replace
 
+from gossamer.digests.simhash import text_utf8
 from gossamer.fetch.headers import conditional_headers
 from gossamer.frontier.revisit import History, next_interval, observe
 from gossamer.frontier.revisits import RevisitBook, RevisitState, content_digest
@@ -132,7 +133,8 @@ class Freshness:
             etag=headers.get("etag", row.etag),
             last_modified=headers.get("last-modified", row.last_modified),
             payload=content_digest(result.body),
-            text=None if text is None else content_digest(text.encode("utf-8", "replace")),
+            # the text's UTF-8 the content digest made (and kept with it), not a copy again
+            text=None if text is None else content_digest(text_utf8(text, "replace")),
             size=len(result.body),
             content_type=result.content_type,
         )
