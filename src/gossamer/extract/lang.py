@@ -35,8 +35,11 @@ characters four; a glance at 96 would read 5% fewer characters with the same ans
 the benchmark's texts too: too little to guess on fewer words for). A cache of the model's
 answers would answer 6.9% of its calls on the real pages (the same sample met again:
 sqlite's tagline, release notes), 3.7% of the characters it reads: not kept. Loading the
-model costs 109 M instructions a process (the crawl's and each parse worker's, at their start;
-a crawl of pages that all state their language, as python3-doc's do, never calls it).
+model costs 109 M instructions a process: a parse worker of a crawl that keeps text loads it
+at its start (before its first page's CPU budget runs), the crawler at the first text it
+detects the language of; the crawl's start only finds it (`model_path`), so a crawler whose
+pages all state their language, as python3-doc's do, or are read in the workers never loads
+it.
 
 A text with fewer than `MIN_LETTERS` letters, a best guess under `MIN_CONFIDENCE` (navigation
 words, digits, code, Indonesian against Malay) or a language without a two-letter code gives
