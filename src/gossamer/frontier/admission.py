@@ -150,6 +150,7 @@ class Admission:
         if url[: cut + 1] in self._offsite and url.isascii():  # (no user info: it ends at /)
             reason = self._origins.reason(url[:cut])
             if reason is not None and not cand.priority:  # (a priority may be bad)
+                self._refuse(url, reason)
                 return reason
         try:
             url = canonicalize(cand.url)
