@@ -92,6 +92,16 @@ def is_plainly_canonical(url: str) -> bool:
     return "/." not in url and _CANONICAL.fullmatch(url) is not None
 
 
+def plain_origin(prefix: str) -> bool:
+    """Whether ``prefix`` (``scheme://host[:port]/``) + any ASCII is canonical at its host key."""
+    if prefix.count("/") != 3 or not prefix.endswith("/") or not is_plainly_canonical(prefix):
+        return False
+    try:
+        return _canonicalize(prefix) == prefix
+    except InvalidURL:
+        return False
+
+
 def _canonicalize(url: str) -> str:
     try:
         return _canonical_form(url)

@@ -524,6 +524,24 @@ def test_sections_beyond_the_bound_share_one() -> None:
     assert order.index(f"{A}/real/two") < 70  # after the first of each section, not 400
 
 
+@pytest.mark.parametrize(
+    ("path", "section"),
+    [
+        ("/library/os.html", "library"),
+        ("/C-API/x", "c-api"),
+        ("/v2/x", "#"),
+        ("/\u0663rd/x", "#"),  # an Arabic-Indic digit
+        ("/\u00b2nd/x", "#"),  # a superscript: a digit to str.isdigit
+        ("/\u4e00/x", "\u4e00"),  # a CJK numeral is a letter, no digit
+        ("/Ab;jsessionid=1/x", "ab"),
+        ("/page", "/"),
+        ("//x", ""),
+    ],
+)
+def test_a_section_is_the_first_segment_or_hash_for_a_digit(path: str, section: str) -> None:
+    assert section_of(f"{A}{path}") == section
+
+
 def test_a_host_forgotten_and_made_again_keeps_its_slot() -> None:
     """A host forgotten (its partition given away) with a request in flight, then queued
     again (the partition back): its next URL waits for that request, as its slot says, and

@@ -31,6 +31,7 @@ from gossamer.urls import (
     credentials_of,
     fingerprint,
     host_key,
+    plain_origin,
 )
 
 Admitted = tuple[str, str, int, Candidate]
@@ -39,6 +40,9 @@ millions pass here."""
 _REFUSED_SPELLINGS = 16_384
 """Candidate URLs remembered as turned away for good, as they were spelled (see
 `Admission.admit`); emptied when it reaches this many."""
+_OFFSITE_ORIGINS = 4_096
+"""Offsite origins remembered as plainly spelled (see `Admission._offsite`); emptied when
+it reaches this many."""
 
 
 class Guards(msgspec.Struct, frozen=True):
@@ -85,6 +89,16 @@ class Admission:
         (``invalid-url``, an origin out of scope) and so whatever page links them: the
         same spelling again is counted without being canonicalized (a site's every page
         links the same offsite pages). Bounded by `_REFUSED_SPELLINGS`."""
+        self._offsite: set[str] = set()
+        """Origins out of scope (``scheme://host[:port]/``, :func:`~gossamer.urls.plain_origin`)
+        whose spelling tells their host key: a link spelled with one of them and ASCII
+        after it is turned away for its origin without being canonicalized (a site
+        links many pages of a few offsite hosts, each spelling once). The verdict still
+        comes from the origin cache. Such a URL never fails to canonicalize and names no user
+        info (WHATWG reads no authority past its ``/``, and escapes an ASCII path, query or
+        fragment, never failing on one); the origin is one ada reads as written, not only
+        the regex of canonical URLs (``http://0x7f.1/`` is ``127.0.0.1`` to ada). Bounded
+        by `_OFFSITE_ORIGINS`."""
 
     def admit(
         self,
@@ -131,6 +145,13 @@ class Admission:
 
     def _verdict(self, cand: Candidate, source: str | None) -> Admitted | str:
         """A candidate in scope, or why it is turned away (see :meth:`admit`)."""
+        url = cand.url
+        cut = url.find("/", 8)  # the slash after the authority ("https://" is 8 long)
+        if url[: cut + 1] in self._offsite and url.isascii():  # (no user info: it ends at /)
+            reason = self._origins.reason(url[:cut])
+            if reason is not None and not cand.priority:  # (a priority may be bad)
+                self._refuse(url, reason)
+                return reason
         try:
             url = canonicalize(cand.url)
         except InvalidURL:
@@ -144,6 +165,7 @@ class Admission:
             reason = self._scope.trap_reason(url, cand.depth)
         elif "@" not in url or credentials_of(url) is None:  # no page's may change it
             self._refuse(cand.url, reason)
+            self._learn(cand.url, key)
         if "@" in url and not self._may_send(url, cand, source):
             reason = "userinfo"
         if reason is None and self.spent(key):
@@ -162,6 +184,17 @@ class Admission:
         if len(self._refused) >= _REFUSED_SPELLINGS:
             self._refused.clear()
         self._refused[spelling] = reason
+
+    def _learn(self, spelling: str, key: str) -> None:
+        """Remember the offsite origin ``key`` for its spellings (`_offsite`) if ``spelling``
+        names it as its canonical form does and it is a plain origin."""
+        origin = key + "/"
+        offsite = self._offsite
+        if origin in offsite or not spelling.startswith(origin) or not plain_origin(origin):
+            return
+        if len(offsite) >= _OFFSITE_ORIGINS:
+            offsite.clear()
+        offsite.add(origin)
 
     def _may_send(self, url: str, cand: Candidate, source: str | None) -> bool:
         """Whether the URL's user name and password (if any) may be sent: a seed's are the

@@ -73,7 +73,9 @@ def section_of(url: str) -> str:
     if not slash:
         return "/"
     first = first.partition(";")[0].lower()
-    return "#" if any(c.isdigit() for c in first) else first
+    if first.isalpha():  # most sections (no letter is a digit): one scan in C
+        return first
+    return "#" if any(map(str.isdigit, first)) else first
 
 
 class HostQueue(Generic[E]):

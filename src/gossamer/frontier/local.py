@@ -232,10 +232,11 @@ class LocalFrontier:
         recent, deepest = self._recent, self._deepest
         # past the depth limit, admission turns a URL away ("depth"), seen or not
         if isinstance(candidates, Outlinks):  # candidates made of the URLs not added lately
-            depth = candidates.depth
-            fresh = [
-                Candidate(u, depth) for u in candidates.urls if u not in recent or depth > deepest
-            ]
+            depth, urls = candidates.depth, candidates.urls
+            if depth > deepest:
+                fresh = [Candidate(u, depth) for u in urls]
+            else:  # one look per link (most were added lately)
+                fresh = [Candidate(u, depth) for u in urls if u not in recent]
         else:
             if self._stored:  # resumed: a seed given again without its stored user info
                 candidates = [self._credited(c) if c.seed else c for c in candidates]
