@@ -20,6 +20,10 @@ from gossamer.frontier.redis import Ownership, RedisFrontier, RedisFrontierConfi
 from gossamer.urls import Scope
 
 DELAY = 0.5
+SPACED = 0.8 * DELAY
+"""The least gap between two arrivals that counts as spaced: the gate spaces the requests'
+starts, and a loaded machine may deliver the first later than it started (before the fix the
+second came 2.6-7.4 ms after the first)."""
 POLICY = PolitenessPolicy(per_host=1, delay=DELAY)
 EVERY, NONE = Ownership(frozenset(range(8))), Ownership(frozenset(), 1)
 
@@ -71,7 +75,7 @@ async def test_a_request_after_the_hand_over_waits_the_delay_after_the_one_befor
         await frontier.own(NONE)  # the host's partition goes to another worker
         await fetch(gate, url)
     first, second = site.arrivals
-    assert second - first >= DELAY - 0.005, second - first
+    assert second - first >= SPACED, second - first
 
 
 async def test_a_request_in_flight_at_the_hand_over_spaces_the_next(client: Redis) -> None:
@@ -87,4 +91,4 @@ async def test_a_request_in_flight_at_the_hand_over_spaces_the_next(client: Redi
         await in_flight
         await asyncio.wait_for(fetch(gate, url), 10 * DELAY)  # not waiting for room forever
     first, second = site.arrivals
-    assert second - first >= DELAY - 0.005, second - first
+    assert second - first >= SPACED, second - first
