@@ -87,6 +87,29 @@ lexbor_bind(const char *path, PyObject *type, PyObject *sample, PyObject *tree,
     return 0;
 }
 
+/* `start` as the element of a parsed document a function `what` of a module bound to lexbor
+   (`bound`) reads: a LexborNode whose node and tree are read from it, never an address or an
+   object of another type taken for one. NULL, with the error set, for anything else. */
+static NodeObject *
+document_element(PyObject *start, int bound, const char *what)
+{
+    if (!bound) {
+        PyErr_SetString(PyExc_RuntimeError, "bind() first");
+        return NULL;
+    }
+    if (Py_TYPE(start) != node_type) {
+        PyErr_Format(PyExc_TypeError, "%s takes a LexborNode", what);
+        return NULL;
+    }
+    NodeObject *from = (NodeObject *)start;
+    if (from->node == NULL || from->parser == NULL || from->parser == Py_None ||
+        from->is_fragment_root || from->is_template_content) {
+        PyErr_Format(PyExc_ValueError, "%s takes an element of a parsed document", what);
+        return NULL;
+    }
+    return from;
+}
+
 /* A LexborNode for `node` of the tree `parser`, as selectolax's LexborNode.new makes it. */
 static PyObject *
 make_node(node_t *node, PyObject *parser)

@@ -163,20 +163,9 @@ read_marks(PyObject *self, PyObject *args)
     Py_ssize_t limit;
     if (!PyArg_ParseTuple(args, "On", &start, &limit))
         return NULL;
-    if (!bound) {
-        PyErr_SetString(PyExc_RuntimeError, "bind() first");
+    NodeObject *from = document_element(start, bound, "read");
+    if (from == NULL)
         return NULL;
-    }
-    if (Py_TYPE(start) != node_type) {
-        PyErr_SetString(PyExc_TypeError, "read takes a LexborNode");
-        return NULL;
-    }
-    NodeObject *from = (NodeObject *)start;
-    if (from->node == NULL || from->parser == NULL || from->parser == Py_None ||
-        from->is_fragment_root || from->is_template_content) {
-        PyErr_SetString(PyExc_ValueError, "read takes an element of a parsed document");
-        return NULL;
-    }
     PyObject *parser = from->parser; /* held by `start`, which the caller holds */
     node_t *root = from->node;
     PyObject *found = PyList_New(0);

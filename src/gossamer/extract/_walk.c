@@ -722,20 +722,9 @@ walk(PyObject *self, PyObject *args)
     Py_ssize_t depth;
     if (!PyArg_ParseTuple(args, "OpnppO", &start, &skim, &depth, &in_link, &in_article, &first))
         return NULL;
-    if (!bound) {
-        PyErr_SetString(PyExc_RuntimeError, "bind() first");
+    NodeObject *from = document_element(start, bound, "walk");
+    if (from == NULL)
         return NULL;
-    }
-    if (Py_TYPE(start) != node_type) {
-        PyErr_SetString(PyExc_TypeError, "walk takes a LexborNode");
-        return NULL;
-    }
-    NodeObject *from = (NodeObject *)start;
-    if (from->node == NULL || from->parser == NULL || from->parser == Py_None ||
-        from->is_fragment_root || from->is_template_content) {
-        PyErr_SetString(PyExc_ValueError, "walk takes an element of a parsed document");
-        return NULL;
-    }
     PyObject *tag = BODY, *names = EMPTY;
     double weight = 0.0;
     if (first != Py_None && !PyArg_ParseTuple(first, "UUd", &tag, &names, &weight))

@@ -53,19 +53,9 @@ scan(PyObject *self, PyObject *args)
     Py_ssize_t budget;
     if (!PyArg_ParseTuple(args, "On", &box, &budget))
         return NULL;
-    if (!bound) {
-        PyErr_SetString(PyExc_RuntimeError, "bind() first");
+    NodeObject *start = document_element(box, bound, "scan");
+    if (start == NULL)
         return NULL;
-    }
-    if (Py_TYPE(box) != node_type) {
-        PyErr_SetString(PyExc_TypeError, "scan takes a LexborNode");
-        return NULL;
-    }
-    NodeObject *start = (NodeObject *)box;
-    if (start->node == NULL || start->is_fragment_root || start->is_template_content) {
-        PyErr_SetString(PyExc_ValueError, "scan takes an element of a parsed document");
-        return NULL;
-    }
     node_t *root = start->node;
     PyObject *links = PyList_New(0);
     if (links == NULL)
