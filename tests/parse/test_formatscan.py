@@ -188,3 +188,55 @@ def test_native_0_reads_with_the_regex() -> None:
         outputs.append(done.stdout.split())
     assert outputs[0][:2] == ["True", "False"] and outputs[1][:2] == ["False", "True"]
     assert outputs[0][2] == outputs[1][2] != "0"
+
+
+def python_count(body: bytes, most: int, step: int = 16 * 1024) -> int:
+    """`gossamer.page.sandboxed._count`'s Python reading: a step of bytes at a time until the
+    count passes ``most``."""
+    count = start = 0
+    while start < len(body) and count <= most:
+        count += body.count(b"<", start, start + step)
+        start += step
+    return count
+
+
+COUNT_BYTES = [b"<", b"<<", b"a", b"\x3d", b"\x3b", b"\xbc", b"\xbd", b"\x7c", b"\xfc", b"\x00"]
+COUNT_BYTES += [b"\x7f", b"\x80", b"\xff", b"\x3c\xbc", b"x" * 7, b"<" * 255, b"<" * 256]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(COUNT_BYTES), max_size=300).map(b"".join),
+    st.integers(min_value=0, max_value=40),
+    st.sampled_from([-1, 0, 1, 7, 100, 4096, sys.maxsize]),
+)
+def test_the_count_of_lt_is_the_python_count(body: bytes, offset: int, most: int) -> None:
+    """Every offset (the eight-byte steps start anywhere), bytes that differ from ``<`` by one
+    bit (a carry between bytes would count them), runs of 255 and 256 ``<`` (the byte-wise
+    sums' limit)."""
+    assert native.FORMATSCAN is not None
+    data = body[offset:]
+    assert native.FORMATSCAN.count(data, most) == python_count(data, most)
+
+
+def test_the_count_stops_after_the_step_that_passes_most() -> None:
+    """As the Python count: a body whose first 16 KiB hold more than ``most`` is not read
+    further (the count is then only some number past ``most``); one that never passes it is
+    counted whole."""
+    assert native.FORMATSCAN is not None
+    step = 16 * 1024
+    body = b"<" * step + b"<" * step
+    assert native.FORMATSCAN.count(body, 10) == step
+    assert native.FORMATSCAN.count(body, step) == 2 * step
+    assert native.FORMATSCAN.count(b"x" * (3 * step + 5) + b"<", 0) == 1
+
+
+@pytest.mark.parametrize("root", DOCUMENTATION, ids=str)
+def test_every_page_of_a_documentation_set_counts_the_same(root: Path) -> None:
+    if not root.is_dir():
+        pytest.skip(f"{root} is not installed")
+    pages = [p for p in sorted(root.rglob("*.htm*")) if p.is_file()]
+    assert pages and native.FORMATSCAN is not None
+    for page in pages:
+        body = page.read_bytes()
+        assert native.FORMATSCAN.count(body, sys.maxsize) == body.count(b"<"), page

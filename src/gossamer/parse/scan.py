@@ -16,10 +16,12 @@ hold ``>``.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Literal
 
 from gossamer.parse.formatting import AS_IS_MAX_REBUILT, SMALL_CHARS, rebuilt_bytes
 from gossamer.parse.lazy import LazyPattern
+from gossamer.parse.native import FORMATSCAN
 from gossamer.parse.tokens import (
     ATTRIBUTE_BYTES,
     LONG_TAG_CHARS,
@@ -137,10 +139,14 @@ _STARTS = bytes(
 space, ``/``, a quote), bit 2 for those it may start with (any but a space, ``/``, ``>``)."""
 
 
+_ALL = sys.maxsize
+"""`tag_count`'s bound for the C count: none (every ``<`` counted)."""
+
+
 def tag_count(document: str | bytes) -> int:
     """How many ``<`` the document holds: a bound on its tags."""
     if isinstance(document, bytes):
-        return document.count(b"<")
+        return document.count(b"<") if FORMATSCAN is None else int(FORMATSCAN.count(document, _ALL))
     return document.count("<")
 
 
