@@ -392,14 +392,16 @@ async def test_the_parse_has_one_budget_and_the_rest_of_the_job_the_others(
     (tmp_path / "spinning_job.py").write_text(SPINNING_JOB)
     monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
     sandbox = Sandbox("spinning_job", workers=1, budget_factor=4.0)
+    body = b"x" * 500_000  # budgets of 0.15 s: a clock's tick is small beside them
     try:
-        long_rest = await sandbox.ask(b"0.3 2.2", b"body")
-        long_parse = await sandbox.ask(b"1.6 0", b"body")
+        started = await sandbox.ask(b"0 0", body)  # the worker's start is out of the way
+        long_rest = await sandbox.ask(b"0.3 2.2", body)
+        long_parse = await sandbox.ask(b"1.6 0", body)
     finally:
         await sandbox.close()
-    assert long_rest == b"done"
+    assert started == long_rest == b"done"
     assert long_parse is None
-    assert sandbox.stats() == (2, 1, 1)  # the next page would start a new worker
+    assert sandbox.stats() == (3, 1, 1)  # the next page would start a new worker
 
 
 async def test_a_closed_sandbox_leaves_the_page_to_the_in_process_parse_unflagged() -> None:

@@ -48,9 +48,14 @@ async def test_reference_crawl_matches_ground_truth(
         assert not fetched & clean_web.disallowed_links(clean_server.port)
 
 
-@pytest.mark.timeout(180)  # the reference crawler parses the hostile pages: about 25 s alone
+REFERENCE_SPECIALS = QUICK_SPECIALS - {"broken-chunked", "deep"}
+"""The specials the reference crawler meets: not ``/hostile/deep``, whose 100,000 open
+``<div>`` cost its unguarded lexbor parse 24 s of CPU (a loaded machine stretched it past three
+minutes); gossamer's crawl of it is checked end to end (``tests/e2e``)."""
+
+
 async def test_crawl_meets_linked_specials() -> None:
-    web = generate(5, specials=QUICK_SPECIALS - {"broken-chunked"}, crawl_delay=None)
+    web = generate(5, specials=REFERENCE_SPECIALS, crawl_delay=None)
     async with TestWebServer(web) as server, client() as session:
         seeds = web.root_urls(server.port)
         result = await crawl(session, seeds)
