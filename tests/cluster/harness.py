@@ -151,6 +151,13 @@ def read_records(out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text("utf-8").splitlines()]
 
 
+def records_so_far(out: Path) -> int:
+    """How many whole records the pages.jsonl in ``out`` holds while a crawl still writes it
+    (a line is whole once its newline is written: the last may be half written)."""
+    path = out / "pages.jsonl"
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
 def url_counts(tmp_path: Path, workers: int) -> Counter[str]:
     """How many times each URL stands in the pages.jsonl of workers 0 to ``workers - 1``."""
     return Counter(r["url"] for i in range(workers) for r in read_records(tmp_path / f"w{i}"))
@@ -307,7 +314,7 @@ async def wait_for_records(tmp_path: Path, workers: range, least: int, limit: fl
     deadline = time.monotonic() + limit
     while True:
         for i in workers:
-            if len(read_records(tmp_path / f"w{i}")) >= least:
+            if records_so_far(tmp_path / f"w{i}") >= least:
                 return i
         assert time.monotonic() < deadline, "no worker fetched anything"
         await asyncio.sleep(0.05)

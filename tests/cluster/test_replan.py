@@ -16,6 +16,7 @@ from tests.cluster.harness import (
     cluster_status,
     cluster_wait,
     read_records,
+    records_so_far,
     reference,
     run,
     small_web,
@@ -49,7 +50,7 @@ async def test_replanning_loses_and_repeats_nothing(
             for i, c in enumerate(("1", "2"))
         ]
         deadline = time.monotonic() + 20
-        while sum(len(read_records(tmp_path / f"w{i}")) for i in range(2)) < 10:
+        while sum(records_so_far(tmp_path / f"w{i}") for i in range(2)) < 10:
             assert time.monotonic() < deadline, "the first workers fetched nothing"
             await asyncio.sleep(0.05)
         # A much stronger worker joins mid-crawl: the plan moves partitions (and the URLs the

@@ -36,6 +36,7 @@ from tests.cluster.harness import (
     cluster_wait,
     read_records,
     reap_started,
+    records_so_far,
 )
 from tests.deploy.kustomize import Manifest, build
 from tests.pg_server import PostgresServer, table_rows
@@ -382,7 +383,7 @@ async def _mid_crawl(tmp_path: Path, exporter: str, limit: float = 30) -> int:
             status, text = await _get(exporter + "/metrics")
             seen_queue = status == 200 and _gauge(text, "gossamer_job_queued_urls") is not None
         for i in range(2):
-            if seen_queue and len(read_records(tmp_path / f"w{i}")) >= 3:
+            if seen_queue and records_so_far(tmp_path / f"w{i}") >= 3:
                 return i
         assert time.monotonic() < deadline, "no worker fetched anything"
         await asyncio.sleep(0.05)
