@@ -14,6 +14,7 @@ setup(
         for name, source in (
             ("gossamer.parse._linkwalk", "src/gossamer/parse/_linkwalk.c"),
             ("gossamer.parse._formatscan", "src/gossamer/parse/_formatscan.c"),
+            ("gossamer.parse._resolve", "src/gossamer/parse/_resolve.c"),
             ("gossamer.extract._squash", "src/gossamer/extract/_squash.c"),
             ("gossamer.extract._marks", "src/gossamer/extract/_marks.c"),
             ("gossamer.digests._simhash", "src/gossamer/digests/_simhash.c"),

@@ -268,6 +268,12 @@ class Resolver:
         self._by_root = _REMEMBERED.table(self.origin + "/")
         self._by_directory = _REMEMBERED.table(self.directory)
 
+    def remembered(self) -> tuple[dict[str, str | None], ...]:
+        """The tables `resolve` reads before it resolves a reference: absolute references',
+        this origin's and this directory's (for `gossamer.parse.links`' C loop, which only
+        reads them)."""
+        return _REMEMBERED.absolute, self._by_root, self._by_directory
+
     def resolve(self, reference: str) -> str | None:
         """The absolute http(s) URL ``reference`` points to, without fragment; None if it
         points elsewhere (``mailto:``, ``javascript:``) or is malformed."""

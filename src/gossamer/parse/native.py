@@ -86,6 +86,7 @@ def in_use() -> dict[str, bool]:
 
 
 _PARTS = {
+    "resolve": "parse._resolve",  # `gossamer.parse.links`
     "squash": "extract._squash",  # `gossamer.extract.spaces`
     "whole": "extract._whole",  # `gossamer.extract.kinds`, which binds it
     "walk": "extract._walk",  # `gossamer.extract.walk`, which binds it
