@@ -126,8 +126,8 @@ def test_no_import_cycles() -> None:
 
 RANKS = (
     # values and helpers, the settings and their flags
-    "addresses urls redact safe errors retry stats outcomes crawldb tls usercode proxyurl logs"
-    " progress settings flags eventloop",
+    "addresses urls tracking redact safe errors retry stats outcomes crawldb tls usercode proxyurl"
+    " logs progress settings flags eventloop",
     # the stages, and the WACZ packager of what the WARC sink wrote
     "parse extract fetch frontier sinks hooks digests focus discover balance testweb wacz",
     "page",  # a fetched page's steps, over parse, extract, hooks and digests

@@ -11,7 +11,8 @@ import pytest
 from aiohttp import web
 from tests.content_site import crawl
 
-from gossamer.urls import ParamStripper, canonicalize
+from gossamer.tracking import ParamStripper
+from gossamer.urls import canonicalize
 
 pytestmark = pytest.mark.timeout(60)
 

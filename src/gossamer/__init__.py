@@ -28,7 +28,8 @@ The package in layers, lowest first; a module imports from its own layer and low
 no two modules import each other, directly or not, and neither do two packages, not even for
 a type (``tests/test_layers.py`` checks all three and that every package has its layer):
 
-- values and helpers: ``addresses`` (IP literals), ``urls``, ``redact``, ``safe``,
+- values and helpers: ``addresses`` (IP literals), ``urls``, ``tracking`` (``--strip-params``),
+  ``redact``, ``safe``,
   ``errors``, ``retry``, ``stats``, ``outcomes``, ``crawldb``, ``tls``, ``usercode``
   (``module:function`` loading), ``proxyurl``, ``logs``, ``progress``; ``settings`` (the
   typed models) and ``flags`` (their command-line flags);

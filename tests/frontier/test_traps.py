@@ -21,7 +21,8 @@ from gossamer.frontier.traps import (
     shape_of,
 )
 from gossamer.frontier.trapvariants import odd_path
-from gossamer.urls import ParamStripper, Scope, canonicalize
+from gossamer.tracking import ParamStripper
+from gossamer.urls import Scope, canonicalize
 
 H = "http://h.test"
 

@@ -34,7 +34,8 @@ from gossamer.robots_fetch import Fetch
 from gossamer.settings import CrawlSettings, SettingsError
 from gossamer.sinks.base import RecordSink
 from gossamer.sinks.sqlite import SQLiteSink
-from gossamer.urls import ParamStripper, Scope, host_key
+from gossamer.tracking import ParamStripper
+from gossamer.urls import Scope, host_key
 
 if TYPE_CHECKING:
     from gossamer.extract.rules import RuleSet

@@ -27,7 +27,8 @@ This package may import the standard library, numpy (the seen set), protego, red
 ``gossamer.crawldb`` (the embedded frontier's storage), ``gossamer.logs``, ``gossamer.retry``,
 ``gossamer.outcomes`` (what counts as a host's failure), ``gossamer.redact`` (a seed's user
 name alone as entries mask it), ``gossamer.settings`` (the default focus slack),
-``gossamer.addresses`` (a host's registrable domain) and ``gossamer.urls``; never the engine, the
-fetcher, the sinks or the cluster, which hands the Redis frontier its partitions as a value
+``gossamer.addresses`` (a host's registrable domain), ``gossamer.urls`` and
+``gossamer.tracking`` (the parameters admission strips); never the engine, the fetcher,
+the sinks or the cluster, which hands the Redis frontier its partitions as a value
 (``Ownership``) and runs its upkeep.
 """

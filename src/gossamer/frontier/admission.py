@@ -1,7 +1,7 @@
 """Admission: the one gate every URL passes on its way into a frontier.
 
 Each candidate is canonicalized once (tracking and session parameters stripped,
-:class:`~gossamer.urls.ParamStripper`), scoped (its origin, cached per host key, then the
+:class:`~gossamer.tracking.ParamStripper`), scoped (its origin, cached per host key, then the
 scope's guards: URL length, depth, repeated segments; a host whose page budget is spent,
 :mod:`gossamer.frontier.budgets`) and fingerprinted. Both backends admit through here; what
 they do with the admitted URLs (the seen check, queueing) is theirs, but the URLs new to the
@@ -21,11 +21,10 @@ from gossamer.frontier.base import Candidate
 from gossamer.frontier.budgets import BudgetLimits, HostBudget
 from gossamer.frontier.traps import TrapGuard, TrapLimits, TrapStats
 from gossamer.settings.models import CrawlSettings
+from gossamer.tracking import TRACKING_PARAMS, ParamStripper
 from gossamer.urls import (
-    TRACKING_PARAMS,
     InvalidURL,
     OriginCache,
-    ParamStripper,
     Scope,
     canonicalize,
     credentials_of,

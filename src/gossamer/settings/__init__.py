@@ -27,9 +27,10 @@ fetch stage's resolver uses too; ``conninfo`` the reader of a ``key=value`` stor
 from ``gossamer.settings``.
 
 This package may import the standard library, msgspec, ``gossamer`` (its version),
-``gossamer.proxyurl`` (proxy URLs checked), ``gossamer.addresses``, ``gossamer.redact`` and
-``gossamer.urls``: it is the lowest layer with them (the frontier's default focus slack lives
-here, in ``models``); never a stage, the engine, the crawl's wiring or the cluster.
+``gossamer.proxyurl`` (proxy URLs checked), ``gossamer.addresses``, ``gossamer.redact``,
+``gossamer.urls`` and ``gossamer.tracking`` (the default parameters stripped): it is the
+lowest layer with them (the frontier's default focus slack lives here, in ``models``); never a
+stage, the engine, the crawl's wiring or the cluster.
 """
 
 from gossamer.settings.auth import AuthSettings, AuthType

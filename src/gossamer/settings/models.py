@@ -36,7 +36,8 @@ from gossamer.settings.revisit import (
     rule_intervals,
 )
 from gossamer.settings.useragent import MAX_TOKEN_CHARS, product_token
-from gossamer.urls import TRACKING_PARAMS, InvalidURL, canonicalize
+from gossamer.tracking import TRACKING_PARAMS
+from gossamer.urls import InvalidURL, canonicalize
 
 DEFAULT_SLACK = 0.5
 """How much lower a URL's priority may be than the best queued URL's and still be leased
