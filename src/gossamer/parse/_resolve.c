@@ -85,7 +85,7 @@ known(PyObject *self, PyObject *args)
         PyObject *href = PyList_GET_ITEM(hrefs, i);
         Py_INCREF(href); /* the list may change under a call of `resolve` */
         PyObject *resolved = NULL;
-        if (PyUnicode_CheckExact(href)) {
+        if (PyUnicode_CheckExact(href) && PyUnicode_READY(href) == 0) {
             Py_ssize_t n = PyUnicode_GET_LENGTH(href);
             if (n > max_chars) {
                 resolved = Py_NewRef(Py_None);
