@@ -65,9 +65,11 @@ class Answer:
     headers: Mapping[str, str] = field(default_factory=dict)
 
 
-def reader(sandbox: Sandbox | None, extractor: str | None = None) -> read.HtmlReader:
+def reader(
+    sandbox: Sandbox | None, extractor: str | None = None, tokens: bool = True
+) -> read.HtmlReader:
     return read.HtmlReader(
-        sandbox, follow_nofollow=False, extractor=extractor, robots_token="gossamer"
+        sandbox, follow_nofollow=False, extractor=extractor, robots_token="gossamer", tokens=tokens
     )
 
 
@@ -99,8 +101,8 @@ def ordinary_page(paragraphs: int = 3000) -> bytes:
 
 
 async def test_hostile_shapes_end_in_bounded_time_with_their_links_and_the_guard_flags() -> None:
-    """Each shape costs lexbor seconds to hours unguarded: its worker is killed at its CPU
-    budget, the page is parsed the guarded way (the flags the guard gives it, and
+    """Each shape costs lexbor's tree builder seconds to hours unguarded: its worker is killed
+    at its CPU budget, the page is parsed the guarded way (the flags the guard gives it, and
     ``html-sandbox-killed``), a new worker answers the next page."""
     sandbox = Sandbox(WORKER, workers=1)
     try:
@@ -109,7 +111,7 @@ async def test_hostile_shapes_end_in_bounded_time_with_their_links_and_the_guard
             assert sandboxed.wanted(body), name
             expected = parse_html(body, URL)
             started = time.monotonic()
-            html = await reader(sandbox).page(URL, cast(Fetched, Answer(body)))
+            html = await reader(sandbox, tokens=False).page(URL, cast(Fetched, Answer(body)))
             took = time.monotonic() - started
             assert html.flags == (read.SANDBOX_KILLED,), name
             assert html.parsed.flags == expected.flags and expected.flags, name
@@ -122,6 +124,43 @@ async def test_hostile_shapes_end_in_bounded_time_with_their_links_and_the_guard
         html = await reader(sandbox).page(URL, cast(Fetched, Answer(ordinary_page())))
         assert html.flags == () and html.aside is not None
         assert sandbox.stats() == (killed + 1, killed, killed + 1)
+    finally:
+        await sandbox.close()
+    assert workers() == []
+
+
+TOKENIZER_HOSTILE = frozenset(
+    {"one tag of many attributes each, distinct names, stray end tags", "160k distinct tag names"}
+)
+"""The shapes that cost lexbor's tokenizer itself more than its budget (its tables of
+attribute and tag names); the others cost its tree builder."""
+
+
+async def test_hostile_shapes_read_from_their_tokens_keep_every_link_in_bounded_time() -> None:
+    """A crawl that needs no tree reads a big page's tokens in its worker: the shapes that
+    cost the tree builder cost the tokenizer linear time (no worker killed, no flag, every
+    link the guarded parse keeps and those it flattens away); one that costs the tokenizer
+    too (a tag of thousands of distinct attributes) is killed at its budget and parsed the
+    guarded way, as a tree-reading crawl's is (so is one of 160,000 distinct tag names)."""
+    sandbox = Sandbox(WORKER, workers=1)
+    try:
+        for name, make in HOSTILE.items():
+            body = make()
+            expected = parse_html(body, URL)
+            started = time.monotonic()
+            html = await reader(sandbox).page(URL, cast(Fetched, Answer(body)))
+            took = time.monotonic() - started
+            assert took < 20 * budget(len(body)) + 10, (name, took)
+            assert set(expected.links) <= set(html.parsed.links), name
+            assert "http://example.com/kept" in html.parsed.links, name
+            if name in TOKENIZER_HOSTILE:
+                assert html.flags == (read.SANDBOX_KILLED,) and html.parsed.flags, name
+                assert html.aside is None and html.parsed.tree is not None, name
+            else:
+                assert html.flags == () and html.parsed.flags == (), name
+                assert html.aside is not None and html.parsed.tree is None, name
+        killed = len(TOKENIZER_HOSTILE)
+        assert sandbox.stats() == (len(HOSTILE), killed, killed)  # the last one killed
     finally:
         await sandbox.close()
     assert workers() == []
@@ -218,11 +257,16 @@ async def test_pages_of_up_to_64_kib_and_4096_tags_stay_in_process(paragraphs: i
     assert len(body) <= sandboxed.MIN_BYTES and body.count(b"<") <= sandboxed.MIN_TAGS
     sandbox = Sandbox(WORKER, workers=1)
     try:
-        html = await reader(sandbox).page(URL, cast(Fetched, Answer(body)))
+        html = await reader(sandbox, tokens=False).page(URL, cast(Fetched, Answer(body)))
+        tokens = await reader(sandbox).page(URL, cast(Fetched, Answer(body)))
     finally:
         await sandbox.close()
     assert html.aside is None and html.parsed.tree is not None
     assert len(html.parsed.links) == min(paragraphs, 400)
+    assert tokens.aside is not None and tokens.parsed.tree is None
+    assert tokens.parsed == html.parsed and tokens.flags == html.flags == ()
+    assert tokens.aside.canonical == "http://example.com/canonical"
+    assert tokens.aside.robots.nofollow and not tokens.aside.robots.noindex
     assert sandbox.stats() == (0, 0, 0)
 
 
@@ -299,7 +343,7 @@ async def test_a_page_past_the_workers_memory_is_parsed_the_guarded_way() -> Non
     body = b'<a href="/first">f</a>' + b"<i>a</i>" * (MB // 2) + b'<a href="/last">l</a>'
     sandbox = Sandbox(WORKER, workers=1, memory_mb=160)
     try:
-        html = await reader(sandbox).page(URL, cast(Fetched, Answer(body)))
+        html = await reader(sandbox, tokens=False).page(URL, cast(Fetched, Answer(body)))
     finally:
         await sandbox.close()
     assert sandbox.stats().pages == 1

@@ -36,7 +36,7 @@ from gossamer.parse.native import bound, load
 from gossamer.urls import Resolver
 
 if TYPE_CHECKING:
-    from gossamer.parse.links import ParsedPage
+    from gossamer.parse.links import ParsedPage, Tag
 
 __all__ = [
     "MAX_IMAGES",
@@ -186,7 +186,7 @@ def _other_marks(tree: LexborHTMLParser, native: bool = True) -> list[LexborNode
     return found
 
 
-def _read_metas(nodes: Sequence[LexborNode], metas: dict[str, str]) -> None:
+def _read_metas(nodes: Sequence[LexborNode | Tag], metas: dict[str, str]) -> None:
     """Each name (``property``, ``name``, ``itemprop``, ``http-equiv``) of the meta elements
     with a ``content``, lower case, with the first ``content`` it was given."""
     for node in nodes:

@@ -84,6 +84,7 @@ __all__ = [
     "MAX_REMEMBERED",
     "Canonicals",
     "Checks",
+    "first_canonical",
     "header_canonical",
     "tag_canonical",
 ]
@@ -141,6 +142,18 @@ def tag_canonical(
     node = head_first(tree, _CANONICAL_TAG) if first is None else _first_in_head(tree, first)
     href = None if node is None else node.attributes.get("href")
     return None if not href else _absolute(base_url, href)
+
+
+def first_canonical(base_url: str, found: tuple[str | None, str | None, bool]) -> str | None:
+    """What :func:`tag_canonical` finds, from what a page's tokens gave of its first ``<link
+    href>`` naming ``canonical`` (:attr:`gossamer.parse.links.Tokens.canonical`: its
+    ``href``, ``rel`` and whether it is in the head): its ``href`` resolved. Raises
+    LookupError where the search of the head's tree decides (the link outside the head, its
+    ``href`` empty, its ``rel`` one CSS splits otherwise), as `_first_in_head` searches."""
+    href, rel, in_head = found
+    if not in_head or not href or _ODD_REL.search(rel or "") is not None:
+        raise LookupError("the head's canonical link is the tree's to find")
+    return _absolute(base_url, href)
 
 
 def _first_in_head(tree: LexborHTMLParser, first: LexborNode) -> LexborNode | None:

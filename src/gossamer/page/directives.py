@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from selectolax.lexbor import LexborHTMLParser
     from selectolax.lexbor import LexborNode as Node
 
+    from gossamer.parse.links import Tag
+
 __all__ = [
     "MAX_DIRECTIVES",
     "MAX_HEADER_CHARS",
@@ -49,6 +51,7 @@ __all__ = [
     "Directives",
     "head_first",
     "header_directives",
+    "listed_directives",
     "meta_directives",
 ]
 
@@ -205,7 +208,7 @@ def meta_directives(
     tree: LexborHTMLParser,
     token: str,
     fetched_at: float,
-    metas: Sequence[Node] | None = None,
+    metas: Sequence[Node | Tag] | None = None,
 ) -> Directives:
     """The directives of the ``<meta name="robots">`` and ``<meta name=TOKEN>`` tags of the
     document (anywhere in it: see the module docstring), and of ``<meta
@@ -216,10 +219,32 @@ def meta_directives(
     the same."""
     token = token.lower()
     names = ("robots", token)
+    tags: Sequence[Node | Tag]
     if metas is None or len(metas) > MAX_META_TAGS:
         tags = tree.css(f"{_meta_selector(names)}, {_EQUIV}")  # one search in C
     else:
         tags = [meta for meta in metas if _addressed(meta, names)]
+    found = _read_metas(tags, names, token, fetched_at)
+    if len(tags) > MAX_META_TAGS:
+        found = found.merge(_past_meta_tags(tree, names))
+    return found
+
+
+def listed_directives(metas: Sequence[Node | Tag], token: str, fetched_at: float) -> Directives:
+    """What :func:`meta_directives` reads of a document whose ``<meta>`` elements are
+    ``metas``, at most `MAX_META_TAGS` of them (a page read without a tree:
+    :func:`gossamer.parse.links.parse_tokens`)."""
+    if len(metas) > MAX_META_TAGS:
+        raise ValueError(f"more than {MAX_META_TAGS} meta tags: read them from the tree")
+    token = token.lower()
+    names = ("robots", token)
+    tags = [meta for meta in metas if _addressed(meta, names)]
+    return _read_metas(tags, names, token, fetched_at)
+
+
+def _read_metas(
+    tags: Sequence[Node | Tag], names: tuple[str, ...], token: str, fetched_at: float
+) -> Directives:
     found = NONE
     for meta in tags[:MAX_META_TAGS]:
         attributes = meta.attributes
@@ -233,12 +258,10 @@ def meta_directives(
         found = found.merge(found_past)
         for word in parts:
             found = found.merge(_directive(word.strip(), fetched_at))
-    if len(tags) > MAX_META_TAGS:
-        found = found.merge(_past_meta_tags(tree, names))
     return found
 
 
-def _addressed(meta: Node, names: tuple[str, ...]) -> bool:
+def _addressed(meta: Node | Tag, names: tuple[str, ...]) -> bool:
     """Whether the search of `meta_directives` finds ``meta``: a name holding one of
     ``names``, or an ``http-equiv`` of ``X-Robots-Tag``, without regard to case."""
     attributes = meta.attributes

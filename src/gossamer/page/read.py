@@ -171,7 +171,13 @@ class HtmlReader:
     sandbox (a page read there is judged later), and those have the texts of their first
     ``focus_links`` links read there, and its main text
     extracted there even when the crawl keeps none (:attr:`Aside.content`): its tree, and all a
-    hostile tree could cost, stays in the worker."""
+    hostile tree could cost, stays in the worker.
+
+    A crawl with a sandbox that needs no page's tree (no text kept, no focus: no step reads
+    it) reads a page's tokens alone (:func:`gossamer.page.sandboxed.read_tokens`), in its
+    worker for a big page, in-process for a small one, where it costs lexbor's tokenizer
+    only (linear on the markup the guard bounds for the tree, and at most 64 KiB of any
+    other); a page whose tokens cannot say is parsed as before."""
 
     def __init__(
         self,
@@ -182,7 +188,10 @@ class HtmlReader:
         robots_token: str,
         focus_extractor: str | None = None,
         focus_links: int = 0,
+        tokens: bool = True,
     ) -> None:
+        """``tokens``: read a page that needs no tree from its tokens (False: parse its tree,
+        as a crawl keeping text does)."""
         self._sandbox = sandbox
         self._anchors = focus_extractor is not None
         self._focus_extractor = focus_extractor
@@ -190,6 +199,7 @@ class HtmlReader:
         self._follow_nofollow = follow_nofollow
         self._extractor = extractor
         self._robots_token = robots_token
+        self._tokens = tokens and extractor is None and focus_extractor is None
         self._big_parses = asyncio.Semaphore(_BIG_PARSES)
 
     async def page(self, url: str, result: Fetched) -> Html:
@@ -212,6 +222,7 @@ class HtmlReader:
                 self._robots_token,
                 result.fetched_at,
                 self._focus_links,
+                self._tokens,
             )
             try:
                 answer = await self._sandbox.ask(ask, result.body)
@@ -226,6 +237,17 @@ class HtmlReader:
                     aside = Aside(found.robots, found.canonical)
                     return Html(found.parsed, found.content, aside, ())
                 flags = (SANDBOX_KILLED,)
+        elif self._sandbox is not None and self._tokens:
+            found = sandboxed.read_tokens(  # small: no tree, no guard (see the class doc)
+                result.body,
+                url,
+                result.charset,
+                self._follow_nofollow,
+                self._robots_token,
+                result.fetched_at,
+            )
+            if found is not None:
+                return Html(found.parsed, None, Aside(found.robots, found.canonical), ())
         body, nofollow = result.body, self._follow_nofollow
         work = functools.partial(
             parse,

@@ -29,9 +29,15 @@ import marshal
 import sys
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from gossamer.page.canonical import tag_canonical
-from gossamer.page.directives import NONE, Directives, meta_directives
-from gossamer.parse.links import ParsedPage, parse_html
+from gossamer.page.canonical import first_canonical, tag_canonical
+from gossamer.page.directives import (
+    MAX_META_TAGS,
+    NONE,
+    Directives,
+    listed_directives,
+    meta_directives,
+)
+from gossamer.parse.links import ParsedPage, parse_html, parse_tokens
 from gossamer.parse.native import FORMATSCAN
 from gossamer.parse.scan import GUARD_MIN_CHARS
 from gossamer.parse.worker import rest_of_budget, serve
@@ -49,6 +55,7 @@ __all__ = [
     "Weight",
     "answer",
     "budget_factor",
+    "read_tokens",
     "reading",
     "request",
     "wanted",
@@ -179,16 +186,50 @@ def request(
     robots_token: str,
     fetched_at: float,
     texts: int = 0,
+    tokens: bool = False,
 ) -> bytes:
     """The request of a page (its body goes apart); ``texts``: read the texts of the page's
-    first so many links for a focus (:attr:`gossamer.parse.links.ParsedPage.texts`)."""
+    first so many links for a focus (:attr:`gossamer.parse.links.ParsedPage.texts`);
+    ``tokens``: read a page that needs no tree from its tokens (`read_tokens`)."""
     fields = (url, charset, follow_nofollow, extractor, content_language, robots_token)
-    return marshal.dumps((*fields, fetched_at, texts))
+    return marshal.dumps((*fields, fetched_at, texts, tokens))
+
+
+def read_tokens(
+    body: bytes, url: str, charset: str | None, follow_nofollow: bool, token: str, fetched_at: float
+) -> Reading | None:
+    """What the stage reads of an HTML page that needs no tree (a crawl keeping no text, no
+    focus), read from its tokens (:func:`gossamer.parse.links.parse_tokens`): its links,
+    title, robots meta directives (``token`` the crawl's robots token) and head's canonical
+    URL, as the tree gives them; None where the tree must be read (the tokens could not say,
+    more than `MAX_META_TAGS` meta tags, a canonical link the head's search decides). For a
+    body lexbor's tokenizer can read as it is (in-process, one too small to be hostile)."""
+    found = parse_tokens(body, url, header_charset=charset, follow_nofollow=follow_nofollow)
+    if found is None:
+        return None
+    page = found.page
+    metas = page.metas or ()
+    if len(metas) > MAX_META_TAGS:
+        return None
+    canonical = None
+    if found.canonical is not None:
+        try:
+            canonical = first_canonical(page.base_url, found.canonical)
+        except LookupError:
+            return None
+    return Reading(page, None, listed_directives(metas, token, fetched_at), canonical)
 
 
 def answer(request: bytes, body: bytes) -> bytes:
-    """The worker's job: the page parsed as it is, and all the stage reads of its tree."""
-    url, charset, nofollow, extractor, language, token, fetched_at, texts = marshal.loads(request)
+    """The worker's job: the page parsed as it is, and all the stage reads of its tree (of
+    its tokens alone when it needs no tree: `read_tokens`)."""
+    url, charset, nofollow, extractor, language, token, fetched_at, texts, tokens = marshal.loads(
+        request
+    )
+    if tokens and extractor is None and texts == 0:
+        read = read_tokens(body, url, charset, nofollow, token, fetched_at)
+        if read is not None:
+            return _answered(read.parsed, tuple(read.robots), read.canonical, None, None)
     page = parse_html(
         body,
         url,
@@ -207,6 +248,12 @@ def answer(request: bytes, body: bytes) -> bytes:
         rest_of_budget()
         content = _content(page, url, extractor, language)
     read = _texts(page, texts) if texts > 0 else None  # within the extraction's budget
+    return _answered(page, robots, canonical, content, read)
+
+
+def _answered(
+    page: ParsedPage, robots: tuple[Any, ...], canonical: str | None, content: Any, read: Any
+) -> bytes:
     fields: tuple[Any, ...] = (page.title, page.links, page.nofollow_links, page.meta_nofollow)
     fields += (page.meta_noindex, page.base_url, page.text_encoding, page.flags)
     return marshal.dumps((*fields, page.names_canonical, robots, canonical, content, read))

@@ -11,17 +11,29 @@ changed; the guard's module doc states the time bounds."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode, create_tag
 from w3lib.encoding import to_unicode
 
 from gossamer.parse.charset import detect_encoding
 from gossamer.parse.guard import MAX_DEPTH, Parsed, _lexbor, parse
-from gossamer.parse.native import LINKWALK, load
+from gossamer.parse.native import LINKWALK, TOKENS, load
+from gossamer.parse.scan import scalar_values
 from gossamer.urls import MAX_REFERENCE_CHARS, Resolver
 
-__all__ = ["MAX_DEPTH", "MAX_HREF_CHARS", "MAX_TITLE_CHARS", "ParsedPage", "parse_html"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_HREF_CHARS",
+    "MAX_TITLE_CHARS",
+    "ParsedPage",
+    "Tag",
+    "Tokens",
+    "parse_html",
+    "parse_tokens",
+]
 
 MAX_PAGE_LINKS = 10_000
 """Links a page gives the crawl, at most (its first in document order; the record is flagged
@@ -85,9 +97,10 @@ class ParsedPage:
     (formatting start tags past the guard's `MAX_ACTIVE_FORMATTING` active ones dropped),
     ``html-parse-error`` (lexbor refused the document: no links), ``links-cut`` (its links
     past `MAX_PAGE_LINKS` dropped)."""
-    metas: tuple[LexborNode, ...] | None = field(default=None, repr=False, compare=False)
+    metas: tuple[LexborNode | Tag, ...] | None = field(default=None, repr=False, compare=False)
     """The document's ``<meta>`` elements, in document order, found with its links (the
-    robots directives are read from them); None when not looked for."""
+    robots directives are read from them; a `Tag` each when read from the tokens); None when
+    not looked for."""
     names_canonical: bool | None = None
     """Whether some ``<link href>`` of the document has ``canonical`` among its rels (found
     with its links, so a page that names none spares the search of its head for the
@@ -106,6 +119,78 @@ class ParsedPage:
     )
     """What a parse worker read of the links' texts for a focus (the page's tree stays in the
     worker: :func:`gossamer.focus.anchors.read_whole`); None when not read there."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tag:
+    """An element as its start tag gave it, for a page read from its tokens
+    (`parse_tokens`): its attributes as lexbor's tree would hold them (names lower-cased, the
+    first of a name kept, None for one without a value)."""
+
+    attributes: dict[str, str | None]
+
+
+class Tokens(NamedTuple):
+    """A page read from its tokens (`parse_tokens`)."""
+
+    page: ParsedPage
+    """Without a tree; its ``metas`` are `Tag`, its ``canonical_link`` None."""
+    canonical: tuple[str, str, bool] | None
+    """The first ``<link href>`` with ``canonical`` among its rels (as the tree's walk finds
+    it): its ``href``, its ``rel`` and whether the tree would hold it in the head."""
+
+
+def parse_tokens(
+    body: bytes, url: str, *, header_charset: str | None = None, follow_nofollow: bool = False
+) -> Tokens | None:
+    """What :func:`parse_html` reads of an HTML body, read from lexbor's tokens alone
+    (:data:`gossamer.parse.native.TOKENS`: its tokenizer, as its tree builder runs it, without
+    the tree, at about half the cost), for a crawl that needs no tree: the same links,
+    counts, title, robots directives and base. None where the C part is not in use or the
+    page is one it leaves to the tree (a ``<frameset>``, a NUL in a value or title it reads).
+
+    Its simplified tree builder (``parse/_tokens.c``) knows templates (their contents are not
+    the page's), SVG and MathML (raw text elements are not raw there; HTML breaks out) and
+    where the head ends. Where the tree builder would move or copy an element, the tokens
+    keep it where it was written: links in a table written outside its cells come in the order
+    written, not before the table, and an ``<a>`` the tree builder copies into the next
+    paragraph (``<p><a href=x>one</p><p>two``) counts once in ``nofollow_links``, not twice.
+    Call it only for a document that cannot be hostile to lexbor's tokenizer (small, or in a
+    parse worker), as :func:`parse_html` guards the parse of one that could be."""
+    if TOKENS is None:
+        return None
+    page = Resolver(url)
+    detected = detect_encoding(body, header_charset)
+    data = body[detected.bom_length :] if detected.bom_length else body
+    if detected.encoding != "utf-8":
+        data = str(scalar_values(to_unicode(data, detected.encoding))).encode("utf-8")
+    found = TOKENS.read(data, not follow_nofollow)
+    if found is None:
+        return None
+    hrefs, eligible, rel_nofollow, metas, base, canonical, title = found
+    tags = tuple(Tag(meta) for meta in metas)
+    noindex, nofollow = _meta_robots(tags)
+    resolver = _base_resolver(None if base is None else Tag(base), page)
+    links, skipped = _resolve_links(
+        _Nodes(hrefs, eligible, rel_nofollow),
+        resolver,
+        page.document,
+        honour_nofollow=not follow_nofollow,
+        meta_nofollow=nofollow,
+    )
+    parsed = ParsedPage(
+        title=None if title is None else _clean_title(title),
+        links=links,
+        nofollow_links=skipped,
+        meta_nofollow=nofollow,
+        meta_noindex=noindex,
+        base_url=resolver.document,
+        text_encoding=detected.encoding,
+        flags=("links-cut",) if len(links) >= MAX_PAGE_LINKS else (),
+        metas=tags,
+        names_canonical=canonical is not None,
+    )
+    return Tokens(parsed, canonical)
 
 
 def parse_html(
@@ -181,9 +266,11 @@ def unguarded(document: str | bytes) -> Parsed:
 
 def _title(tree: LexborHTMLParser) -> str | None:
     node = _head_title(tree)
-    if node is None:
-        return None
-    text = node.text().lstrip()[: MAX_TITLE_CHARS * 4]
+    return None if node is None else _clean_title(node.text())
+
+
+def _clean_title(text: str) -> str | None:
+    text = text.lstrip()[: MAX_TITLE_CHARS * 4]
     return " ".join(text.split())[:MAX_TITLE_CHARS].rstrip() or None
 
 
@@ -203,7 +290,7 @@ def _head_title(tree: LexborHTMLParser) -> LexborNode | None:
     return tree.css_first(_TITLE_SELECTOR)
 
 
-def _meta_robots(metas: list[LexborNode]) -> tuple[bool, bool]:
+def _meta_robots(metas: Sequence[LexborNode | Tag]) -> tuple[bool, bool]:
     """Return ``(noindex, nofollow)`` from the ``<meta name="robots">`` tags among ``metas``."""
     noindex = nofollow = False
     for meta in metas:
@@ -217,7 +304,7 @@ def _meta_robots(metas: list[LexborNode]) -> tuple[bool, bool]:
     return noindex, nofollow
 
 
-def _base_resolver(node: LexborNode | None, page: Resolver) -> Resolver:
+def _base_resolver(node: LexborNode | Tag | None, page: Resolver) -> Resolver:
     """The resolver for the first ``<base href>`` if it is an http(s) URL, else the page's."""
     href = node.attributes.get("href") if node is not None else None
     if href is None:

@@ -16,7 +16,7 @@ import importlib
 import os
 from types import ModuleType
 
-__all__ = ["FORMATSCAN", "LINKWALK", "bound", "in_use", "load"]
+__all__ = ["FORMATSCAN", "LINKWALK", "TOKENS", "bound", "in_use", "load"]
 
 
 def _enabled() -> bool:
@@ -71,6 +71,69 @@ LINKWALK: ModuleType | None = _linkwalk()
 """The search for a page's links in C (``parse/_linkwalk.c``): `gossamer.parse.links`' own
 pass over lexbor's tree, made without a Python object per element; None: the Python pass."""
 
+_KINDS = {
+    "a": ("a",),
+    "area": ("area",),
+    "link": ("link",),
+    "meta": ("meta",),
+    "base": ("base",),
+    "title": ("title",),
+    "template": ("template",),
+    "foreign": ("svg", "math"),
+    "raw": (
+        *("title", "textarea", "style", "xmp", "iframe", "noembed", "noframes", "script"),
+        "plaintext",
+    ),
+    "head_ok": (
+        *("head", "base", "basefont", "bgsound", "link", "meta", "noframes", "script"),
+        *("style", "template", "title"),
+    ),
+    "breakout": (
+        *("b", "big", "blockquote", "body", "br", "center", "code", "dd", "div", "dl", "dt"),
+        *("em", "embed", "h1", "h2", "h3", "h4", "h5", "h6", "head", "hr", "i", "img", "li"),
+        *("listing", "menu", "meta", "nobr", "ol", "p", "pre", "ruby", "s", "small", "span"),
+        *("strong", "strike", "sub", "sup", "table", "tt", "u", "ul", "var"),
+    ),
+    "island": ("foreignobject", "desc", "title"),
+    "math": ("math",),
+    "math_island": ("mi", "mo", "mn", "ms", "mtext"),
+    "br": ("br",),
+    "noscript": ("noscript",),
+    "head_noscript_ok": ("basefont", "bgsound", "link", "meta", "noframes", "style"),
+    "frameset": ("frameset",),
+    "head_end": ("head",),
+    "body_end": ("body", "html", "br"),
+    "font": ("font",),
+    "html": ("html",),
+}
+"""The kinds of element `gossamer.parse._tokens` tells apart, by tag name (see that file)."""
+_HTML_NAMESPACE = 2
+"""lexbor's id of the HTML namespace (``LXB_NS_HTML``), checked by `gossamer.parse.tokens`."""
+
+
+def _tokens() -> ModuleType | None:
+    """`gossamer.parse._tokens` bound to selectolax's lexbor and told the tag ids of the
+    elements it tells apart, or None."""
+    module = load("gossamer.parse._tokens")
+    if module is None:
+        return None
+    import selectolax.lexbor as lexbor
+
+    kinds = {
+        kind: tuple(lexbor.create_tag(name).tag_id for name in names)
+        for kind, names in _KINDS.items()
+    }
+    try:
+        module.bind(lexbor.__file__, _HTML_NAMESPACE, kinds)
+    except ImportError:
+        return None
+    return module
+
+
+TOKENS: ModuleType | None = _tokens()
+"""The reading of a page from lexbor's tokens alone, in C (``parse/_tokens.c``), bound; its
+checks on a sample are `gossamer.parse.tokens`'; None: the tree is read."""
+
 FORMATSCAN: ModuleType | None = load("gossamer.parse._formatscan")
 """The formatting scan in C (``parse/_formatscan.c``): what
 `gossamer.parse.formatting.rebuilt_bytes`' regex reads, read without it; None: the regex."""
@@ -80,6 +143,7 @@ def in_use() -> dict[str, bool]:
     """Each C part and whether it runs."""
     return {
         "linkwalk": LINKWALK is not None,
+        "tokens": TOKENS is not None,
         "formatscan": FORMATSCAN is not None,
         **{name: load(f"gossamer.{module}") is not None for name, module in _PARTS.items()},
     }
