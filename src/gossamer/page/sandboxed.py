@@ -3,7 +3,8 @@
 A page of more than `MIN_TAGS` ``<``, or longer than `MIN_BYTES`, is parsed as it is in a
 worker process, under the sandbox's CPU budget and memory limit, instead of in-process behind
 the guard (`weigh`): the worker
-reads from the tree everything the page stage needs (:class:`Reading`: the links as
+reads everything the page stage needs (from lexbor's tokens alone when no step needs the
+tree, `read_tokens`; else from the tree) (:class:`Reading`: the links as
 :func:`gossamer.parse.links.parse_html` gives them, title, flags, base URL, encoding, the
 robots meta directives, the ``<link rel=canonical>`` tag, when the crawl keeps text or judges
 pages the extracted :class:`gossamer.extract.Content`, and for a focus the texts of the page's

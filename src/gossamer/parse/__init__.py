@@ -5,7 +5,8 @@ and decodes it; ``guard`` makes hostile markup safe for lexbor in one linear pas
 attribute counts, formatting elements), flagging what it changed; ``sandbox`` parses big
 pages as they are in worker processes under a CPU budget and a memory limit instead
 (``worker``: their side); ``links`` parses a page with lexbor and returns its title, robots
-directives and outlinks, resolved by ``gossamer.urls.Resolver``. The extractors
+directives and outlinks, resolved by ``gossamer.urls.Resolver`` (for a crawl that needs no
+tree, read from lexbor's tokens alone: ``parse_tokens``). The extractors
 (``gossamer.extract``) reuse the parsed tree.
 
 This package may import the standard library, selectolax, numpy, w3lib, charset_normalizer and
