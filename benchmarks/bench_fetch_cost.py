@@ -16,13 +16,15 @@ runs on the event loop a crawl runs on (uvloop when installed; ``GOSSAMER_EVENT_
 for the standard loop: see ``gossamer.eventloop``).
 
 Usage: ``PYTHONPATH=src .venv/bin/python benchmarks/bench_fetch_cost.py [--rounds 4]
-[--port 18497] [--limit N]``.
+[--port 18497] [--limit N] [--json]`` (``--json``: the medians as one line of JSON, as
+``bench_realpages.py`` reads them; the rounds go to standard error).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import resource
 import statistics
@@ -118,7 +120,7 @@ def measure(urls: list[str], rounds: int) -> dict[str, list[float]]:
             started = _cpu()
             eventloop.run(way(urls))  # the loop a crawl runs on (GOSSAMER_EVENT_LOOP)
             figures[name].append(1000 * (_cpu() - started) / len(urls))
-            print(f"round {number + 1} {name:<13} {figures[name][-1]:.4f} ms", flush=True)
+            print(f"round {number + 1} {name:<13} {figures[name][-1]:.4f} ms", file=sys.stderr)
     return figures
 
 
@@ -129,6 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=18497, help="port of every host (18497)")
     parser.add_argument("--limit", type=int, help="fetch only the first N files")
     parser.add_argument("--out", type=Path, default=ROOT / "bench-out" / "fetch-cost")
+    parser.add_argument("--json", action="store_true", help="the medians as one JSON line")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     sites = realweb.lay_out(args.out / "www")
@@ -142,6 +145,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ips = [site.ip for site in sites]
     with nginx.serve(args.out / "nginx", args.out / "www", ips, args.port, server_cpu, True):
         figures = measure(urls, args.rounds)
+    if args.json:
+        medians = {name: statistics.median(values) for name, values in figures.items()}
+        print(json.dumps({"responses": len(urls), "ms": medians}))
+        return 0
     print(f"{len(urls)} responses, {IN_FLIGHT} in flight, CPU ms per response (median):")
     for name, values in figures.items():
         print(f"  {name:<13} {statistics.median(values):.4f}")

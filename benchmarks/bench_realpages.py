@@ -15,8 +15,10 @@ round:
 It prints each round, the medians, the ratios of pages per CPU-second against their targets,
 the distribution of tags per page of the served set, and the floor: per page fetched,
 lexbor's parse plus every ``<a href>`` resolved with gossamer's own URL library
-(``gossamer.urls.Resolver``, ada), with gossamer's links-only CPU per page over it. The summary
-goes to ``bench-out/real/realpages-bench.json``.
+(``gossamer.urls.Resolver``, ada), with gossamer's links-only CPU per page over it; and, for
+comparison, that floor plus what the least HTTP client costs a page, aiohttp fetching it and
+ISA-L inflating it (``bench_fetch_cost.py``: a crawler that fetches over HTTP pays both). The
+summary goes to ``bench-out/real/realpages-bench.json``.
 
 Usage: ``.venv/bin/python benchmarks/bench_realpages.py [--rounds R] [--only links|content]
 [--port P]``. One round took 5 minutes on the 2-core machine with little else running, 13
@@ -209,6 +211,24 @@ def count_flags(runs: Sequence[report.Run], mode: str) -> list[str]:
     return list(dict.fromkeys(flags))
 
 
+def fetch_floor(args: argparse.Namespace) -> float | None:
+    """The CPU milliseconds a response costs aiohttp with ISA-L inflating it, over the same
+    pages (``bench_fetch_cost.py``, two rounds, in its own pinned process); None when it
+    could not run."""
+    script = Path(__file__).resolve().parent / "bench_fetch_cost.py"
+    command = [sys.executable, str(script), "--rounds", "2", "--json"]
+    command += ["--port", str(args.port + 7), "--out", str(args.out / "fetch-cost")]
+    environment = os.environ | {"PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run(
+        command, capture_output=True, text=True, env=environment, timeout=600, check=False
+    )
+    try:
+        return float(json.loads(done.stdout.strip().splitlines()[-1])["ms"]["aiohttp+gzip"])
+    except (ValueError, KeyError, IndexError):
+        print(f"note: no fetch floor: {done.stderr.strip()[-300:]}")
+        return None
+
+
 def floor_report(
     args: argparse.Namespace, sites: Sequence[realweb.Site], pairs: dict[str, Any]
 ) -> dict[str, Any]:
@@ -230,6 +250,15 @@ def floor_report(
     )
     verdict = "met" if ratio <= FLOOR_TARGET else "MISSED"
     print(f"target: {mode} CPU per page at most {FLOOR_TARGET:g}x the floor: {verdict}")
+    fetching = fetch_floor(args)
+    if fetching is not None:
+        both = floor.mean_ms + fetching
+        print(
+            f"fetch floor: the floor plus aiohttp fetching the pages and ISA-L inflating them "
+            f"(benchmarks/bench_fetch_cost.py), {fetching:.3f} + {floor.mean_ms:.3f} = "
+            f"{both:.3f} ms a page; gossamer ({mode}) = {cpu_ms / both:.2f}x that (for "
+            f"comparison: what a crawler that fetches over HTTP cannot do without)"
+        )
     print(
         f"guard: {guard:.3f} ms a page over lexbor's own parse (the crawl's weighing, route and "
         f"checks), {100 * share:.1f}% of gossamer's {mode} CPU"
@@ -243,6 +272,7 @@ def floor_report(
         "ratio": ratio,
         "guard_ms_per_page": guard,
         "guard_share": share,
+        "fetch_floor_ms_per_page": fetching,
     }
 
 
