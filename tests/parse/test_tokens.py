@@ -89,14 +89,13 @@ EDGES = [
     "<textarea><a href=ta></textarea><xmp><a href=x></xmp><noembed><a href=ne></noembed>"
     "<noframes><a href=nf></noframes><title><a href=t></title><a href=after>",
     "<plaintext><a href=never>",
-    "<svg><style><a href=svg-style></a></style><title><a href=t></title></svg><a href=out>",
-    "<svg><foreignObject><style><a href=raw></style><a href=island></foreignObject>"
-    "<a href=svg></svg>",
-    "<math><mi><script><a href=raw></script></mi><mtext><a href=m></mtext></math>",
     "<svg><p><style><a href=raw></style><a href=broke-out></svg>",
     "<svg><font color=red><style><a href=raw></style></font></svg>",
     "<svg><font><style><a href=svg></style></font></svg>",
     "<svg><g><a href=1></svg><style><a href=raw></style><a href=2>",
+    "<svg><title>Logo</title><desc>d</desc><foreignObject><div><a href=f>f</a></div>"
+    "</foreignObject><style>.a{}</style></svg><style><a href=raw></style><a href=after>",
+    "<math><mi><b>x</b></mi><mtext><i>t</i></mtext></math><title>T</title><a href=m>",
     "<template><style><a href=t></style><a href=hidden></template><a href=shown>",
     "<template><template></template><a href=inner></template><a href=outer>",
     "<head><title> Two  words\n here </title><title>second</title></head>",
@@ -130,6 +129,15 @@ EDGES = [
     "<title>a\x00b</title>",
     "<head><script><a href=x></script><title>t</title><title><b>2</b></title>"
     "<style>p{}</style><link rel=canonical href=/c>",
+    "<head></head><noscript></noscript><link rel=canonical href=/c>",
+    "<head></head><link rel=canonical href=/c><noscript></noscript>",
+    "<template><svg><title>x</template><meta name=robots content=noindex><a href=/x>",
+    "<svg><title><span>Logo</span></title><style><a href=s></style></svg><a href=after>",
+    "<svg><foreignObject><p>x</p></foreignObject></svg><title>T</title>",
+    "<a href=x rel=nofollow href=y rel=next>a</a><link rel=next href=n rel=canonical>",
+    "<meta name=robots name=other content=noindex content=x>",
+    "<svg><link xlink:href=/q rel=canonical></svg>",
+    "<a " + " ".join(f"x{i}=1" for i in range(3000)) + " href=bomb>",
 ]
 
 
@@ -152,6 +160,19 @@ LEFT_TO_THE_TREE = [
     "<title>" + "x" * 70_000 + "</title>",
     "<svg><foreignObject><svg><a href=x></svg></foreignObject></svg>",
     "<svg>" + "<g>" * 300 + "<a href=deep>",
+    "<svg><foreignObject><template><p>t</p></template></foreignObject></svg><a href=/x>",
+    "<math><mi><template></template></mi></math><link rel=canonical href=/c><a href=/x>",
+    "<svg><title><span>Logo</title><style>/*<meta name=robots content=nofollow>*/</style></svg>",
+    "<svg><foreignObject><p>label</foreignObject></svg><title>T</title>",
+    "<template><col><title></template><meta name=robots content=noindex><a href=/x>",
+    "<math><annotation-xml encoding=text/html><style><a href=/x></style></annotation-xml></math>",
+    "<math><title>X</title></math><title>Y</title>",
+    "<math><mi><title>X</title></mi></math><title>Y</title>",
+    "<select><button><selectedcontent></selectedcontent></button><option>o</option></select>",
+    "<svg><style><![CDATA[.a{}]]></style></svg><script>" + "<x a=1>" * 10 + "</script>",
+    "<svg><style><a href=svg-style></a></style><title><a href=t></title></svg><a href=out>",
+    "<svg><foreignObject><style><a href=raw></style><a href=island></foreignObject></svg>",
+    "<math><mi><script><a href=raw></script></mi><mtext><a href=m></mtext></math>",
 ]
 
 

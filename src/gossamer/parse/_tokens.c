@@ -1,6 +1,5 @@
-/* A page's links, title and head read from lexbor's tokenizer alone, without its tree:
-   gossamer.parse.tokens' C part (that module's doc says what it reads and where it differs
-   from the tree).
+/* A page's links, title and head read from lexbor's tokenizer alone, without its tree: the C
+   part of gossamer.parse.links.parse_tokens (whose doc says where it differs from the tree).
 
    lexbor's HTML tokenizer runs as its tree builder runs it, minus the tree: a callback gets
    each token, switches the tokenizer's state after the start tags whose text the tree builder
@@ -12,11 +11,14 @@
    cost on real pages.
 
    Its functions are found in selectolax's loaded module (dlsym); a token is read through its
-   struct as lexbor 2 lays it out (`token_t` below), which `bind` checks by tokenizing a sample
-   and reading it back: a lexbor laid out otherwise fails `bind` (an ImportError, and the tree
-   is read instead). A document it cannot read as the tree would (a <frameset>, a NUL in a
-   value or title it reads, a title past TITLE_BYTES, SVG inside an HTML island of SVG) makes
-   `read` answer None: the caller parses the tree. */
+   struct as lexbor 2 lays it out (`token_t` below), which gossamer.parse.native checks by
+   reading a sample once bound: a lexbor laid out otherwise is not used (the tree is read). The
+   tokenizer keeps duplicate attributes (lexbor's check of each against the tag's others is
+   quadratic in a tag's attributes; the tree builder does its own): the callback reads the first
+   of a name, as the tree keeps it. A document it cannot read as the tree would (a <frameset>,
+   a CDATA section in SVG, an end tag in SVG it cannot place, a template in an island or of
+   table parts, a title past TITLE_BYTES, SVG inside an HTML island of SVG ...) makes `read`
+   answer None, the tokenizer stopped there: the caller parses the tree. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -49,6 +51,8 @@ enum { VALUE_NULL = 0x0002 };                   /* LXB_HTML_TOKEN_ATTR_TYPE_VALU
 enum { TAG_TEXT = 0x0002 };                     /* LXB_TAG__TEXT */
 #define TITLE_BYTES (64 * 1024)
 #define FOREIGN_DEPTH 256
+#define ISLAND_DEPTH 32
+#define TEMPLATE_DEPTH 64
 
 typedef void tokenizer_t;
 typedef token_t *(*callback_f)(tokenizer_t *, token_t *, void *);
@@ -61,6 +65,7 @@ static int (*tk_end)(tokenizer_t *);
 static tokenizer_t *(*tk_destroy)(tokenizer_t *);
 static void (*tk_state_by_tag)(tokenizer_t *, int, uintptr_t, uintptr_t);
 static void (*tk_callback)(tokenizer_t *, callback_f, void *);
+static void (*tk_keep_duplicate)(tokenizer_t *, int);
 static const unsigned char *(*attr_name)(token_attr_t *, size_t *);
 
 /* What each tag id is to the callback (ids of the standard tags, told by `bind`). */
@@ -70,7 +75,8 @@ enum {
     K_HEAD_OK = 1 << 9, K_BREAKOUT = 1 << 10, K_ISLAND = 1 << 11, K_NOSCRIPT = 1 << 12,
     K_HEAD_NOSCRIPT_OK = 1 << 13, K_FRAMESET = 1 << 14, K_HEAD_END = 1 << 15,
     K_BODY_END = 1 << 16, K_FONT = 1 << 17, K_HTML = 1 << 18, K_MATH = 1 << 19,
-    K_MATH_ISLAND = 1 << 20, K_BR = 1 << 21,
+    K_MATH_ISLAND = 1 << 20, K_BR = 1 << 21, K_VOID = 1 << 22, K_TABLE_PART = 1 << 23,
+    K_COPIED = 1 << 24, K_MATH_TEXT = 1 << 25,
 };
 #define KINDS 1024
 static uint32_t kinds[KINDS];
@@ -90,8 +96,11 @@ typedef struct {
     int failed;   /* a Python error is set */
     int unread;   /* the tree would read the document otherwise: answer None */
     int body;     /* past the head (the tree's "in body" or later) */
-    int head_noscript;
+    int head_noscript, after_head;
     int templates;
+    int template_foreign[TEMPLATE_DEPTH], template_island[TEMPLATE_DEPTH];
+    uintptr_t html_open[ISLAND_DEPTH]; /* the HTML elements open in an island */
+    int html_depth;
     int foreign, island; /* SVG/MathML elements open; the depth of an HTML island in them */
     uint32_t islands;    /* the kind of the islands of the open SVG or MathML */
     uintptr_t open[FOREIGN_DEPTH]; /* their tag ids */
@@ -150,12 +159,14 @@ link_of(ctx_t *ctx, token_t *token, uint32_t is)
     int has_href = 0, has_rel = 0;
     token_attr_t *href = NULL, *rel = NULL;
     for (token_attr_t *attr = token->attr_first; attr != NULL; attr = attr->next) {
-        if (named(attr, "href")) {
+        if (named(attr, "href")) { /* the first of a name, as the tree keeps it */
+            if (href == NULL)
+                href = attr;
             has_href = 1;
-            href = attr;
         } else if (named(attr, "rel")) {
+            if (rel == NULL)
+                rel = attr;
             has_rel = 1;
-            rel = attr;
         } else if (ctx->foreign && !ctx->island && named(attr, "xlink:href")) {
             has_href = 1; /* the tree's local name: an href it reads as "" */
         }
@@ -192,7 +203,7 @@ link_of(ctx_t *ctx, token_t *token, uint32_t is)
         if (is & K_LINK) {
             if ((tokens & REL_CANONICAL) && ctx->canonical == NULL) {
                 ctx->canonical = Py_BuildValue(
-                    "(NNO)", text_of(value, size),
+                    "(NNO)", href ? text_of(value, size) : Py_NewRef(Py_None),
                     text_of(rel_given ? rel->value : (const unsigned char *)"",
                             rel_given ? rel->value_size : 0),
                     ctx->body || ctx->foreign ? Py_False : Py_True);
@@ -279,6 +290,8 @@ head_step(ctx_t *ctx, token_t *token, uint32_t is)
                 ctx->body = 1;
         } else if (is & K_BODY_END) {
             ctx->body = 1;
+        } else if (is & K_HEAD_END) {
+            ctx->after_head = 1;
         }
         return;
     }
@@ -290,31 +303,67 @@ head_step(ctx_t *ctx, token_t *token, uint32_t is)
             ctx->body = 1;
         return;
     }
-    if (is & K_NOSCRIPT) {
-        ctx->head_noscript = 1;
+    if (is & K_NOSCRIPT) { /* after the head, it opens the body */
+        if (ctx->after_head)
+            ctx->body = 1;
+        else
+            ctx->head_noscript = 1;
         return;
     }
     if (!(is & (K_HEAD_OK | K_HTML)))
         ctx->body = 1;
 }
 
+static void read_token(tokenizer_t *tkz, token_t *token, ctx_t *ctx);
+
+/* Each token: read, and the tokenizer stopped (NULL) once the answer is known to be None or
+   an error, so that no more of the document is read (as text the tree would not tokenize). */
 static token_t *
 on_token(tokenizer_t *tkz, token_t *token, void *data)
 {
     ctx_t *ctx = data;
-    if (ctx->failed || ctx->unread)
-        return token;
+    read_token(tkz, token, ctx);
+    return ctx->failed || ctx->unread ? NULL : token;
+}
+
+/* An end tag in an HTML island of SVG or MathML: the island's HTML elements close, then the
+   island, and from the island with none open the SVG or MathML element it names; what could
+   close more than this model holds is left to the tree. */
+static void
+island_end(ctx_t *ctx, uintptr_t tag)
+{
+    if (ctx->html_depth > 0) {
+        if (ctx->html_open[ctx->html_depth - 1] == tag)
+            ctx->html_depth--;
+        else
+            ctx->unread = 1;
+        return;
+    }
+    int at = ctx->foreign;
+    while (at > 0 && ctx->open[at - 1] != tag)
+        at--;
+    if (at == 0) {
+        ctx->unread = 1;
+        return;
+    }
+    ctx->foreign = at - 1;
+    ctx->island = 0;
+}
+
+static void
+read_token(tokenizer_t *tkz, token_t *token, ctx_t *ctx)
+{
     uintptr_t tag = token->tag_id;
     if (ctx->in_title) {
         if (tag == TAG_TEXT) {
             title_text(ctx, token);
-            return token;
+            return;
         }
         ctx->in_title = 0; /* RCDATA ends at its end tag (or the end of the file) */
     }
     if (ctx->raw) {
         if (tag == TAG_TEXT)
-            return token;
+            return;
         ctx->raw = 0; /* raw text ends at its end tag (or the end of the file) */
     }
     uint32_t is = kind(tag);
@@ -335,68 +384,93 @@ on_token(tokenizer_t *tkz, token_t *token, void *data)
     if (tag == 4 && ctx->foreign && token->text_end - token->text_start >= 7 &&
         memcmp(token->text_start, "[CDATA[", 7) == 0) {
         ctx->unread = 1; /* a CDATA section, text in SVG and MathML: the tree's to read */
-        return token;
+        return;
     }
     if (!ctx->templates && !ctx->body && html)
         head_step(ctx, token, is);
     if (tag <= TAG_TEXT || tag == 4 || tag == 5)
-        return token;
+        return;
     if (closing) {
-        if (html && (is & K_TEMPLATE) && ctx->templates > 0 && !ctx->foreign)
-            ctx->templates--;
-        else if (ctx->foreign) {
-            /* an end tag in SVG or MathML closes the nearest open element of its name (an
-               island's end tag, the island), and those it holds; one of no open element's
-               name is ignored */
-            int at = ctx->foreign;
+        int at = ctx->foreign;
+        if (ctx->foreign && !ctx->island)
             while (at > 0 && ctx->open[at - 1] != tag)
                 at--;
-            if (ctx->island && at == ctx->island) {
+        if ((is & K_TEMPLATE) && ctx->templates > 0 && (!ctx->foreign || ctx->island || !at)) {
+            /* the template closes, and what was opened in it */
+            ctx->templates--;
+            ctx->foreign = ctx->template_foreign[ctx->templates];
+            ctx->island = ctx->template_island[ctx->templates];
+            ctx->html_depth = 0;
+        } else if (ctx->island) {
+            island_end(ctx, tag);
+        } else if (ctx->foreign) {
+            /* an end tag in SVG or MathML closes the nearest open element of its name and
+               those it holds; one of no open element's name may close an HTML element below
+               them: past this model */
+            if (at > 0)
                 ctx->foreign = at - 1;
-                ctx->island = 0;
-            } else if (!ctx->island && at > 0) {
-                ctx->foreign = at - 1;
-            } else if (!ctx->island || at > 0) {
-                /* it may close an HTML element below, or from an island an element around
-                   it: past this model */
+            else
                 ctx->unread = 1;
-            }
         }
-        return token;
+        return;
     }
     int self_closing = (token->type & CLOSE_SELF) != 0;
-    if (is & K_FRAMESET) {
-        ctx->unread = 1; /* a frameset may replace the body already read */
-        return token;
+    if (is & (K_FRAMESET | K_COPIED)) {
+        ctx->unread = 1; /* a frameset may replace the body read; selectedcontent copies */
+        return;
+    }
+    if (ctx->templates && (is & K_TABLE_PART)) {
+        ctx->unread = 1; /* a template of table parts reads raw text start tags otherwise */
+        return;
     }
     if (html) {
         if ((is & K_FOREIGN) && !self_closing) {
             if (ctx->island) {
                 ctx->unread = 1; /* SVG in an HTML island of SVG: past this simple model */
-                return token;
+                return;
             }
             ctx->foreign = 1;
             ctx->open[0] = tag;
             ctx->islands = (is & K_MATH) ? K_MATH_ISLAND : K_ISLAND;
         } else {
-            if (is & K_TEMPLATE)
+            if (is & K_TEMPLATE) {
+                if (ctx->island || ctx->templates == TEMPLATE_DEPTH) {
+                    ctx->unread = 1; /* a template in an island: past this model */
+                    return;
+                }
+                ctx->template_foreign[ctx->templates] = ctx->foreign;
+                ctx->template_island[ctx->templates] = ctx->island;
                 ctx->templates++;
+            }
+            if (ctx->island && !self_closing && !(is & K_VOID)) {
+                if (ctx->html_depth == ISLAND_DEPTH) {
+                    ctx->unread = 1;
+                    return;
+                }
+                ctx->html_open[ctx->html_depth++] = tag;
+            }
             if (is & K_RAW) {
                 tk_state_by_tag(tkz, 0, tag, NS_HTML);
                 ctx->raw = 1;
             }
         }
+    } else if ((ctx->islands == K_MATH_ISLAND && (is & K_MATH_TEXT)) ||
+               (is & K_TEMPLATE)) {
+        /* annotation-xml may be an island, a MathML title is the page's title to the tree's
+           search, an SVG or MathML template is one the tree holds: past this model */
+        ctx->unread = 1;
+        return;
     } else if (!self_closing) {
         if (ctx->foreign == FOREIGN_DEPTH) {
             ctx->unread = 1;
-            return token;
+            return;
         }
         ctx->open[ctx->foreign++] = tag;
         if (is & ctx->islands)
             ctx->island = ctx->foreign;
     }
     if (ctx->templates)
-        return token;
+        return;
     if (is & (K_A | K_AREA | K_LINK | K_BASE))
         link_of(ctx, token, is);
     else if (is & K_META) {
@@ -404,10 +478,13 @@ on_token(tokenizer_t *tkz, token_t *token, void *data)
         if (meta == NULL || PyList_Append(ctx->metas, meta) < 0)
             ctx->failed = 1;
         Py_XDECREF(meta);
-    } else if ((is & K_TITLE) && !ctx->titled && !ctx->foreign) {
-        ctx->titled = ctx->in_title = 1;
+    } else if ((is & K_TITLE) && !ctx->titled) {
+        if (!ctx->foreign)
+            ctx->titled = ctx->in_title = 1;
+        else if (ctx->islands == K_MATH_ISLAND)
+            ctx->unread = 1; /* a title in MathML is the page's to the tree's search */
     }
-    return token;
+    return;
 }
 
 /* Tokenize `data` (UTF-8) with `ctx` told each token; 0, or -1 when lexbor failed. */
@@ -419,6 +496,7 @@ tokenize(const unsigned char *data, size_t size, ctx_t *ctx)
         return -1;
     int status = tk_init(tkz);
     if (status == 0) {
+        tk_keep_duplicate(tkz, 1); /* linear: the callback keeps the first of a name */
         tk_callback(tkz, on_token, ctx);
         status = tk_begin(tkz);
         if (status == 0)
@@ -500,7 +578,7 @@ read_tokens(PyObject *self, PyObject *args)
 static const char *KIND_NAMES[] = {
     "a", "area", "link", "meta", "base", "title", "template", "foreign", "raw", "head_ok",
     "breakout", "island", "noscript", "head_noscript_ok", "frameset", "head_end", "body_end",
-    "font", "html", "math", "math_island", "br",
+    "font", "html", "math", "math_island", "br", "void", "table_part", "copied", "math_text",
 };
 
 /* bind(selectolax_lexbor_path, html_namespace, kinds): find lexbor's tokenizer in selectolax's
@@ -511,6 +589,7 @@ bind_lexbor(PyObject *self, PyObject *args)
     const char *path;
     unsigned long long ns;
     PyObject *given;
+    bound = 0;
     if (!PyArg_ParseTuple(args, "sKO!", &path, &ns, &PyDict_Type, &given))
         return NULL;
     void *module = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
@@ -534,6 +613,7 @@ bind_lexbor(PyObject *self, PyObject *args)
     FIND(tk_state_by_tag, "lxb_html_tokenizer_set_state_by_tag")
     FIND(tk_callback, "lxb_html_tokenizer_callback_token_done_set_noi")
     FIND(attr_name, "lxb_html_token_attr_name")
+    FIND(tk_keep_duplicate, "lxb_html_tokenizer_keep_duplicate_set_noi")
 #undef FIND
     dlclose(module); /* selectolax's module holds it loaded */
     memset(kinds, 0, sizeof(kinds));

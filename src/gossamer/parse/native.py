@@ -98,6 +98,13 @@ _KINDS = {
     "math": ("math",),
     "math_island": ("mi", "mo", "mn", "ms", "mtext"),
     "br": ("br",),
+    "void": (
+        *("area", "base", "basefont", "bgsound", "br", "col", "embed", "frame", "hr", "img"),
+        *("input", "keygen", "link", "meta", "param", "source", "track", "wbr"),
+    ),
+    "table_part": ("caption", "col", "colgroup", "tbody", "thead", "tfoot", "tr", "td", "th"),
+    "copied": ("selectedcontent",),
+    "math_text": ("annotation-xml", "title"),
     "noscript": ("noscript",),
     "head_noscript_ok": ("basefont", "bgsound", "link", "meta", "noframes", "style"),
     "frameset": ("frameset",),
@@ -127,12 +134,29 @@ def _tokens() -> ModuleType | None:
         module.bind(lexbor.__file__, _HTML_NAMESPACE, kinds)
     except ImportError:
         return None
-    return module
+    return module if module.read(_SAMPLE, True) == _SAMPLE_READ else None
+
+
+_SAMPLE = (
+    b"<title>a &amp; b</title><meta name=robots content=x><link rel=canonical href=/c>"
+    b"<script><a href=s></script><a href='h&amp;' rel=nofollow>x</a><a href=i>i</a>"
+)
+_SAMPLE_READ = (
+    ["i"],
+    2,
+    1,
+    [{"name": "robots", "content": "x"}],
+    None,
+    ("/c", "canonical", True),
+    "a & b",
+)
+"""A document and what `gossamer.parse._tokens` must read of it: the check of the layout of
+lexbor's tokens it reads (a lexbor that lays them out otherwise is not read)."""
 
 
 TOKENS: ModuleType | None = _tokens()
-"""The reading of a page from lexbor's tokens alone, in C (``parse/_tokens.c``), bound; its
-checks on a sample are `gossamer.parse.tokens`'; None: the tree is read."""
+"""The reading of a page from lexbor's tokens alone, in C (``parse/_tokens.c``), bound and
+checked on a sample (`_SAMPLE`); None: the tree is read."""
 
 FORMATSCAN: ModuleType | None = load("gossamer.parse._formatscan")
 """The formatting scan in C (``parse/_formatscan.c``): what
