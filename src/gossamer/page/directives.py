@@ -217,13 +217,11 @@ def meta_directives(
     ``metas``, the document's ``<meta>`` elements when the caller has them already (the
     parse finds them with the links), spares a search of the whole tree; the tags read are
     the same."""
+    if metas is not None and len(metas) <= MAX_META_TAGS:
+        return listed_directives(metas, token, fetched_at)
     token = token.lower()
     names = ("robots", token)
-    tags: Sequence[Node | Tag]
-    if metas is None or len(metas) > MAX_META_TAGS:
-        tags = tree.css(f"{_meta_selector(names)}, {_EQUIV}")  # one search in C
-    else:
-        tags = [meta for meta in metas if _addressed(meta, names)]
+    tags = tree.css(f"{_meta_selector(names)}, {_EQUIV}")  # one search in C
     found = _read_metas(tags, names, token, fetched_at)
     if len(tags) > MAX_META_TAGS:
         found = found.merge(_past_meta_tags(tree, names))

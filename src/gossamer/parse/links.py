@@ -135,9 +135,10 @@ class Tokens(NamedTuple):
 
     page: ParsedPage
     """Without a tree; its ``metas`` are `Tag`, its ``canonical_link`` None."""
-    canonical: tuple[str, str, bool] | None
+    canonical: tuple[str | None, str, bool] | None
     """The first ``<link href>`` with ``canonical`` among its rels (as the tree's walk finds
-    it): its ``href``, its ``rel`` and whether the tree would hold it in the head."""
+    it): its ``href`` (None for an SVG ``xlink:href``), its ``rel`` and whether the tree would
+    hold it in the head."""
 
 
 def parse_tokens(
@@ -147,7 +148,8 @@ def parse_tokens(
     (:data:`gossamer.parse.native.TOKENS`: its tokenizer, as its tree builder runs it, without
     the tree, at about half the cost), for a crawl that needs no tree: the same links,
     counts, title, robots directives and base. None where the C part is not in use or the
-    page is one it leaves to the tree (a ``<frameset>``, a NUL in a value or title it reads).
+    page is one it leaves to the tree (a ``<frameset>``, a CDATA section in SVG, an end tag
+    in SVG it cannot place: ``parse/_tokens.c`` lists them).
 
     Its simplified tree builder (``parse/_tokens.c``) knows templates (their contents are not
     the page's), SVG and MathML (raw text elements are not raw there; HTML breaks out) and
@@ -168,26 +170,19 @@ def parse_tokens(
     if found is None:
         return None
     hrefs, eligible, rel_nofollow, metas, base, canonical, title = found
-    tags = tuple(Tag(meta) for meta in metas)
-    noindex, nofollow = _meta_robots(tags)
-    resolver = _base_resolver(None if base is None else Tag(base), page)
-    links, skipped = _resolve_links(
-        _Nodes(hrefs, eligible, rel_nofollow),
-        resolver,
-        page.document,
-        honour_nofollow=not follow_nofollow,
-        meta_nofollow=nofollow,
-    )
+    tags: list[LexborNode | Tag] = [Tag(meta) for meta in metas]
+    nodes = _Nodes(hrefs, eligible, rel_nofollow, tags, None if base is None else Tag(base))
+    out = _outlinks(nodes, page, follow_nofollow)
     parsed = ParsedPage(
         title=None if title is None else _clean_title(title),
-        links=links,
-        nofollow_links=skipped,
-        meta_nofollow=nofollow,
-        meta_noindex=noindex,
-        base_url=resolver.document,
+        links=out.links,
+        nofollow_links=out.skipped,
+        meta_nofollow=out.nofollow,
+        meta_noindex=out.noindex,
+        base_url=out.base.document,
         text_encoding=detected.encoding,
-        flags=("links-cut",) if len(links) >= MAX_PAGE_LINKS else (),
-        metas=tags,
+        flags=out.flags,
+        metas=tuple(tags),
         names_canonical=canonical is not None,
     )
     return Tokens(parsed, canonical)
@@ -233,24 +228,17 @@ def parse_html(
         )
     kept: list[tuple[LexborNode, str]] | None = [] if anchors else None
     nodes = read_nodes(tree, honour_nofollow=not follow_nofollow, anchors=kept)
-    noindex, nofollow = _meta_robots(nodes.metas)
-    base = _base_resolver(nodes.base, page)
-    links, skipped = _resolve_links(
-        nodes, base, page.document, honour_nofollow=not follow_nofollow, meta_nofollow=nofollow
-    )
-    flags = parsed.flags
-    if len(links) >= MAX_PAGE_LINKS:
-        flags = (*flags, "links-cut")
+    out = _outlinks(nodes, page, follow_nofollow)
     return ParsedPage(
         title=_title(tree),
-        links=links,
-        nofollow_links=skipped,
-        meta_nofollow=nofollow,
-        meta_noindex=noindex,
-        base_url=base.document,
+        links=out.links,
+        nofollow_links=out.skipped,
+        meta_nofollow=out.nofollow,
+        meta_noindex=out.noindex,
+        base_url=out.base.document,
         text_encoding=detected.encoding,
         tree=tree,
-        flags=flags,
+        flags=parsed.flags + out.flags,
         metas=tuple(nodes.metas),
         names_canonical=nodes.canonical is not None,
         canonical_link=nodes.canonical,
@@ -262,6 +250,28 @@ def unguarded(document: str | bytes) -> Parsed:
     """lexbor's tree of ``document`` as it is, for a process whose time and memory are
     bounded otherwise (:mod:`gossamer.parse.sandbox`)."""
     return _lexbor(document, ())
+
+
+class _Outlinks(NamedTuple):
+    links: list[str]
+    skipped: int
+    noindex: bool
+    nofollow: bool
+    base: Resolver
+    flags: tuple[str, ...]
+    """``links-cut`` when the links reached `MAX_PAGE_LINKS`."""
+
+
+def _outlinks(nodes: _Nodes, page: Resolver, follow_nofollow: bool) -> _Outlinks:
+    """A page's links from what was read of its elements (the tree's or its tokens'), by its
+    robots meta tags and its base; ``page`` resolves against the page's own URL."""
+    noindex, nofollow = _meta_robots(nodes.metas)
+    base = _base_resolver(nodes.base, page)
+    links, skipped = _resolve_links(
+        nodes, base, page.document, honour_nofollow=not follow_nofollow, meta_nofollow=nofollow
+    )
+    cut: tuple[str, ...] = ("links-cut",) if len(links) >= MAX_PAGE_LINKS else ()
+    return _Outlinks(links, skipped, noindex, nofollow, base, cut)
 
 
 def _title(tree: LexborHTMLParser) -> str | None:
@@ -325,8 +335,8 @@ class _Nodes:
     stylesheets are neither)."""
     rel_nofollow: int = 0
     """Of those, the ``rel=nofollow`` ones skipped."""
-    metas: list[LexborNode] = field(default_factory=list)
-    base: LexborNode | None = None
+    metas: list[LexborNode | Tag] = field(default_factory=list)
+    base: LexborNode | Tag | None = None
     """The first ``<base href>``."""
     canonical: LexborNode | None = None
     """The first ``<link>`` naming ``canonical`` among its rels (split as ``rel~=`` splits, or

@@ -115,7 +115,7 @@ _KINDS = {
 }
 """The kinds of element `gossamer.parse._tokens` tells apart, by tag name (see that file)."""
 _HTML_NAMESPACE = 2
-"""lexbor's id of the HTML namespace (``LXB_NS_HTML``), checked by `gossamer.parse.tokens`."""
+"""lexbor's id of the HTML namespace (``LXB_NS_HTML``), checked with the rest on `_SAMPLE`."""
 
 
 def _tokens() -> ModuleType | None:
