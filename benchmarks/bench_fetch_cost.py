@@ -15,9 +15,14 @@ costs a page before any parse, next to the parse floor of ``bench_realpages.py``
 runs on the event loop a crawl runs on (uvloop when installed; ``GOSSAMER_EVENT_LOOP=asyncio``
 for the standard loop: see ``gossamer.eventloop``).
 
+With ``--urls FILE`` it fetches the URLs listed there instead (and each site's
+``robots.txt``): ``bench_realpages.py`` gives it the answers its last gossamer crawl read, the
+404s of the sets' broken links among them, so the floor counts what that crawl had to fetch.
+
 Usage: ``PYTHONPATH=src .venv/bin/python benchmarks/bench_fetch_cost.py [--rounds 4]
-[--port 18497] [--limit N] [--json]`` (``--json``: the medians as one line of JSON, as
-``bench_realpages.py`` reads them; the rounds go to standard error).
+[--port 18497] [--limit N] [--urls FILE] [--json]`` (``--json``: the medians and the number
+of responses as one line of JSON, as ``bench_realpages.py`` reads them; the rounds go to
+standard error).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import statistics
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import nginx
 import realweb
@@ -107,6 +113,18 @@ def urls_of(sites: Sequence[realweb.Site], port: int, limit: int | None) -> list
     return urls[:limit]
 
 
+def urls_listed(listing: Path, sites: Sequence[realweb.Site], port: int) -> list[str]:
+    """The URLs of ``listing`` (one a line, as a crawl of ``bench_realpages.py`` fetched
+    them) on ``port``, with the ``/robots.txt`` of each site: every answer the crawl read."""
+    urls = [f"http://{site.ip}:{port}/robots.txt" for site in sites]
+    for line in listing.read_text(encoding="utf-8").splitlines():
+        parts = urlsplit(line.strip())
+        if parts.hostname in {site.ip for site in sites}:
+            path = parts.path + (f"?{parts.query}" if parts.query else "")
+            urls.append(f"http://{parts.hostname}:{port}{path}")
+    return urls
+
+
 def measure(urls: list[str], rounds: int) -> dict[str, list[float]]:
     """CPU milliseconds per response, by way, round by round (the order alternating)."""
     from gossamer import eventloop, tls
@@ -130,6 +148,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=4, help="rounds of every way (4)")
     parser.add_argument("--port", type=int, default=18497, help="port of every host (18497)")
     parser.add_argument("--limit", type=int, help="fetch only the first N files")
+    parser.add_argument(
+        "--urls", type=Path, help="fetch these URLs (one a line, any port) and robots.txt"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "bench-out" / "fetch-cost")
     parser.add_argument("--json", action="store_true", help="the medians as one JSON line")
     args = parser.parse_args(argv)
@@ -138,7 +159,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not sites:
         print("bench: no documentation package installed (realweb.py)", file=sys.stderr)
         return 2
-    urls = urls_of(sites, args.port, args.limit)
+    if args.urls is not None:
+        urls = urls_listed(args.urls, sites, args.port)[: args.limit]
+    else:
+        urls = urls_of(sites, args.port, args.limit)
     server_cpu, client_cpu = choose_cpus()
     if client_cpu is not None:
         os.sched_setaffinity(0, {client_cpu})

@@ -16,8 +16,12 @@ It prints each round, the medians, the ratios of pages per CPU-second against th
 the distribution of tags per page of the served set, and the floor: per page fetched,
 lexbor's parse plus every ``<a href>`` resolved with gossamer's own URL library
 (``gossamer.urls.Resolver``, ada), with gossamer's links-only CPU per page over it; and, for
-comparison, that floor plus what the least HTTP client costs a page, aiohttp fetching it and
-ISA-L inflating it (``bench_fetch_cost.py``: a crawler that fetches over HTTP pays both). The
+comparison, that floor plus what the least HTTP client costs a page, aiohttp fetching and
+ISA-L inflating every answer gossamer's crawl read (its pages, the 404s of the sets' broken
+links, the robots.txt) over the pages it fetched (``bench_fetch_cost.py``: a crawler that
+fetches over HTTP pays both). Both floors time the pages alone, their start-up left out, so
+the benchmark prints gossamer's steady state too: its CPU less that of a crawl of one page
+(``--max-depth 0``, three times, the median), over the pages. The
 summary goes to ``bench-out/real/realpages-bench.json``.
 
 Usage: ``.venv/bin/python benchmarks/bench_realpages.py [--rounds R] [--only links|content]
@@ -30,6 +34,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -42,7 +48,8 @@ import crawl_report as report
 import nginx
 import realweb
 from bench_crawl import choose_cpus, run_one
-from crawlers import Crawler, Gossamer, Scrapy, compile_gossamer
+from crawlers import Crawler, Gossamer, Scrapy, Settings, compile_gossamer
+from measure import run_measured
 from parsefloor import TOP_PAD, Floor, time_pages
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -178,7 +185,26 @@ def crawl_rounds(args: argparse.Namespace, sites: Sequence[realweb.Site]) -> lis
                 print(report.round_table(number, args.rounds, mode, done), flush=True)
                 print(report.round_ratio(done, pair[0].name, pair[1].name), flush=True)
                 runs += done
+        args.fixed_cpu = fixed_cost(args, seeds[0], crawler_cpu)
     return runs
+
+
+def fixed_cost(args: argparse.Namespace, seed: str, cpu: int | None, times: int = 3) -> float:
+    """gossamer's CPU seconds for a crawl of one page (``seed``, ``--max-depth 0``, the
+    flags of the comparison the floor is read against): its start-up, robots.txt, the page
+    and its end. The median of ``times`` runs."""
+    mode = "links" if "links" in args.pairs else "content"
+    crawler = args.pairs[mode][0]
+    work = args.out / "runs" / "gossamer-one-page"
+    costs = []
+    for _ in range(times):
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        (work / "seeds.txt").write_text(f"{seed}\n", encoding="utf-8")
+        settings = Settings(args.concurrency, args.per_host)
+        command = [*crawler.command(work / "seeds.txt", work, settings), "--max-depth", "0"]
+        costs.append(run_measured(command, work / "log.txt", cpu=cpu, timeout=60).cpu)
+    return statistics.median(costs)
 
 
 def summarise(args: argparse.Namespace, runs: list[report.Run]) -> dict[str, Any]:
@@ -211,20 +237,24 @@ def count_flags(runs: Sequence[report.Run], mode: str) -> list[str]:
     return list(dict.fromkeys(flags))
 
 
-def fetch_floor(args: argparse.Namespace) -> float | None:
-    """The CPU milliseconds a response costs aiohttp with ISA-L inflating it, over the same
-    pages (``bench_fetch_cost.py``, two rounds, in its own pinned process); None when it
-    could not run."""
+def fetch_floor(args: argparse.Namespace, fetched: Sequence[str], pages: int) -> float | None:
+    """The CPU milliseconds aiohttp with ISA-L inflating costs to fetch what the crawl
+    fetched (``fetched``: its pages and its 404s, with each site's robots.txt), over the
+    ``pages`` it fetched whole (``bench_fetch_cost.py``, two rounds, in its own pinned
+    process); None when it could not run."""
+    listing = args.out / "fetch-cost-urls.txt"
+    listing.write_text("".join(f"{url}\n" for url in fetched), encoding="utf-8")
     script = Path(__file__).resolve().parent / "bench_fetch_cost.py"
-    command = [sys.executable, str(script), "--rounds", "2", "--json"]
+    command = [sys.executable, str(script), "--rounds", "2", "--json", "--urls", str(listing)]
     command += ["--port", str(args.port + 7), "--out", str(args.out / "fetch-cost")]
     environment = os.environ | {"PYTHONPATH": str(ROOT / "src")}
     done = subprocess.run(
         command, capture_output=True, text=True, env=environment, timeout=600, check=False
     )
     try:
-        return float(json.loads(done.stdout.strip().splitlines()[-1])["ms"]["aiohttp+gzip"])
-    except (ValueError, KeyError, IndexError):
+        found = json.loads(done.stdout.strip().splitlines()[-1])
+        return float(found["ms"]["aiohttp+gzip"]) * int(found["responses"]) / max(pages, 1)
+    except (ValueError, KeyError, IndexError, TypeError):
         print(f"note: no fetch floor: {done.stderr.strip()[-300:]}")
         return None
 
@@ -250,14 +280,24 @@ def floor_report(
     )
     verdict = "met" if ratio <= FLOOR_TARGET else "MISSED"
     print(f"target: {mode} CPU per page at most {FLOOR_TARGET:g}x the floor: {verdict}")
-    fetching = fetch_floor(args)
+    fixed = getattr(args, "fixed_cpu", 0.0)
+    steady_ms = 1000 * (ours["cpu"] - fixed) / ours["pages_ok"] if ours["pages_ok"] else 0.0
+    print(
+        f"steady state: gossamer's CPU less that of a crawl of one page ({1000 * fixed:.0f} ms: "
+        f"start-up, robots.txt, the page, the end; the floors leave their start-up out too), "
+        f"{steady_ms:.3f} ms a page = {steady_ms / floor.mean_ms:.2f}x the floor"
+    )
+    fetched = crawler.fetched_urls(args.out / "runs" / crawler.name)
+    fetching = fetch_floor(args, fetched, ours["pages_ok"])
     if fetching is not None:
         both = floor.mean_ms + fetching
         print(
-            f"fetch floor: the floor plus aiohttp fetching the pages and ISA-L inflating them "
+            f"fetch floor: the floor plus aiohttp fetching what the crawl fetched "
+            f"({len(fetched)} answers and the robots.txt) and ISA-L inflating them "
             f"(benchmarks/bench_fetch_cost.py), {fetching:.3f} + {floor.mean_ms:.3f} = "
-            f"{both:.3f} ms a page; gossamer ({mode}) = {cpu_ms / both:.2f}x that (for "
-            f"comparison: what a crawler that fetches over HTTP cannot do without)"
+            f"{both:.3f} ms a page; gossamer ({mode}) = {cpu_ms / both:.2f}x that, "
+            f"{steady_ms / both:.2f}x in the steady state (for comparison: what a crawler that "
+            f"fetches over HTTP cannot do without)"
         )
     print(
         f"guard: {guard:.3f} ms a page over lexbor's own parse (the crawl's weighing, route and "
@@ -273,6 +313,8 @@ def floor_report(
         "guard_ms_per_page": guard,
         "guard_share": share,
         "fetch_floor_ms_per_page": fetching,
+        "one_page_crawl_cpu_s": fixed,
+        "steady_cpu_ms_per_page": steady_ms,
     }
 
 

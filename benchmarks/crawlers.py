@@ -138,6 +138,11 @@ class Gossamer(Crawler):
         records = _jsonl(work / "out" / "pages.jsonl")
         return {r["url"].partition("#")[0] for r in records if r.get("status") == 200}
 
+    def fetched_urls(self, work: Path) -> list[str]:
+        """The URL of every record with a status (a page, a 404, a redirect: every answer
+        the crawl read), in the order fetched."""
+        return [r["url"] for r in _jsonl(work / "out" / "pages.jsonl") if r.get("status")]
+
     def texts(self, work: Path) -> dict[str, str]:
         """``text`` of the records with status 200 that have one."""
         records = _jsonl(work / "out" / "pages.jsonl")

@@ -3,6 +3,12 @@
 CPU time and peak RSS come from ``os.wait4`` on the child itself (the crawlers here are one
 process each; ``taskset`` execs the command, so the child is the crawler). A watchdog kills
 the child's process group when it outruns its time limit.
+
+Linux starts a child's ``ru_maxrss`` at the high-water mark of the process that spawned it
+(the parent's memory is the child's until it execs), so a benchmark that once held a lot, a
+web generated in-process, say, would lend that peak to every crawler it starts. The high-water
+mark of this process is reset (``/proc/self/clear_refs``) before each start: a child's figure
+is its own, or at most this process's RSS at that moment.
 """
 
 from __future__ import annotations
@@ -65,6 +71,13 @@ def core_busy_seconds(cpu: int | None) -> float | None:
 def pinned(command: Sequence[str], cpu: int | None) -> list[str]:
     """``command`` under ``taskset -c cpu`` (unchanged when ``cpu`` is None)."""
     return ["taskset", "-c", str(cpu), *command] if cpu is not None else list(command)
+
+
+def _forget_own_peak() -> None:
+    """Reset this process's RSS high-water mark to its RSS now, so that a child started next
+    does not inherit it as its ``ru_maxrss`` (Linux only; elsewhere nothing)."""
+    with contextlib.suppress(OSError), open("/proc/self/clear_refs", "w") as clear:
+        clear.write("5")
 
 
 def _kill_group(pid: int) -> None:
@@ -130,6 +143,7 @@ def run_measured(
     ``rss_log``, the command's RSS is sampled into that file every second."""
     busy_before = core_busy_seconds(cpu)
     with log.open("wb") as out:
+        _forget_own_peak()
         started = time.perf_counter()
         process = subprocess.Popen(
             pinned(command, cpu),

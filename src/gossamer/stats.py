@@ -12,7 +12,18 @@ import msgspec
 
 
 def peak_rss_mb() -> float:
-    """Peak resident set size of this process, MiB."""
+    """Peak resident set size of this process, MiB: Linux's ``VmHWM``, the high-water mark
+    of the process's own memory since it started. Not ``getrusage``'s ``ru_maxrss``: Linux
+    keeps there the peak of the process that started this one (its memory as it was when
+    this one was spawned), so a crawl started from a process that once held 2 GB would say
+    2 GB. Elsewhere, ``ru_maxrss``."""
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"VmHWM:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except (OSError, ValueError, IndexError):
+        pass
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     divisor = 1024 * 1024 if sys.platform == "darwin" else 1024
     return round(peak / divisor, 1)
