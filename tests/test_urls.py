@@ -200,6 +200,10 @@ def test_a_seed_port_is_allowed_for_its_own_host_and_the_allowed_domains() -> No
         ("http://h.test/d/", "HTTP://X.test/%7e", "http://x.test/%7e"),
         ("http://h.test/d/", " \tx\n y ", "http://h.test/d/x%20y"),
         ("http://u:p@h.test/d/", "/x", "http://u:p@h.test/x"),
+        ("http://h.test/d/p?", "x", "http://h.test/d/x"),  # a base's empty query or fragment
+        ("http://h.test/d/p?", "", "http://h.test/d/p?"),
+        ("http://h.test/d/p#", "?r", "http://h.test/d/p?r"),
+        ("http://h.test/d/p?#", "/x", "http://h.test/x"),
         ("http://h.test/d/", "mailto:a@h.test", None),
         ("http://h.test/d/", "http://[::1", None),
         ("http://h.test/d/", "http://h.test:65536/", None),
@@ -234,6 +238,8 @@ def test_remembered_resolutions_depend_on_what_they_read() -> None:
         "https://h.test/a/b.html",
         "http://g.test/a/b.html",
         "http://h.test/",
+        "http://h.test/a/b?",
+        "http://h.test/a/b?q#",
     ]
     references = ["", "?x", "#f", "c.html", "../d", "/e", "//g.test/f", "http:", "http:?y",
                   "http:z", "https://k.test/./l", " c.html ", "http://H.test/a"]  # fmt: skip

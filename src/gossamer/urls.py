@@ -205,15 +205,26 @@ class Resolver:
             parsed = can_ada.parse(base)
         except (ValueError, TypeError) as exc:  # TypeError: a lone surrogate
             raise ValueError(f"not an absolute http(s) URL: {base[:200]!r}") from exc
-        if parsed.protocol not in _SCHEMES:
+        scheme = parsed.protocol
+        if scheme not in _SCHEMES:
             raise ValueError(f"not an absolute http(s) URL: {base[:200]!r}")
+        # The parts cut from ada's serialisation, not read one by one (each getter builds a
+        # string): an http(s) URL serialises as ``scheme//authority/path[?query][#fragment]``,
+        # where the authority holds no "/" and the path and query no "#", all percent-encoded,
+        # and an empty query or fragment keeps its "?" or "#" (the getters say "" for both).
         href = parsed.href
-        path, search, fragment = parsed.pathname, parsed.search, parsed.hash
-        self.scheme = parsed.protocol
-        self.origin = href[: len(href) - len(path) - len(search) - len(fragment)]
-        self.path_url = self.origin + path
-        self.document = self.path_url + search
-        self.directory = self.origin + path[: path.rfind("/") + 1]
+        path_at = href.index("/", len(scheme) + 2)
+        hash_at = href.find("#", path_at)
+        if hash_at < 0:
+            hash_at = len(href)
+        query_at = href.find("?", path_at, hash_at)
+        if query_at < 0:
+            query_at = hash_at
+        self.scheme = scheme
+        self.origin = href[:path_at]
+        self.path_url = href[:query_at]
+        self.document = href[:hash_at]
+        self.directory = href[: href.rfind("/", path_at, query_at) + 1]
         self._by_root = _REMEMBERED.table(self.origin + "/")
         self._by_directory = _REMEMBERED.table(self.directory)
 
