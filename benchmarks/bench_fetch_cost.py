@@ -117,9 +117,10 @@ def urls_listed(listing: Path, sites: Sequence[realweb.Site], port: int) -> list
     """The URLs of ``listing`` (one a line, as a crawl of ``bench_realpages.py`` fetched
     them) on ``port``, with the ``/robots.txt`` of each site: every answer the crawl read."""
     urls = [f"http://{site.ip}:{port}/robots.txt" for site in sites]
+    served = {site.ip for site in sites}
     for line in listing.read_text(encoding="utf-8").splitlines():
         parts = urlsplit(line.strip())
-        if parts.hostname in {site.ip for site in sites}:
+        if parts.hostname in served:
             path = parts.path + (f"?{parts.query}" if parts.query else "")
             urls.append(f"http://{parts.hostname}:{port}{path}")
     return urls
