@@ -154,9 +154,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=ROOT / "bench-out" / "fetch-cost")
     parser.add_argument("--json", action="store_true", help="the medians as one JSON line")
+    parser.add_argument(
+        "--docs",
+        type=realweb.doc_sets,
+        default=realweb.DOCS,
+        metavar="PACKAGE=GLOB,...",
+        help="documentation sets to serve (as bench_realpages.py's --docs)",
+    )
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    sites = realweb.lay_out(args.out / "www")
+    sites = realweb.lay_out(args.out / "www", args.docs)
     if not sites:
         print("bench: no documentation package installed (realweb.py)", file=sys.stderr)
         return 2

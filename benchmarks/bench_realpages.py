@@ -77,6 +77,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=ROOT / "bench-out" / "real")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per crawl (900)")
     parser.add_argument("--only", choices=sorted(PAIRS), help="run one comparison, not both")
+    parser.add_argument(
+        "--docs",
+        type=realweb.doc_sets,
+        default=realweb.DOCS,
+        metavar="PACKAGE=GLOB,...",
+        help="documentation packages to serve instead of the default sets, each with a glob "
+        "from / to its HTML directory (index.html inside), e.g. "
+        "cmake-doc=usr/share/doc/cmake-data/html: a check on documents the default "
+        "sets do not show",
+    )
     parser.add_argument("--floor-of", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.rounds < 1:
@@ -260,6 +270,7 @@ def fetch_floor(args: argparse.Namespace, fetched: Sequence[str], pages: int) ->
     script = Path(__file__).resolve().parent / "bench_fetch_cost.py"
     command = [sys.executable, str(script), "--rounds", "2", "--json", "--urls", str(listing)]
     command += ["--port", str(args.port + 7), "--out", str(args.out / "fetch-cost")]
+    command += ["--docs", ",".join(f"{d.package}={d.pattern}" for d in args.docs)]
     environment = os.environ | {"PYTHONPATH": str(ROOT / "src")}
     done = subprocess.run(
         command, capture_output=True, text=True, env=environment, timeout=600, check=False
@@ -342,10 +353,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if (why := crawler.missing()) is not None:
             print(f"bench: {why}", file=sys.stderr)
             return 2
-    if missing := realweb.provide_missing():
+    if missing := realweb.provide_missing(args.docs):
         print(f"note: not served (not found): {', '.join(missing)}")
     args.out.mkdir(parents=True, exist_ok=True)
-    sites = realweb.lay_out(args.out / "www")
+    sites = realweb.lay_out(args.out / "www", args.docs)
     if not sites:
         print("bench: no documentation package found or unpacked", file=sys.stderr)
         return 2

@@ -17,6 +17,7 @@ from __future__ import annotations
 import shutil
 import statistics
 import subprocess
+from argparse import ArgumentTypeError
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +68,19 @@ class Site:
 
 UNPACKED = Path(__file__).resolve().parent.parent / "bench-out" / "debs"
 """Where the documentation packages not installed here are unpacked (`provide_missing`)."""
+
+
+def doc_sets(text: str) -> tuple[DocSet, ...]:
+    """``PACKAGE=GLOB,...`` as documentation sets."""
+    sets = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        package, equals, pattern = item.partition("=")
+        if not (equals and package and pattern) or pattern.startswith("/"):
+            raise ArgumentTypeError(f"{item!r}: want PACKAGE=GLOB, GLOB relative to /")
+        sets.append(DocSet(package, pattern))
+    if not sets:
+        raise ArgumentTypeError("no documentation set given")
+    return tuple(sets)
 
 
 def provide_missing(docs: Sequence[DocSet] = DOCS, into: Path = UNPACKED) -> list[str]:
