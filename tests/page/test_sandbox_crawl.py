@@ -1,7 +1,8 @@
 """Crawls of a real server with big pages, the parse sandbox on and off: the same records (a
 hostile page's worker killed at its budget, the page parsed the guarded way and flagged, a new
-worker for the next big page; a crawl keeping no text reads the page's tokens in the worker,
-linear on it, and keeps every link unflagged), no worker process left once the crawl ends."""
+worker for the next big page; a crawl keeping no text reads a big page's tokens in-process
+under a CPU budget, linear on it, and keeps every link unflagged, and sends the sandbox only a
+page past that budget), no worker process left once the crawl ends."""
 
 from __future__ import annotations
 
@@ -104,18 +105,47 @@ async def test_the_sandbox_gives_the_records_of_the_in_process_parse(
     assert bomb_off["flags"] == ["html-flattened"] and bomb_off["outlinks"] == 2
     if text:  # the tree's builder is quadratic on it: killed, guarded in-process
         assert bomb_on == bomb_off | {"flags": ["html-flattened", "html-sandbox-killed"]}
-    else:  # read from its tokens in the worker: linear, nothing flattened
+    else:  # read from its tokens in-process: linear, nothing flattened
         assert bomb_on == bomb_off | {"flags": []}
     assert on == off
     assert on["one"]["canonical"] == f"http://{HOST}:{port}/one-canonical"
     assert on["noindex"]["flags"] == ["noindex", "nofollow"] and on["noindex"]["outlinks"] == 0
     assert (on["two"]["text"] is not None) is text and on["two"]["title"] == "Page two"
     # /one, /two, /three, /three?x=1, /noindex, /bomb (killed with text), then /after: a new
-    # worker
-    killed = int(text)
-    assert stats_on.parse_sandbox == {"pages": 7, "killed": killed, "started": 1 + killed}
+    # worker; without text, every page's tokens are read in-process (within their budget)
+    if text:
+        assert stats_on.parse_sandbox == {"pages": 7, "killed": 1, "started": 2}
+    else:
+        assert stats_on.parse_sandbox == {"pages": 0, "killed": 0, "started": 0}
     assert stats_off.parse_sandbox is None
     assert stats_on.pages == stats_off.pages == crawled
+
+
+def names_page(size: int) -> str:
+    """A link, ``size`` bytes of distinct attribute names (lexbor's tokenizer is quadratic in
+    them: its hash table of names never grows), a link."""
+    names = "".join(f"<br a{i}=1>" for i in range(size // 12))
+    return f'<a href="/first">first</a>{names}<a href="/last">last</a>'
+
+
+async def test_a_page_past_its_token_budget_is_read_in_the_sandbox(tmp_path: Path) -> None:
+    """A links-only crawl reads a big page's tokens in-process for at most
+    `sandboxed.TOKENS_HERE_BUDGET_S` of CPU; a page that costs more (distinct attribute names)
+    goes to the sandbox, and its links are all there; an ordinary big page stays in-process."""
+    pages = {
+        "/": '<a href="/names">n</a><a href="/big">b</a>',
+        "/names": names_page(768 * 1024),
+        "/big": big_page("big", ["/"]),
+        "/first": "<p>first",
+        "/last": "<p>last",
+    }
+    async with serve_pages(pages.get) as port:
+        stats = await crawl(tmp_path / "on", port, text=False)
+    found = records(tmp_path / "on")
+    assert sorted(found) == ["", "big", "first", "last", "names"]
+    assert found["names"]["outlinks"] == 2 and found["big"]["outlinks"] == 1
+    assert stats.parse_sandbox is not None and stats.parse_sandbox["pages"] == 1
+    assert workers() == []
 
 
 PHRASE = "paragraph sentence"
@@ -222,7 +252,7 @@ async def test_a_page_that_killed_its_worker_is_guarded_before_lexbor_reads_it(
     async with serve_pages(pages) as port:
         out = tmp_path / "out"
         command = [sys.executable, "-m", "gossamer", "crawl", f"http://127.0.0.1:{port}/"]
-        command += ["--out", str(out), "--no-robots", "--quiet", "--no-text"]
+        command += ["--out", str(out), "--no-robots", "--quiet"]  # text: the worker's tree
         process = await asyncio.create_subprocess_exec(*command, preexec_fn=limited)
         assert await asyncio.wait_for(process.wait(), 45) == 0
     found = records(out)

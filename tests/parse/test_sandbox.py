@@ -121,7 +121,7 @@ async def test_hostile_shapes_end_in_bounded_time_with_their_links_and_the_guard
             assert took < 20 * budget(len(body)) + 10, (name, took)
         killed = len(HOSTILE)
         assert sandbox.stats()._replace(pages=0) == (0, killed, killed)
-        html = await reader(sandbox).page(URL, cast(Fetched, Answer(ordinary_page())))
+        html = await reader(sandbox, tokens=False).page(URL, cast(Fetched, Answer(ordinary_page())))
         assert html.flags == () and html.aside is not None
         assert sandbox.stats() == (killed + 1, killed, killed + 1)
     finally:
@@ -137,11 +137,12 @@ attribute and tag names); the others cost its tree builder."""
 
 
 async def test_hostile_shapes_read_from_their_tokens_keep_every_link_in_bounded_time() -> None:
-    """A crawl that needs no tree reads a big page's tokens in its worker: the shapes that
-    cost the tree builder cost the tokenizer linear time (no worker killed, no flag, every
-    link the guarded parse keeps and those it flattens away); one that costs the tokenizer
-    too (a tag of thousands of distinct attributes) is killed at its budget and parsed the
-    guarded way, as a tree-reading crawl's is (so is one of 160,000 distinct tag names)."""
+    """A crawl that needs no tree reads a big page's tokens in-process under a CPU budget: the
+    shapes that cost the tree builder cost the tokenizer linear time (no worker, no flag,
+    every link the guarded parse keeps and those it flattens away); one that costs the
+    tokenizer too (a tag of thousands of distinct attributes) runs past that budget and goes
+    to the worker, which is killed at its own and the page parsed the guarded way, as a
+    tree-reading crawl's is (so is one of 160,000 distinct tag names)."""
     sandbox = Sandbox(WORKER, workers=1)
     try:
         for name, make in HOSTILE.items():
@@ -160,7 +161,7 @@ async def test_hostile_shapes_read_from_their_tokens_keep_every_link_in_bounded_
                 assert html.flags == () and html.parsed.flags == (), name
                 assert html.aside is not None and html.parsed.tree is None, name
         killed = len(TOKENIZER_HOSTILE)
-        assert sandbox.stats() == (len(HOSTILE), killed, killed)  # the last one killed
+        assert sandbox.stats() == (killed, killed, killed)  # only those went to a worker
     finally:
         await sandbox.close()
     assert workers() == []
@@ -285,18 +286,22 @@ def test_where_a_page_is_parsed_goes_by_its_bytes_and_its_tags() -> None:
 
 async def test_a_long_page_of_few_tags_goes_to_a_worker() -> None:
     """A page past 64 KiB goes to a worker however few its ``<`` (in-process, the guard would
-    read it whole before lexbor), and reads as it does in-process."""
+    read it whole before lexbor), and reads as it does in-process; a crawl that needs no tree
+    reads its tokens in-process, within their budget."""
     body = ordinary_page(1000)
     assert len(body) > sandboxed.MIN_BYTES and body.count(b"<") <= 4096
     sandbox = Sandbox(WORKER, workers=1)
     try:
-        aside = await reader(sandbox).page(URL, cast(Fetched, Answer(body)))
+        aside = await reader(sandbox, tokens=False).page(URL, cast(Fetched, Answer(body)))
+        assert sandbox.stats() == (1, 0, 1)
+        tokens = await reader(sandbox).page(URL, cast(Fetched, Answer(body)))
+        assert sandbox.stats() == (1, 0, 1)
     finally:
         await sandbox.close()
     here = await reader(None).page(URL, cast(Fetched, Answer(body)))
     assert aside.aside is not None and aside.parsed.tree is None and aside.flags == ()
-    assert aside.parsed == here.parsed and len(here.parsed.links) == 400
-    assert sandbox.stats() == (1, 0, 1)
+    assert aside.parsed == here.parsed == tokens.parsed and len(here.parsed.links) == 400
+    assert tokens.aside is not None and tokens.flags == ()
 
 
 async def test_a_handler_gets_a_tree_built_in_process_and_a_hook_turns_the_sandbox_off() -> None:
@@ -333,7 +338,9 @@ async def test_a_handler_gets_a_tree_built_in_process_and_a_hook_turns_the_sandb
     assert handled.record.title == "An ordinary big page"
     assert handled.record.flags == ("nofollow",) and handled.record.outlinks == 0  # its meta tag
     assert hooked.record.extra == {"tree": True}
-    assert sandbox.stats().pages == 1  # the handled page's; the hooked one stayed in-process
+    # the handled page read from its tokens in-process (its tree built for the handler), the
+    # hooked one parsed in-process: no worker
+    assert sandbox.stats().pages == 0
 
 
 async def test_a_page_past_the_workers_memory_is_parsed_the_guarded_way() -> None:
@@ -454,7 +461,7 @@ async def test_a_closed_sandbox_leaves_the_page_to_the_in_process_parse_unflagge
     sandbox = Sandbox(WORKER, workers=1)
     await sandbox.close()
     answer = cast(Fetched, Answer(ordinary_page()))
-    html = await reader(sandbox).page(URL, answer)
+    html = await reader(sandbox, tokens=False).page(URL, answer)
     assert html.flags == () and html.aside is None and len(html.parsed.links) == 400
     assert sandbox.stats() == (0, 0, 0)
 
@@ -465,14 +472,15 @@ async def test_a_stopped_worker_is_given_up_within_seconds_and_replaced() -> Non
     and flagged, and a new worker answers the next page."""
     sandbox = Sandbox(WORKER, workers=1)
     try:
-        first = await reader(sandbox).page(URL, cast(Fetched, Answer(ordinary_page())))
+        page = reader(sandbox, tokens=False).page
+        first = await page(URL, cast(Fetched, Answer(ordinary_page())))
         [worker] = workers()
         worker.suspend()
         started = time.monotonic()
-        held = await reader(sandbox).page(URL, cast(Fetched, Answer(ordinary_page())))
+        held = await page(URL, cast(Fetched, Answer(ordinary_page())))
         took = time.monotonic() - started
         assert not worker.is_running()  # killed and reaped
-        again = await reader(sandbox).page(URL, cast(Fetched, Answer(ordinary_page())))
+        again = await page(URL, cast(Fetched, Answer(ordinary_page())))
     finally:
         await sandbox.close()
     assert first.flags == again.flags == () and again.aside is not None
@@ -545,7 +553,7 @@ async def test_a_crawler_killed_with_sigkill_leaves_no_worker_behind(tmp_path: P
     async with serve(site) as port:
         crawl = await asyncio.create_subprocess_exec(
             *(sys.executable, "-m", "gossamer", "crawl", f"http://site.test:{port}/"),
-            *("--resolve", "site.test=127.0.0.1", "--no-robots", "--quiet", "--no-text"),
+            *("--resolve", "site.test=127.0.0.1", "--no-robots", "--quiet"),  # text: a worker
             *("--out", str(tmp_path / "out")),
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,

@@ -41,11 +41,21 @@ def fields(page: ParsedPage) -> dict[str, object]:
     return found
 
 
+def assert_pieces_alike(body: bytes, *, honour_nofollow: bool) -> None:
+    """The tokens read in pieces (under a budget, `parse_tokens`' ``budget``) read as in one:
+    lexbor takes a stream's pieces, the tokens that span two included."""
+    assert native.TOKENS is not None
+    whole = native.TOKENS.read(body, honour_nofollow)
+    for piece in (1, 7, 4093) if len(body) < 65536 else (7, 4093):
+        assert native.TOKENS.read(body, honour_nofollow, 1e9, piece) == whole, (piece, body[:300])
+
+
 def assert_same(body: bytes, url: str = URL, *, counts: bool = True) -> bool:
     """The token reading equals the tree's, for both nofollow settings; False when the
     tokens left the page to the tree. Without ``counts``, ``nofollow_links`` may differ (the
     tree builder's copies of an ``<a>`` count there)."""
     for follow in (False, True):
+        assert_pieces_alike(body, honour_nofollow=not follow)
         tree = parse_html(body, url, follow_nofollow=follow, guarded=False)
         read = parse_tokens(body, url, follow_nofollow=follow)
         if read is None:
@@ -296,3 +306,19 @@ def test_real_documentation_sets_read_alike() -> None:
     assert len(files) > 100
     for file in files[::2]:
         assert assert_same(file.read_bytes(), "http://docs.test/a/b.html"), file
+
+
+def test_a_budget_ends_the_tokenizer_on_markup_that_costs_it_more_than_its_length() -> None:
+    """lexbor's tokenizer is quadratic in distinct attribute names (its hash table of names
+    never grows): 1 MB of them costs it some 0.35 s; under a budget of 10 ms it stops within a
+    piece of that and says None, and an ordinary page of that size reads within it."""
+    import time
+
+    names = "".join(f"<br a{i}=1>" for i in range(90_000)).encode()
+    started = time.thread_time()
+    assert parse_tokens(names, URL, budget=0.01) is None
+    assert time.thread_time() - started < 0.15
+    ordinary = b'<p>text <a href="/x">x</a></p>' * 30_000
+    read = parse_tokens(ordinary, URL, budget=0.5)
+    assert read is not None and read.page.links == ["http://example.com/x"]
+    assert parse_tokens(names, URL) is not None  # unbounded, it reads on

@@ -174,10 +174,14 @@ class HtmlReader:
     hostile tree could cost, stays in the worker.
 
     A crawl with a sandbox that needs no page's tree (no text kept, no focus: no step reads
-    it) reads a page's tokens alone (:func:`gossamer.page.sandboxed.read_tokens`), in its
-    worker for a big page, in-process for a small one, where it costs lexbor's tokenizer
-    only (linear on the markup the guard bounds for the tree, and at most 64 KiB of any
-    other); a page whose tokens cannot say is parsed as before."""
+    it) reads a page's tokens alone (:func:`gossamer.page.sandboxed.read_tokens`), in-process,
+    where it costs lexbor's tokenizer only: linear on the markup the guard bounds for the
+    tree, at most 64 KiB of any other, and a big page (up to
+    :data:`gossamer.page.sandboxed.TOKENS_HERE_BYTES`) under a CPU budget
+    (:data:`gossamer.page.sandboxed.TOKENS_HERE_BUDGET_S`; lexbor's tokenizer is superlinear
+    in distinct names alone). A page whose tokens cannot say is parsed as before: a small one
+    behind the guard, a big one (or one past its budget) in the sandbox, where its tokens are
+    read again and, if need be, its tree."""
 
     def __init__(
         self,
@@ -212,6 +216,19 @@ class HtmlReader:
             )
         else:
             weight = sandboxed.weigh(result.body)
+        tokens_here = self._sandbox is not None and self._tokens
+        if tokens_here and len(result.body) <= sandboxed.TOKENS_HERE_BYTES:
+            found = sandboxed.read_tokens(  # no tree, no guard: see the class doc
+                result.body,
+                url,
+                result.charset,
+                self._follow_nofollow,
+                self._robots_token,
+                result.fetched_at,
+                sandboxed.TOKENS_HERE_BUDGET_S if weight.big else 0.0,
+            )
+            if found is not None:
+                return Html(found.parsed, None, Aside(found.robots, found.canonical), ())
         if self._sandbox is not None and weight.big:
             ask = sandboxed.request(
                 url,
@@ -237,17 +254,6 @@ class HtmlReader:
                     aside = Aside(found.robots, found.canonical)
                     return Html(found.parsed, found.content, aside, ())
                 flags = (SANDBOX_KILLED,)
-        elif self._sandbox is not None and self._tokens:
-            found = sandboxed.read_tokens(  # small: no tree, no guard (see the class doc)
-                result.body,
-                url,
-                result.charset,
-                self._follow_nofollow,
-                self._robots_token,
-                result.fetched_at,
-            )
-            if found is not None:
-                return Html(found.parsed, None, Aside(found.robots, found.canonical), ())
         body, nofollow = result.body, self._follow_nofollow
         work = functools.partial(
             parse,

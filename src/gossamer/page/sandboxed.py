@@ -52,6 +52,8 @@ __all__ = [
     "MIN_BYTES",
     "MIN_TAGS",
     "TEXT_BUDGET_FACTOR",
+    "TOKENS_HERE_BUDGET_S",
+    "TOKENS_HERE_BYTES",
     "Reading",
     "Weight",
     "answer",
@@ -80,6 +82,20 @@ round trip to the worker is two context switches and a cold cache on a busy core
 the whole job even (6.99 s, 6.92 s); the generated web of 10-60 KB articles 2.20 s against
 2.61 s links-only, 7.70 s against 9.15 s for the whole job; 20,000 pages of 2-4 KB with text
 19.7 s against 25.5 s (19.2 s with every page in-process)."""
+TOKENS_HERE_BYTES = 4 << 20
+"""A crawl that reads pages from their tokens alone (no text kept, no focus) reads a big page
+(`weigh`) of at most this many bytes in-process, under `TOKENS_HERE_BUDGET_S`, and sends it
+to the sandbox only past that budget (or when its tokens cannot say): the tokenizer's linear
+cost without the worker's start (some 50 ms of CPU: a second interpreter and its imports) or
+a page's round trip (its body copied out, the answer marshalled back, two context switches).
+A links-only crawl pinned to one core, 8 alternated runs (2026-12-02): the real pages 1.448 s
+against 1.592 s, CMake, Django, Boost and the Rust book's documentation 6-10% less CPU. The
+biggest real pages cost it 4-18 ms (python3-doc's ``genindex.html``, 2.7 MB: 17.6 ms)."""
+TOKENS_HERE_BUDGET_S = 0.025
+"""The CPU seconds a big page's tokens may take in-process, checked every
+:data:`gossamer.parse.links.TOKENS_PIECE` bytes: the longest the page stage holds the event
+loop on one page, whatever its markup (4 MB of distinct attribute names, ``<br aN=1>``, would
+cost lexbor 11 s)."""
 TEXT_BUDGET_FACTOR = 4.0
 """A page's budget when its content is extracted too: the main text's Python work costs
 about three parses on big real pages (python3-doc's ``genindex-all.html``, 1.7 MB: parse
@@ -197,15 +213,25 @@ def request(
 
 
 def read_tokens(
-    body: bytes, url: str, charset: str | None, follow_nofollow: bool, token: str, fetched_at: float
+    body: bytes,
+    url: str,
+    charset: str | None,
+    follow_nofollow: bool,
+    token: str,
+    fetched_at: float,
+    budget: float = 0.0,
 ) -> Reading | None:
     """What the stage reads of an HTML page that needs no tree (a crawl keeping no text, no
     focus), read from its tokens (:func:`gossamer.parse.links.parse_tokens`): its links,
     title, robots meta directives (``token`` the crawl's robots token) and head's canonical
     URL, as the tree gives them; None where the tree must be read (the tokens could not say,
     more than `MAX_META_TAGS` meta tags, a canonical link the head's search decides). For a
-    body lexbor's tokenizer can read as it is (in-process, one too small to be hostile)."""
-    found = parse_tokens(body, url, header_charset=charset, follow_nofollow=follow_nofollow)
+    body lexbor's tokenizer can read as it is (in a worker, or in-process one too small to be
+    hostile), or read under a ``budget`` of CPU seconds (None past it: see
+    :func:`gossamer.parse.links.parse_tokens`)."""
+    found = parse_tokens(
+        body, url, header_charset=charset, follow_nofollow=follow_nofollow, budget=budget
+    )
     if found is None:
         return None
     page = found.page

@@ -25,6 +25,7 @@
 #include <dlfcn.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "_rel.h"
 
@@ -95,6 +96,7 @@ typedef struct {
     int honour_nofollow;
     int failed;   /* a Python error is set */
     int unread;   /* the tree would read the document otherwise: answer None */
+    int spent;    /* the budget ran out before the end: answer None */
     int body;     /* past the head (the tree's "in body" or later) */
     int head_noscript, after_head;
     int templates;
@@ -487,9 +489,24 @@ read_token(tokenizer_t *tkz, token_t *token, ctx_t *ctx)
     return;
 }
 
-/* Tokenize `data` (UTF-8) with `ctx` told each token; 0, or -1 when lexbor failed. */
+/* The CPU seconds this thread has run. */
+static double
+thread_cpu(void)
+{
+    struct timespec now;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) != 0)
+        return 0.0;
+    return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+}
+
+/* Tokenize `data` (UTF-8) with `ctx` told each token; 0, or -1 when lexbor failed. With a
+   `budget` (CPU seconds, > 0) the data goes to the tokenizer in pieces of `piece` bytes and
+   the tokenizing stops once a piece ends past the budget (`ctx->spent`): lexbor's cost per tag
+   grows with the distinct tag and attribute names before it (its hash tables never grow), so
+   a page can cost it far more than its length says. lexbor reads input in pieces as one
+   (a stream's), the tokens that span two included. */
 static int
-tokenize(const unsigned char *data, size_t size, ctx_t *ctx)
+tokenize(const unsigned char *data, size_t size, ctx_t *ctx, double budget, size_t piece)
 {
     tokenizer_t *tkz = tk_create();
     if (tkz == NULL)
@@ -499,9 +516,20 @@ tokenize(const unsigned char *data, size_t size, ctx_t *ctx)
         tk_keep_duplicate(tkz, 1); /* linear: the callback keeps the first of a name */
         tk_callback(tkz, on_token, ctx);
         status = tk_begin(tkz);
-        if (status == 0)
-            status = tk_chunk(tkz, data, size);
-        if (status == 0)
+        if (budget <= 0.0 || piece == 0) {
+            if (status == 0)
+                status = tk_chunk(tkz, data, size);
+        } else {
+            double until = thread_cpu() + budget;
+            for (size_t at = 0; status == 0 && at < size; at += piece) {
+                status = tk_chunk(tkz, data + at, size - at < piece ? size - at : piece);
+                if (status == 0 && at + piece < size && thread_cpu() > until) {
+                    ctx->spent = 1;
+                    break;
+                }
+            }
+        }
+        if (status == 0 && !ctx->spent)
             status = tk_end(tkz);
     }
     tk_destroy(tkz);
@@ -519,19 +547,27 @@ ctx_clear(ctx_t *ctx)
     ctx->title = NULL;
 }
 
-/* read(document, honour_nofollow) -> (hrefs, eligible, rel_nofollow, metas, base, canonical,
-   title) or None (see the top of this file). */
+/* read(document, honour_nofollow, budget=0.0, piece=65536) -> (hrefs, eligible, rel_nofollow,
+   metas, base, canonical, title) or None (see the top of this file; also None when a `budget`
+   of CPU seconds ran out, see `tokenize`). */
 static PyObject *
 read_tokens(PyObject *self, PyObject *args)
 {
     Py_buffer view;
     int honour_nofollow;
+    double budget = 0.0;
+    Py_ssize_t piece = 65536;
     if (!bound) {
         PyErr_SetString(PyExc_RuntimeError, "read: not bound to lexbor");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "y*p", &view, &honour_nofollow))
+    if (!PyArg_ParseTuple(args, "y*p|dn", &view, &honour_nofollow, &budget, &piece))
         return NULL;
+    if (piece < 1) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "read: piece must be at least 1 byte");
+        return NULL;
+    }
     ctx_t ctx;
     memset(&ctx, 0, sizeof(ctx));
     ctx.honour_nofollow = honour_nofollow;
@@ -539,7 +575,7 @@ read_tokens(PyObject *self, PyObject *args)
     ctx.metas = PyList_New(0);
     int status = -1;
     if (ctx.hrefs != NULL && ctx.metas != NULL)
-        status = tokenize(view.buf, (size_t)view.len, &ctx);
+        status = tokenize(view.buf, (size_t)view.len, &ctx, budget, (size_t)piece);
     PyBuffer_Release(&view);
     if (ctx.failed || ctx.hrefs == NULL || ctx.metas == NULL) {
         if (!PyErr_Occurred())
@@ -547,7 +583,7 @@ read_tokens(PyObject *self, PyObject *args)
         ctx_clear(&ctx);
         return NULL;
     }
-    if (status < 0 || ctx.unread) {
+    if (status < 0 || ctx.unread || ctx.spent) {
         ctx_clear(&ctx);
         Py_RETURN_NONE;
     }
@@ -644,7 +680,8 @@ static PyMethodDef methods[] = {
      "bind(selectolax_lexbor_path, html_namespace_id, kinds): find lexbor's tokenizer in "
      "selectolax's loaded module; kinds: each kind's tag ids."},
     {"read", read_tokens, METH_VARARGS,
-     "read(document, honour_nofollow) -> (hrefs, eligible, rel_nofollow, metas, base, "
+     "read(document, honour_nofollow, budget=0.0, piece=65536) -> (hrefs, eligible, "
+     "rel_nofollow, metas, base, "
      "canonical, title) or None: the document read from its tokens."},
     {NULL, NULL, 0, NULL},
 };

@@ -42,6 +42,10 @@ keeps 6,000; real pages rarely pass a few thousand."""
 MAX_TITLE_CHARS = 512
 """Titles are cut to this many characters after whitespace is collapsed."""
 
+TOKENS_PIECE = 32 * 1024
+"""The bytes `parse_tokens` gives lexbor's tokenizer at a time under a budget: past it, one
+more piece of the worst markup costs a few milliseconds."""
+
 MAX_HREF_CHARS = MAX_REFERENCE_CHARS
 """Longer ``href`` values are dropped unread (huge ``data:`` URLs, traps)."""
 
@@ -142,7 +146,12 @@ class Tokens(NamedTuple):
 
 
 def parse_tokens(
-    body: bytes, url: str, *, header_charset: str | None = None, follow_nofollow: bool = False
+    body: bytes,
+    url: str,
+    *,
+    header_charset: str | None = None,
+    follow_nofollow: bool = False,
+    budget: float = 0.0,
 ) -> Tokens | None:
     """What :func:`parse_html` reads of an HTML body, read from lexbor's tokens alone
     (:data:`gossamer.parse.native.TOKENS`: its tokenizer, as its tree builder runs it, without
@@ -158,7 +167,10 @@ def parse_tokens(
     written, not before the table, and an ``<a>`` the tree builder copies into the next
     paragraph (``<p><a href=x>one</p><p>two``) counts once in ``nofollow_links``, not twice.
     Call it only for a document that cannot be hostile to lexbor's tokenizer (small, or in a
-    parse worker), as :func:`parse_html` guards the parse of one that could be."""
+    parse worker), as :func:`parse_html` guards the parse of one that could be, or with a
+    ``budget``: the CPU seconds the tokenizer may take (checked every `TOKENS_PIECE` bytes),
+    None past it (lexbor's tokenizer is linear but in the distinct tag and attribute names
+    before a tag, whose hash tables never grow: 1 MB of ``<br aN=1>`` costs it 0.35 s)."""
     if TOKENS is None:
         return None
     page = Resolver(url)
@@ -166,7 +178,7 @@ def parse_tokens(
     data = body[detected.bom_length :] if detected.bom_length else body
     if detected.encoding != "utf-8":
         data = str(scalar_values(to_unicode(data, detected.encoding))).encode("utf-8")
-    found = TOKENS.read(data, not follow_nofollow)
+    found = TOKENS.read(data, not follow_nofollow, budget, TOKENS_PIECE)
     if found is None:
         return None
     hrefs, eligible, rel_nofollow, metas, base, canonical, title = found
