@@ -203,7 +203,8 @@ def crawl_rounds(args: argparse.Namespace, sites: Sequence[realweb.Site]) -> lis
 def one_page_seed(sites: Sequence[realweb.Site], port: int) -> str:
     """The URL of the smallest page the crawl parses in its sandbox (over
     `gossamer.page.sandboxed.MIN_BYTES`): a crawl of it alone starts what any crawl of these
-    sets starts, the parse worker too."""
+    sets starts, the parse worker too where the crawl sends such pages there (one keeping
+    text; a links-only crawl reads their tokens in-process)."""
     from gossamer.page.sandboxed import MIN_BYTES
 
     sizes = [(f.stat().st_size, site, f) for site in sites for f in realweb.html_files([site])]
@@ -214,8 +215,8 @@ def one_page_seed(sites: Sequence[realweb.Site], port: int) -> str:
 
 def fixed_cost(args: argparse.Namespace, seed: str, cpu: int | None, times: int = 3) -> float:
     """gossamer's CPU seconds for a crawl of one page (``seed``, ``--max-depth 0``, the
-    flags of the comparison the floor is read against): its start-up and its parse worker's,
-    robots.txt, the page and its end. The median of ``times`` runs."""
+    flags of the comparison the floor is read against): its start-up (and its parse worker's,
+    if it starts one), robots.txt, the page and its end. The median of ``times`` runs."""
     mode = "links" if "links" in args.pairs else "content"
     crawler = args.pairs[mode][0]
     work = args.out / "runs" / "gossamer-one-page"
@@ -308,7 +309,7 @@ def floor_report(
     steady_ms = 1000 * (ours["cpu"] - fixed) / ours["pages_ok"] if ours["pages_ok"] else 0.0
     print(
         f"steady state: gossamer's CPU less that of a crawl of one page ({1000 * fixed:.0f} ms: "
-        f"its start-up and its parse worker's, robots.txt, the page, the end; the floors leave "
+        f"its start-up and any parse worker's, robots.txt, the page, the end; the floors leave "
         f"their start-up out too), "
         f"{steady_ms:.3f} ms a page = {steady_ms / floor.mean_ms:.2f}x the floor"
     )
