@@ -43,10 +43,11 @@ def fields(page: ParsedPage) -> dict[str, object]:
 
 def assert_pieces_alike(body: bytes, *, honour_nofollow: bool) -> None:
     """The tokens read in pieces (under a budget, `parse_tokens`' ``budget``) read as in one:
-    lexbor takes a stream's pieces, the tokens that span two included."""
+    lexbor takes a stream's pieces, the tokens that span two included (a piece ends before its
+    last ``<``, so that a ``<![CDATA[`` comes whole: pieces of 9 bytes at least)."""
     assert native.TOKENS is not None
     whole = native.TOKENS.read(body, honour_nofollow)
-    for piece in (1, 7, 4093) if len(body) < 65536 else (7, 4093):
+    for piece in (9, 17, 61, 4093) if len(body) < 65536 else (17, 4093):
         assert native.TOKENS.read(body, honour_nofollow, 1e9, piece) == whole, (piece, body[:300])
 
 
@@ -322,3 +323,39 @@ def test_a_budget_ends_the_tokenizer_on_markup_that_costs_it_more_than_its_lengt
     read = parse_tokens(ordinary, URL, budget=0.5)
     assert read is not None and read.page.links == ["http://example.com/x"]
     assert parse_tokens(names, URL) is not None  # unbounded, it reads on
+
+
+@pytest.mark.parametrize("cut", range(14))
+def test_a_cdata_section_read_in_pieces_reads_as_whole(cut: int) -> None:
+    """lexbor reads a ``<![CDATA[`` cut between two pieces as other markup (its content then
+    markup: a link the tree never has); a piece ends before its last ``<`` instead."""
+    assert native.TOKENS is not None
+    piece = 64
+    body = b"x" * (piece - cut) + b"<svg><![CDATA[</svg><a href=/evil>]]></svg><a href=/good>"
+    body += b"<p>" * 100
+    whole = native.TOKENS.read(body, True)
+    assert native.TOKENS.read(body, True, 1e9, piece) == whole
+    assert parse_tokens(body, URL, budget=1.0) is None  # the tree reads CDATA in SVG
+
+
+def test_what_a_budget_cannot_bound_is_left_to_the_worker() -> None:
+    """Under a budget the tokens answer None, before the work, for a body not in UTF-8 (its
+    decoding: 4 MB of bytes GB18030 leaves undefined took 1 s), more distinct references than
+    a page keeps (each one resolved), and metas of more than 64 KiB (a robots meta's directives
+    are read word by word); without one, they read on."""
+    import time
+
+    from gossamer.parse.links import BUDGET_MAX_CHARS, MAX_PAGE_LINKS
+
+    undefined = b'<meta charset=gbk><a href="x">x</a>' + b"\x80" * 300_000
+    references = b"".join(b'<a href="mailto:%d">x</a>' % n for n in range(MAX_PAGE_LINKS + 1))
+    directives = "İ,".encode() * (BUDGET_MAX_CHARS // 2 + 1)
+    robots = b'<meta name=robots content="' + directives + b'"><a href="x">x</a>'
+    for body in (undefined, references, robots):
+        started = time.thread_time()
+        assert parse_tokens(body, URL, budget=1.0) is None
+        assert time.thread_time() - started < 0.5
+        assert parse_tokens(body, URL) is not None
+    ordinary = b'<meta name=robots content="noindex"><a href="x">x</a>' * 1000
+    read = parse_tokens(ordinary, URL, budget=1.0)
+    assert read is not None and read.page.meta_noindex and read.page.links

@@ -20,6 +20,7 @@
    table parts, a title past TITLE_BYTES, SVG inside an HTML island of SVG ...) makes `read`
    answer None, the tokenizer stopped there: the caller parses the tree. */
 
+#define _GNU_SOURCE /* memrchr */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <dlfcn.h>
@@ -504,7 +505,9 @@ thread_cpu(void)
    the tokenizing stops once a piece ends past the budget (`ctx->spent`): lexbor's cost per tag
    grows with the distinct tag and attribute names before it (its hash tables never grow), so
    a page can cost it far more than its length says. lexbor reads input in pieces as one
-   (a stream's), the tokens that span two included. */
+   (a stream's), the tokens that span two included, but for a "<![CDATA[" cut inside: a piece
+   ends before its last "<", so that a markup declaration comes whole (the next piece starts
+   there and is a whole piece long, or the rest). */
 static int
 tokenize(const unsigned char *data, size_t size, ctx_t *ctx, double budget, size_t piece)
 {
@@ -521,9 +524,16 @@ tokenize(const unsigned char *data, size_t size, ctx_t *ctx, double budget, size
                 status = tk_chunk(tkz, data, size);
         } else {
             double until = thread_cpu() + budget;
-            for (size_t at = 0; status == 0 && at < size; at += piece) {
-                status = tk_chunk(tkz, data + at, size - at < piece ? size - at : piece);
-                if (status == 0 && at + piece < size && thread_cpu() > until) {
+            for (size_t at = 0, end; status == 0 && at < size; at = end) {
+                end = size - at <= piece ? size : at + piece;
+                if (end < size) { /* cut before the piece's last "<": lexbor reads "<![CDATA["
+                                     cut in two as other markup (a fuzzer's find) */
+                    const unsigned char *lt = memrchr(data + at + 1, '<', end - at - 1);
+                    if (lt != NULL)
+                        end = (size_t)(lt - data);
+                }
+                status = tk_chunk(tkz, data + at, end - at);
+                if (status == 0 && end < size && thread_cpu() > until) {
                     ctx->spent = 1;
                     break;
                 }

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode, create_tag
 from w3lib.encoding import to_unicode
@@ -45,6 +45,11 @@ MAX_TITLE_CHARS = 512
 TOKENS_PIECE = 32 * 1024
 """The bytes `parse_tokens` gives lexbor's tokenizer at a time under a budget: past it, one
 more piece of the worst markup costs a few milliseconds."""
+
+BUDGET_MAX_METAS = 1024
+"""Meta tags a page read under a budget may hold (`parse_tokens`); past them, None."""
+BUDGET_MAX_CHARS = 64 * 1024
+"""Characters its metas', base's and canonical link's attributes may hold in all."""
 
 MAX_HREF_CHARS = MAX_REFERENCE_CHARS
 """Longer ``href`` values are dropped unread (huge ``data:`` URLs, traps)."""
@@ -170,18 +175,27 @@ def parse_tokens(
     parse worker), as :func:`parse_html` guards the parse of one that could be, or with a
     ``budget``: the CPU seconds the tokenizer may take (checked every `TOKENS_PIECE` bytes),
     None past it (lexbor's tokenizer is linear but in the distinct tag and attribute names
-    before a tag, whose hash tables never grow: 1 MB of ``<br aN=1>`` costs it 0.35 s)."""
+    before a tag, whose hash tables never grow: 1 MB of ``<br aN=1>`` costs it 0.35 s). What
+    the budget cannot bound answers None too, before it costs: a body not in UTF-8 (its
+    decoding, 1 s for 4 MB of bytes GB18030 leaves undefined), more than `MAX_PAGE_LINKS`
+    distinct references (each one resolved), more than `BUDGET_MAX_METAS` meta tags or
+    `BUDGET_MAX_CHARS` characters in the metas', base's and canonical link's attributes
+    (a robots meta's directives are read word by word)."""
     if TOKENS is None:
         return None
     page = Resolver(url)
     detected = detect_encoding(body, header_charset)
     data = body[detected.bom_length :] if detected.bom_length else body
     if detected.encoding != "utf-8":
+        if budget:
+            return None
         data = str(scalar_values(to_unicode(data, detected.encoding))).encode("utf-8")
     found = TOKENS.read(data, not follow_nofollow, budget, TOKENS_PIECE)
     if found is None:
         return None
     hrefs, eligible, rel_nofollow, metas, base, canonical, title = found
+    if budget and not _within_budget(hrefs, metas, base, canonical):
+        return None
     tags: list[LexborNode | Tag] = [Tag(meta) for meta in metas]
     nodes = _Nodes(hrefs, eligible, rel_nofollow, tags, None if base is None else Tag(base))
     out = _outlinks(nodes, page, follow_nofollow)
@@ -198,6 +212,33 @@ def parse_tokens(
         names_canonical=canonical is not None,
     )
     return Tokens(parsed, canonical)
+
+
+def _within_budget(
+    hrefs: list[str], metas: list[dict[str, str | None]], base: Any, canonical: Any
+) -> bool:
+    """Whether what the tokens gave costs the rest of `parse_tokens` little (see there)."""
+    if len(hrefs) > MAX_PAGE_LINKS or len(metas) > BUDGET_MAX_METAS:
+        return False
+    chars = _chars(base) + _chars(canonical)
+    for meta in metas:
+        chars += _chars(meta)
+        if chars > BUDGET_MAX_CHARS:
+            return False
+    return chars <= BUDGET_MAX_CHARS
+
+
+def _chars(value: Any) -> int:
+    """The characters of the strings in ``value`` (a string, a mapping, a sequence, None)."""
+    if value is None:
+        return 0
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(len(k) + _chars(v) for k, v in value.items())
+    if isinstance(value, (tuple, list)):
+        return sum(_chars(item) for item in value)
+    return 0
 
 
 def parse_html(
