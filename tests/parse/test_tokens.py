@@ -340,15 +340,17 @@ def test_a_cdata_section_read_in_pieces_reads_as_whole(cut: int) -> None:
 
 def test_what_a_budget_cannot_bound_is_left_to_the_worker() -> None:
     """Under a budget the tokens answer None, before the work, for a body not in UTF-8 (its
-    decoding: 4 MB of bytes GB18030 leaves undefined took 1 s), more distinct references than
-    a page keeps (each one resolved), and metas of more than 64 KiB (a robots meta's directives
+    decoding: 4 MB of bytes GB18030 leaves undefined took 1 s), too many distinct references
+    (each one resolved), and metas of more than 64 KiB (a robots meta's directives
     are read word by word); without one, they read on."""
     import time
 
-    from gossamer.parse.links import BUDGET_MAX_CHARS, MAX_PAGE_LINKS
+    from gossamer.parse.links import BUDGET_MAX_CHARS, BUDGET_MAX_REFERENCES
 
     undefined = b'<meta charset=gbk><a href="x">x</a>' + b"\x80" * 300_000
-    references = b"".join(b'<a href="mailto:%d">x</a>' % n for n in range(MAX_PAGE_LINKS + 1))
+    references = b"".join(
+        b'<a href="mailto:%d">x</a>' % n for n in range(BUDGET_MAX_REFERENCES + 1)
+    )
     directives = "İ,".encode() * (BUDGET_MAX_CHARS // 2 + 1)
     robots = b'<meta name=robots content="' + directives + b'"><a href="x">x</a>'
     for body in (undefined, references, robots):

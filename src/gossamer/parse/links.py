@@ -46,6 +46,11 @@ TOKENS_PIECE = 32 * 1024
 """The bytes `parse_tokens` gives lexbor's tokenizer at a time under a budget: past it, one
 more piece of the worst markup costs a few milliseconds."""
 
+BUDGET_MAX_REFERENCES = 16_384
+"""Distinct references a page read under a budget may hold (`parse_tokens`); past them, None:
+each is resolved, some 1.5 µs apiece for those that add no link (``mailto:``, ``N/../x``),
+25 ms for these. Real index pages hold fewer (python3-doc's ``genindex-all.html``: 14,350,
+read and resolved in 7.7 ms), most of them links to one page's fragments."""
 BUDGET_MAX_METAS = 1024
 """Meta tags a page read under a budget may hold (`parse_tokens`); past them, None."""
 BUDGET_MAX_CHARS = 64 * 1024
@@ -177,8 +182,9 @@ def parse_tokens(
     None past it (lexbor's tokenizer is linear but in the distinct tag and attribute names
     before a tag, whose hash tables never grow: 1 MB of ``<br aN=1>`` costs it 0.35 s). What
     the budget cannot bound answers None too, before it costs: a body not in UTF-8 (its
-    decoding, 1 s for 4 MB of bytes GB18030 leaves undefined), more than `MAX_PAGE_LINKS`
-    distinct references (each one resolved), more than `BUDGET_MAX_METAS` meta tags or
+    decoding, 1 s for 4 MB of bytes GB18030 leaves undefined), more than
+    `BUDGET_MAX_REFERENCES` distinct references (each one resolved), more than
+    `BUDGET_MAX_METAS` meta tags or
     `BUDGET_MAX_CHARS` characters in the metas', base's and canonical link's attributes
     (a robots meta's directives are read word by word)."""
     if TOKENS is None:
@@ -218,7 +224,7 @@ def _within_budget(
     hrefs: list[str], metas: list[dict[str, str | None]], base: Any, canonical: Any
 ) -> bool:
     """Whether what the tokens gave costs the rest of `parse_tokens` little (see there)."""
-    if len(hrefs) > MAX_PAGE_LINKS or len(metas) > BUDGET_MAX_METAS:
+    if len(hrefs) > BUDGET_MAX_REFERENCES or len(metas) > BUDGET_MAX_METAS:
         return False
     chars = _chars(base) + _chars(canonical)
     for meta in metas:
