@@ -519,7 +519,7 @@ tokenize(const unsigned char *data, size_t size, ctx_t *ctx, double budget, size
         tk_keep_duplicate(tkz, 1); /* linear: the callback keeps the first of a name */
         tk_callback(tkz, on_token, ctx);
         status = tk_begin(tkz);
-        if (budget <= 0.0 || piece == 0) {
+        if (budget <= 0.0) {
             if (status == 0)
                 status = tk_chunk(tkz, data, size);
         } else {
@@ -691,8 +691,8 @@ static PyMethodDef methods[] = {
      "selectolax's loaded module; kinds: each kind's tag ids."},
     {"read", read_tokens, METH_VARARGS,
      "read(document, honour_nofollow, budget=0.0, piece=65536) -> (hrefs, eligible, "
-     "rel_nofollow, metas, base, "
-     "canonical, title) or None: the document read from its tokens."},
+     "rel_nofollow, metas, base, canonical, title) or None: the document read from its "
+     "tokens."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode, create_tag
 from w3lib.encoding import to_unicode
@@ -184,9 +184,8 @@ def parse_tokens(
     the budget cannot bound answers None too, before it costs: a body not in UTF-8 (its
     decoding, 1 s for 4 MB of bytes GB18030 leaves undefined), more than
     `BUDGET_MAX_REFERENCES` distinct references (each one resolved), more than
-    `BUDGET_MAX_METAS` meta tags or
-    `BUDGET_MAX_CHARS` characters in the metas', base's and canonical link's attributes
-    (a robots meta's directives are read word by word)."""
+    `BUDGET_MAX_METAS` meta tags or `BUDGET_MAX_CHARS` characters in the metas', base's and
+    canonical link's attributes (a robots meta's directives are read word by word)."""
     if TOKENS is None:
         return None
     page = Resolver(url)
@@ -221,30 +220,18 @@ def parse_tokens(
 
 
 def _within_budget(
-    hrefs: list[str], metas: list[dict[str, str | None]], base: Any, canonical: Any
+    hrefs: list[str],
+    metas: list[dict[str, str | None]],
+    base: dict[str, str | None] | None,
+    canonical: tuple[str | None, str, bool] | None,
 ) -> bool:
     """Whether what the tokens gave costs the rest of `parse_tokens` little (see there)."""
     if len(hrefs) > BUDGET_MAX_REFERENCES or len(metas) > BUDGET_MAX_METAS:
         return False
-    chars = _chars(base) + _chars(canonical)
-    for meta in metas:
-        chars += _chars(meta)
-        if chars > BUDGET_MAX_CHARS:
-            return False
+    chars = len(canonical[0] or "") + len(canonical[1]) if canonical is not None else 0
+    for attributes in metas if base is None else (base, *metas):
+        chars += sum(len(name) + len(value or "") for name, value in attributes.items())
     return chars <= BUDGET_MAX_CHARS
-
-
-def _chars(value: Any) -> int:
-    """The characters of the strings in ``value`` (a string, a mapping, a sequence, None)."""
-    if value is None:
-        return 0
-    if isinstance(value, str):
-        return len(value)
-    if isinstance(value, dict):
-        return sum(len(k) + _chars(v) for k, v in value.items())
-    if isinstance(value, (tuple, list)):
-        return sum(_chars(item) for item in value)
-    return 0
 
 
 def parse_html(
