@@ -258,3 +258,50 @@ async def test_a_body_in_one_byte_chunks_is_read_in_pieces() -> None:
     assert result.body == b"a" * 512 * 1024
     assert peak < 16 * 1024 * 1024, peak
     assert took < 5
+
+
+_AWKWARD_HEADS = {
+    "spaces-after-values": b"X-A: 1 \r\nX-B:\t2\t \r\nContent-Type: text/html \r\n",
+    "repeated-names": b"X-A: 1\r\nx-a: 2\r\nSet-Cookie: a=1\r\nSET-COOKIE: b=2\r\n"
+    b"X-Robots-Tag: noindex\r\nX-Robots-Tag: nofollow\r\n",
+    "bytes-not-ascii": b"X-A: caf\xc3\xa9\r\nX-B: \xff\xfe \r\nX-A: \xe9 \r\n",
+    "empty-values": b"X-A:\r\nX-B: \r\nX-C: 3\r\n",
+    "last-value-spaced": b"X-A: 1\r\nX-Z: last \t",
+}
+
+
+@pytest.mark.parametrize("head", list(_AWKWARD_HEADS.values()), ids=list(_AWKWARD_HEADS))
+async def test_both_clients_read_an_awkward_head_alike(head: bytes) -> None:
+    """Header names repeated or cased, values not ASCII, with spaces after them or empty:
+    the lean client's map is aiohttp's, and the raw headers it keeps for the WARC lose the
+    spaces after values as llhttp's own parse loses those before."""
+
+    async def awkward(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\n" + head.rstrip(b"\r\n") + b"\r\n")
+        writer.write(b"Content-Length: 2\r\n\r\nhi")
+        await writer.drain()
+        await reader.read()
+
+    results = {}
+    async with serve(awkward) as (base, _):
+        for client in ("lean", "aiohttp"):
+            results[client], _took = await fetch(base + "/", http_client=client, keep_wire=True)
+    lean, other = results["lean"], results["aiohttp"]
+    assert (lean.status, lean.error, lean.body) == (200, None, b"hi")
+    assert dict(lean.headers) == dict(other.headers)
+    assert lean.exchange is not None
+    for _, value in lean.exchange.response_headers:
+        assert value == value.rstrip(b" \t")
+
+
+async def test_a_nul_byte_in_a_header_received_is_a_protocol_error() -> None:
+    async def nul(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nX-A: 1\r\nX-B: a\x00b\r\nContent-Length: 2\r\n\r\nhi")
+        await writer.drain()
+        await reader.read()
+
+    async with serve(nul) as (base, _):
+        result, _took = await fetch(base + "/")
+    assert result.error == "protocol-error"
