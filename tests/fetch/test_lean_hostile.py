@@ -10,7 +10,7 @@ import logging
 import tracemalloc
 
 import pytest
-from tests.fetch.test_lean import fetch, serve
+from tests.fetch.test_lean import Handler, fetch, serve
 
 from gossamer.fetch import FetchConfig, Fetcher
 
@@ -19,6 +19,18 @@ _CHUNKED = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: text
 
 async def _request(reader: asyncio.StreamReader) -> None:
     await reader.readuntil(b"\r\n\r\n")
+
+
+def _answering(answer: bytes) -> Handler:
+    """A handler that reads the request, sends ``answer`` and waits for the client to go."""
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(answer)
+        await writer.drain()
+        await reader.read()
+
+    return handler
 
 
 @pytest.mark.parametrize(
@@ -91,13 +103,8 @@ async def test_an_unasked_protocol_switch_is_a_protocol_error(
     """A 101 to a plain GET: llhttp's upgrade signal is no parse error (aiohttp takes it as
     a 101 answer with no body; the lean client refuses it)."""
 
-    async def switch(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _request(reader)
-        writer.write(b"HTTP/1.1 101 Switching\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\nhi")
-        await writer.drain()
-        await reader.read()
-
-    async with serve(switch) as (base, _):
+    switch = b"HTTP/1.1 101 Switching\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\nhi"
+    async with serve(_answering(switch)) as (base, _):
         with caplog.at_level(logging.ERROR, logger="asyncio"):
             result, took = await fetch(base + "/")
     assert (result.status, result.error) == (None, "protocol-error")
@@ -276,15 +283,9 @@ async def test_both_clients_read_an_awkward_head_alike(head: bytes) -> None:
     the lean client's map is aiohttp's, and the raw headers it keeps for the WARC lose the
     spaces after values as llhttp's own parse loses those before."""
 
-    async def awkward(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _request(reader)
-        writer.write(b"HTTP/1.1 200 OK\r\n" + head.rstrip(b"\r\n") + b"\r\n")
-        writer.write(b"Content-Length: 2\r\n\r\nhi")
-        await writer.drain()
-        await reader.read()
-
+    awkward = b"HTTP/1.1 200 OK\r\n" + head.rstrip(b"\r\n") + b"\r\nContent-Length: 2\r\n\r\nhi"
     results = {}
-    async with serve(awkward) as (base, _):
+    async with serve(_answering(awkward)) as (base, _):
         for client in ("lean", "aiohttp"):
             results[client], _took = await fetch(base + "/", http_client=client, keep_wire=True)
     lean, other = results["lean"], results["aiohttp"]
@@ -296,12 +297,7 @@ async def test_both_clients_read_an_awkward_head_alike(head: bytes) -> None:
 
 
 async def test_a_nul_byte_in_a_header_received_is_a_protocol_error() -> None:
-    async def nul(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _request(reader)
-        writer.write(b"HTTP/1.1 200 OK\r\nX-A: 1\r\nX-B: a\x00b\r\nContent-Length: 2\r\n\r\nhi")
-        await writer.drain()
-        await reader.read()
-
-    async with serve(nul) as (base, _):
+    nul = b"HTTP/1.1 200 OK\r\nX-A: 1\r\nX-B: a\x00b\r\nContent-Length: 2\r\n\r\nhi"
+    async with serve(_answering(nul)) as (base, _):
         result, _took = await fetch(base + "/")
     assert result.error == "protocol-error"
