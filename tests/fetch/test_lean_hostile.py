@@ -64,14 +64,9 @@ async def test_an_endless_line_after_the_head_is_cut(
 
 @pytest.mark.parametrize("client", ["lean", "aiohttp"])
 async def test_trailers_never_become_headers(client: str) -> None:
-    async def trailing(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _request(reader)
-        writer.write(_CHUNKED + b"5\r\nhello\r\n0\r\n")
-        writer.write(b"Content-Type: image/png\r\nX-Trailer: 1\r\nLocation: /elsewhere\r\n\r\n")
-        await writer.drain()
-        await reader.read()
-
-    async with serve(trailing) as (base, _):
+    trailers = b"Content-Type: image/png\r\nX-Trailer: 1\r\nLocation: /elsewhere\r\n\r\n"
+    trailing = _CHUNKED + b"5\r\nhello\r\n0\r\n" + trailers
+    async with serve(_answering(trailing)) as (base, _):
         result, _took = await fetch(base + "/", http_client=client)
     assert (result.status, result.error, result.body) == (200, None, b"hello")
     assert result.headers.get("content-type") == "text/html"
