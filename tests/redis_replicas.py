@@ -82,12 +82,8 @@ class ReplicatedCluster(StartStop):
 
     def start(self) -> None:
         self._dir = tempfile.TemporaryDirectory(prefix="gossamer-replicas-")
-        self.ports = _free_ports(self.masters * 2)
         try:
-            for port in self.ports:
-                self._spawn(port)
-            for port in self.ports:
-                self._wait(port, "PING", "PONG")
+            self._launch()
             nodes = [f"127.0.0.1:{port}" for port in self.ports]
             subprocess.run(
                 [REDIS_CLI, "--cluster", "create", *nodes, "--cluster-replicas", "1",
@@ -105,6 +101,31 @@ class ReplicatedCluster(StartStop):
         except BaseException:
             self.stop()
             raise
+
+    def _launch(self, tries: int = 3) -> None:
+        """Start every node on free ports, each answering. A node that exits at once lost one
+        of its ports (or its bus port) to another test's connection between their choice and
+        its bind: all start again on others."""
+        for attempt in range(tries):
+            self.ports = _free_ports(self.masters * 2)
+            for port in self.ports:
+                self._spawn(port)
+            try:
+                for port in self.ports:
+                    self._wait(port, "PING", "PONG")
+                return
+            except RuntimeError:  # a node exited
+                if attempt == tries - 1:
+                    raise
+                self._end_nodes()
+
+    def _end_nodes(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.terminate()  # all at once: each is waited for below
+        for proc in self.procs.values():
+            stop_process(proc)
+        self.procs = {}
 
     def _spawn(self, port: int) -> None:
         assert self._dir is not None
@@ -175,11 +196,7 @@ class ReplicatedCluster(StartStop):
         return time.monotonic() - started
 
     def stop(self) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                proc.terminate()  # all at once: each is waited for below
-        for proc in self.procs.values():
-            stop_process(proc)
+        self._end_nodes()
         if self._dir is not None:
             self._dir.cleanup()
             self._dir = None

@@ -238,3 +238,29 @@ async def _until(condition: Callable[[], bool], limit: float = 20.0) -> None:
             return
         await asyncio.sleep(0.02)
     raise TimeoutError(f"not so after {limit:g}s")
+
+
+def test_a_node_whose_port_was_taken_starts_the_cluster_on_other_ports(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ports are chosen free, then bound by the nodes: another test's connection may take one
+    in between (the node exits at once). The cluster then starts again on other ports."""
+    import socket
+
+    from tests import redis_replicas
+
+    chosen = redis_replicas._free_ports
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    first = [taken.getsockname()[1]]
+
+    def ports(count: int) -> list[int]:
+        if first:
+            return [first.pop(), *chosen(count - 1)]
+        return chosen(count)
+
+    monkeypatch.setattr(redis_replicas, "_free_ports", ports)
+    with taken, ReplicatedCluster() as cluster:
+        assert taken.getsockname()[1] not in cluster.ports
+        assert len(cluster.master_ports()) == 3 and len(cluster.replicas()) == 3
