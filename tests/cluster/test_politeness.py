@@ -51,6 +51,8 @@ JITTER = 0.01
 WORKERS = 3
 RUN_LIMIT = 45
 """Seconds each gossamer subprocess may run."""
+JOIN_AFTER = 5
+"""Requests every host has had before the third worker joins a running job."""
 POLLING = "polling"
 """An ACL user (its password the same) without the rights to subscribe to notices."""
 
@@ -165,8 +167,13 @@ async def _crawl_joining(tmp_path: Path, server: HoldingServer, redis: RedisServ
     submit = ["cluster", "submit", "--redis", redis.url, seed, *args, *WEB_ARGS,
               "--partitions", "64", "--partition-by", "host"]  # fmt: skip
     assert await run(tmp_path / "submit.log", *submit, limit=RUN_LIMIT) == 0
-    for _ in range(int(RUN_LIMIT / 0.05)):  # it joins once the others are at work
-        if len(server.log) >= 20:
+    # It joins once the others are at work on every host. Partitions move whole and the
+    # balancer moves as few queued URLs as it can: joining while a host was still undiscovered
+    # (its partition empty), the newcomer could get only empty partitions and take no part.
+    hosts = server.web.host_names
+    for _ in range(int(RUN_LIMIT / 0.05)):
+        requests = Counter(entry.host for entry in server.log)
+        if all(requests[host] >= JOIN_AFTER for host in hosts):
             break
         await asyncio.sleep(0.05)
     late = run(logs[-1], *worker_args(redis.url, tmp_path, WORKERS - 1), limit=RUN_LIMIT)
