@@ -128,6 +128,26 @@ def test_assign_partitions_keeps_previous_and_cleans_it() -> None:
     assert assign_partitions({"a": 0.0}, QUEUED, P) == {}
 
 
+@pytest.mark.parametrize("newcomer", ["0", "z"])  # sorted before and after the others
+def test_a_partition_too_big_to_share_stays_whole_and_a_newcomer_gets_the_rest(
+    newcomer: str,
+) -> None:
+    """Partitioned by host with few hosts: one busy host's partition is more than any worker's
+    share. Its owner keeps it, the others share what is left, and a worker that joins gets
+    work and its quota of the empty partitions (not nothing: every plan then missed the big
+    partition's share as far as the current one did, so the current one stood)."""
+    sizes = {0: 80, 1: 5, 2: 5}
+    before = {"a": frozenset({0, 3, 4, 5, 6}), "b": frozenset({1, 2, 7, 8, 9})}
+    after = assign_partitions(dict.fromkeys(["a", "b", newcomer], 1 / 3), sizes, 10, before)
+    assert sorted(p for parts in after.values() for p in parts) == list(range(10))
+    assert 0 in after["a"]  # the big partition does not move
+    assert [len(after[n] & {1, 2}) for n in ("a", "b", newcomer)] == [0, 1, 1]
+    assert sorted(len(parts - {0, 1, 2}) for parts in after.values()) == [2, 2, 3]
+    # no previous owner: the big partition goes whole to one worker, the others split the rest
+    fresh = assign_partitions({"a": 0.5, "b": 0.5}, sizes, 10)
+    assert sorted(sum(sizes.get(p, 0) for p in parts) for parts in fresh.values()) == [10, 80]
+
+
 def loaded(name: str, backlog: int) -> WorkerState:
     """A worker that reported ``backlog`` URLs waiting in its memory."""
     capability = Capability(concurrency=64, bandwidth_bps=1e6)

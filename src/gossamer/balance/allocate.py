@@ -188,8 +188,7 @@ def assign_partitions(
         return {}
     sizes = {p: max(queued.get(p, 0), 0) for p in range(partitions)}
     owner = _owners(names, partitions, previous or {})
-    total = sum(sizes.values())
-    want = {name: targets[name] * total for name in names}
+    want = _wants(names, targets, sizes, owner)
     empty = [p for p in range(partitions) if sizes[p] == 0]
     quota = _quotas({name: targets[name] for name in names}, len(empty))
     fresh = _fill(names, sizes, owner, want, empty, quota)
@@ -199,6 +198,36 @@ def assign_partitions(
         if before <= tolerance or _deviation(fresh, sizes, want, quota) >= before:
             return kept
     return fresh
+
+
+def _wants(
+    names: Sequence[str],
+    targets: Mapping[str, float],
+    sizes: Mapping[int, int],
+    owner: Mapping[int, str],
+) -> dict[str, float]:
+    """Each worker's target in queued URLs, with partitions that cannot be split counted whole.
+
+    A partition bigger than every remaining worker's target (one busy host among few, when
+    partitioned by host) goes whole to one worker, its previous owner if it is still here
+    (else the one with the largest share), whose target becomes that partition; the others
+    share what is left. Without this, one such partition would leave every plan as far off
+    as the current one, and a worker that joins would be given nothing at all.
+    """
+    want: dict[str, float] = {}
+    pool = {name: targets[name] for name in names}
+    rest = sum(sizes.values())
+    for part in sorted((p for p in sizes if sizes[p] > 0), key=lambda p: (-sizes[p], p)):
+        whole = sum(pool.values())
+        if not pool or sizes[part] <= rest * max(pool.values()) / whole:
+            break
+        previous = owner.get(part)
+        name = previous if previous in pool else max(pool, key=lambda n: (pool[n], n))
+        want[name] = sizes[part]
+        rest -= sizes[part]
+        del pool[name]
+    whole = sum(pool.values())
+    return want | {name: share * rest / whole for name, share in pool.items()}
 
 
 def _owners(
