@@ -146,6 +146,20 @@ def test_a_partition_too_big_to_share_stays_whole_and_a_newcomer_gets_the_rest(
     # no previous owner: the big partition goes whole to one worker, the others split the rest
     fresh = assign_partitions({"a": 0.5, "b": 0.5}, sizes, 10)
     assert sorted(sum(sizes.get(p, 0) for p in parts) for parts in fresh.values()) == [10, 80]
+    # its owner left: it goes to the worker holding less, and nothing else moves
+    orphan = assign_partitions({"a": 0.5, "b": 0.5}, {0: 100, 1: 200}, 2, {"b": {0}, "x": {1}})
+    assert orphan == {"a": frozenset({1}), "b": frozenset({0})}
+    # a slow owner (a quarter of the speed) gives it to the fast worker
+    slow = assign_partitions({"a": 0.75, "b": 0.25}, sizes, 3, {"a": {1, 2}, "b": {0}})
+    assert slow == {"a": frozenset({0}), "b": frozenset({1, 2})}
+
+
+def test_a_newcomer_gets_its_empty_partitions_even_when_no_plan_is_closer() -> None:
+    """Two busy partitions that fit a's share either way: the current plan is as close as
+    any, but b, which just joined, still gets its quota of the empty ones (new URLs land
+    there)."""
+    after = assign_partitions({"a": 0.8, "b": 0.2}, {0: 872, 4: 701}, 5, {"a": {0, 1, 2, 3, 4}})
+    assert after["a"] >= {0, 4} and len(after["b"]) == 1
 
 
 def loaded(name: str, backlog: int) -> WorkerState:

@@ -188,14 +188,17 @@ def assign_partitions(
         return {}
     sizes = {p: max(queued.get(p, 0), 0) for p in range(partitions)}
     owner = _owners(names, partitions, previous or {})
-    want = _wants(names, targets, sizes, owner)
+    want, pinned = _wants(names, targets, sizes, owner)
     empty = [p for p in range(partitions) if sizes[p] == 0]
     quota = _quotas({name: targets[name] for name in names}, len(empty))
-    fresh = _fill(names, sizes, owner, want, empty, quota)
+    fresh = _fill(names, sizes, owner, want, pinned, empty, quota)
     if len(owner) == partitions:
         kept = _by_worker(names, owner)
         before = _deviation(kept, sizes, want, quota)
-        if before <= tolerance or _deviation(fresh, sizes, want, quota) >= before:
+        # a worker left with nothing though it has a quota (one that joined) is never kept so
+        if all(kept[n] or not quota[n] for n in names) and (
+            before <= tolerance or _deviation(fresh, sizes, want, quota) >= before
+        ):
             return kept
     return fresh
 
@@ -205,29 +208,41 @@ def _wants(
     targets: Mapping[str, float],
     sizes: Mapping[int, int],
     owner: Mapping[int, str],
-) -> dict[str, float]:
+) -> tuple[dict[str, float], dict[int, str]]:
     """Each worker's target in queued URLs, with partitions that cannot be split counted whole.
 
     A partition bigger than every remaining worker's target (one busy host among few, when
-    partitioned by host) goes whole to one worker, its previous owner if it is still here
-    (else the one with the largest share), whose target becomes that partition; the others
-    share what is left. Without this, one such partition would leave every plan as far off
-    as the current one, and a worker that joins would be given nothing at all.
+    partitioned by host) goes whole to one of the workers whose share is within
+    :data:`TOLERANCE` of the largest: its previous owner if that is one of them, else the one
+    holding the fewest queued URLs. That worker's target becomes the partition, and the others
+    share what is left. Without this, one such partition would leave every plan as far off as
+    the current one, and a worker that joins would be given nothing. Also returns those
+    pinned partitions and their workers.
     """
     want: dict[str, float] = {}
+    pinned: dict[int, str] = {}
     pool = {name: targets[name] for name in names}
     rest = sum(sizes.values())
+    held = dict.fromkeys(names, 0)
+    for part, name in owner.items():
+        held[name] += sizes[part]
     for part in sorted((p for p in sizes if sizes[p] > 0), key=lambda p: (-sizes[p], p)):
-        whole = sum(pool.values())
-        if not pool or sizes[part] <= rest * max(pool.values()) / whole:
+        if not pool:
             break
+        largest = max(pool.values())
+        if sizes[part] <= rest * largest / sum(pool.values()):
+            break
+        # among the workers with the largest share (near enough), its previous owner, else
+        # the one holding the fewest URLs now: the fewest move
+        able = [n for n in pool if pool[n] >= (1 - TOLERANCE) * largest]
         previous = owner.get(part)
-        name = previous if previous in pool else max(pool, key=lambda n: (pool[n], n))
+        name = previous if previous in able else min(able, key=lambda n: (held[n], -pool[n], n))
         want[name] = sizes[part]
+        pinned[part] = name
         rest -= sizes[part]
         del pool[name]
     whole = sum(pool.values())
-    return want | {name: share * rest / whole for name, share in pool.items()}
+    return want | {name: share * rest / whole for name, share in pool.items()}, pinned
 
 
 def _owners(
@@ -258,21 +273,26 @@ def _fill(
     sizes: Mapping[int, int],
     owner: Mapping[int, str],
     want: Mapping[str, float],
+    pinned: Mapping[int, str],
     empty: Sequence[int],
     quota: Mapping[str, int],
 ) -> dict[str, frozenset[int]]:
     owned: dict[str, list[int]] = {name: [] for name in names}
     have = dict.fromkeys(names, 0)
+    for part, name in pinned.items():
+        owned[name].append(part)
+        have[name] += sizes[part]
     previous = _by_worker(names, owner)
     free: list[int] = []
     for name in names:
-        for part in sorted(previous[name] - set(empty), key=lambda p: (-sizes[p], p)):
+        movable = previous[name] - set(empty) - pinned.keys()
+        for part in sorted(movable, key=lambda p: (-sizes[p], p)):
             if have[name] + sizes[part] / 2 <= want[name]:
                 owned[name].append(part)
                 have[name] += sizes[part]
             else:
                 free.append(part)
-    free += [p for p in sizes if sizes[p] > 0 and p not in owner]
+    free += [p for p in sizes if sizes[p] > 0 and p not in owner and p not in pinned]
     for part in sorted(free, key=lambda p: (-sizes[p], p)):
         name = max(names, key=lambda n: (want[n] - have[n], n))
         owned[name].append(part)
