@@ -284,9 +284,9 @@ def _fill(
         have[name] += sizes[part]
     previous = _by_worker(names, owner)
     free: list[int] = []
+    placed = set(empty) | pinned.keys()  # empty ones go by quota below, pinned ones are placed
     for name in names:
-        movable = previous[name] - set(empty) - pinned.keys()
-        for part in sorted(movable, key=lambda p: (-sizes[p], p)):
+        for part in sorted(previous[name] - placed, key=lambda p: (-sizes[p], p)):
             if have[name] + sizes[part] / 2 <= want[name]:
                 owned[name].append(part)
                 have[name] += sizes[part]
